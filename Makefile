@@ -1,0 +1,32 @@
+# Two entry points on a fresh machine: `make demo` and `make test`. Both set everything up first.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint corpus bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet -e '.[dev,wham]'
+	touch $@
+
+corpus: $(STAMP)
+	PYTHON=$(PY) ./scripts/fetch-corpus.sh
+
+demo: $(STAMP)
+	$(VENV)/bin/adopter demo examples
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check server tests bench
+	$(VENV)/bin/mypy
+
+test: $(STAMP) corpus lint
+	$(VENV)/bin/pytest -n 2 -q
+
+clean:
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache

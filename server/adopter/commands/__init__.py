@@ -1,0 +1,1 @@
+"""Subcommands of the `adopter` CLI, one module each (see `adopter.cli`)."""

@@ -1,0 +1,397 @@
+"""Value types of the Adopter DSL: model architectures and rewrite rules, as frozen dataclasses.
+
+Every layer shares these. Collections are tuples, every value is hashable and immutable, and every
+element that came from source code keeps its `Span`.
+
+Position convention (the one used everywhere inside Adopter): lines are 0-based, columns are 0-based
+offsets in Unicode code points (Python `str` indices) within the line. `adopter.positions` is the one
+module that converts to LSP (UTF-16) and to libcst (1-based lines). The DSL's text form prints spans
+1-based (`@12:5-12:30`, like compilers do) and the parser converts back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Union
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A source range: 0-based lines, 0-based code-point columns, end exclusive."""
+
+    start_line: int
+    start_col: int
+    end_line: int
+    end_col: int
+
+    def contains(self, other: Span) -> bool:
+        return (self.start_line, self.start_col) <= (other.start_line, other.start_col) and (
+            other.end_line,
+            other.end_col,
+        ) <= (self.end_line, self.end_col)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Values flowing between operators
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A data-flow value: a parameter of `forward`, a local variable, or a hoisted temporary.
+
+    Hoisted temporaries (the results of nested calls) are named `%1`, `%2`, ... in evaluation order,
+    unique within one method. Source variables keep their source name; a reassignment reuses the
+    name, so the definition that reaches a use is the latest one on the path.
+    """
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Expr:
+    """An opaque expression that carries no tracked tensor: a literal, `config.hidden_size`,
+    `self.scale`, `-1`, `None`. `text` is the normalised source text."""
+
+    text: str
+
+
+Value = Union[Ref, Expr]
+
+
+@dataclass(frozen=True, slots=True)
+class Kwarg:
+    name: str
+    value: Value
+
+
+class OpKind(str, Enum):
+    """What an operator node calls."""
+
+    MODULE = "module"  # a submodule bound in __init__: target "self.query", "self.layer[*]"
+    FUNCTION = "function"  # a qualified function: "torch.nn.functional.softmax", "math.sqrt"
+    METHOD = "method"  # a method on a value: target "transpose"; args[0] is the receiver
+    OPERATOR = "operator"  # "+", "-", "*", "/", "@", "**", "//", "neg", "getitem", "getattr"
+    CALL = "call"  # a call of something unresolved (a local callable, a parameter): target is its text
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One operator application in `forward`, after hoisting nested calls.
+
+    `outputs` are the names the results are bound to (tuple unpacking gives several). `via` lists the
+    inlined callees this op came from, outermost first (`("self._attn",)`, `("rotate_half",)`); empty
+    for ops written directly in `forward`. `stmt_span` is the span of the whole source statement the op
+    belongs to (where a rewrite must land), `span` that of the call expression itself.
+    """
+
+    kind: OpKind
+    target: str
+    args: tuple[Value, ...]
+    kwargs: tuple[Kwarg, ...]
+    outputs: tuple[str, ...]
+    span: Span
+    stmt_span: Span
+    via: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """Control flow that splits: `if`/`elif`/`else` (or a conditional expression).
+
+    `paths` holds one block per alternative, in source order; an `if` without `else` has an empty
+    last path. `conditions` holds the source text of each alternative's test (`"else"` for the last
+    when it is an else).
+    """
+
+    conditions: tuple[str, ...]
+    paths: tuple[Block, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """Iteration, typically over a `ModuleList`: `for i, layer in enumerate(self.layer)`.
+
+    `targets` are the loop variables, `iterable` the source text of what is iterated, `over` the
+    attribute path of the iterated module container when there is one (`"self.layer"`), `body` the
+    ops of one iteration (a call of `layer` appears as a MODULE op with target `"self.layer[*]"`).
+    """
+
+    targets: tuple[str, ...]
+    iterable: str
+    over: str | None
+    body: Block
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Return:
+    values: tuple[Value, ...]
+    span: Span
+
+
+Stmt = Union[Op, Branch, Loop, Return]
+Block = tuple[Stmt, ...]
+
+
+class ParamKind(str, Enum):
+    POSITIONAL = "positional"
+    VAR_POSITIONAL = "var_positional"  # *args
+    KEYWORD_ONLY = "keyword_only"
+    VAR_KEYWORD = "var_keyword"  # **kwargs
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    name: str
+    kind: ParamKind = ParamKind.POSITIONAL
+    default: str | None = None  # source text of the default, None when there is none
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    """`forward` (or another analysed method) as a control-flow tree of ops."""
+
+    name: str
+    params: tuple[Param, ...]
+    body: Block
+    span: Span
+
+
+# ---------------------------------------------------------------------------------------------------
+# __init__ bindings
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Ctor:
+    """A constructor expression in `__init__`.
+
+    `callee` is qualified (`"torch.nn.Linear"`, `"BertSelfAttention"` for a class of the same file,
+    `"transformers.activations.ACT2FN"` for a lookup table). `lookup` holds the subscript text of a
+    table lookup (`ACT2FN[config.hidden_act]` gives callee `...ACT2FN`, lookup `config.hidden_act`).
+    Containers list their children in `items`: the modules of a `Sequential`, the element of a
+    `ModuleList` comprehension (with `repeat` the text of its count, e.g. `config.num_hidden_layers`),
+    the values of a `ModuleDict` (with `keys`).
+    """
+
+    callee: str
+    args: tuple[Value, ...] = ()
+    kwargs: tuple[Kwarg, ...] = ()
+    items: tuple[Ctor, ...] = ()
+    keys: tuple[str, ...] = ()
+    repeat: str | None = None
+    lookup: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """`self.<attr> = <value>` in `__init__`.
+
+    `value` is a `Ctor` for module constructions and an `Expr` for anything else (`self.scale =
+    head_dim ** -0.5`). `condition` is the source text of the enclosing `if` tests joined with
+    `and` (`not (...)` for an else), or None when the binding is unconditional. An attribute bound on
+    several paths has one binding per path; a later unconditional reassignment shadows earlier ones
+    (the analysis keeps only the surviving bindings).
+    """
+
+    attr: str
+    value: Ctor | Expr
+    span: Span
+    condition: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Init:
+    params: tuple[Param, ...]
+    bindings: tuple[Binding, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Architecture:
+    """One `nn.Module` class: its bindings and its forward operator sequence(s)."""
+
+    name: str
+    bases: tuple[str, ...]  # qualified where resolvable
+    init: Init | None
+    forward: Forward | None
+    span: Span
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+    HINT = "hint"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something analysis or parsing could not do, with where it happened."""
+
+    message: str
+    span: Span | None = None
+    path: str | None = None
+    severity: Severity = Severity.WARNING
+    code: str | None = None  # a rule id or an error code
+
+    def render(self) -> str:
+        where = self.path or "<input>"
+        if self.span is not None:
+            where += f":{self.span.start_line + 1}:{self.span.start_col + 1}"
+        prefix = f"{self.code}: " if self.code else ""
+        return f"{where}: {self.severity.value}: {prefix}{self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleFile:
+    """What the analysis found in one Python file: every nn.Module class that parses, and problems."""
+
+    path: str | None
+    architectures: tuple[Architecture, ...]
+    problems: tuple[Problem, ...] = ()
+    # Module-level functions and the top-level script code (name "<module>"), analysed like forward:
+    # rules with scope "function" (e.g. optimizer construction in a training script) match here.
+    functions: tuple[Forward, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Rewrite rules
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PVar:
+    """A pattern variable (`$x`). Every occurrence in one rule must bind the same thing."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class PAny:
+    """`_`: matches any value without binding it."""
+
+
+PValue = Union[PVar, PAny, Expr]  # Expr in a pattern matches an Expr with the same normalised text
+
+
+@dataclass(frozen=True, slots=True)
+class PKwarg:
+    name: str
+    value: PValue
+
+
+@dataclass(frozen=True, slots=True)
+class OpPattern:
+    """One step of a forward pattern: `$out = <target>($args..., key=$v)`.
+
+    `targets` are alternatives (`torch.matmul | @ | .matmul`): `kind` + `target` pairs; a target that
+    is a pattern variable (`$attn`) matches a MODULE op whose submodule was bound by an init pattern
+    to that variable. `extra_args` says whether the op may have further arguments than those listed.
+    `optional` steps (`?`) may be absent from a match. `commutative` operands (`+`, `*`) match in
+    either order (the matcher decides by the operator; the pattern need not say).
+    """
+
+    targets: tuple[tuple[OpKind, str], ...]
+    args: tuple[PValue, ...]
+    kwargs: tuple[PKwarg, ...]
+    outputs: tuple[PValue, ...]
+    optional: bool = False
+    extra_args: bool = False
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CtorPattern:
+    """`$m = torch.nn.Linear(...)` / `ACT2FN[_]`: matches a binding's Ctor by callee (alternatives
+    allowed), optionally constraining arguments."""
+
+    callees: tuple[str, ...]
+    args: tuple[PValue, ...] = ()
+    kwargs: tuple[PKwarg, ...] = ()
+    extra_args: bool = True
+    lookup: PValue | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BindingPattern:
+    var: str  # the pattern variable naming the submodule: "$attn" -> "attn"
+    ctor: CtorPattern
+    span: Span | None = None
+
+
+class GuardKind(str, Enum):
+    SINGLE_USE = "single_use"  # the value is used only by the next step of the pattern
+    NOT_REASSIGNED = "not_reassigned"  # no redefinition between its def and its use in the pattern
+    EQUALS = "equals"  # an argument has a given normalised text: equals($dim, -1)
+    ONE_OF = "one_of"
+    NOT_USED_AFTER = "not_used_after"  # the value is dead after the match (e.g. attention probs)
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    kind: GuardKind
+    args: tuple[PValue, ...]
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One kernel a rule can rewrite to, and what it needs to be offered."""
+
+    name: str  # "portable", "liger", "apex", "flash_attn"
+    kernel: str  # human-readable kernel name, e.g. "torch.nn.functional.scaled_dot_product_attention"
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    packages: tuple[str, ...] = ()  # import names that must be importable
+    torch: str | None = None  # a version specifier, e.g. ">=2.1"
+    preferred: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Replacement:
+    """How a match is rewritten: the synthesizer to call (`synth/` registry) and its template text.
+
+    `strategy` names a synthesizer (`"template"`, `"sdpa_module"`, `"fuse_qkv"`, ...). For the
+    `template` strategy, `forward` is Python code with `$var` placeholders replacing the matched
+    statements and `init` maps pattern variables to replacement constructor code.
+    """
+
+    strategy: str
+    forward: str | None = None
+    init: tuple[tuple[str, str], ...] = ()
+    imports: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """Code embedded in a rule: must match (with the expected rewrite, if any), or must not."""
+
+    code: str
+    should_match: bool
+    expected: str | None = None  # the rewritten code, for must-match examples with a rewrite
+    target: str | None = None
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    family: int
+    title: str
+    message: str
+    severity: Severity
+    targets: tuple[Target, ...]
+    init: tuple[BindingPattern, ...]
+    forward: tuple[OpPattern, ...]
+    guards: tuple[Guard, ...]
+    replacement: Replacement | None
+    examples: tuple[Example, ...]
+    docs: str = ""
+    # "forward": matched in nn.Module forward bodies (with init patterns); "function": matched in
+    # module-level functions and top-level code too (training scripts), init patterns not allowed.
+    scope: str = "forward"
+    path: str | None = None
+    span: Span | None = None
