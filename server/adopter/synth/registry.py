@@ -1,0 +1,269 @@
+"""The strategy registry and `SynthContext`: what a rewrite strategy sees and the edits it may record.
+
+Lifecycle: `adopter.synth.rewrite()` builds one `SynthContext` per finding and calls the strategy named
+by `rule.replacement.strategy` with it. The strategy reads the source through the context and records
+edits (`replace_statements`, `replace_binding`, `insert_after_binding`, `add_import`,
+`add_module_code`) or calls `decline(reason)`. Strategies never touch files and never apply edits
+themselves: the framework applies every recorded edit at once (with libcst, never overlapping), adds
+imports once, and verifies the result before returning it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from adopter.dsl.types import Expr, Ref, Rule, Span
+from adopter.engine.types import Finding
+
+Strategy = Callable[["SynthContext"], None]
+
+STRATEGIES: dict[str, Strategy] = {}
+
+
+def strategy(name: str) -> Callable[[Strategy], Strategy]:
+    """Register a function as the rewrite strategy `name` (used by rules as `rewrite <name> {...}`)."""
+
+    def register(func: Strategy) -> Strategy:
+        if name in STRATEGIES and STRATEGIES[name] is not func:
+            raise ValueError(f"rewrite strategy {name!r} is registered twice")
+        STRATEGIES[name] = func
+        return func
+
+    return register
+
+
+class Declined(Exception):
+    """Raised by `SynthContext.decline` to stop a strategy; the framework turns it into a skip."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# ---------------------------------------------------------------------------------------------------
+# Recorded edits (applied by adopter.synth.apply)
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StatementsEdit:
+    """Replace the statements covering `spans` (first .. last, same block) with `code`."""
+
+    spans: tuple[Span, ...]
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
+class BindingEdit:
+    """Replace (`after=False`) or follow (`after=True`) the `__init__` statement at `span` with `code`."""
+
+    span: Span
+    code: str
+    after: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ImportEdit:
+    """`import module [as alias]` (name None) or `from module import name [as alias]`."""
+
+    module: str
+    name: str | None
+    alias: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleCodeEdit:
+    """A new top-level definition, placed after class `after_class` (or after the imports)."""
+
+    code: str
+    name: str
+    after_class: str | None
+
+
+@dataclass
+class Edits:
+    """Everything one strategy call recorded."""
+
+    statements: list[StatementsEdit] = field(default_factory=list)
+    bindings: list[BindingEdit] = field(default_factory=list)
+    imports: list[ImportEdit] = field(default_factory=list)
+    module_code: list[ModuleCodeEdit] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not (self.statements or self.bindings or self.imports or self.module_code)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Source helpers
+# ---------------------------------------------------------------------------------------------------
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def slice_span(lines: Sequence[str], span: Span) -> str:
+    """The source text of `span` (0-based lines, code-point columns, end exclusive)."""
+    if span.start_line == span.end_line:
+        return lines[span.start_line][span.start_col : span.end_col]
+    parts = [lines[span.start_line][span.start_col :]]
+    parts.extend(lines[span.start_line + 1 : span.end_line])
+    parts.append(lines[span.end_line][: span.end_col])
+    return "\n".join(parts)
+
+
+def existing_imports(source: str) -> dict[tuple[str, str | None], str]:
+    """Top-level imports of `source`: (module, name or None) -> the local name bound."""
+    found: dict[tuple[str, str | None], str] = {}
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return found
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    found[(alias.name, None)] = alias.asname
+                elif "." not in alias.name:
+                    found[(alias.name, None)] = alias.name
+                else:
+                    # `import torch.nn.functional` binds `torch`; the dotted path is usable as is.
+                    found[(alias.name, None)] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                if alias.name != "*":
+                    found[(node.module, alias.name)] = alias.asname or alias.name
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------
+# The context
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SynthContext:
+    """What a strategy gets for one finding; strategies never touch files."""
+
+    source: str  # the whole file being rewritten (current text, after earlier fixes)
+    finding: Finding
+    rule: Rule
+    target: str  # the chosen Target.name, e.g. "portable", "liger"
+    edits: Edits = field(default_factory=Edits)
+    _lines: list[str] = field(default_factory=list, repr=False)
+    _taken: set[str] = field(default_factory=set, repr=False)
+    _imports: dict[tuple[str, str | None], str] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._lines = self.source.split("\n")
+        self._taken = set(_IDENT.findall(self.source))
+        self._imports = existing_imports(self.source)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def text(self, span: Span) -> str:
+        """The source text of any span."""
+        return slice_span(self._lines, span)
+
+    def statement_text(self, span: Span) -> str:
+        """The source text of a statement span (as found in `finding.stmt_spans` / `init_spans`)."""
+        return slice_span(self._lines, span)
+
+    def line_indent(self, span: Span) -> str:
+        """The indentation of the line where `span` starts."""
+        line = self._lines[span.start_line]
+        return line[: len(line) - len(line.lstrip())]
+
+    def binding(self, var: str) -> Ref | Expr | str | None:
+        """What pattern variable `var` (without `$`) bound, or None when it is not bound."""
+        for name, value in self.finding.match.env:
+            if name == var.lstrip("$"):
+                return value
+        return None
+
+    def env_text(self, var: str) -> str:
+        """Source text a pattern variable bound: a name, `self.query`, or the expression of a temporary."""
+        value = self.binding(var)
+        if value is None:
+            raise KeyError(f"pattern variable ${var.lstrip('$')} is not bound in this match")
+        if isinstance(value, str):
+            return value
+        if isinstance(value, Expr):
+            return value.text
+        if value.name.startswith("%"):
+            # A hoisted temporary has no name in the source: use the expression that produced it.
+            for op in self.finding.match.ops:
+                if value.name in op.outputs:
+                    return self.text(op.span)
+            raise KeyError(f"temporary {value.name} bound by ${var} is not produced by the match")
+        return value.name
+
+    # -- recording edits ---------------------------------------------------------------------------
+
+    def replace_statements(self, spans: Sequence[Span], code: str) -> None:
+        """Replace the forward statements covering `spans` (first .. last) with `code`, indented to fit."""
+        if not spans:
+            raise ValueError("replace_statements needs at least one span")
+        self.edits.statements.append(StatementsEdit(tuple(spans), textwrap.dedent(code).strip("\n")))
+
+    def replace_binding(self, span: Span, code: str) -> None:
+        """Replace one `self.x = ...` statement in `__init__` with `code`."""
+        self.edits.bindings.append(BindingEdit(span, textwrap.dedent(code).strip("\n"), after=False))
+
+    def insert_after_binding(self, span: Span, code: str) -> None:
+        """Insert `code` right after the `__init__` statement at `span`."""
+        self.edits.bindings.append(BindingEdit(span, textwrap.dedent(code).strip("\n"), after=True))
+
+    def add_import(self, module: str, name: str | None = None, alias: str | None = None) -> str:
+        """Ensure `module` (or `name` from it) is imported; return the local name to use in code."""
+        key = (module, name)
+        if key in self._imports:
+            return self._imports[key]
+        if name is None and alias is None:
+            # `import a.b.c` binds `a`; the dotted path works only if `a` is not used for something else.
+            root = module.split(".")[0]
+            if root in self._taken and not any(
+                m.split(".")[0] == root and n is None for m, n in self._imports
+            ):
+                alias = self.fresh_name(module.split(".")[-1])
+            else:
+                self.edits.imports.append(ImportEdit(module, None, None))
+                self._imports[key] = module
+                self._taken.add(root)
+                return module
+        wanted = alias or name or module.split(".")[-1]
+        local = wanted if wanted not in self._taken else self.fresh_name(wanted)
+        self._taken.add(local)
+        self.edits.imports.append(ImportEdit(module, name, None if local == (name or module) else local))
+        self._imports[key] = local
+        return local
+
+    def add_module_code(self, code: str, *, name: str, after_class: str | None = None) -> str:
+        """Add a new top-level class/function named (freshly, from) `name`; return the name used.
+
+        Write the definition with the placeholder `{name}` where its name goes, or with the literal
+        `name`; it is renamed when that name is taken.
+        """
+        fresh = name if name not in self._taken else self.fresh_name(name)
+        self._taken.add(fresh)
+        body = textwrap.dedent(code).strip("\n")
+        body = body.replace("{name}", fresh) if "{name}" in body else re.sub(rf"\b{re.escape(name)}\b", fresh, body)
+        self.edits.module_code.append(ModuleCodeEdit(body, fresh, after_class))
+        return fresh
+
+    def fresh_name(self, base: str) -> str:
+        """A name starting with `base` used nowhere in the file nor by earlier edits."""
+        if base not in self._taken:
+            self._taken.add(base)
+            return base
+        i = 1
+        while f"{base}_{i}" in self._taken:
+            i += 1
+        self._taken.add(f"{base}_{i}")
+        return f"{base}_{i}"
+
+    def decline(self, reason: str) -> None:
+        """No automatic fix for this site; `reason` is shown to the user. Does not return."""
+        raise Declined(reason)
