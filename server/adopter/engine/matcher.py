@@ -1,0 +1,439 @@
+"""Matching rules against architectures: forward op patterns joined with `__init__` binding patterns.
+
+A match is a subsequence of a forward's ops (in source order, all on one control-flow path) whose
+steps unify with the rule's `OpPattern`s: pattern variables bind consistently, and a value bound in
+one step and used in a later one must be the *same definition* (the def reaching the later use), so
+data flow is respected even when names are reused (`h = dropout(h); h = ln(h + r)`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from adopter.dsl.types import (
+    Architecture,
+    Binding,
+    BindingPattern,
+    Ctor,
+    CtorPattern,
+    Expr,
+    Guard,
+    GuardKind,
+    Kwarg,
+    Op,
+    OpKind,
+    OpPattern,
+    PAny,
+    PKwarg,
+    PValue,
+    PVar,
+    Ref,
+    Rule,
+    Value,
+)
+from adopter.engine.flow import FlatForward
+
+COMMUTATIVE = frozenset({"+", "*"})
+# How many unification attempts one rule may spend on one forward: a pathological pattern must not
+# stall the server; hitting it is reported as a problem.
+STEP_BUDGET = 50_000
+
+
+class BudgetExceeded(Exception):
+    """A rule spent its matching budget on one forward."""
+
+
+# A bound forward value: ("ref", name, defining node or -1) / ("expr", text) / ("mod", "self.attr").
+Bound = tuple[str, str, int] | tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class RawMatch:
+    """A match before it becomes a Finding: node indexes, bindings used, and the variable bindings."""
+
+    nodes: tuple[int, ...]
+    bindings: tuple[Binding, ...]
+    env: tuple[tuple[str, Bound], ...]
+
+
+# ---------------------------------------------------------------------------------------------------
+# __init__ side
+# ---------------------------------------------------------------------------------------------------
+
+
+def callee_matches(pattern: str, callee: str) -> bool:
+    """A pattern callee matches the same qualified name, or, when unqualified, any `*.Name`."""
+    return callee == pattern or ("." not in pattern and callee.endswith("." + pattern))
+
+
+def _ctor_matches(pat: CtorPattern, ctor: Ctor) -> bool:
+    if not any(callee_matches(c, ctor.callee) for c in pat.callees):
+        return False
+    if pat.lookup is not None:
+        if ctor.lookup is None or not _literal_ok(pat.lookup, Expr(ctor.lookup)):
+            return False
+    if len(ctor.args) < len(pat.args) or (not pat.extra_args and len(ctor.args) != len(pat.args)):
+        return False
+    if any(not _literal_ok(p, v) for p, v in zip(pat.args, ctor.args)):
+        return False
+    kw = {k.name: k.value for k in ctor.kwargs}
+    if any(k.name not in kw or not _literal_ok(k.value, kw[k.name]) for k in pat.kwargs):
+        return False
+    return pat.extra_args or len(ctor.kwargs) == len(pat.kwargs)
+
+
+def _literal_ok(p: PValue, v: Value) -> bool:
+    """Init patterns constrain by literal text; variables there only document (they bind nothing)."""
+    if isinstance(p, Expr):
+        return isinstance(v, Expr) and _norm(v.text) == _norm(p.text)
+    return True
+
+
+def _norm(text: str) -> str:
+    return "".join(text.split()).replace('"', "'")
+
+
+def _module_ctors(binding: Binding, container_item: bool) -> Iterator[Ctor]:
+    """The constructors a module op target can denote: the binding's, or its container items'."""
+    if not isinstance(binding.value, Ctor):
+        return
+    if container_item:
+        stack = list(binding.value.items)
+        while stack:
+            item = stack.pop()
+            yield item
+            stack.extend(item.items)  # a ModuleList of Sequentials: the call hits the outer item
+    else:
+        yield binding.value
+
+
+@dataclass
+class InitIndex:
+    """`__init__` bindings by attribute, for joining module op targets with binding patterns."""
+
+    by_attr: dict[str, list[Binding]]
+
+    @classmethod
+    def of(cls, arch: Architecture | None) -> InitIndex:
+        by_attr: dict[str, list[Binding]] = {}
+        if arch is not None and arch.init is not None:
+            for b in arch.init.bindings:
+                by_attr.setdefault(b.attr, []).append(b)
+        return cls(by_attr)
+
+    def resolve(self, target: str, pattern: BindingPattern) -> Binding | None:
+        """The binding of module op `target` (`self.q`, `self.layer[*]`) that fits `pattern`."""
+        if not target.startswith("self."):
+            return None
+        attr = target[5:]
+        item = attr.endswith("[*]")
+        if item:
+            attr = attr[:-3]
+        for b in self.by_attr.get(attr, ()):
+            if any(_ctor_matches(pattern.ctor, c) for c in _module_ctors(b, item)):
+                return b
+        return None
+
+    def could_match(self, pattern: BindingPattern) -> bool:
+        """Whether any binding at all fits `pattern` (a cheap pre-filter)."""
+        return any(
+            any(_ctor_matches(pattern.ctor, c) for c in _module_ctors(b, item))
+            for bs in self.by_attr.values()
+            for b in bs
+            for item in (False, True)
+        )
+
+
+# ---------------------------------------------------------------------------------------------------
+# forward side
+# ---------------------------------------------------------------------------------------------------
+
+
+class _State:
+    """Mutable search state with an undo log (backtracking)."""
+
+    def __init__(self) -> None:
+        self.env: dict[str, Bound] = {}
+        self.alias: dict[str, str] = {}
+        self.bindings: dict[str, Binding] = {}
+        self.trail: list[tuple[str, str]] = []
+
+    def mark(self) -> int:
+        return len(self.trail)
+
+    def undo(self, mark: int) -> None:
+        while len(self.trail) > mark:
+            kind, key = self.trail.pop()
+            if kind == "env":
+                self.env.pop(key, None)
+            elif kind == "alias":
+                self.alias.pop(key, None)
+            else:
+                self.bindings.pop(key, None)
+
+    def var(self, name: str) -> str:
+        while name in self.alias:
+            name = self.alias[name]
+        return name
+
+    def set(self, kind: str, key: str, value: object) -> None:
+        getattr(self, {"env": "env", "alias": "alias", "bind": "bindings"}[kind])[key] = value
+        self.trail.append((kind, key))
+
+
+class RuleMatcher:
+    """Finds every match of one rule in one flattened forward."""
+
+    def __init__(self, rule: Rule, flat: FlatForward, init: InitIndex) -> None:
+        self.rule = rule
+        self.flat = flat
+        self.init = init
+        self.init_patterns = {b.var.lstrip("$"): b for b in rule.init}
+        self.steps = rule.forward
+        self.budget = STEP_BUDGET
+
+    # -- pre-filter ------------------------------------------------------------------------------
+
+    def candidates(self, step: OpPattern) -> list[int]:
+        out: list[int] = []
+        for kind, target in step.targets:
+            if target.startswith("$"):
+                var = target.lstrip("$")
+                pattern = self.init_patterns.get(var)
+                for (k, t), idx in self.flat.by_target.items():
+                    if k == kind.value and (pattern is None or self.init.resolve(t, pattern) is not None):
+                        out.extend(idx)
+            else:
+                out.extend(self.flat.by_target.get((kind.value, target), ()))
+        if len(step.targets) > 1:
+            out = sorted(set(out))
+        return out
+
+    def possible(self) -> bool:
+        """False when some required step or binding cannot occur at all in this forward."""
+        if not self.steps:
+            return False
+        if any(not self.init.could_match(b) for b in self.rule.init):
+            return False
+        for step in self.steps:
+            if step.optional:
+                continue
+            if not any(
+                (t.startswith("$") and any(k == kind.value for k, _ in self.flat.by_target))
+                or (kind.value, t) in self.flat.by_target
+                for kind, t in step.targets
+            ):
+                return False
+        return True
+
+    # -- search ------------------------------------------------------------------------------------
+
+    def matches(self) -> Iterator[RawMatch]:
+        if not self.possible():
+            return
+        cands = [self.candidates(s) for s in self.steps]
+        state = _State()
+        yield from self._search(0, -1, [], cands, state)
+
+    def _search(self, i: int, last: int, chosen: list[int], cands: list[list[int]],
+                state: _State) -> Iterator[RawMatch]:
+        if i == len(self.steps):
+            if chosen and self._guards_ok(chosen, state):
+                full = dict(state.env)
+                for alias in state.alias:
+                    target = state.var(alias)
+                    if target in state.env:
+                        full[alias] = state.env[target]
+                env = tuple(sorted(full.items()))
+                binds = tuple(state.bindings[k] for k in sorted(state.bindings))
+                yield RawMatch(tuple(chosen), binds, env)
+            return
+        step = self.steps[i]
+        for n in cands[i]:
+            if n <= last:
+                continue
+            if chosen and not all(self.flat.compatible(c, n) for c in chosen):
+                continue
+            self.budget -= 1
+            if self.budget < 0:
+                raise BudgetExceeded(self.rule.id)
+            mark = state.mark()
+            if self._unify_op(step, n, state):
+                chosen.append(n)
+                yield from self._search(i + 1, n, chosen, cands, state)
+                chosen.pop()
+            state.undo(mark)
+        if step.optional:
+            mark = state.mark()
+            if self._skip(step, state):
+                yield from self._search(i + 1, last, chosen, cands, state)
+            state.undo(mark)
+
+    def _skip(self, step: OpPattern, state: _State) -> bool:
+        """An absent optional step binds its output to its first value argument."""
+        out = step.outputs[0] if len(step.outputs) == 1 else None
+        first = next((a for a in step.args if not isinstance(a, PAny)), None)
+        if isinstance(out, PVar) and first is not None:
+            if isinstance(first, PVar):
+                o, a = state.var(out.name), state.var(first.name)
+                if o == a:
+                    return True
+                if o in state.env:
+                    if a in state.env:
+                        return state.env[o] == state.env[a]
+                    state.set("env", a, state.env[o])
+                    return True
+                state.set("alias", o, a)
+                return True
+            if isinstance(first, Expr):
+                return self._bind(out, ("expr", _norm(first.text)), state)
+        return True
+
+    def _unify_op(self, step: OpPattern, n: int, state: _State) -> bool:
+        op = self.flat.nodes[n].op
+        assert op is not None
+        if not self._target_ok(step, op, state):
+            return False
+        if not self._args_ok(step, op, n, state):
+            return False
+        if not self._kwargs_ok(step.kwargs, op.kwargs, step.extra_args, n, state):
+            return False
+        if step.outputs:
+            if len(step.outputs) != len(op.outputs):
+                return False
+            for p, name in zip(step.outputs, op.outputs):
+                if not self._unify(p, ("ref", name, n), state):
+                    return False
+        return True
+
+    def _target_ok(self, step: OpPattern, op: Op, state: _State) -> bool:
+        for kind, target in step.targets:
+            if kind != op.kind:
+                continue
+            if not target.startswith("$"):
+                if target == op.target:
+                    return True
+                continue
+            var = state.var(target.lstrip("$"))
+            pattern = self.init_patterns.get(var)
+            if pattern is None:
+                if self._unify(PVar(var), ("mod", op.target), state):
+                    return True
+                continue
+            binding = self.init.resolve(op.target, pattern)
+            if binding is None:
+                continue
+            if var in state.bindings and state.bindings[var] is not binding:
+                continue
+            if not self._unify(PVar(var), ("mod", op.target), state):
+                continue
+            if var not in state.bindings:
+                state.set("bind", var, binding)
+            return True
+        return False
+
+    def _args_ok(self, step: OpPattern, op: Op, n: int, state: _State) -> bool:
+        pa, va = step.args, op.args
+        if len(va) < len(pa) or (not step.extra_args and len(va) != len(pa)):
+            return False
+        if op.kind == OpKind.OPERATOR and op.target in COMMUTATIVE and len(pa) == 2 and len(va) == 2:
+            mark = state.mark()
+            if self._unify_values(pa, va, n, state):
+                return True
+            state.undo(mark)
+            return self._unify_values(pa, (va[1], va[0]), n, state)
+        return self._unify_values(pa, va[: len(pa)], n, state)
+
+    def _unify_values(self, pats: tuple[PValue, ...], vals: tuple[Value, ...], n: int, state: _State) -> bool:
+        return all(self._unify(p, self._bound_of(v, n), state) for p, v in zip(pats, vals))
+
+    def _kwargs_ok(self, pats: tuple[PKwarg, ...], vals: tuple[Kwarg, ...], extra: bool, n: int,
+                   state: _State) -> bool:
+        by_name = {k.name: k.value for k in vals}
+        for pk in pats:
+            if pk.name not in by_name:
+                return False
+            if not self._unify(pk.value, self._bound_of(by_name[pk.name], n), state):
+                return False
+        return extra or len(vals) == len(pats)
+
+    def _bound_of(self, v: Value, n: int) -> Bound:
+        if isinstance(v, Ref):
+            return ("ref", v.name, self.flat.reaching_def(v.name, n))
+        return ("expr", _norm(v.text))
+
+    def _unify(self, p: PValue, value: Bound, state: _State) -> bool:
+        if isinstance(p, PAny):
+            return True
+        if isinstance(p, Expr):
+            return value[0] == "expr" and value[1] == _norm(p.text)
+        return self._bind(p, value, state)
+
+    def _bind(self, p: PVar, value: Bound, state: _State) -> bool:
+        var = state.var(p.name)
+        if var in state.env:
+            return state.env[var] == value
+        state.set("env", var, value)
+        return True
+
+    # -- guards ------------------------------------------------------------------------------------
+
+    def _guards_ok(self, chosen: list[int], state: _State) -> bool:
+        return all(self._guard_ok(g, chosen, state) for g in self.rule.guards)
+
+    def _value(self, p: PValue, state: _State) -> Bound | None:
+        if isinstance(p, PVar):
+            return state.env.get(state.var(p.name))
+        if isinstance(p, Expr):
+            return ("expr", _norm(p.text))
+        return None
+
+    def _guard_ok(self, g: Guard, chosen: list[int], state: _State) -> bool:
+        if g.kind in (GuardKind.EQUALS, GuardKind.ONE_OF):
+            if not g.args:
+                return True
+            first = self._value(g.args[0], state)
+            if first is None:
+                return False
+            texts = [self._text(self._value(a, state)) for a in g.args[1:]]
+            mine = self._text(first)
+            return mine in texts if g.kind == GuardKind.ONE_OF else all(t == mine for t in texts)
+        for arg in g.args:
+            value = self._value(arg, state)
+            if value is None or value[0] != "ref":
+                continue  # an Expr or an absent optional value has no uses to check
+            ok = {
+                GuardKind.SINGLE_USE: self._single_use,
+                GuardKind.NOT_USED_AFTER: self._not_used_after,
+                GuardKind.NOT_REASSIGNED: self._not_reassigned,
+            }[g.kind](value, chosen)
+            if not ok:
+                return False
+        return True
+
+    @staticmethod
+    def _text(value: Bound | None) -> str | None:
+        return None if value is None else value[1]
+
+    def _uses(self, value: Bound) -> list[int]:
+        """Nodes reading the definition `value` (a name and its defining node)."""
+        name, d = value[1], value[2]  # type: ignore[misc]
+        return [u for u in self.flat.uses_of.get(name, ()) if u > d and self.flat.reaching_def(name, u) == d]
+
+    def _single_use(self, value: Bound, chosen: list[int]) -> bool:
+        mine = set(chosen)
+        return all(u in mine for u in self._uses(value))
+
+    def _not_used_after(self, value: Bound, chosen: list[int]) -> bool:
+        last = max(chosen)
+        return all(u <= last for u in self._uses(value))
+
+    def _not_reassigned(self, value: Bound, chosen: list[int]) -> bool:
+        name = value[1]
+        first, last = min(chosen), max(chosen)
+        mine = set(chosen)
+        return not any(
+            first < d < last and d not in mine and self.flat.compatible(first, d) and self.flat.compatible(d, last)
+            for d in self.flat.defs_of.get(name, ())
+        )

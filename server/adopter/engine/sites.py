@@ -1,0 +1,154 @@
+"""From matches to findings: one finding per site, with exact spans, offered targets and fixability."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from adopter.dsl.types import Expr, Forward, ModuleFile, Problem, Ref, Rule, Severity, Span, Value
+from adopter.engine.environment import Environment
+from adopter.engine.flow import FlatForward, flatten
+from adopter.engine.matcher import Bound, BudgetExceeded, InitIndex, RawMatch, RuleMatcher
+from adopter.engine.types import Finding, Match
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineResult:
+    """Findings of one file, and the problems (failing rules) met while matching."""
+
+    findings: tuple[Finding, ...]
+    problems: tuple[Problem, ...] = ()
+
+
+def find(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> tuple[Finding, ...]:
+    """Every site where a rule applies in `module_file`; never raises (failing rules are logged)."""
+    result = check(module_file, rules, env)
+    for p in result.problems:
+        log.warning("%s", p.render())
+    return result.findings
+
+
+def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> EngineResult:
+    """Findings plus problems for `module_file`; never raises."""
+    findings: list[Finding] = []
+    problems: list[Problem] = []
+    scopes: list[tuple[str, Forward, InitIndex, str]] = []
+    for arch in module_file.architectures:
+        if arch.forward is not None:
+            scopes.append((arch.name, arch.forward, InitIndex.of(arch), "forward"))
+    for fn in module_file.functions:
+        scopes.append((fn.name, fn, InitIndex.of(None), "function"))
+    for scope_name, forward, init, kind in scopes:
+        try:
+            flat = flatten(forward)
+        except Exception as exc:  # a malformed architecture must not take the file down
+            problems.append(Problem(f"cannot flatten {scope_name}.{forward.name}: {exc}", forward.span,
+                                    module_file.path, Severity.WARNING))
+            continue
+        for rule in rules:
+            if kind == "function" and rule.scope != "function":
+                continue
+            try:
+                findings.extend(_rule_findings(rule, flat, init, scope_name, module_file.path, env))
+            except BudgetExceeded:
+                problems.append(Problem(f"matching gave up in {scope_name} (pattern too ambiguous)",
+                                        forward.span, module_file.path, Severity.WARNING, rule.id))
+            except Exception as exc:
+                problems.append(Problem(f"rule failed in {scope_name}: {type(exc).__name__}: {exc}",
+                                        forward.span, module_file.path, Severity.WARNING, rule.id))
+    findings.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
+    return EngineResult(tuple(findings), tuple(problems))
+
+
+def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: str, path: str | None,
+                   env: Environment) -> list[Finding]:
+    raw = list(RuleMatcher(rule, flat, init).matches())
+    if not raw:
+        return []
+    # Largest matches first (optional steps present), then source order; a node belongs to one site.
+    raw.sort(key=lambda m: (-len(m.nodes), m.nodes))
+    taken: set[int] = set()
+    seen_sites: set[tuple[Span, ...]] = set()
+    out: list[Finding] = []
+    for m in raw:
+        if taken.intersection(m.nodes):
+            continue
+        ops = tuple(flat.nodes[n].op for n in m.nodes)
+        site = tuple(sorted((op.span for op in ops if op is not None), key=_span_key))
+        taken.update(m.nodes)
+        if site in seen_sites:
+            continue  # the same source statements reached again (a helper inlined twice)
+        seen_sites.add(site)
+        out.append(_finding(rule, flat, m, scope_name, path, env))
+    return out
+
+
+def _span_key(s: Span) -> tuple[int, int, int, int]:
+    return (s.start_line, s.start_col, s.end_line, s.end_col)
+
+
+def _value(bound: Bound) -> Value | str:
+    if bound[0] == "ref":
+        return Ref(bound[1])
+    if bound[0] == "expr":
+        return Expr(bound[1])
+    return bound[1]
+
+
+def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: str | None,
+             env: Environment) -> Finding:
+    ops = tuple(op for op in (flat.nodes[n].op for n in m.nodes) if op is not None)
+    stmt_spans: list[Span] = []
+    for op in ops:
+        if op.stmt_span not in stmt_spans:
+            stmt_spans.append(op.stmt_span)
+    outer = min(len(op.via) for op in ops)
+    primary = [op.stmt_span for op in ops if len(op.via) == outer]
+    first = min(primary, key=_span_key)
+    last = max(primary, key=lambda s: (s.end_line, s.end_col))
+    span = Span(first.start_line, first.start_col, last.end_line, last.end_col)
+    offered = [t for t in rule.targets if env.offers(t)]
+    offered.sort(key=lambda t: not t.preferred)
+    fixable, reason = True, None
+    if rule.replacement is None:
+        fixable, reason = False, "this rule has no automatic rewrite"
+    elif rule.targets and not offered:
+        needs = "; ".join(f"{t.name}: {_needs(t.devices, t.packages, t.torch)}" for t in rule.targets)
+        fixable, reason = False, f"no target is available in this environment ({needs})"
+    else:
+        reason = _straddle_reason(flat, m)
+        fixable = reason is None
+    match = Match(ops, m.bindings, tuple((k, _value(v)) for k, v in m.env))
+    return Finding(
+        rule_id=rule.id, family=rule.family, severity=rule.severity, title=rule.title, message=rule.message,
+        path=path, scope_name=scope_name, span=span, stmt_spans=tuple(stmt_spans),
+        init_spans=tuple(b.span for b in m.bindings), match=match,
+        targets=tuple(t.name for t in offered), fixable=fixable, no_fix_reason=reason,
+    )
+
+
+def _needs(devices: tuple[str, ...], packages: tuple[str, ...], torch: str | None) -> str:
+    parts = [f"device {'/'.join(devices)}"]
+    if packages:
+        parts.append("package " + ", ".join(packages))
+    if torch:
+        parts.append(f"torch {torch}")
+    return ", ".join(parts)
+
+
+def _straddle_reason(flat: FlatForward, m: RawMatch) -> str | None:
+    """Why the matched statements cannot be edited in one place, or None when they can."""
+    nodes = [flat.nodes[n] for n in m.nodes]
+    vias = {n.op.via for n in nodes if n.op is not None}
+    if len(vias) > 1:
+        return "the match spans an inlined helper and its caller; rewrite it by hand"
+    branch_ctx = {tuple(c for c in n.ctx if c[0] == "b") for n in nodes}
+    if len(branch_ctx) > 1:
+        return "the match straddles if/else branches; no single place to rewrite it"
+    loop_ctx = {tuple(c for c in n.ctx if c[0] == "l") for n in nodes}
+    if len(loop_ctx) > 1:
+        return "the match straddles a loop body; no single place to rewrite it"
+    return None
