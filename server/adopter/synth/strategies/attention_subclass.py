@@ -117,7 +117,9 @@ def _base_problem(tree: ast.Module, callee: str, spec: SubclassSpec) -> str | No
             return f"{local} is imported from {node.module}, not transformers: its interface is unknown"
         if isinstance(node, ast.Import) and "." in callee:
             root = callee.split(".", 1)[0]
-            if any((a.asname or a.name.split(".")[0]) == root and "transformers" in a.name for a in node.names):
+            if any(
+                (a.asname or a.name.split(".")[0]) == root and "transformers" in a.name for a in node.names
+            ):
                 return None
     return f"the definition of {local} is not in this file nor imported from transformers"
 
@@ -162,5 +164,9 @@ def _assigned_attributes(init: ast.FunctionDef) -> Iterator[str]:
             yield node.args[0].value
         for target in targets:
             for sub in ast.walk(target):
-                if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+                if (
+                    isinstance(sub, ast.Attribute)
+                    and isinstance(sub.value, ast.Name)
+                    and sub.value.id == "self"
+                ):
                     yield sub.attr

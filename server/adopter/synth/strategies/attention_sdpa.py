@@ -1,0 +1,400 @@
+"""Family 10: a hand-written attention chain replaced by one `scaled_dot_product_attention` call.
+
+The chain is `matmul(q, kᵀ)` → optional scale (`/ c` or `* c`) → optional additive mask → softmax over
+the last dim → optional dropout → `matmul(·, v)`. The strategy rebuilds the call from the source text
+of the chain's external inputs (q, k, v, mask, scale, dropout) and declines whenever the rewrite could
+change what the code computes: the probabilities or scores are used outside the chain (returned,
+multiplied by a head mask), other statements sit between the steps, the mask is added under a
+condition other than `mask is not None`, or the scale is a tensor computed at run time.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from adopter.dsl.types import Expr, Op, OpKind, Ref, Span
+from adopter.synth.registry import SynthContext, existing_imports, strategy
+
+_MATMUL = {(OpKind.FUNCTION, "torch.matmul"), (OpKind.OPERATOR, "@"), (OpKind.METHOD, "matmul")}
+_SOFTMAX = {"torch.nn.functional.softmax", "torch.softmax"}
+_LAST_TWO = ({"-1", "-2"}, {"2", "3"})
+
+
+@dataclass
+class Chain:
+    """The ops of a matched attention chain, by role."""
+
+    scores: Op
+    out: Op
+    softmax: Op
+    transpose: Op | None = None
+    scale: Op | None = None
+    mask: Op | None = None
+    dropout: Op | None = None
+
+
+@strategy("sdpa_chain")
+def sdpa_chain(ctx: SynthContext) -> None:
+    """Replace the matched manual attention chain with `scaled_dot_product_attention`."""
+    chain = _classify(ctx.finding.match.ops)
+    if isinstance(chain, str):
+        ctx.decline(chain)
+        return
+    try:
+        tree = ast.parse(ctx.source)
+    except SyntaxError as err:
+        ctx.decline(f"the file does not parse ({err.msg}, line {err.lineno})")
+        return
+    site = _Site(ctx, tree, chain)
+    site.check()
+    functional = _functional(ctx)
+    call = (
+        f"{functional}.scaled_dot_product_attention({site.arg(chain.scores, 0)}, {site.key()}, "
+        f"{site.arg(chain.out, 1)}{site.mask_kwarg()}{site.dropout_kwarg()}, scale={site.scale()})"
+    )
+    last = chain.out.stmt_span
+    text = ctx.statement_text(last)
+    start = _offset(text, last, chain.out.span.start_line, chain.out.span.start_col)
+    end = _offset(text, last, chain.out.span.end_line, chain.out.span.end_col)
+    ctx.replace_statements(site.range_spans(), text[:start] + call + text[end:])
+
+
+def _classify(ops: Sequence[Op]) -> Chain | str:
+    """Give each matched op its role, or say why the match is not an attention chain."""
+    matmuls = [op for op in ops if (op.kind, op.target) in _MATMUL]
+    softmaxes = [op for op in ops if op.kind == OpKind.FUNCTION and op.target in _SOFTMAX]
+    if len(matmuls) != 2 or len(softmaxes) != 1:
+        return "the match is not one matmul → softmax → matmul chain"
+    chain = Chain(scores=matmuls[0], out=matmuls[1], softmax=softmaxes[0])
+    for op in ops:
+        if op.kind == OpKind.METHOD and op.target in ("transpose", "mT") and chain.transpose is None:
+            chain.transpose = op
+        elif op.kind == OpKind.OPERATOR and op.target in ("/", "*") and chain.scale is None:
+            chain.scale = op
+        elif op.kind == OpKind.OPERATOR and op.target == "+" and chain.mask is None:
+            chain.mask = op
+        elif (op.kind == OpKind.MODULE) or (op.kind == OpKind.FUNCTION and op.target.endswith("dropout")):
+            chain.dropout = op
+    return chain
+
+
+def _functional(ctx: SynthContext) -> str:
+    """The local name of `torch.nn.functional`, importing it as `F` when the file has no name for it."""
+    imports = existing_imports(ctx.source)
+    for key, suffix in (
+        (("torch.nn.functional", None), ""),
+        (("torch.nn", "functional"), ""),
+        (("torch", "nn"), ".functional"),
+    ):
+        if key in imports:
+            return imports[key] + suffix
+    return ctx.add_import("torch.nn.functional", alias="F")
+
+
+def _offset(text: str, stmt: Span, line: int, col: int) -> int:
+    """The index in `text` (the source of statement `stmt`) of the position (line, col)."""
+    lines = text.split("\n")
+    rel = line - stmt.start_line
+    base = sum(len(x) + 1 for x in lines[:rel])
+    return base + (col - stmt.start_col if rel == 0 else col)
+
+
+def _expr_parts(text: str) -> tuple[ast.expr, str]:
+    """Parse an expression's source (possibly spanning lines) for reading its operands."""
+    wrapped = "(" + text + "\n)"
+    return ast.parse(wrapped, mode="eval").body, wrapped
+
+
+class _Site:
+    """The source around one chain: the block it lives in, and the texts of its inputs."""
+
+    def __init__(self, ctx: SynthContext, tree: ast.Module, chain: Chain) -> None:
+        self.ctx = ctx
+        self.chain = chain
+        self.ops = list(ctx.finding.match.ops)
+        self.tree = tree
+        self.func, self.block = self._enclosing(chain.scores.stmt_span.start_line + 1)
+        lines = {op.stmt_span.start_line + 1 for op in self.ops}
+        first = min(lines)
+        last = chain.out.stmt_span.start_line + 1
+        self.range = [
+            s for s in self.block if s.end_lineno is not None and s.end_lineno >= first and s.lineno <= last
+        ]
+        self.matched_lines = lines
+
+    def _enclosing(self, line: int) -> tuple[ast.FunctionDef, list[ast.stmt]]:
+        """The innermost function and statement list whose statements include `line` directly."""
+        best: tuple[ast.FunctionDef, list[ast.stmt]] | None = None
+        for node in ast.walk(self.tree):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            if not (node.lineno <= line <= (node.end_lineno or node.lineno)):
+                continue
+            found = _block_with(node.body, line)
+            if found is not None and (best is None or node.lineno >= best[0].lineno):
+                best = (node, found)
+        if best is None:
+            self.ctx.decline("the chain is not inside a function body")
+            raise AssertionError("unreachable")
+        return best
+
+    # -- checks ------------------------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Decline unless replacing the range with one call computes exactly what it computed."""
+        ctx, chain = self.ctx, self.chain
+        if not self.range or self.range[-1].lineno != chain.out.stmt_span.start_line + 1:
+            ctx.decline("the chain's steps are not in one block of statements")
+        for stmt in self.range:
+            if stmt.lineno in self.matched_lines:
+                continue
+            if self._is_mask_guard(stmt):
+                continue
+            ctx.decline(
+                f"line {stmt.lineno} (`{ast.unparse(stmt).splitlines()[0]}`) sits between the chain's steps "
+                "and would be lost"
+            )
+        if chain.softmax.kwargs and any(k.name not in ("dim",) for k in chain.softmax.kwargs):
+            ctx.decline("the softmax has arguments other than dim (a dtype?) that SDPA does not take")
+        defined = self._defined_in_range()
+        out_names = self._out_names()
+        for name, line in self._used_after(defined - out_names):
+            what = "attention probabilities" if name in self._names_of(chain.softmax) else "intermediate"
+            ctx.decline(
+                f"the {what} `{name}` are used after the chain (line {line}); SDPA does not return them"
+            )
+
+    def _is_mask_guard(self, stmt: ast.stmt) -> bool:
+        """`if <mask> is not None: scores = scores + <mask>` around the chain's mask step."""
+        mask = self.chain.mask
+        if mask is None or not isinstance(stmt, ast.If) or stmt.orelse:
+            return False
+        if not (len(stmt.body) == 1 and stmt.body[0].lineno == mask.stmt_span.start_line + 1):
+            return False
+        test = stmt.test
+        if not (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.IsNot)
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        ):
+            return False
+        return ast.unparse(test.left) == ast.unparse(ast.parse(self._mask_text(), mode="eval").body)
+
+    def _defined_in_range(self) -> set[str]:
+        names: set[str] = set()
+        for stmt in self.range:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    names.add(node.id)
+        return names
+
+    def _out_names(self) -> set[str]:
+        stmt = self.range[-1]
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else []
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+    def _names_of(self, op: Op) -> set[str]:
+        stmt = next((s for s in self.range if s.lineno == op.stmt_span.start_line + 1), None)
+        if isinstance(stmt, ast.Assign):
+            return {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        return set()
+
+    def _used_after(self, names: set[str]) -> list[tuple[str, int]]:
+        """Loads of `names` in the function after the replaced range (returns, head masks, outputs)."""
+        end = self.range[-1].end_lineno or self.range[-1].lineno
+        hits = []
+        for node in ast.walk(self.func):
+            if (
+                isinstance(node, ast.Name)
+                and isinstance(node.ctx, ast.Load)
+                and node.id in names
+                and node.lineno > end
+            ):
+                hits.append((node.id, node.lineno))
+        return sorted(hits, key=lambda h: h[1])
+
+    # -- texts of the inputs ------------------------------------------------------------------------
+
+    def range_spans(self) -> list[Span]:
+        """The spans of the first and last statements replaced (the framework replaces first .. last)."""
+        return [_stmt_span(self.ctx.source, self.range[0]), self.chain.out.stmt_span]
+
+    def operand(self, op: Op, index: int) -> str:
+        """The source text of the `index`-th value argument of `op` (the receiver is 0 for methods)."""
+        node, wrapped = _expr_parts(self.ctx.text(op.span))
+        parts: list[ast.expr]
+        if isinstance(node, ast.BinOp):
+            parts = [node.left, node.right]
+        elif isinstance(node, ast.Call):
+            parts = list(node.args)
+            if op.kind == OpKind.METHOD and isinstance(node.func, ast.Attribute):
+                parts = [node.func.value, *parts]
+        elif isinstance(node, ast.Attribute) and op.kind == OpKind.METHOD:  # `k.mT`
+            parts = [node.value]
+        else:
+            self.ctx.decline(f"cannot read the operands of `{self.ctx.text(op.span)}`")
+            raise AssertionError("unreachable")
+        if index >= len(parts):
+            self.ctx.decline(f"`{self.ctx.text(op.span)}` has no operand {index}")
+        return ast.get_source_segment(wrapped, parts[index]) or ast.unparse(parts[index])
+
+    def _produced(self, value: object) -> Op | None:
+        if isinstance(value, Ref):
+            return next((op for op in self.ops if value.name in op.outputs), None)
+        return None
+
+    def arg(self, op: Op, index: int) -> str:
+        """An external input of the chain (q or v): its source text; decline for values the chain makes."""
+        if self._produced(op.args[index]) is not None:
+            self.ctx.decline(f"operand {index} of `{self.ctx.text(op.span)}` is computed inside the chain")
+        return self.operand(op, index)
+
+    def key(self) -> str:
+        """k itself: the receiver of the matched transpose of the last two dims."""
+        chain = self.chain
+        kt = chain.scores.args[1]
+        producer = self._produced(kt)
+        if producer is None or producer is not chain.transpose:
+            self.ctx.decline("kᵀ is not a transpose of the last two dims inside the match")
+            raise AssertionError("unreachable")
+        if producer.target == "transpose":
+            dims = {a.text for a in producer.args[1:] if isinstance(a, Expr)}
+            if len(producer.args) != 3 or dims not in _LAST_TWO:
+                self.ctx.decline(f"`{self.ctx.text(producer.span)}` does not swap the last two dims")
+        return self.operand(producer, 0)
+
+    def _mask_text(self) -> str:
+        mask = self.chain.mask
+        assert mask is not None
+        incoming = {o for op in self.ops if op is not mask for o in op.outputs}
+        for index, value in enumerate(mask.args):
+            if not (isinstance(value, Ref) and value.name in incoming):
+                return self.operand(mask, index)
+        self.ctx.decline("both operands of the mask addition come from the chain")
+        raise AssertionError("unreachable")
+
+    def mask_kwarg(self) -> str:
+        return "" if self.chain.mask is None else f", attn_mask={self._mask_text()}"
+
+    def scale(self) -> str:
+        """SDPA's `scale`: 1/c for `/ c`, c for `* c`, 1.0 when the chain does not scale."""
+        op = self.chain.scale
+        if op is None:
+            return "1.0"
+        scores_out = set(self.chain.scores.outputs)
+        index = 1 if isinstance(op.args[0], Ref) and op.args[0].name in scores_out else 0
+        if op.target == "/" and index == 0:
+            self.ctx.decline("the scores are the divisor, not the dividend")
+        value = op.args[index]
+        text = self.operand(op, index)
+        if isinstance(value, Ref) and not _is_plain_number(text):
+            self.ctx.decline(f"the scale `{text}` is a value computed at run time, SDPA needs a float")
+        return f"1.0 / {_paren(text)}" if op.target == "/" else text
+
+    def dropout_kwarg(self) -> str:
+        op = self.chain.dropout
+        if op is None:
+            return ""
+        if op.kind == OpKind.MODULE:
+            return (
+                f", dropout_p={op.target}.p if self.training else 0.0" if self._is_dropout(op.target) else ""
+            )
+        node, wrapped = _expr_parts(self.ctx.text(op.span))
+        assert isinstance(node, ast.Call)
+        kw = {k.arg: ast.get_source_segment(wrapped, k.value) for k in node.keywords if k.arg}
+        p = kw.get("p") or (ast.get_source_segment(wrapped, node.args[1]) if len(node.args) > 1 else "0.5")
+        training = kw.get("training") or (
+            ast.get_source_segment(wrapped, node.args[2]) if len(node.args) > 2 else "True"
+        )
+        return f", dropout_p={p} if {training} else 0.0"
+
+    def _is_dropout(self, target: str) -> bool:
+        """Whether `self.x` is bound to `nn.Dropout` in the class's `__init__` (else decline)."""
+        attr = target.removeprefix("self.")
+        for binding in self.ctx.finding.match.bindings:
+            if binding.attr == attr:
+                return True
+        cls = next(
+            (
+                n
+                for n in ast.walk(self.tree)
+                if isinstance(n, ast.ClassDef) and n.lineno <= self.func.lineno <= (n.end_lineno or n.lineno)
+            ),
+            None,
+        )
+        for node in ast.walk(cls) if cls is not None else ():
+            if (
+                isinstance(node, ast.Assign)
+                and any(ast.unparse(t) == target for t in node.targets)
+                and isinstance(node.value, ast.Call)
+                and ast.unparse(node.value.func).split(".")[-1] == "Dropout"
+            ):
+                return True
+        self.ctx.decline(f"`{target}` is not an nn.Dropout bound in __init__; its drop rate is unknown")
+        return False
+
+
+def _block_with(body: list[ast.stmt], line: int) -> list[ast.stmt] | None:
+    """The statement list (this one or a nested one) holding a statement that starts on `line`."""
+    for stmt in body:
+        if stmt.lineno == line:
+            return body
+        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    found = _block_with(inner, line)
+                    if found is not None:
+                        return found
+            return None
+    return None
+
+
+def _stmt_span(source: str, stmt: ast.stmt) -> Span:
+    """The internal span (0-based lines, code-point columns) of an `ast` statement (UTF-8 columns)."""
+    lines = source.split("\n")
+
+    def col(line: int, byte_col: int) -> int:
+        return len(lines[line].encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+    end_line = (stmt.end_lineno or stmt.lineno) - 1
+    return Span(
+        stmt.lineno - 1,
+        col(stmt.lineno - 1, stmt.col_offset),
+        end_line,
+        col(end_line, stmt.end_col_offset or 0),
+    )
+
+
+def _is_plain_number(text: str) -> bool:
+    """A scale written with numbers, `self.` settings, names and `math.` calls (not a tensor op)."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return False
+    allowed = (
+        ast.Constant,
+        ast.BinOp,
+        ast.UnaryOp,
+        ast.operator,
+        ast.unaryop,
+        ast.Call,
+        ast.Attribute,
+        ast.Name,
+        ast.Load,
+    )
+    for sub in ast.walk(node):
+        if not isinstance(sub, allowed):
+            return False
+        if isinstance(sub, ast.Call) and not ast.unparse(sub.func).startswith("math."):
+            return False
+    return True
+
+
+def _paren(text: str) -> str:
+    node = ast.parse(text, mode="eval").body
+    return text if isinstance(node, ast.Name | ast.Attribute | ast.Call | ast.Constant) else f"({text})"
