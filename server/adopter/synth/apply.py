@@ -1,0 +1,221 @@
+"""Applying recorded edits to source text: line-exact splices at statement boundaries found with libcst.
+
+Only the lines an edit names change; everything else (formatting, comments) is copied byte for byte.
+libcst tells where statements start and end and which block they belong to, so an edit that would cut
+a statement in half, or span two blocks, is refused instead of producing broken code.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from adopter.dsl.types import Span
+from adopter.synth.registry import Edits, ImportEdit, ModuleCodeEdit
+
+
+class ApplyError(Exception):
+    """An edit cannot be applied (overlap, not at statement boundaries, unparsable source)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Splice:
+    """Replace lines [start, end) (0-based) with `lines`; start == end inserts before `start`."""
+
+    start: int
+    end: int
+    lines: tuple[str, ...]
+    order: int = 0  # tie-break for insertions at the same place
+
+
+def render_import(edit: ImportEdit) -> str:
+    """The import statement for `edit`."""
+    if edit.name is None:
+        return f"import {edit.module}" + (f" as {edit.alias}" if edit.alias else "")
+    return f"from {edit.module} import {edit.name}" + (f" as {edit.alias}" if edit.alias else "")
+
+
+class StatementIndex:
+    """Statements of a module by block, as 0-based inclusive line ranges (from libcst positions)."""
+
+    def __init__(self, source: str) -> None:
+        try:
+            wrapper = MetadataWrapper(cst.parse_module(source))
+        except cst.ParserSyntaxError as exc:
+            raise ApplyError(f"the file does not parse: {exc.message} (line {exc.raw_line})") from exc
+        positions = wrapper.resolve(PositionProvider)
+        self.blocks: list[list[tuple[int, int]]] = []
+        module = wrapper.module
+
+        def collect(body: Sequence[cst.CSTNode]) -> None:
+            block = []
+            for stmt in body:
+                pos = positions[stmt]
+                block.append((pos.start.line - 1, pos.end.line - 1))
+            self.blocks.append(block)
+            for stmt in body:
+                for child in _child_blocks(stmt):
+                    collect(child)
+
+        collect(module.body)
+
+    def region(self, first_line: int, last_line: int) -> bool:
+        """Whether lines first..last are exactly a run of consecutive statements of one block."""
+        for block in self.blocks:
+            starts = [s for s, _ in block]
+            if first_line in starts:
+                i = starts.index(first_line)
+                for _, end in block[i:]:
+                    if end == last_line:
+                        return True
+                    if end > last_line:
+                        break
+        return False
+
+
+def _child_blocks(stmt: cst.CSTNode) -> list[Sequence[cst.CSTNode]]:
+    """The statement lists nested directly in a compound statement (bodies, elif/else, handlers)."""
+    blocks: list[Sequence[cst.CSTNode]] = []
+    body = getattr(stmt, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        blocks.append(body.body)
+    orelse = getattr(stmt, "orelse", None)
+    if isinstance(orelse, cst.If):
+        blocks.extend(_child_blocks(orelse))
+    elif isinstance(orelse, cst.Else) and isinstance(orelse.body, cst.IndentedBlock):
+        blocks.append(orelse.body.body)
+    for part in (*(getattr(stmt, "handlers", ()) or ()), *(getattr(stmt, "cases", ()) or ()),
+                 getattr(stmt, "finalbody", None)):
+        if part is not None and isinstance(part.body, cst.IndentedBlock):
+            blocks.append(part.body.body)
+    return blocks
+
+
+def _indent_code(code: str, indent: str) -> tuple[str, ...]:
+    lines = textwrap.dedent(code).strip("\n").split("\n")
+    return tuple((indent + line) if line.strip() else "" for line in lines)
+
+
+def _indent_of(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _import_anchor(tree: ast.Module) -> int:
+    """The 0-based line after which new imports go: after the leading imports (or the docstring)."""
+    anchor = 0
+    for i, node in enumerate(tree.body):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            anchor = node.end_lineno or node.lineno
+        elif i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
+                and isinstance(node.value.value, str):
+            anchor = node.end_lineno or node.lineno
+        else:
+            break
+    return anchor
+
+
+def _class_end(tree: ast.Module, name: str) -> int | None:
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return node.end_lineno
+    return None
+
+
+def _statement_lines(lines: list[str], span: Span) -> None:
+    before = lines[span.start_line][: span.start_col]
+    after = lines[span.end_line][span.end_col :]
+    if before.strip() or (after.strip() and not after.strip().startswith("#")):
+        raise ApplyError(f"the statement at line {span.start_line + 1} shares its line with other code")
+
+
+def apply_edits(source: str, all_edits: Sequence[Edits]) -> str:
+    """Apply every recorded edit to `source`; raise `ApplyError` when they overlap or misfit."""
+    crlf = "\r\n" in source
+    text = source.replace("\r\n", "\n") if crlf else source
+    lines = text.split("\n")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise ApplyError(f"the file does not parse: {exc.msg} (line {exc.lineno})") from exc
+    index = StatementIndex(text)
+    splices: list[Splice] = []
+    order = 0
+
+    for edits in all_edits:
+        for st in edits.statements:
+            first = min(st.spans, key=lambda s: (s.start_line, s.start_col))
+            last = max(st.spans, key=lambda s: (s.end_line, s.end_col))
+            _statement_lines(lines, first)
+            _statement_lines(lines, last)
+            if not index.region(first.start_line, last.end_line):
+                raise ApplyError(f"lines {first.start_line + 1}-{last.end_line + 1} are not whole statements "
+                                 "of one block")
+            indent = _indent_of(lines[first.start_line])
+            splices.append(Splice(first.start_line, last.end_line + 1, _indent_code(st.code, indent)))
+        for b in edits.bindings:
+            _statement_lines(lines, b.span)
+            if not index.region(b.span.start_line, b.span.end_line):
+                raise ApplyError(f"line {b.span.start_line + 1} is not a whole __init__ statement")
+            indent = _indent_of(lines[b.span.start_line])
+            code = _indent_code(b.code, indent)
+            if b.after:
+                order += 1
+                splices.append(Splice(b.span.end_line + 1, b.span.end_line + 1, code, order))
+            else:
+                splices.append(Splice(b.span.start_line, b.span.end_line + 1, code))
+
+    imports: list[str] = []
+    for edits in all_edits:
+        for imp in edits.imports:
+            stmt = render_import(imp)
+            if stmt not in imports:
+                imports.append(stmt)
+    if imports:
+        at = _import_anchor(tree)
+        splices.append(Splice(at, at, tuple(imports), -1))
+
+    added: dict[str, str] = {}
+    for edits in all_edits:
+        for mc in edits.module_code:
+            if mc.name in added:
+                if added[mc.name] != mc.code:
+                    raise ApplyError(f"two fixes add different definitions named {mc.name}")
+                continue
+            added[mc.name] = mc.code
+            splices.append(_module_code_splice(tree, mc, 1000 + len(added)))
+
+    return _splice(lines, splices, crlf)
+
+
+def _module_code_splice(tree: ast.Module, mc: ModuleCodeEdit, order: int) -> Splice:
+    at: int | None = None
+    if mc.after_class is not None:
+        at = _class_end(tree, mc.after_class)
+        if at is None:
+            raise ApplyError(f"class {mc.after_class} not found for new code {mc.name}")
+    if at is None:
+        at = _import_anchor(tree)
+    return Splice(at, at, ("", "", *_indent_code(mc.code, "")), order)
+
+
+def _splice(lines: list[str], splices: list[Splice], crlf: bool) -> str:
+    ordered = sorted(splices, key=lambda s: (s.start, s.end, s.order))
+    prev_end = -1
+    for s in ordered:
+        if s.start < prev_end:
+            raise ApplyError(f"two edits overlap at line {s.start + 1}")
+        prev_end = max(prev_end, s.end)
+    out: list[str] = []
+    pos = 0
+    for s in ordered:
+        out.extend(lines[pos : s.start])
+        out.extend(s.lines)
+        pos = max(pos, s.end)
+    out.extend(lines[pos:])
+    result = "\n".join(out)
+    return result.replace("\n", "\r\n") if crlf else result

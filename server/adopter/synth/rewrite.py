@@ -1,0 +1,99 @@
+"""`rewrite()`: run the strategies of a file's findings, apply their edits at once, verify, return."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from adopter.dsl.types import Rule
+from adopter.engine import Environment, detect_environment, load_rules
+from adopter.engine.types import Finding
+from adopter.synth.apply import ApplyError, apply_edits
+from adopter.synth.registry import STRATEGIES, Declined, Edits, SynthContext
+from adopter.synth.strategies import load_all
+from adopter.synth.types import RewriteFailed, RewriteResult, Rewritten, Skipped
+from adopter.synth.verify import site_counts, verify
+
+
+def _choose_target(finding: Finding, target: str | None) -> str | None:
+    if target is not None:
+        return target if target in finding.targets or not finding.targets else None
+    return finding.targets[0] if finding.targets else "portable"
+
+
+def plan(source: str, finding: Finding, rule: Rule, target: str | None) -> Edits | str:
+    """The edits one finding's strategy records, or the reason it declined."""
+    if not finding.fixable:
+        return finding.no_fix_reason or "no automatic fix for this site"
+    if rule.replacement is None:
+        return "this rule has no automatic rewrite"
+    chosen = _choose_target(finding, target)
+    if chosen is None:
+        return f"target {target!r} is not available here (offered: {', '.join(finding.targets) or 'none'})"
+    func = STRATEGIES.get(rule.replacement.strategy)
+    if func is None:
+        return f"unknown rewrite strategy {rule.replacement.strategy!r}"
+    ctx = SynthContext(source, finding, rule, chosen)
+    try:
+        func(ctx)
+    except Declined as exc:
+        return exc.reason
+    except Exception as exc:  # a strategy bug must cost one finding, never the file
+        return f"rewrite strategy {rule.replacement.strategy} failed: {type(exc).__name__}: {exc}"
+    if ctx.edits.empty():
+        return "the rewrite strategy made no change"
+    return ctx.edits
+
+
+def rewrite(source: str, findings: Sequence[Finding], *, target: str | None = None, path: str | None = None,
+            rules: Sequence[Rule] | None = None, env: Environment | None = None) -> RewriteResult:
+    """Rewrite `source` to fix `findings` (found in that same text); verified; never raises."""
+    try:
+        return _rewrite(source, findings, target, path, rules, env)
+    except Exception as exc:  # the contract: results, not exceptions
+        return RewriteFailed(f"internal error while rewriting: {type(exc).__name__}: {exc}")
+
+
+def _rewrite(source: str, findings: Sequence[Finding], target: str | None, path: str | None,
+             rules: Sequence[Rule] | None, env: Environment | None) -> RewriteResult:
+    load_all()
+    rule_list = list(rules) if rules is not None else list(load_rules().rules)
+    by_id = {r.id: r for r in rule_list}
+    env = env or detect_environment("auto")
+    skipped: list[Skipped] = []
+    planned: list[tuple[Finding, Edits]] = []
+    for f in findings:
+        rule = by_id.get(f.rule_id)
+        result = plan(source, f, rule, target) if rule is not None else f"rule {f.rule_id} is not loaded"
+        if isinstance(result, str):
+            skipped.append(Skipped(f, result))
+        else:
+            planned.append((f, result))
+    if not planned:
+        return RewriteFailed("nothing to rewrite" if not findings else "no finding could be rewritten",
+                             tuple(skipped))
+    used = [r for r in rule_list if r.id in {f.rule_id for f, _ in planned}]
+    before = site_counts(source, path, used, env)
+
+    def attempt(batch: list[tuple[Finding, Edits]]) -> str:
+        new = apply_edits(source, [e for _, e in batch])
+        problem = verify(source, new, [f for f, _ in batch], path=path, rules=used, env=env, before=before)
+        if problem is not None:
+            raise ApplyError(problem)
+        return new
+
+    try:
+        return Rewritten(attempt(planned), tuple(f for f, _ in planned), tuple(skipped))
+    except ApplyError:
+        pass
+    # Something in the batch conflicts or fails verification: grow a batch one finding at a time.
+    accepted: list[tuple[Finding, Edits]] = []
+    new_source = source
+    for item in planned:
+        try:
+            new_source = attempt([*accepted, item])
+            accepted.append(item)
+        except ApplyError as exc:
+            skipped.append(Skipped(item[0], str(exc)))
+    if not accepted:
+        return RewriteFailed("no rewrite could be verified", tuple(skipped))
+    return Rewritten(new_source, tuple(f for f, _ in accepted), tuple(skipped))

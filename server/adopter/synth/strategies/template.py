@@ -1,0 +1,123 @@
+"""The generic `template` strategy: the rule's forward/init templates with `$var` filled in."""
+
+from __future__ import annotations
+
+import re
+
+from adopter.dsl.types import Op, Span
+from adopter.synth.registry import SynthContext, strategy
+
+_VAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\s+(\w+)|import\s+([\w.]+))(?:\s+as\s+(\w+))?\s*$")
+
+
+def fill(ctx: SynthContext, template: str, renames: dict[str, str]) -> str:
+    """`template` with every `$var` replaced by the source text it bound and imports renamed."""
+
+    def sub(m: re.Match[str]) -> str:
+        try:
+            return ctx.env_text(m.group(1))
+        except KeyError:
+            ctx.decline(f"the rewrite template uses ${m.group(1)}, which this match did not bind")
+            raise  # unreachable: decline raises
+
+    text = _VAR.sub(sub, template)
+    for wanted, local in renames.items():
+        if wanted != local:
+            text = re.sub(rf"(?<![\w.]){re.escape(wanted)}\b", local, text)
+    return text
+
+
+def add_imports(ctx: SynthContext, specs: tuple[str, ...]) -> dict[str, str]:
+    """Add the template's imports; map each name the template uses to the local name to write."""
+    renames: dict[str, str] = {}
+    for spec in specs:
+        m = _IMPORT.match(spec if spec.startswith(("import ", "from ")) else f"import {spec}")
+        if m is None:
+            ctx.decline(f"bad import in rule template: {spec!r}")
+            continue
+        from_mod, name, mod, alias = m.groups()
+        if from_mod:
+            renames[alias or name] = ctx.add_import(from_mod, name, alias)
+        else:
+            renames[alias or mod] = ctx.add_import(mod, None, alias)
+    return renames
+
+
+def _start(s: Span) -> tuple[int, int]:
+    return (s.start_line, s.start_col)
+
+
+def _outer_op_text(ctx: SynthContext, ops: list[Op]) -> str | None:
+    """The text of the op in `ops` whose call contains all others (the statement's value)."""
+    for op in ops:
+        if all(op.span.contains(o.span) for o in ops):
+            return ctx.text(op.span)
+    return None
+
+
+def _check_statement(ctx: SynthContext, stmt: Span, ops: list[Op], last: bool) -> str:
+    """Decline unless the statement only computes matched ops; return 'assign' or 'return'."""
+    text = ctx.statement_text(stmt)
+    value = _outer_op_text(ctx, ops)
+    if value is None:
+        ctx.decline("a statement of the match computes several separate values")
+        raise AssertionError  # unreachable
+    if last and re.fullmatch(rf"return\s+\(?\s*{re.escape(value)}\s*\)?", text, re.S):
+        return "return"
+    outputs = next(o.outputs for o in ops if ctx.text(o.span) == value)
+    targets = r"\s*,\s*".join(re.escape(n) for n in outputs)
+    if not outputs or outputs[0].startswith("%") or not re.fullmatch(
+            rf"\(?\s*{targets}\s*,?\s*\)?\s*(?::[^=]+)?=\s*\(?\s*{re.escape(value)}\s*\)?", text, re.S):
+        ctx.decline("a statement of the match does more than compute the matched operations")
+    return "assign"
+
+
+@strategy("template")
+def template(ctx: SynthContext) -> None:
+    """Replace the matched forward statements by the rule's forward template; rebind init templates."""
+    repl = ctx.rule.replacement
+    if repl is None:
+        ctx.decline("the rule has no rewrite")
+        return
+    renames = add_imports(ctx, repl.imports)
+    if repl.forward:
+        _rewrite_forward(ctx, fill(ctx, repl.forward, renames))
+    for var, code in repl.init:
+        attr = ctx.env_text(var.lstrip("$")) if ctx.binding(var) is not None else None
+        if attr is None or not attr.startswith("self."):
+            ctx.decline(f"the init template for ${var.lstrip('$')} has no submodule to rebind")
+            return
+        name = attr[5:]
+        binding = next((b for b in ctx.finding.match.bindings if b.attr == name), None)
+        if binding is None:
+            ctx.decline(f"no __init__ binding of {attr} belongs to this match")
+            return
+        value = fill(ctx, code, renames).strip()
+        ctx.replace_binding(binding.span, value if value.startswith("self.") else f"{attr} = {value}")
+
+
+def _rewrite_forward(ctx: SynthContext, code: str) -> None:
+    ops = list(ctx.finding.match.ops)
+    stmts = sorted(set(ctx.finding.stmt_spans), key=_start)
+    if len({op.via for op in ops}) > 1:
+        ctx.decline("the match spans an inlined helper and its caller")
+    kinds = [_check_statement(ctx, s, [o for o in ops if o.stmt_span == s], i == len(stmts) - 1)
+             for i, s in enumerate(stmts)]
+    first, last = stmts[0], stmts[-1]
+    if ctx.line_indent(first) != ctx.line_indent(last):
+        ctx.decline("the matched statements are in different blocks")
+    if kinds[-1] == "return":
+        m = re.fullmatch(r"\s*\S[^=]*?=\s*(.+)", code, re.S)
+        if m is None or "\n" in code.strip():
+            ctx.decline("the matched value is returned directly and the template is not a single assignment")
+            return
+        code = f"return {m.group(1).strip()}"
+    # Keep every line of the region that is not a matched statement (unrelated code, comments) before
+    # the new code: the chain's intermediates are single-use, so nothing there reads them.
+    lines = ctx.source.split("\n")
+    indent = ctx.line_indent(first)
+    covered = {ln for s in stmts for ln in range(s.start_line, s.end_line + 1)}
+    kept = [lines[ln] for ln in range(first.start_line, last.end_line + 1) if ln not in covered]
+    kept = [ln[len(indent):] if ln.startswith(indent) else ln.lstrip() for ln in kept]
+    ctx.replace_statements([first, last], "\n".join([*kept, code]))
