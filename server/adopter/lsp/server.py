@@ -1,0 +1,124 @@
+"""The Adopter language server: state shared by the features, and their registration."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from adopter import __version__
+from adopter.dsl.types import Problem
+from adopter.lsp.documents import Analyses, Document
+from adopter.lsp.pipeline import RuleContext, Snapshot, load_rule_context
+from adopter.lsp.settings import Settings
+
+log = logging.getLogger(__name__)
+
+ANALYSIS_DONE = "adopter/analysisDone"  # custom notification: uri, version, elapsed_ms (for benchmarks)
+
+
+class AdopterServer(LanguageServer):
+    """pygls server plus Adopter's state: settings, open documents, rules for the current settings."""
+
+    def __init__(self) -> None:
+        super().__init__("adopter", __version__)
+        self.settings = Settings()
+        self.settings_sources: dict[str, Any] = {}  # source name -> raw mapping, merged in order
+        self.analyses = Analyses(self.rule_context)
+        self._rule_context: RuleContext | None = None
+        self._rule_lock = threading.Lock()
+        self.searches: dict[str, asyncio.Event] = {}  # progress token -> cancel event
+        self.reported_problems: set[Problem] = set()  # broken rule files already shown
+
+    # -- settings and rules ---------------------------------------------------------------------
+
+    def root(self) -> Path | None:
+        """The workspace root folder, when the client opened one."""
+        try:
+            root = self.workspace.root_path
+        except RuntimeError:  # before initialize
+            return None
+        return Path(root) if root else None
+
+    def rule_context(self) -> RuleContext:
+        """Rules and environment for the current settings (loaded lazily, on the analysis thread)."""
+        with self._rule_lock:
+            context = self._rule_context
+            if context is None or context.settings is not self.settings:
+                context = load_rule_context(self.settings, self.root())
+                self._rule_context = context
+            return context
+
+    def invalidate_rules(self) -> None:
+        with self._rule_lock:
+            self._rule_context = None
+        self.reported_problems.clear()
+
+    # -- analysis scheduling ---------------------------------------------------------------------
+
+    def client_text(self, uri: str) -> tuple[int | None, str] | None:
+        """The client's current (version, text) of an open document, or None once closed."""
+        document = self.workspace.text_documents.get(uri)
+        return None if document is None else (document.version, document.source)
+
+    def schedule(self, doc: Document, delay_ms: int) -> None:
+        """(Re)start the document's debounced analysis; a superseded run is cancelled."""
+        if doc.task is not None and not doc.task.done():
+            doc.task.cancel()
+        doc.task = asyncio.ensure_future(self._analyse_and_publish(doc, delay_ms))
+
+    async def _analyse_and_publish(self, doc: Document, delay_ms: int) -> Snapshot | None:
+        if delay_ms > 0:
+            await asyncio.sleep(delay_ms / 1000)
+        snapshot = await self.analyses.run(doc, lambda: self.client_text(doc.uri))
+        current = self.client_text(doc.uri)
+        if snapshot is None or current is None or current[0] != snapshot.version:
+            return None  # the document moved on or closed: a newer run publishes
+        from adopter.lsp.diagnostics import publish
+
+        doc.snapshot = snapshot
+        publish(self, doc, snapshot)
+        return snapshot
+
+    async def snapshot(self, uri: str) -> Snapshot | None:
+        """The analysis of the document's current version, running it now if needed (no debounce)."""
+        doc = self.analyses.documents.get(uri)
+        current = self.client_text(uri)
+        if doc is None or current is None:
+            return None
+        if doc.snapshot is not None and doc.snapshot.version == current[0]:
+            return doc.snapshot
+        if doc.task is not None and not doc.task.done():
+            doc.task.cancel()
+        doc.task = asyncio.ensure_future(self._analyse_and_publish(doc, 0))
+        try:
+            return await asyncio.shield(doc.task)
+        except asyncio.CancelledError:
+            # A newer edit superseded the run we waited for; the caller works on the latest state.
+            latest = doc.snapshot
+            return latest if latest is not None and latest.version == (self.client_text(uri) or (None,))[0] else None
+
+    def reanalyse_all(self) -> None:
+        for doc in list(self.analyses.documents.values()):
+            self.schedule(doc, 0)
+
+    # -- messages -------------------------------------------------------------------------------
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        log.warning("%s", message)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+
+def build_server() -> AdopterServer:
+    """A server with every feature registered."""
+    from adopter.lsp import code_actions, commands, diagnostics, hover, rule_files, settings
+
+    server = AdopterServer()
+    for feature in (settings, diagnostics, code_actions, hover, rule_files, commands):
+        feature.register(server)
+    return server

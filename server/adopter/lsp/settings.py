@@ -1,0 +1,202 @@
+"""Server settings: a keyword-only dataclass read with cattrs from the client and `[tool.adopter]`.
+
+Sources, lowest precedence first: defaults, `[tool.adopter]` in the workspace's `pyproject.toml`, the
+client's settings (initializationOptions, then `workspace/didChangeConfiguration` or the pulled
+`workspace/configuration` section "adopter"). Editor settings win, as in ruff's default
+`editorFirst`. Keys may be written snake_case, camelCase or kebab-case. A bad key or value never
+stops the server: it is reported (naming the key) and that key keeps its default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import cattrs
+from lsprotocol import types
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: no TOML reader in the standard library
+    tomllib = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from adopter.lsp.server import AdopterServer
+
+TARGETS = ("auto", "cpu", "cuda")
+SEVERITIES = ("error", "warning", "info", "hint")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """What a user can configure; every field has a working default."""
+
+    select: tuple[str, ...] | None = None  # rule ids or family numbers to enable; None: all
+    ignore: tuple[str, ...] = ()  # rule ids or family numbers to disable
+    severity: dict[str, str] = field(default_factory=dict)  # rule id -> error|warning|info|hint
+    target: str = "auto"  # auto | cpu | cuda: which kernels are offered
+    rule_paths: tuple[str, ...] = ()  # extra .adl files or folders (relative to the workspace root)
+    debounce_ms: int = 250  # wait after the last keystroke before analysing
+    trusted: bool = True  # initializationOptions only: false refuses commands that run user code
+
+
+_converter = cattrs.Converter()
+# Resolved annotations (the module's `from __future__ import annotations` makes them strings).
+_FIELDS: dict[str, Any] = typing.get_type_hints(Settings)
+# Aliases users reach for; the dataclass field names are the canonical spelling.
+_ALIASES = {"extra_rule_paths": "rule_paths", "rules": "rule_paths", "debounce": "debounce_ms"}
+
+
+def _snake(key: str) -> str:
+    key = key.replace("-", "_")
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
+
+
+def _check(name: str, value: Any) -> Any:
+    """Structure one field's value and check its domain; raise ValueError with a readable reason."""
+    if name in ("select", "ignore", "rule_paths") and isinstance(value, str):
+        value = [value]
+    if name in ("select", "ignore") and isinstance(value, list):
+        value = [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
+    if name == "debounce_ms" and isinstance(value, bool):
+        raise ValueError("expected a number of milliseconds")
+    try:
+        result = _converter.structure(value, _FIELDS[name])
+    except (cattrs.BaseValidationError, TypeError, ValueError) as exc:
+        raise ValueError(f"cannot read {value!r}: {exc}") from exc
+    if name == "target" and result not in TARGETS:
+        raise ValueError(f"{value!r} is not one of {', '.join(TARGETS)}")
+    if name == "debounce_ms" and not 0 <= result <= 10_000:
+        raise ValueError(f"{value!r} is not between 0 and 10000")
+    if name == "severity":
+        bad = {k: v for k, v in result.items() if v not in SEVERITIES}
+        if bad:
+            raise ValueError(f"{bad!r}: severities are {', '.join(SEVERITIES)}")
+    return result
+
+
+def merge_settings(base: Settings, raw: Mapping[str, Any] | None, source: str) -> tuple[Settings, list[str]]:
+    """Overlay the keys of `raw` on `base`; return the result and one message per bad key."""
+    if raw is None:
+        return base, []
+    if not isinstance(raw, Mapping):
+        return base, [f"Adopter settings from {source} must be an object, got {type(raw).__name__}"]
+    changes: dict[str, Any] = {}
+    problems: list[str] = []
+    for key, value in raw.items():
+        name = _ALIASES.get(_snake(str(key)), _snake(str(key)))
+        if name not in _FIELDS:
+            problems.append(f"Adopter: unknown setting {key!r} in {source} (ignored)")
+            continue
+        if value is None:
+            continue
+        try:
+            changes[name] = _check(name, value)
+        except ValueError as exc:
+            problems.append(f"Adopter: bad setting {key!r} in {source}: {exc}; using the default")
+    return dataclasses.replace(base, **changes), problems
+
+
+def pyproject_settings(root: Path | None) -> tuple[dict[str, Any] | None, list[str]]:
+    """Read `[tool.adopter]` from `root/pyproject.toml`; (None, []) when there is none."""
+    if root is None:
+        return None, []
+    path = root / "pyproject.toml"
+    if tomllib is None:
+        return None, ([f"Adopter: reading {path} needs Python 3.11 or later"] if path.is_file() else [])
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, []
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return None, [f"Adopter: cannot read {path}: {exc}"]
+    section = data.get("tool", {}).get("adopter")
+    return (section if isinstance(section, dict) else None), []
+
+
+def client_section(raw: Any) -> Any:
+    """The "adopter" section of a client settings object, or the object itself when it is flat."""
+    if isinstance(raw, Mapping) and isinstance(raw.get("adopter"), Mapping):
+        return raw["adopter"]
+    return raw
+
+
+# ---------------------------------------------------------------------------------------------------
+# Handlers: initialize, initialized, workspace/didChangeConfiguration
+# ---------------------------------------------------------------------------------------------------
+
+# Keys the VS Code client sends that configure the client, not the server.
+CLIENT_ONLY_KEYS = frozenset({"interpreter"})
+
+
+def resolve_settings(sources: Mapping[str, Any]) -> tuple[Settings, list[str]]:
+    """Merge the sources (in insertion order, later wins) over the defaults; collect the problems."""
+    settings, problems = Settings(), []
+    for source, raw in sources.items():
+        raw = client_section(raw)
+        if isinstance(raw, Mapping):
+            raw = {k: v for k, v in raw.items() if k not in CLIENT_ONLY_KEYS}
+            if source != "initializationOptions":  # trust is the client's call at start-up only
+                raw = {k: v for k, v in raw.items() if _snake(str(k)) != "trusted"}
+        settings, found = merge_settings(settings, raw, source)
+        problems.extend(found)
+    return settings, problems
+
+
+def apply_sources(ls: AdopterServer) -> None:
+    """Recompute the settings from all sources; report bad keys; re-analyse when they changed."""
+    root = ls.root()
+    pyproject, problems = pyproject_settings(root)
+    sources = {"pyproject.toml [tool.adopter]": pyproject, **ls.settings_sources}
+    settings, found = resolve_settings(sources)
+    for message in problems + found:
+        ls.show(message)
+    if settings != ls.settings:
+        ls.settings = settings
+        ls.invalidate_rules()
+        ls.reanalyse_all()
+
+
+def initialize(ls: AdopterServer, params: types.InitializeParams) -> None:
+    """Read initializationOptions (the settings the client had at start-up)."""
+    ls.settings_sources["initializationOptions"] = params.initialization_options
+    apply_sources(ls)
+
+
+async def initialized(ls: AdopterServer, params: types.InitializedParams) -> None:
+    """Pull the "adopter" configuration section when the client supports it."""
+    await pull_configuration(ls)
+
+
+async def did_change_configuration(ls: AdopterServer, params: types.DidChangeConfigurationParams) -> None:
+    """Settings changed: pull them if the client can answer, else take the pushed object."""
+    if not await pull_configuration(ls):
+        ls.settings_sources["workspace/didChangeConfiguration"] = params.settings
+        apply_sources(ls)
+
+
+async def pull_configuration(ls: AdopterServer) -> bool:
+    """`workspace/configuration` for section "adopter"; False when the client does not support it."""
+    workspace = ls.client_capabilities.workspace
+    if workspace is None or not workspace.configuration:
+        return False
+    try:
+        items = [types.ConfigurationItem(section="adopter")]
+        result = await ls.workspace_configuration_async(types.ConfigurationParams(items=items))
+    except Exception as exc:  # a client that fails the request keeps the settings we have
+        ls.show(f"Adopter: could not read the client's settings: {exc}")
+        return False
+    ls.settings_sources["workspace/configuration"] = result[0] if result else None
+    apply_sources(ls)
+    return True
+
+
+def register(server: AdopterServer) -> None:
+    server.feature(types.INITIALIZE)(initialize)
+    server.feature(types.INITIALIZED)(initialized)
+    server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
