@@ -1,0 +1,211 @@
+"""Family 9: three q/k/v `nn.Linear` projections of one input fused into one GEMM.
+
+`self.q = Linear(d, n); self.k = Linear(d, n); self.v = Linear(d, n)` becomes one
+`self.qkv = Linear(d, 3 * n)` whose output is chunked into q, k, v in forward. Checkpoints: the
+fused module's `state_dict()` still emits the separate `q/k/v.weight|bias` keys (a state-dict post
+hook splits the fused tensors), and `load_state_dict` accepts both the separate keys (a load pre
+hook concatenates them) and the fused ones, so checkpoints move freely between the original and the
+rewritten model, with `strict=True`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from adopter.dsl.types import Binding, Ctor, Op, OpKind, Span
+from adopter.synth.registry import SynthContext, strategy
+
+HOOKS = '''
+def {name}(module, fused, parts):
+    """Keep checkpoints of the separate `parts` Linears loadable into the fused `fused` Linear.
+
+    Added by Adopter (rule __RULE__): `state_dict()` emits the separate keys, and `load_state_dict`
+    accepts the separate keys as well as the fused ones.
+    """
+
+    def split(module, state_dict, prefix, local_metadata):
+        for kind in ("weight", "bias"):
+            key = prefix + fused + "." + kind
+            if key in state_dict:
+                pieces = state_dict.pop(key).chunk(len(parts), dim=0)
+                for part, piece in zip(parts, pieces):
+                    state_dict[prefix + part + "." + kind] = piece.clone()
+
+    def merge(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+        for kind in ("weight", "bias"):
+            keys = [prefix + part + "." + kind for part in parts]
+            if all(key in state_dict for key in keys):
+                state_dict[prefix + fused + "." + kind] = __TORCH__.cat([state_dict.pop(key) for key in keys], dim=0)
+
+    module.register_state_dict_post_hook(split)
+    module.register_load_state_dict_pre_hook(merge)
+'''
+
+
+@strategy("fuse_qkv")
+def fuse_qkv(ctx: SynthContext) -> None:
+    """Fuse the matched q/k/v Linears into one, with checkpoint-compatible state-dict hooks."""
+    linears = [op for op in ctx.finding.match.ops if op.kind == OpKind.MODULE]
+    if len(linears) != 3:
+        ctx.decline("the match does not hold exactly three projections")
+    bindings = [_binding_of(ctx, op) for op in linears]
+    ctor_texts = {_ctor_key(b) for b in bindings}
+    if len(ctor_texts) != 1:
+        ctx.decline("the three Linears are not built with the same arguments (in, out, bias)")
+    if any(b.condition for b in bindings):
+        ctx.decline("a projection is bound under a condition in __init__")
+    try:
+        tree = ast.parse(ctx.source)
+    except SyntaxError as err:
+        ctx.decline(f"the file does not parse ({err.msg}, line {err.lineno})")
+        return
+    attrs = [b.attr for b in bindings]
+    statements = _forward_statements(ctx, tree, linears)
+    _refuse_other_uses(ctx, tree, attrs, [*(op.stmt_span for op in linears), *(b.span for b in bindings)])
+
+    cls = _enclosing_class(tree, bindings[0].span.start_line + 1)
+    fused = _fresh_attr(cls, "qkv")
+    torch_name = ctx.add_import("torch")
+    hooks = ctx.add_module_code(
+        HOOKS.replace("__TORCH__", torch_name).replace("__RULE__", ctx.rule.id),
+        name="keep_separate_qkv_checkpoints",
+    )
+    first = min(bindings, key=lambda b: (b.span.start_line, b.span.start_col))
+    fused_ctor = _tripled_ctor(ctx, first)
+    parts = ", ".join(f'"{a}"' for a in attrs)
+    ctx.replace_binding(first.span, f'self.{fused} = {fused_ctor}\n{hooks}(self, "{fused}", ({parts},))')
+    for b in bindings:
+        if b is not first:
+            ctx.replace_binding(b.span, "")
+    outputs = ", ".join(op.outputs[0] for op in linears)
+    source_input = _input_text(ctx, linears[0])
+    ctx.replace_statements(statements, f"{outputs} = self.{fused}({source_input}).chunk(3, dim=-1)")
+
+
+def _binding_of(ctx: SynthContext, op: Op) -> Binding:
+    attr = op.target.removeprefix("self.")
+    for b in ctx.finding.match.bindings:
+        if b.attr == attr and isinstance(b.value, Ctor):
+            return b
+    ctx.decline(f"no __init__ binding of {op.target} belongs to this match")
+    raise AssertionError("unreachable")
+
+
+def _ctor_key(b: Binding) -> str:
+    assert isinstance(b.value, Ctor)
+    args = ",".join(getattr(a, "text", getattr(a, "name", "")) for a in b.value.args)
+    kwargs = ",".join(
+        f"{k.name}={getattr(k.value, 'text', getattr(k.value, 'name', ''))}" for k in b.value.kwargs
+    )
+    return f"{b.value.callee}({args};{kwargs})"
+
+
+def _forward_statements(ctx: SynthContext, tree: ast.Module, linears: list[Op]) -> list[Span]:
+    """The three projection statements: `name = self.x(inp)` each, consecutive in one block."""
+    spans = sorted((op.stmt_span for op in linears), key=lambda s: (s.start_line, s.start_col))
+    for op in linears:
+        text = ctx.statement_text(op.stmt_span)
+        if len(op.outputs) != 1 or op.outputs[0].startswith("%"):
+            ctx.decline(f"`{text.strip()}` does more than assign the projection to a name")
+        if not re.fullmatch(
+            rf"{re.escape(op.outputs[0])}\s*=\s*{re.escape(ctx.text(op.span))}", text.strip()
+        ):
+            ctx.decline(f"`{text.strip()}` does more than assign the projection to a name")
+    block = _block_of(tree, spans[0].start_line + 1)
+    lines = [s.start_line + 1 for s in spans]
+    index = next((i for i, s in enumerate(block) if s.lineno == lines[0]), None)
+    if index is None or [s.lineno for s in block[index : index + 3]] != lines:
+        ctx.decline(
+            "the three projections are not consecutive statements of one block "
+            f"(lines {', '.join(map(str, lines))}); fuse them by hand"
+        )
+    return [spans[0], spans[-1]]
+
+
+def _block_of(tree: ast.Module, line: int) -> list[ast.stmt]:
+    best: list[ast.stmt] = []
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if isinstance(body, list) and any(isinstance(s, ast.stmt) and s.lineno == line for s in body):
+                best = body
+    return best
+
+
+def _refuse_other_uses(ctx: SynthContext, tree: ast.Module, attrs: list[str], own: list[Span]) -> None:
+    """Decline when the separate Linears are used outside the match (pruning, weight tying...)."""
+    own_lines = {line for s in own for line in range(s.start_line + 1, s.end_line + 2)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in attrs and node.lineno not in own_lines:
+            ctx.decline(
+                f"`{ast.unparse(node)}` is also used on line {node.lineno}; the fused layer would break it"
+            )
+
+
+def _enclosing_class(tree: ast.Module, line: int) -> ast.ClassDef | None:
+    found = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            found = node
+    return found
+
+
+def _fresh_attr(cls: ast.ClassDef | None, base: str) -> str:
+    taken = set()
+    for node in ast.walk(cls) if cls is not None else ():
+        if isinstance(node, ast.Attribute):
+            taken.add(node.attr)
+        elif isinstance(node, ast.FunctionDef):
+            taken.add(node.name)
+    if base not in taken:
+        return base
+    i = 1
+    while f"{base}_{i}" in taken:
+        i += 1
+    return f"{base}_{i}"
+
+
+def _tripled_ctor(ctx: SynthContext, binding: Binding) -> str:
+    """The Linear constructor of `binding` with `out_features` multiplied by 3."""
+    statement = ctx.statement_text(binding.span)
+    assign = ast.parse(statement.strip()).body[0]
+    if not isinstance(assign, ast.Assign) or not isinstance(assign.value, ast.Call):
+        ctx.decline(f"`{statement.strip()}` is not a plain constructor call")
+        raise AssertionError("unreachable")
+    call = assign.value
+    text = statement.strip()
+    out_node: ast.expr | None = call.args[1] if len(call.args) > 1 else None
+    if out_node is None:
+        out_node = next((k.value for k in call.keywords if k.arg == "out_features"), None)
+    if out_node is None:
+        ctx.decline("cannot find out_features in the Linear constructor")
+        raise AssertionError("unreachable")
+    call_text = ast.get_source_segment(text, call) or ast.unparse(call)
+    out_text = ast.get_source_segment(text, out_node) or ast.unparse(out_node)
+    offset = _rel_offset(text, call, out_node)
+    simple = isinstance(out_node, ast.Name | ast.Attribute | ast.Constant)
+    tripled = f"3 * {out_text}" if simple else f"3 * ({out_text})"
+    return call_text[:offset] + tripled + call_text[offset + len(out_text) :]
+
+
+def _rel_offset(text: str, outer: ast.expr, inner: ast.expr) -> int:
+    """Offset of `inner` within the source of `outer` (both from `text`)."""
+    lines = text.split("\n")
+
+    def absolute(line: int, col: int) -> int:
+        return sum(len(x.encode("utf-8")) + 1 for x in lines[: line - 1]) + col
+
+    raw = text.encode("utf-8")
+    start = absolute(outer.lineno, outer.col_offset)
+    inner_start = absolute(inner.lineno, inner.col_offset)
+    return len(raw[start:inner_start].decode("utf-8"))
+
+
+def _input_text(ctx: SynthContext, op: Op) -> str:
+    """The source text of the projections' shared input."""
+    node = ast.parse(ctx.text(op.span).strip(), mode="eval").body
+    if not isinstance(node, ast.Call) or len(node.args) != 1 or node.keywords:
+        ctx.decline(f"`{ctx.text(op.span)}` is not a call on one input")
+        raise AssertionError("unreachable")
+    return ast.unparse(node.args[0])
