@@ -1,0 +1,61 @@
+"""Activation fusions: Linear + GELU (family 6) and hand-written GELU formulas (family 13)."""
+
+from __future__ import annotations
+
+from adopter.synth.registry import SynthContext, strategy
+from adopter.synth.strategies.fusions_chain import (
+    binding_path,
+    ensure_helper,
+    functional,
+    rewrite_chain,
+    value_text,
+)
+
+# The activation is only known at run time for `ACT2FN[config.hidden_act]`: the helper recognises the
+# GELU variants (exact and tanh-approximated) and falls back to the original modules for anything else.
+_LINEAR_GELU = '''
+def fused_linear_gelu(x, linear, act):
+    """`act(linear(x))` with a fused bias-GELU GEMM when `act` is a GELU (adopter: linear-gelu).
+
+    The Linear keeps its weight and bias, so checkpoints load unchanged; any other activation runs
+    the original modules.
+    """
+    kind = type(act).__name__
+    if act is {F}.gelu or kind == "GELUActivation":
+        approximate = "none"
+    elif isinstance(act, {torch}.nn.GELU):
+        approximate = act.approximate
+    elif kind in ("NewGELUActivation", "FastGELUActivation", "PytorchGELUTanh", "GELUTanh"):
+        approximate = "tanh"
+    else:
+        return act(linear(x))
+    if approximate == "tanh" and x.is_cuda and linear.bias is not None and x.dim() >= 2:
+        # cuBLASLt applies bias and tanh-GELU in the GEMM epilogue.
+        out = {torch}._addmm_activation(linear.bias, x.reshape(-1, x.shape[-1]), linear.weight.t(), use_gelu=True)
+        return out.view(*x.shape[:-1], out.shape[-1])
+    return {F}.gelu({F}.linear(x, linear.weight, linear.bias), approximate=approximate)
+'''
+
+
+@strategy("linear_gelu")
+def linear_gelu(ctx: SynthContext) -> None:
+    """`act(linear(x))` → `fused_linear_gelu(x, linear, act)` (`$lin`, `$act`, `$x`)."""
+    linear = binding_path(ctx, "lin")
+    act = binding_path(ctx, "act")
+    x = value_text(ctx, "x")
+    code = _LINEAR_GELU.replace("{F}", functional(ctx)).replace("{torch}", ctx.add_import("torch"))
+    helper = ensure_helper(ctx, "fused_linear_gelu", "linear-gelu", code)
+    rewrite_chain(ctx, f"{helper}({x}, {linear}, {act})")
+
+
+@strategy("gelu_formula")
+def gelu_formula(ctx: SynthContext) -> None:
+    """The erf form of GELU → `F.gelu(x)` (`$x`)."""
+    rewrite_chain(ctx, f"{functional(ctx)}.gelu({value_text(ctx, 'x')})")
+
+
+@strategy("gelu_tanh_formula")
+def gelu_tanh_formula(ctx: SynthContext) -> None:
+    """The tanh approximation of GELU → `F.gelu(x, approximate="tanh")` (`$x`)."""
+    rewrite_chain(ctx, f'{functional(ctx)}.gelu({value_text(ctx, "x")}, approximate="tanh")')
+

@@ -1,0 +1,65 @@
+"""BatchNorm folding for inference: Conv + BatchNorm (family 7) and Linear + BatchNorm1d (family 8)."""
+
+from __future__ import annotations
+
+from adopter.synth.registry import SynthContext, strategy
+from adopter.synth.strategies.fusions_chain import (
+    binding_path,
+    ensure_helper,
+    functional,
+    rewrite_chain,
+    value_text,
+)
+
+# Training (or a BatchNorm without running statistics) runs the original modules, so running
+# statistics keep updating; in eval mode the BatchNorm becomes a per-channel scale and shift folded
+# into the preceding layer's weight and bias (recomputed each call: weights may change between calls).
+_FOLD_SCALE_SHIFT = '''
+    scale = (bn.running_var + bn.eps).rsqrt()
+    if bn.weight is not None:
+        scale = scale * bn.weight
+    shift = -bn.running_mean if layer.bias is None else layer.bias - bn.running_mean
+    shift = shift * scale
+    if bn.bias is not None:
+        shift = shift + bn.bias
+'''
+
+_CONV_BN = '''
+def folded_conv_bn(x, layer, bn):
+    """`bn(layer(x))`, with the BatchNorm folded into the convolution in eval mode (adopter: conv-bn)."""
+    if layer.training or bn.training or bn.running_mean is None or bn.running_var is None:
+        return bn.forward(layer.forward(x))
+{FOLD}
+    weight = layer.weight * scale.reshape(-1, *([1] * (layer.weight.dim() - 1)))
+    return layer._conv_forward(x, weight, shift)
+'''
+
+_LINEAR_BN = '''
+def folded_linear_bn(x, layer, bn):
+    """`bn(layer(x))`, with the BatchNorm folded into the Linear in eval mode (adopter: linear-bn)."""
+    if layer.training or bn.training or bn.running_mean is None or bn.running_var is None or x.dim() != 2:
+        return bn.forward(layer.forward(x))
+{FOLD}
+    return {F}.linear(x, layer.weight * scale[:, None], shift)
+'''
+
+
+def _fold(ctx: SynthContext, name: str, tag: str, template: str) -> None:
+    layer = binding_path(ctx, "layer")
+    bn = binding_path(ctx, "bn")
+    x = value_text(ctx, "x")
+    code = template.replace("{FOLD}", _FOLD_SCALE_SHIFT.strip("\n")).replace("{F}", functional(ctx))
+    helper = ensure_helper(ctx, name, tag, code)
+    rewrite_chain(ctx, f"{helper}({x}, {layer}, {bn})")
+
+
+@strategy("fold_conv_bn")
+def fold_conv_bn(ctx: SynthContext) -> None:
+    """`bn(conv(x))` → `folded_conv_bn(x, conv, bn)` (`$layer`, `$bn`, `$x`)."""
+    _fold(ctx, "folded_conv_bn", "conv-bn", _CONV_BN)
+
+
+@strategy("fold_linear_bn")
+def fold_linear_bn(ctx: SynthContext) -> None:
+    """`bn(linear(x))` → `folded_linear_bn(x, linear, bn)` (`$layer`, `$bn`, `$x`)."""
+    _fold(ctx, "folded_linear_bn", "linear-bn", _LINEAR_BN)

@@ -1,0 +1,223 @@
+"""Shared plumbing of the fusion strategies: collapse a matched op chain into one expression.
+
+A fusion match is a chain of ops whose last op computes the value the rest of the code uses. The
+chain is rewritten by replacing that last op's call expression (inside its statement) with the fused
+expression and deleting the earlier statements that only computed intermediates of the chain. The
+rule's guards guarantee those intermediates are not used after the match; this module checks the
+textual shape (each deleted statement is exactly `name = <op>`, on its own lines, in the same block)
+and declines otherwise. Helper functions synthesized into the user's file are added once: an existing
+definition carrying the same tag is reused.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from collections.abc import Sequence
+
+from adopter.dsl.types import Expr, Op, OpKind, Ref, Span
+from adopter.synth.registry import SynthContext, existing_imports
+
+
+def _pos(line: int, col: int) -> tuple[int, int]:
+    return (line, col)
+
+
+def _start(span: Span) -> tuple[int, int]:
+    return (span.start_line, span.start_col)
+
+
+def _end(span: Span) -> tuple[int, int]:
+    return (span.end_line, span.end_col)
+
+
+def binding_path(ctx: SynthContext, var: str) -> str:
+    """The attribute path (`self.dropout`) a submodule pattern variable bound."""
+    value = ctx.binding(var)
+    if isinstance(value, str):
+        return value
+    ctx.decline(f"${var} is not bound to a submodule")
+    raise AssertionError  # decline never returns
+
+
+def op_producing(ctx: SynthContext, var: str) -> Op | None:
+    """The matched op whose output pattern variable `var` bound, if any."""
+    value = ctx.binding(var)
+    if not isinstance(value, Ref):
+        return None
+    for op in ctx.finding.match.ops:
+        if value.name in op.outputs:
+            return op
+    return None
+
+
+def _call_parts(ctx: SynthContext, op: Op) -> list[str]:
+    """Source text of an op's operands, in `Op.args` order (receiver first for methods)."""
+    text = ctx.text(op.span)
+    wrapped = f"({text})"
+    try:
+        node = ast.parse(wrapped, mode="eval").body
+    except SyntaxError:
+        return []
+    parts: list[ast.expr] = []
+    if isinstance(node, ast.Call):
+        if op.kind is OpKind.METHOD and isinstance(node.func, ast.Attribute):
+            parts.append(node.func.value)
+        parts.extend(node.args)
+    elif isinstance(node, ast.BinOp):
+        parts.extend([node.left, node.right])
+    elif isinstance(node, ast.UnaryOp):
+        parts.append(node.operand)
+    elif isinstance(node, ast.Subscript):
+        parts.extend([node.value, node.slice])
+    return [ast.get_source_segment(wrapped, p) or "" for p in parts]
+
+
+def value_text(ctx: SynthContext, var: str) -> str:
+    """Source text of what pattern variable `var` bound, usable as an expression.
+
+    Named values and opaque expressions give their text; a hoisted temporary gives the source of the
+    expression that produced it (inside the match) or of the operand position it feeds.
+    """
+    value = ctx.binding(var)
+    if value is None:
+        ctx.decline(f"pattern variable ${var} is not bound")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Expr):
+        return value.text
+    assert isinstance(value, Ref)
+    if not value.name.startswith("%"):
+        return value.name
+    producer = op_producing(ctx, var)
+    if producer is not None:
+        return ctx.text(producer.span)
+    # A temporary made outside the match: find the operand slot of a matched op it feeds.
+    for op in ctx.finding.match.ops:
+        for i, arg in enumerate(op.args):
+            if arg == value:
+                parts = _call_parts(ctx, op)
+                if i < len(parts) and parts[i]:
+                    return parts[i]
+    ctx.decline(f"cannot find the source text of ${var}")
+    raise AssertionError
+
+
+def is_simple(text: str) -> bool:
+    """Whether `text` is a name or an attribute chain (safe to evaluate twice)."""
+    return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", text) is not None
+
+
+def functional(ctx: SynthContext) -> str:
+    """How to spell `torch.nn.functional` in this file, importing `torch` only when nothing fits."""
+    imports = existing_imports(ctx.source)
+    for (module, name), local in imports.items():
+        if module == "torch.nn.functional" and name is None and local != module:
+            return local
+        if module == "torch.nn" and name == "functional":
+            return local
+    for (module, name), local in imports.items():
+        if module == "torch" and name == "nn":
+            return f"{local}.functional"
+        if module == "torch.nn" and name is None and local != module:
+            return f"{local}.functional"
+    return f"{ctx.add_import('torch')}.nn.functional"
+
+
+def ensure_helper(ctx: SynthContext, name: str, tag: str, code: str) -> str:
+    """Add the top-level helper `code` (defining `name`) once per file; return the name to call.
+
+    The helper's docstring carries `(adopter: <tag>)`; a definition with that tag already in the file
+    (from an earlier fix) is reused instead of adding a second copy.
+    """
+    marker = f"(adopter: {tag})"
+    try:
+        tree = ast.parse(ctx.source)
+    except SyntaxError:
+        tree = None
+    if tree is not None:
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and marker in (ast.get_docstring(node) or ""):
+                return node.name
+    return ctx.add_module_code(textwrap.dedent(code), name=name)
+
+
+def _statement_lines_alone(ctx: SynthContext, span: Span) -> bool:
+    """Whether the statement at `span` occupies its lines alone (nothing else before or after)."""
+    lines = ctx.source.split("\n")
+    before = lines[span.start_line][: span.start_col]
+    after = lines[span.end_line][span.end_col :]
+    return not before.strip() and (not after.strip() or after.strip().startswith("#"))
+
+
+def rewrite_chain(ctx: SynthContext, new_expr: str, ops: Sequence[Op] | None = None) -> None:
+    """Replace the matched chain by `new_expr`, computed where the chain's last op was.
+
+    `ops` defaults to the match's ops; the last one is the op whose value `new_expr` replaces.
+    Statements holding only earlier ops of the chain (`name = <op>`) are deleted; ops nested in the
+    last op's expression disappear with it. Anything else (a chain op whose statement does more, a
+    statement after the last one, a different block) makes the strategy decline.
+    """
+    chain = list(ops if ops is not None else ctx.finding.match.ops)
+    if not chain:
+        ctx.decline("the match has no operations")
+    final = chain[-1]
+    final_stmt = final.stmt_span
+    deleted: list[Span] = []
+    for op in chain[:-1]:
+        if final.span.contains(op.span):
+            continue
+        stmt = op.stmt_span
+        if stmt == final_stmt:
+            ctx.decline("part of the pattern sits outside the expression being fused")
+        if _start(stmt) > _start(final_stmt):
+            ctx.decline("the pattern's statements are not in source order")
+        if stmt in deleted:
+            continue
+        # The statement must compute exactly the outermost chain op in it, bound to plain names.
+        in_stmt = [o for o in chain[:-1] if o.stmt_span == stmt]
+        outers = [o for o in in_stmt if all(o.span.contains(other.span) for other in in_stmt)]
+        if not outers:
+            ctx.decline("a statement of the pattern computes more than one value of the chain")
+        outer = outers[0]
+        stmt_text = ctx.statement_text(stmt)
+        op_text = ctx.text(outer.span)
+        targets = " *, *".join(re.escape(out) for out in outer.outputs)
+        if not re.fullmatch(rf"\(?\s*{targets}\s*,?\s*\)?\s*=\s*\(?\s*{re.escape(op_text)}\s*\)?", stmt_text, re.S):
+            ctx.decline("a statement of the pattern does more than compute the fused chain")
+        if not _statement_lines_alone(ctx, stmt) or not _statement_lines_alone(ctx, final_stmt):
+            ctx.decline("a statement of the pattern shares its line with other code")
+        if ctx.line_indent(stmt) != ctx.line_indent(final_stmt):
+            ctx.decline("the pattern's statements are in different blocks")
+        deleted.append(stmt)
+
+    # Rebuild the region from the first deleted statement to the final one.
+    first = min([final_stmt, *deleted], key=_start)
+    region = Span(first.start_line, first.start_col, final_stmt.end_line, final_stmt.end_col)
+    lines = ctx.source.split("\n")
+    indent = ctx.line_indent(first)
+    # Edits as (start, end, replacement) in absolute (line, col); applied back to front.
+    edits: list[tuple[tuple[int, int], tuple[int, int], str]] = []
+    for stmt in deleted:
+        # Delete the statement's whole lines including the trailing newline.
+        edits.append((_pos(stmt.start_line, 0), _pos(stmt.end_line + 1, 0), ""))
+    edits.append((_start(final.span), _end(final.span), new_expr))
+    out_lines = lines[region.start_line : region.end_line + 1]
+    out_lines[-1] = out_lines[-1][: region.end_col]
+    base = region.start_line
+    text = "\n".join(out_lines) + "\n"
+
+    def offset(pos: tuple[int, int]) -> int:
+        line, col = pos
+        if line - base >= len(out_lines):
+            return len(text)
+        return sum(len(x) + 1 for x in out_lines[: line - base]) + col
+
+    for start, end, repl in sorted(edits, key=lambda e: e[0], reverse=True):
+        text = text[: offset(start)] + repl + text[offset(end) :]
+    code = text.rstrip("\n")
+    # The region's first line keeps its indentation so that dedenting treats all lines alike.
+    if not code.startswith(indent):
+        code = indent + code.lstrip(" \t")
+    ctx.replace_statements([first, final_stmt], textwrap.dedent(code))

@@ -1,0 +1,110 @@
+"""Gated-MLP fusion (family 14): `down(act(gate(x)) * up(x))` with gate and up as one GEMM."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from adopter.dsl.types import Binding, Ctor
+from adopter.synth.registry import SynthContext, strategy
+from adopter.synth.strategies.fusions_chain import (
+    binding_path,
+    ensure_helper,
+    is_simple,
+    rewrite_chain,
+    value_text,
+)
+
+_GATED = '''
+def gated_activation(gate_up, act):
+    """`act(gate) * up` from one fused gate+up projection (adopter: gated-activation)."""
+    gate, up = gate_up.chunk(2, dim=-1)
+    return act(gate) * up
+'''
+
+# Checkpoints of the original module hold `gate.weight` and `up.weight`: concatenating them (gate
+# first, as `chunk` splits) gives the fused weight, so `load_state_dict(strict=True)` keeps working.
+_MERGE_HOOK = '''
+def merge_gate_up_state(module, state_dict, prefix, *args, fused, parts):
+    """Load separate gate/up projection weights into the fused one (adopter: merge-gate-up-state)."""
+    for suffix in ("weight", "bias"):
+        keys = [f"{prefix}{part}.{suffix}" for part in parts]
+        if all(key in state_dict for key in keys):
+            state_dict[f"{prefix}{fused}.{suffix}"] = {torch}.cat([state_dict.pop(key) for key in keys], dim=0)
+'''
+
+
+def _binding_for(ctx: SynthContext, attr_path: str) -> Binding:
+    attr = attr_path.removeprefix("self.")
+    for binding in ctx.finding.match.bindings:
+        if binding.attr == attr:
+            return binding
+    ctx.decline(f"no __init__ binding found for {attr_path}")
+    raise AssertionError
+
+
+def _linear_call(ctx: SynthContext, binding: Binding) -> ast.Call:
+    if not isinstance(binding.value, Ctor) or binding.condition is not None or "[" in binding.attr:
+        ctx.decline(f"self.{binding.attr} is not bound unconditionally to a Linear")
+    text = ctx.statement_text(binding.span)
+    try:
+        stmt = ast.parse(text).body[0]
+    except (SyntaxError, IndexError):
+        ctx.decline(f"cannot read the binding of self.{binding.attr}")
+        raise AssertionError from None
+    if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
+        ctx.decline(f"self.{binding.attr} is not bound by a plain constructor call")
+        raise AssertionError
+    return stmt.value
+
+
+def _uses(source: str, attr: str) -> int:
+    return len(re.findall(rf"\.{re.escape(attr)}\b", source))
+
+
+@strategy("fuse_gate_up")
+def fuse_gate_up(ctx: SynthContext) -> None:
+    """Fuse the gate and up Linears of a gated MLP into one (`$gate`, `$up`, `$act`, `$x`)."""
+    gate_path = binding_path(ctx, "gate")
+    up_path = binding_path(ctx, "up")
+    act = binding_path(ctx, "act")
+    x = value_text(ctx, "x")
+    if not is_simple(x):
+        ctx.decline(f"the MLP input `{x}` is an expression")
+    gate, up = _binding_for(ctx, gate_path), _binding_for(ctx, up_path)
+    gate_call, up_call = _linear_call(ctx, gate), _linear_call(ctx, up)
+    gate_text = ctx.statement_text(gate.span)
+    up_text = ctx.statement_text(up.span)
+    if ast.dump(gate_call) != ast.dump(up_call):
+        ctx.decline("the gate and up projections are built with different arguments")
+    # Other uses of the separate layers (tensor-parallel slicing, weight init) would break.
+    for binding in (gate, up):
+        if _uses(ctx.source, binding.attr) != 2:
+            ctx.decline(f"self.{binding.attr} is used elsewhere in the file; fusing it would break that code")
+    out_node = gate_call.args[1] if len(gate_call.args) >= 2 else None
+    keyword = next((k for k in gate_call.keywords if k.arg == "out_features"), None)
+    if out_node is None and keyword is not None:
+        out_node = keyword.value
+    if out_node is None or len(gate_call.args) < 1:
+        ctx.decline("cannot find the Linear's in/out features")
+        raise AssertionError
+    call_text = ast.get_source_segment(gate_text, gate_call) or ""
+    out_text = ast.get_source_segment(gate_text, out_node) or ""
+    rel = (out_node.col_offset - gate_call.col_offset, out_node.end_col_offset or 0)
+    if out_node.lineno != gate_call.lineno or out_node.end_lineno != gate_call.lineno:
+        ctx.decline("the Linear's out_features spans several lines")
+    fused_out = out_text if is_simple(out_text) else f"({out_text})"
+    new_call = call_text[: rel[0]] + f"2 * {fused_out}" + call_text[rel[0] + len(out_text) :]
+    fused_attr = ctx.fresh_name(f"{gate.attr}_{up.attr}".replace("_proj_", "_").replace("proj_", ""))
+    torch = ctx.add_import("torch")
+    functools = ctx.add_import("functools")
+    hook = ensure_helper(ctx, "merge_gate_up_state", "merge-gate-up-state", _MERGE_HOOK.replace("{torch}", torch))
+    helper = ensure_helper(ctx, "gated_activation", "gated-activation", _GATED)
+    ctx.replace_binding(gate.span, f"self.{fused_attr} = {new_call}")
+    ctx.replace_binding(
+        up.span,
+        f"self.register_load_state_dict_pre_hook(\n"
+        f"    {functools}.partial({hook}, fused={fused_attr!r}, parts=({gate.attr!r}, {up.attr!r}))\n)",
+    )
+    del up_text
+    rewrite_chain(ctx, f"{helper}(self.{fused_attr}({x}), {act})")

@@ -1,0 +1,61 @@
+"""Normalisation fusions: dropout-add-LayerNorm (family 5), hand-written LayerNorm (11) and RMSNorm (12)."""
+
+from __future__ import annotations
+
+from adopter.synth.registry import SynthContext, strategy
+from adopter.synth.strategies.fusions_chain import (
+    binding_path,
+    ensure_helper,
+    functional,
+    is_simple,
+    rewrite_chain,
+    value_text,
+)
+
+_DROPOUT_ADD_LAYER_NORM = '''
+def fused_dropout_add_layer_norm(x, residual, norm, p, training):
+    """Dropout, residual add and LayerNorm as one function (adopter: dropout-add-layernorm).
+
+    `norm`'s parameters are used as they are, so checkpoints load unchanged.
+    """
+    if training and p > 0.0:
+        x = {F}.dropout(x, p, True)
+    return {F}.layer_norm(x + residual, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+'''
+
+
+@strategy("dropout_add_layer_norm")
+def dropout_add_layer_norm(ctx: SynthContext) -> None:
+    """`norm(dropout(x) + r)` → one fused dropout-add-LayerNorm call (`$drop`, `$norm`, `$x`, `$r`)."""
+    drop = binding_path(ctx, "drop")
+    norm = binding_path(ctx, "norm")
+    x = value_text(ctx, "x")
+    residual = value_text(ctx, "r")
+    helper = ensure_helper(
+        ctx,
+        "fused_dropout_add_layer_norm",
+        "dropout-add-layernorm",
+        _DROPOUT_ADD_LAYER_NORM.replace("{F}", functional(ctx)),
+    )
+    rewrite_chain(ctx, f"{helper}({x}, {residual}, {norm}, {drop}.p, {drop}.training)")
+
+
+@strategy("layer_norm_formula")
+def layer_norm_formula(ctx: SynthContext) -> None:
+    """`(x - mean) / sqrt(var + eps)` over the last dim → `F.layer_norm` without affine (`$x`, `$eps`)."""
+    x = value_text(ctx, "x")
+    eps = value_text(ctx, "eps")
+    if not is_simple(x):
+        ctx.decline(f"the normalised value `{x}` is an expression; bind it to a name first")
+    rewrite_chain(ctx, f"{functional(ctx)}.layer_norm({x}, {x}.shape[-1:], eps={eps})")
+
+
+@strategy("rms_norm_formula")
+def rms_norm_formula(ctx: SynthContext) -> None:
+    """`x * rsqrt(mean(x**2, -1) + eps)` → `F.rms_norm` without weight (`$x`, `$xf`, `$eps`)."""
+    x = value_text(ctx, "x")
+    xf = value_text(ctx, "xf") if ctx.binding("xf") is not None else x
+    eps = value_text(ctx, "eps")
+    if not is_simple(x):
+        ctx.decline(f"the normalised value `{x}` is an expression; bind it to a name first")
+    rewrite_chain(ctx, f"{functional(ctx)}.rms_norm({xf}, {x}.shape[-1:], eps={eps})")
