@@ -1,0 +1,172 @@
+"""The accelerator template (`Design`), its area and TDP model, the search space and reference designs."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from adopter.wham import constants as C
+
+
+@dataclass(frozen=True, slots=True)
+class Design:
+    """One accelerator: `n_tc` tensor cores of `pe_x × pe_y` MACs, `n_vc` vector cores of `lanes` lanes,
+    `sram_mib` MiB of global buffer, `bandwidth_gbs` off-chip bandwidth, `clock_mhz` clock."""
+
+    n_tc: int
+    pe_x: int
+    pe_y: int
+    n_vc: int
+    lanes: int
+    sram_mib: float
+    bandwidth_gbs: float = C.BANDWIDTH_GBS
+    clock_mhz: float = C.CLOCK_MHZ
+
+    @property
+    def macs(self) -> int:
+        """MAC units over all tensor cores."""
+        return self.n_tc * self.pe_x * self.pe_y
+
+    @property
+    def lanes_total(self) -> int:
+        """Vector lanes over all vector cores."""
+        return self.n_vc * self.lanes
+
+    @property
+    def peak_flops(self) -> float:
+        """Peak tensor FLOP/s (2 per MAC per cycle)."""
+        return 2.0 * self.macs * self.clock_mhz * 1e6
+
+    @property
+    def bytes_per_cycle(self) -> float:
+        """Off-chip bytes per clock cycle."""
+        return self.bandwidth_gbs * 1e9 / (self.clock_mhz * 1e6)
+
+    def key(self) -> tuple[float, ...]:
+        """A hashable tuple of every parameter."""
+        return tuple(float(getattr(self, f.name)) for f in fields(self))
+
+    def to_json(self) -> dict[str, Any]:
+        """Every template parameter."""
+        return asdict(self)
+
+    def label(self) -> str:
+        """Compact human-readable form."""
+        return (f"{self.n_tc}×TC {self.pe_x}×{self.pe_y}, {self.n_vc}×VC {self.lanes}L, "
+                f"{self.sram_mib:g} MiB")
+
+
+def area_mm2(d: Design) -> float:
+    """Chip area: PEs + lanes + SRAM + local buffers + HBM PHY + fixed uncore (constants.py)."""
+    pe = d.macs * C.PE_AREA_UM2 * 1e-6
+    lanes = d.lanes_total * C.LANE_AREA_UM2 * 1e-6
+    sram = d.sram_mib * C.SRAM_AREA_MM2_PER_MIB
+    local_bytes = (d.n_tc * 2 * (d.pe_x + d.pe_y) * C.TC_LOCAL_ENTRIES_PER_EDGE * C.BYTES_PER_ELEMENT
+                   + d.lanes_total * C.VC_LOCAL_BYTES_PER_LANE)
+    local = local_bytes / 2**20 * C.SRAM_AREA_MM2_PER_MIB
+    phy = d.bandwidth_gbs / 100.0 * C.HBM_PHY_AREA_MM2_PER_100GBS
+    return pe + lanes + sram + local + phy + C.UNCORE_AREA_MM2
+
+
+def tdp_w(d: Design) -> float:
+    """Thermal design power: every unit busy every cycle, plus SRAM traffic and leakage and memory I/O.
+
+    dynamic = f · (MACs·E_pe + lanes·E_lane + SRAM bytes/cycle·E_sram); SRAM bytes/cycle = each tensor
+    core reading one operand row and column (PE_x + PE_y elements) plus each lane reading one operand and
+    writing one result; memory I/O = bandwidth · E_dram/byte; leakage = SRAM MiB · W/MiB; + fixed uncore.
+    """
+    f = d.clock_mhz * 1e6
+    sram_bytes_per_cycle = (d.n_tc * (d.pe_x + d.pe_y) + 2 * d.lanes_total) * C.BYTES_PER_ELEMENT
+    dynamic = f * 1e-12 * (d.macs * C.PE_ENERGY_PJ + d.lanes_total * C.LANE_ENERGY_PJ
+                           + sram_bytes_per_cycle * C.SRAM_ENERGY_PJ_PER_BYTE)
+    io = d.bandwidth_gbs * 1e9 * C.DRAM_ENERGY_PJ_PER_BYTE * 1e-12
+    leakage = d.sram_mib * C.SRAM_LEAKAGE_W_PER_MIB
+    return dynamic + io + leakage + C.UNCORE_POWER_W
+
+
+def _pow2_range(lo: int, hi: int) -> tuple[int, ...]:
+    return tuple(2**i for i in range(int(math.log2(lo)), int(math.log2(hi)) + 1))
+
+
+@dataclass(frozen=True, slots=True)
+class DesignSpace:
+    """The grid searched: allowed values of each template parameter (powers of two by default)."""
+
+    n_tc: tuple[int, ...] = _pow2_range(1, 256)
+    pe_x: tuple[int, ...] = _pow2_range(4, 256)
+    pe_y: tuple[int, ...] = _pow2_range(4, 256)
+    n_vc: tuple[int, ...] = _pow2_range(1, 256)
+    lanes: tuple[int, ...] = _pow2_range(4, 256)
+    sram_mib: tuple[float, ...] = tuple(float(v) for v in _pow2_range(2, 128))
+    bandwidth_gbs: float = C.BANDWIDTH_GBS
+    clock_mhz: float = C.CLOCK_MHZ
+
+    def __post_init__(self) -> None:
+        for name in PARAMS:
+            values = getattr(self, name)
+            if not values or any(v <= 0 for v in values) or list(values) != sorted(set(values)):
+                raise ValueError(f"design space {name}={values!r}: need a non-empty increasing list of "
+                                 "positive values")
+        if self.bandwidth_gbs <= 0 or self.clock_mhz <= 0:
+            raise ValueError("design space bandwidth_gbs and clock_mhz must be positive")
+
+    def values(self, name: str) -> tuple[float, ...]:
+        """Allowed values of one parameter."""
+        return tuple(getattr(self, name))
+
+    def size(self) -> int:
+        """Number of grid points."""
+        return math.prod(len(self.values(p)) for p in PARAMS)
+
+    def design(self, indices: dict[str, int] | tuple[int, ...]) -> Design:
+        """The design at grid indices (one per parameter of `PARAMS`)."""
+        idx = indices if isinstance(indices, dict) else dict(zip(PARAMS, indices))
+        vals = {p: self.values(p)[idx[p]] for p in PARAMS}
+        return Design(int(vals["n_tc"]), int(vals["pe_x"]), int(vals["pe_y"]), int(vals["n_vc"]),
+                      int(vals["lanes"]), float(vals["sram_mib"]), self.bandwidth_gbs, self.clock_mhz)
+
+    def indices(self, d: Design) -> tuple[int, ...]:
+        """Grid indices of a design on the grid (nearest value for each parameter otherwise)."""
+        out = []
+        for p in PARAMS:
+            vals = self.values(p)
+            v = float(getattr(d, p))
+            out.append(min(range(len(vals)), key=lambda i: abs(math.log2(vals[i]) - math.log2(v))))
+        return tuple(out)
+
+    def contains(self, d: Design) -> bool:
+        """Whether every parameter of `d` is a grid value."""
+        return all(float(getattr(d, p)) in self.values(p) for p in PARAMS) and \
+            d.bandwidth_gbs == self.bandwidth_gbs and d.clock_mhz == self.clock_mhz
+
+    def reduced(self) -> DesignSpace:
+        """A coarse sub-grid (every other power of two) small enough to enumerate exhaustively."""
+        def every_other(vals: tuple[Any, ...]) -> tuple[Any, ...]:
+            picked = vals[::2]
+            return picked if picked[-1] == vals[-1] else (*picked, vals[-1])
+        return replace(self, **{p: every_other(self.values(p)) for p in PARAMS})
+
+
+PARAMS = ("n_tc", "pe_x", "pe_y", "n_vc", "lanes", "sram_mib")
+
+
+def tpuv2_like() -> Design:
+    """TPUv2-like: 2 cores, each a 128×128 MXU; 2 × 1024 vector lanes (8×128 VPU each); 32 MiB on chip."""
+    return Design(n_tc=2, pe_x=128, pe_y=128, n_vc=2, lanes=1024, sram_mib=32.0,
+                  bandwidth_gbs=700.0, clock_mhz=700.0)
+
+
+def tpuv3_like() -> Design:
+    """TPUv3-like: 4 MXUs of 128×128 at 940 MHz (123 TFLOPS), 900 GB/s, 32 MiB."""
+    return Design(n_tc=4, pe_x=128, pe_y=128, n_vc=2, lanes=1024, sram_mib=32.0,
+                  bandwidth_gbs=900.0, clock_mhz=940.0)
+
+
+def nvdla_like() -> Design:
+    """NVDLA-like (nv_full): 1024 FP16 MACs as one 64×16 array, a 16-lane vector unit, 2 MiB buffer."""
+    return Design(n_tc=1, pe_x=64, pe_y=16, n_vc=1, lanes=16, sram_mib=2.0,
+                  bandwidth_gbs=700.0, clock_mhz=700.0)
+
+
+REFERENCE_DESIGNS = {"TPUv2-like": tpuv2_like, "TPUv3-like": tpuv3_like, "NVDLA-like": nvdla_like}
