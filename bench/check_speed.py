@@ -1,0 +1,75 @@
+"""Speed of `adopter check` (analysis + every rule) over the 202 modeling files of transformers 4.35.0.
+
+Targets (issue 3): median <= 30 ms and max <= 300 ms per file, whole corpus <= 10 s.
+Run: `.venv/bin/python bench/check_speed.py [--repeat N] [--json OUT]`
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-quantile (0..1) by nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+def main() -> int:
+    """Time analysis and matching per file; print the summary and the slowest files."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=1, help="runs per file; the fastest counts")
+    parser.add_argument("--json", metavar="OUT", help="also write per-file figures as JSON")
+    args = parser.parse_args()
+
+    from adopter.analysis import analyse
+    from adopter.corpus import modeling_files
+    from adopter.engine import check, detect_environment, load_rules
+
+    t0 = time.perf_counter()
+    ruleset = load_rules()
+    load_s = time.perf_counter() - t0
+    env = detect_environment("cpu")
+    files = modeling_files()
+    analyse(files[0].text, files[0].member)  # warm-up: parser and grammar construction are one-off costs
+
+    rows = []
+    for f in files:
+        best = (float("inf"), 0.0, 0.0, 0)
+        for _ in range(args.repeat):
+            a = time.perf_counter()
+            mf = analyse(f.text, f.member)
+            b = time.perf_counter()
+            result = check(mf, ruleset.rules, env)
+            c = time.perf_counter()
+            if c - a < best[0]:
+                best = (c - a, b - a, c - b, len(result.findings))
+        rows.append({"file": f.name, "total_ms": best[0] * 1e3, "analysis_ms": best[1] * 1e3,
+                     "match_ms": best[2] * 1e3, "findings": best[3], "lines": f.text.count("\n")})
+
+    totals = [r["total_ms"] for r in rows]
+    matches = [r["match_ms"] for r in rows]
+    print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
+    print(f"rules: {len(ruleset.rules)} (loaded in {load_s * 1e3:.0f} ms, {len(ruleset.problems)} problems); "
+          f"files: {len(rows)}; findings: {sum(r['findings'] for r in rows)}")
+    for label, vals in (("check (analysis + match)", totals), ("match only", matches)):
+        print(f"{label:26} median {statistics.median(vals):7.1f} ms   p95 {percentile(vals, 0.95):7.1f} ms   "
+              f"max {max(vals):7.1f} ms   corpus {sum(vals) / 1e3:6.2f} s")
+    print("slowest files:")
+    for r in sorted(rows, key=lambda r: -r["total_ms"])[:5]:
+        print(f"  {r['file']:40} {r['total_ms']:7.1f} ms (analysis {r['analysis_ms']:.1f}, "
+              f"match {r['match_ms']:.1f}; {r['lines']} lines)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    ok = statistics.median(totals) <= 30 and max(totals) <= 300 and sum(totals) <= 10_000
+    print("targets met" if ok else "targets NOT met")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
