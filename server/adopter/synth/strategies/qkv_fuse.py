@@ -20,7 +20,7 @@ HOOKS = '''
 def {name}(module, fused, parts):
     """Keep checkpoints of the separate `parts` Linears loadable into the fused `fused` Linear.
 
-    Added by Adopter (rule __RULE__): `state_dict()` emits the separate keys, and `load_state_dict`
+    Added by Adopter (rule family 9): `state_dict()` emits the separate keys, and `load_state_dict`
     accepts the separate keys as well as the fused ones.
     """
 
@@ -68,7 +68,7 @@ def fuse_qkv(ctx: SynthContext) -> None:
     fused = _fresh_attr(cls, "qkv")
     torch_name = ctx.add_import("torch")
     hooks = ctx.add_module_code(
-        HOOKS.replace("__TORCH__", torch_name).replace("__RULE__", ctx.rule.id),
+        HOOKS.replace("__TORCH__", torch_name),
         name="keep_separate_qkv_checkpoints",
     )
     first = min(bindings, key=lambda b: (b.span.start_line, b.span.start_col))
@@ -78,9 +78,7 @@ def fuse_qkv(ctx: SynthContext) -> None:
     for b in bindings:
         if b is not first:
             ctx.replace_binding(b.span, "")
-    outputs = ", ".join(op.outputs[0] for op in linears)
-    source_input = _input_text(ctx, linears[0])
-    ctx.replace_statements(statements, f"{outputs} = self.{fused}({source_input}).chunk(3, dim=-1)")
+    ctx.replace_statements(statements, _projection_code(ctx, linears, fused))
 
 
 def _binding_of(ctx: SynthContext, op: Op) -> Binding:
@@ -102,16 +100,10 @@ def _ctor_key(b: Binding) -> str:
 
 
 def _forward_statements(ctx: SynthContext, tree: ast.Module, linears: list[Op]) -> list[Span]:
-    """The three projection statements: `name = self.x(inp)` each, consecutive in one block."""
+    """The three projection statements: consecutive statements of one block, one projection each."""
     spans = sorted((op.stmt_span for op in linears), key=lambda s: (s.start_line, s.start_col))
-    for op in linears:
-        text = ctx.statement_text(op.stmt_span)
-        if len(op.outputs) != 1 or op.outputs[0].startswith("%"):
-            ctx.decline(f"`{text.strip()}` does more than assign the projection to a name")
-        if not re.fullmatch(
-            rf"{re.escape(op.outputs[0])}\s*=\s*{re.escape(ctx.text(op.span))}", text.strip()
-        ):
-            ctx.decline(f"`{text.strip()}` does more than assign the projection to a name")
+    if len(set(spans)) != 3:
+        ctx.decline("two projections share one statement")
     block = _block_of(tree, spans[0].start_line + 1)
     lines = [s.start_line + 1 for s in spans]
     index = next((i for i, s in enumerate(block) if s.lineno == lines[0]), None)
@@ -121,6 +113,30 @@ def _forward_statements(ctx: SynthContext, tree: ast.Module, linears: list[Op]) 
             f"(lines {', '.join(map(str, lines))}); fuse them by hand"
         )
     return [spans[0], spans[-1]]
+
+
+def _projection_code(ctx: SynthContext, linears: list[Op], fused: str) -> str:
+    """`a, b, c = self.<fused>(x).chunk(3, dim=-1)` plus each statement that used a projection inline."""
+    names: list[str] = []
+    rest: list[str] = []
+    for op in sorted(linears, key=lambda o: (o.stmt_span.start_line, o.stmt_span.start_col)):
+        text = ctx.statement_text(op.stmt_span)
+        call = ctx.text(op.span)
+        named = len(op.outputs) == 1 and not op.outputs[0].startswith("%")
+        if named and re.fullmatch(
+            rf"{re.escape(op.outputs[0])}\s*=\s*\(?\s*{re.escape(call)}\s*\)?", text.strip()
+        ):
+            names.append(op.outputs[0])
+            continue
+        if text.count(call) != 1:
+            ctx.decline(f"cannot locate the projection inside `{text.strip()}`")
+        name = ctx.fresh_name(op.target.removeprefix("self.").replace(".", "_") + "_out")
+        names.append(name)
+        rest.append(text.replace(call, name))
+    by_op = {id(op): n for op, n in zip(sorted(linears, key=lambda o: o.stmt_span.start_line), names)}
+    ordered = [by_op[id(op)] for op in linears]
+    head = f"{', '.join(ordered)} = self.{fused}({_input_text(ctx, linears[0])}).chunk(3, dim=-1)"
+    return "\n".join([head, *rest])
 
 
 def _block_of(tree: ast.Module, line: int) -> list[ast.stmt]:
