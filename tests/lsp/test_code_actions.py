@@ -1,0 +1,89 @@
+"""Quick fixes: listed without edits, resolved into verified versioned edits, refused when stale."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from lsprotocol import types
+from lsp_session import F05, SNIPPET, analysed, apply_edit, change, codes, open_doc, start
+from pytest_lsp import LanguageClient
+
+
+async def actions_for(client: LanguageClient, uri: str, diagnostics: list[types.Diagnostic],
+                      only: list[str] | None = None) -> list[types.CodeAction]:
+    finding = next(d for d in diagnostics if d.code == F05)
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=finding.range,
+        context=types.CodeActionContext(diagnostics=[finding], only=only),
+    )
+    result = await client.text_document_code_action_async(params)
+    return [a for a in result or [] if isinstance(a, types.CodeAction)]
+
+
+def only_edit(action: types.CodeAction, uri: str, version: int) -> list[types.TextEdit]:
+    assert action.edit is not None and action.edit.document_changes
+    (document_change,) = action.edit.document_changes
+    assert isinstance(document_change, types.TextDocumentEdit)
+    assert document_change.text_document.uri == uri and document_change.text_document.version == version
+    return [e for e in document_change.edits if isinstance(e, types.TextEdit)]
+
+
+def expected_rewrite(text: str, path: Path) -> str:
+    """The same rewrite computed in-process: the server must deliver exactly this text."""
+    from adopter.analysis import analyse
+    from adopter.engine import detect_environment, find, load_rules
+    from adopter.synth import rewrite
+
+    findings = [f for f in find(analyse(text, str(path)), load_rules().rules, detect_environment("auto")) if f.rule_id == F05]
+    result = rewrite(text, findings, target=findings[0].targets[0], path=str(path))
+    return result.new_source  # type: ignore[union-attr]
+
+
+async def test_quick_fix_round_trip(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path)
+    path = tmp_path / "model.py"
+    uri = open_doc(client, path, SNIPPET)
+    actions = [a for a in await actions_for(client, uri, await analysed(client, uri, 1)) if a.kind == "quickfix"]
+    assert actions and actions[0].is_preferred and all(a.edit is None for a in actions)
+    assert not any(a.is_preferred for a in actions[1:])
+    resolved = await client.code_action_resolve_async(actions[0])
+    new_text = apply_edit(SNIPPET, only_edit(resolved, uri, 1))
+    assert new_text == expected_rewrite(SNIPPET, path)
+    # The edit is minimal: the untouched class keeps its lines, so no edit covers the whole file.
+    assert all(e.range.end.line - e.range.start.line < 10 for e in only_edit(resolved, uri, 1))
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=new_text)],
+    ))
+    assert F05 not in codes(await analysed(client, uri, 2))
+
+
+async def test_stale_version_is_refused_with_a_message(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path)
+    uri = open_doc(client, tmp_path / "model.py", SNIPPET)
+    actions = await actions_for(client, uri, await analysed(client, uri, 1))
+    change(client, uri, 2, [((0, 0), (0, 0), "# typed meanwhile\n")])
+    resolved = await client.code_action_resolve_async(actions[0])
+    assert resolved.edit is None
+    for _ in range(500):
+        if any("changed" in m.message for m in client.messages):
+            break
+        await asyncio.sleep(0.01)
+    assert any("changed" in m.message for m in client.messages)
+
+
+async def test_fix_all_source_action(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path)
+    uri = open_doc(client, tmp_path / "model.py", SNIPPET)
+    diagnostics = await analysed(client, uri, 1)
+    (action,) = await actions_for(client, uri, diagnostics, only=["source.fixAll"])
+    assert action.kind == "source.fixAll.adopter" and action.edit is None
+    resolved = await client.code_action_resolve_async(action)
+    new_text = apply_edit(SNIPPET, only_edit(resolved, uri, 1))
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=new_text)],
+    ))
+    assert F05 not in codes(await analysed(client, uri, 2))

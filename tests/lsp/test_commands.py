@@ -1,0 +1,61 @@
+"""executeCommand surface: debug info (no torch in the server), search refusal and validation."""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from lsp_session import EXAMPLES, analysed, open_doc, start
+
+
+async def execute(client: LanguageClient, command: str, *arguments: object) -> object:
+    params = types.ExecuteCommandParams(command=command, arguments=list(arguments))
+    return await client.workspace_execute_command_async(params)
+
+
+async def test_commands_are_advertised(client: LanguageClient) -> None:
+    result = await start(client)
+    provider = result.capabilities.execute_command_provider
+    assert provider is not None
+    assert {"adopter.searchAccelerator", "adopter.showArchitecture", "adopter.debugInfo"} <= set(provider.commands)
+
+
+async def test_server_never_imports_torch(client: LanguageClient) -> None:
+    await start(client, EXAMPLES)
+    uri = open_doc(client, EXAMPLES / "bert_encoder.py")
+    await analysed(client, uri, 1)
+    info = await execute(client, "adopter.debugInfo")
+    assert info["torch_loaded"] is False
+    assert "adopter.lsp.server" in info["modules"]
+    assert not any(m == "torch" or m.startswith("torch.") for m in info["modules"])
+    assert uri in info["documents"]
+
+
+async def test_search_refused_in_untrusted_workspace(client: LanguageClient) -> None:
+    await start(client, options={"trusted": False})
+    with pytest.raises(Exception, match="not trusted"):
+        await execute(client, "adopter.searchAccelerator", {"model": "bert-base"})
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ((), "one object argument"),
+        (({"budget": 3},), "which model"),
+        (({"model": "bert-base", "colour": "red"},), "unknown keys"),
+    ],
+)
+async def test_search_rejects_bad_arguments(client: LanguageClient, arguments: tuple[object, ...], message: str) -> None:
+    await start(client)
+    with pytest.raises(Exception, match=message):
+        await execute(client, "adopter.searchAccelerator", *arguments)
+
+
+async def test_trust_cannot_be_granted_by_a_later_settings_change(client: LanguageClient) -> None:
+    await start(client, options={"trusted": False})
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"adopter": {"trusted": True}})
+    )
+    info = await execute(client, "adopter.debugInfo")
+    assert info["settings"]["trusted"] is False

@@ -1,0 +1,45 @@
+"""Rule files (.adl): parse errors as diagnostics, hover shows a rule's docs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsprotocol import types
+from lsp_session import REPO, analysed, change, open_doc, start
+from pytest_lsp import LanguageClient
+
+RULE = REPO / "rules" / "f05-dropout-add-layernorm.adl"
+
+
+async def test_valid_rule_file_has_no_diagnostics_and_hover_shows_docs(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path)
+    text = RULE.read_text(encoding="utf-8")
+    uri = open_doc(client, tmp_path / "mine.adl", text, language="adopter")
+    assert await analysed(client, uri, 1) == []
+    line = next(i for i, l in enumerate(text.split("\n")) if l.strip().startswith("title"))
+    params = types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line, 4))
+    result = await client.text_document_hover_async(params)
+    assert result is not None and isinstance(result.contents, types.MarkupContent)
+    assert "f05-dropout-add-layernorm" in result.contents.value and "family 5" in result.contents.value
+
+
+async def test_syntax_error_is_a_positioned_diagnostic_and_goes_away_when_fixed(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path)
+    text = RULE.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    line = next(i for i, l in enumerate(lines) if l.strip().startswith("severity"))
+    broken = "\n".join(lines[:line] + ["  severity ???"] + lines[line + 1 :])
+    uri = open_doc(client, tmp_path / "mine.adl", broken, language="adopter")
+    (error,) = await analysed(client, uri, 1)
+    assert error.severity == types.DiagnosticSeverity.Error and error.source == "adopter"
+    assert error.range.start.line == line
+    change(client, uri, 2, [((line, 0), (line + 1, 0), lines[line] + "\n")])
+    assert await analysed(client, uri, 2) == []
+
+
+async def test_semantic_error_undefined_variable(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path)
+    text = RULE.read_text(encoding="utf-8").replace("single_use($h, $t)", "single_use($h, $nowhere)")
+    uri = open_doc(client, tmp_path / "mine.adl", text, language="adopter")
+    (error,) = await analysed(client, uri, 1)
+    assert "nowhere" in error.message

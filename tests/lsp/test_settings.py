@@ -1,0 +1,73 @@
+"""Settings from initializationOptions, workspace/configuration and pyproject.toml; bad ones reported."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from lsprotocol import types
+from lsp_session import F05, SNIPPET, analysed, codes, forget, open_doc, start
+from pytest_lsp import LanguageClient
+
+from adopter.lsp.settings import Settings, merge_settings, resolve_settings
+
+
+def test_keys_in_any_case_style() -> None:
+    settings, problems = merge_settings(Settings(), {"debounceMs": 5, "rule-paths": "x.adl", "ignore": [5]}, "t")
+    assert problems == []
+    assert settings.debounce_ms == 5 and settings.rule_paths == ("x.adl",) and settings.ignore == ("5",)
+
+
+def test_bad_values_keep_defaults_and_name_the_key() -> None:
+    settings, problems = merge_settings(
+        Settings(), {"target": "tpu", "debounce_ms": -1, "severity": {"x": "loud"}, "colour": 1}, "t"
+    )
+    assert settings == Settings()
+    assert len(problems) == 4
+    for key in ("target", "debounce_ms", "severity", "colour"):
+        assert any(repr(key) in p for p in problems)
+
+
+def test_editor_settings_win_and_trust_comes_only_from_start_up() -> None:
+    settings, _ = resolve_settings({
+        "pyproject.toml": {"target": "cuda", "ignore": ["1"]},
+        "initializationOptions": {"trusted": False, "interpreter": "/usr/bin/python3"},
+        "workspace/configuration": {"target": "cpu", "trusted": True},
+    })
+    assert settings.target == "cpu" and settings.ignore == ("1",) and settings.trusted is False
+
+
+async def test_initialization_options_ignore_and_severity(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"severity": {F05: "error"}})
+    uri = open_doc(client, tmp_path / "model.py", SNIPPET)
+    (finding,) = [d for d in await analysed(client, uri, 1) if d.code == F05]
+    assert finding.severity == types.DiagnosticSeverity.Error
+
+
+async def test_configuration_change_is_pulled_and_applied(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path)
+    uri = open_doc(client, tmp_path / "model.py", SNIPPET)
+    assert F05 in codes(await analysed(client, uri, 1))
+    client.set_configuration({"ignore": ["5"]}, section="adopter")
+    forget(client, uri)
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    assert F05 not in codes(await analysed(client, uri, 1))
+
+
+async def test_pyproject_tool_adopter(client: LanguageClient, tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.adopter]\nignore = ["f05"]\n', encoding="utf-8")
+    await start(client, tmp_path)
+    uri = open_doc(client, tmp_path / "model.py", SNIPPET)
+    assert F05 not in codes(await analysed(client, uri, 1))
+
+
+async def test_bad_settings_give_a_message_and_defaults(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"target": "tpu", "bogus": 1})
+    uri = open_doc(client, tmp_path / "model.py", SNIPPET)
+    assert F05 in codes(await analysed(client, uri, 1))  # still working, with the default target
+    for _ in range(500):
+        if len(client.messages) >= 2:
+            break
+        await asyncio.sleep(0.01)
+    text = " | ".join(m.message for m in client.messages)
+    assert "'target'" in text and "'bogus'" in text
