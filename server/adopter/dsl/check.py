@@ -1,0 +1,123 @@
+"""Semantic checks of parsed rules: names, scopes, guards and examples, as positioned problems."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from adopter.dsl.errors import error_problem
+from adopter.dsl.lexical import PLACEHOLDER_RE
+from adopter.dsl.transform import FAMILY_RANGE, ParsedRule
+from adopter.dsl.types import Guard, GuardKind, OpKind, PAny, Problem, PValue, PVar, Rule, Span
+
+# Guard kind -> (minimum number of arguments, maximum or None, how many leading ones must be variables)
+GUARD_ARITY: dict[GuardKind, tuple[int, int | None, int | None]] = {
+    GuardKind.SINGLE_USE: (1, None, None),
+    GuardKind.NOT_REASSIGNED: (1, None, None),
+    GuardKind.NOT_USED_AFTER: (1, None, None),
+    GuardKind.EQUALS: (2, 2, 1),
+    GuardKind.ONE_OF: (2, None, 1),
+}
+
+
+def check_rules(parsed: Sequence[ParsedRule], path: str | None) -> tuple[Problem, ...]:
+    """Every semantic problem of the rules of one file, in source order."""
+    problems: list[Problem] = []
+    seen: dict[str, Span] = {}
+    for item in parsed:
+        rule_id = item.rule.id
+        if rule_id in seen:
+            first = seen[rule_id]
+            problems.append(
+                _problem(f"duplicate rule id {rule_id!r} (first defined on line {first.start_line + 1})",
+                         item.where["id"], path, rule_id)
+            )
+        else:
+            seen[rule_id] = item.where["id"]
+        problems.extend(
+            _problem(message, span, path, rule_id) for message, span in _rule_problems(item)
+        )
+    return tuple(problems)
+
+
+def _problem(message: str, span: Span | None, path: str | None, rule_id: str) -> Problem:
+    return error_problem(f"rule {rule_id}: {message}", span, path, code="dsl-check")
+
+
+def pattern_variables(rule: Rule) -> set[str]:
+    """Every variable a rule's patterns bind (names without `$`)."""
+    names = {binding.var for binding in rule.init}
+    for binding in rule.init:
+        names |= _vars(binding.ctor.args)
+        names |= _vars(kw.value for kw in binding.ctor.kwargs)
+        if binding.ctor.lookup is not None:
+            names |= _vars((binding.ctor.lookup,))
+    for step in rule.forward:
+        names |= _vars(step.outputs) | _vars(step.args) | _vars(kw.value for kw in step.kwargs)
+    return names
+
+
+def _vars(values: Iterator[PValue] | Sequence[PValue]) -> set[str]:
+    return {value.name for value in values if isinstance(value, PVar)}
+
+
+def _rule_problems(item: ParsedRule) -> Iterator[tuple[str, Span | None]]:
+    rule, where = item.rule, item.where
+    if rule.family not in FAMILY_RANGE:
+        yield (
+            f"family {rule.family} is out of range ({FAMILY_RANGE.start} to {FAMILY_RANGE.stop - 1})",
+            where.get("family"),
+        )
+    if rule.scope == "function" and rule.init:
+        yield "a rule with `scope function` cannot have `init` patterns (functions bind no submodules)", where.get("init")
+    if not rule.forward:
+        yield "the forward pattern needs at least one step", where.get("forward")
+    elif all(step.optional for step in rule.forward):
+        yield "the forward pattern needs at least one step that is not optional (`?`)", where.get("forward")
+    module_vars = {binding.var for binding in rule.init}
+    defined = pattern_variables(rule)
+    for step in rule.forward:
+        for output in step.outputs:
+            if not isinstance(output, (PVar, PAny)):
+                yield "a step's outputs are pattern variables ($name) or `_`", step.span
+        for kind, target in step.targets:
+            if kind is OpKind.MODULE and target.startswith("$") and target[1:] not in module_vars:
+                yield (
+                    f"module variable {target} is called in `forward` but bound by no `init` pattern",
+                    step.span,
+                )
+                defined.add(target[1:])  # report each unbound module variable once per step
+    for guard in rule.guards:
+        yield from _guard_problems(guard, defined)
+    names = [target.name for target in rule.targets]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            yield f"target {name!r} is defined twice", where.get(f"target:{index}")
+    if rule.replacement is not None:
+        known = defined | {var for var, _ in rule.replacement.init}
+        templates = [rule.replacement.forward or ""] + [code for _, code in rule.replacement.init]
+        for template in templates:
+            for match in PLACEHOLDER_RE.finditer(template):
+                if match.group(1) not in known:
+                    yield f"template placeholder ${match.group(1)} is not a pattern variable", where.get("rewrite")
+                    known.add(match.group(1))
+    for index, example in enumerate(rule.examples):
+        span = where.get(f"example:{index}", example.span)
+        if example.target is not None and example.target not in names:
+            yield f"example is for target {example.target!r}, which the rule does not define", span
+        if example.expected is not None and rule.replacement is None:
+            yield "example shows an expected rewrite but the rule has no `rewrite`", span
+
+
+def _guard_problems(guard: Guard, defined: set[str]) -> Iterator[tuple[str, Span | None]]:
+    low, high, leading = GUARD_ARITY[guard.kind]
+    count = len(guard.args)
+    if count < low or (high is not None and count > high):
+        wanted = f"{low}" if low == high else f"at least {low}"
+        yield f"guard {guard.kind.value} takes {wanted} argument(s), got {count}", guard.span
+    must_be_vars = guard.args if leading is None else guard.args[:leading]
+    for arg in must_be_vars:
+        if not isinstance(arg, PVar):
+            yield f"guard {guard.kind.value} needs pattern variables ($name) here", guard.span
+    for arg in guard.args:
+        if isinstance(arg, PVar) and arg.name not in defined:
+            yield f"guard {guard.kind.value} uses ${arg.name}, which no pattern binds", guard.span
