@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adopter.dsl.types import Ctor, Expr, Forward, Op, OpKind, Param, Ref, Target
+from adopter.dsl.types import Ctor, Expr, Forward, Kwarg, Op, OpKind, Param, Ref, Target
 from adopter.engine import Environment, check, find
 
 from .build import arch, bind, branch, guard, loop, mfile, op, ret, rule, sp, step
@@ -198,3 +198,14 @@ def test_params_are_values() -> None:
               op("out", "module", "self.LayerNorm", "%1"), ret("out")), BINDS, params=("hidden", "residual"))
     assert a.forward is not None and Param("hidden") in a.forward.params
     assert len(find(mfile(a), [DAL], CPU)) == 1
+
+
+def test_init_pattern_variables_bind_constructor_arguments() -> None:
+    from adopter.dsl.types import BindingPattern, CtorPattern, PVar
+
+    r = rule((step("$o", "module:$ln", "$x"),),
+             (BindingPattern("ln", CtorPattern(("torch.nn.LayerNorm",), (PVar("dim"),))),))
+    body = (op("out", "module", "self.LayerNorm", "hidden"), ret("out"))
+    ln = Ctor("torch.nn.LayerNorm", (Expr("config.hidden_size"),), (Kwarg("eps", Expr("1e-5")),))
+    (f,) = find(mfile(arch(body, {"LayerNorm": ln})), [r], CPU)
+    assert dict(f.match.env)["dim"] == Expr("config.hidden_size")

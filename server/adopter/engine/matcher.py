@@ -94,6 +94,13 @@ def _norm(text: str) -> str:
     return "".join(text.split()).replace('"', "'")
 
 
+def _same(a: Bound, b: Bound) -> bool:
+    """Equal bindings: the same definition of a name, or expressions equal up to spacing and quotes."""
+    if a[0] == "expr" and b[0] == "expr":
+        return _norm(a[1]) == _norm(b[1])
+    return a == b
+
+
 def _module_ctors(binding: Binding, container_item: bool) -> Iterator[Ctor]:
     """The constructors a module op target can denote: the binding's, or its container items'."""
     if not isinstance(binding.value, Ctor):
@@ -124,6 +131,11 @@ class InitIndex:
 
     def resolve(self, target: str, pattern: BindingPattern) -> Binding | None:
         """The binding of module op `target` (`self.q`, `self.layer[*]`) that fits `pattern`."""
+        found = self.resolve_ctor(target, pattern)
+        return found[0] if found else None
+
+    def resolve_ctor(self, target: str, pattern: BindingPattern) -> tuple[Binding, Ctor] | None:
+        """Like `resolve`, also giving the constructor that fit (a container's item for `[*]`)."""
         if not target.startswith("self."):
             return None
         attr = target[5:]
@@ -131,8 +143,9 @@ class InitIndex:
         if item:
             attr = attr[:-3]
         for b in self.by_attr.get(attr, ()):
-            if any(_ctor_matches(pattern.ctor, c) for c in _module_ctors(b, item)):
-                return b
+            for c in _module_ctors(b, item):
+                if _ctor_matches(pattern.ctor, c):
+                    return b, c
         return None
 
     def could_match(self, pattern: BindingPattern) -> bool:
@@ -281,13 +294,13 @@ class RuleMatcher:
                     return True
                 if o in state.env:
                     if a in state.env:
-                        return state.env[o] == state.env[a]
+                        return _same(state.env[o], state.env[a])
                     state.set("env", a, state.env[o])
                     return True
                 state.set("alias", o, a)
                 return True
             if isinstance(first, Expr):
-                return self._bind(out, ("expr", _norm(first.text)), state)
+                return self._bind(out, ("expr", first.text), state)
         return True
 
     def _unify_op(self, step: OpPattern, n: int, state: _State) -> bool:
@@ -321,17 +334,35 @@ class RuleMatcher:
                 if self._unify(PVar(var), ("mod", op.target), state):
                     return True
                 continue
-            binding = self.init.resolve(op.target, pattern)
-            if binding is None:
+            found = self.init.resolve_ctor(op.target, pattern)
+            if found is None:
                 continue
+            binding, ctor = found
             if var in state.bindings and state.bindings[var] is not binding:
                 continue
-            if not self._unify(PVar(var), ("mod", op.target), state):
+            mark = state.mark()
+            if not self._unify(PVar(var), ("mod", op.target), state) or not self._unify_ctor(pattern.ctor, ctor,
+                                                                                             state):
+                state.undo(mark)
                 continue
             if var not in state.bindings:
                 state.set("bind", var, binding)
             return True
         return False
+
+    def _unify_ctor(self, pat: CtorPattern, ctor: Ctor, state: _State) -> bool:
+        """Bind the pattern variables of an init pattern to the constructor's argument texts."""
+        for p, v in zip(pat.args, ctor.args):
+            if isinstance(p, PVar) and not self._unify(p, self._bound_of(v, -1), state):
+                return False
+        kw = {k.name: k.value for k in ctor.kwargs}
+        for pk in pat.kwargs:
+            if isinstance(pk.value, PVar) and pk.name in kw and not self._unify(pk.value, self._bound_of(
+                    kw[pk.name], -1), state):
+                return False
+        if isinstance(pat.lookup, PVar) and ctor.lookup is not None:
+            return self._unify(pat.lookup, ("expr", ctor.lookup), state)
+        return True
 
     def _args_ok(self, step: OpPattern, op: Op, n: int, state: _State) -> bool:
         pa, va = step.args, op.args
@@ -361,19 +392,19 @@ class RuleMatcher:
     def _bound_of(self, v: Value, n: int) -> Bound:
         if isinstance(v, Ref):
             return ("ref", v.name, self.flat.reaching_def(v.name, n))
-        return ("expr", _norm(v.text))
+        return ("expr", v.text)
 
     def _unify(self, p: PValue, value: Bound, state: _State) -> bool:
         if isinstance(p, PAny):
             return True
         if isinstance(p, Expr):
-            return value[0] == "expr" and value[1] == _norm(p.text)
+            return value[0] == "expr" and _norm(value[1]) == _norm(p.text)
         return self._bind(p, value, state)
 
     def _bind(self, p: PVar, value: Bound, state: _State) -> bool:
         var = state.var(p.name)
         if var in state.env:
-            return state.env[var] == value
+            return _same(state.env[var], value)
         state.set("env", var, value)
         return True
 
@@ -386,7 +417,7 @@ class RuleMatcher:
         if isinstance(p, PVar):
             return state.env.get(state.var(p.name))
         if isinstance(p, Expr):
-            return ("expr", _norm(p.text))
+            return ("expr", p.text)
         return None
 
     def _guard_ok(self, g: Guard, chosen: list[int], state: _State) -> bool:
@@ -414,7 +445,7 @@ class RuleMatcher:
 
     @staticmethod
     def _text(value: Bound | None) -> str | None:
-        return None if value is None else value[1]
+        return None if value is None else _norm(value[1])
 
     def _uses(self, value: Bound) -> list[int]:
         """Nodes reading the definition `value` (a name and its defining node)."""

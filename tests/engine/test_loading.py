@@ -1,0 +1,108 @@
+"""Rule loading: bundled plus user files, broken files become positioned problems, select/ignore."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adopter.dsl.types import Severity, Target
+from adopter.engine import load_rules, workspace_rule_paths
+from adopter.engine.environment import Environment, detect_environment, version_satisfies
+
+GOOD = '''rule user-relu-twice {
+  family 13
+  title "Two relus"
+  message "relu(relu(x)) is relu(x)"
+  severity hint
+  scope forward
+  forward {
+    $a = torch.relu($x)
+    $b = torch.relu($a)
+  }
+  example match ```python
+  import torch
+  from torch import nn
+
+
+  class M(nn.Module):
+      def forward(self, x):
+          return torch.relu(torch.relu(x))
+  ```
+}
+'''
+
+BROKEN = '''rule broken {
+  family 13
+  title "oops"
+  forward { $a = torch.relu($x
+}
+'''
+
+
+def test_bundled_rules_load_without_problems() -> None:
+    ruleset = load_rules()
+    assert not ruleset.problems, [p.render() for p in ruleset.problems]
+    assert ruleset.rules and len({r.id for r in ruleset.rules}) == len(ruleset.rules)
+    assert {r.family for r in ruleset.rules} >= {5}
+
+
+def test_user_rules_and_broken_file_is_skipped_with_position(tmp_path: Path) -> None:
+    (tmp_path / "good.adl").write_text(GOOD)
+    (tmp_path / "broken.adl").write_text(BROKEN)
+    ruleset = load_rules([tmp_path], bundled=False)
+    assert [r.id for r in ruleset.rules] == ["user-relu-twice"]
+    (problem,) = ruleset.problems
+    assert problem.path == str(tmp_path / "broken.adl")
+    assert problem.span is not None and problem.severity == Severity.ERROR
+    assert "broken.adl:" in problem.render()
+
+
+def test_missing_path_and_duplicate_ids(tmp_path: Path) -> None:
+    (tmp_path / "a.adl").write_text(GOOD)
+    (tmp_path / "b.adl").write_text(GOOD)
+    ruleset = load_rules([tmp_path, tmp_path / "nope.adl"], bundled=False)
+    assert [r.id for r in ruleset.rules] == ["user-relu-twice"]
+    messages = " ".join(p.message for p in ruleset.problems)
+    assert "duplicate rule id" in messages and "does not exist" in messages
+
+
+def test_workspace_rule_folder(tmp_path: Path) -> None:
+    assert workspace_rule_paths(tmp_path) == ()
+    folder = tmp_path / ".adopter" / "rules"
+    folder.mkdir(parents=True)
+    (folder / "mine.adl").write_text(GOOD)
+    assert [r.id for r in load_rules(workspace_rule_paths(tmp_path), bundled=False).rules] == ["user-relu-twice"]
+
+
+def test_select_and_ignore() -> None:
+    everything = load_rules().rules
+    fam5 = load_rules(select=["5"]).rules
+    assert fam5 and all(r.family == 5 for r in fam5)
+    one = everything[0]
+    assert [r.id for r in load_rules(select=[one.id]).rules] == [one.id]
+    assert one.id not in {r.id for r in load_rules(ignore=[one.id]).rules}
+    unknown = load_rules(select=["no-such-rule"])
+    assert not unknown.rules and any("matches no rule" in p.message for p in unknown.problems)
+
+
+@pytest.mark.parametrize(("version", "spec", "ok"), [
+    ("2.13.0", ">=2.1", True), ("2.13.0", ">=2.1,<3", True), ("2.0.1", ">=2.1", False),
+    ("2.13.0+cpu", "<2.13", False), ("2.13.0", "==2.13", True), ("2.5.1", "~=2.4", True),
+    ("3.0", "~=2.4", False), ("2.1", "nonsense", False),
+])
+def test_version_specifiers(version: str, spec: str, ok: bool) -> None:
+    assert version_satisfies(version, spec) is ok
+
+
+def test_environment_offers() -> None:
+    liger = Target("liger", "k", devices=("cuda",), packages=("liger_kernel",))
+    portable = Target("portable", "k", torch=">=2.1")
+    cpu = Environment("cpu", frozenset(), "2.13.0")
+    assert cpu.offers(portable) and not cpu.offers(liger)
+    assert Environment("cuda", frozenset({"liger_kernel"}), "2.13.0").offers(liger)
+    assert not Environment("cpu", frozenset(), "2.0.0").offers(portable)
+    env = detect_environment("cpu")
+    assert env.device == "cpu" and env.torch_version is not None
+    with pytest.raises(ValueError, match="unknown target device"):
+        detect_environment("tpu")
