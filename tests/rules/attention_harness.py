@@ -1,0 +1,184 @@
+"""Shared checks of the attention-family tests: fix a source, exec both versions, compare them.
+
+`compare_modules` is the equivalence contract of RULES.md for one pair of modules: the original's
+`state_dict` loads into the rewritten module with `strict=True`, and outputs, input gradients and
+parameter gradients agree within the stated tolerances, in every requested mode (train mode runs
+with dropout probability 0, so both sides are deterministic). The loss weights every output element
+with a fixed random weight: a plain sum would hide errors in softmax gradients (rows sum to one).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from adopter.analysis import analyse
+from adopter.dsl import parse_rules
+from adopter.dsl.types import Rule
+from adopter.engine import Environment, find
+from adopter.engine.types import Finding
+from adopter.synth import RewriteFailed, Rewritten, rewrite
+
+REPO = Path(__file__).resolve().parents[2]
+TF435 = REPO / ".cache" / "tf435"
+CPU = Environment(device="cpu", packages=frozenset(), torch_version="2.13.0")
+
+
+def rules_of(*stems: str) -> tuple[Rule, ...]:
+    """The rules of `rules/<stem>.adl` files."""
+    out: list[Rule] = []
+    for stem in stems:
+        path = REPO / "rules" / f"{stem}.adl"
+        out.extend(parse_rules(path.read_text(encoding="utf-8"), str(path)))
+    return tuple(out)
+
+
+def findings_of(source: str, rules: Sequence[Rule], path: str = "case.py") -> tuple[Finding, ...]:
+    return find(analyse(source, path), rules, CPU)
+
+
+def fix(source: str, rules: Sequence[Rule], path: str = "case.py") -> Rewritten | RewriteFailed:
+    """Rewrite every finding of `rules` in `source` (portable targets, CPU)."""
+    return rewrite(source, findings_of(source, rules, path), rules=rules, env=CPU, path=path)
+
+
+def fixed(source: str, rules: Sequence[Rule], applied: int, path: str = "case.py") -> str:
+    """The rewritten source; asserts that exactly `applied` findings were fixed, then that a second
+    fix changes nothing and no fixable finding of the rules is left (re-analysis is clean)."""
+    result = fix(source, rules, path)
+    assert isinstance(result, Rewritten), result
+    assert len(result.applied) == applied, (
+        [f.rule_id for f in result.applied],
+        [s.reason for s in result.skipped],
+    )
+    left = [f for f in findings_of(result.new_source, rules, path) if f.fixable]
+    assert left == [], [(f.rule_id, f.scope_name, f.span.start_line + 1) for f in left]
+    again = fix(result.new_source, rules, path)
+    assert not (isinstance(again, Rewritten) and again.applied), "a second fix changed the file"
+    return result.new_source
+
+
+def skip_reasons(source: str, rules: Sequence[Rule], path: str = "case.py") -> list[str]:
+    """The reasons the findings of `rules` in `source` were not fixed (none may be fixed)."""
+    result = fix(source, rules, path)
+    applied = result.applied if isinstance(result, Rewritten) else ()
+    assert not applied, [f.rule_id for f in applied]
+    return [s.reason for s in result.skipped]
+
+
+def load(source: str, name: str) -> dict[str, Any]:
+    """Exec `source` in a fresh namespace (the tool never runs user code; the tests do)."""
+    namespace: dict[str, Any] = {"__name__": f"attention_case_{name}"}
+    exec(compile(source, f"<{name}>", "exec"), namespace)
+    return namespace
+
+
+@contextmanager
+def transformers_on_path() -> Iterator[None]:
+    """Make transformers 4.35.0 from `.cache/tf435` importable (skips when it is not installed)."""
+    import pytest
+
+    if not (TF435 / "transformers").is_dir():
+        pytest.skip("transformers 4.35.0 is not installed in .cache/tf435 (scripts/fetch-corpus.sh)")
+    sys.path.insert(0, str(TF435))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(TF435))
+
+
+def _tensors(value: Any) -> Iterator[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, tuple | list):
+        for item in value:
+            yield from _tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+    elif hasattr(value, "to_tuple"):  # transformers ModelOutput
+        yield from _tensors(value.to_tuple())
+
+
+def _run(
+    module: torch.nn.Module, inputs: Sequence[Any], kwargs: dict[str, Any]
+) -> tuple[list[torch.Tensor], list[torch.Tensor | None], dict[str, torch.Tensor]]:
+    module.zero_grad(set_to_none=True)
+    args = [
+        x.detach().clone().requires_grad_(x.is_floating_point()) if isinstance(x, torch.Tensor) else x
+        for x in inputs
+    ]
+    outputs = [t for t in _tensors(module(*args, **kwargs)) if t.is_floating_point()]
+    generator = torch.Generator().manual_seed(1234)
+    loss = sum((t * torch.randn(t.shape, generator=generator)).sum() for t in outputs if t.requires_grad)
+    if isinstance(loss, torch.Tensor):
+        loss.backward()
+    input_grads = [a.grad if isinstance(a, torch.Tensor) else None for a in args]
+    grads = {n: p.grad for n, p in module.named_parameters() if p.grad is not None}
+    return [t.detach() for t in outputs], input_grads, grads
+
+
+def compare_modules(
+    original: torch.nn.Module,
+    rewritten: torch.nn.Module,
+    inputs: Callable[[], Sequence[Any]],
+    *,
+    kwargs: dict[str, Any] | None = None,
+    modes: Sequence[bool] = (False, True),
+    atol: float = 1e-5,
+    rtol: float = 1e-4,
+) -> None:
+    """Strict checkpoint loading, then equal outputs and gradients in each training mode."""
+    rewritten.load_state_dict(original.state_dict(), strict=True)
+    for training in modes:
+        original.train(training)
+        rewritten.train(training)
+        torch.manual_seed(0)
+        args = list(inputs())
+        a_out, a_in, a_grads = _run(original, args, kwargs or {})
+        b_out, b_in, b_grads = _run(rewritten, args, kwargs or {})
+        assert len(a_out) == len(b_out) and len(a_out) > 0
+        for x, y in zip(a_out, b_out):
+            torch.testing.assert_close(y, x, atol=atol, rtol=rtol)
+        for x, y in zip(a_in, b_in):
+            if x is not None or y is not None:
+                assert x is not None and y is not None
+                torch.testing.assert_close(y, x, atol=atol * 10, rtol=rtol)
+        _compare_grads(a_grads, b_grads, rewritten, atol * 10, rtol)
+
+
+def _compare_grads(
+    a: dict[str, torch.Tensor],
+    b: dict[str, torch.Tensor],
+    rewritten: torch.nn.Module,
+    atol: float,
+    rtol: float,
+) -> None:
+    """Parameter gradients; a fused parameter's gradient is compared with the concatenation of the
+    gradients of the parameters it replaced (through the module's own `state_dict` split)."""
+    if a.keys() == b.keys():
+        for name in a:
+            torch.testing.assert_close(b[name], a[name], atol=atol, rtol=rtol)
+        return
+    # Fused parameters: map the rewritten module's gradients to the original names by running its
+    # state-dict hooks on a dict of gradients instead of weights.
+    split = _gradients_as_state_dict(rewritten)
+    assert set(a) <= set(split), sorted(set(a) - set(split))
+    for name in a:
+        torch.testing.assert_close(split[name], a[name], atol=atol, rtol=rtol)
+
+
+def _gradients_as_state_dict(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    saved = {n: p.data for n, p in module.named_parameters()}
+    try:
+        for _, p in module.named_parameters():
+            p.data = p.grad if p.grad is not None else torch.zeros_like(p)
+        return {k: v.clone() for k, v in module.state_dict().items()}
+    finally:
+        for n, p in module.named_parameters():
+            p.data = saved[n]

@@ -1,0 +1,182 @@
+"""Family 10: hand-written attention chains rewritten to `scaled_dot_product_attention`.
+
+Each fixable case is rewritten, exec'd next to the original, and compared (strict state-dict
+loading; outputs within atol 1e-5 / rtol 1e-4, gradients within atol 1e-4 / rtol 1e-4, float32 on
+CPU, eval and train mode with dropout 0); then a second fix changes nothing. Each declined case
+states why no fix is offered, and the file is left alone.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from attention_harness import compare_modules, fixed, load, rules_of, skip_reasons  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+RULES = rules_of("f10-manual-attention-sdpa")
+
+BERT_STYLE = """
+import math
+
+import torch
+from torch import nn
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, hidden, heads, dropout):
+        super().__init__()
+        self.num_attention_heads = heads
+        self.attention_head_size = hidden // heads
+        self.all_head_size = hidden
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+        self.dropout = nn.Dropout(dropout)
+
+    def transpose_for_scores(self, x):
+        new_x_shape = x.size()[:-1] + (self.num_attention_heads, self.attention_head_size)
+        x = x.view(new_x_shape)
+        return x.permute(0, 2, 1, 3)
+
+    def forward(self, hidden_states, attention_mask=None):
+        query_layer = self.transpose_for_scores(self.query(hidden_states))
+        key_layer = self.transpose_for_scores(self.key(hidden_states))
+        value_layer = self.transpose_for_scores(self.value(hidden_states))
+
+        # raw scores
+        attention_scores = torch.matmul(query_layer, key_layer.transpose(-1, -2))
+        attention_scores = attention_scores / math.sqrt(self.attention_head_size)
+        if attention_mask is not None:
+            attention_scores = attention_scores + attention_mask
+        attention_probs = nn.functional.softmax(attention_scores, dim=-1)
+        attention_probs = self.dropout(attention_probs)
+
+        context_layer = torch.matmul(attention_probs, value_layer)
+        context_layer = context_layer.permute(0, 2, 1, 3).contiguous()
+        return context_layer.view(context_layer.size()[:-2] + (self.all_head_size,))
+"""
+
+VIT_STYLE = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.to_qkv = nn.Linear(dim, dim * 3, bias=False)
+        self.to_out = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q, k, v = self.to_qkv(x).reshape(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        dots = q @ k.transpose(-2, -1) * self.scale
+        attn = F.softmax(dots, dim=-1)
+        out = attn @ v
+        return self.to_out(out.transpose(1, 2).reshape(b, n, -1))
+"""
+
+HELPER_STYLE = """
+import torch
+from torch import nn
+
+
+class NeoAttention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.head_dim = dim // heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.attn_dropout = nn.Dropout(0.0)
+
+    def _attn(self, query, key, value, mask):
+        scores = torch.matmul(query, key.transpose(-1, -2))
+        scores = scores * (self.head_dim ** -0.5)
+        scores = scores + mask
+        weights = torch.nn.functional.softmax(scores, dim=-1)
+        weights = self.attn_dropout(weights)
+        return torch.matmul(weights, value)
+
+    def forward(self, x, mask):
+        b, t, _ = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        out = self._attn(q, k, v, mask)
+        return out.transpose(1, 2).reshape(b, t, -1)
+"""
+
+RETURNS_PROBS = BERT_STYLE.replace(
+    "        return context_layer.view(context_layer.size()[:-2] + (self.all_head_size,))",
+    "        return context_layer.view(context_layer.size()[:-2] + (self.all_head_size,)), attention_probs",
+)
+
+HEAD_MASK = BERT_STYLE.replace(
+    "    def forward(self, hidden_states, attention_mask=None):",
+    "    def forward(self, hidden_states, attention_mask=None, head_mask=None):",
+).replace(
+    "        context_layer = torch.matmul(attention_probs, value_layer)",
+    "        if head_mask is not None:\n            attention_probs = attention_probs * head_mask\n\n"
+    "        context_layer = torch.matmul(attention_probs, value_layer)",
+)
+
+OTHER_CONDITION = BERT_STYLE.replace("if attention_mask is not None:", "if self.training:")
+
+
+def _mask(batch: int, length: int) -> torch.Tensor:
+    keep = torch.ones(batch, length)
+    keep[-1, length // 2 :] = 0
+    return ((1.0 - keep) * torch.finfo(torch.float32).min)[:, None, None, :]
+
+
+def test_bert_style_chain_with_guarded_mask() -> None:
+    new = fixed(BERT_STYLE, RULES, applied=1)
+    assert "scaled_dot_product_attention(" in new
+    assert "attn_mask=attention_mask" in new
+    assert "dropout_p=self.dropout.p if self.training else 0.0" in new
+    assert "scale=1.0 / math.sqrt(self.attention_head_size)" in new
+    assert "# raw scores" in new  # comments outside the replaced statements stay
+    torch.manual_seed(0)
+    original = load(BERT_STYLE, "orig")["SelfAttention"](64, 4, 0.0)
+    rewritten = load(new, "new")["SelfAttention"](64, 4, 0.0)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 7, 64), _mask(2, 7)))
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 7, 64),))  # mask None
+
+
+def test_multiplied_scale_without_dropout() -> None:
+    new = fixed(VIT_STYLE, RULES, applied=1)
+    assert "scale=self.scale" in new and "dropout_p" not in new
+    torch.manual_seed(0)
+    original = load(VIT_STYLE, "orig")["Attention"](32, 4)
+    rewritten = load(new, "new")["Attention"](32, 4)
+    compare_modules(original, rewritten, lambda: (torch.randn(3, 5, 32),))
+
+
+def test_chain_inside_an_inlined_helper_is_rewritten_in_the_helper() -> None:
+    new = fixed(HELPER_STYLE, RULES, applied=1)
+    helper = new[new.index("def _attn") : new.index("def forward")]
+    assert "scaled_dot_product_attention(query, key, value, attn_mask=mask" in helper
+    assert "dropout_p=self.attn_dropout.p if self.training else 0.0" in helper
+    torch.manual_seed(0)
+    original = load(HELPER_STYLE, "orig")["NeoAttention"](32, 4)
+    rewritten = load(new, "new")["NeoAttention"](32, 4)
+    causal = torch.full((5, 5), torch.finfo(torch.float32).min).triu(1)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32), causal))
+
+
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        (RETURNS_PROBS, "attention probabilities `attention_probs` are used after the chain"),
+        (HEAD_MASK, "sits between the chain's steps"),
+        (OTHER_CONDITION, "sits between the chain's steps"),
+    ],
+    ids=["probabilities-returned", "head-mask", "mask-under-another-condition"],
+)
+def test_declined_with_reason(source: str, why: str) -> None:
+    reasons = skip_reasons(source, RULES)
+    assert reasons and all(why in r for r in reasons), reasons
