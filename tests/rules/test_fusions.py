@@ -1,0 +1,482 @@
+"""Fusion rules (families 5-8, 11-14, 17): every rewrite computes what the original computed.
+
+For each case: analyse the source, find the rule's sites, rewrite them, exec the original and the
+rewritten source in fresh namespaces, build both modules, load the original's `state_dict` into the
+rewritten one with `strict=True`, and compare outputs, input gradients and parameter gradients (and
+BatchNorm running statistics in training) on random inputs with fixed seeds. Then: fixing the
+rewritten source again changes nothing, and no finding of the rule is left in the fixed class.
+Tolerances are stated per case (float32 on CPU).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from adopter.analysis import analyse  # noqa: E402
+from adopter.dsl import parse_rules  # noqa: E402
+from adopter.dsl.types import Rule  # noqa: E402
+from adopter.engine import Environment, find  # noqa: E402
+from adopter.synth import Rewritten, rewrite  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+REPO = Path(__file__).resolve().parents[2]
+TF435 = REPO / ".cache" / "tf435"
+CPU = Environment(device="cpu", packages=(), torch_version="2.13.0")
+
+
+def rules_of(stem: str) -> tuple[Rule, ...]:
+    path = REPO / "rules" / f"{stem}.adl"
+    return tuple(parse_rules(path.read_text(encoding="utf-8"), str(path)))
+
+
+def fix(source: str, rules: tuple[Rule, ...]) -> tuple[str | None, int, tuple[str, ...]]:
+    """(rewritten source or None, number of findings, reasons of skipped findings)."""
+    findings = find(analyse(source), rules, CPU)
+    if not findings:
+        return None, 0, ()
+    result = rewrite(source, findings, rules=rules, env=CPU)
+    reasons = tuple(s.reason for s in getattr(result, "skipped", ()))
+    if isinstance(result, Rewritten):
+        return result.new_source, len(findings), reasons
+    return None, len(findings), (*reasons, getattr(result, "reason", ""))
+
+
+def load(source: str, name: str) -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": f"fusion_case_{name}"}
+    exec(compile(source, f"<{name}>", "exec"), namespace)
+    return namespace
+
+
+@dataclass
+class Case:
+    id: str
+    rule: str  # the rule file stem
+    source: str
+    cls: str
+    args: tuple[Any, ...]
+    inputs: Callable[[], tuple[Any, ...]]
+    modes: tuple[bool, ...] = (True, False)  # training flags to compare in
+    atol: float = 1e-6
+    rtol: float = 1e-5
+    sites: int = 1
+    needs_transformers: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def randn(*shape: int) -> Callable[[], tuple[Any, ...]]:
+    return lambda: (torch.randn(*shape),)
+
+
+BERT_OUTPUT = """
+import torch
+from torch import nn
+
+
+class BertSelfOutput(nn.Module):
+    def __init__(self, hidden_size, dropout):
+        super().__init__()
+        self.dense = nn.Linear(hidden_size, hidden_size)
+        self.LayerNorm = nn.LayerNorm(hidden_size, eps=1e-12)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, hidden_states, input_tensor):
+        hidden_states = self.dense(hidden_states)
+        hidden_states = self.dropout(hidden_states)
+        hidden_states = self.LayerNorm(hidden_states + input_tensor)
+        return hidden_states
+"""
+
+RESIDUAL_FIRST = """
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, d, p):
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+        self.drop = nn.Dropout(p)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        h = self.drop(self.proj(x))
+        s = x + h
+        return self.norm(s)
+"""
+
+GELU_MLP = """
+import torch
+from torch import nn
+
+
+class Mlp(nn.Module):
+    def __init__(self, dim, hidden, approximate):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, hidden)
+        self.act = nn.GELU(approximate=approximate)
+        self.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+"""
+
+ACT2FN_INTERMEDIATE = """
+from torch import nn
+
+from transformers.activations import ACT2FN
+
+
+class Intermediate(nn.Module):
+    def __init__(self, hidden_size, intermediate_size, hidden_act):
+        super().__init__()
+        self.dense = nn.Linear(hidden_size, intermediate_size)
+        if isinstance(hidden_act, str):
+            self.intermediate_act_fn = ACT2FN[hidden_act]
+        else:
+            self.intermediate_act_fn = hidden_act
+
+    def forward(self, hidden_states):
+        hidden_states = self.dense(hidden_states)
+        hidden_states = self.intermediate_act_fn(hidden_states)
+        return hidden_states
+"""
+
+CONV_BN = """
+import torch
+from torch import nn
+
+
+class ConvLayer(nn.Module):
+    def __init__(self, cin, cout, bias, affine, padding_mode):
+        super().__init__()
+        self.convolution = nn.Conv2d(cin, cout, 3, stride=2, padding=1, bias=bias, padding_mode=padding_mode)
+        self.normalization = nn.BatchNorm2d(cout, affine=affine)
+        self.activation = nn.ReLU()
+
+    def forward(self, input):
+        hidden_state = self.convolution(input)
+        hidden_state = self.normalization(hidden_state)
+        hidden_state = self.activation(hidden_state)
+        return hidden_state
+
+
+class Stem(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, channels, 7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, groups=channels)
+        self.bn2 = nn.BatchNorm2d(channels)
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        x = self.relu(self.bn1(self.conv1(x)))
+        return self.relu(self.bn2(self.conv2(x)))
+"""
+
+LINEAR_BN = """
+from torch import nn
+
+
+class ProjectionHead(nn.Module):
+    def __init__(self, in_dim, out_dim):
+        super().__init__()
+        self.linear = nn.Linear(in_dim, out_dim)
+        self.batch_norm = nn.BatchNorm1d(out_dim)
+        self.activation = nn.ReLU()
+
+    def forward(self, features):
+        hidden = self.linear(features)
+        hidden = self.batch_norm(hidden)
+        return self.activation(hidden)
+"""
+
+DEBERTA_LN = """
+import torch
+from torch import nn
+
+
+class DebertaLayerNorm(nn.Module):
+    def __init__(self, size, eps=1e-12):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(size))
+        self.bias = nn.Parameter(torch.randn(size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_type = hidden_states.dtype
+        hidden_states = hidden_states.float()
+        mean = hidden_states.mean(-1, keepdim=True)
+        variance = (hidden_states - mean).pow(2).mean(-1, keepdim=True)
+        hidden_states = (hidden_states - mean) / torch.sqrt(variance + self.variance_epsilon)
+        hidden_states = hidden_states.to(input_type)
+        y = self.weight * hidden_states + self.bias
+        return y
+"""
+
+RSQRT_LN = """
+import torch
+from torch import nn
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.randn(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        mu = x.mean(-1, keepdim=True)
+        var = (x - mu).pow(2).mean(-1, keepdim=True)
+        x = (x - mu) * torch.rsqrt(var + self.eps)
+        return self.gamma * x
+"""
+
+RMS_NORMS = """
+import torch
+from torch import nn
+
+
+class LlamaRMSNorm(nn.Module):
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
+class T5LayerNorm(nn.Module):
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        variance = hidden_states.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        if self.weight.dtype in [torch.float16, torch.bfloat16]:
+            hidden_states = hidden_states.to(self.weight.dtype)
+        return self.weight * hidden_states
+"""
+
+GATED_MLP = """
+import torch
+from torch import nn
+
+
+class MistralMLP(nn.Module):
+    def __init__(self, hidden_size, intermediate_size, bias):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.gate_proj = nn.Linear(self.hidden_size, self.intermediate_size, bias=bias)
+        self.up_proj = nn.Linear(self.hidden_size, self.intermediate_size, bias=bias)
+        self.down_proj = nn.Linear(self.intermediate_size, self.hidden_size, bias=False)
+        self.act_fn = nn.SiLU()
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+"""
+
+CASES = [
+    Case("bert-output", "f05-dropout-add-layernorm", BERT_OUTPUT, "BertSelfOutput", (16, 0.3),
+         lambda: (torch.randn(2, 5, 16), torch.randn(2, 5, 16))),
+    Case("residual-first", "f05-dropout-add-layernorm", RESIDUAL_FIRST, "Block", (16, 0.2), randn(3, 16)),
+    Case("gelu-exact", "f06-linear-gelu", GELU_MLP, "Mlp", (8, 32, "none"), randn(2, 3, 8)),
+    Case("gelu-tanh", "f06-linear-gelu", GELU_MLP, "Mlp", (8, 32, "tanh"), randn(4, 8)),
+    *(
+        Case(f"act2fn-{act}", "f06-linear-gelu", ACT2FN_INTERMEDIATE, "Intermediate", (8, 32, act),
+             randn(2, 3, 8), needs_transformers=True, atol=1e-5)
+        for act in ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu")
+    ),
+    *(
+        Case(f"conv-bn-{bias}-{affine}-{mode}", "f07-conv-bn", CONV_BN, "ConvLayer", (3, 8, bias, affine, mode),
+             randn(2, 3, 9, 9), atol=1e-5, rtol=1e-4)
+        for bias, affine, mode in ((False, True, "zeros"), (True, True, "reflect"), (True, False, "zeros"))
+    ),
+    Case("stem", "f07-conv-bn", CONV_BN, "Stem", (4,), randn(2, 3, 16, 16), atol=1e-5, rtol=1e-4, sites=2),
+    Case("linear-bn", "f08-linear-bn", LINEAR_BN, "ProjectionHead", (6, 10), randn(7, 6), atol=1e-5, rtol=1e-4),
+    Case("deberta-ln", "f11-layernorm", DEBERTA_LN, "DebertaLayerNorm", (16,), randn(2, 5, 16), atol=1e-5),
+    Case("rsqrt-ln", "f11-layernorm", RSQRT_LN, "LayerNorm", (16,), randn(2, 5, 16), atol=1e-5),
+    Case("llama-rms", "f12-rmsnorm", RMS_NORMS, "LlamaRMSNorm", (16,), randn(2, 5, 16), sites=2),
+    Case("t5-rms", "f12-rmsnorm", RMS_NORMS, "T5LayerNorm", (16,), randn(2, 5, 16), sites=2),
+    Case("mistral-mlp", "f14-swiglu", GATED_MLP, "MistralMLP", (8, 24, False), randn(2, 3, 8), atol=1e-5),
+    Case("gated-mlp-bias", "f14-swiglu", GATED_MLP, "MistralMLP", (8, 24, True), randn(5, 8), atol=1e-5),
+]
+
+
+def _randomise_buffers(module: Any) -> None:
+    """Give BatchNorm running statistics non-trivial values, so eval mode really exercises them."""
+    gen = torch.Generator().manual_seed(1)
+    for name, buf in module.named_buffers():
+        if name.endswith("running_mean"):
+            buf.copy_(torch.randn(buf.shape, generator=gen) * 0.5)
+        elif name.endswith("running_var"):
+            buf.copy_(torch.rand(buf.shape, generator=gen) + 0.5)
+
+
+def _mapped_grads(original: Any, rewritten_cls: Any, args: tuple[Any, ...]) -> dict[str, Any]:
+    """The original's parameter gradients, renamed/fused the way the rewritten module's load hooks do."""
+    state = dict(original.state_dict())
+    for name, param in original.named_parameters():
+        state[name] = param.grad if param.grad is not None else torch.zeros_like(param)
+    holder = rewritten_cls(*args)
+    holder.load_state_dict(state, strict=True)
+    return {name: p.detach() for name, p in holder.named_parameters()}
+
+
+def _compare(case: Case, new_source: str) -> None:
+    old_ns, new_ns = load(case.source, f"{case.id}_old"), load(new_source, f"{case.id}_new")
+    torch.manual_seed(0)
+    original = old_ns[case.cls](*case.args)
+    with torch.no_grad():
+        _randomise_buffers(original)
+    rewritten = new_ns[case.cls](*case.args)
+    rewritten.load_state_dict(original.state_dict(), strict=True)
+    for training in case.modes:
+        original.train(training)
+        rewritten.train(training)
+        torch.manual_seed(123)
+        inputs = case.inputs()
+        outs = []
+        for module in (original, rewritten):
+            xs = tuple(x.clone().requires_grad_(True) for x in inputs)
+            module.zero_grad()
+            torch.manual_seed(7)  # the same dropout masks on both sides
+            out = module(*xs)
+            torch.manual_seed(8)
+            out.backward(torch.randn_like(out))
+            outs.append((out.detach(), [x.grad for x in xs]))
+        (o1, g1), (o2, g2) = outs
+        where = f"{case.id} (training={training})"
+        torch.testing.assert_close(o2, o1, atol=case.atol, rtol=case.rtol, msg=lambda m, w=where: f"{w}: output {m}")
+        for a, b in zip(g1, g2):
+            torch.testing.assert_close(b, a, atol=case.atol, rtol=case.rtol, msg=lambda m, w=where: f"{w}: input grad {m}")
+        expected = _mapped_grads(original, new_ns[case.cls], case.args)
+        for name, param in rewritten.named_parameters():
+            got = param.grad if param.grad is not None else torch.zeros_like(param)
+            torch.testing.assert_close(got, expected[name], atol=case.atol, rtol=case.rtol,
+                                       msg=lambda m, n=name, w=where: f"{w}: grad of {n} {m}")
+        # Buffers (BatchNorm running statistics) must evolve identically in training.
+        old_buffers = dict(original.named_buffers())
+        for name, buf in rewritten.named_buffers():
+            if name in old_buffers:
+                torch.testing.assert_close(buf, old_buffers[name], atol=case.atol, rtol=case.rtol,
+                                           msg=lambda m, n=name, w=where: f"{w}: buffer {n} {m}")
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_rewrite_is_equivalent(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    if case.needs_transformers:
+        if not (TF435 / "transformers").is_dir():
+            pytest.skip("transformers 4.35.0 not installed in .cache/tf435 (scripts/fetch-corpus.sh)")
+        monkeypatch.syspath_prepend(str(TF435))
+    rules = rules_of(case.rule)
+    source = textwrap.dedent(case.source)
+    case.source = source
+    new_source, count, reasons = fix(source, rules)
+    assert count >= case.sites, f"{case.id}: expected {case.sites} site(s), found {count}"
+    assert new_source is not None, f"{case.id}: no rewrite: {reasons}"
+    assert not reasons, f"{case.id}: skipped findings: {reasons}"
+    _compare(case, new_source)
+    # Fixing again changes nothing, and the fixed class re-analyses clean for this rule.
+    again, count_again, _ = fix(new_source, rules)
+    assert again is None and count_again == 0, f"{case.id}: a second fix found {count_again} site(s)"
+
+
+def _source_for_optimizer(call: str) -> str:
+    return textwrap.dedent(f"""
+        import torch
+
+
+        def make_optimizer(model):
+            optimizer = {call}
+            return optimizer
+    """)
+
+
+@pytest.mark.parametrize("call", [
+    "torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01)",
+    "torch.optim.Adam(model.parameters(), lr=1e-2, amsgrad=True)",
+    "torch.optim.Adam(\n        model.parameters(),\n        lr=1e-2,\n    )",
+])
+def test_fused_adam_steps_like_the_original(call: str) -> None:
+    rules = rules_of("f17-fused-adam")
+    source = _source_for_optimizer(call)
+    new_source, count, reasons = fix(source, rules)
+    assert count == 1 and new_source is not None, reasons
+    assert "fused=True" in new_source
+    torch.manual_seed(0)
+    model_a = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    model_b = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    model_b.load_state_dict(model_a.state_dict(), strict=True)
+    opt_a = load(source, "opt_old")["make_optimizer"](model_a)
+    opt_b = load(new_source, "opt_new")["make_optimizer"](model_b)
+    assert opt_b.defaults.get("fused") is True
+    for _ in range(5):
+        x = torch.randn(4, 8)
+        for model, opt in ((model_a, opt_a), (model_b, opt_b)):
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            opt.step()
+    for a, b in zip(model_a.parameters(), model_b.parameters()):
+        torch.testing.assert_close(b, a, atol=1e-6, rtol=1e-5)
+    again, count_again, _ = fix(new_source, rules)
+    assert again is None and count_again == 0
+
+
+@pytest.mark.parametrize("call", [
+    "torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)",
+    "torch.optim.AdamW(model.parameters(), lr=1e-3, fused=False)",
+    "torch.optim.AdamW(model.parameters(), **settings)",
+])
+def test_fused_adam_leaves_explicit_choices_alone(call: str) -> None:
+    new_source, _, _ = fix(_source_for_optimizer(call), rules_of("f17-fused-adam"))
+    assert new_source is None
+
+
+def test_gated_mlp_declines_when_a_projection_is_used_elsewhere() -> None:
+    source = textwrap.dedent(GATED_MLP) + textwrap.dedent("""
+
+        def gate_norm(mlp):
+            return mlp.gate_proj.weight.norm()
+    """)
+    new_source, count, reasons = fix(source, rules_of("f14-swiglu"))
+    assert count == 1 and new_source is None
+    assert any("used elsewhere" in r for r in reasons), reasons
+
+
+def test_helpers_are_added_once_per_file() -> None:
+    source = textwrap.dedent(CONV_BN)
+    new_source, count, _ = fix(source, rules_of("f07-conv-bn"))
+    assert count == 3 and new_source is not None
+    assert new_source.count("def folded_conv_bn(") == 1
+    # A later fix of the same file reuses the helper added by the first one.
+    extra = new_source + textwrap.dedent("""
+
+        class Extra(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 3, 1)
+                self.bn = nn.BatchNorm2d(3)
+
+            def forward(self, x):
+                return self.bn(self.conv(x))
+    """)
+    newer, count2, _ = fix(extra, rules_of("f07-conv-bn"))
+    assert count2 == 1 and newer is not None
+    assert newer.count("def folded_conv_bn") == 1 and "folded_conv_bn(x, self.conv, self.bn)" in newer
