@@ -81,3 +81,12 @@ def test_crlf_preserved() -> None:
     crlf = SOURCE.replace("\n", "\r\n")
     new = apply_edits(crlf, [Edits(imports=[ImportEdit("math", None, None)])])
     assert "import math\r\n" in new and "\n" not in new.replace("\r\n", "")
+
+
+def test_expression_edit_keeps_the_rest_of_the_statement() -> None:
+    from adopter.synth.registry import ExpressionEdit
+
+    span = Span(15, 14, 15, 24)  # `self.ln(t)` in `out = self.ln(t)`
+    assert SOURCE.split("\n")[15][14:24] == "self.ln(t)"
+    new = apply_edits(SOURCE, [Edits(expressions=[ExpressionEdit(span, "fast_ln(t)")])])
+    assert "        out = fast_ln(t)\n" in new

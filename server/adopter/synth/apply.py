@@ -157,6 +157,13 @@ def apply_edits(source: str, all_edits: Sequence[Edits]) -> str:
                                  "of one block")
             indent = _indent_of(lines[first.start_line])
             splices.append(Splice(first.start_line, last.end_line + 1, _indent_code(st.code, indent)))
+        for ex in edits.expressions:
+            head = lines[ex.span.start_line][: ex.span.start_col]
+            tail = lines[ex.span.end_line][ex.span.end_col :]
+            body = ex.code.split("\n")
+            body[0] = head + body[0]
+            body[-1] = body[-1] + tail
+            splices.append(Splice(ex.span.start_line, ex.span.end_line + 1, tuple(body)))
         for b in edits.bindings:
             _statement_lines(lines, b.span)
             if not index.region(b.span.start_line, b.span.end_line):

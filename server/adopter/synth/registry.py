@@ -58,6 +58,14 @@ class StatementsEdit:
 
 
 @dataclass(frozen=True, slots=True)
+class ExpressionEdit:
+    """Replace the expression at `span` (inside one statement) with `code`."""
+
+    span: Span
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
 class BindingEdit:
     """Replace (`after=False`) or follow (`after=True`) the `__init__` statement at `span` with `code`."""
 
@@ -89,12 +97,13 @@ class Edits:
     """Everything one strategy call recorded."""
 
     statements: list[StatementsEdit] = field(default_factory=list)
+    expressions: list[ExpressionEdit] = field(default_factory=list)
     bindings: list[BindingEdit] = field(default_factory=list)
     imports: list[ImportEdit] = field(default_factory=list)
     module_code: list[ModuleCodeEdit] = field(default_factory=list)
 
     def empty(self) -> bool:
-        return not (self.statements or self.bindings or self.imports or self.module_code)
+        return not (self.statements or self.expressions or self.bindings or self.imports or self.module_code)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -207,6 +216,10 @@ class SynthContext:
         if not spans:
             raise ValueError("replace_statements needs at least one span")
         self.edits.statements.append(StatementsEdit(tuple(spans), textwrap.dedent(code).strip("\n")))
+
+    def replace_expression(self, span: Span, code: str) -> None:
+        """Replace one expression (an op's `span`) with `code`, leaving the rest of its statement."""
+        self.edits.expressions.append(ExpressionEdit(span, code.strip()))
 
     def replace_binding(self, span: Span, code: str) -> None:
         """Replace one `self.x = ...` statement in `__init__` with `code`."""

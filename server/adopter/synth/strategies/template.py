@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from adopter.dsl.types import Op, Span
+from adopter.dsl.types import Op, Ref, Span
 from adopter.synth.registry import SynthContext, strategy
 
 _VAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -82,7 +82,7 @@ def template(ctx: SynthContext) -> None:
         return
     renames = add_imports(ctx, repl.imports)
     if repl.forward:
-        _rewrite_forward(ctx, fill(ctx, repl.forward, renames))
+        _rewrite_forward(ctx, repl.forward, renames)
     for var, code in repl.init:
         attr = ctx.env_text(var.lstrip("$")) if ctx.binding(var) is not None else None
         if attr is None or not attr.startswith("self."):
@@ -97,22 +97,31 @@ def template(ctx: SynthContext) -> None:
         ctx.replace_binding(binding.span, value if value.startswith("self.") else f"{attr} = {value}")
 
 
-def _rewrite_forward(ctx: SynthContext, code: str) -> None:
+def _rewrite_forward(ctx: SynthContext, template: str, renames: dict[str, str]) -> None:
     ops = list(ctx.finding.match.ops)
     stmts = sorted(set(ctx.finding.stmt_spans), key=_start)
     if len({op.via for op in ops}) > 1:
         ctx.decline("the match spans an inlined helper and its caller")
+    single = re.fullmatch(r"\s*\$([A-Za-z_]\w*)\s*=(?!=)\s*(.+?)\s*", template, re.S)
+    if len(stmts) == 1 and single is not None and "\n" not in single.group(2):
+        # Everything sits in one statement: replace just the matched expression, keep the rest.
+        outer = next((o for o in ops if all(o.span.contains(p.span) for p in ops)), None)
+        bound = ctx.binding(single.group(1))
+        if outer is not None and isinstance(bound, Ref) and bound.name in outer.outputs:
+            ctx.replace_expression(outer.span, fill(ctx, single.group(2), renames))
+            return
     kinds = [_check_statement(ctx, s, [o for o in ops if o.stmt_span == s], i == len(stmts) - 1)
              for i, s in enumerate(stmts)]
     first, last = stmts[0], stmts[-1]
     if ctx.line_indent(first) != ctx.line_indent(last):
         ctx.decline("the matched statements are in different blocks")
     if kinds[-1] == "return":
-        m = re.fullmatch(r"\s*\S[^=]*?=\s*(.+)", code, re.S)
-        if m is None or "\n" in code.strip():
+        if single is None or "\n" in single.group(2):
             ctx.decline("the matched value is returned directly and the template is not a single assignment")
             return
-        code = f"return {m.group(1).strip()}"
+        code = f"return {fill(ctx, single.group(2), renames)}"
+    else:
+        code = fill(ctx, template, renames)
     # Keep every line of the region that is not a matched statement (unrelated code, comments) before
     # the new code: the chain's intermediates are single-use, so nothing there reads them.
     lines = ctx.source.split("\n")
