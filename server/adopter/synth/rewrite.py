@@ -22,6 +22,7 @@ def _choose_target(finding: Finding, target: str | None) -> str | None:
 
 def plan(source: str, finding: Finding, rule: Rule, target: str | None) -> Edits | str:
     """The edits one finding's strategy records, or the reason it declined."""
+    load_all()
     if not finding.fixable:
         return finding.no_fix_reason or "no automatic fix for this site"
     if rule.replacement is None:
