@@ -1,0 +1,261 @@
+"""Language-server latency and memory: Adopter's server against `ruff server`, both over stdio.
+
+Measures, per file (modeling_bert.py, modeling_t5.py and the largest 4.35.0 modeling file):
+- cold open: a fresh server, `didOpen` -> first `publishDiagnostics` for the file;
+- one-line edits: one character typed at a random place then deleted again (so the file stays real),
+  `didChange` -> `publishDiagnostics` of that version, with debounce 0; p50/p95 over N edits;
+and the server's RSS with the 20 largest modeling files open. `ruff server` gets the same files and
+the same edits in the same run, as the reference.
+
+    .venv/bin/python bench/lsp_latency.py [--edits 200] [--seed 0] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from adopter.corpus import modeling_files
+
+
+class Client:
+    """A minimal JSON-RPC/LSP client over a subprocess's stdio (no framework overhead in the timings)."""
+
+    def __init__(self, command: list[str], cwd: Path) -> None:
+        self.command, self.cwd = command, cwd
+        self.process: asyncio.subprocess.Process | None = None
+        self._ids = 0
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._waiters: list[tuple[Callable[[str, Any], bool], asyncio.Future[float]]] = []
+        self._reader: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            *self.command, cwd=self.cwd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        self._reader = asyncio.ensure_future(self._read())
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.process is not None and self.process.stdin is not None
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    async def request(self, method: str, params: Any) -> Any:
+        self._ids += 1
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[self._ids] = future
+        self._send({"id": self._ids, "method": method, "params": params})
+        return await asyncio.wait_for(future, 300)
+
+    def notify(self, method: str, params: Any) -> None:
+        self._send({"method": method, "params": params})
+
+    def expect(self, predicate: Callable[[str, Any], bool]) -> asyncio.Future[float]:
+        """A future resolving to the arrival time of the first notification matching `predicate`."""
+        future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._waiters.append((predicate, future))
+        return future
+
+    async def _read(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        stdout = self.process.stdout
+        while True:
+            length = 0
+            while (line := await stdout.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            if not line:
+                return
+            message = json.loads(await stdout.readexactly(length))
+            arrived = time.perf_counter()
+            if "id" in message and "method" not in message:
+                future = self._pending.pop(message["id"], None)
+                if future is not None and not future.done():
+                    future.set_result(message.get("result"))
+            elif "id" in message:  # a server->client request: accept it (configuration, progress, ...)
+                result: Any = [None] * len(message["params"].get("items", [])) if message["method"] == "workspace/configuration" else None
+                self._send({"id": message["id"], "result": result})
+            else:
+                for waiter in list(self._waiters):
+                    predicate, future = waiter
+                    if not future.done() and predicate(message["method"], message.get("params")):
+                        future.set_result(arrived)
+                        self._waiters.remove(waiter)
+
+    async def initialize(self, root: Path, options: dict[str, Any] | None) -> None:
+        capabilities = {
+            "textDocument": {"publishDiagnostics": {"versionSupport": True}, "synchronization": {"didSave": True}},
+            "workspace": {"configuration": False},
+            "general": {"positionEncodings": ["utf-16"]},
+        }
+        await self.request("initialize", {
+            "processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": capabilities,
+            "initializationOptions": options or {},
+            "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],
+        })
+        self.notify("initialized", {})
+
+    def rss_mb(self) -> float:
+        assert self.process is not None
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+        return kb / 1024
+
+    async def stop(self) -> None:
+        try:
+            await asyncio.wait_for(self.request("shutdown", None), 30)
+            self.notify("exit", None)
+            assert self.process is not None
+            await asyncio.wait_for(self.process.wait(), 30)
+        except (TimeoutError, asyncio.TimeoutError, ConnectionError):
+            if self.process is not None and self.process.returncode is None:
+                self.process.kill()
+        if self._reader is not None:
+            self._reader.cancel()
+
+
+def diagnostics_for(uri: str, version: int | None = None) -> Callable[[str, Any], bool]:
+    def predicate(method: str, params: Any) -> bool:
+        if method != "textDocument/publishDiagnostics" or params.get("uri") != uri:
+            return False
+        return version is None or params.get("version") in (None, version)
+
+    return predicate
+
+
+SERVERS: dict[str, tuple[list[str], dict[str, Any]]] = {
+    "adopter": ([sys.executable, "-m", "adopter", "lsp"], {"debounce_ms": 0}),
+    "ruff": ([shutil.which("ruff") or str(Path(sys.executable).parent / "ruff"), "server"], {}),
+}
+
+
+def one_line_edits(text: str, count: int, rng: random.Random) -> list[tuple[int, int, str, int]]:
+    """(line, column, inserted text, chars deleted): type one character at a random place, then delete it."""
+    lines = text.split("\n")
+    edits: list[tuple[int, int, str, int]] = []
+    while len(edits) < count:
+        line = rng.randrange(len(lines))
+        column = rng.randint(0, len(lines[line]))
+        char = rng.choice("abcxyz_(0 .")
+        edits.append((line, column, char, 0))
+        edits.append((line, column, "", 1))
+    return edits[:count]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+async def measure_file(server: str, path: Path, edits: list[tuple[int, int, str, int]]) -> dict[str, Any]:
+    command, options = SERVERS[server]
+    client = Client(command, path.parent)
+    await client.start()
+    await client.initialize(path.parent, options)
+    uri = path.as_uri()
+    text = path.read_text(encoding="utf-8")
+    arrived = client.expect(diagnostics_for(uri))
+    sent = time.perf_counter()
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})
+    cold_ms = (await asyncio.wait_for(arrived, 300) - sent) * 1000
+    latencies: list[float] = []
+    for version, (line, column, inserted, deleted) in enumerate(edits, start=2):
+        change = {"range": {"start": {"line": line, "character": column},
+                            "end": {"line": line, "character": column + deleted}}, "text": inserted}
+        arrived = client.expect(diagnostics_for(uri, version))
+        sent = time.perf_counter()
+        client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]})
+        latencies.append((await asyncio.wait_for(arrived, 300) - sent) * 1000)
+    rss = client.rss_mb()
+    await client.stop()
+    return {
+        "server": server, "file": path.name, "kb": round(len(text.encode()) / 1024), "cold_ms": cold_ms,
+        "p50_ms": statistics.median(latencies), "p95_ms": percentile(latencies, 0.95),
+        "max_ms": max(latencies), "edits": len(latencies), "rss_mb": rss,
+    }
+
+
+async def measure_rss(server: str, paths: list[Path]) -> float:
+    """RSS of one server with all `paths` open and analysed."""
+    command, options = SERVERS[server]
+    client = Client(command, paths[0].parent)
+    await client.start()
+    await client.initialize(paths[0].parent, options)
+    waits = []
+    for path in paths:
+        waits.append(client.expect(diagnostics_for(path.as_uri())))
+        client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": path.as_uri(), "languageId": "python", "version": 1, "text": path.read_text(encoding="utf-8")}})
+    await asyncio.wait_for(asyncio.gather(*waits), 600)
+    await asyncio.sleep(0.5)
+    rss = client.rss_mb()
+    await client.stop()
+    return rss
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    corpus = modeling_files()
+    by_name = {f.name: f for f in corpus}
+    largest = max(corpus, key=lambda f: len(f.text))
+    names = ["modeling_bert.py", "modeling_t5.py", largest.name]
+    with tempfile.TemporaryDirectory(prefix="adopter-lsp-bench-") as tmp:
+        folder = Path(tmp)
+        for f in corpus:
+            (folder / f.name).write_text(f.text, encoding="utf-8")
+        rows = []
+        for name in names:
+            edits = one_line_edits(by_name[name].text, args.edits, random.Random(args.seed))
+            for server in args.servers:
+                row = await measure_file(server, folder / name, edits)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+        big = [folder / f.name for f in sorted(corpus, key=lambda f: len(f.text), reverse=True)[:20]]
+        rss = {server: await measure_rss(server, big) for server in args.servers}
+        print(json.dumps({"rss_20_largest_mb": rss}), flush=True)
+    if args.markdown:
+        print(markdown(rows, rss, args))
+
+
+def markdown(rows: list[dict[str, Any]], rss: dict[str, float], args: argparse.Namespace) -> str:
+    lines = [
+        f"Machine: {platform.node()} ({os.cpu_count()} cores, {platform.processor() or platform.machine()}), "
+        f"Python {platform.python_version()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"Command: `.venv/bin/python bench/lsp_latency.py --edits {args.edits} --seed {args.seed} --markdown`",
+        "",
+        "| server | file | KB | cold open → diagnostics (ms) | edit p50 (ms) | edit p95 (ms) | edit max (ms) | edits |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['server']} | {r['file']} | {r['kb']} | {r['cold_ms']:.0f} | {r['p50_ms']:.1f} | "
+            f"{r['p95_ms']:.1f} | {r['max_ms']:.0f} | {r['edits']} |"
+        )
+    lines.append("")
+    lines.append("RSS with the 20 largest modeling files open: " + ", ".join(f"{s} {v:.0f} MB" for s, v in rss.items()))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--edits", type=int, default=200, help="one-line edits per file (default 200)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--servers", nargs="+", default=["adopter", "ruff"], choices=sorted(SERVERS))
+    parser.add_argument("--markdown", action="store_true", help="also print a table for docs/benchmarks.md")
+    asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
