@@ -19,7 +19,7 @@ async def test_finding_diagnostic_has_code_link_related_lines(client: LanguageCl
     (finding,) = [d for d in diagnostics if d.code == F05]
     assert finding.source == "adopter"
     assert finding.severity == types.DiagnosticSeverity.Warning
-    assert finding.code_description is not None and finding.code_description.href.endswith(f"docs/rules.md#{F05}")
+    assert finding.code_description is not None and f"docs/rules.md#{F05}--dropout-residual-add" in finding.code_description.href
     assert finding.range.start.line == DROPOUT_LINE and finding.range.end.line == DROPOUT_LINE + 1
     related = {r.location.range.start.line for r in finding.related_information or []}
     assert related == {8, 9}  # the LayerNorm and Dropout bindings in __init__

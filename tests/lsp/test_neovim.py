@@ -48,7 +48,7 @@ def test_neovim_diagnostics_hover_and_quick_fix(tmp_path: Path) -> None:
     result = json.loads(out.read_text(encoding="utf-8"))
     assert "error" not in result, result
     assert result["steps"] == ["started", "diagnostics", "hover", "applied", "reanalysed"]
-    assert result["source"] == "adopter" and result["href"].endswith(f"#{RULE}")
+    assert result["source"] == "adopter" and f"rules.md#{RULE}--" in result["href"]
     assert "```adopter" in result["hover"]
     assert result["count_after"] == result["count_before"] - 1
     assert result["text"] == expected_after_fix(original, path, result["line"])

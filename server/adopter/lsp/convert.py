@@ -76,10 +76,15 @@ def _repository_url() -> str:
 _REPO = _repository_url()
 
 
-def rule_docs_href(rule_id: str) -> str:
-    """The rule's section in docs/rules.md (GitHub's heading anchor: lower case, punctuation dropped)."""
-    anchor = re.sub(r"[^\w\- ]", "", rule_id.lower()).replace(" ", "-")
-    return f"{_REPO}/blob/main/docs/rules.md#{anchor}"
+def github_anchor(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def rule_docs_href(rule_id: str, title: str | None = None) -> str:
+    """The rule's section in docs/rules.md, whose headings read "`<id>` — <title>"."""
+    heading = f"{rule_id} — {title}" if title else rule_id
+    return f"{_REPO}/blob/main/docs/rules.md#{github_anchor(heading)}"
 
 
 def lsp_finding_diagnostic(
@@ -107,7 +112,7 @@ def lsp_finding_diagnostic(
         message=message,
         severity=lsp_severity(severity or finding.severity),
         code=finding.rule_id,
-        code_description=types.CodeDescription(href=rule_docs_href(finding.rule_id)),
+        code_description=types.CodeDescription(href=rule_docs_href(finding.rule_id, finding.title)),
         source=SOURCE,
         related_information=related or None,
         data={"rule": finding.rule_id, "fixable": finding.fixable},
