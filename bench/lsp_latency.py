@@ -157,7 +157,7 @@ def one_line_edits(text: str, count: int, rng: random.Random) -> list[tuple[int,
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def measure_file(server: str, path: Path, edits: list[tuple[int, int, str, int]]) -> dict[str, Any]:

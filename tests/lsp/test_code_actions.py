@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from lsprotocol import types
 from lsp_session import F05, SNIPPET, analysed, apply_edit, change, codes, open_doc, start
+from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from lsp_session import EXAMPLES, analysed, open_doc, start
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-
-from lsp_session import EXAMPLES, analysed, open_doc, start
 
 
 async def execute(client: LanguageClient, command: str, *arguments: object) -> object:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from lsprotocol import types
 from lsp_session import F05, SNIPPET, analysed, change, codes, open_doc, start
+from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 DROPOUT_LINE = 13  # `hidden_states = self.dropout(hidden_states)` in SNIPPET (0-based)

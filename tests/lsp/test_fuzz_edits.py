@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lsprotocol import types
 from lsp_session import EXAMPLES, analysed, open_doc, start
+from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from adopter.lsp.edits import split_lines

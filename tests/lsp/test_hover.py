@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lsprotocol import types
 from lsp_session import F05, SNIPPET, analysed, open_doc, start
+from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 

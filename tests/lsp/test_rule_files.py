@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lsprotocol import types
 from lsp_session import REPO, analysed, change, open_doc, start
+from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 RULE = REPO / "rules" / "f05-dropout-add-layernorm.adl"
@@ -16,7 +16,7 @@ async def test_valid_rule_file_has_no_diagnostics_and_hover_shows_docs(client: L
     text = RULE.read_text(encoding="utf-8")
     uri = open_doc(client, tmp_path / "mine.adl", text, language="adopter")
     assert await analysed(client, uri, 1) == []
-    line = next(i for i, l in enumerate(text.split("\n")) if l.strip().startswith("title"))
+    line = next(i for i, text_line in enumerate(text.split("\n")) if text_line.strip().startswith("title"))
     params = types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line, 4))
     result = await client.text_document_hover_async(params)
     assert result is not None and isinstance(result.contents, types.MarkupContent)
@@ -27,8 +27,8 @@ async def test_syntax_error_is_a_positioned_diagnostic_and_goes_away_when_fixed(
     await start(client, tmp_path)
     text = RULE.read_text(encoding="utf-8")
     lines = text.split("\n")
-    line = next(i for i, l in enumerate(lines) if l.strip().startswith("severity"))
-    broken = "\n".join(lines[:line] + ["  severity ???"] + lines[line + 1 :])
+    line = next(i for i, text_line in enumerate(lines) if text_line.strip().startswith("severity"))
+    broken = "\n".join([*lines[:line], "  severity ???", *lines[line + 1 :]])
     uri = open_doc(client, tmp_path / "mine.adl", broken, language="adopter")
     (error,) = await analysed(client, uri, 1)
     assert error.severity == types.DiagnosticSeverity.Error and error.source == "adopter"

@@ -54,6 +54,17 @@ class AdopterServer(LanguageServer):
                 self._rule_context = context
             return context
 
+    def warm_up(self) -> None:
+        """Load rules on the analysis thread now, so the first opened file does not wait for them."""
+        asyncio.get_running_loop().run_in_executor(self.analyses.executor, self._warm)
+
+    def _warm(self) -> None:
+        self.rule_context()
+        try:  # importing the analysis loads the tree-sitter grammar: do it before the first keystroke
+            import adopter.analysis.incremental  # noqa: F401
+        except ImportError:
+            pass
+
     def invalidate_rules(self) -> None:
         with self._rule_lock:
             self._rule_context = None

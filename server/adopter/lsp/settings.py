@@ -169,8 +169,9 @@ def initialize(ls: AdopterServer, params: types.InitializeParams) -> None:
 
 
 async def initialized(ls: AdopterServer, params: types.InitializedParams) -> None:
-    """Pull the "adopter" configuration section when the client supports it."""
+    """Pull the "adopter" configuration section when supported, then load the rules ahead of the first open."""
     await pull_configuration(ls)
+    ls.warm_up()
 
 
 async def did_change_configuration(ls: AdopterServer, params: types.DidChangeConfigurationParams) -> None:
