@@ -1,1 +1,34 @@
-"""analysis layer."""
+"""Static architecture extraction from PyTorch source with tree-sitter (never imports the analysed code).
+
+`analyse(source, path)` gives a `ModuleFile`; `adopter.analysis.incremental.DocumentAnalysis` is the
+incremental form the language server keeps per open document.
+"""
+
+from __future__ import annotations
+
+from adopter.analysis.analyser import Analyser
+from adopter.analysis.resolver import ModuleResolver
+from adopter.analysis.source import check_input, new_parser
+from adopter.dsl.types import ModuleFile, Problem, Severity
+
+
+def analyse(source: str | bytes, path: str | None = None, *, resolver: ModuleResolver | None = None) -> ModuleFile:
+    """Every nn.Module class of `source` as an Architecture, plus functions and problems; never raises.
+
+    `resolver` finds base classes imported from other files (default: the workspace on disk, from `path`).
+    """
+    try:
+        data, problem = check_input(source, path)
+        if data is None:
+            return ModuleFile(path, (), (problem,) if problem is not None else ())
+        tree = new_parser().parse(data)
+        return Analyser(resolver).run(data, tree, path)
+    except Exception as exc:  # the contract: never raise, report
+        return ModuleFile(
+            path,
+            (),
+            (Problem(f"internal error: {type(exc).__name__}: {exc}", None, path, Severity.ERROR, "internal-error"),),
+        )
+
+
+__all__ = ["ModuleResolver", "analyse"]

@@ -1,0 +1,192 @@
+"""The analysis of one parsed file into a `ModuleFile`, with a per-class result cache.
+
+`analyse()` and the incremental `DocumentAnalysis` both go through `Analyser.run`. Each unit (a
+class, a module-level function, the top-level code) is cached under its own source text and position
+plus the fingerprints of every module-level name its analysis consulted (same-file bases, inlined
+helpers, imports), so an edit re-analyses the edited unit and the units that depend on it only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node, Tree
+
+from adopter.analysis.bindings import InitAnalysis
+from adopter.analysis.classes import ClassTable
+from adopter.analysis.flow import FlowAnalysis
+from adopter.analysis.resolver import ModuleResolver
+from adopter.analysis.source import SourceText, syntax_problems
+from adopter.analysis.symbols import ModuleSymbols
+from adopter.dsl.types import Architecture, Ctor, Forward, ModuleFile, Problem, Severity
+
+_DEFAULT_RESOLVER: ModuleResolver | None = None
+
+
+def default_resolver() -> ModuleResolver:
+    """The process-wide resolver reading workspace files from disk (created on first use)."""
+    global _DEFAULT_RESOLVER
+    if _DEFAULT_RESOLVER is None:
+        _DEFAULT_RESOLVER = ModuleResolver()
+    return _DEFAULT_RESOLVER
+
+
+@dataclass(frozen=True)
+class _Entry:
+    text: bytes
+    start: tuple[int, int]
+    deps: tuple[tuple[str, tuple[object, ...]], ...]
+    result: Architecture | Forward | None
+    problems: tuple[Problem, ...]
+
+
+class Analyser:
+    """Analyses parsed files; keeps the per-unit cache between runs on the same document."""
+
+    def __init__(self, resolver: ModuleResolver | None = None) -> None:
+        self.resolver = resolver or default_resolver()
+        self.cache: dict[str, _Entry] = {}
+        self.reanalysed: list[str] = []  # units analysed (not taken from the cache) by the last run
+
+    def clear(self) -> None:
+        self.cache.clear()
+
+    def run(self, data: bytes, tree: Tree, path: str | None) -> ModuleFile:
+        """The ModuleFile of `tree` (parsed from `data`); never raises for one unit's failure."""
+        src = SourceText(data, tree, path)
+        problems: list[Problem] = list(syntax_problems(tree, src))
+        symbols = ModuleSymbols(src, self.resolver.package_of(path))
+        table = ClassTable(symbols, self.resolver, path)
+        self.reanalysed = []
+        fresh: dict[str, _Entry] = {}
+        architectures: list[Architecture] = []
+        for name, info in table.infos.items():
+            try:
+                if not table.is_module(name):
+                    continue
+                entry = self._unit(f"class {name}", info.node, symbols, fresh,
+                                   lambda n=name: self._class(n, src, symbols, table),  # type: ignore[misc]
+                                   table.module_deps(name))
+            except Exception as exc:  # one broken class must not hide the others
+                problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
+                continue
+            problems.extend(entry.problems)
+            if isinstance(entry.result, Architecture):
+                architectures.append(entry.result)
+        functions: list[Forward] = []
+        for name, node in symbols.functions.items():
+            try:
+                entry = self._unit(f"def {name}", node, symbols, fresh,
+                                   lambda fn=node: self._function(fn, src, symbols), frozenset())  # type: ignore[misc]
+            except Exception as exc:
+                problems.append(_internal(f"function {name}", exc, src.span(node), path))
+                continue
+            problems.extend(entry.problems)
+            if isinstance(entry.result, Forward):
+                functions.append(entry.result)
+        try:
+            toplevel = self._toplevel(src, symbols, fresh)
+            problems.extend(toplevel.problems)
+            if isinstance(toplevel.result, Forward) and toplevel.result.body:
+                functions.append(toplevel.result)
+        except Exception as exc:
+            problems.append(_internal("top-level code", exc, None, path))
+        self.cache = fresh
+        return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions))
+
+    def _unit(
+        self,
+        key: str,
+        node: Node,
+        symbols: ModuleSymbols,
+        fresh: dict[str, _Entry],
+        build: object,
+        extra_deps: frozenset[str],
+    ) -> _Entry:
+        text = symbols.src.raw(node)
+        cached = self.cache.get(key)
+        if (
+            cached is not None
+            and cached.text == text
+            and cached.start == node.start_point
+            and all(symbols.fingerprint(n) == fp for n, fp in cached.deps)
+        ):
+            fresh[key] = cached
+            return cached
+        symbols.consulted = set()
+        problems: list[Problem] = []
+        try:
+            assert callable(build)
+            result, problems = build()
+        finally:
+            consulted = symbols.consulted | extra_deps
+            symbols.consulted = None
+        deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted))
+        entry = _Entry(text, node.start_point, deps, result, tuple(problems))
+        fresh[key] = entry
+        self.reanalysed.append(key)
+        return entry
+
+    def _class(
+        self, name: str, src: SourceText, symbols: ModuleSymbols, table: ClassTable
+    ) -> tuple[Architecture, list[Problem]]:
+        problems: list[Problem] = []
+        info = table.infos[name]
+        init = InitAnalysis(name, table, src).run()
+        module_attrs = frozenset(
+            b.attr for b in (init.bindings if init is not None else ()) if isinstance(b.value, Ctor)
+        )
+        forward: Forward | None = None
+        found = table.find_method(name, "forward")
+        if found is not None:
+            flow = FlowAnalysis(src, symbols, table, name, module_attrs, problems)
+            forward = flow.function(found[1], found[0])
+        arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
+        return arch, problems
+
+    def _function(self, node: Node, src: SourceText, symbols: ModuleSymbols) -> tuple[Forward, list[Problem]]:
+        problems: list[Problem] = []
+        forward = FlowAnalysis(src, symbols, None, None, frozenset(), problems).function(node, None)
+        return forward, problems
+
+    def _toplevel(self, src: SourceText, symbols: ModuleSymbols, fresh: dict[str, _Entry]) -> _Entry:
+        stmts = [s for s in symbols.toplevel if s.type not in ("comment", "ERROR")]
+        key = "<module>"
+        text = b"\n".join(src.raw(s) for s in stmts)
+        starts = tuple(s.start_point for s in stmts)
+        cached = self.cache.get(key)
+        if (
+            cached is not None
+            and cached.text == text
+            and cached.deps[:1] == (("<starts>", starts),)
+            and all(symbols.fingerprint(n) == fp for n, fp in cached.deps[1:])
+        ):
+            fresh[key] = cached
+            return cached
+        problems: list[Problem] = []
+        symbols.consulted = set()
+        try:
+            root = src.tree.root_node
+            forward = FlowAnalysis(src, symbols, None, None, frozenset(), problems).statements(
+                stmts, "<module>", src.span(root)
+            )
+        finally:
+            consulted = symbols.consulted
+            symbols.consulted = None
+        deps = (("<starts>", starts), *sorted((n, symbols.fingerprint(n)) for n in consulted))
+        entry = _Entry(text, (0, 0), deps, forward, tuple(problems))
+        fresh[key] = entry
+        self.reanalysed.append(key)
+        return entry
+
+
+def _internal(what: str, exc: Exception, span: object, path: str | None) -> Problem:
+    from adopter.dsl.types import Span
+
+    return Problem(
+        f"internal error analysing {what}: {type(exc).__name__}: {exc}",
+        span if isinstance(span, Span) else None,
+        path,
+        Severity.ERROR,
+        "internal-error",
+    )

@@ -1,0 +1,533 @@
+"""Scope analysis of `__init__`: which module each `self.<attr>` is bound to, and under which condition."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from tree_sitter import Node
+
+from adopter.analysis.classes import ClassTable
+from adopter.analysis.naming import CONTAINERS, is_constructor
+from adopter.analysis.signature import params
+from adopter.analysis.source import SourceText
+from adopter.analysis.symbols import dotted_text
+from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Span, Value
+
+MAX_INLINE_DEPTH = 3
+Conds = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Callee:
+    """A local name that holds a class (not an instance): `attn_cls = BertSelfAttention`."""
+
+    qualified: str
+
+
+@dataclass
+class _ListBuild:
+    """A local list of modules under construction: `layers = []` then `layers.append(...)` in a loop."""
+
+    items: list[Ctor] = field(default_factory=list)
+    repeat: str | None = None
+
+
+Alt = tuple[Conds, "Ctor | Expr | _Callee"]
+
+
+@dataclass(frozen=True)
+class _B:
+    """A binding under construction: its condition parts, of which the first `stack_len` are ifs."""
+
+    attr: str
+    value: Ctor | Expr
+    span: Span
+    conds: Conds
+    stack_len: int
+
+
+def _cond_text(conds: Conds) -> str | None:
+    return " and ".join(conds) if conds else None
+
+
+def _negate(test: str) -> str:
+    return f"not ({test})"
+
+
+class InitAnalysis:
+    """Walks `__init__` (and the same-file `__init__`s it reaches through `super()`) into bindings."""
+
+    def __init__(self, class_name: str, table: ClassTable, src: SourceText) -> None:
+        self.class_name = class_name
+        self.table = table
+        self.symbols = table.symbols
+        self.src = src
+        self.state: dict[str, list[_B]] = {}
+        self.locals: dict[str, list[Alt] | _ListBuild] = {}
+        self.loop_repeat: str | None = None
+
+    def run(self) -> Init | None:
+        found = self.table.find_method(self.class_name, "__init__")
+        if found is None:
+            return None
+        owner, node = found
+        ps = params(node, self.src)
+        self._function(owner, node, (), 0)
+        bindings = [
+            Binding(b.attr, b.value, b.span, _cond_text(b.conds)) for group in self.state.values() for b in group
+        ]
+        return Init(ps[1:], tuple(bindings), self.src.span(node))
+
+    # -- statements ----------------------------------------------------------------------------------
+
+    def _function(self, owner: str, node: Node, conds: Conds, depth: int) -> None:
+        ps = params(node, self.src)
+        self_name = ps[0].name if ps else "self"
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self._block(body, conds, owner, self_name, depth)
+
+    def _block(self, block: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
+        for stmt in block.named_children:
+            self._stmt(stmt, conds, owner, self_name, depth)
+
+    def _stmt(self, stmt: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
+        kind = stmt.type
+        if kind == "expression_statement":
+            for expr in stmt.named_children:
+                if expr.type == "assignment":
+                    self._assignment(expr, conds, self_name)
+                elif expr.type == "call":
+                    self._call_stmt(expr, conds, owner, self_name, depth)
+        elif kind == "if_statement":
+            self._if(stmt, conds, owner, self_name, depth)
+        elif kind in ("for_statement", "while_statement"):
+            saved = self.loop_repeat
+            self.loop_repeat = self._repeat_text(stmt)
+            body = stmt.child_by_field_name("body")
+            if body is not None:
+                self._block(body, conds, owner, self_name, depth)
+            self.loop_repeat = saved
+        elif kind in ("with_statement", "try_statement"):
+            for child in stmt.named_children:
+                if child.type == "block":
+                    self._block(child, conds, owner, self_name, depth)
+                elif child.type in ("else_clause", "finally_clause"):
+                    inner = child.child_by_field_name("body") or (child.named_children[-1] if child.named_child_count else None)
+                    if inner is not None and inner.type == "block":
+                        self._block(inner, conds, owner, self_name, depth)
+
+    def _repeat_text(self, stmt: Node) -> str:
+        if stmt.type == "while_statement":
+            cond = stmt.child_by_field_name("condition")
+            return self.src.norm(cond) if cond is not None else "?"
+        right = stmt.child_by_field_name("right")
+        if right is None:
+            return "?"
+        return _range_count(right, self.src) or self.src.norm(right)
+
+    def _if(self, stmt: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
+        paths: list[tuple[str, Node | None]] = []
+        negated: list[str] = []
+        test = stmt.child_by_field_name("condition")
+        test_text = self.src.norm(test) if test is not None else "?"
+        paths.append((test_text, stmt.child_by_field_name("consequence")))
+        negated.append(_negate(test_text))
+        has_else = False
+        for clause in stmt.children_by_field_name("alternative"):
+            if clause.type == "elif_clause":
+                t = clause.child_by_field_name("condition")
+                t_text = self.src.norm(t) if t is not None else "?"
+                paths.append((" and ".join([*negated, t_text]), clause.child_by_field_name("consequence")))
+                negated.append(_negate(t_text))
+            else:
+                has_else = True
+                paths.append((" and ".join(negated), clause.child_by_field_name("body")))
+        if not has_else:
+            paths.append((" and ".join(negated), None))
+        snapshot = {k: list(v) for k, v in self.state.items()}
+        local_snapshot = dict(self.locals)
+        results: list[tuple[str, dict[str, list[_B]], dict[str, list[Alt] | _ListBuild]]] = []
+        for path_cond, body in paths:
+            self.state = {k: list(v) for k, v in snapshot.items()}
+            self.locals = dict(local_snapshot)
+            if body is not None:
+                self._block(body, (*conds, path_cond), owner, self_name, depth)
+            results.append((path_cond, self.state, self.locals))
+        self.state = self._merge_state(snapshot, results, conds)
+        self.locals = self._merge_locals(local_snapshot, results)
+
+    def _merge_state(
+        self,
+        snapshot: dict[str, list[_B]],
+        results: list[tuple[str, dict[str, list[_B]], dict[str, list[Alt] | _ListBuild]]],
+        conds: Conds,
+    ) -> dict[str, list[_B]]:
+        keys: list[str] = list(snapshot)
+        for _, state, _ in results:
+            keys.extend(k for k in state if k not in keys)
+        merged: dict[str, list[_B]] = {}
+        for key in keys:
+            old = snapshot.get(key, [])
+            lists = [state.get(key, []) for _, state, _ in results]
+            if all(len(lst) == len(old) and all(a is b for a, b in zip(lst, old)) for lst in lists):
+                merged[key] = old
+                continue
+            out: list[_B] = []
+            for (path_cond, _, _), lst in zip(results, lists):
+                for b in lst:
+                    if any(b is o for o in old):
+                        stack = (*conds, path_cond) if path_cond else conds
+                        b = replace(b, conds=stack + b.conds[b.stack_len :], stack_len=len(stack))
+                    if b not in out:
+                        out.append(b)
+            if out:
+                merged[key] = out
+        return merged
+
+    def _merge_locals(
+        self,
+        snapshot: dict[str, list[Alt] | _ListBuild],
+        results: list[tuple[str, dict[str, list[_B]], dict[str, list[Alt] | _ListBuild]]],
+    ) -> dict[str, list[Alt] | _ListBuild]:
+        merged = dict(snapshot)
+        names = {n for _, _, loc in results for n in loc}
+        for name in names:
+            values = [loc.get(name) for _, _, loc in results]
+            if all(v is snapshot.get(name) for v in values):
+                continue
+            alts: list[Alt] = []
+            for (path_cond, _, _), value in zip(results, values):
+                if isinstance(value, list):
+                    alts.extend(((path_cond, *c) if path_cond else c, v) for c, v in value)
+                elif isinstance(value, _ListBuild):
+                    merged[name] = value
+            if alts:
+                merged[name] = alts
+        return merged
+
+    def _assignment(self, node: Node, conds: Conds, self_name: str) -> None:
+        targets: list[Node] = []
+        right: Node | None = node
+        while right is not None and right.type == "assignment":
+            left = right.child_by_field_name("left")
+            if left is not None:
+                targets.append(left)
+            right = right.child_by_field_name("right")
+        if right is None:
+            return
+        for target in targets:
+            if target.type in ("pattern_list", "tuple_pattern") and right.type in ("expression_list", "tuple"):
+                for t, v in zip(target.named_children, right.named_children):
+                    self._assign_one(t, v, conds, self_name)
+            else:
+                self._assign_one(target, right, conds, self_name)
+
+    def _assign_one(self, target: Node, value: Node, conds: Conds, self_name: str) -> None:
+        attr = _self_attr(target, self_name, self.src)
+        if attr is not None:
+            self._bind(attr, self._alternatives(value), self.src.span(target.parent or target), conds)
+            return
+        if target.type == "identifier":
+            name = self.src.text(target)
+            if value.type == "list" and value.named_child_count == 0:
+                self.locals[name] = _ListBuild()
+            elif value.type in ("list_comprehension", "generator_expression", "list"):
+                items, _, repeat = self._items(value)
+                self.locals[name] = _ListBuild(list(items), repeat)
+            else:
+                self.locals[name] = self._alternatives(value)
+        elif target.type == "subscript":
+            container = target.child_by_field_name("value")
+            attr = _self_attr(container, self_name, self.src) if container is not None else None
+            key = target.child_by_field_name("subscript")
+            if attr is not None:
+                self._extend_container(attr, self._ctor_alts(value), _key_text(key, self.src) if key else None)
+
+    def _bind(self, attr: str, alts: list[Alt], span: Span, conds: Conds) -> None:
+        bindings: list[_B] = []
+        for extra, value in alts:
+            v: Ctor | Expr = value if not isinstance(value, _Callee) else Expr(value.qualified)
+            b = _B(attr, v, span, (*conds, *extra), len(conds))
+            if b not in bindings:
+                bindings.append(b)
+        self.state.pop(attr, None)  # a rebinding on this path shadows what came before
+        self.state[attr] = bindings
+
+    def _extend_container(self, attr: str, ctors: list[Ctor], key: str | None) -> None:
+        group = self.state.get(attr)
+        if not group or not ctors:
+            return
+        updated: list[_B] = []
+        for b in group:
+            if isinstance(b.value, Ctor) and b.value.callee in CONTAINERS:
+                items = list(b.value.items)
+                keys = list(b.value.keys)
+                for c in ctors:
+                    if c not in items:
+                        items.append(c)
+                        if key is not None and b.value.callee.endswith("Dict"):
+                            keys.append(key)
+                repeat = b.value.repeat or self.loop_repeat
+                b = replace(b, value=replace(b.value, items=tuple(items), keys=tuple(keys), repeat=repeat))
+            updated.append(b)
+        self.state[attr] = updated
+
+    def _call_stmt(self, call: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
+        func = call.child_by_field_name("function")
+        args = call.child_by_field_name("arguments")
+        if func is None:
+            return
+        if func.type == "attribute":
+            obj = func.child_by_field_name("object")
+            method_node = func.child_by_field_name("attribute")
+            method = self.src.text(method_node) if method_node is not None else ""
+            if obj is not None and obj.type == "call" and self.src.text(obj).replace(" ", "").startswith("super("):
+                if method == "__init__" and depth < MAX_INLINE_DEPTH:
+                    found = self.table.find_method(self.class_name, "__init__", after=owner)
+                    if found is not None:
+                        self._function(found[0], found[1], conds, depth + 1)
+                return
+            attr = _self_attr(obj, self_name, self.src) if obj is not None else None
+            arg_nodes = [a for a in args.named_children if a.type != "comment"] if args is not None else []
+            if attr is not None and method in ("append", "extend", "add_module", "insert", "update"):
+                if not arg_nodes:
+                    return
+                if method in ("add_module", "insert") and len(arg_nodes) >= 2:
+                    self._extend_container(attr, self._ctor_alts(arg_nodes[1]), _key_text(arg_nodes[0], self.src))
+                elif method in ("extend", "update"):
+                    items, keys, _ = self._items(arg_nodes[0])
+                    for i, c in enumerate(items):
+                        self._extend_container(attr, [c], keys[i] if i < len(keys) else None)
+                else:
+                    self._extend_container(attr, self._ctor_alts(arg_nodes[0]), None)
+                return
+            if obj is not None and obj.type == "identifier" and method in ("append", "extend") and arg_nodes:
+                local = self.locals.get(self.src.text(obj))
+                if isinstance(local, _ListBuild):
+                    new = self._ctor_alts(arg_nodes[0]) if method == "append" else list(self._items(arg_nodes[0])[0])
+                    local.items.extend(c for c in new if c not in local.items)
+                    local.repeat = local.repeat or self.loop_repeat
+                return
+            if obj is not None and obj.type == "identifier" and self.src.text(obj) == self_name:
+                found = self.table.find_method(self.class_name, method)
+                if found is not None and found[1] is not None and depth < MAX_INLINE_DEPTH and method != "__init__":
+                    self._function(found[0], found[1], conds, depth + 1)
+
+    # -- values --------------------------------------------------------------------------------------
+
+    def _alternatives(self, node: Node) -> list[Alt]:
+        kind = node.type
+        if kind == "parenthesized_expression" and node.named_child_count == 1:
+            return self._alternatives(node.named_children[0])
+        if kind == "conditional_expression":
+            parts = [c for c in node.named_children if c.type != "comment"]
+            if len(parts) == 3:
+                test = self.src.norm(parts[1])
+                yes = [((test, *c), v) for c, v in self._alternatives(parts[0])]
+                no = [((_negate(test), *c), v) for c, v in self._alternatives(parts[2])]
+                return yes + no
+        if kind == "call":
+            return self._call_alts(node)
+        if kind == "subscript":
+            value = node.child_by_field_name("value")
+            dotted = dotted_text(value, self.src)
+            if dotted is not None and dotted.split(".")[0] not in self.locals:
+                root = dotted.split(".")[0]
+                if self.symbols.is_imported(root) or self.symbols.is_module_value(root):
+                    lookup = _subscript_text(node, self.src)
+                    return [((), Ctor(self.symbols.qualify(dotted), lookup=lookup))]
+        if kind in ("identifier", "attribute"):
+            dotted = dotted_text(node, self.src)
+            if dotted is not None:
+                local = self.locals.get(dotted)
+                if isinstance(local, list):
+                    return local
+                root = dotted.split(".")[0]
+                if root not in self.locals and (
+                    self.symbols.class_node(dotted) is not None or (self.symbols.is_imported(root) and dotted.rsplit(".", 1)[-1][:1].isupper())
+                ):
+                    return [((), _Callee(self._qualify_callee(dotted)))]
+        return [((), Expr(self.src.norm(node)))]
+
+    def _qualify_callee(self, dotted: str) -> str:
+        return dotted if dotted in self.table.infos else self.symbols.qualify(dotted)
+
+    def _call_alts(self, call: Node) -> list[Alt]:
+        func = call.child_by_field_name("function")
+        if func is None:
+            return [((), Expr(self.src.norm(call)))]
+        args, kwargs = self._args(call)
+        callees: list[tuple[Conds, str, str | None]] = []
+        if func.type == "subscript":
+            value = func.child_by_field_name("value")
+            dotted = dotted_text(value, self.src)
+            if dotted is not None:
+                callees.append(((), self._qualify_callee(dotted), _subscript_text(func, self.src)))
+        else:
+            dotted = dotted_text(func, self.src)
+            if dotted is not None and dotted in self.locals:
+                local = self.locals[dotted]
+                if isinstance(local, list):
+                    for c, v in local:
+                        if isinstance(v, _Callee):
+                            callees.append((c, v.qualified, None))
+                        elif isinstance(v, Ctor):  # calling an instance: keep the instance's ctor
+                            callees.append((c, v.callee, v.lookup))
+            elif dotted is not None:
+                qualified = self._qualify_callee(dotted)
+                if not is_constructor(qualified, dotted in self.table.infos):
+                    return [((), Expr(self.src.norm(call)))]
+                callees.append(((), qualified, None))
+        if not callees:
+            return [((), Expr(self.src.norm(call)))]
+        out: list[Alt] = []
+        for conds, callee, lookup in callees:
+            items: tuple[Ctor, ...] = ()
+            keys: tuple[str, ...] = ()
+            repeat: str | None = None
+            call_args = args
+            if callee in CONTAINERS:
+                items, keys, repeat = self._container_items(call)
+                if items:
+                    call_args = ()
+            out.append((conds, Ctor(callee, call_args, kwargs, items, keys, repeat, lookup)))
+        return out
+
+    def _args(self, call: Node) -> tuple[tuple[Value, ...], tuple[Kwarg, ...]]:
+        args_node = call.child_by_field_name("arguments")
+        if args_node is None or args_node.type != "argument_list":
+            return (), ()
+        args: list[Value] = []
+        kwargs: list[Kwarg] = []
+        for a in args_node.named_children:
+            if a.type == "comment":
+                continue
+            if a.type == "keyword_argument":
+                name = a.child_by_field_name("name")
+                value = a.child_by_field_name("value")
+                if name is not None and value is not None:
+                    kwargs.append(Kwarg(self.src.text(name), Expr(self.src.norm(value))))
+            elif a.type == "dictionary_splat":
+                kwargs.append(Kwarg("**", Expr(self.src.norm(a)[2:])))
+            else:
+                args.append(Expr(self.src.norm(a)))
+        return tuple(args), tuple(kwargs)
+
+    def _ctor_alts(self, node: Node) -> list[Ctor]:
+        return [v for _, v in self._alternatives(node) if isinstance(v, Ctor)]
+
+    def _container_items(self, call: Node) -> tuple[tuple[Ctor, ...], tuple[str, ...], str | None]:
+        args_node = call.child_by_field_name("arguments")
+        if args_node is None:
+            return (), (), None
+        arg_nodes = [a for a in args_node.named_children if a.type not in ("comment", "keyword_argument")]
+        if len(arg_nodes) == 1:
+            return self._items(arg_nodes[0])
+        items: list[Ctor] = []
+        for a in arg_nodes:
+            sub = self._items(a)[0] if a.type == "list_splat" else tuple(self._ctor_alts(a))
+            items.extend(sub)
+        return tuple(items), (), None
+
+    def _items(self, node: Node) -> tuple[tuple[Ctor, ...], tuple[str, ...], str | None]:
+        """The modules a container argument lists: a list/tuple/dict display, a comprehension, a local list."""
+        kind = node.type
+        items: list[Ctor] = []
+        keys: list[str] = []
+        if kind == "list_splat" and node.named_child_count:
+            return self._items(node.named_children[0])
+        if kind in ("list", "tuple", "expression_list"):
+            for child in node.named_children:
+                if child.type == "list_splat":
+                    items.extend(self._items(child)[0])
+                elif child.type == "tuple" and child.named_child_count == 2:  # ("name", module) pairs
+                    k, v = child.named_children
+                    for c in self._ctor_alts(v):
+                        items.append(c)
+                        keys.append(_key_text(k, self.src))
+                else:
+                    items.extend(self._ctor_alts(child))
+            return tuple(items), tuple(keys), None
+        if kind in ("list_comprehension", "generator_expression", "dictionary_comprehension"):
+            body = node.child_by_field_name("body")
+            repeat = None
+            for clause in node.named_children:
+                if clause.type == "for_in_clause":
+                    right = clause.child_by_field_name("right")
+                    if right is not None:
+                        repeat = _range_count(right, self.src) or self.src.norm(right)
+                    break
+            if body is not None and body.type == "pair":
+                k = body.child_by_field_name("key")
+                v = body.child_by_field_name("value")
+                if v is not None:
+                    ctors = self._ctor_alts(v)
+                    return tuple(ctors), tuple(_key_text(k, self.src) if k else "?" for _ in ctors), repeat
+            if body is not None:
+                return tuple(self._ctor_alts(body)), (), repeat
+        if kind == "dictionary":
+            for pair in node.named_children:
+                if pair.type == "pair":
+                    k = pair.child_by_field_name("key")
+                    v = pair.child_by_field_name("value")
+                    if v is not None:
+                        for c in self._ctor_alts(v):
+                            items.append(c)
+                            keys.append(_key_text(k, self.src) if k is not None else "?")
+            return tuple(items), tuple(keys), None
+        if kind == "call":  # OrderedDict([...]) / dict(...)
+            func = dotted_text(node.child_by_field_name("function"), self.src) or ""
+            args_node = node.child_by_field_name("arguments")
+            if func.rsplit(".", 1)[-1] in ("OrderedDict", "dict") and args_node is not None:
+                inner = [a for a in args_node.named_children if a.type != "comment"]
+                if len(inner) == 1:
+                    return self._items(inner[0])
+            return tuple(self._ctor_alts(node)), (), None
+        if kind == "identifier":
+            local = self.locals.get(self.src.text(node))
+            if isinstance(local, _ListBuild):
+                return tuple(local.items), (), local.repeat
+            if isinstance(local, list):
+                return tuple(v for _, v in local if isinstance(v, Ctor)), (), None
+        return (), (), None
+
+
+def _self_attr(node: Node | None, self_name: str, src: SourceText) -> str | None:
+    if node is None or node.type != "attribute":
+        return None
+    obj = node.child_by_field_name("object")
+    attr = node.child_by_field_name("attribute")
+    if obj is None or attr is None or obj.type != "identifier" or src.text(obj) != self_name:
+        return None
+    return src.text(attr)
+
+
+def _subscript_text(node: Node, src: SourceText) -> str:
+    subs = node.children_by_field_name("subscript")
+    return ", ".join(src.norm(s) for s in subs)
+
+
+def _key_text(node: Node | None, src: SourceText) -> str:
+    if node is None:
+        return "?"
+    text = src.norm(node)
+    if node.type == "string" and len(text) >= 2 and text[0] in "\"'" and text[-1] == text[0]:
+        return text[1:-1]
+    return text
+
+
+def _range_count(node: Node, src: SourceText) -> str | None:
+    """`range(n)` → `n`; `range(a, b)` → `b - a` as text; anything else None."""
+    if node.type != "call":
+        return None
+    func = node.child_by_field_name("function")
+    args = node.child_by_field_name("arguments")
+    if func is None or args is None or src.text(func) != "range":
+        return None
+    parts = [a for a in args.named_children if a.type != "comment"]
+    if len(parts) == 1:
+        return src.norm(parts[0])
+    if len(parts) >= 2:
+        return f"{src.norm(parts[1])} - {src.norm(parts[0])}"
+    return None

@@ -1,0 +1,144 @@
+"""Source input for the analysis: decoding checks, the shared tree-sitter parser, node text and spans."""
+
+from __future__ import annotations
+
+import re
+
+import tree_sitter_python
+from tree_sitter import Language, Node, Parser, Tree
+
+from adopter.dsl.types import Problem, Severity, Span
+from adopter.positions import LineIndex
+
+MAX_BYTES = 5 * 1024 * 1024
+MAX_SYNTAX_PROBLEMS = 20
+
+_LANGUAGE: Language | None = None
+_WS = re.compile(r"\s+")
+_OPEN_SPACE = re.compile(r"([(\[{]) ")
+_SPACE_CLOSE = re.compile(r" ([)\]}])")
+_TRAILING_COMMA = re.compile(r", ([)\]}])")
+
+
+def language() -> Language:
+    """The tree-sitter Python language (loaded once)."""
+    global _LANGUAGE
+    if _LANGUAGE is None:
+        _LANGUAGE = Language(tree_sitter_python.language())
+    return _LANGUAGE
+
+
+def new_parser() -> Parser:
+    """A fresh tree-sitter parser for Python (parsers are not shared between documents)."""
+    return Parser(language())
+
+
+def check_input(source: str | bytes, path: str | None) -> tuple[bytes | None, Problem | None]:
+    """The UTF-8 bytes of `source`, or a Problem saying why it cannot be analysed."""
+    if isinstance(source, str):
+        if "\x00" in source:
+            return None, _input_problem("binary file (contains NUL characters); not analysed", path)
+        try:
+            data = source.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return None, _input_problem(f"text cannot be encoded as UTF-8 ({exc.reason}); not analysed", path)
+    else:
+        data = bytes(source)
+        if b"\x00" in data:
+            return None, _input_problem("binary file (contains NUL bytes); not analysed", path)
+    if len(data) > MAX_BYTES:
+        return None, _input_problem(
+            f"file too large ({len(data)} bytes > {MAX_BYTES}); not analysed", path, "too-large"
+        )
+    if not isinstance(source, str):
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n")
+            return None, _input_problem(
+                f"not UTF-8 text (invalid byte 0x{data[exc.start]:02x} at offset {exc.start}, line "
+                f"{line + 1}); not analysed",
+                path,
+                "not-utf8",
+            )
+    return data, None
+
+
+def _input_problem(message: str, path: str | None, code: str = "binary") -> Problem:
+    return Problem(message, None, path, Severity.ERROR, code)
+
+
+def normalise(text: str) -> str:
+    """The normalised form of expression source text: one line, single spaces, no padding in brackets."""
+    if "\n" not in text and "\t" not in text and "  " not in text:
+        return text
+    text = _WS.sub(" ", text).strip()
+    text = _TRAILING_COMMA.sub(r"\1", text)
+    text = _OPEN_SPACE.sub(r"\1", text)
+    return _SPACE_CLOSE.sub(r"\1", text)
+
+
+class SourceText:
+    """One parsed source: its bytes, its tree, and conversions from nodes to text and spans."""
+
+    __slots__ = ("data", "index", "path", "tree")
+
+    def __init__(self, data: bytes, tree: Tree, path: str | None) -> None:
+        self.data = data
+        self.tree = tree
+        self.path = path
+        self.index = LineIndex(data)
+
+    def raw(self, node: Node) -> bytes:
+        return self.data[node.start_byte : node.end_byte]
+
+    def text(self, node: Node) -> str:
+        """The exact source text of `node`."""
+        return self.data[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
+
+    def norm(self, node: Node) -> str:
+        """The normalised source text of `node`, comments removed."""
+        text = self.text(node)
+        if "\n" in text and "#" in text:
+            text = " ".join(self._tokens(node))
+        return normalise(text)
+
+    def _tokens(self, node: Node) -> list[str]:
+        out: list[str] = []
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.type == "comment":
+                continue
+            if n.child_count == 0 or n.type == "string":
+                out.append(self.text(n))
+            else:
+                stack.extend(reversed(n.children))
+        return out
+
+    def span(self, node: Node) -> Span:
+        return self.index.span(node.start_point, node.end_point)
+
+
+def syntax_problems(tree: Tree, src: SourceText) -> list[Problem]:
+    """One Problem per outermost ERROR or MISSING region of the tree (capped)."""
+    problems: list[Problem] = []
+    root = tree.root_node
+    if not root.has_error:
+        return problems
+    stack = [root]
+    while stack and len(problems) < MAX_SYNTAX_PROBLEMS:
+        node = stack.pop()
+        if node.is_error:
+            snippet = normalise(src.text(node))[:40]
+            problems.append(
+                Problem(f"syntax error near {snippet!r}", src.span(node), src.path, Severity.ERROR, "syntax-error")
+            )
+            continue
+        if node.is_missing:
+            problems.append(
+                Problem(f"syntax error: missing {node.type!r}", src.span(node), src.path, Severity.ERROR, "syntax-error")
+            )
+            continue
+        stack.extend(reversed([c for c in node.children if c.has_error or c.is_missing]))
+    return problems
