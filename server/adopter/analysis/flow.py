@@ -50,6 +50,8 @@ MAX_NESTING = 12
 _META_ATTRS = frozenset({"dtype", "device", "is_cuda", "requires_grad", "layout", "is_sparse", "grad_fn"})
 _BINARY = frozenset({"+", "-", "*", "/", "@", "**", "//", "%", "&", "|", "^", "<<", ">>"})
 _COMPARE = frozenset({"<", ">", "==", "!=", "<=", ">="})
+_IDENTIFIER = re.compile(r"(?<![\w.%\"'])[A-Za-z_]\w*")
+_ITERATION = frozenset({"range", "enumerate", "zip", "reversed", "sorted", "list", "tuple", "iter"})
 _CONTAINER_METHODS = frozenset({"values", "children", "modules", "items"})
 
 
@@ -369,6 +371,18 @@ class FlowAnalysis:
             self.block.append(Return(values, self.src.span(stmt)))
             self.terminated = self.returned = True
             return
+        if not frame.outs:  # a nested call: its value gets a temporary, numbered when it is made
+            if len(nodes) == 1:
+                v = self._value(nodes[0])
+                if isinstance(v, Ref) and v.name.startswith("%"):
+                    frame.outs = (v.name,)
+                    frame.returns.append({v.name: v})
+                else:
+                    frame.outs = (self._temp(),)
+                    frame.returns.append({frame.outs[0]: self._bind_return(frame.outs[0], v)})
+                self.terminated = self.returned = True
+                return
+            frame.outs = (self._temp(),)
         outs = frame.outs
         if len(outs) == 1 and len(nodes) > 1:
             values_ = [_as_value(self._value(n)) for n in nodes]
@@ -392,9 +406,10 @@ class FlowAnalysis:
                 return v
             name = v.name
             frame = self.frame
-            if name in frame.renames.values() and self._rename_in_callee(name, out):
+            local = name.startswith("%") or name in frame.renames.values()
+            if local and self._rename_in_callee(name, out):
                 return Ref(out)
-            return v if name in frame.renames.values() else Ref(out)
+            return v if local else Ref(out)
         return v
 
     def _rename_in_callee(self, old: str, new: str) -> bool:
@@ -428,13 +443,13 @@ class FlowAnalysis:
         conditions: list[str] = []
         bodies: list[Node | None] = []
         test = stmt.child_by_field_name("condition")
-        conditions.append(self.src.norm(test) if test is not None else "?")
+        conditions.append(self._text(test) if test is not None else "?")
         bodies.append(stmt.child_by_field_name("consequence"))
         has_else = False
         for clause in stmt.children_by_field_name("alternative"):
             if clause.type == "elif_clause":
                 t = clause.child_by_field_name("condition")
-                conditions.append(self.src.norm(t) if t is not None else "?")
+                conditions.append(self._text(t) if t is not None else "?")
                 bodies.append(clause.child_by_field_name("consequence"))
             else:
                 has_else = True
@@ -524,18 +539,18 @@ class FlowAnalysis:
         if stmt.type == "for_statement":
             left = stmt.child_by_field_name("left")
             right = stmt.child_by_field_name("right")
-            iterable = self.src.norm(right) if right is not None else "?"
+            iterable = self._text(right) if right is not None else "?"
             flat = _flatten_targets(left) if left is not None else []
             names = [self.src.text(t) for t in flat if t.type == "identifier"]
             if right is not None:
                 over, module_targets = self._loop_over(right, len(names))
-                if over is None:
+                if over is None and not self._builtin_iteration(right):
                     self.stmt_span = span
                     self._value(right)
             targets = names
         else:
             cond = stmt.child_by_field_name("condition")
-            iterable = self.src.norm(cond) if cond is not None else "?"
+            iterable = self._text(cond) if cond is not None else "?"
         base_env = frame.env
         parent = self.block
         lst: list[Stmt] = []
@@ -586,6 +601,13 @@ class FlowAnalysis:
             if isinstance(v, _Module) and not v.path.endswith("[*]"):
                 return v.path
         return None
+
+    def _builtin_iteration(self, node: Node) -> bool:
+        """`range(n)`, `enumerate(x)`, `zip(a, b)`: iteration helpers whose call is not an op."""
+        if node.type != "call":
+            return False
+        func = node.child_by_field_name("function")
+        return func is not None and func.type == "identifier" and self.src.text(func) in _ITERATION
 
     def _call_args(self, call: Node) -> list[Node]:
         args = call.child_by_field_name("arguments")
@@ -660,6 +682,27 @@ class FlowAnalysis:
                 return Ref(n)
         return v
 
+    def _text(self, node: Node) -> str:
+        """Normalised source text; inside an inlined callee, its parameters and locals are renamed to
+        the caller's values and the unique local names, so the text reads in the caller's terms."""
+        text = self.src.norm(node)
+        frame = self.frame
+        if frame.root or not frame.env:
+            return text
+        env = frame.env
+
+        def substitute(m: re.Match[str]) -> str:
+            v = env.get(m.group(0))
+            if isinstance(v, Ref):
+                return v.name
+            if isinstance(v, _Module):
+                return v.path
+            if isinstance(v, Expr):
+                return v.text if v.text.replace(".", "").replace("_", "").isalnum() else f"({v.text})"
+            return m.group(0)
+
+        return _IDENTIFIER.sub(substitute, text)
+
     def _value(self, node: Node, outs: tuple[str, ...] | None = None) -> EnvVal:
         """Evaluate an expression: emit the ops it performs, return the value it yields."""
         kind = node.type
@@ -696,14 +739,14 @@ class FlowAnalysis:
                 return v
         if kind == "keyword_argument":
             value = node.child_by_field_name("value")
-            return self._value(value) if value is not None else Expr(self.src.norm(node))
-        return Expr(self.src.norm(node))
+            return self._value(value) if value is not None else Expr(self._text(node))
+        return Expr(self._text(node))
 
     def _attribute(self, node: Node, outs: tuple[str, ...] | None = None) -> EnvVal:
         obj = node.child_by_field_name("object")
         attr_node = node.child_by_field_name("attribute")
         if obj is None or attr_node is None:
-            return Expr(self.src.norm(node))
+            return Expr(self._text(node))
         attr = self.src.text(attr_node)
         if self._is_self(obj):
             path = f"self.{attr}"
@@ -715,18 +758,18 @@ class FlowAnalysis:
             return self._emit(OpKind.OPERATOR, "getattr", (receiver, Expr(attr)), (), node, outs)
         if isinstance(receiver, _Module):
             return Expr(f"{receiver.path}.{attr}")
-        return Expr(f"{receiver.text}.{attr}") if receiver.text.isidentifier() else Expr(self.src.norm(node))
+        return Expr(f"{receiver.text}.{attr}") if receiver.text.isidentifier() else Expr(self._text(node))
 
     def _index(self, node: Node) -> Value:
         subs = [s for s in node.children_by_field_name("subscript") if s.type != "comment"]
         if len(subs) == 1 and subs[0].type not in ("slice", "tuple", "ellipsis"):
             return _as_value(self._value(subs[0]))
-        return Expr(", ".join(self.src.norm(s) for s in subs))
+        return Expr(", ".join(self._text(s) for s in subs))
 
     def _subscript(self, node: Node, outs: tuple[str, ...] | None = None) -> EnvVal:
         value = node.child_by_field_name("value")
         if value is None:
-            return Expr(self.src.norm(node))
+            return Expr(self._text(node))
         container = self._value(value)
         if isinstance(container, _Module):
             self._index(node)
@@ -737,31 +780,31 @@ class FlowAnalysis:
         index = self._index(node)
         if isinstance(index, Ref):
             return self._emit(OpKind.OPERATOR, "getitem", (container, index), (), node, outs)
-        return Expr(self.src.norm(node))
+        return Expr(self._text(node))
 
     def _binary(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
         left = node.child_by_field_name("left")
         right = node.child_by_field_name("right")
         op = node.child_by_field_name("operator")
         if left is None or right is None or op is None:
-            return Expr(self.src.norm(node))
+            return Expr(self._text(node))
         lv = _as_value(self._value(left))
         rv = _as_value(self._value(right))
         symbol = self.src.text(op)
         if symbol in _BINARY and (isinstance(lv, Ref) or isinstance(rv, Ref)):
             return self._emit(OpKind.OPERATOR, symbol, (lv, rv), (), node, outs)
-        return Expr(self.src.norm(node))
+        return Expr(self._text(node))
 
     def _unary(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
         arg = node.child_by_field_name("argument")
         op = node.child_by_field_name("operator")
         if arg is None or op is None:
-            return Expr(self.src.norm(node))
+            return Expr(self._text(node))
         v = _as_value(self._value(arg))
         symbol = self.src.text(op)
         if isinstance(v, Ref) and symbol != "+":
             return self._emit(OpKind.OPERATOR, "neg" if symbol == "-" else symbol, (v,), (), node, outs)
-        return v if symbol == "+" else Expr(self.src.norm(node))
+        return v if symbol == "+" else Expr(self._text(node))
 
     def _comparison(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
         operands = [c for c in node.named_children if c.type != "comment"]
@@ -771,7 +814,7 @@ class FlowAnalysis:
             rv = _as_value(self._value(operands[1]))
             if isinstance(lv, Ref) or isinstance(rv, Ref):
                 return self._emit(OpKind.OPERATOR, operators[0], (lv, rv), (), node, outs)
-        return Expr(self.src.norm(node))
+        return Expr(self._text(node))
 
     def _display(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
         elements = [c for c in node.named_children if c.type != "comment"]
@@ -782,14 +825,14 @@ class FlowAnalysis:
         if any(isinstance(v, Ref) for v in values):
             kind = "list" if node.type == "list" else "tuple"
             return self._emit(OpKind.OPERATOR, kind, tuple(values), (), node, outs)
-        return Expr(self.src.norm(node))
+        return Expr(self._text(node))
 
     def _conditional(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
         parts = [c for c in node.named_children if c.type != "comment"]
         if len(parts) != 3:
-            return Expr(self.src.norm(node))
+            return Expr(self._text(node))
         if self.nesting >= MAX_NESTING:
-            return Expr(self.src.norm(node))
+            return Expr(self._text(node))
         yes, test, no = parts
         out = outs or (self._temp(),)
         parent = self.block
@@ -812,9 +855,9 @@ class FlowAnalysis:
             for v in values:
                 if isinstance(v, Ref):
                     return v
-            return Expr(self.src.norm(node))
+            return Expr(self._text(node))
         self.block.append(
-            Branch((self.src.norm(test), "else"), (tuple(blocks[0]), tuple(blocks[1])), self.src.span(node))
+            Branch((self._text(test), "else"), (tuple(blocks[0]), tuple(blocks[1])), self.src.span(node))
         )
         return Ref(out[0])
 
@@ -828,7 +871,7 @@ class FlowAnalysis:
         if args_node is None:
             return args, kwargs, True
         if args_node.type == "generator_expression":
-            return [Expr(self.src.norm(args_node))], kwargs, True
+            return [Expr(self._text(args_node))], kwargs, True
         for a in args_node.named_children:
             kind = a.type
             if kind == "comment":
@@ -853,7 +896,7 @@ class FlowAnalysis:
     def _call(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
         func = node.child_by_field_name("function")
         if func is None:
-            return Expr(self.src.norm(node))
+            return Expr(self._text(node))
         if func.type == "attribute":
             obj = func.child_by_field_name("object")
             attr_node = func.child_by_field_name("attribute")
@@ -866,7 +909,7 @@ class FlowAnalysis:
         if isinstance(callee, _Module):
             return self._emit(OpKind.MODULE, callee.path, tuple(args), tuple(kwargs), node, outs)
         if isinstance(callee, Expr) and opaque:
-            return Expr(self.src.norm(node))
+            return Expr(self._text(node))
         target = callee.name if isinstance(callee, Ref) else self.src.norm(func)
         return self._emit(OpKind.CALL, target, tuple(args), tuple(kwargs), node, outs)
 
@@ -906,7 +949,7 @@ class FlowAnalysis:
                 qualified = self.symbols.qualify(f"{dotted}.{attr}")
                 args, kwargs, opaque = self._args(node)
                 if opaque and is_opaque_function(qualified):
-                    return Expr(self.src.norm(node))
+                    return Expr(self._text(node))
                 return self._emit(OpKind.FUNCTION, qualified, tuple(args), tuple(kwargs), node, outs)
         receiver = self._value(obj)
         if isinstance(receiver, _Module):
@@ -915,7 +958,7 @@ class FlowAnalysis:
             return self._emit(OpKind.MODULE, path, tuple(args), tuple(kwargs), node, outs)
         args, kwargs, opaque = self._args(node)
         if isinstance(receiver, Expr) and opaque:
-            return Expr(self.src.norm(node))
+            return Expr(self._text(node))
         return self._emit(OpKind.METHOD, attr, (receiver, *args), tuple(kwargs), node, outs)
 
     def _name_call(self, node: Node, name: str, outs: tuple[str, ...] | None) -> EnvVal:
@@ -929,7 +972,10 @@ class FlowAnalysis:
         if isinstance(v, Expr):
             name = v.text
         if v is None or name.replace(".", "").replace("_", "").isalnum():
-            function = self.symbols.function_node(name) if v is None else None
+            # Helpers are inlined into methods only: a module-level function is analysed on its own,
+            # so inlining it into another function would report its sites twice.
+            inline_helpers = self.class_name is not None
+            function = self.symbols.function_node(name) if v is None and inline_helpers else None
             if function is not None:
                 self.inlined.add(name)
                 return self._inline(None, function, name, node, outs, bound=False)
@@ -937,7 +983,7 @@ class FlowAnalysis:
             qualified = name if same_file_class else self.symbols.qualify(name)
             args, kwargs, opaque = self._args(node)
             if opaque and not same_file_class and is_opaque_function(qualified):
-                return Expr(self.src.norm(node))
+                return Expr(self._text(node))
             return self._emit(OpKind.FUNCTION, qualified, tuple(args), tuple(kwargs), node, outs)
         args, kwargs, _ = self._args(node)
         return self._emit(OpKind.CALL, name, tuple(args), tuple(kwargs), node, outs)
@@ -958,7 +1004,7 @@ class FlowAnalysis:
         if bound and ps:
             self_name = ps[0].name
             ps = ps[1:]
-        call_outs = outs or (self._temp(),)
+        call_outs = outs or ()
         self.names.update(call_outs)
         env: dict[str, EnvVal] = {}
         positional = [p for p in ps if p.kind == ParamKind.POSITIONAL]
@@ -1004,10 +1050,10 @@ class FlowAnalysis:
             self.frames.pop()
             self.stmt_span = saved_span
             self.terminated = saved_terminated
-        return self._call_result(frame, call_outs)
+        return self._call_result(frame, frame.outs)
 
     def _call_result(self, frame: _Frame, outs: tuple[str, ...]) -> EnvVal:
-        if not frame.returns:
+        if not frame.returns or not outs:
             return Expr("None")
         first = frame.returns[0].get(outs[0], Ref(outs[0]))
         if all(r.get(outs[0]) == first for r in frame.returns):

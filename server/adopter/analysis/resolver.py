@@ -62,6 +62,23 @@ class ModuleResolver:
         self._exists: dict[str, bool] = {}
         self._answers: dict[tuple[str, str], bool | None] = {}
 
+    @classmethod
+    def for_archive(cls, archive: str) -> ModuleResolver:
+        """A resolver over the files of a zip archive (a wheel), addressed by member path."""
+        import zipfile
+
+        with zipfile.ZipFile(archive) as zf:
+            names = set(zf.namelist())
+
+        def read(member: str) -> str | None:
+            member = os.path.normpath(member).replace(os.sep, "/")
+            if member not in names:
+                return None
+            with zipfile.ZipFile(archive) as zf:
+                return zf.read(member).decode("utf-8", errors="replace")
+
+        return cls(read, search_paths=[""])
+
     def clear(self) -> None:
         """Forget everything read so far (files on disk changed)."""
         self._symbols.clear()
@@ -81,7 +98,7 @@ class ModuleResolver:
         """The dotted package containing the file `path` (from the `__init__.py` files above it)."""
         if not path:
             return None
-        root, parts = self._package_root(path)
+        _, parts = self._package_root(path)
         return ".".join(parts) if parts else None
 
     def _package_root(self, path: str) -> tuple[str, list[str]]:

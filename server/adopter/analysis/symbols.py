@@ -145,12 +145,12 @@ class ModuleSymbols:
     def _import(self, node: Node) -> None:
         for child in node.children_by_field_name("name"):
             if child.type == "aliased_import":
-                name = dotted_text(child.child_by_field_name("name"), self.src)
+                name_node = child.child_by_field_name("name")
                 alias = child.child_by_field_name("alias")
-                if name and alias is not None:
-                    self.imports[self.src.text(alias)] = name
+                if name_node is not None and alias is not None:
+                    self.imports[self.src.text(alias)] = self.src.text(name_node)
             else:
-                name = dotted_text(child, self.src)
+                name = self.src.text(child)
                 if name:
                     root = name.split(".")[0]
                     self.imports[root] = root
