@@ -7,16 +7,16 @@ from collections.abc import Iterator, Sequence
 from adopter.dsl.errors import error_problem
 from adopter.dsl.lexical import PLACEHOLDER_RE
 from adopter.dsl.transform import FAMILY_RANGE, ParsedRule
-from adopter.dsl.types import Guard, GuardKind, OpKind, PAny, Problem, PValue, PVar, Rule, Span
+from adopter.dsl.types import Guard, OpKind, PAny, Problem, PValue, PVar, Rule, Span
 
-# Guard kind -> (minimum number of arguments, maximum or None, how many leading ones must be variables)
-GUARD_ARITY: dict[GuardKind, tuple[int, int | None, int | None]] = {
-    GuardKind.SINGLE_USE: (1, None, None),
-    GuardKind.NOT_REASSIGNED: (1, None, None),
-    GuardKind.NOT_USED_AFTER: (1, None, None),
-    GuardKind.EQUALS: (2, 2, 1),
-    GuardKind.ONE_OF: (2, None, 1),
+# Guard kind -> (minimum number of arguments, maximum or None, how many leading ones must be variables,
+# None for all). Kinds not listed take one or more variables.
+GUARD_ARITY: dict[str, tuple[int, int | None, int | None]] = {
+    "equals": (2, 2, 1),
+    "one_of": (2, None, 1),
+    "no_kwarg": (2, None, 1),
 }
+DEFAULT_ARITY: tuple[int, int | None, int | None] = (1, None, None)
 
 
 def check_rules(parsed: Sequence[ParsedRule], path: str | None) -> tuple[Problem, ...]:
@@ -109,7 +109,7 @@ def _rule_problems(item: ParsedRule) -> Iterator[tuple[str, Span | None]]:
 
 
 def _guard_problems(guard: Guard, defined: set[str]) -> Iterator[tuple[str, Span | None]]:
-    low, high, leading = GUARD_ARITY[guard.kind]
+    low, high, leading = GUARD_ARITY.get(guard.kind.value, DEFAULT_ARITY)
     count = len(guard.args)
     if count < low or (high is not None and count > high):
         wanted = f"{low}" if low == high else f"at least {low}"

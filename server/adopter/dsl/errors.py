@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.lexer import PatternStr
@@ -132,7 +133,6 @@ def _describe_expected(expected: set[str]) -> str:
 
 def syntax_problem(exc: UnexpectedInput, text: str, path: str | None) -> Problem:
     """A positioned, readable problem for a Lark parse error."""
-    from adopter.dsl.grammar import parser
 
     line = max(getattr(exc, "line", 1) or 1, 1) - 1
     col = max(getattr(exc, "column", 1) or 1, 1) - 1
@@ -150,25 +150,69 @@ def syntax_problem(exc: UnexpectedInput, text: str, path: str | None) -> Problem
             return error_problem("a pattern variable is `$` followed by a name, e.g. `$x`", span, path)
         expected = _describe_expected(set(exc.allowed or ()))
         return error_problem(f"unexpected character {char!r}; expected {expected}", span, path)
-    label: str | None = None
-    try:
-        label = exc.match_examples(parser().parse, BAD_EXAMPLES, use_accepts=True)
-    except Exception:  # the example table must never turn one error into another
-        label = None
+    label = match_bad_example(exc)
     if isinstance(exc, UnexpectedToken):
         token = exc.token
+        expected_names = set(exc.accepts or exc.expected)
+        if token.type == "QUOTED" and str(token).startswith("``") and "FENCE" in expected_names:
+            return error_problem("unterminated code block: no closing ``` of the same length", span, path)
         if token.type == "$END":
-            found = "the end of the file"
             span = _end_span(text)
+            if "RBRACE" in expected_names:
+                return error_problem(label or "the file ends inside a block: a `}` is missing", span, path)
+            found = "the end of the file"
         else:
             found = repr(str(token))
             span = Span(line, col, line, col + max(1, len(str(token).split("\n")[0])))
-        expected = _describe_expected(set(exc.accepts or exc.expected))
-        detail = f"unexpected {found}; expected {expected}"
-        return error_problem(f"{label} ({detail})" if label else detail, span, path)
+        detail = f"found {found}, expected {_describe_expected(expected_names)}"
+        return error_problem(f"{label} ({detail})" if label else f"unexpected {found}; expected {_describe_expected(expected_names)}", span, path)
     if isinstance(exc, UnexpectedEOF):
         return error_problem(label or "unexpected end of the file", _end_span(text), path)
     return error_problem(label or str(exc), span, path)
+
+
+def _state_of(exc: UnexpectedInput) -> object:
+    state = exc.state
+    return getattr(state, "position", state)
+
+
+@lru_cache(maxsize=1)
+def _bad_example_errors() -> tuple[tuple[str, object, str | None, frozenset[str]], ...]:
+    """Each bad example's label, failing parser state, unexpected token type and accepted tokens."""
+    from adopter.dsl.grammar import parser
+
+    found: list[tuple[str, object, str | None, frozenset[str]]] = []
+    for label, examples in BAD_EXAMPLES.items():
+        for example in examples:
+            try:
+                parser().parse(example)
+            except UnexpectedInput as exc:
+                token = getattr(exc, "token", None)
+                accepts = frozenset(getattr(exc, "accepts", None) or ())
+                found.append((label, _state_of(exc), token.type if token is not None else None, accepts))
+    return tuple(found)
+
+
+def match_bad_example(exc: UnexpectedInput) -> str | None:
+    """The label of the bad example failing like `exc` (same parser state; same token type preferred).
+
+    Unlike Lark's `match_examples`, states are compared by LALR state alone, not stack depth, so an
+    example written as one short line matches the same mistake deep inside a real file.
+    """
+    if exc.state is None:
+        return None
+    state = _state_of(exc)
+    token = getattr(exc, "token", None)
+    token_type = token.type if token is not None else None
+    accepts = frozenset(getattr(exc, "accepts", None) or ())
+    fallback: str | None = None
+    for label, example_state, example_token, example_accepts in _bad_example_errors():
+        if example_state != state or (accepts and example_accepts and accepts != example_accepts):
+            continue
+        if example_token == token_type:
+            return label
+        fallback = fallback or label
+    return fallback
 
 
 def _end_span(text: str) -> Span:
