@@ -399,20 +399,14 @@ def test_rewrite_is_equivalent(case: Case, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def _source_for_optimizer(call: str) -> str:
-    return textwrap.dedent(f"""
-        import torch
-
-
-        def make_optimizer(model):
-            optimizer = {call}
-            return optimizer
-    """)
+    return f"import torch\n\n\ndef make_optimizer(model):\n    optimizer = {call}\n    return optimizer\n"
 
 
 @pytest.mark.parametrize("call", [
     "torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01)",
     "torch.optim.Adam(model.parameters(), lr=1e-2, amsgrad=True)",
     "torch.optim.Adam(\n        model.parameters(),\n        lr=1e-2,\n    )",
+    "torch.optim.Adam(\nmodel.parameters(), lr=1e-2\n)",
 ])
 def test_fused_adam_steps_like_the_original(call: str) -> None:
     rules = rules_of("f17-fused-adam")

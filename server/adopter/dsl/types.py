@@ -329,6 +329,7 @@ class GuardKind(str, Enum):
     EQUALS = "equals"  # an argument has a given normalised text: equals($dim, -1)
     ONE_OF = "one_of"
     NOT_USED_AFTER = "not_used_after"  # the value is dead after the match (e.g. attention probs)
+    NO_KWARG = "no_kwarg"  # no_kwarg($v, fused, foreach): the op defining $v passes none of these keywords
 
 
 @dataclass(frozen=True, slots=True)

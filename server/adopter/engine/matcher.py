@@ -430,6 +430,8 @@ class RuleMatcher:
             texts = [self._text(self._value(a, state)) for a in g.args[1:]]
             mine = self._text(first)
             return mine in texts if g.kind == GuardKind.ONE_OF else all(t == mine for t in texts)
+        if g.kind == GuardKind.NO_KWARG:
+            return self._no_kwarg(g, state)
         for arg in g.args:
             value = self._value(arg, state)
             if value is None or value[0] != "ref":
@@ -442,6 +444,15 @@ class RuleMatcher:
             if not ok:
                 return False
         return True
+
+    def _no_kwarg(self, g: Guard, state: _State) -> bool:
+        """The op defining the first argument passes none of the keywords named by the others."""
+        value = self._value(g.args[0], state)
+        if value is None or value[0] != "ref" or value[2] < 0:  # type: ignore[misc]
+            return True
+        op = self.flat.nodes[value[2]].op  # type: ignore[misc]
+        banned = {self._text(self._value(a, state)) for a in g.args[1:]}
+        return op is None or not any(k.name in banned for k in op.kwargs)
 
     @staticmethod
     def _text(value: Bound | None) -> str | None:

@@ -216,8 +216,8 @@ def rewrite_chain(ctx: SynthContext, new_expr: str, ops: Sequence[Op] | None = N
 
     for start, end, repl in sorted(edits, key=lambda e: e[0], reverse=True):
         text = text[: offset(start)] + repl + text[offset(end) :]
-    code = text.rstrip("\n")
-    # The region's first line keeps its indentation so that dedenting treats all lines alike.
-    if not code.startswith(indent):
-        code = indent + code.lstrip(" \t")
-    ctx.replace_statements([first, final_stmt], textwrap.dedent(code))
+    # Relative to the block's indentation (the framework indents the code to fit); continuation
+    # lines indented less than the block (legal inside brackets) are left as they are.
+    code_lines = text.rstrip("\n").split("\n")
+    code_lines = [code_lines[0].lstrip(" \t")] + [line.removeprefix(indent) for line in code_lines[1:]]
+    ctx.replace_statements([first, final_stmt], "\n".join(code_lines))
