@@ -21,6 +21,7 @@ def analyse(source: str | bytes, path: str | None = None, *, resolver: ModuleRes
         data, problem = check_input(source, path)
         if data is None:
             return ModuleFile(path, (), (problem,) if problem is not None else ())
+        # The same code path as the incremental DocumentAnalysis, with a fresh (empty) cache.
         tree = new_parser().parse(data)
         return Analyser(resolver).run(data, tree, path)
     except Exception as exc:  # the contract: never raise, report

@@ -65,7 +65,7 @@ class Analyser:
                 if not table.is_module(name):
                     continue
                 entry = self._unit(f"class {name}", info.node, symbols, fresh,
-                                   lambda n=name: self._class(n, src, symbols, table),  # type: ignore[misc]
+                                   lambda n=name: self._class(n, src, symbols, table),
                                    table.module_deps(name))
             except Exception as exc:  # one broken class must not hide the others
                 problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
@@ -77,7 +77,7 @@ class Analyser:
         for name, node in symbols.functions.items():
             try:
                 entry = self._unit(f"def {name}", node, symbols, fresh,
-                                   lambda fn=node: self._function(fn, src, symbols), frozenset())  # type: ignore[misc]
+                                   lambda fn=node: self._function(fn, src, symbols), frozenset())
             except Exception as exc:
                 problems.append(_internal(f"function {name}", exc, src.span(node), path))
                 continue

@@ -74,7 +74,9 @@ class InitAnalysis:
         ps = params(node, self.src)
         self._function(owner, node, (), 0)
         bindings = [
-            Binding(b.attr, b.value, b.span, _cond_text(b.conds)) for group in self.state.values() for b in group
+            Binding(b.attr, b.value, b.span, _cond_text(b.conds))
+            for group in self.state.values()
+            for b in sorted(group, key=lambda b: (b.span.start_line, b.span.start_col))
         ]
         return Init(ps[1:], tuple(bindings), self.src.span(node))
 
@@ -182,7 +184,7 @@ class InitAnalysis:
                     if b not in out:
                         out.append(b)
             if out:
-                merged[key] = out
+                merged[key] = _union_containers(out)
         return merged
 
     def _merge_locals(
@@ -421,6 +423,8 @@ class InitAnalysis:
         args_node = call.child_by_field_name("arguments")
         if args_node is None:
             return (), (), None
+        if args_node.type == "generator_expression":
+            return self._items(args_node)
         arg_nodes = [a for a in args_node.named_children if a.type not in ("comment", "keyword_argument")]
         if len(arg_nodes) == 1:
             return self._items(arg_nodes[0])
@@ -459,22 +463,22 @@ class InitAnalysis:
                         repeat = _range_count(right, self.src) or self.src.norm(right)
                     break
             if body is not None and body.type == "pair":
-                k = body.child_by_field_name("key")
-                v = body.child_by_field_name("value")
-                if v is not None:
-                    ctors = self._ctor_alts(v)
-                    return tuple(ctors), tuple(_key_text(k, self.src) if k else "?" for _ in ctors), repeat
+                key_node = body.child_by_field_name("key")
+                value_node = body.child_by_field_name("value")
+                if value_node is not None:
+                    ctors = self._ctor_alts(value_node)
+                    return tuple(ctors), tuple(_key_text(key_node, self.src) for _ in ctors), repeat
             if body is not None:
                 return tuple(self._ctor_alts(body)), (), repeat
         if kind == "dictionary":
             for pair in node.named_children:
                 if pair.type == "pair":
-                    k = pair.child_by_field_name("key")
-                    v = pair.child_by_field_name("value")
-                    if v is not None:
-                        for c in self._ctor_alts(v):
+                    key_node = pair.child_by_field_name("key")
+                    value_node = pair.child_by_field_name("value")
+                    if value_node is not None:
+                        for c in self._ctor_alts(value_node):
                             items.append(c)
-                            keys.append(_key_text(k, self.src) if k is not None else "?")
+                            keys.append(_key_text(key_node, self.src))
             return tuple(items), tuple(keys), None
         if kind == "call":  # OrderedDict([...]) / dict(...)
             func = dotted_text(node.child_by_field_name("function"), self.src) or ""
@@ -491,6 +495,36 @@ class InitAnalysis:
             if isinstance(local, list):
                 return tuple(v for _, v in local if isinstance(v, Ctor)), (), None
         return (), (), None
+
+
+def _union_containers(group: list[_B]) -> list[_B]:
+    """One binding per container statement: a container extended differently on two paths (appends
+    under if/else in a loop) holds the union of the items."""
+    out: list[_B] = []
+    for b in group:
+        if isinstance(b.value, Ctor) and b.value.callee in CONTAINERS:
+            for k, o in enumerate(out):
+                if (
+                    o.span == b.span
+                    and o.conds == b.conds
+                    and isinstance(o.value, Ctor)
+                    and o.value.callee == b.value.callee
+                ):
+                    items = list(o.value.items)
+                    keys = list(o.value.keys)
+                    for i, item in enumerate(b.value.items):
+                        if item not in items:
+                            items.append(item)
+                            if i < len(b.value.keys):
+                                keys.append(b.value.keys[i])
+                    value = replace(o.value, items=tuple(items), keys=tuple(keys), repeat=o.value.repeat or b.value.repeat)
+                    out[k] = replace(o, value=value)
+                    break
+            else:
+                out.append(b)
+        else:
+            out.append(b)
+    return out
 
 
 def _self_attr(node: Node | None, self_name: str, src: SourceText) -> str | None:

@@ -391,8 +391,8 @@ class FlowAnalysis:
         elif len(outs) == 1 and len(nodes) == 1:
             frame.returns.append({outs[0]: self._bind_return(outs[0], self._value(nodes[0], outs))})
         elif len(outs) == len(nodes) and outs:
-            values = tuple(self._value(n) for n in nodes)
-            frame.returns.append({o: self._bind_return(o, v) for o, v in zip(outs, values)})
+            results = [self._value(n) for n in nodes]
+            frame.returns.append({o: self._bind_return(o, v) for o, v in zip(outs, results)})
         else:
             for n in nodes:
                 self._value(n)
@@ -445,6 +445,9 @@ class FlowAnalysis:
         test = stmt.child_by_field_name("condition")
         conditions.append(self._text(test) if test is not None else "?")
         bodies.append(stmt.child_by_field_name("consequence"))
+        if test is not None:  # the first test always runs: its calls are ops before the branch
+            self.stmt_span = self.src.span(test)
+            self._value(test)
         has_else = False
         for clause in stmt.children_by_field_name("alternative"):
             if clause.type == "elif_clause":
@@ -809,11 +812,10 @@ class FlowAnalysis:
     def _comparison(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
         operands = [c for c in node.named_children if c.type != "comment"]
         operators = [self.src.text(c) for c in node.children if not c.is_named]
-        if len(operands) == 2 and len(operators) == 1 and operators[0] in _COMPARE:
-            lv = _as_value(self._value(operands[0]))
-            rv = _as_value(self._value(operands[1]))
-            if isinstance(lv, Ref) or isinstance(rv, Ref):
-                return self._emit(OpKind.OPERATOR, operators[0], (lv, rv), (), node, outs)
+        values = [_as_value(self._value(o)) for o in operands]
+        if len(values) == 2 and len(operators) == 1 and operators[0] in _COMPARE:
+            if any(isinstance(v, Ref) for v in values):
+                return self._emit(OpKind.OPERATOR, operators[0], (values[0], values[1]), (), node, outs)
         return Expr(self._text(node))
 
     def _display(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:

@@ -32,6 +32,8 @@ def is_torch_name(qualified: str) -> bool:
 
 def is_opaque_function(qualified: str) -> bool:
     """A function whose call with only opaque arguments is itself opaque (`math.sqrt(d)`, `len(x)`)."""
+    if qualified.rsplit(".", 1)[-1][:1].isupper():  # instantiating a class (a model, a loss) is an op
+        return qualified in _TORCH_METADATA or qualified in BUILTIN_NAMES
     if not is_torch_name(qualified):
         return True
     return qualified in _TORCH_METADATA or qualified.startswith(_TORCH_METADATA_PREFIXES)

@@ -1,0 +1,177 @@
+"""Incremental analysis of one open document, for the language server.
+
+Lifecycle: the server creates one `DocumentAnalysis(text, path)` per opened document, tells it about
+each change with `edit` (a range replaced, in internal positions), `update` (the whole new text; the
+changed range is found by diffing) or `apply_edit` (raw tree-sitter edit arguments), and calls
+`result()` when it needs the `ModuleFile`. Each change calls `tree.edit` and re-parses with the old
+tree (tree-sitter reuses the unchanged subtrees); `result()` re-analyses only the units (classes,
+functions, top-level code) whose source text, position or module-level dependencies changed.
+`invalidate()` drops the caches (e.g. when other workspace files changed). Not thread-safe: one
+document, one caller at a time. Never raises from `result()`.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Tree
+
+from adopter.analysis.analyser import Analyser
+from adopter.analysis.resolver import ModuleResolver
+from adopter.analysis.source import check_input, new_parser
+from adopter.dsl.types import ModuleFile, Problem, Severity
+
+
+def _point(data: bytes, offset: int) -> tuple[int, int]:
+    """The tree-sitter (row, byte column) of byte `offset` in `data`."""
+    row = data.count(b"\n", 0, offset)
+    return (row, offset - (data.rfind(b"\n", 0, offset) + 1))
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # binary search on slice equality: O(log n) comparisons done in C
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid :] == b[len(b) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class DocumentAnalysis:
+    """The parse tree and analysis of one document, kept up to date edit by edit."""
+
+    def __init__(self, text: str, path: str | None = None, *, resolver: ModuleResolver | None = None) -> None:
+        self.path = path
+        self._parser = new_parser()
+        self._analyser = Analyser(resolver)
+        self._text = text
+        self._data: bytes | None = None
+        self._tree: Tree | None = None
+        self._problem: Problem | None = None
+        self._result: ModuleFile | None = None
+        self._set_text(text, None)
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    @property
+    def tree(self) -> Tree | None:
+        """The current tree-sitter tree (None when the text cannot be analysed: binary, too large)."""
+        return self._tree
+
+    @property
+    def reanalysed(self) -> tuple[str, ...]:
+        """The units the last `result()` analysed afresh (e.g. `("class BertLayer",)`); for tests and logs."""
+        return tuple(self._analyser.reanalysed)
+
+    def _set_text(self, text: str, edit: tuple[int, int, int] | None) -> None:
+        """Adopt `text`; `edit` = (start byte, old end byte, new end byte) of the change, when known."""
+        data, problem = check_input(text, self.path)
+        self._text = text
+        self._result = None
+        self._problem = problem
+        if data is None:
+            self._data = None
+            self._tree = None
+            return
+        old_data, old_tree = self._data, self._tree
+        if old_tree is not None and old_data is not None and edit is not None:
+            start, old_end, new_end = edit
+            old_tree.edit(
+                start_byte=start,
+                old_end_byte=old_end,
+                new_end_byte=new_end,
+                start_point=_point(old_data, start),
+                old_end_point=_point(old_data, old_end),
+                new_end_point=_point(data, new_end),
+            )
+            self._tree = self._parser.parse(data, old_tree)
+        else:
+            self._tree = self._parser.parse(data)
+        self._data = data
+
+    def update(self, new_text: str) -> None:
+        """Replace the whole text; the changed range is found by comparing with the previous text."""
+        if new_text == self._text:
+            return
+        old = self._data
+        new = new_text.encode("utf-8", errors="surrogatepass")
+        if old is None:
+            self._set_text(new_text, None)
+            return
+        start = _common_prefix(old, new)
+        suffix = _common_suffix(old, new, min(len(old), len(new)) - start)
+        self._set_text(new_text, (start, len(old) - suffix, len(new) - suffix))
+
+    def edit(self, start: tuple[int, int], end: tuple[int, int], replacement: str) -> None:
+        """Replace the range `start`-`end` (internal positions: 0-based line, code-point column)."""
+        lines = self._text.splitlines(keepends=True)
+
+        def offset(pos: tuple[int, int]) -> int:
+            line, col = pos
+            if line >= len(lines):
+                return len(self._text)
+            return sum(len(s) for s in lines[:line]) + min(col, len(lines[line].rstrip("\r\n")))
+
+        a, b = offset(start), offset(end)
+        if b < a:
+            raise ValueError(f"edit range ends before it starts: {start} > {end}")
+        new_text = self._text[:a] + replacement + self._text[b:]
+        if self._data is None:
+            self._set_text(new_text, None)
+            return
+        start_byte = len(self._text[:a].encode("utf-8", errors="surrogatepass"))
+        old_end_byte = start_byte + len(self._text[a:b].encode("utf-8", errors="surrogatepass"))
+        new_end_byte = start_byte + len(replacement.encode("utf-8", errors="surrogatepass"))
+        self._set_text(new_text, (start_byte, old_end_byte, new_end_byte))
+
+    def apply_edit(
+        self,
+        start_byte: int,
+        old_end_byte: int,
+        new_end_byte: int,
+        start_point: tuple[int, int],
+        old_end_point: tuple[int, int],
+        new_end_point: tuple[int, int],
+        new_text: str,
+    ) -> None:
+        """A change given as tree-sitter's edit arguments (byte offsets, (row, byte column) points),
+        with `new_text` the whole document after the change."""
+        del start_point, old_end_point, new_end_point  # recomputed from the texts, which are authoritative
+        self._set_text(new_text, (start_byte, old_end_byte, new_end_byte))
+
+    def invalidate(self) -> None:
+        """Forget cached analyses and resolved imports (other files changed)."""
+        self._analyser.clear()
+        self._analyser.resolver.clear()
+        self._result = None
+
+    def result(self) -> ModuleFile:
+        """The current ModuleFile; re-analyses only what changed since the last call. Never raises."""
+        if self._result is not None:
+            return self._result
+        if self._tree is None or self._data is None:
+            problems = (self._problem,) if self._problem is not None else ()
+            self._result = ModuleFile(self.path, (), problems)
+            return self._result
+        try:
+            self._result = self._analyser.run(self._data, self._tree, self.path)
+        except Exception as exc:  # the contract: never raise
+            self._result = ModuleFile(
+                self.path,
+                (),
+                (Problem(f"internal error: {type(exc).__name__}: {exc}", None, self.path, Severity.ERROR, "internal-error"),),
+            )
+        return self._result

@@ -1,0 +1,64 @@
+"""Helpers for the analysis tests: analyse a snippet, pick a class, flatten ops."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+
+from adopter.analysis import analyse
+from adopter.dsl.types import Architecture, Binding, Block, Branch, Loop, ModuleFile, Op, Ref, Return, Value
+
+HEADER = "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+
+
+def module(code: str, *, header: bool = True, path: str | None = None) -> ModuleFile:
+    text = (HEADER if header else "") + textwrap.dedent(code)
+    return analyse(text, path)
+
+
+def arch(code: str, name: str | None = None, **kw: object) -> Architecture:
+    mf = module(code, **kw)  # type: ignore[arg-type]
+    found = [a for a in mf.architectures if name is None or a.name == name]
+    assert found, f"no architecture {name!r} in {[a.name for a in mf.architectures]}; problems {mf.problems}"
+    return found[-1]
+
+
+def walk(block: Block) -> Iterator[Op | Return | Branch | Loop]:
+    """Every statement of a block, depth first, in source order."""
+    for stmt in block:
+        yield stmt
+        if isinstance(stmt, Branch):
+            for path in stmt.paths:
+                yield from walk(path)
+        elif isinstance(stmt, Loop):
+            yield from walk(stmt.body)
+
+
+def ops(block: Block) -> list[Op]:
+    return [s for s in walk(block) if isinstance(s, Op)]
+
+
+def show(v: Value) -> str:
+    return v.name if isinstance(v, Ref) else v.text
+
+
+def line(op: Op) -> str:
+    """`out = kind target(args, k=v)` in a compact form for table-driven assertions."""
+    args = [show(a) for a in op.args] + [f"{k.name}={show(k.value)}" for k in op.kwargs]
+    return f"{', '.join(op.outputs)} = {op.kind.value} {op.target}({', '.join(args)})"
+
+
+def lines(block: Block) -> list[str]:
+    return [line(op) for op in ops(block)]
+
+
+def forward_lines(code: str, name: str | None = None) -> list[str]:
+    a = arch(code, name)
+    assert a.forward is not None
+    return lines(a.forward.body)
+
+
+def bindings(code: str, name: str | None = None) -> list[Binding]:
+    a = arch(code, name)
+    assert a.init is not None
+    return list(a.init.bindings)
