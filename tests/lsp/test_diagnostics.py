@@ -75,10 +75,10 @@ async def test_close_clears_diagnostics(client: LanguageClient, tmp_path: Path) 
     assert await analysed(client, uri, 1)
     client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
     for _ in range(500):
-        if client.diagnostics.get(uri) == []:
+        if not client.diagnostics.get(uri):
             break
         await asyncio.sleep(0.01)
-    assert client.diagnostics.get(uri) == []
+    assert uri in client.diagnostics and len(client.diagnostics[uri]) == 0
 
 
 async def test_binary_garbage_is_a_visible_problem_not_a_crash(client: LanguageClient, tmp_path: Path) -> None:

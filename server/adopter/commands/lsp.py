@@ -39,9 +39,11 @@ def run(args: argparse.Namespace) -> int:
             return 2
     logging.basicConfig(
         filename=args.log_file,
-        level=logging.DEBUG if args.verbose else logging.INFO,
+        level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # pygls logs every message at INFO: keep that for --verbose, Adopter's own info always.
+    logging.getLogger("adopter").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     from adopter.lsp.server import build_server
 
     server = build_server()
