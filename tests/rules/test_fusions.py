@@ -474,3 +474,15 @@ def test_helpers_are_added_once_per_file() -> None:
     newer, count2, _ = fix(extra, rules_of("f07-conv-bn"))
     assert count2 == 1 and newer is not None
     assert newer.count("def folded_conv_bn") == 1 and "folded_conv_bn(x, self.conv, self.bn)" in newer
+
+
+def test_a_stored_intermediate_blocks_the_rewrite() -> None:
+    # `self.cache = hidden_states` reads the dropped-out value: deleting its statement would change it.
+    source = textwrap.dedent(BERT_OUTPUT).replace(
+        "        hidden_states = self.LayerNorm(",
+        "        self.cache = hidden_states\n        hidden_states = self.LayerNorm(",
+    )
+    new_source, count, reasons = fix(source, rules_of("f05-dropout-add-layernorm"))
+    # Either the analysis sees the use (no finding) or the strategy reads it and declines.
+    assert new_source is None
+    assert count == 0 or any("also used on line" in r for r in reasons), reasons

@@ -20,10 +20,12 @@ def fused_linear_gelu(x, linear, act):
     The Linear keeps its weight and bias, so checkpoints load unchanged; any other activation runs
     the original modules.
     """
+    import torch
+
     kind = type(act).__name__
-    if act is {F}.gelu or kind == "GELUActivation":
+    if act is torch.nn.functional.gelu or kind == "GELUActivation":
         approximate = "none"
-    elif isinstance(act, {torch}.nn.GELU):
+    elif isinstance(act, torch.nn.GELU):
         approximate = act.approximate
     elif kind in ("NewGELUActivation", "FastGELUActivation", "PytorchGELUTanh", "GELUTanh"):
         approximate = "tanh"
@@ -31,9 +33,9 @@ def fused_linear_gelu(x, linear, act):
         return act(linear(x))
     if approximate == "tanh" and x.is_cuda and linear.bias is not None and x.dim() >= 2:
         # cuBLASLt applies bias and tanh-GELU in the GEMM epilogue.
-        out = {torch}._addmm_activation(linear.bias, x.reshape(-1, x.shape[-1]), linear.weight.t(), use_gelu=True)
+        out = torch._addmm_activation(linear.bias, x.reshape(-1, x.shape[-1]), linear.weight.t(), use_gelu=True)
         return out.view(*x.shape[:-1], out.shape[-1])
-    return {F}.gelu({F}.linear(x, linear.weight, linear.bias), approximate=approximate)
+    return torch.nn.functional.gelu(torch.nn.functional.linear(x, linear.weight, linear.bias), approximate=approximate)
 '''
 
 
@@ -43,8 +45,7 @@ def linear_gelu(ctx: SynthContext) -> None:
     linear = binding_path(ctx, "lin")
     act = binding_path(ctx, "act")
     x = value_text(ctx, "x")
-    code = _LINEAR_GELU.replace("{F}", functional(ctx)).replace("{torch}", ctx.add_import("torch"))
-    helper = ensure_helper(ctx, "fused_linear_gelu", "linear-gelu", code)
+    helper = ensure_helper(ctx, "fused_linear_gelu", "linear-gelu", _LINEAR_GELU)
     rewrite_chain(ctx, f"{helper}({x}, {linear}, {act})")
 
 

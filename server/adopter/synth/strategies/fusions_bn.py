@@ -28,7 +28,7 @@ _CONV_BN = '''
 def folded_conv_bn(x, layer, bn):
     """`bn(layer(x))`, with the BatchNorm folded into the convolution in eval mode (adopter: conv-bn)."""
     if layer.training or bn.training or bn.running_mean is None or bn.running_var is None:
-        return bn.forward(layer.forward(x))
+        return bn(layer(x))
 {FOLD}
     weight = layer.weight * scale.reshape(-1, *([1] * (layer.weight.dim() - 1)))
     return layer._conv_forward(x, weight, shift)
@@ -38,7 +38,7 @@ _LINEAR_BN = '''
 def folded_linear_bn(x, layer, bn):
     """`bn(layer(x))`, with the BatchNorm folded into the Linear in eval mode (adopter: linear-bn)."""
     if layer.training or bn.training or bn.running_mean is None or bn.running_var is None or x.dim() != 2:
-        return bn.forward(layer.forward(x))
+        return bn(layer(x))
 {FOLD}
     return {F}.linear(x, layer.weight * scale[:, None], shift)
 '''

@@ -151,6 +151,47 @@ def _statement_lines_alone(ctx: SynthContext, span: Span) -> bool:
     return not before.strip() and (not after.strip() or after.strip().startswith("#"))
 
 
+def _function_end(ctx: SynthContext, line: int) -> int:
+    """The last line (0-based) of the innermost function containing `line`."""
+    try:
+        tree = ast.parse(ctx.source)
+    except SyntaxError:
+        return line
+    end = line
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None:
+            if node.lineno - 1 <= line <= node.end_lineno - 1 and (best is None or node.lineno > best.lineno):
+                best = node
+    if best is not None and best.end_lineno is not None:
+        end = best.end_lineno - 1
+    return end
+
+
+def _check_dead(ctx: SynthContext, chain: Sequence[Op], deleted: Sequence[Span], final: Op) -> None:
+    """Decline when a value computed by a deleted statement is read outside the chain.
+
+    The rules' guards already ask for this; reading the text as well also catches uses the analysis
+    does not model (stores such as `self.cache = h`, `out[0] = h`).
+    """
+    if not deleted:
+        return
+    lines = ctx.source.split("\n")
+    chain_lines = {line for op in chain for line in range(op.stmt_span.start_line, op.stmt_span.end_line + 1)}
+    last = _function_end(ctx, final.stmt_span.end_line)
+    final_outputs = set(final.outputs) | {
+        out for op in chain if op.stmt_span == final.stmt_span for out in op.outputs
+    }
+    for stmt in deleted:
+        names = {out for op in chain if op.stmt_span == stmt for out in op.outputs if not out.startswith("%")}
+        for name in names:
+            pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+            stop = final.stmt_span.start_line if name in final_outputs else last + 1
+            for line in range(stmt.end_line + 1, stop):
+                if line not in chain_lines and pattern.search(lines[line].split("#")[0]):
+                    ctx.decline(f"`{name}` is also used on line {line + 1}; fusing would change what it holds")
+
+
 def rewrite_chain(ctx: SynthContext, new_expr: str, ops: Sequence[Op] | None = None) -> None:
     """Replace the matched chain by `new_expr`, computed where the chain's last op was.
 
@@ -191,6 +232,8 @@ def rewrite_chain(ctx: SynthContext, new_expr: str, ops: Sequence[Op] | None = N
         if ctx.line_indent(stmt) != ctx.line_indent(final_stmt):
             ctx.decline("the pattern's statements are in different blocks")
         deleted.append(stmt)
+
+    _check_dead(ctx, chain, deleted, final)
 
     # Rebuild the region from the first deleted statement to the final one.
     first = min([final_stmt, *deleted], key=_start)

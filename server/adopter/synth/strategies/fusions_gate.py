@@ -27,10 +27,12 @@ def gated_activation(gate_up, act):
 _MERGE_HOOK = '''
 def merge_gate_up_state(module, state_dict, prefix, *args, fused, parts):
     """Load separate gate/up projection weights into the fused one (adopter: merge-gate-up-state)."""
+    import torch
+
     for suffix in ("weight", "bias"):
         keys = [f"{prefix}{part}.{suffix}" for part in parts]
         if all(key in state_dict for key in keys):
-            state_dict[f"{prefix}{fused}.{suffix}"] = {torch}.cat([state_dict.pop(key) for key in keys], dim=0)
+            state_dict[f"{prefix}{fused}.{suffix}"] = torch.cat([state_dict.pop(key) for key in keys], dim=0)
 '''
 
 
@@ -96,15 +98,14 @@ def fuse_gate_up(ctx: SynthContext) -> None:
     fused_out = out_text if is_simple(out_text) else f"({out_text})"
     new_call = call_text[: rel[0]] + f"2 * {fused_out}" + call_text[rel[0] + len(out_text) :]
     fused_attr = ctx.fresh_name(f"{gate.attr}_{up.attr}".replace("_proj_", "_").replace("proj_", ""))
-    torch = ctx.add_import("torch")
     functools = ctx.add_import("functools")
-    hook = ensure_helper(ctx, "merge_gate_up_state", "merge-gate-up-state", _MERGE_HOOK.replace("{torch}", torch))
+    hook = ensure_helper(ctx, "merge_gate_up_state", "merge-gate-up-state", _MERGE_HOOK)
     helper = ensure_helper(ctx, "gated_activation", "gated-activation", _GATED)
     ctx.replace_binding(gate.span, f"self.{fused_attr} = {new_call}")
     ctx.replace_binding(
         up.span,
         f"self.register_load_state_dict_pre_hook(\n"
-        f"    {functools}.partial({hook}, fused={fused_attr!r}, parts=({gate.attr!r}, {up.attr!r}))\n)",
+        f'    {functools}.partial({hook}, fused="{fused_attr}", parts=("{gate.attr}", "{up.attr}"))\n)',
     )
     del up_text
     rewrite_chain(ctx, f"{helper}(self.{fused_attr}({x}), {act})")
