@@ -16,7 +16,7 @@ from adopter.analysis.bindings import InitAnalysis
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.resolver import ModuleResolver
-from adopter.analysis.source import SourceText, syntax_problems
+from adopter.analysis.source import SourceText, repair, syntax_problems
 from adopter.analysis.symbols import ModuleSymbols
 from adopter.dsl.types import Architecture, Ctor, Forward, ModuleFile, Problem, Severity
 
@@ -53,8 +53,10 @@ class Analyser:
 
     def run(self, data: bytes, tree: Tree, path: str | None) -> ModuleFile:
         """The ModuleFile of `tree` (parsed from `data`); never raises for one unit's failure."""
+        problems: list[Problem] = list(syntax_problems(tree, SourceText(data, tree, path)))
+        if tree.root_node.has_error:
+            data, tree = repair(data, tree)
         src = SourceText(data, tree, path)
-        problems: list[Problem] = list(syntax_problems(tree, src))
         symbols = ModuleSymbols(src, self.resolver.package_of(path))
         table = ClassTable(symbols, self.resolver, path)
         self.reanalysed = []

@@ -60,6 +60,7 @@ class ModuleResolver:
         ]
         self._symbols: dict[str, tuple[float, ModuleSymbols | None]] = {}
         self._exists: dict[str, bool] = {}
+        self._texts: dict[str, str] = {}  # texts read while checking existence (non-disk readers)
         self._answers: dict[tuple[str, str], bool | None] = {}
 
     @classmethod
@@ -83,6 +84,7 @@ class ModuleResolver:
         """Forget everything read so far (files on disk changed)."""
         self._symbols.clear()
         self._exists.clear()
+        self._texts.clear()
         self._answers.clear()
 
     # -- files ---------------------------------------------------------------------------------------
@@ -90,7 +92,13 @@ class ModuleResolver:
     def _file_exists(self, path: str) -> bool:
         known = self._exists.get(path)
         if known is None:
-            known = os.path.isfile(path) if self._on_disk else self._reader(path) is not None
+            if self._on_disk:
+                known = os.path.isfile(path)
+            else:
+                text = self._reader(path)
+                known = text is not None
+                if text is not None:
+                    self._texts[path] = text
             self._exists[path] = known
         return known
 
@@ -123,7 +131,7 @@ class ModuleResolver:
         cached = self._symbols.get(path)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        text = self._reader(path)
+        text = self._texts.pop(path, None) or self._reader(path)
         result: ModuleSymbols | None = None
         if text is not None:
             data = text.encode("utf-8")

@@ -142,3 +142,39 @@ def syntax_problems(tree: Tree, src: SourceText) -> list[Problem]:
             continue
         stack.extend(reversed([c for c in node.children if c.has_error or c.is_missing]))
     return problems
+
+
+MAX_REPAIRS = 4
+
+
+def _multiline_error(tree: Tree) -> Node | None:
+    """The first ERROR node spanning several lines (an unclosed bracket swallowing what follows)."""
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.is_error and node.end_point[0] > node.start_point[0]:
+            return node
+        stack.extend(reversed([c for c in node.children if c.has_error]))
+    return None
+
+
+def repair(data: bytes, tree: Tree) -> tuple[bytes, Tree]:
+    """A text and tree for analysis where multi-line error regions no longer swallow later code.
+
+    tree-sitter recovers from most errors locally, but an unclosed bracket can pull the following
+    classes into one ERROR node. Blanking the line where such a region starts (spaces, same length,
+    so every position stays valid) and re-parsing isolates the broken statement. The original tree
+    still gives the syntax problems.
+    """
+    for _ in range(MAX_REPAIRS):
+        node = _multiline_error(tree)
+        if node is None:
+            break
+        start = data.rfind(b"\n", 0, node.start_byte) + 1
+        end = data.find(b"\n", node.start_byte)
+        end = len(data) if end < 0 else end
+        # Keep the indentation, blank the statement's first line.
+        indent = len(data[start:end]) - len(data[start:end].lstrip(b" \t"))
+        data = data[: start + indent] + b" " * (end - start - indent) + data[end:]
+        tree = new_parser().parse(data)
+    return data, tree

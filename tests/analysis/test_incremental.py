@@ -1,0 +1,130 @@
+"""DocumentAnalysis: edits re-parse incrementally and re-analyse only what changed, with the same
+result as a fresh analysis."""
+
+from __future__ import annotations
+
+from adopter.analysis import analyse
+from adopter.analysis.incremental import DocumentAnalysis
+
+from .helpers import HEADER
+
+SOURCE = HEADER + '''
+def helper(x):
+    return x * 2
+
+
+class A(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return helper(self.fc(x))
+
+
+class B(A):
+    def forward(self, x):
+        return self.fc(x) + 1
+
+
+class C(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+'''
+
+
+def _replace(doc: DocumentAnalysis, old: str, new: str) -> str:
+    text = doc.text
+    i = text.index(old)
+    line = text[:i].count("\n")
+    col = i - (text.rfind("\n", 0, i) + 1)
+    end_line = line + old.count("\n")
+    end_col = (col + len(old)) if "\n" not in old else len(old.rsplit("\n", 1)[1])
+    doc.edit((line, col), (end_line, end_col), new)
+    return doc.text
+
+
+def test_first_result_equals_analyse() -> None:
+    doc = DocumentAnalysis(SOURCE, "m.py")
+    assert doc.result() == analyse(SOURCE, "m.py")
+    assert set(doc.reanalysed) == {"class A", "class B", "class C", "def helper", "<module>"}
+    assert doc.result() is doc.result()  # no change, no work
+
+
+def test_edit_inside_one_class_reanalyses_it_only() -> None:
+    doc = DocumentAnalysis(SOURCE, "m.py")
+    doc.result()
+    text = _replace(doc, "torch.relu(x)", "torch.tanh(x)")
+    assert doc.result() == analyse(text, "m.py")
+    assert doc.reanalysed == ("class C",)
+
+
+def test_edit_of_a_base_class_reanalyses_subclasses() -> None:
+    doc = DocumentAnalysis(SOURCE, "m.py")
+    doc.result()
+    text = _replace(doc, "nn.Linear(2, 2)", "nn.Linear(2, 3)")
+    assert doc.result() == analyse(text, "m.py")
+    assert set(doc.reanalysed) == {"class A", "class B"}
+
+
+def test_edit_of_an_inlined_helper_reanalyses_its_users() -> None:
+    doc = DocumentAnalysis(SOURCE, "m.py")
+    doc.result()
+    text = _replace(doc, "return x * 2", "return x * 3")
+    assert doc.result() == analyse(text, "m.py")
+    assert set(doc.reanalysed) == {"def helper", "class A"}
+
+
+def test_new_import_changes_qualification() -> None:
+    doc = DocumentAnalysis(SOURCE, "m.py")
+    doc.result()
+    text = _replace(doc, "import torch\n", "import torch\nfrom mylib import helper2 as relu_impl\n")
+    assert doc.result() == analyse(text, "m.py")
+
+
+def test_update_with_whole_text_and_multibyte_characters() -> None:
+    doc = DocumentAnalysis(SOURCE, "m.py")
+    doc.result()
+    new = SOURCE.replace("torch.relu(x)", "torch.relu(x)  # é😀 ünïcode").replace("x * 2", "x * 2 + 'ö'")
+    doc.update(new)
+    assert doc.result() == analyse(new, "m.py")
+    tree = doc.tree
+    assert tree is not None and not tree.root_node.has_error
+
+
+def test_typing_character_by_character_matches_fresh_analysis() -> None:
+    doc = DocumentAnalysis(SOURCE, "m.py")
+    doc.result()
+    insertion = "\n        y = self.fc(x) @ x.t()\n"
+    anchor = SOURCE.index("        return torch.relu(x)")
+    line = SOURCE[:anchor].count("\n")
+    for k, ch in enumerate(insertion):
+        target = SOURCE[:anchor] + insertion[: k + 1] + SOURCE[anchor:]
+        text_before = doc.text
+        i = len(SOURCE[:anchor]) + k
+        ln = text_before[:i].count("\n")
+        col = i - (text_before.rfind("\n", 0, i) + 1)
+        doc.edit((ln, col), (ln, col), ch)
+        assert doc.text == target
+        if k % 5 == 0 or k == len(insertion) - 1:
+            assert doc.result() == analyse(target, "m.py")
+    assert line > 0
+
+
+def test_binary_then_fixed() -> None:
+    doc = DocumentAnalysis("x = 1\x00", "m.py")
+    assert doc.result().problems[0].code == "binary"
+    doc.update(SOURCE)
+    assert doc.result() == analyse(SOURCE, "m.py")
+
+
+def test_apply_edit_with_tree_sitter_arguments() -> None:
+    doc = DocumentAnalysis(SOURCE, "m.py")
+    doc.result()
+    start = SOURCE.index("torch.relu")
+    new_text = SOURCE[:start] + "F.relu" + SOURCE[start + len("torch.relu") :]
+    row = SOURCE[:start].count("\n")
+    col = start - (SOURCE.rfind("\n", 0, start) + 1)
+    doc.apply_edit(start, start + 10, start + 6, (row, col), (row, col + 10), (row, col + 6), new_text)
+    assert doc.result() == analyse(new_text, "m.py")
+    assert doc.reanalysed == ("class C",)
