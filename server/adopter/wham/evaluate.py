@@ -170,6 +170,11 @@ class Evaluator:
         """Per-unique-block times on `d` (not counted)."""
         return {b: block_time(self.workload.blocks[b], plan, d, self.link_gbs) for b, plan in self._plans.items()}
 
+    def block_times_for(self, d: Design, block: int) -> BlockTime:
+        """One block's time on `d` (not counted)."""
+        plan = self._plans.get(block) or _plan(self.workload.blocks[block])
+        return block_time(self.workload.blocks[block], plan, d, self.link_gbs)
+
     def evaluate(self, d: Design) -> Evaluation:
         """Evaluate `d` (cached; each distinct design counts once toward the budget)."""
         key = d.key()

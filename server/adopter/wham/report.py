@@ -1,0 +1,119 @@
+"""The result of a search (`SearchReport`): JSON for tools, a text table for people."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from adopter.wham.engine import StrategyResult
+from adopter.wham.evaluate import Evaluation
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A reference design evaluated on the same workload (single device or replicated pipeline)."""
+
+    name: str
+    evaluation: Evaluation
+    pipeline: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-able form."""
+        out = {"name": self.name, **self.evaluation.to_json()}
+        if self.pipeline is not None:
+            out["pipeline"] = self.pipeline
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SearchReport:
+    """Everything a search produced; `error` is set (and the rest mostly empty) when it could not run."""
+
+    request: dict[str, Any]
+    error: str | None = None
+    workload: dict[str, Any] | None = None
+    best: Evaluation | None = None
+    result: StrategyResult | None = None
+    references: tuple[Reference, ...] = ()
+    pareto: tuple[Evaluation, ...] = ()
+    pipeline: dict[str, Any] | None = None
+    tensor_parallel: dict[str, Any] | None = None
+    seconds: float = 0.0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the search ran and found a feasible design."""
+        return self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as plain JSON data (stable keys; see docs/wham.md)."""
+        return {
+            "version": 1,
+            "request": self.request,
+            "error": self.error,
+            "workload": self.workload,
+            "best": self.best.to_json() if self.best else None,
+            "search": self.result.to_json() if self.result else None,
+            "references": [r.to_json() for r in self.references],
+            "pareto": [e.to_json() for e in self.pareto],
+            "pipeline": self.pipeline,
+            "tensor_parallel": self.tensor_parallel,
+            "seconds": self.seconds,
+            "notes": list(self.notes),
+        }
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.4g}"
+
+
+def summary_table(report: SearchReport) -> str:
+    """A readable multi-line summary: workload, best design, comparison with the references."""
+    if report.error:
+        return f"error: {report.error}"
+    lines = []
+    if report.workload:
+        w = report.workload
+        lines.append(f"workload  {w['model']}  batch {w['batch']}  seq {w['seq']}  "
+                     f"{w['params'] / 1e6:.1f} M params  {w['flops'] / 1e12:.3g} TFLOP/step  {w['ops']} ops")
+    r = report.result
+    if r is not None:
+        lines.append(f"search    {r.strategy}: {r.evaluations} designs evaluated, best after {r.evals_to_best} "
+                     f"({r.seconds:.2f} s, stopped: {r.stopped})")
+    b = report.best
+    if b is None:
+        lines.append("no feasible design found (raise --budget, --area-mm2 or --tdp-w)")
+        return "\n".join(lines)
+    d = b.design
+    lines.append(f"best      {d.label()}  @ {d.clock_mhz:g} MHz, {d.bandwidth_gbs:g} GB/s")
+    header = f"{'design':<14}{'samples/s':>12}{'step ms':>10}{'Perf/TDP':>10}{'area mm²':>10}{'TDP W':>8}" \
+             f"{'TC util':>9}{'VC util':>9}"
+    lines += ["", header, "-" * len(header)]
+    rows: list[tuple[str, Evaluation]] = [("found", b)] + [(ref.name, ref.evaluation) for ref in report.references]
+    for name, e in rows:
+        lines.append(f"{name:<14}{_fmt(e.throughput):>12}{e.step_s * 1e3:>10.2f}{_fmt(e.perf_per_tdp):>10}"
+                     f"{e.area_mm2:>10.1f}{e.tdp_w:>8.1f}{e.tensor_util:>9.0%}{e.vector_util:>9.0%}")
+    if b.critical:
+        total = sum(t for _, t in b.critical) or 1.0
+        lines.append("")
+        lines.append("critical path: " + ", ".join(f"{r} {t / total:.0%}" for r, t in b.critical))
+        for seg, op, t in b.critical_ops[:5]:
+            lines.append(f"  {t * 1e3:8.3f} ms  {seg}: {op}")
+    if report.pipeline:
+        p = report.pipeline
+        lines.append("")
+        lines.append(f"pipeline  {p['stages']} stages × {p['microbatches']} micro-batches: replicated design "
+                     f"{_fmt(p['global']['throughput'])} samples/s, Perf/TDP {_fmt(p['global']['perf_per_tdp'])}; "
+                     f"heterogeneous bound {_fmt(p['heterogeneous']['throughput'])} samples/s")
+        if p.get("reference"):
+            ref = p["reference"]
+            lines.append(f"          {ref['name']} replicated: {_fmt(ref['throughput'])} samples/s, "
+                         f"Perf/TDP {_fmt(ref['perf_per_tdp'])}")
+    if report.tensor_parallel:
+        t = report.tensor_parallel
+        lines.append(f"tensor parallel {t['degree']}-way over {t['link_gbs']:g} GB/s links: "
+                     f"all-reduce {t['allreduce_s'] * 1e3:.3f} ms per step")
+    for n in report.notes:
+        lines.append(f"note: {n}")
+    return "\n".join(lines)

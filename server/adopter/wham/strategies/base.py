@@ -1,0 +1,46 @@
+"""The strategy interface: strategies only propose designs; the engine owns the loop, budget and cache."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from adopter.wham.evaluate import Evaluation
+from adopter.wham.hardware import Design, DesignSpace
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What a strategy may ask for free: a design's area/TDP violations (no performance evaluation)."""
+
+    violations: Callable[[Design], tuple[str, ...]]
+
+
+class SearchStrategy(ABC):
+    """A design-space search strategy.
+
+    Lifecycle (who calls what, when) — the engine (`adopter.wham.engine.run_strategy`):
+      1. calls `start(space, seed, probe)` once; the strategy resets all state from `seed`, so the same
+         seed gives the same sequence of proposals;
+      2. loops: `ask()` returns the next design to evaluate, or None when the strategy has converged;
+         the engine evaluates it (each distinct design counts once toward the budget; a repeat is
+         answered from the cache) and calls `tell(design, evaluation)` before the next `ask()`;
+      3. stops when the budget is spent, the strategy returns None, or the user cancels.
+    Strategies never evaluate designs themselves; `probe.violations` (area/TDP, analytical) is free.
+    Infeasible designs are told like any other, with `evaluation.objective is None`.
+    """
+
+    name: str = "base"
+
+    @abstractmethod
+    def start(self, space: DesignSpace, seed: int, probe: Probe) -> None:
+        """Reset for a new search over `space`."""
+
+    @abstractmethod
+    def ask(self) -> Design | None:
+        """The next design to evaluate, or None when done."""
+
+    @abstractmethod
+    def tell(self, design: Design, evaluation: Evaluation) -> None:
+        """The result of evaluating a design returned by `ask`."""

@@ -1,0 +1,169 @@
+"""WHAM's critical-path heuristic: grow the resource that dominates the critical path, shrink slack,
+prune over-budget and dominated candidates, keep the top-k, stop after `patience` rounds without gain."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import replace
+
+from adopter.wham.cost import BANDWIDTH, SRAM, TENSOR, VECTOR
+from adopter.wham.evaluate import Evaluation
+from adopter.wham.hardware import PARAMS, Design, DesignSpace
+from adopter.wham.strategies.base import Probe, SearchStrategy
+
+SLACK_SHARE = 0.05  # a resource below this share of the critical path is treated as slack
+
+
+class WhamStrategy(SearchStrategy):
+    """Critical-path-driven local search with a top-k beam (Adnan et al., 2024)."""
+
+    name = "wham"
+
+    def __init__(self, top_k: int = 4, patience: int = 3) -> None:
+        if top_k < 1 or patience < 1:
+            raise ValueError(f"WhamStrategy top_k={top_k}, patience={patience}: both must be ≥ 1")
+        self.top_k = top_k
+        self.patience = patience
+
+    def start(self, space: DesignSpace, seed: int, probe: Probe) -> None:
+        """Seed the beam with the grid's smallest design and its midpoint (the seed breaks no ties)."""
+        self.space = space
+        self.probe = probe
+        self.pending: deque[Design] = deque()
+        self.seen: set[tuple[float, ...]] = set()
+        self.results: list[Evaluation] = []
+        self.expanded: set[tuple[float, ...]] = set()
+        self.best = float("-inf")
+        self.stale = 0
+        sizes = [len(space.values(p)) for p in PARAMS]
+        # Seeds: the smallest design, the grid's midpoint and its quarter point; each grown in its
+        # tensor cores as far as the budget allows (a free, analytical check).
+        for idx in (tuple(0 for _ in sizes), tuple(n // 2 for n in sizes), tuple(n // 4 for n in sizes)):
+            d = space.design(idx)
+            self._push(d)
+            g = self._grow_max(d, "n_tc")
+            if g is not None:
+                self._push(g)
+
+    # -- proposals --------------------------------------------------------------------------------
+    def _push(self, d: Design) -> None:
+        key = d.key()
+        if key in self.seen or not self.space.contains(d):
+            return
+        self.seen.add(key)
+        if self.probe.violations(d) or self._dominated(d):
+            return
+        self.pending.append(d)
+
+    def _dominated(self, d: Design) -> bool:
+        """A design with no more of any resource than an evaluated design below the k-th best (same PE
+        shape, so the systolic fill/drain is the same) cannot enter the top-k."""
+        if len(self.results) < self.top_k:
+            return False
+        kth = self._beam()[-1].objective or float("-inf")
+        for e in self.results:
+            o = e.design
+            if e.objective is None or e.objective >= kth or (o.pe_x, o.pe_y) != (d.pe_x, d.pe_y):
+                continue
+            if d.n_tc <= o.n_tc and d.n_vc <= o.n_vc and d.lanes <= o.lanes and d.sram_mib <= o.sram_mib:
+                return True
+        return False
+
+    def _beam(self) -> list[Evaluation]:
+        feasible = [e for e in self.results if e.objective is not None]
+        feasible.sort(key=lambda e: (-(e.objective or 0.0), e.area_mm2))
+        return feasible[: self.top_k]
+
+    def _step(self, d: Design, name: str, factor: float) -> Design | None:
+        vals = self.space.values(name)
+        cur = float(getattr(d, name))
+        target = cur * factor
+        cands = [v for v in vals if (v > cur if factor > 1 else v < cur)]
+        if not cands:
+            return None
+        v = min(cands, key=lambda x: abs(x - target))
+        return replace(d, **{name: int(v) if name != "sram_mib" else float(v)})
+
+    def _grow_max(self, d: Design, name: str) -> Design | None:
+        """`d` with `name` raised to the largest grid value that keeps it within area and TDP."""
+        best: Design | None = None
+        cur = float(getattr(d, name))
+        for v in self.space.values(name):
+            if v <= cur:
+                continue
+            g = replace(d, **{name: int(v) if name != "sram_mib" else float(v)})
+            if self.probe.violations(g):
+                break
+            best = g
+        return best
+
+    def _moves(self, e: Evaluation) -> list[Design]:
+        """Neighbours of an evaluated design: grow its dominant resource, reshape, shrink slack."""
+        d = e.design
+        share = dict(e.critical)
+        total = sum(share.values()) or 1.0
+        ranked = sorted(share, key=lambda r: -share[r])
+        grow: dict[str, list[tuple[str, float]]] = {
+            TENSOR: [("n_tc", 2), ("pe_x", 2), ("pe_y", 2)],
+            VECTOR: [("lanes", 2), ("n_vc", 2)],
+            SRAM: [("sram_mib", 2)],
+            BANDWIDTH: [("sram_mib", 2)],
+        }
+        slack = [r for r in (TENSOR, VECTOR, SRAM) if share.get(r, 0.0) / total < SLACK_SHARE]
+        shrink: dict[str, list[tuple[str, float]]] = {
+            TENSOR: [("n_tc", 0.5)], VECTOR: [("n_vc", 0.5), ("lanes", 0.5)], SRAM: [("sram_mib", 0.5)],
+        }
+        out: list[Design] = []
+        for r in ranked[:2]:
+            for name, f in grow.get(r, []):
+                g = self._step(d, name, f)
+                if g is None:
+                    continue
+                out.append(g)
+                big = self._grow_max(d, name)
+                if big is not None:
+                    out.append(big)
+                # Over budget? Pay for the growth with a slack resource, then grow as far as it allows.
+                for s in slack:
+                    for sname, sf in shrink[s]:
+                        gs = self._step(g, sname, sf)
+                        if gs is not None:
+                            out.append(gs)
+                            big = self._grow_max(gs, name)
+                            if big is not None:
+                                out.append(big)
+            if r == TENSOR:  # reshape: same MACs, different array aspect or more, smaller cores
+                for a, b in (("pe_x", "pe_y"), ("pe_y", "pe_x"), ("n_tc", "pe_x"), ("n_tc", "pe_y"),
+                             ("pe_x", "n_tc"), ("pe_y", "n_tc")):
+                    g = self._step(d, a, 2)
+                    g = self._step(g, b, 0.5) if g is not None else None
+                    if g is not None:
+                        out.append(g)
+        for s in slack:
+            for sname, sf in shrink[s]:
+                g = self._step(d, sname, sf)
+                if g is not None:
+                    out.append(g)
+        return out
+
+    def ask(self) -> Design | None:
+        """The next candidate; when the queue is empty, expand the beam (one round)."""
+        while not self.pending:
+            beam = [e for e in self._beam() if e.design.key() not in self.expanded]
+            if not beam or self.stale >= self.patience:
+                return None
+            for e in beam:
+                self.expanded.add(e.design.key())
+                for m in self._moves(e):
+                    self._push(m)
+            top = self._beam()[0].objective if self._beam() else None
+            if top is not None and top > self.best * (1 + 1e-9):
+                self.best = top
+                self.stale = 0
+            else:
+                self.stale += 1
+        return self.pending.popleft()
+
+    def tell(self, design: Design, evaluation: Evaluation) -> None:
+        """Record the result; the beam is recomputed from all results."""
+        self.results.append(evaluation)
