@@ -119,7 +119,7 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
         needs = "; ".join(f"{t.name}: {_needs(t.devices, t.packages, t.torch)}" for t in rule.targets)
         fixable, reason = False, f"no target is available in this environment ({needs})"
     else:
-        reason = _straddle_reason(flat, m, branches_ok=rule.replacement.strategy in BRANCH_AWARE_STRATEGIES)
+        reason = _straddle_reason(flat, m, aware=rule.replacement.strategy in STRUCTURE_AWARE_STRATEGIES)
         fixable = reason is None
     match = Match(ops, m.bindings, tuple((k, _value(v)) for k, v in m.env))
     return Finding(
@@ -140,19 +140,21 @@ def _needs(devices: tuple[str, ...], packages: tuple[str, ...], torch: str | Non
 
 
 # Rewrite strategies that read the statements around a match themselves and decline what they cannot
-# rewrite exactly: for them a match that straddles an `if` is not refused up front (an attention mask
-# added under `if mask is not None:` is the common case; `sdpa_chain` passes it as `attn_mask`).
-BRANCH_AWARE_STRATEGIES = frozenset({"sdpa_chain"})
+# rewrite exactly: for them a match that straddles an `if` or an inlined helper is not refused up
+# front. `sdpa_chain`: an attention mask added under `if mask is not None:` is passed as `attn_mask`;
+# `fuse_qkv`: the head splits sit in a helper (`transpose_for_scores`), only the caller's
+# projection statements are edited.
+STRUCTURE_AWARE_STRATEGIES = frozenset({"sdpa_chain", "fuse_qkv"})
 
 
-def _straddle_reason(flat: FlatForward, m: RawMatch, branches_ok: bool = False) -> str | None:
+def _straddle_reason(flat: FlatForward, m: RawMatch, aware: bool = False) -> str | None:
     """Why the matched statements cannot be edited in one place, or None when they can."""
     nodes = [flat.nodes[n] for n in m.nodes]
     vias = {n.op.via for n in nodes if n.op is not None}
-    if len(vias) > 1:
+    if len(vias) > 1 and not aware:
         return "the match spans an inlined helper and its caller; rewrite it by hand"
     branch_ctx = {tuple(c for c in n.ctx if c[0] == "b") for n in nodes}
-    if len(branch_ctx) > 1 and not branches_ok:
+    if len(branch_ctx) > 1 and not aware:
         return "the match straddles if/else branches; no single place to rewrite it"
     loop_ctx = {tuple(c for c in n.ctx if c[0] == "l") for n in nodes}
     if len(loop_ctx) > 1:
