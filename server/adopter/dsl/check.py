@@ -94,12 +94,13 @@ def _rule_problems(item: ParsedRule) -> Iterator[tuple[str, Span | None]]:
             yield f"target {name!r} is defined twice", where.get(f"target:{index}")
     if rule.replacement is not None:
         known = defined | {var for var, _ in rule.replacement.init}
-        templates = [rule.replacement.forward or ""] + [code for _, code in rule.replacement.init]
-        for template in templates:
+        templates = [("forward", rule.replacement.forward or "")]
+        templates += [(f"init:{var}", code) for var, code in rule.replacement.init]
+        for key, template in templates:
             for match in PLACEHOLDER_RE.finditer(template):
                 if match.group(1) not in known:
-                    yield f"template placeholder ${match.group(1)} is not a pattern variable", where.get("rewrite")
-                    known.add(match.group(1))
+                    span = _in_template(where.get(f"template:{key}"), template, match.start(), match.end())
+                    yield f"template placeholder ${match.group(1)} is not a pattern variable", span or where.get("rewrite")
     for index, example in enumerate(rule.examples):
         span = where.get(f"example:{index}", example.span)
         if example.target is not None and example.target not in names:
@@ -121,3 +122,12 @@ def _guard_problems(guard: Guard, defined: set[str]) -> Iterator[tuple[str, Span
     for arg in guard.args:
         if isinstance(arg, PVar) and arg.name not in defined:
             yield f"guard {guard.kind.value} uses ${arg.name}, which no pattern binds", guard.span
+
+
+def _in_template(start: Span | None, template: str, begin: int, end: int) -> Span | None:
+    """The file span of template[begin:end], given where the template's text starts."""
+    if start is None:
+        return None
+    line = template.count("\n", 0, begin)
+    col = begin - (template.rfind("\n", 0, begin) + 1)
+    return Span(start.start_line + line, start.start_col + col, start.start_line + line, start.start_col + col + end - begin)

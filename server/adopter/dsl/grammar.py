@@ -23,6 +23,9 @@ def parser() -> Lark:
         lexer="contextual",
         propagate_positions=True,
         maybe_placeholders=True,
+        # Lark stores the built LALR tables in the temp folder, keyed by grammar and options: a cold
+        # start loads them instead of rebuilding (about a second on a loaded core).
+        cache=True,
     )
 
 

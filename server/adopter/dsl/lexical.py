@@ -156,3 +156,18 @@ def _common_prefix(texts: list[str]) -> str:
     while size < len(first) and first[size] == last[size]:
         size += 1
     return first[:size]
+
+
+def fence_origin(token: str) -> tuple[int, int]:
+    """Where a fence's text starts, relative to the token: (lines below its first line, column).
+
+    Every line of the text starts at that column (inline fences have one line), so a character at
+    line i, column c of the text sits at (first line + lines below + i, column + c) in the file.
+    """
+    ticks = len(token) - len(token.lstrip("`"))
+    body = token[ticks:-ticks]
+    if "\n" not in body:
+        return 0, ticks
+    lines = body.split("\n")[1:-1]
+    margins = [line[: len(line) - len(line.lstrip())] for line in lines if line.strip()]
+    return 1, len(_common_prefix(margins)) if margins else 0

@@ -9,7 +9,7 @@ from lark import Token, Transformer, v_args
 from lark.tree import Meta
 
 from adopter.dsl.errors import error_problem
-from adopter.dsl.lexical import IDENT_RE, FenceError, unfence, unquote, unquote_string
+from adopter.dsl.lexical import IDENT_RE, FenceError, fence_origin, unfence, unquote, unquote_string
 from adopter.dsl.types import (
     Architecture,
     Binding,
@@ -124,6 +124,14 @@ def fence_of(token: Token) -> str:
     except FenceError as exc:
         line = (token.line or 1) - 1 + exc.line
         raise TransformProblem(error_problem(str(exc), Span(line, 0, line, 1), None)) from None
+
+
+def fence_start(token: Token) -> Span:
+    """The position of the first character of a fence's text (an empty span there)."""
+    below, column = fence_origin(str(token))
+    line = (token.line or 1) - 1 + below
+    col = column + ((token.column or 1) - 1 if below == 0 else 0)
+    return Span(line, col, line, col)
 
 
 def _fail(message: str, span: Span) -> TransformProblem:
@@ -424,10 +432,16 @@ class DslTransformer(Transformer[Token, Document]):
 
     # ----------------------------------------------------------------------- rules
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.template_starts: dict[str, Span] = {}
+
     def rule(self, meta: Meta, children: list[Any]) -> ParsedRule:
         rule_id_token, *fields = children
         rule_id = text_of(rule_id_token)
         where: dict[str, Span] = {"id": token_span(rule_id_token), "rule": meta_span(meta)}
+        where.update({f"template:{key}": span for key, span in self.template_starts.items()})
+        self.template_starts = {}
         single: dict[str, Any] = {}
         targets: list[Target] = []
         examples: list[Example] = []
@@ -670,6 +684,8 @@ class DslTransformer(Transformer[Token, Document]):
         for item in fields:
             if item is None:
                 continue
+            # Template positions let the check point at a placeholder inside the code block.
+            self.template_starts[item.name if item.name != "init" else f"init:{item.value[0]}"] = item.span
             if item.name == "forward":
                 if forward is not None:
                     raise _fail("a rewrite has one `forward` template", item.span)
@@ -685,11 +701,11 @@ class DslTransformer(Transformer[Token, Document]):
         )
 
     def rewrite_forward(self, meta: Meta, children: list[Any]) -> _Field:
-        return _Field("forward", fence_of(children[0]), meta_span(meta))
+        return _Field("forward", fence_of(children[0]), fence_start(children[0]))
 
     def rewrite_init(self, meta: Meta, children: list[Any]) -> _Field:
         var, code = children
-        return _Field("init", (str(var)[1:], fence_of(code)), meta_span(meta))
+        return _Field("init", (str(var)[1:], fence_of(code)), fence_start(code))
 
     def rewrite_import(self, meta: Meta, children: list[Any]) -> _Field:
         return _Field("import", string_of(children[0]), meta_span(meta))
