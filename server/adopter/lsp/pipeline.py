@@ -16,7 +16,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from adopter.dsl.types import Architecture, ModuleFile, Problem, Rule, Severity, Span
+from adopter.dsl.types import Architecture, Forward, ModuleFile, Problem, Rule, Severity, Span
 from adopter.engine.types import Finding
 from adopter.lsp.settings import Settings
 from adopter.lsp.sync import byte_edit
@@ -99,6 +99,9 @@ class PythonModel:
         self._parse = parse  # False: keep the text in sync only (rule files)
         self._analysis: Any | None = None
         self._fresh = True
+        # Findings per analysed unit (by object identity) for the rule context they were matched with.
+        self._matched: dict[int, tuple[object, tuple[Finding, ...], tuple[Problem, ...]]] = {}
+        self._matched_with: RuleContext | None = None
         self._make_analysis()
 
     def _make_analysis(self) -> None:
@@ -138,6 +141,35 @@ class PythonModel:
                 )
                 self._fresh = False
 
+    def match(self, module_file: ModuleFile, context: RuleContext) -> tuple[tuple[Finding, ...], tuple[Problem, ...]]:
+        """Findings of every class and function, matching only units the analysis re-created.
+
+        The rule engine matches each class and function on its own, and the incremental analysis
+        hands back the very same object for a unit it took from its cache; so findings are cached per
+        unit object, and an edit re-matches the edited units only.
+        """
+        from adopter.engine import check
+
+        if self._matched_with is not context:
+            self._matched, self._matched_with = {}, context
+        units: list[tuple[Architecture | Forward, ModuleFile]] = [
+            (arch, ModuleFile(module_file.path, (arch,))) for arch in module_file.architectures
+        ] + [(fn, ModuleFile(module_file.path, (), functions=(fn,))) for fn in module_file.functions]
+        fresh: dict[int, tuple[object, tuple[Finding, ...], tuple[Problem, ...]]] = {}
+        findings: list[Finding] = []
+        problems: list[Problem] = []
+        for unit, single in units:
+            cached = self._matched.get(id(unit))
+            if cached is None or cached[0] is not unit:
+                result = check(single, context.rules, context.environment)
+                cached = (unit, tuple(result.findings), tuple(result.problems))
+            fresh[id(unit)] = cached
+            findings.extend(cached[1])
+            problems.extend(cached[2])
+        self._matched = fresh
+        findings.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
+        return tuple(findings), tuple(problems)
+
     def module_file(self) -> tuple[ModuleFile, str]:
         """The analysis of the current text, and whether it came from an incremental re-parse."""
         how = "full" if self._fresh else "incremental"
@@ -162,11 +194,8 @@ def analyse_python(model: PythonModel, version: int | None, context: RuleContext
         model.reset(model.text)  # an incremental state that failed once is not trusted again
     if snapshot.module_file is not None and context.environment is not None:
         try:
-            from adopter.engine import check
-
-            result = check(snapshot.module_file, context.rules, context.environment)
-            snapshot.findings = tuple(result.findings)
-            snapshot.problems += tuple(result.problems)
+            snapshot.findings, problems = model.match(snapshot.module_file, context)
+            snapshot.problems += problems
         except Exception as exc:
             snapshot.problems += (failure("rule matching", exc),)
     snapshot.elapsed_ms = (time.perf_counter() - started) * 1000
