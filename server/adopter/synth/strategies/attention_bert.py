@@ -11,10 +11,11 @@ from adopter.synth.strategies.attention_subclass import SubclassSpec, rewrite_wi
 # probabilities) takes the base class's eager path.
 TEMPLATE = '''
 class {name}(__BASE__):
-    """`__BASE__` computed with `scaled_dot_product_attention` (added by Adopter, rule __RULE__).
+    """`__BASE__` computed with `scaled_dot_product_attention`.
 
-    Same parameters as the base class, so its checkpoints load unchanged. Relative position
-    embeddings, head masks and returned attention probabilities take the base class's eager path.
+    Added by Adopter (rule __RULE__). Same parameters as the base class, so its checkpoints load
+    unchanged. Relative position embeddings, head masks and returned attention probabilities
+    take the base class's eager path.
     """
 
     def forward(

@@ -10,10 +10,11 @@ from adopter.synth.strategies.attention_subclass import SubclassSpec, rewrite_wi
 # the additive mask. Head masks, returned weights and the upcast/reordered variant stay eager.
 TEMPLATE = '''
 class {name}(__BASE__):
-    """`__BASE__` computed with `scaled_dot_product_attention` (added by Adopter, rule __RULE__).
+    """`__BASE__` computed with `scaled_dot_product_attention`.
 
-    Same parameters and buffers as the base class, so its checkpoints load unchanged. Head masks,
-    returned attention weights and `reorder_and_upcast_attn` take the base class's eager path.
+    Added by Adopter (rule __RULE__). Same parameters and buffers as the base class, so its
+    checkpoints load unchanged. Head masks, returned attention weights and
+    `reorder_and_upcast_attn` take the base class's eager path.
     """
 
     def forward(

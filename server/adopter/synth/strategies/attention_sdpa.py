@@ -20,6 +20,7 @@ from adopter.synth.registry import SynthContext, existing_imports, strategy
 _MATMUL = {(OpKind.FUNCTION, "torch.matmul"), (OpKind.OPERATOR, "@"), (OpKind.METHOD, "matmul")}
 _SOFTMAX = {"torch.nn.functional.softmax", "torch.softmax"}
 _LAST_TWO = ({"-1", "-2"}, {"2", "3"})
+_LINE = 100  # longest line the rewritten call may make before it is split one argument per line
 
 
 @dataclass
@@ -50,14 +51,17 @@ def sdpa_chain(ctx: SynthContext) -> None:
     site = _Site(ctx, tree, chain)
     site.check()
     functional = _functional(ctx)
-    call = (
-        f"{functional}.scaled_dot_product_attention({site.arg(chain.scores, 0)}, {site.key()}, "
-        f"{site.arg(chain.out, 1)}{site.mask_kwarg()}{site.dropout_kwarg()}, scale={site.scale()})"
-    )
+    args = [site.arg(chain.scores, 0), site.key(), site.arg(chain.out, 1)]
+    args += [kw for kw in (site.mask_kwarg(), site.dropout_kwarg()) if kw]
+    args.append(f"scale={site.scale()}")
     last = chain.out.stmt_span
     text = ctx.statement_text(last)
     start = _offset(text, last, chain.out.span.start_line, chain.out.span.start_col)
     end = _offset(text, last, chain.out.span.end_line, chain.out.span.end_col)
+    call = f"{functional}.scaled_dot_product_attention({', '.join(args)})"
+    if len(ctx.line_indent(last)) + start + len(call) + len(text[end:].split("\n")[0]) > _LINE:
+        # One argument per line, like black and ruff format a call that does not fit.
+        call = f"{functional}.scaled_dot_product_attention(\n" + "".join(f"    {a},\n" for a in args) + ")"
     ctx.replace_statements(site.range_spans(), text[:start] + call + text[end:])
 
 
@@ -278,7 +282,7 @@ class _Site:
         raise AssertionError("unreachable")
 
     def mask_kwarg(self) -> str:
-        return "" if self.chain.mask is None else f", attn_mask={self._mask_text()}"
+        return "" if self.chain.mask is None else f"attn_mask={self._mask_text()}"
 
     def scale(self) -> str:
         """SDPA's `scale`: 1/c for `/ c`, c for `* c`, 1.0 when the chain does not scale."""
@@ -300,9 +304,7 @@ class _Site:
         if op is None:
             return ""
         if op.kind == OpKind.MODULE:
-            return (
-                f", dropout_p={op.target}.p if self.training else 0.0" if self._is_dropout(op.target) else ""
-            )
+            return f"dropout_p={op.target}.p if self.training else 0.0" if self._is_dropout(op.target) else ""
         node, wrapped = _expr_parts(self.ctx.text(op.span))
         assert isinstance(node, ast.Call)
         kw = {k.arg: ast.get_source_segment(wrapped, k.value) for k in node.keywords if k.arg}
@@ -310,7 +312,7 @@ class _Site:
         training = kw.get("training") or (
             ast.get_source_segment(wrapped, node.args[2]) if len(node.args) > 2 else "True"
         )
-        return f", dropout_p={p} if {training} else 0.0"
+        return f"dropout_p={p} if {training} else 0.0"
 
     def _is_dropout(self, target: str) -> bool:
         """Whether `self.x` is bound to `nn.Dropout` in the class's `__init__` (else decline)."""

@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from adopter.dsl.types import Binding, Ctor
-from adopter.synth.registry import SynthContext
+from adopter.synth.registry import ImportEdit, SynthContext, existing_imports
 
 # Synthesized classes carry this phrase in their docstring: a second finding in the same file (the
 # GPT-2 block binds two attentions) reuses the class instead of adding another copy.
-MARKER = "(added by Adopter, rule "
+MARKER = "Added by Adopter (rule "
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ def rewrite_with_subclass(ctx: SynthContext, spec: SubclassSpec) -> None:
         return
     name = _existing_subclass(tree, callee)
     if name is None:
-        torch_name = ctx.add_import("torch")
+        torch_name = torch_module_name(ctx)
         code = (
             spec.template.replace("__BASE__", callee)
             .replace("__RULE__", ctx.rule.id)
@@ -71,6 +71,41 @@ def rewrite_with_subclass(ctx: SynthContext, spec: SubclassSpec) -> None:
             code, name=spec.prefix + local_base, after_class=local_base if defined_here else None
         )
     ctx.replace_binding(binding.span, _rebind(statement, callee, name))
+
+
+def torch_module_name(ctx: SynthContext) -> str:
+    """The local name of the `torch` module, importing it when the file binds no name for it.
+
+    `from torch import nn` does not bind `torch`, so a plain `import torch` is added then (the
+    registry's collision check would pick an alias just because the word appears in the file).
+    """
+    for (module, name), local in existing_imports(ctx.source).items():
+        if module == "torch" and name is None:
+            return local.split(".")[0] if local.startswith("torch.") else local
+    try:
+        tree = ast.parse(ctx.source)
+    except SyntaxError:
+        return ctx.add_import("torch")
+    bound = (
+        {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        | {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+        | {
+            n.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)
+        }
+        | {
+            a.asname or a.name.split(".")[0]
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Import | ast.ImportFrom)
+            for a in n.names
+        }
+    )
+    if "torch" in bound:
+        return ctx.add_import("torch")
+    if not any(e.module == "torch" and e.name is None for e in ctx.edits.imports):
+        ctx.edits.imports.append(ImportEdit("torch", None, None))
+    return "torch"
 
 
 def _matched_binding(ctx: SynthContext, base: str) -> Binding | None:

@@ -10,10 +10,11 @@ from adopter.synth.strategies.attention_subclass import SubclassSpec, rewrite_wi
 # position bias is still returned, since the next layers reuse it.
 TEMPLATE = '''
 class {name}(__BASE__):
-    """`__BASE__` computed with `scaled_dot_product_attention` (added by Adopter, rule __RULE__).
+    """`__BASE__` computed with `scaled_dot_product_attention`.
 
-    Same parameters as the base class, so its checkpoints load unchanged. The position bias is the
-    additive mask, with scale 1.0; head masks and returned attention weights take the eager path.
+    Added by Adopter (rule __RULE__). Same parameters as the base class, so its checkpoints load
+    unchanged. The position bias is the additive mask, with scale 1.0; head masks and returned
+    attention weights take the eager path.
     """
 
     def forward(

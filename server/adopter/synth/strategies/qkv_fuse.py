@@ -15,6 +15,7 @@ import re
 
 from adopter.dsl.types import Binding, Ctor, Op, OpKind, Span
 from adopter.synth.registry import SynthContext, strategy
+from adopter.synth.strategies.attention_subclass import torch_module_name
 
 HOOKS = '''
 def {name}(module, fused, parts):
@@ -66,7 +67,7 @@ def fuse_qkv(ctx: SynthContext) -> None:
 
     cls = _enclosing_class(tree, bindings[0].span.start_line + 1)
     fused = _fresh_attr(cls, "qkv")
-    torch_name = ctx.add_import("torch")
+    torch_name = torch_module_name(ctx)
     hooks = ctx.add_module_code(
         HOOKS.replace("__TORCH__", torch_name),
         name="keep_separate_qkv_checkpoints",
@@ -74,10 +75,15 @@ def fuse_qkv(ctx: SynthContext) -> None:
     first = min(bindings, key=lambda b: (b.span.start_line, b.span.start_col))
     fused_ctor = _tripled_ctor(ctx, first)
     parts = ", ".join(f'"{a}"' for a in attrs)
-    ctx.replace_binding(first.span, f'self.{fused} = {fused_ctor}\n{hooks}(self, "{fused}", ({parts},))')
-    for b in bindings:
-        if b is not first:
-            ctx.replace_binding(b.span, "")
+    code = f'self.{fused} = {fused_ctor}\n{hooks}(self, "{fused}", ({parts}))'
+    ordered = sorted(bindings, key=lambda b: (b.span.start_line, b.span.start_col))
+    if _consecutive(tree, [b.span for b in ordered]):
+        ctx.replace_statements([ordered[0].span, ordered[-1].span], code)
+    else:
+        ctx.replace_binding(first.span, code)
+        for b in bindings:
+            if b is not first:
+                ctx.replace_binding(b.span, "")
     ctx.replace_statements(statements, _projection_code(ctx, linears, fused))
 
 
@@ -137,6 +143,14 @@ def _projection_code(ctx: SynthContext, linears: list[Op], fused: str) -> str:
     ordered = [by_op[id(op)] for op in linears]
     head = f"{', '.join(ordered)} = self.{fused}({_input_text(ctx, linears[0])}).chunk(3, dim=-1)"
     return "\n".join([head, *rest])
+
+
+def _consecutive(tree: ast.Module, spans: list[Span]) -> bool:
+    """Whether `spans` start consecutive statements of one block (the bindings can be one edit)."""
+    lines = [s.start_line + 1 for s in spans]
+    block = _block_of(tree, lines[0])
+    index = next((i for i, s in enumerate(block) if s.lineno == lines[0]), None)
+    return index is not None and [s.lineno for s in block[index : index + len(lines)]] == lines
 
 
 def _block_of(tree: ast.Module, line: int) -> list[ast.stmt]:
