@@ -10,7 +10,7 @@ from adopter.dsl.check import check_rules
 from adopter.dsl.errors import DslError, error_problem, syntax_problem
 from adopter.dsl.grammar import parser
 from adopter.dsl.transform import Document, DslTransformer, TransformProblem
-from adopter.dsl.types import Architecture, ModuleFile, Problem, Rule, Span
+from adopter.dsl.types import Architecture, ModuleFile, Rule, Span
 
 
 def parse_document(text: str, path: str | None = None) -> Document:
@@ -24,6 +24,9 @@ def parse_document(text: str, path: str | None = None) -> Document:
         raise DslError([syntax_problem(exc, text, path)], text) from None
     try:
         return DslTransformer().transform(tree)
+    except RecursionError:
+        message = "blocks are nested too deeply to read"
+        raise DslError([error_problem(message, None, path)], text) from None
     except VisitError as exc:
         if isinstance(exc.orig_exc, TransformProblem):
             problem = replace(exc.orig_exc.problem, path=path)
@@ -64,12 +67,8 @@ def parse_architecture(text: str) -> Architecture:
     module_file = parse_module_file(text)
     if len(module_file.architectures) != 1 or module_file.functions or module_file.problems:
         found = len(module_file.architectures)
-        problem = Problem(
-            message=f"expected exactly one model, found {found} (and {len(module_file.functions)} functions)",
-            severity=error_problem("", None, None).severity,
-            code="dsl-syntax",
-        )
-        raise DslError([problem], text)
+        message = f"expected exactly one model, found {found} (and {len(module_file.functions)} functions)"
+        raise DslError([error_problem(message, None, None)], text)
     return module_file.architectures[0]
 
 
