@@ -158,9 +158,9 @@ def test_multiplied_scale_without_dropout() -> None:
 
 def test_chain_inside_an_inlined_helper_is_rewritten_in_the_helper() -> None:
     new = fixed(HELPER_STYLE, RULES, applied=1)
-    helper = new[new.index("def _attn") : new.index("def forward")]
-    assert "scaled_dot_product_attention(query, key, value, attn_mask=mask" in helper
-    assert "dropout_p=self.attn_dropout.p if self.training else 0.0" in helper
+    helper = " ".join(new[new.index("def _attn") : new.index("def forward")].split())
+    assert "return nn.functional.scaled_dot_product_attention( query, key, value, attn_mask=mask," in helper
+    assert "dropout_p=self.attn_dropout.p if self.training else 0.0, scale=self.head_dim ** -0.5, )" in helper
     torch.manual_seed(0)
     original = load(HELPER_STYLE, "orig")["NeoAttention"](32, 4)
     rewritten = load(new, "new")["NeoAttention"](32, 4)
