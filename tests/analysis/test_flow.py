@@ -79,9 +79,14 @@ CASES = [
         ["a, b = method chunk(x, 2, dim=-1)", "%1 = module self.qkv(x)", "q, k, v = method split(%1, 64, dim=2)"],
     ),
     (
-        "pairwise assignment evaluates the right side first",
+        "pairwise assignment names each value",
         "a, b = self.f(x), self.g(y)",
-        ["%1 = module self.f(x)", "%2 = module self.g(y)"],
+        ["a = module self.f(x)", "b = module self.g(y)"],
+    ),
+    (
+        "pairwise swap evaluates the right side first",
+        "x, y = self.f(y), self.g(x)",
+        ["%1 = module self.f(y)", "%2 = module self.g(x)"],
     ),
     (
         "tuple displays with tracked values are packed",
@@ -467,3 +472,47 @@ def test_module_functions_and_toplevel_code() -> None:
     assert [(o.target, o.outputs) for o in train] == [("parameters", ("%1",)), ("torch.optim.AdamW", ("optimizer",))]
     top = ops(by_name["<module>"].body)
     assert [o.target for o in top] == ["model.Net", "parameters", "torch.optim.Adam"]
+
+
+def test_closures_are_inlined_with_captured_names() -> None:
+    src = """
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.k = nn.Linear(4, 4)
+
+        def forward(self, x, n):
+            def shape(states):
+                return states.view(n, -1)
+
+            def project(h, layer):
+                return shape(layer(h))
+
+            k = project(x, self.k)
+            return k
+    """
+    a = arch(src)
+    assert a.forward is not None
+    got = ops(a.forward.body)
+    assert [(o.target, o.via, o.outputs) for o in got] == [
+        ("self.k", ("project",), ("%1",)),
+        ("view", ("project", "shape"), ("k",)),
+    ]
+    assert got[1].args == (Ref("%1"), Ref("n"), Expr("-1"))
+
+
+def test_staticmethods_and_classmethods_bind_parameters_right() -> None:
+    src = """
+    class M(nn.Module):
+        @staticmethod
+        def bucket(pos, n=32):
+            return pos * n
+
+        @classmethod
+        def make(cls, pos):
+            return pos + 1
+
+        def forward(self, x):
+            return self.bucket(x, n=4) + self.make(x)
+    """
+    assert forward_lines(src) == ["%1 = operator *(x, 4)", "%2 = operator +(x, 1)", "%3 = operator +(%1, %2)"]

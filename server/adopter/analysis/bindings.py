@@ -46,6 +46,25 @@ class _B:
     stack_len: int
 
 
+MAX_VARIANTS = 8
+
+
+def _join(a: Conds, b: Conds) -> Conds | None:
+    """The conjunction of two condition lists, or None when it contradicts itself (`c` and `not (c)`)."""
+    out = list(a)
+    for c in b:
+        if c not in out:
+            out.append(c)
+    present = set(out)
+    if any(f"not ({c})" in present for c in out):
+        return None
+    # An `elif`/`else` test spells the negations joined with `and`: check those parts too.
+    parts = {p for c in out for p in c.split(" and ")}
+    if any(f"not ({p})" in parts for p in parts):
+        return None
+    return tuple(out)
+
+
 def _cond_text(conds: Conds) -> str | None:
     return " and ".join(conds) if conds else None
 
@@ -201,7 +220,10 @@ class InitAnalysis:
             alts: list[Alt] = []
             for (path_cond, _, _), value in zip(results, values):
                 if isinstance(value, list):
-                    alts.extend(((path_cond, *c) if path_cond else c, v) for c, v in value)
+                    for c, v in value:
+                        joined = _join((path_cond,) if path_cond else (), c)
+                        if joined is not None:
+                            alts.append((joined, v))
                 elif isinstance(value, _ListBuild):
                     merged[name] = value
             if alts:
@@ -250,7 +272,10 @@ class InitAnalysis:
         bindings: list[_B] = []
         for extra, value in alts:
             v: Ctor | Expr = value if not isinstance(value, _Callee) else Expr(value.qualified)
-            b = _B(attr, v, span, (*conds, *extra), len(conds))
+            joined = _join(conds, extra)
+            if joined is None:  # an alternative that contradicts the enclosing tests never happens
+                continue
+            b = _B(attr, v, span, joined, len(conds))
             if b not in bindings:
                 bindings.append(b)
         self.state.pop(attr, None)  # a rebinding on this path shadows what came before
@@ -385,15 +410,13 @@ class InitAnalysis:
             return [((), Expr(self.src.norm(call)))]
         out: list[Alt] = []
         for conds, callee, lookup in callees:
-            items: tuple[Ctor, ...] = ()
-            keys: tuple[str, ...] = ()
-            repeat: str | None = None
-            call_args = args
-            if callee in CONTAINERS:
-                items, keys, repeat = self._container_items(call)
-                if items:
-                    call_args = ()
-            out.append((conds, Ctor(callee, call_args, kwargs, items, keys, repeat, lookup)))
+            if callee not in CONTAINERS:
+                out.append((conds, Ctor(callee, args, kwargs, lookup=lookup)))
+                continue
+            for extra, items, keys, repeat in self._container_variants(call):
+                joined = _join(conds, extra)
+                if joined is not None:
+                    out.append((joined, Ctor(callee, () if items else args, kwargs, items, keys, repeat, lookup)))
         return out
 
     def _args(self, call: Node) -> tuple[tuple[Value, ...], tuple[Kwarg, ...]]:
@@ -418,6 +441,60 @@ class InitAnalysis:
 
     def _ctor_alts(self, node: Node) -> list[Ctor]:
         return [v for _, v in self._alternatives(node) if isinstance(v, Ctor)]
+
+    def _container_variants(
+        self, call: Node
+    ) -> list[tuple[Conds, tuple[Ctor, ...], tuple[str, ...], str | None]]:
+        """The item lists a container call can hold, one per consistent choice of its items'
+        alternatives (`first = A(...) if c else B(...)`; `Sequential(first, *[...])`), each with its
+        condition; a single unconditional variant in the usual case."""
+        args_node = call.child_by_field_name("arguments")
+        if args_node is None or args_node.type == "generator_expression":
+            items, keys, repeat = self._container_items(call)
+            return [((), items, keys, repeat)]
+        arg_nodes = [a for a in args_node.named_children if a.type not in ("comment", "keyword_argument")]
+        elements = arg_nodes
+        if len(arg_nodes) == 1 and arg_nodes[0].type in ("list", "tuple"):
+            elements = list(arg_nodes[0].named_children)
+        elif len(arg_nodes) == 1:
+            items, keys, repeat = self._container_items(call)
+            return [((), items, keys, repeat)]
+        positions: list[list[tuple[Conds, Ctor]]] = []
+        for a in elements:
+            inner = a.named_children[0] if a.type == "list_splat" and a.named_child_count else None
+            body = inner.child_by_field_name("body") if inner is not None else None
+            if inner is not None and body is not None and inner.type in ("list_comprehension", "generator_expression"):
+                alts = [(c, v) for c, v in self._alternatives(body) if isinstance(v, Ctor)]
+                if alts:
+                    positions.append(alts)
+            elif a.type == "list_splat" or a.type == "comment" or (a.type == "tuple" and a.named_child_count == 2):
+                items, _, _ = self._items(a) if a.type != "tuple" else self._items_of_pairs(a)
+                positions.extend([((), c)] for c in items)
+            else:
+                alts = [(c, v) for c, v in self._alternatives(a) if isinstance(v, Ctor)]
+                if alts:
+                    positions.append(alts)
+        if any(len(p) > 1 for p in positions):
+            combos: list[tuple[Conds, list[Ctor]]] = [((), [])]
+            for alts in positions:
+                grown: list[tuple[Conds, list[Ctor]]] = []
+                for conds, items_ in combos:
+                    for c, ctor in alts:
+                        joined = _join(conds, c)
+                        if joined is not None:
+                            grown.append((joined, [*items_, ctor]))
+                combos = grown[:MAX_VARIANTS]
+            return [(conds, tuple(items_), (), None) for conds, items_ in combos]
+        items, keys, repeat = self._container_items(call)
+        return [((), items, keys, repeat)]
+
+    def _items_of_pairs(self, node: Node) -> tuple[tuple[Ctor, ...], tuple[str, ...], str | None]:
+        wrapper = [node]
+        items: list[Ctor] = []
+        for n in wrapper:
+            k, v = n.named_children
+            items.extend(self._ctor_alts(v))
+        return tuple(items), (), None
 
     def _container_items(self, call: Node) -> tuple[tuple[Ctor, ...], tuple[str, ...], str | None]:
         args_node = call.child_by_field_name("arguments")

@@ -62,7 +62,15 @@ class _Module:
     path: str
 
 
-EnvVal = Value | _Module
+@dataclass(frozen=True)
+class _LocalFunction:
+    """A function defined inside the analysed function (a closure), by its start byte."""
+
+    key: int
+    name: str
+
+
+EnvVal = Value | _Module | _LocalFunction
 
 
 @dataclass
@@ -98,7 +106,11 @@ def _flatten_targets(node: Node) -> list[Node]:
 
 
 def _as_value(v: EnvVal) -> Value:
-    return Expr(v.path) if isinstance(v, _Module) else v
+    if isinstance(v, _Module):
+        return Expr(v.path)
+    if isinstance(v, _LocalFunction):
+        return Expr(v.name)
+    return v
 
 
 def _rename_value(v: Value, old: str, new: str) -> Value:
@@ -167,6 +179,7 @@ class FlowAnalysis:
         self.stmt_span = Span(0, 0, 0, 0)
         self.inlined: set[str] = set()  # module-level names of inlined helpers (cache dependencies)
         self.callee_locals: set[str] = set()  # unique names of inlined callees' locals
+        self.local_functions: dict[int, Node] = {}
 
     @property
     def frame(self) -> _Frame:
@@ -256,9 +269,15 @@ class FlowAnalysis:
                     for inner in child.named_children:
                         if inner.type == "block":
                             self._stmts(inner.named_children)
-        elif kind == "decorated_definition" or kind == "function_definition":
+        elif kind == "function_definition":
+            name_node = stmt.child_by_field_name("name")
+            if name_node is not None:  # a local closure (T5's `shape`/`project`): inlined where called
+                name = self.src.text(name_node)
+                self.local_functions[stmt.start_byte] = stmt
+                self.frame.env[name] = _LocalFunction(stmt.start_byte, name)
+        elif kind == "decorated_definition":
             name_node = (stmt.child_by_field_name("definition") or stmt).child_by_field_name("name")
-            if name_node is not None:  # a local closure: calls of it stay opaque
+            if name_node is not None:  # decorated: we cannot tell what calling it does
                 name = self.src.text(name_node)
                 self.frame.env[name] = Ref(self._define(name))
 
@@ -287,6 +306,10 @@ class FlowAnalysis:
             frame.renames[name] = unique
             self.names.add(unique)
             self.callee_locals.add(unique)
+        hops = 0
+        while unique in frame.rewrite and hops < 8:  # renamed to the call's output by a `return`
+            unique = frame.rewrite[unique]
+            hops += 1
         return unique
 
     def _assignment(self, node: Node) -> None:
@@ -303,6 +326,15 @@ class FlowAnalysis:
         flat = _flatten_targets(target)
         # `a, b = x, y`: pairwise, right-hand sides evaluated first.
         if len(flat) > 1 and right.type in ("expression_list", "tuple") and right.named_child_count == len(flat):
+            names = {self.src.text(t) for t in flat if t.type == "identifier"}
+            used = {m.group(0) for m in _IDENTIFIER.finditer(self.src.text(right))}
+            if all(t.type == "identifier" for t in flat) and not names & used:
+                # No target is read on the right: each value can be produced under its target's name.
+                for t, v_node in zip(flat, right.named_children):
+                    out = self._define(self.src.text(t))
+                    v = self._value(v_node, (out,))
+                    self._bind_target(t, v, produced=isinstance(v, Ref) and v.name == out)
+                return
             values = [self._value(v) for v in right.named_children]
             for t, v in zip(flat, values):
                 self._bind_target(t, v, produced=False)
@@ -445,7 +477,9 @@ class FlowAnalysis:
         test = stmt.child_by_field_name("condition")
         conditions.append(self._text(test) if test is not None else "?")
         bodies.append(stmt.child_by_field_name("consequence"))
-        if test is not None:  # the first test always runs: its calls are ops before the branch
+        if test is not None and b":=" in self.src.raw(test):
+            # A walrus in the test binds a value the branches use. Other calls in tests (shape
+            # checks before a `raise`) are left out: they would split op chains the rules match.
             self.stmt_span = self.src.span(test)
             self._value(test)
         has_else = False
@@ -755,6 +789,8 @@ class FlowAnalysis:
             path = f"self.{attr}"
             return _Module(path) if attr in self.module_attrs else Expr(path)
         receiver = self._value(obj)
+        if isinstance(receiver, _LocalFunction):
+            receiver = Expr(receiver.name)
         if isinstance(receiver, Ref):
             if attr in _META_ATTRS:
                 return Expr(f"{receiver.name}.{attr}")
@@ -782,7 +818,7 @@ class FlowAnalysis:
             return self._emit(OpKind.OPERATOR, "getitem", (container, index), (), node, outs)
         index = self._index(node)
         if isinstance(index, Ref):
-            return self._emit(OpKind.OPERATOR, "getitem", (container, index), (), node, outs)
+            return self._emit(OpKind.OPERATOR, "getitem", (_as_value(container), index), (), node, outs)
         return Expr(self._text(node))
 
     def _binary(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
@@ -954,17 +990,31 @@ class FlowAnalysis:
                     return Expr(self._text(node))
                 return self._emit(OpKind.FUNCTION, qualified, tuple(args), tuple(kwargs), node, outs)
         receiver = self._value(obj)
+        if isinstance(receiver, _LocalFunction):
+            receiver = Expr(receiver.name)
         if isinstance(receiver, _Module):
             args, kwargs, _ = self._args(node)
             path = receiver.path if attr == "forward" else f"{receiver.path}.{attr}"
             return self._emit(OpKind.MODULE, path, tuple(args), tuple(kwargs), node, outs)
         args, kwargs, opaque = self._args(node)
-        if isinstance(receiver, Expr) and opaque:
+        if isinstance(receiver, Expr) and opaque and not self._is_parameter(receiver):
             return Expr(self._text(node))
         return self._emit(OpKind.METHOD, attr, (receiver, *args), tuple(kwargs), node, outs)
 
+    def _is_parameter(self, v: Expr) -> bool:
+        """`self.weight`, `self.q_proj.weight`: tensors held by the module (bound in __init__)."""
+        if not v.text.startswith("self."):
+            return False
+        attr = v.text[5:].split(".")[0].split("[")[0]
+        return attr in self.module_attrs
+
     def _name_call(self, node: Node, name: str, outs: tuple[str, ...] | None) -> EnvVal:
         v = self._lookup(name)
+        if isinstance(v, _LocalFunction):
+            return self._inline(self.frame.owner, self.local_functions[v.key], v.name, node, outs, bound=False,
+                                closure_self=self.frame.self_name, closure=True)
+        if isinstance(v, Expr) and v.text.startswith("self.") and v.text[5:].split("[")[0] in self.module_attrs:
+            v = _Module(v.text)  # a submodule passed in as an argument (`proj_layer(hidden_states)`)
         if isinstance(v, _Module):
             args, kwargs, _ = self._args(node)
             return self._emit(OpKind.MODULE, v.path, tuple(args), tuple(kwargs), node, outs)
@@ -991,7 +1041,15 @@ class FlowAnalysis:
         return self._emit(OpKind.CALL, name, tuple(args), tuple(kwargs), node, outs)
 
     def _inline(
-        self, owner: str | None, function: Node, label: str, node: Node, outs: tuple[str, ...] | None, bound: bool
+        self,
+        owner: str | None,
+        function: Node,
+        label: str,
+        node: Node,
+        outs: tuple[str, ...] | None,
+        bound: bool,
+        closure_self: str | None = None,
+        closure: bool = False,
     ) -> EnvVal:
         """Inline a call of a same-file method or function: its ops appear here, `via` naming it."""
         key = function.start_byte
@@ -1002,13 +1060,18 @@ class FlowAnalysis:
             return self._emit(kind, label, tuple(args), tuple(kwargs), node, outs)
         args, kwargs, _ = self._args(node)
         ps = list(params(function, self.src))
-        self_name: str | None = None
+        self_name: str | None = closure_self
+        decorators = _decorators(function, self.src) if bound else ()
+        if "staticmethod" in decorators:
+            bound = False
         if bound and ps:
-            self_name = ps[0].name
+            if "classmethod" not in decorators:
+                self_name = ps[0].name
             ps = ps[1:]
         call_outs = outs or ()
         self.names.update(call_outs)
-        env: dict[str, EnvVal] = {}
+        # A closure sees the locals of the function it was defined in (it is called from there).
+        env: dict[str, EnvVal] = dict(self.frame.env) if closure else {}
         positional = [p for p in ps if p.kind == ParamKind.POSITIONAL]
         starred = any(isinstance(a, Ref | Expr) and _name_of(a).startswith("*") for a in args)
         by_name = {k.name: k.value for k in kwargs if k.name != "**"}
@@ -1037,8 +1100,8 @@ class FlowAnalysis:
         )
         self.frames.append(frame)
         saved_span = self.stmt_span
-        saved_terminated = self.terminated
-        self.terminated = False
+        saved_terminated, saved_returned = self.terminated, self.returned
+        self.terminated = self.returned = False
         try:
             for p in ps:
                 if p.kind in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD):
@@ -1051,7 +1114,7 @@ class FlowAnalysis:
         finally:
             self.frames.pop()
             self.stmt_span = saved_span
-            self.terminated = saved_terminated
+            self.terminated, self.returned = saved_terminated, saved_returned
         return self._call_result(frame, frame.outs)
 
     def _call_result(self, frame: _Frame, outs: tuple[str, ...]) -> EnvVal:
@@ -1063,6 +1126,13 @@ class FlowAnalysis:
                 return Ref(outs[0])
             return first
         return Ref(outs[0])
+
+
+def _decorators(function: Node, src: SourceText) -> tuple[str, ...]:
+    parent = function.parent
+    if parent is None or parent.type != "decorated_definition":
+        return ()
+    return tuple(src.text(d).lstrip("@").strip() for d in parent.named_children if d.type == "decorator")
 
 
 def _index_of(lists: list[list[Stmt]], target: list[Stmt]) -> int:
