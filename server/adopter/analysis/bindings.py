@@ -489,12 +489,9 @@ class InitAnalysis:
         return [((), items, keys, repeat)]
 
     def _items_of_pairs(self, node: Node) -> tuple[tuple[Ctor, ...], tuple[str, ...], str | None]:
-        wrapper = [node]
-        items: list[Ctor] = []
-        for n in wrapper:
-            k, v = n.named_children
-            items.extend(self._ctor_alts(v))
-        return tuple(items), (), None
+        """A `("name", module)` pair inside a container display."""
+        _, value = node.named_children
+        return tuple(self._ctor_alts(value)), (), None
 
     def _container_items(self, call: Node) -> tuple[tuple[Ctor, ...], tuple[str, ...], str | None]:
         args_node = call.child_by_field_name("arguments")
