@@ -188,9 +188,10 @@ def test_target_availability() -> None:
 
 def test_broken_architecture_becomes_problem() -> None:
     bad = Op(OpKind.FUNCTION, "torch.relu", None, (), ("a",), sp(1), sp(1))  # type: ignore[arg-type]
-    result = check(mfile(arch((bad,))), [DAL], CPU)
-    assert result.findings == () and result.problems
-    assert find(mfile(arch((bad,))), [DAL], CPU) == ()
+    relu = rule((step("$a", "function:torch.relu", "$x"),))
+    result = check(mfile(arch((bad,))), [relu, DAL], CPU)
+    assert result.findings == () and [p.code for p in result.problems] == ["t01"]
+    assert find(mfile(arch((bad,))), [relu], CPU) == ()
 
 
 def test_params_are_values() -> None:

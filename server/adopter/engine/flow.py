@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from adopter.dsl.types import Block, Branch, Expr, Forward, Kwarg, Loop, Op, Ref, Return, Value
 
@@ -20,15 +21,26 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 Ctx = tuple[tuple[str, int, int], ...]
 
 
-@dataclass(frozen=True, slots=True)
 class Node:
     """An op, or a pseudo-node that only uses names (a `return`, a branch test, a loop iterable)."""
 
-    index: int
-    op: Op | None
-    uses: frozenset[str]  # names of the values it reads
-    ctx: Ctx
-    defs: tuple[str, ...] = ()
+    __slots__ = ("_uses", "ctx", "defs", "index", "op")
+
+    def __init__(self, index: int, op: Op | None, uses: set[str] | None, ctx: Ctx,
+                 defs: tuple[str, ...] = ()) -> None:
+        self.index = index
+        self.op = op
+        self._uses = uses  # None for ops: computed from the arguments when first needed
+        self.ctx = ctx
+        self.defs = defs
+
+    @property
+    def uses(self) -> set[str]:
+        """Names of the values this node reads."""
+        if self._uses is None:
+            assert self.op is not None
+            self._uses = _value_names(self.op.args, self.op.kwargs)
+        return self._uses
 
 
 @dataclass
@@ -38,10 +50,22 @@ class FlatForward:
     forward: Forward
     nodes: list[Node] = field(default_factory=list)
     by_target: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    targets_of_kind: dict[str, list[str]] = field(default_factory=dict)
     defs_of: dict[str, list[int]] = field(default_factory=dict)
-    uses_of: dict[str, list[int]] = field(default_factory=dict)
+    _uses_of: dict[str, list[int]] | None = None
     terminates: set[tuple[int, int]] = field(default_factory=set)  # (branch id, alt) ending in return
     params: frozenset[str] = frozenset()
+
+    @property
+    def uses_of(self) -> dict[str, list[int]]:
+        """Nodes reading each name, in order (built on first use: most forwards never need it)."""
+        if self._uses_of is None:
+            index: dict[str, list[int]] = {}
+            for node in self.nodes:
+                for u in node.uses:
+                    index.setdefault(u, []).append(node.index)
+            self._uses_of = index
+        return self._uses_of
 
     def compatible(self, a: int, b: int) -> bool:
         """Whether nodes `a` < `b` can both execute on one path, in that order."""
@@ -62,6 +86,11 @@ class FlatForward:
         return -1
 
 
+@lru_cache(maxsize=8192)
+def _idents(text: str) -> frozenset[str]:
+    return frozenset(_IDENT.findall(text))
+
+
 def _value_names(values: tuple[Value, ...], kwargs: tuple[Kwarg, ...]) -> set[str]:
     names: set[str] = set()
     for v in (*values, *(k.value for k in kwargs)):
@@ -69,8 +98,22 @@ def _value_names(values: tuple[Value, ...], kwargs: tuple[Kwarg, ...]) -> set[st
             names.add(v.name)
         elif isinstance(v, Expr):
             # Opaque text may still read a local (`h.shape[0]` kept as text): count it as a use.
-            names.update(_IDENT.findall(v.text))
+            names.update(_idents(v.text))
     return names
+
+
+def op_keys(block: Block, into: set[tuple[str, str]] | None = None) -> set[tuple[str, str]]:
+    """The (kind, target) of every op in `block`, nested blocks included (a cheap pre-filter)."""
+    keys = set() if into is None else into
+    for stmt in block:
+        if isinstance(stmt, Op):
+            keys.add((stmt.kind.value, stmt.target))
+        elif isinstance(stmt, Branch):
+            for path in stmt.paths:
+                op_keys(path, keys)
+        elif isinstance(stmt, Loop):
+            op_keys(stmt.body, keys)
+    return keys
 
 
 def flatten(forward: Forward) -> FlatForward:
@@ -78,39 +121,41 @@ def flatten(forward: Forward) -> FlatForward:
     flat = FlatForward(forward, params=frozenset(p.name for p in forward.params))
     counter = [0]
 
-    def add(op: Op | None, uses: set[str], ctx: Ctx, defs: tuple[str, ...] = ()) -> None:
-        node = Node(len(flat.nodes), op, frozenset(uses), ctx, defs)
+    def add(op: Op | None, uses: set[str] | None, ctx: Ctx, defs: tuple[str, ...] = ()) -> None:
+        node = Node(len(flat.nodes), op, uses, ctx, defs)
         flat.nodes.append(node)
         if op is not None:
-            flat.by_target.setdefault((op.kind.value, op.target), []).append(node.index)
+            key = (op.kind.value, op.target)
+            if key not in flat.by_target:
+                flat.by_target[key] = []
+                flat.targets_of_kind.setdefault(key[0], []).append(op.target)
+            flat.by_target[key].append(node.index)
         for d in defs:
             flat.defs_of.setdefault(d, []).append(node.index)
-        for u in uses:
-            flat.uses_of.setdefault(u, []).append(node.index)
 
     def walk(block: Block, ctx: Ctx) -> bool:
         """Add the nodes of `block`; return whether it always ends in a `return`."""
         for stmt in block:
             if isinstance(stmt, Op):
-                add(stmt, _value_names(stmt.args, stmt.kwargs), ctx, stmt.outputs)
+                add(stmt, None, ctx, stmt.outputs)
             elif isinstance(stmt, Return):
                 add(None, _value_names(stmt.values, ()), ctx)
                 return True
             elif isinstance(stmt, Branch):
                 counter[0] += 1
                 bid = counter[0]
-                add(None, {n for c in stmt.conditions for n in _IDENT.findall(c)}, ctx)
+                add(None, {n for c in stmt.conditions for n in _idents(c)}, ctx)
                 ends = []
                 for alt, path in enumerate(stmt.paths):
                     done = walk(path, (*ctx, ("b", bid, alt)))
                     if done:
                         flat.terminates.add((bid, alt))
                     ends.append(done)
-                if ends and all(ends) and "else" in stmt.conditions[-1:]:
+                if ends and all(ends):
                     return True
             elif isinstance(stmt, Loop):
                 counter[0] += 1
-                add(None, set(_IDENT.findall(stmt.iterable)), ctx, stmt.targets)
+                add(None, set(_idents(stmt.iterable)), ctx, stmt.targets)
                 walk(stmt.body, (*ctx, ("l", counter[0], 0)))
         return False
 

@@ -8,8 +8,9 @@ data flow is respected even when names are reused (`h = dropout(h); h = ln(h + r
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from adopter.dsl.types import (
     Architecture,
@@ -120,14 +121,23 @@ class InitIndex:
     """`__init__` bindings by attribute, for joining module op targets with binding patterns."""
 
     by_attr: dict[str, list[Binding]]
+    # (module op target, id of a BindingPattern) -> what it resolved to; patterns live as long as rules.
+    _resolved: dict[tuple[str, int], tuple[Binding, Ctor] | None] = field(default_factory=dict)
+    _possible: dict[int, bool] = field(default_factory=dict)
+
+    callees: frozenset[str] = frozenset()  # every constructor callee, qualified and by last name
 
     @classmethod
     def of(cls, arch: Architecture | None) -> InitIndex:
         by_attr: dict[str, list[Binding]] = {}
+        callees: set[str] = set()
         if arch is not None and arch.init is not None:
             for b in arch.init.bindings:
                 by_attr.setdefault(b.attr, []).append(b)
-        return cls(by_attr)
+                for item in (False, True):
+                    for c in _module_ctors(b, item):
+                        callees.update((c.callee, c.callee.rsplit(".", 1)[-1]))
+        return cls(by_attr, callees=frozenset(callees))
 
     def resolve(self, target: str, pattern: BindingPattern) -> Binding | None:
         """The binding of module op `target` (`self.q`, `self.layer[*]`) that fits `pattern`."""
@@ -136,31 +146,79 @@ class InitIndex:
 
     def resolve_ctor(self, target: str, pattern: BindingPattern) -> tuple[Binding, Ctor] | None:
         """Like `resolve`, also giving the constructor that fit (a container's item for `[*]`)."""
-        if not target.startswith("self."):
-            return None
-        attr = target[5:]
-        item = attr.endswith("[*]")
-        if item:
-            attr = attr[:-3]
-        for b in self.by_attr.get(attr, ()):
-            for c in _module_ctors(b, item):
-                if _ctor_matches(pattern.ctor, c):
-                    return b, c
-        return None
+        key = (target, id(pattern))
+        if key in self._resolved:
+            return self._resolved[key]
+        found = None
+        if target.startswith("self."):
+            attr = target[5:]
+            item = attr.endswith("[*]")
+            if item:
+                attr = attr[:-3]
+            found = next(((b, c) for b in self.by_attr.get(attr, ()) for c in _module_ctors(b, item)
+                          if _ctor_matches(pattern.ctor, c)), None)
+        self._resolved[key] = found
+        return found
 
     def could_match(self, pattern: BindingPattern) -> bool:
         """Whether any binding at all fits `pattern` (a cheap pre-filter)."""
-        return any(
-            any(_ctor_matches(pattern.ctor, c) for c in _module_ctors(b, item))
-            for bs in self.by_attr.values()
-            for b in bs
-            for item in (False, True)
-        )
+        key = id(pattern)
+        if not any(c in self.callees for c in pattern.ctor.callees):
+            return False
+        if key not in self._possible:
+            self._possible[key] = any(
+                _ctor_matches(pattern.ctor, c)
+                for bs in self.by_attr.values()
+                for b in bs
+                for item in (False, True)
+                for c in _module_ctors(b, item)
+            )
+        return self._possible[key]
 
 
 # ---------------------------------------------------------------------------------------------------
 # forward side
 # ---------------------------------------------------------------------------------------------------
+
+
+_PATTERNS: dict[int, tuple[Rule, dict[str, BindingPattern]]] = {}
+
+
+def _init_patterns(rule: Rule) -> dict[str, BindingPattern]:
+    """The rule's init patterns by variable name (cached per rule object)."""
+    cached = _PATTERNS.get(id(rule))
+    if cached is None or cached[0] is not rule:
+        cached = (rule, {b.var.lstrip("$"): b for b in rule.init})
+        _PATTERNS[id(rule)] = cached
+    return cached[1]
+
+
+_LITERALS: dict[int, tuple[Rule, tuple[tuple[tuple[str, str], ...], ...]]] = {}
+
+
+def _literal_requirements(rule: Rule) -> tuple[tuple[tuple[str, str], ...], ...]:
+    """Per required step without module variables: the (kind, target) keys one of which must occur."""
+    cached = _LITERALS.get(id(rule))
+    if cached is None or cached[0] is not rule:
+        reqs = tuple(
+            tuple((k.value, t) for k, t in step.targets)
+            for step in rule.forward
+            if not step.optional and not any(t.startswith("$") for _, t in step.targets)
+        )
+        # Most selective first: a rare target rejects a forward with one lookup.
+        cached = (rule, tuple(sorted(reqs, key=lambda keys: (keys[0][0] == "operator", len(keys)))))
+        _LITERALS[id(rule)] = cached
+    return cached[1]
+
+
+def quick_possible(rule: Rule, keys: set[tuple[str, str]], init: InitIndex) -> bool:
+    """A cheap necessary condition for `rule` to match a forward with op `keys` and bindings `init`."""
+    if not rule.forward:
+        return False
+    for required in _literal_requirements(rule):
+        if not any(k in keys for k in required):
+            return False
+    return all(any(c in init.callees for c in b.ctor.callees) for b in rule.init)
 
 
 class _State:
@@ -202,24 +260,30 @@ class RuleMatcher:
         self.rule = rule
         self.flat = flat
         self.init = init
-        self.init_patterns = {b.var.lstrip("$"): b for b in rule.init}
+        self.init_patterns = _init_patterns(rule)
         self.steps = rule.forward
         self.budget = STEP_BUDGET
+        self._cand_sets: dict[int, set[int]] = {}
 
     # -- pre-filter ------------------------------------------------------------------------------
+
+    def _module_targets(self, kind: OpKind, var: str) -> list[str]:
+        """Targets of `kind` ops in this forward that module variable `var` can denote."""
+        pattern = self.init_patterns.get(var)
+        targets = self.flat.targets_of_kind.get(kind.value, ())
+        if pattern is None:
+            return list(targets)
+        return [t for t in targets if self.init.resolve_ctor(t, pattern) is not None]
 
     def candidates(self, step: OpPattern) -> list[int]:
         out: list[int] = []
         for kind, target in step.targets:
             if target.startswith("$"):
-                var = target.lstrip("$")
-                pattern = self.init_patterns.get(var)
-                for (k, t), idx in self.flat.by_target.items():
-                    if k == kind.value and (pattern is None or self.init.resolve(t, pattern) is not None):
-                        out.extend(idx)
+                for t in self._module_targets(kind, target.lstrip("$")):
+                    out.extend(self.flat.by_target[(kind.value, t)])
             else:
                 out.extend(self.flat.by_target.get((kind.value, target), ()))
-        if len(step.targets) > 1:
+        if len(step.targets) > 1 or any(t.startswith("$") for _, t in step.targets):
             out = sorted(set(out))
         return out
 
@@ -227,14 +291,16 @@ class RuleMatcher:
         """False when some required step or binding cannot occur at all in this forward."""
         if not self.steps:
             return False
-        if any(not self.init.could_match(b) for b in self.rule.init):
+        by_target = self.flat.by_target
+        for keys in _literal_requirements(self.rule):
+            if not any(k in by_target for k in keys):
+                return False
+        if not all(self.init.could_match(b) for b in self.rule.init):
             return False
         for step in self.steps:
-            if step.optional:
-                continue
-            if not any(
-                (t.startswith("$") and any(k == kind.value for k, _ in self.flat.by_target))
-                or (kind.value, t) in self.flat.by_target
+            if not step.optional and not any(
+                (kind.value, t) in by_target if not t.startswith("$")
+                else bool(self._module_targets(kind, t.lstrip("$")))
                 for kind, t in step.targets
             ):
                 return False
@@ -263,9 +329,7 @@ class RuleMatcher:
                 yield RawMatch(tuple(chosen), binds, env)
             return
         step = self.steps[i]
-        for n in cands[i]:
-            if n <= last:
-                continue
+        for n in self._narrow(step, cands[i], last, state):
             if chosen and not all(self.flat.compatible(c, n) for c in chosen):
                 continue
             self.budget -= 1
@@ -282,6 +346,21 @@ class RuleMatcher:
             if self._skip(step, state):
                 yield from self._search(i + 1, last, chosen, cands, state)
             state.undo(mark)
+
+    def _narrow(self, step: OpPattern, cands: list[int], last: int, state: _State) -> list[int]:
+        """Candidates after `last`; when an argument is already bound to a value, only its readers."""
+        start = bisect_right(cands, last)
+        for p in step.args:
+            if isinstance(p, PVar):
+                bound = state.env.get(state.var(p.name))
+                if bound is not None and bound[0] == "ref":
+                    readers = self.flat.uses_of.get(bound[1], ())
+                    if len(readers) < len(cands) - start:
+                        members = self._cand_sets.get(id(cands))
+                        if members is None:
+                            members = self._cand_sets[id(cands)] = set(cands)
+                        return [n for n in readers if n > last and n in members]
+        return cands[start:]
 
     def _skip(self, step: OpPattern, state: _State) -> bool:
         """An absent optional step binds its output to its first value argument."""

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from adopter.dsl.types import Expr, Forward, ModuleFile, Problem, Ref, Rule, Severity, Span, Value
 from adopter.engine.environment import Environment
-from adopter.engine.flow import FlatForward, flatten
-from adopter.engine.matcher import Bound, BudgetExceeded, InitIndex, RawMatch, RuleMatcher
+from adopter.engine.flow import FlatForward, flatten, op_keys
+from adopter.engine.matcher import Bound, BudgetExceeded, InitIndex, RawMatch, RuleMatcher, quick_possible
 from adopter.engine.types import Finding, Match
 
 log = logging.getLogger(__name__)
@@ -43,14 +43,17 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> E
         scopes.append((fn.name, fn, InitIndex.of(None), "function"))
     for scope_name, forward, init, kind in scopes:
         try:
+            keys = op_keys(forward.body)
+            candidates = [r for r in rules if (kind == "forward" or r.scope == "function")
+                          and quick_possible(r, keys, init)]
+            if not candidates:
+                continue
             flat = flatten(forward)
         except Exception as exc:  # a malformed architecture must not take the file down
             problems.append(Problem(f"cannot flatten {scope_name}.{forward.name}: {exc}", forward.span,
                                     module_file.path, Severity.WARNING))
             continue
-        for rule in rules:
-            if kind == "function" and rule.scope != "function":
-                continue
+        for rule in candidates:
             try:
                 findings.extend(_rule_findings(rule, flat, init, scope_name, module_file.path, env))
             except BudgetExceeded:
