@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Union
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +56,7 @@ class Expr:
     text: str
 
 
-Value = Union[Ref, Expr]
+Value = Ref | Expr
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +131,7 @@ class Return:
     span: Span
 
 
-Stmt = Union[Op, Branch, Loop, Return]
+Stmt = Op | Branch | Loop | Return
 Block = tuple[Stmt, ...]
 
 
@@ -275,7 +274,7 @@ class PAny:
     """`_`: matches any value without binding it."""
 
 
-PValue = Union[PVar, PAny, Expr]  # Expr in a pattern matches an Expr with the same normalised text
+PValue = PVar | PAny | Expr  # Expr in a pattern matches an Expr with the same normalised text
 
 
 @dataclass(frozen=True, slots=True)
