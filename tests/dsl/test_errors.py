@@ -99,3 +99,25 @@ def test_junk_never_crashes(junk: str) -> None:
 def test_non_text_input_is_a_type_error() -> None:
     with pytest.raises(TypeError):
         parse_rules(b"rule r {}")  # type: ignore[arg-type]
+
+
+def test_every_bad_example_fails_and_names_its_own_mistake() -> None:
+    from adopter.dsl.errors import BAD_EXAMPLES
+
+    for label, examples in BAD_EXAMPLES.items():
+        for example in examples:
+            with pytest.raises(DslError) as info:
+                parse_rules(example) if example.startswith("rule") else parse_architecture(example)
+            assert info.value.problem.message.startswith(label), example
+
+
+def test_deep_nesting_is_an_error_not_a_crash() -> None:
+    depth = 5000
+    text = "model M() @1:1-1:2 { forward() @1:1-1:2 { " + "if a { " * depth + "} @1:1-1:2 " * depth + "} }"
+    with pytest.raises(DslError, match="nested too deeply"):
+        parse_architecture(text)
+
+
+def test_byte_order_mark_is_ignored() -> None:
+    (rule,) = parse_rules("\ufeff" + HEAD + "  forward { $o = f($x) }\n}")
+    assert rule.id == "r"

@@ -18,20 +18,24 @@ def parse_document(text: str, path: str | None = None) -> Document:
     if not isinstance(text, str):
         raise TypeError(f"DSL text must be str, not {type(text).__name__}")
     text = text.replace("\r\n", "\n")
+    if text.startswith("\ufeff"):
+        text = " " + text[1:]  # a byte-order mark: blank it out, keeping columns
     try:
         tree = parser().parse(text)
     except UnexpectedInput as exc:
         raise DslError([syntax_problem(exc, text, path)], text) from None
     try:
         return DslTransformer().transform(tree)
-    except RecursionError:
-        message = "blocks are nested too deeply to read"
-        raise DslError([error_problem(message, None, path)], text) from None
-    except VisitError as exc:
+    except (RecursionError, VisitError) as exc:
+        if isinstance(exc, RecursionError) or isinstance(exc.orig_exc, RecursionError):
+            message = "blocks are nested too deeply to read"
+            raise DslError([error_problem(message, None, path)], text) from None
         if isinstance(exc.orig_exc, TransformProblem):
             problem = replace(exc.orig_exc.problem, path=path)
             raise DslError([problem], text) from None
-        raise
+        # A bug of ours, not of the input; report it as a problem rather than crash the caller.
+        message = f"internal error while reading {exc.rule or 'the text'}: {exc.orig_exc!r}"
+        raise DslError([error_problem(message, None, path, code="dsl-internal")], text) from exc
 
 
 def _only(document: Document, text: str, path: str | None, allowed: str) -> None:
