@@ -210,3 +210,35 @@ def test_init_pattern_variables_bind_constructor_arguments() -> None:
     ln = Ctor("torch.nn.LayerNorm", (Expr("config.hidden_size"),), (Kwarg("eps", Expr("1e-5")),))
     (f,) = find(mfile(arch(body, {"LayerNorm": ln})), [r], CPU)
     assert dict(f.match.env)["dim"] == Expr("config.hidden_size")
+
+
+QKV = rule(
+    (step("$q", "module:$wq", "$x"), step("$k", "module:$wk", "$x"), step("$v", "module:$wv", "$x")),
+    (bind("$wq", "torch.nn.Linear"), bind("$wk", "torch.nn.Linear"), bind("$wv", "torch.nn.Linear")),
+    family=9,
+)
+QKV_BINDS = {"query": LINEAR, "key": LINEAR, "value": LINEAR, "sr": LINEAR}
+
+
+def test_input_redefined_on_one_path_is_a_site_but_not_fixable() -> None:
+    # query on x; then, only when a flag is set, x is reduced before key and value (SegFormer-style).
+    body = (op("q", "module", "self.query", "x"),
+            branch((op("x", "module", "self.sr", "x"),), ()),
+            op("k", "module", "self.key", "x"), op("v", "module", "self.value", "x"), ret("q", "k", "v"))
+    (f,) = find(mfile(arch(body, QKV_BINDS, params=("x",))), [QKV], CPU)
+    assert not f.fixable and "another control-flow path" in (f.no_fix_reason or "")
+    # an unconditional redefinition leaves no path on which the three share their input
+    body2 = (op("q", "module", "self.query", "x"), op("x", "module", "self.sr", "x"),
+             op("k", "module", "self.key", "x"), op("v", "module", "self.value", "x"), ret("q", "k", "v"))
+    assert not find(mfile(arch(body2, QKV_BINDS, params=("x",))), [QKV], CPU)
+
+
+def test_distinct_module_variables_bind_distinct_submodules() -> None:
+    # self.key called three times is not three projections
+    body = (op("a", "module", "self.key", "x"), op("b", "module", "self.key", "x"),
+            op("c", "module", "self.key", "x"), ret("a", "b", "c"))
+    assert not find(mfile(arch(body, QKV_BINDS, params=("x",))), [QKV], CPU)
+    body2 = (op("a", "module", "self.query", "x"), op("b", "module", "self.key", "x"),
+             op("c", "module", "self.value", "x"), ret("a", "b", "c"))
+    (f,) = find(mfile(arch(body2, QKV_BINDS, params=("x",))), [QKV], CPU)
+    assert f.fixable

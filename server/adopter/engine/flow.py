@@ -78,6 +78,21 @@ class FlatForward:
         # `a` inside an alternative that returns, `b` after that branch: unreachable after `a`.
         return all(not (kind == "b" and (bid, alt) in self.terminates) for kind, bid, alt in ca[k:])
 
+    def may_reach(self, name: str, d: int, at: int) -> bool:
+        """Whether definition `d` of `name` (-1: the entry) reaches node `at` on at least one path.
+
+        True when every redefinition between them that could lie on their path sits in a branch
+        alternative enclosing neither of them, so a path skipping that alternative exists.
+        """
+        if d >= at or (d >= 0 and not self.compatible(d, at)):
+            return False
+        outer = set(self.nodes[at].ctx) | (set(self.nodes[d].ctx) if d >= 0 else set())
+        for r in self.defs_of.get(name, ()):
+            if d < r < at and (d < 0 or self.compatible(d, r)) and self.compatible(r, at):
+                if not any(c[0] == "b" and c not in outer for c in self.nodes[r].ctx):
+                    return False
+        return True
+
     def reaching_def(self, name: str, at: int) -> int:
         """The node whose definition of `name` reaches node `at` (-1: a parameter or unknown)."""
         for d in reversed(self.defs_of.get(name, ())):

@@ -56,6 +56,7 @@ class RawMatch:
     nodes: tuple[int, ...]
     bindings: tuple[Binding, ...]
     env: tuple[tuple[str, Bound], ...]
+    path_dependent: bool = False  # some value is the same definition only on some paths
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -228,6 +229,7 @@ class _State:
         self.env: dict[str, Bound] = {}
         self.alias: dict[str, str] = {}
         self.bindings: dict[str, Binding] = {}
+        self.path_dependent: dict[str, bool] = {}  # uses whose definition depends on the path taken
         self.trail: list[tuple[str, str]] = []
 
     def mark(self) -> int:
@@ -240,6 +242,8 @@ class _State:
                 self.env.pop(key, None)
             elif kind == "alias":
                 self.alias.pop(key, None)
+            elif kind == "path":
+                self.path_dependent.pop(key, None)
             else:
                 self.bindings.pop(key, None)
 
@@ -249,7 +253,8 @@ class _State:
         return name
 
     def set(self, kind: str, key: str, value: object) -> None:
-        getattr(self, {"env": "env", "alias": "alias", "bind": "bindings"}[kind])[key] = value
+        getattr(self, {"env": "env", "alias": "alias", "bind": "bindings", "path": "path_dependent"}[kind])[
+            key] = value
         self.trail.append((kind, key))
 
 
@@ -326,7 +331,7 @@ class RuleMatcher:
                         full[alias] = state.env[target]
                 env = tuple(sorted(full.items()))
                 binds = tuple(state.bindings[k] for k in sorted(state.bindings))
-                yield RawMatch(tuple(chosen), binds, env)
+                yield RawMatch(tuple(chosen), binds, env, bool(state.path_dependent))
             return
         step = self.steps[i]
         for n in self._narrow(step, cands[i], last, state):
@@ -456,7 +461,7 @@ class RuleMatcher:
         return self._unify_values(pa, va[: len(pa)], n, state)
 
     def _unify_values(self, pats: tuple[PValue, ...], vals: tuple[Value, ...], n: int, state: _State) -> bool:
-        return all(self._unify(p, self._bound_of(v, n), state) for p, v in zip(pats, vals))
+        return all(self._unify(p, self._bound_of(v, n), state, n) for p, v in zip(pats, vals))
 
     def _kwargs_ok(self, pats: tuple[PKwarg, ...], vals: tuple[Kwarg, ...], extra: bool, n: int,
                    state: _State) -> bool:
@@ -464,7 +469,7 @@ class RuleMatcher:
         for pk in pats:
             if pk.name not in by_name:
                 return False
-            if not self._unify(pk.value, self._bound_of(by_name[pk.name], n), state):
+            if not self._unify(pk.value, self._bound_of(by_name[pk.name], n), state, n):
                 return False
         return extra or len(vals) == len(pats)
 
@@ -473,17 +478,29 @@ class RuleMatcher:
             return ("ref", v.name, self.flat.reaching_def(v.name, n))
         return ("expr", v.text)
 
-    def _unify(self, p: PValue, value: Bound, state: _State) -> bool:
+    def _unify(self, p: PValue, value: Bound, state: _State, at: int = -1) -> bool:
         if isinstance(p, PAny):
             return True
         if isinstance(p, Expr):
             return value[0] == "expr" and _norm(value[1]) == _norm(p.text)
-        return self._bind(p, value, state)
+        return self._bind(p, value, state, at)
 
-    def _bind(self, p: PVar, value: Bound, state: _State) -> bool:
+    def _bind(self, p: PVar, value: Bound, state: _State, at: int = -1) -> bool:
         var = state.var(p.name)
         if var in state.env:
-            return _same(state.env[var], value)
+            old = state.env[var]
+            if _same(old, value):
+                return True
+            # The same name, another definition: on some path the earlier one may still reach `at`
+            # (the redefinitions in between sit in branches that path does not take). That is a site
+            # for detection, but its value depends on the path, so it is not fixable as a whole.
+            if old[0] == value[0] == "ref" and old[1] == value[1] and at >= 0 and self.flat.may_reach(
+                    old[1], old[2], at):  # type: ignore[misc]
+                state.set("path", f"{var}@{at}", True)
+                return True
+            return False
+        if value[0] == "mod" and any(v == value for k, v in state.env.items()):
+            return False  # two module variables never denote the same submodule
         state.set("env", var, value)
         return True
 

@@ -121,6 +121,9 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
     elif rule.targets and not offered:
         needs = "; ".join(f"{t.name}: {_needs(t.devices, t.packages, t.torch)}" for t in rule.targets)
         fixable, reason = False, f"no target is available in this environment ({needs})"
+    elif m.path_dependent:
+        fixable, reason = False, ("a value of the match is redefined on another control-flow path, so the "
+                                  "matched statements do not always see the same value")
     else:
         reason = _straddle_reason(flat, m, aware=rule.replacement.strategy in STRUCTURE_AWARE_STRATEGIES)
         fixable = reason is None
