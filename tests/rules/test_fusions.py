@@ -292,6 +292,42 @@ class MistralMLP(nn.Module):
         return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
 """
 
+GELU_FORMULAS = """
+import math
+
+import torch
+from torch import nn
+
+
+def gelu(x):
+    return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+
+def bloom_gelu_forward(x: torch.Tensor) -> torch.Tensor:
+    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
+
+
+class EsmIntermediate(nn.Module):
+    def __init__(self, hidden, intermediate):
+        super().__init__()
+        self.dense = nn.Linear(hidden, intermediate)
+
+    def forward(self, hidden_states):
+        hidden_states = self.dense(hidden_states)
+        hidden_states = gelu(hidden_states)
+        return hidden_states
+
+
+class BloomGelu(nn.Module):
+    def forward(self, hidden_states):
+        return bloom_gelu_forward(hidden_states)
+
+
+class NewGELUActivation(nn.Module):
+    def forward(self, input):
+        return 0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 * torch.pow(input, 3.0))))
+"""
+
 CASES = [
     Case("bert-output", "f05-dropout-add-layernorm", BERT_OUTPUT, "BertSelfOutput", (16, 0.3),
          lambda: (torch.randn(2, 5, 16), torch.randn(2, 5, 16))),
@@ -314,6 +350,9 @@ CASES = [
     Case("rsqrt-ln", "f11-layernorm", RSQRT_LN, "LayerNorm", (16,), randn(2, 5, 16), atol=1e-5),
     Case("llama-rms", "f12-rmsnorm", RMS_NORMS, "LlamaRMSNorm", (16,), randn(2, 5, 16), sites=2),
     Case("t5-rms", "f12-rmsnorm", RMS_NORMS, "T5LayerNorm", (16,), randn(2, 5, 16), sites=2),
+    Case("esm-gelu", "f13-gelu", GELU_FORMULAS, "EsmIntermediate", (8, 16), randn(2, 3, 8), sites=3),
+    Case("bloom-gelu", "f13-gelu", GELU_FORMULAS, "BloomGelu", (), randn(4, 16), sites=3),
+    Case("new-gelu", "f13-gelu", GELU_FORMULAS, "NewGELUActivation", (), randn(4, 16), sites=3),
     Case("mistral-mlp", "f14-swiglu", GATED_MLP, "MistralMLP", (8, 24, False), randn(2, 3, 8), atol=1e-5),
     Case("gated-mlp-bias", "f14-swiglu", GATED_MLP, "MistralMLP", (8, 24, True), randn(5, 8), atol=1e-5),
 ]

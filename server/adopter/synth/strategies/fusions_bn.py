@@ -6,7 +6,6 @@ from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.fusions_chain import (
     binding_path,
     ensure_helper,
-    functional,
     rewrite_chain,
     value_text,
 )
@@ -27,8 +26,11 @@ _FOLD_SCALE_SHIFT = '''
 _CONV_BN = '''
 def folded_conv_bn(x, layer, bn):
     """`bn(layer(x))`, with the BatchNorm folded into the convolution in eval mode (adopter: conv-bn)."""
+    import torch
+
     if layer.training or bn.training or bn.running_mean is None or bn.running_var is None:
-        return bn(layer(x))
+        # Module.__call__ keeps the hooks; spelled out, the rewritten code no longer reads as layer -> BN.
+        return bn(torch.nn.Module.__call__(layer, x))
 {FOLD}
     weight = layer.weight * scale.reshape(-1, *([1] * (layer.weight.dim() - 1)))
     return layer._conv_forward(x, weight, shift)
@@ -37,10 +39,13 @@ def folded_conv_bn(x, layer, bn):
 _LINEAR_BN = '''
 def folded_linear_bn(x, layer, bn):
     """`bn(layer(x))`, with the BatchNorm folded into the Linear in eval mode (adopter: linear-bn)."""
+    import torch
+
     if layer.training or bn.training or bn.running_mean is None or bn.running_var is None or x.dim() != 2:
-        return bn(layer(x))
+        # Module.__call__ keeps the hooks; spelled out, the rewritten code no longer reads as layer -> BN.
+        return bn(torch.nn.Module.__call__(layer, x))
 {FOLD}
-    return {F}.linear(x, layer.weight * scale[:, None], shift)
+    return torch.nn.functional.linear(x, layer.weight * scale[:, None], shift)
 '''
 
 
@@ -48,7 +53,7 @@ def _fold(ctx: SynthContext, name: str, tag: str, template: str) -> None:
     layer = binding_path(ctx, "layer")
     bn = binding_path(ctx, "bn")
     x = value_text(ctx, "x")
-    code = template.replace("{FOLD}", _FOLD_SCALE_SHIFT.strip("\n")).replace("{F}", functional(ctx))
+    code = template.replace("{FOLD}", _FOLD_SCALE_SHIFT.strip("\n"))
     helper = ensure_helper(ctx, name, tag, code)
     rewrite_chain(ctx, f"{helper}({x}, {layer}, {bn})")
 

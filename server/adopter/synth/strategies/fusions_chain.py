@@ -75,10 +75,12 @@ def _call_parts(ctx: SynthContext, op: Op) -> list[str]:
 
 
 def value_text(ctx: SynthContext, var: str) -> str:
-    """Source text of what pattern variable `var` bound, usable as an expression.
+    """Source text of what pattern variable `var` bound, usable as an expression where the match is.
 
-    Named values and opaque expressions give their text; a hoisted temporary gives the source of the
-    expression that produced it (inside the match) or of the operand position it feeds.
+    Opaque expressions give their text; a value produced inside the match gives the source of the
+    expression that produced it; any other value gives the source text of the operand slot of a
+    matched op it feeds. Reading the operand from the source (not the analysis' name) matters in
+    inlined helpers, whose parameters the analysis renamed to the caller's arguments.
     """
     value = ctx.binding(var)
     if value is None:
@@ -88,18 +90,17 @@ def value_text(ctx: SynthContext, var: str) -> str:
     if isinstance(value, Expr):
         return value.text
     assert isinstance(value, Ref)
-    if not value.name.startswith("%"):
-        return value.name
     producer = op_producing(ctx, var)
-    if producer is not None:
+    if producer is not None and value.name.startswith("%"):
         return ctx.text(producer.span)
-    # A temporary made outside the match: find the operand slot of a matched op it feeds.
     for op in ctx.finding.match.ops:
         for i, arg in enumerate(op.args):
             if arg == value:
                 parts = _call_parts(ctx, op)
                 if i < len(parts) and parts[i]:
                     return parts[i]
+    if not value.name.startswith("%"):
+        return value.name
     ctx.decline(f"cannot find the source text of ${var}")
     raise AssertionError
 

@@ -18,9 +18,11 @@ def fused_dropout_add_layer_norm(x, residual, norm, p, training):
 
     `norm`'s parameters are used as they are, so checkpoints load unchanged.
     """
+    import torch
+
     if training and p > 0.0:
-        x = {F}.dropout(x, p, True)
-    return {F}.layer_norm(x + residual, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+        x = torch.nn.functional.dropout(x, p, True)
+    return torch.nn.functional.layer_norm(x + residual, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
 '''
 
 
@@ -35,7 +37,7 @@ def dropout_add_layer_norm(ctx: SynthContext) -> None:
         ctx,
         "fused_dropout_add_layer_norm",
         "dropout-add-layernorm",
-        _DROPOUT_ADD_LAYER_NORM.replace("{F}", functional(ctx)),
+        _DROPOUT_ADD_LAYER_NORM,
     )
     rewrite_chain(ctx, f"{helper}({x}, {residual}, {norm}, {drop}.p, {drop}.training)")
 
