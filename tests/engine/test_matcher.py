@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adopter.dsl.types import Ctor, Expr, Forward, Kwarg, Op, OpKind, Param, Ref, Target
+from adopter.dsl.types import Ctor, Expr, Forward, Kwarg, Op, OpKind, Param, Ref, Span, Target
 from adopter.engine import Environment, check, find
 
 from .build import arch, bind, branch, guard, loop, mfile, op, ret, rule, sp, step
@@ -242,3 +242,14 @@ def test_distinct_module_variables_bind_distinct_submodules() -> None:
              op("c", "module", "self.value", "x"), ret("a", "b", "c"))
     (f,) = find(mfile(arch(body2, QKV_BINDS, params=("x",))), [QKV], CPU)
     assert f.fixable
+
+
+def test_inherited_forward_is_one_site_owned_by_the_defining_class() -> None:
+    from dataclasses import replace
+
+    body = (op("h", "module", "self.dropout", "hidden", line=10), op("%1", "operator", "+", "h", "residual", line=11),
+            op("out", "module", "self.LayerNorm", "%1", line=11), ret("out"))
+    base = replace(arch(body, BINDS, name="Base"), span=Span(5, 0, 20, 0))
+    sub = replace(arch(body, BINDS, name="Sub"), span=Span(30, 0, 35, 0))
+    (f,) = find(mfile(sub, base), [DAL], CPU)
+    assert f.scope_name == "Base"

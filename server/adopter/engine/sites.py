@@ -62,8 +62,28 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> E
             except Exception as exc:
                 problems.append(Problem(f"rule failed in {scope_name}: {type(exc).__name__}: {exc}",
                                         forward.span, module_file.path, Severity.WARNING, rule.id))
+    findings = _one_per_site(findings, {a.name: a.span for a in module_file.architectures})
     findings.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
     return EngineResult(tuple(findings), tuple(problems))
+
+
+def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list[Finding]:
+    """One finding per rule and source site: a forward inherited by a subclass is the same code.
+
+    The finding of the class whose body holds the code wins (its `__init__` is the one to edit).
+    """
+    best: dict[tuple[str, tuple[Span, ...]], Finding] = {}
+    for f in findings:
+        key = (f.rule_id, tuple(sorted((op.span for op in f.match.ops), key=_span_key)))
+        old = best.get(key)
+        if old is None:
+            best[key] = f
+            continue
+        here = class_spans.get(f.scope_name)
+        if here is not None and here.contains(f.span) and not (
+                (there := class_spans.get(old.scope_name)) is not None and there.contains(old.span)):
+            best[key] = f
+    return list(best.values())
 
 
 def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: str, path: str | None,
