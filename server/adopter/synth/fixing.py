@@ -36,26 +36,21 @@ def fix_source(source: str, path: str | None, rules: Sequence[Rule], env: Enviro
 
     current = source
     applied: list[Finding] = []
-    skipped: dict[tuple[str, str, int], Skipped] = {}
+    skipped: list[Skipped] = []
     problems: list[Problem] = []
     for _ in range(MAX_ROUNDS):
         result = check(analyse(current, path), rules, env)
         problems = list(result.problems)
+        # What is left unfixed is reported as of the last round (positions in the final text).
+        skipped = [Skipped(f, f.no_fix_reason or "no automatic fix") for f in result.findings if not f.fixable]
         fixable = [f for f in result.findings if f.fixable]
-        for f in result.findings:
-            if not f.fixable:
-                skipped[(f.rule_id, f.scope_name, f.span.start_line)] = Skipped(f, f.no_fix_reason or "no fix")
         if not fixable:
             break
         outcome = rewrite(current, fixable, target=target, path=path, rules=rules, env=env)
-        for s in outcome.skipped:
-            skipped[(s.finding.rule_id, s.finding.scope_name, s.finding.span.start_line)] = s
+        skipped.extend(outcome.skipped)
         if not isinstance(outcome, Rewritten) or not outcome.applied or outcome.new_source == current:
             break
         applied.extend(outcome.applied)
         current = outcome.new_source
-    # What was skipped in an early round and fixed later is no longer worth reporting.
-    still = [s for s in skipped.values() if not any(
-        a.rule_id == s.finding.rule_id and a.scope_name == s.finding.scope_name and a.span == s.finding.span
-        for a in applied)]
+    still = skipped
     return FileFix(source, current, tuple(applied), tuple(still), tuple(problems))
