@@ -4,6 +4,7 @@ edits equal those of a fresh open of the final text (incremental analysis == ful
 from __future__ import annotations
 
 import itertools
+from hashlib import sha256
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,10 @@ async def run_sequence(client: LanguageClient, original: str, data: st.DataObjec
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version), content_changes=[change]
         ))
     edited = sorted(map(key, await analysed(client, uri, version)))
+    held = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="adopter.debugInfo", arguments=[{"uri": uri}])
+    )
+    assert held["document"] == {"version": version, "sha256": sha256(text.encode()).hexdigest(), "length": len(text)}
     fresh_uri = open_doc(client, folder / f"fresh_{next(_counter)}.py", text)
     fresh = sorted(map(key, await analysed(client, fresh_uri, 1)))
     for done in (uri, fresh_uri):

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from tree_sitter import Language, Parser
 
 from adopter.lsp.edits import apply_changes, minimal_changes, split_lines
-from adopter.lsp.sync import byte_edit, offset_of
+from adopter.lsp.sync import LineStarts, byte_edit, offset_of
 
 PARSER = Parser(Language(tree_sitter_python.language()))
 ALPHABET = st.sampled_from(["a", "x", " ", "(", ")", ":", "\n", "\r\n", "é", "😀", "def ", "    ", "=", '"'])
@@ -37,7 +37,7 @@ def edits(draw: st.DrawFn) -> tuple[str, int, int, str]:
     return text, a, max(a, b), draw(texts)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(edits())
 def test_byte_edit_splices_like_the_client(case: tuple[str, int, int, str]) -> None:
     text, a, b, new = case
@@ -51,7 +51,7 @@ def test_byte_edit_splices_like_the_client(case: tuple[str, int, int, str]) -> N
     assert new_bytes[edit.start_byte : edit.new_end_byte] == new.encode()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(edits())
 def test_incremental_reparse_equals_fresh_parse(case: tuple[str, int, int, str]) -> None:
     """The edit's bytes and points are what tree-sitter needs: re-parsing with the old tree agrees."""
@@ -65,6 +65,24 @@ def test_incremental_reparse_equals_fresh_parse(case: tuple[str, int, int, str])
     assert incremental.root_node.end_point == fresh.root_node.end_point
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(edits(), min_size=1, max_size=1), st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), texts), max_size=8))
+def test_line_index_follows_edit_sequences(first: list[tuple[str, int, int, str]], more: list[tuple[int, int, str]]) -> None:
+    """Kept up to date edit by edit, the line index locates positions like a fresh scan does."""
+    text = first[0][0]
+    lines = LineStarts(text)
+    for a, b, new in more:
+        a, b = sorted((a % (len(text) + 1), b % (len(text) + 1)))
+        if 0 < a < len(text) and text[a - 1 : a + 1] == "\r\n":
+            a -= 1
+        if 0 < b < len(text) and text[b - 1 : b + 1] == "\r\n":
+            b += 1
+        expected_text = text[:a] + new + text[b:]
+        text, _ = byte_edit(text, utf16_position(text, a), utf16_position(text, b), new, lines)
+        assert text == expected_text
+        assert lines.starts == LineStarts(text).starts
+
+
 def test_positions_past_the_line_end_clamp_like_editors() -> None:
     text = "ab\ncd\n"
     assert offset_of(text, 0, 99) == 2
@@ -73,7 +91,7 @@ def test_positions_past_the_line_end_clamp_like_editors() -> None:
     assert offset_of(text, 7, 0) == 6
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(texts, texts)
 def test_minimal_changes_round_trip(old: str, new: str) -> None:
     assert apply_changes(old, minimal_changes(old, new)) == new

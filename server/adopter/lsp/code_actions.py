@@ -133,8 +133,8 @@ async def resolve_code_action(ls: AdopterServer, action: types.CodeAction) -> ty
     doc = ls.analyses.documents.get(uri)
     loop = asyncio.get_running_loop()
     error, changes = await loop.run_in_executor(ls.analyses.executor, rewrite_edit, snapshot, data, doc and doc.path)
-    current = ls.client_text(uri)
-    if current is None or current[0] != version:
+    is_open, current = ls.current_version(uri)
+    if not is_open or current != version:
         ls.show("Adopter: the document changed while the fix was computed; ask for the fix again.")
     elif error is not None:
         ls.show(error)

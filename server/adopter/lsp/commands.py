@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import json
 import sys
 import uuid
@@ -137,8 +138,15 @@ def _enclosing(snapshot: Any, line: int) -> Any:
 
 
 def debug_info(ls: AdopterServer, *args: Any) -> dict[str, Any]:
-    """What the server process has loaded and holds: modules, open documents, settings."""
+    """What the server process has loaded and holds: modules, open documents, settings; with
+    `{uri}`, also the version and SHA-256 of the text the server holds for that document."""
+    document: dict[str, Any] | None = None
+    if args and isinstance(args[0], dict) and args[0].get("uri") in ls.analyses.documents:
+        doc = ls.analyses.documents[args[0]["uri"]]
+        digest = hashlib.sha256(doc.text.encode("utf-8", errors="surrogatepass")).hexdigest()
+        document = {"version": doc.version, "sha256": digest, "length": len(doc.text)}
     return {
+        "document": document,
         "pid": __import__("os").getpid(),
         "torch_loaded": "torch" in sys.modules,
         "modules": sorted(sys.modules),

@@ -23,9 +23,8 @@ def did_open(ls: AdopterServer, params: types.DidOpenTextDocumentParams) -> None
 
 
 def did_change(ls: AdopterServer, params: types.DidChangeTextDocumentParams) -> None:
-    """Queue the changes for the analysis thread and (re)start the debounced run."""
-    uri, version = params.text_document.uri, params.text_document.version
-    doc = ls.analyses.change(uri, version, list(params.content_changes))
+    """(Re)start the document's debounced analysis (the protocol has already applied the changes)."""
+    doc = ls.analyses.documents.get(params.text_document.uri)
     if doc is not None:
         ls.schedule(doc, ls.settings.debounce_ms)
 

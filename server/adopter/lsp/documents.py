@@ -1,8 +1,10 @@
-"""Open documents, their pending changes and latest analysis, and the debounced analysis runs.
+"""Open documents, their pending edits and latest analysis, and the debounced analysis runs.
 
-The event loop only queues changes and schedules; the analysis thread (one worker: the work is
-CPU-bound Python, so more threads would only contend for the GIL) replays the queued changes on its
-own copy of the text and analyses. A run whose document moved on or closed is dropped.
+The event loop applies each content change to the document text (with a line index: a change costs
+a few slices, not a pass over the lines like pygls' own sync) and queues the tree-sitter edit. The
+analysis thread (one worker: the work is CPU-bound Python, so more threads would only contend for
+the GIL) takes the queued edits, re-parses incrementally and analyses. A run whose document moved on
+or closed is dropped.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from adopter.lsp.pipeline import (
@@ -25,6 +28,7 @@ from adopter.lsp.pipeline import (
     analyse_rule_file,
     failure,
 )
+from adopter.lsp.sync import ByteEdit, LineStarts, byte_edit
 
 log = logging.getLogger(__name__)
 
@@ -36,20 +40,22 @@ def is_rule_file(uri: str, language_id: str | None) -> bool:
 
 @dataclass
 class Document:
-    """One open document as the analysis sees it."""
+    """One open document: the client's current text (event loop side) and its analysis state."""
 
     uri: str
     rule_file: bool
     path: str | None
-    text: str  # the text at open; the model keeps the current copy
+    text: str
     version: int | None
-    pending: list[tuple[int | None, list[Change]]] = field(default_factory=list)
+    lines: LineStarts
     lock: threading.Lock = field(default_factory=threading.Lock)
-    model: PythonModel | None = None
+    # Edits since the analysis thread last looked; `reset` when it must start over from `text`.
+    edits: list[ByteEdit] = field(default_factory=list)
+    reset: bool = True
+    model: PythonModel | None = None  # analysis thread only
     snapshot: Snapshot | None = None
     task: asyncio.Task[Snapshot | None] | None = None
     closed: bool = False
-    needs_reset: bool = False
 
 
 class Analyses:
@@ -61,17 +67,29 @@ class Analyses:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="adopter-analysis")
 
     def open(self, uri: str, language_id: str | None, text: str, version: int | None) -> Document:
-        path = to_fs_path(uri) if uri.startswith("file:") else None
-        doc = Document(uri, is_rule_file(uri, language_id), path, text, version)
         self.close(uri)
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        doc = Document(uri, is_rule_file(uri, language_id), path, text, version, LineStarts(text))
         self.documents[uri] = doc
         return doc
 
     def change(self, uri: str, version: int | None, changes: list[Change]) -> Document | None:
+        """Apply the client's changes, in order, to the document text; queue the parse edits."""
         doc = self.documents.get(uri)
-        if doc is not None:
-            with doc.lock:
-                doc.pending.append((version, changes))
+        if doc is None:
+            return None
+        with doc.lock:
+            for change in changes:
+                if isinstance(change, types.TextDocumentContentChangeWholeDocument):
+                    doc.text, doc.lines, doc.reset = change.text, LineStarts(change.text), True
+                    doc.edits.clear()
+                    continue
+                start = (change.range.start.line, change.range.start.character)
+                end = (change.range.end.line, change.range.end.character)
+                doc.text, edit = byte_edit(doc.text, start, end, change.text, doc.lines)
+                if not doc.reset:
+                    doc.edits.append(edit)
+            doc.version = version
         return doc
 
     def close(self, uri: str) -> None:
@@ -81,49 +99,31 @@ class Analyses:
             if doc.task is not None:
                 doc.task.cancel()
 
-    def compute(self, doc: Document, reset_to: tuple[int | None, str] | None = None) -> Snapshot:
-        """Bring the document's analysis up to date (runs on the analysis thread).
-
-        `reset_to` is the client's (version, full text): the model starts over from it and replays only
-        the changes queued after that version.
-        """
+    def compute(self, doc: Document) -> Snapshot:
+        """Bring the document's analysis up to date (runs on the analysis thread)."""
         with doc.lock:
-            pending, doc.pending = doc.pending, []
-        if reset_to is not None:
-            doc.version, doc.text = reset_to
-            pending = [p for p in pending if _newer(p[0], doc.version)]
-            doc.model = None
-        version = pending[-1][0] if pending else doc.version
+            text, version, edits, reset = doc.text, doc.version, doc.edits, doc.reset
+            doc.edits, doc.reset = [], False
         try:
-            if doc.model is None:
-                doc.model = PythonModel(doc.text, doc.path, parse=not doc.rule_file)
-            for _, changes in pending:
-                doc.model.replay(changes)
-        except Exception as exc:  # never let a bad change kill the thread; the next run re-syncs
-            doc.model, doc.needs_reset = None, True
-            return Snapshot(version=version, text="", problems=(failure("applying the edit", exc),))
-        doc.version = version
+            if reset or doc.model is None:
+                doc.model = PythonModel(text, doc.path, parse=not doc.rule_file)
+            elif len(edits) == 1:
+                doc.model.apply(edits[0], text)
+            elif edits:  # several edits since the last run: one re-parse of the changed region
+                doc.model.update(text)
+        except Exception as exc:  # never let a bad edit kill the thread: start over next run
+            doc.model = None
+            with doc.lock:
+                doc.reset = True
+            return Snapshot(version=version, text=text, problems=(failure("applying the edit", exc),))
         if doc.rule_file:
-            return analyse_rule_file(doc.model.text, doc.path, version)
+            return analyse_rule_file(text, doc.path, version)
         return analyse_python(doc.model, version, self._rule_context())
 
-    async def run(self, doc: Document, current: Callable[[], tuple[int | None, str] | None]) -> Snapshot | None:
-        """Analyse on the thread; re-sync from the client's text when the replayed copy disagrees."""
-        loop = asyncio.get_running_loop()
-        reset = current() if doc.needs_reset else None
-        doc.needs_reset = False
-        snapshot = await loop.run_in_executor(self.executor, self.compute, doc, reset)
-        now = current()
-        if doc.closed or now is None:
-            return None
-        if snapshot.version == now[0] and snapshot.text != now[1]:
-            log.warning("%s: analysed text differs from the client's; re-parsing in full", doc.uri)
-            snapshot = await loop.run_in_executor(self.executor, self.compute, doc, now)
-        return snapshot
+    async def run(self, doc: Document) -> Snapshot | None:
+        """Analyse on the thread; None when the document closed meanwhile."""
+        snapshot = await asyncio.get_running_loop().run_in_executor(self.executor, self.compute, doc)
+        return None if doc.closed else snapshot
 
     def shutdown(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
-
-
-def _newer(version: int | None, than: int | None) -> bool:
-    return version is None or than is None or version > than

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from lsprotocol import types
 from adopter.dsl.types import Architecture, Forward, ModuleFile, Problem, Rule, Severity, Span
 from adopter.engine.types import Finding
 from adopter.lsp.settings import Settings
-from adopter.lsp.sync import byte_edit
+from adopter.lsp.sync import ByteEdit
 
 log = logging.getLogger(__name__)
 
@@ -120,26 +119,27 @@ class PythonModel:
         self.text = text
         self._make_analysis()
 
-    def replay(self, changes: Sequence[Change]) -> None:
-        """Apply the client's changes, in order, to the text and the incremental parse."""
-        for change in changes:
-            if isinstance(change, types.TextDocumentContentChangeWholeDocument):
-                self.reset(change.text)
-                continue
-            start = (change.range.start.line, change.range.start.character)
-            end = (change.range.end.line, change.range.end.character)
-            self.text, edit = byte_edit(self.text, start, end, change.text)
-            if self._analysis is not None:
-                self._analysis.apply_edit(
-                    edit.start_byte,
-                    edit.old_end_byte,
-                    edit.new_end_byte,
-                    edit.start_point,
-                    edit.old_end_point,
-                    edit.new_end_point,
-                    edit.new_text,
-                )
-                self._fresh = False
+    def apply(self, edit: ByteEdit, text: str) -> None:
+        """One edit, `text` being the whole document after it: tree-sitter re-parses incrementally."""
+        self.text = text
+        if self._analysis is not None:
+            self._analysis.apply_edit(
+                edit.start_byte,
+                edit.old_end_byte,
+                edit.new_end_byte,
+                edit.start_point,
+                edit.old_end_point,
+                edit.new_end_point,
+                text,
+            )
+            self._fresh = False
+
+    def update(self, text: str) -> None:
+        """Several edits at once: the analysis finds the changed region by comparing the texts."""
+        self.text = text
+        if self._analysis is not None:
+            self._analysis.update(text)
+            self._fresh = False
 
     def match(self, module_file: ModuleFile, context: RuleContext) -> tuple[tuple[Finding, ...], tuple[Problem, ...]]:
         """Findings of every class and function, matching only units the analysis re-created.

@@ -1,13 +1,14 @@
-"""Turn LSP content changes into the byte/point edits tree-sitter's incremental parse needs.
+"""Turn LSP content changes into text splices and the byte/point edits tree-sitter's incremental
+parse needs.
 
-pygls has already applied each change to its own copy of the document; the analysis keeps a second
-copy (the text it last parsed) and replays the same changes on it, because tree-sitter needs the
-positions of every change relative to the text *before* that change. The two copies are compared
-afterwards; any disagreement makes the caller fall back to a full re-parse.
+Tree-sitter needs each change's position relative to the text *before* that change, in UTF-8 bytes
+and (row, byte column) points; clients send LSP lines and UTF-16 columns. `LineStarts` keeps the line
+index of the document current, so locating a change costs a few slices, not a pass over the text.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ _BREAK = re.compile(r"\r\n|\r|\n")
 
 @dataclass(frozen=True, slots=True)
 class ByteEdit:
-    """One edit as tree-sitter's `Tree.edit` wants it, plus the text after the edit."""
+    """One edit as tree-sitter's `Tree.edit` wants it."""
 
     start_byte: int
     old_end_byte: int
@@ -26,7 +27,6 @@ class ByteEdit:
     start_point: tuple[int, int]  # (row, byte column)
     old_end_point: tuple[int, int]
     new_end_point: tuple[int, int]
-    new_text: str
 
 
 def _line_start(text: str, line: int) -> int:
@@ -79,11 +79,56 @@ def _byte_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
-def byte_edit(text: str, start: tuple[int, int], end: tuple[int, int], new_text: str) -> tuple[str, ByteEdit]:
-    """Apply one ranged change (LSP line/UTF-16 positions) to `text`; return the new text and its edit."""
-    a = offset_of(text, *start)
-    b = max(a, offset_of(text, *end))
+class LineStarts:
+    """Where each LSP line starts in a text, kept up to date edit by edit.
+
+    Locating a position by scanning for line breaks costs a pass over the text per change; this index
+    costs one pass at open and a shift of the later entries per change.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.starts = [0] + [m.end() for m in _BREAK.finditer(text)]
+
+    def offset(self, text: str, line: int, utf16_col: int) -> int:
+        """The str offset of an LSP position, clamped to its line like clients do."""
+        if line >= len(self.starts):
+            return len(text)
+        start = self.starts[max(line, 0)]
+        end = len(text)
+        if line + 1 < len(self.starts):
+            end = self.starts[line + 1]
+            end -= 2 if text[end - 2 : end] == "\r\n" else 1
+        _, col = from_lsp(text[start:end], line, utf16_col)
+        return min(start + col, end)
+
+    def replace(self, old_text: str, a: int, b: int, new: str, new_text: str) -> None:
+        """Update the index for `old_text[a:b]` replaced by `new` (giving `new_text`)."""
+        if "\r" in new or "\r" in old_text[max(a - 1, 0) : b + 1]:
+            self.starts = [0] + [m.end() for m in _BREAK.finditer(new_text)]  # CR pairs: start over
+            return
+        first = bisect.bisect_right(self.starts, a)
+        last = bisect.bisect_right(self.starts, b)
+        delta = len(new) - (b - a)
+        added = [a + i + 1 for i, ch in enumerate(new) if ch == "\n"] if "\n" in new else []
+        self.starts[first:] = added + [s + delta for s in self.starts[last:]]
+
+
+def byte_edit(
+    text: str, start: tuple[int, int], end: tuple[int, int], new_text: str, lines: LineStarts | None = None
+) -> tuple[str, ByteEdit]:
+    """Apply one ranged change (LSP line/UTF-16 positions) to `text`; return the new text and its edit.
+
+    `lines`, when given, is the line index of `text`; it is updated to the new text.
+    """
+    if lines is not None:
+        a = lines.offset(text, *start)
+        b = max(a, lines.offset(text, *end))
+    else:
+        a = offset_of(text, *start)
+        b = max(a, offset_of(text, *end))
     updated = text[:a] + new_text + text[b:]
+    if lines is not None:
+        lines.replace(text, a, b, new_text, updated)
     start_byte = _byte_len(text[:a])
     edit = ByteEdit(
         start_byte=start_byte,
@@ -92,6 +137,5 @@ def byte_edit(text: str, start: tuple[int, int], end: tuple[int, int], new_text:
         start_point=_point(text, a),
         old_end_point=_point(text, b),
         new_end_point=_point(updated, a + len(new_text)),
-        new_text=updated,
     )
     return updated, edit
