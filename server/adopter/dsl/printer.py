@@ -79,7 +79,8 @@ def format_value(value: Value) -> str:
     """A forward value: a bare name or `%1` is a `Ref`; everything else (or backtick text) an `Expr`."""
     if isinstance(value, Ref):
         name = value.name
-        bare = IDENT_RE.fullmatch(name) and name not in keywords() and name not in LITERAL_NAMES
+        # `_` is the pattern wildcard's word, but where a value is expected it reads as a plain name.
+        bare = IDENT_RE.fullmatch(name) and (name == "_" or name not in keywords()) and name not in LITERAL_NAMES
         if bare or TEMP_RE.fullmatch(name):
             return name
         return "%" + quote(name)
@@ -97,8 +98,8 @@ def _ident(text: str) -> str:
 
 
 def _name(name: str) -> str:
-    """An output or loop variable name (a `%1` temporary stays bare)."""
-    return name if TEMP_RE.fullmatch(name) else _ident(name)
+    """An output or loop variable name (a `%1` temporary and `_` stay bare)."""
+    return name if TEMP_RE.fullmatch(name) or name == "_" else _ident(name)
 
 
 def _args(args: Sequence[Value], kwargs: Sequence[Kwarg]) -> str:
