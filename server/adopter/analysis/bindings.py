@@ -9,7 +9,7 @@ from tree_sitter import Node
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.naming import CONTAINERS, is_constructor
 from adopter.analysis.signature import params
-from adopter.analysis.source import SourceText
+from adopter.analysis.source import Field, SourceText
 from adopter.analysis.symbols import dotted_text
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Span, Value
 
@@ -104,7 +104,7 @@ class InitAnalysis:
     def _function(self, owner: str, node: Node, conds: Conds, depth: int) -> None:
         ps = params(node, self.src)
         self_name = ps[0].name if ps else "self"
-        body = node.child_by_field_name("body")
+        body = node.child_by_field_id(Field.BODY)
         if body is not None:
             self._block(body, conds, owner, self_name, depth)
 
@@ -125,7 +125,7 @@ class InitAnalysis:
         elif kind in ("for_statement", "while_statement"):
             saved = self.loop_repeat
             self.loop_repeat = self._repeat_text(stmt)
-            body = stmt.child_by_field_name("body")
+            body = stmt.child_by_field_id(Field.BODY)
             if body is not None:
                 self._block(body, conds, owner, self_name, depth)
             self.loop_repeat = saved
@@ -134,15 +134,15 @@ class InitAnalysis:
                 if child.type == "block":
                     self._block(child, conds, owner, self_name, depth)
                 elif child.type in ("else_clause", "finally_clause"):
-                    inner = child.child_by_field_name("body") or (child.named_children[-1] if child.named_child_count else None)
+                    inner = child.child_by_field_id(Field.BODY) or (child.named_children[-1] if child.named_child_count else None)
                     if inner is not None and inner.type == "block":
                         self._block(inner, conds, owner, self_name, depth)
 
     def _repeat_text(self, stmt: Node) -> str:
         if stmt.type == "while_statement":
-            cond = stmt.child_by_field_name("condition")
+            cond = stmt.child_by_field_id(Field.CONDITION)
             return self.src.norm(cond) if cond is not None else "?"
-        right = stmt.child_by_field_name("right")
+        right = stmt.child_by_field_id(Field.RIGHT)
         if right is None:
             return "?"
         return _range_count(right, self.src) or self.src.norm(right)
@@ -150,20 +150,20 @@ class InitAnalysis:
     def _if(self, stmt: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
         paths: list[tuple[str, Node | None]] = []
         negated: list[str] = []
-        test = stmt.child_by_field_name("condition")
+        test = stmt.child_by_field_id(Field.CONDITION)
         test_text = self.src.norm(test) if test is not None else "?"
-        paths.append((test_text, stmt.child_by_field_name("consequence")))
+        paths.append((test_text, stmt.child_by_field_id(Field.CONSEQUENCE)))
         negated.append(_negate(test_text))
         has_else = False
         for clause in stmt.children_by_field_name("alternative"):
             if clause.type == "elif_clause":
-                t = clause.child_by_field_name("condition")
+                t = clause.child_by_field_id(Field.CONDITION)
                 t_text = self.src.norm(t) if t is not None else "?"
-                paths.append((" and ".join([*negated, t_text]), clause.child_by_field_name("consequence")))
+                paths.append((" and ".join([*negated, t_text]), clause.child_by_field_id(Field.CONSEQUENCE)))
                 negated.append(_negate(t_text))
             else:
                 has_else = True
-                paths.append((" and ".join(negated), clause.child_by_field_name("body")))
+                paths.append((" and ".join(negated), clause.child_by_field_id(Field.BODY)))
         if not has_else:
             paths.append((" and ".join(negated), None))
         snapshot = {k: list(v) for k, v in self.state.items()}
@@ -234,10 +234,10 @@ class InitAnalysis:
         targets: list[Node] = []
         right: Node | None = node
         while right is not None and right.type == "assignment":
-            left = right.child_by_field_name("left")
+            left = right.child_by_field_id(Field.LEFT)
             if left is not None:
                 targets.append(left)
-            right = right.child_by_field_name("right")
+            right = right.child_by_field_id(Field.RIGHT)
         if right is None:
             return
         for target in targets:
@@ -262,9 +262,9 @@ class InitAnalysis:
             else:
                 self.locals[name] = self._alternatives(value)
         elif target.type == "subscript":
-            container = target.child_by_field_name("value")
+            container = target.child_by_field_id(Field.VALUE)
             attr = _self_attr(container, self_name, self.src) if container is not None else None
-            key = target.child_by_field_name("subscript")
+            key = target.child_by_field_id(Field.SUBSCRIPT)
             if attr is not None:
                 self._extend_container(attr, self._ctor_alts(value), _key_text(key, self.src) if key else None)
 
@@ -301,13 +301,13 @@ class InitAnalysis:
         self.state[attr] = updated
 
     def _call_stmt(self, call: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
-        func = call.child_by_field_name("function")
-        args = call.child_by_field_name("arguments")
+        func = call.child_by_field_id(Field.FUNCTION)
+        args = call.child_by_field_id(Field.ARGUMENTS)
         if func is None:
             return
         if func.type == "attribute":
-            obj = func.child_by_field_name("object")
-            method_node = func.child_by_field_name("attribute")
+            obj = func.child_by_field_id(Field.OBJECT)
+            method_node = func.child_by_field_id(Field.ATTRIBUTE)
             method = self.src.text(method_node) if method_node is not None else ""
             if obj is not None and obj.type == "call" and self.src.text(obj).replace(" ", "").startswith("super("):
                 if method == "__init__" and depth < MAX_INLINE_DEPTH:
@@ -357,7 +357,7 @@ class InitAnalysis:
         if kind == "call":
             return self._call_alts(node)
         if kind == "subscript":
-            value = node.child_by_field_name("value")
+            value = node.child_by_field_id(Field.VALUE)
             dotted = dotted_text(value, self.src)
             if dotted is not None and dotted.split(".")[0] not in self.locals:
                 root = dotted.split(".")[0]
@@ -381,13 +381,13 @@ class InitAnalysis:
         return dotted if dotted in self.table.infos else self.symbols.qualify(dotted)
 
     def _call_alts(self, call: Node) -> list[Alt]:
-        func = call.child_by_field_name("function")
+        func = call.child_by_field_id(Field.FUNCTION)
         if func is None:
             return [((), Expr(self.src.norm(call)))]
         args, kwargs = self._args(call)
         callees: list[tuple[Conds, str, str | None]] = []
         if func.type == "subscript":
-            value = func.child_by_field_name("value")
+            value = func.child_by_field_id(Field.VALUE)
             dotted = dotted_text(value, self.src)
             if dotted is not None:
                 callees.append(((), self._qualify_callee(dotted), _subscript_text(func, self.src)))
@@ -420,7 +420,7 @@ class InitAnalysis:
         return out
 
     def _args(self, call: Node) -> tuple[tuple[Value, ...], tuple[Kwarg, ...]]:
-        args_node = call.child_by_field_name("arguments")
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
         if args_node is None or args_node.type != "argument_list":
             return (), ()
         args: list[Value] = []
@@ -429,8 +429,8 @@ class InitAnalysis:
             if a.type == "comment":
                 continue
             if a.type == "keyword_argument":
-                name = a.child_by_field_name("name")
-                value = a.child_by_field_name("value")
+                name = a.child_by_field_id(Field.NAME)
+                value = a.child_by_field_id(Field.VALUE)
                 if name is not None and value is not None:
                     kwargs.append(Kwarg(self.src.text(name), Expr(self.src.norm(value))))
             elif a.type == "dictionary_splat":
@@ -448,7 +448,7 @@ class InitAnalysis:
         """The item lists a container call can hold, one per consistent choice of its items'
         alternatives (`first = A(...) if c else B(...)`; `Sequential(first, *[...])`), each with its
         condition; a single unconditional variant in the usual case."""
-        args_node = call.child_by_field_name("arguments")
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
         if args_node is None or args_node.type == "generator_expression":
             items, keys, repeat = self._container_items(call)
             return [((), items, keys, repeat)]
@@ -462,7 +462,7 @@ class InitAnalysis:
         positions: list[list[tuple[Conds, Ctor]]] = []
         for a in elements:
             inner = a.named_children[0] if a.type == "list_splat" and a.named_child_count else None
-            body = inner.child_by_field_name("body") if inner is not None else None
+            body = inner.child_by_field_id(Field.BODY) if inner is not None else None
             if inner is not None and body is not None and inner.type in ("list_comprehension", "generator_expression"):
                 alts = [(c, v) for c, v in self._alternatives(body) if isinstance(v, Ctor)]
                 if alts:
@@ -494,7 +494,7 @@ class InitAnalysis:
         return tuple(self._ctor_alts(value)), (), None
 
     def _container_items(self, call: Node) -> tuple[tuple[Ctor, ...], tuple[str, ...], str | None]:
-        args_node = call.child_by_field_name("arguments")
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
         if args_node is None:
             return (), (), None
         if args_node.type == "generator_expression":
@@ -528,17 +528,17 @@ class InitAnalysis:
                     items.extend(self._ctor_alts(child))
             return tuple(items), tuple(keys), None
         if kind in ("list_comprehension", "generator_expression", "dictionary_comprehension"):
-            body = node.child_by_field_name("body")
+            body = node.child_by_field_id(Field.BODY)
             repeat = None
             for clause in node.named_children:
                 if clause.type == "for_in_clause":
-                    right = clause.child_by_field_name("right")
+                    right = clause.child_by_field_id(Field.RIGHT)
                     if right is not None:
                         repeat = _range_count(right, self.src) or self.src.norm(right)
                     break
             if body is not None and body.type == "pair":
-                key_node = body.child_by_field_name("key")
-                value_node = body.child_by_field_name("value")
+                key_node = body.child_by_field_id(Field.KEY)
+                value_node = body.child_by_field_id(Field.VALUE)
                 if value_node is not None:
                     ctors = self._ctor_alts(value_node)
                     return tuple(ctors), tuple(_key_text(key_node, self.src) for _ in ctors), repeat
@@ -547,16 +547,16 @@ class InitAnalysis:
         if kind == "dictionary":
             for pair in node.named_children:
                 if pair.type == "pair":
-                    key_node = pair.child_by_field_name("key")
-                    value_node = pair.child_by_field_name("value")
+                    key_node = pair.child_by_field_id(Field.KEY)
+                    value_node = pair.child_by_field_id(Field.VALUE)
                     if value_node is not None:
                         for c in self._ctor_alts(value_node):
                             items.append(c)
                             keys.append(_key_text(key_node, self.src))
             return tuple(items), tuple(keys), None
         if kind == "call":  # OrderedDict([...]) / dict(...)
-            func = dotted_text(node.child_by_field_name("function"), self.src) or ""
-            args_node = node.child_by_field_name("arguments")
+            func = dotted_text(node.child_by_field_id(Field.FUNCTION), self.src) or ""
+            args_node = node.child_by_field_id(Field.ARGUMENTS)
             if func.rsplit(".", 1)[-1] in ("OrderedDict", "dict") and args_node is not None:
                 inner = [a for a in args_node.named_children if a.type != "comment"]
                 if len(inner) == 1:
@@ -604,8 +604,8 @@ def _union_containers(group: list[_B]) -> list[_B]:
 def _self_attr(node: Node | None, self_name: str, src: SourceText) -> str | None:
     if node is None or node.type != "attribute":
         return None
-    obj = node.child_by_field_name("object")
-    attr = node.child_by_field_name("attribute")
+    obj = node.child_by_field_id(Field.OBJECT)
+    attr = node.child_by_field_id(Field.ATTRIBUTE)
     if obj is None or attr is None or obj.type != "identifier" or src.text(obj) != self_name:
         return None
     return src.text(attr)
@@ -629,8 +629,8 @@ def _range_count(node: Node, src: SourceText) -> str | None:
     """`range(n)` → `n`; `range(a, b)` → `b - a` as text; anything else None."""
     if node.type != "call":
         return None
-    func = node.child_by_field_name("function")
-    args = node.child_by_field_name("arguments")
+    func = node.child_by_field_id(Field.FUNCTION)
+    args = node.child_by_field_id(Field.ARGUMENTS)
     if func is None or args is None or src.text(func) != "range":
         return None
     parts = [a for a in args.named_children if a.type != "comment"]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from adopter.analysis.resolver import ModuleResolver, class_base_names, is_torch_module_class
+from adopter.analysis.source import Field
 from adopter.analysis.symbols import ModuleSymbols
 
 
@@ -22,14 +23,14 @@ class ClassInfo:
 
 def _methods(node: Node) -> dict[str, Node]:
     out: dict[str, Node] = {}
-    body = node.child_by_field_name("body")
+    body = node.child_by_field_id(Field.BODY)
     if body is None:
         return out
     for child in body.named_children:
         if child.type == "decorated_definition":
-            child = child.child_by_field_name("definition") or child
+            child = child.child_by_field_id(Field.DEFINITION) or child
         if child.type == "function_definition":
-            name = child.child_by_field_name("name")
+            name = child.child_by_field_id(Field.NAME)
             if name is not None:
                 out[name.text.decode("utf-8", errors="replace") if name.text else ""] = child
     return out

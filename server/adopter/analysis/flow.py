@@ -21,7 +21,7 @@ from tree_sitter import Node
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.naming import is_opaque_function
 from adopter.analysis.signature import function_name, params
-from adopter.analysis.source import SourceText
+from adopter.analysis.source import Field, SourceText
 from adopter.analysis.symbols import ModuleSymbols, dotted_text
 from adopter.dsl.types import (
     Branch,
@@ -174,16 +174,13 @@ class FlowAnalysis:
         self.live: list[list[Stmt]] = []
         self.block: list[Stmt] = []
         self.frames: list[_Frame] = []
+        self.frame = _Frame(-1, None, None, (), {}, root=True)
         self.terminated = False  # the current path stopped (return or raise)
         self.returned = False  # the current path stopped at a return
         self.stmt_span = Span(0, 0, 0, 0)
         self.inlined: set[str] = set()  # module-level names of inlined helpers (cache dependencies)
         self.callee_locals: set[str] = set()  # unique names of inlined callees' locals
         self.local_functions: dict[int, Node] = {}
-
-    @property
-    def frame(self) -> _Frame:
-        return self.frames[-1]
 
     # -- entry points --------------------------------------------------------------------------------
 
@@ -197,7 +194,7 @@ class FlowAnalysis:
             env[p.name] = Ref(p.name)
             self.names.add(p.name)
         frame = _Frame(node.start_byte, owner, self_name, (), env, root=True)
-        body = node.child_by_field_name("body")
+        body = node.child_by_field_id(Field.BODY)
         self._run_root(frame, body.named_children if body is not None else [], function_name(node, self.src))
         name = display_name or function_name(node, self.src)
         return Forward(name, shown, tuple(self.block), self.src.span(node))
@@ -210,6 +207,7 @@ class FlowAnalysis:
 
     def _run_root(self, frame: _Frame, stmts: list[Node], name: str) -> None:
         self.frames = [frame]
+        self.frame = frame  # the innermost frame (kept as an attribute: read on every expression)
         self.block = []
         self.live = [self.block]
         try:
@@ -258,7 +256,7 @@ class FlowAnalysis:
         elif kind in ("for_statement", "while_statement"):
             self._loop(stmt)
         elif kind == "with_statement":
-            body = stmt.child_by_field_name("body")
+            body = stmt.child_by_field_id(Field.BODY)
             if body is not None:
                 self._stmts(body.named_children)
         elif kind == "try_statement":
@@ -270,13 +268,13 @@ class FlowAnalysis:
                         if inner.type == "block":
                             self._stmts(inner.named_children)
         elif kind == "function_definition":
-            name_node = stmt.child_by_field_name("name")
+            name_node = stmt.child_by_field_id(Field.NAME)
             if name_node is not None:  # a local closure (T5's `shape`/`project`): inlined where called
                 name = self.src.text(name_node)
                 self.local_functions[stmt.start_byte] = stmt
                 self.frame.env[name] = _LocalFunction(stmt.start_byte, name)
         elif kind == "decorated_definition":
-            name_node = (stmt.child_by_field_name("definition") or stmt).child_by_field_name("name")
+            name_node = (stmt.child_by_field_id(Field.DEFINITION) or stmt).child_by_field_id(Field.NAME)
             if name_node is not None:  # decorated: we cannot tell what calling it does
                 name = self.src.text(name_node)
                 self.frame.env[name] = Ref(self._define(name))
@@ -316,10 +314,10 @@ class FlowAnalysis:
         targets: list[Node] = []
         right: Node | None = node
         while right is not None and right.type == "assignment":
-            left = right.child_by_field_name("left")
+            left = right.child_by_field_id(Field.LEFT)
             if left is not None:
                 targets.append(left)
-            right = right.child_by_field_name("right")
+            right = right.child_by_field_id(Field.RIGHT)
         if right is None or not targets:
             return
         target = targets[0]
@@ -369,7 +367,7 @@ class FlowAnalysis:
             else:
                 self.frame.env[name] = Ref(unique)
         elif target.type == "subscript":
-            container = target.child_by_field_name("value")
+            container = target.child_by_field_id(Field.VALUE)
             if container is None:
                 return
             holder = self._value(container)
@@ -378,9 +376,9 @@ class FlowAnalysis:
                 self._emit(OpKind.OPERATOR, "setitem", (holder, index, _as_value(v)), (), target, (holder.name,))
 
     def _augmented(self, node: Node) -> None:
-        left = node.child_by_field_name("left")
-        right = node.child_by_field_name("right")
-        op = node.child_by_field_name("operator")
+        left = node.child_by_field_id(Field.LEFT)
+        right = node.child_by_field_id(Field.RIGHT)
+        op = node.child_by_field_id(Field.OPERATOR)
         if left is None or right is None or op is None:
             return
         current = _as_value(self._value(left))
@@ -474,9 +472,9 @@ class FlowAnalysis:
             return False
         conditions: list[str] = []
         bodies: list[Node | None] = []
-        test = stmt.child_by_field_name("condition")
+        test = stmt.child_by_field_id(Field.CONDITION)
         conditions.append(self._text(test) if test is not None else "?")
-        bodies.append(stmt.child_by_field_name("consequence"))
+        bodies.append(stmt.child_by_field_id(Field.CONSEQUENCE))
         if test is not None and b":=" in self.src.raw(test):
             # A walrus in the test binds a value the branches use. Other calls in tests (shape
             # checks before a `raise`) are left out: they would split op chains the rules match.
@@ -485,13 +483,13 @@ class FlowAnalysis:
         has_else = False
         for clause in stmt.children_by_field_name("alternative"):
             if clause.type == "elif_clause":
-                t = clause.child_by_field_name("condition")
+                t = clause.child_by_field_id(Field.CONDITION)
                 conditions.append(self._text(t) if t is not None else "?")
-                bodies.append(clause.child_by_field_name("consequence"))
+                bodies.append(clause.child_by_field_id(Field.CONSEQUENCE))
             else:
                 has_else = True
                 conditions.append("else")
-                bodies.append(clause.child_by_field_name("body"))
+                bodies.append(clause.child_by_field_id(Field.BODY))
         if not has_else:
             conditions.append("else")
             bodies.append(None)
@@ -538,19 +536,23 @@ class FlowAnalysis:
         return consumed
 
     def _merge_envs(self, envs: list[dict[str, EnvVal]]) -> dict[str, EnvVal]:
+        """The environment after paths join: a name bound differently (or not at all) on some path
+        refers to itself afterwards."""
+        first = envs[0]
         if len(envs) == 1:
-            return envs[0]
-        merged: dict[str, EnvVal] = {}
-        keys: dict[str, None] = {}
-        for env in envs:
-            keys.update(dict.fromkeys(env))
-        for key in keys:
-            values = [env.get(key) for env in envs]
-            first = values[0]
-            if first is not None and all(v == first for v in values):
-                merged[key] = first
-            else:
-                merged[key] = Ref(self.frame.renames.get(key, key))
+            return first
+        renames = self.frame.renames
+        merged = dict(first)
+        for env in envs[1:]:
+            if env is first:
+                continue
+            for key, value in env.items():
+                current = merged.get(key)
+                if current is not value and current != value:
+                    merged[key] = Ref(renames.get(key, key))
+            if len(env) != len(merged) or merged.keys() != env.keys():
+                for key in merged.keys() - env.keys():
+                    merged[key] = Ref(renames.get(key, key))
         return merged
 
     def _nesting_problem(self, stmt: Node) -> None:
@@ -574,8 +576,8 @@ class FlowAnalysis:
         over: str | None = None
         module_targets: dict[int, str] = {}
         if stmt.type == "for_statement":
-            left = stmt.child_by_field_name("left")
-            right = stmt.child_by_field_name("right")
+            left = stmt.child_by_field_id(Field.LEFT)
+            right = stmt.child_by_field_id(Field.RIGHT)
             iterable = self._text(right) if right is not None else "?"
             flat = _flatten_targets(left) if left is not None else []
             names = [self.src.text(t) for t in flat if t.type == "identifier"]
@@ -586,7 +588,7 @@ class FlowAnalysis:
                     self._value(right)
             targets = names
         else:
-            cond = stmt.child_by_field_name("condition")
+            cond = stmt.child_by_field_id(Field.CONDITION)
             iterable = self._text(cond) if cond is not None else "?"
         base_env = frame.env
         parent = self.block
@@ -600,7 +602,7 @@ class FlowAnalysis:
         saved_terminated = self.terminated
         self.nesting += 1
         try:
-            body = stmt.child_by_field_name("body")
+            body = stmt.child_by_field_id(Field.BODY)
             if body is not None:
                 self._stmts(body.named_children)
         finally:
@@ -616,18 +618,18 @@ class FlowAnalysis:
     def _container_path(self, node: Node) -> str | None:
         """`self.layers` (also sliced, `.values()`, or a local alias of it) → `"self.layers"`."""
         if node.type == "attribute":
-            obj = node.child_by_field_name("object")
-            attr = node.child_by_field_name("attribute")
+            obj = node.child_by_field_id(Field.OBJECT)
+            attr = node.child_by_field_id(Field.ATTRIBUTE)
             if obj is not None and attr is not None and self._is_self(obj):
                 return f"self.{self.src.text(attr)}"
         if node.type == "subscript":
-            value = node.child_by_field_name("value")
+            value = node.child_by_field_id(Field.VALUE)
             return self._container_path(value) if value is not None else None
         if node.type == "call":
-            func = node.child_by_field_name("function")
+            func = node.child_by_field_id(Field.FUNCTION)
             if func is not None and func.type == "attribute":
-                method = func.child_by_field_name("attribute")
-                obj = func.child_by_field_name("object")
+                method = func.child_by_field_id(Field.ATTRIBUTE)
+                obj = func.child_by_field_id(Field.OBJECT)
                 if method is not None and obj is not None and self.src.text(method) in _CONTAINER_METHODS:
                     return self._container_path(obj)
             if func is not None and func.type == "identifier" and self.src.text(func) in ("reversed", "list", "iter"):
@@ -643,11 +645,11 @@ class FlowAnalysis:
         """`range(n)`, `enumerate(x)`, `zip(a, b)`: iteration helpers whose call is not an op."""
         if node.type != "call":
             return False
-        func = node.child_by_field_name("function")
+        func = node.child_by_field_id(Field.FUNCTION)
         return func is not None and func.type == "identifier" and self.src.text(func) in _ITERATION
 
     def _call_args(self, call: Node) -> list[Node]:
-        args = call.child_by_field_name("arguments")
+        args = call.child_by_field_id(Field.ARGUMENTS)
         if args is None:
             return []
         return [a for a in args.named_children if a.type != "comment"]
@@ -658,7 +660,7 @@ class FlowAnalysis:
             items = right.type == "call" and self.src.text(right).rstrip().endswith(".items()")
             return path, {(1 if items and n_targets > 1 else 0): f"{path}[*]"}
         if right.type == "call":
-            func = right.child_by_field_name("function")
+            func = right.child_by_field_id(Field.FUNCTION)
             fname = self.src.text(func) if func is not None else ""
             args = self._call_args(right)
             if fname == "enumerate" and args:
@@ -766,8 +768,8 @@ class FlowAnalysis:
         if kind in ("tuple", "list", "expression_list"):
             return self._display(node, outs)
         if kind == "named_expression":
-            name_node = node.child_by_field_name("name")
-            value = node.child_by_field_name("value")
+            name_node = node.child_by_field_id(Field.NAME)
+            value = node.child_by_field_id(Field.VALUE)
             if name_node is not None and value is not None:
                 name = self.src.text(name_node)
                 out = self._define(name)
@@ -775,13 +777,13 @@ class FlowAnalysis:
                 self.frame.env[name] = v if not isinstance(v, Ref) or v.name == out else Ref(out)
                 return v
         if kind == "keyword_argument":
-            value = node.child_by_field_name("value")
+            value = node.child_by_field_id(Field.VALUE)
             return self._value(value) if value is not None else Expr(self._text(node))
         return Expr(self._text(node))
 
     def _attribute(self, node: Node, outs: tuple[str, ...] | None = None) -> EnvVal:
-        obj = node.child_by_field_name("object")
-        attr_node = node.child_by_field_name("attribute")
+        obj = node.child_by_field_id(Field.OBJECT)
+        attr_node = node.child_by_field_id(Field.ATTRIBUTE)
         if obj is None or attr_node is None:
             return Expr(self._text(node))
         attr = self.src.text(attr_node)
@@ -806,7 +808,7 @@ class FlowAnalysis:
         return Expr(", ".join(self._text(s) for s in subs))
 
     def _subscript(self, node: Node, outs: tuple[str, ...] | None = None) -> EnvVal:
-        value = node.child_by_field_name("value")
+        value = node.child_by_field_id(Field.VALUE)
         if value is None:
             return Expr(self._text(node))
         container = self._value(value)
@@ -822,9 +824,9 @@ class FlowAnalysis:
         return Expr(self._text(node))
 
     def _binary(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
-        left = node.child_by_field_name("left")
-        right = node.child_by_field_name("right")
-        op = node.child_by_field_name("operator")
+        left = node.child_by_field_id(Field.LEFT)
+        right = node.child_by_field_id(Field.RIGHT)
+        op = node.child_by_field_id(Field.OPERATOR)
         if left is None or right is None or op is None:
             return Expr(self._text(node))
         lv = _as_value(self._value(left))
@@ -835,8 +837,8 @@ class FlowAnalysis:
         return Expr(self._text(node))
 
     def _unary(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
-        arg = node.child_by_field_name("argument")
-        op = node.child_by_field_name("operator")
+        arg = node.child_by_field_id(Field.ARGUMENT)
+        op = node.child_by_field_id(Field.OPERATOR)
         if arg is None or op is None:
             return Expr(self._text(node))
         v = _as_value(self._value(arg))
@@ -903,7 +905,7 @@ class FlowAnalysis:
 
     def _args(self, call: Node) -> tuple[list[Value], list[Kwarg], bool]:
         """Positional and keyword arguments (evaluated in order), and whether all are opaque."""
-        args_node = call.child_by_field_name("arguments")
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
         args: list[Value] = []
         kwargs: list[Kwarg] = []
         if args_node is None:
@@ -915,8 +917,8 @@ class FlowAnalysis:
             if kind == "comment":
                 continue
             if kind == "keyword_argument":
-                name = a.child_by_field_name("name")
-                value = a.child_by_field_name("value")
+                name = a.child_by_field_id(Field.NAME)
+                value = a.child_by_field_id(Field.VALUE)
                 if name is not None and value is not None:
                     kwargs.append(Kwarg(self.src.text(name), _as_value(self._value(value))))
             elif kind == "dictionary_splat":
@@ -932,12 +934,12 @@ class FlowAnalysis:
         return args, kwargs, opaque
 
     def _call(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
-        func = node.child_by_field_name("function")
+        func = node.child_by_field_id(Field.FUNCTION)
         if func is None:
             return Expr(self._text(node))
         if func.type == "attribute":
-            obj = func.child_by_field_name("object")
-            attr_node = func.child_by_field_name("attribute")
+            obj = func.child_by_field_id(Field.OBJECT)
+            attr_node = func.child_by_field_id(Field.ATTRIBUTE)
             if obj is not None and attr_node is not None:
                 return self._attribute_call(node, obj, self.src.text(attr_node), outs)
         if func.type == "identifier":
@@ -971,8 +973,8 @@ class FlowAnalysis:
             return self._emit(OpKind.MODULE, f"self.{attr}", tuple(args), tuple(kwargs), node, outs)
         # self.sub.child(...): a submodule of a submodule
         if obj.type == "attribute":
-            inner_obj = obj.child_by_field_name("object")
-            inner_attr = obj.child_by_field_name("attribute")
+            inner_obj = obj.child_by_field_id(Field.OBJECT)
+            inner_attr = obj.child_by_field_id(Field.ATTRIBUTE)
             if inner_obj is not None and inner_attr is not None and self._is_self(inner_obj):
                 sub = self.src.text(inner_attr)
                 if sub in self.module_attrs:
@@ -1099,6 +1101,7 @@ class FlowAnalysis:
             start=(_index_of(self.live, self.block), len(self.block)),
         )
         self.frames.append(frame)
+        self.frame = frame
         saved_span = self.stmt_span
         saved_terminated, saved_returned = self.terminated, self.returned
         self.terminated = self.returned = False
@@ -1108,11 +1111,12 @@ class FlowAnalysis:
                     env[p.name] = Ref(self._define(p.name))
             for p in unbound:
                 env[p.name] = Expr(p.default) if p.default is not None else Ref(self._define(p.name))
-            body = function.child_by_field_name("body")
+            body = function.child_by_field_id(Field.BODY)
             if body is not None:
                 self._stmts(body.named_children)
         finally:
             self.frames.pop()
+            self.frame = self.frames[-1]
             self.stmt_span = saved_span
             self.terminated, self.returned = saved_terminated, saved_returned
         return self._call_result(frame, frame.outs)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from tree_sitter import Node
 
-from adopter.analysis.source import SourceText, check_input, new_parser
+from adopter.analysis.source import Field, SourceText, check_input, new_parser
 from adopter.analysis.symbols import ModuleSymbols, dotted_text, import_from_names
 
 Reader = Callable[[str], "str | None"]
@@ -235,13 +235,13 @@ class ModuleResolver:
 
 def class_base_names(node: Node, src: SourceText) -> list[str]:
     """The dotted base-class names of a class_definition (keywords like `metaclass=` skipped)."""
-    bases = node.child_by_field_name("superclasses")
+    bases = node.child_by_field_id(Field.SUPERCLASSES)
     if bases is None:
         return []
     out: list[str] = []
     for child in bases.named_children:
         if child.type == "subscript":  # Generic[T]
-            child = child.child_by_field_name("value") or child
+            child = child.child_by_field_id(Field.VALUE) or child
         name = dotted_text(child, src)
         if name is not None:
             out.append(name)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from adopter.analysis.source import SourceText
+from adopter.analysis.source import Field, SourceText
 from adopter.dsl.types import Param, ParamKind
 
 
 def params(function: Node, src: SourceText) -> tuple[Param, ...]:
     """Every parameter of `function`, including `self`, in order."""
-    node = function.child_by_field_name("parameters")
+    node = function.child_by_field_id(Field.PARAMETERS)
     if node is None:
         return ()
     out: list[Param] = []
@@ -24,8 +24,8 @@ def params(function: Node, src: SourceText) -> tuple[Param, ...]:
         if kind == "positional_separator":
             continue
         if kind in ("default_parameter", "typed_default_parameter"):
-            name_node = child.child_by_field_name("name")
-            value = child.child_by_field_name("value")
+            name_node = child.child_by_field_id(Field.NAME)
+            value = child.child_by_field_id(Field.VALUE)
             default = src.norm(value) if value is not None else None
         elif kind == "typed_parameter":
             name_node = child.named_children[0] if child.named_child_count else None
@@ -52,5 +52,5 @@ def _inner_name(node: Node, src: SourceText) -> str:
 
 
 def function_name(function: Node, src: SourceText) -> str:
-    name = function.child_by_field_name("name")
+    name = function.child_by_field_id(Field.NAME)
     return src.text(name) if name is not None else "<lambda>"

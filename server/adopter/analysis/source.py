@@ -28,6 +28,39 @@ def language() -> Language:
     return _LANGUAGE
 
 
+def _field(name: str) -> int:
+    fid = language().field_id_for_name(name)
+    if fid is None:
+        raise RuntimeError(f"tree-sitter-python has no field {name!r}")
+    return fid
+
+
+class Field:
+    """tree-sitter field ids (`node.child_by_field_id(Field.FUNCTION)` skips the by-name lookup)."""
+
+    VALUE = _field('value')
+    BODY = _field('body')
+    NAME = _field('name')
+    RIGHT = _field('right')
+    OBJECT = _field('object')
+    FUNCTION = _field('function')
+    ATTRIBUTE = _field('attribute')
+    ARGUMENTS = _field('arguments')
+    LEFT = _field('left')
+    CONDITION = _field('condition')
+    CONSEQUENCE = _field('consequence')
+    OPERATOR = _field('operator')
+    DEFINITION = _field('definition')
+    KEY = _field('key')
+    ALIAS = _field('alias')
+    SUPERCLASSES = _field('superclasses')
+    SUBSCRIPT = _field('subscript')
+    PARAMETERS = _field('parameters')
+    MODULE_NAME = _field('module_name')
+    ARGUMENT = _field('argument')
+    ALTERNATIVE = _field('alternative')
+
+
 def new_parser() -> Parser:
     """A fresh tree-sitter parser for Python (parsers are not shared between documents)."""
     return Parser(language())
@@ -81,10 +114,11 @@ def normalise(text: str) -> str:
 class SourceText:
     """One parsed source: its bytes, its tree, and conversions from nodes to text and spans."""
 
-    __slots__ = ("data", "index", "path", "tree")
+    __slots__ = ("ascii", "data", "index", "path", "tree")
 
     def __init__(self, data: bytes, tree: Tree, path: str | None) -> None:
         self.data = data
+        self.ascii = data.isascii()
         self.tree = tree
         self.path = path
         self.index = LineIndex(data)
@@ -94,7 +128,7 @@ class SourceText:
 
     def text(self, node: Node) -> str:
         """The exact source text of `node`."""
-        return self.data[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
+        return self.data[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
     def norm(self, node: Node) -> str:
         """The normalised source text of `node`, comments removed."""
@@ -117,6 +151,9 @@ class SourceText:
         return out
 
     def span(self, node: Node) -> Span:
+        if self.ascii:
+            start, end = node.start_point, node.end_point
+            return Span(start[0], start[1], end[0], end[1])
         return self.index.span(node.start_point, node.end_point)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from adopter.analysis.source import SourceText
+from adopter.analysis.source import Field, SourceText
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 
@@ -25,11 +25,11 @@ def dotted_text(node: Node | None, src: SourceText) -> str | None:
             return ".".join(reversed(parts))
         if node.type != "attribute":
             return None
-        attr = node.child_by_field_name("attribute")
+        attr = node.child_by_field_id(Field.ATTRIBUTE)
         if attr is None:
             return None
         parts.append(src.text(attr))
-        node = node.child_by_field_name("object")
+        node = node.child_by_field_id(Field.OBJECT)
     return None
 
 
@@ -56,7 +56,7 @@ def top_level_statements(root: Node) -> Iterator[Node]:
             stack.extend(reversed([c for c in node.children if c.is_named]))
             continue
         if node.type == "decorated_definition":
-            inner = node.child_by_field_name("definition")
+            inner = node.child_by_field_id(Field.DEFINITION)
             if inner is not None:
                 yield inner
             continue
@@ -66,7 +66,7 @@ def top_level_statements(root: Node) -> Iterator[Node]:
 def import_from_names(node: Node, src: SourceText, package: str | None) -> dict[str, str]:
     """The local names a `from ... import ...` statement binds, each with its qualified name."""
     out: dict[str, str] = {}
-    module_node = node.child_by_field_name("module_name")
+    module_node = node.child_by_field_id(Field.MODULE_NAME)
     if module_node is None:
         return out
     if module_node.type == "relative_import":
@@ -83,8 +83,8 @@ def import_from_names(node: Node, src: SourceText, package: str | None) -> dict[
     sep = "" if base.endswith(".") else "."
     for child in node.children_by_field_name("name"):
         if child.type == "aliased_import":
-            name_node = child.child_by_field_name("name")
-            alias = child.child_by_field_name("alias")
+            name_node = child.child_by_field_id(Field.NAME)
+            alias = child.child_by_field_id(Field.ALIAS)
             if name_node is not None and alias is not None:
                 out[src.text(alias)] = f"{base}{sep}{src.text(name_node)}"
         elif child.type == "dotted_name":
@@ -133,7 +133,7 @@ class ModuleSymbols:
                 self.toplevel.append(node)
 
     def _define(self, table: dict[str, Node], node: Node) -> None:
-        name = node.child_by_field_name("name")
+        name = node.child_by_field_id(Field.NAME)
         if name is not None:
             key = self.src.text(name)
             # A later definition shadows an earlier one (and a class shadows nothing of another kind).
@@ -145,8 +145,8 @@ class ModuleSymbols:
     def _import(self, node: Node) -> None:
         for child in node.children_by_field_name("name"):
             if child.type == "aliased_import":
-                name_node = child.child_by_field_name("name")
-                alias = child.child_by_field_name("alias")
+                name_node = child.child_by_field_id(Field.NAME)
+                alias = child.child_by_field_id(Field.ALIAS)
                 if name_node is not None and alias is not None:
                     self.imports[self.src.text(alias)] = self.src.text(name_node)
             else:
@@ -162,8 +162,8 @@ class ModuleSymbols:
         node = stmt.named_children[0] if stmt.named_child_count else None
         if node is None or node.type != "assignment":
             return
-        left = node.child_by_field_name("left")
-        right = node.child_by_field_name("right")
+        left = node.child_by_field_id(Field.LEFT)
+        right = node.child_by_field_id(Field.RIGHT)
         if left is None or left.type != "identifier":
             return
         name = self.src.text(left)
