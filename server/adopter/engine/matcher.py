@@ -212,14 +212,27 @@ def _literal_requirements(rule: Rule) -> tuple[tuple[tuple[str, str], ...], ...]
     return cached[1]
 
 
+_CALLEES: dict[int, tuple[Rule, tuple[frozenset[str], ...]]] = {}
+
+
+def _init_callees(rule: Rule) -> tuple[frozenset[str], ...]:
+    """Per init pattern, the callee names one of which the class must construct (cached per rule)."""
+    cached = _CALLEES.get(id(rule))
+    if cached is None or cached[0] is not rule:
+        cached = (rule, tuple(frozenset(b.ctor.callees) for b in rule.init))
+        _CALLEES[id(rule)] = cached
+    return cached[1]
+
+
 def quick_possible(rule: Rule, keys: set[tuple[str, str]], init: InitIndex) -> bool:
     """A cheap necessary condition for `rule` to match a forward with op `keys` and bindings `init`."""
     if not rule.forward:
         return False
     for required in _literal_requirements(rule):
-        if not any(k in keys for k in required):
+        if keys.isdisjoint(required):
             return False
-    return all(any(c in init.callees for c in b.ctor.callees) for b in rule.init)
+    callees = init.callees
+    return all(not callees.isdisjoint(names) for names in _init_callees(rule))
 
 
 class _State:
