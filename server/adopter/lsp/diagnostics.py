@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -76,9 +77,16 @@ def publish(ls: AdopterServer, doc: Document, snapshot: Snapshot) -> None:
     diagnostics = build_diagnostics(ls, doc, snapshot)
     params = types.PublishDiagnosticsParams(uri=doc.uri, version=snapshot.version, diagnostics=diagnostics)
     ls.text_document_publish_diagnostics(params)
+    since_change = None if doc.changed_at is None else (time.perf_counter() - doc.changed_at) * 1000
     ls.protocol.notify(
         "adopter/analysisDone",
-        {"uri": doc.uri, "version": snapshot.version, "elapsedMs": snapshot.elapsed_ms, "reparse": snapshot.reparsed},
+        {
+            "uri": doc.uri,
+            "version": snapshot.version,
+            "elapsedMs": snapshot.elapsed_ms,  # analysis + rule matching on the analysis thread
+            "sinceChangeMs": since_change,  # the change's arrival -> diagnostics sent
+            "reparse": snapshot.reparsed,
+        },
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ class Document:
     snapshot: Snapshot | None = None
     task: asyncio.Task[Snapshot | None] | None = None
     closed: bool = False
+    changed_at: float | None = None  # perf_counter() when the last change arrived (for latency figures)
 
 
 class Analyses:
@@ -90,6 +92,7 @@ class Analyses:
                 if not doc.reset:
                     doc.edits.append(edit)
             doc.version = version
+        doc.changed_at = time.perf_counter()
         return doc
 
     def close(self, uri: str) -> None:
