@@ -153,3 +153,18 @@ def test_rules_list_and_docs(workspace: Path, capsys: pytest.CaptureFixture[str]
     docs = (workspace / "out.md").read_text()
     assert "### `user-relu-twice`" in docs and "torch.relu(torch.relu(x))" not in docs
     assert "b = torch.relu(a)" in docs and "Does not match" in docs
+
+
+def test_unknown_selector_is_a_usage_error(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "clean.py", "--rules", "rules", "--select", "no-such-rule"]) == 2
+    assert "matches no rule" in capsys.readouterr().err
+
+
+def test_unanalysable_files_fail_the_check_but_do_not_crash(workspace: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    (workspace / "broken.py").write_text("class A(:\n    pass\n")
+    (workspace / "binary.py").write_bytes(b"\x00\x01\xff")
+    assert main(["check", *args("broken.py", "binary.py", "clean.py")]) == 1
+    err = capsys.readouterr().err
+    assert "broken.py:1:" in err and "binary.py" in err
+    assert main(["fix", *args("binary.py", "clean.py")]) == 0

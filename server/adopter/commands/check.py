@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     env = detect_environment(args.target)
     findings: list[Any] = []
     errors = rule_errors
+    unreadable = False
     for path, missing in python_files(args.paths):
         if missing:
             print(f"error: {missing}", file=sys.stderr)
@@ -95,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
         for p in (*module_file.problems, *result.problems):
             if p.severity == Severity.ERROR or args.format == "text":
                 print(p.render(), file=sys.stderr)
+            # Like ruff: a file that cannot be analysed (syntax error, binary) fails the check.
+            unreadable = unreadable or p.severity == Severity.ERROR
         findings.extend(result.findings)
     if args.format == "json":
         json.dump([finding_record(f) for f in findings], sys.stdout, indent=2)
@@ -115,4 +118,4 @@ def run(args: argparse.Namespace) -> int:
             print("No sites found.")
     if errors:
         return 2
-    return 1 if findings else 0
+    return 1 if findings or unreadable else 0

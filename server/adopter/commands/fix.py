@@ -39,9 +39,12 @@ def run(args: argparse.Namespace) -> int:
             continue
         try:
             source = path.read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            print(f"error: {path}: {exc}", file=sys.stderr)
+        except OSError as exc:
+            print(f"error: {path}: {exc.strerror or exc}", file=sys.stderr)
             errors = True
+            continue
+        except UnicodeDecodeError:
+            print(f"{path}: not UTF-8 text; skipped", file=sys.stderr)
             continue
         outcome = fix_source(source, str(path), ruleset.rules, env)
         for s in outcome.skipped:

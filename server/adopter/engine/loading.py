@@ -97,7 +97,8 @@ def _select(rules: list[Rule], select: Sequence[str] | None, ignore: Sequence[st
     for selectors, what in ((select or (), "select"), (ignore or (), "ignore")):
         for s in selectors:
             if not any(selector_matches(s, r) for r in rules):
-                problems.append(Problem(f"--{what} {s!r} matches no rule", severity=Severity.WARNING))
+                problems.append(Problem(f"{what} {s!r} matches no rule (use a rule id, an id prefix or a "
+                                        "family number)", severity=Severity.ERROR, code="selector"))
     if select:
         rules = [r for r in rules if any(selector_matches(s, r) for s in select)]
     if ignore:
