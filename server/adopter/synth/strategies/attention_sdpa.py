@@ -20,6 +20,7 @@ from adopter.synth.registry import SynthContext, existing_imports, strategy
 _MATMUL = {(OpKind.FUNCTION, "torch.matmul"), (OpKind.OPERATOR, "@"), (OpKind.METHOD, "matmul")}
 _SOFTMAX = {"torch.nn.functional.softmax", "torch.softmax"}
 _LAST_TWO = ({"-1", "-2"}, {"2", "3"})
+_MINUS_INF = frozenset({'float("-inf")', '-float("inf")', "-math.inf", "-torch.inf", "-np.inf", "-numpy.inf"})
 _LINE = 100  # longest line the rewritten call may make before it is split one argument per line
 
 
@@ -77,7 +78,10 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
             chain.transpose = op
         elif op.kind == OpKind.OPERATOR and op.target in ("/", "*") and chain.scale is None:
             chain.scale = op
-        elif op.kind == OpKind.OPERATOR and op.target == "+" and chain.mask is None:
+        elif chain.mask is None and (
+            (op.kind == OpKind.OPERATOR and op.target == "+")
+            or (op.kind == OpKind.METHOD and op.target == "masked_fill")
+        ):
             chain.mask = op
         elif (op.kind == OpKind.MODULE) or (op.kind == OpKind.FUNCTION and op.target.endswith("dropout")):
             chain.dropout = op
@@ -282,7 +286,19 @@ class _Site:
         raise AssertionError("unreachable")
 
     def mask_kwarg(self) -> str:
-        return "" if self.chain.mask is None else f"attn_mask={self._mask_text()}"
+        mask = self.chain.mask
+        if mask is None:
+            return ""
+        if mask.target != "masked_fill":
+            return f"attn_mask={self._mask_text()}"
+        # scores.masked_fill(cond, -inf) drops the keys where cond holds: SDPA's boolean mask says
+        # which keys take part, so it is ~cond. A finite fill differs where a whole row is masked.
+        if len(mask.args) != 3 or mask.kwargs:
+            self.ctx.decline(f"`{self.ctx.text(mask.span)}` is not masked_fill(condition, value)")
+        fill = "".join(self.operand(mask, 2).split()).replace("'", '"')
+        if fill not in _MINUS_INF:
+            self.ctx.decline(f"the scores are filled with {fill}, not -inf: SDPA's boolean mask means -inf")
+        return f"attn_mask=~{_paren(self.operand(mask, 1))}"
 
     def scale(self) -> str:
         """SDPA's `scale`: 1/c for `/ c`, c for `* c`, 1.0 when the chain does not scale."""
@@ -373,7 +389,7 @@ def _stmt_span(source: str, stmt: ast.stmt) -> Span:
 
 
 def _is_plain_number(text: str) -> bool:
-    """A scale written with numbers, `self.` settings, names and `math.` calls (not a tensor op)."""
+    """A scale computed from numbers, settings and sizes (`math.sqrt(k.size(-1))`), not a tensor op."""
     try:
         node = ast.parse(text, mode="eval").body
     except SyntaxError:
@@ -388,13 +404,27 @@ def _is_plain_number(text: str) -> bool:
         ast.Attribute,
         ast.Name,
         ast.Load,
+        ast.Subscript,
+        ast.Slice,
     )
     for sub in ast.walk(node):
         if not isinstance(sub, allowed):
             return False
-        if isinstance(sub, ast.Call) and not ast.unparse(sub.func).startswith("math."):
+        if isinstance(sub, ast.Call) and not _number_call(sub):
+            return False
+        if isinstance(sub, ast.Subscript) and not (
+            isinstance(sub.value, ast.Attribute) and sub.value.attr == "shape"
+        ):
             return False
     return True
+
+
+def _number_call(call: ast.Call) -> bool:
+    """`math.*(...)`, `float/int/len(...)` and `x.size(...)` / `x.dim()` give Python numbers."""
+    func = ast.unparse(call.func)
+    if func.startswith("math.") or func in ("float", "int", "len"):
+        return True
+    return isinstance(call.func, ast.Attribute) and call.func.attr in ("size", "dim")
 
 
 def _paren(text: str) -> str:
