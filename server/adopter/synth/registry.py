@@ -16,7 +16,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from adopter.dsl.types import Expr, Ref, Rule, Span
+from adopter.dsl.types import Expr, Op, OpKind, Ref, Rule, Span
 from adopter.engine.types import Finding
 
 Strategy = Callable[["SynthContext"], None]
@@ -123,6 +123,14 @@ def slice_span(lines: Sequence[str], span: Span) -> str:
     return "\n".join(parts)
 
 
+def _atomic(text: str, node: ast.expr) -> str:
+    """The source of `node`, parenthesised when it is not a name, attribute, call, subscript or literal."""
+    segment = ast.get_source_segment(text, node) or ""
+    if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant)):
+        return segment
+    return f"({segment})"
+
+
 def existing_imports(source: str) -> dict[tuple[str, str | None], str]:
     """Top-level imports of `source`: (module, name or None) -> the local name bound."""
     found: dict[tuple[str, str | None], str] = {}
@@ -164,6 +172,7 @@ class SynthContext:
     _lines: list[str] = field(default_factory=list, repr=False)
     _taken: set[str] = field(default_factory=set, repr=False)
     _imports: dict[tuple[str, str | None], str] = field(default_factory=dict, repr=False)
+    _arg_cache: dict[Span, dict[int | str, str]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self._lines = self.source.split("\n")
@@ -207,7 +216,63 @@ class SynthContext:
                 if value.name in op.outputs:
                     return self.text(op.span)
             raise KeyError(f"temporary {value.name} bound by ${var} is not produced by the match")
+        # Inlined helpers see renamed locals (`h_2`): the text written where the match uses the value
+        # is what an edit at that place must say.
+        for op in self.finding.match.ops:
+            written = self.argument_text(op, value)
+            if written is not None:
+                return written
+        for op in self.finding.match.ops:
+            if value.name in op.outputs and len(op.outputs) == 1:
+                target = re.match(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]", self.text(op.stmt_span))
+                if target is not None:
+                    return target.group(1)
         return value.name
+
+    def argument_text(self, op: Op, value: Ref | Expr) -> str | None:
+        """The source text of the argument of `op` that is `value` (parenthesised unless atomic)."""
+        sources = self._arg_sources(op)
+        for key, arg in [*enumerate(op.args), *((k.name, k.value) for k in op.kwargs)]:
+            if arg == value and key in sources:
+                return sources[key]
+        return None
+
+    def _arg_sources(self, op: Op) -> dict[int | str, str]:
+        cached = self._arg_cache.get(op.span)
+        if cached is not None:
+            return cached
+        text = self.text(op.span)
+        out: dict[int | str, str] = {}
+        try:
+            node = ast.parse(text.strip(), mode="eval").body
+            text = text.strip()
+        except SyntaxError:
+            self._arg_cache[op.span] = out
+            return out
+        parts: list[ast.expr] = []
+        keywords: list[ast.keyword] = []
+        if isinstance(node, ast.Call):
+            if op.kind == OpKind.METHOD and isinstance(node.func, ast.Attribute):
+                parts = [node.func.value, *node.args]
+            else:
+                parts = list(node.args)
+            keywords = node.keywords
+        elif isinstance(node, ast.BinOp):
+            parts = [node.left, node.right]
+        elif isinstance(node, ast.UnaryOp):
+            parts = [node.operand]
+        elif isinstance(node, ast.Subscript):
+            parts = [node.value, node.slice]
+        elif isinstance(node, ast.Attribute):
+            parts = [node.value]
+        for i, part in enumerate(parts):
+            if not isinstance(part, ast.Starred):
+                out[i] = _atomic(text, part)
+        for kw in keywords:
+            if kw.arg is not None:
+                out[kw.arg] = _atomic(text, kw.value)
+        self._arg_cache[op.span] = out
+        return out
 
     # -- recording edits ---------------------------------------------------------------------------
 

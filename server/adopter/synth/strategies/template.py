@@ -65,10 +65,9 @@ def _check_statement(ctx: SynthContext, stmt: Span, ops: list[Op], last: bool) -
         raise AssertionError  # unreachable
     if last and re.fullmatch(rf"return\s+\(?\s*{re.escape(value)}\s*\)?", text, re.S):
         return "return"
-    outputs = next(o.outputs for o in ops if ctx.text(o.span) == value)
-    targets = r"\s*,\s*".join(re.escape(n) for n in outputs)
-    if not outputs or outputs[0].startswith("%") or not re.fullmatch(
-            rf"\(?\s*{targets}\s*,?\s*\)?\s*(?::[^=]+)?=\s*\(?\s*{re.escape(value)}\s*\)?", text, re.S):
+    # Plain names on the left (inlined helpers rename locals, so compare the shape, not the names).
+    if not re.fullmatch(rf"\(?\s*[A-Za-z_]\w*(\s*,\s*[A-Za-z_]\w*)*\s*,?\s*\)?\s*(?::[^=]+)?=\s*\(?\s*"
+                        rf"{re.escape(value)}\s*\)?", text, re.S):
         ctx.decline("a statement of the match does more than compute the matched operations")
     return "assign"
 
