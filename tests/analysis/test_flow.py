@@ -379,6 +379,8 @@ def test_loops_over_module_lists() -> None:
                 x = head(x, m)
             for i in range(len(self.layers)):
                 x = self.layers[i](x)
+            for i, (head, m) in enumerate(zip(self.heads, masks)):
+                x = head(x, m)
             while x.sum() > 0:
                 x = x - 1
             return x
@@ -391,11 +393,12 @@ def test_loops_over_module_lists() -> None:
         ("self.layers", ("i", "layer")),
         ("self.heads", ("head", "m")),
         (None, ("i",)),
+        ("self.heads", ("i", "head", "m")),
         (None, ()),
     ]
-    targets = [o.target for lp in loops[:4] for o in ops(lp.body) if o.kind == OpKind.MODULE]
-    assert targets == ["self.layers[*]", "self.layers[*]", "self.heads[*]", "self.layers[*]"]
-    assert loops[3].iterable == "range(len(self.layers))" and loops[4].iterable == "x.sum() > 0"
+    targets = [o.target for lp in loops[:5] for o in ops(lp.body) if o.kind == OpKind.MODULE]
+    assert targets == ["self.layers[*]", "self.layers[*]", "self.heads[*]", "self.layers[*]", "self.heads[*]"]
+    assert loops[3].iterable == "range(len(self.layers))" and loops[5].iterable == "x.sum() > 0"
 
 
 def test_local_alias_of_submodule_and_super_forward() -> None:

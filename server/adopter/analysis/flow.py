@@ -617,11 +617,11 @@ class FlowAnalysis:
 
     def _container_path(self, node: Node) -> str | None:
         """`self.layers` (also sliced, `.values()`, or a local alias of it) → `"self.layers"`."""
-        if node.type == "attribute":
-            obj = node.child_by_field_id(Field.OBJECT)
-            attr = node.child_by_field_id(Field.ATTRIBUTE)
-            if obj is not None and attr is not None and self._is_self(obj):
-                return f"self.{self.src.text(attr)}"
+        if node.type == "attribute":  # self.layers, self.text_model.encoder.layer
+            dotted = dotted_text(node, self.src)
+            self_name = self.frame.self_name
+            if dotted is not None and self_name is not None and dotted.startswith(self_name + "."):
+                return "self" + dotted[len(self_name) :]
         if node.type == "subscript":
             value = node.child_by_field_id(Field.VALUE)
             return self._container_path(value) if value is not None else None
@@ -663,10 +663,9 @@ class FlowAnalysis:
             func = right.child_by_field_id(Field.FUNCTION)
             fname = self.src.text(func) if func is not None else ""
             args = self._call_args(right)
-            if fname == "enumerate" and args:
-                inner = self._container_path(args[0])
-                if inner is not None:
-                    return inner, {1: f"{inner}[*]"}
+            if fname == "enumerate" and args:  # enumerate(self.layers), enumerate(zip(self.h, past))
+                over, inner = self._loop_over(args[0], n_targets - 1)
+                return over, {k + 1: v for k, v in inner.items()}
             if fname == "zip":
                 found: dict[int, str] = {}
                 first: str | None = None
