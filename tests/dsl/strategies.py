@@ -268,6 +268,13 @@ def rules(draw: st.DrawFn) -> Rule:
         extra_args=st.booleans(),
     )
     forward = draw(st.lists(step, min_size=1, max_size=4))
+    # An optional step stands for its first argument when absent: it needs one output and a variable there.
+    forward = [
+        dataclasses.replace(s, outputs=(PVar(draw(st.sampled_from(value_vars))),),
+                            args=(PVar(draw(st.sampled_from(value_vars))), *s.args[1:]))
+        if s.optional else s
+        for s in forward
+    ]
     # Every value variable appears in the first step, so guards and templates may use any of them.
     first = forward[0]
     forward[0] = dataclasses.replace(
@@ -294,7 +301,7 @@ def rules(draw: st.DrawFn) -> Rule:
             kernel=draw(texts),
             devices=tuple(draw(st.lists(texts, max_size=3))),
             packages=tuple(draw(st.lists(st.one_of(dotted, texts), max_size=2))),
-            torch=draw(st.one_of(st.none(), st.sampled_from([">=2.1", "<3"]), texts)),
+            torch=draw(st.one_of(st.none(), st.sampled_from([">=2.1", "<3", ">=2.1,<3", "~=2.4", "==2.13.*"]))),
             preferred=draw(st.booleans()),
         )
         for name in target_names

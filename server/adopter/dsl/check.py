@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 
 from adopter.dsl.errors import error_problem
@@ -17,6 +18,9 @@ GUARD_ARITY: dict[str, tuple[int, int | None, int | None]] = {
     "no_kwarg": (2, None, 1),
 }
 DEFAULT_ARITY: tuple[int, int | None, int | None] = (1, None, None)
+
+# PEP 440 specifier clauses, comma-separated: ">=2.1", ">=2.1,<3", "~=2.4", "==2.13.*".
+TORCH_SPECIFIER_RE = re.compile(r"\s*(~=|===|==|!=|<=|>=|<|>)\s*[0-9][\w.*+!-]*\s*(,\s*(~=|===|==|!=|<=|>=|<|>)\s*[0-9][\w.*+!-]*\s*)*")
 
 
 def check_rules(parsed: Sequence[ParsedRule], path: str | None) -> tuple[Problem, ...]:
@@ -76,6 +80,13 @@ def _rule_problems(item: ParsedRule) -> Iterator[tuple[str, Span | None]]:
     module_vars = {binding.var for binding in rule.init}
     defined = pattern_variables(rule)
     for step in rule.forward:
+        # An absent optional step binds its output to its first value argument: both must exist.
+        if step.optional and (len(step.outputs) != 1 or not step.args or not isinstance(step.args[0], PVar)):
+            yield (
+                "an optional step (`?`) needs one output and a pattern variable as its first argument, "
+                "which stands for the output when the step is absent",
+                step.span,
+            )
         for output in step.outputs:
             if not isinstance(output, (PVar, PAny)):
                 yield "a step's outputs are pattern variables ($name) or `_`", step.span
@@ -89,9 +100,15 @@ def _rule_problems(item: ParsedRule) -> Iterator[tuple[str, Span | None]]:
     for guard in rule.guards:
         yield from _guard_problems(guard, defined)
     names = [target.name for target in rule.targets]
-    for index, name in enumerate(names):
-        if name in names[:index]:
-            yield f"target {name!r} is defined twice", where.get(f"target:{index}")
+    for index, offered in enumerate(rule.targets):
+        if offered.name in names[:index]:
+            yield f"target {offered.name!r} is defined twice", where.get(f"target:{index}")
+        if offered.torch is not None and not TORCH_SPECIFIER_RE.fullmatch(offered.torch):
+            yield (
+                f"target {offered.name!r}: torch {offered.torch!r} is not a version specifier like \">=2.1\" "
+                "or \">=2.1,<3\"",
+                where.get(f"target:{index}"),
+            )
     if rule.replacement is not None:
         known = defined | {var for var, _ in rule.replacement.init}
         templates = [("forward", rule.replacement.forward or "")]
