@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from adopter.wham.html import render_html
+    from adopter.wham.mining import search
     from adopter.wham.report import SearchReport, summary_table
     from adopter.wham.request import SearchRequest
-    from adopter.wham.mining import search
 
 __all__ = ["SearchReport", "SearchRequest", "render_html", "search", "summary_table"]
 

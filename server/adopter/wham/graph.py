@@ -209,4 +209,4 @@ def describe(work: Workload) -> str:
 
 def ceil_div(a: float, b: float) -> int:
     """Ceiling division for positive numbers."""
-    return int(math.ceil(a / b))
+    return math.ceil(a / b)

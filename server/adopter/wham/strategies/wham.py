@@ -35,15 +35,17 @@ class WhamStrategy(SearchStrategy):
         self.expanded: set[tuple[float, ...]] = set()
         self.best = float("-inf")
         self.stale = 0
+        self.polished: set[tuple[float, ...]] = set()
         sizes = [len(space.values(p)) for p in PARAMS]
-        # Seeds: the smallest design, the grid's midpoint and its quarter point; each grown in its
-        # tensor cores as far as the budget allows (a free, analytical check).
-        for idx in (tuple(0 for _ in sizes), tuple(n // 2 for n in sizes), tuple(n // 4 for n in sizes)):
-            d = space.design(idx)
-            self._push(d)
+        mid = {p: n // 2 for p, n in zip(PARAMS, sizes)}
+        # Seeds: the grid's smallest design and its midpoint, and one square-array design per array size
+        # with its tensor cores grown as far as the budget allows (area/TDP are analytical: free).
+        self._push(space.design(tuple(0 for _ in sizes)))
+        self._push(space.design(tuple(mid[p] for p in PARAMS)))
+        for i in range(min(len(space.pe_x), len(space.pe_y))):
+            d = space.design({**mid, "n_tc": 0, "pe_x": i, "pe_y": i})
             g = self._grow_max(d, "n_tc")
-            if g is not None:
-                self._push(g)
+            self._push(g if g is not None else d)
 
     # -- proposals --------------------------------------------------------------------------------
     def _push(self, d: Design) -> None:
@@ -146,11 +148,35 @@ class WhamStrategy(SearchStrategy):
                     out.append(g)
         return out
 
+    def _polish(self, e: Evaluation) -> list[Design]:
+        """Every one-step neighbour of `e` and every one-for-one trade (grow one resource, shrink another)."""
+        out: list[Design] = []
+        for a in PARAMS:
+            for fa in (2.0, 0.5):
+                g = self._step(e.design, a, fa)
+                if g is None:
+                    continue
+                out.append(g)
+                for b in PARAMS:
+                    if b != a:
+                        gb = self._step(g, b, 0.5 if fa > 1 else 2.0)
+                        if gb is not None:
+                            out.append(gb)
+        return out
+
     def ask(self) -> Design | None:
         """The next candidate; when the queue is empty, expand the beam (one round)."""
         while not self.pending:
             beam = [e for e in self._beam() if e.design.key() not in self.expanded]
             if not beam or self.stale >= self.patience:
+                # Converged: before stopping, try the best design's whole neighbourhood once.
+                top = self._beam()
+                if top and top[0].design.key() not in self.polished:
+                    self.polished.add(top[0].design.key())
+                    for m in self._polish(top[0]):
+                        self._push(m)
+                    self.stale = max(0, self.patience - 1)
+                    continue
                 return None
             for e in beam:
                 self.expanded.add(e.design.key())

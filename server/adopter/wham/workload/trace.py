@@ -182,7 +182,7 @@ class _Recorder(TorchDispatchMode):
         outs = _tensors(out)
         if self.phase == "fwd" and self.tracker.is_bw:
             self.phase = "bwd"
-        if func.is_view or name in _FREE or not outs and not name.startswith("_foreach_"):
+        if func.is_view or name in _FREE or (not outs and not name.startswith("_foreach_")):
             # Aliases and copies carry the producer of their (first) input.
             if ins:
                 pi = self.param_ids.get(id(ins[0]))

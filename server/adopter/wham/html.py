@@ -1,0 +1,166 @@
+"""A self-contained HTML report of a search (tables and inline SVG plots; no scripts, no network)."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from typing import Any
+
+_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf")
+
+
+def _e(v: Any) -> str:
+    return html.escape(str(v))
+
+
+def _num(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return _e(v)
+
+
+def svg_plot(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], *, x_label: str, y_label: str,
+             log_x: bool = False, step: bool = False, points: bool = False, width: int = 560,
+             height: int = 320) -> str:
+    """A line/scatter plot as an SVG string: one (name, [(x, y), …]) per series."""
+    pts = [(x, y) for _, s in series for x, y in s if math.isfinite(x) and math.isfinite(y)]
+    if not pts:
+        return "<p><em>no data to plot</em></p>"
+    tx = (lambda x: math.log10(max(x, 1e-12))) if log_x else (lambda x: x)
+    xs = [tx(x) for x, _ in pts]
+    ys = [y for _, y in pts]
+    x0, x1 = min(xs), max(xs)
+    y0, y1 = min(0.0, min(ys)), max(ys)
+    x1 = x1 if x1 > x0 else x0 + 1
+    y1 = y1 if y1 > y0 else y0 + 1
+    ml, mr, mt, mb = 64, 16, 12, 44
+    w, h = width - ml - mr, height - mt - mb
+
+    def sx(x: float) -> float:
+        return ml + (tx(x) - x0) / (x1 - x0) * w
+
+    def sy(y: float) -> float:
+        return mt + h - (y - y0) / (y1 - y0) * h
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
+           f'<rect x="{ml}" y="{mt}" width="{w}" height="{h}" fill="none" stroke="#999"/>']
+    for i in range(5):
+        gy = y0 + (y1 - y0) * i / 4
+        out.append(f'<text x="{ml - 4}" y="{sy(gy) + 4:.1f}" text-anchor="end">{gy:.3g}</text>')
+        gx = x0 + (x1 - x0) * i / 4
+        label = f"{10 ** gx:.3g}" if log_x else f"{gx:.3g}"
+        out.append(f'<text x="{ml + (gx - x0) / (x1 - x0) * w:.1f}" y="{mt + h + 14}" '
+                   f'text-anchor="middle">{label}</text>')
+    out.append(f'<text x="{ml + w / 2}" y="{height - 6}" text-anchor="middle">{_e(x_label)}</text>')
+    out.append(f'<text x="12" y="{mt + h / 2}" text-anchor="middle" transform="rotate(-90 12 {mt + h / 2})">'
+               f'{_e(y_label)}</text>')
+    for k, (name, s) in enumerate(series):
+        color = _COLORS[k % len(_COLORS)]
+        good = [(x, y) for x, y in s if math.isfinite(x) and math.isfinite(y)]
+        if not good:
+            continue
+        if points:
+            out += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{color}"/>' for x, y in good]
+        if not points or len(good) > 1:
+            coords = []
+            prev_y: float | None = None
+            for x, y in good:
+                if step and prev_y is not None:
+                    coords.append(f"{sx(x):.1f},{sy(prev_y):.1f}")
+                coords.append(f"{sx(x):.1f},{sy(y):.1f}")
+                prev_y = y
+            out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{" ".join(coords)}"/>')
+        out.append(f'<text x="{ml + 8}" y="{mt + 14 + 13 * k}" fill="{color}">{_e(name)}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_num(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:72em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.err{color:#b00}figure{margin:0 0 1.5em}"""
+
+
+def render_html(report: dict[str, Any], *, extra_traces: dict[str, Sequence[tuple[float, float]]] | None = None) -> str:
+    """The report JSON (`SearchReport.to_json()`) as a standalone HTML page."""
+    req = report.get("request", {})
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>WHAM search — {_e(req.get('model'))}"
+             f"</title><style>{_CSS}</style></head><body>",
+             f"<h1>WHAM accelerator search: {_e(req.get('model'))}</h1>"]
+    if report.get("error"):
+        parts.append(f"<p class='err'>Error: {_e(report['error'])}</p></body></html>")
+        return "".join(parts)
+    w = report.get("workload") or {}
+    if w:
+        parts.append(f"<p>Batch {w.get('batch')}, sequence {w.get('seq')}, {w.get('params', 0) / 1e6:.1f} M "
+                     f"parameters, {w.get('flops', 0) / 1e12:.3g} TFLOP per training step, {w.get('ops')} fused "
+                     f"ops in {w.get('segments')} segments ({w.get('unique_blocks')} unique). Objective: "
+                     f"{_e(req.get('objective'))}; limits: area ≤ {req.get('area_mm2')} mm², TDP ≤ "
+                     f"{req.get('tdp_w')} W.</p>")
+    best = report.get("best")
+    if best:
+        d = best["design"]
+        parts.append("<h2>Design</h2>")
+        parts.append(_table(["parameter", "value"], [(k, v) for k, v in d.items()]))
+        rows = [("found", best)] + [(r["name"], r) for r in report.get("references", [])]
+        parts.append("<h2>Comparison with reference designs</h2>")
+        parts.append(_table(
+            ["design", "samples/s", "step ms", "Perf/TDP", "area mm²", "TDP W", "TC util", "VC util", "feasible"],
+            [(n, e["throughput"], e["step_s"] * 1e3, e["perf_per_tdp"], e["area_mm2"], e["tdp_w"],
+              f"{e['tensor_util']:.0%}", f"{e['vector_util']:.0%}", "yes" if e["feasible"] else "no")
+             for n, e in rows]))
+        crit = best.get("critical") or {}
+        total = sum(crit.values()) or 1.0
+        parts.append("<h2>Critical path</h2><p>" + ", ".join(
+            f"{_e(k)} {v / total:.0%}" for k, v in crit.items()) + "</p>")
+        parts.append(_table(["segment", "operator", "ms"],
+                            [(o["segment"], o["op"], o["seconds"] * 1e3) for o in best.get("critical_ops", [])]))
+    s = report.get("search")
+    if s:
+        series = [(s["strategy"], [(float(t["n"]), float(t["best"])) for t in s.get("trace", [])
+                                   if t["best"] is not None])]
+        for name, tr in (extra_traces or {}).items():
+            series.append((name, list(tr)))
+        parts.append("<h2>Convergence</h2><figure>" + svg_plot(series, x_label="designs evaluated",
+                                                            y_label="best objective", step=True) + "</figure>")
+        parts.append(f"<p>{s['evaluations']} designs evaluated; best found after {s['evals_to_best']} "
+                     f"({s['seconds_to_best']:.2f} s); stopped: {_e(s['stopped'])}.</p>")
+    pareto = report.get("pareto") or []
+    if pareto:
+        parts.append("<h2>Pareto front (throughput vs TDP)</h2><figure>" + svg_plot(
+            [("Pareto designs", [(p["tdp_w"], p["throughput"]) for p in pareto])],
+            x_label="TDP (W)", y_label="samples/s", points=True) + "</figure>")
+        parts.append(_table(["design", "samples/s", "TDP W", "area mm²"],
+                            [(p["label"], p["throughput"], p["tdp_w"], p["area_mm2"]) for p in pareto]))
+    pipe = report.get("pipeline")
+    if pipe:
+        parts.append(f"<h2>Pipeline: {pipe['stages']} stages × {pipe['microbatches']} micro-batches</h2>")
+        g = pipe.get("global")
+        ref = pipe.get("reference")
+        rows2 = []
+        if g:
+            rows2.append(("replicated WHAM design", g["label"], g["throughput"], g["perf_per_tdp"]))
+        rows2.append(("heterogeneous bound", "per-stage best", pipe["heterogeneous"]["throughput"], ""))
+        if ref:
+            rows2.append((ref["name"], ref["label"], ref["throughput"], ref["perf_per_tdp"]))
+        parts.append(_table(["", "design", "samples/s", "Perf/TDP"], rows2))
+        if g:
+            parts.append(_table(["stage", "segments", "fwd+bwd ms", "optimizer ms"],
+                                [(i, f"{p[0]} … {p[-1]}" if len(p) > 1 else p[0], g["stage_fb_s"][i] * 1e3,
+                                  g["stage_opt_s"][i] * 1e3) for i, p in enumerate(pipe["partition"])]))
+    tp = report.get("tensor_parallel")
+    if tp:
+        parts.append(f"<h2>Tensor parallel</h2><p>{tp['degree']}-way over {tp['link_gbs']} GB/s links: "
+                     f"all-reduce {tp['allreduce_s'] * 1e3:.3f} ms of a {tp['step_s'] * 1e3:.3f} ms step.</p>")
+    for n in report.get("notes", []):
+        parts.append(f"<p><em>Note: {_e(n)}</em></p>")
+    parts.append(f"<p><small>Search took {report.get('seconds', 0):.2f} s. Generated by adopter wham.</small></p>")
+    parts.append("</body></html>")
+    return "".join(parts)
