@@ -8,6 +8,7 @@ from functools import lru_cache
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.lexer import PatternStr
 
+from adopter.dsl.grammar import parser
 from adopter.dsl.types import Problem, Severity, Span
 
 
@@ -118,8 +119,6 @@ _TERMINAL_NAMES = {
 
 
 def _describe_expected(expected: set[str]) -> str:
-    from adopter.dsl.grammar import parser
-
     terminals = {term.name: term for term in parser().terminals}
     words: set[str] = set()
     for name in expected:
@@ -179,8 +178,6 @@ def _state_of(exc: UnexpectedInput) -> object:
 @lru_cache(maxsize=1)
 def _bad_example_errors() -> tuple[tuple[str, object, str | None, frozenset[str]], ...]:
     """Each bad example's label, failing parser state, unexpected token type and accepted tokens."""
-    from adopter.dsl.grammar import parser
-
     found: list[tuple[str, object, str | None, frozenset[str]]] = []
     for label, examples in BAD_EXAMPLES.items():
         for example in examples:

@@ -9,7 +9,7 @@ from lark import Token, Transformer, v_args
 from lark.tree import Meta
 
 from adopter.dsl.errors import error_problem
-from adopter.dsl.lexical import IDENT_RE, FenceError, fence_origin, unfence, unquote, unquote_string
+from adopter.dsl.lexical import FenceError, fence_origin, unfence, unquote, unquote_string
 from adopter.dsl.types import (
     Architecture,
     Binding,
@@ -746,7 +746,3 @@ def _severity(token: Token) -> Severity:
         known = ", ".join(s.value for s in Severity)
         raise _fail(f"unknown severity {str(token)!r}; expected one of {known}", token_span(token)) from None
 
-
-def is_identifier(name: str) -> bool:
-    """Whether a name can follow `$` as a pattern variable."""
-    return IDENT_RE.fullmatch(name) is not None
