@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from lsp_session import EXAMPLES, analysed, open_doc, start
 from lsprotocol import types
@@ -58,3 +60,16 @@ async def test_trust_cannot_be_granted_by_a_later_settings_change(client: Langua
     )
     info = await execute(client, "adopter.debugInfo")
     assert info["settings"]["trusted"] is False
+
+
+async def test_show_architecture_by_line_and_by_class(client: LanguageClient, tmp_path: Path) -> None:
+    from lsp_session import SNIPPET
+
+    await start(client, tmp_path)
+    uri = open_doc(client, tmp_path / "model.py", SNIPPET)
+    await analysed(client, uri, 1)
+    by_line = await execute(client, "adopter.showArchitecture", {"uri": uri, "line": 13})
+    assert isinstance(by_line, str) and "SelfOutput" in by_line and "dropout" in by_line
+    by_class = await execute(client, "adopter.showArchitecture", {"uri": uri, "class": "Layer"})
+    assert isinstance(by_class, str) and "Layer" in by_class and "SelfOutput" in by_class
+    assert await execute(client, "adopter.showArchitecture", {"uri": uri, "line": 0}) is None

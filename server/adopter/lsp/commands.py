@@ -20,9 +20,10 @@ from adopter.lsp.server import AdopterServer
 SEARCH = "adopter.searchAccelerator"
 SHOW_ARCHITECTURE = "adopter.showArchitecture"
 DEBUG_INFO = "adopter.debugInfo"
-SEARCH_KEYS = frozenset(
-    {"model", "factory", "batch", "seq", "objective", "limits", "pipeline", "tensor_parallel", "strategy", "budget", "seed"}
-)
+SEARCH_KEYS = frozenset({
+    "model", "factory", "batch", "seq", "objective", "limits", "pipeline", "tensor_parallel", "strategy", "budget",
+    "seed", "top_k", "microbatches", "workers",
+})
 CANCEL_GRACE_S = 10.0  # how long a cancelled search may take to return its partial report
 
 
@@ -46,6 +47,9 @@ async def search_accelerator(ls: AdopterServer, *args: Any) -> Any:
             "Adopter: the accelerator search runs model code and this workspace is not trusted; trust it first."
         )
     request = search_arguments(args)
+    root = ls.root()
+    if root is not None:
+        request = {**request, "workspace": str(root)}
     token = f"adopter-search-{uuid.uuid4().hex[:8]}"
     cancelled = asyncio.Event()
     await _begin_progress(ls, token, f"Accelerator search: {request.get('model') or request.get('factory')}")
@@ -56,9 +60,13 @@ async def search_accelerator(ls: AdopterServer, *args: Any) -> Any:
         result = await _run_worker(ls, token, request, cancelled)
     finally:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="cancelled" if cancelled.is_set() else "done"))
-    if "error" in result:
-        raise JsonRpcInvalidParams(f"Adopter accelerator search failed: {result['error']}")
-    return result["report"]
+    report = result.get("report")
+    error = result.get("error") or (report or {}).get("error")
+    if error and cancelled.is_set():
+        raise JsonRpcRequestCancelled(f"Adopter accelerator search cancelled: {error}")
+    if error or not isinstance(report, dict):
+        raise JsonRpcInvalidParams(f"Adopter accelerator search failed: {error}")
+    return report
 
 
 async def _begin_progress(ls: AdopterServer, token: str, title: str) -> None:

@@ -27,15 +27,30 @@ def _watch_stdin(cancel: threading.Event) -> None:
     cancel.set()
 
 
-def build_request(raw: dict[str, Any]) -> Any:
-    """The wham request object for the client's arguments (wham validates the values)."""
-    from adopter import wham
+LIMIT_KEYS = ("area_mm2", "tdp_w", "min_throughput")
 
-    request_type = wham.SearchRequest
-    for constructor in ("from_json", "from_dict"):
-        if hasattr(request_type, constructor):
-            return getattr(request_type, constructor)(raw)
-    return request_type(**raw)
+
+def build_request(raw: dict[str, Any]) -> Any:
+    """The wham `SearchRequest` for the command's arguments (wham validates the values).
+
+    `factory` ("module:function", the user's model) is searched like a model name; `limits` holds
+    the area/TDP/throughput constraints; `workspace` (set by the server) is where the factory's
+    module is imported from.
+    """
+    from adopter.wham import SearchRequest
+
+    fields = dict(raw)
+    factory = fields.pop("factory", None)
+    if factory and not fields.get("model"):
+        fields["model"] = factory
+    limits = fields.pop("limits", None) or {}
+    if not isinstance(limits, dict) or set(limits) - set(LIMIT_KEYS):
+        raise ValueError(f"limits must be an object with keys among {', '.join(LIMIT_KEYS)}, got {limits!r}")
+    fields.update(limits)
+    workspace = fields.pop("workspace", None)
+    if workspace and ":" in str(fields.get("model", "")):
+        fields.setdefault("model_path", workspace)
+    return SearchRequest(**fields)
 
 
 def main() -> int:
