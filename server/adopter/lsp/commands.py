@@ -48,8 +48,14 @@ async def search_accelerator(ls: AdopterServer, *args: Any) -> Any:
         )
     request = search_arguments(args)
     root = ls.root()
-    if root is not None:
+    if root is not None:  # a user's `module:factory` is imported from the workspace
         request = {**request, "workspace": str(root)}
+    result, cancelled = await _search_with_progress(ls, request)
+    return _report_or_error(result, cancelled)
+
+
+async def _search_with_progress(ls: AdopterServer, request: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The worker's final message, and whether the user cancelled (progress cancel or request cancel)."""
     token = f"adopter-search-{uuid.uuid4().hex[:8]}"
     cancelled = asyncio.Event()
     await _begin_progress(ls, token, f"Accelerator search: {request.get('model') or request.get('factory')}")
@@ -60,9 +66,13 @@ async def search_accelerator(ls: AdopterServer, *args: Any) -> Any:
         result = await _run_worker(ls, token, request, cancelled)
     finally:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="cancelled" if cancelled.is_set() else "done"))
+    return result, cancelled.is_set()
+
+
+def _report_or_error(result: dict[str, Any], cancelled: bool) -> dict[str, Any]:
     report = result.get("report")
     error = result.get("error") or (report or {}).get("error")
-    if error and cancelled.is_set():
+    if error and cancelled:
         raise JsonRpcRequestCancelled(f"Adopter accelerator search cancelled: {error}")
     if error or not isinstance(report, dict):
         raise JsonRpcInvalidParams(f"Adopter accelerator search failed: {error}")
