@@ -43,3 +43,19 @@ async def test_semantic_error_undefined_variable(client: LanguageClient, tmp_pat
     uri = open_doc(client, tmp_path / "mine.adl", text, language="adopter")
     (error,) = await analysed(client, uri, 1)
     assert "nowhere" in error.message
+
+
+async def test_saving_a_workspace_rule_reloads_the_rules(client: LanguageClient, tmp_path: Path) -> None:
+    from lsp_session import SNIPPET, codes, forget
+
+    rules = tmp_path / ".adopter" / "rules"
+    rules.mkdir(parents=True)
+    await start(client, tmp_path)
+    model = open_doc(client, tmp_path / "model.py", SNIPPET)
+    assert "my-dropout-add-norm" not in codes(await analysed(client, model, 1))
+    mine = rules / "mine.adl"
+    mine.write_text(RULE.read_text(encoding="utf-8").replace("f05-dropout-add-layernorm", "my-dropout-add-norm"), encoding="utf-8")
+    rule_uri = open_doc(client, mine, language="adopter")
+    forget(client, model)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=rule_uri)))
+    assert "my-dropout-add-norm" in codes(await analysed(client, model, 1))

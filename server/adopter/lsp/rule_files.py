@@ -51,5 +51,14 @@ def rule_hover(snapshot: Snapshot, position: types.Position) -> types.Hover | No
     return types.Hover(contents=lsp_markdown(rule_markdown(rule))) if rule else None
 
 
+def did_save(ls: AdopterServer, params: types.DidSaveTextDocumentParams) -> None:
+    """A saved rule file may be one the server loads: reload the rules and re-analyse open documents."""
+    doc = ls.analyses.documents.get(params.text_document.uri)
+    if doc is not None and doc.rule_file:
+        ls.invalidate_rules()
+        ls.reanalyse_all()
+
+
 def register(server: AdopterServer) -> None:
-    """Rule files share the sync, diagnostics and hover handlers; nothing extra to register."""
+    """Rule files share the sync, diagnostics and hover handlers; saving one reloads the rules."""
+    server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))(did_save)
