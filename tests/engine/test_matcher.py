@@ -253,3 +253,16 @@ def test_inherited_forward_is_one_site_owned_by_the_defining_class() -> None:
     sub = replace(arch(body, BINDS, name="Sub"), span=Span(30, 0, 35, 0))
     (f,) = find(mfile(sub, base), [DAL], CPU)
     assert f.scope_name == "Base"
+
+
+def test_results_are_cached_per_class_object_and_recomputed_for_new_ones() -> None:
+    body = (op("h", "module", "self.dropout", "hidden"), op("%1", "operator", "+", "h", "residual"),
+            op("out", "module", "self.LayerNorm", "%1"), ret("out"))
+    a = arch(body, BINDS)
+    first = find(mfile(a), [DAL], CPU)
+    assert find(mfile(a), [DAL], CPU) == first and len(first) == 1
+    # same forward, but LayerNorm is now a Linear: a new Architecture object, so matched afresh
+    from dataclasses import replace
+
+    changed = replace(a, init=arch(body, {**BINDS, "LayerNorm": LINEAR}).init)
+    assert find(mfile(changed), [DAL], CPU) == ()

@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from adopter.dsl.types import Expr, Forward, ModuleFile, Problem, Ref, Rule, Severity, Span, Value
+from adopter.dsl.types import (
+    Architecture,
+    Expr,
+    Forward,
+    ModuleFile,
+    Problem,
+    Ref,
+    Rule,
+    Severity,
+    Span,
+    Value,
+)
 from adopter.engine.environment import Environment
 from adopter.engine.flow import FlatForward, flatten, op_keys
 from adopter.engine.matcher import Bound, BudgetExceeded, InitIndex, RawMatch, RuleMatcher, quick_possible
@@ -35,36 +48,84 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> E
     """Findings plus problems for `module_file`; never raises."""
     findings: list[Finding] = []
     problems: list[Problem] = []
-    scopes: list[tuple[str, Forward, InitIndex, str]] = []
+    scopes: list[tuple[str, Forward, Architecture | Forward, str]] = []
     for arch in module_file.architectures:
         if arch.forward is not None:
-            scopes.append((arch.name, arch.forward, InitIndex.of(arch), "forward"))
+            scopes.append((arch.name, arch.forward, arch, "forward"))
     for fn in module_file.functions:
-        scopes.append((fn.name, fn, InitIndex.of(None), "function"))
-    for scope_name, forward, init, kind in scopes:
-        try:
-            keys = op_keys(forward.body)
-            candidates = [r for r in rules if (kind == "forward" or r.scope == "function")
-                          and quick_possible(r, keys, init)]
-            if not candidates:
-                continue
-            flat = flatten(forward)
-        except Exception as exc:  # a malformed architecture must not take the file down
-            problems.append(Problem(f"cannot flatten {scope_name}.{forward.name}: {exc}", forward.span,
-                                    module_file.path, Severity.WARNING))
+        scopes.append((fn.name, fn, fn, "function"))
+    rules_key = _rules_key(rules)
+    for scope_name, forward, owner, kind in scopes:
+        key = (id(owner), rules_key, module_file.path, env)
+        with _CACHE_LOCK:
+            cached = _SCOPE_CACHE.get(key)
+            if cached is not None and cached[0] is owner:
+                _SCOPE_CACHE.move_to_end(key)
+        if cached is not None and cached[0] is owner:
+            findings.extend(cached[2])
+            problems.extend(cached[3])
             continue
-        for rule in candidates:
-            try:
-                findings.extend(_rule_findings(rule, flat, init, scope_name, module_file.path, env))
-            except BudgetExceeded:
-                problems.append(Problem(f"matching gave up in {scope_name} (pattern too ambiguous)",
-                                        forward.span, module_file.path, Severity.WARNING, rule.id))
-            except Exception as exc:
-                problems.append(Problem(f"rule failed in {scope_name}: {type(exc).__name__}: {exc}",
-                                        forward.span, module_file.path, Severity.WARNING, rule.id))
+        init = InitIndex.of(owner if isinstance(owner, Architecture) else None)
+        found: list[Finding] = []
+        failed: list[Problem] = []
+        _match_scope(scope_name, forward, init, kind, rules, module_file.path, env, found, failed)
+        findings.extend(found)
+        problems.extend(failed)
+        with _CACHE_LOCK:
+            _SCOPE_CACHE[key] = (owner, _RULES_REFS[rules_key], tuple(found), tuple(failed))
+            if len(_SCOPE_CACHE) > SCOPE_CACHE_SIZE:
+                _SCOPE_CACHE.popitem(last=False)
     findings = _one_per_site(findings, {a.name: a.span for a in module_file.architectures})
     findings.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
     return EngineResult(tuple(findings), tuple(problems))
+
+
+# Results per analysed class (or function), keyed by the identity of its immutable Architecture: the
+# incremental analysis hands back the same objects for classes an edit did not touch, so re-checking a
+# document after a keystroke only matches the edited class. An entry keeps its Architecture and rules
+# alive, so an id is never reused while its entry exists.
+SCOPE_CACHE_SIZE = 4096
+_CACHE_LOCK = threading.Lock()
+_SCOPE_CACHE: OrderedDict[tuple[int, tuple[int, ...], str | None, Environment],
+                          tuple[object, tuple[Rule, ...], tuple[Finding, ...], tuple[Problem, ...]]] = OrderedDict()
+_RULES_REFS: dict[tuple[int, ...], tuple[Rule, ...]] = {}
+
+
+def _rules_key(rules: Sequence[Rule]) -> tuple[int, ...]:
+    """A key for this sequence of rule objects (kept alive with it)."""
+    key = tuple(id(r) for r in rules)
+    with _CACHE_LOCK:
+        if key not in _RULES_REFS:
+            if len(_RULES_REFS) > 64:  # rule sets come and go as settings change: start afresh
+                _RULES_REFS.clear()
+                _SCOPE_CACHE.clear()
+            _RULES_REFS[key] = tuple(rules)
+    return key
+
+
+def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, rules: Sequence[Rule],
+                 path: str | None, env: Environment, findings: list[Finding], problems: list[Problem]) -> None:
+    """Match every rule in one forward (or function), appending findings and problems."""
+    try:
+        keys = op_keys(forward.body)
+        candidates = [r for r in rules if (kind == "forward" or r.scope == "function")
+                      and quick_possible(r, keys, init)]
+        if not candidates:
+            return
+        flat = flatten(forward)
+    except Exception as exc:  # a malformed architecture must not take the file down
+        problems.append(Problem(f"cannot flatten {scope_name}.{forward.name}: {exc}", forward.span,
+                                path, Severity.WARNING))
+        return
+    for rule in candidates:
+        try:
+            findings.extend(_rule_findings(rule, flat, init, scope_name, path, env))
+        except BudgetExceeded:
+            problems.append(Problem(f"matching gave up in {scope_name} (pattern too ambiguous)",
+                                    forward.span, path, Severity.WARNING, rule.id))
+        except Exception as exc:
+            problems.append(Problem(f"rule failed in {scope_name}: {type(exc).__name__}: {exc}",
+                                    forward.span, path, Severity.WARNING, rule.id))
 
 
 def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list[Finding]:
