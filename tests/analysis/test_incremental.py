@@ -128,3 +128,29 @@ def test_apply_edit_with_tree_sitter_arguments() -> None:
     doc.apply_edit(start, start + 10, start + 6, (row, col), (row, col + 10), (row, col + 6), new_text)
     assert doc.result() == analyse(new_text, "m.py")
     assert doc.reanalysed == ("class C",)
+
+
+def test_random_line_edits_match_fresh_analysis() -> None:
+    import random
+
+    base = SOURCE + "\nmodel = A()\nopt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n"
+    rng = random.Random(7)
+    doc = DocumentAnalysis(base, "m.py")
+    doc.result()
+    text = base
+    for _ in range(40):
+        lines = text.splitlines(keepends=True)
+        i = rng.randrange(len(lines))
+        choice = rng.choice(["delete", "duplicate", "truncate", "bracket"])
+        if choice == "delete":
+            del lines[i]
+        elif choice == "duplicate":
+            lines.insert(i, lines[rng.randrange(len(lines))])
+        elif choice == "truncate":
+            lines[i] = lines[i][: rng.randrange(len(lines[i]) + 1)]
+        else:
+            lines[i] = lines[i][:4] + "(" + lines[i][4:]
+        new = "".join(lines)
+        doc.update(new)
+        assert doc.result() == analyse(new, "m.py"), (choice, i)
+        text = new if rng.random() < 0.5 else text

@@ -155,7 +155,8 @@ class Analyser:
         stmts = [s for s in symbols.toplevel if s.type not in ("comment", "ERROR")]
         key = "<module>"
         text = b"\n".join(src.raw(s) for s in stmts)
-        starts = tuple(s.start_point for s in stmts)
+        # The positions of the statements, and the file's end (the Forward's span is the whole file).
+        starts = (*(s.start_point for s in stmts), src.tree.root_node.end_point)
         cached = self.cache.get(key)
         if (
             cached is not None
