@@ -10,6 +10,7 @@ with a fixed random weight: a plain sum would hide errors in softmax gradients (
 from __future__ import annotations
 
 import sys
+import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,10 +73,12 @@ def skip_reasons(source: str, rules: Sequence[Rule], path: str = "case.py") -> l
 
 
 def load(source: str, name: str) -> dict[str, Any]:
-    """Exec `source` in a fresh namespace (the tool never runs user code; the tests do)."""
-    namespace: dict[str, Any] = {"__name__": f"attention_case_{name}"}
-    exec(compile(source, f"<{name}>", "exec"), namespace)
-    return namespace
+    """Exec `source` as a fresh module (the tool never runs user code; the tests do). The module is
+    registered in `sys.modules` because dataclasses look their module up there."""
+    module = types.ModuleType(f"attention_case_{name}")
+    sys.modules[module.__name__] = module
+    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    return module.__dict__
 
 
 @contextmanager
