@@ -7,7 +7,8 @@ from collections.abc import Iterator, Sequence
 
 from adopter.dsl.errors import error_problem
 from adopter.dsl.lexical import PLACEHOLDER_RE
-from adopter.dsl.transform import FAMILY_RANGE, ParsedRule
+from adopter.dsl.transform_rules import ParsedRule
+from adopter.dsl.tree_values import FAMILY_RANGE
 from adopter.dsl.types import Guard, OpKind, PAny, Problem, PValue, PVar, Rule, Span
 
 # Guard kind -> (minimum number of arguments, maximum or None, how many leading ones must be variables,

@@ -25,7 +25,8 @@ def parse_document(text: str, path: str | None = None) -> Document:
     except UnexpectedInput as exc:
         raise DslError([syntax_problem(exc, text, path)], text) from None
     try:
-        return DslTransformer().transform(tree)
+        document: Document = DslTransformer().transform(tree)
+        return document
     except (RecursionError, VisitError) as exc:
         if isinstance(exc, RecursionError) or isinstance(exc.orig_exc, RecursionError):
             message = "blocks are nested too deeply to read"

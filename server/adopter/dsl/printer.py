@@ -17,7 +17,7 @@ from adopter.dsl.lexical import (
     quote_string,
     spell_text,
 )
-from adopter.dsl.transform import LITERAL_NAMES
+from adopter.dsl.tree_values import LITERAL_NAMES
 from adopter.dsl.types import (
     Architecture,
     Binding,
