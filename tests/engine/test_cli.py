@@ -112,6 +112,7 @@ def test_check_sarif(workspace: Path, capsys: pytest.CaptureFixture[str]) -> Non
     log = json.loads(capsys.readouterr().out)
     assert log["version"] == "2.1.0" and "sarif" in log["$schema"]
     (run,) = log["runs"]
+    assert run["columnKind"] == "unicodeCodePoints"
     rules = run["tool"]["driver"]["rules"]
     (result,) = run["results"]
     assert rules[result["ruleIndex"]]["id"] == result["ruleId"] == "user-relu-twice"

@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
 
 
 def finding_record(f: Any) -> dict[str, Any]:
-    """One JSON record per finding (lines and columns 1-based, end exclusive)."""
+    """One JSON record per finding (lines and columns 1-based, columns in code points, end exclusive)."""
     return {
         "path": f.path, "rule": f.rule_id, "family": f.family, "severity": f.severity.value,
         "title": f.title, "message": f.message, "scope": f.scope_name,
@@ -66,6 +66,8 @@ def sarif(findings: list[Any], rules: tuple[Any, ...]) -> dict[str, Any]:
         "tool": {"driver": {"name": "adopter", "version": __version__,
                             "informationUri": "https://github.com/adopter/adopter", "rules": driver_rules}},
         "results": results,
+        # Adopter counts columns in code points; SARIF's default would be UTF-16 code units.
+        "columnKind": "unicodeCodePoints",
     }]}
 
 
