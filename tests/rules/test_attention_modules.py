@@ -202,3 +202,27 @@ class Block(nn.Module):
 """
     reasons = skip_reasons(source, rules_of("f01-bert-self-attention"))
     assert len(reasons) == 1 and "not the transformers signature" in reasons[0]
+
+
+MODULE_LIST = """
+from torch import nn
+from transformers.models.gpt2.modeling_gpt2 import GPT2Attention
+
+
+class Stack(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.attns = nn.ModuleList([GPT2Attention(config, layer_idx=i) for i in range(config.n_layer)])
+
+    def forward(self, x):
+        for attn in self.attns:
+            x = x + attn(x)[0]
+        return x
+"""
+
+
+def test_attention_inside_a_module_list(transformers: Any) -> None:
+    config = transformers.GPT2Config(n_embd=32, n_head=4, n_layer=2, attn_pdrop=0.0, resid_pdrop=0.0)
+    original, rewritten, new = _pair(MODULE_LIST, rules_of("f03-gpt2-attention"), "Stack", config)
+    assert "nn.ModuleList([SdpaGPT2Attention(config, layer_idx=i) for i in range(config.n_layer)])" in new
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),))

@@ -111,8 +111,13 @@ def torch_module_name(ctx: SynthContext) -> str:
 def _matched_binding(ctx: SynthContext, base: str) -> Binding | None:
     """The binding of the match whose constructor is `base` (qualified or not)."""
     for binding in ctx.finding.match.bindings:
-        if isinstance(binding.value, Ctor) and binding.value.callee.rsplit(".", 1)[-1] == base:
-            return binding
+        # The constructor itself, or an item of a container (`nn.ModuleList([Base(c) for _ in ...])`).
+        stack = [binding.value] if isinstance(binding.value, Ctor) else []
+        while stack:
+            ctor = stack.pop()
+            if ctor.callee.rsplit(".", 1)[-1] == base:
+                return binding
+            stack.extend(ctor.items)
     return None
 
 
