@@ -35,8 +35,8 @@ def fused_linear_gelu(x, linear, act):
     else:
         # Module.__call__ keeps the hooks; spelled out, the code no longer reads as Linear -> activation.
         return act(torch.nn.Module.__call__(linear, x))
-    if approximate == "tanh" and x.is_cuda and linear.bias is not None and x.dim() >= 2:
-        # cuBLASLt applies bias and tanh-GELU in the GEMM epilogue.
+    if approximate == "tanh" and x.is_cuda and linear.bias is not None and not torch.is_grad_enabled():
+        # Inference on CUDA: cuBLASLt applies bias and tanh-GELU in the GEMM epilogue.
         out = torch._addmm_activation(linear.bias, x.reshape(-1, x.shape[-1]), linear.weight.t(), use_gelu=True)
         return out.view(*x.shape[:-1], out.shape[-1])
     return torch.nn.functional.gelu(torch.nn.functional.linear(x, linear.weight, linear.bias), approximate=approximate)
