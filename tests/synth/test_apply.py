@@ -90,3 +90,9 @@ def test_expression_edit_keeps_the_rest_of_the_statement() -> None:
     assert SOURCE.split("\n")[15][14:24] == "self.ln(t)"
     new = apply_edits(SOURCE, [Edits(expressions=[ExpressionEdit(span, "fast_ln(t)")])])
     assert "        out = fast_ln(t)\n" in new
+
+
+def test_imports_go_after_header_comments_when_there_are_no_imports() -> None:
+    source = "#!/usr/bin/env python\n# Copyright\nx = 1\n"
+    new = apply_edits(source, [Edits(imports=[ImportEdit("math", None, None)])])
+    assert new == "#!/usr/bin/env python\n# Copyright\nimport math\nx = 1\n"

@@ -105,9 +105,12 @@ def _indent_of(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
-def _import_anchor(tree: ast.Module) -> int:
-    """The 0-based line after which new imports go: after the leading imports (or the docstring)."""
+def _import_anchor(tree: ast.Module, lines: Sequence[str] = ()) -> int:
+    """The 0-based line after which new imports go: after the leading imports (or the docstring, or
+    the header comments: shebang, encoding, licence)."""
     anchor = 0
+    while anchor < len(lines) and lines[anchor].startswith("#"):
+        anchor += 1
     for i, node in enumerate(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             anchor = node.end_lineno or node.lineno
@@ -183,7 +186,7 @@ def apply_edits(source: str, all_edits: Sequence[Edits]) -> str:
             if stmt not in imports:
                 imports.append(stmt)
     if imports:
-        at = _import_anchor(tree)
+        at = _import_anchor(tree, lines)
         splices.append(Splice(at, at, tuple(imports), -1))
 
     added: dict[str, str] = {}
@@ -194,19 +197,19 @@ def apply_edits(source: str, all_edits: Sequence[Edits]) -> str:
                     raise ApplyError(f"two fixes add different definitions named {mc.name}")
                 continue
             added[mc.name] = mc.code
-            splices.append(_module_code_splice(tree, mc, 1000 + len(added)))
+            splices.append(_module_code_splice(tree, lines, mc, 1000 + len(added)))
 
     return _splice(lines, splices, crlf)
 
 
-def _module_code_splice(tree: ast.Module, mc: ModuleCodeEdit, order: int) -> Splice:
+def _module_code_splice(tree: ast.Module, lines: Sequence[str], mc: ModuleCodeEdit, order: int) -> Splice:
     at: int | None = None
     if mc.after_class is not None:
         at = _class_end(tree, mc.after_class)
         if at is None:
             raise ApplyError(f"class {mc.after_class} not found for new code {mc.name}")
     if at is None:
-        at = _import_anchor(tree)
+        at = _import_anchor(tree, lines)
     return Splice(at, at, ("", "", *_indent_code(mc.code, "")), order)
 
 
