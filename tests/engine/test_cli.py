@@ -169,3 +169,19 @@ def test_unanalysable_files_fail_the_check_but_do_not_crash(workspace: Path,
     err = capsys.readouterr().err
     assert "broken.py:1:" in err and "binary.py" in err
     assert main(["fix", *args("binary.py", "clean.py")]) == 0
+
+
+def test_rewrite_finds_workspace_rules_by_path(workspace: Path) -> None:
+    from adopter.analysis import analyse
+    from adopter.engine import Environment, check, load_rules
+    from adopter.synth import Rewritten, rewrite
+
+    (workspace / ".adopter").mkdir()
+    (workspace / "rules").rename(workspace / ".adopter" / "rules")
+    rules = load_rules([workspace / ".adopter" / "rules"], bundled=False).rules
+    env = Environment("cpu", frozenset(), "2.13.0")
+    path = str(workspace / "model.py")
+    found = check(analyse(MODEL, path), rules, env).findings
+    # No rules passed: the rewrite loads the bundled ones plus the workspace's, found from the path.
+    out = rewrite(MODEL, found, path=path, env=env)
+    assert isinstance(out, Rewritten) and "b = torch.relu(x)" in out.new_source

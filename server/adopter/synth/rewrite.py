@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from adopter.dsl.types import Rule
-from adopter.engine import Environment, detect_environment, load_rules
+from adopter.engine import Environment, detect_environment, load_rules, workspace_rule_paths
 from adopter.engine.types import Finding
 from adopter.synth.apply import ApplyError, apply_edits
 from adopter.synth.registry import STRATEGIES, Declined, Edits, SynthContext
@@ -45,6 +46,18 @@ def plan(source: str, finding: Finding, rule: Rule, target: str | None) -> Edits
     return ctx.edits
 
 
+def _default_rules(path: str | None) -> list[Rule]:
+    """The bundled rules plus those of the nearest `.adopter/rules/` above `path` (workspace rules)."""
+    extra: list[Path] = []
+    if path is not None:
+        for folder in Path(path).resolve().parents:
+            found = workspace_rule_paths(folder)
+            if found:
+                extra.extend(found)
+                break
+    return list(load_rules(extra).rules)
+
+
 def rewrite(source: str, findings: Sequence[Finding], *, target: str | None = None, path: str | None = None,
             rules: Sequence[Rule] | None = None, env: Environment | None = None) -> RewriteResult:
     """Rewrite `source` to fix `findings` (found in that same text); verified; never raises."""
@@ -57,7 +70,7 @@ def rewrite(source: str, findings: Sequence[Finding], *, target: str | None = No
 def _rewrite(source: str, findings: Sequence[Finding], target: str | None, path: str | None,
              rules: Sequence[Rule] | None, env: Environment | None) -> RewriteResult:
     load_all()
-    rule_list = list(rules) if rules is not None else list(load_rules().rules)
+    rule_list = list(rules) if rules is not None else _default_rules(path)
     by_id = {r.id: r for r in rule_list}
     env = env or detect_environment("auto")
     skipped: list[Skipped] = []
