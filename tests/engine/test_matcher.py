@@ -266,3 +266,10 @@ def test_results_are_cached_per_class_object_and_recomputed_for_new_ones() -> No
 
     changed = replace(a, init=arch(body, {**BINDS, "LayerNorm": LINEAR}).init)
     assert find(mfile(changed), [DAL], CPU) == ()
+
+
+def test_container_item_call_is_the_item_not_its_children() -> None:
+    r = rule((step("$o", "module:$ln", "$x"),), (bind("$ln", "torch.nn.LayerNorm"),))
+    blocks = Ctor("torch.nn.ModuleList", items=(Ctor("torch.nn.Sequential", items=(LINEAR, LN)),))
+    body = (loop((op("hidden", "module", "self.blocks[*]", "hidden"),)), ret("hidden"))
+    assert not find(mfile(arch(body, {"blocks": blocks})), [r], CPU)

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from adopter.dsl.types import (
-    Architecture,
     Binding,
-    BindingPattern,
     Ctor,
     CtorPattern,
     Expr,
@@ -33,7 +31,9 @@ from adopter.dsl.types import (
     Rule,
     Value,
 )
+from adopter.engine.bindings import InitIndex, norm_text
 from adopter.engine.flow import FlatForward
+from adopter.engine.plans import init_patterns, literal_requirements
 
 COMMUTATIVE = frozenset({"+", "*"})
 # How many unification attempts one rule may spend on one forward: a pathological pattern must not
@@ -59,180 +59,16 @@ class RawMatch:
     path_dependent: bool = False  # some value is the same definition only on some paths
 
 
-# ---------------------------------------------------------------------------------------------------
-# __init__ side
-# ---------------------------------------------------------------------------------------------------
-
-
-def callee_matches(pattern: str, callee: str) -> bool:
-    """A pattern callee matches the same qualified name, or, when unqualified, any `*.Name`."""
-    return callee == pattern or ("." not in pattern and callee.endswith("." + pattern))
-
-
-def _ctor_matches(pat: CtorPattern, ctor: Ctor) -> bool:
-    if not any(callee_matches(c, ctor.callee) for c in pat.callees):
-        return False
-    if pat.lookup is not None:
-        if ctor.lookup is None or not _literal_ok(pat.lookup, Expr(ctor.lookup)):
-            return False
-    if len(ctor.args) < len(pat.args) or (not pat.extra_args and len(ctor.args) != len(pat.args)):
-        return False
-    if any(not _literal_ok(p, v) for p, v in zip(pat.args, ctor.args)):
-        return False
-    kw = {k.name: k.value for k in ctor.kwargs}
-    if any(k.name not in kw or not _literal_ok(k.value, kw[k.name]) for k in pat.kwargs):
-        return False
-    return pat.extra_args or len(ctor.kwargs) == len(pat.kwargs)
-
-
-def _literal_ok(p: PValue, v: Value) -> bool:
-    """Init patterns constrain by literal text; variables there only document (they bind nothing)."""
-    if isinstance(p, Expr):
-        return isinstance(v, Expr) and _norm(v.text) == _norm(p.text)
-    return True
-
-
-def _norm(text: str) -> str:
-    return "".join(text.split()).replace('"', "'")
-
-
 def _same(a: Bound, b: Bound) -> bool:
     """Equal bindings: the same definition of a name, or expressions equal up to spacing and quotes."""
     if a[0] == "expr" and b[0] == "expr":
-        return _norm(a[1]) == _norm(b[1])
+        return norm_text(a[1]) == norm_text(b[1])
     return a == b
-
-
-def _module_ctors(binding: Binding, container_item: bool) -> Iterator[Ctor]:
-    """The constructors a module op target can denote: the binding's, or its container items'."""
-    if not isinstance(binding.value, Ctor):
-        return
-    if container_item:
-        stack = list(binding.value.items)
-        while stack:
-            item = stack.pop()
-            yield item
-            stack.extend(item.items)  # a ModuleList of Sequentials: the call hits the outer item
-    else:
-        yield binding.value
-
-
-@dataclass
-class InitIndex:
-    """`__init__` bindings by attribute, for joining module op targets with binding patterns."""
-
-    by_attr: dict[str, list[Binding]]
-    # (module op target, id of a BindingPattern) -> what it resolved to; patterns live as long as rules.
-    _resolved: dict[tuple[str, int], tuple[Binding, Ctor] | None] = field(default_factory=dict)
-    _possible: dict[int, bool] = field(default_factory=dict)
-
-    callees: frozenset[str] = frozenset()  # every constructor callee, qualified and by last name
-
-    @classmethod
-    def of(cls, arch: Architecture | None) -> InitIndex:
-        by_attr: dict[str, list[Binding]] = {}
-        callees: set[str] = set()
-        if arch is not None and arch.init is not None:
-            for b in arch.init.bindings:
-                by_attr.setdefault(b.attr, []).append(b)
-                for item in (False, True):
-                    for c in _module_ctors(b, item):
-                        callees.update((c.callee, c.callee.rsplit(".", 1)[-1]))
-        return cls(by_attr, callees=frozenset(callees))
-
-    def resolve(self, target: str, pattern: BindingPattern) -> Binding | None:
-        """The binding of module op `target` (`self.q`, `self.layer[*]`) that fits `pattern`."""
-        found = self.resolve_ctor(target, pattern)
-        return found[0] if found else None
-
-    def resolve_ctor(self, target: str, pattern: BindingPattern) -> tuple[Binding, Ctor] | None:
-        """Like `resolve`, also giving the constructor that fit (a container's item for `[*]`)."""
-        key = (target, id(pattern))
-        if key in self._resolved:
-            return self._resolved[key]
-        found = None
-        if target.startswith("self."):
-            attr = target[5:]
-            item = attr.endswith("[*]")
-            if item:
-                attr = attr[:-3]
-            found = next(((b, c) for b in self.by_attr.get(attr, ()) for c in _module_ctors(b, item)
-                          if _ctor_matches(pattern.ctor, c)), None)
-        self._resolved[key] = found
-        return found
-
-    def could_match(self, pattern: BindingPattern) -> bool:
-        """Whether any binding at all fits `pattern` (a cheap pre-filter)."""
-        key = id(pattern)
-        if not any(c in self.callees for c in pattern.ctor.callees):
-            return False
-        if key not in self._possible:
-            self._possible[key] = any(
-                _ctor_matches(pattern.ctor, c)
-                for bs in self.by_attr.values()
-                for b in bs
-                for item in (False, True)
-                for c in _module_ctors(b, item)
-            )
-        return self._possible[key]
 
 
 # ---------------------------------------------------------------------------------------------------
 # forward side
 # ---------------------------------------------------------------------------------------------------
-
-
-_PATTERNS: dict[int, tuple[Rule, dict[str, BindingPattern]]] = {}
-
-
-def _init_patterns(rule: Rule) -> dict[str, BindingPattern]:
-    """The rule's init patterns by variable name (cached per rule object)."""
-    cached = _PATTERNS.get(id(rule))
-    if cached is None or cached[0] is not rule:
-        cached = (rule, {b.var.lstrip("$"): b for b in rule.init})
-        _PATTERNS[id(rule)] = cached
-    return cached[1]
-
-
-_LITERALS: dict[int, tuple[Rule, tuple[tuple[tuple[str, str], ...], ...]]] = {}
-
-
-def _literal_requirements(rule: Rule) -> tuple[tuple[tuple[str, str], ...], ...]:
-    """Per required step without module variables: the (kind, target) keys one of which must occur."""
-    cached = _LITERALS.get(id(rule))
-    if cached is None or cached[0] is not rule:
-        reqs = tuple(
-            tuple((k.value, t) for k, t in step.targets)
-            for step in rule.forward
-            if not step.optional and not any(t.startswith("$") for _, t in step.targets)
-        )
-        # Most selective first: a rare target rejects a forward with one lookup.
-        cached = (rule, tuple(sorted(reqs, key=lambda keys: (keys[0][0] == "operator", len(keys)))))
-        _LITERALS[id(rule)] = cached
-    return cached[1]
-
-
-_CALLEES: dict[int, tuple[Rule, tuple[frozenset[str], ...]]] = {}
-
-
-def _init_callees(rule: Rule) -> tuple[frozenset[str], ...]:
-    """Per init pattern, the callee names one of which the class must construct (cached per rule)."""
-    cached = _CALLEES.get(id(rule))
-    if cached is None or cached[0] is not rule:
-        cached = (rule, tuple(frozenset(b.ctor.callees) for b in rule.init))
-        _CALLEES[id(rule)] = cached
-    return cached[1]
-
-
-def quick_possible(rule: Rule, keys: set[tuple[str, str]], init: InitIndex) -> bool:
-    """A cheap necessary condition for `rule` to match a forward with op `keys` and bindings `init`."""
-    if not rule.forward:
-        return False
-    for required in _literal_requirements(rule):
-        if keys.isdisjoint(required):
-            return False
-    callees = init.callees
-    return all(not callees.isdisjoint(names) for names in _init_callees(rule))
 
 
 class _State:
@@ -278,7 +114,7 @@ class RuleMatcher:
         self.rule = rule
         self.flat = flat
         self.init = init
-        self.init_patterns = _init_patterns(rule)
+        self.init_patterns = init_patterns(rule)
         self.steps = rule.forward
         self.budget = STEP_BUDGET
         self._cand_sets: dict[int, set[int]] = {}
@@ -310,7 +146,7 @@ class RuleMatcher:
         if not self.steps:
             return False
         by_target = self.flat.by_target
-        for keys in _literal_requirements(self.rule):
+        for keys in literal_requirements(self.rule):
             if not any(k in by_target for k in keys):
                 return False
         if not all(self.init.could_match(b) for b in self.rule.init):
@@ -495,7 +331,7 @@ class RuleMatcher:
         if isinstance(p, PAny):
             return True
         if isinstance(p, Expr):
-            return value[0] == "expr" and _norm(value[1]) == _norm(p.text)
+            return value[0] == "expr" and norm_text(value[1]) == norm_text(p.text)
         return self._bind(p, value, state, at)
 
     def _bind(self, p: PVar, value: Bound, state: _State, at: int = -1) -> bool:
@@ -565,7 +401,7 @@ class RuleMatcher:
 
     @staticmethod
     def _text(value: Bound | None) -> str | None:
-        return None if value is None else _norm(value[1])
+        return None if value is None else norm_text(value[1])
 
     def _uses(self, value: Bound) -> list[int]:
         """Nodes reading the definition `value` (a name and its defining node)."""

@@ -20,9 +20,11 @@ from adopter.dsl.types import (
     Span,
     Value,
 )
+from adopter.engine.bindings import InitIndex
 from adopter.engine.environment import Environment
 from adopter.engine.flow import FlatForward, flatten, op_keys
-from adopter.engine.matcher import Bound, BudgetExceeded, InitIndex, RawMatch, RuleMatcher, quick_possible
+from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
+from adopter.engine.plans import quick_possible
 from adopter.engine.types import Finding, Match
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,114 @@
+"""The `__init__` side of matching: which bindings (and constructors) a module op target denotes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from adopter.dsl.types import Architecture, Binding, BindingPattern, Ctor, CtorPattern, Expr, PValue, Value
+
+
+def callee_matches(pattern: str, callee: str) -> bool:
+    """A pattern callee matches the same qualified name, or, when unqualified, any `*.Name`."""
+    return callee == pattern or ("." not in pattern and callee.endswith("." + pattern))
+
+
+def ctor_matches(pat: CtorPattern, ctor: Ctor) -> bool:
+    if not any(callee_matches(c, ctor.callee) for c in pat.callees):
+        return False
+    if pat.lookup is not None:
+        if ctor.lookup is None or not _literal_ok(pat.lookup, Expr(ctor.lookup)):
+            return False
+    if len(ctor.args) < len(pat.args) or (not pat.extra_args and len(ctor.args) != len(pat.args)):
+        return False
+    if any(not _literal_ok(p, v) for p, v in zip(pat.args, ctor.args)):
+        return False
+    kw = {k.name: k.value for k in ctor.kwargs}
+    if any(k.name not in kw or not _literal_ok(k.value, kw[k.name]) for k in pat.kwargs):
+        return False
+    return pat.extra_args or len(ctor.kwargs) == len(pat.kwargs)
+
+
+def _literal_ok(p: PValue, v: Value) -> bool:
+    """Init patterns constrain by literal text; variables there only document (they bind nothing)."""
+    if isinstance(p, Expr):
+        return isinstance(v, Expr) and norm_text(v.text) == norm_text(p.text)
+    return True
+
+
+def norm_text(text: str) -> str:
+    """Expression text compared up to spacing and quote style."""
+    return "".join(text.split()).replace('"', "'")
+
+
+
+
+def _module_ctors(binding: Binding, container_item: bool) -> Iterator[Ctor]:
+    """The constructors a module op target can denote: the binding's, or its container items'."""
+    if not isinstance(binding.value, Ctor):
+        return
+    if container_item:
+        # A call of `self.layers[*]` runs an item itself (a Sequential item, not the modules inside it).
+        yield from binding.value.items
+    else:
+        yield binding.value
+
+
+@dataclass
+class InitIndex:
+    """`__init__` bindings by attribute, for joining module op targets with binding patterns."""
+
+    by_attr: dict[str, list[Binding]]
+    # (module op target, id of a BindingPattern) -> what it resolved to; patterns live as long as rules.
+    _resolved: dict[tuple[str, int], tuple[Binding, Ctor] | None] = field(default_factory=dict)
+    _possible: dict[int, bool] = field(default_factory=dict)
+
+    callees: frozenset[str] = frozenset()  # every constructor callee, qualified and by last name
+
+    @classmethod
+    def of(cls, arch: Architecture | None) -> InitIndex:
+        by_attr: dict[str, list[Binding]] = {}
+        callees: set[str] = set()
+        if arch is not None and arch.init is not None:
+            for b in arch.init.bindings:
+                by_attr.setdefault(b.attr, []).append(b)
+                for item in (False, True):
+                    for c in _module_ctors(b, item):
+                        callees.update((c.callee, c.callee.rsplit(".", 1)[-1]))
+        return cls(by_attr, callees=frozenset(callees))
+
+    def resolve(self, target: str, pattern: BindingPattern) -> Binding | None:
+        """The binding of module op `target` (`self.q`, `self.layer[*]`) that fits `pattern`."""
+        found = self.resolve_ctor(target, pattern)
+        return found[0] if found else None
+
+    def resolve_ctor(self, target: str, pattern: BindingPattern) -> tuple[Binding, Ctor] | None:
+        """Like `resolve`, also giving the constructor that fit (a container's item for `[*]`)."""
+        key = (target, id(pattern))
+        if key in self._resolved:
+            return self._resolved[key]
+        found = None
+        if target.startswith("self."):
+            attr = target[5:]
+            item = attr.endswith("[*]")
+            if item:
+                attr = attr[:-3]
+            found = next(((b, c) for b in self.by_attr.get(attr, ()) for c in _module_ctors(b, item)
+                          if ctor_matches(pattern.ctor, c)), None)
+        self._resolved[key] = found
+        return found
+
+    def could_match(self, pattern: BindingPattern) -> bool:
+        """Whether any binding at all fits `pattern` (a cheap pre-filter)."""
+        key = id(pattern)
+        if not any(c in self.callees for c in pattern.ctor.callees):
+            return False
+        if key not in self._possible:
+            self._possible[key] = any(
+                ctor_matches(pattern.ctor, c)
+                for bs in self.by_attr.values()
+                for b in bs
+                for item in (False, True)
+                for c in _module_ctors(b, item)
+            )
+        return self._possible[key]
