@@ -34,7 +34,7 @@ if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
 from gains.models import SPECS, spec  # noqa: E402
-from gains.report import replace_section, summary, svg_chart, table  # noqa: E402
+from gains.report import replace_section, rule_table, summary, svg_chart, table  # noqa: E402
 
 WORKER_TIMEOUT_S = 3600
 SECTION = "Training gains"
@@ -58,6 +58,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="autocast dtype (default fp32 on CPU, bf16 on CUDA)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-memory", action="store_true", help="skip the per-variant memory processes")
+    p.add_argument("--per-rule", action="store_true",
+                   help="also time (and check the losses of) a copy fixed with each fired rule alone")
     p.add_argument("--quick", action="store_true",
                    help="smoke mode: 3 steps, 1 warm-up, 2 loss steps, 1 memory step, batch 1 (figures meaningless)")
     p.add_argument("--out", type=Path, default=None, help="results JSON (default bench/out/gains-<device>.json)")
@@ -174,6 +176,10 @@ def measure_model(args: argparse.Namespace, s: Any, workdir: Path, script: Any) 
            "rewritten_model": str(prepared.copy) if prepared.changed else None,
            "original_script": str(script.original),
            "rewritten_script": str(script.copy) if script.changed else None}
+    if args.per_rule and prepared.changed:
+        alone = {rule: prepare_model(s.package, workdir, args.device, rule) for rule in prepared.rules_fixed()}
+        row["per_rule_prepared"] = {rule: p.as_json() for rule, p in alone.items()}
+        job["per_rule"] = {rule: str(p.copy) for rule, p in alone.items() if p.changed and not p.error}
     row["speed"] = run_worker(job, workdir)
     if row["speed"].get("error"):
         row["error"] = row["speed"]["error"]
@@ -239,6 +245,9 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> int:
     """Print the table and summary; write the chart and the docs section when asked."""
     results["summary"] = summary(results)
     md = table(results)
+    per_rule = rule_table(results)
+    if per_rule:
+        md += "\n\nRules one at a time (rewritten model, original script; same run, same interleaving):\n\n" + per_rule
     print(md)
     print(json.dumps(results["summary"], indent=1))
     chart = svg_chart(results)

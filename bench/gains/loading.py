@@ -57,8 +57,11 @@ class Code:
 
 
 def load_variants(spec: ModelSpec, rewritten_model: str | None, original_script: str,
-                  rewritten_script: str | None) -> dict[str, Code]:
-    """Modeling module and script per variant; a missing rewrite falls back to the original code."""
+                  rewritten_script: str | None, per_rule: dict[str, str] | None = None) -> dict[str, Code]:
+    """Modeling module and script per variant; a missing rewrite falls back to the original code.
+
+    `per_rule` maps a rule id to a copy fixed with that rule alone: variant `rule:<id>`, original script.
+    """
     use_transformers()
     original = importlib.import_module(spec.module)
     # The rewritten copy is imported as a sibling of the original, so `from ...activations import ...`
@@ -66,8 +69,11 @@ def load_variants(spec: ModelSpec, rewritten_model: str | None, original_script:
     rewritten = load_file(f"{spec.module}_adopter", Path(rewritten_model)) if rewritten_model else original
     script = load_file("gains_train_script", Path(original_script))
     script_fixed = load_file("gains_train_script_adopter", Path(rewritten_script)) if rewritten_script else script
-    return {"original": Code(original, script), "model": Code(rewritten, script),
+    code = {"original": Code(original, script), "model": Code(rewritten, script),
             "full": Code(rewritten, script_fixed)}
+    for i, (rule, path) in enumerate(sorted((per_rule or {}).items())):
+        code[f"rule:{rule}"] = Code(load_file(f"{spec.module}_adopter_rule{i}", Path(path)), script)
+    return code
 
 
 def dropout_left(model: Any) -> list[str]:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gains.loading import VARIANTS, Code, build_models, dropout_left, load_variants, use_transformers
+from gains.loading import Code, build_models, dropout_left, load_variants, use_transformers
 from gains.models import ModelSpec, spec
 
 LOSS_TOL = 1e-4  # |loss - original loss| <= LOSS_TOL * max(1, |original loss|), float32, first steps
@@ -22,7 +22,8 @@ def _setup(job: dict[str, Any]) -> tuple[Any, ModelSpec, dict[str, Code]]:
     torch.set_num_threads(job["threads"])
     torch.set_num_interop_threads(1)
     s = spec(job["model"])
-    code = load_variants(s, job.get("rewritten_model"), job["original_script"], job.get("rewritten_script"))
+    code = load_variants(s, job.get("rewritten_model"), job["original_script"], job.get("rewritten_script"),
+                         job.get("per_rule"))
     return torch, s, code
 
 
@@ -48,22 +49,23 @@ def losses_dropout_off(torch: Any, s: ModelSpec, code: dict[str, Code], job: dic
     """The first `loss_steps` losses of every variant with dropout off, and whether they agree."""
     tf = use_transformers()
     config = s.make_config(tf, job["layers"], False)
-    models = build_models(s, code, config, job["seed"], VARIANTS, job["device"])
+    variants = tuple(code)
+    models = build_models(s, code, config, job["seed"], variants, job["device"])
     left = {v: dropout_left(m) for v, m in models.items() if dropout_left(m)}
     if left:
         return {"error": f"dropout still on with the dropout-off config: {left}"}
-    opts = {v: code[v].script.make_optimizer(models[v]) for v in VARIANTS}
-    losses: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    opts = {v: code[v].script.make_optimizer(models[v]) for v in variants}
+    losses: dict[str, list[float]] = {v: [] for v in variants}
     batches = code["original"].script.synthetic_batches(s.make_batch, job["loss_steps"], batch_size=job["batch"],
                                                        seq_len=s.seq_len, seed=job["seed"], device=job["device"])
     for batch in batches:
-        for v in VARIANTS:
+        for v in variants:
             losses[v].append(code[v].script.train_step(models[v], opts[v], batch,
                                                        autocast_dtype=_autocast(torch, job),
                                                        scaler=_scaler(torch, job)))
     ref = losses["original"]
     diffs = {v: max(abs(a - b) / max(1.0, abs(b)) for a, b in zip(losses[v], ref, strict=True))
-             for v in VARIANTS if v != "original"}
+             for v in variants if v != "original"}
     del models, opts
     gc.collect()
     return {"losses": losses, "max_rel_diff": diffs, "tolerance": LOSS_TOL,
@@ -74,25 +76,26 @@ def interleaved_speed(torch: Any, s: ModelSpec, code: dict[str, Code], job: dict
     """Step times of the three variants, run round-robin (rotating order) on the same batches, dropout on."""
     tf = use_transformers()
     config = s.make_config(tf, job["layers"], True)
-    models = build_models(s, code, config, job["seed"], VARIANTS, job["device"])
-    opts = {v: code[v].script.make_optimizer(models[v]) for v in VARIANTS}
+    variants = tuple(code)
+    models = build_models(s, code, config, job["seed"], variants, job["device"])
+    opts = {v: code[v].script.make_optimizer(models[v]) for v in variants}
     clock_name, clock = _clock(job)
     cuda = job["device"] == "cuda"
-    times: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    walls: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    opt_times: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    times: dict[str, list[float]] = {v: [] for v in variants}
+    walls: dict[str, list[float]] = {v: [] for v in variants}
+    opt_times: dict[str, list[float]] = {v: [] for v in variants}
     marks: dict[str, float] = {}
-    for v in VARIANTS:  # the optimizer's own step hooks split each step into forward/backward and update
+    for v in variants:  # the optimizer's own step hooks split each step into forward/backward and update
         opts[v].register_step_pre_hook(lambda *_: marks.__setitem__("pre", clock()))
         opts[v].register_step_post_hook(lambda *_: marks.__setitem__("post", clock()))
-    losses: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    cuda_peak: dict[str, int] = dict.fromkeys(VARIANTS, 0)
+    losses: dict[str, list[float]] = {v: [] for v in variants}
+    cuda_peak: dict[str, int] = dict.fromkeys(variants, 0)
     rounds = job["warmup"] + job["steps"]
     batches = code["original"].script.synthetic_batches(s.make_batch, rounds, batch_size=job["batch"],
                                                        seq_len=s.seq_len, seed=job["seed"] + 1,
                                                        device=job["device"])
     for r, batch in enumerate(batches):
-        order = VARIANTS[r % 3:] + VARIANTS[:r % 3]
+        order = variants[r % len(variants):] + variants[:r % len(variants)]
         for v in order:
             torch.manual_seed(job["seed"] * 7919 + r)  # same dropout stream start for every variant
             if cuda:
@@ -110,7 +113,7 @@ def interleaved_speed(torch: Any, s: ModelSpec, code: dict[str, Code], job: dict
                 walls[v].append(w1 - w0)
                 opt_times[v].append(marks["post"] - marks["pre"])
             losses[v].append(loss)
-    ratios = {v: [o / x for o, x in zip(times["original"], times[v], strict=True)] for v in VARIANTS[1:]}
+    ratios = {v: [o / x for o, x in zip(times["original"], times[v], strict=True)] for v in variants[1:]}
     result: dict[str, Any] = {
         "clock": clock_name, "steps": job["steps"], "warmup": job["warmup"],
         "median_s": {v: statistics.median(t) for v, t in times.items()},
@@ -118,12 +121,12 @@ def interleaved_speed(torch: Any, s: ModelSpec, code: dict[str, Code], job: dict
         "speedup": {v: statistics.median(r) for v, r in ratios.items()},
         # Forward + backward (+ gradient clipping) is what the model rewrites change; the update is the script's.
         "median_fwd_bwd_s": {v: statistics.median(t - o for t, o in zip(times[v], opt_times[v], strict=True))
-                             for v in VARIANTS},
+                             for v in variants},
         "median_optimizer_s": {v: statistics.median(o) for v, o in opt_times.items()},
         "speedup_fwd_bwd": {v: statistics.median(
             (to - oo) / (tx - ox) for to, oo, tx, ox in zip(times["original"], opt_times["original"],
                                                              times[v], opt_times[v], strict=True))
-            for v in VARIANTS[1:]},
+            for v in variants[1:]},
         "times_s": times, "optimizer_times_s": opt_times, "losses_dropout_on": losses,
     }
     if cuda:

@@ -66,7 +66,7 @@ def _check_json(path: Path, target: str) -> tuple[list[dict[str, Any]], str | No
     try:
         records = json.loads(proc.stdout)
     except json.JSONDecodeError as exc:
-        return [], f"adopter check printed no JSON ({exc}): {_tail(proc.stdout)}"
+        return [], f"adopter check (exit {proc.returncode}) printed no JSON ({exc}): {_tail(proc.stderr)}"
     return list(records), None
 
 
@@ -74,15 +74,15 @@ def _tail(text: str, lines: int = 3) -> str:
     return " | ".join(text.strip().splitlines()[-lines:]) or "(no output)"
 
 
-def fix_copy(original: Path, copy: Path, target: str) -> Prepared:
-    """Check and fix `copy` (already a copy of `original`); never raises for adopter failures."""
+def fix_copy(original: Path, copy: Path, target: str, rule: str | None = None) -> Prepared:
+    """Check and fix `copy` (already a copy of `original`), with every rule or only `rule`; never raises."""
     prepared = Prepared(original=original, copy=copy)
     prepared.findings, error = _check_json(copy, target)
     if error:
         prepared.error = error
         return prepared
     try:
-        proc = adopter("fix", "--target", target, str(copy))
+        proc = adopter("fix", "--target", target, *(("--rule", rule) if rule else ()), str(copy))
     except subprocess.TimeoutExpired:
         prepared.error = f"adopter fix timed out after {FIX_TIMEOUT_S} s"
         shutil.copyfile(original, copy)
@@ -103,17 +103,17 @@ def fix_copy(original: Path, copy: Path, target: str) -> Prepared:
     return prepared
 
 
-def prepare_model(package: str, workdir: Path, target: str) -> Prepared:
+def prepare_model(package: str, workdir: Path, target: str, rule: str | None = None) -> Prepared:
     """Copy `transformers/models/<package>/` into `workdir` and fix the copied `modeling_<package>.py`."""
     source_dir = TF435 / "transformers" / "models" / package
     if not source_dir.is_dir():
         raise FileNotFoundError(f"{source_dir} is missing: run scripts/fetch-corpus.sh")
-    dest = workdir / package
+    dest = workdir / (f"{package}__{rule}" if rule else package)
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(source_dir, dest, ignore=shutil.ignore_patterns("__pycache__", "*_tf_*", "*_flax_*"))
     name = f"modeling_{package}.py"
-    return fix_copy(source_dir / name, dest / name, target)
+    return fix_copy(source_dir / name, dest / name, target, rule)
 
 
 def prepare_script(script: Path, workdir: Path, target: str) -> Prepared:

@@ -154,6 +154,22 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def rule_table(results: dict[str, Any]) -> str:
+    """Per model and fixed rule: the speedup and loss agreement of that rule's rewrite alone ('' if none)."""
+    lines = ["| model | rule alone | fwd+bwd speedup | step speedup | losses, dropout off (max rel. diff) |",
+             "|---|---|---|---|---|"]
+    for key, row in results["models"].items():
+        sp = _speed(row)
+        check = (row.get("speed") or {}).get("loss_check") or {}
+        for variant in (v for v in (sp.get("speedup") or {}) if v.startswith("rule:")):
+            diff = (check.get("max_rel_diff") or {}).get(variant)
+            ok = diff is not None and diff <= check.get("tolerance", 0.0)
+            lines.append(f"| {row.get('title', key)} | {variant[5:]} | {_fmt(speedup(row, variant, 'fwd_bwd'), '.3f', '×')} | "
+                         f"{_fmt(speedup(row, variant), '.3f', '×')} | "
+                         f"{'n/a' if diff is None else ('equal' if ok else '**DIFFER**') + f' ({diff:.0e})'} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def summary(results: dict[str, Any]) -> dict[str, Any]:
     """Geomeans of every column and whether the issue's CPU targets are met."""
     rows = list(results["models"].values())

@@ -58,7 +58,7 @@ def test_quick_run_on_albert(tmp_path: Path) -> None:
     if not TF435.is_dir():
         pytest.skip("transformers 4.35.0 not installed in .cache/tf435 (scripts/fetch-corpus.sh)")
     out = tmp_path / "gains.json"
-    proc = subprocess.run([sys.executable, str(BENCH / "gains.py"), "--quick", "--models", "albert-base-v2",
+    proc = subprocess.run([sys.executable, str(BENCH / "gains.py"), "--quick", "--per-rule", "--models", "albert-base-v2",
                            "--out", str(out), "--workdir", str(tmp_path / "work")],
                           capture_output=True, text=True, timeout=1800, cwd=REPO, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -80,3 +80,8 @@ def test_quick_run_on_albert(tmp_path: Path) -> None:
         assert "error" not in mem, mem
         assert mem["rss_train_kib"] > 0
         assert mem["profiler"].get("peak_bytes", 0) > 0, mem["profiler"]
+    # --per-rule: one more variant per fixed rule, each loss-checked and timed in the same rotation.
+    rules = set(row["prepared"]["rules_fixed"])
+    assert {v[5:] for v in speed["speedup"] if v.startswith("rule:")} == rules
+    assert all(check["max_rel_diff"][f"rule:{r}"] <= check["tolerance"] for r in rules)
+    assert "Rules one at a time" in proc.stdout
