@@ -19,10 +19,11 @@ async def start(
     root: Path | None = None,
     options: dict[str, Any] | None = None,
     spec: str = "visual-studio-code",
+    capabilities: types.ClientCapabilities | None = None,
 ) -> types.InitializeResult:
     """Initialize with a real client's capabilities and debounce 0 (unless `options` says otherwise)."""
     params = types.InitializeParams(
-        capabilities=client_capabilities(spec),
+        capabilities=capabilities or client_capabilities(spec),
         initialization_options={"debounce_ms": 0, **(options or {})},
         root_uri=root.as_uri() if root else None,
         workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)] if root else None,

@@ -54,6 +54,24 @@ async def test_configuration_change_is_pulled_and_applied(client: LanguageClient
     assert F05 not in codes(await analysed(client, uri, 1))
 
 
+async def test_pushed_settings_when_the_client_cannot_be_asked(client: LanguageClient, tmp_path: Path) -> None:
+    """A client without `workspace/configuration` pushes its settings with didChangeConfiguration."""
+    capabilities = types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(configuration=False),
+        text_document=types.TextDocumentClientCapabilities(
+            publish_diagnostics=types.PublishDiagnosticsClientCapabilities(version_support=True)
+        ),
+    )
+    await start(client, tmp_path, capabilities=capabilities)
+    uri = open_doc(client, tmp_path / "model.py", SNIPPET)
+    assert F05 in codes(await analysed(client, uri, 1))
+    forget(client, uri)
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"adopter": {"select": ["f06"], "debounceMs": 0}})
+    )
+    assert F05 not in codes(await analysed(client, uri, 1))
+
+
 async def test_pyproject_tool_adopter(client: LanguageClient, tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.adopter]\nignore = ["f05"]\n', encoding="utf-8")
     await start(client, tmp_path)
