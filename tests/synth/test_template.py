@@ -120,3 +120,10 @@ def test_every_rule_names_a_registered_strategy() -> None:
     missing = {r.id: r.replacement.strategy for r in load_rules().rules
                if r.replacement is not None and r.replacement.strategy not in STRATEGIES}
     assert not missing, missing
+
+
+def test_intermediate_read_elsewhere_blocks_the_template() -> None:
+    # `a` is read after the match: removing its statement would break the code.
+    src = SOURCE.replace("        return b + y\n", "        return b + y + a\n")
+    out = plan(src, _finding(), _rule("$b = torch.relu($x)"), None)
+    assert isinstance(out, str) and "`a`" in out and "also used" in out

@@ -15,6 +15,7 @@ import re
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Rule, Span
 from adopter.engine.types import Finding
@@ -342,6 +343,6 @@ class SynthContext:
         self._taken.add(f"{base}_{i}")
         return f"{base}_{i}"
 
-    def decline(self, reason: str) -> None:
+    def decline(self, reason: str) -> NoReturn:
         """No automatic fix for this site; `reason` is shown to the user. Does not return."""
         raise Declined(reason)

@@ -19,7 +19,6 @@ def fill(ctx: SynthContext, template: str, renames: dict[str, str]) -> str:
             return ctx.env_text(m.group(1))
         except KeyError:
             ctx.decline(f"the rewrite template uses ${m.group(1)}, which this match did not bind")
-            raise  # unreachable: decline raises
 
     text = _VAR.sub(sub, template)
     for wanted, local in renames.items():
@@ -62,7 +61,6 @@ def _check_statement(ctx: SynthContext, stmt: Span, ops: list[Op], last: bool) -
     value = _outer_op_text(ctx, ops)
     if value is None:
         ctx.decline("a statement of the match computes several separate values")
-        raise AssertionError  # unreachable
     if last and re.fullmatch(rf"return\s+\(?\s*{re.escape(value)}\s*\)?", text, re.S):
         return "return"
     # Plain names on the left (inlined helpers rename locals, so compare the shape, not the names).
@@ -122,10 +120,44 @@ def _rewrite_forward(ctx: SynthContext, template: str, renames: dict[str, str]) 
     else:
         code = fill(ctx, template, renames)
     # Keep every line of the region that is not a matched statement (unrelated code, comments) before
-    # the new code: the chain's intermediates are single-use, so nothing there reads them.
+    # the new code; that is only right when nothing outside the match reads the chain's intermediates.
     lines = ctx.source.split("\n")
     indent = ctx.line_indent(first)
     covered = {ln for s in stmts for ln in range(s.start_line, s.end_line + 1)}
+    _check_intermediates(ctx, stmts, lines, covered)
     kept = [lines[ln] for ln in range(first.start_line, last.end_line + 1) if ln not in covered]
     kept = [ln[len(indent):] if ln.startswith(indent) else ln.lstrip() for ln in kept]
     ctx.replace_statements([first, last], "\n".join([*kept, code]))
+
+
+_LHS = re.compile(r"\s*\(?\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*,?\s*\)?\s*(?::[^=]+)?=(?!=)")
+
+
+def _check_intermediates(ctx: SynthContext, stmts: list[Span], lines: list[str], covered: set[int]) -> None:
+    """Decline when a value computed by a removed statement is read outside the match.
+
+    A textual scan from the statement to the end of its function: a use before the name is assigned
+    again (by a matched statement or plainly) blocks the rewrite. Rules should guard with
+    `single_use`; this keeps a rule that forgot from breaking code.
+    """
+    for stmt in stmts[:-1]:
+        m = _LHS.match(ctx.statement_text(stmt))
+        if m is None:
+            continue
+        indent = len(ctx.line_indent(stmt))
+        for name in re.split(r"\s*,\s*", m.group(1)):
+            use = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+            assign = re.compile(rf"\s*{re.escape(name)}\s*(?::[^=]+)?=(?!=)")
+            for ln in range(stmt.end_line + 1, len(lines)):
+                line = lines[ln]
+                stripped = line.lstrip()
+                if stripped.startswith(("def ", "class ", "async def ")) and len(line) - len(stripped) < indent:
+                    break  # the end of the function
+                if ln in covered:
+                    if assign.match(line):
+                        break
+                    continue
+                if assign.match(line) and not use.search(line.split("=", 1)[1]):
+                    break
+                if use.search(line.split("#", 1)[0]):
+                    ctx.decline(f"`{name}` (line {stmt.start_line + 1}) is also used on line {ln + 1}")
