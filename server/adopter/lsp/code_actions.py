@@ -132,7 +132,7 @@ async def resolve_code_action(ls: AdopterServer, action: types.CodeAction) -> ty
         return action
     doc = ls.analyses.documents.get(uri)
     loop = asyncio.get_running_loop()
-    error, changes = await loop.run_in_executor(ls.analyses.executor, rewrite_edit, snapshot, data, doc and doc.path)
+    error, changes = await loop.run_in_executor(ls.analyses.executor, rewrite_edit, snapshot, data, doc.path if doc else None)
     is_open, current = ls.current_version(uri)
     if not is_open or current != version:
         ls.show("Adopter: the document changed while the fix was computed; ask for the fix again.")

@@ -69,7 +69,7 @@ def _repository_url() -> str:
     for entry in urls:
         label, _, url = entry.partition(",")
         if label.strip().lower() in ("repository", "source", "homepage"):
-            return url.strip().rstrip("/")
+            return str(url).strip().rstrip("/")
     return REPOSITORY_URL
 
 
@@ -146,7 +146,7 @@ def lsp_text_edits(changes: Iterable[TextChange], index: LineIndex) -> list[type
 def lsp_workspace_edit(uri: str, version: int | None, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
     """A versioned edit: the client rejects it when the document has moved past `version`."""
     document = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
-    return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=document, edits=edits)])  # type: ignore[list-item]
+    return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=document, edits=edits)])
 
 
 def lsp_markdown(value: str) -> types.MarkupContent:

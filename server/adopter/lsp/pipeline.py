@@ -11,7 +11,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
@@ -19,6 +19,9 @@ from adopter.dsl.types import Architecture, Forward, ModuleFile, Problem, Rule, 
 from adopter.engine.types import Finding
 from adopter.lsp.settings import Settings
 from adopter.lsp.sync import ByteEdit
+
+if TYPE_CHECKING:
+    from adopter.engine.environment import Environment
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ class RuleContext:
 
     rules: tuple[Rule, ...]
     problems: tuple[Problem, ...]
-    environment: Any | None
+    environment: Environment | None  # None when the engine is not available
     settings: Settings
 
 
@@ -150,6 +153,8 @@ class PythonModel:
         """
         from adopter.engine import check
 
+        if context.environment is None:
+            return (), ()
         if self._matched_with is not context:
             self._matched, self._matched_with = {}, context
         units: list[tuple[Architecture | Forward, ModuleFile]] = [
