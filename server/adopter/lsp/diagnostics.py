@@ -83,7 +83,7 @@ def publish(ls: AdopterServer, doc: Document, snapshot: Snapshot) -> None:
         {
             "uri": doc.uri,
             "version": snapshot.version,
-            "elapsedMs": snapshot.elapsed_ms,  # analysis + rule matching on the analysis thread
+            "elapsedMs": snapshot.elapsed_ms,  # re-parse + analysis + rule matching on the analysis thread
             "sinceChangeMs": since_change,  # the change's arrival -> diagnostics sent
             "reparse": snapshot.reparsed,
         },

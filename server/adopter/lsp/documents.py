@@ -104,6 +104,7 @@ class Analyses:
 
     def compute(self, doc: Document) -> Snapshot:
         """Bring the document's analysis up to date (runs on the analysis thread)."""
+        started = time.perf_counter()
         with doc.lock:
             text, version, edits, reset = doc.text, doc.version, doc.edits, doc.reset
             doc.edits, doc.reset = [], False
@@ -120,8 +121,11 @@ class Analyses:
                 doc.reset = True
             return Snapshot(version=version, text=text, problems=(failure("applying the edit", exc),))
         if doc.rule_file:
-            return analyse_rule_file(text, doc.path, version)
-        return analyse_python(doc.model, version, self._rule_context())
+            snapshot = analyse_rule_file(text, doc.path, version)
+        else:
+            snapshot = analyse_python(doc.model, version, self._rule_context())
+        snapshot.elapsed_ms = (time.perf_counter() - started) * 1000  # re-parse included
+        return snapshot
 
     async def run(self, doc: Document) -> Snapshot | None:
         """Analyse on the thread; None when the document closed meanwhile."""
