@@ -68,15 +68,16 @@ class ModuleResolver:
         """A resolver over the files of a zip archive (a wheel), addressed by member path."""
         import zipfile
 
-        with zipfile.ZipFile(archive) as zf:
-            names = set(zf.namelist())
+        # Opened once and kept: opening a wheel re-reads its central directory (thousands of entries,
+        # tens of milliseconds), which per read dominated the analysis of a file.
+        zf = zipfile.ZipFile(archive)
+        names = set(zf.namelist())
 
         def read(member: str) -> str | None:
             member = os.path.normpath(member).replace(os.sep, "/")
             if member not in names:
                 return None
-            with zipfile.ZipFile(archive) as zf:
-                return zf.read(member).decode("utf-8", errors="replace")
+            return zf.read(member).decode("utf-8", errors="replace")
 
         return cls(read, search_paths=[""])
 
