@@ -10,6 +10,15 @@ from adopter.dsl.types import Param, ParamKind
 
 def params(function: Node, src: SourceText) -> tuple[Param, ...]:
     """Every parameter of `function`, including `self`, in order."""
+    # Memoised per file: an inlined helper's signature is read at every call site.
+    key = ("params", function.start_byte)
+    found = src.memo.get(key)
+    if found is None:
+        found = src.memo[key] = _params(function, src)
+    return found  # type: ignore[return-value]
+
+
+def _params(function: Node, src: SourceText) -> tuple[Param, ...]:
     node = function.child_by_field_id(Field.PARAMETERS)
     if node is None:
         return ()

@@ -114,28 +114,44 @@ def normalise(text: str) -> str:
 class SourceText:
     """One parsed source: its bytes, its tree, and conversions from nodes to text and spans."""
 
-    __slots__ = ("ascii", "data", "index", "path", "tree")
+    __slots__ = ("_norms", "_string", "ascii", "data", "index", "memo", "path", "tree")
 
     def __init__(self, data: bytes, tree: Tree, path: str | None) -> None:
         self.data = data
         self.ascii = data.isascii()
+        # For ASCII sources byte offsets are string indices: slicing the decoded text once is cheaper
+        # than slicing and decoding bytes for every node.
+        self._string = data.decode("ascii") if self.ascii else None
         self.tree = tree
         self.path = path
         self.index = LineIndex(data)
+        self._norms: dict[tuple[int, int], str] = {}
+        self.memo: dict[tuple[str, int], object] = {}  # per-file memo of derived facts (e.g. parameters)
 
     def raw(self, node: Node) -> bytes:
         return self.data[node.start_byte : node.end_byte]
 
     def text(self, node: Node) -> str:
         """The exact source text of `node`."""
+        string = self._string
+        if string is not None:
+            return string[node.start_byte : node.end_byte]
         return self.data[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
     def norm(self, node: Node) -> str:
         """The normalised source text of `node`, comments removed."""
+        # Memoised on the byte range: nodes sharing a range have the same tokens, and inlined
+        # helpers and re-walked statements ask for the same texts again.
+        key = (node.start_byte, node.end_byte)
+        found = self._norms.get(key)
+        if found is not None:
+            return found
         text = self.text(node)
         if "\n" in text and "#" in text:
             text = " ".join(self._tokens(node))
-        return normalise(text)
+        text = normalise(text)
+        self._norms[key] = text
+        return text
 
     def _tokens(self, node: Node) -> list[str]:
         out: list[str] = []
