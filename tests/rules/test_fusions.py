@@ -525,3 +525,24 @@ def test_a_stored_intermediate_blocks_the_rewrite() -> None:
     # Either the analysis sees the use (no finding) or the strategy reads it and declines.
     assert new_source is None
     assert count == 0 or any("also used on line" in r for r in reasons), reasons
+
+
+def test_an_input_reassigned_between_the_fused_statements_blocks_the_rewrite() -> None:
+    source = textwrap.dedent("""
+        from torch import nn
+
+
+        class ConvLayer(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.conv = nn.Conv2d(c, c, 3, padding=1)
+                self.bn = nn.BatchNorm2d(c)
+
+            def forward(self, x):
+                h = self.conv(x)
+                x = x * 2
+                return self.bn(h) + x
+    """)
+    new_source, count, reasons = fix(source, rules_of("f07-conv-bn"))
+    assert count == 1 and new_source is None
+    assert any("`x` is reassigned on line 13" in r for r in reasons), reasons

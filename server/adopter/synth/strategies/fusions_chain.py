@@ -184,6 +184,20 @@ def _check_dead(ctx: SynthContext, chain: Sequence[Op], deleted: Sequence[Span],
         out for op in chain if op.stmt_span == final.stmt_span for out in op.outputs
     }
     for stmt in deleted:
+        # What the deleted statement reads is now read at the final statement: it must not change between.
+        try:
+            reads = {
+                n.id
+                for n in ast.walk(ast.parse(ctx.statement_text(stmt).strip()))
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            }
+        except SyntaxError:
+            reads = set()
+        for name in reads:
+            assign = re.compile(rf"(?<![\w.]){re.escape(name)}\s*(?:[-+*/@%&|^]|//|\*\*|>>|<<)?=(?!=)")
+            for line in range(stmt.end_line + 1, final.stmt_span.start_line):
+                if line not in chain_lines and assign.search(lines[line].split("#")[0]):
+                    ctx.decline(f"`{name}` is reassigned on line {line + 1}, between the statements to fuse")
         names = {out for op in chain if op.stmt_span == stmt for out in op.outputs if not out.startswith("%")}
         for name in names:
             pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
