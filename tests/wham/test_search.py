@@ -133,8 +133,8 @@ def test_pipeline_search(cache_env: Path, executor: str) -> None:
 @pytest.mark.torch
 def test_tensor_parallel_search(cache_env: Path) -> None:
     pytest.importorskip("torch")
-    one = search(SearchRequest(**TINY, strategy="random", budget=5))
-    four = search(SearchRequest(**TINY, strategy="random", budget=5, tensor_parallel=4, link_gbs=50.0))
+    one = search(SearchRequest(**{**TINY, "budget": 5}, strategy="random"))
+    four = search(SearchRequest(**{**TINY, "budget": 5}, strategy="random", tensor_parallel=4, link_gbs=50.0))
     assert four.error is None and four.tensor_parallel is not None
     assert four.tensor_parallel["allreduce_s"] > 0
     assert four.workload["gemm_flops"] < one.workload["gemm_flops"]
