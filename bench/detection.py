@@ -64,6 +64,11 @@ def main() -> int:
         for site in entry.get("sites", ()):
             if site["family"] in FAMILIES:
                 labels[(name, int(site["family"]), int(site["line"]))] = site
+    judged: dict[Site, str] = {}  # near misses the labeller judged not to be sites, with the reason
+    for name, entry in data["files"].items():
+        for ns in entry.get("not_sites", ()):
+            if "line" in ns and ns.get("family") in FAMILIES:
+                judged[(name, int(ns["family"]), int(ns["line"]))] = ns.get("reason", "")
     found = predict(sorted(data["files"]))
     table = score(labels, found)
     print(f"{len(data['files'])} labelled files, {len(labels)} labelled sites of families 1-9")
@@ -82,7 +87,8 @@ def main() -> int:
     if extra:
         print(f"\nfalse positives ({len(extra)}):")
         for s in extra:
-            print(f"  {s[0]}:{s[2]}: family {s[1]} in {found[s]}")
+            why = f" — labelled not a site: {judged[s]}" if s in judged else ""
+            print(f"  {s[0]}:{s[2]}: family {s[1]} in {found[s]}{why}")
     print("\nper family found:", dict(sorted(Counter(s[1] for s in found).items())))
     if args.json:
         Path(args.json).write_text(json.dumps({"table": table, "misses": misses, "false_positives": extra},
