@@ -88,3 +88,21 @@ async def test_binary_garbage_is_a_visible_problem_not_a_crash(client: LanguageC
     assert diagnostics  # the analysis says what it could not do
     good = open_doc(client, tmp_path / "model.py", SNIPPET)
     assert F05 in codes(await analysed(client, good, 1))
+
+
+async def test_positions_are_utf16_even_when_the_client_prefers_utf8(client: LanguageClient, tmp_path: Path) -> None:
+    from lsp_session import client_capabilities
+
+    capabilities = client_capabilities("visual-studio-code")
+    capabilities.general = types.GeneralClientCapabilities(position_encodings=["utf-8", "utf-16", "utf-32"])
+    result = await start(client, tmp_path, capabilities=capabilities)
+    assert result.capabilities.position_encoding == types.PositionEncodingKind.Utf16
+
+
+def test_ranges_count_utf16_units() -> None:
+    from adopter.dsl.types import Span
+    from adopter.lsp.convert import LineIndex, lsp_range
+
+    index = LineIndex("x = '😀é'; y = f(x)\n")
+    rng = lsp_range(index, Span(0, 11, 0, 19))  # `y = f(x)` after an astral and a BMP character
+    assert (rng.start.character, rng.end.character) == (12, 20)

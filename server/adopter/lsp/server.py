@@ -24,7 +24,7 @@ ANALYSIS_DONE = "adopter/analysisDone"  # custom notification: uri, version, ela
 
 
 class AdopterProtocol(LanguageServerProtocol):
-    """pygls' protocol with a faster document sync for the documents Adopter tracks.
+    """pygls' protocol, always negotiating UTF-16 positions, with a faster document sync.
 
     pygls re-splits the whole document into lines for every change; Adopter's line index applies a
     change with a few slices and also yields the tree-sitter edit. pygls' copy is then set to the
@@ -32,6 +32,15 @@ class AdopterProtocol(LanguageServerProtocol):
     """
 
     _server: AdopterServer
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams) -> Any:
+        # Adopter converts positions as UTF-16, the encoding every client must support; pygls would
+        # otherwise pick the client's first preference (Neovim prefers UTF-8).
+        general = params.capabilities.general
+        if general is not None and general.position_encodings:
+            general.position_encodings = [types.PositionEncodingKind.Utf16]
+        return (yield from super().lsp_initialize(params))
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Any:
