@@ -53,8 +53,9 @@ class Analyser:
 
     def run(self, data: bytes, tree: Tree, path: str | None) -> ModuleFile:
         """The ModuleFile of `tree` (parsed from `data`); never raises for one unit's failure."""
-        problems: list[Problem] = list(syntax_problems(tree, SourceText(data, tree, path)))
-        if tree.root_node.has_error:
+        problems: list[Problem] = []
+        if tree.root_node.has_error:  # the common clean file skips a second SourceText
+            problems.extend(syntax_problems(tree, SourceText(data, tree, path)))
             data, tree = repair(data, tree)
         src = SourceText(data, tree, path)
         symbols = ModuleSymbols(src, self.resolver.package_of(path))

@@ -114,7 +114,7 @@ def normalise(text: str) -> str:
 class SourceText:
     """One parsed source: its bytes, its tree, and conversions from nodes to text and spans."""
 
-    __slots__ = ("_norms", "_string", "ascii", "data", "index", "memo", "path", "tree")
+    __slots__ = ("_string", "ascii", "data", "index", "memo", "path", "tree")
 
     def __init__(self, data: bytes, tree: Tree, path: str | None) -> None:
         self.data = data
@@ -125,7 +125,6 @@ class SourceText:
         self.tree = tree
         self.path = path
         self.index = LineIndex(data)
-        self._norms: dict[tuple[int, int], str] = {}
         self.memo: dict[tuple[str, int], object] = {}  # per-file memo of derived facts (e.g. parameters)
 
     def raw(self, node: Node) -> bytes:
@@ -140,18 +139,11 @@ class SourceText:
 
     def norm(self, node: Node) -> str:
         """The normalised source text of `node`, comments removed."""
-        # Memoised on the byte range: nodes sharing a range have the same tokens, and inlined
-        # helpers and re-walked statements ask for the same texts again.
-        key = (node.start_byte, node.end_byte)
-        found = self._norms.get(key)
-        if found is not None:
-            return found
+        # Not memoised: only ~9 % of the calls over the corpus repeat a range, less than a key costs.
         text = self.text(node)
         if "\n" in text and "#" in text:
             text = " ".join(self._tokens(node))
-        text = normalise(text)
-        self._norms[key] = text
-        return text
+        return normalise(text)
 
     def _tokens(self, node: Node) -> list[str]:
         out: list[str] = []
