@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,7 +83,6 @@ class Snapshot:
     rule_problems: tuple[Problem, ...] = ()  # problems loading the rules this analysis used
     elapsed_ms: float = 0.0
     reparsed: str = "full"  # "incremental" when tree-sitter reused the previous tree
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def architecture(self, name: str) -> Architecture | None:
         for arch in self.module_file.architectures if self.module_file else ():
