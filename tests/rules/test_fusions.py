@@ -386,6 +386,8 @@ def _compare(case: Case, new_source: str) -> None:
         _randomise_buffers(original)
     rewritten = new_ns[case.cls](*case.args)
     rewritten.load_state_dict(original.state_dict(), strict=True)
+    # And the other way: checkpoints saved after the rewrite still load into the original code.
+    old_ns[case.cls](*case.args).load_state_dict(rewritten.state_dict(), strict=True)
     for training in case.modes:
         original.train(training)
         rewritten.train(training)

@@ -181,16 +181,14 @@ def test_fused_dropout_add_layer_norm(training: bool) -> None:
     torch.testing.assert_close(got, expected)
 
 
-def test_merge_hook_loads_separate_checkpoints() -> None:
-    merge = helper(fusions_gate._MERGE_HOOK, "merge_gate_up_state")
-    import functools
+def test_checkpoint_hooks_keep_the_separate_format_both_ways() -> None:
+    keep = helper(fusions_gate._CHECKPOINT_HOOKS, "keep_separate_checkpoints")
 
     class Fused(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.gate_up = torch.nn.Linear(4, 10)
-            self.register_load_state_dict_pre_hook(
-                functools.partial(merge, fused="gate_up", parts=("gate", "up")))
+            keep(self, "gate_up", ("gate", "up"))
 
     class Separate(torch.nn.Module):
         def __init__(self) -> None:
@@ -198,10 +196,13 @@ def test_merge_hook_loads_separate_checkpoints() -> None:
             self.gate = torch.nn.Linear(4, 5)
             self.up = torch.nn.Linear(4, 5)
 
-    wrapper_old = torch.nn.Sequential(Separate())
-    wrapper_new = torch.nn.Sequential(Fused())
-    wrapper_new.load_state_dict(wrapper_old.state_dict(), strict=True)
-    torch.testing.assert_close(wrapper_new[0].gate_up.weight[:5], wrapper_old[0].gate.weight)
-    torch.testing.assert_close(wrapper_new[0].gate_up.bias[5:], wrapper_old[0].up.bias)
-    # A checkpoint of the fused module itself still loads.
-    wrapper_new.load_state_dict(wrapper_new.state_dict(), strict=True)
+    old, new = torch.nn.Sequential(Separate()), torch.nn.Sequential(Fused())
+    new.load_state_dict(old.state_dict(), strict=True)
+    torch.testing.assert_close(new[0].gate_up.weight[:5], old[0].gate.weight)
+    torch.testing.assert_close(new[0].gate_up.bias[5:], old[0].up.bias)
+    # The fused module saves in the original format: old code loads it, and so does the fused module.
+    assert set(new.state_dict()) == set(old.state_dict())
+    fresh = torch.nn.Sequential(Separate())
+    fresh.load_state_dict(new.state_dict(), strict=True)
+    torch.testing.assert_close(fresh[0].up.weight, old[0].up.weight)
+    new.load_state_dict(new.state_dict(), strict=True)

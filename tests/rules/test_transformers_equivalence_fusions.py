@@ -106,6 +106,8 @@ def compare(old_cls: Any, new_cls: Any, config: Any, inputs: dict[str, Any], tra
     _randomise_statistics(old)
     new = new_cls(config)
     new.load_state_dict(old.state_dict(), strict=True)
+    # Checkpoints saved by the rewritten model load into the original code too.
+    old_cls(config).load_state_dict(new.state_dict(), strict=True)
     results = []
     for model in (old, new):
         model.train(training)

@@ -22,17 +22,29 @@ def gated_activation(gate_up, act):
     return act(gate) * up
 '''
 
-# Checkpoints of the original module hold `gate.weight` and `up.weight`: concatenating them (gate
-# first, as `chunk` splits) gives the fused weight, so `load_state_dict(strict=True)` keeps working.
-_MERGE_HOOK = '''
-def merge_gate_up_state(module, state_dict, prefix, *args, fused, parts):
-    """Load separate gate/up projection weights into the fused one (adopter: merge-gate-up-state)."""
+# Checkpoints of the original module hold `gate.weight` and `up.weight`. The hooks keep that format both
+# ways: `state_dict()` emits the separate keys (old code can load new checkpoints) and `load_state_dict`
+# concatenates them, gate first as `chunk` splits (`strict=True` loading of old checkpoints works).
+_CHECKPOINT_HOOKS = '''
+def keep_separate_checkpoints(module, fused, parts):
+    """Save and load the fused Linear `fused` as the separate Linears `parts` (adopter: separate-checkpoints)."""
     import torch
 
-    for suffix in ("weight", "bias"):
-        keys = [f"{prefix}{part}.{suffix}" for part in parts]
-        if all(key in state_dict for key in keys):
-            state_dict[f"{prefix}{fused}.{suffix}"] = torch.cat([state_dict.pop(key) for key in keys], dim=0)
+    def split(module, state_dict, prefix, local_metadata):
+        for suffix in ("weight", "bias"):
+            key = f"{prefix}{fused}.{suffix}"
+            if key in state_dict:
+                for part, piece in zip(parts, state_dict.pop(key).chunk(len(parts), dim=0)):
+                    state_dict[f"{prefix}{part}.{suffix}"] = piece.clone()
+
+    def merge(module, state_dict, prefix, *args):
+        for suffix in ("weight", "bias"):
+            keys = [f"{prefix}{part}.{suffix}" for part in parts]
+            if all(key in state_dict for key in keys):
+                state_dict[f"{prefix}{fused}.{suffix}"] = torch.cat([state_dict.pop(key) for key in keys], dim=0)
+
+    module.register_state_dict_post_hook(split)
+    module.register_load_state_dict_pre_hook(merge)
 '''
 
 
@@ -76,7 +88,6 @@ def fuse_gate_up(ctx: SynthContext) -> None:
     gate, up = _binding_for(ctx, gate_path), _binding_for(ctx, up_path)
     gate_call, up_call = _linear_call(ctx, gate), _linear_call(ctx, up)
     gate_text = ctx.statement_text(gate.span)
-    up_text = ctx.statement_text(up.span)
     if ast.dump(gate_call) != ast.dump(up_call):
         ctx.decline("the gate and up projections are built with different arguments")
     # Other uses of the separate layers (tensor-parallel slicing, weight init) would break.
@@ -98,14 +109,8 @@ def fuse_gate_up(ctx: SynthContext) -> None:
     fused_out = out_text if is_simple(out_text) else f"({out_text})"
     new_call = call_text[: rel[0]] + f"2 * {fused_out}" + call_text[rel[0] + len(out_text) :]
     fused_attr = ctx.fresh_name(f"{gate.attr}_{up.attr}".replace("_proj_", "_").replace("proj_", ""))
-    functools = ctx.add_import("functools")
-    hook = ensure_helper(ctx, "merge_gate_up_state", "merge-gate-up-state", _MERGE_HOOK)
+    hooks = ensure_helper(ctx, "keep_separate_checkpoints", "separate-checkpoints", _CHECKPOINT_HOOKS)
     helper = ensure_helper(ctx, "gated_activation", "gated-activation", _GATED)
     ctx.replace_binding(gate.span, f"self.{fused_attr} = {new_call}")
-    ctx.replace_binding(
-        up.span,
-        f"self.register_load_state_dict_pre_hook(\n"
-        f'    {functools}.partial({hook}, fused="{fused_attr}", parts=("{gate.attr}", "{up.attr}"))\n)',
-    )
-    del up_text
+    ctx.replace_binding(up.span, f'{hooks}(self, "{fused_attr}", ("{gate.attr}", "{up.attr}"))')
     rewrite_chain(ctx, f"{helper}(self.{fused_attr}({x}), {act})")
