@@ -28,6 +28,7 @@ TINY = {"model": "tiny-transformer", "batch": 4, "seq": 32, "budget": 30}
     ({"executor": "mpi"}, "--executor 'mpi': allowed process, serial, ray"),
     ({"pipeline": 2, "batch": 6, "microbatches": 4}, "--microbatches 4: must divide the batch (6)"),
     ({"tensor_parallel": 0}, "--tensor-parallel=0"),
+    ({"compare": ("wham", "sa")}, "--compare 'sa': allowed wham"),
 ])
 def test_bad_parameters_name_the_parameter_and_range(kwargs: dict, needle: str) -> None:
     report = search(SearchRequest(**kwargs))
@@ -147,10 +148,14 @@ def test_cli(cache_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
     out_html, out_json = tmp_path / "r.html", tmp_path / "r.json"
     rc = main(["wham", "--model", "tiny-transformer", "--batch", "4", "--seq", "32", "--budget", "20",
-               "--html", str(out_html), "--json", str(out_json), "--quiet"])
+               "--compare", "random", "--html", str(out_html), "--json", str(out_json), "--quiet"])
     assert rc == 0
-    assert "samples/s" in capsys.readouterr().out
-    assert "<svg" in out_html.read_text() and json.loads(out_json.read_text())["best"]
+    out = capsys.readouterr().out
+    assert "samples/s" in out and "compare   random" in out
+    page = out_html.read_text()
+    assert "<svg" in page and page.count("<polyline") >= 2  # both convergence curves
+    data = json.loads(out_json.read_text())
+    assert data["best"] and data["comparisons"][0]["strategy"] == "random"
     assert main(["wham", "--model", "tiny-transformer", "--tdp-w", "0"]) == 2
     assert "--tdp-w=0.0: must be a number in (0, 100000]" in capsys.readouterr().err
 

@@ -32,6 +32,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--link-gbs", type=float, default=100.0, help="chip-to-chip link for all-reduce (GB/s)")
     p.add_argument("--strategy", default="wham", help="wham | random | nsga2 | tpe | gp | exhaustive")
     p.add_argument("--budget", type=int, default=200, help="designs to evaluate at most (per stage)")
+    p.add_argument("--compare", default="", metavar="S1,S2",
+                   help="also run these strategies at the same budget (convergence curves in --html)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--top-k", type=int, default=4, help="designs kept per stage for the global selection")
     p.add_argument("--executor", default="process", help="process | serial | ray (per-stage searches)")
@@ -78,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         strategy=args.strategy, budget=args.budget, seed=args.seed, top_k=args.top_k, executor=args.executor,
         ray_address=args.ray_address, workers=args.workers, trace_timeout_s=args.trace_timeout,
         model_path=args.model_path or (str(Path.cwd()) if ":" in args.model else None),
+        compare=tuple(s for s in args.compare.split(",") if s),
     )
     bar = ProgressBar(not args.quiet and sys.stderr.isatty())
     try:

@@ -126,12 +126,19 @@ def render_html(report: dict[str, Any], *, extra_traces: dict[str, Sequence[tupl
     if s:
         series = [(s["strategy"], [(float(t["n"]), float(t["best"])) for t in s.get("trace", [])
                                    if t["best"] is not None])]
+        for c in report.get("comparisons", []):
+            series.append((c["strategy"], [(float(t["n"]), float(t["best"])) for t in c.get("trace", [])
+                                           if t["best"] is not None]))
         for name, tr in (extra_traces or {}).items():
             series.append((name, list(tr)))
         parts.append("<h2>Convergence</h2><figure>" + svg_plot(series, x_label="designs evaluated",
                                                             y_label="best objective", step=True) + "</figure>")
-        parts.append(f"<p>{s['evaluations']} designs evaluated; best found after {s['evals_to_best']} "
-                     f"({s['seconds_to_best']:.2f} s); stopped: {_e(s['stopped'])}.</p>")
+        runs = [s, *report.get("comparisons", [])]
+        parts.append(_table(["strategy", "best objective", "evaluations to best", "s to best", "evaluations",
+                             "s total", "stopped"],
+                            [(r["strategy"], r["best"]["objective"] if r["best"] else "none feasible",
+                              r["evals_to_best"], r["seconds_to_best"], r["evaluations"], r["seconds"], r["stopped"])
+                             for r in runs]))
     pareto = report.get("pareto") or []
     if pareto:
         parts.append("<h2>Pareto front (throughput vs TDP)</h2><figure>" + svg_plot(

@@ -76,13 +76,21 @@ def _search(req: SearchRequest, progress: Progress | None, cancelled: Cancelled 
     result = run_strategy(make_strategy(req.strategy, req.top_k), evaluator, space, budget=req.budget,
                           seed=req.seed, top_k=req.top_k,
                           progress=lambda f, msg: report(0.05 + 0.9 * f, msg), cancelled=cancelled)
+    comparisons = []
+    for k, name in enumerate(req.compare):
+        if cancelled is not None and cancelled():
+            break
+        report(0.95, f"comparing with {name} ({k + 1}/{len(req.compare)})")
+        other = Evaluator(work, req.objective, constraints, link_gbs=req.link_gbs, samples=batch)
+        comparisons.append(run_strategy(make_strategy(name, req.top_k), other, space, budget=req.budget,
+                                        seed=req.seed, top_k=req.top_k, cancelled=cancelled))
     refs = _references(work, req, constraints, batch)
     if req.tensor_parallel > 1 and result.best is not None:
         tp_info = _tp_info(evaluator, result.best, req)
     return SearchReport(
         request=req.to_json(), workload=summary, best=result.best, result=result, references=refs,
         pareto=pareto_front(list(evaluator.cache.values())), tensor_parallel=tp_info,
-        seconds=time.perf_counter() - start, notes=tuple(notes),
+        seconds=time.perf_counter() - start, notes=tuple(notes), comparisons=tuple(comparisons),
     )
 
 

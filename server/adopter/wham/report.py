@@ -40,6 +40,7 @@ class SearchReport:
     tensor_parallel: dict[str, Any] | None = None
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    comparisons: tuple[StrategyResult, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -61,6 +62,7 @@ class SearchReport:
             "tensor_parallel": self.tensor_parallel,
             "seconds": self.seconds,
             "notes": list(self.notes),
+            "comparisons": [c.to_json() for c in self.comparisons],
         }
 
 
@@ -81,6 +83,10 @@ def summary_table(report: SearchReport) -> str:
     if r is not None:
         lines.append(f"search    {r.strategy}: {r.evaluations} designs evaluated, best after {r.evals_to_best} "
                      f"({r.seconds:.2f} s, stopped: {r.stopped})")
+    for c in report.comparisons:
+        best = f"{c.best.objective:.4g}" if c.best and c.best.objective is not None else "none feasible"
+        lines.append(f"compare   {c.strategy}: best {best} after {c.evals_to_best} of {c.evaluations} designs "
+                     f"({c.seconds:.2f} s)")
     b = report.best
     if b is None:
         lines.append("no feasible design found (raise --budget, --area-mm2 or --tdp-w)")

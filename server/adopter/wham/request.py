@@ -42,6 +42,7 @@ class SearchRequest:
     workers: int = 2
     trace_timeout_s: float = 300.0
     model_path: str | None = None  # directory to import a user's `module:factory` from
+    compare: tuple[str, ...] = ()  # more strategies run at the same budget, for convergence curves
 
     def to_json(self) -> dict[str, Any]:
         """JSON-able form."""
@@ -110,6 +111,9 @@ def validate(req: SearchRequest) -> list[str]:
     errs.append(_int_in("--top-k", req.top_k, 1, 64))
     errs.append(_int_in("--workers", req.workers, 1, 256))
     errs.append(_pos("--trace-timeout", req.trace_timeout_s, 0.0, 86400.0))
+    for name in req.compare:
+        if name not in STRATEGIES:
+            errs.append(f"--compare {name!r}: allowed {', '.join(STRATEGIES)}")
     if req.executor not in EXECUTORS:
         errs.append(f"--executor {req.executor!r}: allowed {', '.join(EXECUTORS)}")
     if req.microbatches is not None:
