@@ -51,7 +51,7 @@ async def test_half_typed_code_keeps_other_classes_and_shows_the_error(client: L
 
 async def test_superseded_versions_are_not_published(client: LanguageClient, tmp_path: Path) -> None:
     """With a debounce, a burst of edits is analysed once, for the last version."""
-    await start(client, tmp_path, {"debounce_ms": 400})
+    await start(client, tmp_path, {"debounce_ms": 1500})
     uri = open_doc(client, tmp_path / "model.py", SNIPPET)
     await analysed(client, uri, 1)
     seen: list[int] = []
