@@ -114,29 +114,50 @@ def _as_value(v: EnvVal) -> Value:
 
 
 def _rename_value(v: Value, old: str, new: str) -> Value:
+    """`v` with the local `old` renamed to `new`; `v` itself when it does not mention `old`."""
     if isinstance(v, Ref):
         if v.name == old:
             return Ref(new)
         if v.name == "*" + old:
             return Ref("*" + new)
     elif old in v.text:  # `x.dtype` kept as text
-        return Expr(re.sub(rf"(?<![\w%]){re.escape(old)}(?!\w)", new, v.text))
+        text = re.sub(rf"(?<![\w%]){re.escape(old)}(?!\w)", new, v.text)
+        return v if text == v.text else Expr(text)
     return v
 
 
+def _rename_values(values: tuple[Value, ...], old: str, new: str) -> tuple[Value, ...]:
+    renamed = tuple(_rename_value(v, old, new) for v in values)
+    return values if all(a is b for a, b in zip(renamed, values)) else renamed
+
+
+def _rename_block(block: tuple[Stmt, ...], old: str, new: str) -> tuple[Stmt, ...]:
+    renamed = tuple(_rename_stmt(s, old, new) for s in block)
+    return block if all(a is b for a, b in zip(renamed, block)) else renamed
+
+
 def _rename_stmt(stmt: Stmt, old: str, new: str) -> Stmt:
+    """`stmt` with the local `old` renamed to `new`; `stmt` itself (no copy) when nothing changes:
+    a callee's returned local is renamed in every statement emitted since the call began."""
     if isinstance(stmt, Op):
-        return replace(
-            stmt,
-            args=tuple(_rename_value(a, old, new) for a in stmt.args),
-            kwargs=tuple(Kwarg(k.name, _rename_value(k.value, old, new)) for k in stmt.kwargs),
-            outputs=tuple(new if o == old else o for o in stmt.outputs),
-        )
+        args = _rename_values(stmt.args, old, new)
+        kwargs = stmt.kwargs
+        if any(_rename_value(k.value, old, new) is not k.value for k in kwargs):
+            kwargs = tuple(Kwarg(k.name, _rename_value(k.value, old, new)) for k in kwargs)
+        outputs = tuple(new if o == old else o for o in stmt.outputs) if old in stmt.outputs else stmt.outputs
+        if args is stmt.args and kwargs is stmt.kwargs and outputs is stmt.outputs:
+            return stmt
+        return replace(stmt, args=args, kwargs=kwargs, outputs=outputs)
     if isinstance(stmt, Branch):
-        return replace(stmt, paths=tuple(tuple(_rename_stmt(s, old, new) for s in p) for p in stmt.paths))
+        paths = tuple(_rename_block(p, old, new) for p in stmt.paths)
+        if all(a is b for a, b in zip(paths, stmt.paths)):
+            return stmt
+        return replace(stmt, paths=paths)
     if isinstance(stmt, Loop):
-        return replace(stmt, body=tuple(_rename_stmt(s, old, new) for s in stmt.body))
-    return replace(stmt, values=tuple(_rename_value(v, old, new) for v in stmt.values))
+        body = _rename_block(stmt.body, old, new)
+        return stmt if body is stmt.body else replace(stmt, body=body)
+    values = _rename_values(stmt.values, old, new)
+    return stmt if values is stmt.values else replace(stmt, values=values)
 
 
 def _defines(stmt: Stmt, name: str) -> bool:
@@ -177,7 +198,10 @@ class FlowAnalysis:
         self.frame = _Frame(-1, None, None, (), {}, root=True)
         self.terminated = False  # the current path stopped (return or raise)
         self.returned = False  # the current path stopped at a return
-        self.stmt_span = Span(0, 0, 0, 0)
+        # The span of the statement being analysed, computed when its first op is emitted (many
+        # statements emit none): `stmt_span` is None until then, `stmt_node` says which statement.
+        self.stmt_span: Span | None = Span(0, 0, 0, 0)
+        self.stmt_node: Node | None = None
         self.inlined: set[str] = set()  # module-level names of inlined helpers (cache dependencies)
         self.callee_locals: set[str] = set()  # unique names of inlined callees' locals
         self.local_functions: dict[int, Node] = {}
@@ -243,11 +267,11 @@ class FlowAnalysis:
     def _stmt(self, stmt: Node) -> None:
         kind = stmt.type
         if kind == "expression_statement":
-            self.stmt_span = self.src.span(stmt)
+            self.stmt_node, self.stmt_span = stmt, None
             for expr in stmt.named_children:
                 self._expression_stmt(expr)
         elif kind == "return_statement":
-            self.stmt_span = self.src.span(stmt)
+            self.stmt_node, self.stmt_span = stmt, None
             self._return(stmt)
         elif kind == "raise_statement":
             self.terminated = True
@@ -478,7 +502,7 @@ class FlowAnalysis:
         if test is not None and b":=" in self.src.raw(test):
             # A walrus in the test binds a value the branches use. Other calls in tests (shape
             # checks before a `raise`) are left out: they would split op chains the rules match.
-            self.stmt_span = self.src.span(test)
+            self.stmt_node, self.stmt_span = test, None
             self._value(test)
         has_else = False
         for clause in stmt.children_by_field_name("alternative"):
@@ -698,9 +722,11 @@ class FlowAnalysis:
         if self.ops > MAX_OPS:
             raise _Truncated
         outputs = outs if outs else (self._temp(),)
-        self.block.append(
-            Op(kind, target, args, kwargs, outputs, self.src.span(node), self.stmt_span, self.frame.via)
-        )
+        stmt_span = self.stmt_span
+        if stmt_span is None:
+            assert self.stmt_node is not None
+            stmt_span = self.stmt_span = self.src.span(self.stmt_node)
+        self.block.append(Op(kind, target, args, kwargs, outputs, self.src.span(node), stmt_span, self.frame.via))
         return Ref(outputs[0])
 
     def _is_self(self, node: Node) -> bool:
@@ -911,6 +937,7 @@ class FlowAnalysis:
             return args, kwargs, True
         if args_node.type == "generator_expression":
             return [Expr(self._text(args_node))], kwargs, True
+        opaque = True  # every value an Expr (computed here rather than by a second pass)
         for a in args_node.named_children:
             kind = a.type
             if kind == "comment":
@@ -919,17 +946,26 @@ class FlowAnalysis:
                 name = a.child_by_field_id(Field.NAME)
                 value = a.child_by_field_id(Field.VALUE)
                 if name is not None and value is not None:
-                    kwargs.append(Kwarg(self.src.text(name), _as_value(self._value(value))))
+                    v = _as_value(self._value(value))
+                    opaque = opaque and isinstance(v, Expr)
+                    kwargs.append(Kwarg(self.src.text(name), v))
             elif kind == "dictionary_splat":
                 inner = a.named_children[0] if a.named_child_count else a
-                kwargs.append(Kwarg("**", _as_value(self._value(inner))))
+                v = _as_value(self._value(inner))
+                opaque = opaque and isinstance(v, Expr)
+                kwargs.append(Kwarg("**", v))
             elif kind == "list_splat":
                 inner = a.named_children[0] if a.named_child_count else a
                 v = _as_value(self._value(inner))
-                args.append(Ref("*" + v.name) if isinstance(v, Ref) else Expr("*" + v.text))
+                if isinstance(v, Ref):
+                    opaque = False
+                    args.append(Ref("*" + v.name))
+                else:
+                    args.append(Expr("*" + v.text))
             else:
-                args.append(_as_value(self._value(a)))
-        opaque = all(isinstance(v, Expr) for v in args) and all(isinstance(k.value, Expr) for k in kwargs)
+                v = _as_value(self._value(a))
+                opaque = opaque and isinstance(v, Expr)
+                args.append(v)
         return args, kwargs, opaque
 
     def _call(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
@@ -1101,7 +1137,7 @@ class FlowAnalysis:
         )
         self.frames.append(frame)
         self.frame = frame
-        saved_span = self.stmt_span
+        saved_span, saved_node = self.stmt_span, self.stmt_node
         saved_terminated, saved_returned = self.terminated, self.returned
         self.terminated = self.returned = False
         try:
@@ -1116,7 +1152,7 @@ class FlowAnalysis:
         finally:
             self.frames.pop()
             self.frame = self.frames[-1]
-            self.stmt_span = saved_span
+            self.stmt_span, self.stmt_node = saved_span, saved_node
             self.terminated, self.returned = saved_terminated, saved_returned
         return self._call_result(frame, frame.outs)
 
