@@ -13,7 +13,7 @@ from adopter.wham.executors import ExecutorError
 from adopter.wham.graph import GraphError, Workload
 from adopter.wham.hardware import REFERENCE_DESIGNS, DesignSpace
 from adopter.wham.models import WorkloadError, WorkloadSpec, load_workload
-from adopter.wham.parallel import evaluate_pipeline, partition, shard_workload
+from adopter.wham.parallel import evaluate_pipeline, partition, pipeline_step_s, shard_workload
 from adopter.wham.report import Reference, SearchReport
 from adopter.wham.request import SearchRequest, validate
 from adopter.wham.strategies import make_strategy
@@ -166,10 +166,10 @@ def _pipeline(req: SearchRequest, work: Workload, space: DesignSpace, constraint
     select_s = time.perf_counter() - t0
     feasible = [p for p in points if p.objective is not None]
     best = max(feasible, key=lambda p: p.objective or 0.0) if feasible else None
-    hetero_fb = [r.best.fb_s if r.best else float("inf") for r in per_stage]
-    hetero_opt = [r.best.opt_s if r.best else float("inf") for r in per_stage]
-    from adopter.wham.parallel import pipeline_step_s
-
+    # Heterogeneous bound: every stage runs its own fastest candidate (an upper bound on any replicated
+    # design drawn from the same candidates, since it may pick per stage).
+    hetero_fb = [min(p.stage_fb_s[i] for p in points) for i in range(S)] if points else [float("inf")]
+    hetero_opt = [min(p.stage_opt_s[i] for p in points) for i in range(S)] if points else [float("inf")]
     h_step = pipeline_step_s(hetero_fb, hetero_opt, m)
     ref_point = evaluate_pipeline(ref_design, stage_evs, m, batch, req.objective, 0.0)
     pipe: dict[str, Any] = {
