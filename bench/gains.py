@@ -170,7 +170,8 @@ def measure_model(args: argparse.Namespace, s: Any, workdir: Path, script: Any) 
         row["error"] = str(exc)
         return row
     row["prepared"] = prepared.as_json()
-    job = {"mode": "speed", "model": s.key, "layers": args.layers, "batch": args.batch, "steps": args.steps,
+    row["batch"] = max(args.batch, s.min_batch)
+    job = {"mode": "speed", "model": s.key, "layers": args.layers, "batch": row["batch"], "steps": args.steps,
            "warmup": args.warmup, "loss_steps": args.loss_steps, "memory_steps": args.memory_steps,
            "threads": args.threads, "device": args.device, "dtype": args.dtype, "seed": args.seed,
            "rewritten_model": str(prepared.copy) if prepared.changed else None,

@@ -25,6 +25,7 @@ class ModelSpec:
     make_config: ConfigFactory
     make_batch: BatchFactory
     layers_note: Callable[[int], str]  # how `layers` maps onto this model, for the report
+    min_batch: int = 1  # GroupViT's projection heads use BatchNorm1d, which cannot train on one sample
 
     @property
     def module(self) -> str:
@@ -175,7 +176,8 @@ SPECS: tuple[ModelSpec, ...] = (
     ModelSpec("albert-base-v2", "ALBERT-base-v2", "albert", "AlbertForSequenceClassification",
               "12 layers (shared)", 512, _albert, _classify(30000), _per_stack("of 12 layer applications")),
     ModelSpec("groupvit", "GroupViT", "groupvit", "GroupViTModel", "text 12, vision 6+3+3", 224,
-              _groupvit, _groupvit_batch, lambda n: f"text {n} of 12, vision {n}+{n}+{n} of 6+3+3 (224 px, 77 tokens)"),
+              _groupvit, _groupvit_batch, lambda n: f"text {n} of 12, vision {n}+{n}+{n} of 6+3+3 (224 px, 77 tokens)",
+              min_batch=2),
     ModelSpec("resnet-50", "ResNet-50", "resnet", "ResNetForImageClassification", "3+4+6+3 blocks", 224,
               _resnet, _image_batch,
               lambda n: "blocks " + "+".join(str(min(d, n)) for d in (3, 4, 6, 3)) + " of 3+4+6+3 (224 px)"),
