@@ -127,3 +127,12 @@ def test_intermediate_read_elsewhere_blocks_the_template() -> None:
     src = SOURCE.replace("        return b + y\n", "        return b + y + a\n")
     out = plan(src, _finding(), _rule("$b = torch.relu($x)"), None)
     assert isinstance(out, str) and "`a`" in out and "also used" in out
+
+
+def test_import_of_a_module_named_only_in_from_imports_is_not_renamed() -> None:
+    source = "from torch import nn\n\n\nclass M(nn.Module):\n    pass\n"
+    ctx = SynthContext(source, _finding(), _rule("$b = x"), "portable")
+    assert ctx.add_import("torch") == "torch"
+    # A local variable called `torch` still forces an alias.
+    ctx2 = SynthContext(source + "torch = 1\n", _finding(), _rule("$b = x"), "portable")
+    assert ctx2.add_import("torch") != "torch"

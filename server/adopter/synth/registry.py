@@ -111,6 +111,7 @@ class Edits:
 # Source helpers
 # ---------------------------------------------------------------------------------------------------
 
+_FROM_MODULE = re.compile(r"^(\s*)from\s+[\w.]+\s+import", re.MULTILINE)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -177,7 +178,8 @@ class SynthContext:
 
     def __post_init__(self) -> None:
         self._lines = self.source.split("\n")
-        self._taken = set(_IDENT.findall(self.source))
+        # The module path of `from torch import nn` binds no name, so it must not make `torch` look taken.
+        self._taken = set(_IDENT.findall(_FROM_MODULE.sub("from _ import", self.source)))
         self._imports = existing_imports(self.source)
 
     # -- reading -------------------------------------------------------------------------------
