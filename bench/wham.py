@@ -134,8 +134,9 @@ def main() -> int:
                      f"evaluations (graph cached).")
         lines.append("")
     for name in [m for m in args.models.split(",") if m]:
-        lines += bench_model(name, args.budget, strategies, args.tdp_w, batches.get(name))
-        print("\n".join(lines[-4:]), file=sys.stderr)
+        block = bench_model(name, args.budget, strategies, args.tdp_w, batches.get(name))
+        lines += block
+        print("\n".join(block), file=sys.stderr, flush=True)
     if not args.no_pipeline:
         lines += bench_pipeline(args.budget)
     text = "\n".join(lines)
