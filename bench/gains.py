@@ -273,7 +273,10 @@ def update_docs(results: dict[str, Any], md: str, chart: str) -> None:
         f"Measured {results['date']} at commit {results['commit']} on {m['summary']} (python {m['python']}, torch {m['torch']}, "
         f"{o['threads']} thread(s), load average at start {m.get('load_avg_at_start')}); "
         f"{o['device']} {o['dtype']}, batch {o['batch']}, {o['steps']} timed steps after {o['warmup']} "
-        f"warm-up rounds, {o['loss_steps']} loss steps; whole run {results['elapsed_s'] / 60:.1f} min.",
+        f"warm-up round(s), {o['loss_steps']} loss steps"
+        + (f"; whole run {results['elapsed_s'] / 60:.1f} min." if results.get("elapsed_s") else "."),
+        "Reproduce all nine models with `.venv/bin/python bench/gains.py --update-docs` (the defaults are these "
+        "settings); the runs recorded here:",
         "",
         "```",
         results["command"],

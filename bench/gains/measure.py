@@ -58,8 +58,10 @@ def losses_dropout_off(torch: Any, s: ModelSpec, code: dict[str, Code], job: dic
     losses: dict[str, list[float]] = {v: [] for v in variants}
     batches = code["original"].script.synthetic_batches(s.make_batch, job["loss_steps"], batch_size=job["batch"],
                                                        seq_len=s.seq_len, seed=job["seed"], device=job["device"])
-    for batch in batches:
+    for step, batch in enumerate(batches):
         for v in variants:
+            # Some forwards draw random numbers besides dropout (GroupViT's Gumbel-softmax grouping).
+            torch.manual_seed(job["seed"] * 7919 + step)
             losses[v].append(code[v].script.train_step(models[v], opts[v], batch,
                                                        autocast_dtype=_autocast(torch, job),
                                                        scaler=_scaler(torch, job)))

@@ -34,7 +34,7 @@ def test_replace_section_touches_only_its_section() -> None:
 
 
 def _fake_results() -> dict[str, object]:
-    row = {"title": "M", "layers_note": "1 of 2", "prepared": {"rules_fixed": {"f01": 1}, "not_fixed": []},
+    row = {"title": "M", "layers_note": "1 of 2", "prepared": {"rules_fixed": {"f01": 1}, "not_fixed": [], "changed": True},
            "speed": {"loss_check": {"equal": True, "max_rel_diff": {"model": 0.0, "full": 1e-6}, "tolerance": 1e-4},
                      "speed": {"median_s": {"original": 1.0}, "speedup": {"model": 0.9, "full": 1.5}}},
            "memory": {v: {"rss_train_kib": kib, "profiler": {"peak_bytes": kib * 1024}}
