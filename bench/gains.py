@@ -284,7 +284,8 @@ def update_docs(results: dict[str, Any], md: str, chart: str) -> None:
         "",
         md,
         "",
-        f"Geomean step speedup: {_x(s['geomean_step_model'])} (model rewrites only; forward+backward "
+        f"Over the {s['models_measured']} of {len(results['models'])} models measured: "
+        f"geomean step speedup: {_x(s['geomean_step_model'])} (model rewrites only; forward+backward "
         f"{_x(s['geomean_fwd_bwd_model'])}), {_x(s['geomean_step_full'])} (with the script's fused AdamW); "
         f"target 1.25×: {'met' if s['target_speedup_1.25_met'] else 'NOT met'}. Peak memory of a step: "
         f"{_p(s['geomean_rss_model'])} (model rewrites), {_p(s['geomean_rss_full'])} (with the script's); "
