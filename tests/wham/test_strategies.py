@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 
 import pytest
@@ -20,8 +21,17 @@ BUDGET = 20
 ALL = sorted(STRATEGIES)
 
 
+# Optuna's GPSampler costs ~1 s per proposal once past its 10 random start-up trials: the conformance
+# tests give it at most 12 proposals (2 model-based), and its beats-random check runs only with
+# ADOPTER_SLOW_TESTS=1 (it takes minutes).
+GP_BUDGET = 12
+SLOW = os.environ.get("ADOPTER_SLOW_TESTS") == "1"
+
+
 def run(name: str, seed: int = 0, budget: int = BUDGET, area: float = 606.7, tdp: float = 400.0,
-        objective: str = "throughput", min_thr: float = 0.0):
+        objective: str = "throughput", min_thr: float = 0.0, *, full_gp: bool = False):
+    if name == "gp" and not full_gp:
+        budget = min(budget, GP_BUDGET)
     ev = Evaluator(WORK, objective, Constraints(area, tdp, min_thr))
     return run_strategy(make_strategy(name), ev, SPACE, budget=budget, seed=seed), ev
 
@@ -30,6 +40,8 @@ def run(name: str, seed: int = 0, budget: int = BUDGET, area: float = 606.7, tdp
 def test_stays_in_bounds_and_budget(name: str) -> None:
     result, ev = run(name)
     assert 1 <= result.evaluations <= BUDGET and ev.evaluations == result.evaluations
+    assert name == "wham" or result.evaluations == (GP_BUDGET if name == "gp" else BUDGET) or \
+        result.stopped == "converged"
     assert all(SPACE.contains(e.design) for e in ev.cache.values())
     assert [n for n, _, _ in result.trace] == list(range(1, result.evaluations + 1))
     assert result.best is not None and result.best.feasible
@@ -64,7 +76,7 @@ def test_impossible_limits_give_no_best(name: str) -> None:
 @pytest.mark.parametrize("name", ALL)
 def test_cancellation_stops_the_search(name: str) -> None:
     ev = Evaluator(WORK, "throughput", Constraints(606.7, 400.0))
-    calls = []
+    calls: list[int] = []
     result = run_strategy(make_strategy(name), ev, SPACE, budget=BUDGET,
                           cancelled=lambda: len(calls) > 3 or calls.append(1) is not None)
     assert result.stopped == "cancelled" and result.evaluations <= 4
@@ -76,8 +88,11 @@ def test_cancellation_stops_the_search(name: str) -> None:
 @pytest.mark.parametrize("name", [n for n in ALL if n not in ("random", "exhaustive", "nsga2")])
 def test_beats_random_on_a_toy_model(name: str) -> None:
     """At equal budget, the model-guided strategies find better designs than random search (2 seeds)."""
+    if name == "gp" and not SLOW:
+        pytest.skip("GP at budget 40 takes minutes; set ADOPTER_SLOW_TESTS=1")
     area = area_mm2(tpuv2_like())
-    mine = statistics.mean(run(name, seed=s, budget=40, area=area)[0].best.objective for s in range(2))
+    mine = statistics.mean(run(name, seed=s, budget=40, area=area, full_gp=True)[0].best.objective
+                           for s in range(2))
     rand = statistics.mean(run("random", seed=s, budget=40, area=area)[0].best.objective for s in range(2))
     assert mine > rand
 
