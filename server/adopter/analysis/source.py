@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Final
 
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Tree
@@ -38,27 +39,27 @@ def _field(name: str) -> int:
 class Field:
     """tree-sitter field ids (`node.child_by_field_id(Field.FUNCTION)` skips the by-name lookup)."""
 
-    VALUE = _field('value')
-    BODY = _field('body')
-    NAME = _field('name')
-    RIGHT = _field('right')
-    OBJECT = _field('object')
-    FUNCTION = _field('function')
-    ATTRIBUTE = _field('attribute')
-    ARGUMENTS = _field('arguments')
-    LEFT = _field('left')
-    CONDITION = _field('condition')
-    CONSEQUENCE = _field('consequence')
-    OPERATOR = _field('operator')
-    DEFINITION = _field('definition')
-    KEY = _field('key')
-    ALIAS = _field('alias')
-    SUPERCLASSES = _field('superclasses')
-    SUBSCRIPT = _field('subscript')
-    PARAMETERS = _field('parameters')
-    MODULE_NAME = _field('module_name')
-    ARGUMENT = _field('argument')
-    ALTERNATIVE = _field('alternative')
+    VALUE: Final = _field('value')
+    BODY: Final = _field('body')
+    NAME: Final = _field('name')
+    RIGHT: Final = _field('right')
+    OBJECT: Final = _field('object')
+    FUNCTION: Final = _field('function')
+    ATTRIBUTE: Final = _field('attribute')
+    ARGUMENTS: Final = _field('arguments')
+    LEFT: Final = _field('left')
+    CONDITION: Final = _field('condition')
+    CONSEQUENCE: Final = _field('consequence')
+    OPERATOR: Final = _field('operator')
+    DEFINITION: Final = _field('definition')
+    KEY: Final = _field('key')
+    ALIAS: Final = _field('alias')
+    SUPERCLASSES: Final = _field('superclasses')
+    SUBSCRIPT: Final = _field('subscript')
+    PARAMETERS: Final = _field('parameters')
+    MODULE_NAME: Final = _field('module_name')
+    ARGUMENT: Final = _field('argument')
+    ALTERNATIVE: Final = _field('alternative')
 
 
 def new_parser() -> Parser:
