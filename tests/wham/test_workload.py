@@ -36,8 +36,9 @@ def test_mlp_flops_match_the_hand_count() -> None:
     # AdamW updates every parameter element
     params = w * 4 * w + 4 * w + 16 * w * w + 4 * w + 4 * w * w + w
     assert raw["params"] == params
-    opt_elems = max(o["elements"] for o in raw["ops"] if o["phase"] == "opt")
-    assert opt_elems == params
+    # AdamW's foreach updates are split per layer; together one update covers every parameter once
+    assert sum(o["elements"] for o in raw["ops"] if o["name"] == "_foreach_addcdiv") == params
+    assert len({o["segment"] for o in raw["ops"] if o["phase"] == "opt"}) == 3
 
 
 def test_transformer_flops_match_torch_flop_counter() -> None:

@@ -340,7 +340,8 @@ def _explain(exc: BaseException) -> str:
     """A one-line reason naming the user's source line when the trace hit data-dependent code."""
     import traceback
 
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/torch/" not in f.filename]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if "/torch/" not in f.filename and "adopter/wham/workload" not in f.filename.replace("\\", "/")]
     where = f" at {frames[-1].filename}:{frames[-1].lineno} ({frames[-1].line})" if frames else ""
     msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if "meta" in msg.lower() and ("item" in msg.lower() or "data-dependent" in msg.lower()
