@@ -519,3 +519,51 @@ def test_staticmethods_and_classmethods_bind_parameters_right() -> None:
             return self.bucket(x, n=4) + self.make(x)
     """
     assert forward_lines(src) == ["%1 = operator *(x, 4)", "%2 = operator +(x, 1)", "%3 = operator +(%1, %2)"]
+
+
+def test_method_passed_as_callback_is_inlined_with_the_tensors_after_it() -> None:
+    src = """
+    from ...pytorch_utils import apply_chunking_to_forward
+    from torch.utils.checkpoint import checkpoint
+
+    class M(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.ffn = nn.Linear(4, 8)
+            self.act = nn.GELU()
+            self.chunk_size = config.chunk_size
+
+        def ff_chunk(self, attention_output):
+            h = self.ffn(attention_output)
+            return self.act(h)
+
+        def forward(self, x, mask=None):
+            out = apply_chunking_to_forward(self.ff_chunk, self.chunk_size, 1, x)
+            again = checkpoint(self.ff_chunk, out, use_reentrant=False)
+            return again
+    """
+    a = arch(src)
+    assert a.forward is not None
+    got = ops(a.forward.body)
+    assert [(o.target, o.args, o.outputs, o.via) for o in got] == [
+        ("self.ffn", (Ref("x"),), ("h",), ("self.ff_chunk",)),
+        ("self.act", (Ref("h"),), ("out",), ("self.ff_chunk",)),
+        ("self.ffn", (Ref("out"),), (got[2].outputs[0],), ("self.ff_chunk",)),
+        ("self.act", (got[2].outputs[0] and Ref(got[2].outputs[0]),), ("again",), ("self.ff_chunk",)),
+    ]
+
+
+def test_a_submodule_passed_to_a_function_is_not_a_callback() -> None:
+    src = """
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return torch.utils.checkpoint.checkpoint(self.block, x)
+    """
+    a = arch(src)
+    assert a.forward is not None
+    got = ops(a.forward.body)
+    assert [(o.kind, o.target) for o in got] == [(OpKind.FUNCTION, "torch.utils.checkpoint.checkpoint")]

@@ -1022,6 +1022,9 @@ class FlowAnalysis:
             root = dotted.split(".")[0]
             if root not in frame.env and root != frame.self_name:
                 qualified = self.symbols.qualify(f"{dotted}.{attr}")
+                called_back = self._callback_call(node, outs)
+                if called_back is not None:
+                    return called_back
                 args, kwargs, opaque = self._args(node)
                 if opaque and is_opaque_function(qualified):
                     return Expr(self._text(node))
@@ -1070,12 +1073,48 @@ class FlowAnalysis:
                 return self._inline(None, function, name, node, outs, bound=False)
             same_file_class = self.symbols.class_node(name) is not None
             qualified = name if same_file_class else self.symbols.qualify(name)
+            if not same_file_class:
+                called_back = self._callback_call(node, outs)
+                if called_back is not None:
+                    return called_back
             args, kwargs, opaque = self._args(node)
             if opaque and not same_file_class and is_opaque_function(qualified):
                 return Expr(self._text(node))
             return self._emit(OpKind.FUNCTION, qualified, tuple(args), tuple(kwargs), node, outs)
         args, kwargs, _ = self._args(node)
         return self._emit(OpKind.CALL, name, tuple(args), tuple(kwargs), node, outs)
+
+    def _callback_call(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal | None:
+        """A function of another module called with a method of `self` as a callback.
+
+        `apply_chunking_to_forward(self.ff_chunk, size, dim, x)` and
+        `torch.utils.checkpoint.checkpoint(self.block, x, use_reentrant=False)` call the callback with
+        the tensors passed after it; the callback is inlined with those tracked values (Refs) as its
+        arguments, so its ops and sites appear in this forward. None when no argument is such a callback.
+        """
+        if self.table is None or self.class_name is None:
+            return None
+        arg_nodes = [a for a in self._call_args(node) if a.type != "keyword_argument"]
+        for i, a in enumerate(arg_nodes):
+            if a.type != "attribute":
+                continue
+            obj, attr_node = a.child_by_field_id(Field.OBJECT), a.child_by_field_id(Field.ATTRIBUTE)
+            if obj is None or attr_node is None or not self._is_self(obj):
+                continue
+            attr = self.src.text(attr_node)
+            if attr in self.module_attrs:
+                continue
+            found = self.table.find_method(self.class_name, attr)
+            if found is None:
+                continue
+            tensors: list[Value] = []
+            for later in arg_nodes[i + 1 :]:
+                v = self._value(later)
+                if isinstance(v, Ref):
+                    tensors.append(v)
+            return self._inline(found[0], found[1], f"self.{attr}", node, outs, bound=True,
+                                call_args=(tensors, []))
+        return None
 
     def _inline(
         self,
@@ -1087,15 +1126,21 @@ class FlowAnalysis:
         bound: bool,
         closure_self: str | None = None,
         closure: bool = False,
+        call_args: tuple[list[Value], list[Kwarg]] | None = None,
     ) -> EnvVal:
-        """Inline a call of a same-file method or function: its ops appear here, `via` naming it."""
+        """Inline a call of a same-file method or function: its ops appear here, `via` naming it.
+
+        `call_args` replaces the arguments written at `node` (a callback called by another function).
+        """
         key = function.start_byte
         recursive = any(f.key == key for f in self.frames)
-        if recursive or len(self.frames) > MAX_INLINE_DEPTH or self.nesting >= MAX_NESTING:
+        if call_args is not None:
+            args, kwargs = call_args
+        else:
             args, kwargs, _ = self._args(node)
+        if recursive or len(self.frames) > MAX_INLINE_DEPTH or self.nesting >= MAX_NESTING:
             kind = OpKind.CALL if bound else OpKind.FUNCTION
             return self._emit(kind, label, tuple(args), tuple(kwargs), node, outs)
-        args, kwargs, _ = self._args(node)
         ps = list(params(function, self.src))
         self_name: str | None = closure_self
         decorators = _decorators(function, self.src) if bound else ()
