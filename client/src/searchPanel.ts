@@ -65,17 +65,34 @@ export class SearchPanel {
       this.showError(String(r["error"]));
       return;
     }
+    const workload = (r["workload"] ?? {}) as Json;
     const best = (r["best"] ?? {}) as Json;
-    const design = (best["design"] ?? {}) as Json;
-    const refs = (r["references"] ?? []) as Json[];
-    const stages = (r["stages"] ?? []) as Json[];
-    const front = (r["pareto"] ?? []) as Json[];
+    const search = (r["search"] ?? {}) as Json;
+    const summary = (p: Json, name: string): Json => ({
+      design: name,
+      "samples/s": p["throughput"],
+      "step ms": Number(p["step_s"]) * 1000,
+      "Perf/TDP": p["perf_per_tdp"],
+      "area mm²": p["area_mm2"],
+      "TDP W": p["tdp_w"],
+      "TC util": p["tensor_util"],
+      "VC util": p["vector_util"],
+    });
+    const refs = ((r["references"] ?? []) as Json[]).map((p) => summary(p, String(p["name"] ?? p["label"])));
+    const pipeline = (r["pipeline"] ?? null) as Json | null;
+    const stages = (pipeline?.["stages"] ?? []) as Json[];
+    const critical = ((best["critical_ops"] ?? []) as Json[]).map((c) => ({
+      where: c["segment"], op: c["op"], "ms": Number(c["seconds"]) * 1000,
+    }));
     this.render(`
-      <h2>Best design for ${esc(r["model"] ?? "")}</h2>
-      ${table([{ ...design, throughput: best["throughput"], perf_per_tdp: best["perf_per_tdp"], area_mm2: best["area_mm2"], tdp_w: best["tdp_w"] }])}
-      <h3>Against the reference designs</h3>${table(refs)}
-      ${stages.length ? `<h3>Pipeline stages</h3>${table(stages)}` : ""}
-      <h3>Pareto front</h3>${pareto(front)}
+      <h2>Best design for ${esc(workload["model"] ?? "")} (batch ${esc(workload["batch"] ?? "")})</h2>
+      ${table([(best["design"] ?? {}) as Json])}
+      <h3>Against the reference designs</h3>${table([summary(best, "found"), ...refs])}
+      <p>Search: ${esc(search["strategy"])}, ${esc(search["evaluations"])} designs evaluated, best after
+        ${esc(search["evals_to_best"])} (${esc(Number(search["seconds"]).toFixed(1))} s; ${esc(search["stopped"])}).</p>
+      <h3>Critical path: top operators</h3>${table(critical)}
+      ${stages.length ? `<h3>Pipeline stages</h3>${table(stages.map((st) => Object.fromEntries(Object.entries(st).filter(([, v]) => typeof v !== "object"))))}` : ""}
+      <h3>Pareto front (throughput vs TDP)</h3>${pareto((r["pareto"] ?? []) as Json[])}
       <details><summary>Raw report (JSON)</summary><pre>${esc(JSON.stringify(r, null, 2))}</pre></details>`);
   }
 
