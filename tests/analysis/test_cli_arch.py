@@ -64,3 +64,15 @@ def test_help_mentions_formats(capsys: pytest.CaptureFixture[str]) -> None:
         main(["arch", "--help"])
     assert exc.value.code == 0
     assert "--format" in capsys.readouterr().out
+
+
+def test_a_file_without_modules_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("import torch\n\noptimizer = torch.optim.AdamW(params, lr=1e-3)\n")
+    assert main(["arch", str(script)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# no nn.Module classes in") and "--all" in out
+    from adopter.dsl import parse_module_file
+
+    assert main(["arch", str(script), "--all"]) == 0
+    assert parse_module_file(capsys.readouterr().out).functions  # the top-level code is there

@@ -114,6 +114,9 @@ def run(args: argparse.Namespace) -> int:
         first = False
         if args.all:
             print(format_module_file(mf))
-        else:
+        elif mf.architectures:
             print("\n\n".join(format_architecture(a) for a in mf.architectures))
+        else:
+            # A comment in the DSL: the output stays a valid document.
+            print(f"# no nn.Module classes in {mf.path} (--all also prints its functions and top-level code)")
     return status
