@@ -212,6 +212,7 @@ def repair(data: bytes, tree: Tree) -> tuple[bytes, Tree]:
     so every position stays valid) and re-parsing isolates the broken statement. The original tree
     still gives the syntax problems.
     """
+    parser: Parser | None = None
     for _ in range(MAX_REPAIRS):
         node = _multiline_error(tree)
         if node is None:
@@ -222,5 +223,18 @@ def repair(data: bytes, tree: Tree) -> tuple[bytes, Tree]:
         # Keep the indentation, blank the statement's first line.
         indent = len(data[start:end]) - len(data[start:end].lstrip(b" \t"))
         data = data[: start + indent] + b" " * (end - start - indent) + data[end:]
-        tree = new_parser().parse(data)
+        # Re-parse incrementally: only the region around the blanked line is rebuilt. The caller's
+        # tree (kept by the incremental document) must stay as it was, so the edit goes to a copy.
+        row = data.count(b"\n", 0, start)
+        tree = tree.copy()
+        tree.edit(
+            start_byte=start + indent,
+            old_end_byte=end,
+            new_end_byte=end,
+            start_point=(row, indent),
+            old_end_point=(row, end - start),
+            new_end_point=(row, end - start),
+        )
+        parser = parser or new_parser()
+        tree = parser.parse(data, tree)
     return data, tree
