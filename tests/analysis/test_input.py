@@ -103,3 +103,36 @@ def test_one_failing_class_becomes_a_problem(monkeypatch: pytest.MonkeyPatch) ->
     assert [a.name for a in mf.architectures] == ["Ok", "Ok2"]
     (problem,) = [p for p in mf.problems if p.code == "internal-error"]
     assert "class Bad" in problem.message and "boom" in problem.message and problem.span is not None
+
+
+@pytest.mark.corpus
+def test_a_bracket_typed_inside_a_list_hides_no_class() -> None:
+    # One `(` typed into BERT's archive list used to turn the whole file into one ERROR region
+    # starting at line 1, and the repair, blanking the region's first lines, lost every class. The
+    # repair now blanks the line of the unmatched bracket.
+    from adopter.corpus import modeling_file
+
+    text = modeling_file("bert").text
+    clean = analyse(text, "modeling_bert.py")
+    typed = text.replace('"bert-base-cased-finetuned-mrpc",', '"bert-base-cased-finetuned-mrpc"(,', 1)
+    assert typed != text
+    mf = analyse(typed, "modeling_bert.py")
+    assert [a.name for a in mf.architectures] == [a.name for a in clean.architectures]
+    assert any(p.code == "syntax-error" for p in mf.problems)
+
+
+@pytest.mark.parametrize(
+    "text, culprit",
+    [
+        ('x = [\n  "a(",\n  "b"(,\n]\n', '(,'),  # a closer that does not match blames the opener
+        ("x = foo(a, b\nclass A:\n  pass\n", "(a,"),  # an opener never closed
+        ("# (\ns = ')'\nx = (1, 2)\n", None),  # brackets in comments and strings do not count
+        ("x = 1)\n", ")"),  # a closer with nothing open blames itself
+    ],
+)
+def test_unbalanced_bracket(text: str, culprit: str | None) -> None:
+    from adopter.analysis.source import _unbalanced_bracket
+
+    data = text.encode()
+    at = _unbalanced_bracket(data, 0, len(data))
+    assert (None if at is None else data[at : at + len(culprit or "")].decode()) == culprit

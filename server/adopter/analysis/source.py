@@ -193,6 +193,40 @@ def syntax_problems(tree: Tree, src: SourceText) -> list[Problem]:
 MAX_REPAIRS = 4
 
 
+_TOKENS = re.compile(
+    rb"#[^\n]*"
+    rb'|[rRbBuUfF]{0,2}"""[\s\S]*?"""'
+    rb"|[rRbBuUfF]{0,2}'''[\s\S]*?'''"
+    rb'|[rRbBuUfF]{0,2}"(?:\\.|[^"\\\n])*"'
+    rb"|[rRbBuUfF]{0,2}'(?:\\.|[^'\\\n])*'"
+    rb"|[()\[\]{}]"
+)
+_CLOSES = {ord(")"): ord("("), ord("]"): ord("["), ord("}"): ord("{")}
+
+
+def _unbalanced_bracket(data: bytes, start: int, end: int) -> int | None:
+    """The offset of the bracket that breaks the region `start:end`, or None when all balance.
+
+    A closer that does not match the innermost opener blames that opener (an extra `(` typed inside a
+    list); openers left at the end blame the innermost one (an unclosed call). Strings and comments are
+    skipped, so their brackets do not count.
+    """
+    stack: list[tuple[int, int]] = []  # (bracket byte, offset)
+    for m in _TOKENS.finditer(data, start, end):
+        b = data[m.start()]
+        if m.end() - m.start() != 1 or b not in b"()[]{}":
+            continue
+        if b in b"([{":
+            stack.append((b, m.start()))
+        elif stack and stack[-1][0] == _CLOSES[b]:
+            stack.pop()
+        elif stack:
+            return stack[-1][1]
+        else:
+            return m.start()
+    return stack[-1][1] if stack else None
+
+
 def _multiline_error(tree: Tree) -> Node | None:
     """The first ERROR node spanning several lines (an unclosed bracket swallowing what follows)."""
     stack = [tree.root_node]
@@ -217,8 +251,10 @@ def repair(data: bytes, tree: Tree) -> tuple[bytes, Tree]:
         node = _multiline_error(tree)
         if node is None:
             break
-        start = data.rfind(b"\n", 0, node.start_byte) + 1
-        end = data.find(b"\n", node.start_byte)
+        culprit = _unbalanced_bracket(data, node.start_byte, node.end_byte)
+        at = node.start_byte if culprit is None else culprit
+        start = data.rfind(b"\n", 0, at) + 1
+        end = data.find(b"\n", at)
         end = len(data) if end < 0 else end
         # Keep the indentation, blank the statement's first line.
         indent = len(data[start:end]) - len(data[start:end].lstrip(b" \t"))
