@@ -31,6 +31,8 @@ pytestmark = pytest.mark.torch
 REPO = Path(__file__).resolve().parents[2]
 TF435 = REPO / ".cache" / "tf435"
 CPU = Environment(device="cpu", packages=(), torch_version="2.13.0")
+# Rules offered on CUDA only (f06) are synthesized for a CUDA environment; the tests still run on CPU.
+CUDA = Environment(device="cuda", packages=(), torch_version="2.13.0")
 
 
 def rules_of(stem: str) -> tuple[Rule, ...]:
@@ -40,10 +42,11 @@ def rules_of(stem: str) -> tuple[Rule, ...]:
 
 def fix(source: str, rules: tuple[Rule, ...]) -> tuple[str | None, int, tuple[str, ...]]:
     """(rewritten source or None, number of findings, reasons of skipped findings)."""
-    findings = find(analyse(source), rules, CPU)
+    env = CPU if any(CPU.offers(t) for r in rules for t in r.targets) else CUDA
+    findings = find(analyse(source), rules, env)
     if not findings:
         return None, 0, ()
-    result = rewrite(source, findings, rules=rules, env=CPU)
+    result = rewrite(source, findings, rules=rules, env=env)
     reasons = tuple(s.reason for s in getattr(result, "skipped", ()))
     if isinstance(result, Rewritten):
         return result.new_source, len(findings), reasons
