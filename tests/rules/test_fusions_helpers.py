@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from adopter.synth.strategies import fusions_act, fusions_bn, fusions_gate, fusions_norm  # noqa: E402
+from adopter.synth.strategies import checkpoint_hooks, fusions_act, fusions_bn, fusions_norm  # noqa: E402
 
 pytestmark = pytest.mark.torch
 TF435 = Path(__file__).resolve().parents[2] / ".cache" / "tf435"
@@ -182,7 +182,7 @@ def test_fused_dropout_add_layer_norm(training: bool) -> None:
 
 
 def test_checkpoint_hooks_keep_the_separate_format_both_ways() -> None:
-    keep = helper(fusions_gate._CHECKPOINT_HOOKS, "keep_separate_checkpoints")
+    keep = helper(checkpoint_hooks.CHECKPOINT_HOOKS, "keep_separate_checkpoints")
 
     class Fused(torch.nn.Module):
         def __init__(self) -> None:

@@ -47,7 +47,7 @@ def test_fused_projection_is_equivalent(
     rule_id: str, source: str, cls: str, args: tuple[object, ...]
 ) -> None:
     new = fixed(source, RULES, applied=1)
-    assert ".chunk(3, dim=-1)" in new and "keep_separate_qkv_checkpoints(self, " in new
+    assert ".chunk(3, dim=-1)" in new and "keep_separate_checkpoints(self, " in new
     torch.manual_seed(0)
     original = load(source, "orig")[cls](*args)
     rewritten = load(new, "new")[cls](*args)

@@ -7,6 +7,7 @@ import re
 
 from adopter.dsl.types import Binding, Ctor
 from adopter.synth.registry import SynthContext, strategy
+from adopter.synth.strategies.checkpoint_hooks import ensure_checkpoint_hooks
 from adopter.synth.strategies.fusions_chain import (
     binding_path,
     ensure_helper,
@@ -21,32 +22,6 @@ def gated_activation(gate_up, act):
     gate, up = gate_up.chunk(2, dim=-1)
     return act(gate) * up
 '''
-
-# Checkpoints of the original module hold `gate.weight` and `up.weight`. The hooks keep that format both
-# ways: `state_dict()` emits the separate keys (old code can load new checkpoints) and `load_state_dict`
-# concatenates them, gate first as `chunk` splits (`strict=True` loading of old checkpoints works).
-_CHECKPOINT_HOOKS = '''
-def keep_separate_checkpoints(module, fused, parts):
-    """Save and load the fused Linear `fused` as the separate Linears `parts` (adopter: separate-checkpoints)."""
-    import torch
-
-    def split(module, state_dict, prefix, local_metadata):
-        for suffix in ("weight", "bias"):
-            key = f"{prefix}{fused}.{suffix}"
-            if key in state_dict:
-                for part, piece in zip(parts, state_dict.pop(key).chunk(len(parts), dim=0)):
-                    state_dict[f"{prefix}{part}.{suffix}"] = piece.clone()
-
-    def merge(module, state_dict, prefix, *args):
-        for suffix in ("weight", "bias"):
-            keys = [f"{prefix}{part}.{suffix}" for part in parts]
-            if all(key in state_dict for key in keys):
-                state_dict[f"{prefix}{fused}.{suffix}"] = torch.cat([state_dict.pop(key) for key in keys], dim=0)
-
-    module.register_state_dict_post_hook(split)
-    module.register_load_state_dict_pre_hook(merge)
-'''
-
 
 def _binding_for(ctx: SynthContext, attr_path: str) -> Binding:
     attr = attr_path.removeprefix("self.")
@@ -109,7 +84,7 @@ def fuse_gate_up(ctx: SynthContext) -> None:
     fused_out = out_text if is_simple(out_text) else f"({out_text})"
     new_call = call_text[: rel[0]] + f"2 * {fused_out}" + call_text[rel[0] + len(out_text) :]
     fused_attr = ctx.fresh_name(f"{gate.attr}_{up.attr}".replace("_proj_", "_").replace("proj_", ""))
-    hooks = ensure_helper(ctx, "keep_separate_checkpoints", "separate-checkpoints", _CHECKPOINT_HOOKS)
+    hooks = ensure_checkpoint_hooks(ctx)
     helper = ensure_helper(ctx, "gated_activation", "gated-activation", _GATED)
     ctx.replace_binding(gate.span, f"self.{fused_attr} = {new_call}")
     ctx.replace_binding(up.span, f'{hooks}(self, "{fused_attr}", ("{gate.attr}", "{up.attr}"))')

@@ -15,33 +15,7 @@ import re
 
 from adopter.dsl.types import Binding, Ctor, Op, OpKind, Span
 from adopter.synth.registry import SynthContext, strategy
-from adopter.synth.strategies.attention_subclass import torch_module_name
-
-HOOKS = '''
-def {name}(module, fused, parts):
-    """Keep checkpoints of the separate `parts` Linears loadable into the fused `fused` Linear.
-
-    Added by Adopter (rule family 9): `state_dict()` emits the separate keys, and `load_state_dict`
-    accepts the separate keys as well as the fused ones.
-    """
-
-    def split(module, state_dict, prefix, local_metadata):
-        for kind in ("weight", "bias"):
-            key = prefix + fused + "." + kind
-            if key in state_dict:
-                pieces = state_dict.pop(key).chunk(len(parts), dim=0)
-                for part, piece in zip(parts, pieces):
-                    state_dict[prefix + part + "." + kind] = piece.clone()
-
-    def merge(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
-        for kind in ("weight", "bias"):
-            keys = [prefix + part + "." + kind for part in parts]
-            if all(key in state_dict for key in keys):
-                state_dict[prefix + fused + "." + kind] = __TORCH__.cat([state_dict.pop(key) for key in keys], dim=0)
-
-    module.register_state_dict_post_hook(split)
-    module.register_load_state_dict_pre_hook(merge)
-'''
+from adopter.synth.strategies.checkpoint_hooks import ensure_checkpoint_hooks
 
 
 @strategy("fuse_qkv")
@@ -67,11 +41,7 @@ def fuse_qkv(ctx: SynthContext) -> None:
 
     cls = _enclosing_class(tree, bindings[0].span.start_line + 1)
     fused = _fresh_attr(cls, "qkv")
-    torch_name = torch_module_name(ctx)
-    hooks = ctx.add_module_code(
-        HOOKS.replace("__TORCH__", torch_name),
-        name="keep_separate_qkv_checkpoints",
-    )
+    hooks = ensure_checkpoint_hooks(ctx)
     first = min(bindings, key=lambda b: (b.span.start_line, b.span.start_col))
     fused_ctor = _tripled_ctor(ctx, first)
     parts = ", ".join(f'"{a}"' for a in attrs)
