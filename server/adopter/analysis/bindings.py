@@ -372,13 +372,13 @@ class InitAnalysis:
                     return local
                 root = dotted.split(".")[0]
                 if root not in self.locals and (
-                    self.symbols.class_node(dotted) is not None or (self.symbols.is_imported(root) and dotted.rsplit(".", 1)[-1][:1].isupper())
+                    self.symbols.has_class(dotted) or (self.symbols.is_imported(root) and dotted.rsplit(".", 1)[-1][:1].isupper())
                 ):
                     return [((), _Callee(self._qualify_callee(dotted)))]
         return [((), Expr(self.src.norm(node)))]
 
     def _qualify_callee(self, dotted: str) -> str:
-        return dotted if dotted in self.table.infos else self.symbols.qualify(dotted)
+        return dotted if self.symbols.has_class(dotted) else self.symbols.qualify(dotted)
 
     def _call_alts(self, call: Node) -> list[Alt]:
         func = call.child_by_field_id(Field.FUNCTION)
@@ -403,7 +403,7 @@ class InitAnalysis:
                             callees.append((c, v.callee, v.lookup))
             elif dotted is not None:
                 qualified = self._qualify_callee(dotted)
-                if not is_constructor(qualified, dotted in self.table.infos):
+                if not is_constructor(qualified, self.symbols.has_class(dotted)):
                     return [((), Expr(self.src.norm(call)))]
                 callees.append(((), qualified, None))
         if not callees:

@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from adopter.analysis.resolver import ModuleResolver, class_base_names, is_torch_module_class
-from adopter.analysis.source import Field
-from adopter.analysis.symbols import ModuleSymbols
+from adopter.analysis.symbols import CLASS_HEAD, METHOD, ModuleSymbols, class_methods
 
 
 @dataclass
@@ -21,21 +20,6 @@ class ClassInfo:
     methods: dict[str, Node] = field(default_factory=dict)
 
 
-def _methods(node: Node) -> dict[str, Node]:
-    out: dict[str, Node] = {}
-    body = node.child_by_field_id(Field.BODY)
-    if body is None:
-        return out
-    for child in body.named_children:
-        if child.type == "decorated_definition":
-            child = child.child_by_field_id(Field.DEFINITION) or child
-        if child.type == "function_definition":
-            name = child.child_by_field_id(Field.NAME)
-            if name is not None:
-                out[name.text.decode("utf-8", errors="replace") if name.text else ""] = child
-    return out
-
-
 class ClassTable:
     """The classes of one file and the nn.Module test over them (same file, then other files)."""
 
@@ -45,7 +29,7 @@ class ClassTable:
         self.path = path
         self.infos: dict[str, ClassInfo] = {}
         for name, node in symbols.classes.items():
-            self.infos[name] = ClassInfo(name, node, class_base_names(node, symbols.src), _methods(node))
+            self.infos[name] = ClassInfo(name, node, class_base_names(node, symbols.src), class_methods(node))
         self._module: dict[str, tuple[bool | None, frozenset[str]]] = {}
 
     def is_module(self, name: str) -> bool:
@@ -56,12 +40,18 @@ class ClassTable:
         """
         verdict = self._module_test(name, set())[0]
         if verdict is None:
-            return any("forward" in self.infos[c].methods for c in self.mro(name))
+            order = self.mro(name)
+            for c in order:
+                self.symbols.note_method(c, "forward")
+            return any("forward" in self.infos[c].methods for c in order)
         return verdict
 
     def module_deps(self, name: str) -> frozenset[str]:
-        """The module-level names the nn.Module test of `name` looked at."""
-        return self._module_test(name, set())[1] | frozenset(self.mro(name))
+        """The dependency keys (see `ModuleSymbols.fingerprint`) the nn.Module test of `name` looked at."""
+        deps = self._module_test(name, set())[1] | frozenset(CLASS_HEAD + c for c in self.mro(name))
+        if self._module_test(name, set())[0] is None:  # decided by which classes define `forward`
+            deps |= frozenset(f"{METHOD}{c}.forward" for c in self.mro(name))
+        return deps
 
     def _module_test(self, name: str, active: set[str]) -> tuple[bool | None, frozenset[str]]:
         memo = self._module.get(name)
@@ -69,9 +59,9 @@ class ClassTable:
             return memo
         info = self.infos.get(name)
         if info is None or name in active:
-            return (False, frozenset({name}))
+            return (False, frozenset({CLASS_HEAD + name}))
         active.add(name)
-        deps: set[str] = {name}
+        deps: set[str] = {CLASS_HEAD + name}
         verdict: bool | None = False
         for base in info.bases:
             root = base.split(".")[0]
@@ -110,7 +100,7 @@ class ClassTable:
             current = stack.pop()
             if current in order:
                 continue
-            self.symbols.class_node(current)  # record the dependency
+            self.symbols.note_class_head(current)  # record the dependency (header only)
             info = self.infos.get(current)
             if info is None:
                 continue
@@ -127,6 +117,7 @@ class ClassTable:
         if after is not None and after in order:
             order = order[order.index(after) + 1 :]
         for cls in order:
+            self.symbols.note_method(cls, method)  # depends on this method's text, or its absence
             node = self.infos[cls].methods.get(method)
             if node is not None:
                 return cls, node

@@ -1071,7 +1071,7 @@ class FlowAnalysis:
             if function is not None:
                 self.inlined.add(name)
                 return self._inline(None, function, name, node, outs, bound=False)
-            same_file_class = self.symbols.class_node(name) is not None
+            same_file_class = self.symbols.has_class(name)
             qualified = name if same_file_class else self.symbols.qualify(name)
             if not same_file_class:
                 called_back = self._callback_call(node, outs)

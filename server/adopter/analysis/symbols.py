@@ -11,6 +11,11 @@ from adopter.analysis.source import Field, SourceText
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 
+# Prefixes of the finer dependency keys of `ModuleSymbols.fingerprint` (not valid Python names).
+CLASS_EXISTS = "class?:"
+CLASS_HEAD = "class-head:"
+METHOD = "method:"
+
 # Statements whose bodies still run at module level (classes defined under `if is_torch_available():`).
 _CONTAINER_STATEMENTS = frozenset({"if_statement", "try_statement", "with_statement"})
 _CONTAINER_CLAUSES = frozenset({"elif_clause", "else_clause", "except_clause", "finally_clause", "block"})
@@ -63,6 +68,22 @@ def top_level_statements(root: Node) -> Iterator[Node]:
         yield node
 
 
+def class_methods(node: Node) -> dict[str, Node]:
+    """The methods a class body defines (decorated ones included), by name; the last one wins."""
+    out: dict[str, Node] = {}
+    body = node.child_by_field_id(Field.BODY)
+    if body is None:
+        return out
+    for child in body.named_children:
+        if child.type == "decorated_definition":
+            child = child.child_by_field_id(Field.DEFINITION) or child
+        if child.type == "function_definition":
+            name = child.child_by_field_id(Field.NAME)
+            if name is not None:
+                out[name.text.decode("utf-8", errors="replace") if name.text else ""] = child
+    return out
+
+
 def import_from_names(node: Node, src: SourceText, package: str | None) -> dict[str, str]:
     """The local names a `from ... import ...` statement binds, each with its qualified name."""
     out: dict[str, str] = {}
@@ -110,6 +131,7 @@ class ModuleSymbols:
         self.values: dict[str, Node] = {}
         self.toplevel: list[Node] = []
         self.consulted: set[str] | None = None
+        self._methods: dict[str, dict[str, Node]] = {}  # memo of `fingerprint`'s method lookups
         self._collect(src.tree.root_node)
 
     # -- building ------------------------------------------------------------------------------------
@@ -198,6 +220,19 @@ class ModuleSymbols:
         self._note(name)
         return self.classes.get(name)
 
+    def has_class(self, name: str) -> bool:
+        """Whether `name` is a class of this file; a cache entry depends on the answer, not the body."""
+        self._note(CLASS_EXISTS + name)
+        return name in self.classes
+
+    def note_class_head(self, name: str) -> None:
+        """Record a dependency on class `name`'s header (its bases) and nothing of its body."""
+        self._note(CLASS_HEAD + name)
+
+    def note_method(self, class_name: str, method: str) -> None:
+        """Record a dependency on method `method` of class `class_name` (its text, or its absence)."""
+        self._note(f"{METHOD}{class_name}.{method}")
+
     def function_node(self, name: str) -> Node | None:
         self._note(name)
         return self.functions.get(name)
@@ -208,7 +243,32 @@ class ModuleSymbols:
         return name in self.values
 
     def fingerprint(self, name: str) -> tuple[object, ...]:
-        """What a cached analysis that consulted `name` must see unchanged to stay valid."""
+        """What a cached analysis that consulted `name` must see unchanged to stay valid.
+
+        Besides plain module-level names, three finer keys depend on part of a class only (so that
+        editing one method of a base class does not re-analyse every subclass): `CLASS_EXISTS + X`
+        (what kind of name X is), `CLASS_HEAD + X` (X's header: name and bases) and `METHOD + "X.m"`
+        (the text and position of method m defined in X's body, or its absence).
+        """
+        if name.startswith(CLASS_EXISTS):
+            return self.fingerprint(name[len(CLASS_EXISTS) :])[:1]
+        if name.startswith(CLASS_HEAD):
+            node = self.classes.get(name[len(CLASS_HEAD) :])
+            if node is None:
+                return self.fingerprint(name[len(CLASS_HEAD) :])
+            body = node.child_by_field_id(Field.BODY)
+            head = self.src.data[node.start_byte : body.start_byte if body is not None else node.end_byte]
+            return ("class-head", head)
+        if name.startswith(METHOD):
+            class_name, _, method = name[len(METHOD) :].partition(".")
+            methods = self._methods.get(class_name)
+            if methods is None:
+                node = self.classes.get(class_name)
+                methods = self._methods[class_name] = class_methods(node) if node is not None else {}
+            found = methods.get(method)
+            if found is None:
+                return ("absent",)
+            return ("method", self.src.raw(found), found.start_point)
         for kind, table in (("class", self.classes), ("function", self.functions), ("value", self.values)):
             node = table.get(name)
             if node is not None:
