@@ -34,7 +34,7 @@ if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
 from gains.models import SPECS, spec  # noqa: E402
-from gains.report import replace_section, rule_table, summary, svg_chart, table  # noqa: E402
+from gains.report import peak_table, replace_section, rule_table, summary, svg_chart, table  # noqa: E402
 
 WORKER_TIMEOUT_S = 3600
 SECTION = "Training gains"
@@ -170,6 +170,10 @@ def measure_model(args: argparse.Namespace, s: Any, workdir: Path, script: Any) 
         row["error"] = str(exc)
         return row
     row["prepared"] = prepared.as_json()
+    if prepared.error:
+        # Measuring the unrewritten copy would only time the original against itself: say why, move on.
+        row["error"] = f"model not rewritten: {prepared.error}"
+        return row
     row["batch"] = max(args.batch, s.min_batch)
     job = {"mode": "speed", "model": s.key, "layers": args.layers, "batch": row["batch"], "steps": args.steps,
            "warmup": args.warmup, "loss_steps": args.loss_steps, "memory_steps": args.memory_steps,
@@ -197,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         return worker_main(args.worker)
     if args.report:
         return report(json.loads(args.report.read_text()), args)
-    from gains.prepare import prepare_script
+    from gains.prepare import freeze_adopter, prepare_script
 
     if args.device == "cuda":
         import torch
@@ -216,10 +220,14 @@ def main(argv: list[str] | None = None) -> int:
                     if k not in ("specs", "worker")},
         "models": {},
     }
+    results["adopter"] = str(freeze_adopter(workdir))
     script = prepare_script(BENCH / "train_script.py", workdir, args.device)
     results["script"] = script.as_json()
     print(f"training script: {'rewritten' if script.changed else 'NOT rewritten'} "
           f"{script.rules_fixed() or ''} {script.error or ''}", file=sys.stderr)
+    if script.error:
+        print(f"error: adopter failed on the training script, nothing measured: {script.error}", file=sys.stderr)
+        return 2
     out = args.out or REPO / "bench" / "out" / f"gains-{args.device}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     for s in args.specs:
@@ -249,6 +257,10 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> int:
     per_rule = rule_table(results)
     if per_rule:
         md += "\n\nRules one at a time (rewritten model, original script; same run, same interleaving):\n\n" + per_rule
+    peaks = peak_table(results)
+    if peaks:
+        md += ("\n\nWhere the peak of a training step comes from (torch.profiler memory timeline, live CPU tensors "
+               "by category; the original variant, and the rewritten model + script):\n\n" + peaks)
     print(md)
     print(json.dumps(results["summary"], indent=1))
     chart = svg_chart(results)

@@ -174,7 +174,7 @@ def profiler_peak(torch: Any, step: Callable[[], float]) -> dict[str, Any]:
     from torch.profiler import ProfilerActivity, profile
 
     try:
-        from torch.profiler._memory_profiler import MemoryProfileTimeline
+        from torch.profiler._memory_profiler import _CATEGORY_TO_INDEX, MemoryProfileTimeline
     except ImportError as exc:
         return {"error": f"torch.profiler memory timeline unavailable: {exc}"}
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True,
@@ -189,12 +189,25 @@ def profiler_peak(torch: Any, step: Callable[[], float]) -> dict[str, Any]:
                   if e.name().startswith("Optimizer.step")]
     except Exception as exc:  # a private API: report, do not crash the benchmark
         return {"error": f"memory timeline failed: {type(exc).__name__}: {exc}"}
+    # Each row is [unused, one size per category in _CATEGORY_TO_INDEX order (None last: uncategorised)].
+    names = [c.name.lower() if c is not None else "unknown" for c in _CATEGORY_TO_INDEX]
+
+    def breakdown(i: int) -> dict[str, int]:
+        return {n: int(b) for n, b in zip(names, sizes[i][1:], strict=True) if b}
+
     totals = [sum(row) for row in sizes]
-    out: dict[str, Any] = {"peak_bytes": int(max(totals, default=0))}
+    if not totals:
+        return {"error": "memory timeline has no CPU tensors"}
+    peak = max(range(len(totals)), key=totals.__getitem__)
+    # Where the peak comes from: parameters, gradients, optimizer state, activations, temporaries, ...
+    out: dict[str, Any] = {"peak_bytes": int(totals[peak]), "peak_by_category": breakdown(peak)}
     if starts:
         # Up to the optimizer step: forward and backward, the part the model rewrites change.
-        before = [t for when, t in zip(times, totals, strict=True) if when * 1000 < min(starts)]
-        out["fwd_bwd_peak_bytes"] = int(max(before, default=0))
+        before = [i for i, when in enumerate(times) if when * 1000 < min(starts)]
+        if before:
+            at = max(before, key=totals.__getitem__)
+            out["fwd_bwd_peak_bytes"] = int(totals[at])
+            out["fwd_bwd_peak_by_category"] = breakdown(at)
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -16,6 +17,34 @@ REPO = Path(__file__).resolve().parents[2]
 TF435 = REPO / ".cache" / "tf435"
 FIX_TIMEOUT_S = 300
 _NOT_FIXED = re.compile(r":(\d+):\d+: (?P<rule>[\w.-]+): not fixed: (?P<reason>.*)$")
+# Where the frozen copy of the `adopter` package is (see freeze_adopter); None: the installed one.
+_FROZEN: Path | None = None
+
+
+def freeze_adopter(workdir: Path) -> Path:
+    """Copy the `adopter` package (with its rules and grammar) into `workdir` and run that copy from now on.
+
+    A full run takes an hour or more; the checkout's `adopter` may be edited meanwhile (on a shared machine
+    other people commit to it), and a half-edited file made `adopter check` crash in the middle of an
+    earlier run. The copy makes every check and fix of one run use the same code, the code at its start.
+    """
+    global _FROZEN
+    import adopter
+    from adopter.resources import grammar_dir, rules_dir
+
+    package = Path(adopter.__file__).resolve().parent
+    root = workdir / "adopter-frozen"
+    if root.exists():
+        shutil.rmtree(root)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so")
+    shutil.copytree(package, root / "adopter", ignore=ignore)
+    for name, source in (("rules", rules_dir()), ("dsl-grammar", grammar_dir())):
+        dest = root / "adopter" / "_data" / name
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(source, dest, ignore=ignore)
+    _FROZEN = root
+    return root
 
 
 @dataclass(slots=True)
@@ -51,9 +80,12 @@ class Prepared:
 
 
 def adopter(*args: str, timeout: float = FIX_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-    """Run the `adopter` CLI of this checkout in a subprocess (as a user would)."""
+    """Run the `adopter` CLI in a subprocess (as a user would): the frozen copy once there is one."""
+    env = dict(os.environ)
+    if _FROZEN is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(_FROZEN), *filter(None, [env.get("PYTHONPATH")])])
     return subprocess.run([sys.executable, "-m", "adopter", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, check=False)
+                          timeout=timeout, cwd=REPO, env=env, check=False)
 
 
 def _check_json(path: Path, target: str) -> tuple[list[dict[str, Any]], str | None]:

@@ -174,6 +174,41 @@ def rule_table(results: dict[str, Any]) -> str:
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
+STATE = ("parameter", "gradient", "optimizer_state")  # alive across steps (gradients until zero_grad)
+
+
+def _peak_parts(row: dict[str, Any], variant: str, key: str = "peak_by_category") -> tuple[float, float] | None:
+    """(weights + gradients + optimizer state, everything else) at `variant`'s profiler peak, in bytes."""
+    parts = (((row.get("memory") or {}).get(variant) or {}).get("profiler") or {}).get(key)
+    if not parts:
+        return None
+    state = sum(parts.get(c, 0) for c in STATE)
+    return state, sum(parts.values()) - state
+
+
+def peak_table(results: dict[str, Any]) -> str:
+    """Where each model's tensor peak comes from (torch.profiler categories); '' when not recorded."""
+    lines = ["| model | parameters | tensor peak: original | weights + grads + AdamW state | rest at the peak "
+             "(activations, temporaries, optimizer scratch) | rest at the fwd+bwd peak | tensor peak: + script | "
+             "rest at the peak: + script |",
+             "|---|---|---|---|---|---|---|---|"]
+    for key, row in results["models"].items():
+        orig, full = _peak_parts(row, "original"), _peak_parts(row, "full")
+        fb = _peak_parts(row, "original", "fwd_bwd_peak_by_category")
+        if orig is None:
+            continue
+        params = (row.get("speed") or {}).get("params")
+        lines.append(
+            f"| {row.get('title', key)} | {_fmt(params and params / 1e6, '.1f', ' M')} | {_mb(sum(orig))} | "
+            f"{_mb(orig[0])} | {_mb(orig[1])} | {_mb(fb and fb[1])} | {_mb(full and sum(full))} | "
+            f"{_mb(full and full[1])} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def _mb(value: float | None) -> str:
+    return "n/a" if value is None else f"{value / 2**20:.0f} MiB"
+
+
 def summary(results: dict[str, Any]) -> dict[str, Any]:
     """Geomeans of every column and whether the issue's CPU targets are met."""
     rows = list(results["models"].values())
