@@ -31,6 +31,7 @@ class StrategyResult:
     trace: tuple[tuple[int, float, float | None], ...]  # (evaluation n, wall s, best objective so far)
     top: tuple[Evaluation, ...]
     stopped: str  # "budget" | "converged" | "cancelled" | "stuck"
+    bounded: int = 0  # designs given an analytical bound (Probe.bound), which are not evaluations
 
     def to_json(self, *, with_trace: bool = True) -> dict[str, Any]:
         """JSON-able form."""
@@ -38,7 +39,7 @@ class StrategyResult:
             "strategy": self.strategy, "best": self.best.to_json() if self.best else None,
             "evaluations": self.evaluations, "evals_to_best": self.evals_to_best, "seconds": self.seconds,
             "seconds_to_best": self.seconds_to_best, "stopped": self.stopped,
-            "top": [e.to_json() for e in self.top],
+            "top": [e.to_json() for e in self.top], "bounded": self.bounded,
         }
         if with_trace:
             out["trace"] = [{"n": n, "seconds": s, "best": b} for n, s, b in self.trace]
@@ -58,8 +59,8 @@ def run_strategy(
 ) -> StrategyResult:
     """Run `strategy` until `budget` distinct designs are evaluated, it converges, or it is cancelled."""
     start = time.perf_counter()
-    base = evaluator.evaluations
-    strategy.start(space, seed, Probe(lambda d: evaluator.cost_only(d)[2]))
+    base, bounded = evaluator.evaluations, evaluator.bounded
+    strategy.start(space, seed, Probe(lambda d: evaluator.cost_only(d)[2], bound=evaluator.bounds))
     best: Evaluation | None = None
     evals_to_best, t_best = 0, 0.0
     trace: list[tuple[int, float, float | None]] = []
@@ -97,5 +98,5 @@ def run_strategy(
     return StrategyResult(
         strategy=strategy.name, best=best, evaluations=len(mine), evals_to_best=evals_to_best,
         seconds=time.perf_counter() - start, seconds_to_best=t_best, trace=tuple(trace),
-        top=tuple(feasible[:top_k]), stopped=stopped,
+        top=tuple(feasible[:top_k]), stopped=stopped, bounded=evaluator.bounded - bounded,
     )

@@ -6,18 +6,22 @@ a design counts once, however often it is proposed.
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adopter.wham.constants import LINK_GBS
 from adopter.wham.cost import POOL, OpCost, op_cost
 from adopter.wham.graph import Block, Workload
-from adopter.wham.hardware import Design, area_mm2, tdp_w
+from adopter.wham.hardware import Design, DesignSpace, area_mm2, tdp_w
 from adopter.wham.schedule import list_schedule
+
+if TYPE_CHECKING:
+    from adopter.wham.bound import GridBounds
 
 OBJECTIVES = ("throughput", "perf-per-tdp")
 
@@ -78,10 +82,35 @@ class _BlockPlan:
     parts: tuple[tuple[tuple[int, ...], tuple[tuple[int, ...], ...]], ...]  # (op ids, local deps)
 
 
+def _topological(block: Block, ids: list[int]) -> tuple[int, ...]:
+    """`ids` in dependency order, lowest index first among ready ops (fusion can make an op depend on a
+    later one: a GEMM's epilogue may read a value produced after the GEMM)."""
+    inside = set(ids)
+    waiting = {i: sum(1 for d in set(block.ops[i].deps) if d in inside) for i in ids}
+    users: dict[int, list[int]] = defaultdict(list)
+    for i in ids:
+        for d in set(block.ops[i].deps):
+            if d in inside:
+                users[d].append(i)
+    ready = [i for i in ids if waiting[i] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) != len(ids):
+        raise ValueError("the block's ops have a dependency cycle")
+    return tuple(order)
+
+
 def _plan(block: Block) -> _BlockPlan:
     parts = []
     for phases in (("fwd", "bwd"), ("opt",)):
-        ids = tuple(i for i, op in enumerate(block.ops) if op.phase in phases)
+        ids = _topological(block, [i for i, op in enumerate(block.ops) if op.phase in phases])
         local = {g: j for j, g in enumerate(ids)}
         deps = tuple(tuple(local[d] for d in block.ops[i].deps if d in local) for i in ids)
         parts.append((ids, deps))
@@ -138,7 +167,9 @@ class Evaluator:
     cache: dict[tuple[float, ...], Evaluation] = field(default_factory=dict)
     history: list[tuple[int, float, float | None]] = field(default_factory=list)  # (n, wall s, objective)
     started: float = field(default_factory=time.perf_counter)
+    bounded: int = 0  # designs given an analytical bound (`bounds`): not evaluations
     _plans: dict[int, _BlockPlan] = field(default_factory=dict)
+    _bounds: dict[DesignSpace, GridBounds] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -165,6 +196,24 @@ class Evaluator:
         if tdp > self.constraints.tdp_w * (1 + 1e-9):
             v.append(f"TDP {tdp:.1f} W > {self.constraints.tdp_w:g}")
         return area, tdp, tuple(v)
+
+    def bounds(self, space: DesignSpace) -> GridBounds | None:
+        """Analytical lower/upper bounds on the step time of every design of `space` (`bound.py`: the
+        per-op latency formulas without the scheduler). Not an evaluation: it adds the grid's size to
+        `bounded`, once per space. None without numpy (strategies then do without)."""
+        hit = self._bounds.get(space)
+        if hit is not None:
+            return hit
+        try:
+            from adopter.wham.bound import grid_bounds
+        except ImportError:
+            return None
+        samples = self.samples if self.samples is not None else self.workload.batch
+        hit = grid_bounds(self.workload, self._counts, space, self.link_gbs, samples=samples,
+                          objective=self.objective, constraints=self.constraints)
+        self._bounds[space] = hit
+        self.bounded += hit.size
+        return hit
 
     def block_times(self, d: Design) -> dict[int, BlockTime]:
         """Per-unique-block times on `d` (not counted)."""

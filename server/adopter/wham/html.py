@@ -135,9 +135,10 @@ def render_html(report: dict[str, Any], *, extra_traces: dict[str, Sequence[tupl
                                                             y_label="best objective", step=True) + "</figure>")
         runs = [s, *report.get("comparisons", [])]
         parts.append(_table(["strategy", "best objective", "evaluations to best", "s to best", "evaluations",
-                             "s total", "stopped"],
+                             "s total", "stopped", "designs bounded"],
                             [(r["strategy"], r["best"]["objective"] if r["best"] else "none feasible",
-                              r["evals_to_best"], r["seconds_to_best"], r["evaluations"], r["seconds"], r["stopped"])
+                              r["evals_to_best"], r["seconds_to_best"], r["evaluations"], r["seconds"], r["stopped"],
+                              r.get("bounded", 0))
                              for r in runs]))
     pareto = report.get("pareto") or []
     if pareto:

@@ -81,8 +81,9 @@ def summary_table(report: SearchReport) -> str:
                      f"{w['params'] / 1e6:.1f} M params  {w['flops'] / 1e12:.3g} TFLOP/step  {w['ops']} ops")
     r = report.result
     if r is not None:
+        bounded = f"; {r.bounded} designs bounded analytically" if r.bounded else ""
         lines.append(f"search    {r.strategy}: {r.evaluations} designs evaluated, best after {r.evals_to_best} "
-                     f"({r.seconds:.2f} s, stopped: {r.stopped})")
+                     f"({r.seconds:.2f} s, stopped: {r.stopped}{bounded})")
     for c in report.comparisons:
         best = f"{c.best.objective:.4g}" if c.best and c.best.objective is not None else "none feasible"
         lines.append(f"compare   {c.strategy}: best {best} after {c.evals_to_best} of {c.evaluations} designs "

@@ -5,16 +5,23 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from adopter.wham.evaluate import Evaluation
 from adopter.wham.hardware import Design, DesignSpace
 
+if TYPE_CHECKING:
+    from adopter.wham.bound import GridBounds
+
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """What a strategy may ask for free: a design's area/TDP violations (no performance evaluation)."""
+    """What a strategy may ask without an evaluation: a design's area/TDP violations, and the analytical
+    step-time bounds of a whole grid (`adopter.wham.bound`; the engine reports how many designs were
+    bounded, apart from evaluations). `bound` is None when unavailable (numpy missing)."""
 
     violations: Callable[[Design], tuple[str, ...]]
+    bound: Callable[[DesignSpace], GridBounds | None] | None = None
 
 
 class SearchStrategy(ABC):
@@ -27,7 +34,8 @@ class SearchStrategy(ABC):
          the engine evaluates it (each distinct design counts once toward the budget; a repeat is
          answered from the cache) and calls `tell(design, evaluation)` before the next `ask()`;
       3. stops when the budget is spent, the strategy returns None, or the user cancels.
-    Strategies never evaluate designs themselves; `probe.violations` (area/TDP, analytical) is free.
+    Strategies never evaluate designs themselves; `probe.violations` (area/TDP, analytical) is free, and
+    `probe.bound` (per-op latency formulas, no scheduler) is counted apart as designs bounded.
     Infeasible designs are told like any other, with `evaluation.objective is None`.
     """
 

@@ -1,21 +1,38 @@
-"""WHAM's critical-path heuristic: grow the resource that dominates the critical path, shrink slack,
-prune over-budget and dominated candidates, keep the top-k, stop after `patience` rounds without gain."""
+"""WHAM's critical-path heuristic: start from the designs the workload's analytical bound ranks best, grow the
+resource that dominates the critical path, shrink slack, prune over-budget, dominated and bound-excluded
+candidates, keep the top-k, stop after `patience` rounds without gain."""
 
 from __future__ import annotations
 
-from collections import deque
+import heapq
+import itertools
+from collections.abc import Iterator
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from adopter.wham.cost import BANDWIDTH, SRAM, TENSOR, VECTOR
 from adopter.wham.evaluate import Evaluation
 from adopter.wham.hardware import PARAMS, Design, DesignSpace
 from adopter.wham.strategies.base import Probe, SearchStrategy
 
+if TYPE_CHECKING:
+    from adopter.wham.bound import GridBounds
+
 SLACK_SHARE = 0.05  # a resource below this share of the critical path is treated as slack
 
 
 class WhamStrategy(SearchStrategy):
-    """Critical-path-driven local search with a top-k beam (Adnan et al., 2024)."""
+    """Critical-path-driven local search with a top-k beam (Adnan et al., 2024), started and pruned by an
+    analytical bound of the workload's step time on every design (`adopter.wham.bound`).
+
+    With the bound: the first designs evaluated are the `top_k` the bound ranks best (the workload's
+    longest dependency chain and per-pool work at every design's op latencies), every later candidate
+    is evaluated best-bound first, one more design from the ranking joins each round, and a candidate
+    whose objective bound cannot enter the top-k is dropped unevaluated (the bound is an upper bound on
+    the objective, so this never loses a better design). When the best remaining bound cannot enter the
+    top-k the search stops: the top-k is then the grid's. Without the bound: seeds from the grid (its
+    smallest design, midpoint, and square arrays grown to the budget), evaluated in order.
+    """
 
     name = "wham"
 
@@ -26,16 +43,24 @@ class WhamStrategy(SearchStrategy):
         self.patience = patience
 
     def start(self, space: DesignSpace, seed: int, probe: Probe) -> None:
-        """Seed the beam with the grid's smallest design and its midpoint (the seed breaks no ties)."""
+        """Rank the grid by the analytical bound and queue its best designs (the seed breaks no ties)."""
         self.space = space
         self.probe = probe
-        self.pending: deque[Design] = deque()
+        self.pending: list[tuple[float, int, Design]] = []  # (−objective bound, order, design)
+        self.order = itertools.count()
         self.seen: set[tuple[float, ...]] = set()
         self.results: list[Evaluation] = []
         self.expanded: set[tuple[float, ...]] = set()
         self.best = float("-inf")
         self.stale = 0
         self.polished: set[tuple[float, ...]] = set()
+        self.exhausted = False  # the ranking has nothing left that could enter the top-k
+        self.bound: GridBounds | None = probe.bound(space) if probe.bound is not None else None
+        self.ranked: Iterator[tuple[int, ...]] = iter(self.bound.ranking() if self.bound is not None else ())
+        if self.bound is not None:
+            for _ in range(self.top_k):
+                self._push_ranked()
+            return
         sizes = [len(space.values(p)) for p in PARAMS]
         mid = {p: n // 2 for p, n in zip(PARAMS, sizes)}
         # Seeds: the grid's smallest design and its midpoint, and one square-array design per array size
@@ -48,14 +73,40 @@ class WhamStrategy(SearchStrategy):
             self._push(g if g is not None else d)
 
     # -- proposals --------------------------------------------------------------------------------
-    def _push(self, d: Design) -> None:
+    def _upper(self, d: Design) -> float:
+        """The objective's upper bound at `d` (+inf without the bound)."""
+        return self.bound.objective_at(d) if self.bound is not None else float("inf")
+
+    def _threshold(self) -> float:
+        """The objective a new design must beat to enter the top-k (−inf while the top-k is not full)."""
+        beam = self._beam()
+        return (beam[-1].objective or float("-inf")) if len(beam) >= self.top_k else float("-inf")
+
+    def _push(self, d: Design) -> bool:
         key = d.key()
         if key in self.seen or not self.space.contains(d):
-            return
+            return False
         self.seen.add(key)
         if self.probe.violations(d) or self._dominated(d):
-            return
-        self.pending.append(d)
+            return False
+        upper = self._upper(d)
+        if upper <= self._threshold():
+            return False
+        heapq.heappush(self.pending, (-upper, next(self.order), d))
+        return True
+
+    def _push_ranked(self) -> bool:
+        """Queue the best-ranked design not seen yet; False when none left can enter the top-k."""
+        assert self.bound is not None
+        for idx in self.ranked:
+            d = self.space.design(idx)
+            if self.bound.objective_upper[idx] <= self._threshold():
+                self.exhausted = True  # ranked by bound: no later design can do better
+                return False
+            if self._push(d):
+                return True
+        self.exhausted = True
+        return False
 
     def _dominated(self, d: Design) -> bool:
         """A design with no more of any resource than an evaluated design below the k-th best (same PE
@@ -165,30 +216,43 @@ class WhamStrategy(SearchStrategy):
         return out
 
     def ask(self) -> Design | None:
-        """The next candidate; when the queue is empty, expand the beam (one round)."""
-        while not self.pending:
-            beam = [e for e in self._beam() if e.design.key() not in self.expanded]
-            if not beam or self.stale >= self.patience:
-                # Converged: before stopping, try the best design's whole neighbourhood once.
-                top = self._beam()
-                if top and top[0].design.key() not in self.polished:
-                    self.polished.add(top[0].design.key())
-                    for m in self._polish(top[0]):
-                        self._push(m)
-                    self.stale = max(0, self.patience - 1)
-                    continue
+        """The next candidate (best bound first); when none is queued, expand the beam (one round)."""
+        while True:
+            while self.pending:
+                upper, _, d = heapq.heappop(self.pending)
+                if -upper > self._threshold():  # the top-k may have risen since it was queued
+                    return d
+            if not self._round():
                 return None
-            for e in beam:
-                self.expanded.add(e.design.key())
-                for m in self._moves(e):
+
+    def _round(self) -> bool:
+        """Queue one round of candidates; False when the search has converged."""
+        beam = [e for e in self._beam() if e.design.key() not in self.expanded]
+        if self.bound is not None and self.exhausted and not beam:
+            return False  # nothing unevaluated on the grid can enter the top-k
+        if not beam or self.stale >= self.patience:
+            # Converged: before stopping, try the best design's whole neighbourhood once.
+            top = self._beam()
+            if top and top[0].design.key() not in self.polished:
+                self.polished.add(top[0].design.key())
+                for m in self._polish(top[0]):
                     self._push(m)
-            top = self._beam()[0].objective if self._beam() else None
-            if top is not None and top > self.best * (1 + 1e-9):
-                self.best = top
-                self.stale = 0
-            else:
-                self.stale += 1
-        return self.pending.popleft()
+                self.stale = max(0, self.patience - 1)
+                return True
+            return False
+        for e in beam:
+            self.expanded.add(e.design.key())
+            for m in self._moves(e):
+                self._push(m)
+        if self.bound is not None and not self.exhausted:
+            self._push_ranked()  # one more design from the global ranking each round
+        top = self._beam()[0].objective if self._beam() else None
+        if top is not None and top > self.best * (1 + 1e-9):
+            self.best = top
+            self.stale = 0
+        else:
+            self.stale += 1
+        return True
 
     def tell(self, design: Design, evaluation: Evaluation) -> None:
         """Record the result; the beam is recomputed from all results."""

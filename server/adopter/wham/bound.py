@@ -1,0 +1,231 @@
+"""WHAM's analytical bound: lower and upper bounds on the step time of every design of a grid at once.
+
+The bound uses the per-op latency formulas of `cost.py` (systolic GEMM with SRAM-blocked traffic,
+vector lanes, roofline, ring all-reduce) but never runs the scheduler. For each block part
+(forward+backward, optimizer) and each design:
+
+  lower = max(longest dependency chain of op latencies,
+              Σ tensor-core cycles·cores / n_tc,  Σ vector-core cycles·cores / n_vc,  Σ link cycles)
+  upper = Σ op latencies
+
+The list scheduler respects every dependency and never holds more cores than a pool has, so its makespan
+is at least `lower`; it never leaves every pool idle while an op is ready, so the makespan is at most
+`upper` (tests check both on random designs). `samples / lower` is therefore an upper bound on a design's
+throughput: a design whose bound is below a design already evaluated cannot beat it.
+
+Computing the bound is not an evaluation (no scheduling, no critical path, no per-design report): the
+engine counts it separately (`StrategyResult.bounded`) and the benchmark reports it beside evaluations.
+It is vectorised with numpy over the whole grid: one array axis per template parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from adopter.wham.constants import VECTOR_CYCLES, VECTOR_CYCLES_DEFAULT
+from adopter.wham.cost import allreduce_cycles, gemm_traffic_bytes
+from adopter.wham.evaluate import Constraints, _plan
+from adopter.wham.graph import Block, Op, VectorWork, Workload
+from adopter.wham.hardware import PARAMS, Design, DesignSpace, area_mm2, tdp_w
+
+
+@dataclass(frozen=True, slots=True)
+class GridBounds:
+    """Bounds for every point of `space`'s grid; arrays are indexed by grid indices in `PARAMS` order.
+
+    `objective_upper` bounds the objective from above (samples / lower step time, per watt of TDP for
+    Perf/TDP); it is −inf where the design is certainly infeasible: over the area or TDP limit, or (for
+    Perf/TDP) unable to reach the minimum throughput even at its bound.
+    """
+
+    space: DesignSpace
+    lower_s: Any  # np.ndarray: lower bound on the step time, seconds
+    upper_s: Any  # np.ndarray: upper bound on the step time, seconds
+    area_mm2: Any  # np.ndarray
+    tdp_w: Any  # np.ndarray
+    objective_upper: Any  # np.ndarray
+
+    @property
+    def size(self) -> int:
+        """Number of designs bounded."""
+        return int(self.lower_s.size)
+
+    def at(self, d: Design) -> tuple[float, float]:
+        """(lower, upper) step-time bounds of a grid design."""
+        idx = self.space.indices(d)
+        return float(self.lower_s[idx]), float(self.upper_s[idx])
+
+    def objective_at(self, d: Design) -> float:
+        """The objective's upper bound at a grid design (−inf: certainly infeasible)."""
+        return float(self.objective_upper[self.space.indices(d)])
+
+    def ranking(self) -> list[tuple[int, ...]]:
+        """Grid indices of every design that may be feasible, best objective bound first (ties: the
+        smaller upper step-time bound, then the smaller area)."""
+        ub = self.objective_upper.ravel()
+        order = np.lexsort((self.area_mm2.ravel(), self.upper_s.ravel(), -ub))
+        keep = order[: int(np.count_nonzero(np.isfinite(ub)))]
+        return [tuple(int(i) for i in idx) for idx in zip(*np.unravel_index(keep, self.lower_s.shape))]
+
+
+class _Grid:
+    """The template parameters as broadcastable arrays, one axis each (n_tc, pe_x, pe_y, n_vc, lanes, sram)."""
+
+    def __init__(self, space: DesignSpace) -> None:
+        nd = len(PARAMS)
+        self.axes: dict[str, Any] = {}
+        for i, p in enumerate(PARAMS):
+            shape = [1] * nd
+            shape[i] = len(space.values(p))
+            self.axes[p] = np.asarray(space.values(p), dtype=np.float64).reshape(shape)
+        self.shape = tuple(len(space.values(p)) for p in PARAMS)
+        self.lanes_total = self.axes["n_vc"] * self.axes["lanes"]
+        self.sram = space.values("sram_mib")
+        self.bytes_per_cycle = space.bandwidth_gbs * 1e9 / (space.clock_mhz * 1e6)
+        self.clock_mhz = space.clock_mhz
+
+
+def vector_cycles_grid(work: tuple[VectorWork, ...], lanes_total: Any) -> Any:
+    """`cost.vector_cycles` for an array of lane counts (the same formula, element-wise)."""
+    total: Any = 0.0
+    for w in work:
+        c = VECTOR_CYCLES.get(w.name.rstrip("_"), VECTOR_CYCLES_DEFAULT)
+        total = total + np.ceil(w.elements / lanes_total) * c
+        if w.rows:
+            cols = max(1, w.elements // w.rows)
+            if cols > 1:
+                total = total + np.ceil(w.rows / lanes_total) * float(np.ceil(np.log2(cols)))
+    return total
+
+
+def op_cycles_grid(op: Op, g: _Grid, link_gbs: float) -> tuple[Any, Any, int]:
+    """(latency cycles, cores held, pool) of `op` on every grid design: `cost.op_cost`, element-wise."""
+    if op.kind == "comm":
+        return np.float64(allreduce_cycles(op.bytes_in, op.m, link_gbs, g.clock_mhz)), np.float64(1.0), 2
+    if op.is_gemm:
+        m, n, k, b = max(1, op.m), max(1, op.n), max(1, op.k), max(1, op.batch)
+        tiles = b * np.ceil(m / g.axes["pe_x"]) * np.ceil(n / g.axes["pe_y"])
+        cores = np.minimum(g.axes["n_tc"], tiles)
+        compute = np.ceil(tiles / cores) * k + g.axes["pe_x"] + g.axes["pe_y"]
+        if op.vector:
+            compute = compute + vector_cycles_grid(op.vector, g.lanes_total)
+        traffic = np.asarray([gemm_traffic_bytes(op, s) for s in g.sram], dtype=np.float64)
+        memory = (traffic / g.bytes_per_cycle).reshape((1,) * (len(PARAMS) - 1) + (-1,))
+        return np.maximum(compute, memory), cores, 0
+    elements = max((w.elements for w in op.vector), default=1)
+    cores = np.minimum(g.axes["n_vc"], np.maximum(1.0, np.ceil(elements / g.axes["lanes"])))
+    compute = vector_cycles_grid(op.vector, cores * g.axes["lanes"])
+    memory = (op.bytes_in + op.bytes_out) / g.bytes_per_cycle
+    return np.maximum(compute, memory), cores, 1
+
+
+def _cost_key(op: Op) -> tuple[Any, ...]:
+    """What an op's latency depends on (not its name, phase or dependencies)."""
+    return (op.kind, op.m, op.n, op.k, op.batch, op.bytes_in, op.bytes_out, op.vector)
+
+
+def _part_bounds(ops: tuple[Op, ...], ids: tuple[int, ...], deps: tuple[tuple[int, ...], ...], g: _Grid,
+                 link_gbs: float, memo: dict[tuple[Any, ...], tuple[Any, Any, int]]) -> tuple[Any, Any]:
+    """(lower, upper) cycles of one block part: ops `ids` in topological order, `deps` local to it."""
+    if not ids:
+        return np.float64(0.0), np.float64(0.0)
+    last_use: dict[int, int] = {}
+    for j, ds in enumerate(deps):
+        for d in ds:
+            last_use[d] = j
+    finish: dict[int, Any] = {}
+    longest: Any = np.float64(0.0)
+    # Sums are kept per array shape (most vector ops depend on two axes only) and added up at the end.
+    upper: dict[tuple[int, ...], Any] = {}
+    work: list[dict[tuple[int, ...], Any]] = [{}, {}, {}]
+    capacity = (g.axes["n_tc"], g.axes["n_vc"], 1.0)
+    for j, i in enumerate(ids):
+        op = ops[i]
+        key = _cost_key(op)
+        if key not in memo:
+            memo[key] = op_cycles_grid(op, g, link_gbs)
+        cycles, cores, pool = memo[key]
+        ready: Any = None
+        fresh = False  # whether `ready` is an array of our own (safe to update in place)
+        for d in set(deps[j]):
+            f = finish[d]
+            if ready is None:
+                ready = f
+            elif fresh and ready.shape == np.broadcast_shapes(ready.shape, f.shape):
+                np.maximum(ready, f, out=ready)
+            else:
+                ready, fresh = np.maximum(ready, f), True
+            if last_use[d] == j:
+                del finish[d]
+        if ready is None:
+            end = cycles
+        elif fresh and ready.shape == np.broadcast_shapes(ready.shape, np.shape(cycles)):
+            end = ready
+            end += cycles
+        else:
+            end = ready + cycles
+        if j in last_use:
+            finish[j] = end
+        else:  # a sink: a path ends here (every other op's finish is below its successors')
+            longest = np.maximum(longest, end)
+        _accumulate(upper, cycles)
+        _accumulate(work[pool], cycles * cores / capacity[pool])
+    w = [_total(p) for p in work]
+    lower = np.maximum(np.maximum(longest, w[0]), np.maximum(w[1], w[2]))
+    return lower, _total(upper)
+
+
+def _accumulate(sums: dict[tuple[int, ...], Any], value: Any) -> None:
+    shape = np.shape(value)
+    sums[shape] = value + sums[shape] if shape in sums else value
+
+
+def _total(sums: dict[tuple[int, ...], Any]) -> Any:
+    total: Any = np.float64(0.0)
+    for v in sums.values():
+        total = total + v
+    return total
+
+
+def block_bounds(block: Block, g: _Grid, link_gbs: float,
+                 memo: dict[tuple[Any, ...], tuple[Any, Any, int]] | None = None) -> tuple[Any, Any]:
+    """(lower, upper) cycles of one block (forward+backward and optimizer scheduled separately)."""
+    memo = {} if memo is None else memo
+    lower: Any = np.float64(0.0)
+    upper: Any = np.float64(0.0)
+    for ids, deps in _plan(block).parts:
+        lo, hi = _part_bounds(block.ops, ids, deps, g, link_gbs, memo)
+        lower, upper = lower + lo, upper + hi
+    return lower, upper
+
+
+def grid_bounds(workload: Workload, counts: Mapping[int, int], space: DesignSpace, link_gbs: float, *,
+                samples: int, objective: str, constraints: Constraints) -> GridBounds:
+    """Bounds for every design of `space` on the blocks `counts` names (block → repetitions), `samples`
+    samples per pass, under `objective` and `constraints` (as `Evaluator` uses them)."""
+    g = _Grid(space)
+    lower: Any = np.zeros(g.shape)
+    upper: Any = np.zeros(g.shape)
+    memo: dict[tuple[Any, ...], tuple[Any, Any, int]] = {}
+    for b, n in counts.items():
+        lo, hi = block_bounds(workload.blocks[b], g, link_gbs, memo)
+        lower = lower + lo * n
+        upper = upper + hi * n
+    f = space.clock_mhz * 1e6
+    lower, upper = np.broadcast_to(lower / f, g.shape), np.broadcast_to(upper / f, g.shape)
+    # area_mm2/tdp_w are plain arithmetic on the template's fields: given broadcastable arrays they return
+    # every design's area and TDP with exactly the formulas single designs use.
+    grid_design = Design(*(g.axes[p] for p in PARAMS), space.bandwidth_gbs, space.clock_mhz)  # type: ignore[arg-type]
+    area = np.broadcast_to(area_mm2(grid_design), g.shape)
+    tdp = np.broadcast_to(tdp_w(grid_design), g.shape)
+    with np.errstate(divide="ignore"):
+        thr = np.where(lower > 0, samples / np.where(lower > 0, lower, 1.0), np.inf)
+    value = thr if objective == "throughput" else thr / tdp
+    ok = (area <= constraints.area_mm2 * (1 + 1e-9)) & (tdp <= constraints.tdp_w * (1 + 1e-9))
+    if objective == "perf-per-tdp":
+        ok &= thr >= constraints.min_throughput
+    return GridBounds(space, lower, upper, area, tdp, np.where(ok, value, -np.inf))
