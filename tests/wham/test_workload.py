@@ -122,8 +122,7 @@ def test_user_factory_and_class(tmp_path: Path, cache_env: Path) -> None:
     assert load_workload(WorkloadSpec("mymodels:Net", 2, 1, str(tmp_path))).params == 72
     with pytest.raises(WorkloadError, match=r"must return \(model, inputs\)"):
         load_workload(WorkloadSpec("mymodels:broken", 2, 1, str(tmp_path)))
-    with pytest.raises(WorkloadError, match="nosuchmodule"):
-        load_workload(WorkloadSpec("nosuchmodule:f", 2, 1, str(tmp_path)))
+    # (a module that does not exist: test_search.py::test_cancel_and_trace_errors)
 
 
 def test_data_dependent_code_names_the_line(tmp_path: Path, cache_env: Path) -> None:

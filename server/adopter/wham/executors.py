@@ -35,19 +35,22 @@ def run_tasks(fn: Callable[[Any], T], tasks: Sequence[Any], *, executor: str = "
                 report(0.05 + 0.9 * (i + 1) / len(tasks), f"stage search {i + 1}/{len(tasks)}")
             return results
     if executor == "ray":
-        return _run_ray(fn, tasks, ray_address, report)
+        return _run_ray(fn, tasks, ray_address, workers, report)
     raise ExecutorError(f"--executor {executor!r}: allowed process, serial, ray")
 
 
-def _run_ray(fn: Callable[[Any], T], tasks: Sequence[Any], address: str | None,
+def _run_ray(fn: Callable[[Any], T], tasks: Sequence[Any], address: str | None, workers: int,
              report: Callable[[float, str], None]) -> list[T]:
+    """On the Ray instance already initialised, the cluster at `address`, or a local instance of `workers`
+    CPUs that is shut down afterwards."""
     try:
         import ray
     except ImportError as exc:
         raise ExecutorError("--executor ray needs Ray: pip install 'adopter[ray]' (or pip install ray)") from exc
     started = False
     if not ray.is_initialized():
-        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False)
+        local = {"num_cpus": workers} if address is None else {}
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False, **local)
         started = True
     try:
         remote = ray.remote(fn)

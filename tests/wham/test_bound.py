@@ -1,0 +1,153 @@
+"""The analytical bound (`adopter.wham.bound`) and how the WHAM strategy uses it."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from adopter.wham.bound import _Grid, op_cycles_grid
+from adopter.wham.cost import op_cost
+from adopter.wham.engine import run_strategy
+from adopter.wham.evaluate import Constraints, Evaluator, _plan
+from adopter.wham.graph import Workload, build_workload
+from adopter.wham.hardware import PARAMS, Design, DesignSpace, area_mm2, tdp_w
+from adopter.wham.parallel import shard_workload
+from adopter.wham.strategies import make_strategy
+from adopter.wham.strategies.base import Probe
+from adopter.wham.strategies.wham import WhamStrategy
+
+from .synthetic import gemm, toy_workload, vec
+
+SPACE = DesignSpace()
+WORK = toy_workload(layers=2)
+# Tensor parallelism adds all-reduce ops on the link pool.
+SHARDED = shard_workload(toy_workload(layers=1), 4)
+
+
+def random_points(n: int, seed: int = 0) -> list[tuple[int, ...]]:
+    rng = random.Random(seed)
+    return [tuple(rng.randrange(len(SPACE.values(p))) for p in PARAMS) for _ in range(n)]
+
+
+def evaluator(work: Workload, objective: str = "throughput", limits: Constraints | None = None) -> Evaluator:
+    return Evaluator(work, objective, limits or Constraints(606.7, 400.0), link_gbs=50.0)
+
+
+@pytest.mark.parametrize("work", [WORK, SHARDED], ids=["toy", "tensor-parallel"])
+def test_op_latencies_are_the_cost_models(work: Workload) -> None:
+    g = _Grid(SPACE)
+    for idx in random_points(25):
+        d = SPACE.design(idx)
+        for block in work.blocks:
+            for op in block.ops:
+                cycles, cores, _pool = op_cycles_grid(op, g, 50.0)
+                expected = op_cost(op, d, 50.0)
+                assert np.broadcast_to(cycles, g.shape)[idx] == expected.cycles, op.name
+                assert np.broadcast_to(cores, g.shape)[idx] == expected.cores, op.name
+
+
+@pytest.mark.parametrize("work", [WORK, SHARDED], ids=["toy", "tensor-parallel"])
+def test_bounds_bracket_the_scheduled_step_time(work: Workload) -> None:
+    ev = evaluator(work)
+    bounds = ev.bounds(SPACE)
+    assert bounds is not None and bounds.size == SPACE.size() and ev.bounded == SPACE.size()
+    assert ev.evaluations == 0  # bounding is not evaluating
+    tight = 0
+    for idx in random_points(60, seed=1):
+        d = SPACE.design(idx)
+        e = ev.evaluate(d)
+        lower, upper = bounds.at(d)
+        assert lower <= e.step_s * (1 + 1e-12) and e.step_s <= upper * (1 + 1e-12)
+        tight += e.step_s <= 1.25 * lower
+        assert bounds.area_mm2[idx] == pytest.approx(area_mm2(d), rel=1e-12)
+        assert bounds.tdp_w[idx] == pytest.approx(tdp_w(d), rel=1e-12)
+    assert tight >= 50  # a bound that is mostly far below the step time would rank designs badly
+    assert ev.bounds(SPACE) is bounds and ev.bounded == SPACE.size()  # computed once per space
+
+
+def test_objective_bound_marks_certainly_infeasible_designs() -> None:
+    limits = Constraints(100.0, 60.0, min_throughput=500.0)
+    ev = evaluator(WORK, "perf-per-tdp", limits)
+    bounds = ev.bounds(SPACE)
+    assert bounds is not None
+    ub = bounds.objective_upper
+    over = (bounds.area_mm2 > 100.0) | (bounds.tdp_w > 60.0)
+    assert np.all(np.isneginf(ub[over]))
+    thr_upper = WORK.batch / bounds.lower_s
+    assert np.all(np.isneginf(ub[thr_upper < 500.0]))
+    for idx in random_points(40, seed=2):
+        e = ev.evaluate(SPACE.design(idx))
+        if e.objective is not None:
+            assert e.objective <= ub[idx] * (1 + 1e-12)
+        elif not math.isinf(ub[idx]):
+            assert e.violations  # the bound may let an infeasible design through, never the reverse
+
+
+def test_ranking_is_by_objective_bound() -> None:
+    bounds = evaluator(WORK).bounds(SPACE)
+    assert bounds is not None
+    ranking = bounds.ranking()
+    values = [bounds.objective_upper[i] for i in ranking[:200]]
+    assert values == sorted(values, reverse=True)
+    assert len(ranking) == int(np.count_nonzero(np.isfinite(bounds.objective_upper)))
+
+
+def test_wham_evaluates_the_best_bound_first_and_lands_near_the_optimum() -> None:
+    space = SPACE.reduced()
+    exhaustive = run_strategy(make_strategy("exhaustive"), evaluator(WORK), space, budget=100_000)
+    ev = evaluator(WORK)
+    result = run_strategy(make_strategy("wham"), ev, space, budget=200)
+    bounds = ev.bounds(space)
+    assert bounds is not None and result.bounded == space.size()
+    first = next(iter(ev.cache.values()))
+    assert space.indices(first.design) == bounds.ranking()[0]
+    assert exhaustive.best is not None and result.best is not None
+    assert result.best.objective == pytest.approx(exhaustive.best.objective, rel=1e-9)
+    # The first evaluation is already within 1 % of the grid's optimum.
+    assert result.trace[0][2] >= 0.99 * exhaustive.best.objective
+
+
+def test_wham_prunes_only_designs_that_cannot_enter_the_top_k() -> None:
+    ev = evaluator(WORK)
+    strategy = WhamStrategy(top_k=4)
+    result = run_strategy(strategy, ev, SPACE, budget=1000)
+    assert result.stopped == "converged"
+    kth = sorted((e.objective for e in ev.cache.values() if e.objective is not None), reverse=True)[3]
+    bounds = ev.bounds(SPACE)
+    assert bounds is not None
+    # Every design that was proposed but not evaluated had a bound no better than the final k-th best,
+    # or was over the limits or dominated (strictly fewer resources than an evaluated design).
+    evaluated = set(ev.cache)
+    for key in strategy.seen - evaluated:
+        d = Design(*(int(v) for v in key[:5]), *key[5:])
+        if ev.cost_only(d)[2] or strategy._dominated(d):
+            continue
+        assert bounds.objective_at(d) <= kth * (1 + 1e-12)
+
+
+def test_wham_without_the_bound_still_searches() -> None:
+    class NoBound(WhamStrategy):
+        """WHAM as it runs where the bound is unavailable (numpy missing)."""
+
+        def start(self, space: DesignSpace, seed: int, probe: Probe) -> None:
+            super().start(space, seed, Probe(probe.violations))
+
+    ev = evaluator(WORK)
+    result = run_strategy(NoBound(), ev, SPACE, budget=60)
+    assert result.best is not None and result.bounded == 0 and ev.bounded == 0
+    exhaustive = run_strategy(make_strategy("exhaustive"), evaluator(WORK), SPACE.reduced(), budget=100_000)
+    assert exhaustive.best is not None and result.best.objective >= 0.9 * exhaustive.best.objective
+
+
+def test_block_plan_orders_ops_after_what_they_read() -> None:
+    # The add reads both GEMMs and is the first's only consumer: it fuses into the first GEMM, which then
+    # depends on the second, later op.
+    raw = {"ops": [gemm("mm", 64, 64, 64, [], "l"), gemm("mm", 64, 64, 64, [], "l"), vec("add", 4096, [0, 1], "l")],
+           "params": 0}
+    block = build_workload(raw, model="t", batch=1, seq=1).blocks[0]
+    assert len(block.ops) == 2 and block.ops[0].deps == (1,)
+    ids, deps = _plan(block).parts[0]
+    assert ids == (1, 0) and deps == ((), (0,))
