@@ -20,7 +20,7 @@ It is vectorised with numpy over the whole grid: one array axis per template par
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,13 +63,14 @@ class GridBounds:
         """The objective's upper bound at a grid design (−inf: certainly infeasible)."""
         return float(self.objective_upper[self.space.indices(d)])
 
-    def ranking(self) -> list[tuple[int, ...]]:
+    def ranking(self) -> Iterator[tuple[int, ...]]:
         """Grid indices of every design that may be feasible, best objective bound first (ties: the
-        smaller upper step-time bound, then the smaller area)."""
+        smaller upper step-time bound, then the smaller area); lazily, as a search reads only its head."""
         ub = self.objective_upper.ravel()
         order = np.lexsort((self.area_mm2.ravel(), self.upper_s.ravel(), -ub))
-        keep = order[: int(np.count_nonzero(np.isfinite(ub)))]
-        return [tuple(int(i) for i in idx) for idx in zip(*np.unravel_index(keep, self.lower_s.shape))]
+        shape = self.lower_s.shape
+        for flat in order[: int(np.count_nonzero(np.isfinite(ub)))].tolist():
+            yield tuple(int(i) for i in np.unravel_index(flat, shape))
 
 
 class _Grid:

@@ -56,7 +56,7 @@ class WhamStrategy(SearchStrategy):
         self.polished: set[tuple[float, ...]] = set()
         self.exhausted = False  # the ranking has nothing left that could enter the top-k
         self.bound: GridBounds | None = probe.bound(space) if probe.bound is not None else None
-        self.ranked: Iterator[tuple[int, ...]] = iter(self.bound.ranking() if self.bound is not None else ())
+        self.ranked: Iterator[tuple[int, ...]] = self.bound.ranking() if self.bound is not None else iter(())
         if self.bound is not None:
             for _ in range(self.top_k):
                 self._push_ranked()
