@@ -87,7 +87,7 @@ def test_objective_bound_marks_certainly_infeasible_designs() -> None:
 
 
 def test_ranking_is_by_objective_bound() -> None:
-    bounds = evaluator(WORK).bounds(SPACE)
+    bounds = evaluator(WORK).bounds(SPACE.reduced())
     assert bounds is not None
     ranking = list(bounds.ranking())
     values = [bounds.objective_upper[i] for i in ranking]

@@ -30,7 +30,8 @@ class WhamStrategy(SearchStrategy):
     is evaluated best-bound first, one more design from the ranking joins each round, and a candidate
     whose objective bound cannot enter the top-k is dropped unevaluated (the bound is an upper bound on
     the objective, so this never loses a better design). When the best remaining bound cannot enter the
-    top-k the search stops: the top-k is then the grid's. Without the bound: seeds from the grid (its
+    top-k the search stops: the top-k is then the grid's (given the dominance rule's premise that more of
+    a resource never slows a design down). Without the bound: seeds from the grid (its
     smallest design, midpoint, and square arrays grown to the budget), evaluated in order.
     """
 
