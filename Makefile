@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint corpus bench clean
+.PHONY: setup native demo test lint corpus bench clean
 
 setup: $(STAMP)
 
@@ -15,18 +15,22 @@ $(STAMP): pyproject.toml requirements-dev.txt
 	$(PY) -m pip install --quiet -e '.[dev,wham]'
 	touch $@
 
+# The optional compiled analysis and matcher (mypyc, ~2 min the first time; a no-op while current).
+native: $(STAMP)
+	$(PY) scripts/build_native.py
+
 corpus: $(STAMP)
 	PYTHON=$(PY) ./scripts/fetch-corpus.sh
 
-demo: $(STAMP)
+demo: $(STAMP) native
 	$(VENV)/bin/adopter demo examples
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check server tests bench
 	$(VENV)/bin/mypy
 
-test: $(STAMP) corpus lint
+test: $(STAMP) native corpus lint
 	$(VENV)/bin/pytest -n 2 -q
 
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .mypy_cache
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache build/native

@@ -62,3 +62,18 @@ def bindings(code: str, name: str | None = None) -> list[Binding]:
     a = arch(code, name)
     assert a.init is not None
     return list(a.init.bindings)
+
+
+def run_without_native(test_file: str, test_name: str) -> None:
+    """Run one test of `test_file` in a fresh interpreter on the pure-Python modules (for tests that
+    patch analysis internals, which compiled modules do not allow); fail with its output."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ADOPTER_NATIVE": "0"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{test_file}::{test_name}"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]

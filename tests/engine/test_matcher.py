@@ -187,7 +187,8 @@ def test_target_availability() -> None:
 
 
 def test_broken_architecture_becomes_problem() -> None:
-    bad = Op(OpKind.FUNCTION, "torch.relu", None, (), ("a",), sp(1), sp(1))  # type: ignore[arg-type]
+    # A malformed op (an argument that is not a Value) that the compiled types still accept.
+    bad = Op(OpKind.FUNCTION, "torch.relu", (None,), (), ("a",), sp(1), sp(1))  # type: ignore[arg-type]
     relu = rule((step("$a", "function:torch.relu", "$x"),))
     result = check(mfile(arch((bad,))), [relu, DAL], CPU)
     assert result.findings == () and [p.code for p in result.problems] == ["t01"]

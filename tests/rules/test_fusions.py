@@ -30,9 +30,9 @@ pytestmark = pytest.mark.torch
 
 REPO = Path(__file__).resolve().parents[2]
 TF435 = REPO / ".cache" / "tf435"
-CPU = Environment(device="cpu", packages=(), torch_version="2.13.0")
+CPU = Environment(device="cpu", packages=frozenset(), torch_version="2.13.0")
 # Rules offered on CUDA only (f06) are synthesized for a CUDA environment; the tests still run on CPU.
-CUDA = Environment(device="cuda", packages=(), torch_version="2.13.0")
+CUDA = Environment(device="cuda", packages=frozenset(), torch_version="2.13.0")
 
 
 def rules_of(stem: str) -> tuple[Rule, ...]:

@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.torch, pytest.mark.corpus, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 TF435 = REPO / ".cache" / "tf435"
-CPU = Environment(device="cpu", packages=(), torch_version="2.13.0")
+CPU = Environment(device="cpu", packages=frozenset(), torch_version="2.13.0")
 FUSION_FAMILIES = {5, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17}
 
 

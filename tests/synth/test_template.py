@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Replacement, Rule, Severity, Span, Target
@@ -81,8 +83,7 @@ def test_declines_with_reason(template: str, reason: str) -> None:
 
 def test_unfixable_and_unknown_strategy_are_reasons_not_errors() -> None:
     f = _finding()
-    blocked = Finding(**{**{s: getattr(f, s) for s in f.__slots__}, "fixable": False,  # type: ignore[arg-type]
-                         "no_fix_reason": "straddles"})
+    blocked = dataclasses.replace(f, fixable=False, no_fix_reason="straddles")
     assert plan(SOURCE, blocked, _rule("$b = x"), None) == "straddles"
     unknown = Rule("t-relu", 13, "t", "m", Severity.WARNING, (), (), (), (), Replacement("nope"), ())
     assert "unknown rewrite strategy" in str(plan(SOURCE, f, unknown, None))

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import functools
 import logging
-import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,79 +54,12 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> E
             scopes.append((arch.name, arch.forward, arch, "forward"))
     for fn in module_file.functions:
         scopes.append((fn.name, fn, fn, "function"))
-    rules_key = _rules_key(rules)
-    with _CACHE_LOCK:
-        _drop_dead()
     for scope_name, forward, owner, kind in scopes:
-        key = (id(owner), rules_key, module_file.path, env)
-        with _CACHE_LOCK:
-            cached = _SCOPE_CACHE.get(key)
-            if cached is not None and cached[0]() is owner:
-                _SCOPE_CACHE.move_to_end(key)
-            else:
-                cached = None
-        if cached is not None:
-            findings.extend(cached[2])
-            problems.extend(cached[3])
-            continue
         init = InitIndex.of(owner if isinstance(owner, Architecture) else None)
-        found: list[Finding] = []
-        failed: list[Problem] = []
-        _match_scope(scope_name, forward, init, kind, rules, module_file.path, env, found, failed)
-        findings.extend(found)
-        problems.extend(failed)
-        with _CACHE_LOCK:
-            ref = weakref.ref(owner, functools.partial(_forget, key))
-            _SCOPE_CACHE[key] = (ref, _RULES_REFS[rules_key], tuple(found), tuple(failed))
-            if len(_SCOPE_CACHE) > SCOPE_CACHE_SIZE:
-                _SCOPE_CACHE.popitem(last=False)
+        _match_scope(scope_name, forward, init, kind, rules, module_file.path, env, findings, problems)
     findings = _one_per_site(findings, {a.name: a.span for a in module_file.architectures})
     findings.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
     return EngineResult(tuple(findings), tuple(problems))
-
-
-# Results per analysed class (or function), keyed by the identity of its immutable Architecture: the
-# incremental analysis hands back the same objects for classes an edit did not touch, so re-checking a
-# document after a keystroke only matches the edited class. An entry holds its Architecture weakly (and
-# is dropped when the Architecture dies, so an id is never reused while its entry exists): a batch
-# `adopter check` over many files must not keep every file's analysis alive, which made each full
-# garbage collection walk hundreds of thousands of objects (2.5 s of GC over the 202-file corpus).
-SCOPE_CACHE_SIZE = 4096
-_CACHE_LOCK = threading.Lock()
-_ScopeKey = tuple[int, tuple[int, ...], str | None, Environment]
-_SCOPE_CACHE: OrderedDict[_ScopeKey, tuple[weakref.ref[Architecture | Forward], tuple[Rule, ...],
-                                           tuple[Finding, ...], tuple[Problem, ...]]] = OrderedDict()
-
-
-_DEAD: list[_ScopeKey] = []  # entries whose Architecture died, dropped by the next `check`
-
-
-def _forget(key: _ScopeKey, _ref: object) -> None:
-    """Weakref callback: it may run inside any allocation (a garbage collection), even one made while
-    the cache is being changed, so it only records the key (`list.append` is atomic)."""
-    _DEAD.append(key)
-
-
-def _drop_dead() -> None:
-    """Remove the entries `_forget` recorded; call with `_CACHE_LOCK` held."""
-    while _DEAD:
-        key = _DEAD.pop()
-        entry = _SCOPE_CACHE.get(key)
-        if entry is not None and entry[0]() is None:  # the id may have been reused by a live entry
-            del _SCOPE_CACHE[key]
-_RULES_REFS: dict[tuple[int, ...], tuple[Rule, ...]] = {}
-
-
-def _rules_key(rules: Sequence[Rule]) -> tuple[int, ...]:
-    """A key for this sequence of rule objects (kept alive with it)."""
-    key = tuple(id(r) for r in rules)
-    with _CACHE_LOCK:
-        if key not in _RULES_REFS:
-            if len(_RULES_REFS) > 64:  # rule sets come and go as settings change: start afresh
-                _RULES_REFS.clear()
-                _SCOPE_CACHE.clear()
-            _RULES_REFS[key] = tuple(rules)
-    return key
 
 
 def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, rules: Sequence[Rule],

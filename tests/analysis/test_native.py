@@ -1,0 +1,71 @@
+"""The optional native (mypyc) build: used only when current, and identical in output to pure Python."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from adopter import _native
+
+# Prints one digest line per corpus file: the analysis and the findings of every bundled rule.
+_DIGEST = """
+import hashlib, sys
+from adopter import _native
+from adopter.analysis import analyse
+from adopter.corpus import modeling_files
+from adopter.engine import check, detect_environment, load_rules
+rules = load_rules().rules
+env = detect_environment("cpu")
+print("native" if _native.state["active"] else "pure")
+for f in modeling_files()[:: int(sys.argv[1])]:
+    mf = analyse(f.text, f.member)
+    found = check(mf, rules, env)
+    print(f.name, hashlib.sha256(repr((mf, found.findings, found.problems)).encode()).hexdigest())
+"""
+
+
+def _run(native: bool, step: int) -> list[str]:
+    env = {**os.environ, "ADOPTER_NATIVE": "1" if native else "0"}
+    done = subprocess.run([sys.executable, "-c", _DIGEST, str(step)], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.splitlines()
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_native_build_gives_the_same_analysis_and_findings_as_pure_python() -> None:
+    if not (_native.BUILD / "manifest.json").exists():
+        pytest.skip("no native build (scripts/build_native.py); nothing to compare")
+    native, pure = _run(True, 8), _run(False, 8)
+    if native[0] != "native":
+        pytest.skip("the native build is not current for these sources (run scripts/build_native.py)")
+    assert pure[0] == "pure"
+    assert len(native) > 20 and native[1:] == pure[1:]
+
+
+def test_a_changed_source_disables_the_build() -> None:
+    source = Path(_native.__file__).resolve().parent / "positions.py"
+    rel = str(source.relative_to(source.parents[1]))
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    import sysconfig
+
+    manifest = {"python": sysconfig.get_config_var("EXT_SUFFIX"), "sources": {rel: digest}}
+    assert _native._current(manifest) is None
+    assert "changed" in str(_native._current({**manifest, "sources": {rel: "0" * 64}}))
+    assert "another Python" in str(_native._current({**manifest, "python": ".cpython-27.so"}))
+    assert "missing" in str(_native._current({**manifest, "sources": {"adopter/nope.py": digest}}))
+
+
+def test_disabled_by_environment_variable() -> None:
+    env = {**os.environ, "ADOPTER_NATIVE": "0"}
+    code = "import adopter, adopter._native as n, adopter.analysis.flow as f; print(n.state['active'], f.__file__)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    active, path = out.stdout.split()
+    assert active == "False" and path.endswith("flow.py")
