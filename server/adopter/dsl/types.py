@@ -149,7 +149,7 @@ class Param:
     default: str | None = None  # source text of the default, None when there is none
 
 
-@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakly cached by the rule engine
+@dataclass(frozen=True, slots=True)
 class Forward:
     """`forward` (or another analysed method) as a control-flow tree of ops."""
 
@@ -209,7 +209,7 @@ class Init:
     span: Span
 
 
-@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakly cached by the rule engine
+@dataclass(frozen=True, slots=True)
 class Architecture:
     """One `nn.Module` class: its bindings and its forward operator sequence(s)."""
 
