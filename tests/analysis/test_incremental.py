@@ -154,3 +154,19 @@ def test_random_line_edits_match_fresh_analysis() -> None:
         doc.update(new)
         assert doc.result() == analyse(new, "m.py"), (choice, i)
         text = new if rng.random() < 0.5 else text
+
+
+def test_edit_of_a_base_class_method_the_subclass_does_not_use_keeps_the_subclass() -> None:
+    source = SOURCE.replace(
+        "class B(A):", "class Base(nn.Module):\n    def unused(self):\n        return 1\n\n\nclass B(Base):"
+    )
+    source = source.replace("        return self.fc(x) + 1", "        return self.helper2(x) + 1")
+    doc = DocumentAnalysis(source, "m.py")
+    doc.result()
+    text = _replace(doc, "return 1", "return 2")
+    assert doc.result() == analyse(text, "m.py")
+    assert set(doc.reanalysed) == {"class Base"}
+    # A method the subclass does look up (and does not define) is a dependency.
+    text = _replace(doc, "    def unused(self):", "    def helper2(self, x):")
+    assert doc.result() == analyse(text, "m.py")
+    assert "class B" in doc.reanalysed

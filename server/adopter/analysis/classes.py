@@ -65,12 +65,12 @@ class ClassTable:
         verdict: bool | None = False
         for base in info.bases:
             root = base.split(".")[0]
-            deps.add(root)
             result: bool | None
             if base in self.infos and base != name:
                 result, sub = self._module_test(base, active)
-                deps |= sub
+                deps |= sub  # the base's header, not its body
             else:
+                deps.add(root)
                 qualified = self.symbols.qualify(base)
                 if is_torch_module_class(qualified):
                     result = True
