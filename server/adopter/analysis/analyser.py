@@ -16,7 +16,7 @@ from adopter.analysis.bindings import InitAnalysis
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.resolver import ModuleResolver
-from adopter.analysis.source import SourceText, repair, syntax_problems
+from adopter.analysis.source import SourceText, is_broken, repair, syntax_problems
 from adopter.analysis.symbols import ModuleSymbols
 from adopter.dsl.types import Architecture, Ctor, Forward, ModuleFile, Problem, Severity
 
@@ -54,7 +54,7 @@ class Analyser:
     def run(self, data: bytes, tree: Tree, path: str | None) -> ModuleFile:
         """The ModuleFile of `tree` (parsed from `data`); never raises for one unit's failure."""
         problems: list[Problem] = []
-        if tree.root_node.has_error:  # the common clean file skips a second SourceText
+        if is_broken(tree):  # the common clean file skips a second SourceText
             problems.extend(syntax_problems(tree, SourceText(data, tree, path)))
             data, tree = repair(data, tree)
         src = SourceText(data, tree, path)

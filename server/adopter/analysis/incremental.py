@@ -8,16 +8,31 @@ tree (tree-sitter reuses the unchanged subtrees); `result()` re-analyses only th
 functions, top-level code) whose source text, position or module-level dependencies changed.
 `invalidate()` drops the caches (e.g. when other workspace files changed). Not thread-safe: one
 document, one caller at a time. Never raises from `result()`.
+
+Half-typed lines. A keystroke that breaks the syntax of a clean file (an opening bracket, a letter
+at column 0 inside a class) makes tree-sitter's error recovery re-parse everything after it, and it
+reshapes the classes below, which are then re-analysed: on a 100 KB file that costs tens of ms per
+keystroke. So each change is first parsed on its own top-level statements only (an `included_ranges`
+parse, well under a millisecond). When those statements were clean before and are broken now, the
+changed lines are *masked*: the tree and the analysis see them blanked (same length, so positions
+stay valid), the rest of the file keeps its clean tree, and the syntax error is reported from the
+region parse. A mask moves with later edits and goes away when an edit touches its lines again. If
+masking the changed lines does not make the region parse (a deleted closing bracket), or anything
+else is unusual, the plain path runs: the whole text with error recovery and `repair`.
 """
 
 from __future__ import annotations
 
-from tree_sitter import Tree
+from dataclasses import dataclass, replace
+
+from tree_sitter import Parser, Range, Tree
 
 from adopter.analysis.analyser import Analyser
 from adopter.analysis.resolver import ModuleResolver
-from adopter.analysis.source import check_input, new_parser
-from adopter.dsl.types import ModuleFile, Problem, Severity
+from adopter.analysis.source import SourceText, check_input, is_broken, new_parser, syntax_problems
+from adopter.dsl.types import ModuleFile, Problem, Severity, Span
+
+MAX_MASKS = 8  # broken lines kept masked at once; beyond this the plain (error recovery) path runs
 
 
 def _point(data: bytes, offset: int) -> tuple[int, int]:
@@ -48,6 +63,51 @@ def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
     return lo
 
 
+@dataclass(frozen=True)
+class _Mask:
+    """Lines hidden from the analysis: bytes `start:end` of the real text, what stands in for them
+    (as many bytes), and their syntax errors."""
+
+    start: int
+    end: int
+    content: bytes
+    problems: tuple[Problem, ...]
+
+    def apply(self, data: bytes) -> bytes:
+        return data[: self.start] + self.content + data[self.end :]
+
+
+def _shift_problem(p: Problem, rows: int) -> Problem:
+    if p.span is None or rows == 0:
+        return p
+    s = p.span
+    return replace(p, span=Span(s.start_line + rows, s.start_col, s.end_line + rows, s.end_col))
+
+
+def _blank(data: bytes, start: int, end: int) -> bytes:
+    """`data` with every byte of `start:end` except newlines turned into a space."""
+    chunk = bytes(b if b == 0x0A else 0x20 for b in data[start:end])
+    return data[:start] + chunk + data[end:]
+
+
+def _line_bounds(data: bytes, start: int, end: int) -> tuple[int, int]:
+    """The whole lines around bytes `start:end` (end excludes the final newline)."""
+    a = data.rfind(b"\n", 0, start) + 1
+    b = data.find(b"\n", max(end, a))
+    return a, (len(data) if b < 0 else b)
+
+
+def _statements_around(tree: Tree, start: int, end: int) -> tuple[int, int]:
+    """The bytes of the top-level statements of `tree` that touch `start:end` (at least those bytes)."""
+    lo, hi = start, end
+    for child in tree.root_node.children:
+        if child.start_byte > end:
+            break
+        if child.end_byte >= start:
+            lo, hi = min(lo, child.start_byte), max(hi, child.end_byte)
+    return lo, hi
+
+
 class DocumentAnalysis:
     """The parse tree and analysis of one document, kept up to date edit by edit."""
 
@@ -58,6 +118,9 @@ class DocumentAnalysis:
         self._text = text
         self._data: bytes | None = None
         self._tree: Tree | None = None
+        self._tree_data: bytes | None = None  # what `_tree` was parsed from: `_data` with masks blanked
+        self._masks: list[_Mask] = []
+        self._region_parser: Parser | None = None
         self._problem: Problem | None = None
         self._result: ModuleFile | None = None
         self._set_text(text, None)
@@ -76,6 +139,11 @@ class DocumentAnalysis:
         """The units the last `result()` analysed afresh (e.g. `("class BertLayer",)`); for tests and logs."""
         return tuple(self._analyser.reanalysed)
 
+    @property
+    def analysed_text(self) -> bytes | None:
+        """The bytes the tree and the analysis see: the text with masked (half-typed) lines blanked."""
+        return self._tree_data
+
     def _set_text(self, text: str, edit: tuple[int, int, int] | None) -> None:
         """Adopt `text`; `edit` = (start byte, old end byte, new end byte) of the change, when known."""
         data, problem = check_input(text, self.path)
@@ -83,24 +151,98 @@ class DocumentAnalysis:
         self._result = None
         self._problem = problem
         if data is None:
-            self._data = None
-            self._tree = None
+            self._data = self._tree = self._tree_data = None
+            self._masks = []
             return
-        old_data, old_tree = self._data, self._tree
-        if old_tree is not None and old_data is not None and edit is not None:
-            start, old_end, new_end = edit
-            old_tree.edit(
-                start_byte=start,
-                old_end_byte=old_end,
-                new_end_byte=new_end,
-                start_point=_point(old_data, start),
-                old_end_point=_point(old_data, old_end),
-                new_end_point=_point(data, new_end),
-            )
-            self._tree = self._parser.parse(data, old_tree)
+        old_data, old_tree, old_tree_data = self._data, self._tree, self._tree_data
+        self._data = data
+        if old_tree is not None and old_data is not None and old_tree_data is not None and edit is not None:
+            if self._masked_parse(old_tree, old_tree_data, edit):
+                return
+        self._masks = []
+        if old_tree is not None and old_tree_data is not None and edit is not None:
+            self._tree = self._reparse(old_tree, old_tree_data, data)
         else:
             self._tree = self._parser.parse(data)
-        self._data = data
+        self._tree_data = data
+
+    def _reparse(self, old_tree: Tree, old: bytes, new: bytes) -> Tree:
+        """Parse `new` reusing `old_tree` (parsed from `old`); the changed range is found by diffing."""
+        start = _common_prefix(old, new)
+        suffix = _common_suffix(old, new, min(len(old), len(new)) - start)
+        old_end, new_end = len(old) - suffix, len(new) - suffix
+        old_tree.edit(
+            start_byte=start,
+            old_end_byte=old_end,
+            new_end_byte=new_end,
+            start_point=_point(old, start),
+            old_end_point=_point(old, old_end),
+            new_end_point=_point(new, new_end),
+        )
+        return self._parser.parse(new, old_tree)
+
+    def _region_clean(self, data: bytes, start: int, end: int) -> Tree:
+        """A parse of bytes `start:end` of `data` alone (whole top-level statements)."""
+        if self._region_parser is None:
+            self._region_parser = new_parser()
+        self._region_parser.included_ranges = [Range(_point(data, start), _point(data, end), start, end)]
+        return self._region_parser.parse(data)
+
+    @staticmethod
+    def _mask_candidates(masked: bytes, old: bytes, a: int, b: int, delta: int) -> list[bytes]:
+        """Ways to hide the broken lines `a:b` (same length, so positions stay valid): their previous
+        text padded with spaces (the line the user is changing, as it was: keeps a `def` header or a
+        statement being edited in the architecture), else blank lines (a new half-typed statement)."""
+        out: list[bytes] = []
+        previous = old[a : b - delta]
+        if delta >= 0 and previous.count(b"\n") == masked[a:b].count(b"\n"):
+            lines = previous.split(b"\n")
+            width = [len(x) for x in masked[a:b].split(b"\n")]
+            padded = [x + b" " * (w - len(x)) for x, w in zip(lines, width)]
+            if all(len(x) == w for x, w in zip(padded, width)):
+                out.append(masked[:a] + b"\n".join(padded) + masked[b:])
+        out.append(_blank(masked, a, b))
+        return out
+
+    def _masked_parse(self, old_tree: Tree, old_tree_data: bytes, edit: tuple[int, int, int]) -> bool:
+        """The fast path for an edit of a clean tree (see the module docstring); False: take the plain one."""
+        if is_broken(old_tree):
+            return False
+        data = self._data
+        assert data is not None
+        start, old_end, new_end = edit
+        delta = new_end - old_end
+        rows = data.count(b"\n", start, new_end) - old_tree_data.count(b"\n", start, old_end)
+        masks: list[_Mask] = []
+        for m in self._masks:  # masks move with the text; one the edit touches is dropped
+            if m.end < start:
+                masks.append(m)
+            elif m.start > old_end:
+                problems = tuple(_shift_problem(p, rows) for p in m.problems)
+                masks.append(_Mask(m.start + delta, m.end + delta, m.content, problems))
+        lo, hi = _statements_around(old_tree, start, old_end)
+        lo, hi = _line_bounds(data, lo, max(hi + delta, new_end))
+        masked = data
+        for m in masks:
+            masked = m.apply(masked)
+        region = self._region_clean(masked, lo, hi)
+        if is_broken(region):
+            if len(masks) >= MAX_MASKS:
+                return False
+            problems = tuple(syntax_problems(region, SourceText(masked, region, self.path)))
+            a, b = _line_bounds(data, start, new_end)
+            for candidate in self._mask_candidates(masked, old_tree_data, a, b, delta):
+                if not is_broken(self._region_clean(candidate, lo, hi)):
+                    break
+            else:
+                return False
+            masks.append(_Mask(a, b, candidate[a:b], problems))
+            masked = candidate
+        tree = self._reparse(old_tree.copy(), old_tree_data, masked)
+        if is_broken(tree):  # not expected: the region parsed alone; stay on the safe side
+            return False
+        self._tree, self._tree_data, self._masks = tree, masked, masks
+        return True
 
     def update(self, new_text: str) -> None:
         """Replace the whole text; the changed range is found by comparing with the previous text."""
@@ -167,7 +309,12 @@ class DocumentAnalysis:
             self._result = ModuleFile(self.path, (), problems)
             return self._result
         try:
-            self._result = self._analyser.run(self._data, self._tree, self.path)
+            data = self._tree_data if self._tree_data is not None else self._data
+            result = self._analyser.run(data, self._tree, self.path)
+            if self._masks:
+                masked = tuple(p for m in self._masks for p in m.problems)
+                result = replace(result, problems=masked + result.problems)
+            self._result = result
         except Exception as exc:  # the contract: never raise
             self._result = ModuleFile(
                 self.path,

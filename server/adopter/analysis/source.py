@@ -166,12 +166,29 @@ class SourceText:
         return self.index.span(node.start_point, node.end_point)
 
 
+def unexpected_indents(tree: Tree) -> list[Node]:
+    """Module-level statements that start indented: Python's "unexpected indent", which tree-sitter
+    accepts without an ERROR node (a letter typed at column 0 inside a class ends the class there,
+    and the methods below it surface as indented module-level code)."""
+    return [c for c in tree.root_node.named_children if c.start_point[1] > 0 and c.type != "comment"]
+
+
+def is_broken(tree: Tree) -> bool:
+    """Whether Python would reject the parsed text: a syntax error or an unexpected indent."""
+    return tree.root_node.has_error or bool(unexpected_indents(tree))
+
+
 def syntax_problems(tree: Tree, src: SourceText) -> list[Problem]:
-    """One Problem per outermost ERROR or MISSING region of the tree (capped)."""
+    """One Problem per outermost ERROR or MISSING region of the tree, and per unexpectedly indented
+    module-level statement (capped)."""
     problems: list[Problem] = []
+    for node in unexpected_indents(tree)[:MAX_SYNTAX_PROBLEMS]:
+        problems.append(Problem("syntax error: unexpected indent", src.span(node), src.path, Severity.ERROR,
+                                "syntax-error"))
     root = tree.root_node
     if not root.has_error:
         return problems
+    problems_before = len(problems)
     stack = [root]
     while stack and len(problems) < MAX_SYNTAX_PROBLEMS:
         node = stack.pop()
@@ -187,6 +204,16 @@ def syntax_problems(tree: Tree, src: SourceText) -> list[Problem]:
             )
             continue
         stack.extend(reversed([c for c in node.children if c.has_error or c.is_missing]))
+    if len(problems) == problems_before:
+        # The tree has an error but no ERROR or MISSING node is reachable (a missing newline between
+        # two statements on one line): report it at the innermost statement that holds the error.
+        node = root
+        while True:
+            inner = [c for c in node.children if c.has_error]
+            if not inner:
+                break
+            node = inner[0]
+        problems.append(Problem("syntax error", src.span(node), src.path, Severity.ERROR, "syntax-error"))
     return problems
 
 
