@@ -89,10 +89,15 @@ def test_objective_bound_marks_certainly_infeasible_designs() -> None:
 def test_ranking_is_by_objective_bound() -> None:
     bounds = evaluator(WORK).bounds(SPACE.reduced())
     assert bounds is not None
-    ranking = list(bounds.ranking())
-    values = [bounds.objective_upper[i] for i in ranking]
-    assert values == sorted(values, reverse=True) and len(set(ranking)) == len(ranking)
-    assert len(ranking) == int(np.count_nonzero(np.isfinite(bounds.objective_upper)))
+    for by, key in (("upper", bounds.objective_upper), ("estimate", bounds.objective_estimate)):
+        ranking = list(bounds.ranking(by))
+        values = [key[i] for i in ranking]
+        assert values == sorted(values, reverse=True) and len(set(ranking)) == len(ranking)
+        assert len(ranking) == int(np.count_nonzero(np.isfinite(bounds.objective_upper)))
+    # The estimate lies between what the two step-time bounds give.
+    ok = np.isfinite(bounds.objective_upper)
+    assert np.all(bounds.objective_estimate[ok] <= bounds.objective_upper[ok])
+    assert np.all(bounds.objective_estimate[ok] >= WORK.batch / bounds.upper_s[ok] * (1 - 1e-12))
 
 
 def test_wham_evaluates_the_best_bound_first_and_lands_near_the_optimum() -> None:
@@ -103,7 +108,7 @@ def test_wham_evaluates_the_best_bound_first_and_lands_near_the_optimum() -> Non
     bounds = ev.bounds(space)
     assert bounds is not None and result.bounded == space.size()
     first = next(iter(ev.cache.values()))
-    assert space.indices(first.design) == next(bounds.ranking())
+    assert space.indices(first.design) == next(bounds.ranking("estimate"))
     assert exhaustive.best is not None and result.best is not None
     assert result.best.objective == pytest.approx(exhaustive.best.objective, rel=1e-9)
     # The first evaluation is already within 1 % of the grid's optimum.
@@ -125,7 +130,7 @@ def test_wham_prunes_only_designs_that_cannot_enter_the_top_k() -> None:
         d = Design(*(int(v) for v in key[:5]), *key[5:])
         if ev.cost_only(d)[2] or strategy._dominated(d):
             continue
-        assert bounds.objective_at(d) <= kth * (1 + 1e-12)
+        assert bounds.objective_at(d)[0] <= kth * (1 + 1e-12)
 
 
 def test_wham_without_the_bound_still_searches() -> None:

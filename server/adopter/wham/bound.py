@@ -39,7 +39,9 @@ class GridBounds:
 
     `objective_upper` bounds the objective from above (samples / lower step time, per watt of TDP for
     Perf/TDP); it is −inf where the design is certainly infeasible: over the area or TDP limit, or (for
-    Perf/TDP) unable to reach the minimum throughput even at its bound.
+    Perf/TDP) unable to reach the minimum throughput even at its bound. `objective_estimate` is the
+    objective at the midpoint of the two step-time bounds (−inf where `objective_upper` is): no bound,
+    but the better guide to which designs to evaluate first.
     """
 
     space: DesignSpace
@@ -48,6 +50,7 @@ class GridBounds:
     area_mm2: Any  # np.ndarray
     tdp_w: Any  # np.ndarray
     objective_upper: Any  # np.ndarray
+    objective_estimate: Any  # np.ndarray
 
     @property
     def size(self) -> int:
@@ -59,17 +62,18 @@ class GridBounds:
         idx = self.space.indices(d)
         return float(self.lower_s[idx]), float(self.upper_s[idx])
 
-    def objective_at(self, d: Design) -> float:
-        """The objective's upper bound at a grid design (−inf: certainly infeasible)."""
-        return float(self.objective_upper[self.space.indices(d)])
+    def objective_at(self, d: Design) -> tuple[float, float]:
+        """(upper bound, estimate) of the objective at a grid design (−inf: certainly infeasible)."""
+        idx = self.space.indices(d)
+        return float(self.objective_upper[idx]), float(self.objective_estimate[idx])
 
-    def ranking(self) -> Iterator[tuple[int, ...]]:
-        """Grid indices of every design that may be feasible, best objective bound first (ties: the
-        smaller upper step-time bound, then the smaller area); lazily, as a search reads only its head."""
-        ub = self.objective_upper.ravel()
-        order = np.lexsort((self.area_mm2.ravel(), self.upper_s.ravel(), -ub))
+    def ranking(self, by: str = "upper") -> Iterator[tuple[int, ...]]:
+        """Grid indices of every design that may be feasible, best objective bound (`by="upper"`) or best
+        estimate (`by="estimate"`) first, ties to the smaller area; lazily, as a search reads its head."""
+        key = (self.objective_upper if by == "upper" else self.objective_estimate).ravel()
+        order = np.lexsort((self.area_mm2.ravel(), -key))
         shape = self.lower_s.shape
-        for flat in order[: int(np.count_nonzero(np.isfinite(ub)))].tolist():
+        for flat in order[: int(np.count_nonzero(np.isfinite(key)))].tolist():
             yield tuple(int(i) for i in np.unravel_index(flat, shape))
 
 
@@ -223,10 +227,16 @@ def grid_bounds(workload: Workload, counts: Mapping[int, int], space: DesignSpac
     grid_design = Design(*(g.axes[p] for p in PARAMS), space.bandwidth_gbs, space.clock_mhz)  # type: ignore[arg-type]
     area = np.broadcast_to(area_mm2(grid_design), g.shape)
     tdp = np.broadcast_to(tdp_w(grid_design), g.shape)
-    with np.errstate(divide="ignore"):
-        thr = np.where(lower > 0, samples / np.where(lower > 0, lower, 1.0), np.inf)
-    value = thr if objective == "throughput" else thr / tdp
+    thr = _throughput(samples, lower)
+    mid = _throughput(samples, (lower + upper) / 2)
+    per = 1.0 if objective == "throughput" else tdp
     ok = (area <= constraints.area_mm2 * (1 + 1e-9)) & (tdp <= constraints.tdp_w * (1 + 1e-9))
     if objective == "perf-per-tdp":
         ok &= thr >= constraints.min_throughput
-    return GridBounds(space, lower, upper, area, tdp, np.where(ok, value, -np.inf))
+    return GridBounds(space, lower, upper, area, tdp, np.where(ok, thr / per, -np.inf),
+                      np.where(ok, mid / per, -np.inf))
+
+
+def _throughput(samples: int, step_s: Any) -> Any:
+    """samples / step time, +inf for a zero step (an empty workload)."""
+    return np.where(step_s > 0, samples / np.where(step_s > 0, step_s, 1.0), np.inf)

@@ -25,13 +25,14 @@ class WhamStrategy(SearchStrategy):
     """Critical-path-driven local search with a top-k beam (Adnan et al., 2024), started and pruned by an
     analytical bound of the workload's step time on every design (`adopter.wham.bound`).
 
-    With the bound: the first designs evaluated are the `top_k` the bound ranks best (the workload's
-    longest dependency chain and per-pool work at every design's op latencies), every later candidate
-    is evaluated best-bound first, one more design from the ranking joins each round, and a candidate
-    whose objective bound cannot enter the top-k is dropped unevaluated (the bound is an upper bound on
-    the objective, so this never loses a better design). When the best remaining bound cannot enter the
-    top-k the search stops: the top-k is then the grid's (given the dominance rule's premise that more of
-    a resource never slows a design down). Without the bound: seeds from the grid (its
+    With the bound: the first designs evaluated are the `top_k` best by the bound's estimate (the midpoint
+    of the step-time bounds: the workload's longest dependency chain and per-pool work at every design's
+    op latencies, and their sum), every later candidate is evaluated best estimate first, one more design
+    (the best objective bound not seen yet) joins each round, and a candidate whose objective bound cannot
+    enter the top-k is dropped unevaluated (the bound is an upper bound on the objective, so this never
+    loses a better design). When the best remaining bound cannot enter the top-k the search stops: the
+    top-k is then the grid's (given the dominance rule's premise that more of a resource never slows a
+    design down). Without the bound: seeds from the grid (its
     smallest design, midpoint, and square arrays grown to the budget), evaluated in order.
     """
 
@@ -47,7 +48,7 @@ class WhamStrategy(SearchStrategy):
         """Rank the grid by the analytical bound and queue its best designs (the seed breaks no ties)."""
         self.space = space
         self.probe = probe
-        self.pending: list[tuple[float, int, Design]] = []  # (−objective bound, order, design)
+        self.pending: list[tuple[float, int, float, Design]] = []  # (−estimate, order, bound, design)
         self.order = itertools.count()
         self.seen: set[tuple[float, ...]] = set()
         self.results: list[Evaluation] = []
@@ -59,8 +60,8 @@ class WhamStrategy(SearchStrategy):
         self.bound: GridBounds | None = probe.bound(space) if probe.bound is not None else None
         self.ranked: Iterator[tuple[int, ...]] = self.bound.ranking() if self.bound is not None else iter(())
         if self.bound is not None:
-            for _ in range(self.top_k):
-                self._push_ranked()
+            for idx in itertools.islice(self.bound.ranking("estimate"), self.top_k):
+                self._push(space.design(idx))
             return
         sizes = [len(space.values(p)) for p in PARAMS]
         mid = {p: n // 2 for p, n in zip(PARAMS, sizes)}
@@ -74,9 +75,9 @@ class WhamStrategy(SearchStrategy):
             self._push(g if g is not None else d)
 
     # -- proposals --------------------------------------------------------------------------------
-    def _upper(self, d: Design) -> float:
-        """The objective's upper bound at `d` (+inf without the bound)."""
-        return self.bound.objective_at(d) if self.bound is not None else float("inf")
+    def _upper(self, d: Design) -> tuple[float, float]:
+        """The objective's upper bound and estimate at `d` (+inf, 0 without the bound: FIFO order)."""
+        return self.bound.objective_at(d) if self.bound is not None else (float("inf"), 0.0)
 
     def _threshold(self) -> float:
         """The objective a new design must beat to enter the top-k (−inf while the top-k is not full)."""
@@ -90,10 +91,10 @@ class WhamStrategy(SearchStrategy):
         self.seen.add(key)
         if self.probe.violations(d) or self._dominated(d):
             return False
-        upper = self._upper(d)
+        upper, estimate = self._upper(d)
         if upper <= self._threshold():
             return False
-        heapq.heappush(self.pending, (-upper, next(self.order), d))
+        heapq.heappush(self.pending, (-estimate, next(self.order), upper, d))
         return True
 
     def _push_ranked(self) -> bool:
@@ -220,8 +221,8 @@ class WhamStrategy(SearchStrategy):
         """The next candidate (best bound first); when none is queued, expand the beam (one round)."""
         while True:
             while self.pending:
-                upper, _, d = heapq.heappop(self.pending)
-                if -upper > self._threshold():  # the top-k may have risen since it was queued
+                _, _, upper, d = heapq.heappop(self.pending)
+                if upper > self._threshold():  # the top-k may have risen since it was queued
                     return d
             if not self._round():
                 return None
