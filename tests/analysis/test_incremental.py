@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from adopter.analysis import analyse
 from adopter.analysis.incremental import DocumentAnalysis
-from adopter.analysis.source import new_parser
+from adopter.analysis.source import is_broken, new_parser
 
 from .helpers import HEADER
 
@@ -53,7 +53,7 @@ def _matches_fresh(doc: DocumentAnalysis, text: str, before: bytes | None = None
     fresh = analyse(analysed.decode(), "m.py")
     assert got.architectures == fresh.architectures and got.functions == fresh.functions
     assert any(p.code == "syntax-error" for p in got.problems)
-    assert new_parser().parse(real).root_node.has_error
+    assert is_broken(new_parser().parse(real))
     assert any(p.code == "syntax-error" for p in analyse(text, "m.py").problems)
 
 
@@ -181,7 +181,7 @@ def test_random_line_edits_match_fresh_analysis() -> None:
         text = new if rng.random() < 0.5 else text
 
 
-def test_edit_of_a_base_class_method_the_subclass_does_not_use_keeps_the_subclass() -> None:
+def test_edit_of_a_method_no_analysis_reads_reanalyses_nothing() -> None:
     source = SOURCE.replace(
         "class B(A):", "class Base(nn.Module):\n    def unused(self):\n        return 1\n\n\nclass B(Base):"
     )
@@ -190,7 +190,7 @@ def test_edit_of_a_base_class_method_the_subclass_does_not_use_keeps_the_subclas
     doc.result()
     text = _replace(doc, "return 1", "return 2")
     assert doc.result() == analyse(text, "m.py")
-    assert set(doc.reanalysed) == {"class Base"}
+    assert set(doc.reanalysed) == set()  # no analysis reads `unused`, Base's own included
     # A method the subclass does look up (and does not define) is a dependency.
     text = _replace(doc, "    def unused(self):", "    def helper2(self, x):")
     assert doc.result() == analyse(text, "m.py")
@@ -233,3 +233,68 @@ def test_a_letter_at_column_zero_inside_a_class_is_an_unexpected_indent_not_a_ne
     assert any(p.code == "syntax-error" for p in broken.problems)
     fresh = analyse(doc.text, "m.py")
     assert any("unexpected indent" in p.message for p in fresh.problems)
+
+
+def test_a_line_added_in_an_unread_method_only_moves_the_class_end() -> None:
+    source = SOURCE.replace("        return torch.relu(x)", "        return torch.relu(x)\n\n    def extra(self):\n        pass")
+    doc = DocumentAnalysis(source, "m.py")
+    doc.result()
+    text = _replace(doc, "        pass", "        a = 1\n        pass")
+    assert doc.result() == analyse(text, "m.py")  # the class's span grew by a line
+    assert not any(unit.startswith("class") for unit in doc.reanalysed)
+
+
+def test_a_mask_goes_when_another_line_fixes_its_statement() -> None:
+    doc = DocumentAnalysis(SOURCE, "m.py")
+    doc.result()
+    # Break a statement on one line, then complete it on the next line: valid again.
+    text = _replace(doc, "return helper(self.fc(x))", "return helper(self.fc(x),")
+    assert any(p.code == "syntax-error" for p in doc.result().problems)
+    line = text[: text.index("return helper(self.fc(x),")].count("\n")
+    doc.edit((line + 1, 0), (line + 1, 0), "            )\n")  # an edit that does not touch the mask
+    text = doc.text
+    assert "helper(self.fc(x),\n            )\n" in text
+    assert not any(p.code == "syntax-error" for p in analyse(text, "m.py").problems)
+    assert doc.analysed_text == text.encode()
+    assert doc.result() == analyse(text, "m.py")
+
+
+def test_random_keystrokes_never_leave_a_stale_mask() -> None:
+    """Typing and deleting single characters and short snippets anywhere in a real model file, and
+    going back (undo): a text Python accepts is always analysed exactly as a fresh file is (no mask
+    left behind), and a broken one keeps the masked-analysis property."""
+    import random
+    from pathlib import Path
+
+    original = (Path(__file__).resolve().parents[2] / "examples" / "gpt_decoder.py").read_text()
+    rng = random.Random(11)
+    doc = DocumentAnalysis(original, "m.py")
+    doc.result()
+    text, base, broken_for = original, original, 0
+    checked_clean = checked_masked = 0
+    for step in range(200):
+        lines = text.split("\n")
+        line = rng.randrange(len(lines))
+        col = rng.randint(0, len(lines[line]))
+        before_analysed = doc.analysed_text
+        if rng.random() < 0.6 or not lines[line]:
+            insert = rng.choice(["(", ")", ":", ",", "x", " ", "\n", "    ", "[", "]", '"', "def ", "."])
+            doc.edit((line, col), (line, col), insert)
+        else:
+            doc.edit((line, col), (line, min(len(lines[line]), col + rng.randint(1, 3))), "")
+        text = doc.text
+        fresh = analyse(text, "m.py")
+        if not any(p.code == "syntax-error" for p in fresh.problems):
+            assert doc.analysed_text == text.encode(), f"stale mask at step {step}"
+            assert doc.result() == fresh, step
+            base, broken_for = text, 0
+            checked_clean += 1
+        else:
+            _matches_fresh(doc, text, before_analysed)
+            checked_masked += doc.analysed_text != text.encode()
+            broken_for += 1
+            if broken_for > 2 or rng.random() < 0.5:  # undo back to the last valid text
+                doc.update(base)
+                text, broken_for = base, 0
+                assert doc.result() == analyse(base, "m.py"), f"undo at step {step}"
+    assert checked_clean > 40 and checked_masked > 20

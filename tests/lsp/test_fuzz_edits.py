@@ -79,7 +79,13 @@ async def run_sequence(client: LanguageClient, original: str, data: st.DataObjec
     fresh = sorted(map(key, await analysed(client, fresh_uri, 1)))
     for done in (uri, fresh_uri):
         client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=done)))
-    assert edited == fresh
+    if not any(d[0] == "syntax-error" for d in fresh):
+        assert edited == fresh
+    else:
+        # A half-typed line is masked by the incremental analysis (it keeps its previous text, see
+        # adopter.analysis.incremental), so the rest of the file is still analysed; a fresh open
+        # lets error recovery decide. Both must report the syntax error.
+        assert any(d[0] == "syntax-error" for d in edited)
 
 
 FILES = sorted(EXAMPLES.glob("*.py"))

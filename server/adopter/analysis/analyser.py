@@ -8,7 +8,7 @@ helpers, imports), so an edit re-analyses the edited unit and the units that dep
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tree_sitter import Node, Tree
 
@@ -16,7 +16,7 @@ from adopter.analysis.bindings import InitAnalysis
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.resolver import ModuleResolver
-from adopter.analysis.source import SourceText, is_broken, repair, syntax_problems
+from adopter.analysis.source import Field, SourceText, is_broken, repair, syntax_problems
 from adopter.analysis.symbols import ModuleSymbols
 from adopter.dsl.types import Architecture, Ctor, Forward, ModuleFile, Problem, Severity
 
@@ -69,13 +69,18 @@ class Analyser:
                     continue
                 entry = self._unit(f"class {name}", info.node, symbols, fresh,
                                    lambda n=name: self._class(n, src, symbols, table),
-                                   table.module_deps(name))
+                                   table.module_deps(name), head=True)
             except Exception as exc:  # one broken class must not hide the others
                 problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
                 continue
             problems.extend(entry.problems)
             if isinstance(entry.result, Architecture):
-                architectures.append(entry.result)
+                arch = entry.result
+                span = src.span(info.node)
+                if arch.span != span:  # a method the analysis did not read changed the class's extent
+                    arch = replace(arch, span=span)
+                    fresh[f"class {name}"] = replace(entry, result=arch)
+                architectures.append(arch)
         functions: list[Forward] = []
         for name, node in symbols.functions.items():
             try:
@@ -105,8 +110,17 @@ class Analyser:
         fresh: dict[str, _Entry],
         build: object,
         extra_deps: frozenset[str],
+        head: bool = False,
     ) -> _Entry:
-        text = symbols.src.raw(node)
+        """The cached entry of a unit while its key text, position and dependencies are unchanged,
+        else a fresh one. With `head` (a class) the key text is the class header only: the methods
+        its analysis read (`__init__`, `forward`, inlined ones) are dependencies like any other, so
+        an edit of a method the analysis never reads re-analyses nothing."""
+        if head:
+            body = node.child_by_field_id(Field.BODY)
+            text = symbols.src.data[node.start_byte : body.start_byte if body is not None else node.end_byte]
+        else:
+            text = symbols.src.raw(node)
         cached = self.cache.get(key)
         if (
             cached is not None

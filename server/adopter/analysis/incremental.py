@@ -98,13 +98,20 @@ def _line_bounds(data: bytes, start: int, end: int) -> tuple[int, int]:
 
 
 def _statements_around(tree: Tree, start: int, end: int) -> tuple[int, int]:
-    """The bytes of the top-level statements of `tree` that touch `start:end` (at least those bytes)."""
-    lo, hi = start, end
-    for child in tree.root_node.children:
-        if child.start_byte > end:
+    """The bytes of the top-level statements of `tree` that touch `start:end`, plus one statement on
+    each side (an edit between two statements can complete or break its neighbour: a closing bracket
+    typed on the line after a half-typed call)."""
+    children = tree.root_node.children
+    first = next((i for i, c in enumerate(children) if c.end_byte >= start), len(children))
+    last = first - 1
+    for i in range(first, len(children)):
+        if children[i].start_byte > end:
             break
-        if child.end_byte >= start:
-            lo, hi = min(lo, child.start_byte), max(hi, child.end_byte)
+        last = i
+    lo_i, hi_i = max(first - 1, 0), min(max(last, first - 1) + 1, len(children) - 1)
+    lo, hi = start, end
+    if children:
+        lo, hi = min(lo, children[lo_i].start_byte), max(hi, children[hi_i].end_byte)
     return lo, hi
 
 
@@ -222,22 +229,34 @@ class DocumentAnalysis:
                 masks.append(_Mask(m.start + delta, m.end + delta, m.content, problems))
         lo, hi = _statements_around(old_tree, start, old_end)
         lo, hi = _line_bounds(data, lo, max(hi + delta, new_end))
+        # Masks in the edited statements are decided afresh: the edit may have fixed their lines.
+        inside = [m for m in masks if m.start >= lo and m.end <= hi]
+        masks = [m for m in masks if not (m.start >= lo and m.end <= hi)]
         masked = data
         for m in masks:
             masked = m.apply(masked)
-        region = self._region_clean(masked, lo, hi)
-        if is_broken(region):
-            if len(masks) >= MAX_MASKS:
-                return False
-            problems = tuple(syntax_problems(region, SourceText(masked, region, self.path)))
-            a, b = _line_bounds(data, start, new_end)
-            for candidate in self._mask_candidates(masked, old_tree_data, a, b, delta):
-                if not is_broken(self._region_clean(candidate, lo, hi)):
-                    break
+        if is_broken(self._region_clean(masked, lo, hi)):
+            kept = masked
+            for m in inside:
+                kept = m.apply(kept)
+            region = self._region_clean(kept, lo, hi)
+            if inside and not is_broken(region):  # the lines masked before are still what is broken
+                masks.extend(inside)
+                masked = kept
             else:
-                return False
-            masks.append(_Mask(a, b, candidate[a:b], problems))
-            masked = candidate
+                if len(masks) + len(inside) >= MAX_MASKS:
+                    return False
+                problems = tuple(syntax_problems(region, SourceText(kept, region, self.path)))
+                a, b = _line_bounds(data, start, new_end)
+                for candidate in self._mask_candidates(kept, old_tree_data, a, b, delta):
+                    if not is_broken(self._region_clean(candidate, lo, hi)):
+                        break
+                else:
+                    return False
+                masks.extend(inside)
+                masks.append(_Mask(a, b, candidate[a:b], problems))
+                masked = candidate
+        masks.sort(key=lambda m: m.start)
         tree = self._reparse(old_tree.copy(), old_tree_data, masked)
         if is_broken(tree):  # not expected: the region parsed alone; stay on the safe side
             return False
