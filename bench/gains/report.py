@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import statistics
 from html import escape
 from typing import Any
 
-SLOWER = 0.98  # below this speedup a rewrite is reported as a slowdown (2% covers the run-to-run noise)
+SLOWER = 0.98  # below this median speedup a rewrite is checked for a slowdown ...
+SLOWER_Q3 = 1.0  # ... and called SLOWER when its paired ratio's upper quartile is below this too
 NO_GAIN = 1.02
 # What a fixed rule does during training, where that differs from what its finding promises.
 TRAINING_EFFECT = {
@@ -85,12 +87,43 @@ def note(row: dict[str, Any]) -> str:
         notes.append(f"model variant ran the original code: {_fmt(s, '.3f', '×')} is the noise floor")
         return "; ".join(notes)
     if f is not None and f < SLOWER:
-        notes.append(f"model rewrite SLOWER in forward+backward ({(1 - f) * 100:.1f}%)")
+        notes.append(_slower(row, f, "fwd_bwd"))
     if s is not None and s < SLOWER:
-        notes.append(f"model rewrite SLOWER ({(1 - s) * 100:.1f}%)")
+        notes.append(_slower(row, s, "step"))
     elif s is not None and s < NO_GAIN and prep.get("rules_fixed"):
         notes.append("model rewrite: no measurable step gain")
+    elif s is not None and prep.get("rules_fixed"):
+        ratios = paired_ratios(row, "model")
+        q1, _, q3 = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else (None, None, None)
+        if q1 is not None and q3 is not None and q1 < 1.0:
+            notes.append(f"model rewrite {s:.3f}×: within this run's noise (per-round ratio IQR {q1:.2f}–{q3:.2f})")
     return "; ".join(notes)
+
+
+def paired_ratios(row: dict[str, Any], variant: str, part: str = "step") -> list[float]:
+    """Per-round original time / `variant` time (the whole step, or forward+backward only)."""
+    sp = _speed(row)
+    times, opt = sp.get("times_s") or {}, sp.get("optimizer_times_s") or {}
+    o, x = times.get("original") or [], times.get(variant) or []
+    if part != "fwd_bwd":
+        return [a / b for a, b in zip(o, x, strict=False) if b > 0]
+    oo, ox = opt.get("original") or [], opt.get(variant) or []
+    if len(oo) != len(o) or len(ox) != len(x):
+        return []
+    return [(a - c) / (b - d) for a, b, c, d in zip(o, x, oo, ox, strict=False) if b - d > 0]
+
+
+def _slower(row: dict[str, Any], value: float, part: str) -> str:
+    """The note for a median speedup below SLOWER: SLOWER only if most rounds agree, else within noise."""
+    where = " in forward+backward" if part == "fwd_bwd" else ""
+    ratios = paired_ratios(row, "model", part)
+    if len(ratios) < 4:  # no per-round times: the median is all there is
+        return f"model rewrite SLOWER{where} ({(1 - value) * 100:.1f}%)"
+    q1, _, q3 = statistics.quantiles(ratios, n=4)
+    if q3 < SLOWER_Q3:
+        return f"model rewrite SLOWER{where} ({(1 - value) * 100:.1f}%; per-round ratio IQR {q1:.2f}–{q3:.2f})"
+    return (f"model rewrite {value:.3f}×{where}: within this run's noise (per-round ratio IQR "
+            f"{q1:.2f}–{q3:.2f})")
 
 
 def _fmt(x: float | None, spec: str, suffix: str = "") -> str:

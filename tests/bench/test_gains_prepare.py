@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import statistics
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -127,3 +128,26 @@ def test_peak_table_splits_state_from_the_rest() -> None:
     assert len(lines) == 3  # header, rule, one measured model
     assert lines[2] == "| M | 26.2 M | 560 MiB | 400 MiB | 160 MiB | 30 MiB | 402 MiB | 2 MiB |"
     assert peak_table({"models": {"unmeasured": {"title": "X"}}}) == ""
+
+
+def _timed_row(model_times: list[float]) -> dict[str, Any]:
+    n = len(model_times)
+    return {"title": "M", "prepared": {"rules_fixed": {"f05": 1}, "changed": True, "not_fixed": []},
+            "speed": {"speed": {"speedup": {"model": statistics.median(1.0 / t for t in model_times)},
+                                "speedup_fwd_bwd": {"model": statistics.median(1.0 / t for t in model_times)},
+                                "times_s": {"original": [1.0] * n, "model": model_times},
+                                "optimizer_times_s": {"original": [0.0] * n, "model": [0.0] * n}}}}
+
+
+def test_slowdown_notes_need_most_rounds_to_agree() -> None:
+    from gains.report import note
+
+    # Every round slower: a real slowdown.
+    slow = note(_timed_row([1.05, 1.06, 1.04, 1.05, 1.07, 1.05, 1.06, 1.04]))
+    assert "model rewrite SLOWER (" in slow and "SLOWER in forward+backward" in slow
+    # Median below 0.98 but half the rounds faster: within noise, and it says so with the spread.
+    noisy = note(_timed_row([1.10, 0.92, 1.12, 0.95, 1.15, 0.93, 1.09, 1.08]))
+    assert "SLOWER" not in noisy and "within this run's noise" in noisy
+    # A median gain that most rounds do not show is noise too.
+    lucky = note(_timed_row([0.90, 1.08, 0.91, 1.10, 0.92, 0.95, 0.96, 0.97]))
+    assert "within this run's noise" in lucky
