@@ -88,7 +88,7 @@ def bench_model(name: str, budget: int, strategies: list[str], tdp: float, batch
         reach, reach_s = evals_to_reach(wham, target), seconds_to_reach(wham, target)
         ratio = r.evals_to_best / reach if reach else 0.0
         out["target"] = (f"| {label} | {strat}: {target:.5g} after {r.evals_to_best} evaluations, "
-                         f"{r.seconds_to_best:.2f} s | " + (f"{reach} evaluations, {reach_s:.2f} s" if reach else "never")
+                         f"{r.seconds_to_best:.2f} s | " + (f"{reach} evaluation{'s' if reach != 1 else ''}, {reach_s:.2f} s" if reach else "never")
                          + f" | **{ratio:.0f}×** {'met' if ratio >= 30 else 'not met'} | "
                          f"{wham.bounded} designs, {out['bound_s']:.2f} s |")
         out["ratio"] = ratio
