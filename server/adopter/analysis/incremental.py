@@ -97,10 +97,10 @@ def _line_bounds(data: bytes, start: int, end: int) -> tuple[int, int]:
     return a, (len(data) if b < 0 else b)
 
 
-def _statements_around(tree: Tree, start: int, end: int) -> tuple[int, int]:
-    """The bytes of the top-level statements of `tree` that touch `start:end`, plus one statement on
-    each side (an edit between two statements can complete or break its neighbour: a closing bracket
-    typed on the line after a half-typed call)."""
+def _statements_around(tree: Tree, start: int, end: int, masked: list[tuple[int, int]]) -> tuple[int, int]:
+    """The bytes of the top-level statements of `tree` that touch `start:end`. An edit outside every
+    statement (between two) also takes the statement on each side (a decorator typed above a `def`,
+    a bracket closed below a half-typed call), as does a neighbour holding a mask (`masked` ranges)."""
     children = tree.root_node.children
     first = next((i for i, c in enumerate(children) if c.end_byte >= start), len(children))
     last = first - 1
@@ -108,10 +108,21 @@ def _statements_around(tree: Tree, start: int, end: int) -> tuple[int, int]:
         if children[i].start_byte > end:
             break
         last = i
-    lo_i, hi_i = max(first - 1, 0), min(max(last, first - 1) + 1, len(children) - 1)
+    if last < first:  # in a gap: the statements on both sides
+        lo_i, hi_i = first - 1, first
+    else:
+        lo_i, hi_i = first, last
+        if lo_i > 0 and any(children[lo_i - 1].start_byte <= a and b <= children[lo_i - 1].end_byte for a, b in masked):
+            lo_i -= 1
+        if hi_i + 1 < len(children) and any(
+            children[hi_i + 1].start_byte <= a and b <= children[hi_i + 1].end_byte for a, b in masked
+        ):
+            hi_i += 1
     lo, hi = start, end
-    if children:
-        lo, hi = min(lo, children[lo_i].start_byte), max(hi, children[hi_i].end_byte)
+    if 0 <= lo_i < len(children):
+        lo = min(lo, children[lo_i].start_byte)
+    if 0 <= hi_i < len(children):
+        hi = max(hi, children[hi_i].end_byte)
     return lo, hi
 
 
@@ -127,6 +138,8 @@ class DocumentAnalysis:
         self._tree: Tree | None = None
         self._tree_data: bytes | None = None  # what `_tree` was parsed from: `_data` with masks blanked
         self._masks: list[_Mask] = []
+        self._base: tuple[bytes, Tree] | None = None  # the clean text and tree from before the masks
+        self._previous: tuple[bytes, Tree] | None = None  # the text and tree before the last change
         self._region_parser: Parser | None = None
         self._problem: Problem | None = None
         self._result: ModuleFile | None = None
@@ -159,22 +172,28 @@ class DocumentAnalysis:
         self._problem = problem
         if data is None:
             self._data = self._tree = self._tree_data = None
-            self._masks = []
+            self._masks, self._base = [], None
             return
         old_data, old_tree, old_tree_data = self._data, self._tree, self._tree_data
         self._data = data
         if old_tree is not None and old_data is not None and old_tree_data is not None and edit is not None:
             if self._masked_parse(old_tree, old_tree_data, edit):
                 return
-        self._masks = []
+        self._masks, self._base = [], None
         if old_tree is not None and old_tree_data is not None and edit is not None:
             self._tree = self._reparse(old_tree, old_tree_data, data)
+            self._previous = (old_tree_data, old_tree)
         else:
-            self._tree = self._parser.parse(data)
+            self._tree, self._previous = self._parser.parse(data), None
         self._tree_data = data
 
     def _reparse(self, old_tree: Tree, old: bytes, new: bytes) -> Tree:
-        """Parse `new` reusing `old_tree` (parsed from `old`); the changed range is found by diffing."""
+        """Parse `new` reusing `old_tree` (parsed from `old`, left unchanged); the changed range is
+        found by diffing. Returning to the text before the last change (a typed character deleted,
+        an undo) takes that text's tree as it was: tree-sitter re-parses some such edits in full."""
+        if self._previous is not None and self._previous[0] == new:
+            return self._previous[1]
+        old_tree = old_tree.copy()
         start = _common_prefix(old, new)
         suffix = _common_suffix(old, new, min(len(old), len(new)) - start)
         old_end, new_end = len(old) - suffix, len(new) - suffix
@@ -227,7 +246,7 @@ class DocumentAnalysis:
             elif m.start > old_end:
                 problems = tuple(_shift_problem(p, rows) for p in m.problems)
                 masks.append(_Mask(m.start + delta, m.end + delta, m.content, problems))
-        lo, hi = _statements_around(old_tree, start, old_end)
+        lo, hi = _statements_around(old_tree, start, old_end, [(m.start, m.end) for m in self._masks])
         lo, hi = _line_bounds(data, lo, max(hi + delta, new_end))
         # Masks in the edited statements are decided afresh: the edit may have fixed their lines.
         inside = [m for m in masks if m.start >= lo and m.end <= hi]
@@ -257,9 +276,19 @@ class DocumentAnalysis:
                 masks.append(_Mask(a, b, candidate[a:b], problems))
                 masked = candidate
         masks.sort(key=lambda m: m.start)
-        tree = self._reparse(old_tree.copy(), old_tree_data, masked)
+        if self._base is not None and masked == self._base[0]:
+            tree = self._base[1]  # back to the text before the masks (a typed character deleted)
+        else:
+            tree = self._reparse(old_tree, old_tree_data, masked)
         if is_broken(tree):  # not expected: the region parsed alone; stay on the safe side
             return False
+        if not masks:
+            self._base = None
+        elif not self._masks:
+            # tree-sitter re-parses some of these edits back in full (a space removed at the end of a
+            # `def` line costs a whole-file parse), so keep the clean tree to return to.
+            self._base = (old_tree_data, old_tree)
+        self._previous = (old_tree_data, old_tree)
         self._tree, self._tree_data, self._masks = tree, masked, masks
         return True
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import re
 from collections.abc import Iterator
 
 from tree_sitter import Node
@@ -10,6 +11,15 @@ from tree_sitter import Node
 from adopter.analysis.source import Field, SourceText
 
 BUILTIN_NAMES = frozenset(dir(builtins))
+_TRAILING_BLANKS = re.compile(rb"[ \t]+(?=\n)|[ \t]+\Z")
+
+
+def _without_trailing_blanks(text: bytes) -> bytes:
+    """`text` without blanks at line ends: they change no analysis (and the incremental analysis pads
+    a masked half-typed line with them). Most code has none, which two C-level scans tell."""
+    if b" \n" in text or b"\t\n" in text or text.endswith((b" ", b"\t")):
+        return _TRAILING_BLANKS.sub(b"", text)
+    return text
 
 # Prefixes of the finer dependency keys of `ModuleSymbols.fingerprint` (not valid Python names).
 CLASS_EXISTS = "class?:"
@@ -268,7 +278,7 @@ class ModuleSymbols:
             found = methods.get(method)
             if found is None:
                 return ("absent",)
-            return ("method", self.src.raw(found), found.start_point)
+            return ("method", _without_trailing_blanks(self.src.raw(found)), found.start_point)
         for kind, table in (("class", self.classes), ("function", self.functions), ("value", self.values)):
             node = table.get(name)
             if node is not None:
