@@ -70,10 +70,12 @@ class GridBounds:
     def ranking(self, by: str = "upper") -> Iterator[tuple[int, ...]]:
         """Grid indices of every design that may be feasible, best objective bound (`by="upper"`) or best
         estimate (`by="estimate"`) first, ties to the smaller area; lazily, as a search reads its head."""
+        if by not in ("upper", "estimate"):
+            raise ValueError(f"ranking by {by!r}: allowed upper, estimate")
         key = (self.objective_upper if by == "upper" else self.objective_estimate).ravel()
         order = np.lexsort((self.area_mm2.ravel(), -key))
         shape = self.lower_s.shape
-        for flat in order[: int(np.count_nonzero(np.isfinite(key)))].tolist():
+        for flat in order[: int(np.count_nonzero(key > -np.inf))].tolist():
             yield tuple(int(i) for i in np.unravel_index(flat, shape))
 
 
