@@ -151,3 +151,22 @@ def test_slowdown_notes_need_most_rounds_to_agree() -> None:
     # A median gain that most rounds do not show is noise too.
     lucky = note(_timed_row([0.90, 1.08, 0.91, 1.10, 0.92, 0.95, 0.96, 0.97]))
     assert "within this run's noise" in lucky
+
+
+@pytest.mark.torch
+def test_saved_activation_bytes_exclude_weights_and_inputs() -> None:
+    torch = pytest.importorskip("torch")
+    from gains.activations import saved_bytes
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(16, 32)
+
+        def forward(self, x: Any) -> Any:
+            h = torch.relu(self.fc(x))  # relu saves its output: 4 × 32 float32
+            return type("Out", (), {"loss": (h * h).sum()})()  # the product saves h (the same storage)
+
+    x = torch.randn(4, 16)
+    # Linear saves x (an input) and its weight (a parameter): neither counts.
+    assert saved_bytes(torch, Net(), {"x": x}) == 4 * 32 * 4
