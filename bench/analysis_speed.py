@@ -126,6 +126,10 @@ def main() -> int:
         "internal_errors": problems,
     }
     print(f"{report['files']} files, best of {args.repeat}, one core ({report['machine']})")
+    from adopter import _native
+
+    print(f"analysis modules: {'native (mypyc)' if _native.state['active'] else 'pure Python'} "
+          f"({_native.state['reason']})")
     for key in ("wall", "cpu", "parse_cpu", "analysis_cpu", "incremental_edit_cpu"):
         s = report[key]
         assert isinstance(s, dict)

@@ -71,6 +71,10 @@ def main() -> int:
     totals = [r["total_ms"] for r in rows]
     matches = [r["match_ms"] for r in rows]
     print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
+    from adopter import _native
+
+    print(f"analysis and matching: {'native (mypyc)' if _native.state['active'] else 'pure Python'} "
+          f"({_native.state['reason']})")
     print(f"calibration loop: {calibration:.0f} ms CPU; whole run: {wall:.1f} s wall")
     print(f"rules: {len(ruleset.rules)} (loaded in {load_s * 1e3:.0f} ms, {len(ruleset.problems)} problems); "
           f"files: {len(rows)}; findings: {sum(r['findings'] for r in rows)}")

@@ -252,6 +252,14 @@ async def main_async(args: argparse.Namespace) -> None:
         print(markdown(rows, rss, args))
 
 
+def _native_status() -> str:
+    """Whether the server (same checkout, same environment) runs the native analysis build."""
+    from adopter import _native
+
+    _native.install()
+    return "native (mypyc)" if _native.state["active"] else f"pure Python ({_native.state['reason']})"
+
+
 def markdown(rows: list[dict[str, Any]], rss: dict[str, float], args: argparse.Namespace) -> str:
     def ms(value: float | None) -> str:
         return "–" if value is None else f"{value:.1f}"
@@ -260,6 +268,7 @@ def markdown(rows: list[dict[str, Any]], rss: dict[str, float], args: argparse.N
         f"Machine: {platform.node()} ({os.cpu_count()} cores, {platform.machine()}), Python "
         f"{platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         f"Command: `.venv/bin/python bench/lsp_latency.py --edits {args.edits} --seed {args.seed} --markdown`",
+        f"Adopter's analysis and matching: {_native_status()}.",
         "",
         "| server | file | KB | start → first diagnostics (ms) | cold open (ms) | edit p50 | edit p95 | edit max "
         "| in server p50 / p95 | analysis p50 / p95 | edits |",
