@@ -6,6 +6,8 @@ original from the same small config (real head counts, dropout 0), loads the ori
 with `strict=True`, and must give the same outputs (atol 1e-5, rtol 1e-4) and gradients (atol 1e-4,
 rtol 1e-4) in eval and train mode — on the SDPA path and on each eager fallback path (relative
 position embeddings, head masks, returned attention probabilities, cross-attention, cache).
+f02 (T5) is offered on CUDA only: its rewrite is synthesized for a CUDA environment and compared on
+CPU tensors, and on CPU its site is reported without a fix.
 """
 
 from __future__ import annotations
@@ -18,13 +20,18 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from attention_harness import (  # noqa: E402
+    CPU,
+    CUDA,
     compare_modules,
+    findings_of,
     fixed,
     load,
     rules_of,
     skip_reasons,
     transformers_on_path,
 )
+
+from adopter.engine import Environment  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -48,8 +55,10 @@ def _mask(batch: int, length: int) -> torch.Tensor:
     return ((1.0 - keep) * torch.finfo(torch.float32).min)[:, None, None, :]
 
 
-def _pair(source: str, rules: Any, cls: str, *args: Any, **kwargs: Any) -> tuple[Any, Any, str]:
-    new = fixed(source, rules, applied=1)
+def _pair(
+    source: str, rules: Any, cls: str, *args: Any, env: Environment = CPU, **kwargs: Any
+) -> tuple[Any, Any, str]:
+    new = fixed(source, rules, applied=1, env=env)
     torch.manual_seed(0)
     original = load(source, "orig")[cls](*args, **kwargs)
     rewritten = load(new, "new")[cls](*args, **kwargs)
@@ -124,10 +133,25 @@ def test_t5_attention(transformers: Any) -> None:
             rules,
             "T5LayerSelfAttention",
             config,
+            env=CUDA,
             has_relative_attention_bias=relative,
         )
         assert "class SdpaT5Attention(T5Attention):" in new
+        assert type(rewritten.SelfAttention).__name__ == "SdpaT5Attention"
         compare_modules(original, rewritten, lambda: (torch.randn(2, 6, 64), _mask(2, 6)))
+
+
+def test_t5_attention_is_reported_without_a_fix_on_cpu() -> None:
+    # Measured slower in CPU training (docs/benchmarks.md, Training gains), so CPU gets no fix.
+    rules = rules_of("f02-t5-attention")
+    source = _example("f02-t5-attention")
+    (finding,) = findings_of(source, rules, env=CPU)
+    assert finding.rule_id == "f02-t5-attention" and finding.scope_name == "T5LayerSelfAttention"
+    assert not finding.fixable and finding.targets == ()
+    assert finding.no_fix_reason is not None and "device cuda" in finding.no_fix_reason
+    assert skip_reasons(source, rules, env=CPU) == [finding.no_fix_reason]
+    (on_cuda,) = findings_of(source, rules, env=CUDA)
+    assert on_cuda.fixable and on_cuda.targets == ("portable",)
 
 
 def test_gpt2_attention(transformers: Any) -> None:

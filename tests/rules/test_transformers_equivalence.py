@@ -8,7 +8,8 @@ small config (2 layers, real head counts, dropout 0), load the original's weight
 rewritten model with `strict=True`, and compare outputs (atol 1e-5, rtol 1e-4) and parameter
 gradients (atol 1e-4, rtol 1e-4) in eval and train mode. The fixes each model gets, and the reasons
 for the sites that are declined, are part of the expectation: a model whose sites are all declined
-must say why for each.
+must say why for each. f02 (T5) is offered on CUDA only, so T5 is rewritten for a CUDA environment
+(the comparison still runs on CPU tensors) and checked to be reported without a fix on CPU.
 """
 
 from __future__ import annotations
@@ -25,13 +26,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import CPU, REPO, compare_modules, transformers_on_path  # noqa: E402
+from attention_harness import CPU, CUDA, REPO, compare_modules, transformers_on_path  # noqa: E402
 
 from adopter.analysis import analyse  # noqa: E402
 from adopter.corpus import modeling_file  # noqa: E402
 from adopter.dsl import parse_rules  # noqa: E402
 from adopter.dsl.types import Rule  # noqa: E402
-from adopter.engine import find  # noqa: E402
+from adopter.engine import Environment, find  # noqa: E402
 from adopter.synth import Rewritten, rewrite  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.corpus, pytest.mark.slow]
@@ -62,13 +63,16 @@ def tf() -> Iterator[Any]:
         yield transformers
 
 
-def rewritten_module(model: str, tmp_path: Path) -> tuple[ModuleType, ModuleType, dict[str, int], list[str]]:
-    """(original module, rewritten module, fixes applied per rule id, reasons of declined sites)."""
+def rewritten_module(
+    model: str, tmp_path: Path, env: Environment = CPU
+) -> tuple[ModuleType, ModuleType, dict[str, int], list[str]]:
+    """(original module, rewritten module, fixes applied per rule id, reasons of declined sites), with
+    the targets `env` offers."""
     source = modeling_file(model).text
     rules = attention_rules()
     path = f"modeling_{model}.py"
-    findings = find(analyse(source, path), rules, CPU)
-    result = rewrite(source, findings, rules=rules, env=CPU, path=path)
+    findings = find(analyse(source, path), rules, env)
+    result = rewrite(source, findings, rules=rules, env=env, path=path)
     applied: dict[str, int] = {}
     reasons = [s.reason for s in result.skipped]
     new_source = source
@@ -76,9 +80,9 @@ def rewritten_module(model: str, tmp_path: Path) -> tuple[ModuleType, ModuleType
         new_source = result.new_source
         for f in result.applied:
             applied[f.rule_id] = applied.get(f.rule_id, 0) + 1
-        again = find(analyse(new_source, path), rules, CPU)
+        again = find(analyse(new_source, path), rules, env)
         left = [f for f in again if f.fixable and f.rule_id in applied]
-        second = rewrite(new_source, left, rules=rules, env=CPU, path=path) if left else None
+        second = rewrite(new_source, left, rules=rules, env=env, path=path) if left else None
         assert not (isinstance(second, Rewritten) and second.applied), "a second fix changed the file"
     original = importlib.import_module(f"transformers.models.{model}.modeling_{model}")
     file = tmp_path / f"modeling_{model}_adopter.py"
@@ -103,9 +107,15 @@ def _padding(batch: int = 2, length: int = 7) -> torch.Tensor:
 
 
 def _check(
-    tf: Any, tmp_path: Path, model: str, cls: str, config: Any, kwargs: Callable[[], dict[str, Any]]
+    tf: Any,
+    tmp_path: Path,
+    model: str,
+    cls: str,
+    config: Any,
+    kwargs: Callable[[], dict[str, Any]],
+    env: Environment = CPU,
 ) -> tuple[dict[str, int], list[str]]:
-    original_mod, new_mod, applied, reasons = rewritten_module(model, tmp_path)
+    original_mod, new_mod, applied, reasons = rewritten_module(model, tmp_path, env)
     torch.manual_seed(0)
     original = getattr(original_mod, cls)(config)
     rewritten = getattr(new_mod, cls)(config)
@@ -173,8 +183,18 @@ def test_t5(tf: Any, tmp_path: Path) -> None:
         "T5Model",
         config,
         lambda: {"input_ids": _ids(), "attention_mask": _padding(), "decoder_input_ids": _ids(2, 5)},
+        env=CUDA,
     )
     _record("t5", applied, reasons)
+
+
+def test_t5_on_cpu_reports_f02_without_a_fix() -> None:
+    source = modeling_file("t5").text
+    findings = find(analyse(source, "modeling_t5.py"), attention_rules(), CPU)
+    f02 = [f for f in findings if f.rule_id == "f02-t5-attention"]
+    assert sorted(f.scope_name for f in f02) == ["T5LayerCrossAttention", "T5LayerSelfAttention"]
+    for f in f02:
+        assert not f.fixable and f.no_fix_reason is not None and "device cuda" in f.no_fix_reason
 
 
 def test_roberta(tf: Any, tmp_path: Path) -> None:
@@ -271,8 +291,8 @@ def _record(model: str, applied: dict[str, int], reasons: list[str]) -> None:
 # - BERT: the BertSelfAttention submodule (f01); q/k/v are projected on both sides of the
 #   cross-attention / cache `if`, so family 9 is declined.
 # - GPT-2: GPT2Block's self- and cross-attention (f03, two sites).
-# - T5: T5LayerSelfAttention and T5LayerCrossAttention (f02); k and v are projected by the same
-#   statement of the inlined `project` helper, so family 9 is declined.
+# - T5: T5LayerSelfAttention and T5LayerCrossAttention (f02, rewritten for CUDA: it is CUDA-only); k and
+#   v are projected by the same statement of the inlined `project` helper, so family 9 is declined.
 # - RoBERTa: RobertaSelfAttention is BERT's code under another name (no family 1); family 9 declined
 #   as for BERT; the attention chain (family 10) is reported without a fix: the head-mask `if`
 #   redefines the probabilities on one path.
