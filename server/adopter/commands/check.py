@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         print()
     else:
         for f in findings:
-            fix = " [fixable]" if f.fixable else ""
+            fix = " [fixable]" if f.fixable else (f" (no automatic fix: {f.no_fix_reason})" if f.no_fix_reason else "")
             print(f"{f.path}:{f.span.start_line + 1}:{f.span.start_col + 1}: {f.rule_id} "
                   f"(family {f.family}) {f.message}{fix}")
         fixable = sum(f.fixable for f in findings)
