@@ -1,7 +1,8 @@
 """Speed of `adopter check` (analysis + every rule) over the 202 modeling files of transformers 4.35.0.
 
 Targets (issue 3): median <= 30 ms and max <= 300 ms per file, whole corpus <= 10 s.
-Run: `.venv/bin/python bench/check_speed.py [--repeat N] [--json OUT]`
+Run: `.venv/bin/python bench/check_speed.py [--repeat N] [--core K] [--json OUT]` (pinned to one core, like
+bench/analysis_speed.py: the per-file figures are "on one core of this 2-core machine")
 
 Per-file figures are the thread's CPU time (`time.thread_time`), so that other processes on a shared
 machine inflate them less than wall time; wall time of the whole run and a fixed pure-Python
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import time
@@ -38,7 +40,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=1, help="runs per file; the fastest counts")
     parser.add_argument("--json", metavar="OUT", help="also write per-file figures as JSON")
+    parser.add_argument("--core", type=int, default=0, help="CPU core to pin to (default 0; -1: no pinning)")
     args = parser.parse_args()
+    if args.core >= 0 and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {args.core})
 
     from adopter.analysis import analyse
     from adopter.corpus import modeling_files
