@@ -10,7 +10,7 @@ import pytest
 
 from adopter.wham.bound import _Grid, op_cycles_grid
 from adopter.wham.cost import op_cost
-from adopter.wham.engine import run_strategy
+from adopter.wham.engine import StrategyResult, run_strategy
 from adopter.wham.evaluate import Constraints, Evaluator, _plan
 from adopter.wham.graph import Workload, build_workload
 from adopter.wham.hardware import PARAMS, Design, DesignSpace, area_mm2, tdp_w
@@ -100,9 +100,14 @@ def test_ranking_is_by_objective_bound() -> None:
     assert np.all(bounds.objective_estimate[ok] >= WORK.batch / bounds.upper_s[ok] * (1 - 1e-12))
 
 
-def test_wham_evaluates_the_best_bound_first_and_lands_near_the_optimum() -> None:
+@pytest.fixture(scope="module")
+def exhaustive() -> StrategyResult:
+    """Every design of the reduced grid evaluated (about 5 500): the optimum the tests compare with."""
+    return run_strategy(make_strategy("exhaustive"), evaluator(WORK), SPACE.reduced(), budget=100_000)
+
+
+def test_wham_evaluates_the_best_bound_first_and_lands_near_the_optimum(exhaustive: StrategyResult) -> None:
     space = SPACE.reduced()
-    exhaustive = run_strategy(make_strategy("exhaustive"), evaluator(WORK), space, budget=100_000)
     ev = evaluator(WORK)
     result = run_strategy(make_strategy("wham"), ev, space, budget=200)
     bounds = ev.bounds(space)
@@ -133,7 +138,7 @@ def test_wham_prunes_only_designs_that_cannot_enter_the_top_k() -> None:
         assert bounds.objective_at(d)[0] <= kth * (1 + 1e-12)
 
 
-def test_wham_without_the_bound_still_searches() -> None:
+def test_wham_without_the_bound_still_searches(exhaustive: StrategyResult) -> None:
     class NoBound(WhamStrategy):
         """WHAM as it runs where the bound is unavailable (numpy missing)."""
 
@@ -143,7 +148,6 @@ def test_wham_without_the_bound_still_searches() -> None:
     ev = evaluator(WORK)
     result = run_strategy(NoBound(), ev, SPACE, budget=60)
     assert result.best is not None and result.bounded == 0 and ev.bounded == 0
-    exhaustive = run_strategy(make_strategy("exhaustive"), evaluator(WORK), SPACE.reduced(), budget=100_000)
     assert exhaustive.best is not None and result.best.objective >= 0.9 * exhaustive.best.objective
 
 
