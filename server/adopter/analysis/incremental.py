@@ -29,7 +29,7 @@ from tree_sitter import Parser, Range, Tree
 
 from adopter.analysis.analyser import Analyser
 from adopter.analysis.resolver import ModuleResolver
-from adopter.analysis.source import SourceText, check_input, is_broken, new_parser, syntax_problems
+from adopter.analysis.source import Field, SourceText, check_input, is_broken, new_parser, syntax_problems
 from adopter.dsl.types import ModuleFile, Problem, Severity, Span
 
 MAX_MASKS = 8  # broken lines kept masked at once; beyond this the plain (error recovery) path runs
@@ -124,6 +124,28 @@ def _statements_around(tree: Tree, start: int, end: int, masked: list[tuple[int,
     if 0 <= hi_i < len(children):
         hi = max(hi, children[hi_i].end_byte)
     return lo, hi
+
+
+def _method_around(tree: Tree, start: int, end: int) -> tuple[int, int, int] | None:
+    """(start byte, end byte, column) of the method of a top-level class whose text holds `start:end`
+    entirely (decorators included), or None."""
+    for child in tree.root_node.children:
+        if child.start_byte > start:
+            return None
+        if child.end_byte < end:
+            continue
+        node = child.child_by_field_id(Field.DEFINITION) if child.type == "decorated_definition" else child
+        if node is None or node.type != "class_definition":
+            return None
+        body = node.child_by_field_id(Field.BODY)
+        for member in body.named_children if body is not None else ():
+            if member.start_byte > start:
+                return None
+            inner = member.child_by_field_id(Field.DEFINITION) if member.type == "decorated_definition" else member
+            if inner is not None and inner.type == "function_definition" and member.end_byte >= end:
+                return member.start_byte, member.end_byte, member.start_point[1]
+        return None
+    return None
 
 
 class DocumentAnalysis:
@@ -230,6 +252,38 @@ class DocumentAnalysis:
         out.append(_blank(masked, a, b))
         return out
 
+    def _mask_region(
+        self, masks: list[_Mask], lo: int, hi: int, indent: int, old: bytes, start: int, new_end: int, delta: int,
+        may_mask: bool,
+    ) -> tuple[bytes, list[_Mask]] | None:
+        """The analysed text and masks when the region `lo:hi` (its statements at column `indent`),
+        holding the change `start:new_end`, parses alone: as it is, with the masks it had, or with
+        the changed lines masked; None when none of these parses."""
+        data = self._data
+        assert data is not None
+        # Masks in the region are decided afresh: the edit may have fixed their lines.
+        inside = [m for m in masks if m.start >= lo and m.end <= hi]
+        masks = [m for m in masks if not (m.start >= lo and m.end <= hi)]
+        masked = data
+        for m in masks:
+            masked = m.apply(masked)
+        if not is_broken(self._region_clean(masked, lo, hi), indent):
+            return masked, masks
+        kept = masked
+        for m in inside:
+            kept = m.apply(kept)
+        region = self._region_clean(kept, lo, hi)
+        if inside and not is_broken(region, indent):  # the lines masked before are still what is broken
+            return kept, masks + inside
+        if not may_mask or len(masks) + len(inside) >= MAX_MASKS:
+            return None
+        problems = tuple(syntax_problems(region, SourceText(kept, region, self.path), indent))
+        a, b = _line_bounds(data, start, new_end)
+        for candidate in self._mask_candidates(kept, old, a, b, delta):
+            if not is_broken(self._region_clean(candidate, lo, hi), indent):
+                return candidate, [*masks, *inside, _Mask(a, b, candidate[a:b], problems)]
+        return None
+
     def _masked_parse(self, old_tree: Tree, old_tree_data: bytes, edit: tuple[int, int, int]) -> bool:
         """The fast path for an edit of a clean tree (see the module docstring); False: take the plain one."""
         if is_broken(old_tree):
@@ -246,35 +300,27 @@ class DocumentAnalysis:
             elif m.start > old_end:
                 problems = tuple(_shift_problem(p, rows) for p in m.problems)
                 masks.append(_Mask(m.start + delta, m.end + delta, m.content, problems))
-        lo, hi = _statements_around(old_tree, start, old_end, [(m.start, m.end) for m in self._masks])
-        lo, hi = _line_bounds(data, lo, max(hi + delta, new_end))
-        # Masks in the edited statements are decided afresh: the edit may have fixed their lines.
-        inside = [m for m in masks if m.start >= lo and m.end <= hi]
-        masks = [m for m in masks if not (m.start >= lo and m.end <= hi)]
-        masked = data
-        for m in masks:
-            masked = m.apply(masked)
-        if is_broken(self._region_clean(masked, lo, hi)):
-            kept = masked
-            for m in inside:
-                kept = m.apply(kept)
-            region = self._region_clean(kept, lo, hi)
-            if inside and not is_broken(region):  # the lines masked before are still what is broken
-                masks.extend(inside)
-                masked = kept
-            else:
-                if len(masks) + len(inside) >= MAX_MASKS:
-                    return False
-                problems = tuple(syntax_problems(region, SourceText(kept, region, self.path)))
-                a, b = _line_bounds(data, start, new_end)
-                for candidate in self._mask_candidates(kept, old_tree_data, a, b, delta):
-                    if not is_broken(self._region_clean(candidate, lo, hi)):
-                        break
-                else:
-                    return False
-                masks.extend(inside)
-                masks.append(_Mask(a, b, candidate[a:b], problems))
-                masked = candidate
+        wide = _statements_around(old_tree, start, old_end, [(m.start, m.end) for m in self._masks])
+        regions = [(wide[0], wide[1], 0, True)]
+        # Parsed alone first: a method is a few KB where its class can be a hundred. A method may get a
+        # mask of its own; new lines between statements are only taken when they parse (a decorator
+        # line needs the `def` below it). Not while a mask elsewhere in the wide region could be fixed.
+        narrow = _method_around(old_tree, start, old_end)
+        if narrow is None and not any(c.end_byte >= start and c.start_byte <= old_end for c in old_tree.root_node.children):
+            narrow = (start, old_end, 0)
+        if narrow is not None:
+            lo_n, hi_n = narrow[0], max(narrow[1], old_end) + delta
+            lo_w, hi_w = wide[0], wide[1] + delta
+            if not any(lo_w <= m.start and m.end <= hi_w and not (lo_n <= m.start and m.end <= hi_n) for m in masks):
+                regions.insert(0, (narrow[0], narrow[1], narrow[2], narrow[2] > 0))
+        for lo, hi, indent, may_mask in regions:
+            lo, hi = _line_bounds(data, lo, max(hi + delta, new_end))
+            done = self._mask_region(masks, lo, hi, indent, old_tree_data, start, new_end, delta, may_mask)
+            if done is not None:
+                masked, masks = done
+                break
+        else:
+            return False
         masks.sort(key=lambda m: m.start)
         if self._base is not None and masked == self._base[0]:
             tree = self._base[1]  # back to the text before the masks (a typed character deleted)

@@ -166,23 +166,24 @@ class SourceText:
         return self.index.span(node.start_point, node.end_point)
 
 
-def unexpected_indents(tree: Tree) -> list[Node]:
-    """Module-level statements that start indented: Python's "unexpected indent", which tree-sitter
-    accepts without an ERROR node (a letter typed at column 0 inside a class ends the class there,
-    and the methods below it surface as indented module-level code)."""
-    return [c for c in tree.root_node.named_children if c.start_point[1] > 0 and c.type != "comment"]
+def unexpected_indents(tree: Tree, indent: int = 0) -> list[Node]:
+    """Module-level statements that do not start at column `indent` (0 for a file; a method's column
+    for a method parsed on its own): Python's "unexpected indent", which tree-sitter accepts without an
+    ERROR node (a letter typed at column 0 inside a class ends the class there, and the methods below
+    it surface as indented module-level code)."""
+    return [c for c in tree.root_node.named_children if c.start_point[1] != indent and c.type != "comment"]
 
 
-def is_broken(tree: Tree) -> bool:
+def is_broken(tree: Tree, indent: int = 0) -> bool:
     """Whether Python would reject the parsed text: a syntax error or an unexpected indent."""
-    return tree.root_node.has_error or bool(unexpected_indents(tree))
+    return tree.root_node.has_error or bool(unexpected_indents(tree, indent))
 
 
-def syntax_problems(tree: Tree, src: SourceText) -> list[Problem]:
+def syntax_problems(tree: Tree, src: SourceText, indent: int = 0) -> list[Problem]:
     """One Problem per outermost ERROR or MISSING region of the tree, and per unexpectedly indented
     module-level statement (capped)."""
     problems: list[Problem] = []
-    for node in unexpected_indents(tree)[:MAX_SYNTAX_PROBLEMS]:
+    for node in unexpected_indents(tree, indent)[:MAX_SYNTAX_PROBLEMS]:
         problems.append(Problem("syntax error: unexpected indent", src.span(node), src.path, Severity.ERROR,
                                 "syntax-error"))
     root = tree.root_node
