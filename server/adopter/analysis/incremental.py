@@ -12,25 +12,26 @@ document, one caller at a time. Never raises from `result()`.
 Half-typed lines. A keystroke that breaks the syntax of a clean file (an opening bracket, a letter
 at column 0 inside a class) makes tree-sitter's error recovery re-parse everything after it, and it
 reshapes the classes below, which are then re-analysed: on a 100 KB file that costs tens of ms per
-keystroke. So each change is first parsed on its own top-level statements only (an `included_ranges`
-parse, well under a millisecond). When those statements were clean before and are broken now, the
-changed lines are *masked*: the tree and the analysis see them blanked (same length, so positions
-stay valid), the rest of the file keeps its clean tree, and the syntax error is reported from the
-region parse. A mask moves with later edits and goes away when an edit touches its lines again. If
+keystroke. So each change is first parsed on its own: the method it is in, else its top-level
+statements (an `included_ranges` parse of a few KB; `adopter.analysis.masks`). When that region was
+clean before and is broken now, the changed lines are *masked*: the tree and the analysis see them as
+they were before, padded, or blank (same length, so positions stay valid), the rest of the file keeps
+its clean tree, and the syntax error is reported from the region parse. A mask moves with later edits and goes away when an edit touches its lines again. If
 masking the changed lines does not make the region parse (a deleted closing bracket), or anything
 else is unusual, the plain path runs: the whole text with error recovery and `repair`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from tree_sitter import Parser, Range, Tree
 
 from adopter.analysis.analyser import Analyser
+from adopter.analysis.masks import Mask, blank, line_bounds, method_around, shift_problem, statements_around
 from adopter.analysis.resolver import ModuleResolver
-from adopter.analysis.source import Field, SourceText, check_input, is_broken, new_parser, syntax_problems
-from adopter.dsl.types import ModuleFile, Problem, Severity, Span
+from adopter.analysis.source import SourceText, check_input, is_broken, new_parser, syntax_problems
+from adopter.dsl.types import ModuleFile, Problem, Severity
 
 MAX_MASKS = 8  # broken lines kept masked at once; beyond this the plain (error recovery) path runs
 
@@ -63,91 +64,6 @@ def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
     return lo
 
 
-@dataclass(frozen=True)
-class _Mask:
-    """Lines hidden from the analysis: bytes `start:end` of the real text, what stands in for them
-    (as many bytes), and their syntax errors."""
-
-    start: int
-    end: int
-    content: bytes
-    problems: tuple[Problem, ...]
-
-    def apply(self, data: bytes) -> bytes:
-        return data[: self.start] + self.content + data[self.end :]
-
-
-def _shift_problem(p: Problem, rows: int) -> Problem:
-    if p.span is None or rows == 0:
-        return p
-    s = p.span
-    return replace(p, span=Span(s.start_line + rows, s.start_col, s.end_line + rows, s.end_col))
-
-
-def _blank(data: bytes, start: int, end: int) -> bytes:
-    """`data` with every byte of `start:end` except newlines turned into a space."""
-    chunk = bytes(b if b == 0x0A else 0x20 for b in data[start:end])
-    return data[:start] + chunk + data[end:]
-
-
-def _line_bounds(data: bytes, start: int, end: int) -> tuple[int, int]:
-    """The whole lines around bytes `start:end` (end excludes the final newline)."""
-    a = data.rfind(b"\n", 0, start) + 1
-    b = data.find(b"\n", max(end, a))
-    return a, (len(data) if b < 0 else b)
-
-
-def _statements_around(tree: Tree, start: int, end: int, masked: list[tuple[int, int]]) -> tuple[int, int]:
-    """The bytes of the top-level statements of `tree` that touch `start:end`. An edit outside every
-    statement (between two) also takes the statement on each side (a decorator typed above a `def`,
-    a bracket closed below a half-typed call), as does a neighbour holding a mask (`masked` ranges)."""
-    children = tree.root_node.children
-    first = next((i for i, c in enumerate(children) if c.end_byte >= start), len(children))
-    last = first - 1
-    for i in range(first, len(children)):
-        if children[i].start_byte > end:
-            break
-        last = i
-    if last < first:  # in a gap: the statements on both sides
-        lo_i, hi_i = first - 1, first
-    else:
-        lo_i, hi_i = first, last
-        if lo_i > 0 and any(children[lo_i - 1].start_byte <= a and b <= children[lo_i - 1].end_byte for a, b in masked):
-            lo_i -= 1
-        if hi_i + 1 < len(children) and any(
-            children[hi_i + 1].start_byte <= a and b <= children[hi_i + 1].end_byte for a, b in masked
-        ):
-            hi_i += 1
-    lo, hi = start, end
-    if 0 <= lo_i < len(children):
-        lo = min(lo, children[lo_i].start_byte)
-    if 0 <= hi_i < len(children):
-        hi = max(hi, children[hi_i].end_byte)
-    return lo, hi
-
-
-def _method_around(tree: Tree, start: int, end: int) -> tuple[int, int, int] | None:
-    """(start byte, end byte, column) of the method of a top-level class whose text holds `start:end`
-    entirely (decorators included), or None."""
-    for child in tree.root_node.children:
-        if child.start_byte > start:
-            return None
-        if child.end_byte < end:
-            continue
-        node = child.child_by_field_id(Field.DEFINITION) if child.type == "decorated_definition" else child
-        if node is None or node.type != "class_definition":
-            return None
-        body = node.child_by_field_id(Field.BODY)
-        for member in body.named_children if body is not None else ():
-            if member.start_byte > start:
-                return None
-            inner = member.child_by_field_id(Field.DEFINITION) if member.type == "decorated_definition" else member
-            if inner is not None and inner.type == "function_definition" and member.end_byte >= end:
-                return member.start_byte, member.end_byte, member.start_point[1]
-        return None
-    return None
-
-
 class DocumentAnalysis:
     """The parse tree and analysis of one document, kept up to date edit by edit."""
 
@@ -159,7 +75,7 @@ class DocumentAnalysis:
         self._data: bytes | None = None
         self._tree: Tree | None = None
         self._tree_data: bytes | None = None  # what `_tree` was parsed from: `_data` with masks blanked
-        self._masks: list[_Mask] = []
+        self._masks: list[Mask] = []
         self._base: tuple[bytes, Tree] | None = None  # the clean text and tree from before the masks
         self._previous: tuple[bytes, Tree] | None = None  # the text and tree before the last change
         self._region_parser: Parser | None = None
@@ -249,13 +165,13 @@ class DocumentAnalysis:
             padded = [x + b" " * (w - len(x)) for x, w in zip(lines, width)]
             if all(len(x) == w for x, w in zip(padded, width)):
                 out.append(masked[:a] + b"\n".join(padded) + masked[b:])
-        out.append(_blank(masked, a, b))
+        out.append(blank(masked, a, b))
         return out
 
     def _mask_region(
-        self, masks: list[_Mask], lo: int, hi: int, indent: int, old: bytes, start: int, new_end: int, delta: int,
+        self, masks: list[Mask], lo: int, hi: int, indent: int, old: bytes, start: int, new_end: int, delta: int,
         may_mask: bool,
-    ) -> tuple[bytes, list[_Mask]] | None:
+    ) -> tuple[bytes, list[Mask]] | None:
         """The analysed text and masks when the region `lo:hi` (its statements at column `indent`),
         holding the change `start:new_end`, parses alone: as it is, with the masks it had, or with
         the changed lines masked; None when none of these parses."""
@@ -278,10 +194,10 @@ class DocumentAnalysis:
         if not may_mask or len(masks) + len(inside) >= MAX_MASKS:
             return None
         problems = tuple(syntax_problems(region, SourceText(kept, region, self.path), indent))
-        a, b = _line_bounds(data, start, new_end)
+        a, b = line_bounds(data, start, new_end)
         for candidate in self._mask_candidates(kept, old, a, b, delta):
             if not is_broken(self._region_clean(candidate, lo, hi), indent):
-                return candidate, [*masks, *inside, _Mask(a, b, candidate[a:b], problems)]
+                return candidate, [*masks, *inside, Mask(a, b, candidate[a:b], problems)]
         return None
 
     def _masked_parse(self, old_tree: Tree, old_tree_data: bytes, edit: tuple[int, int, int]) -> bool:
@@ -293,19 +209,19 @@ class DocumentAnalysis:
         start, old_end, new_end = edit
         delta = new_end - old_end
         rows = data.count(b"\n", start, new_end) - old_tree_data.count(b"\n", start, old_end)
-        masks: list[_Mask] = []
+        masks: list[Mask] = []
         for m in self._masks:  # masks move with the text; one the edit touches is dropped
             if m.end < start:
                 masks.append(m)
             elif m.start > old_end:
-                problems = tuple(_shift_problem(p, rows) for p in m.problems)
-                masks.append(_Mask(m.start + delta, m.end + delta, m.content, problems))
-        wide = _statements_around(old_tree, start, old_end, [(m.start, m.end) for m in self._masks])
+                problems = tuple(shift_problem(p, rows) for p in m.problems)
+                masks.append(Mask(m.start + delta, m.end + delta, m.content, problems))
+        wide = statements_around(old_tree, start, old_end, [(m.start, m.end) for m in self._masks])
         regions = [(wide[0], wide[1], 0, True)]
         # Parsed alone first: a method is a few KB where its class can be a hundred. A method may get a
         # mask of its own; new lines between statements are only taken when they parse (a decorator
         # line needs the `def` below it). Not while a mask elsewhere in the wide region could be fixed.
-        narrow = _method_around(old_tree, start, old_end)
+        narrow = method_around(old_tree, start, old_end)
         if narrow is None and not any(c.end_byte >= start and c.start_byte <= old_end for c in old_tree.root_node.children):
             narrow = (start, old_end, 0)
         if narrow is not None:
@@ -314,7 +230,7 @@ class DocumentAnalysis:
             if not any(lo_w <= m.start and m.end <= hi_w and not (lo_n <= m.start and m.end <= hi_n) for m in masks):
                 regions.insert(0, (narrow[0], narrow[1], narrow[2], narrow[2] > 0))
         for lo, hi, indent, may_mask in regions:
-            lo, hi = _line_bounds(data, lo, max(hi + delta, new_end))
+            lo, hi = line_bounds(data, lo, max(hi + delta, new_end))
             done = self._mask_region(masks, lo, hi, indent, old_tree_data, start, new_end, delta, may_mask)
             if done is not None:
                 masked, masks = done

@@ -1,0 +1,99 @@
+"""Where a change can be parsed on its own, and the masks that hide half-typed lines from the analysis.
+
+Helpers of `adopter.analysis.incremental`: a mask replaces whole lines of the real text by as many bytes
+(their previous text padded with spaces, or blanks), so every position stays valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from tree_sitter import Tree
+
+from adopter.analysis.source import Field
+from adopter.dsl.types import Problem, Span
+
+
+@dataclass(frozen=True)
+class Mask:
+    """Lines hidden from the analysis: bytes `start:end` of the real text, what stands in for them
+    (as many bytes), and their syntax errors."""
+
+    start: int
+    end: int
+    content: bytes
+    problems: tuple[Problem, ...]
+
+    def apply(self, data: bytes) -> bytes:
+        return data[: self.start] + self.content + data[self.end :]
+
+
+def shift_problem(p: Problem, rows: int) -> Problem:
+    if p.span is None or rows == 0:
+        return p
+    s = p.span
+    return replace(p, span=Span(s.start_line + rows, s.start_col, s.end_line + rows, s.end_col))
+
+
+def blank(data: bytes, start: int, end: int) -> bytes:
+    """`data` with every byte of `start:end` except newlines turned into a space."""
+    chunk = bytes(b if b == 0x0A else 0x20 for b in data[start:end])
+    return data[:start] + chunk + data[end:]
+
+
+def line_bounds(data: bytes, start: int, end: int) -> tuple[int, int]:
+    """The whole lines around bytes `start:end` (end excludes the final newline)."""
+    a = data.rfind(b"\n", 0, start) + 1
+    b = data.find(b"\n", max(end, a))
+    return a, (len(data) if b < 0 else b)
+
+
+def statements_around(tree: Tree, start: int, end: int, masked: list[tuple[int, int]]) -> tuple[int, int]:
+    """The bytes of the top-level statements of `tree` that touch `start:end`. An edit outside every
+    statement (between two) also takes the statement on each side (a decorator typed above a `def`,
+    a bracket closed below a half-typed call), as does a neighbour holding a mask (`masked` ranges)."""
+    children = tree.root_node.children
+    first = next((i for i, c in enumerate(children) if c.end_byte >= start), len(children))
+    last = first - 1
+    for i in range(first, len(children)):
+        if children[i].start_byte > end:
+            break
+        last = i
+    if last < first:  # in a gap: the statements on both sides
+        lo_i, hi_i = first - 1, first
+    else:
+        lo_i, hi_i = first, last
+        if lo_i > 0 and any(children[lo_i - 1].start_byte <= a and b <= children[lo_i - 1].end_byte for a, b in masked):
+            lo_i -= 1
+        if hi_i + 1 < len(children) and any(
+            children[hi_i + 1].start_byte <= a and b <= children[hi_i + 1].end_byte for a, b in masked
+        ):
+            hi_i += 1
+    lo, hi = start, end
+    if 0 <= lo_i < len(children):
+        lo = min(lo, children[lo_i].start_byte)
+    if 0 <= hi_i < len(children):
+        hi = max(hi, children[hi_i].end_byte)
+    return lo, hi
+
+
+def method_around(tree: Tree, start: int, end: int) -> tuple[int, int, int] | None:
+    """(start byte, end byte, column) of the method of a top-level class whose text holds `start:end`
+    entirely (decorators included), or None."""
+    for child in tree.root_node.children:
+        if child.start_byte > start:
+            return None
+        if child.end_byte < end:
+            continue
+        node = child.child_by_field_id(Field.DEFINITION) if child.type == "decorated_definition" else child
+        if node is None or node.type != "class_definition":
+            return None
+        body = node.child_by_field_id(Field.BODY)
+        for member in body.named_children if body is not None else ():
+            if member.start_byte > start:
+                return None
+            inner = member.child_by_field_id(Field.DEFINITION) if member.type == "decorated_definition" else member
+            if inner is not None and inner.type == "function_definition" and member.end_byte >= end:
+                return member.start_byte, member.end_byte, member.start_point[1]
+        return None
+    return None
