@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from adopter.analysis.resolver import ModuleResolver, class_base_names, is_torch_module_class
-from adopter.analysis.symbols import CLASS_HEAD, METHOD, ModuleSymbols, class_methods
+from adopter.analysis.symbols import CLASS_HEAD, METHOD, ModuleSymbols
 
 
 @dataclass
@@ -29,7 +29,7 @@ class ClassTable:
         self.path = path
         self.infos: dict[str, ClassInfo] = {}
         for name, node in symbols.classes.items():
-            self.infos[name] = ClassInfo(name, node, class_base_names(node, symbols.src), class_methods(node))
+            self.infos[name] = ClassInfo(name, node, class_base_names(node, symbols.src), symbols.methods_of(name))
         self._module: dict[str, tuple[bool | None, frozenset[str]]] = {}
 
     def is_module(self, name: str) -> bool:

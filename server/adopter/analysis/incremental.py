@@ -275,7 +275,7 @@ class DocumentAnalysis:
             line, col = pos
             if line >= len(lines):
                 return len(self._text)
-            return sum(len(s) for s in lines[:line]) + min(col, len(lines[line].rstrip("\r\n")))
+            return sum(map(len, lines[:line])) + min(col, len(lines[line].rstrip("\r\n")))
 
         a, b = offset(start), offset(end)
         if b < a:

@@ -141,7 +141,8 @@ class ModuleSymbols:
         self.values: dict[str, Node] = {}
         self.toplevel: list[Node] = []
         self.consulted: set[str] | None = None
-        self._methods: dict[str, dict[str, Node]] = {}  # memo of `fingerprint`'s method lookups
+        self._methods: dict[str, dict[str, Node]] = {}  # memo of `methods_of`
+        self._fingerprints: dict[str, tuple[object, ...]] = {}  # memo of `fingerprint`
         self._collect(src.tree.root_node)
 
     # -- building ------------------------------------------------------------------------------------
@@ -258,8 +259,23 @@ class ModuleSymbols:
         Besides plain module-level names, three finer keys depend on part of a class only (so that
         editing one method of a base class does not re-analyse every subclass): `CLASS_EXISTS + X`
         (what kind of name X is), `CLASS_HEAD + X` (X's header: name and bases) and `METHOD + "X.m"`
-        (the text and position of method m defined in X's body, or its absence).
+        (the text and position of method m defined in X's body, or its absence). Memoised: the
+        symbols of one run do not change, and every cached unit checks its dependencies.
         """
+        found = self._fingerprints.get(name)
+        if found is None:
+            found = self._fingerprints[name] = self._fingerprint(name)
+        return found
+
+    def methods_of(self, class_name: str) -> dict[str, Node]:
+        """The methods class `class_name` of this file defines (empty for an unknown class), memoised."""
+        methods = self._methods.get(class_name)
+        if methods is None:
+            node = self.classes.get(class_name)
+            methods = self._methods[class_name] = class_methods(node) if node is not None else {}
+        return methods
+
+    def _fingerprint(self, name: str) -> tuple[object, ...]:
         if name.startswith(CLASS_EXISTS):
             return self.fingerprint(name[len(CLASS_EXISTS) :])[:1]
         if name.startswith(CLASS_HEAD):
@@ -271,11 +287,7 @@ class ModuleSymbols:
             return ("class-head", head)
         if name.startswith(METHOD):
             class_name, _, method = name[len(METHOD) :].partition(".")
-            methods = self._methods.get(class_name)
-            if methods is None:
-                node = self.classes.get(class_name)
-                methods = self._methods[class_name] = class_methods(node) if node is not None else {}
-            found = methods.get(method)
+            found = self.methods_of(class_name).get(method)
             if found is None:
                 return ("absent",)
             return ("method", _without_trailing_blanks(self.src.raw(found)), found.start_point)
