@@ -254,9 +254,8 @@ async def main_async(args: argparse.Namespace) -> None:
 
 def _native_status() -> str:
     """Whether the server (same checkout, same environment) runs the native analysis build."""
-    from adopter import _native
+    from adopter import _native  # importing adopter installs the native build when it is current
 
-    _native.install()
     return "native (mypyc)" if _native.state["active"] else f"pure Python ({_native.state['reason']})"
 
 

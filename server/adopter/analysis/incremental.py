@@ -28,7 +28,14 @@ from dataclasses import replace
 from tree_sitter import Parser, Range, Tree
 
 from adopter.analysis.analyser import Analyser
-from adopter.analysis.masks import Mask, blank, line_bounds, method_around, shift_problem, statements_around
+from adopter.analysis.masks import (
+    Mask,
+    line_bounds,
+    mask_candidates,
+    method_around,
+    shift_problem,
+    statements_around,
+)
 from adopter.analysis.resolver import ModuleResolver
 from adopter.analysis.source import SourceText, check_input, is_broken, new_parser, syntax_problems
 from adopter.dsl.types import ModuleFile, Problem, Severity
@@ -74,7 +81,7 @@ class DocumentAnalysis:
         self._text = text
         self._data: bytes | None = None
         self._tree: Tree | None = None
-        self._tree_data: bytes | None = None  # what `_tree` was parsed from: `_data` with masks blanked
+        self._tree_data: bytes | None = None  # what `_tree` was parsed from: `_data` with its masks applied
         self._masks: list[Mask] = []
         self._base: tuple[bytes, Tree] | None = None  # the clean text and tree from before the masks
         self._previous: tuple[bytes, Tree] | None = None  # the text and tree before the last change
@@ -99,7 +106,7 @@ class DocumentAnalysis:
 
     @property
     def analysed_text(self) -> bytes | None:
-        """The bytes the tree and the analysis see: the text with masked (half-typed) lines blanked."""
+        """The bytes the tree and the analysis see: the text with masked (half-typed) lines replaced."""
         return self._tree_data
 
     def _set_text(self, text: str, edit: tuple[int, int, int] | None) -> None:
@@ -152,22 +159,6 @@ class DocumentAnalysis:
         self._region_parser.included_ranges = [Range(_point(data, start), _point(data, end), start, end)]
         return self._region_parser.parse(data)
 
-    @staticmethod
-    def _mask_candidates(masked: bytes, old: bytes, a: int, b: int, delta: int) -> list[bytes]:
-        """Ways to hide the broken lines `a:b` (same length, so positions stay valid): their previous
-        text padded with spaces (the line the user is changing, as it was: keeps a `def` header or a
-        statement being edited in the architecture), else blank lines (a new half-typed statement)."""
-        out: list[bytes] = []
-        previous = old[a : b - delta]
-        if delta >= 0 and previous.count(b"\n") == masked[a:b].count(b"\n"):
-            lines = previous.split(b"\n")
-            width = [len(x) for x in masked[a:b].split(b"\n")]
-            padded = [x + b" " * (w - len(x)) for x, w in zip(lines, width)]
-            if all(len(x) == w for x, w in zip(padded, width)):
-                out.append(masked[:a] + b"\n".join(padded) + masked[b:])
-        out.append(blank(masked, a, b))
-        return out
-
     def _mask_region(
         self, masks: list[Mask], lo: int, hi: int, indent: int, old: bytes, start: int, new_end: int, delta: int,
         may_mask: bool,
@@ -195,7 +186,7 @@ class DocumentAnalysis:
             return None
         problems = tuple(syntax_problems(region, SourceText(kept, region, self.path), indent))
         a, b = line_bounds(data, start, new_end)
-        for candidate in self._mask_candidates(kept, old, a, b, delta):
+        for candidate in mask_candidates(kept, old, a, b, delta):
             if not is_broken(self._region_clean(candidate, lo, hi), indent):
                 return candidate, [*masks, *inside, Mask(a, b, candidate[a:b], problems)]
         return None
@@ -216,17 +207,18 @@ class DocumentAnalysis:
             elif m.start > old_end:
                 problems = tuple(shift_problem(p, rows) for p in m.problems)
                 masks.append(Mask(m.start + delta, m.end + delta, m.content, problems))
-        wide = statements_around(old_tree, start, old_end, [(m.start, m.end) for m in self._masks])
-        regions = [(wide[0], wide[1], 0, True)]
+        masked_ranges = [(m.start, m.end) for m in self._masks]
+        wide_lo, wide_hi, in_gap = statements_around(old_tree, start, old_end, masked_ranges)
+        regions = [(wide_lo, wide_hi, 0, True)]
         # Parsed alone first: a method is a few KB where its class can be a hundred. A method may get a
         # mask of its own; new lines between statements are only taken when they parse (a decorator
         # line needs the `def` below it). Not while a mask elsewhere in the wide region could be fixed.
         narrow = method_around(old_tree, start, old_end)
-        if narrow is None and not any(c.end_byte >= start and c.start_byte <= old_end for c in old_tree.root_node.children):
+        if narrow is None and in_gap:
             narrow = (start, old_end, 0)
         if narrow is not None:
             lo_n, hi_n = narrow[0], max(narrow[1], old_end) + delta
-            lo_w, hi_w = wide[0], wide[1] + delta
+            lo_w, hi_w = wide_lo, wide_hi + delta
             if not any(lo_w <= m.start and m.end <= hi_w and not (lo_n <= m.start and m.end <= hi_n) for m in masks):
                 regions.insert(0, (narrow[0], narrow[1], narrow[2], narrow[2] > 0))
         for lo, hi, indent, may_mask in regions:

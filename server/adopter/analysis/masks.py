@@ -48,10 +48,13 @@ def line_bounds(data: bytes, start: int, end: int) -> tuple[int, int]:
     return a, (len(data) if b < 0 else b)
 
 
-def statements_around(tree: Tree, start: int, end: int, masked: list[tuple[int, int]]) -> tuple[int, int]:
-    """The bytes of the top-level statements of `tree` that touch `start:end`. An edit outside every
-    statement (between two) also takes the statement on each side (a decorator typed above a `def`,
-    a bracket closed below a half-typed call), as does a neighbour holding a mask (`masked` ranges)."""
+def statements_around(
+    tree: Tree, start: int, end: int, masked: list[tuple[int, int]]
+) -> tuple[int, int, bool]:
+    """The bytes of the top-level statements of `tree` that touch `start:end`, and whether the edit
+    lies outside every statement (between two). Such an edit also takes the statement on each side (a
+    decorator typed above a `def`, a bracket closed below a half-typed call), as does a neighbour
+    holding a mask (`masked` ranges)."""
     children = tree.root_node.children
     first = next((i for i, c in enumerate(children) if c.end_byte >= start), len(children))
     last = first - 1
@@ -59,7 +62,8 @@ def statements_around(tree: Tree, start: int, end: int, masked: list[tuple[int, 
         if children[i].start_byte > end:
             break
         last = i
-    if last < first:  # in a gap: the statements on both sides
+    gap = last < first
+    if gap:  # the statements on both sides
         lo_i, hi_i = first - 1, first
     else:
         lo_i, hi_i = first, last
@@ -74,7 +78,7 @@ def statements_around(tree: Tree, start: int, end: int, masked: list[tuple[int, 
         lo = min(lo, children[lo_i].start_byte)
     if 0 <= hi_i < len(children):
         hi = max(hi, children[hi_i].end_byte)
-    return lo, hi
+    return lo, hi, gap
 
 
 def method_around(tree: Tree, start: int, end: int) -> tuple[int, int, int] | None:
@@ -97,3 +101,20 @@ def method_around(tree: Tree, start: int, end: int) -> tuple[int, int, int] | No
                 return member.start_byte, member.end_byte, member.start_point[1]
         return None
     return None
+
+
+def mask_candidates(masked: bytes, old: bytes, a: int, b: int, delta: int) -> list[bytes]:
+    """Ways to hide the broken lines `a:b` of `masked` (same length, so positions stay valid): their
+    previous text in `old` padded with spaces (the line the user is changing, as it was: keeps a `def`
+    header or a statement being edited in the architecture), else blank lines (a new half-typed line).
+    `delta` is the change's length difference (the lines end `delta` bytes earlier in `old`)."""
+    out: list[bytes] = []
+    previous = old[a : b - delta]
+    if delta >= 0 and previous.count(b"\n") == masked[a:b].count(b"\n"):
+        lines = previous.split(b"\n")
+        width = [len(x) for x in masked[a:b].split(b"\n")]
+        padded = [x + b" " * (w - len(x)) for x, w in zip(lines, width)]
+        if all(len(x) == w for x, w in zip(padded, width)):
+            out.append(masked[:a] + b"\n".join(padded) + masked[b:])
+    out.append(blank(masked, a, b))
+    return out
