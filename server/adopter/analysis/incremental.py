@@ -36,6 +36,7 @@ from adopter.analysis.masks import (
     shift_problem,
     statements_around,
 )
+from adopter.analysis.reparse import reparse_start, whitespace_only
 from adopter.analysis.resolver import ModuleResolver
 from adopter.analysis.source import SourceText, check_input, is_broken, new_parser, syntax_problems
 from adopter.dsl.types import ModuleFile, Problem, Severity
@@ -134,7 +135,7 @@ class DocumentAnalysis:
 
     def _reparse(self, old_tree: Tree, old: bytes, new: bytes) -> Tree:
         """Parse `new` reusing `old_tree` (parsed from `old`, left unchanged); the changed range is
-        found by diffing. Returning to the text before the last change (a typed character deleted,
+        found by diffing and shaped for reuse (`adopter.analysis.reparse`). Returning to the text before the last change (a typed character deleted,
         an undo) takes that text's tree as it was: tree-sitter re-parses some such edits in full."""
         if self._previous is not None and self._previous[0] == new:
             return self._previous[1]
@@ -142,6 +143,9 @@ class DocumentAnalysis:
         start = _common_prefix(old, new)
         suffix = _common_suffix(old, new, min(len(old), len(new)) - start)
         old_end, new_end = len(old) - suffix, len(new) - suffix
+        tokens_same = whitespace_only(old, new, start, old_end, new_end) and not old_tree.root_node.has_error
+        if not tokens_same:
+            start = reparse_start(old, start)
         old_tree.edit(
             start_byte=start,
             old_end_byte=old_end,
@@ -150,6 +154,8 @@ class DocumentAnalysis:
             old_end_point=_point(old, old_end),
             new_end_point=_point(new, new_end),
         )
+        if tokens_same:  # see adopter.analysis.reparse: the moved tree is what a parse would give
+            return old_tree
         return self._parser.parse(new, old_tree)
 
     def _region_clean(self, data: bytes, start: int, end: int) -> Tree:

@@ -78,7 +78,7 @@ def top_level_statements(root: Node) -> Iterator[Node]:
         yield node
 
 
-def class_methods(node: Node) -> dict[str, Node]:
+def class_methods(node: Node, src: SourceText) -> dict[str, Node]:
     """The methods a class body defines (decorated ones included), by name; the last one wins."""
     out: dict[str, Node] = {}
     body = node.child_by_field_id(Field.BODY)
@@ -90,7 +90,7 @@ def class_methods(node: Node) -> dict[str, Node]:
         if child.type == "function_definition":
             name = child.child_by_field_id(Field.NAME)
             if name is not None:
-                out[name.text.decode("utf-8", errors="replace") if name.text else ""] = child
+                out[src.text(name)] = child  # not `name.text`: None in a tree moved by `Tree.edit`
     return out
 
 
@@ -272,7 +272,7 @@ class ModuleSymbols:
         methods = self._methods.get(class_name)
         if methods is None:
             node = self.classes.get(class_name)
-            methods = self._methods[class_name] = class_methods(node) if node is not None else {}
+            methods = self._methods[class_name] = class_methods(node, self.src) if node is not None else {}
         return methods
 
     def _fingerprint(self, name: str) -> tuple[object, ...]:

@@ -1,0 +1,58 @@
+"""How an edit is handed to tree-sitter, so that its incremental re-parse reuses what it can.
+
+tree-sitter-python re-parses everything after some edits even though they change little: a character
+typed on a blank line between two classes, or a space added to a blank line, cost a whole-file parse
+(5-10 ms on a 100 KB file) because the parser never finds a reusable subtree again after the edit.
+Two measures, both keeping the tree exactly what a fresh parse gives (tests compare them node by
+node on real files):
+
+- A change of spaces and tabs inside a line that is blank before and after it changes no token, so
+  `Tree.edit` alone (which moves the positions of every later node) is the new tree; no parse at all.
+- An edit on a blank line is described to tree-sitter as starting at the line break before the
+  last non-blank line above it. The parser then re-lexes that line too, which puts it back in the state
+  the following statements were parsed in, and it reuses them (a whole-file parse becomes ~0.3 ms).
+  Describing a larger range than the one that changed is always correct, only less reuse in theory.
+"""
+
+from __future__ import annotations
+
+_BLANK = b" \t"
+
+
+def _line_bounds(data: bytes, offset: int) -> tuple[int, int]:
+    """Start and end (before `\\n`, and before a `\\r` ending it) of the line holding `offset`."""
+    start = data.rfind(b"\n", 0, offset) + 1
+    end = data.find(b"\n", offset)
+    if end < 0:
+        end = len(data)
+    if end > start and data[end - 1 : end] == b"\r":
+        end -= 1
+    return start, end
+
+
+def _blank(data: bytes, start: int, end: int) -> bool:
+    return not data[start:end].strip(_BLANK) and b"\r" not in data[start:end]
+
+
+def whitespace_only(old: bytes, new: bytes, start: int, old_end: int, new_end: int) -> bool:
+    """Whether `old[start:old_end]` -> `new[start:new_end]` only changes spaces and tabs of a line
+    that is blank before and after the change (nothing a tokenizer sees)."""
+    if b"\n" in old[start:old_end] or b"\n" in new[start:new_end]:
+        return False
+    a, b = _line_bounds(old, start)
+    if not (a <= start and old_end <= b and _blank(old, a, b)):
+        return False
+    a, b = _line_bounds(new, start)
+    return a <= start and new_end <= b and _blank(new, a, b)
+
+
+def reparse_start(old: bytes, start: int) -> int:
+    """Where to say an edit at byte `start` of `old` begins: the line break before the last
+    non-blank line before it when the edited line is blank, else `start` itself."""
+    a, b = _line_bounds(old, start)
+    if not _blank(old, a, b):
+        return start
+    before = old[:a].rstrip(b" \t\r\n")
+    if not before:
+        return start
+    return max(old.rfind(b"\n", 0, len(before)), 0)
