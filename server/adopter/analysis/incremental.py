@@ -180,14 +180,16 @@ class DocumentAnalysis:
         masked = data
         for m in masks:
             masked = m.apply(masked)
-        if not is_broken(self._region_clean(masked, lo, hi), indent):
+        region = self._region_clean(masked, lo, hi)
+        if not is_broken(region, indent):
             return masked, masks
         kept = masked
-        for m in inside:
-            kept = m.apply(kept)
-        region = self._region_clean(kept, lo, hi)
-        if inside and not is_broken(region, indent):  # the lines masked before are still what is broken
-            return kept, masks + inside
+        if inside:
+            for m in inside:
+                kept = m.apply(kept)
+            region = self._region_clean(kept, lo, hi)
+            if not is_broken(region, indent):  # the lines masked before are still what is broken
+                return kept, masks + inside
         if not may_mask or len(masks) + len(inside) >= MAX_MASKS:
             return None
         problems = tuple(syntax_problems(region, SourceText(kept, region, self.path), indent))

@@ -37,6 +37,10 @@ class LineIndex:
         # Internal lines are tree-sitter rows: split on \n (a \r before it stays at the line's end).
         self._lines: list[str] | None = None if self._ascii else text.split("\n")
 
+    @property
+    def is_ascii(self) -> bool:
+        return self._ascii
+
     def line(self, line: int) -> str:
         if self._lines is None or not 0 <= line < len(self._lines):
             return ""

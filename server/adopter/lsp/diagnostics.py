@@ -50,10 +50,21 @@ def build_diagnostics(ls: AdopterServer, doc: Document, snapshot: Snapshot) -> l
     bindings: list[Binding] = []
     for arch in module_file.architectures if module_file else ():
         bindings.extend(arch.init.bindings if arch.init else ())
-    diagnostics = [
-        lsp_finding_diagnostic(f, index, doc.uri, bindings, severity_override(ls, f.rule_id, f.family))
-        for f in snapshot.findings
-    ]
+    # The rule engine hands back the very same Finding for a class the edit did not touch, so in an
+    # ASCII text (positions need no line text) its diagnostic is the one published before.
+    reuse = index.is_ascii
+    published: dict[int, tuple[object, str | None, types.Diagnostic]] = {}
+    diagnostics: list[types.Diagnostic] = []
+    for f in snapshot.findings:
+        severity = severity_override(ls, f.rule_id, f.family)
+        cached = doc.published.get(id(f)) if reuse else None
+        if cached is not None and cached[0] is f and cached[1] == severity:
+            diagnostic = cached[2]
+        else:
+            diagnostic = lsp_finding_diagnostic(f, index, doc.uri, bindings, severity)
+        published[id(f)] = (f, severity, diagnostic)
+        diagnostics.append(diagnostic)
+    doc.published = published
     problems = list(snapshot.problems) + list(module_file.problems if module_file else ())
     if not doc.rule_file:
         # A missing engine concerns every Python document; other rule problems (a broken rule file,

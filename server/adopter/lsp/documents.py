@@ -58,6 +58,8 @@ class Document:
     task: asyncio.Task[Snapshot | None] | None = None
     closed: bool = False
     changed_at: float | None = None  # perf_counter() when the last change arrived (for latency figures)
+    # The diagnostic of each finding last published, by finding identity (see `build_diagnostics`).
+    published: dict[int, tuple[object, str | None, types.Diagnostic]] = field(default_factory=dict)
 
 
 class Analyses:
