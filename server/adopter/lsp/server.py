@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import threading
 from pathlib import Path
@@ -21,6 +22,18 @@ from adopter.lsp.settings import Settings
 log = logging.getLogger(__name__)
 
 ANALYSIS_DONE = "adopter/analysisDone"  # custom notification: uri, version, elapsed_ms (for benchmarks)
+
+
+def freeze_long_lived() -> None:
+    """Take what is alive now (modules, grammars, the loaded rules) out of the cyclic GC's scans.
+
+    A full collection otherwise walks those ~70,000 objects: 40 ms, landing on whichever keystroke's
+    analysis happens to trigger it (1.1 ms frozen). Called when rules are (re)loaded: the previous
+    freeze is undone first, so rules dropped by a settings change can be collected.
+    """
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 class AdopterProtocol(LanguageServerProtocol):
@@ -87,6 +100,7 @@ class AdopterServer(LanguageServer):
             if context is None or context.settings is not self.settings:
                 context = load_rule_context(self.settings, self.root())
                 self._rule_context = context
+                freeze_long_lived()
             return context
 
     def warm_up(self) -> None:
