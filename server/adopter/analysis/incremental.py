@@ -34,6 +34,7 @@ from adopter.analysis.masks import (
     mask_candidates,
     method_around,
     shift_problem,
+    statement_around,
     statements_around,
 )
 from adopter.analysis.reparse import reparse_start, whitespace_only
@@ -199,6 +200,26 @@ class DocumentAnalysis:
                 return candidate, [*masks, *inside, Mask(a, b, candidate[a:b], problems)]
         return None
 
+    def _statement_clean(
+        self, old_tree: Tree, old_tree_data: bytes, masks: list[Mask], start: int, old_end: int, new_end: int,
+        delta: int,
+    ) -> tuple[bytes, list[Mask]] | None:
+        """The analysed text and masks when the edit lies inside one simple statement that still
+        parses alone (most keystrokes): a parse of a line or two instead of the whole method. None:
+        ask the method or the top-level statements. The whole-file parse that follows checks again."""
+        found = statement_around(old_tree, old_tree_data, start, old_end)
+        if found is None:
+            return None
+        data = self._data
+        assert data is not None
+        masked = data
+        for m in masks:
+            masked = m.apply(masked)
+        lo, hi = line_bounds(masked, found[0], max(found[1] + delta, new_end))
+        if is_broken(self._region_clean(masked, lo, hi), found[2]):
+            return None
+        return masked, masks
+
     def _masked_parse(self, old_tree: Tree, old_tree_data: bytes, edit: tuple[int, int, int]) -> bool:
         """The fast path for an edit of a clean tree (see the module docstring); False: take the plain one."""
         if is_broken(old_tree):
@@ -217,14 +238,18 @@ class DocumentAnalysis:
                 masks.append(Mask(m.start + delta, m.end + delta, m.content, problems))
         masked_ranges = [(m.start, m.end) for m in self._masks]
         wide_lo, wide_hi, in_gap = statements_around(old_tree, start, old_end, masked_ranges)
-        regions = [(wide_lo, wide_hi, 0, True)]
+        done = None
+        touched = len(masks) < len(self._masks)  # a mask the edit touched is decided in its region
+        if not touched and not any(wide_lo <= m.start and m.end <= wide_hi + delta for m in masks):
+            done = self._statement_clean(old_tree, old_tree_data, masks, start, old_end, new_end, delta)
+        regions = [] if done is not None else [(wide_lo, wide_hi, 0, True)]
         # Parsed alone first: a method is a few KB where its class can be a hundred. A method may get a
         # mask of its own; new lines between statements are only taken when they parse (a decorator
         # line needs the `def` below it). Not while a mask elsewhere in the wide region could be fixed.
         narrow = method_around(old_tree, start, old_end)
         if narrow is None and in_gap:
             narrow = (start, old_end, 0)
-        if narrow is not None:
+        if narrow is not None and regions:
             lo_n, hi_n = narrow[0], max(narrow[1], old_end) + delta
             lo_w, hi_w = wide_lo, wide_hi + delta
             if not any(lo_w <= m.start and m.end <= hi_w and not (lo_n <= m.start and m.end <= hi_n) for m in masks):
@@ -233,10 +258,10 @@ class DocumentAnalysis:
             lo, hi = line_bounds(data, lo, max(hi + delta, new_end))
             done = self._mask_region(masks, lo, hi, indent, old_tree_data, start, new_end, delta, may_mask)
             if done is not None:
-                masked, masks = done
                 break
-        else:
+        if done is None:
             return False
+        masked, masks = done
         masks.sort(key=lambda m: m.start)
         if self._base is not None and masked == self._base[0]:
             tree = self._base[1]  # back to the text before the masks (a typed character deleted)

@@ -118,3 +118,29 @@ def mask_candidates(masked: bytes, old: bytes, a: int, b: int, delta: int) -> li
             out.append(masked[:a] + b"\n".join(padded) + masked[b:])
     out.append(blank(masked, a, b))
     return out
+
+
+SIMPLE_STATEMENTS = frozenset(
+    {"expression_statement", "return_statement", "delete_statement", "raise_statement", "pass_statement",
+     "break_statement", "continue_statement", "global_statement", "nonlocal_statement", "assert_statement",
+     "import_statement", "import_from_statement", "type_alias_statement"}
+)
+
+
+def statement_around(tree: Tree, data: bytes, start: int, end: int) -> tuple[int, int, int] | None:
+    """(start byte, end byte, column) of the simple statement (an assignment, a call, a `return`...)
+    of `tree` (parsed from `data`) whose text holds `start:end` after its first character and which
+    starts its line, or None. Parsed alone, such a statement says cheaply whether a keystroke inside
+    it left the code valid."""
+    # An insertion at the end of a statement touches the node after it: look one byte back.
+    node = tree.root_node.descendant_for_byte_range(start - 1 if start == end and start > 0 else start, end)
+    while node is not None and node.type not in SIMPLE_STATEMENTS:
+        node = node.parent
+    if node is None or not (node.start_byte < start and end <= node.end_byte):
+        return None
+    parent = node.parent
+    if parent is None or parent.type not in ("block", "module"):
+        return None
+    if data[node.start_byte - node.start_point[1] : node.start_byte].strip(b" \t"):
+        return None  # `if x: return y`, `a = 1; b = 2`: not alone on its line
+    return node.start_byte, node.end_byte, node.start_point[1]
