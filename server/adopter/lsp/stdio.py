@@ -3,8 +3,8 @@
 pygls reads each header line and each body through `run_in_executor`: three thread hand-offs per
 message, each waking the event loop from another thread. When stdin is a pipe or a socket (how every
 LSP client starts a server), an asyncio stream reads the same bytes on the loop, and pygls' own
-message loop (`pygls.io_.run_async`) runs over it unchanged. Anything else (a terminal, a file) keeps
-pygls' reader.
+message loop (`pygls.io_.run_async`) runs over it unchanged. Anything else (a terminal, a file, any
+stdin on Windows) keeps pygls' reader.
 """
 
 from __future__ import annotations
@@ -40,7 +40,10 @@ class PipeReader:
 
 
 def is_pipe(stream: BinaryIO) -> bool:
-    """Whether `stream` is a pipe or a socket (a terminal must not be switched to non-blocking)."""
+    """Whether `stream` is a pipe or a socket on a POSIX system (a terminal must not be switched to
+    non-blocking, and Windows' proactor loop cannot read an ordinary stdin pipe)."""
+    if os.name != "posix":
+        return False
     try:
         mode = os.fstat(stream.fileno()).st_mode
     except (OSError, ValueError, AttributeError):
