@@ -30,6 +30,7 @@ from tree_sitter import Parser, Range, Tree
 from adopter.analysis.analyser import Analyser
 from adopter.analysis.masks import (
     Mask,
+    apply_masks,
     line_bounds,
     mask_candidates,
     method_around,
@@ -136,8 +137,9 @@ class DocumentAnalysis:
 
     def _reparse(self, old_tree: Tree, old: bytes, new: bytes) -> Tree:
         """Parse `new` reusing `old_tree` (parsed from `old`, left unchanged); the changed range is
-        found by diffing and shaped for reuse (`adopter.analysis.reparse`). Returning to the text before the last change (a typed character deleted,
-        an undo) takes that text's tree as it was: tree-sitter re-parses some such edits in full."""
+        found by diffing and shaped for reuse (`adopter.analysis.reparse`). Returning to the text
+        before the last change (a typed character deleted, an undo) takes that text's tree as it was:
+        tree-sitter re-parses some such edits in full."""
         if self._previous is not None and self._previous[0] == new:
             return self._previous[1]
         old_tree = old_tree.copy()
@@ -178,16 +180,13 @@ class DocumentAnalysis:
         # Masks in the region are decided afresh: the edit may have fixed their lines.
         inside = [m for m in masks if m.start >= lo and m.end <= hi]
         masks = [m for m in masks if not (m.start >= lo and m.end <= hi)]
-        masked = data
-        for m in masks:
-            masked = m.apply(masked)
+        masked = apply_masks(data, masks)
         region = self._region_clean(masked, lo, hi)
         if not is_broken(region, indent):
             return masked, masks
         kept = masked
         if inside:
-            for m in inside:
-                kept = m.apply(kept)
+            kept = apply_masks(masked, inside)
             region = self._region_clean(kept, lo, hi)
             if not is_broken(region, indent):  # the lines masked before are still what is broken
                 return kept, masks + inside
@@ -210,11 +209,8 @@ class DocumentAnalysis:
         found = statement_around(old_tree, old_tree_data, start, old_end)
         if found is None:
             return None
-        data = self._data
-        assert data is not None
-        masked = data
-        for m in masks:
-            masked = m.apply(masked)
+        assert self._data is not None
+        masked = apply_masks(self._data, masks)
         lo, hi = line_bounds(masked, found[0], max(found[1] + delta, new_end))
         if is_broken(self._region_clean(masked, lo, hi), found[2]):
             return None
@@ -242,23 +238,24 @@ class DocumentAnalysis:
         touched = len(masks) < len(self._masks)  # a mask the edit touched is decided in its region
         if not touched and not any(wide_lo <= m.start and m.end <= wide_hi + delta for m in masks):
             done = self._statement_clean(old_tree, old_tree_data, masks, start, old_end, new_end, delta)
-        regions = [] if done is not None else [(wide_lo, wide_hi, 0, True)]
-        # Parsed alone first: a method is a few KB where its class can be a hundred. A method may get a
-        # mask of its own; new lines between statements are only taken when they parse (a decorator
-        # line needs the `def` below it). Not while a mask elsewhere in the wide region could be fixed.
-        narrow = method_around(old_tree, start, old_end)
-        if narrow is None and in_gap:
-            narrow = (start, old_end, 0)
-        if narrow is not None and regions:
-            lo_n, hi_n = narrow[0], max(narrow[1], old_end) + delta
-            lo_w, hi_w = wide_lo, wide_hi + delta
-            if not any(lo_w <= m.start and m.end <= hi_w and not (lo_n <= m.start and m.end <= hi_n) for m in masks):
-                regions.insert(0, (narrow[0], narrow[1], narrow[2], narrow[2] > 0))
-        for lo, hi, indent, may_mask in regions:
-            lo, hi = line_bounds(data, lo, max(hi + delta, new_end))
-            done = self._mask_region(masks, lo, hi, indent, old_tree_data, start, new_end, delta, may_mask)
-            if done is not None:
-                break
+        if done is None:
+            regions = [(wide_lo, wide_hi, 0, True)]
+            # Parsed alone first: a method is a few KB where its class can be a hundred. A method may get
+            # a mask of its own; new lines between statements are only taken when they parse (a decorator
+            # line needs the `def` below it). Not while a mask elsewhere in the wide region could be fixed.
+            narrow = method_around(old_tree, start, old_end)
+            if narrow is None and in_gap:
+                narrow = (start, old_end, 0)
+            if narrow is not None:
+                lo_n, hi_n = narrow[0], max(narrow[1], old_end) + delta
+                lo_w, hi_w = wide_lo, wide_hi + delta
+                if not any(lo_w <= m.start and m.end <= hi_w and not (lo_n <= m.start and m.end <= hi_n) for m in masks):
+                    regions.insert(0, (narrow[0], narrow[1], narrow[2], narrow[2] > 0))
+            for lo, hi, indent, may_mask in regions:
+                lo, hi = line_bounds(data, lo, max(hi + delta, new_end))
+                done = self._mask_region(masks, lo, hi, indent, old_tree_data, start, new_end, delta, may_mask)
+                if done is not None:
+                    break
         if done is None:
             return False
         masked, masks = done

@@ -28,6 +28,13 @@ class Mask:
         return data[: self.start] + self.content + data[self.end :]
 
 
+def apply_masks(data: bytes, masks: list[Mask]) -> bytes:
+    """`data` with every mask applied."""
+    for m in masks:
+        data = m.apply(data)
+    return data
+
+
 def shift_problem(p: Problem, rows: int) -> Problem:
     if p.span is None or rows == 0:
         return p
