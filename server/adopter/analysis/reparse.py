@@ -30,7 +30,7 @@ def _line_bounds(data: bytes, offset: int) -> tuple[int, int]:
 
 
 def _blank(data: bytes, start: int, end: int) -> bool:
-    return not data[start:end].strip(_BLANK) and b"\r" not in data[start:end]
+    return not data[start:end].strip(_BLANK)  # a stray `\r` is not stripped: not blank
 
 
 def whitespace_only(old: bytes, new: bytes, start: int, old_end: int, new_end: int) -> bool:
