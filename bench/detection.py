@@ -4,6 +4,11 @@ Labels: `bench/data/detection_labels.json`, `{"files": {"modeling_bert.py": {"si
 "class": "BertSelfOutput", "line": 123, "note": "..."}]}}}` with the 1-based line of the first statement
 of each site. A finding counts as a true positive when its file, family and first line equal a label's.
 Run: `.venv/bin/python bench/detection.py [--labels PATH] [--json OUT]`
+
+`--set realworld` scores families 4–17 on the real-world set instead (`bench/data/realworld/`: model files
+of 15 PyPI libraries and `transformers` 5.0, fetched by `bench/realworld_corpus.py`). There a finding
+covers a label when the label's line lies on one of the finding's lines (its statements, its `__init__`
+bindings): the site of a Sequential is its constructor in `__init__`, that of a chain its first statement.
 """
 
 from __future__ import annotations
@@ -56,8 +61,13 @@ def main() -> int:
     """Score the engine against the labels and print misses and false positives with file:line."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--labels", type=Path, default=DEFAULT_LABELS)
+    parser.add_argument("--set", choices=("transformers435", "realworld"), default="transformers435")
     parser.add_argument("--json", metavar="OUT")
     args = parser.parse_args()
+    if args.set == "realworld":
+        from detection_realworld import main as realworld
+
+        return realworld(args.json)
     data = json.loads(args.labels.read_text(encoding="utf-8"))
     labels: dict[Site, dict[str, str]] = {}
     for name, entry in data["files"].items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from adopter.analysis.canonical import canonical_architecture, canonical_forward
 from adopter.dsl.types import (
     Architecture,
     Binding,
@@ -80,7 +81,9 @@ def arch(body: Block, bindings: dict[str, Ctor] | None = None, name: str = "M",
 
 
 def mfile(*archs: Architecture, functions: tuple[Forward, ...] = ()) -> ModuleFile:
-    return ModuleFile("m.py", archs, (), functions)
+    """A module file of hand-built architectures, in the canonical form the analysis gives the engine."""
+    return ModuleFile("m.py", tuple(canonical_architecture(a) for a in archs), (),
+                      tuple(canonical_forward(f) for f in functions))
 
 
 def pv(x: str) -> PValue:

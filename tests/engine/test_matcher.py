@@ -169,9 +169,13 @@ def test_function_scope_rules() -> None:
     fn = Forward("<module>", (), (op("opt", "function", "torch.optim.AdamW", "%1", lr="=1e-3"),), sp(0))
     findings = find(mfile(functions=(fn,)), [r], CPU)
     assert [f.scope_name for f in findings] == ["<module>"]
-    # forward-scope rules never look at functions
+    # forward-scope rules match module-level functions too (a helper such as `eager_attention_forward`)
     r2 = rule((step("$o", "function:torch.optim.AdamW", "_", extra=True),), family=17)
-    assert not find(mfile(functions=(fn,)), [r2], CPU)
+    assert [f.scope_name for f in find(mfile(functions=(fn,)), [r2], CPU)] == ["<module>"]
+    # ... but a rule needing an `__init__` binding finds none there
+    r3 = rule((step("$o", "module:$m", "$x"),), (bind("$m", "torch.nn.Linear"),), family=17)
+    body = (op("h", "call", "m", "%1"),)
+    assert not find(mfile(functions=(Forward("f", (), body, sp(0)),)), [r3], CPU)
 
 
 def test_target_availability() -> None:

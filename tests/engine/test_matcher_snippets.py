@@ -55,7 +55,7 @@ rule t-softmax {
     $p = torch.nn.functional.softmax($x, dim=-1)
   }
   rewrite template {
-    forward ```$p = torch.softmax($x, -1)```
+    forward ```$p = torch.special.softmax($x, -1)```
   }
 }
 ''', "inline.adl")
@@ -173,7 +173,7 @@ def test_fix_of_a_nested_call_keeps_the_rest_of_the_statement() -> None:
     found = check(analyse(source, "s.py"), SOFTMAX, CPU).findings
     out = rewrite(source, found, rules=SOFTMAX, env=CPU, path="s.py")
     assert isinstance(out, Rewritten), out
-    assert "        return torch.softmax(s, -1) * 2  # keep\n" in out.new_source
+    assert "        return torch.special.softmax(s, -1) * 2  # keep\n" in out.new_source
 
 
 def test_site_in_one_branch_is_rewritten_in_that_branch_only() -> None:

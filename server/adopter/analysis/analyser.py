@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from tree_sitter import Node, Tree
 
 from adopter.analysis.bindings import InitAnalysis
+from adopter.analysis.canonical import canonical_architecture, canonical_forward
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.resolver import ModuleResolver
@@ -159,12 +160,12 @@ class Analyser:
             flow = FlowAnalysis(src, symbols, table, name, module_attrs, problems)
             forward = flow.function(found[1], found[0])
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
-        return arch, problems
+        return canonical_architecture(arch), problems
 
     def _function(self, node: Node, src: SourceText, symbols: ModuleSymbols) -> tuple[Forward, list[Problem]]:
         problems: list[Problem] = []
         forward = FlowAnalysis(src, symbols, None, None, frozenset(), problems).function(node, None)
-        return forward, problems
+        return canonical_forward(forward), problems
 
     def _toplevel(self, src: SourceText, symbols: ModuleSymbols, fresh: dict[str, _Entry]) -> _Entry:
         stmts = [s for s in symbols.toplevel if s.type not in ("comment", "ERROR")]
@@ -185,9 +186,9 @@ class Analyser:
         symbols.consulted = set()
         try:
             root = src.tree.root_node
-            forward = FlowAnalysis(src, symbols, None, None, frozenset(), problems).statements(
+            forward = canonical_forward(FlowAnalysis(src, symbols, None, None, frozenset(), problems).statements(
                 stmts, "<module>", src.span(root)
-            )
+            ))
         finally:
             consulted = symbols.consulted
             symbols.consulted = None

@@ -11,7 +11,7 @@ module that converts to LSP (UTF-16) and to libcst (1-based lines). The DSL's te
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 
@@ -93,6 +93,10 @@ class Op:
     span: Span
     stmt_span: Span
     via: tuple[str, ...] = ()
+    # The op as written, when the canonical pass (`adopter.analysis.canonical`) changed its spelling:
+    # `x.softmax(-1)` is canonical `torch.nn.functional.softmax(x, dim=-1)` with the method call as
+    # origin. Rewrites read the source through it; it is not part of the op's identity (nor printed).
+    origin: Op | None = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

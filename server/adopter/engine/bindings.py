@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -41,6 +42,9 @@ def norm_text(text: str) -> str:
     return "".join(text.split()).replace('"', "'")
 
 
+
+
+_CHILD = re.compile(r"^self\.(\w+)((?:\[\d+\])*)$")
 
 
 def _module_ctors(binding: Binding, container_item: bool) -> Iterator[Ctor]:
@@ -88,7 +92,18 @@ class InitIndex:
         if key in self._resolved:
             return self._resolved[key]
         found = None
-        if target.startswith("self."):
+        m = _CHILD.match(target)
+        if m is not None and m.group(2):
+            # `self.net[2]`: a child of an nn.Sequential the canonical pass unrolled into its children.
+            indexes = [int(i) for i in re.findall(r"\[(\d+)\]", m.group(2))]
+            for b in self.by_attr.get(m.group(1), ()):
+                c = b.value if isinstance(b.value, Ctor) else None
+                for i in indexes:
+                    c = c.items[i] if c is not None and i < len(c.items) and c.repeat is None else None
+                if c is not None and ctor_matches(pattern.ctor, c):
+                    found = (b, c)
+                    break
+        elif target.startswith("self."):
             attr = target[5:]
             item = attr.endswith("[*]")
             if item:

@@ -33,7 +33,13 @@ from adopter.dsl.types import (
 )
 from adopter.engine.bindings import InitIndex, norm_text
 from adopter.engine.flow import FlatForward
-from adopter.engine.plans import init_patterns, literal_requirements
+from adopter.engine.plans import (
+    init_patterns,
+    is_cast,
+    literal_requirements,
+    names_casts,
+    required_init_vars,
+)
 
 COMMUTATIVE = frozenset({"+", "*"})
 # How many unification attempts one rule may spend on one forward: a pathological pattern must not
@@ -116,6 +122,7 @@ class RuleMatcher:
         self.init = init
         self.init_patterns = init_patterns(rule)
         self.steps = rule.forward
+        self.look_through = not names_casts(rule)
         self.budget = STEP_BUDGET
         self._cand_sets: dict[int, set[int]] = {}
 
@@ -149,7 +156,8 @@ class RuleMatcher:
         for keys in literal_requirements(self.rule):
             if not any(k in by_target for k in keys):
                 return False
-        if not all(self.init.could_match(b) for b in self.rule.init):
+        required = required_init_vars(self.rule)
+        if not all(self.init.could_match(b) for b in self.rule.init if b.var.lstrip("$") in required):
             return False
         for step in self.steps:
             if not step.optional and not any(
@@ -209,6 +217,9 @@ class RuleMatcher:
                 bound = state.env.get(state.var(p.name))
                 if bound is not None and bound[0] == "ref":
                     readers = self.flat.uses_of.get(bound[1], ())
+                    if self.look_through and any(self.flat.nodes[r].op is not None and is_cast(self.flat.nodes[r].op)  # type: ignore[arg-type]
+                           for r in readers):
+                        continue  # its readers include the readers of a cast of it
                     if len(readers) < len(cands) - start:
                         members = self._cand_sets.get(id(cands))
                         if members is None:
@@ -324,7 +335,15 @@ class RuleMatcher:
 
     def _bound_of(self, v: Value, n: int) -> Bound:
         if isinstance(v, Ref):
-            return ("ref", v.name, self.flat.reaching_def(v.name, n))
+            name, d = v.name, self.flat.reaching_def(v.name, n)
+            # A cast (`.float()`, `.to(dtype)`, `.contiguous()`) is transparent: its value is its input's.
+            while d >= 0 and self.look_through:
+                op = self.flat.nodes[d].op
+                if op is None or not is_cast(op) or not op.args or not isinstance(op.args[0], Ref):
+                    break
+                name = op.args[0].name
+                d = self.flat.reaching_def(name, d)
+            return ("ref", name, d)
         return ("expr", v.text)
 
     def _unify(self, p: PValue, value: Bound, state: _State, at: int = -1) -> bool:
@@ -404,9 +423,19 @@ class RuleMatcher:
         return None if value is None else norm_text(value[1])
 
     def _uses(self, value: Bound) -> list[int]:
-        """Nodes reading the definition `value` (a name and its defining node)."""
+        """Nodes reading the definition `value` (a name and its defining node); a cast reading it
+        stands for the nodes reading the cast's result."""
         name, d = value[1], value[2]  # type: ignore[misc]
-        return [u for u in self.flat.uses_of.get(name, ()) if u > d and self.flat.reaching_def(name, u) == d]
+        out: list[int] = []
+        for u in self.flat.uses_of.get(name, ()):
+            if u <= d or self.flat.reaching_def(name, u) != d:
+                continue
+            op = self.flat.nodes[u].op
+            if self.look_through and op is not None and is_cast(op) and len(op.outputs) == 1 and op.args and op.args[0] == Ref(name):
+                out.extend(self._uses(("ref", op.outputs[0], u)))
+            else:
+                out.append(u)
+        return out
 
     def _single_use(self, value: Bound, chosen: list[int]) -> bool:
         mine = set(chosen)

@@ -5,7 +5,11 @@ Cached per rule object (rules are immutable and live as long as the rule set).
 
 from __future__ import annotations
 
-from adopter.dsl.types import BindingPattern, Rule
+from dataclasses import replace
+
+from adopter.analysis.canonical import normalise
+from adopter.analysis.spellings import CANONICAL, CAST, TRANSPARENT_METHODS
+from adopter.dsl.types import BindingPattern, Kwarg, Op, OpKind, OpPattern, PKwarg, Rule
 from adopter.engine.bindings import InitIndex
 
 _PATTERNS: dict[int, tuple[Rule, dict[str, BindingPattern]]] = {}
@@ -58,4 +62,79 @@ def quick_possible(rule: Rule, keys: set[tuple[str, str]], init: InitIndex) -> b
         if keys.isdisjoint(required):
             return False
     callees = init.callees
-    return all(not callees.isdisjoint(names) for names in _init_callees(rule))
+    needed = required_init_vars(rule)
+    return all(not callees.isdisjoint(names) for b, names in zip(rule.init, _init_callees(rule))
+               if b.var.lstrip("$") in needed)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Canonical patterns: a rule's steps in the canonical form of `adopter.analysis.spellings`
+# ---------------------------------------------------------------------------------------------------
+
+_CANONICAL: dict[int, tuple[Rule, Rule]] = {}
+
+
+def is_cast(op: Op) -> bool:
+    """Whether `op` is the transparent cast of the canonical form (the matcher looks through it)."""
+    return op.kind is OpKind.OPERATOR and op.target == CAST[1]
+
+
+def _canonical_key(kind: OpKind, target: str) -> tuple[OpKind, str]:
+    if kind is OpKind.METHOD and target in TRANSPARENT_METHODS:
+        return OpKind(CAST[0]), CAST[1]
+    key = CANONICAL.get((kind.value, target), (kind.value, target))
+    return OpKind(key[0]), key[1]
+
+
+def _canonical_step(step: OpPattern) -> OpPattern:
+    targets: list[tuple[OpKind, str]] = []
+    for kind, target in step.targets:
+        key = (kind, target) if target.startswith("$") else _canonical_key(kind, target)
+        if key not in targets:
+            targets.append(key)
+    args, kwargs = step.args, step.kwargs
+    keys = {(k.value, t) for k, t in targets if not t.startswith("$")}
+    if len(keys) == 1:
+        plain = tuple(Kwarg(k.name, k.value) for k in kwargs)  # type: ignore[arg-type]
+        new_args, new_kwargs = normalise(next(iter(keys)), args, plain, {})  # type: ignore[arg-type]
+        args = new_args  # type: ignore[assignment]
+        kwargs = tuple(PKwarg(k.name, k.value) for k in new_kwargs)  # type: ignore[arg-type]
+    if tuple(targets) == step.targets and args == step.args and kwargs == step.kwargs:
+        return step
+    return replace(step, targets=tuple(targets), args=args, kwargs=kwargs)
+
+
+def canonical_rule(rule: Rule) -> Rule:
+    """`rule` with its forward steps in canonical form, so one spelling in a rule matches them all."""
+    cached = _CANONICAL.get(id(rule))
+    if cached is None or cached[0] is not rule:
+        new = tuple(_canonical_step(s) for s in rule.forward)
+        cached = (rule, rule if new == rule.forward else replace(rule, forward=new))
+        _CANONICAL[id(rule)] = cached
+    return cached[1]
+
+
+_REQUIRED: dict[int, tuple[Rule, frozenset[str]]] = {}
+
+
+def names_casts(rule: Rule) -> bool:
+    """Whether a step of `rule` is a cast: such a rule sees casts (its rewrite keeps them); every other
+    rule looks through them."""
+    return any(t == (OpKind(CAST[0]), CAST[1]) for step in rule.forward for t in step.targets)
+
+
+def required_init_vars(rule: Rule) -> frozenset[str]:
+    """Module variables every match must bind: those a required step can only be a call of.
+
+    `? $p2 = $drop($p)` or `($drop | torch.nn.functional.dropout)($p)` do not need a Dropout in
+    `__init__`; `$h = $dense($x)` needs its binding.
+    """
+    cached = _REQUIRED.get(id(rule))
+    if cached is None or cached[0] is not rule:
+        names: set[str] = set()
+        for step in rule.forward:
+            if not step.optional and all(t.startswith("$") for _, t in step.targets):
+                names.update(t.lstrip("$") for _, t in step.targets)
+        cached = (rule, frozenset(names))
+        _REQUIRED[id(rule)] = cached
+    return cached[1]

@@ -11,6 +11,8 @@ from adopter.dsl.types import (
     Expr,
     Forward,
     ModuleFile,
+    Op,
+    OpKind,
     Problem,
     Ref,
     Rule,
@@ -22,7 +24,7 @@ from adopter.engine.bindings import InitIndex
 from adopter.engine.environment import Environment
 from adopter.engine.flow import FlatForward, flatten, op_keys
 from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
-from adopter.engine.plans import quick_possible
+from adopter.engine.plans import canonical_rule, quick_possible
 from adopter.engine.types import Finding, Match
 
 log = logging.getLogger(__name__)
@@ -67,8 +69,10 @@ def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, 
     """Match every rule in one forward (or function), appending findings and problems."""
     try:
         keys = op_keys(forward.body)
-        candidates = [r for r in rules if (kind == "forward" or r.scope == "function")
-                      and quick_possible(r, keys, init)]
+        # Every rule matches module-level functions too (`eager_attention_forward`, a timm helper):
+        # rules that need `__init__` bindings simply find none there.
+        canonical = (canonical_rule(r) for r in rules)
+        candidates = [r for r in canonical if quick_possible(r, keys, init)]
         if not candidates:
             return
         flat = flatten(forward)
@@ -161,6 +165,8 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
     elif rule.targets and not offered:
         needs = "; ".join(f"{t.name}: {_needs(t.devices, t.packages, t.torch)}" for t in rule.targets)
         fixable, reason = False, f"no target is available in this environment ({needs})"
+    elif (spelled := _spelling_reason(ops)) is not None:
+        fixable, reason = False, spelled
     elif m.path_dependent:
         fixable, reason = False, ("a value of the match is redefined on another control-flow path, so the "
                                   "matched statements do not always see the same value")
@@ -174,6 +180,21 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
         init_spans=tuple(b.span for b in m.bindings), match=match,
         targets=tuple(t.name for t in offered), fixable=fixable, no_fix_reason=reason,
     )
+
+
+def _spelling_reason(ops: tuple[Op, ...]) -> str | None:
+    """Why a match written in a spelling the rewrites cannot edit has no automatic fix, else None."""
+    for op in ops:
+        origin = op.origin
+        if origin is None:
+            continue
+        if origin.kind is OpKind.MODULE and op.target.startswith(origin.target + "["):
+            return (f"the matched layers are children of the nn.Sequential `{origin.target}`; Adopter does not "
+                    "rewrite inside a Sequential, so change it by hand")
+        if origin.kind is OpKind.FUNCTION and origin.target in ("torch.einsum", "torch.baddbmm"):
+            return (f"the match is written with `{origin.target.rsplit('.', 1)[-1]}`; Adopter has no automatic "
+                    "rewrite of that spelling yet")
+    return None
 
 
 def _needs(devices: tuple[str, ...], packages: tuple[str, ...], torch: str | None) -> str:

@@ -255,7 +255,7 @@ class SynthContext:
         parts: list[ast.expr] = []
         keywords: list[ast.keyword] = []
         if isinstance(node, ast.Call):
-            if op.kind == OpKind.METHOD and isinstance(node.func, ast.Attribute):
+            if (op.origin or op).kind == OpKind.METHOD and isinstance(node.func, ast.Attribute):
                 parts = [node.func.value, *node.args]
             else:
                 parts = list(node.args)

@@ -239,9 +239,9 @@ class _Site:
             parts = [node.left, node.right]
         elif isinstance(node, ast.Call):
             parts = list(node.args)
-            if op.kind == OpKind.METHOD and isinstance(node.func, ast.Attribute):
+            if (op.origin or op).kind == OpKind.METHOD and isinstance(node.func, ast.Attribute):
                 parts = [node.func.value, *parts]
-        elif isinstance(node, ast.Attribute) and op.kind == OpKind.METHOD:  # `k.mT`
+        elif isinstance(node, ast.Attribute) and (op.origin or op).kind == OpKind.METHOD:  # `k.mT`
             parts = [node.value]
         else:
             self.ctx.decline(f"cannot read the operands of `{self.ctx.text(op.span)}`")

@@ -7,6 +7,7 @@ import functools
 from adopter.dsl.types import Span
 from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.fusions_chain import (
+    activation_path,
     binding_path,
     ensure_helper,
     functional,
@@ -60,7 +61,7 @@ def _gated_mlp_ops(source: str) -> frozenset[Span]:
 def linear_gelu(ctx: SynthContext) -> None:
     """`act(linear(x))` → `fused_linear_gelu(x, linear, act)` (`$lin`, `$act`, `$x`)."""
     linear = binding_path(ctx, "lin")
-    act = binding_path(ctx, "act")
+    act = activation_path(ctx, "act", "out")
     x = value_text(ctx, "x")
     if ctx.finding.match.ops[-1].span in _gated_mlp_ops(ctx.source):
         ctx.decline("this activation gates a second projection (a gated MLP): f14-swiglu fuses that site instead")

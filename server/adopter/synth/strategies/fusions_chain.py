@@ -41,6 +41,20 @@ def binding_path(ctx: SynthContext, var: str) -> str:
     raise AssertionError  # decline never returns
 
 
+def activation_path(ctx: SynthContext, act: str, out: str) -> str:
+    """The submodule computing the activation: `$act`'s binding, or the module the canonical form
+    respelled as a function (`self.act = nn.GELU()` is `F.gelu` in the match)."""
+    value = ctx.binding(act)
+    if isinstance(value, str):
+        return value
+    op = op_producing(ctx, out)
+    origin = op.origin if op is not None else None
+    if origin is not None and origin.kind is OpKind.MODULE and origin.target.startswith("self.") and "[" not in origin.target:
+        return origin.target
+    ctx.decline("the activation is a function call, not a submodule; the fused helper takes a module")
+    raise AssertionError  # decline never returns
+
+
 def op_producing(ctx: SynthContext, var: str) -> Op | None:
     """The matched op whose output pattern variable `var` bound, if any."""
     value = ctx.binding(var)
@@ -62,7 +76,7 @@ def _call_parts(ctx: SynthContext, op: Op) -> list[str]:
         return []
     parts: list[ast.expr] = []
     if isinstance(node, ast.Call):
-        if op.kind is OpKind.METHOD and isinstance(node.func, ast.Attribute):
+        if (op.origin or op).kind is OpKind.METHOD and isinstance(node.func, ast.Attribute):
             parts.append(node.func.value)
         parts.extend(node.args)
     elif isinstance(node, ast.BinOp):

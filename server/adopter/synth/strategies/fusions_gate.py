@@ -9,6 +9,7 @@ from adopter.dsl.types import Binding, Ctor
 from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.checkpoint_hooks import ensure_checkpoint_hooks
 from adopter.synth.strategies.fusions_chain import (
+    activation_path,
     binding_path,
     ensure_helper,
     is_simple,
@@ -56,7 +57,7 @@ def fuse_gate_up(ctx: SynthContext) -> None:
     """Fuse the gate and up Linears of a gated MLP into one (`$gate`, `$up`, `$act`, `$x`)."""
     gate_path = binding_path(ctx, "gate")
     up_path = binding_path(ctx, "up")
-    act = binding_path(ctx, "act")
+    act = activation_path(ctx, "act", "a")
     x = value_text(ctx, "x")
     if not is_simple(x):
         ctx.decline(f"the MLP input `{x}` is an expression")

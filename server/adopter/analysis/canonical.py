@@ -1,0 +1,396 @@
+"""The canonical pass: every spelling of one operation becomes one op with normalised arguments.
+
+Runs over each analysed forward (and module-level function) after the flow analysis, driven by the
+table in `adopter.analysis.spellings`:
+
+- functions, tensor methods and operators that compute the same thing get one (kind, target):
+  `x.softmax(-1)`, `torch.softmax(x, -1)`, `F.softmax(x, dim=-1)` are all
+  `function torch.nn.functional.softmax(x, dim=-1)`; `a @ b`, `a.matmul(b)`, `torch.bmm(a, b)` are
+  `function torch.matmul(a, b)`;
+- arguments follow one signature: leading ones positional, the rest by keyword; an axis given as a
+  non-negative number becomes negative when the rank of the tensor is known (`softmax(x, dim=3)` on a
+  4-D tensor is `dim=-1`); `transpose(x, -1, -2)` is `transpose(x, -2, -1)`;
+- a call of a stateless module bound in `__init__` (`self.attend = nn.Softmax(dim=-1)`) is the
+  function it computes; a call of an `nn.Sequential` is the chain of its children (`self.net[0]`, ...);
+- casts, copies and layout changes (`.float()`, `.to(dtype)`, `.type_as(x)`, `.contiguous()`,
+  `nn.Identity()`) become `operator cast`, which the rule matcher looks through;
+- `einsum` equations that are (batched) matrix products become `transpose` + `matmul`; `baddbmm`
+  becomes `matmul`, scale and add.
+
+Every op keeps its source spans; an op whose spelling changed keeps the op as written in `origin`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+
+from adopter.analysis.spellings import (
+    CANONICAL,
+    CAST,
+    MATMUL,
+    MODULES,
+    SIGNATURES,
+    TRANSPARENT_METHODS,
+    TRANSPOSE,
+    Key,
+)
+from adopter.dsl.types import (
+    Architecture,
+    Binding,
+    Block,
+    Branch,
+    Ctor,
+    Expr,
+    Forward,
+    Kwarg,
+    Loop,
+    Op,
+    OpKind,
+    Ref,
+    Stmt,
+    Value,
+)
+
+_INT = re.compile(r"^-?\d+$")
+_TEMP = re.compile(r"^%(\d+)$")
+# Ops whose result has the rank of their first argument.
+_SAME_RANK = frozenset({
+    ("method", "transpose"), ("operator", "cast"), ("function", "torch.nn.functional.softmax"),
+    ("function", "torch.nn.functional.log_softmax"), ("function", "torch.nn.functional.dropout"),
+    ("function", "torch.nn.functional.gelu"), ("function", "torch.nn.functional.silu"),
+    ("function", "torch.nn.functional.relu"), ("function", "torch.sigmoid"), ("function", "torch.tanh"),
+    ("method", "masked_fill"), ("operator", "neg"), ("function", "torch.rsqrt"), ("function", "torch.sqrt"),
+    ("method", "pow"), ("function", "torch.erf"),
+})
+_ELEMENTWISE = frozenset({"+", "-", "*", "/"})
+# Modules whose output has the rank of their input.
+_SAME_RANK_MODULES = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Dropout", "torch.nn.GELU",
+                                "torch.nn.ReLU", "torch.nn.SiLU", "torch.nn.RMSNorm"})
+_MAX_SEQUENTIAL_DEPTH = 3
+
+
+def canonical_architecture(arch: Architecture) -> Architecture:
+    """`arch` with its forward in canonical form (bindings unchanged)."""
+    if arch.forward is None:
+        return arch
+    bindings = arch.init.bindings if arch.init is not None else ()
+    return replace(arch, forward=canonical_forward(arch.forward, bindings))
+
+
+def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = ()) -> Forward:
+    """`forward` with every op in canonical form; `bindings` are its class's `__init__` bindings."""
+    by_attr: dict[str, list[Binding]] = {}
+    for b in bindings:
+        by_attr.setdefault(b.attr, []).append(b)
+    body = _Pass(forward, by_attr).block(forward.body, {})
+    return forward if body == forward.body else replace(forward, body=body)
+
+
+class _Pass:
+    def __init__(self, forward: Forward, by_attr: Mapping[str, list[Binding]]) -> None:
+        self.by_attr = by_attr
+        self.counter = _max_temp(forward.body)
+
+    def temp(self) -> str:
+        self.counter += 1
+        return f"%{self.counter}"
+
+    # -- control flow --------------------------------------------------------------------------------
+
+    def block(self, block: Block, ranks: dict[str, int]) -> Block:
+        out: list[Stmt] = []
+        for stmt in block:
+            if isinstance(stmt, Op):
+                out.extend(self.op(stmt, ranks))
+            elif isinstance(stmt, Branch):
+                path_ranks = [dict(ranks) for _ in stmt.paths]
+                paths = tuple(self.block(p, r) for p, r in zip(stmt.paths, path_ranks))
+                _meet(ranks, path_ranks)
+                out.append(stmt if paths == stmt.paths else replace(stmt, paths=paths))
+            elif isinstance(stmt, Loop):
+                inner = dict(ranks)
+                body = self.block(stmt.body, inner)
+                _meet(ranks, [inner])
+                out.append(stmt if body == stmt.body else replace(stmt, body=body))
+            else:
+                out.append(stmt)
+        return tuple(out)
+
+    # -- one op --------------------------------------------------------------------------------------
+
+    def op(self, op: Op, ranks: dict[str, int]) -> list[Op]:
+        if op.kind == OpKind.MODULE:
+            ops = self.module(op, op.target, _ctor_of(self.by_attr, op.target), 0)
+        elif op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS and op.args:
+            ops = [_respell(op, CAST, op.args, op.kwargs)]
+        elif op.kind == OpKind.FUNCTION and op.target == "torch.einsum":
+            ops = self.einsum(op, ranks) or [op]
+        elif op.kind == OpKind.FUNCTION and op.target == "torch.baddbmm":
+            ops = self.baddbmm(op) or [op]
+        else:
+            key = (op.kind.value, op.target)
+            canonical = CANONICAL.get(key, key)
+            args, kwargs = normalise(canonical, op.args, op.kwargs, ranks)
+            ops = [op] if canonical == key and args == op.args and kwargs == op.kwargs else [
+                _respell(op, canonical, args, kwargs)]
+        for o in ops:
+            _track_rank(o, ranks, self.by_attr)
+        return ops
+
+    def module(self, op: Op, target: str, ctor: Ctor | None, depth: int) -> list[Op]:
+        """A module call: the function a stateless module computes, or the chain of a Sequential."""
+        if ctor is None:
+            return [op if target == op.target else replace(op, target=target, origin=op.origin or op)]
+        spelled = MODULES.get(ctor.callee)
+        if spelled is not None:
+            kwargs = _ctor_kwargs(ctor, spelled.ctor_params)
+            if kwargs is None:
+                return [op]
+            if spelled.op == CAST:
+                kwargs = ()
+            args, kwargs = normalise(spelled.op, op.args, (*op.kwargs, *kwargs), {})
+            return [_respell(op, spelled.op, args, kwargs)]
+        if (ctor.callee == "torch.nn.Sequential" and ctor.items and ctor.repeat is None and not ctor.keys
+                and depth < _MAX_SEQUENTIAL_DEPTH and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1):
+            chain: list[Op] = []
+            value: Value = op.args[0]
+            for i, item in enumerate(ctor.items):
+                last = i == len(ctor.items) - 1
+                outs = op.outputs if last else (self.temp(),)
+                step = Op(OpKind.MODULE, f"{target}[{i}]", (value,), (), outs, op.span, op.stmt_span, op.via,
+                          origin=op.origin or op)
+                chain.extend(self.module(step, step.target, item, depth + 1))
+                value = Ref(outs[0])
+            return chain
+        return [op if target == op.target else replace(op, target=target, origin=op.origin or op)]
+
+    def einsum(self, op: Op, ranks: dict[str, int]) -> list[Op] | None:
+        """`einsum("...ic,...jc->...ij", a, b)` as `matmul(a, b.transpose(-2, -1))` (and the like)."""
+        if len(op.args) != 3 or op.kwargs or len(op.outputs) != 1 or not isinstance(op.args[0], Expr):
+            return None
+        plan = matmul_plan(op.args[0].text)
+        if plan is None:
+            return None
+        t_a, t_b, rank = plan
+        a, b = op.args[1], op.args[2]
+        out: list[Op] = []
+        if t_a:
+            name = self.temp()
+            out.append(_new(op, TRANSPOSE, (a, Expr("-2"), Expr("-1")), (name,)))
+            ranks[name] = rank
+            a = Ref(name)
+        if t_b:
+            name = self.temp()
+            out.append(_new(op, TRANSPOSE, (b, Expr("-2"), Expr("-1")), (name,)))
+            ranks[name] = rank
+            b = Ref(name)
+        out.append(_new(op, MATMUL, (a, b), op.outputs))
+        return out
+
+    def baddbmm(self, op: Op) -> list[Op] | None:
+        """`baddbmm(input, b1, b2, beta=β, alpha=α)` as `β·input + α·(b1 @ b2)`, one op each."""
+        if len(op.args) != 3 or len(op.outputs) != 1 or any(k.name not in ("beta", "alpha") for k in op.kwargs):
+            return None
+        kw = {k.name: k.value for k in op.kwargs}
+        product = self.temp()
+        out = [_new(op, MATMUL, (op.args[1], op.args[2]), (product,))]
+        value: Value = Ref(product)
+        if "alpha" in kw:
+            scaled = self.temp()
+            out.append(_new(op, ("operator", "*"), (value, kw["alpha"]), (scaled,)))
+            value = Ref(scaled)
+        bias: Value = op.args[0]
+        if "beta" in kw:
+            name = self.temp()
+            out.append(_new(op, ("operator", "*"), (bias, kw["beta"]), (name,)))
+            bias = Ref(name)
+        out.append(_new(op, ("operator", "+"), (value, bias), op.outputs))
+        return out
+
+
+# -- arguments --------------------------------------------------------------------------------------
+
+
+def normalise(key: Key, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...],
+              ranks: Mapping[str, int]) -> tuple[tuple[Value, ...], tuple[Kwarg, ...]]:
+    """The arguments of canonical op `key` in its signature's form (unchanged when it has none)."""
+    sig = SIGNATURES.get(key)
+    if sig is None or len(args) > len(sig.params) or any(_starred(a) for a in args) or any(
+            k.name == "**" for k in kwargs):
+        return args, kwargs
+    given: dict[str, Value] = dict(zip(sig.params, args))
+    extra: list[Kwarg] = []
+    for k in kwargs:
+        if k.name in sig.params and k.name not in given:
+            given[k.name] = k.value
+        else:
+            extra.append(k)
+    rank = ranks.get(args[0].name) if args and isinstance(args[0], Ref) else None
+    if rank is not None:
+        for d in sig.dims:
+            v = given.get(d)
+            if isinstance(v, Expr) and _INT.match(v.text) and 0 <= int(v.text) < rank:
+                given[d] = Expr(str(int(v.text) - rank))
+    if sig.symmetric and len(sig.dims) == 2:
+        d0, d1 = (given.get(d) for d in sig.dims)
+        if isinstance(d0, Expr) and isinstance(d1, Expr) and _INT.match(d0.text) and _INT.match(d1.text) and int(
+                d0.text) < 0 and int(d1.text) < 0 and int(d0.text) > int(d1.text):
+            given[sig.dims[0]], given[sig.dims[1]] = d1, d0
+    out_args: list[Value] = []
+    for p in sig.params[: sig.positional]:
+        if p not in given:
+            break
+        out_args.append(given.pop(p))
+    out_kwargs = [Kwarg(p, given[p]) for p in sig.params if p in given]
+    return tuple(out_args), (*out_kwargs, *extra)
+
+
+def matmul_plan(equation: str) -> tuple[bool, bool, int] | None:
+    """For an einsum equation of two operands that is a (batched) matrix product: whether each operand
+    must be transposed first, and the result's rank; None for any other equation."""
+    text = equation.strip()
+    if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0]:
+        return None
+    text = text[1:-1].replace(" ", "").replace("...", "?")
+    if "->" not in text:
+        return None
+    lhs, out = text.split("->")
+    operands = lhs.split(",")
+    if len(operands) != 2:
+        return None
+    a, b = operands
+    if any(len(set(s)) != len(s) or not s for s in (a, b, out)) or len(a) < 2 or len(b) < 2:
+        return None
+    contracted = [c for c in a if c in b and c not in out]
+    if len(contracted) != 1:
+        return None
+    c = contracted[0]
+    batch = out[:-2]
+    i, j = out[-2], out[-1]
+    if a[:-2] != batch or b[:-2] != batch or set(a[-2:]) != {i, c} or set(b[-2:]) != {c, j}:
+        return None
+    return a[-2:] == c + i, b[-2:] == j + c, len(out)
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+
+def _respell(op: Op, key: Key, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...]) -> Op:
+    return Op(OpKind(key[0]), key[1], args, kwargs, op.outputs, op.span, op.stmt_span, op.via,
+              origin=op.origin or op)
+
+
+def _new(op: Op, key: Key, args: tuple[Value, ...], outputs: tuple[str, ...]) -> Op:
+    return Op(OpKind(key[0]), key[1], args, (), outputs, op.span, op.stmt_span, op.via, origin=op.origin or op)
+
+
+def _starred(v: Value) -> bool:
+    return (isinstance(v, Expr) and v.text.startswith("*")) or (isinstance(v, Ref) and v.name.startswith("*"))
+
+
+def _ctor_of(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None:
+    """The one constructor a module target denotes (`self.x`), or None when unknown or ambiguous."""
+    if not target.startswith("self.") or "[" in target or "." in target[5:]:
+        return None
+    bindings = by_attr.get(target[5:], ())
+    ctors = [b.value for b in bindings if isinstance(b.value, Ctor)]
+    if len(ctors) != 1 or len(bindings) != 1:
+        return None
+    return ctors[0]
+
+
+def _ctor_kwargs(ctor: Ctor, params: tuple[str, ...]) -> tuple[Kwarg, ...] | None:
+    """A stateless module's constructor arguments as the function's keywords; None if unknown ones."""
+    if len(ctor.args) > len(params) or ctor.items or ctor.lookup is not None:
+        return None
+    out = [Kwarg(p, v) for p, v in zip(params, ctor.args)]
+    for k in ctor.kwargs:
+        if k.name in params:
+            out.append(k)
+        elif k.name not in ("inplace",):
+            return None
+    return tuple(out)
+
+
+def _max_temp(block: Block) -> int:
+    top = 0
+    for stmt in block:
+        if isinstance(stmt, Op):
+            for name in stmt.outputs:
+                m = _TEMP.match(name)
+                if m:
+                    top = max(top, int(m.group(1)))
+        elif isinstance(stmt, Branch):
+            top = max([top, *(_max_temp(p) for p in stmt.paths)])
+        elif isinstance(stmt, Loop):
+            top = max(top, _max_temp(stmt.body))
+    return top
+
+
+def _meet(ranks: dict[str, int], alternatives: list[dict[str, int]]) -> None:
+    """After control flow: keep a rank only where every alternative agrees on it."""
+    names = set(ranks).union(*alternatives)
+    for name in names:
+        seen = {alt.get(name) for alt in alternatives}
+        if len(seen) == 1 and None not in seen:
+            ranks[name] = seen.pop()  # type: ignore[assignment]
+        else:
+            ranks.pop(name, None)
+
+
+def _rank(v: Value, ranks: Mapping[str, int]) -> int | None:
+    return ranks.get(v.name) if isinstance(v, Ref) else None
+
+
+def _shape_count(args: tuple[Value, ...]) -> int | None:
+    """The rank a `view`/`reshape`/`permute` call gives: one argument per axis, none starred."""
+    dims = args[1:]
+    if not dims or any(_starred(a) for a in dims):
+        return None
+    if len(dims) == 1 and not (isinstance(dims[0], Expr) and _INT.match(dims[0].text)):
+        return None  # a shape tuple held in a variable
+    return len(dims)
+
+
+def _einops_rank(pattern: Value) -> int | None:
+    if not isinstance(pattern, Expr) or "->" not in pattern.text:
+        return None
+    out = pattern.text.strip("'\" ").split("->")[1]
+    groups = re.findall(r"\([^)]*\)|[^\s()]+", out)
+    return len(groups) or None
+
+
+def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Binding]]) -> None:
+    """Record the rank of the op's output where the op makes it evident; forget it otherwise."""
+    for name in op.outputs:
+        ranks.pop(name, None)
+    if len(op.outputs) != 1:
+        return
+    key = (op.kind.value, op.target)
+    first = op.args[0] if op.args else None
+    rank: int | None = None
+    if key in _SAME_RANK and first is not None:
+        rank = _rank(first, ranks)
+    elif op.kind == OpKind.METHOD and op.target in ("view", "reshape", "permute", "expand"):
+        rank = _shape_count(op.args)
+    elif op.kind == OpKind.OPERATOR and op.target in _ELEMENTWISE and len(op.args) == 2:
+        known = [_rank(a, ranks) for a in op.args if isinstance(a, Ref)]
+        if known and None not in known:
+            rank = max(r for r in known if r is not None)
+    elif key == MATMUL and len(op.args) == 2:
+        ra, rb = _rank(op.args[0], ranks), _rank(op.args[1], ranks)
+        if ra is not None and rb is not None and ra >= 2 and rb >= 2:
+            rank = max(ra, rb)
+    elif op.kind == OpKind.FUNCTION and op.target in ("einops.rearrange", "einops.repeat") and len(op.args) >= 2:
+        rank = _einops_rank(op.args[1])
+    elif op.kind == OpKind.METHOD and op.target == "unsqueeze" and first is not None:
+        r = _rank(first, ranks)
+        rank = None if r is None else r + 1
+    elif op.kind == OpKind.MODULE and first is not None:
+        ctor = _ctor_of(by_attr, op.target)
+        if ctor is not None and ctor.callee in _SAME_RANK_MODULES:
+            rank = _rank(first, ranks)
+    if rank is not None:
+        ranks[op.outputs[0]] = rank
