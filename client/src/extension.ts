@@ -1,121 +1,361 @@
-// Adopter's VS Code client: starts the Python language server and hosts the accelerator-search panel.
+// Adopter's VS Code client: starts the Python language server from what the extension carries, and adds
+// the commands, code lenses' targets, status-bar item and accelerator-search panel around it.
+import * as os from "node:os";
 import * as vscode from "vscode";
 import {
+  ClientCapabilities,
   ExecuteCommandRequest,
+  FeatureState,
   LanguageClient,
   LanguageClientOptions,
   ServerOptions,
+  StaticFeature,
+  State,
   TransportKind,
 } from "vscode-languageclient/node";
-import { SearchPanel } from "./searchPanel";
+import { CLIENT, FIX_ALL_KIND, SERVER } from "./ids";
+import { Candidate, Choice, candidates, chooseInterpreter, expandPath, probeInterpreter } from "./interpreter";
+import { SearchPanel, VIEW_TYPE } from "./panel";
+import { PanelState } from "./panelHtml";
+import { SearchUI, Target, askSearch, classAt, runsUserCode, searchRequest, targetLabel } from "./search";
+import { serverSettings } from "./settings";
+import { StatusBar } from "./statusBar";
+
+export const ARCHITECTURE_SCHEME = "adopter-architecture";
 
 let client: LanguageClient | undefined;
+let log: vscode.LogOutputChannel;
+let status: StatusBar;
+let extensionUri: vscode.Uri;
+let interpreterSource: Candidate["source"] | undefined;
 
-function settings(): Record<string, unknown> {
-  const c = vscode.workspace.getConfiguration("adopter");
-  return {
-    select: c.get<string[]>("select", []),
-    ignore: c.get<string[]>("ignore", []),
-    severity: c.get<Record<string, string>>("severity", {}),
-    target: c.get<string>("target", "auto"),
-    rule_paths: c.get<string[]>("rulePaths", []),
-    debounce_ms: c.get<number>("debounceMs", 150),
-    trusted: vscode.workspace.isTrusted,
+/** Declares the client's own commands, so the server offers code lenses that run them. */
+class ClientCommandsFeature implements StaticFeature {
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    capabilities.experimental = { ...(capabilities.experimental as object | undefined), adopterClientCommands: true };
+  }
+  getState(): FeatureState {
+    return { kind: "static" };
+  }
+  initialize(): void {}
+  clear(): void {}
+}
+
+interface PythonEnvironmentsApi {
+  environments?: {
+    getActiveEnvironmentPath(resource?: vscode.Uri): { path: string };
+    resolveEnvironment(path: string | { path: string }): Promise<{ executable: { uri?: vscode.Uri } } | undefined>;
+    onDidChangeActiveEnvironmentPath?: vscode.Event<unknown>;
   };
 }
 
-function serverOptions(): ServerOptions {
-  const interpreter = vscode.workspace.getConfiguration("adopter").get<string>("interpreter", "") || "python3";
-  return { command: interpreter, args: ["-m", "adopter", "lsp"], transport: TransportKind.stdio };
+async function pythonExtensionApi(): Promise<PythonEnvironmentsApi | undefined> {
+  const ext = vscode.extensions.getExtension<PythonEnvironmentsApi>("ms-python.python");
+  if (!ext) {
+    return undefined;
+  }
+  try {
+    return ext.isActive ? ext.exports : await ext.activate();
+  } catch (err) {
+    log.warn(`the Python extension did not activate: ${err}`);
+    return undefined;
+  }
 }
 
-async function startClient(context: vscode.ExtensionContext): Promise<void> {
-  const clientOptions: LanguageClientOptions = {
+/** The Python extension's active interpreter for the first workspace folder, through its public API. */
+async function pythonExtensionInterpreter(): Promise<string | undefined> {
+  const api = await pythonExtensionApi();
+  if (!api?.environments) {
+    return undefined;
+  }
+  try {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const env = await api.environments.resolveEnvironment(api.environments.getActiveEnvironmentPath(folder));
+    return env?.executable.uri?.fsPath;
+  } catch (err) {
+    log.warn(`the Python extension could not say its interpreter: ${err}`);
+    return undefined;
+  }
+}
+
+async function pickInterpreter(): Promise<Choice> {
+  const configured = vscode.workspace.getConfiguration("adopter").get<string>("interpreter", "");
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const list = candidates(configured ? expandPath(configured, folder, os.homedir()) : undefined, await pythonExtensionInterpreter());
+  const choice = await chooseInterpreter(list, probeInterpreter);
+  for (const attempt of choice.attempts) {
+    const line = `interpreter from ${attempt.candidate.source}: ${attempt.candidate.command}: ${attempt.outcome}`;
+    if (attempt.usable) {
+      log.info(line);
+    } else {
+      log.warn(line);
+    }
+  }
+  interpreterSource = choice.attempts.find((a) => a.usable)?.candidate.source;
+  return choice;
+}
+
+async function selectInterpreter(): Promise<void> {
+  if (vscode.extensions.getExtension("ms-python.python")) {
+    await vscode.commands.executeCommand("python.setInterpreter");
+    return;
+  }
+  const picked = await vscode.window.showOpenDialog({ canSelectMany: false, openLabel: "Use this Python for Adopter", title: "Python 3.10 or newer" });
+  if (picked?.[0]) {
+    await vscode.workspace.getConfiguration("adopter").update("interpreter", picked[0].fsPath, vscode.ConfigurationTarget.Global);
+  }
+}
+
+function notifyInterpreterProblem(problem: string): void {
+  void vscode.window.showErrorMessage(`Adopter: ${problem}`, "Select Interpreter", "Show Output").then((button) => {
+    if (button === "Select Interpreter") {
+      void vscode.commands.executeCommand(CLIENT.selectInterpreter);
+    } else if (button === "Show Output") {
+      log.show();
+    }
+  });
+}
+
+function clientOptions(): LanguageClientOptions {
+  return {
     documentSelector: [
       { scheme: "file", language: "python" },
       { scheme: "untitled", language: "python" },
+      { scheme: "vscode-notebook-cell", language: "python" },
       { scheme: "file", language: "adopter" },
     ],
-    initializationOptions: settings(),
+    initializationOptions: serverSettings(vscode.workspace.getConfiguration("adopter"), vscode.workspace.isTrusted),
     synchronize: { configurationSection: "adopter" },
-    outputChannelName: "Adopter",
+    outputChannel: log,
+    middleware: {
+      workspace: {
+        // The server gets its own settings only (not the interpreter or the trace level).
+        configuration: (params) => params.items.map((item) =>
+          item.section === "adopter" ? serverSettings(vscode.workspace.getConfiguration("adopter"), vscode.workspace.isTrusted) : null),
+      },
+    },
   };
-  client = new LanguageClient("adopter", "Adopter", serverOptions(), clientOptions);
-  context.subscriptions.push(client);
-  await client.start();
+}
+
+async function startServer(): Promise<void> {
+  status.setState("starting");
+  const choice = await pickInterpreter();
+  if (!choice.command) {
+    status.setState("failed", choice.problem);
+    notifyInterpreterProblem(choice.problem ?? "no Python interpreter found");
+    return;
+  }
+  if (choice.problem) {
+    notifyInterpreterProblem(choice.problem);
+  }
+  const launcher = vscode.Uri.joinPath(extensionUri, "client", "python", "launch.py").fsPath;
+  const server: ServerOptions = { command: choice.command, args: [launcher, "lsp"], transport: TransportKind.stdio };
+  client = new LanguageClient("adopter", "Adopter", server, clientOptions());
+  client.registerFeature(new ClientCommandsFeature());
+  client.onDidChangeState((e) => {
+    if (e.newState === State.Running) {
+      status.setState("running", `Python ${choice.version?.join(".")} at ${choice.command}`);
+    } else if (e.newState === State.Stopped) {
+      status.setState("stopped");
+    }
+  });
+  try {
+    await client.start();
+    log.info(`server started with ${choice.command} ${launcher}`);
+  } catch (err) {
+    status.setState("failed", String(err));
+    log.error(`the server did not start: ${err}`);
+    void vscode.window.showErrorMessage("Adopter: the language server did not start; the output says why.", "Show Output")
+      .then((b) => b && log.show());
+  }
+}
+
+async function stopServer(): Promise<void> {
+  const old = client;
+  client = undefined;
+  if (old) {
+    try {
+      await old.stop();
+    } catch (err) {
+      log.warn(`stopping the server: ${err}`);
+    }
+    await old.dispose();
+  }
+}
+
+async function restartServer(): Promise<void> {
+  log.info("restarting the server");
+  await stopServer();
+  await startServer();
 }
 
 async function executeServerCommand(command: string, args: unknown[]): Promise<unknown> {
-  if (!client) {
-    throw new Error("The Adopter server is not running.");
+  if (!client || !client.isRunning()) {
+    throw new Error("The Adopter server is not running (see Adopter: Show Output).");
   }
   return client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
 }
 
-async function searchAccelerator(context: vscode.ExtensionContext): Promise<void> {
-  if (!vscode.workspace.isTrusted) {
-    vscode.window.showErrorMessage("Adopter: the accelerator search runs model code; trust this workspace first.");
+interface ClassArgument {
+  uri?: string;
+  class?: string;
+  line?: number;
+}
+
+/** The class the command is about: the code lens's argument, else the class at the cursor. */
+function classTarget(arg: ClassArgument | undefined): { target?: Target; document?: vscode.TextDocument } {
+  const editor = vscode.window.activeTextEditor;
+  if (arg?.uri && arg.class) {
+    const uri = vscode.Uri.parse(arg.uri);
+    const document = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+    return uri.scheme === "file" ? { target: { kind: "class", path: uri.fsPath, className: arg.class }, document } : {};
+  }
+  if (!editor || editor.document.languageId !== "python" || editor.document.uri.scheme !== "file") {
+    return {};
+  }
+  const lines = editor.document.getText().split(/\r?\n/);
+  const className = classAt(lines, editor.selection.active.line);
+  return className ? { target: { kind: "class", path: editor.document.uri.fsPath, className }, document: editor.document } : {};
+}
+
+const quickPickUI: SearchUI = {
+  async pick(items, placeHolder) {
+    const picked = await vscode.window.showQuickPick(items, { placeHolder, ignoreFocusOut: true });
+    return picked?.value;
+  },
+  async input(prompt, validate) {
+    return vscode.window.showInputBox({ prompt, validateInput: validate, ignoreFocusOut: true });
+  },
+};
+
+function untrustedMessage(): void {
+  void vscode.window.showWarningMessage(
+    "Adopter: searching for your own model runs its code, and this workspace is not trusted. The built-in models work everywhere.",
+    "Manage Workspace Trust").then((b) => b && vscode.commands.executeCommand("workbench.trust.manage"));
+}
+
+async function searchAccelerator(arg?: ClassArgument): Promise<void> {
+  const fromLens = Boolean(arg?.class);
+  const { target: inEditor, document } = classTarget(arg);
+  if (fromLens && !vscode.workspace.isTrusted) {
+    untrustedMessage();
     return;
   }
-  const zoo = ["bert-base", "bert-large", "gpt2", "gpt2-xl", "t5-base", "resnet50", "vit-b16", "llama-1b"];
-  const picked = await vscode.window.showQuickPick(
-    [...zoo.map((m) => ({ label: m, description: "built-in model" })),
-     { label: "module:factory…", description: "your model: a function returning (model, example inputs)" }],
-    { placeHolder: "Which model's training step should the accelerator be designed for?" },
-  );
-  if (!picked) {
+  const asked = await askSearch(quickPickUI, fromLens ? inEditor : undefined, inEditor, vscode.workspace.isTrusted);
+  if (!asked) {
     return;
   }
-  let model = picked.label;
-  if (model.startsWith("module:")) {
-    const entered = await vscode.window.showInputBox({ prompt: "module:function, e.g. mypkg.models:make_model" });
-    if (!entered) {
-      return;
-    }
-    model = entered;
-  }
-  const objective = await vscode.window.showQuickPick(["throughput", "perf-per-tdp"], { placeHolder: "Objective" });
-  if (!objective) {
+  if (runsUserCode(asked.target) && !vscode.workspace.isTrusted) {
+    untrustedMessage();
     return;
   }
-  const request = { model, objective, strategy: "wham" };
-  const panel = SearchPanel.show(context.extensionUri, model);
+  if (asked.target.kind === "class" && document?.isDirty) {
+    await document.save(); // the worker builds the class from the file on disk
+  }
+  const state: PanelState = {
+    title: targetLabel(asked.target), request: searchRequest(asked.target, asked.options), status: "running",
+    help: asked.target.kind === "class",
+  };
+  await runSearch(state);
+}
+
+/** Errors the server returns: its message, without the JSON-RPC wrapping. */
+function errorMessage(err: unknown): string {
+  return String(err instanceof Error ? err.message : err);
+}
+
+export function isCancellation(err: unknown): boolean {
+  const code = (err as { code?: number } | undefined)?.code;
+  return code === -32800 || /cancelled/i.test(errorMessage(err));
+}
+
+async function runSearch(state: PanelState): Promise<void> {
+  const running: PanelState = { ...state, status: "running", report: undefined, error: undefined };
+  const panel = SearchPanel.show(extensionUri, { rerun: (s) => void runSearch(s) }, running);
+  log.info(`search: ${JSON.stringify(state.request)}`);
   try {
-    const report = await executeServerCommand("adopter.searchAccelerator", [request]);
-    panel.showReport(report);
+    const report = await executeServerCommand(SERVER.searchAccelerator, [state.request]);
+    panel.update({ ...running, status: "done", report });
   } catch (err) {
-    panel.showError(String(err instanceof Error ? err.message : err));
+    const cancelled = isCancellation(err);
+    log.info(`search ${cancelled ? "cancelled" : "failed"}: ${errorMessage(err)}`);
+    panel.update({ ...running, status: cancelled ? "cancelled" : "error", error: errorMessage(err) });
   }
 }
 
-async function showArchitecture(): Promise<void> {
+/** Architecture documents: `adopter-architecture:/Class.adl?<document uri>#<class>`, read-only. */
+class ArchitectureDocuments implements vscode.TextDocumentContentProvider {
+  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    const text = await executeServerCommand(SERVER.showArchitecture, [{ uri: uri.query, class: decodeURIComponent(uri.fragment) }]);
+    return typeof text === "string" ? text : `# no nn.Module ${uri.fragment} in ${uri.query}\n`;
+  }
+}
+
+async function showArchitecture(arg?: ClassArgument): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  let uri = arg?.uri;
+  let className = arg?.class;
+  if (!uri && editor) {
+    uri = editor.document.uri.toString();
+    className = classAt(editor.document.getText().split(/\r?\n/), editor.selection.active.line);
+  }
+  if (!uri || !className) {
+    void vscode.window.showInformationMessage("Adopter: put the cursor inside an nn.Module class to see its architecture.");
+    return;
+  }
+  const doc = vscode.Uri.from({ scheme: ARCHITECTURE_SCHEME, path: `/${className}.adl`, query: uri, fragment: encodeURIComponent(className) });
+  const opened = await vscode.workspace.openTextDocument(doc);
+  await vscode.languages.setTextDocumentLanguage(opened, "adopter");
+  await vscode.window.showTextDocument(opened, { viewColumn: vscode.ViewColumn.Beside, preview: true, preserveFocus: true });
+}
+
+async function fixAll(): Promise<void> {
   const editor = vscode.window.activeTextEditor;
   if (!editor) {
     return;
   }
-  const uri = editor.document.uri.toString();
-  const line = editor.selection.active.line;
-  const text = (await executeServerCommand("adopter.showArchitecture", [{ uri, line }])) as string | null;
-  if (!text) {
-    vscode.window.showInformationMessage("Adopter: no nn.Module found here.");
-    return;
-  }
-  const doc = await vscode.workspace.openTextDocument({ language: "adopter", content: text });
-  await vscode.window.showTextDocument(doc, vscode.ViewColumn.Beside);
+  await vscode.commands.executeCommand("editor.action.sourceAction", { kind: FIX_ALL_KIND, apply: "first" });
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  extensionUri = context.extensionUri;
+  log = vscode.window.createOutputChannel("Adopter", { log: true });
+  status = new StatusBar();
   context.subscriptions.push(
-    // Client-side ids differ from the server's command ids: the language client registers those itself.
-    vscode.commands.registerCommand("adopter.client.searchAccelerator", () => searchAccelerator(context)),
-    vscode.commands.registerCommand("adopter.client.showArchitecture", showArchitecture),
-    vscode.commands.registerCommand("adopter.client.restartServer", async () => {
-      await client?.restart();
+    log,
+    status,
+    vscode.commands.registerCommand(CLIENT.searchAccelerator, searchAccelerator),
+    vscode.commands.registerCommand(CLIENT.showArchitecture, showArchitecture),
+    vscode.commands.registerCommand(CLIENT.fixAll, fixAll),
+    vscode.commands.registerCommand(CLIENT.restartServer, restartServer),
+    vscode.commands.registerCommand(CLIENT.showOutput, () => log.show()),
+    vscode.commands.registerCommand(CLIENT.selectInterpreter, selectInterpreter),
+    vscode.workspace.registerTextDocumentContentProvider(ARCHITECTURE_SCHEME, new ArchitectureDocuments()),
+    vscode.window.registerWebviewPanelSerializer(VIEW_TYPE, {
+      async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: PanelState | undefined) {
+        SearchPanel.revive(panel, extensionUri, { rerun: (s) => void runSearch(s) }, state);
+      },
     }),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration("adopter.interpreter")) {
+        void restartServer();
+      }
+    }),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void restartServer()),
+    { dispose: () => void stopServer() },
   );
-  await startClient(context);
+  const api = await pythonExtensionApi();
+  const changed = api?.environments?.onDidChangeActiveEnvironmentPath;
+  if (changed) {
+    context.subscriptions.push(changed(() => {
+      if (interpreterSource !== "adopter.interpreter") {
+        void restartServer();
+      }
+    }));
+  }
+  await startServer();
 }
 
 export async function deactivate(): Promise<void> {
-  await client?.stop();
+  await stopServer();
 }

@@ -174,9 +174,9 @@ class AdopterServer(LanguageServer):
 
 def build_server() -> AdopterServer:
     """A server with every feature registered."""
-    from adopter.lsp import code_actions, commands, diagnostics, hover, rule_files, settings
+    from adopter.lsp import code_actions, code_lens, commands, diagnostics, hover, rule_files, settings
 
     server = AdopterServer()
-    for feature in (settings, diagnostics, code_actions, hover, rule_files, commands):
+    for feature in (settings, diagnostics, code_actions, hover, rule_files, commands, code_lens):
         feature.register(server)
     return server
