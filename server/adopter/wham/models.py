@@ -53,7 +53,12 @@ def _source_hash(spec: str, path: str | None) -> str:
     here = Path(__file__).parent / "workload"
     for name in ("trace.py", "zoo.py", "worker.py"):
         h.update((here / name).read_bytes())
-    if ":" in spec:
+    file = spec.rpartition(":")[0]
+    if file.endswith(".py"):  # a class of the user's file: that file and its configuration module
+        from adopter.wham.workload.user_model import source_digest
+
+        h.update((here / "user_model.py").read_bytes() + source_digest(file))
+    elif ":" in spec:
         mod = spec.split(":", 1)[0]
         search = [path] if path else []
         origin = _module_file(mod, search)

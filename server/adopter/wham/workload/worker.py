@@ -3,7 +3,7 @@
 Run as `python -m adopter.wham.workload.worker SPEC BATCH SEQ OUT [--path DIR]`. SPEC is a zoo name,
 `module:function` (returns `(model, inputs)` or `(model, inputs, loss_fn)`; called with `batch=`/`seq=`
 when it accepts them) or `module:Class` (built with its default arguments; its inputs come from a
-`example_inputs(batch, seq)` static/class method). Exit status 0 on success; otherwise the reason is
+`example_inputs(batch, seq)` static/class method) or `path/to/file.py:Class` (built by `user_model`). Exit status 0 on success; otherwise the reason is
 written to OUT as `{"error": ...}`.
 """
 
@@ -22,6 +22,11 @@ def _load(spec: str, batch: int, seq: int) -> tuple[Any, Any, Any]:
 
     if spec in ZOO:
         return ZOO[spec][0](batch, seq)
+    file, _, class_name = spec.rpartition(":")
+    if file.endswith(".py"):  # a class of the user's file: adopter.wham.workload.user_model builds it
+        from adopter.wham.workload.user_model import build
+
+        return build(file, class_name, batch, seq)
     if ":" not in spec:
         raise ValueError(f"--model {spec!r}: not a zoo model ({', '.join(sorted(ZOO))}) nor module:factory")
     mod_name, attr = spec.split(":", 1)
