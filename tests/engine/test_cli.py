@@ -165,10 +165,12 @@ def test_unanalysable_files_fail_the_check_but_do_not_crash(workspace: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     (workspace / "broken.py").write_text("class A(:\n    pass\n")
     (workspace / "binary.py").write_bytes(b"\x00\x01\xff")
-    assert main(["check", *args("broken.py", "binary.py", "clean.py")]) == 1
+    # A binary file is an input error (exit 2); the syntax error is reported; the clean file still ran.
+    assert main(["check", *args("broken.py", "binary.py", "clean.py")]) == 2
     err = capsys.readouterr().err
     assert "broken.py:1:" in err and "binary.py" in err
-    assert main(["fix", *args("binary.py", "clean.py")]) == 0
+    assert main(["check", *args("broken.py", "clean.py")]) == 1
+    assert main(["fix", *args("binary.py", "clean.py")]) == 2
 
 
 def test_rewrite_finds_workspace_rules_by_path(workspace: Path) -> None:

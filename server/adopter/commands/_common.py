@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from adopter.engine import RuleSet
+    from adopter.session import Session
 
 SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".mypy_cache", ".pytest_cache", ".cache"}
 
@@ -45,15 +46,43 @@ def load(args: argparse.Namespace, select: list[str] | None = None) -> tuple[Rul
     return ruleset, any(p.severity == Severity.ERROR for p in ruleset.problems)
 
 
+def session_for(args: argparse.Namespace, select: list[str] | None = None) -> tuple[Session, bool]:
+    """The session of one command: rules per the options (problems printed), the `--target` environment."""
+    from adopter.session import RuleContext, Session
+
+    ruleset, errors = load(args, select)
+    from adopter.engine import detect_environment
+
+    return Session(RuleContext(tuple(ruleset.rules), tuple(ruleset.problems), detect_environment(args.target))), errors
+
+
 def python_files(paths: Sequence[str]) -> Iterator[tuple[Path, str | None]]:
-    """Every .py file under `paths`, with an error message for paths that do not exist."""
+    """Every .py file under `paths`, with an error message for a path that does not exist or a
+    folder that holds no Python file."""
     for raw in paths:
         path = Path(raw)
         if path.is_file():
             yield path, None
         elif path.is_dir():
-            for p in sorted(path.rglob("*.py")):
-                if not SKIP_DIRS.intersection(p.relative_to(path).parts[:-1]):
-                    yield p, None
+            found = [p for p in sorted(path.rglob("*.py"))
+                     if not SKIP_DIRS.intersection(p.relative_to(path).parts[:-1])]
+            if not found:
+                yield path, f"{raw}: no Python (.py) files in this folder; give a .py file or a folder that has some"
+            for p in found:
+                yield p, None
         else:
-            yield path, f"{raw}: no such file or directory"
+            yield path, f"{raw}: no such file or directory; check the path"
+
+
+def read_source(path: Path) -> tuple[str | None, str | None]:
+    """The file's text, or why it cannot be analysed (one line naming the file and what to do)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, f"{path}: cannot read it ({exc.strerror or exc}); check its permissions"
+    if b"\0" in data:
+        return None, f"{path}: a binary file, not Python source; leave it out"
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return None, f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8"

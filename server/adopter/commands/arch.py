@@ -58,8 +58,9 @@ def _error(message: str) -> int:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from adopter.analysis import analyse
-    from adopter.dsl.types import Architecture, ModuleFile
+    from adopter.commands._common import read_source
+    from adopter.dsl.types import Architecture, ModuleFile, Severity
+    from adopter.session import RuleContext, Session
 
     path, class_name = _split(args.path)
     if not path.exists():
@@ -74,23 +75,20 @@ def run(args: argparse.Namespace) -> int:
         files = [path]
     results: list[ModuleFile] = []
     status = 0
+    session = Session(RuleContext(()))  # architectures only: no rules to match
     for f in files:
-        try:
-            data = f.read_bytes()
-        except OSError as exc:
+        text, why = read_source(f)
+        if text is None:
             if len(files) == 1:
-                return _error(f"{f}: cannot read: {exc.strerror or exc}")
-            print(f"adopter arch: {f}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+                return _error(str(why))
+            print(f"adopter arch: {why}", file=sys.stderr)
             status = 2
             continue
-        mf = analyse(data, str(f))
-        fatal = [p for p in mf.problems if p.code in ("binary", "not-utf8", "too-large")]
-        if fatal:
-            if len(files) == 1:
-                return _error(fatal[0].render())
-            print(f"adopter arch: {fatal[0].render()}", file=sys.stderr)
-            status = 2
-            continue
+        mf = session.analyse(text, str(f))
+        broken = [p for p in mf.problems if p.severity == Severity.ERROR]
+        if broken:  # the classes that still parse are printed; say the rest is missing
+            print(f"adopter arch: warning: {broken[0].render()}; classes after it may be missing or partial",
+                  file=sys.stderr)
         if class_name is not None:
             chosen: tuple[Architecture, ...] = tuple(a for a in mf.architectures if a.name == class_name)
             if not chosen:

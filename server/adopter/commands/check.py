@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from adopter.commands._common import add_rule_options, load, python_files
+from adopter.commands._common import add_rule_options, python_files, read_source, session_for
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note", "hint": "note"}
@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
     p.set_defaults(run=run)
 
 
-def finding_record(f: Any) -> dict[str, Any]:
+def finding_record(f: Any, fixable: bool, reason: str | None) -> dict[str, Any]:
     """One JSON record per finding (lines and columns 1-based, columns in code points, end exclusive)."""
     return {
         "path": f.path, "rule": f.rule_id, "family": f.family, "severity": f.severity.value,
@@ -33,11 +33,11 @@ def finding_record(f: Any) -> dict[str, Any]:
                   "end": {"line": f.span.end_line + 1, "column": f.span.end_col + 1}},
         "statements": [[s.start_line + 1, s.end_line + 1] for s in f.stmt_spans],
         "init": [[s.start_line + 1, s.end_line + 1] for s in f.init_spans],
-        "fixable": f.fixable, "targets": list(f.targets), "no_fix_reason": f.no_fix_reason,
+        "fixable": fixable, "targets": list(f.targets), "no_fix_reason": reason,
     }
 
 
-def sarif(findings: list[Any], rules: tuple[Any, ...]) -> dict[str, Any]:
+def sarif(findings: list[tuple[Any, bool, str | None]], rules: tuple[Any, ...]) -> dict[str, Any]:
     """A SARIF 2.1.0 log of `findings`."""
     from adopter import __version__
 
@@ -49,7 +49,7 @@ def sarif(findings: list[Any], rules: tuple[Any, ...]) -> dict[str, Any]:
         "properties": {"family": r.family},
     } for r in rules]
     results = []
-    for f in findings:
+    for f, fixable, _ in findings:
         result: dict[str, Any] = {
             "ruleId": f.rule_id, "level": SARIF_LEVEL[f.severity.value], "message": {"text": f.message},
             "locations": [{"physicalLocation": {
@@ -57,7 +57,7 @@ def sarif(findings: list[Any], rules: tuple[Any, ...]) -> dict[str, Any]:
                 "region": {"startLine": f.span.start_line + 1, "startColumn": f.span.start_col + 1,
                            "endLine": f.span.end_line + 1, "endColumn": f.span.end_col + 1},
             }}],
-            "properties": {"family": f.family, "scope": f.scope_name, "fixable": f.fixable},
+            "properties": {"family": f.family, "scope": f.scope_name, "fixable": fixable},
         }
         if f.rule_id in index:
             result["ruleIndex"] = index[f.rule_id]
@@ -72,52 +72,51 @@ def sarif(findings: list[Any], rules: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Check every Python file under the paths."""
-    from adopter.analysis import analyse
+    """Check every Python file under the paths; 0 clean, 1 findings or syntax errors, 2 input errors."""
     from adopter.dsl.types import Severity
-    from adopter.engine import check, detect_environment
 
-    ruleset, rule_errors = load(args)
-    env = detect_environment(args.target)
-    findings: list[Any] = []
-    errors = rule_errors
-    unreadable = False
+    session, errors = session_for(args)
+    findings: list[tuple[Any, bool, str | None]] = []  # (finding, fixable by `fix`, why not)
+    broken = analysed_files = 0  # files with a syntax error; files analysed at all
     for path, missing in python_files(args.paths):
-        if missing:
-            print(f"error: {missing}", file=sys.stderr)
+        text, why = (None, missing) if missing else read_source(path)
+        if text is None:
+            print(f"error: {why}", file=sys.stderr)
             errors = True
             continue
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            print(f"error: {path}: {exc.strerror}", file=sys.stderr)
-            errors = True
-            continue
-        module_file = analyse(data, str(path))
-        result = check(module_file, ruleset.rules, env)
-        for p in (*module_file.problems, *result.problems):
+        analysed = session.analysed(text, str(path))
+        analysed_files += 1
+        for p in analysed.problems:
             if p.severity == Severity.ERROR or args.format == "text":
                 print(p.render(), file=sys.stderr)
-            # Like ruff: a file that cannot be analysed (syntax error, binary) fails the check.
-            unreadable = unreadable or p.severity == Severity.ERROR
-        findings.extend(result.findings)
+        broken += not analysed.parses
+        for f in analysed.findings:
+            decision = session.decision(analysed, f)
+            findings.append((f, decision.fixable, decision.reason))
     if args.format == "json":
-        json.dump([finding_record(f) for f in findings], sys.stdout, indent=2)
+        json.dump([finding_record(*item) for item in findings], sys.stdout, indent=2)
         print()
     elif args.format == "sarif":
-        json.dump(sarif(findings, ruleset.rules), sys.stdout, indent=2)
+        json.dump(sarif(findings, session.rules), sys.stdout, indent=2)
         print()
-    else:
-        for f in findings:
-            fix = " [fixable]" if f.fixable else (f" (no automatic fix: {f.no_fix_reason})" if f.no_fix_reason else "")
-            print(f"{f.path}:{f.span.start_line + 1}:{f.span.start_col + 1}: {f.rule_id} "
-                  f"(family {f.family}) {f.message}{fix}")
-        fixable = sum(f.fixable for f in findings)
-        if findings:
-            print(f"Found {len(findings)} site{'s' if len(findings) != 1 else ''} ({fixable} fixable with "
-                  "`adopter fix`).")
-        else:
-            print("No sites found.")
+    elif analysed_files:
+        print_text(findings, broken)
     if errors:
         return 2
-    return 1 if findings or unreadable else 0
+    return 1 if findings or broken else 0
+
+
+def print_text(findings: list[tuple[Any, bool, str | None]], broken: int) -> None:
+    """One line per finding, then the summary (which counts files that do not parse)."""
+    for f, fixable, reason in findings:
+        fix = " [fixable]" if fixable else (f" (no automatic fix: {reason})" if reason else "")
+        print(f"{f.path}:{f.span.start_line + 1}:{f.span.start_col + 1}: {f.rule_id} "
+              f"(family {f.family}) {f.message}{fix}")
+    parts = []
+    if findings:
+        n, k = len(findings), sum(fixable for _, fixable, _ in findings)
+        parts.append(f"Found {n} site{'s' if n != 1 else ''} ({k} fixable with `adopter fix`)")
+    if broken:
+        parts.append(f"{broken} file{'s' if broken != 1 else ''} with a syntax error (analysed as far as "
+                     "it parses; see above)")
+    print("; ".join(parts) + "." if parts else "No sites found.")

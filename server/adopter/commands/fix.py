@@ -7,7 +7,7 @@ import difflib
 import sys
 from typing import Any
 
-from adopter.commands._common import add_rule_options, load, python_files, split_list
+from adopter.commands._common import add_rule_options, python_files, read_source, session_for, split_list
 
 
 def register(subparsers: Any) -> None:
@@ -24,32 +24,27 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Fix every Python file under the paths; exit 0 done, 1 sites left (or, with --diff, changes), 2 errors."""
-    from adopter.engine import detect_environment
-    from adopter.synth.fixing import fix_source
-
+    """Fix every Python file under the paths to a fixed point; exit 0 done, 1 sites left (or, with
+    --diff, changes), 2 input errors (a file that cannot be read or does not parse)."""
     only = split_list(args.rule)
-    ruleset, errors = load(args, select=only if only else None)
-    env = detect_environment(args.target)
+    session, errors = session_for(args, select=only if only else None)
     changed = left = 0
     for path, missing in python_files(args.paths):
-        if missing:
-            print(f"error: {missing}", file=sys.stderr)
+        source, why = (None, missing) if missing else read_source(path)
+        if source is None:
+            print(f"error: {why}", file=sys.stderr)
             errors = True
             continue
-        try:
-            source = path.read_bytes().decode("utf-8")
-        except OSError as exc:
-            print(f"error: {path}: {exc.strerror or exc}", file=sys.stderr)
+        outcome = session.fix(source, str(path))
+        if not outcome.parses:
+            first = next((p for p in outcome.problems if p.severity.value == "error" and p.span is not None), None)
+            where = f":{first.span.start_line + 1}:{first.span.start_col + 1}" if first and first.span else ""
+            print(f"error: {path}{where}: the file does not parse ({first.message if first else 'syntax error'}); "
+                  "fix the syntax error first, nothing was rewritten", file=sys.stderr)
             errors = True
             continue
-        except UnicodeDecodeError:
-            print(f"{path}: not UTF-8 text; skipped", file=sys.stderr)
-            continue
-        outcome = fix_source(source, str(path), ruleset.rules, env)
-        for s in outcome.skipped:
-            f = s.finding
-            print(f"{path}:{f.span.start_line + 1}:{f.span.start_col + 1}: {f.rule_id}: not fixed: {s.reason}",
+        for f, reason in outcome.skipped:
+            print(f"{path}:{f.span.start_line + 1}:{f.span.start_col + 1}: {f.rule_id}: not fixed: {reason}",
                   file=sys.stderr)
         left += len(outcome.skipped)
         if not outcome.changed:

@@ -1,9 +1,11 @@
 """Quick fixes per finding and target, `source.fixAll.adopter`; edits computed lazily on resolve.
 
-`textDocument/codeAction` only lists what can be done (cheap); `codeAction/resolve` runs the verified
-rewrite (`adopter.synth.rewrite`) for the version the action was offered on, turns the new text into
-minimal edits and returns them as a versioned `documentChanges` edit. A document that changed in
-between gets no edit, and the user a message saying why.
+`textDocument/codeAction` lists a quick fix for a finding only when the session's fix decision says
+`adopter fix` rewrites it (the decision is the verified rewrite itself, computed once per document
+version, on the analysis thread); otherwise the action is disabled with the reason. `codeAction/resolve`
+takes the decision's text for the version the action was offered on (fix-all: `Session.fix`, to its
+fixed point), turns it into minimal edits and returns them as a versioned `documentChanges` edit. A
+document that changed in between gets no edit, and the user a message saying why.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from adopter.engine.types import Finding
 from adopter.lsp.convert import LineIndex, lsp_range, lsp_text_edits, lsp_workspace_edit
 from adopter.lsp.edits import minimal_changes
 from adopter.lsp.pipeline import Snapshot, failure
+from adopter.session import Decision
 
 if TYPE_CHECKING:
     from adopter.lsp.server import AdopterServer
@@ -43,31 +46,43 @@ def _overlaps(span: Span, rng: types.Range, index: LineIndex) -> bool:
     return start <= (rng.end.line, rng.end.character) and (rng.start.line, rng.start.character) <= end
 
 
-def list_actions(uri: str, snapshot: Snapshot, params: types.CodeActionParams) -> list[types.CodeAction]:
+def decide(snapshot: Snapshot, rng: types.Range) -> dict[int, Decision]:
+    """The fix decisions (preferred target) of the findings under `rng`, by index (analysis thread)."""
+    index = LineIndex(snapshot.text)
+    out: dict[int, Decision] = {}
+    for i, f in enumerate(snapshot.findings):
+        if _overlaps(f.span, rng, index):
+            if snapshot.session is None or snapshot.analysed is None:
+                out[i] = Decision(False, "the rule engine is not available")
+            else:
+                out[i] = snapshot.session.decision(snapshot.analysed, f)
+    return out
+
+
+def list_actions(uri: str, snapshot: Snapshot, params: types.CodeActionParams,
+                 decisions: dict[int, Decision]) -> list[types.CodeAction]:
     """The actions for the findings under the requested range (edits left for resolve)."""
     index = LineIndex(snapshot.text)
     only = params.context.only
     actions: list[types.CodeAction] = []
-    here = [f for f in snapshot.findings if _overlaps(f.span, params.range, index)]
     by_code = {(d.code, d.range.start.line): d for d in params.context.diagnostics}
     if _wanted(only, types.CodeActionKind.QuickFix):
-        for finding in here:
+        for i, decision in sorted(decisions.items()):
+            finding = snapshot.findings[i]
             diagnostic = by_code.get((finding.rule_id, lsp_range(index, finding.span).start.line))
-            actions.extend(_quick_fixes(uri, snapshot.version, finding, diagnostic))
-    fixable = [f for f in snapshot.findings if f.fixable and f.targets]
-    if fixable and _wanted(only, FIX_ALL) and (only is not None or here):
+            actions.extend(_quick_fixes(uri, snapshot.version, finding, decision, diagnostic))
+    candidates = any(f.fixable and f.targets for f in snapshot.findings)
+    if candidates and _wanted(only, FIX_ALL) and (only is not None or decisions):
         data = {"uri": uri, "version": snapshot.version, "all": True}
-        title = f"Adopter: apply all {len(fixable)} kernel fixes in this file"
-        actions.append(types.CodeAction(title=title, kind=FIX_ALL, data=data))
+        actions.append(types.CodeAction(title="Adopter: apply every kernel fix in this file", kind=FIX_ALL, data=data))
     return actions
 
 
-def _quick_fixes(
-    uri: str, version: int | None, finding: Finding, diagnostic: types.Diagnostic | None
-) -> list[types.CodeAction]:
+def _quick_fixes(uri: str, version: int | None, finding: Finding, decision: Decision,
+                 diagnostic: types.Diagnostic | None) -> list[types.CodeAction]:
     diagnostics = [diagnostic] if diagnostic is not None else None
-    if not finding.fixable or not finding.targets:
-        reason = finding.no_fix_reason or "no kernel for this rule is available in this environment"
+    if not decision.fixable or not finding.targets:
+        reason = decision.reason or "no kernel for this rule is available in this environment"
         disabled = types.CodeActionDisabled(reason=reason)
         title = f"Adopter: {finding.title} (no automatic fix)"
         return [types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix, disabled=disabled)]
@@ -83,25 +98,29 @@ def _quick_fixes(
     ]
 
 
-def rewrite_edit(snapshot: Snapshot, data: dict[str, Any], path: str | None) -> tuple[str | None, list[Any]]:
-    """Run the verified rewrite for the action's findings: (error message or None, text changes)."""
-    if data.get("all"):
-        findings = [f for f in snapshot.findings if f.fixable and f.targets]
-        target = None
-    else:
-        findings = [f for f in snapshot.findings if f.rule_id == data.get("rule") and _span_key(f.span) == data.get("span")]
-        target = data.get("target")
-    if not findings:
-        return "the finding is no longer there; ask for the fix again", []
+def rewrite_edit(snapshot: Snapshot, data: dict[str, Any]) -> tuple[str | None, list[Any]]:
+    """The verified rewrite for the action, from the session: (error message or None, text changes)."""
+    session, analysed = snapshot.session, snapshot.analysed
+    if session is None or analysed is None:
+        return "Adopter: the rule engine is not available", []
     try:
-        from adopter.synth import RewriteFailed, rewrite
-
-        result = rewrite(snapshot.text, findings, target=target, path=path)
+        if data.get("all"):
+            new_source = session.fix(snapshot.text, analysed.path).new_source
+            if new_source == snapshot.text:
+                return "Adopter: no fix in this file could be applied safely", []
+            return None, minimal_changes(snapshot.text, new_source)
+        found = [f for f in snapshot.findings if f.rule_id == data.get("rule") and _span_key(f.span) == data.get("span")]
+        if not found:
+            return "the finding is no longer there; ask for the fix again", []
+        target = data.get("target")
+        if found[0].targets[:1] == [target] or found[0].targets[:1] == (target,):
+            target = None  # the preferred target, the one `fix` uses: decided when the action was listed
+        decision = session.decision(analysed, found[0], target)
     except Exception as exc:
         return failure("the rewrite", exc).message, []
-    if isinstance(result, RewriteFailed):
-        return f"Adopter could not apply this fix safely: {result.reason}", []
-    return None, minimal_changes(snapshot.text, result.new_source)
+    if not decision.fixable or decision.new_source is None:
+        return f"Adopter could not apply this fix safely: {decision.reason}", []
+    return None, minimal_changes(snapshot.text, decision.new_source)
 
 
 async def code_action(ls: AdopterServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
@@ -109,7 +128,11 @@ async def code_action(ls: AdopterServer, params: types.CodeActionParams) -> list
     snapshot = await ls.snapshot(params.text_document.uri)
     if snapshot is None or not snapshot.findings:
         return None
-    actions = list_actions(params.text_document.uri, snapshot, params)
+    decisions = await asyncio.get_running_loop().run_in_executor(ls.analyses.executor, decide, snapshot, params.range)
+    is_open, current = ls.current_version(params.text_document.uri)
+    if not is_open or current != snapshot.version:
+        return None  # the text moved on while deciding: actions for a stale version are never offered
+    actions = list_actions(params.text_document.uri, snapshot, params, decisions)
     if not _client_resolves_edits(ls):  # such clients apply only what the list carries
         actions = [await resolve_code_action(ls, a) if a.data else a for a in actions]
     return actions or None
@@ -130,9 +153,8 @@ async def resolve_code_action(ls: AdopterServer, action: types.CodeAction) -> ty
     if snapshot is None or snapshot.version != version:
         ls.show("Adopter: the document changed since this fix was offered; ask for the fix again.")
         return action
-    doc = ls.analyses.documents.get(uri)
     loop = asyncio.get_running_loop()
-    error, changes = await loop.run_in_executor(ls.analyses.executor, rewrite_edit, snapshot, data, doc.path if doc else None)
+    error, changes = await loop.run_in_executor(ls.analyses.executor, rewrite_edit, snapshot, data)
     is_open, current = ls.current_version(uri)
     if not is_open or current != version:
         ls.show("Adopter: the document changed while the fix was computed; ask for the fix again.")

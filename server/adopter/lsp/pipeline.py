@@ -1,4 +1,5 @@
-"""The analysis one open document goes through: incremental parse, per-class analysis, rule matching.
+"""The analysis one open document goes through: incremental parse and per-class analysis here, then
+the server's `adopter.session.Session` (rule matching, fix decisions: the same code as the CLI's).
 
 Runs on the server's analysis thread only (never on the event loop). Every dependency is imported
 lazily and guarded: a missing or failing layer turns into a visible `Problem`, never a dead server.
@@ -15,17 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from adopter.dsl.types import Architecture, Forward, ModuleFile, Problem, Rule, Severity, Span
+from adopter.dsl.types import Architecture, ModuleFile, Problem, Rule, Severity, Span
 from adopter.engine.types import Finding
 from adopter.lsp.settings import Settings
 from adopter.lsp.sync import ByteEdit
+from adopter.session import UNAVAILABLE, Analysed, Session, UnitMatcher, load_context
 
 if TYPE_CHECKING:
     from adopter.engine.environment import Environment
 
 log = logging.getLogger(__name__)
 
-UNAVAILABLE = "adopter-unavailable"  # the code of problems saying a layer is missing
+__all__ = ["UNAVAILABLE", "Change", "PythonModel", "RuleContext", "Snapshot", "analyse_python", "failure"]
 Change = types.TextDocumentContentChangePartial | types.TextDocumentContentChangeWholeDocument
 
 
@@ -41,33 +43,34 @@ def failure(what: str, exc: BaseException) -> Problem:
 
 @dataclass(frozen=True)
 class RuleContext:
-    """Rules and environment for the current settings, loaded once per settings change."""
+    """The session (rules, environment, analyses, fix decisions) for the current settings."""
 
-    rules: tuple[Rule, ...]
-    problems: tuple[Problem, ...]
-    environment: Environment | None  # None when the engine is not available
+    session: Session
     settings: Settings
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return self.session.context.rules
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        return self.session.context.problems
+
+    @property
+    def environment(self) -> Environment | None:
+        return self.session.context.environment
 
 
 def load_rule_context(settings: Settings, root: Path | None) -> RuleContext:
     """Load bundled + workspace + configured rules and detect the environment; never raises."""
     try:
-        from adopter.engine import detect_environment, load_rules, workspace_rule_paths
-    except ImportError as exc:
-        problem = _problem(f"Adopter rules are not available in this installation ({exc})", UNAVAILABLE)
-        return RuleContext((), (problem,), None, settings)
-    extra: list[str] = []
-    for entry in settings.rule_paths:
-        path = Path(entry).expanduser()
-        extra.append(str(path if path.is_absolute() or root is None else root / path))
-    try:
-        if root is not None:
-            extra.extend(str(p) for p in workspace_rule_paths(root))
-        ruleset = load_rules(tuple(extra), select=settings.select, ignore=settings.ignore or None)
-        environment = detect_environment(settings.target)
-    except Exception as exc:  # a broken engine must not take the server down
-        return RuleContext((), (failure("loading rules", exc),), None, settings)
-    return RuleContext(tuple(ruleset.rules), tuple(ruleset.problems), environment, settings)
+        context = load_context(rule_paths=settings.rule_paths, root=root, select=settings.select,
+                               ignore=settings.ignore or None, target=settings.target)
+    except Exception as exc:  # an unknown selector: the settings module reports it; run without rules
+        from adopter.session import RuleContext as Rules
+
+        context = Rules((), (failure("loading rules", exc),))
+    return RuleContext(Session(context), settings)
 
 
 @dataclass
@@ -81,6 +84,8 @@ class Snapshot:
     problems: tuple[Problem, ...] = ()
     rules: tuple[Rule, ...] = ()  # for rule files: the rules the file defines
     rule_problems: tuple[Problem, ...] = ()  # problems loading the rules this analysis used
+    analysed: Analysed | None = None  # the session's record of this text (fix decisions are cached on it)
+    session: Session | None = None  # the session that matched it (its rules and environment)
     elapsed_ms: float = 0.0
     reparsed: str = "full"  # "incremental" when tree-sitter reused the previous tree
 
@@ -100,9 +105,7 @@ class PythonModel:
         self._parse = parse  # False: keep the text in sync only (rule files)
         self._analysis: Any | None = None
         self._fresh = True
-        # Findings per analysed unit (by object identity) for the rule context they were matched with.
-        self._matched: dict[int, tuple[object, tuple[Finding, ...], tuple[Problem, ...]]] = {}
-        self._matched_with: RuleContext | None = None
+        self.matcher = UnitMatcher()  # findings per analysed class, re-matched only when it changes
         self._make_analysis()
 
     def _make_analysis(self) -> None:
@@ -143,37 +146,6 @@ class PythonModel:
             self._analysis.update(text)
             self._fresh = False
 
-    def match(self, module_file: ModuleFile, context: RuleContext) -> tuple[tuple[Finding, ...], tuple[Problem, ...]]:
-        """Findings of every class and function, matching only units the analysis re-created.
-
-        The rule engine matches each class and function on its own, and the incremental analysis
-        hands back the very same object for a unit it took from its cache; so findings are cached per
-        unit object, and an edit re-matches the edited units only.
-        """
-        from adopter.engine import check
-
-        if context.environment is None:
-            return (), ()
-        if self._matched_with is not context:
-            self._matched, self._matched_with = {}, context
-        units: list[tuple[Architecture | Forward, ModuleFile]] = [
-            (arch, ModuleFile(module_file.path, (arch,))) for arch in module_file.architectures
-        ] + [(fn, ModuleFile(module_file.path, (), functions=(fn,))) for fn in module_file.functions]
-        fresh: dict[int, tuple[object, tuple[Finding, ...], tuple[Problem, ...]]] = {}
-        findings: list[Finding] = []
-        problems: list[Problem] = []
-        for unit, single in units:
-            cached = self._matched.get(id(unit))
-            if cached is None or cached[0] is not unit:
-                result = check(single, context.rules, context.environment)
-                cached = (unit, tuple(result.findings), tuple(result.problems))
-            fresh[id(unit)] = cached
-            findings.extend(cached[1])
-            problems.extend(cached[2])
-        self._matched = fresh
-        findings.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
-        return tuple(findings), tuple(problems)
-
     def module_file(self) -> tuple[ModuleFile, str]:
         """The analysis of the current text, and whether it came from an incremental re-parse."""
         how = "full" if self._fresh else "incremental"
@@ -197,11 +169,10 @@ def analyse_python(model: PythonModel, version: int | None, context: RuleContext
         snapshot.problems = (failure("analysis", exc),)
         model.reset(model.text)  # an incremental state that failed once is not trusted again
     if snapshot.module_file is not None and context.environment is not None:
-        try:
-            snapshot.findings, problems = model.match(snapshot.module_file, context)
-            snapshot.problems += problems
-        except Exception as exc:
-            snapshot.problems += (failure("rule matching", exc),)
+        analysed = context.session.adopt(model.text, model.path, snapshot.module_file, model.matcher)
+        snapshot.analysed, snapshot.session = analysed, context.session
+        snapshot.findings = analysed.findings
+        snapshot.problems += analysed.problems[len(snapshot.module_file.problems):]
     snapshot.elapsed_ms = (time.perf_counter() - started) * 1000
     return snapshot
 

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from adopter.dsl.types import Rule
-from adopter.engine import Environment, detect_environment, load_rules, workspace_rule_paths
+from adopter.engine import Environment, detect_environment, load_rules
 from adopter.engine.types import Finding
 from adopter.synth.apply import ApplyError, apply_edits
 from adopter.synth.registry import STRATEGIES, Declined, Edits, SynthContext
 from adopter.synth.strategies import load_all
 from adopter.synth.types import RewriteFailed, RewriteResult, Rewritten, Skipped
-from adopter.synth.verify import site_counts, verify
+from adopter.synth.verify import verify
+
+if TYPE_CHECKING:
+    from adopter.session import Session
 
 
 def _choose_target(finding: Finding, target: str | None) -> str | None:
@@ -46,33 +49,33 @@ def plan(source: str, finding: Finding, rule: Rule, target: str | None) -> Edits
     return ctx.edits
 
 
-def _default_rules(path: str | None) -> list[Rule]:
-    """The bundled rules plus those of the nearest `.adopter/rules/` above `path` (workspace rules)."""
-    extra: list[Path] = []
-    if path is not None:
-        for folder in Path(path).resolve().parents:
-            found = workspace_rule_paths(folder)
-            if found:
-                extra.extend(found)
-                break
-    return list(load_rules(extra).rules)
+def _session(path: str | None, rules: Sequence[Rule] | None, env: Environment | None) -> Session:
+    """A session for a caller that passed rules and environment (or neither: the bundled rules plus
+    those of the nearest `.adopter/rules/` above `path`, and the detected environment)."""
+    from adopter.session import RuleContext, Session, rules_near
+
+    rule_list = tuple(rules) if rules is not None else tuple(load_rules(rules_near(path)).rules)
+    return Session(RuleContext(rule_list, (), env or detect_environment("auto")))
 
 
 def rewrite(source: str, findings: Sequence[Finding], *, target: str | None = None, path: str | None = None,
-            rules: Sequence[Rule] | None = None, env: Environment | None = None) -> RewriteResult:
-    """Rewrite `source` to fix `findings` (found in that same text); verified; never raises."""
+            rules: Sequence[Rule] | None = None, env: Environment | None = None,
+            session: Session | None = None) -> RewriteResult:
+    """Rewrite `source` to fix `findings` (found in that same text); verified; never raises.
+
+    With `session`, its rules and environment are used (`rules`/`env` are ignored) and the analyses
+    the verification needs come from (and stay in) its cache.
+    """
     try:
-        return _rewrite(source, findings, target, path, rules, env)
+        return _rewrite(source, findings, target, path, session or _session(path, rules, env))
     except Exception as exc:  # the contract: results, not exceptions
         return RewriteFailed(f"internal error while rewriting: {type(exc).__name__}: {exc}")
 
 
 def _rewrite(source: str, findings: Sequence[Finding], target: str | None, path: str | None,
-             rules: Sequence[Rule] | None, env: Environment | None) -> RewriteResult:
+             session: Session) -> RewriteResult:
     load_all()
-    rule_list = list(rules) if rules is not None else _default_rules(path)
-    by_id = {r.id: r for r in rule_list}
-    env = env or detect_environment("auto")
+    by_id = {r.id: r for r in session.rules}
     skipped: list[Skipped] = []
     planned: list[tuple[Finding, Edits]] = []
     for f in findings:
@@ -85,12 +88,9 @@ def _rewrite(source: str, findings: Sequence[Finding], target: str | None, path:
     if not planned:
         return RewriteFailed("nothing to rewrite" if not findings else "no finding could be rewritten",
                              tuple(skipped))
-    used = [r for r in rule_list if r.id in {f.rule_id for f, _ in planned}]
-    before = site_counts(source, path, used, env)
-
     def attempt(batch: list[tuple[Finding, Edits]]) -> str:
         new = apply_edits(source, [e for _, e in batch])
-        problem = verify(source, new, [f for f, _ in batch], path=path, rules=used, env=env, before=before)
+        problem = verify(source, new, [f for f, _ in batch], path=path, session=session)
         if problem is not None:
             raise ApplyError(problem)
         return new

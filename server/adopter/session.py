@@ -1,0 +1,357 @@
+"""The one owner of "analysis -> rule matching -> fix decision", shared by the CLI, the server and synth.
+
+A `Session` holds the rules (bundled, `.adopter/rules/`, configured paths) and the environment (device,
+installed kernels) once, and per text (keyed by path and the text itself, so an unchanged text is
+never analysed twice) its `Analysed`: the `ModuleFile`, the findings, the problems and, computed
+lazily and cached, each finding's `Decision`. A decision is the verified rewrite of that finding
+alone (`adopter.synth.rewrite`, the code `fix` runs), so a site is called fixable only when `fix`
+applies it. `Session.fix` rewrites until nothing fixable is left (a fixed point) and reports what it
+left alone at the lines of the text it was given, never inside code it wrote itself.
+
+Pure: no pygls, lsprotocol or torch; libcst only through `adopter.synth`, imported when a decision is
+asked for.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from adopter.dsl.types import Architecture, Forward, ModuleFile, Problem, Rule, Severity, Span
+from adopter.engine.types import Finding
+
+if TYPE_CHECKING:
+    from adopter.engine.environment import Environment
+
+UNAVAILABLE = "adopter-unavailable"  # the code of problems saying a layer is missing
+MAX_FIX_ROUNDS = 8  # a fix can expose another site (a chain that becomes consecutive); bound the rounds
+CACHE_SIZE = 16  # analysed texts kept per session (the open document's last versions, a fix's result)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleContext:
+    """The rules and environment every finding and fix decision of a session is computed with."""
+
+    rules: tuple[Rule, ...]
+    problems: tuple[Problem, ...] = ()
+    environment: Environment | None = None  # None when the engine is not available
+
+
+def load_context(*, rule_paths: Sequence[str | Path] = (), root: Path | None = None,
+                 select: Sequence[str] | None = None, ignore: Sequence[str] | None = None,
+                 target: str = "auto") -> RuleContext:
+    """Bundled rules, `.adopter/rules/` of `root`, and `rule_paths` (relative ones to `root`); the
+    environment for `target`. Never raises: a failure becomes a problem."""
+    try:
+        from adopter.engine import detect_environment, load_rules, workspace_rule_paths
+    except ImportError as exc:
+        return RuleContext((), (_problem(f"Adopter rules are not available in this installation ({exc})",
+                                         UNAVAILABLE),))
+    extra: list[str] = []
+    for entry in rule_paths:
+        path = Path(entry).expanduser()
+        extra.append(str(path if path.is_absolute() or root is None else root / path))
+    try:
+        if root is not None:
+            extra = [*(str(p) for p in workspace_rule_paths(root)), *extra]
+        ruleset = load_rules(tuple(extra), select=list(select) if select else None,
+                             ignore=list(ignore) if ignore else None)
+        environment = detect_environment(target)
+    except ValueError:
+        raise  # a bad selector is the caller's usage error
+    except Exception as exc:  # a broken engine must not take the caller down
+        return RuleContext((), (_problem(f"Adopter: loading rules failed ({type(exc).__name__}: {exc})"),))
+    return RuleContext(tuple(ruleset.rules), tuple(ruleset.problems), environment)
+
+
+def rules_near(path: str | None) -> tuple[Path, ...]:
+    """The `.adopter/rules/` files of the nearest folder above `path` that has any."""
+    from adopter.engine import workspace_rule_paths
+
+    if path is None:
+        return ()
+    for folder in Path(path).resolve().parents:
+        found = workspace_rule_paths(folder)
+        if found:
+            return tuple(found)
+    return ()
+
+
+def _problem(message: str, code: str = "adopter-internal", severity: Severity = Severity.WARNING) -> Problem:
+    return Problem(message=message, span=Span(0, 0, 0, 0), severity=severity, code=code)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Whether one finding is fixed by `fix` (for one target), and why not; the verified new text."""
+
+    fixable: bool
+    reason: str | None = None
+    new_source: str | None = None
+
+
+def _site(finding: Finding) -> tuple[object, ...]:
+    s = finding.span
+    return (finding.rule_id, finding.scope_name, s.start_line, s.start_col, s.end_line, s.end_col)
+
+
+@dataclass(eq=False)
+class Analysed:
+    """One text's analysis, findings and problems; fix decisions are filled in lazily, per target."""
+
+    text: str
+    path: str | None
+    module_file: ModuleFile
+    findings: tuple[Finding, ...]
+    problems: tuple[Problem, ...]  # analysis problems first, then rule-matching problems
+    complete: bool = True  # False when rule matching failed: such a result is never reused
+    decisions: dict[tuple[tuple[object, ...], str | None], Decision] = field(default_factory=dict)
+
+    @property
+    def parses(self) -> bool:
+        return not any(p.severity == Severity.ERROR for p in self.module_file.problems)
+
+    def architecture(self, name: str) -> Architecture | None:
+        for arch in self.module_file.architectures:
+            if arch.name == name:
+                return arch
+        return None
+
+
+class UnitMatcher:
+    """Findings of a `ModuleFile` matched per class and function, re-matching only changed units.
+
+    The incremental analysis hands back the very same `Architecture`/`Forward` object for a unit it
+    took from its cache; the findings of a unit are kept with the unit object itself (held, so an id
+    is never reused while cached) and the context they were matched with. The units' findings then
+    go through the engine's file-level reduction (one finding per site across classes: an inherited
+    forward is the defining class's site), so the result equals `check` of the whole file.
+    """
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[object, tuple[Finding, ...], tuple[Problem, ...]]] = {}
+        self._context: RuleContext | None = None
+
+    def match(self, module_file: ModuleFile, context: RuleContext) -> tuple[tuple[Finding, ...], tuple[Problem, ...]]:
+        from adopter.engine import check
+        from adopter.engine.sites import _one_per_site
+
+        if context.environment is None:
+            return (), ()
+        if self._context is not context:
+            self._cache, self._context = {}, context
+        units: list[tuple[Architecture | Forward, ModuleFile]] = [
+            (arch, ModuleFile(module_file.path, (arch,))) for arch in module_file.architectures
+        ] + [(fn, ModuleFile(module_file.path, (), functions=(fn,))) for fn in module_file.functions]
+        fresh: dict[int, tuple[object, tuple[Finding, ...], tuple[Problem, ...]]] = {}
+        findings: list[Finding] = []
+        problems: list[Problem] = []
+        for unit, single in units:
+            cached = self._cache.get(id(unit))
+            if cached is None or cached[0] is not unit:
+                result = check(single, context.rules, context.environment)
+                cached = (unit, tuple(result.findings), tuple(result.problems))
+            fresh[id(unit)] = cached
+            findings.extend(cached[1])
+            problems.extend(cached[2])
+        self._cache = fresh
+        reduced = _one_per_site(findings, {a.name: a.span for a in module_file.architectures})
+        reduced.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
+        return tuple(reduced), tuple(problems)
+
+
+@dataclass(frozen=True, slots=True)
+class FileFix:
+    """The outcome of fixing one text: the verified new text, what was fixed, and what was left alone.
+
+    `skipped` findings carry spans of the *original* text (the file the user has); findings inside
+    code the fix wrote are not among them.
+    """
+
+    old_source: str
+    new_source: str
+    applied: tuple[Finding, ...]
+    skipped: tuple[tuple[Finding, str], ...]
+    problems: tuple[Problem, ...] = ()
+    parses: bool = True
+
+    @property
+    def changed(self) -> bool:
+        return self.new_source != self.old_source
+
+
+class Session:
+    """Rules, environment and the analyses of recent texts; the fix decisions of their findings.
+
+    Thread-safety: the server calls a session from its one analysis thread only; the CLI from its
+    main thread. The cache has its own lock so a stray reader cannot corrupt it.
+    """
+
+    def __init__(self, context: RuleContext, *, analyse: Callable[[str, str | None], ModuleFile] | None = None) -> None:
+        self.context = context
+        self._analyse = analyse
+        self._cache: OrderedDict[tuple[str | None, str], Analysed] = OrderedDict()
+        self._lock = threading.Lock()
+        self.analyses = 0  # full analyses this session ran (for the benchmarks and tests)
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return self.context.rules
+
+    # -- analysis and matching ------------------------------------------------------------------
+
+    def analyse(self, text: str, path: str | None = None) -> ModuleFile:
+        """The `ModuleFile` of `text` (cached with its findings; see `analysed`)."""
+        return self.analysed(text, path).module_file
+
+    def analysed(self, text: str, path: str | None = None) -> Analysed:
+        """Analysis, findings and problems of `text`; an unchanged text is not analysed again."""
+        key = (path, text)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        if self._analyse is not None:
+            module_file = self._analyse(text, path)
+        else:
+            from adopter.analysis import analyse
+
+            module_file = analyse(text, path)
+        self.analyses += 1
+        return self._remember(self._matched(text, path, module_file, None))
+
+    def adopt(self, text: str, path: str | None, module_file: ModuleFile, matcher: UnitMatcher) -> Analysed:
+        """Findings of a `ModuleFile` the caller analysed itself (the server's incremental analysis).
+
+        Only a text that parses is remembered for other callers: with a syntax error the incremental
+        analysis keeps the broken lines' previous reading, which is not the fresh analysis of `text`.
+        """
+        analysed = self._matched(text, path, module_file, matcher)
+        return self._remember(analysed) if analysed.parses else analysed
+
+    def _matched(self, text: str, path: str | None, module_file: ModuleFile, matcher: UnitMatcher | None) -> Analysed:
+        problems = list(module_file.problems)
+        findings: tuple[Finding, ...] = ()
+        complete = True
+        if self.context.environment is not None:
+            try:
+                findings, found = (matcher or UnitMatcher()).match(module_file, self.context)
+                problems.extend(found)
+            except Exception as exc:  # a failing engine is a problem, never a dead caller
+                problems.append(_problem(f"Adopter: rule matching failed ({type(exc).__name__}: {exc})"))
+                complete = False
+        return Analysed(text, path, module_file, findings, tuple(problems), complete)
+
+    def _remember(self, analysed: Analysed) -> Analysed:
+        if not analysed.complete:
+            return analysed
+        key = (analysed.path, analysed.text)
+        with self._lock:
+            existing = self._cache.get(key)
+            if existing is not None:  # keep the first: its decisions may already be computed
+                self._cache.move_to_end(key)
+                return existing
+            self._cache[key] = analysed
+            while len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return analysed
+
+    # -- fix decisions ----------------------------------------------------------------------------
+
+    def decision(self, analysed: Analysed, finding: Finding, target: str | None = None) -> Decision:
+        """Whether `fix` rewrites `finding` (for `target`, or the preferred one); computed once."""
+        key = (_site(finding), target)
+        cached = analysed.decisions.get(key)
+        if cached is not None:
+            return cached
+        if not finding.fixable:  # the engine knows up front (no rewrite, no target, straddles code)
+            result = Decision(False, finding.no_fix_reason or "no automatic fix for this site")
+        else:
+            result = self._rewrite_one(analysed, finding, target)
+        analysed.decisions[key] = result
+        return result
+
+    def _rewrite_one(self, analysed: Analysed, finding: Finding, target: str | None) -> Decision:
+        from adopter.synth.rewrite import rewrite
+        from adopter.synth.types import Rewritten
+
+        outcome = rewrite(analysed.text, [finding], target=target, path=analysed.path, session=self)
+        if isinstance(outcome, Rewritten) and outcome.applied:
+            return Decision(True, None, outcome.new_source)
+        reasons = [s.reason for s in outcome.skipped] or [getattr(outcome, "reason", "no automatic fix")]
+        return Decision(False, reasons[0])
+
+    def fixable(self, analysed: Analysed, target: str | None = None) -> tuple[Finding, ...]:
+        """The findings `fix` would rewrite in this text."""
+        return tuple(f for f in analysed.findings if self.decision(analysed, f, target).fixable)
+
+    def fix(self, text: str, path: str | None = None, *, rules: Sequence[str] | None = None,
+            target: str | None = None) -> FileFix:
+        """Rewrite every fixable site, again on the result, until nothing fixable is left; never raises.
+
+        `rules`: only findings of these rule ids. What is left is reported at lines of `text`.
+        """
+        from adopter.synth.rewrite import rewrite
+        from adopter.synth.types import Rewritten
+
+        first = self.analysed(text, path)
+        if not first.parses:
+            return FileFix(text, text, (), (), first.problems, parses=False)
+        current, analysed = text, first
+        applied: list[Finding] = []
+        for _ in range(MAX_FIX_ROUNDS):
+            todo = [f for f in self.fixable(analysed, target) if rules is None or f.rule_id in rules]
+            if not todo:
+                break
+            if len(todo) == 1:
+                new = self.decision(analysed, todo[0], target).new_source
+                done: tuple[Finding, ...] = (todo[0],)
+            else:
+                outcome = rewrite(current, todo, target=target, path=path, session=self)
+                if not isinstance(outcome, Rewritten) or not outcome.applied:
+                    break  # cannot happen for findings that rewrite alone; never loop on it
+                new, done = outcome.new_source, outcome.applied
+            if new is None or new == current:
+                break
+            applied.extend(done)
+            current = new
+            analysed = self.analysed(current, path)
+        left = [(f, self.decision(analysed, f, target).reason or "no automatic fix") for f in analysed.findings
+                if rules is None or f.rule_id in rules]
+        return FileFix(text, current, tuple(applied), tuple(_in_original(text, current, left)), analysed.problems)
+
+
+def _in_original(old: str, new: str, left: list[tuple[Finding, str]]) -> list[tuple[Finding, str]]:
+    """`left` (findings of `new`) moved to the lines of `old`; those in lines the fix wrote are dropped."""
+    if old == new:
+        return left
+    old_lines, new_lines = old.split("\n"), new.split("\n")
+    to_old: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for k in range(block.size):
+            to_old[block.b + k] = block.a + k
+    out: list[tuple[Finding, str]] = []
+    for finding, reason in left:
+        lines = {ln for s in (finding.span, *finding.stmt_spans) for ln in range(s.start_line, s.end_line + 1)}
+        if not all(ln in to_old for ln in lines):
+            continue  # written (or rewritten) by the fix: not the user's code
+        out.append((_moved(finding, to_old), reason))
+    return out
+
+
+def _moved(finding: Finding, to_old: dict[int, int]) -> Finding:
+    from dataclasses import replace
+
+    def span(s: Span) -> Span:
+        shift = to_old.get(s.start_line, s.start_line) - s.start_line
+        return Span(s.start_line + shift, s.start_col, s.end_line + shift, s.end_col)
+
+    return replace(finding, span=span(finding.span), stmt_spans=tuple(span(s) for s in finding.stmt_spans),
+                   init_spans=tuple(span(s) for s in finding.init_spans))
