@@ -33,10 +33,12 @@ async def test_server_never_imports_torch(client: LanguageClient) -> None:
     assert uri in info["documents"]
 
 
-async def test_search_refused_in_untrusted_workspace(client: LanguageClient) -> None:
+@pytest.mark.parametrize("model", ["pkg.models:make_model", "/w/modeling_bert.py:BertModel"])
+async def test_search_for_user_code_refused_in_untrusted_workspace(client: LanguageClient, model: str) -> None:
+    """The user's factory or class runs the user's code; the zoo models (no user code) are allowed."""
     await start(client, options={"trusted": False})
     with pytest.raises(Exception, match="not trusted"):
-        await execute(client, "adopter.searchAccelerator", {"model": "bert-base"})
+        await execute(client, "adopter.searchAccelerator", {"model": model})
 
 
 @pytest.mark.parametrize(

@@ -30,8 +30,8 @@ def lsp_code_lenses(uri: str, architectures: Any) -> list[types.CodeLens]:
         where = types.Range(types.Position(arch.span.start_line, 0), types.Position(arch.span.start_line, 0))
         target = {"uri": uri, "class": arch.name, "line": arch.span.start_line}
         lenses += [
-            types.CodeLens(where, types.Command("Search accelerator", CLIENT_SEARCH, [target])),
-            types.CodeLens(where, types.Command("Show architecture", CLIENT_SHOW_ARCHITECTURE, [target])),
+            types.CodeLens(where, types.Command("Search accelerator", CLIENT_SEARCH, arguments=[target])),
+            types.CodeLens(where, types.Command("Show architecture", CLIENT_SHOW_ARCHITECTURE, arguments=[target])),
         ]
     return lenses
 
