@@ -11,7 +11,7 @@ if (tests) {
     ...common,
     entryPoints: entries,
     outdir: "tests/client/out",
-    alias: { vscode: "./tests/client/mock/vscode.ts" },
+    alias: { vscode: "./tests/client/mock/vscode.ts", "vscode-languageclient/node": "./tests/client/mock/languageclient.ts" },
   });
 } else {
   await esbuild.build({

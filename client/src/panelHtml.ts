@@ -26,6 +26,11 @@ export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
+/** A double-quoted attribute's value: only `&` and `"` need escaping there. */
+export function escapeAttribute(value: string): string {
+  return value.replace(/&/g, "&amp;").replace(/"/g, "&quot;");
+}
+
 export function makeNonce(random: () => number = Math.random): string {
   const chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
   let out = "";
@@ -52,7 +57,7 @@ export function panelHtml(state: PanelState, assets: PanelAssets): string {
   ].join("; ");
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="${escapeHtml(csp)}">
+<meta http-equiv="Content-Security-Policy" content="${escapeAttribute(csp)}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <link rel="stylesheet" href="${escapeHtml(assets.styleUri)}">
 <title>${escapeHtml(`Accelerator search: ${state.title}`)}</title>
@@ -78,7 +83,7 @@ export function standaloneHtml(state: PanelState, css: string, script: string): 
   const safeCss = css.replace(/<\/style/gi, "<\\/style");
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="${escapeHtml(csp)}">
+<meta http-equiv="Content-Security-Policy" content="${escapeAttribute(csp)}">
 <title>${escapeHtml(`Accelerator search: ${state.title}`)}</title>
 <style nonce="${nonce}">${STANDALONE_THEME}
 ${safeCss}</style>
