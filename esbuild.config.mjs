@@ -11,6 +11,7 @@ if (tests) {
     ...common,
     entryPoints: entries,
     outdir: "tests/client/out",
+    external: ["playwright-core"],
     alias: { vscode: "./tests/client/mock/vscode.ts", "vscode-languageclient/node": "./tests/client/mock/languageclient.ts" },
   });
 } else {

@@ -76,7 +76,7 @@
   }
 
   function plot(title, xLabel, yLabel, series, opts) {
-    const W = 440, H = 240, L = 56, R = 12, T = 12, B = 36;
+    const W = 440, H = 250, L = 56, R = 12, T = 22, B = 36;
     const pts = series.flatMap((s) => s.points);
     if (!pts.length) {
       return el("p", {}, ["no points"]);
@@ -91,7 +91,7 @@
     root.append(svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, class: "axis" }));
     root.append(svg("line", { x1: L, y1: T, x2: L, y2: H - B, class: "axis" }));
     root.append(svg("text", { x: (L + W) / 2, y: H - 6, "text-anchor": "middle", class: "tick" }, xLabel));
-    root.append(svg("text", { x: 4, y: T + 4, class: "tick" }, yLabel));
+    root.append(svg("text", { x: L, y: 10, "text-anchor": "middle", class: "tick" }, yLabel));
     root.append(svg("text", { x: L - 4, y: H - B, "text-anchor": "end", class: "tick" }, num(y0, 3)));
     root.append(svg("text", { x: L - 4, y: T + 8, "text-anchor": "end", class: "tick" }, num(y1, 3)));
     root.append(svg("text", { x: L, y: H - B + 14, class: "tick" }, num(x0, 3)));
