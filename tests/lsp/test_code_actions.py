@@ -87,3 +87,76 @@ async def test_fix_all_source_action(client: LanguageClient, tmp_path: Path) -> 
         content_changes=[types.TextDocumentContentChangeWholeDocument(text=new_text)],
     ))
     assert F05 not in codes(await analysed(client, uri, 2))
+
+
+RELU_RULE = '''rule user-relu-twice {
+  family 13
+  title "relu(relu(x)) is relu(x)"
+  message "The second relu does nothing."
+  severity warning
+  scope forward
+  target portable {
+    kernel "torch.relu"
+    preferred
+  }
+  forward {
+    $a = torch.relu($x)
+    $b = torch.relu($a)
+  }
+  where {
+    single_use($a)
+  }
+  rewrite template {
+    forward ```$b = torch.relu($x)```
+  }
+}
+'''
+
+RELU_MODEL = '''import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        a = torch.relu(x)
+        b = torch.relu(a)
+        return b
+'''
+
+
+async def test_a_rule_from_rule_paths_gets_its_verified_quick_fix(client: LanguageClient, tmp_path: Path) -> None:
+    """Issue 16: the quick fix used to rewrite without the server's rules, so a `rule_paths` rule had
+    a diagnostic and no fix."""
+    (tmp_path / "team-rules").mkdir()
+    (tmp_path / "team-rules" / "relu.adl").write_text(RELU_RULE, encoding="utf-8")
+    await start(client, tmp_path, {"rule_paths": ["team-rules"]})
+    uri = open_doc(client, tmp_path / "model.py", RELU_MODEL)
+    diagnostics = await analysed(client, uri, 1)
+    finding = next(d for d in diagnostics if d.code == "user-relu-twice")
+    params = types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri=uri), range=finding.range,
+                                    context=types.CodeActionContext(diagnostics=[finding]))
+    actions = [a for a in await client.text_document_code_action_async(params) or []
+               if isinstance(a, types.CodeAction) and a.kind == "quickfix"]
+    assert actions and actions[0].disabled is None, actions
+    resolved = await client.code_action_resolve_async(actions[0])
+    assert apply_edit(RELU_MODEL, only_edit(resolved, uri, 1)) == RELU_MODEL.replace(
+        "        a = torch.relu(x)\n        b = torch.relu(a)\n", "        b = torch.relu(x)\n")
+
+
+async def test_a_site_fix_would_not_rewrite_offers_no_quick_fix(client: LanguageClient, tmp_path: Path) -> None:
+    """The action list follows the fix decision: the engine calls this site fixable, the rewrite
+    declines it (a statement shares its line), so the action is disabled with the rewrite's reason."""
+    text = SNIPPET.replace("        hidden_states = self.dropout(hidden_states)\n",
+                           "        hidden_states = self.dropout(hidden_states)  ;  x = 1\n")
+    await start(client, tmp_path)
+    uri = open_doc(client, tmp_path / "model.py", text)
+    diagnostics = await analysed(client, uri, 1)
+    actions = [a for a in await actions_for(client, uri, diagnostics) if a.kind == "quickfix"]
+    from adopter.engine import detect_environment, load_rules
+    from adopter.session import RuleContext, Session
+
+    s = Session(RuleContext(tuple(load_rules().rules), (), detect_environment("auto")))
+    a = s.analysed(text, str(tmp_path / "model.py"))
+    decision = s.decision(a, next(f for f in a.findings if f.rule_id == F05))
+    assert not decision.fixable and decision.reason
+    assert actions[0].disabled is not None and actions[0].disabled.reason == decision.reason
