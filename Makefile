@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup native demo test lint corpus bench clean
+.PHONY: setup native demo test lint corpus bench clean client-test chromium vsix
 
 setup: $(STAMP)
 
@@ -29,8 +29,27 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check server tests bench
 	$(VENV)/bin/mypy
 
-test: $(STAMP) native corpus lint
+# The VS Code extension: npm packages from package-lock.json (once, then while the lock is unchanged),
+# Debian's chromium for the panel's browser test (installed when missing; needs root, as CI has).
+NODE_STAMP := node_modules/.adopter-installed
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+chromium:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  { echo "install Debian's chromium (apt-get install chromium) for the panel test"; exit 1; }
+
+client-test: $(NODE_STAMP) chromium
+	npm run test:client
+
+vsix: $(NODE_STAMP)
+	npm run package
+
+test: $(STAMP) native corpus lint client-test
 	$(VENV)/bin/pytest -n 2 -q
 
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .mypy_cache build/native
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache build/native node_modules bundled tests/client/out
