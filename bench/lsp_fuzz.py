@@ -245,6 +245,7 @@ class Doc:
     uri: str
     path: str
     text: str
+    original: str = ""
     version: int = 1
     undo: list[str] = field(default_factory=list)
 
@@ -278,7 +279,7 @@ class Fuzzer:
 
     def open(self, name: str, text: str) -> Doc:
         path = self.root / name
-        doc = Doc(path.as_uri(), str(path), text)
+        doc = Doc(path.as_uri(), str(path), text, text)
         self.server.notify("textDocument/didOpen", {"textDocument": {
             "uri": doc.uri, "languageId": "python", "version": 1, "text": text}})
         return doc
@@ -353,6 +354,11 @@ class Fuzzer:
         if self.fixes:
             kinds += [("fix", self.e_fix, 3), ("stale", self.e_stale, 1)]
         names, funcs, weights = zip(*kinds, strict=True)
+        if len(doc.text) < 0.7 * len(doc.original) or len(doc.text) > 1.5 * len(doc.original) + 30_000:
+            # Deletions add up: go back to the real file (as minimal edits or one change) to keep testing it.
+            self._to(doc, doc.original, whole=self.rng.random() < 0.3)
+            self.check(doc, "restore")
+            return doc
         if self.broken_steps >= 3 and doc.uri in self.valid:  # back to parsing code, as a user gets there
             self._to(doc, self.valid[doc.uri], whole=self.rng.random() < 0.3)
             self.check(doc, "repair")
@@ -538,6 +544,7 @@ class Fuzzer:
         self.server.notify("textDocument/didClose", {"textDocument": {"uri": doc.uri}})
         self.server.published.pop(doc.uri, None)
         again = self.open(Path(doc.path).name, doc.text)
+        again.original = doc.original
         self.check(again, "reopen")
         return again
 

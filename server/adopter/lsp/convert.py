@@ -33,6 +33,7 @@ class LineIndex:
     """Converts internal positions of one text to LSP positions; ASCII text needs no work at all."""
 
     def __init__(self, text: str) -> None:
+        self._text = text
         self._ascii = text.isascii()
         # Internal lines are tree-sitter rows: split on \n (a \r before it stays at the line's end).
         self._lines: list[str] | None = None if self._ascii else text.split("\n")
@@ -45,6 +46,20 @@ class LineIndex:
         if self._lines is None or not 0 <= line < len(self._lines):
             return ""
         return self._lines[line]
+
+    def clamp(self, span: Span) -> Span:
+        """`span` cut to the text (a span from another version of it must not point outside)."""
+        lines = self._lines if self._lines is not None else self._text.split("\n")
+        last = len(lines) - 1
+
+        def point(line: int, col: int) -> tuple[int, int]:
+            if line > last:
+                return last, len(lines[last])
+            line = max(line, 0)
+            return line, max(0, min(col, len(lines[line])))
+
+        start, end = point(span.start_line, span.start_col), point(span.end_line, span.end_col)
+        return Span(*start, *max(start, end))
 
     def position(self, line: int, col: int) -> types.Position:
         if self._lines is None:
@@ -132,7 +147,9 @@ def _binding_message(span: Span, bindings: Sequence[Binding]) -> str:
 
 def lsp_problem_diagnostic(problem: Problem, index: LineIndex) -> types.Diagnostic:
     """An analysis or rule problem (syntax error region, failed class, broken rule file) as a diagnostic."""
-    span = problem.span or Span(0, 0, 0, 0)
+    # A problem's span can come from an earlier reading of the text (the incremental analysis reports a
+    # syntax error of a masked region): never let it point past a line's end or the last line.
+    span = index.clamp(problem.span or Span(0, 0, 0, 0))
     return types.Diagnostic(
         range=lsp_range(index, span),
         message=problem.message,
