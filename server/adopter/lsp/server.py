@@ -174,9 +174,18 @@ class AdopterServer(LanguageServer):
 
 def build_server() -> AdopterServer:
     """A server with every feature registered."""
-    from adopter.lsp import code_actions, code_lens, commands, diagnostics, hover, rule_files, settings
+    from adopter.lsp import (
+        code_actions,
+        code_lens,
+        commands,
+        diagnostics,
+        hover,
+        notebooks,  # last: it confines the code actions' edits to a notebook's cell
+        rule_files,
+        settings,
+    )
 
     server = AdopterServer()
-    for feature in (settings, diagnostics, code_actions, hover, rule_files, commands, code_lens):
+    for feature in (settings, diagnostics, code_actions, hover, rule_files, commands, code_lens, notebooks):
         feature.register(server)
     return server
