@@ -81,10 +81,12 @@ def _rule_problems(item: ParsedRule) -> Iterator[tuple[str, Span | None]]:
     module_vars = {binding.var for binding in rule.init}
     defined = pattern_variables(rule)
     for step in rule.forward:
-        # An absent optional step binds its output to its first value argument: both must exist.
-        if step.optional and (len(step.outputs) != 1 or not step.args or not isinstance(step.args[0], PVar)):
+        # An absent optional step binds its output to its first value argument (the first that is not
+        # `_`, as in `torch.where(_, $s, _)`): both must exist.
+        first = next((a for a in step.args if not isinstance(a, PAny)), None)
+        if step.optional and (len(step.outputs) != 1 or not isinstance(first, PVar)):
             yield (
-                "an optional step (`?`) needs one output and a pattern variable as its first argument, "
+                "an optional step (`?`) needs one output and a pattern variable as its first argument (`_` skipped), "
                 "which stands for the output when the step is absent",
                 step.span,
             )

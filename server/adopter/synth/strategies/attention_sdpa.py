@@ -85,6 +85,12 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
             chain.mask = op
         elif (op.kind == OpKind.MODULE) or (op.kind == OpKind.FUNCTION and op.target.endswith("dropout")):
             chain.dropout = op
+        elif op not in (chain.scores, chain.out, chain.softmax):
+            # A second additive term (a position bias and a mask), a `torch.where` mask, ...: SDPA takes
+            # one mask; rewriting without this step would change what the code computes.
+            return f"the chain has a step SDPA's one call does not take (`{op.target}`); rewrite it by hand"
+    if any(k.name != "dim" for k in chain.softmax.kwargs):
+        return "the softmax changes the dtype (an fp32 up-cast); SDPA computes in the input's dtype"
     return chain
 
 
