@@ -5,7 +5,14 @@ import { readdirSync } from "node:fs";
 const tests = process.argv.includes("--tests");
 const common = { bundle: true, platform: "node", format: "cjs", target: "node20", sourcemap: true, logLevel: "warning" };
 
-if (tests) {
+if (process.argv.includes("--e2e")) {
+  await esbuild.build({
+    ...common,
+    entryPoints: ["tests/e2e/vscode.test.ts"],
+    outdir: "tests/e2e/out",
+    external: ["playwright-core"],
+  });
+} else if (tests) {
   const entries = readdirSync("tests/client").filter((f) => f.endsWith(".test.ts")).map((f) => `tests/client/${f}`);
   await esbuild.build({
     ...common,

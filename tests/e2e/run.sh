@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The end-to-end test in a real VS Code (code-server): installs what it needs (tests/e2e/setup.sh),
+# builds the platform .vsix, then drives the workbench with Playwright (tests/e2e/vscode.test.ts).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+eval "$(bash tests/e2e/setup.sh)"
+export NODE CODE_SERVER CHROMIUM
+export PYTHON="$PWD/.venv/bin/python"
+export CORPUS_WHEEL="$PWD/.cache/corpus/transformers-4.35.0-py3-none-any.whl"
+npm run --silent package:linux-x64 >/dev/null
+export VSIX="$PWD/adopter-linux-x64-0.1.0.vsix"
+node esbuild.config.mjs --e2e
+node --test --test-concurrency=1 tests/e2e/out/
