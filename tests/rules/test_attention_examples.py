@@ -48,7 +48,7 @@ def _fixed(name: str, expected: list[str]) -> tuple[str, str]:
 
 
 def test_bert_encoder_fuses_qkv_and_uses_sdpa() -> None:
-    source, new = _fixed("bert_encoder.py", ["f09-fused-qkv-interleaved", "f10-manual-attention-sdpa"])
+    source, new = _fixed("bert_encoder.py", ["f09-fused-qkv", "f10-manual-attention-sdpa"])
     old_ns, new_ns = load(source, "bert_encoder"), load(new, "bert_encoder_fixed")
     config = old_ns["EncoderConfig"](
         vocab_size=50,

@@ -20,14 +20,15 @@ pytestmark = pytest.mark.torch
 RULES = rules_of("f09-fused-qkv")
 
 
-def _example(rule_id: str) -> str:
-    rule = next(r for r in RULES if r.id == rule_id)
-    return next(ex.code for ex in rule.examples if ex.should_match)
+def _example(index: int) -> str:
+    rule = next(r for r in RULES if r.id == "f09-fused-qkv")
+    return [ex.code for ex in rule.examples if ex.should_match][index]
 
 
-NEO = _example("f09-fused-qkv")
-INTERLEAVED = _example("f09-fused-qkv-interleaved")
-QUERY_LAST = _example("f09-fused-qkv-query-last")
+# One rule, three orders of the projections and head splits (its must-match examples, in order).
+NEO = _example(0)
+INTERLEAVED = _example(1)
+QUERY_LAST = _example(2)
 
 
 class _Config:
@@ -36,9 +37,9 @@ class _Config:
 
 
 CASES = [
-    ("f09-fused-qkv", NEO, "SelfAttention", (_Config(),)),
-    ("f09-fused-qkv-interleaved", INTERLEAVED, "SelfAttention", (32, 4)),
-    ("f09-fused-qkv-query-last", QUERY_LAST, "SelfAttention", (32, 4)),
+    ("projections-then-splits", NEO, "SelfAttention", (_Config(),)),
+    ("interleaved", INTERLEAVED, "SelfAttention", (32, 4)),
+    ("query-last", QUERY_LAST, "SelfAttention", (32, 4)),
 ]
 
 

@@ -8,7 +8,6 @@ data flow is respected even when names are reused (`h = dropout(h); h = ln(h + r
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -175,10 +174,11 @@ class RuleMatcher:
             return
         cands = [self.candidates(s) for s in self.steps]
         state = _State()
-        yield from self._search(0, -1, [], cands, state)
+        yield from self._search(0, [], cands, state)
 
-    def _search(self, i: int, last: int, chosen: list[int], cands: list[list[int]],
-                state: _State) -> Iterator[RawMatch]:
+    def _search(self, i: int, chosen: list[int], cands: list[list[int]], state: _State) -> Iterator[RawMatch]:
+        """Steps are matched by data flow, not by source order: a step may come before the one listed
+        ahead of it (`up(x)` written before `act(gate(x))`); reaching definitions keep values right."""
         if i == len(self.steps):
             if chosen and self._guards_ok(chosen, state):
                 full = dict(state.env)
@@ -188,11 +188,11 @@ class RuleMatcher:
                         full[alias] = state.env[target]
                 env = tuple(sorted(full.items()))
                 binds = tuple(state.bindings[k] for k in sorted(state.bindings))
-                yield RawMatch(tuple(chosen), binds, env, bool(state.path_dependent))
+                yield RawMatch(tuple(sorted(chosen)), binds, env, bool(state.path_dependent))
             return
         step = self.steps[i]
-        for n in self._narrow(step, cands[i], last, state):
-            if chosen and not all(self.flat.compatible(c, n) for c in chosen):
+        for n in self._narrow(step, cands[i], state):
+            if n in chosen or not all(self.flat.compatible(min(c, n), max(c, n)) for c in chosen):
                 continue
             self.budget -= 1
             if self.budget < 0:
@@ -200,18 +200,18 @@ class RuleMatcher:
             mark = state.mark()
             if self._unify_op(step, n, state):
                 chosen.append(n)
-                yield from self._search(i + 1, n, chosen, cands, state)
+                yield from self._search(i + 1, chosen, cands, state)
                 chosen.pop()
             state.undo(mark)
         if step.optional:
             mark = state.mark()
             if self._skip(step, state):
-                yield from self._search(i + 1, last, chosen, cands, state)
+                yield from self._search(i + 1, chosen, cands, state)
             state.undo(mark)
 
-    def _narrow(self, step: OpPattern, cands: list[int], last: int, state: _State) -> list[int]:
-        """Candidates after `last`; when an argument is already bound to a value, only its readers."""
-        start = bisect_right(cands, last)
+    def _narrow(self, step: OpPattern, cands: list[int], state: _State) -> list[int]:
+        """The step's candidates; when an argument is already bound to a value, only its readers."""
+        start = 0
         for p in step.args:
             if isinstance(p, PVar):
                 bound = state.env.get(state.var(p.name))
@@ -224,7 +224,7 @@ class RuleMatcher:
                         members = self._cand_sets.get(id(cands))
                         if members is None:
                             members = self._cand_sets[id(cands)] = set(cands)
-                        return [n for n in readers if n > last and n in members]
+                        return [n for n in readers if n in members]
         return cands[start:]
 
     def _skip(self, step: OpPattern, state: _State) -> bool:
