@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
@@ -73,6 +75,9 @@ def _negate(test: str) -> str:
     return f"not ({test})"
 
 
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
 class InitAnalysis:
     """Walks `__init__` (and the same-file `__init__`s it reaches through `super()`) into bindings."""
 
@@ -91,6 +96,12 @@ class InitAnalysis:
             return None
         owner, node = found
         ps = params(node, self.src)
+        # A layer class passed as a default argument (`norm_layer=nn.BatchNorm2d`, `act=nn.GELU`) is what
+        # `norm_layer(...)` builds unless the caller passes another: read it as that constructor.
+        for p in ps[1:]:
+            callee = self._default_class(p.default)
+            if callee is not None:
+                self.locals[p.name] = [((), _Callee(callee))]
         self._function(owner, node, (), 0)
         bindings = [
             Binding(b.attr, b.value, b.span, _cond_text(b.conds))
@@ -377,6 +388,33 @@ class InitAnalysis:
                     return [((), _Callee(self._qualify_callee(dotted)))]
         return [((), Expr(self.src.norm(node)))]
 
+    def _factory_class(self, name: str) -> str | None:
+        """The class a same-file function builds when its body ends in `return Class(...)`."""
+        if "." in name or self.symbols.has_class(name):
+            return None
+        function = self.symbols.function_node(name)
+        body = function.child_by_field_id(Field.BODY) if function is not None else None
+        stmts = [c for c in body.named_children if c.type != "comment"] if body is not None else []
+        if not stmts or stmts[-1].type != "return_statement" or stmts[-1].named_child_count != 1:
+            return None
+        call = stmts[-1].named_children[0]
+        func = call.child_by_field_id(Field.FUNCTION) if call.type == "call" else None
+        dotted = dotted_text(func, self.src) if func is not None else None
+        if dotted is None or not dotted.rsplit(".", 1)[-1][:1].isupper():
+            return None
+        if not (self.symbols.has_class(dotted) or self.symbols.is_imported(dotted.split(".")[0])):
+            return None
+        return self._qualify_callee(dotted)
+
+    def _default_class(self, text: str | None) -> str | None:
+        """The qualified class a parameter's default names (`nn.GELU`, `LayerNorm`), else None."""
+        if not text or not _DOTTED.match(text) or not text.rsplit(".", 1)[-1][:1].isupper():
+            return None
+        root = text.split(".")[0]
+        if self.symbols.has_class(text) or self.symbols.is_imported(root):
+            return self._qualify_callee(text)
+        return None
+
     def _qualify_callee(self, dotted: str) -> str:
         return dotted if self.symbols.has_class(dotted) else self.symbols.qualify(dotted)
 
@@ -401,6 +439,10 @@ class InitAnalysis:
                             callees.append((c, v.qualified, None))
                         elif isinstance(v, Ctor):  # calling an instance: keep the instance's ctor
                             callees.append((c, v.callee, v.lookup))
+            elif dotted is not None and (built := self._factory_class(dotted)) is not None:
+                # A same-file helper that returns one layer (`conv3x3(...)` returning `nn.Conv2d(...)`):
+                # the binding is that layer (its arguments are the helper's, as written here).
+                callees.append(((), built, None))
             elif dotted is not None:
                 qualified = self._qualify_callee(dotted)
                 if not is_constructor(qualified, self.symbols.has_class(dotted)):
