@@ -68,6 +68,22 @@ class Segment:
 
 
 @dataclass(frozen=True, slots=True)
+class Memory:
+    """Bytes one training step keeps allocated, at the accelerator's 16-bit width (AdamW step counters
+    in float32): parameters, gradients, optimizer state, and the activations saved for the backward."""
+
+    param_bytes: int = 0
+    grad_bytes: int = 0
+    optimizer_bytes: int = 0
+    saved_activation_bytes: int = 0
+
+    @property
+    def total_bytes(self) -> int:
+        """Everything the step holds at its peak (saved activations are all alive when backward starts)."""
+        return self.param_bytes + self.grad_bytes + self.optimizer_bytes + self.saved_activation_bytes
+
+
+@dataclass(frozen=True, slots=True)
 class Workload:
     """One training step of a model at a given batch: unique blocks and the segment sequence."""
 
@@ -77,6 +93,7 @@ class Workload:
     params: int
     blocks: tuple[Block, ...]
     segments: tuple[Segment, ...]
+    memory: Memory = Memory()
 
     @property
     def flops(self) -> float:
@@ -98,6 +115,9 @@ class Workload:
             "model": self.model, "batch": self.batch, "seq": self.seq, "params": self.params,
             "flops": self.flops, "gemm_flops": self.gemm_flops, "ops": self.op_count(),
             "segments": len(self.segments), "unique_blocks": len(self.blocks),
+            "memory": {"param_bytes": self.memory.param_bytes, "grad_bytes": self.memory.grad_bytes,
+                       "optimizer_bytes": self.memory.optimizer_bytes,
+                       "saved_activation_bytes": self.memory.saved_activation_bytes},
         }
 
 
@@ -166,7 +186,10 @@ def build_workload(raw: Mapping[str, Any], *, model: str, batch: int, seq: int) 
             index[block] = len(blocks)
             blocks.append(block)
         segments.append(Segment(seg, index[block]))
-    return Workload(model, batch, seq, int(raw.get("params", 0)), tuple(blocks), tuple(segments))
+    mem = raw.get("memory") or {}
+    memory = Memory(*(int(mem.get(k, 0)) for k in ("param_bytes", "grad_bytes", "optimizer_bytes",
+                                                     "saved_activation_bytes")))
+    return Workload(model, batch, seq, int(raw.get("params", 0)), tuple(blocks), tuple(segments), memory)
 
 
 def _fuse(recs: Sequence[Mapping[str, Any]], ids: list[int], group: list[int], local: dict[int, int]) -> Op:

@@ -44,6 +44,16 @@ def _numel(t: torch.Tensor) -> int:
     return int(t.numel())
 
 
+def _storage_key(t: torch.Tensor) -> int:
+    """Identity of a tensor's storage (views share it); stable while the tensor is kept alive."""
+    return int(t.untyped_storage()._cdata)
+
+
+def _storage_elements(t: torch.Tensor) -> int:
+    """Elements the tensor's whole storage holds (what stays allocated while any view of it is kept)."""
+    return int(t.untyped_storage().nbytes()) // max(1, t.element_size())
+
+
 def _tensors(obj: Any) -> list[torch.Tensor]:
     flat, _ = tree_flatten(obj)
     return [x for x in flat if isinstance(x, torch.Tensor)]
@@ -95,8 +105,9 @@ def _gemm_dims(name: str, args: Sequence[Any], out: Any) -> list[dict[str, Any]]
         o = out
         spatial = math.prod(o.shape[2:])
         ksz = math.prod(w.shape[2:])
-        if bool(args[6]):  # transposed conv: the data-gradient GEMM of a normal conv
-            return [rec(o.shape[0] * spatial, o.shape[1] // groups, x.shape[1] // groups * ksz, groups)]
+        if bool(args[6]):  # transposed conv (col2im): each input pixel's C_in → (C_out·k²) columns
+            in_spatial = math.prod(x.shape[2:])
+            return [rec(x.shape[0] * in_spatial, w.shape[1] * ksz, x.shape[1] // groups, groups)]
         return [rec(o.shape[0] * spatial, w.shape[0] // groups, w.shape[1] * ksz, groups)]
     if name == "convolution_backward":
         grad_out, x, w = args[0], args[1], args[2]
@@ -106,8 +117,13 @@ def _gemm_dims(name: str, args: Sequence[Any], out: Any) -> list[dict[str, Any]]
         out_spatial = math.prod(grad_out.shape[2:])
         in_spatial = math.prod(x.shape[2:])
         recs = []
-        if mask[0]:
+        if mask[0] and in_spatial == out_spatial:  # im2col of the output gradient: one GEMM per input pixel
             recs.append(rec(x.shape[0] * in_spatial, x.shape[1] // groups, w.shape[0] // groups * ksz,
+                            groups, "dgrad"))
+        elif mask[0]:
+            # Strided: col2im. W^T · grad_out gives (C_in·k²) columns per *output* pixel, scattered back
+            # onto the input; counting one GEMM row per input pixel would overcount by stride².
+            recs.append(rec(x.shape[0] * out_spatial, x.shape[1] // groups * ksz, w.shape[0] // groups,
                             groups, "dgrad"))
         if mask[1]:
             recs.append(rec(w.shape[0] // groups, w.shape[1] * ksz, x.shape[0] * out_spatial, groups, "wgrad"))
@@ -144,6 +160,24 @@ class _Recorder(TorchDispatchMode):
         self.param_ids: dict[int, int] = {}  # id(param) -> param index (for the optimizer)
         self.param_segment: dict[int, str] = {}  # param index -> segment of its first consumer
         self.opt_params: list[int] = []  # param indices in optimizer list order
+        # Memory accounting (independent of autograd's own bookkeeping, which the tests compare it with):
+        # storages seen before the backward, and those of them a backward op reads (saved activations).
+        self.param_storages: set[int] = set()
+        self.fwd_storages: dict[int, int] = {}  # storage id -> elements
+        self.saved: dict[int, int] = {}  # storage id -> elements read by the backward
+
+    def _account(self, ins: list[torch.Tensor], outs: list[torch.Tensor]) -> None:
+        if self.phase == "fwd":
+            for t in (*ins, *outs):
+                key = _storage_key(t)
+                if key not in self.param_storages and key not in self.fwd_storages:
+                    self.fwd_storages[key] = _storage_elements(t)
+                    self.keep.append(t)
+        elif self.phase == "bwd":
+            for t in ins:
+                key = _storage_key(t)
+                if key in self.fwd_storages:
+                    self.saved[key] = self.fwd_storages[key]
 
     def _deps(self, tensors: list[torch.Tensor]) -> list[int]:
         seen: list[int] = []
@@ -182,6 +216,7 @@ class _Recorder(TorchDispatchMode):
         outs = _tensors(out)
         if self.phase == "fwd" and self.tracker.is_bw:
             self.phase = "bwd"
+        self._account(ins, outs)
         if func.is_view or name in _FREE or (not outs and not name.startswith("_foreach_")):
             # Aliases and copies carry the producer of their (first) input.
             if ins:
@@ -320,6 +355,7 @@ def trace_training_step(
     tracker = ModuleTracker()
     rec = _Recorder(tracker)
     rec.param_ids = {id(p): i for i, p in enumerate(params)}
+    rec.param_storages = {_storage_key(p) for p in model.parameters()}
     try:
         with tracker, rec:
             out = model(**inputs) if isinstance(inputs, dict) else model(*inputs)
@@ -333,6 +369,29 @@ def trace_training_step(
     return {
         "ops": rec.ops,
         "params": int(sum(p.numel() for p in params)),
+        "memory": _memory(params, rec, optimizer),
+    }
+
+
+# Optimizer state per updated element (AdamW: first and second moment; SGD with momentum: one buffer),
+# plus one float32 step counter per parameter tensor for AdamW.
+_STATE_PER_ELEMENT = {"adamw": 2, "sgd": 1}
+_STEP_BYTES = {"adamw": 4, "sgd": 0}
+
+
+def _memory(params: list[torch.Tensor], rec: _Recorder, optimizer: str) -> dict[str, int]:
+    """Bytes the step keeps at 16-bit, from the graph: every trainable parameter; a gradient and optimizer
+    state for each parameter the forward read (the others get no gradient); the activations a backward op
+    read that were allocated before the backward (what autograd must have saved)."""
+    used = [p for i, p in enumerate(params) if i in rec.param_segment]
+    used_elems = sum(p.numel() for p in used)
+    b = BYTES_PER_ELEMENT
+    return {
+        "param_bytes": b * sum(p.numel() for p in params),
+        "grad_bytes": b * used_elems,
+        "optimizer_bytes": b * _STATE_PER_ELEMENT[optimizer] * used_elems + _STEP_BYTES[optimizer] * len(used),
+        "saved_activation_bytes": b * sum(rec.saved.values()),
+        "bytes_per_element": b,
     }
 
 

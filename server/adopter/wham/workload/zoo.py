@@ -84,7 +84,7 @@ class Attention(nn.Module):
             pos = torch.arange(s, device=x.device, dtype=torch.float32)
             inv = 1.0 / (10000 ** (torch.arange(0, self.head_dim, 2, device=x.device) / self.head_dim))
             ang = torch.outer(pos, inv)
-            cos, sin = torch.cat((ang, ang), -1).cos(), torch.cat((ang, ang), -1).sin()
+            cos, sin = torch.cat((ang, ang), -1).cos().to(q.dtype), torch.cat((ang, ang), -1).sin().to(q.dtype)
             q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
         if self.kv_heads != self.heads:
             rep = self.heads // self.kv_heads
