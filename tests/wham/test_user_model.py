@@ -176,6 +176,12 @@ def test_explained_error_has_no_tracer_wrapping() -> None:
     assert "user_model.py" not in said and "Traceback" not in said and "[tool.adopter.search]" in said
 
 
+def test_missing_torch_is_said_plainly() -> None:
+    said = explain_error("tracing gpt2 failed: ModuleNotFoundError: No module named 'torch' (at /x/trace.py:3)", "gpt2")
+    assert said.startswith("The accelerator search traces the model with PyTorch, which is not installed")
+    assert sys.executable in said and "adopter.interpreter" in said
+
+
 @pytest.mark.slow
 def test_search_for_a_class_of_the_file_end_to_end(package: Path, tmp_path: Path) -> None:
     """The search worker, as the server runs it: the report's workload is the class in the file."""
