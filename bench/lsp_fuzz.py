@@ -246,6 +246,8 @@ class Doc:
     path: str
     text: str
     original: str = ""
+    opened: str = ""  # the text at didOpen, and every didChange's content changes since: a replayable trace
+    trace: list[list[dict[str, Any]]] = field(default_factory=list)
     version: int = 1
     undo: list[str] = field(default_factory=list)
 
@@ -279,7 +281,7 @@ class Fuzzer:
 
     def open(self, name: str, text: str) -> Doc:
         path = self.root / name
-        doc = Doc(path.as_uri(), str(path), text, text)
+        doc = Doc(path.as_uri(), str(path), text, text, text)
         self.server.notify("textDocument/didOpen", {"textDocument": {
             "uri": doc.uri, "languageId": "python", "version": 1, "text": text}})
         return doc
@@ -297,6 +299,7 @@ class Fuzzer:
             content.append({"range": {"start": position(doc.text, a), "end": position(doc.text, b)}, "text": new})
             doc.text = doc.text[:a] + new + doc.text[b:]
         doc.version += 1
+        doc.trace.append(content)
         self.server.notify("textDocument/didChange", {"textDocument": {"uri": doc.uri, "version": doc.version},
                                                        "contentChanges": content})
 
@@ -339,7 +342,9 @@ class Fuzzer:
         self.stats.divergences.append(message)
         dump = self.root / f"divergence-{len(self.stats.divergences)}.py"
         dump.write_text(doc.text, encoding="utf-8")
-        raise Divergence(message + f" (text in {dump})")
+        trace = dump.with_suffix(".json")
+        trace.write_text(json.dumps({"path": doc.path, "opened": doc.opened, "changes": doc.trace}))
+        raise Divergence(message + f" (text in {dump}, replayable trace in {trace})")
 
     # -- edit kinds ---------------------------------------------------------------------------------
 

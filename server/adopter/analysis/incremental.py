@@ -74,6 +74,18 @@ def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
     return lo
 
 
+def _dedents(data: bytes, start: int, end: int, indent: int) -> bool:
+    """Whether a non-blank line among those holding bytes `start:end` starts left of column `indent`."""
+    if indent <= 0:
+        return False
+    first = data.rfind(b"\n", 0, start) + 1
+    for line in data[first:end].split(b"\n"):
+        body = line.lstrip(b" \t")
+        if body.strip() and len(line) - len(body) < indent:
+            return True
+    return False
+
+
 class DocumentAnalysis:
     """The parse tree and analysis of one document, kept up to date edit by edit."""
 
@@ -190,7 +202,9 @@ class DocumentAnalysis:
             region = self._region_clean(kept, lo, hi)
             if not is_broken(region, indent):  # the lines masked before are still what is broken
                 return kept, masks + inside
-        if not may_mask or len(masks) + len(inside) >= MAX_MASKS:
+        if not may_mask or len(masks) + len(inside) >= MAX_MASKS or _dedents(data, start, new_end, indent):
+            # A changed line left of the region's statements (a class pasted into a method) ends the
+            # region's block: the region alone is broken where the file need not be; a wider region decides.
             return None
         problems = tuple(syntax_problems(region, SourceText(kept, region, self.path), indent))
         a, b = line_bounds(data, start, new_end)

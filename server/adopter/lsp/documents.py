@@ -50,8 +50,9 @@ class Document:
     version: int | None
     lines: LineStarts
     lock: threading.Lock = field(default_factory=threading.Lock)
-    # Edits since the analysis thread last looked; `reset` when it must start over from `text`.
-    edits: list[ByteEdit] = field(default_factory=list)
+    # Edits since the analysis thread last looked, each with the whole text after it; `reset` when it
+    # must start over from `text`.
+    edits: list[tuple[ByteEdit, str]] = field(default_factory=list)
     reset: bool = True
     model: PythonModel | None = None  # analysis thread only
     snapshot: Snapshot | None = None
@@ -92,7 +93,7 @@ class Analyses:
                 end = (change.range.end.line, change.range.end.character)
                 doc.text, edit = byte_edit(doc.text, start, end, change.text, doc.lines)
                 if not doc.reset:
-                    doc.edits.append(edit)
+                    doc.edits.append((edit, doc.text))
             doc.version = version
         doc.changed_at = time.perf_counter()
         return doc
@@ -113,10 +114,13 @@ class Analyses:
         try:
             if reset or doc.model is None:
                 doc.model = PythonModel(text, doc.path, parse=not doc.rule_file)
-            elif len(edits) == 1:
-                doc.model.apply(edits[0], text)
-            elif edits:  # several edits since the last run: one re-parse of the changed region
-                doc.model.update(text)
+            else:
+                # Several edits (one didChange with several changes, or changes that came while the
+                # thread was busy) go in one at a time: each is a small edit the incremental analysis
+                # handles exactly. Diffing first and last text instead made one region spanning every
+                # edit, which the analysis could mask as a whole and keep masked after it parsed again.
+                for edit, after in edits:
+                    doc.model.apply(edit, after)
         except Exception as exc:  # never let a bad edit kill the thread: start over next run
             doc.model = None
             with doc.lock:
