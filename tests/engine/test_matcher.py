@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adopter.dsl.types import Ctor, Expr, Forward, Kwarg, Op, OpKind, Param, Ref, Span, Target
+from adopter.dsl.types import Ctor, Return, Expr, Forward, Kwarg, Op, OpKind, Param, Ref, Span, Target
 from adopter.engine import Environment, check, find
 
 from .build import arch, bind, branch, guard, loop, mfile, op, ret, rule, sp, step
@@ -32,16 +32,16 @@ CASES = [
                       op("hidden", "module", "self.LayerNorm", "%1"), ret("hidden")), BINDS, 1),
     ("intermediate_used_elsewhere", (op("h", "module", "self.dropout", "hidden"), op("y", "operator", "*", "h", "=2"),
                                      op("%1", "operator", "+", "h", "residual"),
-                                     op("out", "module", "self.LayerNorm", "%1"), ret("out", "y")), BINDS, 0),
+                                     op("out", "module", "self.LayerNorm", "%1"), ret("out", "y")), BINDS, 1),
     ("intermediate_returned", (op("h", "module", "self.dropout", "hidden"), op("%1", "operator", "+", "h", "residual"),
-                               op("out", "module", "self.LayerNorm", "%1"), ret("out", "h")), BINDS, 0),
+                               op("out", "module", "self.LayerNorm", "%1"), ret("out", "h")), BINDS, 1),
     ("redefined_between", (op("h", "module", "self.dropout", "hidden"), op("h", "function", "torch.relu", "h"),
                            op("%1", "operator", "+", "h", "residual"),
                            op("out", "module", "self.LayerNorm", "%1"), ret("out")), BINDS, 0),
     ("redefined_in_branch_between", (op("h", "module", "self.dropout", "hidden"),
                                      branch((op("h", "function", "torch.relu", "h"),), ()),
                                      op("%1", "operator", "+", "h", "residual"),
-                                     op("out", "module", "self.LayerNorm", "%1"), ret("out")), BINDS, 0),
+                                     op("out", "module", "self.LayerNorm", "%1"), ret("out")), BINDS, 1),
     ("wrong_module_bound", (op("h", "module", "self.dropout", "hidden"), op("%1", "operator", "+", "h", "residual"),
                             op("out", "module", "self.dense", "%1"), ret("out")), BINDS, 0),
     ("unbound_module", (op("h", "module", "self.dropout", "hidden"), op("%1", "operator", "+", "h", "residual"),
@@ -77,6 +77,13 @@ CASES = [
 def test_dropout_add_layernorm(body: tuple, binds: dict, expected: int) -> None:
     findings = find(mfile(arch(body, binds)), [DAL], CPU)
     assert len(findings) == expected
+
+
+@pytest.mark.parametrize("name", ["intermediate_used_elsewhere", "intermediate_returned", "redefined_in_branch_between"])
+def test_value_used_outside_the_match_is_a_site_without_a_fix(name: str) -> None:
+    body, binds, _ = next(c[1:] for c in CASES if c[0] == name)
+    (f,) = find(mfile(arch(body, binds)), [DAL], CPU)
+    assert not f.fixable and "used outside" in (f.no_fix_reason or "")
 
 
 def test_finding_spans_and_bindings() -> None:
@@ -140,13 +147,15 @@ ATTN = rule(
     ((op("s", "operator", "@", "q", "kt"), op("p", "function", "torch.nn.functional.softmax", "s", dim="=1"),
       op("o", "operator", "@", "p", "v"), ret("o")), 0),
     ((op("s", "operator", "@", "q", "kt"), op("p", "function", "torch.nn.functional.softmax", "s", dim="=-1"),
-      op("o", "operator", "@", "p", "v"), ret("o", "p")), 0),
+      op("o", "operator", "@", "p", "v"), ret("o", "p")), 3),  # probabilities returned: a site, no fix
 ], ids=["optional_present", "optional_absent", "guard_equals_fails", "probs_returned"])
 def test_optional_steps_alternatives_guards(body: tuple, expected_ops: int) -> None:
     findings = find(mfile(arch(body, {"drop": DROPOUT})), [ATTN], CPU)
     assert len(findings) == (1 if expected_ops else 0)
     if expected_ops:
         assert len(findings[0].match.ops) == expected_ops
+        returned = any(isinstance(st, Return) and Ref("p") in st.values for st in body)
+        assert findings[0].fixable != returned  # returned probabilities: reported, not fixable
 
 
 def test_absent_optional_binds_output_to_input() -> None:

@@ -100,7 +100,7 @@ CASES = [
         def forward(self, h, r):
             d = self.dropout(h)
             return self.LayerNorm(d + r), d
-     """, DAL, []),
+     """, DAL, [1]),  # reported, without a fix: `d` is also returned
     ("inlined_helper", """
         def _out(self, h, r):
             h = self.dropout(h)

@@ -2,7 +2,8 @@
 to the expected code), must-not-match examples give nothing.
 
 A must-match example has one site unless lines carry `# site` comments: then one finding must start on
-each marked line.
+each marked line. One that carries a `# no fix` comment is reported without an automatic fix (a value of
+the match is used elsewhere, ...), and its finding says why.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def test_example(rule: Rule, index: int, example: Example) -> None:
         assert sorted(f.span.start_line for f in found) == marked
     else:
         assert len(found) == 1, f"{rule.id} example {index}: expected one site, found {len(found)}"
+    if "# no fix" in example.code:
+        assert all(not f.fixable and f.no_fix_reason for f in found), [f.no_fix_reason for f in found]
     if example.expected is None:
         return
     out = rewrite(example.code, found, target=example.target, path=f"{rule.id}-example.py", rules=[rule], env=env)

@@ -41,6 +41,8 @@ from adopter.engine.plans import (
 )
 
 COMMUTATIVE = frozenset({"+", "*"})
+# Guards on how matched values are used elsewhere: failing one still reports the site, without a fix.
+_USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER})
 # How many unification attempts one rule may spend on one forward: a pathological pattern must not
 # stall the server; hitting it is reported as a problem.
 STEP_BUDGET = 50_000
@@ -62,6 +64,8 @@ class RawMatch:
     bindings: tuple[Binding, ...]
     env: tuple[tuple[str, Bound], ...]
     path_dependent: bool = False  # some value is the same definition only on some paths
+    # A use guard that failed: the site is still reported (the pattern is there), without a fix.
+    used_elsewhere: str | None = None
 
 
 def _same(a: Bound, b: Bound) -> bool:
@@ -180,7 +184,8 @@ class RuleMatcher:
         """Steps are matched by data flow, not by source order: a step may come before the one listed
         ahead of it (`up(x)` written before `act(gate(x))`); reaching definitions keep values right."""
         if i == len(self.steps):
-            if chosen and self._guards_ok(chosen, state):
+            if chosen and self._guards_ok(chosen, state, hard=True):
+                used = None if self._guards_ok(chosen, state, hard=False) else self._used_elsewhere(chosen, state)
                 full = dict(state.env)
                 for alias in state.alias:
                     target = state.var(alias)
@@ -188,7 +193,7 @@ class RuleMatcher:
                         full[alias] = state.env[target]
                 env = tuple(sorted(full.items()))
                 binds = tuple(state.bindings[k] for k in sorted(state.bindings))
-                yield RawMatch(tuple(sorted(chosen)), binds, env, bool(state.path_dependent))
+                yield RawMatch(tuple(sorted(chosen)), binds, env, bool(state.path_dependent), used)
             return
         step = self.steps[i]
         for n in self._narrow(step, cands[i], state):
@@ -374,8 +379,22 @@ class RuleMatcher:
 
     # -- guards ------------------------------------------------------------------------------------
 
-    def _guards_ok(self, chosen: list[int], state: _State) -> bool:
-        return all(self._guard_ok(g, chosen, state) for g in self.rule.guards)
+    def _guards_ok(self, chosen: list[int], state: _State, hard: bool) -> bool:
+        """The rule's guards on what the variables bound (`hard`), or on how the values are used."""
+        return all(self._guard_ok(g, chosen, state) for g in self.rule.guards if (g.kind in _USE_GUARDS) != hard)
+
+    def _used_elsewhere(self, chosen: list[int], state: _State) -> str:
+        """Why the fix is withheld when a use guard fails: which value is read outside the match."""
+        for g in self.rule.guards:
+            if g.kind in _USE_GUARDS and not self._guard_ok(g, chosen, state):
+                for arg in g.args:
+                    value = self._value(arg, state)
+                    if value is not None and value[0] == "ref" and not self._guard_ok(
+                            Guard(g.kind, (arg,)), chosen, state):
+                        name = value[1] if not value[1].startswith("%") else "an intermediate value"
+                        return (f"`{name}` is also used outside the matched code, so the fused kernel "
+                                "cannot replace it; restructure by hand")
+        return "an intermediate value is also used outside the matched code"
 
     def _value(self, p: PValue, state: _State) -> Bound | None:
         if isinstance(p, PVar):

@@ -167,6 +167,8 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
         fixable, reason = False, f"no target is available in this environment ({needs})"
     elif (spelled := _spelling_reason(ops)) is not None:
         fixable, reason = False, spelled
+    elif m.used_elsewhere is not None:
+        fixable, reason = False, m.used_elsewhere
     elif m.path_dependent:
         fixable, reason = False, ("a value of the match is redefined on another control-flow path, so the "
                                   "matched statements do not always see the same value")
