@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adopter.dsl.types import Ctor, Return, Expr, Forward, Kwarg, Op, OpKind, Param, Ref, Span, Target
+from adopter.dsl.types import Ctor, Expr, Forward, Kwarg, Op, OpKind, Param, Ref, Return, Span, Target
 from adopter.engine import Environment, check, find
 
 from .build import arch, bind, branch, guard, loop, mfile, op, ret, rule, sp, step
