@@ -189,11 +189,13 @@ async function restartServer(): Promise<void> {
   await startServer();
 }
 
-async function executeServerCommand(command: string, args: unknown[]): Promise<unknown> {
+async function executeServerCommand(command: string, args: unknown[], token?: vscode.CancellationToken): Promise<unknown> {
   if (!client || !client.isRunning()) {
     throw new Error("The Adopter server is not running (see Adopter: Show Output).");
   }
-  return client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
+  return token
+    ? client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args }, token)
+    : client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
 }
 
 interface ClassArgument {
@@ -266,7 +268,7 @@ function errorMessage(err: unknown): string {
 
 export function isCancellation(err: unknown): boolean {
   const code = (err as { code?: number } | undefined)?.code;
-  return code === -32800 || /cancelled/i.test(errorMessage(err));
+  return code === -32800 || /cancel/i.test(errorMessage(err));
 }
 
 async function runSearch(state: PanelState): Promise<void> {
@@ -274,7 +276,14 @@ async function runSearch(state: PanelState): Promise<void> {
   const panel = SearchPanel.show(extensionUri, { rerun: (s) => void runSearch(s) }, running);
   log.info(`search: ${JSON.stringify(state.request)}`);
   try {
-    const report = await executeServerCommand(SERVER.searchAccelerator, [state.request]);
+    // A notification with Cancel (cancelling the request stops the server's search); the server's own
+    // work-done progress, with percentages, shows in the status bar.
+    const report = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Accelerator search: ${state.title}`, cancellable: true },
+      (progress, token) => {
+        progress.report({ message: "tracing the training step, then searching designs…" });
+        return executeServerCommand(SERVER.searchAccelerator, [state.request], token);
+      });
     panel.update({ ...running, status: "done", report });
   } catch (err) {
     const cancelled = isCancellation(err);

@@ -158,13 +158,21 @@ test("the panel's Run again sends the same request; a failure shows the server's
   assert.deepEqual(clients[0].requests[1].params, clients[0].requests[0].params);
 });
 
-test("a cancelled search says so", async () => {
+test("the search shows a notification with Cancel; cancelling cancels the request and the panel says so", async () => {
   await activated();
-  answers.respond = async () => {
-    throw Object.assign(new Error("Adopter accelerator search cancelled: stopped"), { code: -32800 });
-  };
+  answers.respond = (_method, _params) => new Promise((_resolve, reject) => {
+    const token = clients[0].requests.at(-1)!.token;
+    token.onCancellationRequested(() => reject(Object.assign(new Error("Canceled"), { code: -32800 })));
+  });
   answerPicks("gpt2", "Throughput", "Single device", "Quick");
-  await mock.commands.get(CLIENT.searchAccelerator)!();
+  const running = mock.commands.get(CLIENT.searchAccelerator)!();
+  await new Promise((r) => setTimeout(r, 10));
+  assert.equal(mock.progress.length, 1);
+  assert.deepEqual([mock.progress[0].options.title, mock.progress[0].options.cancellable], ["Accelerator search: gpt2", true]);
+  assert.equal(mock.panels[0].posted.length, 0); // still running
+  mock.progress[0].cancel();
+  await running;
+  assert.equal(clients[0].requests[0].token.isCancellationRequested, true);
   assert.equal(mock.panels[0].posted.at(-1).state.status, "cancelled");
 });
 

@@ -12,7 +12,7 @@ export const answers: { respond: (method: string, params: any) => Promise<any> }
 };
 
 export class LanguageClient {
-  readonly requests: { method: string; params: any }[] = [];
+  readonly requests: { method: string; params: any; token?: any }[] = [];
   readonly features: any[] = [];
   running = false;
   private stateListeners: ((e: any) => void)[] = [];
@@ -38,8 +38,8 @@ export class LanguageClient {
   isRunning(): boolean {
     return this.running;
   }
-  async sendRequest(type: { method: string }, params: any): Promise<any> {
-    this.requests.push({ method: type.method, params });
+  async sendRequest(type: { method: string }, params: any, token?: any): Promise<any> {
+    this.requests.push({ method: type.method, params, token });
     return answers.respond(type.method, params);
   }
 }

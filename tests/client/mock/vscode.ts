@@ -30,6 +30,7 @@ export class Uri {
 export enum ViewColumn { Active = -1, Beside = -2, One = 1 }
 export enum StatusBarAlignment { Left = 1, Right = 2 }
 export enum ConfigurationTarget { Global = 1, Workspace = 2 }
+export enum ProgressLocation { SourceControl = 1, Window = 10, Notification = 15 }
 export class ThemeColor { constructor(readonly id: string) {} }
 export class Disposable { constructor(private readonly f: () => void = () => undefined) {} dispose(): void { this.f(); } }
 
@@ -51,6 +52,7 @@ export const mock = {
   commands: new Map<string, (...args: any[]) => any>(),
   executed: [] as { command: string; args: any[] }[],
   panels: [] as any[],
+  progress: [] as { options: any; cancel: () => void }[],
   statusItems: [] as any[],
   log: [] as string[],
   activeTextEditor: undefined as any,
@@ -68,6 +70,7 @@ export const mock = {
     this.commands.clear();
     this.executed = [];
     this.panels = [];
+    this.progress = [];
     this.statusItems = [];
     this.log = [];
     this.activeTextEditor = undefined;
@@ -109,6 +112,12 @@ export const window = {
       throw new Error(`unexpected quick pick: ${items.map((i) => i.label).join(", ")}`);
     }
     return answer(items);
+  },
+  async withProgress(options: any, task: (progress: any, token: any) => Promise<any>) {
+    const listeners: Listener[] = [];
+    const token = { isCancellationRequested: false, onCancellationRequested: event(listeners) };
+    mock.progress.push({ options, cancel: () => { token.isCancellationRequested = true; listeners.forEach((l) => l(undefined)); } });
+    return task({ report: () => undefined }, token);
   },
   async showInputBox() {
     return mock.inputAnswers.shift();
