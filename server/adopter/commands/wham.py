@@ -18,7 +18,11 @@ def register(subparsers: Any) -> None:
                     "1: no feasible design, 2: bad parameters or the model failed to trace.")
     p.add_argument("--model", default="bert-base",
                    help="zoo model (bert-base, bert-large, gpt2, gpt2-xl, t5-base, resnet50, vit-b16, llama-1b) "
-                        "or module:factory")
+                        "or module:factory; a comma-separated list (each NAME[@BATCH[xSEQ]]) searches one "
+                        "common design for the set")
+    p.add_argument("--aggregate", default="geomean",
+                   help="for a set of models: geomean (of their objectives) | worst (the worst model's "
+                        "fraction of its own best)")
     p.add_argument("--model-path", default=None, help="directory to import module:factory from (default: cwd)")
     p.add_argument("--batch", type=int, default=None, help="global batch (default: the model's)")
     p.add_argument("--seq", type=int, default=None, help="sequence length, or image side for vision models")
@@ -80,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         strategy=args.strategy, budget=args.budget, seed=args.seed, top_k=args.top_k, executor=args.executor,
         ray_address=args.ray_address, workers=args.workers, trace_timeout_s=args.trace_timeout,
         model_path=args.model_path or (str(Path.cwd()) if ":" in args.model else None),
-        compare=tuple(s for s in args.compare.split(",") if s),
+        compare=tuple(s for s in args.compare.split(",") if s), aggregate=args.aggregate,
     )
     bar = ProgressBar(not args.quiet and sys.stderr.isatty())
     try:

@@ -43,6 +43,10 @@ def search(request: SearchRequest, *, progress: Progress | None = None,
     if errors:
         return SearchReport(request.to_json(), error="; ".join(errors))
     try:
+        if request.is_set:
+            from adopter.wham.multi import search_set
+
+            return search_set(request, progress or (lambda f, m: None), cancelled, start)
         return _search(request, progress, cancelled, start)
     except (WorkloadError, GraphError, ValueError, ExecutorError) as exc:
         return SearchReport(request.to_json(), error=str(exc), seconds=time.perf_counter() - start)

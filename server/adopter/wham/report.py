@@ -41,6 +41,7 @@ class SearchReport:
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
     comparisons: tuple[StrategyResult, ...] = ()
+    models: tuple[dict[str, Any], ...] = ()  # a set of models: per model, the common design beside its own best
 
     @property
     def ok(self) -> bool:
@@ -63,19 +64,39 @@ class SearchReport:
             "seconds": self.seconds,
             "notes": list(self.notes),
             "comparisons": [c.to_json() for c in self.comparisons],
+            "objective": objective_line(self.request),
+            "models": list(self.models),
         }
 
 
+def objective_line(request: dict[str, Any]) -> str:
+    """What the search maximises, in words, from the request's JSON."""
+    objective = request.get("objective", "throughput")
+    base = "throughput (samples/s)" if objective == "throughput" else \
+        f"throughput per W of TDP (samples/s/W, at ≥ {request.get('min_throughput', 0):g} samples/s)"
+    model = str(request.get("model", ""))
+    if "," not in model:
+        return base
+    if request.get("aggregate") == "worst":
+        return f"the worst model's fraction of its own best {base}"
+    return f"the geometric mean over the models of {base}"
+
+
 def _fmt(v: float) -> str:
-    return f"{v:.4g}"
+    """Six significant digits: enough to tell apart designs within 0.01 % of each other."""
+    return f"{v:.6g}"
 
 
 def summary_table(report: SearchReport) -> str:
     """A readable multi-line summary: workload, best design, comparison with the references."""
     if report.error:
         return f"error: {report.error}"
-    lines = []
-    if report.workload:
+    lines = [f"objective {objective_line(report.request)}, area ≤ {report.request.get('area_mm2', 0):g} mm², "
+             f"TDP ≤ {report.request.get('tdp_w', 0):g} W"]
+    if report.workload and report.models:
+        lines.append(f"workload  {len(report.models)} models: " + ", ".join(
+            f"{m['model']} ({m['batch']}×{m['seq']})" for m in report.models))
+    elif report.workload:
         w = report.workload
         lines.append(f"workload  {w['model']}  batch {w['batch']}  seq {w['seq']}  "
                      f"{w['params'] / 1e6:.1f} M params  {w['flops'] / 1e12:.3g} TFLOP/step  {w['ops']} ops")
@@ -83,24 +104,27 @@ def summary_table(report: SearchReport) -> str:
     if r is not None:
         bounded = f"; {r.bounded} designs bounded analytically" if r.bounded else ""
         lines.append(f"search    {r.strategy}: {r.evaluations} designs evaluated, best after {r.evals_to_best} "
-                     f"({r.seconds:.2f} s, stopped: {r.stopped}{bounded})")
+                     f"({r.seconds:.3f} s, stopped: {r.stopped}{bounded})")
     for c in report.comparisons:
-        best = f"{c.best.objective:.4g}" if c.best and c.best.objective is not None else "none feasible"
+        best = _fmt(c.best.objective) if c.best and c.best.objective is not None else "none feasible"
         lines.append(f"compare   {c.strategy}: best {best} after {c.evals_to_best} of {c.evaluations} designs "
-                     f"({c.seconds:.2f} s)")
+                     f"({c.seconds:.3f} s)")
     b = report.best
     if b is None:
         lines.append("no feasible design found (raise --budget, --area-mm2 or --tdp-w)")
         return "\n".join(lines)
     d = b.design
-    lines.append(f"best      {d.label()}  @ {d.clock_mhz:g} MHz, {d.bandwidth_gbs:g} GB/s")
-    header = f"{'design':<14}{'samples/s':>12}{'step ms':>10}{'Perf/TDP':>10}{'area mm²':>10}{'TDP W':>8}" \
+    lines.append(f"best      {d.label()}  @ {d.clock_mhz:g} MHz, {d.bandwidth_gbs:g} GB/s"
+                 + (f"  objective {_fmt(b.objective)}" if b.objective is not None else ""))
+    header = f"{'design':<14}{'samples/s':>13}{'step ms':>12}{'Perf/TDP':>13}{'area mm²':>10}{'TDP W':>8}" \
              f"{'TC util':>9}{'VC util':>9}"
     lines += ["", header, "-" * len(header)]
     rows: list[tuple[str, Evaluation]] = [("found", b)] + [(ref.name, ref.evaluation) for ref in report.references]
     for name, e in rows:
-        lines.append(f"{name:<14}{_fmt(e.throughput):>12}{e.step_s * 1e3:>10.2f}{_fmt(e.perf_per_tdp):>10}"
-                     f"{e.area_mm2:>10.1f}{e.tdp_w:>8.1f}{e.tensor_util:>9.0%}{e.vector_util:>9.0%}")
+        lines.append(f"{name:<14}{_fmt(e.throughput):>13}{e.step_s * 1e3:>12.6g}{_fmt(e.perf_per_tdp):>13}"
+                     f"{e.area_mm2:>10.1f}{e.tdp_w:>8.1f}{e.tensor_util:>9.1%}{e.vector_util:>9.1%}")
+    if report.models:
+        lines += ["", _models_table(report)]
     if b.critical:
         total = sum(t for _, t in b.critical) or 1.0
         lines.append("")
@@ -123,4 +147,22 @@ def summary_table(report: SearchReport) -> str:
                      f"all-reduce {t['allreduce_s'] * 1e3:.3f} ms per step")
     for n in report.notes:
         lines.append(f"note: {n}")
+    if r is not None:
+        lines.append(f"took      {report.seconds:.3f} s in all: the {r.strategy} search {r.seconds:.3f} s, the rest "
+                     "tracing/loading graphs, per-model searches, references and comparisons")
     return "\n".join(lines)
+
+
+def _models_table(report: SearchReport) -> str:
+    """Per model of a set: the common design's samples/s beside the model's own best and the references."""
+    refs = [ref.name for ref in report.references]
+    header = f"{'model':<18}{'common':>12}{'own best':>12}{'common/own':>11}" + "".join(f"{n:>13}" for n in refs)
+    out = ["samples/s per model", header, "-" * len(header)]
+    for m in report.models:
+        common = (m.get("common") or {}).get("throughput")
+        own = (m.get("own_best") or {}).get("throughput")
+        ratio = f"{common / own:.1%}" if common and own else "—"
+        cells = "".join(f"{_fmt(m['references'][n]['throughput']):>13}" for n in refs)
+        out.append(f"{m['model'][:17]:<18}{_fmt(common) if common else '—':>12}{_fmt(own) if own else '—':>12}"
+                   f"{ratio:>11}{cells}")
+    return "\n".join(out)

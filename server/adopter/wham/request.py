@@ -13,6 +13,7 @@ from adopter.wham.models import ZOO_MODELS
 from adopter.wham.strategies.registry import STRATEGIES
 
 EXECUTORS = ("process", "serial", "ray")
+AGGREGATES = ("geomean", "worst")
 MAX_PIPELINE = 64
 MAX_TENSOR_PARALLEL = 64
 MAX_BUDGET = 100_000
@@ -43,6 +44,31 @@ class SearchRequest:
     trace_timeout_s: float = 300.0
     model_path: str | None = None  # directory to import a user's `module:factory` from
     compare: tuple[str, ...] = ()  # more strategies run at the same budget, for convergence curves
+    aggregate: str = "geomean"  # for a set of models (`model="a,b,…"`): geomean | worst
+
+    @property
+    def model_entries(self) -> tuple[tuple[str, int | None, int | None], ...]:
+        """The models of `model` (comma-separated), each `name`, `name@BATCH` or `name@BATCHxSEQ`, as
+        (name, batch, seq); a part left out is None (the request's --batch/--seq, then the zoo default)."""
+        out = []
+        for part in str(self.model).split(","):
+            name, _, size = part.strip().partition("@")
+            b, _, sq = size.partition("x")
+            out.append((name.strip(), int(b) if b.strip().isdigit() else None,
+                        int(sq) if sq.strip().isdigit() else None))
+        return tuple(out)
+
+    @property
+    def is_set(self) -> bool:
+        """Whether the request names a set of models (one common design for all)."""
+        return "," in str(self.model)
+
+    def for_model(self, name: str, batch: int | None, seq: int | None) -> SearchRequest:
+        """The single-model request of one member of the set."""
+        from dataclasses import replace
+
+        return replace(self, model=name, batch=batch if batch is not None else self.batch,
+                       seq=seq if seq is not None else self.seq, compare=())
 
     def to_json(self) -> dict[str, Any]:
         """JSON-able form."""
@@ -90,8 +116,13 @@ def _pos(name: str, value: Any, lo: float = 0.0, hi: float = math.inf, *, closed
 def validate(req: SearchRequest) -> list[str]:
     """Every problem with the request, each naming the parameter and its allowed range (empty: valid)."""
     errs: list[str | None] = []
-    if not isinstance(req.model, str) or not req.model or (req.model not in ZOO_MODELS and ":" not in req.model):
+    if isinstance(req.model, str) and req.is_set:
+        errs.extend(_validate_set(req))
+    elif not isinstance(req.model, str) or not req.model.strip() or (req.model not in ZOO_MODELS
+                                                                   and ":" not in req.model):
         errs.append(f"--model {req.model!r}: a zoo model ({', '.join(ZOO_MODELS)}) or module:factory")
+    if req.aggregate not in AGGREGATES:
+        errs.append(f"--aggregate {req.aggregate!r}: allowed {', '.join(AGGREGATES)}")
     if req.batch is not None:
         errs.append(_int_in("--batch", req.batch, 1, 1 << 20))
     if req.seq is not None:
@@ -119,6 +150,8 @@ def validate(req: SearchRequest) -> list[str]:
     if req.microbatches is not None:
         errs.append(_int_in("--microbatches", req.microbatches, 1, 1 << 16))
     out = [e for e in errs if e]
+    if not out and req.is_set:
+        return out
     if not out:
         b, m = req.resolved_batch, req.resolved_microbatches
         if m > b or b % m:
@@ -126,3 +159,31 @@ def validate(req: SearchRequest) -> list[str]:
         if req.pipeline == 1 and req.microbatches not in (None, 1):
             out.append("--microbatches: only meaningful with --pipeline S > 1")
     return out
+
+
+def _validate_set(req: SearchRequest) -> list[str | None]:
+    """Errors of a set of models: each entry names the model it is about."""
+    entries = req.model_entries
+    if not any(name for name, _, _ in entries):
+        return [f"--model {req.model!r}: an empty list of models; give zoo names or module:factory, "
+                "separated by commas"]
+    errs: list[str | None] = []
+    seen: set[str] = set()
+    for part, (name, b, sq) in zip(str(req.model).split(","), entries):
+        if not name:
+            errs.append(f"--model {req.model!r}: an empty entry in the list of models")
+        elif name not in ZOO_MODELS and ":" not in name:
+            errs.append(f"--model {name!r}: unknown model; a zoo model ({', '.join(ZOO_MODELS)}) or "
+                        "module:factory")
+        elif "@" in part and b is None:
+            errs.append(f"--model {part.strip()!r}: the size must be NAME@BATCH or NAME@BATCHxSEQ")
+        if name in seen:
+            errs.append(f"--model {name!r}: listed twice")
+        seen.add(name)
+        for flag, v in (("batch", b), ("seq", sq)):
+            if v is not None:
+                errs.append(_int_in(f"--model {name}@ {flag}", v, 1, 1 << 20))
+    if req.pipeline > 1 or req.tensor_parallel > 1 or req.microbatches not in (None, 1):
+        errs.append("--pipeline/--tensor-parallel/--microbatches: not supported with a set of models "
+                    "(search one model at a time for distributed training)")
+    return errs
