@@ -115,6 +115,27 @@ class Block(nn.Module):
         return self.norm(s)
 """
 
+FUNCTIONAL_DROPOUT = """
+import torch
+from torch import nn
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, dim, dropout):
+        super().__init__()
+        self.dropout = dropout
+        self.dense = nn.Linear(dim, dim)
+        self.final_layer_norm = nn.LayerNorm(dim)
+
+    def forward(self, hidden_states):
+        residual = hidden_states
+        hidden_states = self.dense(hidden_states)
+        hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+        hidden_states = residual + hidden_states
+        hidden_states = self.final_layer_norm(hidden_states)
+        return hidden_states
+"""
+
 GELU_MLP = """
 import torch
 from torch import nn
@@ -335,6 +356,8 @@ CASES = [
     Case("bert-output", "f05-dropout-add-layernorm", BERT_OUTPUT, "BertSelfOutput", (16, 0.3),
          lambda: (torch.randn(2, 5, 16), torch.randn(2, 5, 16))),
     Case("residual-first", "f05-dropout-add-layernorm", RESIDUAL_FIRST, "Block", (16, 0.2), randn(3, 16)),
+    Case("functional-dropout", "f05-dropout-add-layernorm", FUNCTIONAL_DROPOUT, "EncoderLayer", (16, 0.2),
+         randn(2, 3, 16)),
     Case("gelu-exact", "f06-linear-gelu", GELU_MLP, "Mlp", (8, 32, "none"), randn(2, 3, 8)),
     Case("gelu-tanh", "f06-linear-gelu", GELU_MLP, "Mlp", (8, 32, "tanh"), randn(4, 8)),
     *(

@@ -101,6 +101,11 @@ class InitAnalysis:
             callee = self._default_class(p.default)
             if callee is not None:
                 self.locals[p.name] = [((), _Callee(callee))]
+            elif p.default is not None and p.default.endswith("()"):
+                # A layer instance as the default (`activation=nn.SiLU()`): `self.act = activation` binds it.
+                callee = self._default_class(p.default[:-2])
+                if callee is not None:
+                    self.locals[p.name] = [((), Ctor(callee))]
         self._function(owner, node, (), 0)
         bindings = [
             Binding(b.attr, b.value, b.span, _cond_text(b.conds))

@@ -152,7 +152,7 @@ class _Pass:
                 kwargs = ()
             args, kwargs = normalise(spelled.op, op.args, (*op.kwargs, *kwargs), {})
             return [_respell(op, spelled.op, args, kwargs)]
-        if (ctor.callee == "torch.nn.Sequential" and ctor.items and ctor.repeat is None and not ctor.keys
+        if (ctor.callee == "torch.nn.Sequential" and ctor.items and ctor.repeat is None
                 and depth < _MAX_SEQUENTIAL_DEPTH and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1):
             chain: list[Op] = []
             value: Value = op.args[0]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from adopter.dsl.types import Expr, OpKind
 from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.fusions_chain import (
     binding_path,
     ensure_helper,
     functional,
     is_simple,
+    op_producing,
     rewrite_chain,
     value_text,
 )
@@ -29,7 +31,7 @@ def fused_dropout_add_layer_norm(x, residual, norm, p, training):
 @strategy("dropout_add_layer_norm")
 def dropout_add_layer_norm(ctx: SynthContext) -> None:
     """`norm(dropout(x) + r)` → one fused dropout-add-LayerNorm call (`$drop`, `$norm`, `$x`, `$r`)."""
-    drop = binding_path(ctx, "drop")
+    p, training = _dropout_args(ctx)
     norm = binding_path(ctx, "norm")
     x = value_text(ctx, "x")
     residual = value_text(ctx, "r")
@@ -39,7 +41,26 @@ def dropout_add_layer_norm(ctx: SynthContext) -> None:
         "dropout-add-layernorm",
         _DROPOUT_ADD_LAYER_NORM,
     )
-    rewrite_chain(ctx, f"{helper}({x}, {residual}, {norm}, {drop}.p, {drop}.training)")
+    rewrite_chain(ctx, f"{helper}({x}, {residual}, {norm}, {p}, {training})")
+
+
+def _dropout_args(ctx: SynthContext) -> tuple[str, str]:
+    """The dropout's probability and training flag: of the `nn.Dropout` bound to `$drop`, or the
+    arguments of `F.dropout(x, p=..., training=...)` (whose defaults are 0.5 and True)."""
+    if isinstance(ctx.binding("drop"), str):
+        drop = binding_path(ctx, "drop")
+        return f"{drop}.p", f"{drop}.training"
+    op = op_producing(ctx, "h")
+    if op is None or op.kind is not OpKind.FUNCTION or any(k.name not in ("p", "training") for k in op.kwargs):
+        ctx.decline("the dropout is neither an nn.Dropout submodule nor F.dropout(x, p=..., training=...)")
+        raise AssertionError
+    kw = {k.name: k.value for k in op.kwargs}
+    if any(not isinstance(v, Expr) for v in kw.values()):
+        ctx.decline("the dropout's arguments are computed values")
+    p = kw.get("p", Expr("0.5"))
+    training = kw.get("training", Expr("True"))
+    assert isinstance(p, Expr) and isinstance(training, Expr)
+    return p.text, training.text
 
 
 @strategy("layer_norm_formula")
