@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup native demo test lint corpus bench clean client-test chromium vsix
+.PHONY: setup native demo test lint corpus bench clean client-test chromium vsix e2e
 
 setup: $(STAMP)
 
@@ -47,6 +47,11 @@ client-test: $(NODE_STAMP) chromium
 
 vsix: $(NODE_STAMP)
 	npm run package
+
+# The extension in a real VS Code (code-server + Playwright + chromium; tests/e2e/run.sh installs them
+# into .cache/e2e the first time, about five minutes, then builds the platform .vsix and drives it).
+e2e: $(STAMP) corpus $(NODE_STAMP)
+	bash tests/e2e/run.sh
 
 test: $(STAMP) native corpus lint client-test
 	$(VENV)/bin/pytest -n 2 -q

@@ -173,7 +173,7 @@
         + "# def make_model(batch, seq): return model, example_inputs  # inputs: a tuple or a dict of tensors"]),
       el("p", {}, ["or run the search again and choose module:factory… in the quick pick."]),
     ]);
-    const kids = [el("h2", {}, [state.status === "cancelled" ? "Search cancelled" : "The search could not run"]),
+    const kids = [el("h2", {}, [state.status === "cancelled" ? `Search cancelled: ${state.title}` : `The search for ${state.title} could not run`]),
       el("p", { class: "error" }, [state.error || ""])];
     if (state.status !== "cancelled" && state.help) {
       kids.push(help);

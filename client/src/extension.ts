@@ -288,7 +288,8 @@ async function runSearch(state: PanelState): Promise<void> {
   } catch (err) {
     const cancelled = isCancellation(err);
     log.info(`search ${cancelled ? "cancelled" : "failed"}: ${errorMessage(err)}`);
-    panel.update({ ...running, status: cancelled ? "cancelled" : "error", error: errorMessage(err) });
+    const error = cancelled ? "You cancelled the search. Run again to start it anew." : errorMessage(err);
+    panel.update({ ...running, status: cancelled ? "cancelled" : "error", error });
   }
 }
 
