@@ -11,10 +11,11 @@ import pytest
 from adopter.wham.bound import _Grid, op_cycles_grid
 from adopter.wham.cost import op_cost
 from adopter.wham.engine import StrategyResult, run_strategy
-from adopter.wham.evaluate import Constraints, Evaluator, _plan
+from adopter.wham.evaluate import Constraints, Evaluator
 from adopter.wham.graph import Workload, build_workload
 from adopter.wham.hardware import PARAMS, Design, DesignSpace, area_mm2, tdp_w
 from adopter.wham.parallel import shard_workload
+from adopter.wham.plan import plan_block
 from adopter.wham.strategies import make_strategy
 from adopter.wham.strategies.base import Probe
 from adopter.wham.strategies.wham import WhamStrategy
@@ -158,5 +159,5 @@ def test_block_plan_orders_ops_after_what_they_read() -> None:
            "params": 0}
     block = build_workload(raw, model="t", batch=1, seq=1).blocks[0]
     assert len(block.ops) == 2 and block.ops[0].deps == (1,)
-    ids, deps = _plan(block).parts[0]
+    ids, deps = plan_block(block).parts[0]
     assert ids == (1, 0) and deps == ((), (0,))

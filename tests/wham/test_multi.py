@@ -140,3 +140,4 @@ def test_a_model_that_fails_to_trace_is_named_and_exits_2(cache_env: Path, tmp_p
     data = json.loads((tmp_path / "out.json").read_text())
     assert data["error"] and data["best"] is None and data["models"] == []
 
+

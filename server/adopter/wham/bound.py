@@ -28,9 +28,9 @@ import numpy as np
 
 from adopter.wham.constants import VECTOR_CYCLES, VECTOR_CYCLES_DEFAULT
 from adopter.wham.cost import allreduce_cycles, gemm_traffic_bytes
-from adopter.wham.evaluate import Constraints, _plan
 from adopter.wham.graph import Block, Op, VectorWork, Workload
-from adopter.wham.hardware import PARAMS, Design, DesignSpace, area_mm2, tdp_w
+from adopter.wham.hardware import PARAMS, Constraints, Design, DesignSpace, area_mm2, tdp_w
+from adopter.wham.plan import plan_block
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +204,7 @@ def block_bounds(block: Block, g: _Grid, link_gbs: float,
     memo = {} if memo is None else memo
     lower: Any = np.float64(0.0)
     upper: Any = np.float64(0.0)
-    for ids, deps in _plan(block).parts:
+    for ids, deps in plan_block(block).parts:
         lo, hi = _part_bounds(block.ops, ids, deps, g, link_gbs, memo)
         lower, upper = lower + lo, upper + hi
     return lower, upper

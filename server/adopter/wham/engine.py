@@ -58,6 +58,9 @@ def run_strategy(
     cancelled: Cancelled | None = None,
 ) -> StrategyResult:
     """Run `strategy` until `budget` distinct designs are evaluated, it converges, or it is cancelled."""
+    from adopter.wham.extras import require
+
+    require(f"--strategy {strategy.name}", strategy.requires)
     start = time.perf_counter()
     base, bounded = evaluator.evaluations, evaluator.bounded
     strategy.start(space, seed, Probe(lambda d: evaluator.cost_only(d)[2], bound=evaluator.bounds))

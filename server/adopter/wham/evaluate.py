@@ -6,7 +6,6 @@ a design counts once, however often it is proposed.
 
 from __future__ import annotations
 
-import heapq
 import math
 import time
 from collections import defaultdict
@@ -17,22 +16,14 @@ from typing import TYPE_CHECKING, Any
 from adopter.wham.constants import LINK_GBS
 from adopter.wham.cost import POOL, OpCost, op_cost
 from adopter.wham.graph import Block, Workload
-from adopter.wham.hardware import Design, DesignSpace, area_mm2, tdp_w
+from adopter.wham.hardware import Constraints, Design, DesignSpace, area_mm2, tdp_w
+from adopter.wham.plan import BlockPlan, plan_block
 from adopter.wham.schedule import list_schedule
 
 if TYPE_CHECKING:
     from adopter.wham.bound import GridBounds
 
 OBJECTIVES = ("throughput", "perf-per-tdp")
-
-
-@dataclass(frozen=True, slots=True)
-class Constraints:
-    """Limits a design must meet: area, TDP and (for Perf/TDP) a minimum throughput in samples/s."""
-
-    area_mm2: float
-    tdp_w: float
-    min_throughput: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,48 +66,6 @@ class Evaluation:
         }
 
 
-@dataclass(slots=True)
-class _BlockPlan:
-    """A block split into its forward/backward and optimizer sub-DAGs (scheduled separately)."""
-
-    parts: tuple[tuple[tuple[int, ...], tuple[tuple[int, ...], ...]], ...]  # (op ids, local deps)
-
-
-def _topological(block: Block, ids: list[int]) -> tuple[int, ...]:
-    """`ids` in dependency order, lowest index first among ready ops (fusion can make an op depend on a
-    later one: a GEMM's epilogue may read a value produced after the GEMM)."""
-    inside = set(ids)
-    waiting = {i: sum(1 for d in set(block.ops[i].deps) if d in inside) for i in ids}
-    users: dict[int, list[int]] = defaultdict(list)
-    for i in ids:
-        for d in set(block.ops[i].deps):
-            if d in inside:
-                users[d].append(i)
-    ready = [i for i in ids if waiting[i] == 0]
-    heapq.heapify(ready)
-    order: list[int] = []
-    while ready:
-        i = heapq.heappop(ready)
-        order.append(i)
-        for u in users[i]:
-            waiting[u] -= 1
-            if waiting[u] == 0:
-                heapq.heappush(ready, u)
-    if len(order) != len(ids):
-        raise ValueError("the block's ops have a dependency cycle")
-    return tuple(order)
-
-
-def _plan(block: Block) -> _BlockPlan:
-    parts = []
-    for phases in (("fwd", "bwd"), ("opt",)):
-        ids = _topological(block, [i for i, op in enumerate(block.ops) if op.phase in phases])
-        local = {g: j for j, g in enumerate(ids)}
-        deps = tuple(tuple(local[d] for d in block.ops[i].deps if d in local) for i in ids)
-        parts.append((ids, deps))
-    return _BlockPlan(tuple(parts))
-
-
 @dataclass(frozen=True, slots=True)
 class BlockTime:
     """Cycles of one block on one design: forward+backward and optimizer, with critical-path detail."""
@@ -129,7 +78,7 @@ class BlockTime:
     busy_vector: float
 
 
-def block_time(block: Block, plan: _BlockPlan, d: Design, link_gbs: float) -> BlockTime:
+def block_time(block: Block, plan: BlockPlan, d: Design, link_gbs: float) -> BlockTime:
     """Schedule one block on `d`."""
     costs: list[OpCost] = [op_cost(op, d, link_gbs) for op in block.ops]
     capacity = (d.n_tc, d.n_vc, 1)
@@ -168,7 +117,7 @@ class Evaluator:
     history: list[tuple[int, float, float | None]] = field(default_factory=list)  # (n, wall s, objective)
     started: float = field(default_factory=time.perf_counter)
     bounded: int = 0  # designs given an analytical bound (`bounds`): not evaluations
-    _plans: dict[int, _BlockPlan] = field(default_factory=dict)
+    _plans: dict[int, BlockPlan] = field(default_factory=dict)
     _bounds: dict[DesignSpace, GridBounds] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -183,7 +132,7 @@ class Evaluator:
             self._counts[seg.block] += 1
             self._names.setdefault(seg.block, seg.name)
         for b, count in self._counts.items():
-            self._plans[b] = _plan(self.workload.blocks[b])
+            self._plans[b] = plan_block(self.workload.blocks[b])
             if count > 1:
                 self._names[b] += f" (×{count})"
 
@@ -200,14 +149,14 @@ class Evaluator:
     def bounds(self, space: DesignSpace) -> GridBounds | None:
         """Analytical lower/upper bounds on the step time of every design of `space` (`bound.py`: the
         per-op latency formulas without the scheduler). Not an evaluation: it adds the grid's size to
-        `bounded`, once per space. None without numpy (strategies then do without)."""
+        `bounded`, once per space. Raises `extras.MissingDependency` without numpy (never a silent skip)."""
         hit = self._bounds.get(space)
         if hit is not None:
             return hit
-        try:
-            from adopter.wham.bound import grid_bounds
-        except ImportError:
-            return None
+        from adopter.wham.extras import require
+
+        require("the analytical bound", ("numpy",))
+        from adopter.wham.bound import grid_bounds
         samples = self.samples if self.samples is not None else self.workload.batch
         hit = grid_bounds(self.workload, self._counts, space, self.link_gbs, samples=samples,
                           objective=self.objective, constraints=self.constraints)
@@ -221,7 +170,7 @@ class Evaluator:
 
     def block_times_for(self, d: Design, block: int) -> BlockTime:
         """One block's time on `d` (not counted)."""
-        plan = self._plans.get(block) or _plan(self.workload.blocks[block])
+        plan = self._plans.get(block) or plan_block(self.workload.blocks[block])
         return block_time(self.workload.blocks[block], plan, d, self.link_gbs)
 
     def evaluate(self, d: Design) -> Evaluation:

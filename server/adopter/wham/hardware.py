@@ -57,6 +57,15 @@ class Design:
                 f"{self.sram_mib:g} MiB")
 
 
+@dataclass(frozen=True, slots=True)
+class Constraints:
+    """Limits a design must meet: area, TDP and (for Perf/TDP) a minimum throughput in samples/s."""
+
+    area_mm2: float
+    tdp_w: float
+    min_throughput: float = 0.0
+
+
 def area_mm2(d: Design) -> float:
     """Chip area: PEs + lanes + SRAM + local buffers + HBM PHY + fixed uncore (constants.py)."""
     pe = d.macs * C.PE_AREA_UM2 * 1e-6

@@ -10,29 +10,17 @@ from typing import Any
 from adopter.wham.engine import StrategyResult, run_strategy
 from adopter.wham.evaluate import Constraints, Evaluation, Evaluator
 from adopter.wham.executors import ExecutorError
+from adopter.wham.extras import TRACING, MissingDependency, require
 from adopter.wham.graph import GraphError, Workload
 from adopter.wham.hardware import REFERENCE_DESIGNS, DesignSpace
 from adopter.wham.models import WorkloadError, WorkloadSpec, load_workload
 from adopter.wham.parallel import evaluate_pipeline, partition, pipeline_step_s, shard_workload
-from adopter.wham.report import Reference, SearchReport
+from adopter.wham.report import Reference, SearchReport, pareto_front
 from adopter.wham.request import SearchRequest, validate
 from adopter.wham.strategies import make_strategy
 
 Progress = Callable[[float, str], None]
 Cancelled = Callable[[], bool]
-
-
-def pareto_front(evals: list[Evaluation]) -> tuple[Evaluation, ...]:
-    """Designs not dominated in (higher throughput, lower TDP), among those within the area/TDP limits."""
-    pts = sorted((e for e in evals if not any(v.startswith(("area", "TDP")) for v in e.violations)),
-                 key=lambda e: (e.tdp_w, -e.throughput))
-    front: list[Evaluation] = []
-    best = -1.0
-    for e in pts:
-        if e.throughput > best:
-            front.append(e)
-            best = e.throughput
-    return tuple(front)
 
 
 def search(request: SearchRequest, *, progress: Progress | None = None,
@@ -42,6 +30,12 @@ def search(request: SearchRequest, *, progress: Progress | None = None,
     errors = validate(request)
     if errors:
         return SearchReport(request.to_json(), error="; ".join(errors))
+    try:
+        require("the accelerator search (tracing the model)", TRACING)
+        for name in (request.strategy, *request.compare):
+            require(f"--strategy {name}", make_strategy(name, request.top_k).requires)
+    except MissingDependency as exc:
+        return SearchReport(request.to_json(), error=str(exc))
     try:
         if request.is_set:
             from adopter.wham.multi import search_set

@@ -29,7 +29,7 @@ from adopter.wham.engine import StrategyResult, run_strategy
 from adopter.wham.evaluate import Constraints, Evaluation, Evaluator
 from adopter.wham.hardware import REFERENCE_DESIGNS, Design, DesignSpace
 from adopter.wham.models import WorkloadError, WorkloadSpec, load_workload
-from adopter.wham.report import Reference, SearchReport
+from adopter.wham.report import Reference, SearchReport, pareto_front
 from adopter.wham.request import SearchRequest
 from adopter.wham.strategies import make_strategy
 
@@ -124,19 +124,15 @@ class SetEvaluator:
         )
 
     def bounds(self, space: DesignSpace) -> GridBounds | None:
-        """The aggregate of the per-model bounds (None without numpy)."""
+        """The aggregate of the per-model bounds."""
         hit = self._bounds.get(space)
         if hit is not None:
             return hit
-        try:
-            import numpy as np
+        per = [ev.bounds(space) for ev in self.evaluators]  # raises naming numpy when it is missing
+        import numpy as np
 
-            from adopter.wham.bound import GridBounds
-        except ImportError:
-            return None
-        per = [ev.bounds(space) for ev in self.evaluators]
-        if any(b is None for b in per):
-            return None
+        from adopter.wham.bound import GridBounds
+
         gb = [b for b in per if b is not None]
 
         def agg(arrays: list[Any], scale: bool) -> Any:
@@ -243,8 +239,6 @@ def search_set(req: SearchRequest, report: Progress, cancelled: Cancelled | None
             row["common_vs_own"] = (common.objective / own[i]) if common.objective and own[i] else None
         row["references"] = {ref.name: probe.per_model[ref.evaluation.design.key()][i].to_json() for ref in refs}
         per_model.append(row)
-    from adopter.wham.mining import pareto_front
-
     return SearchReport(
         request=req.to_json(), workload={"model": req.model, "models": names, "aggregate": req.aggregate},
         best=best, result=result, references=refs, pareto=pareto_front(list(main.cache.values())),

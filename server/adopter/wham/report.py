@@ -69,6 +69,19 @@ class SearchReport:
         }
 
 
+def pareto_front(evals: list[Evaluation]) -> tuple[Evaluation, ...]:
+    """Designs not dominated in (higher throughput, lower TDP), among those within the area/TDP limits."""
+    pts = sorted((e for e in evals if not any(v.startswith(("area", "TDP")) for v in e.violations)),
+                 key=lambda e: (e.tdp_w, -e.throughput))
+    front: list[Evaluation] = []
+    best = -1.0
+    for e in pts:
+        if e.throughput > best:
+            front.append(e)
+            best = e.throughput
+    return tuple(front)
+
+
 def objective_line(request: dict[str, Any]) -> str:
     """What the search maximises, in words, from the request's JSON."""
     objective = request.get("objective", "throughput")

@@ -40,6 +40,9 @@ class SearchStrategy(ABC):
     """
 
     name: str = "base"
+    # Modules the strategy cannot do its job without; the engine refuses to run it when one is missing
+    # (`adopter.wham.extras`), so a missing optional dependency never gives a quietly worse search.
+    requires: tuple[str, ...] = ()
 
     @abstractmethod
     def start(self, space: DesignSpace, seed: int, probe: Probe) -> None:

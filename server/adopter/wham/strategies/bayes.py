@@ -19,6 +19,7 @@ class OptunaStrategy(SearchStrategy):
     """Proposes designs with an Optuna sampler through the ask/tell interface."""
 
     name = "optuna"
+    requires: tuple[str, ...] = ("optuna",)
 
     def _sampler(self, seed: int) -> Any:
         raise NotImplementedError
@@ -81,6 +82,7 @@ class GPStrategy(OptunaStrategy):
     """Gaussian-process Bayesian optimisation (needs scipy and torch, as Optuna's GPSampler does)."""
 
     name = "gp"
+    requires = ("optuna", "scipy", "torch")
 
     def _sampler(self, seed: int) -> Any:
         import optuna

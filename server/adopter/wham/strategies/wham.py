@@ -37,6 +37,7 @@ class WhamStrategy(SearchStrategy):
     """
 
     name = "wham"
+    requires = ("numpy",)  # the analytical bound that seeds and prunes the search
 
     def __init__(self, top_k: int = 4, patience: int = 3) -> None:
         if top_k < 1 or patience < 1:
