@@ -142,15 +142,18 @@ class _Pass:
     def module(self, op: Op, target: str, ctor: Ctor | None, depth: int) -> list[Op]:
         """A module call: the function a stateless module computes, or the chain of a Sequential."""
         if ctor is None:
-            return [op if target == op.target else replace(op, target=target, origin=op.origin or op)]
+            args, kwargs = normalise((op.kind.value, target), op.args, op.kwargs, {})
+            if target == op.target and args == op.args and kwargs == op.kwargs:
+                return [op]
+            return [replace(op, target=target, args=args, kwargs=kwargs, origin=op.origin or op)]
         spelled = MODULES.get(ctor.callee)
         if spelled is not None:
-            kwargs = _ctor_kwargs(ctor, spelled.ctor_params)
-            if kwargs is None:
+            bound = _ctor_kwargs(ctor, spelled.ctor_params)
+            if bound is None:
                 return [op]
             if spelled.op == CAST:
-                kwargs = ()
-            args, kwargs = normalise(spelled.op, op.args, (*op.kwargs, *kwargs), {})
+                bound = ()
+            args, kwargs = normalise(spelled.op, op.args, (*op.kwargs, *bound), {})
             return [_respell(op, spelled.op, args, kwargs)]
         if (ctor.callee == "torch.nn.Sequential" and ctor.items and ctor.repeat is None
                 and depth < _MAX_SEQUENTIAL_DEPTH and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1):
@@ -217,8 +220,7 @@ def normalise(key: Key, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...],
               ranks: Mapping[str, int]) -> tuple[tuple[Value, ...], tuple[Kwarg, ...]]:
     """The arguments of canonical op `key` in its signature's form (unchanged when it has none)."""
     sig = SIGNATURES.get(key)
-    if sig is None or len(args) > len(sig.params) or any(_starred(a) for a in args) or any(
-            k.name == "**" for k in kwargs):
+    if sig is None or len(args) > len(sig.params) or any(_starred(a) for a in args):
         return args, kwargs
     given: dict[str, Value] = dict(zip(sig.params, args))
     extra: list[Kwarg] = []

@@ -120,6 +120,8 @@ SIGNATURES: dict[Key, Signature] = {
     CAT: Signature(("tensors", "dim"), 1, ("dim",)),
     CHUNK: Signature(("input", "chunks", "dim"), 2, ("dim",)),
     MASKED_FILL: Signature(("input", "mask", "value"), 3),
+    # transformers' PreTrainedModel.loss_function(logits, labels, vocab_size, ...), inherited, never bound
+    ("module", "self.loss_function"): Signature(("logits", "labels", "vocab_size"), 0),
 }
 
 

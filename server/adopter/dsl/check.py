@@ -17,6 +17,7 @@ GUARD_ARITY: dict[str, tuple[int, int | None, int | None]] = {
     "equals": (2, 2, 1),
     "one_of": (2, None, 1),
     "no_kwarg": (2, None, 1),
+    "fix_requires": (2, None, 1),
 }
 DEFAULT_ARITY: tuple[int, int | None, int | None] = (1, None, None)
 

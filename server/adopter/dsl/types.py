@@ -333,6 +333,8 @@ class GuardKind(str, Enum):
     ONE_OF = "one_of"
     NOT_USED_AFTER = "not_used_after"  # the value is dead after the match (e.g. attention probs)
     NO_KWARG = "no_kwarg"  # no_kwarg($v, fused, foreach): the op defining $v passes none of these keywords
+    # fix_requires($dim, -1): the site is reported either way; the automatic fix only when $v is one of these
+    FIX_REQUIRES = "fix_requires"
 
 
 @dataclass(frozen=True, slots=True)

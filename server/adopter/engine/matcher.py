@@ -42,7 +42,7 @@ from adopter.engine.plans import (
 
 COMMUTATIVE = frozenset({"+", "*"})
 # Guards on how matched values are used elsewhere: failing one still reports the site, without a fix.
-_USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER})
+_USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKind.FIX_REQUIRES})
 # How many unification attempts one rule may spend on one forward: a pathological pattern must not
 # stall the server; hitting it is reported as a problem.
 STEP_BUDGET = 50_000
@@ -386,6 +386,11 @@ class RuleMatcher:
     def _used_elsewhere(self, chosen: list[int], state: _State) -> str:
         """Why the fix is withheld when a use guard fails: which value is read outside the match."""
         for g in self.rule.guards:
+            if g.kind == GuardKind.FIX_REQUIRES and not self._guard_ok(g, chosen, state):
+                have = self._text(self._value(g.args[0], state))
+                wanted = ", ".join(self._text(self._value(a, state)) or "?" for a in g.args[1:])
+                return f"the automatic fix covers {wanted} only, and this one is {have}; rewrite it by hand"
+        for g in self.rule.guards:
             if g.kind in _USE_GUARDS and not self._guard_ok(g, chosen, state):
                 for arg in g.args:
                     value = self._value(arg, state)
@@ -404,7 +409,7 @@ class RuleMatcher:
         return None
 
     def _guard_ok(self, g: Guard, chosen: list[int], state: _State) -> bool:
-        if g.kind in (GuardKind.EQUALS, GuardKind.ONE_OF):
+        if g.kind in (GuardKind.EQUALS, GuardKind.ONE_OF, GuardKind.FIX_REQUIRES):
             if not g.args:
                 return True
             first = self._value(g.args[0], state)
@@ -412,7 +417,7 @@ class RuleMatcher:
                 return False
             texts = [self._text(self._value(a, state)) for a in g.args[1:]]
             mine = self._text(first)
-            return mine in texts if g.kind == GuardKind.ONE_OF else all(t == mine for t in texts)
+            return mine in texts if g.kind != GuardKind.EQUALS else all(t == mine for t in texts)
         if g.kind == GuardKind.NO_KWARG:
             return self._no_kwarg(g, state)
         for arg in g.args:

@@ -70,6 +70,10 @@ def layer_norm_formula(ctx: SynthContext) -> None:
     eps = value_text(ctx, "eps")
     if not is_simple(x):
         ctx.decline(f"the normalised value `{x}` is an expression; bind it to a name first")
+    dim = ctx.binding("dim")
+    if dim is not None and dim != Expr("-1"):
+        ctx.decline("the statistics are over the channel axis (dim=1), not the last one: move that axis "
+                    "last (x.movedim(1, -1)) and use F.layer_norm, by hand")
     rewrite_chain(ctx, f"{functional(ctx)}.layer_norm({x}, {x}.shape[-1:], eps={eps})")
 
 
