@@ -198,6 +198,9 @@ class Session:
         self._cache: OrderedDict[tuple[str | None, str], Analysed] = OrderedDict()
         self._lock = threading.Lock()
         self.analyses = 0  # full analyses this session ran (for the benchmarks and tests)
+        # Fix verdicts by what they depend on: the site and the text of the class (or function) holding
+        # it, positions relative to that unit. Typing elsewhere in the file keeps them (see `verdict`).
+        self._verdicts: OrderedDict[tuple[object, ...], Decision] = OrderedDict()
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -286,6 +289,44 @@ class Session:
             return Decision(True, None, outcome.new_source)
         reasons = [s.reason for s in outcome.skipped] or [getattr(outcome, "reason", "no automatic fix")]
         return Decision(False, reasons[0])
+
+    def verdict(self, analysed: Analysed, finding: Finding, target: str | None = None) -> Decision:
+        """The decision without its text, reused across versions while the finding's class is unchanged.
+
+        For the editor's action list, asked again after every keystroke: the rewrite of a site edits its
+        own class (plus imports and new module code), so a change elsewhere keeps the verdict. The fix
+        itself (`decision`) is always computed and verified on the exact text.
+        """
+        key = self._verdict_key(analysed, finding, target)
+        if key is not None:
+            with self._lock:
+                hit = self._verdicts.get(key)
+            if hit is not None:
+                return hit
+        decided = self.decision(analysed, finding, target)
+        result = Decision(decided.fixable, decided.reason)
+        if key is not None:
+            with self._lock:
+                self._verdicts[key] = result
+                while len(self._verdicts) > 256:
+                    self._verdicts.popitem(last=False)
+        return result
+
+    def _verdict_key(self, analysed: Analysed, finding: Finding, target: str | None) -> tuple[object, ...] | None:
+        units = [a.span for a in analysed.module_file.architectures if a.name == finding.scope_name] + [
+            fn.span for fn in analysed.module_file.functions if fn.name == finding.scope_name]
+        if len(units) != 1 or not units[0].contains(finding.span):
+            return None
+        unit = units[0]
+        lines = analysed.text.split("\n")[unit.start_line : unit.end_line + 1]
+
+        def rel(sp: Span) -> tuple[int, int, int, int]:
+            return (sp.start_line - unit.start_line, sp.start_col, sp.end_line - unit.start_line, sp.end_col)
+
+        if any(not unit.contains(sp) for sp in finding.init_spans):
+            return None  # an __init__ binding in another class (an inherited one): not local
+        return (analysed.path, finding.rule_id, finding.scope_name, "\n".join(lines), target,
+                rel(finding.span), tuple(map(rel, finding.stmt_spans)), tuple(map(rel, finding.init_spans)))
 
     def fixable(self, analysed: Analysed, target: str | None = None) -> tuple[Finding, ...]:
         """The findings `fix` would rewrite in this text."""

@@ -80,3 +80,21 @@ def test_unchanged_text_is_analysed_once() -> None:
 def test_fix_of_a_file_that_does_not_parse_says_so() -> None:
     out = session().fix("class A(:\n    pass\n", "broken.py")
     assert not out.parses and not out.changed
+
+
+def test_a_verdict_survives_edits_outside_its_class_only() -> None:
+    text = (REPO / "examples" / "bert_encoder.py").read_text(encoding="utf-8")
+    s = session()
+    first = s.analysed(text, "a.py")
+    f = next(f for f in first.findings if f.fixable)
+    assert s.verdict(first, f).fixable
+    count = s.analyses
+    elsewhere = s.analysed("# a comment typed above everything\n" + text, "a.py")
+    moved = next(g for g in elsewhere.findings if g.rule_id == f.rule_id and g.scope_name == f.scope_name)
+    assert s.verdict(elsewhere, moved).fixable and s.analyses == count + 1  # only the new text's analysis
+    cls = next(a for a in first.module_file.architectures if a.name == f.scope_name)
+    line = text.split("\n")[cls.span.start_line]
+    inside = s.analysed(text.replace(line, line + "  # edited", 1), "a.py")
+    again = next(g for g in inside.findings if g.rule_id == f.rule_id and g.scope_name == f.scope_name)
+    s.verdict(inside, again)
+    assert s.analyses > count + 2  # the class changed: decided again (its rewrite analysed)

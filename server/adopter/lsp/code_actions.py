@@ -1,8 +1,9 @@
 """Quick fixes per finding and target, `source.fixAll.adopter`; edits computed lazily on resolve.
 
 `textDocument/codeAction` lists a quick fix for a finding only when the session's fix decision says
-`adopter fix` rewrites it (the decision is the verified rewrite itself, computed once per document
-version, on the analysis thread); otherwise the action is disabled with the reason. `codeAction/resolve`
+`adopter fix` rewrites it (the decision is the verified rewrite itself, computed on the analysis thread;
+the list reuses a verdict while the finding's class is unchanged, so typing elsewhere does not redo
+it); otherwise the action is disabled with the reason. `codeAction/resolve`
 takes the decision's text for the version the action was offered on (fix-all: `Session.fix`, to its
 fixed point), turns it into minimal edits and returns them as a versioned `documentChanges` edit. A
 document that changed in between gets no edit, and the user a message saying why.
@@ -55,7 +56,7 @@ def decide(snapshot: Snapshot, rng: types.Range) -> dict[int, Decision]:
             if snapshot.session is None or snapshot.analysed is None:
                 out[i] = Decision(False, "the rule engine is not available")
             else:
-                out[i] = snapshot.session.decision(snapshot.analysed, f)
+                out[i] = snapshot.session.verdict(snapshot.analysed, f)
     return out
 
 
