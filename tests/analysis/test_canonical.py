@@ -1,0 +1,107 @@
+"""The canonical pass: every spelling of one operation gives the same op (table-driven)."""
+
+from __future__ import annotations
+
+import pytest
+
+from adopter.analysis.canonical import matmul_plan, normalise
+from adopter.analysis.spellings import CANONICAL, SIGNATURES, SOFTMAX
+from adopter.dsl.types import Expr, Kwarg, Ref
+
+from .helpers import arch, forward_lines, ops
+
+# (id, __init__ body, forward body (inside `def forward(self, x, y, mask=None):`), expected op lines)
+CASES = [
+    ("softmax: function, keyword dim", "", "p = F.softmax(x, dim=-1)",
+     ["p = function torch.nn.functional.softmax(x, dim=-1)"]),
+    ("softmax: positional dim", "", "p = F.softmax(x, -1)", ["p = function torch.nn.functional.softmax(x, dim=-1)"]),
+    ("softmax: torch.softmax", "", "p = torch.softmax(x, -1)",
+     ["p = function torch.nn.functional.softmax(x, dim=-1)"]),
+    ("softmax: tensor method", "", "p = x.softmax(dim=-1)", ["p = function torch.nn.functional.softmax(x, dim=-1)"]),
+    ("softmax: nn.Softmax bound in __init__", "self.attend = nn.Softmax(dim=-1)", "p = self.attend(x)",
+     ["p = function torch.nn.functional.softmax(x, dim=-1)"]),
+    ("softmax: dim=3 on a 4-D tensor is the last axis", "",
+     "h = x.view(2, 3, 4, 5)\np = F.softmax(h, dim=3)",
+     ["h = method view(x, 2, 3, 4, 5)", "p = function torch.nn.functional.softmax(h, dim=-1)"]),
+    ("softmax: dim=3 on a tensor of unknown rank stays", "", "p = F.softmax(x, dim=3)",
+     ["p = function torch.nn.functional.softmax(x, dim=3)"]),
+    ("softmax: dtype kept as a keyword, the cast back is a cast", "",
+     "p = F.softmax(x, dim=-1, dtype=torch.float32).to(y.dtype)",
+     ["%1 = function torch.nn.functional.softmax(x, dim=-1, dtype=torch.float32)", "p = operator cast(%1, y.dtype)"]),
+    ("matmul: @, .matmul, bmm", "", "a = x @ y\nb = x.matmul(y)\nc = torch.bmm(x, y)",
+     ["a = function torch.matmul(x, y)", "b = function torch.matmul(x, y)", "c = function torch.matmul(x, y)"]),
+    ("transpose: function and method, dims in order", "", "a = torch.transpose(x, -1, -2)\nb = x.transpose(-2, -1)",
+     ["a = method transpose(x, -2, -1)", "b = method transpose(x, -2, -1)"]),
+    ("einsum q·kᵀ is transpose + matmul", "", 's = torch.einsum("b h i d, b h j d -> b h i j", x, y)',
+     ["%1 = method transpose(y, -2, -1)", "s = function torch.matmul(x, %1)"]),
+    ("einsum probs·v is matmul", "", 'o = torch.einsum("bhij,bhjd->bhid", x, y)', ["o = function torch.matmul(x, y)"]),
+    ("einsum of another shape stays", "", 'o = torch.einsum("bhld,lrd->bhlr", x, y)',
+     ['o = function torch.einsum("bhld,lrd->bhlr", x, y)']),
+    ("baddbmm: matmul, scale, add", "", "s = torch.baddbmm(mask, x, y, beta=0, alpha=0.5)",
+     ["%1 = function torch.matmul(x, y)", "%2 = operator *(%1, 0.5)", "%3 = operator *(mask, 0)",
+      "s = operator +(%2, %3)"]),
+    ("casts, copies and layout are one transparent op", "",
+     "a = x.float()\nb = x.to(torch.bfloat16)\nc = x.type_as(y)\nd = x.contiguous()",
+     ["a = operator cast(x)", "b = operator cast(x, torch.bfloat16)", "c = operator cast(x, y)", "d = operator cast(x)"]),
+    ("GELU / SiLU modules are their functions", "self.a = nn.GELU(approximate='tanh')\nself.b = nn.SiLU()",
+     "h = self.a(x)\ng = self.b(y)",
+     ["h = function torch.nn.functional.gelu(x, approximate='tanh')", "g = function torch.nn.functional.silu(y)"]),
+    ("nn.Identity is a cast", "self.skip = nn.Identity()", "h = self.skip(x)", ["h = operator cast(x)"]),
+    ("a Sequential call is its children in order",
+     "self.net = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 4))", "h = self.net(x)",
+     ["%1 = module self.net[0](x)", "%2 = function torch.nn.functional.gelu(%1)", "h = module self.net[2](%2)"]),
+    ("a conditionally bound module is left as a call", "self.act = nn.GELU() if mask else nn.ReLU()",
+     "h = self.act(x)", ["h = module self.act(x)"]),
+    ("mean, pow: one signature", "", "a = torch.mean(x, -1, True)\nb = x.mean(dim=-1, keepdim=True)\nc = x ** 2",
+     ["a = method mean(x, -1, keepdim=True)", "b = method mean(x, -1, keepdim=True)", "c = method pow(x, 2)"]),
+]
+
+
+@pytest.mark.parametrize(("init", "code", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_canonical_ops(init: str, code: str, expected: list[str]) -> None:
+    body = "\n".join("        " + ln for ln in code.splitlines())
+    init_body = "\n".join("        " + ln for ln in init.splitlines()) or "        pass"
+    src = (f"class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n{init_body}\n"
+           f"    def forward(self, x, y, mask=None):\n{body}\n")
+    assert forward_lines(src) == expected
+
+
+def test_respelled_op_keeps_its_source_and_what_was_written() -> None:
+    a = arch("""
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attend = nn.Softmax(dim=-1)
+
+        def forward(self, x):
+            return self.attend(x)
+    """)
+    assert a.forward is not None
+    (op,) = ops(a.forward.body)
+    assert op.target == SOFTMAX[1] and op.origin is not None and op.origin.target == "self.attend"
+    assert op.span == op.origin.span  # the rewrite still lands on the call the user wrote
+
+
+@pytest.mark.parametrize(("equation", "plan"), [
+    ('"bhid,bhjd->bhij"', (False, True, 4)),
+    ('"b i d, b j d -> b i j"', (False, True, 3)),
+    ('"...id,...dj->...ij"', (False, False, 3)),
+    ('"bhdi,bhjd->bhij"', (True, True, 4)),
+    ('"bhid,bhjd->bhji"', None),  # the product transposed
+    ('"bhid,bhid->bhi"', None),  # no free index on the right
+    ("f'{a},{b}->bij'", None),  # an f-string: not known statically
+])
+def test_matmul_plan(equation: str, plan: tuple[bool, bool, int] | None) -> None:
+    assert matmul_plan(equation) == plan
+
+
+def test_every_spelling_maps_to_a_canonical_op_with_its_own_row() -> None:
+    # A canonical op is never itself respelled (the table has no chains), so one pass suffices.
+    assert not set(CANONICAL.values()) & {k for k, v in CANONICAL.items() if k != v}
+
+
+def test_normalise_does_not_touch_starred_arguments() -> None:
+    args = (Ref("x"), Expr("*dims"))
+    assert normalise(SOFTMAX, args, (), {}) == (args, ())
+    assert SOFTMAX in SIGNATURES
+    assert normalise(SOFTMAX, (Ref("x"), Expr("1")), (), {"x": 2}) == ((Ref("x"),), (Kwarg("dim", Expr("-1")),))
