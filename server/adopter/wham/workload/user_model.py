@@ -54,6 +54,7 @@ def import_file(path: str) -> Any:
     file = Path(path).resolve()
     if not file.is_file():
         raise UserModelError(f"{path} does not exist (save the file first)")
+    sys.dont_write_bytecode = True  # leave no __pycache__ folders in the user's workspace
     parts, folder = [file.stem], file.parent
     while (folder / "__init__.py").is_file():
         parts.insert(0, folder.name)
