@@ -77,6 +77,9 @@ def _negate(test: str) -> str:
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
+_PARTIAL = re.compile(r"^(?:functools\.)?partial\(\s*([A-Za-z_][\w.]*)\s*[,)]")
+
+
 class InitAnalysis:
     """Walks `__init__` (and the same-file `__init__`s it reaches through `super()`) into bindings."""
 
@@ -101,6 +104,11 @@ class InitAnalysis:
             callee = self._default_class(p.default)
             if callee is not None:
                 self.locals[p.name] = [((), _Callee(callee))]
+            elif p.default is not None and _PARTIAL.match(p.default):
+                # `norm_layer=partial(nn.LayerNorm, eps=1e-6)`: calling it builds that class.
+                callee = self._default_class(_PARTIAL.match(p.default).group(1))  # type: ignore[union-attr]
+                if callee is not None:
+                    self.locals[p.name] = [((), _Callee(callee))]
             elif p.default is not None and p.default.endswith("()"):
                 # A layer instance as the default (`activation=nn.SiLU()`): `self.act = activation` binds it.
                 callee = self._default_class(p.default[:-2])

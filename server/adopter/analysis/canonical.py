@@ -298,7 +298,9 @@ def _ctor_of(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None:
         return None
     bindings = by_attr.get(target[5:], ())
     ctors = [b.value for b in bindings if isinstance(b.value, Ctor)]
-    if len(ctors) != 1 or len(bindings) != 1:
+    # `self.downsample = None` then, under a condition, a Sequential: a call can only run the Sequential.
+    others = [b for b in bindings if not isinstance(b.value, Ctor) and b.value != Expr("None")]
+    if len(ctors) != 1 or others:
         return None
     return ctors[0]
 
