@@ -229,3 +229,88 @@ def test_head_mask_is_not_rewritten() -> None:
     # or the strategy finds the `if` between the chain's steps).
     reasons = skip_reasons(HEAD_MASK, RULES)
     assert len(reasons) == 1 and ("redefined" in reasons[0] or "sits between" in reasons[0]), reasons
+
+
+# Spellings the canonical form reads as the same chain (vit-pytorch, timm, lucidrains-style code).
+SOFTMAX_MODULE = """
+import torch
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads=4, dropout=0.0):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.attend = nn.Softmax(dim=-1)
+        self.dropout = nn.Dropout(dropout)
+        self.to_qkv = nn.Linear(dim, dim * 3, bias=False)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q, k, v = self.to_qkv(x).reshape(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        dots = torch.matmul(q, torch.transpose(k, -1, -2)) * self.scale
+        attn = self.attend(dots)
+        attn = self.dropout(attn)
+        out = torch.matmul(attn, v)
+        return out.transpose(1, 2).reshape(b, n, -1)
+"""
+
+METHOD_SOFTMAX = """
+import torch
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4)
+        q = q * self.scale
+        attn = q @ k.transpose(-2, -1)
+        attn = attn.softmax(dim=-1)
+        x = attn @ v
+        return x.transpose(1, 2).reshape(B, N, C)
+"""
+
+EINSUM = """
+import torch
+from torch import einsum, nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        sim = einsum("b h i d, b h j d -> b h i j", q, k) * self.scale
+        attn = sim.softmax(dim=-1)
+        out = einsum("b h i j, b h j d -> b h i d", attn, v)
+        return out.transpose(1, 2).reshape(b, n, c)
+"""
+
+
+@pytest.mark.parametrize(("source", "cls"), [(SOFTMAX_MODULE, "Attention"), (METHOD_SOFTMAX, "Attention")],
+                         ids=["nn.Softmax-module", "tensor-method-softmax"])
+def test_other_spellings_are_rewritten_and_equivalent(source: str, cls: str) -> None:
+    new = fixed(source, RULES, applied=1)
+    assert "scaled_dot_product_attention(" in new
+    torch.manual_seed(0)
+    original = load(source, "orig")[cls](32)
+    rewritten = load(new, "new")[cls](32)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),))
+
+
+def test_einsum_attention_is_reported_without_a_fix() -> None:
+    reasons = skip_reasons(EINSUM, RULES)
+    assert len(reasons) == 1 and "einsum" in reasons[0], reasons
