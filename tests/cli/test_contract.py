@@ -14,28 +14,7 @@ import pytest
 
 from adopter.cli import main
 
-RULE = '''rule user-relu-twice {
-  family 13
-  title "relu(relu(x)) is relu(x)"
-  message "The second relu does nothing."
-  severity warning
-  scope forward
-  target portable {
-    kernel "torch.relu"
-    preferred
-  }
-  forward {
-    $a = torch.relu($x)
-    $b = torch.relu($a)
-  }
-  where {
-    single_use($a)
-  }
-  rewrite template {
-    forward ```$b = torch.relu($x)```
-  }
-}
-'''
+RULE = (Path(__file__).parent / "relu_twice.adl").read_text(encoding="utf-8")
 
 MODEL = '''import torch
 from torch import nn

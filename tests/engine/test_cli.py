@@ -9,48 +9,7 @@ import pytest
 
 from adopter.cli import main
 
-RULE = '''rule user-relu-twice {
-  family 13
-  title "relu(relu(x)) is relu(x)"
-  message "The second relu does nothing."
-  severity warning
-  scope forward
-  target portable {
-    kernel "torch.relu"
-    preferred
-  }
-  forward {
-    $a = torch.relu($x)
-    $b = torch.relu($a)
-  }
-  where {
-    single_use($a)
-  }
-  rewrite template {
-    forward ```$b = torch.relu($x)```
-  }
-  example match ```python
-  import torch
-  from torch import nn
-
-
-  class M(nn.Module):
-      def forward(self, x):
-          a = torch.relu(x)
-          b = torch.relu(a)
-          return b
-  ```
-  example nomatch ```python
-  import torch
-  from torch import nn
-
-
-  class M(nn.Module):
-      def forward(self, x):
-          return torch.relu(x)
-  ```
-}
-'''
+RULE = (Path(__file__).resolve().parents[1] / "cli" / "relu_twice.adl").read_text(encoding="utf-8")
 
 MODEL = '''import torch
 from torch import nn

@@ -89,28 +89,7 @@ async def test_fix_all_source_action(client: LanguageClient, tmp_path: Path) -> 
     assert F05 not in codes(await analysed(client, uri, 2))
 
 
-RELU_RULE = '''rule user-relu-twice {
-  family 13
-  title "relu(relu(x)) is relu(x)"
-  message "The second relu does nothing."
-  severity warning
-  scope forward
-  target portable {
-    kernel "torch.relu"
-    preferred
-  }
-  forward {
-    $a = torch.relu($x)
-    $b = torch.relu($a)
-  }
-  where {
-    single_use($a)
-  }
-  rewrite template {
-    forward ```$b = torch.relu($x)```
-  }
-}
-'''
+RELU_RULE = (Path(__file__).resolve().parents[1] / "cli" / "relu_twice.adl").read_text(encoding="utf-8")
 
 RELU_MODEL = '''import torch
 from torch import nn
