@@ -26,3 +26,12 @@ def test_documented_examples_parse() -> None:
         (rule,) = parse_rules(block, "docs/dsl.md")
         assert rule.init and rule.forward and rule.guards and rule.replacement and rule.examples
         assert {example.should_match for example in rule.examples} == {True, False}
+
+
+def test_rule_reference_is_current() -> None:
+    """docs/rules.md is what `adopter rules --docs docs/rules.md` writes from the bundled rules."""
+    from adopter.engine import load_rules
+    from adopter.engine.rule_docs import rules_markdown
+
+    current = (DOC.parent / "rules.md").read_text(encoding="utf-8")
+    assert current == rules_markdown(load_rules().rules), "run: adopter rules --docs docs/rules.md"
