@@ -16,16 +16,7 @@ from adopter.cli import main
 
 RULE = (Path(__file__).parent / "relu_twice.adl").read_text(encoding="utf-8")
 
-MODEL = '''import torch
-from torch import nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        a = torch.relu(x)
-        b = torch.relu(a)
-        return b
-'''
+MODEL = (Path(__file__).parent / "relu_twice_model.py").read_text(encoding="utf-8")
 
 FILES: dict[str, bytes] = {
     "clean.py": b"def f(x):\n    return x\n",

@@ -91,16 +91,7 @@ async def test_fix_all_source_action(client: LanguageClient, tmp_path: Path) -> 
 
 RELU_RULE = (Path(__file__).resolve().parents[1] / "cli" / "relu_twice.adl").read_text(encoding="utf-8")
 
-RELU_MODEL = '''import torch
-from torch import nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        a = torch.relu(x)
-        b = torch.relu(a)
-        return b
-'''
+RELU_MODEL = (Path(__file__).resolve().parents[1] / "cli" / "relu_twice_model.py").read_text(encoding="utf-8")
 
 
 async def test_a_rule_from_rule_paths_gets_its_verified_quick_fix(client: LanguageClient, tmp_path: Path) -> None:
