@@ -95,7 +95,7 @@ def measure(name: str, batch: int, seq: int, steps: int, warmup: int) -> float:
     opt = torch.optim.AdamW(model.parameters(), foreach=True)
     model.train()
 
-    def step() -> None:
+    def step(model: Any, opt: Any) -> None:
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.bfloat16):
             out = model(*inputs)
@@ -104,13 +104,13 @@ def measure(name: str, batch: int, seq: int, steps: int, warmup: int) -> float:
         opt.step()
 
     for _ in range(warmup):
-        step()
+        step(model, opt)
     torch.cuda.synchronize()
     times = []
     for _ in range(steps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        step()
+        step(model, opt)
         end.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) / 1e3)

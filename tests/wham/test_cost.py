@@ -92,7 +92,7 @@ def test_area_and_tdp_by_hand() -> None:
         + C.HBM_PHY_AREA_MM2_PER_100GBS + C.UNCORE_AREA_MM2
     assert area_mm2(d) == pytest.approx(area)
     dyn = 1e9 * 1e-12 * (16 * C.PE_ENERGY_PJ + 4 * C.LANE_ENERGY_PJ + (8 + 8) * 2 * C.SRAM_ENERGY_PJ_PER_BYTE)
-    tdp = dyn + 100e9 * 4e-12 + 2 * C.SRAM_LEAKAGE_W_PER_MIB + C.UNCORE_POWER_W
+    tdp = dyn + 100e9 * 31.2e-12 + 2 * C.SRAM_LEAKAGE_W_PER_MIB + C.UNCORE_POWER_W  # HBM2: 3.9 pJ/bit
     assert tdp_w(d) == pytest.approx(tdp)
 
 

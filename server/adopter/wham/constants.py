@@ -13,48 +13,45 @@ BANDWIDTH_GBS = 700.0  # WHAM code (TPUv2 HBM bandwidth)
 BYTES_PER_ELEMENT = 2  # 16-bit data (WHAM code)
 AREA_CAP_MM2 = 606.7  # WHAM code: area budget just under TPUv2's ~611 mm² die
 
-# --- Published 22 nm figures (CATransformers, Accelergy 22 nm tables, 8-bit). ---------------------------
-MAC8_AREA_UM2 = 379.85  # CATransformers, 22 nm, 8-bit MAC
-MAC8_ENERGY_PJ = 0.469  # CATransformers, 22 nm, 8-bit MAC
-SRAM_2MIB_AREA_MM2 = 3.10  # CATransformers, 22 nm, 2 MiB SRAM
-DRAM_ACCESS_PJ = 256.0  # CATransformers: one DRAM access; we read it as one 64-byte burst (see below)
-DRAM_BURST_BYTES = 64  # our reading of the access size behind DRAM_ACCESS_PJ
+# --- Arithmetic: Horowitz, "Computing's energy problem (and what we can do about it)", ISSCC 2014, 45 nm. ---
+# The accelerator computes in 16-bit floating point, so its MAC is one FP16 multiplier and one FP16 adder:
+FP16_MULT_45NM_PJ, FP16_MULT_45NM_UM2 = 1.1, 1640.0  # Horowitz 2014: 16-bit FP multiply
+FP16_ADD_45NM_PJ, FP16_ADD_45NM_UM2 = 0.4, 1360.0  # Horowitz 2014: 16-bit FP add
+NODE_SCALE_AREA_45_TO_22 = (22.0 / 45.0) ** 2  # area scales with feature size squared (Dennard)
+NODE_SCALE_ENERGY_45_TO_22 = 22.0 / 45.0  # dynamic energy ~ switched capacitance ~ feature size, same voltage
+MAC16_AREA_UM2 = (FP16_MULT_45NM_UM2 + FP16_ADD_45NM_UM2) * NODE_SCALE_AREA_45_TO_22  # ≈ 717 µm²
+MAC16_ENERGY_PJ = (FP16_MULT_45NM_PJ + FP16_ADD_45NM_PJ) * NODE_SCALE_ENERGY_45_TO_22  # ≈ 0.733 pJ
+# Cross-check (not used): CATransformers' Accelergy 22 nm 8-bit integer MAC is 379.85 µm², 0.469 pJ
+# (registers and control included); Horowitz's bare 8-bit multiply + add at 45 nm scaled to 22 nm is
+# 76 µm², 0.11 pJ. A PE's pipeline registers and operand forwarding are the difference: we add 30 %.
+MAC8_ACCELERGY_22NM_UM2, MAC8_ACCELERGY_22NM_PJ = 379.85, 0.469
+PE_OVERHEAD = 1.3  # our assumption: operand/partial-sum registers of a systolic PE over its bare FP16 MAC
+PE_AREA_UM2 = MAC16_AREA_UM2 * PE_OVERHEAD  # ≈ 932 µm²
+PE_ENERGY_PJ = MAC16_ENERGY_PJ * PE_OVERHEAD  # ≈ 0.953 pJ
 
-# --- 45 nm 32-bit MAC (Horowitz, ISSCC 2014 as quoted by WHAM.md): 3632 µm², 3.2 pJ. ----------------------
-MAC32_45NM_AREA_UM2 = 3632.0
-MAC32_45NM_ENERGY_PJ = 3.2
-NODE_SCALE_AREA_45_TO_22 = (22.0 / 45.0) ** 2  # area scales with feature size squared
-NODE_SCALE_ENERGY_45_TO_22 = 22.0 / 45.0  # dynamic energy ~ capacitance ~ feature size (same voltage)
-
-# 16-bit MAC at 22 nm: geometric mean of the 8-bit (22 nm) and the 32-bit (scaled to 22 nm) MAC,
-# since multiplier cost grows between linearly and quadratically with width.
-MAC32_22NM_AREA_UM2 = MAC32_45NM_AREA_UM2 * NODE_SCALE_AREA_45_TO_22  # ≈ 868 µm²
-MAC32_22NM_ENERGY_PJ = MAC32_45NM_ENERGY_PJ * NODE_SCALE_ENERGY_45_TO_22  # ≈ 1.56 pJ
-MAC16_AREA_UM2 = (MAC8_AREA_UM2 * MAC32_22NM_AREA_UM2) ** 0.5  # ≈ 574 µm²
-MAC16_ENERGY_PJ = (MAC8_ENERGY_PJ * MAC32_22NM_ENERGY_PJ) ** 0.5  # ≈ 0.855 pJ
-# A systolic processing element also holds operand/partial-sum pipeline registers: +30 % area/energy
-# (our assumption, the usual PE overhead over a bare MAC in Eyeriss/Accelergy PE breakdowns).
-PE_OVERHEAD = 1.3
-PE_AREA_UM2 = MAC16_AREA_UM2 * PE_OVERHEAD
-PE_ENERGY_PJ = MAC16_ENERGY_PJ * PE_OVERHEAD
-
-# A vector lane is a 16-bit FP ALU (add/mul/compare, special functions iterated) plus a small register
-# file: we take one 16-bit MAC plus 50 % for the register file and special-function sequencing.
+# A vector lane is an FP16 ALU (one multiplier and adder, special functions iterated) plus a small register
+# file: one FP16 MAC plus 50 % (our assumption).
 LANE_AREA_UM2 = MAC16_AREA_UM2 * 1.5
 LANE_ENERGY_PJ = MAC16_ENERGY_PJ * 1.5
 
 # --- SRAM. --------------------------------------------------------------------------------------------
+SRAM_2MIB_AREA_MM2 = 3.10  # CATransformers (Accelergy/CACTI, 22 nm): 2 MiB SRAM
 SRAM_AREA_MM2_PER_MIB = SRAM_2MIB_AREA_MM2 / 2.0  # 1.55 mm²/MiB (linear in capacity)
-SRAM_ENERGY_PJ_PER_BYTE = 0.6  # 22 nm, 64-bit port of a multi-MiB SRAM bank ≈ 5 pJ / 8 B (CACTI-class)
-SRAM_LEAKAGE_W_PER_MIB = 0.05  # 22 nm high-density SRAM leakage ≈ 50 mW/MiB (CACTI-class, our assumption)
+# Horowitz 2014: a 64-bit read of an 8 KB SRAM costs 10 pJ at 45 nm; a multi-MiB buffer is built of such
+# banks: 10 pJ / 8 B × 22/45 ≈ 0.61 pJ/B at 22 nm (wires between banks left out).
+SRAM_ENERGY_PJ_PER_BYTE = 10.0 / 8.0 * NODE_SCALE_ENERGY_45_TO_22
+SRAM_LEAKAGE_W_PER_MIB = 0.05  # 22 nm high-density SRAM ≈ 50 mW/MiB (our assumption; no source checked)
 # Per-core local buffers (operand staging): a tensor core stages one row and one column of 256 entries
 # per PE edge (double-buffered) — 2 × (PE_x + PE_y) × 256 × 2 B; a vector core 4 KiB per lane.
 TC_LOCAL_ENTRIES_PER_EDGE = 256
 VC_LOCAL_BYTES_PER_LANE = 4096
 
 # --- Off-chip memory and fixed on-chip infrastructure. -----------------------------------------------------
-DRAM_ENERGY_PJ_PER_BYTE = DRAM_ACCESS_PJ / DRAM_BURST_BYTES  # 4 pJ/B ≈ HBM2's 3.9 pJ/bit·8 / 8 order
-HBM_PHY_AREA_MM2_PER_100GBS = 4.0  # HBM2 PHY ≈ 12-15 mm² per ~300 GB/s stack (published PHY die shots)
+# HBM2 moves a bit for about 3.9 pJ, array access and I/O together (O'Connor et al., "Fine-Grained DRAM",
+# MICRO 2017): 31.2 pJ/B. (Before 2026-12-03 we read CATransformers' 256 pJ "DRAM access" as one 64-byte
+# burst, 4 pJ/B: an eighth of what HBM2 costs.)
+DRAM_ENERGY_PJ_PER_BYTE = 3.9 * 8
+HBM_PHY_AREA_MM2_PER_100GBS = 4.0  # HBM2 PHY ≈ 12-15 mm² per ~300 GB/s stack (our reading of die shots)
 UNCORE_AREA_MM2 = 20.0  # control, NoC, host and chip-to-chip interfaces (our assumption, fixed)
 UNCORE_POWER_W = 10.0  # their power (our assumption, fixed)
 
