@@ -34,4 +34,5 @@ def require(what: str, modules: Iterable[str]) -> None:
     """Raise `MissingDependency` naming the missing modules of `modules`, which `what` needs."""
     gone = missing(modules)
     if gone:
-        raise MissingDependency(f"{what} needs {', '.join(gone)}, which is not installed: {INSTALL}")
+        verb = "is" if len(gone) == 1 else "are"
+        raise MissingDependency(f"{what} needs {', '.join(gone)}, which {verb} not installed: {INSTALL}")
