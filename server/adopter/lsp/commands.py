@@ -15,6 +15,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
 
+from adopter.lsp.locate import architecture_at, enclosing
 from adopter.lsp.server import AdopterServer
 
 SEARCH = "adopter.searchAccelerator"
@@ -136,8 +137,6 @@ async def _cancel_when(cancelled: asyncio.Event, process: asyncio.subprocess.Pro
 
 async def show_architecture(ls: AdopterServer, *args: Any) -> str | None:
     """DSL text of a class: arguments `{uri, class}` or `{uri, line}` (or `uri, class`)."""
-    from adopter.lsp.hover import architecture_at
-
     where = args[0] if len(args) == 1 and isinstance(args[0], dict) else dict(zip(("uri", "class"), args))
     uri = where.get("uri")
     if not isinstance(uri, str):
@@ -148,17 +147,12 @@ async def show_architecture(ls: AdopterServer, *args: Any) -> str | None:
     if isinstance(where.get("class"), str):
         arch = snapshot.architecture(where["class"])
     else:
-        arch = _enclosing(snapshot, int(where.get("line", 0))) or architecture_at(snapshot, int(where.get("line", 0)), 0)
+        arch = enclosing(snapshot, int(where.get("line", 0))) or architecture_at(snapshot, int(where.get("line", 0)), 0)
     if arch is None:
         return None
     from adopter.dsl import format_architecture
 
     return format_architecture(arch)
-
-
-def _enclosing(snapshot: Any, line: int) -> Any:
-    inside = [a for a in snapshot.module_file.architectures if a.span.start_line <= line <= a.span.end_line] if snapshot.module_file else []
-    return min(inside, key=lambda a: a.span.end_line - a.span.start_line) if inside else None
 
 
 def debug_info(ls: AdopterServer, *args: Any) -> dict[str, Any]:

@@ -6,57 +6,18 @@ constructs a class of the same file shows that class. In rule files, hover shows
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from adopter.dsl.types import Architecture, Ctor
+from adopter.dsl.types import Architecture
 from adopter.lsp.convert import lsp_markdown
+from adopter.lsp.locate import architecture_at
 from adopter.lsp.pipeline import Snapshot, failure
 from adopter.positions import from_lsp
 
 if TYPE_CHECKING:
     from adopter.lsp.server import AdopterServer
-
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def word_at(line_text: str, col: int) -> tuple[str, int, int] | None:
-    """The identifier covering column `col` (or ending right before it), with its columns."""
-    for match in _WORD.finditer(line_text):
-        if match.start() <= col <= match.end():
-            return match.group(), match.start(), match.end()
-    return None
-
-
-def _callees(ctor: Ctor) -> Iterator[str]:
-    yield ctor.callee
-    for item in ctor.items:
-        yield from _callees(item)
-
-
-def architecture_at(snapshot: Snapshot, line: int, col: int) -> Architecture | None:
-    """The model class hovered at an internal position: by name, class header, or constructing line."""
-    module_file = snapshot.module_file
-    if module_file is None:
-        return None
-    lines = snapshot.text.split("\n")
-    word = word_at(lines[line], col) if 0 <= line < len(lines) else None
-    by_name = {a.name: a for a in module_file.architectures}
-    if word is not None and word[0] in by_name:
-        return by_name[word[0]]
-    for arch in module_file.architectures:
-        if arch.span.start_line == line:
-            return arch
-        for binding in arch.init.bindings if arch.init else ():
-            if binding.span.start_line <= line <= binding.span.end_line and isinstance(binding.value, Ctor):
-                for callee in _callees(binding.value):
-                    if callee.rsplit(".", 1)[-1] in by_name:
-                        return by_name[callee.rsplit(".", 1)[-1]]
-    return None
-
 
 def architecture_markdown(snapshot: Snapshot, arch: Architecture) -> str:
     """The class's DSL in an ```adopter block, then the findings inside the class."""
