@@ -400,6 +400,40 @@ class InitAnalysis:
                     return [((), _Callee(self._qualify_callee(dotted)))]
         return [((), Expr(self.src.norm(node)))]
 
+    def _returned_classes(self, name: str) -> list[str]:
+        """The classes (not instances) a same-file function returns: `return nn.Linear`,
+        `return partial(LoRALinear, rank=r)`; empty when it returns anything else."""
+        if "." in name or self.symbols.has_class(name):
+            return []
+        function = self.symbols.function_node(name)
+        body = function.child_by_field_id(Field.BODY) if function is not None else None
+        if body is None:
+            return []
+        found: list[str] = []
+        stack = list(body.named_children)
+        while stack:
+            node = stack.pop(0)
+            if node.type in ("function_definition", "class_definition", "decorated_definition"):
+                continue
+            if node.type != "return_statement":
+                stack.extend(node.named_children)
+                continue
+            value = node.named_children[0] if node.named_child_count == 1 else None
+            if value is not None and value.type == "call":
+                func = value.child_by_field_id(Field.FUNCTION)
+                args = value.child_by_field_id(Field.ARGUMENTS)
+                first = args.named_children[0] if args is not None and args.named_child_count else None
+                if func is None or dotted_text(func, self.src) not in ("partial", "functools.partial") or first is None:
+                    return []
+                value = first
+            dotted = dotted_text(value, self.src) if value is not None else None
+            callee = self._default_class(dotted)
+            if callee is None:
+                return []
+            if callee not in found:
+                found.append(callee)
+        return found
+
     def _factory_class(self, name: str) -> str | None:
         """The class a same-file function builds when its body ends in `return Class(...)`."""
         if "." in name or self.symbols.has_class(name):
@@ -451,6 +485,12 @@ class InitAnalysis:
                             callees.append((c, v.qualified, None))
                         elif isinstance(v, Ctor):  # calling an instance: keep the instance's ctor
                             callees.append((c, v.callee, v.lookup))
+            elif dotted is not None and (classes := self._returned_classes(dotted)):
+                # `MaybeLora = maybe_lora(lora)` where the helper returns `nn.Linear` or
+                # `partial(LoRALinear, ...)`: the value is one of those classes, by condition.
+                text = self.src.norm(call)
+                many = len(classes) > 1
+                return [(((f"{text} is {c}",) if many else ()), _Callee(c)) for c in classes]
             elif dotted is not None and (built := self._factory_class(dotted)) is not None:
                 # A same-file helper that returns one layer (`conv3x3(...)` returning `nn.Conv2d(...)`):
                 # the binding is that layer (its arguments are the helper's, as written here).

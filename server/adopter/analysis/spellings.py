@@ -40,6 +40,7 @@ BADDBMM: Key = ("function", "torch.baddbmm")
 # The transparent op: a cast, a copy, a layout change that keeps every value (`.float()`, `.to(dtype)`,
 # `.type_as(x)`, `.contiguous()`, `nn.Identity()`). The matcher looks through it.
 CAST: Key = ("operator", "cast")
+REARRANGE: Key = ("function", "einops.rearrange")
 
 # spelling -> canonical op
 CANONICAL: dict[Key, Key] = {
@@ -120,6 +121,7 @@ SIGNATURES: dict[Key, Signature] = {
     CAT: Signature(("tensors", "dim"), 1, ("dim",)),
     CHUNK: Signature(("input", "chunks", "dim"), 2, ("dim",)),
     MASKED_FILL: Signature(("input", "mask", "value"), 3),
+    REARRANGE: Signature(("tensor", "pattern"), 2),
     # transformers' PreTrainedModel.loss_function(logits, labels, vocab_size, ...), inherited, never bound
     ("module", "self.loss_function"): Signature(("logits", "labels", "vocab_size"), 0),
 }
@@ -145,6 +147,7 @@ MODULES: dict[str, ModuleSpelling] = {
     "torch.nn.Sigmoid": ModuleSpelling(SIGMOID),
     "torch.nn.Tanh": ModuleSpelling(TANH),
     "torch.nn.Identity": ModuleSpelling(CAST),
+    "einops.layers.torch.Rearrange": ModuleSpelling(REARRANGE, ("pattern",)),
 }
 
 # Constructor arguments that do not change what a module computes (and so may be dropped).

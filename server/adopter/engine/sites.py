@@ -59,7 +59,7 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> E
     for scope_name, forward, owner, kind in scopes:
         init = InitIndex.of(owner if isinstance(owner, Architecture) else None)
         _match_scope(scope_name, forward, init, kind, rules, module_file.path, env, findings, problems)
-    findings = _one_per_site(findings, {a.name: a.span for a in module_file.architectures})
+    findings = _outside_larger_matches(_one_per_site(findings, {a.name: a.span for a in module_file.architectures}))
     findings.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
     return EngineResult(tuple(findings), tuple(problems))
 
@@ -108,6 +108,20 @@ def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list
                 (there := class_spans.get(old.scope_name)) is not None and there.contains(old.span)):
             best[key] = f
     return list(best.values())
+
+
+def _outside_larger_matches(findings: list[Finding]) -> list[Finding]:
+    """Drop a finding whose ops all belong to a larger finding of the same family (the one-tensor RoPE
+    inside the q/k pair): one site, reported by the rule that covers it whole."""
+    by_family: dict[int, list[tuple[frozenset[Span], Finding]]] = {}
+    for f in findings:
+        by_family.setdefault(f.family, []).append((frozenset(op.span for op in f.match.ops), f))
+    kept: list[Finding] = []
+    for group in by_family.values():
+        for spans, f in group:
+            if not any(spans < other for other, _ in group):
+                kept.append(f)
+    return kept
 
 
 def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: str, path: str | None,
