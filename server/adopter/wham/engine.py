@@ -5,11 +5,27 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from adopter.wham.evaluate import Evaluation, Evaluator
+from adopter.wham.evaluate import Evaluation
 from adopter.wham.hardware import DesignSpace
 from adopter.wham.strategies.base import Probe, SearchStrategy
+
+if TYPE_CHECKING:
+    from adopter.wham.bound import GridBounds
+    from adopter.wham.hardware import Design
+
+
+class Scorer(Protocol):
+    """What the loop needs of an evaluator: `Evaluator` (one workload) or `multi.SetEvaluator` (a set)."""
+
+    evaluations: int
+    bounded: int
+
+    def cost_only(self, d: Design) -> tuple[float, float, tuple[str, ...]]: ...
+    def bounds(self, space: DesignSpace) -> GridBounds | None: ...
+    def evaluate(self, d: Design) -> Evaluation: ...
+
 
 # A strategy that keeps proposing designs it has already seen is stuck; stop it after this many.
 MAX_REPEATS = 200
@@ -48,7 +64,7 @@ class StrategyResult:
 
 def run_strategy(
     strategy: SearchStrategy,
-    evaluator: Evaluator,
+    evaluator: Scorer,
     space: DesignSpace,
     *,
     budget: int,

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 from adopter.wham.engine import StrategyResult, run_strategy
-from adopter.wham.evaluate import Constraints, Evaluation, Evaluator
+from adopter.wham.evaluate import Evaluation, Evaluator
 from adopter.wham.executors import ExecutorError
 from adopter.wham.extras import TRACING, MissingDependency, require
 from adopter.wham.graph import GraphError, Workload
-from adopter.wham.hardware import REFERENCE_DESIGNS, DesignSpace
+from adopter.wham.hardware import REFERENCE_DESIGNS, Constraints, DesignSpace
 from adopter.wham.models import WorkloadError, WorkloadSpec, load_workload
 from adopter.wham.parallel import evaluate_pipeline, partition, pipeline_step_s, shard_workload
 from adopter.wham.report import Reference, SearchReport, pareto_front

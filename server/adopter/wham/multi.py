@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from adopter.wham.engine import StrategyResult, run_strategy
-from adopter.wham.evaluate import Constraints, Evaluation, Evaluator
-from adopter.wham.hardware import REFERENCE_DESIGNS, Design, DesignSpace
+from adopter.wham.evaluate import Evaluation, Evaluator
+from adopter.wham.hardware import REFERENCE_DESIGNS, Constraints, Design, DesignSpace
 from adopter.wham.models import WorkloadError, WorkloadSpec, load_workload
 from adopter.wham.report import Reference, SearchReport, pareto_front
 from adopter.wham.request import SearchRequest
@@ -49,6 +49,10 @@ def aggregate(values: Sequence[float], how: str) -> float:
     if any(v <= 0 for v in values):
         return 0.0
     return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _geo(values: list[float]) -> float:
+    return aggregate(values, "geomean")
 
 
 @dataclass
@@ -94,7 +98,6 @@ class SetEvaluator:
 
     def combine(self, d: Design, per: Sequence[Evaluation]) -> Evaluation:
         """The set's evaluation of `d` from its per-model evaluations."""
-        geo = lambda xs: aggregate(list(xs), "geomean")  # noqa: E731
         objective = self._combine([e.objective for e in per])
         crit: dict[str, float] = defaultdict(float)
         if self.how == "worst" and objective is not None:
@@ -114,8 +117,8 @@ class SetEvaluator:
             v if v.startswith(("area", "TDP")) else f"{n}: {v}" for n, e in zip(self.names, per)
             for v in e.violations))
         return Evaluation(
-            design=d, step_s=geo(e.step_s for e in per), fb_s=geo(e.fb_s for e in per),
-            opt_s=geo(e.opt_s for e in per), throughput=geo(e.throughput for e in per),
+            design=d, step_s=_geo([e.step_s for e in per]), fb_s=_geo([e.fb_s for e in per]),
+            opt_s=_geo([e.opt_s for e in per]), throughput=_geo([e.throughput for e in per]),
             area_mm2=per[0].area_mm2, tdp_w=per[0].tdp_w,
             tensor_util=sum(e.tensor_util for e in per) / len(per),
             vector_util=sum(e.vector_util for e in per) / len(per),

@@ -379,7 +379,7 @@ _STATE_PER_ELEMENT = {"adamw": 2, "sgd": 1}
 _STEP_BYTES = {"adamw": 4, "sgd": 0}
 
 
-def _memory(params: list[torch.Tensor], rec: _Recorder, optimizer: str) -> dict[str, int]:
+def _memory(params: Sequence[torch.Tensor], rec: _Recorder, optimizer: str) -> dict[str, int]:
     """Bytes the step keeps at 16-bit, from the graph: every trainable parameter; a gradient and optimizer
     state for each parameter the forward read (the others get no gradient); the activations a backward op
     read that were allocated before the backward (what autograd must have saved)."""
