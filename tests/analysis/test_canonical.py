@@ -54,6 +54,8 @@ CASES = [
      "h = self.act(x)", ["h = module self.act(x)"]),
     ("mean, pow: one signature", "", "a = torch.mean(x, -1, True)\nb = x.mean(dim=-1, keepdim=True)\nc = x ** 2",
      ["a = method mean(x, -1, keepdim=True)", "b = method mean(x, -1, keepdim=True)", "c = method pow(x, 2)"]),
+    ("x * x is x.pow(2); x * y stays", "", "a = x * x\nb = x * y",
+     ["a = method pow(x, 2)", "b = operator *(x, y)"]),
 ]
 
 

@@ -31,6 +31,7 @@ from adopter.analysis.spellings import (
     CAST,
     MATMUL,
     MODULES,
+    POW,
     SIGNATURES,
     TRANSPARENT_METHODS,
     TRANSPOSE,
@@ -129,6 +130,9 @@ class _Pass:
             ops = self.einsum(op, ranks) or [op]
         elif op.kind == OpKind.FUNCTION and op.target == "torch.baddbmm":
             ops = self.baddbmm(op) or [op]
+        elif (op.kind == OpKind.OPERATOR and op.target == "*" and len(op.args) == 2 and isinstance(op.args[0], Ref)
+              and op.args[0] == op.args[1]):
+            ops = [_respell(op, POW, (op.args[0], Expr("2")), ())]  # `x * x` is `x.pow(2)`
         else:
             key = (op.kind.value, op.target)
             canonical = CANONICAL.get(key, key)
