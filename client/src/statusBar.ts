@@ -39,6 +39,7 @@ export class StatusBar implements vscode.Disposable {
   setState(state: ServerState, detail?: string): void {
     this.state = state;
     this.item.tooltip = detail ? `Adopter server: ${state}. ${detail}` : `Adopter server: ${state}. Click to show Problems.`;
+    this.item.accessibilityInformation = { label: `Adopter server ${state}${detail ? `: ${detail}` : ""}` };
     this.refresh();
   }
 

@@ -180,6 +180,9 @@ def test_missing_torch_is_said_plainly() -> None:
     said = explain_error("tracing gpt2 failed: ModuleNotFoundError: No module named 'torch' (at /x/trace.py:3)", "gpt2")
     assert said.startswith("The accelerator search traces the model with PyTorch, which is not installed")
     assert sys.executable in said and "adopter.interpreter" in said
+    missing = ("tracing /w/m.py:Net failed: the accelerator search (tracing the model) needs torch, which is not "
+               "installed: pip install 'adopter[wham]'")
+    assert explain_error(missing, "/w/m.py:Net").startswith("The accelerator search traces the model with PyTorch")
 
 
 @pytest.mark.slow

@@ -67,7 +67,7 @@ _WHERE = re.compile(r" \(at [^()]*user_model\.py:\d+\)$")
 def explain_error(error: str, model: str) -> str:
     """The search's error for a class of the user's file, said for a person: without the tracer's
     wrapping, with how to give a factory when the class could not be built."""
-    if "No module named 'torch'" in error:
+    if "No module named 'torch'" in error or re.search(r"needs [^,]*\btorch\b.*not installed", error):
         return (f"The accelerator search traces the model with PyTorch, which is not installed for the server's "
                 f"Python ({sys.executable}). Install torch there, or set adopter.interpreter to a Python "
                 "environment that has it.")
