@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from adopter.analysis.spellings import (
     CANONICAL,
@@ -223,16 +224,26 @@ class _Pass:
 def normalise(key: Key, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...],
               ranks: Mapping[str, int]) -> tuple[tuple[Value, ...], tuple[Kwarg, ...]]:
     """The arguments of canonical op `key` in its signature's form (unchanged when it has none)."""
+    done = normalise_values(key, args, tuple((k.name, k.value) for k in kwargs), ranks)
+    if done is None:
+        return args, kwargs
+    return done[0], tuple(Kwarg(name, value) for name, value in done[1])
+
+
+def normalise_values(key: Key, args: tuple[Any, ...], kwargs: tuple[tuple[str, Any], ...],
+                     ranks: Mapping[str, int]) -> tuple[tuple[Any, ...], tuple[tuple[str, Any], ...]] | None:
+    """`normalise` over any argument values (ops' values, or rule patterns' variables): the positional
+    arguments and the (name, value) keywords, or None when `key` has no signature to apply."""
     sig = SIGNATURES.get(key)
     if sig is None or len(args) > len(sig.params) or any(_starred(a) for a in args):
-        return args, kwargs
-    given: dict[str, Value] = dict(zip(sig.params, args))
-    extra: list[Kwarg] = []
-    for k in kwargs:
-        if k.name in sig.params and k.name not in given:
-            given[k.name] = k.value
+        return None
+    given: dict[str, Any] = dict(zip(sig.params, args))
+    extra: list[tuple[str, Any]] = []
+    for name, value in kwargs:
+        if name in sig.params and name not in given:
+            given[name] = value
         else:
-            extra.append(k)
+            extra.append((name, value))
     rank = ranks.get(args[0].name) if args and isinstance(args[0], Ref) else None
     if rank is not None:
         for d in sig.dims:
@@ -240,16 +251,16 @@ def normalise(key: Key, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...],
             if isinstance(v, Expr) and _INT.match(v.text) and 0 <= int(v.text) < rank:
                 given[d] = Expr(str(int(v.text) - rank))
     if sig.symmetric and len(sig.dims) == 2:
-        d0, d1 = (given.get(d) for d in sig.dims)
+        d0, d1 = given.get(sig.dims[0]), given.get(sig.dims[1])
         if isinstance(d0, Expr) and isinstance(d1, Expr) and _INT.match(d0.text) and _INT.match(d1.text) and int(
                 d0.text) < 0 and int(d1.text) < 0 and int(d0.text) > int(d1.text):
             given[sig.dims[0]], given[sig.dims[1]] = d1, d0
-    out_args: list[Value] = []
+    out_args: list[Any] = []
     for p in sig.params[: sig.positional]:
         if p not in given:
             break
         out_args.append(given.pop(p))
-    out_kwargs = [Kwarg(p, given[p]) for p in sig.params if p in given]
+    out_kwargs = [(p, given[p]) for p in sig.params if p in given]
     return tuple(out_args), (*out_kwargs, *extra)
 
 
@@ -292,7 +303,7 @@ def _new(op: Op, key: Key, args: tuple[Value, ...], outputs: tuple[str, ...]) ->
     return Op(OpKind(key[0]), key[1], args, (), outputs, op.span, op.stmt_span, op.via, origin=op.origin or op)
 
 
-def _starred(v: Value) -> bool:
+def _starred(v: object) -> bool:
     return (isinstance(v, Expr) and v.text.startswith("*")) or (isinstance(v, Ref) and v.name.startswith("*"))
 
 

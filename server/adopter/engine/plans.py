@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from adopter.analysis.canonical import normalise
+from adopter.analysis.canonical import normalise_values
 from adopter.analysis.spellings import CANONICAL, CAST, TRANSPARENT_METHODS
-from adopter.dsl.types import BindingPattern, Kwarg, Op, OpKind, OpPattern, PKwarg, Rule
+from adopter.dsl.types import BindingPattern, Op, OpKind, OpPattern, PKwarg, Rule
 from adopter.engine.bindings import InitIndex
 
 _PATTERNS: dict[int, tuple[Rule, dict[str, BindingPattern]]] = {}
@@ -95,10 +95,10 @@ def _canonical_step(step: OpPattern) -> OpPattern:
     args, kwargs = step.args, step.kwargs
     keys = {(k.value, t) for k, t in targets if not t.startswith("$")}
     if len(keys) == 1:
-        plain = tuple(Kwarg(k.name, k.value) for k in kwargs)  # type: ignore[arg-type]
-        new_args, new_kwargs = normalise(next(iter(keys)), args, plain, {})  # type: ignore[arg-type]
-        args = new_args  # type: ignore[assignment]
-        kwargs = tuple(PKwarg(k.name, k.value) for k in new_kwargs)  # type: ignore[arg-type]
+        done = normalise_values(next(iter(keys)), args, tuple((k.name, k.value) for k in kwargs), {})
+        if done is not None:
+            args = done[0]
+            kwargs = tuple(PKwarg(name, value) for name, value in done[1])
     if tuple(targets) == step.targets and args == step.args and kwargs == step.kwargs:
         return step
     return replace(step, targets=tuple(targets), args=args, kwargs=kwargs)
