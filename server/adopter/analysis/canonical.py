@@ -86,7 +86,12 @@ def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = ()) -> F
     by_attr: dict[str, list[Binding]] = {}
     for b in bindings:
         by_attr.setdefault(b.attr, []).append(b)
-    body = _Pass(forward, by_attr).block(forward.body, {})
+    try:
+        body = _Pass(forward, by_attr).block(forward.body, {})
+    except (TypeError, AttributeError, ValueError):
+        # A malformed forward (built by hand, not by the analysis) is left as it is: the rule engine
+        # reports what it cannot match as a problem, and the pass must not take the file down.
+        return forward
     return forward if body == forward.body else replace(forward, body=body)
 
 
