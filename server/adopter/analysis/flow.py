@@ -22,6 +22,7 @@ from adopter.analysis.classes import ClassTable
 from adopter.analysis.naming import is_opaque_function
 from adopter.analysis.signature import function_name, params
 from adopter.analysis.source import Field, SourceText
+from adopter.analysis.spellings import CHOOSE
 from adopter.analysis.symbols import ModuleSymbols, dotted_text
 from adopter.dsl.types import (
     Branch,
@@ -917,10 +918,16 @@ class FlowAnalysis:
             del self.live[first_live:]
             self.block = parent
         if not blocks[0] and not blocks[1]:
-            for v in values:
-                if isinstance(v, Ref):
-                    return v
-            return Expr(self._text(node))
+            refs = [v for v in values if isinstance(v, Ref)]
+            if len(refs) == 2 and refs[0].name != refs[1].name:
+                # `kv if cross else hidden`: two values, one per path. Each path passes its value on
+                # (a transparent `choose`), so data flow sees both, not just the first.
+                for lst, v, branch in zip(blocks, refs, (yes, no)):
+                    self.block = lst
+                    self._emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), branch, out)
+                self.block = parent
+            else:
+                return refs[0] if refs else Expr(self._text(node))
         self.block.append(
             Branch((self._text(test), "else"), (tuple(blocks[0]), tuple(blocks[1])), self.src.span(node))
         )
