@@ -49,6 +49,26 @@ def plan(source: str, finding: Finding, rule: Rule, target: str | None) -> Edits
     return ctx.edits
 
 
+def splices(source: str, finding: Finding, rule: Rule | None, target: str | None) -> str | None:
+    """Why `finding` cannot be rewritten in `source`, or None when its strategy plans edits that splice
+    into whole statements: the fix decision without the verification (`rewrite` verifies what it writes).
+
+    For `check`'s fixability: a strategy that plans and splices is applied by `fix` unless the rewrite
+    fails verification, which would be a strategy bug (`tests/session/test_fix_contract.py` holds the
+    two decisions equal over the corpus).
+    """
+    try:
+        result = plan(source, finding, rule, target) if rule is not None else f"rule {finding.rule_id} is not loaded"
+        if isinstance(result, str):
+            return result
+        apply_edits(source, [result])
+    except ApplyError as exc:
+        return str(exc)
+    except Exception as exc:  # the contract: results, not exceptions
+        return f"internal error while planning the rewrite: {type(exc).__name__}: {exc}"
+    return None
+
+
 def _session(path: str | None, rules: Sequence[Rule] | None, env: Environment | None) -> Session:
     """A session for a caller that passed rules and environment (or neither: the bundled rules plus
     those of the nearest `.adopter/rules/` above `path`, and the detected environment)."""
