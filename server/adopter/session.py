@@ -353,7 +353,7 @@ class Session:
             from adopter.synth.rewrite import splices
 
             rule = next((r for r in self.rules if r.id == finding.rule_id), None)
-            why = splices(analysed.text, finding, rule, target)
+            why = splices(analysed.text, finding, rule, target, analysed.findings)
             result = Decision(why is None, why)
         analysed.decisions[key] = result
         return result

@@ -180,3 +180,34 @@ def test_the_marker_is_the_one_the_strategies_write() -> None:
     from adopter.synth.strategies.attention_subclass import MARKER
 
     assert MARKER == GENERATED_MARK
+
+
+GEGLU = """import torch
+from torch import nn
+
+
+class GegluMLP(nn.Module):
+    def __init__(self, hidden_size, intermediate_size):
+        super().__init__()
+        self.gate_proj = nn.Linear(hidden_size, intermediate_size)
+        self.up_proj = nn.Linear(hidden_size, intermediate_size)
+        self.down_proj = nn.Linear(intermediate_size, hidden_size)
+        self.act_fn = nn.GELU(approximate="tanh")
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+"""
+
+
+def test_a_strategy_that_yields_to_another_rule_reads_the_sessions_findings() -> None:
+    cuda = Environment("cuda", frozenset(), "2.13.0")  # f06 is offered for CUDA only
+    s = Session(RuleContext(tuple(load_rules().rules), (), cuda))
+    analysed = s.analysed(GEGLU, "a.py")
+    by_rule = {f.rule_id: s.planned(analysed, f) for f in analysed.findings}
+    assert by_rule["f14-swiglu"].fixable
+    assert not by_rule["f06-linear-gelu"].fixable and "gated MLP" in (by_rule["f06-linear-gelu"].reason or "")
+    assert s.analyses == 1  # the strategy did not analyse the text again
+    # Without f14 among the rules, the site is f06's to fix.
+    only = Session(RuleContext(tuple(r for r in load_rules().rules if r.family != 14), (), cuda))
+    alone = only.analysed(GEGLU, "a.py")
+    assert [f.rule_id for f in only.fixable(alone)] == ["f06-linear-gelu"]

@@ -181,6 +181,8 @@ class SynthContext:
     finding: Finding
     rule: Rule
     target: str  # the chosen Target.name, e.g. "portable", "liger"
+    # Every finding of `source` (the session's), for a strategy that leaves a site to another rule.
+    findings: tuple[Finding, ...] = ()
     edits: Edits = field(default_factory=Edits)
     _lines: list[str] = field(default_factory=list, repr=False)
     _taken: set[str] = field(default_factory=set, repr=False)
