@@ -14,6 +14,7 @@ from tree_sitter import Node, Tree
 
 from adopter.analysis.bindings import InitAnalysis
 from adopter.analysis.canonical import canonical_architecture, canonical_forward
+from adopter.analysis.chains import sequential_chains
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.resolver import ModuleResolver
@@ -37,7 +38,7 @@ class _Entry:
     text: bytes
     start: tuple[int, int]
     deps: tuple[tuple[str, tuple[object, ...]], ...]
-    result: Architecture | Forward | None
+    result: Architecture | Forward | tuple[Forward, tuple[Architecture, ...]] | None
     problems: tuple[Problem, ...]
 
 
@@ -83,16 +84,18 @@ class Analyser:
                     fresh[f"class {name}"] = replace(entry, result=arch)
                 architectures.append(arch)
         functions: list[Forward] = []
+        chains: list[Architecture] = []
         for name, node in symbols.functions.items():
             try:
                 entry = self._unit(f"def {name}", node, symbols, fresh,
-                                   lambda fn=node: self._function(fn, src, symbols), frozenset())
+                                   lambda fn=node, n=name: self._function(fn, n, src, symbols, table), frozenset())
             except Exception as exc:
                 problems.append(_internal(f"function {name}", exc, src.span(node), path))
                 continue
             problems.extend(entry.problems)
-            if isinstance(entry.result, Forward):
-                functions.append(entry.result)
+            if isinstance(entry.result, tuple) and entry.result and isinstance(entry.result[0], Forward):
+                functions.append(entry.result[0])
+                chains.extend(entry.result[1])
         try:
             toplevel = self._toplevel(src, symbols, fresh)
             problems.extend(toplevel.problems)
@@ -101,7 +104,7 @@ class Analyser:
         except Exception as exc:
             problems.append(_internal("top-level code", exc, None, path))
         self.cache = fresh
-        return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions))
+        return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions), tuple(chains))
 
     def _unit(
         self,
@@ -162,10 +165,13 @@ class Analyser:
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
         return canonical_architecture(arch), problems
 
-    def _function(self, node: Node, src: SourceText, symbols: ModuleSymbols) -> tuple[Forward, list[Problem]]:
+    def _function(
+        self, node: Node, name: str, src: SourceText, symbols: ModuleSymbols, table: ClassTable
+    ) -> tuple[tuple[Forward, tuple[Architecture, ...]], list[Problem]]:
+        """A module-level function read like a forward, and the layer chains it builds."""
         problems: list[Problem] = []
         forward = FlowAnalysis(src, symbols, None, None, frozenset(), problems).function(node, None)
-        return canonical_forward(forward), problems
+        return (canonical_forward(forward), sequential_chains(node, name, src, table)), problems
 
     def _toplevel(self, src: SourceText, symbols: ModuleSymbols, fresh: dict[str, _Entry]) -> _Entry:
         stmts = [s for s in symbols.toplevel if s.type not in ("comment", "ERROR")]

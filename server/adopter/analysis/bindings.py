@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
@@ -12,7 +13,7 @@ from adopter.analysis.naming import CONTAINERS, is_constructor
 from adopter.analysis.signature import params
 from adopter.analysis.source import Field, SourceText
 from adopter.analysis.symbols import dotted_text
-from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Span, Value
+from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, Span, Value
 
 MAX_INLINE_DEPTH = 3
 Conds = tuple[str, ...]
@@ -98,9 +99,20 @@ class InitAnalysis:
             return None
         owner, node = found
         ps = params(node, self.src)
+        self.read_defaults(ps[1:])
+        self._function(owner, node, (), 0)
+        bindings = [
+            Binding(b.attr, b.value, b.span, _cond_text(b.conds))
+            for group in self.state.values()
+            for b in sorted(group, key=lambda b: (b.span.start_line, b.span.start_col))
+        ]
+        return Init(ps[1:], tuple(bindings), self.src.span(node))
+
+    def read_defaults(self, ps: Sequence[Param]) -> None:
+        """Parameters whose default is a layer class, a `partial` of one, or a layer instance."""
         # A layer class passed as a default argument (`norm_layer=nn.BatchNorm2d`, `act=nn.GELU`) is what
         # `norm_layer(...)` builds unless the caller passes another: read it as that constructor.
-        for p in ps[1:]:
+        for p in ps:
             callee = self._default_class(p.default)
             if callee is not None:
                 self.locals[p.name] = [((), _Callee(callee))]
@@ -114,13 +126,14 @@ class InitAnalysis:
                 callee = self._default_class(p.default[:-2])
                 if callee is not None:
                     self.locals[p.name] = [((), Ctor(callee))]
-        self._function(owner, node, (), 0)
-        bindings = [
-            Binding(b.attr, b.value, b.span, _cond_text(b.conds))
-            for group in self.state.values()
-            for b in sorted(group, key=lambda b: (b.span.start_line, b.span.start_col))
-        ]
-        return Init(ps[1:], tuple(bindings), self.src.span(node))
+
+    def constructors(self, node: Node) -> list[Ctor]:
+        """The layers an expression can build (`nn.Conv2d(...)`, `norm_layer(c)`, a same-file factory)."""
+        return self._ctor_alts(node)
+
+    def qualified_callee(self, dotted: str) -> str:
+        """`nn.Sequential` -> `torch.nn.Sequential`; a same-file class stays as written."""
+        return self._qualify_callee(dotted)
 
     # -- statements ----------------------------------------------------------------------------------
 

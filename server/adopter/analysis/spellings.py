@@ -44,6 +44,7 @@ CAST: Key = ("operator", "cast")
 # `choose` of `kv` on one path and of `hidden` on the other). Transparent too, but only on its path.
 CHOOSE: Key = ("operator", "choose")
 REARRANGE: Key = ("function", "einops.rearrange")
+SEQUENTIAL = "torch.nn.Sequential"
 
 # spelling -> canonical op
 CANONICAL: dict[Key, Key] = {

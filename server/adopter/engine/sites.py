@@ -6,6 +6,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from adopter.analysis.spellings import SEQUENTIAL
 from adopter.dsl.types import (
     Architecture,
     Expr,
@@ -56,6 +57,9 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> E
             scopes.append((arch.name, arch.forward, arch, "forward"))
     for fn in module_file.functions:
         scopes.append((fn.name, fn, fn, "function"))
+    for chain in module_file.chains:
+        if chain.forward is not None:
+            scopes.append((chain.name, chain.forward, chain, "forward"))
     for scope_name, forward, owner, kind in scopes:
         init = InitIndex.of(owner if isinstance(owner, Architecture) else None)
         _match_scope(scope_name, forward, init, kind, rules, module_file.path, env, findings, problems)
@@ -214,6 +218,9 @@ def _spelling_reason(ops: tuple[Op, ...]) -> str | None:
         origin = op.origin
         if origin is None:
             continue
+        if origin.kind is OpKind.MODULE and origin.target == SEQUENTIAL and not origin.args:
+            return ("the matched layers are built inside an nn.Sequential(...) outside any forward; Adopter "
+                    "does not rewrite inside a Sequential, so change it by hand")
         if origin.kind is OpKind.MODULE and op.target.startswith(origin.target + "["):
             return (f"the matched layers are children of the nn.Sequential `{origin.target}`; Adopter does not "
                     "rewrite inside a Sequential, so change it by hand")
