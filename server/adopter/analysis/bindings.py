@@ -447,6 +447,38 @@ class InitAnalysis:
                 found.append(callee)
         return found
 
+    def _passed_through(self, name: str, call: Node) -> Node | None:
+        """The argument node of `call` a same-file function returns unchanged (`return module` of its
+        first parameter, never reassigned in its body), else None."""
+        if "." in name or self.symbols.has_class(name):
+            return None
+        function = self.symbols.function_node(name)
+        body = function.child_by_field_id(Field.BODY) if function is not None else None
+        stmts = [c for c in body.named_children if c.type != "comment"] if body is not None else []
+        ps = params(function, self.src) if function is not None else ()
+        if not stmts or not ps or stmts[-1].type != "return_statement" or stmts[-1].named_child_count != 1:
+            return None
+        returned = stmts[-1].named_children[0]
+        if returned.type != "identifier" or self.src.text(returned) != ps[0].name:
+            return None
+        if any(self._assigns(stmt, ps[0].name) for stmt in stmts[:-1]):
+            return None
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        args = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
+        return args[0] if args and args[0].type not in ("keyword_argument", "list_splat", "dictionary_splat") else None
+
+    def _assigns(self, node: Node, name: str) -> bool:
+        """Whether `node` (a statement) rebinds `name` anywhere inside it."""
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.type in ("assignment", "augmented_assignment", "for_statement", "named_expression"):
+                left = n.child_by_field_id(Field.LEFT) or n.child_by_field_id(Field.NAME)
+                if left is not None and name in self.src.text(left).replace("(", " ").replace(",", " ").split():
+                    return True
+            stack.extend(n.named_children)
+        return False
+
     def _factory_class(self, name: str) -> str | None:
         """The class a same-file function builds when its body ends in `return Class(...)`."""
         if "." in name or self.symbols.has_class(name):
@@ -504,6 +536,10 @@ class InitAnalysis:
                 text = self.src.norm(call)
                 many = len(classes) > 1
                 return [(((f"{text} is {c}",) if many else ()), _Callee(c)) for c in classes]
+            elif dotted is not None and (first := self._passed_through(dotted, call)) is not None:
+                # `apply_wd(nn.Linear(...))`, `zero_init(layer)`: a same-file helper that returns the
+                # module it was given (after tagging or initialising it) builds what its argument builds.
+                return self._alternatives(first)
             elif dotted is not None and (built := self._factory_class(dotted)) is not None:
                 # A same-file helper that returns one layer (`conv3x3(...)` returning `nn.Conv2d(...)`):
                 # the binding is that layer (its arguments are the helper's, as written here).

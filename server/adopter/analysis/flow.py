@@ -182,12 +182,16 @@ class FlowAnalysis:
         class_name: str | None,
         module_attrs: frozenset[str],
         problems: list[Problem],
+        stateless: dict[str, tuple[str, Node]] | None = None,
     ) -> None:
         self.src = src
         self.symbols = symbols
         self.table = table
         self.class_name = class_name
         self.module_attrs = module_attrs
+        # Submodules of a same-file class with no state and a forward that never reads `self` (a
+        # custom activation: `self.act = GEGLU()`): attr -> (class, forward node), inlined where called.
+        self.stateless = stateless or {}
         self.problems = problems
         self.counter = 0
         self.ops = 0
@@ -1011,6 +1015,9 @@ class FlowAnalysis:
                 found = self.table.find_method(self.class_name, attr)
                 if found is not None:
                     return self._inline(found[0], found[1], f"self.{attr}", node, outs, bound=True)
+            if attr in self.stateless and frame.root:
+                owner, forward = self.stateless[attr]
+                return self._inline(owner, forward, f"self.{attr}", node, outs, bound=True)
             args, kwargs, _ = self._args(node)
             return self._emit(OpKind.MODULE, f"self.{attr}", tuple(args), tuple(kwargs), node, outs)
         # self.sub.child(...): a submodule of a submodule
