@@ -150,10 +150,10 @@ class UnitMatcher:
             return (), ()
         if self._context is not context:
             self._cache, self._context = {}, context
-        units: list[tuple[Architecture | Forward, ModuleFile]] = [
-            (arch, ModuleFile(module_file.path, (arch,))) for arch in module_file.architectures
-        ] + [(fn, ModuleFile(module_file.path, (), functions=(fn,))) for fn in module_file.functions] + [
-            (chain, ModuleFile(module_file.path, (), chains=(chain,))) for chain in module_file.chains]
+        units: list[tuple[Architecture | Forward, ModuleFile]] = []
+        units.extend((arch, ModuleFile(module_file.path, (arch,))) for arch in module_file.architectures)
+        units.extend((fn, ModuleFile(module_file.path, (), functions=(fn,))) for fn in module_file.functions)
+        units.extend((chain, ModuleFile(module_file.path, (), chains=(chain,))) for chain in module_file.chains)
         fresh: dict[int, tuple[object, tuple[Finding, ...], tuple[Problem, ...]]] = {}
         findings: list[Finding] = []
         problems: list[Problem] = []

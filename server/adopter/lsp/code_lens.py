@@ -39,7 +39,7 @@ def lsp_code_lenses(uri: str, architectures: Any) -> list[types.CodeLens]:
 async def code_lens(ls: AdopterServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
     if not has_client_commands(ls):
         return None
-    snapshot = await ls.snapshot(params.text_document.uri)
+    snapshot = await ls.publisher.snapshot(params.text_document.uri)
     if snapshot is None or snapshot.module_file is None:
         return None
     return lsp_code_lenses(params.text_document.uri, snapshot.module_file.architectures)

@@ -55,7 +55,7 @@ async def hover(ls: AdopterServer, params: types.HoverParams) -> types.Hover | N
 
     uri = params.text_document.uri
     doc = ls.analyses.documents.get(uri)
-    snapshot = await ls.snapshot(uri)
+    snapshot = await ls.publisher.snapshot(uri)
     if doc is None or snapshot is None:
         return None
     if doc.rule_file:

@@ -82,7 +82,7 @@ class Notebooks:
             else:
                 ls.analyses.change(uri, versions[uri], [types.TextDocumentContentChangeWholeDocument(text=view.text)])
                 doc.snapshot = None  # the same cell version may now read other cells: not current
-            ls.schedule(doc, delay_ms)
+            ls.publisher.schedule(doc, delay_ms)
 
     def forget(self, ls: AdopterServer, uri: str) -> None:
         self.views.pop(uri, None)

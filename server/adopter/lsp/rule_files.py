@@ -1,17 +1,13 @@
-"""Rule files (`.adl`): their errors come from the diagnostics pipeline; hover shows a rule's docs."""
+"""Rule files (`.adl`): the rule under a position and its docs, for hover. Their errors come from the
+diagnostics pipeline; saving one reloads the rules (`adopter.lsp.configuration`)."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from adopter.dsl.types import Rule
 from adopter.lsp.convert import lsp_markdown
 from adopter.lsp.pipeline import Snapshot
-
-if TYPE_CHECKING:
-    from adopter.lsp.server import AdopterServer
 
 
 def rule_at(rules: tuple[Rule, ...], line: int) -> Rule | None:
@@ -49,16 +45,3 @@ def rule_hover(snapshot: Snapshot, position: types.Position) -> types.Hover | No
         return None
     rule = rule_at(snapshot.rules, position.line)
     return types.Hover(contents=lsp_markdown(rule_markdown(rule))) if rule else None
-
-
-def did_save(ls: AdopterServer, params: types.DidSaveTextDocumentParams) -> None:
-    """A saved rule file may be one the server loads: reload the rules and re-analyse open documents."""
-    doc = ls.analyses.documents.get(params.text_document.uri)
-    if doc is not None and doc.rule_file:
-        ls.invalidate_rules()
-        ls.reanalyse_all()
-
-
-def register(server: AdopterServer) -> None:
-    """Rule files share the sync, diagnostics and hover handlers; saving one reloads the rules."""
-    server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))(did_save)

@@ -1,4 +1,6 @@
-"""The Adopter language server: state shared by the features, and their registration."""
+"""The Adopter language server's state shared by the features: settings, rules, documents, publishing.
+
+It imports no feature; `adopter.lsp.app.build_server` registers them."""
 
 from __future__ import annotations
 
@@ -15,13 +17,12 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from adopter import __version__
 from adopter.dsl.types import Problem
-from adopter.lsp.documents import Analyses, Document
-from adopter.lsp.pipeline import RuleContext, Snapshot, load_rule_context
+from adopter.lsp.documents import Analyses
+from adopter.lsp.pipeline import RuleContext, load_rule_context
+from adopter.lsp.publish import Publisher
 from adopter.lsp.settings import Settings
 
 log = logging.getLogger(__name__)
-
-ANALYSIS_DONE = "adopter/analysisDone"  # custom notification: uri, version, elapsed_ms (for benchmarks)
 
 
 def freeze_long_lived() -> None:
@@ -78,6 +79,7 @@ class AdopterServer(LanguageServer):
         self.settings = Settings()
         self.settings_sources: dict[str, Any] = {}  # source name -> raw mapping, merged in order
         self.analyses = Analyses(self.rule_context)
+        self.publisher = Publisher(self.analyses, self)  # change -> schedule -> publish
         self._rule_context: RuleContext | None = None
         self._rule_lock = threading.Lock()
         self.searches: dict[str, asyncio.Event] = {}  # progress token -> cancel event
@@ -119,73 +121,15 @@ class AdopterServer(LanguageServer):
             self._rule_context = None
         self.reported_problems.clear()
 
-    # -- analysis scheduling ---------------------------------------------------------------------
+    # -- documents ------------------------------------------------------------------------------
 
     def current_version(self, uri: str) -> tuple[bool, int | None]:
         """(open, version) of a document as the client has it now."""
         doc = self.analyses.documents.get(uri)
         return (False, None) if doc is None else (True, doc.version)
 
-    def schedule(self, doc: Document, delay_ms: int) -> None:
-        """(Re)start the document's debounced analysis; a superseded run is cancelled."""
-        if doc.task is not None and not doc.task.done():
-            doc.task.cancel()
-        doc.task = asyncio.ensure_future(self._analyse_and_publish(doc, delay_ms))
-
-    async def _analyse_and_publish(self, doc: Document, delay_ms: int) -> Snapshot | None:
-        if delay_ms > 0:
-            await asyncio.sleep(delay_ms / 1000)
-        snapshot = await self.analyses.run(doc)
-        if snapshot is None or doc.closed or doc.version != snapshot.version:
-            return None  # the document moved on or closed: a newer run publishes
-        from adopter.lsp.diagnostics import publish
-
-        doc.snapshot = snapshot
-        publish(self, doc, snapshot)
-        return snapshot
-
-    async def snapshot(self, uri: str) -> Snapshot | None:
-        """The analysis of the document's current version, running it now if needed (no debounce)."""
-        doc = self.analyses.documents.get(uri)
-        if doc is None:
-            return None
-        if doc.snapshot is not None and doc.snapshot.version == doc.version:
-            return doc.snapshot
-        if doc.task is not None and not doc.task.done():
-            doc.task.cancel()
-        doc.task = asyncio.ensure_future(self._analyse_and_publish(doc, 0))
-        try:
-            return await asyncio.shield(doc.task)
-        except asyncio.CancelledError:
-            # A newer edit superseded the run we waited for; answer from the latest state, if current.
-            latest = doc.snapshot
-            return latest if latest is not None and latest.version == doc.version else None
-
-    def reanalyse_all(self) -> None:
-        for doc in list(self.analyses.documents.values()):
-            self.schedule(doc, 0)
-
     # -- messages -------------------------------------------------------------------------------
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         log.warning("%s", message)
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
-
-
-def build_server() -> AdopterServer:
-    """A server with every feature registered."""
-    from adopter.lsp import (
-        code_actions,
-        code_lens,
-        commands,
-        diagnostics,
-        hover,
-        notebooks,  # last: it confines the code actions' edits to a notebook's cell
-        rule_files,
-        settings,
-    )
-
-    server = AdopterServer()
-    for feature in (settings, diagnostics, code_actions, hover, rule_files, commands, code_lens, notebooks):
-        feature.register(server)
-    return server
