@@ -8,6 +8,7 @@ from lsprotocol import types
 from adopter.dsl.types import Rule
 from adopter.lsp.convert import lsp_markdown
 from adopter.lsp.pipeline import Snapshot
+from adopter.positions import LspLines
 
 
 def rule_at(rules: tuple[Rule, ...], line: int) -> Rule | None:
@@ -40,8 +41,8 @@ def rule_markdown(rule: Rule) -> str:
 
 def rule_hover(snapshot: Snapshot, position: types.Position) -> types.Hover | None:
     """Hover in a rule file: the docs of the rule under the cursor."""
-    lines = snapshot.text.split("\n")
-    if not 0 <= position.line < len(lines):
+    lines = LspLines(snapshot.text)
+    if not 0 <= position.line < lines.line_count:
         return None
-    rule = rule_at(snapshot.rules, position.line)
+    rule = rule_at(snapshot.rules, lines.from_lsp(position.line, position.character)[0])
     return types.Hover(contents=lsp_markdown(rule_markdown(rule))) if rule else None
