@@ -30,10 +30,13 @@ def freeze_long_lived() -> None:
 
     A full collection otherwise walks those ~70,000 objects: 40 ms, landing on whichever keystroke's
     analysis happens to trigger it (1.1 ms frozen). Called when rules are (re)loaded: the previous
-    freeze is undone first, so rules dropped by a settings change can be collected.
+    freeze is undone first, so rules dropped by a settings change can be collected. The first freeze
+    collects nothing first: start-up leaves ~20 unreachable objects, and a full collection of everything
+    loaded would cost ~40 ms before the first diagnostics.
     """
-    gc.unfreeze()
-    gc.collect()
+    if gc.get_freeze_count():
+        gc.unfreeze()
+        gc.collect()
     gc.freeze()
 
 
