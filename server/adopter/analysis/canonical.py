@@ -30,6 +30,7 @@ from typing import Any
 from adopter.analysis.spellings import (
     CANONICAL,
     CAST,
+    CHOOSE,
     MATMUL,
     MODULES,
     POW,
@@ -76,6 +77,7 @@ _ELEMENTWISE = frozenset({"+", "-", "*", "/"})
 _SAME_RANK_MODULES = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Dropout", "torch.nn.GELU",
                                 "torch.nn.ReLU", "torch.nn.SiLU", "torch.nn.RMSNorm"})
 _MAX_SEQUENTIAL_DEPTH = 3
+IDENTITY = "torch.nn.Identity"
 
 
 def canonical_architecture(arch: Architecture, thin: Mapping[str, tuple[Binding, ...]] | None = None) -> Architecture:
@@ -126,7 +128,9 @@ class _Pass:
     def block(self, block: Block, ranks: dict[str, int]) -> Block:
         out: list[Stmt] = []
         for stmt in block:
-            if isinstance(stmt, Op):
+            if isinstance(stmt, Op) and (split := self.identity_or_layer(stmt)) is not None:
+                out.append(split)
+            elif isinstance(stmt, Op):
                 out.extend(self.op(stmt, ranks))
             elif isinstance(stmt, Branch):
                 path_ranks = [dict(ranks) for _ in stmt.paths]
@@ -141,6 +145,25 @@ class _Pass:
             else:
                 out.append(stmt)
         return tuple(out)
+
+    def identity_or_layer(self, op: Op) -> Branch | None:
+        """`self.ls(x)` with `self.ls = LayerScale(...)` under one condition and `nn.Identity()` under the
+        other: an `if` whose paths are the layer's call and a transparent cast, so a match through the
+        identity holds on its path (reported without an automatic fix). None for any other call."""
+        if op.kind != OpKind.MODULE or not op.target.startswith("self.") or len(op.args) != 1 or op.kwargs:
+            return None
+        bindings = self.by_attr.get(op.target[5:], ())
+        if len(bindings) != 2 or not all(isinstance(b.value, Ctor) and b.condition for b in bindings):
+            return None
+        identity = [b for b in bindings if isinstance(b.value, Ctor) and b.value.callee == IDENTITY]
+        if len(identity) != 1:
+            return None
+        other = next(b for b in bindings if b is not identity[0])
+        assert isinstance(other.value, Ctor) and other.condition is not None
+        layer = self.module(op, op.target, other.value, 0)
+        # The identity's path passes its input on: a `choose`, like one alternative of `a if c else b`.
+        passed = _respell(op, CHOOSE, op.args, ())
+        return Branch((other.condition, "else"), (tuple(layer), (passed,)), op.stmt_span)
 
     # -- one op --------------------------------------------------------------------------------------
 
