@@ -437,7 +437,12 @@ def _written_by_fix(lines: list[str], span: Span) -> bool:
 
 
 def _in_original(old: str, new: str, left: list[tuple[Finding, str]]) -> list[tuple[Finding, str]]:
-    """`left` (findings of `new`) moved to the lines of `old`; those in lines the fix wrote are dropped."""
+    """`left` (findings of `new`) moved to the lines of `old`; those on lines the fix wrote are dropped.
+
+    A finding is judged by its own span: one on the user's lines whose match also reads code the fix
+    wrote (a GELU formula made `F.gelu` completing a Linear+GELU site in the caller) is the user's site,
+    as `check` reports it; its statements on written lines are left out of the moved finding.
+    """
     if old == new:
         return left
     old_lines, new_lines = old.split("\n"), new.split("\n")
@@ -448,8 +453,7 @@ def _in_original(old: str, new: str, left: list[tuple[Finding, str]]) -> list[tu
             to_old[block.b + k] = block.a + k
     out: list[tuple[Finding, str]] = []
     for finding, reason in left:
-        lines = {ln for s in (finding.span, *finding.stmt_spans) for ln in range(s.start_line, s.end_line + 1)}
-        if not all(ln in to_old for ln in lines):
+        if not all(ln in to_old for ln in range(finding.span.start_line, finding.span.end_line + 1)):
             continue  # written (or rewritten) by the fix: not the user's code
         out.append((_moved(finding, to_old), reason))
     return out
@@ -459,8 +463,11 @@ def _moved(finding: Finding, to_old: dict[int, int]) -> Finding:
     from dataclasses import replace
 
     def span(s: Span) -> Span:
-        shift = to_old.get(s.start_line, s.start_line) - s.start_line
+        shift = to_old[s.start_line] - s.start_line
         return Span(s.start_line + shift, s.start_col, s.end_line + shift, s.end_col)
 
-    return replace(finding, span=span(finding.span), stmt_spans=tuple(span(s) for s in finding.stmt_spans),
-                   init_spans=tuple(span(s) for s in finding.init_spans))
+    def kept(spans: tuple[Span, ...]) -> tuple[Span, ...]:
+        return tuple(span(s) for s in spans if s.start_line in to_old)
+
+    return replace(finding, span=span(finding.span), stmt_spans=kept(finding.stmt_spans),
+                   init_spans=kept(finding.init_spans))

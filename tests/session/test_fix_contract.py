@@ -47,6 +47,9 @@ def assert_fix_contract(text: str, path: str) -> None:
     written = [(f.rule_id, f.scope_name, f.span.start_line + 1) for f in after.findings
                if not _in_original(text, out.new_source, [(replace(f, stmt_spans=()), "")])]
     assert not written, written
+    # `fix` reports as left exactly what `check` then shows (the same sites, at the user's lines).
+    assert sorted((f.rule_id, f.scope_name) for f, _ in out.skipped) == sorted(
+        (f.rule_id, f.scope_name) for f in after.findings)
     # What fix reports as left is at lines of the original text, and there the same statement starts.
     old_lines = text.split("\n")
     new_lines = out.new_source.split("\n")
