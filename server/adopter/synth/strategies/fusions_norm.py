@@ -83,6 +83,9 @@ def rms_norm_formula(ctx: SynthContext) -> None:
     x = value_text(ctx, "x")
     xf = value_text(ctx, "xf") if ctx.binding("xf") is not None else x
     eps = value_text(ctx, "eps")
+    if ctx.binding("w") is not None or ctx.binding("rc") != ctx.binding("rw"):
+        ctx.decline("the weight (or a cast) is applied to the inverse RMS before it scales `x` "
+                    "(`x * (w * rsqrt(...))`); rewrite it by hand as `F.rms_norm(x, ...) * w`")
     if not is_simple(x):
         ctx.decline(f"the normalised value `{x}` is an expression; bind it to a name first")
     rewrite_chain(ctx, f"{functional(ctx)}.rms_norm({xf}, {x}.shape[-1:], eps={eps})")
