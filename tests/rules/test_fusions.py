@@ -136,6 +136,29 @@ class EncoderLayer(nn.Module):
         return hidden_states
 """
 
+# XLM's encoder: the LayerNorm is an element of a ModuleList picked by the loop index.
+MODULE_LIST = """
+import torch
+from torch import nn
+
+
+class Transformer(nn.Module):
+    def __init__(self, dim, dropout):
+        super().__init__()
+        self.dropout = dropout
+        self.n_layers = 2
+        self.attentions = nn.ModuleList([nn.Linear(dim, dim) for _ in range(2)])
+        self.layer_norm1 = nn.ModuleList([nn.LayerNorm(dim) for _ in range(2)])
+
+    def forward(self, tensor):
+        for i in range(self.n_layers):
+            attn = self.attentions[i](tensor)
+            attn = nn.functional.dropout(attn, p=self.dropout, training=self.training)
+            tensor = tensor + attn
+            tensor = self.layer_norm1[i](tensor)
+        return tensor
+"""
+
 GELU_MLP = """
 import torch
 from torch import nn
@@ -357,6 +380,8 @@ CASES = [
          lambda: (torch.randn(2, 5, 16), torch.randn(2, 5, 16))),
     Case("residual-first", "f05-dropout-add-layernorm", RESIDUAL_FIRST, "Block", (16, 0.2), randn(3, 16)),
     Case("functional-dropout", "f05-dropout-add-layernorm", FUNCTIONAL_DROPOUT, "EncoderLayer", (16, 0.2),
+         randn(2, 3, 16)),
+    Case("module-list-element", "f05-dropout-add-layernorm", MODULE_LIST, "Transformer", (16, 0.2),
          randn(2, 3, 16)),
     Case("gelu-exact", "f06-linear-gelu", GELU_MLP, "Mlp", (8, 32, "none"), randn(2, 3, 8)),
     Case("gelu-tanh", "f06-linear-gelu", GELU_MLP, "Mlp", (8, 32, "tanh"), randn(4, 8)),

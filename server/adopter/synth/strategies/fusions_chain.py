@@ -34,12 +34,37 @@ def _end(span: Span) -> tuple[int, int]:
 
 
 def binding_path(ctx: SynthContext, var: str) -> str:
-    """The attribute path (`self.dropout`) a submodule pattern variable bound."""
+    """The source text naming the submodule a pattern variable bound: its attribute path
+    (`self.dropout`), or, for an element of a module list chosen at run time (the analysis writes
+    `self.layers[*]`), the expression the matched call uses (`self.layers[i]`)."""
     value = ctx.binding(var)
     if isinstance(value, str):
-        return value
+        if "[*]" not in value:
+            return value
+        written = _callee_text(ctx, value)
+        if written is not None:
+            return written
+        ctx.decline(f"${var} is an element of {value.split('[', 1)[0]} chosen at run time, and its call "
+                    "could not be read")
     ctx.decline(f"${var} is not bound to a submodule")
     raise AssertionError  # decline never returns
+
+
+def _callee_text(ctx: SynthContext, target: str) -> str | None:
+    """How the match's call of submodule `target` spells the module (`self.layers[i]` in
+    `self.layers[i](h)`), when every such call spells it the same way."""
+    spellings = set()
+    for op in ctx.finding.match.ops:
+        if op.kind is OpKind.MODULE and op.target == target:
+            text = ctx.text(op.span).strip()
+            try:
+                node = ast.parse(text, mode="eval").body
+            except SyntaxError:
+                return None
+            if not isinstance(node, ast.Call):
+                return None
+            spellings.add(ast.get_source_segment(text, node.func))
+    return spellings.pop() if len(spellings) == 1 and None not in spellings else None
 
 
 def activation_path(ctx: SynthContext, act: str, out: str) -> str:
