@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adopter.analysis import analyse
+from adopter.analysis.canonical import submodule_view
 from adopter.analysis.incremental import DocumentAnalysis
 from adopter.dsl.types import Ctor, Op
 
@@ -56,14 +57,19 @@ class Model(nn.Module):
 """
 
 
-def _ops(name: str) -> list[Op]:
+def _view_ops(name: str) -> list[Op]:
     a = arch(SOURCE, name=name)
-    assert a.forward is not None
-    return [s for s in a.forward.body if isinstance(s, Op)]
+    assert a.forward is not None and a.init is not None
+    view = submodule_view(a.forward, a.init.bindings)
+    assert view is not None
+    return [s for s in view.body if isinstance(s, Op)]
 
 
-def test_a_thin_submodule_call_becomes_its_leaf_layers_at_the_call() -> None:
-    ops = _ops("Model")
+def test_the_architecture_keeps_the_call_and_the_view_reads_it_through_at_the_call() -> None:
+    model = arch(SOURCE, name="Model")
+    assert model.forward is not None
+    assert [s.target for s in model.forward.body if isinstance(s, Op)] == ["self.cls", "self.out"]
+    ops = _view_ops("Model")
     call_line = next(i for i, line in enumerate((HEADER + SOURCE).splitlines()) if "scores = self.cls(x)" in line)
     unrolled = [op for op in ops if op.via == ("self.cls",)]
     assert [op.target for op in unrolled] == ["self.cls.transform.dense", "torch.nn.functional.gelu",
@@ -95,8 +101,8 @@ def test_anything_else_in_the_forward_stops_the_read(body: str) -> None:
     end = SOURCE.index("        return self.decoder(hidden_states)\n") + len("        return self.decoder(hidden_states)\n")
     text = SOURCE[:start] + "        " + body + "\n" + SOURCE[end:]
     model = arch(text, name="Model")
-    assert model.forward is not None
-    assert any(isinstance(s, Op) and s.target == "self.cls" for s in model.forward.body)
+    assert model.init is not None
+    assert not any("." in b.attr for b in model.init.bindings)
 
 
 def test_editing_the_submodule_forward_reanalyses_its_user() -> None:

@@ -23,7 +23,7 @@ Every op keeps its source spans; an op whose spelling changed keeps the op as wr
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -84,27 +84,50 @@ def canonical_architecture(arch: Architecture, thin: Mapping[str, tuple[Binding,
     """`arch` with its forward in canonical form.
 
     `thin`: same-file submodules whose forward only chains their own layers (attr -> those leaf layers,
-    named by path, `adopter.analysis.submodules`); a call of one is unrolled into its leaves, whose
-    bindings are added to the architecture's (after its own, with the spans of the submodule's).
+    named by path, `adopter.analysis.submodules`). Their leaves join the architecture's bindings (after
+    its own, with the spans of the submodule's `__init__`); `submodule_view` reads calls through them.
     """
     if arch.forward is None:
         return arch
     bindings = arch.init.bindings if arch.init is not None else ()
-    forward = canonical_forward(arch.forward, bindings, thin or {})
+    forward = canonical_forward(arch.forward, bindings)
     derived = tuple(leaf for leaves in (thin or {}).values() for leaf in leaves)
     if derived and arch.init is not None:
         return replace(arch, forward=forward, init=replace(arch.init, bindings=(*arch.init.bindings, *derived)))
     return replace(arch, forward=forward)
 
 
-def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = (),
-                      thin: Mapping[str, tuple[Binding, ...]] | None = None) -> Forward:
+def submodule_view(forward: Forward, bindings: Sequence[Binding]) -> Forward | None:
+    """`forward` (canonical) with each call of a submodule read through (`self.cls(x)` becomes its leaf
+    layers, `self.cls.predictions.decoder`, at the call's spans, `via self.cls`), or None when there is
+    none. The leaves are the bindings named by a path (`cls.predictions.decoder`), in order. Only rules
+    that ask for it (`inside_submodule`) match in this view: in the architecture the call stays one op."""
+    thin: dict[str, list[Binding]] = {}
+    own: list[Binding] = []
+    for b in bindings:
+        if "." in b.attr:
+            thin.setdefault(b.attr.split(".", 1)[0], []).append(b)
+        else:
+            own.append(b)
+    if not thin:
+        return None
+    by_attr: dict[str, list[Binding]] = {}
+    for b in own:
+        by_attr.setdefault(b.attr, []).append(b)
+    try:
+        body = _Pass(forward, by_attr, {k: tuple(v) for k, v in thin.items()}).block(forward.body, {})
+    except (TypeError, AttributeError, ValueError):
+        return None
+    return None if body == forward.body else replace(forward, body=body)
+
+
+def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = ()) -> Forward:
     """`forward` with every op in canonical form; `bindings` are its class's `__init__` bindings."""
     by_attr: dict[str, list[Binding]] = {}
     for b in bindings:
         by_attr.setdefault(b.attr, []).append(b)
     try:
-        body = _Pass(forward, by_attr, thin or {}).block(forward.body, {})
+        body = _Pass(forward, by_attr, {}).block(forward.body, {})
     except (TypeError, AttributeError, ValueError):
         # A malformed forward (built by hand, not by the analysis) is left as it is: the rule engine
         # reports what it cannot match as a problem, and the pass must not take the file down.
@@ -117,6 +140,7 @@ class _Pass:
                  thin: Mapping[str, tuple[Binding, ...]]) -> None:
         self.by_attr = by_attr
         self.thin = thin
+        self.split_identity = not thin  # the submodule view reads an already canonical forward
         self.counter = _max_temp(forward.body)
 
     def temp(self) -> str:
@@ -128,7 +152,7 @@ class _Pass:
     def block(self, block: Block, ranks: dict[str, int]) -> Block:
         out: list[Stmt] = []
         for stmt in block:
-            if isinstance(stmt, Op) and (split := self.identity_or_layer(stmt)) is not None:
+            if isinstance(stmt, Op) and self.split_identity and (split := self.identity_or_layer(stmt)) is not None:
                 out.append(split)
             elif isinstance(stmt, Op):
                 out.extend(self.op(stmt, ranks))

@@ -342,6 +342,9 @@ class GuardKind(str, Enum):
     # whose forward only chains its layers (`self.cls(x)` ending in `self.cls.predictions.decoder`); without
     # it, a match never reaches into a submodule called from the forward
     INSIDE_SUBMODULE = "inside_submodule"
+    # unsplit($q, $k, $v): no value is split into parts (`.chunk`, `.split`, `.unbind`): a projection whose
+    # output is chunked is already a fused one
+    UNSPLIT = "unsplit"
 
 
 @dataclass(frozen=True, slots=True)

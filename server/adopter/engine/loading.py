@@ -301,3 +301,9 @@ def load_rules(extra_paths: Iterable[str | Path] = (), *, select: Sequence[str] 
             rules.append(rule)
     _disk_cache().write()
     return RuleSet(tuple(_select(rules, select, ignore, problems)), tuple(problems))
+
+
+# Taken now, while the DSL modules just imported are the ones on disk: taken lazily, a file replaced
+# under a running process (an upgrade, an edit) would file rules parsed by the old code under the new
+# code's fingerprint, and every later start would read them back.
+_parser_fingerprint()

@@ -43,6 +43,7 @@ from adopter.engine.plans import (
 
 COMMUTATIVE = frozenset({"+", "*"})
 # Guards on how matched values are used elsewhere: failing one still reports the site, without a fix.
+_SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split"})
 _USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKind.FIX_REQUIRES})
 # How many unification attempts one rule may spend on one forward: a pathological pattern must not
 # stall the server; hitting it is reported as a problem.
@@ -441,6 +442,8 @@ class RuleMatcher:
             return self._no_kwarg(g, state)
         if g.kind == GuardKind.INSIDE_SUBMODULE:
             return True  # a permission, applied when the match becomes a finding (engine.sites)
+        if g.kind == GuardKind.UNSPLIT:
+            return all(self._unsplit(self._value(arg, state)) for arg in g.args)
         for arg in g.args:
             value = self._value(arg, state)
             if value is None or value[0] != "ref":
@@ -451,6 +454,16 @@ class RuleMatcher:
                 GuardKind.NOT_REASSIGNED: self._not_reassigned,
             }[g.kind](value, chosen)
             if not ok:
+                return False
+        return True
+
+    def _unsplit(self, value: Bound | None) -> bool:
+        """No op reading `value` splits it into parts (an absent optional value or an Expr has none)."""
+        if value is None or value[0] != "ref":
+            return True
+        for u in self._uses(value):
+            op = self.flat.nodes[u].op
+            if op is not None and op.target.rsplit(".", 1)[-1] in _SPLITS and op.kind in (OpKind.METHOD, OpKind.FUNCTION):
                 return False
         return True
 

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from adopter.analysis.canonical import submodule_view
 from adopter.analysis.spellings import SEQUENTIAL
 from adopter.dsl.types import (
     Architecture,
@@ -96,8 +97,16 @@ def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, 
         problems.append(Problem(f"cannot flatten {scope_name}.{forward.name}: {exc}", forward.span,
                                 path, Severity.WARNING))
         return
+    view: FlatForward | None = None
     for rule in candidates:
         try:
+            if any(g.kind is GuardKind.INSIDE_SUBMODULE for g in rule.guards):
+                # This rule may read through submodule calls: match it in the view where they are unrolled.
+                if view is None:
+                    unrolled = submodule_view(forward, [b for bs in init.by_attr.values() for b in bs])
+                    view = flatten(unrolled) if unrolled is not None else flat
+                findings.extend(_rule_findings(rule, view, init, scope_name, path, env))
+                continue
             findings.extend(_rule_findings(rule, flat, init, scope_name, path, env))
         except BudgetExceeded:
             problems.append(Problem(f"matching gave up in {scope_name} (pattern too ambiguous)",
