@@ -396,7 +396,16 @@ class Session:
             analysed = self.analysed(current, path)
         left = [(f, refused.get(_where(analysed, f)) or self.planned(analysed, f, target).reason
                  or "no automatic fix") for f in analysed.findings if rules is None or f.rule_id in rules]
-        return FileFix(text, current, tuple(applied), tuple(_in_original(text, current, left)), analysed.problems)
+        moved = _in_original(text, current, left)
+        if current != text:
+            # A reason may quote lines (`lines 832, 844, 845`): for a site the user's text has too, and
+            # that no round refused, give the reason decided on the user's text.
+            original = {(f.rule_id, f.span): f for f in first.findings}
+            for i, (f, reason) in enumerate(moved):
+                same = original.get((f.rule_id, f.span))
+                if same is not None and _where(first, same) not in refused:
+                    moved[i] = (f, self.planned(first, same, target).reason or reason)
+        return FileFix(text, current, tuple(applied), tuple(moved), analysed.problems)
 
 
 def _where(analysed: Analysed, finding: Finding) -> tuple[object, ...]:

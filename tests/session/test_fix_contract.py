@@ -217,3 +217,18 @@ def test_a_strategy_that_yields_to_another_rule_reads_the_sessions_findings() ->
     only = Session(RuleContext(tuple(r for r in load_rules().rules if r.family != 14), (), cuda))
     alone = only.analysed(GEGLU, "a.py")
     assert [f.rule_id for f in only.fixable(alone)] == ["f06-linear-gelu"]
+
+
+@pytest.mark.corpus
+def test_a_reason_left_by_fix_quotes_the_users_lines() -> None:
+    from adopter.corpus import modeling_file
+
+    text = modeling_file("led").text
+    s = session()
+    checked = {(f.rule_id, f.span): s.planned(s.analysed(text, "led.py"), f).reason
+               for f in s.analysed(text, "led.py").findings}
+    out = session().fix(text, "led.py")
+    quoted = [(f, reason) for f, reason in out.skipped if "lines " in reason]
+    assert quoted, "LED has an f09 site whose reason quotes its lines"
+    for f, reason in quoted:
+        assert reason == checked[(f.rule_id, f.span)]
