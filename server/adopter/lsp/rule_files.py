@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
+from pygls.uris import to_fs_path
 
 from adopter.dsl.types import Rule
 from adopter.lsp.convert import lsp_markdown
@@ -52,11 +53,16 @@ def rule_hover(snapshot: Snapshot, position: types.Position) -> types.Hover | No
 
 
 def did_save(ls: AdopterServer, params: types.DidSaveTextDocumentParams) -> None:
-    """A saved rule file may be one the server loads: reload the rules and re-analyse open documents."""
+    """A saved rule file may be one the server loads: reload the rules and re-analyse open documents.
+    A saved Python file may be imported by open documents: `reach.files_changed` refreshes them."""
     doc = ls.analyses.documents.get(params.text_document.uri)
     if doc is not None and doc.rule_file:
         ls.invalidate_rules()
         ls.reanalyse_all()
+    elif params.text_document.uri.startswith("file:"):
+        from adopter.lsp.reach import files_changed
+
+        files_changed(ls, [to_fs_path(params.text_document.uri) or ""])
 
 
 def register(server: AdopterServer) -> None:

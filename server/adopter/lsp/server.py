@@ -111,6 +111,9 @@ class AdopterServer(LanguageServer):
         self.rule_context()
         try:  # importing the analysis loads the tree-sitter grammar: do it before the first keystroke
             import adopter.analysis.incremental  # noqa: F401
+            from adopter.lsp.reach import server_reach
+
+            server_reach()  # deferred: an analysis never waits for jedi
         except ImportError:
             pass
 
@@ -142,6 +145,9 @@ class AdopterServer(LanguageServer):
 
         doc.snapshot = snapshot
         publish(self, doc, snapshot)
+        from adopter.lsp.reach import after_publish
+
+        after_publish(self)  # names the analysis queued for jedi are resolved off this path
         return snapshot
 
     async def snapshot(self, uri: str) -> Snapshot | None:
@@ -181,11 +187,12 @@ def build_server() -> AdopterServer:
         diagnostics,
         hover,
         notebooks,  # last: it confines the code actions' edits to a notebook's cell
+        reach,
         rule_files,
         settings,
     )
 
     server = AdopterServer()
-    for feature in (settings, diagnostics, code_actions, hover, rule_files, commands, code_lens, notebooks):
+    for feature in (settings, diagnostics, code_actions, hover, rule_files, reach, commands, code_lens, notebooks):
         feature.register(server)
     return server
