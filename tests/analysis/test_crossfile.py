@@ -56,11 +56,20 @@ class Instantiator(dict):
         return super().__getitem__(key)()
 
 ACT2FN = Instantiator(ACT2CLS)
+
+
+def get_activation(name):
+    if name in ACT2FN:
+        return ACT2FN[name]
+    raise KeyError(name)
 '''
 
 CONFIG = '''
 class ModelConfig:
-    def __init__(self, hidden_act="gelu", pooler_act="tanh", feed_forward_proj="relu", **kwargs):
+    def __init__(self, hidden_act="gelu", pooler_act="tanh", feed_forward_proj="relu", summary_act=None,
+                 head_act="gelu", **kwargs):
+        self.summary_act = summary_act
+        self.head_act = head_act
         self.hidden_act = hidden_act
         self.pooler_act = pooler_act
         self.feed_forward_proj = feed_forward_proj
@@ -234,6 +243,40 @@ def test_a_file_with_nothing_to_reach_never_starts_jedi(tmp_path: Path) -> None:
     reach = _reach(tmp_path)
     analyse(lone.read_text(encoding="utf-8"), str(lone), reach=reach)
     assert reach.resolved == 0 and reach._jedi is None
+
+
+SUMMARY = '''
+import torch.nn as nn
+from pkg.config import ModelConfig
+from .parts import get_activation
+
+
+class Block(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        name = getattr(config, "{field}", None)
+        self.act = get_activation(name) if name else nn.Identity()
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+'''
+
+
+@pytest.mark.parametrize(("field", "gelu"), [("summary_act", False), ("head_act", True)])
+def test_an_activation_built_only_when_the_config_sets_one(tmp_path: Path, field: str, gelu: bool) -> None:
+    """`get_activation(name) if name else Identity()`, `name = getattr(config, ...)`: with the default
+    None nothing is built there, so the binding is no layer; with a default "gelu" it is a candidate."""
+    model = _project(tmp_path, TABLE, "get_activation(x)")
+    model.write_text(SUMMARY.format(field=field), encoding="utf-8")
+    mf = analyse(model.read_text(encoding="utf-8"), str(model), reach=_reach(tmp_path))
+    arch = next(a for a in mf.architectures if a.name == "Block")
+    assert arch.init is not None
+    first = next(b.value for b in arch.init.bindings if b.attr == "act")
+    assert isinstance(first, Ctor) is gelu
+    rules = [r for r in load_rules().rules if r.family == 6]
+    found = [f.rule_id for f in check(mf, rules, detect_environment("cpu")).findings]
+    assert ("f06-linear-gelu" in found) is gelu
 
 
 def _findings(tmp_path: Path, case: str) -> list[str]:

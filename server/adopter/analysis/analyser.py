@@ -16,7 +16,7 @@ from tree_sitter import Node, Tree
 from adopter.analysis.bindings import InitAnalysis
 from adopter.analysis.canonical import canonical_architecture, canonical_forward
 from adopter.analysis.classes import ClassTable
-from adopter.analysis.crossfile import CrossFileReach, init_annotations
+from adopter.analysis.crossfile import CrossFileReach, InitSource
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.resolver import ModuleResolver
 from adopter.analysis.source import Field, SourceText, is_broken, repair, syntax_problems
@@ -168,8 +168,7 @@ class Analyser:
         init = InitAnalysis(name, table, src).run()
         if self.reach is not None and init is not None:  # the one hook of cross-file reach
             found = table.find_method(name, "__init__")
-            annotations = init_annotations(found[1], src, symbols.qualify) if found is not None else {}
-            init = self.reach.bind(init, src.path, annotations)
+            init = self.reach.bind(init, src.path, InitSource(found[1], src, symbols.qualify) if found else None)
         module_attrs = frozenset(
             b.attr for b in (init.bindings if init is not None else ()) if isinstance(b.value, Ctor)
         )

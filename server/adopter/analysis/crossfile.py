@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import os
 import sys
+import textwrap
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -118,24 +119,27 @@ class CrossFileReach:
 
     # -- the hook ------------------------------------------------------------------------------------
 
-    def bind(self, init: Init | None, path: str | None, annotations: dict[str, str]) -> Init | None:
+    def bind(self, init: Init | None, path: str | None, source: InitSource | None = None) -> Init | None:
         """`init` with each imported constructor that certainly computes a torch layer replaced by it.
 
-        `annotations` maps `__init__`'s parameters to their qualified annotations (`config` ->
-        `.configuration_vit.ViTConfig`). Never raises: a problem leaves the binding as written.
+        `source` reads `__init__` itself when a lookup key needs it: parameter annotations (`config` ->
+        `.configuration_vit.ViTConfig`) and locals (`act = getattr(config, "act", None)`). Never raises:
+        a problem leaves the binding as written.
         """
         if init is None or not path:
             return init
+        if not any(isinstance(b.value, Ctor) and _imported(b.value.callee) for b in init.bindings):
+            return init  # the common class: nothing imported to look at, no cost
         path = os.path.abspath(path)
-        params = {p.name: p.default for p in init.params}
+        scope = _Scope({p.name: p.default for p in init.params}, source)
         out: list[Binding] = []
         changed = False
         for b in init.bindings:
             value = b.value
             if isinstance(value, Ctor):
                 try:
-                    found = self._ctor(value, path, params, annotations)
-                except (RecursionError, ValueError, OSError):
+                    found = self._ctor(value, path, scope, b.condition)
+                except (RecursionError, ValueError, OSError, SyntaxError):
                     found = None
                 if found is not None:
                     b = replace(b, value=found)
@@ -143,8 +147,7 @@ class CrossFileReach:
             out.append(b)
         return replace(init, bindings=tuple(out)) if changed else init
 
-    def _ctor(self, ctor: Ctor, path: str, params: dict[str, str | None],
-              annotations: dict[str, str]) -> Ctor | None:
+    def _ctor(self, ctor: Ctor, path: str, scope: _Scope, condition: str | None) -> Ctor | Expr | None:
         if ctor.items or not _imported(ctor.callee):
             return None
         summary = self.summary_of(ctor.callee, path)
@@ -165,7 +168,12 @@ class CrossFileReach:
             key_text = first.text if isinstance(first, Expr) else getattr(first, "name", None)
         if registry is None or registry.kind != "registry" or key_text is None:
             return None
-        key, key_origin = self._key(key_text, path, params, annotations)
+        key, key_origin = self._key(key_text, path, scope)
+        if key is None and condition is not None and condition.strip() == key_text:
+            # Built only when the key is set, and the defaults leave it unset: under the default
+            # configuration nothing is built here, so it is no layer of any kind.
+            written = ", ".join(a.text if isinstance(a, Expr) else getattr(a, "name", "?") for a in ctor.args)
+            return Expr(f"{summary.definition.name}({written})")
         if not isinstance(key, str):
             return None
         entry = registry.entry(key)
@@ -179,19 +187,25 @@ class CrossFileReach:
         return Ctor(layer.layer or "", (), tuple(Kwarg(k, Expr(v)) for k, v in layer.layer_kwargs),
                     origin=f"{call} ({where}){source}")
 
-    def _key(self, text: str, path: str, params: dict[str, str | None],
-             annotations: dict[str, str]) -> tuple[object, str | None]:
-        """The value of a lookup key where evident: a literal, a parameter's literal default, or
-        `config.<field>` with the default of the field in the annotated config class."""
+    def _key(self, text: str, path: str, scope: _Scope, hops: int = 0) -> tuple[object, str | None]:
+        """The value of a lookup key where evident: a literal, a parameter's literal default, a local
+        `getattr(config, "<field>", d)`, or `config.<field>` with the default of the field in the
+        annotated config class."""
         value = _literal(text)
         if value is not _UNKNOWN:
             return value, None
-        if text in params and params[text] is not None:
-            return _literal(params[text] or ""), f"default of `{text}`"
+        if text in scope.params and scope.params[text] is not None:
+            return _literal(scope.params[text] or ""), f"default of `{text}`"
+        local = scope.locals().get(text)
+        if local is not None and hops < 2:
+            found = _getattr_parts(local)
+            if found is not None:
+                return self._key(f"{found[0]}.{found[1]}", path, scope, hops + 1)
         root, dot, field_name = text.partition(".")
-        if not dot or "." in field_name or root not in annotations:
+        annotation = scope.annotations().get(root) if dot and "." not in field_name else None
+        if annotation is None:
             return _UNKNOWN, None
-        config = self.summary_of(annotations[root], path)
+        config = self.summary_of(annotation, path)
         if config is None or config.kind != "config":
             return _UNKNOWN, None
         return config.default(field_name), (f"default of `{field_name}` in {config.definition.name} "
@@ -336,7 +350,20 @@ class CrossFileReach:
             located = self.resolver.locate(module, from_path)
             if located is not None and self._goto(qualified, from_path, located) is not None:
                 found += 1
+        if todo:
+            self.release()
         return found
+
+    def release(self) -> None:
+        """Drop jedi's and parso's parse trees and the files read (summaries stay): they are large, and
+        every full garbage collection of the long-running server would walk them."""
+        with self._lock:
+            self._files.clear()
+        if self._jedi is not None:
+            import parso.cache
+
+            parso.cache.parser_cache.clear()
+            self._jedi.cache.clear_time_caches(True)
 
     def changed(self, paths: Iterable[str]) -> bool:
         """Forget what was read from `paths` (saved or changed on disk); whether anything was."""
@@ -728,6 +755,65 @@ def _value(node: ast.AST, env: dict[str, object], fields: dict[str, object]) -> 
                 return v
         return values[-1]
     return _UNKNOWN
+
+
+class InitSource:
+    """`__init__` of the analysed class, read only when a lookup key needs it (tree-sitter node)."""
+
+    def __init__(self, function: Any, src: Any, qualify: Any) -> None:
+        self.function, self.src, self.qualify = function, src, qualify
+
+    def annotations(self) -> dict[str, str]:
+        return init_annotations(self.function, self.src, self.qualify)
+
+    def locals(self) -> dict[str, str]:
+        """Names assigned once in the body, at its top level, to the source text of their value."""
+        text = textwrap.dedent(self.src.raw(self.function).decode("utf-8", errors="replace"))
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            return {}
+        fn = tree.body[0] if tree.body else None
+        if not isinstance(fn, ast.FunctionDef):
+            return {}
+        stores: dict[str, int] = {}
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                stores[n.id] = stores.get(n.id, 0) + 1
+        return {s.targets[0].id: ast.unparse(s.value) for s in fn.body
+                if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+                and stores.get(s.targets[0].id) == 1}
+
+
+class _Scope:
+    def __init__(self, params: dict[str, str | None], source: InitSource | None) -> None:
+        self.params = params
+        self._source = source
+        self._annotations: dict[str, str] | None = None
+        self._locals: dict[str, str] | None = None
+
+    def annotations(self) -> dict[str, str]:
+        if self._annotations is None:
+            self._annotations = self._source.annotations() if self._source is not None else {}
+        return self._annotations
+
+    def locals(self) -> dict[str, str]:
+        if self._locals is None:
+            self._locals = self._source.locals() if self._source is not None else {}
+        return self._locals
+
+
+def _getattr_parts(text: str) -> tuple[str, str] | None:
+    """`getattr(config, "field", default)` -> ("config", "field")."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+            and len(node.args) in (2, 3) and isinstance(node.args[0], ast.Name)
+            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+        return node.args[0].id, node.args[1].value
+    return None
 
 
 def init_annotations(function: Any, src: Any, qualify: Any) -> dict[str, str]:
