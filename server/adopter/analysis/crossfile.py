@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
+import sysconfig
 import textwrap
 import threading
 from collections.abc import Iterable
@@ -51,6 +53,7 @@ MAX_DEPTH = 6
 # The function each stateless torch activation computes, inverted: canonical op -> torch.nn class.
 _LAYER_OF_OP: dict[Key, str] = {s.op: name for name, s in MODULES.items() if s.op in (GELU, SILU, RELU, SIGMOID, TANH)}
 _UNKNOWN = object()
+_CALLED = re.compile(r"\bself\.(\w+)\s*\(")
 _ENVIRONMENT: Any = None  # jedi's environment for this interpreter, made once per process
 
 
@@ -132,11 +135,14 @@ class CrossFileReach:
             return init  # the common class: nothing imported to look at, no cost
         path = os.path.abspath(path)
         scope = _Scope({p.name: p.default for p in init.params}, source)
+        # Only what forward calls (`self.act(...)`) is looked up: `np.prod(...)` stored as a number
+        # never sends jedi into numpy.
+        called = source.called() if source is not None else None
         out: list[Binding] = []
         changed = False
         for b in init.bindings:
             value = b.value
-            if isinstance(value, Ctor):
+            if isinstance(value, Ctor) and (called is None or b.attr in called):
                 try:
                     found = self._ctor(value, path, scope, b.condition)
                 except (RecursionError, ValueError, OSError, SyntaxError):
@@ -261,7 +267,7 @@ class CrossFileReach:
         if not module.strip(".") and not module.startswith("."):
             return None
         located = self.resolver.locate(module, from_path)
-        if located is None:
+        if located is None or _in_stdlib(located):  # the standard library defines no torch layers
             return None
         scope = os.path.dirname(from_path) if module.startswith(".") else ""
         key = (qualified, scope)
@@ -517,6 +523,20 @@ def torch_layer(qualified: str) -> str | None:
     return None if last == "Module" else f"torch.nn.{last}"
 
 
+def _stdlib_roots() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    roots = {os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib") if paths.get(k)}
+    return tuple(sorted(roots))
+
+
+_STDLIB = _stdlib_roots()
+
+
+def _in_stdlib(path: str) -> bool:
+    real = os.path.realpath(path)
+    return real.startswith(_STDLIB) and "site-packages" not in real and "dist-packages" not in real
+
+
 def _imported(callee: str) -> bool:
     return "." in callee.lstrip(".") and not callee.startswith(("torch.", "builtins.", "typing."))
 
@@ -760,8 +780,15 @@ def _value(node: ast.AST, env: dict[str, object], fields: dict[str, object]) -> 
 class InitSource:
     """`__init__` of the analysed class, read only when a lookup key needs it (tree-sitter node)."""
 
-    def __init__(self, function: Any, src: Any, qualify: Any) -> None:
-        self.function, self.src, self.qualify = function, src, qualify
+    def __init__(self, function: Any, src: Any, qualify: Any, owner: Any = None) -> None:
+        self.function, self.src, self.qualify, self.owner = function, src, qualify, owner
+
+    def called(self) -> frozenset[str] | None:
+        """The attributes `forward` calls (`self.<attr>(`), or None when there is no forward to read."""
+        if self.owner is None:
+            return None
+        text = self.src.raw(self.owner).decode("utf-8", errors="replace")
+        return frozenset(_CALLED.findall(text))
 
     def annotations(self) -> dict[str, str]:
         return init_annotations(self.function, self.src, self.qualify)
