@@ -168,8 +168,8 @@ class Analyser:
         init = InitAnalysis(name, table, src).run()
         if self.reach is not None and init is not None:  # the one hook of cross-file reach
             found = table.find_method(name, "__init__")
-            forward = table.find_method(name, "forward")  # a dependency of this class already
-            source = InitSource(found[1], src, symbols.qualify, forward[1] if forward else None) if found else None
+            calls = table.find_method(name, "forward")  # a dependency of this class already
+            source = InitSource(found[1], src, symbols.qualify, calls[1] if calls else None) if found else None
             init = self.reach.bind(init, src.path, source)
         module_attrs = frozenset(
             b.attr for b in (init.bindings if init is not None else ()) if isinstance(b.value, Ctor)
