@@ -1,13 +1,21 @@
 """Language-server latency and memory: Adopter's server against `ruff server`, both over stdio.
 
 Measures, per file (modeling_bert.py, modeling_t5.py and the largest 4.35.0 modeling file):
-- cold open: a fresh server, `didOpen` -> first `publishDiagnostics` for the file;
+- fresh open (the cold start of issue 14): a new server process, `initialize`, then `didOpen` of the
+  file as its first document -> its first `publishDiagnostics`; the median of `--fresh-runs` servers, both
+  from `didOpen` and from process start, with the parsed-rule cache as any start after the first has it
+  ("warm cache") and empty as on the very first start after installing ("empty cache", its own
+  `ADOPTER_CACHE_DIR` per run);
+- start -> first diagnostics: a fresh server, another file opened first, until its diagnostics;
+- cold open: then `didOpen` of the measured file on that running server -> its diagnostics;
 - one-line edits: one character typed at a random place then deleted again (so the file stays real),
   `didChange` -> `publishDiagnostics` of that version, with debounce 0; p50/p95 over N edits;
 and the server's RSS with the 20 largest modeling files open. `ruff server` gets the same files and
 the same edits in the same run, as the reference.
 
-    .venv/bin/python bench/lsp_latency.py [--edits 200] [--seed 0] [--markdown]
+    .venv/bin/python bench/lsp_latency.py [--edits 200] [--seed 0] [--fresh-runs 5] [--markdown]
+
+`ADOPTER_NATIVE=0` in the environment measures the pure-Python build (the server inherits it).
 """
 
 from __future__ import annotations
@@ -33,8 +41,8 @@ from adopter.corpus import modeling_files
 class Client:
     """A minimal JSON-RPC/LSP client over a subprocess's stdio (no framework overhead in the timings)."""
 
-    def __init__(self, command: list[str], cwd: Path) -> None:
-        self.command, self.cwd = command, cwd
+    def __init__(self, command: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+        self.command, self.cwd, self.env = command, cwd, env
         self.process: asyncio.subprocess.Process | None = None
         self._ids = 0
         self._pending: dict[int, asyncio.Future[Any]] = {}
@@ -46,7 +54,7 @@ class Client:
     async def start(self) -> None:
         self.process = await asyncio.create_subprocess_exec(
             *self.command, cwd=self.cwd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL, env=self.env,
         )
         self._reader = asyncio.ensure_future(self._read())
 
@@ -211,6 +219,39 @@ async def measure_file(server: str, path: Path, edits: list[tuple[int, int, str,
     }
 
 
+async def fresh_open(server: str, path: Path, cache_dir: Path | None) -> tuple[float, float]:
+    """A new server, `initialize`, then `path` as its first document: (didOpen -> diagnostics, process
+    start -> diagnostics) in ms. `cache_dir`: an empty `ADOPTER_CACHE_DIR` (no parsed rules yet)."""
+    command, options = SERVERS[server]
+    env = None if cache_dir is None else {**os.environ, "ADOPTER_CACHE_DIR": str(cache_dir)}
+    client = Client(command, path.parent, env)
+    started = time.perf_counter()
+    await client.start()
+    await client.initialize(path.parent, options)
+    open_ms = await open_and_wait(client, path)
+    total_ms = (time.perf_counter() - started) * 1000
+    await client.stop()
+    return open_ms, total_ms
+
+
+async def measure_fresh(server: str, path: Path, runs: int) -> dict[str, Any]:
+    """Median (and worst) of `runs` fresh opens, with the rule cache warm and, for Adopter, empty."""
+    await fresh_open(server, path, None)  # fills the user's rule cache, as any earlier start has
+    warm = [await fresh_open(server, path, None) for _ in range(runs)]
+    out: dict[str, Any] = {
+        "fresh_open_ms": statistics.median(w[0] for w in warm), "fresh_open_max_ms": max(w[0] for w in warm),
+        "fresh_start_ms": statistics.median(w[1] for w in warm),
+    }
+    if server == "adopter":
+        empty = []
+        for _ in range(runs):
+            with tempfile.TemporaryDirectory(prefix="adopter-cache-") as cache:
+                empty.append(await fresh_open(server, path, Path(cache)))
+        out |= {"fresh_open_empty_ms": statistics.median(e[0] for e in empty),
+                "fresh_start_empty_ms": statistics.median(e[1] for e in empty)}
+    return out
+
+
 async def measure_rss(server: str, paths: list[Path]) -> float:
     """RSS of one server with all `paths` open and analysed."""
     command, options = SERVERS[server]
@@ -251,7 +292,7 @@ async def main_async(args: argparse.Namespace) -> None:
     corpus = modeling_files()
     by_name = {f.name: f for f in corpus}
     largest = max(corpus, key=lambda f: len(f.text))
-    names = ["modeling_bert.py", "modeling_t5.py", largest.name]
+    names = args.files or ["modeling_bert.py", "modeling_t5.py", largest.name]
     with tempfile.TemporaryDirectory(prefix="adopter-lsp-bench-") as tmp:
         folder = Path(tmp)
         for f in corpus:
@@ -261,6 +302,8 @@ async def main_async(args: argparse.Namespace) -> None:
             edits = one_line_edits(by_name[name].text, args.edits, random.Random(args.seed))
             for server in args.servers:
                 row = await measure_file(server, folder / name, edits, folder / "modeling_gpt2.py")
+                if args.fresh_runs:
+                    row |= await measure_fresh(server, folder / name, args.fresh_runs)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
         big = [folder / f.name for f in sorted(corpus, key=lambda f: len(f.text), reverse=True)[:20]]
@@ -284,7 +327,8 @@ def markdown(rows: list[dict[str, Any]], rss: dict[str, float], args: argparse.N
     lines = [
         f"Machine: {platform.node()} ({os.cpu_count()} cores, {platform.machine()}), Python "
         f"{platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
-        f"Command: `.venv/bin/python bench/lsp_latency.py --edits {args.edits} --seed {args.seed} --markdown`",
+        f"Command: `.venv/bin/python bench/lsp_latency.py --edits {args.edits} --seed {args.seed} "
+        f"--fresh-runs {args.fresh_runs} --markdown`",
         f"Adopter's analysis and matching: {_native_status()}.",
         "",
         "| server | file | KB | start → first diagnostics (ms) | cold open (ms) | edit p50 | edit p95 | edit max "
@@ -298,6 +342,24 @@ def markdown(rows: list[dict[str, Any]], rss: dict[str, float], args: argparse.N
             f"{ms(r['server_p50_ms'])} / {ms(r['server_p95_ms'])} | "
             f"{ms(r['analysis_p50_ms'])} / {ms(r['analysis_p95_ms'])} | {r['edits']} |"
         )
+    if args.fresh_runs:
+        lines += [
+            "",
+            f"Fresh open: a new server, `initialize`, the file as its first document; median of {args.fresh_runs} "
+            "servers (worst in brackets); rule cache warm (any start after the first) and empty (the first "
+            "start after installing).",
+            "",
+            "| server | file | didOpen → diagnostics (ms) | process start → diagnostics (ms) "
+            "| empty cache: didOpen → diagnostics | empty cache: process start → diagnostics |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
+        for r in rows:
+            if "fresh_open_ms" in r:
+                lines.append(
+                    f"| {r['server']} | {r['file']} | {r['fresh_open_ms']:.0f} ({r['fresh_open_max_ms']:.0f}) | "
+                    f"{r['fresh_start_ms']:.0f} | {ms(r.get('fresh_open_empty_ms'))} | "
+                    f"{ms(r.get('fresh_start_empty_ms'))} |"
+                )
     lines.append("")
     if rss:
         lines.append("RSS with the 20 largest modeling files open: " + ", ".join(f"{s} {v:.0f} MB" for s, v in rss.items()))
@@ -309,6 +371,9 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=200, help="one-line edits per file (default 200)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--servers", nargs="+", default=["adopter", "ruff"], choices=sorted(SERVERS))
+    parser.add_argument("--fresh-runs", type=int, default=5,
+                        help="fresh servers per file for the fresh-open figures (0: skip them)")
+    parser.add_argument("--files", nargs="+", help="modeling file names (default: BERT, T5 and the largest)")
     parser.add_argument("--markdown", action="store_true", help="also print a table for docs/benchmarks.md")
     parser.add_argument("--files", nargs="+", metavar="PATH",
                         help="measure these files in place instead of copies of the corpus (no RSS figure)")

@@ -7,8 +7,11 @@ listed source is byte-identical to what was compiled, so editing a `.py` file si
 it until the next build instead of running stale code.
 
 Usage: python scripts/build_native.py [--force] [--clean]
-Needs mypy (the dev extra) and a C compiler with the Python headers. Any failure prints a warning and
-exits 0: set-up must not fail because an optimisation could not be built.
+Needs mypy (the dev extra), setuptools and a C compiler with the Python headers. Any failure prints a
+warning and exits 0: set-up must not fail because an optimisation could not be built.
+
+`hatch_build.py` calls `compile_native` when `pip install .` builds a wheel: the same modules, compiled
+the same way, are shipped inside the package (`adopter/_compiled/`) with the same manifest.
 """
 
 from __future__ import annotations
@@ -36,25 +39,42 @@ COMPILED_FILES = ("adopter/positions.py", "adopter/dsl/types.py")
 EXCLUDED = frozenset({"adopter/engine/loading.py", "adopter/engine/rule_docs.py"})
 
 
-def sources() -> list[str]:
-    """The source files to compile, relative to `server/`, sorted."""
+def sources(server: Path = SERVER) -> list[str]:
+    """The source files to compile, relative to `server` (the folder holding `adopter/`), sorted."""
     found: set[str] = set(COMPILED_FILES)
     for pattern in COMPILED_GLOBS:
-        found.update(str(p.relative_to(SERVER)) for p in SERVER.glob(pattern) if p.name != "__init__.py")
+        found.update(p.relative_to(server).as_posix() for p in server.glob(pattern) if p.name != "__init__.py")
     return sorted(found - EXCLUDED)
 
 
-def fingerprint(files: list[str]) -> dict[str, object]:
-    """What the compiled output depends on: interpreter, mypy version and every source's hash."""
+def _mypy_version() -> str | None:
     try:
-        from mypy.version import __version__ as mypy_version
+        from mypy.version import __version__
     except ImportError:
-        mypy_version = None
+        return None
+    return str(__version__)
+
+
+def fingerprint(files: list[str], server: Path = SERVER) -> dict[str, object]:
+    """What the compiled output depends on: interpreter, mypy version and every source's hash."""
     return {
         "python": sysconfig.get_config_var("EXT_SUFFIX"),
-        "mypy": mypy_version,
-        "sources": {f: hashlib.sha256((SERVER / f).read_bytes()).hexdigest() for f in files},
+        "mypy": _mypy_version(),
+        "sources": {f: hashlib.sha256((server / f).read_bytes()).hexdigest() for f in files},
     }
+
+
+def current(out: Path, server: Path = SERVER, *, any_mypy: bool = False) -> bool:
+    """Whether `out` holds a build of exactly these sources for this interpreter (and this mypy, unless
+    `any_mypy`: the compiled code does not need mypy at run time, only a rebuild would differ)."""
+    files = sources(server)
+    want = fingerprint(files, server)
+    try:
+        have = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    keys = [k for k in want if not (any_mypy and k == "mypy")]
+    return isinstance(have, dict) and all(have.get(k) == want[k] for k in keys) and bool(have.get("modules"))
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -63,38 +83,34 @@ def _module_name(path: Path, root: Path) -> str:
     return ".".join((*rel.parts[:-1], rel.name.split(".")[0]))
 
 
-def build(force: bool) -> int:
-    files = sources()
-    want = fingerprint(files)
-    manifest_path = OUT / "manifest.json"
-    if not force and manifest_path.exists():
-        try:
-            have = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            have = {}
-        if {k: have.get(k) for k in want} == want:
-            print(f"native build: up to date ({len(files)} modules in {OUT.relative_to(ROOT)})")
-            return 0
-    if want["mypy"] is None:
-        print("native build: skipped (mypy is not installed); the pure-Python analysis is used", file=sys.stderr)
-        return 0
-    mypyc = Path(sys.executable).with_name("mypyc")
+def compile_native(out: Path, server: Path = SERVER) -> str | None:
+    """Compile the sources under `server` into `out` (replaced only on success, with its manifest).
+
+    Returns None on success, else why it could not (mypy or setuptools missing, no compiler, mypyc's
+    last lines of output). Never raises for a failed compilation; `out` is then left as it was.
+    """
+    files = sources(server)
+    if _mypy_version() is None:
+        return "mypy is not installed"
+    try:
+        import setuptools  # noqa: F401  (mypyc builds its extensions with setuptools)
+    except ImportError:
+        return "setuptools is not installed"
     with tempfile.TemporaryDirectory(prefix="adopter-native-") as tmp:
         work = Path(tmp)
         # A copy of the package: mypyc writes its extension modules beside the sources it compiles.
-        shutil.copytree(SERVER / "adopter", work / "adopter", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
-        command = [str(mypyc) if mypyc.exists() else "mypyc", *files]
-        print(f"native build: compiling {len(files)} modules with mypyc (about a minute) ...", flush=True)
+        shutil.copytree(server / "adopter", work / "adopter", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+        want = fingerprint(files, work)  # the bytes compiled, even if the tree changes meanwhile
+        # `python -m mypyc` rather than the `mypyc` script: in pip's isolated build environment the
+        # scripts are not beside the interpreter, and this is the interpreter the modules are for.
+        command = [sys.executable, "-m", "mypyc", *files]
         done = subprocess.run(command, cwd=work, capture_output=True, text=True)
         if done.returncode != 0:
             log = (done.stdout + done.stderr).strip().splitlines()
-            print("native build: FAILED, the pure-Python analysis is used. mypyc said:", file=sys.stderr)
-            for line in log[-15:]:
-                print(f"  {line}", file=sys.stderr)
-            return 0
+            return "mypyc failed:\n" + "\n".join(f"  {line}" for line in log[-15:])
         suffix = sysconfig.get_config_var("EXT_SUFFIX")
         modules: dict[str, str] = {}
-        staging = OUT.with_name("native.new")
+        staging = out.with_name(out.name + ".new")
         shutil.rmtree(staging, ignore_errors=True)
         for so in sorted(work.rglob(f"*{suffix}")):
             if "build" in so.relative_to(work).parts[:1]:
@@ -102,17 +118,29 @@ def build(force: bool) -> int:
             target = staging / so.relative_to(work)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(so, target)
-            modules[_module_name(so, work)] = str(so.relative_to(work))
+            modules[_module_name(so, work)] = so.relative_to(work).as_posix()
         expected = {f[: -len(".py")].replace("/", ".") for f in files}
         if not expected <= modules.keys():
-            print(f"native build: FAILED (missing {sorted(expected - modules.keys())}); pure Python is used",
-                  file=sys.stderr)
             shutil.rmtree(staging, ignore_errors=True)
-            return 0
+            return f"mypyc did not produce {sorted(expected - modules.keys())}"
         (staging / "manifest.json").write_text(json.dumps({**want, "modules": modules}, indent=1), encoding="utf-8")
-        shutil.rmtree(OUT, ignore_errors=True)
-        staging.rename(OUT)
-    print(f"native build: {len(modules)} extension modules in {OUT.relative_to(ROOT)}")
+        shutil.rmtree(out, ignore_errors=True)
+        staging.rename(out)
+    return None
+
+
+def build(force: bool) -> int:
+    """`make native`: compile into build/native unless it is current; warn (exit 0) on failure."""
+    files = sources()
+    if not force and current(OUT):
+        print(f"native build: up to date ({len(files)} modules in {OUT.relative_to(ROOT)})")
+        return 0
+    print(f"native build: compiling {len(files)} modules with mypyc (about a minute) ...", flush=True)
+    failed = compile_native(OUT)
+    if failed is not None:
+        print(f"native build: skipped ({failed}); the pure-Python analysis is used", file=sys.stderr)
+        return 0
+    print(f"native build: {len(files)} modules in {OUT.relative_to(ROOT)}")
     return 0
 
 

@@ -1,9 +1,10 @@
 """Use the native (mypyc-compiled) analysis and matcher when a current build exists.
 
-`scripts/build_native.py` compiles `adopter.analysis`, `adopter.engine`, `adopter.positions` and
-`adopter.dsl.types` into
-`build/native/` of a source checkout, with a manifest of the sources' SHA-256 hashes. `install()` puts
-a finder in front of the import system that serves those modules from the build, but only when every
+Two places hold a build of `adopter.analysis`, `adopter.engine`, `adopter.positions` and
+`adopter.dsl.types`, each with a manifest of the sources' SHA-256 hashes: `adopter/_compiled/` inside an
+installed wheel (`pip install .` compiles it, see `hatch_build.py`), and `build/native/` of a source
+checkout (`scripts/build_native.py`, `make native`; what an editable install uses). `install()` puts a
+finder in front of the import system that serves those modules from the build, but only when every
 listed source is byte-identical to what was compiled and the interpreter matches; otherwise (no build,
 an edited source, another Python, `ADOPTER_NATIVE=0`) nothing changes and the `.py` files are used.
 The compiled modules behave the same (a test compares their output with the pure ones on real models).
@@ -12,7 +13,6 @@ The compiled modules behave the same (a test compares their output with the pure
 from __future__ import annotations
 
 import hashlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import json
@@ -24,14 +24,29 @@ from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
 
-_PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # server/ in a checkout (the editable install)
-BUILD = _PACKAGE_ROOT.parent / "build" / "native"
+_PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # server/ in a checkout, site-packages when installed
+WHEEL_BUILD = _PACKAGE_ROOT / "adopter" / "_compiled"  # shipped in a wheel by hatch_build.py
+BUILD = _PACKAGE_ROOT.parent / "build" / "native"  # a checkout's `make native`
+
+
+def build_folder() -> Path:
+    """Where this installation's build is, when it has one: the wheel's own, else the checkout's."""
+    return WHEEL_BUILD if (WHEEL_BUILD / "manifest.json").is_file() else BUILD
 
 state: dict[str, object] = {"active": False, "reason": "not checked"}
 
 
-class _NativeFinder(importlib.abc.MetaPathFinder):
-    """Finds the compiled modules of one native build (and mypyc's shared runtime module)."""
+def describe() -> str:
+    """One line for `adopter --version`: which analysis this process runs, and why."""
+    return "compiled analysis (mypyc)" if state["active"] else f"pure-Python analysis: {state['reason']}"
+
+
+class _NativeFinder:
+    """Finds the compiled modules of one native build (and mypyc's shared runtime module).
+
+    A meta path finder only needs `find_spec`; not deriving from `importlib.abc.MetaPathFinder` spares
+    every start importing `importlib.abc` (and `importlib.resources` with it), ~20 ms.
+    """
 
     def __init__(self, modules: dict[str, Path]) -> None:
         self.modules = modules
@@ -68,17 +83,19 @@ def install() -> bool:
     if os.environ.get("ADOPTER_NATIVE", "1").strip().lower() in ("0", "false", "no", "off"):
         state.update(active=False, reason="disabled by ADOPTER_NATIVE")
         return False
+    build = build_folder()
     try:
-        manifest = json.loads((BUILD / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads((build / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        state.update(active=False, reason="no native build (scripts/build_native.py)")
+        state.update(active=False, reason="no native build (built by `pip install .` with a C compiler, "
+                                          "or `make native` in a checkout)")
         return False
     try:
         stale = _current(manifest)
         if stale is not None:
             state.update(active=False, reason=f"native build not used: {stale}")
             return False
-        modules = {name: BUILD / rel for name, rel in dict(manifest["modules"]).items()}
+        modules = {name: build / rel for name, rel in dict(manifest["modules"]).items()}
         if any(name in sys.modules for name in modules):  # too late: pure modules already imported
             state.update(active=False, reason="pure modules were imported first")
             return False
@@ -86,5 +103,5 @@ def install() -> bool:
         state.update(active=False, reason=f"unreadable native manifest ({type(exc).__name__})")
         return False
     sys.meta_path.insert(0, _NativeFinder(modules))
-    state.update(active=True, reason=f"native build in {BUILD}")
+    state.update(active=True, reason=f"native build in {build}")
     return True

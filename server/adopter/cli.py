@@ -7,7 +7,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from adopter import __version__
+from adopter import __version__, _native
 
 # Subcommand modules, each with `register(subparsers)` and `run(args) -> int`. They import their
 # heavy dependencies inside `run`, so `adopter --help` stays fast.
@@ -19,7 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="adopter",
         description="Find where optimized DL kernels fit in PyTorch model code; search accelerator designs.",
     )
-    parser.add_argument("--version", action="version", version=f"adopter {__version__}")
+    parser.add_argument("--version", action="version", version=f"adopter {__version__} ({_native.describe()})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:

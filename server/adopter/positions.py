@@ -3,15 +3,25 @@
 Conventions:
 - tree-sitter: 0-based rows, 0-based *byte* columns into the UTF-8 encoded line.
 - Adopter (internal, `Span`): 0-based lines, 0-based *code-point* columns (Python `str` indices).
-- LSP: 0-based lines, 0-based *UTF-16 code unit* columns (the default `positionEncoding`).
+  Lines are tree-sitter's rows: a line ends at `\n` only (a `\r` before it stays in the line).
+- LSP: 0-based lines, 0-based *UTF-16 code unit* columns (the default `positionEncoding`). Lines end
+  at `LINE_BREAK`: `\r\n`, `\r` or `\n` (the LSP specification's rule, and Python's tokenizer's).
 - libcst: 1-based lines, 0-based code-point columns.
 
-Everything here is pure: plain tuples in and out, no lsprotocol or libcst import.
+The two line rules differ only in a text with a `\r` not followed by `\n` (a lone CR): there `LspLines`
+maps positions through string offsets. Everything here is pure: plain tuples in and out, no lsprotocol
+or libcst import.
 """
 
 from __future__ import annotations
 
+import bisect
+import re
+
 from adopter.dsl.types import Span
+
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # where an LSP line ends (see the module docstring)
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 class LineIndex:
@@ -80,6 +90,13 @@ def byte_column(line_text: str, col: int) -> int:
     return col if head.isascii() else len(head.encode("utf-8"))
 
 
+def tree_sitter_point(text: str, offset: int) -> tuple[int, int]:
+    """Tree-sitter's `(row, byte column)` of a `str` offset: rows end at `\\n` only (internal lines)."""
+    row = text.count("\n", 0, offset)
+    segment = text[text.rfind("\n", 0, offset) + 1 : offset]
+    return row, (len(segment) if segment.isascii() else len(segment.encode("utf-8")))
+
+
 def to_lsp(line_text: str, line: int, col: int) -> tuple[int, int]:
     """Internal `(line, code-point column)` → LSP `(line, UTF-16 column)`; `line_text` is that line."""
     head = line_text[:col]
@@ -126,3 +143,111 @@ def from_libcst(line: int, col: int) -> tuple[int, int]:
 def span_to_libcst(span: Span) -> tuple[tuple[int, int], tuple[int, int]]:
     """A `Span` → libcst `((start line, col), (end line, col))` with 1-based lines."""
     return (to_libcst(span.start_line, span.start_col), to_libcst(span.end_line, span.end_col))
+
+
+# ---------------------------------------------------------------------------------------------------
+# LSP lines
+# ---------------------------------------------------------------------------------------------------
+
+
+def split_lines(text: str) -> list[str]:
+    """The LSP lines of `text` with their endings (`LINE_BREAK`; not `str.splitlines`' \\f, \\v etc.)."""
+    return _LINE.findall(text)
+
+
+def lsp_line_starts(text: str) -> list[int]:
+    """The `str` offset where each LSP line of `text` starts."""
+    return [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+
+
+def has_lone_cr(text: str) -> bool:
+    """Whether `text` has a `\\r` not followed by `\\n`: only then do internal and LSP lines differ."""
+    return "\r" in text and text.count("\r") != text.count("\r\n")
+
+
+def utf16_length(text: str) -> int:
+    """The length of `text` in UTF-16 code units."""
+    return len(text) if text.isascii() else len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+class LspLines:
+    """Converts positions of one text between Adopter's internal lines and LSP's (both directions).
+
+    An ASCII text without a lone CR (the common case) needs no work at all; a non-ASCII one reads the
+    internal line for its UTF-16 columns; a lone CR maps through string offsets.
+    """
+
+    __slots__ = ("_ascii", "_lsp_starts", "_row_starts", "_rows", "_same", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._ascii = text.isascii()
+        self._same = not has_lone_cr(text)  # internal line n is LSP line n
+        self._rows: list[str] | None = None
+        self._row_starts: list[int] | None = None
+        self._lsp_starts: list[int] | None = None
+
+    @property
+    def trivial(self) -> bool:
+        """Whether internal and LSP positions are the same numbers (ASCII, no lone CR)."""
+        return self._ascii and self._same
+
+    @property
+    def line_count(self) -> int:
+        """How many LSP lines the text has (after a final line break, an empty one)."""
+        return len(self.rows()) if self._same else len(self._lsp())
+
+    def rows(self) -> list[str]:
+        """The internal lines (split on `\\n` only)."""
+        if self._rows is None:
+            self._rows = self._text.split("\n")
+        return self._rows
+
+    def row(self, line: int) -> str:
+        """Internal line `line`, or "" outside the text."""
+        rows = self.rows()
+        return rows[line] if 0 <= line < len(rows) else ""
+
+    def _offset(self, line: int, col: int) -> int:
+        if self._row_starts is None:
+            starts = [0]
+            for r in self.rows()[:-1]:
+                starts.append(starts[-1] + len(r) + 1)
+            self._row_starts = starts
+        rows = self.rows()
+        line = min(max(line, 0), len(rows) - 1)
+        return self._row_starts[line] + min(max(col, 0), len(rows[line]))
+
+    def _lsp(self) -> list[int]:
+        if self._lsp_starts is None:
+            self._lsp_starts = lsp_line_starts(self._text)
+        return self._lsp_starts
+
+    def to_lsp(self, line: int, col: int) -> tuple[int, int]:
+        """Internal `(line, code-point column)` → LSP `(line, UTF-16 column)`."""
+        line, col = max(line, 0), max(col, 0)
+        if self._same:
+            return (line, col) if self._ascii else to_lsp(self.row(line), line, col)
+        offset = self._offset(line, col)
+        starts = self._lsp()
+        lsp_line = bisect.bisect_right(starts, offset) - 1
+        return (lsp_line, utf16_length(self._text[starts[lsp_line] : offset]))
+
+    def from_lsp(self, line: int, utf16_col: int) -> tuple[int, int]:
+        """LSP `(line, UTF-16 column)` → internal `(line, code-point column)`, clamped to the line."""
+        line = max(line, 0)
+        if self._same:
+            text = self.row(line)
+            return from_lsp(text[:-1] if text.endswith("\r") else text, line, utf16_col)
+        starts = self._lsp()
+        if line >= len(starts):
+            return self.from_offset(len(self._text))
+        end = starts[line + 1] if line + 1 < len(starts) else len(self._text)
+        content = self._text[starts[line] : end].rstrip("\r\n")
+        _, col = from_lsp(content, line, utf16_col)
+        return self.from_offset(starts[line] + col)
+
+    def from_offset(self, offset: int) -> tuple[int, int]:
+        """A `str` offset as an internal `(line, code-point column)`."""
+        row = self._text.count("\n", 0, offset)
+        return (row, offset - (self._text.rfind("\n", 0, offset) + 1))

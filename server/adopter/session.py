@@ -3,10 +3,14 @@
 A `Session` holds the rules (bundled, `.adopter/rules/`, configured paths) and the environment (device,
 installed kernels) once, and per text (keyed by path and the text itself, so an unchanged text is
 never analysed twice) its `Analysed`: the `ModuleFile`, the findings, the problems and, computed
-lazily and cached, each finding's `Decision`. A decision is the verified rewrite of that finding
-alone (`adopter.synth.rewrite`, the code `fix` runs), so a site is called fixable only when `fix`
-applies it. `Session.fix` rewrites until nothing fixable is left (a fixed point) and reports what it
-left alone at the lines of the text it was given, never inside code it wrote itself.
+lazily and cached, each finding's `Decision`, in two strengths. `planned` (what `check` reports): the
+finding's strategy, the code `fix` runs, plans edits that splice into whole statements; no rewritten
+text is analysed. `decision` (the quick fix, and `fix` for what it writes): that rewrite applied and
+verified (`adopter.synth.rewrite`). The two agree over the corpus (`tests/session/test_fix_contract.py`);
+a planned site whose rewrite fails verification is reported by `fix` as not fixed, with the reason.
+`Session.fix` rewrites until nothing fixable is left (a fixed point) and reports what it left alone at
+the lines of the text it was given, never inside code it wrote itself; a class a fix wrote does not
+repeat its base class's findings (`_without_copies`).
 
 Pure: no pygls, lsprotocol or torch; libcst only through `adopter.synth`, imported when a decision is
 asked for.
@@ -30,6 +34,7 @@ if TYPE_CHECKING:
 
 UNAVAILABLE = "adopter-unavailable"  # the code of problems saying a layer is missing
 MAX_FIX_ROUNDS = 8  # a fix can expose another site (a chain that becomes consecutive); bound the rounds
+GENERATED_MARK = "Added by Adopter (rule "  # in the docstring of every class a fix writes (synth strategies)
 CACHE_SIZE = 16  # analysed texts kept per session (the open document's last versions, a fix's result)
 
 
@@ -110,7 +115,7 @@ class Analysed:
     findings: tuple[Finding, ...]
     problems: tuple[Problem, ...]  # analysis problems first, then rule-matching problems
     complete: bool = True  # False when rule matching failed: such a result is never reused
-    decisions: dict[tuple[tuple[object, ...], str | None], Decision] = field(default_factory=dict)
+    decisions: dict[tuple[object, ...], Decision] = field(default_factory=dict)  # verified, and planned
 
     @property
     def parses(self) -> bool:
@@ -139,15 +144,16 @@ class UnitMatcher:
 
     def match(self, module_file: ModuleFile, context: RuleContext) -> tuple[tuple[Finding, ...], tuple[Problem, ...]]:
         from adopter.engine import check
-        from adopter.engine.sites import _one_per_site
+        from adopter.engine.sites import reduce_sites
 
         if context.environment is None:
             return (), ()
         if self._context is not context:
             self._cache, self._context = {}, context
-        units: list[tuple[Architecture | Forward, ModuleFile]] = [
-            (arch, ModuleFile(module_file.path, (arch,))) for arch in module_file.architectures
-        ] + [(fn, ModuleFile(module_file.path, (), functions=(fn,))) for fn in module_file.functions]
+        units: list[tuple[Architecture | Forward, ModuleFile]] = []
+        units.extend((arch, ModuleFile(module_file.path, (arch,))) for arch in module_file.architectures)
+        units.extend((fn, ModuleFile(module_file.path, (), functions=(fn,))) for fn in module_file.functions)
+        units.extend((chain, ModuleFile(module_file.path, (), chains=(chain,))) for chain in module_file.chains)
         fresh: dict[int, tuple[object, tuple[Finding, ...], tuple[Problem, ...]]] = {}
         findings: list[Finding] = []
         problems: list[Problem] = []
@@ -160,9 +166,7 @@ class UnitMatcher:
             findings.extend(cached[1])
             problems.extend(cached[2])
         self._cache = fresh
-        reduced = _one_per_site(findings, {a.name: a.span for a in module_file.architectures})
-        reduced.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
-        return tuple(reduced), tuple(problems)
+        return reduce_sites(findings, {a.name: a.span for a in module_file.architectures}), tuple(problems)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +259,8 @@ class Session:
             except Exception as exc:  # a failing engine is a problem, never a dead caller
                 problems.append(_problem(f"Adopter: rule matching failed ({type(exc).__name__}: {exc})"))
                 complete = False
-        return Analysed(text, path, module_file, findings, tuple(problems), complete)
+        return Analysed(text, path, module_file, _without_copies(text, module_file, findings), tuple(problems),
+                        complete)
 
     def _remember(self, analysed: Analysed) -> Analysed:
         if not analysed.complete:
@@ -334,9 +339,34 @@ class Session:
         return (analysed.path, finding.rule_id, finding.scope_name, "\n".join(lines), target,
                 rel(finding.span), tuple(map(rel, finding.stmt_spans)), tuple(map(rel, finding.init_spans)))
 
+    def planned(self, analysed: Analysed, finding: Finding, target: str | None = None) -> Decision:
+        """Whether `fix` rewrites `finding`, decided without verifying: the strategy plans edits that
+        splice into whole statements (`adopter.synth.rewrite.splices`); no text, no analysis.
+
+        What `check` reports. `fix` and the quick fix verify what they write (`decision`); a verified
+        decision already computed for this text wins. Cached per text.
+        """
+        verified = analysed.decisions.get((_site(finding), target))
+        if verified is not None:
+            return Decision(verified.fixable, verified.reason)
+        key = (_site(finding), target, "planned")
+        cached = analysed.decisions.get(key)
+        if cached is not None:
+            return cached
+        if not finding.fixable:
+            result = Decision(False, finding.no_fix_reason or "no automatic fix for this site")
+        else:
+            from adopter.synth.rewrite import splices
+
+            rule = next((r for r in self.rules if r.id == finding.rule_id), None)
+            why = splices(analysed.text, finding, rule, target, analysed.findings)
+            result = Decision(why is None, why)
+        analysed.decisions[key] = result
+        return result
+
     def fixable(self, analysed: Analysed, target: str | None = None) -> tuple[Finding, ...]:
-        """The findings `fix` would rewrite in this text."""
-        return tuple(f for f in analysed.findings if self.decision(analysed, f, target).fixable)
+        """The findings `fix` rewrites in this text (`planned` decisions: what `check` calls fixable)."""
+        return tuple(f for f in analysed.findings if self.planned(analysed, f, target).fixable)
 
     def fix(self, text: str, path: str | None = None, *, rules: Sequence[str] | None = None,
             target: str | None = None) -> FileFix:
@@ -352,26 +382,64 @@ class Session:
             return FileFix(text, text, (), (), first.problems, parses=False)
         current, analysed = text, first
         applied: list[Finding] = []
+        refused: dict[tuple[object, ...], str] = {}  # planned sites whose rewrite failed verification
         for _ in range(MAX_FIX_ROUNDS):
-            todo = [f for f in self.fixable(analysed, target) if rules is None or f.rule_id in rules]
+            todo = [f for f in self.fixable(analysed, target)
+                    if (rules is None or f.rule_id in rules) and _where(analysed, f) not in refused]
             if not todo:
                 break
-            if len(todo) == 1:
-                new = self.decision(analysed, todo[0], target).new_source
-                done: tuple[Finding, ...] = (todo[0],)
-            else:
-                outcome = rewrite(current, todo, target=target, path=path, session=self)
-                if not isinstance(outcome, Rewritten) or not outcome.applied:
-                    break  # cannot happen for findings that rewrite alone; never loop on it
-                new, done = outcome.new_source, outcome.applied
-            if new is None or new == current:
-                break
-            applied.extend(done)
-            current = new
+            # One verification for the whole round; `rewrite` grows the batch one finding at a time
+            # only when the batch as a whole fails.
+            outcome = rewrite(current, todo, target=target, path=path, session=self)
+            for skip in outcome.skipped:
+                refused[_where(analysed, skip.finding)] = skip.reason
+            if not isinstance(outcome, Rewritten) or not outcome.applied or outcome.new_source == current:
+                for f in todo:  # nothing could be written: never try these again
+                    refused.setdefault(_where(analysed, f), getattr(outcome, "reason", "the rewrite changed nothing"))
+                continue
+            applied.extend(outcome.applied)
+            current = outcome.new_source
             analysed = self.analysed(current, path)
-        left = [(f, self.decision(analysed, f, target).reason or "no automatic fix") for f in analysed.findings
-                if rules is None or f.rule_id in rules]
+        left = [(f, refused.get(_where(analysed, f)) or self.planned(analysed, f, target).reason
+                 or "no automatic fix") for f in analysed.findings if rules is None or f.rule_id in rules]
         return FileFix(text, current, tuple(applied), tuple(_in_original(text, current, left)), analysed.problems)
+
+
+def _where(analysed: Analysed, finding: Finding) -> tuple[object, ...]:
+    """A site by what survives a rewrite elsewhere in the file: rule, scope and the statements' text."""
+    lines = analysed.text.split("\n")
+    text = tuple("\n".join(lines[s.start_line : s.end_line + 1]) for s in (finding.span, *finding.stmt_spans))
+    return (finding.rule_id, finding.scope_name, text)
+
+
+def _without_copies(text: str, module_file: ModuleFile, findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
+    """`findings` less those inside a class a fix wrote as a kernel subclass of a class of this file, where
+    that base class has a finding of the same rule: the subclass repeats the base's code for the paths it
+    keeps (BERT's SDPA subclass repeats the q/k/v projections of its eager forward), so the site is the
+    base's, reported there, at the user's lines. A pattern only the written class has is still reported."""
+    classes = {a.name: a for a in module_file.architectures}
+    rules_in: dict[str, set[str]] = {}
+    for f in findings:
+        rules_in.setdefault(f.scope_name, set()).add(f.rule_id)
+
+    def base_has(f: Finding) -> bool:
+        arch = classes.get(f.scope_name)
+        return arch is not None and any(f.rule_id in rules_in.get(b.rsplit(".", 1)[-1], ()) for b in arch.bases)
+
+    candidates = [f for f in findings if base_has(f)]
+    if not candidates:
+        return findings
+    lines = text.split("\n")
+    written = {f.scope_name for f in candidates if _written_by_fix(lines, classes[f.scope_name].span)}
+    return tuple(f for f in findings if not (f.scope_name in written and base_has(f)))
+
+
+def _written_by_fix(lines: list[str], span: Span) -> bool:
+    """Whether the class at `span` is one a fix wrote: its docstring says so (`GENERATED_MARK`)."""
+    head = "\n".join(lines[span.start_line : min(span.end_line + 1, span.start_line + 12)])
+    for stop in ("\n    def ", "\n    async def "):
+        head = head.split(stop, 1)[0]
+    return GENERATED_MARK in head
 
 
 def _in_original(old: str, new: str, left: list[tuple[Finding, str]]) -> list[tuple[Finding, str]]:

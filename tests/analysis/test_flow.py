@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adopter.dsl.types import Branch, Expr, Kwarg, Loop, OpKind, Ref, Return
+from adopter.dsl.types import Branch, Expr, Kwarg, Loop, Op, OpKind, Ref, Return
 
 from .helpers import arch, forward_lines, module, ops, walk
 
@@ -337,6 +337,26 @@ def test_conditional_expression_is_a_branch() -> None:
     assert isinstance(branch, Branch) and branch.conditions == ("self.flag", "else")
     assert [p[0].outputs for p in branch.paths] == [("y",), ("y",)]  # type: ignore[union-attr]
     assert len(a.forward.body) == 2  # no op for the opaque conditional
+
+
+def test_conditional_expression_of_two_values_chooses_one_per_path() -> None:
+    src = """
+    class M(nn.Module):
+        def forward(self, x, kv=None):
+            source = kv if kv is not None else x
+            same = x if self.flag else x
+            return self.k(source), same
+    """
+    a = arch(src)
+    assert a.forward is not None
+    branch = a.forward.body[0]
+    assert isinstance(branch, Branch) and branch.conditions == ("kv is not None", "else")
+    ops = [p[0] for p in branch.paths]
+    assert all(isinstance(op, Op) and op.target == "choose" and op.outputs == ("source",) for op in ops)
+    assert [op.args for op in ops] == [(Ref("kv"),), (Ref("x"),)]  # type: ignore[union-attr]
+    # One value on both paths needs no choice (no op: `same` is a plain alias of `x`).
+    assert isinstance(a.forward.body[1], Op) and a.forward.body[1].args == (Ref("source"),)
+    assert len(a.forward.body) == 3
 
 
 def test_early_return_inside_inlined_callee_binds_both_paths() -> None:

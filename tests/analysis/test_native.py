@@ -69,3 +69,35 @@ def test_disabled_by_environment_variable() -> None:
     assert out.returncode == 0, out.stderr
     active, path = out.stdout.split()
     assert active == "False" and path.endswith("flow.py")
+
+
+def test_an_installed_wheel_serves_its_own_compiled_modules(tmp_path: Path) -> None:
+    """The layout `hatch_build.py` gives a wheel: `adopter/_compiled/` beside the sources, no checkout."""
+    import shutil
+
+    build = _native.BUILD
+    if not (build / "manifest.json").exists():
+        pytest.skip("no native build (scripts/build_native.py) to lay out as a wheel")
+    site = tmp_path / "site"
+    shutil.copytree(Path(_native.__file__).resolve().parent, site / "adopter",
+                    ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
+    shutil.copytree(build, site / "adopter" / "_compiled")
+    code = ("import adopter, adopter._native as n, adopter.analysis.flow as f; "
+            "print(n.state['active'], n.build_folder() == n.WHEEL_BUILD, f.__file__)")
+    env = {**os.environ, "PYTHONPATH": str(site), "ADOPTER_NATIVE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    active, wheel_folder, path = out.stdout.split()
+    assert wheel_folder == "True"
+    if active == "False":
+        pytest.skip("the native build is not current for these sources (run scripts/build_native.py)")
+    assert path.startswith(str(site / "adopter" / "_compiled"))
+    # An edited installed source turns the wheel's build off, as in a checkout.
+    flow = site / "adopter" / "analysis" / "flow.py"
+    flow.write_text(flow.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    active, _, path = out.stdout.split()
+    assert active == "False" and path.endswith("flow.py")

@@ -67,3 +67,45 @@ def test_columns_agree_for_any_line(line: str) -> None:
         utf16 = to_lsp(line, 0, col)[1]
         assert utf16 == len(line[:col].encode("utf-16-le")) // 2
         assert from_lsp(line, 0, utf16) == (0, col)
+
+
+# --- LSP lines: one line-break rule (\r\n, \r, \n) for every conversion to and from LSP positions -------
+
+_TEXT = st.lists(st.sampled_from(["a", " ", "\n", "\r", "\r\n", "é", "😀"]), max_size=30).map("".join)
+
+
+def _lsp_reference(text: str, offset: int) -> tuple[int, int]:
+    """LSP (line, UTF-16 column) of a str offset, reading the text a character at a time."""
+    line = start = i = 0
+    while i < offset:
+        step = 2 if text[i : i + 2] == "\r\n" else 1
+        if text[i] in "\r\n":
+            line, start = line + 1, i + step
+        i += step
+    return line, len(text[start:offset].encode("utf-16-le")) // 2
+
+
+@given(_TEXT)
+def test_lsp_lines_agree_with_the_lsp_rule_at_every_offset(text: str) -> None:
+    from adopter.positions import LspLines
+
+    lines = LspLines(text)
+    for offset in range(len(text) + 1):
+        if 0 < offset < len(text) and text[offset - 1] == "\r" and text[offset] == "\n":
+            continue  # inside a CRLF: no position
+        internal = lines.from_offset(offset)
+        lsp = lines.to_lsp(*internal)
+        assert lsp == _lsp_reference(text, offset), (text, offset)
+        assert lines.from_lsp(*lsp) == internal, (text, offset)
+
+
+def test_a_lone_cr_ends_an_lsp_line_but_not_an_internal_one() -> None:
+    from adopter.positions import LspLines, split_lines
+
+    text = 'a = 1\rb = "é😀"\r\nc = 2\n'
+    lines = LspLines(text)
+    assert split_lines(text) == ["a = 1\r", 'b = "é😀"\r\n', "c = 2\n"]
+    assert not lines.trivial and lines.line_count == 4
+    assert lines.to_lsp(0, 6) == (1, 0) and lines.to_lsp(0, 12) == (1, 6) and lines.to_lsp(1, 0) == (2, 0)
+    assert lines.from_lsp(1, 99) == (0, 14)  # clamped to the line's end, before its line break
+    assert LspLines("x\r\ny\n").trivial and LspLines("x\r\ny\n").from_lsp(0, 5) == (0, 1)

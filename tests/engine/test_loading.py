@@ -106,3 +106,59 @@ def test_environment_offers() -> None:
     assert env.device == "cpu" and env.torch_version is not None
     with pytest.raises(ValueError, match="unknown target device"):
         detect_environment("tpu")
+
+
+def _new_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forget what this process parsed, as a fresh server would start (the disk cache stays)."""
+    from adopter.engine import loading
+
+    monkeypatch.setattr(loading, "_cache", {})
+    monkeypatch.setattr(loading, "_disk", [])
+
+
+def _no_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import adopter.dsl
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("parsed a rule file the disk cache holds")
+
+    monkeypatch.setattr(adopter.dsl, "parse_rules", refuse)
+
+
+def test_a_new_process_reads_parsed_rules_from_the_disk_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ADOPTER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ADOPTER_RULE_CACHE", raising=False)
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "good.adl").write_text(GOOD)
+    (user / "broken.adl").write_text(BROKEN)
+    _new_process(monkeypatch)
+    first = load_rules([user])
+    assert list((tmp_path / "cache" / "rules").glob("rules-*.pickle"))
+    _new_process(monkeypatch)
+    with monkeypatch.context() as m:
+        _no_parsing(m)
+        again = load_rules([user])
+    # The same rules (compiled or pure classes alike), the broken file's positioned problem included.
+    assert again == first and repr(again) == repr(first)
+    assert [p.path for p in again.problems] == [str(user / "broken.adl")]
+    # A changed file is parsed again: the cache is keyed on its content, not its name or time.
+    (user / "good.adl").write_text(GOOD.replace("user-relu-twice", "user-relu-again"))
+    _new_process(monkeypatch)
+    assert "user-relu-again" in {r.id for r in load_rules([user]).rules}
+
+
+def test_a_damaged_or_disabled_disk_cache_only_means_parsing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ADOPTER_CACHE_DIR", str(cache))
+    _new_process(monkeypatch)
+    expected = load_rules()
+    for pickle_file in (cache / "rules").glob("rules-*.pickle"):
+        pickle_file.write_bytes(b"not a pickle")
+    _new_process(monkeypatch)
+    assert load_rules() == expected
+    monkeypatch.setenv("ADOPTER_RULE_CACHE", "0")
+    other = tmp_path / "other"
+    monkeypatch.setenv("ADOPTER_CACHE_DIR", str(other))
+    _new_process(monkeypatch)
+    assert load_rules() == expected and not other.exists()

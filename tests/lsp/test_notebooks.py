@@ -27,10 +27,15 @@ def _cell_uri(notebook: Path, i: int) -> str:
     return f"vscode-notebook-cell:{notebook}#cell{i}"
 
 
-def _open(client: LanguageClient, notebook: Path, cells: list[str]) -> list[str]:
-    uris = [_cell_uri(notebook, i) for i in range(len(cells))]
+def _remote_cell_uri(notebook: Path, i: int) -> str:
+    """As VS Code in a browser (code-server) names cells: an authority and a %-escaped base64 fragment."""
+    return f"vscode-notebook-cell://127.0.0.1:8080{notebook}#W{i}sdnNjb2RlLXJlbW90ZQ%3D%3D"
+
+
+def _open(client: LanguageClient, notebook: Path, cells: list[str], cell_uri=_cell_uri) -> list[str]:
+    uris = [cell_uri(notebook, i) for i in range(len(cells))]
     kinds = [types.NotebookCell(kind=types.NotebookCellKind.Code, document=u) for u in uris]
-    markdown = types.NotebookCell(kind=types.NotebookCellKind.Markup, document=f"{_cell_uri(notebook, 99)}")
+    markdown = types.NotebookCell(kind=types.NotebookCellKind.Markup, document=f"{cell_uri(notebook, 99)}")
     client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
         notebook_document=types.NotebookDocument(uri=notebook.as_uri(), notebook_type="jupyter-notebook", version=1,
                                                  cells=[kinds[0], markdown, *kinds[1:]]),
@@ -57,6 +62,14 @@ async def test_finding_in_a_cell_whose_imports_are_in_another(client: LanguageCl
     covered = CELLS[1].splitlines()[finding.range.start.line:finding.range.end.line + 1]
     assert "self.dropout(hidden_states)" in covered[0] and "self.LayerNorm(hidden_states + input_tensor)" in covered[-1]
     assert F05 not in codes(in_imports) and F05 not in codes(in_layer)  # each cell reports only its own
+
+
+async def test_cells_named_with_escapes_as_code_server_names_them(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, capabilities=_notebook_client())
+    uris = _open(client, tmp_path / "model.ipynb", CELLS, _remote_cell_uri)
+    in_class = await analysed(client, uris[1], 1)
+    assert codes(in_class) == [F05]
+    assert uris[1] in client.diagnostics  # published under the uri VS Code sent, escapes kept
 
 
 async def test_hover_on_a_class_defined_in_another_cell(client: LanguageClient, tmp_path: Path) -> None:

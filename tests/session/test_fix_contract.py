@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from adopter.engine import Environment, load_rules
-from adopter.session import RuleContext, Session
+from adopter.session import GENERATED_MARK, RuleContext, Session, _in_original
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.py"))
@@ -24,6 +24,11 @@ def assert_fix_contract(text: str, path: str) -> None:
     s = session()
     before = s.analysed(text, path)
     fixable = s.fixable(before)
+    # `check`'s decision (planned: the strategy's edits splice) is the verified one (`fix`, quick fix).
+    verified = session()
+    again_before = verified.analysed(text, path)
+    assert [(f.rule_id, f.span) for f in fixable] == [
+        (f.rule_id, f.span) for f in again_before.findings if verified.decision(again_before, f).fixable]
     out = s.fix(text, path)
     # Every site called fixable is fixed (the first round applies exactly those, one at a time or together).
     applied_sites = {(f.rule_id, f.scope_name) for f in out.applied}
@@ -35,6 +40,10 @@ def assert_fix_contract(text: str, path: str) -> None:
     after = again.analysed(out.new_source, path)
     assert not again.fixable(after), [(f.rule_id, f.span.start_line + 1) for f in again.fixable(after)]
     assert again.fix(out.new_source, path).new_source == out.new_source
+    # No finding inside code the fix wrote: each one lies on lines of the original text.
+    written = [(f.rule_id, f.scope_name, f.span.start_line + 1) for f in after.findings
+               if not _in_original(text, out.new_source, [(f, "")])]
+    assert not written, written
     # What fix reports as left is at lines of the original text, and there the same statement starts.
     old_lines = text.split("\n")
     new_lines = out.new_source.split("\n")
@@ -98,3 +107,107 @@ def test_a_verdict_survives_edits_outside_its_class_only() -> None:
     again = next(g for g in inside.findings if g.rule_id == f.rule_id and g.scope_name == f.scope_name)
     s.verdict(inside, again)
     assert s.analyses > count + 2  # the class changed: decided again (its rewrite analysed)
+
+
+def test_check_decides_without_analysing_rewrites() -> None:
+    text = (REPO / "examples" / "llama_block.py").read_text(encoding="utf-8")
+    s = session()
+    analysed = s.analysed(text, "a.py")
+    planned = [s.planned(analysed, f) for f in analysed.findings]
+    assert any(d.fixable for d in planned) and any(not d.fixable and d.reason for d in planned)
+    assert s.analyses == 1  # no rewritten text was analysed to decide
+    assert all(d.new_source is None for d in planned)
+
+
+def test_fix_reports_a_site_whose_rewrite_fails_verification_and_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    rewrite_module = importlib.import_module("adopter.synth.rewrite")  # the package exports a function of that name
+    calls = []
+
+    def refuse(old: str, new: str, applied: object, **_: object) -> str:
+        calls.append(new)
+        return "the rewrite is refused by this test"
+
+    monkeypatch.setattr(rewrite_module, "verify", refuse)
+    text = (REPO / "examples" / "bert_encoder.py").read_text(encoding="utf-8")
+    s = session()
+    planned = s.fixable(s.analysed(text, "a.py"))
+    out = s.fix(text, "a.py")
+    assert not out.changed and not out.applied
+    reasons = {(f.rule_id, f.span.start_line): why for f, why in out.skipped}
+    for f in planned:
+        assert reasons[(f.rule_id, f.span.start_line)] == "the rewrite is refused by this test"
+    assert len(calls) == 1 + len(planned)  # the batch, then each site alone, once: no second round
+
+
+COPY = """import math
+
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x @ x.transpose(-1, -2), dim=-1)
+
+
+class FastBlock(Block):
+    \"\"\"`Block` with a kernel.
+
+    MARK f01-bert-self-attention). Same parameters as the base class.
+    \"\"\"
+
+    def forward(self, x):
+        y = torch.softmax(x @ x.transpose(-1, -2), dim=-1)
+        return 0.5 * y * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (y + 0.044715 * torch.pow(y, 3.0))))
+"""
+
+
+def test_a_class_a_fix_wrote_reports_only_what_its_base_does_not() -> None:
+    def scopes(text: str) -> set[tuple[str, str]]:
+        return {(f.scope_name, f.rule_id) for f in session().analysed(text, "a.py").findings}
+
+    plain = scopes(COPY.replace("MARK", "Written by hand (rule"))
+    assert ("Block", "f04-softmax") in plain and ("FastBlock", "f04-softmax") in plain
+    assert any(scope == "FastBlock" and rule.startswith("f13") for scope, rule in plain)
+    written = scopes(COPY.replace("MARK", GENERATED_MARK.strip()))
+    # The copy of the base's pattern is the base's site; what only the written class has stays.
+    assert written == plain - {("FastBlock", "f04-softmax")}
+
+
+def test_the_marker_is_the_one_the_strategies_write() -> None:
+    from adopter.synth.strategies.attention_subclass import MARKER
+
+    assert MARKER == GENERATED_MARK
+
+
+GEGLU = """import torch
+from torch import nn
+
+
+class GegluMLP(nn.Module):
+    def __init__(self, hidden_size, intermediate_size):
+        super().__init__()
+        self.gate_proj = nn.Linear(hidden_size, intermediate_size)
+        self.up_proj = nn.Linear(hidden_size, intermediate_size)
+        self.down_proj = nn.Linear(intermediate_size, hidden_size)
+        self.act_fn = nn.GELU(approximate="tanh")
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+"""
+
+
+def test_a_strategy_that_yields_to_another_rule_reads_the_sessions_findings() -> None:
+    cuda = Environment("cuda", frozenset(), "2.13.0")  # f06 is offered for CUDA only
+    s = Session(RuleContext(tuple(load_rules().rules), (), cuda))
+    analysed = s.analysed(GEGLU, "a.py")
+    by_rule = {f.rule_id: s.planned(analysed, f) for f in analysed.findings}
+    assert by_rule["f14-swiglu"].fixable
+    assert not by_rule["f06-linear-gelu"].fixable and "gated MLP" in (by_rule["f06-linear-gelu"].reason or "")
+    assert s.analyses == 1  # the strategy did not analyse the text again
+    # Without f14 among the rules, the site is f06's to fix.
+    only = Session(RuleContext(tuple(r for r in load_rules().rules if r.family != 14), (), cuda))
+    alone = only.analysed(GEGLU, "a.py")
+    assert [f.rule_id for f in only.fixable(alone)] == ["f06-linear-gelu"]

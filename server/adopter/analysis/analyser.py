@@ -15,13 +15,15 @@ from tree_sitter import Node, Tree
 
 from adopter.analysis.bindings import InitAnalysis
 from adopter.analysis.canonical import canonical_architecture, canonical_forward
+from adopter.analysis.chains import sequential_chains
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.crossfile import CrossFileReach, InitSource
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.resolver import ModuleResolver
+from adopter.analysis.signature import params
 from adopter.analysis.source import Field, SourceText, is_broken, repair, syntax_problems
 from adopter.analysis.symbols import ModuleSymbols
-from adopter.dsl.types import Architecture, Ctor, Forward, ModuleFile, Problem, Severity
+from adopter.dsl.types import Architecture, Ctor, Forward, Init, ModuleFile, Problem, Severity
 
 _DEFAULT_RESOLVER: ModuleResolver | None = None
 _DEFAULT_REACH: CrossFileReach | None = None
@@ -50,7 +52,7 @@ class _Entry:
     text: bytes
     start: tuple[int, int]
     deps: tuple[tuple[str, tuple[object, ...]], ...]
-    result: Architecture | Forward | None
+    result: Architecture | Forward | tuple[Forward, tuple[Architecture, ...]] | None
     problems: tuple[Problem, ...]
 
 
@@ -98,16 +100,18 @@ class Analyser:
                     fresh[f"class {name}"] = replace(entry, result=arch)
                 architectures.append(arch)
         functions: list[Forward] = []
+        chains: list[Architecture] = []
         for name, node in symbols.functions.items():
             try:
                 entry = self._unit(f"def {name}", node, symbols, fresh,
-                                   lambda fn=node: self._function(fn, src, symbols), frozenset())
+                                   lambda fn=node, n=name: self._function(fn, n, src, symbols, table), frozenset())
             except Exception as exc:
                 problems.append(_internal(f"function {name}", exc, src.span(node), path))
                 continue
             problems.extend(entry.problems)
-            if isinstance(entry.result, Forward):
-                functions.append(entry.result)
+            if isinstance(entry.result, tuple) and entry.result and isinstance(entry.result[0], Forward):
+                functions.append(entry.result[0])
+                chains.extend(entry.result[1])
         try:
             toplevel = self._toplevel(src, symbols, fresh)
             problems.extend(toplevel.problems)
@@ -116,7 +120,7 @@ class Analyser:
         except Exception as exc:
             problems.append(_internal("top-level code", exc, None, path))
         self.cache = fresh
-        return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions))
+        return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions), tuple(chains))
 
     def _unit(
         self,
@@ -177,15 +181,19 @@ class Analyser:
         forward: Forward | None = None
         found = table.find_method(name, "forward")
         if found is not None:
-            flow = FlowAnalysis(src, symbols, table, name, module_attrs, problems)
+            stateless = _stateless_submodules(init, table, src)
+            flow = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless)
             forward = flow.function(found[1], found[0])
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
         return canonical_architecture(arch), problems
 
-    def _function(self, node: Node, src: SourceText, symbols: ModuleSymbols) -> tuple[Forward, list[Problem]]:
+    def _function(
+        self, node: Node, name: str, src: SourceText, symbols: ModuleSymbols, table: ClassTable
+    ) -> tuple[tuple[Forward, tuple[Architecture, ...]], list[Problem]]:
+        """A module-level function read like a forward, and the layer chains it builds."""
         problems: list[Problem] = []
         forward = FlowAnalysis(src, symbols, None, None, frozenset(), problems).function(node, None)
-        return canonical_forward(forward), problems
+        return (canonical_forward(forward), sequential_chains(node, name, src, table)), problems
 
     def _toplevel(self, src: SourceText, symbols: ModuleSymbols, fresh: dict[str, _Entry]) -> _Entry:
         stmts = [s for s in symbols.toplevel if s.type not in ("comment", "ERROR")]
@@ -217,6 +225,58 @@ class Analyser:
         fresh[key] = entry
         self.reanalysed.append(key)
         return entry
+
+
+def _stateless_submodules(init: Init | None, table: ClassTable, src: SourceText) -> dict[str, tuple[str, Node]]:
+    """Submodules (bound once, unconditionally) of a same-file class that holds nothing: no `__init__`
+    beyond `super().__init__()`, and a `forward` that never reads `self` (`class GEGLU(nn.Module)`).
+    Calling one is calling its forward, so the flow analysis inlines it."""
+    if init is None:
+        return {}
+    counts: dict[str, int] = {}
+    for b in init.bindings:
+        counts[b.attr] = counts.get(b.attr, 0) + 1
+    found: dict[str, tuple[str, Node]] = {}
+    for b in init.bindings:
+        ctor = b.value
+        if not isinstance(ctor, Ctor) or b.condition is not None or counts[b.attr] != 1 or ctor.args or ctor.kwargs:
+            continue
+        if ctor.callee not in table.infos or not table.is_module(ctor.callee):
+            continue
+        ctor_init = table.find_method(ctor.callee, "__init__")
+        if ctor_init is not None and not _only_super_init(ctor_init[1], src):
+            continue
+        forward = table.find_method(ctor.callee, "forward")
+        if forward is None:
+            continue
+        ps = params(forward[1], src)
+        body = forward[1].child_by_field_id(Field.BODY)
+        if not ps or body is None or _reads_name(body, ps[0].name, src):
+            continue
+        found[b.attr] = forward
+    return found
+
+
+def _only_super_init(function: Node, src: SourceText) -> bool:
+    body = function.child_by_field_id(Field.BODY)
+    for stmt in body.named_children if body is not None else ():
+        text = src.text(stmt).replace(" ", "")
+        if stmt.type == "comment" or stmt.type == "pass_statement" or text.startswith("super().__init__("):
+            continue
+        if stmt.type == "expression_statement" and stmt.named_child_count == 1 and stmt.named_children[0].type == "string":
+            continue
+        return False
+    return True
+
+
+def _reads_name(node: Node, name: str, src: SourceText) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier" and src.text(n) == name:
+            return True
+        stack.extend(n.children)
+    return False
 
 
 def _internal(what: str, exc: Exception, span: object, path: str | None) -> Problem:

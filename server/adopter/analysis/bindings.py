@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
@@ -12,7 +13,7 @@ from adopter.analysis.naming import CONTAINERS, is_constructor
 from adopter.analysis.signature import params
 from adopter.analysis.source import Field, SourceText
 from adopter.analysis.symbols import dotted_text
-from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Span, Value
+from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, Span, Value
 
 MAX_INLINE_DEPTH = 3
 Conds = tuple[str, ...]
@@ -98,9 +99,20 @@ class InitAnalysis:
             return None
         owner, node = found
         ps = params(node, self.src)
+        self.read_defaults(ps[1:])
+        self._function(owner, node, (), 0)
+        bindings = [
+            Binding(b.attr, b.value, b.span, _cond_text(b.conds))
+            for group in self.state.values()
+            for b in sorted(group, key=lambda b: (b.span.start_line, b.span.start_col))
+        ]
+        return Init(ps[1:], tuple(bindings), self.src.span(node))
+
+    def read_defaults(self, ps: Sequence[Param]) -> None:
+        """Parameters whose default is a layer class, a `partial` of one, or a layer instance."""
         # A layer class passed as a default argument (`norm_layer=nn.BatchNorm2d`, `act=nn.GELU`) is what
         # `norm_layer(...)` builds unless the caller passes another: read it as that constructor.
-        for p in ps[1:]:
+        for p in ps:
             callee = self._default_class(p.default)
             if callee is not None:
                 self.locals[p.name] = [((), _Callee(callee))]
@@ -114,13 +126,14 @@ class InitAnalysis:
                 callee = self._default_class(p.default[:-2])
                 if callee is not None:
                     self.locals[p.name] = [((), Ctor(callee))]
-        self._function(owner, node, (), 0)
-        bindings = [
-            Binding(b.attr, b.value, b.span, _cond_text(b.conds))
-            for group in self.state.values()
-            for b in sorted(group, key=lambda b: (b.span.start_line, b.span.start_col))
-        ]
-        return Init(ps[1:], tuple(bindings), self.src.span(node))
+
+    def constructors(self, node: Node) -> list[Ctor]:
+        """The layers an expression can build (`nn.Conv2d(...)`, `norm_layer(c)`, a same-file factory)."""
+        return self._ctor_alts(node)
+
+    def qualified_callee(self, dotted: str) -> str:
+        """`nn.Sequential` -> `torch.nn.Sequential`; a same-file class stays as written."""
+        return self._qualify_callee(dotted)
 
     # -- statements ----------------------------------------------------------------------------------
 
@@ -434,6 +447,38 @@ class InitAnalysis:
                 found.append(callee)
         return found
 
+    def _passed_through(self, name: str, call: Node) -> Node | None:
+        """The argument node of `call` a same-file function returns unchanged (`return module` of its
+        first parameter, never reassigned in its body), else None."""
+        if "." in name or self.symbols.has_class(name):
+            return None
+        function = self.symbols.function_node(name)
+        body = function.child_by_field_id(Field.BODY) if function is not None else None
+        stmts = [c for c in body.named_children if c.type != "comment"] if body is not None else []
+        ps = params(function, self.src) if function is not None else ()
+        if not stmts or not ps or stmts[-1].type != "return_statement" or stmts[-1].named_child_count != 1:
+            return None
+        returned = stmts[-1].named_children[0]
+        if returned.type != "identifier" or self.src.text(returned) != ps[0].name:
+            return None
+        if any(self._assigns(stmt, ps[0].name) for stmt in stmts[:-1]):
+            return None
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        args = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
+        return args[0] if args and args[0].type not in ("keyword_argument", "list_splat", "dictionary_splat") else None
+
+    def _assigns(self, node: Node, name: str) -> bool:
+        """Whether `node` (a statement) rebinds `name` anywhere inside it."""
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.type in ("assignment", "augmented_assignment", "for_statement", "named_expression"):
+                left = n.child_by_field_id(Field.LEFT) or n.child_by_field_id(Field.NAME)
+                if left is not None and name in self.src.text(left).replace("(", " ").replace(",", " ").split():
+                    return True
+            stack.extend(n.named_children)
+        return False
+
     def _factory_class(self, name: str) -> str | None:
         """The class a same-file function builds when its body ends in `return Class(...)`."""
         if "." in name or self.symbols.has_class(name):
@@ -491,6 +536,10 @@ class InitAnalysis:
                 text = self.src.norm(call)
                 many = len(classes) > 1
                 return [(((f"{text} is {c}",) if many else ()), _Callee(c)) for c in classes]
+            elif dotted is not None and (first := self._passed_through(dotted, call)) is not None:
+                # `apply_wd(nn.Linear(...))`, `zero_init(layer)`: a same-file helper that returns the
+                # module it was given (after tagging or initialising it) builds what its argument builds.
+                return self._alternatives(first)
             elif dotted is not None and (built := self._factory_class(dotted)) is not None:
                 # A same-file helper that returns one layer (`conv3x3(...)` returning `nn.Conv2d(...)`):
                 # the binding is that layer (its arguments are the helper's, as written here).

@@ -66,6 +66,11 @@ _SAME_RANK = frozenset({
     ("method", "masked_fill"), ("operator", "neg"), ("function", "torch.rsqrt"), ("function", "torch.sqrt"),
     ("method", "pow"), ("function", "torch.erf"),
 })
+# Ops giving several results (unpacked), each with the rank of their first argument.
+_SAME_RANK_PARTS = frozenset({
+    ("function", "torch.topk"), ("method", "topk"), ("function", "torch.sort"), ("method", "sort"),
+    ("method", "chunk"), ("function", "torch.chunk"), ("method", "split"), ("function", "torch.split"),
+})
 _ELEMENTWISE = frozenset({"+", "-", "*", "/"})
 # Modules whose output has the rank of their input.
 _SAME_RANK_MODULES = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Dropout", "torch.nn.GELU",
@@ -390,6 +395,13 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     """Record the rank of the op's output where the op makes it evident; forget it otherwise."""
     for name in op.outputs:
         ranks.pop(name, None)
+    if len(op.outputs) > 1 and (op.kind.value, op.target) in _SAME_RANK_PARTS and op.args:
+        # `values, indices = torch.topk(x, k)`, `a, b = x.chunk(2, dim=-1)`: every part keeps x's rank.
+        r = _rank(op.args[0], ranks)
+        if r is not None:
+            for name in op.outputs:
+                ranks[name] = r
+        return
     if len(op.outputs) != 1:
         return
     key = (op.kind.value, op.target)

@@ -22,6 +22,7 @@ from adopter.analysis.classes import ClassTable
 from adopter.analysis.naming import is_opaque_function
 from adopter.analysis.signature import function_name, params
 from adopter.analysis.source import Field, SourceText
+from adopter.analysis.spellings import CHOOSE
 from adopter.analysis.symbols import ModuleSymbols, dotted_text
 from adopter.dsl.types import (
     Branch,
@@ -181,12 +182,16 @@ class FlowAnalysis:
         class_name: str | None,
         module_attrs: frozenset[str],
         problems: list[Problem],
+        stateless: dict[str, tuple[str, Node]] | None = None,
     ) -> None:
         self.src = src
         self.symbols = symbols
         self.table = table
         self.class_name = class_name
         self.module_attrs = module_attrs
+        # Submodules of a same-file class with no state and a forward that never reads `self` (a
+        # custom activation: `self.act = GEGLU()`): attr -> (class, forward node), inlined where called.
+        self.stateless = stateless or {}
         self.problems = problems
         self.counter = 0
         self.ops = 0
@@ -917,10 +922,16 @@ class FlowAnalysis:
             del self.live[first_live:]
             self.block = parent
         if not blocks[0] and not blocks[1]:
-            for v in values:
-                if isinstance(v, Ref):
-                    return v
-            return Expr(self._text(node))
+            refs = [v for v in values if isinstance(v, Ref)]
+            if len(refs) == 2 and refs[0].name != refs[1].name:
+                # `kv if cross else hidden`: two values, one per path. Each path passes its value on
+                # (a transparent `choose`), so data flow sees both, not just the first.
+                for lst, v, branch in zip(blocks, refs, (yes, no)):
+                    self.block = lst
+                    self._emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), branch, out)
+                self.block = parent
+            else:
+                return refs[0] if refs else Expr(self._text(node))
         self.block.append(
             Branch((self._text(test), "else"), (tuple(blocks[0]), tuple(blocks[1])), self.src.span(node))
         )
@@ -1004,6 +1015,9 @@ class FlowAnalysis:
                 found = self.table.find_method(self.class_name, attr)
                 if found is not None:
                     return self._inline(found[0], found[1], f"self.{attr}", node, outs, bound=True)
+            if attr in self.stateless and frame.root:
+                owner, forward = self.stateless[attr]
+                return self._inline(owner, forward, f"self.{attr}", node, outs, bound=True)
             args, kwargs, _ = self._args(node)
             return self._emit(OpKind.MODULE, f"self.{attr}", tuple(args), tuple(kwargs), node, outs)
         # self.sub.child(...): a submodule of a submodule

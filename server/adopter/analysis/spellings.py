@@ -40,7 +40,11 @@ BADDBMM: Key = ("function", "torch.baddbmm")
 # The transparent op: a cast, a copy, a layout change that keeps every value (`.float()`, `.to(dtype)`,
 # `.type_as(x)`, `.contiguous()`, `nn.Identity()`). The matcher looks through it.
 CAST: Key = ("operator", "cast")
+# One alternative of a conditional expression passing its value on (`kv if cross else hidden` is a
+# `choose` of `kv` on one path and of `hidden` on the other). Transparent too, but only on its path.
+CHOOSE: Key = ("operator", "choose")
 REARRANGE: Key = ("function", "einops.rearrange")
+SEQUENTIAL = "torch.nn.Sequential"
 
 # spelling -> canonical op
 CANONICAL: dict[Key, Key] = {

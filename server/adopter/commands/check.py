@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
                 print(p.render(), file=sys.stderr)
         broken += not analysed.parses
         for f in analysed.findings:
-            decision = session.decision(analysed, f)
+            decision = session.planned(analysed, f)
             findings.append((f, decision.fixable, decision.reason))
     if args.format == "json":
         json.dump([finding_record(*item) for item in findings], sys.stdout, indent=2)

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     )
     # pygls logs every message at INFO: keep that for --verbose, Adopter's own info always.
     logging.getLogger("adopter").setLevel(logging.DEBUG if args.verbose else logging.INFO)
-    from adopter.lsp.server import build_server
+    from adopter.lsp.app import build_server
     from adopter.lsp.stdio import serve_stdio
 
     server = build_server()

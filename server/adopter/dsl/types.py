@@ -261,6 +261,9 @@ class ModuleFile:
     # Module-level functions and the top-level script code (name "<module>"), analysed like forward:
     # rules with scope "function" (e.g. optimizer construction in a training script) match here.
     functions: tuple[Forward, ...] = ()
+    # Layer chains built outside a module's `__init__` (`nn.Sequential(conv, bn, act)` in a factory
+    # function), each read as a module whose forward runs its children in order; named after the function.
+    chains: tuple[Architecture, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from adopter.engine.flow import FlatForward
 from adopter.engine.plans import (
     init_patterns,
     is_cast,
+    is_choice,
     literal_requirements,
     names_casts,
     required_init_vars,
@@ -126,6 +127,7 @@ class RuleMatcher:
         self.init_patterns = init_patterns(rule)
         self.steps = rule.forward
         self.look_through = not names_casts(rule)
+        self.crossed_branch = False  # set by _bound_of: it looked through a cast on one path only
         self.budget = STEP_BUDGET
         self._cand_sets: dict[int, set[int]] = {}
 
@@ -326,7 +328,17 @@ class RuleMatcher:
         return self._unify_values(pa, va[: len(pa)], n, state)
 
     def _unify_values(self, pats: tuple[PValue, ...], vals: tuple[Value, ...], n: int, state: _State) -> bool:
-        return all(self._unify(p, self._bound_of(v, n), state, n) for p, v in zip(pats, vals))
+        return all(self._unify_at(p, v, n, state) for p, v in zip(pats, vals))
+
+    def _unify_at(self, p: PValue, v: Value, n: int, state: _State) -> bool:
+        """Unify `p` with the value `v` read at node `n`; a value passed on by one alternative of a
+        branch (`kv if cross else hidden`) matches, but only on that path: not fixable as a whole."""
+        self.crossed_branch = False
+        if not self._unify(p, self._bound_of(v, n), state, n):
+            return False
+        if self.crossed_branch and isinstance(p, PVar):
+            state.set("path", f"{p.name}@{n}", True)
+        return True
 
     def _kwargs_ok(self, pats: tuple[PKwarg, ...], vals: tuple[Kwarg, ...], extra: bool, n: int,
                    state: _State) -> bool:
@@ -334,7 +346,7 @@ class RuleMatcher:
         for pk in pats:
             if pk.name not in by_name:
                 return False
-            if not self._unify(pk.value, self._bound_of(by_name[pk.name], n), state, n):
+            if not self._unify_at(pk.value, by_name[pk.name], n, state):
                 return False
         return extra or len(vals) == len(pats)
 
@@ -346,10 +358,17 @@ class RuleMatcher:
                 op = self.flat.nodes[d].op
                 if op is None or not is_cast(op) or not op.args or not isinstance(op.args[0], Ref):
                     break
+                if n >= 0 and is_choice(op) and not self._encloses(d, n):
+                    self.crossed_branch = True
                 name = op.args[0].name
                 d = self.flat.reaching_def(name, d)
             return ("ref", name, d)
         return ("expr", v.text)
+
+    def _encloses(self, d: int, n: int) -> bool:
+        """Whether every branch alternative around node `d` also encloses node `n`."""
+        outer = set(self.flat.nodes[n].ctx)
+        return all(c[0] != "b" or c in outer for c in self.flat.nodes[d].ctx)
 
     def _unify(self, p: PValue, value: Bound, state: _State, at: int = -1) -> bool:
         if isinstance(p, PAny):

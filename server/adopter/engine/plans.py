@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from adopter.analysis.canonical import normalise_values
-from adopter.analysis.spellings import CANONICAL, CAST, TRANSPARENT_METHODS
+from adopter.analysis.spellings import CANONICAL, CAST, CHOOSE, TRANSPARENT_METHODS
 from adopter.dsl.types import BindingPattern, Op, OpKind, OpPattern, PKwarg, Rule
 from adopter.engine.bindings import InitIndex
 
@@ -75,8 +75,14 @@ _CANONICAL: dict[int, tuple[Rule, Rule]] = {}
 
 
 def is_cast(op: Op) -> bool:
-    """Whether `op` is the transparent cast of the canonical form (the matcher looks through it)."""
-    return op.kind is OpKind.OPERATOR and op.target == CAST[1]
+    """Whether `op` is a transparent op of the canonical form (the matcher looks through it): a cast,
+    or one path's value of a conditional expression."""
+    return op.kind is OpKind.OPERATOR and (op.target == CAST[1] or op.target == CHOOSE[1])
+
+
+def is_choice(op: Op) -> bool:
+    """Whether `op` passes on one alternative of a conditional expression (transparent on its path only)."""
+    return op.kind is OpKind.OPERATOR and op.target == CHOOSE[1]
 
 
 def _canonical_key(kind: OpKind, target: str) -> tuple[OpKind, str]:

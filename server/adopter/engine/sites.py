@@ -6,6 +6,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from adopter.analysis.spellings import SEQUENTIAL
 from adopter.dsl.types import (
     Architecture,
     Expr,
@@ -56,12 +57,25 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> E
             scopes.append((arch.name, arch.forward, arch, "forward"))
     for fn in module_file.functions:
         scopes.append((fn.name, fn, fn, "function"))
+    for chain in module_file.chains:
+        if chain.forward is not None:
+            scopes.append((chain.name, chain.forward, chain, "forward"))
     for scope_name, forward, owner, kind in scopes:
         init = InitIndex.of(owner if isinstance(owner, Architecture) else None)
         _match_scope(scope_name, forward, init, kind, rules, module_file.path, env, findings, problems)
-    findings = _outside_larger_matches(_one_per_site(findings, {a.name: a.span for a in module_file.architectures}))
-    findings.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
-    return EngineResult(tuple(findings), tuple(problems))
+    return EngineResult(reduce_sites(findings, {a.name: a.span for a in module_file.architectures}), tuple(problems))
+
+
+def reduce_sites(findings: Sequence[Finding], class_spans: dict[str, Span]) -> tuple[Finding, ...]:
+    """A file's findings as reported: one per rule and source site (a forward inherited by a subclass
+    is its defining class's site), none inside a larger match of its family, in source order.
+
+    `check` applies it to a whole file; the language server to the findings it matched class by class
+    (`adopter.session.UnitMatcher`), so both report the same sites. `class_spans`: class name -> span.
+    """
+    reduced = _outside_larger_matches(_one_per_site(list(findings), class_spans))
+    reduced.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
+    return tuple(reduced)
 
 
 def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, rules: Sequence[Rule],
@@ -204,6 +218,9 @@ def _spelling_reason(ops: tuple[Op, ...]) -> str | None:
         origin = op.origin
         if origin is None:
             continue
+        if origin.kind is OpKind.MODULE and origin.target == SEQUENTIAL and not origin.args:
+            return ("the matched layers are built inside an nn.Sequential(...) outside any forward; Adopter "
+                    "does not rewrite inside a Sequential, so change it by hand")
         if origin.kind is OpKind.MODULE and op.target.startswith(origin.target + "["):
             return (f"the matched layers are children of the nn.Sequential `{origin.target}`; Adopter does not "
                     "rewrite inside a Sequential, so change it by hand")

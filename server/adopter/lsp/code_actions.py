@@ -114,7 +114,7 @@ def rewrite_edit(snapshot: Snapshot, data: dict[str, Any]) -> tuple[str | None, 
         if not found:
             return "the finding is no longer there; ask for the fix again", []
         target = data.get("target")
-        if found[0].targets[:1] == [target] or found[0].targets[:1] == (target,):
+        if found[0].targets[:1] == (target,):
             target = None  # the preferred target, the one `fix` uses: decided when the action was listed
         decision = session.decision(analysed, found[0], target)
     except Exception as exc:
@@ -126,7 +126,7 @@ def rewrite_edit(snapshot: Snapshot, data: dict[str, Any]) -> tuple[str | None, 
 
 async def code_action(ls: AdopterServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
     """List quick fixes and fix-all for the range; no edits yet."""
-    snapshot = await ls.snapshot(params.text_document.uri)
+    snapshot = await ls.publisher.snapshot(params.text_document.uri)
     if snapshot is None or not snapshot.findings:
         return None
     decisions = await asyncio.get_running_loop().run_in_executor(ls.analyses.executor, decide, snapshot, params.range)
@@ -150,7 +150,7 @@ async def resolve_code_action(ls: AdopterServer, action: types.CodeAction) -> ty
     """Compute the action's edit for the version it was offered on, or refuse if the text moved on."""
     data = action.data if isinstance(action.data, dict) else {}
     uri, version = data.get("uri", ""), data.get("version")
-    snapshot = await ls.snapshot(uri)
+    snapshot = await ls.publisher.snapshot(uri)
     if snapshot is None or snapshot.version != version:
         ls.show("Adopter: the document changed since this fix was offered; ask for the fix again.")
         return action

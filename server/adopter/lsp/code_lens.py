@@ -12,6 +12,7 @@ from typing import Any
 from lsprotocol import types
 
 from adopter.lsp.server import AdopterServer
+from adopter.positions import LspLines
 
 CLIENT_SEARCH = "adopter.client.searchAccelerator"
 CLIENT_SHOW_ARCHITECTURE = "adopter.client.showArchitecture"
@@ -23,11 +24,12 @@ def has_client_commands(ls: AdopterServer) -> bool:
     return isinstance(experimental, dict) and experimental.get("adopterClientCommands") is True
 
 
-def lsp_code_lenses(uri: str, architectures: Any) -> list[types.CodeLens]:
-    """Two lenses at the line of each class."""
+def lsp_code_lenses(uri: str, architectures: Any, lines: LspLines) -> list[types.CodeLens]:
+    """Two lenses at the line of each class (the command's `line` stays internal: the server reads it)."""
     lenses = []
     for arch in architectures:
-        where = types.Range(types.Position(arch.span.start_line, 0), types.Position(arch.span.start_line, 0))
+        at = types.Position(lines.to_lsp(arch.span.start_line, 0)[0], 0)
+        where = types.Range(at, at)
         target = {"uri": uri, "class": arch.name, "line": arch.span.start_line}
         lenses += [
             types.CodeLens(where, types.Command("Search accelerator", CLIENT_SEARCH, arguments=[target])),
@@ -39,10 +41,10 @@ def lsp_code_lenses(uri: str, architectures: Any) -> list[types.CodeLens]:
 async def code_lens(ls: AdopterServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
     if not has_client_commands(ls):
         return None
-    snapshot = await ls.snapshot(params.text_document.uri)
+    snapshot = await ls.publisher.snapshot(params.text_document.uri)
     if snapshot is None or snapshot.module_file is None:
         return None
-    return lsp_code_lenses(params.text_document.uri, snapshot.module_file.architectures)
+    return lsp_code_lenses(params.text_document.uri, snapshot.module_file.architectures, LspLines(snapshot.text))
 
 
 def register(server: AdopterServer) -> None:

@@ -141,7 +141,7 @@ async def show_architecture(ls: AdopterServer, *args: Any) -> str | None:
     uri = where.get("uri")
     if not isinstance(uri, str):
         raise JsonRpcInvalidParams(f"{SHOW_ARCHITECTURE} needs a document uri")
-    snapshot = await ls.snapshot(uri)
+    snapshot = await ls.publisher.snapshot(uri)
     if snapshot is None:
         raise JsonRpcInvalidParams(f"{SHOW_ARCHITECTURE}: {uri} is not open")
     if isinstance(where.get("class"), str):

@@ -1,6 +1,7 @@
 """Every conversion from Adopter's values to LSP types (`lsp_*`), in one place.
 
-Positions go through `adopter.positions` (internal code-point columns -> LSP UTF-16 columns).
+Positions go through `adopter.positions` (internal lines and code-point columns -> LSP lines and UTF-16
+columns).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from lsprotocol import types
 from adopter.dsl.types import Binding, Problem, Severity, Span
 from adopter.engine.types import Finding
 from adopter.lsp.edits import TextChange
-from adopter.positions import to_lsp
+from adopter.positions import LspLines
 
 SOURCE = "adopter"
 # The repository the rule reference lives in, when the installed package does not say (package.json
@@ -30,42 +31,34 @@ _SEVERITY = {
 
 
 class LineIndex:
-    """Converts internal positions of one text to LSP positions; ASCII text needs no work at all."""
+    """Internal positions of one text as LSP positions (through `adopter.positions.LspLines`, whose
+    line-break rule every conversion here uses); an ASCII text without a lone CR needs no work."""
 
     def __init__(self, text: str) -> None:
-        self._text = text
-        self._ascii = text.isascii()
-        # Internal lines are tree-sitter rows: split on \n (a \r before it stays at the line's end).
-        self._lines: list[str] | None = None if self._ascii else text.split("\n")
+        self.lines = LspLines(text)
 
     @property
     def is_ascii(self) -> bool:
-        return self._ascii
-
-    def line(self, line: int) -> str:
-        if self._lines is None or not 0 <= line < len(self._lines):
-            return ""
-        return self._lines[line]
+        """Whether positions need no line text (ASCII, no lone CR): a diagnostic can then be reused."""
+        return self.lines.trivial
 
     def clamp(self, span: Span) -> Span:
         """`span` cut to the text (a span from another version of it must not point outside)."""
-        lines = self._lines if self._lines is not None else self._text.split("\n")
-        last = len(lines) - 1
+        rows = self.lines.rows()
+        last = len(rows) - 1
 
         def point(line: int, col: int) -> tuple[int, int]:
             if line > last:
-                return last, len(lines[last])
+                return last, len(rows[last])
             line = max(line, 0)
-            return line, max(0, min(col, len(lines[line])))
+            return line, max(0, min(col, len(rows[line])))
 
         start, end = point(span.start_line, span.start_col), point(span.end_line, span.end_col)
         return Span(*start, *max(start, end))
 
     def position(self, line: int, col: int) -> types.Position:
-        if self._lines is None:
-            return types.Position(line=max(line, 0), character=max(col, 0))
-        line, character = to_lsp(self.line(line), max(line, 0), max(col, 0))
-        return types.Position(line=line, character=character)
+        lsp_line, character = self.lines.to_lsp(line, col)
+        return types.Position(line=lsp_line, character=character)
 
 
 def lsp_range(index: LineIndex, span: Span) -> types.Range:

@@ -8,10 +8,12 @@ changed block to the characters that really differ.
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 
 from adopter.dsl.types import Span
+from adopter.positions import split_lines
+
+__all__ = ["TextChange", "minimal_changes", "split_lines"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,14 +22,6 @@ class TextChange:
 
     span: Span
     new_text: str
-
-
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings, split where LSP splits (\\n, \\r\\n, \\r; not str.splitlines' \\f etc.)."""
-    return _LINE.findall(text)
 
 
 def _offset_to_pos(line_starts: list[int], offset: int, ends_open: bool) -> tuple[int, int]:

@@ -14,7 +14,7 @@ from adopter.dsl.types import Architecture
 from adopter.lsp.convert import lsp_markdown
 from adopter.lsp.locate import architecture_at
 from adopter.lsp.pipeline import Snapshot, failure
-from adopter.positions import from_lsp
+from adopter.positions import LspLines
 
 if TYPE_CHECKING:
     from adopter.lsp.server import AdopterServer
@@ -39,11 +39,11 @@ def architecture_markdown(snapshot: Snapshot, arch: Architecture) -> str:
 
 
 def python_hover(snapshot: Snapshot, position: types.Position) -> types.Hover | None:
-    lines = snapshot.text.split("\n")
-    if not 0 <= position.line < len(lines):
+    lines = LspLines(snapshot.text)
+    if not 0 <= position.line < lines.line_count:
         return None
-    _, col = from_lsp(lines[position.line], position.line, position.character)
-    arch = architecture_at(snapshot, position.line, col)
+    line, col = lines.from_lsp(position.line, position.character)
+    arch = architecture_at(snapshot, line, col)
     if arch is None:
         return None
     return types.Hover(contents=lsp_markdown(architecture_markdown(snapshot, arch)))
@@ -55,7 +55,7 @@ async def hover(ls: AdopterServer, params: types.HoverParams) -> types.Hover | N
 
     uri = params.text_document.uri
     doc = ls.analyses.documents.get(uri)
-    snapshot = await ls.snapshot(uri)
+    snapshot = await ls.publisher.snapshot(uri)
     if doc is None or snapshot is None:
         return None
     if doc.rule_file:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 
@@ -36,10 +37,13 @@ def code_cells(ls: AdopterServer, notebook_uri: str) -> list[tuple[str, str, int
     if notebook is None:
         return []
     out = []
+    documents = ls.workspace.text_documents
     for cell in notebook.cells:
         if cell.kind != types.NotebookCellKind.Code:
             continue
-        doc = ls.workspace.text_documents.get(cell.document)
+        # pygls keys cell documents by their unquoted uri; VS Code's cell uris carry %-escapes (the fragment's
+        # base64 `=`), and the notebook names its cells by the uri as sent.
+        doc = documents.get(cell.document) or documents.get(unquote(cell.document))
         if doc is None or (doc.language_id or PYTHON) != PYTHON:
             continue
         out.append((cell.document, doc.source, doc.version))
@@ -82,7 +86,7 @@ class Notebooks:
             else:
                 ls.analyses.change(uri, versions[uri], [types.TextDocumentContentChangeWholeDocument(text=view.text)])
                 doc.snapshot = None  # the same cell version may now read other cells: not current
-            ls.schedule(doc, delay_ms)
+            ls.publisher.schedule(doc, delay_ms)
 
     def forget(self, ls: AdopterServer, uri: str) -> None:
         self.views.pop(uri, None)

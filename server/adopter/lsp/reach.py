@@ -28,7 +28,8 @@ _RUNNING: set[int] = set()  # servers with a resolution in flight (one at a time
 
 
 def server_reach() -> CrossFileReach | None:
-    """The process-wide reach, switched to deferred mode (None when turned off)."""
+    """The process-wide reach, switched to deferred mode (None when turned off; the server's warm-up
+    sets the mode too, before the first analysis)."""
     from adopter.analysis.analyser import default_reach
 
     reach = default_reach()
@@ -68,7 +69,7 @@ def reanalyse(ls: AdopterServer, except_path: str | None) -> None:
             continue
         with doc.lock:
             doc.reset = True
-        ls.schedule(doc, 0)
+        ls.publisher.schedule(doc, 0)
 
 
 def files_changed(ls: AdopterServer, paths: list[str]) -> None:
@@ -85,4 +86,7 @@ def did_change_watched_files(ls: AdopterServer, params: types.DidChangeWatchedFi
 
 
 def register(server: AdopterServer) -> None:
+    """After each publication, resolve what was queued; saved or changed files refresh their importers."""
+    server.publisher.after_publish.append(lambda: after_publish(server))
+    server.file_listeners.append(lambda paths: files_changed(server, paths))
     server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(did_change_watched_files)

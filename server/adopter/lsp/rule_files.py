@@ -1,18 +1,14 @@
-"""Rule files (`.adl`): their errors come from the diagnostics pipeline; hover shows a rule's docs."""
+"""Rule files (`.adl`): the rule under a position and its docs, for hover. Their errors come from the
+diagnostics pipeline; saving one reloads the rules (`adopter.lsp.configuration`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
 from adopter.dsl.types import Rule
 from adopter.lsp.convert import lsp_markdown
 from adopter.lsp.pipeline import Snapshot
-
-if TYPE_CHECKING:
-    from adopter.lsp.server import AdopterServer
+from adopter.positions import LspLines
 
 
 def rule_at(rules: tuple[Rule, ...], line: int) -> Rule | None:
@@ -45,26 +41,8 @@ def rule_markdown(rule: Rule) -> str:
 
 def rule_hover(snapshot: Snapshot, position: types.Position) -> types.Hover | None:
     """Hover in a rule file: the docs of the rule under the cursor."""
-    lines = snapshot.text.split("\n")
-    if not 0 <= position.line < len(lines):
+    lines = LspLines(snapshot.text)
+    if not 0 <= position.line < lines.line_count:
         return None
-    rule = rule_at(snapshot.rules, position.line)
+    rule = rule_at(snapshot.rules, lines.from_lsp(position.line, position.character)[0])
     return types.Hover(contents=lsp_markdown(rule_markdown(rule))) if rule else None
-
-
-def did_save(ls: AdopterServer, params: types.DidSaveTextDocumentParams) -> None:
-    """A saved rule file may be one the server loads: reload the rules and re-analyse open documents.
-    A saved Python file may be imported by open documents: `reach.files_changed` refreshes them."""
-    doc = ls.analyses.documents.get(params.text_document.uri)
-    if doc is not None and doc.rule_file:
-        ls.invalidate_rules()
-        ls.reanalyse_all()
-    elif params.text_document.uri.startswith("file:"):
-        from adopter.lsp.reach import files_changed
-
-        files_changed(ls, [to_fs_path(params.text_document.uri) or ""])
-
-
-def register(server: AdopterServer) -> None:
-    """Rule files share the sync, diagnostics and hover handlers; saving one reloads the rules."""
-    server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))(did_save)

@@ -1,4 +1,5 @@
-"""Server settings: a keyword-only dataclass read with cattrs from the client and `[tool.adopter]`.
+"""Server settings: a keyword-only dataclass read with cattrs from the client and `[tool.adopter]`
+(the handlers that receive them are `adopter.lsp.configuration`).
 
 Sources, lowest precedence first: defaults, `[tool.adopter]` in the workspace's `pyproject.toml`, the
 client's settings (initializationOptions, then `workspace/didChangeConfiguration` or the pulled
@@ -15,18 +16,14 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import cattrs
-from lsprotocol import types
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: no TOML reader in the standard library
     tomllib = None  # type: ignore[assignment]
-
-if TYPE_CHECKING:
-    from adopter.lsp.server import AdopterServer
 
 TARGETS = ("auto", "cpu", "cuda")
 SEVERITIES = ("error", "warning", "info", "hint")
@@ -126,10 +123,6 @@ def client_section(raw: Any) -> Any:
     return raw
 
 
-# ---------------------------------------------------------------------------------------------------
-# Handlers: initialize, initialized, workspace/didChangeConfiguration
-# ---------------------------------------------------------------------------------------------------
-
 # Keys the VS Code client sends that configure the client, not the server.
 CLIENT_ONLY_KEYS = frozenset({"interpreter"})
 
@@ -146,58 +139,3 @@ def resolve_settings(sources: Mapping[str, Any]) -> tuple[Settings, list[str]]:
         settings, found = merge_settings(settings, raw, source)
         problems.extend(found)
     return settings, problems
-
-
-def apply_sources(ls: AdopterServer) -> None:
-    """Recompute the settings from all sources; report bad keys; re-analyse when they changed."""
-    root = ls.root()
-    pyproject, problems = pyproject_settings(root)
-    sources = {"pyproject.toml [tool.adopter]": pyproject, **ls.settings_sources}
-    settings, found = resolve_settings(sources)
-    for message in problems + found:
-        ls.show(message)
-    if settings != ls.settings:
-        ls.settings = settings
-        ls.invalidate_rules()
-        ls.reanalyse_all()
-
-
-def initialize(ls: AdopterServer, params: types.InitializeParams) -> None:
-    """Read initializationOptions (the settings the client had at start-up)."""
-    ls.settings_sources["initializationOptions"] = params.initialization_options
-    apply_sources(ls)
-
-
-async def initialized(ls: AdopterServer, params: types.InitializedParams) -> None:
-    """Pull the "adopter" configuration section when supported, then load the rules ahead of the first open."""
-    await pull_configuration(ls)
-    ls.warm_up()
-
-
-async def did_change_configuration(ls: AdopterServer, params: types.DidChangeConfigurationParams) -> None:
-    """Settings changed: pull them if the client can answer, else take the pushed object."""
-    if not await pull_configuration(ls):
-        ls.settings_sources["workspace/didChangeConfiguration"] = params.settings
-        apply_sources(ls)
-
-
-async def pull_configuration(ls: AdopterServer) -> bool:
-    """`workspace/configuration` for section "adopter"; False when the client does not support it."""
-    workspace = ls.client_capabilities.workspace
-    if workspace is None or not workspace.configuration:
-        return False
-    try:
-        items = [types.ConfigurationItem(section="adopter")]
-        result = await ls.workspace_configuration_async(types.ConfigurationParams(items=items))
-    except Exception as exc:  # a client that fails the request keeps the settings we have
-        ls.show(f"Adopter: could not read the client's settings: {exc}")
-        return False
-    ls.settings_sources["workspace/configuration"] = result[0] if result else None
-    apply_sources(ls)
-    return True
-
-
-def register(server: AdopterServer) -> None:
-    server.feature(types.INITIALIZE)(initialize)
-    server.feature(types.INITIALIZED)(initialized)
-    server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)

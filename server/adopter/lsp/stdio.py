@@ -81,4 +81,4 @@ def serve_stdio(server: JsonRPCServer, stdin: BinaryIO | None = None, stdout: Bi
     except (KeyboardInterrupt, SystemExit):
         pass
     finally:
-        server.shutdown()
+        server.shutdown()  # type: ignore[no-untyped-call]  # pygls leaves it unannotated

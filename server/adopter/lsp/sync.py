@@ -9,12 +9,9 @@ index of the document current, so locating a change costs a few slices, not a pa
 from __future__ import annotations
 
 import bisect
-import re
 from dataclasses import dataclass
 
-from adopter.positions import from_lsp
-
-_BREAK = re.compile(r"\r\n|\r|\n")
+from adopter.positions import LINE_BREAK, from_lsp, tree_sitter_point
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +38,7 @@ def _line_start(text: str, line: int) -> int:
                 return len(text)
         return pos + 1
     count = 0
-    for match in _BREAK.finditer(text):
+    for match in LINE_BREAK.finditer(text):
         count += 1
         if count == line:
             return match.end()
@@ -49,7 +46,7 @@ def _line_start(text: str, line: int) -> int:
 
 
 def _line_end(text: str, start: int) -> int:
-    match = _BREAK.search(text, start)
+    match = LINE_BREAK.search(text, start)
     return match.start() if match else len(text)
 
 
@@ -67,14 +64,6 @@ def _ends_with_break_at(text: str, start: int) -> bool:
     return start > 0 and text[start - 1] in "\r\n"
 
 
-def _point(text: str, offset: int) -> tuple[int, int]:
-    """Tree-sitter's point for a str offset: rows split on \\n only, columns in UTF-8 bytes."""
-    row = text.count("\n", 0, offset)
-    line_start = text.rfind("\n", 0, offset) + 1
-    segment = text[line_start:offset]
-    return row, (len(segment) if segment.isascii() else len(segment.encode("utf-8")))
-
-
 def _byte_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
@@ -87,7 +76,7 @@ class LineStarts:
     """
 
     def __init__(self, text: str) -> None:
-        self.starts = [0] + [m.end() for m in _BREAK.finditer(text)]
+        self.starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
 
     def offset(self, text: str, line: int, utf16_col: int) -> int:
         """The str offset of an LSP position, clamped to its line like clients do."""
@@ -104,7 +93,7 @@ class LineStarts:
     def replace(self, old_text: str, a: int, b: int, new: str, new_text: str) -> None:
         """Update the index for `old_text[a:b]` replaced by `new` (giving `new_text`)."""
         if "\r" in new or "\r" in old_text[max(a - 1, 0) : b + 1]:
-            self.starts = [0] + [m.end() for m in _BREAK.finditer(new_text)]  # CR pairs: start over
+            self.starts = [0] + [m.end() for m in LINE_BREAK.finditer(new_text)]  # CR pairs: start over
             return
         first = bisect.bisect_right(self.starts, a)
         last = bisect.bisect_right(self.starts, b)
@@ -134,8 +123,8 @@ def byte_edit(
         start_byte=start_byte,
         old_end_byte=start_byte + _byte_len(text[a:b]),
         new_end_byte=start_byte + _byte_len(new_text),
-        start_point=_point(text, a),
-        old_end_point=_point(text, b),
-        new_end_point=_point(updated, a + len(new_text)),
+        start_point=tree_sitter_point(text, a),
+        old_end_point=tree_sitter_point(text, b),
+        new_end_point=tree_sitter_point(updated, a + len(new_text)),
     )
     return updated, edit

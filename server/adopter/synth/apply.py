@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from adopter.dsl.types import Span
 from adopter.synth.registry import Edits, ImportEdit, ModuleCodeEdit
+from adopter.synth.trees import module_tree
 
 
 class ApplyError(Exception):
@@ -48,7 +49,7 @@ class StatementIndex:
 
     def __init__(self, source: str) -> None:
         try:
-            tree = ast.parse(source)
+            tree = module_tree(source)
         except SyntaxError as exc:
             raise ApplyError(f"the file does not parse: {exc.msg} (line {exc.lineno})") from exc
         self._lines = source.split("\n")
@@ -165,7 +166,7 @@ def apply_edits(source: str, all_edits: Sequence[Edits]) -> str:
     text = source.replace("\r\n", "\n") if crlf else source
     lines = text.split("\n")
     try:
-        tree = ast.parse(text)
+        tree = module_tree(text)
     except SyntaxError as exc:
         raise ApplyError(f"the file does not parse: {exc.msg} (line {exc.lineno})") from exc
     index = statement_index(text)

@@ -11,6 +11,7 @@ imports once, and verifies the result before returning it.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import textwrap
 from collections.abc import Callable, Sequence
@@ -19,6 +20,7 @@ from typing import NoReturn
 
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Rule, Span
 from adopter.engine.types import Finding
+from adopter.synth.trees import module_tree
 
 Strategy = Callable[["SynthContext"], None]
 
@@ -137,7 +139,7 @@ def existing_imports(source: str) -> dict[tuple[str, str | None], str]:
     """Top-level imports of `source`: (module, name or None) -> the local name bound."""
     found: dict[tuple[str, str | None], str] = {}
     try:
-        tree = ast.parse(source)
+        tree = module_tree(source)
     except (SyntaxError, ValueError):
         return found
     for node in tree.body:
@@ -157,6 +159,15 @@ def existing_imports(source: str) -> dict[tuple[str, str | None], str]:
     return found
 
 
+@functools.lru_cache(maxsize=8)
+def _read(source: str) -> tuple[tuple[str, ...], frozenset[str], tuple[tuple[tuple[str, str | None], str], ...]]:
+    """The lines, the identifiers used and the top-level imports of `source`: read once per text, since
+    every finding of a file (and every fix decision) builds a context over the same text."""
+    # The module path of `from torch import nn` binds no name, so it must not make `torch` look taken.
+    taken = frozenset(_IDENT.findall(_FROM_MODULE.sub("from _ import", source)))
+    return tuple(source.split("\n")), taken, tuple(existing_imports(source).items())
+
+
 # ---------------------------------------------------------------------------------------------------
 # The context
 # ---------------------------------------------------------------------------------------------------
@@ -170,6 +181,8 @@ class SynthContext:
     finding: Finding
     rule: Rule
     target: str  # the chosen Target.name, e.g. "portable", "liger"
+    # Every finding of `source` (the session's), for a strategy that leaves a site to another rule.
+    findings: tuple[Finding, ...] = ()
     edits: Edits = field(default_factory=Edits)
     _lines: list[str] = field(default_factory=list, repr=False)
     _taken: set[str] = field(default_factory=set, repr=False)
@@ -177,10 +190,10 @@ class SynthContext:
     _arg_cache: dict[Span, dict[int | str, str]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        self._lines = self.source.split("\n")
-        # The module path of `from torch import nn` binds no name, so it must not make `torch` look taken.
-        self._taken = set(_IDENT.findall(_FROM_MODULE.sub("from _ import", self.source)))
-        self._imports = existing_imports(self.source)
+        lines, taken, imports = _read(self.source)
+        self._lines = list(lines)
+        self._taken = set(taken)
+        self._imports = dict(imports)
 
     # -- reading -------------------------------------------------------------------------------
 

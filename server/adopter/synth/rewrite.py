@@ -24,8 +24,10 @@ def _choose_target(finding: Finding, target: str | None) -> str | None:
     return finding.targets[0] if finding.targets else "portable"
 
 
-def plan(source: str, finding: Finding, rule: Rule, target: str | None) -> Edits | str:
-    """The edits one finding's strategy records, or the reason it declined."""
+def plan(source: str, finding: Finding, rule: Rule, target: str | None,
+         findings: Sequence[Finding] = ()) -> Edits | str:
+    """The edits one finding's strategy records, or the reason it declined. `findings`: every finding
+    of `source` (a strategy may leave a site to another rule's)."""
     load_all()
     if not finding.fixable:
         return finding.no_fix_reason or "no automatic fix for this site"
@@ -37,7 +39,7 @@ def plan(source: str, finding: Finding, rule: Rule, target: str | None) -> Edits
     func = STRATEGIES.get(rule.replacement.strategy)
     if func is None:
         return f"unknown rewrite strategy {rule.replacement.strategy!r}"
-    ctx = SynthContext(source, finding, rule, chosen)
+    ctx = SynthContext(source, finding, rule, chosen, tuple(findings))
     try:
         func(ctx)
     except Declined as exc:
@@ -47,6 +49,28 @@ def plan(source: str, finding: Finding, rule: Rule, target: str | None) -> Edits
     if ctx.edits.empty():
         return "the rewrite strategy made no change"
     return ctx.edits
+
+
+def splices(source: str, finding: Finding, rule: Rule | None, target: str | None,
+            findings: Sequence[Finding] = ()) -> str | None:
+    """Why `finding` cannot be rewritten in `source`, or None when its strategy plans edits that splice
+    into whole statements: the fix decision without the verification (`rewrite` verifies what it writes).
+
+    For `check`'s fixability: a strategy that plans and splices is applied by `fix` unless the rewrite
+    fails verification, which would be a strategy bug (`tests/session/test_fix_contract.py` holds the
+    two decisions equal over the corpus).
+    """
+    try:
+        result = plan(source, finding, rule, target, findings) if rule is not None \
+            else f"rule {finding.rule_id} is not loaded"
+        if isinstance(result, str):
+            return result
+        apply_edits(source, [result])
+    except ApplyError as exc:
+        return str(exc)
+    except Exception as exc:  # the contract: results, not exceptions
+        return f"internal error while planning the rewrite: {type(exc).__name__}: {exc}"
+    return None
 
 
 def _session(path: str | None, rules: Sequence[Rule] | None, env: Environment | None) -> Session:
@@ -78,9 +102,10 @@ def _rewrite(source: str, findings: Sequence[Finding], target: str | None, path:
     by_id = {r.id: r for r in session.rules}
     skipped: list[Skipped] = []
     planned: list[tuple[Finding, Edits]] = []
+    everything = session.analysed(source, path).findings  # the caller's analysis of `source`, cached
     for f in findings:
         rule = by_id.get(f.rule_id)
-        result = plan(source, f, rule, target) if rule is not None else f"rule {f.rule_id} is not loaded"
+        result = plan(source, f, rule, target, everything) if rule is not None else f"rule {f.rule_id} is not loaded"
         if isinstance(result, str):
             skipped.append(Skipped(f, result))
         else:

@@ -126,8 +126,8 @@ def op_cycles_grid(op: Op, g: _Grid, link_gbs: float) -> tuple[Any, Any, int]:
     elements = max((w.elements for w in op.vector), default=1)
     cores = np.minimum(g.axes["n_vc"], np.maximum(1.0, np.ceil(elements / g.axes["lanes"])))
     compute = vector_cycles_grid(op.vector, cores * g.axes["lanes"])
-    memory = (op.bytes_in + op.bytes_out) / g.bytes_per_cycle
-    return np.maximum(compute, memory), cores, 1
+    streamed = (op.bytes_in + op.bytes_out) / g.bytes_per_cycle
+    return np.maximum(compute, streamed), cores, 1
 
 
 def _cost_key(op: Op) -> tuple[Any, ...]:
@@ -226,7 +226,8 @@ def grid_bounds(workload: Workload, counts: Mapping[int, int], space: DesignSpac
     lower, upper = np.broadcast_to(lower / f, g.shape), np.broadcast_to(upper / f, g.shape)
     # area_mm2/tdp_w are plain arithmetic on the template's fields: given broadcastable arrays they return
     # every design's area and TDP with exactly the formulas single designs use.
-    grid_design = Design(*(g.axes[p] for p in PARAMS), space.bandwidth_gbs, space.clock_mhz)  # type: ignore[arg-type]
+    axes: dict[str, Any] = {p: g.axes[p] for p in PARAMS}  # arrays where Design declares numbers
+    grid_design = Design(**axes, bandwidth_gbs=space.bandwidth_gbs, clock_mhz=space.clock_mhz)
     area = np.broadcast_to(area_mm2(grid_design), g.shape)
     tdp = np.broadcast_to(tdp_w(grid_design), g.shape)
     thr = _throughput(samples, lower)

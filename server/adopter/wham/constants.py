@@ -24,8 +24,8 @@ MAC8_AREA_UM2, MAC8_ENERGY_PJ = 379.85, 0.469  # CATransformers (Accelergy table
 MAC32_45NM_AREA_UM2, MAC32_45NM_ENERGY_PJ = 3632.0, 3.2  # Horowitz 2014, 45 nm, 32-bit int mult + add
 MAC32_22NM_AREA_UM2 = MAC32_45NM_AREA_UM2 * NODE_SCALE_AREA_45_TO_22  # ≈ 868 µm²
 MAC32_22NM_ENERGY_PJ = MAC32_45NM_ENERGY_PJ * NODE_SCALE_ENERGY_45_TO_22  # ≈ 1.56 pJ
-MAC16_AREA_UM2 = (MAC8_AREA_UM2 * MAC32_22NM_AREA_UM2) ** 0.5  # ≈ 574 µm²
-MAC16_ENERGY_PJ = (MAC8_ENERGY_PJ * MAC32_22NM_ENERGY_PJ) ** 0.5  # ≈ 0.855 pJ
+MAC16_AREA_UM2: float = (MAC8_AREA_UM2 * MAC32_22NM_AREA_UM2) ** 0.5  # ≈ 574 µm²
+MAC16_ENERGY_PJ: float = (MAC8_ENERGY_PJ * MAC32_22NM_ENERGY_PJ) ** 0.5  # ≈ 0.855 pJ
 # Cross-check (not used): Horowitz's FP16 multiply + add (1640 + 1360 µm², 1.1 + 0.4 pJ at 45 nm) scaled to
 # 22 nm is 717 µm², 0.733 pJ: +25 % area, −14 % energy against ours. With it the single-model benchmark
 # targets move (WHAM's first design lands 0.1 % under NSGA-II's best on BERT): see docs/wham.md.

@@ -49,7 +49,7 @@ def _run_ray(fn: Callable[[Any], T], tasks: Sequence[Any], address: str | None, 
         raise ExecutorError("--executor ray needs Ray: pip install 'adopter[ray]' (or pip install ray)") from exc
     started = False
     if not ray.is_initialized():
-        local = {"num_cpus": workers} if address is None else {}
+        local: dict[str, Any] = {"num_cpus": workers} if address is None else {}
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False, **local)
         started = True
     try:

@@ -154,7 +154,8 @@ class DesignSpace:
         def every_other(vals: tuple[Any, ...]) -> tuple[Any, ...]:
             picked = vals[::2]
             return picked if picked[-1] == vals[-1] else (*picked, vals[-1])
-        return replace(self, **{p: every_other(self.values(p)) for p in PARAMS})
+        grid: dict[str, Any] = {p: every_other(self.values(p)) for p in PARAMS}
+        return replace(self, **grid)
 
 
 PARAMS = ("n_tc", "pe_x", "pe_y", "n_vc", "lanes", "sram_mib")

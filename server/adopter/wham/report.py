@@ -151,13 +151,13 @@ def summary_table(report: SearchReport) -> str:
                      f"{_fmt(p['global']['throughput'])} samples/s, Perf/TDP {_fmt(p['global']['perf_per_tdp'])}; "
                      f"heterogeneous bound {_fmt(p['heterogeneous']['throughput'])} samples/s")
         if p.get("reference"):
-            ref = p["reference"]
-            lines.append(f"          {ref['name']} replicated: {_fmt(ref['throughput'])} samples/s, "
-                         f"Perf/TDP {_fmt(ref['perf_per_tdp'])}")
+            row = p["reference"]
+            lines.append(f"          {row['name']} replicated: {_fmt(row['throughput'])} samples/s, "
+                         f"Perf/TDP {_fmt(row['perf_per_tdp'])}")
     if report.tensor_parallel:
-        t = report.tensor_parallel
-        lines.append(f"tensor parallel {t['degree']}-way over {t['link_gbs']:g} GB/s links: "
-                     f"all-reduce {t['allreduce_s'] * 1e3:.3f} ms per step")
+        tp = report.tensor_parallel
+        lines.append(f"tensor parallel {tp['degree']}-way over {tp['link_gbs']:g} GB/s links: "
+                     f"all-reduce {tp['allreduce_s'] * 1e3:.3f} ms per step")
     for n in report.notes:
         lines.append(f"note: {n}")
     if r is not None:

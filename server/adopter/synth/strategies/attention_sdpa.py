@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Span
 from adopter.synth.registry import SynthContext, existing_imports, strategy
+from adopter.synth.trees import all_nodes, module_tree
 
 _MATMUL = {(OpKind.FUNCTION, "torch.matmul"), (OpKind.OPERATOR, "@"), (OpKind.METHOD, "matmul")}
 _SOFTMAX = {"torch.nn.functional.softmax", "torch.softmax"}
@@ -45,7 +46,7 @@ def sdpa_chain(ctx: SynthContext) -> None:
         ctx.decline(chain)
         return
     try:
-        tree = ast.parse(ctx.source)
+        tree = module_tree(ctx.source)
     except SyntaxError as err:
         ctx.decline(f"the file does not parse ({err.msg}, line {err.lineno})")
         return
@@ -141,7 +142,7 @@ class _Site:
     def _enclosing(self, line: int) -> tuple[ast.FunctionDef, list[ast.stmt]]:
         """The innermost function and statement list whose statements include `line` directly."""
         best: tuple[ast.FunctionDef, list[ast.stmt]] | None = None
-        for node in ast.walk(self.tree):
+        for node in all_nodes(self.tree):
             if not isinstance(node, ast.FunctionDef):
                 continue
             if not (node.lineno <= line <= (node.end_lineno or node.lineno)):
@@ -345,7 +346,7 @@ class _Site:
         cls = next(
             (
                 n
-                for n in ast.walk(self.tree)
+                for n in all_nodes(self.tree)
                 if isinstance(n, ast.ClassDef) and n.lineno <= self.func.lineno <= (n.end_lineno or n.lineno)
             ),
             None,

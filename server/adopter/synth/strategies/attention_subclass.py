@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from adopter.dsl.types import Binding, Ctor
 from adopter.synth.registry import ImportEdit, SynthContext, existing_imports
+from adopter.synth.trees import all_nodes, module_tree
 
 # Synthesized classes carry this phrase in their docstring: a second finding in the same file (the
 # GPT-2 block binds two attentions) reuses the class instead of adding another copy.
@@ -49,7 +50,7 @@ def rewrite_with_subclass(ctx: SynthContext, spec: SubclassSpec) -> None:
         )
         return
     try:
-        tree = ast.parse(ctx.source)
+        tree = module_tree(ctx.source)
     except SyntaxError as err:
         ctx.decline(f"the file does not parse ({err.msg}, line {err.lineno})")
         return
@@ -83,20 +84,20 @@ def torch_module_name(ctx: SynthContext) -> str:
         if module == "torch" and name is None:
             return local.split(".")[0] if local.startswith("torch.") else local
     try:
-        tree = ast.parse(ctx.source)
+        tree = module_tree(ctx.source)
     except SyntaxError:
         return ctx.add_import("torch")
     bound = (
-        {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-        | {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+        {n.id for n in all_nodes(tree) if isinstance(n, ast.Name)}
+        | {n.arg for n in all_nodes(tree) if isinstance(n, ast.arg)}
         | {
             n.name
-            for n in ast.walk(tree)
+            for n in all_nodes(tree)
             if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)
         }
         | {
             a.asname or a.name.split(".")[0]
-            for n in ast.walk(tree)
+            for n in all_nodes(tree)
             if isinstance(n, ast.Import | ast.ImportFrom)
             for a in n.names
         }

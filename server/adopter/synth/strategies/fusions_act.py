@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
-from adopter.dsl.types import Span
 from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.fusions_chain import (
     activation_path,
@@ -44,26 +41,14 @@ def fused_linear_gelu(x, linear, act):
 '''
 
 
-@functools.lru_cache(maxsize=8)
-def _gated_mlp_ops(source: str) -> frozenset[Span]:
-    """Spans of the ops of every gated-MLP site (family 14) in `source`."""
-    from adopter.analysis import analyse
-    from adopter.engine import Environment, find, load_rules
-
-    rules = [r for r in load_rules().rules if r.family == 14]
-    if not rules:
-        return frozenset()
-    findings = find(analyse(source), rules, Environment("cpu", frozenset(), None))
-    return frozenset(op.span for f in findings for op in f.match.ops)
-
-
 @strategy("linear_gelu")
 def linear_gelu(ctx: SynthContext) -> None:
     """`act(linear(x))` → `fused_linear_gelu(x, linear, act)` (`$lin`, `$act`, `$x`)."""
     linear = binding_path(ctx, "lin")
     act = activation_path(ctx, "act", "out")
     x = value_text(ctx, "x")
-    if ctx.finding.match.ops[-1].span in _gated_mlp_ops(ctx.source):
+    gated = {op.span for f in ctx.findings if f.family == 14 for op in f.match.ops}  # the session's findings
+    if ctx.finding.match.ops[-1].span in gated:
         ctx.decline("this activation gates a second projection (a gated MLP): f14-swiglu fuses that site instead")
     helper = ensure_helper(ctx, "fused_linear_gelu", "linear-gelu", _LINEAR_GELU)
     rewrite_chain(ctx, f"{helper}({x}, {linear}, {act})")

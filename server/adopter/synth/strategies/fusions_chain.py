@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Span
 from adopter.synth.registry import SynthContext, existing_imports
+from adopter.synth.trees import all_nodes, module_tree
 
 
 def _pos(line: int, col: int) -> tuple[int, int]:
@@ -148,7 +149,7 @@ def ensure_helper(ctx: SynthContext, name: str, tag: str, code: str) -> str:
     """
     marker = f"(adopter: {tag})"
     try:
-        tree = ast.parse(ctx.source)
+        tree = module_tree(ctx.source)
     except SyntaxError:
         tree = None
     if tree is not None:
@@ -169,12 +170,12 @@ def _statement_lines_alone(ctx: SynthContext, span: Span) -> bool:
 def _function_end(ctx: SynthContext, line: int) -> int:
     """The last line (0-based) of the innermost function containing `line`."""
     try:
-        tree = ast.parse(ctx.source)
+        tree = module_tree(ctx.source)
     except SyntaxError:
         return line
     end = line
     best = None
-    for node in ast.walk(tree):
+    for node in all_nodes(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None:
             if node.lineno - 1 <= line <= node.end_lineno - 1 and (best is None or node.lineno > best.lineno):
                 best = node

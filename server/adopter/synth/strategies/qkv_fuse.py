@@ -16,6 +16,7 @@ import re
 from adopter.dsl.types import Binding, Ctor, Op, OpKind, Span
 from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.checkpoint_hooks import ensure_checkpoint_hooks
+from adopter.synth.trees import all_nodes, module_tree
 
 
 @strategy("fuse_qkv")
@@ -31,7 +32,7 @@ def fuse_qkv(ctx: SynthContext) -> None:
     if any(b.condition for b in bindings):
         ctx.decline("a projection is bound under a condition in __init__")
     try:
-        tree = ast.parse(ctx.source)
+        tree = module_tree(ctx.source)
     except SyntaxError as err:
         ctx.decline(f"the file does not parse ({err.msg}, line {err.lineno})")
         return
@@ -125,7 +126,7 @@ def _consecutive(tree: ast.Module, spans: list[Span]) -> bool:
 
 def _block_of(tree: ast.Module, line: int) -> list[ast.stmt]:
     best: list[ast.stmt] = []
-    for node in ast.walk(tree):
+    for node in all_nodes(tree):
         for field in ("body", "orelse", "finalbody"):
             body = getattr(node, field, None)
             if isinstance(body, list) and any(isinstance(s, ast.stmt) and s.lineno == line for s in body):
@@ -136,7 +137,7 @@ def _block_of(tree: ast.Module, line: int) -> list[ast.stmt]:
 def _refuse_other_uses(ctx: SynthContext, tree: ast.Module, attrs: list[str], own: list[Span]) -> None:
     """Decline when the separate Linears are used outside the match (pruning, weight tying...)."""
     own_lines = {line for s in own for line in range(s.start_line + 1, s.end_line + 2)}
-    for node in ast.walk(tree):
+    for node in all_nodes(tree):
         if isinstance(node, ast.Attribute) and node.attr in attrs and node.lineno not in own_lines:
             ctx.decline(
                 f"`{ast.unparse(node)}` is also used on line {node.lineno}; the fused layer would break it"
@@ -145,7 +146,7 @@ def _refuse_other_uses(ctx: SynthContext, tree: ast.Module, attrs: list[str], ow
 
 def _enclosing_class(tree: ast.Module, line: int) -> ast.ClassDef | None:
     found = None
-    for node in ast.walk(tree):
+    for node in all_nodes(tree):
         if isinstance(node, ast.ClassDef) and node.lineno <= line <= (node.end_lineno or node.lineno):
             found = node
     return found

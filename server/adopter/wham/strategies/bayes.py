@@ -31,7 +31,8 @@ class OptunaStrategy(SearchStrategy):
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         self.space = space
-        self.dists = {p: optuna.distributions.IntDistribution(0, len(space.values(p)) - 1) for p in PARAMS}
+        self.dists: dict[str, optuna.distributions.BaseDistribution] = {
+            p: optuna.distributions.IntDistribution(0, len(space.values(p)) - 1) for p in PARAMS}
         self.study = optuna.create_study(direction="maximize", sampler=self._sampler(seed))
         self.trial: Any = None
 

@@ -8,7 +8,7 @@ import heapq
 import itertools
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from adopter.wham.cost import BANDWIDTH, SRAM, TENSOR, VECTOR
 from adopter.wham.evaluate import Evaluation
@@ -138,7 +138,8 @@ class WhamStrategy(SearchStrategy):
         if not cands:
             return None
         v = min(cands, key=lambda x: abs(x - target))
-        return replace(d, **{name: int(v) if name != "sram_mib" else float(v)})
+        change: dict[str, Any] = {name: int(v) if name != "sram_mib" else float(v)}
+        return replace(d, **change)
 
     def _grow_max(self, d: Design, name: str) -> Design | None:
         """`d` with `name` raised to the largest grid value that keeps it within area and TDP."""
@@ -147,7 +148,8 @@ class WhamStrategy(SearchStrategy):
         for v in self.space.values(name):
             if v <= cur:
                 continue
-            g = replace(d, **{name: int(v) if name != "sram_mib" else float(v)})
+            change: dict[str, Any] = {name: int(v) if name != "sram_mib" else float(v)}
+            g = replace(d, **change)
             if self.probe.violations(g):
                 break
             best = g
@@ -249,9 +251,9 @@ class WhamStrategy(SearchStrategy):
                 self._push(m)
         if self.bound is not None and not self.exhausted:
             self._push_ranked()  # one more design from the global ranking each round
-        top = self._beam()[0].objective if self._beam() else None
-        if top is not None and top > self.best * (1 + 1e-9):
-            self.best = top
+        leader = self._beam()[0].objective if self._beam() else None
+        if leader is not None and leader > self.best * (1 + 1e-9):
+            self.best = leader
             self.stale = 0
         else:
             self.stale += 1

@@ -147,11 +147,11 @@ def _sdpa_dims(name: str, args: Sequence[Any]) -> list[dict[str, Any]]:
     return pair + pair if "backward" in name else pair
 
 
-class _Recorder(TorchDispatchMode):
+class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch leaves it unannotated
     """Records every aten op with its tensors' producers; views alias their base's producer."""
 
     def __init__(self, tracker: ModuleTracker) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
         self.tracker = tracker
         self.ops: list[dict[str, Any]] = []
         self.producer: dict[int, int] = {}  # id(tensor) -> op index
@@ -307,8 +307,8 @@ class _Recorder(TorchDispatchMode):
         # In-place foreach ops update their first list; out-of-place ones return new tensors.
         targets = outs if outs else list(lists[0])
         for i, t in enumerate(targets):
-            seg = self.param_segment.get(self.opt_params[i]) if n == len(self.opt_params) and i < n else None
-            self.producer[id(t)] = by_seg.get(seg or "(optimizer)", next(iter(by_seg.values())))
+            owner = self.param_segment.get(self.opt_params[i]) if n == len(self.opt_params) and i < n else None
+            self.producer[id(t)] = by_seg.get(owner or "(optimizer)", next(iter(by_seg.values())))
             self.keep.append(t)
 
 
@@ -360,7 +360,7 @@ def trace_training_step(
         with tracker, rec:
             out = model(**inputs) if isinstance(inputs, dict) else model(*inputs)
             loss = (loss_fn or default_loss)(out)
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
             rec.opt_params = [rec.param_ids[id(p)] for g in opt.param_groups for p in g["params"]
                               if p.grad is not None]
             opt.step()

@@ -112,7 +112,8 @@ def constructor_arguments(cls: type, module: Any) -> tuple[dict[str, Any], Any]:
     """Keyword arguments for `cls(...)` and the config object (None when it takes none)."""
     kwargs: dict[str, Any] = {}
     config = None
-    for name, param in list(inspect.signature(cls.__init__).parameters.items())[1:]:
+    init = cls.__init__  # type: ignore[misc]  # the class's own __init__, read, never called here
+    for name, param in list(inspect.signature(init).parameters.items())[1:]:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.default is not param.empty:
             continue
         ann = _annotation(param, module)

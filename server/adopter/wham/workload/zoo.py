@@ -96,7 +96,8 @@ class Attention(nn.Module):
             scores = scores.masked_fill(mask, float("-inf"))
         probs = self.dropout(scores.softmax(-1))
         ctx = torch.matmul(probs, v).transpose(1, 2).reshape(b, s, -1)
-        return self.out(ctx)
+        out: torch.Tensor = self.out(ctx)  # Module.__call__ is typed Any
+        return out
 
 
 class FeedForward(nn.Module):
@@ -118,7 +119,8 @@ class FeedForward(nn.Module):
             h = F.relu(self.up(x))
         else:
             h = F.gelu(self.up(x))
-        return self.dropout(self.down(h))
+        out: torch.Tensor = self.dropout(self.down(h))
+        return out
 
 
 class Block(nn.Module):
@@ -140,9 +142,11 @@ class Block(nn.Module):
             x = x + self.dropout(self.attn(self.norm1(x)))
             if self.cross is not None and self.norm_cross is not None:
                 x = x + self.dropout(self.cross(self.norm_cross(x), memory))
-            return x + self.mlp(self.norm2(x))
+            mlp: torch.Tensor = self.mlp(self.norm2(x))
+            return x + mlp
         x = self.norm1(x + self.dropout(self.attn(x)))
-        return self.norm2(x + self.mlp(x))
+        out: torch.Tensor = self.norm2(x + self.mlp(x))
+        return out
 
 
 class LanguageModel(nn.Module):

@@ -1,0 +1,74 @@
+"""`nn.Sequential(...)` built in a function, outside any `__init__`, read as the chain of layers it runs.
+
+A factory function (`def MBConv(...): return nn.Sequential(nn.Conv2d(...), nn.BatchNorm2d(...), ...)`)
+holds sites no forward shows: the Sequential runs its children in order. Each such construction becomes
+a small `Architecture` whose bindings are the children (with their own spans) and whose forward calls
+them one after the other, so every rule that matches layers in a forward matches here too. The ops
+keep the construction as their `origin`: the engine reports these sites without an automatic fix.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from adopter.analysis.bindings import InitAnalysis
+from adopter.analysis.canonical import canonical_architecture
+from adopter.analysis.classes import ClassTable
+from adopter.analysis.signature import params
+from adopter.analysis.source import Field, SourceText
+from adopter.analysis.spellings import SEQUENTIAL
+from adopter.analysis.symbols import dotted_text
+from adopter.dsl.types import Architecture, Binding, Forward, Init, Op, OpKind, Param, Ref, Return, Stmt
+
+MIN_CHILDREN = 2  # one child is a chain of nothing
+MAX_CHAINS = 64  # per function: a bound on generated code
+
+
+def sequential_chains(function: Node, name: str, src: SourceText, table: ClassTable) -> tuple[Architecture, ...]:
+    """The `nn.Sequential(a, b, ...)` constructions inside `function` (nested definitions excluded)."""
+    body = function.child_by_field_id(Field.BODY)
+    if body is None or b"Sequential" not in src.raw(body):
+        return ()
+    reader = InitAnalysis(name, table, src)
+    reader.read_defaults(params(function, src))
+    chains: list[Architecture] = []
+    stack = list(body.named_children)
+    while stack and len(chains) < MAX_CHAINS:
+        node = stack.pop(0)
+        if node.type in ("function_definition", "class_definition", "decorated_definition", "lambda"):
+            continue
+        if node.type == "call":
+            chain = _chain(node, name, src, reader)
+            if chain is not None:
+                chains.append(chain)
+        stack.extend(node.named_children)
+    return tuple(chains)
+
+
+def _chain(call: Node, name: str, src: SourceText, reader: InitAnalysis) -> Architecture | None:
+    func = call.child_by_field_id(Field.FUNCTION)
+    dotted = dotted_text(func, src) if func is not None else None
+    if dotted is None or not dotted.endswith("Sequential") or reader.qualified_callee(dotted) != SEQUENTIAL:
+        return None
+    args_node = call.child_by_field_id(Field.ARGUMENTS)
+    children = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
+    if len(children) < MIN_CHILDREN or any(a.type in ("keyword_argument", "list_splat") for a in children):
+        return None  # `Sequential(*layers)` / `Sequential(OrderedDict(...))`: no positional chain to read
+    span = src.span(call)
+    origin = Op(OpKind.MODULE, SEQUENTIAL, (), (), (), span, span)
+    bindings: list[Binding] = []
+    body: list[Stmt] = []
+    value = Ref("x")
+    for i, child in enumerate(children):
+        attr = f"layer{i}"
+        child_span = src.span(child)
+        ctors = reader.constructors(child) if child.type == "call" else []
+        if len(ctors) == 1:
+            bindings.append(Binding(attr, ctors[0], child_span))
+        out = f"%{i + 1}"
+        body.append(Op(OpKind.MODULE, f"self.{attr}", (value,), (), (out,), child_span, child_span, (), origin))
+        value = Ref(out)
+    body.append(Return((value,), span))
+    forward = Forward("forward", (Param("x"),), tuple(body), span)
+    arch = Architecture(name, (SEQUENTIAL,), Init((), tuple(bindings), span), forward, span)
+    return canonical_architecture(arch)

@@ -1,0 +1,158 @@
+"""The one owner of change -> schedule -> publish: debounced analysis runs and their diagnostics.
+
+Lifecycle: the document sync handlers (`adopter.lsp.diagnostics`, `adopter.lsp.notebooks`) apply a
+change through `Analyses` and call `Publisher.schedule`; a run waits for the debounce, analyses on
+the analysis thread, and publishes the diagnostics of the version it analysed, unless the document
+moved on or closed (a newer run publishes). Features that need the current analysis (code actions,
+hover, commands, lenses) ask `Publisher.snapshot`, which runs it now. Settings and rule reloads call
+`reanalyse_all`. The server is reached only through `Client` (what the publisher needs of it), so
+this module does not import the server, and the server does not import any feature.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from lsprotocol import types
+
+from adopter.dsl.types import Binding, Problem
+from adopter.lsp.convert import LineIndex, lsp_finding_diagnostic, lsp_problem_diagnostic
+from adopter.lsp.documents import Analyses, Document
+from adopter.lsp.pipeline import UNAVAILABLE, Snapshot
+from adopter.lsp.settings import Settings
+
+ANALYSIS_DONE = "adopter/analysisDone"  # custom notification: uri, version, elapsed_ms (for benchmarks)
+
+
+class Notifier(Protocol):
+    def notify(self, method: str, params: Any | None = None) -> Any: ...
+
+
+class Client(Protocol):
+    """What publishing needs of the server (`adopter.lsp.server.AdopterServer` has it)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def reported_problems(self) -> set[Problem]: ...
+
+    @property
+    def protocol(self) -> Notifier: ...
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None: ...
+
+    def text_document_publish_diagnostics(self, params: types.PublishDiagnosticsParams) -> None: ...
+
+
+class Publisher:
+    """Per document: at most one pending analysis run; its diagnostics published with its version."""
+
+    def __init__(self, analyses: Analyses, client: Client) -> None:
+        self.analyses = analyses
+        self.client = client
+        self.after_publish: list[Callable[[], None]] = []  # called after each publication (cross-file reach)
+
+    def schedule(self, doc: Document, delay_ms: int) -> None:
+        """(Re)start the document's debounced analysis; a superseded run is cancelled."""
+        if doc.task is not None and not doc.task.done():
+            doc.task.cancel()
+        doc.task = asyncio.ensure_future(self._analyse_and_publish(doc, delay_ms))
+
+    def reanalyse_all(self) -> None:
+        """Analyse every open document again now (settings or rules changed)."""
+        for doc in list(self.analyses.documents.values()):
+            self.schedule(doc, 0)
+
+    async def snapshot(self, uri: str) -> Snapshot | None:
+        """The analysis of the document's current version, running it now if needed (no debounce)."""
+        doc = self.analyses.documents.get(uri)
+        if doc is None:
+            return None
+        if doc.snapshot is not None and doc.snapshot.version == doc.version:
+            return doc.snapshot
+        if doc.task is not None and not doc.task.done():
+            doc.task.cancel()
+        doc.task = asyncio.ensure_future(self._analyse_and_publish(doc, 0))
+        try:
+            return await asyncio.shield(doc.task)
+        except asyncio.CancelledError:
+            # A newer edit superseded the run we waited for; answer from the latest state, if current.
+            latest = doc.snapshot
+            return latest if latest is not None and latest.version == doc.version else None
+
+    async def _analyse_and_publish(self, doc: Document, delay_ms: int) -> Snapshot | None:
+        if delay_ms > 0:
+            await asyncio.sleep(delay_ms / 1000)
+        snapshot = await self.analyses.run(doc)
+        if snapshot is None or doc.closed or doc.version != snapshot.version:
+            return None  # the document moved on or closed: a newer run publishes
+        doc.snapshot = snapshot
+        self.publish(doc, snapshot)
+        for hook in self.after_publish:
+            hook()
+        return snapshot
+
+    def publish(self, doc: Document, snapshot: Snapshot) -> None:
+        """Publish the snapshot's diagnostics with its version, then announce the run for benchmarks."""
+        self.report_rule_problems(snapshot)
+        diagnostics = build_diagnostics(self.client.settings, doc, snapshot)
+        params = types.PublishDiagnosticsParams(uri=doc.uri, version=snapshot.version, diagnostics=diagnostics)
+        self.client.text_document_publish_diagnostics(params)
+        since_change = None if doc.changed_at is None else (time.perf_counter() - doc.changed_at) * 1000
+        self.client.protocol.notify(
+            ANALYSIS_DONE,
+            {
+                "uri": doc.uri,
+                "version": snapshot.version,
+                "elapsedMs": snapshot.elapsed_ms,  # re-parse + analysis + rule matching on the analysis thread
+                "sinceChangeMs": since_change,  # the change's arrival -> diagnostics sent
+                "reparse": snapshot.reparsed,
+            },
+        )
+
+    def report_rule_problems(self, snapshot: Snapshot) -> None:
+        """Show each broken rule file once per rule load (they are not part of the open document)."""
+        for problem in snapshot.rule_problems:
+            if problem.code != UNAVAILABLE and problem not in self.client.reported_problems:
+                self.client.reported_problems.add(problem)
+                self.client.show(f"Adopter rules: {problem.render()}")
+
+
+def severity_override(settings: Settings, rule_id: str, family: int) -> str | None:
+    """The user's severity for a rule, by id or by family number."""
+    return settings.severity.get(rule_id) or settings.severity.get(str(family))
+
+
+def build_diagnostics(settings: Settings, doc: Document, snapshot: Snapshot) -> list[types.Diagnostic]:
+    """Every finding and problem of a snapshot as LSP diagnostics."""
+    index = LineIndex(snapshot.text)
+    module_file = snapshot.module_file
+    bindings: list[Binding] = []
+    for arch in module_file.architectures if module_file else ():
+        bindings.extend(arch.init.bindings if arch.init else ())
+    # The rule engine hands back the very same Finding for a class the edit did not touch, so in an
+    # ASCII text (positions need no line text) its diagnostic is the one published before.
+    reuse = index.is_ascii
+    published: dict[int, tuple[object, str | None, types.Diagnostic]] = {}
+    diagnostics: list[types.Diagnostic] = []
+    for f in snapshot.findings:
+        severity = severity_override(settings, f.rule_id, f.family)
+        cached = doc.published.get(id(f)) if reuse else None
+        if cached is not None and cached[0] is f and cached[1] == severity:
+            diagnostic = cached[2]
+        else:
+            diagnostic = lsp_finding_diagnostic(f, index, doc.uri, bindings, severity)
+        published[id(f)] = (f, severity, diagnostic)
+        diagnostics.append(diagnostic)
+    doc.published = published
+    problems = list(snapshot.problems) + list(module_file.problems if module_file else ())
+    if not doc.rule_file:
+        # A missing engine concerns every Python document; other rule problems (a broken rule file,
+        # a selector matching nothing) are shown once as a message (see `report_rule_problems`).
+        problems += [p for p in snapshot.rule_problems if p.code == UNAVAILABLE]
+    diagnostics += [lsp_problem_diagnostic(p, index) for p in problems]
+    return diagnostics
