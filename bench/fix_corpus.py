@@ -2,7 +2,9 @@
 
 For every site whose fix decision is "fixable" (transformers 4.35 modeling files, and the real-world set
 of `bench/realworld_corpus.py` when it is fetched): the rewritten file compiles; re-analysed, the site's
-(rule, class) has one finding fewer and no other (rule, class) has more; asking for the same rule's fix
+(rule, class) has one finding fewer and no other (rule, class) has more, except sites whose matched
+code includes what the fix wrote (counted as exposed: a formula made `F.gelu` completes a Linear+GELU
+site where the module is called); asking for the same rule's fix
 again changes nothing. For `fix` of each whole file: the result compiles, nothing fixable is left,
 and a second `fix` changes nothing.
 
@@ -30,7 +32,8 @@ class Tally:
     fixable: int = 0  # fixes offered (the session's decision is "fixable")
     compiled: int = 0  # the file with that one fix compiles
     site_gone: int = 0  # re-analysed, the site's (rule, class) has one finding fewer
-    nothing_new: int = 0  # ... and no other (rule, class) has more
+    nothing_new: int = 0  # ... and no other (rule, class) has more, except sites built on the written code
+    exposed: int = 0  # sites a fix exposed: new findings whose matched code includes what the fix wrote
     fixes_ok: int = 0  # ... and the same rule is not offered again on the code the fix wrote
     fix_all_files_changed: int = 0  # files `fix` rewrote
     fix_all_compiled: int = 0
@@ -69,11 +72,16 @@ def check_file(name: str, text: str, tally: Tally) -> None:
             continue
         tally.site_gone += 1
         grown = [k for k in after if k != key and after[k] > before[k]]
-        if grown:
-            tally.failures.append(f"{where}: new findings after the fix: {grown[:3]}")
-            continue
-        tally.nothing_new += 1
         written = _written_lines(text, new)
+        # A site built on the code the fix wrote (a hand-written GELU made `F.gelu`, now seen after the
+        # Linear of the module that calls it) was exposed by the fix, not broken by it: counted apart.
+        exposed = [k for k in grown if sum(1 for g in after_analysis.findings if (g.rule_id, g.scope_name) == k
+                                           and _reads_written(g, written)) >= after[k] - before[k]]
+        if len(exposed) < len(grown):
+            tally.failures.append(f"{where}: new findings after the fix: {[k for k in grown if k not in exposed][:3]}")
+            continue
+        tally.exposed += len(exposed)
+        tally.nothing_new += 1
         if any(g.rule_id == f.rule_id and session.decision(after_analysis, g).fixable
                and any(ln in written for s in g.stmt_spans for ln in range(s.start_line, s.end_line + 1))
                for g in after_analysis.findings):
@@ -100,6 +108,11 @@ def check_file(name: str, text: str, tally: Tally) -> None:
         tally.failures.append(f"{name}: a second fix changes the file")
         return
     tally.fix_all_ok += 1
+
+
+def _reads_written(finding: Any, written: set[int]) -> bool:
+    """Whether a finding's matched ops include code on the lines a fix wrote."""
+    return any(ln in written for op in finding.match.ops for ln in range(op.span.start_line, op.span.end_line + 1))
 
 
 def _written_lines(old: str, new: str) -> set[int]:

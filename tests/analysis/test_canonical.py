@@ -6,9 +6,9 @@ import pytest
 
 from adopter.analysis.canonical import matmul_plan, normalise
 from adopter.analysis.spellings import CANONICAL, SIGNATURES, SOFTMAX
-from adopter.dsl.types import Expr, Kwarg, Ref
+from adopter.dsl.types import Branch, Expr, Kwarg, Ref
 
-from .helpers import arch, forward_lines, ops
+from .helpers import arch, forward_lines, lines, ops
 
 # (id, __init__ body, forward body (inside `def forward(self, x, y, mask=None):`), expected op lines)
 CASES = [
@@ -70,6 +70,25 @@ def test_canonical_ops(init: str, code: str, expected: list[str]) -> None:
     src = (f"class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n{init_body}\n"
            f"    def forward(self, x, y, mask=None):\n{body}\n")
     assert forward_lines(src) == expected
+
+
+def test_a_layer_or_identity_by_condition_is_an_if_whose_identity_path_passes_the_value_on() -> None:
+    a = arch("""
+    class M(nn.Module):
+        def __init__(self, d, scale=None):
+            super().__init__()
+            if scale is None:
+                self.ls = nn.Identity()
+            else:
+                self.ls = nn.Linear(d, d)
+
+        def forward(self, x):
+            return self.ls(x)
+    """)
+    assert a.forward is not None
+    branch = a.forward.body[0]
+    assert isinstance(branch, Branch) and branch.conditions == ("not (scale is None)", "else")
+    assert [lines(path) for path in branch.paths] == [["%1 = module self.ls(x)"], ["%1 = operator choose(x)"]]
 
 
 def test_respelled_op_keeps_its_source_and_what_was_written() -> None:

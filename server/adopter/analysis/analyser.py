@@ -22,6 +22,7 @@ from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.resolver import ModuleResolver
 from adopter.analysis.signature import params
 from adopter.analysis.source import Field, SourceText, is_broken, repair, syntax_problems
+from adopter.analysis.submodules import thin_submodules
 from adopter.analysis.symbols import ModuleSymbols
 from adopter.dsl.types import Architecture, Ctor, Forward, Init, ModuleFile, Problem, Severity
 
@@ -185,7 +186,7 @@ class Analyser:
             flow = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless)
             forward = flow.function(found[1], found[0])
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
-        return canonical_architecture(arch), problems
+        return canonical_architecture(arch, thin_submodules(init, table, src)), problems
 
     def _function(
         self, node: Node, name: str, src: SourceText, symbols: ModuleSymbols, table: ClassTable

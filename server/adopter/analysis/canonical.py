@@ -30,6 +30,7 @@ from typing import Any
 from adopter.analysis.spellings import (
     CANONICAL,
     CAST,
+    CHOOSE,
     MATMUL,
     MODULES,
     POW,
@@ -76,23 +77,34 @@ _ELEMENTWISE = frozenset({"+", "-", "*", "/"})
 _SAME_RANK_MODULES = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Dropout", "torch.nn.GELU",
                                 "torch.nn.ReLU", "torch.nn.SiLU", "torch.nn.RMSNorm"})
 _MAX_SEQUENTIAL_DEPTH = 3
+IDENTITY = "torch.nn.Identity"
 
 
-def canonical_architecture(arch: Architecture) -> Architecture:
-    """`arch` with its forward in canonical form (bindings unchanged)."""
+def canonical_architecture(arch: Architecture, thin: Mapping[str, tuple[Binding, ...]] | None = None) -> Architecture:
+    """`arch` with its forward in canonical form.
+
+    `thin`: same-file submodules whose forward only chains their own layers (attr -> those leaf layers,
+    named by path, `adopter.analysis.submodules`); a call of one is unrolled into its leaves, whose
+    bindings are added to the architecture's (after its own, with the spans of the submodule's).
+    """
     if arch.forward is None:
         return arch
     bindings = arch.init.bindings if arch.init is not None else ()
-    return replace(arch, forward=canonical_forward(arch.forward, bindings))
+    forward = canonical_forward(arch.forward, bindings, thin or {})
+    derived = tuple(leaf for leaves in (thin or {}).values() for leaf in leaves)
+    if derived and arch.init is not None:
+        return replace(arch, forward=forward, init=replace(arch.init, bindings=(*arch.init.bindings, *derived)))
+    return replace(arch, forward=forward)
 
 
-def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = ()) -> Forward:
+def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = (),
+                      thin: Mapping[str, tuple[Binding, ...]] | None = None) -> Forward:
     """`forward` with every op in canonical form; `bindings` are its class's `__init__` bindings."""
     by_attr: dict[str, list[Binding]] = {}
     for b in bindings:
         by_attr.setdefault(b.attr, []).append(b)
     try:
-        body = _Pass(forward, by_attr).block(forward.body, {})
+        body = _Pass(forward, by_attr, thin or {}).block(forward.body, {})
     except (TypeError, AttributeError, ValueError):
         # A malformed forward (built by hand, not by the analysis) is left as it is: the rule engine
         # reports what it cannot match as a problem, and the pass must not take the file down.
@@ -101,8 +113,10 @@ def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = ()) -> F
 
 
 class _Pass:
-    def __init__(self, forward: Forward, by_attr: Mapping[str, list[Binding]]) -> None:
+    def __init__(self, forward: Forward, by_attr: Mapping[str, list[Binding]],
+                 thin: Mapping[str, tuple[Binding, ...]]) -> None:
         self.by_attr = by_attr
+        self.thin = thin
         self.counter = _max_temp(forward.body)
 
     def temp(self) -> str:
@@ -114,7 +128,9 @@ class _Pass:
     def block(self, block: Block, ranks: dict[str, int]) -> Block:
         out: list[Stmt] = []
         for stmt in block:
-            if isinstance(stmt, Op):
+            if isinstance(stmt, Op) and (split := self.identity_or_layer(stmt)) is not None:
+                out.append(split)
+            elif isinstance(stmt, Op):
                 out.extend(self.op(stmt, ranks))
             elif isinstance(stmt, Branch):
                 path_ranks = [dict(ranks) for _ in stmt.paths]
@@ -129,6 +145,25 @@ class _Pass:
             else:
                 out.append(stmt)
         return tuple(out)
+
+    def identity_or_layer(self, op: Op) -> Branch | None:
+        """`self.ls(x)` with `self.ls = LayerScale(...)` under one condition and `nn.Identity()` under the
+        other: an `if` whose paths are the layer's call and a transparent cast, so a match through the
+        identity holds on its path (reported without an automatic fix). None for any other call."""
+        if op.kind != OpKind.MODULE or not op.target.startswith("self.") or len(op.args) != 1 or op.kwargs:
+            return None
+        bindings = self.by_attr.get(op.target[5:], ())
+        if len(bindings) != 2 or not all(isinstance(b.value, Ctor) and b.condition for b in bindings):
+            return None
+        identity = [b for b in bindings if isinstance(b.value, Ctor) and b.value.callee == IDENTITY]
+        if len(identity) != 1:
+            return None
+        other = next(b for b in bindings if b is not identity[0])
+        assert isinstance(other.value, Ctor) and other.condition is not None
+        layer = self.module(op, op.target, other.value, 0)
+        # The identity's path passes its input on: a `choose`, like one alternative of `a if c else b`.
+        passed = _respell(op, CHOOSE, op.args, ())
+        return Branch((other.condition, "else"), (tuple(layer), (passed,)), op.stmt_span)
 
     # -- one op --------------------------------------------------------------------------------------
 
@@ -170,6 +205,20 @@ class _Pass:
                 bound = ()
             args, kwargs = normalise(spelled.op, op.args, (*op.kwargs, *bound), {})
             return [_respell(op, spelled.op, args, kwargs)]
+        leaves = self.thin.get(target[5:]) if target.startswith("self.") and depth == 0 else None
+        if leaves and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1:
+            # A submodule whose forward only chains its own layers: its leaf layers, each op marked as
+            # coming from the call (`via`), at the call's spans.
+            unrolled: list[Op] = []
+            current: Value = op.args[0]
+            for i, leaf in enumerate(leaves):
+                outs = op.outputs if i == len(leaves) - 1 else (self.temp(),)
+                step = Op(OpKind.MODULE, f"self.{leaf.attr}", (current,), (), outs, op.span, op.stmt_span,
+                          (*op.via, target), origin=op.origin or op)
+                leaf_ctor = leaf.value if isinstance(leaf.value, Ctor) else None
+                unrolled.extend(self.module(step, step.target, leaf_ctor, depth + 1))
+                current = Ref(outs[0])
+            return unrolled
         if (ctor.callee == "torch.nn.Sequential" and ctor.items and ctor.repeat is None
                 and depth < _MAX_SEQUENTIAL_DEPTH and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1):
             chain: list[Op] = []

@@ -340,6 +340,10 @@ class GuardKind(str, Enum):
     NO_KWARG = "no_kwarg"  # no_kwarg($v, fused, foreach): the op defining $v passes none of these keywords
     # fix_requires($dim, -1): the site is reported either way; the automatic fix only when $v is one of these
     FIX_REQUIRES = "fix_requires"
+    # inside_submodule($head): the layer bound to $head may be the last layer of a same-file submodule
+    # whose forward only chains its layers (`self.cls(x)` ending in `self.cls.predictions.decoder`); without
+    # it, a match never reaches into a submodule called from the forward
+    INSIDE_SUBMODULE = "inside_submodule"
 
 
 @dataclass(frozen=True, slots=True)

@@ -439,6 +439,8 @@ class RuleMatcher:
             return mine in texts if g.kind != GuardKind.EQUALS else all(t == mine for t in texts)
         if g.kind == GuardKind.NO_KWARG:
             return self._no_kwarg(g, state)
+        if g.kind == GuardKind.INSIDE_SUBMODULE:
+            return True  # a permission, applied when the match becomes a finding (engine.sites)
         for arg in g.args:
             value = self._value(arg, state)
             if value is None or value[0] != "ref":

@@ -11,10 +11,12 @@ from adopter.dsl.types import (
     Architecture,
     Expr,
     Forward,
+    GuardKind,
     ModuleFile,
     Op,
     OpKind,
     Problem,
+    PVar,
     Ref,
     Rule,
     Severity,
@@ -152,6 +154,8 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
         if taken.intersection(m.nodes):
             continue
         ops = tuple(flat.nodes[n].op for n in m.nodes)
+        if not _reach_allowed(rule, m, ops):
+            continue  # reaches into a submodule read through at its call, which the rule does not allow
         site = tuple(sorted((op.span for op in ops if op is not None), key=_span_key))
         taken.update(m.nodes)
         if site in seen_sites:
@@ -159,6 +163,32 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
         seen_sites.add(site)
         out.append(_finding(rule, flat, m, scope_name, path, env))
     return out
+
+
+def _reach_allowed(rule: Rule, m: RawMatch, ops: tuple[Op | None, ...]) -> bool:
+    """A match may use layers of a submodule read through at its call (`_unrolled`) only as the
+    layers its rule's `inside_submodule($v)` guard names, and never consist of such layers alone (that
+    submodule's own forward reports those)."""
+    unrolled = [op for op in ops if op is not None and _unrolled(op)]
+    if not unrolled:
+        return True
+    if len(unrolled) == len([op for op in ops if op is not None]):
+        return False
+    allowed: set[str] = set()
+    env = dict(m.env)
+    for g in rule.guards:
+        if g.kind is GuardKind.INSIDE_SUBMODULE:
+            for arg in g.args:
+                bound = env.get(arg.name) if isinstance(arg, PVar) else None
+                if bound is not None and bound[0] == "mod":
+                    allowed.add(str(bound[1]))
+    return all(op.target in allowed for op in unrolled)
+
+
+def _unrolled(op: Op) -> bool:
+    """Whether `op` is a layer of a same-file submodule the canonical pass read through at its call."""
+    origin = op.origin
+    return origin is not None and origin.kind is OpKind.MODULE and bool(op.via) and op.via[-1] == origin.target
 
 
 def _span_key(s: Span) -> tuple[int, int, int, int]:
@@ -180,8 +210,10 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
     for op in ops:
         if op.stmt_span not in stmt_spans:
             stmt_spans.append(op.stmt_span)
-    outer = min(len(op.via) for op in ops)
-    primary = [op.stmt_span for op in ops if len(op.via) == outer]
+    # A layer read through at its submodule's call sits at that call, in this forward.
+    depth = [len(op.via) - (1 if _unrolled(op) else 0) for op in ops]
+    outer = min(depth)
+    primary = [op.stmt_span for op, d in zip(ops, depth) if d == outer]
     first = min(primary, key=_span_key)
     last = max(primary, key=lambda s: (s.end_line, s.end_col))
     span = Span(first.start_line, first.start_col, last.end_line, last.end_col)
@@ -218,6 +250,9 @@ def _spelling_reason(ops: tuple[Op, ...]) -> str | None:
         origin = op.origin
         if origin is None:
             continue
+        if _unrolled(op):
+            return (f"the matched layer `{op.target}` sits inside the submodule `{origin.target}`; Adopter does "
+                    "not rewrite across a submodule's boundary, so change it by hand")
         if origin.kind is OpKind.MODULE and origin.target == SEQUENTIAL and not origin.args:
             return ("the matched layers are built inside an nn.Sequential(...) outside any forward; Adopter "
                     "does not rewrite inside a Sequential, so change it by hand")
