@@ -60,9 +60,11 @@ def main() -> int:
         finally:
             hook_ms.append((time.thread_time() - t) * 1000)
 
+    hook_timed = True
     try:
         crossfile.CrossFileReach.bind = timed  # type: ignore[method-assign]
-    except (TypeError, AttributeError):  # a mypyc-compiled class: its methods cannot be wrapped
+    except (TypeError, AttributeError):
+        hook_timed = False  # a mypyc-compiled class: its methods cannot be wrapped
         print("native build: the time inside the hook is not measured (run with ADOPTER_NATIVE=0)")
     for name in args.files:
         path = str(Path(name).resolve())
@@ -110,7 +112,7 @@ def main() -> int:
         print(f"  on - off per edit  p50 {statistics.median(diff):6.2f}  p95 {percentile(diff, 0.95):6.2f} ms")
         print(f"  edits that queued a name for jedi: {queued}")
         reach.deferred = False
-        if any(added):
+        if hook_timed:
             print(f"  inside the hook    p50 {statistics.median(added):6.3f}  p95 {percentile(added, 0.95):6.3f}  "
                   f"max {max(added):6.3f} ms")
     return 0
