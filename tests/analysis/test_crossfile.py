@@ -303,3 +303,61 @@ def test_the_finding_lands_in_the_file_that_holds_the_code(tmp_path: Path) -> No
     mf = analyse(model.read_text(encoding="utf-8"), str(model), reach=_reach(tmp_path))
     result = check(mf, [r for r in load_rules().rules if r.family == 6], detect_environment("cpu"))
     assert [os.path.basename(mf.path or ""), result.findings[0].span.start_line + 1] == ["model.py", 14]
+
+
+GATED = '''
+import torch.nn as nn
+from pkg.config import ModelConfig
+from .parts import ACT2FN
+
+
+class Dense(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.act = ACT2FN[config.dense_act_fn]
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+class GatedDense(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.act = ACT2FN[config.dense_act_fn]
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+class Layer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        if config.{test}:
+            self.ff = GatedDense(config)
+        else:
+            self.ff = Dense(config)
+
+    def forward(self, x):
+        return self.ff(x)
+'''
+
+
+@pytest.mark.parametrize(("test", "gated_default_read"), [("is_gated", False), ("not_gated", True)])
+def test_defaults_apply_only_to_a_class_the_default_configuration_builds(
+        tmp_path: Path, test: str, gated_default_read: bool) -> None:
+    """T5: the gated MLP is built only when `is_gated_act`, False by default, so the default "relu" of
+    `dense_act_fn` says nothing about it; the plain MLP, built otherwise, is a ReLU."""
+    model = _project(tmp_path, TABLE, "ACT2FN[x]")
+    config = tmp_path / "pkg" / "config.py"
+    config.write_text(CONFIG.replace("**kwargs):", "**kwargs):\n        self.is_gated = False\n"
+                                     "        self.not_gated = True"), encoding="utf-8")
+    model.write_text(GATED.format(test=test), encoding="utf-8")
+    mf = analyse(model.read_text(encoding="utf-8"), str(model), reach=_reach(tmp_path))
+    acts = {a.name: next(b.value for b in a.init.bindings if b.attr == "act")
+            for a in mf.architectures if a.init is not None and a.name != "Layer"}
+    gated, plain = acts["GatedDense"], acts["Dense"]
+    assert isinstance(gated, Ctor) and isinstance(plain, Ctor)
+    assert (gated.callee == "torch.nn.ReLU") is gated_default_read
+    assert (plain.callee == "torch.nn.ReLU") is (not gated_default_read)

@@ -174,7 +174,8 @@ class Analyser:
         if self.reach is not None and init is not None:  # the one hook of cross-file reach
             found = table.find_method(name, "__init__")
             calls = table.find_method(name, "forward")  # a dependency of this class already
-            source = InitSource(found[1], src, symbols.qualify, calls[1] if calls else None) if found else None
+            source = InitSource(found[1], src, symbols.qualify, calls[1] if calls else None, name,
+                                symbols.note_method) if found else None
             init = self.reach.bind(init, src.path, source)
         module_attrs = frozenset(
             b.attr for b in (init.bindings if init is not None else ()) if isinstance(b.value, Ctor)

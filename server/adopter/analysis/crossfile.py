@@ -214,6 +214,10 @@ class CrossFileReach:
         config = self.summary_of(annotation, path)
         if config is None or config.kind != "config":
             return _UNKNOWN, None
+        if scope.built_only_otherwise(root, config):
+            # The default configuration never builds this class (T5's gated MLP is built only when
+            # `is_gated_act`): its defaults say nothing about the configurations that do.
+            return _UNKNOWN, None
         return config.default(field_name), (f"default of `{field_name}` in {config.definition.name} "
                                             f"({self._where(config.definition)})")
 
@@ -708,21 +712,26 @@ def _assign(target: ast.AST, value: object, env: dict[str, object], fields: dict
             _assign(t, _UNKNOWN, env, fields)
 
 
-def _value(node: ast.AST, env: dict[str, object], fields: dict[str, object]) -> object:
-    """A tiny evaluator over constants: names, `self.x`, `str.split`, indexing, comparisons, `not`."""
+def _value(node: ast.AST, env: dict[str, object], fields: dict[str, object],
+           obj: tuple[str, dict[str, object]] | None = None) -> object:
+    """A tiny evaluator over constants: names, `self.x` (and `<obj>.x` from `obj`'s values), `str.split`,
+    indexing, comparisons, `not`, `and`, `or`."""
     if isinstance(node, ast.Constant):
         return node.value if isinstance(node.value, str | int | float | bool | type(None)) else _UNKNOWN
     if isinstance(node, ast.Name):
         return env.get(node.id, _UNKNOWN)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
         return fields.get(node.attr, _UNKNOWN)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and obj is not None \
+            and node.value.id == obj[0]:
+        return obj[1].get(node.attr, _UNKNOWN)
     if isinstance(node, ast.Subscript):
-        base, index = _value(node.value, env, fields), _value(node.slice, env, fields)
+        base, index = _value(node.value, env, fields, obj), _value(node.slice, env, fields, obj)
         if isinstance(base, tuple | str) and isinstance(index, int) and -len(base) <= index < len(base):
             return base[index]
         return _UNKNOWN
     if isinstance(node, ast.UnaryOp):
-        operand = _value(node.operand, env, fields)
+        operand = _value(node.operand, env, fields, obj)
         if operand is _UNKNOWN:
             return _UNKNOWN
         if isinstance(node.op, ast.Not):
@@ -731,16 +740,16 @@ def _value(node: ast.AST, env: dict[str, object], fields: dict[str, object]) -> 
             return -operand
         return _UNKNOWN
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "split":
-        receiver = _value(node.func.value, env, fields)
-        sep = [_value(a, env, fields) for a in node.args]
+        receiver = _value(node.func.value, env, fields, obj)
+        sep = [_value(a, env, fields, obj) for a in node.args]
         if isinstance(receiver, str) and all(isinstance(s, str) for s in sep) and len(sep) <= 1 and not node.keywords:
             return tuple(receiver.split(*sep))  # type: ignore[arg-type]
         return _UNKNOWN
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1:
-        seq = _value(node.args[0], env, fields)
+        seq = _value(node.args[0], env, fields, obj)
         return len(seq) if isinstance(seq, tuple | str) else _UNKNOWN
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        left, right = _value(node.left, env, fields), _value(node.comparators[0], env, fields)
+        left, right = _value(node.left, env, fields, obj), _value(node.comparators[0], env, fields, obj)
         if left is _UNKNOWN or right is _UNKNOWN:
             return _UNKNOWN
         op = node.ops[0]
@@ -760,7 +769,7 @@ def _value(node: ast.AST, env: dict[str, object], fields: dict[str, object]) -> 
             return _UNKNOWN
         return _UNKNOWN
     if isinstance(node, ast.BoolOp):
-        values = [_value(v, env, fields) for v in node.values]
+        values = [_value(v, env, fields, obj) for v in node.values]
         if isinstance(node.op, ast.And):
             for v in values:
                 if v is _UNKNOWN:
@@ -780,8 +789,64 @@ def _value(node: ast.AST, env: dict[str, object], fields: dict[str, object]) -> 
 class InitSource:
     """`__init__` of the analysed class, read only when a lookup key needs it (tree-sitter node)."""
 
-    def __init__(self, function: Any, src: Any, qualify: Any, owner: Any = None) -> None:
+    def __init__(self, function: Any, src: Any, qualify: Any, owner: Any = None, name: str | None = None,
+                 note: Any = None) -> None:
         self.function, self.src, self.qualify, self.owner = function, src, qualify, owner
+        self.name = name  # the analysed class
+        self.note = note  # records a dependency on a method of this file: note(class_name, method)
+
+    def constructions(self) -> list[list[str] | None] | None:
+        """How this file builds the analysed class: per construction (`Cls(...)` inside a method), the
+        conditions around it (`config.is_gated_act`, `not (...)`), or None where they are not plain
+        if/else tests. None when the file never builds it."""
+        if not self.name:
+            return None
+        data, root = self.src.data, self.src.tree.root_node
+        needle = f"{self.name}(".encode()
+        found: list[list[str] | None] = []
+        at = data.find(needle)
+        while at >= 0:
+            before = data[at - 1 : at]
+            if not (before.isalnum() or before in (b"_", b".")):
+                node = root.descendant_for_byte_range(at, at + len(self.name))
+                conditions = self._conditions(node)
+                if conditions is not False:
+                    found.append(conditions if isinstance(conditions, list) else None)
+            at = data.find(needle, at + 1)
+        return found or None
+
+    def _conditions(self, node: Any) -> list[str] | bool | None:
+        """The tests around `node` up to its method (False: not inside a method of a class, so not a
+        construction this reading covers; None: a branch other than if/else)."""
+        out: list[str] = []
+        child, parent = node, node.parent
+        while parent is not None:
+            if parent.type == "function_definition":
+                owner = parent.parent.parent if parent.parent is not None else None
+                if owner is None or owner.type != "class_definition":
+                    return False
+                name = owner.child_by_field_name("name")
+                method = parent.child_by_field_name("name")
+                if self.note is not None and name is not None and method is not None:
+                    self.note(self.src.text(name), self.src.text(method))
+                return out
+            if parent.type == "if_statement" and child.type == "block":
+                out.append(self.src.text(parent.child_by_field_name("condition")))
+            elif parent.type == "else_clause" and parent.parent is not None:
+                branch = parent.parent
+                if any(c.type == "elif_clause" for c in branch.named_children):
+                    return None
+                out.append(f"not ({self.src.text(branch.child_by_field_name('condition'))})")
+            elif parent.type == "elif_clause":
+                return None
+            elif parent.type == "conditional_expression" and len(parent.named_children) == 3:
+                value, test, other = parent.named_children
+                if child == value:
+                    out.append(self.src.text(test))
+                elif child == other:
+                    out.append(f"not ({self.src.text(test)})")
+            child, parent = parent, parent.parent
+        return False
 
     def called(self) -> frozenset[str] | None:
         """The attributes `forward` calls (`self.<attr>(`), or None when there is no forward to read."""
@@ -828,6 +893,30 @@ class _Scope:
         if self._locals is None:
             self._locals = self._source.locals() if self._source is not None else {}
         return self._locals
+
+    def built_only_otherwise(self, root: str, config: Summary) -> bool:
+        """Whether every construction of the class in its file is under a test the config's defaults
+        make false (`if config.is_gated_act:` with `is_gated_act` False by default)."""
+        built = self._source.constructions() if self._source is not None else None
+        if not built:
+            return False
+        defaults = dict(config.defaults)
+        for conditions in built:
+            if conditions is None:
+                return False
+            if not any(_test(c, root, defaults) is False for c in conditions):
+                return False
+        return True
+
+
+def _test(text: str, root: str, defaults: dict[str, object]) -> object:
+    """The truth of a test under the config's defaults (`config.x` read from them), or unknown."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return _UNKNOWN
+    value = _value(node, {}, {}, (root, defaults))
+    return _UNKNOWN if value is _UNKNOWN else bool(value)
 
 
 def _getattr_parts(text: str) -> tuple[str, str] | None:
