@@ -63,11 +63,14 @@ def main() -> int:
     parser.add_argument("--labels", type=Path, default=DEFAULT_LABELS)
     parser.add_argument("--set", choices=("transformers435", "realworld"), default="transformers435")
     parser.add_argument("--json", metavar="OUT")
+    parser.add_argument("--root", type=Path, metavar="DIR",
+                        help="realworld: analyse each file inside its whole unpacked package under DIR "
+                             "(`bench/realworld_corpus.py --packages`), so cross-file reach applies")
     args = parser.parse_args()
     if args.set == "realworld":
         from detection_realworld import main as realworld
 
-        return realworld(args.json)
+        return realworld(args.json, args.root)
     data = json.loads(args.labels.read_text(encoding="utf-8"))
     labels: dict[Site, dict[str, str]] = {}
     for name, entry in data["files"].items():

@@ -39,8 +39,13 @@ def _lines(finding) -> frozenset[int]:
     return frozenset(n + 1 for s in spans for n in range(s.start_line, s.end_line + 1))
 
 
-def predict(keys: set[str]) -> dict[str, list[tuple[int, int, frozenset[int], str]]]:
-    """Per file: (family, first line, lines, rule id) of each finding, one per family and line set."""
+def predict(keys: set[str], root: Path | None = None) -> dict[str, list[tuple[int, int, frozenset[int], str]]]:
+    """Per file: (family, first line, lines, rule id) of each finding, one per family and line set.
+
+    With `root` (whole packages unpacked by `realworld_corpus.py --packages`), each file is analysed at
+    its path there, `root/<distribution>/<member>`, so imports from the package's other files resolve
+    (cross-file reach); without it, at its member path, where nothing else can be read.
+    """
     from adopter.analysis import analyse
     from adopter.engine import check, detect_environment, load_rules
 
@@ -50,7 +55,8 @@ def predict(keys: set[str]) -> dict[str, list[tuple[int, int, frozenset[int], st
     for f in corpus_files():
         if f.key not in keys:
             continue
-        result = check(analyse(f.text, f.member), rules, env)
+        path = str((root / f.package / f.member).resolve()) if root is not None else f.member
+        result = check(analyse(f.text, path), rules, env)
         seen: set[tuple[int, frozenset[int]]] = set()
         found = []
         for finding in result.findings:
@@ -83,9 +89,9 @@ def score(sites: dict[str, list[dict]], found: dict[str, list[tuple[int, int, fr
     return tp, misses, extra
 
 
-def main(json_out: str | None = None) -> int:
+def main(json_out: str | None = None, root: Path | None = None) -> int:
     sites, not_sites = load_labels()
-    found = predict(set(sites))
+    found = predict(set(sites), root)
     tp, misses, extra = score(sites, found)
     n_labels = defaultdict(int)
     for labels in sites.values():

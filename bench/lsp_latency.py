@@ -270,7 +270,25 @@ async def measure_rss(server: str, paths: list[Path]) -> float:
     return rss
 
 
+async def in_place(args: argparse.Namespace) -> None:
+    """`--files`: each file measured where it is (its folder the workspace), so imports between the
+    files of its package resolve (cross-file reach); the warm-up file is the next one given."""
+    paths = [Path(p).resolve() for p in args.files]
+    rows = []
+    for i, path in enumerate(paths):
+        edits = one_line_edits(path.read_text(encoding="utf-8"), args.edits, random.Random(args.seed))
+        for server in args.servers:
+            row = await measure_file(server, path, edits, paths[(i + 1) % len(paths)])
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    if args.markdown:
+        print(markdown(rows, {}, args))
+
+
 async def main_async(args: argparse.Namespace) -> None:
+    if args.files:
+        await in_place(args)
+        return
     corpus = modeling_files()
     by_name = {f.name: f for f in corpus}
     largest = max(corpus, key=lambda f: len(f.text))
@@ -343,7 +361,8 @@ def markdown(rows: list[dict[str, Any]], rss: dict[str, float], args: argparse.N
                     f"{ms(r.get('fresh_start_empty_ms'))} |"
                 )
     lines.append("")
-    lines.append("RSS with the 20 largest modeling files open: " + ", ".join(f"{s} {v:.0f} MB" for s, v in rss.items()))
+    if rss:
+        lines.append("RSS with the 20 largest modeling files open: " + ", ".join(f"{s} {v:.0f} MB" for s, v in rss.items()))
     return "\n".join(lines)
 
 
@@ -356,6 +375,8 @@ def main() -> None:
                         help="fresh servers per file for the fresh-open figures (0: skip them)")
     parser.add_argument("--files", nargs="+", help="modeling file names (default: BERT, T5 and the largest)")
     parser.add_argument("--markdown", action="store_true", help="also print a table for docs/benchmarks.md")
+    parser.add_argument("--files", nargs="+", metavar="PATH",
+                        help="measure these files in place instead of copies of the corpus (no RSS figure)")
     asyncio.run(main_async(parser.parse_args()))
 
 

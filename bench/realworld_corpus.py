@@ -111,12 +111,56 @@ def files() -> tuple[RealWorldFile, ...]:
     return tuple(out)
 
 
+def packages_dir() -> Path:
+    """Where `--packages` unpacks whole distributions (for cross-file reach): `.cache/realworld/pkgs`."""
+    return cache_dir() / "pkgs"
+
+
+def extract_packages(dest: Path) -> int:
+    """Unpack every `.py` file of each pinned archive under `dest/<distribution>/` (the package paths the
+    labels use, e.g. `dest/timm/timm/layers/norm.py`), so that imports between a package's files resolve.
+    Returns the number of files written; files already there are kept."""
+    written = 0
+    for dist, version, _ in MANIFEST:
+        archive = _archive(dist, version)
+        if archive is None:
+            raise FileNotFoundError(f"{dist}=={version} is not in {cache_dir()}; run python bench/realworld_corpus.py")
+        root = dest / dist
+        if archive.suffix == ".whl":
+            with zipfile.ZipFile(archive) as zf:
+                members = [(m, m) for m in zf.namelist() if m.endswith(".py")]
+                for name, rel in members:
+                    target = root / rel
+                    if not target.exists():
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_bytes(zf.read(name))
+                        written += 1
+        else:
+            with tarfile.open(archive) as tf:
+                for info in tf.getmembers():
+                    if not info.isfile() or not info.name.endswith(".py") or "/" not in info.name:
+                        continue
+                    target = root / info.name.split("/", 1)[1]
+                    handle = tf.extractfile(info)
+                    if handle is not None and not target.exists():
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_bytes(handle.read())
+                        written += 1
+    return written
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--extract", metavar="DIR", help="also write the listed files under DIR/<package>/")
+    parser.add_argument("--packages", nargs="?", const=str(packages_dir()), metavar="DIR",
+                        help="also unpack every .py file of each archive under DIR/<distribution>/ "
+                             "(default .cache/realworld/pkgs), for cross-file reach")
     args = parser.parse_args()
     fetch()
     listed = files()
+    if args.packages:
+        n = extract_packages(Path(args.packages))
+        print(f"unpacked {n} new .py files under {args.packages}")
     if args.extract:
         for f in listed:
             dest = Path(args.extract) / f.package / f.member

@@ -210,6 +210,12 @@ class Session:
     def rules(self) -> tuple[Rule, ...]:
         return self.context.rules
 
+    def forget(self) -> None:
+        """Drop remembered analyses and fix verdicts: files they read changed (cross-file reach)."""
+        with self._lock:
+            self._cache.clear()
+            self._verdicts.clear()
+
     # -- analysis and matching ------------------------------------------------------------------
 
     def analyse(self, text: str, path: str | None = None) -> ModuleFile:

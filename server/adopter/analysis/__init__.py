@@ -7,15 +7,24 @@ incremental form the language server keeps per open document.
 from __future__ import annotations
 
 from adopter.analysis.analyser import Analyser
+from adopter.analysis.crossfile import CrossFileReach
 from adopter.analysis.resolver import ModuleResolver
 from adopter.analysis.source import check_input, new_parser
 from adopter.dsl.types import ModuleFile, Problem, Severity
 
 
-def analyse(source: str | bytes, path: str | None = None, *, resolver: ModuleResolver | None = None) -> ModuleFile:
+def analyse(
+    source: str | bytes,
+    path: str | None = None,
+    *,
+    resolver: ModuleResolver | None = None,
+    reach: CrossFileReach | None = None,
+) -> ModuleFile:
     """Every nn.Module class of `source` as an Architecture, plus functions and problems; never raises.
 
-    `resolver` finds base classes imported from other files (default: the workspace on disk, from `path`).
+    `resolver` finds base classes imported from other files (default: the workspace on disk, from `path`);
+    `reach` resolves what imported constructors compute (default: jedi over the disk, with the default
+    resolver only; `ADOPTER_CROSSFILE=0` turns it off).
     """
     try:
         data, problem = check_input(source, path)
@@ -23,7 +32,7 @@ def analyse(source: str | bytes, path: str | None = None, *, resolver: ModuleRes
             return ModuleFile(path, (), (problem,) if problem is not None else ())
         # The same code path as the incremental DocumentAnalysis, with a fresh (empty) cache.
         tree = new_parser().parse(data)
-        return Analyser(resolver).run(data, tree, path)
+        return Analyser(resolver, reach).run(data, tree, path)
     except Exception as exc:  # the contract: never raise, report
         return ModuleFile(
             path,
@@ -32,4 +41,4 @@ def analyse(source: str | bytes, path: str | None = None, *, resolver: ModuleRes
         )
 
 
-__all__ = ["ModuleResolver", "analyse"]
+__all__ = ["CrossFileReach", "ModuleResolver", "analyse"]

@@ -8,6 +8,7 @@ helpers, imports), so an edit re-analyses the edited unit and the units that dep
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 from tree_sitter import Node, Tree
@@ -16,6 +17,7 @@ from adopter.analysis.bindings import InitAnalysis
 from adopter.analysis.canonical import canonical_architecture, canonical_forward
 from adopter.analysis.chains import sequential_chains
 from adopter.analysis.classes import ClassTable
+from adopter.analysis.crossfile import CrossFileReach, InitSource
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.resolver import ModuleResolver
 from adopter.analysis.signature import params
@@ -25,6 +27,7 @@ from adopter.analysis.symbols import ModuleSymbols
 from adopter.dsl.types import Architecture, Ctor, Forward, Init, ModuleFile, Problem, Severity
 
 _DEFAULT_RESOLVER: ModuleResolver | None = None
+_DEFAULT_REACH: CrossFileReach | None = None
 
 
 def default_resolver() -> ModuleResolver:
@@ -33,6 +36,16 @@ def default_resolver() -> ModuleResolver:
     if _DEFAULT_RESOLVER is None:
         _DEFAULT_RESOLVER = ModuleResolver()
     return _DEFAULT_RESOLVER
+
+
+def default_reach() -> CrossFileReach | None:
+    """The process-wide cross-file reach over the default resolver; None when `ADOPTER_CROSSFILE=0`."""
+    global _DEFAULT_REACH
+    if os.environ.get("ADOPTER_CROSSFILE", "1") == "0":
+        return None
+    if _DEFAULT_REACH is None:
+        _DEFAULT_REACH = CrossFileReach(default_resolver())
+    return _DEFAULT_REACH
 
 
 @dataclass(frozen=True)
@@ -47,8 +60,10 @@ class _Entry:
 class Analyser:
     """Analyses parsed files; keeps the per-unit cache between runs on the same document."""
 
-    def __init__(self, resolver: ModuleResolver | None = None) -> None:
+    def __init__(self, resolver: ModuleResolver | None = None, reach: CrossFileReach | None = None) -> None:
         self.resolver = resolver or default_resolver()
+        # Cross-file reach reads the disk: only with the disk resolver (not an archive's) by default.
+        self.reach = reach if reach is not None else (default_reach() if resolver is None else None)
         self.cache: dict[str, _Entry] = {}
         self.reanalysed: list[str] = []  # units analysed (not taken from the cache) by the last run
 
@@ -156,6 +171,12 @@ class Analyser:
         problems: list[Problem] = []
         info = table.infos[name]
         init = InitAnalysis(name, table, src).run()
+        if self.reach is not None and init is not None:  # the one hook of cross-file reach
+            found = table.find_method(name, "__init__")
+            calls = table.find_method(name, "forward")  # a dependency of this class already
+            source = InitSource(found[1], src, symbols.qualify, calls[1] if calls else None, name,
+                                symbols.note_method) if found else None
+            init = self.reach.bind(init, src.path, source)
         module_attrs = frozenset(
             b.attr for b in (init.bindings if init is not None else ()) if isinstance(b.value, Ctor)
         )

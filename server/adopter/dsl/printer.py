@@ -165,7 +165,10 @@ def format_ctor(ctor: Ctor) -> str:
 def _binding(binding: Binding) -> str:
     value = format_ctor(binding.value) if isinstance(binding.value, Ctor) else _binding_expr(binding.value)
     condition = f" if {_text(binding.condition)}" if binding.condition is not None else ""
-    return f"{_text(binding.attr)} = {value}{condition} {format_span(binding.span)}"
+    line = f"{_text(binding.attr)} = {value}{condition} {format_span(binding.span)}"
+    if isinstance(binding.value, Ctor) and binding.value.origin:  # resolved in another file
+        line += f"  # from {' '.join(binding.value.origin.split())}"
+    return line
 
 
 def _binding_expr(expr: Expr) -> str:

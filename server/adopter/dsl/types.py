@@ -177,7 +177,8 @@ class Ctor:
     table lookup (`ACT2FN[config.hidden_act]` gives callee `...ACT2FN`, lookup `config.hidden_act`).
     Containers list their children in `items`: the modules of a `Sequential`, the element of a
     `ModuleList` comprehension (with `repeat` the text of its count, e.g. `config.num_hidden_layers`),
-    the values of a `ModuleDict` (with `keys`).
+    the values of a `ModuleDict` (with `keys`). `origin` says where a constructor resolved across files
+    came from (`FP32SiLU (diffusers/models/activations.py:53)`); it is provenance, not part of equality.
     """
 
     callee: str
@@ -187,6 +188,7 @@ class Ctor:
     keys: tuple[str, ...] = ()
     repeat: str | None = None
     lookup: str | None = None
+    origin: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,11 +10,12 @@ from adopter.lsp import (
     diagnostics,
     hover,
     notebooks,
+    reach,
 )
 from adopter.lsp.server import AdopterServer
 
 # Registration order: notebooks last, since it confines the code actions' edits to a notebook's cell.
-FEATURES = (configuration, diagnostics, code_actions, hover, commands, code_lens, notebooks)
+FEATURES = (configuration, diagnostics, code_actions, hover, commands, code_lens, reach, notebooks)
 
 
 def build_server() -> AdopterServer:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
+from pygls.uris import to_fs_path
 
 from adopter.lsp.settings import pyproject_settings, resolve_settings
 
@@ -64,11 +65,17 @@ async def pull_configuration(ls: AdopterServer) -> bool:
 
 
 def did_save(ls: AdopterServer, params: types.DidSaveTextDocumentParams) -> None:
-    """A saved rule file may be one the server loads: reload the rules and re-analyse open documents."""
+    """A saved rule file may be one the server loads: reload the rules and re-analyse open documents.
+    A saved Python file goes to the server's file listeners (other files may import it)."""
     doc = ls.analyses.documents.get(params.text_document.uri)
     if doc is not None and doc.rule_file:
         ls.invalidate_rules()
         ls.publisher.reanalyse_all()
+    elif params.text_document.uri.startswith("file:") and params.text_document.uri.endswith(".py"):
+        path = to_fs_path(params.text_document.uri)
+        if path:
+            for listener in ls.file_listeners:
+                listener([path])
 
 
 def register(server: AdopterServer) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from lsprotocol import types
@@ -53,6 +54,7 @@ class Publisher:
     def __init__(self, analyses: Analyses, client: Client) -> None:
         self.analyses = analyses
         self.client = client
+        self.after_publish: list[Callable[[], None]] = []  # called after each publication (cross-file reach)
 
     def schedule(self, doc: Document, delay_ms: int) -> None:
         """(Re)start the document's debounced analysis; a superseded run is cancelled."""
@@ -90,6 +92,8 @@ class Publisher:
             return None  # the document moved on or closed: a newer run publishes
         doc.snapshot = snapshot
         self.publish(doc, snapshot)
+        for hook in self.after_publish:
+            hook()
         return snapshot
 
     def publish(self, doc: Document, snapshot: Snapshot) -> None:

@@ -8,6 +8,7 @@ import asyncio
 import gc
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,8 @@ class AdopterServer(LanguageServer):
         self._rule_lock = threading.Lock()
         self.searches: dict[str, asyncio.Event] = {}  # progress token -> cancel event
         self.reported_problems: set[Problem] = set()  # broken rule files already shown
+        # Called with the paths of Python files that changed on disk (saved, or reported by the client).
+        self.file_listeners: list[Callable[[list[str]], None]] = []
 
     # -- settings and rules ---------------------------------------------------------------------
 
@@ -116,6 +119,11 @@ class AdopterServer(LanguageServer):
         self.rule_context()
         try:  # importing the analysis loads the tree-sitter grammar: do it before the first keystroke
             import adopter.analysis.incremental  # noqa: F401
+            from adopter.analysis.analyser import default_reach
+
+            reach = default_reach()
+            if reach is not None:  # an analysis queues names for jedi (adopter.lsp.reach), never waits
+                reach.deferred = True
         except ImportError:
             pass
 
