@@ -35,8 +35,9 @@ OUT = ROOT / "build" / "native"
 COMPILED_GLOBS = ("adopter/analysis/*.py", "adopter/engine/*.py")
 COMPILED_FILES = ("adopter/positions.py", "adopter/dsl/types.py")
 # Modules of those folders left interpreted: `engine/loading` and `engine/rule_docs` read data files
-# at start-up only; compiling them buys nothing.
-EXCLUDED = frozenset({"adopter/engine/loading.py", "adopter/engine/rule_docs.py"})
+# at start-up only, `analysis/crossfile` waits on jedi (untyped, in its own thread); compiling them buys
+# nothing.
+EXCLUDED = frozenset({"adopter/engine/loading.py", "adopter/engine/rule_docs.py", "adopter/analysis/crossfile.py"})
 
 
 def sources(server: Path = SERVER) -> list[str]:
