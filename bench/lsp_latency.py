@@ -271,9 +271,9 @@ async def measure_rss(server: str, paths: list[Path]) -> float:
 
 
 async def in_place(args: argparse.Namespace) -> None:
-    """`--files`: each file measured where it is (its folder the workspace), so imports between the
+    """`--paths`: each file measured where it is (its folder the workspace), so imports between the
     files of its package resolve (cross-file reach); the warm-up file is the next one given."""
-    paths = [Path(p).resolve() for p in args.files]
+    paths = [Path(p).resolve() for p in args.paths]
     rows = []
     for i, path in enumerate(paths):
         edits = one_line_edits(path.read_text(encoding="utf-8"), args.edits, random.Random(args.seed))
@@ -286,7 +286,7 @@ async def in_place(args: argparse.Namespace) -> None:
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    if args.files:
+    if args.paths:
         await in_place(args)
         return
     corpus = modeling_files()
@@ -375,7 +375,7 @@ def main() -> None:
                         help="fresh servers per file for the fresh-open figures (0: skip them)")
     parser.add_argument("--files", nargs="+", help="modeling file names (default: BERT, T5 and the largest)")
     parser.add_argument("--markdown", action="store_true", help="also print a table for docs/benchmarks.md")
-    parser.add_argument("--files", nargs="+", metavar="PATH",
+    parser.add_argument("--paths", nargs="+", metavar="PATH",
                         help="measure these files in place instead of copies of the corpus (no RSS figure)")
     asyncio.run(main_async(parser.parse_args()))
 
