@@ -12,4 +12,4 @@ if [ "${ADOPTER_E2E_REUSE_VSIX:-0}" != 1 ] || [ ! -f "$VSIX" ]; then
   npm run --silent package:linux-x64 >/dev/null 2>&1 || npm run package:linux-x64  # quiet unless it fails
 fi
 node esbuild.config.mjs --e2e
-node --test --test-concurrency=1 tests/e2e/out/
+node --test --test-concurrency=1 "$@" tests/e2e/out/
