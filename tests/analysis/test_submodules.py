@@ -115,3 +115,17 @@ def test_editing_the_submodule_forward_reanalyses_its_user() -> None:
     doc.edit((line, 8), (line, len(old)), "return self.decoder(hidden_states) + 1")
     assert "class Model" in doc.reanalysed
     assert doc.result() == analyse(doc.text, "m.py")
+
+
+def test_a_user_depends_on_the_shape_of_a_submodule_forward_not_its_text() -> None:
+    text = HEADER + SOURCE
+    doc = DocumentAnalysis(text, "m.py")
+    doc.result()
+    # TwoInputs.forward is no chain before or after this edit: Model is not analysed again.
+    old = "        return self.dense(hidden_states) + residual"
+    i = text.index(old)
+    line = text[:i].count("\n")
+    doc.edit((line, 8), (line, len(old)), "return self.dense(hidden_states) - residual")
+    doc.result()
+    assert "class Model" not in doc.reanalysed and "class TwoInputs" in doc.reanalysed
+    assert doc.result() == analyse(doc.text, "m.py")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from adopter.analysis.resolver import ModuleResolver, class_base_names, is_torch_module_class
-from adopter.analysis.symbols import CLASS_HEAD, METHOD, ModuleSymbols
+from adopter.analysis.symbols import CLASS_HEAD, METHOD_EXISTS, ModuleSymbols
 
 
 @dataclass
@@ -42,7 +42,7 @@ class ClassTable:
         if verdict is None:
             order = self.mro(name)
             for c in order:
-                self.symbols.note_method(c, "forward")
+                self.symbols.note_method_exists(c, "forward")  # which classes define it, not its text
             return any("forward" in self.infos[c].methods for c in order)
         return verdict
 
@@ -50,7 +50,7 @@ class ClassTable:
         """The dependency keys (see `ModuleSymbols.fingerprint`) the nn.Module test of `name` looked at."""
         deps = self._module_test(name, set())[1] | frozenset(CLASS_HEAD + c for c in self.mro(name))
         if self._module_test(name, set())[0] is None:  # decided by which classes define `forward`
-            deps |= frozenset(f"{METHOD}{c}.forward" for c in self.mro(name))
+            deps |= frozenset(f"{METHOD_EXISTS}{c}.forward" for c in self.mro(name))
         return deps
 
     def _module_test(self, name: str, active: set[str]) -> tuple[bool | None, frozenset[str]]:

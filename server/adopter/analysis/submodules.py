@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tree_sitter import Node
-
 from adopter.analysis.bindings import InitAnalysis
 from adopter.analysis.classes import ClassTable
-from adopter.analysis.signature import params
-from adopter.analysis.source import Field, SourceText
+from adopter.analysis.forward_shape import chain_shape
+from adopter.analysis.source import SourceText
 from adopter.dsl.types import Binding, Ctor, Init
 
 MAX_DEPTH = 3  # submodules of submodules read through
@@ -45,9 +43,23 @@ def thin_submodules(init: Init | None, table: ClassTable, src: SourceText, depth
     return found
 
 
+def _forward_shape(class_name: str, table: ClassTable) -> tuple[str, ...] | None:
+    """The chain shape of the forward instances of `class_name` run. The analysis depends on that shape,
+    not on the forward's text (a user of the class is re-analysed only when the shape changes), and on
+    the absence of `forward` in the classes before it in the MRO."""
+    symbols = table.symbols
+    for cls in table.mro(class_name):
+        node = table.infos[cls].methods.get("forward")
+        if node is None:
+            symbols.note_method_exists(cls, "forward")  # absent here: depends on it staying absent
+            continue
+        symbols.note_method_shape(cls, "forward")
+        return chain_shape(node, table.symbols.src)
+    return None
+
+
 def _leaves(class_name: str, table: ClassTable, src: SourceText, depth: int) -> tuple[Binding, ...] | None:
-    forward = table.find_method(class_name, "forward")
-    steps = _chain(forward[1], src) if forward is not None else None
+    steps = _forward_shape(class_name, table)
     if not steps:
         return None
     inner = InitAnalysis(class_name, table, src).run()
@@ -61,56 +73,3 @@ def _leaves(class_name: str, table: ClassTable, src: SourceText, depth: int) -> 
             return None
         leaves.extend(deeper.get(attr, (bound[0],)))
     return tuple(leaves)
-
-
-def _chain(function: Node, src: SourceText) -> list[str] | None:
-    """The attributes `forward(self, x)` applies in turn (`x = self.a(x)` ..., `return self.b(x)` or
-    `return x`), or None when its body does anything else."""
-    ps = params(function, src)
-    body = function.child_by_field_id(Field.BODY)
-    if len(ps) != 2 or ps[1].default is not None or body is None:
-        return None
-    me, value = ps[0].name, ps[1].name
-    steps: list[str] = []
-    stmts = [s for s in body.named_children if s.type not in ("comment", "pass_statement")]
-    if stmts and stmts[0].type == "expression_statement" and stmts[0].named_children[0].type == "string":
-        stmts = stmts[1:]  # the docstring
-    for i, stmt in enumerate(stmts):
-        last = i == len(stmts) - 1
-        if stmt.type == "return_statement" and last and stmt.named_child_count == 1:
-            expr = stmt.named_children[0]
-            if expr.type == "identifier" and src.text(expr) == value:
-                return steps or None
-            attr = _self_call(expr, me, value, src)
-            return [*steps, attr] if attr is not None else None
-        if stmt.type != "expression_statement" or stmt.named_child_count != 1:
-            return None
-        assign = stmt.named_children[0]
-        left = assign.child_by_field_id(Field.LEFT) if assign.type == "assignment" else None
-        right = assign.child_by_field_id(Field.RIGHT) if assign.type == "assignment" else None
-        if left is None or right is None or left.type != "identifier":
-            return None
-        attr = _self_call(right, me, value, src)
-        if attr is None:
-            return None
-        steps.append(attr)
-        value = src.text(left)
-    return None
-
-
-def _self_call(expr: Node, me: str, value: str, src: SourceText) -> str | None:
-    """`self.<attr>(value)` -> attr, else None."""
-    if expr.type != "call":
-        return None
-    func = expr.child_by_field_id(Field.FUNCTION)
-    args = expr.child_by_field_id(Field.ARGUMENTS)
-    if func is None or func.type != "attribute" or args is None:
-        return None
-    obj = func.child_by_field_id(Field.OBJECT)
-    attr = func.child_by_field_id(Field.ATTRIBUTE)
-    real = [a for a in args.named_children if a.type != "comment"]
-    if obj is None or attr is None or obj.type != "identifier" or src.text(obj) != me:
-        return None
-    if len(real) != 1 or real[0].type != "identifier" or src.text(real[0]) != value:
-        return None
-    return src.text(attr)

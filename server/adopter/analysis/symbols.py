@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
+from adopter.analysis.forward_shape import chain_shape
 from adopter.analysis.source import Field, SourceText
 
 BUILTIN_NAMES = frozenset(dir(builtins))
@@ -25,6 +26,8 @@ def _without_trailing_blanks(text: bytes) -> bytes:
 CLASS_EXISTS = "class?:"
 CLASS_HEAD = "class-head:"
 METHOD = "method:"
+METHOD_SHAPE = "method-shape:"
+METHOD_EXISTS = "method?:"
 
 # Statements whose bodies still run at module level (classes defined under `if is_torch_available():`).
 _CONTAINER_STATEMENTS = frozenset({"if_statement", "try_statement", "with_statement"})
@@ -244,6 +247,15 @@ class ModuleSymbols:
         """Record a dependency on method `method` of class `class_name` (its text, or its absence)."""
         self._note(f"{METHOD}{class_name}.{method}")
 
+    def note_method_exists(self, class_name: str, method: str) -> None:
+        """Record a dependency on whether class `class_name` defines `method`, not on its text."""
+        self._note(f"{METHOD_EXISTS}{class_name}.{method}")
+
+    def note_method_shape(self, class_name: str, method: str) -> None:
+        """Record a dependency on the chain shape of method `method` of `class_name` (`forward_shape`),
+        not on its text: editing it re-analyses the dependent only when the shape changes."""
+        self._note(f"{METHOD_SHAPE}{class_name}.{method}")
+
     def function_node(self, name: str) -> Node | None:
         self._note(name)
         return self.functions.get(name)
@@ -285,6 +297,13 @@ class ModuleSymbols:
             body = node.child_by_field_id(Field.BODY)
             head = self.src.data[node.start_byte : body.start_byte if body is not None else node.end_byte]
             return ("class-head", head)
+        if name.startswith(METHOD_EXISTS):
+            class_name, _, method = name[len(METHOD_EXISTS) :].partition(".")
+            return ("present",) if method in self.methods_of(class_name) else ("absent",)
+        if name.startswith(METHOD_SHAPE):
+            class_name, _, method = name[len(METHOD_SHAPE) :].partition(".")
+            found = self.methods_of(class_name).get(method)
+            return ("absent",) if found is None else ("shape", chain_shape(found, self.src))
         if name.startswith(METHOD):
             class_name, _, method = name[len(METHOD) :].partition(".")
             found = self.methods_of(class_name).get(method)
