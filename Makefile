@@ -49,11 +49,12 @@ vsix: $(NODE_STAMP)
 	npm run package
 
 # The extension in a real VS Code (code-server + Playwright + chromium; tests/e2e/run.sh installs them
-# into .cache/e2e the first time, about five minutes, then builds the platform .vsix and drives it).
+# into .cache/e2e the first time, a few minutes, then builds the platform .vsix and drives it; the .vsix
+# carries build/native when it is current, so `make test` runs it after `native`).
 e2e: $(STAMP) corpus $(NODE_STAMP)
 	bash tests/e2e/run.sh
 
-test: $(STAMP) native corpus lint client-test
+test: $(STAMP) native corpus lint client-test e2e
 	$(VENV)/bin/pytest -n 2 -q
 
 clean:

@@ -9,7 +9,9 @@ export PYTHON="$PWD/.venv/bin/python"
 export CORPUS_WHEEL="$PWD/.cache/corpus/transformers-4.35.0-py3-none-any.whl"
 export VSIX="$PWD/adopter-linux-x64-0.1.0.vsix"
 if [ "${ADOPTER_E2E_REUSE_VSIX:-0}" != 1 ] || [ ! -f "$VSIX" ]; then
-  npm run --silent package:linux-x64 >/dev/null 2>&1 || npm run package:linux-x64  # quiet unless it fails
+  # The package script's `python3` is the project's venv (it has pip, which bundles the Python packages).
+  PATH="$PWD/.venv/bin:$PATH" npm run --silent package:linux-x64 >/dev/null 2>&1 \
+    || PATH="$PWD/.venv/bin:$PATH" npm run package:linux-x64  # quiet unless it fails
 fi
 node esbuild.config.mjs --e2e
 node --test --test-concurrency=1 "$@" tests/e2e/out/

