@@ -77,3 +77,19 @@ def run_without_native(test_file: str, test_name: str) -> None:
         env=env, capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+
+
+def reanalysed_after(code: str, old: str, new: str) -> tuple[tuple[str, ...], bool]:
+    """Analyse `code` (with the header) incrementally, replace the first line equal to `old` (leading
+    spaces kept) by `new`: the units analysed again, and whether the result equals a fresh analysis."""
+    from adopter.analysis.incremental import DocumentAnalysis
+
+    text = HEADER + textwrap.dedent(code)
+    doc = DocumentAnalysis(text, "m.py")
+    doc.result()
+    i = text.index(old)
+    line = text[:i].count("\n")
+    indent = len(old) - len(old.lstrip())
+    doc.edit((line, indent), (line, len(old)), new.lstrip())
+    result = doc.result()
+    return tuple(doc.reanalysed), result == analyse(doc.text, "m.py")

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from adopter.analysis import analyse
-from adopter.analysis.incremental import DocumentAnalysis
 from adopter.dsl.types import Ctor
 
-from .helpers import HEADER, arch, forward_lines
+from .helpers import arch, forward_lines, reanalysed_after
 
 SOURCE = """
 def apply_wd(module):
@@ -75,12 +73,5 @@ def test_a_submodule_without_state_is_inlined_and_one_with_state_is_not() -> Non
 
 
 def test_editing_the_inlined_forward_reanalyses_its_user() -> None:
-    text = HEADER + SOURCE
-    doc = DocumentAnalysis(text, "m.py")
-    doc.result()
-    old = "        return geglu(x)"
-    i = text.index(old)
-    line = text[:i].count("\n")
-    doc.edit((line, 8), (line, len(old)), "return F.silu(x)")
-    assert "class Block" in doc.reanalysed
-    assert doc.result() == analyse(doc.text, "m.py")
+    units, same = reanalysed_after(SOURCE, "        return geglu(x)", "return F.silu(x)")
+    assert "class Block" in units and same

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from adopter.analysis import analyse
 from adopter.analysis.canonical import submodule_view
-from adopter.analysis.incremental import DocumentAnalysis
 from adopter.dsl.types import Ctor, Op
 
-from .helpers import HEADER, arch
+from .helpers import HEADER, arch, reanalysed_after
 
 SOURCE = """
 class Transform(nn.Module):
@@ -106,26 +104,13 @@ def test_anything_else_in_the_forward_stops_the_read(body: str) -> None:
 
 
 def test_editing_the_submodule_forward_reanalyses_its_user() -> None:
-    text = HEADER + SOURCE
-    doc = DocumentAnalysis(text, "m.py")
-    doc.result()
-    old = "        return self.decoder(hidden_states)"
-    i = text.index(old)
-    line = text[:i].count("\n")
-    doc.edit((line, 8), (line, len(old)), "return self.decoder(hidden_states) + 1")
-    assert "class Model" in doc.reanalysed
-    assert doc.result() == analyse(doc.text, "m.py")
+    units, same = reanalysed_after(SOURCE, "        return self.decoder(hidden_states)",
+                                   "return self.decoder(hidden_states) + 1")
+    assert "class Model" in units and same
 
 
 def test_a_user_depends_on_the_shape_of_a_submodule_forward_not_its_text() -> None:
-    text = HEADER + SOURCE
-    doc = DocumentAnalysis(text, "m.py")
-    doc.result()
     # TwoInputs.forward is no chain before or after this edit: Model is not analysed again.
-    old = "        return self.dense(hidden_states) + residual"
-    i = text.index(old)
-    line = text[:i].count("\n")
-    doc.edit((line, 8), (line, len(old)), "return self.dense(hidden_states) - residual")
-    doc.result()
-    assert "class Model" not in doc.reanalysed and "class TwoInputs" in doc.reanalysed
-    assert doc.result() == analyse(doc.text, "m.py")
+    units, same = reanalysed_after(SOURCE, "        return self.dense(hidden_states) + residual",
+                                   "return self.dense(hidden_states) - residual")
+    assert "class Model" not in units and "class TwoInputs" in units and same
