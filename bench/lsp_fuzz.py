@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import bisect
 import json
 import os
 import platform
@@ -39,6 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from adopter.positions import LINE_BREAK, lsp_line_starts
 
 TIMEOUT_S = 120.0
 SNIPPETS = ["x", "\n", "    ", "self.", "(", ")", ":", "é😀", "return self.dropout(", "torch.matmul(q, k)", '"""', "#"]
@@ -70,28 +73,33 @@ def utf16_len(s: str) -> int:
 
 
 def position(text: str, offset: int) -> dict[str, int]:
-    """LSP position (UTF-16) of a str offset; lines end at \\n (a \\r before it stays on the line)."""
-    line = text.count("\n", 0, offset)
-    start = text.rfind("\n", 0, offset) + 1
-    return {"line": line, "character": utf16_len(text[start:offset])}
+    """LSP position (UTF-16) of a str offset. Lines end at \\r\\n, \\n or a lone \\r, as LSP says and as
+    the server reads them (`adopter.positions.LINE_BREAK`)."""
+    starts = lsp_line_starts(text)
+    line = bisect.bisect_right(starts, offset) - 1
+    return {"line": line, "character": utf16_len(text[starts[line] : offset])}
 
 
 def offset_of(text: str, pos: dict[str, int]) -> int:
-    """str offset of an LSP position (UTF-16 columns)."""
-    start = 0
-    for _ in range(pos["line"]):
-        nxt = text.find("\n", start)
-        if nxt < 0:
-            return len(text)
-        start = nxt + 1
-    end = text.find("\n", start)
-    end = len(text) if end < 0 else end
+    """str offset of an LSP position (UTF-16 columns), clamped to its line."""
+    starts = lsp_line_starts(text)
+    if pos["line"] >= len(starts):
+        return len(text)
+    start = starts[pos["line"]]
+    end = starts[pos["line"] + 1] if pos["line"] + 1 < len(starts) else len(text)
+    while end > start and text[end - 1] in "\r\n":
+        end -= 1
     units = 0
     i = start
     while i < end and units < pos["character"]:
         units += 2 if ord(text[i]) > 0xFFFF else 1
         i += 1
     return i
+
+
+def lsp_lines(text: str) -> list[str]:
+    """The LSP lines of `text`, without their line breaks."""
+    return LINE_BREAK.split(text)
 
 
 def safe(text: str, offset: int) -> int:
@@ -314,7 +322,7 @@ class Fuzzer:
         version = self.server.published[doc.uri][0]
         if version != doc.version:
             self.fail(doc, kind, f"published version {version}, latest {doc.version}")
-        lines = doc.text.split("\n")
+        lines = lsp_lines(doc.text)
         for d in published:
             for end in ("start", "end"):
                 p = d["range"][end]
@@ -562,7 +570,7 @@ class Fuzzer:
             return
         node = self.rng.choice(classes)
         line = node.lineno - 1
-        col = doc.text.split("\n")[line].index(node.name)
+        col = lsp_lines(doc.text)[line].index(node.name)
         result = self.server.request("textDocument/hover", {"textDocument": {"uri": doc.uri},
                                                             "position": {"line": line, "character": col + 1}})
         known = {a.name for a in self.oracle.session.analysed(doc.text, doc.path).module_file.architectures}

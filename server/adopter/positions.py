@@ -177,12 +177,13 @@ class LspLines:
     internal line for its UTF-16 columns; a lone CR maps through string offsets.
     """
 
-    __slots__ = ("_ascii", "_lsp_starts", "_row_starts", "_rows", "_same", "_text")
+    __slots__ = ("_ascii", "_has_cr", "_lsp_starts", "_row_starts", "_rows", "_same", "_text")
 
     def __init__(self, text: str) -> None:
         self._text = text
         self._ascii = text.isascii()
         self._same = not has_lone_cr(text)  # internal line n is LSP line n
+        self._has_cr = "\r" in text
         self._rows: list[str] | None = None
         self._row_starts: list[int] | None = None
         self._lsp_starts: list[int] | None = None
@@ -227,6 +228,11 @@ class LspLines:
         """Internal `(line, code-point column)` → LSP `(line, UTF-16 column)`."""
         line, col = max(line, 0), max(col, 0)
         if self._same:
+            if self._has_cr:
+                # A CRLF line's \r is its line break, not a character: a column past the content (a
+                # syntax error's node ending at the break) is the line's end.
+                row = self.row(line)
+                col = min(col, len(row) - 1 if row.endswith("\r") else col)
             return (line, col) if self._ascii else to_lsp(self.row(line), line, col)
         offset = self._offset(line, col)
         starts = self._lsp()

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from adopter.dsl.types import Span
 from adopter.positions import (
     LineIndex,
+    LspLines,
     byte_column,
     from_libcst,
     from_lsp,
@@ -109,3 +110,10 @@ def test_a_lone_cr_ends_an_lsp_line_but_not_an_internal_one() -> None:
     assert lines.to_lsp(0, 6) == (1, 0) and lines.to_lsp(0, 12) == (1, 6) and lines.to_lsp(1, 0) == (2, 0)
     assert lines.from_lsp(1, 99) == (0, 14)  # clamped to the line's end, before its line break
     assert LspLines("x\r\ny\n").trivial and LspLines("x\r\ny\n").from_lsp(0, 5) == (0, 1)
+
+
+def test_a_column_on_a_crlf_lines_break_is_the_lines_end() -> None:
+    """A syntax error's node can end after the \\r of a CRLF line: the LSP position is the line's end."""
+    lines = LspLines("x = (\r\ny = 1\r\n")
+    assert lines.to_lsp(0, 6) == (0, 5) and lines.to_lsp(0, 5) == (0, 5) and lines.to_lsp(1, 2) == (1, 2)
+    assert LspLines("é = (\r\n").to_lsp(0, 6) == (0, 5)
