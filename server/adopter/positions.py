@@ -237,7 +237,11 @@ class LspLines:
         offset = self._offset(line, col)
         starts = self._lsp()
         lsp_line = bisect.bisect_right(starts, offset) - 1
-        return (lsp_line, utf16_length(self._text[starts[lsp_line] : offset]))
+        start = starts[lsp_line]
+        end = starts[lsp_line + 1] if lsp_line + 1 < len(starts) else len(self._text)
+        while end > start and self._text[end - 1] in "\r\n":  # the line break is not a column
+            end -= 1
+        return (lsp_line, utf16_length(self._text[start : min(offset, end)]))
 
     def from_lsp(self, line: int, utf16_col: int) -> tuple[int, int]:
         """LSP `(line, UTF-16 column)` → internal `(line, code-point column)`, clamped to the line."""

@@ -117,3 +117,6 @@ def test_a_column_on_a_crlf_lines_break_is_the_lines_end() -> None:
     lines = LspLines("x = (\r\ny = 1\r\n")
     assert lines.to_lsp(0, 6) == (0, 5) and lines.to_lsp(0, 5) == (0, 5) and lines.to_lsp(1, 2) == (1, 2)
     assert LspLines("é = (\r\n").to_lsp(0, 6) == (0, 5)
+    # The same with a lone \r further on (positions then go through string offsets).
+    lone = LspLines("x = (\r\ny = 1\rz = 2\n")
+    assert lone.to_lsp(0, 6) == (0, 5) and lone.to_lsp(1, 6) == (2, 0) and lone.to_lsp(1, 5) == (1, 5)
