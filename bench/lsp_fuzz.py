@@ -499,7 +499,7 @@ class Fuzzer:
         from adopter.lsp.edits import minimal_changes
 
         changes = minimal_changes(doc.text, new)
-        starts = self._line_offsets(doc.text)
+        starts = lsp_line_starts(doc.text)  # its spans count LSP lines (a lone \r ends one)
         # Minimal changes are in old-text positions: send them last first, so each applies as given.
         ranged = [(starts[c.span.start_line] + c.span.start_col, starts[c.span.end_line] + c.span.end_col
                    if c.span.end_line < len(starts) else len(doc.text), c.new_text) for c in changes]
