@@ -20,11 +20,10 @@ from adopter.analysis.classes import ClassTable
 from adopter.analysis.crossfile import CrossFileReach, InitSource
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.resolver import ModuleResolver
-from adopter.analysis.signature import params
 from adopter.analysis.source import Field, SourceText, is_broken, repair, syntax_problems
-from adopter.analysis.submodules import thin_submodules
+from adopter.analysis.submodules import stateless_submodules, thin_submodules
 from adopter.analysis.symbols import ModuleSymbols
-from adopter.dsl.types import Architecture, Ctor, Forward, Init, ModuleFile, Problem, Severity
+from adopter.dsl.types import Architecture, Ctor, Forward, ModuleFile, Problem, Severity
 
 _DEFAULT_RESOLVER: ModuleResolver | None = None
 _DEFAULT_REACH: CrossFileReach | None = None
@@ -171,19 +170,18 @@ class Analyser:
         problems: list[Problem] = []
         info = table.infos[name]
         init = InitAnalysis(name, table, src).run()
+        found = table.find_method(name, "forward")
         if self.reach is not None and init is not None:  # the one hook of cross-file reach
-            found = table.find_method(name, "__init__")
-            calls = table.find_method(name, "forward")  # a dependency of this class already
-            source = InitSource(found[1], src, symbols.qualify, calls[1] if calls else None, name,
-                                symbols.note_method) if found else None
+            init_found = table.find_method(name, "__init__")
+            source = InitSource(init_found[1], src, symbols.qualify, found[1] if found else None, name,
+                                symbols.note_method) if init_found else None
             init = self.reach.bind(init, src.path, source)
         module_attrs = frozenset(
             b.attr for b in (init.bindings if init is not None else ()) if isinstance(b.value, Ctor)
         )
         forward: Forward | None = None
-        found = table.find_method(name, "forward")
         if found is not None:
-            stateless = _stateless_submodules(init, table, src)
+            stateless = stateless_submodules(init, table, src)
             flow = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless)
             forward = flow.function(found[1], found[0])
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
@@ -227,58 +225,6 @@ class Analyser:
         fresh[key] = entry
         self.reanalysed.append(key)
         return entry
-
-
-def _stateless_submodules(init: Init | None, table: ClassTable, src: SourceText) -> dict[str, tuple[str, Node]]:
-    """Submodules (bound once, unconditionally) of a same-file class that holds nothing: no `__init__`
-    beyond `super().__init__()`, and a `forward` that never reads `self` (`class GEGLU(nn.Module)`).
-    Calling one is calling its forward, so the flow analysis inlines it."""
-    if init is None:
-        return {}
-    counts: dict[str, int] = {}
-    for b in init.bindings:
-        counts[b.attr] = counts.get(b.attr, 0) + 1
-    found: dict[str, tuple[str, Node]] = {}
-    for b in init.bindings:
-        ctor = b.value
-        if not isinstance(ctor, Ctor) or b.condition is not None or counts[b.attr] != 1 or ctor.args or ctor.kwargs:
-            continue
-        if ctor.callee not in table.infos or not table.is_module(ctor.callee):
-            continue
-        ctor_init = table.find_method(ctor.callee, "__init__")
-        if ctor_init is not None and not _only_super_init(ctor_init[1], src):
-            continue
-        forward = table.find_method(ctor.callee, "forward")
-        if forward is None:
-            continue
-        ps = params(forward[1], src)
-        body = forward[1].child_by_field_id(Field.BODY)
-        if not ps or body is None or _reads_name(body, ps[0].name, src):
-            continue
-        found[b.attr] = forward
-    return found
-
-
-def _only_super_init(function: Node, src: SourceText) -> bool:
-    body = function.child_by_field_id(Field.BODY)
-    for stmt in body.named_children if body is not None else ():
-        text = src.text(stmt).replace(" ", "")
-        if stmt.type == "comment" or stmt.type == "pass_statement" or text.startswith("super().__init__("):
-            continue
-        if stmt.type == "expression_statement" and stmt.named_child_count == 1 and stmt.named_children[0].type == "string":
-            continue
-        return False
-    return True
-
-
-def _reads_name(node: Node, name: str, src: SourceText) -> bool:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type == "identifier" and src.text(n) == name:
-            return True
-        stack.extend(n.children)
-    return False
 
 
 def _internal(what: str, exc: Exception, span: object, path: str | None) -> Problem:

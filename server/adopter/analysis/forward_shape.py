@@ -15,14 +15,8 @@ from adopter.analysis.source import Field, SourceText
 
 
 def chain_shape(function: Node, src: SourceText) -> tuple[str, ...] | None:
-    """The attributes `forward(self, x)` applies in turn, or None when its body does anything else."""
-    steps = _chain(function, src)
-    return tuple(steps) if steps else None
-
-
-def _chain(function: Node, src: SourceText) -> list[str] | None:
     """The attributes `forward(self, x)` applies in turn (`x = self.a(x)` ..., `return self.b(x)` or
-    `return x`), or None when its body does anything else."""
+    `return x`), or None when its body does anything else (or applies nothing)."""
     ps = params(function, src)
     body = function.child_by_field_id(Field.BODY)
     if len(ps) != 2 or ps[1].default is not None or body is None:
@@ -37,9 +31,9 @@ def _chain(function: Node, src: SourceText) -> list[str] | None:
         if stmt.type == "return_statement" and last and stmt.named_child_count == 1:
             expr = stmt.named_children[0]
             if expr.type == "identifier" and src.text(expr) == value:
-                return steps or None
+                return tuple(steps) or None
             attr = _self_call(expr, me, value, src)
-            return [*steps, attr] if attr is not None else None
+            return (*steps, attr) if attr is not None else None
         if stmt.type != "expression_statement" or stmt.named_child_count != 1:
             return None
         assign = stmt.named_children[0]

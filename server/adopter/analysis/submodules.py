@@ -1,46 +1,102 @@
-"""Same-file submodules whose forward only chains their own layers, read through where they are called.
+"""Same-file submodules read through where they are called: the thin ones and the stateless ones.
 
-`self.cls(x)` with `self.cls = BertOnlyMLMHead(config)`, whose forward is `return self.predictions(x)`,
-whose forward is `x = self.transform(x); x = self.decoder(x); return x`: the call runs `transform`'s
-layers and then the `decoder` Linear. A site that spans the call and what follows it (the decoder's
-logits fed to a cross-entropy) lives in the caller, so the canonical pass unrolls such calls into their
-leaf layers (`self.cls.predictions.decoder`), each bound to the constructor of the submodule's own
-`__init__` (with that binding's span). Reading never goes past a forward that does anything else.
+Thin: `self.cls(x)` with `self.cls = BertOnlyMLMHead(config)`, whose forward is `return
+self.predictions(x)`, whose forward is `x = self.transform(x); x = self.decoder(x); return x`: the call
+runs `transform` and then the `decoder` Linear. A site that spans the call and what follows it (the
+decoder's logits fed to a cross-entropy) lives in the caller. `thin_submodules` gives the leaf layers
+(`cls.predictions.decoder`), each bound to the constructor of the submodule's own `__init__` (with that
+binding's span); they join the caller's bindings, and `canonical.submodule_view` unrolls the calls for
+the rules that ask for it. Reading never goes past a forward that does anything else.
+
+Stateless: `self.act = GEGLU()` of a same-file class with no `__init__` beyond `super().__init__()` and a
+forward that never reads `self`: calling it is calling its forward, which the flow analysis inlines.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
+
+from tree_sitter import Node
 
 from adopter.analysis.bindings import InitAnalysis
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.forward_shape import chain_shape
-from adopter.analysis.source import SourceText
+from adopter.analysis.signature import params
+from adopter.analysis.source import Field, SourceText
 from adopter.dsl.types import Binding, Ctor, Init
 
 MAX_DEPTH = 3  # submodules of submodules read through
 
 
-def thin_submodules(init: Init | None, table: ClassTable, src: SourceText, depth: int = 0) -> dict[str, tuple[Binding, ...]]:
-    """attr -> the leaf layers a call of `self.<attr>` runs, in order, as bindings named by their path
-    (`cls.predictions.decoder`); only for submodules bound once, unconditionally, to a same-file class
-    whose forward is a plain chain of its own layers."""
-    found: dict[str, tuple[Binding, ...]] = {}
-    if init is None or depth >= MAX_DEPTH:
-        return found
+def _same_file_submodules(init: Init | None, table: ClassTable) -> Iterator[tuple[str, Ctor]]:
+    """(attr, constructor) of each submodule bound once, unconditionally, to a same-file nn.Module class."""
+    if init is None:
+        return
     counts: dict[str, int] = {}
     for b in init.bindings:
         counts[b.attr] = counts.get(b.attr, 0) + 1
     for b in init.bindings:
         ctor = b.value
-        if not isinstance(ctor, Ctor) or b.condition is not None or counts[b.attr] != 1 or ctor.items:
-            continue
-        if ctor.callee not in table.infos or not table.is_module(ctor.callee):
-            continue
+        if (isinstance(ctor, Ctor) and b.condition is None and counts[b.attr] == 1 and not ctor.items
+                and ctor.callee in table.infos and table.is_module(ctor.callee)):
+            yield b.attr, ctor
+
+
+def thin_submodules(init: Init | None, table: ClassTable, src: SourceText, depth: int = 0) -> dict[str, tuple[Binding, ...]]:
+    """attr -> the leaf layers a call of `self.<attr>` runs, in order, as bindings named by their path
+    (`cls.predictions.decoder`); only for same-file submodules whose forward is a plain chain of their
+    own layers."""
+    found: dict[str, tuple[Binding, ...]] = {}
+    if depth >= MAX_DEPTH:
+        return found
+    for attr, ctor in _same_file_submodules(init, table):
         leaves = _leaves(ctor.callee, table, src, depth)
         if leaves:
-            found[b.attr] = tuple(replace(leaf, attr=f"{b.attr}.{leaf.attr}") for leaf in leaves)
+            found[attr] = tuple(replace(leaf, attr=f"{attr}.{leaf.attr}") for leaf in leaves)
     return found
+
+
+def stateless_submodules(init: Init | None, table: ClassTable, src: SourceText) -> dict[str, tuple[str, Node]]:
+    """attr -> (class, forward node) of the same-file submodules that hold nothing (built without
+    arguments, no `__init__` beyond `super().__init__()`, a forward that never reads `self`)."""
+    found: dict[str, tuple[str, Node]] = {}
+    for attr, ctor in _same_file_submodules(init, table):
+        if ctor.args or ctor.kwargs:
+            continue
+        ctor_init = table.find_method(ctor.callee, "__init__")
+        if ctor_init is not None and not _only_super_init(ctor_init[1], src):
+            continue
+        forward = table.find_method(ctor.callee, "forward")
+        if forward is None:
+            continue
+        ps = params(forward[1], src)
+        body = forward[1].child_by_field_id(Field.BODY)
+        if ps and body is not None and not _reads_name(body, ps[0].name, src):
+            found[attr] = forward
+    return found
+
+
+def _only_super_init(function: Node, src: SourceText) -> bool:
+    body = function.child_by_field_id(Field.BODY)
+    for stmt in body.named_children if body is not None else ():
+        text = src.text(stmt).replace(" ", "")
+        if stmt.type == "comment" or stmt.type == "pass_statement" or text.startswith("super().__init__("):
+            continue
+        if stmt.type == "expression_statement" and stmt.named_child_count == 1 and stmt.named_children[0].type == "string":
+            continue
+        return False
+    return True
+
+
+def _reads_name(node: Node, name: str, src: SourceText) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier" and src.text(n) == name:
+            return True
+        stack.extend(n.children)
+    return False
 
 
 def _forward_shape(class_name: str, table: ClassTable) -> tuple[str, ...] | None:
@@ -54,7 +110,7 @@ def _forward_shape(class_name: str, table: ClassTable) -> tuple[str, ...] | None
             symbols.note_method_exists(cls, "forward")  # absent here: depends on it staying absent
             continue
         symbols.note_method_shape(cls, "forward")
-        return chain_shape(node, table.symbols.src)
+        return chain_shape(node, symbols.src)
     return None
 
 
