@@ -12,7 +12,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, afterEach, before, beforeEach, test } from "node:test";
-import type { Browser, Frame, Page } from "playwright-core";
+import type { Browser, Frame, Locator, Page } from "playwright-core";
 
 const ROOT = join(__dirname, "..", "..", "..");
 const ARTIFACTS = join(ROOT, "tests", "e2e", "out", "artifacts");
@@ -98,6 +98,50 @@ async function goTo(line: number, column = 1): Promise<void> {
   await page.locator(".statusbar-item", { hasText: `Ln ${line}, Col ${column}` }).first().waitFor();
   await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
   await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor();
+}
+
+/** The Adopter log (the LSP trace) of this VS Code, its last `chars` characters. */
+function adopterLog(chars = 4000): string {
+  const logs = join(home, "user-data", "logs");
+  let text = "";
+  try {
+    for (const session of readdirSync(logs).sort()) {
+      for (const host of readdirSync(join(logs, session)).filter((d) => d.startsWith("exthost"))) {
+        try {
+          text = readFileSync(join(logs, session, host, "adopter.adopter", "Adopter.log"), "utf8");
+        } catch {
+          // this host has no Adopter log
+        }
+      }
+    }
+  } catch {
+    return "(no logs)";
+  }
+  return text.slice(-chars);
+}
+
+/** Ctrl+. at `line`:`col`, as a user does, and the menu's row whose text has `title`. The light bulb
+ * says VS Code has this position's actions from the server; a menu without the row is read, closed and
+ * asked again (twice), and a failure says what the menu showed and what the server answered. */
+async function quickFixMenu(title: string, line: number, col: number): Promise<Locator> {
+  const seen: string[] = [];
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    await goTo(line, col);
+    await page.locator(".monaco-editor [class*='codicon-lightbulb']").first().waitFor({ timeout: 15_000 }).catch(() => undefined);
+    await page.keyboard.press("Control+.");
+    // the menu has group headers and other entries: take the row of this finding's fix by its text
+    const action = page.locator(".action-widget .monaco-list-row", { hasText: title }).first();
+    try {
+      await action.waitFor({ timeout: 10_000 });
+      return action;
+    } catch {
+      seen.push(`attempt ${attempt}: ${JSON.stringify(await page.locator(".action-widget .monaco-list-row").allInnerTexts())}`);
+      await shot(`quick-fix-attempt-${attempt}`);
+      await page.keyboard.press("Escape");
+    }
+  }
+  throw new Error(`Ctrl+. at ${line}:${col} never offered "${title}"; the menu showed ${seen.join("; ")}\n`
+    + `the Adopter log ends with:\n${adopterLog()}`);
 }
 
 async function parkMouse(): Promise<void> {
@@ -266,7 +310,7 @@ before(async () => {
     "editor.minimap.enabled": false, "window.commandCenter": false, "workbench.colorTheme": "Default Dark Modern",
     "notebook.output.textLineLimit": 10, "chat.disableAIFeatures": true,
     "workbench.secondarySideBar.defaultVisibility": "hidden", "workbench.welcomePage.walkthroughs.openOnInstall": false,
-    "adopter.trace.server": process.env.ADOPTER_E2E_TRACE ?? "messages", // the LSP traffic, in the Adopter log kept with the artifacts
+    "adopter.trace.server": process.env.ADOPTER_E2E_TRACE ?? "verbose", // the LSP traffic, in the Adopter log kept with the artifacts
   }, null, 2));
   const xdg = { XDG_CONFIG_HOME: join(home, "config"), XDG_DATA_HOME: join(home, "data"), XDG_CACHE_HOME: join(home, "cache") };
   // The user's PATH: the system python3 (no Adopter packages), no virtual environment.
@@ -379,11 +423,7 @@ test("Ctrl+. applies a quick fix: the text changes and the finding is gone", asy
   const { line, col } = view.findings[0];
   await page.locator(".monaco-editor .view-lines").first().click();
   await parkMouse();
-  await goTo(line, col);
-  await page.keyboard.press("Control+.");
-  // the menu has group headers and other entries: take the row of this finding's fix by its text
-  const action = page.locator(".action-widget .monaco-list-row", { hasText: "Adopter: Dropout, residual add and LayerNorm" }).first();
-  await action.waitFor();
+  const action = await quickFixMenu("Adopter: Dropout, residual add and LayerNorm", line, col);
   await shot("quick-fix", true);
   await action.click();
   await page.locator(".tab.active.dirty").waitFor();
