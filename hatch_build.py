@@ -6,6 +6,10 @@ listed source is byte-identical to the installed `.py` files. When they cannot b
 no mypy or setuptools in the build environment, a mypyc error, `ADOPTER_NATIVE_BUILD=0`) the wheel is
 the pure-Python one and the build prints a warning: an optimisation never fails an install.
 
+Every regular wheel also carries the bundled rules already parsed (`adopter/_data/rules-seed.pickle`,
+see `adopter.dsl.cache`), so the first start after installing does not parse them; Lark in the build
+environment is all that takes.
+
 Editable installs (`pip install -e .`, what `make setup` does) are left alone: they use the checkout's
 `build/native/` from `make native`. A current `build/native/` is also reused for a regular wheel built
 from the checkout, instead of compiling again (one to three CPU minutes).
@@ -16,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -31,6 +36,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 # machine without one downloads nothing more than hatchling.
 COMPILE_REQUIREMENTS = ["mypy>=1.10", "setuptools>=61"]
 WHEEL_FOLDER = "adopter/_compiled"
+SEED_FILE = "adopter/_data/rules-seed.pickle"  # adopter.dsl.cache.SEED_NAME beside adopter/_data/rules
 
 
 def _disabled() -> bool:
@@ -78,14 +84,18 @@ class CustomBuildHook(BuildHookInterface):
     PLUGIN_NAME = "custom"
 
     def dependencies(self) -> list[str]:
-        if _disabled() or _asked_for_editable() or not compiler_available():
+        if _asked_for_editable():
             return []
+        if _disabled() or not compiler_available():
+            # The rule seed is written by the DSL's parser: Lark (pure Python) is all it needs.
+            return [d for d in self.metadata.core.dependencies if d.startswith("lark")]
         return [*COMPILE_REQUIREMENTS, *self.metadata.core.dependencies]
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         self._tmp: str | None = None
         if self.target_name != "wheel" or version != "standard":
             return
+        self._seed(build_data)
         if _disabled():
             self._warn("ADOPTER_NATIVE_BUILD=0")
             return
@@ -103,6 +113,24 @@ class CustomBuildHook(BuildHookInterface):
         build_data["pure_python"] = False
         build_data["infer_tag"] = True  # cpXY-cpXY-platform: the extension modules are for this Python
 
+    def _seed(self, build_data: dict[str, Any]) -> None:
+        """Ship the bundled rules parsed (`adopter.dsl.cache`), so that the first start after installing
+        does not parse them; written by the tree's own code, in a child process (pure Python)."""
+        root = Path(self.root)
+        self._tmp = self._tmp or tempfile.mkdtemp(prefix="adopter-wheel-")
+        out = Path(self._tmp) / SEED_FILE.rsplit("/", 1)[1]
+        code = "import sys; from pathlib import Path; from adopter.dsl.cache import write_seed; " \
+               "print(write_seed(Path(sys.argv[1]), Path(sys.argv[2])))"
+        env = {**os.environ, "PYTHONPATH": str(root / "server"), "ADOPTER_NATIVE": "0"}
+        env.pop("ADOPTER_RULE_CACHE", None)
+        done = subprocess.run([sys.executable, "-c", code, str(root / "rules"), str(out)], env=env, cwd=root,
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:  # never fail an install for an optimisation: the first start parses
+            self.app.display_warning(f"adopter: the parsed-rule seed was not written: {done.stderr.strip()[-500:]}")
+            return
+        build_data["force_include"][str(out)] = SEED_FILE
+        self.app.display_info(f"adopter: {done.stdout.strip()} bundled rule files parsed into {SEED_FILE}")
+
     def _compiled(self) -> Path | None:
         """A folder holding a current build for this interpreter, or None (after a warning)."""
         root = Path(self.root)
@@ -113,7 +141,7 @@ class CustomBuildHook(BuildHookInterface):
             self.app.display_info(f"adopter: the compiled analysis from {checkout_build} (current)")
             return checkout_build
         self.app.display_info("adopter: compiling the analysis with mypyc (one to three CPU minutes) ...")
-        self._tmp = tempfile.mkdtemp(prefix="adopter-wheel-native-")
+        self._tmp = self._tmp or tempfile.mkdtemp(prefix="adopter-wheel-")
         out = Path(self._tmp) / "native"
         failed = native.compile_native(out, server)
         if failed is not None:

@@ -6,6 +6,7 @@ install paragraph and docs/benchmarks.md record that check)."""
 from __future__ import annotations
 
 import importlib.util
+import pickle
 import shutil
 import sys
 import types
@@ -59,6 +60,8 @@ def _tree(tmp_path: Path, build_native_py: str | None = None) -> Path:
     root = tmp_path / "tree"
     shutil.copytree(REPO / "server" / "adopter", root / "server" / "adopter",
                     ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    for data in ("rules", "dsl-grammar"):
+        shutil.copytree(REPO / data, root / data)
     (root / "scripts").mkdir()
     if build_native_py is None:
         shutil.copy(REPO / "scripts" / "build_native.py", root / "scripts" / "build_native.py")
@@ -69,6 +72,20 @@ def _tree(tmp_path: Path, build_native_py: str | None = None) -> Path:
 
 def _build_data() -> dict[str, Any]:
     return {"force_include": {}, "pure_python": True, "infer_tag": False}
+
+
+SEED = "adopter/_data/rules-seed.pickle"
+
+
+def _seeded(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` without the rule seed, after checking the seed was written and holds every bundled rule."""
+    from adopter.dsl.cache import Seed
+
+    sources = [k for k, v in data["force_include"].items() if v == SEED]
+    assert len(sources) == 1
+    seed = pickle.loads(Path(sources[0]).read_bytes())
+    assert isinstance(seed, Seed) and sorted(seed.entries) == sorted(p.name for p in (REPO / "rules").glob("*.adl"))
+    return {**data, "force_include": {k: v for k, v in data["force_include"].items() if v != SEED}}
 
 
 def test_a_current_checkout_build_is_shipped_without_compiling(hook_module: Any, tmp_path: Path) -> None:
@@ -83,7 +100,7 @@ def test_a_current_checkout_build_is_shipped_without_compiling(hook_module: Any,
     hook = hook_module.CustomBuildHook(str(root))
     data = _build_data()
     hook.initialize("standard", data)
-    assert data == {"force_include": {str(out): "adopter/_compiled"}, "pure_python": False, "infer_tag": True}
+    assert _seeded(data) == {"force_include": {str(out): "adopter/_compiled"}, "pure_python": False, "infer_tag": True}
     assert hook.app.warnings == []
     # A source edited since: not current any more, so the hook compiles (here: the stand-in fails).
     (server / "adopter" / "positions.py").write_text("# edited\n", encoding="utf-8")
@@ -96,7 +113,7 @@ def test_a_failed_compilation_is_a_warning_and_a_pure_wheel(hook_module: Any, tm
     hook = hook_module.CustomBuildHook(str(_tree(tmp_path, failing)))
     data = _build_data()
     hook.initialize("standard", data)
-    assert data == _build_data()
+    assert _seeded(data) == _build_data()  # the rule seed ships with the pure wheel too
     assert len(hook.app.warnings) == 1 and "mypyc failed" in hook.app.warnings[0]
     hook.finalize("standard", data, "")  # removes its temporary folder, and does not raise
 
@@ -105,7 +122,7 @@ def test_a_crashing_build_script_is_a_warning_too(hook_module: Any, tmp_path: Pa
     hook = hook_module.CustomBuildHook(str(_tree(tmp_path, "raise RuntimeError('broken script')\n")))
     data = _build_data()
     hook.initialize("standard", data)
-    assert data == _build_data() and "broken script" in hook.app.warnings[0]
+    assert _seeded(data) == _build_data() and "broken script" in hook.app.warnings[0]
 
 
 def test_editable_disabled_and_compiler_less_builds_stay_pure(hook_module: Any, tmp_path: Path,
@@ -117,16 +134,28 @@ def test_editable_disabled_and_compiler_less_builds_stay_pure(hook_module: Any, 
     assert data == _build_data() and hook.app.warnings == []
     assert hook.dependencies() == ["mypy>=1.10", "setuptools>=61", "lark>=1.2,<2"]
 
+    # Pure wheels: Lark alone in the build environment, for the rule seed.
+    hook = hook_module.CustomBuildHook(str(_tree(tmp_path)))
     monkeypatch.setenv("ADOPTER_NATIVE_BUILD", "0")
-    assert hook.dependencies() == []
-    hook.initialize("standard", data)
-    assert data == _build_data() and "ADOPTER_NATIVE_BUILD=0" in hook.app.warnings[-1]
+    assert hook.dependencies() == ["lark>=1.2,<2"]
+    hook.initialize("standard", data := _build_data())
+    assert _seeded(data) == _build_data() and "ADOPTER_NATIVE_BUILD=0" in hook.app.warnings[-1]
 
     monkeypatch.delenv("ADOPTER_NATIVE_BUILD")
     monkeypatch.setattr(hook_module, "compiler_available", lambda: False)
-    assert hook.dependencies() == []
-    hook.initialize("standard", data)
-    assert data == _build_data() and "no C compiler" in hook.app.warnings[-1]
+    assert hook.dependencies() == ["lark>=1.2,<2"]
+    hook.initialize("standard", data := _build_data())
+    assert _seeded(data) == _build_data() and "no C compiler" in hook.app.warnings[-1]
+
+
+def test_a_seed_that_cannot_be_written_is_a_warning(hook_module: Any, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _tree(tmp_path)
+    (root / "rules" / "f04-softmax.adl").write_text("rule broken {", encoding="utf-8")
+    monkeypatch.setenv("ADOPTER_NATIVE_BUILD", "0")
+    hook = hook_module.CustomBuildHook(str(root))
+    hook.initialize("standard", data := _build_data())
+    assert data == _build_data() and "seed was not written" in hook.app.warnings[0]
 
 
 def test_requirements_of_an_editable_build_ask_for_no_compiler_tools(hook_module: Any) -> None:

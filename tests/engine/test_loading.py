@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,44 @@ def test_a_damaged_or_disabled_disk_cache_only_means_parsing(tmp_path: Path, mon
     monkeypatch.setenv("ADOPTER_CACHE_DIR", str(other))
     _new_process(monkeypatch)
     assert load_rules() == expected and not other.exists()
+
+
+def test_the_wheels_seed_spares_parsing_the_bundled_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wheel ships the bundled rules parsed: the first start (an empty user cache) parses nothing,
+    and the rules equal those parsed from the files, each naming its installed file."""
+    from adopter import resources
+    from adopter.dsl.cache import SEED_NAME, write_seed
+    from adopter.engine import loading
+
+    installed = tmp_path / "_data" / "rules"
+    shutil.copytree(resources.rules_dir(), installed)
+    monkeypatch.setattr(resources, "rules_dir", lambda: installed)
+    monkeypatch.setenv("ADOPTER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ADOPTER_RULE_CACHE", raising=False)
+    _new_process(monkeypatch)
+    monkeypatch.setattr(loading, "_seed", [])
+    expected = load_rules()
+    assert write_seed(installed, tmp_path / "_data" / SEED_NAME) == len(list(installed.glob("*.adl")))
+    shutil.rmtree(tmp_path / "cache")
+    _new_process(monkeypatch)
+    monkeypatch.setattr(loading, "_seed", [])
+    with monkeypatch.context() as m:
+        _no_parsing(m)
+        seeded = load_rules()
+    assert seeded == expected and {r.path for r in seeded.rules} <= {str(p) for p in installed.glob("*.adl")}
+    # A bundled file that differs from the one the seed was written from is parsed, and only that one.
+    import adopter.dsl
+
+    edited = installed / "f04-softmax.adl"
+    edited.write_text(edited.read_text() + "\n")
+    _new_process(monkeypatch)
+    monkeypatch.setattr(loading, "_seed", [])
+    parsed: list[str] = []
+    parse = adopter.dsl.parse_rules
+
+    def counting(text: str, path: str | None = None) -> object:
+        parsed.append(Path(path or "").name)
+        return parse(text, path)
+
+    monkeypatch.setattr(adopter.dsl, "parse_rules", counting)
+    assert load_rules() == expected and parsed == ["f04-softmax.adl"]

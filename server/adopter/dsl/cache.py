@@ -1,0 +1,224 @@
+"""Parsed rule files kept across processes: the user's cache folder, and the seed a wheel ships.
+
+Parsing the bundled rules with Lark is most of what a server does before its first diagnostics. Parsed
+files are kept on disk in the user's cache folder (`rules/` of `$ADOPTER_CACHE_DIR`, else of
+`$XDG_CACHE_HOME/adopter` or `~/.cache/adopter`), one entry per path keyed on the file's SHA-256, one
+pickle per parser fingerprint (the DSL code and grammar, the interpreter, Adopter's version). A wheel
+also carries a *seed* (`adopter/_data/rules-seed.pickle`, written when the wheel is built): the bundled
+files parsed, keyed on their names, so the very first start after installing parses nothing either.
+
+The fingerprint does not depend on where the code is installed nor on whether the rule types are
+compiled: instances are pickled field by field (`_DataclassPickler`), which the mypyc-compiled and the
+pure classes read alike. Anything wrong with a cache or the seed (unreadable, another version, no
+permission) only means parsing again; `ADOPTER_RULE_CACHE=0` turns both off.
+
+Imports nothing beyond the DSL (no tree-sitter), so that a wheel's build can write the seed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adopter import __version__
+from adopter.dsl.types import Problem, Rule
+
+Parsed = tuple[tuple[Rule, ...], Problem | None]
+SEED_NAME = "rules-seed.pickle"
+_KEEP_VERSIONS = 4  # cache files kept in the folder, one per parser fingerprint
+
+
+class DiskCache:
+    """Parsed rule files by path, with the SHA-256 of the text they were parsed from, in one pickle per
+    parser fingerprint. One entry per path (the latest text), and paths that no longer exist are dropped
+    when it is written, so the file stays as small as the set of rule files in use."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+        self.entries: dict[str, tuple[str, Parsed]] | None = None  # read on first use
+        self.dirty = False
+
+    @property
+    def file(self) -> Path | None:
+        return None if self.folder is None else self.folder / f"rules-{parser_fingerprint()}.pickle"
+
+    def get(self, path: str, digest: str) -> Parsed | None:
+        if self.entries is None:
+            self.entries = self._read()
+        entry = self.entries.get(path)
+        return entry[1] if entry is not None and entry[0] == digest else None
+
+    def put(self, path: str, digest: str, parsed: Parsed) -> None:
+        if self.entries is None:
+            self.entries = self._read()
+        self.entries[path] = (digest, parsed)
+        self.dirty = True
+
+    def _read(self) -> dict[str, tuple[str, Parsed]]:
+        file = self.file
+        if file is None:
+            return {}
+        # Only ever a file this user's own Adopter wrote (the folder is the user's cache).
+        entries = _load(file)
+        return entries if isinstance(entries, dict) else {}
+
+    def write(self) -> None:
+        """Save the entries if something was added; never raises."""
+        file = self.file
+        if file is None or not self.dirty or self.entries is None:
+            return
+        self.dirty = False
+        with contextlib.suppress(OSError):  # a read-only or full disk: the next start parses again
+            self.entries = {p: e for p, e in self.entries.items() if Path(p).is_file()}
+            file.parent.mkdir(parents=True, exist_ok=True)
+            # Other parser versions' caches (other checkouts, older versions): keep the newest few.
+            others = sorted((p for p in file.parent.glob("rules-*.pickle") if p != file),
+                            key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in others[_KEEP_VERSIONS - 1:]:
+                old.unlink(missing_ok=True)
+            _dump(self.entries, file)
+
+
+@dataclass(frozen=True, slots=True)
+class Seed:
+    """The bundled rule files parsed when the wheel was built: by file name, (SHA-256, parsed) with each
+    rule's and problem's `path` the bare name (`with_path` puts the installed file's back)."""
+
+    fingerprint: str
+    entries: dict[str, tuple[str, Parsed]]
+
+    def get(self, path: Path, digest: str) -> Parsed | None:
+        entry = self.entries.get(path.name)
+        if entry is None or entry[0] != digest:
+            return None
+        return with_path(entry[1], str(path))
+
+
+def with_path(parsed: Parsed, path: str) -> Parsed:
+    """`parsed` with `path` as the file its rules and problem came from."""
+    rules, problem = parsed
+    if problem is not None:
+        problem = dataclasses.replace(problem, path=path)
+    return tuple(dataclasses.replace(r, path=path) for r in rules), problem
+
+
+def read_seed(rules: Path) -> Seed | None:
+    """The seed beside the bundled `rules` folder, when there is one for this parser; else None."""
+    seed = _load(rules.parent / SEED_NAME)
+    if isinstance(seed, Seed) and seed.fingerprint == parser_fingerprint():
+        return seed
+    return None
+
+
+def write_seed(rules: Path, out: Path) -> int:
+    """Parse every rule file of the folder `rules` and write them to `out` as a seed; the number of files.
+    Raises on a file that does not parse: the bundled rules must."""
+    from adopter.dsl import parse_rules
+
+    entries: dict[str, tuple[str, Parsed]] = {}
+    for file in sorted(rules.glob("*.adl")):
+        data = file.read_bytes()
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        entries[file.name] = (hashlib.sha256(data).hexdigest(), (tuple(parse_rules(text, file.name)), None))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _dump(Seed(parser_fingerprint(), entries), out)
+    return len(entries)
+
+
+def _load(file: Path) -> object:
+    try:
+        return pickle.loads(file.read_bytes())
+    except Exception:  # missing, truncated, written by other code: parse again
+        return None
+
+
+def _dump(obj: object, file: Path) -> None:
+    """Write `obj` to `file` atomically (a concurrent server reads the old or the new file)."""
+    fd, tmp = tempfile.mkstemp(prefix=".rules-", dir=file.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            _DataclassPickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+        os.replace(tmp, file)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()
+        raise
+
+
+class _DataclassPickler(pickle.Pickler):
+    """Pickles the DSL's frozen dataclasses field by field, so that their mypyc-compiled versions (whose
+    own unpickling goes through the frozen `__setattr__` and fails) load as well as the pure ones, and a
+    pickle written by either build reads in the other."""
+
+    def reducer_override(self, obj: object) -> Any:
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            values = tuple(getattr(obj, f.name) for f in dataclasses.fields(obj))
+            return _rebuild, (type(obj), values)
+        return NotImplemented
+
+
+def _rebuild(cls: Any, values: tuple[object, ...]) -> object:
+    """A dataclass instance with these field values, as they were (no `__init__` checks run again)."""
+    obj: object = cls.__new__(cls)  # the class's own: a compiled class refuses object.__new__
+    for f, value in zip(dataclasses.fields(cls), values):
+        object.__setattr__(obj, f.name, value)
+    return obj
+
+
+def cache_folder() -> Path | None:
+    """Where parsed rules are kept across processes, or None when that is turned off."""
+    if not enabled():
+        return None
+    explicit = os.environ.get("ADOPTER_CACHE_DIR")  # as the accelerator search's cache (`wham/`) reads it
+    if explicit:
+        return Path(explicit) / "rules"
+    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"]) / "adopter" / "cache" / "rules"
+    try:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    except RuntimeError:  # no home folder
+        return None
+    return Path(base) / "adopter" / "rules"
+
+
+def enabled() -> bool:
+    """Whether parsed rules may be read from and written to disk (`ADOPTER_RULE_CACHE`)."""
+    return os.environ.get("ADOPTER_RULE_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+_fingerprint: list[str] = []
+
+
+def parser_fingerprint() -> str:
+    """What parsed rules depend on besides the rule text: the DSL code and grammar (their bytes, by file
+    name), the interpreter and Adopter's version; not where they are installed."""
+    if not _fingerprint:
+        digest = hashlib.sha256(f"{__version__}|{sys.version}".encode())
+        sources = sorted(Path(__file__).resolve().parent.glob("*.py"))
+        try:
+            from adopter.resources import grammar_dir
+
+            sources += sorted(grammar_dir().glob("*.lark"))
+        except FileNotFoundError:
+            pass
+        for source in sources:
+            try:
+                digest.update(source.name.encode() + b"\0" + source.read_bytes())
+            except OSError:
+                digest.update(source.name.encode() + b"\0?")
+        _fingerprint.append(digest.hexdigest()[:20])
+    return _fingerprint[0]
+
+
+# Taken now, while the DSL modules just imported are the ones on disk: taken lazily, a file replaced
+# under a running process (an upgrade, an edit) would file rules parsed by the old code under the new
+# code's fingerprint, and every later start would read them back.
+parser_fingerprint()
