@@ -308,3 +308,22 @@ def test_random_keystrokes_never_leave_a_stale_mask() -> None:
                 text, broken_for = base, 0
                 assert doc.result() == analyse(base, "m.py"), f"undo at step {step}"
     assert checked_clean > 40 and checked_masked > 20
+
+
+def test_deleting_lines_that_split_a_function_leaves_nothing_masked() -> None:
+    """A copy of a function's head pasted above its last line, then those lines deleted: the last line
+    joins its own function again. Parsed alone, that line is an unexpected indent; it must not be taken
+    for a half-typed line and masked (found by bench/lsp_fuzz.py on a CRLF GPT-NeoX-Japanese file)."""
+    for eol in ("\n", "\r\n"):
+        source = SOURCE.replace("def helper(x):\n    return x * 2\n",
+                                "def helper(x):\n    y = x + 1\n    return y * 2\n").replace("\n", eol)
+        doc = DocumentAnalysis(source, "m.py")
+        doc.result()
+        line = source.split(eol).index("    return y * 2")
+        pasted = eol.join(["def helper(x):", "    y = x + 1", ""])
+        doc.edit((line, 0), (line, 0), pasted)
+        doc.result()
+        doc.edit((line, 0), (line + 2, 0), "")
+        assert doc.text == source
+        assert doc.analysed_text == source.encode()
+        assert doc.result() == analyse(source, "m.py")

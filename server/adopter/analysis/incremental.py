@@ -86,6 +86,35 @@ def _dedents(data: bytes, start: int, end: int, indent: int) -> bool:
     return False
 
 
+def _indent_of(line: bytes) -> int | None:
+    """The indentation of a line holding code, None for a blank or comment-only line."""
+    body = line.lstrip(b" \t")
+    if not body.strip() or body.startswith(b"#"):
+        return None
+    return len(line) - len(body)
+
+
+def _statement_above(data: bytes, lo: int, indent: int) -> int | None:
+    """When the first code line at or after `lo` is indented deeper than `indent`, where the nearest code
+    line above `lo` at `indent` or left of it starts (the statement whose block it may continue); else None."""
+    end = data.find(b"\n", lo)
+    first = data[lo : len(data) if end < 0 else end]
+    while _indent_of(first) is None and end >= 0:
+        start, end = end + 1, data.find(b"\n", end + 1)
+        first = data[start : len(data) if end < 0 else end]
+    found = _indent_of(first)
+    if found is None or found <= indent:
+        return None
+    start = lo
+    while start > 0:
+        prev = data.rfind(b"\n", 0, start - 1) + 1
+        found = _indent_of(data[prev : start - 1])
+        if found is not None and found <= indent:
+            return prev
+        start = prev
+    return None
+
+
 class DocumentAnalysis:
     """The parse tree and analysis of one document, kept up to date edit by edit."""
 
@@ -196,6 +225,11 @@ class DocumentAnalysis:
         region = self._region_clean(masked, lo, hi)
         if not is_broken(region, indent):
             return masked, masks
+        above = _statement_above(masked, lo, indent)
+        if above is not None and not is_broken(self._region_clean(masked, above, hi), indent):
+            # The region's first lines continue the block above it (lines between them were deleted): with
+            # that block they parse, and nothing is half-typed.
+            return masked, masks
         kept = masked
         if inside:
             kept = apply_masks(masked, inside)
@@ -304,14 +338,15 @@ class DocumentAnalysis:
         self._set_text(new_text, (start, len(old) - suffix, len(new) - suffix))
 
     def edit(self, start: tuple[int, int], end: tuple[int, int], replacement: str) -> None:
-        """Replace the range `start`-`end` (internal positions: 0-based line, code-point column)."""
-        lines = self._text.splitlines(keepends=True)
+        """Replace the range `start`-`end` (internal positions: 0-based line, code-point column; lines
+        end at `\n` only, as tree-sitter's rows do, not at the other breaks `str.splitlines` knows)."""
+        lines = self._text.split("\n")
 
         def offset(pos: tuple[int, int]) -> int:
             line, col = pos
             if line >= len(lines):
                 return len(self._text)
-            return sum(map(len, lines[:line])) + min(col, len(lines[line].rstrip("\r\n")))
+            return sum(len(t) + 1 for t in lines[:line]) + min(col, len(lines[line].rstrip("\r")))
 
         a, b = offset(start), offset(end)
         if b < a:
