@@ -30,6 +30,7 @@ import os
 import platform
 import queue
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -116,8 +117,10 @@ class Server:
     """A minimal synchronous JSON-RPC client over the server's stdio (a reader thread fills a queue)."""
 
     def __init__(self, root: Path) -> None:
-        self.process = subprocess.Popen([sys.executable, "-m", "adopter", "lsp"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=root)
+        self.stderr = root / "server-stderr.log"  # the server's own log: a traceback, if it has one
+        with self.stderr.open("wb") as err:
+            self.process = subprocess.Popen([sys.executable, "-m", "adopter", "lsp"], stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=err, cwd=root)
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.published: dict[str, tuple[int | None, list[dict[str, Any]]]] = {}
         self.messages: list[str] = []
@@ -175,7 +178,7 @@ class Server:
             try:
                 message = self.inbox.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                raise Divergence("no answer from the server in time") from None
+                raise Divergence(f"no answer from the server in {TIMEOUT_S:.0f} s{self._stack()}") from None
             if message is None:
                 raise Divergence(f"the server process died (exit {self.process.wait()})")
             method = message.get("method")
@@ -189,6 +192,16 @@ class Server:
                 self._send({"id": message["id"], "result": result})
             if done(message):
                 return message
+
+    def _stack(self) -> str:
+        """Where the server is stuck: its threads' stacks by py-spy (when installed), into a file."""
+        spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        if not Path(spy).exists():
+            return f" (install py-spy to see where it is stuck; its stderr: {self.stderr})"
+        out = self.stderr.with_name("server-stack.txt")
+        dump = subprocess.run([spy, "dump", "--pid", str(self.process.pid)], capture_output=True, text=True, check=False)
+        out.write_text(dump.stdout + dump.stderr)
+        return f" (its stacks in {out}, its stderr in {self.stderr})"
 
     def diagnostics(self, uri: str, version: int) -> list[dict[str, Any]]:
         """Wait for the diagnostics of `version` (the server publishes only the latest version)."""
@@ -303,6 +316,8 @@ class Fuzzer:
             doc.text = whole
             content.append({"text": whole})
         for a, b, new in changes or ():
+            if not 0 <= a <= b <= len(doc.text):  # the fuzzer's own mistake: never send a client's bad range
+                raise ValueError(f"the fuzzer made a change outside the text: {a}:{b} of {len(doc.text)}")
             a, b = safe(doc.text, a), safe(doc.text, b)
             content.append({"range": {"start": position(doc.text, a), "end": position(doc.text, b)}, "text": new})
             doc.text = doc.text[:a] + new + doc.text[b:]
@@ -414,8 +429,10 @@ class Fuzzer:
             to = self.rng.choice(starts)
             if a <= to <= b:
                 to = a
-            # One didChange, two changes: remove, then insert (offsets of the text after the removal).
-            self.send(doc, [(a, b, ""), (to if to < a else to - len(block), to if to < a else to - len(block), block)])
+            # One didChange, two changes: remove, then insert (offsets of the text after the removal: a
+            # place at or before the block's start does not move; one after its end moves up by its length).
+            at = to if to <= a else to - len(block)
+            self.send(doc, [(a, b, ""), (at, at, block)])
         self.check(doc, f"{kind}-{how}")
 
     def e_lines(self, doc: Doc) -> None:
@@ -669,7 +686,12 @@ def run(files: list[tuple[str, str]], edits: int, seed: int, root: Path, *, fixe
             fuzzer.check(doc, "open")
             target = fuzzer.stats.steps + per_file
             while fuzzer.stats.steps < target:
-                doc = fuzzer.step(doc)
+                try:
+                    doc = fuzzer.step(doc)
+                except Divergence as exc:
+                    if "replayable trace" in str(exc):
+                        raise
+                    fuzzer.fail(doc, "a step", str(exc))  # a hang or a crash: keep the trace that led there
             fuzzer.server.notify("textDocument/didClose", {"textDocument": {"uri": doc.uri}})
             log(f"{name}: {fuzzer.stats.steps} steps so far, {fuzzer.stats.compared} compared, "
                 f"{fuzzer.stats.fixes_applied} fixes applied")
