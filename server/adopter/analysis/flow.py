@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
 
+from adopter.analysis.assignments import element_pairs, read_assignment, target_leaves
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.naming import is_opaque_function
 from adopter.analysis.signature import function_name, params
@@ -93,17 +94,6 @@ class _Frame:
 
 class _Truncated(Exception):
     """Raised when a function exceeds the op budget; the analysis keeps what it has."""
-
-
-def _flatten_targets(node: Node) -> list[Node]:
-    if node.type in ("pattern_list", "tuple_pattern", "list_pattern", "tuple", "expression_list", "list"):
-        out: list[Node] = []
-        for child in node.named_children:
-            out.extend(_flatten_targets(child))
-        return out
-    if node.type in ("list_splat_pattern", "list_splat", "parenthesized_expression") and node.named_child_count:
-        return _flatten_targets(node.named_children[0])
-    return [node]
 
 
 def _as_value(v: EnvVal) -> Value:
@@ -340,30 +330,25 @@ class FlowAnalysis:
         return unique
 
     def _assignment(self, node: Node) -> None:
-        targets: list[Node] = []
-        right: Node | None = node
-        while right is not None and right.type == "assignment":
-            left = right.child_by_field_id(Field.LEFT)
-            if left is not None:
-                targets.append(left)
-            right = right.child_by_field_id(Field.RIGHT)
-        if right is None or not targets:
+        read = read_assignment(node)
+        if read is None:
             return
-        target = targets[0]
-        flat = _flatten_targets(target)
+        targets, right = read
+        flat = target_leaves(targets[0])
+        pairs = element_pairs(flat, right)
         # `a, b = x, y`: pairwise, right-hand sides evaluated first.
-        if len(flat) > 1 and right.type in ("expression_list", "tuple") and right.named_child_count == len(flat):
+        if pairs is not None:
             names = {self.src.text(t) for t in flat if t.type == "identifier"}
             used = {m.group(0) for m in _IDENTIFIER.finditer(self.src.text(right))}
             if all(t.type == "identifier" for t in flat) and not names & used:
                 # No target is read on the right: each value can be produced under its target's name.
-                for t, v_node in zip(flat, right.named_children):
+                for t, v_node in pairs:
                     out = self._define(self.src.text(t))
                     v = self._value(v_node, (out,))
                     self._bind_target(t, v, produced=isinstance(v, Ref) and v.name == out)
                 return
-            values = [self._value(v) for v in right.named_children]
-            for t, v in zip(flat, values):
+            values = [self._value(v_node) for _, v_node in pairs]
+            for (t, _), v in zip(pairs, values):
                 self._bind_target(t, v, produced=False)
             return
         if all(t.type == "identifier" for t in flat):
@@ -376,7 +361,7 @@ class FlowAnalysis:
                 for t in flat:
                     self._bind_target(t, Ref(self._define(self.src.text(t))), True)
             for extra in targets[1:]:
-                for t in _flatten_targets(extra):
+                for t in target_leaves(extra):
                     self._bind_target(t, v, produced=False)
             return
         v = self._value(right)
@@ -608,7 +593,7 @@ class FlowAnalysis:
             left = stmt.child_by_field_id(Field.LEFT)
             right = stmt.child_by_field_id(Field.RIGHT)
             iterable = self._text(right) if right is not None else "?"
-            flat = _flatten_targets(left) if left is not None else []
+            flat = target_leaves(left) if left is not None else []
             names = [self.src.text(t) for t in flat if t.type == "identifier"]
             if right is not None:
                 over, module_targets = self._loop_over(right, len(names))
