@@ -15,7 +15,7 @@ from adopter.analysis.assignments import element_pairs, read_assignment, target_
 from adopter.analysis.flow_renaming import rename_in_callee
 from adopter.analysis.flow_state import IDENTIFIER, EnvVal, FlowState, LocalFunction, Submodule, as_value
 from adopter.analysis.flow_values import ExpressionFlow
-from adopter.analysis.source import Field
+from adopter.analysis.source import Field, SourceText
 from adopter.dsl.types import OpKind, Ref, Return
 
 if TYPE_CHECKING:
@@ -103,31 +103,32 @@ class StatementFlow:
         state, expressions, src = self.state, self.expressions, self.src
         targets, right = read
         flat = target_leaves(targets[0])
+        names = _names(flat, src)
         pairs = element_pairs(flat, right)
         # `a, b = x, y`: pairwise, right-hand sides evaluated first.
         if pairs is not None:
-            names = {src.text(t) for t in flat if t.type == "identifier"}
-            used = {m.group(0) for m in IDENTIFIER.finditer(src.text(right))}
-            if all(t.type == "identifier" for t in flat) and not names & used:
-                # No target is read on the right: each value can be produced under its target's name.
-                for t, v_node in pairs:
-                    out = state.define(src.text(t))
-                    v = expressions.value(v_node, (out,))
-                    self._bind_target(t, v, produced=isinstance(v, Ref) and v.name == out)
-                return
+            if names is not None:
+                used = {m.group(0) for m in IDENTIFIER.finditer(src.text(right))}
+                if used.isdisjoint(names):
+                    # No target is read on the right: each value can be produced under its target's name.
+                    for (t, v_node), name in zip(pairs, names):
+                        out = state.define(name)
+                        v = expressions.value(v_node, (out,))
+                        self._bind_target(t, v, produced=isinstance(v, Ref) and v.name == out)
+                    return
             values = [expressions.value(v_node) for _, v_node in pairs]
             for (t, _), v in zip(pairs, values):
                 self._bind_target(t, v, produced=False)
             return
-        if all(t.type == "identifier" for t in flat):
-            outs = tuple(state.define(src.text(t)) for t in flat)
+        if names is not None:
+            outs = tuple([state.define(name) for name in names])
             v = expressions.value(right, outs)
             produced = isinstance(v, Ref) and v.name == outs[0]
             if len(flat) == 1:
                 self._bind_target(flat[0], v, produced)
             else:
-                for t in flat:
-                    self._bind_target(t, Ref(state.define(src.text(t))), True)
+                for t, name in zip(flat, names):
+                    self._bind_target(t, Ref(state.define(name)), True)
             for extra in targets[1:]:
                 for t in target_leaves(extra):
                     self._bind_target(t, v, produced=False)
@@ -226,3 +227,14 @@ class StatementFlow:
                 return Ref(out)
             return v if local else Ref(out)
         return v
+
+
+def _names(leaves: list[Node], src: SourceText) -> list[str] | None:
+    """The names the leaves of a target are, when every leaf is a plain name; else None."""
+    # A loop rather than `all(...)` and a generator: this runs for every assignment.
+    names: list[str] = []
+    for t in leaves:
+        if t.type != "identifier":
+            return None
+        names.append(src.text(t))
+    return names
