@@ -190,3 +190,10 @@ def test_tuple_and_chained_targets() -> None:
         ("c", "torch.nn.GELU", None),
         ("d", "torch.nn.GELU", None),
     ]
+
+
+def test_unpacking_pairs_like_forward_does() -> None:
+    # The walk `forward`'s data flow uses: a list pattern unpacks element by element too, and a target
+    # whose names do not match the display one for one binds nothing it cannot tell.
+    got = init("[self.a, self.b] = nn.ReLU(), nn.Tanh()\nself.c, self.d = nn.GELU(), nn.SiLU(), nn.ELU()")
+    assert got == [("a", "torch.nn.ReLU", None), ("b", "torch.nn.Tanh", None)]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
 
+from adopter.analysis.assignments import element_pairs, read_assignment, target_leaves
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.naming import CONTAINERS, is_constructor
 from adopter.analysis.signature import params
@@ -267,21 +268,17 @@ class InitAnalysis:
         return merged
 
     def _assignment(self, node: Node, conds: Conds, self_name: str) -> None:
-        targets: list[Node] = []
-        right: Node | None = node
-        while right is not None and right.type == "assignment":
-            left = right.child_by_field_id(Field.LEFT)
-            if left is not None:
-                targets.append(left)
-            right = right.child_by_field_id(Field.RIGHT)
-        if right is None:
+        read = read_assignment(node)
+        if read is None:
             return
-        for target in targets:
-            if target.type in ("pattern_list", "tuple_pattern") and right.type in ("expression_list", "tuple"):
-                for t, v in zip(target.named_children, right.named_children):
+        targets, value = read
+        for target in targets:  # `self.a = self.b = x`: each target binds the whole value
+            pairs = element_pairs(target_leaves(target), value)
+            if pairs is None:
+                self._assign_one(target, value, conds, self_name)
+            else:  # `self.a, self.b = A(), B()`: element by element
+                for t, v in pairs:
                     self._assign_one(t, v, conds, self_name)
-            else:
-                self._assign_one(target, right, conds, self_name)
 
     def _assign_one(self, target: Node, value: Node, conds: Conds, self_name: str) -> None:
         attr = _self_attr(target, self_name, self.src)
