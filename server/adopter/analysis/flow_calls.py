@@ -200,7 +200,6 @@ class CallFlow:
             inline_helpers = state.class_name is not None
             function = state.symbols.function_node(name) if v is None and inline_helpers else None
             if function is not None:
-                state.inlined.add(name)
                 return self._inline(None, function, name, node, outs, bound=False)
             same_file_class = state.symbols.has_class(name)
             qualified = name if same_file_class else state.symbols.qualify(name)

@@ -109,7 +109,6 @@ class FlowState:
         # statements emit none): `stmt_span` is None until then, `stmt_node` says which statement.
         self.stmt_span: Span | None = Span(0, 0, 0, 0)
         self.stmt_node: Node | None = None
-        self.inlined: set[str] = set()  # module-level names of inlined helpers (cache dependencies)
         self.callee_locals: set[str] = set()  # unique names of inlined callees' locals
         self.local_functions: dict[int, Node] = {}
 
