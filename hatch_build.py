@@ -122,7 +122,6 @@ class CustomBuildHook(BuildHookInterface):
         code = "import sys; from pathlib import Path; from adopter.dsl.cache import write_seed; " \
                "print(write_seed(Path(sys.argv[1]), Path(sys.argv[2])))"
         env = {**os.environ, "PYTHONPATH": str(root / "server"), "ADOPTER_NATIVE": "0"}
-        env.pop("ADOPTER_RULE_CACHE", None)
         done = subprocess.run([sys.executable, "-c", code, str(root / "rules"), str(out)], env=env, cwd=root,
                               capture_output=True, text=True, check=False)
         if done.returncode != 0:  # never fail an install for an optimisation: the first start parses

@@ -115,6 +115,7 @@ def _new_process(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(loading, "_cache", {})
     monkeypatch.setattr(loading, "_disk", [])
+    monkeypatch.setattr(loading, "_seed", [])
 
 
 def _no_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -170,7 +171,6 @@ def test_the_wheels_seed_spares_parsing_the_bundled_rules(tmp_path: Path, monkey
     and the rules equal those parsed from the files, each naming its installed file."""
     from adopter import resources
     from adopter.dsl.cache import SEED_NAME, write_seed
-    from adopter.engine import loading
 
     installed = tmp_path / "_data" / "rules"
     shutil.copytree(resources.rules_dir(), installed)
@@ -178,12 +178,10 @@ def test_the_wheels_seed_spares_parsing_the_bundled_rules(tmp_path: Path, monkey
     monkeypatch.setenv("ADOPTER_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("ADOPTER_RULE_CACHE", raising=False)
     _new_process(monkeypatch)
-    monkeypatch.setattr(loading, "_seed", [])
     expected = load_rules()
     assert write_seed(installed, tmp_path / "_data" / SEED_NAME) == len(list(installed.glob("*.adl")))
     shutil.rmtree(tmp_path / "cache")
     _new_process(monkeypatch)
-    monkeypatch.setattr(loading, "_seed", [])
     with monkeypatch.context() as m:
         _no_parsing(m)
         seeded = load_rules()
@@ -194,7 +192,6 @@ def test_the_wheels_seed_spares_parsing_the_bundled_rules(tmp_path: Path, monkey
     edited = installed / "f04-softmax.adl"
     edited.write_text(edited.read_text() + "\n")
     _new_process(monkeypatch)
-    monkeypatch.setattr(loading, "_seed", [])
     parsed: list[str] = []
     parse = adopter.dsl.parse_rules
 

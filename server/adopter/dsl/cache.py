@@ -76,7 +76,7 @@ class DiskCache:
         if file is None or not self.dirty or self.entries is None:
             return
         self.dirty = False
-        with contextlib.suppress(OSError):  # a read-only or full disk: the next start parses again
+        with contextlib.suppress(Exception):  # a read-only or full disk: the next start parses again
             self.entries = {p: e for p, e in self.entries.items() if Path(p).is_file()}
             file.parent.mkdir(parents=True, exist_ok=True)
             # Other parser versions' caches (other checkouts, older versions): keep the newest few.
@@ -126,11 +126,16 @@ def write_seed(rules: Path, out: Path) -> int:
     entries: dict[str, tuple[str, Parsed]] = {}
     for file in sorted(rules.glob("*.adl")):
         data = file.read_bytes()
-        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-        entries[file.name] = (hashlib.sha256(data).hexdigest(), (tuple(parse_rules(text, file.name)), None))
+        entries[file.name] = (hashlib.sha256(data).hexdigest(), (tuple(parse_rules(rule_text(data), file.name)), None))
     out.parent.mkdir(parents=True, exist_ok=True)
     _dump(Seed(parser_fingerprint(), entries), out)
     return len(entries)
+
+
+def rule_text(data: bytes) -> str:
+    """A rule file's text as the parser reads it (UTF-8, any line break read as `\\n`, as `read_text()`
+    reads it). Raises UnicodeDecodeError."""
+    return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _load(file: Path) -> object:

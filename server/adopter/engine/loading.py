@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from adopter.dsl.cache import DiskCache, Parsed, Seed, cache_folder, enabled, read_seed
+from adopter.dsl.cache import DiskCache, Parsed, Seed, cache_folder, enabled, read_seed, rule_text
 from adopter.dsl.types import Problem, Rule, Severity
 
 RULE_SUFFIX = ".adl"
@@ -74,7 +74,7 @@ def _parse_file(path: Path) -> Parsed:
 def _parse_uncached(path: Path) -> Parsed:
     try:
         data = path.read_bytes()
-        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text() reads it
+        text = rule_text(data)
     except (OSError, UnicodeDecodeError) as exc:
         return (), Problem(f"cannot read rule file: {exc}", path=str(path), severity=Severity.ERROR)
     disk = _disk_cache()
