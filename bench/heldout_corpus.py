@@ -46,7 +46,8 @@ MANIFEST: Manifest = (
         "stable_baselines3/common/torch_layers.py", "stable_baselines3/common/policies.py")),
     ("encodec", "0.1.1", ("encodec/modules/transformer.py", "encodec/modules/seanet.py")),
     ("segmentation-models-pytorch", "0.6.0", (
-        "segmentation_models_pytorch/base/modules.py", "segmentation_models_pytorch/decoders/unet/decoder.py")),
+        "segmentation_models_pytorch/base/modules.py", "segmentation_models_pytorch/decoders/unet/decoder.py",
+        "segmentation_models_pytorch/decoders/deeplabv3/decoder.py")),
     ("facenet-pytorch", "2.6.0", ("facenet_pytorch/models/inception_resnet_v1.py",)),
     ("espnet", "202511", (
         "espnet/nets/pytorch_backend/transformer/attention.py",
