@@ -34,10 +34,12 @@ FAMILIES = frozenset(range(4, 18))
 MANIFEST: Manifest = (
     ("openai-whisper", "20250625", ("whisper/model.py",)),
     ("segment-anything", "1.0", (
-        "segment_anything/modeling/image_encoder.py", "segment_anything/modeling/transformer.py")),
+        "segment_anything/modeling/image_encoder.py", "segment_anything/modeling/transformer.py",
+        "segment_anything/modeling/common.py")),
     ("perceiver-pytorch", "0.11.0", ("perceiver_pytorch/perceiver_pytorch.py",)),
     ("pytorch-tabnet", "4.1.0", ("pytorch_tabnet/tab_network.py",)),
-    ("fair-esm", "2.0.0", ("esm/modules.py", "esm/multihead_attention.py", "esm/rotary_embedding.py")),
+    ("fair-esm", "2.0.0", (
+        "esm/modules.py", "esm/multihead_attention.py", "esm/rotary_embedding.py", "esm/axial_attention.py")),
     ("torch-geometric", "2.8.1", (
         "torch_geometric/nn/conv/transformer_conv.py", "torch_geometric/nn/models/mlp.py")),
     ("pytorch-forecasting", "1.8.0", ("pytorch_forecasting/models/temporal_fusion_transformer/sub_modules.py",)),
@@ -59,9 +61,10 @@ MANIFEST: Manifest = (
         "torchscale/component/xpos_relative_position.py")),
     ("vocos", "0.1.0", ("vocos/modules.py",)),
     ("kornia", "0.9.0", (
-        "kornia/feature/loftr/loftr_module/linear_attention.py", "kornia/models/siglip2/text_encoder.py")),
+        "kornia/feature/loftr/loftr_module/linear_attention.py", "kornia/models/siglip2/text_encoder.py",
+        "kornia/models/siglip2/attention.py")),
     ("pypots", "1.5", ("pypots/nn/modules/transformer/attention.py", "pypots/nn/modules/transformer/layers.py")),
-    ("mambapy", "1.2.0", ("mambapy/mamba.py",)),
+    ("mambapy", "1.2.0", ("mambapy/mamba.py", "mambapy/lm.py")),
     ("efficientnet-pytorch", "0.7.1", ("efficientnet_pytorch/model.py",)),
     ("CoCa-pytorch", "0.1.0", ("coca_pytorch/coca_pytorch.py",)),
     ("rotary-embedding-torch", "0.9.1", ("rotary_embedding_torch/rotary_embedding_torch.py",)),
