@@ -18,6 +18,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -28,6 +29,7 @@ from realworld_corpus import files as _files
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "bench" / "data" / "heldout" / "labels"
 FAMILIES = frozenset(range(4, 18))
+Labels = dict[str, dict[str, Any]]  # distribution -> the JSON object of its label file
 
 # (distribution, version, [paths inside the package archive]); versions pinned so label lines stay true.
 # None of these distributions is in `realworld_corpus.MANIFEST` (nor `transformers`).
@@ -86,9 +88,9 @@ def files() -> tuple[RealWorldFile, ...]:
     return _files(MANIFEST, cache_dir(), "bench/heldout_corpus.py")
 
 
-def load_labels(directory: Path = LABELS) -> dict[str, dict]:
+def load_labels(directory: Path = LABELS) -> Labels:
     """Every label file, keyed by distribution."""
-    out: dict[str, dict] = {}
+    out: Labels = {}
     for path in sorted(directory.glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         out[data["distribution"]] = data
@@ -115,7 +117,7 @@ def scope_of(tree: ast.Module, line: int) -> str:
     return "<module>"
 
 
-def check_schema(labels: dict[str, dict], manifest: Manifest = MANIFEST) -> list[str]:
+def check_schema(labels: Labels, manifest: Manifest = MANIFEST) -> list[str]:
     """Problems with the labels' shape, without the archives: every listed file labelled and reviewed,
     nothing unlisted, families 4-17, required keys present, no site recorded twice."""
     problems: list[str] = []
@@ -154,7 +156,7 @@ def check_schema(labels: dict[str, dict], manifest: Manifest = MANIFEST) -> list
     return problems
 
 
-def check_against_archives(labels: dict[str, dict], listed: tuple[RealWorldFile, ...]) -> list[str]:
+def check_against_archives(labels: Labels, listed: tuple[RealWorldFile, ...]) -> list[str]:
     """Problems with the labels read against the pinned files: a site's `text` is not on its `line`,
     or its `scope` is not what holds that line; a not_site's line is outside the file."""
     problems: list[str] = []
@@ -187,7 +189,7 @@ def verify() -> list[str]:
     return check_schema(labels) + check_against_archives(labels, files())
 
 
-def counts(labels: dict[str, dict]) -> dict[int, int]:
+def counts(labels: Labels) -> dict[int, int]:
     """Sites per family over all labels."""
     out: dict[int, int] = dict.fromkeys(sorted(FAMILIES), 0)
     for data in labels.values():

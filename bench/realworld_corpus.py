@@ -113,7 +113,7 @@ def files(manifest: Manifest | None = None, directory: Path | None = None,
     `manifest` and `directory` default to this module's `MANIFEST` and `cache_dir()`; `script` is the
     command the error names."""
     where = cache_dir() if directory is None else directory
-    out = []
+    out: list[RealWorldFile] = []
     for dist, version, members in MANIFEST if manifest is None else manifest:
         archive = _archive(dist, version, where)
         if archive is None:
