@@ -55,13 +55,14 @@ MANIFEST: Manifest = (
     ("facenet-pytorch", "2.6.0", ("facenet_pytorch/models/inception_resnet_v1.py",)),
     ("espnet", "202511", (
         "espnet/nets/pytorch_backend/transformer/attention.py",
-        "espnet/nets/pytorch_backend/transformer/encoder_layer.py")),
+        "espnet/nets/pytorch_backend/transformer/encoder_layer.py",
+        "espnet/nets/pytorch_backend/lm/transformer.py")),
     ("rtdl-revisiting-models", "0.0.2", ("rtdl_revisiting_models.py",)),
     ("llama-models", "0.3.0", ("llama_models/llama3/model.py",)),
     ("torchscale", "0.3.0", (
         "torchscale/component/multihead_attention.py", "torchscale/component/feedforward_network.py",
         "torchscale/component/xpos_relative_position.py")),
-    ("vocos", "0.1.0", ("vocos/modules.py",)),
+    ("vocos", "0.1.0", ("vocos/modules.py", "vocos/experiment.py")),
     ("kornia", "0.9.0", (
         "kornia/feature/loftr/loftr_module/linear_attention.py", "kornia/models/siglip2/text_encoder.py",
         "kornia/models/siglip2/attention.py")),
