@@ -69,23 +69,30 @@ def cache_dir() -> Path:
     return Path(os.environ.get("ADOPTER_REALWORLD_DIR", ROOT / ".cache" / "realworld"))
 
 
-def _archive(dist: str, version: str) -> Path | None:
+def _archive(dist: str, version: str, directory: Path | None = None) -> Path | None:
+    """The cached wheel or source archive of `dist==version` in `directory` (default `cache_dir()`)."""
+    where = cache_dir() if directory is None else directory
     stem = dist.replace("-", "_")
     for pattern in (f"{stem}-{version}-*.whl", f"{dist}-{version}-*.whl", f"{stem}-{version}.tar.gz",
                     f"{dist}-{version}.tar.gz"):
-        found = sorted(cache_dir().glob(pattern))
+        found = sorted(where.glob(pattern))
         if found:
             return found[0]
     return None
 
 
-def fetch(python: str = sys.executable) -> None:
-    """Download every pinned distribution that is not in the cache yet (no dependencies, no build)."""
-    cache_dir().mkdir(parents=True, exist_ok=True)
-    for dist, version, _ in MANIFEST:
-        if _archive(dist, version) is None:
+Manifest = tuple[tuple[str, str, tuple[str, ...]], ...]
+
+
+def fetch(python: str = sys.executable, manifest: Manifest | None = None, directory: Path | None = None) -> None:
+    """Download every pinned distribution that is not in the cache yet (no dependencies, no build).
+    `manifest` and `directory` default to this module's `MANIFEST` and `cache_dir()`."""
+    where = cache_dir() if directory is None else directory
+    where.mkdir(parents=True, exist_ok=True)
+    for dist, version, _ in MANIFEST if manifest is None else manifest:
+        if _archive(dist, version, where) is None:
             subprocess.run([python, "-m", "pip", "download", "--quiet", "--no-deps", "--no-build-isolation",
-                            "--dest", str(cache_dir()), f"{dist}=={version}"], check=True)
+                            "--dest", str(where), f"{dist}=={version}"], check=True)
 
 
 def _read(archive: Path, member: str) -> str:
@@ -100,13 +107,17 @@ def _read(archive: Path, member: str) -> str:
         return handle.read().decode("utf-8")
 
 
-def files() -> tuple[RealWorldFile, ...]:
-    """Every listed file, read from the cached archives; raises FileNotFoundError naming what to run."""
-    out = []
-    for dist, version, members in MANIFEST:
-        archive = _archive(dist, version)
+def files(manifest: Manifest | None = None, directory: Path | None = None,
+          script: str = "bench/realworld_corpus.py") -> tuple[RealWorldFile, ...]:
+    """Every listed file, read from the cached archives; raises FileNotFoundError naming what to run.
+    `manifest` and `directory` default to this module's `MANIFEST` and `cache_dir()`; `script` is the
+    command the error names."""
+    where = cache_dir() if directory is None else directory
+    out: list[RealWorldFile] = []
+    for dist, version, members in MANIFEST if manifest is None else manifest:
+        archive = _archive(dist, version, where)
         if archive is None:
-            raise FileNotFoundError(f"{dist}=={version} is not in {cache_dir()}; run python bench/realworld_corpus.py")
+            raise FileNotFoundError(f"{dist}=={version} is not in {where}; run python {script}")
         out.extend(RealWorldFile(dist, version, m, _read(archive, m)) for m in members)
     return tuple(out)
 

