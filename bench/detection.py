@@ -61,16 +61,19 @@ def main() -> int:
     """Score the engine against the labels and print misses and false positives with file:line."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--labels", type=Path, default=DEFAULT_LABELS)
-    parser.add_argument("--set", choices=("transformers435", "realworld"), default="transformers435")
+    parser.add_argument("--set", choices=("transformers435", "realworld", "heldout"), default="transformers435")
+    parser.add_argument("--figures-only", action="store_true",
+                        help="realworld/heldout: the table only, no misses or false positives (score the "
+                             "held-out set this way: it is never studied)")
     parser.add_argument("--json", metavar="OUT")
     parser.add_argument("--root", type=Path, metavar="DIR",
                         help="realworld: analyse each file inside its whole unpacked package under DIR "
                              "(`bench/realworld_corpus.py --packages`), so cross-file reach applies")
     args = parser.parse_args()
-    if args.set == "realworld":
+    if args.set in ("realworld", "heldout"):
         from detection_realworld import main as realworld
 
-        return realworld(args.json, args.root)
+        return realworld(args.json, args.root, args.set, args.figures_only)
     data = json.loads(args.labels.read_text(encoding="utf-8"))
     labels: dict[Site, dict[str, str]] = {}
     for name, entry in data["files"].items():

@@ -1,10 +1,11 @@
-"""Detection on the real-world set: precision and recall of families 4–17 against hand-made labels.
+"""Detection on the real-world or the held-out set: precision and recall of families 4–17 against hand-made labels.
 
-Labels: `bench/data/realworld/labels/<distribution>.json` (method: `bench/data/realworld/LABELLING.md`);
-files: `bench/realworld_corpus.py`. A finding covers a label when they name the same file and family and
+Labels: `bench/data/<set>/labels/<distribution>.json` (method: `bench/data/<set>/LABELLING.md`);
+files: `bench/realworld_corpus.py` and `bench/heldout_corpus.py`. A finding covers a label when they name the same file and family and
 the label's line is one of the finding's lines (any line of its statements or `__init__` bindings). Each
 label and each finding is used once; findings at the same lines are one prediction.
-Run: `.venv/bin/python bench/detection.py --set realworld [--json OUT]`
+Run: `.venv/bin/python bench/detection.py --set realworld|heldout [--json OUT] [--figures-only]`
+(`--figures-only` prints the table without the misses: the held-out set is scored, never studied.)
 """
 
 from __future__ import annotations
@@ -16,14 +17,22 @@ from pathlib import Path
 from realworld_corpus import files as corpus_files
 
 FAMILIES = range(4, 18)
-LABELS = Path(__file__).parent / "data" / "realworld" / "labels"
+DATA = Path(__file__).parent / "data"
 
 
-def load_labels() -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
+def _files(labelled_set: str):
+    if labelled_set == "heldout":
+        from heldout_corpus import files
+
+        return files()
+    return corpus_files()
+
+
+def load_labels(labelled_set: str = "realworld") -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
     """Sites and not-sites per file key (`<distribution>/<member>`), of the files marked reviewed."""
     sites: dict[str, list[dict]] = {}
     not_sites: dict[str, list[dict]] = {}
-    for path in sorted(LABELS.glob("*.json")):
+    for path in sorted((DATA / labelled_set / "labels").glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         for member, entry in data["files"].items():
             if not entry.get("reviewed"):
@@ -39,7 +48,8 @@ def _lines(finding) -> frozenset[int]:
     return frozenset(n + 1 for s in spans for n in range(s.start_line, s.end_line + 1))
 
 
-def predict(keys: set[str], root: Path | None = None) -> dict[str, list[tuple[int, int, frozenset[int], str]]]:
+def predict(keys: set[str], root: Path | None = None,
+            labelled_set: str = "realworld") -> dict[str, list[tuple[int, int, frozenset[int], str]]]:
     """Per file: (family, first line, lines, rule id) of each finding, one per family and line set.
 
     With `root` (whole packages unpacked by `realworld_corpus.py --packages`), each file is analysed at
@@ -52,7 +62,7 @@ def predict(keys: set[str], root: Path | None = None) -> dict[str, list[tuple[in
     rules = [r for r in load_rules().rules if r.family in FAMILIES]
     env = detect_environment("cpu")
     out: dict[str, list[tuple[int, int, frozenset[int], str]]] = {}
-    for f in corpus_files():
+    for f in _files(labelled_set):
         if f.key not in keys:
             continue
         path = str((root / f.package / f.member).resolve()) if root is not None else f.member
@@ -89,9 +99,10 @@ def score(sites: dict[str, list[dict]], found: dict[str, list[tuple[int, int, fr
     return tp, misses, extra
 
 
-def main(json_out: str | None = None, root: Path | None = None) -> int:
-    sites, not_sites = load_labels()
-    found = predict(set(sites), root)
+def main(json_out: str | None = None, root: Path | None = None, labelled_set: str = "realworld",
+         figures_only: bool = False) -> int:
+    sites, not_sites = load_labels(labelled_set)
+    found = predict(set(sites), root, labelled_set)
     tp, misses, extra = score(sites, found)
     n_labels = defaultdict(int)
     for labels in sites.values():
@@ -117,17 +128,17 @@ def main(json_out: str | None = None, root: Path | None = None) -> int:
         table["overall" if fam == 0 else str(fam)] = row
         print(f"{'overall' if fam == 0 else fam:>8} {lab:>7} {fnd:>6} {t:>5} {row['precision']:>10.1%} "
               f"{row['recall']:>8.1%}")
-    if misses:
+    if misses and not figures_only:
         print(f"\nmisses ({len(misses)}):")
         for key, s in misses:
             print(f"  {key}:{s['line']}: family {s['family']} {s.get('scope', '')} — {s.get('text', '')}")
-    if extra:
+    if extra and not figures_only:
         print(f"\nfalse positives ({len(extra)}):")
         for key, p in extra:
             judged = [n for n in not_sites.get(key, ()) if n.get("family") == p[0] and n.get("line") in p[2]]
             why = f" — labelled not a site: {judged[0].get('reason', '')}" if judged else ""
             print(f"  {key}:{p[1]}: family {p[0]} ({p[3]}){why}")
-    if json_out:
+    if json_out and not figures_only:
         Path(json_out).write_text(json.dumps({"table": table, "misses": [[k, s] for k, s in misses],
                                               "false_positives": [[k, p[1], p[0], p[3]] for k, p in extra]},
                                              indent=1), encoding="utf-8")
