@@ -196,3 +196,45 @@ def test_forward_inputs_from_a_config_name() -> None:
     made = forward_inputs(model, TinyConfig())
     assert not isinstance(made, NotBuilt)
     assert made[1]["input_ids"].shape == (2, 16)
+
+
+class PatchViT(nn.Module):
+    def __init__(self, image_size, patch_size, dim, channels=3):
+        super().__init__()
+        self.p = patch_size
+        self.norm = nn.LayerNorm(channels * patch_size * patch_size)
+        self.proj = nn.Linear(channels * patch_size * patch_size, dim)
+
+    def forward(self, img):
+        b, c, h, w = img.shape
+        x = img.reshape(b, c, h // self.p, self.p, w // self.p, self.p).permute(0, 2, 4, 3, 5, 1)
+        return self.proj(self.norm(x.reshape(b, -1, self.p * self.p * c)))
+
+
+def test_an_image_argument_gets_an_image_when_patches_are_cut_by_a_reshape() -> None:
+    built = construct(PatchViT, HERE, device="cpu")
+    assert isinstance(built, Built), built
+    img = built.kwargs["img"]
+    assert img.dim() == 4 and img.shape[1] == 3 and img.shape[2] == img.shape[3]
+    assert built.model(**built.kwargs).dim() == 3
+
+
+class Gated(nn.Module):
+    def forward(self, x):
+        a, gate = x.chunk(2, dim=-1)
+        return a * torch.nn.functional.gelu(gate)
+
+
+def test_generic_inputs_for_a_block_whose_layers_say_nothing() -> None:
+    assert isinstance(construct(Gated, HERE), NotBuilt)
+    built = construct(Gated, HERE, device="cpu", generic_inputs=True)
+    assert isinstance(built, Built) and built.kwargs["x"].shape == (2, 16, 32)
+    assert built.model(**built.kwargs).shape == (2, 16, 16)
+
+
+def test_alternative_shapes_of_an_input() -> None:
+    from adopter.construction import alternatives
+
+    shapes = [tuple(a.shape) for a in alternatives(torch.randn(2, 16, 8))]
+    assert (2, 8) in shapes and (2, 8, 32, 32) in shapes
+    assert alternatives(torch.zeros(2, 3, dtype=torch.long)) == []

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from adopter.construction.arguments import config_class, constructor_arguments, shrink_config
 from adopter.construction.build import construct, load_factory
-from adopter.construction.inputs import first_layer, forward_inputs, input_for_layer
+from adopter.construction.inputs import alternatives, first_layer, forward_inputs, input_for_layer
 from adopter.construction.types import Built, Construction, NotBuilt
 
 __all__ = [
-    "Built", "Construction", "NotBuilt", "config_class", "construct", "constructor_arguments", "first_layer",
+    "Built", "Construction", "NotBuilt", "alternatives", "config_class", "construct", "constructor_arguments", "first_layer",
     "forward_inputs", "input_for_layer", "load_factory", "shrink_config",
 ]

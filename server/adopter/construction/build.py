@@ -67,13 +67,14 @@ def _describe(value: Any) -> str:
 
 def construct(cls: type, module: Any = None, *, factory: str | None = None, device: Any = "meta",
               batch: int = 2, seq: int = SEQ, spatial: int = SPATIAL, small: bool = True,
-              inputs: Any = None) -> Construction:
+              inputs: Any = None, generic_inputs: bool = False) -> Construction:
     """Build `cls` (defined in `module`, whose namespace resolves annotations and config classes) on
     `device` ("meta" by default: no weights are allocated) and example inputs for it.
 
     `factory` (`module:fn`) replaces the inference; `inputs` (a tuple of positional inputs, or a dict of
     keyword inputs) replaces the inferred inputs. Tries each width in `WIDTHS` until the constructor
-    accepts one (a head count it defaults to may not divide the first). Never raises."""
+    accepts one (a head count it defaults to may not divide the first). `generic_inputs` gives a model
+    whose layers say nothing about its input a `(B, T, width)` one. Never raises."""
     name = getattr(cls, "__name__", repr(cls))
     if factory is not None:
         return _from_factory(factory, batch, seq, device)
@@ -103,7 +104,7 @@ def construct(cls: type, module: Any = None, *, factory: str | None = None, devi
             return Built(model, args, kw, described, guessed)
         with torch.device(device) if device is not None else _nothing():
             made = forward_inputs(model, config, batch=batch, seq=seq, spatial=_spatial(kwargs, model, spatial),
-                                  device=device)
+                                  device=device, arguments=kwargs, generic_width=width if generic_inputs else None)
         if isinstance(made, NotBuilt):
             return made
         return Built(model, made[0], made[1], described, guessed + made[2])

@@ -23,6 +23,8 @@ _OPTIONAL = ("mask", "cache", "past", "state", "position_bias", "bias", "head_ma
              "labels", "return", "output", "use_", "kwargs", "layer_past", "incremental")
 _LIKE_INPUT = ("context", "memory", "encoder", "y", "key", "value", "kv", "cond", "residual", "skip", "h",
                "hidden", "src", "tgt", "query", "x2", "other", "z", "feat", "emb")
+_IMAGE = ("img", "image", "images", "imgs", "pixel_values", "pixels", "video", "videos", "frames")
+_CHANNEL_NAMES = ("channels", "in_chans", "in_channels", "num_channels", "image_channels", "input_channels")
 _TIME = ("t", "time", "times", "timestep", "timesteps", "sigma", "sigmas", "noise_level")
 
 
@@ -76,6 +78,17 @@ def input_for_layer(layer: nn.Module | None, model: nn.Module, *, batch: int = 2
     return None
 
 
+def image_input(model: nn.Module, layer: nn.Module | None, kwargs: dict[str, Any], *, batch: int,
+                spatial: int, device: Any) -> torch.Tensor | None:
+    """`(B, C, H, W)` for a forward argument named like an image when the first layer is not a convolution
+    (patches cut by a reshape first, as ViTs do): C from the constructor's channel argument, else 3."""
+    if isinstance(layer, (nn.Conv2d, nn.Conv3d, nn.BatchNorm2d, nn.GroupNorm)):
+        return None
+    channels = next((v for k in _CHANNEL_NAMES for v in (kwargs.get(k), getattr(model, k, None))
+                     if isinstance(v, int) and not isinstance(v, bool) and v > 0), 3)
+    return torch.randn((batch, channels, spatial, spatial), device=device)
+
+
 def _cfg(config: Any, *names: str) -> int | None:
     for n in names:
         v = getattr(config, n, None) if config is not None else None
@@ -100,12 +113,32 @@ def _named(config: Any, batch: int, seq: int, device: Any) -> dict[str, torch.Te
     return named
 
 
+def alternatives(x: torch.Tensor, *, seq: int = SEQ, spatial: int = SPATIAL) -> list[torch.Tensor]:
+    """Other shapes the same input may have to take when the first guess fails: a feature vector as a
+    sequence of them and back, an image as a sequence of pixels, a sequence as channels-first."""
+    kw: dict[str, Any] = {"device": x.device, "dtype": x.dtype}
+    if x.is_floating_point():
+        make = torch.randn
+    else:
+        return []
+    b = x.shape[0]
+    if x.dim() == 2:
+        return [make((b, seq, x.shape[1]), **kw), make((b, x.shape[1], spatial, spatial), **kw)]
+    if x.dim() == 3:
+        return [make((b, x.shape[2]), **kw), make((b, x.shape[2], spatial, spatial), **kw),
+                make((b, x.shape[2], x.shape[1]), **kw)]
+    if x.dim() == 4:
+        return [make((b, x.shape[2] * x.shape[3], x.shape[1]), **kw)]
+    return []
+
+
 def forward_inputs(model: nn.Module, config: Any = None, *, batch: int = 2, seq: int = SEQ,
-                   spatial: int = SPATIAL, device: Any = None,
-                   fill_optional: bool = True) -> tuple[tuple[Any, ...], dict[str, Any], tuple[str, ...]] | NotBuilt:
+                   spatial: int = SPATIAL, device: Any = None, fill_optional: bool = True,
+                   arguments: dict[str, Any] | None = None, generic_width: int | None = None) -> tuple[tuple[Any, ...], dict[str, Any], tuple[str, ...]] | NotBuilt:
     """(positional args, keyword args, guessed names) for `model.forward`, or `NotBuilt` naming the
     required parameter no rule could make. Parameters with defaults are left to them; a required one
-    named like a mask or cache gets None when `fill_optional`."""
+    named like a mask or cache gets None when `fill_optional`. `generic_width` makes the first input
+    `(B, T, generic_width)` when no layer says what it is (a parameter-free block such as a GEGLU)."""
     name_of = type(model).__name__
     try:
         params = list(inspect.signature(model.forward).parameters.items())
@@ -133,11 +166,17 @@ def forward_inputs(model: nn.Module, config: Any = None, *, batch: int = 2, seq:
                 continue
         elif name in named:
             value = named[name]
+        elif made is None and low in _IMAGE and (image := image_input(
+                model, first_layer(model), arguments or {}, batch=batch, spatial=spatial, device=device)) is not None:
+            value = made = image
         elif made is None:
-            if first is None:
+            if first is None and generic_width:  # no layer says: a sequence of `generic_width` features
+                value = made = torch.randn((batch, seq, generic_width), device=device)
+            elif first is None:
                 return NotBuilt(name_of, "inputs", "its first layer does not say what input it takes; "
                                 "give the inputs (module:fn)", name)
-            value = made = first
+            else:
+                value = made = first
         elif low in _TIME:
             value = torch.rand((batch,), device=device)
         elif fill_optional and any(k in low for k in _OPTIONAL):
