@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "oracle"
 VENV = CACHE / "venv"
-LEDGER = CACHE / "installs.json"
+LEDGER = CACHE / "installs"  # one JSON file per spec: installers in parallel never lose each other's entries
 HELDOUT = Path("/work/notes/heldout_distributions.txt")  # ADOPTER_ORACLE_HELDOUT overrides it
 INSTALL_TIMEOUT_S = 240  # a source build past this is a compiled extension this machine cannot build
 
@@ -62,12 +62,20 @@ def excluded() -> tuple[str, ...]:
         return ()
 
 
-def _ledger() -> dict[str, dict[str, object]]:
+def ledger_entry(spec: str) -> dict[str, object] | None:
+    """What the installer recorded for `spec` ({"ok": bool, "how": str}), None before it got there."""
     try:
-        data = json.loads(LEDGER.read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
+        data = json.loads((LEDGER / f"{spec}.json").read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else None
     except (OSError, ValueError):
-        return {}
+        return None
+
+
+def _record(spec: str, result: Installed) -> None:
+    LEDGER.mkdir(parents=True, exist_ok=True)
+    tmp = LEDGER / f".{spec}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps({"ok": result.ok, "how": result.how}), encoding="utf-8")
+    tmp.replace(LEDGER / f"{spec}.json")
 
 
 def _pip(args: list[str]) -> subprocess.CompletedProcess[str]:
@@ -89,9 +97,9 @@ def install(spec: str) -> Installed:
     name = spec.split("==")[0].split("[")[0]
     if _normal(name) in {_normal(d) for d in excluded()}:
         return Installed(spec, False, "excluded: a held-out distribution")
-    ledger = _ledger()
-    if spec in ledger and ledger[spec].get("ok"):
-        return Installed(spec, True, str(ledger[spec]["how"]))
+    entry = ledger_entry(spec)
+    if entry is not None and entry.get("ok"):
+        return Installed(spec, True, str(entry["how"]))
     ensure_venv()
     proc = _pip([spec])
     if proc.returncode == 0:
@@ -101,10 +109,7 @@ def install(spec: str) -> Installed:
         alone = _pip(["--no-deps", spec])
         result = (Installed(spec, True, f"no-deps ({first})") if alone.returncode == 0
                   else Installed(spec, False, _last_error(alone)))
-    ledger = _ledger()
-    ledger[spec] = {"ok": result.ok, "how": result.how}
-    LEDGER.parent.mkdir(parents=True, exist_ok=True)
-    LEDGER.write_text(json.dumps(ledger, indent=1, sort_keys=True), encoding="utf-8")
+    _record(spec, result)
     return result
 
 

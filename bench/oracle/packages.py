@@ -70,9 +70,16 @@ BY_DOMAIN: dict[str, tuple[str, ...]] = {
 
 
 def distributions() -> tuple[str, ...]:
-    """Every distribution spec (`name` or `name==version`), dev packages first, each once."""
+    """Every distribution spec (`name` or `name==version`), each once, the domains interleaved (one of
+    each in turn, the dev packages as one more domain), so a run cut short still covers every domain."""
+    groups = [list(DEV), *(list(g) for g in BY_DOMAIN.values())]
+    order: list[str] = []
+    while any(groups):
+        for g in groups:
+            if g:
+                order.append(g.pop(0))
     seen: dict[str, str] = {}
-    for spec in (*DEV, *(s for group in BY_DOMAIN.values() for s in group)):
+    for spec in order:
         seen.setdefault(spec.split("==")[0].lower().replace("_", "-"), spec)
     return tuple(seen.values())
 

@@ -119,6 +119,26 @@ def _lin_nb_gelu_tanh(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return F.gelu(F.linear(x, w), approximate="tanh")
 
 
+def _lin_gelu_new(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    h = F.linear(x, w, b)  # transformers' NewGELUActivation / gelu_new after a Linear
+    return 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * torch.pow(h, 3.0))))
+
+
+def _lin_gelu_fast(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    h = F.linear(x, w, b)  # FastGELUActivation
+    return 0.5 * h * (1.0 + torch.tanh(h * 0.7978845608 * (1.0 + 0.044715 * h * h)))
+
+
+def _lin_gelu_erf(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    h = F.linear(x, w, b)  # the erf formula written out
+    return h * 0.5 * (1.0 + torch.erf(h / math.sqrt(2.0)))
+
+
+def _lin_gelu_quick(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    h = F.linear(x, w, b)  # QuickGELU (CLIP)
+    return h * torch.sigmoid(1.702 * h)
+
+
 # --- family 7: Conv2d -> BatchNorm2d; family 8: Linear -> BatchNorm1d --------------------------------
 def _conv_bn(x: torch.Tensor, w: torch.Tensor, cb: torch.Tensor, rm: torch.Tensor, rv: torch.Tensor,
              g: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -415,6 +435,10 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
             (6, f"linear_gelu_tanh_{rank}", _lin_gelu_tanh, [x(), W(), B()], {}, None),
             (6, f"linear_nobias_gelu_{rank}", _lin_nb_gelu, [x(), W()], {}, None),
             (6, f"linear_nobias_gelu_tanh_{rank}", _lin_nb_gelu_tanh, [x(), W()], {}, None),
+            (6, f"linear_gelu_new_{rank}", _lin_gelu_new, [x(), W(), B()], {}, None),
+            (6, f"linear_gelu_fast_{rank}", _lin_gelu_fast, [x(), W(), B()], {}, None),
+            (6, f"linear_gelu_erf_formula_{rank}", _lin_gelu_erf, [x(), W(), B()], {}, None),
+            (6, f"linear_quick_gelu_{rank}", _lin_gelu_quick, [x(), W(), B()], {}, _sigmoid_1702),
         ]
     specs += [
         (9, "proj_heads_transpose", _proj_heads_t, [X3(), W(), B()], {}, None),

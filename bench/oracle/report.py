@@ -289,8 +289,8 @@ def report(markdown_out: Path | None = None, json_out: Path | None = None, *, ma
         target.write_text(text, encoding="utf-8")
     if json_out:
         json_out.write_text(json.dumps(t, indent=1, default=sorted), encoding="utf-8")
-    ledger = json.loads(LEDGER.read_text(encoding="utf-8")) if LEDGER.exists() else {}
-    print(f"installs: {sum(bool(v.get('ok')) for v in ledger.values())} of {len(ledger)} ok", file=sys.stderr)
+    ledger = [json.loads(p.read_text(encoding="utf-8")) for p in LEDGER.glob("*.json")]
+    print(f"installs: {sum(bool(v.get('ok')) for v in ledger)} of {len(ledger)} ok", file=sys.stderr)
     return 0
 
 

@@ -53,13 +53,16 @@ def run(specs: Sequence[str], *, jobs: int = 2, class_timeout: float = 20.0, max
     """Install (in a thread beside the hosts, which wait for each distribution) and attempt every class."""
     specs = selected(specs)
     ensure_venv()
-    # Two installers, each over every other distribution in the order the hosts take them.
+    # Installers, each over every `n`-th distribution in the order the hosts take them (pip mostly waits on
+    # the network, so more installers than hosts keep the hosts fed).
+    n = max(2, 2 * jobs)
     installers = [threading.Thread(target=lambda part=part: [install(s) for s in part], daemon=True)
-                  for part in (specs[0::2], specs[1::2])]
+                  for part in (specs[i::n] for i in range(n))]
     for t in installers:
         t.start()
-    slices = [list(specs[i::jobs]) for i in range(jobs)]
-    tasks = [(s, class_timeout, max_classes) for s in slices if s]
+    for claim in RESULTS.glob("*/_claim"):  # claims of an earlier run's hosts, which are gone
+        claim.unlink()
+    tasks = [(list(specs), class_timeout, max_classes) for _ in range(jobs)]  # hosts claim from one list
     if ray_address:
         try:
             from adopter.executors import run_tasks  # type: ignore[import-not-found,unused-ignore]

@@ -15,6 +15,8 @@ math path with `_safe_softmax`) stay single nodes and never look like hand-writt
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -34,10 +36,16 @@ class Traced:
     backward: bool  # whether a backward was traced (a forward with no differentiable output has none)
 
 
+@functools.cache
+def real(path: str) -> str:
+    """The file's real path (the environment may be reached through a symlink)."""
+    return os.path.realpath(path)
+
+
 def frames(node: torch.fx.Node) -> list[tuple[str, int]]:
-    """(file, line) of each Python frame that made the node, outermost first."""
+    """(real file path, line) of each Python frame that made the node, outermost first."""
     text = node.meta.get("stack_trace") or ""
-    return [(m["file"], int(m["line"])) for m in _FRAME.finditer(text)]
+    return [(real(m["file"]), int(m["line"])) for m in _FRAME.finditer(text)]
 
 
 def _dropouts_on(model: nn.Module) -> None:

@@ -293,11 +293,9 @@ def host(dists: list[str], root: Path, class_timeout: float, max_classes: int, s
     from oracle.patterns import family_patterns
 
     family_patterns()
-    for spec in dists:
+    for spec in _claimed(dists, root):
         dist = spec.split("==")[0]
         out = root / dist
-        if (out / "_done.json").exists():
-            continue
         installed = _installed(spec)
         if installed is not True:
             out.mkdir(parents=True, exist_ok=True)
@@ -323,21 +321,43 @@ def host(dists: list[str], root: Path, class_timeout: float, max_classes: int, s
         print(f"oracle: {dist} done", flush=True)
 
 
-def _installed(spec: str, wait_s: float = 1800.0) -> bool | str:
-    """True once the installer's ledger says `spec` installed; its reason when it failed. Waits while the
-    installer (running beside the hosts) has not reached it."""
-    from oracle.install import LEDGER
+def _claimed(dists: list[str], root: Path, wait_s: float = 1800.0) -> Iterator[str]:
+    """The distributions this host runs: every host gets the whole list and takes, in turn, the first one
+    that is installed (or failed to install), not done, and not taken by another host (an exclusive
+    `_claim` file). Waits while the installers have not reached any that is left."""
+    from oracle.install import ledger_entry
 
+    left = list(dists)
     deadline = time.time() + wait_s
-    while time.time() < deadline:
-        try:
-            entry = json.loads(LEDGER.read_text(encoding="utf-8")).get(spec)
-        except (OSError, ValueError):
-            entry = None
-        if entry is not None:
-            return True if entry.get("ok") else str(entry.get("how"))
-        time.sleep(5)
-    return "the installer did not reach it in time"
+    while left and time.time() < deadline:
+        for spec in list(left):
+            out = root / spec.split("==")[0]
+            if (out / "_done.json").exists():
+                left.remove(spec)
+                continue
+            if ledger_entry(spec) is None:
+                continue
+            left.remove(spec)
+            out.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(out / "_claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                continue
+            os.write(fd, str(os.getpid()).encode())
+            os.close(fd)
+            yield spec
+            deadline = time.time() + wait_s
+            break
+        else:
+            time.sleep(5)
+
+
+def _installed(spec: str) -> bool | str:
+    """True when the installer's ledger says `spec` installed; its reason when it failed."""
+    from oracle.install import ledger_entry
+
+    entry = ledger_entry(spec) or {}
+    return True if entry.get("ok") else str(entry.get("how", "not installed"))
 
 
 def _wait(pid: int, current: Path, limit: float) -> int | None:

@@ -15,11 +15,10 @@ torch = pytest.importorskip("torch")
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 
+from adopter.construction import Built, construct  # noqa: E402
 from oracle.match import find_sites  # noqa: E402
 from oracle.report import _lines  # noqa: E402
 from oracle.trace import trace_step  # noqa: E402
-
-from adopter.construction import Built, construct  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 

@@ -100,12 +100,24 @@ def _is_config_param(name: str, param: inspect.Parameter, module: Any) -> bool:
     return name in CONFIG_NAMES or named or (inspect.isclass(ann) and ann.__name__.endswith("Config"))
 
 
+def nn_module() -> type:
+    from torch import nn
+
+    return nn.Module
+
+
 def _typed_default(name: str, param: inspect.Parameter, module: Any, width: int) -> tuple[bool, Any]:
     """(found, value) for a parameter without default: by its name, else by a bool/float annotation."""
     kind = kind_of(name)
     ann = annotation(param, module)
     if ann is bool or ann == "bool":
         return True, False
+    if name == "dtype":
+        import torch
+
+        return True, torch.float32
+    if name == "device":
+        return True, None
     if kind is not None:
         value = value_for(kind, width)
         if ann is float or ann == "float":
@@ -113,6 +125,11 @@ def _typed_default(name: str, param: inspect.Parameter, module: Any, width: int)
         if kind == "layers" and (ann in (list, tuple) or str(ann).startswith(("list[int]", "tuple[int", "typing.List[int]"))):
             return True, [LAYERS] * 4
         return True, value
+    if inspect.isclass(ann) and ann.__module__ not in ("builtins", "typing") and not issubclass(ann, nn_module()):
+        try:
+            return True, ann()  # a settings class (a dataclass of defaults, say): its defaults
+        except Exception:
+            pass
     if ann is int or ann == "int":
         return True, HEADS
     if ann is float or ann == "float":

@@ -10,6 +10,7 @@ width in `WIDTHS`: 96 and 384 are divisible by 1, 2, 3, 4, 6, 8, 12, 16 and 32.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 WIDTHS = (32, 96, 384)
 HEADS = 2
@@ -35,6 +36,13 @@ _KINDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), k) for p
     (r"^(padding|pad)$", "one"),
     (r"(dropout|drop|_p|^p)$|drop_rate$|drop_prob$", "rate"),
     (r"(eps|epsilon)$", "eps"),
+    (r"^(d_ff|dim_ff|ff_dim|ffn_dim|dim_feedforward|intermediate_size|mlp_dim|ff_inner_dim|inner_dim|"
+     r"normalized_shape|shape)$", "width"),
+    (r"^(act|activation|act_layer|activation_fn|act_fn|nonlinearity|activation_layer)$", "activation"),
+    (r"^(norm|norm_layer|norm_fn|normalization)$", "norm"),
+    (r"^(scale|gamma|alpha|beta|temperature|init_scale|layer_scale|ls_init_value)$", "unit"),
+    (r"^(n|d|c|ch|dim|size|features|channels|num_features)_?(in|out)$|"
+     r"^(in|out)_?(ch|chs|chan|chans|dim|dims|size|features|planes)$|^ch(in|out)$", "width"),
     (r"(mult|ratio|factor|expansion)$", "mult"),
     (r"(dim|dims|size|width|channels|chans|features|planes|d_model|n_embd|embd|embed|hidden|units|"
      r"filters|^c|^ch|^d|^in_?c|^out_?c|inplanes|dim_in|dim_out)$", "width"),
@@ -51,12 +59,25 @@ def kind_of(name: str) -> str | None:
     return None
 
 
-def value_for(kind: str, width: int) -> int | float:
-    """The small value for a parameter of that kind, given the width chosen for this attempt."""
+def value_for(kind: str, width: int) -> Any:
+    """The small value for a parameter of that kind, given the width chosen for this attempt (an
+    activation or norm parameter takes, attempt by attempt, a module class, a name, a function)."""
+    attempt = WIDTHS.index(width) if width in WIDTHS else 0
+    if kind == "activation":
+        from torch import nn
+        from torch.nn import functional as F
+
+        return (nn.GELU, "gelu", F.gelu)[attempt]
+    if kind == "norm":
+        from torch import nn
+
+        return (nn.LayerNorm, "layernorm", nn.LayerNorm)[attempt]
     if kind == "rate":
         return 0.1  # dropout stays in the graph (p = 0 may be elided), and a rate is always < 1
     if kind == "eps":
         return 1e-5
+    if kind == "unit":
+        return 1.0
     if kind == "width":
         return width
     table = {"heads": HEADS, "layers": LAYERS, "head_width": width // HEADS, "vocab": VOCAB,
