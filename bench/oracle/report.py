@@ -43,9 +43,11 @@ class Dist:
 def load(results: Path = RESULTS) -> dict[str, Dist]:
     out: dict[str, Dist] = {}
     for folder in sorted(p for p in results.iterdir() if p.is_dir()):
-        done = folder / "_done.json"
-        if not done.exists():
-            continue  # still running: left out of the figures
+        # `_done.json` when the distribution's pass finished; `_meta.json` keeps an earlier pass's (its file
+        # list) while a later pass with a higher class cap is under way. Neither: still running, left out.
+        done = next((p for p in (folder / "_done.json", folder / "_meta.json") if p.exists()), None)
+        if done is None:
+            continue
         meta = json.loads(done.read_text(encoding="utf-8"))
         d = Dist(folder.name, str(meta.get("version", "")), str(meta.get("install", "ok")))
         d.files = set(meta.get("files", ()))

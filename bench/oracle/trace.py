@@ -26,6 +26,10 @@ from torch import nn
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._pytree import tree_flatten
 
+# `torch.compile`-decorated model code runs eagerly while the oracle traces it (make_fx cannot trace a
+# dynamo-optimised function); the ops are the same.
+torch._dynamo.config.disable = True
+
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 
 
