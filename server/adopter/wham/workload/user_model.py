@@ -1,6 +1,8 @@
 """Build an `nn.Module` class of the user's file for the search: its constructor arguments and example inputs.
 
-Runs only in the tracing subprocess (it imports the user's file). A `transformers`-style `config`
+Runs only in the tracing subprocess (it imports the user's file). The inputs from a first layer and the
+reading of annotations are `adopter.construction`'s, which the recall oracle and `verify` share; this
+module keeps the search's own contract (`UserModelError` with how to give a factory). A `transformers`-style `config`
 argument is built from the configuration class the file imports (with its defaults); other
 constructors from their default arguments. The inputs come from `forward`'s signature: known names
 (`input_ids`, `attention_mask`, `pixel_values`, `hidden_states`, …) take their sizes from the config,
@@ -72,13 +74,9 @@ def import_file(path: str) -> Any:
 
 
 def _annotation(param: inspect.Parameter, module: Any) -> Any:
-    ann = param.annotation
-    if isinstance(ann, str):
-        try:
-            ann = eval(ann, vars(module))  # the file's own names: it is being imported anyway
-        except Exception:
-            return None
-    return None if ann is inspect.Parameter.empty else ann
+    from adopter.construction.arguments import annotation
+
+    return annotation(param, module)
 
 
 def _config_classes(module: Any) -> list[type]:
@@ -156,26 +154,11 @@ def _first_layer(model: nn.Module) -> nn.Module | None:
 
 
 def _generic_input(model: nn.Module, batch: int, seq: int) -> Any:
-    """An input for a `forward(x)` from the first layer the model owns."""
-    import torch
-    from torch import nn
+    """An input for a `forward(x)` from the first layer the model owns (the construction module's rule,
+    with images `seq` pixels a side and volumes 16 deep)."""
+    from adopter.construction.inputs import input_for_layer
 
-    first = _first_layer(model)
-    sequence_model = any(isinstance(m, (nn.Embedding, nn.MultiheadAttention, nn.LayerNorm)) for m in model.modules())
-    if isinstance(first, nn.Embedding):
-        return torch.randint(0, first.num_embeddings, (batch, seq), device="meta")
-    if isinstance(first, nn.Linear):
-        shape = (batch, seq, first.in_features) if sequence_model else (batch, first.in_features)
-        return torch.randn(shape, device="meta")
-    if isinstance(first, nn.LayerNorm):
-        return torch.randn((batch, seq, *first.normalized_shape), device="meta")
-    if isinstance(first, nn.Conv1d):
-        return torch.randn((batch, first.in_channels, seq), device="meta")
-    if isinstance(first, nn.Conv2d):
-        return torch.randn((batch, first.in_channels, seq, seq), device="meta")
-    if isinstance(first, nn.Conv3d):
-        return torch.randn((batch, first.in_channels, 16, seq, seq), device="meta")
-    return None
+    return input_for_layer(_first_layer(model), model, batch=batch, seq=seq, spatial=seq, depth=16, device="meta")
 
 
 GENERIC = ("x", "input", "inputs", "inp", "src", "features", "images", "image", "img", "tokens", "data", "hidden")

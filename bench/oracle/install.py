@@ -1,0 +1,128 @@
+"""Install the oracle's distributions into one environment of their own, never another torch.
+
+`.cache/oracle/venv` is a virtual environment whose `site-packages` ends with a `.pth` line pointing at
+the project's venv, so the project's `torch==2.13.0` (and numpy) is what every distribution imports, and
+pip sees it as installed. Each distribution is installed with its dependencies under the constraint
+`torch==<the installed version>`: a distribution (or dependency) that demands another torch fails to
+resolve, and is then installed with `--no-deps` plus those of its requirements that resolve alone.
+The outcome of each install is kept in `.cache/oracle/installs.json`, so a rerun skips what is done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = ROOT / ".cache" / "oracle"
+VENV = CACHE / "venv"
+LEDGER = CACHE / "installs"  # one JSON file per spec: installers in parallel never lose each other's entries
+HELDOUT = Path("/work/notes/heldout_distributions.txt")  # ADOPTER_ORACLE_HELDOUT overrides it
+INSTALL_TIMEOUT_S = 240  # a source build past this is a compiled extension this machine cannot build
+
+
+@dataclass(frozen=True, slots=True)
+class Installed:
+    dist: str
+    ok: bool
+    how: str  # "with-deps", "no-deps", or the error's last line
+
+
+def python() -> Path:
+    return VENV / "bin" / "python"
+
+
+def ensure_venv() -> Path:
+    """Create the environment once; its site-packages sees the running interpreter's (torch, numpy)."""
+    if not python().exists():
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    site = next((VENV / "lib").glob("python3*/site-packages"))
+    import torch  # the project's torch: its folder is what the oracle's environment must share
+
+    host = Path(torch.__file__).resolve().parents[1]
+    (site / "zz_adopter_host.pth").write_text(f"{host}\n", encoding="utf-8")
+    # `name<0` admits no version: a distribution that needs an excluded one fails to resolve, and is then
+    # installed alone, so the excluded distribution is never downloaded.
+    lines = [f"torch=={torch.__version__.split('+')[0]}", *(f"{d}<0" for d in excluded())]
+    (CACHE / "constraints.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return python()
+
+
+def excluded() -> tuple[str, ...]:
+    """Distributions the oracle must never download or open (the held-out labelled set)."""
+    path = Path(os.environ.get("ADOPTER_ORACLE_HELDOUT", HELDOUT))
+    try:
+        return tuple(ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip())
+    except OSError:
+        return ()
+
+
+def ledger_entry(spec: str) -> dict[str, object] | None:
+    """What the installer recorded for `spec` ({"ok": bool, "how": str}), None before it got there."""
+    try:
+        data = json.loads((LEDGER / f"{spec}.json").read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _record(spec: str, result: Installed) -> None:
+    LEDGER.mkdir(parents=True, exist_ok=True)
+    tmp = LEDGER / f".{spec}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps({"ok": result.ok, "how": result.how}), encoding="utf-8")
+    tmp.replace(LEDGER / f"{spec}.json")
+
+
+def _pip(args: list[str]) -> subprocess.CompletedProcess[str]:
+    cmd = [str(python()), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+           "--prefer-binary", "-c", str(CACHE / "constraints.txt"), *args]
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(cmd, 124, "", f"pip timed out after {INSTALL_TIMEOUT_S} s")
+
+
+def _last_error(proc: subprocess.CompletedProcess[str]) -> str:
+    lines = [ln for ln in (proc.stderr or "").splitlines() if ln.strip() and "is ignored" not in ln]
+    return lines[-1][:300] if lines else f"pip exited {proc.returncode}"
+
+
+def install(spec: str) -> Installed:
+    """Install `spec` (`name==version` or `name`) into the oracle's environment; never raises."""
+    name = spec.split("==")[0].split("[")[0]
+    if _normal(name) in {_normal(d) for d in excluded()}:
+        return Installed(spec, False, "excluded: a held-out distribution")
+    entry = ledger_entry(spec)
+    if entry is not None and entry.get("ok"):
+        return Installed(spec, True, str(entry["how"]))
+    ensure_venv()
+    proc = _pip([spec])
+    if proc.returncode == 0:
+        result = Installed(spec, True, "with-deps")
+    else:
+        first = _last_error(proc)
+        alone = _pip(["--no-deps", spec])
+        result = (Installed(spec, True, f"no-deps ({first})") if alone.returncode == 0
+                  else Installed(spec, False, _last_error(alone)))
+    _record(spec, result)
+    return result
+
+
+def _normal(name: str) -> str:
+    return name.replace("_", "-").replace(".", "-").lower()
+
+
+def main(argv: list[str]) -> int:
+    for spec in argv:
+        r = install(spec)
+        print(f"{'ok ' if r.ok else 'FAIL'} {spec}: {r.how}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

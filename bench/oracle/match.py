@@ -1,0 +1,107 @@
+"""Find each family's patterns in a traced forward graph with inductor's pattern matcher, and place each
+match at the lines of the model's source that made its nodes (the nodes' stack traces)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import torch
+
+from oracle.patterns import FamilyPattern, family_patterns
+from oracle.trace import frames
+
+Line = tuple[str, int]  # (absolute file path, 1-based line)
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """One place where a family's ops occur: `anchor` is the line of the pattern's last op, `lines` every
+    model line one of its ops came from."""
+
+    family: int
+    pattern: str
+    anchor: Line
+    lines: tuple[Line, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"family": self.family, "pattern": self.pattern, "file": self.anchor[0], "line": self.anchor[1],
+                "lines": sorted({ln for f, ln in self.lines if f == self.anchor[0]})}
+
+
+def model_line(node: torch.fx.Node, is_model_file: Callable[[str], bool]) -> Line | None:
+    """The innermost frame of the model's code that made `node` (library frames inside it are skipped)."""
+    for file, line in reversed(frames(node)):
+        if is_model_file(file):
+            return file, line
+    return None
+
+
+def executed_lines(gm: torch.fx.GraphModule, is_model_file: Callable[[str], bool]) -> set[Line]:
+    """Every model line some forward op came from: what the trace exercised."""
+    out: set[Line] = set()
+    for n in gm.graph.nodes:
+        if n.op == "call_function":
+            for f, ln in frames(n):
+                if is_model_file(f):
+                    out.add((f, ln))
+    return out
+
+
+def _by_root(patterns: Iterable[FamilyPattern]) -> dict[object, list[FamilyPattern]]:
+    index: dict[object, list[FamilyPattern]] = defaultdict(list)
+    for p in patterns:
+        for fn in getattr(p.pattern, "fns", ()):
+            index[fn].append(p)
+    return index
+
+
+def find_sites(gm: torch.fx.GraphModule, is_model_file: Callable[[str], bool],
+               patterns: tuple[FamilyPattern, ...] | None = None) -> list[Site]:
+    """Every family site in the forward graph; a site whose ops all come from library code (no model line)
+    is dropped, as it is not in the user's source."""
+    index = _by_root(patterns if patterns is not None else family_patterns())
+    found: dict[tuple[int, Line], Site] = {}
+    projections: dict[tuple[torch.fx.Node, object], list[tuple[torch.fx.Node, list[torch.fx.Node]]]] = defaultdict(list)
+    for node in reversed(gm.graph.nodes):
+        if node.op != "call_function":
+            continue
+        for fp in index.get(node.target, ()):
+            m = fp.pattern.match(node)
+            if not m or (fp.check is not None and not fp.check(m)):
+                continue
+            if fp.family == 9:  # three projections of one input with one width make the site, not one
+                x = m.kwargs.get("x")
+                width = node.meta["val"].shape[1:] if "val" in node.meta else None
+                projections[(x, tuple(width) if width is not None else None)].append((node, list(m.nodes)))
+                continue
+            _add(found, fp.family, fp.name, node, m.nodes, is_model_file)
+    for (_, _), group in projections.items():
+        uniq = {id(n): (n, nodes) for n, nodes in group}
+        if len(uniq) >= 3:
+            members = sorted(uniq.values(), key=lambda t: _order(gm, t[0]))
+            nodes = [n for _, ns in members for n in ns]
+            _add(found, 9, "qkv_projections", members[0][0], nodes, is_model_file)
+    return list(found.values())
+
+
+def _order(gm: torch.fx.GraphModule, node: torch.fx.Node) -> int:
+    for i, n in enumerate(gm.graph.nodes):
+        if n is node:
+            return i
+    return -1
+
+
+def _add(found: dict[tuple[int, Line], Site], family: int, name: str, anchor_node: torch.fx.Node,
+         nodes: Iterable[torch.fx.Node], is_model_file: Callable[[str], bool]) -> None:
+    lines = [ln for ln in (model_line(n, is_model_file) for n in nodes) if ln is not None]
+    anchor = model_line(anchor_node, is_model_file)
+    if anchor is None:
+        if not lines:
+            return
+        anchor = lines[-1]
+    key = (family, anchor)
+    if key in found:
+        lines = [*found[key].lines, *lines]
+    found[key] = Site(family, name, anchor, tuple(sorted(set(lines))))

@@ -1,0 +1,300 @@
+"""Score `adopter check` against the oracle's sites, and write the figures (Markdown and JSON).
+
+Recall: an oracle site counts as found when `check --format json` reports a finding of the same family in
+the same file whose lines (its statements and `__init__` bindings) include one of the site's lines.
+Precision: a finding of families 4–16 in a class that traced, at lines the trace exercised, is right when
+it overlaps an oracle site of its family, wrong when it does not; findings at lines the trace never ran
+(another branch, a class that did not construct) are counted apart, not judged.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oracle.install import LEDGER
+from oracle.packages import domain_of
+from oracle.patterns import NOT_IN_A_FORWARD_TRACE, NOT_VISIBLE_WITHOUT_LABELS
+from oracle.run import RESULTS
+
+ROOT = Path(__file__).resolve().parents[2]
+FAMILIES = tuple(range(4, 17))
+TAGS = ("einsum", "rearrange", "einops", "chunk", "split", "@", "matmul", "bmm", "softmax", "Sequential",
+        "lambda", "getattr", "partial", "torch.cat", "rsqrt", "erf", "tanh", "sigmoid", "normalize")
+
+
+@dataclass
+class Dist:
+    name: str
+    version: str = ""
+    install: str = "ok"
+    classes: list[dict[str, Any]] = field(default_factory=list)
+    files: set[str] = field(default_factory=set)
+
+
+def load(results: Path = RESULTS) -> dict[str, Dist]:
+    out: dict[str, Dist] = {}
+    for folder in sorted(p for p in results.iterdir() if p.is_dir()):
+        # `_done.json` when the distribution's pass finished; `_meta.json` keeps an earlier pass's (its file
+        # list) while a later pass with a higher class cap is under way. Neither: still running, left out.
+        done = next((p for p in (folder / "_done.json", folder / "_meta.json") if p.exists()), None)
+        if done is None:
+            continue
+        meta = json.loads(done.read_text(encoding="utf-8"))
+        d = Dist(folder.name, str(meta.get("version", "")), str(meta.get("install", "ok")))
+        d.files = set(meta.get("files", ()))
+        for f in sorted(folder.glob("*.json")):
+            if not f.name.startswith("_"):
+                d.classes.append(json.loads(f.read_text(encoding="utf-8")))
+        out[d.name] = d
+    return out
+
+
+def _lines(finding: dict[str, Any]) -> set[int]:
+    out: set[int] = set()
+    for a, b in [*finding.get("statements", ()), *finding.get("init", ())]:
+        out.update(range(int(a), int(b) + 1))
+    if not out and "range" in finding:
+        out.update(range(finding["range"]["start"]["line"], finding["range"]["end"]["line"] + 1))
+    return out
+
+
+def check(files: list[str]) -> list[dict[str, Any]]:
+    """`adopter check --format json` over the files, run as this repository's CLI in a subprocess."""
+    if not files:
+        return []
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "server"))
+    out: list[dict[str, Any]] = []
+    for i in range(0, len(files), 200):
+        proc = subprocess.run([sys.executable, "-m", "adopter", "check", "--format", "json", *files[i:i + 200]],
+                              capture_output=True, text=True, env=env, cwd=ROOT, check=False)
+        try:
+            out.extend(json.loads(proc.stdout or "[]"))
+        except ValueError:
+            print(f"oracle: check gave no JSON ({proc.returncode}): {proc.stderr[-300:]}", file=sys.stderr)
+    return out
+
+
+def _context(path: str, line: int, cache: dict[str, Any]) -> tuple[str, str]:
+    """(where the line is: forward / other method / module-level function / module level, its source)."""
+    if path not in cache:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+            cache[path] = (ast.parse(text), text.splitlines())
+        except (OSError, SyntaxError, ValueError):
+            cache[path] = (None, [])
+    tree, lines = cache[path]
+    src = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    where = "module level"
+    if tree is not None:
+        stack: list[tuple[ast.AST, list[ast.AST]]] = [(tree, [])]
+        best: list[ast.AST] = []
+        while stack:
+            node, parents = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                end = getattr(child, "end_lineno", None)
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)) and \
+                        child.lineno <= line <= (end or child.lineno):
+                    best = [*parents, child]
+                    stack.append((child, best))
+                elif isinstance(child, (ast.stmt, ast.expr)) and getattr(child, "lineno", 0) <= line <= (end or 0):
+                    stack.append((child, parents))
+        funcs = [n for n in best if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        if funcs:
+            fn = funcs[-1]
+            in_class = any(isinstance(n, ast.ClassDef) for n in best[: best.index(fn)])
+            where = ("forward" if fn.name == "forward" else "other method") if in_class else "module-level function"
+        elif any(isinstance(n, ast.Lambda) for n in best):
+            where = "lambda"
+    return where, src
+
+
+def score(dists: dict[str, Dist]) -> dict[str, Any]:
+    owner: dict[str, str] = {}
+    for d in dists.values():
+        for f in d.files:
+            owner[f] = d.name
+    # Oracle sites, one per (family, file, anchor line), from every class that traced.
+    sites: dict[tuple[int, str, int], dict[str, Any]] = {}
+    executed: dict[str, set[int]] = defaultdict(set)
+    traced_classes: dict[str, set[str]] = defaultdict(set)
+    for d in dists.values():
+        for c in d.classes:
+            if not c.get("traced"):
+                continue
+            if c.get("file"):
+                traced_classes[c["file"]].add(c["class"])
+            for f, lines in (c.get("executed") or {}).items():
+                executed[f].update(lines)
+            for s in c.get("sites", ()):
+                if s["file"] not in owner or s["family"] not in FAMILIES:
+                    continue
+                key = (s["family"], s["file"], s["line"])
+                entry = sites.setdefault(key, {**s, "lines": set(), "dist": owner[s["file"]]})
+                entry["lines"].update(s["lines"])
+                entry["lines"].add(s["line"])
+    files_by_dist: dict[str, set[str]] = defaultdict(set)
+    for d in dists.values():
+        for c in d.classes:
+            if c.get("file") and c["file"] in owner:
+                files_by_dist[owner[c["file"]]].add(c["file"])
+    for _fam, f, _line in sites:
+        files_by_dist[owner[f]].add(f)
+    started = time.perf_counter()
+    findings: list[dict[str, Any]] = []
+    for name in sorted(files_by_dist):
+        for fd in check(sorted(files_by_dist[name])):
+            fd["path"] = os.path.realpath(fd["path"])
+            if fd.get("family") in FAMILIES:
+                fd["dist"] = owner.get(fd["path"], name)
+                findings.append(fd)
+    check_s = time.perf_counter() - started
+    by_file_family: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for fd in findings:
+        by_file_family[(fd["path"], fd["family"])].append(fd)
+    ast_cache: dict[str, Any] = {}
+    recall: dict[int, Counter[str]] = defaultdict(Counter)
+    per_dist: dict[str, Counter[str]] = defaultdict(Counter)
+    misses: list[dict[str, Any]] = []
+    for (fam, f, line), s in sorted(sites.items()):
+        hit = any(_lines(fd) & s["lines"] for fd in by_file_family.get((f, fam), ()))
+        recall[fam]["sites"] += 1
+        recall[fam]["found"] += hit
+        per_dist[s["dist"]]["sites"] += 1
+        per_dist[s["dist"]]["found"] += hit
+        if not hit:
+            where, src = _context(f, line, ast_cache)
+            misses.append({"family": fam, "pattern": s["pattern"], "file": f, "line": line, "dist": s["dist"],
+                           "where": where, "source": src})
+    precision: dict[int, Counter[str]] = defaultdict(Counter)
+    wrong: list[dict[str, Any]] = []
+    for fd in findings:
+        classes = traced_classes.get(fd["path"], set())
+        scope = str(fd.get("scope") or "")
+        in_traced = scope in classes or scope.split(".")[0] in {c.split(".")[0] for c in classes}
+        lines = _lines(fd)
+        stmt_lines: set[int] = set()
+        for a, b in fd.get("statements", ()):
+            stmt_lines.update(range(int(a), int(b) + 1))
+        fam = fd["family"]
+        if not in_traced or not (stmt_lines or lines) & executed.get(fd["path"], set()):
+            precision[fam]["unjudged"] += 1
+            continue
+        right = any(s["lines"] & lines for (sf, sfile, _), s in sites.items() if sf == fam and sfile == fd["path"])
+        precision[fam]["judged"] += 1
+        precision[fam]["right"] += right
+        per_dist[fd["dist"]]["judged"] += 1
+        per_dist[fd["dist"]]["right"] += right
+        if not right:
+            wrong.append({"family": fam, "rule": fd.get("rule"), "file": fd["path"], "line": fd["range"]["start"]["line"],
+                          "scope": scope, "dist": fd["dist"]})
+    forms: Counter[str] = Counter()
+    form_dists: dict[str, set[str]] = defaultdict(set)
+    example: dict[str, str] = {}
+    for m in misses:
+        tags = [t for t in TAGS if t in m["source"]]
+        form = f"family {m['family']}: {m['pattern']} in {m['where']}" + (f" [{', '.join(tags)}]" if tags else "")
+        forms[form] += 1
+        form_dists[form].add(m["dist"])
+        example.setdefault(form, f"{m['dist']}: {Path(m['file']).name}:{m['line']}: `{m['source'][:90]}`")
+    table = {
+        "distributions": len(dists),
+        "installed": sum(d.install == "ok" for d in dists.values()),
+        "classes": sum(len(d.classes) for d in dists.values()),
+        "constructed": sum(bool(c.get("constructed")) for d in dists.values() for c in d.classes),
+        "traced": sum(bool(c.get("traced")) for d in dists.values() for c in d.classes),
+        "backward": sum(bool(c.get("backward")) for d in dists.values() for c in d.classes),
+        "check_seconds": round(check_s, 1),
+        "families": {fam: {"sites": recall[fam]["sites"], "found": recall[fam]["found"],
+                           "judged": precision[fam]["judged"], "right": precision[fam]["right"],
+                           "unjudged": precision[fam]["unjudged"]} for fam in FAMILIES},
+        "dists": {d.name: {"version": d.version, "install": d.install, "domain": domain_of(d.name),
+                           "classes": len(d.classes),
+                           "constructed": sum(bool(c.get("constructed")) for c in d.classes),
+                           "traced": sum(bool(c.get("traced")) for c in d.classes), **per_dist[d.name]}
+                  for d in dists.values()},
+        "forms": [{"form": f, "misses": n, "packages": len(form_dists[f]), "example": example[f]}
+                  for f, n in forms.most_common(20)],
+        "wrong": wrong,
+        "misses": misses,
+        "failures": Counter(str(c.get("stage")) for d in dists.values() for c in d.classes if not c.get("traced")),
+        "missing_arguments": Counter(str(c.get("missing")) for d in dists.values() for c in d.classes
+                                     if c.get("missing")).most_common(15),
+    }
+    return table
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{a / b:.1%}" if b else "—"
+
+
+def markdown(t: dict[str, Any]) -> str:
+    fams = t["families"]
+    sites = sum(v["sites"] for v in fams.values())
+    found = sum(v["found"] for v in fams.values())
+    judged = sum(v["judged"] for v in fams.values())
+    right = sum(v["right"] for v in fams.values())
+    out = [
+        f"- distributions: {t['distributions']} ({t['installed']} installed), classes attempted: {t['classes']}",
+        f"- constructed: {t['constructed']} ({_pct(t['constructed'], t['classes'])}); traced forward: {t['traced']} "
+        f"({_pct(t['traced'], t['classes'])}), with a backward: {t['backward']}",
+        f"- oracle sites (families 4–16): {sites}; found by `adopter check`: {found} — **static recall "
+        f"{_pct(found, sites)}**",
+        f"- findings judged (traced class, exercised lines): {judged}; matching ops: {right} — **static precision "
+        f"{_pct(right, judged)}**; findings at lines no trace ran, not judged: "
+        f"{sum(v['unjudged'] for v in fams.values())}",
+        "",
+        "| family | oracle sites | found | recall | findings judged | right | precision | not judged |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for fam, v in fams.items():
+        out.append(f"| {fam} | {v['sites']} | {v['found']} | {_pct(v['found'], v['sites'])} | {v['judged']} | "
+                   f"{v['right']} | {_pct(v['right'], v['judged'])} | {v['unjudged']} |")
+    out += ["", "Not visible in a forward trace:", ""]
+    for fam, why in {**NOT_VISIBLE_WITHOUT_LABELS, **NOT_IN_A_FORWARD_TRACE}.items():
+        out.append(f"- family {fam}: {why}")
+    out += ["", "### The 20 most frequent forms the checker misses", "",
+            "| # | form (family: oracle pattern in where [spelling on the line]) | misses | packages | example |",
+            "|---|---|---|---|---|"]
+    for i, f in enumerate(t["forms"], 1):
+        cell = f["example"].replace("|", "\\|")
+        out.append(f"| {i} | {f['form']} | {f['misses']} | {f['packages']} | {cell} |")
+    out += ["", "### Why classes were not traced", ""]
+    out += [f"- {stage}: {n}" for stage, n in sorted(t["failures"].items(), key=lambda kv: -kv[1])]
+    out += ["", "Constructor arguments most often missing: " +
+            ", ".join(f"`{a}` ({n})" for a, n in t["missing_arguments"]), "",
+            "### Per distribution", "",
+            "| distribution | version | domain | classes | constructed | traced | oracle sites | recall | judged | precision |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, d in sorted(t["dists"].items()):
+        inst = "" if d["install"] == "ok" else " (install failed)"
+        out.append(f"| {name}{inst} | {d['version']} | {d['domain']} | {d['classes']} | {_pct(d['constructed'], d['classes'])} | "
+                   f"{_pct(d['traced'], d['classes'])} | {d.get('sites', 0)} | {_pct(d.get('found', 0), d.get('sites', 0))} | "
+                   f"{d.get('judged', 0)} | {_pct(d.get('right', 0), d.get('judged', 0))} |")
+    return "\n".join(out) + "\n"
+
+
+def report(markdown_out: Path | None = None, json_out: Path | None = None, *, markdown: Path | None = None) -> int:
+    target = markdown_out or markdown
+    t = score(load())
+    text = _render(t)
+    print(text)
+    if target:
+        target.write_text(text, encoding="utf-8")
+    if json_out:
+        json_out.write_text(json.dumps(t, indent=1, default=sorted), encoding="utf-8")
+    ledger = [json.loads(p.read_text(encoding="utf-8")) for p in LEDGER.glob("*.json")]
+    print(f"installs: {sum(bool(v.get('ok')) for v in ledger)} of {len(ledger)} ok", file=sys.stderr)
+    return 0
+
+
+def _render(t: dict[str, Any]) -> str:
+    return markdown(t)

@@ -1,0 +1,117 @@
+"""Trace one training step of a built model (forward, then backward) with torch's own capture, and cut
+out the forward graph that the family patterns are matched on.
+
+Why `make_fx` on the meta device (and not `torch.export` or dynamo): `make_fx` records the aten ops the
+code actually dispatches, following Python control flow and any helper function or library the forward
+calls (einops, `functools`-wrapped helpers), with each node's Python stack (`record_stack_traces`) for the
+source line; it needs no graph-break handling and no guards, and traces a class in well under a second.
+`torch.export` refuses much real model code (data-dependent branches, non-tensor outputs, unsupported
+Python), and dynamo would compile and guard each class for nothing we need. On the meta device no weights
+are allocated and no arithmetic runs, so a model with default (full) sizes costs no more than a small one;
+code that needs real values (`.item()`, `nonzero`, data-dependent shapes) fails and is reported as such.
+No decomposition table is passed, so fused library ops (`native_layer_norm`, `gelu`, `_softmax`, SDPA's
+math path with `_safe_softmax`) stay single nodes and never look like hand-written formulas.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils._pytree import tree_flatten
+
+# `torch.compile`-decorated model code runs eagerly while the oracle traces it (make_fx cannot trace a
+# dynamo-optimised function); the ops are the same.
+torch._dynamo.config.disable = True
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
+
+
+@dataclass(frozen=True, slots=True)
+class Traced:
+    forward: torch.fx.GraphModule  # the forward part of the joint graph, noop views removed
+    joint_nodes: int
+    backward: bool  # whether a backward was traced (a forward with no differentiable output has none)
+
+
+@functools.cache
+def real(path: str) -> str:
+    """The file's real path (the environment may be reached through a symlink)."""
+    return os.path.realpath(path)
+
+
+def frames(node: torch.fx.Node) -> list[tuple[str, int]]:
+    """(real file path, line) of each Python frame that made the node, outermost first."""
+    text = node.meta.get("stack_trace") or ""
+    return [(real(m["file"]), int(m["line"])) for m in _FRAME.finditer(text)]
+
+
+def _dropouts_on(model: nn.Module) -> None:
+    """Training mode with every dropout module at p = 0.1, so dropout is in the graph as users run it
+    (p = 0 makes the op disappear, and many classes default to 0)."""
+    model.train()
+    for m in model.modules():
+        if isinstance(m, nn.modules.dropout._DropoutNd) and m.p == 0:
+            m.p = 0.1
+
+
+def _forward_graph(joint: torch.fx.GraphModule, n_outputs: int) -> torch.fx.GraphModule:
+    """The nodes the forward outputs depend on, copied into a graph of their own, so each node's users are
+    its forward users only (what inductor's patterns count), not the backward's saved tensors."""
+    from torch._inductor.fx_passes.post_grad import remove_noop_ops
+
+    from oracle.patterns import normalise
+
+    output = next(n for n in joint.graph.nodes if n.op == "output")
+    flat, _ = tree_flatten(output.args[0])
+    roots = [n for n in flat[:n_outputs] if isinstance(n, torch.fx.Node)]
+    keep: set[torch.fx.Node] = set()
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if n in keep:
+            continue
+        keep.add(n)
+        stack.extend(n.all_input_nodes)
+    graph = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    for n in joint.graph.nodes:
+        if n in keep or n.op == "placeholder":
+            env[n] = graph.node_copy(n, lambda a: env[a])
+    graph.output(tuple(env[r] for r in roots))
+    gm = torch.fx.GraphModule(joint, graph)
+    normalise(gm.graph)
+    remove_noop_ops(gm.graph)
+    gm.graph.eliminate_dead_code()
+    return gm
+
+
+def trace_step(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Traced:
+    """Trace forward and backward of `model(*args, **kwargs)` on the meta device; raises what the model's
+    code raises (the caller records it)."""
+    _dropouts_on(model)
+    params = {k: p for k, p in model.named_parameters() if p.requires_grad}
+    n_out = [0, 0]  # forward outputs, gradients
+
+    def step(params: dict[str, torch.Tensor], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        out = torch.func.functional_call(model, params, args, kwargs, strict=False)
+        flat = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        n_out[0] = len(flat)
+        diff = [t for t in flat if t.requires_grad and t.is_floating_point()]
+        wrt = [p for p in params.values()]
+        if not diff or not wrt:
+            return flat, []
+        loss = sum(t.float().sum() for t in diff)
+        grads = [g for g in torch.autograd.grad(loss, wrt, allow_unused=True) if g is not None]
+        n_out[1] = len(grads)
+        return flat, grads
+
+    with torch.device("meta"):
+        joint = make_fx(step, None, tracing_mode="real", record_stack_traces=True)(params, args, kwargs)
+    return Traced(_forward_graph(joint, n_out[0]), len(joint.graph.nodes), n_out[1] > 0)

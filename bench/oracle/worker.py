@@ -1,0 +1,387 @@
+"""Run one distribution in a process of its own: import each of its modules, build every `nn.Module`
+class they define, trace it, find the family sites, and write one JSON result per class.
+
+Runs inside the oracle's environment (`.cache/oracle/venv`, which sees the project's torch). Each class has
+a time limit (SIGALRM: user code can loop forever); a class that hangs in C code is caught by the parent,
+which kills this process and records that class as timed out (`CURRENT` names the class in progress), so
+a rerun goes on after it. Results already on disk are skipped: the run is resumable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.metadata as md
+import inspect
+import json
+import os
+import random
+import signal
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+# Libraries a model calls into that are not model code: a site found in them is placed at the model line
+# that called them (einops' `rearrange` is the user's reshape, not einops' source).
+HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum", "torch", "functorch",
+           "numpy", "typing_extensions", "wrapt", "decorator", "ema_pytorch")
+SKIP_MODULE_PARTS = ("tests", "test", "testing", "conftest", "__main__", "setup", "benchmarks", "examples",
+                     "scripts", "_version", "cli", "convert", "conversion")
+
+
+# torchvision's operator schemas (torchvision/csrc/ops/*.cpp). PyPI's torchvision wheels are CUDA builds
+# whose `_C.so` does not load next to the CPU torch, and `import torchvision` then fails registering its
+# meta kernels for operators that do not exist. Defining the schemas lets torchvision (and every package
+# that imports it) import; the operators themselves have no kernel, so a model that calls one fails at
+# trace time and is reported as not traced.
+TORCHVISION_SCHEMAS = (
+    "nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+    "qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+    "qroi_align(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, SymInt pooled_width, "
+    "int sampling_ratio, bool aligned) -> Tensor",
+    "box_iou_rotated(Tensor boxes1, Tensor boxes2) -> Tensor",
+    "roi_align(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, SymInt pooled_width, "
+    "int sampling_ratio, bool aligned) -> Tensor",
+    "_roi_align_backward(Tensor grad, Tensor rois, float spatial_scale, SymInt pooled_height, "
+    "SymInt pooled_width, SymInt batch_size, SymInt channels, SymInt height, SymInt width, int sampling_ratio, "
+    "bool aligned) -> Tensor",
+    "ps_roi_align(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, SymInt pooled_width, "
+    "int sampling_ratio) -> (Tensor, Tensor)",
+    "_ps_roi_align_backward(Tensor grad, Tensor rois, Tensor channel_mapping, float spatial_scale, "
+    "SymInt pooled_height, SymInt pooled_width, int sampling_ratio, SymInt batch_size, SymInt channels, "
+    "SymInt height, SymInt width) -> Tensor",
+    "roi_pool(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, SymInt pooled_width) "
+    "-> (Tensor, Tensor)",
+    "_roi_pool_backward(Tensor grad, Tensor rois, Tensor argmax, float spatial_scale, SymInt pooled_height, "
+    "SymInt pooled_width, SymInt batch_size, SymInt channels, SymInt height, SymInt width) -> Tensor",
+    "ps_roi_pool(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, SymInt pooled_width) "
+    "-> (Tensor, Tensor)",
+    "_ps_roi_pool_backward(Tensor grad, Tensor rois, Tensor channel_mapping, float spatial_scale, "
+    "SymInt pooled_height, SymInt pooled_width, SymInt batch_size, SymInt channels, SymInt height, "
+    "SymInt width) -> Tensor",
+    "deform_conv2d(Tensor input, Tensor weight, Tensor offset, Tensor mask, Tensor bias, SymInt stride_h, "
+    "SymInt stride_w, SymInt pad_h, SymInt pad_w, SymInt dilation_h, SymInt dilation_w, SymInt groups, "
+    "SymInt offset_groups, bool use_mask) -> Tensor",
+    "_deform_conv2d_backward(Tensor grad, Tensor input, Tensor weight, Tensor offset, Tensor mask, "
+    "Tensor bias, SymInt stride_h, SymInt stride_w, SymInt pad_h, SymInt pad_w, SymInt dilation_h, "
+    "SymInt dilation_w, SymInt groups, SymInt offset_groups, bool use_mask) -> (Tensor, Tensor, Tensor, "
+    "Tensor, Tensor)",
+)
+_LIBS: list[Any] = []
+
+
+def torchvision_schemas() -> None:
+    """Define torchvision's operators when its compiled extension cannot load (see TORCHVISION_SCHEMAS)."""
+    import importlib.util
+
+    import torch
+
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    so = next(Path(spec.submodule_search_locations[0]).glob("_C*.so"), None)
+    try:
+        if so is not None:
+            torch.ops.load_library(str(so))
+            return
+    except Exception:
+        pass
+    try:
+        lib = torch.library.Library("torchvision", "DEF")
+        for schema in TORCHVISION_SCHEMAS:
+            lib.define(schema)
+        _LIBS.append(lib)
+    except Exception:
+        pass
+
+
+class ClassTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    def fire(signum: int, frame: Any) -> None:
+        raise ClassTimeout(f"over {seconds:g} s")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def top_levels(dist: str) -> list[str]:
+    """The importable top-level packages and modules a distribution installs."""
+    d = md.distribution(dist)
+    text = d.read_text("top_level.txt")
+    names = [t.strip() for t in text.splitlines() if t.strip()] if text else []
+    if not names:
+        names = sorted({str(f).split("/")[0].removesuffix(".py") for f in d.files or ()
+                        if str(f).endswith(".py") and not str(f).startswith(("..", "bin/"))})
+    return [n for n in names if n.isidentifier() and not n.startswith("_") and n not in ("tests", "test")]
+
+
+def dist_files(dist: str) -> list[Path]:
+    d = md.distribution(dist)
+    return sorted({Path(d.locate_file(f)).resolve() for f in d.files or () if str(f).endswith(".py")})
+
+
+def module_names(dist: str) -> list[str]:
+    """Every module of the distribution's packages, by file, without the tests and scripts."""
+    out = []
+    d = md.distribution(dist)
+    tops = set(top_levels(dist))
+    for f in d.files or ():
+        p = str(f)
+        if not p.endswith(".py") or p.split("/")[0].removesuffix(".py") not in tops:
+            continue
+        parts = p.removesuffix(".py").split("/")
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if not parts or any(x in SKIP_MODULE_PARTS or x.startswith("test_") or not x.isidentifier() for x in parts):
+            continue
+        out.append(".".join(parts))
+    return sorted(set(out))
+
+
+def result_path(out: Path, key: str) -> Path:
+    return out / f"{key}.json"
+
+
+def _is_model_file_fn(site: str) -> Any:
+    helpers = tuple(os.path.join(site, h) + os.sep for h in HELPERS)
+
+    def is_model_file(path: str) -> bool:
+        return path.startswith(site) and not path.startswith(helpers)
+    return is_model_file
+
+
+def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str) -> None:
+    """Attempt every nn.Module class of `dist` (at most `max_classes`, modules in a seeded shuffle)."""
+    warnings.filterwarnings("ignore")
+    sys.dont_write_bytecode = True
+    import torch
+    from torch import nn
+
+    from adopter.construction import Built, alternatives, construct
+    from oracle.match import executed_lines, find_sites
+    from oracle.patterns import family_patterns
+    from oracle.trace import trace_step
+
+    torch.manual_seed(0)
+    family_patterns()
+    is_model_file = _is_model_file_fn(site)
+    out.mkdir(parents=True, exist_ok=True)
+    modules = module_names(dist)
+    random.Random(0).shuffle(modules)
+    attempted = 0
+    version = md.version(dist)
+    imports: dict[str, str] = {}
+    for name in modules:
+        if attempted >= max_classes:
+            break
+        try:
+            with time_limit(max(60.0, class_timeout)):
+                module = importlib.import_module(name)
+        except BaseException as exc:  # SystemExit and friends from user code too
+            imports[name] = f"{type(exc).__name__}: {str(exc)[:200]}"
+            continue
+        imports[name] = "ok"
+        classes = [c for c in vars(module).values() if inspect.isclass(c) and c.__module__ == name
+                   and issubclass(c, nn.Module)]
+        for cls in sorted(classes, key=lambda c: c.__qualname__):
+            if attempted >= max_classes:
+                break
+            attempted += 1
+            key = f"{name}.{cls.__qualname__}"
+            path = result_path(out, key)
+            if path.exists():
+                continue
+            (out / "CURRENT").write_text(key, encoding="utf-8")
+            record: dict[str, Any] = {"dist": dist, "version": version, "module": name, "class": cls.__qualname__,
+                                      "constructed": False, "traced": False}
+            try:
+                record["file"] = str(Path(inspect.getsourcefile(cls) or "").resolve())
+                record["def_line"] = inspect.getsourcelines(cls)[1]
+            except (TypeError, OSError):
+                record["file"], record["def_line"] = None, None
+            start = time.perf_counter()
+            try:
+                with time_limit(class_timeout):
+                    built = construct(cls, module, generic_inputs=True)
+                    if isinstance(built, Built):
+                        record["constructed"] = True
+                        record["guessed"] = list(built.guessed)
+                        traced = _trace_any(trace_step, built, alternatives, record)
+                        record["traced"] = True
+                        record["backward"] = traced.backward
+                        record["nodes"] = traced.joint_nodes
+                        record["sites"] = [s.to_json() for s in find_sites(traced.forward, is_model_file)]
+                        lines: dict[str, set[int]] = {}
+                        for f, ln in executed_lines(traced.forward, is_model_file):
+                            lines.setdefault(f, set()).add(ln)
+                        record["executed"] = {f: sorted(v) for f, v in lines.items()}
+                    else:
+                        record["stage"], record["reason"], record["missing"] = built.stage, built.reason, built.missing
+            except ClassTimeout as exc:
+                record["stage"] = "timeout"
+                record["reason"] = str(exc)
+            except BaseException as exc:
+                record["stage"] = "trace" if record["constructed"] else "construct"
+                tb = traceback.extract_tb(exc.__traceback__)
+                where = next((f"{fr.filename}:{fr.lineno}" for fr in reversed(tb) if is_model_file(fr.filename)), "")
+                record["reason"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+                record["where"] = where
+            record["seconds"] = round(time.perf_counter() - start, 3)
+            path.write_text(json.dumps(record), encoding="utf-8")
+    (out / "CURRENT").unlink(missing_ok=True)
+    (out / "_imports.json").write_text(json.dumps(imports, indent=0), encoding="utf-8")
+    (out / "_done.json").write_text(json.dumps({"dist": dist, "version": version, "attempted": attempted,
+                                                "modules": len(modules), "files": [str(p) for p in dist_files(dist)]}),
+                                    encoding="utf-8")
+
+
+def _trace_any(trace_step: Any, built: Any, alternatives: Any, record: dict[str, Any]) -> Any:
+    """Trace with the inferred inputs, then with the first input's other likely shapes (construction's
+    `alternatives`) while the model's code rejects it; raises the first error when none traces."""
+    try:
+        return trace_step(built.model, built.args, built.kwargs)
+    except Exception as first_error:
+        names = list(built.kwargs)
+        if not names or not hasattr(built.kwargs[names[0]], "shape"):
+            raise
+        for alt in alternatives(built.kwargs[names[0]]):
+            try:
+                traced = trace_step(built.model, built.args, {**built.kwargs, names[0]: alt})
+            except Exception:
+                continue
+            record["input_shape"] = list(alt.shape)
+            return traced
+        raise first_error
+
+
+def _mark(out: Path, how: str) -> None:
+    """Record the class in progress (named by CURRENT) as lost to a hang or crash, so a rerun skips it."""
+    current = out / "CURRENT"
+    try:
+        key = current.read_text(encoding="utf-8").strip()
+    except OSError:
+        return
+    if key and not result_path(out, key).exists():
+        cls = key.rpartition(".")[2]
+        result_path(out, key).write_text(json.dumps({"key": key, "class": cls, "constructed": False,
+                                                      "traced": False, "stage": "timeout", "reason": how}),
+                                         encoding="utf-8")
+    current.unlink(missing_ok=True)
+
+
+def host(dists: list[str], root: Path, class_timeout: float, max_classes: int, site: str) -> None:
+    """Load torch and compile the patterns once, then fork one child per distribution (its imports stay
+    its own). A child silent for longer than a class may take (a hang in C code) is killed, its class
+    recorded as timed out, and the distribution resumed in a new child; at most three tries each."""
+    import torch
+
+    torch.set_num_threads(1)  # before any op: forked children must not inherit a started thread pool
+    torchvision_schemas()
+    from oracle.patterns import family_patterns
+
+    family_patterns()
+    for spec in _claimed(dists, root):
+        dist = spec.split("==")[0]
+        out = root / dist
+        installed = _installed(spec)
+        if installed is not True:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "_done.json").write_text(json.dumps({"dist": dist, "install": installed or "not installed",
+                                                        "attempted": 0}), encoding="utf-8")
+            continue
+        for _ in range(3):
+            pid = os.fork()
+            if pid == 0:
+                code = 0
+                try:
+                    run(dist, out, class_timeout, max_classes, site)
+                except BaseException:
+                    traceback.print_exc()
+                    code = 1
+                finally:
+                    os._exit(code)
+            status = _wait(pid, out / "CURRENT", class_timeout + 60)
+            if status == 0 and (out / "_done.json").exists():
+                break
+            _mark(out, "killed: no progress past the class time limit" if status is None
+                  else f"the process died (status {status})")
+        print(f"oracle: {dist} done", flush=True)
+
+
+def _claimed(dists: list[str], root: Path, wait_s: float = 1800.0) -> Iterator[str]:
+    """The distributions this host runs: every host gets the whole list and takes, in turn, the first one
+    that is installed (or failed to install), not done, and not taken by another host (an exclusive
+    `_claim` file). Waits while the installers have not reached any that is left."""
+    from oracle.install import ledger_entry
+
+    left = list(dists)
+    deadline = time.time() + wait_s
+    while left and time.time() < deadline:
+        for spec in list(left):
+            out = root / spec.split("==")[0]
+            if (out / "_done.json").exists():
+                left.remove(spec)
+                continue
+            if ledger_entry(spec) is None:
+                continue
+            left.remove(spec)
+            out.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(out / "_claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                continue
+            os.write(fd, str(os.getpid()).encode())
+            os.close(fd)
+            yield spec
+            deadline = time.time() + wait_s
+            break
+        else:
+            time.sleep(5)
+
+
+def _installed(spec: str) -> bool | str:
+    """True when the installer's ledger says `spec` installed; its reason when it failed."""
+    from oracle.install import ledger_entry
+
+    entry = ledger_entry(spec) or {}
+    return True if entry.get("ok") else str(entry.get("how", "not installed"))
+
+
+def _wait(pid: int, current: Path, limit: float) -> int | None:
+    """The child's exit status, or None once it was killed for making no progress for `limit` seconds."""
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        try:
+            age = time.time() - current.stat().st_mtime
+        except OSError:
+            age = 0.0
+        if age > limit:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None
+        time.sleep(0.5)
+
+
+def main(argv: list[str]) -> int:
+    root, timeout, max_classes, site = Path(argv[0]), float(argv[1]), int(argv[2]), argv[3]
+    host(argv[4:], root, timeout, max_classes, site)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,115 @@
+"""The recall oracle finds each family's ops in a traced model with torch's pattern matcher and places
+them at the model's source lines; library ops (nn.LayerNorm, F.gelu, SDPA) never count as hand-written."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+
+from adopter.construction import Built, construct  # noqa: E402
+from oracle.match import find_sites  # noqa: E402
+from oracle.report import _lines  # noqa: E402
+from oracle.trace import trace_step  # noqa: E402
+
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
+
+MODEL = '''import math
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Block(nn.Module):
+    def __init__(self, dim=32, heads=2):
+        super().__init__()
+        self.h = heads
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim)
+        self.v = nn.Linear(dim, dim)
+        self.gate = nn.Linear(dim, 64, bias=False)
+        self.up = nn.Linear(dim, 64, bias=False)
+        self.down = nn.Linear(64, dim, bias=False)
+        self.w = nn.Parameter(torch.ones(dim))
+        self.ln = nn.LayerNorm(dim)
+        self.conv = nn.Conv2d(dim, dim, 3, padding=1)
+        self.bn = nn.BatchNorm2d(dim)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q = self.q(x).view(B, T, self.h, -1).transpose(1, 2)
+        k = self.k(x).view(B, T, self.h, -1).transpose(1, 2)
+        v = self.v(x).view(B, T, self.h, -1).transpose(1, 2)
+        cos, sin = torch.ones_like(q), torch.zeros_like(q)
+        q = q * cos + rotate_half(q) * sin
+        a = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(C // self.h)
+        a = F.softmax(a, dim=-1)
+        o = torch.matmul(a, v).transpose(1, 2).reshape(B, T, C)
+        u = o.mean(-1, keepdim=True)
+        s = (o - u).pow(2).mean(-1, keepdim=True)
+        o = (o - u) / torch.sqrt(s + 1e-5) * self.w
+        r = o * torch.rsqrt(o.pow(2).mean(-1, keepdim=True) + 1e-6)
+        g = r * 0.5 * (1.0 + torch.erf(r / math.sqrt(2.0)))
+        h = self.down(F.silu(self.gate(g)) * self.up(g))
+        h = self.ln(h) + F.gelu(h) + F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(B, T, C)
+        img = h.transpose(1, 2).reshape(B, C, T, 1)
+        return self.bn(self.conv(img))
+'''
+
+
+def _load(tmp_path: Path) -> tuple[ModuleType, str]:
+    path = tmp_path / "oracle_model.py"
+    path.write_text(MODEL, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("oracle_model", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, str(path.resolve())
+
+
+def _line(text: str) -> int:
+    return next(i for i, ln in enumerate(MODEL.splitlines(), 1) if text in ln)
+
+
+def test_each_family_at_its_lines(tmp_path: Path) -> None:
+    module, path = _load(tmp_path)
+    built = construct(module.Block, module)
+    assert isinstance(built, Built), built
+    traced = trace_step(built.model, built.args, built.kwargs)
+    assert traced.backward
+    sites = find_sites(traced.forward, lambda f: f == path)
+    by_family: dict[int, set[int]] = {}
+    for s in sites:
+        by_family.setdefault(s.family, set()).update(ln for f, ln in s.lines)
+    assert _line("self.q(x).view") in by_family[9] and _line("self.v(x).view") in by_family[9]
+    assert _line("F.softmax(a, dim=-1)") in by_family[4]
+    assert {_line("a = torch.matmul(q, k"), _line("o = torch.matmul(a, v)")} <= by_family[10]
+    assert _line("torch.sqrt(s + 1e-5)") in by_family[11]
+    assert _line("torch.rsqrt(o.pow(2)") in by_family[12]
+    assert _line("torch.erf(r /") in by_family[13]
+    assert _line("self.down(F.silu") in by_family[14]
+    assert _line("rotate_half(q) * sin") in by_family[15]
+    assert _line("self.bn(self.conv(img))") in by_family[7]
+    # Library ops are not hand-written formulas, and SDPA's own softmax is not the user's attention.
+    ln_line, sdpa_line = _line("self.ln(h) + F.gelu(h)"), _line("self.ln(h) + F.gelu(h)")
+    assert ln_line not in by_family.get(11, set()) and ln_line not in by_family.get(13, set())
+    assert sdpa_line not in by_family.get(10, set()) and sdpa_line not in by_family.get(4, set())
+    assert 5 not in by_family and 6 not in by_family  # no dropout here; the GELU follows no Linear
+
+
+def test_finding_lines_cover_statements_and_init() -> None:
+    finding = {"statements": [[10, 11]], "init": [[3, 3]], "range": {"start": {"line": 10}, "end": {"line": 11}}}
+    assert _lines(finding) == {3, 10, 11}
