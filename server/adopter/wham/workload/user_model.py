@@ -155,7 +155,7 @@ def _first_layer(model: nn.Module) -> nn.Module | None:
     return None
 
 
-def _generic_input(model: nn.Module, batch: int, seq: int, device: str = "meta") -> Any:
+def _generic_input(model: nn.Module, batch: int, seq: int) -> Any:
     """An input for a `forward(x)` from the first layer the model owns."""
     import torch
     from torch import nn
@@ -163,26 +163,26 @@ def _generic_input(model: nn.Module, batch: int, seq: int, device: str = "meta")
     first = _first_layer(model)
     sequence_model = any(isinstance(m, (nn.Embedding, nn.MultiheadAttention, nn.LayerNorm)) for m in model.modules())
     if isinstance(first, nn.Embedding):
-        return torch.randint(0, first.num_embeddings, (batch, seq), device=device)
+        return torch.randint(0, first.num_embeddings, (batch, seq), device="meta")
     if isinstance(first, nn.Linear):
         shape = (batch, seq, first.in_features) if sequence_model else (batch, first.in_features)
-        return torch.randn(shape, device=device)
+        return torch.randn(shape, device="meta")
     if isinstance(first, nn.LayerNorm):
-        return torch.randn((batch, seq, *first.normalized_shape), device=device)
+        return torch.randn((batch, seq, *first.normalized_shape), device="meta")
     if isinstance(first, nn.Conv1d):
-        return torch.randn((batch, first.in_channels, seq), device=device)
+        return torch.randn((batch, first.in_channels, seq), device="meta")
     if isinstance(first, nn.Conv2d):
-        return torch.randn((batch, first.in_channels, seq, seq), device=device)
+        return torch.randn((batch, first.in_channels, seq, seq), device="meta")
     if isinstance(first, nn.Conv3d):
-        return torch.randn((batch, first.in_channels, 16, seq, seq), device=device)
+        return torch.randn((batch, first.in_channels, 16, seq, seq), device="meta")
     return None
 
 
 GENERIC = ("x", "input", "inputs", "inp", "src", "features", "images", "image", "img", "tokens", "data", "hidden")
 
 
-def example_inputs(model: nn.Module, config: Any, batch: int, seq: int, device: str = "meta") -> dict[str, Any]:
-    """Keyword inputs for `model.forward`, on `device` (the meta device for the search)."""
+def example_inputs(model: nn.Module, config: Any, batch: int, seq: int) -> dict[str, Any]:
+    """Keyword inputs for `model.forward`, on the meta device."""
     import torch
 
     params = dict(list(inspect.signature(model.forward).parameters.items()))
@@ -191,14 +191,14 @@ def example_inputs(model: nn.Module, config: Any, batch: int, seq: int, device: 
     hidden = _cfg(config, "hidden_size", "d_model", "n_embd", "dim")
     image = _cfg(config, "image_size") or 224
     channels = _cfg(config, "num_channels") or 3
-    ids = torch.randint(0, vocab, (batch, seq), device=device)
+    ids = torch.randint(0, vocab, (batch, seq), device="meta")
     known: dict[str, Any] = {
         "input_ids": ids,
         "decoder_input_ids": ids,
-        "pixel_values": torch.randn((batch, channels, image, image), device=device),
+        "pixel_values": torch.randn((batch, channels, image, image), device="meta"),
     }
     if hidden:
-        known["hidden_states"] = torch.randn((batch, seq, hidden), device=device)
+        known["hidden_states"] = torch.randn((batch, seq, hidden), device="meta")
         known["inputs_embeds"] = known["hidden_states"]
     out: dict[str, Any] = {}
     primary = next((n for n in ("input_ids", "pixel_values", "hidden_states", "inputs_embeds") if n in params and n in known), None)
@@ -206,7 +206,7 @@ def example_inputs(model: nn.Module, config: Any, batch: int, seq: int, device: 
         out[primary] = known[primary]
         if primary == "input_ids":
             if "attention_mask" in params:
-                out["attention_mask"] = torch.ones((batch, seq), dtype=torch.long, device=device)
+                out["attention_mask"] = torch.ones((batch, seq), dtype=torch.long, device="meta")
             if "decoder_input_ids" in params:
                 out["decoder_input_ids"] = ids
     for name, param in params.items():
@@ -215,7 +215,7 @@ def example_inputs(model: nn.Module, config: Any, batch: int, seq: int, device: 
         if name in known:
             out[name] = known[name]
             continue
-        generic = _generic_input(model, batch, seq, device) if name in GENERIC or not out else None
+        generic = _generic_input(model, batch, seq) if name in GENERIC or not out else None
         if generic is None:
             raise UserModelError(f"{type(model).__name__}.forward needs `{name}`, and the search cannot tell its shape. "
                                  f"{how_to(type(model).__name__)}")
