@@ -31,7 +31,7 @@ class Act(nn.Module):
 def _job(tmp_path: Path, new_source: str) -> dict[str, object]:
     path = tmp_path / "act_model.py"
     path.write_text(MODEL, encoding="utf-8")
-    return {"path": str(path), "out": str(tmp_path / "out.json"), "device": "cpu", "dtype": "fp32", "seed": 0,
+    return {"path": str(path), "source": MODEL, "out": str(tmp_path / "out.json"), "device": "cpu", "dtype": "fp32", "seed": 0,
             "repeats": 0, "factory": None, "inputs": None,
             "cases": [{"rule_id": "x01", "line": 11, "scope": "Act", "new_source": new_source, "classes": ["Act"]}]}
 

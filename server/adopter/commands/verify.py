@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         options = Options(device=args.device, dtype=args.dtype, factory=args.factory, inputs=args.inputs,
                           timeout=args.timeout, repeats=args.repeats, python=args.python)
         try:
-            result = run_cases(path, cases, options)
+            result = run_cases(path, source, cases, options)
         except RunFailed as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

@@ -27,8 +27,6 @@ class Options:
     timeout: float = 300.0
     repeats: int = 10
     seed: int = 0
-    batch: int = 2
-    seq: int = 16
     python: str | None = None
 
 
@@ -45,33 +43,50 @@ def resolve_device(device: str, python: str) -> str:
     return "cuda" if probe.stdout.strip() == "True" else "cpu"
 
 
-def run_cases(path: Path, cases: tuple[FixCase, ...], options: Options) -> dict[str, Any]:
-    """The worker's result for `cases` of the file at `path`: `rows`, or raise `RunFailed`."""
+def job_for(path: Path, source: str, cases: tuple[FixCase, ...], options: Options, out: Path) -> dict[str, Any]:
+    """What the worker is told: the file's path and text (the text is run, not the file on disk), the fixes."""
     python = options.python or sys.executable
+    return {"path": str(path.resolve()), "source": source, "cases": [asdict(c) for c in cases], "out": str(out),
+            "device": resolve_device(options.device, python), "dtype": options.dtype,
+            "factory": options.factory, "inputs": options.inputs, "repeats": options.repeats,
+            "seed": options.seed}
+
+
+def worker_command(options: Options) -> tuple[list[str], dict[str, str]]:
+    """The worker's command line and environment (this `adopter` importable, no bytecode written)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no __pycache__ in the user's folders
+    return [options.python or sys.executable, "-m", "adopter.verify.worker"], env
+
+
+def read_result(path: Path, out: Path, returncode: int | None, stderr: str, python: str) -> dict[str, Any]:
+    """The worker's result file, or `RunFailed` saying why there is none."""
+    if not out.is_file():
+        tail = (stderr or "").strip().splitlines()[-3:]
+        if any("No module named 'torch'" in line for line in tail):
+            raise RunFailed(f"{python} has no torch: verify runs your model, so it needs the Python your "
+                            "project uses (give it with --python)")
+        raise RunFailed(f"{path}: the run ended (exit {returncode}) without a result: " + " | ".join(tail))
+    result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    if "error" in result:
+        raise RunFailed(f"{path}: {result['error']}")
+    return result
+
+
+def run_cases(path: Path, source: str, cases: tuple[FixCase, ...], options: Options) -> dict[str, Any]:
+    """The worker's result for `cases` of `source` (the text of the file at `path`): `rows`, or raise
+    `RunFailed`."""
     with tempfile.TemporaryDirectory(prefix="adopter-verify-") as tmp:
         out = Path(tmp) / "result.json"
-        job = {"path": str(path.resolve()), "cases": [asdict(c) for c in cases], "out": str(out),
-               "device": resolve_device(options.device, python), "dtype": options.dtype,
-               "factory": options.factory, "inputs": options.inputs, "repeats": options.repeats,
-               "seed": options.seed, "batch": options.batch, "seq": options.seq}
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
-        env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no __pycache__ in the user's folders
+        job = job_for(path, source, cases, options, out)
+        command, env = worker_command(options)
         try:
-            done = subprocess.run([python, "-m", "adopter.verify.worker"], input=json.dumps(job), text=True,
-                                  capture_output=True, timeout=options.timeout, env=env)
+            done = subprocess.run(command, input=json.dumps(job), text=True, capture_output=True,
+                                  timeout=options.timeout, env=env)
         except subprocess.TimeoutExpired as exc:
             raise RunFailed(f"{path}: the run took longer than {options.timeout:g} s and was stopped "
                             "(raise --timeout, or give a smaller model with --factory)") from exc
         except OSError as exc:
-            raise RunFailed(f"cannot start {python}: {exc}") from exc
-        if not out.is_file():
-            tail = (done.stderr or "").strip().splitlines()[-3:]
-            if any("No module named 'torch'" in line for line in tail):
-                raise RunFailed(f"{python} has no torch: verify runs your model, so it needs the Python your "
-                                "project uses (give it with --python)")
-            raise RunFailed(f"{path}: the run ended (exit {done.returncode}) without a result: " + " | ".join(tail))
-        result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-    if "error" in result:
-        raise RunFailed(f"{path}: {result['error']}")
-    return result
+            raise RunFailed(f"cannot start {command[0]}: {exc}") from exc
+        return read_result(path, out, done.returncode, done.stderr, command[0])

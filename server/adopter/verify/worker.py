@@ -8,6 +8,7 @@ when the file cannot be imported or a class cannot be built (the message names w
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import sys
@@ -20,13 +21,33 @@ import torch
 from adopter.construction import Built, NotBuilt, construct, forward_inputs, load_factory
 from adopter.verify.compare import Inputs, compare
 from adopter.verify.measure import peak_memory, timing
-from adopter.wham.workload.user_model import UserModelError, import_file
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 class BadInput(Exception):
     """The job cannot run: the message says what to give (`--factory`, `--inputs`)."""
+
+
+def original_module(path: Path, source: str) -> types.ModuleType:
+    """`source` run as the module the file at `path` is in its package (the package itself imported, so
+    relative imports work), else as a module of its own: the text given, not the file on disk (in the
+    editor they differ until the file is saved)."""
+    parts, folder = [path.stem], path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    if len(parts) > 1:
+        importlib.import_module(".".join(parts[:-1]))
+    name = ".".join(parts) if len(parts) > 1 else f"adopter_user_{path.stem}"  # never shadows a real module
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    module.__package__ = ".".join(parts[:-1])
+    sys.modules[name] = module
+    exec(compile(source, str(path), "exec"), module.__dict__)
+    return module
 
 
 def rewritten_module(original: types.ModuleType, source: str, index: int) -> types.ModuleType:
@@ -170,11 +191,9 @@ def run_class(original: types.ModuleType, rewritten: types.ModuleType, name: str
 
 def run(job: dict[str, Any]) -> dict[str, Any]:
     """Every case of the job: one row per (fix, changed class)."""
-    path = Path(job["path"])
+    path = Path(job["path"]).resolve()
     try:
-        original = import_file(str(path))
-    except UserModelError as exc:
-        raise BadInput(str(exc)) from exc
+        original = original_module(path, job["source"])
     except Exception as exc:
         raise BadInput(f"importing {path} failed: {type(exc).__name__}: {exc}; verify imports the file with "
                        "this Python, which needs the file's imports installed") from exc
