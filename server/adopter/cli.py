@@ -11,7 +11,7 @@ from adopter import __version__, _native
 
 # Subcommand modules, each with `register(subparsers)` and `run(args) -> int`. They import their
 # heavy dependencies inside `run`, so `adopter --help` stays fast.
-COMMANDS = ("arch", "check", "fix", "rules", "wham", "lsp", "demo")
+COMMANDS = ("arch", "check", "fix", "verify", "rules", "wham", "lsp", "demo")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,11 +11,12 @@ from adopter.lsp import (
     hover,
     notebooks,
     reach,
+    verify_fixes,
 )
 from adopter.lsp.server import AdopterServer
 
 # Registration order: notebooks last, since it confines the code actions' edits to a notebook's cell.
-FEATURES = (configuration, diagnostics, code_actions, hover, commands, code_lens, reach, notebooks)
+FEATURES = (configuration, diagnostics, code_actions, hover, commands, verify_fixes, code_lens, reach, notebooks)
 
 
 def build_server() -> AdopterServer:

@@ -16,6 +16,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
 
 from adopter.lsp.locate import architecture_at, enclosing
+from adopter.lsp.progress import begin_progress
 from adopter.lsp.server import AdopterServer
 
 SEARCH = "adopter.searchAccelerator"
@@ -65,7 +66,7 @@ async def _search_with_progress(ls: AdopterServer, request: dict[str, Any]) -> t
     """The worker's final message, and whether the user cancelled (progress cancel or request cancel)."""
     token = f"adopter-search-{uuid.uuid4().hex[:8]}"
     cancelled = asyncio.Event()
-    await _begin_progress(ls, token, f"Accelerator search: {request.get('model') or request.get('factory')}")
+    await begin_progress(ls, token, f"Accelerator search: {request.get('model') or request.get('factory')}")
     progress_future = ls.work_done_progress.tokens.get(token)
     if progress_future is not None:
         progress_future.add_done_callback(lambda f: cancelled.set() if f.cancelled() else None)
@@ -84,15 +85,6 @@ def _report_or_error(result: dict[str, Any], cancelled: bool) -> dict[str, Any]:
     if error or not isinstance(report, dict):
         raise JsonRpcInvalidParams(f"Adopter accelerator search failed: {error}")
     return report
-
-
-async def _begin_progress(ls: AdopterServer, token: str, title: str) -> None:
-    window = ls.client_capabilities.window
-    if window is not None and window.work_done_progress:
-        with contextlib.suppress(Exception):  # a client refusing the token still gets the result
-            await ls.work_done_progress.create_async(token)
-    begin = types.WorkDoneProgressBegin(title=title, cancellable=True, percentage=0)
-    ls.work_done_progress.begin(token, begin)
 
 
 async def _run_worker(ls: AdopterServer, token: str, request: dict[str, Any], cancelled: asyncio.Event) -> dict[str, Any]:

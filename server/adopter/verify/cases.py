@@ -1,0 +1,71 @@
+"""The fixes `adopter verify` runs: one per fixable finding, each applied alone to the original text."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from adopter.session import Session
+
+
+@dataclass(frozen=True, slots=True)
+class FixCase:
+    """One fix to run: the finding it fixes (1-based line), the rewritten text, and the top-level classes
+    whose text the rewrite changed (those are built twice and compared)."""
+
+    rule_id: str
+    line: int
+    scope: str
+    new_source: str
+    classes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Unfixed:
+    """A finding in the selection that `fix` would not rewrite, with the reason."""
+
+    rule_id: str
+    line: int
+    scope: str
+    reason: str
+
+
+def _class_texts(source: str) -> dict[str, str]:
+    """Each top-level class's source text, by name."""
+    tree = ast.parse(source)
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            out[node.name] = ast.get_source_segment(source, node, padded=False) or ""
+    return out
+
+
+def changed_classes(old: str, new: str) -> tuple[str, ...]:
+    """The top-level classes of `old` whose text differs in `new` (classes the rewrite added are left
+    out: they run through the changed classes that use them)."""
+    before, after = _class_texts(old), _class_texts(new)
+    return tuple(name for name, text in before.items() if name in after and after[name] != text)
+
+
+def fix_cases(session: Session, text: str, path: str, *,
+              class_name: str | None = None) -> tuple[tuple[FixCase, ...], tuple[Unfixed, ...]]:
+    """Every finding of `class_name` (all classes when None) that `fix` rewrites, each as its own case.
+
+    The session's rules are the selection (`--rule`). The rewrite is the one `fix` writes, verified by
+    the session (parses, re-analyses clean); the run decides whether it computes the same.
+    """
+    analysed = session.analysed(text, path)
+    cases: list[FixCase] = []
+    unfixed: list[Unfixed] = []
+    for finding in analysed.findings:
+        if class_name is not None and finding.scope_name != class_name:
+            continue
+        line = finding.span.start_line + 1
+        decision = session.decision(analysed, finding)
+        if not decision.fixable or decision.new_source is None:
+            unfixed.append(Unfixed(finding.rule_id, line, finding.scope_name, decision.reason or "no automatic fix"))
+            continue
+        classes = changed_classes(text, decision.new_source)
+        cases.append(FixCase(finding.rule_id, line, finding.scope_name, decision.new_source, classes))
+    return tuple(cases), tuple(unfixed)
+

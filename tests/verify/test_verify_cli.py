@@ -1,0 +1,109 @@
+"""`adopter verify` end to end: the user's class and its fix built in a subprocess, compared, timed.
+
+Each case runs the real worker (torch, CPU); timing is asked for with few pairs and only its presence
+is checked, never its value.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from adopter.cli import main
+
+pytest.importorskip("torch")
+
+# Hand-written tanh-GELU (family 13) in a class that builds from its defaults; its input from the Linear.
+GELU_MODEL = '''import math
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, dim: int = 16):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        h = self.proj(x)
+        return 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * torch.pow(h, 3.0))))
+'''
+
+NEEDS_ARG = GELU_MODEL.replace("def __init__(self, dim: int = 16):", "def __init__(self, tokenizer_thing):").replace(
+    "nn.Linear(dim, dim)", "nn.Linear(16, 16)")
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_equivalent_fix_exits_0_with_a_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "gelu_model.py", GELU_MODEL)
+    before = path.read_bytes()
+    code = main(["verify", f"{path}:Block", "--format", "json", "--repeats", "2"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    (row,) = out["rows"]
+    assert row["rule"].startswith("f13") and row["class"] == "Block" and row["line"] == 13
+    assert row["equivalent"] is True and row["checkpoint_loads"] is True and row["max_abs"] < 1e-4
+    assert row["pairs"] == 2 and row["speedup"] > 0 and row["speedup_q1"] <= row["speedup_q3"]
+    assert row["original_peak"] > 0 and row["rewritten_peak"] > 0
+    # nothing written: the file as it was, no bytecode left beside it
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["gelu_model.py"]
+
+
+def test_text_format_names_the_line_and_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "gelu_model.py", GELU_MODEL)
+    assert main(["verify", str(path), "--repeats", "0"]) == 0
+    out = capsys.readouterr().out
+    assert f"{path}:13: f13" in out and "Block: equivalent" in out and "checkpoint loads (strict)" in out
+
+
+def test_class_that_cannot_be_built_names_the_argument_and_factory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "needs_arg.py", NEEDS_ARG)
+    assert main(["verify", str(path), "--repeats", "0"]) == 2
+    out = capsys.readouterr().out
+    assert "tokenizer_thing" in out and "--factory" in out
+
+
+def test_factory_in_the_file_builds_both_versions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = NEEDS_ARG + "\n\ndef make(cls):\n    return cls(tokenizer_thing=object()), torch.randn(3, 16)\n"
+    path = _write(tmp_path, "with_factory.py", text)
+    code = main(["verify", str(path), "--repeats", "0", "--factory", "with_factory:make", "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["rows"][0]["equivalent"] is True
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["missing.py"], "no such file"),
+    (["{dir}/gelu_model.py:Nope"], "has no nn.Module class Nope"),
+    (["{dir}/gelu_model.py", "--timeout", "0"], "--timeout must be positive"),
+])
+def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    _write(tmp_path, "gelu_model.py", GELU_MODEL)
+    assert main(["verify", *[a.format(dir=tmp_path) for a in argv]]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_hang_is_stopped_at_the_timeout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "hangs.py", "import time\ntime.sleep(600)\n" + GELU_MODEL)
+    assert main(["verify", str(path), "--timeout", "4", "--repeats", "0"]) == 2
+    assert "longer than 4 s" in capsys.readouterr().err
+
+
+def test_a_python_without_torch_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bare = Path("/usr/bin/python3")
+    if not bare.is_file() or bare.resolve() == Path(sys.executable).resolve():
+        pytest.skip("no second Python without torch on this machine")
+    path = _write(tmp_path, "gelu_model.py", GELU_MODEL)
+    code = main(["verify", str(path), "--repeats", "0", "--python", str(bare)])
+    err = capsys.readouterr().err
+    if "has no torch" not in err:
+        pytest.skip(f"{bare} is not a Python without torch: {err[:200]}")
+    assert code == 2

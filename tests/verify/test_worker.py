@@ -1,0 +1,108 @@
+"""The verify worker in-process: a wrong rewrite is caught, a fused parameter's gradient is compared split."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from adopter.commands.verify import exit_code  # noqa: E402
+from adopter.verify import worker  # noqa: E402
+from adopter.verify.cases import changed_classes  # noqa: E402
+from adopter.verify.compare import compare  # noqa: E402
+
+MODEL = '''import torch
+from torch import nn
+
+
+class Act(nn.Module):
+    def __init__(self, dim: int = 8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return torch.relu(self.proj(x))
+'''
+
+
+def _job(tmp_path: Path, new_source: str) -> dict[str, object]:
+    path = tmp_path / "act_model.py"
+    path.write_text(MODEL, encoding="utf-8")
+    return {"path": str(path), "source": MODEL, "out": str(tmp_path / "out.json"), "device": "cpu", "dtype": "fp32", "seed": 0,
+            "repeats": 0, "factory": None, "inputs": None,
+            "cases": [{"rule_id": "x01", "line": 11, "scope": "Act", "new_source": new_source, "classes": ["Act"]}]}
+
+
+def test_a_rewrite_that_computes_something_else_is_not_equivalent(tmp_path: Path) -> None:
+    wrong = MODEL.replace("torch.relu(", "torch.nn.functional.gelu(")
+    result = worker.run(_job(tmp_path, wrong))
+    (row,) = result["rows"]
+    assert row["checkpoint_loads"] is True and row["equivalent"] is False and row["max_abs"] > 1e-3
+    assert exit_code(result["rows"]) == 1
+    sys.modules.pop("act_model", None)
+
+
+def test_a_rewrite_whose_checkpoint_does_not_load_is_not_equivalent(tmp_path: Path) -> None:
+    renamed = MODEL.replace("self.proj", "self.projection")
+    (row,) = worker.run(_job(tmp_path, renamed))["rows"]
+    assert row["checkpoint_loads"] is False and row["equivalent"] is False and "strict=True" in row["error"]
+    sys.modules.pop("act_model", None)
+
+
+def test_the_same_text_is_equivalent(tmp_path: Path) -> None:
+    (row,) = worker.run(_job(tmp_path, MODEL))["rows"]
+    assert row["equivalent"] is True and row["max_abs"] == 0.0
+    sys.modules.pop("act_model", None)
+
+
+def test_exit_codes() -> None:
+    assert exit_code([]) == 0
+    assert exit_code([{"equivalent": True}]) == 0
+    assert exit_code([{"equivalent": True}, {"not_built": "x"}]) == 2
+    assert exit_code([{"equivalent": False}, {"not_built": "x"}]) == 1
+
+
+def test_fused_parameters_are_compared_through_the_state_dict_hooks() -> None:
+    class Separate(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.a(x) * self.b(x)
+
+    class Fused(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ab = torch.nn.Linear(4, 8)
+            self._register_state_dict_hook(Fused._split)
+
+        @staticmethod
+        def _split(module: torch.nn.Module, state: dict[str, torch.Tensor], prefix: str, _: object) -> None:
+            w, b = state.pop(prefix + "ab.weight"), state.pop(prefix + "ab.bias")
+            state[prefix + "a.weight"], state[prefix + "b.weight"] = w[:4], w[4:]
+            state[prefix + "a.bias"], state[prefix + "b.bias"] = b[:4], b[4:]
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            a, b = self.ab(x).chunk(2, dim=-1)
+            return a * b
+
+    torch.manual_seed(0)
+    sep, fused = Separate(), Fused()
+    with torch.no_grad():
+        fused.ab.weight.copy_(torch.cat([sep.a.weight, sep.b.weight]))
+        fused.ab.bias.copy_(torch.cat([sep.a.bias, sep.b.bias]))
+    result = compare(sep, fused, ((torch.randn(2, 4),), {}), seed=0, dtype=torch.float32)
+    assert result.equivalent, result.detail
+    with torch.no_grad():
+        fused.ab.weight[5, 0] += 0.5
+    assert not compare(sep, fused, ((torch.randn(2, 4),), {}), seed=0, dtype=torch.float32).equivalent
+
+
+def test_changed_classes_are_those_whose_text_differs() -> None:
+    new = MODEL.replace("torch.relu(", "torch.sigmoid(") + "\n\nclass Added:\n    pass\n"
+    assert changed_classes(MODEL, new) == ("Act",)
+    assert changed_classes(MODEL, MODEL) == ()
