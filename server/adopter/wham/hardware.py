@@ -161,6 +161,12 @@ class DesignSpace:
 PARAMS = ("n_tc", "pe_x", "pe_y", "n_vc", "lanes", "sram_mib")
 
 
+def smallest_design(space: DesignSpace) -> Design:
+    """The grid's smallest design: every parameter at its lowest value. Area and TDP grow with every
+    parameter, so no design of the grid has less area or less TDP: it is the real bound for advice."""
+    return space.design(tuple(0 for _ in PARAMS))
+
+
 def tpuv2_like() -> Design:
     """TPUv2-like: 2 cores, each a 128×128 MXU; 2 × 1024 vector lanes (8×128 VPU each); 32 MiB on chip."""
     return Design(n_tc=2, pe_x=128, pe_y=128, n_vc=2, lanes=1024, sram_mib=32.0,
