@@ -67,15 +67,15 @@ def test_infeasible_advice_names_the_smallest_design() -> None:
     small = smallest_design(DesignSpace())
     area, tdp = area_mm2(small), tdp_w(small)
     # no design in the grid is smaller in area or TDP than the smallest design
-    for d in (tpuv2_like(), nvdla_like(), DesignSpace().design((1, 0, 2, 0, 1, 0))):
+    for d in (tpuv2_like(), nvdla_like(), DesignSpace().design((1, 0, 2, 0, 1, 0, 1))):
         assert area_mm2(d) >= area and tdp_w(d) >= tdp
-    msg = infeasible_advice({"area_mm2": 10.0, "tdp_w": 400.0, "objective": "throughput"})
-    assert f"{area:.1f} mm²" in msg and "--area-mm2 10" in msg and "--budget" not in msg
+    msg = infeasible_advice({"area_mm2": 0.25, "tdp_w": 400.0, "objective": "throughput"})
+    assert f"{area:.1f} mm²" in msg and "--area-mm2 0.25" in msg and "--budget" not in msg
     msg = infeasible_advice({"area_mm2": 600.0, "tdp_w": 1.0, "objective": "throughput"})
     assert f"{tdp:.1f} W" in msg and "--tdp-w 1" in msg and "--budget" not in msg
     msg = infeasible_advice({"area_mm2": 600.0, "tdp_w": 400.0, "objective": "perf-per-tdp",
                              "min_throughput": 1e9})
     assert "--min-throughput" in msg
     assert "--budget" in infeasible_advice({"area_mm2": 600.0, "tdp_w": 400.0, "objective": "throughput"})
-    empty = SearchReport(request={"area_mm2": 10.0, "tdp_w": 400.0, "objective": "throughput"})
+    empty = SearchReport(request={"area_mm2": 0.25, "tdp_w": 400.0, "objective": "throughput"})
     assert f"{area:.1f} mm²" in summary_table(empty)
