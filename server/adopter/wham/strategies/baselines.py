@@ -89,15 +89,17 @@ class ConfuciuXStrategy(SearchStrategy):
         if self.stage == "rl":
             # A sample over the area/TDP limits (the analytical check every strategy may make for free) is
             # drawn again: the policy samples within the limits, as ConfuciuX's constrained environment.
-            for _ in range(RL_FREE_RESAMPLES):
-                self.last = self._sample()
-                if not self.probe.violations(self.space.design(self.last)):
+            pick = self._sample()
+            for _ in range(RL_FREE_RESAMPLES - 1):
+                if not self.probe.violations(self.space.design(pick)):
                     break
+                pick = self._sample()
         else:
             if not self.offspring:
                 self._breed()
-            self.last = self.offspring.pop()
-        return self.space.design(self.last)
+            pick = self.offspring.pop()
+        self.last = pick
+        return self.space.design(pick)
 
     def tell(self, design: Design, evaluation: Evaluation) -> None:
         """Policy-gradient step (RL stage) or selection (GA stage)."""
