@@ -15,6 +15,7 @@ quality against that baseline's, and WHAM's final throughput against ConfuciuX's
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -92,19 +93,23 @@ def pipeline(model: str, depth: int, objective: str, strategies: list[str], budg
         rep = search(req)
         total = time.perf_counter() - t0
         if rep.error or not rep.pipeline or not rep.pipeline.get("global"):
-            rows.append(f"| {s} | failed: {rep.error} | | | | |")
+            rows.append(f"| {s} | failed: {rep.error} | | | | | | | |")
             continue
         p = rep.pipeline
         g, h = p["global"], p["heterogeneous"]
-        stage_s = sum(st["seconds"] for st in p["per_stage"][: p["distinct_stage_searches"]])
-        evals = sum(st["evaluations"] for st in p["per_stage"])
+        # Stages with the same layers share one search, listed once per stage: count each search once.
+        distinct = list({json.dumps(st, sort_keys=True): st for st in p["per_stage"]}.values())
+        stage_s = sum(st["seconds"] for st in distinct)
+        to_best = sum(st["seconds_to_best"] for st in distinct)
+        evals = sum(st["evaluations"] for st in distinct)
         data[s] = g
         rows.append(f"| {s} | {g['throughput']:.4g} | {g['perf_per_tdp']:.4g} | {h['throughput']:.4g} | "
-                    f"{evals} | {stage_s:.2f} | {total:.2f} |")
+                    f"{len(distinct)} | {evals} | {to_best:.2f} | {stage_s:.2f} | {total:.2f} |")
     out = [f"**{model}, pipeline depth {depth} (batch {depth}, {depth} micro-batches), objective {objective}** "
            f"(budget {budget} per stage search)", "",
-           "| strategy | samples/s (replicated) | Perf/TDP | samples/s (design per stage) | evals, all stages | "
-           "s in stage searches | s total |", "|---|---|---|---|---|---|---|", *rows, ""]
+           "| strategy | samples/s (replicated) | Perf/TDP | samples/s (design per stage) | distinct stage searches | "
+           "evals in them | s to each one's best, summed | s in stage searches | s total |",
+           "|---|---|---|---|---|---|---|---|---|", *rows, ""]
     if "wham" in data and "confuciux" in data:
         key = "throughput" if objective == "throughput" else "perf_per_tdp"
         out.append(f"- WHAM vs ConfuciuX ({key}): ×{data['wham'][key] / data['confuciux'][key]:.3f}")
@@ -118,6 +123,7 @@ def main() -> int:
     ap.add_argument("--single", default="bert-base")
     ap.add_argument("--pipe", default="gpt2-xl")
     ap.add_argument("--depths", default="8,32")
+    ap.add_argument("--skip-single", action="store_true", help="only the pipeline rows")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     strategies = [s for s in args.strategies.split(",") if s]
@@ -125,7 +131,7 @@ def main() -> int:
     lines = [f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} CPUs, "
              f"load {os.getloadavg()[0]:.2f}. Command: python bench/wham_baselines.py --budget {args.budget} "
              f"--single {args.single} --pipe {args.pipe} --depths {args.depths}", ""]
-    for objective in ("throughput", "perf-per-tdp"):
+    for objective in () if args.skip_single else ("throughput", "perf-per-tdp"):
         lines += single(args.single, objective, strategies, args.budget)
         print("\n".join(lines[-12:]), file=sys.stderr, flush=True)
     for depth in [int(x) for x in args.depths.split(",") if x]:
