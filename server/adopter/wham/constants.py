@@ -48,6 +48,9 @@ TPUV2_MXU = 128
 TPUV2_CORES = 2
 TPUV2_VPU_LANES = 8 * 128
 TPUV2_ONCHIP_MIB = 32.0
+TPUV3_MXUS = 4
+TPUV3_CLOCK_MHZ = 940.0
+TPUV3_BANDWIDTH_GBS = 900.0
 NVDLA_MAC_ATOMIC_C, NVDLA_MAC_ATOMIC_K = 64, 32
 NVDLA_FP16_MACS = NVDLA_MAC_ATOMIC_C * NVDLA_MAC_ATOMIC_K // 2  # 1024: FP16 runs at half the INT8 MAC count
 NVDLA_CBUF_MIB = 16 * 64 * 512 / 2**20  # 16 banks × 64 B × 512 entries = 0.5 MiB
@@ -124,6 +127,10 @@ SOURCES: dict[str, str] = {
     "TPUV2_CORES": "Jouppi et al., CACM 2020: two TensorCores per TPUv2 chip",
     "TPUV2_VPU_LANES": "Jouppi et al., CACM 2020: the VPU is a 2D SIMD unit of 128 lanes × 8 sublanes",
     "TPUV2_ONCHIP_MIB": "Jouppi et al., CACM 2020: 32 MiB of on-chip vector memory (16 MiB per core)",
+    "TPUV3_MXUS": "Jouppi et al., CACM 2020, TPUv3 column: two cores of two 128×128 MXUs each (4 × 128² × 2 × "
+                  "940 MHz = 123 TFLOPS, the table's peak)",
+    "TPUV3_CLOCK_MHZ": "Jouppi et al., CACM 2020, TPUv3 column: 940 MHz",
+    "TPUV3_BANDWIDTH_GBS": "Jouppi et al., CACM 2020, TPUv3 column: HBM 900 GB/s",
     "NVDLA_MAC_ATOMIC_C": "nvdla/hw spec/defs/nv_large.spec, row MAC_ATOMIC_C_SIZE_64",
     "NVDLA_MAC_ATOMIC_K": "nvdla/hw spec/defs/nv_large.spec, row MAC_ATOMIC_K_SIZE_32 (64 × 32 = 2048 INT8 MACs)",
     "NVDLA_FP16_MACS": "derived: NVDLA hardware architecture spec (nvdla.org/hw/v1/hwarch.html, 'Data Types "

@@ -173,9 +173,11 @@ def tpuv2_like() -> Design:
 
 
 def tpuv3_like() -> Design:
-    """TPUv3-like: 4 MXUs of 128×128 at 940 MHz (123 TFLOPS), 900 GB/s, 32 MiB."""
-    return Design(n_tc=4, pe_x=128, pe_y=128, n_vc=2, lanes=1024, sram_mib=32.0,
-                  bandwidth_gbs=900.0, clock_mhz=940.0)
+    """TPUv3-like (Jouppi et al., CACM 2020): 4 MXUs of 128×128 at 940 MHz (123 TFLOPS), 900 GB/s; the
+    vector units and on-chip memory as TPUv2's."""
+    return Design(n_tc=C.TPUV3_MXUS, pe_x=C.TPUV2_MXU, pe_y=C.TPUV2_MXU, n_vc=C.TPUV2_CORES,
+                  lanes=C.TPUV2_VPU_LANES, sram_mib=C.TPUV2_ONCHIP_MIB, bandwidth_gbs=C.TPUV3_BANDWIDTH_GBS,
+                  clock_mhz=C.TPUV3_CLOCK_MHZ)
 
 
 def nvdla_like() -> Design:
