@@ -1,6 +1,6 @@
 """WHAM's tensor-core timing against SCALE-Sim (cycle-accurate systolic array), per GEMM layer.
 
-Usage: nice -n 19 python bench/wham_scalesim.py [--array 64] [--max-cycles 150000] [--out FILE]
+Usage: nice -n 19 python bench/wham_scalesim.py [--array 64] [--max-cycles 60000] [--out FILE]
 Needs SCALE-Sim in its own folder (its numpy pin clashes with the project's):
     python -m pip install --target .cache/wham/scalesim-pkgs scalesim
     python -m pip install --target .cache/wham/scalesim-pkgs --upgrade --no-deps "numpy<2"
@@ -131,7 +131,7 @@ def simulate(layers: list[tuple[int, int, int]], array: int) -> list[tuple[float
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--array", type=int, default=64)
-    ap.add_argument("--max-cycles", type=float, default=150_000)
+    ap.add_argument("--max-cycles", type=float, default=60_000)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     if not (PKGS / "scalesim").is_dir():
