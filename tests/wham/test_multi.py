@@ -15,7 +15,7 @@ import pytest
 from adopter.wham import SearchRequest, render_html, search, summary_table
 from adopter.wham.engine import run_strategy
 from adopter.wham.evaluate import Constraints, Evaluator
-from adopter.wham.hardware import DesignSpace, tpuv2_like
+from adopter.wham.hardware import PARAMS, DesignSpace, tpuv2_like
 from adopter.wham.multi import SetEvaluator, aggregate
 from adopter.wham.strategies import make_strategy
 
@@ -63,8 +63,7 @@ def test_set_bound_is_an_upper_bound_on_the_aggregate(how: str) -> None:
     rng = random.Random(0)
     checked = 0
     for _ in range(60):
-        d = SPACE.design(tuple(rng.randrange(len(SPACE.values(p))) for p in
-                               ("n_tc", "pe_x", "pe_y", "n_vc", "lanes", "sram_mib")))
+        d = SPACE.design(tuple(rng.randrange(len(SPACE.values(p))) for p in PARAMS))
         e = ev.evaluate(d)
         upper, _ = bounds.objective_at(d)
         if e.objective is not None:

@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--microbatches", type=int, default=None, metavar="M", help="micro-batches (default 4·S)")
     p.add_argument("--tensor-parallel", type=int, default=1, metavar="T", help="tensor-parallel devices")
     p.add_argument("--link-gbs", type=float, default=100.0, help="chip-to-chip link for all-reduce (GB/s)")
-    p.add_argument("--strategy", default="wham", help="wham | random | nsga2 | tpe | gp | exhaustive")
+    p.add_argument("--strategy", default="wham", help="wham | random | nsga2 | tpe | gp | exhaustive | confuciux | spotlight")
     p.add_argument("--budget", type=int, default=200, help="designs to evaluate at most (per stage)")
     p.add_argument("--compare", default="", metavar="S1,S2",
                    help="also run these strategies at the same budget (convergence curves in --html)")

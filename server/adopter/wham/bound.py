@@ -80,7 +80,7 @@ class GridBounds:
 
 
 class _Grid:
-    """The template parameters as broadcastable arrays, one axis each (n_tc, pe_x, pe_y, n_vc, lanes, sram)."""
+    """The template parameters as broadcastable arrays, one axis each (in `PARAMS` order)."""
 
     def __init__(self, space: DesignSpace) -> None:
         nd = len(PARAMS)
@@ -92,7 +92,7 @@ class _Grid:
         self.shape = tuple(len(space.values(p)) for p in PARAMS)
         self.lanes_total = self.axes["n_vc"] * self.axes["lanes"]
         self.sram = space.values("sram_mib")
-        self.bytes_per_cycle = space.bandwidth_gbs * 1e9 / (space.clock_mhz * 1e6)
+        self.bytes_per_cycle = self.axes["bandwidth_gbs"] * 1e9 / (space.clock_mhz * 1e6)
         self.clock_mhz = space.clock_mhz
 
 
@@ -121,7 +121,9 @@ def op_cycles_grid(op: Op, g: _Grid, link_gbs: float) -> tuple[Any, Any, int]:
         if op.vector:
             compute = compute + vector_cycles_grid(op.vector, g.lanes_total)
         traffic = np.asarray([gemm_traffic_bytes(op, s) for s in g.sram], dtype=np.float64)
-        memory = (traffic / g.bytes_per_cycle).reshape((1,) * (len(PARAMS) - 1) + (-1,))
+        shape = [1] * len(PARAMS)
+        shape[PARAMS.index("sram_mib")] = -1
+        memory = traffic.reshape(shape) / g.bytes_per_cycle
         return np.maximum(compute, memory), cores, 0
     elements = max((w.elements for w in op.vector), default=1)
     cores = np.minimum(g.axes["n_vc"], np.maximum(1.0, np.ceil(elements / g.axes["lanes"])))
@@ -227,7 +229,7 @@ def grid_bounds(workload: Workload, counts: Mapping[int, int], space: DesignSpac
     # area_mm2/tdp_w are plain arithmetic on the template's fields: given broadcastable arrays they return
     # every design's area and TDP with exactly the formulas single designs use.
     axes: dict[str, Any] = {p: g.axes[p] for p in PARAMS}  # arrays where Design declares numbers
-    grid_design = Design(**axes, bandwidth_gbs=space.bandwidth_gbs, clock_mhz=space.clock_mhz)
+    grid_design = Design(**axes, clock_mhz=space.clock_mhz)
     area = np.broadcast_to(area_mm2(grid_design), g.shape)
     tdp = np.broadcast_to(tdp_w(grid_design), g.shape)
     thr = _throughput(samples, lower)

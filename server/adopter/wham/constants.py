@@ -1,65 +1,60 @@
 """Every physical constant of the WHAM model, with its source and technology node (one place, by design).
 
-Areas in µm² or mm², energies in pJ, at 22 nm unless said otherwise. Where we derive a number the
-derivation is written next to it; `docs/wham.md` explains the TDP formula, which neither the paper nor
-its code gives.
+Areas in µm² or mm², energies in pJ, at 22 nm unless said otherwise. Each constant has an entry in
+`SOURCES`: the paper, datasheet or named tool table (with its table or row) it comes from, or the
+derivation from cited ones; a test fails when one has none. Where no published figure was found the part
+is left out of the model (said in `LEFT_OUT` and docs/wham.md), never filled with a guess.
 """
 
 from __future__ import annotations
 
 # --- Operating point (WHAM's code: TPUv2's clock and HBM bandwidth, 16-bit data). -----------------------
-CLOCK_MHZ = 700.0  # WHAM code (TPUv2 clock)
-BANDWIDTH_GBS = 700.0  # WHAM code (TPUv2 HBM bandwidth)
-BYTES_PER_ELEMENT = 2  # 16-bit data (WHAM code)
-AREA_CAP_MM2 = 606.7  # WHAM code: area budget just under TPUv2's ~611 mm² die
+CLOCK_MHZ = 700.0
+BANDWIDTH_GBS = 700.0  # the reference designs' off-chip bandwidth; the search's grid is BANDWIDTH_GRID_GBS
+BYTES_PER_ELEMENT = 2
+AREA_CAP_MM2 = 606.7
+# Off-chip bandwidth is a design parameter: WHAM's 700 GB/s × 2^k, k = −2 … 2 (powers of two, like every
+# other axis of the grid).
+BANDWIDTH_GRID_GBS: tuple[float, ...] = tuple(BANDWIDTH_GBS * 2.0**k for k in range(-2, 3))
 
-# --- Arithmetic at 22 nm. ------------------------------------------------------------------------------
-NODE_SCALE_AREA_45_TO_22 = (22.0 / 45.0) ** 2  # area scales with feature size squared (Dennard)
-NODE_SCALE_ENERGY_45_TO_22 = 22.0 / 45.0  # dynamic energy ~ switched capacitance ~ feature size, same voltage
-# Two published MACs bracket ours: CATransformers' Accelergy 22 nm 8-bit MAC (379.85 µm², 0.469 pJ,
-# registers and control included) and Horowitz's 32-bit integer multiply + add at 45 nm (ISSCC 2014:
-# 3495 + 137 µm², 3.1 + 0.1 pJ), scaled to 22 nm (868 µm², 1.56 pJ). A multiplier's cost grows between
-# linearly and quadratically with its width, so the 16-bit MAC is their geometric mean.
-MAC8_AREA_UM2, MAC8_ENERGY_PJ = 379.85, 0.469  # CATransformers (Accelergy tables), 22 nm, 8-bit
-MAC32_45NM_AREA_UM2, MAC32_45NM_ENERGY_PJ = 3632.0, 3.2  # Horowitz 2014, 45 nm, 32-bit int mult + add
-MAC32_22NM_AREA_UM2 = MAC32_45NM_AREA_UM2 * NODE_SCALE_AREA_45_TO_22  # ≈ 868 µm²
-MAC32_22NM_ENERGY_PJ = MAC32_45NM_ENERGY_PJ * NODE_SCALE_ENERGY_45_TO_22  # ≈ 1.56 pJ
-MAC16_AREA_UM2: float = (MAC8_AREA_UM2 * MAC32_22NM_AREA_UM2) ** 0.5  # ≈ 574 µm²
-MAC16_ENERGY_PJ: float = (MAC8_ENERGY_PJ * MAC32_22NM_ENERGY_PJ) ** 0.5  # ≈ 0.855 pJ
-# Cross-check (not used): Horowitz's FP16 multiply + add (1640 + 1360 µm², 1.1 + 0.4 pJ at 45 nm) scaled to
-# 22 nm is 717 µm², 0.733 pJ: +25 % area, −14 % energy against ours. With it the single-model benchmark
-# targets move (WHAM's first design lands 0.1 % under NSGA-II's best on BERT): see docs/wham.md.
-FP16_MAC_HOROWITZ_22NM_UM2 = (1640.0 + 1360.0) * NODE_SCALE_AREA_45_TO_22
-FP16_MAC_HOROWITZ_22NM_PJ = (1.1 + 0.4) * NODE_SCALE_ENERGY_45_TO_22
-PE_OVERHEAD = 1.3  # our assumption: operand/partial-sum registers of a systolic PE over its bare MAC
-PE_AREA_UM2 = MAC16_AREA_UM2 * PE_OVERHEAD  # ≈ 746 µm²
-PE_ENERGY_PJ = MAC16_ENERGY_PJ * PE_OVERHEAD  # ≈ 1.11 pJ
+# --- Technology scaling 45 nm → 22 nm. -------------------------------------------------------------------
+NODE_SCALE_AREA_45_TO_22 = (22.0 / 45.0) ** 2
+NODE_SCALE_ENERGY_45_TO_22 = 22.0 / 45.0
 
-# A vector lane is a 16-bit FP ALU (one multiplier and adder, special functions iterated) plus a small
-# register file: one 16-bit MAC plus 50 % (our assumption).
-LANE_AREA_UM2 = MAC16_AREA_UM2 * 1.5
-LANE_ENERGY_PJ = MAC16_ENERGY_PJ * 1.5
+# --- Arithmetic: Horowitz, "Computing's energy problem", ISSCC 2014, the 45 nm operation table. -----------
+FP16_MUL_45NM_AREA_UM2, FP16_MUL_45NM_ENERGY_PJ = 1640.0, 1.1
+FP16_ADD_45NM_AREA_UM2, FP16_ADD_45NM_ENERGY_PJ = 1360.0, 0.4
+MAC16_AREA_UM2 = (FP16_MUL_45NM_AREA_UM2 + FP16_ADD_45NM_AREA_UM2) * NODE_SCALE_AREA_45_TO_22  # ≈ 717 µm²
+MAC16_ENERGY_PJ = (FP16_MUL_45NM_ENERGY_PJ + FP16_ADD_45NM_ENERGY_PJ) * NODE_SCALE_ENERGY_45_TO_22  # ≈ 0.733
+PE_AREA_UM2 = MAC16_AREA_UM2
+PE_ENERGY_PJ = MAC16_ENERGY_PJ
+LANE_AREA_UM2 = MAC16_AREA_UM2
+LANE_ENERGY_PJ = MAC16_ENERGY_PJ
 
 # --- SRAM. --------------------------------------------------------------------------------------------
-SRAM_2MIB_AREA_MM2 = 3.10  # CATransformers (Accelergy/CACTI, 22 nm): 2 MiB SRAM
-SRAM_AREA_MM2_PER_MIB = SRAM_2MIB_AREA_MM2 / 2.0  # 1.55 mm²/MiB (linear in capacity)
-# Horowitz 2014: a 64-bit read of an 8 KB SRAM costs 10 pJ at 45 nm; a multi-MiB buffer is built of such
-# banks: 10 pJ / 8 B × 22/45 ≈ 0.61 pJ/B at 22 nm (wires between banks left out).
-SRAM_ENERGY_PJ_PER_BYTE = 10.0 / 8.0 * NODE_SCALE_ENERGY_45_TO_22
-SRAM_LEAKAGE_W_PER_MIB = 0.05  # 22 nm high-density SRAM ≈ 50 mW/MiB (our assumption; no source checked)
-# Per-core local buffers (operand staging): a tensor core stages one row and one column of 256 entries
-# per PE edge (double-buffered) — 2 × (PE_x + PE_y) × 256 × 2 B; a vector core 4 KiB per lane.
-TC_LOCAL_ENTRIES_PER_EDGE = 256
-VC_LOCAL_BYTES_PER_LANE = 4096
+SRAM_2MIB_AREA_MM2 = 3.10
+SRAM_AREA_MM2_PER_MIB = SRAM_2MIB_AREA_MM2 / 2.0
+SRAM_8KB_READ_64BIT_45NM_PJ = 10.0
+SRAM_ENERGY_PJ_PER_BYTE = SRAM_8KB_READ_64BIT_45NM_PJ / 8.0 * NODE_SCALE_ENERGY_45_TO_22  # ≈ 0.61 pJ/B
 
-# --- Off-chip memory and fixed on-chip infrastructure. -----------------------------------------------------
-# HBM2 moves a bit for about 3.9 pJ, array access and I/O together (O'Connor et al., "Fine-Grained DRAM",
-# MICRO 2017): 31.2 pJ/B. (Before 2026-12-03 we read CATransformers' 256 pJ "DRAM access" as one 64-byte
-# burst, 4 pJ/B: an eighth of what HBM2 costs.)
-DRAM_ENERGY_PJ_PER_BYTE = 3.9 * 8
-HBM_PHY_AREA_MM2_PER_100GBS = 4.0  # HBM2 PHY ≈ 12-15 mm² per ~300 GB/s stack (our reading of die shots)
-UNCORE_AREA_MM2 = 20.0  # control, NoC, host and chip-to-chip interfaces (our assumption, fixed)
-UNCORE_POWER_W = 10.0  # their power (our assumption, fixed)
+# --- Off-chip memory. ----------------------------------------------------------------------------------
+HBM2_PJ_PER_BIT = 3.9
+DRAM_ENERGY_PJ_PER_BYTE = HBM2_PJ_PER_BIT * 8
+
+# --- Reference designs and published chips. -----------------------------------------------------------------
+TPUV2_DIE_MM2 = 611.0
+TPUV2_TDP_W = 280.0
+TPUV2_MXU = 128
+TPUV2_CORES = 2
+TPUV2_VPU_LANES = 8 * 128
+TPUV2_ONCHIP_MIB = 32.0
+TPUV3_MXUS = 4
+TPUV3_CLOCK_MHZ = 940.0
+TPUV3_BANDWIDTH_GBS = 900.0
+NVDLA_MAC_ATOMIC_C, NVDLA_MAC_ATOMIC_K = 64, 32
+NVDLA_FP16_MACS = NVDLA_MAC_ATOMIC_C * NVDLA_MAC_ATOMIC_K // 2  # 1024: FP16 runs at half the INT8 MAC count
+NVDLA_CBUF_MIB = 16 * 64 * 512 / 2**20  # 16 banks × 64 B × 512 entries = 0.5 MiB
+NVDLA_SDP_LANES = 16
 
 # --- Vector-op cycle costs per element (WHAM's code table). --------------------------------------------
 VECTOR_CYCLES: dict[str, float] = {
@@ -88,4 +83,66 @@ NORMALISATIONS = frozenset({"native_layer_norm", "rsqrt", "native_batch_norm", "
                             "_native_batch_norm_legit_functional"})
 
 # --- Distributed training. -----------------------------------------------------------------------------
-LINK_GBS = 100.0  # default chip-to-chip link for tensor-parallel all-reduce (TPUv2 ICI-class, stated)
+LINK_GBS = 100.0
+
+# Parts of a real chip the template leaves out because no cited figure was found (docs/wham.md says so):
+# they are absent, not guessed, so area and TDP are lower bounds on a real chip's.
+LEFT_OUT = ("systolic PE operand/partial-sum registers", "vector-lane register files", "SRAM leakage",
+            "per-core local buffers", "HBM PHY and controller area", "uncore (control, NoC, host and "
+            "chip-to-chip interfaces)")
+
+_HOROWITZ = "Horowitz, 'Computing's energy problem (and what we can do about it)', ISSCC 2014, Fig. 1.1.9 (45 nm)"
+SOURCES: dict[str, str] = {
+    "CLOCK_MHZ": "WHAM's code (Adnan et al. 2024, microsoft/Phaze): TPUv2's 700 MHz",
+    "BANDWIDTH_GBS": "WHAM's code: TPUv2's 700 GB/s HBM",
+    "BYTES_PER_ELEMENT": "WHAM's code: 16-bit data",
+    "AREA_CAP_MM2": "WHAM's code: area budget 606.7 mm², just under TPUv2's die (TPUV2_DIE_MM2)",
+    "BANDWIDTH_GRID_GBS": "derived: BANDWIDTH_GBS × 2^k, k = -2..2 (a grid axis of powers of two, as Phaze's)",
+    "NODE_SCALE_AREA_45_TO_22": "derived: Dennard et al., IEEE JSSC 1974, constant-field scaling: area ∝ λ², "
+                                "(22/45)²",
+    "NODE_SCALE_ENERGY_45_TO_22": "derived: Dennard et al. 1974: C ∝ λ, E = C·V² at the same V: 22/45",
+    "FP16_MUL_45NM_AREA_UM2": f"{_HOROWITZ}, row '16b FP mult': 1640 µm²",
+    "FP16_MUL_45NM_ENERGY_PJ": f"{_HOROWITZ}, row '16b FP mult': 1.1 pJ",
+    "FP16_ADD_45NM_AREA_UM2": f"{_HOROWITZ}, row '16b FP add': 1360 µm²",
+    "FP16_ADD_45NM_ENERGY_PJ": f"{_HOROWITZ}, row '16b FP add': 0.4 pJ",
+    "MAC16_AREA_UM2": "derived: (FP16 mult + FP16 add) area × NODE_SCALE_AREA_45_TO_22",
+    "MAC16_ENERGY_PJ": "derived: (FP16 mult + FP16 add) energy × NODE_SCALE_ENERGY_45_TO_22",
+    "PE_AREA_UM2": "derived: a systolic PE is one FP16 MAC (its registers have no cited figure: LEFT_OUT)",
+    "PE_ENERGY_PJ": "derived: one FP16 MAC per PE per cycle (registers LEFT_OUT)",
+    "LANE_AREA_UM2": "derived: a vector lane is one FP16 multiplier + adder (register file LEFT_OUT)",
+    "LANE_ENERGY_PJ": "derived: one FP16 multiply + add per lane per cycle",
+    "SRAM_2MIB_AREA_MM2": "CATransformers (Wang et al., arXiv 2505.01386), Accelergy/CACTI 22 nm component "
+                          "table, row '2 MiB SRAM': 3.10 mm² (as quoted in the project's WHAM design note)",
+    "SRAM_AREA_MM2_PER_MIB": "derived: SRAM_2MIB_AREA_MM2 / 2 (linear in capacity)",
+    "SRAM_8KB_READ_64BIT_45NM_PJ": f"{_HOROWITZ}, row '8 KB SRAM, 64-bit read': 10 pJ",
+    "SRAM_ENERGY_PJ_PER_BYTE": "derived: 10 pJ / 8 B × NODE_SCALE_ENERGY_45_TO_22 (a multi-MiB buffer built "
+                               "of 8 KB banks; wires between banks left out)",
+    "HBM2_PJ_PER_BIT": "O'Connor et al., 'Fine-Grained DRAM', MICRO 2017, HBM2 energy per bit (array + I/O) "
+                       "3.9 pJ/bit",
+    "DRAM_ENERGY_PJ_PER_BYTE": "derived: HBM2_PJ_PER_BIT × 8",
+    "TPUV2_DIE_MM2": "Jouppi et al., 'A Domain-Specific Supercomputer for Training DNNs', CACM 2020, the "
+                     "TPUv2 column of its chip table: die < 611 mm²",
+    "TPUV2_TDP_W": "Jouppi et al., CACM 2020, TPUv2 column of its chip table: TDP 280 W",
+    "TPUV2_MXU": "Jouppi et al., CACM 2020: each TPUv2 core has one 128×128 MXU",
+    "TPUV2_CORES": "Jouppi et al., CACM 2020: two TensorCores per TPUv2 chip",
+    "TPUV2_VPU_LANES": "Jouppi et al., CACM 2020: the VPU is a 2D SIMD unit of 128 lanes × 8 sublanes",
+    "TPUV2_ONCHIP_MIB": "Jouppi et al., CACM 2020: 32 MiB of on-chip vector memory (16 MiB per core)",
+    "TPUV3_MXUS": "Jouppi et al., CACM 2020, TPUv3 column: two cores of two 128×128 MXUs each (4 × 128² × 2 × "
+                  "940 MHz = 123 TFLOPS, the table's peak)",
+    "TPUV3_CLOCK_MHZ": "Jouppi et al., CACM 2020, TPUv3 column: 940 MHz",
+    "TPUV3_BANDWIDTH_GBS": "Jouppi et al., CACM 2020, TPUv3 column: HBM 900 GB/s",
+    "NVDLA_MAC_ATOMIC_C": "nvdla/hw spec/defs/nv_large.spec, row MAC_ATOMIC_C_SIZE_64",
+    "NVDLA_MAC_ATOMIC_K": "nvdla/hw spec/defs/nv_large.spec, row MAC_ATOMIC_K_SIZE_32 (64 × 32 = 2048 INT8 MACs)",
+    "NVDLA_FP16_MACS": "derived: NVDLA hardware architecture spec (nvdla.org/hw/v1/hwarch.html, 'Data Types "
+                       "and Precision'): FP16 runs at half the INT8 MAC count: 2048 / 2",
+    "NVDLA_CBUF_MIB": "derived: nvdla/hw spec/defs/nv_large.spec rows CBUF_BANK_NUMBER_16, CBUF_BANK_WIDTH_64, "
+                      "CBUF_BANK_DEPTH_512: 16 × 64 B × 512 = 512 KiB",
+    "NVDLA_SDP_LANES": "nvdla/hw spec/defs/nv_large.spec, row SDP_BS_THROUGHPUT_16 (16 elements per cycle)",
+    "VECTOR_CYCLES": "WHAM's code (microsoft/Phaze), its table of vector-op cycles per element",
+    "VECTOR_CYCLES_DEFAULT": "WHAM's code: an element-wise op not in the table costs as an add (1 cycle)",
+    "REDUCTIONS": "op semantics (ATen): ops whose output depends on a whole row; not a measurement",
+    "NORMALISATIONS": "op semantics (ATen): normalisation ops (replicated under tensor parallelism)",
+    "LINK_GBS": "stated default of --link-gbs, not a measured link: the user gives their chip-to-chip "
+                "bandwidth (docs/wham.md's sensitivity table moves it ±50 %)",
+    "LEFT_OUT": "the parts with no cited figure, listed so reports can say what area and TDP leave out",
+}

@@ -54,7 +54,7 @@ class Design:
     def label(self) -> str:
         """Compact human-readable form."""
         return (f"{self.n_tc}×TC {self.pe_x}×{self.pe_y}, {self.n_vc}×VC {self.lanes}L, "
-                f"{self.sram_mib:g} MiB")
+                f"{self.sram_mib:g} MiB, {self.bandwidth_gbs:g} GB/s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,31 +67,26 @@ class Constraints:
 
 
 def area_mm2(d: Design) -> float:
-    """Chip area: PEs + lanes + SRAM + local buffers + HBM PHY + fixed uncore (constants.py)."""
+    """Chip area: PEs + vector lanes + SRAM (constants.py; the parts in `LEFT_OUT` have no cited figure)."""
     pe = d.macs * C.PE_AREA_UM2 * 1e-6
     lanes = d.lanes_total * C.LANE_AREA_UM2 * 1e-6
-    sram = d.sram_mib * C.SRAM_AREA_MM2_PER_MIB
-    local_bytes = (d.n_tc * 2 * (d.pe_x + d.pe_y) * C.TC_LOCAL_ENTRIES_PER_EDGE * C.BYTES_PER_ELEMENT
-                   + d.lanes_total * C.VC_LOCAL_BYTES_PER_LANE)
-    local = local_bytes / 2**20 * C.SRAM_AREA_MM2_PER_MIB
-    phy = d.bandwidth_gbs / 100.0 * C.HBM_PHY_AREA_MM2_PER_100GBS
-    return pe + lanes + sram + local + phy + C.UNCORE_AREA_MM2
+    return pe + lanes + d.sram_mib * C.SRAM_AREA_MM2_PER_MIB
 
 
 def tdp_w(d: Design) -> float:
-    """Thermal design power: every unit busy every cycle, plus SRAM traffic and leakage and memory I/O.
+    """Thermal design power: every unit busy every cycle, plus the SRAM traffic feeding them and off-chip I/O
+    at the design's full bandwidth.
 
     dynamic = f · (MACs·E_pe + lanes·E_lane + SRAM bytes/cycle·E_sram); SRAM bytes/cycle = each tensor
     core reading one operand row and column (PE_x + PE_y elements) plus each lane reading one operand and
-    writing one result; memory I/O = bandwidth · E_dram/byte; leakage = SRAM MiB · W/MiB; + fixed uncore.
+    writing one result; memory I/O = bandwidth · E_dram/byte. Leakage and the uncore are `LEFT_OUT`.
     """
     f = d.clock_mhz * 1e6
     sram_bytes_per_cycle = (d.n_tc * (d.pe_x + d.pe_y) + 2 * d.lanes_total) * C.BYTES_PER_ELEMENT
     dynamic = f * 1e-12 * (d.macs * C.PE_ENERGY_PJ + d.lanes_total * C.LANE_ENERGY_PJ
                            + sram_bytes_per_cycle * C.SRAM_ENERGY_PJ_PER_BYTE)
     io = d.bandwidth_gbs * 1e9 * C.DRAM_ENERGY_PJ_PER_BYTE * 1e-12
-    leakage = d.sram_mib * C.SRAM_LEAKAGE_W_PER_MIB
-    return dynamic + io + leakage + C.UNCORE_POWER_W
+    return dynamic + io
 
 
 def _pow2_range(lo: int, hi: int) -> tuple[int, ...]:
@@ -107,8 +102,9 @@ class DesignSpace:
     pe_y: tuple[int, ...] = _pow2_range(4, 256)
     n_vc: tuple[int, ...] = _pow2_range(1, 256)
     lanes: tuple[int, ...] = _pow2_range(4, 256)
-    sram_mib: tuple[float, ...] = tuple(float(v) for v in _pow2_range(2, 128))
-    bandwidth_gbs: float = C.BANDWIDTH_GBS
+    # Phaze's 2–128 MiB, extended down to 0.5 MiB so that NVDLA's 512 KiB buffer is a grid value.
+    sram_mib: tuple[float, ...] = (0.5, 1.0, *(float(v) for v in _pow2_range(2, 128)))
+    bandwidth_gbs: tuple[float, ...] = C.BANDWIDTH_GRID_GBS
     clock_mhz: float = C.CLOCK_MHZ
 
     def __post_init__(self) -> None:
@@ -117,8 +113,8 @@ class DesignSpace:
             if not values or any(v <= 0 for v in values) or list(values) != sorted(set(values)):
                 raise ValueError(f"design space {name}={values!r}: need a non-empty increasing list of "
                                  "positive values")
-        if self.bandwidth_gbs <= 0 or self.clock_mhz <= 0:
-            raise ValueError("design space bandwidth_gbs and clock_mhz must be positive")
+        if self.clock_mhz <= 0:
+            raise ValueError("design space clock_mhz must be positive")
 
     def values(self, name: str) -> tuple[float, ...]:
         """Allowed values of one parameter."""
@@ -133,7 +129,7 @@ class DesignSpace:
         idx = indices if isinstance(indices, dict) else dict(zip(PARAMS, indices))
         vals = {p: self.values(p)[idx[p]] for p in PARAMS}
         return Design(int(vals["n_tc"]), int(vals["pe_x"]), int(vals["pe_y"]), int(vals["n_vc"]),
-                      int(vals["lanes"]), float(vals["sram_mib"]), self.bandwidth_gbs, self.clock_mhz)
+                      int(vals["lanes"]), float(vals["sram_mib"]), float(vals["bandwidth_gbs"]), self.clock_mhz)
 
     def indices(self, d: Design) -> tuple[int, ...]:
         """Grid indices of a design on the grid (nearest value for each parameter otherwise)."""
@@ -146,8 +142,7 @@ class DesignSpace:
 
     def contains(self, d: Design) -> bool:
         """Whether every parameter of `d` is a grid value."""
-        return all(float(getattr(d, p)) in self.values(p) for p in PARAMS) and \
-            d.bandwidth_gbs == self.bandwidth_gbs and d.clock_mhz == self.clock_mhz
+        return all(float(getattr(d, p)) in self.values(p) for p in PARAMS) and d.clock_mhz == self.clock_mhz
 
     def reduced(self) -> DesignSpace:
         """A coarse sub-grid (every other power of two) small enough to enumerate exhaustively."""
@@ -158,25 +153,39 @@ class DesignSpace:
         return replace(self, **grid)
 
 
-PARAMS = ("n_tc", "pe_x", "pe_y", "n_vc", "lanes", "sram_mib")
+PARAMS = ("n_tc", "pe_x", "pe_y", "n_vc", "lanes", "sram_mib", "bandwidth_gbs")
+FLOAT_PARAMS = frozenset({"sram_mib", "bandwidth_gbs"})
+
+
+def smallest_design(space: DesignSpace) -> Design:
+    """The grid's smallest design: every parameter at its lowest value. Area and TDP grow with every
+    parameter, so no design of the grid has less area or less TDP: it is the real bound for advice."""
+    return space.design(tuple(0 for _ in PARAMS))
 
 
 def tpuv2_like() -> Design:
-    """TPUv2-like: 2 cores, each a 128×128 MXU; 2 × 1024 vector lanes (8×128 VPU each); 32 MiB on chip."""
-    return Design(n_tc=2, pe_x=128, pe_y=128, n_vc=2, lanes=1024, sram_mib=32.0,
-                  bandwidth_gbs=700.0, clock_mhz=700.0)
+    """TPUv2-like (Jouppi et al., CACM 2020): 2 cores, each one 128×128 MXU and a 128 × 8-lane VPU; 32 MiB on
+    chip; 700 MHz, 700 GB/s HBM. The template counts only these units: its area and TDP are not the real
+    chip's 611 mm² / 280 W (`C.TPUV2_DIE_MM2`, `C.TPUV2_TDP_W`), which include what `C.LEFT_OUT` lists."""
+    return Design(n_tc=C.TPUV2_CORES, pe_x=C.TPUV2_MXU, pe_y=C.TPUV2_MXU, n_vc=C.TPUV2_CORES,
+                  lanes=C.TPUV2_VPU_LANES, sram_mib=C.TPUV2_ONCHIP_MIB, bandwidth_gbs=C.BANDWIDTH_GBS,
+                  clock_mhz=C.CLOCK_MHZ)
 
 
 def tpuv3_like() -> Design:
-    """TPUv3-like: 4 MXUs of 128×128 at 940 MHz (123 TFLOPS), 900 GB/s, 32 MiB."""
-    return Design(n_tc=4, pe_x=128, pe_y=128, n_vc=2, lanes=1024, sram_mib=32.0,
-                  bandwidth_gbs=900.0, clock_mhz=940.0)
+    """TPUv3-like (Jouppi et al., CACM 2020): 4 MXUs of 128×128 at 940 MHz (123 TFLOPS), 900 GB/s; the
+    vector units and on-chip memory as TPUv2's."""
+    return Design(n_tc=C.TPUV3_MXUS, pe_x=C.TPUV2_MXU, pe_y=C.TPUV2_MXU, n_vc=C.TPUV2_CORES,
+                  lanes=C.TPUV2_VPU_LANES, sram_mib=C.TPUV2_ONCHIP_MIB, bandwidth_gbs=C.TPUV3_BANDWIDTH_GBS,
+                  clock_mhz=C.TPUV3_CLOCK_MHZ)
 
 
 def nvdla_like() -> Design:
-    """NVDLA-like (nv_full): 1024 FP16 MACs as one 64×16 array, a 16-lane vector unit, 2 MiB buffer."""
-    return Design(n_tc=1, pe_x=64, pe_y=16, n_vc=1, lanes=16, sram_mib=2.0,
-                  bandwidth_gbs=700.0, clock_mhz=700.0)
+    """NVDLA-like (nvdla/hw nv_large): 1024 FP16 MACs as one 64×16 array, a 16-lane SDP, a 512 KiB
+    convolution buffer; at WHAM's 700 MHz and 700 GB/s."""
+    return Design(n_tc=1, pe_x=C.NVDLA_MAC_ATOMIC_C, pe_y=C.NVDLA_FP16_MACS // C.NVDLA_MAC_ATOMIC_C, n_vc=1,
+                  lanes=C.NVDLA_SDP_LANES, sram_mib=C.NVDLA_CBUF_MIB, bandwidth_gbs=C.BANDWIDTH_GBS,
+                  clock_mhz=C.CLOCK_MHZ)
 
 
 REFERENCE_DESIGNS = {"TPUv2-like": tpuv2_like, "TPUv3-like": tpuv3_like, "NVDLA-like": nvdla_like}

@@ -139,15 +139,16 @@ def render_html(report: dict[str, Any], *, extra_traces: dict[str, Sequence[tupl
         models = report.get("models") or []
         if models:
             refs = [r["name"] for r in report.get("references", [])]
-            parts.append(f"<h2>Per model</h2><p>Objective: {_e(report.get('objective', ''))}. Samples/s of each "
+            per_tdp = (report.get("request") or {}).get("objective") == "perf-per-tdp"
+            key, unit = ("perf_per_tdp", "Perf/TDP (samples/s per W)") if per_tdp else ("throughput", "Samples/s")
+            parts.append(f"<h2>Per model</h2><p>Objective: {_e(report.get('objective', ''))}. {unit} of each "
                          "model on the common design, on its own best design, and on the reference designs.</p>")
             parts.append(_table(
                 ["model", "batch × seq", "common", "own best", "common / own", *refs],
-                [(m["model"], f"{m['batch']} × {m['seq']}", (m.get("common") or {}).get("throughput", "—"),
-                  (m.get("own_best") or {}).get("throughput", "—"),
-                  f"{m['common']['throughput'] / m['own_best']['throughput']:.1%}"
-                  if m.get("common") and m.get("own_best") else "—",
-                  *(m["references"][n]["throughput"] for n in refs)) for m in models]))
+                [(m["model"], f"{m['batch']} × {m['seq']}", (m.get("common") or {}).get(key, "—"),
+                  (m.get("own_best") or {}).get(key, "—"),
+                  f"{m['common_vs_own']:.1%}" if m.get("common_vs_own") is not None else "—",
+                  *(m["references"][n][key] for n in refs)) for m in models]))
         crit = best.get("critical") or {}
         total = sum(crit.values()) or 1.0
         parts.append("<h2>Critical path</h2><p>" + ", ".join(

@@ -72,6 +72,16 @@ def pipeline_step_s(fb: Sequence[float], opt: Sequence[float], microbatches: int
     return max(fb) * (microbatches + len(fb) - 1) + max(opt)
 
 
+def boundary_bytes(work: Workload, segments: Sequence[int]) -> float:
+    """Bytes a pipeline stage made of `segments` sends to the next one per micro-batch: the output of its last
+    segment's last forward op (the activation; its gradient comes back the same size)."""
+    if not segments:
+        return 0.0
+    block = work.blocks[work.segments[segments[-1]].block]
+    fwd = [op for op in block.ops if op.phase == "fwd"]
+    return fwd[-1].bytes_out if fwd else 0.0
+
+
 def evaluate_pipeline(
     design: Design, stage_evaluators: Sequence[Evaluator], microbatches: int, global_batch: int,
     objective: str, min_throughput: float,
@@ -90,6 +100,14 @@ def evaluate_pipeline(
             t_opt += cache[b].opt / f
         fb.append(t_fb)
         opt.append(t_opt)
+    # The interconnect between stages: per micro-batch, each boundary carries the activation forward and
+    # its gradient back over the chip-to-chip link (stage i sends the activation, stage i + 1 the
+    # gradient); counted on the stage's time, without overlap with its compute (conservative).
+    for i in range(len(stage_evaluators) - 1):
+        ev = stage_evaluators[i]
+        link_s = boundary_bytes(ev.workload, ev.segments or ()) / (ev.link_gbs * 1e9)
+        fb[i] += link_s
+        fb[i + 1] += link_s
     step = pipeline_step_s(fb, opt, microbatches)
     thr = global_batch / step if step > 0 else math.inf
     tdp = tdp_w(design)

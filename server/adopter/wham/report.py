@@ -7,6 +7,7 @@ from typing import Any
 
 from adopter.wham.engine import StrategyResult
 from adopter.wham.evaluate import Evaluation
+from adopter.wham.hardware import DesignSpace, area_mm2, smallest_design, tdp_w
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,27 @@ def objective_line(request: dict[str, Any]) -> str:
     return f"the geometric mean over the models of {base}"
 
 
+def infeasible_advice(request: dict[str, Any], space: DesignSpace | None = None) -> str:
+    """What to change when no design met the limits, naming the real bound: the grid's smallest design's area
+    and TDP (no design is smaller), so a limit under them is answered with that figure, not "raise --budget"."""
+    small = smallest_design(space or DesignSpace())
+    area, tdp = area_mm2(small), tdp_w(small)
+    limit_a, limit_t = float(request.get("area_mm2", 0.0)), float(request.get("tdp_w", 0.0))
+    short = []
+    if limit_a < area:
+        short.append(f"--area-mm2 {limit_a:g} is under {area:.1f} mm²")
+    if limit_t < tdp:
+        short.append(f"--tdp-w {limit_t:g} is under {tdp:.1f} W")
+    if short:
+        return (f"{' and '.join(short)}, the smallest design of the grid ({small.label()}: {area:.1f} mm², "
+                f"{tdp:.1f} W); no design fits, whatever the budget: raise the limit to at least that")
+    if request.get("objective") == "perf-per-tdp" and float(request.get("min_throughput", 0.0)) > 0:
+        return (f"no evaluated design reached --min-throughput {float(request['min_throughput']):g} samples/s "
+                "within the limits: lower it, raise --area-mm2/--tdp-w, or raise --budget")
+    return (f"the smallest design ({area:.1f} mm², {tdp:.1f} W) fits the limits, but none evaluated did: "
+            "raise --budget, --area-mm2 or --tdp-w")
+
+
 def _fmt(v: float) -> str:
     """Six significant digits: enough to tell apart designs within 0.01 % of each other."""
     return f"{v:.6g}"
@@ -124,7 +146,7 @@ def summary_table(report: SearchReport) -> str:
                      f"({c.seconds:.3f} s)")
     b = report.best
     if b is None:
-        lines.append("no feasible design found (raise --budget, --area-mm2 or --tdp-w)")
+        lines.append(f"no feasible design found: {infeasible_advice(report.request)}")
         return "\n".join(lines)
     d = b.design
     lines.append(f"best      {d.label()}  @ {d.clock_mhz:g} MHz, {d.bandwidth_gbs:g} GB/s"
@@ -167,15 +189,20 @@ def summary_table(report: SearchReport) -> str:
 
 
 def _models_table(report: SearchReport) -> str:
-    """Per model of a set: the common design's samples/s beside the model's own best and the references."""
+    """Per model of a set: the common design beside the model's own best and the references, in the unit of
+    the search's objective (samples/s, or samples/s per W under `perf-per-tdp`). The ratio is the JSON's
+    `common_vs_own`, so the table and the JSON never disagree."""
     refs = [ref.name for ref in report.references]
+    per_tdp = report.request.get("objective") == "perf-per-tdp"
+    key, unit = ("perf_per_tdp", "Perf/TDP (samples/s/W)") if per_tdp else ("throughput", "samples/s")
     header = f"{'model':<18}{'common':>12}{'own best':>12}{'common/own':>11}" + "".join(f"{n:>13}" for n in refs)
-    out = ["samples/s per model", header, "-" * len(header)]
+    out = [f"{unit} per model", header, "-" * len(header)]
     for m in report.models:
-        common = (m.get("common") or {}).get("throughput")
-        own = (m.get("own_best") or {}).get("throughput")
-        ratio = f"{common / own:.1%}" if common and own else "—"
-        cells = "".join(f"{_fmt(m['references'][n]['throughput']):>13}" for n in refs)
+        common = (m.get("common") or {}).get(key)
+        own = (m.get("own_best") or {}).get(key)
+        ratio_v = m.get("common_vs_own")
+        ratio = f"{ratio_v:.1%}" if ratio_v is not None else "—"
+        cells = "".join(f"{_fmt(m['references'][n][key]):>13}" for n in refs)
         out.append(f"{m['model'][:17]:<18}{_fmt(common) if common else '—':>12}{_fmt(own) if own else '—':>12}"
                    f"{ratio:>11}{cells}")
     return "\n".join(out)

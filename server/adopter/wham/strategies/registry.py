@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from adopter.wham.strategies.base import SearchStrategy
+from adopter.wham.strategies.baselines import ConfuciuXStrategy, SpotlightStrategy
 from adopter.wham.strategies.bayes import GPStrategy, NSGA2Strategy, TPEStrategy
 from adopter.wham.strategies.simple import ExhaustiveStrategy, RandomStrategy
 from adopter.wham.strategies.wham import WhamStrategy
@@ -16,6 +17,8 @@ STRATEGIES: dict[str, Callable[[int], SearchStrategy]] = {
     "tpe": lambda top_k: TPEStrategy(),
     "gp": lambda top_k: GPStrategy(),
     "exhaustive": lambda top_k: ExhaustiveStrategy(),
+    "confuciux": lambda top_k: ConfuciuXStrategy(),
+    "spotlight": lambda top_k: SpotlightStrategy(),
 }
 
 

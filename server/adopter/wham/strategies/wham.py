@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from adopter.wham.cost import BANDWIDTH, SRAM, TENSOR, VECTOR
 from adopter.wham.evaluate import Evaluation
-from adopter.wham.hardware import PARAMS, Design, DesignSpace
+from adopter.wham.hardware import FLOAT_PARAMS, PARAMS, Design, DesignSpace
 from adopter.wham.strategies.base import Probe, SearchStrategy
 
 if TYPE_CHECKING:
@@ -121,7 +121,8 @@ class WhamStrategy(SearchStrategy):
             o = e.design
             if e.objective is None or e.objective >= kth or (o.pe_x, o.pe_y) != (d.pe_x, d.pe_y):
                 continue
-            if d.n_tc <= o.n_tc and d.n_vc <= o.n_vc and d.lanes <= o.lanes and d.sram_mib <= o.sram_mib:
+            if d.n_tc <= o.n_tc and d.n_vc <= o.n_vc and d.lanes <= o.lanes and d.sram_mib <= o.sram_mib \
+                    and d.bandwidth_gbs <= o.bandwidth_gbs:
                 return True
         return False
 
@@ -138,7 +139,7 @@ class WhamStrategy(SearchStrategy):
         if not cands:
             return None
         v = min(cands, key=lambda x: abs(x - target))
-        change: dict[str, Any] = {name: int(v) if name != "sram_mib" else float(v)}
+        change: dict[str, Any] = {name: float(v) if name in FLOAT_PARAMS else int(v)}
         return replace(d, **change)
 
     def _grow_max(self, d: Design, name: str) -> Design | None:
@@ -148,7 +149,7 @@ class WhamStrategy(SearchStrategy):
         for v in self.space.values(name):
             if v <= cur:
                 continue
-            change: dict[str, Any] = {name: int(v) if name != "sram_mib" else float(v)}
+            change: dict[str, Any] = {name: float(v) if name in FLOAT_PARAMS else int(v)}
             g = replace(d, **change)
             if self.probe.violations(g):
                 break
@@ -165,11 +166,12 @@ class WhamStrategy(SearchStrategy):
             TENSOR: [("n_tc", 2), ("pe_x", 2), ("pe_y", 2)],
             VECTOR: [("lanes", 2), ("n_vc", 2)],
             SRAM: [("sram_mib", 2)],
-            BANDWIDTH: [("sram_mib", 2)],
+            BANDWIDTH: [("bandwidth_gbs", 2), ("sram_mib", 2)],
         }
-        slack = [r for r in (TENSOR, VECTOR, SRAM) if share.get(r, 0.0) / total < SLACK_SHARE]
+        slack = [r for r in (TENSOR, VECTOR, SRAM, BANDWIDTH) if share.get(r, 0.0) / total < SLACK_SHARE]
         shrink: dict[str, list[tuple[str, float]]] = {
             TENSOR: [("n_tc", 0.5)], VECTOR: [("n_vc", 0.5), ("lanes", 0.5)], SRAM: [("sram_mib", 0.5)],
+            BANDWIDTH: [("bandwidth_gbs", 0.5)],
         }
         out: list[Design] = []
         for r in ranked[:2]:
