@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -76,13 +77,30 @@ def python_files(paths: Sequence[str]) -> Iterator[tuple[Path, str | None]]:
 
 def read_source(path: Path) -> tuple[str | None, str | None]:
     """The file's text, or why it cannot be analysed (one line naming the file and what to do)."""
+    data, why = read_input(path)
+    return (None, why) if data is None else (data.decode("utf-8"), None)
+
+
+def read_input(path: Path) -> tuple[bytes | None, str | None]:
+    """The file's bytes, checked to be UTF-8 text the analysis takes, or why they are not (one line
+    naming the file and what to do). A file too large to analyse is not read at all."""
+    from adopter.analysis.source import MAX_BYTES
+
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_BYTES:
+                return None, (f"{path}: too large to analyse ({size / 2**20:.1f} MiB, the limit is "
+                              f"{MAX_BYTES / 2**20:g} MiB); leave it out")
+            data = handle.read(MAX_BYTES + 1)
     except OSError as exc:
         return None, f"{path}: cannot read it ({exc.strerror or exc}); check its permissions"
+    if len(data) > MAX_BYTES:  # it grew while being read
+        return None, f"{path}: too large to analyse (over {MAX_BYTES / 2**20:g} MiB); leave it out"
     if b"\0" in data:
         return None, f"{path}: a binary file, not Python source; leave it out"
     try:
-        return data.decode("utf-8"), None
+        data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8"
+    return data, None

@@ -183,7 +183,7 @@ def model_task(args: tuple[Any, ...]) -> ModelOutcome:
 
 def search_set(req: SearchRequest, report: Progress, cancelled: Cancelled | None, start: float) -> SearchReport:
     """Search one common design for every model of `req.model` (comma-separated)."""
-    from adopter.wham.executors import run_tasks
+    from adopter.executors import run_tasks
 
     constraints = Constraints(req.area_mm2, req.tdp_w, req.min_throughput)
     tasks = []
