@@ -29,6 +29,29 @@ def add_rule_options(parser: argparse.ArgumentParser, *, select: bool = True) ->
                         help="the device kernels should run on (default: auto-detect)")
 
 
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """--jobs, --ray-address, --quiet and --no-cache, the options of commands that run over many files."""
+    parser.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
+                        help="worker processes (default: one per CPU; 1: none, everything in this process)")
+    parser.add_argument("--ray-address", metavar="ADDRESS", default=None,
+                        help="run on the Ray cluster at ADDRESS (host:port, ray://host:port or auto); "
+                             "needs `pip install ray` and the same Adopter on its workers")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="compute every file again (results are otherwise reused while the file, the "
+                             "files it imports from, the rules and Adopter are unchanged)")
+
+
+def _jobs(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{value!r}: give a whole number of worker processes, 1 or more")
+    return n
+
+
 def split_list(values: Sequence[str]) -> list[str] | None:
     items = [v.strip() for value in values for v in value.split(",") if v.strip()]
     return items or None

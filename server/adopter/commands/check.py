@@ -7,8 +7,7 @@ import json
 import sys
 from typing import Any
 
-from adopter.commands._common import add_rule_options, session_for
-from adopter.commands.fanout import add_run_options
+from adopter.commands._common import add_rule_options, add_run_options, session_for
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note", "hint": "note"}

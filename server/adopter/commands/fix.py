@@ -7,8 +7,7 @@ import difflib
 import sys
 from typing import Any
 
-from adopter.commands._common import add_rule_options, session_for, split_list
-from adopter.commands.fanout import add_run_options
+from adopter.commands._common import add_rule_options, add_run_options, session_for, split_list
 
 
 def register(subparsers: Any) -> None:
