@@ -1,5 +1,5 @@
 """Adopter on a local two-node Ray cluster: a head and a worker node started as separate `ray start`
-processes (one CPU each), stopped with `ray stop` when the module's tests are done.
+processes (one CPU each), stopped when the module's tests are done (its own processes only, by id).
 
 - `adopter check --ray-address` gives what one process gives, byte for byte.
 - The executor ships the caller's code through `runtime_env`: a `module:factory` in a folder only this
@@ -12,11 +12,14 @@ and with this checkout's `adopter` on PYTHONPATH so the workers run the code und
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,7 +75,37 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 os.environ[key] = value
         if ray.is_initialized():
             ray.shutdown()
-        subprocess.run([ray_cli, "stop", "--force"], env=env, capture_output=True, timeout=START_TIMEOUT_S)
+        stop_processes_under(str(home))
+
+
+def stop_processes_under(marker: str, timeout_s: float = 20.0) -> None:
+    """`ray stop` for this cluster only: SIGTERM, then SIGKILL, every process whose command line names
+    `marker` (the cluster's temp folder: GCS, raylets, monitors) and their descendants (workers, agents).
+    `ray stop` itself would stop every Ray of this user on the machine, other people's included."""
+    pids = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                if marker.encode() in (proc / "cmdline").read_bytes():
+                    pids.add(int(proc.name))
+            except OSError:
+                continue
+    stack = list(pids)
+    while stack:
+        try:
+            for task in Path(f"/proc/{stack.pop()}/task").iterdir():
+                children = {int(c) for c in (task / "children").read_text().split()} - pids
+                pids |= children
+                stack.extend(children)
+        except OSError:
+            continue
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
+            time.sleep(0.2)
 
 
 def _nodes(address: str) -> int:
