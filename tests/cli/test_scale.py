@@ -136,3 +136,26 @@ def test_chunks_cover_every_file_once_largest_first() -> None:
     flat = [item.index for part in parts for item in part]
     assert sorted(flat) == list(range(100))
     assert len(parts[0][0].text) == 6 and max(len(p) for p in parts) <= fanout.MAX_CHUNK
+
+
+def test_the_progress_bar_waits_a_second_and_erases_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from adopter.commands import progress
+
+    now = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
+    stream = io.StringIO()
+    bar = progress.Progress(4, enabled=True, stream=stream)
+    bar.advance()
+    assert stream.getvalue() == "", "nothing in the first second"
+    now[0] += progress.DELAY_S
+    bar.advance()
+    assert stream.getvalue().endswith("] 2/4 files")
+    bar.close()
+    assert stream.getvalue().endswith("\r\033[K")
+    quiet = progress.Progress(4, enabled=False, stream=stream)
+    now[0] += 10
+    quiet.advance()
+    quiet.close()
+    assert stream.getvalue().endswith("\r\033[K")

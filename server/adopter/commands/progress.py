@@ -1,8 +1,8 @@
 """A one-line progress bar on stderr for `check` and `fix`: only on a terminal, only after a second.
 
-Nothing is drawn when stderr or stdout is not a terminal (CI logs, pipes, `--format json > out`), when
-`--quiet` is given, or before the run has taken `DELAY_S`; the line is erased when the run ends, so
-what the command prints is the same with or without it.
+Nothing is drawn when stderr is not a terminal (CI logs, `2> file`, an editor's task), when `--quiet` is
+given, or before the run has taken `DELAY_S`; the line is erased when the run ends, so what the command
+prints is the same with or without it (with `--format json > out` the bar still shows on the terminal).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ class Progress:
 
     @staticmethod
     def wanted(quiet: bool) -> bool:
-        """Whether a bar may be drawn: not `--quiet`, and stderr and stdout both terminals."""
-        return not quiet and _tty(sys.stderr) and _tty(sys.stdout)
+        """Whether a bar may be drawn: not `--quiet`, and stderr a terminal."""
+        return not quiet and _tty(sys.stderr)
 
     def advance(self, n: int = 1) -> None:
         self.done += n
