@@ -48,8 +48,8 @@ def _ray_cli() -> str:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The address of a head node and one worker node, each a separate `ray start` with one CPU."""
+def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """(address, HOME) of a head node and one worker node, each a separate `ray start` with one CPU."""
     home = tmp_path_factory.mktemp("ray-home")
     env = dict(os.environ, HOME=str(home), RAY_USAGE_STATS_ENABLED="0",
                PYTHONPATH=os.pathsep.join(filter(None, [str(Path(adopter.__file__).parents[1]),
@@ -58,24 +58,26 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     address = f"127.0.0.1:{port}"
     common = ["--num-cpus=1", "--object-store-memory=100000000", "--disable-usage-stats"]
     ray_cli = _ray_cli()
-    saved = {k: os.environ.get(k) for k in ("HOME", "RAY_USAGE_STATS_ENABLED")}
     try:
         subprocess.run([ray_cli, "start", "--head", f"--port={port}", "--include-dashboard=false",
                         f"--temp-dir={home / 'tmp'}", *common], env=env, check=True, capture_output=True,
                        timeout=START_TIMEOUT_S)
         subprocess.run([ray_cli, "start", f"--address={address}", *common], env=env, check=True,
                        capture_output=True, timeout=START_TIMEOUT_S)
-        os.environ.update(HOME=str(home), RAY_USAGE_STATS_ENABLED="0")  # the driver finds the same token
-        yield address
+        yield address, home
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
         if ray.is_initialized():
             ray.shutdown()
         stop_processes_under(str(home))
+
+
+@pytest.fixture
+def cluster(head: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> str:
+    """The cluster's address, with this process's HOME the cluster's (Ray reads its auth token there)."""
+    address, home = head
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    return address
 
 
 def stop_processes_under(marker: str, timeout_s: float = 20.0) -> None:
