@@ -159,3 +159,15 @@ def test_the_progress_bar_waits_a_second_and_erases_itself(monkeypatch: pytest.M
     quiet.advance()
     quiet.close()
     assert stream.getvalue().endswith("\r\033[K")
+
+
+def test_dropping_the_other_files_read_changes_no_finding(tree: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long run drops the files the analysis kept (memory stays bounded); findings stay the same."""
+    whole = run(capsys, "check", "tree", "--jobs", "1", "--no-cache", *rules())
+    dropped: list[int] = []
+    real = filework.forget_other_files
+    monkeypatch.setattr(filework, "FORGET_AFTER_FILES", 2)
+    monkeypatch.setattr(filework, "forget_other_files", lambda: (dropped.append(1), real())[1])
+    assert run(capsys, "check", "tree", "--jobs", "1", "--no-cache", *rules()) == whole
+    assert len(dropped) >= 8

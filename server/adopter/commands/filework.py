@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 
 Payload = dict[str, Any]
 MAX_SESSIONS = 2  # sessions kept per worker process (one per distinct `Work`)
+# The analysis keeps every file it read for base classes and imported layers (symbols, `ast` trees,
+# jedi's parse trees) for the process's life: right for an editor's workspace, unbounded over a tree of
+# 20,000 files (one process reached 1.6 GB a third of the way through bench/scale.py's monorepo). A
+# worker drops them after this many files: the whole transformers package (1,456 files) stays within
+# one round per worker of a 2-job pool, and a reading of a shared file is paid again once per round.
+FORGET_AFTER_FILES = 1000
+_analysed = [0]  # files this process analysed since it last dropped them
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +102,21 @@ def run_chunk(work: Work, items: tuple[Item, ...]) -> list[Done]:
             continue
         read.discard(item.abspath)
         out.append(Done(item.index, payload, tuple(sorted({os.path.abspath(p) for p in read})), saw_tree))
+        _analysed[0] += 1
+        if _analysed[0] >= FORGET_AFTER_FILES:
+            forget_other_files()
     return out
+
+
+def forget_other_files() -> None:
+    """Drop what the analysis kept of the other files it read (it reads them again when needed)."""
+    from adopter.analysis.analyser import default_reach, default_resolver
+
+    _analysed[0] = 0
+    default_resolver().clear()
+    reach = default_reach()
+    if reach is not None:
+        reach.release()
 
 
 def check_file(session: Session, item: Item) -> Payload:
