@@ -131,11 +131,11 @@ def test_input_errors_and_options(tree: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_chunks_cover_every_file_once_largest_first() -> None:
-    items = [filework.Item(i, f"f{i}.py", f"/f{i}.py", "x" * (i % 7)) for i in range(100)]
+    items = [filework.Item(i, f"f{i}.py", f"/f{i}.py", i % 7) for i in range(100)]
     parts = fanout.chunks(items, 2)
     flat = [item.index for part in parts for item in part]
     assert sorted(flat) == list(range(100))
-    assert len(parts[0][0].text) == 6 and max(len(p) for p in parts) <= fanout.MAX_CHUNK
+    assert parts[0][0].size == 6 and max(len(p) for p in parts) <= fanout.MAX_CHUNK
 
 
 def test_the_progress_bar_waits_a_second_and_erases_itself(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -171,3 +171,23 @@ def test_dropping_the_other_files_read_changes_no_finding(tree: Path, capsys: py
     monkeypatch.setattr(filework, "forget_other_files", lambda: (dropped.append(1), real())[1])
     assert run(capsys, "check", "tree", "--jobs", "1", "--no-cache", *rules()) == whole
     assert len(dropped) >= 8
+
+
+def test_local_workers_read_the_file_and_notice_an_edit(tree: Path) -> None:
+    """Pool workers read the files themselves (the driver keeps no text); a file that changed after the
+    driver hashed it is analysed as it is now and flagged, so its result is not cached under the old hash."""
+    from adopter.commands import result_cache
+    from adopter.commands.fingerprint import code_fingerprint
+    from adopter.session import load_context
+
+    context = load_context(rule_paths=[tree.parent / "relu.adl"], target="cpu")
+    work = filework.Work("check", context, "digest", code_fingerprint(), str(tree.parent))
+    relu = tree / "relu.py"
+    data = relu.read_bytes()
+    same = filework.Item(0, "tree/relu.py", str(relu), len(data), result_cache.content(data))
+    edited = filework.Item(1, "tree/relu.py", str(relu), len(data), result_cache.content(b"old"))
+    gone = filework.Item(2, "tree/gone.py", str(tree / "gone.py"), 1, "x")
+    done = filework.run_chunk(work, (same, edited, gone))
+    assert [d.changed for d in done] == [False, True, True]
+    assert done[0].payload == done[1].payload and done[0].payload["findings"]
+    assert "tree/gone.py" in done[2].payload["unreadable"]

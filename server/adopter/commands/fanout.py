@@ -54,13 +54,14 @@ def run_files(args: argparse.Namespace, command: str, context: RuleContext) -> l
     outcomes: list[FileOutcome] = []
     keys: dict[int, str] = {}
     todo: list[Item] = []
+    remote = getattr(args, "ray_address", None) is not None  # Ray workers get the texts; local ones read
     for index, (path, missing) in enumerate(python_files(args.paths)):
         data, why = (None, missing) if missing else read_input(path)
         if data is None:
             outcomes.append(FileOutcome(path, error=why))
             continue
         outcomes.append(FileOutcome(path))
-        shown, abspath = str(path), os.path.abspath(path)
+        shown, abspath, sha = str(path), os.path.abspath(path), ""
         if cache is not None:
             sha = result_cache.content(data)
             cache.known(abspath, sha)
@@ -69,15 +70,18 @@ def run_files(args: argparse.Namespace, command: str, context: RuleContext) -> l
             if payload is not None:
                 outcomes[index] = FileOutcome(path, payload=payload)
                 continue
-        todo.append(Item(index, shown, abspath, data.decode("utf-8")))
+        todo.append(Item(index, shown, abspath, len(data), sha, data.decode("utf-8") if remote else None))
     work = Work(command, context, digest, code_fingerprint(), os.getcwd())
     progress = Progress(len(todo), enabled=Progress.wanted(getattr(args, "quiet", False)))
     blind = False
     try:
         for done in _spread(work, todo, args):
-            outcomes[done.index] = FileOutcome(outcomes[done.index].path, payload=done.payload)
+            path = outcomes[done.index].path
+            unreadable = done.payload.get("unreadable")
+            outcomes[done.index] = (FileOutcome(path, error=unreadable) if unreadable
+                                    else FileOutcome(path, payload=done.payload))
             blind = blind or not done.saw_tree
-            if cache is not None and done.saw_tree and "crash" not in done.payload:
+            if cache is not None and done.saw_tree and not done.changed and "crash" not in done.payload:
                 cache.put(keys[done.index], done.payload, done.read)
             progress.advance()
     finally:
@@ -110,6 +114,6 @@ def _spread(work: Work, todo: Sequence[Item], args: argparse.Namespace) -> Itera
 
 def chunks(todo: Sequence[Item], workers: int) -> list[tuple[Item, ...]]:
     """`todo` in chunks, the largest files first (so the last chunks to finish are short ones)."""
-    ordered = sorted(todo, key=lambda item: len(item.text), reverse=True)
+    ordered = sorted(todo, key=lambda item: item.size, reverse=True)
     size = max(1, min(MAX_CHUNK, math.ceil(len(ordered) / (workers * CHUNKS_PER_WORKER))))
     return [tuple(ordered[i:i + size]) for i in range(0, len(ordered), size)]

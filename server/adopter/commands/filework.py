@@ -12,7 +12,8 @@ The rules and environment travel once per worker (`Work`); each worker keeps one
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adopter.analysis import reads
@@ -44,12 +45,16 @@ class Work:
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One file to do: its index in the command's file list, the path as given, the absolute path, its text."""
+    """One file to do: its index in the command's file list, the path as given, the absolute path, its
+    size and SHA-256 when the driver read it, and its text when the worker may not see the file (Ray);
+    without it the worker reads the file itself, so the driver holds no text of a big tree."""
 
     index: int
     path: str
     abspath: str
-    text: str
+    size: int
+    sha256: str = ""  # "" when the driver did not hash it (no result cache)
+    text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,7 @@ class Done:
     payload: Payload
     read: tuple[str, ...]
     saw_tree: bool = True
+    changed: bool = False  # the file read here is not the one the driver hashed (edited meanwhile)
 
 
 _SESSIONS: dict[str, Session] = {}
@@ -94,6 +100,17 @@ def run_chunk(work: Work, items: tuple[Item, ...]) -> list[Done]:
     session = session_of(work)
     out = []
     for item in items:
+        changed = False
+        if item.text is None:
+            from adopter.commands._common import read_input
+            from adopter.commands.result_cache import content
+
+            data, why = read_input(Path(item.abspath))
+            if data is None:
+                out.append(Done(item.index, {"unreadable": why}, (), saw_tree, True))
+                continue
+            changed = bool(item.sha256) and content(data) != item.sha256
+            item = replace(item, text=data.decode("utf-8"))
         try:
             with reads.recording() as read:
                 payload = check_file(session, item) if work.command == "check" else fix_file(session, item)
@@ -101,7 +118,7 @@ def run_chunk(work: Work, items: tuple[Item, ...]) -> list[Done]:
             out.append(Done(item.index, {"crash": f"{type(exc).__name__}: {exc}"}, (), saw_tree))
             continue
         read.discard(item.abspath)
-        out.append(Done(item.index, payload, tuple(sorted({os.path.abspath(p) for p in read})), saw_tree))
+        out.append(Done(item.index, payload, tuple(sorted({os.path.abspath(p) for p in read})), saw_tree, changed))
         _analysed[0] += 1
         if _analysed[0] >= FORGET_AFTER_FILES:
             forget_other_files()
@@ -123,6 +140,7 @@ def check_file(session: Session, item: Item) -> Payload:
     """`check`'s result for one file: its problems, whether it parses, its findings as JSON records."""
     from adopter.commands.check import finding_record
 
+    assert item.text is not None  # run_chunk read it
     analysed = session.analysed(item.text, item.path)
     findings = []
     for f in analysed.findings:
@@ -136,6 +154,7 @@ def check_file(session: Session, item: Item) -> Payload:
 def fix_file(session: Session, item: Item) -> Payload:
     """`fix`'s result for one file: the verified new text (None when unchanged), what was applied and
     what was left, or why the file could not be fixed."""
+    assert item.text is not None  # run_chunk read it
     outcome = session.fix(item.text, item.path)
     if not outcome.parses:
         first = next((p for p in outcome.problems if p.severity.value == "error" and p.span is not None), None)
