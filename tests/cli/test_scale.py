@@ -191,3 +191,13 @@ def test_local_workers_read_the_file_and_notice_an_edit(tree: Path) -> None:
     assert [d.changed for d in done] == [False, True, True]
     assert done[0].payload == done[1].payload and done[0].payload["findings"]
     assert "tree/gone.py" in done[2].payload["unreadable"]
+
+
+def test_failing_workers_are_one_line_and_exit_2(tree: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(work: filework.Work, items: tuple[filework.Item, ...]) -> list[filework.Done]:
+        raise RuntimeError("this worker runs other Adopter code")
+
+    monkeypatch.setattr(fanout, "run_chunk", refuse)
+    code, _, err = run(capsys, "check", "tree", "--jobs", "1", "--no-cache", *rules())
+    assert code == 2 and "error: the workers failed (RuntimeError: this worker runs other Adopter code)" in err

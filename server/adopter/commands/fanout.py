@@ -75,7 +75,7 @@ def run_files(args: argparse.Namespace, command: str, context: RuleContext) -> l
     progress = Progress(len(todo), enabled=Progress.wanted(getattr(args, "quiet", False)))
     blind = False
     try:
-        for done in _spread(work, todo, args):
+        for done in _spread_or_fail(work, todo, args):
             path = outcomes[done.index].path
             unreadable = done.payload.get("unreadable")
             outcomes[done.index] = (FileOutcome(path, error=unreadable) if unreadable
@@ -93,6 +93,20 @@ def run_files(args: argparse.Namespace, command: str, context: RuleContext) -> l
     if cache is not None:
         cache.prune()
     return outcomes
+
+
+def _spread_or_fail(work: Work, todo: Sequence[Item], args: argparse.Namespace) -> Iterator[Done]:
+    """`_spread`, with any failure of the workers (a worker killed, a cluster gone, a worker running other
+    code) an `ExecutorError` the command reports in one line."""
+    from adopter.executors import ExecutorError
+
+    try:
+        yield from _spread(work, todo, args)
+    except ExecutorError:
+        raise
+    except Exception as exc:
+        last = (str(exc).strip().splitlines() or [""])[-1]
+        raise ExecutorError(f"the workers failed ({type(exc).__name__}: {last})") from exc
 
 
 def _spread(work: Work, todo: Sequence[Item], args: argparse.Namespace) -> Iterator[Done]:

@@ -105,7 +105,7 @@ def run_chunk(work: Work, items: tuple[Item, ...]) -> list[Done]:
             from adopter.commands._common import read_input
             from adopter.commands.result_cache import content
 
-            data, why = read_input(Path(item.abspath))
+            data, why = read_input(Path(item.path if saw_tree else item.abspath))  # named as given
             if data is None:
                 out.append(Done(item.index, {"unreadable": why}, (), saw_tree, True))
                 continue
@@ -117,8 +117,8 @@ def run_chunk(work: Work, items: tuple[Item, ...]) -> list[Done]:
         except Exception as exc:  # a bug must cost one file, never the run
             out.append(Done(item.index, {"crash": f"{type(exc).__name__}: {exc}"}, (), saw_tree))
             continue
-        read.discard(item.abspath)
-        out.append(Done(item.index, payload, tuple(sorted({os.path.abspath(p) for p in read})), saw_tree, changed))
+        others = {os.path.abspath(p) for p in read} - {item.abspath}
+        out.append(Done(item.index, payload, tuple(sorted(others)), saw_tree, changed))
         _analysed[0] += 1
         if _analysed[0] >= FORGET_AFTER_FILES:
             forget_other_files()
