@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from adopter.executors import ExecutorError, run_tasks
 from adopter.wham import SearchRequest, render_html, search, summary_table
-from adopter.wham.executors import ExecutorError, run_tasks
 from adopter.wham.parallel import partition, pipeline_step_s, shard_block
 from adopter.wham.request import validate
 

@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from adopter.analysis import reads
 from adopter.analysis.resolver import ModuleResolver, is_torch_module_class
 from adopter.analysis.spellings import (
     CANONICAL,
@@ -251,6 +252,7 @@ class CrossFileReach:
         with self._lock:
             cached = self._summaries.get(key)
         if cached is not None:
+            reads.note(cached[1])
             return cached[0]
         read: set[str] = {definition.path}
         try:
@@ -259,6 +261,7 @@ class CrossFileReach:
             summary = None
         with self._lock:
             self._summaries[key] = (summary, frozenset(read))
+        reads.note(read)
         return summary
 
     def definition(self, qualified: str, from_path: str) -> Definition | None:
@@ -278,6 +281,7 @@ class CrossFileReach:
         with self._lock:
             cached = self._defs.get(key)
             if cached is not None:
+                reads.note(cached[1])
                 return cached[0]
             if self.deferred:
                 self._pending.add((qualified, from_path))
@@ -297,7 +301,10 @@ class CrossFileReach:
             # plain `from .x import Y` chain by reading the files instead.
             found = self._follow(located, name, 0)
         with self._lock:
-            self._defs[(qualified, scope)] = (found, frozenset({located} | ({found.path} if found else set())))
+            files = frozenset({located} | ({found.path} if found else set()))
+            self._defs[(qualified, scope)] = (found, files)
+        reads.note(files)
+        with self._lock:
             self.resolved += 1
         return found
 
@@ -395,6 +402,7 @@ class CrossFileReach:
     # -- reading definitions -------------------------------------------------------------------------
 
     def parsed(self, path: str) -> _Parsed | None:
+        reads.note((path,))
         with self._lock:
             if path in self._files:
                 return self._files[path]

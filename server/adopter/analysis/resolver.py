@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from tree_sitter import Node
 
+from adopter.analysis import reads
 from adopter.analysis.source import Field, SourceText, check_input, new_parser
 from adopter.analysis.symbols import ModuleSymbols, dotted_text, import_from_names
 
@@ -123,6 +124,7 @@ class ModuleResolver:
 
     def symbols(self, path: str) -> ModuleSymbols | None:
         """The module-level symbols of the file at `path` (cached), or None when it cannot be read."""
+        reads.note((path,))
         stamp = 0.0
         if self._on_disk:
             try:
@@ -180,7 +182,7 @@ class ModuleResolver:
         if qualified.startswith(("torch.", "builtins.", "typing.")) or "." not in qualified.lstrip("."):
             return False if qualified.startswith(("torch.", "typing.")) else None
         key = (qualified, from_path if qualified.startswith(".") else "")
-        if key in self._answers:
+        if key in self._answers and not reads.active():  # recording: walk again to note the files
             return self._answers[key]
         if hops > MAX_HOPS or key in seen:
             return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -26,6 +27,29 @@ def add_rule_options(parser: argparse.ArgumentParser, *, select: bool = True) ->
                             help="skip these rules: ids, id prefixes or family numbers, comma-separated")
     parser.add_argument("--target", choices=("auto", "cpu", "cuda"), default="auto",
                         help="the device kernels should run on (default: auto-detect)")
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """--jobs, --ray-address, --quiet and --no-cache, the options of commands that run over many files."""
+    parser.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
+                        help="worker processes (default: one per CPU; 1: none, everything in this process)")
+    parser.add_argument("--ray-address", metavar="ADDRESS", default=None,
+                        help="run on the Ray cluster at ADDRESS (host:port, ray://host:port or auto); "
+                             "needs `pip install ray` and the same Adopter on its workers")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="compute every file again (results are otherwise reused while the file, the "
+                             "files it imports from, the rules and Adopter are unchanged)")
+
+
+def _jobs(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{value!r}: give a whole number of worker processes, 1 or more")
+    return n
 
 
 def split_list(values: Sequence[str]) -> list[str] | None:
@@ -76,13 +100,30 @@ def python_files(paths: Sequence[str]) -> Iterator[tuple[Path, str | None]]:
 
 def read_source(path: Path) -> tuple[str | None, str | None]:
     """The file's text, or why it cannot be analysed (one line naming the file and what to do)."""
+    data, why = read_input(path)
+    return (None, why) if data is None else (data.decode("utf-8"), None)
+
+
+def read_input(path: Path) -> tuple[bytes | None, str | None]:
+    """The file's bytes, checked to be UTF-8 text the analysis takes, or why they are not (one line
+    naming the file and what to do). A file too large to analyse is not read at all."""
+    from adopter.analysis.source import MAX_BYTES
+
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_BYTES:
+                return None, (f"{path}: too large to analyse ({size / 2**20:.1f} MiB, the limit is "
+                              f"{MAX_BYTES / 2**20:g} MiB); leave it out")
+            data = handle.read(MAX_BYTES + 1)
     except OSError as exc:
         return None, f"{path}: cannot read it ({exc.strerror or exc}); check its permissions"
+    if len(data) > MAX_BYTES:  # it grew while being read
+        return None, f"{path}: too large to analyse (over {MAX_BYTES / 2**20:g} MiB); leave it out"
     if b"\0" in data:
         return None, f"{path}: a binary file, not Python source; leave it out"
     try:
-        return data.decode("utf-8"), None
+        data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8"
+    return data, None

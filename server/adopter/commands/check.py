@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from adopter.commands._common import add_rule_options, python_files, read_source, session_for
+from adopter.commands._common import add_rule_options, add_run_options, session_for
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note", "hint": "note"}
@@ -21,6 +21,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="Python files or folders")
     p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     add_rule_options(p)
+    add_run_options(p)
     p.set_defaults(run=run)
 
 
@@ -37,8 +38,8 @@ def finding_record(f: Any, fixable: bool, reason: str | None) -> dict[str, Any]:
     }
 
 
-def sarif(findings: list[tuple[Any, bool, str | None]], rules: tuple[Any, ...]) -> dict[str, Any]:
-    """A SARIF 2.1.0 log of `findings`."""
+def sarif(records: list[dict[str, Any]], rules: tuple[Any, ...]) -> dict[str, Any]:
+    """A SARIF 2.1.0 log of the findings' `records` (`finding_record`)."""
     from adopter import __version__
 
     index = {r.id: i for i, r in enumerate(rules)}
@@ -49,18 +50,19 @@ def sarif(findings: list[tuple[Any, bool, str | None]], rules: tuple[Any, ...]) 
         "properties": {"family": r.family},
     } for r in rules]
     results = []
-    for f, fixable, _ in findings:
+    for f in records:
+        start, end = f["range"]["start"], f["range"]["end"]
         result: dict[str, Any] = {
-            "ruleId": f.rule_id, "level": SARIF_LEVEL[f.severity.value], "message": {"text": f.message},
+            "ruleId": f["rule"], "level": SARIF_LEVEL[f["severity"]], "message": {"text": f["message"]},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": (f.path or "").replace("\\", "/")},
-                "region": {"startLine": f.span.start_line + 1, "startColumn": f.span.start_col + 1,
-                           "endLine": f.span.end_line + 1, "endColumn": f.span.end_col + 1},
+                "artifactLocation": {"uri": (f["path"] or "").replace("\\", "/")},
+                "region": {"startLine": start["line"], "startColumn": start["column"],
+                           "endLine": end["line"], "endColumn": end["column"]},
             }}],
-            "properties": {"family": f.family, "scope": f.scope_name, "fixable": fixable},
+            "properties": {"family": f["family"], "scope": f["scope"], "fixable": f["fixable"]},
         }
-        if f.rule_id in index:
-            result["ruleIndex"] = index[f.rule_id]
+        if f["rule"] in index:
+            result["ruleIndex"] = index[f["rule"]]
         results.append(result)
     return {"version": "2.1.0", "$schema": SARIF_SCHEMA, "runs": [{
         "tool": {"driver": {"name": "adopter", "version": __version__,
@@ -73,48 +75,54 @@ def sarif(findings: list[tuple[Any, bool, str | None]], rules: tuple[Any, ...]) 
 
 def run(args: argparse.Namespace) -> int:
     """Check every Python file under the paths; 0 clean, 1 findings or syntax errors, 2 input errors."""
-    from adopter.dsl.types import Severity
+    from adopter.commands.fanout import run_files
+    from adopter.executors import ExecutorError
 
     session, errors = session_for(args)
-    findings: list[tuple[Any, bool, str | None]] = []  # (finding, fixable by `fix`, why not)
+    try:
+        outcomes = run_files(args, "check", session.context)
+    except ExecutorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    records: list[dict[str, Any]] = []
     broken = analysed_files = 0  # files with a syntax error; files analysed at all
-    for path, missing in python_files(args.paths):
-        text, why = (None, missing) if missing else read_source(path)
-        if text is None:
+    for outcome in outcomes:
+        result = outcome.payload
+        if result is None or "crash" in result:
+            why = outcome.error if result is None else (f"{outcome.path}: internal error ({result['crash']}); "
+                                                        "please report it with the file")
             print(f"error: {why}", file=sys.stderr)
             errors = True
             continue
-        analysed = session.analysed(text, str(path))
         analysed_files += 1
-        for p in analysed.problems:
-            if p.severity == Severity.ERROR or args.format == "text":
-                print(p.render(), file=sys.stderr)
-        broken += not analysed.parses
-        for f in analysed.findings:
-            decision = session.planned(analysed, f)
-            findings.append((f, decision.fixable, decision.reason))
+        for is_error, rendered in result["problems"]:
+            if is_error or args.format == "text":
+                print(rendered, file=sys.stderr)
+        broken += not result["parses"]
+        records.extend(result["findings"])
+    # One write: `json.dump` with an indent writes each token on its own (131k writes for transformers).
     if args.format == "json":
-        json.dump([finding_record(*item) for item in findings], sys.stdout, indent=2)
-        print()
+        sys.stdout.write(json.dumps(records, indent=2) + "\n")
     elif args.format == "sarif":
-        json.dump(sarif(findings, session.rules), sys.stdout, indent=2)
-        print()
+        sys.stdout.write(json.dumps(sarif(records, session.rules), indent=2) + "\n")
     elif analysed_files:
-        print_text(findings, broken)
+        print_text(records, broken)
     if errors:
         return 2
-    return 1 if findings or broken else 0
+    return 1 if records or broken else 0
 
 
-def print_text(findings: list[tuple[Any, bool, str | None]], broken: int) -> None:
+def print_text(records: list[dict[str, Any]], broken: int) -> None:
     """One line per finding, then the summary (which counts files that do not parse)."""
-    for f, fixable, reason in findings:
-        fix = " [fixable]" if fixable else (f" (no automatic fix: {reason})" if reason else "")
-        print(f"{f.path}:{f.span.start_line + 1}:{f.span.start_col + 1}: {f.rule_id} "
-              f"(family {f.family}) {f.message}{fix}")
+    for f in records:
+        reason = f["no_fix_reason"]
+        fix = " [fixable]" if f["fixable"] else (f" (no automatic fix: {reason})" if reason else "")
+        start = f["range"]["start"]
+        print(f"{f['path']}:{start['line']}:{start['column']}: {f['rule']} "
+              f"(family {f['family']}) {f['message']}{fix}")
     parts = []
-    if findings:
-        n, k = len(findings), sum(fixable for _, fixable, _ in findings)
+    if records:
+        n, k = len(records), sum(bool(f["fixable"]) for f in records)
         parts.append(f"Found {n} site{'s' if n != 1 else ''} ({k} fixable with `adopter fix`)")
     if broken:
         parts.append(f"{broken} file{'s' if broken != 1 else ''} with a syntax error (analysed as far as "

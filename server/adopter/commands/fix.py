@@ -7,7 +7,7 @@ import difflib
 import sys
 from typing import Any
 
-from adopter.commands._common import add_rule_options, python_files, read_source, session_for, split_list
+from adopter.commands._common import add_rule_options, add_run_options, session_for, split_list
 
 
 def register(subparsers: Any) -> None:
@@ -20,44 +20,48 @@ def register(subparsers: Any) -> None:
     p.add_argument("--rule", action="append", default=[], metavar="RULE",
                    help="only fix these rules (ids, id prefixes or family numbers; repeatable)")
     add_rule_options(p)
+    add_run_options(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Fix every Python file under the paths to a fixed point; exit 0 done, 1 sites left (or, with
     --diff, changes), 2 input errors (a file that cannot be read or does not parse)."""
+    from adopter.commands.fanout import run_files
+    from adopter.executors import ExecutorError
+
     only = split_list(args.rule)
     session, errors = session_for(args, select=only if only else None)
+    try:
+        outcomes = run_files(args, "fix", session.context)
+    except ExecutorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     changed = left = 0
-    for path, missing in python_files(args.paths):
-        source, why = (None, missing) if missing else read_source(path)
-        if source is None:
+    for outcome in outcomes:
+        path, result = outcome.path, outcome.payload
+        if result is None or "crash" in result or "error" in result:
+            why = (outcome.error if result is None else result["error"] if "error" in result
+                   else f"{path}: internal error ({result['crash']}); please report it with the file")
             print(f"error: {why}", file=sys.stderr)
             errors = True
             continue
-        outcome = session.fix(source, str(path))
-        if not outcome.parses:
-            first = next((p for p in outcome.problems if p.severity.value == "error" and p.span is not None), None)
-            where = f":{first.span.start_line + 1}:{first.span.start_col + 1}" if first and first.span else ""
-            print(f"error: {path}{where}: the file does not parse ({first.message if first else 'syntax error'}); "
-                  "fix the syntax error first, nothing was rewritten", file=sys.stderr)
-            errors = True
-            continue
-        for f, reason in outcome.skipped:
-            print(f"{path}:{f.span.start_line + 1}:{f.span.start_col + 1}: {f.rule_id}: not fixed: {reason}",
-                  file=sys.stderr)
-        left += len(outcome.skipped)
-        if not outcome.changed:
+        for line in result["skipped"]:
+            print(line, file=sys.stderr)
+        left += len(result["skipped"])
+        new_source = result["new_source"]
+        if new_source is None:
             continue
         changed += 1
         if args.diff:
+            source = path.read_bytes().decode("utf-8")
             sys.stdout.writelines(difflib.unified_diff(
-                source.splitlines(keepends=True), outcome.new_source.splitlines(keepends=True),
+                source.splitlines(keepends=True), new_source.splitlines(keepends=True),
                 fromfile=f"a/{path}", tofile=f"b/{path}"))
         else:
-            path.write_bytes(outcome.new_source.encode("utf-8"))
-            print(f"{path}: fixed {len(outcome.applied)} site{'s' if len(outcome.applied) != 1 else ''}",
-                  file=sys.stderr)
+            path.write_bytes(new_source.encode("utf-8"))
+            n = result["applied"]
+            print(f"{path}: fixed {n} site{'s' if n != 1 else ''}", file=sys.stderr)
     if errors:
         return 2
     if args.diff:

@@ -7,9 +7,9 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from adopter.executors import ExecutorError
 from adopter.wham.engine import StrategyResult, run_strategy
 from adopter.wham.evaluate import Evaluation, Evaluator
-from adopter.wham.executors import ExecutorError
 from adopter.wham.extras import TRACING, MissingDependency, require
 from adopter.wham.graph import GraphError, Workload
 from adopter.wham.hardware import REFERENCE_DESIGNS, Constraints, DesignSpace
@@ -122,7 +122,7 @@ def stage_search(args: tuple[Any, ...]) -> StrategyResult:
 
 
 def _run_stages(req: SearchRequest, tasks: list[tuple[Any, ...]], report: Progress) -> list[StrategyResult]:
-    from adopter.wham.executors import run_tasks
+    from adopter.executors import run_tasks
 
     return run_tasks(stage_search, tasks, executor=req.executor, workers=req.workers,
                      ray_address=req.ray_address, progress=report)

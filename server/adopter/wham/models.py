@@ -89,6 +89,17 @@ def _module_file(mod: str, search: list[str]) -> str | None:
     return spec.origin if spec is not None and spec.origin and spec.origin.endswith(".py") else None
 
 
+def factory_origin(spec: str) -> str:
+    """Import the module of `module:factory` in this process and return the file it came from; raises
+    ImportError or AttributeError when either is missing. Run on a Ray worker, it says whether (and
+    from where) the worker imports the user's code that the search ships through `runtime_env`."""
+    module_name, _, factory = spec.partition(":")
+    module = importlib.import_module(module_name)
+    if factory and not callable(getattr(module, factory)):
+        raise AttributeError(f"{spec}: {factory} is not callable")
+    return str(module.__file__)
+
+
 @dataclass(frozen=True, slots=True)
 class WorkloadSpec:
     """What to trace: a zoo name or `module:factory`, batch, sequence length, optional import path."""

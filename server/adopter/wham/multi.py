@@ -183,17 +183,22 @@ def model_task(args: tuple[Any, ...]) -> ModelOutcome:
 
 def search_set(req: SearchRequest, report: Progress, cancelled: Cancelled | None, start: float) -> SearchReport:
     """Search one common design for every model of `req.model` (comma-separated)."""
-    from adopter.wham.executors import run_tasks
+    from adopter.executors import run_tasks
 
     constraints = Constraints(req.area_mm2, req.tdp_w, req.min_throughput)
+    # On Ray the folder of the user's `module:factory` goes to every worker as its working directory
+    # (runtime_env): the tasks then import from "." there, which a worker on another machine has too.
+    ship = req.model_path if req.executor == "ray" and req.model_path else None
     tasks = []
     for name, b, s in req.model_entries:
         one = req.for_model(name, b, s)
-        tasks.append((name, one.resolved_batch, one.resolved_seq, req.model_path, req.trace_timeout_s,
-                      req.objective, constraints, req.strategy, req.budget, req.seed, req.top_k, req.link_gbs))
+        tasks.append((name, one.resolved_batch, one.resolved_seq, "." if ship else req.model_path,
+                      req.trace_timeout_s, req.objective, constraints, req.strategy, req.budget, req.seed,
+                      req.top_k, req.link_gbs))
     report(0.0, f"tracing and searching {len(tasks)} models one by one")
     outcomes = run_tasks(model_task, tasks, executor=req.executor, workers=req.workers,
-                         ray_address=req.ray_address, progress=lambda f, m: report(0.5 * f, "per-model searches"))
+                         ray_address=req.ray_address, working_dir=ship,
+                         progress=lambda f, m: report(0.5 * f, "per-model searches"))
     failed = [o for o in outcomes if o.error]
     if failed:
         raise ValueError("; ".join(f"model {o.name}: {o.error}" for o in failed))

@@ -1,0 +1,171 @@
+"""The work `check` and `fix` do for one file, wherever it runs (here, a pool worker, a Ray worker).
+
+A task is a chunk of files, each given as its text (a worker never reads the file being checked, so a
+Ray worker on another machine needs none of the driver's files). The result of a file is plain data
+(strings, numbers, lists, dicts: what the driver prints and the result cache keeps), with the other
+files its analysis read (`adopter.analysis.reads`), which the cache checks before reusing it.
+
+The rules and environment travel once per worker (`Work`); each worker keeps one `Session` per
+`Work.digest`, so a file analysed twice by one worker (a fix's result) is not analysed again.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from adopter.analysis import reads
+
+if TYPE_CHECKING:
+    from adopter.session import RuleContext, Session
+
+Payload = dict[str, Any]
+MAX_SESSIONS = 2  # sessions kept per worker process (one per distinct `Work`)
+# The analysis keeps every file it read for base classes and imported layers (symbols, `ast` trees,
+# jedi's parse trees) for the process's life: right for an editor's workspace, unbounded over a tree of
+# 20,000 files (one process reached 1.6 GB a third of the way through bench/scale.py's monorepo). A
+# worker drops them after this many files: the whole transformers package (1,456 files) stays within
+# one round per worker of a 2-job pool, and a reading of a shared file is paid again once per round.
+FORGET_AFTER_FILES = 1000
+_analysed = [0]  # files this process analysed since it last dropped them
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """What every file of one command is checked or fixed with."""
+
+    command: str  # "check" | "fix"
+    context: RuleContext
+    digest: str  # of everything besides the file that its result depends on (`settings_digest`)
+    code: str  # the code fingerprint of the driver's Adopter (a worker running other code refuses)
+    cwd: str  # the driver's working folder: relative paths, and the files they import, are read from it
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One file to do: its index in the command's file list, the path as given, the absolute path, its
+    size and SHA-256 when the driver read it, and its text when the worker may not see the file (Ray);
+    without it the worker reads the file itself, so the driver holds no text of a big tree."""
+
+    index: int
+    path: str
+    abspath: str
+    size: int
+    sha256: str = ""  # "" when the driver did not hash it (no result cache)
+    text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """One file's result, the other files (absolute paths) its analysis read, and whether the worker saw
+    the driver's folder (a Ray worker on another machine may not: it analysed the text alone)."""
+
+    index: int
+    payload: Payload
+    read: tuple[str, ...]
+    saw_tree: bool = True
+    changed: bool = False  # the file read here is not the one the driver hashed (edited meanwhile)
+
+
+_SESSIONS: dict[str, Session] = {}
+
+
+def session_of(work: Work) -> Session:
+    """This process's session for `work` (made on first use)."""
+    session = _SESSIONS.get(work.digest)
+    if session is None:
+        from adopter.session import Session
+
+        if len(_SESSIONS) >= MAX_SESSIONS:
+            _SESSIONS.clear()
+        session = _SESSIONS[work.digest] = Session(work.context)
+    return session
+
+
+def run_chunk(work: Work, items: tuple[Item, ...]) -> list[Done]:
+    """Check or fix each file of `items` (a top-level function: pools and Ray run it)."""
+    from adopter.commands.fingerprint import code_fingerprint
+
+    if code_fingerprint() != work.code:
+        raise RuntimeError("this worker runs other Adopter code than the command that sent it work "
+                           f"({code_fingerprint()} here, {work.code} there): install the same Adopter everywhere")
+    saw_tree = True
+    if os.getcwd() != work.cwd:  # a Ray worker: relative paths (and what they import) are the driver's
+        try:
+            os.chdir(work.cwd)
+        except OSError:
+            saw_tree = False
+    session = session_of(work)
+    out = []
+    for item in items:
+        changed = False
+        if item.text is None:
+            from adopter.commands._common import read_input
+            from adopter.commands.result_cache import content
+
+            data, why = read_input(Path(item.path if saw_tree else item.abspath))  # named as given
+            if data is None:
+                out.append(Done(item.index, {"unreadable": why}, (), saw_tree, True))
+                continue
+            changed = bool(item.sha256) and content(data) != item.sha256
+            item = replace(item, text=data.decode("utf-8"))
+        try:
+            with reads.recording() as read:
+                payload = check_file(session, item) if work.command == "check" else fix_file(session, item)
+        except Exception as exc:  # a bug must cost one file, never the run
+            out.append(Done(item.index, {"crash": f"{type(exc).__name__}: {exc}"}, (), saw_tree))
+            continue
+        others = {os.path.abspath(p) for p in read} - {item.abspath}
+        out.append(Done(item.index, payload, tuple(sorted(others)), saw_tree, changed))
+        _analysed[0] += 1
+        if _analysed[0] >= FORGET_AFTER_FILES:
+            forget_other_files()
+    return out
+
+
+def forget_other_files() -> None:
+    """Drop what the analysis kept of the other files it read (it reads them again when needed)."""
+    from adopter.analysis.analyser import default_reach, default_resolver
+
+    _analysed[0] = 0
+    default_resolver().clear()
+    reach = default_reach()
+    if reach is not None:
+        reach.release()
+
+
+def check_file(session: Session, item: Item) -> Payload:
+    """`check`'s result for one file: its problems, whether it parses, its findings as JSON records."""
+    from adopter.commands.check import finding_record
+
+    assert item.text is not None  # run_chunk read it
+    analysed = session.analysed(item.text, item.path)
+    findings = []
+    for f in analysed.findings:
+        decision = session.planned(analysed, f)
+        findings.append(finding_record(f, decision.fixable, decision.reason))
+    return {"parses": analysed.parses,
+            "problems": [[p.severity.value == "error", p.render()] for p in analysed.problems],
+            "findings": findings}
+
+
+def fix_file(session: Session, item: Item) -> Payload:
+    """`fix`'s result for one file: the verified new text (None when unchanged), what was applied and
+    what was left, or why the file could not be fixed."""
+    assert item.text is not None  # run_chunk read it
+    outcome = session.fix(item.text, item.path)
+    if not outcome.parses:
+        first = next((p for p in outcome.problems if p.severity.value == "error" and p.span is not None), None)
+        where = f":{first.span.start_line + 1}:{first.span.start_col + 1}" if first and first.span else ""
+        return {"error": f"{item.path}{where}: the file does not parse ({first.message if first else 'syntax error'}); "
+                         "fix the syntax error first, nothing was rewritten"}
+    return {"new_source": outcome.new_source if outcome.changed else None, "applied": len(outcome.applied),
+            "skipped": [f"{item.path}:{f.span.start_line + 1}:{f.span.start_col + 1}: {f.rule_id}: not fixed: {reason}"
+                        for f, reason in outcome.skipped]}
+
+
+def absolute(path: str) -> str:
+    """The absolute, normalised form of `path` (how the analysis names the files it reads)."""
+    return os.path.abspath(path)
