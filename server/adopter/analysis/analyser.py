@@ -9,6 +9,8 @@ helpers, imports), so an edit re-analyses the edited unit and the units that dep
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from tree_sitter import Node, Tree
@@ -101,6 +103,7 @@ class Analyser:
                 architectures.append(arch)
         functions: list[Forward] = []
         chains: list[Architecture] = []
+        named: frozenset[str] | None = None
         for name, node in symbols.functions.items():
             try:
                 entry = self._unit(f"def {name}", node, symbols, fresh,
@@ -110,7 +113,17 @@ class Analyser:
                 continue
             problems.extend(entry.problems)
             if isinstance(entry.result, tuple) and entry.result and isinstance(entry.result[0], Forward):
-                functions.append(entry.result[0])
+                fn = entry.result[0]
+                if named is None:
+                    # In a file of helpers only (no module class), helpers serve other files: all count.
+                    named = _named_elsewhere(data, symbols.functions) if architectures else frozenset(
+                        symbols.functions)
+                if fn.referenced != (name in named):
+                    # Callers live outside the function's own cached unit: refresh the flag, keeping the
+                    # entry's identity while it does not change.
+                    fn = replace(fn, referenced=name in named)
+                    fresh[f"def {name}"] = replace(entry, result=(fn, *entry.result[1:]))
+                functions.append(fn)
                 chains.extend(entry.result[1])
         try:
             toplevel = self._toplevel(src, symbols, fresh)
@@ -237,3 +250,15 @@ def _internal(what: str, exc: Exception, span: object, path: str | None) -> Prob
         Severity.ERROR,
         "internal-error",
     )
+
+
+def _named_elsewhere(data: bytes, functions: Mapping[str, object]) -> frozenset[str]:
+    """The module-level functions whose name occurs in the file besides their own `def` (a call, a
+    decorator, an export list, a mention in a string: a name read anywhere counts as used)."""
+    if not functions:
+        return frozenset()
+    pattern = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in functions) + rb")\b")
+    counts: dict[bytes, int] = {}
+    for m in pattern.finditer(data):
+        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    return frozenset(n for n in functions if counts.get(n.encode(), 0) > 1)

@@ -33,8 +33,10 @@ from adopter.analysis.spellings import (
     CHOOSE,
     MATMUL,
     MODULES,
+    ONES_LIKE,
     POW,
     SIGNATURES,
+    SOFTMAX,
     TRANSPARENT_METHODS,
     TRANSPOSE,
     Key,
@@ -207,8 +209,13 @@ class _Pass:
             key = (op.kind.value, op.target)
             canonical = CANONICAL.get(key, key)
             args, kwargs = normalise(canonical, op.args, op.kwargs, ranks)
-            ops = [op] if canonical == key and args == op.args and kwargs == op.kwargs else [
-                _respell(op, canonical, args, kwargs)]
+            if canonical == SOFTMAX and args and _unit_last(args[0], ranks) and _last_axis(kwargs):
+                # A softmax over an axis of length 1 is all ones (SwiftFormer's `(q @ w_g).softmax(-1)`
+                # with `w_g` of shape (dim, 1)): no softmax runs, whatever the spelling.
+                ops = [_respell(op, ONES_LIKE, args[:1], ())]
+            else:
+                ops = [op] if canonical == key and args == op.args and kwargs == op.kwargs else [
+                    _respell(op, canonical, args, kwargs)]
         for o in ops:
             _track_rank(o, ranks, self.by_attr)
         return ops
@@ -431,6 +438,79 @@ def _max_temp(block: Block) -> int:
     return top
 
 
+# `ranks` also records, under this prefix (no name starts with it), the values whose last axis is known
+# to have length 1; control flow keeps it only where every alternative agrees, like a rank.
+_UNIT = "^"
+_ONE_WIDE = re.compile(r"^torch\.(randn|rand|zeros|ones|empty|full)\(.*,\s*1\s*\)$", re.S)
+
+
+def _unit_last(v: Value, ranks: Mapping[str, int]) -> bool:
+    return isinstance(v, Ref) and _UNIT + v.name in ranks
+
+
+def _last_axis(kwargs: tuple[Kwarg, ...]) -> bool:
+    return any(k.name == "dim" and isinstance(k.value, Expr) and k.value.text.strip() == "-1" for k in kwargs)
+
+
+def _makes_unit_last(op: Op, ranks: Mapping[str, int], by_attr: Mapping[str, list[Binding]]) -> bool:
+    """Whether the op's one output has a last axis of length 1, as far as the code shows: a Linear to one
+    feature, a product with a parameter built `(..., 1)`, and casts or scalar arithmetic of such a value."""
+    key = (op.kind.value, op.target)
+    if op.kind == OpKind.MODULE:
+        ctor = _ctor_of(by_attr, op.target)
+        return ctor is not None and ctor.callee == "torch.nn.Linear" and _out_features(ctor) == "1"
+    if key == MATMUL and len(op.args) == 2:
+        return _one_wide_parameter(op.args[1], by_attr)
+    if key == CAST and op.args:
+        return _unit_last(op.args[0], ranks)
+    if op.kind == OpKind.OPERATOR and op.target in _ELEMENTWISE and len(op.args) == 2:
+        a, b = op.args
+        return (_unit_last(a, ranks) and _scalar(b, by_attr)) or (_unit_last(b, ranks) and _scalar(a, by_attr))
+    return False
+
+
+def _out_features(ctor: Ctor) -> str | None:
+    for k in ctor.kwargs:
+        if k.name == "out_features" and isinstance(k.value, Expr):
+            return k.value.text.strip()
+    return ctor.args[1].text.strip() if len(ctor.args) > 1 and isinstance(ctor.args[1], Expr) else None
+
+
+def _attr_ctor(v: Value, by_attr: Mapping[str, list[Binding]]) -> Ctor | None | bool:
+    """The constructor bound to `self.<attr>` (False: no binding at all, None: not one constructor)."""
+    if not isinstance(v, Expr) or not v.text.startswith("self."):
+        return None
+    bindings = by_attr.get(v.text[5:].strip())
+    if not bindings:
+        return False
+    if len(bindings) != 1 or not isinstance(bindings[0].value, Ctor):
+        return None
+    return bindings[0].value
+
+
+def _one_wide_parameter(v: Value, by_attr: Mapping[str, list[Binding]]) -> bool:
+    ctor = _attr_ctor(v, by_attr)
+    if not isinstance(ctor, Ctor) or ctor.callee != "torch.nn.Parameter" or not ctor.args:
+        return False
+    data = ctor.args[0]
+    return isinstance(data, Expr) and bool(_ONE_WIDE.match(data.text.strip()))
+
+
+def _scalar(v: Value, by_attr: Mapping[str, list[Binding]]) -> bool:
+    """A number, or an attribute bound to arithmetic, not to a layer, parameter or tensor
+    (`self.scale = dim ** -0.5`)."""
+    if not isinstance(v, Expr):
+        return False
+    text = v.text.strip()
+    if re.fullmatch(r"-?[\d.]+(e-?\d+)?", text):
+        return True
+    if not text.startswith("self."):
+        return False
+    bindings = by_attr.get(text[5:])
+    return bool(bindings) and all(
+        isinstance(b.value, Expr) and not re.search(r"[A-Za-z_]\w*\s*\(", b.value.text) for b in bindings)
+
+
 def _meet(ranks: dict[str, int], alternatives: list[dict[str, int]]) -> None:
     """After control flow: keep a rank only where every alternative agrees on it."""
     names = set(ranks).union(*alternatives)
@@ -468,6 +548,9 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     """Record the rank of the op's output where the op makes it evident; forget it otherwise."""
     for name in op.outputs:
         ranks.pop(name, None)
+        ranks.pop(_UNIT + name, None)
+    if len(op.outputs) == 1 and _makes_unit_last(op, ranks, by_attr):
+        ranks[_UNIT + op.outputs[0]] = 1
     if len(op.outputs) > 1 and (op.kind.value, op.target) in _SAME_RANK_PARTS and op.args:
         # `values, indices = torch.topk(x, k)`, `a, b = x.chunk(2, dim=-1)`: every part keeps x's rank.
         r = _rank(op.args[0], ranks)

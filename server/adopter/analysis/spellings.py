@@ -18,6 +18,7 @@ Key = tuple[str, str]
 SOFTMAX: Key = ("function", "torch.nn.functional.softmax")
 LOG_SOFTMAX: Key = ("function", "torch.nn.functional.log_softmax")
 MATMUL: Key = ("function", "torch.matmul")
+ONES_LIKE: Key = ("function", "torch.ones_like")
 TRANSPOSE: Key = ("method", "transpose")
 DROPOUT: Key = ("function", "torch.nn.functional.dropout")
 GELU: Key = ("function", "torch.nn.functional.gelu")
