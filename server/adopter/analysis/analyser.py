@@ -17,12 +17,13 @@ from tree_sitter import Node, Tree
 
 from adopter.analysis.bindings import InitAnalysis
 from adopter.analysis.canonical import canonical_architecture, canonical_forward
-from adopter.analysis.chains import sequential_chains
+from adopter.analysis.chains import sequential_chains, subclass_chain
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.crossfile import CrossFileReach, InitSource
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.resolver import ModuleResolver
 from adopter.analysis.source import Field, SourceText, is_broken, repair, syntax_problems
+from adopter.analysis.spellings import SEQUENTIAL
 from adopter.analysis.submodules import stateless_submodules, thin_submodules
 from adopter.analysis.symbols import ModuleSymbols
 from adopter.dsl.types import Architecture, Ctor, Forward, ModuleFile, Problem, Severity
@@ -67,9 +68,11 @@ class Analyser:
         self.reach = reach if reach is not None else (default_reach() if resolver is None else None)
         self.cache: dict[str, _Entry] = {}
         self.reanalysed: list[str] = []  # units analysed (not taken from the cache) by the last run
+        self._seq: dict[str, tuple[_Entry, Architecture | None]] = {}  # class -> (its entry, its chain)
 
     def clear(self) -> None:
         self.cache.clear()
+        self._seq.clear()
 
     def run(self, data: bytes, tree: Tree, path: str | None) -> ModuleFile:
         """The ModuleFile of `tree` (parsed from `data`); never raises for one unit's failure."""
@@ -83,6 +86,7 @@ class Analyser:
         self.reanalysed = []
         fresh: dict[str, _Entry] = {}
         architectures: list[Architecture] = []
+        class_chains: list[Architecture] = []
         for name, info in table.infos.items():
             try:
                 if not table.is_module(name):
@@ -100,9 +104,13 @@ class Analyser:
                 if arch.span != span:  # a method the analysis did not read changed the class's extent
                     arch = replace(arch, span=span)
                     fresh[f"class {name}"] = replace(entry, result=arch)
+                if arch.forward is None and SEQUENTIAL in arch.bases:
+                    seq_chain = self._subclass_chain(fresh[f"class {name}"], name, src, table)
+                    if seq_chain is not None:
+                        class_chains.append(seq_chain)
                 architectures.append(arch)
         functions: list[Forward] = []
-        chains: list[Architecture] = []
+        chains: list[Architecture] = class_chains
         named: frozenset[str] | None = None
         for name, node in symbols.functions.items():
             try:
@@ -134,6 +142,18 @@ class Analyser:
             problems.append(_internal("top-level code", exc, None, path))
         self.cache = fresh
         return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions), tuple(chains))
+
+    def _subclass_chain(self, entry: _Entry, name: str, src: SourceText, table: ClassTable) -> Architecture | None:
+        """The layer chain of an `nn.Sequential` subclass, kept while its class entry is unchanged."""
+        cached = self._seq.get(name)
+        if cached is not None and cached[0] is entry:
+            return cached[1]
+        try:
+            chain = subclass_chain(name, src, table)
+        except (ValueError, TypeError, AttributeError):
+            chain = None
+        self._seq[name] = (entry, chain)
+        return chain
 
     def _unit(
         self,

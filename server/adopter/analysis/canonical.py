@@ -476,21 +476,19 @@ def _out_features(ctor: Ctor) -> str | None:
     return ctor.args[1].text.strip() if len(ctor.args) > 1 and isinstance(ctor.args[1], Expr) else None
 
 
-def _attr_ctor(v: Value, by_attr: Mapping[str, list[Binding]]) -> Ctor | None | bool:
-    """The constructor bound to `self.<attr>` (False: no binding at all, None: not one constructor)."""
+def _attr_ctor(v: Value, by_attr: Mapping[str, list[Binding]]) -> Ctor | None:
+    """The one constructor bound to `self.<attr>`, else None."""
     if not isinstance(v, Expr) or not v.text.startswith("self."):
         return None
     bindings = by_attr.get(v.text[5:].strip())
-    if not bindings:
-        return False
-    if len(bindings) != 1 or not isinstance(bindings[0].value, Ctor):
+    if not bindings or len(bindings) != 1 or not isinstance(bindings[0].value, Ctor):
         return None
     return bindings[0].value
 
 
 def _one_wide_parameter(v: Value, by_attr: Mapping[str, list[Binding]]) -> bool:
     ctor = _attr_ctor(v, by_attr)
-    if not isinstance(ctor, Ctor) or ctor.callee != "torch.nn.Parameter" or not ctor.args:
+    if ctor is None or ctor.callee != "torch.nn.Parameter" or not ctor.args:
         return False
     data = ctor.args[0]
     return isinstance(data, Expr) and bool(_ONE_WIDE.match(data.text.strip()))
@@ -506,7 +504,7 @@ def _scalar(v: Value, by_attr: Mapping[str, list[Binding]]) -> bool:
         return True
     if not text.startswith("self."):
         return False
-    bindings = by_attr.get(text[5:])
+    bindings = by_attr.get(text[5:]) or []
     return bool(bindings) and all(
         isinstance(b.value, Expr) and not re.search(r"[A-Za-z_]\w*\s*\(", b.value.text) for b in bindings)
 

@@ -52,6 +52,11 @@ def _chain(call: Node, name: str, src: SourceText, reader: InitAnalysis) -> Arch
         return None
     args_node = call.child_by_field_id(Field.ARGUMENTS)
     children = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
+    return _chain_of(children, call, name, src, reader)
+
+
+def _chain_of(children: list[Node], call: Node, name: str, src: SourceText, reader: InitAnalysis) -> Architecture | None:
+    """The chain of the layers `children` (argument nodes, or the calls that built them) of `call`."""
     if len(children) < MIN_CHILDREN or any(a.type in ("keyword_argument", "list_splat") for a in children):
         return None  # `Sequential(*layers)` / `Sequential(OrderedDict(...))`: no positional chain to read
     span = src.span(call)
@@ -72,3 +77,56 @@ def _chain(call: Node, name: str, src: SourceText, reader: InitAnalysis) -> Arch
     forward = Forward("forward", (Param("x"),), tuple(body), span)
     arch = Architecture(name, (SEQUENTIAL,), Init((), tuple(bindings), span), forward, span)
     return canonical_architecture(arch)
+
+
+def subclass_chain(name: str, src: SourceText, table: ClassTable) -> Architecture | None:
+    """The chain of a `class C(nn.Sequential)` whose `__init__` passes its layers to the base
+    (`super().__init__(conv, bn, act)`, the layers built inline or in locals just before)."""
+    found = table.find_method(name, "__init__")
+    if found is None or found[0] != name:
+        return None
+    init = found[1]
+    body = init.child_by_field_id(Field.BODY)
+    if body is None:
+        return None
+    reader = InitAnalysis(name, table, src)
+    reader.read_defaults(params(init, src)[1:])
+    built: dict[str, Node] = {}  # local name -> the call last assigned to it
+    for stmt in body.named_children:
+        expr = stmt.named_children[0] if stmt.type == "expression_statement" and stmt.named_children else None
+        if expr is None:
+            continue
+        if expr.type == "assignment":
+            left, right = expr.child_by_field_id(Field.LEFT), expr.child_by_field_id(Field.RIGHT)
+            if left is not None and left.type == "identifier":
+                name_text = src.text(left)
+                if right is not None and right.type == "call":
+                    built[name_text] = right
+                else:
+                    built.pop(name_text, None)
+        elif expr.type == "call" and _base_init(expr, src):
+            args_node = expr.child_by_field_id(Field.ARGUMENTS)
+            args = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
+            if args and src.text(args[0]) == "self" and not _is_super(expr, src):
+                args = args[1:]  # `nn.Sequential.__init__(self, a, b)`
+            children = [built.get(src.text(a), a) if a.type == "identifier" else a for a in args]
+            return _chain_of(children, expr, name, src, reader)
+    return None
+
+
+def _is_super(call: Node, src: SourceText) -> bool:
+    return src.text(call).startswith("super(")
+
+
+def _base_init(call: Node, src: SourceText) -> bool:
+    """`super().__init__(...)`, `super(C, self).__init__(...)`, `nn.Sequential.__init__(self, ...)`."""
+    func = call.child_by_field_id(Field.FUNCTION)
+    if func is None or func.type != "attribute" or not src.text(func).endswith(".__init__"):
+        return False
+    owner = func.child_by_field_id(Field.OBJECT)
+    if owner is None:
+        return False
+    if owner.type == "call":
+        head = owner.child_by_field_id(Field.FUNCTION)
+        return head is not None and src.text(head) == "super"
+    return src.text(owner).endswith("Sequential")

@@ -132,7 +132,8 @@ def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list
     best: dict[tuple[str, tuple[object, ...]], Finding] = {}
     for f in findings:
         items = _container_items(f.match.ops)
-        key = (f.rule_id, (*items, *f.init_spans) if items else tuple(sorted((op.span for op in f.match.ops), key=_span_key)))
+        spans: tuple[Span, ...] = tuple(sorted((op.span for op in f.match.ops), key=_span_key))
+        key: tuple[str, tuple[object, ...]] = (f.rule_id, (*items, *f.init_spans) if items else spans)
         old = best.get(key)
         if old is None:
             best[key] = f
