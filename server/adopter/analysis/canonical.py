@@ -129,7 +129,7 @@ def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = ()) -> F
     for b in bindings:
         by_attr.setdefault(b.attr, []).append(b)
     try:
-        body = _Pass(forward, by_attr, {}).block(forward.body, {})
+        body = _Pass(forward, by_attr, {}, _batched_operands(forward.body)).block(forward.body, {})
     except (TypeError, AttributeError, ValueError):
         # A malformed forward (built by hand, not by the analysis) is left as it is: the rule engine
         # reports what it cannot match as a problem, and the pass must not take the file down.
@@ -139,8 +139,9 @@ def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = ()) -> F
 
 class _Pass:
     def __init__(self, forward: Forward, by_attr: Mapping[str, list[Binding]],
-                 thin: Mapping[str, tuple[Binding, ...]]) -> None:
+                 thin: Mapping[str, tuple[Binding, ...]], batched: frozenset[str] = frozenset()) -> None:
         self.by_attr = by_attr
+        self.batched = batched  # names read by `bmm`: 3-D wherever they are defined
         self.thin = thin
         self.split_identity = not thin  # the submodule view reads an already canonical forward
         self.counter = _max_temp(forward.body)
@@ -208,6 +209,10 @@ class _Pass:
         else:
             key = (op.kind.value, op.target)
             canonical = CANONICAL.get(key, key)
+            if (canonical == TRANSPOSE and len(op.outputs) == 1 and op.outputs[0] in self.batched and op.args
+                    and isinstance(op.args[0], Ref) and op.args[0].name not in ranks):
+                # `k.transpose(1, 2)` fed to `bmm`: bmm takes 3-D tensors, so its dims are the last two.
+                ranks[op.args[0].name] = 3
             args, kwargs = normalise(canonical, op.args, op.kwargs, ranks)
             if canonical == SOFTMAX and args and _unit_last(args[0], ranks) and _last_axis(kwargs):
                 # A softmax over an axis of length 1 is all ones (SwiftFormer's `(q @ w_g).softmax(-1)`
@@ -507,6 +512,20 @@ def _scalar(v: Value, by_attr: Mapping[str, list[Binding]]) -> bool:
     bindings = by_attr.get(text[5:]) or []
     return bool(bindings) and all(
         isinstance(b.value, Expr) and not re.search(r"[A-Za-z_]\w*\s*\(", b.value.text) for b in bindings)
+
+
+def _batched_operands(block: Block, out: set[str] | None = None) -> frozenset[str]:
+    """The names `torch.bmm` / `.bmm` reads (its operands are 3-D by contract)."""
+    found: set[str] = set() if out is None else out
+    for stmt in block:
+        if isinstance(stmt, Op) and stmt.target in ("torch.bmm", "bmm") and stmt.kind in (OpKind.FUNCTION, OpKind.METHOD):
+            found.update(a.name for a in stmt.args[:2] if isinstance(a, Ref))
+        elif isinstance(stmt, Branch):
+            for path in stmt.paths:
+                _batched_operands(path, found)
+        elif isinstance(stmt, Loop):
+            _batched_operands(stmt.body, found)
+    return frozenset(found)
 
 
 def _meet(ranks: dict[str, int], alternatives: list[dict[str, int]]) -> None:
