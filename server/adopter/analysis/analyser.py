@@ -9,7 +9,6 @@ helpers, imports), so an edit re-analyses the edited unit and the units that dep
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -273,12 +272,21 @@ def _internal(what: str, exc: Exception, span: object, path: str | None) -> Prob
 
 
 def _named_elsewhere(data: bytes, functions: Mapping[str, object]) -> frozenset[str]:
-    """The module-level functions whose name occurs in the file besides their own `def` (a call, a
-    decorator, an export list, a mention in a string: a name read anywhere counts as used)."""
-    if not functions:
-        return frozenset()
-    pattern = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in functions) + rb")\b")
-    counts: dict[bytes, int] = {}
-    for m in pattern.finditer(data):
-        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
-    return frozenset(n for n in functions if counts.get(n.encode(), 0) > 1)
+    """The module-level functions whose name occurs as a word in the file besides their own `def` (a
+    call, a decorator, an export list, a mention in a string or comment: a doubt keeps the function's
+    findings). Plain `find`s, no regular expression: this runs on every analysis of the file."""
+    return frozenset(name for name in functions if _words(data, name.encode(), 2) >= 2)
+
+
+def _words(data: bytes, word: bytes, enough: int) -> int:
+    """How many times `word` occurs in `data` as a whole identifier, counting up to `enough`."""
+    found = 0
+    at = data.find(word)
+    while at >= 0 and found < enough:
+        end = at + len(word)
+        before = data[at - 1 : at] if at else b" "
+        after = data[end : end + 1] or b" "
+        if not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_"):
+            found += 1
+        at = data.find(word, end)
+    return found

@@ -142,6 +142,7 @@ class _Pass:
                  thin: Mapping[str, tuple[Binding, ...]], batched: frozenset[str] = frozenset()) -> None:
         self.by_attr = by_attr
         self.batched = batched  # names read by `bmm`: 3-D wherever they are defined
+        self.units = any(_one_wide(b.value) for bs in by_attr.values() for b in bs)
         self.thin = thin
         self.split_identity = not thin  # the submodule view reads an already canonical forward
         self.counter = _max_temp(forward.body)
@@ -222,7 +223,7 @@ class _Pass:
                 ops = [op] if canonical == key and args == op.args and kwargs == op.kwargs else [
                     _respell(op, canonical, args, kwargs)]
         for o in ops:
-            _track_rank(o, ranks, self.by_attr)
+            _track_rank(o, ranks, self.by_attr, self.units)
         return ops
 
     def module(self, op: Op, target: str, ctor: Ctor | None, depth: int) -> list[Op]:
@@ -491,6 +492,16 @@ def _attr_ctor(v: Value, by_attr: Mapping[str, list[Binding]]) -> Ctor | None:
     return bindings[0].value
 
 
+def _one_wide(value: object) -> bool:
+    """A Linear to one feature, or a parameter built `(..., 1)`: the sources of a last axis of length 1."""
+    if not isinstance(value, Ctor):
+        return False
+    if value.callee == "torch.nn.Linear":
+        return _out_features(value) == "1"
+    data = value.args[0] if value.callee == "torch.nn.Parameter" and value.args else None
+    return isinstance(data, Expr) and bool(_ONE_WIDE.match(data.text.strip()))
+
+
 def _one_wide_parameter(v: Value, by_attr: Mapping[str, list[Binding]]) -> bool:
     ctor = _attr_ctor(v, by_attr)
     if ctor is None or ctor.callee != "torch.nn.Parameter" or not ctor.args:
@@ -561,13 +572,17 @@ def _einops_rank(pattern: Value) -> int | None:
     return len(groups) or None
 
 
-def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Binding]]) -> None:
-    """Record the rank of the op's output where the op makes it evident; forget it otherwise."""
+def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Binding]], units: bool = False) -> None:
+    """Record the rank of the op's output where the op makes it evident; forget it otherwise. With
+    `units` (the class binds a layer or parameter one feature wide), also which values have a last
+    axis of length 1."""
     for name in op.outputs:
         ranks.pop(name, None)
-        ranks.pop(_UNIT + name, None)
-    if len(op.outputs) == 1 and _makes_unit_last(op, ranks, by_attr):
-        ranks[_UNIT + op.outputs[0]] = 1
+    if units:
+        for name in op.outputs:
+            ranks.pop(_UNIT + name, None)
+        if len(op.outputs) == 1 and _makes_unit_last(op, ranks, by_attr):
+            ranks[_UNIT + op.outputs[0]] = 1
     if len(op.outputs) > 1 and (op.kind.value, op.target) in _SAME_RANK_PARTS and op.args:
         # `values, indices = torch.topk(x, k)`, `a, b = x.chunk(2, dim=-1)`: every part keeps x's rank.
         r = _rank(op.args[0], ranks)
