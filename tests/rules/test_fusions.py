@@ -10,6 +10,7 @@ Tolerances are stated per case (float32 on CPU).
 
 from __future__ import annotations
 
+import functools
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -229,6 +230,88 @@ class Stem(nn.Module):
         return self.relu(self.bn2(self.conv2(x)))
 """
 
+# torchvision's ResNet Bottleneck (torchvision/models/resnet.py): the norm is a constructor argument, and
+# `norm_layer=` may be any norm (a GroupNorm has no running statistics: the fold must not run on it).
+BOTTLENECK = """
+from typing import Callable, Optional
+
+from torch import Tensor, nn
+
+
+def conv3x3(in_planes: int, out_planes: int, stride: int = 1, groups: int = 1, dilation: int = 1) -> nn.Conv2d:
+    return nn.Conv2d(in_planes, out_planes, kernel_size=3, stride=stride, padding=dilation, groups=groups, bias=False, dilation=dilation)
+
+
+def conv1x1(in_planes: int, out_planes: int, stride: int = 1) -> nn.Conv2d:
+    return nn.Conv2d(in_planes, out_planes, kernel_size=1, stride=stride, bias=False)
+
+
+class Bottleneck(nn.Module):
+    expansion: int = 4
+
+    def __init__(
+        self,
+        inplanes: int,
+        planes: int,
+        stride: int = 1,
+        downsample: Optional[nn.Module] = None,
+        groups: int = 1,
+        base_width: int = 64,
+        dilation: int = 1,
+        norm_layer: Optional[Callable[..., nn.Module]] = None,
+    ) -> None:
+        super().__init__()
+        if norm_layer is None:
+            norm_layer = nn.BatchNorm2d
+        width = int(planes * (base_width / 64.0)) * groups
+        self.conv1 = conv1x1(inplanes, width)
+        self.bn1 = norm_layer(width)
+        self.conv2 = conv3x3(width, width, stride, groups, dilation)
+        self.bn2 = norm_layer(width)
+        self.conv3 = conv1x1(width, planes * self.expansion)
+        self.bn3 = norm_layer(planes * self.expansion)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = downsample
+        self.stride = stride
+
+    def forward(self, x: Tensor) -> Tensor:
+        identity = x
+
+        out = self.conv1(x)
+        out = self.bn1(out)
+        out = self.relu(out)
+
+        out = self.conv2(out)
+        out = self.bn2(out)
+        out = self.relu(out)
+
+        out = self.conv3(out)
+        out = self.bn3(out)
+
+        if self.downsample is not None:
+            identity = self.downsample(x)
+
+        out += identity
+        out = self.relu(out)
+
+        return out
+"""
+
+# A norm passed in may be anything that takes the width: the fold runs only on a BatchNorm1d.
+LINEAR_NORM = """
+from torch import nn
+
+
+class ProjectionHead(nn.Module):
+    def __init__(self, in_dim, out_dim, norm_layer=nn.BatchNorm1d):
+        super().__init__()
+        self.linear = nn.Linear(in_dim, out_dim)
+        self.norm = norm_layer(out_dim)
+
+    def forward(self, features):
+        return self.norm(self.linear(features))
+"""
+
 LINEAR_BN = """
 from torch import nn
 
@@ -397,6 +480,15 @@ CASES = [
     ),
     Case("stem", "f07-conv-bn", CONV_BN, "Stem", (4,), randn(2, 3, 16, 16), atol=1e-5, rtol=1e-4, sites=2),
     Case("linear-bn", "f08-linear-bn", LINEAR_BN, "ProjectionHead", (6, 10), randn(7, 6), atol=1e-5, rtol=1e-4),
+    Case("bottleneck-batchnorm", "f07-conv-bn", BOTTLENECK, "Bottleneck", (16, 4), randn(2, 16, 8, 8),
+         atol=1e-5, rtol=1e-4, sites=3),
+    Case("bottleneck-groupnorm", "f07-conv-bn", BOTTLENECK, "Bottleneck",
+         (16, 4, 1, None, 1, 64, 1, functools.partial(torch.nn.GroupNorm, 2)), randn(2, 16, 8, 8),
+         atol=1e-5, rtol=1e-4, sites=3),
+    Case("linear-norm-batchnorm", "f08-linear-bn", LINEAR_NORM, "ProjectionHead", (6, 10), randn(7, 6),
+         atol=1e-5, rtol=1e-4),
+    Case("linear-norm-layernorm", "f08-linear-bn", LINEAR_NORM, "ProjectionHead", (6, 10, torch.nn.LayerNorm),
+         randn(7, 6), atol=1e-5, rtol=1e-4),
     Case("deberta-ln", "f11-layernorm", DEBERTA_LN, "DebertaLayerNorm", (16,), randn(2, 5, 16), atol=1e-5),
     Case("rsqrt-ln", "f11-layernorm", RSQRT_LN, "LayerNorm", (16,), randn(2, 5, 16), atol=1e-5),
     Case("llama-rms", "f12-rmsnorm", RMS_NORMS, "LlamaRMSNorm", (16,), randn(2, 5, 16), sites=2),

@@ -15,9 +15,13 @@ torch = pytest.importorskip("torch")
 
 from attention_harness import compare_modules, fixed, load, rules_of, skip_reasons  # noqa: E402
 
+from adopter.analysis import analyse  # noqa: E402
+from adopter.engine import Environment, find  # noqa: E402
+
 pytestmark = pytest.mark.torch
 
 RULES = rules_of("f09-fused-qkv")
+CPU = Environment(device="cpu", packages=frozenset(), torch_version="2.13.0")
 
 
 def _example(index: int) -> str:
@@ -82,10 +86,20 @@ def test_prune_heads_use_is_declined() -> None:
     assert len(reasons) == 1 and "is also used on line" in reasons[0], reasons
 
 
-def test_different_sizes_are_declined() -> None:
+def test_different_widths_are_no_site() -> None:
+    # Outputs of different widths are not the three equal parts of one projection (issue 20): no finding.
     source = NEO.replace(
         "self.v_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=False)",
         "self.v_proj = nn.Linear(config.hidden_size, 2 * config.hidden_size, bias=False)",
+    )
+    assert not find(analyse(source), RULES, CPU)
+    assert find(analyse(NEO), RULES, CPU)
+
+
+def test_different_bias_settings_are_declined() -> None:
+    source = NEO.replace(
+        "self.v_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=False)",
+        "self.v_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=True)",
     )
     reasons = skip_reasons(source, RULES)
     assert reasons == ["the three Linears are not built with the same arguments (in, out, bias)"]

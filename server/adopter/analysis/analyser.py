@@ -9,18 +9,20 @@ helpers, imports), so an edit re-analyses the edited unit and the units that dep
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from tree_sitter import Node, Tree
 
 from adopter.analysis.bindings import InitAnalysis
 from adopter.analysis.canonical import canonical_architecture, canonical_forward
-from adopter.analysis.chains import sequential_chains
+from adopter.analysis.chains import sequential_chains, subclass_chain
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.crossfile import CrossFileReach, InitSource
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.resolver import ModuleResolver
 from adopter.analysis.source import Field, SourceText, is_broken, repair, syntax_problems
+from adopter.analysis.spellings import SEQUENTIAL
 from adopter.analysis.submodules import stateless_submodules, thin_submodules
 from adopter.analysis.symbols import ModuleSymbols
 from adopter.dsl.types import Architecture, Ctor, Forward, ModuleFile, Problem, Severity
@@ -65,9 +67,11 @@ class Analyser:
         self.reach = reach if reach is not None else (default_reach() if resolver is None else None)
         self.cache: dict[str, _Entry] = {}
         self.reanalysed: list[str] = []  # units analysed (not taken from the cache) by the last run
+        self._seq: dict[str, tuple[_Entry, Architecture | None]] = {}  # class -> (its entry, its chain)
 
     def clear(self) -> None:
         self.cache.clear()
+        self._seq.clear()
 
     def run(self, data: bytes, tree: Tree, path: str | None) -> ModuleFile:
         """The ModuleFile of `tree` (parsed from `data`); never raises for one unit's failure."""
@@ -81,6 +85,7 @@ class Analyser:
         self.reanalysed = []
         fresh: dict[str, _Entry] = {}
         architectures: list[Architecture] = []
+        class_chains: list[Architecture] = []
         for name, info in table.infos.items():
             try:
                 if not table.is_module(name):
@@ -98,9 +103,14 @@ class Analyser:
                 if arch.span != span:  # a method the analysis did not read changed the class's extent
                     arch = replace(arch, span=span)
                     fresh[f"class {name}"] = replace(entry, result=arch)
+                if arch.forward is None and SEQUENTIAL in arch.bases:
+                    seq_chain = self._subclass_chain(fresh[f"class {name}"], name, src, table)
+                    if seq_chain is not None:
+                        class_chains.append(seq_chain)
                 architectures.append(arch)
         functions: list[Forward] = []
-        chains: list[Architecture] = []
+        chains: list[Architecture] = class_chains
+        named: frozenset[str] | None = None
         for name, node in symbols.functions.items():
             try:
                 entry = self._unit(f"def {name}", node, symbols, fresh,
@@ -110,7 +120,17 @@ class Analyser:
                 continue
             problems.extend(entry.problems)
             if isinstance(entry.result, tuple) and entry.result and isinstance(entry.result[0], Forward):
-                functions.append(entry.result[0])
+                fn = entry.result[0]
+                if named is None:
+                    # In a file of helpers only (no module class), helpers serve other files: all count.
+                    named = _named_elsewhere(data, symbols.functions) if architectures else frozenset(
+                        symbols.functions)
+                if fn.referenced != (name in named):
+                    # Callers live outside the function's own cached unit: refresh the flag, keeping the
+                    # entry's identity while it does not change.
+                    fn = replace(fn, referenced=name in named)
+                    fresh[f"def {name}"] = replace(entry, result=(fn, *entry.result[1:]))
+                functions.append(fn)
                 chains.extend(entry.result[1])
         try:
             toplevel = self._toplevel(src, symbols, fresh)
@@ -121,6 +141,18 @@ class Analyser:
             problems.append(_internal("top-level code", exc, None, path))
         self.cache = fresh
         return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions), tuple(chains))
+
+    def _subclass_chain(self, entry: _Entry, name: str, src: SourceText, table: ClassTable) -> Architecture | None:
+        """The layer chain of an `nn.Sequential` subclass, kept while its class entry is unchanged."""
+        cached = self._seq.get(name)
+        if cached is not None and cached[0] is entry:
+            return cached[1]
+        try:
+            chain = subclass_chain(name, src, table)
+        except (ValueError, TypeError, AttributeError):
+            chain = None
+        self._seq[name] = (entry, chain)
+        return chain
 
     def _unit(
         self,
@@ -237,3 +269,24 @@ def _internal(what: str, exc: Exception, span: object, path: str | None) -> Prob
         Severity.ERROR,
         "internal-error",
     )
+
+
+def _named_elsewhere(data: bytes, functions: Mapping[str, object]) -> frozenset[str]:
+    """The module-level functions whose name occurs as a word in the file besides their own `def` (a
+    call, a decorator, an export list, a mention in a string or comment: a doubt keeps the function's
+    findings). Plain `find`s, no regular expression: this runs on every analysis of the file."""
+    return frozenset(name for name in functions if _words(data, name.encode(), 2) >= 2)
+
+
+def _words(data: bytes, word: bytes, enough: int) -> int:
+    """How many times `word` occurs in `data` as a whole identifier, counting up to `enough`."""
+    found = 0
+    at = data.find(word)
+    while at >= 0 and found < enough:
+        end = at + len(word)
+        before = data[at - 1 : at] if at else b" "
+        after = data[end : end + 1] or b" "
+        if not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_"):
+            found += 1
+        at = data.find(word, end)
+    return found

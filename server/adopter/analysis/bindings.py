@@ -93,6 +93,7 @@ class InitAnalysis:
         self.state: dict[str, list[_B]] = {}
         self.locals: dict[str, list[Alt] | _ListBuild] = {}
         self.loop_repeat: str | None = None
+        self.defaults: dict[str, str | None] = {}  # parameter -> the source text of its default
 
     def run(self) -> Init | None:
         found = self.table.find_method(self.class_name, "__init__")
@@ -111,6 +112,7 @@ class InitAnalysis:
 
     def read_defaults(self, ps: Sequence[Param]) -> None:
         """Parameters whose default is a layer class, a `partial` of one, or a layer instance."""
+        self.defaults.update((p.name, p.default) for p in ps)
         # A layer class passed as a default argument (`norm_layer=nn.BatchNorm2d`, `act=nn.GELU`) is what
         # `norm_layer(...)` builds unless the caller passes another: read it as that constructor.
         for p in ps:
@@ -503,6 +505,48 @@ class InitAnalysis:
             return self._qualify_callee(text)
         return None
 
+    def _key_text(self, text: str) -> str | None:
+        """The string a key expression evidently holds: a literal, or a parameter's literal default."""
+        text = text.strip()
+        if text in self.defaults and text not in self.locals:
+            text = (self.defaults[text] or "").strip()
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" and text[1:-1].isidentifier():
+            return text[1:-1]
+        return None
+
+    def _table_entry(self, dotted: str, key_text: str) -> str | None:
+        """The layer class `TABLE[key]` names, for a same-file dict literal of layer classes."""
+        if "." in dotted or dotted in self.locals or not self.symbols.is_module_value(dotted):
+            return None
+        key = self._key_text(key_text)
+        assignment = self.symbols.values.get(dotted)
+        table = assignment.child_by_field_id(Field.RIGHT) if assignment is not None else None
+        if key is None or table is None or table.type != "dictionary":
+            return None
+        for pair in table.named_children:
+            k, v = pair.child_by_field_id(Field.KEY), pair.child_by_field_id(Field.VALUE)
+            if pair.type != "pair" or k is None or v is None or self._key_text(self.src.text(k)) != key:
+                continue
+            name = dotted_text(v, self.src)
+            root = name.split(".")[0] if name is not None else ""
+            if name is not None and (self.symbols.has_class(name) or (
+                    self.symbols.is_imported(root) and name.rsplit(".", 1)[-1][:1].isupper())):
+                return self._qualify_callee(name)
+        return None
+
+    def _getattr_class(self, call: Node) -> str | None:
+        """`getattr(nn, "GELU")` (or a parameter defaulting to it): the layer class it names."""
+        func = call.child_by_field_id(Field.FUNCTION)
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        if func is None or self.src.text(func) != "getattr" or args_node is None:
+            return None
+        args = [a for a in args_node.named_children if a.type != "comment"]
+        owner = dotted_text(args[0], self.src) if len(args) == 2 else None
+        key = self._key_text(self.src.text(args[1])) if owner is not None else None
+        if owner is None or key is None or not key[:1].isupper() or not self.symbols.is_imported(owner.split(".")[0]):
+            return None
+        return self.symbols.qualify(f"{owner}.{key}")
+
     def _qualify_callee(self, dotted: str) -> str:
         return dotted if self.symbols.has_class(dotted) else self.symbols.qualify(dotted)
 
@@ -515,8 +559,14 @@ class InitAnalysis:
         if func.type == "subscript":
             value = func.child_by_field_id(Field.VALUE)
             dotted = dotted_text(value, self.src)
-            if dotted is not None:
+            entry = self._table_entry(dotted, _subscript_text(func, self.src)) if dotted is not None else None
+            if entry is not None:
+                # `ACTIVATIONS[act]()` with a same-file dict of layer classes and a key evident here.
+                callees.append(((), entry, None))
+            elif dotted is not None:
                 callees.append(((), self._qualify_callee(dotted), _subscript_text(func, self.src)))
+        elif func.type == "call" and (named := self._getattr_class(func)) is not None:
+            callees.append(((), named, None))  # `getattr(nn, activation)()` with the name evident here
         else:
             dotted = dotted_text(func, self.src)
             if dotted is not None and dotted in self.locals:

@@ -33,8 +33,10 @@ from adopter.analysis.spellings import (
     CHOOSE,
     MATMUL,
     MODULES,
+    ONES_LIKE,
     POW,
     SIGNATURES,
+    SOFTMAX,
     TRANSPARENT_METHODS,
     TRANSPOSE,
     Key,
@@ -127,7 +129,7 @@ def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = ()) -> F
     for b in bindings:
         by_attr.setdefault(b.attr, []).append(b)
     try:
-        body = _Pass(forward, by_attr, {}).block(forward.body, {})
+        body = _Pass(forward, by_attr, {}, _batched_operands(forward.body)).block(forward.body, {})
     except (TypeError, AttributeError, ValueError):
         # A malformed forward (built by hand, not by the analysis) is left as it is: the rule engine
         # reports what it cannot match as a problem, and the pass must not take the file down.
@@ -137,8 +139,10 @@ def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = ()) -> F
 
 class _Pass:
     def __init__(self, forward: Forward, by_attr: Mapping[str, list[Binding]],
-                 thin: Mapping[str, tuple[Binding, ...]]) -> None:
+                 thin: Mapping[str, tuple[Binding, ...]], batched: frozenset[str] = frozenset()) -> None:
         self.by_attr = by_attr
+        self.batched = batched  # names read by `bmm`: 3-D wherever they are defined
+        self.units = any(_one_wide(b.value) for bs in by_attr.values() for b in bs)
         self.thin = thin
         self.split_identity = not thin  # the submodule view reads an already canonical forward
         self.counter = _max_temp(forward.body)
@@ -206,11 +210,20 @@ class _Pass:
         else:
             key = (op.kind.value, op.target)
             canonical = CANONICAL.get(key, key)
+            if (canonical == TRANSPOSE and len(op.outputs) == 1 and op.outputs[0] in self.batched and op.args
+                    and isinstance(op.args[0], Ref) and op.args[0].name not in ranks):
+                # `k.transpose(1, 2)` fed to `bmm`: bmm takes 3-D tensors, so its dims are the last two.
+                ranks[op.args[0].name] = 3
             args, kwargs = normalise(canonical, op.args, op.kwargs, ranks)
-            ops = [op] if canonical == key and args == op.args and kwargs == op.kwargs else [
-                _respell(op, canonical, args, kwargs)]
+            if canonical == SOFTMAX and args and _unit_last(args[0], ranks) and _last_axis(kwargs):
+                # A softmax over an axis of length 1 is all ones (SwiftFormer's `(q @ w_g).softmax(-1)`
+                # with `w_g` of shape (dim, 1)): no softmax runs, whatever the spelling.
+                ops = [_respell(op, ONES_LIKE, args[:1], ())]
+            else:
+                ops = [op] if canonical == key and args == op.args and kwargs == op.kwargs else [
+                    _respell(op, canonical, args, kwargs)]
         for o in ops:
-            _track_rank(o, ranks, self.by_attr)
+            _track_rank(o, ranks, self.by_attr, self.units)
         return ops
 
     def module(self, op: Op, target: str, ctor: Ctor | None, depth: int) -> list[Op]:
@@ -431,6 +444,101 @@ def _max_temp(block: Block) -> int:
     return top
 
 
+# `ranks` also records, under this prefix (no name starts with it), the values whose last axis is known
+# to have length 1; control flow keeps it only where every alternative agrees, like a rank.
+_UNIT = "^"
+_ONE_WIDE = re.compile(r"^torch\.(randn|rand|zeros|ones|empty|full)\(.*,\s*1\s*\)$", re.S)
+
+
+def _unit_last(v: Value, ranks: Mapping[str, int]) -> bool:
+    return isinstance(v, Ref) and _UNIT + v.name in ranks
+
+
+def _last_axis(kwargs: tuple[Kwarg, ...]) -> bool:
+    return any(k.name == "dim" and isinstance(k.value, Expr) and k.value.text.strip() == "-1" for k in kwargs)
+
+
+def _makes_unit_last(op: Op, ranks: Mapping[str, int], by_attr: Mapping[str, list[Binding]]) -> bool:
+    """Whether the op's one output has a last axis of length 1, as far as the code shows: a Linear to one
+    feature, a product with a parameter built `(..., 1)`, and casts or scalar arithmetic of such a value."""
+    key = (op.kind.value, op.target)
+    if op.kind == OpKind.MODULE:
+        ctor = _ctor_of(by_attr, op.target)
+        return ctor is not None and ctor.callee == "torch.nn.Linear" and _out_features(ctor) == "1"
+    if key == MATMUL and len(op.args) == 2:
+        return _one_wide_parameter(op.args[1], by_attr)
+    if key == CAST and op.args:
+        return _unit_last(op.args[0], ranks)
+    if op.kind == OpKind.OPERATOR and op.target in _ELEMENTWISE and len(op.args) == 2:
+        a, b = op.args
+        return (_unit_last(a, ranks) and _scalar(b, by_attr)) or (_unit_last(b, ranks) and _scalar(a, by_attr))
+    return False
+
+
+def _out_features(ctor: Ctor) -> str | None:
+    for k in ctor.kwargs:
+        if k.name == "out_features" and isinstance(k.value, Expr):
+            return k.value.text.strip()
+    return ctor.args[1].text.strip() if len(ctor.args) > 1 and isinstance(ctor.args[1], Expr) else None
+
+
+def _attr_ctor(v: Value, by_attr: Mapping[str, list[Binding]]) -> Ctor | None:
+    """The one constructor bound to `self.<attr>`, else None."""
+    if not isinstance(v, Expr) or not v.text.startswith("self."):
+        return None
+    bindings = by_attr.get(v.text[5:].strip())
+    if not bindings or len(bindings) != 1 or not isinstance(bindings[0].value, Ctor):
+        return None
+    return bindings[0].value
+
+
+def _one_wide(value: object) -> bool:
+    """A Linear to one feature, or a parameter built `(..., 1)`: the sources of a last axis of length 1."""
+    if not isinstance(value, Ctor):
+        return False
+    if value.callee == "torch.nn.Linear":
+        return _out_features(value) == "1"
+    data = value.args[0] if value.callee == "torch.nn.Parameter" and value.args else None
+    return isinstance(data, Expr) and bool(_ONE_WIDE.match(data.text.strip()))
+
+
+def _one_wide_parameter(v: Value, by_attr: Mapping[str, list[Binding]]) -> bool:
+    ctor = _attr_ctor(v, by_attr)
+    if ctor is None or ctor.callee != "torch.nn.Parameter" or not ctor.args:
+        return False
+    data = ctor.args[0]
+    return isinstance(data, Expr) and bool(_ONE_WIDE.match(data.text.strip()))
+
+
+def _scalar(v: Value, by_attr: Mapping[str, list[Binding]]) -> bool:
+    """A number, or an attribute bound to arithmetic, not to a layer, parameter or tensor
+    (`self.scale = dim ** -0.5`)."""
+    if not isinstance(v, Expr):
+        return False
+    text = v.text.strip()
+    if re.fullmatch(r"-?[\d.]+(e-?\d+)?", text):
+        return True
+    if not text.startswith("self."):
+        return False
+    bindings = by_attr.get(text[5:]) or []
+    return bool(bindings) and all(
+        isinstance(b.value, Expr) and not re.search(r"[A-Za-z_]\w*\s*\(", b.value.text) for b in bindings)
+
+
+def _batched_operands(block: Block, out: set[str] | None = None) -> frozenset[str]:
+    """The names `torch.bmm` / `.bmm` reads (its operands are 3-D by contract)."""
+    found: set[str] = set() if out is None else out
+    for stmt in block:
+        if isinstance(stmt, Op) and stmt.target in ("torch.bmm", "bmm") and stmt.kind in (OpKind.FUNCTION, OpKind.METHOD):
+            found.update(a.name for a in stmt.args[:2] if isinstance(a, Ref))
+        elif isinstance(stmt, Branch):
+            for path in stmt.paths:
+                _batched_operands(path, found)
+        elif isinstance(stmt, Loop):
+            _batched_operands(stmt.body, found)
+    return frozenset(found)
+
+
 def _meet(ranks: dict[str, int], alternatives: list[dict[str, int]]) -> None:
     """After control flow: keep a rank only where every alternative agrees on it."""
     names = set(ranks).union(*alternatives)
@@ -464,10 +572,17 @@ def _einops_rank(pattern: Value) -> int | None:
     return len(groups) or None
 
 
-def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Binding]]) -> None:
-    """Record the rank of the op's output where the op makes it evident; forget it otherwise."""
+def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Binding]], units: bool = False) -> None:
+    """Record the rank of the op's output where the op makes it evident; forget it otherwise. With
+    `units` (the class binds a layer or parameter one feature wide), also which values have a last
+    axis of length 1."""
     for name in op.outputs:
         ranks.pop(name, None)
+    if units:
+        for name in op.outputs:
+            ranks.pop(_UNIT + name, None)
+        if len(op.outputs) == 1 and _makes_unit_last(op, ranks, by_attr):
+            ranks[_UNIT + op.outputs[0]] = 1
     if len(op.outputs) > 1 and (op.kind.value, op.target) in _SAME_RANK_PARTS and op.args:
         # `values, indices = torch.topk(x, k)`, `a, b = x.chunk(2, dim=-1)`: every part keeps x's rank.
         r = _rank(op.args[0], ranks)

@@ -38,20 +38,95 @@ def sequential_chains(function: Node, name: str, src: SourceText, table: ClassTa
         if node.type in ("function_definition", "class_definition", "decorated_definition", "lambda"):
             continue
         if node.type == "call":
-            chain = _chain(node, name, src, reader)
+            chain = _chain(node, name, src, reader, body)
             if chain is not None:
                 chains.append(chain)
         stack.extend(node.named_children)
     return tuple(chains)
 
 
-def _chain(call: Node, name: str, src: SourceText, reader: InitAnalysis) -> Architecture | None:
+def _chain(call: Node, name: str, src: SourceText, reader: InitAnalysis, body: Node | None = None) -> Architecture | None:
     func = call.child_by_field_id(Field.FUNCTION)
     dotted = dotted_text(func, src) if func is not None else None
     if dotted is None or not dotted.endswith("Sequential") or reader.qualified_callee(dotted) != SEQUENTIAL:
         return None
     args_node = call.child_by_field_id(Field.ARGUMENTS)
     children = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
+    if len(children) == 1 and children[0].type == "list_splat" and body is not None:
+        # `nn.Sequential(*layers)`: the layers a list built in the function's own block holds
+        listed = _listed(body, children[0], call, src)
+        if listed is None:
+            return None
+        children = listed
+    return _chain_of(children, call, name, src, reader)
+
+
+def _listed(body: Node, splat: Node, call: Node, src: SourceText) -> list[Node] | None:
+    """The elements of the list `*name` unpacks, built by the statements of `body` before `call`
+    (`layers = [...]`, `layers.append(x)`, `layers += [...]`, `layers.extend([...])`); None when it is
+    also changed anywhere else (inside an `if` or a loop: the layers would depend on the path)."""
+    target = splat.named_children[0] if splat.named_children else None
+    if target is None or target.type != "identifier":
+        return None
+    name = src.text(target)
+    items: list[Node] | None = None
+    for stmt in body.named_children:
+        if stmt.end_byte > call.start_byte:
+            break  # the statement holding the Sequential, and what follows it
+        expr = stmt.named_children[0] if stmt.type == "expression_statement" and stmt.named_children else None
+        step = _list_step(expr, name, src) if expr is not None else None
+        if step is not None:
+            kind, nodes = step
+            if nodes is None or (kind != "set" and items is None):
+                return None
+            items = list(nodes) if kind == "set" else [*(items or []), *nodes]
+        elif name.encode() in src.raw(stmt) and any(
+                n.type == "identifier" and src.text(n) == name for n in _identifiers(stmt)):
+            return None  # read or changed another way (in a branch, a loop, a call)
+    return items
+
+
+def _list_step(expr: Node, name: str, src: SourceText) -> tuple[str, list[Node] | None] | None:
+    """How a statement builds the list `name`: ("set", items), ("add", items), or None when it does not."""
+    if expr.type in ("assignment", "augmented_assignment"):
+        left, right = expr.child_by_field_id(Field.LEFT), expr.child_by_field_id(Field.RIGHT)
+        if left is None or right is None or src.text(left) != name:
+            return None
+        elements = _elements(right)
+        if expr.type == "assignment":
+            return "set", elements
+        return ("add", elements) if src.text(expr).split(name, 1)[1].lstrip().startswith("+=") else ("add", None)
+    if expr.type == "call":
+        func, args = expr.child_by_field_id(Field.FUNCTION), expr.child_by_field_id(Field.ARGUMENTS)
+        if func is None or args is None or src.text(func) not in (f"{name}.append", f"{name}.extend"):
+            return None
+        values = [a for a in args.named_children if a.type != "comment"]
+        if len(values) != 1:
+            return "add", None
+        return "add", ([values[0]] if src.text(func).endswith("append") else _elements(values[0]))
+    return None
+
+
+def _elements(node: Node) -> list[Node] | None:
+    if node.type != "list":
+        return None
+    out = [c for c in node.named_children if c.type != "comment"]
+    return None if any(c.type == "list_splat" for c in out) else out
+
+
+def _identifiers(node: Node) -> list[Node]:
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            out.append(n)
+        stack.extend(n.named_children)
+    return out
+
+
+def _chain_of(children: list[Node], call: Node, name: str, src: SourceText, reader: InitAnalysis) -> Architecture | None:
+    """The chain of the layers `children` (argument nodes, or the calls that built them) of `call`."""
     if len(children) < MIN_CHILDREN or any(a.type in ("keyword_argument", "list_splat") for a in children):
         return None  # `Sequential(*layers)` / `Sequential(OrderedDict(...))`: no positional chain to read
     span = src.span(call)
@@ -72,3 +147,56 @@ def _chain(call: Node, name: str, src: SourceText, reader: InitAnalysis) -> Arch
     forward = Forward("forward", (Param("x"),), tuple(body), span)
     arch = Architecture(name, (SEQUENTIAL,), Init((), tuple(bindings), span), forward, span)
     return canonical_architecture(arch)
+
+
+def subclass_chain(name: str, src: SourceText, table: ClassTable) -> Architecture | None:
+    """The chain of a `class C(nn.Sequential)` whose `__init__` passes its layers to the base
+    (`super().__init__(conv, bn, act)`, the layers built inline or in locals just before)."""
+    found = table.find_method(name, "__init__")
+    if found is None or found[0] != name:
+        return None
+    init = found[1]
+    body = init.child_by_field_id(Field.BODY)
+    if body is None:
+        return None
+    reader = InitAnalysis(name, table, src)
+    reader.read_defaults(params(init, src)[1:])
+    built: dict[str, Node] = {}  # local name -> the call last assigned to it
+    for stmt in body.named_children:
+        expr = stmt.named_children[0] if stmt.type == "expression_statement" and stmt.named_children else None
+        if expr is None:
+            continue
+        if expr.type == "assignment":
+            left, right = expr.child_by_field_id(Field.LEFT), expr.child_by_field_id(Field.RIGHT)
+            if left is not None and left.type == "identifier":
+                name_text = src.text(left)
+                if right is not None and right.type == "call":
+                    built[name_text] = right
+                else:
+                    built.pop(name_text, None)
+        elif expr.type == "call" and _base_init(expr, src):
+            args_node = expr.child_by_field_id(Field.ARGUMENTS)
+            args = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
+            if args and src.text(args[0]) == "self" and not _is_super(expr, src):
+                args = args[1:]  # `nn.Sequential.__init__(self, a, b)`
+            children = [built.get(src.text(a), a) if a.type == "identifier" else a for a in args]
+            return _chain_of(children, expr, name, src, reader)
+    return None
+
+
+def _is_super(call: Node, src: SourceText) -> bool:
+    return src.text(call).startswith("super(")
+
+
+def _base_init(call: Node, src: SourceText) -> bool:
+    """`super().__init__(...)`, `super(C, self).__init__(...)`, `nn.Sequential.__init__(self, ...)`."""
+    func = call.child_by_field_id(Field.FUNCTION)
+    if func is None or func.type != "attribute" or not src.text(func).endswith(".__init__"):
+        return False
+    owner = func.child_by_field_id(Field.OBJECT)
+    if owner is None:
+        return False
+    if owner.type == "call":
+        head = owner.child_by_field_id(Field.FUNCTION)
+        return head is not None and src.text(head) == "super"
+    return src.text(owner).endswith("Sequential")

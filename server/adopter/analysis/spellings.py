@@ -18,6 +18,7 @@ Key = tuple[str, str]
 SOFTMAX: Key = ("function", "torch.nn.functional.softmax")
 LOG_SOFTMAX: Key = ("function", "torch.nn.functional.log_softmax")
 MATMUL: Key = ("function", "torch.matmul")
+ONES_LIKE: Key = ("function", "torch.ones_like")
 TRANSPOSE: Key = ("method", "transpose")
 DROPOUT: Key = ("function", "torch.nn.functional.dropout")
 GELU: Key = ("function", "torch.nn.functional.gelu")
@@ -33,6 +34,7 @@ VAR: Key = ("method", "var")
 POW: Key = ("method", "pow")
 CAT: Key = ("function", "torch.cat")
 CHUNK: Key = ("method", "chunk")
+SPLIT: Key = ("method", "split")
 MASKED_FILL: Key = ("method", "masked_fill")
 CROSS_ENTROPY: Key = ("function", "torch.nn.functional.cross_entropy")
 EINSUM: Key = ("function", "torch.einsum")
@@ -79,6 +81,7 @@ CANONICAL: dict[Key, Key] = {
     ("function", "torch.concat"): CAT,
     ("function", "torch.concatenate"): CAT,
     ("function", "torch.chunk"): CHUNK,
+    ("function", "torch.split"): SPLIT,
     ("function", "torch.masked_fill"): MASKED_FILL,
     ("function", "torch.mul"): ("operator", "*"),
     ("method", "mul"): ("operator", "*"),
@@ -124,6 +127,7 @@ SIGNATURES: dict[Key, Signature] = {
     POW: Signature(("input", "exponent"), 2),
     CAT: Signature(("tensors", "dim"), 1, ("dim",)),
     CHUNK: Signature(("input", "chunks", "dim"), 2, ("dim",)),
+    SPLIT: Signature(("tensor", "split_size_or_sections", "dim"), 2, ("dim",)),
     MASKED_FILL: Signature(("input", "mask", "value"), 3),
     REARRANGE: Signature(("tensor", "pattern"), 2),
     # transformers' PreTrainedModel.loss_function(logits, labels, vocab_size, ...), inherited, never bound

@@ -161,6 +161,9 @@ class Forward:
     params: tuple[Param, ...]
     body: Block
     span: Span
+    # False for a module-level function that nothing else in its file names, in a file of nn.Module
+    # classes: rules about forward code skip it (it is dead code there). Not part of equality.
+    referenced: bool = field(default=True, compare=False)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -347,6 +350,15 @@ class GuardKind(str, Enum):
     # unsplit($q, $k, $v): no value is split into parts (`.chunk`, `.split`, `.unbind`): a projection whose
     # output is chunked is already a fused one
     UNSPLIT = "unsplit"
+    # same_width($wq, $wk, $wv): the Linears bound to these variables have the same output width as
+    # written, or widths that differ only in a head count (`heads * head_dim`, `kv_heads * head_dim`)
+    SAME_WIDTH = "same_width"
+    # same_paths($q, $k, $v): the ops defining the values after the first run under the same branch tests
+    # and alternatives, and the op defining the first runs wherever they do (its tests are a prefix)
+    SAME_PATHS = "same_paths"
+    # key_may_be($act, "gelu", ...): when the layer bound to $act is looked up by a literal key (`T["relu"]`,
+    # `f("swish")`, a conditional of literals), one of its values is listed; a key read from elsewhere passes
+    KEY_MAY_BE = "key_may_be"
 
 
 @dataclass(frozen=True, slots=True)

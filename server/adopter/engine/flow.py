@@ -16,6 +16,7 @@ from functools import lru_cache
 from adopter.dsl.types import Block, Branch, Expr, Forward, Kwarg, Loop, Op, Ref, Return, Value
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TEMP = re.compile(r"%\d+")  # a temporary of the analysis (`%8`): its number says nothing about the value
 
 # One step of a context: ("b", branch id, alternative) or ("l", loop id, 0).
 Ctx = tuple[tuple[str, int, int], ...]
@@ -54,6 +55,8 @@ class FlatForward:
     defs_of: dict[str, list[int]] = field(default_factory=dict)
     _uses_of: dict[str, list[int]] | None = None
     terminates: set[tuple[int, int]] = field(default_factory=set)  # (branch id, alt) ending in return
+    tests: dict[int, tuple[str, ...]] = field(default_factory=dict)  # branch id -> its tests' source text
+    alternatives: dict[int, int] = field(default_factory=dict)  # branch id -> its number of paths
     params: frozenset[str] = frozenset()
 
     @property
@@ -77,6 +80,11 @@ class FlatForward:
             return False  # different alternatives of the same branch
         # `a` inside an alternative that returns, `b` after that branch: unreachable after `a`.
         return all(not (kind == "b" and (bid, alt) in self.terminates) for kind, bid, alt in ca[k:])
+
+    def conditions(self, n: int) -> tuple[tuple[tuple[str, ...], int], ...]:
+        """The branch tests and alternatives enclosing node `n`, outermost first, by their source text
+        with temporaries masked (two inlined calls of one helper give equal conditions)."""
+        return tuple((self.tests.get(bid, ()), alt) for kind, bid, alt in self.nodes[n].ctx if kind == "b")
 
     def may_reach(self, name: str, d: int, at: int) -> bool:
         """Whether definition `d` of `name` (-1: the entry) reaches node `at` on at least one path.
@@ -159,6 +167,8 @@ def flatten(forward: Forward) -> FlatForward:
             elif isinstance(stmt, Branch):
                 counter[0] += 1
                 bid = counter[0]
+                flat.tests[bid] = tuple(_TEMP.sub("%", c) for c in stmt.conditions)
+                flat.alternatives[bid] = len(stmt.paths)
                 add(None, {n for c in stmt.conditions for n in _idents(c)}, ctx)
                 ends = []
                 for alt, path in enumerate(stmt.paths):

@@ -32,6 +32,7 @@ from adopter.dsl.types import (
 )
 from adopter.engine.bindings import InitIndex, norm_text
 from adopter.engine.flow import FlatForward
+from adopter.engine.layer_facts import literal_keys, output_width, widths_agree
 from adopter.engine.plans import (
     init_patterns,
     is_cast,
@@ -444,6 +445,12 @@ class RuleMatcher:
             return True  # a permission, applied when the match becomes a finding (engine.sites)
         if g.kind == GuardKind.UNSPLIT:
             return all(self._unsplit(self._value(arg, state)) for arg in g.args)
+        if g.kind == GuardKind.SAME_WIDTH:
+            return widths_agree([self._width(arg, state) for arg in g.args])
+        if g.kind == GuardKind.SAME_PATHS:
+            return self._same_paths([self._value(arg, state) for arg in g.args])
+        if g.kind == GuardKind.KEY_MAY_BE:
+            return self._key_may_be(g, state)
         for arg in g.args:
             value = self._value(arg, state)
             if value is None or value[0] != "ref":
@@ -466,6 +473,51 @@ class RuleMatcher:
             if op is not None and op.target.rsplit(".", 1)[-1] in _SPLITS and op.kind in (OpKind.METHOD, OpKind.FUNCTION):
                 return False
         return True
+
+    @staticmethod
+    def _width(p: PValue, state: _State) -> str | None:
+        """The output width written in the constructor of the layer a module variable bound."""
+        binding = state.bindings.get(state.var(p.name)) if isinstance(p, PVar) else None
+        return output_width(binding.value) if binding is not None and isinstance(binding.value, Ctor) else None
+
+    def _same_paths(self, values: list[Bound | None]) -> bool:
+        """The ops defining the values after the first run under the same branch tests, and the op
+        defining the first runs wherever they do (a query beside keys and values computed per cache
+        path); an absent optional value or an Expr has no op to place."""
+        placed = [v[2] for v in values if v is not None and v[0] == "ref" and v[2] >= 0]  # type: ignore[misc]
+        if len(placed) < 2:
+            return True
+        first, rest = placed[0], placed[1:]
+        conds = [self.flat.conditions(n) for n in rest]
+        return all(c == conds[0] for c in conds) and self._runs_wherever(first, rest[0])
+
+    def _runs_wherever(self, n: int, m: int) -> bool:
+        """Whether the layer node `n` calls runs on every path through node `m`: each branch around `n`
+        but not `m` calls it in all its alternatives (Luke's query, per entity-aware mode)."""
+        op = self.flat.nodes[n].op
+        if op is None:
+            return True
+        outer = set(self.flat.conditions(m))
+        calls = self.flat.by_target.get((op.kind.value, op.target), [])
+        for kind, bid, alt in self.flat.nodes[n].ctx:
+            if kind != "b" or (self.flat.tests.get(bid, ()), alt) in outer:
+                continue
+            taken = {c[2] for u in calls for c in self.flat.nodes[u].ctx if c[0] == "b" and c[1] == bid}
+            if len(taken) < self.flat.alternatives.get(bid, 0):
+                return False
+        return True
+
+    def _key_may_be(self, g: Guard, state: _State) -> bool:
+        """The layer bound to the first argument is not looked up by literal keys all outside the list."""
+        first = g.args[0]
+        binding = state.bindings.get(state.var(first.name)) if isinstance(first, PVar) else None
+        if binding is None or not isinstance(binding.value, Ctor):
+            return True
+        keys = literal_keys(binding.value)
+        if keys is None:
+            return True
+        allowed = {a.text.strip().strip("\"'") for a in g.args[1:] if isinstance(a, Expr)}
+        return bool(keys & allowed)
 
     def _no_kwarg(self, g: Guard, state: _State) -> bool:
         """The op defining the first argument passes none of the keywords named by the others."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,6 +33,7 @@ from adopter.engine.plans import canonical_rule, quick_possible
 from adopter.engine.types import Finding, Match
 
 log = logging.getLogger(__name__)
+_ITEM = re.compile(r"^self(\.\w+)+\[\d+\]$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +67,10 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> E
             scopes.append((chain.name, chain.forward, chain, "forward"))
     for scope_name, forward, owner, kind in scopes:
         init = InitIndex.of(owner if isinstance(owner, Architecture) else None)
-        _match_scope(scope_name, forward, init, kind, rules, module_file.path, env, findings, problems)
+        # A helper that nothing in the file names is not part of any forward here: only rules about
+        # functions themselves (an optimizer built in a training script's function) apply to it.
+        live = rules if forward.referenced else [r for r in rules if r.scope == "function"]
+        _match_scope(scope_name, forward, init, kind, live, module_file.path, env, findings, problems)
     return EngineResult(reduce_sites(findings, {a.name: a.span for a in module_file.architectures}), tuple(problems))
 
 
@@ -119,20 +124,37 @@ def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, 
 def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list[Finding]:
     """One finding per rule and source site: a forward inherited by a subclass is the same code.
 
-    The finding of the class whose body holds the code wins (its `__init__` is the one to edit).
+    The finding of the class whose body holds the code wins (its `__init__` is the one to edit). A match
+    made only of a container's items (`self.proj[0]`, `self.proj[1]`: the layers of one `nn.Sequential`)
+    has its site in `__init__`, where the container is built: calling the container twice is one site,
+    reported at its first call.
     """
-    best: dict[tuple[str, tuple[Span, ...]], Finding] = {}
+    best: dict[tuple[str, tuple[object, ...]], Finding] = {}
     for f in findings:
-        key = (f.rule_id, tuple(sorted((op.span for op in f.match.ops), key=_span_key)))
+        items = _container_items(f.match.ops)
+        spans: tuple[Span, ...] = tuple(sorted((op.span for op in f.match.ops), key=_span_key))
+        key: tuple[str, tuple[object, ...]] = (f.rule_id, (*items, *f.init_spans) if items else spans)
         old = best.get(key)
         if old is None:
             best[key] = f
+            continue
+        if items and old.scope_name == f.scope_name:
+            if _span_key(f.span) < _span_key(old.span):
+                best[key] = f
             continue
         here = class_spans.get(f.scope_name)
         if here is not None and here.contains(f.span) and not (
                 (there := class_spans.get(old.scope_name)) is not None and there.contains(old.span)):
             best[key] = f
     return list(best.values())
+
+
+def _container_items(ops: Sequence[Op]) -> tuple[str, ...]:
+    """The targets of a match whose ops are all calls of numbered container items, else ()."""
+    targets = tuple(op.target for op in ops)
+    if all(op.kind is OpKind.MODULE and _ITEM.match(op.target) for op in ops):
+        return targets
+    return ()
 
 
 def _outside_larger_matches(findings: list[Finding]) -> list[Finding]:

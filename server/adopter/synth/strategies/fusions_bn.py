@@ -28,7 +28,14 @@ def folded_conv_bn(x, layer, bn):
     """`bn(layer(x))`, with the BatchNorm folded into the convolution in eval mode (adopter: conv-bn)."""
     import torch
 
-    if layer.training or bn.training or bn.running_mean is None or bn.running_var is None:
+    nn = torch.nn
+    # Modules passed in as arguments may be any module (a GroupNorm, a weight-standardised conv): fold
+    # only a stock convolution and BatchNorm (BatchNorm1d/2d/3d share one forward), in eval mode, with
+    # running statistics.
+    convs = (nn.Conv1d.forward, nn.Conv2d.forward, nn.Conv3d.forward)
+    norms = (nn.BatchNorm2d.forward, nn.SyncBatchNorm.forward)
+    stock = type(layer).forward in convs and type(bn).forward in norms
+    if not stock or layer.training or bn.training or bn.running_mean is None or bn.running_var is None:
         # Module.__call__ keeps the hooks; spelled out, the rewritten code no longer reads as layer -> BN.
         return bn(torch.nn.Module.__call__(layer, x))
 {FOLD}
@@ -41,7 +48,12 @@ def folded_linear_bn(x, layer, bn):
     """`bn(layer(x))`, with the BatchNorm folded into the Linear in eval mode (adopter: linear-bn)."""
     import torch
 
-    if layer.training or bn.training or bn.running_mean is None or bn.running_var is None or x.dim() != 2:
+    nn = torch.nn
+    # Modules passed in as arguments may be any module: fold only a stock Linear and BatchNorm, in eval
+    # mode, with running statistics, on 2-D inputs (else BatchNorm1d normalises dimension 1).
+    norms = (nn.BatchNorm1d.forward, nn.SyncBatchNorm.forward)
+    stock = type(layer).forward is nn.Linear.forward and type(bn).forward in norms
+    if not stock or x.dim() != 2 or layer.training or bn.training or bn.running_mean is None or bn.running_var is None:
         # Module.__call__ keeps the hooks; spelled out, the rewritten code no longer reads as layer -> BN.
         return bn(torch.nn.Module.__call__(layer, x))
 {FOLD}
