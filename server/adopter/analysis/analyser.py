@@ -19,7 +19,9 @@ from adopter.analysis.chains import sequential_chains
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.crossfile import CrossFileReach, InitSource
 from adopter.analysis.flow import FlowAnalysis
+from adopter.analysis.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.resolver import ModuleResolver
+from adopter.analysis.sequential_classes import is_sequential_class, sequential_class_chains
 from adopter.analysis.source import Field, SourceText, is_broken, repair, syntax_problems
 from adopter.analysis.submodules import stateless_submodules, thin_submodules
 from adopter.analysis.symbols import ModuleSymbols
@@ -52,7 +54,7 @@ class _Entry:
     text: bytes
     start: tuple[int, int]
     deps: tuple[tuple[str, tuple[object, ...]], ...]
-    result: Architecture | Forward | tuple[Forward, tuple[Architecture, ...]] | None
+    result: Architecture | Forward | tuple[Forward, tuple[Architecture, ...]] | tuple[Architecture, ...] | None
     problems: tuple[Problem, ...]
 
 
@@ -99,8 +101,19 @@ class Analyser:
                     arch = replace(arch, span=span)
                     fresh[f"class {name}"] = replace(entry, result=arch)
                 architectures.append(arch)
-        functions: list[Forward] = []
         chains: list[Architecture] = []
+        for name, info in table.infos.items():  # Sequential subclasses: the chain their __init__ builds
+            try:
+                if not is_sequential_class(name, table):
+                    continue
+                entry = self._unit(f"sequential {name}", info.node, symbols, fresh,
+                                   lambda n=name: (sequential_class_chains(n, src, table), []), frozenset())
+            except Exception as exc:
+                problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
+                continue
+            if isinstance(entry.result, tuple):
+                chains.extend(a for a in entry.result if isinstance(a, Architecture))
+        functions: list[Forward] = []
         for name, node in symbols.functions.items():
             try:
                 entry = self._unit(f"def {name}", node, symbols, fresh,
@@ -169,7 +182,7 @@ class Analyser:
     ) -> tuple[Architecture, list[Problem]]:
         problems: list[Problem] = []
         info = table.infos[name]
-        init = InitAnalysis(name, table, src).run()
+        init = bind_layer_subclasses(InitAnalysis(name, table, src).run(), table, src)
         found = table.find_method(name, "forward")
         if self.reach is not None and init is not None:  # the one hook of cross-file reach
             init_found = table.find_method(name, "__init__")
