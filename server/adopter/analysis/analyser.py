@@ -20,6 +20,7 @@ from adopter.analysis.classes import ClassTable
 from adopter.analysis.crossfile import CrossFileReach, InitSource
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.layer_subclasses import bind_layer_subclasses
+from adopter.analysis.optimizers import optimizer_methods, resolve_optimizer_classes
 from adopter.analysis.resolver import ModuleResolver
 from adopter.analysis.sequential_classes import is_sequential_class, sequential_class_chains
 from adopter.analysis.source import Field, SourceText, is_broken, repair, syntax_problems
@@ -125,6 +126,19 @@ class Analyser:
             if isinstance(entry.result, tuple) and entry.result and isinstance(entry.result[0], Forward):
                 functions.append(entry.result[0])
                 chains.extend(entry.result[1])
+        # Methods that build optimizers (`configure_optimizers`, a trainer's `__init__`), read like functions.
+        methods = optimizer_methods({n: i.methods for n, i in table.infos.items()},
+                                    lambda c, m: m == "forward" and table.is_module(c), src.raw)
+        for qualname, node in methods:
+            try:
+                entry = self._unit(f"method {qualname}", node, symbols, fresh,
+                                   lambda fn=node, n=qualname: self._method(fn, n, src, symbols), frozenset())
+            except Exception as exc:
+                problems.append(_internal(f"method {qualname}", exc, src.span(node), path))
+                continue
+            problems.extend(entry.problems)
+            if isinstance(entry.result, Forward):
+                functions.append(entry.result)
         try:
             toplevel = self._toplevel(src, symbols, fresh)
             problems.extend(toplevel.problems)
@@ -206,7 +220,15 @@ class Analyser:
         """A module-level function read like a forward, and the layer chains it builds."""
         problems: list[Problem] = []
         forward = FlowAnalysis(src, symbols, None, None, frozenset(), problems).function(node, None)
-        return (canonical_forward(forward), sequential_chains(node, name, src, table)), problems
+        forward = resolve_optimizer_classes(canonical_forward(forward), symbols.qualify)
+        return (forward, sequential_chains(node, name, src, table)), problems
+
+    def _method(self, node: Node, name: str, src: SourceText, symbols: ModuleSymbols) -> tuple[Forward, list[Problem]]:
+        """A method of a class read like a module-level function, named `Class.method`."""
+        problems: list[Problem] = []
+        forward = FlowAnalysis(src, symbols, None, None, frozenset(), problems).function(node, None)
+        forward = resolve_optimizer_classes(canonical_forward(replace(forward, name=name)), symbols.qualify)
+        return forward, problems
 
     def _toplevel(self, src: SourceText, symbols: ModuleSymbols, fresh: dict[str, _Entry]) -> _Entry:
         stmts = [s for s in symbols.toplevel if s.type not in ("comment", "ERROR")]
