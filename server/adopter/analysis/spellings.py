@@ -124,6 +124,8 @@ SIGNATURES: dict[Key, Signature] = {
     POW: Signature(("input", "exponent"), 2),
     CAT: Signature(("tensors", "dim"), 1, ("dim",)),
     CHUNK: Signature(("input", "chunks", "dim"), 2, ("dim",)),
+    ("function", "torch.stack"): Signature(("tensors", "dim"), 1, ("dim",)),
+    ("method", "unbind"): Signature(("input", "dim"), 1, ("dim",)),
     MASKED_FILL: Signature(("input", "mask", "value"), 3),
     REARRANGE: Signature(("tensor", "pattern"), 2),
     # transformers' PreTrainedModel.loss_function(logits, labels, vocab_size, ...), inherited, never bound
