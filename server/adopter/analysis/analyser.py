@@ -20,6 +20,7 @@ from adopter.analysis.classes import ClassTable
 from adopter.analysis.crossfile import CrossFileReach, InitSource
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.layer_subclasses import bind_layer_subclasses
+from adopter.analysis.loss_methods import loss_method_architecture, loss_methods
 from adopter.analysis.optimizers import optimizer_methods, resolve_optimizer_classes
 from adopter.analysis.resolver import ModuleResolver
 from adopter.analysis.sequential_classes import is_sequential_class, sequential_class_chains
@@ -114,6 +115,20 @@ class Analyser:
                 continue
             if isinstance(entry.result, tuple):
                 chains.extend(a for a in entry.result if isinstance(a, Architecture))
+        for name, info in table.infos.items():  # loss methods of modules, read like a forward
+            for method, node in loss_methods(info.methods, info.node, src.raw):
+                try:
+                    if not table.is_module(name):
+                        break
+                    entry = self._unit(f"loss {name}.{method}", node, symbols, fresh,
+                                       lambda n=name, m=method, fn=node: loss_method_architecture(
+                                           n, m, fn, src, symbols, table), table.module_deps(name))
+                except Exception as exc:
+                    problems.append(_internal(f"method {name}.{method}", exc, src.span(node), path))
+                    continue
+                problems.extend(entry.problems)
+                if isinstance(entry.result, Architecture):
+                    chains.append(entry.result)
         functions: list[Forward] = []
         for name, node in symbols.functions.items():
             try:

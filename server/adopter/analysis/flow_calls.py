@@ -104,6 +104,11 @@ class CallFlow:
             if obj is not None and attr_node is not None:
                 return self._attribute_call(node, obj, self.src.text(attr_node), outs)
         if func.type == "identifier":
+            if state.is_self(func) and state.table is not None and state.class_name is not None:
+                # `self(x)` in a method (a loss method calling the model) runs the module's forward.
+                found = state.table.find_method(state.class_name, "forward")
+                if found is not None:
+                    return self._inline(found[0], found[1], "self.forward", node, outs, bound=True)
             return self._name_call(node, self.src.text(func), outs)
         callee = self.expressions.value(func)
         args, kwargs, opaque = self.args(node)

@@ -154,6 +154,8 @@ MODULES: dict[str, ModuleSpelling] = {
     "torch.nn.Tanh": ModuleSpelling(TANH),
     "torch.nn.Identity": ModuleSpelling(CAST),
     "einops.layers.torch.Rearrange": ModuleSpelling(REARRANGE, ("pattern",)),
+    "torch.nn.CrossEntropyLoss": ModuleSpelling(
+        CROSS_ENTROPY, ("weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing")),
 }
 
 # Constructor arguments that do not change what a module computes (and so may be dropped).

@@ -347,6 +347,9 @@ class GuardKind(str, Enum):
     # unsplit($q, $k, $v): no value is split into parts (`.chunk`, `.split`, `.unbind`): a projection whose
     # output is chunked is already a fused one
     UNSPLIT = "unsplit"
+    # vocabulary($head): the layer bound to $head projects onto a vocabulary (its output size names one, or is
+    # the size of an nn.Embedding of the same module): an LM head, not a classifier
+    VOCABULARY = "vocabulary"
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ from adopter.engine.plans import (
     names_casts,
     required_init_vars,
 )
+from adopter.engine.vocabulary import projects_to_vocabulary
 
 COMMUTATIVE = frozenset({"+", "*"})
 # Guards on how matched values are used elsewhere: failing one still reports the site, without a fix.
@@ -444,6 +445,9 @@ class RuleMatcher:
             return True  # a permission, applied when the match becomes a finding (engine.sites)
         if g.kind == GuardKind.UNSPLIT:
             return all(self._unsplit(self._value(arg, state)) for arg in g.args)
+        if g.kind == GuardKind.VOCABULARY:
+            return all(projects_to_vocabulary(state.bindings.get(state.var(a.name.lstrip("$"))), self.init)
+                       for a in g.args if isinstance(a, PVar))
         for arg in g.args:
             value = self._value(arg, state)
             if value is None or value[0] != "ref":
