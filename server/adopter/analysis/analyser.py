@@ -21,6 +21,7 @@ from adopter.analysis.crossfile import CrossFileReach, InitSource
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.loss_methods import loss_method_architecture, loss_methods
+from adopter.analysis.method_chains import method_chains
 from adopter.analysis.optimizers import optimizer_methods, resolve_optimizer_classes
 from adopter.analysis.resolver import ModuleResolver
 from adopter.analysis.sequential_classes import is_sequential_class, sequential_class_chains
@@ -110,6 +111,17 @@ class Analyser:
                     continue
                 entry = self._unit(f"sequential {name}", info.node, symbols, fresh,
                                    lambda n=name: (sequential_class_chains(n, src, table), []), frozenset())
+            except Exception as exc:
+                problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
+                continue
+            if isinstance(entry.result, tuple):
+                chains.extend(a for a in entry.result if isinstance(a, Architecture))
+        for name, info in table.infos.items():  # Sequentials built in a module's methods, not bound
+            try:
+                if b"Sequential" not in src.raw(info.node) or not table.is_module(name):
+                    continue
+                entry = self._unit(f"method chains {name}", info.node, symbols, fresh,
+                                   lambda n=name: (method_chains(n, src, table), []), table.module_deps(name))
             except Exception as exc:
                 problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
                 continue

@@ -62,7 +62,7 @@ def sequential_class_chains(name: str, src: SourceText, table: ClassTable) -> tu
     chains = []
     for run in runs:
         if len(run) >= MIN_CHILDREN:
-            chains.append(_chain(run, name, src, reader, init))
+            chains.append(chain_of(run, name, src, reader, init))
     return tuple(chains)
 
 
@@ -102,7 +102,7 @@ def _call_children(call: Node, name: str, src: SourceText, reader: InitAnalysis)
     if method == "__init__" and (obj_text.startswith("super(") or _is_sequential_name(obj_text, reader)):
         if not obj_text.startswith("super("):
             args = args[1:]  # `nn.Sequential.__init__(self, a, b)`
-        return _positional_children(args, src, reader)
+        return positional_children(args, src)
     if obj_text == "self" and method == "add_module" and len(args) == 2:
         return [args[1]]
     if obj_text == "self" and method == "append" and len(args) == 1:
@@ -116,7 +116,7 @@ def _is_sequential_name(text: str, reader: InitAnalysis) -> bool:
     return text.endswith("Sequential") and reader.qualified_callee(text) == SEQUENTIAL
 
 
-def _positional_children(args: list[Node], src: SourceText, reader: InitAnalysis) -> list[Node | None]:
+def positional_children(args: list[Node], src: SourceText) -> list[Node | None]:
     """`(a, b, c)` -> a, b, c; `(OrderedDict([("conv", a), ...]))` -> a, ...; anything else -> `_BREAK`."""
     if len(args) == 1 and args[0].type == "call":
         func = args[0].child_by_field_id(Field.FUNCTION)
@@ -140,9 +140,12 @@ def _positional_children(args: list[Node], src: SourceText, reader: InitAnalysis
     return out
 
 
-def _chain(children: list[Node], name: str, src: SourceText, reader: InitAnalysis, init: Node) -> Architecture:
+def chain_of(children: list[Node], name: str, src: SourceText, reader: InitAnalysis, init: Node,
+             where: Node | None = None) -> Architecture:
+    """The chain of layers `children` (constructor nodes, or locals assigned earlier in the function `init`)
+    run in turn, as an architecture named `name`; `where` is the construction (default: `init` itself)."""
     last = src.span(children[-1])
-    span = src.span(init)
+    span = src.span(where if where is not None else init)
     origin = Op(OpKind.MODULE, SEQUENTIAL, (), (), (), span, span)
     bindings: list[Binding] = []
     body: list[Stmt] = []
@@ -163,7 +166,7 @@ def _chain(children: list[Node], name: str, src: SourceText, reader: InitAnalysi
 
 
 def _definition(name: Node, init: Node, src: SourceText) -> Node:
-    """The value last assigned to the local `name` at the top of `__init__` before it is used, else `name`:
+    """The value last assigned to the local `name` at the top of the function before it is used, else `name`:
     `conv = nn.Conv2d(...)` then `super().__init__(conv, bn)` reports the conv at its constructor."""
     body = init.child_by_field_id(Field.BODY)
     found = name
