@@ -20,6 +20,7 @@ from adopter.analysis.classes import ClassTable
 from adopter.analysis.crossfile import CrossFileReach, InitSource
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.layer_subclasses import bind_layer_subclasses
+from adopter.analysis.list_chains import list_chains, splatted_lists
 from adopter.analysis.loss_methods import loss_method_architecture, loss_methods
 from adopter.analysis.method_chains import method_chains
 from adopter.analysis.optimizers import optimizer_methods, resolve_optimizer_classes
@@ -248,7 +249,12 @@ class Analyser:
         problems: list[Problem] = []
         forward = FlowAnalysis(src, symbols, None, None, frozenset(), problems).function(node, None)
         forward = resolve_optimizer_classes(canonical_forward(forward), symbols.qualify)
-        return (forward, sequential_chains(node, name, src, table)), problems
+        chains = sequential_chains(node, name, src, table)
+        if splatted_lists(node, src, symbols):  # `layers.append(...)` in a loop, then `nn.Sequential(*layers)`
+            reader = InitAnalysis(name, table, src)
+            reader.read_locals(node, {}, method=False)
+            chains += list_chains(node, name, src, symbols, reader)
+        return (forward, chains), problems
 
     def _method(self, node: Node, name: str, src: SourceText, symbols: ModuleSymbols) -> tuple[Forward, list[Problem]]:
         """A method of a class read like a module-level function, named `Class.method`."""

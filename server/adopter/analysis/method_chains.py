@@ -13,7 +13,8 @@ Model code builds many small Sequentials that no forward calls by name:
 Each positional `nn.Sequential(a, b, ...)` in a method of an `nn.Module` other than `forward` becomes a chain
 like the factory chains of `adopter.analysis.chains` (named `Class.method`, reported without an automatic
 fix), except one assigned straight to `self.<attr>`: that is a binding, whose layers the forward that calls
-it shows (`adopter.analysis.canonical` unrolls it). Names are read as in `__init__`: the method's own
+it shows (`adopter.analysis.canonical` unrolls it). Lists filled in a loop and run as `nn.Sequential(*layers)`
+are read by `adopter.analysis.list_chains`. Names are read as in `__init__`: the method's own
 locals and parameter defaults, and `self.<attr>` holding a layer class (`self._norm_layer = norm_layer`
 with `norm_layer = nn.BatchNorm2d` under `if norm_layer is None`).
 """
@@ -26,6 +27,7 @@ from tree_sitter import Node
 
 from adopter.analysis.bindings import InitAnalysis
 from adopter.analysis.classes import ClassTable
+from adopter.analysis.list_chains import list_chains, splatted_lists
 from adopter.analysis.sequential_classes import chain_of, positional_children
 from adopter.analysis.source import Field, SourceText
 from adopter.analysis.spellings import SEQUENTIAL
@@ -47,7 +49,7 @@ def method_chains(class_name: str, src: SourceText, table: ClassTable) -> tuple[
         if method == "forward" or b"Sequential" not in src.raw(node):
             continue
         calls = _unbound_sequentials(node, src, table)
-        if calls:
+        if calls or splatted_lists(node, src, table.symbols):
             candidates.append((method, node, calls))
     if not candidates:
         return ()
@@ -70,7 +72,8 @@ def method_chains(class_name: str, src: SourceText, table: ClassTable) -> tuple[
                 chains.append(chain_of(nodes, f"{class_name}.{method}", src, reader, node, call))
             if len(chains) >= MAX_CHAINS:
                 return tuple(chains)
-    return tuple(chains)
+        chains.extend(list_chains(node, f"{class_name}.{method}", src, table.symbols, reader))
+    return tuple(chains[:MAX_CHAINS])
 
 
 def _layer_classes(bindings: Sequence[Binding]) -> dict[str, str]:
