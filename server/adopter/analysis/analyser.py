@@ -21,9 +21,9 @@ from adopter.analysis.crossfile import CrossFileReach, InitSource
 from adopter.analysis.flow import FlowAnalysis
 from adopter.analysis.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.list_chains import list_chains, splatted_lists
-from adopter.analysis.loss_methods import loss_method_architecture, loss_methods
+from adopter.analysis.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
 from adopter.analysis.method_chains import method_chains
-from adopter.analysis.optimizers import optimizer_methods, resolve_optimizer_classes
+from adopter.analysis.optimizers import file_mentions_optimizer, optimizer_methods, resolve_optimizer_classes
 from adopter.analysis.resolver import ModuleResolver
 from adopter.analysis.sequential_classes import is_sequential_class, sequential_class_chains
 from adopter.analysis.source import Field, SourceText, is_broken, repair, syntax_problems
@@ -128,7 +128,7 @@ class Analyser:
                 continue
             if isinstance(entry.result, tuple):
                 chains.extend(a for a in entry.result if isinstance(a, Architecture))
-        for name, info in table.infos.items():  # loss methods of modules, read like a forward
+        for name, info in table.infos.items() if file_mentions_loss(src.data) else ():  # loss methods, as forwards
             for method, node in loss_methods(info.methods, info.node, src.raw):
                 try:
                     if not table.is_module(name):
@@ -156,7 +156,8 @@ class Analyser:
                 chains.extend(entry.result[1])
         # Methods that build optimizers (`configure_optimizers`, a trainer's `__init__`), read like functions.
         methods = optimizer_methods({n: i.methods for n, i in table.infos.items()},
-                                    lambda c, m: m == "forward" and table.is_module(c), src.raw)
+                                    lambda c, m: m == "forward" and table.is_module(c),
+                                    src.raw) if file_mentions_optimizer(src.data) else []
         for qualname, node in methods:
             try:
                 entry = self._unit(f"method {qualname}", node, symbols, fresh,

@@ -36,6 +36,11 @@ _HINT = re.compile(rb"cross_entropy|CrossEntropy")
 _SKIP = frozenset({"forward", "__init__"})
 
 
+def file_mentions_loss(data: bytes) -> bool:
+    """A cheap test before looking at classes: whether the file mentions a cross-entropy at all."""
+    return b"ross_entropy" in data or b"rossEntropy" in data
+
+
 def loss_methods(methods: dict[str, Node], class_node: Node, raw: Callable[[Node], bytes]) -> list[tuple[str, Node]]:
     """The methods of a module class that may compute a cross-entropy loss (`raw`: a node's source)."""
     if _HINT.search(raw(class_node)) is None:

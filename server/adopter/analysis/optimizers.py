@@ -32,6 +32,11 @@ OPTIMIZER_MODULE = "torch.optim"
 CHOSEN = "chosen class"  # `Op.origin.target` prefix of a call whose class is resolved here
 
 
+def file_mentions_optimizer(data: bytes) -> bool:
+    """A cheap test before looking at methods: whether the file mentions an optimizer at all."""
+    return b"optim" in data or b"Adam" in data
+
+
 def mentions_optimizer(text: bytes) -> bool:
     """Whether a method's source may build an optimizer (`torch.optim`, `Adam`, `optimizer_class`, ...)."""
     return _HINT.search(text) is not None
