@@ -78,3 +78,4 @@ def test_findings_and_which_are_fixable() -> None:
 def test_the_hint_is_a_whole_word() -> None:
     assert mentions_optimizer(b"opt = torch.optim.AdamW(p)") and mentions_optimizer(b"self.optimizer_class(p)")
     assert not mentions_optimizer(b"def optimize_layout(self): ...")
+    assert not mentions_optimizer(b"loss.backward(); self.optimizer.step(); self.optimizer.zero_grad()")

@@ -26,8 +26,10 @@ from tree_sitter import Node
 
 from adopter.dsl.types import Block, Branch, Expr, Forward, Loop, Op, OpKind, Ref, Stmt
 
-# Whole words of a method's text that say it may build an optimizer (a cheap filter before reading it).
-_HINT = re.compile(rb"\b(?:optim|Adam|AdamW|optimizer\w*)\b")
+# Whole words of a method's text that say it may build an optimizer (a cheap filter before reading it):
+# `torch.optim` / `optim.`, the class names, a class held in a name (`optimizer_class`, `opt_cls`). Not
+# `self.optimizer.step()`: a training step that uses an optimizer is not read as a function.
+_HINT = re.compile(rb"\b(?:optim|AdamW?|optim\w*_(?:class|cls|factory|fn)|opt_(?:class|cls))\b")
 OPTIMIZER_MODULE = "torch.optim"
 CHOSEN = "chosen class"  # `Op.origin.target` prefix of a call whose class is resolved here
 
