@@ -40,6 +40,7 @@ from adopter.engine.plans import (
     names_casts,
     required_init_vars,
 )
+from adopter.engine.rotary_tables import is_rotary_table
 from adopter.engine.vocabulary import projects_to_vocabulary
 
 COMMUTATIVE = frozenset({"+", "*"})
@@ -445,6 +446,8 @@ class RuleMatcher:
             return True  # a permission, applied when the match becomes a finding (engine.sites)
         if g.kind == GuardKind.UNSPLIT:
             return all(self._unsplit(self._value(arg, state)) for arg in g.args)
+        if g.kind == GuardKind.ROTARY_TABLES:
+            return all(is_rotary_table(self._value(a, state), self.flat) for a in g.args)
         if g.kind == GuardKind.VOCABULARY:
             return all(projects_to_vocabulary(state.bindings.get(state.var(a.name.lstrip("$"))), self.init)
                        for a in g.args if isinstance(a, PVar))
