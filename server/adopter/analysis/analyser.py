@@ -16,13 +16,18 @@ from tree_sitter import Node, Tree
 
 from adopter.analysis.bindings import InitAnalysis
 from adopter.analysis.canonical import canonical_architecture, canonical_forward
-from adopter.analysis.chains import sequential_chains, subclass_chain
+from adopter.analysis.chains import sequential_chains
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.crossfile import CrossFileReach, InitSource
 from adopter.analysis.flow import FlowAnalysis
+from adopter.analysis.layer_subclasses import bind_layer_subclasses
+from adopter.analysis.list_chains import list_chains, splatted_lists
+from adopter.analysis.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
+from adopter.analysis.method_chains import method_chains
+from adopter.analysis.optimizers import file_mentions_optimizer, optimizer_methods, resolve_optimizer_classes
 from adopter.analysis.resolver import ModuleResolver
+from adopter.analysis.sequential_classes import is_sequential_class, sequential_class_chains
 from adopter.analysis.source import Field, SourceText, is_broken, repair, syntax_problems
-from adopter.analysis.spellings import SEQUENTIAL
 from adopter.analysis.submodules import stateless_submodules, thin_submodules
 from adopter.analysis.symbols import ModuleSymbols
 from adopter.dsl.types import Architecture, Ctor, Forward, ModuleFile, Problem, Severity
@@ -54,7 +59,7 @@ class _Entry:
     text: bytes
     start: tuple[int, int]
     deps: tuple[tuple[str, tuple[object, ...]], ...]
-    result: Architecture | Forward | tuple[Forward, tuple[Architecture, ...]] | None
+    result: Architecture | Forward | tuple[Forward, tuple[Architecture, ...]] | tuple[Architecture, ...] | None
     problems: tuple[Problem, ...]
 
 
@@ -67,11 +72,9 @@ class Analyser:
         self.reach = reach if reach is not None else (default_reach() if resolver is None else None)
         self.cache: dict[str, _Entry] = {}
         self.reanalysed: list[str] = []  # units analysed (not taken from the cache) by the last run
-        self._seq: dict[str, tuple[_Entry, Architecture | None]] = {}  # class -> (its entry, its chain)
 
     def clear(self) -> None:
         self.cache.clear()
-        self._seq.clear()
 
     def run(self, data: bytes, tree: Tree, path: str | None) -> ModuleFile:
         """The ModuleFile of `tree` (parsed from `data`); never raises for one unit's failure."""
@@ -85,7 +88,6 @@ class Analyser:
         self.reanalysed = []
         fresh: dict[str, _Entry] = {}
         architectures: list[Architecture] = []
-        class_chains: list[Architecture] = []
         for name, info in table.infos.items():
             try:
                 if not table.is_module(name):
@@ -103,14 +105,47 @@ class Analyser:
                 if arch.span != span:  # a method the analysis did not read changed the class's extent
                     arch = replace(arch, span=span)
                     fresh[f"class {name}"] = replace(entry, result=arch)
-                if arch.forward is None and SEQUENTIAL in arch.bases:
-                    seq_chain = self._subclass_chain(fresh[f"class {name}"], name, src, table)
-                    if seq_chain is not None:
-                        class_chains.append(seq_chain)
+
                 architectures.append(arch)
-        functions: list[Forward] = []
-        chains: list[Architecture] = class_chains
+        chains: list[Architecture] = []
         named: frozenset[str] | None = None
+        for name, info in table.infos.items():  # Sequential subclasses: the chain their __init__ builds
+            try:
+                if not is_sequential_class(name, table):
+                    continue
+                entry = self._unit(f"sequential {name}", info.node, symbols, fresh,
+                                   lambda n=name: (sequential_class_chains(n, src, table), []), frozenset())
+            except Exception as exc:
+                problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
+                continue
+            if isinstance(entry.result, tuple):
+                chains.extend(a for a in entry.result if isinstance(a, Architecture))
+        for name, info in table.infos.items():  # Sequentials built in a module's methods, not bound
+            try:
+                if b"Sequential" not in src.raw(info.node) or not table.is_module(name):
+                    continue
+                entry = self._unit(f"method chains {name}", info.node, symbols, fresh,
+                                   lambda n=name: (method_chains(n, src, table), []), table.module_deps(name))
+            except Exception as exc:
+                problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
+                continue
+            if isinstance(entry.result, tuple):
+                chains.extend(a for a in entry.result if isinstance(a, Architecture))
+        for name, info in table.infos.items() if file_mentions_loss(src.data) else ():  # loss methods, as forwards
+            for method, node in loss_methods(info.methods, info.node, src.raw):
+                try:
+                    if not table.is_module(name):
+                        break
+                    entry = self._unit(f"loss {name}.{method}", node, symbols, fresh,
+                                       lambda n=name, m=method, fn=node: loss_method_architecture(
+                                           n, m, fn, src, symbols, table), table.module_deps(name))
+                except Exception as exc:
+                    problems.append(_internal(f"method {name}.{method}", exc, src.span(node), path))
+                    continue
+                problems.extend(entry.problems)
+                if isinstance(entry.result, Architecture):
+                    chains.append(entry.result)
+        functions: list[Forward] = []
         for name, node in symbols.functions.items():
             try:
                 entry = self._unit(f"def {name}", node, symbols, fresh,
@@ -132,6 +167,20 @@ class Analyser:
                     fresh[f"def {name}"] = replace(entry, result=(fn, *entry.result[1:]))
                 functions.append(fn)
                 chains.extend(entry.result[1])
+        # Methods that build optimizers (`configure_optimizers`, a trainer's `__init__`), read like functions.
+        methods = optimizer_methods({n: i.methods for n, i in table.infos.items()},
+                                    lambda c, m: m == "forward" and table.is_module(c),
+                                    src.raw) if file_mentions_optimizer(src.data) else []
+        for qualname, node in methods:
+            try:
+                entry = self._unit(f"method {qualname}", node, symbols, fresh,
+                                   lambda fn=node, n=qualname: self._method(fn, n, src, symbols), frozenset())
+            except Exception as exc:
+                problems.append(_internal(f"method {qualname}", exc, src.span(node), path))
+                continue
+            problems.extend(entry.problems)
+            if isinstance(entry.result, Forward):
+                functions.append(entry.result)
         try:
             toplevel = self._toplevel(src, symbols, fresh)
             problems.extend(toplevel.problems)
@@ -141,18 +190,6 @@ class Analyser:
             problems.append(_internal("top-level code", exc, None, path))
         self.cache = fresh
         return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions), tuple(chains))
-
-    def _subclass_chain(self, entry: _Entry, name: str, src: SourceText, table: ClassTable) -> Architecture | None:
-        """The layer chain of an `nn.Sequential` subclass, kept while its class entry is unchanged."""
-        cached = self._seq.get(name)
-        if cached is not None and cached[0] is entry:
-            return cached[1]
-        try:
-            chain = subclass_chain(name, src, table)
-        except (ValueError, TypeError, AttributeError):
-            chain = None
-        self._seq[name] = (entry, chain)
-        return chain
 
     def _unit(
         self,
@@ -201,7 +238,7 @@ class Analyser:
     ) -> tuple[Architecture, list[Problem]]:
         problems: list[Problem] = []
         info = table.infos[name]
-        init = InitAnalysis(name, table, src).run()
+        init = bind_layer_subclasses(InitAnalysis(name, table, src).run(), table, src)
         found = table.find_method(name, "forward")
         if self.reach is not None and init is not None:  # the one hook of cross-file reach
             init_found = table.find_method(name, "__init__")
@@ -225,7 +262,20 @@ class Analyser:
         """A module-level function read like a forward, and the layer chains it builds."""
         problems: list[Problem] = []
         forward = FlowAnalysis(src, symbols, None, None, frozenset(), problems).function(node, None)
-        return (canonical_forward(forward), sequential_chains(node, name, src, table)), problems
+        forward = resolve_optimizer_classes(canonical_forward(forward), symbols.qualify)
+        chains = sequential_chains(node, name, src, table)
+        if splatted_lists(node, src, symbols):  # `layers.append(...)` in a loop, then `nn.Sequential(*layers)`
+            reader = InitAnalysis(name, table, src)
+            reader.read_locals(node, {}, method=False)
+            chains += list_chains(node, name, src, symbols, reader)
+        return (forward, chains), problems
+
+    def _method(self, node: Node, name: str, src: SourceText, symbols: ModuleSymbols) -> tuple[Forward, list[Problem]]:
+        """A method of a class read like a module-level function, named `Class.method`."""
+        problems: list[Problem] = []
+        forward = FlowAnalysis(src, symbols, None, None, frozenset(), problems).function(node, None)
+        forward = resolve_optimizer_classes(canonical_forward(replace(forward, name=name)), symbols.qualify)
+        return forward, problems
 
     def _toplevel(self, src: SourceText, symbols: ModuleSymbols, fresh: dict[str, _Entry]) -> _Entry:
         stmts = [s for s in symbols.toplevel if s.type not in ("comment", "ERROR")]

@@ -130,6 +130,18 @@ class InitAnalysis:
                 if callee is not None:
                     self.locals[p.name] = [((), Ctor(callee))]
 
+    def read_locals(self, function: Node, attrs: dict[str, str], method: bool = True) -> None:
+        """Walk another method of the class (or, without `method`, a module-level function) for its locals
+        (`norm_layer = self._norm_layer`), with `attrs` (`self.<attr>` -> the qualified layer class `__init__`
+        stored there) read as those classes."""
+        for attr, qualified in attrs.items():
+            self.locals[f"self.{attr}"] = [((), _Callee(qualified))]
+        ps = params(function, self.src)
+        self.read_defaults(ps[1:] if method else ps)
+        body = function.child_by_field_id(Field.BODY)
+        if body is not None:
+            self._block(body, (), self.class_name, ps[0].name if method and ps else "self", 0)
+
     def constructors(self, node: Node) -> list[Ctor]:
         """The layers an expression can build (`nn.Conv2d(...)`, `norm_layer(c)`, a same-file factory)."""
         return self._ctor_alts(node)

@@ -104,6 +104,11 @@ class CallFlow:
             if obj is not None and attr_node is not None:
                 return self._attribute_call(node, obj, self.src.text(attr_node), outs)
         if func.type == "identifier":
+            if state.is_self(func) and state.table is not None and state.class_name is not None:
+                # `self(x)` in a method (a loss method calling the model) runs the module's forward.
+                found = state.table.find_method(state.class_name, "forward")
+                if found is not None:
+                    return self._inline(found[0], found[1], "self.forward", node, outs, bound=True)
             return self._name_call(node, self.src.text(func), outs)
         callee = self.expressions.value(func)
         args, kwargs, opaque = self.args(node)
@@ -195,10 +200,13 @@ class CallFlow:
         if isinstance(v, Expr):
             name = v.text
         if v is None or name.replace(".", "").replace("_", "").isalnum():
-            # Helpers are inlined into methods only: a module-level function is analysed on its own,
-            # so inlining it into another function would report its sites twice.
-            inline_helpers = state.class_name is not None
-            function = state.symbols.function_node(name) if v is None and inline_helpers else None
+            # Helpers are inlined into methods; into a module-level function (analysed on its own, as is
+            # the helper) only a small one (`rotate_half` in `apply_rotary_pos_emb`), whose ops complete a
+            # site of the caller: a site wholly inside the helper keeps the helper's spans and is reported
+            # once (`adopter.engine.sites` keeps one finding per rule and spans).
+            function = state.symbols.function_node(name) if v is None else None
+            if function is not None and state.class_name is None and not small_helper(function):
+                function = None
             if function is not None:
                 return self._inline(None, function, name, node, outs, bound=False)
             same_file_class = state.symbols.has_class(name)
@@ -362,3 +370,20 @@ def _index_of(lists: list[list[Stmt]], target: list[Stmt]) -> int:
 
 def _name_of(v: Value) -> str:
     return v.name if isinstance(v, Ref) else v.text
+
+
+MAX_SMALL_HELPER = 6  # statements: a helper like `rotate_half` (2-4), not a whole computation
+_COMPOUND = frozenset({"if_statement", "for_statement", "while_statement", "with_statement", "try_statement",
+                       "function_definition", "class_definition", "decorated_definition", "match_statement"})
+
+
+def small_helper(function: Node) -> bool:
+    """Whether a module-level helper is small enough to inline into another module-level function:
+    at most `MAX_SMALL_HELPER` statements (a docstring aside), none compound."""
+    body = function.child_by_field_id(Field.BODY)
+    if body is None:
+        return False
+    stmts = [s for s in body.named_children if s.type != "comment" and not (
+        s.type == "expression_statement" and s.named_child_count == 1 and s.named_children[0].type == "string")]
+    return len(stmts) <= MAX_SMALL_HELPER and not any(s.type in _COMPOUND for s in stmts)
+

@@ -128,6 +128,8 @@ SIGNATURES: dict[Key, Signature] = {
     CAT: Signature(("tensors", "dim"), 1, ("dim",)),
     CHUNK: Signature(("input", "chunks", "dim"), 2, ("dim",)),
     SPLIT: Signature(("tensor", "split_size_or_sections", "dim"), 2, ("dim",)),
+    ("function", "torch.stack"): Signature(("tensors", "dim"), 1, ("dim",)),
+    ("method", "unbind"): Signature(("input", "dim"), 1, ("dim",)),
     MASKED_FILL: Signature(("input", "mask", "value"), 3),
     REARRANGE: Signature(("tensor", "pattern"), 2),
     # transformers' PreTrainedModel.loss_function(logits, labels, vocab_size, ...), inherited, never bound
@@ -156,6 +158,8 @@ MODULES: dict[str, ModuleSpelling] = {
     "torch.nn.Tanh": ModuleSpelling(TANH),
     "torch.nn.Identity": ModuleSpelling(CAST),
     "einops.layers.torch.Rearrange": ModuleSpelling(REARRANGE, ("pattern",)),
+    "torch.nn.CrossEntropyLoss": ModuleSpelling(
+        CROSS_ENTROPY, ("weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing")),
 }
 
 # Constructor arguments that do not change what a module computes (and so may be dropped).

@@ -359,6 +359,12 @@ class GuardKind(str, Enum):
     # key_may_be($act, "gelu", ...): when the layer bound to $act is looked up by a literal key (`T["relu"]`,
     # `f("swish")`, a conditional of literals), one of its values is listed; a key read from elsewhere passes
     KEY_MAY_BE = "key_may_be"
+    # vocabulary($head): the layer bound to $head projects onto a vocabulary (its output size names one, or is
+    # the size of an nn.Embedding of the same module): an LM head, not a classifier
+    VOCABULARY = "vocabulary"
+    # rotary_tables($c, $s): the values are cosine/sine tables (a cos/sin call, or a table named so, through
+    # indexing and layout ops): the rotation formula of a rotary embedding, not any complex multiplication
+    ROTARY_TABLES = "rotary_tables"
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,8 @@ from adopter.engine.plans import (
     names_casts,
     required_init_vars,
 )
+from adopter.engine.rotary_tables import is_rotary_table
+from adopter.engine.vocabulary import projects_to_vocabulary
 
 COMMUTATIVE = frozenset({"+", "*"})
 # Guards on how matched values are used elsewhere: failing one still reports the site, without a fix.
@@ -451,6 +453,11 @@ class RuleMatcher:
             return self._same_paths([self._value(arg, state) for arg in g.args])
         if g.kind == GuardKind.KEY_MAY_BE:
             return self._key_may_be(g, state)
+        if g.kind == GuardKind.ROTARY_TABLES:
+            return all(is_rotary_table(self._value(a, state), self.flat) for a in g.args)
+        if g.kind == GuardKind.VOCABULARY:
+            return all(projects_to_vocabulary(state.bindings.get(state.var(a.name.lstrip("$"))), self.init)
+                       for a in g.args if isinstance(a, PVar))
         for arg in g.args:
             value = self._value(arg, state)
             if value is None or value[0] != "ref":

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from adopter.analysis.canonical import submodule_view
+from adopter.analysis.layer_subclasses import subclass_reason
+from adopter.analysis.optimizers import chosen_class_reason
 from adopter.analysis.spellings import SEQUENTIAL
 from adopter.dsl.types import (
     Architecture,
@@ -258,6 +260,8 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
         fixable, reason = False, f"no target is available in this environment ({needs})"
     elif (spelled := _spelling_reason(ops)) is not None:
         fixable, reason = False, spelled
+    elif (resolved := subclass_reason(m.bindings) or chosen_class_reason(ops)) is not None:
+        fixable, reason = False, resolved
     elif m.used_elsewhere is not None:
         fixable, reason = False, m.used_elsewhere
     elif m.path_dependent:

@@ -1,0 +1,70 @@
+"""The `vocabulary($head)` guard: a Linear that projects onto a vocabulary (an LM head, not a classifier).
+
+Family 16 is about language-model heads: the logits over a vocabulary go into a cross-entropy, and a fused
+linear cross-entropy saves materialising them (tokens x vocabulary floats). A classifier's Linear into
+cross-entropy (`num_labels` outputs) gains nothing. Model code says which it is in two ways:
+
+- the output size names a vocabulary or a token count: `config.vocab_size`, `vocab_size`, `n_vocab`,
+  `num_tokens`, `ntoken`, `len(self.vocab)` (a word of a name, split at `_`, `.` and case changes, starts
+  with `vocab`, or the name ends in a count of tokens: `ntoken(s)`, `num_tokens`, `n_tokens`);
+- the output size is the number of embeddings of an `nn.Embedding` of the same module (`self.tok_emb =
+  nn.Embedding(n, d)` and `self.head = nn.Linear(d, n)`): the head scores every token of the input table.
+"""
+
+from __future__ import annotations
+
+import re
+
+from adopter.dsl.types import Binding, Ctor, Expr, Value
+from adopter.engine.bindings import InitIndex, norm_text
+
+LINEARS = ("torch.nn.Linear", "torch.nn.LazyLinear")
+EMBEDDINGS = ("torch.nn.Embedding",)
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_NTOKENS = frozenset({"ntoken", "ntokens"})  # a count of tokens in one word
+_TOKENS = frozenset({"token", "tokens"})
+_COUNT = frozenset({"n", "num", "nb", "number"})  # `num_tokens`, `n_tokens`: not `token_dim`, `n_token_types`
+
+
+def names_vocabulary(text: str) -> bool:
+    """Whether a size expression names a vocabulary or a token count (see the module doc)."""
+    for part in re.split(r"[^A-Za-z0-9_]+", text):
+        words = [w.lower() for w in _WORD.findall(part)]
+        if any(w.startswith("vocab") for w in words):
+            return True
+        if words and (words[-1] in _NTOKENS or (words[-1] in _TOKENS and len(words) >= 2 and words[-2] in _COUNT)):
+            return True
+    return False
+
+
+def out_features(ctor: Ctor) -> Value | None:
+    """The output size a Linear is built with (second positional argument or `out_features=`)."""
+    if len(ctor.args) >= 2:
+        return ctor.args[1]
+    for k in ctor.kwargs:
+        if k.name == "out_features":
+            return k.value
+    return None
+
+
+def embedding_sizes(init: InitIndex) -> set[str]:
+    """The normalised `num_embeddings` texts of the module's `nn.Embedding` layers."""
+    sizes: set[str] = set()
+    for bindings in init.by_attr.values():
+        for b in bindings:
+            if isinstance(b.value, Ctor) and b.value.callee in EMBEDDINGS:
+                first = b.value.args[0] if b.value.args else next(
+                    (k.value for k in b.value.kwargs if k.name == "num_embeddings"), None)
+                if isinstance(first, Expr):
+                    sizes.add(norm_text(first.text))
+    return sizes
+
+
+def projects_to_vocabulary(binding: Binding | None, init: InitIndex) -> bool:
+    """Whether the Linear bound by `binding` projects onto a vocabulary (see the module doc)."""
+    if binding is None or not isinstance(binding.value, Ctor):
+        return False
+    size = out_features(binding.value)
+    if not isinstance(size, Expr):
+        return False
+    return names_vocabulary(size.text) or norm_text(size.text) in embedding_sizes(init)

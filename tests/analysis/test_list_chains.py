@@ -1,0 +1,60 @@
+"""Layers appended to a list in a loop, then run as `nn.Sequential(*layers)` (`adopter.analysis.list_chains`)."""
+
+from __future__ import annotations
+
+from adopter.dsl.types import Ctor
+from adopter.engine import Environment, check, load_rules
+
+from .helpers import HEADER, module
+
+CODE = """
+class MLP(nn.Module):
+    def __init__(self, dims, norm=True):
+        super().__init__()
+        layers = []
+        for d_in, d_out in zip(dims[:-1], dims[1:]):
+            layers.append(nn.Linear(d_in, d_out))
+            layers.append(nn.BatchNorm1d(d_out))
+            layers.append(nn.ReLU())
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def conv_stack(chans):
+    layers = []
+    for c_in, c_out in zip(chans[:-1], chans[1:]):
+        layers += [nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out)]
+    return nn.Sequential(*layers)
+
+
+def maybe_norm(dims, norm=False):
+    layers = []
+    for d_in, d_out in zip(dims[:-1], dims[1:]):
+        layers.append(nn.Linear(d_in, d_out))
+        if norm:
+            layers.append(nn.BatchNorm1d(d_out))
+    return nn.Sequential(*layers)
+"""
+
+
+def _line(needle: str) -> int:
+    return next(i for i, line in enumerate((HEADER + CODE).splitlines()) if needle in line)
+
+
+def test_items_added_in_one_loop_body_are_a_chain() -> None:
+    chains = {c.name: c for c in module(CODE).chains}
+    assert set(chains) == {"MLP.__init__", "conv_stack"}  # `maybe_norm`: the BatchNorm is conditional
+    callees = {n: [b.value.callee for b in c.init.bindings if isinstance(b.value, Ctor)]
+               for n, c in chains.items() if c.init is not None}
+    assert callees == {"MLP.__init__": ["torch.nn.Linear", "torch.nn.BatchNorm1d", "torch.nn.ReLU"],
+                       "conv_stack": ["torch.nn.Conv2d", "torch.nn.BatchNorm2d"]}
+
+
+def test_the_sites_are_the_constructors_and_have_no_fix() -> None:
+    env = Environment("cpu", frozenset(), "2.13.0")
+    findings = [f for f in check(module(CODE), load_rules().rules, env).findings if f.family in (7, 8)]
+    assert sorted((f.family, f.span.start_line) for f in findings) == [
+        (7, _line("layers += [nn.Conv2d")), (8, _line("layers.append(nn.Linear(d_in, d_out))"))]
+    assert not any(f.fixable for f in findings)
