@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from adopter.dsl.types import Architecture, Forward, ModuleFile, Problem, Rule, Severity, Span
 from adopter.engine.types import Finding
+from adopter.parsed import ParsedText
 
 if TYPE_CHECKING:
     from adopter.engine.environment import Environment
@@ -116,6 +117,15 @@ class Analysed:
     problems: tuple[Problem, ...]  # analysis problems first, then rule-matching problems
     complete: bool = True  # False when rule matching failed: such a result is never reused
     decisions: dict[tuple[object, ...], Decision] = field(default_factory=dict)  # verified, and planned
+    # The text's lines, outline, imports and `ast` trees for fix planning and verification, cut with the
+    # analysis's own tree-sitter tree when the session analysed the text (built on first use otherwise).
+    _parsed: ParsedText | None = None
+
+    @property
+    def parsed(self) -> ParsedText:
+        if self._parsed is None:
+            self._parsed = ParsedText.of(self.text)
+        return self._parsed
 
     @property
     def parses(self) -> bool:
@@ -230,14 +240,21 @@ class Session:
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
+        parsed: ParsedText | None = None
         if self._analyse is not None:
             module_file = self._analyse(text, path)
         else:
             from adopter.analysis import analyse
+            from adopter.analysis.source import check_input, new_parser
 
-            module_file = analyse(text, path)
+            data, _ = check_input(text, path)
+            tree = new_parser().parse(data) if data is not None else None
+            module_file = analyse(text, path, tree=tree)  # one tree-sitter parse for analysis and planning
+            parsed = ParsedText(text, tree) if tree is not None else None
         self.analyses += 1
-        return self._remember(self._matched(text, path, module_file, None))
+        analysed = self._matched(text, path, module_file, None)
+        analysed._parsed = parsed
+        return self._remember(analysed)
 
     def adopt(self, text: str, path: str | None, module_file: ModuleFile, matcher: UnitMatcher) -> Analysed:
         """Findings of a `ModuleFile` the caller analysed itself (the server's incremental analysis).
@@ -359,7 +376,7 @@ class Session:
             from adopter.synth.rewrite import splices
 
             rule = next((r for r in self.rules if r.id == finding.rule_id), None)
-            why = splices(analysed.text, finding, rule, target, analysed.findings)
+            why = splices(analysed.parsed, finding, rule, target, analysed.findings)
             result = Decision(why is None, why)
         analysed.decisions[key] = result
         return result

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from adopter.dsl.types import Rule
 from adopter.engine import Environment, detect_environment, load_rules
 from adopter.engine.types import Finding
+from adopter.parsed import ParsedText
 from adopter.synth.apply import ApplyError, apply_edits
 from adopter.synth.registry import STRATEGIES, Declined, Edits, SynthContext
 from adopter.synth.strategies import load_all
@@ -24,10 +25,11 @@ def _choose_target(finding: Finding, target: str | None) -> str | None:
     return finding.targets[0] if finding.targets else "portable"
 
 
-def plan(source: str, finding: Finding, rule: Rule, target: str | None,
+def plan(source: str | ParsedText, finding: Finding, rule: Rule, target: str | None,
          findings: Sequence[Finding] = ()) -> Edits | str:
-    """The edits one finding's strategy records, or the reason it declined. `findings`: every finding
-    of `source` (a strategy may leave a site to another rule's)."""
+    """The edits one finding's strategy records, or the reason it declined. `source`: the text, or its
+    `ParsedText` (shared by every finding of the text); `findings`: every finding of `source` (a strategy
+    may leave a site to another rule's)."""
     load_all()
     if not finding.fixable:
         return finding.no_fix_reason or "no automatic fix for this site"
@@ -39,7 +41,8 @@ def plan(source: str, finding: Finding, rule: Rule, target: str | None,
     func = STRATEGIES.get(rule.replacement.strategy)
     if func is None:
         return f"unknown rewrite strategy {rule.replacement.strategy!r}"
-    ctx = SynthContext(source, finding, rule, chosen, tuple(findings))
+    parsed = source if isinstance(source, ParsedText) else ParsedText.of(source)
+    ctx = SynthContext(parsed.text, finding, rule, chosen, tuple(findings), parsed)
     try:
         func(ctx)
     except Declined as exc:
@@ -51,7 +54,7 @@ def plan(source: str, finding: Finding, rule: Rule, target: str | None,
     return ctx.edits
 
 
-def splices(source: str, finding: Finding, rule: Rule | None, target: str | None,
+def splices(source: str | ParsedText, finding: Finding, rule: Rule | None, target: str | None,
             findings: Sequence[Finding] = ()) -> str | None:
     """Why `finding` cannot be rewritten in `source`, or None when its strategy plans edits that splice
     into whole statements: the fix decision without the verification (`rewrite` verifies what it writes).
@@ -61,11 +64,12 @@ def splices(source: str, finding: Finding, rule: Rule | None, target: str | None
     two decisions equal over the corpus).
     """
     try:
-        result = plan(source, finding, rule, target, findings) if rule is not None \
+        parsed = source if isinstance(source, ParsedText) else ParsedText.of(source)
+        result = plan(parsed, finding, rule, target, findings) if rule is not None \
             else f"rule {finding.rule_id} is not loaded"
         if isinstance(result, str):
             return result
-        apply_edits(source, [result])
+        apply_edits(parsed, [result])
     except ApplyError as exc:
         return str(exc)
     except Exception as exc:  # the contract: results, not exceptions
@@ -102,10 +106,11 @@ def _rewrite(source: str, findings: Sequence[Finding], target: str | None, path:
     by_id = {r.id: r for r in session.rules}
     skipped: list[Skipped] = []
     planned: list[tuple[Finding, Edits]] = []
-    everything = session.analysed(source, path).findings  # the caller's analysis of `source`, cached
+    analysed = session.analysed(source, path)  # the caller's analysis of `source`, cached
+    everything, parsed = analysed.findings, analysed.parsed
     for f in findings:
         rule = by_id.get(f.rule_id)
-        result = plan(source, f, rule, target, everything) if rule is not None else f"rule {f.rule_id} is not loaded"
+        result = plan(parsed, f, rule, target, everything) if rule is not None else f"rule {f.rule_id} is not loaded"
         if isinstance(result, str):
             skipped.append(Skipped(f, result))
         else:
@@ -114,7 +119,7 @@ def _rewrite(source: str, findings: Sequence[Finding], target: str | None, path:
         return RewriteFailed("nothing to rewrite" if not findings else "no finding could be rewritten",
                              tuple(skipped))
     def attempt(batch: list[tuple[Finding, Edits]]) -> str:
-        new = apply_edits(source, [e for _, e in batch])
+        new = apply_edits(parsed, [e for _, e in batch])
         problem = verify(source, new, [f for f, _ in batch], path=path, session=session)
         if problem is not None:
             raise ApplyError(problem)
