@@ -12,8 +12,8 @@ a planned site whose rewrite fails verification is reported by `fix` as not fixe
 the lines of the text it was given, never inside code it wrote itself; a class a fix wrote does not
 repeat its base class's findings (`_without_copies`).
 
-Pure: no pygls, lsprotocol or torch; libcst only through `adopter.synth`, imported when a decision is
-asked for.
+Pure: no pygls, lsprotocol or torch. The session drives `adopter.synth`, a leaf: synth plans and applies
+edits and verifies a rewrite with the reading this session passes it (`reanalyse`), never calling back.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING
 from adopter.dsl.types import Architecture, Forward, ModuleFile, Problem, Rule, Severity, Span
 from adopter.engine.types import Finding
 from adopter.parsed import ParsedText
+from adopter.synth.rewrite import Plan, splices
+from adopter.synth.rewrite import rewrite as rewrite_text
+from adopter.synth.types import RewriteResult, Rewritten
 
 if TYPE_CHECKING:
     from adopter.engine.environment import Environment
@@ -117,6 +120,7 @@ class Analysed:
     problems: tuple[Problem, ...]  # analysis problems first, then rule-matching problems
     complete: bool = True  # False when rule matching failed: such a result is never reused
     decisions: dict[tuple[object, ...], Decision] = field(default_factory=dict)  # verified, and planned
+    plans: dict[tuple[object, ...], Plan] = field(default_factory=dict)  # each site's edits, per target
     # The text's lines, outline, imports and `ast` trees for fix planning and verification, cut with the
     # analysis's own tree-sitter tree when the session analysed the text (built on first use otherwise).
     _parsed: ParsedText | None = None
@@ -309,14 +313,34 @@ class Session:
         return result
 
     def _rewrite_one(self, analysed: Analysed, finding: Finding, target: str | None) -> Decision:
-        from adopter.synth.rewrite import rewrite
-        from adopter.synth.types import Rewritten
-
-        outcome = rewrite(analysed.text, [finding], target=target, path=analysed.path, session=self)
+        outcome = self._rewrite(analysed, [finding], target)
         if isinstance(outcome, Rewritten) and outcome.applied:
             return Decision(True, None, outcome.new_source)
         reasons = [s.reason for s in outcome.skipped] or [getattr(outcome, "reason", "no automatic fix")]
         return Decision(False, reasons[0])
+
+    def _plan(self, analysed: Analysed, finding: Finding, target: str | None) -> Plan:
+        """The site's edits (its strategy's plan, when it splices into whole statements) or why it has
+        none; the strategy runs once per site, target and text."""
+        key = (_site(finding), target)
+        cached = analysed.plans.get(key)
+        if cached is None:
+            rule = next((r for r in self.rules if r.id == finding.rule_id), None)
+            cached = splices(analysed.parsed, finding, rule, target, analysed.findings)
+            analysed.plans[key] = cached
+        return cached
+
+    def _rewrite(self, analysed: Analysed, findings: Sequence[Finding], target: str | None) -> RewriteResult:
+        """The verified rewrite of `findings` in `analysed`'s text; the rewritten text is read (and kept)
+        through this session's cache."""
+        path = analysed.path
+        return rewrite_text(analysed, findings, lambda text: self.analysed(text, path),
+                            lambda f: self._plan(analysed, f, target))
+
+    def rewrite(self, text: str, findings: Sequence[Finding], *, target: str | None = None,
+                path: str | None = None) -> RewriteResult:
+        """Rewrite `findings` (found in `text`) at once, verified; never raises."""
+        return self._rewrite(self.analysed(text, path), findings, target)
 
     def verdict(self, analysed: Analysed, finding: Finding, target: str | None = None) -> Decision:
         """The decision without its text, reused across versions while the finding's class is unchanged.
@@ -358,7 +382,7 @@ class Session:
 
     def planned(self, analysed: Analysed, finding: Finding, target: str | None = None) -> Decision:
         """Whether `fix` rewrites `finding`, decided without verifying: the strategy plans edits that
-        splice into whole statements (`adopter.synth.rewrite.splices`); no text, no analysis.
+        splice into whole statements (`adopter.synth.rewrite.splices`); no rewritten text is analysed.
 
         What `check` reports. `fix` and the quick fix verify what they write (`decision`); a verified
         decision already computed for this text wins. Cached per text.
@@ -373,11 +397,8 @@ class Session:
         if not finding.fixable:
             result = Decision(False, finding.no_fix_reason or "no automatic fix for this site")
         else:
-            from adopter.synth.rewrite import splices
-
-            rule = next((r for r in self.rules if r.id == finding.rule_id), None)
-            why = splices(analysed.parsed, finding, rule, target, analysed.findings)
-            result = Decision(why is None, why)
+            plan = self._plan(analysed, finding, target)
+            result = Decision(False, plan) if isinstance(plan, str) else Decision(True)
         analysed.decisions[key] = result
         return result
 
@@ -391,9 +412,6 @@ class Session:
 
         `rules`: only findings of these rule ids. What is left is reported at lines of `text`.
         """
-        from adopter.synth.rewrite import rewrite
-        from adopter.synth.types import Rewritten
-
         first = self.analysed(text, path)
         if not first.parses:
             return FileFix(text, text, (), (), first.problems, parses=False)
@@ -407,7 +425,7 @@ class Session:
                 break
             # One verification for the whole round; `rewrite` grows the batch one finding at a time
             # only when the batch as a whole fails.
-            outcome = rewrite(current, todo, target=target, path=path, session=self)
+            outcome = self._rewrite(analysed, todo, target)
             for skip in outcome.skipped:
                 refused[_where(analysed, skip.finding)] = skip.reason
             if not isinstance(outcome, Rewritten) or not outcome.applied or outcome.new_source == current:
@@ -503,3 +521,15 @@ def _moved(finding: Finding, to_old: dict[int, int]) -> Finding:
 
     return replace(finding, span=span(finding.span), stmt_spans=kept(finding.stmt_spans),
                    init_spans=kept(finding.init_spans))
+
+
+def rewrite(source: str, findings: Sequence[Finding], *, target: str | None = None, path: str | None = None,
+            rules: Sequence[Rule] | None = None, env: Environment | None = None) -> RewriteResult:
+    """Rewrite `source` to fix `findings` (found in that same text), verified; never raises. A session
+    of `rules` and `env` (or the bundled rules plus those of the nearest `.adopter/rules/` above `path`,
+    and the detected environment) analyses and verifies."""
+    from adopter.engine import detect_environment, load_rules
+
+    rule_list = tuple(rules) if rules is not None else tuple(load_rules(rules_near(path)).rules)
+    session = Session(RuleContext(rule_list, (), env or detect_environment("auto")))
+    return session.rewrite(source, findings, target=target, path=path)
