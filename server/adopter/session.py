@@ -59,7 +59,7 @@ def load_context(*, rule_paths: Sequence[str | Path] = (), root: Path | None = N
     try:
         from adopter.engine import detect_environment, load_rules, workspace_rule_paths
     except ImportError as exc:
-        return RuleContext((), (_problem(f"Adopter rules are not available in this installation ({exc})",
+        return RuleContext((), (problem(f"Adopter rules are not available in this installation ({exc})",
                                          UNAVAILABLE),))
     extra: list[str] = []
     for entry in rule_paths:
@@ -74,7 +74,7 @@ def load_context(*, rule_paths: Sequence[str | Path] = (), root: Path | None = N
     except ValueError:
         raise  # a bad selector is the caller's usage error
     except Exception as exc:  # a broken engine must not take the caller down
-        return RuleContext((), (_problem(f"Adopter: loading rules failed ({type(exc).__name__}: {exc})"),))
+        return RuleContext((), (problem(f"Adopter: loading rules failed ({type(exc).__name__}: {exc})"),))
     return RuleContext(tuple(ruleset.rules), tuple(ruleset.problems), environment)
 
 
@@ -91,7 +91,8 @@ def rules_near(path: str | None) -> tuple[Path, ...]:
     return ()
 
 
-def _problem(message: str, code: str = "adopter-internal", severity: Severity = Severity.WARNING) -> Problem:
+def problem(message: str, code: str = "adopter-internal", severity: Severity = Severity.WARNING) -> Problem:
+    """A problem of the whole text (no span in it): a layer missing or failing, for the CLI and the server."""
     return Problem(message=message, span=Span(0, 0, 0, 0), severity=severity, code=code)
 
 
@@ -278,7 +279,7 @@ class Session:
                 findings, found = (matcher or UnitMatcher()).match(module_file, self.context)
                 problems.extend(found)
             except Exception as exc:  # a failing engine is a problem, never a dead caller
-                problems.append(_problem(f"Adopter: rule matching failed ({type(exc).__name__}: {exc})"))
+                problems.append(problem(f"Adopter: rule matching failed ({type(exc).__name__}: {exc})"))
                 complete = False
         return Analysed(text, path, module_file, _without_copies(text, module_file, findings), tuple(problems),
                         complete)

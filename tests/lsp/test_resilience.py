@@ -16,7 +16,7 @@ from adopter.lsp.settings import Settings
 
 
 @pytest.fixture(scope="module")
-def context() -> pipeline.RuleContext:
+def context() -> pipeline.Configured:
     return load_rule_context(Settings(), None)
 
 
@@ -25,14 +25,14 @@ class Exploding(PythonModel):
         raise RuntimeError("boom in analysis")
 
 
-def test_analysis_exception_is_a_problem(context: pipeline.RuleContext) -> None:
+def test_analysis_exception_is_a_problem(context: pipeline.Configured) -> None:
     snapshot = analyse_python(Exploding(SNIPPET, "/tmp/m.py"), 3, context)
     (problem,) = snapshot.problems
     assert "analysis failed" in problem.message and "boom in analysis" in problem.message
     assert snapshot.version == 3 and snapshot.findings == ()
 
 
-def test_rule_matching_exception_is_a_problem(context: pipeline.RuleContext, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rule_matching_exception_is_a_problem(context: pipeline.Configured, monkeypatch: pytest.MonkeyPatch) -> None:
     def explode(*args: object) -> object:
         raise RuntimeError("boom in matching")
 
@@ -42,7 +42,7 @@ def test_rule_matching_exception_is_a_problem(context: pipeline.RuleContext, mon
     assert any("rule matching failed" in p.message for p in snapshot.problems)
 
 
-def test_a_failing_edit_resets_and_the_next_run_recovers(context: pipeline.RuleContext) -> None:
+def test_a_failing_edit_resets_and_the_next_run_recovers(context: pipeline.Configured) -> None:
     analyses = Analyses(lambda: context)
     doc = analyses.open("file:///tmp/m.py", "python", SNIPPET, 1)
     assert F05 in [f.rule_id for f in analyses.compute(doc).findings]

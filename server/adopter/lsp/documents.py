@@ -22,8 +22,8 @@ from pygls.uris import to_fs_path
 
 from adopter.lsp.pipeline import (
     Change,
+    Configured,
     PythonModel,
-    RuleContext,
     Snapshot,
     analyse_python,
     analyse_rule_file,
@@ -40,7 +40,7 @@ def is_rule_file(uri: str, language_id: str | None) -> bool:
 
 
 @dataclass
-class Document:
+class OpenDocument:
     """One open document: the client's current text (event loop side) and its analysis state."""
 
     uri: str
@@ -66,19 +66,19 @@ class Document:
 class Analyses:
     """Open documents and the analysis thread that serves them."""
 
-    def __init__(self, rule_context: Callable[[], RuleContext]) -> None:
+    def __init__(self, rule_context: Callable[[], Configured]) -> None:
         self._rule_context = rule_context
-        self.documents: dict[str, Document] = {}
+        self.documents: dict[str, OpenDocument] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="adopter-analysis")
 
-    def open(self, uri: str, language_id: str | None, text: str, version: int | None) -> Document:
+    def open(self, uri: str, language_id: str | None, text: str, version: int | None) -> OpenDocument:
         self.close(uri)
         path = to_fs_path(uri) if uri.startswith("file:") else None
-        doc = Document(uri, is_rule_file(uri, language_id), path, text, version, LineStarts(text))
+        doc = OpenDocument(uri, is_rule_file(uri, language_id), path, text, version, LineStarts(text))
         self.documents[uri] = doc
         return doc
 
-    def change(self, uri: str, version: int | None, changes: list[Change]) -> Document | None:
+    def change(self, uri: str, version: int | None, changes: list[Change]) -> OpenDocument | None:
         """Apply the client's changes, in order, to the document text; queue the parse edits."""
         doc = self.documents.get(uri)
         if doc is None:
@@ -105,7 +105,7 @@ class Analyses:
             if doc.task is not None:
                 doc.task.cancel()
 
-    def compute(self, doc: Document) -> Snapshot:
+    def compute(self, doc: OpenDocument) -> Snapshot:
         """Bring the document's analysis up to date (runs on the analysis thread)."""
         started = time.perf_counter()
         with doc.lock:
@@ -133,7 +133,7 @@ class Analyses:
         snapshot.elapsed_ms = (time.perf_counter() - started) * 1000  # re-parse included
         return snapshot
 
-    async def run(self, doc: Document) -> Snapshot | None:
+    async def run(self, doc: OpenDocument) -> Snapshot | None:
         """Analyse on the thread; None when the document closed meanwhile."""
         snapshot = await asyncio.get_running_loop().run_in_executor(self.executor, self.compute, doc)
         return None if doc.closed else snapshot

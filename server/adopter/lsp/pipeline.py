@@ -16,33 +16,29 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from adopter.dsl.types import Architecture, ModuleFile, Problem, Rule, Severity, Span
+from adopter.dsl.types import Architecture, ModuleFile, Problem, Rule
 from adopter.engine.types import Finding
 from adopter.lsp.settings import Settings
 from adopter.lsp.sync import ByteEdit
-from adopter.session import UNAVAILABLE, Analysed, Session, UnitMatcher, load_context
+from adopter.session import UNAVAILABLE, Analysed, RuleContext, Session, UnitMatcher, load_context, problem
 
 if TYPE_CHECKING:
     from adopter.engine.environment import Environment
 
 log = logging.getLogger(__name__)
 
-__all__ = ["UNAVAILABLE", "Change", "PythonModel", "RuleContext", "Snapshot", "analyse_python", "failure"]
+__all__ = ["UNAVAILABLE", "Change", "Configured", "PythonModel", "Snapshot", "analyse_python", "failure"]
 Change = types.TextDocumentContentChangePartial | types.TextDocumentContentChangeWholeDocument
-
-
-def _problem(message: str, code: str = "adopter-internal", severity: Severity = Severity.WARNING) -> Problem:
-    return Problem(message=message, span=Span(0, 0, 0, 0), severity=severity, code=code)
 
 
 def failure(what: str, exc: BaseException) -> Problem:
     """An internal failure as a visible problem (and a log line with the traceback)."""
     log.error("%s failed: %s", what, "".join(traceback.format_exception(exc)))
-    return _problem(f"Adopter: {what} failed ({type(exc).__name__}: {exc}); see the server log")
+    return problem(f"Adopter: {what} failed ({type(exc).__name__}: {exc}); see the server log")
 
 
 @dataclass(frozen=True)
-class RuleContext:
+class Configured:
     """The session (rules, environment, analyses, fix decisions) for the current settings."""
 
     session: Session
@@ -61,16 +57,14 @@ class RuleContext:
         return self.session.context.environment
 
 
-def load_rule_context(settings: Settings, root: Path | None) -> RuleContext:
+def load_rule_context(settings: Settings, root: Path | None) -> Configured:
     """Load bundled + workspace + configured rules and detect the environment; never raises."""
     try:
         context = load_context(rule_paths=settings.rule_paths, root=root, select=settings.select,
                                ignore=settings.ignore or None, target=settings.target)
     except Exception as exc:  # an unknown selector: the settings module reports it; run without rules
-        from adopter.session import RuleContext as Rules
-
-        context = Rules((), (failure("loading rules", exc),))
-    return RuleContext(Session(context), settings)
+        context = RuleContext((), (failure("loading rules", exc),))
+    return Configured(Session(context), settings)
 
 
 @dataclass
@@ -157,14 +151,14 @@ class PythonModel:
         return analyse(self.text, self.path), "full"
 
 
-def analyse_python(model: PythonModel, version: int | None, context: RuleContext) -> Snapshot:
+def analyse_python(model: PythonModel, version: int | None, context: Configured) -> Snapshot:
     """Analyse the model's current text and match the rules; failures become problems."""
     started = time.perf_counter()
     snapshot = Snapshot(version=version, text=model.text, rule_problems=context.problems)
     try:
         snapshot.module_file, snapshot.reparsed = model.module_file()
     except ImportError as exc:
-        snapshot.problems = (_problem(f"Adopter analysis is not available ({exc})", UNAVAILABLE),)
+        snapshot.problems = (problem(f"Adopter analysis is not available ({exc})", UNAVAILABLE),)
     except Exception as exc:
         snapshot.problems = (failure("analysis", exc),)
         model.reset(model.text)  # an incremental state that failed once is not trusted again
@@ -184,7 +178,7 @@ def analyse_rule_file(text: str, path: str | None, version: int | None) -> Snaps
     try:
         from adopter.dsl import DslError, parse_rules
     except ImportError as exc:
-        snapshot.problems = (_problem(f"the Adopter DSL parser is not available ({exc})", UNAVAILABLE),)
+        snapshot.problems = (problem(f"the Adopter DSL parser is not available ({exc})", UNAVAILABLE),)
         return snapshot
     try:
         snapshot.rules = tuple(parse_rules(text, path))
