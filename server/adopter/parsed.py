@@ -104,6 +104,25 @@ def walk(tree: ast.AST) -> tuple[ast.AST, ...]:
     return tuple(out)
 
 
+_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def walk_statements(tree: ast.Module) -> tuple[ast.AST, ...]:
+    """The statements of `tree` (with the module, `except` handlers and `case` clauses that hold them) in
+    `ast.walk` order: `walk(tree)` without the expressions. Every parent of a statement is such a node, so
+    the order among them is the full walk's."""
+    out: list[ast.AST] = [tree]
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                out.extend(item for item in value if isinstance(item, _HOLDERS))
+    return tuple(out)
+
+
 class ParsedText:
     """The lines, outline, imports and `ast` trees of one text, each computed at most once (see module doc).
 
@@ -111,8 +130,8 @@ class ParsedText:
     the tree-sitter tree of exactly `text` that the analysis parsed.
     """
 
-    __slots__ = ("_bodies", "_imports", "_indexes", "_modules", "_nodes", "_taken", "_whole", "_whole_error",
-                 "lines", "text", "units")
+    __slots__ = ("_bodies", "_imports", "_indexes", "_modules", "_nodes", "_statements", "_taken", "_whole",
+                 "_whole_error", "lines", "text", "units")
 
     def __init__(self, text: str, tree: Tree | None) -> None:
         self.text = text
@@ -126,6 +145,7 @@ class ParsedText:
         self._modules: dict[tuple[int, ...] | None, ast.Module] = {}
         self._nodes: dict[int, tuple[ast.Module, tuple[ast.AST, ...]]] = {}
         self._indexes: dict[int, tuple[ast.Module, StatementIndex]] = {}
+        self._statements: dict[int, tuple[ast.Module, tuple[ast.AST, ...]]] = {}
         self._whole: ast.Module | None = None
         self._whole_error: SyntaxError | ValueError | None = None
         self._imports: dict[tuple[str, str | None], str] | None = None
@@ -218,6 +238,15 @@ class ParsedText:
             return hit[1]
         listed = walk(tree)
         self._nodes[id(tree)] = (tree, listed)
+        return listed
+
+    def statements(self, tree: ast.Module) -> tuple[ast.AST, ...]:
+        """`walk_statements(tree)` of a tree this object returned, listed once per tree."""
+        hit = self._statements.get(id(tree))
+        if hit is not None and hit[0] is tree:
+            return hit[1]
+        listed = walk_statements(tree)
+        self._statements[id(tree)] = (tree, listed)
         return listed
 
     def top_level(self, wanted: Callable[[Unit], bool]) -> Iterator[ast.stmt]:

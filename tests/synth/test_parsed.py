@@ -7,7 +7,7 @@ import ast
 
 import pytest
 
-from adopter.parsed import ParsedText, StatementIndex
+from adopter.parsed import ParsedText, StatementIndex, walk, walk_statements
 
 SOURCE = '''#!/usr/bin/env python
 """Doc."""
@@ -125,3 +125,9 @@ def test_line_breaks_the_cut_cannot_follow_read_the_text_whole() -> None:
     parsed = ParsedText.of(text)
     assert parsed.units is None
     assert parsed.module([3]) is parsed.module() and ast.dump(parsed.module()) == ast.dump(ast.parse(text))
+
+
+def test_the_statement_walk_is_the_full_walk_without_expressions() -> None:
+    tree = ast.parse(SOURCE + "\nmatch x:\n    case 1:\n        y = lambda: [z for z in ()]\n")
+    holders = (ast.Module, ast.stmt, ast.excepthandler, ast.match_case)
+    assert walk_statements(tree) == tuple(n for n in walk(tree) if isinstance(n, holders))

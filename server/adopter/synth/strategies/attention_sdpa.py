@@ -141,7 +141,7 @@ class _Site:
     def _enclosing(self, line: int) -> tuple[ast.FunctionDef, list[ast.stmt]]:
         """The innermost function and statement list whose statements include `line` directly."""
         best: tuple[ast.FunctionDef, list[ast.stmt]] | None = None
-        for node in self.ctx.text_index.nodes(self.tree):
+        for node in self.ctx.text_index.statements(self.tree):
             if not isinstance(node, ast.FunctionDef):
                 continue
             if not (node.lineno <= line <= (node.end_lineno or node.lineno)):
@@ -345,7 +345,7 @@ class _Site:
         cls = next(
             (
                 n
-                for n in self.ctx.text_index.nodes(self.tree)
+                for n in self.ctx.text_index.statements(self.tree)
                 if isinstance(n, ast.ClassDef) and n.lineno <= self.func.lineno <= (n.end_lineno or n.lineno)
             ),
             None,

@@ -206,7 +206,7 @@ def _function_end(ctx: SynthContext, line: int) -> int:
         return line
     end = line
     best = None
-    for node in parsed.nodes(tree):
+    for node in parsed.statements(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None:
             if node.lineno - 1 <= line <= node.end_lineno - 1 and (best is None or node.lineno > best.lineno):
                 best = node

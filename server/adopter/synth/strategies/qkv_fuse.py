@@ -133,7 +133,7 @@ def _block_of(parsed: ParsedText, tree: ast.Module, line: int) -> list[ast.stmt]
     if unit is not None and parsed.units is not None and parsed.units[unit].start == line - 1:
         tree = parsed.module()
     best: list[ast.stmt] = []
-    for node in parsed.nodes(tree):
+    for node in parsed.statements(tree):
         for field in ("body", "orelse", "finalbody"):
             body = getattr(node, field, None)
             if isinstance(body, list) and any(isinstance(s, ast.stmt) and s.lineno == line for s in body):
@@ -161,7 +161,7 @@ def _refuse_other_uses(ctx: SynthContext, attrs: list[str], own: list[Span]) -> 
 
 def _enclosing_class(parsed: ParsedText, tree: ast.Module, line: int) -> ast.ClassDef | None:
     found = None
-    for node in parsed.nodes(tree):
+    for node in parsed.statements(tree):
         if isinstance(node, ast.ClassDef) and node.lineno <= line <= (node.end_lineno or node.lineno):
             found = node
     return found
