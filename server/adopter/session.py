@@ -14,6 +14,7 @@ repeat its base class's findings (`_without_copies`).
 
 Pure: no pygls, lsprotocol or torch. The session drives `adopter.synth`, a leaf: synth plans and applies
 edits and verifies a rewrite with the reading this session passes it (`reanalyse`), never calling back.
+It is imported when a fix is first planned (a server that only shows findings starts without it).
 """
 
 from __future__ import annotations
@@ -28,13 +29,12 @@ from typing import TYPE_CHECKING
 
 from adopter.dsl.types import Architecture, Forward, ModuleFile, Problem, Rule, Severity, Span
 from adopter.engine.types import Finding
-from adopter.parsed import ParsedText
-from adopter.synth.rewrite import Plan, splices
-from adopter.synth.rewrite import rewrite as rewrite_text
-from adopter.synth.types import RewriteResult, Rewritten
 
 if TYPE_CHECKING:
     from adopter.engine.environment import Environment
+    from adopter.parsed import ParsedText
+    from adopter.synth.rewrite import Plan
+    from adopter.synth.types import RewriteResult
 
 UNAVAILABLE = "adopter-unavailable"  # the code of problems saying a layer is missing
 MAX_FIX_ROUNDS = 8  # a fix can expose another site (a chain that becomes consecutive); bound the rounds
@@ -129,6 +129,8 @@ class Analysed:
     @property
     def parsed(self) -> ParsedText:
         if self._parsed is None:
+            from adopter.parsed import ParsedText
+
             self._parsed = ParsedText.of(self.text)
         return self._parsed
 
@@ -251,6 +253,7 @@ class Session:
         else:
             from adopter.analysis import analyse
             from adopter.analysis.source import check_input, new_parser
+            from adopter.parsed import ParsedText
 
             data, _ = check_input(text, path)
             tree = new_parser().parse(data) if data is not None else None
@@ -314,6 +317,8 @@ class Session:
         return result
 
     def _rewrite_one(self, analysed: Analysed, finding: Finding, target: str | None) -> Decision:
+        from adopter.synth.types import Rewritten
+
         outcome = self._rewrite(analysed, [finding], target)
         if isinstance(outcome, Rewritten) and outcome.applied:
             return Decision(True, None, outcome.new_source)
@@ -326,6 +331,8 @@ class Session:
         key = (_site(finding), target)
         cached = analysed.plans.get(key)
         if cached is None:
+            from adopter.synth.rewrite import splices
+
             rule = next((r for r in self.rules if r.id == finding.rule_id), None)
             cached = splices(analysed.parsed, finding, rule, target, analysed.findings)
             analysed.plans[key] = cached
@@ -334,8 +341,10 @@ class Session:
     def _rewrite(self, analysed: Analysed, findings: Sequence[Finding], target: str | None) -> RewriteResult:
         """The verified rewrite of `findings` in `analysed`'s text; the rewritten text is read (and kept)
         through this session's cache."""
+        from adopter.synth.rewrite import rewrite
+
         path = analysed.path
-        return rewrite_text(analysed, findings, lambda text: self.analysed(text, path),
+        return rewrite(analysed, findings, lambda text: self.analysed(text, path),
                             lambda f: self._plan(analysed, f, target))
 
     def rewrite(self, text: str, findings: Sequence[Finding], *, target: str | None = None,
@@ -413,6 +422,8 @@ class Session:
 
         `rules`: only findings of these rule ids. What is left is reported at lines of `text`.
         """
+        from adopter.synth.types import Rewritten
+
         first = self.analysed(text, path)
         if not first.parses:
             return FileFix(text, text, (), (), first.problems, parses=False)

@@ -132,9 +132,9 @@ def test_the_known_cycles_are_still_there() -> None:
 
 def test_the_graph_sees_every_kind_of_import() -> None:
     edges = graph()
-    assert "adopter.synth.rewrite" in edges["adopter.session"]  # module level
+    assert "adopter.engine.types" in edges["adopter.session"]  # module level
     assert "adopter.engine.environment" in edges["adopter.session"]  # TYPE_CHECKING
-    assert "adopter.analysis" in edges["adopter.session"]  # in a function body
+    assert {"adopter.analysis", "adopter.synth.rewrite"} <= edges["adopter.session"]  # in function bodies
     assert "adopter.synth.apply" in edges["adopter.synth.rewrite"]  # `from module import name`
     assert "adopter.synth.strategies.fusions_chain" in edges["adopter.synth.strategies.fusions_bn"]
 
