@@ -162,8 +162,16 @@ async def resolve_code_action(ls: AdopterServer, action: types.CodeAction) -> ty
     elif error is not None:
         ls.show(error)
     else:
-        action.edit = lsp_workspace_edit(uri, version, lsp_text_edits(changes, LspIndex(snapshot.text)))
+        edits = lsp_text_edits(changes, LspIndex(snapshot.text))
+        doc = ls.analyses.documents.get(uri)
+        if doc is not None and not all(doc.owns(e.range) for e in edits):
+            action.disabled = types.CodeActionDisabled(reason=OTHER_CELL)
+        else:
+            action.edit = lsp_workspace_edit(uri, version, edits)
     return action
+
+
+OTHER_CELL = "Adopter: this fix also changes another cell of the notebook; apply it in a .py file"
 
 
 def register(server: AdopterServer) -> None:

@@ -61,6 +61,15 @@ class OpenDocument:
     changed_at: float | None = None  # perf_counter() when the last change arrived (for latency figures)
     # The diagnostic of each finding last published, by finding identity (see `build_diagnostics`).
     published: dict[int, tuple[object, str | None, types.Diagnostic]] = field(default_factory=dict)
+    # A notebook cell: how many leading lines are the cell's own; the rest is the notebook's other cells,
+    # read for context (`adopter.lsp.notebooks`). None for a file: every line is its own.
+    own_lines: int | None = None
+
+    def owns(self, rng: types.Range) -> bool:
+        """Whether `rng` lies in the document's own lines: diagnostics elsewhere are not published, and a
+        fix that edits elsewhere is offered disabled."""
+        n = self.own_lines
+        return n is None or rng.end.line < n or (rng.end.line == n and rng.end.character == 0)
 
 
 class Analyses:

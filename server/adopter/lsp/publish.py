@@ -155,4 +155,6 @@ def build_diagnostics(settings: Settings, doc: OpenDocument, snapshot: Snapshot)
         # a selector matching nothing) are shown once as a message (see `report_rule_problems`).
         problems += [p for p in snapshot.rule_problems if p.code == UNAVAILABLE]
     diagnostics += [lsp_problem_diagnostic(p, index) for p in problems]
+    if doc.own_lines is not None:  # a notebook cell reports its own lines; the other cells report theirs
+        diagnostics = [d for d in diagnostics if doc.owns(d.range)]
     return diagnostics
