@@ -31,6 +31,7 @@ from adopter.dsl.types import Architecture, Forward, ModuleFile, Problem, Rule, 
 from adopter.engine.types import Finding
 
 if TYPE_CHECKING:
+    from adopter.analysis.incremental import DocumentAnalysis
     from adopter.engine.environment import Environment
     from adopter.parsed import ParsedText
     from adopter.synth.rewrite import Plan
@@ -186,6 +187,61 @@ class UnitMatcher:
         return reduce_sites(findings, {a.name: a.span for a in module_file.architectures}), tuple(problems)
 
 
+class OpenText:
+    """One open document's analysis kept between edits: tree-sitter re-parses only the edited region,
+    unchanged classes keep their analysis (`adopter.analysis.incremental.DocumentAnalysis`) and their
+    findings (`matcher`). The server keeps one per open Python document, on its analysis thread only;
+    `Session.update` analyses and matches its current text."""
+
+    def __init__(self, text: str, path: str | None) -> None:
+        self.path = path
+        self.text = text
+        self.matcher = UnitMatcher()
+        self._analysis: DocumentAnalysis | None = None
+        self._fresh = True
+        self._start()
+
+    def _start(self) -> None:
+        try:
+            from adopter.analysis.incremental import DocumentAnalysis
+        except ImportError:
+            self._analysis = None  # `analyse()` of the whole text stands in
+            return
+        self._analysis = DocumentAnalysis(self.text, self.path)
+        self._fresh = True
+
+    def reset(self, text: str) -> None:
+        """Start over from `text` (a full parse)."""
+        self.text = text
+        self._start()
+
+    def apply(self, start_byte: int, old_end_byte: int, new_end_byte: int, start_point: tuple[int, int],
+              old_end_point: tuple[int, int], new_end_point: tuple[int, int], text: str) -> None:
+        """One edit (tree-sitter's arguments), `text` being the whole document after it."""
+        self.text = text
+        if self._analysis is not None:
+            self._analysis.apply_edit(start_byte, old_end_byte, new_end_byte, start_point, old_end_point,
+                                      new_end_point, text)
+            self._fresh = False
+
+    def update(self, text: str) -> None:
+        """Several edits at once: the analysis finds the changed region by comparing the texts."""
+        self.text = text
+        if self._analysis is not None:
+            self._analysis.update(text)
+            self._fresh = False
+
+    def module_file(self) -> tuple[ModuleFile, str]:
+        """The analysis of the current text, and "incremental" when it came from a re-parse of an edit."""
+        how = "full" if self._fresh else "incremental"
+        self._fresh = True
+        if self._analysis is not None:
+            return self._analysis.result(), how
+        from adopter.analysis import analyse
+
+        return analyse(self.text, self.path), "full"
+
+
 @dataclass(frozen=True, slots=True)
 class FileFix:
     """The outcome of fixing one text: the verified new text, what was fixed, and what was left alone.
@@ -263,6 +319,12 @@ class Session:
         analysed = self._matched(text, path, module_file, None)
         analysed._parsed = parsed
         return self._remember(analysed)
+
+    def update(self, document: OpenText) -> tuple[Analysed, str]:
+        """The analysis and findings of an open document's current text (re-parsed incrementally; see
+        `adopt`), and how it was parsed ("full" or "incremental"). Raises when the analysis fails."""
+        module_file, how = document.module_file()
+        return self.adopt(document.text, document.path, module_file, document.matcher), how
 
     def adopt(self, text: str, path: str | None, module_file: ModuleFile, matcher: UnitMatcher) -> Analysed:
         """Findings of a `ModuleFile` the caller analysed itself (the server's incremental analysis).

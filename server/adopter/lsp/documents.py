@@ -23,13 +23,13 @@ from pygls.uris import to_fs_path
 from adopter.lsp.pipeline import (
     Change,
     Configured,
-    PythonModel,
     Snapshot,
     analyse_python,
     analyse_rule_file,
     failure,
 )
 from adopter.lsp.sync import ByteEdit, LineStarts, byte_edit
+from adopter.session import OpenText
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class OpenDocument:
     # must start over from `text`.
     edits: list[tuple[ByteEdit, str]] = field(default_factory=list)
     reset: bool = True
-    model: PythonModel | None = None  # analysis thread only
+    model: OpenText | None = None  # a Python document's incremental analysis (analysis thread only)
     snapshot: Snapshot | None = None
     task: asyncio.Task[Snapshot | None] | None = None
     closed: bool = False
@@ -121,21 +121,24 @@ class Analyses:
             text, version, edits, reset = doc.text, doc.version, doc.edits, doc.reset
             doc.edits, doc.reset = [], False
         try:
-            if reset or doc.model is None:
-                doc.model = PythonModel(text, doc.path, parse=not doc.rule_file)
+            if doc.rule_file:
+                doc.model = None
+            elif reset or doc.model is None:
+                doc.model = OpenText(text, doc.path)
             else:
                 # Several edits (one didChange with several changes, or changes that came while the
                 # thread was busy) go in one at a time: each is a small edit the incremental analysis
                 # handles exactly. Diffing first and last text instead made one region spanning every
                 # edit, which the analysis could mask as a whole and keep masked after it parsed again.
                 for edit, after in edits:
-                    doc.model.apply(edit, after)
+                    doc.model.apply(edit.start_byte, edit.old_end_byte, edit.new_end_byte, edit.start_point,
+                                    edit.old_end_point, edit.new_end_point, after)
         except Exception as exc:  # never let a bad edit kill the thread: start over next run
             doc.model = None
             with doc.lock:
                 doc.reset = True
             return Snapshot(version=version, text=text, problems=(failure("applying the edit", exc),))
-        if doc.rule_file:
+        if doc.model is None:
             snapshot = analyse_rule_file(text, doc.path, version)
         else:
             snapshot = analyse_python(doc.model, version, self._rule_context())
