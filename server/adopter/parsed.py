@@ -11,9 +11,11 @@ strategy reads (`lineno`, `ast.get_source_segment(text, node)`) is what the whol
 
 `module(lines)` is the whole-module tree restricted to the top-level statements covering `lines`: a
 breadth-first walk of it visits those statements' nodes in the whole tree's order. When the text does
-not parse (tree-sitter reports an error, or a unit does not parse alone) or has line breaks the cut
-cannot follow (a lone `\\r`), every method falls back to one `ast.parse` of the whole text, so callers see
-the same tree, or the same `SyntaxError`, as before.
+not parse (tree-sitter reports an error or a Python 2 statement, or a unit does not parse alone) or has
+line breaks the cut cannot follow (a lone `\\r`), every method falls back to one `ast.parse` of the
+whole text, so callers see the same tree, or the same `SyntaxError`, as before. (A statement Python 3
+rejects that tree-sitter reads without error and that is not a Python 2 `print`/`exec` is not seen until
+its unit is parsed; `fix` still refuses such a file, as its verification parses the whole rewrite.)
 
 Read-only: callers must not mutate the trees.
 """
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Tree
+    from tree_sitter import Node, Query, Tree
 
 IMPORT_KINDS = frozenset({"import_statement", "import_from_statement", "future_import_statement"})
 _FROM_MODULE = re.compile(r"^(\s*)from\s+[\w.]+\s+import", re.MULTILINE)
@@ -53,10 +55,27 @@ class Unit:
         return kind in self.kinds and (name is None or unicodedata.normalize("NFKC", name) in self.names)
 
 
+_PYTHON2: Query | None = None
+
+
+def _python2(root: Node) -> bool:
+    """Whether the tree has a Python 2 statement (`print x`, `exec code`): tree-sitter reads them without an
+    error, Python 3 does not parse them."""
+    global _PYTHON2
+    from tree_sitter import Query, QueryCursor
+
+    if _PYTHON2 is None:
+        from adopter.analysis.source import language
+
+        _PYTHON2 = Query(language(), "[(print_statement) (exec_statement)] @statement")
+    return bool(QueryCursor(_PYTHON2).captures(root))
+
+
 def outline(tree: Tree) -> tuple[tuple[Unit, ...], bool]:
-    """The top-level units of a tree-sitter tree, and whether the tree is free of syntax errors."""
+    """The top-level units of a tree-sitter tree, and whether they can be parsed alone: the tree is free of
+    syntax errors, and of the Python 2 statements tree-sitter accepts but Python 3 rejects."""
     root = tree.root_node
-    if root.has_error:
+    if root.has_error or _python2(root):
         return (), False
     units: list[Unit] = []
     for child in root.named_children:

@@ -131,3 +131,12 @@ def test_the_statement_walk_is_the_full_walk_without_expressions() -> None:
     tree = ast.parse(SOURCE + "\nmatch x:\n    case 1:\n        y = lambda: [z for z in ()]\n")
     holders = (ast.Module, ast.stmt, ast.excepthandler, ast.match_case)
     assert walk_statements(tree) == tuple(n for n in walk(tree) if isinstance(n, holders))
+
+
+def test_python_2_statements_read_the_text_whole() -> None:
+    text = "import os\n\n\ndef show(x):\n    print x\n\n\nclass A:\n    pass\n"
+    parsed = ParsedText.of(text)
+    assert parsed.units is None  # tree-sitter reads `print x` without an error; Python 3 does not
+    with pytest.raises(SyntaxError):
+        parsed.module([7])
+    assert parsed.imports() == {}
