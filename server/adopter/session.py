@@ -407,7 +407,7 @@ class Session:
 
         path = analysed.path
         return rewrite(analysed, findings, lambda text: self.analysed(text, path),
-                            lambda f: self._plan(analysed, f, target))
+                       lambda f: self._plan(analysed, f, target))
 
     def rewrite(self, text: str, findings: Sequence[Finding], *, target: str | None = None,
                 path: str | None = None) -> RewriteResult:
@@ -603,7 +603,11 @@ def rewrite(source: str, findings: Sequence[Finding], *, target: str | None = No
     of `rules` and `env` (or the bundled rules plus those of the nearest `.adopter/rules/` above `path`,
     and the detected environment) analyses and verifies."""
     from adopter.engine import detect_environment, load_rules
+    from adopter.synth.types import RewriteFailed
 
-    rule_list = tuple(rules) if rules is not None else tuple(load_rules(rules_near(path)).rules)
-    session = Session(RuleContext(rule_list, (), env or detect_environment("auto")))
+    try:
+        rule_list = tuple(rules) if rules is not None else tuple(load_rules(rules_near(path)).rules)
+        session = Session(RuleContext(rule_list, (), env or detect_environment("auto")))
+    except Exception as exc:  # the contract: results, not exceptions
+        return RewriteFailed(f"internal error while rewriting: {type(exc).__name__}: {exc}")
     return session.rewrite(source, findings, target=target, path=path)
