@@ -18,7 +18,8 @@ from adopter.corpus import modeling_files
 from adopter.dsl import parse_rules
 from adopter.dsl.types import Rule
 from adopter.engine import Environment, find
-from adopter.synth import Rewritten, rewrite
+from adopter.session import rewrite
+from adopter.synth import Rewritten
 
 FUSION_FAMILIES = {5, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17}
 REPO = Path(__file__).resolve().parents[1]

@@ -236,9 +236,9 @@ class Oracle:
         self.session = Session(load_context(select=s.select, ignore=s.ignore or None, target=s.target))
 
     def keys(self, text: str, path: str) -> list[tuple[Any, ...]]:
-        from adopter.lsp.convert import LineIndex, lsp_finding_diagnostic
+        from adopter.lsp.convert import LspIndex, lsp_finding_diagnostic
 
-        index = LineIndex(text)
+        index = LspIndex(text)
         out = []
         for f in self.session.analysed(text, path).findings:
             d = lsp_finding_diagnostic(f, index, "file://x", ())

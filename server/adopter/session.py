@@ -12,8 +12,9 @@ a planned site whose rewrite fails verification is reported by `fix` as not fixe
 the lines of the text it was given, never inside code it wrote itself; a class a fix wrote does not
 repeat its base class's findings (`_without_copies`).
 
-Pure: no pygls, lsprotocol or torch; libcst only through `adopter.synth`, imported when a decision is
-asked for.
+Pure: no pygls, lsprotocol or torch. The session drives `adopter.synth`, a leaf: synth plans and applies
+edits and verifies a rewrite with the reading this session passes it (`reanalyse`), never calling back.
+It is imported when a fix is first planned (a server that only shows findings starts without it).
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ from adopter.dsl.types import Architecture, Forward, ModuleFile, Problem, Rule, 
 from adopter.engine.types import Finding
 
 if TYPE_CHECKING:
+    from adopter.analysis.incremental import DocumentAnalysis
     from adopter.engine.environment import Environment
+    from adopter.parsed import ParsedText
+    from adopter.synth.rewrite import Plan
+    from adopter.synth.types import RewriteResult
 
 UNAVAILABLE = "adopter-unavailable"  # the code of problems saying a layer is missing
 MAX_FIX_ROUNDS = 8  # a fix can expose another site (a chain that becomes consecutive); bound the rounds
@@ -55,7 +60,7 @@ def load_context(*, rule_paths: Sequence[str | Path] = (), root: Path | None = N
     try:
         from adopter.engine import detect_environment, load_rules, workspace_rule_paths
     except ImportError as exc:
-        return RuleContext((), (_problem(f"Adopter rules are not available in this installation ({exc})",
+        return RuleContext((), (problem(f"Adopter rules are not available in this installation ({exc})",
                                          UNAVAILABLE),))
     extra: list[str] = []
     for entry in rule_paths:
@@ -70,7 +75,7 @@ def load_context(*, rule_paths: Sequence[str | Path] = (), root: Path | None = N
     except ValueError:
         raise  # a bad selector is the caller's usage error
     except Exception as exc:  # a broken engine must not take the caller down
-        return RuleContext((), (_problem(f"Adopter: loading rules failed ({type(exc).__name__}: {exc})"),))
+        return RuleContext((), (problem(f"Adopter: loading rules failed ({type(exc).__name__}: {exc})"),))
     return RuleContext(tuple(ruleset.rules), tuple(ruleset.problems), environment)
 
 
@@ -87,7 +92,8 @@ def rules_near(path: str | None) -> tuple[Path, ...]:
     return ()
 
 
-def _problem(message: str, code: str = "adopter-internal", severity: Severity = Severity.WARNING) -> Problem:
+def problem(message: str, code: str = "adopter-internal", severity: Severity = Severity.WARNING) -> Problem:
+    """A problem of the whole text (no span in it): a layer missing or failing, for the CLI and the server."""
     return Problem(message=message, span=Span(0, 0, 0, 0), severity=severity, code=code)
 
 
@@ -116,6 +122,18 @@ class Analysed:
     problems: tuple[Problem, ...]  # analysis problems first, then rule-matching problems
     complete: bool = True  # False when rule matching failed: such a result is never reused
     decisions: dict[tuple[object, ...], Decision] = field(default_factory=dict)  # verified, and planned
+    plans: dict[tuple[object, ...], Plan] = field(default_factory=dict)  # each site's edits, per target
+    # The text's lines, outline, imports and `ast` trees for fix planning and verification, cut with the
+    # analysis's own tree-sitter tree when the session analysed the text (built on first use otherwise).
+    _parsed: ParsedText | None = None
+
+    @property
+    def parsed(self) -> ParsedText:
+        if self._parsed is None:
+            from adopter.parsed import ParsedText
+
+            self._parsed = ParsedText.of(self.text)
+        return self._parsed
 
     @property
     def parses(self) -> bool:
@@ -167,6 +185,61 @@ class UnitMatcher:
             problems.extend(cached[2])
         self._cache = fresh
         return reduce_sites(findings, {a.name: a.span for a in module_file.architectures}), tuple(problems)
+
+
+class OpenText:
+    """One open document's analysis kept between edits: tree-sitter re-parses only the edited region,
+    unchanged classes keep their analysis (`adopter.analysis.incremental.DocumentAnalysis`) and their
+    findings (`matcher`). The server keeps one per open Python document, on its analysis thread only;
+    `Session.update` analyses and matches its current text."""
+
+    def __init__(self, text: str, path: str | None) -> None:
+        self.path = path
+        self.text = text
+        self.matcher = UnitMatcher()
+        self._analysis: DocumentAnalysis | None = None
+        self._fresh = True
+        self._start()
+
+    def _start(self) -> None:
+        try:
+            from adopter.analysis.incremental import DocumentAnalysis
+        except ImportError:
+            self._analysis = None  # `analyse()` of the whole text stands in
+            return
+        self._analysis = DocumentAnalysis(self.text, self.path)
+        self._fresh = True
+
+    def reset(self, text: str) -> None:
+        """Start over from `text` (a full parse)."""
+        self.text = text
+        self._start()
+
+    def apply(self, start_byte: int, old_end_byte: int, new_end_byte: int, start_point: tuple[int, int],
+              old_end_point: tuple[int, int], new_end_point: tuple[int, int], text: str) -> None:
+        """One edit (tree-sitter's arguments), `text` being the whole document after it."""
+        self.text = text
+        if self._analysis is not None:
+            self._analysis.apply_edit(start_byte, old_end_byte, new_end_byte, start_point, old_end_point,
+                                      new_end_point, text)
+            self._fresh = False
+
+    def update(self, text: str) -> None:
+        """Several edits at once: the analysis finds the changed region by comparing the texts."""
+        self.text = text
+        if self._analysis is not None:
+            self._analysis.update(text)
+            self._fresh = False
+
+    def module_file(self) -> tuple[ModuleFile, str]:
+        """The analysis of the current text, and "incremental" when it came from a re-parse of an edit."""
+        how = "full" if self._fresh else "incremental"
+        self._fresh = True
+        if self._analysis is not None:
+            return self._analysis.result(), how
+        from adopter.analysis import analyse
+
+        return analyse(self.text, self.path), "full"
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,14 +303,28 @@ class Session:
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
+        parsed: ParsedText | None = None
         if self._analyse is not None:
             module_file = self._analyse(text, path)
         else:
             from adopter.analysis import analyse
+            from adopter.analysis.source import check_input, new_parser
+            from adopter.parsed import ParsedText
 
-            module_file = analyse(text, path)
+            data, _ = check_input(text, path)
+            tree = new_parser().parse(data) if data is not None else None
+            module_file = analyse(text, path, tree=tree)  # one tree-sitter parse for analysis and planning
+            parsed = ParsedText(text, tree) if tree is not None else None
         self.analyses += 1
-        return self._remember(self._matched(text, path, module_file, None))
+        analysed = self._matched(text, path, module_file, None)
+        analysed._parsed = parsed
+        return self._remember(analysed)
+
+    def update(self, document: OpenText) -> tuple[Analysed, str]:
+        """The analysis and findings of an open document's current text (re-parsed incrementally; see
+        `adopt`), and how it was parsed ("full" or "incremental"). Raises when the analysis fails."""
+        module_file, how = document.module_file()
+        return self.adopt(document.text, document.path, module_file, document.matcher), how
 
     def adopt(self, text: str, path: str | None, module_file: ModuleFile, matcher: UnitMatcher) -> Analysed:
         """Findings of a `ModuleFile` the caller analysed itself (the server's incremental analysis).
@@ -257,7 +344,7 @@ class Session:
                 findings, found = (matcher or UnitMatcher()).match(module_file, self.context)
                 problems.extend(found)
             except Exception as exc:  # a failing engine is a problem, never a dead caller
-                problems.append(_problem(f"Adopter: rule matching failed ({type(exc).__name__}: {exc})"))
+                problems.append(problem(f"Adopter: rule matching failed ({type(exc).__name__}: {exc})"))
                 complete = False
         return Analysed(text, path, module_file, _without_copies(text, module_file, findings), tuple(problems),
                         complete)
@@ -292,14 +379,40 @@ class Session:
         return result
 
     def _rewrite_one(self, analysed: Analysed, finding: Finding, target: str | None) -> Decision:
-        from adopter.synth.rewrite import rewrite
         from adopter.synth.types import Rewritten
 
-        outcome = rewrite(analysed.text, [finding], target=target, path=analysed.path, session=self)
+        outcome = self._rewrite(analysed, [finding], target)
         if isinstance(outcome, Rewritten) and outcome.applied:
             return Decision(True, None, outcome.new_source)
         reasons = [s.reason for s in outcome.skipped] or [getattr(outcome, "reason", "no automatic fix")]
         return Decision(False, reasons[0])
+
+    def _plan(self, analysed: Analysed, finding: Finding, target: str | None) -> Plan:
+        """The site's edits (its strategy's plan, when it splices into whole statements) or why it has
+        none; the strategy runs once per site, target and text."""
+        key = (_site(finding), target)
+        cached = analysed.plans.get(key)
+        if cached is None:
+            from adopter.synth.rewrite import splices
+
+            rule = next((r for r in self.rules if r.id == finding.rule_id), None)
+            cached = splices(analysed.parsed, finding, rule, target, analysed.findings)
+            analysed.plans[key] = cached
+        return cached
+
+    def _rewrite(self, analysed: Analysed, findings: Sequence[Finding], target: str | None) -> RewriteResult:
+        """The verified rewrite of `findings` in `analysed`'s text; the rewritten text is read (and kept)
+        through this session's cache."""
+        from adopter.synth.rewrite import rewrite
+
+        path = analysed.path
+        return rewrite(analysed, findings, lambda text: self.analysed(text, path),
+                       lambda f: self._plan(analysed, f, target))
+
+    def rewrite(self, text: str, findings: Sequence[Finding], *, target: str | None = None,
+                path: str | None = None) -> RewriteResult:
+        """Rewrite `findings` (found in `text`) at once, verified; never raises."""
+        return self._rewrite(self.analysed(text, path), findings, target)
 
     def verdict(self, analysed: Analysed, finding: Finding, target: str | None = None) -> Decision:
         """The decision without its text, reused across versions while the finding's class is unchanged.
@@ -341,7 +454,7 @@ class Session:
 
     def planned(self, analysed: Analysed, finding: Finding, target: str | None = None) -> Decision:
         """Whether `fix` rewrites `finding`, decided without verifying: the strategy plans edits that
-        splice into whole statements (`adopter.synth.rewrite.splices`); no text, no analysis.
+        splice into whole statements (`adopter.synth.rewrite.splices`); no rewritten text is analysed.
 
         What `check` reports. `fix` and the quick fix verify what they write (`decision`); a verified
         decision already computed for this text wins. Cached per text.
@@ -356,11 +469,8 @@ class Session:
         if not finding.fixable:
             result = Decision(False, finding.no_fix_reason or "no automatic fix for this site")
         else:
-            from adopter.synth.rewrite import splices
-
-            rule = next((r for r in self.rules if r.id == finding.rule_id), None)
-            why = splices(analysed.text, finding, rule, target, analysed.findings)
-            result = Decision(why is None, why)
+            plan = self._plan(analysed, finding, target)
+            result = Decision(False, plan) if isinstance(plan, str) else Decision(True)
         analysed.decisions[key] = result
         return result
 
@@ -374,7 +484,6 @@ class Session:
 
         `rules`: only findings of these rule ids. What is left is reported at lines of `text`.
         """
-        from adopter.synth.rewrite import rewrite
         from adopter.synth.types import Rewritten
 
         first = self.analysed(text, path)
@@ -390,7 +499,7 @@ class Session:
                 break
             # One verification for the whole round; `rewrite` grows the batch one finding at a time
             # only when the batch as a whole fails.
-            outcome = rewrite(current, todo, target=target, path=path, session=self)
+            outcome = self._rewrite(analysed, todo, target)
             for skip in outcome.skipped:
                 refused[_where(analysed, skip.finding)] = skip.reason
             if not isinstance(outcome, Rewritten) or not outcome.applied or outcome.new_source == current:
@@ -486,3 +595,19 @@ def _moved(finding: Finding, to_old: dict[int, int]) -> Finding:
 
     return replace(finding, span=span(finding.span), stmt_spans=kept(finding.stmt_spans),
                    init_spans=kept(finding.init_spans))
+
+
+def rewrite(source: str, findings: Sequence[Finding], *, target: str | None = None, path: str | None = None,
+            rules: Sequence[Rule] | None = None, env: Environment | None = None) -> RewriteResult:
+    """Rewrite `source` to fix `findings` (found in that same text), verified; never raises. A session
+    of `rules` and `env` (or the bundled rules plus those of the nearest `.adopter/rules/` above `path`,
+    and the detected environment) analyses and verifies."""
+    from adopter.engine import detect_environment, load_rules
+    from adopter.synth.types import RewriteFailed
+
+    try:
+        rule_list = tuple(rules) if rules is not None else tuple(load_rules(rules_near(path)).rules)
+        session = Session(RuleContext(rule_list, (), env or detect_environment("auto")))
+    except Exception as exc:  # the contract: results, not exceptions
+        return RewriteFailed(f"internal error while rewriting: {type(exc).__name__}: {exc}")
+    return session.rewrite(source, findings, target=target, path=path)

@@ -135,7 +135,8 @@ def test_unanalysable_files_fail_the_check_but_do_not_crash(workspace: Path,
 def test_rewrite_finds_workspace_rules_by_path(workspace: Path) -> None:
     from adopter.analysis import analyse
     from adopter.engine import Environment, check, load_rules
-    from adopter.synth import Rewritten, rewrite
+    from adopter.session import rewrite
+    from adopter.synth import Rewritten
 
     (workspace / ".adopter").mkdir()
     (workspace / "rules").rename(workspace / ".adopter" / "rules")

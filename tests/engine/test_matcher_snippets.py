@@ -9,7 +9,8 @@ import pytest
 from adopter.analysis import analyse
 from adopter.dsl import parse_rules
 from adopter.engine import Environment, check
-from adopter.synth import Rewritten, rewrite
+from adopter.session import rewrite
+from adopter.synth import Rewritten
 
 CPU = Environment("cpu", frozenset(), "2.13.0")
 

@@ -13,7 +13,8 @@ import pytest
 from adopter.analysis import analyse
 from adopter.dsl.types import Example, Rule
 from adopter.engine import Environment, check, load_rules
-from adopter.synth import Rewritten, rewrite
+from adopter.session import rewrite
+from adopter.synth import Rewritten
 
 RULES = load_rules().rules
 CASES = [(r, i, ex) for r in RULES for i, ex in enumerate(r.examples)]

@@ -34,7 +34,7 @@ def expected_rewrite(text: str, path: Path) -> str:
     """The same rewrite computed in-process: the server must deliver exactly this text."""
     from adopter.analysis import analyse
     from adopter.engine import detect_environment, find, load_rules
-    from adopter.synth import rewrite
+    from adopter.session import rewrite
 
     findings = [f for f in find(analyse(text, str(path)), load_rules().rules, detect_environment("auto")) if f.rule_id == F05]
     result = rewrite(text, findings, target=findings[0].targets[0], path=str(path))

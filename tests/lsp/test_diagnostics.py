@@ -101,9 +101,9 @@ async def test_positions_are_utf16_even_when_the_client_prefers_utf8(client: Lan
 
 def test_ranges_count_utf16_units() -> None:
     from adopter.dsl.types import Span
-    from adopter.lsp.convert import LineIndex, lsp_range
+    from adopter.lsp.convert import LspIndex, lsp_range
 
-    index = LineIndex("x = '😀é'; y = f(x)\n")
+    index = LspIndex("x = '😀é'; y = f(x)\n")
     rng = lsp_range(index, Span(0, 11, 0, 19))  # `y = f(x)` after an astral and a BMP character
     assert (rng.start.character, rng.end.character) == (12, 20)
 
@@ -111,9 +111,9 @@ def test_ranges_count_utf16_units() -> None:
 def test_a_lone_cr_is_a_line_break_for_the_client() -> None:
     """Internal lines are tree-sitter's (split at \\n); a client also ends a line at a lone \\r."""
     from adopter.dsl.types import Span
-    from adopter.lsp.convert import LineIndex, lsp_range
+    from adopter.lsp.convert import LspIndex, lsp_range
 
-    index = LineIndex("a = 1\ry = f(x)\r\nz = 2\n")
+    index = LspIndex("a = 1\ry = f(x)\r\nz = 2\n")
     assert not index.is_ascii  # positions depend on the text: a published diagnostic is not reused
     rng = lsp_range(index, Span(0, 6, 0, 14))  # `y = f(x)`, after the lone \r on internal line 0
     assert (rng.start.line, rng.start.character, rng.end.line, rng.end.character) == (1, 0, 1, 8)

@@ -24,7 +24,7 @@ def expected_after_fix(text: str, path: Path, line: int) -> str:
     """The rewrite of the first finding of RULE, computed in-process with the same engine."""
     from adopter.analysis import analyse
     from adopter.engine import detect_environment, find, load_rules
-    from adopter.synth import rewrite
+    from adopter.session import rewrite
 
     findings = find(analyse(text, str(path)), load_rules().rules, detect_environment("auto"))
     (finding,) = [f for f in findings if f.rule_id == RULE and f.span.start_line == line]

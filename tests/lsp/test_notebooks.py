@@ -127,22 +127,19 @@ async def test_closing_the_notebook_clears_its_cells(client: LanguageClient, tmp
 
 def test_a_fix_reaching_past_its_cell_is_disabled() -> None:
     from adopter.lsp import notebooks
+    from adopter.lsp.documents import OpenDocument
+    from adopter.lsp.sync import LineStarts
 
     views = notebooks.combined_texts([("cell:a", "import torch\n"), ("cell:b", "x = 1")])
     assert (views["cell:a"].lines, views["cell:a"].text) == (1, "import torch\nx = 1\n")
     assert (views["cell:b"].lines, views["cell:b"].text) == (1, "x = 1\nimport torch\n")
-    notebooks.NOTEBOOKS.views.update(views)
-    try:
-        def action(line: int) -> types.CodeAction:
-            edit = types.TextEdit(range=types.Range(types.Position(line, 0), types.Position(line, 0)), new_text="y\n")
-            change = types.TextDocumentEdit(
-                text_document=types.OptionalVersionedTextDocumentIdentifier(uri="cell:a", version=1), edits=[edit])
-            return types.CodeAction(title="fix", edit=types.WorkspaceEdit(document_changes=[change]))
+    text = views["cell:a"].text
+    cell = OpenDocument("cell:a", False, None, text, 1, LineStarts(text), own_lines=views["cell:a"].lines)
+    file = OpenDocument("file:///a.py", False, "/a.py", text, 1, LineStarts(text))
 
-        assert notebooks._confine(action(0)).disabled is None
-        assert notebooks._confine(action(1)).disabled is None  # the end of the cell: still its own
-        past = notebooks._confine(action(2))
-        assert past.edit is None and past.disabled is not None and "another cell" in past.disabled.reason
-    finally:
-        for uri in views:
-            notebooks.NOTEBOOKS.views.pop(uri, None)
+    def at(line: int) -> types.Range:
+        return types.Range(types.Position(line, 0), types.Position(line, 0))
+
+    assert cell.owns(at(0)) and cell.owns(at(1))  # the end of the cell: still its own
+    assert not cell.owns(at(2)) and not cell.owns(types.Range(types.Position(0, 0), types.Position(1, 3)))
+    assert file.owns(at(2))

@@ -11,44 +11,45 @@ from pytest_lsp import LanguageClient
 
 from adopter.lsp import pipeline
 from adopter.lsp.documents import Analyses
-from adopter.lsp.pipeline import PythonModel, analyse_python, load_rule_context
+from adopter.lsp.pipeline import analyse_python, load_rule_context
 from adopter.lsp.settings import Settings
+from adopter.session import OpenText
 
 
 @pytest.fixture(scope="module")
-def context() -> pipeline.RuleContext:
+def context() -> pipeline.Configured:
     return load_rule_context(Settings(), None)
 
 
-class Exploding(PythonModel):
+class Exploding(OpenText):
     def module_file(self):  # type: ignore[override]
         raise RuntimeError("boom in analysis")
 
 
-def test_analysis_exception_is_a_problem(context: pipeline.RuleContext) -> None:
+def test_analysis_exception_is_a_problem(context: pipeline.Configured) -> None:
     snapshot = analyse_python(Exploding(SNIPPET, "/tmp/m.py"), 3, context)
     (problem,) = snapshot.problems
     assert "analysis failed" in problem.message and "boom in analysis" in problem.message
     assert snapshot.version == 3 and snapshot.findings == ()
 
 
-def test_rule_matching_exception_is_a_problem(context: pipeline.RuleContext, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rule_matching_exception_is_a_problem(context: pipeline.Configured, monkeypatch: pytest.MonkeyPatch) -> None:
     def explode(*args: object) -> object:
         raise RuntimeError("boom in matching")
 
     monkeypatch.setattr("adopter.engine.check", explode)
-    snapshot = analyse_python(PythonModel(SNIPPET, "/tmp/m.py"), 1, context)
+    snapshot = analyse_python(OpenText(SNIPPET, "/tmp/m.py"), 1, context)
     assert snapshot.module_file is not None and snapshot.module_file.architectures
     assert any("rule matching failed" in p.message for p in snapshot.problems)
 
 
-def test_a_failing_edit_resets_and_the_next_run_recovers(context: pipeline.RuleContext) -> None:
+def test_a_failing_edit_resets_and_the_next_run_recovers(context: pipeline.Configured) -> None:
     analyses = Analyses(lambda: context)
     doc = analyses.open("file:///tmp/m.py", "python", SNIPPET, 1)
     assert F05 in [f.rule_id for f in analyses.compute(doc).findings]
 
-    class Broken(PythonModel):
-        def apply(self, edit: object, text: str) -> None:
+    class Broken(OpenText):
+        def apply(self, *args: object) -> None:
             raise RuntimeError("boom in edit")
 
     doc.model = Broken(SNIPPET, doc.path)

@@ -23,7 +23,8 @@ from adopter.dsl import parse_rules
 from adopter.dsl.types import Rule
 from adopter.engine import Environment, find
 from adopter.engine.types import Finding
-from adopter.synth import RewriteFailed, Rewritten, rewrite
+from adopter.session import rewrite
+from adopter.synth import RewriteFailed, Rewritten
 
 REPO = Path(__file__).resolve().parents[2]
 TF435 = REPO / ".cache" / "tf435"

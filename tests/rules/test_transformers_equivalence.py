@@ -33,7 +33,8 @@ from adopter.corpus import modeling_file  # noqa: E402
 from adopter.dsl import parse_rules  # noqa: E402
 from adopter.dsl.types import Rule  # noqa: E402
 from adopter.engine import Environment, find  # noqa: E402
-from adopter.synth import Rewritten, rewrite  # noqa: E402
+from adopter.session import rewrite  # noqa: E402
+from adopter.synth import Rewritten  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.corpus, pytest.mark.slow]
 

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections.abc import Sequence
 
 import pytest
 
+from adopter.dsl.types import Rule
 from adopter.engine import Environment, load_rules
-from adopter.synth.fixing import fix_source
+from adopter.session import FileFix, RuleContext, Session
 
 CPU = Environment("cpu", frozenset(), "2.13.0")
+
+
+def fix_source(source: str, path: str, rules: Sequence[Rule], env: Environment) -> FileFix:
+    return Session(RuleContext(tuple(rules), (), env)).fix(source, path)
 
 
 @pytest.mark.corpus
@@ -22,7 +28,7 @@ def test_fix_real_file(model: str) -> None:
     source = modeling_file(model).text
     rules = load_rules().rules
     first = fix_source(source, f"modeling_{model}.py", rules, CPU)
-    assert first.applied, [s.reason for s in first.skipped]
+    assert first.applied, [why for _, why in first.skipped]
     ast.parse(first.new_source)
     # Fixing the fixed file changes nothing.
     second = fix_source(first.new_source, f"modeling_{model}.py", rules, CPU)

@@ -19,7 +19,7 @@ from lsprotocol import types
 
 from adopter.dsl.types import Span
 from adopter.engine.types import Finding
-from adopter.lsp.convert import LineIndex, lsp_range, lsp_text_edits, lsp_workspace_edit
+from adopter.lsp.convert import LspIndex, lsp_range, lsp_text_edits, lsp_workspace_edit
 from adopter.lsp.edits import minimal_changes
 from adopter.lsp.pipeline import Snapshot, failure
 from adopter.session import Decision
@@ -40,7 +40,7 @@ def _wanted(only: Sequence[str] | None, kind: str) -> bool:
     return only is None or any(kind == k or kind.startswith(k + ".") for k in only)
 
 
-def _overlaps(span: Span, rng: types.Range, index: LineIndex) -> bool:
+def _overlaps(span: Span, rng: types.Range, index: LspIndex) -> bool:
     mine = lsp_range(index, span)
     start = (mine.start.line, mine.start.character)
     end = (mine.end.line, mine.end.character)
@@ -49,7 +49,7 @@ def _overlaps(span: Span, rng: types.Range, index: LineIndex) -> bool:
 
 def decide(snapshot: Snapshot, rng: types.Range) -> dict[int, Decision]:
     """The fix decisions (preferred target) of the findings under `rng`, by index (analysis thread)."""
-    index = LineIndex(snapshot.text)
+    index = LspIndex(snapshot.text)
     out: dict[int, Decision] = {}
     for i, f in enumerate(snapshot.findings):
         if _overlaps(f.span, rng, index):
@@ -63,7 +63,7 @@ def decide(snapshot: Snapshot, rng: types.Range) -> dict[int, Decision]:
 def list_actions(uri: str, snapshot: Snapshot, params: types.CodeActionParams,
                  decisions: dict[int, Decision]) -> list[types.CodeAction]:
     """The actions for the findings under the requested range (edits left for resolve)."""
-    index = LineIndex(snapshot.text)
+    index = LspIndex(snapshot.text)
     only = params.context.only
     actions: list[types.CodeAction] = []
     by_code = {(d.code, d.range.start.line): d for d in params.context.diagnostics}
@@ -162,8 +162,16 @@ async def resolve_code_action(ls: AdopterServer, action: types.CodeAction) -> ty
     elif error is not None:
         ls.show(error)
     else:
-        action.edit = lsp_workspace_edit(uri, version, lsp_text_edits(changes, LineIndex(snapshot.text)))
+        edits = lsp_text_edits(changes, LspIndex(snapshot.text))
+        doc = ls.analyses.documents.get(uri)
+        if doc is not None and not all(doc.owns(e.range) for e in edits):
+            action.disabled = types.CodeActionDisabled(reason=OTHER_CELL)
+        else:
+            action.edit = lsp_workspace_edit(uri, version, edits)
     return action
+
+
+OTHER_CELL = "Adopter: this fix also changes another cell of the notebook; apply it in a .py file"
 
 
 def register(server: AdopterServer) -> None:

@@ -30,7 +30,7 @@ _SEVERITY = {
 }
 
 
-class LineIndex:
+class LspIndex:
     """Internal positions of one text as LSP positions (through `adopter.positions.LspLines`, whose
     line-break rule every conversion here uses); an ASCII text without a lone CR needs no work."""
 
@@ -61,7 +61,7 @@ class LineIndex:
         return types.Position(line=lsp_line, character=character)
 
 
-def lsp_range(index: LineIndex, span: Span) -> types.Range:
+def lsp_range(index: LspIndex, span: Span) -> types.Range:
     """An internal span as an LSP range."""
     return types.Range(
         start=index.position(span.start_line, span.start_col),
@@ -101,7 +101,7 @@ def rule_docs_href(rule_id: str, title: str | None = None) -> str:
 
 def lsp_finding_diagnostic(
     finding: Finding,
-    index: LineIndex,
+    index: LspIndex,
     uri: str,
     bindings: Sequence[Binding] = (),
     severity: str | None = None,
@@ -138,7 +138,7 @@ def _binding_message(span: Span, bindings: Sequence[Binding]) -> str:
     return "the __init__ binding this finding involves"
 
 
-def lsp_problem_diagnostic(problem: Problem, index: LineIndex) -> types.Diagnostic:
+def lsp_problem_diagnostic(problem: Problem, index: LspIndex) -> types.Diagnostic:
     """An analysis or rule problem (syntax error region, failed class, broken rule file) as a diagnostic."""
     # A problem's span can come from an earlier reading of the text (the incremental analysis reports a
     # syntax error of a masked region): never let it point past a line's end or the last line.
@@ -152,7 +152,7 @@ def lsp_problem_diagnostic(problem: Problem, index: LineIndex) -> types.Diagnost
     )
 
 
-def lsp_text_edits(changes: Iterable[TextChange], index: LineIndex) -> list[types.TextEdit]:
+def lsp_text_edits(changes: Iterable[TextChange], index: LspIndex) -> list[types.TextEdit]:
     """Internal text changes (old-text positions) as LSP text edits."""
     return [types.TextEdit(range=lsp_range(index, c.span), new_text=c.new_text) for c in changes]
 

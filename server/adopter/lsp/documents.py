@@ -22,14 +22,14 @@ from pygls.uris import to_fs_path
 
 from adopter.lsp.pipeline import (
     Change,
-    PythonModel,
-    RuleContext,
+    Configured,
     Snapshot,
     analyse_python,
     analyse_rule_file,
     failure,
 )
 from adopter.lsp.sync import ByteEdit, LineStarts, byte_edit
+from adopter.session import OpenText
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def is_rule_file(uri: str, language_id: str | None) -> bool:
 
 
 @dataclass
-class Document:
+class OpenDocument:
     """One open document: the client's current text (event loop side) and its analysis state."""
 
     uri: str
@@ -54,31 +54,40 @@ class Document:
     # must start over from `text`.
     edits: list[tuple[ByteEdit, str]] = field(default_factory=list)
     reset: bool = True
-    model: PythonModel | None = None  # analysis thread only
+    model: OpenText | None = None  # a Python document's incremental analysis (analysis thread only)
     snapshot: Snapshot | None = None
     task: asyncio.Task[Snapshot | None] | None = None
     closed: bool = False
     changed_at: float | None = None  # perf_counter() when the last change arrived (for latency figures)
     # The diagnostic of each finding last published, by finding identity (see `build_diagnostics`).
     published: dict[int, tuple[object, str | None, types.Diagnostic]] = field(default_factory=dict)
+    # A notebook cell: how many leading lines are the cell's own; the rest is the notebook's other cells,
+    # read for context (`adopter.lsp.notebooks`). None for a file: every line is its own.
+    own_lines: int | None = None
+
+    def owns(self, rng: types.Range) -> bool:
+        """Whether `rng` lies in the document's own lines: diagnostics elsewhere are not published, and a
+        fix that edits elsewhere is offered disabled."""
+        n = self.own_lines
+        return n is None or rng.end.line < n or (rng.end.line == n and rng.end.character == 0)
 
 
 class Analyses:
     """Open documents and the analysis thread that serves them."""
 
-    def __init__(self, rule_context: Callable[[], RuleContext]) -> None:
+    def __init__(self, rule_context: Callable[[], Configured]) -> None:
         self._rule_context = rule_context
-        self.documents: dict[str, Document] = {}
+        self.documents: dict[str, OpenDocument] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="adopter-analysis")
 
-    def open(self, uri: str, language_id: str | None, text: str, version: int | None) -> Document:
+    def open(self, uri: str, language_id: str | None, text: str, version: int | None) -> OpenDocument:
         self.close(uri)
         path = to_fs_path(uri) if uri.startswith("file:") else None
-        doc = Document(uri, is_rule_file(uri, language_id), path, text, version, LineStarts(text))
+        doc = OpenDocument(uri, is_rule_file(uri, language_id), path, text, version, LineStarts(text))
         self.documents[uri] = doc
         return doc
 
-    def change(self, uri: str, version: int | None, changes: list[Change]) -> Document | None:
+    def change(self, uri: str, version: int | None, changes: list[Change]) -> OpenDocument | None:
         """Apply the client's changes, in order, to the document text; queue the parse edits."""
         doc = self.documents.get(uri)
         if doc is None:
@@ -105,35 +114,38 @@ class Analyses:
             if doc.task is not None:
                 doc.task.cancel()
 
-    def compute(self, doc: Document) -> Snapshot:
+    def compute(self, doc: OpenDocument) -> Snapshot:
         """Bring the document's analysis up to date (runs on the analysis thread)."""
         started = time.perf_counter()
         with doc.lock:
             text, version, edits, reset = doc.text, doc.version, doc.edits, doc.reset
             doc.edits, doc.reset = [], False
         try:
-            if reset or doc.model is None:
-                doc.model = PythonModel(text, doc.path, parse=not doc.rule_file)
+            if doc.rule_file:
+                doc.model = None
+            elif reset or doc.model is None:
+                doc.model = OpenText(text, doc.path)
             else:
                 # Several edits (one didChange with several changes, or changes that came while the
                 # thread was busy) go in one at a time: each is a small edit the incremental analysis
                 # handles exactly. Diffing first and last text instead made one region spanning every
                 # edit, which the analysis could mask as a whole and keep masked after it parsed again.
                 for edit, after in edits:
-                    doc.model.apply(edit, after)
+                    doc.model.apply(edit.start_byte, edit.old_end_byte, edit.new_end_byte, edit.start_point,
+                                    edit.old_end_point, edit.new_end_point, after)
         except Exception as exc:  # never let a bad edit kill the thread: start over next run
             doc.model = None
             with doc.lock:
                 doc.reset = True
             return Snapshot(version=version, text=text, problems=(failure("applying the edit", exc),))
-        if doc.rule_file:
+        if doc.model is None:
             snapshot = analyse_rule_file(text, doc.path, version)
         else:
             snapshot = analyse_python(doc.model, version, self._rule_context())
         snapshot.elapsed_ms = (time.perf_counter() - started) * 1000  # re-parse included
         return snapshot
 
-    async def run(self, doc: Document) -> Snapshot | None:
+    async def run(self, doc: OpenDocument) -> Snapshot | None:
         """Analyse on the thread; None when the document closed meanwhile."""
         snapshot = await asyncio.get_running_loop().run_in_executor(self.executor, self.compute, doc)
         return None if doc.closed else snapshot

@@ -4,15 +4,14 @@ in Python code cells.
 Each code cell is analysed as its own document whose text is the cell followed by the notebook's other
 code cells (in notebook order). The cell's positions are then the document's own, so diagnostics, hover
 and code actions need no mapping, and a class or an import of another cell is seen. What lies past the
-cell's last line belongs to other cells: diagnostics there are dropped (each cell reports its own), and
-a fix whose edit would reach there is offered disabled, with the reason.
+cell's last line belongs to other cells: the cell's document says how many lines are its own
+(`OpenDocument.own_lines`), so diagnostics there are not published (each cell reports its own) and a fix
+whose edit would reach there is offered disabled, with the reason.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -86,6 +85,7 @@ class Notebooks:
             else:
                 ls.analyses.change(uri, versions[uri], [types.TextDocumentContentChangeWholeDocument(text=view.text)])
                 doc.snapshot = None  # the same cell version may now read other cells: not current
+            doc.own_lines = view.lines  # diagnostics and fixes stay inside the cell (see `OpenDocument.owns`)
             ls.publisher.schedule(doc, delay_ms)
 
     def forget(self, ls: AdopterServer, uri: str) -> None:
@@ -113,54 +113,6 @@ def did_close(ls: AdopterServer, params: types.DidCloseNotebookDocumentParams) -
     NOTEBOOKS.close(ls, params.notebook_document.uri)
 
 
-def inside_cell(uri: str, rng: types.Range) -> bool:
-    """Whether a range of a cell document lies within the cell (not in the other cells after it)."""
-    view = NOTEBOOKS.views.get(uri)
-    return view is None or rng.end.line < view.lines or (rng.end.line == view.lines and rng.end.character == 0)
-
-
-def _edits_inside_cells(edit: types.WorkspaceEdit | None) -> bool:
-    if edit is None:
-        return True
-    for change in edit.document_changes or ():
-        if isinstance(change, types.TextDocumentEdit):
-            if not all(inside_cell(change.text_document.uri, e.range) for e in change.edits):
-                return False
-    return all(inside_cell(uri, e.range) for uri, edits in (edit.changes or {}).items() for e in edits)
-
-
-def _confine(action: Any) -> Any:
-    """A resolved action whose edit would reach another cell is disabled instead."""
-    if isinstance(action, types.CodeAction) and not _edits_inside_cells(action.edit):
-        action.edit = None
-        action.disabled = types.CodeActionDisabled(
-            reason="Adopter: this fix also changes another cell of the notebook; apply it in a .py file")
-    return action
-
-
-def _wrap_publish(server: AdopterServer) -> None:
-    publish: Callable[[types.PublishDiagnosticsParams], None] = server.text_document_publish_diagnostics
-
-    def publish_in_cell(params: types.PublishDiagnosticsParams) -> None:
-        if params.uri in NOTEBOOKS.views:
-            params.diagnostics = [d for d in params.diagnostics if inside_cell(params.uri, d.range)]
-        publish(params)
-
-    server.text_document_publish_diagnostics = publish_in_cell  # type: ignore[method-assign]
-
-
-def _wrap_resolve(server: AdopterServer) -> None:
-    features = server.protocol.fm.features
-    resolve = features.get(types.CODE_ACTION_RESOLVE)
-    if resolve is None:
-        return
-
-    async def resolve_in_cell(action: types.CodeAction) -> Any:  # features hold handlers bound to the server
-        return _confine(await resolve(action))
-
-    features[types.CODE_ACTION_RESOLVE] = resolve_in_cell
-
-
 def register(server: AdopterServer) -> None:
     """Notebook sync for Python code cells; registered after the code actions (it confines their edits)."""
     server._notebook_document_sync = types.NotebookDocumentSyncOptions(
@@ -171,5 +123,4 @@ def register(server: AdopterServer) -> None:
     server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)(did_open)
     server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)(did_change)
     server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)(did_close)
-    _wrap_publish(server)
-    _wrap_resolve(server)
+

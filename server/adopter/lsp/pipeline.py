@@ -1,5 +1,6 @@
-"""The analysis one open document goes through: incremental parse and per-class analysis here, then
-the server's `adopter.session.Session` (rule matching, fix decisions: the same code as the CLI's).
+"""The analysis one open document goes through: the server's `adopter.session.Session` re-parses its
+`OpenText` incrementally, analyses and matches it (the same code as the CLI's), and the result becomes a
+`Snapshot` for publishing.
 
 Runs on the server's analysis thread only (never on the event loop). Every dependency is imported
 lazily and guarded: a missing or failing layer turns into a visible `Problem`, never a dead server.
@@ -12,37 +13,32 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from adopter.dsl.types import Architecture, ModuleFile, Problem, Rule, Severity, Span
+from adopter.dsl.types import Architecture, ModuleFile, Problem, Rule
 from adopter.engine.types import Finding
 from adopter.lsp.settings import Settings
-from adopter.lsp.sync import ByteEdit
-from adopter.session import UNAVAILABLE, Analysed, Session, UnitMatcher, load_context
+from adopter.session import UNAVAILABLE, Analysed, OpenText, RuleContext, Session, load_context, problem
 
 if TYPE_CHECKING:
     from adopter.engine.environment import Environment
 
 log = logging.getLogger(__name__)
 
-__all__ = ["UNAVAILABLE", "Change", "PythonModel", "RuleContext", "Snapshot", "analyse_python", "failure"]
+__all__ = ["UNAVAILABLE", "Change", "Configured", "Snapshot", "analyse_python", "failure"]
 Change = types.TextDocumentContentChangePartial | types.TextDocumentContentChangeWholeDocument
-
-
-def _problem(message: str, code: str = "adopter-internal", severity: Severity = Severity.WARNING) -> Problem:
-    return Problem(message=message, span=Span(0, 0, 0, 0), severity=severity, code=code)
 
 
 def failure(what: str, exc: BaseException) -> Problem:
     """An internal failure as a visible problem (and a log line with the traceback)."""
     log.error("%s failed: %s", what, "".join(traceback.format_exception(exc)))
-    return _problem(f"Adopter: {what} failed ({type(exc).__name__}: {exc}); see the server log")
+    return problem(f"Adopter: {what} failed ({type(exc).__name__}: {exc}); see the server log")
 
 
 @dataclass(frozen=True)
-class RuleContext:
+class Configured:
     """The session (rules, environment, analyses, fix decisions) for the current settings."""
 
     session: Session
@@ -61,16 +57,14 @@ class RuleContext:
         return self.session.context.environment
 
 
-def load_rule_context(settings: Settings, root: Path | None) -> RuleContext:
+def load_rule_context(settings: Settings, root: Path | None) -> Configured:
     """Load bundled + workspace + configured rules and detect the environment; never raises."""
     try:
         context = load_context(rule_paths=settings.rule_paths, root=root, select=settings.select,
                                ignore=settings.ignore or None, target=settings.target)
     except Exception as exc:  # an unknown selector: the settings module reports it; run without rules
-        from adopter.session import RuleContext as Rules
-
-        context = Rules((), (failure("loading rules", exc),))
-    return RuleContext(Session(context), settings)
+        context = RuleContext((), (failure("loading rules", exc),))
+    return Configured(Session(context), settings)
 
 
 @dataclass
@@ -96,83 +90,24 @@ class Snapshot:
         return None
 
 
-class PythonModel:
-    """The incremental analysis state of one Python document (owned by the analysis thread)."""
-
-    def __init__(self, text: str, path: str | None, *, parse: bool = True) -> None:
-        self.path = path
-        self.text = text
-        self._parse = parse  # False: keep the text in sync only (rule files)
-        self._analysis: Any | None = None
-        self._fresh = True
-        self.matcher = UnitMatcher()  # findings per analysed class, re-matched only when it changes
-        self._make_analysis()
-
-    def _make_analysis(self) -> None:
-        if not self._parse:
-            return
-        try:
-            from adopter.analysis.incremental import DocumentAnalysis
-        except ImportError:
-            self._analysis = None  # `analyse()` of the whole text stands in
-            return
-        self._analysis = DocumentAnalysis(self.text, self.path)
-        self._fresh = True
-
-    def reset(self, text: str) -> None:
-        """Start over from `text` (a full re-parse)."""
-        self.text = text
-        self._make_analysis()
-
-    def apply(self, edit: ByteEdit, text: str) -> None:
-        """One edit, `text` being the whole document after it: tree-sitter re-parses incrementally."""
-        self.text = text
-        if self._analysis is not None:
-            self._analysis.apply_edit(
-                edit.start_byte,
-                edit.old_end_byte,
-                edit.new_end_byte,
-                edit.start_point,
-                edit.old_end_point,
-                edit.new_end_point,
-                text,
-            )
-            self._fresh = False
-
-    def update(self, text: str) -> None:
-        """Several edits at once: the analysis finds the changed region by comparing the texts."""
-        self.text = text
-        if self._analysis is not None:
-            self._analysis.update(text)
-            self._fresh = False
-
-    def module_file(self) -> tuple[ModuleFile, str]:
-        """The analysis of the current text, and whether it came from an incremental re-parse."""
-        how = "full" if self._fresh else "incremental"
-        self._fresh = True
-        if self._analysis is not None:
-            return self._analysis.result(), how
-        from adopter.analysis import analyse
-
-        return analyse(self.text, self.path), "full"
-
-
-def analyse_python(model: PythonModel, version: int | None, context: RuleContext) -> Snapshot:
-    """Analyse the model's current text and match the rules; failures become problems."""
+def analyse_python(document: OpenText, version: int | None, context: Configured) -> Snapshot:
+    """Analyse the open document's current text through the session and match the rules; failures
+    become problems."""
     started = time.perf_counter()
-    snapshot = Snapshot(version=version, text=model.text, rule_problems=context.problems)
+    snapshot = Snapshot(version=version, text=document.text, rule_problems=context.problems)
     try:
-        snapshot.module_file, snapshot.reparsed = model.module_file()
+        analysed, snapshot.reparsed = context.session.update(document)
+        snapshot.module_file = analysed.module_file
     except ImportError as exc:
-        snapshot.problems = (_problem(f"Adopter analysis is not available ({exc})", UNAVAILABLE),)
+        snapshot.problems = (problem(f"Adopter analysis is not available ({exc})", UNAVAILABLE),)
     except Exception as exc:
         snapshot.problems = (failure("analysis", exc),)
-        model.reset(model.text)  # an incremental state that failed once is not trusted again
-    if snapshot.module_file is not None and context.environment is not None:
-        analysed = context.session.adopt(model.text, model.path, snapshot.module_file, model.matcher)
-        snapshot.analysed, snapshot.session = analysed, context.session
-        snapshot.findings = analysed.findings
-        snapshot.problems += analysed.problems[len(snapshot.module_file.problems):]
+        document.reset(document.text)  # an incremental state that failed once is not trusted again
+    else:
+        if context.environment is not None:
+            snapshot.analysed, snapshot.session = analysed, context.session
+            snapshot.findings = analysed.findings
+            snapshot.problems += analysed.problems[len(analysed.module_file.problems):]
     snapshot.elapsed_ms = (time.perf_counter() - started) * 1000
     return snapshot
 
@@ -184,7 +119,7 @@ def analyse_rule_file(text: str, path: str | None, version: int | None) -> Snaps
     try:
         from adopter.dsl import DslError, parse_rules
     except ImportError as exc:
-        snapshot.problems = (_problem(f"the Adopter DSL parser is not available ({exc})", UNAVAILABLE),)
+        snapshot.problems = (problem(f"the Adopter DSL parser is not available ({exc})", UNAVAILABLE),)
         return snapshot
     try:
         snapshot.rules = tuple(parse_rules(text, path))

@@ -19,8 +19,8 @@ from typing import Any, Protocol
 from lsprotocol import types
 
 from adopter.dsl.types import Binding, Problem
-from adopter.lsp.convert import LineIndex, lsp_finding_diagnostic, lsp_problem_diagnostic
-from adopter.lsp.documents import Analyses, Document
+from adopter.lsp.convert import LspIndex, lsp_finding_diagnostic, lsp_problem_diagnostic
+from adopter.lsp.documents import Analyses, OpenDocument
 from adopter.lsp.pipeline import UNAVAILABLE, Snapshot
 from adopter.lsp.settings import Settings
 
@@ -56,7 +56,7 @@ class Publisher:
         self.client = client
         self.after_publish: list[Callable[[], None]] = []  # called after each publication (cross-file reach)
 
-    def schedule(self, doc: Document, delay_ms: int) -> None:
+    def schedule(self, doc: OpenDocument, delay_ms: int) -> None:
         """(Re)start the document's debounced analysis; a superseded run is cancelled."""
         if doc.task is not None and not doc.task.done():
             doc.task.cancel()
@@ -84,7 +84,7 @@ class Publisher:
             latest = doc.snapshot
             return latest if latest is not None and latest.version == doc.version else None
 
-    async def _analyse_and_publish(self, doc: Document, delay_ms: int) -> Snapshot | None:
+    async def _analyse_and_publish(self, doc: OpenDocument, delay_ms: int) -> Snapshot | None:
         if delay_ms > 0:
             await asyncio.sleep(delay_ms / 1000)
         snapshot = await self.analyses.run(doc)
@@ -96,7 +96,7 @@ class Publisher:
             hook()
         return snapshot
 
-    def publish(self, doc: Document, snapshot: Snapshot) -> None:
+    def publish(self, doc: OpenDocument, snapshot: Snapshot) -> None:
         """Publish the snapshot's diagnostics with its version, then announce the run for benchmarks."""
         self.report_rule_problems(snapshot)
         diagnostics = build_diagnostics(self.client.settings, doc, snapshot)
@@ -127,9 +127,9 @@ def severity_override(settings: Settings, rule_id: str, family: int) -> str | No
     return settings.severity.get(rule_id) or settings.severity.get(str(family))
 
 
-def build_diagnostics(settings: Settings, doc: Document, snapshot: Snapshot) -> list[types.Diagnostic]:
+def build_diagnostics(settings: Settings, doc: OpenDocument, snapshot: Snapshot) -> list[types.Diagnostic]:
     """Every finding and problem of a snapshot as LSP diagnostics."""
-    index = LineIndex(snapshot.text)
+    index = LspIndex(snapshot.text)
     module_file = snapshot.module_file
     bindings: list[Binding] = []
     for arch in module_file.architectures if module_file else ():
@@ -155,4 +155,6 @@ def build_diagnostics(settings: Settings, doc: Document, snapshot: Snapshot) -> 
         # a selector matching nothing) are shown once as a message (see `report_rule_problems`).
         problems += [p for p in snapshot.rule_problems if p.code == UNAVAILABLE]
     diagnostics += [lsp_problem_diagnostic(p, index) for p in problems]
+    if doc.own_lines is not None:  # a notebook cell reports its own lines; the other cells report theirs
+        diagnostics = [d for d in diagnostics if doc.owns(d.range)]
     return diagnostics

@@ -61,10 +61,13 @@ def after_publish(ls: AdopterServer) -> None:
 
 def reanalyse(ls: AdopterServer, except_path: str | None) -> None:
     """Analyse every open Python document again from scratch (its cached classes used old summaries)."""
-    context = ls._rule_context  # not rule_context(): that may load rules, and this runs on the event loop
-    if context is not None:
-        context.session.forget()  # remembered analyses of unchanged texts are stale too
-    for doc in list(ls.analyses.documents.values()):
+    documents = list(ls.analyses.documents.values())
+    # Remembered analyses of unchanged texts are stale too: forget them in every session that analysed an
+    # open document (asking the server for its session could load rules, and this runs on the event loop).
+    sessions = {id(s): s for doc in documents if doc.snapshot is not None and (s := doc.snapshot.session)}
+    for session in sessions.values():
+        session.forget()
+    for doc in documents:
         if doc.rule_file or doc.closed or (except_path is not None and doc.path == except_path):
             continue
         with doc.lock:

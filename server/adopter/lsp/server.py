@@ -19,7 +19,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from adopter import __version__
 from adopter.dsl.types import Problem
 from adopter.lsp.documents import Analyses
-from adopter.lsp.pipeline import RuleContext, load_rule_context
+from adopter.lsp.pipeline import Configured, load_rule_context
 from adopter.lsp.publish import Publisher
 from adopter.lsp.settings import Settings
 
@@ -84,7 +84,7 @@ class AdopterServer(LanguageServer):
         self.settings_sources: dict[str, Any] = {}  # source name -> raw mapping, merged in order
         self.analyses = Analyses(self.rule_context)
         self.publisher = Publisher(self.analyses, self)  # change -> schedule -> publish
-        self._rule_context: RuleContext | None = None
+        self._rule_context: Configured | None = None
         self._rule_lock = threading.Lock()
         self.searches: dict[str, asyncio.Event] = {}  # progress token -> cancel event
         self.reported_problems: set[Problem] = set()  # broken rule files already shown
@@ -101,7 +101,7 @@ class AdopterServer(LanguageServer):
             return None
         return Path(root) if root else None
 
-    def rule_context(self) -> RuleContext:
+    def rule_context(self) -> Configured:
         """Rules and environment for the current settings (loaded lazily, on the analysis thread)."""
         with self._rule_lock:
             context = self._rule_context

@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from adopter.dsl.types import Span
+from adopter.parsed import IMPORT_KINDS, ParsedText, StatementIndex, Unit
 from adopter.synth.registry import Edits, ImportEdit, ModuleCodeEdit
-from adopter.synth.trees import module_tree
+
+__all__ = ["ApplyError", "Splice", "StatementIndex", "apply_edits", "render_import"]
 
 
 class ApplyError(Exception):
@@ -38,88 +40,6 @@ def render_import(edit: ImportEdit) -> str:
     return f"from {edit.module} import {edit.name}" + (f" as {edit.alias}" if edit.alias else "")
 
 
-class StatementIndex:
-    """Statements of a module by block, as 0-based inclusive line ranges.
-
-    Built from Python's `ast` (libcst's position metadata gave the same blocks at 10x the cost: ~2 s on a
-    100 KB file, paid by every fix decision). Blocks are libcst's: an indented suite is a block, a suite
-    on its header's line (`if x: y`) is not; statements sharing a line (`a; b`) are one statement; a
-    decorated definition starts at its `def`/`class` line; an `elif` clause's body is a block of its own.
-    """
-
-    def __init__(self, source: str) -> None:
-        try:
-            tree = module_tree(source)
-        except SyntaxError as exc:
-            raise ApplyError(f"the file does not parse: {exc.msg} (line {exc.lineno})") from exc
-        self._lines = source.split("\n")
-        self.blocks: list[list[tuple[int, int]]] = []
-        self._collect(tree.body)
-
-    def _collect(self, body: Sequence[ast.stmt]) -> None:
-        block: list[tuple[int, int]] = []
-        for stmt in body:
-            start, end = stmt.lineno - 1, (stmt.end_lineno or stmt.lineno) - 1
-            if block and block[-1][1] == start and self._shares_line(stmt):
-                block[-1] = (block[-1][0], max(block[-1][1], end))
-            else:
-                block.append((start, end))
-        self.blocks.append(block)
-        for stmt in body:
-            for child in self._child_blocks(stmt):
-                self._collect(child)
-
-    def _shares_line(self, stmt: ast.stmt) -> bool:
-        return bool(self._lines[stmt.lineno - 1][: stmt.col_offset].strip())
-
-    def _child_blocks(self, stmt: ast.stmt) -> list[Sequence[ast.stmt]]:
-        """The indented suites directly inside a compound statement."""
-        out: list[Sequence[ast.stmt]] = []
-        body = getattr(stmt, "body", None)
-        if isinstance(body, list):
-            out.append(body)
-        orelse = getattr(stmt, "orelse", None) or []
-        if isinstance(stmt, ast.If) and len(orelse) == 1 and isinstance(orelse[0], ast.If) and \
-                self._lines[orelse[0].lineno - 1][orelse[0].col_offset:].startswith("elif"):
-            out.extend(self._child_blocks(orelse[0]))
-        elif orelse:
-            out.append(orelse)
-        for handler in getattr(stmt, "handlers", None) or ():
-            out.append(handler.body)
-        if getattr(stmt, "finalbody", None):
-            out.append(stmt.finalbody)  # type: ignore[attr-defined]
-        for case in getattr(stmt, "cases", None) or ():
-            out.append(case.body)
-        return [b for b in out if b and not self._shares_line(b[0])]
-
-    def region(self, first_line: int, last_line: int) -> bool:
-        """Whether lines first..last are exactly a run of consecutive statements of one block."""
-        for block in self.blocks:
-            starts = [s for s, _ in block]
-            if first_line in starts:
-                i = starts.index(first_line)
-                for _, end in block[i:]:
-                    if end == last_line:
-                        return True
-                    if end > last_line:
-                        break
-        return False
-
-
-_INDEXES: dict[str, StatementIndex] = {}  # the last few texts' indexes: every fix decision of a text needs it
-
-
-def statement_index(source: str) -> StatementIndex:
-    """The `StatementIndex` of `source`, built once per text."""
-    index = _INDEXES.get(source)
-    if index is None:
-        index = StatementIndex(source)
-        if len(_INDEXES) >= 4:
-            _INDEXES.pop(next(iter(_INDEXES)))
-        _INDEXES[source] = index
-    return index
-
-
 def _indent_code(code: str, indent: str) -> tuple[str, ...]:
     lines = textwrap.dedent(code).strip("\n").split("\n")
     return tuple((indent + line) if line.strip() else "" for line in lines)
@@ -129,13 +49,17 @@ def _indent_of(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
-def _import_anchor(tree: ast.Module, lines: Sequence[str] = ()) -> int:
+def _import_anchor(parsed: ParsedText, lines: Sequence[str] = ()) -> int:
     """The 0-based line after which new imports go: after the leading imports (or the docstring, or
     the header comments: shebang, encoding, licence)."""
     anchor = 0
     while anchor < len(lines) and lines[anchor].startswith("#"):
         anchor += 1
-    for i, node in enumerate(tree.body):
+
+    def may_lead(i: int, unit: Unit) -> bool:  # only an import, or a docstring first, moves the anchor
+        return unit.kinds[0] in IMPORT_KINDS or (i == 0 and unit.kinds[0] == "expression_statement")
+
+    for i, node in enumerate(parsed.leading(may_lead)):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             anchor = node.end_lineno or node.lineno
         elif i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
@@ -146,8 +70,8 @@ def _import_anchor(tree: ast.Module, lines: Sequence[str] = ()) -> int:
     return anchor
 
 
-def _class_end(tree: ast.Module, name: str) -> int | None:
-    for node in tree.body:
+def _class_end(parsed: ParsedText, name: str) -> int | None:
+    for node in parsed.top_level(lambda unit: unit.defines("class_definition", name)):
         if isinstance(node, ast.ClassDef) and node.name == name:
             return node.end_lineno
     return None
@@ -160,16 +84,22 @@ def _statement_lines(lines: list[str], span: Span) -> None:
         raise ApplyError(f"the statement at line {span.start_line + 1} shares its line with other code")
 
 
-def apply_edits(source: str, all_edits: Sequence[Edits]) -> str:
-    """Apply every recorded edit to `source`; raise `ApplyError` when they overlap or misfit."""
-    crlf = "\r\n" in source
-    text = source.replace("\r\n", "\n") if crlf else source
-    lines = text.split("\n")
+def apply_edits(source: str | ParsedText, all_edits: Sequence[Edits]) -> str:
+    """Apply every recorded edit to `source` (a text, or its `ParsedText`); raise `ApplyError` when they
+    overlap or misfit."""
+    parsed = source if isinstance(source, ParsedText) else ParsedText.of(source)
+    crlf = "\r\n" in parsed.text
+    if crlf:
+        parsed = ParsedText.of(parsed.text.replace("\r\n", "\n"))
     try:
-        tree = module_tree(text)
+        parsed.module([])  # a text read whole raises here when it does not parse
+        return _apply(parsed, all_edits, crlf)
     except SyntaxError as exc:
         raise ApplyError(f"the file does not parse: {exc.msg} (line {exc.lineno})") from exc
-    index = statement_index(text)
+
+
+def _apply(parsed: ParsedText, all_edits: Sequence[Edits], crlf: bool) -> str:
+    lines = list(parsed.lines)
     splices: list[Splice] = []
     order = 0
 
@@ -179,7 +109,7 @@ def apply_edits(source: str, all_edits: Sequence[Edits]) -> str:
             last = max(st.spans, key=lambda s: (s.end_line, s.end_col))
             _statement_lines(lines, first)
             _statement_lines(lines, last)
-            if not index.region(first.start_line, last.end_line):
+            if not parsed.statement_index(first.start_line, last.end_line).region(first.start_line, last.end_line):
                 raise ApplyError(f"lines {first.start_line + 1}-{last.end_line + 1} are not whole statements "
                                  "of one block")
             indent = _indent_of(lines[first.start_line])
@@ -193,7 +123,8 @@ def apply_edits(source: str, all_edits: Sequence[Edits]) -> str:
             splices.append(Splice(ex.span.start_line, ex.span.end_line + 1, tuple(body)))
         for b in edits.bindings:
             _statement_lines(lines, b.span)
-            if not index.region(b.span.start_line, b.span.end_line):
+            if not parsed.statement_index(b.span.start_line, b.span.end_line).region(b.span.start_line,
+                                                                                     b.span.end_line):
                 raise ApplyError(f"line {b.span.start_line + 1} is not a whole __init__ statement")
             indent = _indent_of(lines[b.span.start_line])
             code = _indent_code(b.code, indent)
@@ -210,7 +141,7 @@ def apply_edits(source: str, all_edits: Sequence[Edits]) -> str:
             if stmt not in imports:
                 imports.append(stmt)
     if imports:
-        at = _import_anchor(tree, lines)
+        at = _import_anchor(parsed, lines)
         splices.append(Splice(at, at, tuple(imports), -1))
 
     added: dict[str, str] = {}
@@ -221,19 +152,19 @@ def apply_edits(source: str, all_edits: Sequence[Edits]) -> str:
                     raise ApplyError(f"two fixes add different definitions named {mc.name}")
                 continue
             added[mc.name] = mc.code
-            splices.append(_module_code_splice(tree, lines, mc, 1000 + len(added)))
+            splices.append(_module_code_splice(parsed, lines, mc, 1000 + len(added)))
 
     return _splice(lines, splices, crlf)
 
 
-def _module_code_splice(tree: ast.Module, lines: Sequence[str], mc: ModuleCodeEdit, order: int) -> Splice:
+def _module_code_splice(parsed: ParsedText, lines: Sequence[str], mc: ModuleCodeEdit, order: int) -> Splice:
     at: int | None = None
     if mc.after_class is not None:
-        at = _class_end(tree, mc.after_class)
+        at = _class_end(parsed, mc.after_class)
         if at is None:
             raise ApplyError(f"class {mc.after_class} not found for new code {mc.name}")
     if at is None:
-        at = _import_anchor(tree, lines)
+        at = _import_anchor(parsed, lines)
     return Splice(at, at, ("", "", *_indent_code(mc.code, "")), order)
 
 

@@ -11,7 +11,6 @@ imports once, and verifies the result before returning it.
 from __future__ import annotations
 
 import ast
-import functools
 import re
 import textwrap
 from collections.abc import Callable, Sequence
@@ -20,7 +19,7 @@ from typing import NoReturn
 
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Rule, Span
 from adopter.engine.types import Finding
-from adopter.synth.trees import module_tree
+from adopter.parsed import ParsedText
 
 Strategy = Callable[["SynthContext"], None]
 
@@ -113,9 +112,6 @@ class Edits:
 # Source helpers
 # ---------------------------------------------------------------------------------------------------
 
-_FROM_MODULE = re.compile(r"^(\s*)from\s+[\w.]+\s+import", re.MULTILINE)
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
 
 def slice_span(lines: Sequence[str], span: Span) -> str:
     """The source text of `span` (0-based lines, code-point columns, end exclusive)."""
@@ -135,37 +131,9 @@ def _atomic(text: str, node: ast.expr) -> str:
     return f"({segment})"
 
 
-def existing_imports(source: str) -> dict[tuple[str, str | None], str]:
+def existing_imports(source: str | ParsedText) -> dict[tuple[str, str | None], str]:
     """Top-level imports of `source`: (module, name or None) -> the local name bound."""
-    found: dict[tuple[str, str | None], str] = {}
-    try:
-        tree = module_tree(source)
-    except (SyntaxError, ValueError):
-        return found
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    found[(alias.name, None)] = alias.asname
-                elif "." not in alias.name:
-                    found[(alias.name, None)] = alias.name
-                else:
-                    # `import torch.nn.functional` binds `torch`; the dotted path is usable as is.
-                    found[(alias.name, None)] = alias.name
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            for alias in node.names:
-                if alias.name != "*":
-                    found[(node.module, alias.name)] = alias.asname or alias.name
-    return found
-
-
-@functools.lru_cache(maxsize=8)
-def _read(source: str) -> tuple[tuple[str, ...], frozenset[str], tuple[tuple[tuple[str, str | None], str], ...]]:
-    """The lines, the identifiers used and the top-level imports of `source`: read once per text, since
-    every finding of a file (and every fix decision) builds a context over the same text."""
-    # The module path of `from torch import nn` binds no name, so it must not make `torch` look taken.
-    taken = frozenset(_IDENT.findall(_FROM_MODULE.sub("from _ import", source)))
-    return tuple(source.split("\n")), taken, tuple(existing_imports(source).items())
+    return (source if isinstance(source, ParsedText) else ParsedText.of(source)).imports()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -183,6 +151,8 @@ class SynthContext:
     target: str  # the chosen Target.name, e.g. "portable", "liger"
     # Every finding of `source` (the session's), for a strategy that leaves a site to another rule.
     findings: tuple[Finding, ...] = ()
+    # The text's lines, imports and trees, shared by every finding of the text (built when not given).
+    parsed: ParsedText | None = field(default=None, repr=False)
     edits: Edits = field(default_factory=Edits)
     _lines: list[str] = field(default_factory=list, repr=False)
     _taken: set[str] = field(default_factory=set, repr=False)
@@ -190,10 +160,17 @@ class SynthContext:
     _arg_cache: dict[Span, dict[int | str, str]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        lines, taken, imports = _read(self.source)
-        self._lines = list(lines)
-        self._taken = set(taken)
-        self._imports = dict(imports)
+        if self.parsed is None or self.parsed.text != self.source:
+            self.parsed = ParsedText.of(self.source)
+        self._lines = list(self.parsed.lines)
+        self._taken = set(self.parsed.taken())
+        self._imports = self.parsed.imports()
+
+    @property
+    def text_index(self) -> ParsedText:
+        """The shared `ParsedText` of `source` (its trees, imports and statement blocks)."""
+        assert self.parsed is not None
+        return self.parsed
 
     # -- reading -------------------------------------------------------------------------------
 

@@ -1,21 +1,25 @@
-"""`rewrite()`: run the strategies of a file's findings, apply their edits at once, verify, return."""
+"""Planning one finding's rewrite, and `rewrite()`: apply planned edits at once, verify, return.
+
+A leaf of the fix pipeline: it never analyses or matches a text itself. The caller (`adopter.session`)
+passes the reading of the text, each site's plan (`plan_of`, cached by the caller, so a strategy runs once
+per site and text) and how to read the rewritten text for the verification (`reanalyse`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
 from adopter.dsl.types import Rule
-from adopter.engine import Environment, detect_environment, load_rules
 from adopter.engine.types import Finding
+from adopter.parsed import ParsedText
 from adopter.synth.apply import ApplyError, apply_edits
 from adopter.synth.registry import STRATEGIES, Declined, Edits, SynthContext
 from adopter.synth.strategies import load_all
-from adopter.synth.types import RewriteFailed, RewriteResult, Rewritten, Skipped
+from adopter.synth.types import Reading, Reanalyse, RewriteFailed, RewriteResult, Rewritten, Skipped
 from adopter.synth.verify import verify
 
-if TYPE_CHECKING:
-    from adopter.session import Session
+Plan = Edits | str  # a site's recorded edits, or why it has none
+PlanOf = Callable[[Finding], Plan]
 
 
 def _choose_target(finding: Finding, target: str | None) -> str | None:
@@ -24,10 +28,11 @@ def _choose_target(finding: Finding, target: str | None) -> str | None:
     return finding.targets[0] if finding.targets else "portable"
 
 
-def plan(source: str, finding: Finding, rule: Rule, target: str | None,
-         findings: Sequence[Finding] = ()) -> Edits | str:
-    """The edits one finding's strategy records, or the reason it declined. `findings`: every finding
-    of `source` (a strategy may leave a site to another rule's)."""
+def plan(source: str | ParsedText, finding: Finding, rule: Rule, target: str | None,
+         findings: Sequence[Finding] = ()) -> Plan:
+    """The edits one finding's strategy records, or the reason it declined. `source`: the text, or its
+    `ParsedText` (shared by every finding of the text); `findings`: every finding of `source` (a strategy
+    may leave a site to another rule's)."""
     load_all()
     if not finding.fixable:
         return finding.no_fix_reason or "no automatic fix for this site"
@@ -39,7 +44,8 @@ def plan(source: str, finding: Finding, rule: Rule, target: str | None,
     func = STRATEGIES.get(rule.replacement.strategy)
     if func is None:
         return f"unknown rewrite strategy {rule.replacement.strategy!r}"
-    ctx = SynthContext(source, finding, rule, chosen, tuple(findings))
+    parsed = source if isinstance(source, ParsedText) else ParsedText.of(source)
+    ctx = SynthContext(parsed.text, finding, rule, chosen, tuple(findings), parsed)
     try:
         func(ctx)
     except Declined as exc:
@@ -51,61 +57,47 @@ def plan(source: str, finding: Finding, rule: Rule, target: str | None,
     return ctx.edits
 
 
-def splices(source: str, finding: Finding, rule: Rule | None, target: str | None,
-            findings: Sequence[Finding] = ()) -> str | None:
-    """Why `finding` cannot be rewritten in `source`, or None when its strategy plans edits that splice
-    into whole statements: the fix decision without the verification (`rewrite` verifies what it writes).
+def splices(source: str | ParsedText, finding: Finding, rule: Rule | None, target: str | None,
+            findings: Sequence[Finding] = ()) -> Plan:
+    """`finding`'s edits when its strategy plans edits that splice into whole statements of `source`, else
+    why it cannot be rewritten: the fix decision without the verification (`rewrite` verifies what it
+    writes).
 
     For `check`'s fixability: a strategy that plans and splices is applied by `fix` unless the rewrite
     fails verification, which would be a strategy bug (`tests/session/test_fix_contract.py` holds the
     two decisions equal over the corpus).
     """
     try:
-        result = plan(source, finding, rule, target, findings) if rule is not None \
+        parsed = source if isinstance(source, ParsedText) else ParsedText.of(source)
+        result = plan(parsed, finding, rule, target, findings) if rule is not None \
             else f"rule {finding.rule_id} is not loaded"
         if isinstance(result, str):
             return result
-        apply_edits(source, [result])
+        apply_edits(parsed, [result])
     except ApplyError as exc:
         return str(exc)
     except Exception as exc:  # the contract: results, not exceptions
         return f"internal error while planning the rewrite: {type(exc).__name__}: {exc}"
-    return None
+    return result
 
 
-def _session(path: str | None, rules: Sequence[Rule] | None, env: Environment | None) -> Session:
-    """A session for a caller that passed rules and environment (or neither: the bundled rules plus
-    those of the nearest `.adopter/rules/` above `path`, and the detected environment)."""
-    from adopter.session import RuleContext, Session, rules_near
+def rewrite(before: Reading, findings: Sequence[Finding], reanalyse: Reanalyse, plan_of: PlanOf) -> RewriteResult:
+    """Rewrite the text of `before` to fix `findings` (found in it); verified; never raises.
 
-    rule_list = tuple(rules) if rules is not None else tuple(load_rules(rules_near(path)).rules)
-    return Session(RuleContext(rule_list, (), env or detect_environment("auto")))
-
-
-def rewrite(source: str, findings: Sequence[Finding], *, target: str | None = None, path: str | None = None,
-            rules: Sequence[Rule] | None = None, env: Environment | None = None,
-            session: Session | None = None) -> RewriteResult:
-    """Rewrite `source` to fix `findings` (found in that same text); verified; never raises.
-
-    With `session`, its rules and environment are used (`rules`/`env` are ignored) and the analyses
-    the verification needs come from (and stay in) its cache.
+    `plan_of(finding)`: the site's edits or why it has none (`splices`, cached by the caller); the new
+    text is verified with `reanalyse` (`adopter.synth.verify`).
     """
     try:
-        return _rewrite(source, findings, target, path, session or _session(path, rules, env))
+        return _rewrite(before, findings, reanalyse, plan_of)
     except Exception as exc:  # the contract: results, not exceptions
         return RewriteFailed(f"internal error while rewriting: {type(exc).__name__}: {exc}")
 
 
-def _rewrite(source: str, findings: Sequence[Finding], target: str | None, path: str | None,
-             session: Session) -> RewriteResult:
-    load_all()
-    by_id = {r.id: r for r in session.rules}
+def _rewrite(before: Reading, findings: Sequence[Finding], reanalyse: Reanalyse, plan_of: PlanOf) -> RewriteResult:
     skipped: list[Skipped] = []
     planned: list[tuple[Finding, Edits]] = []
-    everything = session.analysed(source, path).findings  # the caller's analysis of `source`, cached
     for f in findings:
-        rule = by_id.get(f.rule_id)
-        result = plan(source, f, rule, target, everything) if rule is not None else f"rule {f.rule_id} is not loaded"
+        result = plan_of(f)
         if isinstance(result, str):
             skipped.append(Skipped(f, result))
         else:
@@ -113,9 +105,11 @@ def _rewrite(source: str, findings: Sequence[Finding], target: str | None, path:
     if not planned:
         return RewriteFailed("nothing to rewrite" if not findings else "no finding could be rewritten",
                              tuple(skipped))
+    parsed = before.parsed
+
     def attempt(batch: list[tuple[Finding, Edits]]) -> str:
-        new = apply_edits(source, [e for _, e in batch])
-        problem = verify(source, new, [f for f, _ in batch], path=path, session=session)
+        new = apply_edits(parsed, [e for _, e in batch])
+        problem = verify(before, new, [f for f, _ in batch], reanalyse=reanalyse)
         if problem is not None:
             raise ApplyError(problem)
         return new
@@ -126,7 +120,7 @@ def _rewrite(source: str, findings: Sequence[Finding], target: str | None, path:
         pass
     # Something in the batch conflicts or fails verification: grow a batch one finding at a time.
     accepted: list[tuple[Finding, Edits]] = []
-    new_source = source
+    new_source = before.text
     for item in planned:
         try:
             new_source = attempt([*accepted, item])

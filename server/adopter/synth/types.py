@@ -1,10 +1,34 @@
-"""Results of a rewrite: a closed union that `adopter.synth.rewrite` returns instead of raising."""
+"""Results of a rewrite (a closed union that `adopter.synth.rewrite` returns instead of raising), and what a
+rewrite is given: the reading of a text (`Reading`) and how to read another (`Reanalyse`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
+from adopter.dsl.types import ModuleFile
 from adopter.engine.types import Finding
+from adopter.parsed import ParsedText
+
+
+class Reading(Protocol):
+    """One analysed text as synth reads it (the session's `Analysed` is one)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def module_file(self) -> ModuleFile: ...
+
+    @property
+    def findings(self) -> tuple[Finding, ...]: ...
+
+    @property
+    def parsed(self) -> ParsedText: ...
+
+
+Reanalyse = Callable[[str], Reading]  # the reading of another text (a rewrite), from the caller's cache
 
 
 @dataclass(frozen=True, slots=True)

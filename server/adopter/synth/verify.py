@@ -5,12 +5,9 @@ from __future__ import annotations
 import ast
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from adopter.engine.types import Finding
-
-if TYPE_CHECKING:
-    from adopter.session import Session
+from adopter.synth.types import Reading, Reanalyse
 
 
 def site_counts(findings: Sequence[Finding], rule_ids: set[str]) -> Counter[tuple[str, str]]:
@@ -18,17 +15,16 @@ def site_counts(findings: Sequence[Finding], rule_ids: set[str]) -> Counter[tupl
     return Counter((f.rule_id, f.scope_name) for f in findings if f.rule_id in rule_ids)
 
 
-def verify(old: str, new: str, applied: Sequence[Finding], *, path: str | None, session: Session) -> str | None:
-    """Why `new` is not an acceptable rewrite of `old` fixing `applied`, or None when it is.
+def verify(before: Reading, new: str, applied: Sequence[Finding], *, reanalyse: Reanalyse) -> str | None:
+    """Why `new` is not an acceptable rewrite of `before` fixing `applied`, or None when it is.
 
-    Both texts are analysed through `session`, so the text the caller already analysed is not
-    analysed again, and the rewritten text is ready when the editor applies the fix.
+    `reanalyse` reads `new` (the caller's cache keeps it, so it is ready when the editor applies the fix).
     """
     try:
-        ast.parse(new)  # Python's own parser; libcst reads the text again only if another fix is asked for
+        ast.parse(new)  # Python's own parser, on the whole rewritten text
     except SyntaxError as exc:
         return f"the rewritten file does not parse: {exc.msg} (line {exc.lineno})"
-    before, after = session.analysed(old, path), session.analysed(new, path)
+    after = reanalyse(new)
     lost = {a.name for a in before.module_file.architectures} - {a.name for a in after.module_file.architectures}
     if lost:
         return f"the rewritten file lost model classes: {', '.join(sorted(lost))}"

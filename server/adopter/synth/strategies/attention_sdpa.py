@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Span
-from adopter.synth.registry import SynthContext, existing_imports, strategy
-from adopter.synth.trees import all_nodes, module_tree
+from adopter.synth.registry import SynthContext, strategy
 
 _MATMUL = {(OpKind.FUNCTION, "torch.matmul"), (OpKind.OPERATOR, "@"), (OpKind.METHOD, "matmul")}
 _SOFTMAX = {"torch.nn.functional.softmax", "torch.softmax"}
@@ -45,8 +44,8 @@ def sdpa_chain(ctx: SynthContext) -> None:
     if isinstance(chain, str):
         ctx.decline(chain)
         return
-    try:
-        tree = module_tree(ctx.source)
+    try:  # the top-level statement holding the chain (every function around it is in it)
+        tree = ctx.text_index.module([chain.scores.stmt_span.start_line])
     except SyntaxError as err:
         ctx.decline(f"the file does not parse ({err.msg}, line {err.lineno})")
         return
@@ -97,7 +96,7 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
 
 def _functional(ctx: SynthContext) -> str:
     """The local name of `torch.nn.functional`, importing it as `F` when the file has no name for it."""
-    imports = existing_imports(ctx.source)
+    imports = ctx.text_index.imports()
     for key, suffix in (
         (("torch.nn.functional", None), ""),
         (("torch.nn", "functional"), ""),
@@ -142,7 +141,7 @@ class _Site:
     def _enclosing(self, line: int) -> tuple[ast.FunctionDef, list[ast.stmt]]:
         """The innermost function and statement list whose statements include `line` directly."""
         best: tuple[ast.FunctionDef, list[ast.stmt]] | None = None
-        for node in all_nodes(self.tree):
+        for node in self.ctx.text_index.statements(self.tree):
             if not isinstance(node, ast.FunctionDef):
                 continue
             if not (node.lineno <= line <= (node.end_lineno or node.lineno)):
@@ -346,7 +345,7 @@ class _Site:
         cls = next(
             (
                 n
-                for n in all_nodes(self.tree)
+                for n in self.ctx.text_index.statements(self.tree)
                 if isinstance(n, ast.ClassDef) and n.lineno <= self.func.lineno <= (n.end_lineno or n.lineno)
             ),
             None,

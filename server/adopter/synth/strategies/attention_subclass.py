@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from adopter.dsl.types import Binding, Ctor
-from adopter.synth.registry import ImportEdit, SynthContext, existing_imports
-from adopter.synth.trees import all_nodes, module_tree
+from adopter.parsed import IMPORT_KINDS, ParsedText, Unit
+from adopter.synth.registry import ImportEdit, SynthContext
 
 # Synthesized classes carry this phrase in their docstring: a second finding in the same file (the
 # GPT-2 block binds two attentions) reuses the class instead of adding another copy.
@@ -49,16 +49,17 @@ def rewrite_with_subclass(ctx: SynthContext, spec: SubclassSpec) -> None:
             f"(`{statement.splitlines()[0].strip()}`); rebind it by hand to the SDPA subclass"
         )
         return
+    parsed = ctx.text_index
     try:
-        tree = module_tree(ctx.source)
+        parsed.module([])  # a text read whole raises here when it does not parse
     except SyntaxError as err:
         ctx.decline(f"the file does not parse ({err.msg}, line {err.lineno})")
         return
-    problem = _base_problem(tree, callee, spec)
+    problem = _base_problem(parsed, callee, spec)
     if problem is not None:
         ctx.decline(problem)
         return
-    name = _existing_subclass(tree, callee)
+    name = _existing_subclass(parsed, callee)
     if name is None:
         torch_name = torch_module_name(ctx)
         code = (
@@ -67,7 +68,8 @@ def rewrite_with_subclass(ctx: SynthContext, spec: SubclassSpec) -> None:
             .replace("__TORCH__", torch_name)
         )
         local_base = callee.rsplit(".", 1)[-1]
-        defined_here = any(isinstance(n, ast.ClassDef) and n.name == local_base for n in tree.body)
+        defined_here = any(isinstance(n, ast.ClassDef) and n.name == local_base
+                           for n in parsed.top_level(lambda unit: unit.defines("class_definition", local_base)))
         name = ctx.add_module_code(
             code, name=spec.prefix + local_base, after_class=local_base if defined_here else None
         )
@@ -80,24 +82,25 @@ def torch_module_name(ctx: SynthContext) -> str:
     `from torch import nn` does not bind `torch`, so a plain `import torch` is added then (the
     registry's collision check would pick an alias just because the word appears in the file).
     """
-    for (module, name), local in existing_imports(ctx.source).items():
+    parsed = ctx.text_index
+    for (module, name), local in parsed.imports().items():
         if module == "torch" and name is None:
             return local.split(".")[0] if local.startswith("torch.") else local
     try:
-        tree = module_tree(ctx.source)
+        nodes = parsed.nodes(parsed.module())
     except SyntaxError:
         return ctx.add_import("torch")
     bound = (
-        {n.id for n in all_nodes(tree) if isinstance(n, ast.Name)}
-        | {n.arg for n in all_nodes(tree) if isinstance(n, ast.arg)}
+        {n.id for n in nodes if isinstance(n, ast.Name)}
+        | {n.arg for n in nodes if isinstance(n, ast.arg)}
         | {
             n.name
-            for n in all_nodes(tree)
+            for n in nodes
             if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)
         }
         | {
             a.asname or a.name.split(".")[0]
-            for n in all_nodes(tree)
+            for n in nodes
             if isinstance(n, ast.Import | ast.ImportFrom)
             for a in n.names
         }
@@ -133,9 +136,14 @@ def _rebind(statement: str, callee: str, name: str) -> str:
     return re.sub(rf"(?<![\w.]){re.escape(callee)}(?=\s*\()", name, statement, count=1)
 
 
-def _existing_subclass(tree: ast.Module, callee: str) -> str | None:
+def _existing_subclass(parsed: ParsedText, callee: str) -> str | None:
     """The name of a subclass of `callee` that an earlier fix synthesized in this file."""
-    for node in tree.body:
+
+    def may_be(unit: Unit) -> bool:  # a docstring holding the marker: in the text, or written escaped
+        text = "\n".join(parsed.lines[unit.start : unit.end + 1])
+        return unit.defines("class_definition") and (MARKER in text or "\\" in text)
+
+    for node in parsed.top_level(may_be):
         if (
             isinstance(node, ast.ClassDef)
             and [ast.unparse(b) for b in node.bases] == [callee]
@@ -145,13 +153,13 @@ def _existing_subclass(tree: ast.Module, callee: str) -> str | None:
     return None
 
 
-def _base_problem(tree: ast.Module, callee: str, spec: SubclassSpec) -> str | None:
+def _base_problem(parsed: ParsedText, callee: str, spec: SubclassSpec) -> str | None:
     """Why the base class is not the one the template was written for, or None when it is."""
     local = callee.rsplit(".", 1)[-1]
-    for node in tree.body:
+    for node in parsed.top_level(lambda unit: unit.defines("class_definition", local)):
         if isinstance(node, ast.ClassDef) and node.name == local:
             return _class_problem(node, spec)
-    for node in tree.body:
+    for node in parsed.top_level(lambda unit: not IMPORT_KINDS.isdisjoint(unit.kinds)):
         if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == local for a in node.names):
             if "transformers" in (node.module or "") or node.level > 0:
                 return None

@@ -17,8 +17,8 @@ import textwrap
 from collections.abc import Sequence
 
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Span
-from adopter.synth.registry import SynthContext, existing_imports
-from adopter.synth.trees import all_nodes, module_tree
+from adopter.parsed import Unit
+from adopter.synth.registry import SynthContext
 
 
 def _pos(line: int, col: int) -> tuple[int, int]:
@@ -152,7 +152,7 @@ def is_simple(text: str) -> bool:
 
 def functional(ctx: SynthContext) -> str:
     """How to spell `torch.nn.functional` in this file, importing `torch` only when nothing fits."""
-    imports = existing_imports(ctx.source)
+    imports = ctx.text_index.imports()
     for (module, name), local in imports.items():
         if module == "torch.nn.functional" and name is None and local != module:
             return local
@@ -173,14 +173,19 @@ def ensure_helper(ctx: SynthContext, name: str, tag: str, code: str) -> str:
     (from an earlier fix) is reused instead of adding a second copy.
     """
     marker = f"(adopter: {tag})"
+    parsed = ctx.text_index
+
+    def may_define(unit: Unit) -> bool:  # a docstring holding the marker: in the text, or written escaped
+        text = "\n".join(parsed.lines[unit.start : unit.end + 1])
+        return unit.defines("function_definition") and (marker in text or "\\" in text)
+
     try:
-        tree = module_tree(ctx.source)
+        top = list(parsed.top_level(may_define))
     except SyntaxError:
-        tree = None
-    if tree is not None:
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and marker in (ast.get_docstring(node) or ""):
-                return node.name
+        top = []
+    for node in top:
+        if isinstance(node, ast.FunctionDef) and marker in (ast.get_docstring(node) or ""):
+            return node.name
     return ctx.add_module_code(textwrap.dedent(code), name=name)
 
 
@@ -194,13 +199,14 @@ def _statement_lines_alone(ctx: SynthContext, span: Span) -> bool:
 
 def _function_end(ctx: SynthContext, line: int) -> int:
     """The last line (0-based) of the innermost function containing `line`."""
+    parsed = ctx.text_index
     try:
-        tree = module_tree(ctx.source)
+        tree = parsed.module([line])  # the top-level statement holding `line` holds every function around it
     except SyntaxError:
         return line
     end = line
     best = None
-    for node in all_nodes(tree):
+    for node in parsed.statements(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None:
             if node.lineno - 1 <= line <= node.end_lineno - 1 and (best is None or node.lineno > best.lineno):
                 best = node

@@ -14,9 +14,9 @@ import ast
 import re
 
 from adopter.dsl.types import Binding, Ctor, Op, OpKind, Span
+from adopter.parsed import ParsedText
 from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.checkpoint_hooks import ensure_checkpoint_hooks
-from adopter.synth.trees import all_nodes, module_tree
 
 
 @strategy("fuse_qkv")
@@ -31,16 +31,18 @@ def fuse_qkv(ctx: SynthContext) -> None:
         ctx.decline("the three Linears are not built with the same arguments (in, out, bias)")
     if any(b.condition for b in bindings):
         ctx.decline("a projection is bound under a condition in __init__")
-    try:
-        tree = module_tree(ctx.source)
+    parsed = ctx.text_index
+    own = [*(op.stmt_span for op in linears), *(b.span for b in bindings)]
+    try:  # the class of the match (the top-level statements holding its lines), not the whole file
+        tree = parsed.module(line for s in own for line in range(s.start_line, s.end_line + 1))
     except SyntaxError as err:
         ctx.decline(f"the file does not parse ({err.msg}, line {err.lineno})")
         return
     attrs = [b.attr for b in bindings]
     statements = _forward_statements(ctx, tree, linears)
-    _refuse_other_uses(ctx, tree, attrs, [*(op.stmt_span for op in linears), *(b.span for b in bindings)])
+    _refuse_other_uses(ctx, attrs, own)
 
-    cls = _enclosing_class(tree, bindings[0].span.start_line + 1)
+    cls = _enclosing_class(parsed, tree, bindings[0].span.start_line + 1)
     fused = _fresh_attr(cls, "qkv")
     hooks = ensure_checkpoint_hooks(ctx)
     first = min(bindings, key=lambda b: (b.span.start_line, b.span.start_col))
@@ -48,7 +50,7 @@ def fuse_qkv(ctx: SynthContext) -> None:
     parts = ", ".join(f'"{a}"' for a in attrs)
     code = f'self.{fused} = {fused_ctor}\n{hooks}(self, "{fused}", ({parts}))'
     ordered = sorted(bindings, key=lambda b: (b.span.start_line, b.span.start_col))
-    if _consecutive(tree, [b.span for b in ordered]):
+    if _consecutive(parsed, tree, [b.span for b in ordered]):
         ctx.replace_statements([ordered[0].span, ordered[-1].span], code)
     else:
         ctx.replace_binding(first.span, code)
@@ -81,7 +83,7 @@ def _forward_statements(ctx: SynthContext, tree: ast.Module, linears: list[Op]) 
     spans = sorted((op.stmt_span for op in linears), key=lambda s: (s.start_line, s.start_col))
     if len(set(spans)) != 3:
         ctx.decline("two projections share one statement")
-    block = _block_of(tree, spans[0].start_line + 1)
+    block = _block_of(ctx.text_index, tree, spans[0].start_line + 1)
     lines = [s.start_line + 1 for s in spans]
     index = next((i for i, s in enumerate(block) if s.lineno == lines[0]), None)
     if index is None or [s.lineno for s in block[index : index + 3]] != lines:
@@ -116,17 +118,22 @@ def _projection_code(ctx: SynthContext, linears: list[Op], fused: str) -> str:
     return "\n".join([head, *rest])
 
 
-def _consecutive(tree: ast.Module, spans: list[Span]) -> bool:
+def _consecutive(parsed: ParsedText, tree: ast.Module, spans: list[Span]) -> bool:
     """Whether `spans` start consecutive statements of one block (the bindings can be one edit)."""
     lines = [s.start_line + 1 for s in spans]
-    block = _block_of(tree, lines[0])
+    block = _block_of(parsed, tree, lines[0])
     index = next((i for i, s in enumerate(block) if s.lineno == lines[0]), None)
     return index is not None and [s.lineno for s in block[index : index + len(lines)]] == lines
 
 
-def _block_of(tree: ast.Module, line: int) -> list[ast.stmt]:
+def _block_of(parsed: ParsedText, tree: ast.Module, line: int) -> list[ast.stmt]:
+    """The innermost statement list holding a statement that starts on (1-based) `line`. `tree` holds that
+    line's top-level statement; a line that starts a top-level statement is looked up in the whole module."""
+    unit = parsed.unit_at(line - 1)
+    if unit is not None and parsed.units is not None and parsed.units[unit].start == line - 1:
+        tree = parsed.module()
     best: list[ast.stmt] = []
-    for node in all_nodes(tree):
+    for node in parsed.statements(tree):
         for field in ("body", "orelse", "finalbody"):
             body = getattr(node, field, None)
             if isinstance(body, list) and any(isinstance(s, ast.stmt) and s.lineno == line for s in body):
@@ -134,19 +141,27 @@ def _block_of(tree: ast.Module, line: int) -> list[ast.stmt]:
     return best
 
 
-def _refuse_other_uses(ctx: SynthContext, tree: ast.Module, attrs: list[str], own: list[Span]) -> None:
-    """Decline when the separate Linears are used outside the match (pruning, weight tying...)."""
+def _refuse_other_uses(ctx: SynthContext, attrs: list[str], own: list[Span]) -> None:
+    """Decline when the separate Linears are used outside the match (pruning, weight tying...).
+
+    Only the top-level statements where one of `attrs` follows a `.` (across blanks, line continuations
+    and comments, as Python's tokens allow) can hold such a use; walked as one tree, they give the uses in
+    the whole module's walk order (the first is the one reported)."""
     own_lines = {line for s in own for line in range(s.start_line + 1, s.end_line + 2)}
-    for node in all_nodes(tree):
+    parsed = ctx.text_index
+    text = parsed.text
+    uses = re.compile(r"\.(?:\s|\\\r?\n|#[^\n]*)*(?:" + "|".join(re.escape(a) for a in attrs) + r")\b")
+    named = [text.count("\n", 0, m.end()) for m in uses.finditer(text)]
+    for node in parsed.nodes(parsed.module(named)):
         if isinstance(node, ast.Attribute) and node.attr in attrs and node.lineno not in own_lines:
             ctx.decline(
                 f"`{ast.unparse(node)}` is also used on line {node.lineno}; the fused layer would break it"
             )
 
 
-def _enclosing_class(tree: ast.Module, line: int) -> ast.ClassDef | None:
+def _enclosing_class(parsed: ParsedText, tree: ast.Module, line: int) -> ast.ClassDef | None:
     found = None
-    for node in all_nodes(tree):
+    for node in parsed.statements(tree):
         if isinstance(node, ast.ClassDef) and node.lineno <= line <= (node.end_lineno or node.lineno):
             found = node
     return found

@@ -1,0 +1,142 @@
+"""`ParsedText` cuts a module into top-level units and parses them alone: what it answers must equal what
+one `ast.parse` of the whole text answers (the fix decisions of `check` depend on it byte for byte)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from adopter.parsed import ParsedText, StatementIndex, walk, walk_statements
+
+SOURCE = '''#!/usr/bin/env python
+"""Doc."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn as tnn, Tensor
+import a.b.c
+x = 1; y = 2
+
+
+@decorator(
+    arg=1,
+)
+class Block(tnn.Module):
+    """A block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.query = tnn.Linear(4, 4)
+        self.key = tnn.Linear(4, 4)
+        if True: self.flag = 1
+
+    def forward(self, h: Tensor) -> Tensor:
+        q = self.query(h)
+        k = self.key(h)
+        try:
+            s = q @ k.transpose(-1, -2)
+        except RuntimeError:
+            s = q
+        finally:
+            pass
+        if s is None:
+            return h
+        elif s.ndim:
+            s = s + 1
+        else:
+            s = s - 1
+        return F.softmax(s, dim=-1)
+
+
+def helper(m):  # comment after the header
+    return m.query, (m.
+                     key)
+# trailing comment
+'''
+
+
+def _walk_with_top(tree: ast.Module) -> list[tuple[ast.AST, ast.stmt]]:
+    """The nodes of `tree` below its top-level statements in `ast.walk` order, each with that statement."""
+    queue: list[tuple[ast.AST, ast.stmt]] = [(stmt, stmt) for stmt in tree.body]
+    i = 0
+    while i < len(queue):
+        node, top = queue[i]
+        i += 1
+        queue.extend((child, top) for child in ast.iter_child_nodes(node))
+    return queue
+
+
+def _whole_index(text: str) -> StatementIndex:
+    return StatementIndex(ast.parse(text).body, text.split("\n"))
+
+
+def test_units_follow_the_top_level_statements() -> None:
+    parsed = ParsedText.of(SOURCE)
+    assert parsed.units is not None
+    starts = [u.start for u in parsed.units]
+    whole = ast.parse(SOURCE).body
+    # `x = 1; y = 2` is one unit; a decorated class starts at its decorator.
+    assert [u.start + 1 for u in parsed.units] == sorted({(getattr(s, "decorator_list", None) and
+                                                          s.decorator_list[0].lineno) or s.lineno for s in whole})
+    assert len(starts) == len(whole) - 1
+    assert parsed.units[-2].defines("class_definition", "Block")
+    assert parsed.units[-1].defines("function_definition", "helper")
+
+
+def test_a_restricted_module_walks_in_the_whole_modules_order() -> None:
+    parsed = ParsedText.of(SOURCE)
+    whole = ast.parse(SOURCE)
+    assert parsed.units is not None
+    for lines in ([20], [44, 20], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], list(range(60))):
+        picked = [u for u in parsed.units if any(u.start <= line <= u.end for line in lines)]
+        expected = [n for n, top in _walk_with_top(whole) if any(u.start < top.lineno <= u.end + 1 for u in picked)]
+        restricted = parsed.nodes(parsed.module(lines))[1:]
+        assert [ast.dump(n, include_attributes=True) for n in restricted] == \
+            [ast.dump(n, include_attributes=True) for n in expected]
+    assert ast.dump(parsed.module()) == ast.dump(whole)
+
+
+def test_imports_and_statement_blocks_equal_the_whole_parse() -> None:
+    parsed = ParsedText.of(SOURCE)
+    assert parsed.imports() == ParsedText(SOURCE, None).imports()
+    assert parsed.imports()[("torch", "nn")] == "tnn"
+    whole = _whole_index(SOURCE)
+    n = len(SOURCE.split("\n"))
+    for first in range(n):
+        for last in range(first, min(n, first + 12)):
+            assert parsed.statement_index(first, last).region(first, last) == whole.region(first, last), (first, last)
+
+
+def test_a_text_that_does_not_parse_raises_the_whole_texts_error() -> None:
+    broken = SOURCE.replace("k = self.key(h)", "k = self.key(h))")
+    with pytest.raises(SyntaxError) as cut:
+        ParsedText.of(broken).module([0])
+    with pytest.raises(SyntaxError) as whole:
+        ast.parse(broken)
+    assert (cut.value.msg, cut.value.lineno) == (whole.value.msg, whole.value.lineno)
+    assert ParsedText.of(broken).imports() == {}
+    assert ParsedText.of(broken).parses() == f"the file does not parse: {whole.value.msg} (line {whole.value.lineno})"
+
+
+def test_line_breaks_the_cut_cannot_follow_read_the_text_whole() -> None:
+    text = "import os\rimport sys\nclass A:\n    pass\n"
+    parsed = ParsedText.of(text)
+    assert parsed.units is None
+    assert parsed.module([3]) is parsed.module() and ast.dump(parsed.module()) == ast.dump(ast.parse(text))
+
+
+def test_the_statement_walk_is_the_full_walk_without_expressions() -> None:
+    tree = ast.parse(SOURCE + "\nmatch x:\n    case 1:\n        y = lambda: [z for z in ()]\n")
+    holders = (ast.Module, ast.stmt, ast.excepthandler, ast.match_case)
+    assert walk_statements(tree) == tuple(n for n in walk(tree) if isinstance(n, holders))
+
+
+def test_python_2_statements_read_the_text_whole() -> None:
+    text = "import os\n\n\ndef show(x):\n    print x\n\n\nclass A:\n    pass\n"
+    parsed = ParsedText.of(text)
+    assert parsed.units is None  # tree-sitter reads `print x` without an error; Python 3 does not
+    with pytest.raises(SyntaxError):
+        parsed.module([7])
+    assert parsed.imports() == {}
