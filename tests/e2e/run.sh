@@ -7,11 +7,12 @@ eval "$(bash tests/e2e/setup.sh)"
 export NODE CODE_SERVER CHROMIUM
 export PYTHON="$PWD/.venv/bin/python"
 export CORPUS_WHEEL="$PWD/.cache/corpus/transformers-4.35.0-py3-none-any.whl"
-export VSIX="$PWD/adopter-linux-x64-0.1.0.vsix"
+TARGET=$("$PYTHON" -c 'import sys; sys.path.insert(0, "scripts"); import bundle_python; print(bundle_python.host_target())')
+export VSIX="$PWD/adopter-$TARGET-0.1.0.vsix"
 if [ "${ADOPTER_E2E_REUSE_VSIX:-0}" != 1 ] || [ ! -f "$VSIX" ]; then
   # The package script's `python3` is the project's venv (it has pip, which bundles the Python packages).
-  PATH="$PWD/.venv/bin:$PATH" npm run --silent package:linux-x64 >/dev/null 2>&1 \
-    || PATH="$PWD/.venv/bin:$PATH" npm run package:linux-x64  # quiet unless it fails
+  PATH="$PWD/.venv/bin:$PATH" npm run --silent package >/dev/null 2>&1 \
+    || PATH="$PWD/.venv/bin:$PATH" npm run package  # quiet unless it fails
 fi
 node esbuild.config.mjs --e2e
 node --test --test-concurrency=1 "$@" tests/e2e/out/
