@@ -113,6 +113,11 @@ def bundle(target: str | None) -> list[str]:
     libs = BUNDLED / "libs"
     if pip("--target", str(libs), "--implementation", "py", "--python-version", PYTHONS[0], *reqs["pure"]):
         raise SystemExit("bundle_python: installing the pure-Python packages failed")
+    # What the extension's Install button pip-installs into its private environment when the Python lacks
+    # the compiled packages (the universal .vsix): the [native] pins, markers kept (pip evaluates them).
+    (BUNDLED / "requirements.txt").write_text(
+        "# The compiled packages of the Adopter server (written by scripts/bundle_python.py)\n"
+        + "".join(f"{line}\n" for line in reqs["native"]), encoding="utf-8")
     missing: list[str] = []
     if target is not None:
         platforms = [a for tag in PLATFORMS[target] for a in ("--platform", tag)]
