@@ -100,6 +100,20 @@ def sections(text: str) -> dict[str, list[str]]:
     return out
 
 
+def declared_range(requirement: str) -> str | None:
+    """pyproject's own requirement for a pinned package (`libcst==1.9.0` -> `libcst>=1.4,<2`), if it has one:
+    what a platform gets when the pin has no wheel for it (libcst 1.9.0 has none for Intel macOS)."""
+    name = re.split(r"[=<>!~;\s\[]", requirement, maxsplit=1)[0]
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    block = re.search(r"^dependencies\s*=\s*\[(.*?)^\]", text, re.S | re.M)
+    for spec in re.findall(r'"([^"]+)"', block.group(1) if block else ""):
+        spec_name = re.split(r"[=<>!~;\s\[]", spec, maxsplit=1)[0]
+        if re.sub(r"[-_.]+", "-", spec_name).lower() == key and spec != requirement:
+            return spec
+    return None
+
+
 def pip(*args: str) -> int:
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
            "--only-binary=:all:", "--ignore-requires-python", "--no-compile", *args]
@@ -129,8 +143,15 @@ def bundle(target: str | None) -> list[str]:
                 # One at a time, to keep what exists: the launcher names what is missing at run time.
                 shutil.rmtree(folder, ignore_errors=True)
                 for requirement in wanted:
-                    if pip("--target", str(folder), "--implementation", "cp", "--python-version", version,
-                           *platforms, requirement):
+                    options = ("--target", str(folder), "--implementation", "cp", "--python-version", version,
+                               *platforms)
+                    if not pip(*options, requirement):
+                        continue
+                    fallback = declared_range(requirement)
+                    if fallback is not None and not pip(*options, fallback):
+                        print(f"bundle_python: no {target} wheel of {requirement} for Python {version}; "
+                              f"bundled the newest that pyproject allows ({fallback})", file=sys.stderr)
+                    else:
                         missing.append(f"{requirement} for Python {version}")
     for junk in BUNDLED.rglob("__pycache__"):
         shutil.rmtree(junk, ignore_errors=True)
