@@ -126,7 +126,7 @@ def test_requirement_markers_pick_yaml_per_python() -> None:
 def host_vsix() -> Path:
     """This machine's platform .vsix: the one `make e2e` (or `npm run package`) built, else built now."""
     target = bundle_python.host_target()
-    path = REPO / f"adopter-{target}-0.1.0.vsix"
+    path = REPO / _script("package_vsix").output_name(target)
     if not path.is_file():
         if shutil.which("vsce", path=str(REPO / "node_modules" / ".bin")) is None or shutil.which("node") is None:
             pytest.skip("no .vsix of this platform and no vsce to build it (npm ci)")
