@@ -89,7 +89,8 @@ before(async () => {
   const workspace = join(home, "workspace");
   cpSync(join(ROOT, "tests", "e2e", "workspace", "tinybert"), join(workspace, "tinybert"), { recursive: true });
   // A Python with none of the server's packages: a fresh venv of the machine's python3, first on PATH.
-  execFileSync("python3", ["-m", "venv", join(home, "bare")]);
+  // ADOPTER_E2E_BASE_PYTHON: another Python to make it from (e.g. python3.13), to try other versions by hand.
+  execFileSync(process.env.ADOPTER_E2E_BASE_PYTHON || "python3", ["-m", "venv", join(home, "bare")]);
   barePython = join(home, "bare", "bin", "python3");
   execFileSync(barePython, ["-c", "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) for m in ('tree_sitter', 'libcst')))"]);
   const userData = join(home, "user-data");
