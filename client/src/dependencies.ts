@@ -33,7 +33,7 @@ export function parseProbe(stdout: string, exitCode: number | null, stderr = "")
       if (report.adopter === "ready" && exitCode === 0) {
         return { state: "ready", python: report.python, executable: report.executable };
       }
-      if (report.adopter === "missing" && Array.isArray(report.missing) && report.missing.length > 0) {
+      if (report.adopter === "missing" && exitCode === MISSING_EXIT && Array.isArray(report.missing) && report.missing.length > 0) {
         return { state: "missing", missing: report.missing, python: report.python, executable: report.executable };
       }
     } catch {

@@ -28,6 +28,7 @@ test("the probe's report: ready, missing (from the last JSON line), or unknown w
   assert.deepEqual(parseProbe("", 2, "python3: can't open file '/x/launch.py'\n"), { state: "unknown", error: "python3: can't open file '/x/launch.py'" });
   assert.deepEqual(parseProbe('{"adopter": "ready"}', 4), { state: "unknown", error: "exit status 4" }); // ready must exit 0
   assert.equal(parseProbe("{not json", 1).state, "unknown");
+  assert.equal(parseProbe(MISSING_LINE, 1).state, "unknown"); // "missing" comes with the launcher's status 4
 });
 
 test("start with the chosen Python when it has the packages, or when the probe itself failed", () => {

@@ -30,7 +30,8 @@ MESSAGE_CHARS = 90  # a finding's message is cut to its first sentence, at most 
 
 
 def _first_sentence(message: str) -> str:
-    head = message.split(". ", 1)[0].split(": ", 1)[0] if len(message) > MESSAGE_CHARS else message
+    """A finding's message in one short line: its first sentence, cut at MESSAGE_CHARS."""
+    head = message.split(". ", 1)[0]
     return head if len(head) <= MESSAGE_CHARS else head[: MESSAGE_CHARS - 1].rstrip() + "…"
 
 

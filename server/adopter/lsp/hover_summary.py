@@ -122,10 +122,13 @@ class _Tokens:
         if len(inline) <= BRANCH_INLINE:
             return inline
         used = list(dict.fromkeys(token for arm in arms for token in _flat(arm)))
-        shown = ", ".join(used[:4]) + (", …" if len(used) > 4 else "")
-        if len(texts) == 2 and not texts[1]:
-            return f"[optional: {shown}]"
-        return f"[{len(texts)} paths: {shown}]"
+        head = "[optional: " if len(texts) == 2 and not texts[1] else f"[{len(texts)} paths: "
+        shown: list[str] = []
+        for token in used[:4]:  # the ops the paths use, as many as fit one line
+            if len(head) + len(", ".join([*shown, token])) + len(", …]") > WIDTH - 2:
+                break
+            shown.append(token)
+        return head + ", ".join([*shown, *(["…"] if len(shown) < len(used) else [])]) + "]"
 
 
 def _flat(tokens: Iterable[str]) -> Iterable[str]:
@@ -148,12 +151,13 @@ def forward_lines(arch: Architecture) -> list[str]:
 
 
 def _wrap(items: Sequence[str], separator: str, max_lines: int) -> list[str]:
-    """Join items with separator into lines of at most WIDTH (an over-long item gets its own line)."""
+    """Join items with separator into lines of at most WIDTH, a line's trailing separator included (an
+    over-long item gets its own line)."""
     lines: list[str] = []
     current = ""
     for item in items:
         candidate = current + separator + item if current else item
-        if current and len(candidate) > WIDTH:
+        if current and len(candidate) + len(separator.rstrip()) > WIDTH:  # room for the next separator
             lines.append(current + separator.rstrip())
             current = item
         else:
