@@ -8,7 +8,7 @@ const common = { bundle: true, platform: "node", format: "cjs", target: "node20"
 if (process.argv.includes("--e2e")) {
   await esbuild.build({
     ...common,
-    entryPoints: ["tests/e2e/vscode.test.ts"],
+    entryPoints: ["tests/e2e/vscode.test.ts", "tests/e2e/universal.test.ts"],
     outdir: "tests/e2e/out",
     external: ["playwright-core"],
   });

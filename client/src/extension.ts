@@ -1,5 +1,7 @@
 // Adopter's VS Code client: starts the Python language server from what the extension carries, and adds
 // the commands, code lenses' targets, status-bar item and accelerator-search panel around it.
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
 import * as os from "node:os";
 import * as vscode from "vscode";
 import {
@@ -13,6 +15,7 @@ import {
   State,
   TransportKind,
 } from "vscode-languageclient/node";
+import { DependencyProbe, MissingPackage, decideStart, installSteps, probeDependencies, run, venvPython } from "./dependencies";
 import { CLIENT, FIX_ALL_KIND, SERVER } from "./ids";
 import { Candidate, Choice, candidates, chooseInterpreter, expandPath, probeInterpreter } from "./interpreter";
 import { SearchPanel, VIEW_TYPE } from "./panel";
@@ -27,6 +30,7 @@ let client: LanguageClient | undefined;
 let log: vscode.LogOutputChannel;
 let status: StatusBar;
 let extensionUri: vscode.Uri;
+let storageUri: vscode.Uri | undefined; // the extension's global storage: the private environment lives there
 let interpreterSource: Candidate["source"] | undefined;
 
 /** Declares the client's own commands, so the server offers code lenses that run them. */
@@ -127,6 +131,8 @@ function clientOptions(): LanguageClientOptions {
     initializationOptions: serverSettings(vscode.workspace.getConfiguration("adopter"), vscode.workspace.isTrusted),
     synchronize: { configurationSection: "adopter" },
     outputChannel: log,
+    // The hover's "Show architecture" link runs this command (and only this one).
+    markdown: { isTrusted: { enabledCommands: [CLIENT.showArchitecture] } },
     middleware: {
       workspace: {
         // The server gets its own settings only (not the interpreter or the trace level).
@@ -135,6 +141,101 @@ function clientOptions(): LanguageClientOptions {
       },
     },
   };
+}
+
+/** The private environment an Install makes (under the extension's global storage). */
+function privateEnvironment(): string | undefined {
+  return storageUri ? vscode.Uri.joinPath(storageUri, "python-env").fsPath : undefined;
+}
+
+function launcherPath(): string {
+  return vscode.Uri.joinPath(extensionUri, "client", "python", "launch.py").fsPath;
+}
+
+function logProbe(command: string, probe: DependencyProbe): void {
+  if (probe.state === "ready") {
+    log.info(`${command}: the server's packages import`);
+  } else if (probe.state === "missing") {
+    for (const m of probe.missing) {
+      log.warn(`${command}: ${m.package} does not import (${m.module}: ${m.error})`);
+    }
+  } else {
+    log.warn(`${command}: the launcher's probe failed (${probe.error}); starting the server anyway`);
+  }
+}
+
+/**
+ * The interpreter to start the server with, after the launcher's probe: the chosen one, the private
+ * environment of an earlier Install, or none (then one notification offers Install / Select Interpreter).
+ */
+async function serverInterpreter(command: string): Promise<string | undefined> {
+  const launcher = launcherPath();
+  const probe = await probeDependencies(command, launcher);
+  logProbe(command, probe);
+  const envDir = privateEnvironment();
+  const envPython = envDir ? venvPython(envDir, process.platform) : undefined;
+  let envProbe: DependencyProbe | undefined;
+  if (probe.state === "missing" && envPython && existsSync(envPython)) {
+    envProbe = await probeDependencies(envPython, launcher);
+    logProbe(envPython, envProbe);
+  }
+  const decision = decideStart(command, probe, envPython, envProbe);
+  if (decision.action === "start") {
+    if (decision.privateEnvironment) {
+      log.info(`using Adopter's private environment ${envDir}`);
+    }
+    return decision.command;
+  }
+  log.error(`Adopter: ${decision.message}`);
+  status.setState("failed", decision.message);
+  notifyMissing(decision.message, command, decision.missing);
+  return undefined;
+}
+
+function notifyMissing(message: string, basePython: string, missing: MissingPackage[]): void {
+  void vscode.window.showErrorMessage(`Adopter: ${message}`, "Install", "Select Interpreter").then((button) => {
+    if (button === "Install") {
+      void installPrivateEnvironment(basePython, missing);
+    } else if (button === "Select Interpreter") {
+      void vscode.commands.executeCommand(CLIENT.selectInterpreter);
+    }
+  });
+}
+
+/** `python -m venv` under the global storage, `pip install` of the bundled requirements, then restart. */
+async function installPrivateEnvironment(basePython: string, missing: MissingPackage[]): Promise<void> {
+  const dir = privateEnvironment();
+  if (!dir || !storageUri) {
+    log.error("no global storage folder to make a private environment in");
+    return;
+  }
+  await mkdir(storageUri.fsPath, { recursive: true });
+  const requirements = vscode.Uri.joinPath(extensionUri, "bundled", "requirements.txt").fsPath;
+  const steps = installSteps(basePython, dir, process.platform, existsSync(requirements) ? requirements : undefined, missing);
+  const failed = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: "Adopter", cancellable: false },
+    async (progress) => {
+      for (const step of steps) {
+        progress.report({ message: `${step.title}…` });
+        log.info(`${step.title}: ${step.command} ${step.args.join(" ")}`);
+        const result = await run(step.command, step.args, 15 * 60 * 1000);
+        for (const line of `${result.stdout}\n${result.stderr}`.split(/\r?\n/).filter((l) => l.trim())) {
+          log.info(`  ${line}`);
+        }
+        if (result.code !== 0) {
+          return `${step.title} failed (${result.error ?? `exit status ${result.code}`})`;
+        }
+      }
+      return undefined;
+    });
+  if (failed) {
+    log.error(`Adopter: ${failed}`);
+    void vscode.window.showErrorMessage(`Adopter: ${failed}; the output says why.`, "Show Output", "Select Interpreter")
+      .then((b) => b === "Show Output" ? log.show() : b && vscode.commands.executeCommand(CLIENT.selectInterpreter));
+    return;
+  }
+  log.info(`installed the server's packages into ${dir}; restarting the server with it`);
+  await restartServer();
 }
 
 async function startServer(): Promise<void> {
@@ -148,20 +249,24 @@ async function startServer(): Promise<void> {
   if (choice.problem) {
     notifyInterpreterProblem(choice.problem);
   }
-  const launcher = vscode.Uri.joinPath(extensionUri, "client", "python", "launch.py").fsPath;
-  const server: ServerOptions = { command: choice.command, args: [launcher, "lsp"], transport: TransportKind.stdio };
+  const command = await serverInterpreter(choice.command);
+  if (!command) {
+    return; // the packages are missing: one notification asked what to do
+  }
+  const launcher = launcherPath();
+  const server: ServerOptions = { command, args: [launcher, "lsp"], transport: TransportKind.stdio };
   client = new LanguageClient("adopter", "Adopter", server, clientOptions());
   client.registerFeature(new ClientCommandsFeature());
   client.onDidChangeState((e) => {
     if (e.newState === State.Running) {
-      status.setState("running", `Python ${choice.version?.join(".")} at ${choice.command}`);
+      status.setState("running", `Python ${choice.version?.join(".")} at ${command}`);
     } else if (e.newState === State.Stopped) {
       status.setState("stopped");
     }
   });
   try {
     await client.start();
-    log.info(`server started with ${choice.command} ${launcher}`);
+    log.info(`server started with ${command} ${launcher}`);
   } catch (err) {
     status.setState("failed", String(err));
     log.error(`the server did not start: ${err}`);
@@ -329,6 +434,7 @@ async function fixAll(): Promise<void> {
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   extensionUri = context.extensionUri;
+  storageUri = context.globalStorageUri;
   log = vscode.window.createOutputChannel("Adopter", { log: true });
   status = new StatusBar();
   context.subscriptions.push(

@@ -441,7 +441,7 @@ test("Ctrl+. applies a quick fix: the text changes and the finding is gone", asy
   await filterProblems("");
 });
 
-test("hovering a model class shows its architecture", async () => {
+test("hovering a model class shows its architecture in short form, with a link to the full DSL", async () => {
   await openFile("tinybert/modeling_tinybert.py");
   await goTo(9, 10); // class TinyBertSelfOutput(nn.Module):
   await palette("Show or Focus Hover");
@@ -449,6 +449,8 @@ test("hovering a model class shows its architecture", async () => {
   await hover.waitFor({ timeout: 30_000 });
   const text = await hover.innerText();
   assert.match(text, /LayerNorm/);
+  assert.doesNotMatch(text, /@\d+:\d+-\d+:\d+/); // the short form: no source ranges
+  await hover.locator("a", { hasText: "Show architecture" }).first().waitFor(); // the link to the full DSL
   await shot("hover", true);
   await page.keyboard.press("Escape");
 });

@@ -1,4 +1,7 @@
-"""Hover: a model class's architecture in the DSL, with the findings inside it.
+"""Hover: a model class's architecture in short form (layers, forward's ops), with the findings inside it.
+
+The short form has no source ranges (adopter.lsp.hover_summary); a "Show architecture" link, for clients
+that run the extension's commands, opens the full DSL with its positions in a read-only editor.
 
 Hovering the class name, any use of the name (`BertLayer(config)`), or an `__init__` line that
 constructs a class of the same file shows that class. In rule files, hover shows the rule's docs.
@@ -6,12 +9,15 @@ constructs a class of the same file shows that class. In rule files, hover shows
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from lsprotocol import types
 
 from adopter.dsl.types import Architecture
 from adopter.lsp.convert import lsp_markdown
+from adopter.lsp.hover_summary import forward_lines, layer_lines
 from adopter.lsp.locate import architecture_at
 from adopter.lsp.pipeline import Snapshot, failure
 from adopter.positions import LspLines
@@ -19,26 +25,48 @@ from adopter.positions import LspLines
 if TYPE_CHECKING:
     from adopter.lsp.server import AdopterServer
 
-def architecture_markdown(snapshot: Snapshot, arch: Architecture) -> str:
-    """The class's DSL in an ```adopter block, then the findings inside the class."""
-    try:
-        from adopter.dsl import format_architecture
+SHOW_ARCHITECTURE = "adopter.client.showArchitecture"  # the VS Code extension's command (code_lens.py)
+MESSAGE_CHARS = 90  # a finding's message is cut to its first sentence, at most this long
 
-        dsl = format_architecture(arch)
-    except Exception as exc:  # the printer missing or failing must not break hover
-        dsl = f"# architecture unavailable: {failure('printing the architecture', exc).message}"
-    bases = ", ".join(arch.bases) or "nn.Module"
-    parts = [f"**{arch.name}** ({bases})", f"```adopter\n{dsl.rstrip()}\n```"]
+
+def _first_sentence(message: str) -> str:
+    """A finding's message in one short line: its first sentence, cut at MESSAGE_CHARS."""
+    head = message.split(". ", 1)[0]
+    return head if len(head) <= MESSAGE_CHARS else head[: MESSAGE_CHARS - 1].rstrip() + "…"
+
+
+def show_architecture_link(uri: str, arch: Architecture) -> str:
+    """A command link that opens the class's full DSL (with source positions) in a read-only editor."""
+    argument = {"uri": uri, "class": arch.name, "line": arch.span.start_line}
+    return f"[Show architecture](command:{SHOW_ARCHITECTURE}?{quote(json.dumps([argument]))} \"Open the full DSL\")"
+
+
+def architecture_markdown(snapshot: Snapshot, arch: Architecture, link_uri: str | None = None) -> str:
+    """The class's layers and forward in short form (no source ranges), its findings, and a link to the DSL.
+
+    `link_uri` is the document's uri when the client runs the extension's commands (the link needs them).
+    """
+    bases = ", ".join(base.replace("torch.nn.", "nn.", 1) if base.startswith("torch.nn.") else base
+                      for base in arch.bases) or "nn.Module"
+    parts = [f"**{arch.name}** ({bases})"]
+    try:
+        layers, forward = layer_lines(arch), forward_lines(arch)
+    except Exception as exc:  # the summary failing must not break hover
+        layers, forward = [], [f"architecture unavailable: {failure('summarising the architecture', exc).message}"]
+    block = [*(["layers:", *("  " + line for line in layers)] if layers else []),
+             *(["forward:", *("  " + line for line in forward)] if forward else [])]
+    if block:
+        parts.append("```text\n" + "\n".join(block) + "\n```")
     inside = [f for f in snapshot.findings if f.scope_name == arch.name]
     if inside:
-        parts.append("**Kernel opportunities**")
-        parts.append(
-            "\n".join(f"- `{f.rule_id}` line {f.span.start_line + 1}: {f.message}" for f in inside)
-        )
+        parts.append("**Kernel opportunities**\n" + "\n".join(
+            f"- `{f.rule_id}` line {f.span.start_line + 1}: {_first_sentence(f.message)}" for f in inside))
+    if link_uri is not None:
+        parts.append(show_architecture_link(link_uri, arch))
     return "\n\n".join(parts)
 
 
-def python_hover(snapshot: Snapshot, position: types.Position) -> types.Hover | None:
+def python_hover(snapshot: Snapshot, position: types.Position, link_uri: str | None = None) -> types.Hover | None:
     lines = LspLines(snapshot.text)
     if not 0 <= position.line < lines.line_count:
         return None
@@ -46,7 +74,7 @@ def python_hover(snapshot: Snapshot, position: types.Position) -> types.Hover | 
     arch = architecture_at(snapshot, line, col)
     if arch is None:
         return None
-    return types.Hover(contents=lsp_markdown(architecture_markdown(snapshot, arch)))
+    return types.Hover(contents=lsp_markdown(architecture_markdown(snapshot, arch, link_uri)))
 
 
 async def hover(ls: AdopterServer, params: types.HoverParams) -> types.Hover | None:
@@ -60,7 +88,9 @@ async def hover(ls: AdopterServer, params: types.HoverParams) -> types.Hover | N
         return None
     if doc.rule_file:
         return rule_hover(snapshot, params.position)
-    return python_hover(snapshot, params.position)
+    from adopter.lsp.code_lens import has_client_commands
+
+    return python_hover(snapshot, params.position, uri if has_client_commands(ls) else None)
 
 
 def register(server: AdopterServer) -> None:

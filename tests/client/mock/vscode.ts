@@ -49,6 +49,7 @@ export const mock = {
   quickPickAnswers: [] as ((items: any[]) => any)[], // one per showQuickPick, in order
   inputAnswers: [] as (string | undefined)[],
   messages: [] as { level: string; text: string; buttons: string[] }[],
+  messageAnswers: [] as ((text: string, buttons: string[]) => string | undefined)[], // one per message, in order
   commands: new Map<string, (...args: any[]) => any>(),
   executed: [] as { command: string; args: any[] }[],
   panels: [] as any[],
@@ -67,6 +68,7 @@ export const mock = {
     this.quickPickAnswers = [];
     this.inputAnswers = [];
     this.messages = [];
+    this.messageAnswers = [];
     this.commands.clear();
     this.executed = [];
     this.panels = [];
@@ -85,7 +87,8 @@ export const mock = {
 function message(level: string) {
   return (text: string, ...buttons: string[]) => {
     mock.messages.push({ level, text, buttons });
-    return Promise.resolve(undefined);
+    const answer = mock.messageAnswers.shift();
+    return Promise.resolve(answer ? answer(text, buttons) : undefined);
   };
 }
 
