@@ -82,7 +82,15 @@ def start_method(start: str) -> str:
 
 def _pool(fn: Callable[..., T], tasks: Sequence[Any], workers: int, shared: Any,
           start: str) -> Iterator[tuple[int, T]]:
-    ctx = multiprocessing.get_context(start_method(start))
+    method = start_method(start)
+    ctx = multiprocessing.get_context(method)
+    if method != "fork":
+        # Start multiprocessing's resource tracker here, before the pool: the pool's manager thread would
+        # otherwise start it while this thread spawns a worker, and the tracker can inherit the worker's
+        # start-up pipe, leaving this thread blocked writing to it (seen as a hang in a threaded caller).
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
     with_shared = shared is not _NO_SHARED
     # With fork the workers inherit `shared` as it is; with spawn it is pickled once per worker.
     with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx, initializer=_remember_shared,

@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,21 +55,41 @@ def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]
     env = dict(os.environ, HOME=str(home), RAY_USAGE_STATS_ENABLED="0",
                PYTHONPATH=os.pathsep.join(filter(None, [str(Path(adopter.__file__).parents[1]),
                                                         os.environ.get("PYTHONPATH")])))
-    port = _free_port()
-    address = f"127.0.0.1:{port}"
     common = ["--num-cpus=1", "--object-store-memory=100000000", "--disable-usage-stats"]
     ray_cli = _ray_cli()
+    # Ray's sockets live under --temp-dir and an AF_UNIX path has at most 107 bytes: pytest's own temp
+    # folders (`/tmp/pytest-of-root/pytest-15/popen-gw0/...`) are too deep for them.
+    temp = Path(tempfile.mkdtemp(prefix="adopter-ray-", dir="/tmp"))
     try:
-        subprocess.run([ray_cli, "start", "--head", f"--port={port}", "--include-dashboard=false",
-                        f"--temp-dir={home / 'tmp'}", *common], env=env, check=True, capture_output=True,
-                       timeout=START_TIMEOUT_S)
-        subprocess.run([ray_cli, "start", f"--address={address}", *common], env=env, check=True,
-                       capture_output=True, timeout=START_TIMEOUT_S)
+        address = _start_head(ray_cli, temp, env, common)
+        _ray_start([ray_cli, "start", f"--address={address}", *common], env)
         yield address, home
     finally:
         if ray.is_initialized():
             ray.shutdown()
-        stop_processes_under(str(home))
+        stop_processes_under(str(temp))
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _start_head(ray_cli: str, temp: Path, env: dict[str, str], common: list[str]) -> str:
+    """Start the head node on a free port; another port when one of Ray's own ports was taken meanwhile
+    (a Ray instance another test process starts at the same time picks its ports at random)."""
+    for attempt in range(3):
+        port = _free_port()
+        try:
+            _ray_start([ray_cli, "start", "--head", f"--port={port}", "--include-dashboard=false",
+                        f"--temp-dir={temp}", *common], env)
+            return f"127.0.0.1:{port}"
+        except AssertionError:
+            stop_processes_under(str(temp))
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _ray_start(command: list[str], env: dict[str, str]) -> None:
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=START_TIMEOUT_S)
+    assert result.returncode == 0, f"{' '.join(command[:3])} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
 
 
 @pytest.fixture

@@ -49,6 +49,6 @@ def test_neovim_diagnostics_hover_and_quick_fix(tmp_path: Path) -> None:
     assert "error" not in result, result
     assert result["steps"] == ["started", "diagnostics", "hover", "applied", "reanalysed"]
     assert result["source"] == "adopter" and f"rules.md#{RULE}--" in result["href"]
-    assert "```adopter" in result["hover"]
+    assert "layers:" in result["hover"] and RULE in result["hover"]  # the short form: layers, forward, findings
     assert result["count_after"] == result["count_before"] - 1
     assert result["text"] == expected_after_fix(original, path, result["line"])

@@ -25,21 +25,8 @@ def register(subparsers: Any) -> None:
     p.set_defaults(run=run)
 
 
-def finding_record(f: Any, fixable: bool, reason: str | None) -> dict[str, Any]:
-    """One JSON record per finding (lines and columns 1-based, columns in code points, end exclusive)."""
-    return {
-        "path": f.path, "rule": f.rule_id, "family": f.family, "severity": f.severity.value,
-        "title": f.title, "message": f.message, "scope": f.scope_name,
-        "range": {"start": {"line": f.span.start_line + 1, "column": f.span.start_col + 1},
-                  "end": {"line": f.span.end_line + 1, "column": f.span.end_col + 1}},
-        "statements": [[s.start_line + 1, s.end_line + 1] for s in f.stmt_spans],
-        "init": [[s.start_line + 1, s.end_line + 1] for s in f.init_spans],
-        "fixable": fixable, "targets": list(f.targets), "no_fix_reason": reason,
-    }
-
-
 def sarif(records: list[dict[str, Any]], rules: tuple[Any, ...]) -> dict[str, Any]:
-    """A SARIF 2.1.0 log of the findings' `records` (`finding_record`)."""
+    """A SARIF 2.1.0 log of the findings' `records` (`filework.finding_record`)."""
     from adopter import __version__
 
     index = {r.id: i for i, r in enumerate(rules)}

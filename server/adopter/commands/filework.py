@@ -138,8 +138,6 @@ def forget_other_files() -> None:
 
 def check_file(session: Session, item: Item) -> Payload:
     """`check`'s result for one file: its problems, whether it parses, its findings as JSON records."""
-    from adopter.commands.check import finding_record
-
     assert item.text is not None  # run_chunk read it
     analysed = session.analysed(item.text, item.path)
     findings = []
@@ -169,3 +167,16 @@ def fix_file(session: Session, item: Item) -> Payload:
 def absolute(path: str) -> str:
     """The absolute, normalised form of `path` (how the analysis names the files it reads)."""
     return os.path.abspath(path)
+
+
+def finding_record(f: Any, fixable: bool, reason: str | None) -> dict[str, Any]:
+    """One JSON record per finding (lines and columns 1-based, columns in code points, end exclusive)."""
+    return {
+        "path": f.path, "rule": f.rule_id, "family": f.family, "severity": f.severity.value,
+        "title": f.title, "message": f.message, "scope": f.scope_name,
+        "range": {"start": {"line": f.span.start_line + 1, "column": f.span.start_col + 1},
+                  "end": {"line": f.span.end_line + 1, "column": f.span.end_col + 1}},
+        "statements": [[s.start_line + 1, s.end_line + 1] for s in f.stmt_spans],
+        "init": [[s.start_line + 1, s.end_line + 1] for s in f.init_spans],
+        "fixable": fixable, "targets": list(f.targets), "no_fix_reason": reason,
+    }

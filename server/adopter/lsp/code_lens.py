@@ -11,17 +11,11 @@ from typing import Any
 
 from lsprotocol import types
 
-from adopter.lsp.server import AdopterServer
+from adopter.lsp.server import AdopterServer, has_client_commands
 from adopter.positions import LspLines
 
 CLIENT_SEARCH = "adopter.client.searchAccelerator"
 CLIENT_SHOW_ARCHITECTURE = "adopter.client.showArchitecture"
-
-
-def has_client_commands(ls: AdopterServer) -> bool:
-    """Whether the client declared the extension's commands (VS Code with the Adopter extension)."""
-    experimental: Any = getattr(ls.client_capabilities, "experimental", None)
-    return isinstance(experimental, dict) and experimental.get("adopterClientCommands") is True
 
 
 def lsp_code_lenses(uri: str, architectures: Any, lines: LspLines) -> list[types.CodeLens]:

@@ -88,7 +88,7 @@ async def hover(ls: AdopterServer, params: types.HoverParams) -> types.Hover | N
         return None
     if doc.rule_file:
         return rule_hover(snapshot, params.position)
-    from adopter.lsp.code_lens import has_client_commands
+    from adopter.lsp.server import has_client_commands
 
     return python_hover(snapshot, params.position, uri if has_client_commands(ls) else None)
 

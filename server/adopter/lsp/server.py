@@ -144,3 +144,9 @@ class AdopterServer(LanguageServer):
     def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         log.warning("%s", message)
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+
+def has_client_commands(ls: AdopterServer) -> bool:
+    """Whether the client declared the extension's commands (VS Code with the Adopter extension)."""
+    experimental: Any = getattr(ls.client_capabilities, "experimental", None)
+    return isinstance(experimental, dict) and experimental.get("adopterClientCommands") is True
