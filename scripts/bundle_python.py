@@ -101,8 +101,8 @@ def sections(text: str) -> dict[str, list[str]]:
 
 
 def declared_range(requirement: str) -> str | None:
-    """pyproject's own requirement for a pinned package (`libcst==1.9.0` -> `libcst>=1.4,<2`), if it has one:
-    what a platform gets when the pin has no wheel for it (libcst 1.9.0 has none for Intel macOS)."""
+    """pyproject's own requirement for a pinned package (`lark==1.3.1` -> `lark>=1.2,<2`), if it has one:
+    what a platform gets when the pin has no wheel for it."""
     name = re.split(r"[=<>!~;\s\[]", requirement, maxsplit=1)[0]
     key = re.sub(r"[-_.]+", "-", name).lower()
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")

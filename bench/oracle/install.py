@@ -10,6 +10,7 @@ The outcome of each install is kept in `.cache/oracle/installs.json`, so a rerun
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "oracle"
 VENV = CACHE / "venv"
 LEDGER = CACHE / "installs"  # one JSON file per spec: installers in parallel never lose each other's entries
-HELDOUT = Path("/work/notes/heldout_distributions.txt")  # ADOPTER_ORACLE_HELDOUT overrides it
+HELDOUT_MANIFEST = ROOT / "bench" / "heldout_corpus.py"  # its MANIFEST; ADOPTER_ORACLE_HELDOUT (a file of names) overrides it
 INSTALL_TIMEOUT_S = 240  # a source build past this is a compiled extension this machine cannot build
 
 
@@ -54,12 +55,26 @@ def ensure_venv() -> Path:
 
 
 def excluded() -> tuple[str, ...]:
-    """Distributions the oracle must never download or open (the held-out labelled set)."""
-    path = Path(os.environ.get("ADOPTER_ORACLE_HELDOUT", HELDOUT))
-    try:
-        return tuple(ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip())
-    except OSError:
-        return ()
+    """Distributions the oracle must never download or open: the held-out labelled set, read from the
+    distribution names of `bench/heldout_corpus.py`'s MANIFEST (parsed, not imported), or from a file of
+    names one per line in ADOPTER_ORACLE_HELDOUT."""
+    override = os.environ.get("ADOPTER_ORACLE_HELDOUT")
+    if override:
+        text = Path(override).read_text(encoding="utf-8")
+        return tuple(ln.strip() for ln in text.splitlines() if ln.strip())
+    return heldout_names(HELDOUT_MANIFEST.read_text(encoding="utf-8"))
+
+
+def heldout_names(source: str) -> tuple[str, ...]:
+    """The first string of each entry of the module-level `MANIFEST = (...)` tuple in `source`."""
+    for node in ast.parse(source).body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (
+            node.targets[0] if isinstance(node, ast.Assign) else None)
+        if isinstance(target, ast.Name) and target.id == "MANIFEST" and isinstance(node.value, ast.Tuple):
+            return tuple(e.elts[0].value for e in node.value.elts
+                         if isinstance(e, ast.Tuple) and e.elts and isinstance(e.elts[0], ast.Constant)
+                         and isinstance(e.elts[0].value, str))
+    raise ValueError("no MANIFEST tuple in bench/heldout_corpus.py")
 
 
 def ledger_entry(spec: str) -> dict[str, object] | None:

@@ -21,11 +21,10 @@ TOO_OLD = 3
 MISSING = 4
 MINIMUM = (3, 10)
 # What the server imports at start, as (module to import, PyPI distribution). The compiled ones (the
-# universal .vsix does not carry them) come first; importing `libcst.native` loads libcst's parser binary.
+# universal .vsix does not carry them) come first; importing them loads their parser binaries.
 REQUIRED = (
     ("tree_sitter", "tree-sitter"),
     ("tree_sitter_python", "tree-sitter-python"),
-    ("libcst.native", "libcst"),
     ("lark", "lark"),
     ("pygls", "pygls"),
     ("lsprotocol", "lsprotocol"),

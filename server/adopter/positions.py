@@ -1,4 +1,4 @@
-"""The one place that converts source positions between tree-sitter, Adopter, LSP and libcst.
+"""The one place that converts source positions between tree-sitter, Adopter and LSP.
 
 Conventions:
 - tree-sitter: 0-based rows, 0-based *byte* columns into the UTF-8 encoded line.
@@ -6,11 +6,10 @@ Conventions:
   Lines are tree-sitter's rows: a line ends at `\n` only (a `\r` before it stays in the line).
 - LSP: 0-based lines, 0-based *UTF-16 code unit* columns (the default `positionEncoding`). Lines end
   at `LINE_BREAK`: `\r\n`, `\r` or `\n` (the LSP specification's rule, and Python's tokenizer's).
-- libcst: 1-based lines, 0-based code-point columns.
 
 The two line rules differ only in a text with a `\r` not followed by `\n` (a lone CR): there `LspLines`
 maps positions through string offsets. Everything here is pure: plain tuples in and out, no lsprotocol
-or libcst import.
+import.
 """
 
 from __future__ import annotations
@@ -128,21 +127,6 @@ def span_to_lsp(span: Span, lines: list[str]) -> tuple[tuple[int, int], tuple[in
         to_lsp(line_at(span.start_line), span.start_line, span.start_col),
         to_lsp(line_at(span.end_line), span.end_line, span.end_col),
     )
-
-
-def to_libcst(line: int, col: int) -> tuple[int, int]:
-    """Internal `(line, column)` → libcst `CodePosition` fields `(line, column)` (1-based line)."""
-    return (line + 1, col)
-
-
-def from_libcst(line: int, col: int) -> tuple[int, int]:
-    """libcst `(line, column)` (1-based line) → internal `(line, column)`."""
-    return (line - 1, col)
-
-
-def span_to_libcst(span: Span) -> tuple[tuple[int, int], tuple[int, int]]:
-    """A `Span` → libcst `((start line, col), (end line, col))` with 1-based lines."""
-    return (to_libcst(span.start_line, span.start_col), to_libcst(span.end_line, span.end_col))
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""adopter.positions: tree-sitter bytes → code points → UTF-16 / libcst, and back."""
+"""adopter.positions: tree-sitter bytes → code points → UTF-16, and back."""
 
 from __future__ import annotations
 
@@ -11,11 +11,8 @@ from adopter.positions import (
     LineIndex,
     LspLines,
     byte_column,
-    from_libcst,
     from_lsp,
-    span_to_libcst,
     span_to_lsp,
-    to_libcst,
     to_lsp,
 )
 
@@ -46,11 +43,6 @@ def test_lsp_utf16_round_trip(line: str, col: int, utf16: int) -> None:
 
 def test_from_lsp_clamps_past_the_end() -> None:
     assert from_lsp("ab", 0, 10) == (0, 2) and from_lsp("a😀", 0, 10) == (0, 2)
-
-
-def test_libcst_lines_are_one_based() -> None:
-    assert to_libcst(0, 4) == (1, 4) and from_libcst(1, 4) == (0, 4)
-    assert span_to_libcst(Span(2, 0, 3, 5)) == ((3, 0), (4, 5))
 
 
 def test_span_to_lsp_uses_each_lines_text() -> None:

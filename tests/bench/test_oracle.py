@@ -113,3 +113,18 @@ def test_each_family_at_its_lines(tmp_path: Path) -> None:
 def test_finding_lines_cover_statements_and_init() -> None:
     finding = {"statements": [[10, 11]], "init": [[3, 3]], "range": {"start": {"line": 10}, "end": {"line": 11}}}
     assert _lines(finding) == {3, 10, 11}
+
+
+def test_the_oracle_excludes_every_held_out_distribution(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from oracle.install import excluded
+
+    monkeypatch.delenv("ADOPTER_ORACLE_HELDOUT", raising=False)
+    spec = importlib.util.spec_from_file_location("heldout_corpus", REPO / "bench" / "heldout_corpus.py")
+    assert spec is not None and spec.loader is not None
+    corpus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpus)
+    assert set(excluded()) == {dist for dist, _, _ in corpus.MANIFEST} and len(excluded()) >= 24
+    names = tmp_path / "names.txt"
+    names.write_text("a-dist\n\nb-dist\n", encoding="utf-8")
+    monkeypatch.setenv("ADOPTER_ORACLE_HELDOUT", str(names))
+    assert excluded() == ("a-dist", "b-dist")

@@ -15,7 +15,7 @@ const MISSING_LINE = JSON.stringify({
   adopter: "missing", python: [3, 11, 7], executable: "/usr/bin/python3",
   missing: [
     { module: "tree_sitter", package: "tree-sitter", error: "ModuleNotFoundError: No module named 'tree_sitter'" },
-    { module: "libcst.native", package: "libcst", error: "ModuleNotFoundError: No module named 'libcst'" },
+    { module: "pygls", package: "pygls", error: "ModuleNotFoundError: No module named 'pygls'" },
   ],
 });
 
@@ -24,7 +24,7 @@ test("the probe's report: ready, missing (from the last JSON line), or unknown w
     { state: "ready", python: [3, 12, 1], executable: "/p" });
   const missing = parseProbe(`some noise\n${MISSING_LINE}\n`, 4);
   assert.equal(missing.state, "missing");
-  assert.deepEqual(missing.state === "missing" && missing.missing.map((m) => m.package), ["tree-sitter", "libcst"]);
+  assert.deepEqual(missing.state === "missing" && missing.missing.map((m) => m.package), ["tree-sitter", "pygls"]);
   assert.deepEqual(parseProbe("", 2, "python3: can't open file '/x/launch.py'\n"), { state: "unknown", error: "python3: can't open file '/x/launch.py'" });
   assert.deepEqual(parseProbe('{"adopter": "ready"}', 4), { state: "unknown", error: "exit status 4" }); // ready must exit 0
   assert.equal(parseProbe("{not json", 1).state, "unknown");
@@ -44,7 +44,7 @@ test("missing packages: the private environment of an earlier Install when it is
     const decision = decideStart("/py", missing, env ? "/env/bin/python" : undefined, env);
     assert.equal(decision.action, "ask");
     assert.match(decision.action === "ask" ? decision.message : "",
-      /^Python 3\.11\.7 at \/usr\/bin\/python3 lacks tree-sitter and libcst, which the Adopter server needs .*Install/);
+      /^Python 3\.11\.7 at \/usr\/bin\/python3 lacks tree-sitter and pygls, which the Adopter server needs .*Install/);
   }
 });
 
@@ -56,7 +56,7 @@ test("Install: python -m venv under the given folder, then pip install of the bu
     ["/usr/bin/python3", "-m", "venv", "--clear", "/store/python-env"],
     ["/store/python-env/bin/python", "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "-r", "/ext/bundled/requirements.txt"],
   ]);
-  assert.deepEqual(installSteps("py", "/e", "linux", undefined, packages)[1].args.slice(-2), ["tree-sitter", "libcst"]);
+  assert.deepEqual(installSteps("py", "/e", "linux", undefined, packages)[1].args.slice(-2), ["tree-sitter", "pygls"]);
   assert.equal(venvPython("C:\\e", "win32").replace(/\//g, "\\"), "C:\\e\\Scripts\\python.exe");
   assert.equal(listText(["a", "b", "c"]), "a, b and c");
 });
@@ -116,7 +116,7 @@ test("a Python without the packages: no server, one notification with Install an
   const errors = mock.messages.filter((m) => m.level === "error");
   assert.equal(errors.length, 1, JSON.stringify(mock.messages));
   assert.deepEqual(errors[0].buttons, ["Install", "Select Interpreter"]);
-  assert.match(errors[0].text, /lacks tree-sitter and libcst/);
+  assert.match(errors[0].text, /lacks tree-sitter and pygls/);
   assert.ok(mock.log.includes(`error ${errors[0].text}`), mock.log.join("\n")); // Show Output says the same
   assert.ok(mock.log.some((l) => l.startsWith("warn") && l.includes("tree-sitter does not import (tree_sitter: ModuleNotFoundError")));
   assert.match(mock.statusItems[0].text, /failed/);

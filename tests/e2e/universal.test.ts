@@ -92,7 +92,7 @@ before(async () => {
   // ADOPTER_E2E_BASE_PYTHON: another Python to make it from (e.g. python3.13), to try other versions by hand.
   execFileSync(process.env.ADOPTER_E2E_BASE_PYTHON || "python3", ["-m", "venv", join(home, "bare")]);
   barePython = join(home, "bare", "bin", "python3");
-  execFileSync(barePython, ["-c", "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) for m in ('tree_sitter', 'libcst')))"]);
+  execFileSync(barePython, ["-c", "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) for m in ('tree_sitter', 'tree_sitter_python')))"]);
   const userData = join(home, "user-data");
   const extensions = join(home, "extensions");
   mkdirSync(join(userData, "User"), { recursive: true });
@@ -152,7 +152,7 @@ after(async () => {
 
 test("the universal .vsix with a bare Python: one notification, Install, a restarted server, diagnostics", async () => {
   // The notification, before any server ran: it names the missing packages and offers Install.
-  const notification = page.locator(".notification-list-item", { hasText: /lacks tree-sitter, tree-sitter-python and libcst/ });
+  const notification = page.locator(".notification-list-item", { hasText: /lacks tree-sitter and tree-sitter-python/ });
   const named = page.locator(".notification-list-item", { hasText: barePython });
   await page.locator('.statusbar-item[aria-label^="Adopter server failed"]').first().waitFor({ timeout: 120_000 });
   if (!(await notification.first().isVisible())) {
@@ -162,7 +162,7 @@ test("the universal .vsix with a bare Python: one notification, Install, a resta
   await shot("notification");
   assert.equal(await named.count(), 1, "the notification names the bare Python"); // the one we set up
   const log = adopterLog();
-  assert.match(log, /lacks tree-sitter, tree-sitter-python and libcst/); // Show Output says the same
+  assert.match(log, /lacks tree-sitter and tree-sitter-python/); // Show Output says the same
   assert.doesNotMatch(log, /server started|crashed/);
   const texts = await page.locator(".notification-list-item").allInnerTexts();
   assert.equal(texts.filter((t) => /Adopter/.test(t)).length, 1, JSON.stringify(texts));

@@ -1,5 +1,4 @@
-"""`adopter.session` imports and analyses without pygls, lsprotocol, libcst or torch (synth, hence
-libcst, is imported only when a fix decision is asked for)."""
+"""`adopter.session` imports and analyses without pygls, lsprotocol or torch."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ SCRIPT = textwrap.dedent(
     """
     import json, sys
 
-    BLOCKED = {"pygls", "lsprotocol", "libcst", "torch"}
+    BLOCKED = {"pygls", "lsprotocol", "torch"}
 
     class Block:
         def find_spec(self, name, path=None, target=None):

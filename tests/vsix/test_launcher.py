@@ -31,7 +31,7 @@ def test_probe_names_each_missing_package_and_exits_4(tmp_path: Path) -> None:
     assert report["adopter"] == "missing"
     assert report["python"] == list(sys.version_info[:3]) and report["executable"] == sys.executable
     packages = [m["package"] for m in report["missing"]]
-    assert {"tree-sitter", "tree-sitter-python", "libcst"} <= set(packages)
+    assert {"tree-sitter", "tree-sitter-python"} <= set(packages)
     assert all("Error" in m["error"] for m in report["missing"])
 
 
@@ -47,4 +47,4 @@ def test_the_server_never_starts_without_them(tmp_path: Path) -> None:
     assert result.stdout == ""  # nothing on the LSP channel
     first = json.loads(result.stderr.splitlines()[0])
     assert first["adopter"] == "missing"
-    assert "pip install tree-sitter tree-sitter-python libcst" in result.stderr
+    assert "pip install tree-sitter tree-sitter-python" in result.stderr

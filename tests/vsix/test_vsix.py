@@ -78,12 +78,12 @@ NATIVE = "bundled/native/cp311"
                    f"{NATIVE}/tree_sitter-0.26.1.dist-info/WHEEL": wheel("cp311-cp311-manylinux_2_17_x86_64"),
                    f"{NATIVE}/tree_sitter_python/_binding.abi3.so": elf(X64),
                    f"{NATIVE}/tree_sitter_python-0.25.0.dist-info/WHEEL": wheel("cp310-abi3-manylinux_2_5_x86_64")}),
-    ("alpine-x64", {"bundled/native/cp310/yaml/_yaml.cpython-310-x86_64-linux-gnu.so": elf(X64, musl=True),
-                    f"{NATIVE}/yaml/_yaml.cpython-311-x86_64-linux-musl.so": elf(X64, musl=True)}),
-    ("darwin-arm64", {f"{NATIVE}/libcst/native.cpython-311-darwin.so": macho(MAC_X64, MAC_ARM64),
-                      f"{NATIVE}/libcst-1.9.0.dist-info/WHEEL": wheel("cp311-cp311-macosx_11_0_arm64")}),
-    ("win32-arm64", {f"{NATIVE}/libcst/native.cp311-win_arm64.pyd": pe(PE_ARM64),
-                     f"{NATIVE}/libcst-1.9.0.dist-info/WHEEL": wheel("cp311-cp311-win_arm64")}),
+    ("alpine-x64", {"bundled/native/cp310/tree_sitter/_binding.cpython-310-x86_64-linux-gnu.so": elf(X64, musl=True),
+                    f"{NATIVE}/tree_sitter/_binding.cpython-311-x86_64-linux-musl.so": elf(X64, musl=True)}),
+    ("darwin-arm64", {f"{NATIVE}/tree_sitter/_binding.cpython-311-darwin.so": macho(MAC_X64, MAC_ARM64),
+                      f"{NATIVE}/tree_sitter-0.26.1.dist-info/WHEEL": wheel("cp311-cp311-macosx_11_0_arm64")}),
+    ("win32-arm64", {f"{NATIVE}/tree_sitter/_binding.cp311-win_arm64.pyd": pe(PE_ARM64),
+                     f"{NATIVE}/tree_sitter-0.26.1.dist-info/WHEEL": wheel("cp311-cp311-win_arm64")}),
     (None, {"bundled/libs/lark/__init__.py": "", "bundled/libs/lark-1.3.1.dist-info/WHEEL": wheel("py3-none-any")}),
 ])
 def test_matching_binaries_pass(tmp_path: Path, target: str | None, files: dict[str, bytes | str]) -> None:
@@ -141,6 +141,6 @@ def test_the_platform_vsix_carries_only_its_platforms_binaries_for_every_python(
         names = z.namelist()
     for version in bundle_python.PYTHONS:
         folder = f"extension/bundled/native/cp{version.replace('.', '')}/"
-        for package in ("tree_sitter/", "tree_sitter_python/", "libcst/"):
+        for package in ("tree_sitter/", "tree_sitter_python/"):
             assert any(n.startswith(folder + package) for n in names), f"{folder}{package} missing"
-    assert binaries >= 3 * len(bundle_python.PYTHONS)
+    assert binaries >= 2 * len(bundle_python.PYTHONS)

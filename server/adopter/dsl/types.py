@@ -5,7 +5,7 @@ element that came from source code keeps its `Span`.
 
 Position convention (the one used everywhere inside Adopter): lines are 0-based, columns are 0-based
 offsets in Unicode code points (Python `str` indices) within the line. `adopter.positions` is the one
-module that converts to LSP (UTF-16) and to libcst (1-based lines). The DSL's text form prints spans
+module that converts to LSP (UTF-16). The DSL's text form prints spans
 1-based (`@12:5-12:30`, like compilers do) and the parser converts back.
 """
 

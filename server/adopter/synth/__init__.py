@@ -1,4 +1,5 @@
-"""synth layer: rewrites findings into code with libcst, only when a fix is asked for."""
+"""synth layer: rewrites findings into code (each strategy's text edits, spliced and re-analysed), only when a
+fix is asked for."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Lifecycle: `adopter.synth.rewrite()` builds one `SynthContext` per finding and c
 by `rule.replacement.strategy` with it. The strategy reads the source through the context and records
 edits (`replace_statements`, `replace_binding`, `insert_after_binding`, `add_import`,
 `add_module_code`) or calls `decline(reason)`. Strategies never touch files and never apply edits
-themselves: the framework applies every recorded edit at once (with libcst, never overlapping), adds
+themselves: the framework applies every recorded edit at once (as text splices, never overlapping), adds
 imports once, and verifies the result before returning it.
 """
 
