@@ -68,3 +68,26 @@ def test_the_chain_follows_an_edit_of_the_layers() -> None:
     doc.update(doc.text.replace("nn.BatchNorm2d(c_out)", "nn.GroupNorm(8, c_out)"))
     callees = [b.value.callee for b in doc.result().chains[0].init.bindings]  # type: ignore[union-attr]
     assert callees == ["torch.nn.Conv2d", "torch.nn.GroupNorm", "torch.nn.ReLU"]
+
+
+def test_a_helper_another_module_of_the_package_imports_is_referenced(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    package = tmp_path / "pkg"
+    (package / "layers").mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "layers" / "__init__.py").write_text("", encoding="utf-8")
+    layers = package / "layers" / "rope.py"
+    layers.write_text(SOURCE, encoding="utf-8")
+    flags = _referenced(analyse(SOURCE, str(layers)).functions)
+    assert flags["unused"] is False  # nothing in the package names it yet
+    # A module elsewhere in the package imports it from this one: it is a helper, not dead code.
+    (package / "model.py").write_text("from .layers.rope import unused\n", encoding="utf-8")
+    (package / "layers" / "extra").mkdir()  # the package's folders changed: the cached answer is stale
+    assert _referenced(analyse(SOURCE, str(layers)).functions)["unused"] is True
+
+
+def test_naming_the_function_without_the_module_does_not_count(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "rope.py").write_text(SOURCE, encoding="utf-8")
+    (tmp_path / "other.py").write_text("def unused(x):\n    return x\n", encoding="utf-8")
+    assert _referenced(analyse(SOURCE, str(tmp_path / "rope.py")).functions)["unused"] is False
+    (tmp_path / "train.py").write_text("from rope import unused\n", encoding="utf-8")
+    assert _referenced(analyse(SOURCE, str(tmp_path / "rope.py")).functions)["unused"] is True

@@ -20,6 +20,7 @@ from adopter.analysis.chains import sequential_chains
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.crossfile import CrossFileReach, InitSource
 from adopter.analysis.flow import FlowAnalysis
+from adopter.analysis.importers import imported_elsewhere
 from adopter.analysis.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.list_chains import list_chains, splatted_lists
 from adopter.analysis.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
@@ -160,6 +161,9 @@ class Analyser:
                     # In a file of helpers only (no module class), helpers serve other files: all count.
                     named = _named_elsewhere(data, symbols.functions) if architectures else frozenset(
                         symbols.functions)
+                    unnamed = [n for n in symbols.functions if n not in named]
+                    if unnamed:  # a helper another module of the package imports is referenced there
+                        named = named | imported_elsewhere(path, unnamed)
                 if fn.referenced != (name in named):
                     # Callers live outside the function's own cached unit: refresh the flag, keeping the
                     # entry's identity while it does not change.
