@@ -18,7 +18,20 @@ from adopter.analysis.signature import params
 from adopter.analysis.source import Field, SourceText
 from adopter.analysis.spellings import SEQUENTIAL
 from adopter.analysis.symbols import dotted_text
-from adopter.dsl.types import Architecture, Binding, Forward, Init, Op, OpKind, Param, Ref, Return, Stmt
+from adopter.dsl.types import (
+    Architecture,
+    Binding,
+    Ctor,
+    Forward,
+    Init,
+    Op,
+    OpKind,
+    Param,
+    Ref,
+    Return,
+    Span,
+    Stmt,
+)
 
 MIN_CHILDREN = 2  # one child is a chain of nothing
 MAX_CHAINS = 64  # per function: a bound on generated code
@@ -130,20 +143,25 @@ def _chain_of(children: list[Node], call: Node, name: str, src: SourceText, read
     if len(children) < MIN_CHILDREN or any(a.type in ("keyword_argument", "list_splat") for a in children):
         return None  # `Sequential(*layers)` / `Sequential(OrderedDict(...))`: no positional chain to read
     span = src.span(call)
+    layers = [(reader.constructors(c) if c.type == "call" else [], src.span(c)) for c in children]
+    return layer_chain(name, layers, span, span)
+
+
+def layer_chain(name: str, layers: list[tuple[list[Ctor], Span]], span: Span, end: Span) -> Architecture:
+    """The architecture of `layers` (each its constructors and its span) run in turn, as `self.layer<i>`
+    of a Sequential named `name` built at `span`; the chain's return is placed at `end`."""
     origin = Op(OpKind.MODULE, SEQUENTIAL, (), (), (), span, span)
     bindings: list[Binding] = []
     body: list[Stmt] = []
     value = Ref("x")
-    for i, child in enumerate(children):
+    for i, (ctors, child_span) in enumerate(layers):
         attr = f"layer{i}"
-        child_span = src.span(child)
-        ctors = reader.constructors(child) if child.type == "call" else []
         if len(ctors) == 1:
             bindings.append(Binding(attr, ctors[0], child_span))
         out = f"%{i + 1}"
         body.append(Op(OpKind.MODULE, f"self.{attr}", (value,), (), (out,), child_span, child_span, (), origin))
         value = Ref(out)
-    body.append(Return((value,), span))
+    body.append(Return((value,), end))
     forward = Forward("forward", (Param("x"),), tuple(body), span)
     arch = Architecture(name, (SEQUENTIAL,), Init((), tuple(bindings), span), forward, span)
     return canonical_architecture(arch)

@@ -21,12 +21,12 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from adopter.analysis.bindings import InitAnalysis
-from adopter.analysis.canonical import canonical_architecture
+from adopter.analysis.chains import layer_chain
 from adopter.analysis.classes import ClassTable
 from adopter.analysis.source import Field, SourceText
 from adopter.analysis.spellings import SEQUENTIAL
 from adopter.analysis.symbols import dotted_text
-from adopter.dsl.types import Architecture, Binding, Forward, Init, Op, OpKind, Param, Ref, Return, Stmt
+from adopter.dsl.types import Architecture
 
 MIN_CHILDREN = 2  # one child is a chain of nothing
 MAX_CHILDREN = 64  # a bound on generated code
@@ -146,23 +146,9 @@ def chain_of(children: list[Node], name: str, src: SourceText, reader: InitAnaly
     run in turn, as an architecture named `name`; `where` is the construction (default: `init` itself)."""
     last = src.span(children[-1])
     span = src.span(where if where is not None else init)
-    origin = Op(OpKind.MODULE, SEQUENTIAL, (), (), (), span, span)
-    bindings: list[Binding] = []
-    body: list[Stmt] = []
-    value = Ref("x")
-    for i, child in enumerate(children):
-        attr = f"layer{i}"
-        child_span = src.span(_definition(child, init, src) if child.type == "identifier" else child)
-        ctors = reader.constructors(child) if child.type == "call" or child.type == "identifier" else []
-        if len(ctors) == 1:
-            bindings.append(Binding(attr, ctors[0], child_span))
-        out = f"%{i + 1}"
-        body.append(Op(OpKind.MODULE, f"self.{attr}", (value,), (), (out,), child_span, child_span, (), origin))
-        value = Ref(out)
-    body.append(Return((value,), last))
-    forward = Forward("forward", (Param("x"),), tuple(body), span)
-    arch = Architecture(name, (SEQUENTIAL,), Init((), tuple(bindings), span), forward, span)
-    return canonical_architecture(arch)
+    layers = [(reader.constructors(c) if c.type in ("call", "identifier") else [],
+               src.span(_definition(c, init, src) if c.type == "identifier" else c)) for c in children]
+    return layer_chain(name, layers, span, last)
 
 
 def _definition(name: Node, init: Node, src: SourceText) -> Node:
