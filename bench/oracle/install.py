@@ -11,6 +11,7 @@ The outcome of each install is kept in `.cache/oracle/installs.json`, so a rerun
 from __future__ import annotations
 
 import ast
+import fcntl
 import json
 import os
 import subprocess
@@ -49,7 +50,10 @@ def ensure_venv() -> Path:
     (site / "zz_adopter_host.pth").write_text(f"{host}\n", encoding="utf-8")
     # `name<0` admits no version: a distribution that needs an excluded one fails to resolve, and is then
     # installed alone, so the excluded distribution is never downloaded.
-    lines = [f"torch=={torch.__version__.split('+')[0]}", *(f"{d}<0" for d in excluded())]
+    import numpy  # pinned too: a distribution's `numpy<2` would shadow the host's numpy that torch and scipy use
+
+    lines = [f"torch=={torch.__version__.split('+')[0]}", f"numpy=={numpy.__version__}",
+             *(f"{d}<0" for d in excluded())]
     (CACHE / "constraints.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return python()
 
@@ -94,6 +98,16 @@ def _record(spec: str, result: Installed) -> None:
 
 
 def _pip(args: list[str]) -> subprocess.CompletedProcess[str]:
+    """One pip install at a time into the environment (an exclusive lock across installer threads and
+    processes): pip reading a distribution another pip is half way through writing fails with
+    `TypeError: expected string or bytes-like object` and leaves `~name` folders behind."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "pip.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _pip_unlocked(args)
+
+
+def _pip_unlocked(args: list[str]) -> subprocess.CompletedProcess[str]:
     cmd = [str(python()), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
            "--prefer-binary", "-c", str(CACHE / "constraints.txt"), *args]
     try:
