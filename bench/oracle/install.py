@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import venv
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +122,28 @@ def _last_error(proc: subprocess.CompletedProcess[str]) -> str:
     return lines[-1][:300] if lines else f"pip exited {proc.returncode}"
 
 
+def resolve(spec: str, tries: int = 3) -> tuple[list[str] | None, str]:
+    """(the exact `name==version`s pip would install for `spec`, "") or (None, pip's error). Resolving
+    runs beside other installers (`--dry-run` writes nothing; the slow part, backtracking and downloads,
+    runs in parallel) and only the installs of its plan take the lock; a resolution that read a
+    distribution while another pip was writing it is retried."""
+    error = ""
+    for _ in range(tries):
+        with tempfile.TemporaryDirectory(prefix="oracle-pip-") as tmp:
+            report = Path(tmp) / "report.json"
+            proc = _pip_unlocked(["--dry-run", "--report", str(report), spec])
+            if proc.returncode == 0:
+                try:
+                    items = json.loads(report.read_text(encoding="utf-8")).get("install", [])
+                    return [f"{i['metadata']['name']}=={i['metadata']['version']}" for i in items], ""
+                except (OSError, ValueError, KeyError, TypeError) as exc:
+                    return None, f"pip's report could not be read ({exc})"
+            error = _last_error(proc)
+            if "TypeError" not in error and "invalid distribution" not in error:
+                break
+    return None, error
+
+
 def install(spec: str) -> Installed:
     """Install `spec` (`name==version` or `name`) into the oracle's environment; never raises."""
     name = spec.split("==")[0].split("[")[0]
@@ -130,14 +153,16 @@ def install(spec: str) -> Installed:
     if entry is not None and entry.get("ok"):
         return Installed(spec, True, str(entry["how"]))
     ensure_venv()
-    proc = _pip([spec])
-    if proc.returncode == 0:
-        result = Installed(spec, True, "with-deps")
-    else:
+    plan, first = resolve(spec)
+    if plan is not None:
+        proc = _pip(["--no-deps", *plan]) if plan else None
+        if proc is None or proc.returncode == 0:
+            _record(spec, Installed(spec, True, "with-deps"))
+            return Installed(spec, True, "with-deps")
         first = _last_error(proc)
-        alone = _pip(["--no-deps", spec])
-        result = (Installed(spec, True, f"no-deps ({first})") if alone.returncode == 0
-                  else Installed(spec, False, _last_error(alone)))
+    alone = _pip(["--no-deps", spec])  # its dependencies do not resolve next to the host's torch/numpy
+    result = (Installed(spec, True, f"no-deps ({first})") if alone.returncode == 0
+              else Installed(spec, False, _last_error(alone)))
     _record(spec, result)
     return result
 
