@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import venv
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,9 +109,40 @@ def _pip(args: list[str]) -> subprocess.CompletedProcess[str]:
         return _pip_unlocked(args)
 
 
+_PENDING: dict[str, list[str]] = {}  # plans resolved by this process's installers, waiting for the lock
+_INSTALLED: dict[str, subprocess.CompletedProcess[str] | None] = {}  # plans another thread installed
+_MUTEX = threading.Lock()
+
+
+def _install_plan(spec: str, plan: list[str]) -> subprocess.CompletedProcess[str] | None:
+    """Install a resolved plan (`--no-deps`, exact versions) under the lock. Whoever gets the lock installs
+    every plan waiting in this process in one pip call (one pip start for many small distributions), and
+    each plan alone when the union does not install (two plans pinning different versions)."""
+    with _MUTEX:
+        _PENDING[spec] = plan
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "pip.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with _MUTEX:
+            if spec in _INSTALLED:
+                return _INSTALLED.pop(spec)
+            batch = dict(_PENDING)
+            _PENDING.clear()
+        pins = sorted({p for pl in batch.values() for p in pl})
+        union = _pip_unlocked(["--no-deps", *pins]) if pins else None
+        if union is None or union.returncode == 0:
+            results = {s: union for s in batch}
+        else:
+            results = {s: (_pip_unlocked(["--no-deps", *pl]) if pl else None) for s, pl in batch.items()}
+        with _MUTEX:
+            mine = results.pop(spec)
+            _INSTALLED.update(results)
+        return mine
+
+
 def _pip_unlocked(args: list[str]) -> subprocess.CompletedProcess[str]:
     cmd = [str(python()), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-           "--prefer-binary", "-c", str(CACHE / "constraints.txt"), *args]
+           "--prefer-binary", "--no-compile", "-c", str(CACHE / "constraints.txt"), *args]
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
@@ -155,7 +187,7 @@ def install(spec: str) -> Installed:
     ensure_venv()
     plan, first = resolve(spec)
     if plan is not None:
-        proc = _pip(["--no-deps", *plan]) if plan else None
+        proc = _install_plan(spec, plan)
         if proc is None or proc.returncode == 0:
             _record(spec, Installed(spec, True, "with-deps"))
             return Installed(spec, True, "with-deps")
