@@ -61,7 +61,11 @@ def host(task: HostTask) -> int:
     if not Path(task.python).exists():
         raise FileNotFoundError(f"{task.python}: the oracle's environment is not on this node (the results "
                                 "folder, the environment and the checkout must be on a shared filesystem)")
-    env = dict(os.environ, PYTHONPATH=task.pythonpath, PYTHONDONTWRITEBYTECODE="1")
+    # No network for the model code: a package that downloads weights when imported or built (lpips did,
+    # from download.pytorch.org) fails to, and the class is recorded as not built. Installs run elsewhere.
+    env = dict(os.environ, PYTHONPATH=task.pythonpath, PYTHONDONTWRITEBYTECODE="1", HF_HUB_OFFLINE="1",
+               TRANSFORMERS_OFFLINE="1", http_proxy="http://127.0.0.1:9", https_proxy="http://127.0.0.1:9",
+               HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", no_proxy="", NO_PROXY="")
     cmd = [task.python, "-m", "oracle.worker", task.results, str(task.class_timeout), str(task.max_classes),
            _site(Path(task.python)), *task.specs]
     return subprocess.run(cmd, env=env, check=False).returncode

@@ -272,3 +272,22 @@ def test_a_wrapped_callable_is_given_a_passthrough_module() -> None:
     head = construct(AnyBackbone, HERE, device="meta")
     assert isinstance(head, Built), head
     assert head.model.backbone(torch.ones(2, 3)).shape == (2, 3)
+
+
+class DropPathRates(nn.Module):
+    def __init__(self, dim=32, depth=3, drop_path_rate=0.1):
+        super().__init__()
+        rates = [x.item() for x in torch.linspace(0, drop_path_rate, depth)]  # a value out of a tensor
+        self.blocks = nn.ModuleList(nn.Linear(dim, dim) for _ in rates)
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x
+
+
+def test_a_constructor_reading_tensor_values_builds_for_the_meta_device() -> None:
+    built = construct(DropPathRates, HERE, device="meta")
+    assert isinstance(built, Built), built
+    assert all(p.device.type == "meta" for p in built.model.parameters())
+    assert len(built.model.blocks) == 1  # depth made small, as for any class
