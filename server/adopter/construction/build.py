@@ -117,12 +117,13 @@ def _instantiate(cls: type, kwargs: dict[str, Any], device: Any) -> nn.Module:
     small sizes chosen) and moved to meta."""
     try:
         with torch.device(device) if device is not None else _nothing():
-            return cls(**kwargs)
+            model: nn.Module = cls(**kwargs)
+            return model
     except Exception as exc:
         if str(device) != "meta" or not _needs_data(exc):
             raise
-    model = cls(**kwargs)
-    return model.to("meta")
+    on_cpu: nn.Module = cls(**kwargs)
+    return on_cpu.to("meta")
 
 
 def _needs_data(exc: Exception) -> bool:
