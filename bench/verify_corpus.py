@@ -131,7 +131,7 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
 def _spread(values: list[float]) -> str:
     if not values:
         return "-"
-    q = statistics.quantiles(values, n=4) if len(values) >= 2 else [values[0]] * 3
+    q = statistics.quantiles(values, n=4, method="inclusive") if len(values) >= 2 else [values[0]] * 3
     below = sum(1 for v in values if v < 1.0)
     return f"{statistics.median(values):.2f}x [{q[0]:.2f}-{q[2]:.2f}] ({below}/{len(values)} <1x)"
 

@@ -238,3 +238,22 @@ def test_alternative_shapes_of_an_input() -> None:
     shapes = [tuple(a.shape) for a in alternatives(torch.randn(2, 16, 8))]
     assert (2, 8) in shapes and (2, 8, 32, 32) in shapes
     assert alternatives(torch.zeros(2, 3, dtype=torch.long)) == []
+
+
+def test_a_residual_input_tensor_is_as_wide_as_the_output() -> None:
+    # transformers' BertOutput(hidden_states, input_tensor): dense intermediate -> hidden, then
+    # LayerNorm(dropout(h) + input_tensor): the residual has the output's width, not the input's.
+    class Output(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dense = nn.Linear(64, 16)
+            self.norm = nn.LayerNorm(16)
+
+        def forward(self, x, input_tensor):
+            return self.norm(self.dense(x) + input_tensor)
+
+    made = forward_inputs(Output())
+    assert not isinstance(made, NotBuilt)
+    _, kwargs, _ = made
+    assert kwargs["x"].shape[-1] == 64 and kwargs["input_tensor"].shape[-1] == 16
+    Output()(**kwargs)  # it runs
