@@ -3,6 +3,7 @@
     python bench/verify_corpus.py --set transformers [--limit N] [--repeats 3] [--class-timeout 90]
     python bench/verify_corpus.py --set realworld [--folders] [--packages DIR] [--site DIR]
     python bench/verify_corpus.py --files a.py b.py --pythonpath SITE   # any files, their imports on SITE
+    python bench/verify_corpus.py --summarise run1.jsonl run2.jsonl      # the table of earlier runs
 
 `transformers`: the 4.35.0 modeling files as installed in `.cache/tf435` (scripts/fetch-corpus.sh), imported
 as part of their package (relative imports work). `realworld`: the model files of the pinned real-world
@@ -191,7 +192,19 @@ def main() -> int:
     ap.add_argument("--import-allowance", type=float, default=60.0, help="seconds per run to import the file")
     ap.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of the workers")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "verify_corpus.json")
+    ap.add_argument("--summarise", nargs="+", type=Path, metavar="JSONL",
+                    help="print the table of earlier runs' .jsonl results (a file in a later one replaces it)")
     args = ap.parse_args()
+    if args.summarise:
+        by_path: dict[str, dict[str, Any]] = {}
+        for stream_path in args.summarise:
+            for line in stream_path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    res = json.loads(line)
+                    by_path[res["path"]] = res
+        print(f"# {len(by_path)} files from {', '.join(map(str, args.summarise))}")
+        print_table(summarise(list(by_path.values())), list(by_path.values()))
+        return 0
     if args.set == "transformers":
         files, path = transformers_files(args.limit)
     elif args.set == "realworld":

@@ -162,3 +162,18 @@ def test_the_rewrite_is_read_from_its_own_text_and_a_registry_twice_is_tolerated
     with pytest.raises(ValueError):
         worker.rewritten_module(original, moved, 1, ("Missing",))
     sys.modules.pop("reg_api", None)
+
+
+def test_a_forward_that_samples_draws_the_same_in_both_runs() -> None:
+    # transformers' Informer: ProbSparse attention scores a torch.randint sample of the keys.
+    class Sampling(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            keep = torch.randint(0, 8, (4,))
+            return self.proj(x)[..., keep]
+
+    m = Sampling()
+    assert compare(m, m, ((torch.randn(2, 8),), {}), seed=0, dtype=torch.float32).equivalent
