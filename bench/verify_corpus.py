@@ -187,6 +187,7 @@ def main() -> int:
                     help="realworld: every module of the folders of the listed files, not only the listed ones")
     ap.add_argument("--site", action="append", default=[], help="realworld: folders of their dependencies")
     ap.add_argument("--limit", type=int)
+    ap.add_argument("--skip", type=int, default=0, help="leave out the first N files (to split a run)")
     ap.add_argument("--repeats", type=int, default=3, help="timed pairs per fix and class")
     ap.add_argument("--class-timeout", type=float, default=90.0, help="seconds per class")
     ap.add_argument("--import-allowance", type=float, default=60.0, help="seconds per run to import the file")
@@ -212,6 +213,7 @@ def main() -> int:
         path = [*args.site, *path]
     else:
         files, path = [Path(f) for f in args.files], []
+    files = files[args.skip:]
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (*path, args.pythonpath) if p)
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")

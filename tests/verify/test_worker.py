@@ -177,3 +177,16 @@ def test_a_forward_that_samples_draws_the_same_in_both_runs() -> None:
 
     m = Sampling()
     assert compare(m, m, ((torch.randn(2, 8),), {}), seed=0, dtype=torch.float32).equivalent
+
+
+def test_a_class_with_state_outside_its_state_dict_is_not_judged(tmp_path: Path) -> None:
+    # transformers' Reformer LSHSelfAttention: built again and loaded with its own state dict it computes
+    # differently, so a difference from the rewrite would say nothing about the rewrite.
+    drawn = MODEL.replace("        self.proj = nn.Linear(dim, dim)\n",
+                          "        self.proj = nn.Linear(dim, dim)\n        self.scale = float(torch.rand(()))\n").replace(
+        "return torch.relu(self.proj(x))", "return torch.relu(self.proj(x)) * self.scale")
+    job = _job(tmp_path, drawn)
+    job["source"] = drawn
+    (row,) = worker.run(job)["rows"]
+    assert "does not reproduce from its state dict" in row["not_built"]
+    sys.modules.pop("act_model", None)

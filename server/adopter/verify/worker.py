@@ -236,6 +236,25 @@ def _inputs_that_run(name: str, model: torch.nn.Module, given: Inputs, inferred:
                    "pass --inputs module:fn (fn(model) returns the inputs)") from error
 
 
+def _reproduces(cls: type, module: types.ModuleType, factory: Any, model: torch.nn.Module, inputs: Inputs,
+                device: torch.device, dtype: torch.dtype, seed: int) -> str | None:
+    """None when the original class, built again with other random weights and loaded with `model`'s
+    state dict, computes what `model` computes (the control the rewrite is held to); else why not: the
+    class keeps state outside its state dict, so no rewrite of it can be judged this way."""
+    control = _build(cls, module, factory, seed + 1).model
+    try:
+        control.load_state_dict(model.state_dict(), strict=True)
+        control.to(device, dtype).eval()
+        same = compare(model, control, inputs, seed=seed, dtype=dtype)
+    except Exception as exc:
+        return f"the original, built again and loaded with its own state dict, fails: {type(exc).__name__}: {exc}"[:400]
+    if same.equivalent:
+        return None
+    return (f"the original itself does not reproduce from its state dict (built again with other random weights "
+            f"and loaded strictly, it differs by {same.max_abs:.3g} in {same.detail}): it keeps state outside the "
+            "state dict, so the rewrite cannot be compared; pass --factory module:fn that builds it deterministically")
+
+
 def run_class(original: types.ModuleType, rewritten: types.ModuleType, name: str, job: dict[str, Any],
               factories: tuple[Any, Any], make_inputs: Any) -> dict[str, Any] | None:
     """One row: the class built from both modules, compared, timed. None when it is not an nn.Module."""
@@ -257,6 +276,9 @@ def run_class(original: types.ModuleType, rewritten: types.ModuleType, name: str
     m1.to(device, dtype).eval()  # eval: dropout off, so both compute the same function
     given = _as_inputs(make_inputs(m0)) if make_inputs is not None else (built.args, built.kwargs)
     inputs = _inputs_that_run(name, m0, given, make_inputs is None, device, dtype, seed)
+    unsettled = _reproduces(cls0, original, factories[0], m0, inputs, device, dtype, seed)
+    if unsettled is not None:
+        return {"class": name, "not_built": unsettled}
     try:
         result = compare(m0, m1, inputs, seed=seed, dtype=dtype)
     except Exception as exc:
