@@ -291,3 +291,22 @@ def test_a_constructor_reading_tensor_values_builds_for_the_meta_device() -> Non
     assert isinstance(built, Built), built
     assert all(p.device.type == "meta" for p in built.model.parameters())
     assert len(built.model.blocks) == 1  # depth made small, as for any class
+
+
+def test_a_residual_input_tensor_is_as_wide_as_the_output() -> None:
+    # transformers' BertOutput(hidden_states, input_tensor): dense intermediate -> hidden, then
+    # LayerNorm(dropout(h) + input_tensor): the residual has the output's width, not the input's.
+    class Output(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dense = nn.Linear(64, 16)
+            self.norm = nn.LayerNorm(16)
+
+        def forward(self, x, input_tensor):
+            return self.norm(self.dense(x) + input_tensor)
+
+    made = forward_inputs(Output())
+    assert not isinstance(made, NotBuilt)
+    _, kwargs, _ = made
+    assert kwargs["x"].shape[-1] == 64 and kwargs["input_tensor"].shape[-1] == 16
+    Output()(**kwargs)  # it runs
