@@ -14,8 +14,16 @@ table in `adopter.analysis.spellings`:
   function it computes; a call of an `nn.Sequential` is the chain of its children (`self.net[0]`, ...);
 - casts, copies and layout changes (`.float()`, `.to(dtype)`, `.type_as(x)`, `.contiguous()`,
   `nn.Identity()`) become `operator cast`, which the rule matcher looks through;
-- `einsum` equations that are (batched) matrix products become `transpose` + `matmul`; `baddbmm`
-  becomes `matmul`, scale and add.
+- `einsum` equations that are (batched) matrix products become `transpose` + `matmul` (torch's
+  `einsum(eq, a, b)` and einops' `einsum(a, b, eq)`); `baddbmm` becomes `matmul`, scale and add;
+  `x.mT` is `transpose(x, -2, -1)`;
+- a right operand of a matrix product laid out with its last two axes swapped by `permute` or
+  `rearrange` (keys as `(..., d, n)`: `permute(0, 2, 3, 1)`, `"b n (h d) -> b h d n"`) becomes the layout
+  op with those two axes in input order followed by `transpose(-2, -1)` (the same tensor), so the
+  product reads as `q @ kᵀ`;
+- the stable-softmax shift `s - s.amax(-1, keepdim=True)` (also through `.detach()` or
+  `s.max(-1, keepdim=True)[0]`) of a value that goes into a softmax is a `cast` of `s`: a softmax
+  over the last axis gives the same result with and without it.
 
 Every op keeps its source spans; an op whose spelling changed keeps the op as written in `origin`.
 """
@@ -31,6 +39,7 @@ from adopter.analysis.spellings import (
     CANONICAL,
     CAST,
     CHOOSE,
+    FUNCTION_VALUES,
     MATMUL,
     MODULES,
     ONES_LIKE,
@@ -146,6 +155,8 @@ class _Pass:
         self.thin = thin
         self.split_identity = not thin  # the submodule view reads an already canonical forward
         self.counter = _max_temp(forward.body)
+        self.keys, self.softmaxed = _prescan(forward.body)
+        self.rowmax: dict[str, str] = {}  # name -> the value whose row maximum (keepdim) it holds
 
     def temp(self) -> str:
         self.counter += 1
@@ -196,11 +207,23 @@ class _Pass:
     # -- one op --------------------------------------------------------------------------------------
 
     def op(self, op: Op, ranks: dict[str, int]) -> list[Op]:
+        if op.kind == OpKind.MODULE and (function := _function_of(self.by_attr, op.target)) is not None:
+            # `self.act(x)` with `self.act = F.gelu` (or `getattr(F, "gelu")`): the function's call.
+            op = Op(OpKind.FUNCTION, function, op.args, op.kwargs, op.outputs, op.span, op.stmt_span, op.via,
+                    origin=op.origin or op)
+        shifted = self.stable_shift(op)
         if op.kind == OpKind.MODULE:
             ops = self.module(op, op.target, _ctor_of(self.by_attr, op.target), 0)
+        elif shifted is not None:
+            ops = [shifted]
+        elif (op.kind == OpKind.OPERATOR and op.target == "getattr" and len(op.args) == 2
+              and isinstance(op.args[1], Expr) and op.args[1].text == "mT"):
+            ops = [_respell(op, TRANSPOSE, (op.args[0], Expr("-2"), Expr("-1")), ())]  # `k.mT`
+        elif len(op.outputs) == 1 and op.outputs[0] in self.keys and (split := self.swapped_layout(op)):
+            ops = split
         elif op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS and op.args:
             ops = [_respell(op, CAST, op.args, op.kwargs)]
-        elif op.kind == OpKind.FUNCTION and op.target == "torch.einsum":
+        elif op.kind == OpKind.FUNCTION and op.target in ("torch.einsum", "einops.einsum"):
             ops = self.einsum(op, ranks) or [op]
         elif op.kind == OpKind.FUNCTION and op.target == "torch.baddbmm":
             ops = self.baddbmm(op) or [op]
@@ -271,14 +294,17 @@ class _Pass:
         return [op if target == op.target else replace(op, target=target, origin=op.origin or op)]
 
     def einsum(self, op: Op, ranks: dict[str, int]) -> list[Op] | None:
-        """`einsum("...ic,...jc->...ij", a, b)` as `matmul(a, b.transpose(-2, -1))` (and the like)."""
-        if len(op.args) != 3 or op.kwargs or len(op.outputs) != 1 or not isinstance(op.args[0], Expr):
+        """`einsum("...ic,...jc->...ij", a, b)` as `matmul(a, b.transpose(-2, -1))` (and the like);
+        einops' `einsum(a, b, "... i c, ... j c -> ... i j")` takes the equation last."""
+        if len(op.args) != 3 or op.kwargs or len(op.outputs) != 1:
             return None
-        plan = matmul_plan(op.args[0].text)
+        equation, a, b = (op.args[2], op.args[0], op.args[1]) if op.target == "einops.einsum" else op.args
+        if not isinstance(equation, Expr):
+            return None
+        plan = matmul_plan(equation.text)
         if plan is None:
             return None
         t_a, t_b, rank = plan
-        a, b = op.args[1], op.args[2]
         out: list[Op] = []
         if t_a:
             name = self.temp()
@@ -292,6 +318,48 @@ class _Pass:
             b = Ref(name)
         out.append(_new(op, MATMUL, (a, b), op.outputs))
         return out
+
+    def swapped_layout(self, op: Op) -> list[Op] | None:
+        """A layout op (read as a matrix product's right operand) whose last two output axes are in the
+        reverse of their input order, as that op with them in input order and `transpose(-2, -1)`."""
+        if op.kind == OpKind.METHOD and op.target == "permute" and not op.kwargs and len(op.args) >= 3:
+            dims = op.args[1:]
+            if not all(isinstance(d, Expr) and _INT.match(d.text) and int(d.text) >= 0 for d in dims):
+                return None
+            a, b = (int(d.text) for d in dims[-2:] if isinstance(d, Expr))
+            if a <= b:
+                return None
+            layout = replace(op, args=(*op.args[:-2], op.args[-1], op.args[-2]))
+        elif op.kind == OpKind.FUNCTION and op.target == "einops.rearrange" and len(op.args) == 2:
+            pattern = _swapped_pattern(op.args[1])
+            if pattern is None:
+                return None
+            layout = replace(op, args=(op.args[0], pattern))
+        else:
+            return None
+        name = self.temp()
+        return [replace(layout, outputs=(name,), origin=op.origin or op),
+                _new(op, TRANSPOSE, (Ref(name), Expr("-2"), Expr("-1")), op.outputs)]
+
+    def stable_shift(self, op: Op) -> Op | None:
+        """`s - rowmax(s)` going into a softmax as `cast(s)`; records row maxima as a side effect."""
+        for name in op.outputs:
+            self.rowmax.pop(name, None)
+        if len(op.outputs) != 1 or not op.args or not isinstance(op.args[0], Ref):
+            return None
+        first = op.args[0].name
+        if (op.kind == OpKind.OPERATOR and op.target == "-" and len(op.args) == 2 and isinstance(op.args[1], Ref)
+                and self.rowmax.get(op.args[1].name) == first and op.outputs[0] in self.softmaxed):
+            return _respell(op, CAST, (op.args[0],), ())
+        if op.target in ("amax", "torch.amax", "max", "torch.max") and _last_keepdim(op):
+            self.rowmax[op.outputs[0]] = first + ("" if "amax" in op.target else "[values]")
+        elif op.kind == OpKind.METHOD and op.target == "detach" and len(op.args) == 1 and first in self.rowmax:
+            self.rowmax[op.outputs[0]] = self.rowmax[first]
+        elif (self.rowmax.get(first, "").endswith("[values]") and len(op.args) == 2 and isinstance(op.args[1], Expr)
+              and ((op.target == "getitem" and op.args[1].text == "0")
+                   or (op.target == "getattr" and op.args[1].text == "values"))):
+            self.rowmax[op.outputs[0]] = self.rowmax[first][: -len("[values]")]
+        return None
 
     def baddbmm(self, op: Op) -> list[Op] | None:
         """`baddbmm(input, b1, b2, beta=β, alpha=α)` as `β·input + α·(b1 @ b2)`, one op each."""
@@ -416,6 +484,17 @@ def _ctor_of(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None:
     return ctors[0]
 
 
+def _function_of(by_attr: Mapping[str, list[Binding]], target: str) -> str | None:
+    """The activation function a module target holds (`self.act = F.gelu`, bound once), else None."""
+    if not target.startswith("self.") or "[" in target or "." in target[5:]:
+        return None
+    bindings = by_attr.get(target[5:], ())
+    if len(bindings) != 1 or bindings[0].condition is not None or not isinstance(bindings[0].value, Expr):
+        return None
+    text = bindings[0].value.text
+    return text if text in FUNCTION_VALUES else None
+
+
 def _ctor_kwargs(ctor: Ctor, params: tuple[str, ...]) -> tuple[Kwarg, ...] | None:
     """A stateless module's constructor arguments as the function's keywords; None if unknown ones."""
     if len(ctor.args) > len(params) or ctor.items or ctor.lookup is not None:
@@ -523,6 +602,73 @@ def _scalar(v: Value, by_attr: Mapping[str, list[Binding]]) -> bool:
     bindings = by_attr.get(text[5:]) or []
     return bool(bindings) and all(
         isinstance(b.value, Expr) and not re.search(r"[A-Za-z_]\w*\s*\(", b.value.text) for b in bindings)
+
+
+_RIGHT_OPERAND = frozenset({("operator", "@"), ("function", "torch.matmul"), ("method", "matmul"),
+                            ("function", "torch.bmm"), ("method", "bmm")})
+_PASS_ON = frozenset({"*", "/", "cast"})
+
+
+def _prescan(block: Block) -> tuple[frozenset[str], frozenset[str]]:
+    """The names read as the right operand of a matrix product (also through a scale or a cast), and the
+    names read by a softmax (the rank-free facts the pass needs before it reaches the reads)."""
+    ops: list[Op] = []
+    _flat_ops(block, ops)
+    keys = {op.args[1].name for op in ops
+            if (op.kind.value, op.target) in _RIGHT_OPERAND and len(op.args) == 2 and isinstance(op.args[1], Ref)}
+    softmaxed = {op.args[0].name for op in ops
+                 if CANONICAL.get((op.kind.value, op.target)) == SOFTMAX and op.args and isinstance(op.args[0], Ref)}
+    passing = [op for op in ops if len(op.outputs) == 1 and op.args and isinstance(op.args[0], Ref) and (
+        (op.kind == OpKind.OPERATOR and op.target in _PASS_ON)
+        or (op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS))]
+    grown = True
+    while grown:
+        grown = False
+        for op in passing:
+            first = op.args[0]
+            if op.outputs[0] in keys and isinstance(first, Ref) and first.name not in keys:
+                keys.add(first.name)
+                grown = True
+    return frozenset(keys), frozenset(softmaxed)
+
+
+def _flat_ops(block: Block, out: list[Op]) -> None:
+    for stmt in block:
+        if isinstance(stmt, Op):
+            out.append(stmt)
+        elif isinstance(stmt, Branch):
+            for path in stmt.paths:
+                _flat_ops(path, out)
+        elif isinstance(stmt, Loop):
+            _flat_ops(stmt.body, out)
+
+
+def _last_keepdim(op: Op) -> bool:
+    """`amax`/`max` over the last axis keeping it (`x.amax(-1, keepdim=True)`, `torch.max(x, dim=-1, keepdim=True)`)."""
+    kw = {k.name: k.value for k in op.kwargs}
+    dim = op.args[1] if len(op.args) > 1 else kw.get("dim")
+    keep = op.args[2] if len(op.args) > 2 else kw.get("keepdim")
+    return (isinstance(dim, Expr) and dim.text == "-1" and isinstance(keep, Expr) and keep.text == "True"
+            and set(kw) <= {"dim", "keepdim"})
+
+
+def _swapped_pattern(pattern: Value) -> Expr | None:
+    """An einops pattern whose last two output axes are plain names in the reverse of their input order,
+    with those two swapped back (`"b n (h d) -> b h d n"` gives `"b n (h d) -> b h n d"`); else None."""
+    if not isinstance(pattern, Expr) or len(pattern.text) < 2 or pattern.text[0] not in "'\"":
+        return None
+    quote, body = pattern.text[0], pattern.text[1:-1]
+    if pattern.text[-1] != quote or body.count("->") != 1:
+        return None
+    lhs, rhs = body.split("->")
+    groups = re.findall(r"\([^)]*\)|[^\s()]+", rhs)
+    names = re.findall(r"[A-Za-z_]\w*|\.\.\.", lhs)
+    if len(groups) < 2 or not all(re.fullmatch(r"[A-Za-z_]\w*", g) for g in groups[-2:]):
+        return None
+    a, b = groups[-2:]
+    if a not in names or b not in names or names.index(a) < names.index(b):
+        return None
+    return Expr(f"{quote}{lhs.rstrip()} -> {' '.join([*groups[:-2], b, a])}{quote}")
 
 
 def _batched_operands(block: Block, out: set[str] | None = None) -> frozenset[str]:

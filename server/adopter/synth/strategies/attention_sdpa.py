@@ -14,6 +14,7 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from adopter.analysis.canonical import matmul_plan
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Span
 from adopter.synth.registry import SynthContext, strategy
 
@@ -91,7 +92,22 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
             return f"the chain has a step SDPA's one call does not take (`{op.target}`); rewrite it by hand"
     if any(k.name != "dim" for k in chain.softmax.kwargs):
         return "the softmax changes the dtype (an fp32 up-cast); SDPA computes in the input's dtype"
+    for product, plan in ((chain.scores, (False, True)), (chain.out, (False, False))):
+        equation = _einsum_equation(product)
+        if equation is not None and (matmul_plan(equation) or (None, None))[:2] != plan:
+            # q·kᵀ must read q and k as (..., n, d), and probs·v read v as (..., n, d), as SDPA takes them.
+            return (f"the einsum `{equation}` lays its operands out differently from what "
+                    "scaled_dot_product_attention takes; rewrite it by hand")
     return chain
+
+
+def _einsum_equation(op: Op) -> str | None:
+    """The equation of the `einsum` (torch's or einops') a canonical op was written as, else None."""
+    origin = op.origin
+    if origin is None or origin.kind != OpKind.FUNCTION or origin.target not in ("torch.einsum", "einops.einsum"):
+        return None
+    equation = origin.args[-1] if origin.target == "einops.einsum" else origin.args[0]
+    return equation.text if isinstance(equation, Expr) else None
 
 
 def _functional(ctx: SynthContext) -> str:
@@ -245,9 +261,14 @@ class _Site:
             parts = [node.left, node.right]
         elif isinstance(node, ast.Call):
             parts = list(node.args)
-            if (op.origin or op).kind == OpKind.METHOD and isinstance(node.func, ast.Attribute):
+            origin = op.origin or op
+            if origin.kind == OpKind.METHOD and isinstance(node.func, ast.Attribute):
                 parts = [node.func.value, *parts]
-        elif isinstance(node, ast.Attribute) and (op.origin or op).kind == OpKind.METHOD:  # `k.mT`
+            elif _einsum_equation(op) is not None:
+                # einsum's tensors without the equation; the transpose it implies reads the second one.
+                tensors = parts[1:] if origin.target == "torch.einsum" else parts[:-1]
+                parts = tensors[1:] if op.target == "transpose" else tensors
+        elif isinstance(node, ast.Attribute) and (op.origin or op).target in ("mT", "getattr"):  # `k.mT`
             parts = [node.value]
         else:
             self.ctx.decline(f"cannot read the operands of `{self.ctx.text(op.span)}`")
