@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adopter.analysis.canonical import matmul_plan, normalise
+from adopter.analysis.canonical import matmul_plan, normalise, product_layout
 from adopter.analysis.spellings import CANONICAL, SIGNATURES, SOFTMAX
 from adopter.dsl.types import Branch, Expr, Kwarg, Ref
 
@@ -87,6 +87,16 @@ CASES = [
      "s = x - y.amax(dim=-1, keepdim=True)\np = s.softmax(dim=-1)",
      ["%1 = method amax(y, dim=-1, keepdim=True)", "s = operator -(x, %1)",
       "p = function torch.nn.functional.softmax(s, dim=-1)"]),
+    ("einsum with heads third (a list of operands): permutes, transpose, matmul", "",
+     's = torch.einsum("nqhd,nkhd->nhqk", [x, y])',
+     ["%1 = operator list(x, y)", "%2 = method permute(x, 0, 2, 1, 3)", "%3 = method permute(y, 0, 2, 1, 3)",
+      "%4 = method transpose(%3, -2, -1)", "s = function torch.matmul(%2, %4)"]),
+    ("einsum probs·v back to (b, l, h, d): matmul then permute", "", 'o = torch.einsum("bhls,bshd->blhd", x, y)',
+     ["%1 = method permute(y, 0, 2, 1, 3)", "%2 = function torch.matmul(x, %1)", "o = method permute(%2, 0, 2, 1, 3)"]),
+    ("a rank survives an op that redefines its input: softmax dim=3 is the last axis", "",
+     "s = x.view(2, 3, 4, 5)\ns = s.masked_fill(mask, 0)\np = s.softmax(dim=3)",
+     ["s = method view(x, 2, 3, 4, 5)", "s = method masked_fill(s, mask, 0)",
+      "p = function torch.nn.functional.softmax(s, dim=-1)"]),
     ("mean, pow: one signature", "", "a = torch.mean(x, -1, True)\nb = x.mean(dim=-1, keepdim=True)\nc = x ** 2",
      ["a = method mean(x, -1, keepdim=True)", "b = method mean(x, -1, keepdim=True)", "c = method pow(x, 2)"]),
     ("x * x is x.pow(2); x * y stays", "", "a = x * x\nb = x * y",
@@ -149,6 +159,21 @@ def test_respelled_op_keeps_its_source_and_what_was_written() -> None:
 ])
 def test_matmul_plan(equation: str, plan: tuple[bool, bool, int] | None) -> None:
     assert matmul_plan(equation) == plan
+
+
+@pytest.mark.parametrize(("equation", "layout"), [
+    ('"nqhd,nkhd->nhqk"', ((0, 2, 1, 3), (0, 2, 1, 3), True, None, 4)),
+    ('"nhql,nlhd->nqhd"', (None, (0, 2, 1, 3), False, (0, 2, 1, 3), 4)),
+    ('"blhe,bshe->bhls"', ((0, 2, 1, 3), (0, 2, 1, 3), True, None, 4)),
+    ('"ihd,jhd->hij"', ((1, 0, 2), (1, 0, 2), True, None, 3)),
+    ('"bhid,bhjd->bhij"', (None, None, True, None, 4)),  # the plain form (matmul_plan's) reads the same
+    ('"...id,...jd->...ij"', None),  # `...`: the rank is unknown
+    ('"bhld,lrd->bhlr"', None),  # l is in all three but not a batch axis of both: not one product
+    ('"bij,bjk,bkl->bil"', None),
+    ('"bi,bi->b"', None),
+])
+def test_product_layout(equation: str, layout: object) -> None:
+    assert product_layout(equation) == layout
 
 
 def test_every_spelling_maps_to_a_canonical_op_with_its_own_row() -> None:

@@ -334,6 +334,29 @@ class CrossAttention(nn.Module):
         return out.reshape(b, self.heads, n, -1).transpose(1, 2).reshape(b, n, c)
 """
 
+EINSUM_LIST = """
+import torch
+from torch import nn
+
+
+class CvtStyleAttention(nn.Module):
+    def __init__(self, dim, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.dropout = nn.Dropout(0.0)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        query, key, value = self.qkv(x).reshape(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        attention_score = torch.einsum("bhlk,bhtk->bhlt", [query, key]) * self.scale
+        attention_probs = torch.nn.functional.softmax(attention_score, dim=-1)
+        attention_probs = self.dropout(attention_probs)
+        context = torch.einsum("bhlt,bhtv->bhlv", [attention_probs, value])
+        return context.transpose(1, 2).reshape(b, n, c)
+"""
+
 MT_KEYS = """
 import math
 
@@ -427,7 +450,8 @@ class MultiHeadAttention(nn.Module):
     (EINSUM, "Attention", "scaled_dot_product_attention(q, k, v, scale=self.scale)"),
     (EINSUM_FOLDED, "CrossAttention", "scaled_dot_product_attention(q, k, v, scale=self.scale)"),
     (MT_KEYS, "Attention", "scale=1.0 / math.sqrt(q.shape[-1])"),
-], ids=["einsum", "einsum-heads-folded", "k.mT"])
+    (EINSUM_LIST, "CvtStyleAttention", "scaled_dot_product_attention(\n            query,\n            key,\n            value,"),
+], ids=["einsum", "einsum-heads-folded", "k.mT", "einsum-list-operands"])
 def test_einsum_mt_and_shifted_chains_are_rewritten_and_equivalent(source: str, cls: str, expected: str) -> None:
     new = fixed(source, RULES, applied=1)
     assert expected in new, new
@@ -438,8 +462,25 @@ def test_einsum_mt_and_shifted_chains_are_rewritten_and_equivalent(source: str, 
     compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),))
 
 
-def test_einsum_with_another_layout_is_reported_without_a_fix() -> None:
-    reasons = skip_reasons(EINSUM_OTHER_LAYOUT, RULES)
+LENGTH_FIRST = """
+import math
+
+import torch
+from torch import nn
+
+
+class FullAttention(nn.Module):
+    def forward(self, queries, keys, values):
+        B, L, H, E = queries.shape
+        scores = torch.einsum("blhe,bshe->bhls", queries, keys)
+        A = torch.softmax(scores / math.sqrt(E), dim=-1)
+        return torch.einsum("bhls,bshd->blhd", A, values)
+"""
+
+
+@pytest.mark.parametrize("source", [EINSUM_OTHER_LAYOUT, LENGTH_FIRST], ids=["v-transposed", "length-first"])
+def test_einsum_with_another_layout_is_reported_without_a_fix(source: str) -> None:
+    reasons = skip_reasons(source, RULES)
     assert len(reasons) == 1 and "lays its operands out differently" in reasons[0], reasons
 
 

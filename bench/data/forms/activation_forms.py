@@ -298,3 +298,24 @@ class OptionalActMlp(nn.Module):
 
     def forward(self, x):
         return self.fc2(self.act(self.fc1(x)))  # site: 6
+
+
+class Fp32LayerNorm(nn.LayerNorm):
+    """whisper / CLIP: LayerNorm computed in float32, cast back."""
+
+    def forward(self, x):
+        return super().forward(x.float()).type(x.dtype)
+
+
+class CastNormBlock(nn.Module):
+    """dropout → add → a same-file LayerNorm subclass; dropout built as Identity when p is 0."""
+
+    def __init__(self, dim, p=0.1):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.drop = nn.Dropout(p) if p > 0.0 else nn.Identity()
+        self.ln = Fp32LayerNorm(dim)
+
+    def forward(self, x):
+        y = self.drop(self.fc(x))  # site: 5
+        return self.ln(x + y)

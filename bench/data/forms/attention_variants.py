@@ -231,3 +231,48 @@ class WindowAttention(nn.Module):
             attn = self.softmax(attn)
         x = (attn @ v).transpose(1, 2).reshape(B_, N, C)
         return self.proj(x)
+
+
+class TutorialSelfAttention(nn.Module):
+    """The widely copied "transformer from scratch" form: heads third, einsum with a list of operands."""
+
+    def __init__(self, embed_size, heads):
+        super().__init__()
+        self.embed_size = embed_size
+        self.heads = heads
+        self.head_dim = embed_size // heads
+        self.values = nn.Linear(embed_size, embed_size)
+        self.keys = nn.Linear(embed_size, embed_size)
+        self.queries = nn.Linear(embed_size, embed_size)
+        self.fc_out = nn.Linear(embed_size, embed_size)
+
+    def forward(self, values, keys, query, mask):
+        N = query.shape[0]
+        value_len, key_len, query_len = values.shape[1], keys.shape[1], query.shape[1]
+        values = self.values(values).reshape(N, value_len, self.heads, self.head_dim)
+        keys = self.keys(keys).reshape(N, key_len, self.heads, self.head_dim)
+        queries = self.queries(query).reshape(N, query_len, self.heads, self.head_dim)
+        energy = torch.einsum("nqhd,nkhd->nhqk", [queries, keys])  # site: 10
+        if mask is not None:
+            energy = energy.masked_fill(mask == 0, float("-1e20"))
+        attention = torch.softmax(energy / (self.embed_size ** (1 / 2)), dim=3)
+        out = torch.einsum("nhql,nlhd->nqhd", [attention, values])
+        out = out.reshape(N, query_len, self.heads * self.head_dim)
+        return self.fc_out(out)
+
+
+class FullAttention(nn.Module):
+    """Time-series libraries (Informer / Autoformer style): (batch, length, heads, dim) layouts in einsum."""
+
+    def __init__(self, scale=None, attention_dropout=0.1):
+        super().__init__()
+        self.scale = scale
+        self.dropout = nn.Dropout(attention_dropout)
+
+    def forward(self, queries, keys, values):
+        B, L, H, E = queries.shape
+        scale = self.scale or 1.0 / math.sqrt(E)
+        scores = torch.einsum("blhe,bshe->bhls", queries, keys)  # site: 10
+        A = self.dropout(torch.softmax(scale * scores, dim=-1))
+        V = torch.einsum("bhls,bshd->blhd", A, values)
+        return V.contiguous()

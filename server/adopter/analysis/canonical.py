@@ -157,6 +157,7 @@ class _Pass:
         self.counter = _max_temp(forward.body)
         self.keys, self.softmaxed = _prescan(forward.body)
         self.rowmax: dict[str, str] = {}  # name -> the value whose row maximum (keepdim) it holds
+        self.lists: dict[str, tuple[Value, ...]] = {}  # name -> the items of the list literal it holds
 
     def temp(self) -> str:
         self.counter += 1
@@ -296,14 +297,18 @@ class _Pass:
     def einsum(self, op: Op, ranks: dict[str, int]) -> list[Op] | None:
         """`einsum("...ic,...jc->...ij", a, b)` as `matmul(a, b.transpose(-2, -1))` (and the like);
         einops' `einsum(a, b, "... i c, ... j c -> ... i j")` takes the equation last."""
-        if len(op.args) != 3 or op.kwargs or len(op.outputs) != 1:
+        args = op.args
+        if (op.target == "torch.einsum" and len(args) == 2 and isinstance(args[1], Ref)
+                and len(self.lists.get(args[1].name, ())) == 2):
+            args = (args[0], *self.lists[args[1].name])  # `torch.einsum(eq, [a, b])`
+        if len(args) != 3 or op.kwargs or len(op.outputs) != 1:
             return None
-        equation, a, b = (op.args[2], op.args[0], op.args[1]) if op.target == "einops.einsum" else op.args
+        equation, a, b = (args[2], args[0], args[1]) if op.target == "einops.einsum" else args
         if not isinstance(equation, Expr):
             return None
         plan = matmul_plan(equation.text)
         if plan is None:
-            return None
+            return self.permuted_product(op, equation.text, a, b, ranks)
         t_a, t_b, rank = plan
         out: list[Op] = []
         if t_a:
@@ -317,6 +322,38 @@ class _Pass:
             ranks[name] = rank
             b = Ref(name)
         out.append(_new(op, MATMUL, (a, b), op.outputs))
+        return out
+
+    def permuted_product(self, op: Op, equation: str, a: Value, b: Value, ranks: dict[str, int]) -> list[Op] | None:
+        """An einsum that is a batched matrix product up to the order of its axes (`"nqhd,nkhd->nhqk"`,
+        `"blhe,bshe->bhls"`): `permute` each operand to (batch, i, c) / (batch, j, c) or (batch, c, j),
+        `transpose` a feature-last right operand, `matmul`, and `permute` the product to the output's order."""
+        layout = product_layout(equation)
+        if layout is None:
+            return None
+        perm_a, perm_b, t_b, perm_out, rank = layout
+        out: list[Op] = []
+
+        def permuted(value: Value, perm: tuple[int, ...] | None) -> Value:
+            if perm is None:
+                return value
+            name = self.temp()
+            out.append(_new(op, ("method", "permute"), (value, *(Expr(str(d)) for d in perm)), (name,)))
+            ranks[name] = rank
+            return Ref(name)
+
+        a, b = permuted(a, perm_a), permuted(b, perm_b)
+        if t_b:
+            name = self.temp()
+            out.append(_new(op, TRANSPOSE, (b, Expr("-2"), Expr("-1")), (name,)))
+            ranks[name] = rank
+            b = Ref(name)
+        product = op.outputs if perm_out is None else (self.temp(),)
+        out.append(_new(op, MATMUL, (a, b), product))
+        ranks[product[0]] = rank
+        if perm_out is not None:
+            out.append(_new(op, ("method", "permute"), (Ref(product[0]), *(Expr(str(d)) for d in perm_out)),
+                            op.outputs))
         return out
 
     def swapped_layout(self, op: Op) -> list[Op] | None:
@@ -342,9 +379,13 @@ class _Pass:
                 _new(op, TRANSPOSE, (Ref(name), Expr("-2"), Expr("-1")), op.outputs)]
 
     def stable_shift(self, op: Op) -> Op | None:
-        """`s - rowmax(s)` going into a softmax as `cast(s)`; records row maxima as a side effect."""
+        """`s - rowmax(s)` going into a softmax as `cast(s)`; records row maxima (and list literals) as a
+        side effect."""
         for name in op.outputs:
             self.rowmax.pop(name, None)
+            self.lists.pop(name, None)
+        if op.kind == OpKind.OPERATOR and op.target in ("list", "tuple") and len(op.outputs) == 1:
+            self.lists[op.outputs[0]] = op.args
         if len(op.outputs) != 1 or not op.args or not isinstance(op.args[0], Ref):
             return None
         first = op.args[0].name
@@ -453,6 +494,46 @@ def matmul_plan(equation: str) -> tuple[bool, bool, int] | None:
     if a[:-2] != batch or b[:-2] != batch or set(a[-2:]) != {i, c} or set(b[-2:]) != {c, j}:
         return None
     return a[-2:] == c + i, b[-2:] == j + c, len(out)
+
+
+def product_layout(
+    equation: str,
+) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, bool, tuple[int, ...] | None, int] | None:
+    """For an einsum of two operands that is a batched matrix product with its axes in another order:
+    the permutation bringing the left operand to (batch, i, c), the one bringing the right operand to
+    (batch, j, c) (then transposed: the flag) or (batch, c, j), and the one bringing (batch, i, j) to the
+    output (None where the order already holds), with the rank; None for any other equation (and for
+    `...`, whose rank is unknown)."""
+    text = equation.strip()
+    if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0] or "." in text:
+        return None
+    text = text[1:-1].replace(" ", "")
+    if text.count("->") != 1:
+        return None
+    lhs, out = text.split("->")
+    operands = lhs.split(",")
+    if len(operands) != 2 or not all(s.isalpha() for s in (*operands, out)):
+        return None
+    a, b = operands
+    if any(len(set(s)) != len(s) for s in (a, b, out)):
+        return None
+    contracted = [c for c in a if c in b and c not in out]
+    only_a = [c for c in a if c not in b]
+    only_b = [c for c in b if c not in a]
+    batch = [c for c in out if c in a and c in b]
+    if len(contracted) != 1 or len(only_a) != 1 or len(only_b) != 1 or only_a[0] not in out or only_b[0] not in out:
+        return None
+    c, i, j = contracted[0], only_a[0], only_b[0]
+    if len(a) != len(batch) + 2 or len(b) != len(batch) + 2 or len(out) != len(batch) + 2:
+        return None
+    b_target = [*batch, j, c] if b[-1] == c else [*batch, c, j]
+
+    def perm(source: str, target: list[str]) -> tuple[int, ...] | None:
+        order = tuple(source.index(x) for x in target)
+        return None if order == tuple(range(len(source))) else order
+
+    product = "".join([*batch, i, j])
+    return perm(a, [*batch, i, c]), perm(b, b_target), b[-1] == c, perm(product, list(out)), len(out)
 
 
 # -- helpers ----------------------------------------------------------------------------------------
@@ -722,6 +803,8 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     """Record the rank of the op's output where the op makes it evident; forget it otherwise. With
     `units` (the class binds a layer or parameter one feature wide), also which values have a last
     axis of length 1."""
+    # The arguments' ranks as they were before this op (`x = x.masked_fill(...)` redefines its input).
+    known = {a.name: ranks[a.name] for a in op.args if isinstance(a, Ref) and a.name in ranks}
     for name in op.outputs:
         ranks.pop(name, None)
     if units:
@@ -731,7 +814,7 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
             ranks[_UNIT + op.outputs[0]] = 1
     if len(op.outputs) > 1 and (op.kind.value, op.target) in _SAME_RANK_PARTS and op.args:
         # `values, indices = torch.topk(x, k)`, `a, b = x.chunk(2, dim=-1)`: every part keeps x's rank.
-        r = _rank(op.args[0], ranks)
+        r = _rank(op.args[0], known)
         if r is not None:
             for name in op.outputs:
                 ranks[name] = r
@@ -742,25 +825,25 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     first = op.args[0] if op.args else None
     rank: int | None = None
     if key in _SAME_RANK and first is not None:
-        rank = _rank(first, ranks)
+        rank = _rank(first, known)
     elif op.kind == OpKind.METHOD and op.target in ("view", "reshape", "permute", "expand"):
         rank = _shape_count(op.args)
     elif op.kind == OpKind.OPERATOR and op.target in _ELEMENTWISE and len(op.args) == 2:
-        known = [_rank(a, ranks) for a in op.args if isinstance(a, Ref)]
-        if known and None not in known:
-            rank = max(r for r in known if r is not None)
+        arg_ranks = [_rank(a, known) for a in op.args if isinstance(a, Ref)]
+        if arg_ranks and None not in arg_ranks:
+            rank = max(r for r in arg_ranks if r is not None)
     elif key == MATMUL and len(op.args) == 2:
-        ra, rb = _rank(op.args[0], ranks), _rank(op.args[1], ranks)
+        ra, rb = _rank(op.args[0], known), _rank(op.args[1], known)
         if ra is not None and rb is not None and ra >= 2 and rb >= 2:
             rank = max(ra, rb)
     elif op.kind == OpKind.FUNCTION and op.target in ("einops.rearrange", "einops.repeat") and len(op.args) >= 2:
         rank = _einops_rank(op.args[1])
     elif op.kind == OpKind.METHOD and op.target == "unsqueeze" and first is not None:
-        r = _rank(first, ranks)
+        r = _rank(first, known)
         rank = None if r is None else r + 1
     elif op.kind == OpKind.MODULE and first is not None:
         ctor = _ctor_of(by_attr, op.target)
         if ctor is not None and ctor.callee in _SAME_RANK_MODULES:
-            rank = _rank(first, ranks)
+            rank = _rank(first, known)
     if rank is not None:
         ranks[op.outputs[0]] = rank

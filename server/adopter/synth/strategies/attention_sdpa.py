@@ -267,6 +267,8 @@ class _Site:
             elif _einsum_equation(op) is not None:
                 # einsum's tensors without the equation; the transpose it implies reads the second one.
                 tensors = parts[1:] if origin.target == "torch.einsum" else parts[:-1]
+                if len(tensors) == 1 and isinstance(tensors[0], ast.List | ast.Tuple):
+                    tensors = list(tensors[0].elts)  # `torch.einsum(eq, [a, b])`
                 parts = tensors[1:] if op.target == "transpose" else tensors
         elif isinstance(node, ast.Attribute) and (op.origin or op).target in ("mT", "getattr"):  # `k.mT`
             parts = [node.value]
