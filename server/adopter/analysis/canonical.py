@@ -155,13 +155,28 @@ class _Pass:
         self.thin = thin
         self.split_identity = not thin  # the submodule view reads an already canonical forward
         self.counter = _max_temp(forward.body)
-        self.keys, self.softmaxed = _prescan(forward.body)
+        self.body = forward.body
+        self._scanned: tuple[frozenset[str], frozenset[str]] | None = None  # `_prescan`, when first needed
         self.rowmax: dict[str, str] = {}  # name -> the value whose row maximum (keepdim) it holds
         self.lists: dict[str, tuple[Value, ...]] = {}  # name -> the items of the list literal it holds
 
     def temp(self) -> str:
         self.counter += 1
         return f"%{self.counter}"
+
+    @property
+    def keys(self) -> frozenset[str]:
+        """Names read as the right operand of a matrix product (see `_prescan`)."""
+        if self._scanned is None:
+            self._scanned = _prescan(self.body)
+        return self._scanned[0]
+
+    @property
+    def softmaxed(self) -> frozenset[str]:
+        """Names read by a softmax (see `_prescan`)."""
+        if self._scanned is None:
+            self._scanned = _prescan(self.body)
+        return self._scanned[1]
 
     # -- control flow --------------------------------------------------------------------------------
 
@@ -220,7 +235,8 @@ class _Pass:
         elif (op.kind == OpKind.OPERATOR and op.target == "getattr" and len(op.args) == 2
               and isinstance(op.args[1], Expr) and op.args[1].text == "mT"):
             ops = [_respell(op, TRANSPOSE, (op.args[0], Expr("-2"), Expr("-1")), ())]  # `k.mT`
-        elif len(op.outputs) == 1 and op.outputs[0] in self.keys and (split := self.swapped_layout(op)):
+        elif (op.target in ("permute", "einops.rearrange") and len(op.outputs) == 1 and op.outputs[0] in self.keys
+              and (split := self.swapped_layout(op))):
             ops = split
         elif op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS and op.args:
             ops = [_respell(op, CAST, op.args, op.kwargs)]
