@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import compare_modules, fixed, load, rules_of, skip_reasons  # noqa: E402
+from attention_harness import compare_modules, findings_of, fixed, load, rules_of, skip_reasons  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -484,11 +484,24 @@ def test_einsum_with_another_layout_is_reported_without_a_fix(source: str) -> No
     assert len(reasons) == 1 and "lays its operands out differently" in reasons[0], reasons
 
 
-def test_the_stable_softmax_shift_is_reported_and_the_fix_declined() -> None:
-    # `sim - sim.amax(-1, keepdim=True)` does not change a softmax over the last axis: the chain is
-    # attention; the rewrite does not yet remove the shift's statement, so it declines.
-    reasons = skip_reasons(STABLE_SOFTMAX, RULES)
-    assert len(reasons) == 1 and "sim.amax(dim=-1, keepdim=True).detach()`) sits between" in reasons[0], reasons
+@pytest.mark.parametrize("shift", [
+    "sim.amax(dim=-1, keepdim=True).detach()", "sim.max(-1, keepdim=True)[0]", "sim.max(dim=-1, keepdim=True).values",
+], ids=["amax-detach", "max-0", "max-values"])
+def test_the_stable_softmax_shift_goes_with_the_chain(shift: str) -> None:
+    # `sim - rowmax(sim)` does not change a softmax over the last axis, and SDPA is computed stably.
+    source = STABLE_SOFTMAX.replace("sim.amax(dim=-1, keepdim=True).detach()", shift)
+    new = fixed(source, RULES, applied=1)
+    assert "scaled_dot_product_attention(q, k, v, scale=self.scale)" in new and "max(" not in new, new
+    torch.manual_seed(0)
+    original = load(source, "orig")["Attention"](32)
+    rewritten = load(new, "new")["Attention"](32)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),))
+
+
+def test_a_shift_by_another_axis_is_not_dropped() -> None:
+    # `amax(dim=-2)` changes the softmax over the last axis: not the stable shift, not looked through.
+    source = STABLE_SOFTMAX.replace("sim.amax(dim=-1, keepdim=True).detach()", "sim.amax(dim=-2, keepdim=True)")
+    assert findings_of(source, RULES) == ()
 
 
 def test_keys_permuted_d_before_n_are_reported_without_a_fix() -> None:

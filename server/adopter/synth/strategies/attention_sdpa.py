@@ -180,7 +180,7 @@ class _Site:
         for stmt in self.range:
             if stmt.lineno in self.matched_lines:
                 continue
-            if self._is_mask_guard(stmt):
+            if self._is_mask_guard(stmt) or self._is_stable_shift(stmt):
                 continue
             ctx.decline(
                 f"line {stmt.lineno} (`{ast.unparse(stmt).splitlines()[0]}`) sits between the chain's steps "
@@ -195,6 +195,38 @@ class _Site:
             ctx.decline(
                 f"the {what} `{name}` are used after the chain (line {line}); SDPA does not return them"
             )
+
+    def _is_stable_shift(self, stmt: ast.stmt) -> bool:
+        """`s = s - s.amax(dim=-1, keepdim=True)` (also `.detach()`, `s.max(-1, keepdim=True)[0]` or
+        `.values`) on the softmax's input: a softmax over the last axis is the same without it, and SDPA
+        computes it stably, so the statement goes with the chain."""
+        first = self.chain.softmax.args[0] if self.chain.softmax.args else None
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(first, Ref) and stmt.targets[0].id == first.name):
+            return False
+        name = first.name
+        value = stmt.value
+        if not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Sub) and isinstance(value.left, ast.Name)
+                and value.left.id == name):
+            return False
+        shift = value.right
+        if isinstance(shift, ast.Call) and isinstance(shift.func, ast.Attribute) and shift.func.attr == "detach" \
+                and not shift.args and not shift.keywords:
+            shift = shift.func.value
+        values = False
+        if isinstance(shift, ast.Subscript) and isinstance(shift.slice, ast.Constant) and shift.slice.value == 0:
+            shift, values = shift.value, True
+        elif isinstance(shift, ast.Attribute) and shift.attr == "values":
+            shift, values = shift.value, True
+        if not (isinstance(shift, ast.Call) and isinstance(shift.func, ast.Attribute)
+                and shift.func.attr == ("max" if values else "amax")
+                and isinstance(shift.func.value, ast.Name) and shift.func.value.id == name):
+            return False
+        args = [ast.unparse(a) for a in shift.args]
+        kwargs = {k.arg: ast.unparse(k.value) for k in shift.keywords}
+        dim = args[0] if args else kwargs.get("dim")
+        keep = args[1] if len(args) > 1 else kwargs.get("keepdim")
+        return dim == "-1" and keep == "True" and len(args) + len(kwargs) == 2
 
     def _is_mask_guard(self, stmt: ast.stmt) -> bool:
         """`if <mask> is not None: scores = scores + <mask>` around the chain's mask step."""
