@@ -326,6 +326,11 @@ class _Pass:
         if plan is None:
             return self.permuted_product(op, equation.text, a, b, ranks)
         t_a, t_b, rank = plan
+        if "..." not in equation.text:
+            # Without `...` the equation names every axis: the operands have the product's rank.
+            for value in (a, b):
+                if isinstance(value, Ref):
+                    ranks[value.name] = rank
         out: list[Op] = []
         if t_a:
             name = self.temp()
