@@ -1,0 +1,365 @@
+"""The error-tolerant reading of a text Python rejects: the statements that do not parse are blanked.
+
+`adopter check` (a fresh analysis) and the language server (`DocumentAnalysis`, edit by edit) read a
+broken text through `salvage`, a function of the text alone, so both report the same findings and
+the same syntax errors for it, whatever edits led there.
+
+The text is cut into statements by indentation, brackets and strings (`Lines`), as Python's tokenizer
+would, with one tolerance: a `class` or `def` line resets an unclosed bracket, and at column 0 an
+unterminated triple-quoted string too, so a half-typed line cannot swallow the rest of the file. Each
+top-level statement is parsed alone; one that does not parse is repaired from the inside: a compound
+statement (a class, a method, an `if`) keeps its header and has the statements of its body masked the
+same way; a line that ends the block above it (a letter typed at column 0 inside a class) is blanked
+and the lines below it join that block again; what is left broken is blanked (spaces, the line breaks
+kept, so every position stays valid). A body left without code gets a `pass`. The syntax errors are
+those of the smallest statement blanked, parsed alone: at their real lines, not where tree-sitter's
+error recovery of the whole file lands.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from tree_sitter import Parser, Tree
+
+from adopter.analysis.source import (
+    MAX_SYNTAX_PROBLEMS,
+    SourceText,
+    is_broken,
+    new_parser,
+    repair,
+    syntax_problems,
+)
+from adopter.dsl.types import Problem, Severity, Span
+
+MAX_MEMO = 4096  # parse verdicts kept per document (statement text and column -> parses alone)
+
+_TOKENS = re.compile(
+    rb"#[^\n]*"
+    rb'|[rRbBuUfF]{0,2}"""[\s\S]*?"""'
+    rb"|[rRbBuUfF]{0,2}'''[\s\S]*?'''"
+    rb'|[rRbBuUfF]{0,2}"""[\s\S]*'  # unterminated: to the end, as Python reads it (cut below)
+    rb"|[rRbBuUfF]{0,2}'''[\s\S]*"
+    rb'|[rRbBuUfF]{0,2}"(?:\\.|[^"\\\n])*"'
+    rb"|[rRbBuUfF]{0,2}'(?:\\.|[^'\\\n])*'"
+    rb"|\\\r?\n"
+    rb"|[()\[\]{}]"
+)
+# A line no string or bracket can hold in real code: where an unclosed one is taken to end.
+_DEF_OR_CLASS = re.compile(rb"[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(|[ \t]*class[ \t]+\w+[ \t]*[(:]")
+_CLAUSE = re.compile(rb"(?:else|elif|except|finally)\b")
+_OPENERS = frozenset(b"([{")
+_CLOSERS = frozenset(b")]}")
+_MATCH = {ord(")"): ord("("), ord("]"): ord("["), ord("}"): ord("{")}
+
+
+class Lines:
+    """The lines of a text with what a tokenizer knows at each: indentation, whether a statement may
+    start there (outside brackets and strings, not after a backslash), where its code ends."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        starts = [0]
+        at = data.find(b"\n")
+        while at >= 0:
+            starts.append(at + 1)
+            at = data.find(b"\n", at + 1)
+        self.starts = starts
+        n = len(starts)
+        self.ends = [s - 1 for s in starts[1:]] + [len(data)]
+        self.indent = [0] * n
+        self.code = [False] * n  # holds code that starts on this line (not blank, not a comment, not inside a string)
+        self.fresh = [True] * n  # outside brackets and strings at its start, not after a backslash
+        self.colon = [False] * n  # its code ends with `:` (a block header's last line)
+        self._scan()
+
+    def _line(self, offset: int) -> int:
+        return bisect_right(self.starts, offset) - 1
+
+    def _scan(self) -> None:
+        data, starts = self.data, self.starts
+        n = len(starts)
+        cut = [False] * n  # `def`/`class` lines: an unclosed bracket ends before them
+        for i in range(n):
+            line = data[starts[i] : self.ends[i]]
+            body = line.lstrip(b" \t")
+            self.indent[i] = len(line) - len(body)
+            cut[i] = _DEF_OR_CLASS.match(line) is not None
+        inside = [False] * n  # starts inside a multi-line string or after a backslash
+        comment_at: dict[int, int] = {}
+        depth_at = [0] * n
+        stack: list[int] = []  # the open brackets (a closer that does not match the innermost is ignored)
+        line = 0
+        pos = 0
+        while True:
+            m = _TOKENS.search(data, pos)
+            stop = m.start() if m is not None else len(data)
+            while line + 1 < n and starts[line + 1] <= stop:  # lines before this token: record depth
+                line += 1
+                if cut[line] and not inside[line]:
+                    stack.clear()
+                depth_at[line] = len(stack)
+            if m is None:
+                break
+            text = m.group()
+            pos = m.end()
+            first = text[:1]
+            if len(text) == 1 and first[0] in _OPENERS:
+                stack.append(first[0])
+            elif len(text) == 1 and first[0] in _CLOSERS:
+                if stack and stack[-1] == _MATCH[first[0]]:
+                    stack.pop()
+            elif first == b"#":
+                comment_at[line] = m.start()
+            elif first == b"\\":
+                if line + 1 < n:
+                    inside[line + 1] = True
+            else:  # a string: the lines after its first one are inside it, up to a column-0 `def`/`class`
+                last = self._line(max(m.end() - 1, m.start()))
+                for k in range(line + 1, last + 1):
+                    if cut[k] and self.indent[k] == 0:
+                        pos = starts[k]  # an unterminated string ends here: tokenize again from this line
+                        break
+                    inside[k] = True
+        for i in range(n):
+            body = data[starts[i] + self.indent[i] : comment_at.get(i, self.ends[i])].rstrip()
+            self.fresh[i] = depth_at[i] == 0 and not inside[i]
+            self.code[i] = not inside[i] and bool(body)
+            self.colon[i] = body.endswith(b":")
+
+    def text(self, a: int, b: int) -> bytes:
+        """Lines `a` to `b` (exclusive), without the final line break."""
+        return self.data[self.starts[a] : self.ends[b - 1]]
+
+
+@dataclass(frozen=True, slots=True)
+class Salvaged:
+    """A broken text as the analysis reads it: the same length, the statements that do not parse
+    blanked; their syntax errors (at the real lines); `blanked` line ranges."""
+
+    data: bytes
+    problems: tuple[Problem, ...]
+    blanked: tuple[tuple[int, int], ...]
+
+
+class _Masker:
+    """Masks the statements of one text that do not parse (see the module docstring)."""
+
+    def __init__(self, data: bytes, path: str | None, memo: dict[tuple[bytes, int], bool], parser: Parser) -> None:
+        self.lines = Lines(data)
+        self.out = bytearray(data)
+        self.path = path
+        self.memo = memo
+        self.parser = parser
+        self.problems: list[Problem] = []
+        self.blanked: list[tuple[int, int]] = []
+
+    # -- parsing pieces alone --------------------------------------------------------------------
+
+    def _bytes(self, a: int, b: int) -> bytes:
+        lines = self.lines
+        return bytes(self.out[lines.starts[a] : lines.ends[b - 1]])
+
+    def parses(self, a: int, b: int, indent: int) -> bool:
+        """Whether lines `a:b` (as masked so far) parse alone as statements at column `indent`."""
+        text = self._bytes(a, b)
+        key = (text, indent)
+        found = self.memo.get(key)
+        if found is None:
+            if len(self.memo) >= MAX_MEMO:
+                self.memo.clear()
+            found = self.memo[key] = not is_broken(self.parser.parse(text), indent)
+        return found
+
+    def _problems(self, a: int, b: int, indent: int) -> list[Problem]:
+        """The syntax errors of lines `a:b` parsed alone: a bracket that does not match where Python
+        reports it, else tree-sitter's error regions."""
+        text = self._bytes(a, b)
+        found = _bracket_problem(text, self.path, a)
+        if found is not None:
+            return [found]
+        tree = self.parser.parse(text)
+        return [_moved(p, a) for p in syntax_problems(tree, SourceText(text, tree, self.path), indent)]
+
+    # -- masking ---------------------------------------------------------------------------------
+
+    def _has_code(self, a: int, b: int) -> bool:
+        code = self.lines.code
+        return any(code[i] and self._bytes(i, i + 1).strip() for i in range(a, b))
+
+    def _blank(self, a: int, b: int) -> None:
+        lines, out = self.lines, self.out
+        for i in range(a, b):
+            s, e = lines.starts[i], lines.ends[i]
+            out[s:e] = b" " * (e - s)
+        self.blanked.append((a, b))
+
+    def statements(self, a: int, b: int, indent: int) -> list[tuple[int, int]]:
+        """The statements of the block of lines `a:b` whose statements start at column `indent`:
+        a `def`'s decorators and an `if`'s `else` clauses go with it; deeper lines with the one above."""
+        lines, data = self.lines, self.lines.data
+        cuts: list[int] = []
+        decorator = False
+        for i in range(a, b):
+            if not (lines.code[i] and lines.fresh[i] and lines.indent[i] <= indent):
+                continue
+            head = data[lines.starts[i] + lines.indent[i] : lines.ends[i]]
+            joins = lines.indent[i] == indent and (decorator or _CLAUSE.match(head) is not None)
+            if not joins or not cuts:
+                cuts.append(i)
+            decorator = head.startswith(b"@")
+        if not cuts or cuts[0] != a:
+            cuts.insert(0, a)
+        return [(c, cuts[k + 1] if k + 1 < len(cuts) else b) for k, c in enumerate(cuts)]
+
+    def block(self, a: int, b: int, indent: int, check: bool = True) -> None:
+        """Mask what does not parse among the statements of lines `a:b` (column `indent`)."""
+        if check and self.parses(a, b, indent):
+            return
+        previous: tuple[int, int] | None = None  # the statement above, as far as it reaches now
+        for s, e in self.statements(a, b, indent):
+            if not self._has_code(s, e):
+                continue
+            if self.parses(s, e, indent):
+                previous = (s, e)
+            elif self.statement(s, e, indent, previous) and previous is not None:
+                previous = (previous[0], e)
+            else:
+                previous = (s, e)
+
+    def _logical_end(self, s: int, e: int) -> int:
+        """The line after the logical line starting at line `s` (continuation lines included)."""
+        lines = self.lines
+        k = s + 1
+        while k < e and not lines.fresh[k]:
+            k += 1
+        return k
+
+    def statement(self, s: int, e: int, indent: int, previous: tuple[int, int] | None) -> bool:
+        """Mask the broken statement of lines `s:e`; True when its deeper lines joined `previous`."""
+        lines = self.lines
+        h = self._logical_end(s, e)
+        deeper = [i for i in range(h, e) if lines.code[i] and lines.fresh[i] and lines.indent[i] > indent]
+        if lines.colon[h - 1] and deeper:  # a compound statement: keep the headers, mask the bodies
+            self._bodies(s, e, indent)
+            if self.parses(s, e, indent):
+                return False
+        elif deeper and previous is not None:
+            # A line that ends the block above it (a letter at column 0 in a class): without it, the lines
+            # below continue that block.
+            problems = self._problems(s, e, indent)
+            saved = (bytes(self.out), len(self.problems), len(self.blanked))
+            self._blank(s, h)
+            p = previous[0]
+            if self.parses(p, e, indent):
+                self.problems.extend(problems)
+                return True
+            if self.lines.colon[self._logical_end(p, e) - 1]:  # the block above has errors of its own too
+                self._bodies(p, e, indent)
+                if self.parses(p, e, indent):
+                    self.problems.extend(problems)
+                    return True
+            self.out[:] = saved[0]
+            del self.problems[saved[1] :], self.blanked[saved[2] :]
+        self.problems.extend(self._problems(s, e, indent))
+        self._blank(s, e)
+        return False
+
+    def _bodies(self, s: int, e: int, indent: int) -> None:
+        """Mask the body of each clause of the compound statement at lines `s:e`."""
+        lines, data = self.lines, self.lines.data
+        clauses = [s] + [i for i in range(s + 1, e) if lines.code[i] and lines.fresh[i] and lines.indent[i] == indent
+                         and _CLAUSE.match(data[lines.starts[i] + indent : lines.ends[i]]) is not None]
+        for k, c in enumerate(clauses):
+            d = clauses[k + 1] if k + 1 < len(clauses) else e
+            h = self._logical_end(c, d)
+            if not lines.colon[h - 1]:
+                continue
+            body = [i for i in range(h, d) if lines.code[i] and lines.fresh[i]]
+            if not body or lines.indent[body[0]] <= indent:
+                continue
+            self.block(h, d, lines.indent[body[0]])
+            if not self._has_code(h, d):
+                self._pass(body[0], lines.indent[body[0]])
+
+    def _pass(self, line: int, indent: int) -> None:
+        """Put `pass` on a blanked line of a body left without code (when the line is long enough)."""
+        lines = self.lines
+        s, e = lines.starts[line], lines.ends[line]
+        if e - s >= indent + 4:
+            self.out[s + indent : s + indent + 4] = b"pass"
+
+
+def mask_broken(data: bytes, path: str | None, memo: dict[tuple[bytes, int], bool] | None = None,
+                parser: Parser | None = None) -> Salvaged:
+    """`data` with its statements that do not parse blanked, and their syntax errors; a function of
+    `data` alone (`memo` only caches parse verdicts)."""
+    masker = _Masker(data, path, memo if memo is not None else {}, parser or new_parser())
+    masker.block(0, len(masker.lines.starts), 0, check=False)
+    problems = sorted(masker.problems, key=lambda p: (p.span.start_line, p.span.start_col) if p.span else (0, 0))
+    return Salvaged(bytes(masker.out), tuple(problems[:MAX_SYNTAX_PROBLEMS]), tuple(masker.blanked))
+
+
+def salvage(data: bytes, path: str | None, memo: dict[tuple[bytes, int], bool] | None = None,
+            parse: Callable[[bytes], Tree] | None = None) -> tuple[bytes, Tree, tuple[Problem, ...]]:
+    """The text, tree and syntax errors the analysis reads for a broken `data`.
+
+    `parse` parses the masked text (the server re-parses it incrementally); a masked text that still
+    does not parse (the cut into statements was wrong) is parsed afresh and `repair`ed, so that this
+    rare case does not depend on a previous tree either.
+    """
+    parser = new_parser()
+    salvaged = mask_broken(data, path, memo, parser)
+    masked = salvaged.data
+    tree = parse(masked) if parse is not None else parser.parse(masked)
+    problems = salvaged.problems
+    if is_broken(tree):
+        tree = parser.parse(masked)
+        if not problems:
+            problems = tuple(syntax_problems(tree, SourceText(masked, tree, path)))
+        masked, tree = repair(masked, tree)
+    return masked, tree, problems
+
+
+def _bracket_problem(text: bytes, path: str | None, first_row: int) -> Problem | None:
+    """Python's own error for the brackets of `text` (whose first line is line `first_row` of the
+    file), at the bracket it names: a closer that does not match the innermost opener, a closer with
+    none open, or an opener never closed."""
+    stack: list[tuple[int, int]] = []  # (bracket byte, offset)
+    for m in _TOKENS.finditer(text):
+        token = m.group()
+        if len(token) != 1 or token[0] not in b"()[]{}":
+            continue
+        b = token[0]
+        if b in _OPENERS:
+            stack.append((b, m.start()))
+        elif stack and stack[-1][0] == _MATCH[b]:
+            stack.pop()
+        elif stack:
+            opener, at = stack[-1]
+            line = first_row + text.count(b"\n", 0, at) + 1
+            return _at(text, m.start(), first_row, path,
+                       f"syntax error: closing {chr(b)!r} does not match {chr(opener)!r} on line {line}")
+        else:
+            return _at(text, m.start(), first_row, path, f"syntax error: unmatched {chr(b)!r}")
+    if stack:
+        opener, at = stack[0]
+        return _at(text, at, first_row, path, f"syntax error: {chr(opener)!r} was never closed")
+    return None
+
+
+def _at(text: bytes, offset: int, first_row: int, path: str | None, message: str) -> Problem:
+    """A syntax error on the character at byte `offset` of `text` (columns in code points)."""
+    row = first_row + text.count(b"\n", 0, offset)
+    col = len(text[text.rfind(b"\n", 0, offset) + 1 : offset].decode("utf-8", "replace"))
+    return Problem(message, Span(row, col, row, col + 1), path, Severity.ERROR, "syntax-error")
+
+
+def _moved(p: Problem, rows: int) -> Problem:
+    if p.span is None or rows == 0:
+        return p
+    s = p.span
+    return replace(p, span=Span(s.start_line + rows, s.start_col, s.end_line + rows, s.end_col))
