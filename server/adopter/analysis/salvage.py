@@ -238,10 +238,21 @@ class _Masker:
             k += 1
         return k
 
+    def _header(self, s: int, e: int) -> int:
+        """The first line of the statement at lines `s:e` after its decorators."""
+        lines, data = self.lines, self.lines.data
+        c = s
+        while c < e and data[lines.starts[c] + lines.indent[c] : lines.starts[c] + lines.indent[c] + 1] == b"@":
+            c = self._logical_end(c, e)
+            while c < e and not lines.code[c]:
+                c += 1
+        return c if c < e else s
+
     def statement(self, s: int, e: int, indent: int, previous: tuple[int, int] | None) -> bool:
         """Mask the broken statement of lines `s:e`; True when its deeper lines joined `previous`."""
         lines = self.lines
-        h = self._logical_end(s, e)
+        c = self._header(s, e)
+        h = self._logical_end(c, e)
         deeper = [i for i in range(h, e) if lines.code[i] and lines.fresh[i] and lines.indent[i] > indent]
         if lines.colon[h - 1] and deeper:  # a compound statement: keep the headers, mask the bodies
             self._bodies(s, e, indent)
@@ -271,7 +282,8 @@ class _Masker:
     def _bodies(self, s: int, e: int, indent: int) -> None:
         """Mask the body of each clause of the compound statement at lines `s:e`."""
         lines, data = self.lines, self.lines.data
-        clauses = [s] + [i for i in range(s + 1, e) if lines.code[i] and lines.fresh[i] and lines.indent[i] == indent
+        first = self._header(s, e)
+        clauses = [first] + [i for i in range(first + 1, e) if lines.code[i] and lines.fresh[i] and lines.indent[i] == indent
                          and _CLAUSE.match(data[lines.starts[i] + indent : lines.ends[i]]) is not None]
         for k, c in enumerate(clauses):
             d = clauses[k + 1] if k + 1 < len(clauses) else e
@@ -299,7 +311,7 @@ def mask_broken(data: bytes, path: str | None, memo: dict[tuple[bytes, int], boo
     `data` alone (`memo` only caches parse verdicts)."""
     masker = _Masker(data, path, memo if memo is not None else {}, parser or new_parser())
     masker.block(0, len(masker.lines.starts), 0, check=False)
-    problems = sorted(masker.problems, key=lambda p: (p.span.start_line, p.span.start_col) if p.span else (0, 0))
+    problems = sorted(dict.fromkeys(masker.problems), key=lambda p: (p.span.start_line, p.span.start_col) if p.span else (0, 0))
     return Salvaged(bytes(masker.out), tuple(problems[:MAX_SYNTAX_PROBLEMS]), tuple(masker.blanked))
 
 
