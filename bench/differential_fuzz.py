@@ -31,6 +31,7 @@ import platform
 import random
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,10 +65,13 @@ def _point(text: str, offset: int) -> tuple[int, int]:
 
 
 def python_accepts(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except (SyntaxError, ValueError):
-        return False
+    """Python's own parser as the judge of "parses" (it runs nothing)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarning for half-typed literals
+        try:
+            ast.parse(text)
+        except (SyntaxError, ValueError):
+            return False
     return True
 
 
@@ -114,12 +118,15 @@ class Differential:
             self.stats.unparseable += 1
         try:
             live = self.server_payload(doc)
-        except Exception as exc:  # noqa: BLE001 - a crash is a divergence to report, not the fuzzer's end
+        except Exception as exc:
             return f"the server path raised {type(exc).__name__}: {exc}"
         try:
             fresh = self.cli_payload(doc.text, doc.path)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return f"the CLI path raised {type(exc).__name__}: {exc}"
+        crashed = [text for _, text in live["problems"] + fresh["problems"] if "internal-error" in text]
+        if crashed:
+            return f"an internal error (a crash caught): {crashed[0]}"
         if live == fresh:
             return None
         return _difference(live, fresh)

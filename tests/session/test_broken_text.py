@@ -133,7 +133,7 @@ def _at(text: str, where: float, line_start: bool) -> int:
 
 
 @pytest.mark.parametrize("name", ["bert_encoder.py", "gpt_decoder.py"])
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                     HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_server_and_check_agree_after_random_breaking_edits(name: str, data: st.DataObject) -> None:

@@ -27,8 +27,8 @@ from adopter.analysis.loss_methods import file_mentions_loss, loss_method_archit
 from adopter.analysis.method_chains import method_chains
 from adopter.analysis.optimizers import file_mentions_optimizer, optimizer_methods, resolve_optimizer_classes
 from adopter.analysis.resolver import ModuleResolver
+from adopter.analysis.salvage import ParseMemo, salvage
 from adopter.analysis.sequential_classes import is_sequential_class, sequential_class_chains
-from adopter.analysis.salvage import salvage
 from adopter.analysis.source import Field, SourceText, is_broken
 from adopter.analysis.submodules import stateless_submodules, thin_submodules
 from adopter.analysis.symbols import ModuleSymbols
@@ -74,7 +74,7 @@ class Analyser:
         self.reach = reach if reach is not None else (default_reach() if resolver is None else None)
         self.cache: dict[str, _Entry] = {}
         self.reanalysed: list[str] = []  # units analysed (not taken from the cache) by the last run
-        self.memo: dict[tuple[bytes, int], bool] = {}  # statements' parse verdicts (`salvage`)
+        self.memo = ParseMemo()  # statements' parse verdicts, for broken texts (`salvage`)
         self.read: tuple[bytes, Tree] | None = None  # the text and tree the last run analysed (masked)
 
     def clear(self) -> None:

@@ -35,7 +35,7 @@ from adopter.analysis.source import (
 )
 from adopter.dsl.types import Problem, Severity, Span
 
-MAX_MEMO = 4096  # parse verdicts kept per document (statement text and column -> parses alone)
+MEMO_BYTES = 4 << 20  # statement text kept with parse verdicts, per document (then the memo starts over)
 
 _TOKENS = re.compile(
     rb"#[^\n]*"
@@ -84,10 +84,9 @@ class Lines:
         n = len(starts)
         cut = [False] * n  # `def`/`class` lines: an unclosed bracket ends before them
         for i in range(n):
-            line = data[starts[i] : self.ends[i]]
-            body = line.lstrip(b" \t")
-            self.indent[i] = len(line) - len(body)
-            cut[i] = _DEF_OR_CLASS.match(line) is not None
+            row = data[starts[i] : self.ends[i]]
+            self.indent[i] = len(row) - len(row.lstrip(b" \t"))
+            cut[i] = _DEF_OR_CLASS.match(row) is not None
         inside = [False] * n  # starts inside a multi-line string or after a backslash
         comment_at: dict[int, int] = {}
         depth_at = [0] * n
@@ -135,6 +134,25 @@ class Lines:
         return self.data[self.starts[a] : self.ends[b - 1]]
 
 
+class ParseMemo:
+    """Whether a statement's text parses alone at a column: kept between the analyses of one document,
+    so a keystroke in a broken file parses only the statements it changed. A pure cache."""
+
+    def __init__(self) -> None:
+        self._verdicts: dict[tuple[bytes, int], bool] = {}
+        self._bytes = 0
+
+    def get(self, key: tuple[bytes, int]) -> bool | None:
+        return self._verdicts.get(key)
+
+    def put(self, key: tuple[bytes, int], verdict: bool) -> None:
+        if self._bytes + len(key[0]) > MEMO_BYTES:
+            self._verdicts.clear()
+            self._bytes = 0
+        self._verdicts[key] = verdict
+        self._bytes += len(key[0])
+
+
 @dataclass(frozen=True, slots=True)
 class Salvaged:
     """A broken text as the analysis reads it: the same length, the statements that do not parse
@@ -148,7 +166,7 @@ class Salvaged:
 class _Masker:
     """Masks the statements of one text that do not parse (see the module docstring)."""
 
-    def __init__(self, data: bytes, path: str | None, memo: dict[tuple[bytes, int], bool], parser: Parser) -> None:
+    def __init__(self, data: bytes, path: str | None, memo: ParseMemo, parser: Parser) -> None:
         self.lines = Lines(data)
         self.out = bytearray(data)
         self.path = path
@@ -169,9 +187,8 @@ class _Masker:
         key = (text, indent)
         found = self.memo.get(key)
         if found is None:
-            if len(self.memo) >= MAX_MEMO:
-                self.memo.clear()
-            found = self.memo[key] = not is_broken(self.parser.parse(text), indent)
+            found = not is_broken(self.parser.parse(text), indent)
+            self.memo.put(key, found)
         return found
 
     def _problems(self, a: int, b: int, indent: int) -> list[Problem]:
@@ -305,17 +322,17 @@ class _Masker:
             self.out[s + indent : s + indent + 4] = b"pass"
 
 
-def mask_broken(data: bytes, path: str | None, memo: dict[tuple[bytes, int], bool] | None = None,
+def mask_broken(data: bytes, path: str | None, memo: ParseMemo | None = None,
                 parser: Parser | None = None) -> Salvaged:
     """`data` with its statements that do not parse blanked, and their syntax errors; a function of
     `data` alone (`memo` only caches parse verdicts)."""
-    masker = _Masker(data, path, memo if memo is not None else {}, parser or new_parser())
+    masker = _Masker(data, path, memo if memo is not None else ParseMemo(), parser or new_parser())
     masker.block(0, len(masker.lines.starts), 0, check=False)
     problems = sorted(dict.fromkeys(masker.problems), key=lambda p: (p.span.start_line, p.span.start_col) if p.span else (0, 0))
     return Salvaged(bytes(masker.out), tuple(problems[:MAX_SYNTAX_PROBLEMS]), tuple(masker.blanked))
 
 
-def salvage(data: bytes, path: str | None, memo: dict[tuple[bytes, int], bool] | None = None,
+def salvage(data: bytes, path: str | None, memo: ParseMemo | None = None,
             parse: Callable[[bytes], Tree] | None = None) -> tuple[bytes, Tree, tuple[Problem, ...]]:
     """The text, tree and syntax errors the analysis reads for a broken `data`.
 
