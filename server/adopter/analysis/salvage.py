@@ -37,20 +37,30 @@ from adopter.dsl.types import Problem, Severity, Span
 
 MEMO_BYTES = 4 << 20  # statement text kept with parse verdicts, per document (then the memo starts over)
 
+# Comments, strings (a prefix such as `rb` changes nothing here: a backslash escapes the quote in raw
+# strings too), backslash continuations, brackets.
 _TOKENS = re.compile(
     rb"#[^\n]*"
-    rb'|[rRbBuUfF]{0,2}"""[\s\S]*?"""'
-    rb"|[rRbBuUfF]{0,2}'''[\s\S]*?'''"
-    rb'|[rRbBuUfF]{0,2}"""[\s\S]*'  # unterminated: to the end, as Python reads it (cut below)
-    rb"|[rRbBuUfF]{0,2}'''[\s\S]*"
-    rb'|[rRbBuUfF]{0,2}"(?:\\.|[^"\\\n])*"'
-    rb"|[rRbBuUfF]{0,2}'(?:\\.|[^'\\\n])*'"
+    rb'|"""[\s\S]*?"""'
+    rb"|'''[\s\S]*?'''"
+    rb'|"""[\s\S]*'  # unterminated: to the end, as Python reads it (cut below)
+    rb"|'''[\s\S]*"
+    rb'|"(?:\\.|[^"\\\n])*"'
+    rb"|'(?:\\.|[^'\\\n])*'"
     rb"|\\\r?\n"
     rb"|[()\[\]{}]"
 )
 # A line no string or bracket can hold in real code: where an unclosed one is taken to end.
 _DEF_OR_CLASS = re.compile(rb"[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(|[ \t]*class[ \t]+\w+[ \t]*[(:]")
+# A line that reads as a statement of its own (a keyword, an assignment with spaced `=`): inside a bracket
+# opened on a line indented as deep or deeper, it is taken to end that bracket's statement (unclosed).
+_STATEMENT = re.compile(
+    rb"[ \t]*(?:(?:return|if|elif|else|for|while|with|try|except|finally|raise|assert|del|pass|import|from|"
+    rb"break|continue|yield|async|await|global|nonlocal)\b"
+    rb"|[\w.]+(?:\[[^\]\n]*\])?(?:[ \t]*,[ \t]*[\w.]+)*[ \t]+(?:[-+*/%&|^@]|//|\*\*|>>|<<)?=[ \t])"
+)
 _CLAUSE = re.compile(rb"(?:else|elif|except|finally)\b")
+_INDENT = re.compile(rb"^[ \t]*", re.M)
 _OPENERS = frozenset(b"([{")
 _CLOSERS = frozenset(b")]}")
 _MATCH = {ord(")"): ord("("), ord("]"): ord("["), ord("}"): ord("{")}
@@ -62,35 +72,30 @@ class Lines:
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        starts = [0]
-        at = data.find(b"\n")
-        while at >= 0:
-            starts.append(at + 1)
-            at = data.find(b"\n", at + 1)
+        found = list(_INDENT.finditer(data))
+        self.indent = [m.end() - m.start() for m in found]
+        starts = [m.start() for m in found]
         self.starts = starts
-        n = len(starts)
         self.ends = [s - 1 for s in starts[1:]] + [len(data)]
-        self.indent = [0] * n
-        self.code = [False] * n  # holds code that starts on this line (not blank, not a comment, not inside a string)
-        self.fresh = [True] * n  # outside brackets and strings at its start, not after a backslash
-        self.colon = [False] * n  # its code ends with `:` (a block header's last line)
+        n = len(starts)
+        self._inside = [False] * n  # starts inside a multi-line string or after a backslash
+        self._comment: dict[int, int] = {}  # where a line's comment starts
+        self._code: dict[int, bool] = {}
+        self.fresh: list[bool] = []  # outside brackets and strings at its start, not after a backslash
         self._scan()
 
     def _line(self, offset: int) -> int:
         return bisect_right(self.starts, offset) - 1
 
+    def _row(self, i: int) -> bytes:
+        return self.data[self.starts[i] : self.ends[i]]
+
     def _scan(self) -> None:
-        data, starts = self.data, self.starts
+        data, starts, indent, inside = self.data, self.starts, self.indent, self._inside
         n = len(starts)
-        cut = [False] * n  # `def`/`class` lines: an unclosed bracket ends before them
-        for i in range(n):
-            row = data[starts[i] : self.ends[i]]
-            self.indent[i] = len(row) - len(row.lstrip(b" \t"))
-            cut[i] = _DEF_OR_CLASS.match(row) is not None
-        inside = [False] * n  # starts inside a multi-line string or after a backslash
-        comment_at: dict[int, int] = {}
         depth_at = [0] * n
-        stack: list[int] = []  # the open brackets (a closer that does not match the innermost is ignored)
+        stack: list[tuple[int, int]] = []  # open brackets and their lines (a closer that does not match the
+        # innermost one is ignored)
         line = 0
         pos = 0
         while True:
@@ -98,40 +103,57 @@ class Lines:
             stop = m.start() if m is not None else len(data)
             while line + 1 < n and starts[line + 1] <= stop:  # lines before this token: record depth
                 line += 1
-                if cut[line] and not inside[line]:
+                if stack and not inside[line] and self._ends_brackets(line, indent[stack[0][1]]):
                     stack.clear()
                 depth_at[line] = len(stack)
             if m is None:
                 break
-            text = m.group()
             pos = m.end()
-            first = text[:1]
-            if len(text) == 1 and first[0] in _OPENERS:
-                stack.append(first[0])
-            elif len(text) == 1 and first[0] in _CLOSERS:
-                if stack and stack[-1] == _MATCH[first[0]]:
+            first = data[m.start()]
+            if pos - m.start() == 1 and first in _OPENERS:
+                stack.append((first, line))
+            elif pos - m.start() == 1 and first in _CLOSERS:
+                if stack and stack[-1][0] == _MATCH[first]:
                     stack.pop()
-            elif first == b"#":
-                comment_at[line] = m.start()
-            elif first == b"\\":
+            elif first == 0x23:  # `#`
+                self._comment[line] = m.start()
+            elif first == 0x5C:  # a backslash continuation
                 if line + 1 < n:
                     inside[line + 1] = True
             else:  # a string: the lines after its first one are inside it, up to a column-0 `def`/`class`
-                last = self._line(max(m.end() - 1, m.start()))
+                last = self._line(max(pos - 1, m.start()))
                 for k in range(line + 1, last + 1):
-                    if cut[k] and self.indent[k] == 0:
+                    if indent[k] == 0 and _DEF_OR_CLASS.match(data, starts[k]) is not None:
                         pos = starts[k]  # an unterminated string ends here: tokenize again from this line
                         break
                     inside[k] = True
-        for i in range(n):
-            body = data[starts[i] + self.indent[i] : comment_at.get(i, self.ends[i])].rstrip()
-            self.fresh[i] = depth_at[i] == 0 and not inside[i]
-            self.code[i] = not inside[i] and bool(body)
-            self.colon[i] = body.endswith(b":")
+        self.fresh = [d == 0 and not i for d, i in zip(depth_at, inside, strict=True)]
 
-    def text(self, a: int, b: int) -> bytes:
-        """Lines `a` to `b` (exclusive), without the final line break."""
-        return self.data[self.starts[a] : self.ends[b - 1]]
+    def _ends_brackets(self, line: int, base: int) -> bool:
+        """Whether `line`, inside brackets opened on a line indented `base`, is taken to end them: a
+        `def` or `class` line, or a statement at that indentation or left of it."""
+        data, start = self.data, self.starts[line]
+        if _DEF_OR_CLASS.match(data, start) is not None:
+            return True
+        return self.indent[line] <= base and _STATEMENT.match(data, start) is not None
+
+    def _body(self, i: int) -> bytes:
+        return self.data[self.starts[i] + self.indent[i] : self._comment.get(i, self.ends[i])].rstrip()
+
+    def code(self, i: int) -> bool:
+        """Whether code starts on line `i` (not blank, not only a comment, not inside a string)."""
+        found = self._code.get(i)
+        if found is None:
+            found = self._code[i] = not self._inside[i] and bool(self._body(i))
+        return found
+
+    def colon(self, i: int) -> bool:
+        """Whether line `i`'s code ends with `:` (the last line of a block header)."""
+        return self._body(i).endswith(b":")
+
+    def starts_statement(self, i: int, indent: int) -> bool:
+        """Whether a statement starts on line `i` at column `indent` or left of it."""
+        return self.indent[i] <= indent and self.fresh[i] and self.code(i)
 
 
 class ParseMemo:
@@ -204,8 +226,8 @@ class _Masker:
     # -- masking ---------------------------------------------------------------------------------
 
     def _has_code(self, a: int, b: int) -> bool:
-        code = self.lines.code
-        return any(code[i] and self._bytes(i, i + 1).strip() for i in range(a, b))
+        lines = self.lines
+        return any(lines.code(i) and self.out[lines.starts[i] : lines.ends[i]].strip() for i in range(a, b))
 
     def _blank(self, a: int, b: int) -> None:
         lines, out = self.lines, self.out
@@ -221,7 +243,7 @@ class _Masker:
         cuts: list[int] = []
         decorator = False
         for i in range(a, b):
-            if not (lines.code[i] and lines.fresh[i] and lines.indent[i] <= indent):
+            if not lines.starts_statement(i, indent):
                 continue
             head = data[lines.starts[i] + lines.indent[i] : lines.ends[i]]
             joins = lines.indent[i] == indent and (decorator or _CLAUSE.match(head) is not None)
@@ -261,7 +283,7 @@ class _Masker:
         c = s
         while c < e and data[lines.starts[c] + lines.indent[c] : lines.starts[c] + lines.indent[c] + 1] == b"@":
             c = self._logical_end(c, e)
-            while c < e and not lines.code[c]:
+            while c < e and not lines.code(c):
                 c += 1
         return c if c < e else s
 
@@ -270,8 +292,8 @@ class _Masker:
         lines = self.lines
         c = self._header(s, e)
         h = self._logical_end(c, e)
-        deeper = [i for i in range(h, e) if lines.code[i] and lines.fresh[i] and lines.indent[i] > indent]
-        if lines.colon[h - 1] and deeper:  # a compound statement: keep the headers, mask the bodies
+        deeper = [i for i in range(h, e) if lines.indent[i] > indent and lines.fresh[i] and lines.code(i)]
+        if lines.colon(h - 1) and deeper:  # a compound statement: keep the headers, mask the bodies
             self._bodies(s, e, indent)
             if self.parses(s, e, indent):
                 return False
@@ -285,7 +307,7 @@ class _Masker:
             if self.parses(p, e, indent):
                 self.problems.extend(problems)
                 return True
-            if self.lines.colon[self._logical_end(p, e) - 1]:  # the block above has errors of its own too
+            if self.lines.colon(self._logical_end(p, e) - 1):  # the block above has errors of its own too
                 self._bodies(p, e, indent)
                 if self.parses(p, e, indent):
                     self.problems.extend(problems)
@@ -300,14 +322,14 @@ class _Masker:
         """Mask the body of each clause of the compound statement at lines `s:e`."""
         lines, data = self.lines, self.lines.data
         first = self._header(s, e)
-        clauses = [first] + [i for i in range(first + 1, e) if lines.code[i] and lines.fresh[i] and lines.indent[i] == indent
+        clauses = [first] + [i for i in range(first + 1, e) if lines.indent[i] == indent and lines.starts_statement(i, indent)
                          and _CLAUSE.match(data[lines.starts[i] + indent : lines.ends[i]]) is not None]
         for k, c in enumerate(clauses):
             d = clauses[k + 1] if k + 1 < len(clauses) else e
             h = self._logical_end(c, d)
-            if not lines.colon[h - 1]:
+            if not lines.colon(h - 1):
                 continue
-            body = [i for i in range(h, d) if lines.code[i] and lines.fresh[i]]
+            body = [i for i in range(h, d) if lines.fresh[i] and lines.code(i)]
             if not body or lines.indent[body[0]] <= indent:
                 continue
             self.block(h, d, lines.indent[body[0]])
