@@ -240,7 +240,7 @@ def run(files: list[tuple[str, str]], edits: int, seed: int, *, log: Callable[[s
     maker = EditMaker(rng)
     diff = Differential()
     root = root or Path("/nonexistent-adopter-fuzz")
-    per_file = max(1, edits // max(1, len(files)))
+    per_file = max(1, -(-edits // max(1, len(files))))  # rounded up: at least `edits` in all
     for name, original in files:
         path = str(root / name)
         doc = diff.open(original, path)

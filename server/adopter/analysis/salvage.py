@@ -11,7 +11,7 @@ top-level statement is parsed alone; one that does not parse is repaired from th
 statement (a class, a method, an `if`) keeps its header and has the statements of its body masked the
 same way; a line that ends the block above it (a letter typed at column 0 inside a class) is blanked
 and the lines below it join that block again; what is left broken is blanked (spaces, the line breaks
-kept, so every position stays valid). A body left without code gets a `pass`. The syntax errors are
+kept, so every position stays valid). A body left without code gets a `pass` (on a line long enough for it). The syntax errors are
 those of the smallest statement blanked, parsed alone: at their real lines, not where tree-sitter's
 error recovery of the whole file lands.
 """
@@ -334,14 +334,16 @@ class _Masker:
                 continue
             self.block(h, d, lines.indent[body[0]])
             if not self._has_code(h, d):
-                self._pass(body[0], lines.indent[body[0]])
+                self._pass(body[0], d, lines.indent[body[0]])
 
-    def _pass(self, line: int, indent: int) -> None:
-        """Put `pass` on a blanked line of a body left without code (when the line is long enough)."""
+    def _pass(self, first: int, end: int, indent: int) -> None:
+        """Put `pass` on the first line of `first:end` long enough for it (a body left without code)."""
         lines = self.lines
-        s, e = lines.starts[line], lines.ends[line]
-        if e - s >= indent + 4:
-            self.out[s + indent : s + indent + 4] = b"pass"
+        for line in range(first, end):
+            s, e = lines.starts[line], lines.ends[line]
+            if e - s >= indent + 4:
+                self.out[s + indent : s + indent + 4] = b"pass"
+                return
 
 
 def mask_broken(data: bytes, path: str | None, memo: ParseMemo | None = None,
