@@ -40,7 +40,8 @@ MEMO_BYTES = 4 << 20  # statement text kept with parse verdicts, per document (t
 # Comments, strings (a prefix such as `rb` changes nothing here: a backslash escapes the quote in raw
 # strings too), backslash continuations, brackets.
 _TOKENS = re.compile(
-    rb"#[^\n]*"
+    rb"(?=[#\"'\\()\[\]{}])"  # lets the regex engine skip to a candidate character
+    rb"(?:#[^\n]*"
     rb'|"""[\s\S]*?"""'
     rb"|'''[\s\S]*?'''"
     rb'|"""[\s\S]*'  # unterminated: to the end, as Python reads it (cut below)
@@ -48,7 +49,7 @@ _TOKENS = re.compile(
     rb'|"(?:\\.|[^"\\\n])*"'
     rb"|'(?:\\.|[^'\\\n])*'"
     rb"|\\\r?\n"
-    rb"|[()\[\]{}]"
+    rb"|[()\[\]{}])"
 )
 # A line no string or bracket can hold in real code: where an unclosed one is taken to end.
 _DEF_OR_CLASS = re.compile(rb"[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(|[ \t]*class[ \t]+\w+[ \t]*[(:]")
@@ -98,10 +99,13 @@ class Lines:
         # innermost one is ignored)
         line = 0
         pos = 0
+        search = _TOKENS.search
         while True:
-            m = _TOKENS.search(data, pos)
+            m = search(data, pos)
             stop = m.start() if m is not None else len(data)
-            while line + 1 < n and starts[line + 1] <= stop:  # lines before this token: record depth
+            if not stack:  # lines up to this token are at depth 0 (the default)
+                line = bisect_right(starts, stop, line) - 1
+            while line + 1 < n and starts[line + 1] <= stop:  # inside brackets: each line's depth
                 line += 1
                 if stack and not inside[line] and self._ends_brackets(line, indent[stack[0][1]]):
                     stack.clear()
@@ -109,19 +113,22 @@ class Lines:
             if m is None:
                 break
             pos = m.end()
-            first = data[m.start()]
-            if pos - m.start() == 1 and first in _OPENERS:
-                stack.append((first, line))
-            elif pos - m.start() == 1 and first in _CLOSERS:
-                if stack and stack[-1][0] == _MATCH[first]:
-                    stack.pop()
+            first = data[stop]
+            if pos - stop == 1:
+                if first in _OPENERS:
+                    stack.append((first, line))
+                elif first in _CLOSERS:
+                    if stack and stack[-1][0] == _MATCH[first]:
+                        stack.pop()
+                else:  # an empty comment
+                    self._comment[line] = stop
             elif first == 0x23:  # `#`
-                self._comment[line] = m.start()
+                self._comment[line] = stop
             elif first == 0x5C:  # a backslash continuation
                 if line + 1 < n:
                     inside[line + 1] = True
             else:  # a string: the lines after its first one are inside it, up to a column-0 `def`/`class`
-                last = self._line(max(pos - 1, m.start()))
+                last = bisect_right(starts, pos - 1, line) - 1
                 for k in range(line + 1, last + 1):
                     if indent[k] == 0 and _DEF_OR_CLASS.match(data, starts[k]) is not None:
                         pos = starts[k]  # an unterminated string ends here: tokenize again from this line
@@ -205,7 +212,9 @@ class _Masker:
 
     def parses(self, a: int, b: int, indent: int) -> bool:
         """Whether lines `a:b` (as masked so far) parse alone as statements at column `indent`."""
-        text = self._bytes(a, b)
+        return self._parses_text(self._bytes(a, b), indent)
+
+    def _parses_text(self, text: bytes, indent: int) -> bool:
         key = (text, indent)
         found = self.memo.get(key)
         if found is None:
@@ -294,8 +303,7 @@ class _Masker:
         h = self._logical_end(c, e)
         deeper = [i for i in range(h, e) if lines.indent[i] > indent and lines.fresh[i] and lines.code(i)]
         if lines.colon(h - 1) and deeper:  # a compound statement: keep the headers, mask the bodies
-            self._bodies(s, e, indent)
-            if self.parses(s, e, indent):
+            if self._bodies(s, e, indent):
                 return False
         elif deeper and previous is not None:
             # A line that ends the block above it (a letter at column 0 in a class): without it, the lines
@@ -307,34 +315,39 @@ class _Masker:
             if self.parses(p, e, indent):
                 self.problems.extend(problems)
                 return True
-            if self.lines.colon(self._logical_end(p, e) - 1):  # the block above has errors of its own too
-                self._bodies(p, e, indent)
-                if self.parses(p, e, indent):
-                    self.problems.extend(problems)
-                    return True
+            if self.lines.colon(self._logical_end(p, e) - 1) and self._bodies(p, e, indent):
+                self.problems.extend(problems)  # the block above had errors of its own too: masked
+                return True
             self.out[:] = saved[0]
             del self.problems[saved[1] :], self.blanked[saved[2] :]
         self.problems.extend(self._problems(s, e, indent))
         self._blank(s, e)
         return False
 
-    def _bodies(self, s: int, e: int, indent: int) -> None:
-        """Mask the body of each clause of the compound statement at lines `s:e`."""
-        lines, data = self.lines, self.lines.data
+    def _bodies(self, s: int, e: int, indent: int) -> bool:
+        """Mask the body of each clause of the compound statement at lines `s:e`; whether it parses now.
+
+        Each body's statements are masked so that each parses alone; the statement then parses when its
+        skeleton (decorators and clause headers, each body a `pass`) does: a few lines to parse, not the
+        whole class. (Were that ever wrong, the masked text's own parse catches it: `salvage`.)
+        """
+        lines, data, out = self.lines, self.lines.data, self.out
         first = self._header(s, e)
         clauses = [first] + [i for i in range(first + 1, e) if lines.indent[i] == indent and lines.starts_statement(i, indent)
-                         and _CLAUSE.match(data[lines.starts[i] + indent : lines.ends[i]]) is not None]
+                             and _CLAUSE.match(data[lines.starts[i] + indent : lines.ends[i]]) is not None]
+        skeleton = [bytes(out[lines.starts[s] : lines.starts[first]])]
         for k, c in enumerate(clauses):
             d = clauses[k + 1] if k + 1 < len(clauses) else e
             h = self._logical_end(c, d)
-            if not lines.colon(h - 1):
-                continue
             body = [i for i in range(h, d) if lines.fresh[i] and lines.code(i)]
-            if not body or lines.indent[body[0]] <= indent:
-                continue
-            self.block(h, d, lines.indent[body[0]])
+            if not lines.colon(h - 1) or not body or lines.indent[body[0]] <= indent:
+                return False
+            inner = lines.indent[body[0]]
+            self.block(h, d, inner, check=False)
             if not self._has_code(h, d):
-                self._pass(body[0], d, lines.indent[body[0]])
+                self._pass(body[0], d, inner)
+            skeleton.append(bytes(out[lines.starts[c] : lines.ends[h - 1]]) + b"\n" + b" " * inner + b"pass\n")
+        return self._parses_text(b"".join(skeleton), indent)
 
     def _pass(self, first: int, end: int, indent: int) -> None:
         """Put `pass` on the first line of `first:end` long enough for it (a body left without code)."""
