@@ -5,8 +5,9 @@ broken text through `salvage`, a function of the text alone, so both report the 
 the same syntax errors for it, whatever edits led there.
 
 The text is cut into statements by indentation, brackets and strings (`Lines`), as Python's tokenizer
-would, with one tolerance: a `class` or `def` line resets an unclosed bracket, and at column 0 an
-unterminated triple-quoted string too, so a half-typed line cannot swallow the rest of the file. Each
+would, with two tolerances: a `def` or `class` line at column 0 ends an unclosed bracket or string, and a
+statement at the indentation of an unclosed bracket's line or left of it ends that bracket, so a
+half-typed line cannot swallow the rest of the file. Each
 top-level statement is parsed alone; one that does not parse is repaired from the inside: a compound
 statement (a class, a method, an `if`) keeps its header and has the statements of its body masked the
 same way; a line that ends the block above it (a letter typed at column 0 inside a class) is blanked
@@ -22,6 +23,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from itertools import accumulate
 
 from tree_sitter import Parser, Tree
 
@@ -51,13 +53,13 @@ _TOKENS = re.compile(
     rb"|\\\r?\n"
     rb"|[()\[\]{}])"
 )
-# A line no string or bracket can hold in real code: where an unclosed one is taken to end.
-_DEF_OR_CLASS = re.compile(rb"[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(|[ \t]*class[ \t]+\w+[ \t]*[(:]")
+# A column-0 line no string or bracket can hold in real code: where an unclosed one is taken to end.
+_CHUNK = re.compile(rb"\n(?:(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(|class[ \t]+\w+[ \t]*[(:])")
 # A line that reads as a statement of its own (a keyword, an assignment with spaced `=`): inside a bracket
 # opened on a line indented as deep or deeper, it is taken to end that bracket's statement (unclosed).
 _STATEMENT = re.compile(
-    rb"[ \t]*(?:(?:return|if|elif|else|for|while|with|try|except|finally|raise|assert|del|pass|import|from|"
-    rb"break|continue|yield|async|await|global|nonlocal)\b"
+    rb"[ \t]*(?:(?:def|class|return|if|elif|else|for|while|with|try|except|finally|raise|assert|del|pass|"
+    rb"import|from|break|continue|yield|async|await|global|nonlocal)\b|@\w"
     rb"|[\w.]+(?:\[[^\]\n]*\])?(?:[ \t]*,[ \t]*[\w.]+)*[ \t]+(?:[-+*/%&|^@]|//|\*\*|>>|<<)?=[ \t])"
 )
 _CLAUSE = re.compile(rb"(?:else|elif|except|finally)\b")
@@ -67,82 +69,102 @@ _CLOSERS = frozenset(b")]}")
 _MATCH = {ord(")"): ord("("), ord("]"): ord("["), ord("}"): ord("{")}
 
 
+_Scan = tuple[list[bool], list[int], dict[int, int]]  # per line: inside a string, bracket depth; comments
+
+
+def _scan(chunk: bytes, last: bool) -> _Scan:
+    """Tokenize one chunk (from a column-0 `def`/`class` line to the next): for each of its lines,
+    whether it starts inside a string or after a backslash, its bracket depth at its start, and where
+    its comment starts (offsets into the chunk). `last`: the chunk ends the text (its final line has
+    no line break)."""
+    found = list(_INDENT.finditer(chunk))
+    if not last and len(found) > 1:
+        found.pop()  # the empty match after the chunk's final line break is the next chunk's first line
+    starts = [m.start() for m in found]
+    indent = [m.end() - m.start() for m in found]
+    n = len(starts)
+    inside = [False] * n
+    depth_at = [0] * n
+    comments: dict[int, int] = {}
+    stack: list[tuple[int, int]] = []  # open brackets and their lines (a closer that does not match the
+    # innermost one is ignored)
+    line = 0
+    pos = 0
+    search = _TOKENS.search
+    while True:
+        m = search(chunk, pos)
+        stop = m.start() if m is not None else len(chunk)
+        if not stack:  # lines up to this token are at depth 0 (the default)
+            line = bisect_right(starts, stop, line) - 1
+        while line + 1 < n and starts[line + 1] <= stop:  # inside brackets: each line's depth
+            line += 1
+            if stack and not inside[line] and indent[line] <= indent[stack[0][1]] and (
+                    _STATEMENT.match(chunk, starts[line]) is not None):
+                stack.clear()  # a statement at the bracket's indentation or left of it ends it
+            depth_at[line] = len(stack)
+        if m is None:
+            break
+        pos = m.end()
+        first = chunk[stop]
+        if pos - stop == 1:
+            if first in _OPENERS:
+                stack.append((first, line))
+            elif first in _CLOSERS:
+                if stack and stack[-1][0] == _MATCH[first]:
+                    stack.pop()
+            else:  # an empty comment
+                comments[line] = stop
+        elif first == 0x23:  # `#`
+            comments[line] = stop
+        elif first == 0x5C:  # a backslash continuation
+            if line + 1 < n:
+                inside[line + 1] = True
+        else:  # a string: the lines after its first one are inside it (to the chunk's end at most)
+            for k in range(line + 1, bisect_right(starts, pos - 1, line)):
+                inside[k] = True
+    return inside, depth_at, comments
+
+
 class Lines:
     """The lines of a text with what a tokenizer knows at each: indentation, whether a statement may
-    start there (outside brackets and strings, not after a backslash), where its code ends."""
+    start there (outside brackets and strings, not after a backslash), where its code ends.
 
-    def __init__(self, data: bytes) -> None:
+    A column-0 `def` or `class` line ends whatever bracket or string is open before it (no real code
+    has one inside either), so the text is tokenized in chunks between such lines, each on its own and
+    remembered in `memo`: a keystroke re-tokenizes one chunk.
+    """
+
+    def __init__(self, data: bytes, memo: ParseMemo | None = None) -> None:
         self.data = data
-        found = list(_INDENT.finditer(data))
-        self.indent = [m.end() - m.start() for m in found]
-        starts = [m.start() for m in found]
-        self.starts = starts
-        self.ends = [s - 1 for s in starts[1:]] + [len(data)]
-        n = len(starts)
-        self._inside = [False] * n  # starts inside a multi-line string or after a backslash
+        rows = data.split(b"\n")
+        self.indent = [len(r) - len(r.lstrip(b" \t")) for r in rows]
+        self.starts = list(accumulate([len(r) + 1 for r in rows], initial=0))[:-1]
+        self.ends = [s - 1 for s in self.starts[1:]] + [len(data)]
+        self._inside: list[bool] = []
         self._comment: dict[int, int] = {}  # where a line's comment starts
         self._code: dict[int, bool] = {}
-        self.fresh: list[bool] = []  # outside brackets and strings at its start, not after a backslash
-        self._scan()
+        depth_at: list[int] = []
+        bounds = [0, *(m.start() + 1 for m in _CHUNK.finditer(data)), len(data)]
+        for k in range(len(bounds) - 1):
+            a, b = bounds[k], bounds[k + 1]
+            last = b == len(data)
+            chunk = data[a:b]
+            scanned = memo.scan(chunk, last) if memo is not None else None
+            if scanned is None:
+                scanned = _scan(chunk, last)
+                if memo is not None:
+                    memo.keep_scan(chunk, last, scanned)
+            inside, depth, comments = scanned
+            first = len(self._inside)
+            self._inside.extend(inside)
+            depth_at.extend(depth)
+            for line, offset in comments.items():
+                self._comment[first + line] = a + offset
+        # outside brackets and strings at its start, not after a backslash
+        self.fresh = [d == 0 and not i for d, i in zip(depth_at, self._inside, strict=True)]
 
     def _line(self, offset: int) -> int:
         return bisect_right(self.starts, offset) - 1
-
-    def _row(self, i: int) -> bytes:
-        return self.data[self.starts[i] : self.ends[i]]
-
-    def _scan(self) -> None:
-        data, starts, indent, inside = self.data, self.starts, self.indent, self._inside
-        n = len(starts)
-        depth_at = [0] * n
-        stack: list[tuple[int, int]] = []  # open brackets and their lines (a closer that does not match the
-        # innermost one is ignored)
-        line = 0
-        pos = 0
-        search = _TOKENS.search
-        while True:
-            m = search(data, pos)
-            stop = m.start() if m is not None else len(data)
-            if not stack:  # lines up to this token are at depth 0 (the default)
-                line = bisect_right(starts, stop, line) - 1
-            while line + 1 < n and starts[line + 1] <= stop:  # inside brackets: each line's depth
-                line += 1
-                if stack and not inside[line] and self._ends_brackets(line, indent[stack[0][1]]):
-                    stack.clear()
-                depth_at[line] = len(stack)
-            if m is None:
-                break
-            pos = m.end()
-            first = data[stop]
-            if pos - stop == 1:
-                if first in _OPENERS:
-                    stack.append((first, line))
-                elif first in _CLOSERS:
-                    if stack and stack[-1][0] == _MATCH[first]:
-                        stack.pop()
-                else:  # an empty comment
-                    self._comment[line] = stop
-            elif first == 0x23:  # `#`
-                self._comment[line] = stop
-            elif first == 0x5C:  # a backslash continuation
-                if line + 1 < n:
-                    inside[line + 1] = True
-            else:  # a string: the lines after its first one are inside it, up to a column-0 `def`/`class`
-                last = bisect_right(starts, pos - 1, line) - 1
-                for k in range(line + 1, last + 1):
-                    if indent[k] == 0 and _DEF_OR_CLASS.match(data, starts[k]) is not None:
-                        pos = starts[k]  # an unterminated string ends here: tokenize again from this line
-                        break
-                    inside[k] = True
-        self.fresh = [d == 0 and not i for d, i in zip(depth_at, inside, strict=True)]
-
-    def _ends_brackets(self, line: int, base: int) -> bool:
-        """Whether `line`, inside brackets opened on a line indented `base`, is taken to end them: a
-        `def` or `class` line, or a statement at that indentation or left of it."""
-        data, start = self.data, self.starts[line]
-        if _DEF_OR_CLASS.match(data, start) is not None:
-            return True
-        return self.indent[line] <= base and _STATEMENT.match(data, start) is not None
 
     def _body(self, i: int) -> bytes:
         return self.data[self.starts[i] + self.indent[i] : self._comment.get(i, self.ends[i])].rstrip()
@@ -169,17 +191,30 @@ class ParseMemo:
 
     def __init__(self) -> None:
         self._verdicts: dict[tuple[bytes, int], bool] = {}
+        self._scans: dict[tuple[bytes, bool], _Scan] = {}
         self._bytes = 0
 
     def get(self, key: tuple[bytes, int]) -> bool | None:
         return self._verdicts.get(key)
 
     def put(self, key: tuple[bytes, int], verdict: bool) -> None:
-        if self._bytes + len(key[0]) > MEMO_BYTES:
-            self._verdicts.clear()
-            self._bytes = 0
+        self._room(len(key[0]))
         self._verdicts[key] = verdict
-        self._bytes += len(key[0])
+
+    def scan(self, chunk: bytes, last: bool) -> _Scan | None:
+        """A chunk's tokenization (`Lines`), when kept."""
+        return self._scans.get((chunk, last))
+
+    def keep_scan(self, chunk: bytes, last: bool, scanned: _Scan) -> None:
+        self._room(len(chunk))
+        self._scans[(chunk, last)] = scanned
+
+    def _room(self, size: int) -> None:
+        if self._bytes + size > MEMO_BYTES:
+            self._verdicts.clear()
+            self._scans.clear()
+            self._bytes = 0
+        self._bytes += size
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +231,7 @@ class _Masker:
     """Masks the statements of one text that do not parse (see the module docstring)."""
 
     def __init__(self, data: bytes, path: str | None, memo: ParseMemo, parser: Parser) -> None:
-        self.lines = Lines(data)
+        self.lines = Lines(data, memo)
         self.out = bytearray(data)
         self.path = path
         self.memo = memo
@@ -251,8 +286,9 @@ class _Masker:
         lines, data = self.lines, self.lines.data
         cuts: list[int] = []
         decorator = False
+        depth, fresh = lines.indent, lines.fresh
         for i in range(a, b):
-            if not lines.starts_statement(i, indent):
+            if depth[i] > indent or not fresh[i] or not lines.code(i):
                 continue
             head = data[lines.starts[i] + lines.indent[i] : lines.ends[i]]
             joins = lines.indent[i] == indent and (decorator or _CLAUSE.match(head) is not None)
@@ -264,19 +300,31 @@ class _Masker:
         return [(c, cuts[k + 1] if k + 1 < len(cuts) else b) for k, c in enumerate(cuts)]
 
     def block(self, a: int, b: int, indent: int, check: bool = True) -> None:
-        """Mask what does not parse among the statements of lines `a:b` (column `indent`)."""
+        """Mask what does not parse among the statements of lines `a:b` (column `indent`).
+
+        A top-level compound statement (a class, a function) is not parsed whole: its body's statements
+        are, and its skeleton (`_bodies`), so a keystroke in a big class parses its method, not the class.
+        """
         if check and self.parses(a, b, indent):
             return
         previous: tuple[int, int] | None = None  # the statement above, as far as it reaches now
         for s, e in self.statements(a, b, indent):
             if not self._has_code(s, e):
                 continue
-            if self.parses(s, e, indent):
+            tried = indent == 0 and self._compound(s, e, indent)
+            if self._bodies(s, e, indent) if tried else self.parses(s, e, indent):
                 previous = (s, e)
-            elif self.statement(s, e, indent, previous) and previous is not None:
+            elif self.statement(s, e, indent, previous, tried) and previous is not None:
                 previous = (previous[0], e)
             else:
                 previous = (s, e)
+
+    def _compound(self, s: int, e: int, indent: int) -> bool:
+        """Whether the statement at lines `s:e` has a block header (ending with `:`) and deeper lines."""
+        lines = self.lines
+        h = self._logical_end(self._header(s, e), e)
+        return lines.colon(h - 1) and any(
+            lines.indent[i] > indent and lines.fresh[i] and lines.code(i) for i in range(h, e))
 
     def _logical_end(self, s: int, e: int) -> int:
         """The line after the logical line starting at line `s` (continuation lines included)."""
@@ -296,14 +344,15 @@ class _Masker:
                 c += 1
         return c if c < e else s
 
-    def statement(self, s: int, e: int, indent: int, previous: tuple[int, int] | None) -> bool:
-        """Mask the broken statement of lines `s:e`; True when its deeper lines joined `previous`."""
+    def statement(self, s: int, e: int, indent: int, previous: tuple[int, int] | None, tried: bool = False) -> bool:
+        """Mask the broken statement of lines `s:e` (`tried`: its bodies were masked already, and it
+        still does not parse); True when its deeper lines joined `previous`."""
         lines = self.lines
         c = self._header(s, e)
         h = self._logical_end(c, e)
         deeper = [i for i in range(h, e) if lines.indent[i] > indent and lines.fresh[i] and lines.code(i)]
         if lines.colon(h - 1) and deeper:  # a compound statement: keep the headers, mask the bodies
-            if self._bodies(s, e, indent):
+            if not tried and self._bodies(s, e, indent):
                 return False
         elif deeper and previous is not None:
             # A line that ends the block above it (a letter at column 0 in a class): without it, the lines
