@@ -1,20 +1,19 @@
 """The error-tolerant reading of a text Python rejects: the statements that do not parse are blanked.
 
 `adopter check` (a fresh analysis) and the language server (`DocumentAnalysis`, edit by edit) read a
-broken text through `salvage`, a function of the text alone, so both report the same findings and
-the same syntax errors for it, whatever edits led there.
+broken text through `salvage`, a function of the text alone, so both report the same findings and the
+same syntax errors for it, whatever edits led there.
 
 The text is cut into statements by indentation, brackets and strings (`Lines`), as Python's tokenizer
-would, with two tolerances: a `def` or `class` line at column 0 ends an unclosed bracket or string, and a
-statement at the indentation of an unclosed bracket's line or left of it ends that bracket, so a
-half-typed line cannot swallow the rest of the file. Each
-top-level statement is parsed alone; one that does not parse is repaired from the inside: a compound
-statement (a class, a method, an `if`) keeps its header and has the statements of its body masked the
-same way; a line that ends the block above it (a letter typed at column 0 inside a class) is blanked
-and the lines below it join that block again; what is left broken is blanked (spaces, the line breaks
-kept, so every position stays valid). A body left without code gets a `pass` (on a line long enough for it). The syntax errors are
-those of the smallest statement blanked, parsed alone: at their real lines, not where tree-sitter's
-error recovery of the whole file lands.
+would, with two tolerances: a `def` or `class` line at column 0 ends an unclosed bracket or string, and
+a statement at the indentation of an unclosed bracket's line or left of it ends that bracket, so a
+half-typed line cannot swallow the rest of the file. A statement that does not parse alone is repaired
+from the inside: a compound statement (a class, a method, an `if`) keeps its headers and has the
+statements of its bodies masked the same way; a line that ends the block above it (a letter typed at
+column 0 inside a class) is blanked and the lines below it join that block again; what is left broken
+is blanked (spaces, the line breaks kept, so every position stays valid). A body left without code gets
+a `pass` (on a line long enough for it). The syntax errors are those of the smallest statement blanked,
+parsed alone: at their real lines, not where tree-sitter's error recovery of the whole file lands.
 """
 
 from __future__ import annotations
@@ -162,9 +161,6 @@ class Lines:
                 self._comment[first + line] = a + offset
         # outside brackets and strings at its start, not after a backslash
         self.fresh = [d == 0 and not i for d, i in zip(depth_at, self._inside, strict=True)]
-
-    def _line(self, offset: int) -> int:
-        return bisect_right(self.starts, offset) - 1
 
     def _body(self, i: int) -> bytes:
         return self.data[self.starts[i] + self.indent[i] : self._comment.get(i, self.ends[i])].rstrip()
