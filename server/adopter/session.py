@@ -327,13 +327,9 @@ class Session:
         return self.adopt(document.text, document.path, module_file, document.matcher), how
 
     def adopt(self, text: str, path: str | None, module_file: ModuleFile, matcher: UnitMatcher) -> Analysed:
-        """Findings of a `ModuleFile` the caller analysed itself (the server's incremental analysis).
-
-        Only a text that parses is remembered for other callers: with a syntax error the incremental
-        analysis keeps the broken lines' previous reading, which is not the fresh analysis of `text`.
-        """
-        analysed = self._matched(text, path, module_file, matcher)
-        return self._remember(analysed) if analysed.parses else analysed
+        """Findings of a `ModuleFile` the caller analysed itself (the server's incremental analysis, which
+        equals the fresh analysis of `text`, broken text included: `adopter.analysis.salvage`)."""
+        return self._remember(self._matched(text, path, module_file, matcher))
 
     def _matched(self, text: str, path: str | None, module_file: ModuleFile, matcher: UnitMatcher | None) -> Analysed:
         problems = list(module_file.problems)
