@@ -208,3 +208,72 @@ test("the saved HTML report renders the same content on its own, without VS Code
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+const verifyState = (): PanelState => ({
+  kind: "verify", title: "TinyBertSelfOutput", status: "done", report: fixture("verify-report.json"),
+  request: { uri: "file:///w/tinybert/modeling_tinybert.py", class: "TinyBertSelfOutput", python: "/venv/bin/python" },
+});
+
+test("verify: one row per fix with equivalence, checkpoint, speedup with IQR and memory; failures as such", async () => {
+  const { page, problems } = await open(verifyState());
+  assert.equal(await page.title(), "Verify and measure: TinyBertSelfOutput");
+  const headers = await page.$$eval("table.verify th", (ths) => ths.map((th) => th.textContent));
+  assert.deepEqual(headers, ["line", "rule", "class", "equivalent (largest error)", "checkpoint loads", "speedup (median, IQR)",
+    "fwd+bwd ms (original → fix)", "peak memory"]);
+  const rows = await page.$$eval("table.verify tbody tr", (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => (td as HTMLElement).innerText)));
+  assert.equal(rows.length, 4);
+  // the measured row (figures from a real `adopter verify` run of the e2e workspace's tinybert)
+  assert.deepEqual(rows[0].slice(0, 3), ["18", "f05-dropout-add-layernorm", "TinyBertSelfOutput"]);
+  assert.match(rows[0][3], /✓ equivalent\s+max \|diff\| 0 over 7 tensors\s+worst: gradient of LayerNorm\.bias/);
+  assert.equal(rows[0][4], "✓ loads");
+  assert.match(rows[0][5], /^1\.08× \[0\.932–25\.8\]\s+5 pairs$/);
+  assert.equal(rows[0][6], "108 → 100");
+  assert.equal(rows[0][7], "+0.0 %");
+  // not constructed: the missing argument and how to pass it, in one cell across the measures
+  assert.equal(rows[1].length, 4);
+  assert.match(rows[1][3], /^not constructed: TinyBertSelfOutput: inputs \(missing `input_tensor`\)/);
+  assert.match(rows[2][3], /^NOT equivalent: checkpoint does not load \(strict\): load_state_dict/);
+  assert.match(rows[3][3], /^no fix to verify: no target is available/);
+  assert.equal(await page.locator("tr.failed").count(), 2);
+  const help = await page.innerText(".help");
+  assert.match(help, /adopter\.verify\.factories/);
+  assert.match(help, /adopter\.verify\.inputs/);
+  assert.match(await page.innerText(".sub"), /3 results on cpu, fp32, torch 2\.13\.0\+cpu, with \/venv\/bin\/python/);
+  await page.screenshot({ path: join(ARTIFACTS, "panel-verify-dark.png"), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("verify: theme colours for the verdicts, a running and a cancelled run, and escaping", async () => {
+  for (const theme of Object.keys(THEMES)) {
+    const { page, problems } = await open(verifyState(), theme);
+    const colours = await page.evaluate(() => ({
+      ok: getComputedStyle(document.querySelector("span.ok")!).color,
+      failed: getComputedStyle(document.querySelector("tr.failed td.why")!).color,
+    }));
+    const rgb = (hex: string) => `rgb(${[1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)).join(", ")})`;
+    const vars = THEMES[theme].vars;
+    assert.deepEqual(colours, { ok: rgb(vars["--vscode-charts-green"]), failed: rgb(vars["--vscode-errorForeground"]) }, theme);
+    await page.screenshot({ path: join(ARTIFACTS, `panel-verify-${theme}.png`), fullPage: true });
+    assert.deepEqual(problems, []);
+    await page.close();
+  }
+  const running = await open({ ...verifyState(), status: "running", report: undefined });
+  assert.match(await running.page.innerText("h2"), /^Verifying the fixes of TinyBertSelfOutput…$/);
+  assert.equal(await running.page.isDisabled("#rerun"), true);
+  await running.page.close();
+  const cancelled = await open({ ...verifyState(), status: "cancelled", report: undefined, error: "You cancelled the run." });
+  assert.equal(await cancelled.page.innerText("h2"), "Verification cancelled: TinyBertSelfOutput");
+  assert.equal(await cancelled.page.isDisabled("#rerun"), false);
+  await cancelled.page.close();
+  const evil = `<img src=x onerror="window.__pwned=1">`;
+  const report = fixture("verify-report.json");
+  report.rows[1].not_built = evil;
+  report.rows[0].worst = evil;
+  const escaped = await open({ ...verifyState(), title: evil, report });
+  await escaped.page.waitForTimeout(100);
+  assert.equal(await escaped.page.locator("img").count(), 0);
+  assert.ok((await escaped.page.innerText("table.verify")).includes(evil));
+  assert.deepEqual([...escaped.problems], []);
+  await escaped.page.close();
+});
