@@ -210,7 +210,7 @@
   }
 
   // *Verify and measure*: one row per fix (and class it changed), failures shown as such.
-  const VERIFY_HEADERS = ["line", "rule", "class", "equivalent (largest error)", "checkpoint loads", "speedup (median, IQR)",
+  const VERIFY_HEADERS = ["fix", "equivalent (largest error)", "checkpoint loads", "speedup (median, IQR)",
     "fwd+bwd ms (original → fix)", "peak memory"];
 
   function cell(children, attrs) {
@@ -233,8 +233,13 @@
     return `${change >= 0 ? "+" : "−"}${Math.abs(change).toFixed(1)} %`;
   }
 
+  /** The fix: its rule, and the line and class it is in. */
+  function fixCell(rule, line, cls) {
+    return cell([el("div", { class: "rule" }, [rule || ""]), el("div", { class: "detail" }, [`line ${line ?? "–"}, ${cls || ""}`])], { class: "fix" });
+  }
+
   function verifyRow(r) {
-    const head = [cell([String(r.line ?? "–")]), cell([r.rule || ""], { class: "rule" }), cell([r.class || r.scope || ""], { class: "cls" })];
+    const head = [fixCell(r.rule, r.line, r.class || r.scope)];
     const span = VERIFY_HEADERS.length - head.length;
     if (r.not_built !== undefined) {
       return el("tr", { class: "failed" }, [...head, cell([el("strong", {}, ["not constructed: "]), r.not_built], { colspan: span, class: "why" })]);
@@ -258,8 +263,8 @@
   }
 
   function unfixedRow(u) {
-    return el("tr", { class: "unfixed" }, [cell([String(u.line ?? "–")]), cell([u.rule || ""], { class: "rule" }),
-      cell([u.scope || ""], { class: "cls" }), cell([el("strong", {}, ["no fix to verify: "]), u.reason || ""], { colspan: VERIFY_HEADERS.length - 3, class: "why" })]);
+    return el("tr", { class: "unfixed" }, [fixCell(u.rule, u.line, u.scope),
+      cell([el("strong", {}, ["no fix to verify: "]), u.reason || ""], { colspan: VERIFY_HEADERS.length - 1, class: "why" })]);
   }
 
   function verifyHelp() {

@@ -218,22 +218,23 @@ test("verify: one row per fix with equivalence, checkpoint, speedup with IQR and
   const { page, problems } = await open(verifyState());
   assert.equal(await page.title(), "Verify and measure: TinyBertSelfOutput");
   const headers = await page.$$eval("table.verify th", (ths) => ths.map((th) => th.textContent));
-  assert.deepEqual(headers, ["line", "rule", "class", "equivalent (largest error)", "checkpoint loads", "speedup (median, IQR)",
+  assert.deepEqual(headers, ["fix", "equivalent (largest error)", "checkpoint loads", "speedup (median, IQR)",
     "fwd+bwd ms (original → fix)", "peak memory"]);
   const rows = await page.$$eval("table.verify tbody tr", (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => (td as HTMLElement).innerText)));
   assert.equal(rows.length, 4);
   // the measured row (figures from a real `adopter verify` run of the e2e workspace's tinybert)
-  assert.deepEqual(rows[0].slice(0, 3), ["18", "f05-dropout-add-layernorm", "TinyBertSelfOutput"]);
-  assert.match(rows[0][3], /✓ equivalent\s+max \|diff\| 0 over 7 tensors\s+worst: gradient of LayerNorm\.bias/);
-  assert.equal(rows[0][4], "✓ loads");
-  assert.match(rows[0][5], /^1\.08× \[0\.932–25\.8\]\s+5 pairs$/);
-  assert.equal(rows[0][6], "108 → 100");
-  assert.equal(rows[0][7], "+0.0 %");
+  assert.match(rows[0][0], /^f05-dropout-add-layernorm\s+line 18, TinyBertSelfOutput$/);
+  assert.match(rows[0][1], /✓ equivalent\s+max \|diff\| 0 over 7 tensors\s+worst: gradient of LayerNorm\.bias/);
+  assert.equal(rows[0][2], "✓ loads");
+  assert.match(rows[0][3], /^1\.08× \[0\.932–25\.8\]\s+5 pairs$/);
+  assert.equal(rows[0][4], "108 → 100");
+  assert.equal(rows[0][5], "+0.0 %");
   // not constructed: the missing argument and how to pass it, in one cell across the measures
-  assert.equal(rows[1].length, 4);
-  assert.match(rows[1][3], /^not constructed: TinyBertSelfOutput: inputs \(missing `input_tensor`\)/);
-  assert.match(rows[2][3], /^NOT equivalent: checkpoint does not load \(strict\): load_state_dict/);
-  assert.match(rows[3][3], /^no fix to verify: no target is available/);
+  assert.equal(rows[1].length, 2);
+  assert.match(rows[1][1], /^not constructed: TinyBertSelfOutput: inputs \(missing `input_tensor`\)/);
+  assert.match(rows[2][1], /^NOT equivalent: checkpoint does not load \(strict\): load_state_dict/);
+  assert.match(rows[3][0], /^f04-softmax\s+line 40, TinyBertModel$/);
+  assert.match(rows[3][1], /^no fix to verify: no target is available/);
   assert.equal(await page.locator("tr.failed").count(), 2);
   const help = await page.innerText(".help");
   assert.match(help, /adopter\.verify\.factories/);

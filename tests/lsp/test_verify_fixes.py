@@ -117,11 +117,14 @@ async def test_a_verify_action_beside_the_quick_fix_runs_that_fix(client: Langua
     assert verify.kind == "quickfix" and list(verify.diagnostics or []) == [diagnostic] and verify.edit is None
     assert verify.command is not None and verify.command.command == "adopter.client.verifyFixes"
     (target,) = verify.command.arguments or []
+    # VS Code resolves the chosen action, a command action too: it comes back as it was, and no message
+    assert await client.code_action_resolve_async(verify) == verify
     assert target == {"uri": uri, "class": "Block", "rule": diagnostic.code, "line": 13}
     # the target, as the client passes it on to the server's command, runs that one fix
     result = await execute(client, {**target, "repeats": 2})
     assert isinstance(result, dict)
     assert [(r["rule"], r["line"], r["class"], r["equivalent"]) for r in result["rows"]] == [(diagnostic.code, 13, "Block", True)]
+    assert client.messages == []
 
 
 async def test_no_verify_action_for_a_client_without_the_command(client: LanguageClient, tmp_path: Path) -> None:

@@ -173,7 +173,10 @@ def _client_resolves_edits(ls: AdopterServer) -> bool:
 
 
 async def resolve_code_action(ls: AdopterServer, action: types.CodeAction) -> types.CodeAction:
-    """Compute the action's edit for the version it was offered on, or refuse if the text moved on."""
+    """Compute the action's edit for the version it was offered on, or refuse if the text moved on.
+    A command action (*Verify and measure*) has nothing to resolve: VS Code resolves it anyway."""
+    if action.command is not None and action.data is None:
+        return action
     data = action.data if isinstance(action.data, dict) else {}
     uri, version = data.get("uri", ""), data.get("version")
     snapshot = await ls.publisher.snapshot(uri)
