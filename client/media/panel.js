@@ -209,9 +209,10 @@
     return bar;
   }
 
-  // *Verify and measure*: one row per fix (and class it changed), failures shown as such.
-  const VERIFY_HEADERS = ["fix", "equivalent (largest error)", "checkpoint loads", "speedup (median, IQR)",
-    "fwd+bwd ms (original → fix)", "peak memory"];
+  // *Verify and measure*: one row per fix (and class it changed), under a line naming it, so that the table
+  // fits a side panel; failures shown as such.
+  const VERIFY_HEADERS = ["equivalent (largest error)", "checkpoint loads", "speedup (median, IQR)", "fwd+bwd ms (original → fix)",
+    "peak memory"];
 
   function cell(children, attrs) {
     return el("td", attrs || {}, children);
@@ -233,38 +234,41 @@
     return `${change >= 0 ? "+" : "−"}${Math.abs(change).toFixed(1)} %`;
   }
 
-  /** The fix: its rule, and the line and class it is in. */
-  function fixCell(rule, line, cls) {
-    return cell([el("div", { class: "rule" }, [rule || ""]), el("div", { class: "detail" }, [`line ${line ?? "–"}, ${cls || ""}`])], { class: "fix" });
+  /** The line above a fix's measures: its rule, and the line and class it is in. */
+  function fixRow(rule, line, cls) {
+    return el("tr", { class: "fix" }, [cell([el("span", { class: "rule" }, [rule || ""]), ` line ${line ?? "–"}, ${cls || ""}`],
+      { colspan: VERIFY_HEADERS.length })]);
   }
 
-  function verifyRow(r) {
-    const head = [fixCell(r.rule, r.line, r.class || r.scope)];
-    const span = VERIFY_HEADERS.length - head.length;
+  function whyRow(kind, label, text) {
+    return el("tr", { class: kind }, [cell([el("strong", {}, [label]), text], { colspan: VERIFY_HEADERS.length, class: "why" })]);
+  }
+
+  function verifyRows(r) {
+    const head = fixRow(r.rule, r.line, r.class || r.scope);
     if (r.not_built !== undefined) {
-      return el("tr", { class: "failed" }, [...head, cell([el("strong", {}, ["not constructed: "]), r.not_built], { colspan: span, class: "why" })]);
+      return [head, whyRow("failed", "not constructed: ", r.not_built)];
     }
     if (r.error !== undefined) {
       const loads = r.checkpoint_loads === false ? "checkpoint does not load (strict): " : "";
-      return el("tr", { class: "failed" }, [...head, cell([el("strong", {}, ["NOT equivalent: "]), loads, r.error], { colspan: span, class: "why" })]);
+      return [head, whyRow("failed", "NOT equivalent: ", `${loads}${r.error}`)];
     }
     const equivalent = el("span", { class: r.equivalent ? "ok" : "bad" }, [r.equivalent ? "✓ equivalent" : "✗ NOT equivalent"]);
     const speed = r.speedup === undefined ? ["not timed"] : [
       el("strong", {}, [`${num(r.speedup, 3)}×`]), ` [${num(r.speedup_q1, 3)}–${num(r.speedup_q3, 3)}]`,
       el("div", { class: "detail" }, [`${r.pairs} pairs`])];
-    return el("tr", {}, [...head,
+    return [head, el("tr", { class: "measures" }, [
       cell([equivalent, el("div", { class: "detail" }, [`max |diff| ${sci(r.max_abs)} over ${r.compared} tensors`]),
         el("div", { class: "detail" }, [`worst: ${r.worst || "–"}`])], { class: "left" }),
       cell([r.checkpoint_loads ? "✓ loads" : "✗ does not load"], { class: r.checkpoint_loads ? "ok" : "bad" }),
       cell(speed),
       cell([r.original_ms === undefined ? "–" : `${msText(r.original_ms)} → ${msText(r.rewritten_ms)}`]),
       cell([r.speedup === undefined ? "–" : memoryChange(r)]),
-    ]);
+    ])];
   }
 
-  function unfixedRow(u) {
-    return el("tr", { class: "unfixed" }, [fixCell(u.rule, u.line, u.scope),
-      cell([el("strong", {}, ["no fix to verify: "]), u.reason || ""], { colspan: VERIFY_HEADERS.length - 1, class: "why" })]);
+  function unfixedRows(u) {
+    return [fixRow(u.rule, u.line, u.scope), whyRow("unfixed", "no fix to verify: ", u.reason || "")];
   }
 
   function verifyHelp() {
@@ -291,7 +295,7 @@
       kids.push(el("p", {}, ["This class has no fix to verify."]));
       return kids;
     }
-    const body = [...rows.map(verifyRow), ...unfixed.map(unfixedRow)];
+    const body = [...rows.flatMap(verifyRows), ...unfixed.flatMap(unfixedRows)];
     kids.push(el("table", { class: "verify" }, [
       el("thead", {}, [el("tr", {}, VERIFY_HEADERS.map((h) => el("th", {}, [h])))]), el("tbody", {}, body)]));
     kids.push(el("p", { class: "note" }, ["Equivalent: outputs, input gradients and parameter gradients within the dtype's tolerance. "

@@ -218,23 +218,24 @@ test("verify: one row per fix with equivalence, checkpoint, speedup with IQR and
   const { page, problems } = await open(verifyState());
   assert.equal(await page.title(), "Verify and measure: TinyBertSelfOutput");
   const headers = await page.$$eval("table.verify th", (ths) => ths.map((th) => th.textContent));
-  assert.deepEqual(headers, ["fix", "equivalent (largest error)", "checkpoint loads", "speedup (median, IQR)",
-    "fwd+bwd ms (original → fix)", "peak memory"]);
+  assert.deepEqual(headers, ["equivalent (largest error)", "checkpoint loads", "speedup (median, IQR)", "fwd+bwd ms (original → fix)", "peak memory"]);
   const rows = await page.$$eval("table.verify tbody tr", (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => (td as HTMLElement).innerText)));
-  assert.equal(rows.length, 4);
+  // each fix: a line naming it, then its measures (or why there are none)
+  assert.equal(rows.length, 8);
+  assert.deepEqual(rows.filter((_, i) => i % 2 === 0), [["f05-dropout-add-layernorm line 18, TinyBertSelfOutput"],
+    ["f05-dropout-add-layernorm line 18, TinyBertSelfOutput"], ["f10-manual-attention-sdpa line 31, TinyBertLayer"], ["f04-softmax line 40, TinyBertModel"]]);
   // the measured row (figures from a real `adopter verify` run of the e2e workspace's tinybert)
-  assert.match(rows[0][0], /^f05-dropout-add-layernorm\s+line 18, TinyBertSelfOutput$/);
-  assert.match(rows[0][1], /✓ equivalent\s+max \|diff\| 0 over 7 tensors\s+worst: gradient of LayerNorm\.bias/);
-  assert.equal(rows[0][2], "✓ loads");
-  assert.match(rows[0][3], /^1\.08× \[0\.932–25\.8\]\s+5 pairs$/);
-  assert.equal(rows[0][4], "108 → 100");
-  assert.equal(rows[0][5], "+0.0 %");
+  const measured = rows[1];
+  assert.match(measured[0], /✓ equivalent\s+max \|diff\| 0 over 7 tensors\s+worst: gradient of LayerNorm\.bias/);
+  assert.equal(measured[1], "✓ loads");
+  assert.match(measured[2], /^1\.08× \[0\.932–25\.8\]\s+5 pairs$/);
+  assert.equal(measured[3], "108 → 100");
+  assert.equal(measured[4], "+0.0 %");
   // not constructed: the missing argument and how to pass it, in one cell across the measures
-  assert.equal(rows[1].length, 2);
-  assert.match(rows[1][1], /^not constructed: TinyBertSelfOutput: inputs \(missing `input_tensor`\)/);
-  assert.match(rows[2][1], /^NOT equivalent: checkpoint does not load \(strict\): load_state_dict/);
-  assert.match(rows[3][0], /^f04-softmax\s+line 40, TinyBertModel$/);
-  assert.match(rows[3][1], /^no fix to verify: no target is available/);
+  assert.equal(rows[3].length, 1);
+  assert.match(rows[3][0], /^not constructed: TinyBertSelfOutput: inputs \(missing `input_tensor`\)/);
+  assert.match(rows[5][0], /^NOT equivalent: checkpoint does not load \(strict\): load_state_dict/);
+  assert.match(rows[7][0], /^no fix to verify: no target is available/);
   assert.equal(await page.locator("tr.failed").count(), 2);
   const help = await page.innerText(".help");
   assert.match(help, /adopter\.verify\.factories/);
@@ -248,6 +249,7 @@ test("verify: one row per fix with equivalence, checkpoint, speedup with IQR and
 test("verify: theme colours for the verdicts, a running and a cancelled run, and escaping", async () => {
   for (const theme of Object.keys(THEMES)) {
     const { page, problems } = await open(verifyState(), theme);
+    await page.setViewportSize({ width: 460, height: 900 }); // a side panel's width: the table still fits
     const colours = await page.evaluate(() => ({
       ok: getComputedStyle(document.querySelector("span.ok")!).color,
       failed: getComputedStyle(document.querySelector("tr.failed td.why")!).color,
@@ -255,6 +257,8 @@ test("verify: theme colours for the verdicts, a running and a cancelled run, and
     const rgb = (hex: string) => `rgb(${[1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)).join(", ")})`;
     const vars = THEMES[theme].vars;
     assert.deepEqual(colours, { ok: rgb(vars["--vscode-charts-green"]), failed: rgb(vars["--vscode-errorForeground"]) }, theme);
+    const fits = await page.evaluate(() => document.querySelector("table.verify")!.getBoundingClientRect().right <= window.innerWidth);
+    assert.ok(fits, `${theme}: the table is wider than a 460 px panel`);
     await page.screenshot({ path: join(ARTIFACTS, `panel-verify-${theme}.png`), fullPage: true });
     assert.deepEqual(problems, []);
     await page.close();
