@@ -223,6 +223,7 @@
     return Number.isFinite(x) ? (x === 0 ? "0" : x.toExponential(1)) : "–";
   }
 
+  const fixed2 = (v) => (Number.isFinite(Number(v)) ? Number(v).toFixed(2) : "–"); // a speedup: 1.00×, not 1×
   const msText = (v) => (Number(v) >= 100 ? String(Math.round(Number(v))) : num(v, 3));
 
   function memoryChange(r) {
@@ -255,7 +256,7 @@
     }
     const equivalent = el("span", { class: r.equivalent ? "ok" : "bad" }, [r.equivalent ? "✓ equivalent" : "✗ NOT equivalent"]);
     const speed = r.speedup === undefined ? ["not timed"] : [
-      el("strong", {}, [`${num(r.speedup, 3)}×`]), ` [${num(r.speedup_q1, 3)}–${num(r.speedup_q3, 3)}]`,
+      el("strong", {}, [`${fixed2(r.speedup)}×`]), ` [${fixed2(r.speedup_q1)}–${fixed2(r.speedup_q3)}]`,
       el("div", { class: "detail" }, [`${r.pairs} pairs`])];
     return [head, el("tr", { class: "measures" }, [
       cell([equivalent, el("div", { class: "detail" }, [`max |diff| ${sci(r.max_abs)} over ${r.compared} tensors`]),

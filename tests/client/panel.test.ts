@@ -228,7 +228,7 @@ test("verify: one row per fix with equivalence, checkpoint, speedup with IQR and
   const measured = rows[1];
   assert.match(measured[0], /✓ equivalent\s+max \|diff\| 0 over 7 tensors\s+worst: gradient of LayerNorm\.bias/);
   assert.equal(measured[1], "✓ loads");
-  assert.match(measured[2], /^1\.08× \[0\.932–25\.8\]\s+5 pairs$/);
+  assert.match(measured[2], /^1\.08× \[0\.93–25\.84\]\s+5 pairs$/);
   assert.equal(measured[3], "108 → 100");
   assert.equal(measured[4], "+0.0 %");
   // not constructed: the missing argument and how to pass it, in one cell across the measures
