@@ -156,18 +156,21 @@ def finite_weights(model: torch.nn.Module, seed: int) -> int:
     return redrawn
 
 
-def _build(cls: type, module: types.ModuleType, factory: Any, seed: int) -> Built:
+def _build(cls: type, module: types.ModuleType, factory: Any, seed: int, given_inputs: bool = False) -> Built:
     """`cls` built on the CPU with weights drawn from `seed`, by the factory or by inference (weights left
-    uninitialised drawn again: `finite_weights`)."""
-    built = _build_as_given(cls, module, factory, seed)
+    uninitialised drawn again: `finite_weights`). With `given_inputs` (`--inputs`) the forward's inputs are
+    not inferred: a forward argument no rule can infer would otherwise stop a class the user gave the
+    inputs of."""
+    built = _build_as_given(cls, module, factory, seed, given_inputs)
     finite_weights(built.model, seed)
     return built
 
 
-def _build_as_given(cls: type, module: types.ModuleType, factory: Any, seed: int) -> Built:
+def _build_as_given(cls: type, module: types.ModuleType, factory: Any, seed: int,
+                    given_inputs: bool = False) -> Built:
     torch.manual_seed(seed)
     if factory is None:
-        made = construct(cls, module, device="cpu")
+        made = construct(cls, module, device="cpu", inputs=() if given_inputs else None)
     else:
         try:
             out = factory(cls) if _takes_class(factory) else factory()
@@ -179,6 +182,8 @@ def _build_as_given(cls: type, module: types.ModuleType, factory: Any, seed: int
         if given is not None:
             args, kwargs = _as_inputs(given)
             made = Built(model, args, kwargs)
+        elif given_inputs:
+            made = Built(model, (), {})
         else:
             found = forward_inputs(model, device="cpu")
             made = found if isinstance(found, NotBuilt) else Built(model, found[0], found[1])
@@ -241,7 +246,7 @@ def _reproduces(cls: type, module: types.ModuleType, factory: Any, model: torch.
     """None when the original class, built again with other random weights and loaded with `model`'s
     state dict, computes what `model` computes (the control the rewrite is held to); else why not: the
     class keeps state outside its state dict, so no rewrite of it can be judged this way."""
-    control = _build(cls, module, factory, seed + 1).model
+    control = _build(cls, module, factory, seed + 1, given_inputs=True).model  # its inputs are `inputs`
     try:
         control.load_state_dict(model.state_dict(), strict=True)
         control.to(device, dtype).eval()
@@ -262,9 +267,9 @@ def run_class(original: types.ModuleType, rewritten: types.ModuleType, name: str
     if not (inspect.isclass(cls0) and issubclass(cls0, torch.nn.Module) and inspect.isclass(cls1)):
         return None
     device, dtype, seed = torch.device(job["device"]), DTYPES[job["dtype"]], int(job["seed"])
-    built = _build(cls0, original, factories[0], seed)
+    built = _build(cls0, original, factories[0], seed, make_inputs is not None)
     m0 = built.model
-    m1 = _build(cls1, rewritten, factories[1], seed + 1).model  # other weights: the checkpoint must carry them
+    m1 = _build(cls1, rewritten, factories[1], seed + 1, make_inputs is not None).model  # other weights: the checkpoint must carry them
     row: dict[str, Any] = {"class": name}
     try:
         m1.load_state_dict(m0.state_dict(), strict=True)
