@@ -6,8 +6,8 @@ order whatever order they finish in.
 
 - `serial`: one after the other, here.
 - `process`: a `ProcessPoolExecutor`. `start="spawn"` (the search's default: safe from a threaded
-  language server, and the workers import only what the task needs) or `start="fast"`, which forks when
-  that is safe (Linux, this process has no other thread) so workers start with what this one already
+  language server, and the workers import only what the task needs) or `start="fast"`, which forks on
+  Linux (also beside other threads: see `start_method`) so workers start with what this one already
   loaded (the parsed rules, the parsers), and spawns otherwise.
 - `ray`: the Ray instance already initialised, the cluster at `ray_address`, or a local instance of
   `workers` CPUs started and shut down here. `working_dir` / `py_modules` ship the caller's code
@@ -25,7 +25,6 @@ import logging
 import multiprocessing
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
@@ -76,7 +75,10 @@ def start_method(start: str) -> str:
     """The multiprocessing start method for `start` ("spawn", "fork", "forkserver" or "fast")."""
     if start != "fast":
         return start
-    safe = sys.platform.startswith("linux") and threading.active_count() == 1
+    # On Linux fork even beside other threads (a test runner's, an embedding caller's): spawning from such a
+    # process hung here, blocked writing a worker's start-up data to a pipe the resource tracker held.
+    # The callers of "fast" (check/fix) hold no lock in other threads while they fan out.
+    safe = sys.platform.startswith("linux")
     return "fork" if safe and "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 

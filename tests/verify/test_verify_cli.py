@@ -73,13 +73,13 @@ def test_class_that_cannot_be_built_names_the_argument_and_factory(
 
 
 def test_inputs_stand_in_for_a_forward_argument_no_rule_infers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # `input_tensor` says nothing about what it holds: without --inputs the class is not run, with it it is.
-    text = GELU_MODEL.replace("def forward(self, x):", "def forward(self, x, input_tensor):").replace(
-        "h = self.proj(x)", "h = self.proj(x) + input_tensor")
+    # `bias_table` says nothing about what it holds: without --inputs the class is not run, with it it is.
+    text = GELU_MODEL.replace("def forward(self, x):", "def forward(self, x, bias_table):").replace(
+        "h = self.proj(x)", "h = self.proj(x) + bias_table")
     path = _write(tmp_path, "needs_inputs.py", text)
     _write(tmp_path, "block_inputs.py", "import torch\n\n\ndef make(model):\n    return torch.randn(2, 16), torch.randn(2, 16)\n")
     assert main(["verify", str(path), "--repeats", "0"]) == 2
-    assert "missing `input_tensor`" in capsys.readouterr().out
+    assert "pass --inputs module:fn" in capsys.readouterr().out
     code = main(["verify", str(path), "--repeats", "0", "--inputs", "block_inputs:make", "--format", "json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["rows"][0]["equivalent"] is True and out["rows"][0]["compared"] > 0

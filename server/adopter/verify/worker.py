@@ -246,7 +246,7 @@ def _reproduces(cls: type, module: types.ModuleType, factory: Any, model: torch.
     """None when the original class, built again with other random weights and loaded with `model`'s
     state dict, computes what `model` computes (the control the rewrite is held to); else why not: the
     class keeps state outside its state dict, so no rewrite of it can be judged this way."""
-    control = _build(cls, module, factory, seed + 1, given_inputs=True).model  # its inputs are `inputs`
+    control = _build(cls, module, factory, seed + 1).model
     try:
         control.load_state_dict(model.state_dict(), strict=True)
         control.to(device, dtype).eval()
