@@ -1,10 +1,12 @@
-"""Detection of common model-code forms of families 7, 8, 15, 16 and 17 (issue 20, item 3).
+"""Detection of common model-code forms of families 5, 6, 7, 8, 10, 14, 15, 16 and 17 (issue 20, item 3).
 
 The files in `bench/data/forms/` are small examples written for this measurement, each form as widely
 used libraries write it (conv-BN blocks as `nn.Sequential` subclasses, builders, `norm_layer` defaults,
 layer subclasses, ModuleList/ModuleDict; rotary embeddings in rotate_half, chunk, interleaved, einops,
 complex and rotation-formula forms; LM heads into cross-entropy in forward or a loss method; optimizers
-built in methods, through a class parameter or `getattr(torch.optim, name)`). A line carrying
+built in methods, through a class parameter or `getattr(torch.optim, name)`; hand-written attention in
+einsum / einops / `@` forms and in module-level helpers; gated MLPs through `chunk`/`split` in any operand
+order; activations chosen by parameters, dicts and `getattr`; post-norm dropout-add-LayerNorm). A line carrying
 `# site: N` is a site of family N. A finding covers a site when the family is the same and the marked line
 is one of the finding's lines (its statements or `__init__` bindings, as in `bench/detection_realworld.py`).
 Run: `.venv/bin/python bench/forms.py [--json OUT]`
@@ -19,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 FORMS = Path(__file__).parent / "data" / "forms"
-FAMILIES = (7, 8, 15, 16, 17)
+FAMILIES = (5, 6, 7, 8, 10, 14, 15, 16, 17)
 _SITE = re.compile(r"#\s*site:\s*(\d+)\b")
 
 

@@ -13,9 +13,8 @@ process never dies, that no range points outside the document, that every public
 latest version, that a quick fix resolved for a stale version carries no edit, and that hover answers
 for the current text.
 
-A text Python's parser rejects is compared only on those invariants: there the incremental analysis
-keeps the broken lines' previous reading on purpose (`adopter.analysis.incremental`), which a fresh
-analysis cannot know.
+A text Python's parser rejects is compared as well, its syntax errors included: both paths read it
+through the same error-tolerant masking (`adopter.analysis.salvage`), whatever edits led there.
 
     .venv/bin/python bench/lsp_fuzz.py [--files 15] [--edits 10000] [--seed 0] [--json OUT]
 """
@@ -60,6 +59,9 @@ NEW_CLASS = [
     "        hidden_states = self.LayerNorm(hidden_states + input_tensor)",
     "        return hidden_states",
 ]
+
+
+SYNTAX_ERROR = "syntax-error"  # the code of a syntax error's diagnostic, compared like a finding
 
 
 class Divergence(AssertionError):
@@ -236,22 +238,28 @@ class Oracle:
         self.session = Session(load_context(select=s.select, ignore=s.ignore or None, target=s.target))
 
     def keys(self, text: str, path: str) -> list[tuple[Any, ...]]:
-        from adopter.lsp.convert import LspIndex, lsp_finding_diagnostic
+        from adopter.lsp.convert import LspIndex, lsp_finding_diagnostic, lsp_problem_diagnostic
 
         index = LspIndex(text)
         out = []
-        for f in self.session.analysed(text, path).findings:
+        analysed = self.session.analysed(text, path)
+        for f in analysed.findings:
             d = lsp_finding_diagnostic(f, index, "file://x", ())
             r = d.range
             out.append((d.code, r.start.line, r.start.character, r.end.line, r.end.character, d.message,
                         bool(d.data["fixable"]) if isinstance(d.data, dict) else None))
+        for p in analysed.problems:
+            if p.code == SYNTAX_ERROR:
+                d = lsp_problem_diagnostic(p, index)
+                r = d.range
+                out.append((d.code, r.start.line, r.start.character, r.end.line, r.end.character, d.message, None))
         return sorted(out)
 
 
 def published_keys(diagnostics: list[dict[str, Any]], rule_ids: set[str]) -> list[tuple[Any, ...]]:
     out = []
     for d in diagnostics:
-        if d.get("code") in rule_ids:
+        if d.get("code") in rule_ids or d.get("code") == SYNTAX_ERROR:
             r = d["range"]
             out.append((d["code"], r["start"]["line"], r["start"]["character"], r["end"]["line"],
                         r["end"]["character"], d["message"], (d.get("data") or {}).get("fixable")))
@@ -349,8 +357,8 @@ class Fuzzer:
         except (SyntaxError, ValueError):
             self.stats.invalid += 1
             self.broken_steps += 1
-            return
-        self.valid[doc.uri], self.broken_steps = doc.text, 0
+        else:
+            self.valid[doc.uri], self.broken_steps = doc.text, 0
         self.stats.compared += 1
         fresh = self.oracle.keys(doc.text, doc.path)
         live = published_keys(published, self.rule_ids)

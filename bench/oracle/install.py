@@ -11,10 +11,13 @@ The outcome of each install is kept in `.cache/oracle/installs.json`, so a rerun
 from __future__ import annotations
 
 import ast
+import fcntl
 import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 import venv
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +52,10 @@ def ensure_venv() -> Path:
     (site / "zz_adopter_host.pth").write_text(f"{host}\n", encoding="utf-8")
     # `name<0` admits no version: a distribution that needs an excluded one fails to resolve, and is then
     # installed alone, so the excluded distribution is never downloaded.
-    lines = [f"torch=={torch.__version__.split('+')[0]}", *(f"{d}<0" for d in excluded())]
+    import numpy  # pinned too: a distribution's `numpy<2` would shadow the host's numpy that torch and scipy use
+
+    lines = [f"torch=={torch.__version__.split('+')[0]}", f"numpy=={numpy.__version__}",
+             *(f"{d}<0" for d in excluded())]
     (CACHE / "constraints.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return python()
 
@@ -94,8 +100,49 @@ def _record(spec: str, result: Installed) -> None:
 
 
 def _pip(args: list[str]) -> subprocess.CompletedProcess[str]:
+    """One pip install at a time into the environment (an exclusive lock across installer threads and
+    processes): pip reading a distribution another pip is half way through writing fails with
+    `TypeError: expected string or bytes-like object` and leaves `~name` folders behind."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "pip.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _pip_unlocked(args)
+
+
+_PENDING: dict[str, list[str]] = {}  # plans resolved by this process's installers, waiting for the lock
+_INSTALLED: dict[str, subprocess.CompletedProcess[str] | None] = {}  # plans another thread installed
+_MUTEX = threading.Lock()
+
+
+def _install_plan(spec: str, plan: list[str]) -> subprocess.CompletedProcess[str] | None:
+    """Install a resolved plan (`--no-deps`, exact versions) under the lock. Whoever gets the lock installs
+    every plan waiting in this process in one pip call (one pip start for many small distributions), and
+    each plan alone when the union does not install (two plans pinning different versions)."""
+    with _MUTEX:
+        _PENDING[spec] = plan
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "pip.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with _MUTEX:
+            if spec in _INSTALLED:
+                return _INSTALLED.pop(spec)
+            batch = dict(_PENDING)
+            _PENDING.clear()
+        pins = sorted({p for pl in batch.values() for p in pl})
+        union = _pip_unlocked(["--no-deps", *pins]) if pins else None
+        if union is None or union.returncode == 0:
+            results = {s: union for s in batch}
+        else:
+            results = {s: (_pip_unlocked(["--no-deps", *pl]) if pl else None) for s, pl in batch.items()}
+        with _MUTEX:
+            mine = results.pop(spec)
+            _INSTALLED.update(results)
+        return mine
+
+
+def _pip_unlocked(args: list[str]) -> subprocess.CompletedProcess[str]:
     cmd = [str(python()), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-           "--prefer-binary", "-c", str(CACHE / "constraints.txt"), *args]
+           "--prefer-binary", "--no-compile", "-c", str(CACHE / "constraints.txt"), *args]
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
@@ -107,6 +154,28 @@ def _last_error(proc: subprocess.CompletedProcess[str]) -> str:
     return lines[-1][:300] if lines else f"pip exited {proc.returncode}"
 
 
+def resolve(spec: str, tries: int = 3) -> tuple[list[str] | None, str]:
+    """(the exact `name==version`s pip would install for `spec`, "") or (None, pip's error). Resolving
+    runs beside other installers (`--dry-run` writes nothing; the slow part, backtracking and downloads,
+    runs in parallel) and only the installs of its plan take the lock; a resolution that read a
+    distribution while another pip was writing it is retried."""
+    error = ""
+    for _ in range(tries):
+        with tempfile.TemporaryDirectory(prefix="oracle-pip-") as tmp:
+            report = Path(tmp) / "report.json"
+            proc = _pip_unlocked(["--dry-run", "--report", str(report), spec])
+            if proc.returncode == 0:
+                try:
+                    items = json.loads(report.read_text(encoding="utf-8")).get("install", [])
+                    return [f"{i['metadata']['name']}=={i['metadata']['version']}" for i in items], ""
+                except (OSError, ValueError, KeyError, TypeError) as exc:
+                    return None, f"pip's report could not be read ({exc})"
+            error = _last_error(proc)
+            if "TypeError" not in error and "invalid distribution" not in error:
+                break
+    return None, error
+
+
 def install(spec: str) -> Installed:
     """Install `spec` (`name==version` or `name`) into the oracle's environment; never raises."""
     name = spec.split("==")[0].split("[")[0]
@@ -116,14 +185,16 @@ def install(spec: str) -> Installed:
     if entry is not None and entry.get("ok"):
         return Installed(spec, True, str(entry["how"]))
     ensure_venv()
-    proc = _pip([spec])
-    if proc.returncode == 0:
-        result = Installed(spec, True, "with-deps")
-    else:
+    plan, first = resolve(spec)
+    if plan is not None:
+        proc = _install_plan(spec, plan)
+        if proc is None or proc.returncode == 0:
+            _record(spec, Installed(spec, True, "with-deps"))
+            return Installed(spec, True, "with-deps")
         first = _last_error(proc)
-        alone = _pip(["--no-deps", spec])
-        result = (Installed(spec, True, f"no-deps ({first})") if alone.returncode == 0
-                  else Installed(spec, False, _last_error(alone)))
+    alone = _pip(["--no-deps", spec])  # its dependencies do not resolve next to the host's torch/numpy
+    result = (Installed(spec, True, f"no-deps ({first})") if alone.returncode == 0
+              else Installed(spec, False, _last_error(alone)))
     _record(spec, result)
     return result
 

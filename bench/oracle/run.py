@@ -2,7 +2,9 @@
 
 Local runs use a pool of host processes (each loads torch and the patterns once and forks a child per
 distribution); `ray_address` spreads the hosts over a Ray cluster through `adopter.executors` (the
-executor the accelerator search uses), when that module is present.
+executor the accelerator search uses): each Ray task is one host process, and the nodes must share the
+filesystem that holds this checkout, `.cache/oracle/venv` and the results (the hosts claim distributions
+through files there, so a run stays resumable and a class keeps its time limit wherever it runs).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from oracle.install import CACHE, ensure_venv, excluded, install
@@ -38,14 +41,41 @@ def _site(python: Path) -> str:
     return os.path.realpath(out.stdout.strip())
 
 
-def host(task: tuple[list[str], float, int]) -> int:
-    """One host process over a slice of the distributions; its exit status."""
-    specs, class_timeout, max_classes = task
-    python = ensure_venv()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SERVER), str(BENCH)]), PYTHONDONTWRITEBYTECODE="1")
-    cmd = [str(python), "-m", "oracle.worker", str(RESULTS), str(class_timeout), str(max_classes), _site(python),
-           *specs]
+@dataclass(frozen=True, slots=True)
+class HostTask:
+    """One host process's work, with every path spelled out by the driver: a Ray worker runs the copy of
+    this package that Ray shipped (elsewhere on disk), so nothing may be found relative to this file there.
+    The results folder, the oracle's environment and the code must be on a filesystem every node shares
+    (the hosts claim distributions through files in `results`)."""
+
+    specs: tuple[str, ...]
+    class_timeout: float
+    max_classes: int
+    results: str
+    python: str  # the oracle environment's interpreter
+    pythonpath: str  # this checkout's `server` and `bench`
+
+
+def host(task: HostTask) -> int:
+    """One host process over the distributions (it claims them one at a time); its exit status."""
+    if not Path(task.python).exists():
+        raise FileNotFoundError(f"{task.python}: the oracle's environment is not on this node (the results "
+                                "folder, the environment and the checkout must be on a shared filesystem)")
+    # No network for the model code: a package that downloads weights when imported or built (lpips did,
+    # from download.pytorch.org) fails to, and the class is recorded as not built. Installs run elsewhere.
+    env = dict(os.environ, PYTHONPATH=task.pythonpath, PYTHONDONTWRITEBYTECODE="1", HF_HUB_OFFLINE="1",
+               TRANSFORMERS_OFFLINE="1", http_proxy="http://127.0.0.1:9", https_proxy="http://127.0.0.1:9",
+               HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", no_proxy="", NO_PROXY="")
+    cmd = [task.python, "-m", "oracle.worker", task.results, str(task.class_timeout), str(task.max_classes),
+           _site(Path(task.python)), *task.specs]
     return subprocess.run(cmd, env=env, check=False).returncode
+
+
+def host_tasks(specs: Sequence[str], jobs: int, class_timeout: float, max_classes: int) -> list[HostTask]:
+    """`jobs` hosts, each given the whole list (they claim from it in turn)."""
+    python = str(ensure_venv())
+    path = os.pathsep.join([str(SERVER), str(BENCH)])
+    return [HostTask(tuple(specs), class_timeout, max_classes, str(RESULTS), python, path) for _ in range(jobs)]
 
 
 def run(specs: Sequence[str], *, jobs: int = 2, class_timeout: float = 20.0, max_classes: int = 20,
@@ -62,17 +92,21 @@ def run(specs: Sequence[str], *, jobs: int = 2, class_timeout: float = 20.0, max
         t.start()
     for claim in RESULTS.glob("*/_claim"):  # claims of an earlier run's hosts, which are gone
         claim.unlink()
-    tasks = [(list(specs), class_timeout, max_classes) for _ in range(jobs)]  # hosts claim from one list
+    tasks = host_tasks(specs, jobs, class_timeout, max_classes)
     if ray_address:
+        from adopter.executors import ExecutorError, iter_tasks
+
         try:
-            from adopter.executors import run_tasks  # type: ignore[import-not-found,unused-ignore]
-        except ImportError as exc:  # TODO(lead): wire once adopter.executors (branch scale) is merged
-            raise SystemExit(f"--ray-address needs adopter.executors, which this checkout lacks ({exc})") from exc
-        run_tasks(host, tasks, executor="ray", workers=jobs, ray_address=ray_address,
-                  py_modules=[str(BENCH / "oracle")])
+            ran = iter(list(iter_tasks(host, tasks, executor="ray", workers=jobs, ray_address=ray_address,
+                                       py_modules=[str(BENCH / "oracle")])))
+        except ExecutorError as exc:
+            raise SystemExit(f"oracle: {exc}") from exc
     else:
         with ThreadPoolExecutor(max_workers=jobs) as pool:  # each task is a host process: threads suffice
-            list(pool.map(host, tasks))
+            ran = iter(list(enumerate(pool.map(host, tasks))))
+    for index, status in ran:
+        if status != 0:
+            print(f"oracle: host {index} exited {status}", file=sys.stderr)
     for t in installers:
         t.join()
     print(f"oracle: results in {RESULTS}", file=sys.stderr)

@@ -80,6 +80,8 @@ def torchvision_schemas() -> None:
 
     import torch
 
+    if _LIBS:
+        return
     spec = importlib.util.find_spec("torchvision")
     if spec is None or not spec.submodule_search_locations:
         return
@@ -87,6 +89,7 @@ def torchvision_schemas() -> None:
     try:
         if so is not None:
             torch.ops.load_library(str(so))
+            _LIBS.append(so)
             return
     except Exception:
         pass
@@ -176,6 +179,7 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
     from oracle.trace import trace_step
 
     torch.manual_seed(0)
+    torchvision_schemas()  # here too: torchvision may have been installed after the host started
     family_patterns()
     is_model_file = _is_model_file_fn(site)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-// The accelerator-search panel. Builds the page from the state with DOM calls only (textContent, never
+// The result panel: an accelerator search, or a *Verify and measure* table. Builds the page from the state with DOM calls only (textContent, never
 // innerHTML), so no value from a report or a model name is ever parsed as HTML. Runs in the webview, in
 // a saved HTML report (no VS Code API: the buttons are hidden) and in the headless-Chromium test.
 (function () {
@@ -33,7 +33,8 @@
     if (v === null || v === undefined || !Number.isFinite(x)) {
       return "–";
     }
-    return x.toPrecision(digits || 4).replace(/\.?0+(e|$)/, "$1");
+    // trailing zeros of the fraction only: 100 stays 100 (the old pattern made it 1)
+    return x.toPrecision(digits || 4).replace(/(\.\d*?)0+(e|$)/, "$1$2").replace(/\.(e|$)/, "$1");
   }
   const pct = (v) => (Number.isFinite(Number(v)) ? `${Math.round(Number(v) * 100)}%` : "–");
   const ms = (s) => num(Number(s) * 1000, 4);
@@ -208,10 +209,134 @@
     return bar;
   }
 
+  // *Verify and measure*: one row per fix (and class it changed), under a line naming it, so that the table
+  // fits a side panel; failures shown as such.
+  const VERIFY_HEADERS = ["equivalent (largest error)", "checkpoint loads", "speedup (median, IQR)", "fwd+bwd ms (original → fix)",
+    "peak memory"];
+
+  function cell(children, attrs) {
+    return el("td", attrs || {}, children);
+  }
+
+  function sci(v) {
+    const x = Number(v);
+    return Number.isFinite(x) ? (x === 0 ? "0" : x.toExponential(1)) : "–";
+  }
+
+  const fixed2 = (v) => (Number.isFinite(Number(v)) ? Number(v).toFixed(2) : "–"); // a speedup: 1.00×, not 1×
+  const msText = (v) => (Number(v) >= 100 ? String(Math.round(Number(v))) : num(v, 3));
+
+  function memoryChange(r) {
+    const a = Number(r.original_peak), b = Number(r.rewritten_peak);
+    if (!Number.isFinite(a) || !Number.isFinite(b) || a <= 0) {
+      return "n/a";
+    }
+    const change = (100 * (b - a)) / a;
+    return `${change >= 0 ? "+" : "−"}${Math.abs(change).toFixed(1)} %`;
+  }
+
+  /** The line above a fix's measures: its rule, and the line and class it is in. */
+  function fixRow(rule, line, cls) {
+    return el("tr", { class: "fix" }, [cell([el("span", { class: "rule" }, [rule || ""]), ` line ${line ?? "–"}, ${cls || ""}`],
+      { colspan: VERIFY_HEADERS.length })]);
+  }
+
+  function whyRow(kind, label, text) {
+    return el("tr", { class: kind }, [cell([el("strong", {}, [label]), text], { colspan: VERIFY_HEADERS.length, class: "why" })]);
+  }
+
+  function verifyRows(r) {
+    const head = fixRow(r.rule, r.line, r.class || r.scope);
+    if (r.not_built !== undefined) {
+      return [head, whyRow("failed", "not constructed: ", r.not_built)];
+    }
+    if (r.error !== undefined) {
+      const loads = r.checkpoint_loads === false ? "checkpoint does not load (strict): " : "";
+      return [head, whyRow("failed", "NOT equivalent: ", `${loads}${r.error}`)];
+    }
+    const equivalent = el("span", { class: r.equivalent ? "ok" : "bad" }, [r.equivalent ? "✓ equivalent" : "✗ NOT equivalent"]);
+    const speed = r.speedup === undefined ? ["not timed"] : [
+      el("strong", {}, [`${fixed2(r.speedup)}×`]), ` [${fixed2(r.speedup_q1)}–${fixed2(r.speedup_q3)}]`,
+      el("div", { class: "detail" }, [`${r.pairs} pairs`])];
+    return [head, el("tr", { class: "measures" }, [
+      cell([equivalent, el("div", { class: "detail" }, [`max |diff| ${sci(r.max_abs)} over ${r.compared} tensors`]),
+        el("div", { class: "detail" }, [`worst: ${r.worst || "–"}`])], { class: "left" }),
+      cell([r.checkpoint_loads ? "✓ loads" : "✗ does not load"], { class: r.checkpoint_loads ? "ok" : "bad" }),
+      cell(speed),
+      cell([r.original_ms === undefined ? "–" : `${msText(r.original_ms)} → ${msText(r.rewritten_ms)}`]),
+      cell([r.speedup === undefined ? "–" : memoryChange(r)]),
+    ])];
+  }
+
+  function unfixedRows(u) {
+    return [fixRow(u.rule, u.line, u.scope), whyRow("unfixed", "no fix to verify: ", u.reason || "")];
+  }
+
+  function verifyHelp() {
+    return el("div", { class: "help" }, [
+      el("p", {}, ["A class that could not be constructed, or whose inputs could not be inferred, needs a factory. "
+        + "In the editor, name it per class in the settings (the command line's --factory and --inputs):"]),
+      el("pre", {}, ["\"adopter.verify.factories\": { \"MyBlock\": \"my_factories:make_block\" },\n"
+        + "\"adopter.verify.inputs\": { \"MyBlock\": \"my_factories:block_inputs\" }\n\n"
+        + "# my_factories.py, beside your file:\n"
+        + "def make_block(cls): return cls(dim=64), (torch.randn(2, 16, 64),)  # the model, or (model, inputs)\n"
+        + "def block_inputs(model): return (torch.randn(2, 16, 64),)  # a tensor, a tuple or a dict of inputs"]),
+    ]);
+  }
+
+  function verifyView(state) {
+    const r = state.report || {};
+    const rows = r.rows || [];
+    const unfixed = r.unfixed || [];
+    const request = state.request || {};
+    const sub = `${rows.length} result${rows.length === 1 ? "" : "s"} on ${r.device || request.device || "?"}, ${r.dtype || "fp32"}, `
+      + `torch ${r.torch || "?"}, with ${request.python || "the server's Python"}`;
+    const kids = [el("h2", {}, [`Verify and measure: ${state.title}`]), el("p", { class: "sub" }, [sub])];
+    if (!rows.length && !unfixed.length) {
+      kids.push(el("p", {}, ["This class has no fix to verify."]));
+      return kids;
+    }
+    const body = [...rows.flatMap(verifyRows), ...unfixed.flatMap(unfixedRows)];
+    kids.push(el("table", { class: "verify" }, [
+      el("thead", {}, [el("tr", {}, VERIFY_HEADERS.map((h) => el("th", {}, [h])))]), el("tbody", {}, body)]));
+    kids.push(el("p", { class: "note" }, ["Equivalent: outputs, input gradients and parameter gradients within the dtype's tolerance. "
+      + "Speedup: the median of original time / fix time over alternating forward+backward pairs, with its interquartile range; "
+      + "on a busy machine read the range."]));
+    if (rows.some((row) => row.not_built !== undefined)) {
+      kids.push(verifyHelp());
+    }
+    return kids;
+  }
+
+  function verifyError(state) {
+    const cancelled = state.status === "cancelled";
+    const kids = [el("h2", {}, [cancelled ? `Verification cancelled: ${state.title}` : `The verification of ${state.title} could not run`]),
+      el("p", { class: "error" }, [state.error || ""])];
+    if (!cancelled && /factory|--inputs/.test(state.error || "")) {
+      kids.push(verifyHelp());
+    }
+    return kids;
+  }
+
+  function renderVerify(root, state) {
+    if (state.status === "running") {
+      root.append(el("h2", {}, [`Verifying the fixes of ${state.title}…`]),
+        el("p", {}, ["Each fix runs against the original in a subprocess. Progress, with Cancel, is in the notification area."]));
+    } else if (state.status === "done") {
+      root.append(...verifyView(state));
+    } else {
+      root.append(...verifyError(state));
+    }
+  }
+
   function render(state) {
     const root = document.getElementById("root");
     root.replaceChildren();
     root.append(toolbar(state));
+    if (state.kind === "verify") {
+      renderVerify(root, state);
+      return;
+    }
     if (state.status === "running") {
       root.append(el("h2", {}, [`Searching accelerator designs for ${state.title}…`]),
         el("p", {}, ["Progress, with Cancel, is in the notification area."]));

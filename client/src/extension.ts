@@ -1,5 +1,5 @@
 // Adopter's VS Code client: starts the Python language server from what the extension carries, and adds
-// the commands, code lenses' targets, status-bar item and accelerator-search panel around it.
+// the commands, code lenses' targets, status-bar item and the result panel (accelerator search, verify) around it.
 import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import * as os from "node:os";
@@ -23,6 +23,7 @@ import { PanelState } from "./panelHtml";
 import { SearchUI, Target, askSearch, classAt, runsUserCode, searchRequest, targetLabel } from "./search";
 import { serverSettings } from "./settings";
 import { StatusBar } from "./statusBar";
+import { VerifyTarget, probeTorch, torchProblem, verifyInterpreter, verifyLabel, verifyRequest, verifySettings } from "./verify";
 
 export const ARCHITECTURE_SCHEME = "adopter-architecture";
 
@@ -32,6 +33,8 @@ let status: StatusBar;
 let extensionUri: vscode.Uri;
 let storageUri: vscode.Uri | undefined; // the extension's global storage: the private environment lives there
 let interpreterSource: Candidate["source"] | undefined;
+let serverBasePython: string | undefined; // the interpreter chosen for the server (before any private environment)
+const withTorch = new Map<string, string>(); // interpreters whose torch imported: their torch version
 
 /** Declares the client's own commands, so the server offers code lenses that run them. */
 class ClientCommandsFeature implements StaticFeature {
@@ -249,6 +252,7 @@ async function startServer(): Promise<void> {
   if (choice.problem) {
     notifyInterpreterProblem(choice.problem);
   }
+  serverBasePython = choice.command;
   const command = await serverInterpreter(choice.command);
   if (!command) {
     return; // the packages are missing: one notification asked what to do
@@ -378,7 +382,7 @@ export function isCancellation(err: unknown): boolean {
 
 async function runSearch(state: PanelState): Promise<void> {
   const running: PanelState = { ...state, status: "running", report: undefined, error: undefined };
-  const panel = SearchPanel.show(extensionUri, { rerun: (s) => void runSearch(s) }, running);
+  const panel = SearchPanel.show(extensionUri, panelActions, running);
   log.info(`search: ${JSON.stringify(state.request)}`);
   try {
     // A notification with Cancel (cancelling the request stops the server's search); the server's own
@@ -394,6 +398,85 @@ async function runSearch(state: PanelState): Promise<void> {
     const cancelled = isCancellation(err);
     log.info(`search ${cancelled ? "cancelled" : "failed"}: ${errorMessage(err)}`);
     const error = cancelled ? "You cancelled the search. Run again to start it anew." : errorMessage(err);
+    panel.update({ ...running, status: cancelled ? "cancelled" : "error", error });
+  }
+}
+
+const panelActions = { rerun: (s: PanelState) => void (s.kind === "verify" ? runVerify(s) : runSearch(s)) };
+
+/** The class at the cursor, as the code lens would name it. */
+function verifyTargetAtCursor(): VerifyTarget | undefined {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || editor.document.languageId !== "python") {
+    return undefined;
+  }
+  const className = classAt(editor.document.getText().split(/\r?\n/), editor.selection.active.line);
+  return className ? { uri: editor.document.uri.toString(), class: className } : undefined;
+}
+
+/** The project's Python for verify, if torch imports in it; otherwise one notification with a pick button. */
+async function verifyPython(): Promise<string | undefined> {
+  const installed = Boolean(vscode.extensions.getExtension("ms-python.python"));
+  const configured = vscode.workspace.getConfiguration("adopter").get<string>("interpreter", "");
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const interpreter = verifyInterpreter(installed ? await pythonExtensionInterpreter() : undefined,
+    configured ? expandPath(configured, folder, os.homedir()) : undefined, serverBasePython);
+  if (!interpreter) {
+    notifyInterpreterProblem("no Python interpreter to run your model: select your project's Python (with torch).");
+    return undefined;
+  }
+  if (withTorch.has(interpreter.command)) {
+    return interpreter.command;
+  }
+  const probe = await probeTorch(interpreter.command);
+  const problem = torchProblem(interpreter, probe);
+  if (problem) {
+    log.warn(`verify: ${problem}`);
+    notifyInterpreterProblem(problem);
+    return undefined;
+  }
+  log.info(`verify: torch ${probe.torch} in ${interpreter.command} (${interpreter.source})`);
+  withTorch.set(interpreter.command, probe.torch!);
+  return interpreter.command;
+}
+
+/** *Verify and measure*: from a code lens (a class), a code action (one finding), or the class at the cursor. */
+async function verifyFixes(arg?: VerifyTarget): Promise<void> {
+  const target = arg?.uri && arg.class ? arg : verifyTargetAtCursor();
+  if (!target) {
+    void vscode.window.showInformationMessage("Adopter: put the cursor inside an nn.Module class to verify its fixes.");
+    return;
+  }
+  if (!vscode.workspace.isTrusted) {
+    void vscode.window.showWarningMessage("Adopter: verifying a fix runs your model's code, and this workspace is not trusted.",
+      "Manage Workspace Trust").then((b) => b && vscode.commands.executeCommand("workbench.trust.manage"));
+    return;
+  }
+  const python = await verifyPython();
+  if (!python) {
+    return;
+  }
+  const request = verifyRequest(target, python, verifySettings(vscode.workspace.getConfiguration("adopter")));
+  await runVerify({ kind: "verify", title: verifyLabel(target), request, status: "running" });
+}
+
+async function runVerify(state: PanelState): Promise<void> {
+  const running: PanelState = { ...state, status: "running", report: undefined, error: undefined };
+  const panel = SearchPanel.show(extensionUri, panelActions, running);
+  log.info(`verify: ${JSON.stringify(state.request)}`);
+  try {
+    // A notification with Cancel: cancelling the request makes the server kill the run.
+    const report = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Verify and measure: ${state.title}`, cancellable: true },
+      (progress, token) => {
+        progress.report({ message: `running each fix against the original with ${String(state.request.python ?? "python")}…` });
+        return executeServerCommand(SERVER.verifyFixes, [state.request], token);
+      });
+    panel.update({ ...running, status: "done", report });
+  } catch (err) {
+    const cancelled = isCancellation(err);
+    log.info(`verify ${cancelled ? "cancelled" : "failed"}: ${errorMessage(err)}`);
+    const error = cancelled ? "You cancelled the run; its process was stopped. Run again to start it anew." : errorMessage(err);
     panel.update({ ...running, status: cancelled ? "cancelled" : "error", error });
   }
 }
@@ -446,10 +529,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(CLIENT.restartServer, restartServer),
     vscode.commands.registerCommand(CLIENT.showOutput, () => log.show()),
     vscode.commands.registerCommand(CLIENT.selectInterpreter, selectInterpreter),
+    vscode.commands.registerCommand(CLIENT.verifyFixes, verifyFixes),
     vscode.workspace.registerTextDocumentContentProvider(ARCHITECTURE_SCHEME, new ArchitectureDocuments()),
     vscode.window.registerWebviewPanelSerializer(VIEW_TYPE, {
       async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: PanelState | undefined) {
-        SearchPanel.revive(panel, extensionUri, { rerun: (s) => void runSearch(s) }, state);
+        SearchPanel.revive(panel, extensionUri, panelActions, state);
       },
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {

@@ -7,11 +7,13 @@ export const CLIENT = {
   restartServer: "adopter.client.restartServer",
   showOutput: "adopter.client.showOutput",
   selectInterpreter: "adopter.client.selectInterpreter",
+  verifyFixes: "adopter.client.verifyFixes",
 } as const;
 
 export const SERVER = {
   searchAccelerator: "adopter.searchAccelerator",
   showArchitecture: "adopter.showArchitecture",
+  verifyFixes: "adopter.verifyFixes",
 } as const;
 
 export const FIX_ALL_KIND = "source.fixAll.adopter";

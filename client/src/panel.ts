@@ -1,6 +1,7 @@
-// The accelerator-search result panel: one webview per search target, restored when VS Code reloads.
+// The result panel of the accelerator search and of *Verify and measure*: one webview per kind and target,
+// restored when VS Code reloads.
 import * as vscode from "vscode";
-import { PanelState, makeNonce, panelHtml, standaloneHtml } from "./panelHtml";
+import { PanelState, makeNonce, panelHtml, panelTitle, standaloneHtml } from "./panelHtml";
 
 export const VIEW_TYPE = "adopter.searchResult";
 
@@ -18,9 +19,14 @@ export class SearchPanel {
     private state: PanelState,
   ) {
     panel.webview.options = SearchPanel.webviewOptions(extensionUri);
-    panel.onDidDispose(() => SearchPanel.open.delete(this.state.title));
+    panel.onDidDispose(() => SearchPanel.open.delete(SearchPanel.key(this.state)));
     panel.webview.onDidReceiveMessage((msg: { type?: string }) => this.onMessage(msg?.type));
     this.panel.webview.html = this.html();
+  }
+
+  /** One panel per kind and title: a class's search and its verification are two panels. */
+  static key(state: PanelState): string {
+    return `${state.kind ?? "search"}:${state.title}`;
   }
 
   static webviewOptions(extensionUri: vscode.Uri): vscode.WebviewOptions {
@@ -29,16 +35,16 @@ export class SearchPanel {
 
   /** The panel for `state.title` (reused), showing `state`. */
   static show(extensionUri: vscode.Uri, actions: PanelActions, state: PanelState): SearchPanel {
-    const existing = SearchPanel.open.get(state.title);
+    const existing = SearchPanel.open.get(SearchPanel.key(state));
     if (existing) {
       existing.update(state);
       existing.panel.reveal(undefined, true);
       return existing;
     }
-    const panel = vscode.window.createWebviewPanel(VIEW_TYPE, `Accelerator search: ${state.title}`,
+    const panel = vscode.window.createWebviewPanel(VIEW_TYPE, panelTitle(state),
       { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, { ...SearchPanel.webviewOptions(extensionUri), retainContextWhenHidden: false });
     const made = new SearchPanel(panel, extensionUri, actions, state);
-    SearchPanel.open.set(state.title, made);
+    SearchPanel.open.set(SearchPanel.key(state), made);
     return made;
   }
 
@@ -46,11 +52,11 @@ export class SearchPanel {
   static revive(panel: vscode.WebviewPanel, extensionUri: vscode.Uri, actions: PanelActions, state: PanelState | undefined): void {
     const restored: PanelState = state && typeof state.title === "string" ? state
       : { title: "(unknown model)", request: {}, status: "error", error: "The panel's state could not be restored; run the search again." };
-    if (restored.status === "running") { // the search died with the window
+    if (restored.status === "running") { // the run died with the window
       restored.status = "cancelled";
-      restored.error = "VS Code was reloaded while the search ran. Run again to restart it.";
+      restored.error = `VS Code was reloaded while the ${restored.kind === "verify" ? "verification" : "search"} ran. Run again to restart it.`;
     }
-    SearchPanel.open.set(restored.title, new SearchPanel(panel, extensionUri, actions, restored));
+    SearchPanel.open.set(SearchPanel.key(restored), new SearchPanel(panel, extensionUri, actions, restored));
   }
 
   update(state: PanelState): void {
@@ -72,7 +78,7 @@ export class SearchPanel {
   private async onMessage(type: string | undefined): Promise<void> {
     if (type === "copy" && this.state.report) {
       await vscode.env.clipboard.writeText(JSON.stringify(this.state.report, null, 2));
-      void vscode.window.showInformationMessage("Adopter: the search report is on the clipboard as JSON.");
+      void vscode.window.showInformationMessage(`Adopter: the ${this.state.kind === "verify" ? "verification" : "search"} report is on the clipboard as JSON.`);
     } else if (type === "save" && this.state.report) {
       await this.save();
     } else if (type === "rerun") {
@@ -85,7 +91,7 @@ export class SearchPanel {
     const target = await vscode.window.showSaveDialog({
       filters: { HTML: ["html"] },
       defaultUri: vscode.workspace.workspaceFolders?.length
-        ? vscode.Uri.joinPath(vscode.workspace.workspaceFolders[0].uri, `wham-${name}.html`) : undefined,
+        ? vscode.Uri.joinPath(vscode.workspace.workspaceFolders[0].uri, `${this.state.kind === "verify" ? "verify" : "wham"}-${name}.html`) : undefined,
     });
     if (!target) {
       return;

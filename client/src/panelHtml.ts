@@ -1,15 +1,23 @@
-// The HTML of the search panel: a strict CSP with a nonce, no remote resources, and the state as JSON
+// The HTML of the result panel (an accelerator search, or a *Verify and measure* run): a strict CSP with a nonce, no remote resources, and the state as JSON
 // that the page's script (client/media/panel.js) renders with DOM calls.
 
 export type PanelStatus = "running" | "done" | "error" | "cancelled";
 
+export type PanelKind = "search" | "verify";
+
 export interface PanelState {
+  kind?: PanelKind; // what the panel shows: absent means an accelerator search (panels saved before verify)
   title: string; // the model's name as the user knows it (a class, a zoo name or a factory)
   request: Record<string, unknown>; // what `Run again` sends
   status: PanelStatus;
   report?: unknown;
   error?: string;
   help?: boolean; // show how to give a factory (the model in the editor could not be built)
+}
+
+/** The panel's title, as its tab and its page say it. */
+export function panelTitle(state: PanelState): string {
+  return state.kind === "verify" ? `Verify and measure: ${state.title}` : `Accelerator search: ${state.title}`;
 }
 
 /** JSON that is safe inside a <script> element: no `<`, `>`, `&` or line separators survive as such. */
@@ -60,7 +68,7 @@ export function panelHtml(state: PanelState, assets: PanelAssets): string {
 <meta http-equiv="Content-Security-Policy" content="${escapeAttribute(csp)}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <link rel="stylesheet" href="${escapeHtml(assets.styleUri)}">
-<title>${escapeHtml(`Accelerator search: ${state.title}`)}</title>
+<title>${escapeHtml(panelTitle(state))}</title>
 </head><body><main id="root"></main>
 <script nonce="${assets.nonce}" id="adopter-state" type="application/json">${scriptJson(state)}</script>
 <script nonce="${assets.nonce}" src="${escapeHtml(assets.scriptUri)}"></script>
@@ -84,7 +92,7 @@ export function standaloneHtml(state: PanelState, css: string, script: string): 
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="${escapeAttribute(csp)}">
-<title>${escapeHtml(`Accelerator search: ${state.title}`)}</title>
+<title>${escapeHtml(panelTitle(state))}</title>
 <style nonce="${nonce}">${STANDALONE_THEME}
 ${safeCss}</style>
 </head><body><main id="root"></main>

@@ -22,7 +22,7 @@ from __future__ import annotations
 import difflib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -327,13 +327,9 @@ class Session:
         return self.adopt(document.text, document.path, module_file, document.matcher), how
 
     def adopt(self, text: str, path: str | None, module_file: ModuleFile, matcher: UnitMatcher) -> Analysed:
-        """Findings of a `ModuleFile` the caller analysed itself (the server's incremental analysis).
-
-        Only a text that parses is remembered for other callers: with a syntax error the incremental
-        analysis keeps the broken lines' previous reading, which is not the fresh analysis of `text`.
-        """
-        analysed = self._matched(text, path, module_file, matcher)
-        return self._remember(analysed) if analysed.parses else analysed
+        """Findings of a `ModuleFile` the caller analysed itself (the server's incremental analysis, which
+        equals the fresh analysis of `text`, broken text included: `adopter.analysis.salvage`)."""
+        return self._remember(self._matched(text, path, module_file, matcher))
 
     def _matched(self, text: str, path: str | None, module_file: ModuleFile, matcher: UnitMatcher | None) -> Analysed:
         problems = list(module_file.problems)
@@ -479,10 +475,12 @@ class Session:
         return tuple(f for f in analysed.findings if self.planned(analysed, f, target).fixable)
 
     def fix(self, text: str, path: str | None = None, *, rules: Sequence[str] | None = None,
-            target: str | None = None) -> FileFix:
+            target: str | None = None, exclude: Mapping[tuple[str, str], str] | None = None) -> FileFix:
         """Rewrite every fixable site, again on the result, until nothing fixable is left; never raises.
 
-        `rules`: only findings of these rule ids. What is left is reported at lines of `text`.
+        `rules`: only findings of these rule ids. `exclude`: sites never rewritten, by (rule id, scope
+        name: the class or function holding the site), each with the reason it is left (`fix
+        --verify-run` withdraws the fixes whose run disagrees). What is left is reported at lines of `text`.
         """
         from adopter.synth.types import Rewritten
 
@@ -492,9 +490,11 @@ class Session:
         current, analysed = text, first
         applied: list[Finding] = []
         refused: dict[tuple[object, ...], str] = {}  # planned sites whose rewrite failed verification
+        withheld = exclude or {}
         for _ in range(MAX_FIX_ROUNDS):
             todo = [f for f in self.fixable(analysed, target)
-                    if (rules is None or f.rule_id in rules) and _where(analysed, f) not in refused]
+                    if (rules is None or f.rule_id in rules) and _where(analysed, f) not in refused
+                    and (f.rule_id, f.scope_name) not in withheld]
             if not todo:
                 break
             # One verification for the whole round; `rewrite` grows the batch one finding at a time
@@ -509,8 +509,9 @@ class Session:
             applied.extend(outcome.applied)
             current = outcome.new_source
             analysed = self.analysed(current, path)
-        left = [(f, refused.get(_where(analysed, f)) or self.planned(analysed, f, target).reason
-                 or "no automatic fix") for f in analysed.findings if rules is None or f.rule_id in rules]
+        left = [(f, withheld.get((f.rule_id, f.scope_name)) or refused.get(_where(analysed, f))
+                 or self.planned(analysed, f, target).reason or "no automatic fix")
+                for f in analysed.findings if rules is None or f.rule_id in rules]
         moved = _in_original(text, current, left)
         if current != text:
             # A reason may quote lines (`lines 832, 844, 845`): for a site the user's text has too, and
@@ -518,7 +519,7 @@ class Session:
             original = {(f.rule_id, f.span): f for f in first.findings}
             for i, (f, reason) in enumerate(moved):
                 same = original.get((f.rule_id, f.span))
-                if same is not None and _where(first, same) not in refused:
+                if same is not None and _where(first, same) not in refused and (f.rule_id, f.scope_name) not in withheld:
                     moved[i] = (f, self.planned(first, same, target).reason or reason)
         return FileFix(text, current, tuple(applied), tuple(moved), analysed.problems)
 

@@ -178,7 +178,7 @@ def test_qualified_ctor_through_imports_and_plain_values() -> None:
         ("b", "=math.sqrt(4)", None),
         ("c", "=torch.zeros(3)", None),
         ("p", "torch.nn.Parameter", None),
-        ("e", "=F.gelu", None),
+        ("e", "=torch.nn.functional.gelu", None),  # an activation function, qualified (test_function_values)
     ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adopter.analysis.canonical import matmul_plan, normalise
+from adopter.analysis.canonical import matmul_plan, normalise, product_layout
 from adopter.analysis.spellings import CANONICAL, SIGNATURES, SOFTMAX
 from adopter.dsl.types import Branch, Expr, Kwarg, Ref
 
@@ -56,6 +56,51 @@ CASES = [
      ["%1 = module self.net[0](x)", "%2 = function torch.nn.functional.gelu(%1)", "h = module self.net[2](%2)"]),
     ("a conditionally bound module is left as a call", "self.act = nn.GELU() if mask else nn.ReLU()",
      "h = self.act(x)", ["h = module self.act(x)"]),
+    ("k.mT is transpose(-2, -1)", "", "s = x @ y.mT",
+     ["%1 = method transpose(y, -2, -1)", "s = function torch.matmul(x, %1)"]),
+    ("einops.einsum takes the equation last", "", 's = einops.einsum(x, y, "b h i d, b h j d -> b h i j")',
+     ["%1 = method transpose(y, -2, -1)", "s = function torch.matmul(x, %1)"]),
+    ("keys permuted d-before-n are a permute and a transpose", "",
+     "k = y.view(2, 3, 4, 5).permute(0, 2, 3, 1)\ns = x @ k",
+     ["%1 = method view(y, 2, 3, 4, 5)", "%2 = method permute(%1, 0, 2, 1, 3)", "k = method transpose(%2, -2, -1)",
+      "s = function torch.matmul(x, k)"]),
+    ("keys rearranged d-before-n, through a scale", "",
+     'k = einops.rearrange(y, "b n (h d) -> b h d n", h=4) * 0.5\ns = x @ k',
+     ['%2 = function einops.rearrange(y, "b n (h d) -> b h n d", h=4)', "%1 = method transpose(%2, -2, -1)",
+      "k = operator *(%1, 0.5)", "s = function torch.matmul(x, k)"]),
+    ("a permute that is not a right operand of a product stays", "", "k = x.permute(0, 2, 3, 1)\ns = k @ y",
+     ["k = method permute(x, 0, 2, 3, 1)", "s = function torch.matmul(k, y)"]),
+    ("a permute with the last two axes in order stays", "", "k = y.permute(0, 2, 1, 3)\ns = x @ k",
+     ["k = method permute(y, 0, 2, 1, 3)", "s = function torch.matmul(x, k)"]),
+    ("the stable-softmax shift before a softmax is a cast", "",
+     "s = x - x.amax(dim=-1, keepdim=True).detach()\np = s.softmax(dim=-1)",
+     ["%1 = method amax(x, dim=-1, keepdim=True)", "%2 = method detach(%1)", "s = operator cast(x)",
+      "p = function torch.nn.functional.softmax(s, dim=-1)"]),
+    ("the shift by max(...)[0] is a cast too", "",
+     "s = x - torch.max(x, -1, keepdim=True)[0]\np = F.softmax(s, -1)",
+     ["%1 = function torch.max(x, -1, keepdim=True)", "%2 = operator getitem(%1, 0)", "s = operator cast(x)",
+      "p = function torch.nn.functional.softmax(s, dim=-1)"]),
+    ("the shift not followed by a softmax stays a subtraction", "",
+     "s = x - x.amax(dim=-1, keepdim=True)\np = s.exp()",
+     ["%1 = method amax(x, dim=-1, keepdim=True)", "s = operator -(x, %1)", "p = method exp(s)"]),
+    ("a shift by another value's maximum stays", "",
+     "s = x - y.amax(dim=-1, keepdim=True)\np = s.softmax(dim=-1)",
+     ["%1 = method amax(y, dim=-1, keepdim=True)", "s = operator -(x, %1)",
+      "p = function torch.nn.functional.softmax(s, dim=-1)"]),
+    ("einsum with heads third (a list of operands): permutes, transpose, matmul", "",
+     's = torch.einsum("nqhd,nkhd->nhqk", [x, y])',
+     ["%1 = operator list(x, y)", "%2 = method permute(x, 0, 2, 1, 3)", "%3 = method permute(y, 0, 2, 1, 3)",
+      "%4 = method transpose(%3, -2, -1)", "s = function torch.matmul(%2, %4)"]),
+    ("einsum probs·v back to (b, l, h, d): matmul then permute", "", 'o = torch.einsum("bhls,bshd->blhd", x, y)',
+     ["%1 = method permute(y, 0, 2, 1, 3)", "%2 = function torch.matmul(x, %1)", "o = method permute(%2, 0, 2, 1, 3)"]),
+    ("a rank survives an op that redefines its input: softmax dim=3 is the last axis", "",
+     "s = x.view(2, 3, 4, 5)\ns = s.masked_fill(mask, 0)\np = s.softmax(dim=3)",
+     ["s = method view(x, 2, 3, 4, 5)", "s = method masked_fill(s, mask, 0)",
+      "p = function torch.nn.functional.softmax(s, dim=-1)"]),
+    ("an einsum without `...` gives its product's rank: softmax dim=3 is the last axis", "",
+     's = torch.einsum("bhid,bhjd->bhij", x, y)\np = s.softmax(dim=3)',
+     ["%1 = method transpose(y, -2, -1)", "s = function torch.matmul(x, %1)",
+      "p = function torch.nn.functional.softmax(s, dim=-1)"]),
     ("mean, pow: one signature", "", "a = torch.mean(x, -1, True)\nb = x.mean(dim=-1, keepdim=True)\nc = x ** 2",
      ["a = method mean(x, -1, keepdim=True)", "b = method mean(x, -1, keepdim=True)", "c = method pow(x, 2)"]),
     ("x * x is x.pow(2); x * y stays", "", "a = x * x\nb = x * y",
@@ -118,6 +163,21 @@ def test_respelled_op_keeps_its_source_and_what_was_written() -> None:
 ])
 def test_matmul_plan(equation: str, plan: tuple[bool, bool, int] | None) -> None:
     assert matmul_plan(equation) == plan
+
+
+@pytest.mark.parametrize(("equation", "layout"), [
+    ('"nqhd,nkhd->nhqk"', ((0, 2, 1, 3), (0, 2, 1, 3), True, None, 4)),
+    ('"nhql,nlhd->nqhd"', (None, (0, 2, 1, 3), False, (0, 2, 1, 3), 4)),
+    ('"blhe,bshe->bhls"', ((0, 2, 1, 3), (0, 2, 1, 3), True, None, 4)),
+    ('"ihd,jhd->hij"', ((1, 0, 2), (1, 0, 2), True, None, 3)),
+    ('"bhid,bhjd->bhij"', (None, None, True, None, 4)),  # the plain form (matmul_plan's) reads the same
+    ('"...id,...jd->...ij"', None),  # `...`: the rank is unknown
+    ('"bhld,lrd->bhlr"', None),  # l is in all three but not a batch axis of both: not one product
+    ('"bij,bjk,bkl->bil"', None),
+    ('"bi,bi->b"', None),
+])
+def test_product_layout(equation: str, layout: object) -> None:
+    assert product_layout(equation) == layout
 
 
 def test_every_spelling_maps_to_a_canonical_op_with_its_own_row() -> None:

@@ -93,3 +93,39 @@ def test_a_subclass_that_keeps_the_layers_forward_is_fixable() -> None:
 def test_a_subclass_that_prepares_the_input_is_reported_without_a_fix() -> None:
     ((fixable, reason),) = _conv_bn_findings("Conv2dSame")
     assert not fixable and reason is not None and "Conv2dSame" in reason and "own forward" in reason
+
+
+def test_a_layer_computed_in_float32_and_cast_back_is_the_layer_without_a_fix() -> None:
+    # whisper's and CLIP's LayerNorm: `super().forward(x.float()).type(x.dtype)`; a cast of another
+    # computation is not the layer.
+    mf = module("""
+    class LayerNorm(nn.LayerNorm):
+        def forward(self, x):
+            return super().forward(x.float()).type(x.dtype)
+
+
+    class Scaled(nn.LayerNorm):
+        def forward(self, x):
+            return (super().forward(x) * 2).type(x.dtype)
+
+
+    class Block(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+            self.drop = nn.Dropout(0.1)
+            self.ln = LayerNorm(d)
+            self.other = Scaled(d)
+
+        def forward(self, x):
+            return self.ln(x + self.drop(self.fc(x)))
+    """)
+    (block,) = [a for a in mf.architectures if a.name == "Block"]
+    assert block.init is not None
+    values = {b.attr: b.value for b in block.init.bindings if isinstance(b.value, Ctor)}
+    assert values["ln"].callee == "torch.nn.LayerNorm" and (values["ln"].origin or "").endswith(OWN_FORWARD + ")")
+    assert values["other"].callee == "Scaled"
+    env = Environment("cpu", frozenset(), "2.13.0")
+    ((fixable, reason),) = [(f.fixable, f.no_fix_reason) for f in check(mf, load_rules().rules, env).findings
+                            if f.family == 5]
+    assert not fixable and reason is not None and "dtype cast" in reason

@@ -28,8 +28,10 @@ def _nodes(tree: Tree) -> list[tuple[object, ...]]:
 
 
 def _same_as_fresh(doc: DocumentAnalysis) -> None:
-    assert doc.analysed_text is not None and doc.tree is not None
-    assert _nodes(doc.tree) == _nodes(new_parser().parse(doc.analysed_text))
+    assert doc.analysed_text is not None and doc.analysed_tree is not None and doc.tree is not None
+    assert _nodes(doc.analysed_tree) == _nodes(new_parser().parse(doc.analysed_text))
+    if not doc.tree.root_node.has_error:
+        assert _nodes(doc.tree) == _nodes(new_parser().parse(doc.text.encode()))
 
 
 def _indented_blank_lines(text: str) -> str:
@@ -109,20 +111,3 @@ def test_random_edits_near_blank_lines_give_the_fresh_tree_and_analysis() -> Non
             assert analysed is not None
             fresh = analyse(analysed.decode(), "m.py")
             assert doc.result().architectures == fresh.architectures
-
-
-def test_statement_around_finds_the_simple_statement_holding_an_edit() -> None:
-    from adopter.analysis.masks import statement_around
-
-    data = b"class A:\n    def f(self, x):\n        y = g(x,\n              1)\n        if y: return y\n        return y\n"
-    tree = new_parser().parse(data)
-    inside = data.index(b"g(x")
-    lo, hi, col = statement_around(tree, data, inside, inside + 1) or (0, 0, 0)
-    assert data[lo:hi] == b"y = g(x,\n              1)" and col == 8
-    assert statement_around(tree, data, lo, lo) is None  # at its first character: the indentation may change
-    header = data.index(b"def f") + 5
-    assert statement_around(tree, data, header, header) is None  # a `def` line is not a simple statement
-    inline = data.index(b"return y\n")  # `if y: return y`: on the line of its compound statement
-    assert statement_around(tree, data, inline + 2, inline + 2) is None
-    last = data.rindex(b"return y") + 8
-    assert statement_around(tree, data, last, last) is not None  # typing at the end of a statement

@@ -41,3 +41,35 @@ def test_stack_and_unbind_take_their_axis_by_keyword() -> None:
     found = {op.target: op for op in ops(fn.body)}
     assert found["unbind"].kwargs == (Kwarg("dim", Expr("-1")),)
     assert found["torch.stack"].kwargs == (Kwarg("dim", Expr("-1")),)
+
+
+def test_a_helper_a_fix_wrote_is_not_inlined() -> None:
+    # `gated_activation` (the f14 fix's helper) stands for the fused kernel: a forward calling it keeps one
+    # call, so no rule finds the pattern again in the code the fix wrote; a user's helper is inlined.
+    mod = module('''
+    def gated_activation(gate_up, act):
+        """`act(gate) * up` from one fused gate+up projection (adopter: gated-activation)."""
+        gate, up = gate_up.chunk(2, dim=-1)
+        return act(gate) * up
+
+
+    def users_gate(gate_up):
+        """Split and gate."""
+        gate, up = gate_up.chunk(2, dim=-1)
+        return F.silu(gate) * up
+
+
+    class MLP(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.gate_up = nn.Linear(d, 2 * d)
+
+        def forward(self, x):
+            return gated_activation(self.gate_up(x), F.silu), users_gate(self.gate_up(x))
+    ''')
+    (mlp,) = mod.architectures
+    assert mlp.forward is not None
+    found = ops(mlp.forward.body)
+    assert [op.target for op in found if op.target == "gated_activation"] == ["gated_activation"]
+    assert not [op for op in found if op.via == ("gated_activation",)]
+    assert [op.target for op in found if op.via == ("users_gate",)] == ["chunk", "torch.nn.functional.silu", "*"]

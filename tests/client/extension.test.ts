@@ -1,7 +1,8 @@
 // The extension against a mocked `vscode` and language client: activation, command ids, the settings
 // the server gets, trust, the search from a code lens, and the one notification for a bad interpreter.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeEach, test } from "node:test";
 import { activate, deactivate } from "../../client/src/extension";
@@ -12,7 +13,7 @@ import { Uri, mock } from "./mock/vscode";
 const ROOT = join(__dirname, "..", "..", "..");
 const PACKAGE = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
 // The commands the server registers (adopter.lsp.commands); the language client registers these itself.
-const SERVER_COMMANDS = ["adopter.searchAccelerator", "adopter.showArchitecture", "adopter.debugInfo"];
+const SERVER_COMMANDS = ["adopter.searchAccelerator", "adopter.showArchitecture", "adopter.verifyFixes", "adopter.debugInfo"];
 
 function context(): any {
   return { subscriptions: [] as { dispose(): void }[], extensionUri: Uri.file("/ext") };
@@ -206,4 +207,102 @@ test("fix all runs the source.fixAll.adopter action; restart makes a new client"
   assert.equal(clients.length, 2);
   assert.equal(clients[0].running, false);
   assert.equal(clients[1].running, true);
+});
+
+/** An executable standing in for a Python: it answers the server's version probe, and the torch probe
+ * with `torch` (a version) or, when undefined, with torch missing. */
+function fakePython(torch: string | undefined): string {
+  const path = join(mkdtempSync(join(tmpdir(), "adopter-fake-python-")), "python");
+  const answer = torch ? `{"executable": "$0", "torch": "${torch}"}` : `{"executable": "$0", "error": "ModuleNotFoundError: No module named 'torch'"}`;
+  writeFileSync(path, ["#!/bin/sh", 'case "$2" in', '  *"import torch"*) cat <<EOF', answer, "EOF", "  ;;",
+    '  *version_info*) echo "[\\"$0\\", [3, 11, 4]]" ;;', "  *) exit 0 ;;", "esac", ""].join("\n"));
+  chmodSync(path, 0o755);
+  return path;
+}
+
+async function until(ok: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 200 && !ok(); i++) {
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.ok(ok(), what);
+}
+
+const VERIFY_REPORT = JSON.parse(readFileSync(join(ROOT, "tests", "client", "fixtures", "verify-report.json"), "utf8"));
+
+test("Verify and measure from a code action: the project's Python (adopter.interpreter), one finding, progress, the table in the panel", async () => {
+  const python = fakePython("2.13.0");
+  mock.config["adopter.interpreter"] = python;
+  mock.config["adopter.verify.factories"] = { TinyBertSelfOutput: "verify_factories:self_output" };
+  await activated();
+  answers.respond = async () => VERIFY_REPORT;
+  await mock.commands.get(CLIENT.verifyFixes)!({ uri: "file:///w/m.py", class: "TinyBertSelfOutput", rule: "f05-dropout-add-layernorm", line: 18 });
+  const verify = clients[0].requests.find((r) => r.params.command === SERVER.verifyFixes)!;
+  assert.deepEqual(verify.params.arguments, [{ uri: "file:///w/m.py", class: "TinyBertSelfOutput", rule: "f05-dropout-add-layernorm", line: 18,
+    python, factory: "verify_factories:self_output", device: "cpu", repeats: 10, timeout: 300 }]);
+  assert.deepEqual([mock.progress[0].options.title, mock.progress[0].options.cancellable],
+    ["Verify and measure: TinyBertSelfOutput (f05-dropout-add-layernorm, line 18)", true]);
+  const panel = mock.panels[0];
+  assert.equal(panel.title, "Verify and measure: TinyBertSelfOutput (f05-dropout-add-layernorm, line 18)");
+  const last = panel.posted.at(-1).state;
+  assert.deepEqual([last.kind, last.status, last.report.rows.length], ["verify", "done", 3]);
+  // Run again sends the same request
+  panel.receive({ type: "rerun" });
+  await new Promise((r) => setTimeout(r, 10));
+  const again = clients[0].requests.filter((r) => r.params.command === SERVER.verifyFixes);
+  assert.equal(again.length, 2);
+  assert.deepEqual(again[1].params, again[0].params);
+});
+
+test("Verify and measure: the Python extension's interpreter is the one, when that extension is installed", async () => {
+  const ext = fakePython("2.13.0");
+  mock.config["adopter.interpreter"] = fakePython("2.12.0");
+  mock.pythonExtension = { interpreter: ext };
+  await activated();
+  answers.respond = async () => VERIFY_REPORT;
+  await mock.commands.get(CLIENT.verifyFixes)!({ uri: "file:///w/m.py", class: "Block" });
+  const verify = clients[0].requests.find((r) => r.params.command === SERVER.verifyFixes)!;
+  assert.equal(verify.params.arguments[0].python, ext);
+  assert.equal(mock.panels[0].title, "Verify and measure: Block");
+  assert.ok(mock.log.some((l) => l === `info verify: torch 2.13.0 in ${ext} (Python extension)`), mock.log.join("\n"));
+});
+
+test("Verify and measure without torch in the project's Python: nothing runs, one notification with a pick button", async () => {
+  mock.config["adopter.interpreter"] = fakePython(undefined);
+  await activated();
+  mock.messageAnswers.push((_text, buttons) => buttons[0]);
+  await mock.commands.get(CLIENT.verifyFixes)!({ uri: "file:///w/m.py", class: "Block" });
+  assert.equal(clients[0].requests.length, 0);
+  assert.equal(mock.panels.length, 0);
+  const errors = mock.messages.filter((m) => m.level === "error");
+  assert.equal(errors.length, 1);
+  assert.match(errors[0].text, /has no torch\. Verifying a fix runs your model/);
+  assert.deepEqual(errors[0].buttons, ["Select Interpreter", "Show Output"]);
+  await new Promise((r) => setTimeout(r, 10));
+  assert.ok(mock.executed.some((e) => e.command === CLIENT.selectInterpreter));
+});
+
+test("Verify and measure: Cancel in the notification cancels the request, and the panel says the run was stopped", async () => {
+  mock.config["adopter.interpreter"] = fakePython("2.13.0");
+  await activated();
+  answers.respond = (_method, _params) => new Promise((_resolve, reject) => {
+    const token = clients[0].requests.at(-1)!.token;
+    token.onCancellationRequested(() => reject(Object.assign(new Error("Adopter: verification cancelled"), { code: -32800 })));
+  });
+  // (a class no other test uses: panels are kept per title for the whole file)
+  const running = mock.commands.get(CLIENT.verifyFixes)!({ uri: "file:///w/m.py", class: "SlowBlock" });
+  await until(() => mock.panels.length === 1 && clients[0].requests.length === 1, "the run started");
+  assert.equal(mock.panels[0].posted.length, 0); // still running
+  mock.progress[0].cancel();
+  await running;
+  assert.equal(clients[0].requests[0].token.isCancellationRequested, true);
+  const last = mock.panels[0].posted.at(-1).state;
+  assert.deepEqual([last.status, last.error], ["cancelled", "You cancelled the run; its process was stopped. Run again to start it anew."]);
+});
+
+test("Verify and measure in an untrusted workspace is refused before anything runs", async () => {
+  mock.trusted = false;
+  await activated();
+  await mock.commands.get(CLIENT.verifyFixes)!({ uri: "file:///w/m.py", class: "Block" });
+  assert.equal(clients[0].requests.length, 0);
+  assert.match(mock.messages.at(-1)!.text, /not trusted/);
 });

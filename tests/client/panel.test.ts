@@ -208,3 +208,77 @@ test("the saved HTML report renders the same content on its own, without VS Code
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+const verifyState = (): PanelState => ({
+  kind: "verify", title: "TinyBertSelfOutput", status: "done", report: fixture("verify-report.json"),
+  request: { uri: "file:///w/tinybert/modeling_tinybert.py", class: "TinyBertSelfOutput", python: "/venv/bin/python" },
+});
+
+test("verify: one row per fix with equivalence, checkpoint, speedup with IQR and memory; failures as such", async () => {
+  const { page, problems } = await open(verifyState());
+  assert.equal(await page.title(), "Verify and measure: TinyBertSelfOutput");
+  const headers = await page.$$eval("table.verify th", (ths) => ths.map((th) => th.textContent));
+  assert.deepEqual(headers, ["equivalent (largest error)", "checkpoint loads", "speedup (median, IQR)", "fwd+bwd ms (original → fix)", "peak memory"]);
+  const rows = await page.$$eval("table.verify tbody tr", (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => (td as HTMLElement).innerText)));
+  // each fix: a line naming it, then its measures (or why there are none)
+  assert.equal(rows.length, 8);
+  assert.deepEqual(rows.filter((_, i) => i % 2 === 0), [["f05-dropout-add-layernorm line 18, TinyBertSelfOutput"],
+    ["f05-dropout-add-layernorm line 18, TinyBertSelfOutput"], ["f10-manual-attention-sdpa line 31, TinyBertLayer"], ["f04-softmax line 40, TinyBertModel"]]);
+  // the measured row (figures from a real `adopter verify` run of the e2e workspace's tinybert)
+  const measured = rows[1];
+  assert.match(measured[0], /✓ equivalent\s+max \|diff\| 0 over 7 tensors\s+worst: gradient of LayerNorm\.bias/);
+  assert.equal(measured[1], "✓ loads");
+  assert.match(measured[2], /^1\.08× \[0\.93–25\.84\]\s+5 pairs$/);
+  assert.equal(measured[3], "108 → 100");
+  assert.equal(measured[4], "+0.0 %");
+  // not constructed: the missing argument and how to pass it, in one cell across the measures
+  assert.equal(rows[3].length, 1);
+  assert.match(rows[3][0], /^not constructed: TinyBertSelfOutput: inputs \(missing `input_tensor`\)/);
+  assert.match(rows[5][0], /^NOT equivalent: checkpoint does not load \(strict\): load_state_dict/);
+  assert.match(rows[7][0], /^no fix to verify: no target is available/);
+  assert.equal(await page.locator("tr.failed").count(), 2);
+  const help = await page.innerText(".help");
+  assert.match(help, /adopter\.verify\.factories/);
+  assert.match(help, /adopter\.verify\.inputs/);
+  assert.match(await page.innerText(".sub"), /3 results on cpu, fp32, torch 2\.13\.0\+cpu, with \/venv\/bin\/python/);
+  await page.screenshot({ path: join(ARTIFACTS, "panel-verify-dark.png"), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("verify: theme colours for the verdicts, a running and a cancelled run, and escaping", async () => {
+  for (const theme of Object.keys(THEMES)) {
+    const { page, problems } = await open(verifyState(), theme);
+    await page.setViewportSize({ width: 460, height: 900 }); // a side panel's width: the table still fits
+    const colours = await page.evaluate(() => ({
+      ok: getComputedStyle(document.querySelector("span.ok")!).color,
+      failed: getComputedStyle(document.querySelector("tr.failed td.why")!).color,
+    }));
+    const rgb = (hex: string) => `rgb(${[1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)).join(", ")})`;
+    const vars = THEMES[theme].vars;
+    assert.deepEqual(colours, { ok: rgb(vars["--vscode-charts-green"]), failed: rgb(vars["--vscode-errorForeground"]) }, theme);
+    const fits = await page.evaluate(() => document.querySelector("table.verify")!.getBoundingClientRect().right <= window.innerWidth);
+    assert.ok(fits, `${theme}: the table is wider than a 460 px panel`);
+    await page.screenshot({ path: join(ARTIFACTS, `panel-verify-${theme}.png`), fullPage: true });
+    assert.deepEqual(problems, []);
+    await page.close();
+  }
+  const running = await open({ ...verifyState(), status: "running", report: undefined });
+  assert.match(await running.page.innerText("h2"), /^Verifying the fixes of TinyBertSelfOutput…$/);
+  assert.equal(await running.page.isDisabled("#rerun"), true);
+  await running.page.close();
+  const cancelled = await open({ ...verifyState(), status: "cancelled", report: undefined, error: "You cancelled the run." });
+  assert.equal(await cancelled.page.innerText("h2"), "Verification cancelled: TinyBertSelfOutput");
+  assert.equal(await cancelled.page.isDisabled("#rerun"), false);
+  await cancelled.page.close();
+  const evil = `<img src=x onerror="window.__pwned=1">`;
+  const report = fixture("verify-report.json");
+  report.rows[1].not_built = evil;
+  report.rows[0].worst = evil;
+  const escaped = await open({ ...verifyState(), title: evil, report });
+  await escaped.page.waitForTimeout(100);
+  assert.equal(await escaped.page.locator("img").count(), 0);
+  assert.ok((await escaped.page.innerText("table.verify")).includes(evil));
+  assert.deepEqual([...escaped.problems], []);
+  await escaped.page.close();
+});

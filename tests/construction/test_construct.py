@@ -238,3 +238,75 @@ def test_alternative_shapes_of_an_input() -> None:
     shapes = [tuple(a.shape) for a in alternatives(torch.randn(2, 16, 8))]
     assert (2, 8) in shapes and (2, 8, 32, 32) in shapes
     assert alternatives(torch.zeros(2, 3, dtype=torch.long)) == []
+
+
+class PreNormWrapper(nn.Module):
+    def __init__(self, dim, fn):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.fn = fn
+
+    def forward(self, x, **kwargs):
+        return self.fn(self.norm(x), **kwargs) + x
+
+
+class AnyBackbone(nn.Module):
+    def __init__(self, backbone: nn.Module, num_classes):
+        super().__init__()
+        self.backbone = backbone
+        self.head = nn.Linear(32, num_classes)
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+
+
+def test_a_wrapped_callable_is_given_a_passthrough_module() -> None:
+    """`fn` (a wrapper's callable) and a parameter annotated `nn.Module` get a module that returns its first
+    input: the wrapper's own layers build and run; other unnamed parameters still say what is missing."""
+    built = construct(PreNormWrapper, HERE, device="meta")
+    assert isinstance(built, Built), built
+    assert "fn" in built.guessed and type(built.model.fn).__name__ == "Passthrough"
+    out = built.model(*built.args, **built.kwargs)
+    first = [*built.args, *built.kwargs.values()][0]
+    assert out.shape == first.shape and out.shape[-1] == built.model.norm.normalized_shape[0]
+    head = construct(AnyBackbone, HERE, device="meta")
+    assert isinstance(head, Built), head
+    assert head.model.backbone(torch.ones(2, 3)).shape == (2, 3)
+
+
+class DropPathRates(nn.Module):
+    def __init__(self, dim=32, depth=3, drop_path_rate=0.1):
+        super().__init__()
+        rates = [x.item() for x in torch.linspace(0, drop_path_rate, depth)]  # a value out of a tensor
+        self.blocks = nn.ModuleList(nn.Linear(dim, dim) for _ in rates)
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x
+
+
+def test_a_constructor_reading_tensor_values_builds_for_the_meta_device() -> None:
+    built = construct(DropPathRates, HERE, device="meta")
+    assert isinstance(built, Built), built
+    assert all(p.device.type == "meta" for p in built.model.parameters())
+    assert len(built.model.blocks) == 1  # depth made small, as for any class
+
+
+def test_a_residual_input_tensor_is_as_wide_as_the_output() -> None:
+    # transformers' BertOutput(hidden_states, input_tensor): dense intermediate -> hidden, then
+    # LayerNorm(dropout(h) + input_tensor): the residual has the output's width, not the input's.
+    class Output(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dense = nn.Linear(64, 16)
+            self.norm = nn.LayerNorm(16)
+
+        def forward(self, x, input_tensor):
+            return self.norm(self.dense(x) + input_tensor)
+
+    made = forward_inputs(Output())
+    assert not isinstance(made, NotBuilt)
+    _, kwargs, _ = made
+    assert kwargs["x"].shape[-1] == 64 and kwargs["input_tensor"].shape[-1] == 16
+    Output()(**kwargs)  # it runs

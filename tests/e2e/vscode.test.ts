@@ -2,7 +2,8 @@
 // chromium. Installs the built .vsix into a clean profile (no Python extension; python3 on PATH has none of
 // Adopter's packages), opens a transformers modeling file, reads the findings from Problems, applies a quick
 // fix with Ctrl+., hovers a model class, runs the search from a code lens and reads the design from the
-// webview, cancels a running search, and finds a finding in a notebook cell. Screenshots: docs/img/ (with
+// webview, verifies and measures a fix from Ctrl+. and reads the table from the same panel, cancels a
+// running search, and finds a finding in a notebook cell. Screenshots: docs/img/ (with
 // ADOPTER_E2E_SCREENSHOTS=1) and tests/e2e/out/artifacts/.
 // Run with `make e2e` (tests/e2e/run.sh installs what it needs and builds the .vsix first).
 import assert from "node:assert/strict";
@@ -310,6 +311,8 @@ before(async () => {
     "editor.minimap.enabled": false, "window.commandCenter": false, "workbench.colorTheme": "Default Dark Modern",
     "notebook.output.textLineLimit": 10, "chat.disableAIFeatures": true,
     "workbench.secondarySideBar.defaultVisibility": "hidden", "workbench.welcomePage.walkthroughs.openOnInstall": false,
+    // Verify and measure: how to build TinyBertSelfOutput (its forward's `input_tensor` cannot be inferred)
+    "adopter.verify.factories": { TinyBertSelfOutput: "verify_factories:self_output" }, "adopter.verify.repeats": 5,
     "adopter.trace.server": process.env.ADOPTER_E2E_TRACE ?? "verbose", // the LSP traffic, in the Adopter log kept with the artifacts
   }, null, 2));
   const xdg = { XDG_CONFIG_HOME: join(home, "config"), XDG_DATA_HOME: join(home, "data"), XDG_CACHE_HOME: join(home, "cache") };
@@ -523,6 +526,41 @@ test("the search from a class's code lens builds that class and shows the design
   assert.match(text, /samples\/s/);
   assert.match(text, /Against the reference designs/);
   await shot("search-panel", true);
+});
+
+test("Verify and measure from Ctrl+.: progress, then the fix's row in the panel, in the project's Python", async () => {
+  // The server runs with the development interpreter since the search step; no Python extension here, so
+  // adopter.interpreter (that interpreter, with torch) runs the model.
+  await clearNotifications();
+  await openFile("tinybert/modeling_tinybert.py");
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await parkMouse();
+  // the lens on the class with a fix
+  await goTo(9, 1);
+  await page.locator(".codelens-decoration a, .codelens-decoration span").filter({ hasText: /^Verify\s+and\s+measure$/ }).first()
+    .waitFor({ timeout: 60_000 });
+  const action = await quickFixMenu("Adopter: Verify and measure", 18, 9); // the f05 finding in TinyBertSelfOutput.forward
+  await action.click();
+  const title = "Verify and measure: TinyBertSelfOutput (f05-dropout-add-layernorm, line 18)";
+  // the progress notification, with Cancel, while it runs
+  const toast = page.locator(".notification-toast", { hasText: "Verify and measure: TinyBertSelfOutput" });
+  await toast.first().waitFor({ timeout: 60_000 });
+  assert.equal(await toast.first().locator(".monaco-button", { hasText: "Cancel" }).count(), 1);
+  await shot("verify-progress");
+  const text = await panelText(/Verify and measure: TinyBertSelfOutput[\s\S]*(equivalent|not constructed|could not run)/, 300_000);
+  await shot("verify-panel", true);
+  assert.match(text, new RegExp(title.replace(/[()]/g, "\\$&")));
+  assert.match(text, /f05-dropout-add-layernorm/);
+  assert.match(text, /✓ equivalent/, text);
+  assert.match(text, /max \|diff\| \S+ over \d+ tensors/);
+  assert.match(text, /✓ loads/);
+  assert.match(text, /\d+(\.\d+)?× \[\S+–\S+\]\s+5 pairs/);
+  assert.match(text, new RegExp(`with ${SEARCH_PYTHON.replace(/[.]/g, "\\.")}`));
+  // the same panel type as the search: a webview tab beside, titled by kind
+  await page.locator(".tab", { hasText: "Verify and measure: TinyBertSelfOutput" }).first().waitFor();
+  await toast.first().waitFor({ state: "detached", timeout: 30_000 });
+  // VS Code resolved the command action before running it: that said nothing (no "document changed")
+  assert.equal(await page.locator(".notification-toast", { hasText: "Adopter" }).count(), 0);
 });
 
 test("a running search can be cancelled from its progress notification", async () => {

@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import compare_modules, fixed, load, rules_of, skip_reasons  # noqa: E402
+from attention_harness import compare_modules, findings_of, fixed, load, rules_of, skip_reasons  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -311,6 +311,199 @@ def test_other_spellings_are_rewritten_and_equivalent(source: str, cls: str) -> 
     compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),))
 
 
-def test_einsum_attention_is_reported_without_a_fix() -> None:
-    reasons = skip_reasons(EINSUM, RULES)
-    assert len(reasons) == 1 and "einsum" in reasons[0], reasons
+EINSUM_FOLDED = """
+import torch
+from torch import nn
+
+
+class CrossAttention(nn.Module):
+    def __init__(self, dim, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.to_q = nn.Linear(dim, dim, bias=False)
+        self.to_kv = nn.Linear(dim, dim * 2, bias=False)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q = self.to_q(x).reshape(b, n, self.heads, -1).transpose(1, 2).reshape(b * self.heads, n, -1)
+        k, v = self.to_kv(x).reshape(b, n, 2, self.heads, -1).permute(2, 0, 3, 1, 4).reshape(2, b * self.heads, n, -1)
+        sim = torch.einsum("b i d, b j d -> b i j", q, k) * self.scale
+        attn = sim.softmax(dim=-1)
+        out = torch.einsum("... i j, ... j d -> ... i d", attn, v)
+        return out.reshape(b, self.heads, n, -1).transpose(1, 2).reshape(b, n, c)
+"""
+
+EINSUM_LIST = """
+import torch
+from torch import nn
+
+
+class CvtStyleAttention(nn.Module):
+    def __init__(self, dim, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.dropout = nn.Dropout(0.0)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        query, key, value = self.qkv(x).reshape(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        attention_score = torch.einsum("bhlk,bhtk->bhlt", [query, key]) * self.scale
+        attention_probs = torch.nn.functional.softmax(attention_score, dim=-1)
+        attention_probs = self.dropout(attention_probs)
+        context = torch.einsum("bhlt,bhtv->bhlv", [attention_probs, value])
+        return context.transpose(1, 2).reshape(b, n, c)
+"""
+
+MT_KEYS = """
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, dim * 3)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).view(B, N, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        attn = (q @ k.mT) / math.sqrt(q.shape[-1])
+        attn = F.softmax(attn, -1)
+        return (attn @ v).transpose(1, 2).reshape(B, N, C)
+"""
+
+STABLE_SOFTMAX = """
+import torch
+from torch import einsum, nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        sim = einsum("b h i d, b h j d -> b h i j", q, k) * self.scale
+        sim = sim - sim.amax(dim=-1, keepdim=True).detach()
+        attn = sim.softmax(dim=-1)
+        out = einsum("b h i j, b h j d -> b h i d", attn, v)
+        return out.transpose(1, 2).reshape(b, n, c)
+"""
+
+EINSUM_OTHER_LAYOUT = """
+import torch
+from torch import einsum, nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, dim * 3)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        v = v.transpose(-2, -1)
+        sim = einsum("b h i d, b h j d -> b h i j", q, k)
+        attn = sim.softmax(dim=-1)
+        out = einsum("b h i j, b h d j -> b h i d", attn, v)
+        return out.permute(0, 2, 1, 3).reshape(b, n, c)
+"""
+
+PERMUTED_KEYS = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, n_state, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.query = nn.Linear(n_state, n_state)
+        self.key = nn.Linear(n_state, n_state, bias=False)
+        self.value = nn.Linear(n_state, n_state)
+
+    def forward(self, x):
+        scale = (x.shape[-1] // self.n_head) ** -0.25
+        q = self.query(x).view(*x.shape[:2], self.n_head, -1).permute(0, 2, 1, 3) * scale
+        k = self.key(x).view(*x.shape[:2], self.n_head, -1).permute(0, 2, 3, 1) * scale
+        v = self.value(x).view(*x.shape[:2], self.n_head, -1).permute(0, 2, 1, 3)
+        w = F.softmax(q @ k, dim=-1)
+        return (w @ v).permute(0, 2, 1, 3).flatten(start_dim=2)
+"""
+
+
+@pytest.mark.parametrize(("source", "cls", "expected"), [
+    (EINSUM, "Attention", "scaled_dot_product_attention(q, k, v, scale=self.scale)"),
+    (EINSUM_FOLDED, "CrossAttention", "scaled_dot_product_attention(q, k, v, scale=self.scale)"),
+    (MT_KEYS, "Attention", "scale=1.0 / math.sqrt(q.shape[-1])"),
+    (EINSUM_LIST, "CvtStyleAttention", "scaled_dot_product_attention(\n            query,\n            key,\n            value,"),
+], ids=["einsum", "einsum-heads-folded", "k.mT", "einsum-list-operands"])
+def test_einsum_mt_and_shifted_chains_are_rewritten_and_equivalent(source: str, cls: str, expected: str) -> None:
+    new = fixed(source, RULES, applied=1)
+    assert expected in new, new
+    assert "einsum(" not in new.split("def forward")[1]
+    torch.manual_seed(0)
+    original = load(source, "orig")[cls](32)
+    rewritten = load(new, "new")[cls](32)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),))
+
+
+LENGTH_FIRST = """
+import math
+
+import torch
+from torch import nn
+
+
+class FullAttention(nn.Module):
+    def forward(self, queries, keys, values):
+        B, L, H, E = queries.shape
+        scores = torch.einsum("blhe,bshe->bhls", queries, keys)
+        A = torch.softmax(scores / math.sqrt(E), dim=-1)
+        return torch.einsum("bhls,bshd->blhd", A, values)
+"""
+
+
+@pytest.mark.parametrize("source", [EINSUM_OTHER_LAYOUT, LENGTH_FIRST], ids=["v-transposed", "length-first"])
+def test_einsum_with_another_layout_is_reported_without_a_fix(source: str) -> None:
+    reasons = skip_reasons(source, RULES)
+    assert len(reasons) == 1 and "lays its operands out differently" in reasons[0], reasons
+
+
+@pytest.mark.parametrize("shift", [
+    "sim.amax(dim=-1, keepdim=True).detach()", "sim.max(-1, keepdim=True)[0]", "sim.max(dim=-1, keepdim=True).values",
+], ids=["amax-detach", "max-0", "max-values"])
+def test_the_stable_softmax_shift_goes_with_the_chain(shift: str) -> None:
+    # `sim - rowmax(sim)` does not change a softmax over the last axis, and SDPA is computed stably.
+    source = STABLE_SOFTMAX.replace("sim.amax(dim=-1, keepdim=True).detach()", shift)
+    new = fixed(source, RULES, applied=1)
+    assert "scaled_dot_product_attention(q, k, v, scale=self.scale)" in new and "max(" not in new, new
+    torch.manual_seed(0)
+    original = load(source, "orig")["Attention"](32)
+    rewritten = load(new, "new")["Attention"](32)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),))
+
+
+def test_a_shift_by_another_axis_is_not_dropped() -> None:
+    # `amax(dim=-2)` changes the softmax over the last axis: not the stable shift, not looked through.
+    source = STABLE_SOFTMAX.replace("sim.amax(dim=-1, keepdim=True).detach()", "sim.amax(dim=-2, keepdim=True)")
+    assert findings_of(source, RULES) == ()
+
+
+def test_keys_permuted_d_before_n_are_reported_without_a_fix() -> None:
+    reasons = skip_reasons(PERMUTED_KEYS, RULES)
+    assert len(reasons) == 1 and "laid out transposed by `permute`" in reasons[0], reasons

@@ -423,6 +423,41 @@ class MistralMLP(nn.Module):
         return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
 """
 
+# The Llama reference form: the activation a function call, not a submodule (the helper is handed `F.silu`).
+GATED_MLP_FUNCTIONAL = """
+import torch.nn.functional as F
+from torch import nn
+
+
+class FeedForward(nn.Module):
+    def __init__(self, dim, hidden_dim):
+        super().__init__()
+        self.w1 = nn.Linear(dim, hidden_dim, bias=False)
+        self.w2 = nn.Linear(hidden_dim, dim, bias=False)
+        self.w3 = nn.Linear(dim, hidden_dim, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+"""
+
+# Up projection first, on the left of the product, GELU spelled through `torch.nn.functional`.
+GATED_MLP_UP_FIRST = """
+import torch
+from torch import nn
+
+
+class Expert(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.up = nn.Linear(dim, hidden)
+        self.gate = nn.Linear(dim, hidden)
+        self.down = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        up = self.up(x)
+        return self.down(up * torch.nn.functional.gelu(self.gate(x)))
+"""
+
 GELU_FORMULAS = """
 import math
 
@@ -499,6 +534,10 @@ CASES = [
     Case("new-gelu", "f13-gelu", GELU_FORMULAS, "NewGELUActivation", (), randn(4, 16), sites=3),
     Case("mistral-mlp", "f14-swiglu", GATED_MLP, "MistralMLP", (8, 24, False), randn(2, 3, 8), atol=1e-5),
     Case("gated-mlp-bias", "f14-swiglu", GATED_MLP, "MistralMLP", (8, 24, True), randn(5, 8), atol=1e-5),
+    Case("llama-functional-silu", "f14-swiglu", GATED_MLP_FUNCTIONAL, "FeedForward", (8, 24), randn(2, 3, 8),
+         atol=1e-5),
+    Case("up-first-functional-gelu", "f14-swiglu", GATED_MLP_UP_FIRST, "Expert", (8, 24), randn(2, 3, 8),
+         atol=1e-5),
 ]
 
 
@@ -692,3 +731,10 @@ def test_an_input_reassigned_between_the_fused_statements_blocks_the_rewrite() -
     new_source, count, reasons = fix(source, rules_of("f07-conv-bn"))
     assert count == 1 and new_source is None
     assert any("`x` is reassigned on line 13" in r for r in reasons), reasons
+
+
+def test_gated_mlp_with_a_keyword_activation_call_is_declined() -> None:
+    # `F.gelu(g, approximate="tanh")` is not one function the helper can be handed as `act`.
+    source = GATED_MLP_FUNCTIONAL.replace("F.silu(self.w1(x))", 'F.gelu(self.w1(x), approximate="tanh")')
+    new_source, count, reasons = fix(textwrap.dedent(source), rules_of("f14-swiglu"))
+    assert new_source is None and count == 1 and any("function call" in r for r in reasons), reasons

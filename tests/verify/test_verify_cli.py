@@ -72,6 +72,19 @@ def test_class_that_cannot_be_built_names_the_argument_and_factory(
     assert "tokenizer_thing" in out and "--factory" in out
 
 
+def test_inputs_stand_in_for_a_forward_argument_no_rule_infers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `bias_table` says nothing about what it holds: without --inputs the class is not run, with it it is.
+    text = GELU_MODEL.replace("def forward(self, x):", "def forward(self, x, bias_table):").replace(
+        "h = self.proj(x)", "h = self.proj(x) + bias_table")
+    path = _write(tmp_path, "needs_inputs.py", text)
+    _write(tmp_path, "block_inputs.py", "import torch\n\n\ndef make(model):\n    return torch.randn(2, 16), torch.randn(2, 16)\n")
+    assert main(["verify", str(path), "--repeats", "0"]) == 2
+    assert "pass --inputs module:fn" in capsys.readouterr().out
+    code = main(["verify", str(path), "--repeats", "0", "--inputs", "block_inputs:make", "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["rows"][0]["equivalent"] is True and out["rows"][0]["compared"] > 0
+
+
 def test_factory_in_the_file_builds_both_versions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = NEEDS_ARG + "\n\ndef make(cls):\n    return cls(tokenizer_thing=object()), torch.randn(3, 16)\n"
     path = _write(tmp_path, "with_factory.py", text)

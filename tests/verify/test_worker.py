@@ -106,3 +106,87 @@ def test_changed_classes_are_those_whose_text_differs() -> None:
     new = MODEL.replace("torch.relu(", "torch.sigmoid(") + "\n\nclass Added:\n    pass\n"
     assert changed_classes(MODEL, new) == ("Act",)
     assert changed_classes(MODEL, MODEL) == ()
+
+
+def test_a_class_calling_a_rewritten_helper_function_is_run() -> None:
+    # transformers' BLOOM: the tanh-GELU formula is in `bloom_gelu_forward`, which BloomGelu calls.
+    old = "def helper(x):\n    return x * 2\n\n\n" + MODEL.replace("torch.relu(self.proj(x))", "helper(self.proj(x))")
+    new = old.replace("return x * 2", "return x + x")
+    assert changed_classes(old, new) == ("Act",)
+
+
+def test_weights_left_uninitialised_are_drawn_again() -> None:
+    # transformers' CpmAntLayerNorm: `nn.Parameter(torch.empty(...))`, initialised by the PreTrainedModel.
+    layer = torch.nn.Linear(4, 4)
+    with torch.no_grad():
+        layer.weight[0, 0] = float("inf")
+        layer.bias[1] = 3e38
+    kept = layer.weight[1].clone()
+    assert worker.finite_weights(layer, seed=0) == 2
+    assert bool(torch.isfinite(layer.weight).all()) and float(layer.bias.abs().max()) <= 1.0
+    assert worker.finite_weights(torch.nn.Linear(4, 4), seed=0) == 0
+    assert not torch.equal(layer.weight[1], kept)  # the whole tensor, drawn from the seed
+
+
+def test_the_same_infinity_matches() -> None:
+    class Inf(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.proj(x), torch.full((2,), float("inf"))
+
+    m = Inf()
+    assert compare(m, m, ((torch.randn(2, 3),), {}), seed=0, dtype=torch.float32).equivalent
+
+
+def test_the_rewrite_is_read_from_its_own_text_and_a_registry_twice_is_tolerated(tmp_path: Path) -> None:
+    # transformers' DeBERTa: a @torch.jit.script function read back by inspect.getsource (the rewrite moves
+    # it to other lines); torchvision: `@register_model` refuses a second `resnet18` in one process.
+    (tmp_path / "reg_api.py").write_text(
+        "REGISTRY = {}\n\n\ndef register(fn):\n    if fn.__name__ in REGISTRY:\n"
+        "        raise ValueError('already registered')\n    REGISTRY[fn.__name__] = fn\n    return fn\n",
+        encoding="utf-8")
+    text = "from reg_api import register\n" + MODEL + (
+        "\n\n@torch.jit.script\ndef scripted(x: torch.Tensor) -> torch.Tensor:\n"
+        "    return x * 2\n\n\n@register\ndef act():\n    return Act()\n")
+    path = tmp_path / "reg_model.py"
+    path.write_text(text, encoding="utf-8")
+    original = worker.original_module(path, text)
+    moved = text.replace("        return torch.relu(self.proj(x))",
+                         "        y = self.proj(x)\n        return torch.relu(y)")
+    rewritten = worker.rewritten_module(original, moved, 0, ("Act",))
+    assert rewritten.Act is not original.Act and rewritten.act is original.act
+    assert float(rewritten.scripted(torch.ones(1))) == 2.0
+    with pytest.raises(ValueError):
+        worker.rewritten_module(original, moved, 1, ("Missing",))
+    sys.modules.pop("reg_api", None)
+
+
+def test_a_forward_that_samples_draws_the_same_in_both_runs() -> None:
+    # transformers' Informer: ProbSparse attention scores a torch.randint sample of the keys.
+    class Sampling(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            keep = torch.randint(0, 8, (4,))
+            return self.proj(x)[..., keep]
+
+    m = Sampling()
+    assert compare(m, m, ((torch.randn(2, 8),), {}), seed=0, dtype=torch.float32).equivalent
+
+
+def test_a_class_with_state_outside_its_state_dict_is_not_judged(tmp_path: Path) -> None:
+    # transformers' Reformer LSHSelfAttention: built again and loaded with its own state dict it computes
+    # differently, so a difference from the rewrite would say nothing about the rewrite.
+    drawn = MODEL.replace("        self.proj = nn.Linear(dim, dim)\n",
+                          "        self.proj = nn.Linear(dim, dim)\n        self.scale = float(torch.rand(()))\n").replace(
+        "return torch.relu(self.proj(x))", "return torch.relu(self.proj(x)) * self.scale")
+    job = _job(tmp_path, drawn)
+    job["source"] = drawn
+    (row,) = worker.run(job)["rows"]
+    assert "does not reproduce from its state dict" in row["not_built"]
+    sys.modules.pop("act_model", None)

@@ -9,7 +9,7 @@ helpers, imports), so an edit re-analyses the edited unit and the units that dep
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from tree_sitter import Node, Tree
@@ -27,8 +27,9 @@ from adopter.analysis.loss_methods import file_mentions_loss, loss_method_archit
 from adopter.analysis.method_chains import method_chains
 from adopter.analysis.optimizers import file_mentions_optimizer, optimizer_methods, resolve_optimizer_classes
 from adopter.analysis.resolver import ModuleResolver
+from adopter.analysis.salvage import ParseMemo, salvage
 from adopter.analysis.sequential_classes import is_sequential_class, sequential_class_chains
-from adopter.analysis.source import Field, SourceText, is_broken, repair, syntax_problems
+from adopter.analysis.source import Field, SourceText, is_broken
 from adopter.analysis.submodules import stateless_submodules, thin_submodules
 from adopter.analysis.symbols import ModuleSymbols
 from adopter.dsl.types import Architecture, Ctor, Forward, ModuleFile, Problem, Severity
@@ -73,16 +74,24 @@ class Analyser:
         self.reach = reach if reach is not None else (default_reach() if resolver is None else None)
         self.cache: dict[str, _Entry] = {}
         self.reanalysed: list[str] = []  # units analysed (not taken from the cache) by the last run
+        self.memo = ParseMemo()  # statements' parse verdicts, for broken texts (`salvage`)
+        self.read: tuple[bytes, Tree] | None = None  # the text and tree the last run analysed (masked)
 
     def clear(self) -> None:
         self.cache.clear()
 
-    def run(self, data: bytes, tree: Tree, path: str | None) -> ModuleFile:
-        """The ModuleFile of `tree` (parsed from `data`); never raises for one unit's failure."""
+    def run(self, data: bytes, tree: Tree, path: str | None, *,
+            parse: Callable[[bytes], Tree] | None = None) -> ModuleFile:
+        """The ModuleFile of `tree` (parsed from `data`); never raises for one unit's failure.
+
+        A text Python rejects is read as `adopter.analysis.salvage` masks it; `parse` parses the masked
+        text (the incremental document re-parses it from its last tree), a fresh parse by default.
+        """
         problems: list[Problem] = []
-        if is_broken(tree):  # the common clean file skips a second SourceText
-            problems.extend(syntax_problems(tree, SourceText(data, tree, path)))
-            data, tree = repair(data, tree)
+        if is_broken(tree):
+            data, tree, found = salvage(data, path, self.memo, parse)
+            problems.extend(found)
+        self.read = (data, tree)
         src = SourceText(data, tree, path)
         symbols = ModuleSymbols(src, self.resolver.package_of(path))
         table = ClassTable(symbols, self.resolver, path)

@@ -13,6 +13,7 @@ from adopter.analysis.classes import ClassTable
 from adopter.analysis.naming import CONTAINERS, is_constructor
 from adopter.analysis.signature import params
 from adopter.analysis.source import Field, SourceText
+from adopter.analysis.spellings import FUNCTION_VALUES
 from adopter.analysis.symbols import dotted_text
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, Span, Value
 
@@ -406,6 +407,9 @@ class InitAnalysis:
         if kind == "subscript":
             value = node.child_by_field_id(Field.VALUE)
             dotted = dotted_text(value, self.src)
+            chosen = self._table_function(dotted, _subscript_text(node, self.src)) if dotted is not None else None
+            if chosen is not None:
+                return [((), Expr(chosen))]  # `ACTIVATIONS[act]` with a same-file dict of functions
             if dotted is not None and dotted.split(".")[0] not in self.locals:
                 root = dotted.split(".")[0]
                 if self.symbols.is_imported(root) or self.symbols.is_module_value(root):
@@ -418,6 +422,8 @@ class InitAnalysis:
                 if isinstance(local, list):
                     return local
                 root = dotted.split(".")[0]
+                if root not in self.locals and (function := self._function_value(dotted)) is not None:
+                    return [((), Expr(function))]  # `self.act = F.gelu`: the function itself
                 if root not in self.locals and (
                     self.symbols.has_class(dotted) or (self.symbols.is_imported(root) and dotted.rsplit(".", 1)[-1][:1].isupper())
                 ):
@@ -562,10 +568,78 @@ class InitAnalysis:
     def _qualify_callee(self, dotted: str) -> str:
         return dotted if self.symbols.has_class(dotted) else self.symbols.qualify(dotted)
 
+    def _function_value(self, dotted: str | None) -> str | None:
+        """The activation function a name denotes (`F.gelu`, `torch.nn.functional.silu`), else None."""
+        if dotted is None or not self.symbols.is_imported(dotted.split(".")[0]):
+            return None
+        qualified = self.symbols.qualify(dotted)
+        return qualified if qualified in FUNCTION_VALUES else None
+
+    def _getattr_function(self, call: Node) -> str | None:
+        """`getattr(F, "gelu")` (or a parameter defaulting to `"gelu"`): the activation function it names."""
+        func = call.child_by_field_id(Field.FUNCTION)
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        if func is None or self.src.text(func) != "getattr" or args_node is None:
+            return None
+        args = [a for a in args_node.named_children if a.type != "comment"]
+        owner = dotted_text(args[0], self.src) if len(args) == 2 else None
+        key = self._key_text(self.src.text(args[1])) if owner is not None else None
+        return self._function_value(f"{owner}.{key}") if key is not None else None
+
+    def _table_function(self, dotted: str, key_text: str) -> str | None:
+        """The activation function `TABLE[key]` names, for a same-file dict literal and a key evident here."""
+        if "." in dotted or dotted in self.locals or not self.symbols.is_module_value(dotted):
+            return None
+        key = self._key_text(key_text)
+        assignment = self.symbols.values.get(dotted)
+        table = assignment.child_by_field_id(Field.RIGHT) if assignment is not None else None
+        if key is None or table is None or table.type != "dictionary":
+            return None
+        for pair in table.named_children:
+            k, v = pair.child_by_field_id(Field.KEY), pair.child_by_field_id(Field.VALUE)
+            if pair.type == "pair" and k is not None and v is not None and self._key_text(self.src.text(k)) == key:
+                return self._function_value(dotted_text(v, self.src))
+        return None
+
+    def _chosen_function(self, name: str, call: Node) -> str | None:
+        """The activation function a same-file helper returns for the key passed here: torch's and DETR's
+        `_get_activation_fn(activation)`, a chain of `if activation == "gelu": return F.gelu`."""
+        if "." in name or self.symbols.has_class(name):
+            return None
+        function = self.symbols.function_node(name)
+        body = function.child_by_field_id(Field.BODY) if function is not None else None
+        ps = params(function, self.src) if function is not None else ()
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        args = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
+        if body is None or not ps or len(args) != 1 or args[0].type == "keyword_argument":
+            return None
+        key = self._key_text(self.src.text(args[0]))
+        if key is None:
+            return None
+        for stmt in body.named_children:
+            clauses = [stmt, *(c for c in stmt.named_children if c.type == "elif_clause")] if (
+                stmt.type == "if_statement") else []
+            for clause in clauses:
+                test, block = clause.child_by_field_id(Field.CONDITION), clause.child_by_field_id(Field.CONSEQUENCE)
+                if test is None or block is None:
+                    continue
+                m = re.fullmatch(rf"{re.escape(ps[0].name)}\s*==\s*(['\"])(\w+)\1", self.src.text(test).strip())
+                returns = [s for s in block.named_children if s.type != "comment"]
+                if (m is None or m.group(2) != key or len(returns) != 1 or returns[0].type != "return_statement"
+                        or returns[0].named_child_count != 1):
+                    continue
+                return self._function_value(dotted_text(returns[0].named_children[0], self.src))
+        return None
+
     def _call_alts(self, call: Node) -> list[Alt]:
         func = call.child_by_field_id(Field.FUNCTION)
         if func is None:
             return [((), Expr(self.src.norm(call)))]
+        function = self._getattr_function(call)
+        if function is None and func.type == "identifier":
+            function = self._chosen_function(self.src.text(func), call)
+        if function is not None:
+            return [((), Expr(function))]
         args, kwargs = self._args(call)
         callees: list[tuple[Conds, str, str | None]] = []
         if func.type == "subscript":

@@ -14,8 +14,16 @@ table in `adopter.analysis.spellings`:
   function it computes; a call of an `nn.Sequential` is the chain of its children (`self.net[0]`, ...);
 - casts, copies and layout changes (`.float()`, `.to(dtype)`, `.type_as(x)`, `.contiguous()`,
   `nn.Identity()`) become `operator cast`, which the rule matcher looks through;
-- `einsum` equations that are (batched) matrix products become `transpose` + `matmul`; `baddbmm`
-  becomes `matmul`, scale and add.
+- `einsum` equations that are (batched) matrix products become `transpose` + `matmul` (torch's
+  `einsum(eq, a, b)` and einops' `einsum(a, b, eq)`); `baddbmm` becomes `matmul`, scale and add;
+  `x.mT` is `transpose(x, -2, -1)`;
+- a right operand of a matrix product laid out with its last two axes swapped by `permute` or
+  `rearrange` (keys as `(..., d, n)`: `permute(0, 2, 3, 1)`, `"b n (h d) -> b h d n"`) becomes the layout
+  op with those two axes in input order followed by `transpose(-2, -1)` (the same tensor), so the
+  product reads as `q @ kᵀ`;
+- the stable-softmax shift `s - s.amax(-1, keepdim=True)` (also through `.detach()` or
+  `s.max(-1, keepdim=True)[0]`) of a value that goes into a softmax is a `cast` of `s`: a softmax
+  over the last axis gives the same result with and without it.
 
 Every op keeps its source spans; an op whose spelling changed keeps the op as written in `origin`.
 """
@@ -31,6 +39,7 @@ from adopter.analysis.spellings import (
     CANONICAL,
     CAST,
     CHOOSE,
+    FUNCTION_VALUES,
     MATMUL,
     MODULES,
     ONES_LIKE,
@@ -146,10 +155,28 @@ class _Pass:
         self.thin = thin
         self.split_identity = not thin  # the submodule view reads an already canonical forward
         self.counter = _max_temp(forward.body)
+        self.body = forward.body
+        self._scanned: tuple[frozenset[str], frozenset[str]] | None = None  # `_prescan`, when first needed
+        self.rowmax: dict[str, str] = {}  # name -> the value whose row maximum (keepdim) it holds
+        self.lists: dict[str, tuple[Value, ...]] = {}  # name -> the items of the list literal it holds
 
     def temp(self) -> str:
         self.counter += 1
         return f"%{self.counter}"
+
+    @property
+    def keys(self) -> frozenset[str]:
+        """Names read as the right operand of a matrix product (see `_prescan`)."""
+        if self._scanned is None:
+            self._scanned = _prescan(self.body)
+        return self._scanned[0]
+
+    @property
+    def softmaxed(self) -> frozenset[str]:
+        """Names read by a softmax (see `_prescan`)."""
+        if self._scanned is None:
+            self._scanned = _prescan(self.body)
+        return self._scanned[1]
 
     # -- control flow --------------------------------------------------------------------------------
 
@@ -196,11 +223,24 @@ class _Pass:
     # -- one op --------------------------------------------------------------------------------------
 
     def op(self, op: Op, ranks: dict[str, int]) -> list[Op]:
+        if op.kind == OpKind.MODULE and (function := _function_of(self.by_attr, op.target)) is not None:
+            # `self.act(x)` with `self.act = F.gelu` (or `getattr(F, "gelu")`): the function's call.
+            op = Op(OpKind.FUNCTION, function, op.args, op.kwargs, op.outputs, op.span, op.stmt_span, op.via,
+                    origin=op.origin or op)
+        shifted = self.stable_shift(op)
         if op.kind == OpKind.MODULE:
             ops = self.module(op, op.target, _ctor_of(self.by_attr, op.target), 0)
+        elif shifted is not None:
+            ops = [shifted]
+        elif (op.kind == OpKind.OPERATOR and op.target == "getattr" and len(op.args) == 2
+              and isinstance(op.args[1], Expr) and op.args[1].text == "mT"):
+            ops = [_respell(op, TRANSPOSE, (op.args[0], Expr("-2"), Expr("-1")), ())]  # `k.mT`
+        elif (op.target in ("permute", "einops.rearrange") and len(op.outputs) == 1 and op.outputs[0] in self.keys
+              and (split := self.swapped_layout(op))):
+            ops = split
         elif op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS and op.args:
             ops = [_respell(op, CAST, op.args, op.kwargs)]
-        elif op.kind == OpKind.FUNCTION and op.target == "torch.einsum":
+        elif op.kind == OpKind.FUNCTION and op.target in ("torch.einsum", "einops.einsum"):
             ops = self.einsum(op, ranks) or [op]
         elif op.kind == OpKind.FUNCTION and op.target == "torch.baddbmm":
             ops = self.baddbmm(op) or [op]
@@ -271,14 +311,26 @@ class _Pass:
         return [op if target == op.target else replace(op, target=target, origin=op.origin or op)]
 
     def einsum(self, op: Op, ranks: dict[str, int]) -> list[Op] | None:
-        """`einsum("...ic,...jc->...ij", a, b)` as `matmul(a, b.transpose(-2, -1))` (and the like)."""
-        if len(op.args) != 3 or op.kwargs or len(op.outputs) != 1 or not isinstance(op.args[0], Expr):
+        """`einsum("...ic,...jc->...ij", a, b)` as `matmul(a, b.transpose(-2, -1))` (and the like);
+        einops' `einsum(a, b, "... i c, ... j c -> ... i j")` takes the equation last."""
+        args = op.args
+        if (op.target == "torch.einsum" and len(args) == 2 and isinstance(args[1], Ref)
+                and len(self.lists.get(args[1].name, ())) == 2):
+            args = (args[0], *self.lists[args[1].name])  # `torch.einsum(eq, [a, b])`
+        if len(args) != 3 or op.kwargs or len(op.outputs) != 1:
             return None
-        plan = matmul_plan(op.args[0].text)
+        equation, a, b = (args[2], args[0], args[1]) if op.target == "einops.einsum" else args
+        if not isinstance(equation, Expr):
+            return None
+        plan = matmul_plan(equation.text)
         if plan is None:
-            return None
+            return self.permuted_product(op, equation.text, a, b, ranks)
         t_a, t_b, rank = plan
-        a, b = op.args[1], op.args[2]
+        if "..." not in equation.text:
+            # Without `...` the equation names every axis: the operands have the product's rank.
+            for value in (a, b):
+                if isinstance(value, Ref):
+                    ranks[value.name] = rank
         out: list[Op] = []
         if t_a:
             name = self.temp()
@@ -292,6 +344,84 @@ class _Pass:
             b = Ref(name)
         out.append(_new(op, MATMUL, (a, b), op.outputs))
         return out
+
+    def permuted_product(self, op: Op, equation: str, a: Value, b: Value, ranks: dict[str, int]) -> list[Op] | None:
+        """An einsum that is a batched matrix product up to the order of its axes (`"nqhd,nkhd->nhqk"`,
+        `"blhe,bshe->bhls"`): `permute` each operand to (batch, i, c) / (batch, j, c) or (batch, c, j),
+        `transpose` a feature-last right operand, `matmul`, and `permute` the product to the output's order."""
+        layout = product_layout(equation)
+        if layout is None:
+            return None
+        perm_a, perm_b, t_b, perm_out, rank = layout
+        out: list[Op] = []
+
+        def permuted(value: Value, perm: tuple[int, ...] | None) -> Value:
+            if perm is None:
+                return value
+            name = self.temp()
+            out.append(_new(op, ("method", "permute"), (value, *(Expr(str(d)) for d in perm)), (name,)))
+            ranks[name] = rank
+            return Ref(name)
+
+        a, b = permuted(a, perm_a), permuted(b, perm_b)
+        if t_b:
+            name = self.temp()
+            out.append(_new(op, TRANSPOSE, (b, Expr("-2"), Expr("-1")), (name,)))
+            ranks[name] = rank
+            b = Ref(name)
+        product = op.outputs if perm_out is None else (self.temp(),)
+        out.append(_new(op, MATMUL, (a, b), product))
+        ranks[product[0]] = rank
+        if perm_out is not None:
+            out.append(_new(op, ("method", "permute"), (Ref(product[0]), *(Expr(str(d)) for d in perm_out)),
+                            op.outputs))
+        return out
+
+    def swapped_layout(self, op: Op) -> list[Op] | None:
+        """A layout op (read as a matrix product's right operand) whose last two output axes are in the
+        reverse of their input order, as that op with them in input order and `transpose(-2, -1)`."""
+        if op.kind == OpKind.METHOD and op.target == "permute" and not op.kwargs and len(op.args) >= 3:
+            dims = op.args[1:]
+            if not all(isinstance(d, Expr) and _INT.match(d.text) and int(d.text) >= 0 for d in dims):
+                return None
+            a, b = (int(d.text) for d in dims[-2:] if isinstance(d, Expr))
+            if a <= b:
+                return None
+            layout = replace(op, args=(*op.args[:-2], op.args[-1], op.args[-2]))
+        elif op.kind == OpKind.FUNCTION and op.target == "einops.rearrange" and len(op.args) == 2:
+            pattern = _swapped_pattern(op.args[1])
+            if pattern is None:
+                return None
+            layout = replace(op, args=(op.args[0], pattern))
+        else:
+            return None
+        name = self.temp()
+        return [replace(layout, outputs=(name,), origin=op.origin or op),
+                _new(op, TRANSPOSE, (Ref(name), Expr("-2"), Expr("-1")), op.outputs)]
+
+    def stable_shift(self, op: Op) -> Op | None:
+        """`s - rowmax(s)` going into a softmax as `cast(s)`; records row maxima (and list literals) as a
+        side effect."""
+        for name in op.outputs:
+            self.rowmax.pop(name, None)
+            self.lists.pop(name, None)
+        if op.kind == OpKind.OPERATOR and op.target in ("list", "tuple") and len(op.outputs) == 1:
+            self.lists[op.outputs[0]] = op.args
+        if len(op.outputs) != 1 or not op.args or not isinstance(op.args[0], Ref):
+            return None
+        first = op.args[0].name
+        if (op.kind == OpKind.OPERATOR and op.target == "-" and len(op.args) == 2 and isinstance(op.args[1], Ref)
+                and self.rowmax.get(op.args[1].name) == first and op.outputs[0] in self.softmaxed):
+            return _respell(op, CAST, (op.args[0],), ())
+        if op.target in ("amax", "torch.amax", "max", "torch.max") and _last_keepdim(op):
+            self.rowmax[op.outputs[0]] = first + ("" if "amax" in op.target else "[values]")
+        elif op.kind == OpKind.METHOD and op.target == "detach" and len(op.args) == 1 and first in self.rowmax:
+            self.rowmax[op.outputs[0]] = self.rowmax[first]
+        elif (self.rowmax.get(first, "").endswith("[values]") and len(op.args) == 2 and isinstance(op.args[1], Expr)
+              and ((op.target == "getitem" and op.args[1].text == "0")
+                   or (op.target == "getattr" and op.args[1].text == "values"))):
+            self.rowmax[op.outputs[0]] = self.rowmax[first][: -len("[values]")]
+        return None
 
     def baddbmm(self, op: Op) -> list[Op] | None:
         """`baddbmm(input, b1, b2, beta=β, alpha=α)` as `β·input + α·(b1 @ b2)`, one op each."""
@@ -387,6 +517,46 @@ def matmul_plan(equation: str) -> tuple[bool, bool, int] | None:
     return a[-2:] == c + i, b[-2:] == j + c, len(out)
 
 
+def product_layout(
+    equation: str,
+) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, bool, tuple[int, ...] | None, int] | None:
+    """For an einsum of two operands that is a batched matrix product with its axes in another order:
+    the permutation bringing the left operand to (batch, i, c), the one bringing the right operand to
+    (batch, j, c) (then transposed: the flag) or (batch, c, j), and the one bringing (batch, i, j) to the
+    output (None where the order already holds), with the rank; None for any other equation (and for
+    `...`, whose rank is unknown)."""
+    text = equation.strip()
+    if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0] or "." in text:
+        return None
+    text = text[1:-1].replace(" ", "")
+    if text.count("->") != 1:
+        return None
+    lhs, out = text.split("->")
+    operands = lhs.split(",")
+    if len(operands) != 2 or not all(s.isalpha() for s in (*operands, out)):
+        return None
+    a, b = operands
+    if any(len(set(s)) != len(s) for s in (a, b, out)):
+        return None
+    contracted = [c for c in a if c in b and c not in out]
+    only_a = [c for c in a if c not in b]
+    only_b = [c for c in b if c not in a]
+    batch = [c for c in out if c in a and c in b]
+    if len(contracted) != 1 or len(only_a) != 1 or len(only_b) != 1 or only_a[0] not in out or only_b[0] not in out:
+        return None
+    c, i, j = contracted[0], only_a[0], only_b[0]
+    if len(a) != len(batch) + 2 or len(b) != len(batch) + 2 or len(out) != len(batch) + 2:
+        return None
+    b_target = [*batch, j, c] if b[-1] == c else [*batch, c, j]
+
+    def perm(source: str, target: list[str]) -> tuple[int, ...] | None:
+        order = tuple(source.index(x) for x in target)
+        return None if order == tuple(range(len(source))) else order
+
+    product = "".join([*batch, i, j])
+    return perm(a, [*batch, i, c]), perm(b, b_target), b[-1] == c, perm(product, list(out)), len(out)
+
+
 # -- helpers ----------------------------------------------------------------------------------------
 
 
@@ -414,6 +584,17 @@ def _ctor_of(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None:
     if len(ctors) != 1 or others:
         return None
     return ctors[0]
+
+
+def _function_of(by_attr: Mapping[str, list[Binding]], target: str) -> str | None:
+    """The activation function a module target holds (`self.act = F.gelu`, bound once), else None."""
+    if not target.startswith("self.") or "[" in target or "." in target[5:]:
+        return None
+    bindings = by_attr.get(target[5:], ())
+    if len(bindings) != 1 or bindings[0].condition is not None or not isinstance(bindings[0].value, Expr):
+        return None
+    text = bindings[0].value.text
+    return text if text in FUNCTION_VALUES else None
 
 
 def _ctor_kwargs(ctor: Ctor, params: tuple[str, ...]) -> tuple[Kwarg, ...] | None:
@@ -525,6 +706,73 @@ def _scalar(v: Value, by_attr: Mapping[str, list[Binding]]) -> bool:
         isinstance(b.value, Expr) and not re.search(r"[A-Za-z_]\w*\s*\(", b.value.text) for b in bindings)
 
 
+_RIGHT_OPERAND = frozenset({("operator", "@"), ("function", "torch.matmul"), ("method", "matmul"),
+                            ("function", "torch.bmm"), ("method", "bmm")})
+_PASS_ON = frozenset({"*", "/", "cast"})
+
+
+def _prescan(block: Block) -> tuple[frozenset[str], frozenset[str]]:
+    """The names read as the right operand of a matrix product (also through a scale or a cast), and the
+    names read by a softmax (the rank-free facts the pass needs before it reaches the reads)."""
+    ops: list[Op] = []
+    _flat_ops(block, ops)
+    keys = {op.args[1].name for op in ops
+            if (op.kind.value, op.target) in _RIGHT_OPERAND and len(op.args) == 2 and isinstance(op.args[1], Ref)}
+    softmaxed = {op.args[0].name for op in ops
+                 if CANONICAL.get((op.kind.value, op.target)) == SOFTMAX and op.args and isinstance(op.args[0], Ref)}
+    passing = [op for op in ops if len(op.outputs) == 1 and op.args and isinstance(op.args[0], Ref) and (
+        (op.kind == OpKind.OPERATOR and op.target in _PASS_ON)
+        or (op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS))]
+    grown = True
+    while grown:
+        grown = False
+        for op in passing:
+            first = op.args[0]
+            if op.outputs[0] in keys and isinstance(first, Ref) and first.name not in keys:
+                keys.add(first.name)
+                grown = True
+    return frozenset(keys), frozenset(softmaxed)
+
+
+def _flat_ops(block: Block, out: list[Op]) -> None:
+    for stmt in block:
+        if isinstance(stmt, Op):
+            out.append(stmt)
+        elif isinstance(stmt, Branch):
+            for path in stmt.paths:
+                _flat_ops(path, out)
+        elif isinstance(stmt, Loop):
+            _flat_ops(stmt.body, out)
+
+
+def _last_keepdim(op: Op) -> bool:
+    """`amax`/`max` over the last axis keeping it (`x.amax(-1, keepdim=True)`, `torch.max(x, dim=-1, keepdim=True)`)."""
+    kw = {k.name: k.value for k in op.kwargs}
+    dim = op.args[1] if len(op.args) > 1 else kw.get("dim")
+    keep = op.args[2] if len(op.args) > 2 else kw.get("keepdim")
+    return (isinstance(dim, Expr) and dim.text == "-1" and isinstance(keep, Expr) and keep.text == "True"
+            and set(kw) <= {"dim", "keepdim"})
+
+
+def _swapped_pattern(pattern: Value) -> Expr | None:
+    """An einops pattern whose last two output axes are plain names in the reverse of their input order,
+    with those two swapped back (`"b n (h d) -> b h d n"` gives `"b n (h d) -> b h n d"`); else None."""
+    if not isinstance(pattern, Expr) or len(pattern.text) < 2 or pattern.text[0] not in "'\"":
+        return None
+    quote, body = pattern.text[0], pattern.text[1:-1]
+    if pattern.text[-1] != quote or body.count("->") != 1:
+        return None
+    lhs, rhs = body.split("->")
+    groups = re.findall(r"\([^)]*\)|[^\s()]+", rhs)
+    names = re.findall(r"[A-Za-z_]\w*|\.\.\.", lhs)
+    if len(groups) < 2 or not all(re.fullmatch(r"[A-Za-z_]\w*", g) for g in groups[-2:]):
+        return None
+    a, b = groups[-2:]
+    if a not in names or b not in names or names.index(a) < names.index(b):
+        return None
+    return Expr(f"{quote}{lhs.rstrip()} -> {' '.join([*groups[:-2], b, a])}{quote}")
+
+
 def _batched_operands(block: Block, out: set[str] | None = None) -> frozenset[str]:
     """The names `torch.bmm` / `.bmm` reads (its operands are 3-D by contract)."""
     found: set[str] = set() if out is None else out
@@ -576,6 +824,8 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     """Record the rank of the op's output where the op makes it evident; forget it otherwise. With
     `units` (the class binds a layer or parameter one feature wide), also which values have a last
     axis of length 1."""
+    # The arguments' ranks as they were before this op (`x = x.masked_fill(...)` redefines its input).
+    known = {a.name: ranks[a.name] for a in op.args if isinstance(a, Ref) and a.name in ranks}
     for name in op.outputs:
         ranks.pop(name, None)
     if units:
@@ -585,7 +835,7 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
             ranks[_UNIT + op.outputs[0]] = 1
     if len(op.outputs) > 1 and (op.kind.value, op.target) in _SAME_RANK_PARTS and op.args:
         # `values, indices = torch.topk(x, k)`, `a, b = x.chunk(2, dim=-1)`: every part keeps x's rank.
-        r = _rank(op.args[0], ranks)
+        r = _rank(op.args[0], known)
         if r is not None:
             for name in op.outputs:
                 ranks[name] = r
@@ -596,25 +846,25 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     first = op.args[0] if op.args else None
     rank: int | None = None
     if key in _SAME_RANK and first is not None:
-        rank = _rank(first, ranks)
+        rank = _rank(first, known)
     elif op.kind == OpKind.METHOD and op.target in ("view", "reshape", "permute", "expand"):
         rank = _shape_count(op.args)
     elif op.kind == OpKind.OPERATOR and op.target in _ELEMENTWISE and len(op.args) == 2:
-        known = [_rank(a, ranks) for a in op.args if isinstance(a, Ref)]
-        if known and None not in known:
-            rank = max(r for r in known if r is not None)
+        arg_ranks = [_rank(a, known) for a in op.args if isinstance(a, Ref)]
+        if arg_ranks and None not in arg_ranks:
+            rank = max(r for r in arg_ranks if r is not None)
     elif key == MATMUL and len(op.args) == 2:
-        ra, rb = _rank(op.args[0], ranks), _rank(op.args[1], ranks)
+        ra, rb = _rank(op.args[0], known), _rank(op.args[1], known)
         if ra is not None and rb is not None and ra >= 2 and rb >= 2:
             rank = max(ra, rb)
     elif op.kind == OpKind.FUNCTION and op.target in ("einops.rearrange", "einops.repeat") and len(op.args) >= 2:
         rank = _einops_rank(op.args[1])
     elif op.kind == OpKind.METHOD and op.target == "unsqueeze" and first is not None:
-        r = _rank(first, ranks)
+        r = _rank(first, known)
         rank = None if r is None else r + 1
     elif op.kind == OpKind.MODULE and first is not None:
         ctor = _ctor_of(by_attr, op.target)
         if ctor is not None and ctor.callee in _SAME_RANK_MODULES:
-            rank = _rank(first, ranks)
+            rank = _rank(first, known)
     if rank is not None:
         ranks[op.outputs[0]] = rank

@@ -207,6 +207,8 @@ class CallFlow:
             function = state.symbols.function_node(name) if v is None else None
             if function is not None and state.class_name is None and not small_helper(function):
                 function = None
+            if function is not None and written_by_adopter(function, self.src):
+                function = None  # a fix's own helper: the kernel call it stands for, not the user's code
             if function is not None:
                 return self._inline(None, function, name, node, outs, bound=False)
             same_file_class = state.symbols.has_class(name)
@@ -375,6 +377,21 @@ def _name_of(v: Value) -> str:
 MAX_SMALL_HELPER = 6  # statements: a helper like `rotate_half` (2-4), not a whole computation
 _COMPOUND = frozenset({"if_statement", "for_statement", "while_statement", "with_statement", "try_statement",
                        "function_definition", "class_definition", "decorated_definition", "match_statement"})
+
+
+ADOPTER_TAG = "(adopter: "  # in the docstring of every helper function a fix writes (synth strategies)
+
+
+def written_by_adopter(function: Node, src: SourceText) -> bool:
+    """Whether `function` is a helper a fix wrote (`gated_activation`, `fused_linear_gelu`, ...): its
+    docstring carries the `(adopter: <tag>)` marker. Such a helper is the fused kernel's call site, so its
+    callers do not inline it (a rule would otherwise find the pattern the fix just replaced)."""
+    body = function.child_by_field_id(Field.BODY)
+    first = body.named_children[0] if body is not None and body.named_child_count else None
+    if first is None or first.type != "expression_statement" or first.named_child_count != 1:
+        return False
+    doc = first.named_children[0]
+    return doc.type == "string" and ADOPTER_TAG in src.text(doc)
 
 
 def small_helper(function: Node) -> bool:

@@ -16,7 +16,8 @@ binding to such a class becomes the torch layer's constructor, with `origin` nam
 - a subclass that does not override `forward` (in any same-file class between it and the torch layer)
   computes the layer's own forward: rewrites that call the layer's methods are correct for it;
 - a subclass whose `forward` ends in the layer's own computation (`F.conv2d(x, self.weight, ...)`,
-  `self._conv_forward(...)`, `super().forward(...)`) after preparing its input (padding) is still that
+  `self._conv_forward(...)`, `super().forward(...)`, also cast back: `super().forward(x.float()).type(x.dtype)`)
+  after preparing its input (padding, an fp32 up-cast) is still that
   layer, but a rewrite that re-implements the layer would skip the preparation: its `origin` ends in
   `OWN_FORWARD`, and the engine reports those sites without an automatic fix;
 - any other forward (a LoRA branch added to the output) is not the layer: the binding stays as written.
@@ -71,7 +72,8 @@ def subclass_reason(bindings: Sequence[Binding]) -> str | None:
     for b in bindings:
         if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(OWN_FORWARD + ")"):
             name = b.value.origin.split(" ", 1)[0]
-            return (f"`self.{b.attr}` is a `{name}`, whose own forward prepares the input (padding) before the "
+            return (f"`self.{b.attr}` is a `{name}`, whose own forward prepares the input (padding, a dtype cast) "
+                    "before the "
                     f"{b.value.callee.rsplit('.', 1)[-1]}; the rewrite would skip that, so change it by hand")
     return None
 
@@ -122,7 +124,10 @@ def _ends_in_layer(forward: Node, layer: str, table: ClassTable, src: SourceText
     values = [c for c in returns[0].named_children if c.type != "comment"]
     if len(values) != 1 or values[0].type != "call":
         return False
-    func = values[0].child_by_field_id(Field.FUNCTION)
+    value = _uncast(values[0], src)
+    if value.type != "call":
+        return False
+    func = value.child_by_field_id(Field.FUNCTION)
     if func is None or func.type != "attribute":
         return False
     method_node = func.child_by_field_id(Field.ATTRIBUTE)
@@ -139,6 +144,23 @@ def _ends_in_layer(forward: Node, layer: str, table: ClassTable, src: SourceText
     dotted = dotted_text(obj, src)
     qualified = table.symbols.qualify(dotted) if dotted is not None else ""
     return qualified == "torch.nn.functional" and method == _functional_name(short)
+
+
+_CASTS = frozenset({"type", "to", "type_as", "float", "half", "bfloat16", "double"})
+
+
+def _uncast(call: Node, src: SourceText) -> Node:
+    """The value under trailing dtype casts: `super().forward(x.float()).type(x.dtype)` is
+    `super().forward(x.float())` (whisper's and CLIP's fp32 LayerNorm)."""
+    node = call
+    while node.type == "call":
+        func = node.child_by_field_id(Field.FUNCTION)
+        method = func.child_by_field_id(Field.ATTRIBUTE) if func is not None and func.type == "attribute" else None
+        obj = func.child_by_field_id(Field.OBJECT) if func is not None else None
+        if method is None or obj is None or src.text(method) not in _CASTS or obj.type != "call":
+            break
+        node = obj
+    return node
 
 
 def _functional_name(layer: str) -> str:

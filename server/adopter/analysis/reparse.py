@@ -16,14 +16,14 @@ node on real files):
 
 from __future__ import annotations
 
-from adopter.analysis.masks import line_bounds
-
 _BLANK = b" \t"
 
 
 def _line_bounds(data: bytes, offset: int) -> tuple[int, int]:
     """Start and end of the line holding `offset`, a `\\r` ending it excluded."""
-    start, end = line_bounds(data, offset, offset)
+    start = data.rfind(b"\n", 0, offset) + 1
+    end = data.find(b"\n", offset)
+    end = len(data) if end < 0 else end
     if end > start and data[end - 1 : end] == b"\r":
         end -= 1
     return start, end

@@ -15,6 +15,15 @@ from dataclasses import dataclass
 
 Key = tuple[str, str]
 
+# Activation functions an attribute may hold (`self.act = F.gelu`, `getattr(F, "gelu")`, a helper that
+# returns one by name): a call of that attribute is a call of the function.
+FUNCTION_VALUES = frozenset({
+    *(f"torch.nn.functional.{name}" for name in (
+        "gelu", "silu", "relu", "mish", "elu", "selu", "celu", "leaky_relu", "softplus", "hardswish",
+        "hardsigmoid", "relu6", "sigmoid", "tanh", "glu")),
+    "torch.sigmoid", "torch.tanh", "torch.relu",
+})
+
 SOFTMAX: Key = ("function", "torch.nn.functional.softmax")
 LOG_SOFTMAX: Key = ("function", "torch.nn.functional.log_softmax")
 MATMUL: Key = ("function", "torch.matmul")

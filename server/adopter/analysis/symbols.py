@@ -16,8 +16,8 @@ _TRAILING_BLANKS = re.compile(rb"[ \t]+(?=\n)|[ \t]+\Z")
 
 
 def _without_trailing_blanks(text: bytes) -> bytes:
-    """`text` without blanks at line ends: they change no analysis (and the incremental analysis pads
-    a masked half-typed line with them). Most code has none, which two C-level scans tell."""
+    """`text` without blanks at line ends: they change no analysis (and a statement `salvage` blanks in
+    a broken text leaves them). Most code has none, which two C-level scans tell."""
     if b" \n" in text or b"\t\n" in text or text.endswith((b" ", b"\t")):
         return _TRAILING_BLANKS.sub(b"", text)
     return text

@@ -112,6 +112,6 @@ def print_text(records: list[dict[str, Any]], broken: int) -> None:
         n, k = len(records), sum(bool(f["fixable"]) for f in records)
         parts.append(f"Found {n} site{'s' if n != 1 else ''} ({k} fixable with `adopter fix`)")
     if broken:
-        parts.append(f"{broken} file{'s' if broken != 1 else ''} with a syntax error (analysed as far as "
-                     "it parses; see above)")
+        parts.append(f"{broken} file{'s' if broken != 1 else ''} with a syntax error (analysed without the "
+                     "statements that do not parse; see above)")
     print("; ".join(parts) + "." if parts else "No sites found.")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from adopter.analysis import reads
 
 if TYPE_CHECKING:
-    from adopter.session import RuleContext, Session
+    from adopter.session import FileFix, RuleContext, Session
 
 Payload = dict[str, Any]
 MAX_SESSIONS = 2  # sessions kept per worker process (one per distinct `Work`)
@@ -153,14 +153,18 @@ def fix_file(session: Session, item: Item) -> Payload:
     """`fix`'s result for one file: the verified new text (None when unchanged), what was applied and
     what was left, or why the file could not be fixed."""
     assert item.text is not None  # run_chunk read it
-    outcome = session.fix(item.text, item.path)
+    return fix_payload(item.path, session.fix(item.text, item.path))
+
+
+def fix_payload(path: str, outcome: FileFix) -> Payload:
+    """`fix`'s result for one file from the session's `FileFix` (see `fix_file`)."""
     if not outcome.parses:
         first = next((p for p in outcome.problems if p.severity.value == "error" and p.span is not None), None)
         where = f":{first.span.start_line + 1}:{first.span.start_col + 1}" if first and first.span else ""
-        return {"error": f"{item.path}{where}: the file does not parse ({first.message if first else 'syntax error'}); "
+        return {"error": f"{path}{where}: the file does not parse ({first.message if first else 'syntax error'}); "
                          "fix the syntax error first, nothing was rewritten"}
     return {"new_source": outcome.new_source if outcome.changed else None, "applied": len(outcome.applied),
-            "skipped": [f"{item.path}:{f.span.start_line + 1}:{f.span.start_col + 1}: {f.rule_id}: not fixed: {reason}"
+            "skipped": [f"{path}:{f.span.start_line + 1}:{f.span.start_col + 1}: {f.rule_id}: not fixed: {reason}"
                         for f, reason in outcome.skipped]}
 
 

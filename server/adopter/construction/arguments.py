@@ -3,9 +3,11 @@ and a small instance of the package's configuration class for a `config` paramet
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import pkgutil
+import re
 import sys
 from typing import Any
 
@@ -106,10 +108,30 @@ def nn_module() -> type:
     return nn.Module
 
 
+# Parameters that name the callable a wrapper applies (`PreNorm(dim, fn)`, `Residual(fn)`, `EMA(model)`):
+# given a module that passes its first input through, so the wrapper's own code builds and runs.
+_WRAPPED = re.compile(r"^(fn|f|func|function|net|model|module|layer|block|sublayer|sub_layer|inner|wrapped|"
+                      r"submodule|sub_module|inner_module|base_model|wrapped_module)$")
+
+
+@functools.cache
+def passthrough_class() -> type:
+    """`Passthrough`: an nn.Module whose forward takes any arguments and returns the first one."""
+    from torch import nn
+
+    class Passthrough(nn.Module):
+        def forward(self, *args: Any, **kwargs: Any) -> Any:
+            return args[0] if args else next(iter(kwargs.values()), None)
+
+    return Passthrough
+
+
 def _typed_default(name: str, param: inspect.Parameter, module: Any, width: int) -> tuple[bool, Any]:
     """(found, value) for a parameter without default: by its name, else by a bool/float annotation."""
     kind = kind_of(name)
     ann = annotation(param, module)
+    if _WRAPPED.match(name.lower()) or ann is nn_module():
+        return True, passthrough_class()()
     if ann is bool or ann == "bool":
         return True, False
     if name == "dtype":

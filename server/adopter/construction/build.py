@@ -89,8 +89,7 @@ def construct(cls: type, module: Any = None, *, factory: str | None = None, devi
             return chosen
         kwargs, config, guessed = chosen
         try:
-            with torch.device(device) if device is not None else _nothing():
-                model = cls(**kwargs)
+            model = _instantiate(cls, kwargs, device)
         except Exception as exc:
             failure = NotBuilt(name, "construct", f"{name}({', '.join(f'{k}={_describe(v)}' for k, v in kwargs.items())}) "
                                f"failed: {type(exc).__name__}: {str(exc)[:300]}", _missing_from(exc))
@@ -110,6 +109,26 @@ def construct(cls: type, module: Any = None, *, factory: str | None = None, devi
         return Built(model, made[0], made[1], described, guessed + made[2])
     assert failure is not None
     return failure
+
+
+def _instantiate(cls: type, kwargs: dict[str, Any], device: Any) -> nn.Module:
+    """`cls(**kwargs)` on `device`. On the meta device a constructor that reads a value out of a tensor it
+    made (`[x.item() for x in torch.linspace(0, rate, depth)]`) cannot run; it is built on the CPU (at the
+    small sizes chosen) and moved to meta."""
+    try:
+        with torch.device(device) if device is not None else _nothing():
+            model: nn.Module = cls(**kwargs)
+            return model
+    except Exception as exc:
+        if str(device) != "meta" or not _needs_data(exc):
+            raise
+    on_cpu: nn.Module = cls(**kwargs)
+    return on_cpu.to("meta")
+
+
+def _needs_data(exc: Exception) -> bool:
+    text = str(exc)
+    return "cannot be called on meta tensors" in text or "Cannot copy out of meta tensor" in text
 
 
 def _spatial(kwargs: dict[str, Any], model: nn.Module, default: int) -> int:

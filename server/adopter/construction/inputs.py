@@ -23,6 +23,9 @@ _OPTIONAL = ("mask", "cache", "past", "state", "position_bias", "bias", "head_ma
              "labels", "return", "output", "use_", "kwargs", "layer_past", "incremental")
 _LIKE_INPUT = ("context", "memory", "encoder", "y", "key", "value", "kv", "cond", "residual", "skip", "h",
                "hidden", "src", "tgt", "query", "x2", "other", "z", "feat", "emb")
+# Forward parameters that hold the block's residual: shaped like its output (BERT's `*Output(hidden_states,
+# input_tensor)`: the dense layer's out_features, not the intermediate width of its input).
+_RESIDUAL = ("input_tensor",)
 _IMAGE = ("img", "image", "images", "imgs", "pixel_values", "pixels", "video", "videos", "frames")
 _CHANNEL_NAMES = ("channels", "in_chans", "in_channels", "num_channels", "image_channels", "input_channels")
 _TIME = ("t", "time", "times", "timestep", "timesteps", "sigma", "sigmas", "noise_level")
@@ -97,6 +100,15 @@ def _cfg(config: Any, *names: str) -> int | None:
         if isinstance(v, (tuple, list)) and v and isinstance(v[0], int):
             return int(v[0])
     return None
+
+
+def residual_like(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """A tensor shaped like `x` but as wide as the model's last Linear's output (the residual a block adds
+    to its output), or like `x` when it has none or `x` is not a floating (batch, ..., features) tensor."""
+    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    if not linears or not x.is_floating_point() or x.dim() < 2:
+        return torch.randn_like(x) if x.is_floating_point() else x
+    return torch.randn((*x.shape[:-1], linears[-1].out_features), device=x.device, dtype=x.dtype)
 
 
 def _named(config: Any, batch: int, seq: int, device: Any) -> dict[str, torch.Tensor]:
@@ -181,6 +193,8 @@ def forward_inputs(model: nn.Module, config: Any = None, *, batch: int = 2, seq:
             value = torch.rand((batch,), device=device)
         elif fill_optional and any(k in low for k in _OPTIONAL):
             value = None
+        elif low in _RESIDUAL and isinstance(made, torch.Tensor):
+            value = residual_like(model, made)
         elif any(low == k or low.startswith(k) for k in _LIKE_INPUT):
             value = made
         else:

@@ -339,7 +339,17 @@ class RuleMatcher:
         branch (`kv if cross else hidden`) matches, but only on that path: not fixable as a whole."""
         self.crossed_branch = False
         if not self._unify(p, self._bound_of(v, n), state, n):
-            return False
+            # The latest definition reaching `n` passed another value on (the identity alternative of
+            # `nn.Dropout(p) if p > 0 else nn.Identity()`); the definition the match made still reaches
+            # `n` on the other path: a site there, not fixable as a whole.
+            if not isinstance(p, PVar):
+                return False
+            old = state.env.get(state.var(p.name))
+            if not (isinstance(v, Ref) and old is not None and old[0] == "ref" and old[1] == v.name
+                    and self.flat.may_reach(v.name, old[2], n)):  # type: ignore[misc]
+                return False
+            state.set("path", f"{p.name}@{n}", True)
+            return True
         if self.crossed_branch and isinstance(p, PVar):
             state.set("path", f"{p.name}@{n}", True)
         return True

@@ -258,7 +258,7 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
     elif rule.targets and not offered:
         needs = "; ".join(f"{t.name}: {_needs(t.devices, t.packages, t.torch)}" for t in rule.targets)
         fixable, reason = False, f"no target is available in this environment ({needs})"
-    elif (spelled := _spelling_reason(ops)) is not None:
+    elif (spelled := _spelling_reason(ops, einsum=rule.replacement.strategy in EINSUM_AWARE_STRATEGIES)) is not None:
         fixable, reason = False, spelled
     elif (resolved := subclass_reason(m.bindings) or chosen_class_reason(ops)) is not None:
         fixable, reason = False, resolved
@@ -279,8 +279,9 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
     )
 
 
-def _spelling_reason(ops: tuple[Op, ...]) -> str | None:
-    """Why a match written in a spelling the rewrites cannot edit has no automatic fix, else None."""
+def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False) -> str | None:
+    """Why a match written in a spelling the rewrites cannot edit has no automatic fix, else None; with
+    `einsum`, the rule's strategy reads `einsum` products itself (and declines the ones it cannot)."""
     for op in ops:
         origin = op.origin
         if origin is None:
@@ -294,9 +295,14 @@ def _spelling_reason(ops: tuple[Op, ...]) -> str | None:
         if origin.kind is OpKind.MODULE and op.target.startswith(origin.target + "["):
             return (f"the matched layers are children of the nn.Sequential `{origin.target}`; Adopter does not "
                     "rewrite inside a Sequential, so change it by hand")
-        if origin.kind is OpKind.FUNCTION and origin.target in ("torch.einsum", "torch.baddbmm"):
+        if einsum and origin.kind is OpKind.FUNCTION and origin.target in _EINSUM:
+            continue
+        if origin.kind is OpKind.FUNCTION and origin.target in ("torch.einsum", "torch.baddbmm", "einops.einsum"):
             return (f"the match is written with `{origin.target.rsplit('.', 1)[-1]}`; Adopter has no automatic "
                     "rewrite of that spelling yet")
+        if op.target == "transpose" and (origin.target == "permute" or origin.target == "einops.rearrange"):
+            return (f"the keys are laid out transposed by `{origin.target.rsplit('.', 1)[-1]}` (last two axes "
+                    "swapped); SDPA takes them untransposed, and Adopter does not rewrite that layout")
     return None
 
 
@@ -315,6 +321,10 @@ def _needs(devices: tuple[str, ...], packages: tuple[str, ...], torch: str | Non
 # `fuse_qkv`: the head splits sit in a helper (`transpose_for_scores`), only the caller's
 # projection statements are edited.
 STRUCTURE_AWARE_STRATEGIES = frozenset({"sdpa_chain", "fuse_qkv"})
+# Strategies that edit a chain written with `einsum` products (`sdpa_chain`: `einsum("b h i d, b h j d
+# -> b h i j", q, k)` is q·kᵀ with q and k as SDPA takes them).
+EINSUM_AWARE_STRATEGIES = frozenset({"sdpa_chain"})
+_EINSUM = frozenset({"torch.einsum", "einops.einsum"})
 
 
 def _straddle_reason(flat: FlatForward, m: RawMatch, aware: bool = False) -> str | None:

@@ -7,6 +7,10 @@ it); otherwise the action is disabled with the reason. `codeAction/resolve`
 takes the decision's text for the version the action was offered on (fix-all: `Session.fix`, to its
 fixed point), turns it into minimal edits and returns them as a versioned `documentChanges` edit. A
 document that changed in between gets no edit, and the user a message saying why.
+
+Beside each fixable finding's quick fixes, a client that declares the extension's commands
+(`experimental.adopterClientCommands`) gets a command action, *Verify and measure*, on the same
+diagnostic: it runs `adopter verify` for that finding's fix (the VS Code command shows the result table).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
     from adopter.lsp.server import AdopterServer
 
 FIX_ALL = "source.fixAll.adopter"
+CLIENT_VERIFY = "adopter.client.verifyFixes"
 KINDS: list[types.CodeActionKind | str] = [types.CodeActionKind.QuickFix, FIX_ALL]
 
 
@@ -61,8 +66,9 @@ def decide(snapshot: Snapshot, rng: types.Range) -> dict[int, Decision]:
 
 
 def list_actions(uri: str, snapshot: Snapshot, params: types.CodeActionParams,
-                 decisions: dict[int, Decision]) -> list[types.CodeAction]:
-    """The actions for the findings under the requested range (edits left for resolve)."""
+                 decisions: dict[int, Decision], *, client_commands: bool = False) -> list[types.CodeAction]:
+    """The actions for the findings under the requested range (edits left for resolve), each fixable
+    one's *Verify and measure* last when the client has the command."""
     index = LspIndex(snapshot.text)
     only = params.context.only
     actions: list[types.CodeAction] = []
@@ -72,6 +78,8 @@ def list_actions(uri: str, snapshot: Snapshot, params: types.CodeActionParams,
             finding = snapshot.findings[i]
             diagnostic = by_code.get((finding.rule_id, lsp_range(index, finding.span).start.line))
             actions.extend(_quick_fixes(uri, snapshot.version, finding, decision, diagnostic))
+            if client_commands and decision.fixable and finding.targets:
+                actions.append(_verify_action(uri, finding, diagnostic))
     candidates = any(f.fixable and f.targets for f in snapshot.findings)
     if candidates and _wanted(only, FIX_ALL) and (only is not None or decisions):
         data = {"uri": uri, "version": snapshot.version, "all": True}
@@ -97,6 +105,17 @@ def _quick_fixes(uri: str, version: int | None, finding: Finding, decision: Deci
         )
         for i, target in enumerate(finding.targets)
     ]
+
+
+def _verify_action(uri: str, finding: Finding, diagnostic: types.Diagnostic | None) -> types.CodeAction:
+    """A command action: run this finding's fix (the one `fix` writes) against the original, and measure it."""
+    target = {"uri": uri, "class": finding.scope_name, "rule": finding.rule_id, "line": finding.span.start_line + 1}
+    return types.CodeAction(
+        title=f"Adopter: Verify and measure the fix of {finding.title}",
+        kind=types.CodeActionKind.QuickFix,
+        diagnostics=[diagnostic] if diagnostic is not None else None,
+        command=types.Command("Verify and measure", CLIENT_VERIFY, arguments=[target]),
+    )
 
 
 def rewrite_edit(snapshot: Snapshot, data: dict[str, Any]) -> tuple[str | None, list[Any]]:
@@ -133,10 +152,17 @@ async def code_action(ls: AdopterServer, params: types.CodeActionParams) -> list
     is_open, current = ls.current_version(params.text_document.uri)
     if not is_open or current != snapshot.version:
         return None  # the text moved on while deciding: actions for a stale version are never offered
-    actions = list_actions(params.text_document.uri, snapshot, params, decisions)
+    actions = list_actions(params.text_document.uri, snapshot, params, decisions,
+                           client_commands=_has_client_commands(ls))
     if not _client_resolves_edits(ls):  # such clients apply only what the list carries
         actions = [await resolve_code_action(ls, a) if a.data else a for a in actions]
     return actions or None
+
+
+def _has_client_commands(ls: AdopterServer) -> bool:
+    from adopter.lsp.server import has_client_commands  # the server module is imported for types only here
+
+    return has_client_commands(ls)
 
 
 def _client_resolves_edits(ls: AdopterServer) -> bool:
@@ -147,7 +173,10 @@ def _client_resolves_edits(ls: AdopterServer) -> bool:
 
 
 async def resolve_code_action(ls: AdopterServer, action: types.CodeAction) -> types.CodeAction:
-    """Compute the action's edit for the version it was offered on, or refuse if the text moved on."""
+    """Compute the action's edit for the version it was offered on, or refuse if the text moved on.
+    A command action (*Verify and measure*) has nothing to resolve: VS Code resolves it anyway."""
+    if action.command is not None and action.data is None:
+        return action
     data = action.data if isinstance(action.data, dict) else {}
     uri, version = data.get("uri", ""), data.get("version")
     snapshot = await ls.publisher.snapshot(uri)

@@ -140,8 +140,7 @@ def _binding_message(span: Span, bindings: Sequence[Binding]) -> str:
 
 def lsp_problem_diagnostic(problem: Problem, index: LspIndex) -> types.Diagnostic:
     """An analysis or rule problem (syntax error region, failed class, broken rule file) as a diagnostic."""
-    # A problem's span can come from an earlier reading of the text (the incremental analysis reports a
-    # syntax error of a masked region): never let it point past a line's end or the last line.
+    # Never let a problem's span point past a line's end or the last line, whatever produced it.
     span = index.clamp(problem.span or Span(0, 0, 0, 0))
     return types.Diagnostic(
         range=lsp_range(index, span),

@@ -1,6 +1,7 @@
 """`adopter.verifyFixes`: run each fix of a class against the original, in a subprocess, with progress.
 
-Arguments: one object `{uri, class?, python?, factory?, inputs?, dtype?, device?, repeats?}`. `python`
+Arguments: one object `{uri, class?, rule?, line?, python?, factory?, inputs?, dtype?, device?, repeats?,
+timeout?}` (`rule` and `line`, 1-based: only that finding's fix, as the *Verify and measure* code action asks). `python`
 is the interpreter that runs the model (the project's own, which has torch; the server's Python need
 not). The fixes are those the quick fixes would write, on the text the editor holds (the worker runs
 that text, not the file on disk). Returns the rows of `adopter verify --format json`. The user's code
@@ -25,7 +26,7 @@ from adopter.lsp.progress import begin_progress
 from adopter.lsp.server import AdopterServer
 
 VERIFY = "adopter.verifyFixes"
-KEYS = frozenset({"uri", "class", "python", "factory", "inputs", "dtype", "device", "repeats", "timeout"})
+KEYS = frozenset({"uri", "class", "rule", "line", "python", "factory", "inputs", "dtype", "device", "repeats", "timeout"})
 
 
 def verify_arguments(args: tuple[Any, ...]) -> dict[str, Any]:
@@ -36,6 +37,11 @@ def verify_arguments(args: tuple[Any, ...]) -> dict[str, Any]:
     if unknown:
         raise JsonRpcInvalidParams(f"{VERIFY}: unknown keys {unknown}; allowed: {sorted(KEYS)}")
     return dict(args[0])
+
+
+def only_finding(items: tuple[Any, ...], rule: Any, line: Any) -> tuple[Any, ...]:
+    """The cases (or unfixed findings) of `rule` at `line` (each when None): those the request names."""
+    return tuple(c for c in items if (rule is None or c.rule_id == rule) and (line is None or c.line == line))
 
 
 async def verify_fixes(ls: AdopterServer, *args: Any) -> dict[str, Any]:
@@ -55,6 +61,8 @@ async def verify_fixes(ls: AdopterServer, *args: Any) -> dict[str, Any]:
     session, text = snapshot.session, snapshot.text
     cases, unfixed = await asyncio.get_running_loop().run_in_executor(  # the session's own thread
         ls.analyses.executor, lambda: fix_cases(session, text, path, class_name=request.get("class")))
+    cases, unfixed = only_finding(cases, request.get("rule"), request.get("line")), only_finding(
+        unfixed, request.get("rule"), request.get("line"))
     options = Options(device=str(request.get("device", "cpu")), dtype=str(request.get("dtype", "fp32")),
                       factory=request.get("factory"), inputs=request.get("inputs"),
                       timeout=float(request.get("timeout", 300)), repeats=int(request.get("repeats", 10)),

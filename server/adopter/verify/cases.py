@@ -30,21 +30,31 @@ class Unfixed:
     reason: str
 
 
-def _class_texts(source: str) -> dict[str, str]:
-    """Each top-level class's source text, by name."""
+def _top_level(source: str) -> tuple[dict[str, str], dict[str, str], dict[str, set[str]]]:
+    """Each top-level class's and function's source text, by name, and the names each class reads."""
     tree = ast.parse(source)
-    out: dict[str, str] = {}
+    classes: dict[str, str] = {}
+    functions: dict[str, str] = {}
+    reads: dict[str, set[str]] = {}
     for node in tree.body:
+        text = ast.get_source_segment(source, node, padded=False) or ""
         if isinstance(node, ast.ClassDef):
-            out[node.name] = ast.get_source_segment(source, node, padded=False) or ""
-    return out
+            classes[node.name] = text
+            reads[node.name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions[node.name] = text
+    return classes, functions, reads
 
 
 def changed_classes(old: str, new: str) -> tuple[str, ...]:
-    """The top-level classes of `old` whose text differs in `new` (classes the rewrite added are left
-    out: they run through the changed classes that use them)."""
-    before, after = _class_texts(old), _class_texts(new)
-    return tuple(name for name, text in before.items() if name in after and after[name] != text)
+    """The top-level classes of `old` whose text differs in `new`, or that call a top-level function whose
+    text differs (a fix inside a helper function runs through the classes that use it). Classes the rewrite
+    added are left out: they run through the changed classes that use them."""
+    before, functions_before, reads = _top_level(old)
+    after, functions_after, _ = _top_level(new)
+    helpers = {name for name, text in functions_before.items() if functions_after.get(name, text) != text}
+    return tuple(name for name, text in before.items()
+                 if name in after and (after[name] != text or reads[name] & helpers))
 
 
 def fix_cases(session: Session, text: str, path: str, *,

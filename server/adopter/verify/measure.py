@@ -63,7 +63,7 @@ def timing(original: torch.nn.Module, rewritten: torch.nn.Module, inputs: Inputs
         a_times.append(a)
         b_times.append(b)
         ratios.append(a / b if b > 0 else float("inf"))
-    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else [ratios[0]] * 3
+    quartiles = statistics.quantiles(ratios, n=4, method="inclusive") if len(ratios) >= 2 else [ratios[0]] * 3
     return Timing(statistics.median(ratios), quartiles[0], quartiles[2], pairs,
                   statistics.median(a_times) * 1e3, statistics.median(b_times) * 1e3)
 

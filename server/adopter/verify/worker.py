@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import linecache
 import sys
 import types
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 import torch
 
 from adopter.construction import Built, NotBuilt, construct, forward_inputs, load_factory
+from adopter.construction.inputs import first_layer, input_for_layer
 from adopter.verify.compare import Inputs, compare
 from adopter.verify.measure import peak_memory, timing
 
@@ -40,25 +42,68 @@ def original_module(path: Path, source: str) -> types.ModuleType:
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
     if len(parts) > 1:
-        importlib.import_module(".".join(parts[:-1]))
+        try:
+            importlib.import_module(".".join(parts[:-1]))
+        except Exception:  # its package's __init__ needs what this file may not (an optional dependency)
+            _bare_packages(folder, parts[:-1])
     name = ".".join(parts) if len(parts) > 1 else f"adopter_user_{path.stem}"  # never shadows a real module
     module = types.ModuleType(name)
     module.__file__ = str(path)
     module.__package__ = ".".join(parts[:-1])
     sys.modules[name] = module
+    if not path.is_file() or path.read_text(encoding="utf-8", errors="replace") != source:
+        _remember_source(str(path), source)  # the editor's unsaved text: getsource reads it, not the disk
     exec(compile(source, str(path), "exec"), module.__dict__)
     return module
 
 
-def rewritten_module(original: types.ModuleType, source: str, index: int) -> types.ModuleType:
-    """The rewritten text run as a sibling of the original module (same package, so relative imports work)."""
+def _bare_packages(root: Path, parts: list[str]) -> None:
+    """The packages holding the file, as modules whose `__init__` is not run (only their folder, for
+    relative imports), where importing them fails: the file's own imports still run as written."""
+    for i in range(1, len(parts) + 1):
+        name = ".".join(parts[:i])
+        if name in sys.modules:
+            continue
+        module = types.ModuleType(name)
+        module.__path__ = [str(root.joinpath(*parts[:i]))]
+        module.__package__ = name
+        module.__file__ = str(root.joinpath(*parts[:i], "__init__.py"))
+        sys.modules[name] = module
+        if i > 1:
+            setattr(sys.modules[".".join(parts[:i - 1])], parts[i - 1], module)
+
+
+def rewritten_module(original: types.ModuleType, source: str, index: int,
+                     classes: tuple[str, ...] = ()) -> types.ModuleType:
+    """The rewritten text run as a sibling of the original module (same package, so relative imports work).
+
+    A statement that fails after every class in `classes` is defined is one that succeeded in the original
+    and cannot run twice in one process (a model registry refusing a second `resnet18`): the module keeps
+    what ran, and the names it did not reach are the original's."""
     name = f"{original.__name__}__adopter_verify_{index}"
     module = types.ModuleType(name)
-    module.__file__ = original.__file__
+    # Its own file name, whose lines are the rewritten text: `inspect.getsource` (TorchScript's
+    # `torch.jit.script`, dataclasses) must read this text, not the user's file at the same line numbers.
+    filename = f"{original.__file__ or '<file>'}.adopter-verify-{index}.py"
+    _remember_source(filename, source)
+    module.__file__ = filename
     module.__package__ = original.__package__
     sys.modules[name] = module  # dataclasses and pickling look their module up here
-    exec(compile(source, original.__file__ or "<rewritten>", "exec"), module.__dict__)
+    try:
+        exec(compile(source, filename, "exec"), module.__dict__)
+    except Exception:
+        if not classes or not all(c in module.__dict__ for c in classes):
+            raise
+        for key, value in vars(original).items():
+            module.__dict__.setdefault(key, value)
     return module
+
+
+def _remember_source(filename: str, source: str) -> None:
+    """`source` as the lines of `filename` for `linecache` (what `inspect.getsource` reads); no modification
+    time, so `linecache.checkcache` keeps it although no such file exists."""
+    lines = source.splitlines(keepends=True)
+    linecache.cache[filename] = (len(source), None, lines, filename)
 
 
 def _factories(spec: str | None, original: types.ModuleType,
@@ -97,11 +142,35 @@ def _attribute(module: types.ModuleType, attr: str, spec: str) -> Any:
     return obj
 
 
-def _build(cls: type, module: types.ModuleType, factory: Any, seed: int) -> Built:
-    """`cls` built on the CPU with weights drawn from `seed`, by the factory or by inference."""
+def finite_weights(model: torch.nn.Module, seed: int) -> int:
+    """Draw again (uniform in [-1, 1]) every floating parameter or buffer holding a non-finite value or one
+    above 1e4 in magnitude: a class that leaves `torch.empty` to its model's initialiser (transformers'
+    `_init_weights`) holds whatever memory was there, and an overflow there compares NaN. Returns how many."""
+    generator = torch.Generator().manual_seed(seed)
+    redrawn = 0
+    with torch.no_grad():
+        for t in [*model.parameters(), *model.buffers()]:
+            if t.is_floating_point() and t.numel() and not bool((t.abs() <= 1e4).all()):
+                t.copy_(torch.rand(t.shape, generator=generator, dtype=torch.float32).mul_(2).sub_(1).to(t.dtype))
+                redrawn += 1
+    return redrawn
+
+
+def _build(cls: type, module: types.ModuleType, factory: Any, seed: int, given_inputs: bool = False) -> Built:
+    """`cls` built on the CPU with weights drawn from `seed`, by the factory or by inference (weights left
+    uninitialised drawn again: `finite_weights`). With `given_inputs` (`--inputs`) the forward's inputs are
+    not inferred: a forward argument no rule can infer would otherwise stop a class the user gave the
+    inputs of."""
+    built = _build_as_given(cls, module, factory, seed, given_inputs)
+    finite_weights(built.model, seed)
+    return built
+
+
+def _build_as_given(cls: type, module: types.ModuleType, factory: Any, seed: int,
+                    given_inputs: bool = False) -> Built:
     torch.manual_seed(seed)
     if factory is None:
-        made = construct(cls, module, device="cpu")
+        made = construct(cls, module, device="cpu", inputs=() if given_inputs else None)
     else:
         try:
             out = factory(cls) if _takes_class(factory) else factory()
@@ -113,6 +182,8 @@ def _build(cls: type, module: types.ModuleType, factory: Any, seed: int) -> Buil
         if given is not None:
             args, kwargs = _as_inputs(given)
             made = Built(model, args, kwargs)
+        elif given_inputs:
+            made = Built(model, (), {})
         else:
             found = forward_inputs(model, device="cpu")
             made = found if isinstance(found, NotBuilt) else Built(model, found[0], found[1])
@@ -146,6 +217,49 @@ def _as_inputs(value: Any) -> Inputs:
     return (tuple(value), {}) if isinstance(value, (tuple, list)) else ((value,), {})
 
 
+def _inputs_that_run(name: str, model: torch.nn.Module, given: Inputs, inferred: bool, device: torch.device,
+                     dtype: torch.dtype, seed: int) -> Inputs:
+    """`given` (moved to the device), or, when the original does not run on inferred inputs, the same with
+    the config-sized `hidden_states` replaced by the first layer's input (a block whose first Linear takes
+    the intermediate width). Raises `BadInput` when neither runs."""
+    candidates = [given]
+    first = input_for_layer(first_layer(model), model) if inferred else None
+    hidden = given[1].get("hidden_states")
+    if (isinstance(first, torch.Tensor) and isinstance(hidden, torch.Tensor) and first.dim() == hidden.dim()
+            and first.shape != hidden.shape and first.is_floating_point()):
+        candidates.append((given[0], {**given[1], "hidden_states": first}))
+    error: Exception | None = None
+    for args, kwargs in candidates:
+        inputs = (_move(args, device, dtype), _move(kwargs, device, dtype))
+        try:
+            compare(model, model, inputs, seed=seed, dtype=dtype)  # the original itself must run on these
+            return inputs
+        except Exception as exc:
+            error = error or exc
+    assert error is not None
+    raise BadInput(f"{name} does not run on the inferred inputs ({type(error).__name__}: {str(error)[:200]}); "
+                   "pass --inputs module:fn (fn(model) returns the inputs)") from error
+
+
+def _reproduces(cls: type, module: types.ModuleType, factory: Any, model: torch.nn.Module, inputs: Inputs,
+                device: torch.device, dtype: torch.dtype, seed: int) -> str | None:
+    """None when the original class, built again with other random weights and loaded with `model`'s
+    state dict, computes what `model` computes (the control the rewrite is held to); else why not: the
+    class keeps state outside its state dict, so no rewrite of it can be judged this way."""
+    control = _build(cls, module, factory, seed + 1).model
+    try:
+        control.load_state_dict(model.state_dict(), strict=True)
+        control.to(device, dtype).eval()
+        same = compare(model, control, inputs, seed=seed, dtype=dtype)
+    except Exception as exc:
+        return f"the original, built again and loaded with its own state dict, fails: {type(exc).__name__}: {exc}"[:400]
+    if same.equivalent:
+        return None
+    return (f"the original itself does not reproduce from its state dict (built again with other random weights "
+            f"and loaded strictly, it differs by {same.max_abs:.3g} in {same.detail}): it keeps state outside the "
+            "state dict, so the rewrite cannot be compared; pass --factory module:fn that builds it deterministically")
+
+
 def run_class(original: types.ModuleType, rewritten: types.ModuleType, name: str, job: dict[str, Any],
               factories: tuple[Any, Any], make_inputs: Any) -> dict[str, Any] | None:
     """One row: the class built from both modules, compared, timed. None when it is not an nn.Module."""
@@ -153,9 +267,9 @@ def run_class(original: types.ModuleType, rewritten: types.ModuleType, name: str
     if not (inspect.isclass(cls0) and issubclass(cls0, torch.nn.Module) and inspect.isclass(cls1)):
         return None
     device, dtype, seed = torch.device(job["device"]), DTYPES[job["dtype"]], int(job["seed"])
-    built = _build(cls0, original, factories[0], seed)
+    built = _build(cls0, original, factories[0], seed, make_inputs is not None)
     m0 = built.model
-    m1 = _build(cls1, rewritten, factories[1], seed + 1).model  # other weights: the checkpoint must carry them
+    m1 = _build(cls1, rewritten, factories[1], seed + 1, make_inputs is not None).model  # other weights: the checkpoint must carry them
     row: dict[str, Any] = {"class": name}
     try:
         m1.load_state_dict(m0.state_dict(), strict=True)
@@ -165,13 +279,11 @@ def run_class(original: types.ModuleType, rewritten: types.ModuleType, name: str
         return row
     m0.to(device, dtype).eval()
     m1.to(device, dtype).eval()  # eval: dropout off, so both compute the same function
-    inputs = _as_inputs(make_inputs(m0)) if make_inputs is not None else (built.args, built.kwargs)
-    inputs = (_move(inputs[0], device, dtype), _move(inputs[1], device, dtype))
-    try:
-        compare(m0, m0, inputs, seed=seed, dtype=dtype)  # the original itself must run on these inputs
-    except Exception as exc:
-        raise BadInput(f"{name} does not run on the inferred inputs ({type(exc).__name__}: {str(exc)[:200]}); "
-                       "pass --inputs module:fn (fn(model) returns the inputs)") from exc
+    given = _as_inputs(make_inputs(m0)) if make_inputs is not None else (built.args, built.kwargs)
+    inputs = _inputs_that_run(name, m0, given, make_inputs is None, device, dtype, seed)
+    unsettled = _reproduces(cls0, original, factories[0], m0, inputs, device, dtype, seed)
+    if unsettled is not None:
+        return {"class": name, "not_built": unsettled}
     try:
         result = compare(m0, m1, inputs, seed=seed, dtype=dtype)
     except Exception as exc:
@@ -208,7 +320,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     for i, case in enumerate(job["cases"]):
         base = {"rule": case["rule_id"], "line": case["line"], "scope": case["scope"]}
         try:
-            rewritten = rewritten_module(original, case["new_source"], i)
+            rewritten = rewritten_module(original, case["new_source"], i, tuple(case["classes"]))
         except Exception as exc:
             rows.append({**base, "class": case["scope"], "equivalent": False,
                          "error": f"the rewritten file fails to import: {type(exc).__name__}: {exc}"[:400]})

@@ -14,6 +14,7 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from adopter.analysis.canonical import matmul_plan
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Span
 from adopter.synth.registry import SynthContext, strategy
 
@@ -91,7 +92,22 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
             return f"the chain has a step SDPA's one call does not take (`{op.target}`); rewrite it by hand"
     if any(k.name != "dim" for k in chain.softmax.kwargs):
         return "the softmax changes the dtype (an fp32 up-cast); SDPA computes in the input's dtype"
+    for product, plan in ((chain.scores, (False, True)), (chain.out, (False, False))):
+        equation = _einsum_equation(product)
+        if equation is not None and (matmul_plan(equation) or (None, None))[:2] != plan:
+            # q·kᵀ must read q and k as (..., n, d), and probs·v read v as (..., n, d), as SDPA takes them.
+            return (f"the einsum `{equation}` lays its operands out differently from what "
+                    "scaled_dot_product_attention takes; rewrite it by hand")
     return chain
+
+
+def _einsum_equation(op: Op) -> str | None:
+    """The equation of the `einsum` (torch's or einops') a canonical op was written as, else None."""
+    origin = op.origin
+    if origin is None or origin.kind != OpKind.FUNCTION or origin.target not in ("torch.einsum", "einops.einsum"):
+        return None
+    equation = origin.args[-1] if origin.target == "einops.einsum" else origin.args[0]
+    return equation.text if isinstance(equation, Expr) else None
 
 
 def _functional(ctx: SynthContext) -> str:
@@ -164,7 +180,7 @@ class _Site:
         for stmt in self.range:
             if stmt.lineno in self.matched_lines:
                 continue
-            if self._is_mask_guard(stmt):
+            if self._is_mask_guard(stmt) or self._is_stable_shift(stmt):
                 continue
             ctx.decline(
                 f"line {stmt.lineno} (`{ast.unparse(stmt).splitlines()[0]}`) sits between the chain's steps "
@@ -179,6 +195,38 @@ class _Site:
             ctx.decline(
                 f"the {what} `{name}` are used after the chain (line {line}); SDPA does not return them"
             )
+
+    def _is_stable_shift(self, stmt: ast.stmt) -> bool:
+        """`s = s - s.amax(dim=-1, keepdim=True)` (also `.detach()`, `s.max(-1, keepdim=True)[0]` or
+        `.values`) on the softmax's input: a softmax over the last axis is the same without it, and SDPA
+        computes it stably, so the statement goes with the chain."""
+        first = self.chain.softmax.args[0] if self.chain.softmax.args else None
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(first, Ref) and stmt.targets[0].id == first.name):
+            return False
+        name = first.name
+        value = stmt.value
+        if not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Sub) and isinstance(value.left, ast.Name)
+                and value.left.id == name):
+            return False
+        shift = value.right
+        if isinstance(shift, ast.Call) and isinstance(shift.func, ast.Attribute) and shift.func.attr == "detach" \
+                and not shift.args and not shift.keywords:
+            shift = shift.func.value
+        values = False
+        if isinstance(shift, ast.Subscript) and isinstance(shift.slice, ast.Constant) and shift.slice.value == 0:
+            shift, values = shift.value, True
+        elif isinstance(shift, ast.Attribute) and shift.attr == "values":
+            shift, values = shift.value, True
+        if not (isinstance(shift, ast.Call) and isinstance(shift.func, ast.Attribute)
+                and shift.func.attr == ("max" if values else "amax")
+                and isinstance(shift.func.value, ast.Name) and shift.func.value.id == name):
+            return False
+        args = [ast.unparse(a) for a in shift.args]
+        kwargs = {k.arg: ast.unparse(k.value) for k in shift.keywords}
+        dim = args[0] if args else kwargs.get("dim")
+        keep = args[1] if len(args) > 1 else kwargs.get("keepdim")
+        return dim == "-1" and keep == "True" and len(args) + len(kwargs) == 2
 
     def _is_mask_guard(self, stmt: ast.stmt) -> bool:
         """`if <mask> is not None: scores = scores + <mask>` around the chain's mask step."""
@@ -245,9 +293,16 @@ class _Site:
             parts = [node.left, node.right]
         elif isinstance(node, ast.Call):
             parts = list(node.args)
-            if (op.origin or op).kind == OpKind.METHOD and isinstance(node.func, ast.Attribute):
+            origin = op.origin or op
+            if origin.kind == OpKind.METHOD and isinstance(node.func, ast.Attribute):
                 parts = [node.func.value, *parts]
-        elif isinstance(node, ast.Attribute) and (op.origin or op).kind == OpKind.METHOD:  # `k.mT`
+            elif _einsum_equation(op) is not None:
+                # einsum's tensors without the equation; the transpose it implies reads the second one.
+                tensors = parts[1:] if origin.target == "torch.einsum" else parts[:-1]
+                if len(tensors) == 1 and isinstance(tensors[0], ast.List | ast.Tuple):
+                    tensors = list(tensors[0].elts)  # `torch.einsum(eq, [a, b])`
+                parts = tensors[1:] if op.target == "transpose" else tensors
+        elif isinstance(node, ast.Attribute) and (op.origin or op).target in ("mT", "getattr"):  # `k.mT`
             parts = [node.value]
         else:
             self.ctx.decline(f"cannot read the operands of `{self.ctx.text(op.span)}`")

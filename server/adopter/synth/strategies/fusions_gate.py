@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from adopter.dsl.types import Binding, Ctor
+from adopter.dsl.types import Binding, Ctor, OpKind
 from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.checkpoint_hooks import ensure_checkpoint_hooks
 from adopter.synth.strategies.fusions_chain import (
@@ -13,9 +13,13 @@ from adopter.synth.strategies.fusions_chain import (
     binding_path,
     ensure_helper,
     is_simple,
+    op_producing,
     rewrite_chain,
     value_text,
 )
+
+# The functions `act` may be passed as to the helper: one argument in, the activation out.
+_ACT_FUNCTIONS = frozenset({"torch.nn.functional.silu", "torch.nn.functional.gelu"})
 
 _GATED = '''
 def gated_activation(gate_up, act):
@@ -48,6 +52,24 @@ def _linear_call(ctx: SynthContext, binding: Binding) -> ast.Call:
     return stmt.value
 
 
+def _activation(ctx: SynthContext) -> str:
+    """What the helper is handed as `act`: the activation submodule, or the function a one-argument call
+    names (`F.silu(gate(x))` passes `F.silu`, which the helper calls the same way)."""
+    op = op_producing(ctx, "a")
+    origin = (op.origin or op) if op is not None else None
+    if (op is not None and origin is not None and origin.kind is OpKind.FUNCTION and op.target in _ACT_FUNCTIONS
+            and len(origin.args) == 1 and not origin.kwargs and not op.kwargs):
+        try:
+            node = ast.parse(ctx.text(op.span).strip(), mode="eval").body
+        except SyntaxError:
+            node = None
+        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+            callee = ast.get_source_segment(ctx.text(op.span).strip(), node.func)
+            if callee and is_simple(callee):
+                return callee
+    return activation_path(ctx, "act", "a")
+
+
 def _uses(source: str, attr: str) -> int:
     return len(re.findall(rf"\.{re.escape(attr)}\b", source))
 
@@ -57,7 +79,7 @@ def fuse_gate_up(ctx: SynthContext) -> None:
     """Fuse the gate and up Linears of a gated MLP into one (`$gate`, `$up`, `$act`, `$x`)."""
     gate_path = binding_path(ctx, "gate")
     up_path = binding_path(ctx, "up")
-    act = activation_path(ctx, "act", "a")
+    act = _activation(ctx)
     x = value_text(ctx, "x")
     if not is_simple(x):
         ctx.decline(f"the MLP input `{x}` is an expression")
