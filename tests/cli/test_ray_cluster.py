@@ -30,9 +30,6 @@ import adopter
 from adopter.cli import main
 
 ray = pytest.importorskip("ray", reason="the Ray tests need Ray (a dev dependency: pip install ray)")
-if adopter._native.state.get("active"):
-    pytest.skip("Ray with the compiled analysis is refused (a known unpickling bug); this module runs with "
-                "ADOPTER_NATIVE=0", allow_module_level=True)
 
 HERE = Path(__file__).parent
 EXAMPLES = HERE.parents[1] / "examples"

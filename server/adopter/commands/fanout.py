@@ -98,13 +98,8 @@ def run_files(args: argparse.Namespace, command: str, context: RuleContext) -> l
 def _spread_or_fail(work: Work, todo: Sequence[Item], args: argparse.Namespace) -> Iterator[Done]:
     """`_spread`, with any failure of the workers (a worker killed, a cluster gone, a worker running other
     code) an `ExecutorError` the command reports in one line."""
-    from adopter import _native
     from adopter.executors import ExecutorError
 
-    if getattr(args, "ray_address", None) and _native.state.get("active"):
-        # Known bug: the compiled (mypyc) analysis's objects fail to unpickle on Ray workers
-        # (FrozenInstanceError); the pure-Python analysis works. Say so rather than fail inside Ray.
-        raise ExecutorError("--ray-address with the compiled analysis is not supported yet: run with ADOPTER_NATIVE=0")
     try:
         yield from _spread(work, todo, args)
     except ExecutorError:

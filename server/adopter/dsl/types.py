@@ -11,7 +11,8 @@ module that converts to LSP (UTF-16). The DSL's text form prints spans
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copyreg
+from dataclasses import dataclass, field, fields
 from enum import Enum
 
 
@@ -431,3 +432,24 @@ class Rule:
     scope: str = "forward"
     path: str | None = None
     span: Span | None = None
+
+
+
+def _by_fields(value: object) -> tuple[type, tuple[object, ...]]:
+    return type(value), tuple(getattr(value, f.name) for f in fields(value))  # type: ignore[arg-type]
+
+
+def picklable(*records: type) -> None:
+    """Pickle these frozen dataclasses as their constructor calls. The default for a slotted class
+    restores it by setting each attribute, which a frozen dataclass refuses in the compiled build
+    (mypyc's `__setstate__` sets them one by one): the rule set sent to the workers of `--ray-address`
+    failed to unpickle so. Registered with `copyreg`, which pickle and Ray's cloudpickle both consult."""
+    for record in records:
+        copyreg.pickle(record, _by_fields)
+
+
+picklable(
+    Span, Ref, Expr, Kwarg, Op, Branch, Loop, Return, Param, Forward, Ctor, Binding, Init, Architecture,
+    Problem, ModuleFile, PVar, PAny, PKwarg, OpPattern, CtorPattern, BindingPattern, Guard, Target,
+    Replacement, Example, Rule,
+)

@@ -13,7 +13,7 @@ import re
 import shutil
 from dataclasses import dataclass
 
-from adopter.dsl.types import Target
+from adopter.dsl.types import Target, picklable
 
 # Import names of the optional kernel packages a rule target may require.
 KERNEL_PACKAGES = ("liger_kernel", "apex", "flash_attn")
@@ -37,6 +37,9 @@ class Environment:
         if target.torch and self.torch_version is not None:
             return version_satisfies(self.torch_version, target.torch)
         return True
+
+
+picklable(Environment)  # sent to the workers of `--ray-address` with the rules
 
 
 def _package_present(name: str) -> bool:
