@@ -31,7 +31,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,6 +38,8 @@ import time
 import zipfile
 from pathlib import Path
 from typing import Any
+
+from ray_local import LocalCluster
 
 REPO = Path(__file__).resolve().parents[1]
 SCALE = REPO / ".cache" / "scale"
@@ -133,63 +134,6 @@ def run_check(paths: list[str], extra: list[str], env: dict[str, str]) -> dict[s
             "sha256": hashlib.sha256(data).hexdigest()[:16], "stderr_tail": tail[0] if tail else ""}
 
 
-class Cluster:
-    """A head and a worker node, separate `ray start` processes, on this machine."""
-
-    def __init__(self, cpus: int) -> None:
-        self.home = Path(tempfile.mkdtemp(prefix="adopter-ray-"))
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        self.address = f"127.0.0.1:{port}"
-        self.env = dict(os.environ, HOME=str(self.home), RAY_USAGE_STATS_ENABLED="0")
-        ray = str(Path(sys.executable).with_name("ray"))
-        self.ray = ray
-        common = [f"--num-cpus={cpus}", "--object-store-memory=200000000", "--disable-usage-stats"]
-        subprocess.run([ray, "start", "--head", f"--port={port}", "--include-dashboard=false",
-                        f"--temp-dir={self.home / 'tmp'}", *common], env=self.env, check=True, capture_output=True)
-        subprocess.run([ray, "start", f"--address={self.address}", *common], env=self.env, check=True,
-                       capture_output=True)
-
-    def stop(self) -> None:
-        """Stop this cluster's processes only (`ray stop` would stop every Ray on the machine)."""
-        stop_processes_under(str(self.home))
-        shutil.rmtree(self.home, ignore_errors=True)
-
-
-def stop_processes_under(marker: str, timeout_s: float = 20.0) -> None:
-    """SIGTERM, then SIGKILL, every process whose command line names `marker` (this cluster's temp
-    folder: its GCS, raylets, monitors), with all their descendants (workers, agents)."""
-    import signal
-
-    pids = set()
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if int(proc.name) != os.getpid() and marker.encode() in (proc / "cmdline").read_bytes():
-                    pids.add(int(proc.name))
-            except OSError:
-                continue
-    stack = list(pids)
-    while stack:
-        try:
-            for task in Path(f"/proc/{stack.pop()}/task").iterdir():
-                children = {int(c) for c in (task / "children").read_text().split()} - pids
-                pids |= children
-                stack.extend(children)
-        except OSError:
-            continue
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except OSError:
-                pass
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
-            time.sleep(0.2)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="+", default=["modeling", "transformers", "monorepo"],
@@ -205,7 +149,7 @@ def main() -> None:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "server"), env.get("PYTHONPATH")]))
     sets = {"modeling": modeling_paths, "transformers": lambda: [str(package())],
             "monorepo": lambda: [str(monorepo(args.copies))]}
-    cluster = Cluster(args.ray_cpus) if "ray" in args.modes else None
+    cluster = LocalCluster(args.ray_cpus, env=env) if "ray" in args.modes else None
     rows: list[dict[str, Any]] = []
     try:
         for name in args.sets:

@@ -12,15 +12,9 @@ and with this checkout's `adopter` on PYTHONPATH so the workers run the code und
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,67 +23,31 @@ import pytest
 import adopter
 from adopter.cli import main
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from ray_local import LocalCluster
+
 ray = pytest.importorskip("ray", reason="the Ray tests need Ray (a dev dependency: pip install ray)")
 
 HERE = Path(__file__).parent
 EXAMPLES = HERE.parents[1] / "examples"
 FACTORY = "def make_model(batch=2, seq=8):\n    return ('a model', (batch, seq))\n"
-START_TIMEOUT_S = 120  # `ray start` on a loaded 2-core machine took 3-17 s here
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _ray_cli() -> str:
-    found = Path(sys.executable).with_name("ray")
-    return str(found) if found.exists() else shutil.which("ray") or "ray"
 
 
 @pytest.fixture(scope="module")
-def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+def head() -> Iterator[tuple[str, Path]]:
     """(address, HOME) of a head node and one worker node, each a separate `ray start` with one CPU."""
-    home = tmp_path_factory.mktemp("ray-home")
-    env = dict(os.environ, HOME=str(home), RAY_USAGE_STATS_ENABLED="0",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(Path(adopter.__file__).parents[1]),
-                                                        os.environ.get("PYTHONPATH")])))
-    common = ["--num-cpus=1", "--object-store-memory=100000000", "--disable-usage-stats"]
-    ray_cli = _ray_cli()
-    # Ray's sockets live under --temp-dir and an AF_UNIX path has at most 107 bytes: pytest's own temp
-    # folders (`/tmp/pytest-of-root/pytest-15/popen-gw0/...`) are too deep for them.
-    temp = Path(tempfile.mkdtemp(prefix="adopter-ray-", dir="/tmp"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(Path(adopter.__file__).parents[1]),
+                                                                  os.environ.get("PYTHONPATH")])))
     try:
-        address = _start_head(ray_cli, temp, env, common)
-        _ray_start([ray_cli, "start", f"--address={address}", *common], env)
-        yield address, home
+        local = LocalCluster(1, env=env, object_store_bytes=100_000_000)
+    except RuntimeError as exc:
+        raise AssertionError(str(exc)) from exc
+    try:
+        yield local.address, local.home
     finally:
         if ray.is_initialized():
             ray.shutdown()
-        stop_processes_under(str(temp))
-        shutil.rmtree(temp, ignore_errors=True)
-
-
-def _start_head(ray_cli: str, temp: Path, env: dict[str, str], common: list[str]) -> str:
-    """Start the head node on a free port; another port when one of Ray's own ports was taken meanwhile
-    (a Ray instance another test process starts at the same time picks its ports at random)."""
-    for attempt in range(3):
-        port = _free_port()
-        try:
-            _ray_start([ray_cli, "start", "--head", f"--port={port}", "--include-dashboard=false",
-                        f"--temp-dir={temp}", *common], env)
-            return f"127.0.0.1:{port}"
-        except AssertionError:
-            stop_processes_under(str(temp))
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
-
-
-def _ray_start(command: list[str], env: dict[str, str]) -> None:
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=START_TIMEOUT_S)
-    assert result.returncode == 0, f"{' '.join(command[:3])} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+        local.stop()
 
 
 @pytest.fixture
@@ -99,36 +57,6 @@ def cluster(head: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     return address
-
-
-def stop_processes_under(marker: str, timeout_s: float = 20.0) -> None:
-    """`ray stop` for this cluster only: SIGTERM, then SIGKILL, every process whose command line names
-    `marker` (the cluster's temp folder: GCS, raylets, monitors) and their descendants (workers, agents).
-    `ray stop` itself would stop every Ray of this user on the machine, other people's included."""
-    pids = set()
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and int(proc.name) != os.getpid():
-            try:
-                if marker.encode() in (proc / "cmdline").read_bytes():
-                    pids.add(int(proc.name))
-            except OSError:
-                continue
-    stack = list(pids)
-    while stack:
-        try:
-            for task in Path(f"/proc/{stack.pop()}/task").iterdir():
-                children = {int(c) for c in (task / "children").read_text().split()} - pids
-                pids |= children
-                stack.extend(children)
-        except OSError:
-            continue
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
-            time.sleep(0.2)
 
 
 def _nodes(address: str) -> int:
