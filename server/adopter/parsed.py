@@ -142,6 +142,18 @@ def walk_statements(tree: ast.Module) -> tuple[ast.AST, ...]:
     return tuple(out)
 
 
+def _listed(cache: dict[int, tuple[ast.Module, tuple[ast.AST, ...]]], tree: ast.Module,
+            listing: Callable[[ast.Module], tuple[ast.AST, ...]]) -> tuple[ast.AST, ...]:
+    """`listing(tree)`, kept in `cache` by the tree's identity (the tree is kept too, so an id is never
+    reused while its entry lives)."""
+    hit = cache.get(id(tree))
+    if hit is not None and hit[0] is tree:
+        return hit[1]
+    listed = listing(tree)
+    cache[id(tree)] = (tree, listed)
+    return listed
+
+
 class ParsedText:
     """The lines, outline, imports and `ast` trees of one text, each computed at most once (see module doc).
 
@@ -252,21 +264,11 @@ class ParsedText:
 
     def nodes(self, tree: ast.Module) -> tuple[ast.AST, ...]:
         """Every node of `tree` (one this object returned) in `ast.walk` order, listed once per tree."""
-        hit = self._nodes.get(id(tree))
-        if hit is not None and hit[0] is tree:
-            return hit[1]
-        listed = walk(tree)
-        self._nodes[id(tree)] = (tree, listed)
-        return listed
+        return _listed(self._nodes, tree, walk)
 
     def statements(self, tree: ast.Module) -> tuple[ast.AST, ...]:
         """`walk_statements(tree)` of a tree this object returned, listed once per tree."""
-        hit = self._statements.get(id(tree))
-        if hit is not None and hit[0] is tree:
-            return hit[1]
-        listed = walk_statements(tree)
-        self._statements[id(tree)] = (tree, listed)
-        return listed
+        return _listed(self._statements, tree, walk_statements)
 
     def top_level(self, wanted: Callable[[Unit], bool]) -> Iterator[ast.stmt]:
         """The top-level statements, in order, of the units `wanted` accepts (every statement of the
