@@ -72,6 +72,26 @@ MANIFEST: Manifest = (
     ("CoCa-pytorch", "0.1.0", ("coca_pytorch/coca_pytorch.py",)),
     ("rotary-embedding-torch", "0.9.1", ("rotary_embedding_torch/rotary_embedding_torch.py",)),
     ("tsai", "1.0.1", ("tsai/models/TST.py",)),
+    # Batch 2 (refreshed 2026-12-04, stop 8): labelled by a second independent labeller.
+    ("clip-anytorch", "2.6.0", ("clip/model.py",)),
+    ("allennlp", "2.10.1", (
+        "allennlp/modules/transformer/attention_module.py", "allennlp/modules/transformer/output_layer.py",
+        "allennlp/modules/transformer/activation_layer.py")),
+    ("bs-roformer", "1.2.4", ("bs_roformer/attend.py", "bs_roformer/bs_roformer.py")),
+    ("stable-audio-tools", "0.0.19", (
+        "stable_audio_tools/models/blocks.py", "stable_audio_tools/models/convnext.py")),
+    ("uni2ts", "2.0.0", ("uni2ts/module/attention.py", "uni2ts/module/ffn.py", "uni2ts/module/norm.py")),
+    ("timesfm", "1.3.0", ("timesfm/pytorch_patched_decoder.py",)),
+    ("ctgan", "0.12.1", ("ctgan/synthesizers/ctgan.py", "ctgan/synthesizers/tvae.py")),
+    ("mambular", "1.5.1", (
+        "mambular/arch_utils/transformer_utils.py", "mambular/arch_utils/layer_utils/normalization_layers.py")),
+    ("boltz", "2.2.1", (
+        "boltz/model/layers/attention.py", "boltz/model/layers/transition.py",
+        "boltz/model/layers/outer_product_mean.py")),
+    ("cleanrl", "0.4.8", ("cleanrl/ppo.py",)),
+    ("elegantrl", "0.3.6", ("elegantrl/agents/net.py", "elegantrl/agents/AgentBase.py")),
+    ("torch-geometric-temporal", "0.56.2", (
+        "torch_geometric_temporal/nn/attention/stgcn.py", "torch_geometric_temporal/nn/attention/tsagcn.py")),
 )
 
 
