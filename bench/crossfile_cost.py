@@ -42,8 +42,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from adopter.analysis import crossfile
     from adopter.analysis.analyser import default_reach, default_resolver
+    from adopter.analysis.crossfile import reach as crossfile
     from adopter.analysis.incremental import DocumentAnalysis
 
     reach = default_reach()

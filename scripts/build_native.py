@@ -32,12 +32,12 @@ OUT = ROOT / "build" / "native"
 
 # What gets compiled: modules that are fully typed (mypy --strict) and hot on every keystroke.
 # Package `__init__` modules stay interpreted (they are tiny and the loader keys on module files).
-COMPILED_GLOBS = ("adopter/analysis/*.py", "adopter/engine/*.py")
+COMPILED_GLOBS = ("adopter/analysis/*.py", "adopter/analysis/*/*.py", "adopter/engine/*.py")
 COMPILED_FILES = ("adopter/positions.py", "adopter/dsl/types.py")
 # Modules of those folders left interpreted: `engine/loading` and `engine/rule_docs` read data files
-# at start-up only, `analysis/crossfile` waits on jedi (untyped, in its own thread); compiling them buys
+# at start-up only, `analysis/crossfile/reach` waits on jedi (untyped, in its own thread); compiling them buys
 # nothing.
-EXCLUDED = frozenset({"adopter/engine/loading.py", "adopter/engine/rule_docs.py", "adopter/analysis/crossfile.py"})
+EXCLUDED = frozenset({"adopter/engine/loading.py", "adopter/engine/rule_docs.py", "adopter/analysis/crossfile/reach.py"})
 
 
 def sources(server: Path = SERVER) -> list[str]:

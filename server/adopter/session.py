@@ -308,7 +308,7 @@ class Session:
             module_file = self._analyse(text, path)
         else:
             from adopter.analysis import analyse
-            from adopter.analysis.source import check_input, new_parser
+            from adopter.analysis.parse.source import check_input, new_parser
             from adopter.parsed import ParsedText
 
             data, _ = check_input(text, path)

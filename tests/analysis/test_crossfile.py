@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from adopter.analysis import analyse
-from adopter.analysis.crossfile import CrossFileReach
-from adopter.analysis.resolver import ModuleResolver
+from adopter.analysis.crossfile.reach import CrossFileReach
+from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.dsl.printer import format_architecture
 from adopter.dsl.types import Ctor, ModuleFile
 from adopter.engine import check, detect_environment, load_rules

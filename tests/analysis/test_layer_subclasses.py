@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adopter.analysis.layer_subclasses import OWN_FORWARD
+from adopter.analysis.idioms.layer_subclasses import OWN_FORWARD
 from adopter.dsl.types import Ctor
 from adopter.engine import Environment, check, load_rules
 

@@ -11,8 +11,8 @@ from tree_sitter import Tree
 
 from adopter.analysis import analyse
 from adopter.analysis.incremental import DocumentAnalysis
-from adopter.analysis.reparse import reparse_start, whitespace_only
-from adopter.analysis.source import new_parser
+from adopter.analysis.parse.reparse import reparse_start, whitespace_only
+from adopter.analysis.parse.source import new_parser
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 from tree_sitter import Tree
 
 from adopter.analysis.analyser import Analyser
-from adopter.analysis.reparse import reparse_start, whitespace_only
-from adopter.analysis.resolver import ModuleResolver
-from adopter.analysis.source import check_input, new_parser
+from adopter.analysis.crossfile.resolver import ModuleResolver
+from adopter.analysis.parse.reparse import reparse_start, whitespace_only
+from adopter.analysis.parse.source import check_input, new_parser
 from adopter.dsl.types import ModuleFile, Problem, Severity
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adopter.analysis import reads
+from adopter.analysis.crossfile import reads
 
 if TYPE_CHECKING:
     from adopter.session import FileFix, RuleContext, Session

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from adopter.analysis.canonical import normalise_values
-from adopter.analysis.spellings import CANONICAL, CAST, CHOOSE, TRANSPARENT_METHODS
+from adopter.analysis.canonical.normalise import normalise_values
+from adopter.analysis.canonical.spellings import CANONICAL, CAST, CHOOSE, TRANSPARENT_METHODS
 from adopter.dsl.types import BindingPattern, Op, OpKind, OpPattern, PKwarg, Rule
 from adopter.engine.bindings import InitIndex
 

@@ -19,7 +19,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 if TYPE_CHECKING:
-    from adopter.analysis.crossfile import CrossFileReach
+    from adopter.analysis.crossfile.reach import CrossFileReach
     from adopter.lsp.server import AdopterServer
 
 log = logging.getLogger(__name__)
