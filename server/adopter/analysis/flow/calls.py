@@ -8,10 +8,9 @@ locals renamed apart from the caller's. Depth is bounded and recursion stops at 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tree_sitter import Node
 
+from adopter.analysis.flow.parts import Calls, Expressions, Statements
 from adopter.analysis.flow.state import (
     MAX_INLINE_DEPTH,
     MAX_NESTING,
@@ -22,15 +21,11 @@ from adopter.analysis.flow.state import (
     Submodule,
     as_value,
 )
-from adopter.analysis.flow.values import ExpressionFlow
 from adopter.analysis.names.naming import is_opaque_function
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.dsl.types import Expr, Kwarg, OpKind, Param, ParamKind, Ref, Stmt, Value
-
-if TYPE_CHECKING:
-    from adopter.analysis.flow.statements import StatementFlow
 
 
 def argument_nodes(call: Node) -> list[Node]:
@@ -41,12 +36,12 @@ def argument_nodes(call: Node) -> list[Node]:
     return [a for a in args.named_children if a.type != "comment"]
 
 
-class CallFlow:
+class CallFlow(Calls):
     """Evaluates calls of the current frame: emits the call's op, or inlines the callee's body."""
 
-    statements: StatementFlow  # set by FlowAnalysis: an inlined callee's body is walked there
+    statements: Statements  # set by FlowAnalysis: an inlined callee's body is walked there
 
-    def __init__(self, state: FlowState, expressions: ExpressionFlow) -> None:
+    def __init__(self, state: FlowState, expressions: Expressions) -> None:
         self.state = state
         self.src = state.src
         self.expressions = expressions

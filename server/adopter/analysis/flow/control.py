@@ -11,9 +11,8 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from adopter.analysis.flow.calls import argument_nodes
+from adopter.analysis.flow.parts import Control, Expressions, Statements
 from adopter.analysis.flow.state import MAX_NESTING, EnvVal, FlowState, Submodule
-from adopter.analysis.flow.statements import StatementFlow
-from adopter.analysis.flow.values import ExpressionFlow
 from adopter.analysis.names.assignments import target_leaves
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field
@@ -23,10 +22,10 @@ _ITERATION = frozenset({"range", "enumerate", "zip", "reversed", "sorted", "list
 _CONTAINER_METHODS = frozenset({"values", "children", "modules", "items"})
 
 
-class ControlFlow:
+class ControlFlow(Control):
     """Walks `if` statements and loops of the current frame into `Branch` and `Loop` statements."""
 
-    def __init__(self, state: FlowState, expressions: ExpressionFlow, statements: StatementFlow) -> None:
+    def __init__(self, state: FlowState, expressions: Expressions, statements: Statements) -> None:
         self.state = state
         self.src = state.src
         self.expressions = expressions

@@ -54,7 +54,8 @@ class FlowAnalysis:
         self._statements = StatementFlow(self.state, expressions)
         control = ControlFlow(self.state, expressions, self._statements)
         # The parts recurse into each other (an expression may be a call, an inlined call has a body,
-        # an `if` holds statements): these links point back up the order the parts are built in.
+        # an `if` holds statements): these links point back up the order the parts are built in. Each
+        # part holds the others as the interfaces of `parts.py` only, so no part module imports another.
         expressions.calls = calls
         calls.statements = self._statements
         self._statements.control = control

@@ -7,27 +7,22 @@ the ops that computed it are renamed to write the output directly (`flow_renamin
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tree_sitter import Node
 
+from adopter.analysis.flow.parts import Control, Expressions, Statements
 from adopter.analysis.flow.renaming import rename_in_callee
 from adopter.analysis.flow.state import IDENTIFIER, EnvVal, FlowState, LocalFunction, Submodule, as_value
-from adopter.analysis.flow.values import ExpressionFlow
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.dsl.types import OpKind, Ref, Return
 
-if TYPE_CHECKING:
-    from adopter.analysis.flow.control import ControlFlow
 
-
-class StatementFlow:
+class StatementFlow(Statements):
     """Walks the statements of the current frame's body, binding names and emitting ops."""
 
-    control: ControlFlow  # set by FlowAnalysis: `if` and loops hold bodies walked here
+    control: Control  # set by FlowAnalysis: `if` and loops hold bodies walked here
 
-    def __init__(self, state: FlowState, expressions: ExpressionFlow) -> None:
+    def __init__(self, state: FlowState, expressions: Expressions) -> None:
         self.state = state
         self.src = state.src
         self.expressions = expressions

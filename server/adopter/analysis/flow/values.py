@@ -7,17 +7,13 @@ tracked value (a parameter, a local, a temporary) emits nothing and yields its t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import CHOOSE
+from adopter.analysis.flow.parts import Calls, Expressions
 from adopter.analysis.flow.state import MAX_NESTING, EnvVal, FlowState, LocalFunction, Submodule, as_value
 from adopter.analysis.parse.source import Field
 from adopter.dsl.types import Branch, Expr, OpKind, Ref, Stmt, Value
-
-if TYPE_CHECKING:
-    from adopter.analysis.flow.calls import CallFlow
 
 # Attributes of a tensor that are metadata, not data: reading them is not an op worth a node.
 _META_ATTRS = frozenset({"dtype", "device", "is_cuda", "requires_grad", "layout", "is_sparse", "grad_fn"})
@@ -25,10 +21,10 @@ _BINARY = frozenset({"+", "-", "*", "/", "@", "**", "//", "%", "&", "|", "^", "<
 _COMPARE = frozenset({"<", ">", "==", "!=", "<=", ">="})
 
 
-class ExpressionFlow:
+class ExpressionFlow(Expressions):
     """Evaluates expressions of the current frame into ops and values."""
 
-    calls: CallFlow  # set by FlowAnalysis: a call's arguments are expressions, and a call is one
+    calls: Calls  # set by FlowAnalysis: a call's arguments are expressions, and a call is one
 
     def __init__(self, state: FlowState) -> None:
         self.state = state
