@@ -35,9 +35,13 @@ OUT = ROOT / "build" / "native"
 COMPILED_GLOBS = ("adopter/analysis/*.py", "adopter/analysis/*/*.py", "adopter/engine/*.py")
 COMPILED_FILES = ("adopter/positions.py", "adopter/dsl/types.py")
 # Modules of those folders left interpreted: `engine/loading` and `engine/rule_docs` read data files
-# at start-up only, `analysis/crossfile/reach` waits on jedi (untyped, in its own thread); compiling them buys
-# nothing.
-EXCLUDED = frozenset({"adopter/engine/loading.py", "adopter/engine/rule_docs.py", "adopter/analysis/crossfile/reach.py"})
+# at start-up only; cross-file reach (`analysis/crossfile/reach` and the parts split out of it) waits on
+# jedi (untyped, in its own thread) and reads other files with `ast`: compiling them buys nothing.
+EXCLUDED = frozenset({
+    "adopter/engine/loading.py", "adopter/engine/rule_docs.py",
+    *(f"adopter/analysis/crossfile/{name}.py"
+      for name in ("reach", "jedi_lookup", "ast_files", "evaluator", "init_source", "summary")),
+})
 
 
 def sources(server: Path = SERVER) -> list[str]:

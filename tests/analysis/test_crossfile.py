@@ -242,7 +242,7 @@ def test_a_file_with_nothing_to_reach_never_starts_jedi(tmp_path: Path) -> None:
     lone.write_text(MODEL.format(names="Missing", ctor="Missing()"), encoding="utf-8")
     reach = _reach(tmp_path)
     analyse(lone.read_text(encoding="utf-8"), str(lone), reach=reach)
-    assert reach.resolved == 0 and reach._jedi is None
+    assert reach.resolved == 0 and not reach.jedi.started
 
 
 SUMMARY = '''

@@ -20,7 +20,8 @@ from adopter.analysis.chains.lists import list_chains, splatted_lists
 from adopter.analysis.chains.methods import method_chains
 from adopter.analysis.chains.sequential_classes import is_sequential_class, sequential_class_chains
 from adopter.analysis.crossfile.importers import imported_elsewhere
-from adopter.analysis.crossfile.reach import CrossFileReach, InitSource
+from adopter.analysis.crossfile.init_source import InitSource
+from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
@@ -51,13 +52,23 @@ def default_resolver() -> ModuleResolver:
 
 
 def default_reach() -> CrossFileReach | None:
-    """The process-wide cross-file reach over the default resolver; None when `ADOPTER_CROSSFILE=0`."""
+    """The process-wide cross-file reach over the default resolver (resolving on the spot, never
+    deferred); None when `ADOPTER_CROSSFILE=0`."""
     global _DEFAULT_REACH
     if os.environ.get("ADOPTER_CROSSFILE", "1") == "0":
         return None
     if _DEFAULT_REACH is None:
         _DEFAULT_REACH = CrossFileReach(default_resolver())
     return _DEFAULT_REACH
+
+
+def deferred_reach() -> CrossFileReach | None:
+    """A new cross-file reach over the default resolver that queues the names it has not resolved yet
+    instead of waiting for jedi (the language server keeps one and hands it to its analyses); None when
+    `ADOPTER_CROSSFILE=0`."""
+    if os.environ.get("ADOPTER_CROSSFILE", "1") == "0":
+        return None
+    return CrossFileReach(default_resolver(), deferred=True)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from tree_sitter import Tree
 
 from adopter.analysis.analyser import Analyser
+from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.parse.reparse import reparse_start, whitespace_only
 from adopter.analysis.parse.source import check_input, new_parser
@@ -57,12 +58,16 @@ def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
 
 
 class DocumentAnalysis:
-    """The parse tree and analysis of one document, kept up to date edit by edit."""
+    """The parse tree and analysis of one document, kept up to date edit by edit.
 
-    def __init__(self, text: str, path: str | None = None, *, resolver: ModuleResolver | None = None) -> None:
+    `resolver` and `reach` as for `adopter.analysis.analyse`; the language server passes its own
+    deferred reach (`adopter.analysis.analyser.deferred_reach`)."""
+
+    def __init__(self, text: str, path: str | None = None, *, resolver: ModuleResolver | None = None,
+                 reach: CrossFileReach | None = None) -> None:
         self.path = path
         self._parser = new_parser()
-        self._analyser = Analyser(resolver)
+        self._analyser = Analyser(resolver, reach)
         self._text = text
         self._data: bytes | None = None
         self._tree: Tree | None = None
