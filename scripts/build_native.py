@@ -83,7 +83,7 @@ def current(out: Path, server: Path = SERVER, *, any_mypy: bool = False) -> bool
 
 
 def _module_name(path: Path, root: Path) -> str:
-    """`adopter/analysis/flow.cpython-311-x86_64-linux-gnu.so` -> `adopter.analysis.flow`."""
+    """`adopter/analysis/flow/forward.cpython-311-x86_64-linux-gnu.so` -> `adopter.analysis.flow.forward`."""
     rel = path.relative_to(root)
     return ".".join((*rel.parts[:-1], rel.name.split(".")[0]))
 

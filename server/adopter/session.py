@@ -332,7 +332,7 @@ class Session:
 
     def adopt(self, text: str, path: str | None, module_file: ModuleFile, matcher: UnitMatcher) -> Analysed:
         """Findings of a `ModuleFile` the caller analysed itself (the server's incremental analysis, which
-        equals the fresh analysis of `text`, broken text included: `adopter.analysis.salvage`)."""
+        equals the fresh analysis of `text`, broken text included: `adopter.analysis.parse.salvage`)."""
         return self._remember(self._matched(text, path, module_file, matcher))
 
     def _matched(self, text: str, path: str | None, module_file: ModuleFile, matcher: UnitMatcher | None) -> Analysed:

@@ -1,4 +1,4 @@
-"""Same-file subclasses of torch layers bound as that layer (`adopter.analysis.layer_subclasses`)."""
+"""Same-file subclasses of torch layers bound as that layer (`adopter.analysis.idioms.layer_subclasses`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""How edits are handed to tree-sitter (`adopter.analysis.reparse`): the tree after an edit is always
+"""How edits are handed to tree-sitter (`adopter.analysis.parse.reparse`): the tree after an edit is always
 exactly the tree a fresh parse of the new text gives, node by node, whether it was re-parsed with a
 widened edit range or only moved (a blank line's whitespace changed)."""
 

@@ -99,7 +99,7 @@ class Analyser:
             parse: Callable[[bytes], Tree] | None = None) -> ModuleFile:
         """The ModuleFile of `tree` (parsed from `data`); never raises for one unit's failure.
 
-        A text Python rejects is read as `adopter.analysis.salvage` masks it; `parse` parses the masked
+        A text Python rejects is read as `adopter.analysis.parse.salvage` masks it; `parse` parses the masked
         text (the incremental document re-parses it from its last tree), a fresh parse by default.
         """
         problems: list[Problem] = []

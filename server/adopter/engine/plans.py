@@ -68,7 +68,7 @@ def quick_possible(rule: Rule, keys: set[tuple[str, str]], init: InitIndex) -> b
 
 
 # ---------------------------------------------------------------------------------------------------
-# Canonical patterns: a rule's steps in the canonical form of `adopter.analysis.spellings`
+# Canonical patterns: a rule's steps in the canonical form of `adopter.analysis.canonical.spellings`
 # ---------------------------------------------------------------------------------------------------
 
 _CANONICAL: dict[int, tuple[Rule, Rule]] = {}

@@ -1,7 +1,7 @@
 """The canonical pass: every spelling of one operation becomes one op with normalised arguments.
 
 Runs over each analysed forward (and module-level function) after the flow analysis, driven by the
-table in `adopter.analysis.spellings`:
+table in `adopter.analysis.canonical.spellings`:
 
 - functions, tensor methods and operators that compute the same thing get one (kind, target):
   `x.softmax(-1)`, `torch.softmax(x, -1)`, `F.softmax(x, dim=-1)` are all
@@ -95,7 +95,7 @@ def canonical_architecture(arch: Architecture, thin: Mapping[str, tuple[Binding,
     """`arch` with its forward in canonical form.
 
     `thin`: same-file submodules whose forward only chains their own layers (attr -> those leaf layers,
-    named by path, `adopter.analysis.submodules`). Their leaves join the architecture's bindings (after
+    named by path, `adopter.analysis.idioms.submodules`). Their leaves join the architecture's bindings (after
     its own, with the spans of the submodule's `__init__`); `submodule_view` reads calls through them.
     """
     if arch.forward is None:

@@ -1,6 +1,6 @@
 """The table of spellings: every way to write one tensor operation, and its one canonical form.
 
-`adopter.analysis.canonical` rewrites the ops of every analysed forward with this table, and the rule
+`adopter.analysis.canonical.normalise` rewrites the ops of every analysed forward with this table, and the rule
 engine rewrites rule patterns with it, so a rule written against one spelling matches them all. A new
 spelling is one row here, not a new rule.
 

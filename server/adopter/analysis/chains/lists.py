@@ -11,7 +11,7 @@ MLP and conv-stack builders write
 
 (or `layers += [nn.Linear(...), nn.BatchNorm1d(...), nn.ReLU()]`, `layers.extend([...])`). Within one
 iteration the items follow each other in the Sequential, so each run of items added in order in one loop
-body is a chain (`adopter.analysis.sequential_classes.chain_of`: bindings with the constructors' own spans,
+body is a chain (`adopter.analysis.chains.sequential_classes.chain_of`: bindings with the constructors' own spans,
 reported without an automatic fix). An addition under a condition inside the loop body cuts the run. Lists
 filled without a loop are not read here: the canonical pass unrolls `nn.Sequential(*layers)` of those.
 """

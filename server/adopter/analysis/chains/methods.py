@@ -11,10 +11,10 @@ Model code builds many small Sequentials that no forward calls by name:
         self.stages.append(nn.Sequential(nn.Conv2d(c_in, c_out, 3), nn.BatchNorm2d(c_out), nn.ReLU()))
 
 Each positional `nn.Sequential(a, b, ...)` in a method of an `nn.Module` other than `forward` becomes a chain
-like the factory chains of `adopter.analysis.chains` (named `Class.method`, reported without an automatic
+like the factory chains of `adopter.analysis.chains.functions` (named `Class.method`, reported without an automatic
 fix), except one assigned straight to `self.<attr>`: that is a binding, whose layers the forward that calls
-it shows (`adopter.analysis.canonical` unrolls it). Lists filled in a loop and run as `nn.Sequential(*layers)`
-are read by `adopter.analysis.list_chains`. Names are read as in `__init__`: the method's own
+it shows (`adopter.analysis.canonical.normalise` unrolls it). Lists filled in a loop and run as `nn.Sequential(*layers)`
+are read by `adopter.analysis.chains.lists`. Names are read as in `__init__`: the method's own
 locals and parameter defaults, and `self.<attr>` holding a layer class (`self._norm_layer = norm_layer`
 with `norm_layer = nn.BatchNorm2d` under `if norm_layer is None`).
 """

@@ -11,7 +11,7 @@ Model code writes conv-norm-activation blocks as Sequential subclasses with no `
 
 or, child by child, `self.add_module("conv", nn.Conv2d(...))`. Sequential's own forward runs the children
 in order, so the class computes that chain. It becomes a small `Architecture` like the factory chains of
-`adopter.analysis.chains` (bindings = the children with their constructor spans, a forward that calls
+`adopter.analysis.chains.functions` (bindings = the children with their constructor spans, a forward that calls
 them in turn, every op's `origin` the Sequential construction: reported without an automatic fix).
 Children added under a condition or a loop end the chain there: what runs next to them is not certain.
 """

@@ -11,12 +11,14 @@ Conventions beyond `adopter.dsl.types`:
 - `x[i] = v` is `operator setitem(x, i, v)` with output `x`; `x += y` is `operator +(x, y)` with output `x`.
 
 The analysis is split by what it reads, each part a class holding the one `FlowState` it shares with
-the others (`flow_state.py`: frames, open blocks, op budget; defining, emitting, looking up):
-- `StatementFlow` (`flow_statements.py`): bodies, assignments, returns (`assignments.py` reads targets);
-- `ControlFlow` (`flow_control.py`): `if`/`elif`/`else`, loops, environments where paths join;
-- `ExpressionFlow` (`flow_values.py`): attribute reads, subscripts, operators, displays;
-- `CallFlow` (`flow_calls.py`): calls, and inlining same-file callees (`flow_renaming.py` renames
+the others (`state.py`: frames, open blocks, op budget; defining, emitting, looking up):
+- `StatementFlow` (`statements.py`): bodies, assignments, returns (`names/assignments.py` reads targets);
+- `ControlFlow` (`control.py`): `if`/`elif`/`else`, loops, environments where paths join;
+- `ExpressionFlow` (`values.py`): attribute reads, subscripts, operators, displays;
+- `CallFlow` (`calls.py`): calls, and inlining same-file callees (`renaming.py` renames
   a callee's returned local to the call's output).
+The parts call one another through the interface of `parts.py` (`Expressions`, `Calls`, `Statements`,
+`Control`), so no part module imports another.
 """
 
 from __future__ import annotations

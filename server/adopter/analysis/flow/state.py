@@ -2,7 +2,7 @@
 
 A `FlowState` holds the activation frames (the analysed function and the callees inlined into it), the
 blocks being filled, the op budget and the names in use; it defines locals, emits ops, looks names up
-and renders source text in the caller's terms. `flow.py` says how the parts that read and write it
+and renders source text in the caller's terms. `forward.py` says how the parts that read and write it
 (statements, control flow, expressions, calls) fit together.
 """
 

@@ -1,8 +1,8 @@
 """Statements in the flow analysis: assignments, augmented assignments, returns and the walk over a body.
 
-`if` and loops are handed to `ControlFlow` (`flow_control.py`), expressions to `ExpressionFlow`. A
+`if` and loops are handed to `ControlFlow` (`control.py`), expressions to `ExpressionFlow`. A
 `return` inside an inlined callee binds the call's outputs: when it returns one of the callee's locals,
-the ops that computed it are renamed to write the output directly (`flow_renaming.py`).
+the ops that computed it are renamed to write the output directly (`renaming.py`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Expressions in the flow analysis: the ops an expression performs and the value it yields.
 
 Attribute reads, subscripts, arithmetic, comparisons, displays and conditional expressions are
-evaluated here; calls are handed to `CallFlow` (`flow_calls.py`). An expression that touches no
+evaluated here; calls are handed to `CallFlow` (`calls.py`). An expression that touches no
 tracked value (a parameter, a local, a temporary) emits nothing and yields its text as an `Expr`.
 """
 

@@ -23,7 +23,7 @@ binding to such a class becomes the torch layer's constructor, with `origin` nam
 - any other forward (a LoRA branch added to the output) is not the layer: the binding stays as written.
 
 With its own `__init__` the subclass's arguments are not the layer's, so they are dropped (as
-`adopter.analysis.crossfile` does for layers found in other files).
+`adopter.analysis.crossfile.reach` does for layers found in other files).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Assignment statements read one way for every analysis: chained targets, the value, unpacking.
 
-`__init__`'s bindings (`bindings.py`) and `forward`'s data flow (`flow.py`) both walk `a = b = x`,
+`__init__`'s bindings (`scope/bindings.py`) and `forward`'s data flow (`flow/`) both walk `a = b = x`,
 `a, (b, *c) = x, y, z` and `[a, b] = x, y` through these functions, so the two never disagree on which
 target receives which value.
 """
