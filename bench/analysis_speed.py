@@ -57,7 +57,7 @@ def main() -> int:
     from adopter.analysis import ModuleResolver, analyse
     from adopter.analysis.analyser import Analyser
     from adopter.analysis.incremental import DocumentAnalysis
-    from adopter.analysis.source import new_parser
+    from adopter.analysis.parse.source import new_parser
     from adopter.corpus import modeling_files, wheel_path
 
     archive = wheel_path()

@@ -14,7 +14,7 @@ latest version, that a quick fix resolved for a stale version carries no edit, a
 for the current text.
 
 A text Python's parser rejects is compared as well, its syntax errors included: both paths read it
-through the same error-tolerant masking (`adopter.analysis.salvage`), whatever edits led there.
+through the same error-tolerant masking (`adopter.analysis.parse.salvage`), whatever edits led there.
 
     .venv/bin/python bench/lsp_fuzz.py [--files 15] [--edits 10000] [--seed 0] [--json OUT]
 """

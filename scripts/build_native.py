@@ -32,12 +32,16 @@ OUT = ROOT / "build" / "native"
 
 # What gets compiled: modules that are fully typed (mypy --strict) and hot on every keystroke.
 # Package `__init__` modules stay interpreted (they are tiny and the loader keys on module files).
-COMPILED_GLOBS = ("adopter/analysis/*.py", "adopter/engine/*.py")
+COMPILED_GLOBS = ("adopter/analysis/*.py", "adopter/analysis/*/*.py", "adopter/engine/*.py")
 COMPILED_FILES = ("adopter/positions.py", "adopter/dsl/types.py")
 # Modules of those folders left interpreted: `engine/loading` and `engine/rule_docs` read data files
-# at start-up only, `analysis/crossfile` waits on jedi (untyped, in its own thread); compiling them buys
-# nothing.
-EXCLUDED = frozenset({"adopter/engine/loading.py", "adopter/engine/rule_docs.py", "adopter/analysis/crossfile.py"})
+# at start-up only; cross-file reach (`analysis/crossfile/reach` and the parts split out of it) waits on
+# jedi (untyped, in its own thread) and reads other files with `ast`: compiling them buys nothing.
+EXCLUDED = frozenset({
+    "adopter/engine/loading.py", "adopter/engine/rule_docs.py",
+    *(f"adopter/analysis/crossfile/{name}.py"
+      for name in ("reach", "jedi_lookup", "ast_files", "evaluator", "init_source", "summary")),
+})
 
 
 def sources(server: Path = SERVER) -> list[str]:
@@ -79,7 +83,7 @@ def current(out: Path, server: Path = SERVER, *, any_mypy: bool = False) -> bool
 
 
 def _module_name(path: Path, root: Path) -> str:
-    """`adopter/analysis/flow.cpython-311-x86_64-linux-gnu.so` -> `adopter.analysis.flow`."""
+    """`adopter/analysis/flow/forward.cpython-311-x86_64-linux-gnu.so` -> `adopter.analysis.flow.forward`."""
     rel = path.relative_to(root)
     return ".".join((*rel.parts[:-1], rel.name.split(".")[0]))
 

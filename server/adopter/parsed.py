@@ -65,7 +65,7 @@ def _python2(root: Node) -> bool:
     from tree_sitter import Query, QueryCursor
 
     if _PYTHON2 is None:
-        from adopter.analysis.source import language
+        from adopter.analysis.parse.source import language
 
         _PYTHON2 = Query(language(), "[(print_statement) (exec_statement)] @statement")
     return bool(QueryCursor(_PYTHON2).captures(root))
@@ -189,7 +189,7 @@ class ParsedText:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
             return cls(text, None)
-        from adopter.analysis.source import new_parser
+        from adopter.analysis.parse.source import new_parser
 
         return cls(text, new_parser().parse(data))
 

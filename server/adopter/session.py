@@ -31,6 +31,7 @@ from adopter.dsl.types import Architecture, Forward, ModuleFile, Problem, Rule, 
 from adopter.engine.types import Finding
 
 if TYPE_CHECKING:
+    from adopter.analysis.crossfile.reach import CrossFileReach
     from adopter.analysis.incremental import DocumentAnalysis
     from adopter.engine.environment import Environment
     from adopter.parsed import ParsedText
@@ -193,9 +194,10 @@ class OpenText:
     findings (`matcher`). The server keeps one per open Python document, on its analysis thread only;
     `Session.update` analyses and matches its current text."""
 
-    def __init__(self, text: str, path: str | None) -> None:
+    def __init__(self, text: str, path: str | None, *, reach: CrossFileReach | None = None) -> None:
         self.path = path
         self.text = text
+        self.reach = reach  # cross-file reach for the analysis (None: the process default)
         self.matcher = UnitMatcher()
         self._analysis: DocumentAnalysis | None = None
         self._fresh = True
@@ -207,7 +209,7 @@ class OpenText:
         except ImportError:
             self._analysis = None  # `analyse()` of the whole text stands in
             return
-        self._analysis = DocumentAnalysis(self.text, self.path)
+        self._analysis = DocumentAnalysis(self.text, self.path, reach=self.reach)
         self._fresh = True
 
     def reset(self, text: str) -> None:
@@ -239,7 +241,7 @@ class OpenText:
             return self._analysis.result(), how
         from adopter.analysis import analyse
 
-        return analyse(self.text, self.path), "full"
+        return analyse(self.text, self.path, reach=self.reach), "full"
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,9 +271,11 @@ class Session:
     main thread. The cache has its own lock so a stray reader cannot corrupt it.
     """
 
-    def __init__(self, context: RuleContext, *, analyse: Callable[[str, str | None], ModuleFile] | None = None) -> None:
+    def __init__(self, context: RuleContext, *, analyse: Callable[[str, str | None], ModuleFile] | None = None,
+                 reach: CrossFileReach | None = None) -> None:
         self.context = context
         self._analyse = analyse
+        self.reach = reach  # cross-file reach of the analyses this session runs (None: the process default)
         self._cache: OrderedDict[tuple[str | None, str], Analysed] = OrderedDict()
         self._lock = threading.Lock()
         self.analyses = 0  # full analyses this session ran (for the benchmarks and tests)
@@ -308,12 +312,12 @@ class Session:
             module_file = self._analyse(text, path)
         else:
             from adopter.analysis import analyse
-            from adopter.analysis.source import check_input, new_parser
+            from adopter.analysis.parse.source import check_input, new_parser
             from adopter.parsed import ParsedText
 
             data, _ = check_input(text, path)
             tree = new_parser().parse(data) if data is not None else None
-            module_file = analyse(text, path, tree=tree)  # one tree-sitter parse for analysis and planning
+            module_file = analyse(text, path, tree=tree, reach=self.reach)  # one parse for analysis and planning
             parsed = ParsedText(text, tree) if tree is not None else None
         self.analyses += 1
         analysed = self._matched(text, path, module_file, None)
@@ -328,7 +332,7 @@ class Session:
 
     def adopt(self, text: str, path: str | None, module_file: ModuleFile, matcher: UnitMatcher) -> Analysed:
         """Findings of a `ModuleFile` the caller analysed itself (the server's incremental analysis, which
-        equals the fresh analysis of `text`, broken text included: `adopter.analysis.salvage`)."""
+        equals the fresh analysis of `text`, broken text included: `adopter.analysis.parse.salvage`)."""
         return self._remember(self._matched(text, path, module_file, matcher))
 
     def _matched(self, text: str, path: str | None, module_file: ModuleFile, matcher: UnitMatcher | None) -> Analysed:

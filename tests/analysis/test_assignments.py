@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from tree_sitter import Node
 
-from adopter.analysis.assignments import element_pairs, read_assignment, target_leaves
-from adopter.analysis.source import SourceText, new_parser
+from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
+from adopter.analysis.parse.source import SourceText, new_parser
 
 
 def parse(line: str) -> tuple[tuple[list[Node], Node] | None, SourceText]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from adopter.analysis.canonical import matmul_plan, normalise, product_layout
-from adopter.analysis.spellings import CANONICAL, SIGNATURES, SOFTMAX
+from adopter.analysis.canonical.normalise import matmul_plan, normalise, product_layout
+from adopter.analysis.canonical.spellings import CANONICAL, SIGNATURES, SOFTMAX
 from adopter.dsl.types import Branch, Expr, Kwarg, Ref
 
 from .helpers import arch, forward_lines, lines, ops

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from adopter.analysis import analyse
-from adopter.analysis.crossfile import CrossFileReach
-from adopter.analysis.resolver import ModuleResolver
+from adopter.analysis.crossfile.reach import CrossFileReach
+from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.dsl.printer import format_architecture
 from adopter.dsl.types import Ctor, ModuleFile
 from adopter.engine import check, detect_environment, load_rules
@@ -242,7 +242,7 @@ def test_a_file_with_nothing_to_reach_never_starts_jedi(tmp_path: Path) -> None:
     lone.write_text(MODEL.format(names="Missing", ctor="Missing()"), encoding="utf-8")
     reach = _reach(tmp_path)
     analyse(lone.read_text(encoding="utf-8"), str(lone), reach=reach)
-    assert reach.resolved == 0 and reach._jedi is None
+    assert reach.resolved == 0 and not reach.jedi.started
 
 
 SUMMARY = '''

@@ -136,7 +136,7 @@ def test_a_bracket_typed_inside_a_list_hides_no_class() -> None:
     ],
 )
 def test_unbalanced_bracket(text: str, culprit: str | None) -> None:
-    from adopter.analysis.source import _unbalanced_bracket
+    from adopter.analysis.parse.source import _unbalanced_bracket
 
     data = text.encode()
     at = _unbalanced_bracket(data, 0, len(data))

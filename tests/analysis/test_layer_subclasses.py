@@ -1,8 +1,8 @@
-"""Same-file subclasses of torch layers bound as that layer (`adopter.analysis.layer_subclasses`)."""
+"""Same-file subclasses of torch layers bound as that layer (`adopter.analysis.idioms.layer_subclasses`)."""
 
 from __future__ import annotations
 
-from adopter.analysis.layer_subclasses import OWN_FORWARD
+from adopter.analysis.idioms.layer_subclasses import OWN_FORWARD
 from adopter.dsl.types import Ctor
 from adopter.engine import Environment, check, load_rules
 

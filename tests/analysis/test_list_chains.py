@@ -1,4 +1,4 @@
-"""Layers appended to a list in a loop, then run as `nn.Sequential(*layers)` (`adopter.analysis.list_chains`)."""
+"""Layers appended to a list in a loop, then run as `nn.Sequential(*layers)` (`adopter.analysis.chains.lists`)."""
 
 from __future__ import annotations
 

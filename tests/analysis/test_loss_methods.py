@@ -1,4 +1,4 @@
-"""Loss methods of a module read like its forward (`adopter.analysis.loss_methods`)."""
+"""Loss methods of a module read like its forward (`adopter.analysis.idioms.loss_methods`)."""
 
 from __future__ import annotations
 

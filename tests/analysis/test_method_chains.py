@@ -1,4 +1,4 @@
-"""Sequentials built in a module's methods but not bound to an attribute (`adopter.analysis.method_chains`)."""
+"""Sequentials built in a module's methods but not bound to an attribute (`adopter.analysis.chains.methods`)."""
 
 from __future__ import annotations
 

@@ -64,11 +64,11 @@ def test_a_changed_source_disables_the_build() -> None:
 
 def test_disabled_by_environment_variable() -> None:
     env = {**os.environ, "ADOPTER_NATIVE": "0"}
-    code = "import adopter, adopter._native as n, adopter.analysis.flow as f; print(n.state['active'], f.__file__)"
+    code = "import adopter, adopter._native as n, adopter.analysis.flow.forward as f; print(n.state['active'], f.__file__)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     active, path = out.stdout.split()
-    assert active == "False" and path.endswith("flow.py")
+    assert active == "False" and path.endswith("forward.py")
 
 
 def test_an_installed_wheel_serves_its_own_compiled_modules(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_an_installed_wheel_serves_its_own_compiled_modules(tmp_path: Path) -> N
     shutil.copytree(Path(_native.__file__).resolve().parent, site / "adopter",
                     ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
     shutil.copytree(build, site / "adopter" / "_compiled")
-    code = ("import adopter, adopter._native as n, adopter.analysis.flow as f; "
+    code = ("import adopter, adopter._native as n, adopter.analysis.flow.forward as f; "
             "print(n.state['active'], n.build_folder() == n.WHEEL_BUILD, f.__file__)")
     env = {**os.environ, "PYTHONPATH": str(site), "ADOPTER_NATIVE": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
@@ -94,10 +94,10 @@ def test_an_installed_wheel_serves_its_own_compiled_modules(tmp_path: Path) -> N
         pytest.skip("the native build is not current for these sources (run scripts/build_native.py)")
     assert path.startswith(str(site / "adopter" / "_compiled"))
     # An edited installed source turns the wheel's build off, as in a checkout.
-    flow = site / "adopter" / "analysis" / "flow.py"
+    flow = site / "adopter" / "analysis" / "flow" / "forward.py"
     flow.write_text(flow.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
                          cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     active, _, path = out.stdout.split()
-    assert active == "False" and path.endswith("flow.py")
+    assert active == "False" and path.endswith("forward.py")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adopter.analysis.optimizers import mentions_optimizer
+from adopter.analysis.idioms.optimizers import mentions_optimizer
 from adopter.dsl.types import Op, OpKind
 from adopter.engine import Environment, check, load_rules
 

@@ -1,4 +1,4 @@
-"""How edits are handed to tree-sitter (`adopter.analysis.reparse`): the tree after an edit is always
+"""How edits are handed to tree-sitter (`adopter.analysis.parse.reparse`): the tree after an edit is always
 exactly the tree a fresh parse of the new text gives, node by node, whether it was re-parsed with a
 widened edit range or only moved (a blank line's whitespace changed)."""
 
@@ -11,8 +11,8 @@ from tree_sitter import Tree
 
 from adopter.analysis import analyse
 from adopter.analysis.incremental import DocumentAnalysis
-from adopter.analysis.reparse import reparse_start, whitespace_only
-from adopter.analysis.source import new_parser
+from adopter.analysis.parse.reparse import reparse_start, whitespace_only
+from adopter.analysis.parse.source import new_parser
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adopter.analysis.canonical import submodule_view
+from adopter.analysis.canonical.normalise import submodule_view
 from adopter.dsl.types import Ctor, Op
 
 from .helpers import HEADER, arch, reanalysed_after

@@ -121,7 +121,7 @@ def test_the_cache_can_be_turned_off(tree: Path, capsys: pytest.CaptureFixture[s
 
 def test_input_errors_and_options(tree: Path, capsys: pytest.CaptureFixture[str],
                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("adopter.analysis.source.MAX_BYTES", 64)
+    monkeypatch.setattr("adopter.analysis.parse.source.MAX_BYTES", 64)
     code, _, err = run(capsys, "check", "tree/relu.py", "tree/pkg/base.py", "--jobs", "1", *rules())
     assert code == 2 and "tree/relu.py: too large to analyse" in err
     with pytest.raises(SystemExit) as exit_:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adopter.analysis.canonical import canonical_architecture, canonical_forward
+from adopter.analysis.canonical.normalise import canonical_architecture, canonical_forward
 from adopter.dsl.types import (
     Architecture,
     Binding,

@@ -63,3 +63,38 @@ async def test_saving_the_imported_file_refreshes_the_open_file(client: Language
     client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
         types.FileEvent(uri=acts.as_uri(), type=types.FileChangeType.Changed)]))
     await _until(client, uri, True)
+
+
+def test_the_server_defers_through_its_own_reach_and_leaves_the_process_default_alone(tmp_path: Path) -> None:
+    """The server's analyses queue names for jedi through the reach it holds (`Analyses.reach`); an
+    analysis elsewhere in the same process (the CLI's, a test's) still resolves on the spot: nothing
+    process-wide is switched."""
+    from adopter.analysis import analyse
+    from adopter.analysis.analyser import default_reach
+    from adopter.lsp.documents import Analyses
+    from adopter.lsp.pipeline import load_rule_context
+    from adopter.lsp.settings import Settings
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "acts.py").write_text(ACTS.format(fn="gelu"), encoding="utf-8")
+    model = pkg / "model.py"
+    model.write_text(MODEL, encoding="utf-8")
+
+    analyses = Analyses(lambda: context)
+    reach = analyses.reach()
+    assert reach is not None and reach.deferred and analyses.reach() is reach
+    context = load_rule_context(Settings(), tmp_path, reach)
+    assert context.session.reach is reach
+    doc = analyses.open(model.as_uri(), "python", MODEL, 1)
+    analyses.compute(doc)
+    assert doc.model is not None and doc.model.reach is reach
+    assert reach.has_pending()  # queued, not looked up on the analysis thread
+
+    process_default = default_reach()
+    assert process_default is not None and not process_default.deferred
+    (mlp,) = analyse(MODEL, str(model)).architectures  # the default reach: resolved now
+    act = next(b for b in mlp.init.bindings if b.attr == "act") if mlp.init else None
+    assert act is not None and getattr(act.value, "origin", None)
+    assert reach.resolve_pending() >= 1

@@ -80,7 +80,7 @@ async def run_sequence(client: LanguageClient, original: str, data: st.DataObjec
     fresh = sorted(map(key, await analysed(client, fresh_uri, 1)))
     for done in (uri, fresh_uri):
         client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=done)))
-    # Broken or not, the edited document reads as a fresh open of its text does (adopter.analysis.salvage):
+    # Broken or not, the edited document reads as a fresh open of its text does (adopter.analysis.parse.salvage):
     # the same findings and the same syntax errors.
     assert edited == fresh
 

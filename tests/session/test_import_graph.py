@@ -7,7 +7,11 @@ A module is a node; `from adopter.a import b` is an edge to `adopter.a.b` when t
 edge is left out: a package that imports its own submodules is not a cycle.
 
 `KNOWN` lists the cycles that were there when this test was written and are not removed yet, each with
-what would break it; it may only shrink. Any other cycle fails the test.
+what would break it; it may only shrink (it is empty now). Any other cycle fails the test.
+
+No import goes up a layer either: `LAYERS` orders the package's parts, lowest first, from what the code
+does (issue 21's must-hold); a module may import its own layer and those below, never one above. Inside
+the analysis core, `ANALYSIS_STAGES` orders its sub-packages the same way.
 """
 
 from __future__ import annotations
@@ -20,12 +24,34 @@ SERVER = Path(__file__).resolve().parents[2] / "server"
 PACKAGE = SERVER / "adopter"
 
 # Cycles still to break. Remove an entry when its cycle is gone; never add one.
-KNOWN: list[frozenset[str]] = [
-    # The flow modules import each other and are wired after construction; issue 21 item 2 gives them an
-    # explicit shared interface (analysis/ in sub-packages), which removes this cycle.
-    frozenset({"adopter.analysis.flow_calls", "adopter.analysis.flow_control", "adopter.analysis.flow_statements",
-               "adopter.analysis.flow_values"}),
-]
+KNOWN: list[frozenset[str]] = []
+
+# The package's layers, lowest first. A module of one layer imports modules of its own layer and of the
+# layers below only. `adopter` is the package's own `__init__` (the version, the native loader).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # what everything may use: the version, the native loader, data files, the corpus reader, executors
+    ("adopter", "adopter._native", "adopter.resources", "adopter.corpus", "adopter.executors",
+     "adopter.construction"),
+    ("adopter.dsl", "adopter.positions"),  # the rule language and its types; positions in a text
+    ("adopter.analysis",),  # the analysis core: source text -> ModuleFile (never pygls or torch)
+    ("adopter.engine", "adopter.parsed"),  # rule matching; one shared parse of a text
+    ("adopter.synth",),  # rewrites: a leaf that is handed what it verifies with
+    ("adopter.session",),  # the one owner of analysis -> matching -> fix decisions
+    ("adopter.verify", "adopter.wham"),  # features beside the pipeline: verification runs, accelerator search
+    ("adopter.cli", "adopter.commands", "adopter.lsp", "adopter.__main__"),  # the front ends
+)
+
+# The analysis core's sub-packages (its stages), lowest first, by the same rule.
+ANALYSIS_STAGES: tuple[tuple[str, ...], ...] = (
+    ("canonical", "parse"),  # the table of spellings and the canonical pass; the parser and salvage
+    ("names",),  # one file's symbol table, signatures, assignment targets
+    ("crossfile",),  # reading other files: base classes, imported layers, importers
+    ("scope",),  # nn.Module classes and `__init__` bindings
+    ("flow",),  # the data and control flow of a forward
+    ("chains", "idioms"),  # Sequentials built outside a forward; layer subclasses, loss methods, ...
+    ("analyser",),  # one file's analysis, driving every stage
+    ("incremental", ""),  # an open document's analysis; the package's face (`analyse`)
+)
 
 
 def module_name(path: Path) -> str:
@@ -128,6 +154,70 @@ def test_the_known_cycles_are_still_there() -> None:
     """A cycle that is gone must leave `KNOWN` (the list only shrinks)."""
     found = cycles(graph())
     assert [sorted(c) for c in KNOWN if c not in found] == []
+
+
+def layer_of(module: str, layers: tuple[tuple[str, ...], ...], prefix: str = "") -> int | None:
+    """The index in `layers` of the longest entry that is `module` or a package holding it."""
+    best: tuple[int, int] | None = None
+    for rank, names in enumerate(layers):
+        for entry in names:
+            full = f"{prefix}{entry}" if entry else prefix.rstrip(".")
+            if (module == full or module.startswith(full + ".")) and (best is None or len(full) > best[1]):
+                best = (rank, len(full))
+    return None if best is None else best[0]
+
+
+def upward_imports(edges: dict[str, set[str]], layers: tuple[tuple[str, ...], ...],
+                   prefix: str = "") -> list[str]:
+    """Every import from a module to one of a higher layer, as `a -> b`."""
+    out = []
+    for a in sorted(edges):
+        la = layer_of(a, layers, prefix)
+        if la is None:
+            continue
+        for b in sorted(edges[a]):
+            lb = layer_of(b, layers, prefix)
+            if lb is not None and lb > la:
+                out.append(f"{a} -> {b}")
+    return out
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [m for m in graph() if layer_of(m, LAYERS) is None] == []
+    analysis = [m for m in graph() if m.startswith("adopter.analysis")]
+    assert [m for m in analysis if layer_of(m, ANALYSIS_STAGES, "adopter.analysis.") is None] == []
+
+
+def test_no_import_goes_up_a_layer() -> None:
+    assert upward_imports(graph(), LAYERS) == []
+
+
+def test_no_import_goes_up_a_stage_of_the_analysis() -> None:
+    edges = {a: {b for b in bs if b.startswith("adopter.analysis")}
+             for a, bs in graph().items() if a.startswith("adopter.analysis")}
+    assert upward_imports(edges, ANALYSIS_STAGES, "adopter.analysis.") == []
+
+
+def test_the_layer_check_finds_upward_imports() -> None:
+    layers = (("low",), ("mid", "mid2"), ("high",))
+    edges = {"low.a": {"mid.b"}, "mid.b": {"low.a", "mid2"}, "high": {"mid.b"}, "mid2": {"high.x"}}
+    assert upward_imports(edges, layers) == ["low.a -> mid.b", "mid2 -> high.x"]
+    assert layer_of("mid2.sub", layers) == 1 and layer_of("elsewhere", layers) is None
+
+
+def test_the_analysis_core_never_imports_pygls_or_torch() -> None:
+    """Anywhere in its modules, function bodies included (`tests/dsl/test_pure_layers.py` checks only
+    what importing the packages loads)."""
+    heavy = {"pygls", "lsprotocol", "torch"}
+    found = []
+    for name, path in modules().items():
+        if not name.startswith(("adopter.analysis", "adopter.dsl", "adopter.engine", "adopter.positions")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                       else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{name}: {t}" for t in targets if t.split(".")[0] in heavy]
+    assert found == []
 
 
 def test_the_graph_sees_every_kind_of_import() -> None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from adopter.analysis.analyser import Analyser
-from adopter.analysis.crossfile import CrossFileReach
-from adopter.analysis.resolver import ModuleResolver
-from adopter.analysis.source import check_input, new_parser
+from adopter.analysis.crossfile.reach import CrossFileReach
+from adopter.analysis.crossfile.resolver import ModuleResolver
+from adopter.analysis.parse.source import check_input, new_parser
 from adopter.dsl.types import ModuleFile, Problem, Severity
 
 if TYPE_CHECKING:

@@ -14,24 +14,29 @@ from dataclasses import dataclass, replace
 
 from tree_sitter import Node, Tree
 
-from adopter.analysis.bindings import InitAnalysis
-from adopter.analysis.canonical import canonical_architecture, canonical_forward
-from adopter.analysis.chains import sequential_chains
-from adopter.analysis.classes import ClassTable
-from adopter.analysis.crossfile import CrossFileReach, InitSource
-from adopter.analysis.flow import FlowAnalysis
-from adopter.analysis.importers import imported_elsewhere
-from adopter.analysis.layer_subclasses import bind_layer_subclasses
-from adopter.analysis.list_chains import list_chains, splatted_lists
-from adopter.analysis.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
-from adopter.analysis.method_chains import method_chains
-from adopter.analysis.optimizers import file_mentions_optimizer, optimizer_methods, resolve_optimizer_classes
-from adopter.analysis.resolver import ModuleResolver
-from adopter.analysis.salvage import ParseMemo, salvage
-from adopter.analysis.sequential_classes import is_sequential_class, sequential_class_chains
-from adopter.analysis.source import Field, SourceText, is_broken
-from adopter.analysis.submodules import stateless_submodules, thin_submodules
-from adopter.analysis.symbols import ModuleSymbols
+from adopter.analysis.canonical.normalise import canonical_architecture, canonical_forward
+from adopter.analysis.chains.functions import sequential_chains
+from adopter.analysis.chains.lists import list_chains, splatted_lists
+from adopter.analysis.chains.methods import method_chains
+from adopter.analysis.chains.sequential_classes import is_sequential_class, sequential_class_chains
+from adopter.analysis.crossfile.importers import imported_elsewhere
+from adopter.analysis.crossfile.init_source import InitSource
+from adopter.analysis.crossfile.reach import CrossFileReach
+from adopter.analysis.crossfile.resolver import ModuleResolver
+from adopter.analysis.flow.forward import FlowAnalysis
+from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
+from adopter.analysis.idioms.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
+from adopter.analysis.idioms.optimizers import (
+    file_mentions_optimizer,
+    optimizer_methods,
+    resolve_optimizer_classes,
+)
+from adopter.analysis.idioms.submodules import stateless_submodules, thin_submodules
+from adopter.analysis.names.symbols import ModuleSymbols
+from adopter.analysis.parse.salvage import ParseMemo, salvage
+from adopter.analysis.parse.source import Field, SourceText, is_broken
+from adopter.analysis.scope.bindings import InitAnalysis
+from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Architecture, Ctor, Forward, ModuleFile, Problem, Severity
 
 _DEFAULT_RESOLVER: ModuleResolver | None = None
@@ -47,13 +52,23 @@ def default_resolver() -> ModuleResolver:
 
 
 def default_reach() -> CrossFileReach | None:
-    """The process-wide cross-file reach over the default resolver; None when `ADOPTER_CROSSFILE=0`."""
+    """The process-wide cross-file reach over the default resolver (resolving on the spot, never
+    deferred); None when `ADOPTER_CROSSFILE=0`."""
     global _DEFAULT_REACH
     if os.environ.get("ADOPTER_CROSSFILE", "1") == "0":
         return None
     if _DEFAULT_REACH is None:
         _DEFAULT_REACH = CrossFileReach(default_resolver())
     return _DEFAULT_REACH
+
+
+def deferred_reach() -> CrossFileReach | None:
+    """A new cross-file reach over the default resolver that queues the names it has not resolved yet
+    instead of waiting for jedi (the language server keeps one and hands it to its analyses); None when
+    `ADOPTER_CROSSFILE=0`."""
+    if os.environ.get("ADOPTER_CROSSFILE", "1") == "0":
+        return None
+    return CrossFileReach(default_resolver(), deferred=True)
 
 
 @dataclass(frozen=True)
@@ -84,7 +99,7 @@ class Analyser:
             parse: Callable[[bytes], Tree] | None = None) -> ModuleFile:
         """The ModuleFile of `tree` (parsed from `data`); never raises for one unit's failure.
 
-        A text Python rejects is read as `adopter.analysis.salvage` masks it; `parse` parses the masked
+        A text Python rejects is read as `adopter.analysis.parse.salvage` masks it; `parse` parses the masked
         text (the incremental document re-parses it from its last tree), a fresh parse by default.
         """
         problems: list[Problem] = []

@@ -9,7 +9,7 @@ functions, top-level code) whose source text, position or module-level dependenc
 `invalidate()` drops the caches (e.g. when other workspace files changed). Not thread-safe: one
 document, one caller at a time. Never raises from `result()`.
 
-Broken text. A text Python rejects is read through `adopter.analysis.salvage`, a function of the text
+Broken text. A text Python rejects is read through `adopter.analysis.parse.salvage`, a function of the text
 alone: the statements that do not parse are blanked, the rest is analysed, and the syntax errors are
 reported at their real lines, exactly as `adopter check` reads the same text. The masked text is
 re-parsed incrementally from the last analysed tree (a half-typed line changes a few bytes of it), and
@@ -22,9 +22,10 @@ from __future__ import annotations
 from tree_sitter import Tree
 
 from adopter.analysis.analyser import Analyser
-from adopter.analysis.reparse import reparse_start, whitespace_only
-from adopter.analysis.resolver import ModuleResolver
-from adopter.analysis.source import check_input, new_parser
+from adopter.analysis.crossfile.reach import CrossFileReach
+from adopter.analysis.crossfile.resolver import ModuleResolver
+from adopter.analysis.parse.reparse import reparse_start, whitespace_only
+from adopter.analysis.parse.source import check_input, new_parser
 from adopter.dsl.types import ModuleFile, Problem, Severity
 
 
@@ -57,12 +58,16 @@ def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
 
 
 class DocumentAnalysis:
-    """The parse tree and analysis of one document, kept up to date edit by edit."""
+    """The parse tree and analysis of one document, kept up to date edit by edit.
 
-    def __init__(self, text: str, path: str | None = None, *, resolver: ModuleResolver | None = None) -> None:
+    `resolver` and `reach` as for `adopter.analysis.analyse`; the language server passes its own
+    deferred reach (`adopter.analysis.analyser.deferred_reach`)."""
+
+    def __init__(self, text: str, path: str | None = None, *, resolver: ModuleResolver | None = None,
+                 reach: CrossFileReach | None = None) -> None:
         self.path = path
         self._parser = new_parser()
-        self._analyser = Analyser(resolver)
+        self._analyser = Analyser(resolver, reach)
         self._text = text
         self._data: bytes | None = None
         self._tree: Tree | None = None
@@ -118,7 +123,7 @@ class DocumentAnalysis:
 
     def _reparse(self, old_tree: Tree, old: bytes, new: bytes) -> Tree:
         """Parse `new` reusing `old_tree` (parsed from `old`, left unchanged); the changed range is
-        found by diffing and shaped for reuse (`adopter.analysis.reparse`). Returning to the text
+        found by diffing and shaped for reuse (`adopter.analysis.parse.reparse`). Returning to the text
         before the last change (a typed character deleted, an undo) takes that text's tree as it was:
         tree-sitter re-parses some such edits in full."""
         if self._previous is not None and self._previous[0] == new:
@@ -140,7 +145,7 @@ class DocumentAnalysis:
             old_end_point=_point(old, old_end),
             new_end_point=_point(new, new_end),
         )
-        if tokens_same:  # see adopter.analysis.reparse: the moved tree is what a parse would give
+        if tokens_same:  # see adopter.analysis.parse.reparse: the moved tree is what a parse would give
             return old_tree
         return self._parser.parse(new, old_tree)
 

@@ -107,7 +107,7 @@ def read_source(path: Path) -> tuple[str | None, str | None]:
 def read_input(path: Path) -> tuple[bytes | None, str | None]:
     """The file's bytes, checked to be UTF-8 text the analysis takes, or why they are not (one line
     naming the file and what to do). A file too large to analyse is not read at all."""
-    from adopter.analysis.source import MAX_BYTES
+    from adopter.analysis.parse.source import MAX_BYTES
 
     try:
         with path.open("rb") as handle:

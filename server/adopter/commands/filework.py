@@ -3,7 +3,7 @@
 A task is a chunk of files, each given as its text (a worker never reads the file being checked, so a
 Ray worker on another machine needs none of the driver's files). The result of a file is plain data
 (strings, numbers, lists, dicts: what the driver prints and the result cache keeps), with the other
-files its analysis read (`adopter.analysis.reads`), which the cache checks before reusing it.
+files its analysis read (`adopter.analysis.crossfile.reads`), which the cache checks before reusing it.
 
 The rules and environment travel once per worker (`Work`); each worker keeps one `Session` per
 `Work.digest`, so a file analysed twice by one worker (a fix's result) is not analysed again.
@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adopter.analysis import reads
+from adopter.analysis.crossfile import reads
 
 if TYPE_CHECKING:
     from adopter.session import FileFix, RuleContext, Session

@@ -3,7 +3,7 @@
 An entry's key is the SHA-256 of the file's bytes, the path as given and its absolute form (findings
 and messages name the file; relative imports resolve from it) and the settings digest
 (`fingerprint.settings_digest`: the code, the rules, the environment). An entry also records the other
-files its analysis read (base classes, imported layers: `adopter.analysis.reads`) with their SHA-256, and
+files its analysis read (base classes, imported layers: `adopter.analysis.crossfile.reads`) with their SHA-256, and
 is used only while each still has that content. Not recorded: a file whose absence mattered (an import
 that did not resolve starts resolving when the file appears), and the files jedi passes through on its
 way to a definition it finds elsewhere; `--no-cache` or a changed setting recomputes everything.

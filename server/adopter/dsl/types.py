@@ -94,7 +94,7 @@ class Op:
     span: Span
     stmt_span: Span
     via: tuple[str, ...] = ()
-    # The op as written, when the canonical pass (`adopter.analysis.canonical`) changed its spelling:
+    # The op as written, when the canonical pass (`adopter.analysis.canonical.normalise`) changed its spelling:
     # `x.softmax(-1)` is canonical `torch.nn.functional.softmax(x, dim=-1)` with the method call as
     # origin. Rewrites read the source through it; it is not part of the op's identity (nor printed).
     origin: Op | None = field(default=None, compare=False, hash=False, repr=False)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from adopter.analysis.canonical import normalise_values
-from adopter.analysis.spellings import CANONICAL, CAST, CHOOSE, TRANSPARENT_METHODS
+from adopter.analysis.canonical.normalise import normalise_values
+from adopter.analysis.canonical.spellings import CANONICAL, CAST, CHOOSE, TRANSPARENT_METHODS
 from adopter.dsl.types import BindingPattern, Op, OpKind, OpPattern, PKwarg, Rule
 from adopter.engine.bindings import InitIndex
 
@@ -68,7 +68,7 @@ def quick_possible(rule: Rule, keys: set[tuple[str, str]], init: InitIndex) -> b
 
 
 # ---------------------------------------------------------------------------------------------------
-# Canonical patterns: a rule's steps in the canonical form of `adopter.analysis.spellings`
+# Canonical patterns: a rule's steps in the canonical form of `adopter.analysis.canonical.spellings`
 # ---------------------------------------------------------------------------------------------------
 
 _CANONICAL: dict[int, tuple[Rule, Rule]] = {}

@@ -7,10 +7,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from adopter.analysis.canonical import submodule_view
-from adopter.analysis.layer_subclasses import subclass_reason
-from adopter.analysis.optimizers import chosen_class_reason
-from adopter.analysis.spellings import SEQUENTIAL
+from adopter.analysis.canonical.normalise import submodule_view
+from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.idioms.layer_subclasses import subclass_reason
+from adopter.analysis.idioms.optimizers import chosen_class_reason
 from adopter.dsl.types import (
     Architecture,
     Expr,

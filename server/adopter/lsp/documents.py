@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
@@ -30,6 +31,9 @@ from adopter.lsp.pipeline import (
 )
 from adopter.lsp.sync import ByteEdit, LineStarts, byte_edit
 from adopter.session import OpenText
+
+if TYPE_CHECKING:
+    from adopter.analysis.crossfile.reach import CrossFileReach
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +83,20 @@ class Analyses:
         self._rule_context = rule_context
         self.documents: dict[str, OpenDocument] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="adopter-analysis")
+        self._reach: CrossFileReach | None = None
+        self._reach_made = False
+        self._reach_lock = threading.Lock()
+
+    def reach(self) -> CrossFileReach | None:
+        """The server's cross-file reach, made on first use: deferred, so an analysis queues the imported
+        names jedi has not resolved yet instead of waiting (`adopter.lsp.reach` resolves them after a
+        publish); None when `ADOPTER_CROSSFILE=0`. Every analysis of the server uses this one."""
+        with self._reach_lock:
+            if not self._reach_made:
+                from adopter.analysis.analyser import deferred_reach
+
+                self._reach, self._reach_made = deferred_reach(), True
+            return self._reach
 
     def open(self, uri: str, language_id: str | None, text: str, version: int | None) -> OpenDocument:
         self.close(uri)
@@ -124,7 +142,7 @@ class Analyses:
             if doc.rule_file:
                 doc.model = None
             elif reset or doc.model is None:
-                doc.model = OpenText(text, doc.path)
+                doc.model = OpenText(text, doc.path, reach=self.reach())
             else:
                 # Several edits (one didChange with several changes, or changes that came while the
                 # thread was busy) go in one at a time: each is a small edit the incremental analysis

@@ -30,7 +30,7 @@ BRANCH_INLINE = 44  # a branch wider than this prints as a summary of its paths
 # Steps that reshape, index or pack values without computing on their elements. The tensor methods are
 # PyTorch's view and memory-layout operations ("Tensor Views", pytorch.org/docs/stable/tensor_view.html,
 # plus `contiguous`, `size`, `dim` and the dtype/device casts); the operators are the analysis's own
-# spellings of subscripts, attribute reads, tuple/list displays and casts (adopter.analysis.canonical).
+# spellings of subscripts, attribute reads, tuple/list displays and casts (adopter.analysis.canonical.normalise).
 _PLUMBING_METHODS = frozenset({
     "view", "view_as", "reshape", "reshape_as", "permute", "transpose", "t", "contiguous", "size", "dim",
     "unsqueeze", "squeeze", "expand", "expand_as", "flatten", "unflatten", "narrow", "unbind", "split",

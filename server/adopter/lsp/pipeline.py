@@ -23,6 +23,7 @@ from adopter.lsp.settings import Settings
 from adopter.session import UNAVAILABLE, Analysed, OpenText, RuleContext, Session, load_context, problem
 
 if TYPE_CHECKING:
+    from adopter.analysis.crossfile.reach import CrossFileReach
     from adopter.engine.environment import Environment
 
 log = logging.getLogger(__name__)
@@ -57,14 +58,15 @@ class Configured:
         return self.session.context.environment
 
 
-def load_rule_context(settings: Settings, root: Path | None) -> Configured:
-    """Load bundled + workspace + configured rules and detect the environment; never raises."""
+def load_rule_context(settings: Settings, root: Path | None, reach: CrossFileReach | None = None) -> Configured:
+    """Load bundled + workspace + configured rules and detect the environment; never raises. `reach`: the
+    cross-file reach of the session's analyses (the server's deferred one; None: the process default)."""
     try:
         context = load_context(rule_paths=settings.rule_paths, root=root, select=settings.select,
                                ignore=settings.ignore or None, target=settings.target)
     except Exception as exc:  # an unknown selector: the settings module reports it; run without rules
         context = RuleContext((), (failure("loading rules", exc),))
-    return Configured(Session(context), settings)
+    return Configured(Session(context, reach=reach), settings)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Cross-file reach in the language server: jedi off the keystroke path, and refresh on saved imports.
 
-The analysis thread never waits for jedi: the process-wide `CrossFileReach` runs deferred, queueing
-the imported names it has not resolved yet. After a publish, the queue is resolved on this module's
+The analysis thread never waits for jedi: the server's own `CrossFileReach` (`Analyses.reach`, made
+deferred, handed to every analysis the server runs) queues the imported names it has not resolved yet. After a publish, the queue is resolved on this module's
 own thread and the open documents are analysed again when something was found. Saving a Python file
 (or the client reporting it changed on disk) drops what was read from it; the open documents that
 used it are analysed again, so their findings follow the imported code. Summaries are read from disk
@@ -19,7 +19,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 if TYPE_CHECKING:
-    from adopter.analysis.crossfile import CrossFileReach
+    from adopter.analysis.crossfile.reach import CrossFileReach
     from adopter.lsp.server import AdopterServer
 
 log = logging.getLogger(__name__)
@@ -27,20 +27,14 @@ _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="adopter-reach"
 _RUNNING: set[int] = set()  # servers with a resolution in flight (one at a time)
 
 
-def server_reach() -> CrossFileReach | None:
-    """The process-wide reach, switched to deferred mode (None when turned off; the server's warm-up
-    sets the mode too, before the first analysis)."""
-    from adopter.analysis.analyser import default_reach
-
-    reach = default_reach()
-    if reach is not None:
-        reach.deferred = True
-    return reach
+def server_reach(ls: AdopterServer) -> CrossFileReach | None:
+    """The server's deferred reach (None when `ADOPTER_CROSSFILE=0`)."""
+    return ls.analyses.reach()
 
 
 def after_publish(ls: AdopterServer) -> None:
     """Resolve queued names on the reach thread; re-analyse the open documents if any was found."""
-    reach = server_reach()
+    reach = server_reach(ls)
     if reach is None or not reach.has_pending() or id(ls) in _RUNNING:
         return
     _RUNNING.add(id(ls))
@@ -77,7 +71,7 @@ def reanalyse(ls: AdopterServer, except_path: str | None) -> None:
 
 def files_changed(ls: AdopterServer, paths: list[str]) -> None:
     """Python files changed on disk: forget what was read from them and refresh their importers."""
-    reach = server_reach()
+    reach = server_reach(ls)
     paths = [p for p in paths if p.endswith(".py")]
     if reach is not None and paths and reach.changed(paths):
         reanalyse(ls, paths[0] if len(paths) == 1 else None)

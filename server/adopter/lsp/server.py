@@ -106,7 +106,7 @@ class AdopterServer(LanguageServer):
         with self._rule_lock:
             context = self._rule_context
             if context is None or context.settings is not self.settings:
-                context = load_rule_context(self.settings, self.root())
+                context = load_rule_context(self.settings, self.root(), self.analyses.reach())
                 self._rule_context = context
                 freeze_long_lived()
             return context
@@ -119,11 +119,6 @@ class AdopterServer(LanguageServer):
         self.rule_context()
         try:  # importing the analysis loads the tree-sitter grammar: do it before the first keystroke
             import adopter.analysis.incremental  # noqa: F401
-            from adopter.analysis.analyser import default_reach
-
-            reach = default_reach()
-            if reach is not None:  # an analysis queues names for jedi (adopter.lsp.reach), never waits
-                reach.deferred = True
         except ImportError:
             pass
 

@@ -14,7 +14,7 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from adopter.analysis.canonical import matmul_plan
+from adopter.analysis.canonical.normalise import matmul_plan
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Span
 from adopter.synth.registry import SynthContext, strategy
 

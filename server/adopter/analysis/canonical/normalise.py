@@ -1,0 +1,870 @@
+"""The canonical pass: every spelling of one operation becomes one op with normalised arguments.
+
+Runs over each analysed forward (and module-level function) after the flow analysis, driven by the
+table in `adopter.analysis.canonical.spellings`:
+
+- functions, tensor methods and operators that compute the same thing get one (kind, target):
+  `x.softmax(-1)`, `torch.softmax(x, -1)`, `F.softmax(x, dim=-1)` are all
+  `function torch.nn.functional.softmax(x, dim=-1)`; `a @ b`, `a.matmul(b)`, `torch.bmm(a, b)` are
+  `function torch.matmul(a, b)`;
+- arguments follow one signature: leading ones positional, the rest by keyword; an axis given as a
+  non-negative number becomes negative when the rank of the tensor is known (`softmax(x, dim=3)` on a
+  4-D tensor is `dim=-1`); `transpose(x, -1, -2)` is `transpose(x, -2, -1)`;
+- a call of a stateless module bound in `__init__` (`self.attend = nn.Softmax(dim=-1)`) is the
+  function it computes; a call of an `nn.Sequential` is the chain of its children (`self.net[0]`, ...);
+- casts, copies and layout changes (`.float()`, `.to(dtype)`, `.type_as(x)`, `.contiguous()`,
+  `nn.Identity()`) become `operator cast`, which the rule matcher looks through;
+- `einsum` equations that are (batched) matrix products become `transpose` + `matmul` (torch's
+  `einsum(eq, a, b)` and einops' `einsum(a, b, eq)`); `baddbmm` becomes `matmul`, scale and add;
+  `x.mT` is `transpose(x, -2, -1)`;
+- a right operand of a matrix product laid out with its last two axes swapped by `permute` or
+  `rearrange` (keys as `(..., d, n)`: `permute(0, 2, 3, 1)`, `"b n (h d) -> b h d n"`) becomes the layout
+  op with those two axes in input order followed by `transpose(-2, -1)` (the same tensor), so the
+  product reads as `q @ kᵀ`;
+- the stable-softmax shift `s - s.amax(-1, keepdim=True)` (also through `.detach()` or
+  `s.max(-1, keepdim=True)[0]`) of a value that goes into a softmax is a `cast` of `s`: a softmax
+  over the last axis gives the same result with and without it.
+
+Every op keeps its source spans; an op whose spelling changed keeps the op as written in `origin`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from adopter.analysis.canonical.spellings import (
+    CANONICAL,
+    CAST,
+    CHOOSE,
+    FUNCTION_VALUES,
+    MATMUL,
+    MODULES,
+    ONES_LIKE,
+    POW,
+    SIGNATURES,
+    SOFTMAX,
+    TRANSPARENT_METHODS,
+    TRANSPOSE,
+    Key,
+)
+from adopter.dsl.types import (
+    Architecture,
+    Binding,
+    Block,
+    Branch,
+    Ctor,
+    Expr,
+    Forward,
+    Kwarg,
+    Loop,
+    Op,
+    OpKind,
+    Ref,
+    Stmt,
+    Value,
+)
+
+_INT = re.compile(r"^-?\d+$")
+_TEMP = re.compile(r"^%(\d+)$")
+# Ops whose result has the rank of their first argument.
+_SAME_RANK = frozenset({
+    ("method", "transpose"), ("operator", "cast"), ("function", "torch.nn.functional.softmax"),
+    ("function", "torch.nn.functional.log_softmax"), ("function", "torch.nn.functional.dropout"),
+    ("function", "torch.nn.functional.gelu"), ("function", "torch.nn.functional.silu"),
+    ("function", "torch.nn.functional.relu"), ("function", "torch.sigmoid"), ("function", "torch.tanh"),
+    ("method", "masked_fill"), ("operator", "neg"), ("function", "torch.rsqrt"), ("function", "torch.sqrt"),
+    ("method", "pow"), ("function", "torch.erf"),
+})
+# Ops giving several results (unpacked), each with the rank of their first argument.
+_SAME_RANK_PARTS = frozenset({
+    ("function", "torch.topk"), ("method", "topk"), ("function", "torch.sort"), ("method", "sort"),
+    ("method", "chunk"), ("function", "torch.chunk"), ("method", "split"), ("function", "torch.split"),
+})
+_ELEMENTWISE = frozenset({"+", "-", "*", "/"})
+# Modules whose output has the rank of their input.
+_SAME_RANK_MODULES = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Dropout", "torch.nn.GELU",
+                                "torch.nn.ReLU", "torch.nn.SiLU", "torch.nn.RMSNorm"})
+_MAX_SEQUENTIAL_DEPTH = 3
+IDENTITY = "torch.nn.Identity"
+
+
+def canonical_architecture(arch: Architecture, thin: Mapping[str, tuple[Binding, ...]] | None = None) -> Architecture:
+    """`arch` with its forward in canonical form.
+
+    `thin`: same-file submodules whose forward only chains their own layers (attr -> those leaf layers,
+    named by path, `adopter.analysis.idioms.submodules`). Their leaves join the architecture's bindings (after
+    its own, with the spans of the submodule's `__init__`); `submodule_view` reads calls through them.
+    """
+    if arch.forward is None:
+        return arch
+    bindings = arch.init.bindings if arch.init is not None else ()
+    forward = canonical_forward(arch.forward, bindings)
+    derived = tuple(leaf for leaves in (thin or {}).values() for leaf in leaves)
+    if derived and arch.init is not None:
+        return replace(arch, forward=forward, init=replace(arch.init, bindings=(*arch.init.bindings, *derived)))
+    return replace(arch, forward=forward)
+
+
+def submodule_view(forward: Forward, bindings: Sequence[Binding]) -> Forward | None:
+    """`forward` (canonical) with each call of a submodule read through (`self.cls(x)` becomes its leaf
+    layers, `self.cls.predictions.decoder`, at the call's spans, `via self.cls`), or None when there is
+    none. The leaves are the bindings named by a path (`cls.predictions.decoder`), in order. Only rules
+    that ask for it (`inside_submodule`) match in this view: in the architecture the call stays one op."""
+    thin: dict[str, list[Binding]] = {}
+    own: list[Binding] = []
+    for b in bindings:
+        if "." in b.attr:
+            thin.setdefault(b.attr.split(".", 1)[0], []).append(b)
+        else:
+            own.append(b)
+    if not thin:
+        return None
+    by_attr: dict[str, list[Binding]] = {}
+    for b in own:
+        by_attr.setdefault(b.attr, []).append(b)
+    try:
+        body = _Pass(forward, by_attr, {k: tuple(v) for k, v in thin.items()}).block(forward.body, {})
+    except (TypeError, AttributeError, ValueError):
+        return None
+    return None if body == forward.body else replace(forward, body=body)
+
+
+def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = ()) -> Forward:
+    """`forward` with every op in canonical form; `bindings` are its class's `__init__` bindings."""
+    by_attr: dict[str, list[Binding]] = {}
+    for b in bindings:
+        by_attr.setdefault(b.attr, []).append(b)
+    try:
+        body = _Pass(forward, by_attr, {}, _batched_operands(forward.body)).block(forward.body, {})
+    except (TypeError, AttributeError, ValueError):
+        # A malformed forward (built by hand, not by the analysis) is left as it is: the rule engine
+        # reports what it cannot match as a problem, and the pass must not take the file down.
+        return forward
+    return forward if body == forward.body else replace(forward, body=body)
+
+
+class _Pass:
+    def __init__(self, forward: Forward, by_attr: Mapping[str, list[Binding]],
+                 thin: Mapping[str, tuple[Binding, ...]], batched: frozenset[str] = frozenset()) -> None:
+        self.by_attr = by_attr
+        self.batched = batched  # names read by `bmm`: 3-D wherever they are defined
+        self.units = any(_one_wide(b.value) for bs in by_attr.values() for b in bs)
+        self.thin = thin
+        self.split_identity = not thin  # the submodule view reads an already canonical forward
+        self.counter = _max_temp(forward.body)
+        self.body = forward.body
+        self._scanned: tuple[frozenset[str], frozenset[str]] | None = None  # `_prescan`, when first needed
+        self.rowmax: dict[str, str] = {}  # name -> the value whose row maximum (keepdim) it holds
+        self.lists: dict[str, tuple[Value, ...]] = {}  # name -> the items of the list literal it holds
+
+    def temp(self) -> str:
+        self.counter += 1
+        return f"%{self.counter}"
+
+    @property
+    def keys(self) -> frozenset[str]:
+        """Names read as the right operand of a matrix product (see `_prescan`)."""
+        if self._scanned is None:
+            self._scanned = _prescan(self.body)
+        return self._scanned[0]
+
+    @property
+    def softmaxed(self) -> frozenset[str]:
+        """Names read by a softmax (see `_prescan`)."""
+        if self._scanned is None:
+            self._scanned = _prescan(self.body)
+        return self._scanned[1]
+
+    # -- control flow --------------------------------------------------------------------------------
+
+    def block(self, block: Block, ranks: dict[str, int]) -> Block:
+        out: list[Stmt] = []
+        for stmt in block:
+            if isinstance(stmt, Op) and self.split_identity and (split := self.identity_or_layer(stmt)) is not None:
+                out.append(split)
+            elif isinstance(stmt, Op):
+                out.extend(self.op(stmt, ranks))
+            elif isinstance(stmt, Branch):
+                path_ranks = [dict(ranks) for _ in stmt.paths]
+                paths = tuple(self.block(p, r) for p, r in zip(stmt.paths, path_ranks))
+                _meet(ranks, path_ranks)
+                out.append(stmt if paths == stmt.paths else replace(stmt, paths=paths))
+            elif isinstance(stmt, Loop):
+                inner = dict(ranks)
+                body = self.block(stmt.body, inner)
+                _meet(ranks, [inner])
+                out.append(stmt if body == stmt.body else replace(stmt, body=body))
+            else:
+                out.append(stmt)
+        return tuple(out)
+
+    def identity_or_layer(self, op: Op) -> Branch | None:
+        """`self.ls(x)` with `self.ls = LayerScale(...)` under one condition and `nn.Identity()` under the
+        other: an `if` whose paths are the layer's call and a transparent cast, so a match through the
+        identity holds on its path (reported without an automatic fix). None for any other call."""
+        if op.kind != OpKind.MODULE or not op.target.startswith("self.") or len(op.args) != 1 or op.kwargs:
+            return None
+        bindings = self.by_attr.get(op.target[5:], ())
+        if len(bindings) != 2 or not all(isinstance(b.value, Ctor) and b.condition for b in bindings):
+            return None
+        identity = [b for b in bindings if isinstance(b.value, Ctor) and b.value.callee == IDENTITY]
+        if len(identity) != 1:
+            return None
+        other = next(b for b in bindings if b is not identity[0])
+        assert isinstance(other.value, Ctor) and other.condition is not None
+        layer = self.module(op, op.target, other.value, 0)
+        # The identity's path passes its input on: a `choose`, like one alternative of `a if c else b`.
+        passed = _respell(op, CHOOSE, op.args, ())
+        return Branch((other.condition, "else"), (tuple(layer), (passed,)), op.stmt_span)
+
+    # -- one op --------------------------------------------------------------------------------------
+
+    def op(self, op: Op, ranks: dict[str, int]) -> list[Op]:
+        if op.kind == OpKind.MODULE and (function := _function_of(self.by_attr, op.target)) is not None:
+            # `self.act(x)` with `self.act = F.gelu` (or `getattr(F, "gelu")`): the function's call.
+            op = Op(OpKind.FUNCTION, function, op.args, op.kwargs, op.outputs, op.span, op.stmt_span, op.via,
+                    origin=op.origin or op)
+        shifted = self.stable_shift(op)
+        if op.kind == OpKind.MODULE:
+            ops = self.module(op, op.target, _ctor_of(self.by_attr, op.target), 0)
+        elif shifted is not None:
+            ops = [shifted]
+        elif (op.kind == OpKind.OPERATOR and op.target == "getattr" and len(op.args) == 2
+              and isinstance(op.args[1], Expr) and op.args[1].text == "mT"):
+            ops = [_respell(op, TRANSPOSE, (op.args[0], Expr("-2"), Expr("-1")), ())]  # `k.mT`
+        elif (op.target in ("permute", "einops.rearrange") and len(op.outputs) == 1 and op.outputs[0] in self.keys
+              and (split := self.swapped_layout(op))):
+            ops = split
+        elif op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS and op.args:
+            ops = [_respell(op, CAST, op.args, op.kwargs)]
+        elif op.kind == OpKind.FUNCTION and op.target in ("torch.einsum", "einops.einsum"):
+            ops = self.einsum(op, ranks) or [op]
+        elif op.kind == OpKind.FUNCTION and op.target == "torch.baddbmm":
+            ops = self.baddbmm(op) or [op]
+        elif (op.kind == OpKind.OPERATOR and op.target == "*" and len(op.args) == 2 and isinstance(op.args[0], Ref)
+              and op.args[0] == op.args[1]):
+            ops = [_respell(op, POW, (op.args[0], Expr("2")), ())]  # `x * x` is `x.pow(2)`
+        else:
+            key = (op.kind.value, op.target)
+            canonical = CANONICAL.get(key, key)
+            if (canonical == TRANSPOSE and len(op.outputs) == 1 and op.outputs[0] in self.batched and op.args
+                    and isinstance(op.args[0], Ref) and op.args[0].name not in ranks):
+                # `k.transpose(1, 2)` fed to `bmm`: bmm takes 3-D tensors, so its dims are the last two.
+                ranks[op.args[0].name] = 3
+            args, kwargs = normalise(canonical, op.args, op.kwargs, ranks)
+            if canonical == SOFTMAX and args and _unit_last(args[0], ranks) and _last_axis(kwargs):
+                # A softmax over an axis of length 1 is all ones (SwiftFormer's `(q @ w_g).softmax(-1)`
+                # with `w_g` of shape (dim, 1)): no softmax runs, whatever the spelling.
+                ops = [_respell(op, ONES_LIKE, args[:1], ())]
+            else:
+                ops = [op] if canonical == key and args == op.args and kwargs == op.kwargs else [
+                    _respell(op, canonical, args, kwargs)]
+        for o in ops:
+            _track_rank(o, ranks, self.by_attr, self.units)
+        return ops
+
+    def module(self, op: Op, target: str, ctor: Ctor | None, depth: int) -> list[Op]:
+        """A module call: the function a stateless module computes, or the chain of a Sequential."""
+        if ctor is None:
+            args, kwargs = normalise((op.kind.value, target), op.args, op.kwargs, {})
+            if target == op.target and args == op.args and kwargs == op.kwargs:
+                return [op]
+            return [replace(op, target=target, args=args, kwargs=kwargs, origin=op.origin or op)]
+        spelled = MODULES.get(ctor.callee)
+        if spelled is not None:
+            bound = _ctor_kwargs(ctor, spelled.ctor_params)
+            if bound is None:
+                return [op]
+            if spelled.op == CAST:
+                bound = ()
+            args, kwargs = normalise(spelled.op, op.args, (*op.kwargs, *bound), {})
+            return [_respell(op, spelled.op, args, kwargs)]
+        leaves = self.thin.get(target[5:]) if target.startswith("self.") and depth == 0 else None
+        if leaves and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1:
+            # A submodule whose forward only chains its own layers: its leaf layers, each op marked as
+            # coming from the call (`via`), at the call's spans.
+            unrolled: list[Op] = []
+            current: Value = op.args[0]
+            for i, leaf in enumerate(leaves):
+                outs = op.outputs if i == len(leaves) - 1 else (self.temp(),)
+                step = Op(OpKind.MODULE, f"self.{leaf.attr}", (current,), (), outs, op.span, op.stmt_span,
+                          (*op.via, target), origin=op.origin or op)
+                leaf_ctor = leaf.value if isinstance(leaf.value, Ctor) else None
+                unrolled.extend(self.module(step, step.target, leaf_ctor, depth + 1))
+                current = Ref(outs[0])
+            return unrolled
+        if (ctor.callee == "torch.nn.Sequential" and ctor.items and ctor.repeat is None
+                and depth < _MAX_SEQUENTIAL_DEPTH and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1):
+            chain: list[Op] = []
+            value: Value = op.args[0]
+            for i, item in enumerate(ctor.items):
+                last = i == len(ctor.items) - 1
+                outs = op.outputs if last else (self.temp(),)
+                step = Op(OpKind.MODULE, f"{target}[{i}]", (value,), (), outs, op.span, op.stmt_span, op.via,
+                          origin=op.origin or op)
+                chain.extend(self.module(step, step.target, item, depth + 1))
+                value = Ref(outs[0])
+            return chain
+        return [op if target == op.target else replace(op, target=target, origin=op.origin or op)]
+
+    def einsum(self, op: Op, ranks: dict[str, int]) -> list[Op] | None:
+        """`einsum("...ic,...jc->...ij", a, b)` as `matmul(a, b.transpose(-2, -1))` (and the like);
+        einops' `einsum(a, b, "... i c, ... j c -> ... i j")` takes the equation last."""
+        args = op.args
+        if (op.target == "torch.einsum" and len(args) == 2 and isinstance(args[1], Ref)
+                and len(self.lists.get(args[1].name, ())) == 2):
+            args = (args[0], *self.lists[args[1].name])  # `torch.einsum(eq, [a, b])`
+        if len(args) != 3 or op.kwargs or len(op.outputs) != 1:
+            return None
+        equation, a, b = (args[2], args[0], args[1]) if op.target == "einops.einsum" else args
+        if not isinstance(equation, Expr):
+            return None
+        plan = matmul_plan(equation.text)
+        if plan is None:
+            return self.permuted_product(op, equation.text, a, b, ranks)
+        t_a, t_b, rank = plan
+        if "..." not in equation.text:
+            # Without `...` the equation names every axis: the operands have the product's rank.
+            for value in (a, b):
+                if isinstance(value, Ref):
+                    ranks[value.name] = rank
+        out: list[Op] = []
+        if t_a:
+            name = self.temp()
+            out.append(_new(op, TRANSPOSE, (a, Expr("-2"), Expr("-1")), (name,)))
+            ranks[name] = rank
+            a = Ref(name)
+        if t_b:
+            name = self.temp()
+            out.append(_new(op, TRANSPOSE, (b, Expr("-2"), Expr("-1")), (name,)))
+            ranks[name] = rank
+            b = Ref(name)
+        out.append(_new(op, MATMUL, (a, b), op.outputs))
+        return out
+
+    def permuted_product(self, op: Op, equation: str, a: Value, b: Value, ranks: dict[str, int]) -> list[Op] | None:
+        """An einsum that is a batched matrix product up to the order of its axes (`"nqhd,nkhd->nhqk"`,
+        `"blhe,bshe->bhls"`): `permute` each operand to (batch, i, c) / (batch, j, c) or (batch, c, j),
+        `transpose` a feature-last right operand, `matmul`, and `permute` the product to the output's order."""
+        layout = product_layout(equation)
+        if layout is None:
+            return None
+        perm_a, perm_b, t_b, perm_out, rank = layout
+        out: list[Op] = []
+
+        def permuted(value: Value, perm: tuple[int, ...] | None) -> Value:
+            if perm is None:
+                return value
+            name = self.temp()
+            out.append(_new(op, ("method", "permute"), (value, *(Expr(str(d)) for d in perm)), (name,)))
+            ranks[name] = rank
+            return Ref(name)
+
+        a, b = permuted(a, perm_a), permuted(b, perm_b)
+        if t_b:
+            name = self.temp()
+            out.append(_new(op, TRANSPOSE, (b, Expr("-2"), Expr("-1")), (name,)))
+            ranks[name] = rank
+            b = Ref(name)
+        product = op.outputs if perm_out is None else (self.temp(),)
+        out.append(_new(op, MATMUL, (a, b), product))
+        ranks[product[0]] = rank
+        if perm_out is not None:
+            out.append(_new(op, ("method", "permute"), (Ref(product[0]), *(Expr(str(d)) for d in perm_out)),
+                            op.outputs))
+        return out
+
+    def swapped_layout(self, op: Op) -> list[Op] | None:
+        """A layout op (read as a matrix product's right operand) whose last two output axes are in the
+        reverse of their input order, as that op with them in input order and `transpose(-2, -1)`."""
+        if op.kind == OpKind.METHOD and op.target == "permute" and not op.kwargs and len(op.args) >= 3:
+            dims = op.args[1:]
+            if not all(isinstance(d, Expr) and _INT.match(d.text) and int(d.text) >= 0 for d in dims):
+                return None
+            a, b = (int(d.text) for d in dims[-2:] if isinstance(d, Expr))
+            if a <= b:
+                return None
+            layout = replace(op, args=(*op.args[:-2], op.args[-1], op.args[-2]))
+        elif op.kind == OpKind.FUNCTION and op.target == "einops.rearrange" and len(op.args) == 2:
+            pattern = _swapped_pattern(op.args[1])
+            if pattern is None:
+                return None
+            layout = replace(op, args=(op.args[0], pattern))
+        else:
+            return None
+        name = self.temp()
+        return [replace(layout, outputs=(name,), origin=op.origin or op),
+                _new(op, TRANSPOSE, (Ref(name), Expr("-2"), Expr("-1")), op.outputs)]
+
+    def stable_shift(self, op: Op) -> Op | None:
+        """`s - rowmax(s)` going into a softmax as `cast(s)`; records row maxima (and list literals) as a
+        side effect."""
+        for name in op.outputs:
+            self.rowmax.pop(name, None)
+            self.lists.pop(name, None)
+        if op.kind == OpKind.OPERATOR and op.target in ("list", "tuple") and len(op.outputs) == 1:
+            self.lists[op.outputs[0]] = op.args
+        if len(op.outputs) != 1 or not op.args or not isinstance(op.args[0], Ref):
+            return None
+        first = op.args[0].name
+        if (op.kind == OpKind.OPERATOR and op.target == "-" and len(op.args) == 2 and isinstance(op.args[1], Ref)
+                and self.rowmax.get(op.args[1].name) == first and op.outputs[0] in self.softmaxed):
+            return _respell(op, CAST, (op.args[0],), ())
+        if op.target in ("amax", "torch.amax", "max", "torch.max") and _last_keepdim(op):
+            self.rowmax[op.outputs[0]] = first + ("" if "amax" in op.target else "[values]")
+        elif op.kind == OpKind.METHOD and op.target == "detach" and len(op.args) == 1 and first in self.rowmax:
+            self.rowmax[op.outputs[0]] = self.rowmax[first]
+        elif (self.rowmax.get(first, "").endswith("[values]") and len(op.args) == 2 and isinstance(op.args[1], Expr)
+              and ((op.target == "getitem" and op.args[1].text == "0")
+                   or (op.target == "getattr" and op.args[1].text == "values"))):
+            self.rowmax[op.outputs[0]] = self.rowmax[first][: -len("[values]")]
+        return None
+
+    def baddbmm(self, op: Op) -> list[Op] | None:
+        """`baddbmm(input, b1, b2, beta=β, alpha=α)` as `β·input + α·(b1 @ b2)`, one op each."""
+        if len(op.args) != 3 or len(op.outputs) != 1 or any(k.name not in ("beta", "alpha") for k in op.kwargs):
+            return None
+        kw = {k.name: k.value for k in op.kwargs}
+        product = self.temp()
+        out = [_new(op, MATMUL, (op.args[1], op.args[2]), (product,))]
+        value: Value = Ref(product)
+        if "alpha" in kw:
+            scaled = self.temp()
+            out.append(_new(op, ("operator", "*"), (value, kw["alpha"]), (scaled,)))
+            value = Ref(scaled)
+        bias: Value = op.args[0]
+        if "beta" in kw:
+            name = self.temp()
+            out.append(_new(op, ("operator", "*"), (bias, kw["beta"]), (name,)))
+            bias = Ref(name)
+        out.append(_new(op, ("operator", "+"), (value, bias), op.outputs))
+        return out
+
+
+# -- arguments --------------------------------------------------------------------------------------
+
+
+def normalise(key: Key, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...],
+              ranks: Mapping[str, int]) -> tuple[tuple[Value, ...], tuple[Kwarg, ...]]:
+    """The arguments of canonical op `key` in its signature's form (unchanged when it has none)."""
+    done = normalise_values(key, args, tuple((k.name, k.value) for k in kwargs), ranks)
+    if done is None:
+        return args, kwargs
+    return done[0], tuple(Kwarg(name, value) for name, value in done[1])
+
+
+def normalise_values(key: Key, args: tuple[Any, ...], kwargs: tuple[tuple[str, Any], ...],
+                     ranks: Mapping[str, int]) -> tuple[tuple[Any, ...], tuple[tuple[str, Any], ...]] | None:
+    """`normalise` over any argument values (ops' values, or rule patterns' variables): the positional
+    arguments and the (name, value) keywords, or None when `key` has no signature to apply."""
+    sig = SIGNATURES.get(key)
+    if sig is None or len(args) > len(sig.params) or any(_starred(a) for a in args):
+        return None
+    given: dict[str, Any] = dict(zip(sig.params, args))
+    extra: list[tuple[str, Any]] = []
+    for name, value in kwargs:
+        if name in sig.params and name not in given:
+            given[name] = value
+        else:
+            extra.append((name, value))
+    rank = ranks.get(args[0].name) if args and isinstance(args[0], Ref) else None
+    if rank is not None:
+        for d in sig.dims:
+            v = given.get(d)
+            if isinstance(v, Expr) and _INT.match(v.text) and 0 <= int(v.text) < rank:
+                given[d] = Expr(str(int(v.text) - rank))
+    if sig.symmetric and len(sig.dims) == 2:
+        d0, d1 = given.get(sig.dims[0]), given.get(sig.dims[1])
+        if isinstance(d0, Expr) and isinstance(d1, Expr) and _INT.match(d0.text) and _INT.match(d1.text) and int(
+                d0.text) < 0 and int(d1.text) < 0 and int(d0.text) > int(d1.text):
+            given[sig.dims[0]], given[sig.dims[1]] = d1, d0
+    out_args: list[Any] = []
+    for p in sig.params[: sig.positional]:
+        if p not in given:
+            break
+        out_args.append(given.pop(p))
+    out_kwargs = [(p, given[p]) for p in sig.params if p in given]
+    return tuple(out_args), (*out_kwargs, *extra)
+
+
+def matmul_plan(equation: str) -> tuple[bool, bool, int] | None:
+    """For an einsum equation of two operands that is a (batched) matrix product: whether each operand
+    must be transposed first, and the result's rank; None for any other equation."""
+    text = equation.strip()
+    if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0]:
+        return None
+    text = text[1:-1].replace(" ", "").replace("...", "?")
+    if "->" not in text:
+        return None
+    lhs, out = text.split("->")
+    operands = lhs.split(",")
+    if len(operands) != 2:
+        return None
+    a, b = operands
+    if any(len(set(s)) != len(s) or not s for s in (a, b, out)) or len(a) < 2 or len(b) < 2:
+        return None
+    contracted = [c for c in a if c in b and c not in out]
+    if len(contracted) != 1:
+        return None
+    c = contracted[0]
+    batch = out[:-2]
+    i, j = out[-2], out[-1]
+    if a[:-2] != batch or b[:-2] != batch or set(a[-2:]) != {i, c} or set(b[-2:]) != {c, j}:
+        return None
+    return a[-2:] == c + i, b[-2:] == j + c, len(out)
+
+
+def product_layout(
+    equation: str,
+) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, bool, tuple[int, ...] | None, int] | None:
+    """For an einsum of two operands that is a batched matrix product with its axes in another order:
+    the permutation bringing the left operand to (batch, i, c), the one bringing the right operand to
+    (batch, j, c) (then transposed: the flag) or (batch, c, j), and the one bringing (batch, i, j) to the
+    output (None where the order already holds), with the rank; None for any other equation (and for
+    `...`, whose rank is unknown)."""
+    text = equation.strip()
+    if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0] or "." in text:
+        return None
+    text = text[1:-1].replace(" ", "")
+    if text.count("->") != 1:
+        return None
+    lhs, out = text.split("->")
+    operands = lhs.split(",")
+    if len(operands) != 2 or not all(s.isalpha() for s in (*operands, out)):
+        return None
+    a, b = operands
+    if any(len(set(s)) != len(s) for s in (a, b, out)):
+        return None
+    contracted = [c for c in a if c in b and c not in out]
+    only_a = [c for c in a if c not in b]
+    only_b = [c for c in b if c not in a]
+    batch = [c for c in out if c in a and c in b]
+    if len(contracted) != 1 or len(only_a) != 1 or len(only_b) != 1 or only_a[0] not in out or only_b[0] not in out:
+        return None
+    c, i, j = contracted[0], only_a[0], only_b[0]
+    if len(a) != len(batch) + 2 or len(b) != len(batch) + 2 or len(out) != len(batch) + 2:
+        return None
+    b_target = [*batch, j, c] if b[-1] == c else [*batch, c, j]
+
+    def perm(source: str, target: list[str]) -> tuple[int, ...] | None:
+        order = tuple(source.index(x) for x in target)
+        return None if order == tuple(range(len(source))) else order
+
+    product = "".join([*batch, i, j])
+    return perm(a, [*batch, i, c]), perm(b, b_target), b[-1] == c, perm(product, list(out)), len(out)
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+
+def _respell(op: Op, key: Key, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...]) -> Op:
+    return Op(OpKind(key[0]), key[1], args, kwargs, op.outputs, op.span, op.stmt_span, op.via,
+              origin=op.origin or op)
+
+
+def _new(op: Op, key: Key, args: tuple[Value, ...], outputs: tuple[str, ...]) -> Op:
+    return Op(OpKind(key[0]), key[1], args, (), outputs, op.span, op.stmt_span, op.via, origin=op.origin or op)
+
+
+def _starred(v: object) -> bool:
+    return (isinstance(v, Expr) and v.text.startswith("*")) or (isinstance(v, Ref) and v.name.startswith("*"))
+
+
+def _ctor_of(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None:
+    """The one constructor a module target denotes (`self.x`), or None when unknown or ambiguous."""
+    if not target.startswith("self.") or "[" in target or "." in target[5:]:
+        return None
+    bindings = by_attr.get(target[5:], ())
+    ctors = [b.value for b in bindings if isinstance(b.value, Ctor)]
+    # `self.downsample = None` then, under a condition, a Sequential: a call can only run the Sequential.
+    others = [b for b in bindings if not isinstance(b.value, Ctor) and b.value != Expr("None")]
+    if len(ctors) != 1 or others:
+        return None
+    return ctors[0]
+
+
+def _function_of(by_attr: Mapping[str, list[Binding]], target: str) -> str | None:
+    """The activation function a module target holds (`self.act = F.gelu`, bound once), else None."""
+    if not target.startswith("self.") or "[" in target or "." in target[5:]:
+        return None
+    bindings = by_attr.get(target[5:], ())
+    if len(bindings) != 1 or bindings[0].condition is not None or not isinstance(bindings[0].value, Expr):
+        return None
+    text = bindings[0].value.text
+    return text if text in FUNCTION_VALUES else None
+
+
+def _ctor_kwargs(ctor: Ctor, params: tuple[str, ...]) -> tuple[Kwarg, ...] | None:
+    """A stateless module's constructor arguments as the function's keywords; None if unknown ones."""
+    if len(ctor.args) > len(params) or ctor.items or ctor.lookup is not None:
+        return None
+    out = [Kwarg(p, v) for p, v in zip(params, ctor.args)]
+    for k in ctor.kwargs:
+        if k.name in params:
+            out.append(k)
+        elif k.name not in ("inplace",):
+            return None
+    return tuple(out)
+
+
+def _max_temp(block: Block) -> int:
+    top = 0
+    for stmt in block:
+        if isinstance(stmt, Op):
+            for name in stmt.outputs:
+                m = _TEMP.match(name)
+                if m:
+                    top = max(top, int(m.group(1)))
+        elif isinstance(stmt, Branch):
+            top = max([top, *(_max_temp(p) for p in stmt.paths)])
+        elif isinstance(stmt, Loop):
+            top = max(top, _max_temp(stmt.body))
+    return top
+
+
+# `ranks` also records, under this prefix (no name starts with it), the values whose last axis is known
+# to have length 1; control flow keeps it only where every alternative agrees, like a rank.
+_UNIT = "^"
+_ONE_WIDE = re.compile(r"^torch\.(randn|rand|zeros|ones|empty|full)\(.*,\s*1\s*\)$", re.S)
+
+
+def _unit_last(v: Value, ranks: Mapping[str, int]) -> bool:
+    return isinstance(v, Ref) and _UNIT + v.name in ranks
+
+
+def _last_axis(kwargs: tuple[Kwarg, ...]) -> bool:
+    return any(k.name == "dim" and isinstance(k.value, Expr) and k.value.text.strip() == "-1" for k in kwargs)
+
+
+def _makes_unit_last(op: Op, ranks: Mapping[str, int], by_attr: Mapping[str, list[Binding]]) -> bool:
+    """Whether the op's one output has a last axis of length 1, as far as the code shows: a Linear to one
+    feature, a product with a parameter built `(..., 1)`, and casts or scalar arithmetic of such a value."""
+    key = (op.kind.value, op.target)
+    if op.kind == OpKind.MODULE:
+        ctor = _ctor_of(by_attr, op.target)
+        return ctor is not None and ctor.callee == "torch.nn.Linear" and _out_features(ctor) == "1"
+    if key == MATMUL and len(op.args) == 2:
+        return _one_wide_parameter(op.args[1], by_attr)
+    if key == CAST and op.args:
+        return _unit_last(op.args[0], ranks)
+    if op.kind == OpKind.OPERATOR and op.target in _ELEMENTWISE and len(op.args) == 2:
+        a, b = op.args
+        return (_unit_last(a, ranks) and _scalar(b, by_attr)) or (_unit_last(b, ranks) and _scalar(a, by_attr))
+    return False
+
+
+def _out_features(ctor: Ctor) -> str | None:
+    for k in ctor.kwargs:
+        if k.name == "out_features" and isinstance(k.value, Expr):
+            return k.value.text.strip()
+    return ctor.args[1].text.strip() if len(ctor.args) > 1 and isinstance(ctor.args[1], Expr) else None
+
+
+def _attr_ctor(v: Value, by_attr: Mapping[str, list[Binding]]) -> Ctor | None:
+    """The one constructor bound to `self.<attr>`, else None."""
+    if not isinstance(v, Expr) or not v.text.startswith("self."):
+        return None
+    bindings = by_attr.get(v.text[5:].strip())
+    if not bindings or len(bindings) != 1 or not isinstance(bindings[0].value, Ctor):
+        return None
+    return bindings[0].value
+
+
+def _one_wide(value: object) -> bool:
+    """A Linear to one feature, or a parameter built `(..., 1)`: the sources of a last axis of length 1."""
+    if not isinstance(value, Ctor):
+        return False
+    if value.callee == "torch.nn.Linear":
+        return _out_features(value) == "1"
+    data = value.args[0] if value.callee == "torch.nn.Parameter" and value.args else None
+    return isinstance(data, Expr) and bool(_ONE_WIDE.match(data.text.strip()))
+
+
+def _one_wide_parameter(v: Value, by_attr: Mapping[str, list[Binding]]) -> bool:
+    ctor = _attr_ctor(v, by_attr)
+    if ctor is None or ctor.callee != "torch.nn.Parameter" or not ctor.args:
+        return False
+    data = ctor.args[0]
+    return isinstance(data, Expr) and bool(_ONE_WIDE.match(data.text.strip()))
+
+
+def _scalar(v: Value, by_attr: Mapping[str, list[Binding]]) -> bool:
+    """A number, or an attribute bound to arithmetic, not to a layer, parameter or tensor
+    (`self.scale = dim ** -0.5`)."""
+    if not isinstance(v, Expr):
+        return False
+    text = v.text.strip()
+    if re.fullmatch(r"-?[\d.]+(e-?\d+)?", text):
+        return True
+    if not text.startswith("self."):
+        return False
+    bindings = by_attr.get(text[5:]) or []
+    return bool(bindings) and all(
+        isinstance(b.value, Expr) and not re.search(r"[A-Za-z_]\w*\s*\(", b.value.text) for b in bindings)
+
+
+_RIGHT_OPERAND = frozenset({("operator", "@"), ("function", "torch.matmul"), ("method", "matmul"),
+                            ("function", "torch.bmm"), ("method", "bmm")})
+_PASS_ON = frozenset({"*", "/", "cast"})
+
+
+def _prescan(block: Block) -> tuple[frozenset[str], frozenset[str]]:
+    """The names read as the right operand of a matrix product (also through a scale or a cast), and the
+    names read by a softmax (the rank-free facts the pass needs before it reaches the reads)."""
+    ops: list[Op] = []
+    _flat_ops(block, ops)
+    keys = {op.args[1].name for op in ops
+            if (op.kind.value, op.target) in _RIGHT_OPERAND and len(op.args) == 2 and isinstance(op.args[1], Ref)}
+    softmaxed = {op.args[0].name for op in ops
+                 if CANONICAL.get((op.kind.value, op.target)) == SOFTMAX and op.args and isinstance(op.args[0], Ref)}
+    passing = [op for op in ops if len(op.outputs) == 1 and op.args and isinstance(op.args[0], Ref) and (
+        (op.kind == OpKind.OPERATOR and op.target in _PASS_ON)
+        or (op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS))]
+    grown = True
+    while grown:
+        grown = False
+        for op in passing:
+            first = op.args[0]
+            if op.outputs[0] in keys and isinstance(first, Ref) and first.name not in keys:
+                keys.add(first.name)
+                grown = True
+    return frozenset(keys), frozenset(softmaxed)
+
+
+def _flat_ops(block: Block, out: list[Op]) -> None:
+    for stmt in block:
+        if isinstance(stmt, Op):
+            out.append(stmt)
+        elif isinstance(stmt, Branch):
+            for path in stmt.paths:
+                _flat_ops(path, out)
+        elif isinstance(stmt, Loop):
+            _flat_ops(stmt.body, out)
+
+
+def _last_keepdim(op: Op) -> bool:
+    """`amax`/`max` over the last axis keeping it (`x.amax(-1, keepdim=True)`, `torch.max(x, dim=-1, keepdim=True)`)."""
+    kw = {k.name: k.value for k in op.kwargs}
+    dim = op.args[1] if len(op.args) > 1 else kw.get("dim")
+    keep = op.args[2] if len(op.args) > 2 else kw.get("keepdim")
+    return (isinstance(dim, Expr) and dim.text == "-1" and isinstance(keep, Expr) and keep.text == "True"
+            and set(kw) <= {"dim", "keepdim"})
+
+
+def _swapped_pattern(pattern: Value) -> Expr | None:
+    """An einops pattern whose last two output axes are plain names in the reverse of their input order,
+    with those two swapped back (`"b n (h d) -> b h d n"` gives `"b n (h d) -> b h n d"`); else None."""
+    if not isinstance(pattern, Expr) or len(pattern.text) < 2 or pattern.text[0] not in "'\"":
+        return None
+    quote, body = pattern.text[0], pattern.text[1:-1]
+    if pattern.text[-1] != quote or body.count("->") != 1:
+        return None
+    lhs, rhs = body.split("->")
+    groups = re.findall(r"\([^)]*\)|[^\s()]+", rhs)
+    names = re.findall(r"[A-Za-z_]\w*|\.\.\.", lhs)
+    if len(groups) < 2 or not all(re.fullmatch(r"[A-Za-z_]\w*", g) for g in groups[-2:]):
+        return None
+    a, b = groups[-2:]
+    if a not in names or b not in names or names.index(a) < names.index(b):
+        return None
+    return Expr(f"{quote}{lhs.rstrip()} -> {' '.join([*groups[:-2], b, a])}{quote}")
+
+
+def _batched_operands(block: Block, out: set[str] | None = None) -> frozenset[str]:
+    """The names `torch.bmm` / `.bmm` reads (its operands are 3-D by contract)."""
+    found: set[str] = set() if out is None else out
+    for stmt in block:
+        if isinstance(stmt, Op) and stmt.target in ("torch.bmm", "bmm") and stmt.kind in (OpKind.FUNCTION, OpKind.METHOD):
+            found.update(a.name for a in stmt.args[:2] if isinstance(a, Ref))
+        elif isinstance(stmt, Branch):
+            for path in stmt.paths:
+                _batched_operands(path, found)
+        elif isinstance(stmt, Loop):
+            _batched_operands(stmt.body, found)
+    return frozenset(found)
+
+
+def _meet(ranks: dict[str, int], alternatives: list[dict[str, int]]) -> None:
+    """After control flow: keep a rank only where every alternative agrees on it."""
+    names = set(ranks).union(*alternatives)
+    for name in names:
+        seen = {alt.get(name) for alt in alternatives}
+        if len(seen) == 1 and None not in seen:
+            ranks[name] = seen.pop()  # type: ignore[assignment]
+        else:
+            ranks.pop(name, None)
+
+
+def _rank(v: Value, ranks: Mapping[str, int]) -> int | None:
+    return ranks.get(v.name) if isinstance(v, Ref) else None
+
+
+def _shape_count(args: tuple[Value, ...]) -> int | None:
+    """The rank a `view`/`reshape`/`permute` call gives: one argument per axis, none starred."""
+    dims = args[1:]
+    if not dims or any(_starred(a) for a in dims):
+        return None
+    if len(dims) == 1 and not (isinstance(dims[0], Expr) and _INT.match(dims[0].text)):
+        return None  # a shape tuple held in a variable
+    return len(dims)
+
+
+def _einops_rank(pattern: Value) -> int | None:
+    if not isinstance(pattern, Expr) or "->" not in pattern.text:
+        return None
+    out = pattern.text.strip("'\" ").split("->")[1]
+    groups = re.findall(r"\([^)]*\)|[^\s()]+", out)
+    return len(groups) or None
+
+
+def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Binding]], units: bool = False) -> None:
+    """Record the rank of the op's output where the op makes it evident; forget it otherwise. With
+    `units` (the class binds a layer or parameter one feature wide), also which values have a last
+    axis of length 1."""
+    # The arguments' ranks as they were before this op (`x = x.masked_fill(...)` redefines its input).
+    known = {a.name: ranks[a.name] for a in op.args if isinstance(a, Ref) and a.name in ranks}
+    for name in op.outputs:
+        ranks.pop(name, None)
+    if units:
+        for name in op.outputs:
+            ranks.pop(_UNIT + name, None)
+        if len(op.outputs) == 1 and _makes_unit_last(op, ranks, by_attr):
+            ranks[_UNIT + op.outputs[0]] = 1
+    if len(op.outputs) > 1 and (op.kind.value, op.target) in _SAME_RANK_PARTS and op.args:
+        # `values, indices = torch.topk(x, k)`, `a, b = x.chunk(2, dim=-1)`: every part keeps x's rank.
+        r = _rank(op.args[0], known)
+        if r is not None:
+            for name in op.outputs:
+                ranks[name] = r
+        return
+    if len(op.outputs) != 1:
+        return
+    key = (op.kind.value, op.target)
+    first = op.args[0] if op.args else None
+    rank: int | None = None
+    if key in _SAME_RANK and first is not None:
+        rank = _rank(first, known)
+    elif op.kind == OpKind.METHOD and op.target in ("view", "reshape", "permute", "expand"):
+        rank = _shape_count(op.args)
+    elif op.kind == OpKind.OPERATOR and op.target in _ELEMENTWISE and len(op.args) == 2:
+        arg_ranks = [_rank(a, known) for a in op.args if isinstance(a, Ref)]
+        if arg_ranks and None not in arg_ranks:
+            rank = max(r for r in arg_ranks if r is not None)
+    elif key == MATMUL and len(op.args) == 2:
+        ra, rb = _rank(op.args[0], known), _rank(op.args[1], known)
+        if ra is not None and rb is not None and ra >= 2 and rb >= 2:
+            rank = max(ra, rb)
+    elif op.kind == OpKind.FUNCTION and op.target in ("einops.rearrange", "einops.repeat") and len(op.args) >= 2:
+        rank = _einops_rank(op.args[1])
+    elif op.kind == OpKind.METHOD and op.target == "unsqueeze" and first is not None:
+        r = _rank(first, known)
+        rank = None if r is None else r + 1
+    elif op.kind == OpKind.MODULE and first is not None:
+        ctor = _ctor_of(by_attr, op.target)
+        if ctor is not None and ctor.callee in _SAME_RANK_MODULES:
+            rank = _rank(first, known)
+    if rank is not None:
+        ranks[op.outputs[0]] = rank

@@ -1,0 +1,167 @@
+"""`nn.Sequential(...)` built in a function, outside any `__init__`, read as the chain of layers it runs.
+
+A factory function (`def MBConv(...): return nn.Sequential(nn.Conv2d(...), nn.BatchNorm2d(...), ...)`)
+holds sites no forward shows: the Sequential runs its children in order. Each such construction becomes
+a small `Architecture` whose bindings are the children (with their own spans) and whose forward calls
+them one after the other, so every rule that matches layers in a forward matches here too. The ops
+keep the construction as their `origin`: the engine reports these sites without an automatic fix.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from adopter.analysis.canonical.normalise import canonical_architecture
+from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.names.signature import params
+from adopter.analysis.names.symbols import dotted_text
+from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.scope.bindings import InitAnalysis
+from adopter.analysis.scope.classes import ClassTable
+from adopter.dsl.types import (
+    Architecture,
+    Binding,
+    Ctor,
+    Forward,
+    Init,
+    Op,
+    OpKind,
+    Param,
+    Ref,
+    Return,
+    Span,
+    Stmt,
+)
+
+MIN_CHILDREN = 2  # one child is a chain of nothing
+MAX_CHAINS = 64  # per function: a bound on generated code
+
+
+def sequential_chains(function: Node, name: str, src: SourceText, table: ClassTable) -> tuple[Architecture, ...]:
+    """The `nn.Sequential(a, b, ...)` constructions inside `function` (nested definitions excluded)."""
+    body = function.child_by_field_id(Field.BODY)
+    if body is None or b"Sequential" not in src.raw(body):
+        return ()
+    reader = InitAnalysis(name, table, src)
+    reader.read_defaults(params(function, src))
+    chains: list[Architecture] = []
+    stack = list(body.named_children)
+    while stack and len(chains) < MAX_CHAINS:
+        node = stack.pop(0)
+        if node.type in ("function_definition", "class_definition", "decorated_definition", "lambda"):
+            continue
+        if node.type == "call":
+            chain = _chain(node, name, src, reader, body)
+            if chain is not None:
+                chains.append(chain)
+        stack.extend(node.named_children)
+    return tuple(chains)
+
+
+def _chain(call: Node, name: str, src: SourceText, reader: InitAnalysis, body: Node | None = None) -> Architecture | None:
+    func = call.child_by_field_id(Field.FUNCTION)
+    dotted = dotted_text(func, src) if func is not None else None
+    if dotted is None or not dotted.endswith("Sequential") or reader.qualified_callee(dotted) != SEQUENTIAL:
+        return None
+    args_node = call.child_by_field_id(Field.ARGUMENTS)
+    children = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
+    if len(children) == 1 and children[0].type == "list_splat" and body is not None:
+        # `nn.Sequential(*layers)`: the layers a list built in the function's own block holds
+        listed = _listed(body, children[0], call, src)
+        if listed is None:
+            return None
+        children = listed
+    return _chain_of(children, call, name, src, reader)
+
+
+def _listed(body: Node, splat: Node, call: Node, src: SourceText) -> list[Node] | None:
+    """The elements of the list `*name` unpacks, built by the statements of `body` before `call`
+    (`layers = [...]`, `layers.append(x)`, `layers += [...]`, `layers.extend([...])`); None when it is
+    also changed anywhere else (inside an `if` or a loop: the layers would depend on the path)."""
+    target = splat.named_children[0] if splat.named_children else None
+    if target is None or target.type != "identifier":
+        return None
+    name = src.text(target)
+    items: list[Node] | None = None
+    for stmt in body.named_children:
+        if stmt.end_byte > call.start_byte:
+            break  # the statement holding the Sequential, and what follows it
+        expr = stmt.named_children[0] if stmt.type == "expression_statement" and stmt.named_children else None
+        step = _list_step(expr, name, src) if expr is not None else None
+        if step is not None:
+            kind, nodes = step
+            if nodes is None or (kind != "set" and items is None):
+                return None
+            items = list(nodes) if kind == "set" else [*(items or []), *nodes]
+        elif name.encode() in src.raw(stmt) and any(
+                n.type == "identifier" and src.text(n) == name for n in _identifiers(stmt)):
+            return None  # read or changed another way (in a branch, a loop, a call)
+    return items
+
+
+def _list_step(expr: Node, name: str, src: SourceText) -> tuple[str, list[Node] | None] | None:
+    """How a statement builds the list `name`: ("set", items), ("add", items), or None when it does not."""
+    if expr.type in ("assignment", "augmented_assignment"):
+        left, right = expr.child_by_field_id(Field.LEFT), expr.child_by_field_id(Field.RIGHT)
+        if left is None or right is None or src.text(left) != name:
+            return None
+        elements = _elements(right)
+        if expr.type == "assignment":
+            return "set", elements
+        return ("add", elements) if src.text(expr).split(name, 1)[1].lstrip().startswith("+=") else ("add", None)
+    if expr.type == "call":
+        func, args = expr.child_by_field_id(Field.FUNCTION), expr.child_by_field_id(Field.ARGUMENTS)
+        if func is None or args is None or src.text(func) not in (f"{name}.append", f"{name}.extend"):
+            return None
+        values = [a for a in args.named_children if a.type != "comment"]
+        if len(values) != 1:
+            return "add", None
+        return "add", ([values[0]] if src.text(func).endswith("append") else _elements(values[0]))
+    return None
+
+
+def _elements(node: Node) -> list[Node] | None:
+    if node.type != "list":
+        return None
+    out = [c for c in node.named_children if c.type != "comment"]
+    return None if any(c.type == "list_splat" for c in out) else out
+
+
+def _identifiers(node: Node) -> list[Node]:
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            out.append(n)
+        stack.extend(n.named_children)
+    return out
+
+
+def _chain_of(children: list[Node], call: Node, name: str, src: SourceText, reader: InitAnalysis) -> Architecture | None:
+    """The chain of the layers `children` (argument nodes, or the calls that built them) of `call`."""
+    if len(children) < MIN_CHILDREN or any(a.type in ("keyword_argument", "list_splat") for a in children):
+        return None  # `Sequential(*layers)` / `Sequential(OrderedDict(...))`: no positional chain to read
+    span = src.span(call)
+    layers = [(reader.constructors(c) if c.type == "call" else [], src.span(c)) for c in children]
+    return layer_chain(name, layers, span, span)
+
+
+def layer_chain(name: str, layers: list[tuple[list[Ctor], Span]], span: Span, end: Span) -> Architecture:
+    """The architecture of `layers` (each its constructors and its span) run in turn, as `self.layer<i>`
+    of a Sequential named `name` built at `span`; the chain's return is placed at `end`."""
+    origin = Op(OpKind.MODULE, SEQUENTIAL, (), (), (), span, span)
+    bindings: list[Binding] = []
+    body: list[Stmt] = []
+    value = Ref("x")
+    for i, (ctors, child_span) in enumerate(layers):
+        attr = f"layer{i}"
+        if len(ctors) == 1:
+            bindings.append(Binding(attr, ctors[0], child_span))
+        out = f"%{i + 1}"
+        body.append(Op(OpKind.MODULE, f"self.{attr}", (value,), (), (out,), child_span, child_span, (), origin))
+        value = Ref(out)
+    body.append(Return((value,), end))
+    forward = Forward("forward", (Param("x"),), tuple(body), span)
+    arch = Architecture(name, (SEQUENTIAL,), Init((), tuple(bindings), span), forward, span)
+    return canonical_architecture(arch)

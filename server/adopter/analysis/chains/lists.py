@@ -1,0 +1,133 @@
+"""Layers appended to a list in a loop and then run as `nn.Sequential(*layers)`, read as chains.
+
+MLP and conv-stack builders write
+
+    layers = []
+    for d_in, d_out in zip(dims[:-1], dims[1:]):
+        layers.append(nn.Linear(d_in, d_out))
+        layers.append(nn.BatchNorm1d(d_out))
+        layers.append(nn.ReLU())
+    self.net = nn.Sequential(*layers)
+
+(or `layers += [nn.Linear(...), nn.BatchNorm1d(...), nn.ReLU()]`, `layers.extend([...])`). Within one
+iteration the items follow each other in the Sequential, so each run of items added in order in one loop
+body is a chain (`adopter.analysis.chains.sequential_classes.chain_of`: bindings with the constructors' own spans,
+reported without an automatic fix). An addition under a condition inside the loop body cuts the run. Lists
+filled without a loop are not read here: the canonical pass unrolls `nn.Sequential(*layers)` of those.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.chains.sequential_classes import chain_of
+from adopter.analysis.names.symbols import ModuleSymbols, dotted_text
+from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.scope.bindings import InitAnalysis
+from adopter.dsl.types import Architecture
+
+MIN_CHILDREN = 2
+MAX_CHAINS = 32  # per function: a bound on generated code
+_NESTED = ("function_definition", "class_definition", "decorated_definition", "lambda")
+_LOOPS = ("for_statement", "while_statement")
+
+
+def splatted_lists(function: Node, src: SourceText, symbols: ModuleSymbols) -> list[str]:
+    """The local names run as `nn.Sequential(*name)` in `function` (nested definitions excluded)."""
+    body = function.child_by_field_id(Field.BODY)
+    if body is None or b"Sequential(*" not in src.raw(body).replace(b" ", b""):
+        return []
+    names: list[str] = []
+    stack = list(body.named_children)
+    while stack:
+        node = stack.pop()
+        if node.type in _NESTED:
+            continue
+        if node.type == "call":
+            func = node.child_by_field_id(Field.FUNCTION)
+            dotted = dotted_text(func, src) if func is not None else None
+            args = node.child_by_field_id(Field.ARGUMENTS)
+            parts = [a for a in (args.named_children if args is not None else ()) if a.type != "comment"]
+            if (dotted is not None and dotted.endswith("Sequential") and symbols.qualify(dotted) == SEQUENTIAL
+                    and len(parts) == 1 and parts[0].type == "list_splat"):
+                inner = parts[0].named_children[0] if parts[0].named_child_count else None
+                if inner is not None and inner.type == "identifier" and src.text(inner) not in names:
+                    names.append(src.text(inner))
+        stack.extend(node.named_children)
+    return names
+
+
+def list_chains(function: Node, name: str, src: SourceText, symbols: ModuleSymbols,
+                reader: InitAnalysis) -> tuple[Architecture, ...]:
+    """The chains of layers added to a list in one loop body of `function`, for each list the function runs
+    as `nn.Sequential(*list)`; `reader` reads the constructors (its locals are the function's)."""
+    lists = splatted_lists(function, src, symbols)
+    if not lists:
+        return ()
+    chains: list[Architecture] = []
+    body = function.child_by_field_id(Field.BODY)
+    loops: list[Node] = []
+    stack = list(body.named_children) if body is not None else []
+    while stack:
+        node = stack.pop(0)
+        if node.type in _NESTED:
+            continue
+        if node.type in _LOOPS:
+            loops.append(node)
+        stack.extend(node.named_children)
+    for loop in loops:
+        block = loop.child_by_field_id(Field.BODY)
+        if block is None:
+            continue
+        for target in lists:
+            for run in _runs(block, target, src):
+                if len(run) >= MIN_CHILDREN and len(chains) < MAX_CHAINS:
+                    chains.append(chain_of(run, name, src, reader, function, run[0]))
+    return tuple(chains)
+
+
+def _runs(block: Node, target: str, src: SourceText) -> list[list[Node]]:
+    """Runs of items added to `target` by consecutive statements of `block` (other statements are
+    skipped; a compound statement that adds to it cuts the run)."""
+    runs: list[list[Node]] = [[]]
+    for stmt in block.named_children:
+        if stmt.type == "comment":
+            continue
+        items = _added(stmt, target, src)
+        if items is not None:
+            runs[-1].extend(items)
+        elif stmt.type != "expression_statement" and target.encode() in src.raw(stmt):
+            runs.append([])
+    return runs
+
+
+def _added(stmt: Node, target: str, src: SourceText) -> list[Node] | None:
+    """The items `stmt` adds to `target` (`target.append(x)`, `.extend([...])`, `target += [...]`), else None."""
+    if stmt.type != "expression_statement" or stmt.named_child_count != 1:
+        return None
+    expr = stmt.named_children[0]
+    if expr.type == "augmented_assignment":
+        left = expr.child_by_field_id(Field.LEFT)
+        right = expr.child_by_field_id(Field.RIGHT)
+        op = expr.child_by_field_id(Field.OPERATOR)
+        if (left is not None and right is not None and src.text(left) == target and right.type in ("list", "tuple")
+                and (op is None or src.text(op) == "+=")):
+            return [c for c in right.named_children if c.type != "comment"]
+        return None
+    if expr.type != "call":
+        return None
+    func = expr.child_by_field_id(Field.FUNCTION)
+    args = expr.child_by_field_id(Field.ARGUMENTS)
+    if func is None or func.type != "attribute" or args is None:
+        return None
+    obj = func.child_by_field_id(Field.OBJECT)
+    method = func.child_by_field_id(Field.ATTRIBUTE)
+    if obj is None or method is None or src.text(obj) != target:
+        return None
+    parts = [a for a in args.named_children if a.type != "comment"]
+    if src.text(method) == "append" and len(parts) == 1:
+        return parts
+    if src.text(method) == "extend" and len(parts) == 1 and parts[0].type in ("list", "tuple"):
+        return [c for c in parts[0].named_children if c.type != "comment"]
+    return None

@@ -1,0 +1,120 @@
+"""`nn.Sequential(...)` built in a module's methods but not bound to an attribute, read as layer chains.
+
+Model code builds many small Sequentials that no forward calls by name:
+
+    def _make_layer(self, block, planes, blocks, stride=1):       # torchvision's ResNet
+        norm_layer = self._norm_layer
+        downsample = nn.Sequential(conv1x1(self.inplanes, planes, stride), norm_layer(planes))
+        ...
+
+    for c_in, c_out in stages:                                  # in __init__
+        self.stages.append(nn.Sequential(nn.Conv2d(c_in, c_out, 3), nn.BatchNorm2d(c_out), nn.ReLU()))
+
+Each positional `nn.Sequential(a, b, ...)` in a method of an `nn.Module` other than `forward` becomes a chain
+like the factory chains of `adopter.analysis.chains.functions` (named `Class.method`, reported without an automatic
+fix), except one assigned straight to `self.<attr>`: that is a binding, whose layers the forward that calls
+it shows (`adopter.analysis.canonical.normalise` unrolls it). Lists filled in a loop and run as `nn.Sequential(*layers)`
+are read by `adopter.analysis.chains.lists`. Names are read as in `__init__`: the method's own
+locals and parameter defaults, and `self.<attr>` holding a layer class (`self._norm_layer = norm_layer`
+with `norm_layer = nn.BatchNorm2d` under `if norm_layer is None`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tree_sitter import Node
+
+from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.chains.lists import list_chains, splatted_lists
+from adopter.analysis.chains.sequential_classes import chain_of, positional_children
+from adopter.analysis.names.symbols import dotted_text
+from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.scope.bindings import InitAnalysis
+from adopter.analysis.scope.classes import ClassTable
+from adopter.dsl.types import Architecture, Binding, Expr
+
+MIN_CHILDREN = 2
+MAX_CHAINS = 64  # per class: a bound on generated code
+_NESTED = ("function_definition", "class_definition", "decorated_definition", "lambda")
+
+
+def method_chains(class_name: str, src: SourceText, table: ClassTable) -> tuple[Architecture, ...]:
+    """The unbound Sequential chains of the methods of module class `class_name` (see the module doc)."""
+    info = table.infos.get(class_name)
+    if info is None or b"Sequential" not in src.raw(info.node):
+        return ()
+    candidates: list[tuple[str, Node, list[Node]]] = []
+    for method, node in info.methods.items():
+        if method == "forward" or b"Sequential" not in src.raw(node):
+            continue
+        calls = _unbound_sequentials(node, src, table)
+        if calls or splatted_lists(node, src, table.symbols):
+            candidates.append((method, node, calls))
+    if not candidates:
+        return ()
+    init_reader = InitAnalysis(class_name, table, src)
+    init = init_reader.run()
+    classes = _layer_classes(init.bindings if init is not None else ())
+    chains: list[Architecture] = []
+    for method, node, calls in candidates:
+        if method == "__init__":
+            reader = init_reader
+        else:
+            reader = InitAnalysis(class_name, table, src)
+            reader.read_locals(node, classes)
+        for call in calls:
+            args = call.child_by_field_id(Field.ARGUMENTS)
+            children = positional_children([a for a in (args.named_children if args is not None else ())
+                                            if a.type != "comment"], src)
+            if len(children) >= MIN_CHILDREN and all(c is not None for c in children):
+                nodes = [c for c in children if c is not None]
+                chains.append(chain_of(nodes, f"{class_name}.{method}", src, reader, node, call))
+            if len(chains) >= MAX_CHAINS:
+                return tuple(chains)
+        chains.extend(list_chains(node, f"{class_name}.{method}", src, table.symbols, reader))
+    return tuple(chains[:MAX_CHAINS])
+
+
+def _layer_classes(bindings: Sequence[Binding]) -> dict[str, str]:
+    """`self.<attr>` -> the torch layer class `__init__` stores there (one binding, a class, not an instance)."""
+    seen: dict[str, list[str]] = {}
+    for b in bindings:
+        seen.setdefault(b.attr, []).append(b.value.text if isinstance(b.value, Expr) else "")
+    return {a: v[0] for a, v in seen.items()
+            if len(v) == 1 and v[0].startswith("torch.nn.") and v[0].rsplit(".", 1)[-1][:1].isupper()}
+
+
+def _unbound_sequentials(function: Node, src: SourceText, table: ClassTable) -> list[Node]:
+    """The `nn.Sequential(...)` calls in `function` (nested definitions excluded) not assigned straight to
+    `self.<attr>`."""
+    body = function.child_by_field_id(Field.BODY)
+    out: list[Node] = []
+    stack = list(body.named_children) if body is not None else []
+    while stack:
+        node = stack.pop(0)
+        if node.type in _NESTED:
+            continue
+        if node.type == "call" and _is_sequential(node, src, table) and not _bound_to_self(node, src):
+            out.append(node)
+        stack.extend(node.named_children)
+    return out
+
+
+def _is_sequential(call: Node, src: SourceText, table: ClassTable) -> bool:
+    func = call.child_by_field_id(Field.FUNCTION)
+    dotted = dotted_text(func, src) if func is not None else None
+    return dotted is not None and dotted.endswith("Sequential") and table.symbols.qualify(dotted) == SEQUENTIAL
+
+
+def _bound_to_self(call: Node, src: SourceText) -> bool:
+    """`self.x = nn.Sequential(...)` (also `self.x = y = ...`): a binding the forward's calls unroll."""
+    parent = call.parent
+    while parent is not None and parent.type == "assignment":
+        left = parent.child_by_field_id(Field.LEFT)
+        if left is not None and left.type == "attribute":
+            obj = left.child_by_field_id(Field.OBJECT)
+            if obj is not None and src.text(obj) == "self":
+                return True
+        parent = parent.parent
+    return False

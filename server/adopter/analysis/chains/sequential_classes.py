@@ -1,0 +1,168 @@
+"""An `nn.Sequential` subclass read as the chain of layers its `__init__` hands to the Sequential.
+
+Model code writes conv-norm-activation blocks as Sequential subclasses with no `forward` of their own
+(torchvision's `Conv2dNormActivation`, MobileNet's `ConvBNReLU`, DenseNet's `_Transition`):
+
+    class ConvBNReLU(nn.Sequential):
+        def __init__(self, c_in, c_out, norm_layer=None):
+            if norm_layer is None:
+                norm_layer = nn.BatchNorm2d
+            super().__init__(nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), norm_layer(c_out), nn.ReLU())
+
+or, child by child, `self.add_module("conv", nn.Conv2d(...))`. Sequential's own forward runs the children
+in order, so the class computes that chain. It becomes a small `Architecture` like the factory chains of
+`adopter.analysis.chains.functions` (bindings = the children with their constructor spans, a forward that calls
+them in turn, every op's `origin` the Sequential construction: reported without an automatic fix).
+Children added under a condition or a loop end the chain there: what runs next to them is not certain.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.chains.functions import layer_chain
+from adopter.analysis.names.symbols import dotted_text
+from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.scope.bindings import InitAnalysis
+from adopter.analysis.scope.classes import ClassTable
+from adopter.dsl.types import Architecture
+
+MIN_CHILDREN = 2  # one child is a chain of nothing
+MAX_CHILDREN = 64  # a bound on generated code
+_BREAK = None  # a child whose place in the chain is not certain: the chain is cut there
+
+
+def is_sequential_class(name: str, table: ClassTable) -> bool:
+    """Whether class `name` of this file derives directly from `torch.nn.Sequential`."""
+    info = table.infos.get(name)
+    if info is None:
+        return False
+    return any(b not in table.infos and table.symbols.qualify(b) == SEQUENTIAL for b in info.bases)
+
+
+def sequential_class_chains(name: str, src: SourceText, table: ClassTable) -> tuple[Architecture, ...]:
+    """The chains of layers a Sequential subclass without its own `forward` runs (see the module doc)."""
+    info = table.infos.get(name)
+    if info is None or "forward" in info.methods or not is_sequential_class(name, table):
+        return ()
+    init = info.methods.get("__init__")
+    body = init.child_by_field_id(Field.BODY) if init is not None else None
+    if init is None or body is None:
+        return ()
+    reader = InitAnalysis(name, table, src)
+    reader.run()  # the locals `__init__` sets (`norm_layer = nn.BatchNorm2d` under `if norm_layer is None`)
+    children = _children(body, name, src, reader)
+    runs: list[list[Node]] = [[]]
+    for child in children[:MAX_CHILDREN]:
+        if child is _BREAK:
+            runs.append([])
+        else:
+            runs[-1].append(child)
+    chains = []
+    for run in runs:
+        if len(run) >= MIN_CHILDREN:
+            chains.append(chain_of(run, name, src, reader, init))
+    return tuple(chains)
+
+
+def _children(body: Node, name: str, src: SourceText, reader: InitAnalysis) -> list[Node | None]:
+    """The child constructors in the order the Sequential holds them; `_BREAK` where that order is not certain."""
+    out: list[Node | None] = []
+    for stmt in body.named_children:
+        if stmt.type == "comment":
+            continue
+        if stmt.type != "expression_statement":
+            if _mentions_children(stmt, src):
+                out.append(_BREAK)  # children added under a condition or in a loop
+            continue
+        for expr in stmt.named_children:
+            if expr.type == "call":
+                out.extend(_call_children(expr, name, src, reader))
+    return out
+
+
+def _mentions_children(node: Node, src: SourceText) -> bool:
+    raw = src.raw(node)
+    return b"add_module" in raw or b"__init__" in raw or b".append(" in raw
+
+
+def _call_children(call: Node, name: str, src: SourceText, reader: InitAnalysis) -> list[Node | None]:
+    func = call.child_by_field_id(Field.FUNCTION)
+    args_node = call.child_by_field_id(Field.ARGUMENTS)
+    if func is None or func.type != "attribute" or args_node is None:
+        return []
+    obj = func.child_by_field_id(Field.OBJECT)
+    method_node = func.child_by_field_id(Field.ATTRIBUTE)
+    method = src.text(method_node) if method_node is not None else ""
+    args = [a for a in args_node.named_children if a.type != "comment"]
+    if obj is None:
+        return []
+    obj_text = src.text(obj).replace(" ", "")
+    if method == "__init__" and (obj_text.startswith("super(") or _is_sequential_name(obj_text, reader)):
+        if not obj_text.startswith("super("):
+            args = args[1:]  # `nn.Sequential.__init__(self, a, b)`
+        return positional_children(args, src)
+    if obj_text == "self" and method == "add_module" and len(args) == 2:
+        return [args[1]]
+    if obj_text == "self" and method == "append" and len(args) == 1:
+        return [args[0]]
+    if obj_text == "self" and method in ("extend", "insert"):
+        return [_BREAK]
+    return []
+
+
+def _is_sequential_name(text: str, reader: InitAnalysis) -> bool:
+    return text.endswith("Sequential") and reader.qualified_callee(text) == SEQUENTIAL
+
+
+def positional_children(args: list[Node], src: SourceText) -> list[Node | None]:
+    """`(a, b, c)` -> a, b, c; `(OrderedDict([("conv", a), ...]))` -> a, ...; anything else -> `_BREAK`."""
+    if len(args) == 1 and args[0].type == "call":
+        func = args[0].child_by_field_id(Field.FUNCTION)
+        dotted = dotted_text(func, src) if func is not None else None
+        if dotted is not None and dotted.endswith("OrderedDict"):
+            inner = args[0].child_by_field_id(Field.ARGUMENTS)
+            pairs = [a for a in (inner.named_children if inner is not None else ()) if a.type != "comment"]
+            if len(pairs) == 1 and pairs[0].type in ("list", "tuple"):
+                items: list[Node | None] = []
+                for pair in pairs[0].named_children:
+                    parts = [p for p in pair.named_children if p.type != "comment"]
+                    items.append(parts[1] if pair.type == "tuple" and len(parts) == 2 else _BREAK)
+                return items
+            return [_BREAK]
+    out: list[Node | None] = []
+    for a in args:
+        if a.type in ("keyword_argument", "list_splat", "dictionary_splat"):
+            out.append(_BREAK)  # `*layers`: the list's order is not read here
+        else:
+            out.append(a)
+    return out
+
+
+def chain_of(children: list[Node], name: str, src: SourceText, reader: InitAnalysis, init: Node,
+             where: Node | None = None) -> Architecture:
+    """The chain of layers `children` (constructor nodes, or locals assigned earlier in the function `init`)
+    run in turn, as an architecture named `name`; `where` is the construction (default: `init` itself)."""
+    last = src.span(children[-1])
+    span = src.span(where if where is not None else init)
+    layers = [(reader.constructors(c) if c.type in ("call", "identifier") else [],
+               src.span(_definition(c, init, src) if c.type == "identifier" else c)) for c in children]
+    return layer_chain(name, layers, span, last)
+
+
+def _definition(name: Node, init: Node, src: SourceText) -> Node:
+    """The value last assigned to the local `name` at the top of the function before it is used, else `name`:
+    `conv = nn.Conv2d(...)` then `super().__init__(conv, bn)` reports the conv at its constructor."""
+    body = init.child_by_field_id(Field.BODY)
+    found = name
+    text = src.raw(name)
+    for stmt in body.named_children if body is not None else ():
+        if stmt.start_byte >= name.start_byte:
+            break
+        for expr in stmt.named_children if stmt.type == "expression_statement" else ():
+            left = expr.child_by_field_id(Field.LEFT) if expr.type == "assignment" else None
+            right = expr.child_by_field_id(Field.RIGHT) if expr.type == "assignment" else None
+            if left is not None and right is not None and left.type == "identifier" and src.raw(left) == text:
+                found = right
+    return found

@@ -1,0 +1,458 @@
+"""Reach across files: what a class, function or table imported from another module computes.
+
+A constructor in `__init__` whose callee is imported (`self.act = FP32SiLU()`, `get_act_layer(act)`,
+`ACT2FN[config.hidden_act]`, `LayerNorm2d(dim)`) is resolved with jedi's project-aware inference (the
+workspace and the installed packages; files are parsed, never imported or run) to the file and line
+that define it. That definition is then read (Python's `ast`, never executed) into a frozen `Summary`:
+
+- a *layer*: a subclass of a torch layer that does not override `forward` (`class LayerNorm2d(nn.LayerNorm)`),
+  or a module whose `forward` is one elementwise function of its input with casts around it
+  (`F.silu(x.float()).to(x.dtype)` is SiLU) — the torch layer it computes;
+- a *registry*: a lookup table of layer classes by name (`{"relu": nn.ReLU, ...}`, or entries added by
+  module-level calls such as `Act.add_factory_class("gelu", nn.GELU)`);
+- a *factory*: a function that builds the entry of a registry named by its first argument;
+- a *config*: the defaults its `__init__` gives each field, where they are evident statically
+  (`hidden_act="gelu"`, or `act_info[-1]` of `feed_forward_proj.split("-")`).
+
+`CrossFileReach.bind` applies them to one class's `__init__` bindings (the one hook the analysis calls):
+a constructor that certainly computes a torch layer becomes that layer's constructor, with `origin`
+saying where it came from; anything else stays as written. Results are cached per file and dropped
+when that file changes (`changed`). In `deferred` mode (the language server's own reach, fixed when it is
+built) a name not resolved yet is queued instead of resolved, so that jedi never costs a keystroke:
+`resolve_pending` then runs on another thread and the documents are analysed again.
+
+This module holds the cache and the summaries; its parts: `jedi_lookup` (jedi), `ast_files` (other
+files read with the standard library's `ast`), `evaluator` (constants a config's `__init__` leaves
+evident), `init_source` (the analysed `__init__`, read for lookup keys) and `summary` (what is known).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Final
+
+from adopter.analysis.crossfile import reads
+from adopter.analysis.crossfile.ast_files import (
+    ParsedFile,
+    dotted_name,
+    elementwise_layer,
+    entry_class,
+    imports_of,
+    in_stdlib,
+    node_at,
+    qualify,
+    toplevel_of,
+)
+from adopter.analysis.crossfile.evaluator import UNKNOWN, config_defaults, getattr_parts, literal
+from adopter.analysis.crossfile.init_source import InitSource, Scope
+from adopter.analysis.crossfile.jedi_lookup import JediLookup
+from adopter.analysis.crossfile.resolver import ModuleResolver, is_torch_module_class
+from adopter.analysis.crossfile.summary import Definition, Summary
+from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg
+
+MAX_DEPTH = 6
+
+
+class CrossFileReach:
+    """Resolves imported names with jedi and summarises their definitions; thread-safe, cached."""
+
+    def __init__(self, resolver: ModuleResolver, *, deferred: bool = False, root: str | None = None) -> None:
+        self.resolver = resolver
+        self.deferred: Final = deferred  # set once: the server builds its own deferred reach
+        self.root = root
+        self._lock = threading.RLock()
+        self._files: dict[str, ParsedFile | None] = {}
+        self._defs: dict[tuple[str, str], tuple[Definition | None, frozenset[str]]] = {}
+        self._summaries: dict[tuple[str, str], tuple[Summary | None, frozenset[str]]] = {}
+        self._pending: set[tuple[str, str]] = set()
+        self.jedi = JediLookup()
+        self.resolved = 0  # jedi look-ups done (for tests and benchmarks)
+
+    # -- the hook ------------------------------------------------------------------------------------
+
+    def bind(self, init: Init | None, path: str | None, source: InitSource | None = None) -> Init | None:
+        """`init` with each imported constructor that certainly computes a torch layer replaced by it.
+
+        `source` reads `__init__` itself when a lookup key needs it: parameter annotations (`config` ->
+        `.configuration_vit.ViTConfig`) and locals (`act = getattr(config, "act", None)`). Never raises:
+        a problem leaves the binding as written.
+        """
+        if init is None or not path:
+            return init
+        if not any(isinstance(b.value, Ctor) and _imported(b.value.callee) for b in init.bindings):
+            return init  # the common class: nothing imported to look at, no cost
+        path = os.path.abspath(path)
+        scope = Scope({p.name: p.default for p in init.params}, source)
+        # Only what forward calls (`self.act(...)`) is looked up: `np.prod(...)` stored as a number
+        # never sends jedi into numpy.
+        called = source.called() if source is not None else None
+        out: list[Binding] = []
+        changed = False
+        for b in init.bindings:
+            value = b.value
+            if isinstance(value, Ctor) and (called is None or b.attr in called):
+                try:
+                    found = self._ctor(value, path, scope, b.condition)
+                except (RecursionError, ValueError, OSError, SyntaxError):
+                    found = None
+                if found is not None:
+                    b = replace(b, value=found)
+                    changed = True
+            out.append(b)
+        return replace(init, bindings=tuple(out)) if changed else init
+
+    def _ctor(self, ctor: Ctor, path: str, scope: Scope, condition: str | None) -> Ctor | Expr | None:
+        if ctor.items or not _imported(ctor.callee):
+            return None
+        summary = self.summary_of(ctor.callee, path)
+        if summary is None:
+            return None
+        where = self._where(summary.definition)
+        if summary.kind == "layer" and summary.layer is not None and ctor.lookup is None:
+            args, kwargs = ((), ()) if summary.own_init else (ctor.args, ctor.kwargs)
+            kwargs = (*kwargs, *(Kwarg(k, Expr(v)) for k, v in summary.layer_kwargs))
+            return Ctor(summary.layer, args, kwargs, origin=f"{summary.definition.name} ({where})")
+        registry: Summary | None = None
+        key_text: str | None = None
+        if summary.kind == "registry" and ctor.lookup is not None:
+            registry, key_text = summary, ctor.lookup
+        elif summary.kind == "factory" and summary.registry is not None and ctor.args and ctor.lookup is None:
+            registry = self.summary_of(summary.registry, summary.definition.path)
+            first = ctor.args[0]
+            key_text = first.text if isinstance(first, Expr) else getattr(first, "name", None)
+        if registry is None or registry.kind != "registry" or key_text is None:
+            return None
+        key, key_origin = self._key(key_text, path, scope)
+        if key is None and condition is not None and condition.strip() == key_text:
+            # Built only when the key is set, and the defaults leave it unset: under the default
+            # configuration nothing is built here, so it is no layer of any kind.
+            written = ", ".join(a.text if isinstance(a, Expr) else getattr(a, "name", "?") for a in ctor.args)
+            return Expr(f"{summary.definition.name}({written})")
+        if not isinstance(key, str):
+            return None
+        entry = registry.entry(key)
+        if entry is None:
+            return None
+        layer = self._layer(entry, registry.definition.path)
+        if layer is None:
+            return None
+        call = f"{summary.definition.name}[{key!r}]" if ctor.lookup is not None else f"{summary.definition.name}({key!r})"
+        source = f", {key_origin}" if key_origin else ""
+        return Ctor(layer.layer or "", (), tuple(Kwarg(k, Expr(v)) for k, v in layer.layer_kwargs),
+                    origin=f"{call} ({where}){source}")
+
+    def _key(self, text: str, path: str, scope: Scope, hops: int = 0) -> tuple[object, str | None]:
+        """The value of a lookup key where evident: a literal, a parameter's literal default, a local
+        `getattr(config, "<field>", d)`, or `config.<field>` with the default of the field in the
+        annotated config class."""
+        value = literal(text)
+        if value is not UNKNOWN:
+            return value, None
+        if text in scope.params and scope.params[text] is not None:
+            return literal(scope.params[text] or ""), f"default of `{text}`"
+        local = scope.locals().get(text)
+        if local is not None and hops < 2:
+            found = getattr_parts(local)
+            if found is not None:
+                return self._key(f"{found[0]}.{found[1]}", path, scope, hops + 1)
+        root, dot, field_name = text.partition(".")
+        annotation = scope.annotations().get(root) if dot and "." not in field_name else None
+        if annotation is None:
+            return UNKNOWN, None
+        config = self.summary_of(annotation, path)
+        if config is None or config.kind != "config":
+            return UNKNOWN, None
+        if scope.built_only_otherwise(root, config):
+            # The default configuration never builds this class (T5's gated MLP is built only when
+            # `is_gated_act`): its defaults say nothing about the configurations that do.
+            return UNKNOWN, None
+        return config.default(field_name), (f"default of `{field_name}` in {config.definition.name} "
+                                            f"({self._where(config.definition)})")
+
+    def _layer(self, qualified: str, from_path: str) -> Summary | None:
+        """The layer summary of a class named in file `from_path` (a torch class or a summarised one)."""
+        torch_name = torch_layer(qualified)
+        if torch_name is not None:
+            return Summary("layer", Definition(from_path, 0, qualified), torch_name)
+        found = self.summary_of(qualified, from_path)
+        return found if found is not None and found.kind == "layer" else None
+
+    def _where(self, d: Definition) -> str:
+        """`package/module.py:line`: the path from the root of the definition's package."""
+        root = self.root or self.resolver._package_root(d.path)[0]
+        shown = os.path.relpath(d.path, root) if root and d.path.startswith(root.rstrip("/") + "/") else d.path
+        return f"{shown}:{d.line}"
+
+    # -- resolution ----------------------------------------------------------------------------------
+
+    def summary_of(self, qualified: str, from_path: str, depth: int = 0) -> Summary | None:
+        """The summary of `qualified` as named in the file `from_path` (None: unknown or not readable)."""
+        definition = self.definition(qualified, from_path)
+        if definition is None and "." not in qualified:  # a class of that file itself
+            parsed = self.parsed(from_path)
+            node = parsed.toplevel.get(qualified) if parsed is not None else None
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.Assign):
+                definition = Definition(from_path, node.lineno, qualified)
+        if definition is None or depth > MAX_DEPTH:
+            return None
+        key = (definition.path, definition.name)
+        with self._lock:
+            cached = self._summaries.get(key)
+        if cached is not None:
+            reads.note(cached[1])
+            return cached[0]
+        read: set[str] = {definition.path}
+        try:
+            summary = self._summarise(definition, depth, read)
+        except (RecursionError, ValueError):
+            summary = None
+        with self._lock:
+            self._summaries[key] = (summary, frozenset(read))
+        reads.note(read)
+        return summary
+
+    def definition(self, qualified: str, from_path: str) -> Definition | None:
+        """Where `qualified` (as named in `from_path`) is defined, found by jedi; None when unknown.
+
+        Only names whose module is a file the resolver can see (the workspace, the search paths) are
+        looked up, so a file with nothing to reach never starts jedi.
+        """
+        module = qualified.rpartition(".")[0]
+        if not module.strip(".") and not module.startswith("."):
+            return None
+        located = self.resolver.locate(module, from_path)
+        if located is None or in_stdlib(located):  # the standard library defines no torch layers
+            return None
+        scope = os.path.dirname(from_path) if module.startswith(".") else ""
+        key = (qualified, scope)
+        with self._lock:
+            cached = self._defs.get(key)
+            if cached is not None:
+                reads.note(cached[1])
+                return cached[0]
+            if self.deferred:
+                self._pending.add((qualified, from_path))
+                return None
+        return self._goto(qualified, from_path, located)
+
+    def _goto(self, qualified: str, from_path: str, located: str) -> Definition | None:
+        module, _, name = qualified.rpartition(".")
+        scope = os.path.dirname(from_path) if module.startswith(".") else ""
+        found: Definition | None = None
+        try:
+            root = self.root or self.resolver._package_root(from_path)[0] or os.path.dirname(from_path)
+            found = self.jedi.goto(module, name, from_path, root)
+        except Exception:  # jedi failing on one name must not take the analysis down
+            found = None
+        if found is None:
+            # jedi sometimes gives up on a re-export its earlier look-ups cached half-way: follow the
+            # plain `from .x import Y` chain by reading the files instead.
+            found = self._follow(located, name, 0)
+        with self._lock:
+            files = frozenset({located} | ({found.path} if found else set()))
+            self._defs[(qualified, scope)] = (found, files)
+        reads.note(files)
+        with self._lock:
+            self.resolved += 1
+        return found
+
+    def _follow(self, path: str, name: str, hops: int) -> Definition | None:
+        parsed = self.parsed(path)
+        if parsed is None or hops > MAX_DEPTH:
+            return None
+        node = parsed.toplevel.get(name)
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.Assign):
+            return Definition(path, node.lineno, name)
+        target = parsed.imports.get(name)
+        if target is None:
+            return None
+        module, _, inner = target.rpartition(".")
+        located = self.resolver.locate(module, path)
+        return self._follow(located, inner, hops + 1) if located is not None else None
+
+    def has_pending(self) -> bool:
+        with self._lock:
+            return bool(self._pending)
+
+    def resolve_pending(self) -> int:
+        """Resolve the queued names (call off the analysis thread); how many were found."""
+        with self._lock:
+            todo, self._pending = sorted(self._pending), set()
+        found = 0
+        for qualified, from_path in todo:
+            module = qualified.rpartition(".")[0]
+            located = self.resolver.locate(module, from_path)
+            if located is not None and self._goto(qualified, from_path, located) is not None:
+                found += 1
+        if todo:
+            self.release()
+        return found
+
+    def release(self) -> None:
+        """Drop jedi's and parso's parse trees and the files read (summaries stay): they are large, and
+        every full garbage collection of the long-running server would walk them."""
+        with self._lock:
+            self._files.clear()
+        self.jedi.release()
+
+    def changed(self, paths: Iterable[str]) -> bool:
+        """Forget what was read from `paths` (saved or changed on disk); whether anything was."""
+        gone = {form for p in paths for form in (os.path.abspath(p), os.path.realpath(p))}
+        hit = False
+        with self._lock:
+            for p in gone:
+                if self._files.pop(p, None) is not None:
+                    hit = True
+            for cache in (self._defs, self._summaries):
+                stale = [k for k, (_, read) in cache.items() if read & gone]
+                for k in stale:
+                    del cache[k]
+                hit = hit or bool(stale)
+        if hit:
+            self.resolver.clear()
+        return hit
+
+    # -- reading definitions -------------------------------------------------------------------------
+
+    def parsed(self, path: str) -> ParsedFile | None:
+        reads.note((path,))
+        with self._lock:
+            if path in self._files:
+                return self._files[path]
+        result: ParsedFile | None = None
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(6 * 1024 * 1024)
+            stamp = os.stat(path).st_mtime
+            tree = ast.parse(data, path)
+            result = ParsedFile(stamp, tree, imports_of(tree), toplevel_of(tree))
+        except (OSError, SyntaxError, ValueError):
+            result = None
+        with self._lock:
+            self._files[path] = result
+        return result
+
+    def _summarise(self, d: Definition, depth: int, read: set[str]) -> Summary | None:
+        parsed = self.parsed(d.path)
+        if parsed is None or parsed.tree is None:
+            return None
+        node = node_at(parsed.tree, d.name, d.line)
+        if isinstance(node, ast.ClassDef):
+            return self._class(node, d, parsed, depth, read)
+        if isinstance(node, ast.FunctionDef):
+            return self._function(node, d, parsed)
+        if isinstance(node, ast.Assign):
+            entries, ignore_case = self._registry(node, d.name, parsed)
+            if entries:
+                return Summary("registry", d, entries=entries, ignore_case=ignore_case)
+        return Summary("other", d)
+
+    def _class(self, node: ast.ClassDef, d: Definition, parsed: ParsedFile, depth: int, read: set[str]) -> Summary:
+        methods = {f.name: f for f in node.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
+        own_init = "__init__" in methods
+        if "forward" not in methods and "__call__" not in methods:
+            for base in node.bases:
+                dotted = dotted_name(base)
+                if dotted is None:
+                    continue
+                qualified = qualify(dotted, parsed.imports)
+                layer = torch_layer(qualified)
+                if layer is not None:
+                    return Summary("layer", d, layer, own_init=own_init)
+                if not qualified.startswith(("torch.", "typing.", "builtins.")):
+                    sub = self._base(qualified, d.path, parsed, depth, read)
+                    if sub is not None and sub.kind == "layer":
+                        return Summary("layer", d, sub.layer, sub.layer_kwargs, own_init or sub.own_init)
+        forward = methods.get("forward")
+        if isinstance(forward, ast.FunctionDef):
+            found = elementwise_layer(forward, parsed.imports)
+            if found is not None:
+                return Summary("layer", d, found[0], found[1], own_init=own_init)
+        if "__init__" in methods and isinstance(methods["__init__"], ast.FunctionDef):
+            defaults = config_defaults(methods["__init__"])
+            if defaults:
+                return Summary("config", d, defaults=tuple(sorted(defaults.items(), key=lambda kv: kv[0])))
+        return Summary("other", d)
+
+    def _base(self, qualified: str, path: str, parsed: ParsedFile, depth: int, read: set[str]) -> Summary | None:
+        if qualified in parsed.toplevel:
+            node = parsed.toplevel[qualified]
+            if isinstance(node, ast.ClassDef):
+                return self._class(node, Definition(path, node.lineno, qualified), parsed, depth + 1, read)
+            return None
+        found = self.summary_of(qualified, path, depth + 1)
+        if found is not None:
+            read.add(found.definition.path)
+        return found
+
+    def _function(self, node: ast.FunctionDef, d: Definition, parsed: ParsedFile) -> Summary:
+        """A factory: the function builds `R[<its first argument>]` (called, or an instance already)."""
+        args = node.args.posonlyargs + node.args.args
+        if not args:
+            return Summary("other", d)
+        param = args[0].arg
+        derived = {param}
+        for stmt in ast.walk(node):  # names computed from the parameter (`name, args = split_args(name)`)
+            if isinstance(stmt, ast.Assign) and any(isinstance(n, ast.Name) and n.id in derived
+                                                    for n in ast.walk(stmt.value)):
+                for target in stmt.targets:
+                    for n in ast.walk(target):
+                        if isinstance(n, ast.Name):
+                            derived.add(n.id)
+        for sub in ast.walk(node):
+            if (isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and isinstance(sub.slice, ast.Name)
+                    and sub.slice.id in derived and sub.value.id not in derived):
+                return Summary("factory", d, registry=qualify(sub.value.id, parsed.imports))
+        return Summary("other", d)
+
+    def _registry(self, node: ast.Assign, name: str, parsed: ParsedFile) -> tuple[tuple[tuple[str, str], ...], bool]:
+        value = node.value
+        entries: list[tuple[str, str]] = []
+        ignore_case = False
+        if isinstance(value, ast.Call) and len(value.args) == 1 and isinstance(value.args[0], ast.Name):
+            source = parsed.toplevel.get(value.args[0].id)
+            if isinstance(source, ast.Assign):
+                value = source.value
+        if isinstance(value, ast.Dict):
+            for k, v in zip(value.keys, value.values):
+                if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                    target = entry_class(v, parsed.imports)
+                    if target is not None:
+                        entries.append((k.value, target))
+        elif isinstance(value, ast.Call) and parsed.tree is not None:
+            # entries added by module-level calls: `R.add("key", SomeClass)`
+            for stmt in parsed.tree.body:
+                call = stmt.value if isinstance(stmt, ast.Expr) else None
+                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                        and isinstance(call.func.value, ast.Name) and call.func.value.id == name
+                        and len(call.args) >= 2 and isinstance(call.args[0], ast.Constant)
+                        and isinstance(call.args[0].value, str)):
+                    target = entry_class(call.args[1], parsed.imports)
+                    if target is not None:
+                        entries.append((call.args[0].value, target))
+            # a registry class that upper- or lower-cases its keys compares them without case
+            cls = parsed.toplevel.get(dotted_name(value.func) or "")
+            if isinstance(cls, ast.ClassDef):
+                ignore_case = any(isinstance(n, ast.Attribute) and n.attr in ("upper", "lower") for n in ast.walk(cls))
+        return tuple(entries), ignore_case
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+
+def torch_layer(qualified: str) -> str | None:
+    """`torch.nn.modules.activation.GELU` -> `torch.nn.GELU`: a torch layer class, else None."""
+    if not is_torch_module_class(qualified):
+        return None
+    last = qualified.rsplit(".", 1)[-1]
+    return None if last == "Module" else f"torch.nn.{last}"
+
+
+def _imported(callee: str) -> bool:
+    return "." in callee.lstrip(".") and not callee.startswith(("torch.", "builtins.", "typing."))
+
+

@@ -1,0 +1,401 @@
+"""Calls in the flow analysis: what a call is (module, function, method) and inlining same-file callees.
+
+`self.method(...)`, `super().method(...)`, module-level helpers of the same file, local closures,
+stateless submodules and methods passed as callbacks (`checkpoint(self.block, x)`) are inlined: their
+ops appear in the caller with `via` naming the call, their parameters bound to the arguments and their
+locals renamed apart from the caller's. Depth is bounded and recursion stops at the first repeat.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from adopter.analysis.flow.parts import Calls, Expressions, Statements
+from adopter.analysis.flow.state import (
+    MAX_INLINE_DEPTH,
+    MAX_NESTING,
+    EnvVal,
+    FlowState,
+    Frame,
+    LocalFunction,
+    Submodule,
+    as_value,
+)
+from adopter.analysis.names.naming import is_opaque_function
+from adopter.analysis.names.signature import params
+from adopter.analysis.names.symbols import dotted_text
+from adopter.analysis.parse.source import Field, SourceText
+from adopter.dsl.types import Expr, Kwarg, OpKind, Param, ParamKind, Ref, Stmt, Value
+
+
+def argument_nodes(call: Node) -> list[Node]:
+    """The argument nodes of a call, comments left out."""
+    args = call.child_by_field_id(Field.ARGUMENTS)
+    if args is None:
+        return []
+    return [a for a in args.named_children if a.type != "comment"]
+
+
+class CallFlow(Calls):
+    """Evaluates calls of the current frame: emits the call's op, or inlines the callee's body."""
+
+    statements: Statements  # set by FlowAnalysis: an inlined callee's body is walked there
+
+    def __init__(self, state: FlowState, expressions: Expressions) -> None:
+        self.state = state
+        self.src = state.src
+        self.expressions = expressions
+
+    def args(self, call: Node) -> tuple[list[Value], list[Kwarg], bool]:
+        """Positional and keyword arguments (evaluated in order), and whether all are opaque."""
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        args: list[Value] = []
+        kwargs: list[Kwarg] = []
+        if args_node is None:
+            return args, kwargs, True
+        if args_node.type == "generator_expression":
+            return [Expr(self.state.text(args_node))], kwargs, True
+        expressions = self.expressions
+        opaque = True  # every value an Expr (computed here rather than by a second pass)
+        for a in args_node.named_children:
+            kind = a.type
+            if kind == "comment":
+                continue
+            if kind == "keyword_argument":
+                name = a.child_by_field_id(Field.NAME)
+                value_node = a.child_by_field_id(Field.VALUE)
+                if name is not None and value_node is not None:
+                    v = as_value(expressions.value(value_node))
+                    opaque = opaque and isinstance(v, Expr)
+                    kwargs.append(Kwarg(self.src.text(name), v))
+            elif kind == "dictionary_splat":
+                inner = a.named_children[0] if a.named_child_count else a
+                v = as_value(expressions.value(inner))
+                opaque = opaque and isinstance(v, Expr)
+                kwargs.append(Kwarg("**", v))
+            elif kind == "list_splat":
+                inner = a.named_children[0] if a.named_child_count else a
+                v = as_value(expressions.value(inner))
+                if isinstance(v, Ref):
+                    opaque = False
+                    args.append(Ref("*" + v.name))
+                else:
+                    args.append(Expr("*" + v.text))
+            else:
+                v = as_value(expressions.value(a))
+                opaque = opaque and isinstance(v, Expr)
+                args.append(v)
+        return args, kwargs, opaque
+
+    def call(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
+        """Evaluate a call expression."""
+        state = self.state
+        func = node.child_by_field_id(Field.FUNCTION)
+        if func is None:
+            return Expr(state.text(node))
+        if func.type == "attribute":
+            obj = func.child_by_field_id(Field.OBJECT)
+            attr_node = func.child_by_field_id(Field.ATTRIBUTE)
+            if obj is not None and attr_node is not None:
+                return self._attribute_call(node, obj, self.src.text(attr_node), outs)
+        if func.type == "identifier":
+            if state.is_self(func) and state.table is not None and state.class_name is not None:
+                # `self(x)` in a method (a loss method calling the model) runs the module's forward.
+                found = state.table.find_method(state.class_name, "forward")
+                if found is not None:
+                    return self._inline(found[0], found[1], "self.forward", node, outs, bound=True)
+            return self._name_call(node, self.src.text(func), outs)
+        callee = self.expressions.value(func)
+        args, kwargs, opaque = self.args(node)
+        if isinstance(callee, Submodule):
+            return state.emit(OpKind.MODULE, callee.path, tuple(args), tuple(kwargs), node, outs)
+        if isinstance(callee, Expr) and opaque:
+            return Expr(state.text(node))
+        target = callee.name if isinstance(callee, Ref) else self.src.norm(func)
+        return state.emit(OpKind.CALL, target, tuple(args), tuple(kwargs), node, outs)
+
+    def _attribute_call(self, node: Node, obj: Node, attr: str, outs: tuple[str, ...] | None) -> EnvVal:
+        state = self.state
+        frame = state.frame
+        # super().method(...)
+        if obj.type == "call" and self.src.text(obj).replace(" ", "") == "super()":
+            if state.table is not None and frame.owner is not None and state.class_name is not None:
+                found = state.table.find_method(state.class_name, attr, after=frame.owner)
+                if found is not None:
+                    return self._inline(found[0], found[1], f"super().{attr}", node, outs, bound=True)
+            args, kwargs, _ = self.args(node)
+            return state.emit(OpKind.CALL, f"super().{attr}", tuple(args), tuple(kwargs), node, outs)
+        # self.method(...) / self.submodule(...)
+        if state.is_self(obj):
+            if attr not in state.module_attrs and state.table is not None and state.class_name is not None:
+                found = state.table.find_method(state.class_name, attr)
+                if found is not None:
+                    return self._inline(found[0], found[1], f"self.{attr}", node, outs, bound=True)
+            if attr in state.stateless and frame.root:
+                owner, forward = state.stateless[attr]
+                return self._inline(owner, forward, f"self.{attr}", node, outs, bound=True)
+            args, kwargs, _ = self.args(node)
+            return state.emit(OpKind.MODULE, f"self.{attr}", tuple(args), tuple(kwargs), node, outs)
+        # self.sub.child(...): a submodule of a submodule
+        if obj.type == "attribute":
+            inner_obj = obj.child_by_field_id(Field.OBJECT)
+            inner_attr = obj.child_by_field_id(Field.ATTRIBUTE)
+            if inner_obj is not None and inner_attr is not None and state.is_self(inner_obj):
+                sub = self.src.text(inner_attr)
+                if sub in state.module_attrs:
+                    args, kwargs, _ = self.args(node)
+                    path = f"self.{sub}" if attr == "forward" else f"self.{sub}.{attr}"
+                    return state.emit(OpKind.MODULE, path, tuple(args), tuple(kwargs), node, outs)
+        # a qualified function: torch.matmul, F.softmax, nn.functional.softmax, math.sqrt
+        dotted = dotted_text(obj, self.src)
+        if dotted is not None:
+            root = dotted.split(".")[0]
+            if root not in frame.env and root != frame.self_name:
+                qualified = state.symbols.qualify(f"{dotted}.{attr}")
+                called_back = self._callback_call(node, outs)
+                if called_back is not None:
+                    return called_back
+                args, kwargs, opaque = self.args(node)
+                if opaque and is_opaque_function(qualified):
+                    return Expr(state.text(node))
+                return state.emit(OpKind.FUNCTION, qualified, tuple(args), tuple(kwargs), node, outs)
+        receiver = self.expressions.value(obj)
+        if isinstance(receiver, LocalFunction):
+            receiver = Expr(receiver.name)
+        if isinstance(receiver, Submodule):
+            args, kwargs, _ = self.args(node)
+            path = receiver.path if attr == "forward" else f"{receiver.path}.{attr}"
+            return state.emit(OpKind.MODULE, path, tuple(args), tuple(kwargs), node, outs)
+        args, kwargs, opaque = self.args(node)
+        if isinstance(receiver, Expr) and opaque and not self._is_parameter(receiver):
+            return Expr(state.text(node))
+        return state.emit(OpKind.METHOD, attr, (receiver, *args), tuple(kwargs), node, outs)
+
+    def _is_parameter(self, v: Expr) -> bool:
+        """`self.weight`, `self.q_proj.weight`: tensors held by the module (bound in __init__)."""
+        if not v.text.startswith("self."):
+            return False
+        attr = v.text[5:].split(".")[0].split("[")[0]
+        return attr in self.state.module_attrs
+
+    def _name_call(self, node: Node, name: str, outs: tuple[str, ...] | None) -> EnvVal:
+        state = self.state
+        v = state.lookup(name)
+        if isinstance(v, LocalFunction):
+            return self._inline(state.frame.owner, state.local_functions[v.key], v.name, node, outs, bound=False,
+                                closure_self=state.frame.self_name, closure=True)
+        if isinstance(v, Expr) and v.text.startswith("self.") and v.text[5:].split("[")[0] in state.module_attrs:
+            v = Submodule(v.text)  # a submodule passed in as an argument (`proj_layer(hidden_states)`)
+        if isinstance(v, Submodule):
+            args, kwargs, _ = self.args(node)
+            return state.emit(OpKind.MODULE, v.path, tuple(args), tuple(kwargs), node, outs)
+        if isinstance(v, Ref):
+            args, kwargs, _ = self.args(node)
+            return state.emit(OpKind.CALL, v.name, tuple(args), tuple(kwargs), node, outs)
+        if isinstance(v, Expr):
+            name = v.text
+        if v is None or name.replace(".", "").replace("_", "").isalnum():
+            # Helpers are inlined into methods; into a module-level function (analysed on its own, as is
+            # the helper) only a small one (`rotate_half` in `apply_rotary_pos_emb`), whose ops complete a
+            # site of the caller: a site wholly inside the helper keeps the helper's spans and is reported
+            # once (`adopter.engine.sites` keeps one finding per rule and spans).
+            function = state.symbols.function_node(name) if v is None else None
+            if function is not None and state.class_name is None and not small_helper(function):
+                function = None
+            if function is not None and written_by_adopter(function, self.src):
+                function = None  # a fix's own helper: the kernel call it stands for, not the user's code
+            if function is not None:
+                return self._inline(None, function, name, node, outs, bound=False)
+            same_file_class = state.symbols.has_class(name)
+            qualified = name if same_file_class else state.symbols.qualify(name)
+            if not same_file_class:
+                called_back = self._callback_call(node, outs)
+                if called_back is not None:
+                    return called_back
+            args, kwargs, opaque = self.args(node)
+            if opaque and not same_file_class and is_opaque_function(qualified):
+                return Expr(state.text(node))
+            return state.emit(OpKind.FUNCTION, qualified, tuple(args), tuple(kwargs), node, outs)
+        args, kwargs, _ = self.args(node)
+        return state.emit(OpKind.CALL, name, tuple(args), tuple(kwargs), node, outs)
+
+    def _callback_call(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal | None:
+        """A function of another module called with a method of `self` as a callback.
+
+        `apply_chunking_to_forward(self.ff_chunk, size, dim, x)` and
+        `torch.utils.checkpoint.checkpoint(self.block, x, use_reentrant=False)` call the callback with
+        the tensors passed after it; the callback is inlined with those tracked values (Refs) as its
+        arguments, so its ops and sites appear in this forward. None when no argument is such a callback.
+        """
+        state = self.state
+        if state.table is None or state.class_name is None:
+            return None
+        arg_nodes = [a for a in argument_nodes(node) if a.type != "keyword_argument"]
+        for i, a in enumerate(arg_nodes):
+            if a.type != "attribute":
+                continue
+            obj, attr_node = a.child_by_field_id(Field.OBJECT), a.child_by_field_id(Field.ATTRIBUTE)
+            if obj is None or attr_node is None or not state.is_self(obj):
+                continue
+            attr = self.src.text(attr_node)
+            if attr in state.module_attrs:
+                continue
+            found = state.table.find_method(state.class_name, attr)
+            if found is None:
+                continue
+            tensors: list[Value] = []
+            for later in arg_nodes[i + 1 :]:
+                v = self.expressions.value(later)
+                if isinstance(v, Ref):
+                    tensors.append(v)
+            return self._inline(found[0], found[1], f"self.{attr}", node, outs, bound=True,
+                                call_args=(tensors, []))
+        return None
+
+    def _inline(
+        self,
+        owner: str | None,
+        function: Node,
+        label: str,
+        node: Node,
+        outs: tuple[str, ...] | None,
+        bound: bool,
+        closure_self: str | None = None,
+        closure: bool = False,
+        call_args: tuple[list[Value], list[Kwarg]] | None = None,
+    ) -> EnvVal:
+        """Inline a call of a same-file method or function: its ops appear here, `via` naming it.
+
+        `call_args` replaces the arguments written at `node` (a callback called by another function).
+        """
+        state = self.state
+        key = function.start_byte
+        recursive = any(f.key == key for f in state.frames)
+        if call_args is not None:
+            args, kwargs = call_args
+        else:
+            args, kwargs, _ = self.args(node)
+        if recursive or len(state.frames) > MAX_INLINE_DEPTH or state.nesting >= MAX_NESTING:
+            kind = OpKind.CALL if bound else OpKind.FUNCTION
+            return state.emit(kind, label, tuple(args), tuple(kwargs), node, outs)
+        ps = list(params(function, self.src))
+        self_name: str | None = closure_self
+        decorators = _decorators(function, self.src) if bound else ()
+        if "staticmethod" in decorators:
+            bound = False
+        if bound and ps:
+            if "classmethod" not in decorators:
+                self_name = ps[0].name
+            ps = ps[1:]
+        call_outs = outs or ()
+        state.names.update(call_outs)
+        # A closure sees the locals of the function it was defined in (it is called from there).
+        env: dict[str, EnvVal] = dict(state.frame.env) if closure else {}
+        positional = [p for p in ps if p.kind == ParamKind.POSITIONAL]
+        starred = any(isinstance(a, Ref | Expr) and _name_of(a).startswith("*") for a in args)
+        by_name = {k.name: k.value for k in kwargs if k.name != "**"}
+        unbound: list[Param] = []
+        for i, p in enumerate(positional):
+            if i < len(args) and not starred:
+                env[p.name] = args[i]
+            elif p.name in by_name:
+                env[p.name] = by_name[p.name]
+            else:
+                unbound.append(p)
+        for p in ps:
+            if p.kind == ParamKind.KEYWORD_ONLY:
+                if p.name in by_name:
+                    env[p.name] = by_name[p.name]
+                else:
+                    unbound.append(p)
+        frame = Frame(
+            key,
+            owner,
+            self_name,
+            (*state.frame.via, label),
+            env,
+            outs=call_outs,
+            start=(_index_of(state.live, state.block), len(state.block)),
+        )
+        state.frames.append(frame)
+        state.frame = frame
+        saved_span, saved_node = state.stmt_span, state.stmt_node
+        saved_terminated, saved_returned = state.terminated, state.returned
+        state.terminated = state.returned = False
+        try:
+            for p in ps:
+                if p.kind in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD):
+                    env[p.name] = Ref(state.define(p.name))
+            for p in unbound:
+                env[p.name] = Expr(p.default) if p.default is not None else Ref(state.define(p.name))
+            body = function.child_by_field_id(Field.BODY)
+            if body is not None:
+                self.statements.run(body.named_children)
+        finally:
+            state.frames.pop()
+            state.frame = state.frames[-1]
+            state.stmt_span, state.stmt_node = saved_span, saved_node
+            state.terminated, state.returned = saved_terminated, saved_returned
+        return _call_result(frame, frame.outs)
+
+
+def _call_result(frame: Frame, outs: tuple[str, ...]) -> EnvVal:
+    """The value of an inlined call: what every `return` bound to its first output, else that output."""
+    if not frame.returns or not outs:
+        return Expr("None")
+    first = frame.returns[0].get(outs[0], Ref(outs[0]))
+    if all(r.get(outs[0]) == first for r in frame.returns):
+        if len(outs) > 1:
+            return Ref(outs[0])
+        return first
+    return Ref(outs[0])
+
+
+def _decorators(function: Node, src: SourceText) -> tuple[str, ...]:
+    parent = function.parent
+    if parent is None or parent.type != "decorated_definition":
+        return ()
+    return tuple(src.text(d).lstrip("@").strip() for d in parent.named_children if d.type == "decorator")
+
+
+def _index_of(lists: list[list[Stmt]], target: list[Stmt]) -> int:
+    for i, lst in enumerate(lists):
+        if lst is target:
+            return i
+    return len(lists) - 1
+
+
+def _name_of(v: Value) -> str:
+    return v.name if isinstance(v, Ref) else v.text
+
+
+MAX_SMALL_HELPER = 6  # statements: a helper like `rotate_half` (2-4), not a whole computation
+_COMPOUND = frozenset({"if_statement", "for_statement", "while_statement", "with_statement", "try_statement",
+                       "function_definition", "class_definition", "decorated_definition", "match_statement"})
+
+
+ADOPTER_TAG = "(adopter: "  # in the docstring of every helper function a fix writes (synth strategies)
+
+
+def written_by_adopter(function: Node, src: SourceText) -> bool:
+    """Whether `function` is a helper a fix wrote (`gated_activation`, `fused_linear_gelu`, ...): its
+    docstring carries the `(adopter: <tag>)` marker. Such a helper is the fused kernel's call site, so its
+    callers do not inline it (a rule would otherwise find the pattern the fix just replaced)."""
+    body = function.child_by_field_id(Field.BODY)
+    first = body.named_children[0] if body is not None and body.named_child_count else None
+    if first is None or first.type != "expression_statement" or first.named_child_count != 1:
+        return False
+    doc = first.named_children[0]
+    return doc.type == "string" and ADOPTER_TAG in src.text(doc)
+
+
+def small_helper(function: Node) -> bool:
+    """Whether a module-level helper is small enough to inline into another module-level function:
+    at most `MAX_SMALL_HELPER` statements (a docstring aside), none compound."""
+    body = function.child_by_field_id(Field.BODY)
+    if body is None:
+        return False
+    stmts = [s for s in body.named_children if s.type != "comment" and not (
+        s.type == "expression_statement" and s.named_child_count == 1 and s.named_children[0].type == "string")]
+    return len(stmts) <= MAX_SMALL_HELPER and not any(s.type in _COMPOUND for s in stmts)
+

@@ -1,0 +1,208 @@
+"""The state one flow analysis shares between its parts, and the primitives they all use.
+
+A `FlowState` holds the activation frames (the analysed function and the callees inlined into it), the
+blocks being filled, the op budget and the names in use; it defines locals, emits ops, looks names up
+and renders source text in the caller's terms. `forward.py` says how the parts that read and write it
+(statements, control flow, expressions, calls) fit together.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from adopter.analysis.names.symbols import ModuleSymbols
+from adopter.analysis.parse.source import SourceText
+from adopter.analysis.scope.classes import ClassTable
+from adopter.dsl.types import Expr, Kwarg, Op, OpKind, Problem, Ref, Severity, Span, Stmt, Value
+
+MAX_INLINE_DEPTH = 4
+MAX_OPS = 4000
+MAX_NESTING = 12
+
+IDENTIFIER = re.compile(r"(?<![\w.%\"'])[A-Za-z_]\w*")
+
+
+@dataclass(frozen=True)
+class Submodule:
+    """A submodule reference in forward: `self.query`, `self.layer[*]` (a loop variable over it)."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class LocalFunction:
+    """A function defined inside the analysed function (a closure), by its start byte."""
+
+    key: int
+    name: str
+
+
+EnvVal = Value | Submodule | LocalFunction
+
+
+@dataclass
+class Frame:
+    """One function activation: the analysed function itself or an inlined callee."""
+
+    key: int
+    owner: str | None  # the class defining the method (for super()), None for functions
+    self_name: str | None
+    via: tuple[str, ...]
+    env: dict[str, EnvVal]
+    outs: tuple[str, ...] = ()
+    root: bool = False
+    renames: dict[str, str] = field(default_factory=dict)  # local name -> its unique name
+    rewrite: dict[str, str] = field(default_factory=dict)  # unique name -> name after return binding
+    start: tuple[int, int] = (0, 0)  # (index in live lists, position) where the callee's ops begin
+    returns: list[dict[str, EnvVal]] = field(default_factory=list)
+
+
+class Truncated(Exception):
+    """Raised when a function exceeds the op budget; the analysis keeps what it has."""
+
+
+def as_value(v: EnvVal) -> Value:
+    """The value an op argument or a return holds: a submodule or closure by its text."""
+    if isinstance(v, Submodule):
+        return Expr(v.path)
+    if isinstance(v, LocalFunction):
+        return Expr(v.name)
+    return v
+
+
+class FlowState:
+    """Everything the parts of one `FlowAnalysis` read and change while it walks a function."""
+
+    def __init__(
+        self,
+        src: SourceText,
+        symbols: ModuleSymbols,
+        table: ClassTable | None,
+        class_name: str | None,
+        module_attrs: frozenset[str],
+        problems: list[Problem],
+        stateless: dict[str, tuple[str, Node]],
+    ) -> None:
+        self.src = src
+        self.symbols = symbols
+        self.table = table
+        self.class_name = class_name
+        self.module_attrs = module_attrs
+        # Submodules of a same-file class with no state and a forward that never reads `self` (a
+        # custom activation: `self.act = GEGLU()`): attr -> (class, forward node), inlined where called.
+        self.stateless = stateless
+        self.problems = problems
+        self.counter = 0
+        self.ops = 0
+        self.nesting = 0
+        self.names: set[str] = set()
+        self.live: list[list[Stmt]] = []
+        self.block: list[Stmt] = []
+        self.frames: list[Frame] = []
+        self.frame = Frame(-1, None, None, (), {}, root=True)
+        self.terminated = False  # the current path stopped (return or raise)
+        self.returned = False  # the current path stopped at a return
+        # The span of the statement being analysed, computed when its first op is emitted (many
+        # statements emit none): `stmt_span` is None until then, `stmt_node` says which statement.
+        self.stmt_span: Span | None = Span(0, 0, 0, 0)
+        self.stmt_node: Node | None = None
+        self.callee_locals: set[str] = set()  # unique names of inlined callees' locals
+        self.local_functions: dict[int, Node] = {}
+
+    def define(self, name: str) -> str:
+        """The unique name a local `name` of the current frame is stored under."""
+        frame = self.frame
+        if frame.root:
+            self.names.add(name)
+            return name
+        unique = frame.renames.get(name)
+        if unique is None:
+            unique = name
+            n = 2
+            while unique in self.names:
+                unique = f"{name}_{n}"
+                n += 1
+            frame.renames[name] = unique
+            self.names.add(unique)
+            self.callee_locals.add(unique)
+        hops = 0
+        while unique in frame.rewrite and hops < 8:  # renamed to the call's output by a `return`
+            unique = frame.rewrite[unique]
+            hops += 1
+        return unique
+
+    def temp(self) -> str:
+        """A fresh temporary `%n` for the value of a nested call."""
+        self.counter += 1
+        name = f"%{self.counter}"
+        self.names.add(name)
+        return name
+
+    def emit(
+        self,
+        kind: OpKind,
+        target: str,
+        args: tuple[Value, ...],
+        kwargs: tuple[Kwarg, ...],
+        node: Node,
+        outs: tuple[str, ...] | None,
+    ) -> Ref:
+        """Append an op to the current block; its value is the first output (a temporary if none)."""
+        self.ops += 1
+        if self.ops > MAX_OPS:
+            raise Truncated
+        outputs = outs if outs else (self.temp(),)
+        stmt_span = self.stmt_span
+        if stmt_span is None:
+            assert self.stmt_node is not None
+            stmt_span = self.stmt_span = self.src.span(self.stmt_node)
+        self.block.append(Op(kind, target, args, kwargs, outputs, self.src.span(node), stmt_span, self.frame.via))
+        return Ref(outputs[0])
+
+    def is_self(self, node: Node) -> bool:
+        """Whether `node` is the current method's `self` parameter."""
+        name = self.frame.self_name
+        return name is not None and node.type == "identifier" and self.src.text(node) == name
+
+    def lookup(self, name: str) -> EnvVal | None:
+        """What a name of the current frame holds, following renames made by a callee's `return`."""
+        v = self.frame.env.get(name)
+        if isinstance(v, Ref):
+            rewrite = self.frame.rewrite
+            n = v.name
+            seen = 0
+            while n in rewrite and seen < 8:
+                n = rewrite[n]
+                seen += 1
+            if n != v.name:
+                return Ref(n)
+        return v
+
+    def text(self, node: Node) -> str:
+        """Normalised source text; inside an inlined callee, its parameters and locals are renamed to
+        the caller's values and the unique local names, so the text reads in the caller's terms."""
+        text = self.src.norm(node)
+        frame = self.frame
+        if frame.root or not frame.env:
+            return text
+        env = frame.env
+
+        def substitute(m: re.Match[str]) -> str:
+            v = env.get(m.group(0))
+            if isinstance(v, Ref):
+                return v.name
+            if isinstance(v, Submodule):
+                return v.path
+            if isinstance(v, Expr):
+                return v.text if v.text.replace(".", "").replace("_", "").isalnum() else f"({v.text})"
+            return m.group(0)
+
+        return IDENTIFIER.sub(substitute, text)
+
+    def limit_problem(self, message: str, node: Node | None) -> None:
+        """Report that an analysis limit cut the walk short at `node`."""
+        span = self.src.span(node) if node is not None else None
+        self.problems.append(Problem(message, span, self.src.path, Severity.INFO, "analysis-limit"))

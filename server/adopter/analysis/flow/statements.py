@@ -1,0 +1,235 @@
+"""Statements in the flow analysis: assignments, augmented assignments, returns and the walk over a body.
+
+`if` and loops are handed to `ControlFlow` (`control.py`), expressions to `ExpressionFlow`. A
+`return` inside an inlined callee binds the call's outputs: when it returns one of the callee's locals,
+the ops that computed it are renamed to write the output directly (`renaming.py`).
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from adopter.analysis.flow.parts import Control, Expressions, Statements
+from adopter.analysis.flow.renaming import rename_in_callee
+from adopter.analysis.flow.state import IDENTIFIER, EnvVal, FlowState, LocalFunction, Submodule, as_value
+from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
+from adopter.analysis.parse.source import Field, SourceText
+from adopter.dsl.types import OpKind, Ref, Return
+
+
+class StatementFlow(Statements):
+    """Walks the statements of the current frame's body, binding names and emitting ops."""
+
+    control: Control  # set by FlowAnalysis: `if` and loops hold bodies walked here
+
+    def __init__(self, state: FlowState, expressions: Expressions) -> None:
+        self.state = state
+        self.src = state.src
+        self.expressions = expressions
+
+    def run(self, stmts: list[Node]) -> None:
+        """Walk a body until it ends or the current path stops (a `return` or `raise`)."""
+        state = self.state
+        i = 0
+        while i < len(stmts):
+            if state.terminated:
+                return
+            stmt = stmts[i]
+            i += 1
+            if stmt.type == "if_statement":
+                if self.control.branch(stmt, stmts[i:]):
+                    return
+                continue
+            self._stmt(stmt)
+
+    def _stmt(self, stmt: Node) -> None:
+        state = self.state
+        kind = stmt.type
+        if kind == "expression_statement":
+            state.stmt_node, state.stmt_span = stmt, None
+            for expr in stmt.named_children:
+                self._expression_stmt(expr)
+        elif kind == "return_statement":
+            state.stmt_node, state.stmt_span = stmt, None
+            self._return(stmt)
+        elif kind == "raise_statement":
+            state.terminated = True
+        elif kind == "if_statement":
+            self.control.branch(stmt, [])
+        elif kind in ("for_statement", "while_statement"):
+            self.control.loop(stmt)
+        elif kind == "with_statement":
+            body = stmt.child_by_field_id(Field.BODY)
+            if body is not None:
+                self.run(body.named_children)
+        elif kind == "try_statement":
+            for child in stmt.named_children:
+                if child.type == "block":
+                    self.run(child.named_children)
+                elif child.type in ("else_clause", "finally_clause"):
+                    for inner in child.named_children:
+                        if inner.type == "block":
+                            self.run(inner.named_children)
+        elif kind == "function_definition":
+            name_node = stmt.child_by_field_id(Field.NAME)
+            if name_node is not None:  # a local closure (T5's `shape`/`project`): inlined where called
+                name = self.src.text(name_node)
+                state.local_functions[stmt.start_byte] = stmt
+                state.frame.env[name] = LocalFunction(stmt.start_byte, name)
+        elif kind == "decorated_definition":
+            name_node = (stmt.child_by_field_id(Field.DEFINITION) or stmt).child_by_field_id(Field.NAME)
+            if name_node is not None:  # decorated: we cannot tell what calling it does
+                name = self.src.text(name_node)
+                state.frame.env[name] = Ref(state.define(name))
+
+    def _expression_stmt(self, expr: Node) -> None:
+        kind = expr.type
+        if kind == "assignment":
+            self._assignment(expr)
+        elif kind == "augmented_assignment":
+            self._augmented(expr)
+        else:
+            self.expressions.value(expr)
+
+    def _assignment(self, node: Node) -> None:
+        read = read_assignment(node)
+        if read is None:
+            return
+        state, expressions, src = self.state, self.expressions, self.src
+        targets, right = read
+        flat = target_leaves(targets[0])
+        names = _names(flat, src)
+        pairs = element_pairs(flat, right)
+        # `a, b = x, y`: pairwise, right-hand sides evaluated first.
+        if pairs is not None:
+            if names is not None:
+                used = {m.group(0) for m in IDENTIFIER.finditer(src.text(right))}
+                if used.isdisjoint(names):
+                    # No target is read on the right: each value can be produced under its target's name.
+                    for (t, v_node), name in zip(pairs, names):
+                        out = state.define(name)
+                        v = expressions.value(v_node, (out,))
+                        self._bind_target(t, v, produced=isinstance(v, Ref) and v.name == out)
+                    return
+            values = [expressions.value(v_node) for _, v_node in pairs]
+            for (t, _), v in zip(pairs, values):
+                self._bind_target(t, v, produced=False)
+            return
+        if names is not None:
+            outs = tuple([state.define(name) for name in names])
+            v = expressions.value(right, outs)
+            produced = isinstance(v, Ref) and v.name == outs[0]
+            if len(flat) == 1:
+                self._bind_target(flat[0], v, produced)
+            else:
+                for t, name in zip(flat, names):
+                    self._bind_target(t, Ref(state.define(name)), True)
+            for extra in targets[1:]:
+                for t in target_leaves(extra):
+                    self._bind_target(t, v, produced=False)
+            return
+        v = expressions.value(right)
+        for t in flat:
+            self._bind_target(t, v, produced=False)
+
+    def _bind_target(self, target: Node, v: EnvVal, produced: bool) -> None:
+        state = self.state
+        if target.type == "identifier":
+            name = self.src.text(target)
+            unique = state.define(name)
+            # Locals keep their own names (faithful to the source); only module references and values
+            # whose name cannot be redefined later (temporaries, an inlined callee's locals) alias.
+            if produced or isinstance(v, Submodule) or (
+                isinstance(v, Ref) and (v.name == unique or v.name in state.callee_locals or v.name.startswith("%"))
+            ):
+                state.frame.env[name] = v
+            else:
+                state.frame.env[name] = Ref(unique)
+        elif target.type == "subscript":
+            container = target.child_by_field_id(Field.VALUE)
+            if container is None:
+                return
+            holder = self.expressions.value(container)
+            if isinstance(holder, Ref):
+                index = self.expressions.index(target)
+                state.emit(OpKind.OPERATOR, "setitem", (holder, index, as_value(v)), (), target, (holder.name,))
+
+    def _augmented(self, node: Node) -> None:
+        state = self.state
+        left = node.child_by_field_id(Field.LEFT)
+        right = node.child_by_field_id(Field.RIGHT)
+        op = node.child_by_field_id(Field.OPERATOR)
+        if left is None or right is None or op is None:
+            return
+        current = as_value(self.expressions.value(left))
+        value = as_value(self.expressions.value(right))
+        symbol = self.src.text(op).rstrip("=")
+        if left.type == "identifier" and (isinstance(current, Ref) or isinstance(value, Ref)):
+            name = self.src.text(left)
+            out = state.define(name)
+            state.emit(OpKind.OPERATOR, symbol, (current, value), (), node, (out,))
+            state.frame.env[name] = Ref(out)
+
+    def _return(self, stmt: Node) -> None:
+        state, expressions = self.state, self.expressions
+        expr = stmt.named_children[0] if stmt.named_child_count else None
+        nodes: list[Node] = []
+        if expr is not None:
+            nodes = list(expr.named_children) if expr.type == "expression_list" else [expr]
+        frame = state.frame
+        if frame.root:
+            values = tuple(as_value(expressions.value(n)) for n in nodes)
+            state.block.append(Return(values, self.src.span(stmt)))
+            state.terminated = state.returned = True
+            return
+        if not frame.outs:  # a nested call: its value gets a temporary, numbered when it is made
+            if len(nodes) == 1:
+                v = expressions.value(nodes[0])
+                if isinstance(v, Ref) and v.name.startswith("%"):
+                    frame.outs = (v.name,)
+                    frame.returns.append({v.name: v})
+                else:
+                    frame.outs = (state.temp(),)
+                    frame.returns.append({frame.outs[0]: self._bind_return(frame.outs[0], v)})
+                state.terminated = state.returned = True
+                return
+            frame.outs = (state.temp(),)
+        outs = frame.outs
+        if len(outs) == 1 and len(nodes) > 1:
+            values_ = [as_value(expressions.value(n)) for n in nodes]
+            state.emit(OpKind.OPERATOR, "tuple", tuple(values_), (), expr or stmt, outs)
+            frame.returns.append({outs[0]: Ref(outs[0])})
+        elif len(outs) == 1 and len(nodes) == 1:
+            frame.returns.append({outs[0]: self._bind_return(outs[0], expressions.value(nodes[0], outs))})
+        elif len(outs) == len(nodes) and outs:
+            results = [expressions.value(n) for n in nodes]
+            frame.returns.append({o: self._bind_return(o, v) for o, v in zip(outs, results)})
+        else:
+            for n in nodes:
+                expressions.value(n)
+            frame.returns.append({o: Ref(o) for o in outs})
+        state.terminated = state.returned = True
+
+    def _bind_return(self, out: str, v: EnvVal) -> EnvVal:
+        """Make the callee's returned value available to the caller under `out`."""
+        if isinstance(v, Ref):
+            if v.name == out:
+                return v
+            name = v.name
+            frame = self.state.frame
+            local = name.startswith("%") or name in frame.renames.values()
+            if local and rename_in_callee(self.state, name, out):
+                return Ref(out)
+            return v if local else Ref(out)
+        return v
+
+
+def _names(leaves: list[Node], src: SourceText) -> list[str] | None:
+    """The names the leaves of a target are, when every leaf is a plain name; else None."""
+    # A loop rather than `all(...)` and a generator: this runs for every assignment.
+    names: list[str] = []
+    for t in leaves:
+        if t.type != "identifier":
+            return None
+        names.append(src.text(t))
+    return names

@@ -1,0 +1,186 @@
+"""Same-file subclasses of torch layers, bound as the layer they are.
+
+Model code subclasses torch layers to change how they are built or to add padding:
+
+    class Conv2dSame(nn.Conv2d):           # TF-style "same" padding
+        def forward(self, x):
+            x = pad_same(x, self.kernel_size, self.stride, self.dilation)
+            return F.conv2d(x, self.weight, self.bias, self.stride, (0, 0), self.dilation, self.groups)
+
+    class ScaledLinear(nn.Linear):         # only a different initialisation
+        def __init__(self, *args, scale=1.0, **kwargs): ...
+
+`self.conv = Conv2dSame(...)` is a `Conv2d` for every rule that asks for one (it is an instance of it). A
+binding to such a class becomes the torch layer's constructor, with `origin` naming the subclass:
+
+- a subclass that does not override `forward` (in any same-file class between it and the torch layer)
+  computes the layer's own forward: rewrites that call the layer's methods are correct for it;
+- a subclass whose `forward` ends in the layer's own computation (`F.conv2d(x, self.weight, ...)`,
+  `self._conv_forward(...)`, `super().forward(...)`, also cast back: `super().forward(x.float()).type(x.dtype)`)
+  after preparing its input (padding, an fp32 up-cast) is still that
+  layer, but a rewrite that re-implements the layer would skip the preparation: its `origin` ends in
+  `OWN_FORWARD`, and the engine reports those sites without an automatic fix;
+- any other forward (a LoRA branch added to the output) is not the layer: the binding stays as written.
+
+With its own `__init__` the subclass's arguments are not the layer's, so they are dropped (as
+`adopter.analysis.crossfile.reach` does for layers found in other files).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from tree_sitter import Node
+
+from adopter.analysis.names.symbols import dotted_text
+from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.scope.classes import ClassTable
+from adopter.dsl.types import Binding, Ctor, Init
+
+OWN_FORWARD = "; its own forward prepares the input"  # suffix of `Ctor.origin`: no automatic fix
+MAX_DEPTH = 6
+# Containers and the base class are not layers that compute something of their own.
+_NOT_LAYERS = frozenset({
+    "torch.nn.Module", "torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict",
+    "torch.nn.ParameterList", "torch.nn.ParameterDict",
+})
+
+
+def bind_layer_subclasses(init: Init | None, table: ClassTable, src: SourceText) -> Init | None:
+    """`init` with each binding to a same-file subclass of a torch layer bound as that layer (see the doc)."""
+    if init is None or not any(isinstance(b.value, Ctor) and b.value.callee in table.infos for b in init.bindings):
+        return init
+    out: list[Binding] = []
+    changed = False
+    for b in init.bindings:
+        value = b.value
+        if isinstance(value, Ctor) and value.callee in table.infos:
+            found = layer_of(value.callee, table, src)
+            if found is not None:
+                layer, own_init, own_forward = found
+                args, kwargs = ((), ()) if own_init else (value.args, value.kwargs)
+                origin = f"{value.callee} (a subclass in this file{OWN_FORWARD if own_forward else ''})"
+                b = replace(b, value=Ctor(layer, args, kwargs, origin=origin))
+                changed = True
+        out.append(b)
+    return replace(init, bindings=tuple(out)) if changed else init
+
+
+def subclass_reason(bindings: Sequence[Binding]) -> str | None:
+    """Why a match over a layer subclass with its own forward gets no automatic fix, else None."""
+    for b in bindings:
+        if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(OWN_FORWARD + ")"):
+            name = b.value.origin.split(" ", 1)[0]
+            return (f"`self.{b.attr}` is a `{name}`, whose own forward prepares the input (padding, a dtype cast) "
+                    "before the "
+                    f"{b.value.callee.rsplit('.', 1)[-1]}; the rewrite would skip that, so change it by hand")
+    return None
+
+
+def layer_of(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, bool] | None:
+    """(the torch layer, own `__init__`, own `forward`) of a same-file subclass of one, else None."""
+    order = table.mro(name)
+    if not order or len(order) > MAX_DEPTH:
+        return None
+    layer: str | None = None
+    for cls in order:
+        for base in table.infos[cls].bases:
+            if base in table.infos:
+                continue
+            qualified = table.symbols.qualify(base)
+            if qualified.startswith("torch.nn.") and qualified not in _NOT_LAYERS and qualified.count(".") == 2:
+                if layer is not None and layer != qualified:
+                    return None  # two torch layers among the bases: not one layer
+                layer = qualified
+            elif not _is_mixin_free(qualified):
+                return None
+    if layer is None:
+        return None
+    own_init = table.find_method(name, "__init__") is not None
+    found = table.find_method(name, "forward")
+    if found is None:
+        return layer, own_init, False
+    if not _ends_in_layer(found[1], layer, table, src):
+        return None
+    return layer, own_init, True
+
+
+def _is_mixin_free(qualified: str) -> bool:
+    """Bases other than the torch layer that add nothing to what it computes (`object`, `abc.ABC`)."""
+    return qualified in ("object", "abc.ABC", "ABC")
+
+
+def _ends_in_layer(forward: Node, layer: str, table: ClassTable, src: SourceText) -> bool:
+    """Whether every `return` of `forward` returns the layer's own computation of the (prepared) input."""
+    body = forward.child_by_field_id(Field.BODY)
+    if body is None:
+        return False
+    returns = [s for s in body.named_children if s.type == "return_statement"]
+    if len(returns) != 1 or body.named_children[-1] is not returns[0]:
+        return False  # one return, at the end: no early exits that compute something else
+    if any(s.type == "return_statement" for s in _nested_statements(body)):
+        return False
+    values = [c for c in returns[0].named_children if c.type != "comment"]
+    if len(values) != 1 or values[0].type != "call":
+        return False
+    value = _uncast(values[0], src)
+    if value.type != "call":
+        return False
+    func = value.child_by_field_id(Field.FUNCTION)
+    if func is None or func.type != "attribute":
+        return False
+    method_node = func.child_by_field_id(Field.ATTRIBUTE)
+    obj = func.child_by_field_id(Field.OBJECT)
+    method = src.text(method_node) if method_node is not None else ""
+    if obj is None:
+        return False
+    obj_text = src.text(obj).replace(" ", "")
+    short = layer.rsplit(".", 1)[-1]
+    if method == "forward" and (obj_text.startswith("super(") or obj_text.endswith(short)):
+        return True  # `super().forward(x)`, `nn.Conv2d.forward(self, x)`
+    if method == "_conv_forward" and obj_text == "self" and short.startswith("Conv"):
+        return True
+    dotted = dotted_text(obj, src)
+    qualified = table.symbols.qualify(dotted) if dotted is not None else ""
+    return qualified == "torch.nn.functional" and method == _functional_name(short)
+
+
+_CASTS = frozenset({"type", "to", "type_as", "float", "half", "bfloat16", "double"})
+
+
+def _uncast(call: Node, src: SourceText) -> Node:
+    """The value under trailing dtype casts: `super().forward(x.float()).type(x.dtype)` is
+    `super().forward(x.float())` (whisper's and CLIP's fp32 LayerNorm)."""
+    node = call
+    while node.type == "call":
+        func = node.child_by_field_id(Field.FUNCTION)
+        method = func.child_by_field_id(Field.ATTRIBUTE) if func is not None and func.type == "attribute" else None
+        obj = func.child_by_field_id(Field.OBJECT) if func is not None else None
+        if method is None or obj is None or src.text(method) not in _CASTS or obj.type != "call":
+            break
+        node = obj
+    return node
+
+
+def _functional_name(layer: str) -> str:
+    """`Conv2d` -> `conv2d`, `Linear` -> `linear`, `ConvTranspose2d` -> `conv_transpose2d`."""
+    out = []
+    for i, ch in enumerate(layer):
+        if ch.isupper() and i > 0 and not layer[i - 1].isupper() and not layer[i - 1].isdigit():
+            out.append("_")
+        out.append(ch.lower())
+    return "".join(out)
+
+
+def _nested_statements(block: Node) -> list[Node]:
+    found: list[Node] = []
+    stack = [c for c in block.named_children if c.type != "return_statement"]
+    while stack:
+        node = stack.pop()
+        if node.type in ("function_definition", "class_definition", "lambda"):
+            continue
+        if node.type == "return_statement":
+            found.append(node)
+        stack.extend(node.named_children)
+    return found

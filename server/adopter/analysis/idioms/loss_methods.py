@@ -1,0 +1,62 @@
+"""Loss methods of a module read like its forward: `compute_loss(self, batch)`, `loss(self, x, y)`.
+
+Language models often compute their loss outside `forward`, in a method that calls the model and
+applies cross-entropy to the logits:
+
+    def compute_loss(self, idx, targets):
+        logits = self(idx)                      # or self.forward(idx), or self.lm_head(self.body(idx))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+Such a method (any method of an `nn.Module` other than `forward` and `__init__` whose text mentions a
+cross-entropy) becomes an `Architecture` named `Class.method`: the class's `__init__` bindings and the
+method's ops, with `self(...)`/`self.forward(...)` and same-class helpers inlined as in a forward, so the
+rules that join a layer of `__init__` with ops of a forward (family 16: the LM head and the loss) match
+there. A site found both here and in `forward` has the same spans and is reported once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import replace
+
+from tree_sitter import Node
+
+from adopter.analysis.canonical.normalise import canonical_architecture
+from adopter.analysis.flow.forward import FlowAnalysis
+from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
+from adopter.analysis.idioms.submodules import stateless_submodules, thin_submodules
+from adopter.analysis.names.symbols import ModuleSymbols
+from adopter.analysis.parse.source import SourceText
+from adopter.analysis.scope.bindings import InitAnalysis
+from adopter.analysis.scope.classes import ClassTable
+from adopter.dsl.types import Architecture, Ctor, Problem
+
+_HINT = re.compile(rb"cross_entropy|CrossEntropy")
+_SKIP = frozenset({"forward", "__init__"})
+
+
+def file_mentions_loss(data: bytes) -> bool:
+    """A cheap test before looking at classes: whether the file mentions a cross-entropy at all."""
+    return b"ross_entropy" in data or b"rossEntropy" in data
+
+
+def loss_methods(methods: dict[str, Node], class_node: Node, raw: Callable[[Node], bytes]) -> list[tuple[str, Node]]:
+    """The methods of a module class that may compute a cross-entropy loss (`raw`: a node's source)."""
+    if _HINT.search(raw(class_node)) is None:
+        return []
+    return [(name, node) for name, node in methods.items() if name not in _SKIP and _HINT.search(raw(node)) is not None]
+
+
+def loss_method_architecture(
+    class_name: str, method: str, node: Node, src: SourceText, symbols: ModuleSymbols, table: ClassTable
+) -> tuple[Architecture, list[Problem]]:
+    """The class's `__init__` with `method` read as its forward, named `Class.method`."""
+    problems: list[Problem] = []
+    init = bind_layer_subclasses(InitAnalysis(class_name, table, src).run(), table, src)
+    module_attrs = frozenset(b.attr for b in (init.bindings if init is not None else ()) if isinstance(b.value, Ctor))
+    flow = FlowAnalysis(src, symbols, table, class_name, module_attrs, problems, stateless_submodules(init, table, src))
+    forward = flow.function(node, class_name)
+    arch = Architecture(f"{class_name}.{method}", table.qualified_bases(class_name), init, replace(forward, name=method),
+                        src.span(node))
+    return canonical_architecture(arch, thin_submodules(init, table, src)), problems

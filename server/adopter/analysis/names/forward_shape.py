@@ -1,0 +1,67 @@
+"""The shape of a `forward` that only chains its own layers: which attributes it applies, in turn.
+
+`forward(self, x)` whose body is `x = self.a(x)` ..., then `return self.b(x)` or `return x`: the
+attributes `("a", ..., "b")`. Kept apart (it needs only the syntax tree) so that a cached analysis can
+depend on this answer rather than on the method's text (`ModuleSymbols`, `METHOD_SHAPE`): editing a
+submodule's forward re-analyses the classes that use it only when its shape changes.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from adopter.analysis.names.signature import params
+from adopter.analysis.parse.source import Field, SourceText
+
+
+def chain_shape(function: Node, src: SourceText) -> tuple[str, ...] | None:
+    """The attributes `forward(self, x)` applies in turn (`x = self.a(x)` ..., `return self.b(x)` or
+    `return x`), or None when its body does anything else (or applies nothing)."""
+    ps = params(function, src)
+    body = function.child_by_field_id(Field.BODY)
+    if len(ps) != 2 or ps[1].default is not None or body is None:
+        return None
+    me, value = ps[0].name, ps[1].name
+    steps: list[str] = []
+    stmts = [s for s in body.named_children if s.type not in ("comment", "pass_statement")]
+    if stmts and stmts[0].type == "expression_statement" and stmts[0].named_children[0].type == "string":
+        stmts = stmts[1:]  # the docstring
+    for i, stmt in enumerate(stmts):
+        last = i == len(stmts) - 1
+        if stmt.type == "return_statement" and last and stmt.named_child_count == 1:
+            expr = stmt.named_children[0]
+            if expr.type == "identifier" and src.text(expr) == value:
+                return tuple(steps) or None
+            attr = _self_call(expr, me, value, src)
+            return (*steps, attr) if attr is not None else None
+        if stmt.type != "expression_statement" or stmt.named_child_count != 1:
+            return None
+        assign = stmt.named_children[0]
+        left = assign.child_by_field_id(Field.LEFT) if assign.type == "assignment" else None
+        right = assign.child_by_field_id(Field.RIGHT) if assign.type == "assignment" else None
+        if left is None or right is None or left.type != "identifier":
+            return None
+        attr = _self_call(right, me, value, src)
+        if attr is None:
+            return None
+        steps.append(attr)
+        value = src.text(left)
+    return None
+
+
+def _self_call(expr: Node, me: str, value: str, src: SourceText) -> str | None:
+    """`self.<attr>(value)` -> attr, else None."""
+    if expr.type != "call":
+        return None
+    func = expr.child_by_field_id(Field.FUNCTION)
+    args = expr.child_by_field_id(Field.ARGUMENTS)
+    if func is None or func.type != "attribute" or args is None:
+        return None
+    obj = func.child_by_field_id(Field.OBJECT)
+    attr = func.child_by_field_id(Field.ATTRIBUTE)
+    real = [a for a in args.named_children if a.type != "comment"]
+    if obj is None or attr is None or obj.type != "identifier" or src.text(obj) != me:
+        return None
+    if len(real) != 1 or real[0].type != "identifier" or src.text(real[0]) != value:
+        return None
+    return src.text(attr)

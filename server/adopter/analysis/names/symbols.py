@@ -1,0 +1,321 @@
+"""The module-level symbol table of one file: imports, classes, functions and aliases, with qualification."""
+
+from __future__ import annotations
+
+import builtins
+import re
+from collections.abc import Iterator
+
+from tree_sitter import Node
+
+from adopter.analysis.names.forward_shape import chain_shape
+from adopter.analysis.parse.source import Field, SourceText
+
+BUILTIN_NAMES = frozenset(dir(builtins))
+_TRAILING_BLANKS = re.compile(rb"[ \t]+(?=\n)|[ \t]+\Z")
+
+
+def _without_trailing_blanks(text: bytes) -> bytes:
+    """`text` without blanks at line ends: they change no analysis (and a statement `salvage` blanks in
+    a broken text leaves them). Most code has none, which two C-level scans tell."""
+    if b" \n" in text or b"\t\n" in text or text.endswith((b" ", b"\t")):
+        return _TRAILING_BLANKS.sub(b"", text)
+    return text
+
+# Prefixes of the finer dependency keys of `ModuleSymbols.fingerprint` (not valid Python names).
+CLASS_EXISTS = "class?:"
+CLASS_HEAD = "class-head:"
+METHOD = "method:"
+METHOD_SHAPE = "method-shape:"
+METHOD_EXISTS = "method?:"
+
+# Statements whose bodies still run at module level (classes defined under `if is_torch_available():`).
+_CONTAINER_STATEMENTS = frozenset({"if_statement", "try_statement", "with_statement"})
+_CONTAINER_CLAUSES = frozenset({"elif_clause", "else_clause", "except_clause", "finally_clause", "block"})
+
+
+def dotted_text(node: Node | None, src: SourceText) -> str | None:
+    """The dotted name `a.b.c` an identifier/attribute chain spells, or None for anything else."""
+    parts: list[str] = []
+    while node is not None:
+        if node.type == "identifier":
+            parts.append(src.text(node))
+            return ".".join(reversed(parts))
+        if node.type != "attribute":
+            return None
+        attr = node.child_by_field_id(Field.ATTRIBUTE)
+        if attr is None:
+            return None
+        parts.append(src.text(attr))
+        node = node.child_by_field_id(Field.OBJECT)
+    return None
+
+
+def resolve_relative(package: str | None, level: int, module: str) -> str:
+    """The absolute dotted name of `from <level dots><module> import ...` inside `package`.
+
+    Without a known package (or one too shallow) the dotted relative form is kept (`..activations`),
+    consistently, so names still compare equal within one file.
+    """
+    if package is not None:
+        parts = package.split(".")
+        if level - 1 < len(parts):
+            base = parts[: len(parts) - (level - 1)]
+            return ".".join([*base, module] if module else base)
+    return "." * level + module
+
+
+def top_level_statements(root: Node) -> Iterator[Node]:
+    """Statements executed at module level, looking inside top-level if/try/with blocks."""
+    stack = list(reversed(root.children))
+    while stack:
+        node = stack.pop()
+        if node.type in _CONTAINER_STATEMENTS or node.type in _CONTAINER_CLAUSES:
+            stack.extend(reversed([c for c in node.children if c.is_named]))
+            continue
+        if node.type == "decorated_definition":
+            inner = node.child_by_field_id(Field.DEFINITION)
+            if inner is not None:
+                yield inner
+            continue
+        yield node
+
+
+def class_methods(node: Node, src: SourceText) -> dict[str, Node]:
+    """The methods a class body defines (decorated ones included), by name; the last one wins."""
+    out: dict[str, Node] = {}
+    body = node.child_by_field_id(Field.BODY)
+    if body is None:
+        return out
+    for child in body.named_children:
+        if child.type == "decorated_definition":
+            child = child.child_by_field_id(Field.DEFINITION) or child
+        if child.type == "function_definition":
+            name = child.child_by_field_id(Field.NAME)
+            if name is not None:
+                out[src.text(name)] = child  # not `name.text`: None in a tree moved by `Tree.edit`
+    return out
+
+
+def import_from_names(node: Node, src: SourceText, package: str | None) -> dict[str, str]:
+    """The local names a `from ... import ...` statement binds, each with its qualified name."""
+    out: dict[str, str] = {}
+    module_node = node.child_by_field_id(Field.MODULE_NAME)
+    if module_node is None:
+        return out
+    if module_node.type == "relative_import":
+        level = 0
+        module = ""
+        for child in module_node.children:
+            if child.type == "import_prefix":
+                level = src.text(child).count(".")
+            elif child.type == "dotted_name":
+                module = src.text(child)
+        base = resolve_relative(package, level, module)
+    else:
+        base = src.text(module_node)
+    sep = "" if base.endswith(".") else "."
+    for child in node.children_by_field_name("name"):
+        if child.type == "aliased_import":
+            name_node = child.child_by_field_id(Field.NAME)
+            alias = child.child_by_field_id(Field.ALIAS)
+            if name_node is not None and alias is not None:
+                out[src.text(alias)] = f"{base}{sep}{src.text(name_node)}"
+        elif child.type == "dotted_name":
+            name = src.text(child)
+            out[name.split(".")[0]] = f"{base}{sep}{name}"
+    return out
+
+
+class ModuleSymbols:
+    """Names defined at module level and how each one qualifies.
+
+    Every lookup is recorded in `consulted` (when a set is installed), so a per-class cache can key
+    its result on exactly the module-level names the class's analysis depended on.
+    """
+
+    def __init__(self, src: SourceText, package: str | None) -> None:
+        self.src = src
+        self.package = package
+        self.imports: dict[str, str] = {}
+        self.aliases: dict[str, str] = {}
+        self.classes: dict[str, Node] = {}
+        self.functions: dict[str, Node] = {}
+        self.values: dict[str, Node] = {}
+        self.toplevel: list[Node] = []
+        self.consulted: set[str] | None = None
+        self._methods: dict[str, dict[str, Node]] = {}  # memo of `methods_of`
+        self._fingerprints: dict[str, tuple[object, ...]] = {}  # memo of `fingerprint`
+        self._collect(src.tree.root_node)
+
+    # -- building ------------------------------------------------------------------------------------
+
+    def _collect(self, root: Node) -> None:
+        for node in top_level_statements(root):
+            kind = node.type
+            if kind == "class_definition":
+                self._define(self.classes, node)
+            elif kind == "function_definition":
+                self._define(self.functions, node)
+            elif kind == "import_statement":
+                self._import(node)
+            elif kind == "import_from_statement":
+                self._import_from(node)
+            elif kind == "future_import_statement":
+                continue
+            else:
+                if kind == "expression_statement":
+                    self._assignment(node)
+                self.toplevel.append(node)
+
+    def _define(self, table: dict[str, Node], node: Node) -> None:
+        name = node.child_by_field_id(Field.NAME)
+        if name is not None:
+            key = self.src.text(name)
+            # A later definition shadows an earlier one (and a class shadows nothing of another kind).
+            table[key] = node
+            for other in (self.classes, self.functions, self.values, self.aliases, self.imports):
+                if other is not table:
+                    other.pop(key, None)
+
+    def _import(self, node: Node) -> None:
+        for child in node.children_by_field_name("name"):
+            if child.type == "aliased_import":
+                name_node = child.child_by_field_id(Field.NAME)
+                alias = child.child_by_field_id(Field.ALIAS)
+                if name_node is not None and alias is not None:
+                    self.imports[self.src.text(alias)] = self.src.text(name_node)
+            else:
+                name = self.src.text(child)
+                if name:
+                    root = name.split(".")[0]
+                    self.imports[root] = root
+
+    def _import_from(self, node: Node) -> None:
+        self.imports.update(import_from_names(node, self.src, self.package))
+
+    def _assignment(self, stmt: Node) -> None:
+        node = stmt.named_children[0] if stmt.named_child_count else None
+        if node is None or node.type != "assignment":
+            return
+        left = node.child_by_field_id(Field.LEFT)
+        right = node.child_by_field_id(Field.RIGHT)
+        if left is None or left.type != "identifier":
+            return
+        name = self.src.text(left)
+        dotted = dotted_text(right, self.src)
+        if dotted is not None and dotted.split(".")[0] in self.imports:
+            self.aliases[name] = self.qualify(dotted)
+            self.values.pop(name, None)
+        else:
+            self.values[name] = node
+            self.aliases.pop(name, None)
+
+    # -- queries -------------------------------------------------------------------------------------
+
+    def _note(self, name: str) -> None:
+        if self.consulted is not None:
+            self.consulted.add(name)
+
+    def qualify(self, dotted: str) -> str:
+        """`F.softmax` → `torch.nn.functional.softmax`; names that are not imported stay as written."""
+        root, dot, rest = dotted.partition(".")
+        self._note(root)
+        target = self.imports.get(root) or self.aliases.get(root)
+        if target is None:
+            return dotted
+        return f"{target}{dot}{rest}" if dot else target
+
+    def is_imported(self, name: str) -> bool:
+        self._note(name)
+        return name in self.imports or name in self.aliases
+
+    def class_node(self, name: str) -> Node | None:
+        self._note(name)
+        return self.classes.get(name)
+
+    def has_class(self, name: str) -> bool:
+        """Whether `name` is a class of this file; a cache entry depends on the answer, not the body."""
+        self._note(CLASS_EXISTS + name)
+        return name in self.classes
+
+    def note_class_head(self, name: str) -> None:
+        """Record a dependency on class `name`'s header (its bases) and nothing of its body."""
+        self._note(CLASS_HEAD + name)
+
+    def note_method(self, class_name: str, method: str) -> None:
+        """Record a dependency on method `method` of class `class_name` (its text, or its absence)."""
+        self._note(f"{METHOD}{class_name}.{method}")
+
+    def note_method_exists(self, class_name: str, method: str) -> None:
+        """Record a dependency on whether class `class_name` defines `method`, not on its text."""
+        self._note(f"{METHOD_EXISTS}{class_name}.{method}")
+
+    def note_method_shape(self, class_name: str, method: str) -> None:
+        """Record a dependency on the chain shape of method `method` of `class_name` (`forward_shape`),
+        not on its text: editing it re-analyses the dependent only when the shape changes."""
+        self._note(f"{METHOD_SHAPE}{class_name}.{method}")
+
+    def function_node(self, name: str) -> Node | None:
+        self._note(name)
+        return self.functions.get(name)
+
+    def is_module_value(self, name: str) -> bool:
+        """A module-level variable (not an import, class or function): `logger`, `ACT2CLS`."""
+        self._note(name)
+        return name in self.values
+
+    def fingerprint(self, name: str) -> tuple[object, ...]:
+        """What a cached analysis that consulted `name` must see unchanged to stay valid.
+
+        Besides plain module-level names, three finer keys depend on part of a class only (so that
+        editing one method of a base class does not re-analyse every subclass): `CLASS_EXISTS + X`
+        (what kind of name X is), `CLASS_HEAD + X` (X's header: name and bases) and `METHOD + "X.m"`
+        (the text and position of method m defined in X's body, or its absence). Memoised: the
+        symbols of one run do not change, and every cached unit checks its dependencies.
+        """
+        found = self._fingerprints.get(name)
+        if found is None:
+            found = self._fingerprints[name] = self._fingerprint(name)
+        return found
+
+    def methods_of(self, class_name: str) -> dict[str, Node]:
+        """The methods class `class_name` of this file defines (empty for an unknown class), memoised."""
+        methods = self._methods.get(class_name)
+        if methods is None:
+            node = self.classes.get(class_name)
+            methods = self._methods[class_name] = class_methods(node, self.src) if node is not None else {}
+        return methods
+
+    def _fingerprint(self, name: str) -> tuple[object, ...]:
+        if name.startswith(CLASS_EXISTS):
+            return self.fingerprint(name[len(CLASS_EXISTS) :])[:1]
+        if name.startswith(CLASS_HEAD):
+            node = self.classes.get(name[len(CLASS_HEAD) :])
+            if node is None:
+                return self.fingerprint(name[len(CLASS_HEAD) :])
+            body = node.child_by_field_id(Field.BODY)
+            head = self.src.data[node.start_byte : body.start_byte if body is not None else node.end_byte]
+            return ("class-head", head)
+        if name.startswith(METHOD_EXISTS):
+            class_name, _, method = name[len(METHOD_EXISTS) :].partition(".")
+            return ("present",) if method in self.methods_of(class_name) else ("absent",)
+        if name.startswith(METHOD_SHAPE):
+            class_name, _, method = name[len(METHOD_SHAPE) :].partition(".")
+            found = self.methods_of(class_name).get(method)
+            return ("absent",) if found is None else ("shape", chain_shape(found, self.src))
+        if name.startswith(METHOD):
+            class_name, _, method = name[len(METHOD) :].partition(".")
+            found = self.methods_of(class_name).get(method)
+            if found is None:
+                return ("absent",)
+            return ("method", _without_trailing_blanks(self.src.raw(found)), found.start_point)
+        for kind, table in (("class", self.classes), ("function", self.functions), ("value", self.values)):
+            node = table.get(name)
+            if node is not None:
+                return (kind, self.src.raw(node), node.start_point)
+        if name in self.imports:
+            return ("import", self.imports[name])
+        if name in self.aliases:
+            return ("alias", self.aliases[name])
+        return ("absent",)

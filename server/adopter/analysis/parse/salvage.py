@@ -1,0 +1,476 @@
+"""The error-tolerant reading of a text Python rejects: the statements that do not parse are blanked.
+
+`adopter check` (a fresh analysis) and the language server (`DocumentAnalysis`, edit by edit) read a
+broken text through `salvage`, a function of the text alone, so both report the same findings and the
+same syntax errors for it, whatever edits led there.
+
+The text is cut into statements by indentation, brackets and strings (`Lines`), as Python's tokenizer
+would, with two tolerances: a `def` or `class` line at column 0 ends an unclosed bracket or string, and
+a statement at the indentation of an unclosed bracket's line or left of it ends that bracket, so a
+half-typed line cannot swallow the rest of the file. A statement that does not parse alone is repaired
+from the inside: a compound statement (a class, a method, an `if`) keeps its headers and has the
+statements of its bodies masked the same way; a line that ends the block above it (a letter typed at
+column 0 inside a class) is blanked and the lines below it join that block again; what is left broken
+is blanked (spaces, the line breaks kept, so every position stays valid). A body left without code gets
+a `pass` (on a line long enough for it). The syntax errors are those of the smallest statement blanked,
+parsed alone: at their real lines, not where tree-sitter's error recovery of the whole file lands.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from itertools import accumulate
+
+from tree_sitter import Parser, Tree
+
+from adopter.analysis.parse.source import (
+    MAX_SYNTAX_PROBLEMS,
+    SourceText,
+    is_broken,
+    new_parser,
+    repair,
+    syntax_problems,
+)
+from adopter.dsl.types import Problem, Severity, Span
+
+MEMO_BYTES = 4 << 20  # statement text kept with parse verdicts, per document (then the memo starts over)
+
+# Comments, strings (a prefix such as `rb` changes nothing here: a backslash escapes the quote in raw
+# strings too), backslash continuations, brackets.
+_TOKENS = re.compile(
+    rb"(?=[#\"'\\()\[\]{}])"  # lets the regex engine skip to a candidate character
+    rb"(?:#[^\n]*"
+    rb'|"""[\s\S]*?"""'
+    rb"|'''[\s\S]*?'''"
+    rb'|"""[\s\S]*'  # unterminated: to the end, as Python reads it (cut below)
+    rb"|'''[\s\S]*"
+    rb'|"(?:\\.|[^"\\\n])*"'
+    rb"|'(?:\\.|[^'\\\n])*'"
+    rb"|\\\r?\n"
+    rb"|[()\[\]{}])"
+)
+# A column-0 line no string or bracket can hold in real code: where an unclosed one is taken to end.
+_CHUNK = re.compile(rb"\n(?:(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(|class[ \t]+\w+[ \t]*[(:])")
+# A line that reads as a statement of its own (a keyword, an assignment with spaced `=`): inside a bracket
+# opened on a line indented as deep or deeper, it is taken to end that bracket's statement (unclosed).
+_STATEMENT = re.compile(
+    rb"[ \t]*(?:(?:def|class|return|if|elif|else|for|while|with|try|except|finally|raise|assert|del|pass|"
+    rb"import|from|break|continue|yield|async|await|global|nonlocal)\b|@\w"
+    rb"|[\w.]+(?:\[[^\]\n]*\])?(?:[ \t]*,[ \t]*[\w.]+)*[ \t]+(?:[-+*/%&|^@]|//|\*\*|>>|<<)?=[ \t])"
+)
+_CLAUSE = re.compile(rb"(?:else|elif|except|finally)\b")
+_INDENT = re.compile(rb"^[ \t]*", re.M)
+_OPENERS = frozenset(b"([{")
+_CLOSERS = frozenset(b")]}")
+_MATCH = {ord(")"): ord("("), ord("]"): ord("["), ord("}"): ord("{")}
+
+
+_Scan = tuple[list[bool], list[int], dict[int, int]]  # per line: inside a string, bracket depth; comments
+
+
+def _scan(chunk: bytes, last: bool) -> _Scan:
+    """Tokenize one chunk (from a column-0 `def`/`class` line to the next): for each of its lines,
+    whether it starts inside a string or after a backslash, its bracket depth at its start, and where
+    its comment starts (offsets into the chunk). `last`: the chunk ends the text (its final line has
+    no line break)."""
+    found = list(_INDENT.finditer(chunk))
+    if not last and len(found) > 1:
+        found.pop()  # the empty match after the chunk's final line break is the next chunk's first line
+    starts = [m.start() for m in found]
+    indent = [m.end() - m.start() for m in found]
+    n = len(starts)
+    inside = [False] * n
+    depth_at = [0] * n
+    comments: dict[int, int] = {}
+    stack: list[tuple[int, int]] = []  # open brackets and their lines (a closer that does not match the
+    # innermost one is ignored)
+    line = 0
+    pos = 0
+    search = _TOKENS.search
+    while True:
+        m = search(chunk, pos)
+        stop = m.start() if m is not None else len(chunk)
+        if not stack:  # lines up to this token are at depth 0 (the default)
+            line = bisect_right(starts, stop, line) - 1
+        while line + 1 < n and starts[line + 1] <= stop:  # inside brackets: each line's depth
+            line += 1
+            if stack and not inside[line] and indent[line] <= indent[stack[0][1]] and (
+                    _STATEMENT.match(chunk, starts[line]) is not None):
+                stack.clear()  # a statement at the bracket's indentation or left of it ends it
+            depth_at[line] = len(stack)
+        if m is None:
+            break
+        pos = m.end()
+        first = chunk[stop]
+        if pos - stop == 1:
+            if first in _OPENERS:
+                stack.append((first, line))
+            elif first in _CLOSERS:
+                if stack and stack[-1][0] == _MATCH[first]:
+                    stack.pop()
+            else:  # an empty comment
+                comments[line] = stop
+        elif first == 0x23:  # `#`
+            comments[line] = stop
+        elif first == 0x5C:  # a backslash continuation
+            if line + 1 < n:
+                inside[line + 1] = True
+        else:  # a string: the lines after its first one are inside it (to the chunk's end at most)
+            for k in range(line + 1, bisect_right(starts, pos - 1, line)):
+                inside[k] = True
+    return inside, depth_at, comments
+
+
+class Lines:
+    """The lines of a text with what a tokenizer knows at each: indentation, whether a statement may
+    start there (outside brackets and strings, not after a backslash), where its code ends.
+
+    A column-0 `def` or `class` line ends whatever bracket or string is open before it (no real code
+    has one inside either), so the text is tokenized in chunks between such lines, each on its own and
+    remembered in `memo`: a keystroke re-tokenizes one chunk.
+    """
+
+    def __init__(self, data: bytes, memo: ParseMemo | None = None) -> None:
+        self.data = data
+        rows = data.split(b"\n")
+        self.indent = [len(r) - len(r.lstrip(b" \t")) for r in rows]
+        self.starts = list(accumulate([len(r) + 1 for r in rows], initial=0))[:-1]
+        self.ends = [s - 1 for s in self.starts[1:]] + [len(data)]
+        self._inside: list[bool] = []
+        self._comment: dict[int, int] = {}  # where a line's comment starts
+        self._code: dict[int, bool] = {}
+        depth_at: list[int] = []
+        bounds = [0, *(m.start() + 1 for m in _CHUNK.finditer(data)), len(data)]
+        for k in range(len(bounds) - 1):
+            a, b = bounds[k], bounds[k + 1]
+            last = b == len(data)
+            chunk = data[a:b]
+            scanned = memo.scan(chunk, last) if memo is not None else None
+            if scanned is None:
+                scanned = _scan(chunk, last)
+                if memo is not None:
+                    memo.keep_scan(chunk, last, scanned)
+            inside, depth, comments = scanned
+            first = len(self._inside)
+            self._inside.extend(inside)
+            depth_at.extend(depth)
+            for line, offset in comments.items():
+                self._comment[first + line] = a + offset
+        # outside brackets and strings at its start, not after a backslash
+        self.fresh = [d == 0 and not i for d, i in zip(depth_at, self._inside, strict=True)]
+
+    def _body(self, i: int) -> bytes:
+        return self.data[self.starts[i] + self.indent[i] : self._comment.get(i, self.ends[i])].rstrip()
+
+    def code(self, i: int) -> bool:
+        """Whether code starts on line `i` (not blank, not only a comment, not inside a string)."""
+        found = self._code.get(i)
+        if found is None:
+            found = self._code[i] = not self._inside[i] and bool(self._body(i))
+        return found
+
+    def colon(self, i: int) -> bool:
+        """Whether line `i`'s code ends with `:` (the last line of a block header)."""
+        return self._body(i).endswith(b":")
+
+    def starts_statement(self, i: int, indent: int) -> bool:
+        """Whether a statement starts on line `i` at column `indent` or left of it."""
+        return self.indent[i] <= indent and self.fresh[i] and self.code(i)
+
+
+class ParseMemo:
+    """Whether a statement's text parses alone at a column: kept between the analyses of one document,
+    so a keystroke in a broken file parses only the statements it changed. A pure cache."""
+
+    def __init__(self) -> None:
+        self._verdicts: dict[tuple[bytes, int], bool] = {}
+        self._scans: dict[tuple[bytes, bool], _Scan] = {}
+        self._bytes = 0
+
+    def get(self, key: tuple[bytes, int]) -> bool | None:
+        return self._verdicts.get(key)
+
+    def put(self, key: tuple[bytes, int], verdict: bool) -> None:
+        self._room(len(key[0]))
+        self._verdicts[key] = verdict
+
+    def scan(self, chunk: bytes, last: bool) -> _Scan | None:
+        """A chunk's tokenization (`Lines`), when kept."""
+        return self._scans.get((chunk, last))
+
+    def keep_scan(self, chunk: bytes, last: bool, scanned: _Scan) -> None:
+        self._room(len(chunk))
+        self._scans[(chunk, last)] = scanned
+
+    def _room(self, size: int) -> None:
+        if self._bytes + size > MEMO_BYTES:
+            self._verdicts.clear()
+            self._scans.clear()
+            self._bytes = 0
+        self._bytes += size
+
+
+@dataclass(frozen=True, slots=True)
+class Salvaged:
+    """A broken text as the analysis reads it: the same length, the statements that do not parse
+    blanked; their syntax errors (at the real lines); `blanked` line ranges."""
+
+    data: bytes
+    problems: tuple[Problem, ...]
+    blanked: tuple[tuple[int, int], ...]
+
+
+class _Masker:
+    """Masks the statements of one text that do not parse (see the module docstring)."""
+
+    def __init__(self, data: bytes, path: str | None, memo: ParseMemo, parser: Parser) -> None:
+        self.lines = Lines(data, memo)
+        self.out = bytearray(data)
+        self.path = path
+        self.memo = memo
+        self.parser = parser
+        self.problems: list[Problem] = []
+        self.blanked: list[tuple[int, int]] = []
+
+    # -- parsing pieces alone --------------------------------------------------------------------
+
+    def _bytes(self, a: int, b: int) -> bytes:
+        lines = self.lines
+        return bytes(self.out[lines.starts[a] : lines.ends[b - 1]])
+
+    def parses(self, a: int, b: int, indent: int) -> bool:
+        """Whether lines `a:b` (as masked so far) parse alone as statements at column `indent`."""
+        return self._parses_text(self._bytes(a, b), indent)
+
+    def _parses_text(self, text: bytes, indent: int) -> bool:
+        key = (text, indent)
+        found = self.memo.get(key)
+        if found is None:
+            found = not is_broken(self.parser.parse(text), indent)
+            self.memo.put(key, found)
+        return found
+
+    def _problems(self, a: int, b: int, indent: int) -> list[Problem]:
+        """The syntax errors of lines `a:b` parsed alone: a bracket that does not match where Python
+        reports it, else tree-sitter's error regions."""
+        text = self._bytes(a, b)
+        found = _bracket_problem(text, self.path, a)
+        if found is not None:
+            return [found]
+        tree = self.parser.parse(text)
+        return [_moved(p, a) for p in syntax_problems(tree, SourceText(text, tree, self.path), indent)]
+
+    # -- masking ---------------------------------------------------------------------------------
+
+    def _has_code(self, a: int, b: int) -> bool:
+        lines = self.lines
+        return any(lines.code(i) and self.out[lines.starts[i] : lines.ends[i]].strip() for i in range(a, b))
+
+    def _blank(self, a: int, b: int) -> None:
+        lines, out = self.lines, self.out
+        for i in range(a, b):
+            s, e = lines.starts[i], lines.ends[i]
+            out[s:e] = b" " * (e - s)
+        self.blanked.append((a, b))
+
+    def statements(self, a: int, b: int, indent: int) -> list[tuple[int, int]]:
+        """The statements of the block of lines `a:b` whose statements start at column `indent`:
+        a `def`'s decorators and an `if`'s `else` clauses go with it; deeper lines with the one above."""
+        lines, data = self.lines, self.lines.data
+        cuts: list[int] = []
+        decorator = False
+        depth, fresh = lines.indent, lines.fresh
+        for i in range(a, b):
+            if depth[i] > indent or not fresh[i] or not lines.code(i):
+                continue
+            head = data[lines.starts[i] + lines.indent[i] : lines.ends[i]]
+            joins = lines.indent[i] == indent and (decorator or _CLAUSE.match(head) is not None)
+            if not joins or not cuts:
+                cuts.append(i)
+            decorator = head.startswith(b"@")
+        if not cuts or cuts[0] != a:
+            cuts.insert(0, a)
+        return [(c, cuts[k + 1] if k + 1 < len(cuts) else b) for k, c in enumerate(cuts)]
+
+    def block(self, a: int, b: int, indent: int, check: bool = True) -> None:
+        """Mask what does not parse among the statements of lines `a:b` (column `indent`).
+
+        A top-level compound statement (a class, a function) is not parsed whole: its body's statements
+        are, and its skeleton (`_bodies`), so a keystroke in a big class parses its method, not the class.
+        """
+        if check and self.parses(a, b, indent):
+            return
+        previous: tuple[int, int] | None = None  # the statement above, as far as it reaches now
+        for s, e in self.statements(a, b, indent):
+            if not self._has_code(s, e):
+                continue
+            tried = indent == 0 and self._compound(s, e, indent)
+            if self._bodies(s, e, indent) if tried else self.parses(s, e, indent):
+                previous = (s, e)
+            elif self.statement(s, e, indent, previous, tried) and previous is not None:
+                previous = (previous[0], e)
+            else:
+                previous = (s, e)
+
+    def _compound(self, s: int, e: int, indent: int) -> bool:
+        """Whether the statement at lines `s:e` has a block header (ending with `:`) and deeper lines."""
+        lines = self.lines
+        h = self._logical_end(self._header(s, e), e)
+        return lines.colon(h - 1) and any(
+            lines.indent[i] > indent and lines.fresh[i] and lines.code(i) for i in range(h, e))
+
+    def _logical_end(self, s: int, e: int) -> int:
+        """The line after the logical line starting at line `s` (continuation lines included)."""
+        lines = self.lines
+        k = s + 1
+        while k < e and not lines.fresh[k]:
+            k += 1
+        return k
+
+    def _header(self, s: int, e: int) -> int:
+        """The first line of the statement at lines `s:e` after its decorators."""
+        lines, data = self.lines, self.lines.data
+        c = s
+        while c < e and data[lines.starts[c] + lines.indent[c] : lines.starts[c] + lines.indent[c] + 1] == b"@":
+            c = self._logical_end(c, e)
+            while c < e and not lines.code(c):
+                c += 1
+        return c if c < e else s
+
+    def statement(self, s: int, e: int, indent: int, previous: tuple[int, int] | None, tried: bool = False) -> bool:
+        """Mask the broken statement of lines `s:e` (`tried`: its bodies were masked already, and it
+        still does not parse); True when its deeper lines joined `previous`."""
+        lines = self.lines
+        c = self._header(s, e)
+        h = self._logical_end(c, e)
+        deeper = [i for i in range(h, e) if lines.indent[i] > indent and lines.fresh[i] and lines.code(i)]
+        if lines.colon(h - 1) and deeper:  # a compound statement: keep the headers, mask the bodies
+            if not tried and self._bodies(s, e, indent):
+                return False
+        elif deeper and previous is not None:
+            # A line that ends the block above it (a letter at column 0 in a class): without it, the lines
+            # below continue that block.
+            problems = self._problems(s, e, indent)
+            saved = (bytes(self.out), len(self.problems), len(self.blanked))
+            self._blank(s, h)
+            p = previous[0]
+            if self.parses(p, e, indent):
+                self.problems.extend(problems)
+                return True
+            if self.lines.colon(self._logical_end(p, e) - 1) and self._bodies(p, e, indent):
+                self.problems.extend(problems)  # the block above had errors of its own too: masked
+                return True
+            self.out[:] = saved[0]
+            del self.problems[saved[1] :], self.blanked[saved[2] :]
+        self.problems.extend(self._problems(s, e, indent))
+        self._blank(s, e)
+        return False
+
+    def _bodies(self, s: int, e: int, indent: int) -> bool:
+        """Mask the body of each clause of the compound statement at lines `s:e`; whether it parses now.
+
+        Each body's statements are masked so that each parses alone; the statement then parses when its
+        skeleton (decorators and clause headers, each body a `pass`) does: a few lines to parse, not the
+        whole class. (Were that ever wrong, the masked text's own parse catches it: `salvage`.)
+        """
+        lines, data, out = self.lines, self.lines.data, self.out
+        first = self._header(s, e)
+        clauses = [first] + [i for i in range(first + 1, e) if lines.indent[i] == indent and lines.starts_statement(i, indent)
+                             and _CLAUSE.match(data[lines.starts[i] + indent : lines.ends[i]]) is not None]
+        skeleton = [bytes(out[lines.starts[s] : lines.starts[first]])]
+        for k, c in enumerate(clauses):
+            d = clauses[k + 1] if k + 1 < len(clauses) else e
+            h = self._logical_end(c, d)
+            body = [i for i in range(h, d) if lines.fresh[i] and lines.code(i)]
+            if not lines.colon(h - 1) or not body or lines.indent[body[0]] <= indent:
+                return False
+            inner = lines.indent[body[0]]
+            self.block(h, d, inner, check=False)
+            if not self._has_code(h, d):
+                self._pass(body[0], d, inner)
+            skeleton.append(bytes(out[lines.starts[c] : lines.ends[h - 1]]) + b"\n" + b" " * inner + b"pass\n")
+        return self._parses_text(b"".join(skeleton), indent)
+
+    def _pass(self, first: int, end: int, indent: int) -> None:
+        """Put `pass` on the first line of `first:end` long enough for it (a body left without code)."""
+        lines = self.lines
+        for line in range(first, end):
+            s, e = lines.starts[line], lines.ends[line]
+            if e - s >= indent + 4:
+                self.out[s + indent : s + indent + 4] = b"pass"
+                return
+
+
+def mask_broken(data: bytes, path: str | None, memo: ParseMemo | None = None,
+                parser: Parser | None = None) -> Salvaged:
+    """`data` with its statements that do not parse blanked, and their syntax errors; a function of
+    `data` alone (`memo` only caches parse verdicts)."""
+    masker = _Masker(data, path, memo if memo is not None else ParseMemo(), parser or new_parser())
+    masker.block(0, len(masker.lines.starts), 0, check=False)
+    problems = sorted(dict.fromkeys(masker.problems), key=lambda p: (p.span.start_line, p.span.start_col) if p.span else (0, 0))
+    return Salvaged(bytes(masker.out), tuple(problems[:MAX_SYNTAX_PROBLEMS]), tuple(masker.blanked))
+
+
+def salvage(data: bytes, path: str | None, memo: ParseMemo | None = None,
+            parse: Callable[[bytes], Tree] | None = None) -> tuple[bytes, Tree, tuple[Problem, ...]]:
+    """The text, tree and syntax errors the analysis reads for a broken `data`.
+
+    `parse` parses the masked text (the server re-parses it incrementally); a masked text that still
+    does not parse (the cut into statements was wrong) is parsed afresh and `repair`ed, so that this
+    rare case does not depend on a previous tree either.
+    """
+    parser = new_parser()
+    salvaged = mask_broken(data, path, memo, parser)
+    masked = salvaged.data
+    tree = parse(masked) if parse is not None else parser.parse(masked)
+    problems = salvaged.problems
+    if is_broken(tree):
+        tree = parser.parse(masked)
+        if not problems:
+            problems = tuple(syntax_problems(tree, SourceText(masked, tree, path)))
+        masked, tree = repair(masked, tree)
+    return masked, tree, problems
+
+
+def _bracket_problem(text: bytes, path: str | None, first_row: int) -> Problem | None:
+    """Python's own error for the brackets of `text` (whose first line is line `first_row` of the
+    file), at the bracket it names: a closer that does not match the innermost opener, a closer with
+    none open, or an opener never closed."""
+    stack: list[tuple[int, int]] = []  # (bracket byte, offset)
+    for m in _TOKENS.finditer(text):
+        token = m.group()
+        if len(token) != 1 or token[0] not in b"()[]{}":
+            continue
+        b = token[0]
+        if b in _OPENERS:
+            stack.append((b, m.start()))
+        elif stack and stack[-1][0] == _MATCH[b]:
+            stack.pop()
+        elif stack:
+            opener, at = stack[-1]
+            line = first_row + text.count(b"\n", 0, at) + 1
+            return _at(text, m.start(), first_row, path,
+                       f"syntax error: closing {chr(b)!r} does not match {chr(opener)!r} on line {line}")
+        else:
+            return _at(text, m.start(), first_row, path, f"syntax error: unmatched {chr(b)!r}")
+    if stack:
+        opener, at = stack[0]
+        return _at(text, at, first_row, path, f"syntax error: {chr(opener)!r} was never closed")
+    return None
+
+
+def _at(text: bytes, offset: int, first_row: int, path: str | None, message: str) -> Problem:
+    """A syntax error on the character at byte `offset` of `text` (columns in code points)."""
+    row = first_row + text.count(b"\n", 0, offset)
+    col = len(text[text.rfind(b"\n", 0, offset) + 1 : offset].decode("utf-8", "replace"))
+    return Problem(message, Span(row, col, row, col + 1), path, Severity.ERROR, "syntax-error")
+
+
+def _moved(p: Problem, rows: int) -> Problem:
+    if p.span is None or rows == 0:
+        return p
+    s = p.span
+    return replace(p, span=Span(s.start_line + rows, s.start_col, s.end_line + rows, s.end_col))

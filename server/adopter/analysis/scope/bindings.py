@@ -1,0 +1,917 @@
+"""Scope analysis of `__init__`: which module each `self.<attr>` is bound to, and under which condition."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from tree_sitter import Node
+
+from adopter.analysis.canonical.spellings import FUNCTION_VALUES
+from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
+from adopter.analysis.names.naming import CONTAINERS, is_constructor
+from adopter.analysis.names.signature import params
+from adopter.analysis.names.symbols import dotted_text
+from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.scope.classes import ClassTable
+from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, Span, Value
+
+MAX_INLINE_DEPTH = 3
+Conds = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Callee:
+    """A local name that holds a class (not an instance): `attn_cls = BertSelfAttention`."""
+
+    qualified: str
+
+
+@dataclass
+class _ListBuild:
+    """A local list of modules under construction: `layers = []` then `layers.append(...)` in a loop."""
+
+    items: list[Ctor] = field(default_factory=list)
+    repeat: str | None = None
+
+
+Alt = tuple[Conds, "Ctor | Expr | _Callee"]
+
+
+@dataclass(frozen=True)
+class _B:
+    """A binding under construction: its condition parts, of which the first `stack_len` are ifs."""
+
+    attr: str
+    value: Ctor | Expr
+    span: Span
+    conds: Conds
+    stack_len: int
+
+
+MAX_VARIANTS = 8
+
+
+def _join(a: Conds, b: Conds) -> Conds | None:
+    """The conjunction of two condition lists, or None when it contradicts itself (`c` and `not (c)`)."""
+    out = list(a)
+    for c in b:
+        if c not in out:
+            out.append(c)
+    present = set(out)
+    if any(f"not ({c})" in present for c in out):
+        return None
+    # An `elif`/`else` test spells the negations joined with `and`: check those parts too.
+    parts = {p for c in out for p in c.split(" and ")}
+    if any(f"not ({p})" in parts for p in parts):
+        return None
+    return tuple(out)
+
+
+def _cond_text(conds: Conds) -> str | None:
+    return " and ".join(conds) if conds else None
+
+
+def _negate(test: str) -> str:
+    return f"not ({test})"
+
+
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+_PARTIAL = re.compile(r"^(?:functools\.)?partial\(\s*([A-Za-z_][\w.]*)\s*[,)]")
+
+
+class InitAnalysis:
+    """Walks `__init__` (and the same-file `__init__`s it reaches through `super()`) into bindings."""
+
+    def __init__(self, class_name: str, table: ClassTable, src: SourceText) -> None:
+        self.class_name = class_name
+        self.table = table
+        self.symbols = table.symbols
+        self.src = src
+        self.state: dict[str, list[_B]] = {}
+        self.locals: dict[str, list[Alt] | _ListBuild] = {}
+        self.loop_repeat: str | None = None
+        self.defaults: dict[str, str | None] = {}  # parameter -> the source text of its default
+
+    def run(self) -> Init | None:
+        found = self.table.find_method(self.class_name, "__init__")
+        if found is None:
+            return None
+        owner, node = found
+        ps = params(node, self.src)
+        self.read_defaults(ps[1:])
+        self._function(owner, node, (), 0)
+        bindings = [
+            Binding(b.attr, b.value, b.span, _cond_text(b.conds))
+            for group in self.state.values()
+            for b in sorted(group, key=lambda b: (b.span.start_line, b.span.start_col))
+        ]
+        return Init(ps[1:], tuple(bindings), self.src.span(node))
+
+    def read_defaults(self, ps: Sequence[Param]) -> None:
+        """Parameters whose default is a layer class, a `partial` of one, or a layer instance."""
+        self.defaults.update((p.name, p.default) for p in ps)
+        # A layer class passed as a default argument (`norm_layer=nn.BatchNorm2d`, `act=nn.GELU`) is what
+        # `norm_layer(...)` builds unless the caller passes another: read it as that constructor.
+        for p in ps:
+            callee = self._default_class(p.default)
+            if callee is not None:
+                self.locals[p.name] = [((), _Callee(callee))]
+            elif p.default is not None and _PARTIAL.match(p.default):
+                # `norm_layer=partial(nn.LayerNorm, eps=1e-6)`: calling it builds that class.
+                callee = self._default_class(_PARTIAL.match(p.default).group(1))  # type: ignore[union-attr]
+                if callee is not None:
+                    self.locals[p.name] = [((), _Callee(callee))]
+            elif p.default is not None and p.default.endswith("()"):
+                # A layer instance as the default (`activation=nn.SiLU()`): `self.act = activation` binds it.
+                callee = self._default_class(p.default[:-2])
+                if callee is not None:
+                    self.locals[p.name] = [((), Ctor(callee))]
+
+    def read_locals(self, function: Node, attrs: dict[str, str], method: bool = True) -> None:
+        """Walk another method of the class (or, without `method`, a module-level function) for its locals
+        (`norm_layer = self._norm_layer`), with `attrs` (`self.<attr>` -> the qualified layer class `__init__`
+        stored there) read as those classes."""
+        for attr, qualified in attrs.items():
+            self.locals[f"self.{attr}"] = [((), _Callee(qualified))]
+        ps = params(function, self.src)
+        self.read_defaults(ps[1:] if method else ps)
+        body = function.child_by_field_id(Field.BODY)
+        if body is not None:
+            self._block(body, (), self.class_name, ps[0].name if method and ps else "self", 0)
+
+    def constructors(self, node: Node) -> list[Ctor]:
+        """The layers an expression can build (`nn.Conv2d(...)`, `norm_layer(c)`, a same-file factory)."""
+        return self._ctor_alts(node)
+
+    def qualified_callee(self, dotted: str) -> str:
+        """`nn.Sequential` -> `torch.nn.Sequential`; a same-file class stays as written."""
+        return self._qualify_callee(dotted)
+
+    # -- statements ----------------------------------------------------------------------------------
+
+    def _function(self, owner: str, node: Node, conds: Conds, depth: int) -> None:
+        ps = params(node, self.src)
+        self_name = ps[0].name if ps else "self"
+        body = node.child_by_field_id(Field.BODY)
+        if body is not None:
+            self._block(body, conds, owner, self_name, depth)
+
+    def _block(self, block: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
+        for stmt in block.named_children:
+            self._stmt(stmt, conds, owner, self_name, depth)
+
+    def _stmt(self, stmt: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
+        kind = stmt.type
+        if kind == "expression_statement":
+            for expr in stmt.named_children:
+                if expr.type == "assignment":
+                    self._assignment(expr, conds, self_name)
+                elif expr.type == "call":
+                    self._call_stmt(expr, conds, owner, self_name, depth)
+        elif kind == "if_statement":
+            self._if(stmt, conds, owner, self_name, depth)
+        elif kind in ("for_statement", "while_statement"):
+            saved = self.loop_repeat
+            self.loop_repeat = self._repeat_text(stmt)
+            body = stmt.child_by_field_id(Field.BODY)
+            if body is not None:
+                self._block(body, conds, owner, self_name, depth)
+            self.loop_repeat = saved
+        elif kind in ("with_statement", "try_statement"):
+            for child in stmt.named_children:
+                if child.type == "block":
+                    self._block(child, conds, owner, self_name, depth)
+                elif child.type in ("else_clause", "finally_clause"):
+                    inner = child.child_by_field_id(Field.BODY) or (child.named_children[-1] if child.named_child_count else None)
+                    if inner is not None and inner.type == "block":
+                        self._block(inner, conds, owner, self_name, depth)
+
+    def _repeat_text(self, stmt: Node) -> str:
+        if stmt.type == "while_statement":
+            cond = stmt.child_by_field_id(Field.CONDITION)
+            return self.src.norm(cond) if cond is not None else "?"
+        right = stmt.child_by_field_id(Field.RIGHT)
+        if right is None:
+            return "?"
+        return _range_count(right, self.src) or self.src.norm(right)
+
+    def _if(self, stmt: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
+        paths: list[tuple[str, Node | None]] = []
+        negated: list[str] = []
+        test = stmt.child_by_field_id(Field.CONDITION)
+        test_text = self.src.norm(test) if test is not None else "?"
+        paths.append((test_text, stmt.child_by_field_id(Field.CONSEQUENCE)))
+        negated.append(_negate(test_text))
+        has_else = False
+        for clause in stmt.children_by_field_name("alternative"):
+            if clause.type == "elif_clause":
+                t = clause.child_by_field_id(Field.CONDITION)
+                t_text = self.src.norm(t) if t is not None else "?"
+                paths.append((" and ".join([*negated, t_text]), clause.child_by_field_id(Field.CONSEQUENCE)))
+                negated.append(_negate(t_text))
+            else:
+                has_else = True
+                paths.append((" and ".join(negated), clause.child_by_field_id(Field.BODY)))
+        if not has_else:
+            paths.append((" and ".join(negated), None))
+        snapshot = {k: list(v) for k, v in self.state.items()}
+        local_snapshot = dict(self.locals)
+        results: list[tuple[str, dict[str, list[_B]], dict[str, list[Alt] | _ListBuild]]] = []
+        for path_cond, body in paths:
+            self.state = {k: list(v) for k, v in snapshot.items()}
+            self.locals = dict(local_snapshot)
+            if body is not None:
+                self._block(body, (*conds, path_cond), owner, self_name, depth)
+            results.append((path_cond, self.state, self.locals))
+        self.state = self._merge_state(snapshot, results, conds)
+        self.locals = self._merge_locals(local_snapshot, results)
+
+    def _merge_state(
+        self,
+        snapshot: dict[str, list[_B]],
+        results: list[tuple[str, dict[str, list[_B]], dict[str, list[Alt] | _ListBuild]]],
+        conds: Conds,
+    ) -> dict[str, list[_B]]:
+        keys: list[str] = list(snapshot)
+        for _, state, _ in results:
+            keys.extend(k for k in state if k not in keys)
+        merged: dict[str, list[_B]] = {}
+        for key in keys:
+            old = snapshot.get(key, [])
+            lists = [state.get(key, []) for _, state, _ in results]
+            if all(len(lst) == len(old) and all(a is b for a, b in zip(lst, old)) for lst in lists):
+                merged[key] = old
+                continue
+            out: list[_B] = []
+            for (path_cond, _, _), lst in zip(results, lists):
+                for b in lst:
+                    if any(b is o for o in old):
+                        stack = (*conds, path_cond) if path_cond else conds
+                        b = replace(b, conds=stack + b.conds[b.stack_len :], stack_len=len(stack))
+                    if b not in out:
+                        out.append(b)
+            if out:
+                merged[key] = _union_containers(out)
+        return merged
+
+    def _merge_locals(
+        self,
+        snapshot: dict[str, list[Alt] | _ListBuild],
+        results: list[tuple[str, dict[str, list[_B]], dict[str, list[Alt] | _ListBuild]]],
+    ) -> dict[str, list[Alt] | _ListBuild]:
+        merged = dict(snapshot)
+        names = {n for _, _, loc in results for n in loc}
+        for name in names:
+            values = [loc.get(name) for _, _, loc in results]
+            if all(v is snapshot.get(name) for v in values):
+                continue
+            alts: list[Alt] = []
+            for (path_cond, _, _), value in zip(results, values):
+                if isinstance(value, list):
+                    for c, v in value:
+                        joined = _join((path_cond,) if path_cond else (), c)
+                        if joined is not None:
+                            alts.append((joined, v))
+                elif isinstance(value, _ListBuild):
+                    merged[name] = value
+            if alts:
+                merged[name] = alts
+        return merged
+
+    def _assignment(self, node: Node, conds: Conds, self_name: str) -> None:
+        read = read_assignment(node)
+        if read is None:
+            return
+        targets, value = read
+        for target in targets:  # `self.a = self.b = x`: each target binds the whole value
+            pairs = element_pairs(target_leaves(target), value)
+            if pairs is None:
+                self._assign_one(target, value, conds, self_name)
+            else:  # `self.a, self.b = A(), B()`: element by element
+                for t, v in pairs:
+                    self._assign_one(t, v, conds, self_name)
+
+    def _assign_one(self, target: Node, value: Node, conds: Conds, self_name: str) -> None:
+        attr = _self_attr(target, self_name, self.src)
+        if attr is not None:
+            self._bind(attr, self._alternatives(value), self.src.span(target.parent or target), conds)
+            return
+        if target.type == "identifier":
+            name = self.src.text(target)
+            if value.type == "list" and value.named_child_count == 0:
+                self.locals[name] = _ListBuild()
+            elif value.type in ("list_comprehension", "generator_expression", "list"):
+                items, _, repeat = self._items(value)
+                self.locals[name] = _ListBuild(list(items), repeat)
+            else:
+                self.locals[name] = self._alternatives(value)
+        elif target.type == "subscript":
+            container = target.child_by_field_id(Field.VALUE)
+            attr = _self_attr(container, self_name, self.src) if container is not None else None
+            key = target.child_by_field_id(Field.SUBSCRIPT)
+            if attr is not None:
+                self._extend_container(attr, self._ctor_alts(value), _key_text(key, self.src) if key else None)
+
+    def _bind(self, attr: str, alts: list[Alt], span: Span, conds: Conds) -> None:
+        bindings: list[_B] = []
+        for extra, value in alts:
+            v: Ctor | Expr = value if not isinstance(value, _Callee) else Expr(value.qualified)
+            joined = _join(conds, extra)
+            if joined is None:  # an alternative that contradicts the enclosing tests never happens
+                continue
+            b = _B(attr, v, span, joined, len(conds))
+            if b not in bindings:
+                bindings.append(b)
+        self.state.pop(attr, None)  # a rebinding on this path shadows what came before
+        self.state[attr] = bindings
+
+    def _extend_container(self, attr: str, ctors: list[Ctor], key: str | None) -> None:
+        group = self.state.get(attr)
+        if not group or not ctors:
+            return
+        updated: list[_B] = []
+        for b in group:
+            if isinstance(b.value, Ctor) and b.value.callee in CONTAINERS:
+                items = list(b.value.items)
+                keys = list(b.value.keys)
+                for c in ctors:
+                    if c not in items:
+                        items.append(c)
+                        if key is not None and b.value.callee.endswith("Dict"):
+                            keys.append(key)
+                repeat = b.value.repeat or self.loop_repeat
+                b = replace(b, value=replace(b.value, items=tuple(items), keys=tuple(keys), repeat=repeat))
+            updated.append(b)
+        self.state[attr] = updated
+
+    def _call_stmt(self, call: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
+        func = call.child_by_field_id(Field.FUNCTION)
+        args = call.child_by_field_id(Field.ARGUMENTS)
+        if func is None:
+            return
+        if func.type == "attribute":
+            obj = func.child_by_field_id(Field.OBJECT)
+            method_node = func.child_by_field_id(Field.ATTRIBUTE)
+            method = self.src.text(method_node) if method_node is not None else ""
+            if obj is not None and obj.type == "call" and self.src.text(obj).replace(" ", "").startswith("super("):
+                if method == "__init__" and depth < MAX_INLINE_DEPTH:
+                    found = self.table.find_method(self.class_name, "__init__", after=owner)
+                    if found is not None:
+                        self._function(found[0], found[1], conds, depth + 1)
+                return
+            attr = _self_attr(obj, self_name, self.src) if obj is not None else None
+            arg_nodes = [a for a in args.named_children if a.type != "comment"] if args is not None else []
+            if attr is not None and method in ("append", "extend", "add_module", "insert", "update"):
+                if not arg_nodes:
+                    return
+                if method in ("add_module", "insert") and len(arg_nodes) >= 2:
+                    self._extend_container(attr, self._ctor_alts(arg_nodes[1]), _key_text(arg_nodes[0], self.src))
+                elif method in ("extend", "update"):
+                    items, keys, _ = self._items(arg_nodes[0])
+                    for i, c in enumerate(items):
+                        self._extend_container(attr, [c], keys[i] if i < len(keys) else None)
+                else:
+                    self._extend_container(attr, self._ctor_alts(arg_nodes[0]), None)
+                return
+            if obj is not None and obj.type == "identifier" and method in ("append", "extend") and arg_nodes:
+                local = self.locals.get(self.src.text(obj))
+                if isinstance(local, _ListBuild):
+                    new = self._ctor_alts(arg_nodes[0]) if method == "append" else list(self._items(arg_nodes[0])[0])
+                    local.items.extend(c for c in new if c not in local.items)
+                    local.repeat = local.repeat or self.loop_repeat
+                return
+            if obj is not None and obj.type == "identifier" and self.src.text(obj) == self_name:
+                found = self.table.find_method(self.class_name, method)
+                if found is not None and found[1] is not None and depth < MAX_INLINE_DEPTH and method != "__init__":
+                    self._function(found[0], found[1], conds, depth + 1)
+
+    # -- values --------------------------------------------------------------------------------------
+
+    def _alternatives(self, node: Node) -> list[Alt]:
+        kind = node.type
+        if kind == "parenthesized_expression" and node.named_child_count == 1:
+            return self._alternatives(node.named_children[0])
+        if kind == "conditional_expression":
+            parts = [c for c in node.named_children if c.type != "comment"]
+            if len(parts) == 3:
+                test = self.src.norm(parts[1])
+                yes = [((test, *c), v) for c, v in self._alternatives(parts[0])]
+                no = [((_negate(test), *c), v) for c, v in self._alternatives(parts[2])]
+                return yes + no
+        if kind == "call":
+            return self._call_alts(node)
+        if kind == "subscript":
+            value = node.child_by_field_id(Field.VALUE)
+            dotted = dotted_text(value, self.src)
+            chosen = self._table_function(dotted, _subscript_text(node, self.src)) if dotted is not None else None
+            if chosen is not None:
+                return [((), Expr(chosen))]  # `ACTIVATIONS[act]` with a same-file dict of functions
+            if dotted is not None and dotted.split(".")[0] not in self.locals:
+                root = dotted.split(".")[0]
+                if self.symbols.is_imported(root) or self.symbols.is_module_value(root):
+                    lookup = _subscript_text(node, self.src)
+                    return [((), Ctor(self.symbols.qualify(dotted), lookup=lookup))]
+        if kind in ("identifier", "attribute"):
+            dotted = dotted_text(node, self.src)
+            if dotted is not None:
+                local = self.locals.get(dotted)
+                if isinstance(local, list):
+                    return local
+                root = dotted.split(".")[0]
+                if root not in self.locals and (function := self._function_value(dotted)) is not None:
+                    return [((), Expr(function))]  # `self.act = F.gelu`: the function itself
+                if root not in self.locals and (
+                    self.symbols.has_class(dotted) or (self.symbols.is_imported(root) and dotted.rsplit(".", 1)[-1][:1].isupper())
+                ):
+                    return [((), _Callee(self._qualify_callee(dotted)))]
+        return [((), Expr(self.src.norm(node)))]
+
+    def _returned_classes(self, name: str) -> list[str]:
+        """The classes (not instances) a same-file function returns: `return nn.Linear`,
+        `return partial(LoRALinear, rank=r)`; empty when it returns anything else."""
+        if "." in name or self.symbols.has_class(name):
+            return []
+        function = self.symbols.function_node(name)
+        body = function.child_by_field_id(Field.BODY) if function is not None else None
+        if body is None:
+            return []
+        found: list[str] = []
+        stack = list(body.named_children)
+        while stack:
+            node = stack.pop(0)
+            if node.type in ("function_definition", "class_definition", "decorated_definition"):
+                continue
+            if node.type != "return_statement":
+                stack.extend(node.named_children)
+                continue
+            value = node.named_children[0] if node.named_child_count == 1 else None
+            if value is not None and value.type == "call":
+                func = value.child_by_field_id(Field.FUNCTION)
+                args = value.child_by_field_id(Field.ARGUMENTS)
+                first = args.named_children[0] if args is not None and args.named_child_count else None
+                if func is None or dotted_text(func, self.src) not in ("partial", "functools.partial") or first is None:
+                    return []
+                value = first
+            dotted = dotted_text(value, self.src) if value is not None else None
+            callee = self._default_class(dotted)
+            if callee is None:
+                return []
+            if callee not in found:
+                found.append(callee)
+        return found
+
+    def _passed_through(self, name: str, call: Node) -> Node | None:
+        """The argument node of `call` a same-file function returns unchanged (`return module` of its
+        first parameter, never reassigned in its body), else None."""
+        if "." in name or self.symbols.has_class(name):
+            return None
+        function = self.symbols.function_node(name)
+        body = function.child_by_field_id(Field.BODY) if function is not None else None
+        stmts = [c for c in body.named_children if c.type != "comment"] if body is not None else []
+        ps = params(function, self.src) if function is not None else ()
+        if not stmts or not ps or stmts[-1].type != "return_statement" or stmts[-1].named_child_count != 1:
+            return None
+        returned = stmts[-1].named_children[0]
+        if returned.type != "identifier" or self.src.text(returned) != ps[0].name:
+            return None
+        if any(self._assigns(stmt, ps[0].name) for stmt in stmts[:-1]):
+            return None
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        args = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
+        return args[0] if args and args[0].type not in ("keyword_argument", "list_splat", "dictionary_splat") else None
+
+    def _assigns(self, node: Node, name: str) -> bool:
+        """Whether `node` (a statement) rebinds `name` anywhere inside it."""
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.type in ("assignment", "augmented_assignment", "for_statement", "named_expression"):
+                left = n.child_by_field_id(Field.LEFT) or n.child_by_field_id(Field.NAME)
+                if left is not None and name in self.src.text(left).replace("(", " ").replace(",", " ").split():
+                    return True
+            stack.extend(n.named_children)
+        return False
+
+    def _factory_class(self, name: str) -> str | None:
+        """The class a same-file function builds when its body ends in `return Class(...)`."""
+        if "." in name or self.symbols.has_class(name):
+            return None
+        function = self.symbols.function_node(name)
+        body = function.child_by_field_id(Field.BODY) if function is not None else None
+        stmts = [c for c in body.named_children if c.type != "comment"] if body is not None else []
+        if not stmts or stmts[-1].type != "return_statement" or stmts[-1].named_child_count != 1:
+            return None
+        call = stmts[-1].named_children[0]
+        func = call.child_by_field_id(Field.FUNCTION) if call.type == "call" else None
+        dotted = dotted_text(func, self.src) if func is not None else None
+        if dotted is None or not dotted.rsplit(".", 1)[-1][:1].isupper():
+            return None
+        if not (self.symbols.has_class(dotted) or self.symbols.is_imported(dotted.split(".")[0])):
+            return None
+        return self._qualify_callee(dotted)
+
+    def _default_class(self, text: str | None) -> str | None:
+        """The qualified class a parameter's default names (`nn.GELU`, `LayerNorm`), else None."""
+        if not text or not _DOTTED.match(text) or not text.rsplit(".", 1)[-1][:1].isupper():
+            return None
+        root = text.split(".")[0]
+        if self.symbols.has_class(text) or self.symbols.is_imported(root):
+            return self._qualify_callee(text)
+        return None
+
+    def _key_text(self, text: str) -> str | None:
+        """The string a key expression evidently holds: a literal, or a parameter's literal default."""
+        text = text.strip()
+        if text in self.defaults and text not in self.locals:
+            text = (self.defaults[text] or "").strip()
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" and text[1:-1].isidentifier():
+            return text[1:-1]
+        return None
+
+    def _table_entry(self, dotted: str, key_text: str) -> str | None:
+        """The layer class `TABLE[key]` names, for a same-file dict literal of layer classes."""
+        if "." in dotted or dotted in self.locals or not self.symbols.is_module_value(dotted):
+            return None
+        key = self._key_text(key_text)
+        assignment = self.symbols.values.get(dotted)
+        table = assignment.child_by_field_id(Field.RIGHT) if assignment is not None else None
+        if key is None or table is None or table.type != "dictionary":
+            return None
+        for pair in table.named_children:
+            k, v = pair.child_by_field_id(Field.KEY), pair.child_by_field_id(Field.VALUE)
+            if pair.type != "pair" or k is None or v is None or self._key_text(self.src.text(k)) != key:
+                continue
+            name = dotted_text(v, self.src)
+            root = name.split(".")[0] if name is not None else ""
+            if name is not None and (self.symbols.has_class(name) or (
+                    self.symbols.is_imported(root) and name.rsplit(".", 1)[-1][:1].isupper())):
+                return self._qualify_callee(name)
+        return None
+
+    def _getattr_class(self, call: Node) -> str | None:
+        """`getattr(nn, "GELU")` (or a parameter defaulting to it): the layer class it names."""
+        func = call.child_by_field_id(Field.FUNCTION)
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        if func is None or self.src.text(func) != "getattr" or args_node is None:
+            return None
+        args = [a for a in args_node.named_children if a.type != "comment"]
+        owner = dotted_text(args[0], self.src) if len(args) == 2 else None
+        key = self._key_text(self.src.text(args[1])) if owner is not None else None
+        if owner is None or key is None or not key[:1].isupper() or not self.symbols.is_imported(owner.split(".")[0]):
+            return None
+        return self.symbols.qualify(f"{owner}.{key}")
+
+    def _qualify_callee(self, dotted: str) -> str:
+        return dotted if self.symbols.has_class(dotted) else self.symbols.qualify(dotted)
+
+    def _function_value(self, dotted: str | None) -> str | None:
+        """The activation function a name denotes (`F.gelu`, `torch.nn.functional.silu`), else None."""
+        if dotted is None or not self.symbols.is_imported(dotted.split(".")[0]):
+            return None
+        qualified = self.symbols.qualify(dotted)
+        return qualified if qualified in FUNCTION_VALUES else None
+
+    def _getattr_function(self, call: Node) -> str | None:
+        """`getattr(F, "gelu")` (or a parameter defaulting to `"gelu"`): the activation function it names."""
+        func = call.child_by_field_id(Field.FUNCTION)
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        if func is None or self.src.text(func) != "getattr" or args_node is None:
+            return None
+        args = [a for a in args_node.named_children if a.type != "comment"]
+        owner = dotted_text(args[0], self.src) if len(args) == 2 else None
+        key = self._key_text(self.src.text(args[1])) if owner is not None else None
+        return self._function_value(f"{owner}.{key}") if key is not None else None
+
+    def _table_function(self, dotted: str, key_text: str) -> str | None:
+        """The activation function `TABLE[key]` names, for a same-file dict literal and a key evident here."""
+        if "." in dotted or dotted in self.locals or not self.symbols.is_module_value(dotted):
+            return None
+        key = self._key_text(key_text)
+        assignment = self.symbols.values.get(dotted)
+        table = assignment.child_by_field_id(Field.RIGHT) if assignment is not None else None
+        if key is None or table is None or table.type != "dictionary":
+            return None
+        for pair in table.named_children:
+            k, v = pair.child_by_field_id(Field.KEY), pair.child_by_field_id(Field.VALUE)
+            if pair.type == "pair" and k is not None and v is not None and self._key_text(self.src.text(k)) == key:
+                return self._function_value(dotted_text(v, self.src))
+        return None
+
+    def _chosen_function(self, name: str, call: Node) -> str | None:
+        """The activation function a same-file helper returns for the key passed here: torch's and DETR's
+        `_get_activation_fn(activation)`, a chain of `if activation == "gelu": return F.gelu`."""
+        if "." in name or self.symbols.has_class(name):
+            return None
+        function = self.symbols.function_node(name)
+        body = function.child_by_field_id(Field.BODY) if function is not None else None
+        ps = params(function, self.src) if function is not None else ()
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        args = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
+        if body is None or not ps or len(args) != 1 or args[0].type == "keyword_argument":
+            return None
+        key = self._key_text(self.src.text(args[0]))
+        if key is None:
+            return None
+        for stmt in body.named_children:
+            clauses = [stmt, *(c for c in stmt.named_children if c.type == "elif_clause")] if (
+                stmt.type == "if_statement") else []
+            for clause in clauses:
+                test, block = clause.child_by_field_id(Field.CONDITION), clause.child_by_field_id(Field.CONSEQUENCE)
+                if test is None or block is None:
+                    continue
+                m = re.fullmatch(rf"{re.escape(ps[0].name)}\s*==\s*(['\"])(\w+)\1", self.src.text(test).strip())
+                returns = [s for s in block.named_children if s.type != "comment"]
+                if (m is None or m.group(2) != key or len(returns) != 1 or returns[0].type != "return_statement"
+                        or returns[0].named_child_count != 1):
+                    continue
+                return self._function_value(dotted_text(returns[0].named_children[0], self.src))
+        return None
+
+    def _call_alts(self, call: Node) -> list[Alt]:
+        func = call.child_by_field_id(Field.FUNCTION)
+        if func is None:
+            return [((), Expr(self.src.norm(call)))]
+        function = self._getattr_function(call)
+        if function is None and func.type == "identifier":
+            function = self._chosen_function(self.src.text(func), call)
+        if function is not None:
+            return [((), Expr(function))]
+        args, kwargs = self._args(call)
+        callees: list[tuple[Conds, str, str | None]] = []
+        if func.type == "subscript":
+            value = func.child_by_field_id(Field.VALUE)
+            dotted = dotted_text(value, self.src)
+            entry = self._table_entry(dotted, _subscript_text(func, self.src)) if dotted is not None else None
+            if entry is not None:
+                # `ACTIVATIONS[act]()` with a same-file dict of layer classes and a key evident here.
+                callees.append(((), entry, None))
+            elif dotted is not None:
+                callees.append(((), self._qualify_callee(dotted), _subscript_text(func, self.src)))
+        elif func.type == "call" and (named := self._getattr_class(func)) is not None:
+            callees.append(((), named, None))  # `getattr(nn, activation)()` with the name evident here
+        else:
+            dotted = dotted_text(func, self.src)
+            if dotted is not None and dotted in self.locals:
+                local = self.locals[dotted]
+                if isinstance(local, list):
+                    for c, v in local:
+                        if isinstance(v, _Callee):
+                            callees.append((c, v.qualified, None))
+                        elif isinstance(v, Ctor):  # calling an instance: keep the instance's ctor
+                            callees.append((c, v.callee, v.lookup))
+            elif dotted is not None and (classes := self._returned_classes(dotted)):
+                # `MaybeLora = maybe_lora(lora)` where the helper returns `nn.Linear` or
+                # `partial(LoRALinear, ...)`: the value is one of those classes, by condition.
+                text = self.src.norm(call)
+                many = len(classes) > 1
+                return [(((f"{text} is {c}",) if many else ()), _Callee(c)) for c in classes]
+            elif dotted is not None and (first := self._passed_through(dotted, call)) is not None:
+                # `apply_wd(nn.Linear(...))`, `zero_init(layer)`: a same-file helper that returns the
+                # module it was given (after tagging or initialising it) builds what its argument builds.
+                return self._alternatives(first)
+            elif dotted is not None and (built := self._factory_class(dotted)) is not None:
+                # A same-file helper that returns one layer (`conv3x3(...)` returning `nn.Conv2d(...)`):
+                # the binding is that layer (its arguments are the helper's, as written here).
+                callees.append(((), built, None))
+            elif dotted is not None:
+                qualified = self._qualify_callee(dotted)
+                if not is_constructor(qualified, self.symbols.has_class(dotted)):
+                    return [((), Expr(self.src.norm(call)))]
+                callees.append(((), qualified, None))
+        if not callees:
+            return [((), Expr(self.src.norm(call)))]
+        out: list[Alt] = []
+        for conds, callee, lookup in callees:
+            if callee not in CONTAINERS:
+                out.append((conds, Ctor(callee, args, kwargs, lookup=lookup)))
+                continue
+            for extra, items, keys, repeat in self._container_variants(call):
+                joined = _join(conds, extra)
+                if joined is not None:
+                    out.append((joined, Ctor(callee, () if items else args, kwargs, items, keys, repeat, lookup)))
+        return out
+
+    def _args(self, call: Node) -> tuple[tuple[Value, ...], tuple[Kwarg, ...]]:
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        if args_node is None or args_node.type != "argument_list":
+            return (), ()
+        args: list[Value] = []
+        kwargs: list[Kwarg] = []
+        for a in args_node.named_children:
+            if a.type == "comment":
+                continue
+            if a.type == "keyword_argument":
+                name = a.child_by_field_id(Field.NAME)
+                value = a.child_by_field_id(Field.VALUE)
+                if name is not None and value is not None:
+                    kwargs.append(Kwarg(self.src.text(name), Expr(self.src.norm(value))))
+            elif a.type == "dictionary_splat":
+                kwargs.append(Kwarg("**", Expr(self.src.norm(a)[2:])))
+            else:
+                args.append(Expr(self.src.norm(a)))
+        return tuple(args), tuple(kwargs)
+
+    def _ctor_alts(self, node: Node) -> list[Ctor]:
+        return [v for _, v in self._alternatives(node) if isinstance(v, Ctor)]
+
+    def _container_variants(
+        self, call: Node
+    ) -> list[tuple[Conds, tuple[Ctor, ...], tuple[str, ...], str | None]]:
+        """The item lists a container call can hold, one per consistent choice of its items'
+        alternatives (`first = A(...) if c else B(...)`; `Sequential(first, *[...])`), each with its
+        condition; a single unconditional variant in the usual case."""
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        if args_node is None or args_node.type == "generator_expression":
+            items, keys, repeat = self._container_items(call)
+            return [((), items, keys, repeat)]
+        arg_nodes = [a for a in args_node.named_children if a.type not in ("comment", "keyword_argument")]
+        elements = arg_nodes
+        if len(arg_nodes) == 1 and arg_nodes[0].type in ("list", "tuple"):
+            elements = list(arg_nodes[0].named_children)
+        elif len(arg_nodes) == 1:
+            items, keys, repeat = self._container_items(call)
+            return [((), items, keys, repeat)]
+        positions: list[list[tuple[Conds, Ctor]]] = []
+        for a in elements:
+            inner = a.named_children[0] if a.type == "list_splat" and a.named_child_count else None
+            body = inner.child_by_field_id(Field.BODY) if inner is not None else None
+            if inner is not None and body is not None and inner.type in ("list_comprehension", "generator_expression"):
+                alts = [(c, v) for c, v in self._alternatives(body) if isinstance(v, Ctor)]
+                if alts:
+                    positions.append(alts)
+            elif a.type == "list_splat" or a.type == "comment" or (a.type == "tuple" and a.named_child_count == 2):
+                items, _, _ = self._items(a) if a.type != "tuple" else self._items_of_pairs(a)
+                positions.extend([((), c)] for c in items)
+            else:
+                alts = [(c, v) for c, v in self._alternatives(a) if isinstance(v, Ctor)]
+                if alts:
+                    positions.append(alts)
+        if any(len(p) > 1 for p in positions):
+            combos: list[tuple[Conds, list[Ctor]]] = [((), [])]
+            for alts in positions:
+                grown: list[tuple[Conds, list[Ctor]]] = []
+                for conds, items_ in combos:
+                    for c, ctor in alts:
+                        joined = _join(conds, c)
+                        if joined is not None:
+                            grown.append((joined, [*items_, ctor]))
+                combos = grown[:MAX_VARIANTS]
+            return [(conds, tuple(items_), (), None) for conds, items_ in combos]
+        items, keys, repeat = self._container_items(call)
+        return [((), items, keys, repeat)]
+
+    def _items_of_pairs(self, node: Node) -> tuple[tuple[Ctor, ...], tuple[str, ...], str | None]:
+        """A `("name", module)` pair inside a container display."""
+        _, value = node.named_children
+        return tuple(self._ctor_alts(value)), (), None
+
+    def _container_items(self, call: Node) -> tuple[tuple[Ctor, ...], tuple[str, ...], str | None]:
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        if args_node is None:
+            return (), (), None
+        if args_node.type == "generator_expression":
+            return self._items(args_node)
+        arg_nodes = [a for a in args_node.named_children if a.type not in ("comment", "keyword_argument")]
+        if len(arg_nodes) == 1:
+            return self._items(arg_nodes[0])
+        items: list[Ctor] = []
+        for a in arg_nodes:
+            sub = self._items(a)[0] if a.type == "list_splat" else tuple(self._ctor_alts(a))
+            items.extend(sub)
+        return tuple(items), (), None
+
+    def _items(self, node: Node) -> tuple[tuple[Ctor, ...], tuple[str, ...], str | None]:
+        """The modules a container argument lists: a list/tuple/dict display, a comprehension, a local list."""
+        kind = node.type
+        items: list[Ctor] = []
+        keys: list[str] = []
+        if kind == "list_splat" and node.named_child_count:
+            return self._items(node.named_children[0])
+        if kind in ("list", "tuple", "expression_list"):
+            for child in node.named_children:
+                if child.type == "list_splat":
+                    items.extend(self._items(child)[0])
+                elif child.type == "tuple" and child.named_child_count == 2:  # ("name", module) pairs
+                    k, v = child.named_children
+                    for c in self._ctor_alts(v):
+                        items.append(c)
+                        keys.append(_key_text(k, self.src))
+                else:
+                    items.extend(self._ctor_alts(child))
+            return tuple(items), tuple(keys), None
+        if kind in ("list_comprehension", "generator_expression", "dictionary_comprehension"):
+            body = node.child_by_field_id(Field.BODY)
+            repeat = None
+            for clause in node.named_children:
+                if clause.type == "for_in_clause":
+                    right = clause.child_by_field_id(Field.RIGHT)
+                    if right is not None:
+                        repeat = _range_count(right, self.src) or self.src.norm(right)
+                    break
+            if body is not None and body.type == "pair":
+                key_node = body.child_by_field_id(Field.KEY)
+                value_node = body.child_by_field_id(Field.VALUE)
+                if value_node is not None:
+                    ctors = self._ctor_alts(value_node)
+                    return tuple(ctors), tuple(_key_text(key_node, self.src) for _ in ctors), repeat
+            if body is not None:
+                return tuple(self._ctor_alts(body)), (), repeat
+        if kind == "dictionary":
+            for pair in node.named_children:
+                if pair.type == "pair":
+                    key_node = pair.child_by_field_id(Field.KEY)
+                    value_node = pair.child_by_field_id(Field.VALUE)
+                    if value_node is not None:
+                        for c in self._ctor_alts(value_node):
+                            items.append(c)
+                            keys.append(_key_text(key_node, self.src))
+            return tuple(items), tuple(keys), None
+        if kind == "call":  # OrderedDict([...]) / dict(...)
+            func = dotted_text(node.child_by_field_id(Field.FUNCTION), self.src) or ""
+            args_node = node.child_by_field_id(Field.ARGUMENTS)
+            if func.rsplit(".", 1)[-1] in ("OrderedDict", "dict") and args_node is not None:
+                inner = [a for a in args_node.named_children if a.type != "comment"]
+                if len(inner) == 1:
+                    return self._items(inner[0])
+            return tuple(self._ctor_alts(node)), (), None
+        if kind == "identifier":
+            local = self.locals.get(self.src.text(node))
+            if isinstance(local, _ListBuild):
+                return tuple(local.items), (), local.repeat
+            if isinstance(local, list):
+                return tuple(v for _, v in local if isinstance(v, Ctor)), (), None
+        return (), (), None
+
+
+def _union_containers(group: list[_B]) -> list[_B]:
+    """One binding per container statement: a container extended differently on two paths (appends
+    under if/else in a loop) holds the union of the items."""
+    out: list[_B] = []
+    for b in group:
+        if isinstance(b.value, Ctor) and b.value.callee in CONTAINERS:
+            for k, o in enumerate(out):
+                if (
+                    o.span == b.span
+                    and o.conds == b.conds
+                    and isinstance(o.value, Ctor)
+                    and o.value.callee == b.value.callee
+                ):
+                    items = list(o.value.items)
+                    keys = list(o.value.keys)
+                    for i, item in enumerate(b.value.items):
+                        if item not in items:
+                            items.append(item)
+                            if i < len(b.value.keys):
+                                keys.append(b.value.keys[i])
+                    value = replace(o.value, items=tuple(items), keys=tuple(keys), repeat=o.value.repeat or b.value.repeat)
+                    out[k] = replace(o, value=value)
+                    break
+            else:
+                out.append(b)
+        else:
+            out.append(b)
+    return out
+
+
+def _self_attr(node: Node | None, self_name: str, src: SourceText) -> str | None:
+    if node is None or node.type != "attribute":
+        return None
+    obj = node.child_by_field_id(Field.OBJECT)
+    attr = node.child_by_field_id(Field.ATTRIBUTE)
+    if obj is None or attr is None or obj.type != "identifier" or src.text(obj) != self_name:
+        return None
+    return src.text(attr)
+
+
+def _subscript_text(node: Node, src: SourceText) -> str:
+    subs = node.children_by_field_name("subscript")
+    return ", ".join(src.norm(s) for s in subs)
+
+
+def _key_text(node: Node | None, src: SourceText) -> str:
+    if node is None:
+        return "?"
+    text = src.norm(node)
+    if node.type == "string" and len(text) >= 2 and text[0] in "\"'" and text[-1] == text[0]:
+        return text[1:-1]
+    return text
+
+
+def _range_count(node: Node, src: SourceText) -> str | None:
+    """`range(n)` → `n`; `range(a, b)` → `b - a` as text; anything else None."""
+    if node.type != "call":
+        return None
+    func = node.child_by_field_id(Field.FUNCTION)
+    args = node.child_by_field_id(Field.ARGUMENTS)
+    if func is None or args is None or src.text(func) != "range":
+        return None
+    parts = [a for a in args.named_children if a.type != "comment"]
+    if len(parts) == 1:
+        return src.norm(parts[0])
+    if len(parts) >= 2:
+        return f"{src.norm(parts[1])} - {src.norm(parts[0])}"
+    return None

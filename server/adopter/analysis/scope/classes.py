@@ -1,0 +1,124 @@
+"""Which classes of a file are `nn.Module`s, their same-file method resolution order and methods."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from adopter.analysis.crossfile.resolver import ModuleResolver, class_base_names, is_torch_module_class
+from adopter.analysis.names.symbols import CLASS_HEAD, METHOD_EXISTS, ModuleSymbols
+
+
+@dataclass
+class ClassInfo:
+    """A class of the analysed file: its node, bases as written, and the methods it defines."""
+
+    name: str
+    node: Node
+    bases: list[str]
+    methods: dict[str, Node] = field(default_factory=dict)
+
+
+class ClassTable:
+    """The classes of one file and the nn.Module test over them (same file, then other files)."""
+
+    def __init__(self, symbols: ModuleSymbols, resolver: ModuleResolver, path: str | None) -> None:
+        self.symbols = symbols
+        self.resolver = resolver
+        self.path = path
+        self.infos: dict[str, ClassInfo] = {}
+        for name, node in symbols.classes.items():
+            self.infos[name] = ClassInfo(name, node, class_base_names(node, symbols.src), symbols.methods_of(name))
+        self._module: dict[str, tuple[bool | None, frozenset[str]]] = {}
+
+    def is_module(self, name: str) -> bool:
+        """Whether class `name` of this file is an nn.Module (cycle-safe, memoised).
+
+        A base we cannot read (not installed, outside the workspace) leaves the answer open; then a
+        class that has a `forward` (its own or a same-file base's) is taken to be a module.
+        """
+        verdict = self._module_test(name, set())[0]
+        if verdict is None:
+            order = self.mro(name)
+            for c in order:
+                self.symbols.note_method_exists(c, "forward")  # which classes define it, not its text
+            return any("forward" in self.infos[c].methods for c in order)
+        return verdict
+
+    def module_deps(self, name: str) -> frozenset[str]:
+        """The dependency keys (see `ModuleSymbols.fingerprint`) the nn.Module test of `name` looked at."""
+        deps = self._module_test(name, set())[1] | frozenset(CLASS_HEAD + c for c in self.mro(name))
+        if self._module_test(name, set())[0] is None:  # decided by which classes define `forward`
+            deps |= frozenset(f"{METHOD_EXISTS}{c}.forward" for c in self.mro(name))
+        return deps
+
+    def _module_test(self, name: str, active: set[str]) -> tuple[bool | None, frozenset[str]]:
+        memo = self._module.get(name)
+        if memo is not None:
+            return memo
+        info = self.infos.get(name)
+        if info is None or name in active:
+            return (False, frozenset({CLASS_HEAD + name}))
+        active.add(name)
+        deps: set[str] = {CLASS_HEAD + name}
+        verdict: bool | None = False
+        for base in info.bases:
+            root = base.split(".")[0]
+            result: bool | None
+            if base in self.infos and base != name:
+                result, sub = self._module_test(base, active)
+                deps |= sub  # the base's header, not its body
+            else:
+                deps.add(root)
+                qualified = self.symbols.qualify(base)
+                if is_torch_module_class(qualified):
+                    result = True
+                elif root in self.symbols.imports or root in self.symbols.aliases:
+                    result = self.resolver.is_module_class(qualified, self.path)
+                else:
+                    result = None
+            if result:
+                verdict = True
+                break
+            if result is None:
+                verdict = None
+        active.discard(name)
+        answer = (verdict, frozenset(deps))
+        self._module[name] = answer
+        return answer
+
+    def qualified_bases(self, name: str) -> tuple[str, ...]:
+        info = self.infos[name]
+        return tuple(b if b in self.infos else self.symbols.qualify(b) for b in info.bases)
+
+    def mro(self, name: str) -> list[str]:
+        """Same-file classes in method resolution order (depth-first, left to right, no repeats)."""
+        order: list[str] = []
+        stack = [name]
+        while stack:
+            current = stack.pop()
+            if current in order:
+                continue
+            self.symbols.note_class_head(current)  # record the dependency (header only)
+            info = self.infos.get(current)
+            if info is None:
+                continue
+            order.append(current)
+            stack.extend(reversed([b for b in info.bases if b in self.infos]))
+        return order
+
+    def find_method(self, class_name: str, method: str, after: str | None = None) -> tuple[str, Node] | None:
+        """The class and node defining `method` for instances of `class_name`.
+
+        With `after`, the search starts after that class in the MRO (for `super().method()`).
+        """
+        order = self.mro(class_name)
+        if after is not None and after in order:
+            order = order[order.index(after) + 1 :]
+        for cls in order:
+            self.symbols.note_method(cls, method)  # depends on this method's text, or its absence
+            node = self.infos[cls].methods.get(method)
+            if node is not None:
+                return cls, node
+        return None
