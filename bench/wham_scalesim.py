@@ -1,7 +1,7 @@
 """WHAM's tensor-core timing against SCALE-Sim (cycle-accurate systolic array), per GEMM layer.
 
-Usage: nice -n 19 python bench/wham_scalesim.py [--array 64] [--max-cycles 60000] [--out FILE]
-Needs SCALE-Sim in its own folder (its numpy pin clashes with the project's):
+Usage: nice -n 19 python bench/wham_scalesim.py [--array 64] [--max-cycles 60000] [--pkgs DIR] [--out FILE]
+Needs SCALE-Sim in its own folder (its numpy pin clashes with the project's; `--pkgs` names another one):
     python -m pip install --target .cache/wham/scalesim-pkgs scalesim
     python -m pip install --target .cache/wham/scalesim-pkgs --upgrade --no-deps "numpy<2"
 (scalesim 3.0.0 fails under numpy 2 in read_buffer.prefetch_active_buffer.)
@@ -109,7 +109,7 @@ def ours(m: int, n: int, k: int, array: int) -> float:
     return op_cost(replace(op, vector=()), d).compute_cycles
 
 
-def simulate(layers: list[tuple[int, int, int]], array: int) -> list[tuple[float, float]]:
+def simulate(layers: list[tuple[int, int, int]], array: int, pkgs: Path) -> list[tuple[float, float]]:
     """SCALE-Sim's (total cycles without the initial prefetch, stall cycles) per layer, in order."""
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
@@ -120,7 +120,7 @@ def simulate(layers: list[tuple[int, int, int]], array: int) -> list[tuple[float
             f"l{i}," + ",".join(["1"] * 20) + ",\n" for i in range(len(layers))))
         code = RUN.format(cfg=str(t / "cfg.cfg"), topo=str(t / "topo.csv"), layout=str(t / "layout.csv"),
                           out=str(t / "out"))
-        env = {**os.environ, "PYTHONPATH": str(PKGS)}
+        env = {**os.environ, "PYTHONPATH": str(pkgs)}
         subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, timeout=3600)
         report = next((t / "out").rglob("COMPUTE_REPORT.csv"))
         with report.open() as f:
@@ -132,19 +132,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--array", type=int, default=64)
     ap.add_argument("--max-cycles", type=float, default=60_000)
+    ap.add_argument("--pkgs", type=Path, default=PKGS, help="folder SCALE-Sim is installed in (pip --target)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    if not (PKGS / "scalesim").is_dir():
-        print(f"SCALE-Sim is not installed in {PKGS}: see this script's docstring", file=sys.stderr)
+    if not (args.pkgs / "scalesim").is_dir():
+        print(f"SCALE-Sim is not installed in {args.pkgs}: see this script's docstring", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
     a = args.array
     found = shapes()
-    # SCALE-Sim's OS cost is about folds · (K + 2·array): an estimate to keep the run bounded.
+    # SCALE-Sim's OS cost is folds · (K + 2·array − 2) (cost.gemm_fold_cycles): keeps the run bounded.
     est = {s: -(-s[0] // a) * -(-s[1] // a) * (s[2] + 2 * a) for s in found}
     run = sorted((s for s in found if est[s] <= args.max_cycles), key=lambda s: est[s])
     skipped = sorted((s for s in found if est[s] > args.max_cycles), key=lambda s: est[s])
-    sim = simulate(run, a)
+    sim = simulate(run, a, args.pkgs)
     ratios = []
     lines = [f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} CPUs, "
              f"load {os.getloadavg()[0]:.2f}. Command: python bench/wham_scalesim.py --array {a} --max-cycles "

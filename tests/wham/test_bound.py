@@ -95,6 +95,9 @@ def test_ranking_is_by_objective_bound() -> None:
         values = [key[i] for i in ranking]
         assert values == sorted(values, reverse=True) and len(set(ranking)) == len(ranking)
         assert len(ranking) == int(np.count_nonzero(bounds.objective_upper > -np.inf))
+        # The chunked partial sort gives exactly the full sort's order (objective down, area up, then index).
+        flat = np.lexsort((bounds.area_mm2.ravel(), -key.ravel()))[: len(ranking)]
+        assert [np.ravel_multi_index(i, key.shape) for i in ranking] == flat.tolist()
     # The estimate lies between what the two step-time bounds give.
     ok = np.isfinite(bounds.objective_upper)
     assert np.all(bounds.objective_estimate[ok] <= bounds.objective_upper[ok])
