@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import random
 
@@ -95,6 +96,9 @@ def test_ranking_is_by_objective_bound() -> None:
         values = [key[i] for i in ranking]
         assert values == sorted(values, reverse=True) and len(set(ranking)) == len(ranking)
         assert len(ranking) == int(np.count_nonzero(bounds.objective_upper > -np.inf))
+        # The chunked partial sort gives exactly the full sort's order (objective down, area up, then index).
+        flat = np.lexsort((bounds.area_mm2.ravel(), -key.ravel()))[: len(ranking)]
+        assert [np.ravel_multi_index(i, key.shape) for i in ranking] == flat.tolist()
     # The estimate lies between what the two step-time bounds give.
     ok = np.isfinite(bounds.objective_upper)
     assert np.all(bounds.objective_estimate[ok] <= bounds.objective_upper[ok])
@@ -162,3 +166,36 @@ def test_block_plan_orders_ops_after_what_they_read() -> None:
     assert len(block.ops) == 2 and block.ops[0].deps == (1,)
     ids, deps = plan_block(block).parts[0]
     assert ids == (1, 0) and deps == ((), (0,))
+
+
+def test_block_cache_gives_the_uncached_bounds_and_is_never_written() -> None:
+    from adopter.wham import bound
+
+    space = SPACE.reduced()
+    g = _Grid(space)
+    block = WORK.blocks[0]
+    bound._BLOCK_CACHE.clear()
+    fresh = bound.block_bounds(block, g, 50.0)
+    cached = bound._cached_block_bounds(block, space, g, 50.0, {})
+    again = bound._cached_block_bounds(block, space, g, 50.0, {})
+    assert again[0] is cached[0]  # the second call is a hit
+    for a, b in zip(fresh, cached):
+        assert np.array_equal(a, b)
+        assert not isinstance(b, np.ndarray) or not b.flags.writeable
+    # A different block object (even with equal content) is keyed apart: ids are only reused once freed,
+    # and the entry holds its block.
+    other = copy.deepcopy(block)
+    assert bound._cached_block_bounds(other, space, g, 50.0, {})[0] is not cached[0]
+    # Bounds through the evaluator are the same with the cache cold or warm.
+    bound._BLOCK_CACHE.clear()
+    cold = evaluator(WORK).bounds(space)
+    warm = evaluator(WORK).bounds(space)
+    assert cold is not None and warm is not None
+    assert np.array_equal(cold.lower_s, warm.lower_s) and np.array_equal(cold.upper_s, warm.upper_s)
+
+
+def test_strategy_result_reports_cpu_seconds() -> None:
+    result = run_strategy(make_strategy("random"), evaluator(WORK), SPACE.reduced(), budget=5)
+    assert 0.0 <= result.cpu_seconds_to_best <= result.cpu_seconds
+    out = result.to_json(with_trace=False)
+    assert out["cpu_seconds"] == result.cpu_seconds and "cpu_seconds_to_best" in out

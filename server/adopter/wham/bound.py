@@ -20,6 +20,7 @@ It is vectorised with numpy over the whole grid: one array axis per template par
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from adopter.wham.constants import VECTOR_CYCLES, VECTOR_CYCLES_DEFAULT
-from adopter.wham.cost import allreduce_cycles, gemm_traffic_bytes
+from adopter.wham.cost import allreduce_cycles, gemm_fold_cycles, gemm_traffic_bytes
 from adopter.wham.graph import Block, Op, VectorWork, Workload
 from adopter.wham.hardware import PARAMS, Constraints, Design, DesignSpace, area_mm2, tdp_w
 from adopter.wham.plan import plan_block
@@ -73,10 +74,22 @@ class GridBounds:
         if by not in ("upper", "estimate"):
             raise ValueError(f"ranking by {by!r}: allowed upper, estimate")
         key = (self.objective_upper if by == "upper" else self.objective_estimate).ravel()
-        order = np.lexsort((self.area_mm2.ravel(), -key))
+        area = self.area_mm2.ravel()
         shape = self.lower_s.shape
-        for flat in order[: int(np.count_nonzero(key > -np.inf))].tolist():
-            yield tuple(int(i) for i in np.unravel_index(flat, shape))
+        # A search reads only the head of the ranking: sort it in growing chunks (argpartition finds each
+        # chunk's cut in linear time) instead of sorting the whole grid. Every design keyed at the cut
+        # joins its chunk, so the order is exactly the full sort's: objective down, then area up.
+        rest = np.flatnonzero(key > -np.inf)
+        chunk = 64
+        while rest.size:
+            if rest.size > chunk:
+                cut = np.partition(-key[rest], chunk - 1)[chunk - 1]
+                head, rest = rest[-key[rest] <= cut], rest[-key[rest] > cut]
+            else:
+                head, rest = rest, rest[:0]
+            for flat in head[np.lexsort((area[head], -key[head]))].tolist():
+                yield tuple(int(i) for i in np.unravel_index(flat, shape))
+            chunk *= 4
 
 
 class _Grid:
@@ -117,7 +130,7 @@ def op_cycles_grid(op: Op, g: _Grid, link_gbs: float) -> tuple[Any, Any, int]:
         m, n, k, b = max(1, op.m), max(1, op.n), max(1, op.k), max(1, op.batch)
         tiles = b * np.ceil(m / g.axes["pe_x"]) * np.ceil(n / g.axes["pe_y"])
         cores = np.minimum(g.axes["n_tc"], tiles)
-        compute = np.ceil(tiles / cores) * k + g.axes["pe_x"] + g.axes["pe_y"]
+        compute = np.ceil(tiles / cores) * gemm_fold_cycles(k, g.axes["pe_x"], g.axes["pe_y"])
         if op.vector:
             compute = compute + vector_cycles_grid(op.vector, g.lanes_total)
         traffic = np.asarray([gemm_traffic_bytes(op, s) for s in g.sram], dtype=np.float64)
@@ -138,70 +151,97 @@ def _cost_key(op: Op) -> tuple[Any, ...]:
 
 
 def _part_bounds(ops: tuple[Op, ...], ids: tuple[int, ...], deps: tuple[tuple[int, ...], ...], g: _Grid,
-                 link_gbs: float, memo: dict[tuple[Any, ...], tuple[Any, Any, int]]) -> tuple[Any, Any]:
-    """(lower, upper) cycles of one block part: ops `ids` in topological order, `deps` local to it."""
+                 link_gbs: float, memo: dict[tuple[Any, ...], tuple[Any, Any, int, Any]]) -> tuple[Any, Any]:
+    """(lower, upper) cycles of one block part: ops `ids` in topological order, `deps` local to it.
+
+    The arrays are grid-sized (10 MB each on the default grid), so the loop allocates as little as it can:
+    an op's finish time reuses the array of a predecessor no later op reads, and the sums are updated in
+    place. Each array carries whether this call allocated it (`own`): the memo's arrays are shared and
+    never written.
+    """
     if not ids:
         return np.float64(0.0), np.float64(0.0)
     last_use: dict[int, int] = {}
     for j, ds in enumerate(deps):
         for d in ds:
             last_use[d] = j
-    finish: dict[int, Any] = {}
+    finish: dict[int, tuple[Any, bool]] = {}
     longest: Any = np.float64(0.0)
     # Sums are kept per array shape (most vector ops depend on two axes only) and added up at the end.
-    upper: dict[tuple[int, ...], Any] = {}
-    work: list[dict[tuple[int, ...], Any]] = [{}, {}, {}]
-    capacity = (g.axes["n_tc"], g.axes["n_vc"], 1.0)
+    upper: dict[tuple[int, ...], tuple[Any, bool]] = {}
+    work: list[dict[tuple[int, ...], tuple[Any, bool]]] = [{}, {}, {}]
     for j, i in enumerate(ids):
         op = ops[i]
         key = _cost_key(op)
         if key not in memo:
-            memo[key] = op_cycles_grid(op, g, link_gbs)
-        cycles, cores, pool = memo[key]
+            memo[key] = _op_entry(op, g, link_gbs)
+        cycles, _, pool, share = memo[key]
         ready: Any = None
-        fresh = False  # whether `ready` is an array of our own (safe to update in place)
+        fresh = False  # whether `ready` is an array of our own that no later op reads (safe to update)
         for d in set(deps[j]):
-            f = finish[d]
-            if ready is None:
-                ready = f
-            elif fresh and ready.shape == np.broadcast_shapes(ready.shape, f.shape):
-                np.maximum(ready, f, out=ready)
-            else:
-                ready, fresh = np.maximum(ready, f), True
+            f, own = finish[d]
+            free = own and last_use[d] == j  # ours, and read by no later op
             if last_use[d] == j:
                 del finish[d]
+            if ready is None:
+                ready, fresh = f, free
+            elif fresh and ready.shape == np.broadcast_shapes(ready.shape, f.shape):
+                np.maximum(ready, f, out=ready)
+            elif free and f.shape == np.broadcast_shapes(ready.shape, f.shape):
+                np.maximum(f, ready, out=f)
+                ready = f
+            else:
+                ready = np.maximum(ready, f)
+                fresh = isinstance(ready, np.ndarray)
         if ready is None:
-            end = cycles
+            end, own = cycles, False
         elif fresh and ready.shape == np.broadcast_shapes(ready.shape, np.shape(cycles)):
-            end = ready
+            end, own = ready, True
             end += cycles
         else:
             end = ready + cycles
+            own = isinstance(end, np.ndarray)
         if j in last_use:
-            finish[j] = end
+            finish[j] = (end, own)
         else:  # a sink: a path ends here (every other op's finish is below its successors')
             longest = np.maximum(longest, end)
         _accumulate(upper, cycles)
-        _accumulate(work[pool], cycles * cores / capacity[pool])
+        _accumulate(work[pool], share)
     w = [_total(p) for p in work]
     lower = np.maximum(np.maximum(longest, w[0]), np.maximum(w[1], w[2]))
     return lower, _total(upper)
 
 
-def _accumulate(sums: dict[tuple[int, ...], Any], value: Any) -> None:
+def _op_entry(op: Op, g: _Grid, link_gbs: float) -> tuple[Any, Any, int, Any]:
+    """`op_cycles_grid` and the op's share of its pool's work (cycles · cores held / cores in the pool)."""
+    cycles, cores, pool = op_cycles_grid(op, g, link_gbs)
+    capacity = (g.axes["n_tc"], g.axes["n_vc"], 1.0)[pool]
+    return cycles, cores, pool, cycles * cores / capacity
+
+
+def _accumulate(sums: dict[tuple[int, ...], tuple[Any, bool]], value: Any) -> None:
+    """Add `value` to the running sum of its shape, in place once the sum is an array of our own."""
     shape = np.shape(value)
-    sums[shape] = value + sums[shape] if shape in sums else value
+    if shape not in sums:
+        sums[shape] = (value, False)
+        return
+    total, own = sums[shape]
+    if own:
+        total += value
+    else:
+        total = total + value
+        sums[shape] = (total, isinstance(total, np.ndarray))
 
 
-def _total(sums: dict[tuple[int, ...], Any]) -> Any:
+def _total(sums: dict[tuple[int, ...], tuple[Any, bool]]) -> Any:
     total: Any = np.float64(0.0)
-    for v in sums.values():
+    for v, _ in sums.values():
         total = total + v
     return total
 
 
 def block_bounds(block: Block, g: _Grid, link_gbs: float,
-                 memo: dict[tuple[Any, ...], tuple[Any, Any, int]] | None = None) -> tuple[Any, Any]:
+                 memo: dict[tuple[Any, ...], tuple[Any, Any, int, Any]] | None = None) -> tuple[Any, Any]:
     """(lower, upper) cycles of one block (forward+backward and optimizer scheduled separately)."""
     memo = {} if memo is None else memo
     lower: Any = np.float64(0.0)
@@ -212,6 +252,30 @@ def block_bounds(block: Block, g: _Grid, link_gbs: float,
     return lower, upper
 
 
+# Per-block bounds of the last few (block, space, link) triples in this process. A pipeline's stage searches
+# share blocks (every transformer layer is one `Block`), so each block's bounds are computed once, not once
+# per stage holding it. The block object is kept with its entry: an id is only reused after it is freed.
+_BLOCK_CACHE: OrderedDict[tuple[int, DesignSpace, float], tuple[Block, Any, Any]] = OrderedDict()
+BLOCK_CACHE_SIZE = 8  # each entry holds two grid-sized arrays (10 MB each on the default grid)
+
+
+def _cached_block_bounds(block: Block, space: DesignSpace, g: _Grid, link_gbs: float,
+                         memo: dict[tuple[Any, ...], tuple[Any, Any, int, Any]]) -> tuple[Any, Any]:
+    key = (id(block), space, float(link_gbs))
+    hit = _BLOCK_CACHE.get(key)
+    if hit is not None and hit[0] is block:
+        _BLOCK_CACHE.move_to_end(key)
+        return hit[1], hit[2]
+    lo, hi = block_bounds(block, g, link_gbs, memo)
+    for a in (lo, hi):
+        if isinstance(a, np.ndarray):
+            a.flags.writeable = False  # shared by later searches: never updated in place
+    _BLOCK_CACHE[key] = (block, lo, hi)
+    while len(_BLOCK_CACHE) > BLOCK_CACHE_SIZE:
+        _BLOCK_CACHE.popitem(last=False)
+    return lo, hi
+
+
 def grid_bounds(workload: Workload, counts: Mapping[int, int], space: DesignSpace, link_gbs: float, *,
                 samples: int, objective: str, constraints: Constraints) -> GridBounds:
     """Bounds for every design of `space` on the blocks `counts` names (block → repetitions), `samples`
@@ -219,9 +283,9 @@ def grid_bounds(workload: Workload, counts: Mapping[int, int], space: DesignSpac
     g = _Grid(space)
     lower: Any = np.zeros(g.shape)
     upper: Any = np.zeros(g.shape)
-    memo: dict[tuple[Any, ...], tuple[Any, Any, int]] = {}
+    memo: dict[tuple[Any, ...], tuple[Any, Any, int, Any]] = {}
     for b, n in counts.items():
-        lo, hi = block_bounds(workload.blocks[b], g, link_gbs, memo)
+        lo, hi = _cached_block_bounds(workload.blocks[b], space, g, link_gbs, memo)
         lower = lower + lo * n
         upper = upper + hi * n
     f = space.clock_mhz * 1e6

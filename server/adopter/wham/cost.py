@@ -1,7 +1,7 @@
 """Per-op latency on a design: systolic GEMM model, vector-op model, roofline memory bound.
 
-GEMM on tensor cores: `ceil(tiles / cores) · K + PE_x + PE_y` cycles, tiles = batch · ⌈M/PE_x⌉ · ⌈N/PE_y⌉
-split over `cores = min(n_tc, tiles)`; off-chip traffic from SRAM blocking (three T×T tiles fit the
+GEMM on tensor cores: `ceil(tiles / cores) · (K + PE_x + PE_y − 2)` cycles, tiles = batch · ⌈M/PE_x⌉ · ⌈N/PE_y⌉
+split over `cores = min(n_tc, tiles)` (see `gemm_compute_cycles` for the derivation); off-chip traffic from SRAM blocking (three T×T tiles fit the
 global buffer); latency = max(compute, traffic / bandwidth). Vector ops: `⌈N / lanes⌉ · c_op` cycles
 plus a log-depth row reduction for softmax; also bandwidth-bound.
 """
@@ -43,6 +43,31 @@ def vector_cycles(work: tuple[VectorWork, ...], lanes_total: int) -> float:
     return total
 
 
+def gemm_fold_cycles(k: int, pe_x: float, pe_y: float) -> float:
+    """Cycles of one output-stationary fold (one PE_x × PE_y output tile) with a reduction depth of K.
+
+    Derived from SCALE-Sim 3.0's output-stationary dataflow (scalesim/compute/systolic_compute_os.py,
+    `create_ifmap_demand_mat`/`create_ofmap_demand_mat`): with Sr = M output rows on the array's rows,
+    Sc = N output columns on its columns and T = K, each of the ⌈Sr/rows⌉ · ⌈Sc/cols⌉ folds streams T operand
+    rows, then `cols − 1` idle rows (the inter-fold gap while the last partial sums reach the array's edge),
+    and the whole fold is skewed by `rows − 1` rows for the systolic fill: T + rows + cols − 2 cycles a fold,
+    folds run back to back with no overlap. A partly used fold (M or N not a multiple of the array) costs
+    the same as a full one (its idle PEs still take the skew). On SCALE-Sim's own runs this reproduces its
+    compute cycles to within one cycle per layer (its report counts from cycle 0); see
+    docs/notes/wham_scalesim.md.
+    """
+    return k + pe_x + pe_y - 2
+
+
+def gemm_compute_cycles(op: Op, d: Design) -> tuple[float, int]:
+    """(tensor-core cycles, cores used) of a GEMM: its folds split evenly over `min(n_tc, folds)` cores,
+    each core running its share back to back (`gemm_fold_cycles` a fold)."""
+    m, n, k, b = max(1, op.m), max(1, op.n), max(1, op.k), max(1, op.batch)
+    tiles = b * math.ceil(m / d.pe_x) * math.ceil(n / d.pe_y)
+    cores = min(d.n_tc, tiles)
+    return math.ceil(tiles / cores) * gemm_fold_cycles(k, d.pe_x, d.pe_y), cores
+
+
 def gemm_traffic_bytes(op: Op, sram_mib: float) -> float:
     """Off-chip bytes of a GEMM with output-stationary blocking in a global buffer of `sram_mib` MiB."""
     m, n, k, b = max(1, op.m), max(1, op.n), max(1, op.k), max(1, op.batch)
@@ -69,10 +94,7 @@ def op_cost(op: Op, d: Design, link_gbs: float = LINK_GBS) -> OpCost:
         cycles = allreduce_cycles(op.bytes_in, op.m, link_gbs, d.clock_mhz)
         return OpCost(cycles, 1, LINK, 0.0, cycles)
     if op.is_gemm:
-        m, n, k, b = max(1, op.m), max(1, op.n), max(1, op.k), max(1, op.batch)
-        tiles = b * math.ceil(m / d.pe_x) * math.ceil(n / d.pe_y)
-        cores = min(d.n_tc, tiles)
-        compute: float = math.ceil(tiles / cores) * k + d.pe_x + d.pe_y
+        compute, cores = gemm_compute_cycles(op, d)
         compute += vector_cycles(op.vector, d.lanes_total)
         traffic = gemm_traffic_bytes(op, d.sram_mib)
         memory = traffic / bpc
