@@ -101,6 +101,18 @@ CASES = [
      's = torch.einsum("bhid,bhjd->bhij", x, y)\np = s.softmax(dim=3)',
      ["%1 = method transpose(y, -2, -1)", "s = function torch.matmul(x, %1)",
       "p = function torch.nn.functional.softmax(s, dim=-1)"]),
+    # taming-transformers-rom1504 0.0.6, taming/modules/diffusionmodules/model.py (VQGAN/LDM AttnBlock)
+    ("a product scaled by a Python number keeps its rank: softmax dim=2 of a 3-D bmm is the last axis", "",
+     "b, c, n = x.shape\nq = x.permute(0, 2, 1)\nk = y.reshape(b, c, n)\nw = torch.bmm(q, k)\nw = w * (int(c) ** (-0.5))\n"
+     "p = torch.nn.functional.softmax(w, dim=2)",
+     ["b, c, n = operator getattr(x, shape)", "q = method permute(x, 0, 2, 1)", "k = method reshape(y, b, c, n)",
+      "w = function torch.matmul(q, k)",
+      "%1 = function int(c)", "%2 = method pow(%1, -0.5)", "w = operator *(w, %2)",
+      "p = function torch.nn.functional.softmax(w, dim=-1)"]),
+    ("a product scaled by an unknown tensor forgets its rank", "",
+     "q = x.reshape(b, c, n)\nw = torch.bmm(q, q)\nw = w * mask\np = torch.nn.functional.softmax(w, dim=2)",
+     ["q = method reshape(x, b, c, n)", "w = function torch.matmul(q, q)", "w = operator *(w, mask)",
+      "p = function torch.nn.functional.softmax(w, dim=2)"]),
     ("mean, pow: one signature", "", "a = torch.mean(x, -1, True)\nb = x.mean(dim=-1, keepdim=True)\nc = x ** 2",
      ["a = method mean(x, -1, keepdim=True)", "b = method mean(x, -1, keepdim=True)", "c = method pow(x, 2)"]),
     ("x * x is x.pow(2); x * y stays", "", "a = x * x\nb = x * y",

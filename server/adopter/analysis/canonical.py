@@ -84,6 +84,8 @@ _SAME_RANK_PARTS = frozenset({
     ("method", "chunk"), ("function", "torch.chunk"), ("method", "split"), ("function", "torch.split"),
 })
 _ELEMENTWISE = frozenset({"+", "-", "*", "/"})
+# Functions that return a Python number (rank 0): `w * int(c) ** -0.5` keeps the rank of `w`.
+_SCALAR_FUNCTIONS = frozenset({"int", "float", "math.sqrt", "math.log", "math.exp", "math.pow"})
 # Modules whose output has the rank of their input.
 _SAME_RANK_MODULES = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Dropout", "torch.nn.GELU",
                                 "torch.nn.ReLU", "torch.nn.SiLU", "torch.nn.RMSNorm"})
@@ -859,6 +861,8 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
             rank = max(ra, rb)
     elif op.kind == OpKind.FUNCTION and op.target in ("einops.rearrange", "einops.repeat") and len(op.args) >= 2:
         rank = _einops_rank(op.args[1])
+    elif op.kind == OpKind.FUNCTION and op.target in _SCALAR_FUNCTIONS:
+        rank = 0
     elif op.kind == OpKind.METHOD and op.target == "unsqueeze" and first is not None:
         r = _rank(first, known)
         rank = None if r is None else r + 1
