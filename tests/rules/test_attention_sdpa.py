@@ -300,8 +300,13 @@ class Attention(nn.Module):
 """
 
 
-@pytest.mark.parametrize(("source", "cls"), [(SOFTMAX_MODULE, "Attention"), (METHOD_SOFTMAX, "Attention")],
-                         ids=["nn.Softmax-module", "tensor-method-softmax"])
+# tape-proteins 0.5 (tape/models/modeling_bert.py:187) and older BERT copies build the module in the call.
+INLINE_SOFTMAX = SOFTMAX_MODULE.replace("attn = self.attend(dots)", "attn = nn.Softmax(dim=-1)(dots)")
+
+
+@pytest.mark.parametrize(("source", "cls"), [(SOFTMAX_MODULE, "Attention"), (METHOD_SOFTMAX, "Attention"),
+                                             (INLINE_SOFTMAX, "Attention")],
+                         ids=["nn.Softmax-module", "tensor-method-softmax", "nn.Softmax-built-in-the-call"])
 def test_other_spellings_are_rewritten_and_equivalent(source: str, cls: str) -> None:
     new = fixed(source, RULES, applied=1)
     assert "scaled_dot_product_attention(" in new

@@ -184,8 +184,15 @@ class _Pass:
 
     def block(self, block: Block, ranks: dict[str, int]) -> Block:
         out: list[Stmt] = []
-        for stmt in block:
-            if isinstance(stmt, Op) and self.split_identity and (split := self.identity_or_layer(stmt)) is not None:
+        skip = False
+        for i, stmt in enumerate(block):
+            if skip:
+                skip = False
+                continue
+            if isinstance(stmt, Op) and (called := self.instance_call(stmt, block[i + 1] if i + 1 < len(block) else None)):
+                out.extend(self.op(called, ranks))  # `nn.Softmax(dim=-1)(x)`: the function it computes
+                skip = True
+            elif isinstance(stmt, Op) and self.split_identity and (split := self.identity_or_layer(stmt)) is not None:
                 out.append(split)
             elif isinstance(stmt, Op):
                 out.extend(self.op(stmt, ranks))
@@ -202,6 +209,18 @@ class _Pass:
             else:
                 out.append(stmt)
         return tuple(out)
+
+    def instance_call(self, op: Op, following: Stmt | None) -> Op | None:
+        """`nn.Softmax(dim=-1)(x)`: a stateless module built and called in one expression (the constructor's
+        temporary, then the call of it) is that module's call, as if `__init__` had bound it; None otherwise."""
+        if (op.kind != OpKind.FUNCTION or op.target not in MODULES or len(op.outputs) != 1
+                or not _TEMP.match(op.outputs[0]) or not isinstance(following, Op) or following.kind != OpKind.CALL
+                or following.target != op.outputs[0]):
+            return None
+        ctor = Ctor(op.target, tuple(op.args), tuple(op.kwargs))
+        spelled = self.module(replace(following, kind=OpKind.MODULE, origin=following.origin or following),
+                              op.target, ctor, 0)
+        return spelled[0] if len(spelled) == 1 and spelled[0].kind != OpKind.MODULE else None
 
     def identity_or_layer(self, op: Op) -> Branch | None:
         """`self.ls(x)` with `self.ls = LayerScale(...)` under one condition and `nn.Identity()` under the
