@@ -44,6 +44,7 @@ from adopter.analysis.spellings import (
     MODULES,
     ONES_LIKE,
     POW,
+    SEQUENTIAL,
     SIGNATURES,
     SOFTMAX,
     TRANSPARENT_METHODS,
@@ -90,6 +91,7 @@ _SCALAR_FUNCTIONS = frozenset({"int", "float", "math.sqrt", "math.log", "math.ex
 _SAME_RANK_MODULES = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Dropout", "torch.nn.GELU",
                                 "torch.nn.ReLU", "torch.nn.SiLU", "torch.nn.RMSNorm"})
 _MAX_SEQUENTIAL_DEPTH = 3
+_MAX_ALTERNATIVES = 4
 IDENTITY = "torch.nn.Identity"
 
 
@@ -194,6 +196,8 @@ class _Pass:
                 skip = True
             elif isinstance(stmt, Op) and self.split_identity and (split := self.identity_or_layer(stmt)) is not None:
                 out.append(split)
+            elif isinstance(stmt, Op) and self.split_identity and (split := self.sequential_alternatives(stmt)):
+                out.append(split)
             elif isinstance(stmt, Op):
                 out.extend(self.op(stmt, ranks))
             elif isinstance(stmt, Branch):
@@ -240,6 +244,30 @@ class _Pass:
         # The identity's path passes its input on: a `choose`, like one alternative of `a if c else b`.
         passed = _respell(op, CHOOSE, op.args, ())
         return Branch((other.condition, "else"), (tuple(layer), (passed,)), op.stmt_span)
+
+    def sequential_alternatives(self, op: Op) -> Branch | None:
+        """`self.net(x)` with `self.net` bound to one `nn.Sequential` under one condition and another (or an
+        identity) under the other (`nn.Sequential(conv, bn, act, Attention(...), pool if downsample else
+        nn.Identity(), ...)` is two bindings): an `if` whose paths run each alternative's chain, so a site in
+        either is found on its path (reported without an automatic fix, like every Sequential's). None when
+        no alternative is a Sequential, or when the alternatives are not all conditional constructors."""
+        if op.kind != OpKind.MODULE or not op.target.startswith("self.") or len(op.args) != 1 or op.kwargs:
+            return None
+        bindings = self.by_attr.get(op.target[5:], ())
+        if not 2 <= len(bindings) <= _MAX_ALTERNATIVES or not all(
+                isinstance(b.value, Ctor) and b.condition for b in bindings):
+            return None
+        ctors = [b.value for b in bindings if isinstance(b.value, Ctor)]
+        if not any(c.callee == SEQUENTIAL and c.items for c in ctors):
+            return None
+        paths: list[tuple[Stmt, ...]] = []
+        for ctor in ctors:
+            if ctor.callee == IDENTITY:
+                paths.append((_respell(op, CHOOSE, op.args, ()),))
+            else:
+                paths.append(tuple(self.module(op, op.target, ctor, 0)))
+        conditions = tuple(str(b.condition) for b in bindings[:-1])
+        return Branch((*conditions, "else"), tuple(paths), op.stmt_span)
 
     # -- one op --------------------------------------------------------------------------------------
 
