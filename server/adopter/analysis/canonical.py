@@ -542,7 +542,7 @@ def normalise_values(key: Key, args: tuple[Any, ...], kwargs: tuple[tuple[str, A
 def matmul_plan(equation: str) -> tuple[bool, bool, int] | None:
     """For an einsum equation of two operands that is a (batched) matrix product: whether each operand
     must be transposed first, and the result's rank; None for any other equation."""
-    text = equation.strip()
+    text = _plain_string(equation)
     if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0]:
         return None
     text = text[1:-1].replace(" ", "").replace("...", "?")
@@ -566,6 +566,15 @@ def matmul_plan(equation: str) -> tuple[bool, bool, int] | None:
     return a[-2:] == c + i, b[-2:] == j + c, len(out)
 
 
+def _plain_string(text: str) -> str:
+    """A string literal's text with an `f` prefix dropped when it has no placeholder (`f"b h i d, ..."`,
+    a common einsum spelling): the same string."""
+    text = text.strip()
+    if text[:1] in ("f", "F") and text[1:2] in ("'", '"') and "{" not in text:
+        return text[1:]
+    return text
+
+
 def product_layout(
     equation: str,
 ) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, bool, tuple[int, ...] | None, int] | None:
@@ -574,7 +583,7 @@ def product_layout(
     (batch, j, c) (then transposed: the flag) or (batch, c, j), and the one bringing (batch, i, j) to the
     output (None where the order already holds), with the rank; None for any other equation (and for
     `...`, whose rank is unknown)."""
-    text = equation.strip()
+    text = _plain_string(equation)
     if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0] or "." in text:
         return None
     text = text[1:-1].replace(" ", "")
