@@ -26,7 +26,10 @@ def l2_findings(body: str) -> list[str]:
     "return F.normalize(x, dim = dim) * (x.shape[dim] ** 0.5) * self.gamma",  # make-a-video
     "return F.normalize(x, dim = -1) * math.sqrt(x.shape[-1])",                # denoising-diffusion karras
     "return F.normalize(x, dim = -1) * self.gamma.exp()",                      # a log-parametrised scale
-], ids=["attributes", "gamma-plus-one", "shape-pow", "sqrt-shape", "method-of-parameter"])
+    # denoising-diffusion-pytorch simple_diffusion.py: the gain reshaped by the input's rank
+    "scale = self.gamma.reshape(*self.gamma.shape, *((1,) * (x.ndim - 2)))\n"
+    "return F.normalize(x, dim = 1) * scale * (x.shape[1] ** 0.5)",
+], ids=["attributes", "gamma-plus-one", "shape-pow", "sqrt-shape", "method-of-parameter", "reshaped-by-ndim"])
 def test_a_factor_is_accepted(body: str) -> None:
     assert l2_findings(body) == ["f12-rmsnorm-l2"]
 
