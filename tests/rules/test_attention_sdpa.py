@@ -300,8 +300,13 @@ class Attention(nn.Module):
 """
 
 
-@pytest.mark.parametrize(("source", "cls"), [(SOFTMAX_MODULE, "Attention"), (METHOD_SOFTMAX, "Attention")],
-                         ids=["nn.Softmax-module", "tensor-method-softmax"])
+# tape-proteins 0.5 (tape/models/modeling_bert.py:187) and older BERT copies build the module in the call.
+INLINE_SOFTMAX = SOFTMAX_MODULE.replace("attn = self.attend(dots)", "attn = nn.Softmax(dim=-1)(dots)")
+
+
+@pytest.mark.parametrize(("source", "cls"), [(SOFTMAX_MODULE, "Attention"), (METHOD_SOFTMAX, "Attention"),
+                                             (INLINE_SOFTMAX, "Attention")],
+                         ids=["nn.Softmax-module", "tensor-method-softmax", "nn.Softmax-built-in-the-call"])
 def test_other_spellings_are_rewritten_and_equivalent(source: str, cls: str) -> None:
     new = fixed(source, RULES, applied=1)
     assert "scaled_dot_product_attention(" in new
@@ -446,12 +451,18 @@ class MultiHeadAttention(nn.Module):
 """
 
 
+# denoising-diffusion-pytorch 2.x / voicebox-pytorch 0.0.20 / make-a-video-pytorch attend.py: an f-string
+# equation with no placeholder, `einsum(f"b h i d, b h j d -> b h i j", q, k)`.
+EINSUM_FSTRING = EINSUM.replace('einsum("b h', 'einsum(f"b h')
+
+
 @pytest.mark.parametrize(("source", "cls", "expected"), [
     (EINSUM, "Attention", "scaled_dot_product_attention(q, k, v, scale=self.scale)"),
+    (EINSUM_FSTRING, "Attention", "scaled_dot_product_attention(q, k, v, scale=self.scale)"),
     (EINSUM_FOLDED, "CrossAttention", "scaled_dot_product_attention(q, k, v, scale=self.scale)"),
     (MT_KEYS, "Attention", "scale=1.0 / math.sqrt(q.shape[-1])"),
     (EINSUM_LIST, "CvtStyleAttention", "scaled_dot_product_attention(\n            query,\n            key,\n            value,"),
-], ids=["einsum", "einsum-heads-folded", "k.mT", "einsum-list-operands"])
+], ids=["einsum", "einsum-f-string", "einsum-heads-folded", "k.mT", "einsum-list-operands"])
 def test_einsum_mt_and_shifted_chains_are_rewritten_and_equivalent(source: str, cls: str, expected: str) -> None:
     new = fixed(source, RULES, applied=1)
     assert expected in new, new

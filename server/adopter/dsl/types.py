@@ -366,6 +366,9 @@ class GuardKind(str, Enum):
     # rotary_tables($c, $s): the values are cosine/sine tables (a cos/sin call, or a table named so, through
     # indexing and layout ops): the rotation formula of a rotary embedding, not any complex multiplication
     ROTARY_TABLES = "rotary_tables"
+    # scale_factor($s): the value is a factor (a number, an attribute or parameter, arithmetic of those, a size
+    # read from a shape), not an activation of the forward
+    SCALE_FACTOR = "scale_factor"
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ from adopter.engine.plans import (
     required_init_vars,
 )
 from adopter.engine.rotary_tables import is_rotary_table
+from adopter.engine.scale_factors import is_scale_factor
 from adopter.engine.vocabulary import projects_to_vocabulary
 
 COMMUTATIVE = frozenset({"+", "*"})
@@ -465,6 +466,8 @@ class RuleMatcher:
             return self._key_may_be(g, state)
         if g.kind == GuardKind.ROTARY_TABLES:
             return all(is_rotary_table(self._value(a, state), self.flat) for a in g.args)
+        if g.kind == GuardKind.SCALE_FACTOR:
+            return all(is_scale_factor(self._value(a, state), self.flat) for a in g.args)
         if g.kind == GuardKind.VOCABULARY:
             return all(projects_to_vocabulary(state.bindings.get(state.var(a.name.lstrip("$"))), self.init)
                        for a in g.args if isinstance(a, PVar))

@@ -295,6 +295,9 @@ def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False) -> str | None:
         if origin.kind is OpKind.MODULE and op.target.startswith(origin.target + "["):
             return (f"the matched layers are children of the nn.Sequential `{origin.target}`; Adopter does not "
                     "rewrite inside a Sequential, so change it by hand")
+        if origin.kind is OpKind.FUNCTION and origin.target == "map" and not origin.args:
+            return ("the match is computed by a lambda inside `map(...)`, for several values in one statement; "
+                    "Adopter does not rewrite that statement for one of them, so change it by hand")
         if einsum and origin.kind is OpKind.FUNCTION and origin.target in _EINSUM:
             continue
         if origin.kind is OpKind.FUNCTION and origin.target in ("torch.einsum", "torch.baddbmm", "einops.einsum"):

@@ -44,6 +44,7 @@ from adopter.analysis.canonical.spellings import (
     MODULES,
     ONES_LIKE,
     POW,
+    SEQUENTIAL,
     SIGNATURES,
     SOFTMAX,
     TRANSPARENT_METHODS,
@@ -84,10 +85,13 @@ _SAME_RANK_PARTS = frozenset({
     ("method", "chunk"), ("function", "torch.chunk"), ("method", "split"), ("function", "torch.split"),
 })
 _ELEMENTWISE = frozenset({"+", "-", "*", "/"})
+# Functions that return a Python number (rank 0): `w * int(c) ** -0.5` keeps the rank of `w`.
+_SCALAR_FUNCTIONS = frozenset({"int", "float", "math.sqrt", "math.log", "math.exp", "math.pow"})
 # Modules whose output has the rank of their input.
 _SAME_RANK_MODULES = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Dropout", "torch.nn.GELU",
                                 "torch.nn.ReLU", "torch.nn.SiLU", "torch.nn.RMSNorm"})
 _MAX_SEQUENTIAL_DEPTH = 3
+_MAX_ALTERNATIVES = 4
 IDENTITY = "torch.nn.Identity"
 
 
@@ -182,8 +186,17 @@ class _Pass:
 
     def block(self, block: Block, ranks: dict[str, int]) -> Block:
         out: list[Stmt] = []
-        for stmt in block:
-            if isinstance(stmt, Op) and self.split_identity and (split := self.identity_or_layer(stmt)) is not None:
+        skip = False
+        for i, stmt in enumerate(block):
+            if skip:
+                skip = False
+                continue
+            if isinstance(stmt, Op) and (called := self.instance_call(stmt, block[i + 1] if i + 1 < len(block) else None)):
+                out.extend(self.op(called, ranks))  # `nn.Softmax(dim=-1)(x)`: the function it computes
+                skip = True
+            elif isinstance(stmt, Op) and self.split_identity and (split := self.identity_or_layer(stmt)) is not None:
+                out.append(split)
+            elif isinstance(stmt, Op) and self.split_identity and (split := self.sequential_alternatives(stmt)):
                 out.append(split)
             elif isinstance(stmt, Op):
                 out.extend(self.op(stmt, ranks))
@@ -200,6 +213,18 @@ class _Pass:
             else:
                 out.append(stmt)
         return tuple(out)
+
+    def instance_call(self, op: Op, following: Stmt | None) -> Op | None:
+        """`nn.Softmax(dim=-1)(x)`: a stateless module built and called in one expression (the constructor's
+        temporary, then the call of it) is that module's call, as if `__init__` had bound it; None otherwise."""
+        if (op.kind != OpKind.FUNCTION or op.target not in MODULES or len(op.outputs) != 1
+                or not _TEMP.match(op.outputs[0]) or not isinstance(following, Op) or following.kind != OpKind.CALL
+                or following.target != op.outputs[0]):
+            return None
+        ctor = Ctor(op.target, tuple(op.args), tuple(op.kwargs))
+        spelled = self.module(replace(following, kind=OpKind.MODULE, origin=following.origin or following),
+                              op.target, ctor, 0)
+        return spelled[0] if len(spelled) == 1 and spelled[0].kind != OpKind.MODULE else None
 
     def identity_or_layer(self, op: Op) -> Branch | None:
         """`self.ls(x)` with `self.ls = LayerScale(...)` under one condition and `nn.Identity()` under the
@@ -219,6 +244,30 @@ class _Pass:
         # The identity's path passes its input on: a `choose`, like one alternative of `a if c else b`.
         passed = _respell(op, CHOOSE, op.args, ())
         return Branch((other.condition, "else"), (tuple(layer), (passed,)), op.stmt_span)
+
+    def sequential_alternatives(self, op: Op) -> Branch | None:
+        """`self.net(x)` with `self.net` bound to one `nn.Sequential` under one condition and another (or an
+        identity) under the other (`nn.Sequential(conv, bn, act, Attention(...), pool if downsample else
+        nn.Identity(), ...)` is two bindings): an `if` whose paths run each alternative's chain, so a site in
+        either is found on its path (reported without an automatic fix, like every Sequential's). None when
+        no alternative is a Sequential, or when the alternatives are not all conditional constructors."""
+        if op.kind != OpKind.MODULE or not op.target.startswith("self.") or len(op.args) != 1 or op.kwargs:
+            return None
+        bindings = self.by_attr.get(op.target[5:], ())
+        if not 2 <= len(bindings) <= _MAX_ALTERNATIVES or not all(
+                isinstance(b.value, Ctor) and b.condition for b in bindings):
+            return None
+        ctors = [b.value for b in bindings if isinstance(b.value, Ctor)]
+        if not any(c.callee == SEQUENTIAL and c.items for c in ctors):
+            return None
+        paths: list[tuple[Stmt, ...]] = []
+        for ctor in ctors:
+            if ctor.callee == IDENTITY:
+                paths.append((_respell(op, CHOOSE, op.args, ()),))
+            else:
+                paths.append(tuple(self.module(op, op.target, ctor, 0)))
+        conditions = tuple(str(b.condition) for b in bindings[:-1])
+        return Branch((*conditions, "else"), tuple(paths), op.stmt_span)
 
     # -- one op --------------------------------------------------------------------------------------
 
@@ -493,7 +542,7 @@ def normalise_values(key: Key, args: tuple[Any, ...], kwargs: tuple[tuple[str, A
 def matmul_plan(equation: str) -> tuple[bool, bool, int] | None:
     """For an einsum equation of two operands that is a (batched) matrix product: whether each operand
     must be transposed first, and the result's rank; None for any other equation."""
-    text = equation.strip()
+    text = _plain_string(equation)
     if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0]:
         return None
     text = text[1:-1].replace(" ", "").replace("...", "?")
@@ -517,6 +566,15 @@ def matmul_plan(equation: str) -> tuple[bool, bool, int] | None:
     return a[-2:] == c + i, b[-2:] == j + c, len(out)
 
 
+def _plain_string(text: str) -> str:
+    """A string literal's text with an `f` prefix dropped when it has no placeholder (`f"b h i d, ..."`,
+    a common einsum spelling): the same string."""
+    text = text.strip()
+    if text[:1] in ("f", "F") and text[1:2] in ("'", '"') and "{" not in text:
+        return text[1:]
+    return text
+
+
 def product_layout(
     equation: str,
 ) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, bool, tuple[int, ...] | None, int] | None:
@@ -525,7 +583,7 @@ def product_layout(
     (batch, j, c) (then transposed: the flag) or (batch, c, j), and the one bringing (batch, i, j) to the
     output (None where the order already holds), with the rank; None for any other equation (and for
     `...`, whose rank is unknown)."""
-    text = equation.strip()
+    text = _plain_string(equation)
     if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0] or "." in text:
         return None
     text = text[1:-1].replace(" ", "")
@@ -859,6 +917,8 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
             rank = max(ra, rb)
     elif op.kind == OpKind.FUNCTION and op.target in ("einops.rearrange", "einops.repeat") and len(op.args) >= 2:
         rank = _einops_rank(op.args[1])
+    elif op.kind == OpKind.FUNCTION and op.target in _SCALAR_FUNCTIONS:
+        rank = 0
     elif op.kind == OpKind.METHOD and op.target == "unsqueeze" and first is not None:
         r = _rank(first, known)
         rank = None if r is None else r + 1

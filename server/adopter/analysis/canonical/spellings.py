@@ -48,6 +48,7 @@ MASKED_FILL: Key = ("method", "masked_fill")
 CROSS_ENTROPY: Key = ("function", "torch.nn.functional.cross_entropy")
 EINSUM: Key = ("function", "torch.einsum")
 BADDBMM: Key = ("function", "torch.baddbmm")
+NORMALIZE: Key = ("function", "torch.nn.functional.normalize")
 # The transparent op: a cast, a copy, a layout change that keeps every value (`.float()`, `.to(dtype)`,
 # `.type_as(x)`, `.contiguous()`, `nn.Identity()`). The matcher looks through it.
 CAST: Key = ("operator", "cast")
@@ -140,6 +141,7 @@ SIGNATURES: dict[Key, Signature] = {
     ("function", "torch.stack"): Signature(("tensors", "dim"), 1, ("dim",)),
     ("method", "unbind"): Signature(("input", "dim"), 1, ("dim",)),
     MASKED_FILL: Signature(("input", "mask", "value"), 3),
+    NORMALIZE: Signature(("input", "p", "dim", "eps", "out"), 1, ("dim",)),
     REARRANGE: Signature(("tensor", "pattern"), 2),
     # transformers' PreTrainedModel.loss_function(logits, labels, vocab_size, ...), inherited, never bound
     ("module", "self.loss_function"): Signature(("logits", "labels", "vocab_size"), 0),

@@ -219,6 +219,11 @@ class CallFlow(Calls):
         args, kwargs, _ = self.args(node)
         return state.emit(OpKind.CALL, name, tuple(args), tuple(kwargs), node, outs)
 
+    def inline(self, function: Node, label: str, node: Node, outs: tuple[str, ...] | None,
+               call_args: tuple[list[Value], list[Kwarg]]) -> EnvVal:
+        """A same-file function called with values already evaluated (`map(l2norm, (q, k))`)."""
+        return self._inline(None, function, label, node, outs, bound=False, call_args=call_args)
+
     def _callback_call(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal | None:
         """A function of another module called with a method of `self` as a callback.
 

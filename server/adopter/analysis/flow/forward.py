@@ -61,6 +61,7 @@ class FlowAnalysis:
         expressions.calls = calls
         calls.statements = self._statements
         self._statements.control = control
+        self._statements.calls = calls
 
     def function(self, node: Node, owner: str | None, display_name: str | None = None) -> Forward:
         """The Forward of the `def` at `node`; `owner` is its class when it is a method."""

@@ -4,8 +4,9 @@ The flow analysis of a function is split by what it reads (`forward.py` says whi
 expressions (`values.ExpressionFlow`), calls (`calls.CallFlow`), statements (`statements.StatementFlow`)
 and control flow (`control.ControlFlow`). They recurse into each other: an expression may be a call, an
 inlined call has a body of statements, an `if` holds statements, a statement holds expressions. Each part
-implements one of the classes below and holds the others typed as these classes only, so the part modules
-import this module and never each other: the import graph has no cycle. `FlowAnalysis` (`forward.py`)
+implements one of the classes below and holds the others typed as these classes only, so no part module
+imports another part's class (`control` and `statements` import module-level helpers of `calls`, which
+imports neither): the import graph has no cycle. `FlowAnalysis` (`forward.py`)
 builds the parts and links them; nothing else does.
 
 Plain base classes rather than `typing.Protocol`: mypyc (the native build) compiles a call through a base
@@ -17,7 +18,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from adopter.analysis.flow.state import EnvVal
-from adopter.dsl.types import Value
+from adopter.dsl.types import Kwarg, Value
 
 
 class Expressions:
@@ -36,6 +37,11 @@ class Calls:
     """Evaluates a call of the current frame: emits its op, or inlines a same-file callee's body."""
 
     def call(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
+        raise NotImplementedError
+
+    def inline(self, function: Node, label: str, node: Node, outs: tuple[str, ...] | None,
+               call_args: tuple[list[Value], list[Kwarg]]) -> EnvVal:
+        """A same-file function called with values already evaluated (`map(f, (q, k))`)."""
         raise NotImplementedError
 
 

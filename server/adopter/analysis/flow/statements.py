@@ -7,20 +7,24 @@ the ops that computed it are renamed to write the output directly (`renaming.py`
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tree_sitter import Node
 
-from adopter.analysis.flow.parts import Control, Expressions, Statements
+from adopter.analysis.flow.calls import argument_nodes, small_helper, written_by_adopter
+from adopter.analysis.flow.parts import Calls, Control, Expressions, Statements
 from adopter.analysis.flow.renaming import rename_in_callee
 from adopter.analysis.flow.state import IDENTIFIER, EnvVal, FlowState, LocalFunction, Submodule, as_value
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
 from adopter.analysis.parse.source import Field, SourceText
-from adopter.dsl.types import OpKind, Ref, Return
+from adopter.dsl.types import Branch, Loop, Op, OpKind, Ref, Return, Stmt, Value
 
 
 class StatementFlow(Statements):
     """Walks the statements of the current frame's body, binding names and emitting ops."""
 
     control: Control  # set by FlowAnalysis: `if` and loops hold bodies walked here
+    calls: Calls  # set by FlowAnalysis: `map(f, (a, b))` inlines `f` for each element
 
     def __init__(self, state: FlowState, expressions: Expressions) -> None:
         self.state = state
@@ -115,6 +119,16 @@ class StatementFlow(Statements):
             for (t, _), v in zip(pairs, values):
                 self._bind_target(t, v, produced=False)
             return
+        if names is not None and len(flat) > 1 and (mapped := self._mapped(right, len(flat))) is not None:
+            # `q, k = map(l2norm, (q, k))`, `q, k, v = map(lambda t: rearrange(t, ...), (q, k, v))`: the
+            # function applied to each element in turn, each result under its target's name.
+            function, elements = mapped
+            inputs: list[Value] = [as_value(expressions.value(e)) for e in elements]
+            for t, name, element in zip(flat, names, inputs):
+                out = state.define(name)
+                result = self._apply(function, element, (out,))
+                self._bind_target(t, result, produced=isinstance(result, Ref) and result.name == out)
+            return
         if names is not None:
             outs = tuple([state.define(name) for name in names])
             v = expressions.value(right, outs)
@@ -131,6 +145,67 @@ class StatementFlow(Statements):
         v = expressions.value(right)
         for t in flat:
             self._bind_target(t, v, produced=False)
+
+    def _mapped(self, right: Node, count: int) -> tuple[Node, list[Node]] | None:
+        """(function, elements) of `map(f, (a, b, ...))` with `count` elements, where `f` is a lambda of one
+        parameter or a same-file function the flow inlines; else None."""
+        if right.type != "call" or self.src.text(right.child_by_field_id(Field.FUNCTION) or right) != "map":
+            return None
+        args = [a for a in argument_nodes(right) if a.type != "comment"]
+        if len(args) != 2 or args[1].type not in ("tuple", "list"):
+            return None
+        elements = [e for e in args[1].named_children if e.type != "comment"]
+        if len(elements) != count or any(e.type in ("list_splat", "parenthesized_list_splat") for e in elements):
+            return None
+        function = args[0]
+        if function.type == "lambda":
+            ps = function.child_by_field_id(Field.PARAMETERS)
+            names = [c for c in (ps.named_children if ps is not None else ())]
+            if len(names) != 1 or names[0].type != "identifier" or function.child_by_field_id(Field.BODY) is None:
+                return None
+            return function, elements
+        if function.type == "identifier" and self._helper(self.src.text(function)) is not None:
+            return function, elements
+        return None
+
+    def _helper(self, name: str) -> Node | None:
+        """The same-file function a call of `name` inlines here (as `CallFlow` does), else None."""
+        state = self.state
+        if state.lookup(name) is not None:
+            return None
+        function = state.symbols.function_node(name)
+        if function is None or (state.class_name is None and not small_helper(function)):
+            return None
+        return None if written_by_adopter(function, self.src) else function
+
+    def _apply(self, function: Node, v: Value, outs: tuple[str, ...]) -> EnvVal:
+        """`function` (a lambda of one parameter or a same-file helper) applied to the value `v`."""
+        state = self.state
+        if function.type == "lambda":
+            ps = function.child_by_field_id(Field.PARAMETERS)
+            body = function.child_by_field_id(Field.BODY)
+            assert ps is not None and body is not None
+            param = self.src.text(ps.named_children[0])
+            env = state.frame.env
+            saved = env.get(param)
+            env[param] = v
+            block, start = state.block, len(state.block)
+            try:
+                return self.expressions.value(body, outs)
+            finally:
+                if saved is None:
+                    env.pop(param, None)
+                else:
+                    env[param] = saved
+                # The lambda's ops share the `map` statement with the other elements' ops: marked, so a
+                # rewrite never edits that statement for one of them (`adopter.engine.sites`).
+                mark = Op(OpKind.FUNCTION, "map", (), (), (), self.src.span(function), state.stmt_span
+                          or self.src.span(function), ())
+                block[start:] = _marked(block[start:], mark)
+        name = self.src.text(function)
+        helper = self._helper(name)
+        assert helper is not None
+        return self.calls.inline(helper, name, function, outs, ([v], []))
 
     def _bind_target(self, target: Node, v: EnvVal, produced: bool) -> None:
         state = self.state
@@ -222,6 +297,21 @@ class StatementFlow(Statements):
                 return Ref(out)
             return v if local else Ref(out)
         return v
+
+
+def _marked(stmts: list[Stmt], mark: Op) -> list[Stmt]:
+    """The statements with every op's `origin` set to `mark` where it has none."""
+    out: list[Stmt] = []
+    for stmt in stmts:
+        if isinstance(stmt, Op):
+            out.append(stmt if stmt.origin is not None else replace(stmt, origin=mark))
+        elif isinstance(stmt, Branch):
+            out.append(replace(stmt, paths=tuple(tuple(_marked(list(p), mark)) for p in stmt.paths)))
+        elif isinstance(stmt, Loop):
+            out.append(replace(stmt, body=tuple(_marked(list(stmt.body), mark))))
+        else:
+            out.append(stmt)
+    return out
 
 
 def _names(leaves: list[Node], src: SourceText) -> list[str] | None:

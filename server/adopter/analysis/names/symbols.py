@@ -203,7 +203,7 @@ class ModuleSymbols:
         if left is None or left.type != "identifier":
             return
         name = self.src.text(left)
-        dotted = dotted_text(right, self.src)
+        dotted = dotted_text(_compat_choice(right, self.src), self.src)
         if dotted is not None and dotted.split(".")[0] in self.imports:
             self.aliases[name] = self.qualify(dotted)
             self.values.pop(name, None)
@@ -319,3 +319,21 @@ class ModuleSymbols:
         if name in self.aliases:
             return ("alias", self.aliases[name])
         return ("absent",)
+
+
+def _compat_choice(node: Node | None, src: SourceText) -> Node | None:
+    """`nn.GELU if hasattr(nn, "GELU") else GELU_` (a shim for old versions): the attribute the test checks
+    for, which is what runs wherever it exists; any other expression is returned as it is."""
+    if node is None or node.type != "conditional_expression":
+        return node
+    parts = [c for c in node.named_children if c.type != "comment"]
+    if len(parts) != 3 or parts[1].type != "call":
+        return node
+    func = parts[1].child_by_field_id(Field.FUNCTION)
+    args = parts[1].child_by_field_id(Field.ARGUMENTS)
+    items = [a for a in (args.named_children if args is not None else ()) if a.type != "comment"]
+    if func is None or src.text(func) != "hasattr" or len(items) != 2 or items[1].type != "string":
+        return node
+    owner = dotted_text(items[0], src)
+    attr = src.text(items[1]).strip("\"'")
+    return parts[0] if owner is not None and dotted_text(parts[0], src) == f"{owner}.{attr}" else node

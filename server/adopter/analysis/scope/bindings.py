@@ -10,6 +10,7 @@ from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import FUNCTION_VALUES
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
+from adopter.analysis.names.default_helpers import fallback_argument
 from adopter.analysis.names.naming import CONTAINERS, is_constructor
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
@@ -484,6 +485,23 @@ class InitAnalysis:
         args = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
         return args[0] if args and args[0].type not in ("keyword_argument", "list_splat", "dictionary_splat") else None
 
+    def _fallback(self, name: str, call: Node) -> Node | None:
+        """The second argument of `default(p, d)`, a same-file default helper, when `p` is a parameter whose
+        default is None and that nothing here rebound (the caller's default, as for `act_layer=nn.GELU`)."""
+        if "." in name or self.symbols.has_class(name):
+            return None
+        function = self.symbols.function_node(name)
+        if function is None:
+            return None
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        first = next((a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"), None)
+        if first is None or first.type != "identifier":
+            return None
+        param = self.src.text(first)
+        if param in self.locals or (self.defaults.get(param) or "").strip() != "None":
+            return None
+        return fallback_argument(function, call, self.src, self.symbols.function_node)
+
     def _assigns(self, node: Node, name: str) -> bool:
         """Whether `node` (a statement) rebinds `name` anywhere inside it."""
         stack = [node]
@@ -669,6 +687,10 @@ class InitAnalysis:
                 text = self.src.norm(call)
                 many = len(classes) > 1
                 return [(((f"{text} is {c}",) if many else ()), _Callee(c)) for c in classes]
+            elif dotted is not None and (fallback := self._fallback(dotted, call)) is not None:
+                # `activation = default(activation, nn.GELU)` with `activation=None`: a same-file helper
+                # returning its first argument unless None, else the second (`adopter.analysis.names.default_helpers`).
+                return self._alternatives(fallback)
             elif dotted is not None and (first := self._passed_through(dotted, call)) is not None:
                 # `apply_wd(nn.Linear(...))`, `zero_init(layer)`: a same-file helper that returns the
                 # module it was given (after tagging or initialising it) builds what its argument builds.
