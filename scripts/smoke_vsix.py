@@ -24,20 +24,20 @@ import time
 import zipfile
 from pathlib import Path
 from queue import Empty, Queue
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = ROOT / "tests" / "e2e" / "workspace" / "tinybert" / "modeling_tinybert.py"
 TIMEOUT_S = 120.0
 
 
-def send(stream: BinaryIO, message: dict[str, Any]) -> None:
+def send(stream: IO[bytes], message: dict[str, Any]) -> None:
     body = json.dumps({"jsonrpc": "2.0", **message}).encode()
     stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
     stream.flush()
 
 
-def read_messages(stream: BinaryIO, out: Queue[dict[str, Any] | None]) -> None:
+def read_messages(stream: IO[bytes], out: Queue[dict[str, Any] | None]) -> None:
     """Each LSP message from the server's stdout, then None at its end."""
     while True:
         length = None
@@ -61,7 +61,7 @@ def lsp_session(python: str, launcher: Path, model: Path) -> tuple[bool, str]:
                               stderr=subprocess.PIPE, cwd=model.parent)
     assert server.stdin is not None and server.stdout is not None and server.stderr is not None
     stderr: list[bytes] = []
-    threading.Thread(target=lambda: stderr.extend(server.stderr or []), daemon=True).start()  # type: ignore[arg-type]
+    threading.Thread(target=lambda: stderr.extend(server.stderr or []), daemon=True).start()
     messages: Queue[dict[str, Any] | None] = Queue()
     threading.Thread(target=read_messages, args=(server.stdout, messages), daemon=True).start()
     uri = model.resolve().as_uri()
