@@ -25,7 +25,9 @@ const env = (name: string): string => {
   }
   return v;
 };
-const SEARCH_PYTHON = join(ROOT, ".venv", "bin", "python"); // has torch, for the search step
+// Has torch, for the search step and after it; ADOPTER_E2E_SEARCH_PYTHON (opt-in): another, e.g. a venv of the
+// Python that ADOPTER_E2E_PYTHON3 names, with torch, so that every step runs on that version.
+const SEARCH_PYTHON = process.env.ADOPTER_E2E_SEARCH_PYTHON || join(ROOT, ".venv", "bin", "python");
 const USER_PYTHON3 = process.env.ADOPTER_E2E_PYTHON3; // the user's python3, when not the system's (see before())
 
 let browser: Browser | undefined;
