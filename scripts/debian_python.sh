@@ -17,7 +17,8 @@
 #   4. links PREFIX/bin/python<VERSION> and python3 to it, and checks that ssl, venv, sqlite3, ctypes and
 #      friends import and that `-m venv` makes an environment with pip.
 # The result is not relocatable (the loader path is absolute). Installs patchelf with apt-get if missing
-# (as root). DEBIAN_MIRROR names another mirror.
+# (as root). DEBIAN_MIRROR names another mirror; WITH_DEV=1 adds the headers (python<VERSION>-dev),
+# for building extension modules with it (scripts/build_native.py's mypyc, an sdist).
 set -euo pipefail
 
 if [ $# -ne 2 ]; then
@@ -59,6 +60,7 @@ curl -fsSL -o "$work/Packages.xz" "$mirror/dists/$suite/main/binary-$arch/Packag
 xz -d "$work/Packages.xz"
 # "filename sha256" for each .deb to fetch.
 "$host_python" - "$work/Packages" "$version" > "$work/debs" <<'EOF'
+import os
 import re
 import sys
 
@@ -80,6 +82,8 @@ skip = {"tzdata", "media-types", "mime-support", "netbase", "debconf", "libc-bin
         "perl-base", "ca-certificates", "openssl", "readline-common", "libc-gconv-modules-extra"}
 wanted = [f"python{version}-minimal", f"libpython{version}-minimal", f"libpython{version}-stdlib",
           f"python{version}", f"python{version}-venv", "python3-pip-whl", "python3-setuptools-whl"]
+if os.environ.get("WITH_DEV") == "1":  # the headers, for building extension modules (mypyc, sdists)
+    wanted += [f"libpython{version}-dev", f"python{version}-dev"]
 order: list[str] = []
 stack = list(reversed(wanted))
 while stack:
@@ -124,6 +128,12 @@ done
 if ! grep -q "'WHEEL_PKG_DIR': '$root/usr/share/python-wheels/'" "$root/usr/lib/python$version"/_sysconfigdata_*.py; then
   echo "could not point WHEEL_PKG_DIR at $root/usr/share/python-wheels" >&2
   exit 1
+fi
+# Debian's pyconfig.h includes <TRIPLET/pythonX.Y/pyconfig.h> from the system include path: make it a
+# path relative to itself, so that the headers work from this root with no -I.
+if [ -f "$root/usr/include/python$version/pyconfig.h" ]; then
+  sed -i -E 's|#( *)include <([a-z0-9_]+-[a-z0-9_]+-gnu[a-z0-9_]*/python[0-9.]+/pyconfig\.h)>|#\1include "../\2"|' \
+    "$root/usr/include/python$version/pyconfig.h"
 fi
 ln -sf "$exe" "$prefix/bin/python$version"
 ln -sf "python$version" "$prefix/bin/python3"
