@@ -22,8 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tf435 import TF435  # bench/tf435.py: .cache/tf435 unless ADOPTER_TF435 names another
+
 REPO = Path(__file__).resolve().parents[1]
-TF435 = REPO / ".cache" / "tf435"
 RULE_FILES = ("f01-*.adl", "f02-*.adl", "f03-*.adl", "f09-*.adl", "f10-*.adl")
 
 

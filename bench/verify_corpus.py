@@ -37,8 +37,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tf435 import TF435  # bench/tf435.py: .cache/tf435 unless ADOPTER_TF435 names another
+
 ROOT = Path(__file__).resolve().parents[1]
-TF435 = ROOT / ".cache" / "tf435"
 RW_PACKAGES = ROOT / "bench" / "out" / "rw_pkgs"
 sys.path.insert(0, str(ROOT / "server"))
 sys.path.insert(0, str(ROOT / "bench"))

@@ -12,6 +12,7 @@ from typing import Any
 
 from gains.models import ModelSpec
 from gains.prepare import TF435
+from tf435 import unusable_reason
 
 VARIANTS = ("original", "model", "full")  # original code; rewritten model file; rewritten model + script
 VARIANT_TITLES = {"original": "original model + original script",
@@ -21,8 +22,8 @@ VARIANT_TITLES = {"original": "original model + original script",
 
 def use_transformers() -> ModuleType:
     """Import transformers 4.35.0 from .cache/tf435 (never from the venv); raise with the fix if missing."""
-    if not (TF435 / "transformers").is_dir():
-        raise FileNotFoundError(f"{TF435}/transformers is missing: run scripts/fetch-corpus.sh")
+    if (reason := unusable_reason()) is not None:
+        raise FileNotFoundError(reason)
     if str(TF435) not in sys.path:
         sys.path.append(str(TF435))  # after the venv, so the venv's torch and numpy are the ones used
     import transformers

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tf435 import TF435  # bench/tf435.py (bench/ is on sys.path: gains.py runs from it)
+
 REPO = Path(__file__).resolve().parents[2]
-TF435 = REPO / ".cache" / "tf435"
 FIX_TIMEOUT_S = 300
 _NOT_FIXED = re.compile(r":(\d+):\d+: (?P<rule>[\w.-]+): not fixed: (?P<reason>.*)$")
 # Where the frozen copy of the `adopter` package is (see freeze_adopter); None: the installed one.

@@ -14,8 +14,7 @@ BENCH = REPO / "bench"
 sys.path.insert(0, str(BENCH))
 
 from gains.report import geomean, replace_section, svg_chart, table  # noqa: E402
-
-TF435 = REPO / ".cache" / "tf435" / "transformers"
+from tf435 import unusable_reason  # noqa: E402
 
 
 def test_geomean_ignores_missing_values() -> None:
@@ -55,8 +54,8 @@ def test_table_reports_slowdowns_and_memory() -> None:
 @pytest.mark.slow
 def test_quick_run_on_albert(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    if not TF435.is_dir():
-        pytest.skip("transformers 4.35.0 not installed in .cache/tf435 (scripts/fetch-corpus.sh)")
+    if (reason := unusable_reason()) is not None:
+        pytest.skip(reason)
     out = tmp_path / "gains.json"
     proc = subprocess.run([sys.executable, str(BENCH / "gains.py"), "--quick", "--per-rule", "--models", "albert-base-v2",
                            "--out", str(out), "--workdir", str(tmp_path / "work")],

@@ -8,7 +8,7 @@
 // Run with `make e2e` (tests/e2e/run.sh installs what it needs and builds the .vsix first).
 import assert from "node:assert/strict";
 import { ChildProcess, execFileSync, spawn } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,7 +25,10 @@ const env = (name: string): string => {
   }
   return v;
 };
-const SEARCH_PYTHON = join(ROOT, ".venv", "bin", "python"); // has torch, for the search step
+// Has torch, for the search step and after it; ADOPTER_E2E_SEARCH_PYTHON (opt-in): another, e.g. a venv of the
+// Python that ADOPTER_E2E_PYTHON3 names, with torch, so that every step runs on that version.
+const SEARCH_PYTHON = process.env.ADOPTER_E2E_SEARCH_PYTHON || join(ROOT, ".venv", "bin", "python");
+const USER_PYTHON3 = process.env.ADOPTER_E2E_PYTHON3; // the user's python3, when not the system's (see before())
 
 let browser: Browser | undefined;
 let page: Page;
@@ -317,7 +320,17 @@ before(async () => {
   }, null, 2));
   const xdg = { XDG_CONFIG_HOME: join(home, "config"), XDG_DATA_HOME: join(home, "data"), XDG_CACHE_HOME: join(home, "cache") };
   // The user's PATH: the system python3 (no Adopter packages), no virtual environment.
-  const userEnv = { ...xdg, HOME: home, PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C.UTF-8" };
+  // ADOPTER_E2E_PYTHON3 (opt-in, to try another version): that Python is the user's `python3` instead, as
+  // ~/bin/python3 first on PATH; the extension host takes PATH from a login shell, whose ~/.profile puts
+  // ~/bin first as Debian's default one does. The server must then run with it (checked below).
+  let userBin = "";
+  if (USER_PYTHON3) {
+    userBin = join(home, "bin");
+    mkdirSync(userBin);
+    symlinkSync(USER_PYTHON3, join(userBin, "python3"));
+    writeFileSync(join(home, ".profile"), 'if [ -d "$HOME/bin" ]; then PATH="$HOME/bin:$PATH"; fi\n');
+  }
+  const userEnv = { ...xdg, HOME: home, PATH: `${userBin ? `${userBin}:` : ""}/usr/local/bin:/usr/bin:/bin`, LANG: "C.UTF-8" };
   const codeServer = env("CODE_SERVER");
   const nodeBin = join(env("NODE"), "..");
   execFileSync(codeServer, ["--install-extension", env("VSIX"), "--extensions-dir", extensions, "--user-data-dir", userData],
@@ -346,7 +359,13 @@ before(async () => {
   }
   await page.locator(".monaco-workbench").waitFor({ timeout: 120_000 });
   // The extension activated (the workspace has .py files) and started its server with python3.
-  await page.locator('.statusbar-item[aria-label^="Adopter server running"]').first().waitFor({ timeout: 120_000 });
+  const running = page.locator('.statusbar-item[aria-label^="Adopter server running"]').first();
+  await running.waitFor({ timeout: 120_000 });
+  if (USER_PYTHON3) {
+    const version = execFileSync(USER_PYTHON3, ["-c", "import platform; print(platform.python_version())"]).toString().trim();
+    // The status bar names the interpreter the launcher resolved: the user's ~/bin/python3, found on PATH.
+    assert.equal(await running.getAttribute("aria-label"), `Adopter server running: Python ${version} at ${join(home, "bin", "python3")}`);
+  }
 });
 
 beforeEach(async () => {

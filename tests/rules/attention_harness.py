@@ -27,7 +27,9 @@ from adopter.session import rewrite
 from adopter.synth import RewriteFailed, Rewritten
 
 REPO = Path(__file__).resolve().parents[2]
-TF435 = REPO / ".cache" / "tf435"
+sys.path.append(str(REPO / "bench"))  # bench/tf435.py: where transformers 4.35.0 is, and whether it loads
+from tf435 import TF435, unusable_reason  # noqa: E402
+
 CPU = Environment(device="cpu", packages=frozenset(), torch_version="2.13.0")
 # f02 (T5 SDPA) is offered on CUDA only (slower in CPU training): its tests synthesize the rewrite for a
 # CUDA environment and still check equivalence on CPU tensors.
@@ -95,11 +97,12 @@ def load(source: str, name: str) -> dict[str, Any]:
 
 @contextmanager
 def transformers_on_path() -> Iterator[None]:
-    """Make transformers 4.35.0 from `.cache/tf435` importable (skips when it is not installed)."""
+    """Make transformers 4.35.0 from `.cache/tf435` importable (skips when it is not installed, or not for
+    this Python)."""
     import pytest
 
-    if not (TF435 / "transformers").is_dir():
-        pytest.skip("transformers 4.35.0 is not installed in .cache/tf435 (scripts/fetch-corpus.sh)")
+    if (reason := unusable_reason()) is not None:
+        pytest.skip(reason)
     sys.path.insert(0, str(TF435))
     try:
         yield

@@ -11,6 +11,7 @@ Tolerances are stated per case (float32 on CPU).
 from __future__ import annotations
 
 import functools
+import sys
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,7 +32,9 @@ from adopter.synth import Rewritten  # noqa: E402
 pytestmark = pytest.mark.torch
 
 REPO = Path(__file__).resolve().parents[2]
-TF435 = REPO / ".cache" / "tf435"
+sys.path.append(str(REPO / "bench"))  # bench/tf435.py: where transformers 4.35.0 is, and whether it loads
+from tf435 import TF435, unusable_reason  # noqa: E402
+
 CPU = Environment(device="cpu", packages=frozenset(), torch_version="2.13.0")
 # Rules offered on CUDA only (f06) are synthesized for a CUDA environment; the tests still run on CPU.
 CUDA = Environment(device="cuda", packages=frozenset(), torch_version="2.13.0")
@@ -606,8 +609,8 @@ def _compare(case: Case, new_source: str) -> None:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_rewrite_is_equivalent(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
     if case.needs_transformers:
-        if not (TF435 / "transformers").is_dir():
-            pytest.skip("transformers 4.35.0 not installed in .cache/tf435 (scripts/fetch-corpus.sh)")
+        if (reason := unusable_reason()) is not None:
+            pytest.skip(reason)
         monkeypatch.syspath_prepend(str(TF435))
     rules = rules_of(case.rule)
     source = textwrap.dedent(case.source)

@@ -7,6 +7,7 @@ padding modes, grouped convolutions, 2-D vs 3-D BatchNorm1d input, every GELU sp
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,9 @@ torch = pytest.importorskip("torch")
 from adopter.synth.strategies import checkpoint_hooks, fusions_act, fusions_bn, fusions_norm  # noqa: E402
 
 pytestmark = pytest.mark.torch
-TF435 = Path(__file__).resolve().parents[2] / ".cache" / "tf435"
+REPO = Path(__file__).resolve().parents[2]
+sys.path.append(str(REPO / "bench"))  # bench/tf435.py: where transformers 4.35.0 is, and whether it loads
+from tf435 import TF435, unusable_reason  # noqa: E402
 
 
 def helper(template: str, name: str, **subs: str) -> Any:
@@ -144,8 +147,8 @@ def test_fused_linear_gelu_matches_for_every_activation(label: str, act: Any, fu
 @pytest.mark.parametrize("name", ["gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python", "quick_gelu",
                                   "relu", "silu", "tanh"])
 def test_fused_linear_gelu_with_transformers_activations(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    if not (TF435 / "transformers").is_dir():
-        pytest.skip("transformers 4.35.0 not installed in .cache/tf435")
+    if (reason := unusable_reason()) is not None:
+        pytest.skip(reason)
     monkeypatch.syspath_prepend(str(TF435))
     from transformers.activations import ACT2FN
 

@@ -32,7 +32,9 @@ from adopter.synth import Rewritten  # noqa: E402
 pytestmark = [pytest.mark.torch, pytest.mark.corpus, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-TF435 = REPO / ".cache" / "tf435"
+sys.path.append(str(REPO / "bench"))  # bench/tf435.py: where transformers 4.35.0 is, and whether it loads
+from tf435 import TF435, unusable_reason  # noqa: E402
+
 CPU = Environment(device="cpu", packages=frozenset(), torch_version="2.13.0")
 FUSION_FAMILIES = {5, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17}
 
@@ -48,8 +50,8 @@ def fusion_rules() -> tuple[Rule, ...]:
 
 @pytest.fixture(scope="module")
 def transformers_path() -> Any:
-    if not (TF435 / "transformers").is_dir():
-        pytest.skip("transformers 4.35.0 not installed in .cache/tf435 (scripts/fetch-corpus.sh)")
+    if (reason := unusable_reason()) is not None:
+        pytest.skip(reason)
     sys.path.insert(0, str(TF435))
     yield
     sys.path.remove(str(TF435))
