@@ -128,3 +128,97 @@ def test_the_oracle_excludes_every_held_out_distribution(monkeypatch: pytest.Mon
     names.write_text("a-dist\n\nb-dist\n", encoding="utf-8")
     monkeypatch.setenv("ADOPTER_ORACLE_HELDOUT", str(names))
     assert excluded() == ("a-dist", "b-dist")
+
+
+FORMS = '''import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class PrescaledAttention(nn.Module):
+    def __init__(self, dim=32, heads=2):
+        super().__init__()
+        self.h, self.scale = heads, (dim // heads) ** -0.5
+        self.to_q = nn.Linear(dim, dim, bias=False)
+        self.to_kv = nn.Linear(dim, dim * 2, bias=False)
+        self.rel = nn.Parameter(torch.zeros(heads, 1, 1))
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q = self.to_q(x).view(B, T, self.h, -1).transpose(1, 2)
+        k, v = (t.reshape(B, T, self.h, -1).transpose(1, 2) for t in self.to_kv(x).chunk(2, dim=-1))
+        q *= self.scale
+        sim = torch.einsum("bhid,bhjd->bhij", q, k)
+        sim += self.rel
+        causal = torch.ones(T, T, dtype=torch.bool).triu(1)
+        sim = sim.masked_fill(causal, -1e9)
+        attn = sim.softmax(dim=-1)
+        out = torch.einsum("bhij,bhjd->bhid", self.drop(attn), v)
+        return out.transpose(1, 2).reshape(B, T, C), attn
+
+
+class ChunkedGLU(nn.Module):
+    def __init__(self, dim=32):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim * 4)
+        self.out = nn.Linear(dim * 2, dim)
+
+    def forward(self, x):
+        h, gate = self.proj(x).chunk(2, dim=-1)
+        return self.out(h * F.gelu(gate))
+
+
+class WeightNormConv(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(dim, dim))
+
+    def forward(self, x):
+        w = F.normalize(self.weight, dim=-1) * 2.0
+        y = F.linear(x, w)
+        return y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + 1e-6)
+'''
+
+
+def _sites_of(tmp_path: Path, name: str, args: tuple[torch.Tensor, ...]) -> tuple[dict[int, set[int]], list[str]]:
+    path = tmp_path / "oracle_forms.py"
+    path.write_text(FORMS, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("oracle_forms", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with torch.device("meta"):  # as the oracle builds them: no weights
+        model = getattr(module, name)()
+    traced = trace_step(model, tuple(a.to("meta") for a in args), {})
+    where = str(path.resolve())
+    by_family: dict[int, set[int]] = {}
+    for s in find_sites(traced.forward, lambda f: f == where):
+        by_family.setdefault(s.family, set()).update(ln for f, ln in s.lines)
+    return by_family, FORMS.splitlines()
+
+
+def _form_line(lines: list[str], text: str) -> int:
+    return next(i for i, ln in enumerate(lines, 1) if text in ln)
+
+
+def test_attention_with_scaled_q_bias_mask_dropout_and_returned_probabilities(tmp_path: Path) -> None:
+    # In-place scale and bias, a masked_fill, dropout, and the probabilities returned beside the output
+    # (inductor's own patterns ask each inner node to have one user; the oracle asks what is computed).
+    by_family, lines = _sites_of(tmp_path, "PrescaledAttention", (torch.randn(2, 8, 32),))
+    expected = {_form_line(lines, t) for t in ("q *= self.scale", 'sim = torch.einsum("bhid', "sim += self.rel",
+                                                  "sim.masked_fill(causal", "attn = sim.softmax",
+                                                  'out = torch.einsum("bhij')}
+    assert expected <= by_family[10]
+
+
+def test_a_chunked_gated_mlp_on_two_dimensional_input(tmp_path: Path) -> None:
+    # The gate is the second half and the product's left operand is the first: diffusers' GEGLU form.
+    by_family, lines = _sites_of(tmp_path, "ChunkedGLU", (torch.randn(4, 32),))
+    assert _form_line(lines, "return self.out(h * F.gelu(gate))") in by_family[14]
+
+
+def test_rms_normalisation_of_a_weight_is_not_rmsnorm(tmp_path: Path) -> None:
+    by_family, lines = _sites_of(tmp_path, "WeightNormConv", (torch.randn(2, 4, 8),))
+    assert _form_line(lines, "torch.rsqrt(y.pow(2)") in by_family[12]
+    assert _form_line(lines, "F.normalize(self.weight") not in by_family[12]
