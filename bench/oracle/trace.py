@@ -92,9 +92,24 @@ def _forward_graph(joint: torch.fx.GraphModule, n_outputs: int) -> torch.fx.Grap
     return gm
 
 
-def trace_step(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Traced:
+def needs_real_tensors(exc: BaseException) -> bool:
+    """Whether a trace on the meta device failed for want of real values or a real device, not because the
+    model's code rejects its inputs: the same class may then trace on the CPU (see `trace_step`)."""
+    text = f"{type(exc).__name__}: {exc}"
+    return any(s in text for s in _META_ONLY)
+
+
+_META_ONLY = ("cannot be called on meta tensors", "Cannot copy out of meta tensor", "is not on the expected device meta",
+              "with Meta tensors", "register_meta function", "meta Long tensor", "meta Float tensor",
+              "torch.meta.", "on the meta device")
+
+
+def trace_step(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], device: str = "meta") -> Traced:
     """Trace forward and backward of `model(*args, **kwargs)` on the meta device; raises what the model's
-    code raises (the caller records it)."""
+    code raises (the caller records it). `device="cpu"` traces a model built on the CPU with real values
+    (tensors its forward makes are made there too): for code that reads a value out of a tensor the
+    model holds, calls an op with no meta kernel, or makes CPU tensors itself. The graph is the same
+    aten ops, at the small sizes construction chose."""
     _dropouts_on(model)
     params = {k: p for k, p in model.named_parameters() if p.requires_grad}
     n_out = [0, 0]  # forward outputs, gradients
@@ -112,6 +127,6 @@ def trace_step(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) 
         n_out[1] = len(grads)
         return flat, grads
 
-    with torch.device("meta"):
+    with torch.device(device):
         joint = make_fx(step, None, tracing_mode="real", record_stack_traces=True)(params, args, kwargs)
     return Traced(_forward_graph(joint, n_out[0]), len(joint.graph.nodes), n_out[1] > 0)

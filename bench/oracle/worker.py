@@ -223,7 +223,10 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
                     if isinstance(built, Built):
                         record["constructed"] = True
                         record["guessed"] = list(built.guessed)
-                        traced = _trace_any(trace_step, built, alternatives, record)
+                        try:
+                            traced = _trace_any(trace_step, built, alternatives, record)
+                        except Exception as exc:
+                            traced = _on_cpu(exc, cls, module, construct, trace_step, record)
                         record["traced"] = True
                         record["backward"] = traced.backward
                         record["nodes"] = traced.joint_nodes
@@ -269,6 +272,27 @@ def _trace_any(trace_step: Any, built: Any, alternatives: Any, record: dict[str,
             record["input_shape"] = list(alt.shape)
             return traced
         raise first_error
+
+
+CPU_PARAMETERS = 20_000_000  # a model this large at the chosen sizes is not rebuilt with real weights
+
+
+def _on_cpu(exc: Exception, cls: type, module: Any, construct: Any, trace_step: Any, record: dict[str, Any]) -> Any:
+    """When the meta trace failed for want of real tensors (`needs_real_tensors`), build the class again on
+    the CPU (same arguments and inputs: construction is deterministic) and trace it there; else raise."""
+    from adopter.construction import Built
+    from oracle.trace import needs_real_tensors
+
+    if not needs_real_tensors(exc):
+        raise exc
+    built = construct(cls, module, generic_inputs=True, device="cpu")
+    if not isinstance(built, Built) or sum(p.numel() for p in built.model.parameters()) > CPU_PARAMETERS:
+        raise exc
+    from adopter.construction import alternatives
+
+    traced = _trace_any(lambda m, a, k: trace_step(m, a, k, device="cpu"), built, alternatives, record)
+    record["device"] = "cpu"
+    return traced
 
 
 def _mark(out: Path, how: str) -> None:

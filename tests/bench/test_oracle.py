@@ -222,3 +222,49 @@ def test_rms_normalisation_of_a_weight_is_not_rmsnorm(tmp_path: Path) -> None:
     by_family, lines = _sites_of(tmp_path, "WeightNormConv", (torch.randn(2, 4, 8),))
     assert _form_line(lines, "torch.rsqrt(y.pow(2)") in by_family[12]
     assert _form_line(lines, "F.normalize(self.weight") not in by_family[12]
+
+
+CPU_ONLY = '''import torch
+from torch import nn
+
+
+class MakesCpuTensors(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.register_buffer("temperature", torch.tensor(2.0))
+
+    def forward(self, x):
+        steps = int(self.temperature.item())  # a value read out of a buffer: no meta tensor has one
+        bias = torch.linspace(0, 1, x.shape[-1], device="cpu")
+        for _ in range(steps):
+            x = self.fc(x) + bias
+        return torch.softmax(x, dim=-1)
+'''
+
+
+def test_a_class_that_needs_real_tensors_is_traced_on_the_cpu(tmp_path: Path) -> None:
+    from adopter.construction import alternatives
+    from oracle.trace import needs_real_tensors
+    from oracle.worker import _on_cpu, _trace_any
+
+    path = tmp_path / "oracle_cpu.py"
+    path.write_text(CPU_ONLY, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("oracle_cpu", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    built = construct(module.MakesCpuTensors, module, generic_inputs=True)
+    assert isinstance(built, Built)
+    record: dict[str, object] = {}
+    with pytest.raises(Exception) as failed:
+        _trace_any(trace_step, built, alternatives, record)
+    assert needs_real_tensors(failed.value)
+    traced = _on_cpu(failed.value, module.MakesCpuTensors, module, construct, trace_step, record)
+    assert record["device"] == "cpu" and traced.backward
+    where = str(path.resolve())
+    assert any(s.family == 4 for s in find_sites(traced.forward, lambda f: f == where))
+    # A model that rejects its input is not retried on the CPU.
+    assert not needs_real_tensors(RuntimeError("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"))
+    with pytest.raises(RuntimeError):
+        _on_cpu(RuntimeError("shape '[2, 3]' is invalid"), module.MakesCpuTensors, module, construct, trace_step, {})
