@@ -240,6 +240,17 @@ class MakesCpuTensors(nn.Module):
         for _ in range(steps):
             x = self.fc(x) + bias
         return torch.softmax(x, dim=-1)
+
+
+class BranchesOnValues(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        if (x > 100).any():  # a branch on the input's values: make_fx cannot follow it, dynamo breaks there
+            x = x.clamp(max=100)
+        return torch.softmax(self.fc(x), dim=-1)
 '''
 
 
@@ -268,3 +279,13 @@ def test_a_class_that_needs_real_tensors_is_traced_on_the_cpu(tmp_path: Path) ->
     assert not needs_real_tensors(RuntimeError("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"))
     with pytest.raises(RuntimeError):
         _on_cpu(RuntimeError("shape '[2, 3]' is invalid"), module.MakesCpuTensors, module, construct, trace_step, {})
+    # A forward that branches on its input's values: on the CPU, through dynamo's graphs.
+    built = construct(module.BranchesOnValues, module, generic_inputs=True)
+    assert isinstance(built, Built)
+    with pytest.raises(Exception) as failed:
+        _trace_any(trace_step, built, alternatives, {})
+    record = {}
+    traced = _on_cpu(failed.value, module.BranchesOnValues, module, construct, trace_step, record)
+    assert record["device"] == "cpu, dynamo"
+    softmax = next(i for i, ln in enumerate(CPU_ONLY.splitlines(), 1) if "softmax(self.fc(x)" in ln)
+    assert any(s.family == 4 and s.anchor == (where, softmax) for g in traced.graphs for s in find_sites(g, lambda f: f == where))
