@@ -171,6 +171,14 @@ def _lin_nb_bn(x: torch.Tensor, w: torch.Tensor, rm: torch.Tensor, rv: torch.Ten
     return F.batch_norm(F.linear(x, w), rm, rv, g, b, True, 0.1, 1e-5)
 
 
+def _lin_flat_bn(bias: bool) -> Callable[..., torch.Tensor]:
+    """A Linear on (B, T, C) tokens, then BatchNorm1d over the tokens flattened (LeViT's `LinearNorm`)."""
+    def fn(x: torch.Tensor, w: torch.Tensor, lb: torch.Tensor, rm: torch.Tensor, rv: torch.Tensor,
+           g: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return F.batch_norm(F.linear(x, w, lb if bias else None).flatten(0, 1), rm, rv, g, b, True, 0.1, 1e-5)
+    return fn
+
+
 # --- family 9: a projection split into heads (three of them on one input make a site) ---------------
 def _proj_heads_t(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return F.linear(x, w, b).view(2, 8, 4, 4).transpose(1, 2)
@@ -186,6 +194,14 @@ def _proj_nb_heads_t(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 def _proj_nb_heads_p(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return F.linear(x, w).view(2, 8, 4, 4).permute(0, 2, 1, 3)
+
+
+def _proj_scaled_heads(bias: bool, permute: bool) -> Callable[..., torch.Tensor]:
+    """A query projection scaled before its head split (`self.q_proj(h) * self.scaling`, BART-style)."""
+    def fn(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        h = (F.linear(x, w, b if bias else None) * 0.25).view(2, 8, 4, 4)
+        return h.permute(0, 2, 1, 3) if permute else h.transpose(1, 2)
+    return fn
 
 
 # --- family 10 beyond inductor's file: einsum, matmul and 3-D bmm attention, composed ----------------
@@ -444,6 +460,8 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         (7, "conv_nobias_bn", _conv_nb_bn, [_t(2, 16, 8, 8), _t(16, 16, 3, 3), B(), B(), B(), B()], {}, _is_conv2d),
         (8, "linear_bn1d", _lin_bn, [X2(), W(), B(), B(), B(), B(), B()], {}, None),
         (8, "linear_nobias_bn1d", _lin_nb_bn, [X2(), W(), B(), B(), B(), B()], {}, None),
+        (8, "linear_flatten_bn1d", _lin_flat_bn(True), [X3(), W(), B(), B(), B(), B(), B()], {}, None),
+        (8, "linear_nobias_flatten_bn1d", _lin_flat_bn(False), [X3(), W(), B(), B(), B(), B(), B()], {}, None),
         (11, "ln_pow", _ln_pow, [X3()], {}, None),
         (11, "ln_pow_shared", _ln_pow_shared, [X3()], {}, None),
         (11, "ln_var", _ln_var, [X3()], {}, None),
@@ -487,6 +505,10 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         (9, "proj_nobias_heads_transpose", _proj_nb_heads_t, [X3(), W()], {}, None),
         (9, "proj_nobias_heads_permute", _proj_nb_heads_p, [X3(), W()], {}, None),
     ]
+    for bias in (True, False):
+        for permute in (False, True):
+            specs.append((9, f"proj{'' if bias else '_nobias'}_scaled_heads_{'permute' if permute else 'transpose'}",
+                          _proj_scaled_heads(bias, permute), [X3(), W(), B()], {}, None))
     for rank, x in (("3d", X3), ("2d", X2)):
         for act_name, act in (("silu", F.silu), ("gelu", F.gelu)):
             for swap in (False, True):

@@ -289,3 +289,70 @@ def test_a_class_that_needs_real_tensors_is_traced_on_the_cpu(tmp_path: Path) ->
     assert record["device"] == "cpu, dynamo"
     softmax = next(i for i, ln in enumerate(CPU_ONLY.splitlines(), 1) if "softmax(self.fc(x)" in ln)
     assert any(s.family == 4 and s.anchor == (where, softmax) for g in traced.graphs for s in find_sites(g, lambda f: f == where))
+
+
+ACTS = '''import torch.nn.functional as F
+from torch import nn
+
+
+class GELUActivation(nn.Module):
+    def forward(self, x):
+        return F.gelu(x)
+'''
+BLOCKS = '''import torch
+from torch import nn
+
+from oracle_acts import GELUActivation
+
+
+class Intermediate(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.dense = nn.Linear(dim, 4 * dim)
+        self.act = GELUActivation()
+
+    def forward(self, x):
+        h = self.dense(x)
+        return self.act(h)
+
+
+class ScaledQuery(nn.Module):
+    def __init__(self, dim=16, heads=2):
+        super().__init__()
+        self.h = heads
+        self.q_proj, self.k_proj, self.v_proj = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q = (self.q_proj(x) * 0.5).view(B, T, self.h, -1).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.h, -1).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.h, -1).transpose(1, 2)
+        return torch.cat([q, k, v], dim=-1)
+'''
+
+
+def test_a_site_through_a_helper_in_another_file_is_placed_at_the_model_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "oracle_acts.py").write_text(ACTS, encoding="utf-8")
+    (tmp_path / "oracle_blocks.py").write_text(BLOCKS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import oracle_blocks  # type: ignore[import-not-found]
+
+    files = {str((tmp_path / n).resolve()) for n in ("oracle_acts.py", "oracle_blocks.py")}
+    blocks = str((tmp_path / "oracle_blocks.py").resolve())
+    lines = BLOCKS.splitlines()
+    with torch.device("meta"):
+        model = oracle_blocks.Intermediate()
+    traced = trace_step(model, (torch.randn(2, 4, 16, device="meta"),), {})
+    site = next(s for s in find_sites(traced.forward, lambda f: f in files) if s.family == 6)
+    out = site.to_json()
+    assert (out["file"], out["line"]) == (blocks, _form_line(lines, "return self.act(h)"))
+    assert _form_line(lines, "h = self.dense(x)") in out["lines"]
+    acts = str((tmp_path / "oracle_acts.py").resolve())
+    assert out["elsewhere"] == {acts: [_form_line(ACTS.splitlines(), "return F.gelu(x)")]}
+    # A query projection scaled before its head split is still one of the three projections.
+    with torch.device("meta"):
+        model = oracle_blocks.ScaledQuery()
+    traced = trace_step(model, (torch.randn(2, 4, 16, device="meta"),), {})
+    qkv = [s for s in find_sites(traced.forward, lambda f: f == blocks) if s.family == 9]
+    assert len(qkv) == 1 and _form_line(lines, "q = (self.q_proj(x) * 0.5)") in {ln for _, ln in qkv[0].lines}
