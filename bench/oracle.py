@@ -9,7 +9,7 @@ the share of oracle sites it reports at those lines, precision the share of its 
 exercised code that match ops of their family.
 
     python bench/oracle.py run [--jobs 2] [--class-timeout 20] [--max-classes 50] [--dist NAME ...]
-                               [--ray-address ADDR]
+                               [--ray-address ADDR] [--no-install]
     python bench/oracle.py report [--markdown docs/notes/oracle.md] [--json OUT]
     python bench/oracle.py        # run, then report
 
@@ -36,6 +36,8 @@ def main() -> int:
     parser.add_argument("--dist", action="append", help="only these distributions (repeatable)")
     parser.add_argument("--ray-address", help="run the hosts as tasks on this Ray cluster (the nodes must share "
                         "this checkout, .cache/oracle and its results); default: a local pool")
+    parser.add_argument("--no-install", action="store_true", help="install nothing: run only the distributions the "
+                        "installer's ledger holds (to rerun classes whose cached results were deleted)")
     parser.add_argument("--markdown", type=Path, help="write the report as Markdown here")
     parser.add_argument("--json", type=Path, help="write the figures as JSON here")
     args = parser.parse_args()
@@ -45,7 +47,7 @@ def main() -> int:
 
         specs = [s for s in distributions() if not args.dist or s.split("==")[0] in args.dist]
         run(specs, jobs=args.jobs, class_timeout=args.class_timeout, max_classes=args.max_classes,
-            ray_address=args.ray_address)
+            ray_address=args.ray_address, installs=not args.no_install)
     if args.command in ("report", "all"):
         from oracle.report import report
 

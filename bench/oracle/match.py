@@ -26,8 +26,13 @@ class Site:
     lines: tuple[Line, ...]
 
     def to_json(self) -> dict[str, object]:
+        elsewhere: dict[str, set[int]] = defaultdict(set)
+        for f, ln in self.lines:
+            if f != self.anchor[0]:
+                elsewhere[f].add(ln)
         return {"family": self.family, "pattern": self.pattern, "file": self.anchor[0], "line": self.anchor[1],
-                "lines": sorted({ln for f, ln in self.lines if f == self.anchor[0]})}
+                "lines": sorted({ln for f, ln in self.lines if f == self.anchor[0]}),
+                "elsewhere": {f: sorted(v) for f, v in sorted(elsewhere.items())}}
 
 
 def model_line(node: torch.fx.Node, is_model_file: Callable[[str], bool]) -> Line | None:
@@ -93,10 +98,31 @@ def _order(gm: torch.fx.GraphModule, node: torch.fx.Node) -> int:
     return -1
 
 
+def _in_file(node: torch.fx.Node, file: str) -> Line | None:
+    """The innermost frame of `node` in `file` (the call a model line makes into a helper elsewhere)."""
+    for f, line in reversed(frames(node)):
+        if f == file:
+            return f, line
+    return None
+
+
 def _add(found: dict[tuple[int, Line], Site], family: int, name: str, anchor_node: torch.fx.Node,
          nodes: Iterable[torch.fx.Node], is_model_file: Callable[[str], bool]) -> None:
+    """A site anchored at its last op, in the file of its first op: a Linear in a model file followed by a
+    GELU module defined in another (`self.act(h)`, with `GELUActivation.forward` in `activations.py`)
+    is placed at the model file's `self.act(h)` call, with the helper's lines kept as `elsewhere`."""
+    nodes = list(nodes)
     lines = [ln for ln in (model_line(n, is_model_file) for n in nodes) if ln is not None]
     anchor = model_line(anchor_node, is_model_file)
+    placed = [n for n in nodes if model_line(n, is_model_file) is not None]
+    order = {n: i for i, n in enumerate(placed[0].graph.nodes)} if placed else {}
+    first = min(placed, key=order.__getitem__, default=None)
+    first_line = model_line(first, is_model_file) if first is not None else None
+    if anchor is not None and first_line is not None and anchor[0] != first_line[0]:
+        call = _in_file(anchor_node, first_line[0])
+        if call is not None:
+            anchor = call
+            lines.append(call)
     if anchor is None:
         if not lines:
             return

@@ -47,12 +47,16 @@ def trace_forward(fn: Callable[..., Any], args: Sequence[Any], **_: Any) -> torc
 
 _COPIES = (aten.clone.default, aten.alias.default)
 _VIEWS = (aten._unsafe_view.default, aten.reshape.default)
+_IN_PLACE = {aten.add_.Tensor: aten.add.Tensor, aten.sub_.Tensor: aten.sub.Tensor, aten.mul_.Tensor: aten.mul.Tensor,
+             aten.div_.Tensor: aten.div.Tensor, aten.masked_fill_.Scalar: aten.masked_fill.Scalar}
 
 
 def normalise(graph: torch.fx.Graph) -> None:
     """Forget memory layout: a `clone` (what `matmul`'s decomposition or `.contiguous()` adds for a
     non-contiguous operand) is its input, an `_unsafe_view` is a `view`. Inductor writes layout variants
-    of each attention pattern for this; normalising both sides makes one pattern cover every layout."""
+    of each attention pattern for this; normalising both sides makes one pattern cover every layout.
+    An in-place arithmetic op whose input nothing else reads (`sim += bias`, `q *= scale`) is its
+    out-of-place op: the graph computes the same values either way."""
     for n in list(graph.nodes):
         if n.op != "call_function":
             continue
@@ -61,6 +65,8 @@ def normalise(graph: torch.fx.Graph) -> None:
             graph.erase_node(n)
         elif n.target in _VIEWS:
             n.target = aten.view.default
+        elif n.target in _IN_PLACE and n.args and isinstance(n.args[0], torch.fx.Node) and len(n.args[0].users) == 1:
+            n.target = _IN_PLACE[n.target]  # `q *= s`, `sim += bias`: the tensor is read only through this op
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +171,14 @@ def _lin_nb_bn(x: torch.Tensor, w: torch.Tensor, rm: torch.Tensor, rv: torch.Ten
     return F.batch_norm(F.linear(x, w), rm, rv, g, b, True, 0.1, 1e-5)
 
 
+def _lin_flat_bn(bias: bool) -> Callable[..., torch.Tensor]:
+    """A Linear on (B, T, C) tokens, then BatchNorm1d over the tokens flattened (LeViT's `LinearNorm`)."""
+    def fn(x: torch.Tensor, w: torch.Tensor, lb: torch.Tensor, rm: torch.Tensor, rv: torch.Tensor,
+           g: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return F.batch_norm(F.linear(x, w, lb if bias else None).flatten(0, 1), rm, rv, g, b, True, 0.1, 1e-5)
+    return fn
+
+
 # --- family 9: a projection split into heads (three of them on one input make a site) ---------------
 def _proj_heads_t(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return F.linear(x, w, b).view(2, 8, 4, 4).transpose(1, 2)
@@ -182,53 +196,87 @@ def _proj_nb_heads_p(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return F.linear(x, w).view(2, 8, 4, 4).permute(0, 2, 1, 3)
 
 
-# --- family 10 beyond inductor's file: einsum and 3-D bmm attention ---------------------------------
-def _einsum_attn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    a = (torch.einsum("bhid,bhjd->bhij", q, k) * 0.25).softmax(dim=-1)
-    return torch.einsum("bhij,bhjd->bhid", a, v)
+def _proj_scaled_heads(bias: bool, permute: bool) -> Callable[..., torch.Tensor]:
+    """A query projection scaled before its head split (`self.q_proj(h) * self.scaling`, BART-style)."""
+    def fn(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        h = (F.linear(x, w, b if bias else None) * 0.25).view(2, 8, 4, 4)
+        return h.permute(0, 2, 1, 3) if permute else h.transpose(1, 2)
+    return fn
 
 
-def _einsum_attn_drop(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    a = F.dropout((torch.einsum("bhid,bhjd->bhij", q, k) * 0.25).softmax(dim=-1), 0.1, True)
-    return torch.einsum("bhij,bhjd->bhid", a, v)
+# --- family 10 beyond inductor's file: einsum, matmul and 3-D bmm attention, composed ----------------
+# Attention is scores = q·kᵀ (einsum, matmul or bmm), a scale (on q before the product, or on the scores),
+# an additive term (a positional bias or an additive mask) and/or a `masked_fill` mask, softmax over the
+# last axis, an optional dropout, then the product with v. inductor's file spells the matmul layouts with
+# a few of these steps; model code composes them freely, so every composition of the steps is generated
+# below, each traced into a pattern of its own (the steps are the same ops as in inductor's patterns).
+_PRODUCTS: dict[str, tuple[Callable[..., Any], Callable[..., Any], int]] = {
+    "einsum": (lambda q, k: torch.einsum("bhid,bhjd->bhij", q, k),
+               lambda a, v: torch.einsum("bhij,bhjd->bhid", a, v), 4),
+    "einsum3d": (lambda q, k: torch.einsum("bid,bjd->bij", q, k),
+                 lambda a, v: torch.einsum("bij,bjd->bid", a, v), 3),
+    "matmul": (lambda q, k: torch.matmul(q, k.transpose(-2, -1)), torch.matmul, 4),
+    "bmm3d": (lambda q, k: torch.bmm(q, k.transpose(1, 2)), torch.bmm, 3),
+}
+_SCALES = ("none", "q", "mul", "div")
+_TERMS = ("none", "add", "masked_fill", "add_masked_fill")
 
 
-def _bmm_attn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    return torch.bmm(torch.softmax(torch.bmm(q, k.transpose(1, 2)) * 0.25, dim=-1), v)
+def _attention(product: str, scale: str, term: str, dropout: bool) -> Callable[..., torch.Tensor]:
+    scores_of, apply_to, _ = _PRODUCTS[product]
+
+    def fn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, b: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        s = scores_of(q * 0.25 if scale == "q" else q, k)
+        if scale == "mul":
+            s = s * 0.25
+        elif scale == "div":
+            s = s / 4.0
+        if term in ("add", "add_masked_fill"):
+            s = s + b
+        if term in ("masked_fill", "add_masked_fill"):
+            s = s.masked_fill(m, -1e9)
+        a = s.softmax(dim=-1)
+        if dropout:
+            a = F.dropout(a, 0.1, True)
+        return apply_to(a, v)
+    return fn
 
 
-def _bmm_attn_drop(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    return torch.bmm(F.dropout(torch.softmax(torch.bmm(q, k.transpose(1, 2)) * 0.25, dim=-1), 0.1, True), v)
+def _attention_specs() -> list[tuple[str, Callable[..., Any], list[Any]]]:
+    out = []
+    for product, (_, _, rank) in _PRODUCTS.items():
+        shape = (2, 4, 8, 16) if rank == 4 else (8, 8, 16)
+        scores = (*shape[:-1], shape[-2])
+        for scale in _SCALES:
+            for term in _TERMS:
+                for dropout in (False, True):
+                    name = "_".join(x for x in (product, "" if scale == "none" else f"scale_{scale}",
+                                                 "" if term == "none" else term, "dropout" if dropout else "") if x)
+                    args = [_t(*shape), _t(*shape), _t(*shape), _t(*scores), torch.zeros(scores, dtype=torch.bool)]
+                    out.append((name, _attention(product, scale, term, dropout), args))
+    return out
 
 
-def _mm_attn_div(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) / 4.0, dim=-1), v)
+def _anywhere_users(pattern: Any) -> Any:
+    """The same pattern with no condition on how many users its inner nodes have. Inductor requires one
+    (it replaces the matched nodes); the oracle only asks what the ops compute, and attention whose
+    probabilities are also returned, or whose scaled `q` also feeds a positional term, is attention."""
+    from torch._inductor.pattern_matcher import MULTIPLE, _TargetExpr
 
+    seen: set[int] = set()
 
-def _mm_attn_mul(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * 0.25, dim=-1), v)
+    def walk(p: Any, root: bool) -> None:
+        if id(p) in seen:
+            return
+        seen.add(id(p))
+        if isinstance(p, _TargetExpr) and not root:
+            p.users = MULTIPLE
+        for child in [*getattr(p, "args", ()), *getattr(p, "kwargs", {}).values()]:
+            for leaf in (child if isinstance(child, (list, tuple)) else (child,)):
+                walk(leaf, False)
 
-
-def _mm_attn_mask(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
-    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * 0.25 + m, dim=-1), v)
-
-
-def _mm_attn_div_mask(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
-    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) / 4.0 + m, dim=-1), v)
-
-
-def _mm_attn_prescaled(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    return torch.matmul(torch.softmax(torch.matmul(q * 0.25, k.transpose(-2, -1)), dim=-1), v)
-
-
-def _mm_attn_mask_drop(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
-    a = F.dropout(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * 0.25 + m, dim=-1), 0.1, True)
-    return torch.matmul(a, v)
-
-
-def _mm_attn_div_mask_drop(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
-    a = F.dropout(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) / 4.0 + m, dim=-1), 0.1, True)
-    return torch.matmul(a, v)
+    walk(pattern, True)
+    return pattern
 
 
 # --- family 11: LayerNorm written out ----------------------------------------------------------------
@@ -286,6 +334,21 @@ def _rms_float(x: torch.Tensor) -> torch.Tensor:
     return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
 
 
+_PASS_THROUGH = (aten.view.default, aten._to_copy.default, aten.t.default, aten.permute.default,
+                 aten.transpose.int, aten.flatten.using_ints, aten.expand.default, aten.unsqueeze.default,
+                 aten.squeeze.dim, aten.detach.default)
+
+
+def _of_activations(match: Any) -> bool:
+    """RMS normalisation of an activation, not of a weight: `l2norm(self.weight) * sqrt(n)` (weight
+    normalisation in magnitude-preserving layers) computes the same ops on a parameter, which no RMSNorm
+    layer or kernel replaces. The forward graph's parameters are the placeholders named `params…`."""
+    x = match.kwargs.get("x")
+    while isinstance(x, torch.fx.Node) and x.op == "call_function" and x.target in _PASS_THROUGH:
+        x = x.args[0]
+    return not (isinstance(x, torch.fx.Node) and x.op == "placeholder" and x.name.startswith("params"))
+
+
 # --- family 13: GELU written out (erf, tanh, sigmoid forms) ---------------------------------------------
 def _gelu_erf_div(x: torch.Tensor) -> torch.Tensor:
     return 1.0 + torch.erf(x / math.sqrt(2.0))
@@ -321,18 +384,23 @@ def _sigmoid_1702(match: Any) -> bool:
 
 
 # --- family 14: gated MLP (SwiGLU and its GELU sibling) -------------------------------------------------
+# Two projections of one input, one through the activation, multiplied; or one projection chunked in two,
+# either half through the activation. Each in both operand orders, with and without bias, on 3-D and 2-D
+# input (an `nn.Linear` on 3-D input adds the `view`s around its `mm`, so the two ranks trace apart).
 def _glu(act: Callable[[torch.Tensor], torch.Tensor], swap: bool, bias: bool) -> Callable[..., torch.Tensor]:
-    def fn(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor) -> torch.Tensor:
-        g = act(F.linear(x, wg, torch.zeros(16) if bias else None))
-        u = F.linear(x, wu)
+    def fn(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, bg: torch.Tensor, bu: torch.Tensor) -> torch.Tensor:
+        g = act(F.linear(x, wg, bg if bias else None))
+        u = F.linear(x, wu, bu if bias else None)
         return u * g if swap else g * u
     return fn
 
 
-def _glu_chunk(act: Callable[[torch.Tensor], torch.Tensor], swap: bool) -> Callable[..., torch.Tensor]:
-    def fn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        a, b = F.linear(x, w).chunk(2, dim=-1)
-        return b * act(a) if swap else act(a) * b
+def _glu_chunk(act: Callable[[torch.Tensor], torch.Tensor], gate: int, swap: bool,
+               bias: bool) -> Callable[..., torch.Tensor]:
+    def fn(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        halves = F.linear(x, w, b if bias else None).chunk(2, dim=-1)
+        g, u = act(halves[gate]), halves[1 - gate]
+        return u * g if swap else g * u
     return fn
 
 
@@ -392,17 +460,8 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         (7, "conv_nobias_bn", _conv_nb_bn, [_t(2, 16, 8, 8), _t(16, 16, 3, 3), B(), B(), B(), B()], {}, _is_conv2d),
         (8, "linear_bn1d", _lin_bn, [X2(), W(), B(), B(), B(), B(), B()], {}, None),
         (8, "linear_nobias_bn1d", _lin_nb_bn, [X2(), W(), B(), B(), B(), B()], {}, None),
-        (10, "einsum", _einsum_attn, [x4(), x4(), x4()], {}, None),
-        (10, "einsum_dropout", _einsum_attn_drop, [x4(), x4(), x4()], {}, None),
-        (10, "bmm3d", _bmm_attn, [X3(), X3(), X3()], {}, None),
-        (10, "bmm3d_dropout", _bmm_attn_drop, [X3(), X3(), X3()], {}, None),
-        (10, "matmul_div", _mm_attn_div, [x4(), x4(), x4()], {}, None),
-        (10, "matmul_mul", _mm_attn_mul, [x4(), x4(), x4()], {}, None),
-        (10, "matmul_prescaled", _mm_attn_prescaled, [x4(), x4(), x4()], {}, None),
-        (10, "matmul_mask", _mm_attn_mask, [x4(), x4(), x4(), _t(2, 1, 1, 8)], {}, None),
-        (10, "matmul_div_mask", _mm_attn_div_mask, [x4(), x4(), x4(), _t(2, 1, 1, 8)], {}, None),
-        (10, "matmul_mask_dropout", _mm_attn_mask_drop, [x4(), x4(), x4(), _t(2, 1, 1, 8)], {}, None),
-        (10, "matmul_div_mask_dropout", _mm_attn_div_mask_drop, [x4(), x4(), x4(), _t(2, 1, 1, 8)], {}, None),
+        (8, "linear_flatten_bn1d", _lin_flat_bn(True), [X3(), W(), B(), B(), B(), B(), B()], {}, None),
+        (8, "linear_nobias_flatten_bn1d", _lin_flat_bn(False), [X3(), W(), B(), B(), B(), B(), B()], {}, None),
         (11, "ln_pow", _ln_pow, [X3()], {}, None),
         (11, "ln_pow_shared", _ln_pow_shared, [X3()], {}, None),
         (11, "ln_var", _ln_var, [X3()], {}, None),
@@ -410,11 +469,11 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         (11, "ln_var_sqrt_after", _ln_var_sqrt_after, [X3()], {}, None),
         (11, "ln_var_mean", _ln_var_mean, [X3()], {}, None),
         (11, "ln_std", _ln_std, [X3()], {}, None),
-        (12, "rms_rsqrt", _rms_rsqrt, [X3()], {}, None),
-        (12, "rms_sqrt", _rms_sqrt, [X3()], {}, None),
-        (12, "rms_square_rsqrt", _rms_sq_rsqrt, [X3()], {}, None),
-        (12, "rms_normalize", _rms_norm, [X3()], {}, None),
-        (12, "rms_float", _rms_float, [X3()], {}, None),
+        (12, "rms_rsqrt", _rms_rsqrt, [X3()], {}, _of_activations),
+        (12, "rms_sqrt", _rms_sqrt, [X3()], {}, _of_activations),
+        (12, "rms_square_rsqrt", _rms_sq_rsqrt, [X3()], {}, _of_activations),
+        (12, "rms_normalize", _rms_norm, [X3()], {}, _of_activations),
+        (12, "rms_float", _rms_float, [X3()], {}, _of_activations),
         (13, "gelu_erf_div", _gelu_erf_div, [X3()], {}, None),
         (13, "gelu_erf_mul", _gelu_erf_mul, [X3()], {}, None),
         (13, "gelu_tanh_pow", _gelu_tanh_pow, [X3()], {}, None),
@@ -446,13 +505,20 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         (9, "proj_nobias_heads_transpose", _proj_nb_heads_t, [X3(), W()], {}, None),
         (9, "proj_nobias_heads_permute", _proj_nb_heads_p, [X3(), W()], {}, None),
     ]
-    for act_name, act in (("silu", F.silu), ("gelu", F.gelu)):
-        for swap in (False, True):
-            for bias in (False, True):
-                specs.append((14, f"glu_{act_name}{'_swap' if swap else ''}{'_bias' if bias else ''}",
-                              _glu(act, swap, bias), [X3(), _t(16, 16), _t(16, 16)], {}, None))
-            specs.append((14, f"glu_chunk_{act_name}{'_swap' if swap else ''}", _glu_chunk(act, swap),
-                          [X3(), _t(32, 16)], {}, None))
+    for bias in (True, False):
+        for permute in (False, True):
+            specs.append((9, f"proj{'' if bias else '_nobias'}_scaled_heads_{'permute' if permute else 'transpose'}",
+                          _proj_scaled_heads(bias, permute), [X3(), W(), B()], {}, None))
+    for rank, x in (("3d", X3), ("2d", X2)):
+        for act_name, act in (("silu", F.silu), ("gelu", F.gelu)):
+            for swap in (False, True):
+                for bias in (False, True):
+                    tail = f"{'_swap' if swap else ''}{'_bias' if bias else ''}_{rank}"
+                    specs.append((14, f"glu_{act_name}{tail}", _glu(act, swap, bias),
+                                  [x(), _t(16, 16), _t(16, 16), B(), B()], {}, None))
+                    for gate in (0, 1):
+                        specs.append((14, f"glu_chunk{gate}_{act_name}{tail}", _glu_chunk(act, gate, swap, bias),
+                                      [x(), _t(32, 16), _t(32)], {}, None))
     return specs
 
 
@@ -485,10 +551,15 @@ def family_patterns() -> tuple[FamilyPattern, ...]:
         except Exception as exc:  # a broken spec is a bug here: say which, and go on with the others
             print(f"oracle: pattern {name} of family {family} does not trace: {type(exc).__name__}: {exc}",
                   file=sys.stderr)
+    for name, fn, args in _attention_specs():
+        try:
+            out.append(FamilyPattern(10, name, _anywhere_users(gen_pattern(fn, args, trace_forward)), None))
+        except Exception as exc:
+            print(f"oracle: attention pattern {name} does not trace: {type(exc).__name__}: {exc}", file=sys.stderr)
     for name, fn, args, workaround in _inductor_attention():
         try:
             pattern = gen_pattern(fn, args, trace_forward, workaround)
         except Exception:  # a pattern whose example inputs need a device or dtype this torch lacks
             continue
-        out.append(FamilyPattern(10, f"inductor{name}", pattern, None))
+        out.append(FamilyPattern(10, f"inductor{name}", _anywhere_users(pattern), None))
     return tuple(out)

@@ -1,7 +1,8 @@
 """Score `adopter check` against the oracle's sites, and write the figures (Markdown and JSON).
 
 Recall: an oracle site counts as found when `check --format json` reports a finding of the same family in
-the same file whose lines (its statements and `__init__` bindings) include one of the site's lines.
+the same file whose lines (its statements and `__init__` bindings) include one of the site's lines (or,
+for a site whose ops run in a helper defined in another file, one of its lines there: `elsewhere`).
 Precision: a finding of families 4–16 in a class that traced, at lines the trace exercised, is right when
 it overlaps an oracle site of its family, wrong when it does not; findings at lines the trace never ran
 (another branch, a class that did not construct) are counted apart, not judged.
@@ -180,16 +181,20 @@ def score(dists: dict[str, Dist]) -> dict[str, Any]:
                 if s["file"] not in owner or s["family"] not in FAMILIES:
                     continue
                 key = (s["family"], s["file"], s["line"])
-                entry = sites.setdefault(key, {**s, "lines": set(), "dist": owner[s["file"]]})
+                entry = sites.setdefault(key, {**s, "lines": set(), "elsewhere": defaultdict(set),
+                                                "dist": owner[s["file"]]})
                 entry["lines"].update(s["lines"])
                 entry["lines"].add(s["line"])
+                for other, other_lines in (s.get("elsewhere") or {}).items():
+                    entry["elsewhere"][other].update(other_lines)
     files_by_dist: dict[str, set[str]] = defaultdict(set)
     for d in dists.values():
         for c in d.classes:
             if c.get("file") and c["file"] in owner:
                 files_by_dist[owner[c["file"]]].add(c["file"])
-    for _fam, f, _line in sites:
+    for (_fam, f, _line), s in sites.items():
         files_by_dist[owner[f]].add(f)
+        files_by_dist[owner[f]].update(other for other in s["elsewhere"] if other in owner)
     started = time.perf_counter()
     findings: list[dict[str, Any]] = []
     for name in sorted(files_by_dist):
@@ -207,7 +212,9 @@ def score(dists: dict[str, Dist]) -> dict[str, Any]:
     per_dist: dict[str, Counter[str]] = defaultdict(Counter)
     misses: list[dict[str, Any]] = []
     for (fam, f, line), s in sorted(sites.items()):
-        hit = any(_lines(fd) & s["lines"] for fd in by_file_family.get((f, fam), ()))
+        hit = any(_lines(fd) & s["lines"] for fd in by_file_family.get((f, fam), ())) or any(
+            _lines(fd) & other_lines for other, other_lines in s["elsewhere"].items()
+            for fd in by_file_family.get((other, fam), ()))
         recall[fam]["sites"] += 1
         recall[fam]["found"] += hit
         per_dist[s["dist"]]["sites"] += 1
@@ -230,7 +237,8 @@ def score(dists: dict[str, Dist]) -> dict[str, Any]:
         if not in_traced or not (stmt_lines or lines) & executed.get(fd["path"], set()):
             precision[fam]["unjudged"] += 1
             continue
-        right = any(s["lines"] & lines for (sf, sfile, _), s in sites.items() if sf == fam and sfile == fd["path"])
+        right = any((s["lines"] if sfile == fd["path"] else s["elsewhere"].get(fd["path"], set())) & lines
+                    for (sf, sfile, _), s in sites.items() if sf == fam)
         precision[fam]["judged"] += 1
         precision[fam]["right"] += right
         per_dist[fd["dist"]]["judged"] += 1

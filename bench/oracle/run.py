@@ -20,7 +20,9 @@ from pathlib import Path
 
 from oracle.install import CACHE, ensure_venv, excluded, install
 
-RESULTS = CACHE / "results"
+# ADOPTER_ORACLE_RESULTS: a results folder of one's own (e.g. a copy of the shared one, to rerun some classes
+# with changed patterns or construction without changing what other checkouts read).
+RESULTS = Path(os.environ.get("ADOPTER_ORACLE_RESULTS") or CACHE / "results").resolve()
 BENCH = Path(__file__).resolve().parents[1]
 SERVER = BENCH.parent / "server"
 
@@ -79,13 +81,15 @@ def host_tasks(specs: Sequence[str], jobs: int, class_timeout: float, max_classe
 
 
 def run(specs: Sequence[str], *, jobs: int = 2, class_timeout: float = 20.0, max_classes: int = 20,
-        ray_address: str | None = None) -> None:
-    """Install (in a thread beside the hosts, which wait for each distribution) and attempt every class."""
+        ray_address: str | None = None, installs: bool = True) -> None:
+    """Install (in a thread beside the hosts, which wait for each distribution) and attempt every class.
+    `installs=False` runs only what the installer's ledger already holds (a rerun of some classes after a
+    change of the oracle: no pip, no retry of the distributions that failed to install)."""
     specs = selected(specs)
     ensure_venv()
     # Installers, each over every `n`-th distribution in the order the hosts take them (pip mostly waits on
     # the network, so more installers than hosts keep the hosts fed).
-    n = max(2, 2 * jobs)
+    n = max(2, 2 * jobs) if installs else 0
     installers = [threading.Thread(target=lambda part=part: [install(s) for s in part], daemon=True)
                   for part in (specs[i::n] for i in range(n))]
     for t in installers:

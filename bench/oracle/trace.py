@@ -38,6 +38,11 @@ class Traced:
     forward: torch.fx.GraphModule  # the forward part of the joint graph, noop views removed
     joint_nodes: int
     backward: bool  # whether a backward was traced (a forward with no differentiable output has none)
+    more: tuple[torch.fx.GraphModule, ...] = ()  # the other forward graphs, when dynamo split the forward
+
+    @property
+    def graphs(self) -> tuple[torch.fx.GraphModule, ...]:
+        return (self.forward, *self.more)
 
 
 @functools.cache
@@ -92,9 +97,25 @@ def _forward_graph(joint: torch.fx.GraphModule, n_outputs: int) -> torch.fx.Grap
     return gm
 
 
-def trace_step(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Traced:
+def needs_real_tensors(exc: BaseException) -> bool:
+    """Whether a trace on the meta device failed for want of real values or a real device, not because the
+    model's code rejects its inputs: the same class may then trace on the CPU (see `trace_step`)."""
+    text = f"{type(exc).__name__}: {exc}"
+    return any(s in text for s in _META_ONLY)
+
+
+DATA_DEPENDENT = "get value out of a tracing tensor"  # make_fx's words for `.item()`/`if t:` on a traced value
+_META_ONLY = (DATA_DEPENDENT, "cannot be called on meta tensors", "Cannot copy out of meta tensor", "is not on the expected device meta",
+              "with Meta tensors", "register_meta function", "meta Long tensor", "meta Float tensor",
+              "torch.meta.", "on the meta device")
+
+
+def trace_step(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], device: str = "meta") -> Traced:
     """Trace forward and backward of `model(*args, **kwargs)` on the meta device; raises what the model's
-    code raises (the caller records it)."""
+    code raises (the caller records it). `device="cpu"` traces a model built on the CPU with real values
+    (tensors its forward makes are made there too): for code that reads a value out of a tensor the
+    model holds, calls an op with no meta kernel, or makes CPU tensors itself. The graph is the same
+    aten ops, at the small sizes construction chose."""
     _dropouts_on(model)
     params = {k: p for k, p in model.named_parameters() if p.requires_grad}
     n_out = [0, 0]  # forward outputs, gradients
@@ -112,6 +133,45 @@ def trace_step(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) 
         n_out[1] = len(grads)
         return flat, grads
 
-    with torch.device("meta"):
+    with torch.device(device):
         joint = make_fx(step, None, tracing_mode="real", record_stack_traces=True)(params, args, kwargs)
     return Traced(_forward_graph(joint, n_out[0]), len(joint.graph.nodes), n_out[1] > 0)
+
+
+def trace_with_dynamo(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Traced:
+    """Forward graphs of a model on the CPU whose forward branches on its own values (`if mask.any():`,
+    `int(x.max())`), which `make_fx` cannot follow: dynamo runs the forward, breaking the graph where
+    Python must see a value, and each piece it captured is traced to aten ops by `make_fx` with the
+    source lines dynamo recorded (`preserve_node_meta`). No backward is traced here."""
+    from torch.fx import traceback as fx_traceback
+
+    captured: list[tuple[torch.fx.GraphModule, list[Any]]] = []
+
+    def collect(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        captured.append((gm, list(example_inputs)))
+        return gm.forward
+
+    _dropouts_on(model)
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(disable=False), torch.device("cpu"):
+        torch.compile(model, backend=collect, dynamic=False)(*args, **kwargs)
+        graphs = []
+        for gm, inputs in captured:
+            with fx_traceback.preserve_node_meta():
+                traced = make_fx(torch.fx.Interpreter(gm).run, None, tracing_mode="real")(*inputs)
+            graphs.append(_cleaned(traced))
+    torch._dynamo.reset()
+    if not graphs:
+        raise RuntimeError("dynamo captured no graph of this forward")
+    return Traced(graphs[0], sum(len(g.graph.nodes) for g in graphs), False, tuple(graphs[1:]))
+
+
+def _cleaned(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    from torch._inductor.fx_passes.post_grad import remove_noop_ops
+
+    from oracle.patterns import normalise
+
+    normalise(gm.graph)
+    remove_noop_ops(gm.graph)
+    gm.graph.eliminate_dead_code()
+    return gm

@@ -223,14 +223,19 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
                     if isinstance(built, Built):
                         record["constructed"] = True
                         record["guessed"] = list(built.guessed)
-                        traced = _trace_any(trace_step, built, alternatives, record)
+                        try:
+                            traced = _trace_any(trace_step, built, alternatives, record)
+                        except Exception as exc:
+                            traced = _on_cpu(exc, cls, module, construct, trace_step, record)
                         record["traced"] = True
                         record["backward"] = traced.backward
                         record["nodes"] = traced.joint_nodes
-                        record["sites"] = [s.to_json() for s in find_sites(traced.forward, is_model_file)]
+                        sites = {(s.family, s.anchor): s.to_json() for g in traced.graphs for s in find_sites(g, is_model_file)}
+                        record["sites"] = list(sites.values())
                         lines: dict[str, set[int]] = {}
-                        for f, ln in executed_lines(traced.forward, is_model_file):
-                            lines.setdefault(f, set()).add(ln)
+                        for g in traced.graphs:
+                            for f, ln in executed_lines(g, is_model_file):
+                                lines.setdefault(f, set()).add(ln)
                         record["executed"] = {f: sorted(v) for f, v in lines.items()}
                     else:
                         record["stage"], record["reason"], record["missing"] = built.stage, built.reason, built.missing
@@ -269,6 +274,33 @@ def _trace_any(trace_step: Any, built: Any, alternatives: Any, record: dict[str,
             record["input_shape"] = list(alt.shape)
             return traced
         raise first_error
+
+
+CPU_PARAMETERS = 20_000_000  # a model this large at the chosen sizes is not rebuilt with real weights
+
+
+def _on_cpu(exc: Exception, cls: type, module: Any, construct: Any, trace_step: Any, record: dict[str, Any]) -> Any:
+    """When the meta trace failed for want of real tensors (`needs_real_tensors`), build the class again on
+    the CPU (same arguments and inputs: construction is deterministic) and trace it there with `make_fx`;
+    when its forward branches on its own values, which `make_fx` cannot follow, through dynamo's graphs
+    (`trace_with_dynamo`). Raises the original error when neither applies."""
+    from adopter.construction import Built, alternatives
+    from oracle.trace import DATA_DEPENDENT, needs_real_tensors, trace_with_dynamo
+
+    if not needs_real_tensors(exc):
+        raise exc
+    built = construct(cls, module, generic_inputs=True, device="cpu")
+    if not isinstance(built, Built) or sum(p.numel() for p in built.model.parameters()) > CPU_PARAMETERS:
+        raise exc
+    try:
+        traced = _trace_any(lambda m, a, k: trace_step(m, a, k, device="cpu"), built, alternatives, record)
+        record["device"] = "cpu"
+    except Exception as cpu_error:
+        if DATA_DEPENDENT not in str(cpu_error):
+            raise
+        traced = trace_with_dynamo(built.model, built.args, built.kwargs)
+        record["device"] = "cpu, dynamo"
+    return traced
 
 
 def _mark(out: Path, how: str) -> None:

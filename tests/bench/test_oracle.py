@@ -128,3 +128,231 @@ def test_the_oracle_excludes_every_held_out_distribution(monkeypatch: pytest.Mon
     names.write_text("a-dist\n\nb-dist\n", encoding="utf-8")
     monkeypatch.setenv("ADOPTER_ORACLE_HELDOUT", str(names))
     assert excluded() == ("a-dist", "b-dist")
+
+
+FORMS = '''import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class PrescaledAttention(nn.Module):
+    def __init__(self, dim=32, heads=2):
+        super().__init__()
+        self.h, self.scale = heads, (dim // heads) ** -0.5
+        self.to_q = nn.Linear(dim, dim, bias=False)
+        self.to_kv = nn.Linear(dim, dim * 2, bias=False)
+        self.rel = nn.Parameter(torch.zeros(heads, 1, 1))
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q = self.to_q(x).view(B, T, self.h, -1).transpose(1, 2)
+        k, v = (t.reshape(B, T, self.h, -1).transpose(1, 2) for t in self.to_kv(x).chunk(2, dim=-1))
+        q *= self.scale
+        sim = torch.einsum("bhid,bhjd->bhij", q, k)
+        sim += self.rel
+        causal = torch.ones(T, T, dtype=torch.bool).triu(1)
+        sim = sim.masked_fill(causal, -1e9)
+        attn = sim.softmax(dim=-1)
+        out = torch.einsum("bhij,bhjd->bhid", self.drop(attn), v)
+        return out.transpose(1, 2).reshape(B, T, C), attn
+
+
+class ChunkedGLU(nn.Module):
+    def __init__(self, dim=32):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim * 4)
+        self.out = nn.Linear(dim * 2, dim)
+
+    def forward(self, x):
+        h, gate = self.proj(x).chunk(2, dim=-1)
+        return self.out(h * F.gelu(gate))
+
+
+class WeightNormConv(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(dim, dim))
+
+    def forward(self, x):
+        w = F.normalize(self.weight, dim=-1) * 2.0
+        y = F.linear(x, w)
+        return y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + 1e-6)
+'''
+
+
+def _sites_of(tmp_path: Path, name: str, args: tuple[torch.Tensor, ...]) -> tuple[dict[int, set[int]], list[str]]:
+    path = tmp_path / "oracle_forms.py"
+    path.write_text(FORMS, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("oracle_forms", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with torch.device("meta"):  # as the oracle builds them: no weights
+        model = getattr(module, name)()
+    traced = trace_step(model, tuple(a.to("meta") for a in args), {})
+    where = str(path.resolve())
+    by_family: dict[int, set[int]] = {}
+    for s in find_sites(traced.forward, lambda f: f == where):
+        by_family.setdefault(s.family, set()).update(ln for f, ln in s.lines)
+    return by_family, FORMS.splitlines()
+
+
+def _form_line(lines: list[str], text: str) -> int:
+    return next(i for i, ln in enumerate(lines, 1) if text in ln)
+
+
+def test_attention_with_scaled_q_bias_mask_dropout_and_returned_probabilities(tmp_path: Path) -> None:
+    # In-place scale and bias, a masked_fill, dropout, and the probabilities returned beside the output
+    # (inductor's own patterns ask each inner node to have one user; the oracle asks what is computed).
+    by_family, lines = _sites_of(tmp_path, "PrescaledAttention", (torch.randn(2, 8, 32),))
+    expected = {_form_line(lines, t) for t in ("q *= self.scale", 'sim = torch.einsum("bhid', "sim += self.rel",
+                                                  "sim.masked_fill(causal", "attn = sim.softmax",
+                                                  'out = torch.einsum("bhij')}
+    assert expected <= by_family[10]
+
+
+def test_a_chunked_gated_mlp_on_two_dimensional_input(tmp_path: Path) -> None:
+    # The gate is the second half and the product's left operand is the first: diffusers' GEGLU form.
+    by_family, lines = _sites_of(tmp_path, "ChunkedGLU", (torch.randn(4, 32),))
+    assert _form_line(lines, "return self.out(h * F.gelu(gate))") in by_family[14]
+
+
+def test_rms_normalisation_of_a_weight_is_not_rmsnorm(tmp_path: Path) -> None:
+    by_family, lines = _sites_of(tmp_path, "WeightNormConv", (torch.randn(2, 4, 8),))
+    assert _form_line(lines, "torch.rsqrt(y.pow(2)") in by_family[12]
+    assert _form_line(lines, "F.normalize(self.weight") not in by_family[12]
+
+
+CPU_ONLY = '''import torch
+from torch import nn
+
+
+class MakesCpuTensors(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.register_buffer("temperature", torch.tensor(2.0))
+
+    def forward(self, x):
+        steps = int(self.temperature.item())  # a value read out of a buffer: no meta tensor has one
+        bias = torch.linspace(0, 1, x.shape[-1], device="cpu")
+        for _ in range(steps):
+            x = self.fc(x) + bias
+        return torch.softmax(x, dim=-1)
+
+
+class BranchesOnValues(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        if (x > 100).any():  # a branch on the input's values: make_fx cannot follow it, dynamo breaks there
+            x = x.clamp(max=100)
+        return torch.softmax(self.fc(x), dim=-1)
+'''
+
+
+def test_a_class_that_needs_real_tensors_is_traced_on_the_cpu(tmp_path: Path) -> None:
+    from adopter.construction import alternatives
+    from oracle.trace import needs_real_tensors
+    from oracle.worker import _on_cpu, _trace_any
+
+    path = tmp_path / "oracle_cpu.py"
+    path.write_text(CPU_ONLY, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("oracle_cpu", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    built = construct(module.MakesCpuTensors, module, generic_inputs=True)
+    assert isinstance(built, Built)
+    record: dict[str, object] = {}
+    with pytest.raises(Exception) as failed:
+        _trace_any(trace_step, built, alternatives, record)
+    assert needs_real_tensors(failed.value)
+    traced = _on_cpu(failed.value, module.MakesCpuTensors, module, construct, trace_step, record)
+    assert record["device"] == "cpu" and traced.backward
+    where = str(path.resolve())
+    assert any(s.family == 4 for s in find_sites(traced.forward, lambda f: f == where))
+    # A model that rejects its input is not retried on the CPU.
+    assert not needs_real_tensors(RuntimeError("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"))
+    with pytest.raises(RuntimeError):
+        _on_cpu(RuntimeError("shape '[2, 3]' is invalid"), module.MakesCpuTensors, module, construct, trace_step, {})
+    # A forward that branches on its input's values: on the CPU, through dynamo's graphs.
+    built = construct(module.BranchesOnValues, module, generic_inputs=True)
+    assert isinstance(built, Built)
+    with pytest.raises(Exception) as failed:
+        _trace_any(trace_step, built, alternatives, {})
+    record = {}
+    traced = _on_cpu(failed.value, module.BranchesOnValues, module, construct, trace_step, record)
+    assert record["device"] == "cpu, dynamo"
+    softmax = next(i for i, ln in enumerate(CPU_ONLY.splitlines(), 1) if "softmax(self.fc(x)" in ln)
+    assert any(s.family == 4 and s.anchor == (where, softmax) for g in traced.graphs for s in find_sites(g, lambda f: f == where))
+
+
+ACTS = '''import torch.nn.functional as F
+from torch import nn
+
+
+class GELUActivation(nn.Module):
+    def forward(self, x):
+        return F.gelu(x)
+'''
+BLOCKS = '''import torch
+from torch import nn
+
+from oracle_acts import GELUActivation
+
+
+class Intermediate(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.dense = nn.Linear(dim, 4 * dim)
+        self.act = GELUActivation()
+
+    def forward(self, x):
+        h = self.dense(x)
+        return self.act(h)
+
+
+class ScaledQuery(nn.Module):
+    def __init__(self, dim=16, heads=2):
+        super().__init__()
+        self.h = heads
+        self.q_proj, self.k_proj, self.v_proj = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q = (self.q_proj(x) * 0.5).view(B, T, self.h, -1).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.h, -1).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.h, -1).transpose(1, 2)
+        return torch.cat([q, k, v], dim=-1)
+'''
+
+
+def test_a_site_through_a_helper_in_another_file_is_placed_at_the_model_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "oracle_acts.py").write_text(ACTS, encoding="utf-8")
+    (tmp_path / "oracle_blocks.py").write_text(BLOCKS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import oracle_blocks  # type: ignore[import-not-found]
+
+    files = {str((tmp_path / n).resolve()) for n in ("oracle_acts.py", "oracle_blocks.py")}
+    blocks = str((tmp_path / "oracle_blocks.py").resolve())
+    lines = BLOCKS.splitlines()
+    with torch.device("meta"):
+        model = oracle_blocks.Intermediate()
+    traced = trace_step(model, (torch.randn(2, 4, 16, device="meta"),), {})
+    site = next(s for s in find_sites(traced.forward, lambda f: f in files) if s.family == 6)
+    out = site.to_json()
+    assert (out["file"], out["line"]) == (blocks, _form_line(lines, "return self.act(h)"))
+    assert _form_line(lines, "h = self.dense(x)") in out["lines"]
+    acts = str((tmp_path / "oracle_acts.py").resolve())
+    assert out["elsewhere"] == {acts: [_form_line(ACTS.splitlines(), "return F.gelu(x)")]}
+    # A query projection scaled before its head split is still one of the three projections.
+    with torch.device("meta"):
+        model = oracle_blocks.ScaledQuery()
+    traced = trace_step(model, (torch.randn(2, 4, 16, device="meta"),), {})
+    qkv = [s for s in find_sites(traced.forward, lambda f: f == blocks) if s.family == 9]
+    assert len(qkv) == 1 and _form_line(lines, "q = (self.q_proj(x) * 0.5)") in {ln for _, ln in qkv[0].lines}

@@ -310,3 +310,37 @@ def test_a_residual_input_tensor_is_as_wide_as_the_output() -> None:
     _, kwargs, _ = made
     assert kwargs["x"].shape[-1] == 64 and kwargs["input_tensor"].shape[-1] == 16
     Output()(**kwargs)  # it runs
+
+
+def test_attention_cores_and_losses_get_inputs_like_the_first() -> None:
+    # `Attend.forward(q, k, v)` and a loss's `forward(pred, target)`: tensors like the input, by exact name
+    # only (a forward parameter `kernel_size` or `return_attn` is not one).
+    class Attend(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = nn.Linear(16, 16)
+
+        def forward(self, q, k, v):
+            return torch.softmax(self.scale(q) @ k.transpose(-1, -2), dim=-1) @ v
+
+    class Loss(nn.Module):
+        def forward(self, pred, target):
+            return ((pred - target) ** 2).mean()
+
+    class Odd(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(16, 16)
+
+        def forward(self, x, kernel_size):
+            return self.fc(x)
+
+    made = forward_inputs(Attend())
+    assert not isinstance(made, NotBuilt)
+    _, kwargs, _ = made
+    assert kwargs["k"].shape == kwargs["v"].shape == kwargs["q"].shape
+    Attend()(**kwargs)
+    made = forward_inputs(Loss(), generic_width=16)
+    assert not isinstance(made, NotBuilt) and made[1]["target"].shape == made[1]["pred"].shape
+    odd = forward_inputs(Odd())
+    assert isinstance(odd, NotBuilt) and odd.missing == "kernel_size"

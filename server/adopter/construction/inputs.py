@@ -23,6 +23,11 @@ _OPTIONAL = ("mask", "cache", "past", "state", "position_bias", "bias", "head_ma
              "labels", "return", "output", "use_", "kwargs", "layer_past", "incremental")
 _LIKE_INPUT = ("context", "memory", "encoder", "y", "key", "value", "kv", "cond", "residual", "skip", "h",
                "hidden", "src", "tgt", "query", "x2", "other", "z", "feat", "emb")
+# Named exactly so, a forward parameter is a tensor like the input: the queries, keys and values of an
+# attention core (`Attend.forward(q, k, v)`), a relation or residual term, or a loss's target (regression
+# and reconstruction losses take one shaped like their input). Exact names only: as a prefix, `k` or `r`
+# would take in `kernel_size` or `return_attn`.
+_LIKE_INPUT_EXACT = ("q", "k", "v", "r", "target", "targets", "gt", "ground_truth")
 # Forward parameters that hold the block's residual: shaped like its output (BERT's `*Output(hidden_states,
 # input_tensor)`: the dense layer's out_features, not the intermediate width of its input).
 _RESIDUAL = ("input_tensor",)
@@ -195,7 +200,7 @@ def forward_inputs(model: nn.Module, config: Any = None, *, batch: int = 2, seq:
             value = None
         elif low in _RESIDUAL and isinstance(made, torch.Tensor):
             value = residual_like(model, made)
-        elif any(low == k or low.startswith(k) for k in _LIKE_INPUT):
+        elif low in _LIKE_INPUT_EXACT or any(low == k or low.startswith(k) for k in _LIKE_INPUT):
             value = made
         else:
             return NotBuilt(name_of, "inputs", "no rule says what this forward argument holds; give the inputs "
