@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from detection_realworld import FAMILIES, _files, _lines, load_labels  # noqa: E402
+from detection_realworld import FAMILIES, _files, _lines, load_labels
 
 
 def fix_families(target: str = "cpu") -> frozenset[int]:
@@ -76,7 +76,7 @@ def measure(labelled_set: str, root: Path | None = None, target: str = "cpu") ->
             continue
         result = session.fix(f.text, path)
         remaining = [(g.family, _lines(g), g.rule_id, reason) for g, reason in result.skipped]
-        for label, pred in matched:
+        for label, _pred in matched:
             family = label["family"]
             true[family] += 1
             still = next((r for r in remaining if r[0] == family and label["line"] in r[1]), None)
