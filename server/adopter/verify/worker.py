@@ -328,6 +328,9 @@ def run_class(original: types.ModuleType, rewritten: types.ModuleType, name: str
 def run(job: dict[str, Any]) -> dict[str, Any]:
     """Every case of the job: one row per (fix, changed class)."""
     path = Path(job["path"]).resolve()
+    if str(job["device"]).startswith("cuda") and not torch.cuda.is_available():
+        raise BadInput(f"--device {job['device']}: this Python's torch ({torch.__version__}) sees no CUDA device; "
+                       "use --device cpu, or auto (CUDA when there is one)")
     try:
         original = original_module(path, job["source"])
     except Exception as exc:
