@@ -53,7 +53,12 @@ BRANCH_REWRITTEN = BRANCHED.replace(
 
 
 def test_a_rewrite_the_inputs_never_reach_is_not_run(tmp_path: Path) -> None:
+    # The class's own switch `self.fused = True` takes the other path: flipped in both, the rewrite runs.
     row = _run(tmp_path, "branched_model", BRANCHED, BRANCH_REWRITTEN, "Attn")
+    assert row["switched"] == "fused=False" and row["equivalent"] is True and row["max_abs"] < 1e-5, row
+    # No switch reaches it (a plain constant chooses the path): not run, with why.
+    constant = BRANCHED.replace("if self.fused:", "if True:")
+    row = _run(tmp_path, "branched_constant", constant, BRANCH_REWRITTEN.replace("if self.fused:", "if True:"), "Attn")
     assert "the inputs did not reach the code the fix wrote" in str(row["not_built"]), row
     # Taken (fused=False by default): the same rewrite runs and is compared. The input is a sequence of
     # features although the first layer is a Linear in a model without LayerNorm or attention module

@@ -308,6 +308,16 @@ def run_class(original: types.ModuleType, rewritten: types.ModuleType, name: str
         row.update(equivalent=False, error=f"the rewrite fails: {type(exc).__name__}: {exc}"[:400])
         return row
     if watched and not ran & watched:
+        switched = _switch_to_the_rewrite(m0, m1, inputs, seed, dtype, rewritten, watched)
+        if switched is not None:
+            outcome, switch = switched
+            row["switched"] = switch
+            if isinstance(outcome, Exception):
+                row.update(equivalent=False, error=f"the rewrite fails with {switch}: {type(outcome).__name__}: "
+                                                   f"{outcome}"[:400])
+                return row
+            result = outcome
+    if watched and "switched" not in row and not ran & watched:
         lines = sorted(watched)
         return {"class": name, "not_built": (
             f"{name}: the inputs did not reach the code the fix wrote (lines {lines[0]}-{lines[-1]} of the rewrite "
@@ -323,6 +333,46 @@ def run_class(original: types.ModuleType, rewritten: types.ModuleType, name: str
                    original_ms=t.original_ms, rewritten_ms=t.rewritten_ms,
                    original_peak=peak_memory(m0, inputs, device), rewritten_peak=peak_memory(m1, inputs, device))
     return row
+
+
+def _switch_to_the_rewrite(m0: torch.nn.Module, m1: torch.nn.Module, inputs: Inputs, seed: int, dtype: torch.dtype,
+                           rewritten: types.ModuleType, watched: frozenset[int]) -> tuple[Any, str] | None:
+    """When the comparison did not reach the rewrite, a boolean switch the modules hold may choose the path
+    (`self.fused_attn = True` takes the library kernel, not the matched code): flip each public boolean
+    attribute of the modules in turn, in both alike, until the rewritten lines run (a switch under which the
+    original itself fails is skipped). Returns the comparison, or the rewrite's exception, and the switch
+    (`attn.fused_attn=False`), the modules left switched (the timing then measures that path); None when no
+    single switch reaches it."""
+    filename = getattr(rewritten, "__file__", None) or ""
+    others = dict(m1.named_modules())
+    for path, module in m0.named_modules():
+        other = others.get(path)
+        if other is None:
+            continue
+        for attr, value in sorted(vars(module).items()):
+            if attr.startswith("_") or attr == "training" or not isinstance(value, bool) \
+                    or getattr(other, attr, None) is not value:
+                continue
+            setattr(module, attr, not value)
+            setattr(other, attr, not value)
+            switch = f"{path + '.' if path else ''}{attr}={not value}"
+            try:
+                compare(m0, m0, inputs, seed=seed, dtype=dtype)  # the original must run so switched
+                runs = True
+            except Exception:
+                runs = False
+            if runs:
+                ran: set[int] = set()
+                try:
+                    with lines_run(filename) as ran:
+                        result: Any = compare(m0, m1, inputs, seed=seed, dtype=dtype)
+                except Exception as exc:  # the original runs so, the rewrite does not: a failure to report
+                    result = exc
+                if ran & watched:
+                    return result, switch
+            setattr(module, attr, value)
+            setattr(other, attr, value)
+    return None
 
 
 def run(job: dict[str, Any]) -> dict[str, Any]:
