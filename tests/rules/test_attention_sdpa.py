@@ -518,3 +518,37 @@ def test_a_shift_by_another_axis_is_not_dropped() -> None:
 def test_keys_permuted_d_before_n_are_reported_without_a_fix() -> None:
     reasons = skip_reasons(PERMUTED_KEYS, RULES)
     assert len(reasons) == 1 and "laid out transposed by `permute`" in reasons[0], reasons
+
+
+
+XCA_SOURCE = """import torch
+from torch import nn
+
+
+class XCA(nn.Module):
+    def __init__(self, dim, num_heads=4):
+        super().__init__()
+        self.num_heads = num_heads
+        self.temperature = nn.Parameter(torch.ones(num_heads, 1, 1))
+        self.qkv = nn.Linear(dim, dim * 3)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4).unbind(0)
+        attn = (q @ k.transpose(-2, -1)) * self.temperature
+        attn = attn.softmax(dim=-1)
+        return (attn @ v).transpose(1, 2).reshape(B, N, C)
+"""
+
+
+def test_a_learned_temperature_as_the_scale_is_declined() -> None:
+    # XCiT-style attention scales its scores by a learned per-head `nn.Parameter`: SDPA's `scale` is a float,
+    # so the rewrite would fail at run time (`argument 'scale' must be float, not Parameter`).
+    reasons = skip_reasons(XCA_SOURCE, rules_of("f10-manual-attention-sdpa"))
+    assert any("the scale `self.temperature` is bound to `nn.Parameter" in r for r in reasons), reasons
+    # The same attribute bound to a number is a float scale: fixed, and equivalent.
+    plain = XCA_SOURCE.replace("self.temperature = nn.Parameter(torch.ones(num_heads, 1, 1))",
+                               "self.temperature = (dim // num_heads) ** -0.5")
+    new = fixed(plain, rules_of("f10-manual-attention-sdpa"), applied=1)
+    torch.manual_seed(0)
+    compare_modules(load(plain, "xca_orig")["XCA"](32), load(new, "xca_new")["XCA"](32), lambda: (torch.randn(2, 5, 32),))

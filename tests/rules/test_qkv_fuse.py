@@ -102,7 +102,7 @@ def test_different_bias_settings_are_declined() -> None:
         "self.v_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=True)",
     )
     reasons = skip_reasons(source, RULES)
-    assert reasons == ["the three Linears are not built with the same arguments (in, out, bias)"]
+    assert reasons == ["the three Linears differ in more than their out_features (input size, bias or other arguments)"]
 
 
 def test_projections_in_a_branch_are_declined() -> None:
@@ -122,3 +122,108 @@ def test_projections_in_a_branch_are_declined() -> None:
     )
     reasons = skip_reasons(source, RULES)
     assert reasons and all("not consecutive statements of one block" in r for r in reasons), reasons
+
+
+# Grouped-query attention: the key/value projections are narrower than the query's (fewer heads), so the
+# constructors differ in out_features only. The fix builds one Linear of the three widths' sum and splits
+# its output by the widths, which it keeps in an attribute.
+GQA = '''
+import torch
+from torch import nn
+
+
+class GroupedAttention(nn.Module):
+    def __init__(self, dim, heads, kv_heads):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
+        self.q_proj = nn.Linear(dim, heads * self.head_dim, bias=True)
+        self.k_proj = nn.Linear(dim, kv_heads * self.head_dim, bias=True)
+        self.v_proj = nn.Linear(dim, kv_heads * self.head_dim, bias=True)
+        self.o_proj = nn.Linear(heads * self.head_dim, dim)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
+        v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+'''
+
+# Projections with other statements between them (DETR-style decoders add position projections in
+# between): the fused projection is computed at the first one, the later ones' statements go.
+APART = '''
+import torch
+from torch import nn
+
+
+class CrossAttention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.q_proj = nn.Linear(dim, dim)
+        self.pos_proj = nn.Linear(dim, dim)
+        self.k_proj = nn.Linear(dim, dim)
+        self.v_proj = nn.Linear(dim, dim)
+
+    def forward(self, x, pos):
+        b, t, d = x.shape
+        q = self.q_proj(x)
+        p = self.pos_proj(pos)
+        k = self.k_proj(x) + p
+        scale = (d // self.heads) ** -0.5
+        v = self.v_proj(x)
+        q, k, v = (y.view(b, t, self.heads, -1).transpose(1, 2) for y in (q * scale, k, v))
+        attn = (q @ k.transpose(-2, -1)).softmax(-1) @ v
+        return attn.transpose(1, 2).reshape(b, t, d)
+'''
+
+
+def _equivalent(source: str, new: str, cls: str, args: tuple[object, ...], inputs) -> None:
+    torch.manual_seed(0)
+    original = load(source, "orig")[cls](*args)
+    rewritten = load(new, "new")[cls](*args)
+    a, b = original.state_dict(), rewritten.state_dict()
+    assert sorted(b) == sorted(a) and all(b[k].shape == a[k].shape for k in a)
+    compare_modules(original, rewritten, inputs)
+    original.load_state_dict(rewritten.state_dict(), strict=True)
+    rewritten.load_state_dict(original.state_dict(), strict=True)
+
+
+def test_grouped_query_projections_are_fused_and_split_by_width() -> None:
+    new = fixed(GQA, RULES, applied=1)
+    assert "self.qkv_sizes = (heads * self.head_dim, kv_heads * self.head_dim, kv_heads * self.head_dim)" in new
+    assert "nn.Linear(dim, sum(self.qkv_sizes), bias=True)" in new
+    assert ".split(self.qkv_sizes, dim=-1)" in new and "keep_split_checkpoints(self, " in new
+    _equivalent(GQA, new, "GroupedAttention", (32, 4, 2), lambda: (torch.randn(2, 5, 32),))
+    module = load(new, "fused")["GroupedAttention"](32, 4, 2)
+    assert module.qkv.weight.shape == (32 + 16 + 16, 32)
+
+
+def test_grouped_query_with_different_bias_is_declined() -> None:
+    source = GQA.replace("self.v_proj = nn.Linear(dim, kv_heads * self.head_dim, bias=True)",
+                         "self.v_proj = nn.Linear(dim, kv_heads * self.head_dim, bias=False)")
+    assert skip_reasons(source, RULES) == [
+        "the three Linears differ in more than their out_features (input size, bias or other arguments)"]
+
+
+def test_projections_apart_are_fused_at_the_first() -> None:
+    new = fixed(APART, RULES, applied=1)
+    body = new[new.index("def forward"):]
+    assert body.index("q, k_proj_out, v = self.qkv(x).chunk(3, dim=-1)") < body.index("p = self.pos_proj(pos)")
+    assert "k = k_proj_out + p" in body and "self.v_proj" not in body
+    _equivalent(APART, new, "CrossAttention", (32, 4), lambda: (torch.randn(2, 5, 32), torch.randn(2, 5, 32)))
+
+
+@pytest.mark.parametrize(("between", "name"), [
+    ("        x.mul_(2)\n", "x"),  # the shared input is changed in place between the projections
+    ("        print(v)\n", "v"),  # a later projection's name is read before its statement
+])
+def test_projections_apart_declined_when_a_statement_between_would_see_another_value(between: str,
+                                                                                   name: str) -> None:
+    source = APART.replace("        scale = (d // self.heads) ** -0.5\n",
+                           "        scale = (d // self.heads) ** -0.5\n" + between)
+    reasons = skip_reasons(source, RULES)
+    assert reasons and all(f"uses `{name}`, which the fused projection would change" in r for r in reasons), reasons

@@ -14,7 +14,7 @@ import pytest
 
 from adopter.cli import main
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 
 # Hand-written tanh-GELU (family 13) in a class that builds from its defaults; its input from the Linear.
 GELU_MODEL = '''import math
@@ -120,3 +120,37 @@ def test_a_python_without_torch_is_named(tmp_path: Path, capsys: pytest.CaptureF
     if "has no torch" not in err:
         pytest.skip(f"{bare} is not a Python without torch: {err[:200]}")
     assert code == 2
+
+
+@pytest.mark.parametrize(("name", "text", "extra", "message"), [
+    ("broken.py", "def f(:\n", [], "the file does not parse"),
+    ("raises.py", "raise RuntimeError('boom at import')\n" + GELU_MODEL, [], "importing"),
+    ("gelu_model.py", GELU_MODEL, ["--factory", "no_such_module:make"], "--factory no_such_module:make: cannot import it"),
+    ("gelu_model.py", GELU_MODEL, ["--inputs", "no_such_module:make"], "--inputs no_such_module:make: cannot import it"),
+    ("gelu_model.py", GELU_MODEL, ["--factory", "gelu_model:nosuch"], "has no function nosuch"),
+    ("gelu_model.py", GELU_MODEL, ["--rule", "no-such-rule"], "matches no rule"),
+])
+def test_more_bad_input_exits_2_with_its_message(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
+                                                text: str, extra: list[str], message: str) -> None:
+    path = _write(tmp_path, name, text)
+    assert main(["verify", str(path), "--repeats", "0", *extra]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err + captured.out
+    sys.modules.pop("gelu_model", None)
+
+
+def test_cuda_without_a_cuda_device_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    path = _write(tmp_path, "gelu_model.py", GELU_MODEL)
+    assert main(["verify", str(path), "--repeats", "0", "--device", "cuda"]) == 2
+    assert "--device cuda: this Python's torch" in capsys.readouterr().err
+
+
+def test_nothing_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Neither the user's file nor anything beside it (no bytecode): verify only reads.
+    path = _write(tmp_path, "gelu_model.py", GELU_MODEL)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    stamp = path.stat().st_mtime_ns
+    assert main(["verify", str(path), "--repeats", "0"]) == 0
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before and path.stat().st_mtime_ns == stamp

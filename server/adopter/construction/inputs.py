@@ -116,6 +116,25 @@ def residual_like(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return torch.randn((*x.shape[:-1], linears[-1].out_features), device=x.device, dtype=x.dtype)
 
 
+# Optional forward parameters (default None) that add a position embedding to the input they go with:
+# DETR-style layers compute part of their attention only when one is given (`hidden_states + object_queries`).
+_POSITION_LIKE = ("object_queries", "query_pos", "pos", "pos_embed", "pos_emb", "query_position_embeddings",
+                  "spatial_position_embeddings", "position_embeddings", "query_pos_embed", "pos_embeds")
+
+
+def position_like(model: nn.Module, kwargs: dict[str, Any], x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """For each optional parameter of `model.forward` not in `kwargs` whose name says it holds a position
+    embedding added to the input (`_POSITION_LIKE`, default None): a random tensor shaped like `x`."""
+    try:
+        params = inspect.signature(model.forward).parameters.items()
+    except (TypeError, ValueError):
+        return {}
+    if not x.is_floating_point():
+        return {}
+    return {name: torch.randn_like(x) for name, p in params
+            if name not in kwargs and p.default is None and name.lower() in _POSITION_LIKE}
+
+
 def _named(config: Any, batch: int, seq: int, device: Any) -> dict[str, torch.Tensor]:
     """Inputs `transformers`-style forwards name, sized from the config."""
     vocab = _cfg(config, "vocab_size") or 64

@@ -41,6 +41,8 @@ def render_import(edit: ImportEdit) -> str:
 
 
 def _indent_code(code: str, indent: str) -> tuple[str, ...]:
+    if not code.strip():  # a statement removed: its lines go, no blank line is left in its place
+        return ()
     lines = textwrap.dedent(code).strip("\n").split("\n")
     return tuple((indent + line) if line.strip() else "" for line in lines)
 

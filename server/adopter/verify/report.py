@@ -23,6 +23,8 @@ def text_line(path: str, row: dict[str, Any]) -> str:
         loads = "" if row.get("checkpoint_loads", True) else " (checkpoint does not load)"
         return f"{head} NOT equivalent{loads}: {row['error']}"
     verdict = "equivalent" if row["equivalent"] else "NOT equivalent"
+    if row.get("switched"):  # the rewritten path runs only with a switch of the class flipped
+        verdict += f" with {row['switched']}"
     parts = [f"{verdict} (max |diff| {row['max_abs']:.2g} over {row['compared']} tensors, worst: {row['worst']})",
              "checkpoint loads (strict)"]
     if "speedup" in row:

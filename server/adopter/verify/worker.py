@@ -20,9 +20,10 @@ from typing import Any
 import torch
 
 from adopter.construction import Built, NotBuilt, construct, forward_inputs, load_factory
-from adopter.construction.inputs import first_layer, input_for_layer
+from adopter.construction.inputs import alternatives, first_layer, input_for_layer, position_like
 from adopter.verify.compare import Inputs, compare
 from adopter.verify.measure import peak_memory, timing
+from adopter.verify.reach import lines_run, watched_lines
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -221,13 +222,28 @@ def _inputs_that_run(name: str, model: torch.nn.Module, given: Inputs, inferred:
                      dtype: torch.dtype, seed: int) -> Inputs:
     """`given` (moved to the device), or, when the original does not run on inferred inputs, the same with
     the config-sized `hidden_states` replaced by the first layer's input (a block whose first Linear takes
-    the intermediate width). Raises `BadInput` when neither runs."""
+    the intermediate width), or the first input in the other shapes it may take (`alternatives`: a
+    feature vector as a sequence), then each of those with its optional position embeddings given
+    (`construction.inputs.position_like`). Raises `BadInput` when none runs."""
     candidates = [given]
     first = input_for_layer(first_layer(model), model) if inferred else None
     hidden = given[1].get("hidden_states")
     if (isinstance(first, torch.Tensor) and isinstance(hidden, torch.Tensor) and first.dim() == hidden.dim()
             and first.shape != hidden.shape and first.is_floating_point()):
         candidates.append((given[0], {**given[1], "hidden_states": first}))
+    if inferred:  # the first input in other shapes: a feature vector as a sequence of them (`B, N, C = x.shape`)
+        args, kwargs = given
+        key = next((k for k, v in kwargs.items() if isinstance(v, torch.Tensor)), None) if not args else None
+        x = args[0] if args else kwargs.get(key) if key is not None else None
+        if isinstance(x, torch.Tensor):
+            for other in alternatives(x):
+                candidates.append(((other, *args[1:]), kwargs) if args else (args, {**kwargs, str(key): other}))
+    if inferred:  # a DETR-style layer needs its position embedding (`hidden_states + object_queries`)
+        for args, kwargs in list(candidates):
+            x = kwargs.get("hidden_states", args[0] if args else next(iter(kwargs.values()), None))
+            extra = position_like(model, kwargs, x) if isinstance(x, torch.Tensor) else {}
+            if extra:
+                candidates.append((args, {**kwargs, **extra}))
     error: Exception | None = None
     for args, kwargs in candidates:
         inputs = (_move(args, device, dtype), _move(kwargs, device, dtype))
@@ -261,8 +277,9 @@ def _reproduces(cls: type, module: types.ModuleType, factory: Any, model: torch.
 
 
 def run_class(original: types.ModuleType, rewritten: types.ModuleType, name: str, job: dict[str, Any],
-              factories: tuple[Any, Any], make_inputs: Any) -> dict[str, Any] | None:
-    """One row: the class built from both modules, compared, timed. None when it is not an nn.Module."""
+              factories: tuple[Any, Any], make_inputs: Any, watched: frozenset[int] = frozenset()) -> dict[str, Any] | None:
+    """One row: the class built from both modules, compared, timed. None when it is not an nn.Module, and a
+    row not run when the comparison ran none of the `watched` lines of the rewrite (`reach.watched_lines`)."""
     cls0, cls1 = getattr(original, name, None), getattr(rewritten, name, None)
     if not (inspect.isclass(cls0) and issubclass(cls0, torch.nn.Module) and inspect.isclass(cls1)):
         return None
@@ -285,10 +302,27 @@ def run_class(original: types.ModuleType, rewritten: types.ModuleType, name: str
     if unsettled is not None:
         return {"class": name, "not_built": unsettled}
     try:
-        result = compare(m0, m1, inputs, seed=seed, dtype=dtype)
+        with lines_run(getattr(rewritten, "__file__", None) or "") as ran:
+            result = compare(m0, m1, inputs, seed=seed, dtype=dtype)
     except Exception as exc:
         row.update(equivalent=False, error=f"the rewrite fails: {type(exc).__name__}: {exc}"[:400])
         return row
+    if watched and not ran & watched:
+        switched = _switch_to_the_rewrite(m0, m1, inputs, seed, dtype, rewritten, watched)
+        if switched is not None:
+            outcome, switch = switched
+            row["switched"] = switch
+            if isinstance(outcome, Exception):
+                row.update(equivalent=False, error=f"the rewrite fails with {switch}: {type(outcome).__name__}: "
+                                                   f"{outcome}"[:400])
+                return row
+            result = outcome
+    if watched and "switched" not in row and not ran & watched:
+        lines = sorted(watched)
+        return {"class": name, "not_built": (
+            f"{name}: the inputs did not reach the code the fix wrote (lines {lines[0]}-{lines[-1]} of the rewrite "
+            "did not run: a branch such as `if self.fused_attn:` took another path), so the comparison proves "
+            "nothing; pass --inputs module:fn or --factory module:fn that takes that path")}
     row.update(equivalent=result.equivalent, max_abs=result.max_abs, max_rel=result.max_rel,
                compared=result.compared, worst=result.detail)
     if job["repeats"] > 0:
@@ -301,9 +335,52 @@ def run_class(original: types.ModuleType, rewritten: types.ModuleType, name: str
     return row
 
 
+def _switch_to_the_rewrite(m0: torch.nn.Module, m1: torch.nn.Module, inputs: Inputs, seed: int, dtype: torch.dtype,
+                           rewritten: types.ModuleType, watched: frozenset[int]) -> tuple[Any, str] | None:
+    """When the comparison did not reach the rewrite, a boolean switch the modules hold may choose the path
+    (`self.fused_attn = True` takes the library kernel, not the matched code): flip each public boolean
+    attribute of the modules in turn, in both alike, until the rewritten lines run (a switch under which the
+    original itself fails is skipped). Returns the comparison, or the rewrite's exception, and the switch
+    (`attn.fused_attn=False`), the modules left switched (the timing then measures that path); None when no
+    single switch reaches it."""
+    filename = getattr(rewritten, "__file__", None) or ""
+    others = dict(m1.named_modules())
+    for path, module in m0.named_modules():
+        other = others.get(path)
+        if other is None:
+            continue
+        for attr, value in sorted(vars(module).items()):
+            if attr.startswith("_") or attr == "training" or not isinstance(value, bool) \
+                    or getattr(other, attr, None) is not value:
+                continue
+            setattr(module, attr, not value)
+            setattr(other, attr, not value)
+            switch = f"{path + '.' if path else ''}{attr}={not value}"
+            try:
+                compare(m0, m0, inputs, seed=seed, dtype=dtype)  # the original must run so switched
+                runs = True
+            except Exception:
+                runs = False
+            if runs:
+                ran: set[int] = set()
+                try:
+                    with lines_run(filename) as ran:
+                        result: Any = compare(m0, m1, inputs, seed=seed, dtype=dtype)
+                except Exception as exc:  # the original runs so, the rewrite does not: a failure to report
+                    result = exc
+                if ran & watched:
+                    return result, switch
+            setattr(module, attr, value)
+            setattr(other, attr, value)
+    return None
+
+
 def run(job: dict[str, Any]) -> dict[str, Any]:
     """Every case of the job: one row per (fix, changed class)."""
     path = Path(job["path"]).resolve()
+    if str(job["device"]).startswith("cuda") and not torch.cuda.is_available():
+        raise BadInput(f"--device {job['device']}: this Python's torch ({torch.__version__}) sees no CUDA device; "
+                       "use --device cpu, or auto (CUDA when there is one)")
     try:
         original = original_module(path, job["source"])
     except Exception as exc:
@@ -326,10 +403,11 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                          "error": f"the rewritten file fails to import: {type(exc).__name__}: {exc}"[:400]})
             continue
         factories = _factories(job.get("factory"), original, rewritten)
+        watched = watched_lines(job["source"], case["new_source"])
         built: list[dict[str, Any]] = []
         for name in case["classes"]:
             try:
-                row = run_class(original, rewritten, name, job, factories, make_inputs)
+                row = run_class(original, rewritten, name, job, factories, make_inputs, watched)
             except BadInput as exc:  # this class only: the other fixes still run
                 row = {"class": name, "not_built": str(exc)[:600]}
             if row is not None:

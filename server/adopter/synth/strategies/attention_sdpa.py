@@ -374,7 +374,45 @@ class _Site:
         text = self.operand(op, index)
         if isinstance(value, Ref) and not _is_plain_number(text):
             self.ctx.decline(f"the scale `{text}` is a value computed at run time, SDPA needs a float")
+        self._refuse_tensor_attributes(text)
         return f"1.0 / {_paren(text)}" if op.target == "/" else text
+
+    def _refuse_tensor_attributes(self, text: str) -> None:
+        """Decline when the scale reads a `self.` attribute the class binds to a call that makes no Python
+        number (a learned `nn.Parameter` temperature, a tensor) or registers as a buffer or parameter:
+        SDPA's `scale` is a Python float."""
+        try:
+            node = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            return
+        attrs = {sub.attr for sub in ast.walk(node) if isinstance(sub, ast.Attribute)
+                 and isinstance(sub.value, ast.Name) and sub.value.id == "self"}
+        cls = self._class_node()
+        for sub in ast.walk(cls) if cls is not None and attrs else ():
+            if isinstance(sub, ast.Assign | ast.AnnAssign) and sub.value is not None:
+                targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                named = {t.attr for t in targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                         and t.value.id == "self"} & attrs
+                calls = [c for c in ast.walk(sub.value) if isinstance(c, ast.Call) and not _number_call(c)]
+                if named and calls:  # `nn.Parameter(...)`, `torch.tensor(...)`; `qk_scale or d ** -0.5` is fine
+                    self.ctx.decline(f"the scale `self.{min(named)}` is bound to `{ast.unparse(sub.value)[:60]}` "
+                                     f"(line {sub.lineno}), not a number; SDPA's scale must be a Python float")
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) \
+                    and sub.func.attr in ("register_buffer", "register_parameter") and sub.args \
+                    and isinstance(sub.args[0], ast.Constant) and sub.args[0].value in attrs:
+                self.ctx.decline(f"the scale `self.{sub.args[0].value}` is a registered tensor (line {sub.lineno}); "
+                                 "SDPA's scale must be a Python float")
+
+    def _class_node(self) -> ast.ClassDef | None:
+        """The class holding the chain's function."""
+        return next(
+            (
+                n
+                for n in self.ctx.text_index.statements(self.tree)
+                if isinstance(n, ast.ClassDef) and n.lineno <= self.func.lineno <= (n.end_lineno or n.lineno)
+            ),
+            None,
+        )
 
     def dropout_kwarg(self) -> str:
         op = self.chain.dropout
@@ -397,14 +435,7 @@ class _Site:
         for binding in self.ctx.finding.match.bindings:
             if binding.attr == attr:
                 return True
-        cls = next(
-            (
-                n
-                for n in self.ctx.text_index.statements(self.tree)
-                if isinstance(n, ast.ClassDef) and n.lineno <= self.func.lineno <= (n.end_lineno or n.lineno)
-            ),
-            None,
-        )
+        cls = self._class_node()
         for node in ast.walk(cls) if cls is not None else ():
             if (
                 isinstance(node, ast.Assign)

@@ -16,7 +16,7 @@ import re
 from adopter.dsl.types import Binding, Ctor, Op, OpKind, Span
 from adopter.parsed import ParsedText
 from adopter.synth.registry import SynthContext, strategy
-from adopter.synth.strategies.checkpoint_hooks import ensure_checkpoint_hooks
+from adopter.synth.strategies.checkpoint_hooks import ensure_checkpoint_hooks, ensure_split_checkpoint_hooks
 
 
 @strategy("fuse_qkv")
@@ -26,11 +26,9 @@ def fuse_qkv(ctx: SynthContext) -> None:
     if len(linears) != 3:
         ctx.decline("the match does not hold exactly three projections")
     bindings = [_binding_of(ctx, op) for op in linears]
-    ctor_texts = {_ctor_key(b) for b in bindings}
-    if len(ctor_texts) != 1:
-        ctx.decline("the three Linears are not built with the same arguments (in, out, bias)")
     if any(b.condition for b in bindings):
         ctx.decline("a projection is bound under a condition in __init__")
+    ctor_texts = {_ctor_key(b) for b in bindings}
     parsed = ctx.text_index
     own = [*(op.stmt_span for op in linears), *(b.span for b in bindings)]
     try:  # the class of the match (the top-level statements holding its lines), not the whole file
@@ -38,26 +36,48 @@ def fuse_qkv(ctx: SynthContext) -> None:
     except SyntaxError as err:
         ctx.decline(f"the file does not parse ({err.msg}, line {err.lineno})")
         return
+    # Equal constructors: one Linear(in, 3 * out) chunked in three. Constructors that differ only in
+    # out_features (grouped-query attention: fewer key/value heads): one Linear(in, q + k + v) split by
+    # the three widths, kept in an attribute beside it.
+    widths = None if len(ctor_texts) == 1 else _out_widths(ctx, bindings)
+    if len(ctor_texts) != 1 and widths is None:
+        ctx.decline("the three Linears differ in more than their out_features (input size, bias or other arguments)")
     attrs = [b.attr for b in bindings]
     statements = _forward_statements(ctx, tree, linears)
     _refuse_other_uses(ctx, attrs, own)
 
     cls = _enclosing_class(parsed, tree, bindings[0].span.start_line + 1)
     fused = _fresh_attr(cls, "qkv")
-    hooks = ensure_checkpoint_hooks(ctx)
-    first = min(bindings, key=lambda b: (b.span.start_line, b.span.start_col))
-    fused_ctor = _tripled_ctor(ctx, first)
-    parts = ", ".join(f'"{a}"' for a in attrs)
-    code = f'self.{fused} = {fused_ctor}\n{hooks}(self, "{fused}", ({parts}))'
     ordered = sorted(bindings, key=lambda b: (b.span.start_line, b.span.start_col))
-    if _consecutive(parsed, tree, [b.span for b in ordered]):
+    consecutive = _consecutive(parsed, tree, [b.span for b in ordered])
+    parts = ", ".join(f'"{a}"' for a in attrs)
+    if widths is None:
+        hooks = ensure_checkpoint_hooks(ctx)
+        first = ordered[0]
+        code = f'self.{fused} = {_tripled_ctor(ctx, first)}\n{hooks}(self, "{fused}", ({parts}))'
+        split = "chunk(3, dim=-1)"
+    else:
+        hooks = ensure_split_checkpoint_hooks(ctx)
+        # The widths are read where the last projection was built (every name they use is bound there).
+        first = ordered[0] if consecutive else ordered[-1]
+        if not consecutive:
+            _refuse_rebound_between(ctx, parsed, tree, ordered, widths)
+        sizes = _fresh_attr(cls, f"{fused}_sizes")
+        code = (f"self.{sizes} = ({', '.join(widths)})\n"
+                f"self.{fused} = {_resized_ctor(ctx, bindings[0], f'sum(self.{sizes})')}\n"
+                f'{hooks}(self, "{fused}", ({parts}), self.{sizes})')
+        split = f"split(self.{sizes}, dim=-1)"
+    if consecutive:
         ctx.replace_statements([ordered[0].span, ordered[-1].span], code)
     else:
         ctx.replace_binding(first.span, code)
         for b in bindings:
             if b is not first:
                 ctx.replace_binding(b.span, "")
-    ctx.replace_statements(statements, _projection_code(ctx, linears, fused))
+    if statements is not None:
+        ctx.replace_statements(statements, _projection_code(ctx, linears, fused, split))
+    else:
+        _apart_projection_edits(ctx, linears, fused, split)
 
 
 def _binding_of(ctx: SynthContext, op: Op) -> Binding:
@@ -78,44 +98,96 @@ def _ctor_key(b: Binding) -> str:
     return f"{b.value.callee}({args};{kwargs})"
 
 
-def _forward_statements(ctx: SynthContext, tree: ast.Module, linears: list[Op]) -> list[Span]:
-    """The three projection statements: consecutive statements of one block, one projection each."""
+def _forward_statements(ctx: SynthContext, tree: ast.Module, linears: list[Op]) -> list[Span] | None:
+    """The first and last of the three projection statements when they are consecutive statements of one
+    block; None when they are statements of one block with others between them that the fused
+    projection, computed at the first one, cannot change (`_refuse_moved_reads`)."""
     spans = sorted((op.stmt_span for op in linears), key=lambda s: (s.start_line, s.start_col))
     if len(set(spans)) != 3:
         ctx.decline("two projections share one statement")
     block = _block_of(ctx.text_index, tree, spans[0].start_line + 1)
     lines = [s.start_line + 1 for s in spans]
     index = next((i for i, s in enumerate(block) if s.lineno == lines[0]), None)
-    if index is None or [s.lineno for s in block[index : index + 3]] != lines:
+    if index is not None and [s.lineno for s in block[index : index + 3]] == lines:
+        return [spans[0], spans[-1]]
+    starts = [s.lineno for s in block]
+    if index is None or any(line not in starts for line in lines):
         ctx.decline(
             "the three projections are not consecutive statements of one block "
             f"(lines {', '.join(map(str, lines))}); fuse them by hand"
         )
-    return [spans[0], spans[-1]]
+    between = [s for s in block if lines[0] < s.lineno < lines[-1] and s.lineno not in lines]
+    _refuse_moved_reads(ctx, linears, between)
+    return None
 
 
-def _projection_code(ctx: SynthContext, linears: list[Op], fused: str) -> str:
-    """`a, b, c = self.<fused>(x).chunk(3, dim=-1)` plus each statement that used a projection inline."""
-    names: list[str] = []
-    rest: list[str] = []
+def _refuse_moved_reads(ctx: SynthContext, linears: list[Op], between: list[ast.stmt]) -> None:
+    """Decline when computing the later projections at the first one could change what they compute or
+    what a statement between them sees: it names the shared input at all (it could bind it again or
+    change it in place, `x.mul_(2)`), or reads or binds a name a later projection statement binds (that
+    statement goes; its value is then bound before)."""
+    first = min(linears, key=lambda o: (o.stmt_span.start_line, o.stmt_span.start_col))
+    source = ast.parse(ctx.text(first.span).strip(), mode="eval").body
+    inputs = {n.id for n in ast.walk(source) if isinstance(n, ast.Name)} - {"self"}
+    moved = {name for op in linears if op is not first for name in _plain_output(ctx, op)}
+    for stmt in between:
+        for node in ast.walk(stmt):
+            if not isinstance(node, ast.Name):
+                continue
+            if node.id in moved or node.id in inputs:
+                ctx.decline(
+                    f"line {stmt.lineno} (`{ast.unparse(stmt).splitlines()[0]}`) between the projections "
+                    f"uses `{node.id}`, which the fused projection would change; fuse them by hand"
+                )
+
+
+def _plain_output(ctx: SynthContext, op: Op) -> list[str]:
+    """`[name]` when the statement of `op` is just `name = <projection call>`, else []."""
+    text = ctx.statement_text(op.stmt_span)
+    call = ctx.text(op.span)
+    named = len(op.outputs) == 1 and not op.outputs[0].startswith("%")
+    if named and re.fullmatch(rf"{re.escape(op.outputs[0])}\s*=\s*\(?\s*{re.escape(call)}\s*\)?", text.strip()):
+        return [op.outputs[0]]
+    return []
+
+
+def _projection_parts(ctx: SynthContext, linears: list[Op]) -> dict[int, tuple[str, str | None]]:
+    """Per projection op (by id): the name its output gets, and the rest of its statement with that
+    name in place of the call (None when the statement is just `name = <call>`)."""
+    parts: dict[int, tuple[str, str | None]] = {}
     for op in sorted(linears, key=lambda o: (o.stmt_span.start_line, o.stmt_span.start_col)):
+        plain = _plain_output(ctx, op)
+        if plain:
+            parts[id(op)] = (plain[0], None)
+            continue
         text = ctx.statement_text(op.stmt_span)
         call = ctx.text(op.span)
-        named = len(op.outputs) == 1 and not op.outputs[0].startswith("%")
-        if named and re.fullmatch(
-            rf"{re.escape(op.outputs[0])}\s*=\s*\(?\s*{re.escape(call)}\s*\)?", text.strip()
-        ):
-            names.append(op.outputs[0])
-            continue
         if text.count(call) != 1:
             ctx.decline(f"cannot locate the projection inside `{text.strip()}`")
         name = ctx.fresh_name(op.target.removeprefix("self.").replace(".", "_") + "_out")
-        names.append(name)
-        rest.append(text.replace(call, name))
-    by_op = {id(op): n for op, n in zip(sorted(linears, key=lambda o: o.stmt_span.start_line), names)}
-    ordered = [by_op[id(op)] for op in linears]
-    head = f"{', '.join(ordered)} = self.{fused}({_input_text(ctx, linears[0])}).chunk(3, dim=-1)"
-    return "\n".join([head, *rest])
+        parts[id(op)] = (name, text.replace(call, name))
+    return parts
+
+
+def _projection_code(ctx: SynthContext, linears: list[Op], fused: str, split: str) -> str:
+    """`a, b, c = self.<fused>(x).<split>` plus each statement that used a projection inline."""
+    parts = _projection_parts(ctx, linears)
+    ordered = sorted(linears, key=lambda o: (o.stmt_span.start_line, o.stmt_span.start_col))
+    head = f"{', '.join(parts[id(op)][0] for op in linears)} = self.{fused}({_input_text(ctx, linears[0])}).{split}"
+    return "\n".join([head, *(rest for op in ordered if (rest := parts[id(op)][1]) is not None)])
+
+
+def _apart_projection_edits(ctx: SynthContext, linears: list[Op], fused: str, split: str) -> None:
+    """Projections with other statements between them: the fused projection at the first one; each
+    later statement that was just `name = <call>` goes, one that used its projection inline stays, with
+    the projection's name in place of the call."""
+    parts = _projection_parts(ctx, linears)
+    ordered = sorted(linears, key=lambda o: (o.stmt_span.start_line, o.stmt_span.start_col))
+    head = f"{', '.join(parts[id(op)][0] for op in linears)} = self.{fused}({_input_text(ctx, linears[0])}).{split}"
+    first_rest = parts[id(ordered[0])][1]
+    ctx.replace_statements([ordered[0].stmt_span], head if first_rest is None else f"{head}\n{first_rest}")
+    for op in ordered[1:]:
+        ctx.replace_statements([op.stmt_span], parts[id(op)][1] or "")
 
 
 def _consecutive(parsed: ParsedText, tree: ast.Module, spans: list[Span]) -> bool:
@@ -182,27 +254,76 @@ def _fresh_attr(cls: ast.ClassDef | None, base: str) -> str:
     return f"{base}_{i}"
 
 
-def _tripled_ctor(ctx: SynthContext, binding: Binding) -> str:
-    """The Linear constructor of `binding` with `out_features` multiplied by 3."""
-    statement = ctx.statement_text(binding.span)
-    assign = ast.parse(statement.strip()).body[0]
+def _ctor_call(ctx: SynthContext, binding: Binding) -> tuple[str, ast.Call, ast.expr]:
+    """The statement text of `binding`, its constructor call and the call's out_features argument."""
+    text = ctx.statement_text(binding.span).strip()
+    assign = ast.parse(text).body[0]
     if not isinstance(assign, ast.Assign) or not isinstance(assign.value, ast.Call):
-        ctx.decline(f"`{statement.strip()}` is not a plain constructor call")
+        ctx.decline(f"`{text}` is not a plain constructor call")
         raise AssertionError("unreachable")
     call = assign.value
-    text = statement.strip()
     out_node: ast.expr | None = call.args[1] if len(call.args) > 1 else None
     if out_node is None:
         out_node = next((k.value for k in call.keywords if k.arg == "out_features"), None)
     if out_node is None:
         ctx.decline("cannot find out_features in the Linear constructor")
         raise AssertionError("unreachable")
+    return text, call, out_node
+
+
+def _out_widths(ctx: SynthContext, bindings: list[Binding]) -> list[str] | None:
+    """The out_features texts of the three constructors (in `bindings` order) when the constructors are the
+    same call but for out_features; None otherwise."""
+    shapes = set()
+    widths = []
+    for b in bindings:
+        text, call, out_node = _ctor_call(ctx, b)
+        args = [ast.dump(a) for a in call.args if a is not out_node]
+        kwargs = sorted((k.arg or "**", ast.dump(k.value)) for k in call.keywords if k.value is not out_node)
+        shapes.add((ast.dump(call.func), tuple(args), tuple(kwargs)))
+        widths.append(ast.get_source_segment(text, out_node) or ast.unparse(out_node))
+    return widths if len(shapes) == 1 else None
+
+
+def _refuse_rebound_between(ctx: SynthContext, parsed: ParsedText, tree: ast.Module, ordered: list[Binding],
+                            widths: list[str]) -> None:
+    """Decline when a statement between the first and the last projection's construction binds a name
+    (or `self.` attribute) the widths read: they are read at the last one."""
+    first, last = ordered[0].span.start_line + 1, ordered[-1].span.start_line + 1
+    block = _block_of(parsed, tree, first)
+    if last not in {s.lineno for s in block}:
+        ctx.decline("the three projections are not built in one block of __init__")
+    read = {ast.unparse(n) for w in widths for n in ast.walk(ast.parse(w, mode="eval"))
+            if isinstance(n, ast.Name | ast.Attribute)}
+    own = {b.span.start_line + 1 for b in ordered}
+    for stmt in block:
+        if not first < stmt.lineno < last or stmt.lineno in own:
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Store) \
+                    and ast.unparse(node) in read:
+                ctx.decline(f"line {stmt.lineno} binds `{ast.unparse(node)}`, which a projection's width "
+                            "reads, between the projections' constructions; fuse them by hand")
+
+
+def _tripled_ctor(ctx: SynthContext, binding: Binding) -> str:
+    """The Linear constructor of `binding` with `out_features` multiplied by 3."""
+    text, _, out_node = _ctor_call(ctx, binding)
+    out_text = ast.get_source_segment(text, out_node) or ast.unparse(out_node)
+    simple = isinstance(out_node, ast.Name | ast.Attribute | ast.Constant)
+    return _resized_ctor(ctx, binding, f"3 * {out_text}" if simple else f"3 * ({out_text})")
+
+
+def _resized_ctor(ctx: SynthContext, binding: Binding, width: str) -> str:
+    """The Linear constructor of `binding` with `width` in place of its `out_features`."""
+    text, call, out_node = _ctor_call(ctx, binding)
     call_text = ast.get_source_segment(text, call) or ast.unparse(call)
     out_text = ast.get_source_segment(text, out_node) or ast.unparse(out_node)
     offset = _rel_offset(text, call, out_node)
-    simple = isinstance(out_node, ast.Name | ast.Attribute | ast.Constant)
-    tripled = f"3 * {out_text}" if simple else f"3 * ({out_text})"
-    return call_text[:offset] + tripled + call_text[offset + len(out_text) :]
+    resized = call_text[:offset] + width + call_text[offset + len(out_text) :]
+    if "\n" in resized:  # its continuation lines keep the old statement's indentation: write it anew
+        resized = ast.unparse(ast.parse(resized, mode="eval").body)
+    return resized
 
 
 def _rel_offset(text: str, outer: ast.expr, inner: ast.expr) -> int:
