@@ -11,7 +11,10 @@ The rules and environment travel once per worker (`Work`); each worker keeps one
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -84,6 +87,25 @@ def session_of(work: Work) -> Session:
     return session
 
 
+# The analysis of one file allocates hundreds of thousands of short-lived containers (tree nodes, flow
+# states, matches); at CPython's default young-generation threshold (700) the cyclic collector ran ~1,000
+# times over 70 modeling files, each young collection promoting survivors that the older generations then
+# scan again: 20 % of `check`'s CPU. 10,000 cuts that to ~70 collections for +3 MB of peak memory; the
+# older generations' thresholds are left as they are, so cycles are still freed as often.
+YOUNG_THRESHOLD = 10_000
+
+
+@contextlib.contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Run the young generation's collection less often while files are analysed (restored after)."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], YOUNG_THRESHOLD), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def run_chunk(work: Work, items: tuple[Item, ...]) -> list[Done]:
     """Check or fix each file of `items` (a top-level function: pools and Ray run it)."""
     from adopter.commands.fingerprint import code_fingerprint
@@ -98,6 +120,11 @@ def run_chunk(work: Work, items: tuple[Item, ...]) -> list[Done]:
         except OSError:
             saw_tree = False
     session = session_of(work)
+    with fewer_collections():
+        return _run_items(work, session, items, saw_tree)
+
+
+def _run_items(work: Work, session: Session, items: tuple[Item, ...], saw_tree: bool) -> list[Done]:
     out = []
     for item in items:
         changed = False
