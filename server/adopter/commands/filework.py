@@ -11,10 +11,8 @@ The rules and environment travel once per worker (`Work`); each worker keeps one
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,19 +89,17 @@ def session_of(work: Work) -> Session:
 # states, matches); at CPython's default young-generation threshold (700) the cyclic collector ran ~1,000
 # times over 70 modeling files, each young collection promoting survivors that the older generations then
 # scan again: 20 % of `check`'s CPU. 10,000 cuts that to ~70 collections for +3 MB of peak memory; the
-# older generations' thresholds are left as they are, so cycles are still freed as often.
+# older generations' thresholds are left as they are, so cycles are still freed as often. The process
+# keeps it (the command's process or a pool or Ray worker: all they do is analyse files): setting 700
+# back after each chunk made the next allocation collect, often the whole heap.
 YOUNG_THRESHOLD = 10_000
 
 
-@contextlib.contextmanager
-def fewer_collections() -> Iterator[None]:
-    """Run the young generation's collection less often while files are analysed (restored after)."""
+def fewer_collections() -> None:
+    """Run the young generation's collection less often in this process (it analyses files)."""
     old = gc.get_threshold()
-    gc.set_threshold(max(old[0], YOUNG_THRESHOLD), *old[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
+    if old[0] < YOUNG_THRESHOLD:
+        gc.set_threshold(YOUNG_THRESHOLD, *old[1:])
 
 
 def run_chunk(work: Work, items: tuple[Item, ...]) -> list[Done]:
@@ -120,8 +116,8 @@ def run_chunk(work: Work, items: tuple[Item, ...]) -> list[Done]:
         except OSError:
             saw_tree = False
     session = session_of(work)
-    with fewer_collections():
-        return _run_items(work, session, items, saw_tree)
+    fewer_collections()
+    return _run_items(work, session, items, saw_tree)
 
 
 def _run_items(work: Work, session: Session, items: tuple[Item, ...], saw_tree: bool) -> list[Done]:
