@@ -193,3 +193,20 @@ def test_wire_json_is_lsprotocols(name: str) -> None:
             assert typed == wire.finding_diagnostic(f, plain, "file:///m.py", bindings, severity)
     for p in analysed.module_file.problems:
         assert converter.unstructure(lsp_problem_diagnostic(p, index)) == wire.problem_diagnostic(p, plain)
+
+
+def test_initialize_params_pygls_may_reject_are_left_to_it(tmp_path: Path) -> None:
+    """A kept answer is not sent for params of the wrong type: pygls answers, once."""
+    cache, root = tmp_path / "cache", tmp_path / "ws"
+    root.mkdir()
+    start_and_open(cache, root, SNIPPET)  # keeps the answer for these capabilities
+    server = Server(cache)
+    initialize, *_ = opening(root, root / "model.py", SNIPPET)
+    initialize["params"]["rootUri"] = 5
+    server.send(initialize)
+    seen = server.until(lambda m: m.get("id") == 1 and "method" not in m)
+    server.send({"jsonrpc": "2.0", "method": "exit"})
+    server.process.wait(TIMEOUT_S)
+    while not server.messages.empty():
+        seen.append(server.messages.get())
+    assert len(answers(seen, 1)) == 1

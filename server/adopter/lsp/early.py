@@ -36,7 +36,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, TypeGuard
 
 log = logging.getLogger(__name__)
 
@@ -226,8 +226,8 @@ def _serve(reader: Reader, stdout: BinaryIO, handover: Handover) -> None:
     if message is None or message.get("method") != "initialize" or "id" not in message:
         return
     params = message.get("params")
-    if not isinstance(params, dict):
-        return
+    if not _plain_initialize(params):
+        return  # pygls reads (or rejects) it: an answer sent here could not be taken back
     file = answer_file(params.get("capabilities"))
     handover.answer = answer = FirstAnswer(message["id"], file)
     result = _load(file)
@@ -247,6 +247,15 @@ def _serve(reader: Reader, stdout: BinaryIO, handover: Handover) -> None:
             if uri is not None:
                 handover.published.append(uri)
         return
+
+
+def _plain_initialize(params: object) -> TypeGuard[dict[str, Any]]:
+    """Whether `initialize` params have the types pygls needs where the early start reads them."""
+    if not isinstance(params, dict) or not isinstance(params.get("capabilities"), dict):
+        return False
+    kinds: dict[str, type | tuple[type, ...]] = {"processId": int, "rootUri": str, "rootPath": str, "workspaceFolders": list,
+             "initializationOptions": (dict, list, str, int, float, bool)}
+    return all(params.get(key) is None or isinstance(params[key], kind) for key, kind in kinds.items())
 
 
 @dataclass
