@@ -2,7 +2,8 @@
 
 Each run is a new `python -m adopter lsp` (the rule cache warm, as on any start after the first): the
 clock starts just before the process is spawned and stops when `publishDiagnostics` for
-`modeling_bert.py` (opened right after `initialize`) arrives; the RSS is read from /proc once it has.
+`modeling_bert.py` (opened right after `initialize`) arrives; the RSS is read from /proc once the full
+server has published too (`adopter/analysisDone`) and 0.2 s more have passed.
 `ruff server` gets the same runs as the reference (`--servers adopter`: Adopter alone). Prints the
 median and the worst of `--runs`, and the import-time profile of `adopter lsp` up to `initialize` with
 `--importtime` (`python -X importtime`).
@@ -28,22 +29,37 @@ from adopter.corpus import modeling_file
 from lsp_latency import SERVERS, Client, diagnostics_for
 
 
-async def one_start(server: str, path: Path) -> tuple[float, float]:
-    """(spawn -> first diagnostics of `path` in ms, RSS in MB then)."""
+def cpu_ms(pid: int) -> float:
+    """User + system CPU time of a process so far, in ms (from /proc; NaN where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+async def one_start(server: str, path: Path) -> tuple[float, float, float]:
+    """(spawn -> first diagnostics of `path` in ms, RSS in MB then, the server's CPU ms up to them)."""
     command, options = SERVERS[server]
     client = Client(command, path.parent)
     started = time.perf_counter()
     await client.start()
     await client.initialize(path.parent, options)
     arrived = client.expect(diagnostics_for(path.as_uri()))
+    # Adopter's full server announces each analysis it published (an early start publishes before it).
+    settled = client.expect(lambda method, params: method == "adopter/analysisDone")
     client.notify("textDocument/didOpen", {"textDocument": {
         "uri": path.as_uri(), "languageId": "python", "version": 1, "text": path.read_text(encoding="utf-8")}})
     done = await asyncio.wait_for(arrived, 120)
     ms = (done - started) * 1000
+    assert client.process is not None
+    cpu = cpu_ms(client.process.pid)
+    if server == "adopter":
+        await asyncio.wait_for(settled, 120)
     await asyncio.sleep(0.2)  # what the server does right after publishing counts towards its RSS
     rss = client.rss_mb()
     await client.stop()
-    return ms, rss
+    return ms, rss, cpu
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -53,9 +69,10 @@ async def main_async(args: argparse.Namespace) -> None:
         for server in args.servers:
             await one_start(server, path)  # fills the user's rule cache, as any earlier start has
             runs = [await one_start(server, path) for _ in range(args.runs)]
-            ms, rss = [r[0] for r in runs], [r[1] for r in runs]
+            ms, rss, cpu = [r[0] for r in runs], [r[1] for r in runs], [r[2] for r in runs]
             print(json.dumps({"server": server, "runs": args.runs, "spawn_to_first_diagnostics_ms_median":
                               round(statistics.median(ms)), "worst_ms": round(max(ms)), "best_ms": round(min(ms)),
+                              "server_cpu_ms_median": round(statistics.median(cpu)), "server_cpu_ms_best": round(min(cpu)),
                               "rss_mb_median": round(statistics.median(rss), 1), "load": os.getloadavg()}),
                   flush=True)
 

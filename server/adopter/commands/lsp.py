@@ -44,12 +44,18 @@ def run(args: argparse.Namespace) -> int:
     )
     # pygls logs every message at INFO: keep that for --verbose, Adopter's own info always.
     logging.getLogger("adopter").setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    from adopter.lsp import early
+    from adopter.lsp.stdio import is_pipe, serve_stdio
+
+    handover = None
+    if address is None and early.enabled() and is_pipe(sys.stdin.buffer):
+        # The first answers and diagnostics go out before pygls and lsprotocol are imported.
+        handover = early.serve_first(sys.stdin.buffer, sys.stdout.buffer)
     from adopter.lsp.app import build_server
-    from adopter.lsp.stdio import serve_stdio
 
     server = build_server()
     if address is not None:
         server.start_tcp(*address)
     else:
-        serve_stdio(server)
+        serve_stdio(server, handover=handover)
     return 0

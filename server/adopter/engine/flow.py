@@ -58,6 +58,7 @@ class FlatForward:
     tests: dict[int, tuple[str, ...]] = field(default_factory=dict)  # branch id -> its tests' source text
     alternatives: dict[int, int] = field(default_factory=dict)  # branch id -> its number of paths
     params: frozenset[str] = frozenset()
+    cast_reads: dict[str, bool] = field(default_factory=dict)  # name -> a cast reads it (the matcher's memo)
 
     @property
     def uses_of(self) -> dict[str, list[int]]:

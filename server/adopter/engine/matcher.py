@@ -8,7 +8,7 @@ data flow is respected even when names are reused (`h = dropout(h); h = ln(h + r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from adopter.dsl.types import (
@@ -221,6 +221,15 @@ class RuleMatcher:
                 yield from self._search(i + 1, chosen, cands, state)
             state.undo(mark)
 
+    def _cast_reads(self, name: str, readers: Sequence[int]) -> bool:
+        """Whether a cast reads `name` (once per forward: every rule's search asks again)."""
+        cast = self.flat.cast_reads.get(name)
+        if cast is None:
+            nodes = self.flat.nodes
+            cast = self.flat.cast_reads[name] = any(
+                (op := nodes[r].op) is not None and is_cast(op) for r in readers)
+        return cast
+
     def _narrow(self, step: OpPattern, cands: list[int], state: _State) -> list[int]:
         """The step's candidates; when an argument is already bound to a value, only its readers."""
         start = 0
@@ -229,8 +238,7 @@ class RuleMatcher:
                 bound = state.env.get(state.var(p.name))
                 if bound is not None and bound[0] == "ref":
                     readers = self.flat.uses_of.get(bound[1], ())
-                    if self.look_through and any(self.flat.nodes[r].op is not None and is_cast(self.flat.nodes[r].op)  # type: ignore[arg-type]
-                           for r in readers):
+                    if self.look_through and self._cast_reads(bound[1], readers):
                         continue  # its readers include the readers of a cast of it
                     if len(readers) < len(cands) - start:
                         members = self._cand_sets.get(id(cands))

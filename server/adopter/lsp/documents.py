@@ -22,12 +22,12 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from adopter.lsp.pipeline import (
-    Change,
     Configured,
     Snapshot,
     analyse_python,
     analyse_rule_file,
     failure,
+    is_rule_file,
 )
 from adopter.lsp.sync import ByteEdit, LineStarts, byte_edit
 from adopter.session import OpenText
@@ -38,9 +38,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def is_rule_file(uri: str, language_id: str | None) -> bool:
-    """`.adl` files and documents the client calls language `adopter` are rule files."""
-    return language_id == "adopter" or uri.endswith(".adl")
+Change = types.TextDocumentContentChangePartial | types.TextDocumentContentChangeWholeDocument
+__all__ = ["Analyses", "Change", "OpenDocument", "is_rule_file"]
 
 
 @dataclass

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lsprotocol import types
-
 from adopter.dsl.types import Architecture, ModuleFile, Problem, Rule
 from adopter.engine.types import Finding
 from adopter.lsp.settings import Settings
@@ -28,8 +26,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["UNAVAILABLE", "Change", "Configured", "Snapshot", "analyse_python", "failure"]
-Change = types.TextDocumentContentChangePartial | types.TextDocumentContentChangeWholeDocument
+__all__ = ["UNAVAILABLE", "Configured", "Snapshot", "analyse_python", "failure", "is_rule_file"]
+
+
+def is_rule_file(uri: str, language_id: str | None) -> bool:
+    """`.adl` files and documents the client calls language `adopter` are rule files."""
+    return language_id == "adopter" or uri.endswith(".adl")
 
 
 def failure(what: str, exc: BaseException) -> Problem:
@@ -112,6 +114,17 @@ def analyse_python(document: OpenText, version: int | None, context: Configured)
             snapshot.problems += analysed.problems[len(analysed.module_file.problems):]
     snapshot.elapsed_ms = (time.perf_counter() - started) * 1000
     return snapshot
+
+
+def published_problems(snapshot: Snapshot, rule_file: bool) -> list[Problem]:
+    """The problems a snapshot publishes as diagnostics, in order."""
+    module_file = snapshot.module_file
+    problems = list(snapshot.problems) + list(module_file.problems if module_file else ())
+    if not rule_file:
+        # A missing engine concerns every Python document; other rule problems (a broken rule file,
+        # a selector matching nothing) are shown once as a message (see `report_rule_problems`).
+        problems += [p for p in snapshot.rule_problems if p.code == UNAVAILABLE]
+    return problems
 
 
 def analyse_rule_file(text: str, path: str | None, version: int | None) -> Snapshot:

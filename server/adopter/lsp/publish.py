@@ -18,11 +18,12 @@ from typing import Any, Protocol
 
 from lsprotocol import types
 
-from adopter.dsl.types import Binding, Problem
+from adopter.dsl.types import Problem
 from adopter.lsp.convert import LspIndex, lsp_finding_diagnostic, lsp_problem_diagnostic
 from adopter.lsp.documents import Analyses, OpenDocument
-from adopter.lsp.pipeline import UNAVAILABLE, Snapshot
+from adopter.lsp.pipeline import UNAVAILABLE, Snapshot, published_problems
 from adopter.lsp.settings import Settings
+from adopter.lsp.wire import module_bindings, severity_override
 
 ANALYSIS_DONE = "adopter/analysisDone"  # custom notification: uri, version, elapsed_ms (for benchmarks)
 
@@ -122,18 +123,11 @@ class Publisher:
                 self.client.show(f"Adopter rules: {problem.render()}")
 
 
-def severity_override(settings: Settings, rule_id: str, family: int) -> str | None:
-    """The user's severity for a rule, by id or by family number."""
-    return settings.severity.get(rule_id) or settings.severity.get(str(family))
-
-
 def build_diagnostics(settings: Settings, doc: OpenDocument, snapshot: Snapshot) -> list[types.Diagnostic]:
     """Every finding and problem of a snapshot as LSP diagnostics."""
     index = LspIndex(snapshot.text)
     module_file = snapshot.module_file
-    bindings: list[Binding] = []
-    for arch in module_file.architectures if module_file else ():
-        bindings.extend(arch.init.bindings if arch.init else ())
+    bindings = module_bindings(module_file)
     # The rule engine hands back the very same Finding for a class the edit did not touch, so in an
     # ASCII text (positions need no line text) its diagnostic is the one published before.
     reuse = index.is_ascii
@@ -149,12 +143,7 @@ def build_diagnostics(settings: Settings, doc: OpenDocument, snapshot: Snapshot)
         published[id(f)] = (f, severity, diagnostic)
         diagnostics.append(diagnostic)
     doc.published = published
-    problems = list(snapshot.problems) + list(module_file.problems if module_file else ())
-    if not doc.rule_file:
-        # A missing engine concerns every Python document; other rule problems (a broken rule file,
-        # a selector matching nothing) are shown once as a message (see `report_rule_problems`).
-        problems += [p for p in snapshot.rule_problems if p.code == UNAVAILABLE]
-    diagnostics += [lsp_problem_diagnostic(p, index) for p in problems]
+    diagnostics += [lsp_problem_diagnostic(p, index) for p in published_problems(snapshot, doc.rule_file)]
     if doc.own_lines is not None:  # a notebook cell reports its own lines; the other cells report theirs
         diagnostics = [d for d in diagnostics if doc.owns(d.range)]
     return diagnostics

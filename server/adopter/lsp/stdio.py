@@ -15,10 +15,12 @@ import os
 import stat
 import sys
 import threading
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-from pygls.io_ import StdoutWriter, run_async
-from pygls.server import JsonRPCServer
+if TYPE_CHECKING:
+    from pygls.server import JsonRPCServer
+
+    from adopter.lsp.early import Handover
 
 log = logging.getLogger(__name__)
 
@@ -51,20 +53,35 @@ def is_pipe(stream: BinaryIO) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-def serve_stdio(server: JsonRPCServer, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+def serve_stdio(
+    server: JsonRPCServer,
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    handover: Handover | None = None,
+) -> None:
     """Serve `server` over stdin/stdout until the client exits (pygls' `start_io`, without the reader
-    thread when stdin is a pipe)."""
+    thread when stdin is a pipe). `handover`: what `adopter.lsp.early` read and answered before (stdin
+    must be a pipe): its bytes are read first, and an `initialize` answer it sent is not sent again."""
+    from pygls.io_ import StdoutWriter, run_async
+
     source = stdin or sys.stdin.buffer
     if not is_pipe(source):
+        if handover is not None:
+            raise ValueError("an early start needs stdin to be a pipe")
         server.start_io(stdin, stdout)
         return
     stop = threading.Event()
     server._stop_event = stop  # pygls' `shutdown` and `exit` handlers set it
-    server.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+    writer = StdoutWriter(stdout or sys.stdout.buffer)
+    if handover is not None and handover.answer is not None:
+        writer = handover.answer.wrap(writer)  # type: ignore[assignment]
+    server.protocol.set_writer(writer)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         stream = asyncio.StreamReader(limit=1 << 20)
+        if handover is not None:
+            stream.feed_data(handover.raw)  # read by the early start: the full server reads them first
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), source)
         await run_async(
             stop_event=stop,
