@@ -288,7 +288,7 @@ class _Opening:
         left to the full server (not a Python file, a rule problem to show)."""
         from pygls.uris import to_fs_path
 
-        from adopter.analysis.analyser import default_reach
+        from adopter.analysis.analyser import deferred_reach
         from adopter.lsp import wire
         from adopter.lsp.pipeline import (
             UNAVAILABLE,
@@ -307,13 +307,12 @@ class _Opening:
                 and isinstance(version, int)) or is_rule_file(uri, language):
             return None  # the full server reports what is wrong with it
         started = time.perf_counter()
-        context = load_rule_context(self.settings, self.root)
+        # As the full server's analyses: a reach of its own that queues names for jedi, never waits.
+        reach = deferred_reach()
+        context = load_rule_context(self.settings, self.root, reach)
         if any(p.code != UNAVAILABLE for p in context.problems):  # the full server shows them as a message
             return None
-        reach = default_reach()
-        if reach is not None:  # as the server's warm-up: an analysis queues names for jedi, never waits
-            reach.deferred = True
-        snapshot = analyse_python(OpenText(text, to_fs_path(uri) if uri.startswith("file:") else None),
+        snapshot = analyse_python(OpenText(text, to_fs_path(uri) if uri.startswith("file:") else None, reach=reach),
                                   version, context)
         index = wire.LspIndex(text)
         bindings = wire.module_bindings(snapshot.module_file)
