@@ -32,7 +32,11 @@ class LocalCluster:
         self.temp = Path(tempfile.mkdtemp(prefix="adopter-ray-", dir="/tmp"))
         self.home = self.temp / "home"
         self.home.mkdir()
-        self.env = dict(env if env is not None else os.environ, HOME=str(self.home), RAY_USAGE_STATS_ENABLED="0")
+        # A local `ray.init` earlier in the calling process leaves RAY_AUTH_MODE=token in its environment,
+        # and `ray start` then refuses to start without a token: this cluster runs without authentication,
+        # and a process that connects to it must say so too (`env`).
+        self.env = dict(env if env is not None else os.environ, HOME=str(self.home), RAY_USAGE_STATS_ENABLED="0",
+                        RAY_AUTH_MODE="disabled")
         self.ray = ray_cli()
         common = [f"--num-cpus={cpus}", f"--object-store-memory={object_store_bytes}", "--disable-usage-stats"]
         try:

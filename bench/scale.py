@@ -167,7 +167,7 @@ def main() -> None:
                              ("pool-warm", ["--jobs", str(args.jobs)], args.jobs, cached)]
                 elif cluster is not None:
                     runs.append(("ray", ["--no-cache", "--ray-address", cluster.address], 2,
-                                 dict(env, HOME=str(cluster.home), RAY_USAGE_STATS_ENABLED="0")))
+                                 dict(env, HOME=str(cluster.home), RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")))
                 for label, extra, workers, run_env in runs:
                     load = os.getloadavg()
                     result = run_check(paths, extra, run_env)

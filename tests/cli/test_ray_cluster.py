@@ -56,6 +56,7 @@ def cluster(head: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> str:
     address, home = head
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # as the cluster (bench/ray_local.py)
     return address
 
 
