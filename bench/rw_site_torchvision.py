@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from oracle.worker import TORCHVISION_SCHEMAS as SCHEMAS  # noqa: E402  (the oracle declares the same ops)
+from oracle.worker import TORCHVISION_SCHEMAS as SCHEMAS  # the oracle declares the same ops
 
 ROOT = Path(__file__).resolve().parents[1]
 MARK = "# adopter-bench: torchvision op schemas"
