@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,11 +62,13 @@ def cluster(head: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _nodes(address: str) -> int:
-    ray.init(address=address, log_to_driver=False)
-    try:
-        return sum(1 for n in ray.nodes() if n["Alive"])
-    finally:
-        ray.shutdown()
+    """The cluster's live nodes, counted from another process: connecting this one to Ray and
+    disconnecting again just before the command under test connects made that connection's objects'
+    owner unreachable once (OwnerDiedError) in a full `pytest -n 2` run."""
+    code = f"import ray; ray.init(address={address!r}, log_to_driver=False); print(sum(1 for n in ray.nodes() if n['Alive']))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return int(result.stdout.strip().splitlines()[-1])
 
 
 def test_check_on_the_cluster_prints_what_one_process_prints(cluster: str, tmp_path: Path,
