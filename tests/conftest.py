@@ -1,0 +1,16 @@
+"""Settings every test process shares.
+
+Ray (2.60) switches token authentication on for a local instance that `ray.init()` starts, records it in
+this process's environment (RAY_AUTH_MODE=token) and keeps the mode for later connections of the same
+process. Tests that start a local instance (the accelerator search's and the oracle's executor tests) and
+the test that starts a two-node cluster (tests/cli/test_ray_cluster.py, without authentication) share a
+pytest-xdist worker in some orders; a later connection then failed (no token for a new instance, or the
+cluster's workers unable to reach the driver: OwnerDiedError). The tests' Ray runs on this machine only,
+without authentication.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["RAY_AUTH_MODE"] = "disabled"
