@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
@@ -550,19 +550,23 @@ class InitAnalysis:
             return text[1:-1]
         return None
 
-    def _table_entry(self, dotted: str, key_text: str) -> str | None:
-        """The layer class `TABLE[key]` names, for a same-file dict literal of layer classes."""
+    def _table_values(self, dotted: str, key_text: str) -> Iterator[Node]:
+        """The values at an evident key of `TABLE[key]`, for a same-file dict literal, in order."""
         if "." in dotted or dotted in self.locals or not self.symbols.is_module_value(dotted):
-            return None
+            return
         key = self._key_text(key_text)
         assignment = self.symbols.values.get(dotted)
         table = assignment.child_by_field_id(Field.RIGHT) if assignment is not None else None
         if key is None or table is None or table.type != "dictionary":
-            return None
+            return
         for pair in table.named_children:
             k, v = pair.child_by_field_id(Field.KEY), pair.child_by_field_id(Field.VALUE)
-            if pair.type != "pair" or k is None or v is None or self._key_text(self.src.text(k)) != key:
-                continue
+            if pair.type == "pair" and k is not None and v is not None and self._key_text(self.src.text(k)) == key:
+                yield v
+
+    def _table_entry(self, dotted: str, key_text: str) -> str | None:
+        """The layer class `TABLE[key]` names, for a same-file dict literal of layer classes."""
+        for v in self._table_values(dotted, key_text):
             name = dotted_text(v, self.src)
             root = name.split(".")[0] if name is not None else ""
             if name is not None and (self.symbols.has_class(name) or (
@@ -570,8 +574,8 @@ class InitAnalysis:
                 return self._qualify_callee(name)
         return None
 
-    def _getattr_class(self, call: Node) -> str | None:
-        """`getattr(nn, "GELU")` (or a parameter defaulting to it): the layer class it names."""
+    def _getattr_args(self, call: Node) -> tuple[str, str] | None:
+        """(owner, name) of `getattr(owner, "Name")`, the name a literal or a parameter's literal default."""
         func = call.child_by_field_id(Field.FUNCTION)
         args_node = call.child_by_field_id(Field.ARGUMENTS)
         if func is None or self.src.text(func) != "getattr" or args_node is None:
@@ -579,9 +583,14 @@ class InitAnalysis:
         args = [a for a in args_node.named_children if a.type != "comment"]
         owner = dotted_text(args[0], self.src) if len(args) == 2 else None
         key = self._key_text(self.src.text(args[1])) if owner is not None else None
-        if owner is None or key is None or not key[:1].isupper() or not self.symbols.is_imported(owner.split(".")[0]):
+        return (owner, key) if owner is not None and key is not None else None
+
+    def _getattr_class(self, call: Node) -> str | None:
+        """`getattr(nn, "GELU")` (or a parameter defaulting to it): the layer class it names."""
+        found = self._getattr_args(call)
+        if found is None or not found[1][:1].isupper() or not self.symbols.is_imported(found[0].split(".")[0]):
             return None
-        return self.symbols.qualify(f"{owner}.{key}")
+        return self.symbols.qualify(f"{found[0]}.{found[1]}")
 
     def _qualify_callee(self, dotted: str) -> str:
         return dotted if self.symbols.has_class(dotted) else self.symbols.qualify(dotted)
@@ -595,19 +604,13 @@ class InitAnalysis:
 
     def _getattr_function(self, call: Node) -> str | None:
         """`getattr(F, "gelu")` (or a parameter defaulting to `"gelu"`): the activation function it names."""
-        func = call.child_by_field_id(Field.FUNCTION)
-        args_node = call.child_by_field_id(Field.ARGUMENTS)
-        if func is None or self.src.text(func) != "getattr" or args_node is None:
-            return None
-        args = [a for a in args_node.named_children if a.type != "comment"]
-        owner = dotted_text(args[0], self.src) if len(args) == 2 else None
-        key = self._key_text(self.src.text(args[1])) if owner is not None else None
-        return self._function_value(f"{owner}.{key}") if key is not None else None
+        found = self._getattr_args(call)
+        return self._function_value(f"{found[0]}.{found[1]}") if found is not None else None
 
     def _table_function(self, dotted: str, key_text: str) -> str | None:
         """The activation function `TABLE[key]` names, for a same-file dict literal and a key evident here."""
-        if "." in dotted or dotted in self.locals or not self.symbols.is_module_value(dotted):
-            return None
+        first = next(self._table_values(dotted, key_text), None)
+        return self._function_value(dotted_text(first, self.src)) if first is not None else None
         key = self._key_text(key_text)
         assignment = self.symbols.values.get(dotted)
         table = assignment.child_by_field_id(Field.RIGHT) if assignment is not None else None
