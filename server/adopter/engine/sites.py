@@ -258,7 +258,8 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
     elif rule.targets and not offered:
         needs = "; ".join(f"{t.name}: {_needs(t.devices, t.packages, t.torch)}" for t in rule.targets)
         fixable, reason = False, f"no target is available in this environment ({needs})"
-    elif (spelled := _spelling_reason(ops, einsum=rule.replacement.strategy in EINSUM_AWARE_STRATEGIES)) is not None:
+    elif (spelled := _spelling_reason(ops, einsum=rule.replacement.strategy in EINSUM_AWARE_STRATEGIES,
+                                      sequential=rule.replacement.strategy in SEQUENTIAL_AWARE_STRATEGIES)) is not None:
         fixable, reason = False, spelled
     elif (resolved := subclass_reason(m.bindings) or chosen_class_reason(ops)) is not None:
         fixable, reason = False, resolved
@@ -279,9 +280,10 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
     )
 
 
-def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False) -> str | None:
+def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool = False) -> str | None:
     """Why a match written in a spelling the rewrites cannot edit has no automatic fix, else None; with
-    `einsum`, the rule's strategy reads `einsum` products itself (and declines the ones it cannot)."""
+    `einsum`, the rule's strategy reads `einsum` products itself (and declines the ones it cannot); with
+    `sequential`, it rewrites children of an `nn.Sequential` itself."""
     for op in ops:
         origin = op.origin
         if origin is None:
@@ -289,6 +291,9 @@ def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False) -> str | None:
         if _unrolled(op):
             return (f"the matched layer `{op.target}` sits inside the submodule `{origin.target}`; Adopter does "
                     "not rewrite across a submodule's boundary, so change it by hand")
+        if sequential and origin.kind is OpKind.MODULE and (
+                (origin.target == SEQUENTIAL and not origin.args) or op.target.startswith(origin.target + "[")):
+            continue
         if origin.kind is OpKind.MODULE and origin.target == SEQUENTIAL and not origin.args:
             return ("the matched layers are built inside an nn.Sequential(...) outside any forward; Adopter "
                     "does not rewrite inside a Sequential, so change it by hand")
@@ -328,6 +333,9 @@ STRUCTURE_AWARE_STRATEGIES = frozenset({"sdpa_chain", "fuse_qkv"})
 # -> b h i j", q, k)` is q·kᵀ with q and k as SDPA takes them).
 EINSUM_AWARE_STRATEGIES = frozenset({"sdpa_chain"})
 _EINSUM = frozenset({"torch.einsum", "einops.einsum"})
+# Strategies that rewrite a match whose layers are children of an `nn.Sequential` (`fold_conv_bn`: the
+# Sequential is built as a subclass that folds each Conv -> BatchNorm pair, keeping every child and key).
+SEQUENTIAL_AWARE_STRATEGIES = frozenset({"fold_conv_bn"})
 
 
 def _straddle_reason(flat: FlatForward, m: RawMatch, aware: bool = False) -> str | None:

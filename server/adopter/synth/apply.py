@@ -171,7 +171,11 @@ def _module_code_splice(parsed: ParsedText, lines: Sequence[str], mc: ModuleCode
 
 
 def _splice(lines: list[str], splices: list[Splice], crlf: bool) -> str:
-    ordered = sorted(splices, key=lambda s: (s.start, s.end, s.order))
+    # Fixes of several sites may record the same replacement (one Sequential's callee for each of its
+    # Conv -> BatchNorm pairs): identical replacements are one edit, not an overlap.
+    replacements = {s for s in splices if s.start < s.end}
+    insertions = [s for s in splices if s.start == s.end]
+    ordered = sorted([*replacements, *insertions], key=lambda s: (s.start, s.end, s.order))
     prev_end = -1
     for s in ordered:
         if s.start < prev_end:

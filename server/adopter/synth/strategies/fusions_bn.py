@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from adopter.synth.registry import SynthContext, strategy
+from adopter.synth.strategies.conv_bn_sequential import fold_in_sequential, sequential_origin
 from adopter.synth.strategies.fusions_chain import (
     binding_path,
     ensure_helper,
@@ -61,18 +62,26 @@ def folded_linear_bn(x, layer, bn):
 '''
 
 
+def _helper(ctx: SynthContext, name: str, tag: str, template: str) -> str:
+    return ensure_helper(ctx, name, tag, template.replace("{FOLD}", _FOLD_SCALE_SHIFT.strip("\n")))
+
+
 def _fold(ctx: SynthContext, name: str, tag: str, template: str) -> None:
     layer = binding_path(ctx, "layer")
     bn = binding_path(ctx, "bn")
     x = value_text(ctx, "x")
-    code = template.replace("{FOLD}", _FOLD_SCALE_SHIFT.strip("\n"))
-    helper = ensure_helper(ctx, name, tag, code)
+    helper = _helper(ctx, name, tag, template)
     rewrite_chain(ctx, f"{helper}({x}, {layer}, {bn})")
 
 
 @strategy("fold_conv_bn")
 def fold_conv_bn(ctx: SynthContext) -> None:
-    """`bn(conv(x))` → `folded_conv_bn(x, conv, bn)` (`$layer`, `$bn`, `$x`)."""
+    """`bn(conv(x))` → `folded_conv_bn(x, conv, bn)` (`$layer`, `$bn`, `$x`); a pair of children of an
+    `nn.Sequential` → that Sequential built as `FoldedConvBnSequential` (same children and keys)."""
+    origin = sequential_origin(ctx)
+    if origin is not None:
+        fold_in_sequential(ctx, origin, _helper(ctx, "folded_conv_bn", "conv-bn", _CONV_BN))
+        return
     _fold(ctx, "folded_conv_bn", "conv-bn", _CONV_BN)
 
 

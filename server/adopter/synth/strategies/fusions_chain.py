@@ -215,8 +215,10 @@ def _function_end(ctx: SynthContext, line: int) -> int:
     return end
 
 
-def _check_dead(ctx: SynthContext, chain: Sequence[Op], deleted: Sequence[Span], final: Op) -> None:
-    """Decline when a value computed by a deleted statement is read outside the chain.
+def _check_dead(ctx: SynthContext, chain: Sequence[Op], deleted: Sequence[Span], final: Op,
+                spelled: dict[Span, set[str]] | None = None) -> None:
+    """Decline when a value computed by a deleted statement is read outside the chain (`spelled`: the
+    names each deleted statement binds as written, where the analysis renamed them).
 
     The rules' guards already ask for this; reading the text as well also catches uses the analysis
     does not model (stores such as `self.cache = h`, `out[0] = h`).
@@ -229,6 +231,9 @@ def _check_dead(ctx: SynthContext, chain: Sequence[Op], deleted: Sequence[Span],
     final_outputs = set(final.outputs) | {
         out for op in chain if op.stmt_span == final.stmt_span for out in op.outputs
     }
+    bound = re.match(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]", ctx.statement_text(final.stmt_span))
+    if bound is not None:
+        final_outputs.add(bound.group(1))
     for stmt in deleted:
         # What the deleted statement reads is now read at the final statement: it must not change between.
         try:
@@ -245,6 +250,7 @@ def _check_dead(ctx: SynthContext, chain: Sequence[Op], deleted: Sequence[Span],
                 if line not in chain_lines and assign.search(lines[line].split("#")[0]):
                     ctx.decline(f"`{name}` is reassigned on line {line + 1}, between the statements to fuse")
         names = {out for op in chain if op.stmt_span == stmt for out in op.outputs if not out.startswith("%")}
+        names |= (spelled or {}).get(stmt, set())
         for name in names:
             pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
             stop = final.stmt_span.start_line if name in final_outputs else last + 1
@@ -267,6 +273,7 @@ def rewrite_chain(ctx: SynthContext, new_expr: str, ops: Sequence[Op] | None = N
     final = chain[-1]
     final_stmt = final.stmt_span
     deleted: list[Span] = []
+    spelled: dict[Span, set[str]] = {}  # the names each deleted statement binds, as written
     for op in chain[:-1]:
         if final.span.contains(op.span):
             continue
@@ -285,16 +292,21 @@ def rewrite_chain(ctx: SynthContext, new_expr: str, ops: Sequence[Op] | None = N
         outer = outers[0]
         stmt_text = ctx.statement_text(stmt)
         op_text = ctx.text(outer.span)
-        targets = " *, *".join(re.escape(out) for out in outer.outputs)
-        if not re.fullmatch(rf"\(?\s*{targets}\s*,?\s*\)?\s*=\s*\(?\s*{re.escape(op_text)}\s*\)?", stmt_text, re.S):
+        # A helper inlined into the forward binds its locals under temporary names (`%1`): the statement
+        # then binds whatever name it spells, which the dead-value check below reads instead.
+        targets = " *, *".join(r"([A-Za-z_]\w*)" if out.startswith("%") else f"({re.escape(out)})"
+                               for out in outer.outputs)
+        shape = re.fullmatch(rf"\(?\s*{targets}\s*,?\s*\)?\s*=\s*\(?\s*{re.escape(op_text)}\s*\)?", stmt_text, re.S)
+        if shape is None:
             ctx.decline("a statement of the pattern does more than compute the fused chain")
+        spelled[stmt] = set(shape.groups())
         if not _statement_lines_alone(ctx, stmt) or not _statement_lines_alone(ctx, final_stmt):
             ctx.decline("a statement of the pattern shares its line with other code")
         if ctx.line_indent(stmt) != ctx.line_indent(final_stmt):
             ctx.decline("the pattern's statements are in different blocks")
         deleted.append(stmt)
 
-    _check_dead(ctx, chain, deleted, final)
+    _check_dead(ctx, chain, deleted, final, spelled)
 
     # Rebuild the region from the first deleted statement to the final one.
     first = min([final_stmt, *deleted], key=_start)
