@@ -36,7 +36,7 @@ sys.path.append(str(REPO / "bench"))  # bench/tf435.py: where transformers 4.35.
 from tf435 import TF435, unusable_reason  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parent))
-from conv_bn_sources import MAX_VIT_MBCONV, OPEN_CLIP_BOTTLENECK, TORCHVISION_RESNET  # noqa: E402
+from real_sources import MAX_VIT_MBCONV, OPEN_CLIP_BOTTLENECK, TIMM_SWIGLU, TORCHVISION_RESNET  # noqa: E402
 
 CPU = Environment(device="cpu", packages=frozenset(), torch_version="2.13.0")
 # Rules offered on CUDA only (f06) are synthesized for a CUDA environment; the tests still run on CPU.
@@ -558,7 +558,7 @@ CASES = [
          atol=1e-5),
     Case("up-first-functional-gelu", "f14-swiglu", GATED_MLP_UP_FIRST, "Expert", (8, 24), randn(2, 3, 8),
          atol=1e-5),
-    # Conv -> BatchNorm pairs built inside an nn.Sequential, folded in place (real classes, conv_bn_sources.py):
+    # Conv -> BatchNorm pairs built inside an nn.Sequential, folded in place (real classes, real_sources.py):
     # the stem and blocks, and `_make_layer`'s downsample Sequential, with a BatchNorm and with a GroupNorm
     # passed as `norm_layer` (which must run unfolded).
     Case("torchvision-resnet", "f07-conv-bn", TORCHVISION_RESNET + SMALL_RESNET, "small_resnet", (),
@@ -569,6 +569,8 @@ CASES = [
          randn(2, 8, 8, 8), atol=1e-5, rtol=1e-4, sites=4, skips=1),
     Case("max-vit-mbconv", "f07-conv-bn", MAX_VIT_MBCONV + MBCONV, "mbconv", (8, 8, False), randn(2, 8, 8, 8),
          atol=1e-5, rtol=1e-4, sites=3),
+    # timm's SwiGLU: `init_weights` reads the gate's weight and bias; the fix rewrites them as the fused halves.
+    Case("timm-swiglu-init-weights", "f14-swiglu", TIMM_SWIGLU, "swiglu", (8, 24), randn(2, 3, 8), atol=1e-5),
     Case("max-vit-mbconv-downsample", "f07-conv-bn", MAX_VIT_MBCONV + MBCONV, "mbconv", (8, 16, True),
          randn(2, 8, 8, 8), atol=1e-5, rtol=1e-4, sites=3),
 ]
@@ -797,3 +799,21 @@ def test_sequential_pairs_fold_in_eval_and_keep_their_keys(source: str, factory:
     with torch.no_grad():
         rewritten(torch.randn(2, 3 if factory == "small_resnet" else 8, 32, 32))
     assert len(norms) - len({id(m) for m in ran}) == folded
+
+
+def test_gate_init_through_the_fused_halves_sets_what_the_original_set() -> None:
+    """timm's SwiGLU.init_weights, rewritten to the fused Linear's first half: the checkpoint it saves holds
+    the gate the original's init made (bias ones, weight near zero) and the up projection as constructed."""
+    source = textwrap.dedent(TIMM_SWIGLU)
+    new_source, _, reasons = fix(source, rules_of("f14-swiglu"))
+    assert new_source is not None and not reasons, reasons
+    assert "self.fc1_g.bias" not in new_source and ".bias[: self." in new_source
+    torch.manual_seed(0)
+    original = load(source, "init_old")["swiglu"](8, 24)
+    torch.manual_seed(0)
+    rewritten = load(new_source, "init_new")["swiglu"](8, 24)
+    state = rewritten.state_dict()
+    assert sorted(state) == sorted(original.state_dict())
+    assert torch.equal(state["fc1_g.bias"], torch.ones(24))
+    assert state["fc1_g.weight"].abs().max() < 1e-4
+    assert state["fc1_x.weight"].abs().max() > 1e-2  # the up half keeps its default init

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from adopter.dsl.types import Binding, Ctor, OpKind
+from adopter.dsl.types import Binding, Ctor, OpKind, Span
 from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.checkpoint_hooks import ensure_checkpoint_hooks
 from adopter.synth.strategies.fusions_chain import (
@@ -74,6 +74,40 @@ def _uses(source: str, attr: str) -> int:
     return len(re.findall(rf"\.{re.escape(attr)}\b", source))
 
 
+def _parameter_uses(ctx: SynthContext, binding: Binding) -> tuple[list[Span], int]:
+    """Each line's stretch of `self.<attr>.weight` / `.bias` reads inside the class that binds `attr`
+    (one span per line, from the first to the last such read), outside the binding itself, none of them
+    assigned to; and how many such reads there are (fewer than the other uses: some use is of another
+    kind)."""
+    lines = ctx.source.split("\n")
+    first, last = _class_lines(ctx, binding.span.start_line)
+    read = re.compile(rf"(?<![\w.])self\.{re.escape(binding.attr)}\.(?:weight|bias)\b(?!\s*(?:[-+*/@%&|^]|//|\*\*)?=(?!=))")
+    spans: list[Span] = []
+    count = 0
+    for line in range(first, last + 1):
+        if binding.span.start_line <= line <= binding.span.end_line:
+            continue
+        code = lines[line].split("#")[0]
+        found = list(read.finditer(code))
+        count += len(found)
+        if found:
+            spans.append(Span(line, found[0].start(), line, found[-1].end()))
+    return spans, count
+
+
+def _class_lines(ctx: SynthContext, line: int) -> tuple[int, int]:
+    """The first and last line (0-based) of the top-level class holding `line`."""
+    try:
+        tree = ast.parse(ctx.source)
+    except SyntaxError:
+        ctx.decline("the file does not parse")
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.lineno - 1 <= line <= (node.end_lineno or 0) - 1:
+            return node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    ctx.decline("the projection is not bound inside a top-level class")
+    raise AssertionError
+
+
 @strategy("fuse_gate_up")
 def fuse_gate_up(ctx: SynthContext) -> None:
     """Fuse the gate and up Linears of a gated MLP into one (`$gate`, `$up`, `$act`, `$x`)."""
@@ -88,10 +122,15 @@ def fuse_gate_up(ctx: SynthContext) -> None:
     gate_text = ctx.statement_text(gate.span)
     if ast.dump(gate_call) != ast.dump(up_call):
         ctx.decline("the gate and up projections are built with different arguments")
-    # Other uses of the separate layers (tensor-parallel slicing, weight init) would break.
+    # Other uses of the separate layers would break, except their weight and bias read through `self.` in
+    # this class (an `init_weights` that sets the gate's init): those become the fused tensors' halves.
+    views: list[tuple[Binding, list[Span]]] = []
     for binding in (gate, up):
-        if _uses(ctx.source, binding.attr) != 2:
+        extra = _uses(ctx.source, binding.attr) - 2
+        spans, reads = _parameter_uses(ctx, binding) if extra else ([], 0)
+        if reads != extra:
             ctx.decline(f"self.{binding.attr} is used elsewhere in the file; fusing it would break that code")
+        views.append((binding, spans))
     out_node = gate_call.args[1] if len(gate_call.args) >= 2 else None
     keyword = next((k for k in gate_call.keywords if k.arg == "out_features"), None)
     if out_node is None and keyword is not None:
@@ -112,3 +151,10 @@ def fuse_gate_up(ctx: SynthContext) -> None:
     ctx.replace_binding(gate.span, f"self.{fused_attr} = {new_call}")
     ctx.replace_binding(up.span, f'{hooks}(self, "{fused_attr}", ("{gate.attr}", "{up.attr}"))')
     rewrite_chain(ctx, f"{helper}(self.{fused_attr}({x}), {act})")
+    half = f"self.{fused_attr}.out_features // 2"
+    for part, (binding, spans) in enumerate(views):
+        rows = f"[: {half}]" if part == 0 else f"[{half} :]"
+        for span in spans:
+            text = ctx.text(span)
+            ctx.replace_expression(span, re.sub(rf"self\.{re.escape(binding.attr)}\.(weight|bias)\b",
+                                                rf"self.{fused_attr}.\1{rows}", text))

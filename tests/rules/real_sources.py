@@ -1,5 +1,6 @@
-"""Real classes with Conv -> BatchNorm pairs built inside an `nn.Sequential` (family 7), copied verbatim from
-the real-world set's packages for the equivalence tests of the in-place fold (`tests/rules/test_fusions.py`).
+"""Real classes copied verbatim from the real-world set's packages, for the equivalence tests of
+`tests/rules/test_fusions.py`: Conv -> BatchNorm pairs built inside an `nn.Sequential` (family 7, the
+in-place fold), and a gated MLP whose gate projection's weight and bias an `init_weights` sets (family 14).
 """
 
 # torchvision 0.20.1, torchvision/models/resnet.py: conv3x3, conv1x1, BasicBlock, Bottleneck, ResNet
@@ -358,7 +359,7 @@ class Dropsample(nn.Module):
     def __init__(self, prob = 0):
         super().__init__()
         self.prob = prob
-  
+
     def forward(self, x):
         device = x.device
 
@@ -397,4 +398,70 @@ def MBConv(
         net = MBConvResidual(net, dropout = dropout)
 
     return net
+"""
+
+# timm 1.0.12, timm/layers/mlp.py: SwiGLU (its `init_weights` sets the gate projection's bias to ones and its
+# weight near zero); `to_2tuple` as timm/layers/helpers.py defines it (`_ntuple(2)`).
+TIMM_SWIGLU = """
+import collections.abc
+from itertools import repeat
+
+from torch import nn as nn
+
+
+def to_2tuple(x):
+    if isinstance(x, collections.abc.Iterable) and not isinstance(x, str):
+        return tuple(x)
+    return tuple(repeat(x, 2))
+
+
+class SwiGLU(nn.Module):
+    ''' SwiGLU
+    NOTE: GluMLP above can implement SwiGLU, but this impl has split fc1 and
+    better matches some other common impl which makes mapping checkpoints simpler.
+    '''
+    def __init__(
+            self,
+            in_features,
+            hidden_features=None,
+            out_features=None,
+            act_layer=nn.SiLU,
+            norm_layer=None,
+            bias=True,
+            drop=0.,
+    ):
+        super().__init__()
+        out_features = out_features or in_features
+        hidden_features = hidden_features or in_features
+        bias = to_2tuple(bias)
+        drop_probs = to_2tuple(drop)
+
+        self.fc1_g = nn.Linear(in_features, hidden_features, bias=bias[0])
+        self.fc1_x = nn.Linear(in_features, hidden_features, bias=bias[0])
+        self.act = act_layer()
+        self.drop1 = nn.Dropout(drop_probs[0])
+        self.norm = norm_layer(hidden_features) if norm_layer is not None else nn.Identity()
+        self.fc2 = nn.Linear(hidden_features, out_features, bias=bias[1])
+        self.drop2 = nn.Dropout(drop_probs[1])
+
+    def init_weights(self):
+        # override init of fc1 w/ gate portion set to weight near zero, bias=1
+        nn.init.ones_(self.fc1_g.bias)
+        nn.init.normal_(self.fc1_g.weight, std=1e-6)
+
+    def forward(self, x):
+        x_gate = self.fc1_g(x)
+        x = self.fc1_x(x)
+        x = self.act(x_gate) * x
+        x = self.drop1(x)
+        x = self.norm(x)
+        x = self.fc2(x)
+        x = self.drop2(x)
+        return x
+
+
+def swiglu(*args):
+    module = SwiGLU(*args)
+    module.init_weights()
+    return module
 """
