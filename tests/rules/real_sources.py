@@ -1,6 +1,7 @@
 """Real classes copied verbatim from the real-world set's packages, for the equivalence tests of
 `tests/rules/test_fusions.py`: Conv -> BatchNorm pairs built inside an `nn.Sequential` (family 7, the
-in-place fold), and a gated MLP whose gate projection's weight and bias an `init_weights` sets (family 14).
+in-place fold), a gated MLP whose gate projection's weight and bias an `init_weights` sets (family 14), and q/k/v
+projections passed as three arguments of one call (family 9).
 """
 
 # torchvision 0.20.1, torchvision/models/resnet.py: conv3x3, conv1x1, BasicBlock, Bottleneck, ResNet
@@ -464,4 +465,29 @@ def swiglu(*args):
     module = SwiGLU(*args)
     module.init_weights()
     return module
+"""
+
+# ultralytics, ultralytics/nn/modules/transformer.py: TransformerLayer (q, k, v projections passed as the
+# three arguments of nn.MultiheadAttention's call, in one statement).
+ULTRALYTICS_TRANSFORMER_LAYER = """
+import torch.nn as nn
+
+
+class TransformerLayer(nn.Module):
+    '''Transformer layer https://arxiv.org/abs/2010.11929 (LayerNorm layers removed for better performance).'''
+
+    def __init__(self, c, num_heads):
+        '''Initializes a self-attention mechanism using linear transformations and multi-head attention.'''
+        super().__init__()
+        self.q = nn.Linear(c, c, bias=False)
+        self.k = nn.Linear(c, c, bias=False)
+        self.v = nn.Linear(c, c, bias=False)
+        self.ma = nn.MultiheadAttention(embed_dim=c, num_heads=num_heads)
+        self.fc1 = nn.Linear(c, c, bias=False)
+        self.fc2 = nn.Linear(c, c, bias=False)
+
+    def forward(self, x):
+        '''Apply a transformer block to the input x and return the output.'''
+        x = self.ma(self.q(x), self.k(x), self.v(x))[0] + x
+        return self.fc2(self.fc1(x)) + x
 """

@@ -36,7 +36,13 @@ sys.path.append(str(REPO / "bench"))  # bench/tf435.py: where transformers 4.35.
 from tf435 import TF435, unusable_reason  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parent))
-from real_sources import MAX_VIT_MBCONV, OPEN_CLIP_BOTTLENECK, TIMM_SWIGLU, TORCHVISION_RESNET  # noqa: E402
+from real_sources import (  # noqa: E402
+    MAX_VIT_MBCONV,
+    OPEN_CLIP_BOTTLENECK,
+    TIMM_SWIGLU,
+    TORCHVISION_RESNET,
+    ULTRALYTICS_TRANSFORMER_LAYER,
+)
 
 CPU = Environment(device="cpu", packages=frozenset(), torch_version="2.13.0")
 # Rules offered on CUDA only (f06) are synthesized for a CUDA environment; the tests still run on CPU.
@@ -571,6 +577,9 @@ CASES = [
          atol=1e-5, rtol=1e-4, sites=3),
     # timm's SwiGLU: `init_weights` reads the gate's weight and bias; the fix rewrites them as the fused halves.
     Case("timm-swiglu-init-weights", "f14-swiglu", TIMM_SWIGLU, "swiglu", (8, 24), randn(2, 3, 8), atol=1e-5),
+    # ultralytics' TransformerLayer: q, k, v as the three arguments of one call (sequence-first inputs).
+    Case("ultralytics-qkv-arguments", "f09-fused-qkv", ULTRALYTICS_TRANSFORMER_LAYER, "TransformerLayer", (16, 4),
+         randn(5, 2, 16), atol=1e-5, rtol=1e-4),
     Case("max-vit-mbconv-downsample", "f07-conv-bn", MAX_VIT_MBCONV + MBCONV, "mbconv", (8, 16, True),
          randn(2, 8, 8, 8), atol=1e-5, rtol=1e-4, sites=3),
 ]

@@ -17,6 +17,7 @@ from adopter.dsl.types import Binding, Ctor, Op, OpKind, Span
 from adopter.parsed import ParsedText
 from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.checkpoint_hooks import ensure_checkpoint_hooks, ensure_split_checkpoint_hooks
+from adopter.synth.strategies.fusions_chain import is_simple
 
 
 @strategy("fuse_qkv")
@@ -43,7 +44,8 @@ def fuse_qkv(ctx: SynthContext) -> None:
     if len(ctor_texts) != 1 and widths is None:
         ctx.decline("the three Linears differ in more than their out_features (input size, bias or other arguments)")
     attrs = [b.attr for b in bindings]
-    statements = _forward_statements(ctx, tree, linears)
+    arguments = _argument_run(ctx, linears) if len({op.stmt_span for op in linears}) == 1 else None
+    statements = _forward_statements(ctx, tree, linears) if arguments is None else None
     _refuse_other_uses(ctx, attrs, own)
 
     cls = _enclosing_class(parsed, tree, bindings[0].span.start_line + 1)
@@ -74,10 +76,43 @@ def fuse_qkv(ctx: SynthContext) -> None:
         for b in bindings:
             if b is not first:
                 ctx.replace_binding(b.span, "")
-    if statements is not None:
+    if arguments is not None:
+        ctx.replace_expression(arguments, f"*self.{fused}({_input_text(ctx, linears[0])}).{split}")
+    elif statements is not None:
         ctx.replace_statements(statements, _projection_code(ctx, linears, fused, split))
     else:
         _apart_projection_edits(ctx, linears, fused, split)
+
+
+def _argument_run(ctx: SynthContext, linears: list[Op]) -> Span:
+    """The three projections called in one statement as consecutive positional arguments of one call, in
+    the fused order, on one simple input (`self.ma(self.q(x), self.k(x), self.v(x))`): the span from the
+    first to the third, which `*self.qkv(x).chunk(3, dim=-1)` replaces (the input read once, not thrice)."""
+    stmt = linears[0].stmt_span
+    text = ctx.text(stmt)
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        ctx.decline("two projections share one statement, which could not be read")
+    lines = text.split("\n")
+
+    def at(line: int, offset: int) -> tuple[int, int]:  # ast positions in the statement -> the file's
+        col = len(lines[line - 1].encode("utf-8")[:offset].decode("utf-8", errors="replace"))
+        return stmt.start_line + line - 1, col + (stmt.start_col if line == 1 else 0)
+
+    wanted = [(op.span.start_line, op.span.start_col, op.span.end_line, op.span.end_col) for op in linears]
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for i in range(len(node.args) - 2):
+            run = node.args[i : i + 3]
+            spans = [(*at(a.lineno, a.col_offset), *at(a.end_lineno or a.lineno, a.end_col_offset or 0)) for a in run]
+            if spans == wanted:
+                if not is_simple(_input_text(ctx, linears[0])):
+                    ctx.decline("the projections' input is an expression, read once per projection")
+                return Span(spans[0][0], spans[0][1], spans[2][2], spans[2][3])
+    ctx.decline("two projections share one statement, not as three consecutive arguments of one call in q, k, v order")
+    raise AssertionError("unreachable")
 
 
 def _binding_of(ctx: SynthContext, op: Op) -> Binding:
