@@ -1,7 +1,8 @@
 """Real classes copied verbatim from the real-world set's packages, for the equivalence tests of
 `tests/rules/test_fusions.py`: Conv -> BatchNorm pairs built inside an `nn.Sequential` (family 7, the
-in-place fold), a gated MLP whose gate projection's weight and bias an `init_weights` sets (family 14), and q/k/v
-projections passed as three arguments of one call (family 9).
+in-place fold), a gated MLP whose gate projection's weight and bias an `init_weights` sets (family 14), q/k/v
+projections passed as three arguments of one call (family 9), and a gated MLP whose subclass runs the
+inherited projections with another activation (family 14).
 """
 
 # torchvision 0.20.1, torchvision/models/resnet.py: conv3x3, conv1x1, BasicBlock, Bottleneck, ResNet
@@ -490,4 +491,49 @@ class TransformerLayer(nn.Module):
         '''Apply a transformer block to the input x and return the output.'''
         x = self.ma(self.q(x), self.k(x), self.v(x))[0] + x
         return self.fc2(self.fc1(x)) + x
+"""
+
+# litgpt 0.5.4, litgpt/model.py: LLaMAMLP and GemmaMLP (GemmaMLP's forward runs LLaMAMLP's projections with
+# `gelu(..., approximate=self.config.gelu_approximate)`); litgpt's Config reduced to the fields they read.
+LITGPT_MLPS = """
+import torch
+import torch.nn as nn
+
+
+class Config:
+    def __init__(self, n_embd, intermediate_size, bias, gelu_approximate="none"):
+        self.n_embd, self.intermediate_size, self.bias = n_embd, intermediate_size, bias
+        self.gelu_approximate = gelu_approximate
+
+
+class LLaMAMLP(nn.Module):
+    def __init__(self, config: Config) -> None:
+        super().__init__()
+        self.fc_1 = nn.Linear(config.n_embd, config.intermediate_size, bias=config.bias)
+        self.fc_2 = nn.Linear(config.n_embd, config.intermediate_size, bias=config.bias)
+        self.proj = nn.Linear(config.intermediate_size, config.n_embd, bias=config.bias)
+
+        self.config = config
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x_fc_1 = self.fc_1(x)
+        x_fc_2 = self.fc_2(x)
+        x = torch.nn.functional.silu(x_fc_1) * x_fc_2
+        return self.proj(x)
+
+
+class GemmaMLP(LLaMAMLP):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x_fc_1 = self.fc_1(x)
+        x_fc_2 = self.fc_2(x)
+        x = torch.nn.functional.gelu(x_fc_1, approximate=self.config.gelu_approximate) * x_fc_2
+        return self.proj(x)
+
+
+def llama_mlp(n_embd, intermediate_size, bias):
+    return LLaMAMLP(Config(n_embd, intermediate_size, bias))
+
+
+def gemma_mlp(n_embd, intermediate_size, bias, approximate):
+    return GemmaMLP(Config(n_embd, intermediate_size, bias, approximate))
 """

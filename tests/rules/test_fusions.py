@@ -37,6 +37,7 @@ from tf435 import TF435, unusable_reason  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parent))
 from real_sources import (  # noqa: E402
+    LITGPT_MLPS,
     MAX_VIT_MBCONV,
     OPEN_CLIP_BOTTLENECK,
     TIMM_SWIGLU,
@@ -580,6 +581,11 @@ CASES = [
     # ultralytics' TransformerLayer: q, k, v as the three arguments of one call (sequence-first inputs).
     Case("ultralytics-qkv-arguments", "f09-fused-qkv", ULTRALYTICS_TRANSFORMER_LAYER, "TransformerLayer", (16, 4),
          randn(5, 2, 16), atol=1e-5, rtol=1e-4),
+    # litgpt's LLaMAMLP and GemmaMLP(LLaMAMLP): both forwards fused with the inherited projections.
+    Case("litgpt-llama-mlp", "f14-swiglu", LITGPT_MLPS, "llama_mlp", (8, 24, True), randn(2, 3, 8), atol=1e-5,
+         sites=2),
+    Case("litgpt-gemma-mlp", "f14-swiglu", LITGPT_MLPS, "gemma_mlp", (8, 24, False, "tanh"), randn(2, 3, 8),
+         atol=1e-5, sites=2),
     Case("max-vit-mbconv-downsample", "f07-conv-bn", MAX_VIT_MBCONV + MBCONV, "mbconv", (8, 16, True),
          randn(2, 8, 8, 8), atol=1e-5, rtol=1e-4, sites=3),
 ]
@@ -777,9 +783,19 @@ def test_an_input_reassigned_between_the_fused_statements_blocks_the_rewrite() -
     assert any("`x` is reassigned on line 13" in r for r in reasons), reasons
 
 
-def test_gated_mlp_with_a_keyword_activation_call_is_declined() -> None:
-    # `F.gelu(g, approximate="tanh")` is not one function the helper can be handed as `act`.
+def test_gated_mlp_with_a_keyword_activation_call_passes_it_bound() -> None:
+    # `F.gelu(g, approximate="tanh")` is handed to the helper as `lambda gate: F.gelu(gate, approximate="tanh")`.
     source = GATED_MLP_FUNCTIONAL.replace("F.silu(self.w1(x))", 'F.gelu(self.w1(x), approximate="tanh")')
+    new_source, count, reasons = fix(textwrap.dedent(source), rules_of("f14-swiglu"))
+    assert new_source is not None and count == 1 and not reasons, reasons
+    assert 'lambda gate: F.gelu(gate, approximate="tanh")' in new_source
+    _compare(Case("keyword-gelu", "f14-swiglu", textwrap.dedent(source), "FeedForward", (8, 24), randn(2, 3, 8),
+                  atol=1e-5), new_source)
+
+
+def test_gated_mlp_with_a_computed_activation_argument_is_declined() -> None:
+    # An argument that is computed (a call) would be evaluated inside the helper: declined.
+    source = GATED_MLP_FUNCTIONAL.replace("F.silu(self.w1(x))", 'F.gelu(self.w1(x), approximate=str("tanh"))')
     new_source, count, reasons = fix(textwrap.dedent(source), rules_of("f14-swiglu"))
     assert new_source is None and count == 1 and any("function call" in r for r in reasons), reasons
 

@@ -6,7 +6,8 @@ import ast
 import re
 
 from adopter.dsl.types import Binding, Ctor, OpKind, Span
-from adopter.synth.registry import SynthContext, strategy
+from adopter.engine.types import Finding
+from adopter.synth.registry import Declined, SynthContext, strategy
 from adopter.synth.strategies.checkpoint_hooks import ensure_checkpoint_hooks
 from adopter.synth.strategies.fusions_chain import (
     activation_path,
@@ -67,7 +68,58 @@ def _activation(ctx: SynthContext) -> str:
             callee = ast.get_source_segment(ctx.text(op.span).strip(), node.func)
             if callee and is_simple(callee):
                 return callee
+    if op is not None and origin is not None and origin.kind is OpKind.FUNCTION and op.target in _ACT_FUNCTIONS:
+        wrapped = _bound_activation(ctx.text(op.span).strip())
+        if wrapped is not None:
+            return wrapped
     return activation_path(ctx, "act", "a")
+
+
+def _bound_activation(text: str) -> str | None:
+    """`F.gelu(gate, approximate=self.config.gelu_approximate)` as the one-argument function the helper
+    calls, `lambda gate: F.gelu(gate, approximate=self.config.gelu_approximate)`: the other arguments
+    are names, attributes or constants (read when the helper calls it, as the original read them)."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(node, ast.Call) or not node.args or any(isinstance(a, ast.Starred) for a in node.args):
+        return None
+    rest = [*node.args[1:], *(k.value for k in node.keywords)]
+    if any(k.arg is None for k in node.keywords) or not all(
+            isinstance(v, ast.Constant) or is_simple(ast.unparse(v)) for v in rest):
+        return None
+    taken = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    param = next(name for name in ("gate", "gate_", "g", "g_") if name not in taken)
+    first = node.args[0]
+    lines = text.split("\n")
+
+    def offset(line: int, col: int) -> int:  # ast's (1-based line, UTF-8 column) -> index into `text`
+        return sum(len(x) + 1 for x in lines[: line - 1]) + len(lines[line - 1].encode("utf-8")[:col].decode("utf-8"))
+
+    start = offset(first.lineno, first.col_offset)
+    end = offset(first.end_lineno or first.lineno, first.end_col_offset or 0)
+    return f"lambda {param}: {text[:start]}{param}{text[end:]}"
+
+
+def _inheriting_sites(ctx: SynthContext, gate: Binding, up: Binding) -> list[Finding]:
+    """The other sites of this rule whose gate and up are these very bindings (a subclass's forward on the
+    inherited projections), in the same roles."""
+    own = ctx.finding.span
+    found = []
+    for other in ctx.findings:
+        if other.rule_id != ctx.finding.rule_id or other.span == own:
+            continue
+        sub = SynthContext(ctx.source, other, ctx.rule, ctx.target, ctx.findings, ctx.text_index)
+        try:
+            pair = (_binding_for(sub, binding_path(sub, "gate")), _binding_for(sub, binding_path(sub, "up")))
+        except Declined:
+            continue
+        if (pair[0].span, pair[1].span) == (gate.span, up.span):
+            found.append(other)
+        elif {pair[0].span, pair[1].span} & {gate.span, up.span}:
+            ctx.decline(f"another gated MLP uses self.{gate.attr} or self.{up.attr} in another role")
+    return found
 
 
 def _uses(source: str, attr: str) -> int:
@@ -124,9 +176,12 @@ def fuse_gate_up(ctx: SynthContext) -> None:
         ctx.decline("the gate and up projections are built with different arguments")
     # Other uses of the separate layers would break, except their weight and bias read through `self.` in
     # this class (an `init_weights` that sets the gate's init): those become the fused tensors' halves.
+    # Gated-MLP sites of subclasses that inherit these projections (litgpt's GemmaMLP(LLaMAMLP) with
+    # another activation) are fused with them: their forwards are rewritten by the same fix.
+    siblings = _inheriting_sites(ctx, gate, up)
     views: list[tuple[Binding, list[Span]]] = []
     for binding in (gate, up):
-        extra = _uses(ctx.source, binding.attr) - 2
+        extra = _uses(ctx.source, binding.attr) - 2 - len(siblings)
         spans, reads = _parameter_uses(ctx, binding) if extra else ([], 0)
         if reads != extra:
             ctx.decline(f"self.{binding.attr} is used elsewhere in the file; fusing it would break that code")
@@ -151,6 +206,15 @@ def fuse_gate_up(ctx: SynthContext) -> None:
     ctx.replace_binding(gate.span, f"self.{fused_attr} = {new_call}")
     ctx.replace_binding(up.span, f'{hooks}(self, "{fused_attr}", ("{gate.attr}", "{up.attr}"))')
     rewrite_chain(ctx, f"{helper}(self.{fused_attr}({x}), {act})")
+    for sibling in siblings:
+        other = SynthContext(ctx.source, sibling, ctx.rule, ctx.target, ctx.findings, ctx.text_index)
+        other_act, other_x = _activation(other), value_text(other, "x")
+        if not is_simple(other_x):
+            ctx.decline(f"the MLP input `{other_x}` of the subclass's gated MLP is an expression")
+        rewrite_chain(other, f"{helper}(self.{fused_attr}({other_x}), {other_act})")
+        ctx.edits.statements.extend(other.edits.statements)
+        ctx.edits.expressions.extend(other.edits.expressions)
+        ctx.edits.imports.extend(other.edits.imports)
     half = f"self.{fused_attr}.out_features // 2"
     for part, (binding, spans) in enumerate(views):
         rows = f"[: {half}]" if part == 0 else f"[{half} :]"
