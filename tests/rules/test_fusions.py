@@ -508,6 +508,24 @@ class NewGELUActivation(nn.Module):
         return 0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 * torch.pow(input, 3.0))))
 """
 
+# A pair in a Sequential nested in another, and one built by `Sequential` imported by name: the inner
+# construction is the one rewritten (the outer keeps `nn.Sequential`).
+NESTED_SEQUENTIAL = """
+from torch import nn
+from torch.nn import BatchNorm2d, Conv2d, ReLU, Sequential
+
+
+class Nested(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c)), nn.ReLU())
+        self.head = Sequential(Conv2d(c, c, 1), BatchNorm2d(c), ReLU())
+
+    def forward(self, x):
+        h = self.body(x)
+        return self.head(h)
+"""
+
 SMALL_RESNET = """
 
 def small_resnet(norm_layer=None):
@@ -586,6 +604,8 @@ CASES = [
          sites=2),
     Case("litgpt-gemma-mlp", "f14-swiglu", LITGPT_MLPS, "gemma_mlp", (8, 24, False, "tanh"), randn(2, 3, 8),
          atol=1e-5, sites=2),
+    Case("nested-sequential", "f07-conv-bn", NESTED_SEQUENTIAL, "Nested", (4,), randn(2, 4, 8, 8), atol=1e-5,
+         rtol=1e-4, sites=3, skips=1),
     Case("max-vit-mbconv-downsample", "f07-conv-bn", MAX_VIT_MBCONV + MBCONV, "mbconv", (8, 16, True),
          randn(2, 8, 8, 8), atol=1e-5, rtol=1e-4, sites=3),
 ]
@@ -669,7 +689,8 @@ def test_rewrite_is_equivalent(case: Case, monkeypatch: pytest.MonkeyPatch) -> N
     _compare(case, new_source)
     # Fixing again changes nothing, and the fixed class re-analyses clean for this rule.
     again, count_again, _ = fix(new_source, rules)
-    assert again is None and count_again == case.skips, f"{case.id}: a second fix found {count_again} site(s)"
+    # (a declined site may be gone too: a nested Sequential's pair, folded by its own construction's fix)
+    assert again is None and count_again <= case.skips, f"{case.id}: a second fix found {count_again} site(s)"
 
 
 def _source_for_optimizer(call: str) -> str:

@@ -12,6 +12,7 @@ GroupNorm is run unfolded, never folded.
 from __future__ import annotations
 
 import ast
+import re
 
 from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.dsl.types import Ctor, Op, OpKind, Span
@@ -112,6 +113,10 @@ def fold_in_sequential(ctx: SynthContext, origin: Op, fold: str) -> None:
         spans = [origin.span]
     else:
         attr = origin.target.removeprefix("self.")
+        if any(not re.fullmatch(rf"{re.escape(origin.target)}\[\d+\]", op.target)
+               for op in ctx.finding.match.ops if op.kind is OpKind.MODULE):
+            ctx.decline(f"the matched layers sit in a Sequential nested inside `{origin.target}`; the fix of "
+                        "that Sequential's own construction folds them")
         if "." in attr or "[" in attr or not origin.target.startswith("self."):
             ctx.decline(f"the matched layers are children of `{origin.target}`, which Adopter cannot trace "
                         "to one nn.Sequential construction")
