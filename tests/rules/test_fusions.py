@@ -863,3 +863,12 @@ def test_gate_init_through_the_fused_halves_sets_what_the_original_set() -> None
     assert torch.equal(state["fc1_g.bias"], torch.ones(24))
     assert state["fc1_g.weight"].abs().max() < 1e-4
     assert state["fc1_x.weight"].abs().max() > 1e-2  # the up half keeps its default init
+
+
+def test_gate_weight_handed_to_another_initialiser_is_declined() -> None:
+    """Only `torch.nn.init` functions take the fused rows: another initialiser could read flags or
+    attributes off the tensor that a slice does not carry (transformers' `_is_hf_initialized`)."""
+    source = textwrap.dedent(TIMM_SWIGLU).replace("nn.init.ones_(self.fc1_g.bias)", "init.ones_(self.fc1_g.bias)")
+    source = source.replace("from torch import nn as nn\n", "from torch import nn as nn\nfrom transformers import initialization as init\n")
+    new_source, count, reasons = fix(source, rules_of("f14-swiglu"))
+    assert new_source is None and count == 1 and any("used elsewhere" in r for r in reasons), reasons

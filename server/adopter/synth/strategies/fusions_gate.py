@@ -127,13 +127,17 @@ def _uses(source: str, attr: str) -> int:
 
 
 def _parameter_uses(ctx: SynthContext, binding: Binding) -> tuple[list[Span], int]:
-    """Each line's stretch of `self.<attr>.weight` / `.bias` reads inside the class that binds `attr`
-    (one span per line, from the first to the last such read), outside the binding itself, none of them
-    assigned to; and how many such reads there are (fewer than the other uses: some use is of another
-    kind)."""
+    """Each line's stretch of `self.<attr>.weight` / `.bias` handed as the first argument to a
+    `torch.nn.init` function inside the class that binds `attr` (one span per line, from the first to the
+    last), outside the binding itself; and how many there are (fewer than the other uses: some use is of
+    another kind). Only `torch.nn.init`: it writes into a view as into the tensor, where an initialiser
+    that reads flags off the tensor (transformers' `_is_hf_initialized`) would not see them on a slice."""
     lines = ctx.source.split("\n")
     first, last = _class_lines(ctx, binding.span.start_line)
-    read = re.compile(rf"(?<![\w.])self\.{re.escape(binding.attr)}\.(?:weight|bias)\b(?!\s*(?:[-+*/@%&|^]|//|\*\*)?=(?!=))")
+    inits = {"torch.nn.init", "nn.init"} | {local for (module, name), local in ctx.text_index.imports().items()
+                                            if (module, name) in (("torch.nn", "init"), ("torch.nn.init", None))}
+    callee = "|".join(re.escape(i) for i in sorted(inits))
+    read = re.compile(rf"(?<![\w.])(?:{callee})\.\w+\(\s*(self\.{re.escape(binding.attr)}\.(?:weight|bias)\b)(?!\.)")
     spans: list[Span] = []
     count = 0
     for line in range(first, last + 1):
@@ -143,7 +147,7 @@ def _parameter_uses(ctx: SynthContext, binding: Binding) -> tuple[list[Span], in
         found = list(read.finditer(code))
         count += len(found)
         if found:
-            spans.append(Span(line, found[0].start(), line, found[-1].end()))
+            spans.append(Span(line, found[0].start(1), line, found[-1].end(1)))
     return spans, count
 
 
