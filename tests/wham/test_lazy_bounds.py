@@ -107,3 +107,16 @@ def test_wham_finds_the_same_designs_with_the_whole_grids_bound(objective: str, 
         runs.append((r.best.design if r.best else None, r.best.objective if r.best else None,
                      [e.design for e in r.top], r.evaluations, list(ev.cache)))
     assert runs[0] == runs[1]
+
+
+def test_kth_largest_is_exact_with_ties_and_infinities() -> None:
+    from adopter.wham.lazy_bounds import _kth_largest
+
+    rng = np.random.default_rng(5)
+    for n, k in ((10, 3), (1000, 1), (200_000, 64), (200_000, 256), (50_000, 50_000)):
+        vals = np.round(rng.random(n) * 50) / 50  # many ties
+        vals[rng.random(n) < 0.3] = -np.inf
+        assert _kth_largest(vals, k) == np.sort(vals)[-k]
+    skewed = np.full(100_000, -np.inf)
+    skewed[-10:] = 1.0  # the sample misses them: the whole array is partitioned
+    assert _kth_largest(skewed, 5) == 1.0 and _kth_largest(skewed, 20) == -np.inf

@@ -15,7 +15,9 @@ throughput: a design whose bound is below a design already evaluated cannot beat
 
 Computing the bound is not an evaluation (no scheduling, no critical path, no per-design report): the
 engine counts it separately (`StrategyResult.bounded`) and the benchmark reports it beside evaluations.
-It is vectorised with numpy over the whole grid: one array axis per template parameter.
+It is vectorised with numpy over the whole grid: one array axis per template parameter; or over chosen
+designs only (`points_bounds`, bit-identical values), which `lazy_bounds.LazyGridBounds` uses so that a
+search pays only for the designs it reads.
 """
 
 from __future__ import annotations

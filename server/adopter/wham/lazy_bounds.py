@@ -134,7 +134,7 @@ class LazyGridBounds(GridBounds):
         while left or pool.size:
             if left > chunk:
                 vals = relaxed if prev == np.inf else np.where(relaxed < prev, relaxed, -np.inf)
-                cut = float(np.partition(vals, vals.size - chunk)[vals.size - chunk])  # chunk-th largest
+                cut = _kth_largest(vals, chunk)
                 head = np.flatnonzero(vals >= cut)
             elif left:
                 head, cut = np.flatnonzero((relaxed < prev) & (relaxed > -np.inf)), -np.inf
@@ -174,6 +174,21 @@ class LazyGridBounds(GridBounds):
         hit = np.where(ok, thr, -np.inf).ravel()
         self._relaxed[by] = hit
         return hit
+
+
+def _kth_largest(vals: Any, k: int) -> float:
+    """The k-th largest of `vals` (1 ≤ k ≤ its size), exactly. A whole-array partition copies the grid;
+    instead, partition only the values at or above a threshold taken from a strided sample (about 4k of
+    them), and the whole array only when fewer than k are at or above it."""
+    stride = max(1, vals.size // (64 * k))
+    sample = vals[::stride]
+    m = max(1, 4 * k // stride)  # sample values above the threshold: ≈ 4k of the whole array
+    if stride > 1 and m < sample.size:
+        threshold = np.partition(sample, sample.size - m)[sample.size - m]
+        top = vals[vals >= threshold]
+        if top.size >= k:
+            return float(np.partition(top, top.size - k)[top.size - k])
+    return float(np.partition(vals, vals.size - k)[vals.size - k])
 
 
 _AREA_TDP: dict[DesignSpace, tuple[Any, Any]] = {}
