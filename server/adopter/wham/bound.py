@@ -15,14 +15,16 @@ throughput: a design whose bound is below a design already evaluated cannot beat
 
 Computing the bound is not an evaluation (no scheduling, no critical path, no per-design report): the
 engine counts it separately (`StrategyResult.bounded`) and the benchmark reports it beside evaluations.
-It is vectorised with numpy over the whole grid: one array axis per template parameter.
+It is vectorised with numpy over the whole grid: one array axis per template parameter; or over chosen
+designs only (`points_bounds`, bit-identical values), which `lazy_bounds.LazyGridBounds` uses so that a
+search pays only for the designs it reads.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -34,7 +36,6 @@ from adopter.wham.hardware import PARAMS, Constraints, Design, DesignSpace, area
 from adopter.wham.plan import plan_block
 
 
-@dataclass(frozen=True, slots=True)
 class GridBounds:
     """Bounds for every point of `space`'s grid; arrays are indexed by grid indices in `PARAMS` order.
 
@@ -42,21 +43,56 @@ class GridBounds:
     Perf/TDP); it is −inf where the design is certainly infeasible: over the area or TDP limit, or (for
     Perf/TDP) unable to reach the minimum throughput even at its bound. `objective_estimate` is the
     objective at the midpoint of the two step-time bounds (−inf where `objective_upper` is): no bound,
-    but the better guide to which designs to evaluate first.
+    but the better guide to which designs to evaluate first. `lazy_bounds.LazyGridBounds` gives the same
+    values, computed only for the designs a search reads.
     """
 
-    space: DesignSpace
-    lower_s: Any  # np.ndarray: lower bound on the step time, seconds
-    upper_s: Any  # np.ndarray: upper bound on the step time, seconds
-    area_mm2: Any  # np.ndarray
-    tdp_w: Any  # np.ndarray
-    objective_upper: Any  # np.ndarray
-    objective_estimate: Any  # np.ndarray
+    def __init__(self, space: DesignSpace, lower_s: Any, upper_s: Any, area_mm2: Any, tdp_w: Any,
+                 objective_upper: Any, objective_estimate: Any) -> None:
+        self.space = space
+        self._arrays = (lower_s, upper_s, area_mm2, tdp_w, objective_upper, objective_estimate)
+
+    def arrays(self) -> tuple[Any, ...]:
+        """(lower_s, upper_s, area_mm2, tdp_w, objective_upper, objective_estimate), grid-shaped."""
+        return self._arrays
+
+    @property
+    def lower_s(self) -> Any:
+        """Lower bound on the step time, seconds (np.ndarray)."""
+        return self.arrays()[0]
+
+    @property
+    def upper_s(self) -> Any:
+        """Upper bound on the step time, seconds (np.ndarray)."""
+        return self.arrays()[1]
+
+    @property
+    def area_mm2(self) -> Any:
+        """Area of every design (np.ndarray)."""
+        return self.arrays()[2]
+
+    @property
+    def tdp_w(self) -> Any:
+        """TDP of every design (np.ndarray)."""
+        return self.arrays()[3]
+
+    @property
+    def objective_upper(self) -> Any:
+        """Upper bound on the objective, −inf where certainly infeasible (np.ndarray)."""
+        return self.arrays()[4]
+
+    @property
+    def objective_estimate(self) -> Any:
+        """The objective at the step-time bounds' midpoint, −inf where certainly infeasible (np.ndarray)."""
+        return self.arrays()[5]
+
+    def prefetch(self, designs: list[Design]) -> None:
+        """Compute the bounds of `designs` ahead of `objective_at` (every value is at hand here: nothing)."""
 
     @property
     def size(self) -> int:
         """Number of designs bounded."""
-        return int(self.lower_s.size)
+        return self.space.size()
 
     def at(self, d: Design) -> tuple[float, float]:
         """(lower, upper) step-time bounds of a grid design."""
@@ -92,21 +128,60 @@ class GridBounds:
             chunk *= 4
 
 
-class _Grid:
-    """The template parameters as broadcastable arrays, one axis each (in `PARAMS` order)."""
+_Memo = dict[tuple[Any, ...], tuple[Any, Any, int, Any, tuple[int, ...], tuple[int, ...]]]
 
-    def __init__(self, space: DesignSpace) -> None:
+
+class _Grid:
+    """The template parameters as broadcastable arrays, one axis each (in `PARAMS` order); or, given
+    `points` (one grid-index array per parameter), those designs only, as flat arrays of equal length.
+
+    On points every value is computed with the same element-wise operations as on the whole grid, and
+    sums are grouped by the shape they would have on the whole grid (`key`), so each design's bounds are
+    bit-identical to the whole grid's.
+    """
+
+    def __init__(self, space: DesignSpace, points: tuple[Any, ...] | None = None) -> None:
         nd = len(PARAMS)
         self.axes: dict[str, Any] = {}
+        self.dense_shape = tuple(len(space.values(p)) for p in PARAMS)
+        self.points = points
         for i, p in enumerate(PARAMS):
-            shape = [1] * nd
-            shape[i] = len(space.values(p))
-            self.axes[p] = np.asarray(space.values(p), dtype=np.float64).reshape(shape)
-        self.shape = tuple(len(space.values(p)) for p in PARAMS)
+            values = np.asarray(space.values(p), dtype=np.float64)
+            if points is None:
+                shape = [1] * nd
+                shape[i] = len(values)
+                self.axes[p] = values.reshape(shape)
+            else:
+                self.axes[p] = values[points[i]]
+        self.shape = self.dense_shape if points is None else (int(np.size(points[0])),)
         self.lanes_total = self.axes["n_vc"] * self.axes["lanes"]
         self.sram = space.values("sram_mib")
         self.bytes_per_cycle = self.axes["bandwidth_gbs"] * 1e9 / (space.clock_mhz * 1e6)
         self.clock_mhz = space.clock_mhz
+        self.probe = None if points is None else _Grid(_probe_space(space))
+
+    def per_sram(self, values: list[float]) -> Any:
+        """One value per SRAM size (`self.sram` order) as an array over the grid (or the points)."""
+        arr = np.asarray(values, dtype=np.float64)
+        if self.points is not None:
+            return arr[self.points[PARAMS.index("sram_mib")]]
+        shape = [1] * len(PARAMS)
+        shape[PARAMS.index("sram_mib")] = -1
+        return arr.reshape(shape)
+
+    def key(self, probe_value: Any, value: Any) -> tuple[int, ...]:
+        """The shape `value` has on the whole grid (what its sums are grouped by); `probe_value` is the
+        same quantity on the probe grid (every axis of length 2), used when this grid holds points."""
+        if self.probe is None:
+            return tuple(np.shape(value))
+        shape = np.shape(probe_value)
+        return tuple(self.dense_shape[i] if n > 1 else 1 for i, n in enumerate(shape)) if shape else ()
+
+
+def _probe_space(space: DesignSpace) -> DesignSpace:
+    """A grid of two values per parameter: what an op's arrays broadcast over, at negligible cost."""
+    two: dict[str, Any] = {p: (space.values(p)[0], space.values(p)[0] * 2) for p in PARAMS}
+    return replace(space, **two)
 
 
 def vector_cycles_grid(work: tuple[VectorWork, ...], lanes_total: Any) -> Any:
@@ -133,10 +208,7 @@ def op_cycles_grid(op: Op, g: _Grid, link_gbs: float) -> tuple[Any, Any, int]:
         compute = np.ceil(tiles / cores) * gemm_fold_cycles(k, g.axes["pe_x"], g.axes["pe_y"])
         if op.vector:
             compute = compute + vector_cycles_grid(op.vector, g.lanes_total)
-        traffic = np.asarray([gemm_traffic_bytes(op, s) for s in g.sram], dtype=np.float64)
-        shape = [1] * len(PARAMS)
-        shape[PARAMS.index("sram_mib")] = -1
-        memory = traffic.reshape(shape) / g.bytes_per_cycle
+        memory = g.per_sram([gemm_traffic_bytes(op, s) for s in g.sram]) / g.bytes_per_cycle
         return np.maximum(compute, memory), cores, 0
     elements = max((w.elements for w in op.vector), default=1)
     cores = np.minimum(g.axes["n_vc"], np.maximum(1.0, np.ceil(elements / g.axes["lanes"])))
@@ -151,7 +223,7 @@ def _cost_key(op: Op) -> tuple[Any, ...]:
 
 
 def _part_bounds(ops: tuple[Op, ...], ids: tuple[int, ...], deps: tuple[tuple[int, ...], ...], g: _Grid,
-                 link_gbs: float, memo: dict[tuple[Any, ...], tuple[Any, Any, int, Any]]) -> tuple[Any, Any]:
+                 link_gbs: float, memo: _Memo) -> tuple[Any, Any]:
     """(lower, upper) cycles of one block part: ops `ids` in topological order, `deps` local to it.
 
     The arrays are grid-sized (10 MB each on the default grid), so the loop allocates as little as it can:
@@ -175,7 +247,7 @@ def _part_bounds(ops: tuple[Op, ...], ids: tuple[int, ...], deps: tuple[tuple[in
         key = _cost_key(op)
         if key not in memo:
             memo[key] = _op_entry(op, g, link_gbs)
-        cycles, _, pool, share = memo[key]
+        cycles, _, pool, share, ckey, skey = memo[key]
         ready: Any = None
         fresh = False  # whether `ready` is an array of our own that no later op reads (safe to update)
         for d in set(deps[j]):
@@ -205,23 +277,31 @@ def _part_bounds(ops: tuple[Op, ...], ids: tuple[int, ...], deps: tuple[tuple[in
             finish[j] = (end, own)
         else:  # a sink: a path ends here (every other op's finish is below its successors')
             longest = np.maximum(longest, end)
-        _accumulate(upper, cycles)
-        _accumulate(work[pool], share)
+        _accumulate(upper, cycles, ckey)
+        _accumulate(work[pool], share, skey)
     w = [_total(p) for p in work]
     lower = np.maximum(np.maximum(longest, w[0]), np.maximum(w[1], w[2]))
     return lower, _total(upper)
 
 
-def _op_entry(op: Op, g: _Grid, link_gbs: float) -> tuple[Any, Any, int, Any]:
+def _op_arrays(op: Op, g: _Grid, link_gbs: float) -> tuple[Any, Any, int, Any]:
     """`op_cycles_grid` and the op's share of its pool's work (cycles · cores held / cores in the pool)."""
     cycles, cores, pool = op_cycles_grid(op, g, link_gbs)
     capacity = (g.axes["n_tc"], g.axes["n_vc"], 1.0)[pool]
     return cycles, cores, pool, cycles * cores / capacity
 
 
-def _accumulate(sums: dict[tuple[int, ...], tuple[Any, bool]], value: Any) -> None:
-    """Add `value` to the running sum of its shape, in place once the sum is an array of our own."""
-    shape = np.shape(value)
+def _op_entry(op: Op, g: _Grid, link_gbs: float) -> tuple[Any, Any, int, Any, tuple[int, ...], tuple[int, ...]]:
+    """`_op_arrays` with the whole-grid shapes its cycles and share are summed under (`_Grid.key`)."""
+    cycles, cores, pool, share = _op_arrays(op, g, link_gbs)
+    if g.probe is None:
+        return cycles, cores, pool, share, g.key(None, cycles), g.key(None, share)
+    pc, _, _, ps = _op_arrays(op, g.probe, link_gbs)
+    return cycles, cores, pool, share, g.key(pc, cycles), g.key(ps, share)
+
+
+def _accumulate(sums: dict[tuple[int, ...], tuple[Any, bool]], value: Any, shape: tuple[int, ...]) -> None:
+    """Add `value` to the running sum of its (whole-grid) shape, in place once the sum is our own array."""
     if shape not in sums:
         sums[shape] = (value, False)
         return
@@ -241,7 +321,7 @@ def _total(sums: dict[tuple[int, ...], tuple[Any, bool]]) -> Any:
 
 
 def block_bounds(block: Block, g: _Grid, link_gbs: float,
-                 memo: dict[tuple[Any, ...], tuple[Any, Any, int, Any]] | None = None) -> tuple[Any, Any]:
+                 memo: _Memo | None = None) -> tuple[Any, Any]:
     """(lower, upper) cycles of one block (forward+backward and optimizer scheduled separately)."""
     memo = {} if memo is None else memo
     lower: Any = np.float64(0.0)
@@ -260,7 +340,7 @@ BLOCK_CACHE_SIZE = 8  # each entry holds two grid-sized arrays (10 MB each on th
 
 
 def _cached_block_bounds(block: Block, space: DesignSpace, g: _Grid, link_gbs: float,
-                         memo: dict[tuple[Any, ...], tuple[Any, Any, int, Any]]) -> tuple[Any, Any]:
+                         memo: _Memo) -> tuple[Any, Any]:
     key = (id(block), space, float(link_gbs))
     hit = _BLOCK_CACHE.get(key)
     if hit is not None and hit[0] is block:
@@ -281,19 +361,41 @@ def grid_bounds(workload: Workload, counts: Mapping[int, int], space: DesignSpac
     """Bounds for every design of `space` on the blocks `counts` names (block → repetitions), `samples`
     samples per pass, under `objective` and `constraints` (as `Evaluator` uses them)."""
     g = _Grid(space)
+    arrays = _bounds_on(g, workload, counts, link_gbs, samples, objective, constraints,
+                        lambda block, memo: _cached_block_bounds(block, space, g, link_gbs, memo))
+    return GridBounds(space, *arrays)
+
+
+def points_bounds(workload: Workload, counts: Mapping[int, int], space: DesignSpace, link_gbs: float,
+                  flat: Any, *, samples: int, objective: str, constraints: Constraints) -> tuple[Any, ...]:
+    """`grid_bounds`' six arrays for the designs at flat grid indices `flat` only (1-D arrays, in `flat`'s
+    order), each value bit-identical to the whole grid's at that design."""
+    g = _Grid(space, np.unravel_index(np.asarray(flat, dtype=np.intp), g_shape(space)))
+    return _bounds_on(g, workload, counts, link_gbs, samples, objective, constraints,
+                      lambda block, memo: block_bounds(block, g, link_gbs, memo))
+
+
+def g_shape(space: DesignSpace) -> tuple[int, ...]:
+    """The grid's array shape (one axis per parameter, in `PARAMS` order)."""
+    return tuple(len(space.values(p)) for p in PARAMS)
+
+
+def _bounds_on(g: _Grid, workload: Workload, counts: Mapping[int, int], link_gbs: float, samples: int,
+               objective: str, constraints: Constraints,
+               blocks: Callable[[Block, _Memo], tuple[Any, Any]]) -> tuple[Any, ...]:
     lower: Any = np.zeros(g.shape)
     upper: Any = np.zeros(g.shape)
-    memo: dict[tuple[Any, ...], tuple[Any, Any, int, Any]] = {}
+    memo: _Memo = {}
     for b, n in counts.items():
-        lo, hi = _cached_block_bounds(workload.blocks[b], space, g, link_gbs, memo)
+        lo, hi = blocks(workload.blocks[b], memo)
         lower = lower + lo * n
         upper = upper + hi * n
-    f = space.clock_mhz * 1e6
+    f = g.clock_mhz * 1e6
     lower, upper = np.broadcast_to(lower / f, g.shape), np.broadcast_to(upper / f, g.shape)
     # area_mm2/tdp_w are plain arithmetic on the template's fields: given broadcastable arrays they return
     # every design's area and TDP with exactly the formulas single designs use.
     axes: dict[str, Any] = {p: g.axes[p] for p in PARAMS}  # arrays where Design declares numbers
-    grid_design = Design(**axes, clock_mhz=space.clock_mhz)
+    grid_design = Design(**axes, clock_mhz=g.clock_mhz)
     area = np.broadcast_to(area_mm2(grid_design), g.shape)
     tdp = np.broadcast_to(tdp_w(grid_design), g.shape)
     thr = _throughput(samples, lower)
@@ -302,8 +404,7 @@ def grid_bounds(workload: Workload, counts: Mapping[int, int], space: DesignSpac
     ok = (area <= constraints.area_mm2 * (1 + 1e-9)) & (tdp <= constraints.tdp_w * (1 + 1e-9))
     if objective == "perf-per-tdp":
         ok &= thr >= constraints.min_throughput
-    return GridBounds(space, lower, upper, area, tdp, np.where(ok, thr / per, -np.inf),
-                      np.where(ok, mid / per, -np.inf))
+    return lower, upper, area, tdp, np.where(ok, thr / per, -np.inf), np.where(ok, mid / per, -np.inf)
 
 
 def _throughput(samples: int, step_s: Any) -> Any:

@@ -156,10 +156,10 @@ class Evaluator:
         from adopter.wham.extras import require
 
         require("the analytical bound", ("numpy",))
-        from adopter.wham.bound import grid_bounds
+        from adopter.wham.lazy_bounds import LazyGridBounds
         samples = self.samples if self.samples is not None else self.workload.batch
-        hit = grid_bounds(self.workload, self._counts, space, self.link_gbs, samples=samples,
-                          objective=self.objective, constraints=self.constraints)
+        hit = LazyGridBounds(self.workload, self._counts, space, self.link_gbs, samples=samples,
+                             objective=self.objective, constraints=self.constraints)
         self._bounds[space] = hit
         self.bounded += hit.size
         return hit

@@ -178,7 +178,12 @@ def model_task(args: tuple[Any, ...]) -> ModelOutcome:
     ev = Evaluator(work, objective, constraints, link_gbs=link_gbs, samples=batch)
     space = DesignSpace()
     result = run_strategy(make_strategy(strategy, top_k), ev, space, budget=budget, seed=seed, top_k=top_k)
-    return ModelOutcome(name, batch, seq, work, result, ev._bounds.get(space))
+    bounds = ev._bounds.get(space)
+    if bounds is not None:  # the set's aggregate reads the whole grid: compute it here, in the model's task
+        from adopter.wham.bound import GridBounds
+
+        bounds = GridBounds(space, *bounds.arrays())
+    return ModelOutcome(name, batch, seq, work, result, bounds)
 
 
 def search_set(req: SearchRequest, report: Progress, cancelled: Cancelled | None, start: float) -> SearchReport:

@@ -103,7 +103,7 @@ class WhamStrategy(SearchStrategy):
         assert self.bound is not None
         for idx in self.ranked:
             d = self.space.design(idx)
-            if self.bound.objective_upper[idx] <= self._threshold():
+            if self.bound.objective_at(d)[0] <= self._threshold():
                 self.exhausted = True  # ranked by bound: no later design can do better
                 return False
             if self._push(d):
@@ -242,14 +242,20 @@ class WhamStrategy(SearchStrategy):
             top = self._beam()
             if top and top[0].design.key() not in self.polished:
                 self.polished.add(top[0].design.key())
-                for m in self._polish(top[0]):
+                moves = self._polish(top[0])
+                if self.bound is not None:
+                    self.bound.prefetch(moves)
+                for m in moves:
                     self._push(m)
                 self.stale = max(0, self.patience - 1)
                 return True
             return False
         for e in beam:
             self.expanded.add(e.design.key())
-            for m in self._moves(e):
+            moves = self._moves(e)
+            if self.bound is not None:
+                self.bound.prefetch(moves)  # one batch instead of one bound computation per move
+            for m in moves:
                 self._push(m)
         if self.bound is not None and not self.exhausted:
             self._push_ranked()  # one more design from the global ranking each round
