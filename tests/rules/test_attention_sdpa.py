@@ -552,3 +552,136 @@ def test_a_learned_temperature_as_the_scale_is_declined() -> None:
     new = fixed(plain, rules_of("f10-manual-attention-sdpa"), applied=1)
     torch.manual_seed(0)
     compare_modules(load(plain, "xca_orig")["XCA"](32), load(new, "xca_new")["XCA"](32), lambda: (torch.randn(2, 5, 32),))
+
+
+# timm 1.0.12 `timm/models/vision_transformer.py` `Attention` (verbatim but for `use_fused_attn()`, a
+# constructor flag here): the hand-written chain sits in the `else:` of `if self.fused_attn:`, whose other
+# branch binds `x` too, and `q`/`k` pass through `nn.Identity()` alternatives. The engine marks that
+# path-dependent; the chain is one block of statements, rewritten in place.
+TIMM_VIT = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, num_heads=8, qkv_bias=False, qk_norm=False, attn_drop=0., proj_drop=0.,
+                 norm_layer=nn.LayerNorm, fused_attn=False):
+        super().__init__()
+        assert dim % num_heads == 0, 'dim should be divisible by num_heads'
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads
+        self.scale = self.head_dim ** -0.5
+        self.fused_attn = fused_attn
+
+        self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+        self.q_norm = norm_layer(self.head_dim) if qk_norm else nn.Identity()
+        self.k_norm = norm_layer(self.head_dim) if qk_norm else nn.Identity()
+        self.attn_drop = nn.Dropout(attn_drop)
+        self.proj = nn.Linear(dim, dim)
+        self.proj_drop = nn.Dropout(proj_drop)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        q, k = self.q_norm(q), self.k_norm(k)
+
+        if self.fused_attn:
+            x = F.scaled_dot_product_attention(
+                q, k, v,
+                dropout_p=self.attn_drop.p if self.training else 0.,
+            )
+        else:
+            q = q * self.scale
+            attn = q @ k.transpose(-2, -1)
+            attn = attn.softmax(dim=-1)
+            attn = self.attn_drop(attn)
+            x = attn @ v
+
+        x = x.transpose(1, 2).reshape(B, N, C)
+        x = self.proj(x)
+        x = self.proj_drop(x)
+        return x
+"""
+
+
+@pytest.mark.parametrize("qk_norm", [False, True], ids=["identity-norms", "layer-norms"])
+def test_timm_chain_in_the_unfused_branch_is_rewritten_and_equivalent(qk_norm: bool) -> None:
+    new = fixed(TIMM_VIT, RULES, applied=1)
+    unfused = " ".join(new[new.index("else:"):new.index("x = x.transpose")].split())
+    assert unfused.startswith("else: q = q * self.scale x = F.scaled_dot_product_attention( q, k, v,"), unfused
+    assert "scale=1.0" in unfused and "attn @ v" not in new
+    torch.manual_seed(0)
+    original = load(TIMM_VIT, "orig")["Attention"](32, num_heads=4, qk_norm=qk_norm)
+    rewritten = load(new, "new")["Attention"](32, num_heads=4, qk_norm=qk_norm)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 7, 32),))
+
+
+# open_clip 2.29.0 `open_clip/transformer.py` `Attention.forward`, the unfused, non-cosine branch: 3-d
+# `torch.bmm` over (batch × heads, L, d) and the mask added in place (`attn += attn_mask`).
+OPEN_CLIP = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, num_heads=8, qkv_bias=True, attn_drop=0.):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads
+        self.scale = self.head_dim ** -0.5
+        self.in_proj_weight = nn.Parameter(torch.randn((dim * 3, dim)) * self.scale)
+        self.in_proj_bias = nn.Parameter(torch.zeros(dim * 3)) if qkv_bias else None
+        self.attn_drop = nn.Dropout(attn_drop)
+        self.out_proj = nn.Linear(dim, dim)
+
+    def forward(self, x, attn_mask=None):
+        x = x.transpose(0, 1)
+        L, N, C = x.shape
+        q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        q = q.reshape(L, N * self.num_heads, -1).transpose(0, 1)
+        k = k.reshape(L, N * self.num_heads, -1).transpose(0, 1)
+        v = v.reshape(L, N * self.num_heads, -1).transpose(0, 1)
+
+        if attn_mask is not None and attn_mask.dtype == torch.bool:
+            new_attn_mask = torch.zeros_like(attn_mask, dtype=q.dtype)
+            new_attn_mask.masked_fill_(attn_mask, float("-inf"))
+            attn_mask = new_attn_mask
+
+        q = q * self.scale
+        attn = torch.bmm(q, k.transpose(-1, -2))
+        if attn_mask is not None:
+            attn += attn_mask
+        attn = attn.softmax(dim=-1)
+        attn = self.attn_drop(attn)
+        x = torch.bmm(attn, v)
+
+        x = x.transpose(0, 1).reshape(L, N, C)
+        x = x.transpose(0, 1)
+        return self.out_proj(x)
+"""
+
+
+def test_open_clip_mask_added_in_place_is_rewritten_and_equivalent() -> None:
+    new = fixed(OPEN_CLIP, RULES, applied=1)
+    assert "attn_mask=attn_mask" in new and "attn += attn_mask" not in new
+    torch.manual_seed(0)
+    original = load(OPEN_CLIP, "orig")["Attention"](32, num_heads=4)
+    rewritten = load(new, "new")["Attention"](32, num_heads=4)
+    causal = torch.full((6, 6), float("-inf")).triu(1)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 6, 32), causal))
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 6, 32), torch.ones(6, 6).triu(1).bool()))
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 6, 32),))
+
+
+REBOUND_INPUT = VIT_STYLE.replace(
+    "        attn = F.softmax(dots, dim=-1)\n",
+    "        attn = F.softmax(dots, dim=-1)\n        v = v * 2\n",
+)
+
+
+def test_a_step_that_rebinds_an_input_of_the_call_is_not_rewritten() -> None:
+    reasons = skip_reasons(REBOUND_INPUT, RULES)
+    assert reasons and all("sits between" in r or "rebound" in r for r in reasons), reasons

@@ -264,7 +264,7 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
         fixable, reason = False, resolved
     elif m.used_elsewhere is not None:
         fixable, reason = False, m.used_elsewhere
-    elif m.path_dependent:
+    elif m.path_dependent and rule.replacement.strategy not in PATH_AWARE_STRATEGIES:
         fixable, reason = False, ("a value of the match is redefined on another control-flow path, so the "
                                   "matched statements do not always see the same value")
     else:
@@ -328,6 +328,11 @@ STRUCTURE_AWARE_STRATEGIES = frozenset({"sdpa_chain", "fuse_qkv"})
 # -> b h i j", q, k)` is q·kᵀ with q and k as SDPA takes them).
 EINSUM_AWARE_STRATEGIES = frozenset({"sdpa_chain"})
 _EINSUM = frozenset({"torch.einsum", "einops.einsum"})
+# Strategies that rebuild the rewrite from the source text at the site and accept only a block of the
+# matched statements alone (`sdpa_chain`): a value of the match that has another definition on another
+# path (`k = self.k_norm(k)` with an `nn.Identity()` alternative, an `if self.fused_attn:` branch that binds
+# the output too) is read as the same text in the same place, so the rewrite computes what the code did.
+PATH_AWARE_STRATEGIES = frozenset({"sdpa_chain"})
 
 
 def _straddle_reason(flat: FlatForward, m: RawMatch, aware: bool = False) -> str | None:

@@ -56,6 +56,7 @@ def sdpa_chain(ctx: SynthContext) -> None:
     args = [site.arg(chain.scores, 0), site.key(), site.arg(chain.out, 1)]
     args += [kw for kw in (site.mask_kwarg(), site.dropout_kwarg()) if kw]
     args.append(f"scale={site.scale()}")
+    site.check_inputs_unchanged(args)
     last = chain.out.stmt_span
     text = ctx.statement_text(last)
     start = _offset(text, last, chain.out.span.start_line, chain.out.span.start_col)
@@ -132,9 +133,17 @@ def _offset(text: str, stmt: Span, line: int, col: int) -> int:
 
 
 def _expr_parts(text: str) -> tuple[ast.expr, str]:
-    """Parse an expression's source (possibly spanning lines) for reading its operands."""
+    """Parse an expression's source (possibly spanning lines) for reading its operands; an augmented
+    assignment (`attn += mask`) reads as the operation it performs (`attn + mask`)."""
     wrapped = "(" + text + "\n)"
-    return ast.parse(wrapped, mode="eval").body, wrapped
+    try:
+        return ast.parse(wrapped, mode="eval").body, wrapped
+    except SyntaxError:
+        stmt = ast.parse(text).body
+        if len(stmt) != 1 or not isinstance(stmt[0], ast.AugAssign):
+            raise
+        node = ast.BinOp(left=stmt[0].target, op=stmt[0].op, right=stmt[0].value)
+        return ast.copy_location(node, stmt[0]), text
 
 
 class _Site:
@@ -195,6 +204,26 @@ class _Site:
             ctx.decline(
                 f"the {what} `{name}` are used after the chain (line {line}); SDPA does not return them"
             )
+
+    def check_inputs_unchanged(self, args: list[str]) -> None:
+        """Decline when a statement of the range before the last binds a name the call reads: the call
+        stands at the last statement, where that name may hold another value than where the chain read it
+        (the engine lets this strategy judge values with another definition on another path by the text
+        at the site, so this is what keeps that text meaning the same value)."""
+        bound: dict[str, int] = {}
+        for stmt in self.range[:-1]:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    bound.setdefault(node.id, node.lineno)
+        for text in args:
+            try:
+                expr = ast.parse(text.split("=", 1)[1] if _is_keyword(text) else text, mode="eval").body
+            except SyntaxError:
+                continue
+            for node in ast.walk(expr):
+                if isinstance(node, ast.Name) and node.id in bound:
+                    self.ctx.decline(f"`{node.id}` is rebound on line {bound[node.id]} inside the chain and read "
+                                     "by it; one call at the end would read the new value")
 
     def _is_stable_shift(self, stmt: ast.stmt) -> bool:
         """`s = s - s.amax(dim=-1, keepdim=True)` (also `.detach()`, `s.max(-1, keepdim=True)[0]` or
@@ -517,6 +546,12 @@ def _number_call(call: ast.Call) -> bool:
     if func.startswith("math.") or func in ("float", "int", "len"):
         return True
     return isinstance(call.func, ast.Attribute) and call.func.attr in ("size", "dim")
+
+
+def _is_keyword(text: str) -> bool:
+    """Whether a call argument's text is `name=value`."""
+    head = text.split("=", 1)[0]
+    return "=" in text and head.isidentifier() and not text.split("=", 1)[1].startswith("=")
 
 
 def _paren(text: str) -> str:
