@@ -212,7 +212,7 @@ def test_causal_masked_fill_becomes_a_boolean_mask() -> None:
 @pytest.mark.parametrize(
     ("source", "why"),
     [
-        (RETURNS_PROBS, "attention probabilities `attention_probs` are used after the chain"),
+        (RETURNS_PROBS, "attention probabilities `attention_probs` are "),
         (OTHER_CONDITION, "sits between the chain's steps"),
         (FINITE_FILL, "the scores are filled with -1e4, not -inf"),
     ],
@@ -685,3 +685,138 @@ REBOUND_INPUT = VIT_STYLE.replace(
 def test_a_step_that_rebinds_an_input_of_the_call_is_not_rewritten() -> None:
     reasons = skip_reasons(REBOUND_INPUT, RULES)
     assert reasons and all("sits between" in r or "rebound" in r for r in reasons), reasons
+
+
+# The attention of transformers' llama (5.0 `eager_attention_forward` inlined into `LlamaAttention.forward`,
+# grouped-query `repeat_kv` kept, rotary embeddings left out, the probabilities not returned): the softmax
+# runs in fp32 and is cast straight back to the query's dtype.
+LLAMA_UPCAST = """
+import torch
+from torch import nn
+
+
+def repeat_kv(hidden_states, n_rep):
+    batch, num_key_value_heads, slen, head_dim = hidden_states.shape
+    if n_rep == 1:
+        return hidden_states
+    hidden_states = hidden_states[:, :, None, :, :].expand(batch, num_key_value_heads, n_rep, slen, head_dim)
+    return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, attention_dropout=0.0):
+        super().__init__()
+        self.head_dim = hidden_size // num_attention_heads
+        self.num_key_value_groups = num_attention_heads // num_key_value_heads
+        self.scaling = self.head_dim**-0.5
+        self.attention_dropout = attention_dropout
+        self.q_proj = nn.Linear(hidden_size, num_attention_heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(hidden_size, num_key_value_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(hidden_size, num_key_value_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(num_attention_heads * self.head_dim, hidden_size, bias=False)
+
+    def forward(self, hidden_states, attention_mask=None):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        key = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        value = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        key_states = repeat_kv(key, self.num_key_value_groups)
+        value_states = repeat_kv(value, self.num_key_value_groups)
+
+        attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * self.scaling
+        if attention_mask is not None:
+            attn_weights = attn_weights + attention_mask
+
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+        attn_weights = nn.functional.dropout(attn_weights, p=self.attention_dropout, training=self.training)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous()
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output)
+"""
+
+# docs/verify.md's tolerances, relative to the tensor's scale: |diff| <= atol + rtol * max|original|.
+_BF16 = {"rtol": 1.6e-2, "atol_out": 7.8e-3, "atol_grad": 7.8e-2}
+
+
+def _max_rel_ok(original: torch.Tensor, rewritten: torch.Tensor, atol: float) -> bool:
+    a, b = original.float(), rewritten.float()
+    return bool((a - b).abs().max() <= atol + _BF16["rtol"] * a.abs().max())
+
+
+def test_fp32_softmax_cast_back_is_rewritten_and_equivalent_in_fp32_and_bf16() -> None:
+    new = fixed(LLAMA_UPCAST, RULES, applied=1)
+    assert "scaled_dot_product_attention(" in new and "dtype=torch.float32" not in new
+    causal = torch.full((6, 6), torch.finfo(torch.float32).min).triu(1)
+    torch.manual_seed(0)
+    original = load(LLAMA_UPCAST, "orig")["LlamaAttention"]()
+    rewritten = load(new, "new")["LlamaAttention"]()
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 6, 64), causal))
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 6, 64),))
+    # bf16: SDPA keeps the scores and the softmax in fp32 as the original's up-cast does.
+    original, rewritten = original.to(torch.bfloat16).eval(), rewritten.to(torch.bfloat16).eval()
+    rewritten.load_state_dict(original.state_dict(), strict=True)
+    for mask in (causal.to(torch.bfloat16), None):
+        torch.manual_seed(1)
+        x = torch.randn(2, 6, 64, dtype=torch.bfloat16)
+        results = []
+        for module in (original, rewritten):
+            module.zero_grad(set_to_none=True)
+            inp = x.clone().requires_grad_(True)
+            out = module(inp) if mask is None else module(inp, mask)
+            out.float().pow(2).sum().backward()
+            results.append((out.detach(), inp.grad, {n: p.grad for n, p in module.named_parameters()}))
+        (a_out, a_in, a_grads), (b_out, b_in, b_grads) = results
+        assert b_out.dtype == a_out.dtype == torch.bfloat16
+        assert _max_rel_ok(a_out, b_out, _BF16["atol_out"])
+        assert _max_rel_ok(a_in, b_in, _BF16["atol_grad"])
+        assert all(_max_rel_ok(a_grads[n], b_grads[n], _BF16["atol_grad"]) for n in a_grads)
+
+
+NOT_CAST_BACK = LLAMA_UPCAST.replace(", dtype=torch.float32).to(query.dtype)", ", dtype=torch.float32)")
+CAST_ELSEWHERE = LLAMA_UPCAST.replace(".to(query.dtype)", ".to(torch.float16)")
+
+
+@pytest.mark.parametrize(("source", "why"), [
+    (NOT_CAST_BACK, "not cast back to the input's dtype"),
+    (CAST_ELSEWHERE, "not a cast back to the input's dtype"),
+], ids=["fp32-probabilities-kept", "cast-to-a-fixed-dtype"])
+def test_fp32_softmax_without_the_cast_back_is_declined(source: str, why: str) -> None:
+    reasons = skip_reasons(source, RULES)
+    assert reasons and all(why in r for r in reasons), reasons
+
+
+# transformers 5.0's `eager_attention_forward` (bert, vit, llama, clip, whisper, ...) returns the
+# probabilities to the layer, whose callers record them when `output_attentions` is asked for.
+EAGER_RETURNS = """
+import torch
+from torch import nn
+
+
+def eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+    attn_weights = torch.matmul(query, key.transpose(-1, -2)) * scaling
+    if attention_mask is not None:
+        attn_weights = attn_weights + attention_mask
+    attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    attn_weights = nn.functional.dropout(attn_weights, p=dropout, training=module.training)
+
+    attn_output = torch.matmul(attn_weights, value)
+    attn_output = attn_output.transpose(1, 2).contiguous()
+    return attn_output, attn_weights
+
+
+class Attention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.qkv = nn.Linear(dim, 3 * dim)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).unsqueeze(1).chunk(3, dim=-1)
+        return eager_attention_forward(self, q, k, v, None, 0.125)
+"""
+
+
+def test_a_helper_returning_the_probabilities_is_declined_naming_the_library_path() -> None:
+    reasons = skip_reasons(EAGER_RETURNS, RULES)
+    assert reasons and all("are returned (line" in r and "output_attentions" in r for r in reasons), reasons

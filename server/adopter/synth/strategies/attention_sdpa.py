@@ -22,6 +22,7 @@ _MATMUL = {(OpKind.FUNCTION, "torch.matmul"), (OpKind.OPERATOR, "@"), (OpKind.ME
 _SOFTMAX = {"torch.nn.functional.softmax", "torch.softmax"}
 _LAST_TWO = ({"-1", "-2"}, {"2", "3"})
 _MINUS_INF = frozenset({'float("-inf")', '-float("inf")', "-math.inf", "-torch.inf", "-np.inf", "-numpy.inf"})
+_FP32 = frozenset({"torch.float32", "torch.float"})
 _LINE = 100  # longest line the rewritten call may make before it is split one argument per line
 
 
@@ -91,8 +92,10 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
             # A second additive term (a position bias and a mask), a `torch.where` mask, ...: SDPA takes
             # one mask; rewriting without this step would change what the code computes.
             return f"the chain has a step SDPA's one call does not take (`{op.target}`); rewrite it by hand"
-    if any(k.name != "dim" for k in chain.softmax.kwargs):
-        return "the softmax changes the dtype (an fp32 up-cast); SDPA computes in the input's dtype"
+    extra = [k for k in chain.softmax.kwargs if k.name != "dim"]
+    if extra and not (len(extra) == 1 and extra[0].name == "dtype" and isinstance(extra[0].value, Expr)
+                      and extra[0].value.text in _FP32):
+        return f"the softmax takes `{', '.join(k.name for k in extra)}` other than an fp32 dtype, which SDPA does not"
     for product, plan in ((chain.scores, (False, True)), (chain.out, (False, False))):
         equation = _einsum_equation(product)
         if equation is not None and (matmul_plan(equation) or (None, None))[:2] != plan:
@@ -186,6 +189,7 @@ class _Site:
         ctx, chain = self.ctx, self.chain
         if not self.range or self.range[-1].lineno != chain.out.stmt_span.start_line + 1:
             ctx.decline("the chain's steps are not in one block of statements")
+        self._check_results_unused()
         for stmt in self.range:
             if stmt.lineno in self.matched_lines:
                 continue
@@ -195,13 +199,27 @@ class _Site:
                 f"line {stmt.lineno} (`{ast.unparse(stmt).splitlines()[0]}`) sits between the chain's steps "
                 "and would be lost"
             )
-        if chain.softmax.kwargs and any(k.name not in ("dim",) for k in chain.softmax.kwargs):
-            ctx.decline("the softmax has arguments other than dim (a dtype?) that SDPA does not take")
+        if any(k.name == "dtype" for k in chain.softmax.kwargs) or self._upcast_input():
+            self._check_cast_back()
+
+    def _check_results_unused(self) -> None:
+        """Decline when the probabilities (or another value of the chain) are read after it: SDPA does not
+        return them. Checked first: it is why the site has no fix whatever else sits between the steps."""
+        chain = self.chain
         defined = self._defined_in_range()
         out_names = self._out_names()
         for name, line in self._used_after(defined - out_names):
             what = "attention probabilities" if name in self._names_of(chain.softmax) else "intermediate"
-            ctx.decline(
+            returned = any(isinstance(node, ast.Return) and node.lineno == line and node.value is not None
+                           and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.value))
+                           for node in ast.walk(self.func))
+            if returned and "output_attentions" not in {a.arg for a in self.func.args.args + self.func.args.kwonlyargs}:
+                self.ctx.decline(
+                    f"the {what} `{name}` are returned (line {line}) and this function has no `output_attentions` "
+                    "flag to keep them only on request; SDPA does not compute them (a caller that asks for "
+                    "them would get none): switch to the library's SDPA path instead (transformers: "
+                    "attn_implementation=\"sdpa\")")
+            self.ctx.decline(
                 f"the {what} `{name}` are used after the chain (line {line}); SDPA does not return them"
             )
 
@@ -224,6 +242,56 @@ class _Site:
                 if isinstance(node, ast.Name) and node.id in bound:
                     self.ctx.decline(f"`{node.id}` is rebound on line {bound[node.id]} inside the chain and read "
                                      "by it; one call at the end would read the new value")
+
+    def _upcast_input(self) -> bool:
+        """Whether the softmax's input is written `x.float()` (the cast the canonical form looks through)."""
+        node = self._softmax_call()
+        first = node.args[0] if node is not None and node.args else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "softmax":
+            first = node.func.value  # `x.float().softmax(-1)`
+        return (isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and not first.args
+                and first.func.attr == "float")
+
+    def _softmax_call(self) -> ast.Call | None:
+        """The softmax call in its statement's syntax tree."""
+        softmax = self.chain.softmax
+        stmt = next((s for s in self.range if s.lineno == softmax.stmt_span.start_line + 1), None)
+        for node in ast.walk(stmt) if stmt is not None else ():
+            # `softmax(...).to(dtype)` starts where the softmax does: the call whose function is the softmax.
+            name = node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else (
+                node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else "")
+            if isinstance(node, ast.Call) and name.lower() == "softmax" and (node.lineno, node.col_offset) == (
+                    softmax.span.start_line + 1, self._byte_col(softmax.span.start_line, softmax.span.start_col)):
+                return node
+        return None
+
+    def _byte_col(self, line: int, col: int) -> int:
+        return len(self.ctx.source.split("\n")[line][:col].encode("utf-8"))
+
+    def _check_cast_back(self) -> None:
+        """An fp32 softmax (`dtype=torch.float32`, or of `x.float()`) whose probabilities are cast straight back
+        (`.to(q.dtype)`, `.type_as(x)`): the probabilities then multiply v in v's dtype, as SDPA's do. SDPA's
+        kernels keep the scores and the softmax in fp32 too (the math kernel up-casts half-precision inputs,
+        the fused ones accumulate in fp32), so the rewrite is at least as precise; `adopter verify --dtype
+        bf16` measures the difference on the user's class. Without the cast back, decline: the fp32
+        probabilities would promote or reject v's dtype."""
+        call = self._softmax_call()
+        stmt = next((s for s in self.range if s.lineno == self.chain.softmax.stmt_span.start_line + 1), None)
+        parent = None
+        for node in ast.walk(stmt) if stmt is not None and call is not None else ():
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.value is call:
+                parent = node
+        if parent is None or not isinstance(parent.func, ast.Attribute):
+            self.ctx.decline("the softmax runs in fp32 and its probabilities are not cast back to the input's "
+                             "dtype (`.to(q.dtype)`); SDPA returns the input's dtype")
+            return
+        attr, args = parent.func.attr, parent.args
+        back = (attr == "type_as" and len(args) == 1) or (
+            attr == "to" and len(args) == 1 and not parent.keywords
+            and isinstance(args[0], ast.Attribute) and args[0].attr == "dtype")
+        if not back:
+            self.ctx.decline(f"the fp32 softmax is followed by `.{attr}(...)`, not a cast back to the input's "
+                             "dtype (`.to(q.dtype)`, `.type_as(x)`); SDPA returns the input's dtype")
 
     def _is_stable_shift(self, stmt: ast.stmt) -> bool:
         """`s = s - s.amax(dim=-1, keepdim=True)` (also `.detach()`, `s.max(-1, keepdim=True)[0]` or
