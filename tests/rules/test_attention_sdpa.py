@@ -820,3 +820,108 @@ class Attention(nn.Module):
 def test_a_helper_returning_the_probabilities_is_declined_naming_the_library_path() -> None:
     reasons = skip_reasons(EAGER_RETURNS, RULES)
     assert reasons and all("are returned (line" in r and "output_attentions" in r for r in reasons), reasons
+
+
+# transformers 4.35 `models/vit/modeling_vit.py` `ViTSelfAttention` (config arguments as plain ones): the
+# probabilities are returned only for `output_attentions`, and a head mask multiplies them between the steps.
+VIT_435 = """
+import math
+
+import torch
+from torch import nn
+
+
+class ViTSelfAttention(nn.Module):
+    def __init__(self, hidden_size, num_attention_heads, attention_probs_dropout_prob=0.0, qkv_bias=True):
+        super().__init__()
+        self.num_attention_heads = num_attention_heads
+        self.attention_head_size = int(hidden_size / num_attention_heads)
+        self.all_head_size = self.num_attention_heads * self.attention_head_size
+
+        self.query = nn.Linear(hidden_size, self.all_head_size, bias=qkv_bias)
+        self.key = nn.Linear(hidden_size, self.all_head_size, bias=qkv_bias)
+        self.value = nn.Linear(hidden_size, self.all_head_size, bias=qkv_bias)
+
+        self.dropout = nn.Dropout(attention_probs_dropout_prob)
+
+    def transpose_for_scores(self, x):
+        new_x_shape = x.size()[:-1] + (self.num_attention_heads, self.attention_head_size)
+        x = x.view(new_x_shape)
+        return x.permute(0, 2, 1, 3)
+
+    def forward(self, hidden_states, head_mask=None, output_attentions: bool = False):
+        mixed_query_layer = self.query(hidden_states)
+
+        key_layer = self.transpose_for_scores(self.key(hidden_states))
+        value_layer = self.transpose_for_scores(self.value(hidden_states))
+        query_layer = self.transpose_for_scores(mixed_query_layer)
+
+        # Take the dot product between "query" and "key" to get the raw attention scores.
+        attention_scores = torch.matmul(query_layer, key_layer.transpose(-1, -2))
+
+        attention_scores = attention_scores / math.sqrt(self.attention_head_size)
+
+        # Normalize the attention scores to probabilities.
+        attention_probs = nn.functional.softmax(attention_scores, dim=-1)
+
+        # This is actually dropping out entire tokens to attend to, which might
+        # seem a bit unusual, but is taken from the original Transformer paper.
+        attention_probs = self.dropout(attention_probs)
+
+        # Mask heads if we want to
+        if head_mask is not None:
+            attention_probs = attention_probs * head_mask
+
+        context_layer = torch.matmul(attention_probs, value_layer)
+
+        context_layer = context_layer.permute(0, 2, 1, 3).contiguous()
+        new_context_layer_shape = context_layer.size()[:-2] + (self.all_head_size,)
+        context_layer = context_layer.view(new_context_layer_shape)
+
+        outputs = (context_layer, attention_probs) if output_attentions else (context_layer,)
+
+        return outputs
+"""
+
+
+def test_probabilities_returned_for_output_attentions_keep_the_original_path() -> None:
+    new = fixed(VIT_435, RULES, applied=1)
+    body = " ".join(new[new.index("attention_scores = torch.matmul") - 60:new.index("context_layer = context_layer.permute")].split())
+    assert "if output_attentions or head_mask is not None: attention_scores = torch.matmul(" in body, body
+    assert "else: context_layer = nn.functional.scaled_dot_product_attention(" in body, body
+    assert "# Mask heads if we want to" in new  # the kept path is the original, comments included
+    assert not findings_of(new, RULES)  # the kept path is not reported again: SDPA cannot return probabilities
+    torch.manual_seed(0)
+    original = load(VIT_435, "orig")["ViTSelfAttention"](32, 4)
+    rewritten = load(new, "new")["ViTSelfAttention"](32, 4)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),))  # SDPA path
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),), kwargs={"output_attentions": True})
+    head_mask = torch.tensor([1.0, 0.0, 1.0, 0.5])[None, :, None, None]
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32), head_mask))
+
+
+UNGUARDED_READ = VIT_435.replace(
+    "        return outputs\n", "        return outputs + (attention_probs.mean(),)\n")
+
+
+def test_a_read_of_the_probabilities_outside_output_attentions_is_declined() -> None:
+    reasons = skip_reasons(UNGUARDED_READ, RULES)
+    assert reasons and all("where `output_attentions` does not guard the read" in r for r in reasons), reasons
+
+
+# transformers 4.35 llama's form: `if not output_attentions: attn_weights = None` before the return.
+SET_TO_NONE = VIT_435.replace(
+    "        outputs = (context_layer, attention_probs) if output_attentions else (context_layer,)\n",
+    "        if not output_attentions:\n            attention_probs = None\n"
+    "        outputs = (context_layer, attention_probs)\n",
+).replace("        if head_mask is not None:\n            attention_probs = attention_probs * head_mask\n", "")
+
+
+def test_probabilities_set_to_none_without_output_attentions_keep_the_original_path() -> None:
+    new = fixed(SET_TO_NONE, RULES, applied=1)
+    assert "if output_attentions:" in new and "scaled_dot_product_attention(" in new
+    torch.manual_seed(0)
+    original = load(SET_TO_NONE, "orig")["ViTSelfAttention"](32, 4)
+    rewritten = load(new, "new")["ViTSelfAttention"](32, 4)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),))
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),), kwargs={"output_attentions": True})

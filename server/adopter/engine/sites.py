@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import logging
 import re
 from collections.abc import Sequence
@@ -189,6 +191,9 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
         ops = tuple(flat.nodes[n].op for n in m.nodes)
         if not _reach_allowed(rule, m, ops):
             continue  # reaches into a submodule read through at its call, which the rule does not allow
+        if _kept_for_probabilities(rule, flat, m):
+            taken.update(m.nodes)
+            continue
         site = tuple(sorted((op.span for op in ops if op is not None), key=_span_key))
         taken.update(m.nodes)
         if site in seen_sites:
@@ -196,6 +201,35 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
         seen_sites.add(site)
         out.append(_finding(rule, flat, m, scope_name, path, env))
     return out
+
+
+def _kept_for_probabilities(rule: Rule, flat: FlatForward, m: RawMatch) -> bool:
+    """Whether an attention chain is the path kept for the probabilities beside an SDPA call, as
+    `sdpa_chain` writes it and transformers' own SDPA classes do: it sits in the body of an `if` whose
+    test asks for them (`output_attentions`, alone or as an operand of `or`), and the `else` calls
+    `scaled_dot_product_attention`. There is nothing left to fix there: SDPA does not return the
+    probabilities."""
+    if rule.replacement is None or rule.replacement.strategy != "sdpa_chain":
+        return False
+    common = set.intersection(*(set(c for c in flat.nodes[n].ctx if c[0] == "b") for n in m.nodes))
+    for _, bid, alt in common:
+        tests = flat.tests.get(bid, ())
+        if alt != 0 or not tests or not _asks_for_probabilities(tests[0]):
+            continue
+        if any((op := node.op) is not None and op.target.endswith("scaled_dot_product_attention")
+               and ("b", bid, 1) in node.ctx for node in flat.nodes):
+            return True
+    return False
+
+
+def _asks_for_probabilities(test: str) -> bool:
+    """`output_attentions`, or `output_attentions or ...`."""
+    try:
+        node = ast.parse(test, mode="eval").body
+    except SyntaxError:
+        return False
+    operands = node.values if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) else [node]
+    return any(isinstance(v, ast.Name) and v.id == "output_attentions" for v in operands)
 
 
 def _reach_allowed(rule: Rule, m: RawMatch, ops: tuple[Op | None, ...]) -> bool:

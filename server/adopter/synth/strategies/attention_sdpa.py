@@ -11,6 +11,7 @@ condition other than `mask is not None`, or the scale is a tensor computed at ru
 from __future__ import annotations
 
 import ast
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -63,10 +64,20 @@ def sdpa_chain(ctx: SynthContext) -> None:
     start = _offset(text, last, chain.out.span.start_line, chain.out.span.start_col)
     end = _offset(text, last, chain.out.span.end_line, chain.out.span.end_col)
     call = f"{functional}.scaled_dot_product_attention({', '.join(args)})"
-    if len(ctx.line_indent(last)) + start + len(call) + len(text[end:].split("\n")[0]) > _LINE:
+    extra = 8 if site.fallback else 0  # the call sits one level deeper, under `else:`
+    if len(ctx.line_indent(last)) + extra + start + len(call) + len(text[end:].split("\n")[0]) > _LINE:
         # One argument per line, like black and ruff format a call that does not fit.
         call = f"{functional}.scaled_dot_product_attention(\n" + "".join(f"    {a},\n" for a in args) + ")"
-    ctx.replace_statements(site.range_spans(), text[:start] + call + text[end:])
+    statement = text[:start] + call + text[end:]
+    if site.fallback:
+        # Kept as written where SDPA cannot stand in (the probabilities asked for, a head mask given, ...).
+        tests = [_paren_test(t) for t in dict.fromkeys(site.fallback)]
+        condition = " or ".join(tests)
+        if len(ctx.line_indent(last)) + len(condition) + 4 > _LINE:  # one operand per line, as ruff formats it
+            condition = "(\n    " + "\n    or ".join(tests) + "\n)"
+        statement = (f"if {condition}:\n" + textwrap.indent(site.kept_text(), "    ") + "\nelse:\n"
+                     + textwrap.indent(statement, "    "))
+    ctx.replace_statements(site.range_spans(), statement)
 
 
 def _classify(ops: Sequence[Op]) -> Chain | str:
@@ -165,6 +176,7 @@ class _Site:
             s for s in self.block if s.end_lineno is not None and s.end_lineno >= first and s.lineno <= last
         ]
         self.matched_lines = lines
+        self.fallback: list[str] = []  # conditions under which the range is kept as it is
 
     def _enclosing(self, line: int) -> tuple[ast.FunctionDef, list[ast.stmt]]:
         """The innermost function and statement list whose statements include `line` directly."""
@@ -185,7 +197,8 @@ class _Site:
     # -- checks ------------------------------------------------------------------------------------
 
     def check(self) -> None:
-        """Decline unless replacing the range with one call computes exactly what it computed."""
+        """Decline unless replacing the range with one call computes exactly what it computed, or keeping the
+        range as it is under the conditions that need it (`self.fallback`) and the call otherwise does."""
         ctx, chain = self.ctx, self.chain
         if not self.range or self.range[-1].lineno != chain.out.stmt_span.start_line + 1:
             ctx.decline("the chain's steps are not in one block of statements")
@@ -195,33 +208,129 @@ class _Site:
                 continue
             if self._is_mask_guard(stmt) or self._is_stable_shift(stmt):
                 continue
+            test = self._skippable_test(stmt)
+            if test is not None:
+                # `if head_mask is not None: probs = probs * head_mask`, `if self.save_attn: ...`: the
+                # original runs when the condition holds, SDPA when it does not (where the body is skipped).
+                self.fallback.append(test)
+                continue
             ctx.decline(
                 f"line {stmt.lineno} (`{ast.unparse(stmt).splitlines()[0]}`) sits between the chain's steps "
                 "and would be lost"
             )
         if any(k.name == "dtype" for k in chain.softmax.kwargs) or self._upcast_input():
             self._check_cast_back()
+        if self.fallback and "output_attentions" not in self.fallback:
+            # Kept under a condition only beside `output_attentions`: that is the path detection knows as
+            # the one kept for the probabilities; elsewhere the kept chain would be reported again.
+            ctx.decline(f"`if {self.fallback[0]}:` sits between the chain's steps and would be lost")
+        if self.fallback:
+            self._check_fallback_layout()
+
+    def _skippable_test(self, stmt: ast.stmt) -> str | None:
+        """The test of `if <test>: ...` (no else) between the steps that holds none of the chain's steps and
+        reads nothing the range binds, with no call: evaluated before the range it has the same value, and
+        when it is false the statement does nothing. Else None."""
+        if not isinstance(stmt, ast.If) or stmt.orelse:
+            return None
+        end = stmt.end_lineno or stmt.lineno
+        if any(stmt.lineno <= line <= end for line in self.matched_lines):
+            return None
+        bound = self._defined_in_range()
+        pure = (ast.Name, ast.Attribute, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Constant, ast.Load,
+                ast.cmpop, ast.boolop, ast.unaryop)
+        for node in ast.walk(stmt.test):
+            if not isinstance(node, pure) or (isinstance(node, ast.Name) and node.id in bound):
+                return None
+        text = ast.get_source_segment(self.ctx.source, stmt.test) or ast.unparse(stmt.test)
+        return " ".join(text.split()) if "\n" in text else text
+
+    def _check_fallback_layout(self) -> None:
+        """The kept statements are re-indented under `if`: decline where that would change a line's text
+        (a continuation line less indented than the block, as in a multi-line string)."""
+        lines = self.ctx.source.split("\n")
+        first, last = self.range[0].lineno - 1, (self.range[-1].end_lineno or self.range[-1].lineno) - 1
+        indent = self.range[0].col_offset
+        for line in lines[first:last + 1]:
+            if line.strip() and len(line) - len(line.lstrip()) < indent:
+                self.ctx.decline("a line of the chain is indented less than its block (a multi-line string?); "
+                                 "it cannot be kept under a condition unchanged")
+        out = self.chain.out.stmt_span
+        if out.start_line != out.end_line:
+            self.ctx.decline("the chain's last statement spans lines; it cannot be kept under a condition")
+
+    def kept_text(self) -> str:
+        """The source lines of the range (comments between included), dedented to the block."""
+        lines = self.ctx.source.split("\n")
+        first, last = self.range[0].lineno - 1, (self.range[-1].end_lineno or self.range[-1].lineno) - 1
+        indent = self.range[0].col_offset
+        return "\n".join(line[indent:] if line.strip() else "" for line in lines[first:last + 1])
 
     def _check_results_unused(self) -> None:
         """Decline when the probabilities (or another value of the chain) are read after it: SDPA does not
-        return them. Checked first: it is why the site has no fix whatever else sits between the steps."""
+        return them. Checked first: it is why the site has no fix whatever else sits between the steps.
+        With an `output_attentions` parameter whose truth guards every such read (`... if output_attentions
+        else ...`, `if output_attentions:`, or after `if not output_attentions: probs = None`), the range is
+        kept for `output_attentions` and SDPA runs otherwise, as transformers' own SDPA classes do."""
         chain = self.chain
         defined = self._defined_in_range()
         out_names = self._out_names()
+        flag = "output_attentions" in {a.arg for a in self.func.args.args + self.func.args.kwonlyargs}
+        gated = False
         for name, line in self._used_after(defined - out_names):
             what = "attention probabilities" if name in self._names_of(chain.softmax) else "intermediate"
+            if flag and self._guarded_by_flag(name, line):
+                gated = True
+                continue
             returned = any(isinstance(node, ast.Return) and node.lineno == line and node.value is not None
                            and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.value))
                            for node in ast.walk(self.func))
-            if returned and "output_attentions" not in {a.arg for a in self.func.args.args + self.func.args.kwonlyargs}:
+            if returned and not flag:
                 self.ctx.decline(
                     f"the {what} `{name}` are returned (line {line}) and this function has no `output_attentions` "
                     "flag to keep them only on request; SDPA does not compute them (a caller that asks for "
                     "them would get none): switch to the library's SDPA path instead (transformers: "
                     "attn_implementation=\"sdpa\")")
             self.ctx.decline(
+                f"the {what} `{name}` are used after the chain (line {line}) where `output_attentions` does not "
+                "guard the read; SDPA does not return them" if flag else
                 f"the {what} `{name}` are used after the chain (line {line}); SDPA does not return them"
             )
+        if gated:
+            self.fallback.append("output_attentions")
+
+    def _guarded_by_flag(self, name: str, line: int) -> bool:
+        """Whether every read of `name` on `line` happens only when `output_attentions` is true, or after an
+        `if not output_attentions: name = None` in the chain's block (the value is None on the SDPA path
+        in the original too)."""
+        end = self.range[-1].end_lineno or self.range[-1].lineno
+        for stmt in self.block:
+            if stmt.lineno <= end or stmt.lineno >= line:
+                continue
+            if (isinstance(stmt, ast.If) and not stmt.orelse and isinstance(stmt.test, ast.UnaryOp)
+                    and isinstance(stmt.test.op, ast.Not) and _is_flag(stmt.test.operand)
+                    and any(isinstance(b, ast.Assign) and isinstance(b.value, ast.Constant) and b.value.value is None
+                            and any(isinstance(t, ast.Name) and t.id == name for t in b.targets) for b in stmt.body)):
+                return True
+        parents: dict[ast.AST, ast.AST] = {}
+        for node in ast.walk(self.func):
+            for child in ast.iter_child_nodes(node):
+                parents[child] = node
+        reads = [n for n in ast.walk(self.func) if isinstance(n, ast.Name) and n.id == name
+                 and isinstance(n.ctx, ast.Load) and n.lineno == line]
+        for read in reads:
+            node: ast.AST = read
+            guarded = False
+            while node in parents:
+                parent = parents[node]
+                if isinstance(parent, ast.IfExp | ast.If) and _is_flag(parent.test) and (
+                        node is parent.body or (isinstance(parent.body, list) and node in parent.body)):
+                    guarded = True
+                    break
+                node = parent
+            if not guarded:
+                return False
+        return bool(reads)
 
     def check_inputs_unchanged(self, args: list[str]) -> None:
         """Decline when a statement of the range before the last binds a name the call reads: the call
@@ -614,6 +723,17 @@ def _number_call(call: ast.Call) -> bool:
     if func.startswith("math.") or func in ("float", "int", "len"):
         return True
     return isinstance(call.func, ast.Attribute) and call.func.attr in ("size", "dim")
+
+
+def _paren_test(text: str) -> str:
+    """A condition as an operand of `or`."""
+    node = ast.parse(text, mode="eval").body
+    return f"({text})" if isinstance(node, ast.BoolOp | ast.IfExp | ast.Lambda | ast.NamedExpr) else text
+
+
+def _is_flag(node: ast.expr) -> bool:
+    """`output_attentions` (the parameter), as a condition."""
+    return isinstance(node, ast.Name) and node.id == "output_attentions"
 
 
 def _is_keyword(text: str) -> bool:
