@@ -285,7 +285,9 @@ def rewrite_chain(ctx: SynthContext, new_expr: str, ops: Sequence[Op] | None = N
         outer = outers[0]
         stmt_text = ctx.statement_text(stmt)
         op_text = ctx.text(outer.span)
-        targets = " *, *".join(re.escape(out) for out in outer.outputs)
+        # Plain names as targets: the analysis renames the locals of an inlined helper (`src` -> `src_3`),
+        # so the outputs' names need not be the names the statement writes.
+        targets = r"\s*,\s*".join(r"[A-Za-z_]\w*" for _ in outer.outputs)
         if not re.fullmatch(rf"\(?\s*{targets}\s*,?\s*\)?\s*=\s*\(?\s*{re.escape(op_text)}\s*\)?", stmt_text, re.S):
             ctx.decline("a statement of the pattern does more than compute the fused chain")
         if not _statement_lines_alone(ctx, stmt) or not _statement_lines_alone(ctx, final_stmt):

@@ -1,0 +1,133 @@
+"""Family 5: where the residual sum of dropout-add-LayerNorm is read after the norm (a pre-norm block's
+residual stream), which names the fused call must bind to keep it, read from the statements themselves."""
+
+from __future__ import annotations
+
+import ast
+
+from adopter.dsl.types import Op, OpKind, Span
+from adopter.synth.registry import SynthContext
+
+# (name bound to the normalised value, names bound to the sum, spans of the first and last statement replaced)
+SumPlan = tuple[str, list[str], list[Span]]
+
+
+def sum_plan(ctx: SynthContext) -> SumPlan | None:
+    """None when no statement reads the sum outside the chain (the plain fused call does); else how to
+    bind it. Declines when a statement between the chain's steps reads a value of the chain other than as
+    `alias = sum` (it would see a value the fused call no longer makes), or when the sum is read after the
+    norm but the statements are not three plain assignments in one block."""
+    ops = list(ctx.finding.match.ops)
+    add = next((op for op in ops if op.kind is OpKind.OPERATOR and op.target == "+"), None)
+    norm = ops[-1]
+    if add is None:
+        return None
+    try:
+        tree = ctx.text_index.module([add.stmt_span.start_line])
+    except SyntaxError:
+        return None
+    func = _function_at(ctx, tree, add.stmt_span.start_line + 1)
+    if func is None:
+        return None
+    block = _block_of(func.body, add.stmt_span.start_line + 1)
+    if block is None:
+        return None
+    lines = {op.stmt_span.start_line + 1 for op in ops}
+    first, last = min(lines), norm.stmt_span.start_line + 1
+    add_stmt = next((s for s in block if s.lineno == add.stmt_span.start_line + 1), None)
+    if add_stmt is None or add_stmt.lineno == last or not _plain_assign(add_stmt):
+        return None  # the sum has no name of its own (`norm(h + r)`): nothing can read it elsewhere
+    assert isinstance(add_stmt, ast.Assign) and isinstance(add_stmt.targets[0], ast.Name)
+    total = add_stmt.targets[0].id
+    drop_names = {t.id for s in block if s.lineno in lines and s.lineno < add_stmt.lineno and _plain_assign(s)
+                  for t in s.targets if isinstance(s, ast.Assign) and isinstance(t, ast.Name)}
+    aliases: list[str] = []
+    region = [s for s in block if first <= s.lineno <= last]
+    for stmt in region:
+        if stmt.lineno in lines:
+            continue
+        if stmt.lineno > add_stmt.lineno and _plain_assign(stmt) and isinstance(stmt, ast.Assign) \
+                and isinstance(stmt.value, ast.Name) and stmt.value.id == total:
+            aliases.append(stmt.targets[0].id)  # type: ignore[union-attr]
+            continue
+        read = _reads(stmt) & ({total} | drop_names)
+        if read:
+            ctx.decline(f"line {stmt.lineno} reads `{min(read)}` between the statements to fuse; the fused call "
+                        "would not make that value there")
+    norm_stmt = region[-1] if region else None
+    out = norm_stmt.targets[0].id if isinstance(norm_stmt, ast.Assign) and _plain_assign(norm_stmt) else None  # type: ignore[union-attr]
+    end = (norm_stmt.end_lineno or last) if norm_stmt is not None else last
+    after = _reads_after(func, end)
+    wanted = [n for n in dict.fromkeys([total, *aliases]) if n != out and n in after]
+    # A name the chain binds before the sum (the dropout's output under its own name) must not be read later.
+    for name in drop_names - {total, out, *aliases}:
+        if name in after:
+            ctx.decline(f"`{name}` (the dropout's output) is also read after the chain; fusing would lose it")
+    if not wanted:
+        return None
+    if out is None or norm_stmt is None or norm_stmt.lineno != last:
+        ctx.decline(f"`{total}` (the residual sum) is read after the norm, which is not a plain `name = norm(...)` "
+                    "statement; the fused call cannot bind both")
+        raise AssertionError
+    if any(s.lineno not in lines and s not in aliases_stmts(region, aliases) for s in region):
+        return None  # unreachable: every other statement was declined above
+    return out, wanted, [_span(ctx, region[0]), norm.stmt_span]
+
+
+def aliases_stmts(region: list[ast.stmt], aliases: list[str]) -> list[ast.stmt]:
+    """The `alias = sum` statements of the region."""
+    return [s for s in region if isinstance(s, ast.Assign) and _plain_assign(s) and isinstance(s.targets[0], ast.Name)
+            and s.targets[0].id in aliases and isinstance(s.value, ast.Name)]
+
+
+def _plain_assign(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+
+
+def _reads(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _reads_after(func: ast.AST, line: int) -> set[str]:
+    """Names read on the lines after `line` in the function (any path: a read there may see the sum)."""
+    return {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            and n.lineno > line}
+
+
+def _function_at(ctx: SynthContext, tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    best = None
+    for node in ctx.text_index.statements(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.lineno <= line <= (node.end_lineno or 0):
+            if best is None or node.lineno >= best.lineno:
+                best = node
+    return best
+
+
+def _block_of(body: list[ast.stmt], line: int) -> list[ast.stmt] | None:
+    """The statement list holding a statement that starts on `line`."""
+    for stmt in body:
+        if stmt.lineno == line:
+            return body
+        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    found = _block_of(inner, line)
+                    if found is not None:
+                        return found
+            return None
+    return None
+
+
+def _span(ctx: SynthContext, stmt: ast.stmt) -> Span:
+    """The internal span (0-based lines, code-point columns) of a statement."""
+    lines = ctx.source.split("\n")
+
+    def col(line: int, byte_col: int) -> int:
+        return len(lines[line].encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+    end = (stmt.end_lineno or stmt.lineno) - 1
+    return Span(stmt.lineno - 1, col(stmt.lineno - 1, stmt.col_offset), end, col(end, stmt.end_col_offset or 0))
+
+
+__all__ = ["Op", "SumPlan", "sum_plan"]
