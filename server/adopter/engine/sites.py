@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-
 import logging
 import re
 from collections.abc import Sequence

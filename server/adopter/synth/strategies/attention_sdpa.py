@@ -313,9 +313,9 @@ class _Site:
                             and any(isinstance(t, ast.Name) and t.id == name for t in b.targets) for b in stmt.body)):
                 return True
         parents: dict[ast.AST, ast.AST] = {}
-        for node in ast.walk(self.func):
-            for child in ast.iter_child_nodes(node):
-                parents[child] = node
+        for above in ast.walk(self.func):
+            for child in ast.iter_child_nodes(above):
+                parents[child] = above
         reads = [n for n in ast.walk(self.func) if isinstance(n, ast.Name) and n.id == name
                  and isinstance(n.ctx, ast.Load) and n.lineno == line]
         for read in reads:

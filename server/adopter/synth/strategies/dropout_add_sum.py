@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from adopter.dsl.types import Op, OpKind, Span
+from adopter.dsl.types import OpKind, Span
 from adopter.synth.registry import SynthContext
 
 # (name bound to the normalised value, names bound to the sum, spans of the first and last statement replaced)
@@ -35,53 +35,48 @@ def sum_plan(ctx: SynthContext) -> SumPlan | None:
     lines = {op.stmt_span.start_line + 1 for op in ops}
     first, last = min(lines), norm.stmt_span.start_line + 1
     add_stmt = next((s for s in block if s.lineno == add.stmt_span.start_line + 1), None)
-    if add_stmt is None or add_stmt.lineno == last or not _plain_assign(add_stmt):
+    total = _assigned_name(add_stmt) if add_stmt is not None and add_stmt.lineno != last else None
+    if add_stmt is None or total is None:
         return None  # the sum has no name of its own (`norm(h + r)`): nothing can read it elsewhere
-    assert isinstance(add_stmt, ast.Assign) and isinstance(add_stmt.targets[0], ast.Name)
-    total = add_stmt.targets[0].id
-    drop_names = {t.id for s in block if s.lineno in lines and s.lineno < add_stmt.lineno and _plain_assign(s)
-                  for t in s.targets if isinstance(s, ast.Assign) and isinstance(t, ast.Name)}
+    drop_names = {name for s in block if s.lineno in lines and s.lineno < add_stmt.lineno
+                  and (name := _assigned_name(s)) is not None}
     aliases: list[str] = []
     region = [s for s in block if first <= s.lineno <= last]
     for stmt in region:
         if stmt.lineno in lines:
             continue
-        if stmt.lineno > add_stmt.lineno and _plain_assign(stmt) and isinstance(stmt, ast.Assign) \
-                and isinstance(stmt.value, ast.Name) and stmt.value.id == total:
-            aliases.append(stmt.targets[0].id)  # type: ignore[union-attr]
+        alias = _assigned_name(stmt)
+        if (stmt.lineno > add_stmt.lineno and alias is not None and isinstance(stmt, ast.Assign)
+                and isinstance(stmt.value, ast.Name) and stmt.value.id == total):
+            aliases.append(alias)
             continue
         read = _reads(stmt) & ({total} | drop_names)
         if read:
             ctx.decline(f"line {stmt.lineno} reads `{min(read)}` between the statements to fuse; the fused call "
                         "would not make that value there")
     norm_stmt = region[-1] if region else None
-    out = norm_stmt.targets[0].id if isinstance(norm_stmt, ast.Assign) and _plain_assign(norm_stmt) else None  # type: ignore[union-attr]
+    out = _assigned_name(norm_stmt) if norm_stmt is not None and norm_stmt.lineno == last else None
     end = (norm_stmt.end_lineno or last) if norm_stmt is not None else last
     after = _reads_after(func, end)
     wanted = [n for n in dict.fromkeys([total, *aliases]) if n != out and n in after]
     # A name the chain binds before the sum (the dropout's output under its own name) must not be read later.
-    for name in drop_names - {total, out, *aliases}:
+    for name in sorted(drop_names - {total, *aliases} - ({out} if out else set())):
         if name in after:
             ctx.decline(f"`{name}` (the dropout's output) is also read after the chain; fusing would lose it")
     if not wanted:
         return None
-    if out is None or norm_stmt is None or norm_stmt.lineno != last:
+    if out is None or norm_stmt is None:
         ctx.decline(f"`{total}` (the residual sum) is read after the norm, which is not a plain `name = norm(...)` "
                     "statement; the fused call cannot bind both")
         raise AssertionError
-    if any(s.lineno not in lines and s not in aliases_stmts(region, aliases) for s in region):
-        return None  # unreachable: every other statement was declined above
     return out, wanted, [_span(ctx, region[0]), norm.stmt_span]
 
 
-def aliases_stmts(region: list[ast.stmt], aliases: list[str]) -> list[ast.stmt]:
-    """The `alias = sum` statements of the region."""
-    return [s for s in region if isinstance(s, ast.Assign) and _plain_assign(s) and isinstance(s.targets[0], ast.Name)
-            and s.targets[0].id in aliases and isinstance(s.value, ast.Name)]
-
-
-def _plain_assign(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+def _assigned_name(stmt: ast.stmt) -> str | None:
+    """`name` of a statement `name = <value>`, else None."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id
+    return None
 
 
 def _reads(node: ast.AST) -> set[str]:
@@ -129,5 +124,3 @@ def _span(ctx: SynthContext, stmt: ast.stmt) -> Span:
     end = (stmt.end_lineno or stmt.lineno) - 1
     return Span(stmt.lineno - 1, col(stmt.lineno - 1, stmt.col_offset), end, col(end, stmt.end_col_offset or 0))
 
-
-__all__ = ["Op", "SumPlan", "sum_plan"]
