@@ -925,3 +925,21 @@ def test_probabilities_set_to_none_without_output_attentions_keep_the_original_p
     rewritten = load(new, "new")["ViTSelfAttention"](32, 4)
     compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),))
     compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),), kwargs={"output_attentions": True})
+
+
+SHARED_LINE = VIT_435.replace(
+    "        # Take the dot product between \"query\" and \"key\" to get the raw attention scores.\n"
+    "        attention_scores = torch.matmul(",
+    "        scale = 1.0; attention_scores = torch.matmul(",
+)
+
+
+def test_a_kept_statement_sharing_its_line_is_declined() -> None:
+    reasons = skip_reasons(SHARED_LINE, RULES)
+    assert reasons and all("shares its line" in r or "sits between" in r for r in reasons), reasons
+
+
+def test_a_step_sharing_its_line_with_another_statement_is_declined() -> None:
+    source = VIT_STYLE.replace("        dots = q @ k", "        y = 2; dots = q @ k")
+    reasons = skip_reasons(source, RULES)
+    assert reasons and all("shares its line" in r for r in reasons), reasons

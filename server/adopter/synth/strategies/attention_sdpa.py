@@ -202,6 +202,11 @@ class _Site:
         ctx, chain = self.ctx, self.chain
         if not self.range or self.range[-1].lineno != chain.out.stmt_span.start_line + 1:
             ctx.decline("the chain's steps are not in one block of statements")
+        starts = [stmt.lineno for stmt in self.range]
+        if len(set(starts)) != len(starts) or any(
+                (a.end_lineno or a.lineno) == b.lineno for a, b in zip(self.range, self.range[1:])):
+            # `y = 2; scores = q @ k.T`: the statement beside a step would be replaced with it.
+            ctx.decline("a statement of the chain shares its line with other code; rewrite it by hand")
         self._check_results_unused()
         for stmt in self.range:
             if stmt.lineno in self.matched_lines:
@@ -255,6 +260,12 @@ class _Site:
             if line.strip() and len(line) - len(line.lstrip()) < indent:
                 self.ctx.decline("a line of the chain is indented less than its block (a multi-line string?); "
                                  "it cannot be kept under a condition unchanged")
+        head = lines[first].encode("utf-8")[:indent].decode("utf-8", errors="ignore")
+        last_stmt = self.range[-1]
+        tail = lines[last].encode("utf-8")[last_stmt.end_col_offset or 0:].decode("utf-8", errors="ignore")
+        if head.strip() or (tail.strip() and not tail.strip().startswith("#")):
+            self.ctx.decline("a statement of the chain shares its line with other code; it cannot be kept under a "
+                             "condition unchanged")
         out = self.chain.out.stmt_span
         if out.start_line != out.end_line:
             self.ctx.decline("the chain's last statement spans lines; it cannot be kept under a condition")

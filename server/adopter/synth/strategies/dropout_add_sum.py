@@ -42,6 +42,8 @@ def sum_plan(ctx: SynthContext) -> SumPlan | None:
                   and (name := _assigned_name(s)) is not None}
     aliases: list[str] = []
     region = [s for s in block if first <= s.lineno <= last]
+    if any((a.end_lineno or a.lineno) == b.lineno for a, b in zip(region, region[1:])):
+        ctx.decline("a statement of the pattern shares its line with other code")
     for stmt in region:
         if stmt.lineno in lines:
             continue
