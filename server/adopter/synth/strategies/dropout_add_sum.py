@@ -4,6 +4,7 @@ residual stream), which names the fused call must bind to keep it, read from the
 from __future__ import annotations
 
 import ast
+from itertools import pairwise
 
 from adopter.dsl.types import OpKind, Span
 from adopter.synth.registry import SynthContext
@@ -42,7 +43,7 @@ def sum_plan(ctx: SynthContext) -> SumPlan | None:
                   and (name := _assigned_name(s)) is not None}
     aliases: list[str] = []
     region = [s for s in block if first <= s.lineno <= last]
-    if any((a.end_lineno or a.lineno) == b.lineno for a, b in zip(region, region[1:])):
+    if any((a.end_lineno or a.lineno) == b.lineno for a, b in pairwise(region)):
         ctx.decline("a statement of the pattern shares its line with other code")
     for stmt in region:
         if stmt.lineno in lines:
