@@ -574,7 +574,9 @@ def _in_original(old: str, new: str, left: list[tuple[Finding, str]]) -> list[tu
     """
     if old == new:
         return left
-    old_lines, new_lines = old.split("\n"), new.split("\n")
+    # Lines compared without their indentation: a fix may keep the user's statements as written under a new
+    # `if` (SDPA's fallback for `output_attentions`); a finding there is still on the user's lines.
+    old_lines, new_lines = [line.strip() for line in old.split("\n")], [line.strip() for line in new.split("\n")]
     to_old: dict[int, int] = {}
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
     for block in matcher.get_matching_blocks():

@@ -212,7 +212,7 @@ def test_causal_masked_fill_becomes_a_boolean_mask() -> None:
 @pytest.mark.parametrize(
     ("source", "why"),
     [
-        (RETURNS_PROBS, "attention probabilities `attention_probs` are used after the chain"),
+        (RETURNS_PROBS, "attention probabilities `attention_probs` are "),
         (OTHER_CONDITION, "sits between the chain's steps"),
         (FINITE_FILL, "the scores are filled with -1e4, not -inf"),
     ],
@@ -552,3 +552,394 @@ def test_a_learned_temperature_as_the_scale_is_declined() -> None:
     new = fixed(plain, rules_of("f10-manual-attention-sdpa"), applied=1)
     torch.manual_seed(0)
     compare_modules(load(plain, "xca_orig")["XCA"](32), load(new, "xca_new")["XCA"](32), lambda: (torch.randn(2, 5, 32),))
+
+
+# timm 1.0.12 `timm/models/vision_transformer.py` `Attention` (verbatim but for `use_fused_attn()`, a
+# constructor flag here): the hand-written chain sits in the `else:` of `if self.fused_attn:`, whose other
+# branch binds `x` too, and `q`/`k` pass through `nn.Identity()` alternatives. The engine marks that
+# path-dependent; the chain is one block of statements, rewritten in place.
+TIMM_VIT = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, num_heads=8, qkv_bias=False, qk_norm=False, attn_drop=0., proj_drop=0.,
+                 norm_layer=nn.LayerNorm, fused_attn=False):
+        super().__init__()
+        assert dim % num_heads == 0, 'dim should be divisible by num_heads'
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads
+        self.scale = self.head_dim ** -0.5
+        self.fused_attn = fused_attn
+
+        self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+        self.q_norm = norm_layer(self.head_dim) if qk_norm else nn.Identity()
+        self.k_norm = norm_layer(self.head_dim) if qk_norm else nn.Identity()
+        self.attn_drop = nn.Dropout(attn_drop)
+        self.proj = nn.Linear(dim, dim)
+        self.proj_drop = nn.Dropout(proj_drop)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        q, k = self.q_norm(q), self.k_norm(k)
+
+        if self.fused_attn:
+            x = F.scaled_dot_product_attention(
+                q, k, v,
+                dropout_p=self.attn_drop.p if self.training else 0.,
+            )
+        else:
+            q = q * self.scale
+            attn = q @ k.transpose(-2, -1)
+            attn = attn.softmax(dim=-1)
+            attn = self.attn_drop(attn)
+            x = attn @ v
+
+        x = x.transpose(1, 2).reshape(B, N, C)
+        x = self.proj(x)
+        x = self.proj_drop(x)
+        return x
+"""
+
+
+@pytest.mark.parametrize("qk_norm", [False, True], ids=["identity-norms", "layer-norms"])
+def test_timm_chain_in_the_unfused_branch_is_rewritten_and_equivalent(qk_norm: bool) -> None:
+    new = fixed(TIMM_VIT, RULES, applied=1)
+    unfused = " ".join(new[new.index("else:"):new.index("x = x.transpose")].split())
+    assert unfused.startswith("else: q = q * self.scale x = F.scaled_dot_product_attention( q, k, v,"), unfused
+    assert "scale=1.0" in unfused and "attn @ v" not in new
+    torch.manual_seed(0)
+    original = load(TIMM_VIT, "orig")["Attention"](32, num_heads=4, qk_norm=qk_norm)
+    rewritten = load(new, "new")["Attention"](32, num_heads=4, qk_norm=qk_norm)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 7, 32),))
+
+
+# open_clip 2.29.0 `open_clip/transformer.py` `Attention.forward`, the unfused, non-cosine branch: 3-d
+# `torch.bmm` over (batch × heads, L, d) and the mask added in place (`attn += attn_mask`).
+OPEN_CLIP = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, num_heads=8, qkv_bias=True, attn_drop=0.):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads
+        self.scale = self.head_dim ** -0.5
+        self.in_proj_weight = nn.Parameter(torch.randn((dim * 3, dim)) * self.scale)
+        self.in_proj_bias = nn.Parameter(torch.zeros(dim * 3)) if qkv_bias else None
+        self.attn_drop = nn.Dropout(attn_drop)
+        self.out_proj = nn.Linear(dim, dim)
+
+    def forward(self, x, attn_mask=None):
+        x = x.transpose(0, 1)
+        L, N, C = x.shape
+        q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        q = q.reshape(L, N * self.num_heads, -1).transpose(0, 1)
+        k = k.reshape(L, N * self.num_heads, -1).transpose(0, 1)
+        v = v.reshape(L, N * self.num_heads, -1).transpose(0, 1)
+
+        if attn_mask is not None and attn_mask.dtype == torch.bool:
+            new_attn_mask = torch.zeros_like(attn_mask, dtype=q.dtype)
+            new_attn_mask.masked_fill_(attn_mask, float("-inf"))
+            attn_mask = new_attn_mask
+
+        q = q * self.scale
+        attn = torch.bmm(q, k.transpose(-1, -2))
+        if attn_mask is not None:
+            attn += attn_mask
+        attn = attn.softmax(dim=-1)
+        attn = self.attn_drop(attn)
+        x = torch.bmm(attn, v)
+
+        x = x.transpose(0, 1).reshape(L, N, C)
+        x = x.transpose(0, 1)
+        return self.out_proj(x)
+"""
+
+
+def test_open_clip_mask_added_in_place_is_rewritten_and_equivalent() -> None:
+    new = fixed(OPEN_CLIP, RULES, applied=1)
+    assert "attn_mask=attn_mask" in new and "attn += attn_mask" not in new
+    torch.manual_seed(0)
+    original = load(OPEN_CLIP, "orig")["Attention"](32, num_heads=4)
+    rewritten = load(new, "new")["Attention"](32, num_heads=4)
+    causal = torch.full((6, 6), float("-inf")).triu(1)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 6, 32), causal))
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 6, 32), torch.ones(6, 6).triu(1).bool()))
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 6, 32),))
+
+
+REBOUND_INPUT = VIT_STYLE.replace(
+    "        attn = F.softmax(dots, dim=-1)\n",
+    "        attn = F.softmax(dots, dim=-1)\n        v = v * 2\n",
+)
+
+
+def test_a_step_that_rebinds_an_input_of_the_call_is_not_rewritten() -> None:
+    reasons = skip_reasons(REBOUND_INPUT, RULES)
+    assert reasons and all("sits between" in r or "rebound" in r for r in reasons), reasons
+
+
+# The attention of transformers' llama (5.0 `eager_attention_forward` inlined into `LlamaAttention.forward`,
+# grouped-query `repeat_kv` kept, rotary embeddings left out, the probabilities not returned): the softmax
+# runs in fp32 and is cast straight back to the query's dtype.
+LLAMA_UPCAST = """
+import torch
+from torch import nn
+
+
+def repeat_kv(hidden_states, n_rep):
+    batch, num_key_value_heads, slen, head_dim = hidden_states.shape
+    if n_rep == 1:
+        return hidden_states
+    hidden_states = hidden_states[:, :, None, :, :].expand(batch, num_key_value_heads, n_rep, slen, head_dim)
+    return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, attention_dropout=0.0):
+        super().__init__()
+        self.head_dim = hidden_size // num_attention_heads
+        self.num_key_value_groups = num_attention_heads // num_key_value_heads
+        self.scaling = self.head_dim**-0.5
+        self.attention_dropout = attention_dropout
+        self.q_proj = nn.Linear(hidden_size, num_attention_heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(hidden_size, num_key_value_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(hidden_size, num_key_value_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(num_attention_heads * self.head_dim, hidden_size, bias=False)
+
+    def forward(self, hidden_states, attention_mask=None):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        key = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        value = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        key_states = repeat_kv(key, self.num_key_value_groups)
+        value_states = repeat_kv(value, self.num_key_value_groups)
+
+        attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * self.scaling
+        if attention_mask is not None:
+            attn_weights = attn_weights + attention_mask
+
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+        attn_weights = nn.functional.dropout(attn_weights, p=self.attention_dropout, training=self.training)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous()
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output)
+"""
+
+# docs/verify.md's tolerances, relative to the tensor's scale: |diff| <= atol + rtol * max|original|.
+_BF16 = {"rtol": 1.6e-2, "atol_out": 7.8e-3, "atol_grad": 7.8e-2}
+
+
+def _max_rel_ok(original: torch.Tensor, rewritten: torch.Tensor, atol: float) -> bool:
+    a, b = original.float(), rewritten.float()
+    return bool((a - b).abs().max() <= atol + _BF16["rtol"] * a.abs().max())
+
+
+def test_fp32_softmax_cast_back_is_rewritten_and_equivalent_in_fp32_and_bf16() -> None:
+    new = fixed(LLAMA_UPCAST, RULES, applied=1)
+    assert "scaled_dot_product_attention(" in new and "dtype=torch.float32" not in new
+    causal = torch.full((6, 6), torch.finfo(torch.float32).min).triu(1)
+    torch.manual_seed(0)
+    original = load(LLAMA_UPCAST, "orig")["LlamaAttention"]()
+    rewritten = load(new, "new")["LlamaAttention"]()
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 6, 64), causal))
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 6, 64),))
+    # bf16: SDPA keeps the scores and the softmax in fp32 as the original's up-cast does.
+    original, rewritten = original.to(torch.bfloat16).eval(), rewritten.to(torch.bfloat16).eval()
+    rewritten.load_state_dict(original.state_dict(), strict=True)
+    for mask in (causal.to(torch.bfloat16), None):
+        torch.manual_seed(1)
+        x = torch.randn(2, 6, 64, dtype=torch.bfloat16)
+        results = []
+        for module in (original, rewritten):
+            module.zero_grad(set_to_none=True)
+            inp = x.clone().requires_grad_(True)
+            out = module(inp) if mask is None else module(inp, mask)
+            out.float().pow(2).sum().backward()
+            results.append((out.detach(), inp.grad, {n: p.grad for n, p in module.named_parameters()}))
+        (a_out, a_in, a_grads), (b_out, b_in, b_grads) = results
+        assert b_out.dtype == a_out.dtype == torch.bfloat16
+        assert _max_rel_ok(a_out, b_out, _BF16["atol_out"])
+        assert _max_rel_ok(a_in, b_in, _BF16["atol_grad"])
+        assert all(_max_rel_ok(a_grads[n], b_grads[n], _BF16["atol_grad"]) for n in a_grads)
+
+
+NOT_CAST_BACK = LLAMA_UPCAST.replace(", dtype=torch.float32).to(query.dtype)", ", dtype=torch.float32)")
+CAST_ELSEWHERE = LLAMA_UPCAST.replace(".to(query.dtype)", ".to(torch.float16)")
+
+
+@pytest.mark.parametrize(("source", "why"), [
+    (NOT_CAST_BACK, "not cast back to the input's dtype"),
+    (CAST_ELSEWHERE, "not a cast back to the input's dtype"),
+], ids=["fp32-probabilities-kept", "cast-to-a-fixed-dtype"])
+def test_fp32_softmax_without_the_cast_back_is_declined(source: str, why: str) -> None:
+    reasons = skip_reasons(source, RULES)
+    assert reasons and all(why in r for r in reasons), reasons
+
+
+# transformers 5.0's `eager_attention_forward` (bert, vit, llama, clip, whisper, ...) returns the
+# probabilities to the layer, whose callers record them when `output_attentions` is asked for.
+EAGER_RETURNS = """
+import torch
+from torch import nn
+
+
+def eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+    attn_weights = torch.matmul(query, key.transpose(-1, -2)) * scaling
+    if attention_mask is not None:
+        attn_weights = attn_weights + attention_mask
+    attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    attn_weights = nn.functional.dropout(attn_weights, p=dropout, training=module.training)
+
+    attn_output = torch.matmul(attn_weights, value)
+    attn_output = attn_output.transpose(1, 2).contiguous()
+    return attn_output, attn_weights
+
+
+class Attention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.qkv = nn.Linear(dim, 3 * dim)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).unsqueeze(1).chunk(3, dim=-1)
+        return eager_attention_forward(self, q, k, v, None, 0.125)
+"""
+
+
+def test_a_helper_returning_the_probabilities_is_declined_naming_the_library_path() -> None:
+    reasons = skip_reasons(EAGER_RETURNS, RULES)
+    assert reasons and all("are returned (line" in r and "output_attentions" in r for r in reasons), reasons
+
+
+# transformers 4.35 `models/vit/modeling_vit.py` `ViTSelfAttention` (config arguments as plain ones): the
+# probabilities are returned only for `output_attentions`, and a head mask multiplies them between the steps.
+VIT_435 = """
+import math
+
+import torch
+from torch import nn
+
+
+class ViTSelfAttention(nn.Module):
+    def __init__(self, hidden_size, num_attention_heads, attention_probs_dropout_prob=0.0, qkv_bias=True):
+        super().__init__()
+        self.num_attention_heads = num_attention_heads
+        self.attention_head_size = int(hidden_size / num_attention_heads)
+        self.all_head_size = self.num_attention_heads * self.attention_head_size
+
+        self.query = nn.Linear(hidden_size, self.all_head_size, bias=qkv_bias)
+        self.key = nn.Linear(hidden_size, self.all_head_size, bias=qkv_bias)
+        self.value = nn.Linear(hidden_size, self.all_head_size, bias=qkv_bias)
+
+        self.dropout = nn.Dropout(attention_probs_dropout_prob)
+
+    def transpose_for_scores(self, x):
+        new_x_shape = x.size()[:-1] + (self.num_attention_heads, self.attention_head_size)
+        x = x.view(new_x_shape)
+        return x.permute(0, 2, 1, 3)
+
+    def forward(self, hidden_states, head_mask=None, output_attentions: bool = False):
+        mixed_query_layer = self.query(hidden_states)
+
+        key_layer = self.transpose_for_scores(self.key(hidden_states))
+        value_layer = self.transpose_for_scores(self.value(hidden_states))
+        query_layer = self.transpose_for_scores(mixed_query_layer)
+
+        # Take the dot product between "query" and "key" to get the raw attention scores.
+        attention_scores = torch.matmul(query_layer, key_layer.transpose(-1, -2))
+
+        attention_scores = attention_scores / math.sqrt(self.attention_head_size)
+
+        # Normalize the attention scores to probabilities.
+        attention_probs = nn.functional.softmax(attention_scores, dim=-1)
+
+        # This is actually dropping out entire tokens to attend to, which might
+        # seem a bit unusual, but is taken from the original Transformer paper.
+        attention_probs = self.dropout(attention_probs)
+
+        # Mask heads if we want to
+        if head_mask is not None:
+            attention_probs = attention_probs * head_mask
+
+        context_layer = torch.matmul(attention_probs, value_layer)
+
+        context_layer = context_layer.permute(0, 2, 1, 3).contiguous()
+        new_context_layer_shape = context_layer.size()[:-2] + (self.all_head_size,)
+        context_layer = context_layer.view(new_context_layer_shape)
+
+        outputs = (context_layer, attention_probs) if output_attentions else (context_layer,)
+
+        return outputs
+"""
+
+
+def test_probabilities_returned_for_output_attentions_keep_the_original_path() -> None:
+    new = fixed(VIT_435, RULES, applied=1)
+    body = " ".join(new[new.index("attention_scores = torch.matmul") - 60:new.index("context_layer = context_layer.permute")].split())
+    assert "if output_attentions or head_mask is not None: attention_scores = torch.matmul(" in body, body
+    assert "else: context_layer = nn.functional.scaled_dot_product_attention(" in body, body
+    assert "# Mask heads if we want to" in new  # the kept path is the original, comments included
+    assert not findings_of(new, RULES)  # the kept path is not reported again: SDPA cannot return probabilities
+    torch.manual_seed(0)
+    original = load(VIT_435, "orig")["ViTSelfAttention"](32, 4)
+    rewritten = load(new, "new")["ViTSelfAttention"](32, 4)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),))  # SDPA path
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),), kwargs={"output_attentions": True})
+    head_mask = torch.tensor([1.0, 0.0, 1.0, 0.5])[None, :, None, None]
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32), head_mask))
+
+
+UNGUARDED_READ = VIT_435.replace(
+    "        return outputs\n", "        return outputs + (attention_probs.mean(),)\n")
+
+
+def test_a_read_of_the_probabilities_outside_output_attentions_is_declined() -> None:
+    reasons = skip_reasons(UNGUARDED_READ, RULES)
+    assert reasons and all("where `output_attentions` does not guard the read" in r for r in reasons), reasons
+
+
+# transformers 4.35 llama's form: `if not output_attentions: attn_weights = None` before the return.
+SET_TO_NONE = VIT_435.replace(
+    "        outputs = (context_layer, attention_probs) if output_attentions else (context_layer,)\n",
+    "        if not output_attentions:\n            attention_probs = None\n"
+    "        outputs = (context_layer, attention_probs)\n",
+).replace("        if head_mask is not None:\n            attention_probs = attention_probs * head_mask\n", "")
+
+
+def test_probabilities_set_to_none_without_output_attentions_keep_the_original_path() -> None:
+    new = fixed(SET_TO_NONE, RULES, applied=1)
+    assert "if output_attentions:" in new and "scaled_dot_product_attention(" in new
+    torch.manual_seed(0)
+    original = load(SET_TO_NONE, "orig")["ViTSelfAttention"](32, 4)
+    rewritten = load(new, "new")["ViTSelfAttention"](32, 4)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),))
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),), kwargs={"output_attentions": True})
+
+
+SHARED_LINE = VIT_435.replace(
+    "        # Take the dot product between \"query\" and \"key\" to get the raw attention scores.\n"
+    "        attention_scores = torch.matmul(",
+    "        scale = 1.0; attention_scores = torch.matmul(",
+)
+
+
+def test_a_kept_statement_sharing_its_line_is_declined() -> None:
+    reasons = skip_reasons(SHARED_LINE, RULES)
+    assert reasons and all("shares its line" in r or "sits between" in r for r in reasons), reasons
+
+
+def test_a_step_sharing_its_line_with_another_statement_is_declined() -> None:
+    source = VIT_STYLE.replace("        dots = q @ k", "        y = 2; dots = q @ k")
+    reasons = skip_reasons(source, RULES)
+    assert reasons and all("shares its line" in r for r in reasons), reasons

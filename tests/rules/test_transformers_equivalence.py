@@ -187,13 +187,13 @@ def _record(model: str, applied: dict[str, int], reasons: list[str]) -> None:
 
 # What each model gets, found by running the rules on 4.35.0 and checked by reading the code:
 # - BERT: the BertSelfAttention submodule (f01); q/k/v are projected on both sides of the
-#   cross-attention / cache `if`, so family 9 is declined.
+#   cross-attention / cache `if`, so family 9 is declined; the chain (f10) runs SDPA unless
+#   `output_attentions`, a head mask or relative positions ask for the hand-written path, kept for them.
 # - GPT-2: GPT2Block's self- and cross-attention (f03, two sites).
 # - T5: T5LayerSelfAttention and T5LayerCrossAttention (f02, rewritten for CUDA: it is CUDA-only); k and
 #   v are projected by the same statement of the inlined `project` helper, so family 9 is declined.
 # - RoBERTa: RobertaSelfAttention is BERT's code under another name (no family 1); family 9 declined
-#   as for BERT; the attention chain (family 10) is reported without a fix: the head-mask `if`
-#   redefines the probabilities on one path.
+#   as for BERT; the attention chain (family 10) as for BERT.
 # - DistilBERT: q/k/v project three different arguments (no family 9); the chain (family 10) is
 #   reported without a fix because of the head mask, and the softmax (family 4) is information only.
 # - ALBERT: family 9 matches, declined because `prune_heads` re-creates the q/k/v Linears; family
@@ -202,13 +202,13 @@ def _record(model: str, applied: dict[str, int], reasons: list[str]) -> None:
 #   softmax and returns the weights, so no family 10 site.
 EXPECTED: dict[str, dict[str, Any]] = {
     "bert": {
-        "applied": {"f01-bert-self-attention": 1},
+        "applied": {"f01-bert-self-attention": 1, "f10-manual-attention-sdpa": 1},
         "declined": ["the three projections are not consecutive statements of one block"],
     },
     "gpt2": {"applied": {"f03-gpt2-attention": 2}, "declined": []},
     "t5": {"applied": {"f02-t5-attention": 2}, "declined": ["two projections share one statement"]},
     "roberta": {
-        "applied": {},
+        "applied": {"f10-manual-attention-sdpa": 1},
         "declined": ["the three projections are not consecutive statements of one block"],
     },
     "distilbert": {"applied": {}, "declined": []},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import logging
 import re
 from collections.abc import Sequence
@@ -189,6 +190,9 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
         ops = tuple(flat.nodes[n].op for n in m.nodes)
         if not _reach_allowed(rule, m, ops):
             continue  # reaches into a submodule read through at its call, which the rule does not allow
+        if _kept_for_probabilities(rule, flat, m):
+            taken.update(m.nodes)
+            continue
         site = tuple(sorted((op.span for op in ops if op is not None), key=_span_key))
         taken.update(m.nodes)
         if site in seen_sites:
@@ -196,6 +200,35 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
         seen_sites.add(site)
         out.append(_finding(rule, flat, m, scope_name, path, env))
     return out
+
+
+def _kept_for_probabilities(rule: Rule, flat: FlatForward, m: RawMatch) -> bool:
+    """Whether an attention chain is the path kept for the probabilities beside an SDPA call, as
+    `sdpa_chain` writes it and transformers' own SDPA classes do: it sits in the body of an `if` whose
+    test asks for them (`output_attentions`, alone or as an operand of `or`), and the `else` calls
+    `scaled_dot_product_attention`. There is nothing left to fix there: SDPA does not return the
+    probabilities."""
+    if rule.replacement is None or rule.replacement.strategy != "sdpa_chain":
+        return False
+    common = set.intersection(*(set(c for c in flat.nodes[n].ctx if c[0] == "b") for n in m.nodes))
+    for _, bid, alt in common:
+        tests = flat.tests.get(bid, ())
+        if alt != 0 or not tests or not _asks_for_probabilities(tests[0]):
+            continue
+        if any((op := node.op) is not None and op.target.endswith("scaled_dot_product_attention")
+               and ("b", bid, 1) in node.ctx for node in flat.nodes):
+            return True
+    return False
+
+
+def _asks_for_probabilities(test: str) -> bool:
+    """`output_attentions`, or `output_attentions or ...`."""
+    try:
+        node = ast.parse(test, mode="eval").body
+    except SyntaxError:
+        return False
+    operands = node.values if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) else [node]
+    return any(isinstance(v, ast.Name) and v.id == "output_attentions" for v in operands)
 
 
 def _reach_allowed(rule: Rule, m: RawMatch, ops: tuple[Op | None, ...]) -> bool:
@@ -265,7 +298,7 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
         fixable, reason = False, resolved
     elif m.used_elsewhere is not None:
         fixable, reason = False, m.used_elsewhere
-    elif m.path_dependent:
+    elif m.path_dependent and rule.replacement.strategy not in PATH_AWARE_STRATEGIES:
         fixable, reason = False, ("a value of the match is redefined on another control-flow path, so the "
                                   "matched statements do not always see the same value")
     else:
@@ -336,6 +369,11 @@ _EINSUM = frozenset({"torch.einsum", "einops.einsum"})
 # Strategies that rewrite a match whose layers are children of an `nn.Sequential` (`fold_conv_bn`: the
 # Sequential is built as a subclass that folds each Conv -> BatchNorm pair, keeping every child and key).
 SEQUENTIAL_AWARE_STRATEGIES = frozenset({"fold_conv_bn"})
+# Strategies that rebuild the rewrite from the source text at the site and accept only a block of the
+# matched statements alone (`sdpa_chain`): a value of the match that has another definition on another
+# path (`k = self.k_norm(k)` with an `nn.Identity()` alternative, an `if self.fused_attn:` branch that binds
+# the output too) is read as the same text in the same place, so the rewrite computes what the code did.
+PATH_AWARE_STRATEGIES = frozenset({"sdpa_chain"})
 
 
 def _straddle_reason(flat: FlatForward, m: RawMatch, aware: bool = False) -> str | None:

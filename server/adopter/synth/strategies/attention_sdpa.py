@@ -11,6 +11,7 @@ condition other than `mask is not None`, or the scale is a tensor computed at ru
 from __future__ import annotations
 
 import ast
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ _MATMUL = {(OpKind.FUNCTION, "torch.matmul"), (OpKind.OPERATOR, "@"), (OpKind.ME
 _SOFTMAX = {"torch.nn.functional.softmax", "torch.softmax"}
 _LAST_TWO = ({"-1", "-2"}, {"2", "3"})
 _MINUS_INF = frozenset({'float("-inf")', '-float("inf")', "-math.inf", "-torch.inf", "-np.inf", "-numpy.inf"})
+_FP32 = frozenset({"torch.float32", "torch.float"})
 _LINE = 100  # longest line the rewritten call may make before it is split one argument per line
 
 
@@ -56,15 +58,26 @@ def sdpa_chain(ctx: SynthContext) -> None:
     args = [site.arg(chain.scores, 0), site.key(), site.arg(chain.out, 1)]
     args += [kw for kw in (site.mask_kwarg(), site.dropout_kwarg()) if kw]
     args.append(f"scale={site.scale()}")
+    site.check_inputs_unchanged(args)
     last = chain.out.stmt_span
     text = ctx.statement_text(last)
     start = _offset(text, last, chain.out.span.start_line, chain.out.span.start_col)
     end = _offset(text, last, chain.out.span.end_line, chain.out.span.end_col)
     call = f"{functional}.scaled_dot_product_attention({', '.join(args)})"
-    if len(ctx.line_indent(last)) + start + len(call) + len(text[end:].split("\n")[0]) > _LINE:
+    extra = 8 if site.fallback else 0  # the call sits one level deeper, under `else:`
+    if len(ctx.line_indent(last)) + extra + start + len(call) + len(text[end:].split("\n")[0]) > _LINE:
         # One argument per line, like black and ruff format a call that does not fit.
         call = f"{functional}.scaled_dot_product_attention(\n" + "".join(f"    {a},\n" for a in args) + ")"
-    ctx.replace_statements(site.range_spans(), text[:start] + call + text[end:])
+    statement = text[:start] + call + text[end:]
+    if site.fallback:
+        # Kept as written where SDPA cannot stand in (the probabilities asked for, a head mask given, ...).
+        tests = [_paren_test(t) for t in dict.fromkeys(site.fallback)]
+        condition = " or ".join(tests)
+        if len(ctx.line_indent(last)) + len(condition) + 4 > _LINE:  # one operand per line, as ruff formats it
+            condition = "(\n    " + "\n    or ".join(tests) + "\n)"
+        statement = (f"if {condition}:\n" + textwrap.indent(site.kept_text(), "    ") + "\nelse:\n"
+                     + textwrap.indent(statement, "    "))
+    ctx.replace_statements(site.range_spans(), statement)
 
 
 def _classify(ops: Sequence[Op]) -> Chain | str:
@@ -90,8 +103,10 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
             # A second additive term (a position bias and a mask), a `torch.where` mask, ...: SDPA takes
             # one mask; rewriting without this step would change what the code computes.
             return f"the chain has a step SDPA's one call does not take (`{op.target}`); rewrite it by hand"
-    if any(k.name != "dim" for k in chain.softmax.kwargs):
-        return "the softmax changes the dtype (an fp32 up-cast); SDPA computes in the input's dtype"
+    extra = [k for k in chain.softmax.kwargs if k.name != "dim"]
+    if extra and not (len(extra) == 1 and extra[0].name == "dtype" and isinstance(extra[0].value, Expr)
+                      and extra[0].value.text in _FP32):
+        return f"the softmax takes `{', '.join(k.name for k in extra)}` other than an fp32 dtype, which SDPA does not"
     for product, plan in ((chain.scores, (False, True)), (chain.out, (False, False))):
         equation = _einsum_equation(product)
         if equation is not None and (matmul_plan(equation) or (None, None))[:2] != plan:
@@ -132,9 +147,17 @@ def _offset(text: str, stmt: Span, line: int, col: int) -> int:
 
 
 def _expr_parts(text: str) -> tuple[ast.expr, str]:
-    """Parse an expression's source (possibly spanning lines) for reading its operands."""
+    """Parse an expression's source (possibly spanning lines) for reading its operands; an augmented
+    assignment (`attn += mask`) reads as the operation it performs (`attn + mask`)."""
     wrapped = "(" + text + "\n)"
-    return ast.parse(wrapped, mode="eval").body, wrapped
+    try:
+        return ast.parse(wrapped, mode="eval").body, wrapped
+    except SyntaxError:
+        stmt = ast.parse(text).body
+        if len(stmt) != 1 or not isinstance(stmt[0], ast.AugAssign):
+            raise
+        node = ast.BinOp(left=stmt[0].target, op=stmt[0].op, right=stmt[0].value)
+        return ast.copy_location(node, stmt[0]), text
 
 
 class _Site:
@@ -153,6 +176,7 @@ class _Site:
             s for s in self.block if s.end_lineno is not None and s.end_lineno >= first and s.lineno <= last
         ]
         self.matched_lines = lines
+        self.fallback: list[str] = []  # conditions under which the range is kept as it is
 
     def _enclosing(self, line: int) -> tuple[ast.FunctionDef, list[ast.stmt]]:
         """The innermost function and statement list whose statements include `line` directly."""
@@ -173,28 +197,221 @@ class _Site:
     # -- checks ------------------------------------------------------------------------------------
 
     def check(self) -> None:
-        """Decline unless replacing the range with one call computes exactly what it computed."""
+        """Decline unless replacing the range with one call computes exactly what it computed, or keeping the
+        range as it is under the conditions that need it (`self.fallback`) and the call otherwise does."""
         ctx, chain = self.ctx, self.chain
         if not self.range or self.range[-1].lineno != chain.out.stmt_span.start_line + 1:
             ctx.decline("the chain's steps are not in one block of statements")
+        starts = [stmt.lineno for stmt in self.range]
+        if len(set(starts)) != len(starts) or any(
+                (a.end_lineno or a.lineno) == b.lineno for a, b in zip(self.range, self.range[1:])):
+            # `y = 2; scores = q @ k.T`: the statement beside a step would be replaced with it.
+            ctx.decline("a statement of the chain shares its line with other code; rewrite it by hand")
+        self._check_results_unused()
         for stmt in self.range:
             if stmt.lineno in self.matched_lines:
                 continue
             if self._is_mask_guard(stmt) or self._is_stable_shift(stmt):
                 continue
+            test = self._skippable_test(stmt)
+            if test is not None:
+                # `if head_mask is not None: probs = probs * head_mask`, `if self.save_attn: ...`: the
+                # original runs when the condition holds, SDPA when it does not (where the body is skipped).
+                self.fallback.append(test)
+                continue
             ctx.decline(
                 f"line {stmt.lineno} (`{ast.unparse(stmt).splitlines()[0]}`) sits between the chain's steps "
                 "and would be lost"
             )
-        if chain.softmax.kwargs and any(k.name not in ("dim",) for k in chain.softmax.kwargs):
-            ctx.decline("the softmax has arguments other than dim (a dtype?) that SDPA does not take")
+        if any(k.name == "dtype" for k in chain.softmax.kwargs) or self._upcast_input():
+            self._check_cast_back()
+        if self.fallback and "output_attentions" not in self.fallback:
+            # Kept under a condition only beside `output_attentions`: that is the path detection knows as
+            # the one kept for the probabilities; elsewhere the kept chain would be reported again.
+            ctx.decline(f"`if {self.fallback[0]}:` sits between the chain's steps and would be lost")
+        if self.fallback:
+            self._check_fallback_layout()
+
+    def _skippable_test(self, stmt: ast.stmt) -> str | None:
+        """The test of `if <test>: ...` (no else) between the steps that holds none of the chain's steps and
+        reads nothing the range binds, with no call: evaluated before the range it has the same value, and
+        when it is false the statement does nothing. Else None."""
+        if not isinstance(stmt, ast.If) or stmt.orelse:
+            return None
+        end = stmt.end_lineno or stmt.lineno
+        if any(stmt.lineno <= line <= end for line in self.matched_lines):
+            return None
+        bound = self._defined_in_range()
+        pure = (ast.Name, ast.Attribute, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Constant, ast.Load,
+                ast.cmpop, ast.boolop, ast.unaryop)
+        for node in ast.walk(stmt.test):
+            if not isinstance(node, pure) or (isinstance(node, ast.Name) and node.id in bound):
+                return None
+        text = ast.get_source_segment(self.ctx.source, stmt.test) or ast.unparse(stmt.test)
+        return " ".join(text.split()) if "\n" in text else text
+
+    def _check_fallback_layout(self) -> None:
+        """The kept statements are re-indented under `if`: decline where that would change a line's text
+        (a continuation line less indented than the block, as in a multi-line string)."""
+        lines = self.ctx.source.split("\n")
+        first, last = self.range[0].lineno - 1, (self.range[-1].end_lineno or self.range[-1].lineno) - 1
+        indent = self.range[0].col_offset
+        for line in lines[first:last + 1]:
+            if line.strip() and len(line) - len(line.lstrip()) < indent:
+                self.ctx.decline("a line of the chain is indented less than its block (a multi-line string?); "
+                                 "it cannot be kept under a condition unchanged")
+        head = lines[first].encode("utf-8")[:indent].decode("utf-8", errors="ignore")
+        last_stmt = self.range[-1]
+        tail = lines[last].encode("utf-8")[last_stmt.end_col_offset or 0:].decode("utf-8", errors="ignore")
+        if head.strip() or (tail.strip() and not tail.strip().startswith("#")):
+            self.ctx.decline("a statement of the chain shares its line with other code; it cannot be kept under a "
+                             "condition unchanged")
+        out = self.chain.out.stmt_span
+        if out.start_line != out.end_line:
+            self.ctx.decline("the chain's last statement spans lines; it cannot be kept under a condition")
+
+    def kept_text(self) -> str:
+        """The source lines of the range (comments between included), dedented to the block."""
+        lines = self.ctx.source.split("\n")
+        first, last = self.range[0].lineno - 1, (self.range[-1].end_lineno or self.range[-1].lineno) - 1
+        indent = self.range[0].col_offset
+        return "\n".join(line[indent:] if line.strip() else "" for line in lines[first:last + 1])
+
+    def _check_results_unused(self) -> None:
+        """Decline when the probabilities (or another value of the chain) are read after it: SDPA does not
+        return them. Checked first: it is why the site has no fix whatever else sits between the steps.
+        With an `output_attentions` parameter whose truth guards every such read (`... if output_attentions
+        else ...`, `if output_attentions:`, or after `if not output_attentions: probs = None`), the range is
+        kept for `output_attentions` and SDPA runs otherwise, as transformers' own SDPA classes do."""
+        chain = self.chain
         defined = self._defined_in_range()
         out_names = self._out_names()
+        flag = "output_attentions" in {a.arg for a in self.func.args.args + self.func.args.kwonlyargs}
+        gated = False
         for name, line in self._used_after(defined - out_names):
             what = "attention probabilities" if name in self._names_of(chain.softmax) else "intermediate"
-            ctx.decline(
+            if flag and self._guarded_by_flag(name, line):
+                gated = True
+                continue
+            returned = any(isinstance(node, ast.Return) and node.lineno == line and node.value is not None
+                           and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.value))
+                           for node in ast.walk(self.func))
+            if returned and not flag:
+                self.ctx.decline(
+                    f"the {what} `{name}` are returned (line {line}) and this function has no `output_attentions` "
+                    "flag to keep them only on request; SDPA does not compute them (a caller that asks for "
+                    "them would get none): switch to the library's SDPA path instead (transformers: "
+                    "attn_implementation=\"sdpa\")")
+            self.ctx.decline(
+                f"the {what} `{name}` are used after the chain (line {line}) where `output_attentions` does not "
+                "guard the read; SDPA does not return them" if flag else
                 f"the {what} `{name}` are used after the chain (line {line}); SDPA does not return them"
             )
+        if gated:
+            self.fallback.append("output_attentions")
+
+    def _guarded_by_flag(self, name: str, line: int) -> bool:
+        """Whether every read of `name` on `line` happens only when `output_attentions` is true, or after an
+        `if not output_attentions: name = None` in the chain's block (the value is None on the SDPA path
+        in the original too)."""
+        end = self.range[-1].end_lineno or self.range[-1].lineno
+        for stmt in self.block:
+            if stmt.lineno <= end or stmt.lineno >= line:
+                continue
+            if (isinstance(stmt, ast.If) and not stmt.orelse and isinstance(stmt.test, ast.UnaryOp)
+                    and isinstance(stmt.test.op, ast.Not) and _is_flag(stmt.test.operand)
+                    and any(isinstance(b, ast.Assign) and isinstance(b.value, ast.Constant) and b.value.value is None
+                            and any(isinstance(t, ast.Name) and t.id == name for t in b.targets) for b in stmt.body)):
+                return True
+        parents: dict[ast.AST, ast.AST] = {}
+        for above in ast.walk(self.func):
+            for child in ast.iter_child_nodes(above):
+                parents[child] = above
+        reads = [n for n in ast.walk(self.func) if isinstance(n, ast.Name) and n.id == name
+                 and isinstance(n.ctx, ast.Load) and n.lineno == line]
+        for read in reads:
+            node: ast.AST = read
+            guarded = False
+            while node in parents:
+                parent = parents[node]
+                if isinstance(parent, ast.IfExp | ast.If) and _is_flag(parent.test) and (
+                        node is parent.body or (isinstance(parent.body, list) and node in parent.body)):
+                    guarded = True
+                    break
+                node = parent
+            if not guarded:
+                return False
+        return bool(reads)
+
+    def check_inputs_unchanged(self, args: list[str]) -> None:
+        """Decline when a statement of the range before the last binds a name the call reads: the call
+        stands at the last statement, where that name may hold another value than where the chain read it
+        (the engine lets this strategy judge values with another definition on another path by the text
+        at the site, so this is what keeps that text meaning the same value)."""
+        bound: dict[str, int] = {}
+        for stmt in self.range[:-1]:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    bound.setdefault(node.id, node.lineno)
+        for text in args:
+            try:
+                expr = ast.parse(text.split("=", 1)[1] if _is_keyword(text) else text, mode="eval").body
+            except SyntaxError:
+                continue
+            for node in ast.walk(expr):
+                if isinstance(node, ast.Name) and node.id in bound:
+                    self.ctx.decline(f"`{node.id}` is rebound on line {bound[node.id]} inside the chain and read "
+                                     "by it; one call at the end would read the new value")
+
+    def _upcast_input(self) -> bool:
+        """Whether the softmax's input is written `x.float()` (the cast the canonical form looks through)."""
+        node = self._softmax_call()
+        first = node.args[0] if node is not None and node.args else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "softmax":
+            first = node.func.value  # `x.float().softmax(-1)`
+        return (isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and not first.args
+                and first.func.attr == "float")
+
+    def _softmax_call(self) -> ast.Call | None:
+        """The softmax call in its statement's syntax tree."""
+        softmax = self.chain.softmax
+        stmt = next((s for s in self.range if s.lineno == softmax.stmt_span.start_line + 1), None)
+        for node in ast.walk(stmt) if stmt is not None else ():
+            # `softmax(...).to(dtype)` starts where the softmax does: the call whose function is the softmax.
+            name = node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else (
+                node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else "")
+            if isinstance(node, ast.Call) and name.lower() == "softmax" and (node.lineno, node.col_offset) == (
+                    softmax.span.start_line + 1, self._byte_col(softmax.span.start_line, softmax.span.start_col)):
+                return node
+        return None
+
+    def _byte_col(self, line: int, col: int) -> int:
+        return len(self.ctx.source.split("\n")[line][:col].encode("utf-8"))
+
+    def _check_cast_back(self) -> None:
+        """An fp32 softmax (`dtype=torch.float32`, or of `x.float()`) whose probabilities are cast straight back
+        (`.to(q.dtype)`, `.type_as(x)`): the probabilities then multiply v in v's dtype, as SDPA's do. SDPA's
+        kernels keep the scores and the softmax in fp32 too (the math kernel up-casts half-precision inputs,
+        the fused ones accumulate in fp32), so the rewrite is at least as precise; `adopter verify --dtype
+        bf16` measures the difference on the user's class. Without the cast back, decline: the fp32
+        probabilities would promote or reject v's dtype."""
+        call = self._softmax_call()
+        stmt = next((s for s in self.range if s.lineno == self.chain.softmax.stmt_span.start_line + 1), None)
+        parent = None
+        for node in ast.walk(stmt) if stmt is not None and call is not None else ():
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.value is call:
+                parent = node
+        if parent is None or not isinstance(parent.func, ast.Attribute):
+            self.ctx.decline("the softmax runs in fp32 and its probabilities are not cast back to the input's "
+                             "dtype (`.to(q.dtype)`); SDPA returns the input's dtype")
+            return
+        attr, args = parent.func.attr, parent.args
+        back = (attr == "type_as" and len(args) == 1) or (
+            attr == "to" and len(args) == 1 and not parent.keywords
+            and isinstance(args[0], ast.Attribute) and args[0].attr == "dtype")
+        if not back:
+            self.ctx.decline(f"the fp32 softmax is followed by `.{attr}(...)`, not a cast back to the input's "
+                             "dtype (`.to(q.dtype)`, `.type_as(x)`); SDPA returns the input's dtype")
 
     def _is_stable_shift(self, stmt: ast.stmt) -> bool:
         """`s = s - s.amax(dim=-1, keepdim=True)` (also `.detach()`, `s.max(-1, keepdim=True)[0]` or
@@ -517,6 +734,23 @@ def _number_call(call: ast.Call) -> bool:
     if func.startswith("math.") or func in ("float", "int", "len"):
         return True
     return isinstance(call.func, ast.Attribute) and call.func.attr in ("size", "dim")
+
+
+def _paren_test(text: str) -> str:
+    """A condition as an operand of `or`."""
+    node = ast.parse(text, mode="eval").body
+    return f"({text})" if isinstance(node, ast.BoolOp | ast.IfExp | ast.Lambda | ast.NamedExpr) else text
+
+
+def _is_flag(node: ast.expr) -> bool:
+    """`output_attentions` (the parameter), as a condition."""
+    return isinstance(node, ast.Name) and node.id == "output_attentions"
+
+
+def _is_keyword(text: str) -> bool:
+    """Whether a call argument's text is `name=value`."""
+    head = text.split("=", 1)[0]
+    return "=" in text and head.isidentifier() and not text.split("=", 1)[1].startswith("=")
 
 
 def _paren(text: str) -> str:

@@ -292,10 +292,9 @@ def rewrite_chain(ctx: SynthContext, new_expr: str, ops: Sequence[Op] | None = N
         outer = outers[0]
         stmt_text = ctx.statement_text(stmt)
         op_text = ctx.text(outer.span)
-        # A helper inlined into the forward binds its locals under temporary names (`%1`): the statement
-        # then binds whatever name it spells, which the dead-value check below reads instead.
-        targets = " *, *".join(r"([A-Za-z_]\w*)" if out.startswith("%") else f"({re.escape(out)})"
-                               for out in outer.outputs)
+        # A helper inlined into the forward binds its locals under renamed or temporary names (`src_3`, `%1`):
+        # the statement binds whatever plain names it spells, which the dead-value check below reads instead.
+        targets = r"\s*,\s*".join(r"([A-Za-z_]\w*)" for _ in outer.outputs)
         shape = re.fullmatch(rf"\(?\s*{targets}\s*,?\s*\)?\s*=\s*\(?\s*{re.escape(op_text)}\s*\)?", stmt_text, re.S)
         if shape is None:
             ctx.decline("a statement of the pattern does more than compute the fused chain")

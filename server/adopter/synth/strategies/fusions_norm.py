@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from adopter.dsl.types import Expr, OpKind
 from adopter.synth.registry import SynthContext, strategy
+from adopter.synth.strategies.dropout_add_sum import sum_plan
 from adopter.synth.strategies.fusions_chain import (
     binding_path,
     ensure_helper,
@@ -28,13 +29,42 @@ def fused_dropout_add_layer_norm(x, residual, norm, p, training):
 '''
 
 
+_DROPOUT_ADD_LAYER_NORM_RESIDUAL = '''
+def fused_dropout_add_layer_norm_residual(x, residual, norm, p, training):
+    """Dropout, residual add and LayerNorm as one function that also returns the sum it normalised (the
+    residual stream of a pre-norm block; adopter: dropout-add-layernorm-residual).
+
+    `norm`'s parameters are used as they are, so checkpoints load unchanged.
+    """
+    import torch
+
+    if training and p > 0.0:
+        x = torch.nn.functional.dropout(x, p, True)
+    total = x + residual
+    return torch.nn.functional.layer_norm(total, norm.normalized_shape, norm.weight, norm.bias, norm.eps), total
+'''
+
+
 @strategy("dropout_add_layer_norm")
 def dropout_add_layer_norm(ctx: SynthContext) -> None:
-    """`norm(dropout(x) + r)` → one fused dropout-add-LayerNorm call (`$drop`, `$norm`, `$x`, `$r`)."""
+    """`norm(dropout(x) + r)` → one fused dropout-add-LayerNorm call (`$drop`, `$norm`, `$x`, `$r`); where the
+    sum is read after the norm too (a pre-norm block's residual stream), a call that returns it as well."""
     p, training = _dropout_args(ctx)
     norm = binding_path(ctx, "norm")
     x = value_text(ctx, "x")
     residual = value_text(ctx, "r")
+    plan = sum_plan(ctx)
+    if plan is not None:
+        helper = ensure_helper(ctx, "fused_dropout_add_layer_norm_residual", "dropout-add-layernorm-residual",
+                               _DROPOUT_ADD_LAYER_NORM_RESIDUAL)
+        out, sums, spans = plan
+        extra = "".join(f"\n{alias} = {sums[0]}" for alias in sums[1:])
+        args = [x, residual, norm, p, training]
+        call = f"{helper}({', '.join(args)})"
+        if len(ctx.line_indent(spans[0])) + len(out) + len(sums[0]) + len(call) + 5 > 100:
+            call = f"{helper}(\n" + "".join(f"    {a},\n" for a in args) + ")"  # one argument per line, as ruff does
+        ctx.replace_statements(spans, f"{out}, {sums[0]} = {call}{extra}")
+        return
     helper = ensure_helper(
         ctx,
         "fused_dropout_add_layer_norm",

@@ -1,0 +1,129 @@
+"""Family 5: where the residual sum of dropout-add-LayerNorm is read after the norm (a pre-norm block's
+residual stream), which names the fused call must bind to keep it, read from the statements themselves."""
+
+from __future__ import annotations
+
+import ast
+from itertools import pairwise
+
+from adopter.dsl.types import OpKind, Span
+from adopter.synth.registry import SynthContext
+
+# (name bound to the normalised value, names bound to the sum, spans of the first and last statement replaced)
+SumPlan = tuple[str, list[str], list[Span]]
+
+
+def sum_plan(ctx: SynthContext) -> SumPlan | None:
+    """None when no statement reads the sum outside the chain (the plain fused call does); else how to
+    bind it. Declines when a statement between the chain's steps reads a value of the chain other than as
+    `alias = sum` (it would see a value the fused call no longer makes), or when the sum is read after the
+    norm but the statements are not three plain assignments in one block."""
+    ops = list(ctx.finding.match.ops)
+    add = next((op for op in ops if op.kind is OpKind.OPERATOR and op.target == "+"), None)
+    norm = ops[-1]
+    if add is None:
+        return None
+    try:
+        tree = ctx.text_index.module([add.stmt_span.start_line])
+    except SyntaxError:
+        return None
+    func = _function_at(ctx, tree, add.stmt_span.start_line + 1)
+    if func is None:
+        return None
+    block = _block_of(func.body, add.stmt_span.start_line + 1)
+    if block is None:
+        return None
+    lines = {op.stmt_span.start_line + 1 for op in ops}
+    first, last = min(lines), norm.stmt_span.start_line + 1
+    add_stmt = next((s for s in block if s.lineno == add.stmt_span.start_line + 1), None)
+    total = _assigned_name(add_stmt) if add_stmt is not None and add_stmt.lineno != last else None
+    if add_stmt is None or total is None:
+        return None  # the sum has no name of its own (`norm(h + r)`): nothing can read it elsewhere
+    drop_names = {name for s in block if s.lineno in lines and s.lineno < add_stmt.lineno
+                  and (name := _assigned_name(s)) is not None}
+    aliases: list[str] = []
+    region = [s for s in block if first <= s.lineno <= last]
+    if any((a.end_lineno or a.lineno) == b.lineno for a, b in pairwise(region)):
+        ctx.decline("a statement of the pattern shares its line with other code")
+    for stmt in region:
+        if stmt.lineno in lines:
+            continue
+        alias = _assigned_name(stmt)
+        if (stmt.lineno > add_stmt.lineno and alias is not None and isinstance(stmt, ast.Assign)
+                and isinstance(stmt.value, ast.Name) and stmt.value.id == total):
+            aliases.append(alias)
+            continue
+        read = _reads(stmt) & ({total} | drop_names)
+        if read:
+            ctx.decline(f"line {stmt.lineno} reads `{min(read)}` between the statements to fuse; the fused call "
+                        "would not make that value there")
+    norm_stmt = region[-1] if region else None
+    out = _assigned_name(norm_stmt) if norm_stmt is not None and norm_stmt.lineno == last else None
+    end = (norm_stmt.end_lineno or last) if norm_stmt is not None else last
+    after = _reads_after(func, end)
+    wanted = [n for n in dict.fromkeys([total, *aliases]) if n != out and n in after]
+    # A name the chain binds before the sum (the dropout's output under its own name) must not be read later.
+    for name in sorted(drop_names - {total, *aliases} - ({out} if out else set())):
+        if name in after:
+            ctx.decline(f"`{name}` (the dropout's output) is also read after the chain; fusing would lose it")
+    if not wanted:
+        return None
+    if out is None or norm_stmt is None:
+        ctx.decline(f"`{total}` (the residual sum) is read after the norm, which is not a plain `name = norm(...)` "
+                    "statement; the fused call cannot bind both")
+        raise AssertionError
+    return out, wanted, [_span(ctx, region[0]), norm.stmt_span]
+
+
+def _assigned_name(stmt: ast.stmt) -> str | None:
+    """`name` of a statement `name = <value>`, else None."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id
+    return None
+
+
+def _reads(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _reads_after(func: ast.AST, line: int) -> set[str]:
+    """Names read on the lines after `line` in the function (any path: a read there may see the sum)."""
+    return {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            and n.lineno > line}
+
+
+def _function_at(ctx: SynthContext, tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    best = None
+    for node in ctx.text_index.statements(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.lineno <= line <= (node.end_lineno or 0):
+            if best is None or node.lineno >= best.lineno:
+                best = node
+    return best
+
+
+def _block_of(body: list[ast.stmt], line: int) -> list[ast.stmt] | None:
+    """The statement list holding a statement that starts on `line`."""
+    for stmt in body:
+        if stmt.lineno == line:
+            return body
+        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    found = _block_of(inner, line)
+                    if found is not None:
+                        return found
+            return None
+    return None
+
+
+def _span(ctx: SynthContext, stmt: ast.stmt) -> Span:
+    """The internal span (0-based lines, code-point columns) of a statement."""
+    lines = ctx.source.split("\n")
+
+    def col(line: int, byte_col: int) -> int:
+        return len(lines[line].encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+    end = (stmt.end_lineno or stmt.lineno) - 1
+    return Span(stmt.lineno - 1, col(stmt.lineno - 1, stmt.col_offset), end, col(end, stmt.end_col_offset or 0))
+
