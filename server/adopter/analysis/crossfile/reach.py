@@ -47,6 +47,7 @@ from adopter.analysis.crossfile.ast_files import (
     qualify,
     toplevel_of,
 )
+from adopter.analysis.crossfile.direct import direct_definition
 from adopter.analysis.crossfile.evaluator import UNKNOWN, config_defaults, getattr_parts, literal
 from adopter.analysis.crossfile.init_source import InitSource, Scope
 from adopter.analysis.crossfile.jedi_lookup import JediLookup
@@ -245,7 +246,10 @@ class CrossFileReach:
         found: Definition | None = None
         try:
             root = self.root or self.resolver._package_root(from_path)[0] or os.path.dirname(from_path)
-            found = self.jedi.goto(module, name, from_path, root)
+            parsed = self.parsed(located)
+            found = direct_definition(module, name, from_path, located, root, parsed.tree if parsed else None)
+            if found is None:
+                found = self.jedi.goto(module, name, from_path, root)
         except Exception:  # jedi failing on one name must not take the analysis down
             found = None
         if found is None:

@@ -1,0 +1,160 @@
+"""Where an imported name is defined, read straight from the file when nothing leaves a doubt.
+
+`from .configuration_bert import BertConfig`: when the module is a plain source file that Python's import
+system (which jedi follows) certainly finds at the file the resolver located, and that file binds the
+name exactly once at module level, with a `class`, a `def` or a plain `NAME = ...`, then that binding is
+the definition jedi's `goto` reports, and the one `CrossFileReach._follow` reads when jedi gives up: the
+look-up costs one `ast` read of a file the summary reads anyway, instead of jedi's inference (10 % of
+`check` over the transformers modeling files). Anything else (a re-export, a name bound twice or under a
+condition, a star import, a package that a stub, an extension module, a same-named folder or a
+namespace package could shadow) is left to jedi.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from functools import cache
+
+from adopter.analysis.crossfile.summary import Definition
+
+_SHADOWING_SUFFIXES = (".pyi", ".so", ".pyd", ".pyc")  # files beside `x.py` that could be found instead
+
+
+def sole_definition(tree: ast.Module, name: str) -> ast.ClassDef | ast.FunctionDef | ast.Assign | None:
+    """The one module-level statement of `tree` binding `name`, when it is a class, a function or a plain
+    assignment to the bare name; None when the name is bound anywhere else at module level too (in an
+    `if`, a `try`, an import, a loop, a star import) or in another way."""
+    found: list[ast.stmt] = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            if stmt.name == name or _declares_global(stmt, name):
+                found.append(stmt)
+        elif _binds(stmt, name):
+            found.append(stmt)
+        if len(found) > 1:
+            return None
+    if len(found) != 1:
+        return None
+    node = found[0]
+    if isinstance(node, ast.ClassDef | ast.FunctionDef):
+        return node
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node
+    return None
+
+
+def _declares_global(stmt: ast.stmt, name: str) -> bool:
+    """Whether a `global name` anywhere inside `stmt` (a class or function) may bind it at module level."""
+    return any(isinstance(node, ast.Global) and name in node.names for node in ast.walk(stmt))
+
+
+def _binds(stmt: ast.stmt, name: str) -> bool:
+    """Whether `stmt` may bind `name` in the module's namespace (over-approximated: any store of the name
+    anywhere inside it, nested scopes included, counts)."""
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name):
+            if node.id == name and not isinstance(node.ctx, ast.Load):
+                return True
+        elif isinstance(node, ast.alias):
+            if node.name == "*" or (node.asname or node.name.split(".")[0]) == name or node.name == name:
+                return True
+        elif isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            if node.name == name:
+                return True
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            if name in node.names:
+                return True
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar):
+            if node.name == name:
+                return True
+        elif isinstance(node, ast.MatchMapping):
+            if node.rest == name:
+                return True
+    return False
+
+
+def certain_module(module: str, from_path: str, located: str, root: str) -> bool:
+    """Whether importing `module` (absolute, or relative to the file `from_path`) certainly finds the
+    file `located`: every package on the way is a regular one (an `__init__.py`), and nothing beside the
+    module's file (a same-named folder, a stub, an extension or bytecode module) could be found first.
+    An absolute module must lie under `root`, the first entry of jedi's search path (the project);
+    the standard library's, the interpreter's built-in ones and those jedi has bundled stubs for are
+    never certain."""
+    if module.startswith("."):
+        level = len(module) - len(module.lstrip("."))
+        base = os.path.dirname(from_path)
+        for _ in range(level - 1):
+            base = os.path.dirname(base)
+        parts = [p for p in module.lstrip(".").split(".") if p]
+    else:
+        parts = module.split(".")
+        base = root
+        first = parts[0]
+        if (not first or first in sys.builtin_module_names or first in sys.stdlib_module_names
+                or first in _bundled_stubs()):
+            return False
+    directory = base
+    for part in parts[:-1]:
+        directory = os.path.join(directory, part)
+        if not os.path.isfile(os.path.join(directory, "__init__.py")):
+            return False
+    if not parts:
+        return located == os.path.join(base, "__init__.py") and not os.path.exists(located + "i")
+    last = os.path.join(directory, parts[-1])
+    if located == last + ".py":
+        return not os.path.isdir(last) and not _shadowed(directory, parts[-1])
+    if located == os.path.join(last, "__init__.py"):
+        return not os.path.exists(located + "i") and not _shadowed(directory, parts[-1])
+    return False
+
+
+def _shadowed(directory: str, stem: str) -> bool:
+    """Whether `directory` holds another file Python or jedi could take for module `stem`."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return True
+    prefix = stem + "."
+    return any(n.startswith(prefix) and n.endswith(_SHADOWING_SUFFIXES) for n in names) or (stem + "-stubs") in names
+
+
+@cache
+def _bundled_stubs() -> frozenset[str]:
+    """Top-level module names jedi has bundled typeshed stubs for (found without importing jedi)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("jedi")
+    except (ImportError, ValueError):
+        return frozenset()
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset()
+    typeshed = os.path.join(next(iter(spec.submodule_search_locations)), "third_party", "typeshed")
+    names: set[str] = set()
+    for folder in (os.path.join(typeshed, "stdlib"), *_subfolders(os.path.join(typeshed, "stubs"))):
+        for entry in _listing(folder):
+            names.add(entry.split(".")[0])
+    return frozenset(names)
+
+
+def _subfolders(path: str) -> list[str]:
+    return [os.path.join(path, n) for n in _listing(path) if os.path.isdir(os.path.join(path, n))]
+
+
+def _listing(path: str) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def direct_definition(module: str, name: str, from_path: str, located: str, root: str,
+                      tree: ast.Module | None) -> Definition | None:
+    """The definition of `name` in the module file `located` (its `ast` tree `tree`), when both the
+    module and the name's binding leave no doubt (see the module's doc); None: ask jedi."""
+    if tree is None or not located.endswith(".py") or not certain_module(module, from_path, located, root):
+        return None
+    node = sole_definition(tree, name)
+    return Definition(located, node.lineno, name) if node is not None else None
