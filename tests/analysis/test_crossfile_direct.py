@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 from adopter.analysis.crossfile.direct import certain_module, direct_definition, sole_definition
+from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.crossfile.summary import Definition
 
 
@@ -23,7 +24,9 @@ def test_sole_definition_refuses_any_doubt() -> None:
     for text in ("class A: pass\nclass A: pass\n",  # bound twice
                  "try:\n    from x import A\nexcept ImportError:\n    class A: pass\n",  # under a condition
                  "class A: pass\nfrom m import *\n",  # a star import may rebind it
-                 "from .m import A\n",  # a re-export: jedi follows it
+                 "from .m import A\nfrom .n import A\n",
+                 "if TYPE_CHECKING:\n    from .m import A\nelse:\n    A = None\n",
+                 "if FLAG:\n    from .m import A\n",  # a condition jedi may read
                  "A: int = 1\n",  # not a plain assignment
                  "A, B = 1, 2\n",
                  "class A: pass\ndef f():\n    global A\n    A = 1\n",
@@ -31,6 +34,13 @@ def test_sole_definition_refuses_any_doubt() -> None:
                  "async def A(): pass\n"):
         assert sole_definition(_tree(text), "A") is None, text
     assert sole_definition(_tree("class B: pass\n"), "A") is None
+
+
+def test_sole_definition_takes_a_plain_reexport() -> None:
+    assert isinstance(sole_definition(_tree("from .m import (B, A)\n"), "A"), ast.ImportFrom)
+    assert isinstance(sole_definition(_tree("from .m import X as A\n"), "A"), ast.ImportFrom)
+    typed = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .m import A\nelse:\n    import sys\n"
+    assert isinstance(sole_definition(_tree(typed), "A"), ast.ImportFrom)
 
 
 def _package(tmp_path: Path) -> Path:
@@ -66,10 +76,23 @@ def test_certain_module_refuses_what_could_shadow_it(tmp_path: Path) -> None:
     assert not certain_module("pkg.sub.model", model, str(pkg / "sub" / "model.py"), str(tmp_path))
 
 
+def _read(path: str) -> ast.Module | None:
+    try:
+        return ast.parse(Path(path).read_text(encoding="utf-8"))
+    except OSError:
+        return None
+
+
 def test_direct_definition(tmp_path: Path) -> None:
     pkg = _package(tmp_path)
     model, layers = str(pkg / "sub" / "model.py"), str(pkg / "layers.py")
-    tree = ast.parse((pkg / "layers.py").read_text())
-    assert direct_definition("..layers", "Act", model, layers, str(tmp_path), tree) == Definition(layers, 3, "Act")
-    assert direct_definition("..layers", "torch", model, layers, str(tmp_path), tree) is None  # an import
-    assert direct_definition("..layers", "Act", model, layers, str(tmp_path), None) is None  # unreadable
+    resolver = ModuleResolver(search_paths=[str(tmp_path)])
+    root = str(tmp_path)
+    found = direct_definition("..layers", "Act", model, layers, root, resolver.locate, _read)
+    assert found == Definition(layers, 3, "Act")
+    assert direct_definition("..layers", "torch", model, layers, root, resolver.locate, _read) is None  # `import`
+    assert direct_definition("..layers", "Act", model, layers, root, resolver.locate, lambda p: None) is None
+    # A re-export is followed to the definition, under its own name there.
+    (pkg / "sub" / "__init__.py").write_text("from ..layers import Act as Activation\n")
+    init = str(pkg / "sub" / "__init__.py")
+    assert direct_definition(".", "Activation", model, init, root, resolver.locate, _read) == found

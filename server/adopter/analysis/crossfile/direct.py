@@ -3,9 +3,10 @@
 `from .configuration_bert import BertConfig`: when the module is a plain source file that Python's import
 system (which jedi follows) certainly finds at the file the resolver located, and that file binds the
 name exactly once at module level, with a `class`, a `def` or a plain `NAME = ...`, then that binding is
-the definition jedi's `goto` reports, and the one `CrossFileReach._follow` reads when jedi gives up: the
+the definition jedi's `goto` reports (a plain `from .hub import NAME`, alone or under `if TYPE_CHECKING:`,
+is followed the same way), and the one `CrossFileReach._follow` reads when jedi gives up: the
 look-up costs one `ast` read of a file the summary reads anyway, instead of jedi's inference (10 % of
-`check` over the transformers modeling files). Anything else (a re-export, a name bound twice or under a
+`check` over the transformers modeling files). Anything else (a name bound twice or under a
 condition, a star import, a package that a stub, an extension module, a same-named folder or a
 namespace package could shadow) is left to jedi.
 """
@@ -15,17 +16,20 @@ from __future__ import annotations
 import ast
 import os
 import sys
+from collections.abc import Callable
 from functools import cache
 
 from adopter.analysis.crossfile.summary import Definition
 
+MAX_HOPS = 6  # re-exports followed (as `CrossFileReach._follow`)
 _SHADOWING_SUFFIXES = (".pyi", ".so", ".pyd", ".pyc")  # files beside `x.py` that could be found instead
 
 
-def sole_definition(tree: ast.Module, name: str) -> ast.ClassDef | ast.FunctionDef | ast.Assign | None:
-    """The one module-level statement of `tree` binding `name`, when it is a class, a function or a plain
-    assignment to the bare name; None when the name is bound anywhere else at module level too (in an
-    `if`, a `try`, an import, a loop, a star import) or in another way."""
+def sole_definition(tree: ast.Module, name: str) -> ast.ClassDef | ast.FunctionDef | ast.Assign | ast.ImportFrom | None:
+    """The one module-level statement of `tree` binding `name`, when it is a class, a function, a plain
+    assignment to the bare name, or a plain `from m import name` (at the top, or alone under
+    `if TYPE_CHECKING:`); None when the name is bound anywhere else at module level too (in another
+    `if`, a `try`, a loop, a star import) or in another way."""
     found: list[ast.stmt] = []
     for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
@@ -38,11 +42,35 @@ def sole_definition(tree: ast.Module, name: str) -> ast.ClassDef | ast.FunctionD
     if len(found) != 1:
         return None
     node = found[0]
+    if isinstance(node, ast.If) and _type_checking(node.test) and not any(_binds(s, name) for s in node.orelse):
+        inner = [s for s in node.body if _binds(s, name)]
+        if len(inner) != 1:
+            return None
+        node = inner[0]
     if isinstance(node, ast.ClassDef | ast.FunctionDef):
         return node
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
         return node
+    if isinstance(node, ast.ImportFrom) and _imported_name(node, name) is not None:
+        return node
     return None
+
+
+def _type_checking(test: ast.expr) -> bool:
+    """`TYPE_CHECKING` or `typing.TYPE_CHECKING` (what jedi reads as an `if` both ways)."""
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING" and isinstance(test.value, ast.Name)
+        and test.value.id == "typing")
+
+
+def _imported_name(node: ast.ImportFrom, name: str) -> str | None:
+    """The name in the other module that `from m import ...` binds to `name` (once, and no star)."""
+    if not node.module and not node.level:
+        return None
+    bound = [a for a in node.names if a.name == "*" or (a.asname or a.name) == name]
+    if len(bound) != 1 or bound[0].name == "*":
+        return None
+    return bound[0].name
 
 
 def _declares_global(stmt: ast.stmt, name: str) -> bool:
@@ -151,10 +179,23 @@ def _listing(path: str) -> list[str]:
 
 
 def direct_definition(module: str, name: str, from_path: str, located: str, root: str,
-                      tree: ast.Module | None) -> Definition | None:
-    """The definition of `name` in the module file `located` (its `ast` tree `tree`), when both the
-    module and the name's binding leave no doubt (see the module's doc); None: ask jedi."""
-    if tree is None or not located.endswith(".py") or not certain_module(module, from_path, located, root):
+                      locate: Callable[[str, str], str | None], tree_of: Callable[[str], ast.Module | None],
+                      hops: int = 0) -> Definition | None:
+    """The definition of `name` imported from `module` (found at the file `located`) in the file
+    `from_path`, when both the module and the name's binding leave no doubt (see the module's doc),
+    following plain re-exports (`from .hub import PushToHubMixin`) as jedi does; None: ask jedi.
+    `locate(module, from_path)`: the resolver's file of a module; `tree_of(path)`: its `ast` tree."""
+    if hops > MAX_HOPS or not located.endswith(".py") or not certain_module(module, from_path, located, root):
         return None
-    node = sole_definition(tree, name)
-    return Definition(located, node.lineno, name) if node is not None else None
+    tree = tree_of(located)
+    node = sole_definition(tree, name) if tree is not None else None
+    if node is None:
+        return None
+    if not isinstance(node, ast.ImportFrom):
+        return Definition(located, node.lineno, name)
+    inner = _imported_name(node, name)
+    target = "." * node.level + (node.module or "")
+    found = locate(target, located) if inner is not None else None
+    if inner is None or found is None:
+        return None
+    return direct_definition(target, inner, located, found, root, locate, tree_of, hops + 1)

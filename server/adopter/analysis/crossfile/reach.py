@@ -246,8 +246,7 @@ class CrossFileReach:
         found: Definition | None = None
         try:
             root = self.root or self.resolver._package_root(from_path)[0] or os.path.dirname(from_path)
-            parsed = self.parsed(located)
-            found = direct_definition(module, name, from_path, located, root, parsed.tree if parsed else None)
+            found = direct_definition(module, name, from_path, located, root, self.resolver.locate, self._tree)
             if found is None:
                 found = self.jedi.goto(module, name, from_path, root)
         except Exception:  # jedi failing on one name must not take the analysis down
@@ -263,6 +262,10 @@ class CrossFileReach:
         with self._lock:
             self.resolved += 1
         return found
+
+    def _tree(self, path: str) -> ast.Module | None:
+        parsed = self.parsed(path)
+        return parsed.tree if parsed is not None else None
 
     def _follow(self, path: str, name: str, hops: int) -> Definition | None:
         parsed = self.parsed(path)
