@@ -1,9 +1,10 @@
 """Reach across files: what a class, function or table imported from another module computes.
 
 A constructor in `__init__` whose callee is imported (`self.act = FP32SiLU()`, `get_act_layer(act)`,
-`ACT2FN[config.hidden_act]`, `LayerNorm2d(dim)`) is resolved with jedi's project-aware inference (the
-workspace and the installed packages; files are parsed, never imported or run) to the file and line
-that define it. That definition is then read (Python's `ast`, never executed) into a frozen `Summary`:
+`ACT2FN[config.hidden_act]`, `LayerNorm2d(dim)`) is resolved to the file and line that define it: read
+straight from the module's file when it leaves no doubt (`direct`: a plain module that binds the name
+once), with jedi's project-aware inference otherwise (the workspace and the installed packages; files
+are parsed, never imported or run). That definition is then read (Python's `ast`, never executed) into a frozen `Summary`:
 
 - a *layer*: a subclass of a torch layer that does not override `forward` (`class LayerNorm2d(nn.LayerNorm)`),
   or a module whose `forward` is one elementwise function of its input with casts around it
@@ -21,9 +22,10 @@ when that file changes (`changed`). In `deferred` mode (the language server's ow
 built) a name not resolved yet is queued instead of resolved, so that jedi never costs a keystroke:
 `resolve_pending` then runs on another thread and the documents are analysed again.
 
-This module holds the cache and the summaries; its parts: `jedi_lookup` (jedi), `ast_files` (other
-files read with the standard library's `ast`), `evaluator` (constants a config's `__init__` leaves
-evident), `init_source` (the analysed `__init__`, read for lookup keys) and `summary` (what is known).
+This module holds the cache and the summaries; its parts: `direct` (definitions read without jedi),
+`jedi_lookup` (jedi), `ast_files` (other files read with the standard library's `ast`), `evaluator`
+(constants a config's `__init__` leaves evident), `init_source` (the analysed `__init__`, read for
+lookup keys) and `summary` (what is known).
 """
 
 from __future__ import annotations
