@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from adopter.analysis.crossfile.ast_files import ParsedFile
 from adopter.analysis.crossfile.direct import certain_module, direct_definition, sole_definition
 from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.crossfile.summary import Definition
@@ -30,10 +31,17 @@ def test_sole_definition_refuses_any_doubt() -> None:
                  "A: int = 1\n",  # not a plain assignment
                  "A, B = 1, 2\n",
                  "class A: pass\ndef f():\n    global A\n    A = 1\n",
+                 "def A(): pass\nclass B:\n    def f(self):\n        global A\n",
                  "class A: pass\nfor A in range(3):\n    pass\n",
                  "async def A(): pass\n"):
         assert sole_definition(_tree(text), "A") is None, text
     assert sole_definition(_tree("class B: pass\n"), "A") is None
+
+
+def test_a_text_without_global_skips_the_walk() -> None:
+    text = "class A: pass\ndef f():\n    global A\n"
+    assert sole_definition(_tree(text), "A") is None
+    assert isinstance(sole_definition(_tree(text), "A", has_global=False), ast.ClassDef)  # told wrongly: not walked
 
 
 def test_sole_definition_takes_a_plain_reexport() -> None:
@@ -76,11 +84,12 @@ def test_certain_module_refuses_what_could_shadow_it(tmp_path: Path) -> None:
     assert not certain_module("pkg.sub.model", model, str(pkg / "sub" / "model.py"), str(tmp_path))
 
 
-def _read(path: str) -> ast.Module | None:
+def _read(path: str) -> ParsedFile | None:
     try:
-        return ast.parse(Path(path).read_text(encoding="utf-8"))
+        data = Path(path).read_bytes()
     except OSError:
         return None
+    return ParsedFile(0.0, ast.parse(data), {}, {}, b"global" in data)
 
 
 def test_direct_definition(tmp_path: Path) -> None:

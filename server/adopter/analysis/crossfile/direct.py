@@ -19,21 +19,24 @@ import sys
 from collections.abc import Callable
 from functools import cache
 
+from adopter.analysis.crossfile.ast_files import ParsedFile
 from adopter.analysis.crossfile.summary import Definition
 
 MAX_HOPS = 6  # re-exports followed (as `CrossFileReach._follow`)
 _SHADOWING_SUFFIXES = (".pyi", ".so", ".pyd", ".pyc")  # files beside `x.py` that could be found instead
 
 
-def sole_definition(tree: ast.Module, name: str) -> ast.ClassDef | ast.FunctionDef | ast.Assign | ast.ImportFrom | None:
+def sole_definition(tree: ast.Module, name: str, *, has_global: bool = True,
+                    ) -> ast.ClassDef | ast.FunctionDef | ast.Assign | ast.ImportFrom | None:
     """The one module-level statement of `tree` binding `name`, when it is a class, a function, a plain
     assignment to the bare name, or a plain `from m import name` (at the top, or alone under
     `if TYPE_CHECKING:`); None when the name is bound anywhere else at module level too (in another
-    `if`, a `try`, a loop, a star import) or in another way."""
+    `if`, a `try`, a loop, a star import) or in another way. `has_global=False`: the text holds no
+    `global` statement (the bodies of classes and functions need not be walked for one)."""
     found: list[ast.stmt] = []
     for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            if stmt.name == name or _declares_global(stmt, name):
+            if stmt.name == name or (has_global and _declares_global(stmt, name)):
                 found.append(stmt)
         elif _binds(stmt, name):
             found.append(stmt)
@@ -179,16 +182,18 @@ def _listing(path: str) -> list[str]:
 
 
 def direct_definition(module: str, name: str, from_path: str, located: str, root: str,
-                      locate: Callable[[str, str], str | None], tree_of: Callable[[str], ast.Module | None],
+                      locate: Callable[[str, str], str | None], read: Callable[[str], ParsedFile | None],
                       hops: int = 0) -> Definition | None:
     """The definition of `name` imported from `module` (found at the file `located`) in the file
     `from_path`, when both the module and the name's binding leave no doubt (see the module's doc),
     following plain re-exports (`from .hub import PushToHubMixin`) as jedi does; None: ask jedi.
-    `locate(module, from_path)`: the resolver's file of a module; `tree_of(path)`: its `ast` tree."""
+    `locate(module, from_path)`: the resolver's file of a module; `read(path)`: the file read with `ast`."""
     if hops > MAX_HOPS or not located.endswith(".py") or not certain_module(module, from_path, located, root):
         return None
-    tree = tree_of(located)
-    node = sole_definition(tree, name) if tree is not None else None
+    parsed = read(located)
+    node = None
+    if parsed is not None and parsed.tree is not None:
+        node = sole_definition(parsed.tree, name, has_global=parsed.has_global)
     if node is None:
         return None
     if not isinstance(node, ast.ImportFrom):
@@ -198,4 +203,4 @@ def direct_definition(module: str, name: str, from_path: str, located: str, root
     found = locate(target, located) if inner is not None else None
     if inner is None or found is None:
         return None
-    return direct_definition(target, inner, located, found, root, locate, tree_of, hops + 1)
+    return direct_definition(target, inner, located, found, root, locate, read, hops + 1)

@@ -248,7 +248,7 @@ class CrossFileReach:
         found: Definition | None = None
         try:
             root = self.root or self.resolver._package_root(from_path)[0] or os.path.dirname(from_path)
-            found = direct_definition(module, name, from_path, located, root, self.resolver.locate, self._tree)
+            found = direct_definition(module, name, from_path, located, root, self.resolver.locate, self.parsed)
             if found is None:
                 found = self.jedi.goto(module, name, from_path, root)
         except Exception:  # jedi failing on one name must not take the analysis down
@@ -264,10 +264,6 @@ class CrossFileReach:
         with self._lock:
             self.resolved += 1
         return found
-
-    def _tree(self, path: str) -> ast.Module | None:
-        parsed = self.parsed(path)
-        return parsed.tree if parsed is not None else None
 
     def _follow(self, path: str, name: str, hops: int) -> Definition | None:
         parsed = self.parsed(path)
@@ -338,7 +334,7 @@ class CrossFileReach:
                 data = handle.read(6 * 1024 * 1024)
             stamp = os.stat(path).st_mtime
             tree = ast.parse(data, path)
-            result = ParsedFile(stamp, tree, imports_of(tree), toplevel_of(tree))
+            result = ParsedFile(stamp, tree, imports_of(tree), toplevel_of(tree), b"global" in data)
         except (OSError, SyntaxError, ValueError):
             result = None
         with self._lock:
