@@ -28,6 +28,8 @@ def test_sole_definition_refuses_any_doubt() -> None:
                  "from .m import A\nfrom .n import A\n",
                  "if TYPE_CHECKING:\n    from .m import A\nelse:\n    A = None\n",
                  "if FLAG:\n    from .m import A\n",  # a condition jedi may read
+                 "if TYPE_CHECKING:\n    class A: pass\n",  # only an import is taken from under the test
+                 "from . import A\n",  # a submodule or the package's binding: jedi
                  "A: int = 1\n",  # not a plain assignment
                  "A, B = 1, 2\n",
                  "class A: pass\ndef f():\n    global A\n    A = 1\n",

@@ -7,8 +7,8 @@ the definition jedi's `goto` reports (a plain `from .hub import NAME`, alone or 
 is followed the same way), and the one `CrossFileReach._follow` reads when jedi gives up: the
 look-up costs one `ast` read of a file the summary reads anyway, instead of jedi's inference (10 % of
 `check` over the transformers modeling files). Anything else (a name bound twice or under a
-condition, a star import, a package that a stub, an extension module, a same-named folder or a
-namespace package could shadow) is left to jedi.
+condition, a star import, `from . import NAME`, a module that a stub, an extension module, a
+same-named folder or a namespace package could shadow) is left to jedi.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ def sole_definition(tree: ast.Module, name: str, *, has_global: bool = True,
     node = found[0]
     if isinstance(node, ast.If) and _type_checking(node.test) and not any(_binds(s, name) for s in node.orelse):
         inner = [s for s in node.body if _binds(s, name)]
-        if len(inner) != 1:
-            return None
+        if len(inner) != 1 or not isinstance(inner[0], ast.ImportFrom):
+            return None  # a class or assignment under the test: `_follow` would not find it if jedi gave up
         node = inner[0]
     if isinstance(node, ast.ClassDef | ast.FunctionDef):
         return node
@@ -67,8 +67,9 @@ def _type_checking(test: ast.expr) -> bool:
 
 
 def _imported_name(node: ast.ImportFrom, name: str) -> str | None:
-    """The name in the other module that `from m import ...` binds to `name` (once, and no star)."""
-    if not node.module and not node.level:
+    """The name in the other module that `from m import ...` binds to `name` (once, and no star); None for
+    `from . import name` (a submodule, or the package's own binding: left to jedi)."""
+    if not node.module:
         return None
     bound = [a for a in node.names if a.name == "*" or (a.asname or a.name) == name]
     if len(bound) != 1 or bound[0].name == "*":
