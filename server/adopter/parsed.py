@@ -71,11 +71,12 @@ def _python2(root: Node) -> bool:
     return bool(QueryCursor(_PYTHON2).captures(root))
 
 
-def outline(tree: Tree) -> tuple[tuple[Unit, ...], bool]:
+def outline(tree: Tree, text: str | None = None) -> tuple[tuple[Unit, ...], bool]:
     """The top-level units of a tree-sitter tree, and whether they can be parsed alone: the tree is free of
-    syntax errors, and of the Python 2 statements tree-sitter accepts but Python 3 rejects."""
+    syntax errors, and of the Python 2 statements tree-sitter accepts but Python 3 rejects. `text`, the
+    tree's text when given, spares the whole-tree query for those statements when it has neither keyword."""
     root = tree.root_node
-    if root.has_error or _python2(root):
+    if root.has_error or ((text is None or "print" in text or "exec" in text) and _python2(root)):
         return (), False
     units: list[Unit] = []
     for child in root.named_children:
@@ -170,7 +171,7 @@ class ParsedText:
         units: tuple[Unit, ...] = ()
         cut = tree is not None and text.count("\r") == text.count("\r\n")
         if cut and tree is not None:
-            units, cut = outline(tree)
+            units, cut = outline(tree, text)
         self.units: tuple[Unit, ...] | None = units if cut else None  # None: the whole text is one tree
         self._bodies: dict[int, list[ast.stmt]] = {}
         self._modules: dict[tuple[int, ...] | None, ast.Module] = {}

@@ -361,3 +361,19 @@ def test_defaults_apply_only_to_a_class_the_default_configuration_builds(
     assert isinstance(gated, Ctor) and isinstance(plain, Ctor)
     assert (gated.callee == "torch.nn.ReLU") is gated_default_read
     assert (plain.callee == "torch.nn.ReLU") is (not gated_default_read)
+
+
+def test_a_class_defined_once_in_a_plain_module_is_read_without_jedi(tmp_path: Path) -> None:
+    """`crossfile.direct`: the answer jedi would give, read from the file; a star re-export still
+    asks jedi."""
+    parts, ctor, expected, origin = CASES["fp32 activation"]
+    model = _project(tmp_path, parts, ctor)
+    reach = _reach(tmp_path)
+    found = _act(analyse(model.read_text(encoding="utf-8"), str(model), reach=reach))
+    assert (found.callee, found.origin) == (expected, origin)
+    assert reach.resolved >= 1 and not reach.jedi.started
+    (tmp_path / "pkg" / "reexport.py").write_text("from pkg.parts import *\n", encoding="utf-8")
+    model.write_text(model.read_text(encoding="utf-8").replace("from .parts", "from .reexport"), encoding="utf-8")
+    again = _reach(tmp_path)
+    found = _act(analyse(model.read_text(encoding="utf-8"), str(model), reach=again))
+    assert (found.callee, found.origin) == (expected, origin) and again.jedi.started

@@ -7,7 +7,8 @@ import ast
 
 import pytest
 
-from adopter.parsed import ParsedText, StatementIndex, walk, walk_statements
+from adopter.analysis.parse.source import new_parser
+from adopter.parsed import ParsedText, StatementIndex, outline, walk, walk_statements
 
 SOURCE = '''#!/usr/bin/env python
 """Doc."""
@@ -127,14 +128,25 @@ def test_line_breaks_the_cut_cannot_follow_read_the_text_whole() -> None:
     assert parsed.module([3]) is parsed.module() and ast.dump(parsed.module()) == ast.dump(ast.parse(text))
 
 
+def test_a_text_without_either_keyword_skips_the_python_2_query() -> None:
+    """`outline` runs the whole-tree query only when the text holds `print` or `exec`: the same units."""
+    text = "import os\n\n\ndef show(x):\n    return x\n\n\nclass A:\n    pass\n"
+    tree = new_parser().parse(text.encode())
+    assert outline(tree, text) == outline(tree) and outline(tree, text)[1]
+    printing = text.replace("return x", "print(x)")
+    tree = new_parser().parse(printing.encode())
+    assert outline(tree, printing) == outline(tree) and outline(tree, printing)[1]
+
+
 def test_the_statement_walk_is_the_full_walk_without_expressions() -> None:
     tree = ast.parse(SOURCE + "\nmatch x:\n    case 1:\n        y = lambda: [z for z in ()]\n")
     holders = (ast.Module, ast.stmt, ast.excepthandler, ast.match_case)
     assert walk_statements(tree) == tuple(n for n in walk(tree) if isinstance(n, holders))
 
 
-def test_python_2_statements_read_the_text_whole() -> None:
-    text = "import os\n\n\ndef show(x):\n    print x\n\n\nclass A:\n    pass\n"
+@pytest.mark.parametrize("statement", ["print x", "exec code"])
+def test_python_2_statements_read_the_text_whole(statement: str) -> None:
+    text = f"import os\n\n\ndef show(x):\n    {statement}\n\n\nclass A:\n    pass\n"
     parsed = ParsedText.of(text)
     assert parsed.units is None  # tree-sitter reads `print x` without an error; Python 3 does not
     with pytest.raises(SyntaxError):

@@ -36,6 +36,7 @@ class ParsedFile:
     tree: ast.Module | None
     imports: dict[str, str]  # local name -> qualified (relative modules keep their dots)
     toplevel: dict[str, ast.AST]  # module-level classes, functions and assigned names
+    has_global: bool = True  # whether the text holds the word `global` (a function may rebind a module name)
 
 
 def _stdlib_roots() -> tuple[str, ...]:

@@ -1,9 +1,10 @@
 """Reach across files: what a class, function or table imported from another module computes.
 
 A constructor in `__init__` whose callee is imported (`self.act = FP32SiLU()`, `get_act_layer(act)`,
-`ACT2FN[config.hidden_act]`, `LayerNorm2d(dim)`) is resolved with jedi's project-aware inference (the
-workspace and the installed packages; files are parsed, never imported or run) to the file and line
-that define it. That definition is then read (Python's `ast`, never executed) into a frozen `Summary`:
+`ACT2FN[config.hidden_act]`, `LayerNorm2d(dim)`) is resolved to the file and line that define it: read
+straight from the module's file when it leaves no doubt (`direct`: a plain module that binds the name
+once), with jedi's project-aware inference otherwise (the workspace and the installed packages; files
+are parsed, never imported or run). That definition is then read (Python's `ast`, never executed) into a frozen `Summary`:
 
 - a *layer*: a subclass of a torch layer that does not override `forward` (`class LayerNorm2d(nn.LayerNorm)`),
   or a module whose `forward` is one elementwise function of its input with casts around it
@@ -21,9 +22,10 @@ when that file changes (`changed`). In `deferred` mode (the language server's ow
 built) a name not resolved yet is queued instead of resolved, so that jedi never costs a keystroke:
 `resolve_pending` then runs on another thread and the documents are analysed again.
 
-This module holds the cache and the summaries; its parts: `jedi_lookup` (jedi), `ast_files` (other
-files read with the standard library's `ast`), `evaluator` (constants a config's `__init__` leaves
-evident), `init_source` (the analysed `__init__`, read for lookup keys) and `summary` (what is known).
+This module holds the cache and the summaries; its parts: `direct` (definitions read without jedi),
+`jedi_lookup` (jedi), `ast_files` (other files read with the standard library's `ast`), `evaluator`
+(constants a config's `__init__` leaves evident), `init_source` (the analysed `__init__`, read for
+lookup keys) and `summary` (what is known).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from adopter.analysis.crossfile.ast_files import (
     qualify,
     toplevel_of,
 )
+from adopter.analysis.crossfile.direct import direct_definition
 from adopter.analysis.crossfile.evaluator import UNKNOWN, config_defaults, getattr_parts, literal
 from adopter.analysis.crossfile.init_source import InitSource, Scope
 from adopter.analysis.crossfile.jedi_lookup import JediLookup
@@ -245,7 +248,9 @@ class CrossFileReach:
         found: Definition | None = None
         try:
             root = self.root or self.resolver._package_root(from_path)[0] or os.path.dirname(from_path)
-            found = self.jedi.goto(module, name, from_path, root)
+            found = direct_definition(module, name, from_path, located, root, self.resolver.locate, self.parsed)
+            if found is None:
+                found = self.jedi.goto(module, name, from_path, root)
         except Exception:  # jedi failing on one name must not take the analysis down
             found = None
         if found is None:
@@ -329,7 +334,7 @@ class CrossFileReach:
                 data = handle.read(6 * 1024 * 1024)
             stamp = os.stat(path).st_mtime
             tree = ast.parse(data, path)
-            result = ParsedFile(stamp, tree, imports_of(tree), toplevel_of(tree))
+            result = ParsedFile(stamp, tree, imports_of(tree), toplevel_of(tree), b"global" in data)
         except (OSError, SyntaxError, ValueError):
             result = None
         with self._lock:

@@ -1,0 +1,109 @@
+"""`crossfile.direct`: a name's definition read from the file only when jedi could not answer otherwise."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from adopter.analysis.crossfile.ast_files import ParsedFile
+from adopter.analysis.crossfile.direct import certain_module, direct_definition, sole_definition
+from adopter.analysis.crossfile.resolver import ModuleResolver
+from adopter.analysis.crossfile.summary import Definition
+
+
+def _tree(text: str) -> ast.Module:
+    return ast.parse(text)
+
+
+def test_sole_definition_takes_one_plain_binding() -> None:
+    assert isinstance(sole_definition(_tree("import os\nclass A:\n    x = 1\n"), "A"), ast.ClassDef)
+    assert isinstance(sole_definition(_tree("def f():\n    A = 2\nA = f()\n"), "A"), ast.Assign)
+    assert isinstance(sole_definition(_tree("def A():\n    pass\n"), "A"), ast.FunctionDef)
+
+
+def test_sole_definition_refuses_any_doubt() -> None:
+    for text in ("class A: pass\nclass A: pass\n",  # bound twice
+                 "try:\n    from x import A\nexcept ImportError:\n    class A: pass\n",  # under a condition
+                 "class A: pass\nfrom m import *\n",  # a star import may rebind it
+                 "from .m import A\nfrom .n import A\n",
+                 "if TYPE_CHECKING:\n    from .m import A\nelse:\n    A = None\n",
+                 "if FLAG:\n    from .m import A\n",  # a condition jedi may read
+                 "if TYPE_CHECKING:\n    class A: pass\n",  # only an import is taken from under the test
+                 "from . import A\n",  # a submodule or the package's binding: jedi
+                 "A: int = 1\n",  # not a plain assignment
+                 "A, B = 1, 2\n",
+                 "class A: pass\ndef f():\n    global A\n    A = 1\n",
+                 "def A(): pass\nclass B:\n    def f(self):\n        global A\n",
+                 "class A: pass\nfor A in range(3):\n    pass\n",
+                 "async def A(): pass\n"):
+        assert sole_definition(_tree(text), "A") is None, text
+    assert sole_definition(_tree("class B: pass\n"), "A") is None
+
+
+def test_a_text_without_global_skips_the_walk() -> None:
+    text = "class A: pass\ndef f():\n    global A\n"
+    assert sole_definition(_tree(text), "A") is None
+    assert isinstance(sole_definition(_tree(text), "A", has_global=False), ast.ClassDef)  # told wrongly: not walked
+
+
+def test_sole_definition_takes_a_plain_reexport() -> None:
+    assert isinstance(sole_definition(_tree("from .m import (B, A)\n"), "A"), ast.ImportFrom)
+    assert isinstance(sole_definition(_tree("from .m import X as A\n"), "A"), ast.ImportFrom)
+    typed = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .m import A\nelse:\n    import sys\n"
+    assert isinstance(sole_definition(_tree(typed), "A"), ast.ImportFrom)
+
+
+def _package(tmp_path: Path) -> Path:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "layers.py").write_text("import torch\n\nclass Act(torch.nn.Module):\n    pass\n")
+    (pkg / "sub" / "model.py").write_text("from ..layers import Act\n")
+    return pkg
+
+
+def test_certain_module_relative_and_absolute(tmp_path: Path) -> None:
+    pkg = _package(tmp_path)
+    model, layers = str(pkg / "sub" / "model.py"), str(pkg / "layers.py")
+    assert certain_module("..layers", model, layers, str(tmp_path))
+    assert certain_module("pkg.layers", model, layers, str(tmp_path))
+    assert not certain_module("pkg.layers", model, layers, str(pkg))  # not under jedi's project root
+    assert not certain_module("..other", model, layers, str(tmp_path))  # not the file located
+    assert not certain_module("os.path", model, "/usr/lib/python3/os/path.py", "/usr/lib/python3")
+
+
+def test_certain_module_refuses_what_could_shadow_it(tmp_path: Path) -> None:
+    pkg = _package(tmp_path)
+    model, layers = str(pkg / "sub" / "model.py"), str(pkg / "layers.py")
+    (pkg / "layers.pyi").write_text("class Act: ...\n")  # a stub
+    assert not certain_module("..layers", model, layers, str(tmp_path))
+    (pkg / "layers.pyi").unlink()
+    (pkg / "layers").mkdir()  # a same-named folder: a namespace or regular package could win
+    assert not certain_module("..layers", model, layers, str(tmp_path))
+    (pkg / "layers").rmdir()
+    (pkg / "sub" / "__init__.py").unlink()  # a namespace package on the way
+    assert not certain_module("pkg.sub.model", model, str(pkg / "sub" / "model.py"), str(tmp_path))
+
+
+def _read(path: str) -> ParsedFile | None:
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    return ParsedFile(0.0, ast.parse(data), {}, {}, b"global" in data)
+
+
+def test_direct_definition(tmp_path: Path) -> None:
+    pkg = _package(tmp_path)
+    model, layers = str(pkg / "sub" / "model.py"), str(pkg / "layers.py")
+    resolver = ModuleResolver(search_paths=[str(tmp_path)])
+    root = str(tmp_path)
+    found = direct_definition("..layers", "Act", model, layers, root, resolver.locate, _read)
+    assert found == Definition(layers, 3, "Act")
+    assert direct_definition("..layers", "torch", model, layers, root, resolver.locate, _read) is None  # `import`
+    assert direct_definition("..layers", "Act", model, layers, root, resolver.locate, lambda p: None) is None
+    # A re-export is followed to the definition, under its own name there.
+    (pkg / "sub" / "__init__.py").write_text("from ..layers import Act as Activation\n")
+    init = str(pkg / "sub" / "__init__.py")
+    assert direct_definition(".", "Activation", model, init, root, resolver.locate, _read) == found
