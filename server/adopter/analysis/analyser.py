@@ -37,7 +37,7 @@ from adopter.analysis.parse.salvage import ParseMemo, salvage
 from adopter.analysis.parse.source import Field, SourceText, is_broken
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Architecture, Ctor, Forward, ModuleFile, Problem, Severity
+from adopter.dsl.types import Architecture, Branch, Ctor, Forward, Init, Loop, ModuleFile, Op, Problem, Severity
 
 _DEFAULT_RESOLVER: ModuleResolver | None = None
 _DEFAULT_REACH: CrossFileReach | None = None
@@ -256,6 +256,8 @@ class Analyser:
             consulted = symbols.consulted | extra_deps
             symbols.consulted = None
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted))
+        if cached is not None and _identical(result, cached.result):
+            result = cached.result  # the very same object: its findings and diagnostics are reused downstream
         entry = _Entry(text, node.start_point, deps, result, tuple(problems))
         fresh[key] = entry
         self.reanalysed.append(key)
@@ -335,6 +337,45 @@ class Analyser:
         fresh[key] = entry
         self.reanalysed.append(key)
         return entry
+
+
+def _identical(new: object, old: object) -> bool:
+    """Whether a unit's fresh result is the cached one in every field, including those left out of
+    equality (`EXTRA_FIELDS`). A re-analysis that changed nothing (an edit of a base class or helper
+    its dependants read, a character typed where the analysis keeps nothing) then hands back the
+    cached object, and what is kept per object downstream (the session's findings per unit, the
+    server's diagnostics per finding) is reused instead of matched and converted again."""
+    return new is old or (type(new) is type(old) and new == old and _same_extras(new, old))
+
+
+# The dataclass fields of `adopter.dsl.types` that `==` does not compare; `_same_extras` compares them
+# (a test checks that this list is complete).
+EXTRA_FIELDS = frozenset({("Op", "origin"), ("Forward", "referenced"), ("Ctor", "origin")})
+
+
+def _same_extras(a: object, b: object) -> bool:
+    """For `a == b`: whether their `EXTRA_FIELDS` are equal too, all the way down."""
+    if a is b:
+        return True
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return all(_same_extras(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Architecture) and isinstance(b, Architecture):
+        return _same_extras(a.init, b.init) and _same_extras(a.forward, b.forward)
+    if isinstance(a, Init) and isinstance(b, Init):
+        return all(_same_extras(x.value, y.value) for x, y in zip(a.bindings, b.bindings, strict=True))
+    if isinstance(a, Ctor) and isinstance(b, Ctor):
+        return a.origin == b.origin and _same_extras(a.items, b.items)
+    if isinstance(a, Forward) and isinstance(b, Forward):
+        return a.referenced == b.referenced and _same_extras(a.body, b.body)
+    if isinstance(a, Op) and isinstance(b, Op):
+        if a.origin is None or b.origin is None:
+            return a.origin is b.origin
+        return a.origin == b.origin and _same_extras(a.origin, b.origin)
+    if isinstance(a, Branch) and isinstance(b, Branch):
+        return _same_extras(a.paths, b.paths)
+    if isinstance(a, Loop) and isinstance(b, Loop):
+        return _same_extras(a.body, b.body)
+    return True  # the other types (Return, Ref, Expr, Span, Param, Binding's other fields...) have no extras
 
 
 def _internal(what: str, exc: Exception, span: object, path: str | None) -> Problem:
