@@ -30,17 +30,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lsp_latency import one_line_edits, percentile  # noqa: E402
-
-from adopter.analysis import analyser as analyser_module  # noqa: E402
-from adopter.analysis import incremental  # noqa: E402
-from adopter.analysis.analyser import deferred_reach  # noqa: E402
-from adopter.analysis.parse import salvage as salvage_module  # noqa: E402
-from adopter.corpus import modeling_files  # noqa: E402
-from adopter.lsp.pipeline import analyse_python, load_rule_context  # noqa: E402
-from adopter.lsp.settings import Settings  # noqa: E402
-from adopter.lsp.sync import LineStarts, byte_edit  # noqa: E402
-from adopter.session import OpenText, UnitMatcher  # noqa: E402
+from adopter.analysis import analyser as analyser_module
+from adopter.analysis import incremental
+from adopter.analysis.analyser import deferred_reach
+from adopter.analysis.parse import salvage as salvage_module
+from adopter.corpus import modeling_files
+from adopter.lsp.pipeline import analyse_python, load_rule_context
+from adopter.lsp.settings import Settings
+from adopter.lsp.sync import LineStarts, byte_edit
+from adopter.session import OpenText, UnitMatcher
+from lsp_latency import one_line_edits, percentile
 
 PHASES = ("reparse", "mask", "masked parse", "symbols", "fingerprints", "units", "analysis", "match")
 _spent: dict[str, float] = defaultdict(float)

@@ -306,9 +306,11 @@ async def main_async(args: argparse.Namespace) -> None:
                     row |= await measure_fresh(server, folder / name, args.fresh_runs)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-        big = [folder / f.name for f in sorted(corpus, key=lambda f: len(f.text), reverse=True)[:20]]
-        rss = {server: await measure_rss(server, big) for server in args.servers}
-        print(json.dumps({"rss_20_largest_mb": rss}), flush=True)
+        rss: dict[str, float] = {}
+        if not args.no_rss:
+            big = [folder / f.name for f in sorted(corpus, key=lambda f: len(f.text), reverse=True)[:20]]
+            rss = {server: await measure_rss(server, big) for server in args.servers}
+            print(json.dumps({"rss_20_largest_mb": rss}), flush=True)
     if args.markdown:
         print(markdown(rows, rss, args))
 
@@ -375,6 +377,7 @@ def main() -> None:
                         help="fresh servers per file for the fresh-open figures (0: skip them)")
     parser.add_argument("--files", nargs="+", help="modeling file names (default: BERT, T5 and the largest)")
     parser.add_argument("--markdown", action="store_true", help="also print a table for docs/benchmarks.md")
+    parser.add_argument("--no-rss", action="store_true", help="skip the RSS figure with the 20 largest files open")
     parser.add_argument("--paths", nargs="+", metavar="PATH",
                         help="measure these files in place instead of copies of the corpus (no RSS figure)")
     asyncio.run(main_async(parser.parse_args()))

@@ -37,7 +37,18 @@ from adopter.analysis.parse.salvage import ParseMemo, salvage
 from adopter.analysis.parse.source import Field, SourceText, is_broken
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Architecture, Branch, Ctor, Forward, Init, Loop, ModuleFile, Op, Problem, Severity
+from adopter.dsl.types import (
+    Architecture,
+    Branch,
+    Ctor,
+    Forward,
+    Init,
+    Loop,
+    ModuleFile,
+    Op,
+    Problem,
+    Severity,
+)
 
 _DEFAULT_RESOLVER: ModuleResolver | None = None
 _DEFAULT_REACH: CrossFileReach | None = None
@@ -88,12 +99,17 @@ class Analyser:
         # Cross-file reach reads the disk: only with the disk resolver (not an archive's) by default.
         self.reach = reach if reach is not None else (default_reach() if resolver is None else None)
         self.cache: dict[str, _Entry] = {}
+        # The entries the last run replaced or dropped: a keystroke deleted again, an undo, a broken line
+        # completed back to what it was find their units' previous analyses here (same key, text and
+        # dependencies, so the same result) instead of analysing them again. One generation only.
+        self.older: dict[str, _Entry] = {}
         self.reanalysed: list[str] = []  # units analysed (not taken from the cache) by the last run
         self.memo = ParseMemo()  # statements' parse verdicts, for broken texts (`salvage`)
         self.read: tuple[bytes, Tree] | None = None  # the text and tree the last run analysed (masked)
 
     def clear(self) -> None:
         self.cache.clear()
+        self.older.clear()
 
     def run(self, data: bytes, tree: Tree, path: str | None, *,
             parse: Callable[[bytes], Tree] | None = None) -> ModuleFile:
@@ -216,6 +232,7 @@ class Analyser:
                 functions.append(toplevel.result)
         except Exception as exc:
             problems.append(_internal("top-level code", exc, None, path))
+        self.older = {k: v for k, v in self.cache.items() if fresh.get(k) is not v}
         self.cache = fresh
         return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions), tuple(chains))
 
@@ -239,14 +256,15 @@ class Analyser:
         else:
             text = symbols.src.raw(node)
         cached = self.cache.get(key)
-        if (
-            cached is not None
-            and cached.text == text
-            and cached.start == node.start_point
-            and all(symbols.fingerprint(n) == fp for n, fp in cached.deps)
-        ):
-            fresh[key] = cached
-            return cached
+        for kept in (cached, self.older.get(key)):
+            if (
+                kept is not None
+                and kept.text == text
+                and kept.start == node.start_point
+                and all(symbols.fingerprint(n) == fp for n, fp in kept.deps)
+            ):
+                fresh[key] = kept
+                return kept
         symbols.consulted = set()
         problems: list[Problem] = []
         try:
@@ -313,15 +331,15 @@ class Analyser:
         text = b"\n".join(src.raw(s) for s in stmts)
         # The positions of the statements, and the file's end (the Forward's span is the whole file).
         starts = (*(s.start_point for s in stmts), src.tree.root_node.end_point)
-        cached = self.cache.get(key)
-        if (
-            cached is not None
-            and cached.text == text
-            and cached.deps[:1] == (("<starts>", starts),)
-            and all(symbols.fingerprint(n) == fp for n, fp in cached.deps[1:])
-        ):
-            fresh[key] = cached
-            return cached
+        for kept in (self.cache.get(key), self.older.get(key)):
+            if (
+                kept is not None
+                and kept.text == text
+                and kept.deps[:1] == (("<starts>", starts),)
+                and all(symbols.fingerprint(n) == fp for n, fp in kept.deps[1:])
+            ):
+                fresh[key] = kept
+                return kept
         problems: list[Problem] = []
         symbols.consulted = set()
         try:

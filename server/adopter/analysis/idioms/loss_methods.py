@@ -16,7 +16,6 @@ there. A site found both here and in `forward` has the same spans and is reporte
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -32,7 +31,6 @@ from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Architecture, Ctor, Problem
 
-_HINT = re.compile(rb"cross_entropy|CrossEntropy")
 _SKIP = frozenset({"forward", "__init__"})
 
 
@@ -43,9 +41,15 @@ def file_mentions_loss(data: bytes) -> bool:
 
 def loss_methods(methods: dict[str, Node], class_node: Node, raw: Callable[[Node], bytes]) -> list[tuple[str, Node]]:
     """The methods of a module class that may compute a cross-entropy loss (`raw`: a node's source)."""
-    if _HINT.search(raw(class_node)) is None:
+    if not _mentions(raw(class_node)):
         return []
-    return [(name, node) for name, node in methods.items() if name not in _SKIP and _HINT.search(raw(node)) is not None]
+    return [(name, node) for name, node in methods.items() if name not in _SKIP and _mentions(raw(node))]
+
+
+def _mentions(text: bytes) -> bool:
+    """Whether `text` names a cross-entropy. Plain `in`, not a regular expression: this runs on every
+    class of the file at every keystroke, and `re` scans an alternation ~40x slower."""
+    return b"cross_entropy" in text or b"CrossEntropy" in text
 
 
 def loss_method_architecture(

@@ -41,7 +41,9 @@ def file_mentions_optimizer(data: bytes) -> bool:
 
 def mentions_optimizer(text: bytes) -> bool:
     """Whether a method's source may build an optimizer (`torch.optim`, `Adam`, `optimizer_class`, ...)."""
-    return _HINT.search(text) is not None
+    # Every match of `_HINT` holds `optim`, `Adam` or `opt_`: plain `in` rules most methods out ~4x faster
+    # than the regular expression (this runs on most methods of the file at every keystroke).
+    return (b"optim" in text or b"Adam" in text or b"opt_" in text) and _HINT.search(text) is not None
 
 
 def optimizer_methods(classes: dict[str, dict[str, Node]], skip: Callable[[str, str], bool],
