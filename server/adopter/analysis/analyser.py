@@ -163,7 +163,7 @@ class Analyser:
                 chains.extend(a for a in entry.result if isinstance(a, Architecture))
         for name, info in table.infos.items():  # Sequentials built in a module's methods, not bound
             try:
-                if b"Sequential" not in src.raw(info.node) or not table.is_module(name):
+                if not src.contains(info.node, b"Sequential") or not table.is_module(name):
                     continue
                 entry = self._unit(f"method chains {name}", info.node, symbols, fresh,
                                    lambda n=name: (method_chains(n, src, table), []), table.module_deps(name))
@@ -173,7 +173,7 @@ class Analyser:
             if isinstance(entry.result, tuple):
                 chains.extend(a for a in entry.result if isinstance(a, Architecture))
         for name, info in table.infos.items() if file_mentions_loss(src.data) else ():  # loss methods, as forwards
-            for method, node in loss_methods(info.methods, info.node, src.raw):
+            for method, node in loss_methods(info.methods, info.node, src.contains):
                 try:
                     if not table.is_module(name):
                         break
@@ -214,7 +214,7 @@ class Analyser:
         # Methods that build optimizers (`configure_optimizers`, a trainer's `__init__`), read like functions.
         methods = optimizer_methods({n: i.methods for n, i in table.infos.items()},
                                     lambda c, m: m == "forward" and table.is_module(c),
-                                    src.raw) if file_mentions_optimizer(src.data) else []
+                                    src.raw, src.contains) if file_mentions_optimizer(src.data) else []
         for qualname, node in methods:
             try:
                 entry = self._unit(f"method {qualname}", node, symbols, fresh,
