@@ -9,7 +9,9 @@ Measures, per file (modeling_bert.py, modeling_t5.py and the largest 4.35.0 mode
 - start -> first diagnostics: a fresh server, another file opened first, until its diagnostics;
 - cold open: then `didOpen` of the measured file on that running server -> its diagnostics;
 - one-line edits: one character typed at a random place then deleted again (so the file stays real),
-  `didChange` -> `publishDiagnostics` of that version, with debounce 0; p50/p95 over N edits;
+  `didChange` -> `publishDiagnostics` of that version, with debounce 0; p50/p95 over N edits, and the
+  server process's CPU time over the same interval (all threads, from /proc: what a loaded machine
+  changes least);
 and the server's RSS with the 20 largest modeling files open. `ruff server` gets the same files and
 the same edits in the same run, as the reference.
 
@@ -123,6 +125,23 @@ class Client:
         })
         self.notify("initialized", {})
 
+    def cpu_ns(self) -> int:
+        """CPU time the server process has used so far, all its threads, in ns (`/proc/<pid>/task/*/
+        schedstat`: exact, unlike the 10 ms ticks of `/proc/<pid>/stat`); 0 where there is no /proc."""
+        assert self.process is not None
+        total = 0
+        try:
+            tasks = os.listdir(f"/proc/{self.process.pid}/task")
+        except OSError:
+            return 0
+        for task in tasks:
+            try:
+                with open(f"/proc/{self.process.pid}/task/{task}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue  # a thread that ended meanwhile
+        return total
+
     def rss_mb(self) -> float:
         assert self.process is not None
         status = Path(f"/proc/{self.process.pid}/status").read_text()
@@ -196,13 +215,16 @@ async def measure_file(server: str, path: Path, edits: list[tuple[int, int, str,
     cold_ms = await open_and_wait(client, path)  # a file the running server has not seen
     uri = path.as_uri()
     latencies: list[float] = []
+    cpu: list[float] = []  # the server's CPU time from the change sent to its diagnostics received, ms
     for version, (line, column, inserted, deleted) in enumerate(edits, start=2):
         change = {"range": {"start": {"line": line, "character": column},
                             "end": {"line": line, "character": column + deleted}}, "text": inserted}
         arrived = client.expect(diagnostics_for(uri, version))
+        cpu_before = client.cpu_ns()
         sent = time.perf_counter()
         client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]})
         latencies.append((await asyncio.wait_for(arrived, 300) - sent) * 1000)
+        cpu.append((client.cpu_ns() - cpu_before) / 1e6)
     analysis = [client.analysis_ms[(uri, v)] for v in range(2, len(edits) + 2) if (uri, v) in client.analysis_ms]
     in_server = [client.server_ms[(uri, v)] for v in range(2, len(edits) + 2) if (uri, v) in client.server_ms]
     rss = client.rss_mb()
@@ -216,6 +238,7 @@ async def measure_file(server: str, path: Path, edits: list[tuple[int, int, str,
         "analysis_p95_ms": percentile(analysis, 0.95) if analysis else None,
         "server_p50_ms": statistics.median(in_server) if in_server else None,
         "server_p95_ms": percentile(in_server, 0.95) if in_server else None,
+        "cpu_p50_ms": statistics.median(cpu), "cpu_p95_ms": percentile(cpu, 0.95),
     }
 
 
@@ -306,9 +329,11 @@ async def main_async(args: argparse.Namespace) -> None:
                     row |= await measure_fresh(server, folder / name, args.fresh_runs)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-        big = [folder / f.name for f in sorted(corpus, key=lambda f: len(f.text), reverse=True)[:20]]
-        rss = {server: await measure_rss(server, big) for server in args.servers}
-        print(json.dumps({"rss_20_largest_mb": rss}), flush=True)
+        rss: dict[str, float] = {}
+        if not args.no_rss:
+            big = [folder / f.name for f in sorted(corpus, key=lambda f: len(f.text), reverse=True)[:20]]
+            rss = {server: await measure_rss(server, big) for server in args.servers}
+            print(json.dumps({"rss_20_largest_mb": rss}), flush=True)
     if args.markdown:
         print(markdown(rows, rss, args))
 
@@ -332,15 +357,16 @@ def markdown(rows: list[dict[str, Any]], rss: dict[str, float], args: argparse.N
         f"Adopter's analysis and matching: {_native_status()}.",
         "",
         "| server | file | KB | start → first diagnostics (ms) | cold open (ms) | edit p50 | edit p95 | edit max "
-        "| in server p50 / p95 | analysis p50 / p95 | edits |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| in server p50 / p95 | analysis p50 / p95 | server CPU per edit p50 / p95 | edits |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['server']} | {r['file']} | {r['kb']} | {r['start_to_first_ms']:.0f} | {r['cold_ms']:.0f} | "
             f"{ms(r['p50_ms'])} | {ms(r['p95_ms'])} | {r['max_ms']:.0f} | "
             f"{ms(r['server_p50_ms'])} / {ms(r['server_p95_ms'])} | "
-            f"{ms(r['analysis_p50_ms'])} / {ms(r['analysis_p95_ms'])} | {r['edits']} |"
+            f"{ms(r['analysis_p50_ms'])} / {ms(r['analysis_p95_ms'])} | "
+            f"{ms(r.get('cpu_p50_ms'))} / {ms(r.get('cpu_p95_ms'))} | {r['edits']} |"
         )
     if args.fresh_runs:
         lines += [
@@ -375,6 +401,7 @@ def main() -> None:
                         help="fresh servers per file for the fresh-open figures (0: skip them)")
     parser.add_argument("--files", nargs="+", help="modeling file names (default: BERT, T5 and the largest)")
     parser.add_argument("--markdown", action="store_true", help="also print a table for docs/benchmarks.md")
+    parser.add_argument("--no-rss", action="store_true", help="skip the RSS figure with the 20 largest files open")
     parser.add_argument("--paths", nargs="+", metavar="PATH",
                         help="measure these files in place instead of copies of the corpus (no RSS figure)")
     asyncio.run(main_async(parser.parse_args()))

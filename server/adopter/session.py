@@ -159,6 +159,9 @@ class UnitMatcher:
 
     def __init__(self) -> None:
         self._cache: dict[int, tuple[object, tuple[Finding, ...], tuple[Problem, ...]]] = {}
+        # The units the last match dropped (one generation): the analysis hands back a unit's previous
+        # object when its text returns (a keystroke deleted again, an undo), and its findings are here.
+        self._older: dict[int, tuple[object, tuple[Finding, ...], tuple[Problem, ...]]] = {}
         self._context: RuleContext | None = None
 
     def match(self, module_file: ModuleFile, context: RuleContext) -> tuple[tuple[Finding, ...], tuple[Problem, ...]]:
@@ -168,7 +171,7 @@ class UnitMatcher:
         if context.environment is None:
             return (), ()
         if self._context is not context:
-            self._cache, self._context = {}, context
+            self._cache, self._older, self._context = {}, {}, context
         units: list[tuple[Architecture | Forward, ModuleFile]] = []
         units.extend((arch, ModuleFile(module_file.path, (arch,))) for arch in module_file.architectures)
         units.extend((fn, ModuleFile(module_file.path, (), functions=(fn,))) for fn in module_file.functions)
@@ -179,11 +182,14 @@ class UnitMatcher:
         for unit, single in units:
             cached = self._cache.get(id(unit))
             if cached is None or cached[0] is not unit:
+                cached = self._older.get(id(unit))
+            if cached is None or cached[0] is not unit:
                 result = check(single, context.rules, context.environment)
                 cached = (unit, tuple(result.findings), tuple(result.problems))
             fresh[id(unit)] = cached
             findings.extend(cached[1])
             problems.extend(cached[2])
+        self._older = {k: v for k, v in self._cache.items() if k not in fresh}
         self._cache = fresh
         return reduce_sites(findings, {a.name: a.span for a in module_file.architectures}), tuple(problems)
 

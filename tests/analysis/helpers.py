@@ -93,3 +93,16 @@ def reanalysed_after(code: str, old: str, new: str) -> tuple[tuple[str, ...], bo
     doc.edit((line, indent), (line, len(old)), new.lstrip())
     result = doc.result()
     return tuple(doc.reanalysed), result == analyse(doc.text, "m.py")
+
+
+def strictly_equal(a: object, b: object) -> bool:
+    """`a == b` field by field, including the fields dataclass equality leaves out (`compare=False`)."""
+    import dataclasses
+
+    if type(a) is not type(b):
+        return False
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        return all(strictly_equal(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    if isinstance(a, tuple | list) and isinstance(b, tuple | list):
+        return len(a) == len(b) and all(strictly_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from adopter.analysis import analyse
 from adopter.analysis.incremental import DocumentAnalysis
 
-from .helpers import HEADER
+from .helpers import HEADER, strictly_equal
 
 SOURCE = HEADER + '''
 def helper(x):
@@ -37,7 +37,9 @@ def _matches_fresh(doc: DocumentAnalysis, text: str) -> None:
     """The incremental result is the fresh analysis of the text, broken or not; a broken text is read
     with the statements that do not parse blanked (or made `pass`), nothing else changed."""
     got = doc.result()
-    assert got == analyse(text, "m.py")
+    fresh = analyse(text, "m.py")
+    assert got == fresh
+    assert strictly_equal(got, fresh)  # the fields `==` leaves out too (cached objects are reused)
     analysed = doc.analysed_text
     assert analysed is not None
     if analysed == text.encode():
@@ -326,3 +328,58 @@ def test_deleting_lines_that_split_a_function_leaves_nothing_masked() -> None:
         assert doc.text == source
         assert doc.analysed_text == source.encode()
         assert doc.result() == analyse(source, "m.py")
+
+
+def test_a_reanalysed_unit_whose_result_did_not_change_keeps_its_object() -> None:
+    """B reads A's `__init__`: a docstring edited there re-analyses B, whose result is the same, so the cached
+    object is handed back (its findings and diagnostics are reused downstream); A's moved spans are new."""
+    source = SOURCE.replace("super().__init__()", '"""One layer."""\n        super().__init__()')
+    doc = DocumentAnalysis(source, "m.py")
+    before = {a.name: a for a in doc.result().architectures}
+    text = _replace(doc, "One layer", "One Layer")
+    after = {a.name: a for a in doc.result().architectures}
+    assert {"class A", "class B"} <= set(doc.reanalysed)
+    assert after["B"] is before["B"]
+    assert after["C"] is before["C"]
+    _matches_fresh(doc, text)
+    text = _replace(doc, "nn.Linear(2, 2)", "nn.Linear(2, 3)")  # B's layer changes: a new B
+    assert doc.result().architectures[1] is not after["B"]
+    _matches_fresh(doc, text)
+
+
+def test_extra_fields_list_every_field_equality_leaves_out() -> None:
+    import dataclasses
+
+    from adopter.analysis.analyser import EXTRA_FIELDS
+    from adopter.dsl import types
+
+    left_out = {
+        (cls.__name__, f.name)
+        for cls in vars(types).values()
+        if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == types.__name__
+        for f in dataclasses.fields(cls)
+        if not f.compare
+    }
+    assert left_out == EXTRA_FIELDS
+
+
+def test_results_equal_but_for_an_extra_field_are_not_identical() -> None:
+    from dataclasses import replace
+
+    from adopter.analysis.analyser import _identical
+    from adopter.dsl.types import Ctor, Op, OpKind
+
+    mf = analyse(SOURCE, "m.py")
+    a = mf.architectures[0]
+    assert _identical(a, analyse(SOURCE, "m.py").architectures[0])
+    assert a.init is not None and a.forward is not None
+    binding = a.init.bindings[0]
+    assert isinstance(binding.value, Ctor)
+    moved = replace(binding, value=replace(binding.value, origin="elsewhere.py:1"))
+    other = replace(a, init=replace(a.init, bindings=(moved, *a.init.bindings[1:])))
+    assert other == a and not _identical(other, a)
+    assert not _identical(replace(a.forward, referenced=False), a.forward)
+    op = next(s for s in a.forward.body if isinstance(s, Op))
+    marked = replace(op, origin=replace(op, kind=OpKind.METHOD))
+    with_origin = replace(a, forward=replace(a.forward, body=tuple(marked if s is op else s for s in a.forward.body)))
+    assert with_origin == a and not _identical(with_origin, a)

@@ -37,7 +37,18 @@ from adopter.analysis.parse.salvage import ParseMemo, salvage
 from adopter.analysis.parse.source import Field, SourceText, is_broken
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Architecture, Ctor, Forward, ModuleFile, Problem, Severity
+from adopter.dsl.types import (
+    Architecture,
+    Branch,
+    Ctor,
+    Forward,
+    Init,
+    Loop,
+    ModuleFile,
+    Op,
+    Problem,
+    Severity,
+)
 
 _DEFAULT_RESOLVER: ModuleResolver | None = None
 _DEFAULT_REACH: CrossFileReach | None = None
@@ -88,12 +99,17 @@ class Analyser:
         # Cross-file reach reads the disk: only with the disk resolver (not an archive's) by default.
         self.reach = reach if reach is not None else (default_reach() if resolver is None else None)
         self.cache: dict[str, _Entry] = {}
+        # The entries the last run replaced or dropped: a keystroke deleted again, an undo, a broken line
+        # completed back to what it was find their units' previous analyses here (same key, text and
+        # dependencies, so the same result) instead of analysing them again. One generation only.
+        self.older: dict[str, _Entry] = {}
         self.reanalysed: list[str] = []  # units analysed (not taken from the cache) by the last run
         self.memo = ParseMemo()  # statements' parse verdicts, for broken texts (`salvage`)
         self.read: tuple[bytes, Tree] | None = None  # the text and tree the last run analysed (masked)
 
     def clear(self) -> None:
         self.cache.clear()
+        self.older.clear()
 
     def run(self, data: bytes, tree: Tree, path: str | None, *,
             parse: Callable[[bytes], Tree] | None = None) -> ModuleFile:
@@ -147,7 +163,7 @@ class Analyser:
                 chains.extend(a for a in entry.result if isinstance(a, Architecture))
         for name, info in table.infos.items():  # Sequentials built in a module's methods, not bound
             try:
-                if b"Sequential" not in src.raw(info.node) or not table.is_module(name):
+                if not src.contains(info.node, b"Sequential") or not table.is_module(name):
                     continue
                 entry = self._unit(f"method chains {name}", info.node, symbols, fresh,
                                    lambda n=name: (method_chains(n, src, table), []), table.module_deps(name))
@@ -157,7 +173,7 @@ class Analyser:
             if isinstance(entry.result, tuple):
                 chains.extend(a for a in entry.result if isinstance(a, Architecture))
         for name, info in table.infos.items() if file_mentions_loss(src.data) else ():  # loss methods, as forwards
-            for method, node in loss_methods(info.methods, info.node, src.raw):
+            for method, node in loss_methods(info.methods, info.node, src.contains):
                 try:
                     if not table.is_module(name):
                         break
@@ -198,7 +214,7 @@ class Analyser:
         # Methods that build optimizers (`configure_optimizers`, a trainer's `__init__`), read like functions.
         methods = optimizer_methods({n: i.methods for n, i in table.infos.items()},
                                     lambda c, m: m == "forward" and table.is_module(c),
-                                    src.raw) if file_mentions_optimizer(src.data) else []
+                                    src.raw, src.contains) if file_mentions_optimizer(src.data) else []
         for qualname, node in methods:
             try:
                 entry = self._unit(f"method {qualname}", node, symbols, fresh,
@@ -216,6 +232,7 @@ class Analyser:
                 functions.append(toplevel.result)
         except Exception as exc:
             problems.append(_internal("top-level code", exc, None, path))
+        self.older = {k: v for k, v in self.cache.items() if fresh.get(k) is not v}
         self.cache = fresh
         return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions), tuple(chains))
 
@@ -239,14 +256,15 @@ class Analyser:
         else:
             text = symbols.src.raw(node)
         cached = self.cache.get(key)
-        if (
-            cached is not None
-            and cached.text == text
-            and cached.start == node.start_point
-            and all(symbols.fingerprint(n) == fp for n, fp in cached.deps)
-        ):
-            fresh[key] = cached
-            return cached
+        for kept in (cached, self.older.get(key)):
+            if (
+                kept is not None
+                and kept.text == text
+                and kept.start == node.start_point
+                and all(symbols.fingerprint(n) == fp for n, fp in kept.deps)
+            ):
+                fresh[key] = kept
+                return kept
         symbols.consulted = set()
         problems: list[Problem] = []
         try:
@@ -256,6 +274,8 @@ class Analyser:
             consulted = symbols.consulted | extra_deps
             symbols.consulted = None
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted))
+        if cached is not None and _identical(result, cached.result):
+            result = cached.result  # the very same object: its findings and diagnostics are reused downstream
         entry = _Entry(text, node.start_point, deps, result, tuple(problems))
         fresh[key] = entry
         self.reanalysed.append(key)
@@ -311,15 +331,15 @@ class Analyser:
         text = b"\n".join(src.raw(s) for s in stmts)
         # The positions of the statements, and the file's end (the Forward's span is the whole file).
         starts = (*(s.start_point for s in stmts), src.tree.root_node.end_point)
-        cached = self.cache.get(key)
-        if (
-            cached is not None
-            and cached.text == text
-            and cached.deps[:1] == (("<starts>", starts),)
-            and all(symbols.fingerprint(n) == fp for n, fp in cached.deps[1:])
-        ):
-            fresh[key] = cached
-            return cached
+        for kept in (self.cache.get(key), self.older.get(key)):
+            if (
+                kept is not None
+                and kept.text == text
+                and kept.deps[:1] == (("<starts>", starts),)
+                and all(symbols.fingerprint(n) == fp for n, fp in kept.deps[1:])
+            ):
+                fresh[key] = kept
+                return kept
         problems: list[Problem] = []
         symbols.consulted = set()
         try:
@@ -335,6 +355,45 @@ class Analyser:
         fresh[key] = entry
         self.reanalysed.append(key)
         return entry
+
+
+def _identical(new: object, old: object) -> bool:
+    """Whether a unit's fresh result is the cached one in every field, including those left out of
+    equality (`EXTRA_FIELDS`). A re-analysis that changed nothing (an edit of a base class or helper
+    its dependants read, a character typed where the analysis keeps nothing) then hands back the
+    cached object, and what is kept per object downstream (the session's findings per unit, the
+    server's diagnostics per finding) is reused instead of matched and converted again."""
+    return new is old or (type(new) is type(old) and new == old and _same_extras(new, old))
+
+
+# The dataclass fields of `adopter.dsl.types` that `==` does not compare; `_same_extras` compares them
+# (a test checks that this list is complete).
+EXTRA_FIELDS = frozenset({("Op", "origin"), ("Forward", "referenced"), ("Ctor", "origin")})
+
+
+def _same_extras(a: object, b: object) -> bool:
+    """For `a == b`: whether their `EXTRA_FIELDS` are equal too, all the way down."""
+    if a is b:
+        return True
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return all(_same_extras(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Architecture) and isinstance(b, Architecture):
+        return _same_extras(a.init, b.init) and _same_extras(a.forward, b.forward)
+    if isinstance(a, Init) and isinstance(b, Init):
+        return all(_same_extras(x.value, y.value) for x, y in zip(a.bindings, b.bindings, strict=True))
+    if isinstance(a, Ctor) and isinstance(b, Ctor):
+        return a.origin == b.origin and _same_extras(a.items, b.items)
+    if isinstance(a, Forward) and isinstance(b, Forward):
+        return a.referenced == b.referenced and _same_extras(a.body, b.body)
+    if isinstance(a, Op) and isinstance(b, Op):
+        if a.origin is None or b.origin is None:
+            return a.origin is b.origin
+        return a.origin == b.origin and _same_extras(a.origin, b.origin)
+    if isinstance(a, Branch) and isinstance(b, Branch):
+        return _same_extras(a.paths, b.paths)
+    if isinstance(a, Loop) and isinstance(b, Loop):
+        return _same_extras(a.body, b.body)
+    return True  # the other types (Return, Ref, Expr, Span, Param, Binding's other fields...) have no extras
 
 
 def _internal(what: str, exc: Exception, span: object, path: str | None) -> Problem:

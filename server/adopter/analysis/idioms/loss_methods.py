@@ -16,7 +16,6 @@ there. A site found both here and in `forward` has the same spans and is reporte
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -32,7 +31,6 @@ from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Architecture, Ctor, Problem
 
-_HINT = re.compile(rb"cross_entropy|CrossEntropy")
 _SKIP = frozenset({"forward", "__init__"})
 
 
@@ -41,11 +39,19 @@ def file_mentions_loss(data: bytes) -> bool:
     return b"ross_entropy" in data or b"rossEntropy" in data
 
 
-def loss_methods(methods: dict[str, Node], class_node: Node, raw: Callable[[Node], bytes]) -> list[tuple[str, Node]]:
-    """The methods of a module class that may compute a cross-entropy loss (`raw`: a node's source)."""
-    if _HINT.search(raw(class_node)) is None:
+def loss_methods(methods: dict[str, Node], class_node: Node,
+                 contains: Callable[[Node, bytes], bool]) -> list[tuple[str, Node]]:
+    """The methods of a module class that may compute a cross-entropy loss (`contains(node, word)`: whether
+    a node's source holds `word`, `SourceText.contains`)."""
+    if not _mentions(class_node, contains):
         return []
-    return [(name, node) for name, node in methods.items() if name not in _SKIP and _HINT.search(raw(node)) is not None]
+    return [(name, node) for name, node in methods.items() if name not in _SKIP and _mentions(node, contains)]
+
+
+def _mentions(node: Node, contains: Callable[[Node, bytes], bool]) -> bool:
+    """Whether `node`'s source names a cross-entropy. Word look-ups, not a regular expression per node:
+    this runs on every class of the file at every keystroke."""
+    return contains(node, b"cross_entropy") or contains(node, b"CrossEntropy")
 
 
 def loss_method_architecture(

@@ -45,14 +45,22 @@ def mentions_optimizer(text: bytes) -> bool:
 
 
 def optimizer_methods(classes: dict[str, dict[str, Node]], skip: Callable[[str, str], bool],
-                      raw: Callable[[Node], bytes]) -> list[tuple[str, Node]]:
-    """(`Class.method`, node) of each method that mentions an optimizer, unless `skip(class, method)`."""
+                      raw: Callable[[Node], bytes], contains: Callable[[Node, bytes], bool]) -> list[tuple[str, Node]]:
+    """(`Class.method`, node) of each method that mentions an optimizer, unless `skip(class, method)`.
+    `raw`: a node's source; `contains(node, word)`: whether it holds `word` (`SourceText.contains`)."""
     out: list[tuple[str, Node]] = []
     for cls, methods in classes.items():
         for method, node in methods.items():
-            if not skip(cls, method) and mentions_optimizer(raw(node)):
+            if not skip(cls, method) and _may_mention(node, contains) and mentions_optimizer(raw(node)):
                 out.append((f"{cls}.{method}", node))
     return out
+
+
+def _may_mention(node: Node, contains: Callable[[Node, bytes], bool]) -> bool:
+    """Whether `mentions_optimizer` may hold for `node`: every match of `_HINT` holds one of these words,
+    and word look-ups rule most methods out without copying and scanning each (this runs on most methods
+    of the file at every keystroke)."""
+    return contains(node, b"optim") or contains(node, b"Adam") or contains(node, b"opt_")
 
 
 def resolve_optimizer_classes(forward: Forward, qualify: Callable[[str], str]) -> Forward:

@@ -161,6 +161,16 @@ class Lines:
                 self._comment[first + line] = a + offset
         # outside brackets and strings at its start, not after a backslash
         self.fresh = [d == 0 and not i for d, i in zip(depth_at, self._inside, strict=True)]
+        self._comment_lines = list(self._comment)  # ascending (chunks and their lines are in order)
+
+    def state(self, a: int, b: int) -> tuple[bytes, bytes, tuple[int, ...]]:
+        """All this reading knows of lines `a:b` beyond their text, relative to them: which start a
+        statement's logical line, which start inside a string or after a backslash, where comments start."""
+        first = bisect_right(self._comment_lines, a - 1)
+        last = bisect_right(self._comment_lines, b - 1)
+        comments = tuple(x for line in self._comment_lines[first:last]
+                         for x in (line - a, self._comment[line] - self.starts[line]))
+        return bytes(self.fresh[a:b]), bytes(self._inside[a:b]), comments
 
     def _body(self, i: int) -> bytes:
         return self.data[self.starts[i] + self.indent[i] : self._comment.get(i, self.ends[i])].rstrip()
@@ -181,6 +191,10 @@ class Lines:
         return self.indent[i] <= indent and self.fresh[i] and self.code(i)
 
 
+# A top-level statement as the masking reads it: its text, `Lines.state` and the file's path.
+_TopKey = tuple[bytes, bytes, bytes, tuple[int, ...], str | None]
+
+
 class ParseMemo:
     """Whether a statement's text parses alone at a column: kept between the analyses of one document,
     so a keystroke in a broken file parses only the statements it changed. A pure cache."""
@@ -188,6 +202,7 @@ class ParseMemo:
     def __init__(self) -> None:
         self._verdicts: dict[tuple[bytes, int], bool] = {}
         self._scans: dict[tuple[bytes, bool], _Scan] = {}
+        self._tops: set[_TopKey] = set()  # top-level statements found whole (`_Masker._kept_top`)
         self._bytes = 0
 
     def get(self, key: tuple[bytes, int]) -> bool | None:
@@ -205,10 +220,19 @@ class ParseMemo:
         self._room(len(chunk))
         self._scans[(chunk, last)] = scanned
 
+    def top(self, key: _TopKey) -> bool:
+        """Whether a top-level statement with this text and reading was found whole (`_Masker.block`)."""
+        return key in self._tops
+
+    def keep_top(self, key: _TopKey) -> None:
+        self._room(len(key[0]))
+        self._tops.add(key)
+
     def _room(self, size: int) -> None:
         if self._bytes + size > MEMO_BYTES:
             self._verdicts.clear()
             self._scans.clear()
+            self._tops.clear()
             self._bytes = 0
         self._bytes += size
 
@@ -307,13 +331,37 @@ class _Masker:
         for s, e in self.statements(a, b, indent):
             if not self._has_code(s, e):
                 continue
+            key = self._top_key(s, e) if indent == 0 else None
+            if key is not None and self._kept_top(key):
+                previous = (s, e)
+                continue
+            marks = (len(self.problems), len(self.blanked))
             tried = indent == 0 and self._compound(s, e, indent)
             if self._bodies(s, e, indent) if tried else self.parses(s, e, indent):
                 previous = (s, e)
+                if key is not None:
+                    self._keep_top(key, marks)
             elif self.statement(s, e, indent, previous, tried) and previous is not None:
                 previous = (previous[0], e)
             else:
                 previous = (s, e)
+
+    def _top_key(self, s: int, e: int) -> _TopKey:
+        lines = self.lines
+        return (lines.data[lines.starts[s] : lines.ends[e - 1]], *lines.state(s, e), self.path)
+
+    def _kept_top(self, key: _TopKey) -> bool:
+        """Whether a top-level statement with this text and reading was found whole before: it parsed,
+        or its bodies did, with nothing blanked and no syntax error (then it is left as it is).
+
+        A top-level statement is masked by what its own lines are (text and `Lines.state`) alone: nothing
+        outside them is read or written. A keystroke then re-masks the statement it is in, not every class
+        of the file. (Statements with errors are not kept: their messages name absolute lines.)"""
+        return self.memo.top(key)
+
+    def _keep_top(self, key: _TopKey, marks: tuple[int, int]) -> None:
+        if marks == (len(self.problems), len(self.blanked)):
+            self.memo.keep_top(key)
 
     def _compound(self, s: int, e: int, indent: int) -> bool:
         """Whether the statement at lines `s:e` has a block header (ending with `:`) and deeper lines."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from typing import Final
 
 import tree_sitter_python
@@ -115,7 +116,7 @@ def normalise(text: str) -> str:
 class SourceText:
     """One parsed source: its bytes, its tree, and conversions from nodes to text and spans."""
 
-    __slots__ = ("_string", "ascii", "data", "index", "memo", "path", "tree")
+    __slots__ = ("_found", "_string", "ascii", "data", "index", "memo", "path", "tree")
 
     def __init__(self, data: bytes, tree: Tree, path: str | None) -> None:
         self.data = data
@@ -127,9 +128,23 @@ class SourceText:
         self.path = path
         self.index = LineIndex(data)
         self.memo: dict[tuple[str, int], object] = {}  # per-file memo of derived facts (e.g. parameters)
+        self._found: dict[bytes, list[int]] = {}  # where each word `contains` was asked about occurs
 
     def raw(self, node: Node) -> bytes:
         return self.data[node.start_byte : node.end_byte]
+
+    def contains(self, node: Node, word: bytes) -> bool:
+        """`word in self.raw(node)`, from one scan of the file per word instead of a copy and a scan of
+        every node asked about (the analysis asks it of every class and method at every keystroke)."""
+        found = self._found.get(word)
+        if found is None:
+            found = self._found[word] = []
+            at = self.data.find(word)
+            while at >= 0:
+                found.append(at)
+                at = self.data.find(word, at + 1)
+        k = bisect_left(found, node.start_byte)
+        return k < len(found) and found[k] + len(word) <= node.end_byte
 
     def text(self, node: Node) -> str:
         """The exact source text of `node`."""
