@@ -5,11 +5,19 @@ a few slices, not a pass over the lines like pygls' own sync) and queues the tre
 analysis thread (one worker: the work is CPU-bound Python, so more threads would only contend for
 the GIL) takes the queued edits, re-parses incrementally and analyses. A run whose document moved on
 or closed is dropped.
+
+Memory: a document's tree-sitter trees are most of what it holds (about 2 MB for a 100 KB modeling
+file, 20 times its text). Only the `TREES_KEPT` documents most recently opened or edited keep them, so
+their next edit re-parses incrementally; the others are released after their analysis
+(`adopter.session.OpenText.release`): they keep their text, findings and per-class analyses, and the
+next edit of one parses its whole text again (about 12 ms of CPU for the largest transformers file)
+and re-analyses only the classes that changed. Answers do not depend on it (`tests/lsp/test_memory.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import threading
 import time
@@ -39,7 +47,10 @@ log = logging.getLogger(__name__)
 
 
 Change = types.TextDocumentContentChangePartial | types.TextDocumentContentChangeWholeDocument
-__all__ = ["Analyses", "Change", "OpenDocument", "is_rule_file"]
+__all__ = ["TREES_KEPT", "Analyses", "Change", "OpenDocument", "is_rule_file"]
+
+TREES_KEPT = 3  # documents whose parse trees are kept: the most recently opened or edited ones
+_touches = itertools.count(1)
 
 
 @dataclass
@@ -62,6 +73,7 @@ class OpenDocument:
     task: asyncio.Task[Snapshot | None] | None = None
     closed: bool = False
     changed_at: float | None = None  # perf_counter() when the last change arrived (for latency figures)
+    touched: int = field(default_factory=lambda: next(_touches))  # order of the last open or change
     # The diagnostic of each finding last published, by finding identity (see `build_diagnostics`).
     published: dict[int, tuple[object, str | None, types.Diagnostic]] = field(default_factory=dict)
     # A notebook cell: how many leading lines are the cell's own; the rest is the notebook's other cells,
@@ -122,6 +134,7 @@ class Analyses:
                     doc.edits.append((edit, doc.text))
             doc.version = version
         doc.changed_at = time.perf_counter()
+        doc.touched = next(_touches)
         return doc
 
     def close(self, uri: str) -> None:
@@ -160,7 +173,19 @@ class Analyses:
         else:
             snapshot = analyse_python(doc.model, version, self._rule_context())
         snapshot.elapsed_ms = (time.perf_counter() - started) * 1000  # re-parse included
+        self.release_trees()
         return snapshot
+
+    def release_trees(self, keep: int = TREES_KEPT) -> None:
+        """Drop the parse trees of every document but the `keep` most recently opened or edited ones
+        (analysis thread only: it owns the models)."""
+        models = [(d.touched, d.model) for d in list(self.documents.values()) if d.model is not None]
+        if len(models) <= keep:
+            return
+        models.sort(key=lambda pair: pair[0])
+        for _, model in models[: len(models) - keep]:
+            if not model.released:
+                model.release()
 
     async def run(self, doc: OpenDocument) -> Snapshot | None:
         """Analyse on the thread; None when the document closed meanwhile."""
