@@ -6,9 +6,11 @@ and reports:
 - RSS (from /proc/self/status) after the imports, after the rules, and after the 20 analyses;
 - what the 20 analyses hold that Python allocated (tracemalloc, grouped by the module that allocated
   it), and the per-document parts measured by size: text, UTF-8 bytes, line index, unit cache;
-- the tree-sitter trees (C memory, invisible to tracemalloc): RSS and malloc'd bytes (glibc's
-  `mallinfo2`) before and after dropping every document's trees, and the cost of the re-parse a dropped
-  document pays on its next edit (largest file, median of 5).
+- the bytes in Python's allocator (pymalloc blocks: tree-sitter's trees are allocated there too, the
+  binding gives tree-sitter Python's allocator) after the 20 analyses, and again after dropping, in turn,
+  the snapshots and the session's cache, the documents' analysis state (trees, unit caches), and their
+  texts and line indexes; the cost of the full re-parse a document without trees pays on its next edit
+  (largest file, median of 5, CPU).
 
     PYTHONPATH=server .venv/bin/python bench/lsp_memory.py [--no-tracemalloc]
 
@@ -19,7 +21,6 @@ server's own RSS figure.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import gc
 import json
 import statistics
@@ -37,22 +38,25 @@ def rss_mb() -> float:
     return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")) / 1024
 
 
-class _Mallinfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
-                 "keepcost")]
+def pymalloc_mb() -> float | None:
+    """MB in Python's small-object allocator's blocks (`sys._debugmallocstats`; None under tracemalloc)."""
+    import os
+    import re
+    import tempfile
 
-
-def malloc_mb() -> float | None:
-    """Bytes in use by malloc (glibc's mallinfo2: `uordblks` + `hblkhd`), None off glibc."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        fn = libc.mallinfo2
-    except (OSError, AttributeError):
+    if tracemalloc.is_tracing():
         return None
-    fn.restype = _Mallinfo2
-    info = fn()
-    return (info.uordblks + info.hblkhd) / 2**20
+    with tempfile.TemporaryFile() as out:
+        saved = os.dup(2)
+        os.dup2(out.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        found = re.search(rb"# bytes in allocated blocks\s*=\s*([\d,]+)", out.read())
+    return int(found.group(1).replace(b",", b"")) / 2**20 if found else None
 
 
 def deep_size(obj: object, seen: set[int] | None = None) -> int:
@@ -91,6 +95,7 @@ def main() -> None:
     from adopter.lsp.pipeline import load_rule_context
     from adopter.lsp.server import freeze_long_lived
     from adopter.lsp.settings import Settings
+    from adopter.lsp.sync import LineStarts
 
     report["rss_imports_mb"] = rss_mb()
     analyses = Analyses(lambda: context)
@@ -104,15 +109,15 @@ def main() -> None:
     if not args.no_tracemalloc:
         tracemalloc.start(8)
         before = tracemalloc.take_snapshot()
-    malloc_before = malloc_mb()
+    report["pymalloc_before_mb"] = pymalloc_mb()
     docs = []
     for f in corpus:
         doc = analyses.open((folder / f.name).as_uri(), "python", f.text, 1)
-        doc.snapshot = analyses.compute(doc)
+        doc.snapshot = analyses.executor.submit(analyses.compute, doc).result()  # on the analysis thread
         docs.append(doc)
     gc.collect()
     report["rss_20_open_mb"] = rss_mb()
-    report["malloc_20_open_delta_mb"] = (malloc_mb() or 0) - (malloc_before or 0)
+    report["pymalloc_20_open_mb"] = pymalloc_mb()
     report["bytes_of_text_mb"] = sum(len(d.text) for d in docs) / 2**20
     if not args.no_tracemalloc:
         after = tracemalloc.take_snapshot()
@@ -139,21 +144,24 @@ def main() -> None:
     ):
         parts[part] = sum(deep_size(of(d), seen) for d in docs)
     report["python_parts_mb"] = {k: round(v / 2**20, 2) for k, v in parts.items()}
+    del seen
     report["session_cache_entries"] = len(context.session._cache)
     report["jedi_loaded"] = "jedi" in sys.modules
-    # Trees: drop every document's (and the session cache's parse trees), measure what comes back.
-    malloc_trees = malloc_mb()
-    rss_trees = rss_mb()
+    # What each part holds: drop them in turn and measure the allocator's blocks.
     for d in docs:
-        a = d.model._analysis if d.model else None
-        if a is not None:
-            a._tree = a._previous = a._analysed = None
-            a._analyser.read = None
-    for analysed in list(context.session._cache.values()):
-        analysed._parsed = None
+        d.snapshot = None
+    context.session.forget()
     gc.collect()
-    report["trees_malloc_mb"] = (malloc_trees or 0) - (malloc_mb() or 0)
-    report["trees_rss_returned_mb"] = rss_trees - rss_mb()
+    report["pymalloc_without_snapshots_mb"] = pymalloc_mb()
+    report["trees_held"] = sum(1 for d in docs if d.model is not None and not getattr(d.model, "released", False))
+    for d in docs:
+        d.model = None
+    gc.collect()
+    report["pymalloc_without_analysis_state_mb"] = pymalloc_mb()
+    for d in docs:
+        d.text, d.lines = "", LineStarts("")
+    gc.collect()
+    report["pymalloc_without_texts_mb"] = pymalloc_mb()
     # The re-parse a dropped document pays: a full parse of the largest file.
     from adopter.analysis.parse.source import new_parser
 

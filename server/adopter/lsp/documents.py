@@ -9,9 +9,10 @@ or closed is dropped.
 Memory: a document's tree-sitter trees are most of what it holds (about 2 MB for a 100 KB modeling
 file, 20 times its text). Only the `TREES_KEPT` documents most recently opened or edited keep them, so
 their next edit re-parses incrementally; the others are released after their analysis
-(`adopter.session.OpenText.release`): they keep their text, findings and per-class analyses, and the
-next edit of one parses its whole text again (about 12 ms of CPU for the largest transformers file)
-and re-analyses only the classes that changed. Answers do not depend on it (`tests/lsp/test_memory.py`).
+(`adopter.session.OpenText.release`) and their line index compacted: they keep their text, findings
+and per-class analyses, and the next edit of one parses its whole text again (about 12 ms of CPU for
+the largest transformers file) and re-analyses only the classes that changed. Answers do not depend on it (`tests/lsp/test_memory.py`).
+The other files read to resolve imported base classes keep their parse within `RESOLVER_PARSED_KEPT`.
 """
 
 from __future__ import annotations
@@ -49,8 +50,12 @@ log = logging.getLogger(__name__)
 Change = types.TextDocumentContentChangePartial | types.TextDocumentContentChangeWholeDocument
 __all__ = ["TREES_KEPT", "Analyses", "Change", "OpenDocument", "is_rule_file"]
 
-TREES_KEPT = 3  # documents whose parse trees are kept: the most recently opened or edited ones
+TREES_KEPT = 2  # documents whose parse trees are kept: the most recently opened or edited ones
 _touches = itertools.count(1)
+# Source bytes of the other files (imported base classes' modules) whose parse the server keeps: about
+# 5 MB of trees. The answers they gave stay cached (`ModuleResolver`); one dropped is parsed again only
+# for a class nobody asked about yet.
+RESOLVER_PARSED_KEPT = 256 * 1024
 
 
 @dataclass
@@ -104,8 +109,11 @@ class Analyses:
         publish); None when `ADOPTER_CROSSFILE=0`. Every analysis of the server uses this one."""
         with self._reach_lock:
             if not self._reach_made:
-                from adopter.analysis.analyser import deferred_reach
+                from adopter.analysis.analyser import default_resolver, deferred_reach
+                from adopter.analysis.parse.source import share_names
 
+                default_resolver().parsed_budget = RESOLVER_PARSED_KEPT
+                share_names()
                 self._reach, self._reach_made = deferred_reach(), True
             return self._reach
 
@@ -179,13 +187,16 @@ class Analyses:
     def release_trees(self, keep: int = TREES_KEPT) -> None:
         """Drop the parse trees of every document but the `keep` most recently opened or edited ones
         (analysis thread only: it owns the models)."""
-        models = [(d.touched, d.model) for d in list(self.documents.values()) if d.model is not None]
-        if len(models) <= keep:
+        docs = [d for d in list(self.documents.values()) if d.model is not None]
+        if len(docs) <= keep:
             return
-        models.sort(key=lambda pair: pair[0])
-        for _, model in models[: len(models) - keep]:
-            if not model.released:
+        docs.sort(key=lambda d: d.touched)
+        for doc in docs[: len(docs) - keep]:
+            model = doc.model
+            if model is not None and not model.released:
                 model.release()
+                with doc.lock:  # the event loop applies changes to the line index under it
+                    doc.lines.compact()
 
     async def run(self, doc: OpenDocument) -> Snapshot | None:
         """Analyse on the thread; None when the document closed meanwhile."""
