@@ -114,3 +114,26 @@ def test_random_keystrokes_with_releases_match_a_document_that_kept_its_trees() 
         else:
             base = text
     assert releases > 50 and broken > 10
+
+
+def test_a_resolver_within_a_parse_budget_gives_the_same_answers(tmp_path: Path) -> None:
+    """`ModuleResolver.parsed_budget`: other files' parses beyond the budget are dropped, least recently used
+    first, and parsed again when asked: the answers are those of a resolver that keeps everything."""
+    from adopter.analysis.crossfile.resolver import ModuleResolver
+
+    (tmp_path / "base.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    (tmp_path / "mid.py").write_text("from base import Base\n\n\nclass Mid(Base):\n    pass\n\n\nclass Plain:\n    pass\n")
+    (tmp_path / "top.py").write_text("from mid import Mid, Plain\n\n\nclass Top(Mid):\n    pass\n")
+    importer = str(tmp_path / "model.py")
+    questions = ["top.Top", "mid.Plain", "mid.Mid", "base.Base", "top.Missing"]
+    kept = ModuleResolver(search_paths=[str(tmp_path)])
+    bounded = ModuleResolver(search_paths=[str(tmp_path)])
+    bounded.parsed_budget = 0  # keep only the file parsed last
+    expected = [kept.is_module_class(q, importer) for q in questions]
+    assert expected == [True, False, True, True, None]
+    assert [bounded.is_module_class(q, importer) for q in questions] == expected
+    assert sum(s is not None for _, s in bounded._symbols.values()) == 1
+    assert sum(s is not None for _, s in kept._symbols.values()) == 3
+    fresh = ModuleResolver(search_paths=[str(tmp_path)])
+    fresh.parsed_budget = 0
+    assert [fresh.is_module_class(q, importer) for q in reversed(questions)] == expected[::-1]

@@ -139,3 +139,24 @@ def test_only_the_most_recently_opened_or_edited_documents_keep_their_trees(tmp_
     assert snapshot.reparsed == "full" and snapshot.version == 2
     assert [d.model.released for d in docs if d.model] == [False, True, True] + [False] * (TREES_KEPT - 1)
     analyses.shutdown()
+
+
+def test_a_compacted_line_index_locates_and_edits_as_before() -> None:
+    """`LineStarts.compact` (a released document's index): the same offsets, and the next change gives the
+    same index and text as on an index never compacted."""
+    from adopter.lsp.sync import LineStarts, byte_edit
+
+    text = "import torch\r\nclass A:\n    x = 'é😀'\n\n    def f(self):\n        return 1\n"
+    plain, compact = LineStarts(text), LineStarts(text)
+    compact.compact()
+    assert not isinstance(compact.starts, list)
+    for line in range(8):
+        for col in range(0, 12, 3):
+            assert compact.offset(text, line, col) == plain.offset(text, line, col)
+    for edit in (((2, 4), (2, 5), "y\nz"), ((0, 0), (1, 0), ""), ((5, 8), (5, 14), "pass")):
+        new_plain, e1 = byte_edit(text, *edit, lines=plain)
+        new_compact, e2 = byte_edit(text, *edit, lines=compact)
+        assert (new_plain, e1, list(plain.starts)) == (new_compact, e2, list(compact.starts))
+        plain, compact = LineStarts(new_plain), LineStarts(new_plain)
+        compact.compact()
+        text = new_plain
