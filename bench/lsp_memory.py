@@ -173,6 +173,25 @@ def main() -> None:
         parser_.parse(data)
         times.append((time.process_time() - started) * 1000)
     report["full_parse_largest_ms_cpu"] = round(statistics.median(times), 1)
+    # An edit's re-parse and re-analysis, with the trees kept and after a release (median of 9 edits: a
+    # character typed at the end of a line in the middle of the file, then deleted).
+    from adopter.analysis.incremental import DocumentAnalysis
+
+    text = corpus[0].text
+    line = text.count("\n", 0, len(text) // 2)
+    col = len(text.split("\n")[line])
+    for mode in ("kept", "released"):
+        doc = DocumentAnalysis(text, None)
+        doc.result()
+        costs = []
+        for i in range(18):
+            if mode == "released" and hasattr(doc, "release"):
+                doc.release()
+            started = time.process_time()
+            doc.edit((line, col), (line, col), "x") if i % 2 == 0 else doc.edit((line, col), (line, col + 1), "")
+            doc.result()
+            costs.append((time.process_time() - started) * 1000)
+        report[f"edit_largest_{mode}_ms_cpu"] = round(statistics.median(costs), 1)
     report["largest"] = f"{corpus[0].name} ({len(data) // 1024} KB)"
     print(json.dumps(report, indent=1))
 

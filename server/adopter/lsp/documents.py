@@ -18,6 +18,7 @@ The other files read to resolve imported base classes keep their parse within `R
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import logging
 import threading
@@ -155,6 +156,7 @@ class Analyses:
     def compute(self, doc: OpenDocument) -> Snapshot:
         """Bring the document's analysis up to date (runs on the analysis thread)."""
         started = time.perf_counter()
+        opened = False
         with doc.lock:
             text, version, edits, reset = doc.text, doc.version, doc.edits, doc.reset
             doc.edits, doc.reset = [], False
@@ -163,6 +165,7 @@ class Analyses:
                 doc.model = None
             elif reset or doc.model is None:
                 doc.model = OpenText(text, doc.path, reach=self.reach())
+                opened = True
             else:
                 # Several edits (one didChange with several changes, or changes that came while the
                 # thread was busy) go in one at a time: each is a small edit the incremental analysis
@@ -182,6 +185,10 @@ class Analyses:
             snapshot = analyse_python(doc.model, version, self._rule_context())
         snapshot.elapsed_ms = (time.perf_counter() - started) * 1000  # re-parse included
         self.release_trees()
+        if opened:
+            # A whole file's analysis leaves reference cycles behind (3 MB over the 20 largest files) that
+            # would wait for a full collection: freed now, the next document's analysis reuses the memory.
+            gc.collect(1)  # the young generations only: a full one walks every open document (65 ms for 20)
         return snapshot
 
     def release_trees(self, keep: int = TREES_KEPT) -> None:
