@@ -16,6 +16,7 @@ and the server's RSS with the 20 largest modeling files open. `ruff server` gets
 the same edits in the same run, as the reference.
 
     .venv/bin/python bench/lsp_latency.py [--edits 200] [--seed 0] [--fresh-runs 5] [--markdown]
+    .venv/bin/python bench/lsp_latency.py --rss-only --servers adopter   # the memory figure alone
 
 `ADOPTER_NATIVE=0` in the environment measures the pure-Python build (the server inherits it).
 """
@@ -313,6 +314,15 @@ async def main_async(args: argparse.Namespace) -> None:
         await in_place(args)
         return
     corpus = modeling_files()
+    if args.rss_only:
+        with tempfile.TemporaryDirectory(prefix="adopter-lsp-bench-") as tmp:
+            folder = Path(tmp)
+            for f in corpus:
+                (folder / f.name).write_text(f.text, encoding="utf-8")
+            big = [folder / f.name for f in sorted(corpus, key=lambda f: len(f.text), reverse=True)[:20]]
+            rss = {server: await measure_rss(server, big) for server in args.servers}
+            print(json.dumps({"rss_20_largest_mb": rss}), flush=True)
+        return
     by_name = {f.name: f for f in corpus}
     largest = max(corpus, key=lambda f: len(f.text))
     names = args.files or ["modeling_bert.py", "modeling_t5.py", largest.name]
@@ -404,6 +414,8 @@ def main() -> None:
     parser.add_argument("--no-rss", action="store_true", help="skip the RSS figure with the 20 largest files open")
     parser.add_argument("--paths", nargs="+", metavar="PATH",
                         help="measure these files in place instead of copies of the corpus (no RSS figure)")
+    parser.add_argument("--rss-only", action="store_true",
+                        help="only the RSS with the 20 largest modeling files open (no latency figures)")
     asyncio.run(main_async(parser.parse_args()))
 
 

@@ -228,16 +228,30 @@ class OpenText:
         """One edit (tree-sitter's arguments), `text` being the whole document after it."""
         self.text = text
         if self._analysis is not None:
+            full = self._analysis.released  # no tree to re-parse from: a full parse
             self._analysis.apply_edit(start_byte, old_end_byte, new_end_byte, start_point, old_end_point,
                                       new_end_point, text)
-            self._fresh = False
+            self._fresh = full
 
     def update(self, text: str) -> None:
         """Several edits at once: the analysis finds the changed region by comparing the texts."""
         self.text = text
         if self._analysis is not None:
+            full = self._analysis.released and text != self._analysis.text
             self._analysis.update(text)
-            self._fresh = False
+            self._fresh = full
+
+    @property
+    def released(self) -> bool:
+        """Whether the parse trees are dropped (`release`)."""
+        return self._analysis is not None and self._analysis.released
+
+    def release(self) -> None:
+        """Drop the parse trees and the text's bytes, keeping the analysis of each unit and the findings:
+        the next edit parses the whole text (not incrementally) and re-analyses and re-matches only the
+        units that changed. For documents nobody is editing (`adopter.lsp.documents.Analyses`)."""
+        if self._analysis is not None:
+            self._analysis.release()
 
     def module_file(self) -> tuple[ModuleFile, str]:
         """The analysis of the current text, and "incremental" when it came from a re-parse of an edit."""

@@ -6,8 +6,11 @@ changed range is found by diffing) or `apply_edit` (raw tree-sitter edit argumen
 `result()` when it needs the `ModuleFile`. Each change calls `tree.edit` and re-parses with the old
 tree (tree-sitter reuses the unchanged subtrees); `result()` re-analyses only the units (classes,
 functions, top-level code) whose source text, position or module-level dependencies changed.
-`invalidate()` drops the caches (e.g. when other workspace files changed). Not thread-safe: one
-document, one caller at a time. Never raises from `result()`.
+`invalidate()` drops the caches (e.g. when other workspace files changed). `release()` drops the parse
+trees and the text's bytes (most of a document's memory) but keeps the per-unit cache and the last result:
+the server releases documents nobody edits; the next change or `result()` parses the whole text again,
+and re-analyses only the units that changed. Not thread-safe: one document, one caller at a time. Never
+raises from `result()`.
 
 Broken text. A text Python rejects is read through `adopter.analysis.parse.salvage`, a function of the text
 alone: the statements that do not parse are blanked, the rest is analysed, and the syntax errors are
@@ -75,6 +78,7 @@ class DocumentAnalysis:
         self._previous: tuple[bytes, Tree] | None = None  # the text and tree before the last change
         self._problem: Problem | None = None
         self._result: ModuleFile | None = None
+        self._released = False  # trees and bytes dropped (`release`); parsed again when next needed
         self._set_text(text, None)
 
     @property
@@ -84,7 +88,29 @@ class DocumentAnalysis:
     @property
     def tree(self) -> Tree | None:
         """The current tree-sitter tree of the text (None when it cannot be analysed: binary, too large)."""
+        self._restore()
         return self._tree
+
+    @property
+    def released(self) -> bool:
+        """Whether the trees are dropped (`release`) and not parsed again yet."""
+        return self._released
+
+    def release(self) -> None:
+        """Drop the trees and the UTF-8 bytes of the text (for a 100 KB file about 2 MB), keeping the text,
+        the last result and the per-unit analysis cache. The next change parses the whole new text (not
+        incrementally) and re-analyses only the units that changed; `result()`, `tree` and the
+        `analysed_*` properties parse the unchanged text again when they need it."""
+        self._released = True
+        self._data = self._tree = None
+        self._analysed = self._previous = None
+        self._analyser.read = None
+
+    def _restore(self) -> None:
+        if self._released:
+            result = self._result
+            self._set_text(self._text, None)
+            self._result = result  # the text did not change: neither did its result
 
     @property
     def reanalysed(self) -> tuple[str, ...]:
@@ -94,18 +120,25 @@ class DocumentAnalysis:
     @property
     def analysed_text(self) -> bytes | None:
         """The bytes the analysis reads: the text, with the statements that do not parse blanked."""
-        self.result()
+        self._need_analysed()
         return self._analysed[0] if self._analysed is not None else None
 
     @property
     def analysed_tree(self) -> Tree | None:
         """The tree of `analysed_text` (re-parsed incrementally)."""
-        self.result()
+        self._need_analysed()
         return self._analysed[1] if self._analysed is not None else None
+
+    def _need_analysed(self) -> None:
+        if self._released:
+            self._restore()
+            self._result = None  # run the analysis (from its unit cache) to get the masked text and its tree
+        self.result()
 
     def _set_text(self, text: str, edit: tuple[int, int, int] | None) -> None:
         """Adopt `text`; `edit` = (start byte, old end byte, new end byte) of the change, when known."""
         data, problem = check_input(text, self.path)
+        self._released = False
         self._text = text
         self._result = None
         self._problem = problem
@@ -224,6 +257,7 @@ class DocumentAnalysis:
         """The current ModuleFile; re-analyses only what changed since the last call. Never raises."""
         if self._result is not None:
             return self._result
+        self._restore()
         if self._tree is None or self._data is None:
             problems = (self._problem,) if self._problem is not None else ()
             self._result = ModuleFile(self.path, (), problems)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from tree_sitter import Node
@@ -59,7 +60,10 @@ class ModuleResolver:
         self._search_paths = list(search_paths) if search_paths is not None else [
             p for p in sys.path if p and os.path.isdir(p)
         ]
-        self._symbols: dict[str, tuple[float, ModuleSymbols | None]] = {}
+        self._symbols: OrderedDict[str, tuple[float, ModuleSymbols | None]] = OrderedDict()  # least recent first
+        # Source bytes of the parsed files kept (their trees are ~20 times larger); None: all. The language
+        # server bounds it: a file dropped is parsed again if a class not asked about yet needs it.
+        self.parsed_budget: int | None = None
         self._exists: dict[str, bool] = {}
         self._texts: dict[str, str] = {}  # texts read while checking existence (non-disk readers)
         self._answers: dict[tuple[str, str], bool | None] = {}
@@ -133,6 +137,7 @@ class ModuleResolver:
                 return None
         cached = self._symbols.get(path)
         if cached is not None and cached[0] == stamp:
+            self._symbols.move_to_end(path)
             return cached[1]
         text = self._texts.pop(path, None) or self._reader(path)
         result: ModuleSymbols | None = None
@@ -141,7 +146,21 @@ class ModuleResolver:
             tree = new_parser().parse(data)
             result = ModuleSymbols(SourceText(data, tree, path), self.package_of(path))
         self._symbols[path] = (stamp, result)
+        self._symbols.move_to_end(path)
+        if self.parsed_budget is not None:
+            self._within_budget(self.parsed_budget)
         return result
+
+    def _within_budget(self, budget: int) -> None:
+        """Drop the least recently used parsed files until the rest hold at most `budget` source bytes (the
+        latest one is always kept)."""
+        sizes = [(p, len(s.src.data)) for p, (_, s) in self._symbols.items() if s is not None]
+        total = sum(size for _, size in sizes)
+        for path, size in sizes[:-1]:
+            if total <= budget:
+                break
+            del self._symbols[path]
+            total -= size
 
     def locate(self, module: str, from_path: str | None) -> str | None:
         """The file of module `module` (absolute `a.b` or relative `..a.b`), seen from `from_path`."""
