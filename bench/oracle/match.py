@@ -10,15 +10,16 @@ from dataclasses import dataclass
 import torch
 
 from oracle.patterns import FamilyPattern, family_patterns
-from oracle.trace import frames
+from oracle.trace import frames, named_frames
 
 Line = tuple[str, int]  # (absolute file path, 1-based line)
 
 
 @dataclass(frozen=True, slots=True)
 class Site:
-    """One place where a family's ops occur: `anchor` is the line of the pattern's last op, `lines` every
-    model line one of its ops came from."""
+    """One place where a family's ops occur: `anchor` is the line of the pattern's last op (where it is
+    written: inside a helper when a helper runs it), `lines` every model line of its ops' call chains
+    (`chain`: the line each op is written at and the calls that reach it from the enclosing `forward`)."""
 
     family: int
     pattern: str
@@ -41,6 +42,22 @@ def model_line(node: torch.fx.Node, is_model_file: Callable[[str], bool]) -> Lin
         if is_model_file(file):
             return file, line
     return None
+
+
+def chain(node: torch.fx.Node, is_model_file: Callable[[str], bool]) -> list[Line]:
+    """The model lines of `node`'s stack from where it is written outward to the `forward` that calls it,
+    innermost first: `[helper line, forward line]` for an op in `self._norm(x)`'s body, `[forward line]`
+    for an op written in the forward. These are "the same lines" for scoring: the helper's line is the one
+    the user would edit for a fix, the forward's the call that runs it; a finding at either names the
+    site. Outer modules' forwards (`x = self.encoder(x)`) are not part of it."""
+    out: list[Line] = []
+    for file, line, fn in reversed(named_frames(node)):
+        if not is_model_file(file):
+            continue
+        out.append((file, line))
+        if fn == "forward":
+            break
+    return out
 
 
 def executed_lines(gm: torch.fx.GraphModule, is_model_file: Callable[[str], bool]) -> set[Line]:
@@ -112,7 +129,7 @@ def _add(found: dict[tuple[int, Line], Site], family: int, name: str, anchor_nod
     GELU module defined in another (`self.act(h)`, with `GELUActivation.forward` in `activations.py`)
     is placed at the model file's `self.act(h)` call, with the helper's lines kept as `elsewhere`."""
     nodes = list(nodes)
-    lines = [ln for ln in (model_line(n, is_model_file) for n in nodes) if ln is not None]
+    lines = [ln for n in nodes for ln in chain(n, is_model_file)]
     anchor = model_line(anchor_node, is_model_file)
     placed = [n for n in nodes if model_line(n, is_model_file) is not None]
     order = {n: i for i, n in enumerate(placed[0].graph.nodes)} if placed else {}

@@ -3,9 +3,14 @@
 Recall: an oracle site counts as found when `check --format json` reports a finding of the same family in
 the same file whose lines (its statements and `__init__` bindings) include one of the site's lines (or,
 for a site whose ops run in a helper defined in another file, one of its lines there: `elsewhere`).
-Precision: a finding of families 4–16 in a class that traced, at lines the trace exercised, is right when
-it overlaps an oracle site of its family, wrong when it does not; findings at lines the trace never ran
-(another branch, a class that did not construct) are counted apart, not judged.
+A site's lines are its ops' call chains (`match.chain`): where each op is written (a helper's line, when
+a helper runs it) and the calls that reach it from the enclosing module's `forward`, never an outer
+module's call of that module. Precision: a finding of families 4–16 in a class that traced, at lines the
+trace exercised, is right when it overlaps the lines of an oracle site of its family (the same lines as
+for recall), wrong when it does not; findings at lines the trace never ran (another branch, a class that
+did not construct) are counted apart, not judged. Sites and exercised lines are the union over a class's
+default construction and its variant with boolean parameters flipped (`worker._variant`); the report
+says how many sites only a variant ran.
 """
 
 from __future__ import annotations
@@ -182,7 +187,8 @@ def score(dists: dict[str, Dist]) -> dict[str, Any]:
                     continue
                 key = (s["family"], s["file"], s["line"])
                 entry = sites.setdefault(key, {**s, "lines": set(), "elsewhere": defaultdict(set),
-                                                "dist": owner[s["file"]]})
+                                                "dist": owner[s["file"]], "variant": True})
+                entry["variant"] = entry["variant"] and bool(s.get("variant"))  # only a variant ran it
                 entry["lines"].update(s["lines"])
                 entry["lines"].add(s["line"])
                 for other, other_lines in (s.get("elsewhere") or {}).items():
@@ -211,18 +217,21 @@ def score(dists: dict[str, Dist]) -> dict[str, Any]:
     recall: dict[int, Counter[str]] = defaultdict(Counter)
     per_dist: dict[str, Counter[str]] = defaultdict(Counter)
     misses: list[dict[str, Any]] = []
+    found_keys: set[tuple[int, str, int]] = set()
     for (fam, f, line), s in sorted(sites.items()):
         hit = any(_lines(fd) & s["lines"] for fd in by_file_family.get((f, fam), ())) or any(
             _lines(fd) & other_lines for other, other_lines in s["elsewhere"].items()
             for fd in by_file_family.get((other, fam), ()))
         recall[fam]["sites"] += 1
         recall[fam]["found"] += hit
+        if hit:
+            found_keys.add((fam, f, line))
         per_dist[s["dist"]]["sites"] += 1
         per_dist[s["dist"]]["found"] += hit
         if not hit:
             where, src = _context(f, line, ast_cache)
             misses.append({"family": fam, "pattern": s["pattern"], "file": f, "line": line, "dist": s["dist"],
-                           "where": where, "source": src})
+                           "where": where, "source": src, "variant": s["variant"]})
     precision: dict[int, Counter[str]] = defaultdict(Counter)
     wrong: list[dict[str, Any]] = []
     for fd in findings:
@@ -246,6 +255,19 @@ def score(dists: dict[str, Dist]) -> dict[str, Any]:
         if not right:
             wrong.append({"family": fam, "rule": fd.get("rule"), "file": fd["path"], "line": fd["range"]["start"]["line"],
                           "scope": scope, "dist": fd["dist"]})
+    variant_keys = {k for k, s in sites.items() if s["variant"]}
+    traced_list = [c for d in dists.values() for c in d.classes if c.get("traced")]
+    variants = {
+        "with_booleans": sum(1 for c in traced_list if c.get("variant")),
+        "traced": sum(1 for c in traced_list if (c.get("variant") or {}).get("traced")),
+        "adding_sites": sum(1 for c in traced_list if (c.get("variant") or {}).get("sites_added")),
+        "sites": len(variant_keys),
+        "sites_by_family": dict(Counter(k[0] for k in variant_keys)),
+        "found": sum(1 for k in variant_keys if k in found_keys),
+        "lines_added": sum(int((c.get("variant") or {}).get("lines_added") or 0) for c in traced_list),
+        "flip": dict(Counter(str((c.get("variant") or {}).get("flip")) for c in traced_list
+                             if (c.get("variant") or {}).get("traced"))),
+    }
     forms: Counter[str] = Counter()
     form_dists: dict[str, set[str]] = defaultdict(set)
     example: dict[str, str] = {}
@@ -260,6 +282,8 @@ def score(dists: dict[str, Dist]) -> dict[str, Any]:
         "installed": sum(d.install == "ok" for d in dists.values()),
         "classes": sum(len(d.classes) for d in dists.values()),
         "constructed": sum(bool(c.get("constructed")) for d in dists.values() for c in d.classes),
+        "abstract": sum(c.get("reason") == "it is abstract" for d in dists.values() for c in d.classes),
+        "variants": variants,
         "traced": sum(bool(c.get("traced")) for d in dists.values() for c in d.classes),
         "backward": sum(bool(c.get("backward")) for d in dists.values() for c in d.classes),
         "check_seconds": round(check_s, 1),
@@ -346,6 +370,17 @@ def must_holds(t: dict[str, Any]) -> list[tuple[str, str, bool]]:
     ]
 
 
+def _variants_line(v: dict[str, Any]) -> str:
+    """What the boolean-flipped variants added (`worker._variant`)."""
+    if not v:
+        return "- variants: none in these results"
+    fams = ", ".join(f"{f}: {n}" for f, n in sorted(v.get("sites_by_family", {}).items()))
+    return (f"- variants with boolean parameters flipped: {v['with_booleans']} traced classes have such parameters, "
+            f"{v['traced']} variants traced ({', '.join(f'{k}: {n}' for k, n in sorted(v.get('flip', {}).items()))}), "
+            f"{v['adding_sites']} classes gained sites; sites only a variant ran: {v['sites']} ({fams or 'none'}), "
+            f"found by `adopter check`: {v['found']}; exercised lines added: {v['lines_added']}")
+
+
 def _pct(a: int, b: int) -> str:
     return f"{a / b:.1%}" if b else "—"
 
@@ -363,6 +398,9 @@ def markdown(t: dict[str, Any]) -> str:
         f"- distributions: {t['distributions']} ({t['installed']} installed), classes attempted: {t['classes']}",
         f"- constructed: {t['constructed']} ({_pct(t['constructed'], t['classes'])}); traced forward: {t['traced']} "
         f"({_pct(t['traced'], t['classes'])}), with a backward: {t['backward']}",
+        f"- abstract classes (not model classes one can build; not applicable): {t.get('abstract', 0)}; constructed "
+        f"of the rest: {_pct(t['constructed'], t['classes'] - t.get('abstract', 0))}",
+        _variants_line(t.get("variants") or {}),
         f"- oracle sites (families 4–16): {sites}; found by `adopter check`: {found} — **static recall "
         f"{_pct(found, sites)}**",
         f"- findings judged (traced class, exercised lines): {judged}; matching ops: {right} — **static precision "

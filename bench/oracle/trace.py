@@ -15,9 +15,11 @@ math path with `_safe_softmax`) stay single nodes and never look like hand-writt
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +33,32 @@ from torch.utils._pytree import tree_flatten
 torch._dynamo.config.disable = True
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
+
+
+@contextlib.contextmanager
+def every_frame() -> Iterator[None]:
+    """Keep every Python frame from the model's first `forward` inward on each node's stack trace.
+
+    `make_fx` keeps only frames of functions named `forward` (`_record_forward_stack_traces_only`), so an
+    op written in a helper (`self._norm(x)`, a module-level `attention(q, k, v)`, `_forward_impl`) was
+    placed at the forward line that called it, never at the helper's line where it is written. Its
+    tracer's other filter keeps the frames from the first `forward` on; this selects it for the trace."""
+    from torch.fx.experimental.proxy_tensor import PythonKeyTracer
+    from torch.fx.proxy import TracerBase
+
+    def keep_all(self: Any, summary: Any) -> Any:
+        self._record_forward_stack_traces_only = False
+        return TracerBase._filter_traceback_frames(self, summary)
+
+    saved = PythonKeyTracer.__dict__.get("_filter_traceback_frames")
+    PythonKeyTracer._filter_traceback_frames = keep_all  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        if saved is None:
+            del PythonKeyTracer._filter_traceback_frames
+        else:
+            PythonKeyTracer._filter_traceback_frames = saved  # type: ignore[method-assign]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +81,13 @@ def real(path: str) -> str:
 
 def frames(node: torch.fx.Node) -> list[tuple[str, int]]:
     """(real file path, line) of each Python frame that made the node, outermost first."""
+    return [(f, ln) for f, ln, _ in named_frames(node)]
+
+
+def named_frames(node: torch.fx.Node) -> list[tuple[str, int, str]]:
+    """(real file path, line, function name) of each Python frame that made the node, outermost first."""
     text = node.meta.get("stack_trace") or ""
-    return [(real(m["file"]), int(m["line"])) for m in _FRAME.finditer(text)]
+    return [(real(m["file"]), int(m["line"]), m["fn"]) for m in _FRAME.finditer(text)]
 
 
 def _dropouts_on(model: nn.Module) -> None:
@@ -133,7 +166,7 @@ def trace_step(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], 
         n_out[1] = len(grads)
         return flat, grads
 
-    with torch.device(device):
+    with torch.device(device), every_frame():
         joint = make_fx(step, None, tracing_mode="real", record_stack_traces=True)(params, args, kwargs)
     return Traced(_forward_graph(joint, n_out[0]), len(joint.graph.nodes), n_out[1] > 0)
 

@@ -230,12 +230,8 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
                         record["traced"] = True
                         record["backward"] = traced.backward
                         record["nodes"] = traced.joint_nodes
-                        sites = {(s.family, s.anchor): s.to_json() for g in traced.graphs for s in find_sites(g, is_model_file)}
+                        sites, lines = _found(traced, find_sites, executed_lines, is_model_file)
                         record["sites"] = list(sites.values())
-                        lines: dict[str, set[int]] = {}
-                        for g in traced.graphs:
-                            for f, ln in executed_lines(g, is_model_file):
-                                lines.setdefault(f, set()).add(ln)
                         record["executed"] = {f: sorted(v) for f, v in lines.items()}
                     else:
                         record["stage"], record["reason"], record["missing"] = built.stage, built.reason, built.missing
@@ -249,12 +245,79 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
                 record["reason"] = f"{type(exc).__name__}: {str(exc)[:300]}"
                 record["where"] = where
             record["seconds"] = round(time.perf_counter() - start, 3)
+            if record["traced"]:
+                (out / "CURRENT").write_text(key, encoding="utf-8")  # progress, for the host's no-progress kill
+                _variant(cls, module, record, class_timeout, is_model_file)
             path.write_text(json.dumps(record), encoding="utf-8")
     (out / "CURRENT").unlink(missing_ok=True)
     (out / "_imports.json").write_text(json.dumps(imports, indent=0), encoding="utf-8")
     (out / "_done.json").write_text(json.dumps({"dist": dist, "version": version, "attempted": attempted,
                                                 "modules": len(modules), "files": [str(p) for p in dist_files(dist)]}),
                                     encoding="utf-8")
+
+
+def _found(traced: Any, find_sites: Any, executed_lines: Any, is_model_file: Any,
+           ) -> tuple[dict[tuple[int, Any], dict[str, Any]], dict[str, set[int]]]:
+    """The family sites of a trace's graphs (by family and anchor) and the model lines it exercised."""
+    sites = {(s.family, s.anchor): s.to_json() for g in traced.graphs for s in find_sites(g, is_model_file)}
+    lines: dict[str, set[int]] = {}
+    for g in traced.graphs:
+        for f, ln in executed_lines(g, is_model_file):
+            lines.setdefault(f, set()).add(ln)
+    return sites, lines
+
+
+def _variant(cls: type, module: Any, record: dict[str, Any], class_timeout: float, is_model_file: Any) -> None:
+    """Trace the class again with its boolean parameters flipped (construction's `flip`: "all" of them to
+    their non-default values, else, when that does not build or trace, "on": only those off by default
+    switched on), and add the sites and exercised lines that only the variant has to `record` (its sites
+    marked `"variant": true`). Classes are chosen by their parameters' types and defaults alone: every
+    class that traced and has a boolean parameter (its config class's own count) gets the variant.
+    `record["variant"]` says what was flipped, whether it traced, and what it added."""
+    from adopter.construction import FLIPS, Built, boolean_parameters, construct
+    from oracle.match import executed_lines, find_sites
+    from oracle.trace import trace_step
+
+    try:
+        names = boolean_parameters(cls, module)
+    except Exception:
+        names = ()
+    if not names:
+        return
+    info: dict[str, Any] = {"parameters": list(names), "traced": False}
+    start = time.perf_counter()
+    for flip in FLIPS:
+        try:
+            with time_limit(class_timeout):
+                built = construct(cls, module, generic_inputs=True, flip=flip)
+                if not isinstance(built, Built):
+                    info[f"reason_{flip}"] = f"{built.stage}: {built.reason[:200]}"
+                    continue
+                traced = _trace_any(trace_step, built, _alternatives(), {})
+                sites, lines = _found(traced, find_sites, executed_lines, is_model_file)
+        except BaseException as exc:  # a variant's failure never loses the class's own result
+            info[f"reason_{flip}"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+            continue
+        info.update(traced=True, flip=flip, arguments={k: v for k, v in built.arguments.items()})
+        known = {(s["family"], s["file"], s["line"]) for s in record["sites"]}
+        added = [{**s, "variant": True} for s in sites.values() if (s["family"], s["file"], s["line"]) not in known]
+        record["sites"] = [*record["sites"], *added]
+        executed = {f: set(v) for f, v in record.get("executed", {}).items()}
+        before = sum(len(v) for v in executed.values())
+        for f, v in lines.items():
+            executed.setdefault(f, set()).update(v)
+        record["executed"] = {f: sorted(v) for f, v in executed.items()}
+        info["sites_added"] = len(added)
+        info["lines_added"] = sum(len(v) for v in executed.values()) - before
+        break
+    info["seconds"] = round(time.perf_counter() - start, 3)
+    record["variant"] = info
+
+
+def _alternatives() -> Any:
+    from adopter.construction import alternatives
+
+    return alternatives
 
 
 def _trace_any(trace_step: Any, built: Any, alternatives: Any, record: dict[str, Any]) -> Any:

@@ -12,12 +12,18 @@ which names the argument it could not supply. This package imports torch; the st
 
 from __future__ import annotations
 
-from adopter.construction.arguments import config_class, constructor_arguments, shrink_config
+from adopter.construction.arguments import (
+    FLIPS,
+    boolean_parameters,
+    config_class,
+    constructor_arguments,
+    shrink_config,
+)
 from adopter.construction.build import construct, load_factory
 from adopter.construction.inputs import alternatives, first_layer, forward_inputs, input_for_layer
 from adopter.construction.types import Built, Construction, NotBuilt
 
 __all__ = [
-    "Built", "Construction", "NotBuilt", "alternatives", "config_class", "construct", "constructor_arguments", "first_layer",
+    "FLIPS", "Built", "Construction", "NotBuilt", "alternatives", "boolean_parameters", "config_class", "construct", "constructor_arguments", "first_layer",
     "forward_inputs", "input_for_layer", "load_factory", "shrink_config",
 ]

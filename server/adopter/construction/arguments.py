@@ -91,8 +91,60 @@ def shrink_config(config: Any) -> Any:
     return config
 
 
-def _build_config(config_cls: type, small: bool) -> Any:
-    config = config_cls()
+# Which boolean parameters a variant flips: "all" (every one, to its non-default value) or "on" (only those
+# off by default, switched on: the optional layers a flag adds, `use_bn=False`, `use_batch_norm=False`).
+FLIPS = ("all", "on")
+# Flags that are never flipped: loading or fetching weights (a variant must not download anything), and
+# choosing a kernel or a memory saver (flash/xformers/triton/CUDA kernels, fused ops, checkpointing,
+# compilation), which select how the same layers run, not which layers there are.
+_NEVER_FLIPPED = re.compile(r"pretrain|download|hub|checkpoint|load|flash|xformers|triton|cuda|fused|fuse_|compile|"
+                            r"jit|script|memory_efficient|mem_efficient|deterministic|offload|distributed|fsdp|"
+                            r"quantiz|fp16|bf16|half|amp\b|verbose|debug", re.IGNORECASE)
+
+
+def _flipped(params: list[tuple[str, inspect.Parameter]], flip: str | None, module: Any) -> dict[str, bool]:
+    """The values `flip` gives the boolean parameters: a bool default negated, or True for a parameter with
+    no default annotated `bool` (which is otherwise given False). Chosen by type and default alone."""
+    out: dict[str, bool] = {}
+    if flip is None:
+        return out
+    for name, param in params:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        default = param.default
+        if default is param.empty and annotation(param, module) in (bool, "bool"):
+            default = False
+        if isinstance(default, bool) and (flip == "all" or not default) and not _NEVER_FLIPPED.search(name):
+            out[name] = not default
+    return out
+
+
+def boolean_parameters(cls: type, module: Any = None) -> tuple[str, ...]:
+    """The boolean parameters a variant may flip: the constructor's, and (as `config.NAME`) those its
+    config class declares in its own `__init__` (a base class's `**kwargs` are not its)."""
+    try:
+        params = list(inspect.signature(cls.__init__).parameters.items())[1:]  # type: ignore[misc]
+    except (TypeError, ValueError):
+        return ()
+    names = list(_flipped(params, "all", module))
+    for name, param in params:
+        if param.default is param.empty and _is_config_param(name, param, module):
+            config_cls = config_class(cls, param, module)
+            if config_cls is not None:
+                names += [f"{name}.{n}" for n in _config_flips(config_cls, "all")]
+    return tuple(names)
+
+
+def _config_flips(config_cls: type, flip: str | None) -> dict[str, bool]:
+    try:
+        params = list(inspect.signature(config_cls.__init__).parameters.items())[1:]  # type: ignore[misc]
+    except (TypeError, ValueError):
+        return {}
+    return _flipped(params, flip, sys.modules.get(config_cls.__module__))
+
+
+def _build_config(config_cls: type, small: bool, flip: str | None = None) -> Any:
+    config = config_cls(**_config_flips(config_cls, flip))
     return shrink_config(config) if small else config
 
 
@@ -160,21 +212,24 @@ def _typed_default(name: str, param: inspect.Parameter, module: Any, width: int)
 
 
 def constructor_arguments(cls: type, module: Any = None, *, width: int = 32, small: bool = True,
-                          fill_defaults: bool = False) -> tuple[dict[str, Any], Any, tuple[str, ...]] | NotBuilt:
+                          fill_defaults: bool = False, flip: str | None = None,
+                          ) -> tuple[dict[str, Any], Any, tuple[str, ...]] | NotBuilt:
     """(keyword arguments for `cls(...)`, the config object or None, the names whose values were guessed),
     or `NotBuilt` naming the first required parameter nothing could supply.
 
     Parameters with defaults keep them unless `fill_defaults` (then size-named ones are made small too,
-    which the oracle uses to keep default-constructed models cheap to trace)."""
+    which the oracle uses to keep default-constructed models cheap to trace). `flip` ("all" or "on", see
+    `FLIPS`) builds a variant with the boolean parameters (the config class's too) flipped: code behind
+    a flag that is off by default (`if use_bn:`) runs in it."""
     try:
         params = list(inspect.signature(cls.__init__).parameters.items())[1:]  # type: ignore[misc]
     except (TypeError, ValueError) as exc:
         return NotBuilt(cls.__name__, "arguments", f"its __init__ signature cannot be read ({exc})")
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = dict(_flipped(params, flip, module))
     config = None
-    guessed: list[str] = []
+    guessed: list[str] = list(kwargs)
     for name, param in params:
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or name in kwargs:
             continue
         if param.default is not param.empty:
             if fill_defaults and kind_of(name) in ("layers",) and isinstance(param.default, int) \
@@ -188,7 +243,7 @@ def constructor_arguments(cls: type, module: Any = None, *, width: int = 32, sma
                 return NotBuilt(cls.__name__, "arguments", "no configuration class (a name ending in Config) "
                                 "was found in the module or its package to build it from", name)
             try:
-                config = _build_config(config_cls, small)
+                config = _build_config(config_cls, small, flip)
             except Exception as exc:
                 return NotBuilt(cls.__name__, "arguments", f"{config_cls.__name__}() with its defaults failed "
                                 f"({type(exc).__name__}: {exc})", name)

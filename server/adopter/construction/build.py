@@ -67,14 +67,15 @@ def _describe(value: Any) -> str:
 
 def construct(cls: type, module: Any = None, *, factory: str | None = None, device: Any = "meta",
               batch: int = 2, seq: int = SEQ, spatial: int = SPATIAL, small: bool = True,
-              inputs: Any = None, generic_inputs: bool = False) -> Construction:
+              inputs: Any = None, generic_inputs: bool = False, flip: str | None = None) -> Construction:
     """Build `cls` (defined in `module`, whose namespace resolves annotations and config classes) on
     `device` ("meta" by default: no weights are allocated) and example inputs for it.
 
     `factory` (`module:fn`) replaces the inference; `inputs` (a tuple of positional inputs, or a dict of
     keyword inputs) replaces the inferred inputs. Tries each width in `WIDTHS` until the constructor
     accepts one (a head count it defaults to may not divide the first). `generic_inputs` gives a model
-    whose layers say nothing about its input a `(B, T, width)` one. Never raises."""
+    whose layers say nothing about its input a `(B, T, width)` one. `flip` builds a variant with its
+    boolean parameters flipped (`constructor_arguments`). Never raises."""
     name = getattr(cls, "__name__", repr(cls))
     if factory is not None:
         return _from_factory(factory, batch, seq, device)
@@ -84,7 +85,7 @@ def construct(cls: type, module: Any = None, *, factory: str | None = None, devi
         return NotBuilt(name, "arguments", "it is abstract")
     failure: NotBuilt | None = None
     for width in WIDTHS:
-        chosen = constructor_arguments(cls, module, width=width, small=small, fill_defaults=small)
+        chosen = constructor_arguments(cls, module, width=width, small=small, fill_defaults=small, flip=flip)
         if isinstance(chosen, NotBuilt):
             return chosen
         kwargs, config, guessed = chosen

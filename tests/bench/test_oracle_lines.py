@@ -1,0 +1,204 @@
+"""What "the same lines" means for an oracle site (a helper's line and the forward's call to it, not an
+outer module's call), scored the same way for recall and precision; and the variant that traces a class
+again with its boolean parameters flipped."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+
+from adopter.construction import Built, boolean_parameters, construct  # noqa: E402
+from oracle import report  # noqa: E402
+from oracle.match import find_sites  # noqa: E402
+from oracle.trace import trace_step  # noqa: E402
+
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
+
+HELPERS = '''import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def attention(q, k, v):
+    scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    return torch.matmul(F.softmax(scores, dim=-1), v)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def _norm(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+    def forward(self, x):
+        out = self._norm(x.float()).type_as(x)
+        return out * self.weight
+
+
+class Attend(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = (p(x).view(B, T, 2, -1).transpose(1, 2) for p in (self.q, self.k, self.v))
+        return attention(q, k, v)
+
+
+class Outer(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.norm = RMSNorm(dim)
+        self.attend = Attend(dim)
+
+    def forward(self, x):
+        x = self.norm(x)
+        return self.attend(x)
+'''
+
+FLAGGED = '''from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, dim=16, use_bn=False, pretrained=False):
+        super().__init__()
+        self.conv = nn.Conv2d(dim, dim, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(dim) if use_bn else None
+        if pretrained:
+            raise RuntimeError("would download weights")
+
+    def forward(self, x):
+        x = self.conv(x)
+        if self.bn is not None:
+            x = self.bn(x)
+        return x
+
+
+class BlockConfig:
+    def __init__(self, hidden_size=16, use_batch_norm=False, **kwargs):
+        self.hidden_size = hidden_size
+        self.use_batch_norm = use_batch_norm
+
+
+class ConfigBlock(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.conv = nn.Conv2d(config.hidden_size, config.hidden_size, 3, padding=1)
+        self.bn = nn.BatchNorm2d(config.hidden_size) if config.use_batch_norm else nn.Identity()
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+
+
+class NoFlags(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.fc(x)
+'''
+
+
+def _module(tmp_path: Path, name: str, text: str) -> tuple[ModuleType, str]:
+    path = tmp_path / f"{name}.py"
+    path.write_text(text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module, str(path.resolve())
+
+
+def _line(text: str, what: str) -> int:
+    return next(i for i, ln in enumerate(text.splitlines(), 1) if what in ln)
+
+
+def test_a_site_in_a_same_file_helper_is_at_the_helper_and_its_call(tmp_path: Path) -> None:
+    module, path = _module(tmp_path, "oracle_helpers", HELPERS)
+    with torch.device("meta"):
+        model = module.Outer()
+    traced = trace_step(model, (torch.randn(2, 4, 16, device="meta"),), {})
+    sites = {s.family: s.to_json() for s in find_sites(traced.forward, lambda f: f == path)}
+    rms, attn = sites[12], sites[10]
+    # Anchored where the ops are written (the helper), with the forward's call among its lines ...
+    assert rms["line"] == _line(HELPERS, "x * torch.rsqrt(")
+    assert _line(HELPERS, "out = self._norm(x.float())") in rms["lines"]
+    assert attn["line"] == _line(HELPERS, "torch.matmul(F.softmax(scores")
+    assert {_line(HELPERS, "scores = torch.matmul(q"), _line(HELPERS, "return attention(q, k, v)")} <= set(attn["lines"])
+    # ... but not the outer module's calls of the modules that hold them.
+    assert _line(HELPERS, "x = self.norm(x)") not in rms["lines"]
+    assert _line(HELPERS, "return self.attend(x)") not in attn["lines"]
+
+
+def _finding(path: str, family: int, line: int, scope: str) -> dict[str, Any]:
+    return {"path": path, "family": family, "rule": f"f{family}", "scope": scope, "statements": [[line, line]],
+            "init": [], "range": {"start": {"line": line}, "end": {"line": line}}}
+
+
+def test_helper_and_call_lines_count_the_same_for_recall_and_precision(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str((tmp_path / "model.py").resolve())
+    helper, call, outer = 5, 12, 20
+    site = {"family": 12, "pattern": "rms", "file": path, "line": helper, "lines": [helper, call], "elsewhere": {}}
+    cls = {"class": "RMSNorm", "file": path, "traced": True, "constructed": True, "sites": [site],
+           "executed": {path: [helper, call, outer]}}
+    dist = report.Dist("pkg", "1", files={path}, classes=[cls])
+    for line, found in ((helper, True), (call, True), (outer, False)):
+        monkeypatch.setattr(report, "check", lambda files, line=line: [_finding(path, 12, line, "RMSNorm")])
+        t = report.score({"pkg": dist})
+        fam = t["families"][12]
+        assert (fam["sites"], fam["found"]) == (1, int(found)), line
+        assert (fam["judged"], fam["right"]) == (1, int(found)), line
+
+
+def test_boolean_parameters_and_the_flipped_variant(tmp_path: Path) -> None:
+    module, _ = _module(tmp_path, "oracle_flagged", FLAGGED)
+    # Chosen by type and default; flags that would fetch weights are never flipped.
+    assert boolean_parameters(module.Block, module) == ("use_bn",)
+    assert boolean_parameters(module.ConfigBlock, module) == ("config.use_batch_norm",)
+    assert boolean_parameters(module.NoFlags, module) == ()
+    default = construct(module.Block, module)
+    flipped = construct(module.Block, module, flip="all")
+    assert isinstance(default, Built) and isinstance(flipped, Built)
+    assert default.model.bn is None and isinstance(flipped.model.bn, torch.nn.BatchNorm2d)
+    built = construct(module.ConfigBlock, module, flip="on")
+    assert isinstance(built, Built) and isinstance(built.model.bn, torch.nn.BatchNorm2d)
+    assert isinstance(construct(module.ConfigBlock, module), Built)
+
+
+def test_the_variant_adds_the_sites_only_it_runs(tmp_path: Path) -> None:
+    from oracle.worker import _variant
+
+    module, path = _module(tmp_path, "oracle_flagged2", FLAGGED)
+    built = construct(module.Block, module)
+    assert isinstance(built, Built)
+    traced = trace_step(built.model, built.args, built.kwargs)
+    assert not [s for s in find_sites(traced.forward, lambda f: f == path) if s.family == 7]
+    record: dict[str, Any] = {"sites": [], "executed": {path: [_line(FLAGGED, "x = self.conv(x)")]}}
+    _variant(module.Block, module, record, 60.0, lambda f: f == path)
+    assert record["variant"]["traced"] and record["variant"]["flip"] == "all"
+    assert record["variant"]["sites_added"] == 1
+    (added,) = record["sites"]
+    assert added["family"] == 7 and added["variant"] is True
+    assert _line(FLAGGED, "x = self.bn(x)") in record["executed"][path]
+    # A class with no boolean parameter gets no variant.
+    record = {"sites": [], "executed": {}}
+    _variant(module.NoFlags, module, record, 60.0, lambda f: f == path)
+    assert "variant" not in record
