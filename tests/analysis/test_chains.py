@@ -63,9 +63,9 @@ def test_what_is_not_a_positional_chain_is_not_read() -> None:
     assert mf.chains == ()
 
 
-def test_rules_match_the_chain_and_say_why_there_is_no_fix() -> None:
+def test_rules_match_the_chain_and_fold_it_in_place() -> None:
     mf = module(FACTORY)
     env = Environment("cuda", frozenset(), "2.13.0")
     findings = [f for f in check(mf, load_rules().rules, env).findings if f.family == 7]
     assert [f.span.start_line for f in findings] == _lines("nn.Conv2d(dim_in", "conv1x1(hidden")
-    assert all(not f.fixable and "nn.Sequential" in (f.no_fix_reason or "") for f in findings)
+    assert all(f.fixable for f in findings)  # conv-BN pairs in a Sequential are folded in place (synth/strategies/conv_bn_sequential.py)

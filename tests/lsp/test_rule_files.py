@@ -39,7 +39,7 @@ async def test_syntax_error_is_a_positioned_diagnostic_and_goes_away_when_fixed(
 
 async def test_semantic_error_undefined_variable(client: LanguageClient, tmp_path: Path) -> None:
     await start(client, tmp_path)
-    text = RULE.read_text(encoding="utf-8").replace("single_use($h, $t)", "single_use($h, $nowhere)")
+    text = RULE.read_text(encoding="utf-8").replace("single_use($h)", "single_use($nowhere)")
     uri = open_doc(client, tmp_path / "mine.adl", text, language="adopter")
     (error,) = await analysed(client, uri, 1)
     assert "nowhere" in error.message
