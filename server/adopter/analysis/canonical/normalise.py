@@ -371,16 +371,26 @@ class _Pass:
         equation, a, b = (args[2], args[0], args[1]) if op.target == "einops.einsum" else args
         if not isinstance(equation, Expr):
             return None
-        plan = matmul_plan(equation.text)
+        text = equation.text
+        chosen = chosen_equation(text)
+        if chosen is not None:
+            text = chosen  # `f"b h i d, {kv_eq} -> b h i j"` with `kv_eq` chosen by the keys' rank
+        out: list[Op] = []
+        widened = broadcast_product(text)
+        if widened is not None:
+            # Multi-query attention: `"b h i d, b j d -> b h i j"` (one key/value head for all query heads)
+            # is the product with the keys unsqueezed at the missing batch axes.
+            text, unsqueezed = widened
+            a, b = (self.unsqueezed(op, value, axes, ranks, out) for value, axes in zip((a, b), unsqueezed))
+        plan = matmul_plan(text)
         if plan is None:
-            return self.permuted_product(op, equation.text, a, b, ranks)
+            return None if out else self.permuted_product(op, text, a, b, ranks)
         t_a, t_b, rank = plan
-        if "..." not in equation.text:
+        if "..." not in text:
             # Without `...` the equation names every axis: the operands have the product's rank.
             for value in (a, b):
-                if isinstance(value, Ref):
+                if isinstance(value, Ref) and value.name not in ranks:
                     ranks[value.name] = rank
-        out: list[Op] = []
         if t_a:
             name = self.temp()
             out.append(_new(op, TRANSPOSE, (a, Expr("-2"), Expr("-1")), (name,)))
@@ -393,6 +403,15 @@ class _Pass:
             b = Ref(name)
         out.append(_new(op, MATMUL, (a, b), op.outputs))
         return out
+
+    def unsqueezed(self, op: Op, value: Value, axes: tuple[int, ...], ranks: dict[str, int],
+                   out: list[Op]) -> Value:
+        """`value` with a new axis of length 1 at each of `axes` (in order), one `unsqueeze` op each."""
+        for axis in axes:
+            name = self.temp()
+            out.append(_new(op, ("method", "unsqueeze"), (value, Expr(str(axis))), (name,)))
+            value = Ref(name)
+        return value
 
     def permuted_product(self, op: Op, equation: str, a: Value, b: Value, ranks: dict[str, int]) -> list[Op] | None:
         """An einsum that is a batched matrix product up to the order of its axes (`"nqhd,nkhd->nhqk"`,
@@ -546,7 +565,7 @@ def matmul_plan(equation: str) -> tuple[bool, bool, int] | None:
     if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0]:
         return None
     text = text[1:-1].replace(" ", "").replace("...", "?")
-    if "->" not in text:
+    if text.count("->") != 1:
         return None
     lhs, out = text.split("->")
     operands = lhs.split(",")
@@ -564,6 +583,67 @@ def matmul_plan(equation: str) -> tuple[bool, bool, int] | None:
     if a[:-2] != batch or b[:-2] != batch or set(a[-2:]) != {i, c} or set(b[-2:]) != {c, j}:
         return None
     return a[-2:] == c + i, b[-2:] == j + c, len(out)
+
+
+def chosen_equation(text: str) -> str | None:
+    """For `'eq1' if test else 'eq2'` (an f-string equation whose placeholder a local chooses, see
+    `adopter.analysis.flow.fstrings`): the one equation standing for both when both are the same
+    matrix product up to batch axes one operand broadcasts over, the one naming every batch axis;
+    None for anything else."""
+    m = _CHOICE.match(text.strip())
+    if m is None:
+        return None
+    first, second = m.group("a"), m.group("b")
+    plans = []
+    for eq in (first, second):
+        widened = broadcast_product(eq)
+        plan = matmul_plan(widened[0] if widened else eq)
+        if plan is None:
+            return None
+        plans.append((plan, widened is None))
+    if plans[0][0] != plans[1][0]:
+        return None
+    full = [eq for eq, (_, plain) in zip((first, second), plans) if plain]
+    return full[0] if full else first
+
+
+def broadcast_product(equation: str) -> tuple[str, tuple[tuple[int, ...], tuple[int, ...]]] | None:
+    """For an einsum of two operands that is a batched matrix product where an operand lacks some of the
+    output's batch axes (`"b h i d, b j d -> b h i j"`, `"b h i j, b j d -> b h i d"`: keys and values
+    shared by all heads): the equation with those axes added, and for each operand the positions at
+    which to unsqueeze it (in order) so that it has them; None when both operands name every batch axis,
+    for `...` (whose rank is unknown) and for any other equation."""
+    text = _plain_string(equation)
+    if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0] or "." in text:
+        return None
+    quote, body = text[0], text[1:-1].replace(" ", "")
+    if body.count("->") != 1:
+        return None
+    lhs, out = body.split("->")
+    operands = lhs.split(",")
+    if len(operands) != 2 or not all(s.isalpha() for s in (*operands, out)) or len(out) < 3:
+        return None
+    if any(len(set(s)) != len(s) or len(s) < 2 for s in (*operands, out)):
+        return None
+    batch = out[:-2]
+    widened: list[str] = []
+    axes: list[tuple[int, ...]] = []
+    for s in operands:
+        own = s[:-2]
+        if any(c not in batch for c in own) or [c for c in batch if c in own] != list(own):
+            return None  # a batch axis the output lacks, or batch axes in another order
+        missing = tuple(i for i, c in enumerate(batch) if c not in own)
+        widened.append(batch + s[-2:])
+        axes.append(missing)
+    if not axes[0] and not axes[1]:
+        return None
+    full = f"{quote}{widened[0]}, {widened[1]} -> {out}{quote}"
+    if matmul_plan(full) is None:
+        return None
+    return full, (axes[0], axes[1])
+
+
+_CHOICE = re.compile(r"""^(?P<a>(['"])[^'"]*\2)\s+if\s+.+?\s+else\s+(?P<b>(['"])[^'"]*\4)$""", re.S)
 
 
 def _plain_string(text: str) -> str:
