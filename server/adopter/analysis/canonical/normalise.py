@@ -43,6 +43,7 @@ from adopter.analysis.canonical.spellings import (
     MATMUL,
     MODULES,
     ONES_LIKE,
+    PARTIAL_FUNCTIONS,
     POW,
     SEQUENTIAL,
     SIGNATURES,
@@ -92,6 +93,7 @@ _SAME_RANK_MODULES = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.
                                 "torch.nn.ReLU", "torch.nn.SiLU", "torch.nn.RMSNorm"})
 _MAX_SEQUENTIAL_DEPTH = 3
 _MAX_ALTERNATIVES = 4
+_MAX_CALLABLES = 6  # x-transformers' `Attend.attn_fn`: a custom function, sigmoid, hard, top-k, two softmaxes
 IDENTITY = "torch.nn.Identity"
 
 
@@ -198,6 +200,8 @@ class _Pass:
                 out.append(split)
             elif isinstance(stmt, Op) and self.split_identity and (split := self.sequential_alternatives(stmt)):
                 out.append(split)
+            elif isinstance(stmt, Op) and self.split_identity and (split := self.callable_alternatives(stmt)):
+                out.append(split)
             elif isinstance(stmt, Op):
                 out.extend(self.op(stmt, ranks))
             elif isinstance(stmt, Branch):
@@ -268,6 +272,50 @@ class _Pass:
                 paths.append(tuple(self.module(op, op.target, ctor, 0)))
         conditions = tuple(str(b.condition) for b in bindings[:-1])
         return Branch((*conditions, "else"), tuple(paths), op.stmt_span)
+
+    def callable_alternatives(self, op: Op) -> Branch | None:
+        """`self.attn_fn(sim)` with `self.attn_fn` bound, each under its condition, to 2-6 values of which
+        some compute a function the table knows: `nn.Softmax(dim=-1) if not non_competitive_gates else
+        nn.ReLU()` (product-key-memory), `partial(F.softmax, dim=-1) if not laplacian_attn_fn else
+        LaplacianAttnFn()` (mega-pytorch), `F.sigmoid` / `partial(F.softmax, dim=-1)` / a custom function
+        (x-transformers' `Attend`): an `if` whose paths run each alternative's function, the others keeping
+        the call as written, so a site through one is found on its path (without an automatic fix, as for
+        every path-dependent match). None when no alternative is known or any binding is unconditional."""
+        if op.kind != OpKind.MODULE or not op.target.startswith("self.") or "[" in op.target or "." in op.target[5:]:
+            return None
+        bindings = self.by_attr.get(op.target[5:], ())
+        if not 2 <= len(bindings) <= _MAX_CALLABLES or not all(b.condition for b in bindings):
+            return None
+        paths: list[tuple[Stmt, ...]] = []
+        for b in bindings:
+            known = self.known_callable(op, b.value)
+            paths.append((op,) if known is None else (known,))
+        if all(p == (op,) for p in paths):
+            return None
+        conditions = tuple(str(b.condition) for b in bindings[:-1])
+        return Branch((*conditions, "else"), tuple(paths), op.stmt_span)
+
+    def known_callable(self, op: Op, value: object) -> Op | None:
+        """The call `op` as the function `value` computes: a stateless module of the table (`nn.Softmax(dim=-1)`),
+        a function (`F.gelu`) or a `partial` of one with keywords (`partial(F.softmax, dim=-1)`); else None."""
+        if isinstance(value, Ctor) and value.callee in MODULES:
+            spelled = self.module(op, op.target, value, 0)
+            return spelled[0] if len(spelled) == 1 and spelled[0].kind != OpKind.MODULE else None
+        function: str | None = None
+        kwargs: tuple[Kwarg, ...] = op.kwargs
+        if isinstance(value, Expr) and value.text in FUNCTION_VALUES:
+            function = value.text
+        elif (isinstance(value, Ctor) and value.callee == "functools.partial" and len(value.args) == 1
+              and isinstance(value.args[0], Expr) and value.args[0].text in PARTIAL_FUNCTIONS and not value.items
+              and all(k.name != "**" for k in value.kwargs)):
+            function = value.args[0].text
+            kwargs = (*op.kwargs, *value.kwargs)
+        if function is None:
+            return None
+        key = CANONICAL.get(("function", function), ("function", function))
+        args, kwargs = normalise(key, op.args, kwargs, {})
+        return Op(OpKind(key[0]), key[1], args, kwargs, op.outputs, op.span, op.stmt_span, op.via,
+                  origin=op.origin or op)
 
     # -- one op --------------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
 
-from adopter.analysis.canonical.spellings import FUNCTION_VALUES
+from adopter.analysis.canonical.spellings import FUNCTION_VALUES, PARTIAL_FUNCTIONS
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
 from adopter.analysis.names.default_helpers import fallback_argument
 from adopter.analysis.names.naming import CONTAINERS, is_constructor
@@ -711,6 +711,8 @@ class InitAnalysis:
             return [((), Expr(self.src.norm(call)))]
         out: list[Alt] = []
         for conds, callee, lookup in callees:
+            if callee == "functools.partial" and args:
+                args = (self._partial_function(args[0]), *args[1:])
             if callee not in CONTAINERS:
                 out.append((conds, Ctor(callee, args, kwargs, lookup=lookup)))
                 continue
@@ -719,6 +721,14 @@ class InitAnalysis:
                 if joined is not None:
                     out.append((joined, Ctor(callee, () if items else args, kwargs, items, keys, repeat, lookup)))
         return out
+
+    def _partial_function(self, first: Value) -> Value:
+        """`partial(F.softmax, dim=-1)`: the function qualified (`torch.nn.functional.softmax`) when it is
+        one the canonical table reads as a call (`PARTIAL_FUNCTIONS`), else as written."""
+        if not isinstance(first, Expr) or not self.symbols.is_imported(first.text.split(".")[0]):
+            return first
+        qualified = self.symbols.qualify(first.text)
+        return Expr(qualified) if qualified in PARTIAL_FUNCTIONS else first
 
     def _args(self, call: Node) -> tuple[tuple[Value, ...], tuple[Kwarg, ...]]:
         args_node = call.child_by_field_id(Field.ARGUMENTS)
