@@ -275,22 +275,26 @@ class _Pass:
 
     def callable_alternatives(self, op: Op) -> Branch | None:
         """`self.attn_fn(sim)` with `self.attn_fn` bound, each under its condition, to 2-6 values of which
-        some compute a function the table knows: `nn.Softmax(dim=-1) if not non_competitive_gates else
+        one is a softmax: `nn.Softmax(dim=-1) if not non_competitive_gates else
         nn.ReLU()` (product-key-memory), `partial(F.softmax, dim=-1) if not laplacian_attn_fn else
         LaplacianAttnFn()` (mega-pytorch), `F.sigmoid` / `partial(F.softmax, dim=-1)` / a custom function
         (x-transformers' `Attend`): an `if` whose paths run each alternative's function, the others keeping
         the call as written, so a site through one is found on its path (without an automatic fix, as for
-        every path-dependent match). None when no alternative is known or any binding is unconditional."""
+        every path-dependent match). None when no alternative is a softmax or any binding is unconditional."""
         if op.kind != OpKind.MODULE or not op.target.startswith("self.") or "[" in op.target or "." in op.target[5:]:
             return None
         bindings = self.by_attr.get(op.target[5:], ())
         if not 2 <= len(bindings) <= _MAX_CALLABLES or not all(b.condition for b in bindings):
             return None
         paths: list[tuple[Stmt, ...]] = []
+        softmax = False
         for b in bindings:
             known = self.known_callable(op, b.value)
             paths.append((op,) if known is None else (known,))
-        if all(p == (op,) for p in paths):
+            softmax = softmax or (known is not None and (known.kind.value, known.target) == SOFTMAX)
+        if not softmax:
+            # Activations chosen by a flag (`nn.GELU() if mask else nn.ReLU()`) stay one call: a Linear →
+            # GELU pair on one path of a configuration is the precision kind issue 20 names.
             return None
         conditions = tuple(str(b.condition) for b in bindings[:-1])
         return Branch((*conditions, "else"), tuple(paths), op.stmt_span)
