@@ -330,7 +330,10 @@ class _Pass:
                     origin=op.origin or op)
         shifted = self.stable_shift(op)
         if op.kind == OpKind.MODULE:
-            ops = self.module(op, op.target, _ctor_of(self.by_attr, op.target), 0)
+            ctor = _ctor_of(self.by_attr, op.target)
+            if ctor is None and op.target.endswith("]"):
+                ctor = _item_ctor(self.by_attr, op.target)  # `ff(x)` in `for attn, ff in self.layers`
+            ops = self.module(op, op.target, ctor, 0)
         elif shifted is not None:
             ops = [shifted]
         elif (op.kind == OpKind.OPERATOR and op.target == "getattr" and len(op.args) == 2
@@ -774,6 +777,35 @@ def _ctor_of(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None:
     if len(ctors) != 1 or others:
         return None
     return ctors[0]
+
+
+_ITEM_PATH = re.compile(r"^self\.(\w+)((?:\[(?:\d+|\*)\])+)$")
+
+
+def _item_ctor(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None:
+    """The constructor an item of a container denotes, when it is a container itself: `self.layers[*][1]`
+    (the second module of each `nn.ModuleList([Attention(...), FeedForward(...)])` of `self.layers`, as
+    `for attn, ff in self.layers` reads it: flamingo-pytorch, MEGABYTE-pytorch, gigagan-pytorch,
+    product-key-memory) when that is an `nn.Sequential` with its items (unrolled into its children then);
+    None for anything else, for an item of a list of Sequentials (`self.stages[*]`: the chains of a
+    container's items are reported where they are built), or when the attribute is bound more than once."""
+    m = _ITEM_PATH.match(target)
+    indexes = re.findall(r"\[(\d+|\*)\]", m.group(2)) if m is not None else []
+    if m is None or len(indexes) < 2:
+        return None  # `self.stages[*]` (`for stage in self.stages`) is read where the Sequential is built
+    ctor = _ctor_of(by_attr, f"self.{m.group(1)}")
+    for index in indexes:
+        if ctor is None or not ctor.items:
+            return None
+        if index == "*":
+            if len(ctor.items) != 1 and ctor.repeat is None:
+                return None  # `[*]` of a list of different modules: not one constructor
+            ctor = ctor.items[0] if len(ctor.items) == 1 else None
+        else:
+            ctor = ctor.items[int(index)] if ctor.repeat is None and int(index) < len(ctor.items) else None
+    if ctor is None or ctor.callee != SEQUENTIAL or not ctor.items:
+        return None
+    return ctor
 
 
 def _function_of(by_attr: Mapping[str, list[Binding]], target: str) -> str | None:
