@@ -44,7 +44,7 @@ def norm_text(text: str) -> str:
 
 
 
-_CHILD = re.compile(r"^self\.(\w+)((?:\[\d+\])*)$")
+_CHILD = re.compile(r"^self\.(\w+)((?:\[(?:\d+|\*)\])*)$")
 
 
 def _module_ctors(binding: Binding, container_item: bool) -> Iterator[Ctor]:
@@ -56,6 +56,22 @@ def _module_ctors(binding: Binding, container_item: bool) -> Iterator[Ctor]:
         yield from binding.value.items
     else:
         yield binding.value
+
+
+def _nested_ctors(binding: Binding) -> Iterator[Ctor]:
+    """The binding's constructor and its containers' items at any depth (`self.layers[*][1][0]`: a layer of
+    the Sequential each `nn.ModuleList([attn, ff])` of `self.layers` holds), a few levels deep."""
+    if not isinstance(binding.value, Ctor):
+        return
+    level: tuple[Ctor, ...] = (binding.value,)
+    for _ in range(_MAX_DEPTH):
+        yield from level
+        level = tuple(i for c in level for i in c.items)
+        if not level:
+            return
+
+
+_MAX_DEPTH = 4
 
 
 @dataclass
@@ -76,9 +92,8 @@ class InitIndex:
         if arch is not None and arch.init is not None:
             for b in arch.init.bindings:
                 by_attr.setdefault(b.attr, []).append(b)
-                for item in (False, True):
-                    for c in _module_ctors(b, item):
-                        callees.update((c.callee, c.callee.rsplit(".", 1)[-1]))
+                for c in _nested_ctors(b):
+                    callees.update((c.callee, c.callee.rsplit(".", 1)[-1]))
         return cls(by_attr, callees=frozenset(callees))
 
     def resolve(self, target: str, pattern: BindingPattern) -> Binding | None:
@@ -95,11 +110,15 @@ class InitIndex:
         m = _CHILD.match(target)
         if m is not None and m.group(2):
             # `self.net[2]`: a child of an nn.Sequential the canonical pass unrolled into its children.
-            indexes = [int(i) for i in re.findall(r"\[(\d+)\]", m.group(2))]
+            # `self.layers[*][1][0]`: `[*]` is each item of a list of one repeated module (`for attn, ff in self.layers`)
+            indexes = [-1 if i == "*" else int(i) for i in re.findall(r"\[(\d+|\*)\]", m.group(2))]
             for b in self.by_attr.get(m.group(1), ()):
                 c = b.value if isinstance(b.value, Ctor) else None
                 for i in indexes:
-                    c = c.items[i] if c is not None and i < len(c.items) and c.repeat is None else None
+                    if c is not None and i < 0:
+                        c = c.items[0] if len(c.items) == 1 else None
+                    else:
+                        c = c.items[i] if c is not None and i < len(c.items) and c.repeat is None else None
                 if c is not None and ctor_matches(pattern.ctor, c):
                     found = (b, c)
                     break
@@ -123,7 +142,6 @@ class InitIndex:
                 ctor_matches(pattern.ctor, c)
                 for bs in self.by_attr.values()
                 for b in bs
-                for item in (False, True)
-                for c in _module_ctors(b, item)
+                for c in _nested_ctors(b)
             )
         return self._possible[key]

@@ -6,14 +6,16 @@ import ast
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from adopter.analysis.canonical.normalise import submodule_view
 from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.idioms.layer_subclasses import subclass_reason
 from adopter.analysis.idioms.optimizers import chosen_class_reason
+from adopter.analysis.scope.bindings import FACTORY_ORIGIN
 from adopter.dsl.types import (
     Architecture,
+    Ctor,
     Expr,
     Forward,
     GuardKind,
@@ -36,7 +38,7 @@ from adopter.engine.plans import canonical_rule, quick_possible
 from adopter.engine.types import Finding, Match
 
 log = logging.getLogger(__name__)
-_ITEM = re.compile(r"^self(\.\w+)+\[\d+\]$")
+_ITEM = re.compile(r"^self(\.\w+)+(\[(\d+|\*)\])*\[\d+\]$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +86,7 @@ def reduce_sites(findings: Sequence[Finding], class_spans: dict[str, Span]) -> t
     `check` applies it to a whole file; the language server to the findings it matched class by class
     (`adopter.session.UnitMatcher`), so both report the same sites. `class_spans`: class name -> span.
     """
-    reduced = _outside_larger_matches(_one_per_site(list(findings), class_spans))
+    reduced = _outside_larger_matches(_one_per_site(_through_factories(list(findings)), class_spans))
     reduced.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
     return tuple(reduced)
 
@@ -150,6 +152,44 @@ def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list
                 (there := class_spans.get(old.scope_name)) is not None and there.contains(old.span)):
             best[key] = f
     return list(best.values())
+
+
+def _through_factories(findings: list[Finding]) -> list[Finding]:
+    """A site found through the layers of a container a same-file helper returns (`self.ff = FeedForward(dim)`,
+    `FeedForward` returning `nn.Sequential(norm, Linear, GELU, Linear)`) and the same rule's site in that
+    helper's own chain are one site: the forward's finding, covering the helper's lines too (neither has an
+    automatic fix: the layers are a Sequential's). Each forward that runs the helper's container reports it at
+    its call."""
+    chains = {(f.rule_id, f.scope_name): f for f in findings}
+    merged: list[Finding] = []
+    absorbed: set[int] = set()
+    for f in findings:
+        factory = _factory_of(f)
+        chain = chains.get((f.rule_id, factory)) if factory is not None else None
+        if chain is not None and chain is not f and not chain.fixable:
+            f = replace(f, init_spans=(*f.init_spans, *(s for s in chain.stmt_spans if s not in f.init_spans)))
+            absorbed.add(id(chain))
+        merged.append(f)
+    return [f for f in merged if id(f) not in absorbed] if absorbed else findings
+
+
+def _factory_of(f: Finding) -> str | None:
+    """The same-file helper whose returned container a finding's layers are items of, else None."""
+    # Layers called as items of a container; an `nn.GELU()` item is read as an `F.gelu` call whose origin is
+    # the module call it was spelled from.
+    modules = [op for op in f.match.ops if op.kind is OpKind.MODULE]
+    if not modules or not _container_items(modules) or any(
+            op.kind is not OpKind.MODULE and (op.origin is None or op.origin.kind is not OpKind.MODULE)
+            for op in f.match.ops):
+        return None
+    names: set[str] = set()
+    for b in f.match.bindings:
+        level = [b.value] if isinstance(b.value, Ctor) else []
+        for _ in range(4):
+            names.update(c.origin[: -len(FACTORY_ORIGIN)] for c in level
+                         if c.origin is not None and c.origin.endswith(FACTORY_ORIGIN))
+            level = [i for c in level for i in c.items]
+    return next(iter(names)) if len(names) == 1 else None
 
 
 def _container_items(ops: Sequence[Op]) -> tuple[str, ...]:

@@ -43,6 +43,7 @@ from adopter.analysis.canonical.spellings import (
     MATMUL,
     MODULES,
     ONES_LIKE,
+    PARTIAL_FUNCTIONS,
     POW,
     SEQUENTIAL,
     SIGNATURES,
@@ -92,6 +93,7 @@ _SAME_RANK_MODULES = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.
                                 "torch.nn.ReLU", "torch.nn.SiLU", "torch.nn.RMSNorm"})
 _MAX_SEQUENTIAL_DEPTH = 3
 _MAX_ALTERNATIVES = 4
+_MAX_CALLABLES = 6  # x-transformers' `Attend.attn_fn`: a custom function, sigmoid, hard, top-k, two softmaxes
 IDENTITY = "torch.nn.Identity"
 
 
@@ -198,6 +200,8 @@ class _Pass:
                 out.append(split)
             elif isinstance(stmt, Op) and self.split_identity and (split := self.sequential_alternatives(stmt)):
                 out.append(split)
+            elif isinstance(stmt, Op) and self.split_identity and (split := self.callable_alternatives(stmt)):
+                out.append(split)
             elif isinstance(stmt, Op):
                 out.extend(self.op(stmt, ranks))
             elif isinstance(stmt, Branch):
@@ -269,6 +273,54 @@ class _Pass:
         conditions = tuple(str(b.condition) for b in bindings[:-1])
         return Branch((*conditions, "else"), tuple(paths), op.stmt_span)
 
+    def callable_alternatives(self, op: Op) -> Branch | None:
+        """`self.attn_fn(sim)` with `self.attn_fn` bound, each under its condition, to 2-6 values of which
+        one is a softmax: `nn.Softmax(dim=-1) if not non_competitive_gates else
+        nn.ReLU()` (product-key-memory), `partial(F.softmax, dim=-1) if not laplacian_attn_fn else
+        LaplacianAttnFn()` (mega-pytorch), `F.sigmoid` / `partial(F.softmax, dim=-1)` / a custom function
+        (x-transformers' `Attend`): an `if` whose paths run each alternative's function, the others keeping
+        the call as written, so a site through one is found on its path (without an automatic fix, as for
+        every path-dependent match). None when no alternative is a softmax or any binding is unconditional."""
+        if op.kind != OpKind.MODULE or not op.target.startswith("self.") or "[" in op.target or "." in op.target[5:]:
+            return None
+        bindings = self.by_attr.get(op.target[5:], ())
+        if not 2 <= len(bindings) <= _MAX_CALLABLES or not all(b.condition for b in bindings):
+            return None
+        paths: list[tuple[Stmt, ...]] = []
+        softmax = False
+        for b in bindings:
+            known = self.known_callable(op, b.value)
+            paths.append((op,) if known is None else (known,))
+            softmax = softmax or (known is not None and (known.kind.value, known.target) == SOFTMAX)
+        if not softmax:
+            # Activations chosen by a flag (`nn.GELU() if mask else nn.ReLU()`) stay one call: a Linear →
+            # GELU pair on one path of a configuration is the precision kind issue 20 names.
+            return None
+        conditions = tuple(str(b.condition) for b in bindings[:-1])
+        return Branch((*conditions, "else"), tuple(paths), op.stmt_span)
+
+    def known_callable(self, op: Op, value: object) -> Op | None:
+        """The call `op` as the function `value` computes: a stateless module of the table (`nn.Softmax(dim=-1)`),
+        a function (`F.gelu`) or a `partial` of one with keywords (`partial(F.softmax, dim=-1)`); else None."""
+        if isinstance(value, Ctor) and value.callee in MODULES:
+            spelled = self.module(op, op.target, value, 0)
+            return spelled[0] if len(spelled) == 1 and spelled[0].kind != OpKind.MODULE else None
+        function: str | None = None
+        kwargs: tuple[Kwarg, ...] = op.kwargs
+        if isinstance(value, Expr) and value.text in FUNCTION_VALUES:
+            function = value.text
+        elif (isinstance(value, Ctor) and value.callee == "functools.partial" and len(value.args) == 1
+              and isinstance(value.args[0], Expr) and value.args[0].text in PARTIAL_FUNCTIONS and not value.items
+              and all(k.name != "**" for k in value.kwargs)):
+            function = value.args[0].text
+            kwargs = (*op.kwargs, *value.kwargs)
+        if function is None:
+            return None
+        key = CANONICAL.get(("function", function), ("function", function))
+        args, kwargs = normalise(key, op.args, kwargs, {})
+        return Op(OpKind(key[0]), key[1], args, kwargs, op.outputs, op.span, op.stmt_span, op.via,
+                  origin=op.origin or op)
+
     # -- one op --------------------------------------------------------------------------------------
 
     def op(self, op: Op, ranks: dict[str, int]) -> list[Op]:
@@ -278,7 +330,10 @@ class _Pass:
                     origin=op.origin or op)
         shifted = self.stable_shift(op)
         if op.kind == OpKind.MODULE:
-            ops = self.module(op, op.target, _ctor_of(self.by_attr, op.target), 0)
+            ctor = _ctor_of(self.by_attr, op.target)
+            if ctor is None and op.target.endswith("]"):
+                ctor = _item_ctor(self.by_attr, op.target)  # `ff(x)` in `for attn, ff in self.layers`
+            ops = self.module(op, op.target, ctor, 0)
         elif shifted is not None:
             ops = [shifted]
         elif (op.kind == OpKind.OPERATOR and op.target == "getattr" and len(op.args) == 2
@@ -371,16 +426,26 @@ class _Pass:
         equation, a, b = (args[2], args[0], args[1]) if op.target == "einops.einsum" else args
         if not isinstance(equation, Expr):
             return None
-        plan = matmul_plan(equation.text)
+        text = equation.text
+        chosen = chosen_equation(text)
+        if chosen is not None:
+            text = chosen  # `f"b h i d, {kv_eq} -> b h i j"` with `kv_eq` chosen by the keys' rank
+        out: list[Op] = []
+        widened = broadcast_product(text)
+        if widened is not None:
+            # Multi-query attention: `"b h i d, b j d -> b h i j"` (one key/value head for all query heads)
+            # is the product with the keys unsqueezed at the missing batch axes.
+            text, unsqueezed = widened
+            a, b = (self.unsqueezed(op, value, axes, ranks, out) for value, axes in zip((a, b), unsqueezed))
+        plan = matmul_plan(text)
         if plan is None:
-            return self.permuted_product(op, equation.text, a, b, ranks)
+            return None if out else self.permuted_product(op, text, a, b, ranks)
         t_a, t_b, rank = plan
-        if "..." not in equation.text:
+        if "..." not in text:
             # Without `...` the equation names every axis: the operands have the product's rank.
             for value in (a, b):
-                if isinstance(value, Ref):
+                if isinstance(value, Ref) and value.name not in ranks:
                     ranks[value.name] = rank
-        out: list[Op] = []
         if t_a:
             name = self.temp()
             out.append(_new(op, TRANSPOSE, (a, Expr("-2"), Expr("-1")), (name,)))
@@ -393,6 +458,15 @@ class _Pass:
             b = Ref(name)
         out.append(_new(op, MATMUL, (a, b), op.outputs))
         return out
+
+    def unsqueezed(self, op: Op, value: Value, axes: tuple[int, ...], ranks: dict[str, int],
+                   out: list[Op]) -> Value:
+        """`value` with a new axis of length 1 at each of `axes` (in order), one `unsqueeze` op each."""
+        for axis in axes:
+            name = self.temp()
+            out.append(_new(op, ("method", "unsqueeze"), (value, Expr(str(axis))), (name,)))
+            value = Ref(name)
+        return value
 
     def permuted_product(self, op: Op, equation: str, a: Value, b: Value, ranks: dict[str, int]) -> list[Op] | None:
         """An einsum that is a batched matrix product up to the order of its axes (`"nqhd,nkhd->nhqk"`,
@@ -546,7 +620,7 @@ def matmul_plan(equation: str) -> tuple[bool, bool, int] | None:
     if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0]:
         return None
     text = text[1:-1].replace(" ", "").replace("...", "?")
-    if "->" not in text:
+    if text.count("->") != 1:
         return None
     lhs, out = text.split("->")
     operands = lhs.split(",")
@@ -564,6 +638,67 @@ def matmul_plan(equation: str) -> tuple[bool, bool, int] | None:
     if a[:-2] != batch or b[:-2] != batch or set(a[-2:]) != {i, c} or set(b[-2:]) != {c, j}:
         return None
     return a[-2:] == c + i, b[-2:] == j + c, len(out)
+
+
+def chosen_equation(text: str) -> str | None:
+    """For `'eq1' if test else 'eq2'` (an f-string equation whose placeholder a local chooses, see
+    `adopter.analysis.flow.fstrings`): the one equation standing for both when both are the same
+    matrix product up to batch axes one operand broadcasts over, the one naming every batch axis;
+    None for anything else."""
+    m = _CHOICE.match(text.strip())
+    if m is None:
+        return None
+    first, second = m.group("a"), m.group("b")
+    plans = []
+    for eq in (first, second):
+        widened = broadcast_product(eq)
+        plan = matmul_plan(widened[0] if widened else eq)
+        if plan is None:
+            return None
+        plans.append((plan, widened is None))
+    if plans[0][0] != plans[1][0]:
+        return None
+    full = [eq for eq, (_, plain) in zip((first, second), plans) if plain]
+    return full[0] if full else first
+
+
+def broadcast_product(equation: str) -> tuple[str, tuple[tuple[int, ...], tuple[int, ...]]] | None:
+    """For an einsum of two operands that is a batched matrix product where an operand lacks some of the
+    output's batch axes (`"b h i d, b j d -> b h i j"`, `"b h i j, b j d -> b h i d"`: keys and values
+    shared by all heads): the equation with those axes added, and for each operand the positions at
+    which to unsqueeze it (in order) so that it has them; None when both operands name every batch axis,
+    for `...` (whose rank is unknown) and for any other equation."""
+    text = _plain_string(equation)
+    if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0] or "." in text:
+        return None
+    quote, body = text[0], text[1:-1].replace(" ", "")
+    if body.count("->") != 1:
+        return None
+    lhs, out = body.split("->")
+    operands = lhs.split(",")
+    if len(operands) != 2 or not all(s.isalpha() for s in (*operands, out)) or len(out) < 3:
+        return None
+    if any(len(set(s)) != len(s) or len(s) < 2 for s in (*operands, out)):
+        return None
+    batch = out[:-2]
+    widened: list[str] = []
+    axes: list[tuple[int, ...]] = []
+    for s in operands:
+        own = s[:-2]
+        if any(c not in batch for c in own) or [c for c in batch if c in own] != list(own):
+            return None  # a batch axis the output lacks, or batch axes in another order
+        missing = tuple(i for i, c in enumerate(batch) if c not in own)
+        widened.append(batch + s[-2:])
+        axes.append(missing)
+    if not axes[0] and not axes[1]:
+        return None
+    full = f"{quote}{widened[0]}, {widened[1]} -> {out}{quote}"
+    if matmul_plan(full) is None:
+        return None
+    return full, (axes[0], axes[1])
+
+
+_CHOICE = re.compile(r"""^(?P<a>(['"])[^'"]*\2)\s+if\s+.+?\s+else\s+(?P<b>(['"])[^'"]*\4)$""", re.S)
 
 
 def _plain_string(text: str) -> str:
@@ -642,6 +777,35 @@ def _ctor_of(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None:
     if len(ctors) != 1 or others:
         return None
     return ctors[0]
+
+
+_ITEM_PATH = re.compile(r"^self\.(\w+)((?:\[(?:\d+|\*)\])+)$")
+
+
+def _item_ctor(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None:
+    """The constructor an item of a container denotes, when it is a container itself: `self.layers[*][1]`
+    (the second module of each `nn.ModuleList([Attention(...), FeedForward(...)])` of `self.layers`, as
+    `for attn, ff in self.layers` reads it: flamingo-pytorch, MEGABYTE-pytorch, gigagan-pytorch,
+    product-key-memory) when that is an `nn.Sequential` with its items (unrolled into its children then);
+    None for anything else, for an item of a list of Sequentials (`self.stages[*]`: the chains of a
+    container's items are reported where they are built), or when the attribute is bound more than once."""
+    m = _ITEM_PATH.match(target)
+    indexes = re.findall(r"\[(\d+|\*)\]", m.group(2)) if m is not None else []
+    if m is None or len(indexes) < 2:
+        return None  # `self.stages[*]` (`for stage in self.stages`) is read where the Sequential is built
+    ctor = _ctor_of(by_attr, f"self.{m.group(1)}")
+    for index in indexes:
+        if ctor is None or not ctor.items:
+            return None
+        if index == "*":
+            if len(ctor.items) != 1 and ctor.repeat is None:
+                return None  # `[*]` of a list of different modules: not one constructor
+            ctor = ctor.items[0] if len(ctor.items) == 1 else None
+        else:
+            ctor = ctor.items[int(index)] if ctor.repeat is None and int(index) < len(ctor.items) else None
+    if ctor is None or ctor.callee != SEQUENTIAL or not ctor.items:
+        return None
+    return ctor
 
 
 def _function_of(by_attr: Mapping[str, list[Binding]], target: str) -> str | None:

@@ -24,6 +24,10 @@ FUNCTION_VALUES = frozenset({
     "torch.sigmoid", "torch.tanh", "torch.relu",
 })
 
+# Functions a `partial(f, ...)` held by a module attribute may bind (`self.attn_fn = partial(F.softmax, dim=-1)`):
+# a call of the attribute is a call of the function with those arguments.
+PARTIAL_FUNCTIONS = FUNCTION_VALUES | {"torch.nn.functional.softmax", "torch.softmax"}
+
 SOFTMAX: Key = ("function", "torch.nn.functional.softmax")
 LOG_SOFTMAX: Key = ("function", "torch.nn.functional.log_softmax")
 MATMUL: Key = ("function", "torch.matmul")

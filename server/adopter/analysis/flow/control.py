@@ -217,6 +217,9 @@ class ControlFlow(Control):
         path = self._container_path(right)
         if path is not None:
             items = right.type == "call" and self.src.text(right).rstrip().endswith(".items()")
+            if n_targets > 1 and right.type == "attribute":
+                # `for attn, ff in self.layers`: each item is a list of modules, unpacked in order.
+                return path, {k: f"{path}[*][{k}]" for k in range(n_targets)}
             return path, {(1 if items and n_targets > 1 else 0): f"{path}[*]"}
         if right.type == "call":
             func = right.child_by_field_id(Field.FUNCTION)

@@ -58,6 +58,9 @@ class Frame:
     rewrite: dict[str, str] = field(default_factory=dict)  # unique name -> name after return binding
     start: tuple[int, int] = (0, 0)  # (index in live lists, position) where the callee's ops begin
     returns: list[dict[str, EnvVal]] = field(default_factory=list)
+    # local name -> the string constant(s) it is bound to (`eq = 'b j d' if k.ndim == 3 else 'b h j d'`),
+    # None once bound to two different ones or to anything else (`adopter.analysis.flow.fstrings`)
+    constants: dict[str, str | None] = field(default_factory=dict)
 
 
 class Truncated(Exception):

@@ -12,6 +12,7 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from adopter.analysis.flow.calls import argument_nodes, small_helper, written_by_adopter
+from adopter.analysis.flow.fstrings import bind_constant
 from adopter.analysis.flow.parts import Calls, Control, Expressions, Statements
 from adopter.analysis.flow.renaming import rename_in_callee
 from adopter.analysis.flow.state import IDENTIFIER, EnvVal, FlowState, LocalFunction, Submodule, as_value
@@ -212,6 +213,7 @@ class StatementFlow(Statements):
         if target.type == "identifier":
             name = self.src.text(target)
             unique = state.define(name)
+            bind_constant(state.frame.constants, name, v)
             # Locals keep their own names (faithful to the source); only module references and values
             # whose name cannot be redefined later (temporaries, an inlined callee's locals) alias.
             if produced or isinstance(v, Submodule) or (

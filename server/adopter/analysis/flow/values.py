@@ -10,6 +10,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import CHOOSE
+from adopter.analysis.flow.fstrings import substituted
 from adopter.analysis.flow.parts import Calls, Expressions
 from adopter.analysis.flow.state import MAX_NESTING, EnvVal, FlowState, LocalFunction, Submodule, as_value
 from adopter.analysis.parse.source import Field
@@ -67,6 +68,11 @@ class ExpressionFlow(Expressions):
         if kind == "keyword_argument":
             value = node.child_by_field_id(Field.VALUE)
             return self.value(value) if value is not None else Expr(self.state.text(node))
+        if kind == "string" and node.child_count > 2:
+            # `f"b h i d, {kv_einsum_eq} -> b h i j"` with `kv_einsum_eq` a local string constant
+            constant = substituted(node, self.state.text, self.state.frame.constants.get)
+            if constant is not None:
+                return constant
         return Expr(self.state.text(node))
 
     def index(self, node: Node) -> Value:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
 
-from adopter.analysis.canonical.spellings import FUNCTION_VALUES
+from adopter.analysis.canonical.spellings import FUNCTION_VALUES, PARTIAL_FUNCTIONS
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
 from adopter.analysis.names.default_helpers import fallback_argument
 from adopter.analysis.names.naming import CONTAINERS, is_constructor
@@ -38,6 +38,9 @@ class _ListBuild:
 
 
 Alt = tuple[Conds, "Ctor | Expr | _Callee"]
+# `Ctor.origin` of a container a same-file helper returns (`FeedForward (returned by a same-file helper)`):
+# a site through it is the helper's chain too (`adopter.engine.sites` reports the two as one).
+FACTORY_ORIGIN = " (returned by a same-file helper)"
 
 
 @dataclass(frozen=True)
@@ -532,6 +535,36 @@ class InitAnalysis:
             return None
         return self._qualify_callee(dotted)
 
+    def _factory_container(self, name: str) -> list[Alt] | None:
+        """The container a same-file helper returns (`def FeedForward(dim, mult=4): return nn.Sequential(
+        nn.LayerNorm(dim), nn.Linear(dim, inner), nn.GELU(), nn.Linear(inner, dim))`: lucidrains' packages,
+        flamingo-pytorch, CoLT5-attention, MEGABYTE-pytorch), with the items its `return` builds, read
+        without this method's locals (the helper's names are its own). None when the items are not evident
+        (`nn.Sequential(*layers)` of a list the helper fills)."""
+        function = self.symbols.function_node(name)
+        body = function.child_by_field_id(Field.BODY) if function is not None else None
+        stmts = [c for c in body.named_children if c.type != "comment"] if body is not None else []
+        call = stmts[-1].named_children[0] if stmts and stmts[-1].named_child_count == 1 else None
+        func = call.child_by_field_id(Field.FUNCTION) if call is not None and call.type == "call" else None
+        dotted = dotted_text(func, self.src) if func is not None else None
+        if call is None or dotted is None:
+            return None
+        callee = self._qualify_callee(dotted)
+        saved, self.locals = self.locals, {}
+        try:
+            variants = self._container_variants(call)
+        finally:
+            self.locals = saved
+        args, kwargs = self._args(call)
+        if any(not isinstance(a, Expr) or a.text.startswith("*") for a in args):
+            return None  # `nn.Sequential(*layers)`: a list the helper fills
+        out: list[Alt] = []
+        for conds, items, keys, repeat in variants:
+            if len(items) != len(args) or keys or repeat:
+                return None  # an item that is not a layer this reads: the chain's order is not evident
+            out.append((conds, Ctor(callee, (), kwargs, items, keys, repeat, origin=name + FACTORY_ORIGIN)))
+        return out or None
+
     def _default_class(self, text: str | None) -> str | None:
         """The qualified class a parameter's default names (`nn.GELU`, `LayerNorm`), else None."""
         if not text or not _DOTTED.match(text) or not text.rsplit(".", 1)[-1][:1].isupper():
@@ -701,6 +734,8 @@ class InitAnalysis:
             elif dotted is not None and (built := self._factory_class(dotted)) is not None:
                 # A same-file helper that returns one layer (`conv3x3(...)` returning `nn.Conv2d(...)`):
                 # the binding is that layer (its arguments are the helper's, as written here).
+                if built in CONTAINERS and (returned := self._factory_container(dotted)) is not None:
+                    return returned  # `FeedForward(dim)` returning `nn.Sequential(norm, Linear, GELU, Linear)`
                 callees.append(((), built, None))
             elif dotted is not None:
                 qualified = self._qualify_callee(dotted)
@@ -711,6 +746,8 @@ class InitAnalysis:
             return [((), Expr(self.src.norm(call)))]
         out: list[Alt] = []
         for conds, callee, lookup in callees:
+            if callee == "functools.partial" and args:
+                args = (self._partial_function(args[0]), *args[1:])
             if callee not in CONTAINERS:
                 out.append((conds, Ctor(callee, args, kwargs, lookup=lookup)))
                 continue
@@ -719,6 +756,14 @@ class InitAnalysis:
                 if joined is not None:
                     out.append((joined, Ctor(callee, () if items else args, kwargs, items, keys, repeat, lookup)))
         return out
+
+    def _partial_function(self, first: Value) -> Value:
+        """`partial(F.softmax, dim=-1)`: the function qualified (`torch.nn.functional.softmax`) when it is
+        one the canonical table reads as a call (`PARTIAL_FUNCTIONS`), else as written."""
+        if not isinstance(first, Expr) or not self.symbols.is_imported(first.text.split(".")[0]):
+            return first
+        qualified = self.symbols.qualify(first.text)
+        return Expr(qualified) if qualified in PARTIAL_FUNCTIONS else first
 
     def _args(self, call: Node) -> tuple[tuple[Value, ...], tuple[Kwarg, ...]]:
         args_node = call.child_by_field_id(Field.ARGUMENTS)
