@@ -24,6 +24,10 @@ from adopter.wham.graph import Workload, build_workload
 ZOO_MODELS: dict[str, tuple[int, int, str]] = {
     "bert-base": (8, 512, "BERT-base masked LM (110 M)"),
     "bert-large": (8, 512, "BERT-large masked LM (340 M)"),
+    "bert-base-pretrain": (8, 512, "BERT-base pre-training as NVIDIA's scripts run it (MLM head on masked "
+                                   "positions only, NSP head)"),
+    "bert-large-pretrain": (8, 512, "BERT-large pre-training as NVIDIA's scripts run it (MLM head on masked "
+                                    "positions only, NSP head)"),
     "gpt2": (8, 1024, "GPT-2 small causal LM (124 M)"),
     "gpt2-xl": (8, 1024, "GPT-2 XL causal LM (1.5 B)"),
     "t5-base": (8, 512, "T5-base encoder-decoder (220 M)"),
