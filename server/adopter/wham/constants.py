@@ -85,6 +85,20 @@ NORMALISATIONS = frozenset({"native_layer_norm", "rsqrt", "native_batch_norm", "
 # --- Distributed training. -----------------------------------------------------------------------------
 LINK_GBS = 100.0
 
+# --- Published GPUs (bench/wham_gpu_published.py: the model against measured training throughputs). ---------
+A100_SMS, A100_TENSOR_CORES_PER_SM, A100_TC_FP16_FMA_PER_CLOCK = 108, 4, 256
+A100_BOOST_MHZ = 1410.0
+A100_L2_MIB = 40.0
+A100_80GB_HBM_GBS = 2039.0
+A100_40GB_HBM_GBS = 1555.0
+# Achieved HBM read bandwidth on an A100 SXM4 80GB: the only published measurement found for these parts.
+A100_80GB_HBM_ACHIEVED_GBS = 1800.0
+V100_SMS, V100_TENSOR_CORES_PER_SM = 80, 8
+V100_BOOST_MHZ = 1530.0
+V100_L2_MIB = 6.0
+V100_HBM_GBS = 900.0
+GPU_FP32_LANES_PER_SM = 64
+
 # Parts of a real chip the template leaves out because no cited figure was found (docs/wham.md says so):
 # they are absent, not guessed, so area and TDP are lower bounds on a real chip's.
 LEFT_OUT = ("systolic PE operand/partial-sum registers", "vector-lane register files", "SRAM leakage",
@@ -144,5 +158,29 @@ SOURCES: dict[str, str] = {
     "NORMALISATIONS": "op semantics (ATen): normalisation ops (replicated under tensor parallelism)",
     "LINK_GBS": "stated default of --link-gbs, not a measured link: the user gives their chip-to-chip "
                 "bandwidth (docs/wham.md's sensitivity table moves it ±50 %)",
+    "A100_SMS": "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), table 'NVIDIA A100 Tensor Core GPU "
+                "compared to V100': 108 SMs",
+    "A100_TENSOR_CORES_PER_SM": "A100 whitepaper, same table: 432 Tensor Cores = 4 per SM",
+    "A100_TC_FP16_FMA_PER_CLOCK": "A100 whitepaper, section 'Third-generation Tensor Cores': 256 FP16/FP32 FMA per "
+                                  "clock per Tensor Core (432 × 256 × 2 × 1.41 GHz = 312 TFLOPS, the table's dense "
+                                  "FP16 peak)",
+    "A100_BOOST_MHZ": "A100 whitepaper, comparison table: GPU boost clock 1410 MHz",
+    "A100_L2_MIB": "A100 whitepaper, comparison table: L2 cache 40 MB (the template's shared buffer)",
+    "A100_80GB_HBM_GBS": "NVIDIA A100 Tensor Core GPU datasheet (2021), column 'A100 80GB SXM': GPU memory bandwidth "
+                         "2,039 GB/s",
+    "A100_40GB_HBM_GBS": "NVIDIA A100 datasheet, column 'A100 40GB SXM': GPU memory bandwidth 1,555 GB/s",
+    "A100_80GB_HBM_ACHIEVED_GBS": "NVIDIA developer forum, 'Trouble to Reach Peak Bandwidth of A100' "
+                                  "(forums.developer.nvidia.com/t/339083): a read kernel on an A100 80GB SXM "
+                                  "reaches 1.80 TB/s, which Nsight Compute reports as 88 % of peak; the thread "
+                                  "cites a GTC talk where no kernel exceeded about 90 %",
+    "V100_SMS": "NVIDIA Tesla V100 GPU Architecture whitepaper (2017), table 'Comparison of NVIDIA Tesla GPUs': "
+                "80 SMs",
+    "V100_TENSOR_CORES_PER_SM": "V100 whitepaper, same table: 640 Tensor Cores = 8 per SM, each a 4×4×4 FMA "
+                                "(64 FMA) per clock (640 × 64 × 2 × 1.53 GHz = 125 TFLOPS, the table's figure)",
+    "V100_BOOST_MHZ": "V100 whitepaper, comparison table: GPU boost clock 1530 MHz",
+    "V100_L2_MIB": "V100 whitepaper, comparison table: L2 cache 6144 KB",
+    "V100_HBM_GBS": "V100 whitepaper, comparison table: memory bandwidth 900 GB/s (16 GB and 32 GB alike, V100 "
+                    "datasheet)",
+    "GPU_FP32_LANES_PER_SM": "A100 and V100 whitepapers: 64 FP32 cores per SM (the template's vector lanes)",
     "LEFT_OUT": "the parts with no cited figure, listed so reports can say what area and TDP leave out",
 }

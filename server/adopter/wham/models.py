@@ -158,7 +158,8 @@ def trace_raw(spec: WorkloadSpec, *, timeout_s: float = TRACE_TIMEOUT_S, use_cac
     return data
 
 
-def load_workload(spec: WorkloadSpec, *, timeout_s: float = TRACE_TIMEOUT_S, use_cache: bool = True) -> Workload:
-    """Trace (or load from cache) and build the fused, segmented workload."""
+def load_workload(spec: WorkloadSpec, *, timeout_s: float = TRACE_TIMEOUT_S, use_cache: bool = True,
+                  fuse: bool = True) -> Workload:
+    """Trace (or load from cache) and build the segmented workload, fused unless `fuse` is False."""
     raw = trace_raw(spec, timeout_s=timeout_s, use_cache=use_cache)
-    return build_workload(raw, model=spec.model, batch=spec.batch, seq=spec.seq)
+    return build_workload(raw, model=spec.model, batch=spec.batch, seq=spec.seq, fuse=fuse)
