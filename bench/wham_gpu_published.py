@@ -6,9 +6,12 @@ The template is set to a published GPU (A100 SXM4 80GB and 40GB, V100 SXM2, from
 whitepapers and datasheets); each row's training step is traced at the published configuration (model, batch per GPU,
 sequence length) and predicted with the same graph and cost model the search uses. With gradient
 accumulation (the BERT pre-training rows) the optimizer runs once per `accumulation` micro-steps, so the
-predicted samples/s is batch / (forward+backward + optimizer / accumulation). Every measured figure is
+predicted samples/s is batch / (forward+backward + (optimizer + all-reduce) / accumulation); the all-reduce
+is the data-parallel ring over NVLink of the multi-GPU rows (per-GPU figure = the table's total / GPUs).
+Each row is traced as its run executes it: BERT pre-training with the masked-LM head on masked positions
+only (`bert-large-pretrain`), fused or eager as the run's framework settings say. Every measured figure is
 cited with its file, table and row; none is typed from memory. The must-hold band is ±25 %; a (model, GPU)
-pair counts as within only when every one of its rows is.
+pair counts as within only when every one of its rows is; the must-hold counts A100/H100 pairs.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
 from adopter.wham import constants as C
+from adopter.wham.cost import allreduce_cycles
 from adopter.wham.evaluate import Evaluator, segments_flops
 from adopter.wham.hardware import Constraints, Design
 from adopter.wham.models import WorkloadSpec, load_workload
@@ -43,6 +47,9 @@ V100 = Design(n_tc=C.V100_SMS * C.V100_TENSOR_CORES_PER_SM, pe_x=8, pe_y=8, n_vc
               lanes=C.GPU_FP32_LANES_PER_SM, sram_mib=C.V100_L2_MIB, bandwidth_gbs=C.V100_HBM_GBS,
               clock_mhz=C.V100_BOOST_MHZ)
 GPUS = {"A100 80GB": A100, "A100 40GB": A100_40, "V100 16GB": V100, "V100 32GB": V100}
+# NVLink each way per GPU (constants: the datasheets' both-directions figure / 2): the ring all-reduce's link.
+NVLINK_GBS = {"A100 80GB": C.A100_NVLINK_PER_DIRECTION_GBS, "A100 40GB": C.A100_NVLINK_PER_DIRECTION_GBS,
+              "V100 16GB": C.V100_NVLINK_PER_DIRECTION_GBS, "V100 32GB": C.V100_NVLINK_PER_DIRECTION_GBS}
 # Round 1 (wham3): the datasheet bandwidth everywhere, the fused graph, the zoo BERT (MLM head at every position).
 ROUND1_GPUS = {**GPUS, "A100 80GB": replace(A100, bandwidth_gbs=C.A100_80GB_HBM_GBS)}
 
@@ -61,6 +68,8 @@ class Published:
     measured: float  # samples/s on one GPU
     source: str
     fused: bool  # whether the measured run fuses element-wise ops (a JIT/XLA/graph fuser), per its source
+    gpus: int = 1  # a multi-GPU row: `measured` is the table's total / gpus
+    grad_bytes: int = 2  # bytes per gradient element the data-parallel all-reduce sends
 
     @property
     def traced(self) -> str:
@@ -117,6 +126,35 @@ ROWS = (
     Published("resnet50", "V100 16GB", 256, 224, 1, 1270.0,
               f"{DLE} TensorFlow/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
               "NVIDIA DGX-1 (8x V100 16G)', row GPUs 1, mixed precision + XLA (batch 256)", FUSER),
+    # Per-GPU figures of the same tables' 8-GPU rows (the table's total / 8), with the data-parallel ring
+    # all-reduce over NVLink once per optimizer step: the PyTorch BERT all-reduces FP16 gradients after
+    # accumulation (scripts/run_pretraining.sh line 31, allreduce_post_accumulation_fp16 true: 2 bytes); the
+    # PyTorch ResNet-50 (AMP, FP32 parameters) all-reduces FP32 gradients (4 bytes), taken as not overlapped
+    # with the backward pass (an upper bound on its cost).
+    Published("bert-large", "A100 80GB", 256, 128, 32, 4591.0 / 8,
+              f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x A100 "
+              "80GB)', row GPUs 8, seq 128, mixed precision (4591 / 8)", FUSER, gpus=8),
+    Published("bert-large", "A100 80GB", 32, 512, 128, 1657.0 / 8,
+              f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x A100 "
+              "80GB)', row GPUs 8, seq 512, mixed precision (1657 / 8)", FUSER, gpus=8),
+    Published("resnet50", "A100 80GB", 256, 224, 1, 16621.0 / 8,
+              f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
+              "NVIDIA DGX A100 (8x A100 80GB)', row GPUs 8, mixed precision (16621 / 8)", EAGER, gpus=8,
+              grad_bytes=4),
+    Published("bert-large", "V100 32GB", 64, 128, 64, 1746.0 / 8,
+              f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX-1 With 32G', row "
+              "GPUs 8, seq 128, mixed precision (1746 / 8)", FUSER, gpus=8),
+    Published("bert-large", "V100 32GB", 8, 512, 256, 586.0 / 8,
+              f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX-1 With 32G', row "
+              "GPUs 8, seq 512, mixed precision (586 / 8)", FUSER, gpus=8),
+    Published("resnet50", "V100 16GB", 256, 224, 1, 8322.0 / 8,
+              f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
+              "NVIDIA DGX-1 16GB (8x V100 16GB)', row GPUs 8, mixed precision (8322 / 8)", EAGER, gpus=8,
+              grad_bytes=4),
+    Published("resnet50", "V100 32GB", 256, 224, 1, 8056.0 / 8,
+              f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
+              "NVIDIA DGX-1 32GB (8x V100 32GB)', row GPUs 8, mixed precision (8056 / 8)", EAGER, gpus=8,
+              grad_bytes=4),
 )
 
 
@@ -126,9 +164,12 @@ def _predict(model: str, row: Published, d: Design, fuse: bool) -> tuple[float, 
     crit = sum(t for _, t in ev.critical) or 1.0
     shares = ", ".join(f"{r} {t / crit:.0%}" for r, t in sorted(ev.critical, key=lambda rt: -rt[1]) if t / crit >= 0.01)
     flops = segments_flops(work, range(len(work.segments))) / row.batch
-    step = ev.fb_s + ev.opt_s / row.accumulation
+    # Ring all-reduce of the gradients over `gpus` devices: 2 (n−1)/n × gradient bytes each way on the link.
+    ar = allreduce_cycles(work.params * row.grad_bytes, row.gpus, NVLINK_GBS[row.gpu], d.clock_mhz) / (
+        d.clock_mhz * 1e6)
+    step = ev.fb_s + (ev.opt_s + ar) / row.accumulation
     return (row.batch / step, f"{shares}; tensor util {ev.tensor_util:.0%}", row.measured * flops / d.peak_flops,
-            ev.opt_s / row.accumulation / step)
+            (ev.opt_s + ar) / row.accumulation / step)
 
 
 def predict(row: Published) -> tuple[float, str, float, float, float]:
@@ -151,9 +192,9 @@ def main() -> int:
              f"load {os.getloadavg()[0]:.2f}. Command: python bench/wham_gpu_published.py",
              *(f"{name} template: {d.label()}, {d.clock_mhz:g} MHz → {d.peak_flops / 1e12:.0f} TFLOPS dense FP16."
                for name, d in GPUS.items()), "",
-             "| model (traced) | GPU | batch × seq (accumulation) | fused | measured samples/s | predicted | "
+             "| model (traced) | GPU × count | batch × seq (accumulation) | fused | measured samples/s | predicted | "
              "predicted / measured | within ±25 % | round 1 predicted / measured | critical path (model) | "
-             "optimizer share | peak tensor rate the measurement sustains | source |",
+             "optimizer + all-reduce share | peak tensor rate the measurement sustains | source |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     within = 0
     pairs: dict[tuple[str, str], list[bool]] = {}
@@ -161,21 +202,23 @@ def main() -> int:
         try:
             pred, why, sustained, opt_share, round1 = predict(row)
         except Exception as exc:  # a model that cannot be traced is reported; the rest go on
-            lines.append(f"| {row.traced} | {row.gpu} | {row.batch} × {row.seq} | {row.fused} | {row.measured:g} | "
+            lines.append(f"| {row.traced} | {row.gpu} ×{row.gpus} | {row.batch} × {row.seq} | {row.fused} | {row.measured:g} | "
                          f"failed: {exc} | — | — | — | — | — | — | {row.source} |")
             continue
         ratio = pred / row.measured
         ok = abs(ratio - 1) <= 0.25
         within += ok
         pairs.setdefault((row.model, row.gpu), []).append(ok)
-        lines.append(f"| {row.traced} | {row.gpu} | {row.batch} × {row.seq} ({row.accumulation}) | "
+        lines.append(f"| {row.traced} | {row.gpu} ×{row.gpus} | {row.batch} × {row.seq} ({row.accumulation}) | "
                      f"{'yes' if row.fused else 'no (eager)'} | {row.measured:g} | {pred:.4g} | {ratio:.2f} | "
                      f"{'yes' if ok else 'no'} | {round1 / row.measured:.2f} | {why} | {opt_share:.1%} | "
                      f"{sustained:.0%} | {row.source} |")
         print(lines[-1], file=sys.stderr, flush=True)
     every = sum(all(v) for v in pairs.values())
+    a100 = {k: v for k, v in pairs.items() if k[1].startswith(("A100", "H100"))}
     lines += ["", f"{within} of {len(ROWS)} rows within ±25 %; (model, GPU) pairs with every row within: {every} of "
               f"{len(pairs)} ({', '.join(f'{m} on {g}' for (m, g), v in pairs.items() if all(v)) or 'none'}); "
+              f"A100/H100 pairs with every row within: {sum(all(v) for v in a100.values())} of {len(a100)}; "
               f"whole run {time.perf_counter() - t0:.0f} s."]
     text = "\n".join(lines)
     print(text)

@@ -98,6 +98,12 @@ V100_BOOST_MHZ = 1530.0
 V100_L2_MIB = 6.0
 V100_HBM_GBS = 900.0
 GPU_FP32_LANES_PER_SM = 64
+# NVLink per GPU, both directions together (datasheets); a ring all-reduce sends and receives at once, so it
+# runs at half of it each way.
+A100_NVLINK_GBS = 600.0
+V100_NVLINK_GBS = 300.0
+A100_NVLINK_PER_DIRECTION_GBS = A100_NVLINK_GBS / 2
+V100_NVLINK_PER_DIRECTION_GBS = V100_NVLINK_GBS / 2
 
 # Parts of a real chip the template leaves out because no cited figure was found (docs/wham.md says so):
 # they are absent, not guessed, so area and TDP are lower bounds on a real chip's.
@@ -181,6 +187,13 @@ SOURCES: dict[str, str] = {
     "V100_L2_MIB": "V100 whitepaper, comparison table: L2 cache 6144 KB",
     "V100_HBM_GBS": "V100 whitepaper, comparison table: memory bandwidth 900 GB/s (16 GB and 32 GB alike, V100 "
                     "datasheet)",
+    "A100_NVLINK_GBS": "NVIDIA A100 datasheet, column 'A100 80GB SXM', row Interconnect: NVLink 600 GB/s (12 "
+                       "third-generation links, A100 whitepaper)",
+    "V100_NVLINK_GBS": "NVIDIA V100 datasheet, column 'V100 SXM2', row Interconnect Bandwidth: 300 GB/s (6 NVLink 2 "
+                       "links, V100 whitepaper)",
+    "A100_NVLINK_PER_DIRECTION_GBS": "derived: A100_NVLINK_GBS / 2 (the datasheet adds both directions)",
+    "V100_NVLINK_PER_DIRECTION_GBS": "derived: V100_NVLINK_GBS / 2 (the datasheet adds both directions; DGX-1's "
+                                     "hybrid cube-mesh gives each GPU its 6 links, used by NCCL's rings together)",
     "GPU_FP32_LANES_PER_SM": "A100 and V100 whitepapers: 64 FP32 cores per SM (the template's vector lanes)",
     "LEFT_OUT": "the parts with no cited figure, listed so reports can say what area and TDP leave out",
 }

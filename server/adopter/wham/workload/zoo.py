@@ -196,7 +196,7 @@ class PretrainingLM(LanguageModel):
         self.pooler = nn.Linear(cfg.hidden, cfg.hidden)
         self.nsp = nn.Linear(cfg.hidden, 2)
 
-    def forward(self, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def forward(self, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         x = self.embed(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device))  # type: ignore[misc]
         for layer in self.layers:
             x = layer(x)
