@@ -93,6 +93,11 @@ A100_80GB_HBM_GBS = 2039.0
 A100_40GB_HBM_GBS = 1555.0
 # Achieved HBM read bandwidth on an A100 SXM4 80GB: the only published measurement found for these parts.
 A100_80GB_HBM_ACHIEVED_GBS = 1800.0
+# Achieved dense matmul rate on an A100 SXM: the best of a shape search (BF16; FP16 has the same Tensor Core
+# rate on A100), out of the 312 TFLOPS peak; the template runs it as fewer Tensor Cores at the same clock.
+A100_DENSE_FP16_TFLOPS = 312.0
+A100_MAMF_BF16_TFLOPS = 271.2
+A100_TENSOR_CORES_ACHIEVED = round(A100_SMS * A100_TENSOR_CORES_PER_SM * A100_MAMF_BF16_TFLOPS / A100_DENSE_FP16_TFLOPS)
 V100_SMS, V100_TENSOR_CORES_PER_SM = 80, 8
 V100_BOOST_MHZ = 1530.0
 V100_L2_MIB = 6.0
@@ -179,6 +184,14 @@ SOURCES: dict[str, str] = {
                                   "(forums.developer.nvidia.com/t/339083): a read kernel on an A100 80GB SXM "
                                   "reaches 1.80 TB/s, which Nsight Compute reports as 88 % of peak; the thread "
                                   "cites a GTC talk where no kernel exceeded about 90 %",
+    "A100_DENSE_FP16_TFLOPS": "A100 whitepaper, comparison table: peak FP16 Tensor TFLOPS with FP32 accumulate 312 "
+                              "(dense; 624 with sparsity); BF16 the same",
+    "A100_MAMF_BF16_TFLOPS": "stas00/ml-engineering @b9e29720 compute/accelerator/README.md, 'Maximum Achievable "
+                             "Matmul FLOPS comparison table', BF16, row 'NVIDIA A100 SXM': 271.2 TFLOPS of 312 "
+                             "(86.9 %), best shape 1024x10240x5120, torch 2.6.0+cu126 (mamf-finder.py, mean of 100 "
+                             "iterations after 50 warm-up)",
+    "A100_TENSOR_CORES_ACHIEVED": "derived: round(432 × A100_MAMF_BF16_TFLOPS / A100_DENSE_FP16_TFLOPS) = 376 Tensor "
+                                  "Cores at 1410 MHz = 271.4 TFLOPS: the achieved matmul rate as a core count",
     "V100_SMS": "NVIDIA Tesla V100 GPU Architecture whitepaper (2017), table 'Comparison of NVIDIA Tesla GPUs': "
                 "80 SMs",
     "V100_TENSOR_CORES_PER_SM": "V100 whitepaper, same table: 640 Tensor Cores = 8 per SM, each a 4×4×4 FMA "
