@@ -195,6 +195,7 @@ class PretrainingLM(LanguageModel):
         self.transform_norm = _norm(cfg)
         self.pooler = nn.Linear(cfg.hidden, cfg.hidden)
         self.nsp = nn.Linear(cfg.hidden, 2)
+        self.head.weight = self.embed.weight  # the decoder shares the word embeddings (modeling.py, BertLMPredictionHead)
 
     def forward(self, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         x = self.embed(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device))  # type: ignore[misc]
