@@ -6,9 +6,12 @@ The template is set to a published GPU (A100 SXM4 80GB and 40GB, V100 SXM2, from
 whitepapers and datasheets); each row's training step is traced at the published configuration (model, batch per GPU,
 sequence length) and predicted with the same graph and cost model the search uses. With gradient
 accumulation (the BERT pre-training rows) the optimizer runs once per `accumulation` micro-steps, so the
-predicted samples/s is batch / (forward+backward + optimizer / accumulation). Every measured figure is
+predicted samples/s is batch / (forward+backward + (optimizer + all-reduce) / accumulation); the all-reduce
+is the data-parallel ring over NVLink of the multi-GPU rows (per-GPU figure = the table's total / GPUs).
+Each row is traced as its run executes it: BERT pre-training with the masked-LM head on masked positions
+only (`bert-large-pretrain`), fused or eager as the run's framework settings say. Every measured figure is
 cited with its file, table and row; none is typed from memory. The must-hold band is ±25 %; a (model, GPU)
-pair counts as within only when every one of its rows is.
+pair counts as within only when every one of its rows is; the must-hold counts A100/H100 pairs.
 """
 
 from __future__ import annotations
@@ -25,24 +28,32 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
+from adopter.wham import constants as C
+from adopter.wham.cost import allreduce_cycles
 from adopter.wham.evaluate import Evaluator, segments_flops
 from adopter.wham.hardware import Constraints, Design
 from adopter.wham.models import WorkloadSpec, load_workload
 
-# A100 SXM4 80GB (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020; A100 80GB datasheet): 108 SMs,
-# 4 third-generation Tensor Cores per SM (432), each 256 dense FP16 FMA per clock at the 1410 MHz boost
-# clock (432 × 256 × 2 × 1.41e9 = 312 TFLOPS, the sheet's dense FP16/BF16 figure); 64 FP32 lanes per SM;
-# 40 MB L2 (the template's shared buffer); HBM2e 2039 GB/s; TDP 400 W.
-A100 = Design(n_tc=432, pe_x=16, pe_y=16, n_vc=108, lanes=64, sram_mib=40.0, bandwidth_gbs=2039.0,
-              clock_mhz=1410.0)
-# A100 SXM4 40GB: the same chip (same whitepaper) with HBM2 at 1555 GB/s (A100 datasheet, 40GB column).
-A100_40 = replace(A100, bandwidth_gbs=1555.0)
-# V100 SXM2 (NVIDIA Tesla V100 GPU Architecture whitepaper, 2017): 80 SMs, 8 Tensor Cores per SM (640), each a
-# 4×4×4 matrix FMA (64 FMA) per clock, modelled as an 8×8 array; 1530 MHz boost (640 × 64 × 2 × 1.53e9 =
-# 125 TFLOPS, the whitepaper's Tensor figure); 64 FP32 lanes per SM; 6144 KB L2; HBM2 900 GB/s; 300 W.
-# The 16 GB and 32 GB parts differ only in HBM capacity (V100 datasheet).
-V100 = Design(n_tc=640, pe_x=8, pe_y=8, n_vc=80, lanes=64, sram_mib=6.0, bandwidth_gbs=900.0, clock_mhz=1530.0)
+# The GPUs as templates, every figure from `constants` (whitepapers and datasheets, cited there): the Tensor
+# Cores as arrays (A100: 256 FMA a clock = 16×16; V100: a 4×4×4 FMA = 64 a clock, modelled as 8×8), the FP32
+# lanes as vector lanes, L2 as the shared buffer. Rates are *achieved* ones where a published measurement
+# exists: the A100's Tensor Cores at its measured best matmul rate (271.2 of 312 TFLOPS: 376 of 432 cores), the
+# A100 80GB's HBM at 1.80 TB/s (88 % of the datasheet's 2039 GB/s). Elsewhere (the A100 40GB's HBM, every V100
+# rate) none was found and the datasheet figure stays, so those templates are optimistic by that much.
+A100 = Design(n_tc=C.A100_TENSOR_CORES_ACHIEVED, pe_x=16, pe_y=16, n_vc=C.A100_SMS,
+              lanes=C.GPU_FP32_LANES_PER_SM, sram_mib=C.A100_L2_MIB, bandwidth_gbs=C.A100_80GB_HBM_ACHIEVED_GBS,
+              clock_mhz=C.A100_BOOST_MHZ)
+A100_40 = replace(A100, bandwidth_gbs=C.A100_40GB_HBM_GBS)
+V100 = Design(n_tc=C.V100_SMS * C.V100_TENSOR_CORES_PER_SM, pe_x=8, pe_y=8, n_vc=C.V100_SMS,
+              lanes=C.GPU_FP32_LANES_PER_SM, sram_mib=C.V100_L2_MIB, bandwidth_gbs=C.V100_HBM_GBS,
+              clock_mhz=C.V100_BOOST_MHZ)
 GPUS = {"A100 80GB": A100, "A100 40GB": A100_40, "V100 16GB": V100, "V100 32GB": V100}
+# NVLink each way per GPU (constants: the datasheets' both-directions figure / 2): the ring all-reduce's link.
+NVLINK_GBS = {"A100 80GB": C.A100_NVLINK_PER_DIRECTION_GBS, "A100 40GB": C.A100_NVLINK_PER_DIRECTION_GBS,
+              "V100 16GB": C.V100_NVLINK_PER_DIRECTION_GBS, "V100 32GB": C.V100_NVLINK_PER_DIRECTION_GBS}
+# Round 1 (wham3): the datasheet bandwidth everywhere, the fused graph, the zoo BERT (MLM head at every position).
+_A100_PEAK = replace(A100, n_tc=C.A100_SMS * C.A100_TENSOR_CORES_PER_SM)
+ROUND1_GPUS = {**GPUS, "A100 80GB": replace(_A100_PEAK, bandwidth_gbs=C.A100_80GB_HBM_GBS), "A100 40GB": _A100_PEAK}
 
 DLE = "NVIDIA/DeepLearningExamples @729963dd"
 
@@ -58,64 +69,121 @@ class Published:
     accumulation: int
     measured: float  # samples/s on one GPU
     source: str
+    fused: bool  # whether the measured run fuses element-wise ops (a JIT/XLA/graph fuser), per its source
+    gpus: int = 1  # a multi-GPU row: `measured` is the table's total / gpus
+    grad_bytes: int = 2  # bytes per gradient element the data-parallel all-reduce sends
+
+    @property
+    def traced(self) -> str:
+        """The zoo workload the row's run executes: BERT pre-training as NVIDIA's scripts run it (the masked-LM
+        head on masked positions only, `zoo.PretrainingLM`), ResNet-50 as it is."""
+        return "bert-large-pretrain" if self.model == "bert-large" else self.model
+
+
+# Fusion, from each source's settings at @729963dd: the PyTorch BERT scripts the model with TorchScript unless
+# --disable_jit_fusions (run_pretraining.py line 419: fused); the TensorFlow BERT runs with XLA
+# (scripts/run_pretraining_lamb.sh line 24, use_xla true: fused); PaddlePaddle's sets fuse_gemm_epilogue
+# (program.py line 63: fused); the PyTorch ResNet-50 runs eagerly (main.py line 311, --jit default "no":
+# unfused); the TensorFlow ResNet-50 rows name XLA (fused).
+EAGER, FUSER = False, True
 
 
 ROWS = (
     Published("bert-large", "A100 80GB", 256, 128, 32, 580.0,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x A100 "
-              "80GB)', row GPUs 1, seq 128, mixed precision"),
+              "80GB)', row GPUs 1, seq 128, mixed precision", FUSER),
     Published("bert-large", "A100 80GB", 32, 512, 128, 210.0,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x A100 "
-              "80GB)', row GPUs 1, seq 512, mixed precision"),
+              "80GB)', row GPUs 1, seq 512, mixed precision", FUSER),
     Published("bert-large", "A100 80GB", 256, 128, 32, 694.0,
               f"{DLE} PaddlePaddle/LanguageModeling/BERT/README.md, table 'Training performance: NVIDIA DGX "
-              "A100 (8x A100 80GB)', row GPUs 1, seq 128, mixed precision"),
+              "A100 (8x A100 80GB)', row GPUs 1, seq 128, mixed precision", FUSER),
     Published("bert-large", "A100 80GB", 32, 512, 128, 264.0,
               f"{DLE} PaddlePaddle/LanguageModeling/BERT/README.md, table 'Training performance: NVIDIA DGX "
-              "A100 (8x A100 80GB)', row GPUs 1, seq 512, mixed precision"),
+              "A100 (8x A100 80GB)', row GPUs 1, seq 512, mixed precision", FUSER),
     Published("resnet50", "A100 80GB", 256, 224, 1, 2470.0,
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
-              "NVIDIA DGX A100 (8x A100 80GB)', row GPUs 1, mixed precision (batch 256, the script's default)"),
+              "NVIDIA DGX A100 (8x A100 80GB)', row GPUs 1, mixed precision (batch 256, the script's default)", EAGER),
     Published("bert-large", "A100 40GB", 64, 128, 1024, 356.845,
               f"{DLE} TensorFlow/LanguageModeling/BERT/README.md, table 'Pre-training training performance: "
-              "single-node on DGX A100 40GB', row GPUs 1, seq 128, mixed precision (batch 64, accumulation 1024)"),
+              "single-node on DGX A100 40GB', row GPUs 1, seq 128, mixed precision (batch 64, accumulation 1024)", FUSER),
     Published("bert-large", "A100 40GB", 16, 512, 2048, 70.856,
               f"{DLE} TensorFlow/LanguageModeling/BERT/README.md, table 'Pre-training training performance: "
-              "single-node on DGX A100 40GB', row GPUs 1, seq 512, mixed precision (batch 16, accumulation 2048)"),
+              "single-node on DGX A100 40GB', row GPUs 1, seq 512, mixed precision (batch 16, accumulation 2048)", FUSER),
     Published("resnet50", "A100 40GB", 256, 224, 1, 2375.0,
               f"{DLE} TensorFlow/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
-              "NVIDIA DGX A100 (8x A100 40GB)', row GPUs 1, mixed precision + XLA (batch 256)"),
+              "NVIDIA DGX A100 (8x A100 40GB)', row GPUs 1, mixed precision + XLA (batch 256)", FUSER),
     Published("bert-large", "V100 32GB", 64, 128, 64, 224.0,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX-1 With 32G', row "
-              "GPUs 1, seq 128, mixed precision (4096 accumulated over 64 steps: batch 64)"),
+              "GPUs 1, seq 128, mixed precision (4096 accumulated over 64 steps: batch 64)", FUSER),
     Published("bert-large", "V100 32GB", 8, 512, 256, 75.0,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX-1 With 32G', row "
-              "GPUs 1, seq 512, mixed precision (2048 accumulated over 256 steps: batch 8)"),
+              "GPUs 1, seq 512, mixed precision (2048 accumulated over 256 steps: batch 8)", FUSER),
     Published("resnet50", "V100 16GB", 256, 224, 1, 1200.0,
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
-              "NVIDIA DGX-1 16GB (8x V100 16GB)', row GPUs 1, mixed precision (batch 256, the script's default)"),
+              "NVIDIA DGX-1 16GB (8x V100 16GB)', row GPUs 1, mixed precision (batch 256, the script's default)", EAGER),
     Published("resnet50", "V100 32GB", 256, 224, 1, 1156.0,
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
-              "NVIDIA DGX-1 32GB (8x V100 32GB)', row GPUs 1, mixed precision (batch 256, the script's default)"),
+              "NVIDIA DGX-1 32GB (8x V100 32GB)', row GPUs 1, mixed precision (batch 256, the script's default)", EAGER),
     Published("resnet50", "V100 16GB", 256, 224, 1, 1270.0,
               f"{DLE} TensorFlow/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
-              "NVIDIA DGX-1 (8x V100 16G)', row GPUs 1, mixed precision + XLA (batch 256)"),
+              "NVIDIA DGX-1 (8x V100 16G)', row GPUs 1, mixed precision + XLA (batch 256)", FUSER),
+    # Per-GPU figures of the same tables' 8-GPU rows (the table's total / 8), with the data-parallel ring
+    # all-reduce over NVLink once per optimizer step: the PyTorch BERT all-reduces FP16 gradients after
+    # accumulation (scripts/run_pretraining.sh line 31, allreduce_post_accumulation_fp16 true: 2 bytes); the
+    # PyTorch ResNet-50 (AMP, FP32 parameters) all-reduces FP32 gradients (4 bytes), taken as not overlapped
+    # with the backward pass (an upper bound on its cost).
+    Published("bert-large", "A100 80GB", 256, 128, 32, 4591.0 / 8,
+              f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x A100 "
+              "80GB)', row GPUs 8, seq 128, mixed precision (4591 / 8)", FUSER, gpus=8),
+    Published("bert-large", "A100 80GB", 32, 512, 128, 1657.0 / 8,
+              f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x A100 "
+              "80GB)', row GPUs 8, seq 512, mixed precision (1657 / 8)", FUSER, gpus=8),
+    Published("resnet50", "A100 80GB", 256, 224, 1, 16621.0 / 8,
+              f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
+              "NVIDIA DGX A100 (8x A100 80GB)', row GPUs 8, mixed precision (16621 / 8)", EAGER, gpus=8,
+              grad_bytes=4),
+    Published("bert-large", "V100 32GB", 64, 128, 64, 1746.0 / 8,
+              f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX-1 With 32G', row "
+              "GPUs 8, seq 128, mixed precision (1746 / 8)", FUSER, gpus=8),
+    Published("bert-large", "V100 32GB", 8, 512, 256, 586.0 / 8,
+              f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX-1 With 32G', row "
+              "GPUs 8, seq 512, mixed precision (586 / 8)", FUSER, gpus=8),
+    Published("resnet50", "V100 16GB", 256, 224, 1, 8322.0 / 8,
+              f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
+              "NVIDIA DGX-1 16GB (8x V100 16GB)', row GPUs 8, mixed precision (8322 / 8)", EAGER, gpus=8,
+              grad_bytes=4),
+    Published("resnet50", "V100 32GB", 256, 224, 1, 8056.0 / 8,
+              f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
+              "NVIDIA DGX-1 32GB (8x V100 32GB)', row GPUs 8, mixed precision (8056 / 8)", EAGER, gpus=8,
+              grad_bytes=4),
 )
 
 
-def predict(row: Published) -> tuple[float, str, float]:
-    """Predicted samples/s of the row's training step on its GPU's template, where its critical path goes
-    (resource shares) with the tensor cores' utilisation, and the share of the GPU's peak tensor rate the
-    *measured* figure implies (the traced GEMM FLOPs per sample × measured samples/s ÷ peak: what the real
-    run sustained over its whole step, optimizer and non-GEMM ops included)."""
-    work = load_workload(WorkloadSpec(row.model, row.batch, row.seq))
-    d = GPUS[row.gpu]
+def _predict(model: str, row: Published, d: Design, fuse: bool) -> tuple[float, str, float, float]:
+    work = load_workload(WorkloadSpec(model, row.batch, row.seq), fuse=fuse)
     ev = Evaluator(work, "throughput", Constraints(math.inf, math.inf), samples=row.batch).evaluate(d)
     crit = sum(t for _, t in ev.critical) or 1.0
     shares = ", ".join(f"{r} {t / crit:.0%}" for r, t in sorted(ev.critical, key=lambda rt: -rt[1]) if t / crit >= 0.01)
     flops = segments_flops(work, range(len(work.segments))) / row.batch
-    return (row.batch / (ev.fb_s + ev.opt_s / row.accumulation), f"{shares}; tensor util {ev.tensor_util:.0%}",
-            row.measured * flops / d.peak_flops)
+    # Ring all-reduce of the gradients over `gpus` devices: 2 (n−1)/n × gradient bytes each way on the link.
+    ar = allreduce_cycles(work.params * row.grad_bytes, row.gpus, NVLINK_GBS[row.gpu], d.clock_mhz) / (
+        d.clock_mhz * 1e6)
+    step = ev.fb_s + (ev.opt_s + ar) / row.accumulation
+    peak = ROUND1_GPUS[row.gpu].peak_flops  # the datasheet's peak, whatever rate the template runs at
+    return (row.batch / step, f"{shares}; tensor util {ev.tensor_util:.0%}", row.measured * flops / peak,
+            (ev.opt_s + ar) / row.accumulation / step)
+
+
+def predict(row: Published) -> tuple[float, str, float, float, float]:
+    """Predicted samples/s of the row's training step on its GPU's template (the workload the run executes,
+    fused as the run fuses), where its critical path goes (resource shares) with the tensor cores'
+    utilisation, the share of the GPU's peak tensor rate the *measured* figure implies (the traced GEMM FLOPs
+    per sample × measured samples/s ÷ peak: what the real run sustained over its whole step), the optimizer's
+    share of the predicted step, and round 1's prediction (the zoo model, fused, datasheet bandwidth)."""
+    pred, why, sustained, opt_share = _predict(row.traced, row, GPUS[row.gpu], row.fused)
+    round1 = _predict(row.model, row, ROUND1_GPUS[row.gpu], True)[0]
+    return pred, why, sustained, opt_share, round1
 
 
 def main() -> int:
@@ -127,28 +195,33 @@ def main() -> int:
              f"load {os.getloadavg()[0]:.2f}. Command: python bench/wham_gpu_published.py",
              *(f"{name} template: {d.label()}, {d.clock_mhz:g} MHz → {d.peak_flops / 1e12:.0f} TFLOPS dense FP16."
                for name, d in GPUS.items()), "",
-             "| model | GPU | batch × seq (accumulation) | measured samples/s | predicted | predicted / measured | "
-             "within ±25 % | critical path (model) | peak tensor rate the measurement sustains | source |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| model (traced) | GPU × count | batch × seq (accumulation) | fused | measured samples/s | predicted | "
+             "predicted / measured | within ±25 % | round 1 predicted / measured | critical path (model) | "
+             "optimizer + all-reduce share | datasheet peak tensor rate the measurement sustains | source |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     within = 0
     pairs: dict[tuple[str, str], list[bool]] = {}
     for row in ROWS:
         try:
-            pred, why, sustained = predict(row)
+            pred, why, sustained, opt_share, round1 = predict(row)
         except Exception as exc:  # a model that cannot be traced is reported; the rest go on
-            lines.append(f"| {row.model} | {row.gpu} | {row.batch} × {row.seq} | {row.measured:g} | failed: {exc} "
-                         f"| — | — | — | — | {row.source} |")
+            lines.append(f"| {row.traced} | {row.gpu} ×{row.gpus} | {row.batch} × {row.seq} | {row.fused} | {row.measured:g} | "
+                         f"failed: {exc} | — | — | — | — | — | — | {row.source} |")
             continue
         ratio = pred / row.measured
         ok = abs(ratio - 1) <= 0.25
         within += ok
         pairs.setdefault((row.model, row.gpu), []).append(ok)
-        lines.append(f"| {row.model} | {row.gpu} | {row.batch} × {row.seq} ({row.accumulation}) | {row.measured:g} | "
-                     f"{pred:.4g} | {ratio:.2f} | {'yes' if ok else 'no'} | {why} | {sustained:.0%} | {row.source} |")
+        lines.append(f"| {row.traced} | {row.gpu} ×{row.gpus} | {row.batch} × {row.seq} ({row.accumulation}) | "
+                     f"{'yes' if row.fused else 'no (eager)'} | {row.measured:g} | {pred:.4g} | {ratio:.2f} | "
+                     f"{'yes' if ok else 'no'} | {round1 / row.measured:.2f} | {why} | {opt_share:.1%} | "
+                     f"{sustained:.0%} | {row.source} |")
         print(lines[-1], file=sys.stderr, flush=True)
     every = sum(all(v) for v in pairs.values())
+    a100 = {k: v for k, v in pairs.items() if k[1].startswith(("A100", "H100"))}
     lines += ["", f"{within} of {len(ROWS)} rows within ±25 %; (model, GPU) pairs with every row within: {every} of "
               f"{len(pairs)} ({', '.join(f'{m} on {g}' for (m, g), v in pairs.items() if all(v)) or 'none'}); "
+              f"A100/H100 pairs with every row within: {sum(all(v) for v in a100.values())} of {len(a100)}; "
               f"whole run {time.perf_counter() - t0:.0f} s."]
     text = "\n".join(lines)
     print(text)

@@ -57,3 +57,13 @@ def test_malformed_traces_raise_graph_error() -> None:
         build_workload({"ops": []}, model="m", batch=1, seq=1)
     with pytest.raises(GraphError, match="does not precede"):
         build_workload({"ops": [vec("add", 4, [0], "a")]}, model="m", batch=1, seq=1)
+
+
+def test_unfused_build_keeps_every_op_and_its_traffic() -> None:
+    raw = {"ops": [gemm("addmm", 8, 8, 8, [], "a"), vec("gelu", 64, [0], "a"), vec("mul", 64, [1], "a")]}
+    fused = build_workload(raw, model="m", batch=1, seq=1).blocks[0].ops
+    eager = build_workload(raw, model="m", batch=1, seq=1, fuse=False).blocks[0].ops
+    assert [o.name for o in eager] == ["addmm", "gelu", "mul"]
+    # the GEMM's output is written and the gelu reads it back: more off-chip bytes than the fused graph
+    assert sum(o.bytes_in + o.bytes_out for o in eager) > sum(o.bytes_in + o.bytes_out for o in fused)
+    assert sum(o.flops for o in eager) == sum(o.flops for o in fused)

@@ -160,3 +160,19 @@ def test_wham_imports_without_torch() -> None:
             "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_bert_pretrain_runs_the_mlm_head_on_masked_positions_only() -> None:
+    from adopter.wham.workload.trace import trace_training_step
+    from adopter.wham.workload.zoo import ZOO, masked_positions
+
+    # create_pretraining_data.py: min(max_predictions_per_seq, round(0.15 × tokens)); the scripts' caps 20 and 80
+    assert (masked_positions(128), masked_positions(512)) == (19, 77)
+    forward_rows = {}
+    for name in ("bert-base", "bert-base-pretrain"):
+        model, inputs, loss_fn = ZOO[name][0](2, 128)
+        raw = trace_training_step(model, inputs, loss_fn=loss_fn)
+        # the vocabulary projection's forward GEMM: rows = the positions it runs on
+        forward_rows[name] = [o["m"] for o in raw["ops"] if o["kind"] == "gemm" and o["n"] == 30522]
+    assert forward_rows["bert-base"] == [2 * 128]
+    assert forward_rows["bert-base-pretrain"] == [2 * 19]

@@ -17,7 +17,7 @@ def register(subparsers: Any) -> None:
                     "with the best throughput per watt, within area and power limits. Exit 0: found, "
                     "1: no feasible design, 2: bad parameters or the model failed to trace.")
     p.add_argument("--model", default="bert-base",
-                   help="zoo model (bert-base, bert-large, gpt2, gpt2-xl, t5-base, resnet50, vit-b16, llama-1b) "
+                   help="zoo model (bert-base, bert-large, bert-base-pretrain, bert-large-pretrain, gpt2, gpt2-xl, t5-base, resnet50, vit-b16, llama-1b) "
                         "or module:factory; a comma-separated list (each NAME[@BATCH[xSEQ]]) searches one "
                         "common design for the set")
     p.add_argument("--aggregate", default="geomean",

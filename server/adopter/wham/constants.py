@@ -85,6 +85,31 @@ NORMALISATIONS = frozenset({"native_layer_norm", "rsqrt", "native_batch_norm", "
 # --- Distributed training. -----------------------------------------------------------------------------
 LINK_GBS = 100.0
 
+# --- Published GPUs (bench/wham_gpu_published.py: the model against measured training throughputs). ---------
+A100_SMS, A100_TENSOR_CORES_PER_SM, A100_TC_FP16_FMA_PER_CLOCK = 108, 4, 256
+A100_BOOST_MHZ = 1410.0
+A100_L2_MIB = 40.0
+A100_80GB_HBM_GBS = 2039.0
+A100_40GB_HBM_GBS = 1555.0
+# Achieved HBM read bandwidth on an A100 SXM4 80GB: the only published measurement found for these parts.
+A100_80GB_HBM_ACHIEVED_GBS = 1800.0
+# Achieved dense matmul rate on an A100 SXM: the best of a shape search (BF16; FP16 has the same Tensor Core
+# rate on A100), out of the 312 TFLOPS peak; the template runs it as fewer Tensor Cores at the same clock.
+A100_DENSE_FP16_TFLOPS = 312.0
+A100_MAMF_BF16_TFLOPS = 271.2
+A100_TENSOR_CORES_ACHIEVED = round(A100_SMS * A100_TENSOR_CORES_PER_SM * A100_MAMF_BF16_TFLOPS / A100_DENSE_FP16_TFLOPS)
+V100_SMS, V100_TENSOR_CORES_PER_SM = 80, 8
+V100_BOOST_MHZ = 1530.0
+V100_L2_MIB = 6.0
+V100_HBM_GBS = 900.0
+GPU_FP32_LANES_PER_SM = 64
+# NVLink per GPU, both directions together (datasheets); a ring all-reduce sends and receives at once, so it
+# runs at half of it each way.
+A100_NVLINK_GBS = 600.0
+V100_NVLINK_GBS = 300.0
+A100_NVLINK_PER_DIRECTION_GBS = A100_NVLINK_GBS / 2
+V100_NVLINK_PER_DIRECTION_GBS = V100_NVLINK_GBS / 2
+
 # Parts of a real chip the template leaves out because no cited figure was found (docs/wham.md says so):
 # they are absent, not guessed, so area and TDP are lower bounds on a real chip's.
 LEFT_OUT = ("systolic PE operand/partial-sum registers", "vector-lane register files", "SRAM leakage",
@@ -144,5 +169,44 @@ SOURCES: dict[str, str] = {
     "NORMALISATIONS": "op semantics (ATen): normalisation ops (replicated under tensor parallelism)",
     "LINK_GBS": "stated default of --link-gbs, not a measured link: the user gives their chip-to-chip "
                 "bandwidth (docs/wham.md's sensitivity table moves it ±50 %)",
+    "A100_SMS": "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), table 'NVIDIA A100 Tensor Core GPU "
+                "compared to V100': 108 SMs",
+    "A100_TENSOR_CORES_PER_SM": "A100 whitepaper, same table: 432 Tensor Cores = 4 per SM",
+    "A100_TC_FP16_FMA_PER_CLOCK": "A100 whitepaper, section 'Third-generation Tensor Cores': 256 FP16/FP32 FMA per "
+                                  "clock per Tensor Core (432 × 256 × 2 × 1.41 GHz = 312 TFLOPS, the table's dense "
+                                  "FP16 peak)",
+    "A100_BOOST_MHZ": "A100 whitepaper, comparison table: GPU boost clock 1410 MHz",
+    "A100_L2_MIB": "A100 whitepaper, comparison table: L2 cache 40 MB (the template's shared buffer)",
+    "A100_80GB_HBM_GBS": "NVIDIA A100 Tensor Core GPU datasheet (2021), column 'A100 80GB SXM': GPU memory bandwidth "
+                         "2,039 GB/s",
+    "A100_40GB_HBM_GBS": "NVIDIA A100 datasheet, column 'A100 40GB SXM': GPU memory bandwidth 1,555 GB/s",
+    "A100_80GB_HBM_ACHIEVED_GBS": "NVIDIA developer forum, 'Trouble to Reach Peak Bandwidth of A100' "
+                                  "(forums.developer.nvidia.com/t/339083): a read kernel on an A100 80GB SXM "
+                                  "reaches 1.80 TB/s, which Nsight Compute reports as 88 % of peak; the thread "
+                                  "cites a GTC talk where no kernel exceeded about 90 %",
+    "A100_DENSE_FP16_TFLOPS": "A100 whitepaper, comparison table: peak FP16 Tensor TFLOPS with FP32 accumulate 312 "
+                              "(dense; 624 with sparsity); BF16 the same",
+    "A100_MAMF_BF16_TFLOPS": "stas00/ml-engineering @b9e29720 compute/accelerator/README.md, 'Maximum Achievable "
+                             "Matmul FLOPS comparison table', BF16, row 'NVIDIA A100 SXM': 271.2 TFLOPS of 312 "
+                             "(86.9 %), best shape 1024x10240x5120, torch 2.6.0+cu126 (mamf-finder.py, mean of 100 "
+                             "iterations after 50 warm-up)",
+    "A100_TENSOR_CORES_ACHIEVED": "derived: round(432 × A100_MAMF_BF16_TFLOPS / A100_DENSE_FP16_TFLOPS) = 376 Tensor "
+                                  "Cores at 1410 MHz = 271.4 TFLOPS: the achieved matmul rate as a core count",
+    "V100_SMS": "NVIDIA Tesla V100 GPU Architecture whitepaper (2017), table 'Comparison of NVIDIA Tesla GPUs': "
+                "80 SMs",
+    "V100_TENSOR_CORES_PER_SM": "V100 whitepaper, same table: 640 Tensor Cores = 8 per SM, each a 4×4×4 FMA "
+                                "(64 FMA) per clock (640 × 64 × 2 × 1.53 GHz = 125 TFLOPS, the table's figure)",
+    "V100_BOOST_MHZ": "V100 whitepaper, comparison table: GPU boost clock 1530 MHz",
+    "V100_L2_MIB": "V100 whitepaper, comparison table: L2 cache 6144 KB",
+    "V100_HBM_GBS": "V100 whitepaper, comparison table: memory bandwidth 900 GB/s (16 GB and 32 GB alike, V100 "
+                    "datasheet)",
+    "A100_NVLINK_GBS": "NVIDIA A100 datasheet, column 'A100 80GB SXM', row Interconnect: NVLink 600 GB/s (12 "
+                       "third-generation links, A100 whitepaper)",
+    "V100_NVLINK_GBS": "NVIDIA V100 datasheet, column 'V100 SXM2', row Interconnect Bandwidth: 300 GB/s (6 NVLink 2 "
+                       "links, V100 whitepaper)",
+    "A100_NVLINK_PER_DIRECTION_GBS": "derived: A100_NVLINK_GBS / 2 (the datasheet adds both directions)",
+    "V100_NVLINK_PER_DIRECTION_GBS": "derived: V100_NVLINK_GBS / 2 (the datasheet adds both directions; DGX-1's "
+                                     "hybrid cube-mesh gives each GPU its 6 links, used by NCCL's rings together)",
+    "GPU_FP32_LANES_PER_SM": "A100 and V100 whitepapers: 64 FP32 cores per SM (the template's vector lanes)",
     "LEFT_OUT": "the parts with no cited figure, listed so reports can say what area and TDP leave out",
 }

@@ -129,8 +129,11 @@ def _fusable(rec: Mapping[str, Any]) -> bool:
     return rec["kind"] == "vector" and rec["name"] not in REDUCTIONS
 
 
-def build_workload(raw: Mapping[str, Any], *, model: str, batch: int, seq: int) -> Workload:
-    """Fuse and segment a raw trace (`{"ops": [...], "params": N}`) into a `Workload`."""
+def build_workload(raw: Mapping[str, Any], *, model: str, batch: int, seq: int, fuse: bool = True) -> Workload:
+    """Fuse and segment a raw trace (`{"ops": [...], "params": N}`) into a `Workload`.
+
+    `fuse=False` keeps every op on its own, as an eager framework runs it: each element-wise op and each GEMM
+    epilogue reads its inputs from and writes its output to off-chip memory (the GPU validation's eager rows)."""
     recs: Sequence[Mapping[str, Any]] = raw.get("ops", ())
     if not recs:
         raise GraphError("the trace has no operators")
@@ -145,7 +148,7 @@ def build_workload(raw: Mapping[str, Any], *, model: str, batch: int, seq: int) 
     members: dict[int, list[int]] = {i: [i] for i in range(n)}
 
     for j, r in enumerate(recs):
-        if not _fusable(r):
+        if not fuse or not _fusable(r):
             continue
         # A vector op fuses into its producer when it is that producer's only consumer (TVM's rule):
         # into a GEMM as its single epilogue, or onto a chain of element-wise ops.

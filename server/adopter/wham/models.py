@@ -24,6 +24,10 @@ from adopter.wham.graph import Workload, build_workload
 ZOO_MODELS: dict[str, tuple[int, int, str]] = {
     "bert-base": (8, 512, "BERT-base masked LM (110 M)"),
     "bert-large": (8, 512, "BERT-large masked LM (340 M)"),
+    "bert-base-pretrain": (8, 512, "BERT-base pre-training as NVIDIA's scripts run it (MLM head on masked "
+                                   "positions only, NSP head)"),
+    "bert-large-pretrain": (8, 512, "BERT-large pre-training as NVIDIA's scripts run it (MLM head on masked "
+                                    "positions only, NSP head)"),
     "gpt2": (8, 1024, "GPT-2 small causal LM (124 M)"),
     "gpt2-xl": (8, 1024, "GPT-2 XL causal LM (1.5 B)"),
     "t5-base": (8, 512, "T5-base encoder-decoder (220 M)"),
@@ -154,7 +158,8 @@ def trace_raw(spec: WorkloadSpec, *, timeout_s: float = TRACE_TIMEOUT_S, use_cac
     return data
 
 
-def load_workload(spec: WorkloadSpec, *, timeout_s: float = TRACE_TIMEOUT_S, use_cache: bool = True) -> Workload:
-    """Trace (or load from cache) and build the fused, segmented workload."""
+def load_workload(spec: WorkloadSpec, *, timeout_s: float = TRACE_TIMEOUT_S, use_cache: bool = True,
+                  fuse: bool = True) -> Workload:
+    """Trace (or load from cache) and build the segmented workload, fused unless `fuse` is False."""
     raw = trace_raw(spec, timeout_s=timeout_s, use_cache=use_cache)
-    return build_workload(raw, model=spec.model, batch=spec.batch, seq=spec.seq)
+    return build_workload(raw, model=spec.model, batch=spec.batch, seq=spec.seq, fuse=fuse)

@@ -170,6 +170,45 @@ class LanguageModel(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1))
 
 
+# BERT pre-training as NVIDIA/DeepLearningExamples @729963dd runs it (PyTorch/LanguageModeling/BERT): the
+# masked-LM head (dense + GELU + LayerNorm, then the vocabulary projection) only on the masked positions
+# (`modeling.py` line 590, `BertPreTrainingHeads`, on by default: `run_pretraining.py` line 302), and the
+# next-sentence head on the pooled first token. Masked positions per sequence: `create_pretraining_data.py`
+# line 329, min(max_predictions_per_seq, max(1, round(len(tokens) × masked_lm_prob))) with masked_lm_prob 0.15
+# (its default, line 432; the BERT paper's 15 %) and max_predictions_per_seq 20 at seq 128, 80 at seq 512
+# (`scripts/run_pretraining.sh` lines 177, 293); a full-length sequence is taken (the most positions).
+MASKED_LM_PROB = 0.15
+
+
+def masked_positions(seq: int) -> int:
+    """Masked-LM positions per full-length sequence of `seq` tokens (the scripts' cap: 20 up to 128, else 80)."""
+    cap = 20 if seq <= 128 else 80
+    return min(cap, max(1, round(seq * MASKED_LM_PROB)))
+
+
+class PretrainingLM(LanguageModel):
+    """BERT pre-training step: the encoder, the MLM head on masked positions only, and the NSP head."""
+
+    def __init__(self, cfg: TransformerConfig, seq: int) -> None:
+        super().__init__(cfg, seq, False, True, False)
+        self.transform = nn.Linear(cfg.hidden, cfg.hidden)
+        self.transform_norm = _norm(cfg)
+        self.pooler = nn.Linear(cfg.hidden, cfg.hidden)
+        self.nsp = nn.Linear(cfg.hidden, 2)
+        self.head.weight = self.embed.weight  # the decoder shares the word embeddings (modeling.py, BertLMPredictionHead)
+
+    def forward(self, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device))  # type: ignore[misc]
+        for layer in self.layers:
+            x = layer(x)
+        x = self.norm(x)
+        picked = x.reshape(-1, x.shape[-1]).index_select(0, labels.view(-1))
+        logits = self.head(self.transform_norm(F.gelu(self.transform(picked))))
+        mlm = F.cross_entropy(logits, labels.view(-1))
+        nsp = self.nsp(torch.tanh(self.pooler(x[:, 0])))
+        return mlm + F.cross_entropy(nsp, labels[:, 0] % 2)
+
+
 class EncoderDecoder(nn.Module):
     """T5-style encoder-decoder (relative position bias left out: it is a small additive term)."""
 
@@ -277,6 +316,18 @@ def bert(size: str, batch: int, seq: int) -> Built:
     return _lm(TransformerConfig(layers, hidden, heads, 4 * hidden, 30522), batch, seq, False, True, False)
 
 
+def bert_pretrain(size: str, batch: int, seq: int) -> Built:
+    """BERT-base/large pre-training step as NVIDIA's scripts run it (`PretrainingLM`): `masked_positions(seq)`
+    positions per sequence through the MLM head, plus the NSP head."""
+    layers, hidden, heads = (12, 768, 12) if size == "base" else (24, 1024, 16)
+    cfg = TransformerConfig(layers, hidden, heads, 4 * hidden, 30522)
+    with torch.device("meta"):
+        model = PretrainingLM(cfg, seq)
+        ids = torch.zeros(batch, seq, dtype=torch.long)
+        positions = torch.zeros(batch, masked_positions(seq), dtype=torch.long)
+    return model, (ids, positions), _identity_loss
+
+
 def gpt2(size: str, batch: int, seq: int) -> Built:
     """GPT-2 small/XL causal-LM step."""
     layers, hidden, heads = (12, 768, 12) if size == "small" else (48, 1600, 25)
@@ -340,6 +391,8 @@ def tiny_mlp(batch: int, seq: int) -> Built:
 ZOO: dict[str, tuple[Callable[[int, int], Built], int, int]] = {
     "bert-base": (lambda b, s: bert("base", b, s), 8, 512),
     "bert-large": (lambda b, s: bert("large", b, s), 8, 512),
+    "bert-base-pretrain": (lambda b, s: bert_pretrain("base", b, s), 8, 512),
+    "bert-large-pretrain": (lambda b, s: bert_pretrain("large", b, s), 8, 512),
     "gpt2": (lambda b, s: gpt2("small", b, s), 8, 1024),
     "gpt2-xl": (lambda b, s: gpt2("xl", b, s), 8, 1024),
     "t5-base": (t5_base, 8, 512),
