@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from adopter.dsl.types import Expr, OpKind
+import ast
+
+from adopter.dsl.types import Expr, Op, OpKind, Ref
 from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.dropout_add_sum import sum_plan
 from adopter.synth.strategies.fusions_chain import (
@@ -112,10 +114,72 @@ def rms_norm_formula(ctx: SynthContext) -> None:
     """`x * rsqrt(mean(x**2, -1) + eps)` → `F.rms_norm` without weight (`$x`, `$xf`, `$eps`)."""
     x = value_text(ctx, "x")
     xf = value_text(ctx, "xf") if ctx.binding("xf") is not None else x
-    eps = value_text(ctx, "eps")
-    if ctx.binding("w") is not None or ctx.binding("rc") != ctx.binding("rw"):
-        ctx.decline("the weight (or a cast) is applied to the inverse RMS before it scales `x` "
-                    "(`x * (w * rsqrt(...))`); rewrite it by hand as `F.rms_norm(x, ...) * w`")
+    eps = _eps_text(ctx)
     if not is_simple(x):
         ctx.decline(f"the normalised value `{x}` is an expression; bind it to a name first")
-    rewrite_chain(ctx, f"{functional(ctx)}.rms_norm({xf}, {x}.shape[-1:], eps={eps})")
+    normed = f"{functional(ctx)}.rms_norm({xf}, {x}.shape[-1:], eps={eps})"
+    if ctx.binding("w") is None and ctx.binding("rc") == ctx.binding("rw"):
+        rewrite_chain(ctx, normed)
+        return
+    rewrite_chain(ctx, _weighted_rms(ctx, x, normed))
+
+
+def _eps_text(ctx: SynthContext) -> str:
+    """`$eps` as the source spells it in `$v + $eps`: inside an inlined helper (k-diffusion's
+    `rms_norm(x, scale, eps)`) the analysis substitutes the caller's argument, which is not in scope there."""
+    add = op_producing(ctx, "e")
+    eps = ctx.binding("eps")
+    if add is not None and isinstance(eps, (Ref, Expr)):
+        written = ctx.argument_text(add, eps)
+        if written is not None:
+            return written
+    return value_text(ctx, "eps")
+
+
+def _weighted_rms(ctx: SynthContext, x: str, normed: str) -> str:
+    """`x * (w * rsqrt(...))[.to(x.dtype)]` (k-diffusion) → `(F.rms_norm(x, ...) * w)[.to(x.dtype)]`.
+
+    The weight multiplies the normalised value instead of the inverse RMS: the same product up to
+    rounding (one rounding fewer in a low-precision `x`: the original rounds `w * rsqrt(...)` to
+    `x.dtype` first). `w` keeps its place as an operand, so any shape that broadcasts (a per-sample
+    adaptive scale) stays valid; it is not passed as `F.rms_norm`'s `weight`, which must have the
+    normalised shape. The result's dtype is the original's: with the cast it is `x.dtype`; without
+    it `x` itself is normalised (no up-cast), so both promote `x` with `w`.
+    """
+    if ctx.binding("w") is None:
+        ctx.decline("a cast is applied to the inverse RMS before it scales `x`; rewrite it by hand")
+    w = value_text(ctx, "w")
+    product = f"{normed} * {w if _postfix(w) else f'({w})'}"
+    if ctx.binding("rc") == ctx.binding("rw"):
+        if ctx.binding("xf") not in (None, ctx.binding("x")):
+            ctx.decline("the weight scales the inverse RMS of an up-cast `x` and the product is not cast "
+                        "back, so the result's dtype is the promotion of both; rewrite it by hand as "
+                        "`F.rms_norm(x, ...) * w`")
+        return product
+    cast = op_producing(ctx, "rc")
+    parts = [] if cast is None else _cast_arguments(ctx, cast)
+    if parts != [f"{x}.dtype"]:
+        ctx.decline("the weighted inverse RMS is cast to something other than `x.dtype` before it scales "
+                    "`x`; rewrite it by hand as `F.rms_norm(x, ...) * w`")
+    return f"({product}).to({x}.dtype)"
+
+
+def _postfix(text: str) -> bool:
+    """Whether `text` is a name, attribute, call or subscript (an operand of `*` needing no parentheses)."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return False
+    return isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+
+
+def _cast_arguments(ctx: SynthContext, op: Op) -> list[str]:
+    """The source text of the arguments of a `.to(...)` call, when `op` is one (else no argument)."""
+    try:
+        node = ast.parse(f"({ctx.text(op.span)})", mode="eval").body
+    except SyntaxError:
+        return []
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
+            and not node.keywords):
+        return []
+    return [ast.unparse(a) for a in node.args]
