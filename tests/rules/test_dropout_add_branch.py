@@ -24,12 +24,15 @@ torch = pytest.importorskip("torch")
 
 from attention_harness import (  # noqa: E402
     compare_modules,
+    fix,
     fixed,
     load,
     rules_of,
     skip_reasons,
     transformers_on_path,
 )
+
+from adopter.synth import Rewritten  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -273,7 +276,11 @@ def whisper(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untype
     with transformers_on_path():
         original = importlib.import_module("transformers.models.whisper.modeling_whisper")
         source = Path(original.__file__).read_text(encoding="utf-8")
-        new = fixed(source, RULES, applied=2, path="modeling_whisper.py")  # encoder layer, decoder cross-attention
+        # The encoder layer and the decoder's chain before the cross-attention block; the block's own chain is
+        # not the last statement of its branch in 4.35 (a cache tuple is extended after it): declined.
+        result = fix(source, RULES, "modeling_whisper.py")
+        assert isinstance(result, Rewritten) and len(result.applied) == 2, result
+        new = result.new_source
         assert "        else:\n            hidden_states = nn.functional.dropout(" in new
         path = tmp_path_factory.mktemp("whisper") / "modeling_whisper_adopter.py"
         path.write_text(new, encoding="utf-8")
@@ -342,3 +349,71 @@ def test_an_if_without_else_gets_one_with_the_chain() -> None:
         torch.manual_seed(0)
         compare_modules(old_ns["Block"](8, pre), new_ns["Block"](8, pre),
                         lambda: (torch.randn(3, 8), torch.randn(3, 8)))
+
+
+# transformers 5.0 `WhisperDecoderLayer.forward`'s residual structure (the attention modules replaced by
+# Linears, which take the same place in it): a chain before the optional cross-attention block, and the
+# block's own chain ending it, whose norm (`final_layer_norm`) follows the `if`.
+WHISPER_50_DECODER = '''
+import torch
+from torch import nn
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d, p):
+        super().__init__()
+        self.dropout = p
+        self.self_attn = nn.Linear(d, d)
+        self.self_attn_layer_norm = nn.LayerNorm(d)
+        self.encoder_attn = nn.Linear(d, d)
+        self.encoder_attn_layer_norm = nn.LayerNorm(d)
+        self.final_layer_norm = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, 2 * d)
+        self.fc2 = nn.Linear(2 * d, d)
+
+    def forward(self, hidden_states, encoder_hidden_states=None):
+        residual = hidden_states
+        hidden_states = self.self_attn_layer_norm(hidden_states)
+        hidden_states = self.self_attn(hidden_states)
+        hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+        hidden_states = residual + hidden_states
+
+        # Cross-Attention Block
+        cross_attn_weights = None
+        if encoder_hidden_states is not None:
+            residual = hidden_states
+            hidden_states = self.encoder_attn_layer_norm(hidden_states)
+            hidden_states = self.encoder_attn(hidden_states) + encoder_hidden_states
+            hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+            hidden_states = residual + hidden_states
+
+        # Fully Connected
+        residual = hidden_states
+        hidden_states = self.final_layer_norm(hidden_states)
+        hidden_states = self.fc2(torch.relu(self.fc1(hidden_states)))
+        hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+        hidden_states = residual + hidden_states
+        return hidden_states, cross_attn_weights
+'''
+
+
+@pytest.mark.parametrize("p", [0.0, 0.1])
+@pytest.mark.parametrize("cross", [True, False], ids=["cross-attention", "no-encoder-states"])
+def test_a_chain_ending_a_branch_gets_the_norm_after_the_if(cross: bool, p: float) -> None:
+    # Both sites edit the `if`: one pass fixes the first and leaves the other (`fix` runs to a fixed point);
+    # the second pass finds the block's chain ending both branches alike (a value with two definitions).
+    first = fix(WHISPER_50_DECODER, RULES)
+    assert isinstance(first, Rewritten) and len(first.applied) == 1, first
+    new = fixed(first.new_source, RULES, applied=1)
+    assert new.count("def fused_dropout_add_layer_norm_residual(") == 1  # one helper, found again by its tag
+    assert new.count("self.final_layer_norm,") == 2  # fused at the end of both branches
+    assert "residual = hidden_states\n" not in new.split("# Fully Connected")[1]
+    old_ns, new_ns = load(WHISPER_50_DECODER, "w50_old"), load(new, "w50_new")
+    torch.manual_seed(0)
+    original, rewritten = old_ns["DecoderLayer"](16, p), new_ns["DecoderLayer"](16, p)
+    old_ns["DecoderLayer"](16, p).load_state_dict(rewritten.state_dict(), strict=True)
+    inputs = (lambda: (torch.randn(2, 5, 16), torch.randn(2, 5, 16))) if cross else (lambda: (torch.randn(2, 5, 16),))
+    if p == 0.0:
+        compare_modules(original, rewritten, inputs)
+    else:
+        _same_with_dropout(original, rewritten, inputs)

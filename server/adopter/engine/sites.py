@@ -299,8 +299,7 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
     elif m.used_elsewhere is not None:
         fixable, reason = False, m.used_elsewhere
     elif m.path_dependent and rule.replacement.strategy not in PATH_AWARE_STRATEGIES:
-        fixable, reason = False, ("a value of the match is redefined on another control-flow path, so the "
-                                  "matched statements do not always see the same value")
+        fixable, reason = False, PATH_DEPENDENT
     else:
         reason = _straddle_reason(flat, m, aware=rule.replacement.strategy in STRUCTURE_AWARE_STRATEGIES,
                                   branches=rule.replacement.strategy in BRANCH_AWARE_STRATEGIES)
@@ -311,6 +310,7 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
         path=path, scope_name=scope_name, span=span, stmt_spans=tuple(stmt_spans),
         init_spans=tuple(b.span for b in m.bindings), match=match,
         targets=tuple(t.name for t in offered), fixable=fixable, no_fix_reason=reason,
+        path_dependent=m.path_dependent,
     )
 
 
@@ -374,7 +374,11 @@ SEQUENTIAL_AWARE_STRATEGIES = frozenset({"fold_conv_bn"})
 # matched statements alone (`sdpa_chain`): a value of the match that has another definition on another
 # path (`k = self.k_norm(k)` with an `nn.Identity()` alternative, an `if self.fused_attn:` branch that binds
 # the output too) is read as the same text in the same place, so the rewrite computes what the code did.
-PATH_AWARE_STRATEGIES = frozenset({"sdpa_chain"})
+# `dropout_add_layer_norm`: only a chain ending each branch of an `if` alike, with the norm after it (each
+# branch gets the fused call), else it declines with the refusal below.
+PATH_AWARE_STRATEGIES = frozenset({"sdpa_chain", "dropout_add_layer_norm"})
+PATH_DEPENDENT = ("a value of the match is redefined on another control-flow path, so the matched statements "
+                  "do not always see the same value")
 # Strategies that rewrite a match straddling an `if` themselves, and decline the straddles they cannot
 # (`dropout_add_layer_norm`: a dropout-add chain just before an `if` whose branch starts with the norm moves
 # into both branches, fused in the norm's).

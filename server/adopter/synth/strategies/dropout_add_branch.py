@@ -235,3 +235,89 @@ def _inert_assignment(stmt: ast.stmt) -> bool:
     """`name = constant | name | attribute`: runs no code, so the chain may move after it."""
     return (isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets)
             and all(isinstance(n, ast.Name | ast.Attribute | ast.Constant | ast.Load) for n in ast.walk(stmt.value)))
+
+
+def rewrite_tail(ctx: SynthContext, norm_text: str, fused: Callable[[Fusion], str], *, both: bool = False) -> bool:
+    """The chain ends a branch of an `if` and the norm follows the `if` (Whisper's cross-attention block,
+    the fused statement needs the norm inside): the norm's statement (and the aliases of the sum before
+    it) moves to the end of each branch, fused in the chain's and in the other when it ends with the same
+    chain, appended as written otherwise (an `else:` is added when there is none); with `both`, only when
+    both branches end with the chain (a match whose values have another definition on the other path: each
+    branch then computes its own, as before). False when the match is not of that shape."""
+    ops = list(ctx.finding.match.ops)
+    norm = ops[-1]
+    norm_line = norm.stmt_span.start_line + 1
+    chain_lines = sorted({op.stmt_span.start_line + 1 for op in ops[:-1] if not norm.span.contains(op.span)})
+    try:
+        tree = ctx.text_index.module([norm.stmt_span.start_line, chain_lines[0] - 1])
+    except SyntaxError:
+        return False
+    func = _function_at(ctx, tree, norm_line)
+    if func is None or not chain_lines:
+        return False
+    outer = _block_of(func.body, norm_line)
+    inner = _block_of(func.body, chain_lines[0])
+    if outer is None or inner is None:
+        return False
+    ifs = next((s for s in outer if isinstance(s, ast.If) and (inner is s.body or inner is s.orelse)), None)
+    if ifs is None or (ifs.orelse and len(ifs.orelse) == 1 and isinstance(ifs.orelse[0], ast.If)):
+        return False
+    stmts = inner[len(inner) - len(chain_lines):]
+    if [s.lineno for s in stmts] != chain_lines or any(_assigned_name(s) is None for s in stmts):
+        return False
+    total = _assigned_name(stmts[-1])
+    bound = {n for s in stmts if (n := _assigned_name(s)) is not None}
+    start = outer.index(ifs) + 1
+    index = next((i for i, s in enumerate(outer) if s.lineno == norm_line), None)
+    if total is None or index is None:
+        return False
+    if any(name in _reads_after(func, norm.stmt_span.end_line + 1) for name in bound - {total}):
+        return False
+    moved = outer[start : index + 1]
+    lines = ctx.source.split("\n")
+    if_indent = _indent(lines[ifs.lineno - 1])
+    body_indent = _indent(lines[ifs.body[0].lineno - 1])
+    moved_text = lines[moved[0].lineno - 1 : (moved[-1].end_lineno or moved[-1].lineno)]
+    fusion = _fusion_after(ctx, func, stmts, moved, total, norm.span, norm_text)
+    if fusion is None:
+        return False
+    other = ifs.orelse if inner is ifs.body else ifs.body
+    chain_text = [ln.strip() for s in stmts for ln in lines[s.lineno - 1 : s.end_lineno or s.lineno]]
+    other_tail = other[len(other) - len(stmts):] if len(other) >= len(stmts) else []
+    same = bool(other_tail) and [ln.strip() for s in other_tail
+                                 for ln in lines[s.lineno - 1 : s.end_lineno or s.lineno]] == chain_text
+    if both and not same:
+        return False
+    region = {i: [lines[i]] for i in range(ifs.lineno - 1, (ifs.end_lineno or ifs.lineno))}
+    text = fused(fusion) + ("" if fusion.rest is None else "\n" + fusion.rest)
+    for tail in ([stmts, other_tail] if same else [stmts]):
+        indent = _indent(lines[tail[0].lineno - 1])
+        first, last = tail[0].lineno - 1, (tail[-1].end_lineno or tail[-1].lineno) - 1
+        region[first] = [indent + ln if ln else ln for ln in text.split("\n")]
+        for i in range(first + 1, last + 1):
+            region[i] = []
+    if not same:
+        copy = [body_indent + ln.removeprefix(if_indent) if ln.strip() else "" for ln in moved_text]
+        if other:
+            end = (other[-1].end_lineno or other[-1].lineno) - 1
+            region[end] = [*region[end], *copy]
+        else:
+            end = (ifs.end_lineno or ifs.lineno) - 1
+            region[end] = [*region[end], f"{if_indent}else:", *copy]
+    out = [ln for i in sorted(region) for ln in region[i]]
+    # Comments between the `if` and the moved statements stay after the `if`, before what follows them.
+    out += [ln for ln in lines[(ifs.end_lineno or ifs.lineno) : moved[0].lineno - 1] if ln.strip().startswith("#")]
+    code = [out[0].lstrip(" \t")] + [ln.removeprefix(if_indent) for ln in out[1:]]
+    ctx.replace_statements([_span(ctx, ifs), _span(ctx, moved[-1])], "\n".join(code))
+    return True
+
+
+def _fusion_after(ctx: SynthContext, func: ast.AST, chain: list[ast.stmt], moved: list[ast.stmt], total: str,
+                  call: Span, norm: str) -> Fusion | None:
+    """The fused statement for a chain whose aliases and norm (`moved`) follow the `if` it ends a branch
+    of: `moved` must be aliases of the sum, then the norm's statement."""
+    fusion = _fusion(ctx, func, moved, len(moved) - 1, total, call, norm)
+    if fusion is None:
+        return None
+    return Fusion(norm=fusion.norm, out=fusion.out, sums=fusion.sums, rest=fusion.rest,
+                  first=chain[0].lineno - 1, last=(chain[-1].end_lineno or chain[-1].lineno) - 1)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 
 from adopter.dsl.types import Expr, Op, OpKind, Ref
+from adopter.engine.sites import PATH_DEPENDENT
 from adopter.synth.registry import SynthContext, strategy
-from adopter.synth.strategies.dropout_add_branch import Fusion, branch_plan, rewrite_branches
+from adopter.synth.strategies.dropout_add_branch import Fusion, branch_plan, rewrite_branches, rewrite_tail
 from adopter.synth.strategies.dropout_add_sum import sum_plan
 from adopter.synth.strategies.fusions_chain import (
     binding_path,
@@ -34,8 +35,8 @@ def fused_dropout_add_layer_norm(x, residual, norm, p, training):
 
 _DROPOUT_ADD_LAYER_NORM_RESIDUAL = '''
 def fused_dropout_add_layer_norm_residual(x, residual, norm, p, training):
-    """Dropout, residual add and LayerNorm as one function that also returns the sum it normalised (the
-    residual stream of a pre-norm block; adopter: dropout-add-layernorm-residual).
+    """Dropout, residual add and LayerNorm as one function that also returns the sum it normalised, the
+    residual stream of a pre-norm block (adopter: dropout-add-layernorm-residual).
 
     `norm`'s parameters are used as they are, so checkpoints load unchanged.
     """
@@ -56,21 +57,27 @@ def dropout_add_layer_norm(ctx: SynthContext) -> None:
     norm = binding_path(ctx, "norm")
     x = value_text(ctx, "x")
     residual = value_text(ctx, "r")
+    def fused(fusion: Fusion) -> str:
+        args = ", ".join([x, residual, fusion.norm, p, training])
+        if len(args) + len(fusion.out) + sum(len(s) + 2 for s in fusion.sums[:1]) > 40:
+            args = "\n" + "".join(f"    {a},\n" for a in [x, residual, fusion.norm, p, training])  # as ruff does
+        if not fusion.sums:
+            helper = ensure_helper(ctx, "fused_dropout_add_layer_norm", "dropout-add-layernorm",
+                                   _DROPOUT_ADD_LAYER_NORM)
+            return f"{fusion.out} = {helper}({args})"
+        helper = ensure_helper(ctx, "fused_dropout_add_layer_norm_residual", "dropout-add-layernorm-residual",
+                               _DROPOUT_ADD_LAYER_NORM_RESIDUAL)
+        extra = "".join(f"\n{alias} = {fusion.sums[0]}" for alias in fusion.sums[1:])
+        return f"{fusion.out}, {fusion.sums[0]} = {helper}({args}){extra}"
+
+    if ctx.finding.path_dependent:
+        if rewrite_tail(ctx, norm, fused, both=True):
+            return
+        ctx.decline(PATH_DEPENDENT)
+    if rewrite_tail(ctx, norm, fused):
+        return
     branches = branch_plan(ctx, norm)
     if branches is not None:
-        def fused(fusion: Fusion) -> str:
-            args = ", ".join([x, residual, fusion.norm, p, training])
-            if len(args) + len(fusion.out) + sum(len(s) + 2 for s in fusion.sums[:1]) > 40:
-                args = "\n" + "".join(f"    {a},\n" for a in [x, residual, fusion.norm, p, training])  # as ruff does
-            if not fusion.sums:
-                helper = ensure_helper(ctx, "fused_dropout_add_layer_norm", "dropout-add-layernorm",
-                                       _DROPOUT_ADD_LAYER_NORM)
-                return f"{fusion.out} = {helper}({args})"
-            helper = ensure_helper(ctx, "fused_dropout_add_layer_norm_residual", "dropout-add-layernorm-residual",
-                                   _DROPOUT_ADD_LAYER_NORM_RESIDUAL)
-            extra = "".join(f"\n{alias} = {fusion.sums[0]}" for alias in fusion.sums[1:])
-            return f"{fusion.out}, {fusion.sums[0]} = {helper}({args}){extra}"
-
         rewrite_branches(ctx, branches, fused)
         return
     plan = sum_plan(ctx)
