@@ -83,7 +83,7 @@ def branch_plan(ctx: SynthContext, binding_text: str) -> BranchPlan | None:
     if last - first + 1 != len(stmts) or any(_assigned_name(s) is None for s in stmts):
         ctx.decline(f"{_STRADDLE} (the chain's statements are not consecutive `name = ...` statements)")
     bound = {n for s in stmts if (n := _assigned_name(s)) is not None}
-    touched = bound | {n for s in stmts for n in _reads(s.value) if isinstance(s, ast.Assign)}
+    touched = bound | {n for s in stmts for n in _reads(s)}
     ifs = next((s for s in block[last + 1 :] if isinstance(s, ast.If)
                 and s.lineno <= norm_line <= (s.end_lineno or s.lineno)), None)
     if ifs is None or norm_block not in (ifs.body, ifs.orelse):
@@ -158,7 +158,7 @@ def _other_fusion(ctx: SynthContext, tree: ast.Module, func: ast.AST, block: lis
                  and isinstance(n.func.value, ast.Name) and n.func.value.id == "self" and n.func.attr in norms
                  and len(n.args) == 1 and not n.keywords and isinstance(n.args[0], ast.Name)
                  and n.args[0].id == total]
-        if len(calls) != 1:
+        if len(calls) != 1 or not isinstance(calls[0].func, ast.Attribute):
             return None
         return _fusion(ctx, func, block, index, total, _span(ctx, calls[0]), f"self.{calls[0].func.attr}")
     return None
@@ -172,13 +172,17 @@ def _layer_norms(tree: ast.Module, func: ast.AST) -> set[str]:
         return set()
     counts: dict[str, int] = {}
     norms = set()
+    value: ast.expr | None
     for node in ast.walk(init):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, ast.AnnAssign | ast.AugAssign) else []
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+            targets, value = [node.target], node.value
+        else:
+            continue
         for t in targets:
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
                 counts[t.attr] = counts.get(t.attr, 0) + 1
-                value = node.value
                 if isinstance(value, ast.Call) and ast.unparse(value.func) in (
                         "nn.LayerNorm", "torch.nn.LayerNorm", "LayerNorm"):
                     norms.add(t.attr)
