@@ -128,10 +128,13 @@ def layer_norm_formula(ctx: SynthContext) -> None:
     if not is_simple(x):
         ctx.decline(f"the normalised value `{x}` is an expression; bind it to a name first")
     dim = ctx.binding("dim")
-    if dim is not None and dim != Expr("-1"):
-        ctx.decline("the statistics are over the channel axis (dim=1), not the last one: move that axis "
-                    "last (x.movedim(1, -1)) and use F.layer_norm, by hand")
-    rewrite_chain(ctx, f"{functional(ctx)}.layer_norm({x}, {x}.shape[-1:], eps={eps})")
+    if dim is None or dim == Expr("-1"):
+        rewrite_chain(ctx, f"{functional(ctx)}.layer_norm({x}, {x}.shape[-1:], eps={eps})")
+        return
+    if dim != Expr("1"):
+        ctx.decline("the statistics are over an axis that is neither the last nor the channel axis")
+    # Over the channel axis (a channels-first LayerNorm2d): that axis moved last, normalised, moved back.
+    rewrite_chain(ctx, f"{functional(ctx)}.layer_norm({x}.movedim(1, -1), {x}.shape[1:2], eps={eps}).movedim(-1, 1)")
 
 
 @strategy("rms_norm_formula")
