@@ -7,6 +7,9 @@ writes `(F.rms_norm(x, ...) * w).to(x.dtype)`: the same product up to rounding. 
 original (torch, CPU, seed 0; strict state-dict loading both ways; eval and train): float32 outputs and
 input and parameter gradients atol 1e-5 / rtol 1e-4; bfloat16 (the original rounds `w * rsqrt(...)` to
 bfloat16 before scaling `x`, the rewrite rounds once) atol 1.6e-2 / rtol 1.6e-2 (two bfloat16 ulps).
+
+Also litgpt 0.5.4's `RMSNorm`, whose mean is over `self.dim` (an `int` constructor parameter): the fix moves
+that axis last, normalises and moves it back; compared in float32 as above for dim -1, 1 and -2.
 """
 
 from __future__ import annotations
@@ -180,3 +183,64 @@ def test_casts_that_change_the_result_dtype_are_declined(forward: str, reason: s
         "ms = x.pow(2).mean(-1, keepdim=True)\n        return x * (self.w * torch.rsqrt(ms + 1e-6))", forward)
     reasons = skip_reasons(source, RULES)
     assert len(reasons) == 1 and reason in reasons[0], reasons
+
+
+# litgpt 0.5.4, litgpt/model.py: RMSNorm verbatim; the mean is over `self.dim` (an `int` parameter, -1 by default).
+LITGPT_RMS_NORM = '''
+import torch
+
+
+class RMSNorm(torch.nn.Module):
+    """Root Mean Square Layer Normalization.
+
+    Derived from https://github.com/bzhangGo/rmsnorm/blob/master/rmsnorm_torch.py. BSD 3-Clause License:
+    https://github.com/bzhangGo/rmsnorm/blob/master/LICENSE.
+    """
+
+    def __init__(self, size: int, dim: int = -1, eps: float = 1e-6, add_unit_offset: bool = False) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(size))
+        self.eps = eps
+        self.dim = dim
+        self.add_unit_offset = add_unit_offset
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x = x.float()
+        # NOTE: the original RMSNorm paper implementation is not equivalent
+        norm_x = torch.mean(x * x, dim=self.dim, keepdim=True)
+        x_normed = x * torch.rsqrt(norm_x + self.eps)
+        weight = (1 + self.weight) if self.add_unit_offset else self.weight
+        return (x_normed * weight.float()).to(dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        torch.nn.init.ones_(self.weight)
+'''
+
+
+def test_litgpt_axis_is_moved_last_and_back() -> None:
+    new = fixed(LITGPT_RMS_NORM, RULES, applied=1)
+    assert ("x_normed = torch.nn.functional.rms_norm(x.movedim(self.dim, -1), (x.shape[self.dim],), "
+            "eps=self.eps).movedim(-1, self.dim)") in new
+
+
+@pytest.mark.parametrize("dim, offset", [(-1, False), (-1, True), (1, False), (-2, True)])
+def test_litgpt_rms_norm_is_equivalent(dim: int, offset: bool) -> None:
+    new = fixed(LITGPT_RMS_NORM, RULES, applied=1)
+    old_cls, new_cls = load(LITGPT_RMS_NORM, "litgpt_old")["RMSNorm"], load(new, "litgpt_new")["RMSNorm"]
+    size = 16 if dim == -1 else 5
+    torch.manual_seed(0)
+    original = old_cls(size, dim=dim, add_unit_offset=offset)
+    with torch.no_grad():
+        original.weight.add_(torch.randn(size) * 0.3)
+    rewritten = new_cls(size, dim=dim, add_unit_offset=offset)
+    old_cls(size, dim=dim, add_unit_offset=offset).load_state_dict(rewritten.state_dict(), strict=True)
+    # Over another axis the weight (size 5) still scales the last one, which must then be 5 long.
+    shape = (2, 3, 16) if dim == -1 else (2, 5, 5)
+    compare_modules(original, rewritten, lambda: (torch.randn(*shape) * 3,))
+
+
+def test_an_axis_not_known_to_be_one_int_is_declined() -> None:
+    source = LITGPT_RMS_NORM.replace("dim: int = -1", "dim=-1")
+    reasons = skip_reasons(source, RULES)
+    assert len(reasons) == 1 and "not known to be one axis" in reasons[0], reasons

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from adopter.dsl.types import Expr, Op, OpKind, Ref
 from adopter.engine.sites import PATH_DEPENDENT
@@ -146,10 +147,51 @@ def rms_norm_formula(ctx: SynthContext) -> None:
     if not is_simple(x):
         ctx.decline(f"the normalised value `{x}` is an expression; bind it to a name first")
     normed = f"{functional(ctx)}.rms_norm({xf}, {x}.shape[-1:], eps={eps})"
+    dim = ctx.binding("dim")
+    if dim is not None and dim != Expr("-1"):
+        axis = _int_axis(ctx, dim)
+        # Over another single axis: that axis moved last, normalised, moved back (a no-op move for -1).
+        normed = f"{functional(ctx)}.rms_norm({xf}.movedim({axis}, -1), ({x}.shape[{axis}],), eps={eps}).movedim(-1, {axis})"
     if ctx.binding("w") is None and ctx.binding("rc") == ctx.binding("rw"):
         rewrite_chain(ctx, normed)
         return
     rewrite_chain(ctx, _weighted_rms(ctx, x, normed))
+
+
+def _int_axis(ctx: SynthContext, dim: object) -> str:
+    """The source text of the mean's axis when it is one int: a literal, or `self.<name>` that `__init__` binds
+    once from a parameter annotated `int` (litgpt's `RMSNorm(size, dim: int = -1)`); declines otherwise (a
+    tuple of axes has no single place to move)."""
+    text = dim.text if isinstance(dim, Expr) else dim if isinstance(dim, str) else None
+    if text is not None and re.fullmatch(r"-?\d+", text):
+        return text
+    if text is not None and (m := re.fullmatch(r"self\.([A-Za-z_]\w*)", text)) and _int_parameter(ctx, m.group(1)):
+        return text
+    ctx.decline(f"the mean is over `{text}`, which is not known to be one axis; rewrite it by hand")
+
+
+def _int_parameter(ctx: SynthContext, attr: str) -> bool:
+    """Whether the class holding the finding binds `self.<attr>` once, in `__init__`, to a parameter annotated `int`."""
+    line = ctx.finding.span.start_line + 1
+    try:
+        tree = ctx.text_index.module([ctx.finding.span.start_line])
+    except SyntaxError:
+        return False
+    cls = next((c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+                and c.lineno <= line <= (c.end_lineno or c.lineno)), None)
+    if cls is None:
+        return False
+    stores = [n for n in ast.walk(cls) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+              and isinstance(n.value, ast.Name) and n.value.id == "self" and n.attr == attr]
+    init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    if init is None or len(stores) != 1:
+        return False
+    assign = next((a for a in init.body if isinstance(a, ast.Assign) and stores[0] in a.targets), None)
+    if assign is None or not isinstance(assign.value, ast.Name):
+        return False
+    params = [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]
+    param = next((a for a in params if a.arg == assign.value.id), None)
+    return param is not None and isinstance(param.annotation, ast.Name) and param.annotation.id == "int"
 
 
 def _eps_text(ctx: SynthContext) -> str:
