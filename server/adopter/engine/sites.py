@@ -376,7 +376,9 @@ SEQUENTIAL_AWARE_STRATEGIES = frozenset({"fold_conv_bn"})
 # the output too) is read as the same text in the same place, so the rewrite computes what the code did.
 # `dropout_add_layer_norm`: only a chain ending each branch of an `if` alike, with the norm after it (each
 # branch gets the fused call), else it declines with the refusal below.
-PATH_AWARE_STRATEGIES = frozenset({"sdpa_chain", "dropout_add_layer_norm"})
+# `fold_conv_bn`: a pair inside an `nn.Sequential` (the fold edits the Sequential's construction alone), or a
+# pair in one statement (`bn(conv(x))` replaced in place, reading the same operand text).
+PATH_AWARE_STRATEGIES = frozenset({"sdpa_chain", "dropout_add_layer_norm", "fold_conv_bn"})
 PATH_DEPENDENT = ("a value of the match is redefined on another control-flow path, so the matched statements "
                   "do not always see the same value")
 # Strategies that rewrite a match straddling an `if` themselves, and decline the straddles they cannot
