@@ -590,8 +590,11 @@ CASES = [
          randn(2, 3, 32, 32), atol=1e-4, rtol=1e-4, sites=6),
     Case("torchvision-resnet-groupnorm", "f07-conv-bn", TORCHVISION_RESNET + SMALL_RESNET, "small_resnet",
          (functools.partial(torch.nn.GroupNorm, 2),), randn(2, 3, 32, 32), atol=1e-4, rtol=1e-4, sites=6),
+    # (`out = self.bn3(self.conv3(out))` reads the output of an AvgPool2d-or-Identity layer: folded in place.)
     Case("open-clip-bottleneck-downsample", "f07-conv-bn", OPEN_CLIP_BOTTLENECK, "Bottleneck", (8, 4, 2),
-         randn(2, 8, 8, 8), atol=1e-5, rtol=1e-4, sites=4, skips=1),
+         randn(2, 8, 8, 8), atol=1e-5, rtol=1e-4, sites=4),
+    Case("open-clip-bottleneck-identity-pool", "f07-conv-bn", OPEN_CLIP_BOTTLENECK, "Bottleneck", (32, 8, 1),
+         randn(2, 32, 8, 8), atol=1e-5, rtol=1e-4, sites=3),
     Case("max-vit-mbconv", "f07-conv-bn", MAX_VIT_MBCONV + MBCONV, "mbconv", (8, 8, False), randn(2, 8, 8, 8),
          atol=1e-5, rtol=1e-4, sites=3),
     # timm's SwiGLU: `init_weights` reads the gate's weight and bias; the fix rewrites them as the fused halves.

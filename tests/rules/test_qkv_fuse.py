@@ -227,3 +227,73 @@ def test_projections_apart_declined_when_a_statement_between_would_see_another_v
                            "        scale = (d // self.heads) ** -0.5\n" + between)
     reasons = skip_reasons(source, RULES)
     assert reasons and all(f"uses `{name}`, which the fused projection would change" in r for r in reasons), reasons
+
+
+# transformers 5.0 `modeling_bert.py`'s layout: `BertSelfAttention` and an unrelated `BertCrossAttention` that
+# binds and calls its own `self.query`/`self.key`/`self.value` (the cross-attention takes the keys and values
+# from the encoder, so it is no site). Those are the other class's attributes: the self-attention is fused.
+TWO_CLASSES = '''
+import torch
+from torch import nn
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, hidden_size, heads):
+        super().__init__()
+        self.heads = heads
+        self.query = nn.Linear(hidden_size, hidden_size)
+        self.key = nn.Linear(hidden_size, hidden_size)
+        self.value = nn.Linear(hidden_size, hidden_size)
+
+    def forward(self, hidden_states):
+        shape = (*hidden_states.shape[:-1], self.heads, -1)
+        q = self.query(hidden_states).view(shape).transpose(1, 2)
+        k = self.key(hidden_states).view(shape).transpose(1, 2)
+        v = self.value(hidden_states).view(shape).transpose(1, 2)
+        scores = torch.softmax(q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5, dim=-1)
+        return (scores @ v).transpose(1, 2).flatten(2)
+
+
+class CrossAttention(nn.Module):
+    def __init__(self, hidden_size, heads):
+        super().__init__()
+        self.heads = heads
+        self.query = nn.Linear(hidden_size, hidden_size)
+        self.key = nn.Linear(hidden_size, hidden_size)
+        self.value = nn.Linear(hidden_size, hidden_size)
+
+    def forward(self, hidden_states, encoder_states):
+        shape = (*hidden_states.shape[:-1], self.heads, -1)
+        kv_shape = (*encoder_states.shape[:-1], self.heads, -1)
+        q = self.query(hidden_states).view(shape).transpose(1, 2)
+        k = self.key(encoder_states).view(kv_shape).transpose(1, 2)
+        v = self.value(encoder_states).view(kv_shape).transpose(1, 2)
+        scores = torch.softmax(q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5, dim=-1)
+        return (scores @ v).transpose(1, 2).flatten(2)
+'''
+
+
+def test_another_classes_own_attribute_of_that_name_does_not_block_the_fusion() -> None:
+    new = fixed(TWO_CLASSES, RULES, applied=1)
+    cross = new[new.index("class CrossAttention"):]
+    assert "self.query = nn.Linear" in cross and "self.qkv" not in cross  # the other class is untouched
+    torch.manual_seed(0)
+    original = load(TWO_CLASSES, "two_old")["SelfAttention"](32, 4)
+    rewritten = load(new, "two_new")["SelfAttention"](32, 4)
+    load(TWO_CLASSES, "two_back")["SelfAttention"](32, 4).load_state_dict(rewritten.state_dict(), strict=True)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32),))
+
+
+@pytest.mark.parametrize("related", [
+    # a subclass's method runs on the fused class's instances
+    "\n\nclass Probe(SelfAttention):\n    def peek(self):\n        return self.query.weight\n",
+    # so does a base class's method: the fused class would inherit it
+    "\n\nclass Base(nn.Module):\n    def peek(self):\n        return self.query.weight\n",
+])
+def test_a_use_in_a_related_class_is_still_declined(related: str) -> None:
+    source = TWO_CLASSES + related
+    if "class Base" in related:
+        source = source.replace("class SelfAttention(nn.Module):", "class SelfAttention(Base):")
+    reasons = skip_reasons(source, RULES)
+    line = source.count("\n", 0, source.index("return self.query.weight")) + 1
+    assert reasons == [f"`self.query` is also used on line {line}; the fused layer would break it"], reasons

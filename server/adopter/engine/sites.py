@@ -339,10 +339,10 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
     elif m.used_elsewhere is not None:
         fixable, reason = False, m.used_elsewhere
     elif m.path_dependent and rule.replacement.strategy not in PATH_AWARE_STRATEGIES:
-        fixable, reason = False, ("a value of the match is redefined on another control-flow path, so the "
-                                  "matched statements do not always see the same value")
+        fixable, reason = False, PATH_DEPENDENT
     else:
-        reason = _straddle_reason(flat, m, aware=rule.replacement.strategy in STRUCTURE_AWARE_STRATEGIES)
+        reason = _straddle_reason(flat, m, aware=rule.replacement.strategy in STRUCTURE_AWARE_STRATEGIES,
+                                  branches=rule.replacement.strategy in BRANCH_AWARE_STRATEGIES)
         fixable = reason is None
     match = Match(ops, m.bindings, tuple((k, _value(v)) for k, v in m.env))
     return Finding(
@@ -350,6 +350,7 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
         path=path, scope_name=scope_name, span=span, stmt_spans=tuple(stmt_spans),
         init_spans=tuple(b.span for b in m.bindings), match=match,
         targets=tuple(t.name for t in offered), fixable=fixable, no_fix_reason=reason,
+        path_dependent=m.path_dependent,
     )
 
 
@@ -413,17 +414,27 @@ SEQUENTIAL_AWARE_STRATEGIES = frozenset({"fold_conv_bn"})
 # matched statements alone (`sdpa_chain`): a value of the match that has another definition on another
 # path (`k = self.k_norm(k)` with an `nn.Identity()` alternative, an `if self.fused_attn:` branch that binds
 # the output too) is read as the same text in the same place, so the rewrite computes what the code did.
-PATH_AWARE_STRATEGIES = frozenset({"sdpa_chain"})
+# `dropout_add_layer_norm`: only a chain ending each branch of an `if` alike, with the norm after it (each
+# branch gets the fused call), else it declines with the refusal below.
+# `fold_conv_bn`: a pair inside an `nn.Sequential` (the fold edits the Sequential's construction alone), or a
+# pair in one statement (`bn(conv(x))` replaced in place, reading the same operand text).
+PATH_AWARE_STRATEGIES = frozenset({"sdpa_chain", "dropout_add_layer_norm", "fold_conv_bn"})
+PATH_DEPENDENT = ("a value of the match is redefined on another control-flow path, so the matched statements "
+                  "do not always see the same value")
+# Strategies that rewrite a match straddling an `if` themselves, and decline the straddles they cannot
+# (`dropout_add_layer_norm`: a dropout-add chain just before an `if` whose branch starts with the norm moves
+# into both branches, fused in the norm's).
+BRANCH_AWARE_STRATEGIES = frozenset({"dropout_add_layer_norm"})
 
 
-def _straddle_reason(flat: FlatForward, m: RawMatch, aware: bool = False) -> str | None:
+def _straddle_reason(flat: FlatForward, m: RawMatch, aware: bool = False, branches: bool = False) -> str | None:
     """Why the matched statements cannot be edited in one place, or None when they can."""
     nodes = [flat.nodes[n] for n in m.nodes]
     vias = {n.op.via for n in nodes if n.op is not None}
     if len(vias) > 1 and not aware:
         return "the match spans an inlined helper and its caller; rewrite it by hand"
     branch_ctx = {tuple(c for c in n.ctx if c[0] == "b") for n in nodes}
-    if len(branch_ctx) > 1 and not aware:
+    if len(branch_ctx) > 1 and not aware and not branches:
         return "the match straddles if/else branches; no single place to rewrite it"
     loop_ctx = {tuple(c for c in n.ctx if c[0] == "l") for n in nodes}
     if len(loop_ctx) > 1:

@@ -38,3 +38,6 @@ class Finding:
     targets: tuple[str, ...]  # names of the targets offered in this environment, preferred first
     fixable: bool
     no_fix_reason: str | None = None
+    # A value of the match has another definition on another control-flow path (set for the strategies in
+    # `engine.sites.PATH_AWARE_STRATEGIES`, which decide themselves whether they can rewrite it).
+    path_dependent: bool = False

@@ -117,7 +117,7 @@ def _block_of(body: list[ast.stmt], line: int) -> list[ast.stmt] | None:
     return None
 
 
-def _span(ctx: SynthContext, stmt: ast.stmt) -> Span:
+def _span(ctx: SynthContext, stmt: ast.stmt | ast.expr) -> Span:
     """The internal span (0-based lines, code-point columns) of a statement."""
     lines = ctx.source.split("\n")
 

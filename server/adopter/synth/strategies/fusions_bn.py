@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from adopter.engine.sites import PATH_DEPENDENT
 from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.conv_bn_sequential import fold_in_sequential, sequential_origin
 from adopter.synth.strategies.fusions_chain import (
@@ -80,8 +81,14 @@ def fold_conv_bn(ctx: SynthContext) -> None:
     `nn.Sequential` → that Sequential built as `FoldedConvBnSequential` (same children and keys)."""
     origin = sequential_origin(ctx)
     if origin is not None:
+        # Path-dependent or not, this edits only the Sequential's construction: the subclass folds a pair
+        # only when it finds a stock Conv and BatchNorm at run time, and runs as nn.Sequential otherwise.
         fold_in_sequential(ctx, origin, _helper(ctx, "folded_conv_bn", "conv-bn", _CONV_BN))
         return
+    if ctx.finding.path_dependent and len({op.stmt_span for op in ctx.finding.match.ops}) > 1:
+        # In one statement (`out = self.bn3(self.conv3(out))` after an `nn.Identity()`-or-pool layer) the
+        # call is replaced where it is, reading the same operand text: every path sees what it saw before.
+        ctx.decline(PATH_DEPENDENT)
     _fold(ctx, "folded_conv_bn", "conv-bn", _CONV_BN)
 
 
