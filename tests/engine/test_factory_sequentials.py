@@ -121,3 +121,31 @@ def test_the_loop_targets_are_the_items_in_order() -> None:
     assert arch.forward is not None
     text = repr(arch.forward.body)
     assert "self.layers[*][0]" in text and "self.layers[*][1][1]" in text
+
+
+CONV_BN = '''
+def conv_bn(inp, oup, stride):
+    return nn.Sequential(
+        nn.Conv2d(inp, oup, 3, stride, 1, bias=False),
+        nn.BatchNorm2d(oup),
+        nn.ReLU6(inplace=True),
+    )
+
+
+class MobileNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = conv_bn(3, 32, 2)
+
+    def forward(self, x):
+        return self.stem(x)
+'''
+
+
+def test_a_helper_chain_with_a_fix_is_the_one_site() -> None:
+    # MobileNetV1-style `conv_bn` helper (bench/data/forms/conv_bn_forms.py form M): the conv-BN pair in the
+    # helper's Sequential is folded in place there, so the helper's chain is the site and the forward's call
+    # of `self.stem` is not reported again (it was, once Sequential pairs got their fix).
+    env = Environment("cpu", frozenset(), "2.13.0")
+    found = [f for f in check(analyse(HEADER + CONV_BN, "m.py"), load_rules().rules, env).findings if f.family == 7]
+    assert [(f.span.start_line, f.fixable) for f in found] == [(line(CONV_BN, "nn.Conv2d(inp"), True)]

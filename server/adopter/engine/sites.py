@@ -157,18 +157,21 @@ def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list
 def _through_factories(findings: list[Finding]) -> list[Finding]:
     """A site found through the layers of a container a same-file helper returns (`self.ff = FeedForward(dim)`,
     `FeedForward` returning `nn.Sequential(norm, Linear, GELU, Linear)`) and the same rule's site in that
-    helper's own chain are one site: the forward's finding, covering the helper's lines too (neither has an
-    automatic fix: the layers are a Sequential's). Each forward that runs the helper's container reports it at
-    its call."""
+    helper's own chain are one site. When the helper's chain has an automatic fix (conv-BN folded in place in
+    its Sequential), the site is the helper's, where the fix applies; otherwise the forward's finding, covering
+    the helper's lines too, and each forward that runs the helper's container reports it at its call."""
     chains = {(f.rule_id, f.scope_name): f for f in findings}
     merged: list[Finding] = []
     absorbed: set[int] = set()
     for f in findings:
         factory = _factory_of(f)
         chain = chains.get((f.rule_id, factory)) if factory is not None else None
-        if chain is not None and chain is not f and not chain.fixable:
-            f = replace(f, init_spans=(*f.init_spans, *(s for s in chain.stmt_spans if s not in f.init_spans)))
-            absorbed.add(id(chain))
+        if chain is not None and chain is not f:
+            if chain.fixable:
+                absorbed.add(id(f))
+            else:
+                f = replace(f, init_spans=(*f.init_spans, *(s for s in chain.stmt_spans if s not in f.init_spans)))
+                absorbed.add(id(chain))
         merged.append(f)
     return [f for f in merged if id(f) not in absorbed] if absorbed else findings
 
