@@ -32,7 +32,8 @@ from adopter.analysis.idioms.optimizers import (
     resolve_optimizer_classes,
 )
 from adopter.analysis.idioms.submodules import stateless_submodules, thin_submodules
-from adopter.analysis.names.symbols import ModuleSymbols
+from adopter.analysis.names.carry import Layout, changed_names
+from adopter.analysis.names.symbols import ModuleSymbols, base_name
 from adopter.analysis.parse.salvage import ParseMemo, salvage
 from adopter.analysis.parse.source import Field, SourceText, is_broken
 from adopter.analysis.scope.bindings import InitAnalysis
@@ -89,6 +90,7 @@ class _Entry:
     deps: tuple[tuple[str, tuple[object, ...]], ...]
     result: Architecture | Forward | tuple[Forward, tuple[Architecture, ...]] | tuple[Architecture, ...] | None
     problems: tuple[Problem, ...]
+    bases: frozenset[str] = frozenset()  # the module-level names `deps` read (`base_name`)
 
 
 class Analyser:
@@ -106,10 +108,16 @@ class Analyser:
         self.reanalysed: list[str] = []  # units analysed (not taken from the cache) by the last run
         self.memo = ParseMemo()  # statements' parse verdicts, for broken texts (`salvage`)
         self.read: tuple[bytes, Tree] | None = None  # the text and tree the last run analysed (masked)
+        # Dependency fingerprints carried from run to run (`adopter.analysis.names.carry`): the last
+        # complete run's symbol layout and fingerprints, and this run's changed names (None: no carry).
+        self._layout: Layout | None = None
+        self._fingerprints: dict[str, tuple[object, ...]] = {}
+        self._changed: set[str] | None = None
 
     def clear(self) -> None:
         self.cache.clear()
         self.older.clear()
+        self._layout, self._fingerprints, self._changed = None, {}, None
 
     def run(self, data: bytes, tree: Tree, path: str | None, *,
             parse: Callable[[bytes], Tree] | None = None) -> ModuleFile:
@@ -125,6 +133,11 @@ class Analyser:
         self.read = (data, tree)
         src = SourceText(data, tree, path)
         symbols = ModuleSymbols(src, self.resolver.package_of(path))
+        previous, self._layout, self._changed = self._layout, None, None
+        layout = None if tree.root_node.has_error else Layout.of(data, symbols)
+        if previous is not None and layout is not None:
+            self._changed = changed_names(previous, layout)
+            symbols.carry(self._fingerprints, self._changed)
         table = ClassTable(symbols, self.resolver, path)
         self.reanalysed = []
         fresh: dict[str, _Entry] = {}
@@ -234,6 +247,7 @@ class Analyser:
             problems.append(_internal("top-level code", exc, None, path))
         self.older = {k: v for k, v in self.cache.items() if fresh.get(k) is not v}
         self.cache = fresh
+        self._layout, self._fingerprints = layout, symbols.fingerprints
         return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions), tuple(chains))
 
     def _unit(
@@ -256,6 +270,15 @@ class Analyser:
         else:
             text = symbols.src.raw(node)
         cached = self.cache.get(key)
+        if (
+            cached is not None
+            and self._changed is not None
+            and cached.start == node.start_point
+            and cached.text == text
+            and self._changed.isdisjoint(cached.bases)
+        ):  # its dependencies' fingerprints are those it was checked or built with: none changed
+            fresh[key] = cached
+            return cached
         for kept in (cached, self.older.get(key)):
             if (
                 kept is not None
@@ -276,7 +299,7 @@ class Analyser:
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted))
         if cached is not None and _identical(result, cached.result):
             result = cached.result  # the very same object: its findings and diagnostics are reused downstream
-        entry = _Entry(text, node.start_point, deps, result, tuple(problems))
+        entry = _Entry(text, node.start_point, deps, result, tuple(problems), frozenset(base_name(n) for n in consulted))
         fresh[key] = entry
         self.reanalysed.append(key)
         return entry
