@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tree_sitter import Point
+
 from adopter.analysis.names.symbols import ModuleSymbols
 
-_Extent = tuple[int, int, tuple[int, int]]  # start byte, end byte, start point
+_Extent = tuple[int, int, Point]  # start byte, end byte, start point
 
 
 @dataclass(frozen=True, slots=True)
