@@ -146,3 +146,17 @@ def test_random_edits_carry_only_valid_fingerprints() -> None:
             _check(doc, text)
             carried += bool(doc._analyser._changed is not None)
     assert carried > 100  # most states parse, and carry from the state before
+
+
+def test_common_prefix_and_suffix_equal_the_naive_ones() -> None:
+    from adopter.analysis.parse.reparse import common_prefix, common_suffix
+
+    rng = random.Random(3)
+    for _ in range(300):
+        a = bytes(rng.choice(b"ab\n") for _ in range(rng.randrange(12)))
+        b = bytes(rng.choice(b"ab\n") for _ in range(rng.randrange(12)))
+        p = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
+        assert common_prefix(a, b) == p
+        limit = min(len(a), len(b)) - p
+        s = next((k for k in range(limit) if a[len(a) - 1 - k] != b[len(b) - 1 - k]), limit)
+        assert common_suffix(a, b, limit) == s

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from tree_sitter import Point
 
 from adopter.analysis.names.symbols import ModuleSymbols
+from adopter.analysis.parse.reparse import common_prefix, common_suffix
 
 _Extent = tuple[int, int, Point]  # start byte, end byte, start point
 
@@ -43,8 +44,8 @@ def changed_names(old: Layout, new: Layout) -> set[str]:
     """The names whose fingerprints may differ between the analyses of `old` and `new` (see the module
     docstring); both texts parsed without error."""
     a, b = old.data, new.data
-    prefix = _common_prefix(a, b)
-    suffix = _common_suffix(a, b, min(len(a), len(b)) - prefix)
+    prefix = common_prefix(a, b)
+    suffix = common_suffix(a, b, min(len(a), len(b)) - prefix)
     new_end = len(b) - suffix  # new[new_end:] == old[len(a) - suffix:]
     delta = len(b) - len(a)
     changed: set[str] = set()
@@ -65,27 +66,3 @@ def changed_names(old: Layout, new: Layout) -> set[str]:
     changed.update(k for k, _ in old.imports.items() ^ new.imports.items())
     changed.update(k for k, _ in old.aliases.items() ^ new.aliases.items())
     return changed
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    view = memoryview(a)
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:  # binary search, each comparison one C-level `startswith` (no copy)
-        mid = (lo + hi + 1) // 2
-        if b.startswith(view[:mid]):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
-    view = memoryview(a)
-    lo, hi = 0, limit
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if b.endswith(view[len(a) - mid :]):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
