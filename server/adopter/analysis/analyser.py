@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 
 from tree_sitter import Node, Tree
 
@@ -148,7 +149,7 @@ class Analyser:
                     continue
                 entry = self._unit(f"class {name}", info.node, symbols, fresh,
                                    lambda n=name: self._class(n, src, symbols, table),
-                                   table.module_deps(name), head=True)
+                                   partial(table.module_deps, name), head=True)
             except Exception as exc:  # one broken class must not hide the others
                 problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
                 continue
@@ -179,7 +180,8 @@ class Analyser:
                 if not src.contains(info.node, b"Sequential") or not table.is_module(name):
                     continue
                 entry = self._unit(f"method chains {name}", info.node, symbols, fresh,
-                                   lambda n=name: (method_chains(n, src, table), []), table.module_deps(name))
+                                   lambda n=name: (method_chains(n, src, table), []),
+                                   partial(table.module_deps, name))
             except Exception as exc:
                 problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
                 continue
@@ -192,7 +194,7 @@ class Analyser:
                         break
                     entry = self._unit(f"loss {name}.{method}", node, symbols, fresh,
                                        lambda n=name, m=method, fn=node: loss_method_architecture(
-                                           n, m, fn, src, symbols, table), table.module_deps(name))
+                                           n, m, fn, src, symbols, table), partial(table.module_deps, name))
                 except Exception as exc:
                     problems.append(_internal(f"method {name}.{method}", exc, src.span(node), path))
                     continue
@@ -257,13 +259,15 @@ class Analyser:
         symbols: ModuleSymbols,
         fresh: dict[str, _Entry],
         build: object,
-        extra_deps: frozenset[str],
+        extra_deps: frozenset[str] | Callable[[], frozenset[str]],
         head: bool = False,
     ) -> _Entry:
         """The cached entry of a unit while its key text, position and dependencies are unchanged,
         else a fresh one. With `head` (a class) the key text is the class header only: the methods
         its analysis read (`__init__`, `forward`, inlined ones) are dependencies like any other, so
-        an edit of a method the analysis never reads re-analyses nothing."""
+        an edit of a method the analysis never reads re-analyses nothing. `extra_deps`: dependency keys
+        besides those the analysis consults, or a function giving them (called only when the unit is
+        analysed: most runs take every unit from the cache)."""
         if head:
             body = node.child_by_field_id(Field.BODY)
             text = symbols.src.data[node.start_byte : body.start_byte if body is not None else node.end_byte]
@@ -294,8 +298,9 @@ class Analyser:
             assert callable(build)
             result, problems = build()
         finally:
-            consulted = symbols.consulted | extra_deps
+            consulted = symbols.consulted
             symbols.consulted = None
+            consulted |= extra_deps() if callable(extra_deps) else extra_deps
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted))
         if cached is not None and _identical(result, cached.result):
             result = cached.result  # the very same object: its findings and diagnostics are reused downstream
