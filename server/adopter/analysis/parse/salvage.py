@@ -76,8 +76,8 @@ _Scan = tuple[list[bool], list[int], dict[int, int], list[int], list[int]]
 def _scan(chunk: bytes, last: bool) -> _Scan:
     """Tokenize one chunk (from a column-0 `def`/`class` line to the next): for each of its lines,
     whether it starts inside a string or after a backslash, its bracket depth at its start, where
-    its comment starts, where it starts and its indentation (offsets into the chunk). `last`: the chunk ends the text (its final line has
-    no line break)."""
+    its comment starts, where it starts and its indentation (offsets into the chunk). `last`: the
+    chunk ends the text (its final line has no line break)."""
     found = list(_INDENT.finditer(chunk))
     if not last and len(found) > 1:
         found.pop()  # the empty match after the chunk's final line break is the next chunk's first line
