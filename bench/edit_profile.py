@@ -10,7 +10,7 @@ and the broken/clean split. No LSP transport, no diagnostics conversion: those a
 edit and are in `bench/lsp_latency.py`'s figures.
 
     PYTHONPATH=server .venv/bin/python bench/edit_profile.py [--files modeling_bert.py ...] [--edits 200]
-        [--seed 0] [--rounds 1] [--json OUT] [--cprofile OUT.prof]
+        [--seed 0] [--rounds 1] [--json OUT] [--cprofile OUT.prof] [--no-phases]
 """
 
 from __future__ import annotations
@@ -115,9 +115,14 @@ def summary(name: str, rows: list[dict[str, Any]]) -> str:
     slow = sorted(rows, key=lambda r: r["ms"])[-max(1, len(rows) // 10):]
     broken = [r["ms"] for r in rows if r["broken"]]
     clean = [r["ms"] for r in rows if not r["broken"]]
+    inserts = [r["ms"] for r in rows if r["edit"][2] and not r["edit"][3]]  # a character typed
     out = [f"{name}: {len(rows)} edits, CPU ms p50 {statistics.median(ms):.2f} p95 {percentile(ms, 0.95):.2f} "
-           f"max {max(ms):.2f}; broken {len(broken)} (p50 {statistics.median(broken) if broken else 0:.2f}), "
+           f"max {max(ms):.2f}; inserts {len(inserts)} (p50 {statistics.median(inserts) if inserts else 0:.2f} "
+           f"p95 {percentile(inserts, 0.95) if inserts else 0:.2f}); "
+           f"broken {len(broken)} (p50 {statistics.median(broken) if broken else 0:.2f}), "
            f"clean {len(clean)} (p50 {statistics.median(clean) if clean else 0:.2f})"]
+    if not any(any(r["phases"].values()) for r in rows):
+        return "\n".join(out)  # --no-phases
     phase_total = {k: sum(r["phases"][k] for r in slow) for k in PHASES}
     whole = sum(r["ms"] for r in slow)
     other = whole - sum(phase_total.values())
@@ -139,8 +144,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="replays per file (figures over all)")
     parser.add_argument("--json", type=Path, help="write every edit's row here")
     parser.add_argument("--cprofile", type=Path, help="write a cProfile of the edits (all files) here")
+    parser.add_argument("--no-phases", action="store_true",
+                        help="time whole edits only: the phase wrappers cost ~1 us per wrapped call, which "
+                             "favours a build that calls the wrapped functions less (use for A/B)")
     args = parser.parse_args()
-    instrument()
+    if not args.no_phases:
+        instrument()
     files = modeling_files()
     corpus = {f.name: f for f in files}
     profiler = cProfile.Profile() if args.cprofile else None

@@ -240,6 +240,9 @@ async def measure_file(server: str, path: Path, edits: list[tuple[int, int, str,
         "server_p50_ms": statistics.median(in_server) if in_server else None,
         "server_p95_ms": percentile(in_server, 0.95) if in_server else None,
         "cpu_p50_ms": statistics.median(cpu), "cpu_p95_ms": percentile(cpu, 0.95),
+        # The edits that type a character (the other half delete it again, often back to a cached state).
+        "insert_p95_ms": percentile([x for x, e in zip(latencies, edits, strict=False) if not e[3]], 0.95),
+        "insert_cpu_p95_ms": percentile([x for x, e in zip(cpu, edits, strict=False) if not e[3]], 0.95),
     }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 
 from tree_sitter import Node, Tree
 
@@ -32,7 +33,8 @@ from adopter.analysis.idioms.optimizers import (
     resolve_optimizer_classes,
 )
 from adopter.analysis.idioms.submodules import stateless_submodules, thin_submodules
-from adopter.analysis.names.symbols import ModuleSymbols
+from adopter.analysis.names.carry import Layout, changed_names
+from adopter.analysis.names.symbols import ModuleSymbols, base_name
 from adopter.analysis.parse.salvage import ParseMemo, salvage
 from adopter.analysis.parse.source import Field, SourceText, is_broken
 from adopter.analysis.scope.bindings import InitAnalysis
@@ -89,6 +91,7 @@ class _Entry:
     deps: tuple[tuple[str, tuple[object, ...]], ...]
     result: Architecture | Forward | tuple[Forward, tuple[Architecture, ...]] | tuple[Architecture, ...] | None
     problems: tuple[Problem, ...]
+    bases: frozenset[str] = frozenset()  # the module-level names `deps` read (`base_name`)
 
 
 class Analyser:
@@ -106,10 +109,16 @@ class Analyser:
         self.reanalysed: list[str] = []  # units analysed (not taken from the cache) by the last run
         self.memo = ParseMemo()  # statements' parse verdicts, for broken texts (`salvage`)
         self.read: tuple[bytes, Tree] | None = None  # the text and tree the last run analysed (masked)
+        # Dependency fingerprints carried from run to run (`adopter.analysis.names.carry`): the last
+        # complete run's symbol layout and fingerprints, and this run's changed names (None: no carry).
+        self._layout: Layout | None = None
+        self._fingerprints: dict[str, tuple[object, ...]] = {}
+        self._changed: set[str] | None = None
 
     def clear(self) -> None:
         self.cache.clear()
         self.older.clear()
+        self._layout, self._fingerprints, self._changed = None, {}, None
 
     def run(self, data: bytes, tree: Tree, path: str | None, *,
             parse: Callable[[bytes], Tree] | None = None) -> ModuleFile:
@@ -125,6 +134,11 @@ class Analyser:
         self.read = (data, tree)
         src = SourceText(data, tree, path)
         symbols = ModuleSymbols(src, self.resolver.package_of(path))
+        previous, self._layout, self._changed = self._layout, None, None
+        layout = None if tree.root_node.has_error else Layout.of(data, symbols)
+        if previous is not None and layout is not None:
+            self._changed = changed_names(previous, layout)
+            symbols.carry(self._fingerprints, self._changed)
         table = ClassTable(symbols, self.resolver, path)
         self.reanalysed = []
         fresh: dict[str, _Entry] = {}
@@ -135,7 +149,7 @@ class Analyser:
                     continue
                 entry = self._unit(f"class {name}", info.node, symbols, fresh,
                                    lambda n=name: self._class(n, src, symbols, table),
-                                   table.module_deps(name), head=True)
+                                   partial(table.module_deps, name), head=True)
             except Exception as exc:  # one broken class must not hide the others
                 problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
                 continue
@@ -166,7 +180,8 @@ class Analyser:
                 if not src.contains(info.node, b"Sequential") or not table.is_module(name):
                     continue
                 entry = self._unit(f"method chains {name}", info.node, symbols, fresh,
-                                   lambda n=name: (method_chains(n, src, table), []), table.module_deps(name))
+                                   lambda n=name: (method_chains(n, src, table), []),
+                                   partial(table.module_deps, name))
             except Exception as exc:
                 problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
                 continue
@@ -179,7 +194,7 @@ class Analyser:
                         break
                     entry = self._unit(f"loss {name}.{method}", node, symbols, fresh,
                                        lambda n=name, m=method, fn=node: loss_method_architecture(
-                                           n, m, fn, src, symbols, table), table.module_deps(name))
+                                           n, m, fn, src, symbols, table), partial(table.module_deps, name))
                 except Exception as exc:
                     problems.append(_internal(f"method {name}.{method}", exc, src.span(node), path))
                     continue
@@ -234,6 +249,7 @@ class Analyser:
             problems.append(_internal("top-level code", exc, None, path))
         self.older = {k: v for k, v in self.cache.items() if fresh.get(k) is not v}
         self.cache = fresh
+        self._layout, self._fingerprints = layout, symbols.fingerprints
         return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions), tuple(chains))
 
     def _unit(
@@ -243,19 +259,30 @@ class Analyser:
         symbols: ModuleSymbols,
         fresh: dict[str, _Entry],
         build: object,
-        extra_deps: frozenset[str],
+        extra_deps: frozenset[str] | Callable[[], frozenset[str]],
         head: bool = False,
     ) -> _Entry:
         """The cached entry of a unit while its key text, position and dependencies are unchanged,
         else a fresh one. With `head` (a class) the key text is the class header only: the methods
         its analysis read (`__init__`, `forward`, inlined ones) are dependencies like any other, so
-        an edit of a method the analysis never reads re-analyses nothing."""
+        an edit of a method the analysis never reads re-analyses nothing. `extra_deps`: dependency keys
+        besides those the analysis consults, or a function giving them (called only when the unit is
+        analysed: most runs take every unit from the cache)."""
         if head:
             body = node.child_by_field_id(Field.BODY)
             text = symbols.src.data[node.start_byte : body.start_byte if body is not None else node.end_byte]
         else:
             text = symbols.src.raw(node)
         cached = self.cache.get(key)
+        if (
+            cached is not None
+            and self._changed is not None
+            and cached.start == node.start_point
+            and cached.text == text
+            and self._changed.isdisjoint(cached.bases)
+        ):  # its dependencies' fingerprints are those it was checked or built with: none changed
+            fresh[key] = cached
+            return cached
         for kept in (cached, self.older.get(key)):
             if (
                 kept is not None
@@ -271,12 +298,13 @@ class Analyser:
             assert callable(build)
             result, problems = build()
         finally:
-            consulted = symbols.consulted | extra_deps
+            consulted = symbols.consulted
             symbols.consulted = None
+            consulted |= extra_deps() if callable(extra_deps) else extra_deps
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted))
         if cached is not None and _identical(result, cached.result):
             result = cached.result  # the very same object: its findings and diagnostics are reused downstream
-        entry = _Entry(text, node.start_point, deps, result, tuple(problems))
+        entry = _Entry(text, node.start_point, deps, result, tuple(problems), frozenset(base_name(n) for n in consulted))
         fresh[key] = entry
         self.reanalysed.append(key)
         return entry

@@ -27,7 +27,7 @@ from tree_sitter import Tree
 from adopter.analysis.analyser import Analyser
 from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
-from adopter.analysis.parse.reparse import reparse_start, whitespace_only
+from adopter.analysis.parse.reparse import common_prefix, common_suffix, reparse_start, whitespace_only
 from adopter.analysis.parse.source import check_input, new_parser
 from adopter.dsl.types import ModuleFile, Problem, Severity
 
@@ -36,28 +36,6 @@ def _point(data: bytes, offset: int) -> tuple[int, int]:
     """The tree-sitter (row, byte column) of byte `offset` in `data`."""
     row = data.count(b"\n", 0, offset)
     return (row, offset - (data.rfind(b"\n", 0, offset) + 1))
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:  # binary search on slice equality: O(log n) comparisons done in C
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
-    lo, hi = 0, limit
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[len(a) - mid :] == b[len(b) - mid :]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 class DocumentAnalysis:
@@ -164,8 +142,8 @@ class DocumentAnalysis:
         if old == new:
             return old_tree
         old_tree = old_tree.copy()
-        start = _common_prefix(old, new)
-        suffix = _common_suffix(old, new, min(len(old), len(new)) - start)
+        start = common_prefix(old, new)
+        suffix = common_suffix(old, new, min(len(old), len(new)) - start)
         old_end, new_end = len(old) - suffix, len(new) - suffix
         tokens_same = whitespace_only(old, new, start, old_end, new_end) and not old_tree.root_node.has_error
         if not tokens_same:
@@ -205,8 +183,8 @@ class DocumentAnalysis:
         if old is None:
             self._set_text(new_text, None)
             return
-        start = _common_prefix(old, new)
-        suffix = _common_suffix(old, new, min(len(old), len(new)) - start)
+        start = common_prefix(old, new)
+        suffix = common_suffix(old, new, min(len(old), len(new)) - start)
         self._set_text(new_text, (start, len(old) - suffix, len(new) - suffix))
 
     def edit(self, start: tuple[int, int], end: tuple[int, int], replacement: str) -> None:

@@ -29,6 +29,22 @@ METHOD = "method:"
 METHOD_SHAPE = "method-shape:"
 METHOD_EXISTS = "method?:"
 
+_PER_CLASS = (METHOD_EXISTS, METHOD_SHAPE, METHOD)  # `<prefix>Class.method`
+
+
+def base_name(key: str) -> str:
+    """The module-level name a fingerprint key reads (`method:Bert.forward` -> `Bert`)."""
+    if ":" not in key:
+        return key
+    for prefix in _PER_CLASS:
+        if key.startswith(prefix):
+            return key[len(prefix) :].partition(".")[0]
+    for prefix in (CLASS_EXISTS, CLASS_HEAD):
+        if key.startswith(prefix):
+            return key[len(prefix) :]
+    return key
+
+
 # Statements whose bodies still run at module level (classes defined under `if is_torch_available():`).
 _CONTAINER_STATEMENTS = frozenset({"if_statement", "try_statement", "with_statement"})
 _CONTAINER_CLAUSES = frozenset({"elif_clause", "else_clause", "except_clause", "finally_clause", "block"})
@@ -146,6 +162,8 @@ class ModuleSymbols:
         self.consulted: set[str] | None = None
         self._methods: dict[str, dict[str, Node]] = {}  # memo of `methods_of`
         self._fingerprints: dict[str, tuple[object, ...]] = {}  # memo of `fingerprint`
+        self._carried: dict[str, tuple[object, ...]] = {}  # an earlier analysis's (`carry`)
+        self._changed: set[str] = set()  # the names whose carried fingerprints are not valid here
         self._collect(src.tree.root_node)
 
     # -- building ------------------------------------------------------------------------------------
@@ -276,8 +294,22 @@ class ModuleSymbols:
         """
         found = self._fingerprints.get(name)
         if found is None:
-            found = self._fingerprints[name] = self._fingerprint(name)
+            found = self._carried.get(name)
+            if found is None or base_name(name) in self._changed:
+                found = self._fingerprint(name)
+            self._fingerprints[name] = found
         return found
+
+    def carry(self, fingerprints: dict[str, tuple[object, ...]], changed: set[str]) -> None:
+        """Take `fingerprints` (of the previous analysis of the file) instead of computing them again,
+        but for the keys of the names in `changed` (`adopter.analysis.names.carry.changed_names`: every
+        other name's fingerprints are still what `fingerprint` computes here)."""
+        self._carried, self._changed = fingerprints, changed
+
+    @property
+    def fingerprints(self) -> dict[str, tuple[object, ...]]:
+        """The fingerprints computed or carried so far (read-only by convention)."""
+        return self._fingerprints
 
     def methods_of(self, class_name: str) -> dict[str, Node]:
         """The methods class `class_name` of this file defines (empty for an unknown class), memoised."""

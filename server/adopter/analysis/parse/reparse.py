@@ -55,3 +55,29 @@ def reparse_start(old: bytes, start: int) -> int:
     if not before:
         return start
     return max(old.rfind(b"\n", 0, len(before)), 0)
+
+
+def common_prefix(a: bytes, b: bytes) -> int:
+    """The length of the longest common prefix of `a` and `b`."""
+    view = memoryview(a)
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # binary search, each comparison one C-level `startswith` (no copy)
+        mid = (lo + hi + 1) // 2
+        if b.startswith(view[:mid]):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def common_suffix(a: bytes, b: bytes, limit: int) -> int:
+    """The length of the longest common suffix of `a` and `b`, at most `limit`."""
+    view = memoryview(a)
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if b.endswith(view[len(a) - mid :]):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -19,10 +19,11 @@ parsed alone: at their real lines, not where tree-sitter's error recovery of the
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from itertools import accumulate
+from itertools import compress, count
+from operator import not_, or_
 
 from tree_sitter import Parser, Tree
 
@@ -68,14 +69,15 @@ _CLOSERS = frozenset(b")]}")
 _MATCH = {ord(")"): ord("("), ord("]"): ord("["), ord("}"): ord("{")}
 
 
-_Scan = tuple[list[bool], list[int], dict[int, int]]  # per line: inside a string, bracket depth; comments
+# Per line of a chunk: inside a string, bracket depth, start (offset in the chunk), indentation; comments.
+_Scan = tuple[list[bool], list[int], dict[int, int], list[int], list[int]]
 
 
 def _scan(chunk: bytes, last: bool) -> _Scan:
     """Tokenize one chunk (from a column-0 `def`/`class` line to the next): for each of its lines,
-    whether it starts inside a string or after a backslash, its bracket depth at its start, and where
-    its comment starts (offsets into the chunk). `last`: the chunk ends the text (its final line has
-    no line break)."""
+    whether it starts inside a string or after a backslash, its bracket depth at its start, where
+    its comment starts, where it starts and its indentation (offsets into the chunk). `last`: the
+    chunk ends the text (its final line has no line break)."""
     found = list(_INDENT.finditer(chunk))
     if not last and len(found) > 1:
         found.pop()  # the empty match after the chunk's final line break is the next chunk's first line
@@ -121,7 +123,7 @@ def _scan(chunk: bytes, last: bool) -> _Scan:
         else:  # a string: the lines after its first one are inside it (to the chunk's end at most)
             for k in range(line + 1, bisect_right(starts, pos - 1, line)):
                 inside[k] = True
-    return inside, depth_at, comments
+    return inside, depth_at, comments, starts, indent
 
 
 class Lines:
@@ -135,10 +137,8 @@ class Lines:
 
     def __init__(self, data: bytes, memo: ParseMemo | None = None) -> None:
         self.data = data
-        rows = data.split(b"\n")
-        self.indent = [len(r) - len(r.lstrip(b" \t")) for r in rows]
-        self.starts = list(accumulate([len(r) + 1 for r in rows], initial=0))[:-1]
-        self.ends = [s - 1 for s in self.starts[1:]] + [len(data)]
+        self.indent: list[int] = []
+        self.starts: list[int] = []
         self._inside: list[bool] = []
         self._comment: dict[int, int] = {}  # where a line's comment starts
         self._code: dict[int, bool] = {}
@@ -153,14 +153,19 @@ class Lines:
                 scanned = _scan(chunk, last)
                 if memo is not None:
                     memo.keep_scan(chunk, last, scanned)
-            inside, depth, comments = scanned
+            inside, depth, comments, starts, indent = scanned
             first = len(self._inside)
             self._inside.extend(inside)
             depth_at.extend(depth)
+            self.starts.extend(map(a.__add__, starts) if a else starts)  # C-level: nothing per line here
+            self.indent.extend(indent)
             for line, offset in comments.items():
                 self._comment[first + line] = a + offset
-        # outside brackets and strings at its start, not after a backslash
-        self.fresh = [d == 0 and not i for d, i in zip(depth_at, self._inside, strict=True)]
+        self.ends = [*map((-1).__add__, self.starts[1:]), len(data)]  # where each line's `\n` is
+        # The lines at column 0 (blank ones included): where a top-level statement can start.
+        self.column0 = list(compress(count(), map(not_, self.indent)))
+        # outside brackets and strings at its start, not after a backslash (`not (depth or inside)`)
+        self.fresh = list(map(not_, map(or_, depth_at, self._inside)))
         self._comment_lines = list(self._comment)  # ascending (chunks and their lines are in order)
 
     def state(self, a: int, b: int) -> tuple[bytes, bytes, tuple[int, ...]]:
@@ -306,9 +311,12 @@ class _Masker:
         lines, data = self.lines, self.lines.data
         cuts: list[int] = []
         decorator = False
-        depth, fresh = lines.indent, lines.fresh
-        for i in range(a, b):
-            if depth[i] > indent or not fresh[i] or not lines.code(i):
+        depth, fresh, starts, ends = lines.indent, lines.fresh, lines.starts, lines.ends
+        # At column 0 only the lines at column 0 can start a statement (most lines are deeper).
+        candidates = (lines.column0[bisect_left(lines.column0, a) : bisect_left(lines.column0, b)]
+                      if indent == 0 else range(a, b))
+        for i in candidates:
+            if depth[i] > indent or not fresh[i] or ends[i] - starts[i] == depth[i] or not lines.code(i):
                 continue
             head = data[lines.starts[i] + lines.indent[i] : lines.ends[i]]
             joins = lines.indent[i] == indent and (decorator or _CLAUSE.match(head) is not None)
