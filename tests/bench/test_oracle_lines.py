@@ -202,3 +202,22 @@ def test_the_variant_adds_the_sites_only_it_runs(tmp_path: Path) -> None:
     record = {"sites": [], "executed": {}}
     _variant(module.NoFlags, module, record, 60.0, lambda f: f == path)
     assert "variant" not in record
+
+
+def test_a_file_checked_with_two_distributions_counts_each_finding_once(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # recurrent-memory-transformer-pytorch: a site whose lines are `elsewhere` in another distribution's file
+    # makes the report check that file with both; its one finding must be judged once, not twice.
+    path = str((tmp_path / "model.py").resolve())
+    other = str((tmp_path / "other.py").resolve())
+    site = {"family": 16, "pattern": "lce", "file": other, "line": 3, "lines": [3], "elsewhere": {path: [7]}}
+    cls = {"class": "Wrapper", "file": other, "traced": True, "constructed": True, "sites": [site],
+           "executed": {path: [7], other: [3]}}
+    mine = {"class": "Model", "file": path, "traced": True, "constructed": True, "sites": [],
+            "executed": {path: [7]}}
+    dists = {"a": report.Dist("a", "1", files={other}, classes=[cls]),
+             "b": report.Dist("b", "1", files={path}, classes=[mine])}
+    monkeypatch.setattr(report, "check", lambda files: [_finding(path, 16, 7, "Model")] if path in files else [])
+    fam = report.score(dists)["families"][16]
+    assert (fam["judged"], fam["right"]) == (1, 1)
+    assert (fam["sites"], fam["found"]) == (1, 1)
