@@ -2,8 +2,9 @@
 
 - triangle-multiplicative-module 0.0.3 `triangle_multiplicative_module.py`: five Linears of one input, used
   as projections and sigmoid gates mixed by an einsum (AlphaFold's triangle update), are not q/k/v
-  (`attention_roles`); a single-head attention with no head split, or three projections handed to
-  `nn.MultiheadAttention`, still are.
+  (`attention_roles`); a single-head attention with no head split, three projections handed to
+  `nn.MultiheadAttention`, or bound per branch and handed to an attention function
+  (linear-attention-transformer 0.19.1), still are.
 - snac 1.2.1 `snac/vq.py`: `2 * F.normalize(z) @ codebook.t()` (a squared distance's cross term) is not an
   RMSNorm; `F.normalize(x, dim=-1) * self.scale * self.gamma` still is.
 - uformer-pytorch 0.0.8 `uformer_pytorch.py`: an interleaved RoPE applied to q and k through one
@@ -89,6 +90,32 @@ class TransformerLayer(nn.Module):
         k = self.k(x)
         v = self.v(x)
         return self.ma(q, k, v)[0] + x
+'''
+
+BRANCHED = '''
+def linear_attn(q, k, v):
+    q = q.softmax(dim=-1)
+    k = k.softmax(dim=-2)
+    context = torch.einsum("bhnd,bhne->bhde", k, v)
+    return torch.einsum("bhnd,bhde->bhne", q, context)
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, dim, heads, d_heads, receives_context=False):
+        super().__init__()
+        self.heads, self.d_heads, self.receives_context = heads, d_heads, receives_context
+        self.to_q = nn.Linear(dim, d_heads * heads, bias=False)
+        self.to_k = nn.Linear(dim, d_heads * heads, bias=False)
+        self.to_v = nn.Linear(dim, d_heads * heads, bias=False)
+        self.global_attn_fn = linear_attn
+
+    def forward(self, x, context=None):
+        if not self.receives_context:
+            q, k, v = (self.to_q(x), self.to_k(x), self.to_v(x))
+        else:
+            q, k, v = (self.to_q(x), self.to_k(context), self.to_v(context))
+        out = self.global_attn_fn(q, k, v)
+        return out
 '''
 
 SNAC = '''
@@ -193,6 +220,9 @@ def test_projections_used_as_gates_are_not_qkv() -> None:
 def test_projections_used_as_attention_without_a_head_split_are_qkv() -> None:
     assert ("f09-fused-qkv", _line(SINGLE_HEAD, "q = self.to_q(x)")) in _findings(SINGLE_HEAD)
     assert [r for r, _ in _findings(HANDED_TO_MHA) if r == "f09-fused-qkv"] == ["f09-fused-qkv"]
+    # linear-attention-transformer 0.19.1: q, k, v bound in both branches of `if not self.receives_context`,
+    # handed to the attention function after the `if`
+    assert ("f09-fused-qkv", _line(BRANCHED, "q, k, v = (self.to_q(x), self.to_k(x)")) in _findings(BRANCHED)
 
 
 def test_a_normalised_code_times_a_distance_coefficient_is_not_rmsnorm() -> None:

@@ -89,7 +89,7 @@ def _reach(flat: FlatForward, name: str, d: int, *, passing: bool) -> set[int]:
     while todo and len(seen) < MAX_NODES:
         current, at = todo.pop()
         for u in flat.uses_of.get(current, ()):
-            if u <= at or u in seen or flat.reaching_def(current, u) != at:
+            if u <= at or u in seen or not flat.may_reach(current, at, u):  # on some path (defs per branch)
                 continue
             seen.add(u)
             op = flat.nodes[u].op
