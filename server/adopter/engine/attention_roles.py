@@ -16,6 +16,7 @@ contraction, but no third projection is contracted with its result: not attentio
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import permutations
 
 from adopter.dsl.types import OpKind
@@ -33,17 +34,17 @@ _SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split", "torch.chunk", 
 
 _HEAD_SPLITS = frozenset({"view", "reshape", "einops.rearrange", "torch.reshape"})
 
-Bound = tuple[str, ...] | tuple[str, str, int] | None
+Bound = tuple[str, str, int] | tuple[str, str] | None
 
 
-def plays_attention_roles(values: list[Bound], splits: list[Bound], flat: FlatForward) -> bool:
+def plays_attention_roles(values: Sequence[Bound], splits: Sequence[Bound], flat: FlatForward) -> bool:
     """Whether the three projection values are q, k and v (see the module doc)."""
     if any(_head_split(flat, s) for s in splits):
         return True
     refs = [v for v in values if v is not None and v[0] == "ref" and len(v) >= 3]
     if len(refs) < 3:
         return True  # an input or an expression: nothing to follow, keep the match
-    starts = [(str(v[1]), int(v[2])) for v in refs[:3]]  # type: ignore[misc]
+    starts = [(str(v[1]), int(v[2])) for v in refs[:3]]
     direct = [_reach(flat, name, d, passing=True) for name, d in starts]
     if _read_together(flat, direct):
         return True
@@ -60,9 +61,9 @@ def plays_attention_roles(values: list[Bound], splits: list[Bound], flat: FlatFo
 
 def _head_split(flat: FlatForward, bound: Bound) -> bool:
     """Whether the value is made by a head split (an optional step left out binds the value it would read)."""
-    if bound is None or bound[0] != "ref" or len(bound) < 3 or int(bound[2]) < 0:  # type: ignore[misc]
+    if bound is None or bound[0] != "ref" or len(bound) < 3 or int(bound[2]) < 0:
         return False
-    op = flat.nodes[int(bound[2])].op  # type: ignore[misc]
+    op = flat.nodes[int(bound[2])].op
     return op is not None and op.target in _HEAD_SPLITS
 
 
