@@ -222,7 +222,9 @@ _SCALES = ("none", "q", "mul", "div")
 _TERMS = ("none", "add", "masked_fill", "add_masked_fill")
 
 
-def _attention(product: str, scale: str, term: str, dropout: bool) -> Callable[..., torch.Tensor]:
+def _attention(product: str, scale: str, term: str, dropout: bool, shift: bool = False) -> Callable[..., torch.Tensor]:
+    """Attention as models write it. `shift`: the stable-softmax shift `s - s.amax(-1, keepdim=True).detach()`
+    before the softmax (PaLM-style code): softmax is shift-invariant, so the ops compute the same attention."""
     scores_of, apply_to, _ = _PRODUCTS[product]
 
     def fn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, b: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
@@ -235,6 +237,8 @@ def _attention(product: str, scale: str, term: str, dropout: bool) -> Callable[.
             s = s + b
         if term in ("masked_fill", "add_masked_fill"):
             s = s.masked_fill(m, -1e9)
+        if shift:
+            s = s - s.amax(dim=-1, keepdim=True).detach()
         a = s.softmax(dim=-1)
         if dropout:
             a = F.dropout(a, 0.1, True)
@@ -249,11 +253,12 @@ def _attention_specs() -> list[tuple[str, Callable[..., Any], list[Any]]]:
         scores = (*shape[:-1], shape[-2])
         for scale in _SCALES:
             for term in _TERMS:
-                for dropout in (False, True):
+                for dropout, shift in ((False, False), (True, False), (False, True), (True, True)):
                     name = "_".join(x for x in (product, "" if scale == "none" else f"scale_{scale}",
-                                                 "" if term == "none" else term, "dropout" if dropout else "") if x)
+                                                 "" if term == "none" else term, "shift" if shift else "",
+                                                 "dropout" if dropout else "") if x)
                     args = [_t(*shape), _t(*shape), _t(*shape), _t(*scores), torch.zeros(scores, dtype=torch.bool)]
-                    out.append((name, _attention(product, scale, term, dropout), args))
+                    out.append((name, _attention(product, scale, term, dropout, shift), args))
     return out
 
 
@@ -424,6 +429,12 @@ def _rope_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> 
     return x * cos + torch.stack((-x2, x1), dim=-1).flatten(-2) * sin
 
 
+def _rope_interleaved_unbind(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """`rotate_every_two`: pairs by a reshape (`rearrange(x, '... (d j) -> ... d j', j=2)`), `unbind`, `stack`."""
+    x1, x2 = x.unflatten(-1, (-1, 2)).unbind(-1)
+    return x * cos + torch.stack((-x2, x1), dim=-1).flatten(-2) * sin
+
+
 def _rope_complex(x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
     return torch.view_as_real(xc * f).flatten(3)
@@ -484,6 +495,7 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         (15, "rope_slice", _rope_slice, [x4(), x4(), x4()], {}, None),
         (15, "rope_chunk", _rope_chunk, [x4(), x4(), x4()], {}, None),
         (15, "rope_interleaved", _rope_interleaved, [x4(), x4(), x4()], {}, None),
+        (15, "rope_interleaved_unbind", _rope_interleaved_unbind, [x4(), x4(), x4()], {}, None),
         (15, "rope_complex", _rope_complex, [x4(), torch.randn(8, 8, dtype=torch.complex64)], {}, None),
         (16, "lm_head_ce", _lm_ce, [X3(), W(), torch.randint(0, 16, (2, 8))], {}, None),
         (16, "lm_head_ce_float", _lm_ce_float, [X3(), W(), torch.randint(0, 16, (2, 8))], {}, None),

@@ -203,9 +203,17 @@ def score(dists: dict[str, Dist]) -> dict[str, Any]:
         files_by_dist[owner[f]].update(other for other in s["elsewhere"] if other in owner)
     started = time.perf_counter()
     findings: list[dict[str, Any]] = []
+    seen: set[tuple[str, Any, int, int]] = set()
     for name in sorted(files_by_dist):
         for fd in check(sorted(files_by_dist[name])):
             fd["path"] = os.path.realpath(fd["path"])
+            # A file checked with two distributions (a site's lines `elsewhere` in another one) gives its
+            # findings twice: each finding is counted once.
+            start = fd.get("range", {}).get("start", {})
+            key = (fd["path"], fd.get("rule"), int(start.get("line", 0)), int(start.get("column", 0)))
+            if key in seen:
+                continue
+            seen.add(key)
             if fd.get("family") in FAMILIES:
                 fd["dist"] = owner.get(fd["path"], name)
                 findings.append(fd)

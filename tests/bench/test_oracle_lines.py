@@ -202,3 +202,102 @@ def test_the_variant_adds_the_sites_only_it_runs(tmp_path: Path) -> None:
     record = {"sites": [], "executed": {}}
     _variant(module.NoFlags, module, record, 60.0, lambda f: f == path)
     assert "variant" not in record
+
+
+def test_a_file_checked_with_two_distributions_counts_each_finding_once(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # recurrent-memory-transformer-pytorch: a site whose lines are `elsewhere` in another distribution's file
+    # makes the report check that file with both; its one finding must be judged once, not twice.
+    path = str((tmp_path / "model.py").resolve())
+    other = str((tmp_path / "other.py").resolve())
+    site = {"family": 16, "pattern": "lce", "file": other, "line": 3, "lines": [3], "elsewhere": {path: [7]}}
+    cls = {"class": "Wrapper", "file": other, "traced": True, "constructed": True, "sites": [site],
+           "executed": {path: [7], other: [3]}}
+    mine = {"class": "Model", "file": path, "traced": True, "constructed": True, "sites": [],
+            "executed": {path: [7]}}
+    dists = {"a": report.Dist("a", "1", files={other}, classes=[cls]),
+             "b": report.Dist("b", "1", files={path}, classes=[mine])}
+    monkeypatch.setattr(report, "check", lambda files: [_finding(path, 16, 7, "Model")] if path in files else [])
+    fam = report.score(dists)["families"][16]
+    assert (fam["judged"], fam["right"]) == (1, 1)
+    assert (fam["sites"], fam["found"]) == (1, 1)
+
+
+# flamingo-pytorch 0.1.2 flamingo_palm.py ParallelTransformerBlock (PaLM's multi-query attention with the
+# stable-softmax shift) and uformer-pytorch 0.0.8 `rotate_every_two` (interleaved RoPE by reshape, unbind,
+# stack), with einops' rearrange written as the reshape it performs; beside them, a shifted softmax that
+# no value product follows and pairs swapped without the cos/sin rotation.
+SHIFTED = '''import torch
+from torch import nn, einsum
+
+
+class PalmAttention(nn.Module):
+    def __init__(self, dim=16, heads=2, dim_head=8):
+        super().__init__()
+        self.heads, self.scale = heads, dim_head ** -0.5
+        self.to_q = nn.Linear(dim, heads * dim_head, bias=False)
+        self.to_kv = nn.Linear(dim, 2 * dim_head, bias=False)
+
+    def forward(self, x):
+        n = x.shape[1]
+        q = self.to_q(x).view(x.shape[0], n, self.heads, -1).transpose(1, 2)
+        k, v = self.to_kv(x).chunk(2, dim=-1)
+        q = q * self.scale
+        sim = einsum("b h i d, b j d -> b h i j", q, k)
+        causal_mask = torch.ones((n, n), dtype=torch.bool, device=x.device).triu(1)
+        sim = sim.masked_fill(causal_mask, -torch.finfo(sim.dtype).max)
+        sim = sim - sim.amax(dim=-1, keepdim=True).detach()
+        attn = sim.softmax(dim=-1)
+        return einsum("b h i j, b j d -> b h i d", attn, v)
+
+
+class ShiftedGate(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        s = self.fc(x)
+        s = s - s.amax(dim=-1, keepdim=True).detach()
+        return s.softmax(dim=-1) * x
+
+
+def rotate_every_two(x):
+    x = x.reshape(*x.shape[:-1], -1, 2)
+    x1, x2 = x.unbind(dim=-1)
+    x = torch.stack((-x2, x1), dim=-1)
+    return x.reshape(*x.shape[:-2], -1)
+
+
+class Rotary(nn.Module):
+    def forward(self, t):
+        n, d = t.shape[-2], t.shape[-1]
+        freqs = torch.arange(n, dtype=t.dtype, device=t.device)[:, None] * torch.ones(d, device=t.device)
+        sin, cos = freqs.sin(), freqs.cos()
+        return (t * cos) + (rotate_every_two(t) * sin)
+
+
+class Swapped(nn.Module):
+    def forward(self, t):
+        return t + rotate_every_two(t)
+'''
+
+
+def test_the_stable_softmax_shift_and_interleaved_rope_are_their_families(tmp_path: Path) -> None:
+    module, path = _module(tmp_path, "oracle_shifted", SHIFTED)
+
+    def families(model: Any, x: Any) -> dict[int, set[int]]:
+        traced = trace_step(model, (x,), {})
+        out: dict[int, set[int]] = {}
+        for g in traced.graphs:
+            for s in find_sites(g, lambda f: f == path):
+                out.setdefault(s.family, set()).add(s.anchor[1])
+        return out
+
+    x = torch.randn(2, 4, 16)
+    attn = families(module.PalmAttention(), x)
+    assert attn.get(10) == {_line(SHIFTED, 'return einsum("b h i j, b j d')}
+    assert 10 not in families(module.ShiftedGate(), x)
+    rope = families(module.Rotary(), x)
+    assert rope.get(15) == {_line(SHIFTED, "return (t * cos) + (rotate_every_two(t) * sin)")}
+    assert 15 not in families(module.Swapped(), x)

@@ -357,6 +357,10 @@ class GuardKind(str, Enum):
     # same_paths($q, $k, $v): the ops defining the values after the first run under the same branch tests
     # and alternatives, and the op defining the first runs wherever they do (its tests are a prefix)
     SAME_PATHS = "same_paths"
+    # attention_roles($q, $k, $v, $qh, $kh, $vh): the three projections are used as attention uses q, k and v:
+    # a head split of one of them is bound (the last three), or, with none, they are read by one call, or
+    # two meet in a contraction that the third is contracted with (engine.attention_roles)
+    ATTENTION_ROLES = "attention_roles"
     # key_may_be($act, "gelu", ...): when the layer bound to $act is looked up by a literal key (`T["relu"]`,
     # `f("swish")`, a conditional of literals), one of its values is listed; a key read from elsewhere passes
     KEY_MAY_BE = "key_may_be"

@@ -30,6 +30,7 @@ from adopter.dsl.types import (
     Rule,
     Value,
 )
+from adopter.engine.attention_roles import plays_attention_roles
 from adopter.engine.bindings import InitIndex, norm_text
 from adopter.engine.flow import FlatForward
 from adopter.engine.layer_facts import literal_keys, output_width, widths_agree
@@ -470,6 +471,9 @@ class RuleMatcher:
             return widths_agree([self._width(arg, state) for arg in g.args])
         if g.kind == GuardKind.SAME_PATHS:
             return self._same_paths([self._value(arg, state) for arg in g.args])
+        if g.kind == GuardKind.ATTENTION_ROLES:
+            values = [self._value(arg, state) for arg in g.args]
+            return plays_attention_roles(values[:3], values[3:], self.flat)
         if g.kind == GuardKind.KEY_MAY_BE:
             return self._key_may_be(g, state)
         if g.kind == GuardKind.ROTARY_TABLES:

@@ -1,19 +1,26 @@
 """The `scale_factor($s)` guard: a value is a factor, not an activation of the forward.
 
-`F.normalize(x, dim=-1) * s` is an RMS normalisation times a factor when `s` is a number, a parameter or
+`F.normalize(x, dim=-1) * s` is an RMS normalisation times a factor when `s` is a parameter or
 attribute (`self.scale`, `self.gamma`), arithmetic of those (`self.gamma + 1`, `self.scale.exp()`), or a size
 read from a shape (`x.shape[-1] ** 0.5`), also reshaped (`append_dims(self.g, x.ndim - 2)`). When `s` is another
 activation (`x * F.normalize(residual)`, a projection onto a direction) it is not. The guard follows the
 value back through the ops that made it (a few steps) and fails at a forward input, a module call, or any
 op reading an activation; a call that reads no value of the forward (`self.scale.exp()`) is a factor.
+
+A bare numeric literal (`2 * F.normalize(x) @ c.t()`, the `2ab` term of a squared distance) is neither a gain
+nor a `sqrt(d)` scale: it is a coefficient of whatever formula the product belongs to, so it is not a factor
+here; a literal in arithmetic (`2 ** 0.5`, `dim ** 0.5`) is.
 """
 
 from __future__ import annotations
+
+import re
 
 from adopter.dsl.types import Expr, OpKind, Ref
 from adopter.engine.flow import FlatForward
 
 MAX_STEPS = 8
+_NUMBER = re.compile(r"\(?\s*[-+]?\s*(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*\)?")
 _SIZES = frozenset({"numel", "size", "dim", "nelement"})
 _LAYOUT = frozenset({"reshape", "view", "expand", "repeat", "permute", "transpose", "unsqueeze", "squeeze",
                      "flatten"})
@@ -24,7 +31,7 @@ def is_scale_factor(bound: tuple[str, ...] | tuple[str, str, int] | None, flat: 
     if bound is None:
         return False
     if bound[0] == "expr":
-        return True
+        return _NUMBER.fullmatch(str(bound[1]).strip()) is None
     if bound[0] != "ref" or len(bound) < 3:
         return False
     return _factor(str(bound[1]), int(bound[2]), flat, MAX_STEPS)

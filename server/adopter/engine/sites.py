@@ -205,16 +205,26 @@ def _container_items(ops: Sequence[Op]) -> tuple[str, ...]:
 
 def _outside_larger_matches(findings: list[Finding]) -> list[Finding]:
     """Drop a finding whose ops all belong to a larger finding of the same family (the one-tensor RoPE
-    inside the q/k pair): one site, reported by the rule that covers it whole."""
+    inside the q/k pair): one site, reported by the rule that covers it whole.
+
+    Two findings of one family on the same source spans are one site too: a helper applied to q and k
+    through one `map(lambda t: ..., (q, k))` writes the pair's ops once, so the q/k rule and the one-tensor
+    rule match the same text. The finding of more ops (the pair) is kept; on a tie, the first rule id.
+    """
     by_family: dict[int, list[tuple[frozenset[Span], Finding]]] = {}
     for f in findings:
         by_family.setdefault(f.family, []).append((frozenset(op.span for op in f.match.ops), f))
     kept: list[Finding] = []
     for group in by_family.values():
         for spans, f in group:
-            if not any(spans < other for other, _ in group):
+            if not any(spans < other or (spans == other and g is not f and _covers_more(g, f)) for other, g in group):
                 kept.append(f)
     return kept
+
+
+def _covers_more(g: Finding, f: Finding) -> bool:
+    """Of two findings on the same spans, whether `g` is the one reported: more ops, else the first rule id."""
+    return (len(g.match.ops), f.rule_id) > (len(f.match.ops), g.rule_id)
 
 
 def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: str, path: str | None,

@@ -1,0 +1,110 @@
+"""The `attention_roles($q, $k, $v, $qh, $kh, $vh)` guard: three projections are a query, keys and values.
+
+Three Linears applied to one input are fused q/k/v projections only when they play those roles. A head
+split (`$qh`, `$kh`, `$vh`: a `view`/`reshape`/`rearrange` into heads) says so; without one, the values must
+be used as attention uses them:
+
+- all three read by one call (`self.attn(q, k, v)`, `F.scaled_dot_product_attention(q, k, v)`, a helper),
+  or returned together (`return q, k, v`), after layout, cast and arithmetic steps only; or
+- two of them meet in a contraction (`q @ k.transpose(-1, -2)`, an einsum: the scores), and the third is
+  contracted with a value computed from those scores (`softmax(scores) @ v`).
+
+Five projections of one input used as gates and mixed by an einsum (AlphaFold's triangle multiplicative
+update: `left * sigmoid(left_gate)`, `einsum(eq, left, right)`, `out * sigmoid(out_gate)`) meet in a
+contraction, but no third projection is contracted with its result: not attention, not q/k/v.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import permutations
+
+from adopter.dsl.types import OpKind
+from adopter.engine.flow import FlatForward
+
+MAX_NODES = 200  # how far forward from a projection the uses are followed
+_CONTRACTIONS = frozenset({"torch.matmul", "torch.einsum", "einops.einsum", "torch.baddbmm", "baddbmm",
+                           "einsum", "torch.bmm", "bmm", "matmul", "@"})
+# Steps that pass a projection on unchanged in role: layout, casts, scaling, masking, concatenation.
+_PASS = frozenset({"cast", "choose", "getitem", "view", "reshape", "transpose", "permute", "contiguous",
+                   "unsqueeze", "squeeze", "expand", "flatten", "to", "type_as", "float", "half", "masked_fill",
+                   "torch.transpose", "einops.rearrange", "rearrange", "+", "-", "*", "/", "neg",
+                   "torch.cat", "cat"})
+_SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split", "torch.chunk", "torch.split"})
+
+_HEAD_SPLITS = frozenset({"view", "reshape", "einops.rearrange", "torch.reshape"})
+
+Bound = tuple[str, str, int] | tuple[str, str] | None
+
+
+def plays_attention_roles(values: Sequence[Bound], splits: Sequence[Bound], flat: FlatForward) -> bool:
+    """Whether the three projection values are q, k and v (see the module doc)."""
+    if any(_head_split(flat, s) for s in splits):
+        return True
+    refs = [v for v in values if v is not None and v[0] == "ref" and len(v) >= 3]
+    if len(refs) < 3:
+        return True  # an input or an expression: nothing to follow, keep the match
+    starts = [(str(v[1]), int(v[2])) for v in refs[:3]]
+    direct = [_reach(flat, name, d, passing=True) for name, d in starts]
+    if _read_together(flat, direct):
+        return True
+    full = [_reach(flat, name, d, passing=False) for name, d in starts]
+    for a, b, c in permutations(range(3)):
+        for scores in full[a] & full[b]:
+            if not _contraction(flat, scores):
+                continue
+            after = _reach_from(flat, scores, passing=False)
+            if any(_contraction(flat, n) and n != scores for n in after & full[c]):
+                return True
+    return False
+
+
+def _head_split(flat: FlatForward, bound: Bound) -> bool:
+    """Whether the value is made by a head split (an optional step left out binds the value it would read)."""
+    if bound is None or bound[0] != "ref" or len(bound) < 3 or int(bound[2]) < 0:
+        return False
+    op = flat.nodes[int(bound[2])].op
+    return op is not None and op.target in _HEAD_SPLITS
+
+
+def _contraction(flat: FlatForward, n: int) -> bool:
+    op = flat.nodes[n].op
+    return op is not None and op.kind != OpKind.MODULE and op.target in _CONTRACTIONS
+
+
+def _read_together(flat: FlatForward, reached: list[set[int]]) -> bool:
+    """A node reads all three (through passing steps): a call that is not a contraction or arithmetic, or a
+    `return`."""
+    for n in reached[0] & reached[1] & reached[2]:
+        op = flat.nodes[n].op
+        if op is None or (op.target not in _PASS and op.target not in _CONTRACTIONS):
+            return True
+    return False
+
+
+def _reach(flat: FlatForward, name: str, d: int, *, passing: bool) -> set[int]:
+    """The nodes reading the value `name` defined at node `d`, followed forward through the values they
+    define (only through passing steps when `passing`)."""
+    seen: set[int] = set()
+    todo = [(name, d)]
+    while todo and len(seen) < MAX_NODES:
+        current, at = todo.pop()
+        for u in flat.uses_of.get(current, ()):
+            if u <= at or u in seen or not flat.may_reach(current, at, u):  # on some path (defs per branch)
+                continue
+            seen.add(u)
+            op = flat.nodes[u].op
+            if op is None or (op.target in _SPLITS and op.kind != OpKind.MODULE):
+                continue
+            if passing and op.target not in _PASS:
+                continue
+            todo.extend((out, u) for out in op.outputs)
+    return seen
+
+
+def _reach_from(flat: FlatForward, n: int, *, passing: bool) -> set[int]:
+    op = flat.nodes[n].op
+    out: set[int] = set()
+    for name in op.outputs if op is not None else ():
+        out |= _reach(flat, name, n, passing=passing)
+    return out
