@@ -5,8 +5,10 @@ as `bench/detection.py --set <set>` matches them (same file and family, the labe
 finding's lines; each label and finding used once). A family has a fix when one of its rules declares a
 rewrite strategy (`rewrite <strategy>` in `rules/*.adl`); a true finding of such a family counts even when
 the rule that found it has none (then it is not fixed). A true finding is fixed when `fix` of the whole
-file (what `adopter fix FILE --target cpu` writes; `--target cuda` for the CUDA one) leaves no finding of its family at the label's line:
-`FileFix.skipped` lists every finding left, at lines of the user's file.
+file (what `adopter fix FILE --target cpu` writes; `--target cuda` for the CUDA one) leaves no finding of its family at the label's line
+(`FileFix.skipped` lists every finding left, at lines of the user's file) and a fix was written for it: one
+applied at the label's line, or no finding of its family left in its class in the fixed text (`skipped`
+leaves out findings inside code a fix wrote, so a copied line alone would look fixed).
 
     .venv/bin/python bench/fix_coverage.py --set realworld [--root DIR] [--json OUT]
     .venv/bin/python bench/fix_coverage.py --set heldout --figures-only   # scored, never studied
@@ -54,7 +56,7 @@ def measure(labelled_set: str, root: Path | None = None, target: str = "cpu") ->
             continue
         path = str((root / f.package / f.member).resolve()) if root is not None else f.member
         analysed = session.analysed(f.text, path)
-        preds: list[tuple[int, frozenset[int], str]] = []
+        preds: list[tuple[int, frozenset[int], str, str]] = []
         seen: set[tuple[int, frozenset[int]]] = set()
         for finding in analysed.findings:
             if finding.family not in FAMILIES:
@@ -62,9 +64,9 @@ def measure(labelled_set: str, root: Path | None = None, target: str = "cpu") ->
             lines = _lines(finding)
             if (finding.family, lines) not in seen:
                 seen.add((finding.family, lines))
-                preds.append((finding.family, lines, finding.rule_id))
+                preds.append((finding.family, lines, finding.rule_id, finding.scope_name))
         used: set[int] = set()
-        matched: list[tuple[dict, tuple[int, frozenset[int], str]]] = []
+        matched: list[tuple[dict, tuple[int, frozenset[int], str, str]]] = []
         for label in sorted(labels, key=lambda s: s["line"]):
             hit = next((i for i, p in enumerate(preds) if i not in used and p[0] == label["family"]
                         and label["line"] in p[1]), None)
@@ -76,14 +78,24 @@ def measure(labelled_set: str, root: Path | None = None, target: str = "cpu") ->
             continue
         result = session.fix(f.text, path)
         remaining = [(g.family, _lines(g), g.rule_id, reason) for g, reason in result.skipped]
-        for label, _pred in matched:
+        applied = [(g.family, _lines(g)) for g in result.applied]
+        # `skipped` omits findings inside code a fix wrote: a rewrite that copied the site's line would look
+        # fixed. So a site also needs a fix written at its line (spans of the user's text in the first round),
+        # or, for a fix written in a later round (spans of a rewritten text), no finding of its family left in
+        # its class in the fixed text.
+        after = {(g.family, g.scope_name) for g in session.analysed(result.new_source, path).findings}
+        for label, pred in matched:
             family = label["family"]
             true[family] += 1
             still = next((r for r in remaining if r[0] == family and label["line"] in r[1]), None)
-            if still is None:
+            written = any(a[0] == family and label["line"] in a[1] for a in applied)
+            if still is None and (written or (family, pred[3]) not in after):
                 fixed[family] += 1
-            else:
+            elif still is not None:
                 left.append((f.key, label["line"], family, still[2], still[3]))
+            else:
+                left.append((f.key, label["line"], family, pred[2], "no fix was written for it (the finding is "
+                             "left inside code another fix wrote)"))
     return {"families_with_fix": sorted(with_fix), "true": dict(true), "fixed": dict(fixed), "left": left}
 
 
