@@ -49,6 +49,7 @@ from adopter.analysis.crossfile.ast_files import (
     qualify,
     toplevel_of,
 )
+from adopter.analysis.crossfile.builders import Call, built_layer
 from adopter.analysis.crossfile.direct import direct_definition
 from adopter.analysis.crossfile.evaluator import UNKNOWN, config_defaults, getattr_parts, literal
 from adopter.analysis.crossfile.init_source import InitSource, Scope
@@ -119,6 +120,10 @@ class CrossFileReach:
             args, kwargs = ((), ()) if summary.own_init else (ctor.args, ctor.kwargs)
             kwargs = (*kwargs, *(Kwarg(k, Expr(v)) for k, v in summary.layer_kwargs))
             return Ctor(summary.layer, args, kwargs, origin=f"{summary.definition.name} ({where})")
+        if summary.kind == "other" and ctor.lookup is None:
+            built = self._built(ctor, summary.definition, scope)
+            if built is not None:
+                return Ctor(built, ctor.args, ctor.kwargs, origin=f"{summary.definition.name} ({where})")
         registry: Summary | None = None
         key_text: str | None = None
         if summary.kind == "registry" and ctor.lookup is not None:
@@ -147,6 +152,34 @@ class CrossFileReach:
         source = f", {key_origin}" if key_origin else ""
         return Ctor(layer.layer or "", (), tuple(Kwarg(k, Expr(v)) for k, v in layer.layer_kwargs),
                     origin=f"{call} ({where}){source}")
+
+    def _built(self, ctor: Ctor, d: Definition, scope: Scope) -> str | None:
+        """The torch layer an imported builder function returns for this call (`builders`), else None."""
+        found = self._node(d.name, d.path, d.line)
+        if found is None or not isinstance(found[1], ast.FunctionDef):
+            return None
+        args = tuple(a.text if isinstance(a, Expr) else "" for a in ctor.args)
+        if any(t.startswith("*") for t in args):
+            return None
+        call = Call(args, frozenset(k.name for k in ctor.kwargs if k.name != "**"),
+                    any(k.name == "**" for k in ctor.kwargs),
+                    frozenset(p for p, v in scope.params.items() if v is not None and isinstance(literal(v), int)))
+        return built_layer(found[1], found[0], found[2], call, self._lookup, torch_layer)
+
+    def _lookup(self, qualified: str, path: str) -> tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, str] | None:
+        """The definition of a name used in file `path` (a top-level name of that file, or imported)."""
+        if "." not in qualified:
+            return self._node(qualified, path, None)
+        d = self.definition(qualified, path)
+        return self._node(d.name, d.path, d.line) if d is not None else None
+
+    def _node(self, name: str, path: str, line: int | None,
+              ) -> tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, str] | None:
+        parsed = self.parsed(path)
+        if parsed is None or parsed.tree is None:
+            return None
+        node = parsed.toplevel.get(name) if line is None else node_at(parsed.tree, name, line)
+        return (parsed, node, path) if isinstance(node, ast.FunctionDef | ast.ClassDef) else None
 
     def _key(self, text: str, path: str, scope: Scope, hops: int = 0) -> tuple[object, str | None]:
         """The value of a lookup key where evident: a literal, a parameter's literal default, a local

@@ -1,0 +1,201 @@
+"""What an imported builder function returns for one call: the torch layer, when every path left open builds it.
+
+`self.conv = create_conv2d(in_chs, out_chs, 3, stride=stride, padding=pad_type)` (timm, effdet, geffnet's
+`select_conv2d`): the function's `return` statements are read (Python's `ast`, never executed), following
+a local (`m = ...; return m`) and the builders it calls in turn (`create_conv2d_pad`, in the same file or
+imported, a few levels deep). A branch is dropped only when the call decides its test:
+
+- `'num_experts' in kwargs` (with `kwargs` the function's `**` parameter): whether the call passes that
+  keyword (`kwargs['x'] > 0` after a false `in` test is never evaluated);
+- `isinstance(kernel_size, list)` (or `tuple`): false when the call passes an int literal, or a parameter of
+  the caller whose default is one.
+
+Every other test leaves both branches open. The call builds a torch layer only when every open return
+constructs that layer or a class of the builder's files that subclasses it (`class Conv2dSame(nn.Conv2d)`,
+`Conv2dSameExport`); a `MixedConv2d(nn.ModuleDict)` or a `CondConv2d(nn.Module)` left open declines it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from adopter.analysis.crossfile.ast_files import ParsedFile, dotted_name, qualify
+from adopter.analysis.crossfile.evaluator import UNKNOWN, literal
+
+MAX_DEPTH = 3  # builders followed through builders
+MAX_RETURNS = 8  # open returns read per builder
+
+
+@dataclass(frozen=True)
+class Call:
+    """What the caller passes: positional argument texts (None past a `*` splat) and keyword names."""
+
+    args: tuple[str, ...]
+    keywords: frozenset[str]
+    open_keywords: bool  # a `**` splat: any keyword may be passed
+    int_names: frozenset[str]  # the caller's names known to hold an int (parameters with an int default)
+
+
+# (qualified name, file it is named in) -> (parsed file, node) of its definition, or None
+Lookup = Callable[[str, str], tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, str] | None]
+TorchLayer = Callable[[str], str | None]
+
+
+def built_layer(fn: ast.FunctionDef, parsed: ParsedFile, path: str, call: Call, lookup: Lookup,
+                torch_layer: TorchLayer, depth: int = 0) -> str | None:
+    """The torch layer (`torch.nn.Conv2d`) every open path of `fn` called as `call` returns, else None."""
+    if depth > MAX_DEPTH:
+        return None
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    kwargs_name = fn.args.kwarg.arg if fn.args.kwarg is not None else None
+    values = _Values(params, kwargs_name, call)
+    returns = list(_returns(fn.body, values, {}))
+    if not returns or len(returns) > MAX_RETURNS:
+        return None
+    popped = frozenset(_popped(fn, kwargs_name))
+    found: set[str] = set()
+    for value in returns:
+        layer = _layer_of(value, parsed, path, values, popped, lookup, torch_layer, depth)
+        if layer is None:
+            return None
+        found.add(layer)
+    return found.pop() if len(found) == 1 else None
+
+
+class _Values:
+    """Three-valued tests the call decides (True / False / None: not decided)."""
+
+    def __init__(self, params: list[str], kwargs_name: str | None, call: Call) -> None:
+        self.kwargs_name = kwargs_name
+        self.call = call
+        self.args = {p: call.args[i] for i, p in enumerate(params) if i < len(call.args)}
+
+    def test(self, node: ast.expr) -> bool | None:
+        if isinstance(node, ast.BoolOp):
+            parts = [self.test(v) for v in node.values]
+            if isinstance(node.op, ast.And):
+                return False if False in parts else (True if all(p is True for p in parts) else None)
+            return True if True in parts else (False if all(p is False for p in parts) else None)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self.test(node.operand)
+            return None if inner is None else not inner
+        if (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.In | ast.NotIn)
+                and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)
+                and isinstance(node.comparators[0], ast.Name) and node.comparators[0].id == self.kwargs_name):
+            if self.call.open_keywords and node.left.value not in self.call.keywords:
+                return None
+            passed = node.left.value in self.call.keywords
+            return passed if isinstance(node.ops[0], ast.In) else not passed
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
+                and len(node.args) == 2 and isinstance(node.args[0], ast.Name) and _sequence_types(node.args[1])):
+            text = self.args.get(node.args[0].id)
+            if text is not None and (isinstance(literal(text), int) or text in self.call.int_names):
+                return False
+        return None
+
+
+def _sequence_types(node: ast.expr) -> bool:
+    names = node.elts if isinstance(node, ast.Tuple) else [node]
+    return bool(names) and all(isinstance(n, ast.Name) and n.id in ("list", "tuple") for n in names)
+
+
+def _returns(stmts: list[ast.stmt], values: _Values, env: dict[str, list[ast.expr]]) -> Iterator[ast.expr]:
+    """The expressions the open paths of `stmts` return (a returned local: what it was last assigned on
+    each path). `env` maps locals to the values they may hold here."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Return):
+            if stmt.value is None:
+                yield ast.Constant(None)
+            elif isinstance(stmt.value, ast.Name) and stmt.value.id in env:
+                yield from env[stmt.value.id]
+            else:
+                yield stmt.value
+            return
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            env[stmt.targets[0].id] = [stmt.value]
+        elif isinstance(stmt, ast.If):
+            decided = values.test(stmt.test)
+            branches = [stmt.body] if decided is True else [stmt.orelse] if decided is False else [stmt.body, stmt.orelse]
+            merged: dict[str, list[ast.expr]] = {}
+            ended = True
+            for branch in branches:
+                local = {k: list(v) for k, v in env.items()}
+                yield from _returns(branch, values, local)
+                if not _ends(branch):
+                    ended = False
+                    for k, v in local.items():
+                        merged.setdefault(k, []).extend(x for x in v if x not in merged.get(k, []))
+            if ended:
+                return
+            env.clear()
+            env.update(merged)
+        elif isinstance(stmt, ast.For | ast.While | ast.With | ast.Try | ast.FunctionDef | ast.ClassDef):
+            if any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
+                yield ast.Constant(None)  # a return this does not follow: the result is not evident
+                return
+
+
+def _ends(stmts: list[ast.stmt]) -> bool:
+    return bool(stmts) and isinstance(stmts[-1], ast.Return | ast.Raise)
+
+
+def _popped(fn: ast.FunctionDef, kwargs_name: str | None) -> Iterator[str]:
+    """The keywords `fn` removes from its `**` parameter (`kwargs.pop('padding', '')`)."""
+    for n in ast.walk(fn):
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "pop"
+                and isinstance(n.func.value, ast.Name) and n.func.value.id == kwargs_name and n.args
+                and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)):
+            yield n.args[0].value
+
+
+def _layer_of(value: ast.expr, parsed: ParsedFile, path: str, values: _Values, popped: frozenset[str],
+              lookup: Lookup, torch_layer: TorchLayer, depth: int) -> str | None:
+    if not isinstance(value, ast.Call):
+        return None
+    dotted = dotted_name(value.func)
+    if dotted is None:
+        return None
+    qualified = qualify(dotted, parsed.imports)
+    layer = torch_layer(qualified)
+    if layer is not None:
+        return layer
+    found = lookup(qualified, path)
+    if found is None:
+        return None
+    inner_parsed, node, inner_path = found
+    if isinstance(node, ast.ClassDef):
+        if any(isinstance(s, ast.FunctionDef) and s.name == "__new__" for s in node.body):
+            return None
+        for base in node.bases:  # a subclass of the torch layer (`class Conv2dSame(nn.Conv2d)`)
+            base_name = dotted_name(base)
+            if base_name is not None and (base_layer := torch_layer(qualify(base_name, inner_parsed.imports))):
+                return base_layer
+        return None
+    if any(isinstance(a, ast.Starred) for a in value.args):
+        return None
+    call, kwargs_name = values.call, values.kwargs_name
+    passes = _passes(value, kwargs_name)
+    # a name of this builder holding an int for the call: a parameter the call gives an int
+    ints = frozenset(p for p, text in values.args.items()
+                     if isinstance(literal(text), int) or text in call.int_names)
+    inner = Call(tuple(_text(a) for a in value.args),
+                 frozenset(k.arg for k in value.keywords if k.arg is not None)
+                 | (call.keywords - popped if passes else frozenset()),
+                 any(k.arg is None and not (isinstance(k.value, ast.Name) and k.value.id == kwargs_name)
+                     for k in value.keywords) or (call.open_keywords and passes),
+                 ints)
+    return built_layer(node, inner_parsed, inner_path, inner, lookup, torch_layer, depth + 1) \
+        if isinstance(node, ast.FunctionDef) else None
+
+
+def _passes(call: ast.Call, kwargs_name: str | None) -> bool:
+    """`f(..., **kwargs)` passes on the builder's own keywords."""
+    return kwargs_name is not None and any(
+        k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwargs_name for k in call.keywords)
+
+
+def _text(node: ast.expr) -> str:
+    value = literal(ast.unparse(node))
+    return ast.unparse(node) if value is UNKNOWN or not isinstance(value, int) else str(value)
