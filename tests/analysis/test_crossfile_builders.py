@@ -1,0 +1,199 @@
+"""Cross-file reach: what an imported builder function returns (`analysis/crossfile/builders.py`).
+
+The package is timm 1.0.12's own code, shortened: `create_conv2d` (timm/layers/create_conv2d.py) picks
+`MixedConv2d` for a list of kernel sizes, `CondConv2d` when `num_experts` is passed, else
+`create_conv2d_pad` (timm/layers/conv2d_same.py), which builds `Conv2dSame` / `Conv2dSameExport` (both
+subclass `nn.Conv2d`) or `nn.Conv2d`. The model is effdet 0.4.1's `SeparableConv2d`
+(effdet/efficientdet.py) and timm's `ConvNorm` (timm/models/efficientformer_v2.py, with a plain BatchNorm).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from adopter.analysis import analyse
+from adopter.analysis.crossfile.reach import CrossFileReach
+from adopter.analysis.crossfile.resolver import ModuleResolver
+from adopter.dsl.types import Ctor
+from adopter.engine import check, detect_environment, load_rules
+
+CREATE_CONV2D = '''
+from .mixed_conv2d import MixedConv2d
+from .cond_conv2d import CondConv2d
+from .conv2d_same import create_conv2d_pad
+
+
+def create_conv2d(in_channels, out_channels, kernel_size, **kwargs):
+    """ Select a 2d convolution implementation based on arguments """
+    if isinstance(kernel_size, list):
+        assert 'num_experts' not in kwargs  # MixNet + CondConv combo not supported currently
+        if 'groups' in kwargs:
+            groups = kwargs.pop('groups')
+            if groups == in_channels:
+                kwargs['depthwise'] = True
+            else:
+                assert groups == 1
+        m = MixedConv2d(in_channels, out_channels, kernel_size, **kwargs)
+    else:
+        depthwise = kwargs.pop('depthwise', False)
+        groups = in_channels if depthwise else kwargs.pop('groups', 1)
+        if 'num_experts' in kwargs and kwargs['num_experts'] > 0:
+            m = CondConv2d(in_channels, out_channels, kernel_size, groups=groups, **kwargs)
+        else:
+            m = create_conv2d_pad(in_channels, out_channels, kernel_size, groups=groups, **kwargs)
+    return m
+'''
+
+CONV2D_SAME = '''
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .config import is_exportable, is_scriptable
+from .padding import get_padding_value
+
+_USE_EXPORT_CONV = False
+
+
+class Conv2dSame(nn.Conv2d):
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self.stride, (0, 0), self.dilation, self.groups)
+
+
+class Conv2dSameExport(nn.Conv2d):
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+def create_conv2d_pad(in_chs, out_chs, kernel_size, **kwargs):
+    padding = kwargs.pop('padding', '')
+    kwargs.setdefault('bias', False)
+    padding, is_dynamic = get_padding_value(padding, kernel_size, **kwargs)
+    if is_dynamic:
+        if _USE_EXPORT_CONV and is_exportable():
+            assert not is_scriptable()
+            return Conv2dSameExport(in_chs, out_chs, kernel_size, **kwargs)
+        else:
+            return Conv2dSame(in_chs, out_chs, kernel_size, **kwargs)
+    else:
+        return nn.Conv2d(in_chs, out_chs, kernel_size, padding=padding, **kwargs)
+'''
+
+MIXED = '''
+import torch.nn as nn
+
+
+class MixedConv2d(nn.ModuleDict):
+    def __init__(self, in_channels, out_channels, kernel_size=3, **kwargs):
+        super().__init__()
+'''
+
+COND = '''
+import torch.nn as nn
+
+
+class CondConv2d(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size=3, num_experts=4, **kwargs):
+        super().__init__()
+'''
+
+MODEL = '''
+import torch.nn as nn
+from pkg.layers.create_conv2d import create_conv2d
+
+
+class ConvNorm(nn.Module):
+    def __init__(self, in_channels, out_channels, {kernel}, stride=1, padding='', bias=True):
+        super(ConvNorm, self).__init__()
+        self.conv = create_conv2d(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride=stride,
+            padding=padding,
+            bias=bias,{extra}
+        )
+        self.bn = nn.BatchNorm2d(out_channels)
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = self.bn(x)
+        return x
+'''
+
+
+def _project(tmp_path: Path, kernel: str, extra: str = "") -> Path:
+    layers = tmp_path / "pkg" / "layers"
+    layers.mkdir(parents=True)
+    for name, text in {"__init__": "", "create_conv2d": CREATE_CONV2D, "conv2d_same": CONV2D_SAME,
+                       "mixed_conv2d": MIXED, "cond_conv2d": COND, "config": "def is_exportable():\n    return False\n",
+                       "padding": "def get_padding_value(padding, kernel_size, **kwargs):\n    return 0, False\n"}.items():
+        (layers / f"{name}.py").write_text(textwrap.dedent(text), encoding="utf-8")
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    model = tmp_path / "pkg" / "model.py"
+    model.write_text(MODEL.format(kernel=kernel, extra=extra), encoding="utf-8")
+    return model
+
+
+def _conv_and_findings(tmp_path: Path, kernel: str, extra: str = "") -> tuple[Ctor, list[str]]:
+    model = _project(tmp_path, kernel, extra)
+    reach = CrossFileReach(ModuleResolver(search_paths=[str(tmp_path)]), root=str(tmp_path))
+    mf = analyse(model.read_text(encoding="utf-8"), str(model), reach=reach)
+    arch = next(a for a in mf.architectures if a.name == "ConvNorm")
+    assert arch.init is not None
+    conv = next(b.value for b in arch.init.bindings if b.attr == "conv")
+    assert isinstance(conv, Ctor)
+    rules = [r for r in load_rules().rules if r.family == 7]
+    return conv, [f.rule_id for f in check(mf, rules, detect_environment("cpu")).findings]
+
+
+def test_a_builder_that_returns_a_conv_on_every_open_path_is_that_conv(tmp_path: Path) -> None:
+    """`kernel_size=1`: `isinstance(kernel_size, list)` is false and `num_experts` is not passed, so every
+    open return is `nn.Conv2d` or a subclass of it; the conv -> BN pair is reported."""
+    conv, found = _conv_and_findings(tmp_path, "kernel_size=1")
+    assert conv.callee == "torch.nn.Conv2d"
+    assert conv.origin is not None and conv.origin.startswith("create_conv2d (pkg/layers/create_conv2d.py:")
+    assert "f07-conv-bn" in found
+
+
+@pytest.mark.parametrize(("kernel", "extra"), [
+    ("kernel_size", ""),  # a required parameter: it may be a list (MixedConv2d, a ModuleDict)
+    ("kernel_size=1", "\n            num_experts=4,"),  # CondConv2d, an nn.Module of its own
+    ("kernel_size=1", "\n            **conv_kwargs,"),  # any keyword may be passed: num_experts too
+])
+def test_a_builder_with_another_open_path_stays_as_written(tmp_path: Path, kernel: str, extra: str) -> None:
+    if "conv_kwargs" in extra:
+        kernel += ", conv_kwargs=None"
+    conv, found = _conv_and_findings(tmp_path, kernel, extra)
+    assert conv.callee.endswith("create_conv2d") and conv.origin is None
+    assert "f07-conv-bn" not in found
+
+
+def test_deferred_reach_resolves_the_builder_later(tmp_path: Path) -> None:
+    """The server's mode: the builder's file is read when the queue is resolved, never on the keystroke."""
+    model = _project(tmp_path, "kernel_size=1")
+    reach = CrossFileReach(ModuleResolver(search_paths=[str(tmp_path)]), deferred=True, root=str(tmp_path))
+    text = model.read_text(encoding="utf-8")
+
+    def conv() -> Ctor:
+        arch = next(a for a in analyse(text, str(model), reach=reach).architectures if a.name == "ConvNorm")
+        assert arch.init is not None
+        value = next(b.value for b in arch.init.bindings if b.attr == "conv")
+        assert isinstance(value, Ctor)
+        return value
+
+    assert conv().origin is None and reach.has_pending()
+    while reach.has_pending():
+        reach.resolve_pending()
+        conv()
+    assert conv().callee == "torch.nn.Conv2d"
+    same = tmp_path / "pkg" / "layers" / "conv2d_same.py"
+    same.write_text(same.read_text(encoding="utf-8").replace("(nn.Conv2d):", "(nn.Module):"), encoding="utf-8")
+    assert reach.changed([str(same)])  # the edit of the builder's file is seen
+    conv()
+    while reach.has_pending():
+        reach.resolve_pending()
+    value = conv()
+    assert value.origin is None and value.callee.endswith("create_conv2d")  # Conv2dSame is no conv now
