@@ -197,3 +197,159 @@ def test_deferred_reach_resolves_the_builder_later(tmp_path: Path) -> None:
         reach.resolve_pending()
     value = conv()
     assert value.origin is None and value.callee.endswith("create_conv2d")  # Conv2dSame is no conv now
+
+
+# torchvision 0.28.0, torchvision/ops/misc.py (docstrings and the deprecation warning left out)
+MISC = '''
+import warnings
+from collections.abc import Sequence
+from typing import Callable, Optional, Union
+
+import torch
+
+from ..utils import _log_api_usage_once, _make_ntuple
+
+
+class ConvNormActivation(torch.nn.Sequential):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Union[int, tuple[int, ...]] = 3,
+        stride: Union[int, tuple[int, ...]] = 1,
+        padding: Optional[Union[int, tuple[int, ...], str]] = None,
+        groups: int = 1,
+        norm_layer: Optional[Callable[..., torch.nn.Module]] = torch.nn.BatchNorm2d,
+        activation_layer: Optional[Callable[..., torch.nn.Module]] = torch.nn.ReLU,
+        dilation: Union[int, tuple[int, ...]] = 1,
+        inplace: Optional[bool] = True,
+        bias: Optional[bool] = None,
+        conv_layer: Callable[..., torch.nn.Module] = torch.nn.Conv2d,
+    ) -> None:
+
+        if padding is None:
+            if isinstance(kernel_size, int) and isinstance(dilation, int):
+                padding = (kernel_size - 1) // 2 * dilation
+            else:
+                _conv_dim = len(kernel_size) if isinstance(kernel_size, Sequence) else len(dilation)
+                kernel_size = _make_ntuple(kernel_size, _conv_dim)
+                dilation = _make_ntuple(dilation, _conv_dim)
+                padding = tuple((kernel_size[i] - 1) // 2 * dilation[i] for i in range(_conv_dim))
+        if bias is None:
+            bias = norm_layer is None
+
+        layers = [
+            conv_layer(
+                in_channels,
+                out_channels,
+                kernel_size,
+                stride,
+                padding,
+                dilation=dilation,
+                groups=groups,
+                bias=bias,
+            )
+        ]
+
+        if norm_layer is not None:
+            layers.append(norm_layer(out_channels))
+
+        if activation_layer is not None:
+            params = {} if inplace is None else {"inplace": inplace}
+            layers.append(activation_layer(**params))
+        super().__init__(*layers)
+        _log_api_usage_once(self)
+        self.out_channels = out_channels
+
+
+class Conv2dNormActivation(ConvNormActivation):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Union[int, tuple[int, int]] = 3,
+        stride: Union[int, tuple[int, int]] = 1,
+        padding: Optional[Union[int, tuple[int, int], str]] = None,
+        groups: int = 1,
+        norm_layer: Optional[Callable[..., torch.nn.Module]] = torch.nn.BatchNorm2d,
+        activation_layer: Optional[Callable[..., torch.nn.Module]] = torch.nn.ReLU,
+        dilation: Union[int, tuple[int, int]] = 1,
+        inplace: Optional[bool] = True,
+        bias: Optional[bool] = None,
+    ) -> None:
+
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            groups,
+            norm_layer,
+            activation_layer,
+            dilation,
+            inplace,
+            bias,
+            torch.nn.Conv2d,
+        )
+'''
+
+STEM = '''
+import torch.nn as nn
+from tv.ops.misc import Conv2dNormActivation
+
+
+class Stem(nn.Module):
+    def __init__(self, in_channels=3, out_channels=32, norm_layer=nn.BatchNorm2d{extra}):
+        super().__init__()
+        self.stem = Conv2dNormActivation(in_channels, out_channels, {args})
+
+    def forward(self, x):
+        return self.stem(x)
+'''
+
+
+def _stem(tmp_path: Path, args: str, extra: str = "") -> tuple[Ctor, list[str]]:
+    ops = tmp_path / "tv" / "ops"
+    ops.mkdir(parents=True)
+    for folder in (tmp_path / "tv", ops):
+        (folder / "__init__.py").write_text("", encoding="utf-8")
+    (ops / "misc.py").write_text(MISC, encoding="utf-8")
+    model = tmp_path / "stem.py"
+    model.write_text(STEM.format(args=args, extra=extra), encoding="utf-8")
+    reach = CrossFileReach(ModuleResolver(search_paths=[str(tmp_path)]), root=str(tmp_path))
+    mf = analyse(model.read_text(encoding="utf-8"), str(model), reach=reach)
+    arch = next(a for a in mf.architectures if a.name == "Stem")
+    assert arch.init is not None
+    stem = next(b.value for b in arch.init.bindings if b.attr == "stem")
+    assert isinstance(stem, Ctor)
+    rules = [r for r in load_rules().rules if r.family == 7]
+    return stem, [f.rule_id for f in check(mf, rules, detect_environment("cpu")).findings]
+
+
+def test_an_imported_sequential_subclass_holds_what_its_init_hands_to_super(tmp_path: Path) -> None:
+    """`Conv2dNormActivation(3, 32, kernel_size=3, stride=2)`: its `__init__` hands everything to
+    `ConvNormActivation`, which builds `[Conv2d, BatchNorm2d, ReLU]` and calls `super().__init__(*layers)`."""
+    stem, found = _stem(tmp_path, "kernel_size=3, stride=2")
+    assert stem.callee == "torch.nn.Sequential"
+    assert [i.callee for i in stem.items] == ["torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.nn.ReLU"]
+    assert stem.origin is not None and stem.origin.startswith("Conv2dNormActivation (tv/ops/misc.py:")
+    assert found == ["f07-conv-bn"]
+
+
+@pytest.mark.parametrize(("args", "items"), [
+    ("norm_layer=norm_layer", ["torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.nn.ReLU"]),  # a default
+    ("norm_layer=nn.GroupNorm", ["torch.nn.Conv2d", "torch.nn.GroupNorm", "torch.nn.ReLU"]),
+    ("norm_layer=None, activation_layer=nn.SiLU", ["torch.nn.Conv2d", "torch.nn.SiLU"]),
+])
+def test_the_call_decides_the_items(tmp_path: Path, args: str, items: list[str]) -> None:
+    stem, found = _stem(tmp_path, args)
+    assert [i.callee for i in stem.items] == items
+    assert ("f07-conv-bn" in found) is ("torch.nn.BatchNorm2d" in items)
+
+
+def test_a_norm_layer_with_no_known_value_stays_as_written(tmp_path: Path) -> None:
+    """RAFT's `ResidualBlock(..., *, norm_layer)` hands on a required parameter: the norm is not known."""
+    stem, found = _stem(tmp_path, "norm_layer=norm, kernel_size=3", extra=", *, norm")
+    assert not stem.items  # an nn.Sequential whose items are not known (as before this reading)
+    assert found == []

@@ -199,3 +199,224 @@ def _passes(call: ast.Call, kwargs_name: str | None) -> bool:
 def _text(node: ast.expr) -> str:
     value = literal(ast.unparse(node))
     return ast.unparse(node) if value is UNKNOWN or not isinstance(value, int) else str(value)
+
+
+# -- Sequential subclasses ---------------------------------------------------------------------------
+
+# A parameter's value for one construction: the expression and the file whose imports qualify it.
+Bound = tuple[ast.expr, ParsedFile]
+# A value the construction passes that is not known here (a parameter of the caller with no default).
+UNKNOWN_VALUE: ast.expr = ast.Name(id="?")
+
+
+Passed = tuple[list[Bound], dict[str, Bound]]  # a construction's positional and keyword values
+
+
+def sequential_items(cls: ast.ClassDef, parsed: ParsedFile, path: str, call: Passed,
+                     lookup: Lookup, torch_layer: TorchLayer, depth: int = 0) -> tuple[str, ...] | None:
+    """The torch layers a subclass of `nn.Sequential` holds when built with the parameters `bound`
+    `call` passes, from what its `__init__` hands to `super().__init__`:
+    `super().__init__(conv, bn, act)`, or `super().__init__(*layers)` of a list built by
+    `layers = [...]`, `layers.append(...)` and `layers.extend([...])`, under tests of a parameter
+    against None (`if norm_layer is not None:`) that the construction decides. A subclass whose
+    `__init__` only hands its parameters on (torchvision's `Conv2dNormActivation`) is read through its
+    base. None when an item is not evident (a parameter with no value, a layer that is not torch's, a
+    loop or an undecided test that touches the list, a `forward` of its own)."""
+    if depth > MAX_DEPTH:
+        return None
+    methods = {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
+    if "forward" in methods or "__call__" in methods or len(cls.bases) != 1:
+        return None
+    base_name = dotted_name(cls.bases[0])
+    if base_name is None:
+        return None
+    base = qualify(base_name, parsed.imports)
+    init = methods.get("__init__")
+    env: dict[str, Bound] | None = None
+    if isinstance(init, ast.FunctionDef):
+        bound = call_bound(init, call)
+        env = _bind_params(init, parsed, bound) if bound is not None else None
+        if env is None:
+            return None
+    if torch_layer(base) == "torch.nn.Sequential":
+        return _own_items(init, parsed, env, lookup, torch_layer) \
+            if isinstance(init, ast.FunctionDef) and env is not None else None
+    found = lookup(base, path)
+    if found is None or not isinstance(found[1], ast.ClassDef):
+        return None
+    base_parsed, base_cls, base_path = found[0], found[1], found[2]
+    if isinstance(init, ast.FunctionDef) and env is not None:  # an `__init__` that only hands its parameters on
+        handed = _handed_on(init, parsed, env)
+        if handed is None:
+            return None
+        call = handed
+    return sequential_items(base_cls, base_parsed, base_path, call, lookup, torch_layer, depth + 1)
+
+
+def _bind_params(init: ast.FunctionDef, parsed: ParsedFile, bound: dict[str, Bound]) -> dict[str, Bound] | None:
+    """Each parameter of `init` (not `self`) with its value: what the construction passes, else its default."""
+    args = init.args.posonlyargs + init.args.args
+    params = [a.arg for a in args][1:]
+    defaults = dict(zip([a.arg for a in args][len(args) - len(init.args.defaults):], init.args.defaults))
+    defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d is not None})
+    env: dict[str, Bound] = {}
+    for name in params + [a.arg for a in init.args.kwonlyargs]:
+        if name in bound:
+            env[name] = bound[name]
+        elif name in defaults:
+            env[name] = (defaults[name], parsed)
+    if set(bound) - set(env):
+        return None  # a keyword this `__init__` does not name (or a `**kwargs` it takes)
+    return env
+
+
+def call_bound(init: ast.FunctionDef, call: Passed) -> dict[str, Bound] | None:
+    """`call`'s positional and keyword values named by the parameters of `init` (an `__init__`)."""
+    names = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+    positional, keywords = call
+    if len(positional) > len(names):
+        return None
+    out = dict(zip(names, positional))
+    out.update(keywords)
+    return out
+
+
+def _handed_on(init: ast.FunctionDef, parsed: ParsedFile, env: dict[str, Bound],
+               ) -> Passed | None:
+    """The values an `__init__` whose one statement (a docstring aside) is `super().__init__(...)` passes."""
+    body = [s for s in init.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not _super_init(body[0].value):
+        return None
+    call = body[0].value
+    assert isinstance(call, ast.Call)
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    params = {a.arg for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs}
+    values = [_value(a, env, params, parsed) for a in call.args]
+    keywords = {k.arg: _value(k.value, env, params, parsed) for k in call.keywords if k.arg is not None}
+    if any(v is None for v in values) or any(v is None for v in keywords.values()):
+        return None
+    return [v for v in values if v is not None], {k: v for k, v in keywords.items() if v is not None}
+
+
+def _value(node: ast.expr, env: dict[str, Bound], params: set[str], parsed: ParsedFile) -> Bound | None:
+    """A parameter's value where `node` names one (None when it has none); anything else as written, read
+    with this file's imports (`torch.nn.Conv2d`)."""
+    if isinstance(node, ast.Name) and node.id in params:
+        return env.get(node.id)
+    return node, parsed
+
+
+def _super_init(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__"
+            and isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func, ast.Name)
+            and node.func.value.func.id == "super")
+
+
+def _own_items(init: ast.FunctionDef, parsed: ParsedFile, env: dict[str, Bound], lookup: Lookup,
+               torch_layer: TorchLayer) -> tuple[str, ...] | None:
+    try:
+        items = _walk_items(init.body, dict(env), {})
+    except _NotEvident:
+        return None
+    if not items:
+        return None
+    out: list[str] = []
+    for item in items:
+        layer = _item_layer(item, parsed, env, lookup, torch_layer)
+        if layer is None:
+            return None
+        out.append(layer)
+    return tuple(out)
+
+
+class _NotEvident(Exception):
+    """The items are not evident (raised out of `_walk_items`)."""
+
+
+def _walk_items(stmts: list[ast.stmt], env: dict[str, Bound], lists: dict[str, list[ast.expr]],
+                ) -> list[ast.expr] | None:
+    """The item expressions `super().__init__` receives on the path the construction takes (None: these
+    statements do not call it); raises `_NotEvident`."""
+    for stmt in stmts:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Call) and _super_init(call):
+            if call.keywords:
+                raise _NotEvident
+            if len(call.args) == 1 and isinstance(call.args[0], ast.Starred):
+                star = call.args[0].value
+                if isinstance(star, ast.Name) and star.id in lists:
+                    return list(lists[star.id])
+                raise _NotEvident
+            if any(isinstance(a, ast.Starred) for a in call.args):
+                raise _NotEvident
+            return list(call.args)
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and isinstance(stmt.value, ast.List):
+            if any(isinstance(e, ast.Starred) for e in stmt.value.elts):
+                raise _NotEvident
+            lists[stmt.targets[0].id] = list(stmt.value.elts)
+            continue
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                and isinstance(call.func.value, ast.Name) and call.func.value.id in lists:
+            target = lists[call.func.value.id]
+            if call.func.attr == "append" and len(call.args) == 1:
+                target.append(call.args[0])
+            elif call.func.attr == "extend" and len(call.args) == 1 and isinstance(call.args[0], ast.List):
+                target.extend(call.args[0].elts)
+            else:
+                raise _NotEvident
+            continue
+        touches = any(isinstance(n, ast.Name) and n.id in lists for n in ast.walk(stmt)) or any(
+            isinstance(n, ast.Call) and _super_init(n) for n in ast.walk(stmt))
+        if isinstance(stmt, ast.If):
+            decided = _none_test(stmt.test, env)
+            if decided is None:
+                if touches:
+                    raise _NotEvident
+                continue
+            found = _walk_items(stmt.body if decided else stmt.orelse, env, lists)
+            if found is not None:
+                return found
+            continue
+        if touches:
+            raise _NotEvident  # a loop, an augmented assignment, a rebinding of the list: not followed
+        if isinstance(stmt, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets: list[ast.expr] = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for bound_to in targets:  # a parameter rebound here (`padding = ...`): its value is not known
+                for n in ast.walk(bound_to):
+                    if isinstance(n, ast.Name):
+                        env.pop(n.id, None)
+    return None
+
+
+def _none_test(test: ast.expr, env: dict[str, Bound]) -> bool | None:
+    """`p is None` / `p is not None` for a parameter whose value is known."""
+    if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is | ast.IsNot)
+            and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None and test.left.id in env):
+        value = env[test.left.id][0]
+        if value is UNKNOWN_VALUE:
+            return None
+        is_none = isinstance(value, ast.Constant) and value.value is None
+        if not is_none and not isinstance(value, ast.Name | ast.Attribute):
+            return None
+        return is_none if isinstance(test.ops[0], ast.Is) else not is_none
+    return None
+
+
+def _item_layer(item: ast.expr, parsed: ParsedFile, env: dict[str, Bound], lookup: Lookup,
+                torch_layer: TorchLayer) -> str | None:
+    """The torch layer an item constructs: `nn.Conv2d(...)`, `norm_layer(out_channels)` of a parameter
+    naming a torch layer class, or a class subclassing one."""
+    if not isinstance(item, ast.Call):
+        return None
+    func: ast.expr = item.func
+    where = parsed
+    if isinstance(func, ast.Name) and func.id in env:
+        func, where = env[func.id]
+    dotted = dotted_name(func)
+    if dotted is None:
+        return None
+    qualified = qualify(dotted, where.imports)
+    return torch_layer(qualified)

@@ -49,7 +49,7 @@ from adopter.analysis.crossfile.ast_files import (
     qualify,
     toplevel_of,
 )
-from adopter.analysis.crossfile.builders import Call, built_layer
+from adopter.analysis.crossfile.builders import UNKNOWN_VALUE, Call, built_layer, sequential_items
 from adopter.analysis.crossfile.direct import direct_definition
 from adopter.analysis.crossfile.evaluator import UNKNOWN, config_defaults, getattr_parts, literal
 from adopter.analysis.crossfile.init_source import InitSource, Scope
@@ -116,6 +116,11 @@ class CrossFileReach:
         if summary is None:
             return None
         where = self._where(summary.definition)
+        if summary.kind == "layer" and summary.layer == "torch.nn.Sequential" and ctor.lookup is None:
+            items = self._sequential(ctor, summary.definition, path, scope)
+            if items is not None:
+                return Ctor(summary.layer, (), (), tuple(Ctor(i) for i in items),
+                            origin=f"{summary.definition.name} ({where})")
         if summary.kind == "layer" and summary.layer is not None and ctor.lookup is None:
             args, kwargs = ((), ()) if summary.own_init else (ctor.args, ctor.kwargs)
             kwargs = (*kwargs, *(Kwarg(k, Expr(v)) for k, v in summary.layer_kwargs))
@@ -165,6 +170,38 @@ class CrossFileReach:
                     any(k.name == "**" for k in ctor.kwargs),
                     frozenset(p for p, v in scope.params.items() if v is not None and isinstance(literal(v), int)))
         return built_layer(found[1], found[0], found[2], call, self._lookup, torch_layer)
+
+    def _sequential(self, ctor: Ctor, d: Definition, path: str, scope: Scope) -> tuple[str, ...] | None:
+        """The torch layers an imported subclass of `nn.Sequential` holds as this call builds it (a
+        parameter of the caller passed on: its default)."""
+        found = self._node(d.name, d.path, d.line)
+        caller = self.parsed(path)
+        if found is None or caller is None or not isinstance(found[1], ast.ClassDef):
+            return None
+        positional: list[tuple[ast.expr, ParsedFile]] = []
+        keywords: dict[str, tuple[ast.expr, ParsedFile]] = {}
+
+        def value(text: str) -> ast.expr | None:
+            if text in scope.params:
+                text = scope.params[text] or ""  # the caller's parameter: its default, if it has one
+            if text.startswith("*"):
+                return None
+            try:
+                return ast.parse(text, mode="eval").body if text else UNKNOWN_VALUE
+            except SyntaxError:
+                return UNKNOWN_VALUE
+
+        for a in ctor.args:
+            node = value(a.text) if isinstance(a, Expr) else None
+            if node is None:
+                return None
+            positional.append((node, caller))
+        for k in ctor.kwargs:
+            node = value(k.value.text) if k.name != "**" and isinstance(k.value, Expr) else None
+            if node is None:
+                return None
+            keywords[k.name] = (node, caller)
+        return sequential_items(found[1], found[0], found[2], (positional, keywords), self._lookup, torch_layer)
 
     def _lookup(self, qualified: str, path: str) -> tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, str] | None:
         """The definition of a name used in file `path` (a top-level name of that file, or imported)."""
