@@ -353,3 +353,65 @@ def test_a_norm_layer_with_no_known_value_stays_as_written(tmp_path: Path) -> No
     stem, found = _stem(tmp_path, "norm_layer=norm, kernel_size=3", extra=", *, norm")
     assert not stem.items  # an nn.Sequential whose items are not known (as before this reading)
     assert found == []
+
+
+# facexlib 0.3.0, facexlib/matting/mobilenetv2.py: module-level builders, imported here from a sibling module
+HELPERS = '''
+import torch.nn as nn
+
+
+def conv_bn(inp, oup, stride):
+    return nn.Sequential(nn.Conv2d(inp, oup, 3, stride, 1, bias=False), nn.BatchNorm2d(oup), nn.ReLU6(inplace=True))
+
+
+def conv_1x1_gn(inp, oup, norm=nn.GroupNorm):
+    return nn.Sequential(nn.Conv2d(inp, oup, 1, 1, 0, bias=False), norm(8, oup), nn.ReLU6(inplace=True))
+
+
+def conv_list(inp, oup):
+    layers = [nn.Conv2d(inp, oup, 1), nn.BatchNorm2d(oup)]
+    return nn.Sequential(*layers)
+'''
+
+BACKBONE = '''
+import torch.nn as nn
+from .helpers import {name}
+
+
+class Backbone(nn.Module):
+    def __init__(self, inp, oup):
+        super().__init__()
+        self.stem = {name}(inp, oup{more})
+
+    def forward(self, x):
+        return self.stem(x)
+'''
+
+
+@pytest.mark.parametrize(("name", "more", "items"), [
+    ("conv_bn", ", 2", ["torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.nn.ReLU6"]),
+    ("conv_1x1_gn", "", ["torch.nn.Conv2d", "torch.nn.GroupNorm", "torch.nn.ReLU6"]),  # counter-example: no BN
+    ("conv_list", "", None),  # a list the builder fills: the items are not read (as for a same-file helper)
+])
+def test_an_imported_builder_returning_a_sequential(tmp_path: Path, name: str, more: str,
+                                                    items: list[str] | None) -> None:
+    pkg = tmp_path / "net"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "helpers.py").write_text(HELPERS, encoding="utf-8")
+    model = pkg / "backbone.py"
+    model.write_text(BACKBONE.format(name=name, more=more), encoding="utf-8")
+    reach = CrossFileReach(ModuleResolver(search_paths=[str(tmp_path)]), root=str(tmp_path))
+    mf = analyse(model.read_text(encoding="utf-8"), str(model), reach=reach)
+    arch = next(a for a in mf.architectures if a.name == "Backbone")
+    assert arch.init is not None
+    stem = next(b.value for b in arch.init.bindings if b.attr == "stem")
+    assert isinstance(stem, Ctor)
+    rules = [r for r in load_rules().rules if r.family == 7]
+    found = [f.rule_id for f in check(mf, rules, detect_environment("cpu")).findings]
+    if items is None:
+        assert not stem.items and found == []
+    else:
+        assert [i.callee for i in stem.items] == items
+        assert stem.origin is not None and stem.origin.startswith(f"{name} (net/helpers.py:")
+        assert ("f07-conv-bn" in found) is ("torch.nn.BatchNorm2d" in items)

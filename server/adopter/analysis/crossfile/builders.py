@@ -61,7 +61,11 @@ def built_layer(fn: ast.FunctionDef, parsed: ParsedFile, path: str, call: Call, 
         if layer is None:
             return None
         found.add(layer)
-    return found.pop() if len(found) == 1 else None
+    layer = found.pop() if len(found) == 1 else None
+    return None if layer in _CONTAINERS else layer  # a container's items are read by `returned_sequential`
+
+
+_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
 
 
 class _Values:
@@ -420,3 +424,36 @@ def _item_layer(item: ast.expr, parsed: ParsedFile, env: dict[str, Bound], looku
         return None
     qualified = qualify(dotted, where.imports)
     return torch_layer(qualified)
+
+
+def returned_sequential(fn: ast.FunctionDef, parsed: ParsedFile, call: Passed, lookup: Lookup,
+                        torch_layer: TorchLayer) -> tuple[str, ...] | None:
+    """The torch layers of the `nn.Sequential` a builder function returns as its one statement
+    (`def conv_bn(inp, oup, stride): return nn.Sequential(nn.Conv2d(...), nn.BatchNorm2d(oup), nn.ReLU())`,
+    imported from a sibling module), with its parameters bound as `call` passes them."""
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Call):
+        return None
+    value = body[0].value
+    dotted = dotted_name(value.func)
+    if dotted is None or torch_layer(qualify(dotted, parsed.imports)) != "torch.nn.Sequential" or value.keywords:
+        return None
+    if not value.args or any(isinstance(a, ast.Starred) for a in value.args):
+        return None
+    names = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    positional, keywords = call
+    if len(positional) > len(names):
+        return None
+    bound = dict(zip(names, positional))
+    bound.update(keywords)
+    defaults = dict(zip(names[len(names) - len(fn.args.defaults):], fn.args.defaults))
+    env = {n: bound[n] if n in bound else (defaults[n], parsed) for n in names if n in bound or n in defaults}
+    if set(bound) - set(names):
+        return None
+    out: list[str] = []
+    for item in value.args:
+        layer = _item_layer(item, parsed, env, lookup, torch_layer)
+        if layer is None:
+            return None
+        out.append(layer)
+    return tuple(out)

@@ -49,7 +49,13 @@ from adopter.analysis.crossfile.ast_files import (
     qualify,
     toplevel_of,
 )
-from adopter.analysis.crossfile.builders import UNKNOWN_VALUE, Call, built_layer, sequential_items
+from adopter.analysis.crossfile.builders import (
+    UNKNOWN_VALUE,
+    Call,
+    built_layer,
+    returned_sequential,
+    sequential_items,
+)
 from adopter.analysis.crossfile.direct import direct_definition
 from adopter.analysis.crossfile.evaluator import UNKNOWN, config_defaults, getattr_parts, literal
 from adopter.analysis.crossfile.init_source import InitSource, Scope
@@ -129,6 +135,10 @@ class CrossFileReach:
             built = self._built(ctor, summary.definition, scope)
             if built is not None:
                 return Ctor(built, ctor.args, ctor.kwargs, origin=f"{summary.definition.name} ({where})")
+            items = self._sequential(ctor, summary.definition, path, scope)
+            if items is not None:
+                return Ctor("torch.nn.Sequential", (), (), tuple(Ctor(i) for i in items),
+                            origin=f"{summary.definition.name} ({where})")
         registry: Summary | None = None
         key_text: str | None = None
         if summary.kind == "registry" and ctor.lookup is not None:
@@ -172,11 +182,12 @@ class CrossFileReach:
         return built_layer(found[1], found[0], found[2], call, self._lookup, torch_layer)
 
     def _sequential(self, ctor: Ctor, d: Definition, path: str, scope: Scope) -> tuple[str, ...] | None:
-        """The torch layers an imported subclass of `nn.Sequential` holds as this call builds it (a
+        """The torch layers an imported subclass of `nn.Sequential`, or the `nn.Sequential` an imported
+        builder function returns, holds as this call builds it (a
         parameter of the caller passed on: its default)."""
         found = self._node(d.name, d.path, d.line)
         caller = self.parsed(path)
-        if found is None or caller is None or not isinstance(found[1], ast.ClassDef):
+        if found is None or caller is None:
             return None
         positional: list[tuple[ast.expr, ParsedFile]] = []
         keywords: dict[str, tuple[ast.expr, ParsedFile]] = {}
@@ -201,6 +212,8 @@ class CrossFileReach:
             if node is None:
                 return None
             keywords[k.name] = (node, caller)
+        if isinstance(found[1], ast.FunctionDef):
+            return returned_sequential(found[1], found[0], (positional, keywords), self._lookup, torch_layer)
         return sequential_items(found[1], found[0], found[2], (positional, keywords), self._lookup, torch_layer)
 
     def _lookup(self, qualified: str, path: str) -> tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, str] | None:
