@@ -415,3 +415,23 @@ def test_an_imported_builder_returning_a_sequential(tmp_path: Path, name: str, m
         assert [i.callee for i in stem.items] == items
         assert stem.origin is not None and stem.origin.startswith(f"{name} (net/helpers.py:")
         assert ("f07-conv-bn" in found) is ("torch.nn.BatchNorm2d" in items)
+
+
+def test_a_sequential_built_in_another_file_is_reported_without_a_fix(tmp_path: Path) -> None:
+    """The pair is reported where the model calls the Sequential; the fix would have to edit the other
+    file, so none is offered, and the reason says so (`adopter check`, as a user runs it)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    _stem(tmp_path, "kernel_size=3, stride=2")
+    server = str(Path(__file__).resolve().parents[2] / "server")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([server, str(tmp_path)]), ADOPTER_CACHE_DIR=str(tmp_path / "c"))
+    out = subprocess.run([sys.executable, "-m", "adopter", "check", "--no-cache", "--format", "json",
+                          str(tmp_path / "stem.py")], capture_output=True, text=True, env=env, check=False, timeout=300)
+    assert out.returncode == 1, out.stderr  # 1: sites found
+    findings = [f for f in json.loads(out.stdout) if f["rule"] == "f07-conv-bn"]
+    assert len(findings) == 1 and not findings[0]["fixable"]
+    assert "built by Conv2dNormActivation (tv/ops/misc.py:" in findings[0]["no_fix_reason"]
+    assert findings[0]["range"]["start"]["line"] == 12  # `return self.stem(x)` (1-based)
