@@ -15,6 +15,11 @@ are parsed, never imported or run). That definition is then read (Python's `ast`
 - a *config*: the defaults its `__init__` gives each field, where they are evident statically
   (`hidden_act="gelu"`, or `act_info[-1]` of `feed_forward_proj.split("-")`).
 
+Builders are read per call (`builders`), with the call's arguments and the caller's parameter defaults:
+a function that returns one torch layer on every path the call leaves open (`create_conv2d(..., 1)` is
+`nn.Conv2d`), the `nn.Sequential` a function returns (`conv_bn(...)`), and the items a subclass of
+`nn.Sequential` hands to `super().__init__` (`Conv2dNormActivation(...)` is `[Conv2d, BatchNorm2d, ReLU]`).
+
 `CrossFileReach.bind` applies them to one class's `__init__` bindings (the one hook the analysis calls):
 a constructor that certainly computes a torch layer becomes that layer's constructor, with `origin`
 saying where it came from; anything else stays as written. Results are cached per file and dropped
@@ -23,6 +28,7 @@ built) a name not resolved yet is queued instead of resolved, so that jedi never
 `resolve_pending` then runs on another thread and the documents are analysed again.
 
 This module holds the cache and the summaries; its parts: `direct` (definitions read without jedi),
+`builders` (what a builder function or Sequential subclass builds for one call),
 `jedi_lookup` (jedi), `ast_files` (other files read with the standard library's `ast`), `evaluator`
 (constants a config's `__init__` leaves evident), `init_source` (the analysed `__init__`, read for
 lookup keys) and `summary` (what is known).
