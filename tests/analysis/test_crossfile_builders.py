@@ -435,3 +435,100 @@ def test_a_sequential_built_in_another_file_is_reported_without_a_fix(tmp_path: 
     assert len(findings) == 1 and not findings[0]["fixable"]
     assert "built by Conv2dNormActivation (tv/ops/misc.py:" in findings[0]["no_fix_reason"]
     assert findings[0]["range"]["start"]["line"] == 12  # `return self.stem(x)` (1-based)
+
+
+# geffnet 1.0.2: geffnet/conv2d_layers.py (shortened) and efficientnet_builder.py, which takes `nn` and
+# `select_conv2d` only from `from .conv2d_layers import *`
+CONV2D_LAYERS = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+{all}
+
+def _helper():
+    import numpy as np
+    return np
+
+
+class Conv2dSame(nn.Conv2d):
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self.stride, (0, 0), self.dilation, self.groups)
+
+
+def create_conv2d_pad(in_chs, out_chs, kernel_size, **kwargs):
+    padding = kwargs.pop('padding', '')
+    kwargs.setdefault('bias', False)
+    padding, is_dynamic = get_padding_value(padding, kernel_size, **kwargs)
+    if is_dynamic:
+        return Conv2dSame(in_chs, out_chs, kernel_size, **kwargs)
+    else:
+        return nn.Conv2d(in_chs, out_chs, kernel_size, padding=padding, **kwargs)
+
+
+def select_conv2d(in_chs, out_chs, kernel_size, **kwargs):
+    assert 'groups' not in kwargs  # only use 'depthwise' bool arg
+    if isinstance(kernel_size, list):
+        m = MixedConv2d(in_chs, out_chs, kernel_size, **kwargs)
+    else:
+        depthwise = kwargs.pop('depthwise', False)
+        groups = out_chs if depthwise else 1
+        if 'num_experts' in kwargs and kwargs['num_experts'] > 0:
+            m = CondConv2d(in_chs, out_chs, kernel_size, groups=groups, **kwargs)
+        else:
+            m = create_conv2d_pad(in_chs, out_chs, kernel_size, groups=groups, **kwargs)
+    return m
+'''
+
+BUILDER = '''
+import re
+from copy import deepcopy
+
+from .conv2d_layers import *
+
+
+class DepthwiseSeparableConv(nn.Module):
+    def __init__(self, in_chs, out_chs, dw_kernel_size=3, stride=1, pad_type='', act_layer=nn.ReLU,
+                 pw_kernel_size=1, norm_layer=nn.BatchNorm2d, norm_kwargs=None):
+        super(DepthwiseSeparableConv, self).__init__()
+        norm_kwargs = norm_kwargs or {}
+        self.conv_dw = select_conv2d(
+            in_chs, in_chs, dw_kernel_size, stride=stride, padding=pad_type, depthwise=True)
+        self.bn1 = norm_layer(in_chs, **norm_kwargs)
+        self.act1 = act_layer(inplace=True)
+
+    def forward(self, x):
+        x = self.conv_dw(x)
+        x = self.bn1(x)
+        x = self.act1(x)
+        return x
+'''
+
+
+@pytest.mark.parametrize(("dunder_all", "found"), [
+    ("", True),
+    ("__all__ = ['select_conv2d', 'nn']", True),
+    ("__all__ = ['select_conv2d']", False),  # `nn` is not exported: the file's `nn.BatchNorm2d` is unknown
+])
+def test_names_a_star_import_binds_are_read_from_the_module(tmp_path: Path, dunder_all: str, found: bool) -> None:
+    pkg = tmp_path / "geff"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "conv2d_layers.py").write_text(CONV2D_LAYERS.format(all=dunder_all), encoding="utf-8")
+    model = pkg / "efficientnet_builder.py"
+    model.write_text(BUILDER, encoding="utf-8")
+    reach = CrossFileReach(ModuleResolver(search_paths=[str(tmp_path)]), root=str(tmp_path))
+    mf = analyse(model.read_text(encoding="utf-8"), str(model), reach=reach)
+    arch = next(a for a in mf.architectures if a.name == "DepthwiseSeparableConv")
+    assert arch.init is not None
+    conv = next(b.value for b in arch.init.bindings if b.attr == "conv_dw")
+    assert isinstance(conv, Ctor)
+    assert conv.callee == "torch.nn.Conv2d"  # `select_conv2d` is found in the module either way
+    rules = [r for r in load_rules().rules if r.family == 7]
+    assert ("f07-conv-bn" in [f.rule_id for f in check(mf, rules, detect_environment("cpu")).findings]) is found
+    if not found:
+        return
+    # without the reach (ADOPTER_CROSSFILE=0) star imports stay unread, as before
+    bare = analyse(model.read_text(encoding="utf-8"), str(model), resolver=ModuleResolver([]))
+    arch = next(a for a in bare.architectures if a.name == "DepthwiseSeparableConv")
+    assert arch.init is not None
+    assert next(b.value for b in arch.init.bindings if b.attr == "conv_dw").callee == "select_conv2d"  # type: ignore[union-attr]

@@ -23,6 +23,7 @@ from adopter.analysis.crossfile.importers import imported_elsewhere
 from adopter.analysis.crossfile.init_source import InitSource
 from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
+from adopter.analysis.crossfile.stars import star_names
 from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.idioms.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
@@ -125,6 +126,11 @@ class Analyser:
         self.read = (data, tree)
         src = SourceText(data, tree, path)
         symbols = ModuleSymbols(src, self.resolver.package_of(path))
+        if self.reach is not None and path and b"import *" in data:
+            stars = symbols.star_imports()
+            if stars:  # `from .conv2d_layers import *`: the names that module binds (its file is read)
+                symbols.add_star_names(star_names(stars, os.path.abspath(path), symbols.package, self.resolver.locate,
+                                                  self.reach.parsed, self.resolver.package_of))
         table = ClassTable(symbols, self.resolver, path)
         self.reanalysed = []
         fresh: dict[str, _Entry] = {}
