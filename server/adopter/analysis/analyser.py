@@ -129,8 +129,12 @@ class Analyser:
         if self.reach is not None and path and b"import *" in data:
             stars = symbols.star_imports()
             if stars:  # `from .conv2d_layers import *`: the names that module binds (its file is read)
-                symbols.add_star_names(star_names(stars, os.path.abspath(path), symbols.package, self.resolver.locate,
-                                                  self.reach.parsed, self.resolver.package_of))
+                try:
+                    names = star_names(stars, os.path.abspath(path), symbols.package, self.resolver.locate,
+                                       self.reach.parsed, self.resolver.package_of)
+                except Exception:  # a module that cannot be read leaves the file's own names, never an error
+                    names = {}
+                symbols.add_star_names(names)
         table = ClassTable(symbols, self.resolver, path)
         self.reanalysed = []
         fresh: dict[str, _Entry] = {}
