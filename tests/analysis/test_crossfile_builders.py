@@ -532,3 +532,27 @@ def test_names_a_star_import_binds_are_read_from_the_module(tmp_path: Path, dund
     arch = next(a for a in bare.architectures if a.name == "DepthwiseSeparableConv")
     assert arch.init is not None
     assert next(b.value for b in arch.init.bindings if b.attr == "conv_dw").callee == "select_conv2d"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("    if a:\n        m = nn.Conv2d(a, b, k)\n    else:\n        m = nn.Conv2d(a, b, 1)\n    return m\n", "torch.nn.Conv2d"),
+    ("    if isinstance(k, list):\n        return nn.ModuleDict()\n    return nn.Conv2d(a, b, k)\n", "torch.nn.Conv2d"),
+    # counter-examples: a path that leaves the returned local as the caller's, a loop that rebinds it,
+    # a parameter rebound before the test that decides the branch
+    ("    m = None\n    if a:\n        m = nn.Conv2d(a, b, k)\n    return m\n", None),
+    ("    m = nn.Conv2d(a, b, k)\n    for _ in range(2):\n        m = nn.Sequential(m)\n    return m\n", None),
+    ("    k = [k]\n    if isinstance(k, list):\n        return nn.ModuleDict()\n    return nn.Conv2d(a, b, k)\n", None),
+])
+def test_the_returns_a_builder_reads(body: str, expected: str | None) -> None:
+    import ast
+
+    from adopter.analysis.crossfile.ast_files import ParsedFile, imports_of, toplevel_of
+    from adopter.analysis.crossfile.builders import Call, built_layer
+    from adopter.analysis.crossfile.reach import torch_layer
+
+    tree = ast.parse(f"import torch.nn as nn\n\n\ndef f(a, b, k):\n{body}")
+    parsed = ParsedFile(0.0, tree, imports_of(tree), toplevel_of(tree))
+    fn = tree.body[-1]
+    assert isinstance(fn, ast.FunctionDef)
+    call = Call(("1", "2", "3"), frozenset(), False, frozenset())
+    assert built_layer(fn, parsed, "b.py", call, lambda q, p: None, torch_layer) == expected

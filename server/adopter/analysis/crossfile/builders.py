@@ -50,7 +50,7 @@ def built_layer(fn: ast.FunctionDef, parsed: ParsedFile, path: str, call: Call, 
         return None
     params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
     kwargs_name = fn.args.kwarg.arg if fn.args.kwarg is not None else None
-    values = _Values(params, kwargs_name, call)
+    values = _Values(params, kwargs_name, call, frozenset(_stored(fn.body)))
     returns = list(_returns(fn.body, values, {}))
     if not returns or len(returns) > MAX_RETURNS:
         return None
@@ -71,10 +71,11 @@ _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn
 class _Values:
     """Three-valued tests the call decides (True / False / None: not decided)."""
 
-    def __init__(self, params: list[str], kwargs_name: str | None, call: Call) -> None:
+    def __init__(self, params: list[str], kwargs_name: str | None, call: Call, rebound: frozenset[str]) -> None:
         self.kwargs_name = kwargs_name
         self.call = call
-        self.args = {p: call.args[i] for i, p in enumerate(params) if i < len(call.args)}
+        # a parameter the builder rebinds (`kernel_size = [kernel_size]`) is not the call's value in its tests
+        self.args = {p: call.args[i] for i, p in enumerate(params) if i < len(call.args) and p not in rebound}
 
     def test(self, node: ast.expr) -> bool | None:
         if isinstance(node, ast.BoolOp):
@@ -123,22 +124,32 @@ def _returns(stmts: list[ast.stmt], values: _Values, env: dict[str, list[ast.exp
             decided = values.test(stmt.test)
             branches = [stmt.body] if decided is True else [stmt.orelse] if decided is False else [stmt.body, stmt.orelse]
             merged: dict[str, list[ast.expr]] = {}
-            ended = True
+            falling: list[dict[str, list[ast.expr]]] = []  # the locals of each branch that falls through
             for branch in branches:
                 local = {k: list(v) for k, v in env.items()}
                 yield from _returns(branch, values, local)
                 if not _ends(branch):
-                    ended = False
+                    falling.append(local)
                     for k, v in local.items():
                         merged.setdefault(k, []).extend(x for x in v if x not in merged.get(k, []))
-            if ended:
+            if not falling:
                 return
-            env.clear()
-            env.update(merged)
+            env.clear()  # a local some path leaves unset here is not evident
+            env.update({k: v for k, v in merged.items() if all(k in local for local in falling)})
         elif isinstance(stmt, ast.For | ast.While | ast.With | ast.Try | ast.FunctionDef | ast.ClassDef):
             if any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
                 yield ast.Constant(None)  # a return this does not follow: the result is not evident
                 return
+            for name in _stored([stmt]):  # a local set in a loop or block: what it holds is not evident
+                env.pop(name, None)
+        else:
+            for name in _stored([stmt]):  # `a, m = ...`, `m += ...`: no longer the value read before
+                env.pop(name, None)
+
+
+def _stored(stmts: list[ast.stmt]) -> set[str]:
+    """The names the statements assign (at any depth)."""
+    return {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def _ends(stmts: list[ast.stmt]) -> bool:
