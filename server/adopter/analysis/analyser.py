@@ -24,6 +24,7 @@ from adopter.analysis.crossfile.importers import imported_elsewhere
 from adopter.analysis.crossfile.init_source import InitSource
 from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
+from adopter.analysis.crossfile.stars import star_names
 from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.idioms.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
@@ -134,9 +135,22 @@ class Analyser:
         self.read = (data, tree)
         src = SourceText(data, tree, path)
         symbols = ModuleSymbols(src, self.resolver.package_of(path))
+        stars_bound = False
+        if self.reach is not None and path and b"import *" in data:
+            stars = symbols.star_imports()
+            if stars:  # `from .conv2d_layers import *`: the names that module binds (its file is read)
+                try:
+                    names = star_names(stars, os.path.abspath(path), symbols.package, self.resolver.locate,
+                                       self.reach.parsed, self.resolver.package_of)
+                except Exception:  # a module that cannot be read leaves the file's own names, never an error
+                    names = {}
+                symbols.add_star_names(names)
+                stars_bound = bool(names)
+        # Fingerprints carried from the last analysis: not when a star import bound names read from another
+        # file (that file may have changed while this text did not), then every fingerprint is computed.
         previous, self._layout, self._changed = self._layout, None, None
         layout = None if tree.root_node.has_error else Layout.of(data, symbols)
-        if previous is not None and layout is not None:
+        if previous is not None and layout is not None and not stars_bound:
             self._changed = changed_names(previous, layout)
             symbols.carry(self._fingerprints, self._changed)
         table = ClassTable(symbols, self.resolver, path)

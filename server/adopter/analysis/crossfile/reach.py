@@ -15,6 +15,11 @@ are parsed, never imported or run). That definition is then read (Python's `ast`
 - a *config*: the defaults its `__init__` gives each field, where they are evident statically
   (`hidden_act="gelu"`, or `act_info[-1]` of `feed_forward_proj.split("-")`).
 
+Builders are read per call (`builders`), with the call's arguments and the caller's parameter defaults:
+a function that returns one torch layer on every path the call leaves open (`create_conv2d(..., 1)` is
+`nn.Conv2d`), the `nn.Sequential` a function returns (`conv_bn(...)`), and the items a subclass of
+`nn.Sequential` hands to `super().__init__` (`Conv2dNormActivation(...)` is `[Conv2d, BatchNorm2d, ReLU]`).
+
 `CrossFileReach.bind` applies them to one class's `__init__` bindings (the one hook the analysis calls):
 a constructor that certainly computes a torch layer becomes that layer's constructor, with `origin`
 saying where it came from; anything else stays as written. Results are cached per file and dropped
@@ -23,6 +28,7 @@ built) a name not resolved yet is queued instead of resolved, so that jedi never
 `resolve_pending` then runs on another thread and the documents are analysed again.
 
 This module holds the cache and the summaries; its parts: `direct` (definitions read without jedi),
+`builders` (what a builder function or Sequential subclass builds for one call),
 `jedi_lookup` (jedi), `ast_files` (other files read with the standard library's `ast`), `evaluator`
 (constants a config's `__init__` leaves evident), `init_source` (the analysed `__init__`, read for
 lookup keys) and `summary` (what is known).
@@ -48,6 +54,13 @@ from adopter.analysis.crossfile.ast_files import (
     node_at,
     qualify,
     toplevel_of,
+)
+from adopter.analysis.crossfile.builders import (
+    UNKNOWN_VALUE,
+    Call,
+    built_layer,
+    returned_sequential,
+    sequential_items,
 )
 from adopter.analysis.crossfile.direct import direct_definition
 from adopter.analysis.crossfile.evaluator import UNKNOWN, config_defaults, getattr_parts, literal
@@ -115,10 +128,23 @@ class CrossFileReach:
         if summary is None:
             return None
         where = self._where(summary.definition)
+        if summary.kind == "layer" and summary.layer == "torch.nn.Sequential" and ctor.lookup is None:
+            items = self._sequential(ctor, summary.definition, path, scope)
+            if items is not None:
+                return Ctor(summary.layer, (), (), tuple(Ctor(i) for i in items),
+                            origin=f"{summary.definition.name} ({where})")
         if summary.kind == "layer" and summary.layer is not None and ctor.lookup is None:
             args, kwargs = ((), ()) if summary.own_init else (ctor.args, ctor.kwargs)
             kwargs = (*kwargs, *(Kwarg(k, Expr(v)) for k, v in summary.layer_kwargs))
             return Ctor(summary.layer, args, kwargs, origin=f"{summary.definition.name} ({where})")
+        if summary.kind == "other" and ctor.lookup is None:
+            built = self._built(ctor, summary.definition, scope)
+            if built is not None:
+                return Ctor(built, ctor.args, ctor.kwargs, origin=f"{summary.definition.name} ({where})")
+            items = self._sequential(ctor, summary.definition, path, scope)
+            if items is not None:
+                return Ctor("torch.nn.Sequential", (), (), tuple(Ctor(i) for i in items),
+                            origin=f"{summary.definition.name} ({where})")
         registry: Summary | None = None
         key_text: str | None = None
         if summary.kind == "registry" and ctor.lookup is not None:
@@ -147,6 +173,69 @@ class CrossFileReach:
         source = f", {key_origin}" if key_origin else ""
         return Ctor(layer.layer or "", (), tuple(Kwarg(k, Expr(v)) for k, v in layer.layer_kwargs),
                     origin=f"{call} ({where}){source}")
+
+    def _built(self, ctor: Ctor, d: Definition, scope: Scope) -> str | None:
+        """The torch layer an imported builder function returns for this call (`builders`), else None."""
+        found = self._node(d.name, d.path, d.line)
+        if found is None or not isinstance(found[1], ast.FunctionDef):
+            return None
+        args = tuple(a.text if isinstance(a, Expr) else "" for a in ctor.args)
+        if any(t.startswith("*") for t in args):
+            return None
+        call = Call(args, frozenset(k.name for k in ctor.kwargs if k.name != "**"),
+                    any(k.name == "**" for k in ctor.kwargs),
+                    frozenset(p for p, v in scope.params.items() if v is not None and isinstance(literal(v), int)))
+        return built_layer(found[1], found[0], found[2], call, self._lookup, torch_layer)
+
+    def _sequential(self, ctor: Ctor, d: Definition, path: str, scope: Scope) -> tuple[str, ...] | None:
+        """The torch layers an imported subclass of `nn.Sequential`, or the `nn.Sequential` an imported
+        builder function returns, holds as this call builds it (a
+        parameter of the caller passed on: its default)."""
+        found = self._node(d.name, d.path, d.line)
+        caller = self.parsed(path)
+        if found is None or caller is None:
+            return None
+        positional: list[tuple[ast.expr, ParsedFile]] = []
+        keywords: dict[str, tuple[ast.expr, ParsedFile]] = {}
+
+        def value(text: str) -> ast.expr | None:
+            if text in scope.params:
+                text = scope.params[text] or ""  # the caller's parameter: its default, if it has one
+            if text.startswith("*"):
+                return None
+            try:
+                return ast.parse(text, mode="eval").body if text else UNKNOWN_VALUE
+            except SyntaxError:
+                return UNKNOWN_VALUE
+
+        for a in ctor.args:
+            node = value(a.text) if isinstance(a, Expr) else None
+            if node is None:
+                return None
+            positional.append((node, caller))
+        for k in ctor.kwargs:
+            node = value(k.value.text) if k.name != "**" and isinstance(k.value, Expr) else None
+            if node is None:
+                return None
+            keywords[k.name] = (node, caller)
+        if isinstance(found[1], ast.FunctionDef):
+            return returned_sequential(found[1], found[0], (positional, keywords), self._lookup, torch_layer)
+        return sequential_items(found[1], found[0], found[2], (positional, keywords), self._lookup, torch_layer)
+
+    def _lookup(self, qualified: str, path: str) -> tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, str] | None:
+        """The definition of a name used in file `path` (a top-level name of that file, or imported)."""
+        if "." not in qualified:
+            return self._node(qualified, path, None)
+        d = self.definition(qualified, path)
+        return self._node(d.name, d.path, d.line) if d is not None else None
+
+    def _node(self, name: str, path: str, line: int | None,
+              ) -> tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, str] | None:
+        parsed = self.parsed(path)
+        if parsed is None or parsed.tree is None:
+            return None
+        node = parsed.toplevel.get(name) if line is None else node_at(parsed.tree, name, line)
+        return (parsed, node, path) if isinstance(node, ast.FunctionDef | ast.ClassDef) else None
 
     def _key(self, text: str, path: str, scope: Scope, hops: int = 0) -> tuple[object, str | None]:
         """The value of a lookup key where evident: a literal, a parameter's literal default, a local

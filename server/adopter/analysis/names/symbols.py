@@ -229,6 +229,33 @@ class ModuleSymbols:
             self.values[name] = node
             self.aliases.pop(name, None)
 
+    def star_imports(self) -> list[tuple[int, str]]:
+        """`(level, module)` of each module-level `from m import *`, in order (`(1, "conv2d_layers")`)."""
+        out: list[tuple[int, str]] = []
+        for node in top_level_statements(self.src.tree.root_node):
+            if node.type != "import_from_statement" or not any(c.type == "wildcard_import" for c in node.children):
+                continue
+            module_node = node.child_by_field_id(Field.MODULE_NAME)
+            if module_node is None:
+                continue
+            if module_node.type == "relative_import":
+                level, module = 0, ""
+                for child in module_node.children:
+                    if child.type == "import_prefix":
+                        level = self.src.text(child).count(".")
+                    elif child.type == "dotted_name":
+                        module = self.src.text(child)
+                out.append((level, module))
+            else:
+                out.append((0, self.src.text(module_node)))
+        return out
+
+    def add_star_names(self, names: dict[str, str]) -> None:
+        """Names star imports bind (read from the other modules): the file's own bindings win."""
+        for name, target in names.items():
+            if not any(name in d for d in (self.imports, self.aliases, self.classes, self.functions, self.values)):
+                self.imports[name] = target
+
     # -- queries -------------------------------------------------------------------------------------
 
     def _note(self, name: str) -> None:

@@ -15,6 +15,7 @@ import ast
 import re
 
 from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.scope.bindings import FACTORY_ORIGIN
 from adopter.dsl.types import Ctor, Op, OpKind, Span
 from adopter.synth.registry import SynthContext
 
@@ -123,6 +124,11 @@ def fold_in_sequential(ctx: SynthContext, origin: Op, fold: str) -> None:
         bound = [b for b in ctx.finding.match.bindings if b.attr == attr]
         if not bound or any(not isinstance(b.value, Ctor) or b.value.callee != SEQUENTIAL for b in bound):
             ctx.decline(f"`{origin.target}` is not built by nn.Sequential(...) in __init__")
+        elsewhere = [b.value.origin for b in bound if isinstance(b.value, Ctor) and b.value.origin
+                     and not b.value.origin.endswith(FACTORY_ORIGIN)]
+        if elsewhere:  # read across files (`Conv2dNormActivation (torchvision/ops/misc.py:126)`)
+            ctx.decline(f"`{origin.target}` is an nn.Sequential built by {elsewhere[0]}, in another file; "
+                        "Adopter rewrites only this file")
         spans = sorted({b.span for b in bound}, key=lambda s: (s.start_line, s.start_col))
     try:
         tree = ast.parse(ctx.source)

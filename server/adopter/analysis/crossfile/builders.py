@@ -1,0 +1,470 @@
+"""What an imported builder function returns for one call: the torch layer, when every path left open builds it.
+
+`self.conv = create_conv2d(in_chs, out_chs, 3, stride=stride, padding=pad_type)` (timm, effdet, geffnet's
+`select_conv2d`): the function's `return` statements are read (Python's `ast`, never executed), following
+a local (`m = ...; return m`) and the builders it calls in turn (`create_conv2d_pad`, in the same file or
+imported, a few levels deep). A branch is dropped only when the call decides its test:
+
+- `'num_experts' in kwargs` (with `kwargs` the function's `**` parameter): whether the call passes that
+  keyword (`kwargs['x'] > 0` after a false `in` test is never evaluated);
+- `isinstance(kernel_size, list)` (or `tuple`): false when the call passes an int literal, or a parameter of
+  the caller whose default is one.
+
+Every other test leaves both branches open. The call builds a torch layer only when every open return
+constructs that layer or a class of the builder's files that subclasses it (`class Conv2dSame(nn.Conv2d)`,
+`Conv2dSameExport`); a `MixedConv2d(nn.ModuleDict)` or a `CondConv2d(nn.Module)` left open declines it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from adopter.analysis.crossfile.ast_files import ParsedFile, dotted_name, qualify
+from adopter.analysis.crossfile.evaluator import UNKNOWN, literal
+
+MAX_DEPTH = 3  # builders followed through builders
+MAX_RETURNS = 8  # open returns read per builder
+
+
+@dataclass(frozen=True)
+class Call:
+    """What the caller passes: positional argument texts (None past a `*` splat) and keyword names."""
+
+    args: tuple[str, ...]
+    keywords: frozenset[str]
+    open_keywords: bool  # a `**` splat: any keyword may be passed
+    int_names: frozenset[str]  # the caller's names known to hold an int (parameters with an int default)
+
+
+# (qualified name, file it is named in) -> (parsed file, node) of its definition, or None
+Lookup = Callable[[str, str], tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, str] | None]
+TorchLayer = Callable[[str], str | None]
+
+
+def built_layer(fn: ast.FunctionDef, parsed: ParsedFile, path: str, call: Call, lookup: Lookup,
+                torch_layer: TorchLayer, depth: int = 0) -> str | None:
+    """The torch layer (`torch.nn.Conv2d`) every open path of `fn` called as `call` returns, else None."""
+    if depth > MAX_DEPTH:
+        return None
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    kwargs_name = fn.args.kwarg.arg if fn.args.kwarg is not None else None
+    values = _Values(params, kwargs_name, call, frozenset(_stored(fn.body)))
+    returns = list(_returns(fn.body, values, {}))
+    if not returns or len(returns) > MAX_RETURNS:
+        return None
+    popped = frozenset(_popped(fn, kwargs_name))
+    found: set[str] = set()
+    for value in returns:
+        layer = _layer_of(value, parsed, path, values, popped, lookup, torch_layer, depth)
+        if layer is None:
+            return None
+        found.add(layer)
+    layer = found.pop() if len(found) == 1 else None
+    return None if layer in _CONTAINERS else layer  # a container's items are read by `returned_sequential`
+
+
+_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
+
+
+class _Values:
+    """Three-valued tests the call decides (True / False / None: not decided)."""
+
+    def __init__(self, params: list[str], kwargs_name: str | None, call: Call, rebound: frozenset[str]) -> None:
+        self.kwargs_name = kwargs_name
+        self.call = call
+        # a parameter the builder rebinds (`kernel_size = [kernel_size]`) is not the call's value in its tests
+        self.args = {p: call.args[i] for i, p in enumerate(params) if i < len(call.args) and p not in rebound}
+
+    def test(self, node: ast.expr) -> bool | None:
+        if isinstance(node, ast.BoolOp):
+            parts = [self.test(v) for v in node.values]
+            if isinstance(node.op, ast.And):
+                return False if False in parts else (True if all(p is True for p in parts) else None)
+            return True if True in parts else (False if all(p is False for p in parts) else None)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self.test(node.operand)
+            return None if inner is None else not inner
+        if (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.In | ast.NotIn)
+                and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)
+                and isinstance(node.comparators[0], ast.Name) and node.comparators[0].id == self.kwargs_name):
+            if self.call.open_keywords and node.left.value not in self.call.keywords:
+                return None
+            passed = node.left.value in self.call.keywords
+            return passed if isinstance(node.ops[0], ast.In) else not passed
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
+                and len(node.args) == 2 and isinstance(node.args[0], ast.Name) and _sequence_types(node.args[1])):
+            text = self.args.get(node.args[0].id)
+            if text is not None and (isinstance(literal(text), int) or text in self.call.int_names):
+                return False
+        return None
+
+
+def _sequence_types(node: ast.expr) -> bool:
+    names = node.elts if isinstance(node, ast.Tuple) else [node]
+    return bool(names) and all(isinstance(n, ast.Name) and n.id in ("list", "tuple") for n in names)
+
+
+def _returns(stmts: list[ast.stmt], values: _Values, env: dict[str, list[ast.expr]]) -> Iterator[ast.expr]:
+    """The expressions the open paths of `stmts` return (a returned local: what it was last assigned on
+    each path). `env` maps locals to the values they may hold here."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Return):
+            if stmt.value is None:
+                yield ast.Constant(None)
+            elif isinstance(stmt.value, ast.Name) and stmt.value.id in env:
+                yield from env[stmt.value.id]
+            else:
+                yield stmt.value
+            return
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            env[stmt.targets[0].id] = [stmt.value]
+        elif isinstance(stmt, ast.If):
+            decided = values.test(stmt.test)
+            branches = [stmt.body] if decided is True else [stmt.orelse] if decided is False else [stmt.body, stmt.orelse]
+            merged: dict[str, list[ast.expr]] = {}
+            falling: list[dict[str, list[ast.expr]]] = []  # the locals of each branch that falls through
+            for branch in branches:
+                local = {k: list(v) for k, v in env.items()}
+                yield from _returns(branch, values, local)
+                if not _ends(branch):
+                    falling.append(local)
+                    for k, v in local.items():
+                        merged.setdefault(k, []).extend(x for x in v if x not in merged.get(k, []))
+            if not falling:
+                return
+            env.clear()  # a local some path leaves unset here is not evident
+            env.update({k: v for k, v in merged.items() if all(k in local for local in falling)})
+        elif isinstance(stmt, ast.For | ast.While | ast.With | ast.Try | ast.FunctionDef | ast.ClassDef):
+            if any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
+                yield ast.Constant(None)  # a return this does not follow: the result is not evident
+                return
+            for name in _stored([stmt]):  # a local set in a loop or block: what it holds is not evident
+                env.pop(name, None)
+        else:
+            for name in _stored([stmt]):  # `a, m = ...`, `m += ...`: no longer the value read before
+                env.pop(name, None)
+
+
+def _stored(stmts: list[ast.stmt]) -> set[str]:
+    """The names the statements assign (at any depth)."""
+    return {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _ends(stmts: list[ast.stmt]) -> bool:
+    return bool(stmts) and isinstance(stmts[-1], ast.Return | ast.Raise)
+
+
+def _popped(fn: ast.FunctionDef, kwargs_name: str | None) -> Iterator[str]:
+    """The keywords `fn` removes from its `**` parameter (`kwargs.pop('padding', '')`)."""
+    for n in ast.walk(fn):
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "pop"
+                and isinstance(n.func.value, ast.Name) and n.func.value.id == kwargs_name and n.args
+                and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)):
+            yield n.args[0].value
+
+
+def _layer_of(value: ast.expr, parsed: ParsedFile, path: str, values: _Values, popped: frozenset[str],
+              lookup: Lookup, torch_layer: TorchLayer, depth: int) -> str | None:
+    if not isinstance(value, ast.Call):
+        return None
+    dotted = dotted_name(value.func)
+    if dotted is None:
+        return None
+    qualified = qualify(dotted, parsed.imports)
+    layer = torch_layer(qualified)
+    if layer is not None:
+        return layer
+    found = lookup(qualified, path)
+    if found is None:
+        return None
+    inner_parsed, node, inner_path = found
+    if isinstance(node, ast.ClassDef):
+        if any(isinstance(s, ast.FunctionDef) and s.name == "__new__" for s in node.body):
+            return None
+        for base in node.bases:  # a subclass of the torch layer (`class Conv2dSame(nn.Conv2d)`)
+            base_name = dotted_name(base)
+            if base_name is not None and (base_layer := torch_layer(qualify(base_name, inner_parsed.imports))):
+                return base_layer
+        return None
+    if any(isinstance(a, ast.Starred) for a in value.args):
+        return None
+    call, kwargs_name = values.call, values.kwargs_name
+    passes = _passes(value, kwargs_name)
+    # a name of this builder holding an int for the call: a parameter the call gives an int
+    ints = frozenset(p for p, text in values.args.items()
+                     if isinstance(literal(text), int) or text in call.int_names)
+    inner = Call(tuple(_text(a) for a in value.args),
+                 frozenset(k.arg for k in value.keywords if k.arg is not None)
+                 | (call.keywords - popped if passes else frozenset()),
+                 any(k.arg is None and not (isinstance(k.value, ast.Name) and k.value.id == kwargs_name)
+                     for k in value.keywords) or (call.open_keywords and passes),
+                 ints)
+    return built_layer(node, inner_parsed, inner_path, inner, lookup, torch_layer, depth + 1) \
+        if isinstance(node, ast.FunctionDef) else None
+
+
+def _passes(call: ast.Call, kwargs_name: str | None) -> bool:
+    """`f(..., **kwargs)` passes on the builder's own keywords."""
+    return kwargs_name is not None and any(
+        k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwargs_name for k in call.keywords)
+
+
+def _text(node: ast.expr) -> str:
+    value = literal(ast.unparse(node))
+    return ast.unparse(node) if value is UNKNOWN or not isinstance(value, int) else str(value)
+
+
+# -- Sequential subclasses ---------------------------------------------------------------------------
+
+# A parameter's value for one construction: the expression and the file whose imports qualify it.
+Bound = tuple[ast.expr, ParsedFile]
+# A value the construction passes that is not known here (a parameter of the caller with no default).
+UNKNOWN_VALUE: ast.expr = ast.Name(id="?")
+
+
+Passed = tuple[list[Bound], dict[str, Bound]]  # a construction's positional and keyword values
+
+
+def sequential_items(cls: ast.ClassDef, parsed: ParsedFile, path: str, call: Passed,
+                     lookup: Lookup, torch_layer: TorchLayer, depth: int = 0) -> tuple[str, ...] | None:
+    """The torch layers a subclass of `nn.Sequential` holds when built with the parameters `bound`
+    `call` passes, from what its `__init__` hands to `super().__init__`:
+    `super().__init__(conv, bn, act)`, or `super().__init__(*layers)` of a list built by
+    `layers = [...]`, `layers.append(...)` and `layers.extend([...])`, under tests of a parameter
+    against None (`if norm_layer is not None:`) that the construction decides. A subclass whose
+    `__init__` only hands its parameters on (torchvision's `Conv2dNormActivation`) is read through its
+    base. None when an item is not evident (a parameter with no value, a layer that is not torch's, a
+    loop or an undecided test that touches the list, a `forward` of its own)."""
+    if depth > MAX_DEPTH:
+        return None
+    methods = {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
+    if "forward" in methods or "__call__" in methods or len(cls.bases) != 1:
+        return None
+    base_name = dotted_name(cls.bases[0])
+    if base_name is None:
+        return None
+    base = qualify(base_name, parsed.imports)
+    init = methods.get("__init__")
+    env: dict[str, Bound] | None = None
+    if isinstance(init, ast.FunctionDef):
+        bound = call_bound(init, call)
+        env = _bind_params(init, parsed, bound) if bound is not None else None
+        if env is None:
+            return None
+    if torch_layer(base) == "torch.nn.Sequential":
+        return _own_items(init, parsed, env, lookup, torch_layer) \
+            if isinstance(init, ast.FunctionDef) and env is not None else None
+    found = lookup(base, path)
+    if found is None or not isinstance(found[1], ast.ClassDef):
+        return None
+    base_parsed, base_cls, base_path = found[0], found[1], found[2]
+    if isinstance(init, ast.FunctionDef) and env is not None:  # an `__init__` that only hands its parameters on
+        handed = _handed_on(init, parsed, env)
+        if handed is None:
+            return None
+        call = handed
+    return sequential_items(base_cls, base_parsed, base_path, call, lookup, torch_layer, depth + 1)
+
+
+def _bind_params(init: ast.FunctionDef, parsed: ParsedFile, bound: dict[str, Bound]) -> dict[str, Bound] | None:
+    """Each parameter of `init` (not `self`) with its value: what the construction passes, else its default."""
+    args = init.args.posonlyargs + init.args.args
+    params = [a.arg for a in args][1:]
+    defaults = dict(zip([a.arg for a in args][len(args) - len(init.args.defaults):], init.args.defaults))
+    defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d is not None})
+    env: dict[str, Bound] = {}
+    for name in params + [a.arg for a in init.args.kwonlyargs]:
+        if name in bound:
+            env[name] = bound[name]
+        elif name in defaults:
+            env[name] = (defaults[name], parsed)
+    if set(bound) - set(env):
+        return None  # a keyword this `__init__` does not name (or a `**kwargs` it takes)
+    return env
+
+
+def call_bound(init: ast.FunctionDef, call: Passed) -> dict[str, Bound] | None:
+    """`call`'s positional and keyword values named by the parameters of `init` (an `__init__`)."""
+    names = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+    positional, keywords = call
+    if len(positional) > len(names):
+        return None
+    out = dict(zip(names, positional))
+    out.update(keywords)
+    return out
+
+
+def _handed_on(init: ast.FunctionDef, parsed: ParsedFile, env: dict[str, Bound],
+               ) -> Passed | None:
+    """The values an `__init__` whose one statement (a docstring aside) is `super().__init__(...)` passes."""
+    body = [s for s in init.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not _super_init(body[0].value):
+        return None
+    call = body[0].value
+    assert isinstance(call, ast.Call)
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    params = {a.arg for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs}
+    values = [_value(a, env, params, parsed) for a in call.args]
+    keywords = {k.arg: _value(k.value, env, params, parsed) for k in call.keywords if k.arg is not None}
+    if any(v is None for v in values) or any(v is None for v in keywords.values()):
+        return None
+    return [v for v in values if v is not None], {k: v for k, v in keywords.items() if v is not None}
+
+
+def _value(node: ast.expr, env: dict[str, Bound], params: set[str], parsed: ParsedFile) -> Bound | None:
+    """A parameter's value where `node` names one (None when it has none); anything else as written, read
+    with this file's imports (`torch.nn.Conv2d`)."""
+    if isinstance(node, ast.Name) and node.id in params:
+        return env.get(node.id)
+    return node, parsed
+
+
+def _super_init(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__"
+            and isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func, ast.Name)
+            and node.func.value.func.id == "super")
+
+
+def _own_items(init: ast.FunctionDef, parsed: ParsedFile, env: dict[str, Bound], lookup: Lookup,
+               torch_layer: TorchLayer) -> tuple[str, ...] | None:
+    try:
+        items = _walk_items(init.body, dict(env), {})
+    except _NotEvident:
+        return None
+    if not items:
+        return None
+    out: list[str] = []
+    for item in items:
+        layer = _item_layer(item, parsed, env, lookup, torch_layer)
+        if layer is None:
+            return None
+        out.append(layer)
+    return tuple(out)
+
+
+class _NotEvident(Exception):
+    """The items are not evident (raised out of `_walk_items`)."""
+
+
+def _walk_items(stmts: list[ast.stmt], env: dict[str, Bound], lists: dict[str, list[ast.expr]],
+                ) -> list[ast.expr] | None:
+    """The item expressions `super().__init__` receives on the path the construction takes (None: these
+    statements do not call it); raises `_NotEvident`."""
+    for stmt in stmts:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Call) and _super_init(call):
+            if call.keywords:
+                raise _NotEvident
+            if len(call.args) == 1 and isinstance(call.args[0], ast.Starred):
+                star = call.args[0].value
+                if isinstance(star, ast.Name) and star.id in lists:
+                    return list(lists[star.id])
+                raise _NotEvident
+            if any(isinstance(a, ast.Starred) for a in call.args):
+                raise _NotEvident
+            return list(call.args)
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and isinstance(stmt.value, ast.List):
+            if any(isinstance(e, ast.Starred) for e in stmt.value.elts):
+                raise _NotEvident
+            lists[stmt.targets[0].id] = list(stmt.value.elts)
+            continue
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                and isinstance(call.func.value, ast.Name) and call.func.value.id in lists:
+            target = lists[call.func.value.id]
+            if call.func.attr == "append" and len(call.args) == 1:
+                target.append(call.args[0])
+            elif call.func.attr == "extend" and len(call.args) == 1 and isinstance(call.args[0], ast.List):
+                target.extend(call.args[0].elts)
+            else:
+                raise _NotEvident
+            continue
+        touches = any(isinstance(n, ast.Name) and n.id in lists for n in ast.walk(stmt)) or any(
+            isinstance(n, ast.Call) and _super_init(n) for n in ast.walk(stmt))
+        if isinstance(stmt, ast.If):
+            decided = _none_test(stmt.test, env)
+            if decided is None:
+                if touches:
+                    raise _NotEvident
+                continue
+            found = _walk_items(stmt.body if decided else stmt.orelse, env, lists)
+            if found is not None:
+                return found
+            continue
+        if touches:
+            raise _NotEvident  # a loop, an augmented assignment, a rebinding of the list: not followed
+        if isinstance(stmt, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets: list[ast.expr] = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for bound_to in targets:  # a parameter rebound here (`padding = ...`): its value is not known
+                for n in ast.walk(bound_to):
+                    if isinstance(n, ast.Name):
+                        env.pop(n.id, None)
+    return None
+
+
+def _none_test(test: ast.expr, env: dict[str, Bound]) -> bool | None:
+    """`p is None` / `p is not None` for a parameter whose value is known."""
+    if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is | ast.IsNot)
+            and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None and test.left.id in env):
+        value = env[test.left.id][0]
+        if value is UNKNOWN_VALUE:
+            return None
+        is_none = isinstance(value, ast.Constant) and value.value is None
+        if not is_none and not isinstance(value, ast.Name | ast.Attribute):
+            return None
+        return is_none if isinstance(test.ops[0], ast.Is) else not is_none
+    return None
+
+
+def _item_layer(item: ast.expr, parsed: ParsedFile, env: dict[str, Bound], lookup: Lookup,
+                torch_layer: TorchLayer) -> str | None:
+    """The torch layer an item constructs: `nn.Conv2d(...)`, `norm_layer(out_channels)` of a parameter
+    naming a torch layer class, or a class subclassing one."""
+    if not isinstance(item, ast.Call):
+        return None
+    func: ast.expr = item.func
+    where = parsed
+    if isinstance(func, ast.Name) and func.id in env:
+        func, where = env[func.id]
+    dotted = dotted_name(func)
+    if dotted is None:
+        return None
+    qualified = qualify(dotted, where.imports)
+    return torch_layer(qualified)
+
+
+def returned_sequential(fn: ast.FunctionDef, parsed: ParsedFile, call: Passed, lookup: Lookup,
+                        torch_layer: TorchLayer) -> tuple[str, ...] | None:
+    """The torch layers of the `nn.Sequential` a builder function returns as its one statement
+    (`def conv_bn(inp, oup, stride): return nn.Sequential(nn.Conv2d(...), nn.BatchNorm2d(oup), nn.ReLU())`,
+    imported from a sibling module), with its parameters bound as `call` passes them."""
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Call):
+        return None
+    value = body[0].value
+    dotted = dotted_name(value.func)
+    if dotted is None or torch_layer(qualify(dotted, parsed.imports)) != "torch.nn.Sequential" or value.keywords:
+        return None
+    if not value.args or any(isinstance(a, ast.Starred) for a in value.args):
+        return None
+    names = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    positional, keywords = call
+    if len(positional) > len(names):
+        return None
+    bound = dict(zip(names, positional))
+    bound.update(keywords)
+    defaults = dict(zip(names[len(names) - len(fn.args.defaults):], fn.args.defaults))
+    env = {n: bound[n] if n in bound else (defaults[n], parsed) for n in names if n in bound or n in defaults}
+    if set(bound) - set(names):
+        return None
+    out: list[str] = []
+    for item in value.args:
+        layer = _item_layer(item, parsed, env, lookup, torch_layer)
+        if layer is None:
+            return None
+        out.append(layer)
+    return tuple(out)
