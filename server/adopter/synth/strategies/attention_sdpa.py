@@ -1,11 +1,14 @@
 """Family 10: a hand-written attention chain replaced by one `scaled_dot_product_attention` call.
 
-The chain is `matmul(q, kᵀ)` → optional scale (`/ c` or `* c`) → optional additive mask → softmax over
-the last dim → optional dropout → `matmul(·, v)`. The strategy rebuilds the call from the source text
-of the chain's external inputs (q, k, v, mask, scale, dropout) and declines whenever the rewrite could
-change what the code computes: the probabilities or scores are used outside the chain (returned,
-multiplied by a head mask), other statements sit between the steps, the mask is added under a
-condition other than `mask is not None`, or the scale is a tensor computed at run time.
+The chain is `matmul(q, kᵀ)` → optional scale (`/ c` or `* c`) → optional mask (a `masked_fill`, or one or
+more additive terms) → softmax over the last dim → optional dropout → `matmul(·, v)`. The strategy rebuilds
+the call from the source text of the chain's external inputs (q, k, v, mask, scale, dropout) and declines
+whenever the rewrite could change what the code computes: the probabilities or scores are used outside the
+chain (returned, multiplied by a head mask), other statements sit between the steps, an added term is
+computed from the scores or added under a condition that calls something or reads what the chain binds, or
+the scale is a tensor computed at run time. SDPA adds a float `attn_mask` to the scaled scores, so several
+additive terms (a relative position bias and a shared bias) are summed into that one mask, each under the
+`if` it was added under.
 """
 
 from __future__ import annotations
