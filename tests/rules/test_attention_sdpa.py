@@ -1019,3 +1019,54 @@ def test_timm_beit_attention_biases_become_the_float_mask(window: tuple[int, int
         original.zero_grad()
         _ = original(inputs()[0]).sum().backward()
         assert original.relative_position_bias_table.grad is not None  # the table's gradient is compared
+
+
+AUGMENTED_TERMS = """import torch
+from torch import nn
+
+
+class Attn(nn.Module):
+    def __init__(self, dim, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.drop = nn.Dropout(0.0)
+        self.use_rel = True
+
+    def forward(self, x, bias=None, alibi=None, output_attentions=False):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        attn = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+        attn += alibi
+        if bias is not None:
+            attn += bias
+        attn = attn.softmax(dim=-1)
+        attn = self.drop(attn)
+        out = torch.matmul(attn, v)
+        out = out.transpose(1, 2).reshape(b, n, c)
+        return (out, attn) if output_attentions else (out, None)
+"""
+
+
+def test_augmented_terms_with_the_probabilities_kept_on_request() -> None:
+    # `attn += alibi` then `if bias is not None: attn += bias`, the probabilities returned under
+    # `output_attentions`: the original runs when they are asked for, else SDPA with the summed mask (the sum
+    # is out of place: the caller's `alibi` is not modified).
+    new = fixed(AUGMENTED_TERMS, RULES, applied=1)
+    assert "            attn_bias = alibi\n            if bias is not None:\n" in new, new
+    assert "                attn_bias = attn_bias + bias\n" in new and "attn_mask=attn_bias" in new
+    torch.manual_seed(0)
+    original = load(AUGMENTED_TERMS, "orig")["Attn"](32)
+    rewritten = load(new, "new")["Attn"](32)
+
+    def inputs() -> tuple[torch.Tensor, ...]:
+        return torch.randn(2, 5, 32), torch.randn(2, 4, 5, 5), torch.randn(1, 4, 5, 5)
+
+    compare_modules(original, rewritten, inputs)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32), None, torch.randn(1, 4, 5, 5)))
+    compare_modules(original, rewritten, inputs, kwargs={"output_attentions": True})
+    alibi = torch.randn(1, 4, 5, 5)
+    kept = alibi.clone()
+    rewritten(torch.randn(2, 5, 32), torch.randn(2, 4, 5, 5), alibi)
+    assert torch.equal(alibi, kept)
