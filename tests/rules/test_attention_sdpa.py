@@ -154,7 +154,7 @@ HEAD_MASK = BERT_STYLE.replace(
     "        context_layer = torch.matmul(attention_probs, value_layer)",
 )
 
-OTHER_CONDITION = BERT_STYLE.replace("if attention_mask is not None:", "if self.training:")
+OTHER_CONDITION = BERT_STYLE.replace("if attention_mask is not None:", "if self.use_mask(attention_mask):")
 
 FINITE_FILL = CAUSAL_MASKED_FILL.replace('float("-inf")', "-1e4")
 
@@ -943,3 +943,130 @@ def test_a_step_sharing_its_line_with_another_statement_is_declined() -> None:
     source = VIT_STYLE.replace("        dots = q @ k", "        y = 2; dots = q @ k")
     reasons = skip_reasons(source, RULES)
     assert reasons and all("shares its line" in r for r in reasons), reasons
+
+
+# Additive terms (issue 25): SDPA adds a float `attn_mask` to the scaled scores, so one or several terms added to
+# the scores, each under its own `if`, are summed into the mask.
+TRAINING_ONLY_MASK = BERT_STYLE.replace("if attention_mask is not None:", "if self.training:")
+
+
+def test_a_mask_added_under_another_condition_is_added_under_it() -> None:
+    new = fixed(TRAINING_ONLY_MASK, RULES, applied=1)
+    assert "attn_bias = None\n        if self.training:\n            attn_bias = attention_mask\n" in new, new
+    assert "attn_mask=attn_bias" in new
+    torch.manual_seed(0)
+    original = load(TRAINING_ONLY_MASK, "orig")["SelfAttention"](64, 4, 0.0)
+    rewritten = load(new, "new")["SelfAttention"](64, 4, 0.0)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 7, 64), _mask(2, 7)))
+
+
+TWO_TERMS = BERT_STYLE.replace(
+    "    def forward(self, hidden_states, attention_mask=None):",
+    "    def forward(self, hidden_states, attention_mask, position_bias):",
+).replace(
+    "        if attention_mask is not None:\n            attention_scores = attention_scores + attention_mask\n",
+    "        attention_scores = attention_scores + position_bias\n"
+    "        attention_scores = attention_scores + attention_mask\n",
+)
+
+
+def test_two_unconditional_terms_are_summed_into_the_mask() -> None:
+    new = fixed(TWO_TERMS, RULES, applied=1)
+    assert "attn_mask=position_bias + attention_mask" in new, new
+    torch.manual_seed(0)
+    original = load(TWO_TERMS, "orig")["SelfAttention"](64, 4, 0.0)
+    rewritten = load(new, "new")["SelfAttention"](64, 4, 0.0)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 7, 64), _mask(2, 7), torch.randn(1, 4, 7, 7)))
+
+
+def test_a_term_computed_from_the_scores_is_declined() -> None:
+    source = TWO_TERMS.replace("attention_scores + position_bias\n",
+                               "attention_scores + attention_scores.mean(-1, keepdim=True)\n")
+    reasons = skip_reasons(source, RULES)
+    assert reasons and all("reads `attention_scores`" in r for r in reasons), reasons
+
+
+def _beit(window: tuple[int, int] | None, name: str, source: str) -> torch.nn.Module:
+    torch.manual_seed(0)
+    module = load(source, name)["Attention"](32, num_heads=4, qkv_bias=True, window_size=window)
+    with torch.no_grad():  # the table and the q/v biases start at zero: random values make the terms count
+        for param in module.parameters():
+            if not param.any():
+                param.normal_(std=0.5)
+    return module
+
+
+@pytest.mark.parametrize("window", [(2, 3), None], ids=["rel-pos-table", "no-table"])
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-bias", "no-shared-bias"])
+def test_timm_beit_attention_biases_become_the_float_mask(window: tuple[int, int] | None, shared: bool) -> None:
+    # timm 1.0.12 BEiT: `attn + self._get_rel_pos_bias()` under `if self.relative_position_bias_table is not
+    # None:`, `attn + shared_rel_pos_bias` under `if shared_rel_pos_bias is not None:`. Every combination of
+    # the two terms, train and eval; the relative position table's gradient is among the parameters compared.
+    from real_sources import TIMM_BEIT_ATTENTION
+
+    new = fixed(TIMM_BEIT_ATTENTION, RULES, applied=1)
+    assert "attn_mask=attn_bias" in new and "scale=1.0" in new, new
+    original = _beit(window, "orig", TIMM_BEIT_ATTENTION)
+    rewritten = _beit(window, "new", new)
+    tokens = 2 * 3 + 1
+
+    def inputs() -> tuple[torch.Tensor, ...]:
+        x = torch.randn(2, tokens, 32)
+        return (x, torch.randn(1, 4, tokens, tokens)) if shared else (x,)
+
+    compare_modules(original, rewritten, inputs)
+    if window is not None:
+        original.zero_grad()
+        _ = original(inputs()[0]).sum().backward()
+        assert original.relative_position_bias_table.grad is not None  # the table's gradient is compared
+
+
+AUGMENTED_TERMS = """import torch
+from torch import nn
+
+
+class Attn(nn.Module):
+    def __init__(self, dim, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.drop = nn.Dropout(0.0)
+        self.use_rel = True
+
+    def forward(self, x, bias=None, alibi=None, output_attentions=False):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        attn = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+        attn += alibi
+        if bias is not None:
+            attn += bias
+        attn = attn.softmax(dim=-1)
+        attn = self.drop(attn)
+        out = torch.matmul(attn, v)
+        out = out.transpose(1, 2).reshape(b, n, c)
+        return (out, attn) if output_attentions else (out, None)
+"""
+
+
+def test_augmented_terms_with_the_probabilities_kept_on_request() -> None:
+    # `attn += alibi` then `if bias is not None: attn += bias`, the probabilities returned under
+    # `output_attentions`: the original runs when they are asked for, else SDPA with the summed mask (the sum
+    # is out of place: the caller's `alibi` is not modified).
+    new = fixed(AUGMENTED_TERMS, RULES, applied=1)
+    assert "            attn_bias = alibi\n            if bias is not None:\n" in new, new
+    assert "                attn_bias = attn_bias + bias\n" in new and "attn_mask=attn_bias" in new
+    torch.manual_seed(0)
+    original = load(AUGMENTED_TERMS, "orig")["Attn"](32)
+    rewritten = load(new, "new")["Attn"](32)
+
+    def inputs() -> tuple[torch.Tensor, ...]:
+        return torch.randn(2, 5, 32), torch.randn(2, 4, 5, 5), torch.randn(1, 4, 5, 5)
+
+    compare_modules(original, rewritten, inputs)
+    compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 32), None, torch.randn(1, 4, 5, 5)))
+    compare_modules(original, rewritten, inputs, kwargs={"output_attentions": True})
+    alibi = torch.randn(1, 4, 5, 5)
+    kept = alibi.clone()
+    rewritten(torch.randn(2, 5, 32), torch.randn(2, 4, 5, 5), alibi)
+    assert torch.equal(alibi, kept)

@@ -232,3 +232,19 @@ def test_a_reason_left_by_fix_quotes_the_users_lines() -> None:
     assert quoted, "LED has an f09 site whose reason quotes its lines"
     for f, reason in quoted:
         assert reason == checked[(f.rule_id, f.span)]
+
+
+def test_fix_contract_on_timm_beit_attention_with_two_additive_biases() -> None:
+    # timm 1.0.12 BEiT Attention (tests/rules/real_sources.py): the relative position bias and the shared bias
+    # become one float attn_mask; the quick fix and `fix` agree on it, and the fix reaches its fixed point.
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "rules"))
+    try:
+        from real_sources import TIMM_BEIT_ATTENTION
+    finally:
+        sys.path.remove(str(REPO / "tests" / "rules"))
+    s = session()
+    fixable = s.fixable(s.analysed(TIMM_BEIT_ATTENTION, "beit.py"))
+    assert [f.rule_id for f in fixable] == ["f10-manual-attention-sdpa"]
+    assert_fix_contract(TIMM_BEIT_ATTENTION, "beit.py")

@@ -1,11 +1,14 @@
 """Family 10: a hand-written attention chain replaced by one `scaled_dot_product_attention` call.
 
-The chain is `matmul(q, kᵀ)` → optional scale (`/ c` or `* c`) → optional additive mask → softmax over
-the last dim → optional dropout → `matmul(·, v)`. The strategy rebuilds the call from the source text
-of the chain's external inputs (q, k, v, mask, scale, dropout) and declines whenever the rewrite could
-change what the code computes: the probabilities or scores are used outside the chain (returned,
-multiplied by a head mask), other statements sit between the steps, the mask is added under a
-condition other than `mask is not None`, or the scale is a tensor computed at run time.
+The chain is `matmul(q, kᵀ)` → optional scale (`/ c` or `* c`) → optional mask (a `masked_fill`, or one or
+more additive terms) → softmax over the last dim → optional dropout → `matmul(·, v)`. The strategy rebuilds
+the call from the source text of the chain's external inputs (q, k, v, mask, scale, dropout) and declines
+whenever the rewrite could change what the code computes: the probabilities or scores are used outside the
+chain (returned, multiplied by a head mask), other statements sit between the steps, an added term is
+computed from the scores or added under a condition that calls something or reads what the chain binds, or
+the scale is a tensor computed at run time. SDPA adds a float `attn_mask` to the scaled scores, so several
+additive terms (a relative position bias and a shared bias) are summed into that one mask, each under the
+`if` it was added under.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import ast
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from adopter.analysis.canonical.normalise import matmul_plan
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Span
@@ -38,6 +41,7 @@ class Chain:
     scale: Op | None = None
     mask: Op | None = None
     dropout: Op | None = None
+    biases: list[Op] = field(default_factory=list)  # further `+ term` steps after the first (`mask`)
 
 
 @strategy("sdpa_chain")
@@ -68,7 +72,7 @@ def sdpa_chain(ctx: SynthContext) -> None:
     if len(ctx.line_indent(last)) + extra + start + len(call) + len(text[end:].split("\n")[0]) > _LINE:
         # One argument per line, like black and ruff format a call that does not fit.
         call = f"{functional}.scaled_dot_product_attention(\n" + "".join(f"    {a},\n" for a in args) + ")"
-    statement = text[:start] + call + text[end:]
+    statement = site.prelude + text[:start] + call + text[end:]
     if site.fallback:
         # Kept as written where SDPA cannot stand in (the probabilities asked for, a head mask given, ...).
         tests = [_paren_test(t) for t in dict.fromkeys(site.fallback)]
@@ -97,11 +101,16 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
             or (op.kind == OpKind.METHOD and op.target == "masked_fill")
         ):
             chain.mask = op
+        elif op.kind == OpKind.OPERATOR and op.target == "+" and chain.mask is not None \
+                and chain.mask.target == "+":
+            # A second additive term (a relative position bias and a shared bias): SDPA's float mask is
+            # added to the scaled scores, so the sum of the terms is the one mask.
+            chain.biases.append(op)
         elif (op.kind == OpKind.MODULE) or (op.kind == OpKind.FUNCTION and op.target.endswith("dropout")):
             chain.dropout = op
         elif op not in (chain.scores, chain.out, chain.softmax):
-            # A second additive term (a position bias and a mask), a `torch.where` mask, ...: SDPA takes
-            # one mask; rewriting without this step would change what the code computes.
+            # An additive term beside a boolean `masked_fill`, a `torch.where` mask, ...: SDPA takes one
+            # mask; rewriting without this step would change what the code computes.
             return f"the chain has a step SDPA's one call does not take (`{op.target}`); rewrite it by hand"
     extra = [k for k in chain.softmax.kwargs if k.name != "dim"]
     if extra and not (len(extra) == 1 and extra[0].name == "dtype" and isinstance(extra[0].value, Expr)
@@ -177,6 +186,8 @@ class _Site:
         ]
         self.matched_lines = lines
         self.fallback: list[str] = []  # conditions under which the range is kept as it is
+        self.guards: dict[int, str] = {}  # the line of an additive step -> the test of the `if` it sits under
+        self.prelude = ""  # statements before the call that sum the additive terms into the float mask
 
     def _enclosing(self, line: int) -> tuple[ast.FunctionDef, list[ast.stmt]]:
         """The innermost function and statement list whose statements include `line` directly."""
@@ -211,7 +222,7 @@ class _Site:
         for stmt in self.range:
             if stmt.lineno in self.matched_lines:
                 continue
-            if self._is_mask_guard(stmt) or self._is_stable_shift(stmt):
+            if self._is_mask_guard(stmt) or self._is_stable_shift(stmt) or self._is_term_guard(stmt):
                 continue
             test = self._skippable_test(stmt)
             if test is not None:
@@ -445,10 +456,85 @@ class _Site:
         keep = args[1] if len(args) > 1 else kwargs.get("keepdim")
         return dim == "-1" and keep == "True" and len(args) + len(kwargs) == 2
 
-    def _is_mask_guard(self, stmt: ast.stmt) -> bool:
-        """`if <mask> is not None: scores = scores + <mask>` around the chain's mask step."""
+    def _additive(self) -> list[Op]:
+        """The chain's additive steps (`scores + term`), in order; empty when the mask is a `masked_fill`."""
         mask = self.chain.mask
-        if mask is None or not isinstance(stmt, ast.If) or stmt.orelse:
+        return [mask, *self.chain.biases] if mask is not None and mask.target == "+" else []
+
+    def _is_term_guard(self, stmt: ast.stmt) -> bool:
+        """`if <test>: scores = scores + <term>` (no else) around one additive step, when the chain has more
+        than one or the test is not `<term> is not None`: the test must read no name the range binds and call
+        nothing (`self.table is not None`, `bias is not None`), so evaluated before the call it has the value
+        it had where the step ran. Recorded in `self.guards`: the term joins the mask only when it holds."""
+        if not isinstance(stmt, ast.If) or stmt.orelse or len(stmt.body) != 1:
+            return False
+        lines = {op.stmt_span.start_line + 1: op for op in self._additive()}
+        if stmt.body[0].lineno not in lines:
+            return False
+        test = self._skippable_test(ast.If(test=stmt.test, body=[], orelse=[], lineno=stmt.lineno,
+                                           end_lineno=stmt.lineno, col_offset=0))
+        if test is None:
+            return False
+        self.guards[stmt.body[0].lineno] = test
+        return True
+
+    def _term_text(self, op: Op) -> str:
+        """The added term of an additive step: the operand not computed by the chain, which must read no
+        name the range binds (a term computed from the scores is no mask SDPA could take)."""
+        incoming = {o for other in self.ops if other is not op for o in other.outputs}
+        text = None
+        for index, value in enumerate(op.args):
+            if not (isinstance(value, Ref) and value.name in incoming):
+                text = self.operand(op, index)
+                break
+        if text is None:
+            self.ctx.decline("both operands of the mask addition come from the chain")
+            raise AssertionError("unreachable")
+        bound = self._defined_in_range()
+        try:
+            names = {n.id for n in ast.walk(ast.parse(text, mode="eval").body) if isinstance(n, ast.Name)}
+        except SyntaxError:
+            names = set()
+        if names & bound:
+            self.ctx.decline(f"the added term `{text}` reads `{min(names & bound)}`, which the chain computes; "
+                             "SDPA's mask cannot depend on the scores")
+        return text
+
+    def _bias_name(self) -> str:
+        """A name for the summed mask that the function does not use."""
+        used = {n.id for n in ast.walk(self.func) if isinstance(n, ast.Name)}
+        used |= {a.arg for a in ast.walk(self.func) if isinstance(a, ast.arg)}
+        name = "attn_bias"
+        while name in used:
+            name += "_"
+        return name
+
+    def _sum_terms(self) -> str:
+        """The float mask for more than one additive step, or one under a condition other than `x is not
+        None`: a plain sum when no step is conditional, else a name the prelude binds (None when no term is
+        added, as the original then adds nothing)."""
+        steps = [(self._term_text(op), self.guards.get(op.stmt_span.start_line + 1)) for op in self._additive()]
+        if all(guard is None for _, guard in steps):
+            return " + ".join(_paren_sum(text) for text, _ in steps)
+        name = self._bias_name()
+        lines = [f"{name} = None"] if steps[0][1] is not None else []
+        state = "none"  # what the name holds before the step: None, a tensor, or either
+        for text, guard in steps:
+            step = {"none": f"{name} = {text}", "set": f"{name} = {name} + {_paren_sum(text)}",
+                    "maybe": f"{name} = {text} if {name} is None else {name} + {_paren_sum(text)}"}[state]
+            if guard is None:
+                lines.append(step)
+                state = "set"
+            else:
+                lines += [f"if {guard}:", f"    {step}"]
+                state = "set" if state == "set" else "maybe"
+        self.prelude = "\n".join(lines) + "\n"
+        return name
+
+    def _is_mask_guard(self, stmt: ast.stmt) -> bool:
+        """`if <mask> is not None: scores = scores + <mask>` around the chain's one mask step."""
+        mask = self.chain.mask
+        if mask is None or self.chain.biases or not isinstance(stmt, ast.If) or stmt.orelse:
             return False
         if not (len(stmt.body) == 1 and stmt.body[0].lineno == mask.stmt_span.start_line + 1):
             return False
@@ -568,6 +654,8 @@ class _Site:
         if mask is None:
             return ""
         if mask.target != "masked_fill":
+            if self.chain.biases or self.guards:
+                return f"attn_mask={self._sum_terms()}"
             return f"attn_mask={self._mask_text()}"
         # scores.masked_fill(cond, -inf) drops the keys where cond holds: SDPA's boolean mask says
         # which keys take part, so it is ~cond. A finite fill differs where a whole row is masked.
@@ -751,6 +839,15 @@ def _is_keyword(text: str) -> bool:
     """Whether a call argument's text is `name=value`."""
     head = text.split("=", 1)[0]
     return "=" in text and head.isidentifier() and not text.split("=", 1)[1].startswith("=")
+
+
+def _paren_sum(text: str) -> str:
+    """A term as an operand of `+` (parenthesised unless it binds at least as tightly)."""
+    node = ast.parse(text, mode="eval").body
+    loose = isinstance(node, ast.BoolOp | ast.IfExp | ast.Lambda | ast.NamedExpr | ast.Compare) or (
+        isinstance(node, ast.BinOp) and not isinstance(node.op, ast.Mult | ast.Div | ast.MatMult | ast.Pow
+                                                       | ast.FloorDiv | ast.Mod | ast.Add))
+    return f"({text})" if loose else text
 
 
 def _paren(text: str) -> str:
