@@ -83,6 +83,11 @@ def dropout_add_layer_norm(ctx: SynthContext) -> None:
         return
     plan = sum_plan(ctx)
     if plan is not None:
+        # The operands must read as the names the deleted sum statement reads: an operand whose value text
+        # is an expression (`output + self.dropout2(output2)`, after an earlier round rewrote the block) was
+        # found not equivalent by `verify` (OneFormer's pre-norm decoder layer), so it is declined.
+        if not all(re.fullmatch(r"[A-Za-z_][\w.]*", text) for text in (x, residual)):
+            ctx.decline("an operand of the residual sum is not a plain name here; fuse it by hand")
         helper = ensure_helper(ctx, "fused_dropout_add_layer_norm_residual", "dropout-add-layernorm-residual",
                                _DROPOUT_ADD_LAYER_NORM_RESIDUAL)
         out, sums, spans = plan
