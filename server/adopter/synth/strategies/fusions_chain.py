@@ -215,10 +215,8 @@ def _function_end(ctx: SynthContext, line: int) -> int:
     return end
 
 
-def _check_dead(ctx: SynthContext, chain: Sequence[Op], deleted: Sequence[Span], final: Op,
-                spelled: dict[Span, set[str]] | None = None) -> None:
-    """Decline when a value computed by a deleted statement is read outside the chain (`spelled`: the
-    names each deleted statement binds as written, where the analysis renamed them).
+def _check_dead(ctx: SynthContext, chain: Sequence[Op], deleted: Sequence[Span], final: Op) -> None:
+    """Decline when a value computed by a deleted statement is read outside the chain.
 
     The rules' guards already ask for this; reading the text as well also catches uses the analysis
     does not model (stores such as `self.cache = h`, `out[0] = h`).
@@ -256,7 +254,6 @@ def _check_dead(ctx: SynthContext, chain: Sequence[Op], deleted: Sequence[Span],
                 if line not in chain_lines and assign.search(lines[line].split("#")[0]):
                     ctx.decline(f"`{name}` is reassigned on line {line + 1}, between the statements to fuse")
         names = {out for op in chain if op.stmt_span == stmt for out in op.outputs if not out.startswith("%")}
-        names |= (spelled or {}).get(stmt, set())
         for name in names:
             pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
             if pattern.search(outside):
@@ -282,7 +279,6 @@ def rewrite_chain(ctx: SynthContext, new_expr: str, ops: Sequence[Op] | None = N
     final = chain[-1]
     final_stmt = final.stmt_span
     deleted: list[Span] = []
-    spelled: dict[Span, set[str]] = {}  # the names each deleted statement binds, as written
     for op in chain[:-1]:
         if final.span.contains(op.span):
             continue
@@ -305,18 +301,16 @@ def rewrite_chain(ctx: SynthContext, new_expr: str, ops: Sequence[Op] | None = N
         # renamed or temporary names of an inlined helper's locals (`src_3`, `%1`) was tried this stop and
         # withdrawn: `verify` over the transformers corpus found 8 f05 rewrites that were not equivalent (a
         # residual read as the sum's own text, a sum read outside the fused call).
-        targets = r"\s*,\s*".join(f"({re.escape(out)})" for out in outer.outputs)
-        shape = re.fullmatch(rf"\(?\s*{targets}\s*,?\s*\)?\s*=\s*\(?\s*{re.escape(op_text)}\s*\)?", stmt_text, re.S)
-        if shape is None:
+        targets = r"\s*,\s*".join(re.escape(out) for out in outer.outputs)
+        if not re.fullmatch(rf"\(?\s*{targets}\s*,?\s*\)?\s*=\s*\(?\s*{re.escape(op_text)}\s*\)?", stmt_text, re.S):
             ctx.decline("a statement of the pattern does more than compute the fused chain")
-        spelled[stmt] = set(shape.groups())
         if not _statement_lines_alone(ctx, stmt) or not _statement_lines_alone(ctx, final_stmt):
             ctx.decline("a statement of the pattern shares its line with other code")
         if ctx.line_indent(stmt) != ctx.line_indent(final_stmt):
             ctx.decline("the pattern's statements are in different blocks")
         deleted.append(stmt)
 
-    _check_dead(ctx, chain, deleted, final, spelled)
+    _check_dead(ctx, chain, deleted, final)
 
     # Rebuild the region from the first deleted statement to the final one.
     first = min([final_stmt, *deleted], key=_start)
