@@ -71,6 +71,31 @@ class ConfigDriven(nn.Module):
         return h
 
 
+class BaseConfig:
+    """Stands for transformers' PretrainedConfig: a base class without the model's fields."""
+
+
+class WideConfig(BaseConfig):
+    def __init__(self, vocab_size=40, hidden_size=16, num_hidden_layers=3):
+        self.vocab_size, self.hidden_size, self.num_hidden_layers = vocab_size, hidden_size, num_hidden_layers
+
+
+class AnnotatedWithTheBase(nn.Module):
+    """DistilBertForMaskedLM's shape: `config: PretrainedConfig`, the model's config class declared on it."""
+    config_class = WideConfig
+
+    def __init__(self, config: BaseConfig):
+        super().__init__()
+        self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
+
+    def forward(self, input_ids):
+        return self.embed(input_ids)
+
+
+class AnnotatedWithTheBaseUndeclared(AnnotatedWithTheBase):
+    config_class = None
+
+
 class Vision(nn.Module):
     def __init__(self, in_channels, out_channels):
         super().__init__()
@@ -133,6 +158,14 @@ def test_config_class_from_the_module_made_small() -> None:
     ids = built.kwargs["input_ids"]
     assert ids.dtype == torch.long and int(ids.max()) < 50
     assert "attention_mask" not in built.kwargs  # it has a default: left to it
+
+
+def test_a_base_class_annotation_gives_way_to_the_declared_or_package_subclass() -> None:
+    for cls in (AnnotatedWithTheBase, AnnotatedWithTheBaseUndeclared):
+        built = construct(cls, HERE, device="cpu")
+        assert isinstance(built, Built), (cls.__name__, built)
+        assert built.arguments["config"] == "WideConfig"
+        assert built.model.embed.embedding_dim == 16
 
 
 def test_conv_input_is_nchw_with_the_layers_channels() -> None:

@@ -65,9 +65,15 @@ def config_class(cls: type, param: inspect.Parameter, module: Any) -> type | Non
     """The configuration class for `cls`'s config parameter: its annotation, `cls.config_class`, or the
     `*Config` class of the module (or its package) whose name shares the longest prefix with the class's."""
     ann = annotation(param, module)
-    if inspect.isclass(ann) and ann.__module__ != "builtins" and ann.__name__ not in ("dict", "Any"):
-        return ann
     declared = getattr(cls, "config_class", None)
+    if inspect.isclass(ann) and ann.__module__ != "builtins" and ann.__name__ not in ("dict", "Any"):
+        # An annotation may name the base class only (transformers' `config: PretrainedConfig`), which has
+        # none of the model's fields: the class's own `config_class`, or the package's subclass of the
+        # annotation closest to the class's name, says more.
+        if inspect.isclass(declared) and declared is not ann and issubclass(declared, ann):
+            return declared
+        narrower = [c for c in _package_config_classes(module) if c is not ann and issubclass(c, ann)]
+        return max(narrower, key=lambda c: _shared_prefix(cls.__name__, c.__name__)) if narrower else ann
     if inspect.isclass(declared):
         return declared
     found = _package_config_classes(module)
