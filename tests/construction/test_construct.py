@@ -96,6 +96,28 @@ class AnnotatedWithTheBaseUndeclared(AnnotatedWithTheBase):
     config_class = None
 
 
+class HandWrittenNorm(nn.Module):
+    """T5LayerNorm's shape (transformers 4.35): a weight vector and arithmetic, no layer to read."""
+
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        return self.weight * hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+
+
+class TwoLengths(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Parameter(torch.ones(4)), nn.Parameter(torch.ones(6))
+
+    def forward(self, x):
+        return x
+
+
 class Vision(nn.Module):
     def __init__(self, in_channels, out_channels):
         super().__init__()
@@ -166,6 +188,14 @@ def test_a_base_class_annotation_gives_way_to_the_declared_or_package_subclass()
         assert isinstance(built, Built), (cls.__name__, built)
         assert built.arguments["config"] == "WideConfig"
         assert built.model.embed.embedding_dim == 16
+
+
+def test_a_layer_free_norm_takes_features_of_its_weights_length() -> None:
+    built = construct(HandWrittenNorm, HERE, device="cpu")
+    assert isinstance(built, Built), built
+    assert built.kwargs["hidden_states"].shape[-1] == built.model.weight.shape[0]
+    result = construct(TwoLengths, HERE)  # vectors of two lengths say nothing about the input
+    assert isinstance(result, NotBuilt) and result.stage == "inputs" and result.missing == "x"
 
 
 def test_conv_input_is_nchw_with_the_layers_channels() -> None:

@@ -44,6 +44,15 @@ def first_layer(model: nn.Module) -> nn.Module | None:
     return None
 
 
+def vector_width(model: nn.Module) -> int | None:
+    """The length every parameter of a layer-free module shares when each is a vector (a hand-written norm's
+    weight and bias: T5LayerNorm, LlamaRMSNorm): the features of its input's last axis."""
+    params = list(model.parameters())
+    if not params or any(p.dim() != 1 for p in params) or len({p.shape[0] for p in params}) != 1:
+        return None
+    return int(params[0].shape[0])
+
+
 def input_for_layer(layer: nn.Module | None, model: nn.Module, *, batch: int = 2, seq: int = SEQ,
                     spatial: int = SPATIAL, depth: int = 16, device: Any = None) -> torch.Tensor | None:
     """A tensor `layer` accepts as the model's input: token ids for an Embedding, `(B, T, in_features)`
@@ -206,7 +215,9 @@ def forward_inputs(model: nn.Module, config: Any = None, *, batch: int = 2, seq:
                 model, first_layer(model), arguments or {}, batch=batch, spatial=spatial, device=device)) is not None:
             value = made = image
         elif made is None:
-            if first is None and generic_width:  # no layer says: a sequence of `generic_width` features
+            if first is None and (width := vector_width(model)) is not None:
+                value = made = torch.randn((batch, seq, width), device=device)
+            elif first is None and generic_width:  # no layer says: a sequence of `generic_width` features
                 value = made = torch.randn((batch, seq, generic_width), device=device)
             elif first is None:
                 return NotBuilt(name_of, "inputs", "its first layer does not say what input it takes; "
