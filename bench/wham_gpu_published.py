@@ -42,19 +42,19 @@ from adopter.wham.models import WorkloadSpec, load_workload
 # lanes as vector lanes, L2 as the shared buffer. Rates are *achieved* ones where a published measurement
 # exists: the A100's Tensor Cores at its measured best matmul rate (271.2 of 312 TFLOPS: 376 of 432 cores), the
 # A100 80GB's HBM at 1.80 TB/s (88 % of the datasheet's 2039 GB/s), the V100's at 790 GB/s (a copy on a V100
-# 16GB); the A100 40GB's HBM at the 80GB part's measured fraction (an assumption: no measurement found). The
-# V100's Tensor Cores stay at the datasheet rate (no achieved matmul figure found): optimistic by that much.
+# 16GB); the A100 40GB's HBM at the 80GB part's measured fraction (an assumption: no measurement found); the
+# V100's Tensor Cores at a published cuBLAS rate (83 of 125 TFLOPS: 425 of 640 cores, CUDA 9-era cuBLAS).
 A100 = Design(n_tc=C.A100_TENSOR_CORES_ACHIEVED, pe_x=16, pe_y=16, n_vc=C.A100_SMS,
               lanes=C.GPU_FP32_LANES_PER_SM, sram_mib=C.A100_L2_MIB, bandwidth_gbs=C.A100_80GB_HBM_ACHIEVED_GBS,
               clock_mhz=C.A100_BOOST_MHZ)
 A100_40 = replace(A100, bandwidth_gbs=C.A100_40GB_HBM_ACHIEVED_GBS)
-V100 = Design(n_tc=C.V100_SMS * C.V100_TENSOR_CORES_PER_SM, pe_x=8, pe_y=8, n_vc=C.V100_SMS,
+V100 = Design(n_tc=C.V100_TENSOR_CORES_ACHIEVED, pe_x=8, pe_y=8, n_vc=C.V100_SMS,
               lanes=C.GPU_FP32_LANES_PER_SM, sram_mib=C.V100_L2_MIB, bandwidth_gbs=C.V100_HBM_ACHIEVED_GBS,
               clock_mhz=C.V100_BOOST_MHZ)
 GPUS = {"A100 80GB": A100, "A100 40GB": A100_40, "V100 16GB": V100, "V100 32GB": V100}
 # Round 2 (wham4): the same rates but the datasheet HBM on the A100 40GB and V100, and WHAM's overlapping
 # scheduler (the DAG's makespan) instead of the one-stream sum.
-_V100_SHEET = replace(V100, bandwidth_gbs=C.V100_HBM_GBS)
+_V100_SHEET = replace(V100, n_tc=C.V100_SMS * C.V100_TENSOR_CORES_PER_SM, bandwidth_gbs=C.V100_HBM_GBS)
 ROUND2_GPUS = {**GPUS, "A100 40GB": replace(A100, bandwidth_gbs=C.A100_40GB_HBM_GBS), "V100 16GB": _V100_SHEET,
                "V100 32GB": _V100_SHEET}
 # NVLink each way per GPU (constants: the datasheets' both-directions figure / 2): the ring all-reduce's link.
@@ -138,6 +138,18 @@ ROWS = (
     Published("resnet50", "V100 16GB", 256, 224, 1, 1270.0,
               f"{DLE} TensorFlow/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
               "NVIDIA DGX-1 (8x V100 16G)', row GPUs 1, mixed precision + XLA (batch 256)", FUSER),
+    # ResNeXt-101 32x4d and SE-ResNeXt-101 32x4d (PyTorch ConvNets, as configs.yml runs them with AMP: batch 128
+    # on DGX A100; on DGX-1V 128 and 112; memory_format nhwc; eager, like the ResNet-50 rows: the same main.py).
+    *(Published(m, gpu, b, 224, 1, meas,
+                f"{DLE} PyTorch/Classification/ConvNets/{m}/README.md, table 'Training performance: {table}', row GPUs "
+                f"1, mixed precision (batch {b}: configs.yml, {m}, {plat} AMP)", EAGER)
+      for m, gpu, b, meas, table, plat in (
+          ("resnext101-32x4d", "A100 80GB", 128, 1211.0, "NVIDIA DGX A100 (8x A100 80GB)", "DGXA100"),
+          ("resnext101-32x4d", "V100 16GB", 128, 587.0, "NVIDIA DGX-1 16GB (8x V100 16GB)", "DGX1V"),
+          ("resnext101-32x4d", "V100 32GB", 128, 565.0, "NVIDIA DGX-1 32GB (8x V100 32GB)", "DGX1V"),
+          ("se-resnext101-32x4d", "A100 80GB", 128, 855.0, "NVIDIA DGX A100 (8x A100 80GB)", "DGXA100"),
+          ("se-resnext101-32x4d", "V100 16GB", 112, 443.0, "NVIDIA DGX-1 16GB (8x V100 16GB)", "DGX1V"),
+          ("se-resnext101-32x4d", "V100 32GB", 112, 427.0, "NVIDIA DGX-1 32GB (8x V100 32GB)", "DGX1V"))),
     # Per-GPU figures of the same tables' 8-GPU rows (the table's total / 8), with the data-parallel ring
     # all-reduce over NVLink once per optimizer step: the PyTorch BERT all-reduces FP16 gradients after
     # accumulation (scripts/run_pretraining.sh line 31, allreduce_post_accumulation_fp16 true: 2 bytes); the
@@ -167,6 +179,16 @@ ROWS = (
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
               "NVIDIA DGX-1 32GB (8x V100 32GB)', row GPUs 8, mixed precision (8056 / 8)", EAGER, gpus=8,
               grad_bytes=4),
+    *(Published(m, gpu, b, 224, 1, total / 8,
+                f"{DLE} PyTorch/Classification/ConvNets/{m}/README.md, table 'Training performance: {table}', row GPUs "
+                f"8, mixed precision ({total:g} / 8)", EAGER, gpus=8, grad_bytes=4)
+      for m, gpu, b, total, table in (
+          ("resnext101-32x4d", "A100 80GB", 128, 7925.0, "NVIDIA DGX A100 (8x A100 80GB)"),
+          ("resnext101-32x4d", "V100 16GB", 128, 4065.0, "NVIDIA DGX-1 16GB (8x V100 16GB)"),
+          ("resnext101-32x4d", "V100 32GB", 128, 3863.0, "NVIDIA DGX-1 32GB (8x V100 32GB)"),
+          ("se-resnext101-32x4d", "A100 80GB", 128, 5779.0, "NVIDIA DGX A100 (8x A100 80GB)"),
+          ("se-resnext101-32x4d", "V100 16GB", 112, 2971.0, "NVIDIA DGX-1 16GB (8x V100 16GB)"),
+          ("se-resnext101-32x4d", "V100 32GB", 112, 2925.0, "NVIDIA DGX-1 32GB (8x V100 32GB)"))),
 )
 
 

@@ -118,6 +118,12 @@ BATCHNORM_BACKWARD_EXTRA_READS = 2
 # Achieved HBM bandwidth on V100: a device-to-device copy on a V100 16GB (the same 900 GB/s HBM2 as the SXM2
 # parts). The A100 40GB's: no measurement found; the A100 80GB's measured fraction of its peak, carried over.
 V100_HBM_ACHIEVED_GBS = 790.0
+# Achieved dense FP16 matmul rate on a V100 (cuBLAS GEMM on Tensor Cores), out of the 125 TFLOPS peak; the
+# template runs it as fewer Tensor Cores at the same clock, as the A100's MAMF.
+V100_DENSE_FP16_TFLOPS = 125.0
+V100_CUBLAS_HGEMM_TFLOPS = 83.0
+V100_TENSOR_CORES_ACHIEVED = round(V100_SMS * V100_TENSOR_CORES_PER_SM * V100_CUBLAS_HGEMM_TFLOPS
+                                   / V100_DENSE_FP16_TFLOPS)
 A100_40GB_HBM_ACHIEVED_GBS = A100_40GB_HBM_GBS * A100_80GB_HBM_ACHIEVED_GBS / A100_80GB_HBM_GBS
 
 # Parts of a real chip the template leaves out because no cited figure was found (docs/wham.md says so):
@@ -238,6 +244,14 @@ SOURCES: dict[str, str] = {
     "V100_HBM_ACHIEVED_GBS": "paranumal.com, 'Rough-n-Ready Roofline: NVIDIA V100 edition' (2018-02-08): on a V100 "
                              "16GB PCI-E, 'using cudaMemcpy we measure achievable memory bandwidth of 790GB/s' of "
                              "900 (the SXM2 16GB and 32GB parts have the same 900 GB/s HBM2, V100 whitepaper)",
+    "V100_DENSE_FP16_TFLOPS": "V100 whitepaper, comparison table: peak Tensor TFLOPS 125 (V100 SXM2)",
+    "V100_CUBLAS_HGEMM_TFLOPS": "Markidis, Chien, Laure, Peng, Vetter, 'NVIDIA Tensor Core Programmability, "
+                                "Performance & Precision', IPDPSW 2018 (doi 10.1109/IPDPSW.2018.00091), abstract: "
+                                "'NVIDIA Tensor Cores can deliver up to 83 Tflops/s in mixed precision on a Tesla "
+                                "V100 GPU' (cuBLAS GEMM, of the 125 Tflops/s peak it quotes; CUDA 9-era cuBLAS: a "
+                                "newer library may reach more, so the V100 rows are pessimistic by that much)",
+    "V100_TENSOR_CORES_ACHIEVED": "derived: round(640 × V100_CUBLAS_HGEMM_TFLOPS / V100_DENSE_FP16_TFLOPS) = 425 Tensor "
+                                  "Cores at 1530 MHz = 83.2 TFLOPS: the achieved matmul rate as a core count",
     "A100_40GB_HBM_ACHIEVED_GBS": "derived: A100_40GB_HBM_GBS × A100_80GB_HBM_ACHIEVED_GBS / A100_80GB_HBM_GBS "
                                   "(1555 × 1800/2039 = 1373 GB/s): no measurement on the 40GB part was found; the "
                                   "80GB part's measured fraction of peak (88 %, same memory controllers, HBM2 "
