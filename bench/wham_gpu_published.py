@@ -1,6 +1,6 @@
 """WHAM's cost model against published measured GPU training throughputs (no GPU needed).
 
-Usage: nice -n 19 python bench/wham_gpu_published.py [--out FILE]
+Usage: nice -n 19 python bench/wham_gpu_published.py [--out FILE] [--steps]
 
 The template is set to a published GPU (A100 SXM4 80GB and 40GB, V100 SXM2, from NVIDIA's architecture
 whitepapers and datasheets); each row's training step is traced at the published configuration (model, batch per GPU,
@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
 from adopter.wham import constants as C
-from adopter.wham.cost import allreduce_cycles
+from adopter.wham.cost import allreduce_cycles, op_cost
 from adopter.wham.evaluate import Evaluator, segments_flops
 from adopter.wham.gpu import serial_step
 from adopter.wham.hardware import Constraints, Design
@@ -239,10 +239,39 @@ def predict(row: Published) -> Prediction:
                       _overlapped(row.traced, row, ROUND2_GPUS[row.gpu], row.fused))
 
 
+def steps_table() -> list[str]:
+    """Each row's predicted / measured after each round-3 step: round 2 (overlapping scheduler, round 2's
+    rates) → one stream (the kernels' `op_cost` summed) → batch-norm re-reads → achieved V100 / A100 40GB rates."""
+    out = ["| model | GPU × count | batch × seq | measured | round 2 (overlapped, round-2 rates) | + one stream | "
+           "+ batch-norm re-reads | + V100 / A100 40GB achieved rates (now) |", "|---|---|---|---|---|---|---|---|"]
+    for row in ROWS:
+        work = load_workload(WorkloadSpec(row.traced, row.batch, row.seq), fuse=row.fused)
+        d2, d3 = ROUND2_GPUS[row.gpu], GPUS[row.gpu]
+
+        def rate(fb: float, opt: float, d: Design, row: Published = row, params: int = work.params) -> float:
+            return row.batch / (fb + (opt + _allreduce_s(params, row, d)) / row.accumulation) / row.measured
+
+        hz = d2.clock_mhz * 1e6
+        plain = [0.0, 0.0]
+        for seg in work.segments:
+            for op in work.blocks[seg.block].ops:
+                plain[op.phase == "opt"] += op_cost(op, d2).cycles / hz
+        with_bn, now = serial_step(work, d2), serial_step(work, d3)
+        cells = (_overlapped(row.traced, row, d2, row.fused) / row.measured, rate(*plain, d2),
+                 rate(with_bn.fb_s, with_bn.opt_s, d2), rate(now.fb_s, now.opt_s, d3))
+        out.append(f"| {row.traced} | {row.gpu} ×{row.gpus} | {row.batch} × {row.seq} | {row.measured:g} | "
+                   + " | ".join(f"{c:.2f}" for c in cells) + " |")
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--steps", action="store_true", help="print each row's ratio after each round-3 change instead")
     args = ap.parse_args()
+    if args.steps:
+        print("\n".join(steps_table()))
+        return 0
     t0 = time.perf_counter()
     lines = [f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} CPUs, "
              f"load {os.getloadavg()[0]:.2f}. Command: python bench/wham_gpu_published.py",
@@ -254,6 +283,7 @@ def main() -> int:
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     within = 0
     pairs: dict[tuple[str, str], list[bool]] = {}
+    single: dict[tuple[str, str], list[bool]] = {}  # the single-GPU rows only
     for row in ROWS:
         try:
             p = predict(row)
@@ -265,6 +295,8 @@ def main() -> int:
         ok = abs(ratio - 1) <= 0.25
         within += ok
         pairs.setdefault((row.model, row.gpu), []).append(ok)
+        if row.gpus == 1:
+            single.setdefault((row.model, row.gpu), []).append(ok)
         lines.append(f"| {row.traced} | {row.gpu} ×{row.gpus} | {row.batch} × {row.seq} ({row.accumulation}) | "
                      f"{'yes' if row.fused else 'no (eager)'} | {row.measured:g} | {p.samples_s:.4g} | {ratio:.2f} | "
                      f"{'yes' if ok else 'no'} | {p.round1 / row.measured:.2f} | {p.round2 / row.measured:.2f} | "
@@ -275,6 +307,9 @@ def main() -> int:
     lines += ["", f"{within} of {len(ROWS)} rows within ±25 %; (model, GPU) pairs with every row within: {every} of "
               f"{len(pairs)} ({', '.join(f'{m} on {g}' for (m, g), v in pairs.items() if all(v)) or 'none'}); "
               f"A100/H100 pairs with every row within: {sum(all(v) for v in a100.values())} of {len(a100)}; "
+              f"pairs whose single-GPU rows are all within (multi-GPU rows set aside): "
+              f"{sum(all(v) for v in single.values())} of {len(single)} "
+              f"({', '.join(f'{m} on {g}' for (m, g), v in single.items() if all(v)) or 'none'}); "
               f"whole run {time.perf_counter() - t0:.0f} s."]
     text = "\n".join(lines)
     print(text)
