@@ -150,6 +150,16 @@ ROWS = (
           ("se-resnext101-32x4d", "A100 80GB", 128, 855.0, "NVIDIA DGX A100 (8x A100 80GB)", "DGXA100"),
           ("se-resnext101-32x4d", "V100 16GB", 112, 443.0, "NVIDIA DGX-1 16GB (8x V100 16GB)", "DGX1V"),
           ("se-resnext101-32x4d", "V100 32GB", 112, 427.0, "NVIDIA DGX-1 32GB (8x V100 32GB)", "DGX1V"))),
+    # ResNeXt-101 32x4d in TensorFlow (ConvNets/model/resnet.py: the same layers, widths, expansion and
+    # cardinality as the PyTorch definition): DGX A100 40GB with AMP + XLA at batch 256 (fused); DGX-1 16G with
+    # AMP and no XLA at batch 128 (taken as unfused: TF's graph optimiser fuses a few patterns, not chains).
+    # The TF SE-ResNeXt squeezes to C/16 channels where the zoo model (PyTorch's) squeezes to 16: left out.
+    Published("resnext101-32x4d", "A100 40GB", 256, 224, 1, 1132.0,
+              f"{DLE} TensorFlow/Classification/ConvNets/resnext101-32x4d/README.md, table 'Training performance: "
+              "NVIDIA DGX A100 (8x A100 40GB)', row GPUs 1, mixed precision + XLA (batch 256)", FUSER),
+    Published("resnext101-32x4d", "V100 16GB", 128, 224, 1, 566.0,
+              f"{DLE} TensorFlow/Classification/ConvNets/resnext101-32x4d/README.md, table 'Training performance: "
+              "NVIDIA DGX-1 (8x V100 16G)', row GPUs 1, mixed precision (batch 128, no XLA)", EAGER),
     # Per-GPU figures of the same tables' 8-GPU rows (the table's total / 8), with the data-parallel ring
     # all-reduce over NVLink once per optimizer step: the PyTorch BERT all-reduces FP16 gradients after
     # accumulation (scripts/run_pretraining.sh line 31, allreduce_post_accumulation_fp16 true: 2 bytes); the
@@ -178,6 +188,24 @@ ROWS = (
     Published("resnet50", "V100 32GB", 256, 224, 1, 8056.0 / 8,
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
               "NVIDIA DGX-1 32GB (8x V100 32GB)', row GPUs 8, mixed precision (8056 / 8)", EAGER, gpus=8,
+              grad_bytes=4),
+    # TensorFlow ConvNets 8-GPU rows (Horovod's DistributedOptimizer with no compression: FP32 gradients of the
+    # AMP graph's FP32 variables, 4 bytes).
+    Published("resnet50", "A100 40GB", 256, 224, 1, 17400.0 / 8,
+              f"{DLE} TensorFlow/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
+              "NVIDIA DGX A100 (8x A100 40GB)', row GPUs 8, mixed precision + XLA (17400 / 8)", FUSER, gpus=8,
+              grad_bytes=4),
+    Published("resnet50", "V100 16GB", 256, 224, 1, 9510.0 / 8,
+              f"{DLE} TensorFlow/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
+              "NVIDIA DGX-1 (8x V100 16G)', row GPUs 8, mixed precision + XLA (9510 / 8)", FUSER, gpus=8,
+              grad_bytes=4),
+    Published("resnext101-32x4d", "A100 40GB", 256, 224, 1, 8500.0 / 8,
+              f"{DLE} TensorFlow/Classification/ConvNets/resnext101-32x4d/README.md, table 'Training performance: "
+              "NVIDIA DGX A100 (8x A100 40GB)', row GPUs 8, mixed precision + XLA (8500 / 8)", FUSER, gpus=8,
+              grad_bytes=4),
+    Published("resnext101-32x4d", "V100 16GB", 128, 224, 1, 4160.0 / 8,
+              f"{DLE} TensorFlow/Classification/ConvNets/resnext101-32x4d/README.md, table 'Training performance: "
+              "NVIDIA DGX-1 (8x V100 16G)', row GPUs 8, mixed precision (4160 / 8, no XLA)", EAGER, gpus=8,
               grad_bytes=4),
     *(Published(m, gpu, b, 224, 1, total / 8,
                 f"{DLE} PyTorch/Classification/ConvNets/{m}/README.md, table 'Training performance: {table}', row GPUs "
