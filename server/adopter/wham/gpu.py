@@ -3,7 +3,7 @@
 WHAM's scheduler (`schedule.py`) overlaps independent ops on separate tensor and vector pools, each op taking
 the whole off-chip bandwidth while it runs: a dataflow accelerator's schedule. A GPU running a framework's
 training step does not: PyTorch, TensorFlow and PaddlePaddle issue the step's kernels on one CUDA stream
-(`constants.SOURCES["GPU_ONE_STREAM"]`), and kernels of one stream execute in issue order, one after
+(`constants.GPU_STREAMS` and its source), and kernels of one stream execute in issue order, one after
 another. So the GPU's step is the *sum* of its kernels' latencies, not the DAG's makespan.
 
 Each kernel's latency is `cost.op_cost` (the same systolic, vector and roofline model as the search), with
