@@ -37,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
 from adopter.wham.evaluate import Constraints, Evaluator
+from adopter.wham.gpu import serial_step
 from adopter.wham.hardware import Design
 from adopter.wham.models import WorkloadSpec, load_workload
 
@@ -93,11 +94,16 @@ def fitting_batch(fixed: float, per_sample: float, requested: int, card_bytes: f
     return batch if room > 0 else 0
 
 
-def predict(gpu: Gpu, name: str, batch: int, seq: int) -> tuple[float, float]:
-    """(predicted step seconds, TFLOP per step) of the model's training step on `gpu`."""
-    work = load_workload(WorkloadSpec(name, batch, seq))
+def predict(gpu: Gpu, name: str, batch: int, seq: int) -> tuple[float, float, float]:
+    """(predicted step seconds, TFLOP per step, predicted step seconds as the GPU runs it) of the model's training
+    step on `gpu`: the search's model (fused graph, overlapping scheduler), and `gpu.serial_step` on the eager
+    graph (every op its own kernel, one stream, batch norm's second reads), which is how the measured eager
+    PyTorch step runs."""
+    spec = WorkloadSpec(name, batch, seq)
+    work = load_workload(spec)
     ev = Evaluator(work, "throughput", Constraints(math.inf, math.inf)).evaluate(gpu.design)
-    return ev.step_s, work.flops / 1e12
+    gs = serial_step(load_workload(spec, fuse=False), gpu.design)
+    return ev.step_s, work.flops / 1e12, gs.fb_s + gs.opt_s
 
 
 def _real(x: Any, device: Any) -> Any:
@@ -177,11 +183,11 @@ def _row(name: str, b: int, s: int, gpu: Gpu, device: str | None, args: argparse
     fit = fitting_batch(fixed, per_sample, b, card)
     need = (fixed + per_sample * b) / 2**30
     if fit == 0:
-        return (f"| {name} | {b} × {s} | — | — | — | — (parameters and optimizer state alone, "
+        return (f"| {name} | {b} × {s} | — | — | — | — | — | — (parameters and optimizer state alone, "
                 f"{fixed / 2**30:.1f} GiB, exceed the card) |")
     size = f"{fit} × {s}" + (f" (asked {b}: {need:.0f} GiB > {USABLE_FRACTION:.0%} of {card / 2**30:.0f} GiB)"
                              if fit < b else "")
-    pred, tflop = predict(gpu, name, fit, s)
+    pred, tflop, serial = predict(gpu, name, fit, s)
     if device:
         try:
             meas = measure(name, fit, s, args.steps, args.warmup)
@@ -190,11 +196,12 @@ def _row(name: str, b: int, s: int, gpu: Gpu, device: str | None, args: argparse
 
             torch.cuda.empty_cache()
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
-            return f"| {name} | {size} | {tflop:.2f} | {pred * 1e3:.2f} | failed: {type(exc).__name__}: {first} | — |"
-        cells = f"{meas * 1e3:.2f} | {pred / meas:.2f}"
+            return (f"| {name} | {size} | {tflop:.2f} | {pred * 1e3:.2f} | {serial * 1e3:.2f} | failed: "
+                    f"{type(exc).__name__}: {first} | — | — |")
+        cells = f"{meas * 1e3:.2f} | {pred / meas:.2f} | {serial / meas:.2f}"
     else:
-        cells = "— | — (no CUDA here)"
-    return f"| {name} | {size} | {tflop:.2f} | {pred * 1e3:.2f} | {cells} |"
+        cells = "— | — (no CUDA here) | —"
+    return f"| {name} | {size} | {tflop:.2f} | {pred * 1e3:.2f} | {serial * 1e3:.2f} | {cells} |"
 
 
 def main() -> int:
@@ -220,18 +227,19 @@ def main() -> int:
              f"Template set to {gpu.name} ({gpu.sources}): {d.n_tc} tensor cores of {d.pe_x}×{d.pe_y}, "
              f"{d.n_vc}×{d.lanes} lanes, {d.sram_mib:g} MiB, {d.bandwidth_gbs:g} GB/s, {d.clock_mhz:g} MHz → "
              f"{d.peak_flops / 1e12:.1f} TFLOPS dense bf16 (sheet: {gpu.peak_bf16_tflops:g}); TDP {gpu.tdp_w:g} W.",
-             "", "| model | batch × seq | TFLOP/step | predicted ms | measured ms | predicted / measured |",
-             "|---|---|---|---|---|---|"]
+             "", "| model | batch × seq | TFLOP/step | predicted ms | one-stream eager predicted ms | measured ms | "
+             "predicted / measured | one-stream / measured |",
+             "|---|---|---|---|---|---|---|---|"]
     sizes = {m: (b, s) for m, b, s in MODELS}
     for name in [m for m in args.models.split(",") if m]:
         b, s = sizes.get(name, (8, 512))
         if time.monotonic() - t0 > args.time_limit_s:
-            lines.append(f"| {name} | {b} × {s} | — | — | skipped: past --time-limit-s {args.time_limit_s:g} | — |")
+            lines.append(f"| {name} | {b} × {s} | — | — | — | skipped: past --time-limit-s {args.time_limit_s:g} | — | — |")
             continue
         try:
             lines.append(_row(name, b, s, gpu, device, args, card))
         except Exception as exc:  # a model that cannot be traced is reported, the run goes on
-            lines.append(f"| {name} | {b} × {s} | — | — | failed: {type(exc).__name__}: {str(exc)[:160]} | — |")
+            lines.append(f"| {name} | {b} × {s} | — | — | — | failed: {type(exc).__name__}: {str(exc)[:160]} | — | — |")
         print(lines[-1], file=sys.stderr, flush=True)
     if not device:
         lines += ["", "No CUDA device: predictions only; the measured column waits for a machine with a GPU "

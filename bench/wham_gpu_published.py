@@ -1,10 +1,12 @@
 """WHAM's cost model against published measured GPU training throughputs (no GPU needed).
 
-Usage: nice -n 19 python bench/wham_gpu_published.py [--out FILE]
+Usage: nice -n 19 python bench/wham_gpu_published.py [--out FILE] [--steps]
 
 The template is set to a published GPU (A100 SXM4 80GB and 40GB, V100 SXM2, from NVIDIA's architecture
 whitepapers and datasheets); each row's training step is traced at the published configuration (model, batch per GPU,
-sequence length) and predicted with the same graph and cost model the search uses. With gradient
+sequence length) and predicted with the same graph and per-op cost model the search uses, run as a GPU runs a framework's step
+(`adopter.wham.gpu`: every kernel on one stream in issue order, so the step is the sum of the kernels'
+latencies, with the batch-norm re-reads the trace does not record). With gradient
 accumulation (the BERT pre-training rows) the optimizer runs once per `accumulation` micro-steps, so the
 predicted samples/s is batch / (forward+backward + (optimizer + all-reduce) / accumulation); the all-reduce
 is the data-parallel ring over NVLink of the multi-GPU rows (per-GPU figure = the table's total / GPUs).
@@ -29,8 +31,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
 from adopter.wham import constants as C
-from adopter.wham.cost import allreduce_cycles
+from adopter.wham.cost import allreduce_cycles, op_cost
 from adopter.wham.evaluate import Evaluator, segments_flops
+from adopter.wham.gpu import serial_step
 from adopter.wham.hardware import Constraints, Design
 from adopter.wham.models import WorkloadSpec, load_workload
 
@@ -38,22 +41,29 @@ from adopter.wham.models import WorkloadSpec, load_workload
 # Cores as arrays (A100: 256 FMA a clock = 16×16; V100: a 4×4×4 FMA = 64 a clock, modelled as 8×8), the FP32
 # lanes as vector lanes, L2 as the shared buffer. Rates are *achieved* ones where a published measurement
 # exists: the A100's Tensor Cores at its measured best matmul rate (271.2 of 312 TFLOPS: 376 of 432 cores), the
-# A100 80GB's HBM at 1.80 TB/s (88 % of the datasheet's 2039 GB/s). Elsewhere (the A100 40GB's HBM, every V100
-# rate) none was found and the datasheet figure stays, so those templates are optimistic by that much.
+# A100 80GB's HBM at 1.80 TB/s (88 % of the datasheet's 2039 GB/s), the V100's at 790 GB/s (a copy on a V100
+# 16GB); the A100 40GB's HBM at the 80GB part's measured fraction (an assumption: no measurement found); the
+# V100's Tensor Cores at a published cuBLAS rate (83 of 125 TFLOPS: 425 of 640 cores, CUDA 9-era cuBLAS).
 A100 = Design(n_tc=C.A100_TENSOR_CORES_ACHIEVED, pe_x=16, pe_y=16, n_vc=C.A100_SMS,
               lanes=C.GPU_FP32_LANES_PER_SM, sram_mib=C.A100_L2_MIB, bandwidth_gbs=C.A100_80GB_HBM_ACHIEVED_GBS,
               clock_mhz=C.A100_BOOST_MHZ)
-A100_40 = replace(A100, bandwidth_gbs=C.A100_40GB_HBM_GBS)
-V100 = Design(n_tc=C.V100_SMS * C.V100_TENSOR_CORES_PER_SM, pe_x=8, pe_y=8, n_vc=C.V100_SMS,
-              lanes=C.GPU_FP32_LANES_PER_SM, sram_mib=C.V100_L2_MIB, bandwidth_gbs=C.V100_HBM_GBS,
+A100_40 = replace(A100, bandwidth_gbs=C.A100_40GB_HBM_ACHIEVED_GBS)
+V100 = Design(n_tc=C.V100_TENSOR_CORES_ACHIEVED, pe_x=8, pe_y=8, n_vc=C.V100_SMS,
+              lanes=C.GPU_FP32_LANES_PER_SM, sram_mib=C.V100_L2_MIB, bandwidth_gbs=C.V100_HBM_ACHIEVED_GBS,
               clock_mhz=C.V100_BOOST_MHZ)
 GPUS = {"A100 80GB": A100, "A100 40GB": A100_40, "V100 16GB": V100, "V100 32GB": V100}
+# Round 2 (wham4): the same rates but the datasheet HBM on the A100 40GB and V100, and WHAM's overlapping
+# scheduler (the DAG's makespan) instead of the one-stream sum.
+_V100_SHEET = replace(V100, n_tc=C.V100_SMS * C.V100_TENSOR_CORES_PER_SM, bandwidth_gbs=C.V100_HBM_GBS)
+ROUND2_GPUS = {**GPUS, "A100 40GB": replace(A100, bandwidth_gbs=C.A100_40GB_HBM_GBS), "V100 16GB": _V100_SHEET,
+               "V100 32GB": _V100_SHEET}
 # NVLink each way per GPU (constants: the datasheets' both-directions figure / 2): the ring all-reduce's link.
 NVLINK_GBS = {"A100 80GB": C.A100_NVLINK_PER_DIRECTION_GBS, "A100 40GB": C.A100_NVLINK_PER_DIRECTION_GBS,
               "V100 16GB": C.V100_NVLINK_PER_DIRECTION_GBS, "V100 32GB": C.V100_NVLINK_PER_DIRECTION_GBS}
 # Round 1 (wham3): the datasheet bandwidth everywhere, the fused graph, the zoo BERT (MLM head at every position).
 _A100_PEAK = replace(A100, n_tc=C.A100_SMS * C.A100_TENSOR_CORES_PER_SM)
-ROUND1_GPUS = {**GPUS, "A100 80GB": replace(_A100_PEAK, bandwidth_gbs=C.A100_80GB_HBM_GBS), "A100 40GB": _A100_PEAK}
+ROUND1_GPUS = {**ROUND2_GPUS, "A100 80GB": replace(_A100_PEAK, bandwidth_gbs=C.A100_80GB_HBM_GBS),
+               "A100 40GB": _A100_PEAK}
 
 DLE = "NVIDIA/DeepLearningExamples @729963dd"
 
@@ -128,6 +138,28 @@ ROWS = (
     Published("resnet50", "V100 16GB", 256, 224, 1, 1270.0,
               f"{DLE} TensorFlow/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
               "NVIDIA DGX-1 (8x V100 16G)', row GPUs 1, mixed precision + XLA (batch 256)", FUSER),
+    # ResNeXt-101 32x4d and SE-ResNeXt-101 32x4d (PyTorch ConvNets, as configs.yml runs them with AMP: batch 128
+    # on DGX A100; on DGX-1V 128 and 112; memory_format nhwc; eager, like the ResNet-50 rows: the same main.py).
+    *(Published(m, gpu, b, 224, 1, meas,
+                f"{DLE} PyTorch/Classification/ConvNets/{m}/README.md, table 'Training performance: {table}', row GPUs "
+                f"1, mixed precision (batch {b}: configs.yml, {m}, {plat} AMP)", EAGER)
+      for m, gpu, b, meas, table, plat in (
+          ("resnext101-32x4d", "A100 80GB", 128, 1211.0, "NVIDIA DGX A100 (8x A100 80GB)", "DGXA100"),
+          ("resnext101-32x4d", "V100 16GB", 128, 587.0, "NVIDIA DGX-1 16GB (8x V100 16GB)", "DGX1V"),
+          ("resnext101-32x4d", "V100 32GB", 128, 565.0, "NVIDIA DGX-1 32GB (8x V100 32GB)", "DGX1V"),
+          ("se-resnext101-32x4d", "A100 80GB", 128, 855.0, "NVIDIA DGX A100 (8x A100 80GB)", "DGXA100"),
+          ("se-resnext101-32x4d", "V100 16GB", 112, 443.0, "NVIDIA DGX-1 16GB (8x V100 16GB)", "DGX1V"),
+          ("se-resnext101-32x4d", "V100 32GB", 112, 427.0, "NVIDIA DGX-1 32GB (8x V100 32GB)", "DGX1V"))),
+    # ResNeXt-101 32x4d in TensorFlow (ConvNets/model/resnet.py: the same layers, widths, expansion and
+    # cardinality as the PyTorch definition): DGX A100 40GB with AMP + XLA at batch 256 (fused); DGX-1 16G with
+    # AMP and no XLA at batch 128 (taken as unfused: TF's graph optimiser fuses a few patterns, not chains).
+    # The TF SE-ResNeXt squeezes to C/16 channels where the zoo model (PyTorch's) squeezes to 16: left out.
+    Published("resnext101-32x4d", "A100 40GB", 256, 224, 1, 1132.0,
+              f"{DLE} TensorFlow/Classification/ConvNets/resnext101-32x4d/README.md, table 'Training performance: "
+              "NVIDIA DGX A100 (8x A100 40GB)', row GPUs 1, mixed precision + XLA (batch 256)", FUSER),
+    Published("resnext101-32x4d", "V100 16GB", 128, 224, 1, 566.0,
+              f"{DLE} TensorFlow/Classification/ConvNets/resnext101-32x4d/README.md, table 'Training performance: "
+              "NVIDIA DGX-1 (8x V100 16G)', row GPUs 1, mixed precision (batch 128, no XLA)", EAGER),
     # Per-GPU figures of the same tables' 8-GPU rows (the table's total / 8), with the data-parallel ring
     # all-reduce over NVLink once per optimizer step: the PyTorch BERT all-reduces FP16 gradients after
     # accumulation (scripts/run_pretraining.sh line 31, allreduce_post_accumulation_fp16 true: 2 bytes); the
@@ -157,71 +189,155 @@ ROWS = (
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
               "NVIDIA DGX-1 32GB (8x V100 32GB)', row GPUs 8, mixed precision (8056 / 8)", EAGER, gpus=8,
               grad_bytes=4),
+    # TensorFlow ConvNets 8-GPU rows (Horovod's DistributedOptimizer with no compression: FP32 gradients of the
+    # AMP graph's FP32 variables, 4 bytes).
+    Published("resnet50", "A100 40GB", 256, 224, 1, 17400.0 / 8,
+              f"{DLE} TensorFlow/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
+              "NVIDIA DGX A100 (8x A100 40GB)', row GPUs 8, mixed precision + XLA (17400 / 8)", FUSER, gpus=8,
+              grad_bytes=4),
+    Published("resnet50", "V100 16GB", 256, 224, 1, 9510.0 / 8,
+              f"{DLE} TensorFlow/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
+              "NVIDIA DGX-1 (8x V100 16G)', row GPUs 8, mixed precision + XLA (9510 / 8)", FUSER, gpus=8,
+              grad_bytes=4),
+    Published("resnext101-32x4d", "A100 40GB", 256, 224, 1, 8500.0 / 8,
+              f"{DLE} TensorFlow/Classification/ConvNets/resnext101-32x4d/README.md, table 'Training performance: "
+              "NVIDIA DGX A100 (8x A100 40GB)', row GPUs 8, mixed precision + XLA (8500 / 8)", FUSER, gpus=8,
+              grad_bytes=4),
+    Published("resnext101-32x4d", "V100 16GB", 128, 224, 1, 4160.0 / 8,
+              f"{DLE} TensorFlow/Classification/ConvNets/resnext101-32x4d/README.md, table 'Training performance: "
+              "NVIDIA DGX-1 (8x V100 16G)', row GPUs 8, mixed precision (4160 / 8, no XLA)", EAGER, gpus=8,
+              grad_bytes=4),
+    *(Published(m, gpu, b, 224, 1, total / 8,
+                f"{DLE} PyTorch/Classification/ConvNets/{m}/README.md, table 'Training performance: {table}', row GPUs "
+                f"8, mixed precision ({total:g} / 8)", EAGER, gpus=8, grad_bytes=4)
+      for m, gpu, b, total, table in (
+          ("resnext101-32x4d", "A100 80GB", 128, 7925.0, "NVIDIA DGX A100 (8x A100 80GB)"),
+          ("resnext101-32x4d", "V100 16GB", 128, 4065.0, "NVIDIA DGX-1 16GB (8x V100 16GB)"),
+          ("resnext101-32x4d", "V100 32GB", 128, 3863.0, "NVIDIA DGX-1 32GB (8x V100 32GB)"),
+          ("se-resnext101-32x4d", "A100 80GB", 128, 5779.0, "NVIDIA DGX A100 (8x A100 80GB)"),
+          ("se-resnext101-32x4d", "V100 16GB", 112, 2971.0, "NVIDIA DGX-1 16GB (8x V100 16GB)"),
+          ("se-resnext101-32x4d", "V100 32GB", 112, 2925.0, "NVIDIA DGX-1 32GB (8x V100 32GB)"))),
 )
 
 
-def _predict(model: str, row: Published, d: Design, fuse: bool) -> tuple[float, str, float, float]:
+def _allreduce_s(work_params: int, row: Published, d: Design) -> float:
+    """Ring all-reduce of the gradients over `gpus` devices: 2 (n−1)/n × gradient bytes each way on the link."""
+    return allreduce_cycles(work_params * row.grad_bytes, row.gpus, NVLINK_GBS[row.gpu], d.clock_mhz) / (
+        d.clock_mhz * 1e6)
+
+
+def _overlapped(model: str, row: Published, d: Design, fuse: bool) -> float:
+    """Samples/s under WHAM's overlapping scheduler (rounds 1 and 2)."""
     work = load_workload(WorkloadSpec(model, row.batch, row.seq), fuse=fuse)
     ev = Evaluator(work, "throughput", Constraints(math.inf, math.inf), samples=row.batch).evaluate(d)
-    crit = sum(t for _, t in ev.critical) or 1.0
-    shares = ", ".join(f"{r} {t / crit:.0%}" for r, t in sorted(ev.critical, key=lambda rt: -rt[1]) if t / crit >= 0.01)
+    return row.batch / (ev.fb_s + (ev.opt_s + _allreduce_s(work.params, row, d)) / row.accumulation)
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """One row's prediction and what explains it."""
+
+    samples_s: float
+    why: str  # seconds of the step per bounding resource, and the batch-norm re-reads' share
+    sustained: float  # share of the datasheet peak tensor rate the measured figure implies
+    opt_share: float  # optimizer + all-reduce share of the predicted step
+    round1: float  # round 1's prediction (zoo model, fused, datasheet rates, overlapping scheduler)
+    round2: float  # round 2's (the traced workload, achieved A100 rates, overlapping scheduler)
+
+
+def predict(row: Published) -> Prediction:
+    """Predicted samples/s of the row's training step on its GPU's template: the workload the run executes,
+    fused as the run fuses, its kernels one after another on one stream (`gpu.serial_step`); where the step's
+    time goes (bounding resource shares, the batch-norm re-reads' share); the share of the GPU's peak tensor
+    rate the *measured* figure implies (traced GEMM FLOPs per sample × measured samples/s ÷ datasheet peak:
+    what the real run sustained over its whole step); the optimizer's share of the predicted step; and the
+    earlier rounds' predictions."""
+    d = GPUS[row.gpu]
+    work = load_workload(WorkloadSpec(row.traced, row.batch, row.seq), fuse=row.fused)
+    gs = serial_step(work, d)
+    tail = (gs.opt_s + _allreduce_s(work.params, row, d)) / row.accumulation
+    step = gs.fb_s + tail
+    total = sum(t for _, t in gs.by_bound) or 1.0
+    why = ", ".join(f"{r} {t / total:.0%}" for r, t in gs.by_bound if t / total >= 0.01)
+    why += f"; {gs.kernels} kernels; batch-norm re-reads {gs.batchnorm_extra_s / total:.0%}"
     flops = segments_flops(work, range(len(work.segments))) / row.batch
-    # Ring all-reduce of the gradients over `gpus` devices: 2 (n−1)/n × gradient bytes each way on the link.
-    ar = allreduce_cycles(work.params * row.grad_bytes, row.gpus, NVLINK_GBS[row.gpu], d.clock_mhz) / (
-        d.clock_mhz * 1e6)
-    step = ev.fb_s + (ev.opt_s + ar) / row.accumulation
     peak = ROUND1_GPUS[row.gpu].peak_flops  # the datasheet's peak, whatever rate the template runs at
-    return (row.batch / step, f"{shares}; tensor util {ev.tensor_util:.0%}", row.measured * flops / peak,
-            (ev.opt_s + ar) / row.accumulation / step)
+    return Prediction(row.batch / step, why, row.measured * flops / peak, tail / step,
+                      _overlapped(row.model, row, ROUND1_GPUS[row.gpu], True),
+                      _overlapped(row.traced, row, ROUND2_GPUS[row.gpu], row.fused))
 
 
-def predict(row: Published) -> tuple[float, str, float, float, float]:
-    """Predicted samples/s of the row's training step on its GPU's template (the workload the run executes,
-    fused as the run fuses), where its critical path goes (resource shares) with the tensor cores'
-    utilisation, the share of the GPU's peak tensor rate the *measured* figure implies (the traced GEMM FLOPs
-    per sample × measured samples/s ÷ peak: what the real run sustained over its whole step), the optimizer's
-    share of the predicted step, and round 1's prediction (the zoo model, fused, datasheet bandwidth)."""
-    pred, why, sustained, opt_share = _predict(row.traced, row, GPUS[row.gpu], row.fused)
-    round1 = _predict(row.model, row, ROUND1_GPUS[row.gpu], True)[0]
-    return pred, why, sustained, opt_share, round1
+def steps_table() -> list[str]:
+    """Each row's predicted / measured after each round-3 step: round 2 (overlapping scheduler, round 2's
+    rates) → one stream (the kernels' `op_cost` summed) → batch-norm re-reads → achieved V100 / A100 40GB rates."""
+    out = ["| model | GPU × count | batch × seq | measured | round 2 (overlapped, round-2 rates) | + one stream | "
+           "+ batch-norm re-reads | + V100 / A100 40GB achieved rates (now) |", "|---|---|---|---|---|---|---|---|"]
+    for row in ROWS:
+        work = load_workload(WorkloadSpec(row.traced, row.batch, row.seq), fuse=row.fused)
+        d2, d3 = ROUND2_GPUS[row.gpu], GPUS[row.gpu]
+
+        def rate(fb: float, opt: float, d: Design, row: Published = row, params: int = work.params) -> float:
+            return row.batch / (fb + (opt + _allreduce_s(params, row, d)) / row.accumulation) / row.measured
+
+        hz = d2.clock_mhz * 1e6
+        plain = [0.0, 0.0]
+        for seg in work.segments:
+            for op in work.blocks[seg.block].ops:
+                plain[op.phase == "opt"] += op_cost(op, d2).cycles / hz
+        with_bn, now = serial_step(work, d2), serial_step(work, d3)
+        cells = (_overlapped(row.traced, row, d2, row.fused) / row.measured, rate(*plain, d2),
+                 rate(with_bn.fb_s, with_bn.opt_s, d2), rate(now.fb_s, now.opt_s, d3))
+        out.append(f"| {row.traced} | {row.gpu} ×{row.gpus} | {row.batch} × {row.seq} | {row.measured:g} | "
+                   + " | ".join(f"{c:.2f}" for c in cells) + " |")
+    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--steps", action="store_true", help="print each row's ratio after each round-3 change instead")
     args = ap.parse_args()
+    if args.steps:
+        print("\n".join(steps_table()))
+        return 0
     t0 = time.perf_counter()
     lines = [f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} CPUs, "
              f"load {os.getloadavg()[0]:.2f}. Command: python bench/wham_gpu_published.py",
              *(f"{name} template: {d.label()}, {d.clock_mhz:g} MHz → {d.peak_flops / 1e12:.0f} TFLOPS dense FP16."
                for name, d in GPUS.items()), "",
              "| model (traced) | GPU × count | batch × seq (accumulation) | fused | measured samples/s | predicted | "
-             "predicted / measured | within ±25 % | round 1 predicted / measured | critical path (model) | "
+             "predicted / measured | within ±25 % | round 1 pred / meas | round 2 pred / meas | step time by bound (one stream) | "
              "optimizer + all-reduce share | datasheet peak tensor rate the measurement sustains | source |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     within = 0
     pairs: dict[tuple[str, str], list[bool]] = {}
+    single: dict[tuple[str, str], list[bool]] = {}  # the single-GPU rows only
     for row in ROWS:
         try:
-            pred, why, sustained, opt_share, round1 = predict(row)
+            p = predict(row)
         except Exception as exc:  # a model that cannot be traced is reported; the rest go on
             lines.append(f"| {row.traced} | {row.gpu} ×{row.gpus} | {row.batch} × {row.seq} | {row.fused} | {row.measured:g} | "
-                         f"failed: {exc} | — | — | — | — | — | — | {row.source} |")
+                         f"failed: {exc} | — | — | — | — | — | — | — | {row.source} |")
             continue
-        ratio = pred / row.measured
+        ratio = p.samples_s / row.measured
         ok = abs(ratio - 1) <= 0.25
         within += ok
         pairs.setdefault((row.model, row.gpu), []).append(ok)
+        if row.gpus == 1:
+            single.setdefault((row.model, row.gpu), []).append(ok)
         lines.append(f"| {row.traced} | {row.gpu} ×{row.gpus} | {row.batch} × {row.seq} ({row.accumulation}) | "
-                     f"{'yes' if row.fused else 'no (eager)'} | {row.measured:g} | {pred:.4g} | {ratio:.2f} | "
-                     f"{'yes' if ok else 'no'} | {round1 / row.measured:.2f} | {why} | {opt_share:.1%} | "
-                     f"{sustained:.0%} | {row.source} |")
+                     f"{'yes' if row.fused else 'no (eager)'} | {row.measured:g} | {p.samples_s:.4g} | {ratio:.2f} | "
+                     f"{'yes' if ok else 'no'} | {p.round1 / row.measured:.2f} | {p.round2 / row.measured:.2f} | "
+                     f"{p.why} | {p.opt_share:.1%} | {p.sustained:.0%} | {row.source} |")
         print(lines[-1], file=sys.stderr, flush=True)
     every = sum(all(v) for v in pairs.values())
     a100 = {k: v for k, v in pairs.items() if k[1].startswith(("A100", "H100"))}
     lines += ["", f"{within} of {len(ROWS)} rows within ±25 %; (model, GPU) pairs with every row within: {every} of "
               f"{len(pairs)} ({', '.join(f'{m} on {g}' for (m, g), v in pairs.items() if all(v)) or 'none'}); "
               f"A100/H100 pairs with every row within: {sum(all(v) for v in a100.values())} of {len(a100)}; "
+              f"pairs whose single-GPU rows are all within (multi-GPU rows set aside): "
+              f"{sum(all(v) for v in single.values())} of {len(single)} "
+              f"({', '.join(f'{m} on {g}' for (m, g), v in single.items() if all(v)) or 'none'}); "
               f"whole run {time.perf_counter() - t0:.0f} s."]
     text = "\n".join(lines)
     print(text)

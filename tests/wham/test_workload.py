@@ -176,3 +176,26 @@ def test_bert_pretrain_runs_the_mlm_head_on_masked_positions_only() -> None:
         forward_rows[name] = [o["m"] for o in raw["ops"] if o["kind"] == "gemm" and o["n"] == 30522]
     assert forward_rows["bert-base"] == [2 * 128]
     assert forward_rows["bert-base-pretrain"] == [2 * 19]
+
+
+def test_resnext_models_follow_nvidia_convnets_definitions() -> None:
+    from adopter.wham.workload.trace import trace_training_step
+    from adopter.wham.workload.zoo import ZOO
+
+    params = {}
+    grouped = {}
+    for name in ("resnet50", "resnext101-32x4d", "se-resnext101-32x4d"):
+        model, inputs, loss_fn = ZOO[name][0](2, 64)
+        params[name] = sum(p.numel() for p in model.parameters())
+        raw = trace_training_step(model, inputs, loss_fn=loss_fn)
+        # the grouped 3x3 convolutions: one GEMM per group (batch = 32), 4 × 9 = 36 deep in the first stage
+        grouped[name] = sorted({(o["batch"], o["k"]) for o in raw["ops"] if o["name"] == "convolution"
+                                and o["batch"] > 1})
+    # ResNet-50 v1.5 25.56 M; ResNeXt-101 32x4d 44.18 M (layers 3/4/23/3, widths 128…1024, expansion 2);
+    # SE adds Linear(C→16) + Linear(16→C) per block, as NVIDIA's SqueezeAndExcitation (squeeze = 16)
+    assert params["resnet50"] == 25_557_032 and params["resnext101-32x4d"] == 44_177_704
+    se_blocks = [(3, 256), (4, 512), (23, 1024), (3, 2048)]
+    assert params["se-resnext101-32x4d"] - params["resnext101-32x4d"] == sum(
+        n * (c * 16 + 16 + 16 * c + c) for n, c in se_blocks)
+    assert grouped["resnet50"] == []
+    assert grouped["resnext101-32x4d"] == [(32, 36), (32, 72), (32, 144), (32, 288)]

@@ -110,6 +110,22 @@ V100_NVLINK_GBS = 300.0
 A100_NVLINK_PER_DIRECTION_GBS = A100_NVLINK_GBS / 2
 V100_NVLINK_PER_DIRECTION_GBS = V100_NVLINK_GBS / 2
 
+# A GPU's training step as it runs (adopter.wham.gpu): one stream, kernels in issue order; batch norm in
+# training reads its input twice forward (statistics, then normalise) and dy and x twice backward.
+GPU_STREAMS = 1
+BATCHNORM_FORWARD_EXTRA_READS = 1
+BATCHNORM_BACKWARD_EXTRA_READS = 2
+# Achieved HBM bandwidth on V100: a device-to-device copy on a V100 16GB (the same 900 GB/s HBM2 as the SXM2
+# parts). The A100 40GB's: no measurement found; the A100 80GB's measured fraction of its peak, carried over.
+V100_HBM_ACHIEVED_GBS = 790.0
+# Achieved dense FP16 matmul rate on a V100 (cuBLAS GEMM on Tensor Cores), out of the 125 TFLOPS peak; the
+# template runs it as fewer Tensor Cores at the same clock, as the A100's MAMF.
+V100_DENSE_FP16_TFLOPS = 125.0
+V100_CUBLAS_HGEMM_TFLOPS = 83.0
+V100_TENSOR_CORES_ACHIEVED = round(V100_SMS * V100_TENSOR_CORES_PER_SM * V100_CUBLAS_HGEMM_TFLOPS
+                                   / V100_DENSE_FP16_TFLOPS)
+A100_40GB_HBM_ACHIEVED_GBS = A100_40GB_HBM_GBS * A100_80GB_HBM_ACHIEVED_GBS / A100_80GB_HBM_GBS
+
 # Parts of a real chip the template leaves out because no cited figure was found (docs/wham.md says so):
 # they are absent, not guessed, so area and TDP are lower bounds on a real chip's.
 LEFT_OUT = ("systolic PE operand/partial-sum registers", "vector-lane register files", "SRAM leakage",
@@ -208,5 +224,37 @@ SOURCES: dict[str, str] = {
     "V100_NVLINK_PER_DIRECTION_GBS": "derived: V100_NVLINK_GBS / 2 (the datasheet adds both directions; DGX-1's "
                                      "hybrid cube-mesh gives each GPU its 6 links, used by NCCL's rings together)",
     "GPU_FP32_LANES_PER_SM": "A100 and V100 whitepapers: 64 FP32 cores per SM (the template's vector lanes)",
+    "GPU_STREAMS": "PyTorch documentation, 'CUDA semantics', section 'CUDA streams': each device has a default "
+                   "stream and operations are enqueued on the current stream, serialized in issue order (the DLE "
+                   "BERT and ResNet-50 training scripts create no other compute stream); NVIDIA CUDA C++ "
+                   "Programming Guide, section 'Streams': commands of one stream execute in order",
+    "BATCHNORM_FORWARD_EXTRA_READS": "derived from the algorithm (Ioffe & Szegedy, 'Batch Normalization', ICML 2015, "
+                                     "Algorithm 1): y = (x − μ_B)/σ_B needs the mean and variance over the whole "
+                                     "mini-batch of each channel before any output, so an input larger than the "
+                                     "on-chip memory is read once for the statistics and once to normalise; "
+                                     "PyTorch's CUDA batch norm runs a statistics pass, then batch_norm_elementwise "
+                                     "(aten/src/ATen/native/cuda/Normalization.cu): one read more than the trace "
+                                     "records",
+    "BATCHNORM_BACKWARD_EXTRA_READS": "derived from the algorithm (Ioffe & Szegedy 2015, the backward of Algorithm 1): "
+                                      "dx = (γ/σ)(dy − mean(dy) − x̂·mean(dy·x̂)) needs the channel sums Σdy and "
+                                      "Σdy·x̂ before any dx, so dy and x are read once for the sums and again for dx; "
+                                      "PyTorch exposes the two passes as the ops batch_norm_backward_reduce and "
+                                      "batch_norm_backward_elemt (SyncBatchNorm runs them); two reads more than the "
+                                      "trace records (dy and x once each)",
+    "V100_HBM_ACHIEVED_GBS": "paranumal.com, 'Rough-n-Ready Roofline: NVIDIA V100 edition' (2018-02-08): on a V100 "
+                             "16GB PCI-E, 'using cudaMemcpy we measure achievable memory bandwidth of 790GB/s' of "
+                             "900 (the SXM2 16GB and 32GB parts have the same 900 GB/s HBM2, V100 whitepaper)",
+    "V100_DENSE_FP16_TFLOPS": "V100 whitepaper, comparison table: peak Tensor TFLOPS 125 (V100 SXM2)",
+    "V100_CUBLAS_HGEMM_TFLOPS": "Markidis, Chien, Laure, Peng, Vetter, 'NVIDIA Tensor Core Programmability, "
+                                "Performance & Precision', IPDPSW 2018 (doi 10.1109/IPDPSW.2018.00091), abstract: "
+                                "'NVIDIA Tensor Cores can deliver up to 83 Tflops/s in mixed precision on a Tesla "
+                                "V100 GPU' (cuBLAS GEMM, of the 125 Tflops/s peak it quotes; CUDA 9-era cuBLAS: a "
+                                "newer library may reach more, so the V100 rows are pessimistic by that much)",
+    "V100_TENSOR_CORES_ACHIEVED": "derived: round(640 × V100_CUBLAS_HGEMM_TFLOPS / V100_DENSE_FP16_TFLOPS) = 425 Tensor "
+                                  "Cores at 1530 MHz = 83.2 TFLOPS: the achieved matmul rate as a core count",
+    "A100_40GB_HBM_ACHIEVED_GBS": "derived: A100_40GB_HBM_GBS × A100_80GB_HBM_ACHIEVED_GBS / A100_80GB_HBM_GBS "
+                                  "(1555 × 1800/2039 = 1373 GB/s): no measurement on the 40GB part was found; the "
+                                  "80GB part's measured fraction of peak (88 %, same memory controllers, HBM2 "
+                                  "instead of HBM2e) is carried over — an assumption, said so in docs/wham.md",
     "LEFT_OUT": "the parts with no cited figure, listed so reports can say what area and TDP leave out",
 }

@@ -32,6 +32,8 @@ ZOO_MODELS: dict[str, tuple[int, int, str]] = {
     "gpt2-xl": (8, 1024, "GPT-2 XL causal LM (1.5 B)"),
     "t5-base": (8, 512, "T5-base encoder-decoder (220 M)"),
     "resnet50": (32, 224, "ResNet-50, ImageNet 224×224"),
+    "resnext101-32x4d": (32, 224, "ResNeXt-101 32x4d, ImageNet 224×224 (NVIDIA's ConvNets definition)"),
+    "se-resnext101-32x4d": (32, 224, "SE-ResNeXt-101 32x4d, ImageNet 224×224 (NVIDIA's ConvNets definition)"),
     "vit-b16": (32, 224, "ViT-B/16, ImageNet 224×224"),
     "llama-1b": (4, 2048, "Llama-style 1.1 B decoder (GQA, SwiGLU, RMSNorm, RoPE)"),
     "tiny-transformer": (2, 32, "2-layer 64-wide transformer (tests)"),

@@ -233,41 +233,65 @@ class EncoderDecoder(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1))
 
 
-class Bottleneck(nn.Module):
-    """ResNet-50 bottleneck block (1x1, 3x3, 1x1 convolutions with batch norm)."""
+class SqueezeExcite(nn.Module):
+    """Squeeze-and-excitation as NVIDIA's ConvNets scripts build it (image_classification/models/common.py,
+    `SqueezeAndExcitation`): channel means, Linear(C → 16), ReLU, Linear(16 → C), sigmoid."""
 
-    def __init__(self, cin: int, width: int, stride: int) -> None:
+    def __init__(self, channels: int, squeeze: int = 16) -> None:
         super().__init__()
-        cout = width * 4
+        self.squeeze = nn.Linear(channels, squeeze)
+        self.expand = nn.Linear(squeeze, channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        s = torch.sigmoid(self.expand(F.relu(self.squeeze(x.mean((2, 3))))))
+        return s.unsqueeze(2).unsqueeze(3)
+
+
+class Bottleneck(nn.Module):
+    """ResNet bottleneck block (1x1, 3x3, 1x1 convolutions with batch norm, stride on the 3x3: v1.5); `groups`
+    makes the 3x3 grouped (ResNeXt), `se` adds squeeze-and-excitation before the residual sum (SE-ResNeXt, fused
+    as NVIDIA's `Bottleneck` does: addcmul(residual, out, se(out)))."""
+
+    def __init__(self, cin: int, width: int, stride: int, expansion: int = 4, groups: int = 1,
+                 se: bool = False) -> None:
+        super().__init__()
+        cout = width * expansion
         self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(width)
-        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
+        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, groups=groups, bias=False)
         self.bn2 = nn.BatchNorm2d(width)
         self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
         self.bn3 = nn.BatchNorm2d(cout)
         self.down = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout))
                      if stride != 1 or cin != cout else None)
+        self.se = SqueezeExcite(cout) if se else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = F.relu(self.bn1(self.conv1(x)))
         h = F.relu(self.bn2(self.conv2(h)))
         h = self.bn3(self.conv3(h))
-        return F.relu(h + (x if self.down is None else self.down(x)))
+        res = x if self.down is None else self.down(x)
+        if self.se is not None:
+            return F.relu(torch.addcmul(res, h, self.se(h)))
+        return F.relu(h + res)
 
 
 class ResNet50(nn.Module):
-    """ResNet-50 for 224x224 ImageNet classification."""
+    """ResNet-50 for 224x224 ImageNet classification; with other `widths`, `counts`, `expansion`, `groups`
+    and `se`, the ResNet family of NVIDIA's ConvNets scripts (image_classification/models/resnet.py)."""
 
-    def __init__(self, classes: int = 1000) -> None:
+    def __init__(self, classes: int = 1000, widths: tuple[int, ...] = (64, 128, 256, 512),
+                 counts: tuple[int, ...] = (3, 4, 6, 3), expansion: int = 4, groups: int = 1,
+                 se: bool = False) -> None:
         super().__init__()
         self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
                                   nn.MaxPool2d(3, 2, 1))
         blocks: list[nn.Module] = []
         cin = 64
-        for width, count, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for stage, (width, count) in enumerate(zip(widths, counts)):
             for i in range(count):
-                blocks.append(Bottleneck(cin, width, stride if i == 0 else 1))
-                cin = width * 4
+                blocks.append(Bottleneck(cin, width, 2 if stage and i == 0 else 1, expansion, groups, se))
+                cin = width * expansion
         self.blocks = nn.ModuleList(blocks)
         self.fc = nn.Linear(cin, classes)
 
@@ -362,6 +386,17 @@ def resnet50(batch: int, seq: int) -> Built:
     return model, (images, labels), _identity_loss
 
 
+def resnext101(batch: int, seq: int, se: bool = False) -> Built:
+    """ResNeXt-101 32x4d (or SE-ResNeXt-101 32x4d) as NVIDIA's ConvNets scripts define it
+    (image_classification/models/resnet.py, `resnext101-32x4d` / `se-resnext101-32x4d`: layers 3, 4, 23, 3,
+    widths 128…1024, expansion 2, cardinality 32); `seq` is the image side."""
+    with torch.device("meta"):
+        model = ResNet50(widths=(128, 256, 512, 1024), counts=(3, 4, 23, 3), expansion=2, groups=32, se=se)
+        images = torch.zeros(batch, 3, seq, seq)
+        labels = torch.zeros(batch, dtype=torch.long)
+    return model, (images, labels), _identity_loss
+
+
 def vit_b16(batch: int, seq: int) -> Built:
     """ViT-B/16 ImageNet step; `seq` is the image side (224 by default)."""
     cfg = TransformerConfig(12, 768, 12, 3072, 0)
@@ -397,6 +432,8 @@ ZOO: dict[str, tuple[Callable[[int, int], Built], int, int]] = {
     "gpt2-xl": (lambda b, s: gpt2("xl", b, s), 8, 1024),
     "t5-base": (t5_base, 8, 512),
     "resnet50": (resnet50, 32, 224),
+    "resnext101-32x4d": (resnext101, 32, 224),
+    "se-resnext101-32x4d": (lambda b, s: resnext101(b, s, se=True), 32, 224),
     "vit-b16": (vit_b16, 32, 224),
     "llama-1b": (llama_1b, 4, 2048),
     "tiny-transformer": (tiny_transformer, 2, 32),
