@@ -3,7 +3,8 @@
 # after `make setup corpus`): at most GPU_CHECK_SECONDS (default 540) on one H100/H200, sizes that fit 139 GiB.
 #   1. `adopter verify --device cuda --dtype bf16` on the modeling files of the Adopter paper's nine
 #      models (every fix `fix` writes there, built small, compared, timed on the GPU);
-#   2. bench/wham_fidelity.py: the accelerator model's prediction against the measured GPU step;
+#   2. bench/wham_gpu_mechanisms.py (the GPU step model's batch-norm traffic against a timed copy) and
+#      bench/wham_fidelity.py: the accelerator model's prediction against the measured GPU step;
 #   3. bench/gains.py --device cuda --dtype bf16 --quick: whole training steps, original vs rewritten
 #      model and script (SDPA, fused norms, fused AdamW; Liger kernels where liger_kernel is installed).
 # Each part runs under its own timeout, cut to what is left of the whole run's budget (a part that would
@@ -43,6 +44,7 @@ for m in bert roberta gpt2 gpt_neo distilbert t5 albert groupvit resnet; do
   part "verify-$m" 45 "$PY" -m adopter verify "$TF/transformers/models/$m/modeling_$m.py" \
     --device cuda --dtype bf16 --target cuda --repeats 10 --timeout 40 --format json
 done
+part wham-mechanisms 60 "$PY" bench/wham_gpu_mechanisms.py --device cuda --out "$WORK/wham-mechanisms.json"
 fid=$(left); (( fid > 150 )) && fid=150
 part fidelity "$fid" "$PY" bench/wham_fidelity.py --time-limit-s $(( fid > 60 ? fid - 45 : 15 )) --out "$WORK/fidelity.json"
 part gains 200 "$PY" bench/gains.py --device cuda --dtype bf16 --quick --no-memory --out "$WORK/gains.json"
