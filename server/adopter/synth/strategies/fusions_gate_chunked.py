@@ -25,7 +25,7 @@ class FusedGatedActivation({torch}.autograd.Function):
 
     Autograd would also keep `act(gate)`, half the size of `h`; backward recomputes it instead (the
     trade Liger's fused SwiGLU/GEGLU kernels make on CUDA). The gradients are the ones autograd computes,
-    by the same operations. Not twice differentiable.
+    by the same operations; with `create_graph=True` backward runs the original operations again.
     """
 
     @staticmethod
@@ -36,9 +36,13 @@ class FusedGatedActivation({torch}.autograd.Function):
         return parts[1 - gate] * act(parts[gate])
 
     @staticmethod
-    @{torch}.autograd.function.once_differentiable
     def backward(ctx, grad):
         (h,) = ctx.saved_tensors
+        if {torch}.is_grad_enabled():  # `create_graph=True`: backward must itself be differentiable
+            with {torch}.enable_grad():
+                parts = h.chunk(2, dim=-1)
+                out = parts[1 - ctx.gate] * ctx.act(parts[ctx.gate])
+            return {torch}.autograd.grad(out, h, grad, create_graph=True)[0], None, None
         parts = h.chunk(2, dim=-1)
         x = parts[1 - ctx.gate]
         with {torch}.enable_grad():
@@ -68,8 +72,8 @@ def fused_gated_activation(h, act, gate=1):
 def _ops(ctx: SynthContext) -> tuple[Op, Op, Op]:
     """The chunk op, the activation op and the product op of the match (the projection stays)."""
     ops = ctx.finding.match.ops
-    chunk = next((op for op in ops if op.kind is OpKind.METHOD and op.target in ("chunk", "torch.chunk")
-                  or op.kind is OpKind.FUNCTION and op.target == "torch.chunk"), None)
+    chunk = next((op for op in ops if (op.kind is OpKind.METHOD and op.target in ("chunk", "torch.chunk"))
+                  or (op.kind is OpKind.FUNCTION and op.target == "torch.chunk")), None)
     if chunk is None:
         ctx.decline("the halves are not made by `.chunk(2, dim=-1)` (a `.split` is left as written)")
     product = ops[-1]
@@ -135,7 +139,7 @@ def _activation_callee(ctx: SynthContext, product: Op, gate: str, value: str) ->
             callee = ast.unparse(call.func)
             if is_simple(callee):
                 return callee
-    ctx.decline(f"the product is not `x * act(gate)` with the activation called on the gate alone")
+    ctx.decline("the product is not `x * act(gate)` with the activation called on the gate alone")
     raise AssertionError
 
 
@@ -154,9 +158,14 @@ def _check_names(ctx: SynthContext, chunk: Span, product: Span, names: list[str]
     tree = _function_of(ctx, product.start_line)
     end = (tree.end_lineno or tree.lineno) - 1 if tree is not None else product.end_line
     bound = re.match(r"\s*([A-Za-z_]\w*)\s*=[^=]", product_text)
+    try:
+        loads = [n.id for n in ast.walk(ast.parse(product_text.strip())) if isinstance(n, ast.Name)
+                 and isinstance(n.ctx, ast.Load)]
+    except SyntaxError:
+        ctx.decline("cannot read the product's statement")
     for name in names:
         pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
-        if len(pattern.findall(product_text)) != 1:
+        if loads.count(name) != 1:
             ctx.decline(f"`{name}` is read more than once in the product's statement")
         if bound is not None and bound.group(1) == name:
             continue
