@@ -24,15 +24,34 @@ class FusedGatedActivation({torch}.autograd.Function):
     only `h` for backward (adopter: fused-gated-activation-function).
 
     Autograd would also keep `act(gate)`, half the size of `h`; backward recomputes it instead (the
-    trade Liger's fused SwiGLU/GEGLU kernels make on CUDA). The gradients are the ones autograd computes,
-    by the same operations; with `create_graph=True` backward runs the original operations again.
+    trade Liger's fused SwiGLU/GEGLU kernels make on CUDA). For a stock SiLU or GELU the product is made in
+    place and backward writes both halves of the gradient into one buffer with the kernels autograd runs
+    (`silu_backward`, `gelu_backward`); any other activation is called again in backward and differentiated
+    by autograd. Either way the gradients come from the same operations as without this function; with
+    `create_graph=True` backward runs the original operations again.
     """
+
+    @staticmethod
+    def stock(act):
+        """(functional form, its backward kernel, keyword arguments) of a stock SiLU or GELU, else None."""
+        functional = {torch}.nn.functional
+        if act is functional.silu or (type(act) is {torch}.nn.SiLU and not act.inplace):
+            return functional.silu, {torch}.ops.aten.silu_backward.grad_input, {}
+        if act is functional.gelu:
+            return functional.gelu, {torch}.ops.aten.gelu_backward.grad_input, {"approximate": "none"}
+        if type(act) is {torch}.nn.GELU:
+            return functional.gelu, {torch}.ops.aten.gelu_backward.grad_input, {"approximate": act.approximate}
+        return None
 
     @staticmethod
     def forward(ctx, h, act, gate):
         parts = h.chunk(2, dim=-1)
         ctx.act, ctx.gate = act, gate
         ctx.save_for_backward(h)
+        stock = FusedGatedActivation.stock(act)
+        if stock is not None:
+            function, _, kwargs = stock
+            return function(parts[gate], **kwargs).mul_(parts[1 - gate])
         return parts[1 - gate] * act(parts[gate])
 
     @staticmethod
@@ -44,14 +63,26 @@ class FusedGatedActivation({torch}.autograd.Function):
                 out = parts[1 - ctx.gate] * ctx.act(parts[ctx.gate])
             return {torch}.autograd.grad(out, h, grad, create_graph=True)[0], None, None
         parts = h.chunk(2, dim=-1)
-        x = parts[1 - ctx.gate]
-        with {torch}.enable_grad():
-            g = parts[ctx.gate].detach().requires_grad_()
-            a = ctx.act(g)
-        (grad_gate,) = {torch}.autograd.grad(a, g, (grad * x).to(a.dtype))
-        grad_x = (grad * a.detach()).to(x.dtype)
-        halves = (grad_x, grad_gate) if ctx.gate == 1 else (grad_gate, grad_x)
-        return {torch}.cat(halves, dim=-1), None, None
+        x, g = parts[1 - ctx.gate], parts[ctx.gate]
+        stock = FusedGatedActivation.stock(ctx.act)
+        result = {torch}.empty_like(h)
+        halves = result.chunk(2, dim=-1)
+        if stock is None:
+            with {torch}.enable_grad():
+                g = g.detach().requires_grad_()
+                a = ctx.act(g)
+            if a.dtype == result.dtype:
+                {torch}.mul(grad, a.detach(), out=halves[1 - ctx.gate])
+            else:
+                halves[1 - ctx.gate].copy_(grad * a.detach())
+            (grad_gate,) = {torch}.autograd.grad(a, g, (grad * x).to(a.dtype))
+            del a
+            halves[ctx.gate].copy_(grad_gate)
+            return result, None, None
+        function, derivative, kwargs = stock
+        {torch}.mul(grad, function(g, **kwargs), out=halves[1 - ctx.gate])
+        derivative(grad * x, g, **kwargs, grad_input=halves[ctx.gate])
+        return result, None, None
 
 
 def fused_gated_activation(h, act, gate=1):
@@ -187,16 +218,25 @@ def _function_of(ctx: SynthContext, line: int) -> ast.FunctionDef | ast.AsyncFun
     return best
 
 
-def _ensure_helper(ctx: SynthContext) -> str:
-    marker = f"(adopter: {_TAG})"
+def existing_helper(ctx: SynthContext, tag: str) -> str | None:
+    """The name of a top-level function of the file whose docstring carries `(adopter: <tag>)`."""
+    marker = f"(adopter: {tag})"
+    if marker not in ctx.source:
+        return None
     try:
         tree = ast.parse(ctx.source)
     except SyntaxError:
-        tree = None
-    if tree is not None:
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and marker in (ast.get_docstring(node) or ""):
-                return node.name
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and marker in (ast.get_docstring(node) or ""):
+            return node.name
+    return None
+
+
+def _ensure_helper(ctx: SynthContext) -> str:
+    found = existing_helper(ctx, _TAG)
+    if found is not None:
+        return found
     torch = ctx.add_import("torch")
     cls = ctx.fresh_name("FusedGatedActivation")
     code = _HELPER.replace("{torch}", torch).replace("FusedGatedActivation", cls)
