@@ -345,6 +345,10 @@ def test_helper_gradcheck_and_double_backward() -> None:
     # something between the split and the product
     ("x, gate = self.proj(x).chunk(2, dim=-1)\n        gate = gate * 2\n        return x * F.silu(gate)",
      None),
+    # in a loop, a half read before the split is the previous iteration's
+    ("gate = x\n        for _ in range(2):\n            h = self.proj(x + gate)\n"
+     "            x, gate = h.chunk(2, dim=-1)\n            x = x * F.silu(gate)\n        return x",
+     "in the loop around the split"),
     # the activation takes more than the gate
     ("x, gate = self.proj(x).chunk(2, dim=-1)\n        return x * F.gelu(gate, approximate='tanh')",
      "called on the gate alone"),

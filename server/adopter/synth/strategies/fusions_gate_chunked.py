@@ -190,10 +190,21 @@ def _check_names(ctx: SynthContext, chunk: Span, product: Span, names: list[str]
     end = (tree.end_lineno or tree.lineno) - 1 if tree is not None else product.end_line
     bound = re.match(r"\s*([A-Za-z_]\w*)\s*=[^=]", product_text)
     try:
-        loads = [n.id for n in ast.walk(ast.parse(product_text.strip())) if isinstance(n, ast.Name)
-                 and isinstance(n.ctx, ast.Load)]
+        parsed = ast.parse(product_text.strip()).body
     except SyntaxError:
         ctx.decline("cannot read the product's statement")
+    if len(parsed) != 1 or not isinstance(parsed[0], (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Expr)):
+        ctx.decline("the product is not in a simple statement")
+    loads = [n.id for n in ast.walk(parsed[0]) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    if tree is not None:
+        # In a loop, a half read before the split is the previous iteration's value: the split must stay.
+        for node in ast.walk(tree):
+            if (isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and node.lineno - 1 <= chunk.start_line
+                    <= (node.end_lineno or node.lineno) - 1):
+                for line in range(node.lineno - 1, chunk.start_line):
+                    code = lines[line].split("#")[0]
+                    if any(re.search(rf"(?<![\w.]){re.escape(n)}\b", code) for n in names):
+                        ctx.decline(f"line {line + 1} reads a half in the loop around the split")
     for name in names:
         pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
         if loads.count(name) != 1:
