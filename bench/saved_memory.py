@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
-import torch  # noqa: E402
+import torch
 
-from adopter.session import Session, load_context  # noqa: E402
-from adopter.verify.measure import peak_memory  # noqa: E402
+from adopter.session import Session, load_context
+from adopter.verify.measure import peak_memory
 
 HEAD = """
 import torch
