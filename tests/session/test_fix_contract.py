@@ -248,3 +248,22 @@ def test_fix_contract_on_timm_beit_attention_with_two_additive_biases() -> None:
     fixable = s.fixable(s.analysed(TIMM_BEIT_ATTENTION, "beit.py"))
     assert [f.rule_id for f in fixable] == ["f10-manual-attention-sdpa"]
     assert_fix_contract(TIMM_BEIT_ATTENTION, "beit.py")
+
+
+@pytest.mark.parametrize("name, path", [("DIFFUSERS_GATED", "activations.py"), ("K_DIFFUSION_FF", "image_transformer_v1.py")])
+def test_fix_contract_on_chunked_gated_mlps(name: str, path: str) -> None:
+    # diffusers 0.31.0 GEGLU/SwiGLU and k-diffusion 0.1.1.post1's GEGLU blocks (tests/rules/test_gated_chunked.py):
+    # the split and the product become `fused_gated_activation(h, act)`; the quick fix and `fix` agree.
+    import sys
+
+    pytest.importorskip("torch")
+    sys.path.insert(0, str(REPO / "tests" / "rules"))
+    try:
+        import test_gated_chunked
+    finally:
+        sys.path.remove(str(REPO / "tests" / "rules"))
+    text = getattr(test_gated_chunked, name)
+    s = session()
+    fixable = s.fixable(s.analysed(text, path))
+    assert [f.rule_id for f in fixable if f.family == 14] == ["f14-gated-chunked"] * 2
+    assert_fix_contract(text, path)

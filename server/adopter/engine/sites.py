@@ -414,8 +414,9 @@ def _needs(devices: tuple[str, ...], packages: tuple[str, ...], torch: str | Non
 # rewrite exactly: for them a match that straddles an `if` or an inlined helper is not refused up
 # front. `sdpa_chain`: an attention mask added under `if mask is not None:` is passed as `attn_mask`;
 # `fuse_qkv`: the head splits sit in a helper (`transpose_for_scores`), only the caller's
-# projection statements are edited.
-STRUCTURE_AWARE_STRATEGIES = frozenset({"sdpa_chain", "fuse_qkv"})
+# projection statements are edited; `gated_chunked`: only the split and the product are edited, which
+# must be statements of one block of one function (the projection and the activation's body stay).
+STRUCTURE_AWARE_STRATEGIES = frozenset({"sdpa_chain", "fuse_qkv", "gated_chunked"})
 # Strategies that edit a chain written with `einsum` products (`sdpa_chain`: `einsum("b h i d, b h j d
 # -> b h i j", q, k)` is q·kᵀ with q and k as SDPA takes them).
 EINSUM_AWARE_STRATEGIES = frozenset({"sdpa_chain"})
@@ -431,7 +432,9 @@ SEQUENTIAL_AWARE_STRATEGIES = frozenset({"fold_conv_bn"})
 # branch gets the fused call), else it declines with the refusal below.
 # `fold_conv_bn`: a pair inside an `nn.Sequential` (the fold edits the Sequential's construction alone), or a
 # pair in one statement (`bn(conv(x))` replaced in place, reading the same operand text).
-PATH_AWARE_STRATEGIES = frozenset({"sdpa_chain", "dropout_add_layer_norm", "fold_conv_bn"})
+# `gated_chunked`: the split value and the activation are read as the text of the split and the product,
+# adjacent statements of one block (the activation's own `if`, as in diffusers' GEGLU.gelu, is kept).
+PATH_AWARE_STRATEGIES = frozenset({"sdpa_chain", "dropout_add_layer_norm", "fold_conv_bn", "gated_chunked"})
 PATH_DEPENDENT = ("a value of the match is redefined on another control-flow path, so the matched statements "
                   "do not always see the same value")
 # Strategies that rewrite a match straddling an `if` themselves, and decline the straddles they cannot
