@@ -124,6 +124,13 @@ class Analyser:
         self._layout, self._fingerprints, self._changed = None, {}, None
         self._words = None
 
+    def release_text(self) -> None:
+        """Drop what holds the last text's bytes (a released document: `DocumentAnalysis.release`), keeping
+        the unit cache; the next run searches words afresh and carries them again from the one after."""
+        self.read = None
+        self._words = None
+        self.memo.last_chunks = None
+
     def run(self, data: bytes, tree: Tree, path: str | None, *,
             parse: Callable[[bytes], Tree] | None = None) -> ModuleFile:
         """The ModuleFile of `tree` (parsed from `data`); never raises for one unit's failure.

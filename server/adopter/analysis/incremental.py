@@ -88,7 +88,7 @@ class DocumentAnalysis:
         self._released = True
         self._data = self._tree = None
         self._analysed = self._previous = None
-        self._analyser.read = None
+        self._analyser.release_text()
 
     def _restore(self) -> None:
         if self._released:
