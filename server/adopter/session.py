@@ -20,6 +20,7 @@ It is imported when a fix is first planned (a server that only shows findings st
 from __future__ import annotations
 
 import difflib
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -163,6 +164,8 @@ class UnitMatcher:
         # object when its text returns (a keystroke deleted again, an undo), and its findings are here.
         self._older: dict[int, tuple[object, tuple[Finding, ...], tuple[Problem, ...]]] = {}
         self._context: RuleContext | None = None
+        # The last file-level reduction: its input findings (the objects, in order), class spans and result.
+        self._reduced: tuple[list[Finding], dict[str, Span], tuple[Finding, ...]] | None = None
 
     def match(self, module_file: ModuleFile, context: RuleContext) -> tuple[tuple[Finding, ...], tuple[Problem, ...]]:
         from adopter.engine import check
@@ -171,7 +174,7 @@ class UnitMatcher:
         if context.environment is None:
             return (), ()
         if self._context is not context:
-            self._cache, self._older, self._context = {}, {}, context
+            self._cache, self._older, self._context, self._reduced = {}, {}, context, None
         units: list[tuple[Architecture | Forward, ModuleFile]] = []
         units.extend((arch, ModuleFile(module_file.path, (arch,))) for arch in module_file.architectures)
         units.extend((fn, ModuleFile(module_file.path, (), functions=(fn,))) for fn in module_file.functions)
@@ -191,7 +194,17 @@ class UnitMatcher:
             problems.extend(cached[2])
         self._older = {k: v for k, v in self._cache.items() if k not in fresh}
         self._cache = fresh
-        return reduce_sites(findings, {a.name: a.span for a in module_file.architectures}), tuple(problems)
+        class_spans = {a.name: a.span for a in module_file.architectures}
+        last = self._reduced
+        # `reduce_sites` is a function of the (immutable) findings and the class spans: when every unit
+        # handed back the same finding objects (most edits re-match nothing, or a unit without findings),
+        # its last result stands.
+        if (last is not None and len(last[0]) == len(findings) and all(map(operator.is_, last[0], findings))
+                and last[1] == class_spans):
+            return last[2], tuple(problems)
+        reduced = reduce_sites(findings, class_spans)
+        self._reduced = (findings, class_spans, reduced)
+        return reduced, tuple(problems)
 
 
 class OpenText:

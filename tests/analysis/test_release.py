@@ -22,6 +22,8 @@ def test_release_drops_the_trees_and_keeps_the_result() -> None:
     doc.release()
     assert doc.released
     assert doc._tree is None and doc._data is None and doc._analysed is None and doc._previous is None
+    # Nothing else holds the text's bytes: the word index and salvage's last text go too.
+    assert doc._analyser.read is None and doc._analyser._words is None and doc._analyser.memo.last_chunks is None
     assert doc.result() is first  # unchanged text: the kept result, nothing parsed
     assert doc.released
     assert doc.tree is not None and doc.tree.root_node.end_byte == len(SOURCE.encode())  # parsed on demand

@@ -111,3 +111,28 @@ def test_random_edits_near_blank_lines_give_the_fresh_tree_and_analysis() -> Non
             assert analysed is not None
             fresh = analyse(analysed.decode(), "m.py")
             assert doc.result().architectures == fresh.architectures
+
+
+def test_lines_left_blank_and_broken_statements_give_the_fresh_tree() -> None:
+    """Statements whose text is deleted (their line left blank) and statements broken by a typed `(` or
+    `.` (blanked by salvage in the text the analysis reads), in real files, one after another: the
+    incremental trees equal fresh parses."""
+    rng = random.Random(11)
+    for name in ("bert_encoder.py", "llama_block.py", "resnet_block.py"):
+        doc = DocumentAnalysis((EXAMPLES / name).read_text(), "m.py")
+        doc.result()
+        for _ in range(60):
+            lines = doc.text.split("\n")
+            code = [i for i, line in enumerate(lines) if line.strip()]
+            number = rng.choice(code)
+            line = lines[number]
+            indent = len(line) - len(line.lstrip())
+            if rng.random() < 0.5:
+                doc.edit((number, indent), (number, len(line)), "")  # the line left blank (indented)
+            else:
+                col = rng.randint(indent, len(line))
+                doc.edit((number, col), (number, col), rng.choice(["(", ".", "(x"]))
+            _same_as_fresh(doc)
+            if rng.random() < 0.3:
+                doc = DocumentAnalysis((EXAMPLES / name).read_text(), "m.py")
+                doc.result()

@@ -65,7 +65,7 @@ def test_incremental_reparse_equals_fresh_parse(case: tuple[str, int, int, str])
     assert incremental.root_node.end_point == fresh.root_node.end_point
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(edits(), min_size=1, max_size=1), st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), texts), max_size=8))
 def test_line_index_follows_edit_sequences(first: list[tuple[str, int, int, str]], more: list[tuple[int, int, str]]) -> None:
     """Kept up to date edit by edit, the line index locates positions like a fresh scan does."""
@@ -78,9 +78,13 @@ def test_line_index_follows_edit_sequences(first: list[tuple[str, int, int, str]
         if 0 < b < len(text) and text[b - 1 : b + 1] == "\r\n":
             b += 1
         expected_text = text[:a] + new + text[b:]
-        text, _ = byte_edit(text, utf16_position(text, a), utf16_position(text, b), new, lines)
+        old = text
+        text, edit = byte_edit(text, utf16_position(text, a), utf16_position(text, b), new, lines)
         assert text == expected_text
         assert lines.starts == LineStarts(text).starts
+        assert lines.rows_are_lines == LineStarts(text).rows_are_lines
+        # The points read from the index (no `\r`) or counted (`\r` present) are the same either way.
+        assert edit == byte_edit(old, utf16_position(old, a), utf16_position(old, b), new)[1]
 
 
 def test_positions_past_the_line_end_clamp_like_editors() -> None:

@@ -38,6 +38,7 @@ from adopter.analysis.names.carry import Layout, changed_names
 from adopter.analysis.names.symbols import ModuleSymbols, base_name
 from adopter.analysis.parse.salvage import ParseMemo, salvage
 from adopter.analysis.parse.source import Field, SourceText, is_broken
+from adopter.analysis.parse.words import WordIndex
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import (
@@ -115,11 +116,20 @@ class Analyser:
         self._layout: Layout | None = None
         self._fingerprints: dict[str, tuple[object, ...]] = {}
         self._changed: set[str] | None = None
+        self._words: WordIndex | None = None  # the last run's word index (`adopter.analysis.parse.words`)
 
     def clear(self) -> None:
         self.cache.clear()
         self.older.clear()
         self._layout, self._fingerprints, self._changed = None, {}, None
+        self._words = None
+
+    def release_text(self) -> None:
+        """Drop what holds the last text's bytes (a released document: `DocumentAnalysis.release`), keeping
+        the unit cache; the next run searches words afresh and carries them again from the one after."""
+        self.read = None
+        self._words = None
+        self.memo.last_chunks = None
 
     def run(self, data: bytes, tree: Tree, path: str | None, *,
             parse: Callable[[bytes], Tree] | None = None) -> ModuleFile:
@@ -133,10 +143,16 @@ class Analyser:
             data, tree, found = salvage(data, path, self.memo, parse)
             problems.extend(found)
         self.read = (data, tree)
-        src = SourceText(data, tree, path)
+        # Where words occur, carried from the last run's text from the second run on (a document being
+        # edited: `WordIndex.moved`); a one-off analysis searches the text as it asks.
+        if self._words is None:
+            self._words = WordIndex(data, carry=False)
+        else:
+            self._words = self._words.moved(data)
+        src = SourceText(data, tree, path, self._words)
         symbols = ModuleSymbols(src, self.resolver.package_of(path))
         stars_bound = False
-        if self.reach is not None and path and b"import *" in data:
+        if self.reach is not None and path and src.occurs(b"import *"):
             stars = symbols.star_imports()
             if stars:  # `from .conv2d_layers import *`: the names that module binds (its file is read)
                 try:
@@ -201,7 +217,7 @@ class Analyser:
                 continue
             if isinstance(entry.result, tuple):
                 chains.extend(a for a in entry.result if isinstance(a, Architecture))
-        for name, info in table.infos.items() if file_mentions_loss(src.data) else ():  # loss methods, as forwards
+        for name, info in table.infos.items() if file_mentions_loss(src.occurs) else ():  # loss methods, as forwards
             for method, node in loss_methods(info.methods, info.node, src.contains):
                 try:
                     if not table.is_module(name):
@@ -228,7 +244,7 @@ class Analyser:
                 fn = entry.result[0]
                 if named is None:
                     # In a file of helpers only (no module class), helpers serve other files: all count.
-                    named = _named_elsewhere(data, symbols.functions) if architectures else frozenset(
+                    named = _named_elsewhere(src, symbols.functions) if architectures else frozenset(
                         symbols.functions)
                     unnamed = [n for n in symbols.functions if n not in named]
                     if unnamed:  # a helper another module of the package imports is referenced there
@@ -243,7 +259,7 @@ class Analyser:
         # Methods that build optimizers (`configure_optimizers`, a trainer's `__init__`), read like functions.
         methods = optimizer_methods({n: i.methods for n, i in table.infos.items()},
                                     lambda c, m: m == "forward" and table.is_module(c),
-                                    src.raw, src.contains) if file_mentions_optimizer(src.data) else []
+                                    src.raw, src.contains) if file_mentions_optimizer(src.occurs) else []
         for qualname, node in methods:
             try:
                 entry = self._unit(f"method {qualname}", node, symbols, fresh,
@@ -450,11 +466,21 @@ def _internal(what: str, exc: Exception, span: object, path: str | None) -> Prob
     )
 
 
-def _named_elsewhere(data: bytes, functions: Mapping[str, object]) -> frozenset[str]:
+def _named_elsewhere(src: SourceText, functions: Mapping[str, object]) -> frozenset[str]:
     """The module-level functions whose name occurs as a word in the file besides their own `def` (a
     call, a decorator, an export list, a mention in a string or comment: a doubt keeps the function's
-    findings). Plain `find`s, no regular expression: this runs on every analysis of the file."""
-    return frozenset(name for name in functions if _words(data, name.encode(), 2) >= 2)
+    findings). Plain `find`s, no regular expression: this runs on every analysis of the file; a document
+    being edited reads the offsets from its carried word index."""
+    if src.words is not None and src.words.carries:
+        positions = src.words.positions
+        return frozenset(name for name in functions if _whole_words(src.data, name.encode(), positions, 2) >= 2)
+    return frozenset(name for name in functions if _words(src.data, name.encode(), 2) >= 2)
+
+
+def _whole(data: bytes, at: int, end: int) -> bool:
+    before = data[at - 1 : at] if at else b" "
+    after = data[end : end + 1] or b" "
+    return not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_")
 
 
 def _words(data: bytes, word: bytes, enough: int) -> int:
@@ -463,9 +489,23 @@ def _words(data: bytes, word: bytes, enough: int) -> int:
     at = data.find(word)
     while at >= 0 and found < enough:
         end = at + len(word)
-        before = data[at - 1 : at] if at else b" "
-        after = data[end : end + 1] or b" "
-        if not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_"):
+        if _whole(data, at, end):
             found += 1
         at = data.find(word, end)
+    return found
+
+
+def _whole_words(data: bytes, word: bytes, positions: Callable[[bytes], list[int]], enough: int) -> int:
+    """`_words(data, word, enough)` from every offset of `word` in `data` (`WordIndex.positions`): the
+    same occurrences, those `find` would skip (overlapping the one before) skipped too."""
+    found = 0
+    end = 0
+    for at in positions(word):
+        if found >= enough:
+            break
+        if at < end:
+            continue
+        end = at + len(word)
+        if _whole(data, at, end):
+            found += 1
     return found

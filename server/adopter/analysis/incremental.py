@@ -38,6 +38,12 @@ def _point(data: bytes, offset: int) -> tuple[int, int]:
     return (row, offset - (data.rfind(b"\n", 0, offset) + 1))
 
 
+def _point_after(data: bytes, start: int, start_row: int, offset: int) -> tuple[int, int]:
+    """`_point(data, offset)` for `offset >= start`, `start_row` being `start`'s row in `data`."""
+    row = start_row + data.count(b"\n", start, offset)
+    return (row, offset - (data.rfind(b"\n", 0, offset) + 1))
+
+
 class DocumentAnalysis:
     """The parse tree and analysis of one document, kept up to date edit by edit.
 
@@ -82,7 +88,7 @@ class DocumentAnalysis:
         self._released = True
         self._data = self._tree = None
         self._analysed = self._previous = None
-        self._analyser.read = None
+        self._analyser.release_text()
 
     def _restore(self) -> None:
         if self._released:
@@ -148,13 +154,15 @@ class DocumentAnalysis:
         tokens_same = whitespace_only(old, new, start, old_end, new_end) and not old_tree.root_node.has_error
         if not tokens_same:
             start = reparse_start(old, start)
+        # One count of the line breaks before the change; the ends' rows add those inside it.
+        start_point = _point(old, start)
         old_tree.edit(
             start_byte=start,
             old_end_byte=old_end,
             new_end_byte=new_end,
-            start_point=_point(old, start),
-            old_end_point=_point(old, old_end),
-            new_end_point=_point(new, new_end),
+            start_point=start_point,
+            old_end_point=_point_after(old, start, start_point[0], old_end),
+            new_end_point=_point_after(new, start, start_point[0], new_end),
         )
         if tokens_same:  # see adopter.analysis.parse.reparse: the moved tree is what a parse would give
             return old_tree

@@ -77,7 +77,15 @@ class LineStarts:
     """
 
     def __init__(self, text: str) -> None:
-        self.starts: list[int] | array[int] = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+        self.starts: list[int] | array[int] = []
+        self.rows_are_lines = True
+        self._index(text)
+
+    def _index(self, text: str) -> None:
+        self.starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+        # No `\r` in the text: its LSP lines are tree-sitter's rows (which end at `\n` only), so a row is
+        # a look-up here instead of a count of the line breaks before an offset.
+        self.rows_are_lines = "\r" not in text
 
     def compact(self) -> None:
         """Hold the offsets as machine integers (8 bytes a line instead of 36) until the next change: for
@@ -100,7 +108,7 @@ class LineStarts:
     def replace(self, old_text: str, a: int, b: int, new: str, new_text: str) -> None:
         """Update the index for `old_text[a:b]` replaced by `new` (giving `new_text`)."""
         if "\r" in new or "\r" in old_text[max(a - 1, 0) : b + 1]:
-            self.starts = [0] + [m.end() for m in LINE_BREAK.finditer(new_text)]  # CR pairs: start over
+            self._index(new_text)  # CR pairs: start over
             return
         if not isinstance(self.starts, list):
             self.starts = self.starts.tolist()
@@ -108,7 +116,17 @@ class LineStarts:
         last = bisect.bisect_right(self.starts, b)
         delta = len(new) - (b - a)
         added = [a + i + 1 for i, ch in enumerate(new) if ch == "\n"] if "\n" in new else []
-        self.starts[first:] = added + [s + delta for s in self.starts[last:]]
+        if first == last and not added:  # no line break removed or added: the later lines move
+            if delta:
+                self.starts[first:] = map(delta.__add__, self.starts[first:])  # C-level, not per line in Python
+            return
+        self.starts[first:] = added + list(map(delta.__add__, self.starts[last:]))
+
+    def point(self, text: str, offset: int) -> tuple[int, int]:
+        """`tree_sitter_point(text, offset)` for the text this index is of, when `rows_are_lines`."""
+        row = bisect.bisect_right(self.starts, offset) - 1
+        segment = text[self.starts[row] : offset]
+        return row, (len(segment) if segment.isascii() else len(segment.encode("utf-8")))
 
 
 def byte_edit(
@@ -125,6 +143,10 @@ def byte_edit(
         a = offset_of(text, *start)
         b = max(a, offset_of(text, *end))
     updated = text[:a] + new_text + text[b:]
+    if lines is not None and lines.rows_are_lines:
+        start_point, old_end_point = lines.point(text, a), lines.point(text, b)
+    else:
+        start_point, old_end_point = tree_sitter_point(text, a), tree_sitter_point(text, b)
     if lines is not None:
         lines.replace(text, a, b, new_text, updated)
     start_byte = _byte_len(text[:a])
@@ -132,8 +154,9 @@ def byte_edit(
         start_byte=start_byte,
         old_end_byte=start_byte + _byte_len(text[a:b]),
         new_end_byte=start_byte + _byte_len(new_text),
-        start_point=tree_sitter_point(text, a),
-        old_end_point=tree_sitter_point(text, b),
-        new_end_point=tree_sitter_point(updated, a + len(new_text)),
+        start_point=start_point,
+        old_end_point=old_end_point,
+        new_end_point=(lines.point(updated, a + len(new_text)) if lines is not None and lines.rows_are_lines
+                       else tree_sitter_point(updated, a + len(new_text))),
     )
     return updated, edit

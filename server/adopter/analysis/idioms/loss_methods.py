@@ -34,9 +34,10 @@ from adopter.dsl.types import Architecture, Ctor, Problem
 _SKIP = frozenset({"forward", "__init__"})
 
 
-def file_mentions_loss(data: bytes) -> bool:
-    """A cheap test before looking at classes: whether the file mentions a cross-entropy at all."""
-    return b"ross_entropy" in data or b"rossEntropy" in data
+def file_mentions_loss(occurs: Callable[[bytes], bool]) -> bool:
+    """A cheap test before looking at classes: whether the file mentions a cross-entropy at all
+    (`occurs(word)`: whether the file holds `word`, `SourceText.occurs`)."""
+    return occurs(b"ross_entropy") or occurs(b"rossEntropy")
 
 
 def loss_methods(methods: dict[str, Node], class_node: Node,

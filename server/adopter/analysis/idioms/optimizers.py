@@ -34,9 +34,10 @@ OPTIMIZER_MODULE = "torch.optim"
 CHOSEN = "chosen class"  # `Op.origin.target` prefix of a call whose class is resolved here
 
 
-def file_mentions_optimizer(data: bytes) -> bool:
-    """A cheap test before looking at methods: whether the file mentions an optimizer at all."""
-    return b"optim" in data or b"Adam" in data
+def file_mentions_optimizer(occurs: Callable[[bytes], bool]) -> bool:
+    """A cheap test before looking at methods: whether the file mentions an optimizer at all
+    (`occurs(word)`: whether the file holds `word`, `SourceText.occurs`)."""
+    return occurs(b"optim") or occurs(b"Adam")
 
 
 def mentions_optimizer(text: bytes) -> bool:

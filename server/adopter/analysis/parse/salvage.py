@@ -27,6 +27,7 @@ from operator import not_, or_
 
 from tree_sitter import Parser, Tree
 
+from adopter.analysis.parse.reparse import common_prefix, common_suffix
 from adopter.analysis.parse.source import (
     MAX_SYNTAX_PROBLEMS,
     SourceText,
@@ -126,6 +127,37 @@ def _scan(chunk: bytes, last: bool) -> _Scan:
     return inside, depth_at, comments, starts, indent
 
 
+def _chunk_starts(data: bytes, memo: ParseMemo | None) -> list[int]:
+    """Where each chunk but the first starts: the column-0 `def`/`class` lines (`_CHUNK`), carried from
+    the memo's last text when there is one (a document's next keystroke).
+
+    Whether `_CHUNK` matches at a line break depends on the text from that break to the next one only
+    (no part of the pattern crosses a line break, and matches never overlap), so matches whose line lies
+    wholly in the common prefix or wholly in the common suffix of the two texts are the old ones, moved by
+    the change in length for the suffix; only the lines the change touches are searched again."""
+    last = memo.last_chunks if memo is not None else None
+    if last is None:
+        found = [m.start() + 1 for m in _CHUNK.finditer(data)]
+    elif last[0] is data or last[0] == data:
+        found = last[1]
+    else:
+        old, starts = last
+        p = common_prefix(old, data)
+        s = common_suffix(old, data, min(len(old), len(data)) - p)
+        q = max(data.rfind(b"\n", 0, p), 0)  # a match at a break before `q` reads the prefix only
+        tail = len(data) - s  # one at or after it, the suffix only
+        after = data.find(b"\n", tail)
+        end = len(data) if after < 0 else after + 1
+        head = starts[: bisect_right(starts, q)]  # break (start - 1) before q
+        moved = starts[bisect_left(starts, len(old) - s + 1):]  # break at or after len(old) - s
+        middle = [m.start() + 1 for m in _CHUNK.finditer(data, q, end) if m.start() < tail]
+        delta = len(data) - len(old)
+        found = head + middle + (list(map(delta.__add__, moved)) if delta else moved)
+    if memo is not None:
+        memo.last_chunks = (data, found)
+    return found
+
+
 class Lines:
     """The lines of a text with what a tokenizer knows at each: indentation, whether a statement may
     start there (outside brackets and strings, not after a backslash), where its code ends.
@@ -143,7 +175,7 @@ class Lines:
         self._comment: dict[int, int] = {}  # where a line's comment starts
         self._code: dict[int, bool] = {}
         depth_at: list[int] = []
-        bounds = [0, *(m.start() + 1 for m in _CHUNK.finditer(data)), len(data)]
+        bounds = [0, *_chunk_starts(data, memo), len(data)]
         for k in range(len(bounds) - 1):
             a, b = bounds[k], bounds[k + 1]
             last = b == len(data)
@@ -209,6 +241,7 @@ class ParseMemo:
         self._scans: dict[tuple[bytes, bool], _Scan] = {}
         self._tops: set[_TopKey] = set()  # top-level statements found whole (`_Masker._kept_top`)
         self._bytes = 0
+        self.last_chunks: tuple[bytes, list[int]] | None = None  # the last text's chunk starts (`Lines`)
 
     def get(self, key: tuple[bytes, int]) -> bool | None:
         return self._verdicts.get(key)

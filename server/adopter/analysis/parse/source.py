@@ -10,6 +10,7 @@ from typing import Final
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Tree
 
+from adopter.analysis.parse.words import WordIndex
 from adopter.dsl.types import Problem, Severity, Span
 from adopter.positions import LineIndex
 
@@ -130,9 +131,9 @@ def share_names(on: bool = True) -> None:
 class SourceText:
     """One parsed source: its bytes, its tree, and conversions from nodes to text and spans."""
 
-    __slots__ = ("_found", "_string", "ascii", "data", "index", "memo", "path", "tree")
+    __slots__ = ("_found", "_string", "ascii", "data", "index", "memo", "path", "tree", "words")
 
-    def __init__(self, data: bytes, tree: Tree, path: str | None) -> None:
+    def __init__(self, data: bytes, tree: Tree, path: str | None, words: WordIndex | None = None) -> None:
         self.data = data
         self.ascii = data.isascii()
         # For ASCII sources byte offsets are string indices: slicing the decoded text once is cheaper
@@ -143,6 +144,10 @@ class SourceText:
         self.index = LineIndex(data)
         self.memo: dict[tuple[str, int], object] = {}  # per-file memo of derived facts (e.g. parameters)
         self._found: dict[bytes, list[int]] = {}  # where each word `contains` was asked about occurs
+        # A document's word index carried from its previous text (`WordIndex.moved`), for `data` itself.
+        if words is not None and words.data is not data and words.data != data:
+            raise ValueError("the word index is not of this text")
+        self.words = words
 
     def raw(self, node: Node) -> bytes:
         return self.data[node.start_byte : node.end_byte]
@@ -150,7 +155,7 @@ class SourceText:
     def contains(self, node: Node, word: bytes) -> bool:
         """`word in self.raw(node)`, from one scan of the file per word instead of a copy and a scan of
         every node asked about (the analysis asks it of every class and method at every keystroke)."""
-        found = self._found.get(word)
+        found = self.words.positions(word) if self.words is not None else self._found.get(word)
         if found is None:
             found = self._found[word] = []
             at = self.data.find(word)
@@ -159,6 +164,10 @@ class SourceText:
                 at = self.data.find(word, at + 1)
         k = bisect_left(found, node.start_byte)
         return k < len(found) and found[k] + len(word) <= node.end_byte
+
+    def occurs(self, word: bytes) -> bool:
+        """`word in self.data` (from the document's carried word index when there is one)."""
+        return self.words.occurs(word) if self.words is not None else word in self.data
 
     def text(self, node: Node) -> str:
         """The exact source text of `node` (a short one shared with equal texts, with `share_names`)."""
