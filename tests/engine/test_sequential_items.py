@@ -115,3 +115,57 @@ def test_the_spliced_ops_keep_the_item_class_lines() -> None:
 
 def test_relu_gates_items_with_state_and_convolutions_are_not_gated_mlps() -> None:
     assert not [r for r, _, _ in _findings(NOT_SITES) if r.startswith("f14") or r.startswith("f06")]
+
+
+# facexlib 0.3.0, facexlib/matting/mobilenetv2.py: InvertedResidual calls one Sequential in both branches
+TWO_CALLS = '''
+class InvertedResidual(nn.Module):
+    def __init__(self, inp, oup, stride, expansion):
+        super().__init__()
+        hidden_dim = round(inp * expansion)
+        self.use_res_connect = stride == 1 and inp == oup
+        self.conv = nn.Sequential(
+            nn.Conv2d(hidden_dim, hidden_dim, 3, stride, 1, groups=hidden_dim, bias=False),
+            nn.BatchNorm2d(hidden_dim),
+            nn.ReLU6(inplace=True),
+        )
+
+    def forward(self, x):
+        if self.use_res_connect:
+            return x + self.conv(x)
+        else:
+            return self.conv(x)
+'''
+
+# Counter-example: two Sequentials, one per branch, are two sites, each with its own call only.
+TWO_CONTAINERS = '''
+class Branches(nn.Module):
+    def __init__(self, d, wide):
+        super().__init__()
+        self.wide = wide
+        self.a = nn.Sequential(nn.Conv2d(d, d, 3, bias=False), nn.BatchNorm2d(d))
+        self.b = nn.Sequential(nn.Conv2d(d, d, 1, bias=False), nn.BatchNorm2d(d))
+
+    def forward(self, x):
+        if self.wide:
+            return self.a(x)
+        else:
+            return self.b(x)
+'''
+
+
+def _statements(code: str, rule: str) -> list[set[int]]:
+    result = check(analyse(HEADER + code, "m.py"), load_rules().rules, Environment("cpu", frozenset(), "2.13.0"))
+    shift = HEADER.count("\n")
+    return [{s.start_line - shift for s in f.stmt_spans} for f in result.findings if f.rule_id == rule]
+
+
+def test_one_container_called_in_two_branches_is_one_site_with_both_calls() -> None:
+    assert _statements(TWO_CALLS, "f07-conv-bn") == [
+        {_line(TWO_CALLS, "return x + self.conv(x)"), _line(TWO_CALLS, "return self.conv(x)")}]
+    assert next(f for f in _findings(TWO_CALLS) if f[0] == "f07-conv-bn")[2]  # still fixable (in the Sequential)
+
+
+def test_two_containers_in_two_branches_stay_two_sites() -> None:
+    assert sorted(map(sorted, _statements(TWO_CONTAINERS, "f07-conv-bn"))) == [
+        [_line(TWO_CONTAINERS, "return self.a(x)")], [_line(TWO_CONTAINERS, "return self.b(x)")]]
