@@ -794,7 +794,9 @@ class InitAnalysis:
     def _module_partial(self, name: str) -> tuple[str, tuple[Kwarg, ...]] | None:
         """(layer class, keywords) of a module-level `name = partial(LayerClass, key=value, ...)` (keywords
         only, the class imported or defined in this file); None for anything else."""
-        if "." in name or name in self.locals or not self.symbols.is_module_value(name):
+        # A same-file class is asked about first: its existence is all a user depends on (`is_module_value`
+        # would make the user depend on the class's whole text).
+        if "." in name or name in self.locals or self.symbols.has_class(name) or not self.symbols.is_module_value(name):
             return None
         assignment = self.symbols.values.get(name)
         right = assignment.child_by_field_id(Field.RIGHT) if assignment is not None else None
