@@ -3,9 +3,12 @@ match at the lines of the model's source that made its nodes (the nodes' stack t
 
 from __future__ import annotations
 
+import ast
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -60,6 +63,61 @@ def chain(node: torch.fx.Node, is_model_file: Callable[[str], bool]) -> list[Lin
     return out
 
 
+# torch layer files whose frames may sit between a model line and a dropout / add / LayerNorm op of a
+# family-5 site: the module call itself, `nn.Dropout`, `nn.LayerNorm`. Any other torch layer between them
+# (`nn.TransformerEncoderLayer._sa_block`, an `nn.Sequential`'s forward) runs the op inside a library layer.
+_DIRECT_LAYER_FILES = frozenset({"module.py", "dropout.py", "normalization.py"})
+
+
+def one_forward(nodes: Iterable[torch.fx.Node], is_model_file: Callable[[str], bool]) -> bool:
+    """Whether a dropout -> add -> LayerNorm match is one the rule's rewrite can fuse: its dropout, add and
+    LayerNorm are each called from model code directly (an `nn.Dropout` / `nn.LayerNorm` / `F.dropout` /
+    `F.layer_norm` call, not an op inside another torch layer: `nn.TransformerEncoderLayer`'s inherited
+    `_sa_block`, an `nn.Sequential` ending in a Dropout), and their call chains (`chain`) reach the same
+    `forward` (or the same function, for a module-level one), so one function holds all three calls. A
+    dropout that ends another module's forward (a FeedForward block's last layer), with the add in the
+    caller and the norm in the next block, is three modules' ops that trace next to each other, not a
+    site: the rewrite replaces a dropout call, an add and a norm call written in one function. A norm
+    computed by a custom LayerNorm's own forward (`F.layer_norm(x.float(), ...)`) is the same: its chain
+    ends in that forward, and the rule does not match custom norms (their semantics differ)."""
+    ends: set[tuple[str, int]] = set()
+    for n in nodes:
+        if n.op != "call_function":
+            continue
+        named = named_frames(n)
+        inner = max((i for i, (f, _, _) in enumerate(named) if is_model_file(f)), default=None)
+        if inner is None:
+            continue  # a view or getitem with no model line of its own
+        for f, _, _ in named[inner + 1:]:
+            if "/torch/nn/modules/" in f.replace("\\", "/") and f.rsplit("/", 1)[-1] not in _DIRECT_LAYER_FILES:
+                return False
+        lines = chain(n, is_model_file)
+        if not lines:
+            continue
+        ends.add(enclosing_function(*lines[-1]))
+    return len(ends) == 1
+
+
+@functools.cache
+def _functions(path: str) -> tuple[tuple[int, int, int], ...]:
+    """(first line, last line, def line) of every function in the file; () when it cannot be read."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return ()
+    return tuple((min([n.lineno, *(d.lineno for d in n.decorator_list)]), n.end_lineno or n.lineno, n.lineno)
+                 for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def enclosing_function(path: str, line: int) -> tuple[str, int]:
+    """(file, line of the innermost `def` holding `line`); (file, 0) outside any function or unreadable."""
+    best = (0, 10 ** 9, 0)
+    for start, end, at in _functions(path):
+        if start <= line <= end and end - start < best[1] - best[0]:
+            best = (start, end, at)
+    return path, best[2]
+
+
 def executed_lines(gm: torch.fx.GraphModule, is_model_file: Callable[[str], bool]) -> set[Line]:
     """Every model line some forward op came from: what the trace exercised."""
     out: set[Line] = set()
@@ -97,6 +155,8 @@ def find_sites(gm: torch.fx.GraphModule, is_model_file: Callable[[str], bool],
                 x = m.kwargs.get("x")
                 width = node.meta["val"].shape[1:] if "val" in node.meta else None
                 projections[(x, tuple(width) if width is not None else None)].append((node, list(m.nodes)))
+                continue
+            if fp.family == 5 and not one_forward(m.nodes, is_model_file):
                 continue
             _add(found, fp.family, fp.name, node, m.nodes, is_model_file)
     for (_, _), group in projections.items():

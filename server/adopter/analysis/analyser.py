@@ -33,7 +33,12 @@ from adopter.analysis.idioms.optimizers import (
     optimizer_methods,
     resolve_optimizer_classes,
 )
-from adopter.analysis.idioms.submodules import stateless_submodules, thin_submodules
+from adopter.analysis.idioms.submodules import (
+    item_forwards,
+    sequential_items,
+    stateless_submodules,
+    thin_submodules,
+)
 from adopter.analysis.names.carry import Layout, changed_names
 from adopter.analysis.names.symbols import ModuleSymbols, base_name
 from adopter.analysis.parse.salvage import ParseMemo, salvage
@@ -360,7 +365,8 @@ class Analyser:
             flow = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless)
             forward = flow.function(found[1], found[0])
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
-        return canonical_architecture(arch, thin_submodules(init, table, src)), problems
+        items = item_forwards(sequential_items(init), table, src)
+        return canonical_architecture(arch, thin_submodules(init, table, src), items), problems
 
     def _function(
         self, node: Node, name: str, src: SourceText, symbols: ModuleSymbols, table: ClassTable

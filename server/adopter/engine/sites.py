@@ -132,7 +132,8 @@ def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list
     The finding of the class whose body holds the code wins (its `__init__` is the one to edit). A match
     made only of a container's items (`self.proj[0]`, `self.proj[1]`: the layers of one `nn.Sequential`)
     has its site in `__init__`, where the container is built: calling the container twice is one site,
-    reported at its first call.
+    reported at its first call, whose statements are every call's (`return x + self.conv(x)` in one branch
+    and `return self.conv(x)` in the other both run it; a fix edits the container's construction alone).
     """
     best: dict[tuple[str, tuple[object, ...]], Finding] = {}
     for f in findings:
@@ -144,8 +145,9 @@ def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list
             best[key] = f
             continue
         if items and old.scope_name == f.scope_name:
-            if _span_key(f.span) < _span_key(old.span):
-                best[key] = f
+            first, other = (f, old) if _span_key(f.span) < _span_key(old.span) else (old, f)
+            calls = sorted({*first.stmt_spans, *other.stmt_spans}, key=_span_key)
+            best[key] = first if len(calls) == len(first.stmt_spans) else replace(first, stmt_spans=tuple(calls))
             continue
         here = class_spans.get(f.scope_name)
         if here is not None and here.contains(f.span) and not (

@@ -65,6 +65,7 @@ from adopter.dsl.types import (
     Op,
     OpKind,
     Ref,
+    Return,
     Stmt,
     Value,
 )
@@ -97,17 +98,20 @@ _MAX_CALLABLES = 6  # x-transformers' `Attend.attn_fn`: a custom function, sigmo
 IDENTITY = "torch.nn.Identity"
 
 
-def canonical_architecture(arch: Architecture, thin: Mapping[str, tuple[Binding, ...]] | None = None) -> Architecture:
+def canonical_architecture(arch: Architecture, thin: Mapping[str, tuple[Binding, ...]] | None = None,
+                           items: Mapping[str, Forward] | None = None) -> Architecture:
     """`arch` with its forward in canonical form.
 
     `thin`: same-file submodules whose forward only chains their own layers (attr -> those leaf layers,
     named by path, `adopter.analysis.idioms.submodules`). Their leaves join the architecture's bindings (after
     its own, with the spans of the submodule's `__init__`); `submodule_view` reads calls through them.
+    `items`: same-file stateless modules built as Sequential items (class -> its canonical forward,
+    `idioms.submodules.item_forwards`): where a Sequential runs one, its forward's ops are spliced in.
     """
     if arch.forward is None:
         return arch
     bindings = arch.init.bindings if arch.init is not None else ()
-    forward = canonical_forward(arch.forward, bindings)
+    forward = canonical_forward(arch.forward, bindings, items)
     derived = tuple(leaf for leaves in (thin or {}).values() for leaf in leaves)
     if derived and arch.init is not None:
         return replace(arch, forward=forward, init=replace(arch.init, bindings=(*arch.init.bindings, *derived)))
@@ -138,13 +142,15 @@ def submodule_view(forward: Forward, bindings: Sequence[Binding]) -> Forward | N
     return None if body == forward.body else replace(forward, body=body)
 
 
-def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = ()) -> Forward:
-    """`forward` with every op in canonical form; `bindings` are its class's `__init__` bindings."""
+def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = (),
+                      items: Mapping[str, Forward] | None = None) -> Forward:
+    """`forward` with every op in canonical form; `bindings` are its class's `__init__` bindings, `items`
+    the stateless Sequential items read through (see `canonical_architecture`)."""
     by_attr: dict[str, list[Binding]] = {}
     for b in bindings:
         by_attr.setdefault(b.attr, []).append(b)
     try:
-        body = _Pass(forward, by_attr, {}, _batched_operands(forward.body)).block(forward.body, {})
+        body = _Pass(forward, by_attr, {}, _batched_operands(forward.body), items).block(forward.body, {})
     except (TypeError, AttributeError, ValueError):
         # A malformed forward (built by hand, not by the analysis) is left as it is: the rule engine
         # reports what it cannot match as a problem, and the pass must not take the file down.
@@ -154,8 +160,10 @@ def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = ()) -> F
 
 class _Pass:
     def __init__(self, forward: Forward, by_attr: Mapping[str, list[Binding]],
-                 thin: Mapping[str, tuple[Binding, ...]], batched: frozenset[str] = frozenset()) -> None:
+                 thin: Mapping[str, tuple[Binding, ...]], batched: frozenset[str] = frozenset(),
+                 items: Mapping[str, Forward] | None = None) -> None:
         self.by_attr = by_attr
+        self.items = items or {}  # class -> canonical forward of a stateless Sequential item
         self.batched = batched  # names read by `bmm`: 3-D wherever they are defined
         self.units = any(_one_wide(b.value) for bs in by_attr.values() for b in bs)
         self.thin = thin
@@ -412,7 +420,39 @@ class _Pass:
                 chain.extend(self.module(step, step.target, item, depth + 1))
                 value = Ref(outs[0])
             return chain
+        inner = self.items.get(ctor.callee)
+        if inner is not None and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1:
+            return self.spliced(op, target, inner)
         return [op if target == op.target else replace(op, target=target, origin=op.origin or op)]
+
+    def spliced(self, op: Op, target: str, inner: Forward) -> list[Op]:
+        """The ops of a stateless item's forward (`x, gate = x.chunk(2, dim=-1); return x * F.gelu(gate)`)
+        where the Sequential runs it: its parameter is the call's input, its locals fresh temporaries, its
+        returned value the call's output. The ops keep their spans (the item class's lines, where the
+        user would read them) and the call as `origin`, with the call in `via`: a site through them is
+        reported without an automatic fix, as every site inside a Sequential."""
+        names: dict[str, Value] = {inner.params[0].name: op.args[0]}
+
+        def value(v: Value) -> Value:
+            return names.get(v.name, v) if isinstance(v, Ref) else v
+
+        out: list[Op] = []
+        kept = [op if target == op.target else replace(op, target=target, origin=op.origin or op)]
+        for stmt in inner.body[:-1]:
+            if not isinstance(stmt, Op):
+                return kept
+            outs = tuple(self.temp() for _ in stmt.outputs)
+            out.append(replace(stmt, args=tuple(value(a) for a in stmt.args),
+                               kwargs=tuple(replace(k, value=value(k.value)) for k in stmt.kwargs), outputs=outs,
+                               via=(*op.via, target), origin=op.origin or op))
+            for name, new in zip(stmt.outputs, outs):
+                names[name] = Ref(new)
+        ret = inner.body[-1]
+        result = value(ret.values[0]) if isinstance(ret, Return) and ret.values else None
+        if not out or not isinstance(result, Ref) or out[-1].outputs != (result.name,):
+            return kept
+        out[-1] = replace(out[-1], outputs=op.outputs)
+        return out
 
     def einsum(self, op: Op, ranks: dict[str, int]) -> list[Op] | None:
         """`einsum("...ic,...jc->...ij", a, b)` as `matmul(a, b.transpose(-2, -1))` (and the like);

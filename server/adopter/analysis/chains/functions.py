@@ -13,6 +13,7 @@ from tree_sitter import Node
 
 from adopter.analysis.canonical.normalise import canonical_architecture
 from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.idioms.submodules import item_forwards
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
@@ -144,12 +145,14 @@ def _chain_of(children: list[Node], call: Node, name: str, src: SourceText, read
         return None  # `Sequential(*layers)` / `Sequential(OrderedDict(...))`: no positional chain to read
     span = src.span(call)
     layers = [(reader.constructors(c) if c.type == "call" else [], src.span(c)) for c in children]
-    return layer_chain(name, layers, span, span)
+    return layer_chain(name, layers, span, span, reader.table, src)
 
 
-def layer_chain(name: str, layers: list[tuple[list[Ctor], Span]], span: Span, end: Span) -> Architecture:
+def layer_chain(name: str, layers: list[tuple[list[Ctor], Span]], span: Span, end: Span,
+                table: ClassTable | None = None, src: SourceText | None = None) -> Architecture:
     """The architecture of `layers` (each its constructors and its span) run in turn, as `self.layer<i>`
-    of a Sequential named `name` built at `span`; the chain's return is placed at `end`."""
+    of a Sequential named `name` built at `span`; the chain's return is placed at `end`. With the file's
+    `table`, a stateless same-file item (`GEGLU()`) runs its forward's ops (`item_forwards`)."""
     origin = Op(OpKind.MODULE, SEQUENTIAL, (), (), (), span, span)
     bindings: list[Binding] = []
     body: list[Stmt] = []
@@ -164,4 +167,6 @@ def layer_chain(name: str, layers: list[tuple[list[Ctor], Span]], span: Span, en
     body.append(Return((value,), end))
     forward = Forward("forward", (Param("x"),), tuple(body), span)
     arch = Architecture(name, (SEQUENTIAL,), Init((), tuple(bindings), span), forward, span)
-    return canonical_architecture(arch)
+    items = item_forwards([ctors[0] for ctors, _ in layers if len(ctors) == 1], table, src) if (
+        table is not None and src is not None) else None
+    return canonical_architecture(arch, None, items)

@@ -148,7 +148,7 @@ def chain_of(children: list[Node], name: str, src: SourceText, reader: InitAnaly
     span = src.span(where if where is not None else init)
     layers = [(reader.constructors(c) if c.type in ("call", "identifier") else [],
                src.span(_definition(c, init, src) if c.type == "identifier" else c)) for c in children]
-    return layer_chain(name, layers, span, last)
+    return layer_chain(name, layers, span, last, reader.table, src)
 
 
 def _definition(name: Node, init: Node, src: SourceText) -> Node:

@@ -10,23 +10,31 @@ the rules that ask for it. Reading never goes past a forward that does anything 
 
 Stateless: `self.act = GEGLU()` of a same-file class with no `__init__` beyond `super().__init__()` and a
 forward that never reads `self`: calling it is calling its forward, which the flow analysis inlines.
+The same class built as an item of an `nn.Sequential` (`nn.Sequential(nn.Linear(d, 2 * h), GEGLU(),
+nn.Linear(h, d))`, in `__init__` or in a factory function) is read through too: `item_forwards` gives
+its forward, analysed on its own and in canonical form, which the canonical pass splices into the
+Sequential's chain where the item runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from tree_sitter import Node
 
+from adopter.analysis.canonical.normalise import canonical_forward
+from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.names.forward_shape import chain_shape
 from adopter.analysis.names.signature import params
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Binding, Ctor, Init
+from adopter.dsl.types import Binding, Ctor, Forward, Init, Op, Problem, Return
 
 MAX_DEPTH = 3  # submodules of submodules read through
+MAX_ITEM_OPS = 16  # a Sequential item's forward spliced into the chain: a small activation, not a block
 
 
 def _same_file_submodules(init: Init | None, table: ClassTable) -> Iterator[tuple[str, Ctor]]:
@@ -62,18 +70,66 @@ def stateless_submodules(init: Init | None, table: ClassTable, src: SourceText) 
     arguments, no `__init__` beyond `super().__init__()`, a forward that never reads `self`)."""
     found: dict[str, tuple[str, Node]] = {}
     for attr, ctor in _same_file_submodules(init, table):
-        if ctor.args or ctor.kwargs:
-            continue
-        ctor_init = table.find_method(ctor.callee, "__init__")
-        if ctor_init is not None and not _only_super_init(ctor_init[1], src):
-            continue
-        forward = table.find_method(ctor.callee, "forward")
-        if forward is None:
-            continue
-        ps = params(forward[1], src)
-        body = forward[1].child_by_field_id(Field.BODY)
-        if ps and body is not None and not _reads_name(body, ps[0].name, src):
+        forward = _stateless_forward(ctor, table, src)
+        if forward is not None:
             found[attr] = forward
+    return found
+
+
+def _stateless_forward(ctor: Ctor, table: ClassTable, src: SourceText) -> tuple[str, Node] | None:
+    """(class, forward node) when `ctor` builds a same-file module that holds nothing (no arguments, no
+    `__init__` beyond `super().__init__()`, a forward that never reads `self`), else None."""
+    if ctor.args or ctor.kwargs or ctor.items or ctor.callee not in table.infos or not table.is_module(ctor.callee):
+        return None
+    ctor_init = table.find_method(ctor.callee, "__init__")
+    if ctor_init is not None and not _only_super_init(ctor_init[1], src):
+        return None
+    forward = table.find_method(ctor.callee, "forward")
+    if forward is None:
+        return None
+    ps = params(forward[1], src)
+    body = forward[1].child_by_field_id(Field.BODY)
+    if ps and body is not None and not _reads_name(body, ps[0].name, src):
+        return forward
+    return None
+
+
+def sequential_items(init: Init | None) -> list[Ctor]:
+    """The items of the Sequentials `init` binds (for `item_forwards`)."""
+    if init is None:
+        return []
+    return [item for b in init.bindings if isinstance(b.value, Ctor) and b.value.callee == SEQUENTIAL
+            for item in b.value.items]
+
+
+def item_forwards(ctors: Iterable[Ctor], table: ClassTable, src: SourceText) -> dict[str, Forward]:
+    """class -> its forward (canonical) for each stateless same-file module among `ctors`, the items of a
+    Sequential (and the items of a Sequential among them), when that forward is a straight run of ops
+    that returns one value: `x, gate = x.chunk(2, dim=-1); return x * F.gelu(gate)`. The canonical pass
+    splices it where the Sequential runs the item. A forward with branches or loops, or with more than
+    one input, is left as a call."""
+    found: dict[str, Forward] = {}
+    seen: set[str] = set()
+    stack = list(ctors)
+    while stack:
+        ctor = stack.pop()
+        if ctor.callee == SEQUENTIAL:
+            stack.extend(ctor.items)
+            continue
+        if ctor.callee in seen:
+            continue
+        seen.add(ctor.callee)
+        method = _stateless_forward(ctor, table, src)
+        if method is None:
+            continue
+        owner, node = method
+        problems: list[Problem] = []
+        forward = canonical_forward(FlowAnalysis(src, table.symbols, table, owner, frozenset(), problems, {})
+                                    .function(node, owner))
+        body = forward.body
+        if (len(forward.params) == 1 and body and isinstance(body[-1], Return) and len(body[-1].values) == 1
+                and all(isinstance(s, Op) for s in body[:-1]) and len(body) <= MAX_ITEM_OPS):
+            found[ctor.callee] = forward
     return found
 
 

@@ -731,6 +731,12 @@ class InitAnalysis:
                 # `apply_wd(nn.Linear(...))`, `zero_init(layer)`: a same-file helper that returns the
                 # module it was given (after tagging or initialising it) builds what its argument builds.
                 return self._alternatives(first)
+            elif dotted is not None and (bound := self._module_partial(dotted)) is not None:
+                # `Linear = partial(nn.Linear, bias=False)` at module level, then `Linear(dim, hidden)`: the
+                # layer class called with the partial's keywords first (the call's own win, as in Python).
+                own = {k.name for k in kwargs}
+                kwargs = (*(k for k in bound[1] if k.name not in own), *kwargs)
+                callees.append(((), bound[0], None))
             elif dotted is not None and (built := self._factory_class(dotted)) is not None:
                 # A same-file helper that returns one layer (`conv3x3(...)` returning `nn.Conv2d(...)`):
                 # the binding is that layer (its arguments are the helper's, as written here).
@@ -784,6 +790,28 @@ class InitAnalysis:
             else:
                 args.append(Expr(self.src.norm(a)))
         return tuple(args), tuple(kwargs)
+
+    def _module_partial(self, name: str) -> tuple[str, tuple[Kwarg, ...]] | None:
+        """(layer class, keywords) of a module-level `name = partial(LayerClass, key=value, ...)` (keywords
+        only, the class imported or defined in this file); None for anything else."""
+        # A same-file class is asked about first: its existence is all a user depends on (`is_module_value`
+        # would make the user depend on the class's whole text).
+        if "." in name or name in self.locals or self.symbols.has_class(name) or not self.symbols.is_module_value(name):
+            return None
+        assignment = self.symbols.values.get(name)
+        right = assignment.child_by_field_id(Field.RIGHT) if assignment is not None else None
+        func = right.child_by_field_id(Field.FUNCTION) if right is not None and right.type == "call" else None
+        if func is None or self.symbols.qualify(dotted_text(func, self.src) or "") != "functools.partial":
+            return None
+        assert right is not None
+        args, kwargs = self._args(right)
+        first = args[0].text if len(args) == 1 and isinstance(args[0], Expr) else None
+        root = first.split(".")[0] if first else ""
+        if first is None or any(k.name == "**" for k in kwargs) or not (self.symbols.has_class(first) or (
+                self.symbols.is_imported(root) and first.rsplit(".", 1)[-1][:1].isupper())):
+            return None
+        qualified = self._qualify_callee(first)
+        return (qualified, kwargs) if is_constructor(qualified, self.symbols.has_class(first)) else None
 
     def _ctor_alts(self, node: Node) -> list[Ctor]:
         return [v for _, v in self._alternatives(node) if isinstance(v, Ctor)]
