@@ -258,7 +258,7 @@ class _Site:
         for node in ast.walk(stmt.test):
             if not isinstance(node, pure) or (isinstance(node, ast.Name) and node.id in bound):
                 return None
-        text = ast.get_source_segment(self.ctx.source, stmt.test) or ast.unparse(stmt.test)
+        text = self.ctx.text_index.segment(stmt.test) or ast.unparse(stmt.test)
         return " ".join(text.split()) if "\n" in text else text
 
     def _check_fallback_layout(self) -> None:

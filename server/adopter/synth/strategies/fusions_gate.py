@@ -153,11 +153,11 @@ def _parameter_uses(ctx: SynthContext, binding: Binding) -> tuple[list[Span], in
 
 def _class_lines(ctx: SynthContext, line: int) -> tuple[int, int]:
     """The first and last line (0-based) of the top-level class holding `line`."""
-    try:
-        tree = ast.parse(ctx.source)
+    try:  # only top-level classes are read: the units that define one
+        body = list(ctx.text_index.top_level(lambda unit: unit.defines("class_definition")))
     except SyntaxError:
         ctx.decline("the file does not parse")
-    for node in tree.body:
+    for node in body:
         if isinstance(node, ast.ClassDef) and node.lineno - 1 <= line <= (node.end_lineno or 0) - 1:
             return node.lineno - 1, (node.end_lineno or node.lineno) - 1
     ctx.decline("the projection is not bound inside a top-level class")

@@ -260,12 +260,14 @@ def _refuse_other_uses(ctx: SynthContext, attrs: list[str], own: list[Span]) -> 
     uses = re.compile(r"\.(?:\s|\\\r?\n|#[^\n]*)*(?:" + "|".join(re.escape(a) for a in attrs) + r")\b")
     named = [text.count("\n", 0, m.end()) for m in uses.finditer(text)]
     tree = parsed.module(named)
-    unrelated = _unrelated_classes(parsed, min(own_lines))
+    unrelated: list[ast.ClassDef] | None = None  # listed at the first `self.<attr>` outside the match
     for node in parsed.nodes(tree):
         if isinstance(node, ast.Attribute) and node.attr in attrs and node.lineno not in own_lines:
-            if (isinstance(node.value, ast.Name) and node.value.id == "self"
-                    and any(c.lineno <= node.lineno <= (c.end_lineno or c.lineno) for c in unrelated)):
-                continue  # another class's own attribute of that name (BERT's cross-attention `self.query`)
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                if unrelated is None:
+                    unrelated = _unrelated_classes(parsed, min(own_lines))
+                if any(c.lineno <= node.lineno <= (c.end_lineno or c.lineno) for c in unrelated):
+                    continue  # another class's own attribute of that name (BERT's cross-attention `self.query`)
             ctx.decline(
                 f"`{ast.unparse(node)}` is also used on line {node.lineno}; the fused layer would break it"
             )
