@@ -23,6 +23,7 @@ Read-only: callers must not mutate the trees.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 IMPORT_KINDS = frozenset({"import_statement", "import_from_statement", "future_import_statement"})
 _FROM_MODULE = re.compile(r"^(\s*)from\s+[\w.]+\s+import", re.MULTILINE)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DIGITS = frozenset("0123456789")
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 # A line with its end, split where `ast.get_source_segment` splits (`\r\n`, `\r`, `\n`; not form feeds).
 _SOURCE_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
 
@@ -164,8 +167,8 @@ class ParsedText:
     the tree-sitter tree of exactly `text` that the analysis parsed.
     """
 
-    __slots__ = ("_bodies", "_imports", "_indexes", "_modules", "_nodes", "_source_lines", "_statements", "_taken",
-                 "_whole", "_whole_error", "lines", "text", "units")
+    __slots__ = ("_bodies", "_from_spans", "_imports", "_indexes", "_modules", "_nodes", "_source_lines",
+                 "_statements", "_taken", "_whole", "_whole_error", "_words", "lines", "text", "units")
 
     def __init__(self, text: str, tree: Tree | None) -> None:
         self.text = text
@@ -185,6 +188,8 @@ class ParsedText:
         self._imports: dict[tuple[str, str | None], str] | None = None
         self._taken: frozenset[str] | None = None
         self._source_lines: list[str] | None = None
+        self._from_spans: tuple[list[int], list[int]] | None = None
+        self._words: dict[str, bool] = {}
 
     @classmethod
     def of(cls, text: str) -> ParsedText:
@@ -331,6 +336,42 @@ class ParsedText:
             # The module path of `from torch import nn` binds no name, so it must not make `torch` look taken.
             self._taken = frozenset(_IDENT.findall(_FROM_MODULE.sub("from _ import", self.text)))
         return self._taken
+
+    def takes(self, word: str) -> bool:
+        """`word in self.taken()`, answered by searching the text for that word alone (listing every word
+        of a 100 KB text costs ~1 ms; a strategy asks about a few names)."""
+        known = self._words.get(word)
+        if known is None:
+            known = self._words[word] = self._takes(word)
+        return known
+
+    def _takes(self, word: str) -> bool:
+        if not _IDENT.fullmatch(word):
+            return False
+        # `taken` reads the text with each `from m import` header replaced by `from _ import`: the words
+        # of a header's module path are gone, and `from`, `_` and `import` are there.
+        if word in ("from", "_", "import") and _FROM_MODULE.search(self.text):
+            return True
+        text = self.text
+        for m in re.finditer(re.escape(word) + r"(?![A-Za-z0-9_])", text):
+            at = m.start()
+            before = at
+            while before and text[before - 1] in _DIGITS:
+                before -= 1
+            if before and text[before - 1] in _WORD_CHARS:
+                continue  # inside a longer word (`findall` reads a word after digits alone: `3x` holds `x`)
+            if not self._in_from_header(at, m.end()):
+                return True
+        return False
+
+    def _in_from_header(self, start: int, end: int) -> bool:
+        """Whether text[start:end] lies inside one `from m import` header that `taken` replaces."""
+        if self._from_spans is None:
+            found = list(_FROM_MODULE.finditer(self.text))
+            self._from_spans = ([m.start() for m in found], [m.end() for m in found])
+        starts, ends = self._from_spans
+        i = bisect.bisect_right(starts, start) - 1
+        return i >= 0 and end <= ends[i]
 
     def segment(self, node: ast.AST) -> str | None:
         """`ast.get_source_segment(self.text, node)`, without splitting the whole text again per call (that

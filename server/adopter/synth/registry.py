@@ -142,21 +142,16 @@ def existing_imports(source: str | ParsedText) -> dict[tuple[str, str | None], s
 
 
 class _TakenNames:
-    """The words of a text (`ParsedText.taken`, read at the first question) and the names edits took."""
+    """The words of a text (`ParsedText.takes`: `ParsedText.taken`, asked per word) and the names edits took."""
 
-    __slots__ = ("_added", "_parsed", "_words")
+    __slots__ = ("_added", "_parsed")
 
     def __init__(self, parsed: ParsedText) -> None:
         self._parsed = parsed
-        self._words: frozenset[str] | None = None
         self._added: set[str] = set()
 
     def __contains__(self, name: str) -> bool:
-        if name in self._added:
-            return True
-        if self._words is None:
-            self._words = self._parsed.taken()
-        return name in self._words
+        return name in self._added or self._parsed.takes(name)
 
     def add(self, name: str) -> None:
         self._added.add(name)
