@@ -59,6 +59,8 @@ class FlatForward:
     alternatives: dict[int, int] = field(default_factory=dict)  # branch id -> its number of paths
     params: frozenset[str] = frozenset()
     cast_reads: dict[str, bool] = field(default_factory=dict)  # name -> a cast reads it (the matcher's memo)
+    # (name, defining node, through passing steps only) -> the nodes its value reaches (`attention_roles`'s memo)
+    reached: dict[tuple[str, int, bool], frozenset[int]] = field(default_factory=dict)
 
     @property
     def uses_of(self) -> dict[str, list[int]]:
