@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+import tokenize
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -305,6 +306,58 @@ class ParsedText:
             except _Uncut:
                 pass
         return iter(self.whole().body)
+
+    def class_headers(self) -> list[tuple[ast.ClassDef, int]]:
+        """Each top-level class as (its header: decorators, name, bases and keywords, with an empty body;
+        its last line, 1-based), in order. Only the headers are parsed when the text is cut (a class's
+        last line is then its unit's: past its last statement there are only comments and blank lines);
+        else the whole module is. Raises `SyntaxError` (or `ValueError`) like `ast.parse` of the text."""
+        if self.units is not None:
+            headers = self._headers()
+            if headers is not None:
+                return headers
+        return [(c, c.end_lineno or c.lineno) for c in self.module().body if isinstance(c, ast.ClassDef)]
+
+    def _headers(self) -> list[tuple[ast.ClassDef, int]] | None:
+        assert self.units is not None
+        out: list[tuple[ast.ClassDef, int]] = []
+        for unit in self.units:
+            if "class_definition" not in unit.kinds:
+                continue
+            header = self._header_text(unit) if len(unit.kinds) == 1 else None
+            try:
+                body = ast.parse(header).body if header is not None else None
+            except (SyntaxError, ValueError):
+                body = None
+            if body is None or len(body) != 1 or not isinstance(body[0], ast.ClassDef):
+                return None  # read it whole
+            out.append((body[0], unit.end + 1))
+        return out
+
+    def _header_text(self, unit: Unit) -> str | None:
+        """The unit's text up to the `:` that ends its class header, then `pass`, after as many blank lines
+        as precede the unit (so line numbers are the text's); None when the tokens do not show one."""
+        lines = self.lines[unit.start : unit.end + 1]
+        source = iter(line + "\n" for line in lines)
+        depth = 0
+        seen_class = False
+        try:
+            for token in tokenize.generate_tokens(lambda: next(source, "")):
+                if token.type != tokenize.OP and not (token.type == tokenize.NAME and token.string == "class"):
+                    continue
+                if token.string == "class":
+                    seen_class = seen_class or depth == 0
+                elif token.string in "([{":
+                    depth += 1
+                elif token.string in ")]}":
+                    depth -= 1
+                elif token.string == ":" and depth == 0 and seen_class:
+                    row, col = token.end
+                    head = [*lines[: row - 1], lines[row - 1][:col]]
+                    return "\n" * unit.start + "\n".join(head) + " pass\n"
+        except (tokenize.TokenError, SyntaxError):
+            return None
+        return None
 
     # -- facts --------------------------------------------------------------------------------------
 
