@@ -19,7 +19,8 @@ import re
 from collections import Counter
 
 STAGES = [
-    ("tree-sitter parse", r"^Session\.analysed \(adopter/session.py:31\d\)"),
+    # The line of `new_parser().parse(data)` in `Session.analysed` (the leaf when tree-sitter parses).
+    ("tree-sitter parse", r"^Session\.analysed \(adopter/session.py:(31\d|339)\)"),
     ("cross-file (reach, jedi, importers)", r"adopter/analysis/crossfile/|jedi/|parso/"),
     ("names", r"adopter/analysis/names/"),
     ("scope", r"adopter/analysis/scope/"),

@@ -107,3 +107,18 @@ def test_direct_definition(tmp_path: Path) -> None:
     (pkg / "sub" / "__init__.py").write_text("from ..layers import Act as Activation\n")
     init = str(pkg / "sub" / "__init__.py")
     assert direct_definition(".", "Activation", model, init, root, resolver.locate, _read) == found
+
+
+def test_the_statements_of_a_tree_are_its_walk_without_expressions() -> None:
+    """`statements_in` keeps `ast.walk`'s order (`imports_of` keeps the first binding of a name it meets)."""
+    import ast
+
+    from adopter.analysis.crossfile.ast_files import imports_of, statements_in
+
+    text = ("import a as x\ntry:\n    from b import x\nexcept ImportError:\n    def f():\n        import c as x\n"
+            "match v:\n    case 1:\n        from d import y\nclass K:\n    from e import y, z\n"
+            "w = lambda: [q for q in ()]\n")
+    tree = ast.parse(text)
+    holders = (ast.stmt, ast.excepthandler, ast.match_case)
+    assert statements_in(tree) == [tree, *(n for n in ast.walk(tree) if isinstance(n, holders))]
+    assert imports_of(tree) == {"x": "c", "y": "e.y", "z": "e.z"}  # `as` rebinds; `from` keeps the first

@@ -4,6 +4,7 @@ one `ast.parse` of the whole text answers (the fix decisions of `check` depend o
 from __future__ import annotations
 
 import ast
+import re
 
 import pytest
 
@@ -152,3 +153,41 @@ def test_python_2_statements_read_the_text_whole(statement: str) -> None:
     with pytest.raises(SyntaxError):
         parsed.module([7])
     assert parsed.imports() == {}
+
+
+def test_a_segment_is_asts_source_segment() -> None:
+    for text in (SOURCE, "x = 'é' + b\r\ny = (1,\r 2)\n", "a = [1,\r\n  2]\nb = f(\x0c3)\n"):
+        parsed = ParsedText(text, None)
+        for node in ast.walk(ast.parse(text)):
+            assert parsed.segment(node) == ast.get_source_segment(text, node)
+    assert ParsedText(SOURCE, None).segment(ast.Load()) is None
+
+
+WORDS = "from a.b import c\nx = 3abc + a1b\n  from  torch . nn import y\nfrom m importx\n_q = é_z\n"
+
+
+@pytest.mark.parametrize("text", [SOURCE, WORDS, "x = 1\n", "3from x import y"])
+def test_takes_answers_as_the_list_of_words(text: str) -> None:
+    parsed = ParsedText(text, None)
+    asked = set(re.findall(r"\w+", text)) | {
+        "from", "import", "_", "torch", "nn", "a", "b", "c", "abc", "a1b", "importx", "m", "z", "é_z", "3x",
+        "x.y", "", "Block", "tnn", "nothing_here"}
+    assert {w for w in asked if parsed.takes(w)} == {w for w in asked if w in parsed.taken()}
+
+
+def test_class_headers_read_as_the_whole_module() -> None:
+    text = SOURCE + "class C(\n    Block,  # c\n    tnn.Module, metaclass=M): z = {1: 2}\n\n# after\n"
+    parsed = ParsedText.of(text)
+    assert parsed.units is not None
+    whole = [c for c in ast.parse(text).body if isinstance(c, ast.ClassDef)]
+    headers = parsed.class_headers()
+    assert [(h.name, h.lineno, [ast.unparse(b) for b in h.bases], [ast.unparse(d) for d in h.decorator_list],
+             [ast.unparse(k) for k in h.keywords]) for h, _ in headers] == \
+        [(c.name, c.lineno, [ast.unparse(b) for b in c.bases], [ast.unparse(d) for d in c.decorator_list],
+          [ast.unparse(k) for k in c.keywords]) for c in whole]
+    lines = text.split("\n")
+    for (_, end), c in zip(headers, whole, strict=True):  # past the last statement: comments and blanks only
+        assert c.end_lineno is not None and c.end_lineno <= end
+        assert all(not line.strip() or line.strip().startswith("#") for line in lines[c.end_lineno:end])
+    uncut = ParsedText(text, None)  # no tree-sitter tree: read whole
+    assert [(h.name, end) for h, end in uncut.class_headers()] == [(c.name, c.end_lineno) for c in whole]

@@ -72,7 +72,7 @@ def _contraction(flat: FlatForward, n: int) -> bool:
     return op is not None and op.kind != OpKind.MODULE and op.target in _CONTRACTIONS
 
 
-def _read_together(flat: FlatForward, reached: list[set[int]]) -> bool:
+def _read_together(flat: FlatForward, reached: list[frozenset[int]]) -> bool:
     """A node reads all three (through passing steps): a call that is not a contraction or arithmetic, or a
     `return`."""
     for n in reached[0] & reached[1] & reached[2]:
@@ -82,9 +82,18 @@ def _read_together(flat: FlatForward, reached: list[set[int]]) -> bool:
     return False
 
 
-def _reach(flat: FlatForward, name: str, d: int, *, passing: bool) -> set[int]:
+def _reach(flat: FlatForward, name: str, d: int, *, passing: bool) -> frozenset[int]:
     """The nodes reading the value `name` defined at node `d`, followed forward through the values they
-    define (only through passing steps when `passing`)."""
+    define (only through passing steps when `passing`). Kept per forward: the guard runs for every
+    candidate triple of projections, and they share their starting values."""
+    key = (name, d, passing)
+    known = flat.reached.get(key)
+    if known is None:
+        known = flat.reached[key] = frozenset(_walk(flat, name, d, passing))
+    return known
+
+
+def _walk(flat: FlatForward, name: str, d: int, passing: bool) -> set[int]:
     seen: set[int] = set()
     todo = [(name, d)]
     while todo and len(seen) < MAX_NODES:

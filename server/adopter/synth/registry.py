@@ -141,6 +141,22 @@ def existing_imports(source: str | ParsedText) -> dict[tuple[str, str | None], s
 # ---------------------------------------------------------------------------------------------------
 
 
+class _TakenNames:
+    """The words of a text (`ParsedText.takes`: `ParsedText.taken`, asked per word) and the names edits took."""
+
+    __slots__ = ("_added", "_parsed")
+
+    def __init__(self, parsed: ParsedText) -> None:
+        self._parsed = parsed
+        self._added: set[str] = set()
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._added or self._parsed.takes(name)
+
+    def add(self, name: str) -> None:
+        self._added.add(name)
+
+
 @dataclass
 class SynthContext:
     """What a strategy gets for one finding; strategies never touch files."""
@@ -154,17 +170,26 @@ class SynthContext:
     # The text's lines, imports and trees, shared by every finding of the text (built when not given).
     parsed: ParsedText | None = field(default=None, repr=False)
     edits: Edits = field(default_factory=Edits)
-    _lines: list[str] = field(default_factory=list, repr=False)
-    _taken: set[str] = field(default_factory=set, repr=False)
-    _imports: dict[tuple[str, str | None], str] = field(default_factory=dict, repr=False)
+    _lines: Sequence[str] = field(default=(), repr=False)
+    _taken: _TakenNames = field(init=False, repr=False)
+    _imports_read: dict[tuple[str, str | None], str] | None = field(default=None, repr=False)
     _arg_cache: dict[Span, dict[int | str, str]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.parsed is None or self.parsed.text != self.source:
             self.parsed = ParsedText.of(self.source)
-        self._lines = list(self.parsed.lines)
-        self._taken = set(self.parsed.taken())
-        self._imports = self.parsed.imports()
+        # Shared with the text's other findings, not copied: most strategies decline before they name
+        # anything, and the file's words (`taken`) and imports are read only when one does.
+        self._lines = self.parsed.lines
+        self._taken = _TakenNames(self.parsed)
+
+    @property
+    def _imports(self) -> dict[tuple[str, str | None], str]:
+        """The file's top-level imports plus those this context's edits add."""
+        if self._imports_read is None:
+            assert self.parsed is not None
+            self._imports_read = self.parsed.imports()
+        return self._imports_read
 
     @property
     def text_index(self) -> ParsedText:

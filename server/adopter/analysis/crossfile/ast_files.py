@@ -70,9 +70,28 @@ def qualify(dotted: str, imports: dict[str, str]) -> str:
     return f"{target}{dot}{rest}" if dot else target
 
 
+_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def statements_in(tree: ast.AST) -> list[ast.AST]:
+    """`tree` and the statements inside it (with the `except` handlers and `case` clauses that hold them) in
+    `ast.walk` order: the walk without the expressions, a fifth of the nodes. Statements sit only in list
+    fields of statements, handlers and cases, so every parent of one is listed and the order is the walk's."""
+    out: list[ast.AST] = [tree]
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                out.extend(item for item in value if isinstance(item, _HOLDERS))
+    return out
+
+
 def imports_of(tree: ast.Module) -> dict[str, str]:
     out: dict[str, str] = {}
-    for stmt in ast.walk(tree):
+    for stmt in statements_in(tree):
         if isinstance(stmt, ast.Import):
             for a in stmt.names:
                 if a.asname:

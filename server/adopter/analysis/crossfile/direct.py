@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from functools import cache
 
-from adopter.analysis.crossfile.ast_files import ParsedFile
+from adopter.analysis.crossfile.ast_files import ParsedFile, statements_in
 from adopter.analysis.crossfile.summary import Definition
 
 MAX_HOPS = 6  # re-exports followed (as `CrossFileReach._follow`)
@@ -79,7 +79,7 @@ def _imported_name(node: ast.ImportFrom, name: str) -> str | None:
 
 def _declares_global(stmt: ast.stmt, name: str) -> bool:
     """Whether a `global name` anywhere inside `stmt` (a class or function) may bind it at module level."""
-    return any(isinstance(node, ast.Global) and name in node.names for node in ast.walk(stmt))
+    return any(isinstance(node, ast.Global) and name in node.names for node in statements_in(stmt))
 
 
 def _binds(stmt: ast.stmt, name: str) -> bool:

@@ -49,12 +49,12 @@ def imported_elsewhere(path: str | None, names: Iterable[str]) -> frozenset[str]
         return cached[1]
     found: set[str] = set()
     for name in files:
-        try:
-            if os.path.getsize(name) > MAX_BYTES:
-                continue
+        try:  # one read, no stat: a file over MAX_BYTES shows by its length
             with open(name, "rb") as handle:
-                data = handle.read()
+                data = handle.read(MAX_BYTES + 1)
         except OSError:
+            continue
+        if len(data) > MAX_BYTES:
             continue
         if module not in data or not _is_word(data, module):
             continue

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from adopter.analysis.canonical.normalise import matmul_plan
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Span
+from adopter.parsed import walk
 from adopter.synth.registry import SynthContext, strategy
 
 _MATMUL = {(OpKind.FUNCTION, "torch.matmul"), (OpKind.OPERATOR, "@"), (OpKind.METHOD, "matmul")}
@@ -188,6 +189,25 @@ class _Site:
         self.fallback: list[str] = []  # conditions under which the range is kept as it is
         self.guards: dict[int, str] = {}  # the line of an additive step -> the test of the `if` it sits under
         self.prelude = ""  # statements before the call that sum the additive terms into the float mask
+        self._func_nodes: tuple[ast.AST, ...] | None = None
+        self._parents: dict[ast.AST, ast.AST] | None = None
+        self._range_names: frozenset[str] | None = None
+
+    def _walk_func(self) -> tuple[ast.AST, ...]:
+        """`ast.walk(self.func)` listed once per site (the checks walk the function once per name)."""
+        if self._func_nodes is None:
+            self._func_nodes = walk(self.func)
+        return self._func_nodes
+
+    def _parent_of(self) -> dict[ast.AST, ast.AST]:
+        """Each node of the function -> the node holding it, built once per site."""
+        if self._parents is None:
+            parents: dict[ast.AST, ast.AST] = {}
+            for above in self._walk_func():
+                for child in ast.iter_child_nodes(above):
+                    parents[child] = above
+            self._parents = parents
+        return self._parents
 
     def _enclosing(self, line: int) -> tuple[ast.FunctionDef, list[ast.stmt]]:
         """The innermost function and statement list whose statements include `line` directly."""
@@ -258,7 +278,7 @@ class _Site:
         for node in ast.walk(stmt.test):
             if not isinstance(node, pure) or (isinstance(node, ast.Name) and node.id in bound):
                 return None
-        text = ast.get_source_segment(self.ctx.source, stmt.test) or ast.unparse(stmt.test)
+        text = self.ctx.text_index.segment(stmt.test) or ast.unparse(stmt.test)
         return " ".join(text.split()) if "\n" in text else text
 
     def _check_fallback_layout(self) -> None:
@@ -306,7 +326,7 @@ class _Site:
                 continue
             returned = any(isinstance(node, ast.Return) and node.lineno == line and node.value is not None
                            and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.value))
-                           for node in ast.walk(self.func))
+                           for node in self._walk_func())
             if returned and not flag:
                 self.ctx.decline(
                     f"the {what} `{name}` are returned (line {line}) and this function has no `output_attentions` "
@@ -334,11 +354,8 @@ class _Site:
                     and any(isinstance(b, ast.Assign) and isinstance(b.value, ast.Constant) and b.value.value is None
                             and any(isinstance(t, ast.Name) and t.id == name for t in b.targets) for b in stmt.body)):
                 return True
-        parents: dict[ast.AST, ast.AST] = {}
-        for above in ast.walk(self.func):
-            for child in ast.iter_child_nodes(above):
-                parents[child] = above
-        reads = [n for n in ast.walk(self.func) if isinstance(n, ast.Name) and n.id == name
+        parents = self._parent_of()
+        reads = [n for n in self._walk_func() if isinstance(n, ast.Name) and n.id == name
                  and isinstance(n.ctx, ast.Load) and n.lineno == line]
         for read in reads:
             node: ast.AST = read
@@ -502,8 +519,8 @@ class _Site:
 
     def _bias_name(self) -> str:
         """A name for the summed mask that the function does not use."""
-        used = {n.id for n in ast.walk(self.func) if isinstance(n, ast.Name)}
-        used |= {a.arg for a in ast.walk(self.func) if isinstance(a, ast.arg)}
+        used = {n.id for n in self._walk_func() if isinstance(n, ast.Name)}
+        used |= {a.arg for a in self._walk_func() if isinstance(a, ast.arg)}
         name = "attn_bias"
         while name in used:
             name += "_"
@@ -550,12 +567,10 @@ class _Site:
         return ast.unparse(test.left) == ast.unparse(ast.parse(self._mask_text(), mode="eval").body)
 
     def _defined_in_range(self) -> set[str]:
-        names: set[str] = set()
-        for stmt in self.range:
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                    names.add(node.id)
-        return names
+        if self._range_names is None:  # the range is fixed at construction; asked once per statement between
+            self._range_names = frozenset(node.id for stmt in self.range for node in walk(stmt)
+                                          if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store))
+        return set(self._range_names)
 
     def _out_names(self) -> set[str]:
         stmt = self.range[-1]
@@ -572,7 +587,7 @@ class _Site:
         """Loads of `names` in the function after the replaced range (returns, head masks, outputs)."""
         end = self.range[-1].end_lineno or self.range[-1].lineno
         hits = []
-        for node in ast.walk(self.func):
+        for node in self._walk_func():
             if (
                 isinstance(node, ast.Name)
                 and isinstance(node.ctx, ast.Load)

@@ -64,7 +64,7 @@ def _is_sequential(node: ast.expr) -> bool:
 def _node_span(ctx: SynthContext, node: ast.expr) -> Span:
     """`node`'s span in code points (ast columns are UTF-8 byte offsets)."""
     assert node.end_lineno is not None and node.end_col_offset is not None
-    lines = ctx.source.split("\n")
+    lines = ctx.text_index.lines
 
     def col(line: int, offset: int) -> int:
         return len(lines[line - 1].encode("utf-8")[:offset].decode("utf-8", errors="replace"))
@@ -96,11 +96,11 @@ def _callee_span(ctx: SynthContext, tree: ast.Module, span: Span) -> Span:
 
 def _ensure_class(ctx: SynthContext, fold: str) -> str:
     """Add `FoldedConvBnSequential` once per file (reusing one an earlier fix added); return its name."""
-    try:
-        tree = ast.parse(ctx.source)
+    try:  # only top-level classes are read: the units that define one
+        body = list(ctx.text_index.top_level(lambda unit: unit.defines("class_definition")))
     except SyntaxError:
-        tree = None
-    for node in tree.body if tree is not None else ():
+        body = []
+    for node in body:
         if isinstance(node, ast.ClassDef) and _TAG in (ast.get_docstring(node) or ""):
             return node.name
     torch = ctx.add_import("torch")
@@ -130,8 +130,8 @@ def fold_in_sequential(ctx: SynthContext, origin: Op, fold: str) -> None:
             ctx.decline(f"`{origin.target}` is an nn.Sequential built by {elsewhere[0]}, in another file; "
                         "Adopter rewrites only this file")
         spans = sorted({b.span for b in bound}, key=lambda s: (s.start_line, s.start_col))
-    try:
-        tree = ast.parse(ctx.source)
+    try:  # the top-level statements holding the constructions (`_callee_span` looks inside them only)
+        tree = ctx.text_index.module(line for span in spans for line in range(span.start_line, span.end_line + 1))
     except SyntaxError:
         ctx.decline("the file does not parse")
     callees = {_callee_span(ctx, tree, span) for span in spans}

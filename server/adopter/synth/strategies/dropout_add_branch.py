@@ -133,7 +133,7 @@ def _fusion(ctx: SynthContext, func: ast.AST, block: list[ast.stmt], index: int,
     after = _reads_after(func, norm_stmt.end_lineno or norm_stmt.lineno)
     rest = None
     if out is None or not isinstance(norm_stmt, ast.Assign) or ctx.text(call).strip() != (
-            ast.get_source_segment(ctx.source, norm_stmt.value) or "").strip():
+            ctx.text_index.segment(norm_stmt.value) or "").strip():
         # The norm is part of a larger statement (`x = x + self.ff(self.norm(x))`): the fused call binds the
         # normalised value to a new name and the sum, which that statement may read, to its own.
         out = ctx.fresh_name("normed")

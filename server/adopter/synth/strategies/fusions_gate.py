@@ -153,13 +153,13 @@ def _parameter_uses(ctx: SynthContext, binding: Binding) -> tuple[list[Span], in
 
 def _class_lines(ctx: SynthContext, line: int) -> tuple[int, int]:
     """The first and last line (0-based) of the top-level class holding `line`."""
-    try:
-        tree = ast.parse(ctx.source)
+    try:  # the class headers only: a class's last line may then be a comment after its last statement,
+        classes = ctx.text_index.class_headers()  # which holds no use (the caller reads code before `#`)
     except SyntaxError:
         ctx.decline("the file does not parse")
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.lineno - 1 <= line <= (node.end_lineno or 0) - 1:
-            return node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    for node, end in classes:
+        if node.lineno - 1 <= line <= end - 1:
+            return node.lineno - 1, end - 1
     ctx.decline("the projection is not bound inside a top-level class")
     raise AssertionError
 

@@ -260,34 +260,37 @@ def _refuse_other_uses(ctx: SynthContext, attrs: list[str], own: list[Span]) -> 
     uses = re.compile(r"\.(?:\s|\\\r?\n|#[^\n]*)*(?:" + "|".join(re.escape(a) for a in attrs) + r")\b")
     named = [text.count("\n", 0, m.end()) for m in uses.finditer(text)]
     tree = parsed.module(named)
-    unrelated = _unrelated_classes(parsed, min(own_lines))
+    unrelated: list[tuple[int, int]] | None = None  # listed at the first `self.<attr>` outside the match
     for node in parsed.nodes(tree):
         if isinstance(node, ast.Attribute) and node.attr in attrs and node.lineno not in own_lines:
-            if (isinstance(node.value, ast.Name) and node.value.id == "self"
-                    and any(c.lineno <= node.lineno <= (c.end_lineno or c.lineno) for c in unrelated)):
-                continue  # another class's own attribute of that name (BERT's cross-attention `self.query`)
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                if unrelated is None:
+                    unrelated = _unrelated_classes(parsed, min(own_lines))
+                if any(first <= node.lineno <= last for first, last in unrelated):
+                    continue  # another class's own attribute of that name (BERT's cross-attention `self.query`)
             ctx.decline(
                 f"`{ast.unparse(node)}` is also used on line {node.lineno}; the fused layer would break it"
             )
 
 
-def _unrelated_classes(parsed: ParsedText, line: int) -> list[ast.ClassDef]:
-    """The file's top-level classes that are neither the class holding (1-based) `line`, nor one of its bases
-    or subclasses in the file (by name): their `self` is never an instance of it, so their `self.<attr>` is
-    their own attribute. Nested classes are not listed (a use there is judged as before)."""
-    classes = [c for c in parsed.module().body if isinstance(c, ast.ClassDef)]
-    own = next((c for c in classes if c.lineno <= line <= (c.end_lineno or c.lineno)), None)
+def _unrelated_classes(parsed: ParsedText, line: int) -> list[tuple[int, int]]:
+    """The lines (first, last; 1-based) of the file's top-level classes that are neither the class holding
+    (1-based) `line`, nor one of its bases or subclasses in the file (by name): their `self` is never an
+    instance of it, so their `self.<attr>` is their own attribute. Nested classes are not listed (a use
+    there is judged as before). Only the class headers are read (`ParsedText.class_headers`)."""
+    classes = parsed.class_headers()
+    own = next((c for c, end in classes if c.lineno <= line <= end), None)
     if own is None:
         return []
-    bases = {c.name: {ast.unparse(b).rsplit(".", 1)[-1] for b in c.bases} for c in classes}
+    bases = {c.name: {ast.unparse(b).rsplit(".", 1)[-1] for b in c.bases} for c, _ in classes}
 
     def ancestors(name: str, seen: frozenset[str] = frozenset()) -> set[str]:
         direct = bases.get(name, set()) - seen
         return direct | {a for d in direct for a in ancestors(d, seen | direct | {name})}
 
-    related = {own.name} | ancestors(own.name) | {c.name for c in classes if own.name in ancestors(c.name)}
-    names = [c.name for c in classes]
-    return [c for c in classes if c.name not in related and names.count(c.name) == 1]
+    related = {own.name} | ancestors(own.name) | {c.name for c, _ in classes if own.name in ancestors(c.name)}
+    names = [c.name for c, _ in classes]
+    return [(c.lineno, end) for c, end in classes if c.name not in related and names.count(c.name) == 1]
 
 
 def _enclosing_class(parsed: ParsedText, tree: ast.Module, line: int) -> ast.ClassDef | None:
