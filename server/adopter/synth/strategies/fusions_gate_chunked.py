@@ -217,12 +217,12 @@ def _check_names(ctx: SynthContext, chunk: Span, product: Span, names: list[str]
 
 
 def _function_of(ctx: SynthContext, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    try:
-        tree = ast.parse(ctx.source)
-    except SyntaxError:
+    try:  # only the top-level unit holding the line is parsed (the whole file when it is not cut)
+        body = list(ctx.text_index.top_level(lambda unit: unit.start <= line <= unit.end))
+    except (SyntaxError, ValueError):
         return None
     best = None
-    for node in ast.walk(tree):
+    for node in (n for stmt in body for n in ast.walk(stmt)):
         if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno - 1 <= line
                 <= (node.end_lineno or node.lineno) - 1 and (best is None or node.lineno > best.lineno)):
             best = node
