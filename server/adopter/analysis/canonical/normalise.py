@@ -165,6 +165,11 @@ class _Pass:
         self._scanned: tuple[frozenset[str], frozenset[str]] | None = None  # `_prescan`, when first needed
         self.rowmax: dict[str, str] = {}  # name -> the value whose row maximum (keepdim) it holds
         self.lists: dict[str, tuple[Value, ...]] = {}  # name -> the items of the list literal it holds
+        self.made_by: dict[str, Key] = {}  # name -> the canonical op that last bound it in this pass
+        self.probs: set[str] = set()  # names bound to a softmax's output (also through casts)
+        self.swapped: dict[str, str] = {}  # name -> the name it is `transpose(-2, -1)` of
+        self.transposed: set[str] = set()  # names bound to a transpose (also through a scale or cast)
+        self._scores: frozenset[str] | None = None
 
     def temp(self) -> str:
         self.counter += 1
@@ -183,6 +188,13 @@ class _Pass:
         if self._scanned is None:
             self._scanned = _prescan(self.body)
         return self._scanned[1]
+
+    @property
+    def scores(self) -> frozenset[str]:
+        """Names whose value reaches a softmax through scales, additive terms, masks and casts."""
+        if self._scores is None:
+            self._scores = _scores_of(self.body, self.softmaxed)
+        return self._scores
 
     # -- control flow --------------------------------------------------------------------------------
 
@@ -344,6 +356,8 @@ class _Pass:
             ops = split
         elif op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS and op.args:
             ops = [_respell(op, CAST, op.args, op.kwargs)]
+        elif _identity_permute(op):
+            ops = [_respell(op, CAST, op.args[:1], ())]  # `permute(0, 1, 2, 3)`: the same tensor
         elif op.kind == OpKind.FUNCTION and op.target in ("torch.einsum", "einops.einsum"):
             ops = self.einsum(op, ranks) or [op]
         elif op.kind == OpKind.FUNCTION and op.target == "torch.baddbmm":
@@ -366,9 +380,70 @@ class _Pass:
             else:
                 ops = [op] if canonical == key and args == op.args and kwargs == op.kwargs else [
                     _respell(op, canonical, args, kwargs)]
+        ops = self.product_layouts(ops)
         for o in ops:
             _track_rank(o, ranks, self.by_attr, self.units)
+            self.track(o)
         return ops
+
+    # -- attention's products in another operand order or layout --------------------------------------
+
+    def track(self, op: Op) -> None:
+        """What `product_layouts` needs to know of each name as the pass binds it."""
+        key = (op.kind.value, op.target)
+        first = op.args[0].name if op.args and isinstance(op.args[0], Ref) else None
+        for name in op.outputs:
+            self.made_by[name] = key
+            self.probs.discard(name)
+            self.swapped.pop(name, None)
+            self.transposed.discard(name)
+        if len(op.outputs) != 1:
+            return
+        out = op.outputs[0]
+        if key == TRANSPOSE or (key in (CAST, ("operator", "*"), ("operator", "/")) and first in self.transposed):
+            self.transposed.add(out)
+        if key == SOFTMAX and _last_axis(op.kwargs):
+            self.probs.add(out)
+        elif key == CAST and first in self.probs:
+            self.probs.add(out)
+        elif (key == TRANSPOSE and first is not None and len(op.args) == 3
+              and {a.text for a in op.args[1:] if isinstance(a, Expr)} == {"-2", "-1"}):
+            self.swapped[out] = first
+
+    def product_layouts(self, ops: list[Op]) -> list[Op]:
+        """Attention's matrix products written with the other operand order or layout, as `q @ kᵀ` and
+        `p @ v` (the same values; the inserted ops keep the product as their `origin`):
+
+        - scores whose right operand is a local already laid out `(..., d, n)`, not by a transpose the
+          pass sees (`bmm(q.permute(0, 2, 1), k)` with `k` reshaped channels-first): the product reads
+          the keys through two transposes, `q @ transpose(transpose(k))`;
+        - values multiplied from the left by the transposed probabilities (`bmm(v, p.permute(0, 2, 1))`,
+          channels-first outputs): `v @ pᵀ` is `transpose(p @ transpose(v))`.
+
+        Only for a product of two locals bound in this forward whose result reaches a softmax (scores),
+        or whose right operand is a softmax's output transposed (values)."""
+        out: list[Op] = []
+        for op in ops:
+            if ((op.kind.value, op.target) != MATMUL or len(op.args) != 2 or op.kwargs or len(op.outputs) != 1
+                    or not all(isinstance(a, Ref) and a.name in self.made_by for a in op.args)):
+                out.append(op)
+                continue
+            left, right = (a.name for a in op.args if isinstance(a, Ref))
+            source = self.swapped.get(right)
+            if source is not None and source in self.probs and left not in self.probs:
+                vt, product = self.temp(), self.temp()
+                out += [_new(op, TRANSPOSE, (Ref(left), Expr("-2"), Expr("-1")), (vt,)),
+                        _new(op, MATMUL, (Ref(source), Ref(vt)), (product,)),
+                        _new(op, TRANSPOSE, (Ref(product), Expr("-2"), Expr("-1")), op.outputs)]
+            elif (op.outputs[0] in self.scores and right not in self.transposed
+                  and right not in self.probs and left not in self.probs):
+                k, kt = self.temp(), self.temp()
+                out += [_new(op, TRANSPOSE, (Ref(right), Expr("-2"), Expr("-1")), (k,)),
+                        _new(op, TRANSPOSE, (Ref(k), Expr("-2"), Expr("-1")), (kt,)),
+                        replace(op, args=(op.args[0], Ref(kt)), origin=op.origin or op)]
+            else:
+                out.append(op)
+        return out
 
     def module(self, op: Op, target: str, ctor: Ctor | None, depth: int) -> list[Op]:
         """A module call: the function a stateless module computes, or the chain of a Sequential."""
@@ -519,6 +594,8 @@ class _Pass:
         else:
             return None
         name = self.temp()
+        if _identity_permute(layout):
+            layout = _respell(layout, CAST, layout.args[:1], ())
         return [replace(layout, outputs=(name,), origin=op.origin or op),
                 _new(op, TRANSPOSE, (Ref(name), Expr("-2"), Expr("-1")), op.outputs)]
 
@@ -954,6 +1031,37 @@ def _prescan(block: Block) -> tuple[frozenset[str], frozenset[str]]:
                 keys.add(first.name)
                 grown = True
     return frozenset(keys), frozenset(softmaxed)
+
+
+_TO_SOFTMAX = frozenset({("operator", "*"), ("operator", "/"), ("operator", "+"), ("operator", "-"), CAST,
+                         ("method", "masked_fill"), ("function", "torch.where")})
+
+
+def _scores_of(block: Block, softmaxed: frozenset[str]) -> frozenset[str]:
+    """The names whose value goes into a softmax through scales, additive terms, masks and casts."""
+    ops: list[Op] = []
+    _flat_ops(block, ops)
+    found = set(softmaxed)
+    passing = [op for op in ops if len(op.outputs) == 1 and (
+        CANONICAL.get((op.kind.value, op.target), (op.kind.value, op.target)) in _TO_SOFTMAX
+        or (op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS))]
+    grown = True
+    while grown:
+        grown = False
+        for op in passing:
+            if op.outputs[0] in found:
+                for a in op.args:
+                    if isinstance(a, Ref) and a.name not in found:
+                        found.add(a.name)
+                        grown = True
+    return frozenset(found)
+
+
+def _identity_permute(op: Op) -> bool:
+    """`x.permute(0, 1, 2)`: every axis in its place."""
+    dims = op.args[1:]
+    return (op.kind == OpKind.METHOD and op.target == "permute" and not op.kwargs and len(dims) >= 2
+            and all(isinstance(d, Expr) and d.text == str(i) for i, d in enumerate(dims)))
 
 
 def _flat_ops(block: Block, out: list[Op]) -> None:
