@@ -13,7 +13,8 @@ the way and a bound on the walk:
 * **attention (family 10)**: a softmax over the last axis (the family-4 pattern's match: `_softmax`
   with the last dim) whose input is reached, through elementwise and layout ops only, from a
   contraction (`bmm`, `mm`, `baddbmm`: what `matmul`, `@` and `einsum` trace to) of two activations (no
-  operand is a parameter, which would make it a Linear: a learned query, a router); and whose output
+  operand is a parameter, which would make it a Linear: a learned query, a router) entering with its
+  sign (a negated or subtracted product, as in an L2-distance score, is not q·kᵀ); and whose output
   reaches, through elementwise and layout ops only (dropout, cast, mask), an operand of a contraction
   over the key axis (the contracted size is the softmax axis's length) with another activation (v).
 * **rotary embedding (family 15)**: `x * c ± r * s` where `r` is `x` rotated (reached from the same
@@ -91,7 +92,10 @@ def _scores_side(softmax: torch.fx.Node) -> tuple[list[torch.fx.Node], list[torc
             continue
         if n.target == aten.amax.default or n.target == aten.max.dim:
             continue  # the stable shift's max: its own input is the scores, reached through the `sub`
-        if n.target in _BETWEEN:
+        if n.target in (aten.sub.Tensor, aten.sub.Scalar):
+            path.append(n)  # the scores enter with their sign: `s - shift` or `s - term`, never `term - s`
+            stack.append(n.args[0])
+        elif n.target in _BETWEEN and n.target is not aten.neg.default:
             path.append(n)
             stack.extend(a for a in n.args if isinstance(a, torch.fx.Node))
     return found, path

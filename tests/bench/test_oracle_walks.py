@@ -86,6 +86,15 @@ class ScoresOnly(nn.Module):
         return torch.matmul(a, b.transpose(-1, -2)).softmax(dim=-1)
 
 
+class L2Distance(nn.Module):
+    """Not q·kᵀ: scores are a negated squared distance (gigagan-pytorch 0.1.15's `SelfAttention` default)."""
+
+    def forward(self, q, k, v):
+        d = (q * q).sum(-1)[..., None] + (k * k).sum(-1)[..., None, :] - 2 * torch.einsum("bid,bjd->bij", q, k)
+        attn = (-d * 0.25).softmax(dim=-1)
+        return torch.einsum("bij,bjd->bid", attn, v)
+
+
 def rotate_half(x):
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat((-x2, x1), dim=-1)
@@ -164,6 +173,7 @@ def test_a_router_softmax_and_a_returned_score_map_are_not_attention(forms: tupl
     t = torch.randn
     assert 10 not in _sites(module.Router(), t(2, 8, 16), t(2, 8, 4, 16), path=path)
     assert 10 not in _sites(module.ScoresOnly(), t(2, 8, 16), t(2, 8, 16), path=path)
+    assert 10 not in _sites(module.L2Distance(), t(2, 8, 16), t(2, 8, 16), t(2, 8, 16), path=path)
 
 
 def test_rotary_in_any_operand_order_and_as_explicit_pairs_is_family_15(forms: tuple[ModuleType, str]) -> None:
