@@ -76,29 +76,56 @@ def _is_softmax_last(n: torch.fx.Node) -> bool:
 
 
 def _scores_side(softmax: torch.fx.Node) -> tuple[list[torch.fx.Node], list[torch.fx.Node]]:
-    """The contractions of activations the softmax's input is made from, and the ops on the way."""
+    """The contractions of activations the softmax's input is made from, and the ops on the paths from
+    them to the softmax (not the ops of other terms: a position bias's own MLP is not attention)."""
     found: list[torch.fx.Node] = []
-    path: list[torch.fx.Node] = []
-    seen: set[torch.fx.Node] = set()
-    stack = [softmax.args[0]]
-    while stack and len(seen) < WALK_LIMIT:
+    parent: dict[torch.fx.Node, torch.fx.Node | None] = {}
+    start = softmax.args[0]
+    if not isinstance(start, torch.fx.Node):
+        return [], []
+    parent[start] = None
+    stack = [start]
+    while stack and len(parent) < WALK_LIMIT:
         n = stack.pop()
-        if not isinstance(n, torch.fx.Node) or n in seen or n.op != "call_function":
+        if n.op != "call_function":
             continue
-        seen.add(n)
         if n.target in _CONTRACTIONS:
             if _of_activations(n):
                 found.append(n)
             continue
-        if n.target == aten.amax.default or n.target == aten.max.dim:
-            continue  # the stable shift's max: its own input is the scores, reached through the `sub`
         if n.target in (aten.sub.Tensor, aten.sub.Scalar):
-            path.append(n)  # the scores enter with their sign: `s - shift` or `s - term`, never `term - s`
-            stack.append(n.args[0])
+            inputs = [n.args[0]]  # the scores enter with their sign: `s - shift` or `s - term`, never `term - s`
         elif n.target in _BETWEEN and n.target is not aten.neg.default:
-            path.append(n)
-            stack.extend(a for a in n.args if isinstance(a, torch.fx.Node))
+            inputs = list(n.args)
+        else:
+            continue  # the stable shift's max, a library op: not a step of the scores
+        for a in inputs:
+            if isinstance(a, torch.fx.Node) and a not in parent:
+                parent[a] = n
+                stack.append(a)
+    path: list[torch.fx.Node] = []
+    for c in found:
+        step = parent[c]
+        while step is not None and step not in path:
+            path.append(step)
+            step = parent[step]
     return found, path
+
+
+def _depends_on(node: torch.fx.Node, targets: set[torch.fx.Node]) -> bool:
+    """Whether `node` is computed from any of `targets` (the values of attention never are: they do not
+    depend on the scores; a pseudo-inverse iteration or a mixture's outputs do). Bounded walk."""
+    seen: set[torch.fx.Node] = set()
+    stack = [node]
+    while stack and len(seen) < 4 * WALK_LIMIT:
+        n = stack.pop()
+        if n in targets:
+            return True
+        if n in seen:
+            continue
+        seen.add(n)
+        stack.extend(n.all_input_nodes)
+    return False
 
 
 def _contracted_size(contraction: torch.fx.Node, operand: torch.fx.Node) -> int | None:
@@ -111,9 +138,9 @@ def _contracted_size(contraction: torch.fx.Node, operand: torch.fx.Node) -> int 
     return None
 
 
-def _values_side(softmax: torch.fx.Node) -> tuple[torch.fx.Node | None, list[torch.fx.Node]]:
+def _values_side(softmax: torch.fx.Node, scores: list[torch.fx.Node]) -> tuple[torch.fx.Node | None, list[torch.fx.Node]]:
     """The first contraction the probabilities reach as one operand, over the key axis, with an activation
-    as the other operand (v); and the ops on the way."""
+    that does not depend on the scores as the other operand (v); and the ops on the way."""
     v = _val(softmax)
     if v is None:
         return None, []
@@ -128,7 +155,8 @@ def _values_side(softmax: torch.fx.Node) -> tuple[torch.fx.Node | None, list[tor
             if user.target in _CONTRACTIONS:
                 a, b = _operands(user)
                 other = b if n is a else a if n is b else None
-                if other is not None and not _is_parameter(other) and _contracted_size(user, n) == keys:
+                if (other is not None and not _is_parameter(other) and _contracted_size(user, n) == keys
+                        and not _depends_on(other, {softmax, *scores})):
                     path = []
                     step: torch.fx.Node | None = n
                     while step is not None and step is not softmax:
@@ -158,7 +186,7 @@ def attention(graph: torch.fx.Graph) -> list[tuple[torch.fx.Node, list[torch.fx.
         scores, before = _scores_side(n)
         if not scores:
             continue
-        product, after = _values_side(n)
+        product, after = _values_side(n, scores)
         if product is None:
             continue
         out.append((product, [*scores, *before, n, *after, product]))

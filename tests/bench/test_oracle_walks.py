@@ -95,6 +95,16 @@ class L2Distance(nn.Module):
         return torch.einsum("bij,bjd->bid", attn, v)
 
 
+class PinvStep(nn.Module):
+    """Not attention: the probabilities times a value computed from them (one step of the Moore-Penrose
+    iteration nystrom-attention 0.0.14 runs on its landmark kernel)."""
+
+    def forward(self, q, k):
+        x = torch.matmul(q, k.transpose(-1, -2)).softmax(dim=-1)
+        z = x.transpose(-1, -2) / (x.abs().sum(dim=-1).amax() * x.abs().sum(dim=-2).amax())
+        return x @ z
+
+
 def rotate_half(x):
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat((-x2, x1), dim=-1)
@@ -174,6 +184,7 @@ def test_a_router_softmax_and_a_returned_score_map_are_not_attention(forms: tupl
     assert 10 not in _sites(module.Router(), t(2, 8, 16), t(2, 8, 4, 16), path=path)
     assert 10 not in _sites(module.ScoresOnly(), t(2, 8, 16), t(2, 8, 16), path=path)
     assert 10 not in _sites(module.L2Distance(), t(2, 8, 16), t(2, 8, 16), t(2, 8, 16), path=path)
+    assert 10 not in _sites(module.PinvStep(), t(2, 8, 16), t(2, 8, 16), path=path)
 
 
 def test_rotary_in_any_operand_order_and_as_explicit_pairs_is_family_15(forms: tuple[ModuleType, str]) -> None:
