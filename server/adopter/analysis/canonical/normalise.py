@@ -170,6 +170,7 @@ class _Pass:
         self.swapped: dict[str, str] = {}  # name -> the name it is `transpose(-2, -1)` of
         self.transposed: set[str] = set()  # names bound to a transpose (also through a scale or cast)
         self._scores: frozenset[str] | None = None
+        self.halves: dict[str, str] = {}  # name -> the tensor whose last axis it holds split as (2, n)
 
     def temp(self) -> str:
         self.counter += 1
@@ -341,6 +342,11 @@ class _Pass:
             op = Op(OpKind.FUNCTION, function, op.args, op.kwargs, op.outputs, op.span, op.stmt_span, op.via,
                     origin=op.origin or op)
         shifted = self.stable_shift(op)
+        if (halves := self.unbound_halves(op)) is not None:
+            for o in halves:
+                _track_rank(o, ranks, self.by_attr, self.units)
+                self.track(o)
+            return halves
         if op.kind == OpKind.MODULE:
             ctor = _ctor_of(self.by_attr, op.target)
             if ctor is None and op.target.endswith("]"):
@@ -397,9 +403,12 @@ class _Pass:
             self.probs.discard(name)
             self.swapped.pop(name, None)
             self.transposed.discard(name)
+            self.halves.pop(name, None)
         if len(op.outputs) != 1:
             return
         out = op.outputs[0]
+        if first is not None and _splits_last_in_two(op):
+            self.halves[out] = first
         if key == TRANSPOSE or (key in (CAST, ("operator", "*"), ("operator", "/")) and first in self.transposed):
             self.transposed.add(out)
         if key == SOFTMAX and _last_axis(op.kwargs):
@@ -409,6 +418,21 @@ class _Pass:
         elif (key == TRANSPOSE and first is not None and len(op.args) == 3
               and {a.text for a in op.args[1:] if isinstance(a, Expr)} == {"-2", "-1"}):
             self.swapped[out] = first
+
+    def unbound_halves(self, op: Op) -> list[Op] | None:
+        """`x.unbind(dim=-2)` of `x`'s last axis split as (2, n) (`rearrange(x, "... (j d) -> ... j d", j=2)`,
+        `x.unflatten(-1, (2, -1))`): the two halves, `chunk(2, dim=-1)` of the tensor split (rotate_half
+        written with einops); None for any other op."""
+        if op.kind != OpKind.METHOD or op.target != "unbind" or len(op.outputs) != 2 or not op.args:
+            return None
+        first = op.args[0]
+        dims = [*op.args[1:2], *(k.value for k in op.kwargs if k.name == "dim")]
+        if (not isinstance(first, Ref) or first.name not in self.halves or len(dims) != 1
+                or not isinstance(dims[0], Expr) or dims[0].text != "-2"):
+            return None
+        source = Ref(self.halves[first.name])
+        return [Op(OpKind.METHOD, "chunk", (source, Expr("2")), (Kwarg("dim", Expr("-1")),), op.outputs, op.span,
+                   op.stmt_span, op.via, origin=op.origin or op)]
 
     def product_layouts(self, ops: list[Op]) -> list[Op]:
         """Attention's matrix products written with the other operand order or layout, as `q @ kᵀ` and
@@ -1055,6 +1079,30 @@ def _scores_of(block: Block, softmaxed: frozenset[str]) -> frozenset[str]:
                         found.add(a.name)
                         grown = True
     return frozenset(found)
+
+
+_SPLIT_PATTERN = re.compile(r"^(?P<lhs>.*)\((?P<a>[A-Za-z_]\w*)\s+(?P<b>[A-Za-z_]\w*)\)\s*->\s*(?P<rhs>.*)$")
+
+
+def _splits_last_in_two(op: Op) -> bool:
+    """A layout op that splits the last axis as (2, n): `rearrange(x, "... (j d) -> ... j d", j=2)` or
+    `x.unflatten(-1, (2, n))`."""
+    if op.kind == OpKind.FUNCTION and op.target == "einops.rearrange" and len(op.args) == 2:
+        pattern = op.args[1]
+        if not isinstance(pattern, Expr) or len(pattern.text) < 2 or pattern.text[0] not in "'\"":
+            return False
+        m = _SPLIT_PATTERN.match(pattern.text[1:-1].strip())
+        if m is None or m["lhs"].strip().split()[-1:] == ["("]:
+            return False
+        sizes = {k.name: k.value.text for k in op.kwargs if isinstance(k.value, Expr)}
+        lhs = m["lhs"].strip().split()
+        rhs = m["rhs"].strip().split()
+        return (sizes.get(m["a"]) == "2" and rhs[-2:] == [m["a"], m["b"]] and lhs == rhs[:-2])
+    if op.kind == OpKind.METHOD and op.target == "unflatten" and len(op.args) == 3:
+        dim, sizes = op.args[1], op.args[2]
+        return (isinstance(dim, Expr) and dim.text == "-1" and isinstance(sizes, Expr)
+                and re.fullmatch(r"[(\[]\s*2\s*,\s*-?\w+\s*[)\]]", sizes.text) is not None)
+    return False
 
 
 def _identity_permute(op: Op) -> bool:
