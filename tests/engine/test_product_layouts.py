@@ -7,6 +7,10 @@
 - timm 1.0.12 `timm/models/efficientformer_v2.py` `Attention2dDownsample`: keys reshaped
   `(B, heads, d, N)` and left in place by an identity `permute(0, 1, 2, 3)`, `(q @ k) * scale`, an
   additive bias, softmax, `attn @ v`.
+- torchcfm 1.0.7 `torchcfm/models/unet/unet.py` `QKVAttentionLegacy` (guided-diffusion's channels-first
+  attention, copied into many diffusion UNets): `einsum("bct,bcs->bts", q * scale, k * scale)`, softmax
+  in fp32 and cast back, `einsum("bts,bcs->bct", weight, v)`: the einsum pass transposes `q`, and the keys
+  `(b, c, s)` are read through two transposes; `sdpa_chain` declines the layout when asked to fix it.
 """
 
 from __future__ import annotations
@@ -80,6 +84,36 @@ class Attention2dDownsample(nn.Module):
         x = (attn @ v).transpose(2, 3)
         return x
 '''
+
+
+QKV_LEGACY = '''
+import math
+
+
+class QKVAttentionLegacy(nn.Module):
+    def __init__(self, n_heads):
+        super().__init__()
+        self.n_heads = n_heads
+
+    def forward(self, qkv):
+        bs, width, length = qkv.shape
+        assert width % (3 * self.n_heads) == 0
+        ch = width // (3 * self.n_heads)
+        q, k, v = qkv.reshape(bs * self.n_heads, ch * 3, length).split(ch, dim=1)
+        scale = 1 / math.sqrt(math.sqrt(ch))
+        weight = torch.einsum(
+            "bct,bcs->bts", q * scale, k * scale
+        )  # More stable with f16 than dividing afterwards
+        weight = torch.softmax(weight.float(), dim=-1).type(weight.dtype)
+        a = torch.einsum("bts,bcs->bct", weight, v)
+        return a.reshape(bs, -1, length)
+'''
+
+
+def test_channels_first_einsum_attention_is_reported() -> None:
+    assert [rule for rule, _, _ in attention(QKV_LEGACY)] == ["f10-manual-attention-sdpa"]
+    # counter-example: the probabilities contracted over the queries' axis, not the keys'
+    assert attention(QKV_LEGACY.replace('"bts,bcs->bct", weight, v', '"bts,bct->bcs", weight, v')) == []
 
 
 def attention(code: str) -> list[tuple[str, bool, str | None]]:

@@ -386,10 +386,9 @@ class _Pass:
             else:
                 ops = [op] if canonical == key and args == op.args and kwargs == op.kwargs else [
                     _respell(op, canonical, args, kwargs)]
-        ops = self.product_layouts(ops)
+        ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
             _track_rank(o, ranks, self.by_attr, self.units)
-            self.track(o)
         return ops
 
     # -- attention's products in another operand order or layout --------------------------------------
@@ -448,26 +447,32 @@ class _Pass:
         or whose right operand is a softmax's output transposed (values)."""
         out: list[Op] = []
         for op in ops:
-            if ((op.kind.value, op.target) != MATMUL or len(op.args) != 2 or op.kwargs or len(op.outputs) != 1
-                    or not all(isinstance(a, Ref) and a.name in self.made_by for a in op.args)):
-                out.append(op)
-                continue
-            left, right = (a.name for a in op.args if isinstance(a, Ref))
-            source = self.swapped.get(right)
-            if source is not None and source in self.probs and left not in self.probs:
-                vt, product = self.temp(), self.temp()
-                out += [_new(op, TRANSPOSE, (Ref(left), Expr("-2"), Expr("-1")), (vt,)),
-                        _new(op, MATMUL, (Ref(source), Ref(vt)), (product,)),
-                        _new(op, TRANSPOSE, (Ref(product), Expr("-2"), Expr("-1")), op.outputs)]
-            elif (op.outputs[0] in self.scores and right not in self.transposed
-                  and right not in self.probs and left not in self.probs):
-                k, kt = self.temp(), self.temp()
-                out += [_new(op, TRANSPOSE, (Ref(right), Expr("-2"), Expr("-1")), (k,)),
-                        _new(op, TRANSPOSE, (Ref(k), Expr("-2"), Expr("-1")), (kt,)),
-                        replace(op, args=(op.args[0], Ref(kt)), origin=op.origin or op)]
-            else:
-                out.append(op)
+            first = len(out)
+            self._product_layout(op, out)
+            for o in out[first:]:
+                self.track(o)
         return out
+
+    def _product_layout(self, op: Op, out: list[Op]) -> None:
+        if ((op.kind.value, op.target) != MATMUL or len(op.args) != 2 or op.kwargs or len(op.outputs) != 1
+                or not all(isinstance(a, Ref) and a.name in self.made_by for a in op.args)):
+            out.append(op)
+            return
+        left, right = (a.name for a in op.args if isinstance(a, Ref))
+        source = self.swapped.get(right)
+        if source is not None and source in self.probs and left not in self.probs:
+            vt, product = self.temp(), self.temp()
+            out += [_new(op, TRANSPOSE, (Ref(left), Expr("-2"), Expr("-1")), (vt,)),
+                    _new(op, MATMUL, (Ref(source), Ref(vt)), (product,)),
+                    _new(op, TRANSPOSE, (Ref(product), Expr("-2"), Expr("-1")), op.outputs)]
+        elif (op.outputs[0] in self.scores and right not in self.transposed
+              and right not in self.probs and left not in self.probs):
+            k, kt = self.temp(), self.temp()
+            out += [_new(op, TRANSPOSE, (Ref(right), Expr("-2"), Expr("-1")), (k,)),
+                    _new(op, TRANSPOSE, (Ref(k), Expr("-2"), Expr("-1")), (kt,)),
+                    replace(op, args=(op.args[0], Ref(kt)), origin=op.origin or op)]
+        else:
+            out.append(op)
 
     def module(self, op: Op, target: str, ctor: Ctor | None, depth: int) -> list[Op]:
         """A module call: the function a stateless module computes, or the chain of a Sequential."""
