@@ -1104,9 +1104,9 @@ def _splits_last_in_two(op: Op) -> bool:
         rhs = m["rhs"].strip().split()
         return (sizes.get(m["a"]) == "2" and rhs[-2:] == [m["a"], m["b"]] and lhs == rhs[:-2])
     if op.kind == OpKind.METHOD and op.target == "unflatten" and len(op.args) == 3:
-        dim, sizes = op.args[1], op.args[2]
-        return (isinstance(dim, Expr) and dim.text == "-1" and isinstance(sizes, Expr)
-                and re.fullmatch(r"[(\[]\s*2\s*,\s*-?\w+\s*[)\]]", sizes.text) is not None)
+        dim, shape = op.args[1], op.args[2]
+        return (isinstance(dim, Expr) and dim.text == "-1" and isinstance(shape, Expr)
+                and re.fullmatch(r"[(\[]\s*2\s*,\s*-?\w+\s*[)\]]", shape.text) is not None)
     return False
 
 
