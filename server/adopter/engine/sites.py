@@ -390,6 +390,10 @@ def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool
         if origin.kind is OpKind.FUNCTION and origin.target == "map" and not origin.args:
             return ("the match is computed by a lambda inside `map(...)`, for several values in one statement; "
                     "Adopter does not rewrite that statement for one of them, so change it by hand")
+        if (op.kind is OpKind.OPERATOR and op.target in ("*", "/") and origin.kind is OpKind.OPERATOR
+                and origin.target in ("*", "/")):
+            return ("the scores are scaled by several factors one after another; Adopter does not fold them "
+                    "into scaled_dot_product_attention's `scale`, so change it by hand")
         if op.target == "transpose" and (origin.kind.value, origin.target) in _PRODUCTS:
             return ("the matrix product is written in another layout (keys already laid out (..., d, n), or the "
                     "values multiplied by the transposed probabilities); SDPA takes q, k and v as (..., n, d), "

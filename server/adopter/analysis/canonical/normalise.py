@@ -171,6 +171,9 @@ class _Pass:
         self.transposed: set[str] = set()  # names bound to a transpose (also through a scale or cast)
         self._scores: frozenset[str] | None = None
         self.halves: dict[str, str] = {}  # name -> the tensor whose last axis it holds split as (2, n)
+        self.version: dict[str, int] = {}  # name -> how many times the pass has bound it
+        # name -> (product, factor, "*" or "/", their versions): a product scaled once, kept by `track`
+        self.scaled: dict[str, tuple[str, Value, str, tuple[int, int]]] = {}
 
     def temp(self) -> str:
         self.counter += 1
@@ -397,7 +400,10 @@ class _Pass:
         """What `product_layouts` needs to know of each name as the pass binds it."""
         key = (op.kind.value, op.target)
         first = op.args[0].name if op.args and isinstance(op.args[0], Ref) else None
+        first_made = self.made_by.get(first) if first is not None else None
         for name in op.outputs:
+            self.version[name] = self.version.get(name, 0) + 1
+            self.scaled.pop(name, None)
             self.made_by[name] = key
             self.probs.discard(name)
             self.swapped.pop(name, None)
@@ -408,6 +414,11 @@ class _Pass:
         out = op.outputs[0]
         if first is not None and _splits_last_in_two(op):
             self.halves[out] = first
+        if (first is not None and first_made == MATMUL and out != first and op.kind == OpKind.OPERATOR
+                and op.target in ("*", "/") and len(op.args) == 2):
+            factor = op.args[1]
+            self.scaled[out] = (first, factor, op.target,
+                                (self.version.get(first, 0), self._version_of(factor)))
         if key == TRANSPOSE or (key in (CAST, ("operator", "*"), ("operator", "/")) and first in self.transposed):
             self.transposed.add(out)
         if key == SOFTMAX and _last_axis(op.kwargs):
@@ -453,7 +464,35 @@ class _Pass:
                 self.track(o)
         return out
 
+    def _version_of(self, value: Value) -> int:
+        return self.version.get(value.name, 0) if isinstance(value, Ref) else 0
+
+    def _scale_chain(self, op: Op) -> list[Op] | None:
+        """Scores scaled twice in a row (`sim * t.exp() * scale`, the first result not rebinding the
+        product) as the product times one factor: `f = t.exp() * scale; sim = product * f`, the same
+        values (for `/`, the factors' quotient or product). The new ops' origin is the second scale,
+        which `_spelling_reason` reads as a spelling the rewrites do not edit."""
+        if (op.kind != OpKind.OPERATOR or op.target not in ("*", "/") or len(op.args) != 2 or len(op.outputs) != 1
+                or op.outputs[0] not in self.scores or not isinstance(op.args[0], Ref)):
+            return None
+        held = self.scaled.get(op.args[0].name)
+        if held is None:
+            return None
+        product, factor, first_op, (v_product, v_factor) = held
+        if self.version.get(product, 0) != v_product or self._version_of(factor) != v_factor:
+            return None  # the product or the factor was bound again in between
+        combined = self.temp()
+        origin = replace(op, origin=None)
+        joined = "*" if first_op == op.target else "/"
+        return [Op(OpKind.OPERATOR, joined, (factor, op.args[1]), (), (combined,), op.span, op.stmt_span, op.via,
+                   origin=origin),
+                Op(OpKind.OPERATOR, first_op, (Ref(product), Ref(combined)), (), op.outputs, op.span, op.stmt_span,
+                   op.via, origin=origin)]
+
     def _product_layout(self, op: Op, out: list[Op]) -> None:
+        if (chain := self._scale_chain(op)) is not None:
+            out += chain
+            return
         if ((op.kind.value, op.target) != MATMUL or len(op.args) != 2 or op.kwargs or len(op.outputs) != 1
                 or not all(isinstance(a, Ref) and a.name in self.made_by for a in op.args)):
             out.append(op)
