@@ -473,10 +473,10 @@ class _Pass:
         values (for `/`, the factors' quotient or product). The new ops' origin is the second scale,
         which `_spelling_reason` reads as a spelling the rewrites do not edit."""
         if (op.kind != OpKind.OPERATOR or op.target not in ("*", "/") or len(op.args) != 2 or len(op.outputs) != 1
-                or op.outputs[0] not in self.scores or not isinstance(op.args[0], Ref)):
+                or not isinstance(op.args[0], Ref)):
             return None
         held = self.scaled.get(op.args[0].name)
-        if held is None:
+        if held is None or op.outputs[0] not in self.scores:
             return None
         product, factor, first_op, (v_product, v_factor) = held
         if self.version.get(product, 0) != v_product or self._version_of(factor) != v_factor:
@@ -1109,19 +1109,19 @@ def _scores_of(block: Block, softmaxed: frozenset[str]) -> frozenset[str]:
     """The names whose value goes into a softmax through scales, additive terms, masks and casts."""
     ops: list[Op] = []
     _flat_ops(block, ops)
+    reads: dict[str, list[str]] = {}  # output name -> the names the passing ops binding it read
+    for op in ops:
+        if len(op.outputs) == 1 and (
+                CANONICAL.get((op.kind.value, op.target), (op.kind.value, op.target)) in _TO_SOFTMAX
+                or (op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS)):
+            reads.setdefault(op.outputs[0], []).extend(a.name for a in op.args if isinstance(a, Ref))
     found = set(softmaxed)
-    passing = [op for op in ops if len(op.outputs) == 1 and (
-        CANONICAL.get((op.kind.value, op.target), (op.kind.value, op.target)) in _TO_SOFTMAX
-        or (op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS))]
-    grown = True
-    while grown:
-        grown = False
-        for op in passing:
-            if op.outputs[0] in found:
-                for a in op.args:
-                    if isinstance(a, Ref) and a.name not in found:
-                        found.add(a.name)
-                        grown = True
+    todo = list(found)
+    while todo:
+        for name in reads.get(todo.pop(), ()):
+            if name not in found:
+                found.add(name)
+                todo.append(name)
     return frozenset(found)
 
 
