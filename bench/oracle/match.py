@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from oracle import walks
 from oracle.patterns import FamilyPattern, family_patterns
 from oracle.trace import frames, named_frames
 
@@ -159,6 +160,7 @@ def find_sites(gm: torch.fx.GraphModule, is_model_file: Callable[[str], bool],
             if fp.family == 5 and not one_forward(m.nodes, is_model_file):
                 continue
             _add(found, fp.family, fp.name, node, m.nodes, is_model_file)
+    _walked(found, gm, is_model_file)
     for (_, _), group in projections.items():
         uniq = {id(n): (n, nodes) for n, nodes in group}
         if len(uniq) >= 3:
@@ -166,6 +168,20 @@ def find_sites(gm: torch.fx.GraphModule, is_model_file: Callable[[str], bool],
             nodes = [n for _, ns in members for n in ns]
             _add(found, 9, "qkv_projections", members[0][0], nodes, is_model_file)
     return list(found.values())
+
+
+def _walked(found: dict[tuple[int, Line], Site], gm: torch.fx.GraphModule,
+            is_model_file: Callable[[str], bool]) -> None:
+    """Attention and rotary embedding the fixed patterns do not spell (`walks.py`): each is added where
+    no site of its family is anchored at the same line, named `attention_walk` / `rope_walk`, so the
+    sites only the walks count can be told apart."""
+    for family, name, sites in ((10, "attention_walk", walks.attention(gm.graph)),
+                                (15, "rope_walk", walks.rotary(gm.graph))):
+        for anchor_node, nodes in sites:
+            anchor = model_line(anchor_node, is_model_file)
+            if anchor is not None and (family, anchor) in found:
+                continue
+            _add(found, family, name, anchor_node, nodes, is_model_file)
 
 
 def _order(gm: torch.fx.GraphModule, node: torch.fx.Node) -> int:

@@ -102,16 +102,20 @@ CASES = [
      ["%1 = method transpose(y, -2, -1)", "s = function torch.matmul(x, %1)",
       "p = function torch.nn.functional.softmax(s, dim=-1)"]),
     # taming-transformers-rom1504 0.0.6, taming/modules/diffusionmodules/model.py (VQGAN/LDM AttnBlock)
+    # (the keys are laid out (b, c, n) by the reshape: the scores read them through two transposes, q @ (kᵀ)ᵀ)
     ("a product scaled by a Python number keeps its rank: softmax dim=2 of a 3-D bmm is the last axis", "",
      "b, c, n = x.shape\nq = x.permute(0, 2, 1)\nk = y.reshape(b, c, n)\nw = torch.bmm(q, k)\nw = w * (int(c) ** (-0.5))\n"
      "p = torch.nn.functional.softmax(w, dim=2)",
      ["b, c, n = operator getattr(x, shape)", "q = method permute(x, 0, 2, 1)", "k = method reshape(y, b, c, n)",
-      "w = function torch.matmul(q, k)",
+      "%3 = method transpose(k, -2, -1)", "%4 = method transpose(%3, -2, -1)", "w = function torch.matmul(q, %4)",
       "%1 = function int(c)", "%2 = method pow(%1, -0.5)", "w = operator *(w, %2)",
       "p = function torch.nn.functional.softmax(w, dim=-1)"]),
+    # (a product read by a softmax reads an untransposed local right operand through two transposes, the
+    # same tensor: harmless where the softmax is over another axis, which no attention rule matches)
     ("a product scaled by an unknown tensor forgets its rank", "",
      "q = x.reshape(b, c, n)\nw = torch.bmm(q, q)\nw = w * mask\np = torch.nn.functional.softmax(w, dim=2)",
-     ["q = method reshape(x, b, c, n)", "w = function torch.matmul(q, q)", "w = operator *(w, mask)",
+     ["q = method reshape(x, b, c, n)", "%1 = method transpose(q, -2, -1)", "%2 = method transpose(%1, -2, -1)",
+      "w = function torch.matmul(q, %2)", "w = operator *(w, mask)",
       "p = function torch.nn.functional.softmax(w, dim=2)"]),
     ("an f-string equation without a placeholder is the same equation", "",
      'p = torch.einsum(f"b h i j, b h j d -> b h i d", x, y)\nq = torch.einsum(f"b h i j, {e} -> b h i d", x, y)',

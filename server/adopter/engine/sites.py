@@ -392,6 +392,14 @@ def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool
         if origin.kind is OpKind.FUNCTION and origin.target == "map" and not origin.args:
             return ("the match is computed by a lambda inside `map(...)`, for several values in one statement; "
                     "Adopter does not rewrite that statement for one of them, so change it by hand")
+        if (op.kind is OpKind.OPERATOR and op.target in ("*", "/") and origin.kind is OpKind.OPERATOR
+                and origin.target in ("*", "/")):
+            return ("the scores are scaled by several factors one after another; Adopter does not fold them "
+                    "into scaled_dot_product_attention's `scale`, so change it by hand")
+        if op.target == "transpose" and (origin.kind.value, origin.target) in _PRODUCTS:
+            return ("the matrix product is written in another layout (keys already laid out (..., d, n), or the "
+                    "values multiplied by the transposed probabilities); SDPA takes q, k and v as (..., n, d), "
+                    "and Adopter does not rewrite that layout")
         if einsum and origin.kind is OpKind.FUNCTION and origin.target in _EINSUM:
             continue
         if origin.kind is OpKind.FUNCTION and origin.target in ("torch.einsum", "torch.baddbmm", "einops.einsum"):
@@ -423,6 +431,10 @@ STRUCTURE_AWARE_STRATEGIES = frozenset({"sdpa_chain", "fuse_qkv", "gated_chunked
 # -> b h i j", q, k)` is q·kᵀ with q and k as SDPA takes them).
 EINSUM_AWARE_STRATEGIES = frozenset({"sdpa_chain"})
 _EINSUM = frozenset({"torch.einsum", "einops.einsum"})
+# Spellings of a matrix product: a `transpose` the canonical pass inserted around one (`product_layouts`)
+# reads a layout the rewrites do not edit.
+_PRODUCTS = frozenset({("operator", "@"), ("function", "torch.matmul"), ("method", "matmul"),
+                       ("function", "torch.bmm"), ("method", "bmm")})
 # Strategies that rewrite a match whose layers are children of an `nn.Sequential` (`fold_conv_bn`: the
 # Sequential is built as a subclass that folds each Conv -> BatchNorm pair, keeping every child and key).
 SEQUENTIAL_AWARE_STRATEGIES = frozenset({"fold_conv_bn"})

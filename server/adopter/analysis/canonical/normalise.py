@@ -173,6 +173,15 @@ class _Pass:
         self._scanned: tuple[frozenset[str], frozenset[str]] | None = None  # `_prescan`, when first needed
         self.rowmax: dict[str, str] = {}  # name -> the value whose row maximum (keepdim) it holds
         self.lists: dict[str, tuple[Value, ...]] = {}  # name -> the items of the list literal it holds
+        self.made_by: dict[str, Key] = {}  # name -> the canonical op that last bound it in this pass
+        self.probs: set[str] = set()  # names bound to a softmax's output (also through casts)
+        self.swapped: dict[str, str] = {}  # name -> the name it is `transpose(-2, -1)` of
+        self.transposed: set[str] = set()  # names bound to a transpose (also through a scale or cast)
+        self._scores: frozenset[str] | None = None
+        self.halves: dict[str, str] = {}  # name -> the tensor whose last axis it holds split as (2, n)
+        self.version: dict[str, int] = {}  # name -> how many times the pass has bound it
+        # name -> (product, factor, "*" or "/", their versions): a product scaled once, kept by `track`
+        self.scaled: dict[str, tuple[str, Value, str, tuple[int, int]]] = {}
 
     def temp(self) -> str:
         self.counter += 1
@@ -191,6 +200,13 @@ class _Pass:
         if self._scanned is None:
             self._scanned = _prescan(self.body)
         return self._scanned[1]
+
+    @property
+    def scores(self) -> frozenset[str]:
+        """Names whose value reaches a softmax through scales, additive terms, masks and casts."""
+        if self._scores is None:
+            self._scores = _scores_of(self.body, self.softmaxed)
+        return self._scores
 
     # -- control flow --------------------------------------------------------------------------------
 
@@ -337,6 +353,11 @@ class _Pass:
             op = Op(OpKind.FUNCTION, function, op.args, op.kwargs, op.outputs, op.span, op.stmt_span, op.via,
                     origin=op.origin or op)
         shifted = self.stable_shift(op)
+        if (halves := self.unbound_halves(op)) is not None:
+            for o in halves:
+                _track_rank(o, ranks, self.by_attr, self.units)
+                self.track(o)
+            return halves
         if op.kind == OpKind.MODULE:
             ctor = _ctor_of(self.by_attr, op.target)
             if ctor is None and op.target.endswith("]"):
@@ -352,6 +373,8 @@ class _Pass:
             ops = split
         elif op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS and op.args:
             ops = [_respell(op, CAST, op.args, op.kwargs)]
+        elif _identity_permute(op):
+            ops = [_respell(op, CAST, op.args[:1], ())]  # `permute(0, 1, 2, 3)`: the same tensor
         elif op.kind == OpKind.FUNCTION and op.target in ("torch.einsum", "einops.einsum"):
             ops = self.einsum(op, ranks) or [op]
         elif op.kind == OpKind.FUNCTION and op.target == "torch.baddbmm":
@@ -374,9 +397,129 @@ class _Pass:
             else:
                 ops = [op] if canonical == key and args == op.args and kwargs == op.kwargs else [
                     _respell(op, canonical, args, kwargs)]
+        ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
             _track_rank(o, ranks, self.by_attr, self.units)
         return ops
+
+    # -- attention's products in another operand order or layout --------------------------------------
+
+    def track(self, op: Op) -> None:
+        """What `product_layouts` needs to know of each name as the pass binds it."""
+        key = (op.kind.value, op.target)
+        first = op.args[0].name if op.args and isinstance(op.args[0], Ref) else None
+        first_made = self.made_by.get(first) if first is not None else None
+        for name in op.outputs:
+            self.version[name] = self.version.get(name, 0) + 1
+            self.scaled.pop(name, None)
+            self.made_by[name] = key
+            self.probs.discard(name)
+            self.swapped.pop(name, None)
+            self.transposed.discard(name)
+            self.halves.pop(name, None)
+        if len(op.outputs) != 1:
+            return
+        out = op.outputs[0]
+        if first is not None and _splits_last_in_two(op):
+            self.halves[out] = first
+        if (first is not None and first_made == MATMUL and out != first and op.kind == OpKind.OPERATOR
+                and op.target in ("*", "/") and len(op.args) == 2):
+            factor = op.args[1]
+            self.scaled[out] = (first, factor, op.target,
+                                (self.version.get(first, 0), self._version_of(factor)))
+        if key == TRANSPOSE or (key in (CAST, ("operator", "*"), ("operator", "/")) and first in self.transposed):
+            self.transposed.add(out)
+        if key == SOFTMAX and _last_axis(op.kwargs):
+            self.probs.add(out)
+        elif key == CAST and first in self.probs:
+            self.probs.add(out)
+        elif (key == TRANSPOSE and first is not None and len(op.args) == 3
+              and {a.text for a in op.args[1:] if isinstance(a, Expr)} == {"-2", "-1"}):
+            self.swapped[out] = first
+
+    def unbound_halves(self, op: Op) -> list[Op] | None:
+        """`x.unbind(dim=-2)` of `x`'s last axis split as (2, n) (`rearrange(x, "... (j d) -> ... j d", j=2)`,
+        `x.unflatten(-1, (2, -1))`): the two halves, `chunk(2, dim=-1)` of the tensor split (rotate_half
+        written with einops); None for any other op."""
+        if op.kind != OpKind.METHOD or op.target != "unbind" or len(op.outputs) != 2 or not op.args:
+            return None
+        first = op.args[0]
+        dims = [*op.args[1:2], *(k.value for k in op.kwargs if k.name == "dim")]
+        if (not isinstance(first, Ref) or first.name not in self.halves or len(dims) != 1
+                or not isinstance(dims[0], Expr) or dims[0].text != "-2"):
+            return None
+        source = Ref(self.halves[first.name])
+        return [Op(OpKind.METHOD, "chunk", (source, Expr("2")), (Kwarg("dim", Expr("-1")),), op.outputs, op.span,
+                   op.stmt_span, op.via, origin=op.origin or op)]
+
+    def product_layouts(self, ops: list[Op]) -> list[Op]:
+        """Attention's matrix products written with the other operand order or layout, as `q @ kᵀ` and
+        `p @ v` (the same values; the inserted ops keep the product as their `origin`):
+
+        - scores whose right operand is a local already laid out `(..., d, n)`, not by a transpose the
+          pass sees (`bmm(q.permute(0, 2, 1), k)` with `k` reshaped channels-first): the product reads
+          the keys through two transposes, `q @ transpose(transpose(k))`;
+        - values multiplied from the left by the transposed probabilities (`bmm(v, p.permute(0, 2, 1))`,
+          channels-first outputs): `v @ pᵀ` is `transpose(p @ transpose(v))`.
+
+        Only for a product of two locals bound in this forward whose result reaches a softmax (scores),
+        or whose right operand is a softmax's output transposed (values)."""
+        out: list[Op] = []
+        for op in ops:
+            first = len(out)
+            self._product_layout(op, out)
+            for o in out[first:]:
+                self.track(o)
+        return out
+
+    def _version_of(self, value: Value) -> int:
+        return self.version.get(value.name, 0) if isinstance(value, Ref) else 0
+
+    def _scale_chain(self, op: Op) -> list[Op] | None:
+        """Scores scaled twice in a row (`sim * t.exp() * scale`, the first result not rebinding the
+        product) as the product times one factor: `f = t.exp() * scale; sim = product * f`, the same
+        values (for `/`, the factors' quotient or product). The new ops' origin is the second scale,
+        which `_spelling_reason` reads as a spelling the rewrites do not edit."""
+        if (op.kind != OpKind.OPERATOR or op.target not in ("*", "/") or len(op.args) != 2 or len(op.outputs) != 1
+                or not isinstance(op.args[0], Ref)):
+            return None
+        held = self.scaled.get(op.args[0].name)
+        if held is None or op.outputs[0] not in self.scores:
+            return None
+        product, factor, first_op, (v_product, v_factor) = held
+        if self.version.get(product, 0) != v_product or self._version_of(factor) != v_factor:
+            return None  # the product or the factor was bound again in between
+        combined = self.temp()
+        origin = replace(op, origin=None)
+        joined = "*" if first_op == op.target else "/"
+        return [Op(OpKind.OPERATOR, joined, (factor, op.args[1]), (), (combined,), op.span, op.stmt_span, op.via,
+                   origin=origin),
+                Op(OpKind.OPERATOR, first_op, (Ref(product), Ref(combined)), (), op.outputs, op.span, op.stmt_span,
+                   op.via, origin=origin)]
+
+    def _product_layout(self, op: Op, out: list[Op]) -> None:
+        if (chain := self._scale_chain(op)) is not None:
+            out += chain
+            return
+        if ((op.kind.value, op.target) != MATMUL or len(op.args) != 2 or op.kwargs or len(op.outputs) != 1
+                or not all(isinstance(a, Ref) and a.name in self.made_by for a in op.args)):
+            out.append(op)
+            return
+        left, right = (a.name for a in op.args if isinstance(a, Ref))
+        source = self.swapped.get(right)
+        if source is not None and source in self.probs and left not in self.probs:
+            vt, product = self.temp(), self.temp()
+            out += [_new(op, TRANSPOSE, (Ref(left), Expr("-2"), Expr("-1")), (vt,)),
+                    _new(op, MATMUL, (Ref(source), Ref(vt)), (product,)),
+                    _new(op, TRANSPOSE, (Ref(product), Expr("-2"), Expr("-1")), op.outputs)]
+        elif (op.outputs[0] in self.scores and right not in self.transposed
+              and right not in self.probs and left not in self.probs):
+            k, kt = self.temp(), self.temp()
+            out += [_new(op, TRANSPOSE, (Ref(right), Expr("-2"), Expr("-1")), (k,)),
+                    _new(op, TRANSPOSE, (Ref(k), Expr("-2"), Expr("-1")), (kt,)),
+                    replace(op, args=(op.args[0], Ref(kt)), origin=op.origin or op)]
+        else:
+            out.append(op)
 
     def module(self, op: Op, target: str, ctor: Ctor | None, depth: int) -> list[Op]:
         """A module call: the function a stateless module computes, or the chain of a Sequential."""
@@ -559,6 +702,8 @@ class _Pass:
         else:
             return None
         name = self.temp()
+        if _identity_permute(layout):
+            layout = _respell(layout, CAST, layout.args[:1], ())
         return [replace(layout, outputs=(name,), origin=op.origin or op),
                 _new(op, TRANSPOSE, (Ref(name), Expr("-2"), Expr("-1")), op.outputs)]
 
@@ -994,6 +1139,61 @@ def _prescan(block: Block) -> tuple[frozenset[str], frozenset[str]]:
                 keys.add(first.name)
                 grown = True
     return frozenset(keys), frozenset(softmaxed)
+
+
+_TO_SOFTMAX = frozenset({("operator", "*"), ("operator", "/"), ("operator", "+"), ("operator", "-"), CAST,
+                         ("method", "masked_fill"), ("function", "torch.where")})
+
+
+def _scores_of(block: Block, softmaxed: frozenset[str]) -> frozenset[str]:
+    """The names whose value goes into a softmax through scales, additive terms, masks and casts."""
+    ops: list[Op] = []
+    _flat_ops(block, ops)
+    reads: dict[str, list[str]] = {}  # output name -> the names the passing ops binding it read
+    for op in ops:
+        if len(op.outputs) == 1 and (
+                CANONICAL.get((op.kind.value, op.target), (op.kind.value, op.target)) in _TO_SOFTMAX
+                or (op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS)):
+            reads.setdefault(op.outputs[0], []).extend(a.name for a in op.args if isinstance(a, Ref))
+    found = set(softmaxed)
+    todo = list(found)
+    while todo:
+        for name in reads.get(todo.pop(), ()):
+            if name not in found:
+                found.add(name)
+                todo.append(name)
+    return frozenset(found)
+
+
+_SPLIT_PATTERN = re.compile(r"^(?P<lhs>.*)\((?P<a>[A-Za-z_]\w*)\s+(?P<b>[A-Za-z_]\w*)\)\s*->\s*(?P<rhs>.*)$")
+
+
+def _splits_last_in_two(op: Op) -> bool:
+    """A layout op that splits the last axis as (2, n): `rearrange(x, "... (j d) -> ... j d", j=2)` or
+    `x.unflatten(-1, (2, n))`."""
+    if op.kind == OpKind.FUNCTION and op.target == "einops.rearrange" and len(op.args) == 2:
+        pattern = op.args[1]
+        if not isinstance(pattern, Expr) or len(pattern.text) < 2 or pattern.text[0] not in "'\"":
+            return False
+        m = _SPLIT_PATTERN.match(pattern.text[1:-1].strip())
+        if m is None or m["lhs"].strip().split()[-1:] == ["("]:
+            return False
+        sizes = {k.name: k.value.text for k in op.kwargs if isinstance(k.value, Expr)}
+        lhs = m["lhs"].strip().split()
+        rhs = m["rhs"].strip().split()
+        return (sizes.get(m["a"]) == "2" and rhs[-2:] == [m["a"], m["b"]] and lhs == rhs[:-2])
+    if op.kind == OpKind.METHOD and op.target == "unflatten" and len(op.args) == 3:
+        dim, shape = op.args[1], op.args[2]
+        return (isinstance(dim, Expr) and dim.text == "-1" and isinstance(shape, Expr)
+                and re.fullmatch(r"[(\[]\s*2\s*,\s*-?\w+\s*[)\]]", shape.text) is not None)
+    return False
+
+
+def _identity_permute(op: Op) -> bool:
+    """`x.permute(0, 1, 2)`: every axis in its place."""
+    dims = op.args[1:]
+    return (op.kind == OpKind.METHOD and op.target == "permute" and not op.kwargs and len(dims) >= 2
+            and all(isinstance(d, Expr) and d.text == str(i) for i, d in enumerate(dims)))
 
 
 def _flat_ops(block: Block, out: list[Op]) -> None:
