@@ -176,6 +176,8 @@ class InitAnalysis:
                     self._assignment(expr, conds, self_name)
                 elif expr.type == "call":
                     self._call_stmt(expr, conds, owner, self_name, depth)
+                elif expr.type == "augmented_assignment":
+                    self._list_added(expr)
         elif kind == "if_statement":
             self._if(stmt, conds, owner, self_name, depth)
         elif kind in ("for_statement", "while_statement"):
@@ -351,6 +353,18 @@ class InitAnalysis:
                 b = replace(b, value=replace(b.value, items=tuple(items), keys=tuple(keys), repeat=repeat))
             updated.append(b)
         self.state[attr] = updated
+
+    def _list_added(self, expr: Node) -> None:
+        """`layers += [a, b]` on a local list: its items, as `layers.extend([a, b])` adds them."""
+        left, right = expr.child_by_field_id(Field.LEFT), expr.child_by_field_id(Field.RIGHT)
+        op = expr.child_by_field_id(Field.OPERATOR)
+        if (left is None or right is None or left.type != "identifier" or right.type not in ("list", "tuple")
+                or (op is not None and self.src.text(op) != "+=")):
+            return
+        local = self.locals.get(self.src.text(left))
+        if isinstance(local, _ListBuild):
+            local.items.extend(c for c in self._items(right)[0] if c not in local.items)
+            local.repeat = local.repeat or self.loop_repeat
 
     def _call_stmt(self, call: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
         func = call.child_by_field_id(Field.FUNCTION)
