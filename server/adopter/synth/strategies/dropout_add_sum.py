@@ -42,6 +42,7 @@ def sum_plan(ctx: SynthContext) -> SumPlan | None:
     drop_names = {name for s in block if s.lineno in lines and s.lineno < add_stmt.lineno
                   and (name := _assigned_name(s)) is not None}
     aliases: list[str] = []
+    others: list[int] = []  # lines of other statements between the steps
     region = [s for s in block if first <= s.lineno <= last]
     if any((a.end_lineno or a.lineno) == b.lineno for a, b in pairwise(region)):
         ctx.decline("a statement of the pattern shares its line with other code")
@@ -57,6 +58,7 @@ def sum_plan(ctx: SynthContext) -> SumPlan | None:
         if read:
             ctx.decline(f"line {stmt.lineno} reads `{min(read)}` between the statements to fuse; the fused call "
                         "would not make that value there")
+        others.append(stmt.lineno)
     norm_stmt = region[-1] if region else None
     out = _assigned_name(norm_stmt) if norm_stmt is not None and norm_stmt.lineno == last else None
     end = (norm_stmt.end_lineno or last) if norm_stmt is not None else last
@@ -68,6 +70,9 @@ def sum_plan(ctx: SynthContext) -> SumPlan | None:
             ctx.decline(f"`{name}` (the dropout's output) is also read after the chain; fusing would lose it")
     if not wanted:
         return None
+    if others:  # the fused call below replaces every statement from the first step to the norm
+        ctx.decline(f"line {others[0]} sits between the statements to fuse and does other work; the fused call "
+                    "that keeps the residual sum would replace it")
     if out is None or norm_stmt is None:
         ctx.decline(f"`{total}` (the residual sum) is read after the norm, which is not a plain `name = norm(...)` "
                     "statement; the fused call cannot bind both")
