@@ -32,10 +32,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from adopter.corpus import modeling_file  # noqa: E402
 from attention_harness import _run, fix, load, rules_of, skip_reasons, transformers_on_path  # noqa: E402
 
-pytestmark = [pytest.mark.torch, pytest.mark.corpus]
+from adopter.corpus import modeling_file  # noqa: E402
+
+pytestmark = pytest.mark.torch
 
 RULES = rules_of("f05-dropout-add-layernorm")
 
@@ -88,6 +89,8 @@ def _equivalent(build_old: Callable[[], Any], build_new: Callable[[], Any], inpu
                                        msg=lambda m, n=name: f"gradient of {n}: {m}")
 
 
+@pytest.mark.corpus
+@pytest.mark.slow
 @pytest.mark.parametrize("normalize_before", [False, True], ids=["forward_post", "forward_pre"])
 def test_oneformer_query_decoder_layer_reads_the_residual_not_the_sum(normalize_before: bool, tmp_path: Path) -> None:
     with transformers_on_path():
@@ -114,6 +117,8 @@ STABLE_LAYERS = [
 ]
 
 
+@pytest.mark.corpus
+@pytest.mark.slow
 @pytest.mark.parametrize(("package", "model", "config", "cls"), STABLE_LAYERS, ids=[m for _, m, _, _ in STABLE_LAYERS])
 def test_stable_layer_norm_layer_keeps_the_sum_its_statement_reads(package: str, model: str, config: str, cls: str,
                                                                    tmp_path: Path) -> None:
