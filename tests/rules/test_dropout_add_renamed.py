@@ -200,3 +200,17 @@ def test_a_statement_between_the_steps_is_not_lost() -> None:
     assert reasons and all("line 15 sits between the statements to fuse" in r for r in reasons), reasons
     result = fix(BETWEEN.replace("return out, t", "return out"), RULES)
     assert hasattr(result, "new_source") and "        self.seen = y\n" in result.new_source, result
+
+
+@pytest.mark.corpus
+def test_pegasus_x_encoder_layer_keeps_the_global_stream() -> None:
+    """transformers 4.35 `PegasusXEncoderLayer`: between the token stream's add and its norm, the global
+    stream's dropout and add (lines 578-579). The residual plan replaced them with the token stream's fused
+    call (the global residual was lost; verify never ran the class: its inferred inputs do not build it)."""
+    source = modeling_file("pegasus_x").text
+    result = fix(source, RULES, "modeling_pegasus_x.py")
+    reasons = {s.finding.span.start_line + 1: s.reason for s in getattr(result, "skipped", ())}
+    assert "sits between the statements to fuse" in reasons.get(575, ""), reasons
+    assert "sits between the statements to fuse" in reasons.get(578, ""), reasons
+    if hasattr(result, "new_source"):
+        assert "global_hidden_states = global_residual + global_hidden_states" in result.new_source
