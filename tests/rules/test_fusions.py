@@ -586,14 +586,10 @@ CASES = [
     # Conv -> BatchNorm pairs built inside an nn.Sequential, folded in place (real classes, real_sources.py):
     # the stem and blocks, and `_make_layer`'s downsample Sequential, with a BatchNorm and with a GroupNorm
     # passed as `norm_layer` (which must run unfolded).
-    pytest.param(
     Case("torchvision-resnet", "f07-conv-bn", TORCHVISION_RESNET + SMALL_RESNET, "small_resnet", (),
-             randn(2, 3, 32, 32), atol=1e-4, rtol=1e-4, sites=6),
-        marks=pytest.mark.xfail(reason="withdrawn: the fix of statements binding an inlined helper's renamed locals was found not equivalent by verify over the transformers corpus (stop 9)", strict=True)),
-    pytest.param(
+         randn(2, 3, 32, 32), atol=1e-4, rtol=1e-4, sites=6),
     Case("torchvision-resnet-groupnorm", "f07-conv-bn", TORCHVISION_RESNET + SMALL_RESNET, "small_resnet",
-             (functools.partial(torch.nn.GroupNorm, 2),), randn(2, 3, 32, 32), atol=1e-4, rtol=1e-4, sites=6),
-        marks=pytest.mark.xfail(reason="withdrawn: the fix of statements binding an inlined helper's renamed locals was found not equivalent by verify over the transformers corpus (stop 9)", strict=True)),
+         (functools.partial(torch.nn.GroupNorm, 2),), randn(2, 3, 32, 32), atol=1e-4, rtol=1e-4, sites=6),
     # (`out = self.bn3(self.conv3(out))` reads the output of an AvgPool2d-or-Identity layer: folded in place.)
     Case("open-clip-bottleneck-downsample", "f07-conv-bn", OPEN_CLIP_BOTTLENECK, "Bottleneck", (8, 4, 2),
          randn(2, 8, 8, 8), atol=1e-5, rtol=1e-4, sites=4),
@@ -830,8 +826,7 @@ def test_gated_mlp_with_a_computed_activation_argument_is_declined() -> None:
 
 @pytest.mark.parametrize(("source", "factory", "args", "folded"), [
     (MAX_VIT_MBCONV + MBCONV, "mbconv", (8, 16, True), 3),
-    pytest.param(TORCHVISION_RESNET + SMALL_RESNET, "small_resnet", (), 12,
-                 marks=pytest.mark.xfail(reason="withdrawn: the fix of statements binding an inlined helper's renamed locals was found not equivalent by verify over the transformers corpus (stop 9)", strict=True)),
+    (TORCHVISION_RESNET + SMALL_RESNET, "small_resnet", (), 12),
     (TORCHVISION_RESNET + SMALL_RESNET, "small_resnet", (functools.partial(torch.nn.GroupNorm, 2),), 0),
 ])
 def test_sequential_pairs_fold_in_eval_and_keep_their_keys(source: str, factory: str, args: tuple[Any, ...],

@@ -15,9 +15,11 @@ from adopter.synth.strategies.dropout_add_sum import (
     _assigned_name,
     _block_of,
     _function_at,
+    _indent,
     _reads,
     _reads_after,
     _span,
+    _with_call_replaced,
 )
 
 _STRADDLE = "the match straddles if/else branches; no single place to rewrite it"
@@ -212,23 +214,6 @@ def rewrite_branches(ctx: SynthContext, plan: BranchPlan, fused: Callable[[Fusio
         out.pop(0)
     code = [out[0].lstrip(" \t")] + [line.removeprefix(base) for line in out[1:]]
     ctx.replace_statements(list(plan.spans), "\n".join(code))
-
-
-def _with_call_replaced(ctx: SynthContext, stmt: ast.stmt, call: Span, name: str) -> str:
-    """The text of `stmt` (from its first line, unindented) with the expression at `call` replaced by `name`."""
-    lines = ctx.source.split("\n")
-    first, last = stmt.lineno - 1, (stmt.end_lineno or stmt.lineno) - 1
-    if not (first <= call.start_line and call.end_line <= last):
-        ctx.decline("the norm call is not inside its statement")
-    text = lines[first : last + 1]
-    head, tail = text[call.start_line - first][: call.start_col], text[call.end_line - first][call.end_col :]
-    text[call.start_line - first : call.end_line - first + 1] = [head + name + tail]
-    indent = _indent(text[0])
-    return "\n".join(line.removeprefix(indent) for line in text)
-
-
-def _indent(line: str) -> str:
-    return line[: len(line) - len(line.lstrip(" \t"))]
 
 
 def _bound(stmt: ast.stmt) -> set[str]:

@@ -9,8 +9,9 @@ from itertools import pairwise
 from adopter.dsl.types import OpKind, Span
 from adopter.synth.registry import SynthContext
 
-# (name bound to the normalised value, names bound to the sum, spans of the first and last statement replaced)
-SumPlan = tuple[str, list[str], list[Span]]
+# (name bound to the normalised value, names bound to the sum, spans of the first and last statement replaced,
+# the norm's statement with the norm call replaced by that name where the norm is part of a larger statement)
+SumPlan = tuple[str, list[str], list[Span], str | None]
 
 
 def sum_plan(ctx: SynthContext) -> SumPlan | None:
@@ -42,6 +43,7 @@ def sum_plan(ctx: SynthContext) -> SumPlan | None:
     drop_names = {name for s in block if s.lineno in lines and s.lineno < add_stmt.lineno
                   and (name := _assigned_name(s)) is not None}
     aliases: list[str] = []
+    others: list[int] = []  # lines of other statements between the steps
     region = [s for s in block if first <= s.lineno <= last]
     if any((a.end_lineno or a.lineno) == b.lineno for a, b in pairwise(region)):
         ctx.decline("a statement of the pattern shares its line with other code")
@@ -57,22 +59,61 @@ def sum_plan(ctx: SynthContext) -> SumPlan | None:
         if read:
             ctx.decline(f"line {stmt.lineno} reads `{min(read)}` between the statements to fuse; the fused call "
                         "would not make that value there")
+        others.append(stmt.lineno)
     norm_stmt = region[-1] if region else None
-    out = _assigned_name(norm_stmt) if norm_stmt is not None and norm_stmt.lineno == last else None
+    if norm_stmt is None or norm_stmt.lineno != last:
+        norm_stmt = None
+    out = _assigned_name(norm_stmt) if norm_stmt is not None else None
     end = (norm_stmt.end_lineno or last) if norm_stmt is not None else last
     after = _reads_after(func, end)
-    wanted = [n for n in dict.fromkeys([total, *aliases]) if n != out and n in after]
+    # The norm inside a larger statement (`h = h + self.ff(self.norm(h))`, wav2vec2's stable-layer-norm
+    # layer): the rest of that statement may read the sum, which the fused call must then bind as well.
+    nested = norm_stmt is not None and not _is_whole_value(ctx, norm_stmt, norm.span)
+    rest_reads = _reads_outside(ctx, norm_stmt, norm.span) if nested and norm_stmt is not None else set()
+    wanted = [n for n in dict.fromkeys([total, *aliases]) if n in rest_reads or (n in after and (nested or n != out))]
     # A name the chain binds before the sum (the dropout's output under its own name) must not be read later.
-    for name in sorted(drop_names - {total, *aliases} - ({out} if out else set())):
-        if name in after:
+    for name in sorted(drop_names - {total, *aliases} - ({out} if out and not nested else set())):
+        if name in after or name in rest_reads:
             ctx.decline(f"`{name}` (the dropout's output) is also read after the chain; fusing would lose it")
     if not wanted:
         return None
+    if nested and norm_stmt is not None:
+        early = _calls_before(ctx, norm_stmt, norm.span)
+        if early:
+            ctx.decline(f"the norm's statement calls `{early}` before the norm; the fused call would run it after")
+        fresh = ctx.fresh_name("normed")
+        return fresh, wanted, [_span(ctx, region[0]), norm.stmt_span], _with_call_replaced(ctx, norm_stmt, norm.span,
+                                                                                          fresh)
+    if others:  # the fused call below replaces every statement from the first step to the norm
+        ctx.decline(f"line {others[0]} sits between the statements to fuse and does other work; the fused call "
+                    "that keeps the residual sum would replace it")
     if out is None or norm_stmt is None:
         ctx.decline(f"`{total}` (the residual sum) is read after the norm, which is not a plain `name = norm(...)` "
                     "statement; the fused call cannot bind both")
         raise AssertionError
-    return out, wanted, [_span(ctx, region[0]), norm.stmt_span]
+    return out, wanted, [_span(ctx, region[0]), norm.stmt_span], None
+
+
+def _is_whole_value(ctx: SynthContext, stmt: ast.stmt, call: Span) -> bool:
+    """Whether `stmt` is `name = <the call at call>`."""
+    return (isinstance(stmt, ast.Assign) and _assigned_name(stmt) is not None
+            and _span(ctx, stmt.value) == call)
+
+
+def _reads_outside(ctx: SynthContext, stmt: ast.stmt, call: Span) -> set[str]:
+    """Names `stmt` reads outside the expression at `call`."""
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            and not call.contains(_span(ctx, n))}
+
+
+def _calls_before(ctx: SynthContext, stmt: ast.stmt, call: Span) -> str | None:
+    """The text of a call in `stmt` that runs before the expression at `call` (it ends before it starts), if any."""
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call):
+            span = _span(ctx, node)
+            if (span.end_line, span.end_col) <= (call.start_line, call.start_col):
+                return ast.get_source_segment(ctx.source, node) or "a function"
+    return None
 
 
 def _assigned_name(stmt: ast.stmt) -> str | None:
@@ -127,3 +168,19 @@ def _span(ctx: SynthContext, stmt: ast.stmt | ast.expr) -> Span:
     end = (stmt.end_lineno or stmt.lineno) - 1
     return Span(stmt.lineno - 1, col(stmt.lineno - 1, stmt.col_offset), end, col(end, stmt.end_col_offset or 0))
 
+
+def _with_call_replaced(ctx: SynthContext, stmt: ast.stmt, call: Span, name: str) -> str:
+    """The text of `stmt` (from its first line, unindented) with the expression at `call` replaced by `name`."""
+    lines = ctx.source.split("\n")
+    first, last = stmt.lineno - 1, (stmt.end_lineno or stmt.lineno) - 1
+    if not (first <= call.start_line and call.end_line <= last):
+        ctx.decline("the norm call is not inside its statement")
+    text = lines[first : last + 1]
+    head, tail = text[call.start_line - first][: call.start_col], text[call.end_line - first][call.end_col :]
+    text[call.start_line - first : call.end_line - first + 1] = [head + name + tail]
+    indent = _indent(text[0])
+    return "\n".join(line.removeprefix(indent) for line in text)
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]

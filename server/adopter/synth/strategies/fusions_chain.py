@@ -130,15 +130,26 @@ def value_text(ctx: SynthContext, var: str) -> str:
     if isinstance(value, Expr):
         return value.text
     assert isinstance(value, Ref)
-    producer = op_producing(ctx, var)
+    ops = ctx.finding.match.ops
+    # The value an operand slot reads is the one written last before the first op that reads it. A name is
+    # not one value: a local is rebound (`h = h + f(h)`), and an inlined helper's returned local takes the
+    # call's temporary name (`%18`) at every binding, so the op writing the sum can also read the residual
+    # under the same name. The first op writing the name is not, then, what the operand holds.
+    first_read = next((i for i, op in enumerate(ops) if value in op.args), None)
+    if first_read is None:
+        producer = op_producing(ctx, var)
+    else:
+        producer = next((op for op in reversed(ops[:first_read]) if value.name in op.outputs), None)
     if producer is not None and value.name.startswith("%"):
         return ctx.text(producer.span)
-    for op in ctx.finding.match.ops:
-        for i, arg in enumerate(op.args):
-            if arg == value:
-                parts = _call_parts(ctx, op)
-                if i < len(parts) and parts[i]:
-                    return parts[i]
+    for op in ops[first_read or 0:]:
+        if value in op.args:  # the operand as the source spells it there
+            parts = _call_parts(ctx, op)
+            i = op.args.index(value)
+            if i < len(parts) and parts[i]:
+                return parts[i]
+        if value.name in op.outputs:
+            break  # a later read would be of another value under the same name
     if not value.name.startswith("%"):
         return value.name
     ctx.decline(f"cannot find the source text of ${var}")
@@ -215,8 +226,10 @@ def _function_end(ctx: SynthContext, line: int) -> int:
     return end
 
 
-def _check_dead(ctx: SynthContext, chain: Sequence[Op], deleted: Sequence[Span], final: Op) -> None:
-    """Decline when a value computed by a deleted statement is read outside the chain.
+def _check_dead(ctx: SynthContext, chain: Sequence[Op], deleted: Sequence[Span], final: Op,
+                spelled: dict[Span, set[str]]) -> None:
+    """Decline when a value computed by a deleted statement is read outside the chain (`spelled`: the
+    names each deleted statement binds as written, where the analysis renamed them).
 
     The rules' guards already ask for this; reading the text as well also catches uses the analysis
     does not model (stores such as `self.cache = h`, `out[0] = h`).
@@ -254,6 +267,7 @@ def _check_dead(ctx: SynthContext, chain: Sequence[Op], deleted: Sequence[Span],
                 if line not in chain_lines and assign.search(lines[line].split("#")[0]):
                     ctx.decline(f"`{name}` is reassigned on line {line + 1}, between the statements to fuse")
         names = {out for op in chain if op.stmt_span == stmt for out in op.outputs if not out.startswith("%")}
+        names |= spelled.get(stmt, set())
         for name in names:
             pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
             if pattern.search(outside):
@@ -279,6 +293,7 @@ def rewrite_chain(ctx: SynthContext, new_expr: str, ops: Sequence[Op] | None = N
     final = chain[-1]
     final_stmt = final.stmt_span
     deleted: list[Span] = []
+    spelled: dict[Span, set[str]] = {}  # the names each deleted statement binds, as written
     for op in chain[:-1]:
         if final.span.contains(op.span):
             continue
@@ -297,20 +312,21 @@ def rewrite_chain(ctx: SynthContext, new_expr: str, ops: Sequence[Op] | None = N
         outer = outers[0]
         stmt_text = ctx.statement_text(stmt)
         op_text = ctx.text(outer.span)
-        # The statement must bind the chain's values under the names the analysis gives them. Accepting the
-        # renamed or temporary names of an inlined helper's locals (`src_3`, `%1`) was tried this stop and
-        # withdrawn: `verify` over the transformers corpus found 8 f05 rewrites that were not equivalent (a
-        # residual read as the sum's own text, a sum read outside the fused call).
-        targets = r"\s*,\s*".join(re.escape(out) for out in outer.outputs)
-        if not re.fullmatch(rf"\(?\s*{targets}\s*,?\s*\)?\s*=\s*\(?\s*{re.escape(op_text)}\s*\)?", stmt_text, re.S):
+        # A helper inlined into the forward binds its locals under renamed or temporary names (`src_3`, `%1`):
+        # the statement binds whatever plain names it spells, which the dead-value check below reads as well.
+        targets = r"\s*,\s*".join(r"([A-Za-z_]\w*)" for _ in outer.outputs)
+        shape = re.fullmatch(rf"\(?\s*{targets}\s*,?\s*\)?\s*=\s*\(?\s*{re.escape(op_text)}\s*\)?", stmt_text, re.S)
+        if shape is None:
             ctx.decline("a statement of the pattern does more than compute the fused chain")
+            raise AssertionError
+        spelled[stmt] = set(shape.groups())
         if not _statement_lines_alone(ctx, stmt) or not _statement_lines_alone(ctx, final_stmt):
             ctx.decline("a statement of the pattern shares its line with other code")
         if ctx.line_indent(stmt) != ctx.line_indent(final_stmt):
             ctx.decline("the pattern's statements are in different blocks")
         deleted.append(stmt)
 
-    _check_dead(ctx, chain, deleted, final)
+    _check_dead(ctx, chain, deleted, final, spelled)
 
     # Rebuild the region from the first deleted statement to the final one.
     first = min([final_stmt, *deleted], key=_start)

@@ -83,15 +83,14 @@ def dropout_add_layer_norm(ctx: SynthContext) -> None:
         return
     plan = sum_plan(ctx)
     if plan is not None:
-        # The operands must read as the names the deleted sum statement reads: an operand whose value text
-        # is an expression (`output + self.dropout2(output2)`, after an earlier round rewrote the block) was
-        # found not equivalent by `verify` (OneFormer's pre-norm decoder layer), so it is declined.
+        # The fused call stands where the chain's first statement stood and evaluates its operands before the
+        # dropout: an operand that is an expression (a call) would run at another point than it did.
         if not all(re.fullmatch(r"[A-Za-z_][\w.]*", text) for text in (x, residual)):
             ctx.decline("an operand of the residual sum is not a plain name here; fuse it by hand")
         helper = ensure_helper(ctx, "fused_dropout_add_layer_norm_residual", "dropout-add-layernorm-residual",
                                _DROPOUT_ADD_LAYER_NORM_RESIDUAL)
-        out, sums, spans = plan
-        extra = "".join(f"\n{alias} = {sums[0]}" for alias in sums[1:])
+        out, sums, spans, rest = plan
+        extra = "".join(f"\n{alias} = {sums[0]}" for alias in sums[1:]) + ("" if rest is None else f"\n{rest}")
         args = [x, residual, norm, p, training]
         call = f"{helper}({', '.join(args)})"
         if len(ctx.line_indent(spans[0])) + len(out) + len(sums[0]) + len(call) + 5 > 100:
