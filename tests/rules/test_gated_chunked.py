@@ -279,6 +279,9 @@ def test_k_diffusion_blocks_are_equivalent(cls: str, dtype: torch.dtype) -> None
         torch.testing.assert_close(b, a, **EXACT)
 
 
+# Another test in the same worker may have imported bench/oracle/trace.py, which turns dynamo off
+# for the whole process: this one needs it on.
+@torch._dynamo.config.patch(disable=False)
 def test_k_diffusion_helper_under_torch_compile() -> None:
     """k-diffusion compiles `geglu` by default: under torch.compile the helper computes the product as
     written (the compiler fuses it itself), and the compiled function's values and gradients are the

@@ -91,6 +91,9 @@ def test_real_classes_are_equivalent(cls: str, dtype: torch.dtype) -> None:
     assert _saved_bytes(rewritten, x) < _saved_bytes(original, x)
 
 
+# Another test in the same worker may have imported bench/oracle/trace.py, which turns dynamo off
+# for the whole process: this one needs it on.
+@torch._dynamo.config.patch(disable=False)
 def test_helper_gradcheck_double_backward_and_compile() -> None:
     new = fixed(OPEN_CLIP_QUICK_GELU, RULES, applied=1)
     helper = load(new, "qg_helper")["quick_gelu"]
