@@ -10,7 +10,8 @@
 # Each part runs under its own timeout, cut to what is left of the whole run's budget (a part that would
 # start with under 20 s left is recorded as skipped); an out-of-memory error or a failing model is reported
 # in the JSON and the script goes on. Everything lands in one file: bench/out/gpu_check.json (or $1).
-# Environment: PYTHON (default .venv/bin/python), ADOPTER_TF435 (default .cache/tf435), GPU_CHECK_SECONDS.
+# Environment: PYTHON (default .venv/bin/python), ADOPTER_TF435 (default .cache/tf435), GPU_CHECK_SECONDS,
+# GPU_CHECK_PARTS (space-separated part names, e.g. "verify-t5 wham-mechanisms": run only those; default all).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-.venv/bin/python}"
@@ -27,6 +28,7 @@ left() { echo $(( BUDGET - RESERVE - ($(date +%s) - T0) )); }
 
 part() {  # part NAME SECONDS COMMAND...: run it, keep its exit status, stdout (JSON or text) and stderr tail
   local name="$1" limit="$2"; shift 2
+  if [[ -n "${GPU_CHECK_PARTS:-}" && " $GPU_CHECK_PARTS " != *" $name "* ]]; then return; fi
   local remaining; remaining=$(left)
   if (( remaining < 20 )); then echo "$name skipped 0" >>"$WORK/status"; : >"$WORK/$name.out"; : >"$WORK/$name.err"; return; fi
   (( limit > remaining )) && limit=$remaining
