@@ -43,6 +43,9 @@ from typing import Any
 
 from adopter.positions import LINE_BREAK, lsp_line_starts
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lsp_latency import server_env
+
 TIMEOUT_S = 120.0
 SNIPPETS = ["x", "\n", "    ", "self.", "(", ")", ":", "é😀", "return self.dropout(", "torch.matmul(q, k)", '"""', "#"]
 NEW_CLASS = [
@@ -122,7 +125,8 @@ class Server:
         self.stderr = root / "server-stderr.log"  # the server's own log: a traceback, if it has one
         with self.stderr.open("wb") as err:
             self.process = subprocess.Popen([sys.executable, "-m", "adopter", "lsp"], stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, stderr=err, cwd=root)
+                                            stdout=subprocess.PIPE, stderr=err, cwd=root,
+                                            env=server_env())
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.published: dict[str, tuple[int | None, list[dict[str, Any]]]] = {}
         self.messages: list[str] = []

@@ -41,6 +41,17 @@ from typing import Any
 from adopter.corpus import modeling_files
 
 
+def server_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a server process started in another folder (`env`, else this process's), with
+    `PYTHONPATH` made absolute: a relative `PYTHONPATH=server` would not resolve from the server's working
+    folder, so a checkout's server would silently run whatever `adopter` the venv has installed (the main
+    checkout's, for an editable install) instead of the code measured."""
+    env = dict(os.environ if env is None else env)
+    if env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep) if p)
+    return env
+
+
 class Client:
     """A minimal JSON-RPC/LSP client over a subprocess's stdio (no framework overhead in the timings)."""
 
@@ -57,7 +68,7 @@ class Client:
     async def start(self) -> None:
         self.process = await asyncio.create_subprocess_exec(
             *self.command, cwd=self.cwd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env=self.env,
+            stderr=asyncio.subprocess.DEVNULL, env=server_env(self.env),
         )
         self._reader = asyncio.ensure_future(self._read())
 

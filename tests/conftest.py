@@ -1,4 +1,4 @@
-"""Settings every test process shares.
+"""Settings every test process shares (and passes on to the processes it starts).
 
 Ray (2.60) switches token authentication on for a local instance that `ray.init()` starts, records it in
 this process's environment (RAY_AUTH_MODE=token) and keeps the mode for later connections of the same
@@ -14,3 +14,9 @@ from __future__ import annotations
 import os
 
 os.environ["RAY_AUTH_MODE"] = "disabled"
+
+# Servers and CLIs the tests start in a temporary folder must run this checkout's code: a relative
+# `PYTHONPATH=server` (how a worktree runs its tests) resolves from the child's working folder, not from
+# here, and the child then imports the venv's installed `adopter` (an editable install of another checkout).
+if os.environ.get("PYTHONPATH"):
+    os.environ["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in os.environ["PYTHONPATH"].split(os.pathsep) if p)
