@@ -50,6 +50,12 @@ COMMUTATIVE = frozenset({"+", "*"})
 # Guards on how matched values are used elsewhere: failing one still reports the site, without a fix.
 _SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split"})
 _USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKind.FIX_REQUIRES})
+# Guards whose answer is a function of the values bound to their arguments and of the forward alone (no
+# bindings, no chosen nodes, no search state): `RuleMatcher` answers each once per distinct tuple of values.
+# The search reaches the same values at many leaves (fused QKV: each assignment of the three projections
+# once per combination of the optional head splits present or skipped).
+_VALUE_GUARDS = frozenset({GuardKind.UNSPLIT, GuardKind.SAME_PATHS, GuardKind.ATTENTION_ROLES,
+                           GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR})
 # How many unification attempts one rule may spend on one forward: a pathological pattern must not
 # stall the server; hitting it is reported as a problem.
 STEP_BUDGET = 50_000
@@ -136,6 +142,7 @@ class RuleMatcher:
         self.crossed_branch = False  # set by _bound_of: it looked through a cast on one path only
         self.budget = STEP_BUDGET
         self._cand_sets: dict[int, set[int]] = {}
+        self._verdicts: dict[tuple[int, tuple[Bound | None, ...]], bool] = {}  # `_VALUE_GUARDS` answered
 
     # -- pre-filter ------------------------------------------------------------------------------
 
@@ -452,6 +459,12 @@ class RuleMatcher:
         return None
 
     def _guard_ok(self, g: Guard, chosen: list[int], state: _State) -> bool:
+        if g.kind in _VALUE_GUARDS:
+            key = (id(g), tuple(self._value(a, state) for a in g.args))  # `g` lives as long as the rule
+            known = self._verdicts.get(key)
+            if known is None:
+                known = self._verdicts[key] = self._value_guard_ok(g.kind, key[1])
+            return known
         if g.kind in (GuardKind.EQUALS, GuardKind.ONE_OF, GuardKind.FIX_REQUIRES):
             if not g.args:
                 return True
@@ -465,21 +478,10 @@ class RuleMatcher:
             return self._no_kwarg(g, state)
         if g.kind == GuardKind.INSIDE_SUBMODULE:
             return True  # a permission, applied when the match becomes a finding (engine.sites)
-        if g.kind == GuardKind.UNSPLIT:
-            return all(self._unsplit(self._value(arg, state)) for arg in g.args)
         if g.kind == GuardKind.SAME_WIDTH:
             return widths_agree([self._width(arg, state) for arg in g.args])
-        if g.kind == GuardKind.SAME_PATHS:
-            return self._same_paths([self._value(arg, state) for arg in g.args])
-        if g.kind == GuardKind.ATTENTION_ROLES:
-            values = [self._value(arg, state) for arg in g.args]
-            return plays_attention_roles(values[:3], values[3:], self.flat)
         if g.kind == GuardKind.KEY_MAY_BE:
             return self._key_may_be(g, state)
-        if g.kind == GuardKind.ROTARY_TABLES:
-            return all(is_rotary_table(self._value(a, state), self.flat) for a in g.args)
-        if g.kind == GuardKind.SCALE_FACTOR:
-            return all(is_scale_factor(self._value(a, state), self.flat) for a in g.args)
         if g.kind == GuardKind.VOCABULARY:
             return all(projects_to_vocabulary(state.bindings.get(state.var(a.name.lstrip("$"))), self.init)
                        for a in g.args if isinstance(a, PVar))
@@ -495,6 +497,20 @@ class RuleMatcher:
             if not ok:
                 return False
         return True
+
+    def _value_guard_ok(self, kind: GuardKind, values: tuple[Bound | None, ...]) -> bool:
+        """A guard of `_VALUE_GUARDS` on the values bound to its arguments."""
+        if kind == GuardKind.UNSPLIT:
+            return all(self._unsplit(v) for v in values)
+        if kind == GuardKind.SAME_PATHS:
+            return self._same_paths(list(values))
+        if kind == GuardKind.ATTENTION_ROLES:
+            return plays_attention_roles(values[:3], values[3:], self.flat)
+        if kind == GuardKind.ROTARY_TABLES:
+            return all(is_rotary_table(v, self.flat) for v in values)
+        if kind == GuardKind.SCALE_FACTOR:
+            return all(is_scale_factor(v, self.flat) for v in values)
+        raise ValueError(f"not a value guard: {kind}")
 
     def _unsplit(self, value: Bound | None) -> bool:
         """No op reading `value` splits it into parts (an absent optional value or an Expr has none)."""
