@@ -143,6 +143,10 @@ class RuleMatcher:
         self.budget = STEP_BUDGET
         self._cand_sets: dict[int, set[int]] = {}
         self._verdicts: dict[tuple[int, tuple[Bound | None, ...]], bool] = {}  # `_VALUE_GUARDS` answered
+        # The value guards asked before the leaves (`_feasible`): those on variables only (a PAny or a
+        # literal argument is left to the leaf).
+        self._early = tuple(g for g in rule.guards if g.kind in _VALUE_GUARDS
+                            and g.args and all(isinstance(a, PVar) for a in g.args))
 
     # -- pre-filter ------------------------------------------------------------------------------
 
@@ -220,14 +224,26 @@ class RuleMatcher:
             mark = state.mark()
             if self._unify_op(step, n, state):
                 chosen.append(n)
-                yield from self._search(i + 1, chosen, cands, state)
+                if self._feasible(state):
+                    yield from self._search(i + 1, chosen, cands, state)
                 chosen.pop()
             state.undo(mark)
         if step.optional:
             mark = state.mark()
-            if self._skip(step, state):
+            if self._skip(step, state) and self._feasible(state):
                 yield from self._search(i + 1, chosen, cands, state)
             state.undo(mark)
+
+    def _feasible(self, state: _State) -> bool:
+        """False when a value guard whose arguments are all bound already fails: every leaf below would
+        fail it (a bound variable keeps its value for the rest of the path), so the subtree is not searched.
+        The fused-QKV search otherwise tries both options of each optional head split (8 leaves) under each
+        assignment of the three projections that `unsplit`/`same_paths` already rule out."""
+        for g in self._early:
+            values = tuple(self._value(a, state) for a in g.args)
+            if None not in values and not self._verdict(g, values):
+                return False
+        return True
 
     def _cast_reads(self, name: str, readers: Sequence[int]) -> bool:
         """Whether a cast reads `name` (once per forward: every rule's search asks again)."""
@@ -460,11 +476,7 @@ class RuleMatcher:
 
     def _guard_ok(self, g: Guard, chosen: list[int], state: _State) -> bool:
         if g.kind in _VALUE_GUARDS:
-            key = (id(g), tuple(self._value(a, state) for a in g.args))  # `g` lives as long as the rule
-            known = self._verdicts.get(key)
-            if known is None:
-                known = self._verdicts[key] = self._value_guard_ok(g.kind, key[1])
-            return known
+            return self._verdict(g, tuple(self._value(a, state) for a in g.args))
         if g.kind in (GuardKind.EQUALS, GuardKind.ONE_OF, GuardKind.FIX_REQUIRES):
             if not g.args:
                 return True
@@ -497,6 +509,14 @@ class RuleMatcher:
             if not ok:
                 return False
         return True
+
+    def _verdict(self, g: Guard, values: tuple[Bound | None, ...]) -> bool:
+        """A guard of `_VALUE_GUARDS` on these values, answered once per matcher."""
+        key = (id(g), values)  # `g` lives as long as the rule
+        known = self._verdicts.get(key)
+        if known is None:
+            known = self._verdicts[key] = self._value_guard_ok(g.kind, values)
+        return known
 
     def _value_guard_ok(self, kind: GuardKind, values: tuple[Bound | None, ...]) -> bool:
         """A guard of `_VALUE_GUARDS` on the values bound to its arguments."""
