@@ -50,6 +50,12 @@ COMMUTATIVE = frozenset({"+", "*"})
 # Guards on how matched values are used elsewhere: failing one still reports the site, without a fix.
 _SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split"})
 _USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKind.FIX_REQUIRES})
+# Guards whose answer is a function of the values bound to their arguments and of the forward alone (no
+# bindings, no chosen nodes, no search state): `RuleMatcher` answers each once per distinct tuple of values.
+# The search reaches the same values at many leaves (fused QKV: each assignment of the three projections
+# once per combination of the optional head splits present or skipped).
+_VALUE_GUARDS = frozenset({GuardKind.UNSPLIT, GuardKind.SAME_PATHS, GuardKind.ATTENTION_ROLES,
+                           GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR})
 # How many unification attempts one rule may spend on one forward: a pathological pattern must not
 # stall the server; hitting it is reported as a problem.
 STEP_BUDGET = 50_000
@@ -136,6 +142,11 @@ class RuleMatcher:
         self.crossed_branch = False  # set by _bound_of: it looked through a cast on one path only
         self.budget = STEP_BUDGET
         self._cand_sets: dict[int, set[int]] = {}
+        self._verdicts: dict[tuple[int, tuple[Bound | None, ...]], bool] = {}  # `_VALUE_GUARDS` answered
+        # The value guards asked before the leaves (`_feasible`): those on variables only (a PAny or a
+        # literal argument is left to the leaf).
+        self._early = tuple(g for g in rule.guards if g.kind in _VALUE_GUARDS
+                            and g.args and all(isinstance(a, PVar) for a in g.args))
 
     # -- pre-filter ------------------------------------------------------------------------------
 
@@ -213,14 +224,26 @@ class RuleMatcher:
             mark = state.mark()
             if self._unify_op(step, n, state):
                 chosen.append(n)
-                yield from self._search(i + 1, chosen, cands, state)
+                if self._feasible(state):
+                    yield from self._search(i + 1, chosen, cands, state)
                 chosen.pop()
             state.undo(mark)
         if step.optional:
             mark = state.mark()
-            if self._skip(step, state):
+            if self._skip(step, state) and self._feasible(state):
                 yield from self._search(i + 1, chosen, cands, state)
             state.undo(mark)
+
+    def _feasible(self, state: _State) -> bool:
+        """False when a value guard whose arguments are all bound already fails: every leaf below would
+        fail it (a bound variable keeps its value for the rest of the path), so the subtree is not searched.
+        The fused-QKV search otherwise tries both options of each optional head split (8 leaves) under each
+        assignment of the three projections that `unsplit`/`same_paths` already rule out."""
+        for g in self._early:
+            values = tuple(self._value(a, state) for a in g.args)
+            if None not in values and not self._verdict(g, values):
+                return False
+        return True
 
     def _cast_reads(self, name: str, readers: Sequence[int]) -> bool:
         """Whether a cast reads `name` (once per forward: every rule's search asks again)."""
@@ -452,6 +475,8 @@ class RuleMatcher:
         return None
 
     def _guard_ok(self, g: Guard, chosen: list[int], state: _State) -> bool:
+        if g.kind in _VALUE_GUARDS:
+            return self._verdict(g, tuple(self._value(a, state) for a in g.args))
         if g.kind in (GuardKind.EQUALS, GuardKind.ONE_OF, GuardKind.FIX_REQUIRES):
             if not g.args:
                 return True
@@ -465,21 +490,10 @@ class RuleMatcher:
             return self._no_kwarg(g, state)
         if g.kind == GuardKind.INSIDE_SUBMODULE:
             return True  # a permission, applied when the match becomes a finding (engine.sites)
-        if g.kind == GuardKind.UNSPLIT:
-            return all(self._unsplit(self._value(arg, state)) for arg in g.args)
         if g.kind == GuardKind.SAME_WIDTH:
             return widths_agree([self._width(arg, state) for arg in g.args])
-        if g.kind == GuardKind.SAME_PATHS:
-            return self._same_paths([self._value(arg, state) for arg in g.args])
-        if g.kind == GuardKind.ATTENTION_ROLES:
-            values = [self._value(arg, state) for arg in g.args]
-            return plays_attention_roles(values[:3], values[3:], self.flat)
         if g.kind == GuardKind.KEY_MAY_BE:
             return self._key_may_be(g, state)
-        if g.kind == GuardKind.ROTARY_TABLES:
-            return all(is_rotary_table(self._value(a, state), self.flat) for a in g.args)
-        if g.kind == GuardKind.SCALE_FACTOR:
-            return all(is_scale_factor(self._value(a, state), self.flat) for a in g.args)
         if g.kind == GuardKind.VOCABULARY:
             return all(projects_to_vocabulary(state.bindings.get(state.var(a.name.lstrip("$"))), self.init)
                        for a in g.args if isinstance(a, PVar))
@@ -495,6 +509,28 @@ class RuleMatcher:
             if not ok:
                 return False
         return True
+
+    def _verdict(self, g: Guard, values: tuple[Bound | None, ...]) -> bool:
+        """A guard of `_VALUE_GUARDS` on these values, answered once per matcher."""
+        key = (id(g), values)  # `g` lives as long as the rule
+        known = self._verdicts.get(key)
+        if known is None:
+            known = self._verdicts[key] = self._value_guard_ok(g.kind, values)
+        return known
+
+    def _value_guard_ok(self, kind: GuardKind, values: tuple[Bound | None, ...]) -> bool:
+        """A guard of `_VALUE_GUARDS` on the values bound to its arguments."""
+        if kind == GuardKind.UNSPLIT:
+            return all(self._unsplit(v) for v in values)
+        if kind == GuardKind.SAME_PATHS:
+            return self._same_paths(list(values))
+        if kind == GuardKind.ATTENTION_ROLES:
+            return plays_attention_roles(values[:3], values[3:], self.flat)
+        if kind == GuardKind.ROTARY_TABLES:
+            return all(is_rotary_table(v, self.flat) for v in values)
+        if kind == GuardKind.SCALE_FACTOR:
+            return all(is_scale_factor(v, self.flat) for v in values)
+        raise ValueError(f"not a value guard: {kind}")
 
     def _unsplit(self, value: Bound | None) -> bool:
         """No op reading `value` splits it into parts (an absent optional value or an Expr has none)."""
