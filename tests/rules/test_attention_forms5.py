@@ -370,7 +370,58 @@ def test_einsums_in_another_axis_order_are_permuted_and_equivalent() -> None:
     _equivalent(HEADS_THIRD, new, "SelfAttention", lambda cls: cls(16, 2), lambda: (torch.randn(2, 5, 16), mask))
 
 
+# taming-transformers / latent-diffusion `AttnBlock` (copied into many VAE and UNet codebases): channels-first
+# keys read as they are, values multiplied from the left by the transposed probabilities.
+CHANNELS_FIRST = """
+import torch
+from torch import nn
+
+
+class AttnBlock(nn.Module):
+    def __init__(self, in_channels):
+        super().__init__()
+        self.norm = nn.GroupNorm(4, in_channels)
+        self.q = nn.Conv2d(in_channels, in_channels, 1)
+        self.k = nn.Conv2d(in_channels, in_channels, 1)
+        self.v = nn.Conv2d(in_channels, in_channels, 1)
+        self.proj_out = nn.Conv2d(in_channels, in_channels, 1)
+
+    def forward(self, x):
+        h_ = self.norm(x)
+        q = self.q(h_)
+        k = self.k(h_)
+        v = self.v(h_)
+
+        # compute attention
+        b, c, h, w = q.shape
+        q = q.reshape(b, c, h * w)
+        q = q.permute(0, 2, 1)   # b,hw,c
+        k = k.reshape(b, c, h * w)  # b,c,hw
+        w_ = torch.bmm(q, k)     # b,hw,hw    w[b,i,j]=sum_c q[b,i,c]k[b,c,j]
+        w_ = w_ * (int(c) ** (-0.5))
+        w_ = torch.nn.functional.softmax(w_, dim=2)
+
+        # attend to values
+        v = v.reshape(b, c, h * w)
+        w_ = w_.permute(0, 2, 1)   # b,hw,hw (first hw of k, second of q)
+        h_ = torch.bmm(v, w_)     # b, c,hw (hw of q) h_[b,c,j] = sum_i v[b,c,i] w_[b,i,j]
+        h_ = h_.reshape(b, c, h, w)
+
+        h_ = self.proj_out(h_)
+
+        return x + h_
+"""
+
+
+def test_channels_first_attention_block_is_rewritten_and_equivalent() -> None:
+    new = fixed(CHANNELS_FIRST, RULES, applied=1)
+    assert "k.transpose(-2, -1)" in new and "v.transpose(-2, -1)" in new and "w_" not in new.split("reshape(b, c, h * w)\n")[-1], new
+    _equivalent(CHANNELS_FIRST, new, "AttnBlock", lambda cls: cls(8), lambda: (torch.randn(2, 8, 4, 5),))
+
+
 # -- counter-examples: declined, with the reason ------------------------------------------------------------------
+
+PROBS_READ_AFTER = CHANNELS_FIRST.replace("        return x + h_", "        return x + h_, w_")
 
 SHAPE_READ = LUCIDRAINS.replace(
     '            sim = sim.masked_fill(~mask, max_neg_value)\n',
@@ -400,8 +451,9 @@ RETURNS_BETWEEN = BETWEEN.replace("        v = v * 2.0\n", "        if v is None
     (MIXED, "does not take (`+`)"),
     (FILL_ALSO_READ, "reads `sim`, a value of the chain"),
     (RETURNS_BETWEEN, "changes where the function goes"),
+    (PROBS_READ_AFTER, "the attention probabilities `w_` are returned"),
 ], ids=["scores-shape-read", "q-rebound-after-the-product", "k-changed-in-place", "fill--100", "fill-by-branch",
-        "added-and-filled", "fill-value-read-after", "return-between"])
+        "added-and-filled", "fill-value-read-after", "return-between", "transposed-probabilities-returned"])
 def test_forms_that_cannot_be_one_call_are_declined(source: str, why: str) -> None:
     reasons = skip_reasons(source, RULES)
     assert reasons and all(why in r for r in reasons), reasons

@@ -67,7 +67,7 @@ def sdpa_chain(ctx: SynthContext) -> None:
     site = _Site(ctx, tree, chain)
     site.check()
     functional = _functional(ctx)
-    inputs = [(site.arg(chain.scores, 0), chain.scores), (site.key(), chain.scores), (site.arg(chain.out, 1), chain.out)]
+    inputs = [(site.arg(chain.scores, 0), chain.scores), (site.key(), chain.scores), (site.value(), chain.out)]
     args = [site.permuted_input(text, i) for i, (text, _) in enumerate(inputs)]
     kind, mask = site.mask_argument()
     callee = f"{functional}.scaled_dot_product_attention"
@@ -295,6 +295,12 @@ class _Site:
                 for a in op.args)) for op in outside):
             ctx.decline("the keys' layout statement holds other steps of the chain; rewrite it by hand")
         lines = {op.stmt_span.start_line + 1 for op in self.ops if op not in outside}
+        # `bmm(v, p.permute(0, 2, 1))`: the canonical pass reads it as `transpose(p @ transpose(v))`, the product's
+        # operands no longer the call's (the call's first is v, its second the transposed probabilities).
+        origin = chain.out.origin
+        self.values_left = bool(
+            origin is not None and (origin.kind.value, origin.target) in _PRODUCTS and len(origin.args) == 2
+            and len(chain.out.args) == 2 and origin.args[0] != chain.out.args[0] and origin.args[1] != chain.out.args[1])
         first = min(lines)
         last = chain.out.stmt_span.start_line + 1
         self.range = [
@@ -791,8 +797,18 @@ class _Site:
         return _permuted(text, self.chain.perms[index])
 
     def output_permutation(self) -> str:
-        """What brings SDPA's output to the order the probabilities' einsum wrote (empty when it is SDPA's)."""
+        """What brings SDPA's output to the order the probabilities' einsum wrote (empty when it is SDPA's), or
+        transposes it back when the values multiplied the transposed probabilities from the left."""
+        if self.values_left:
+            return ".transpose(-2, -1)"
         return _permuted("x", self.chain.out_perm)[1:] if self.chain.out_perm is not None else ""
+
+    def value(self) -> str:
+        """v as SDPA takes it: the product's right operand, or, for `bmm(v, pᵀ)` (channels-first values
+        multiplied from the left by the transposed probabilities, which is `(p @ vᵀ)ᵀ`), `v.transpose(-2, -1)`."""
+        if self.values_left:
+            return f"{_paren(self.operand(self.chain.out, 0))}.transpose(-2, -1)"
+        return self.arg(self.chain.out, 1)
 
     def key(self) -> str:
         """k itself: the receiver of the matched transpose of the last two dims."""
@@ -914,7 +930,7 @@ class _Site:
             if stmt.lineno in self.matched_lines:
                 self._bind_steps(stmt, conditional=False)
                 continue
-            if self._is_stable_shift(stmt) or stmt in dropped:
+            if self._is_stable_shift(stmt) or stmt in dropped or self._is_probabilities_layout(stmt):
                 continue
             extra = self._extra_fill(stmt, scores)
             if extra is not None:
@@ -930,6 +946,32 @@ class _Site:
                 {"an added term" if k == "term" else "a -inf fill" if k == "inf" else "a finite fill" for k in kinds}))
                 + ")")
         self._mask_in_place = self._final_mask(kinds.pop() if kinds else "")
+
+    def _is_probabilities_layout(self, stmt: ast.stmt) -> bool:
+        """`p = p.permute(0, 2, 1)` (or `.transpose(-2, -1)`, `.mT`) of the probabilities, read only by the
+        values' product from the left (`bmm(v, p)`): the call transposes v and its output instead."""
+        if not (self.values_left and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)):
+            return False
+        name = stmt.targets[0].id
+        value = stmt.value
+        base = value.func.value if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) else (
+            value.value if isinstance(value, ast.Attribute) and value.attr == "mT" else None)
+        if not isinstance(base, ast.Name) or base.id not in self._defined_in_range():
+            return False
+        if isinstance(value, ast.Call):
+            assert isinstance(value.func, ast.Attribute)
+            dims = [ast.unparse(a) for a in value.args]
+            if not ((value.func.attr == "permute" and len(dims) == 3 and dims == ["0", "2", "1"])
+                    or (value.func.attr == "transpose" and sorted(dims) in (["-1", "-2"], ["1", "2"]))):
+                return False
+        try:
+            read = self.operand(self.chain.out, 1).strip()
+        except AssertionError:
+            return False
+        later = [n for n in self._walk_func() if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+                 and n.lineno > stmt.lineno]
+        return read == name and all(n.lineno == self.chain.out.stmt_span.start_line + 1 for n in later)
 
     def _scores_name(self) -> str | None:
         """The name the softmax reads the scores from, as written (extra `name = name.masked_fill(...)` steps
