@@ -4,11 +4,13 @@ The chain is `matmul(q, kᵀ)` → optional scale (`/ c` or `* c`) → optional 
 more additive terms) → softmax over the last dim → optional dropout → `matmul(·, v)`. The strategy rebuilds
 the call from the source text of the chain's external inputs (q, k, v, mask, scale, dropout) and declines
 whenever the rewrite could change what the code computes: the probabilities or scores are used outside the
-chain (returned, multiplied by a head mask), other statements sit between the steps, an added term is
-computed from the scores or added under a condition that calls something or reads what the chain binds, or
-the scale is a tensor computed at run time. SDPA adds a float `attn_mask` to the scaled scores, so several
-additive terms (a relative position bias and a shared bias) are summed into that one mask, each under the
-`if` it was added under.
+chain (returned, multiplied by a head mask), a statement between the steps reads the scores, an added term is
+computed from the scores, or the scale is a tensor computed at run time. SDPA adds a float `attn_mask` to the
+scaled scores, so several additive terms (a relative position bias and a shared bias) are summed into that one
+mask, each under the `if` it was added under. Other statements between the steps stay where they are, each mask
+step becoming a binding of the mask in its place (`_Site._plan_in_place`); a large finite fill goes through
+`attention_masks.masked_fill_attention`; keys laid out (..., d, n), values multiplied from the left and
+einsums in another axis order are transposed to SDPA's layout.
 """
 
 from __future__ import annotations
@@ -315,7 +317,11 @@ class _Site:
         # (`_plan_in_place`); the call's inputs are then checked where they are read (`check_read_where_written`).
         self.in_place = False
         self._mask_in_place: tuple[str, str] = ("", "")
-        self._writes: list[tuple[str, int]] = []
+        self._writes: list[tuple[str, int]] = []  # names a kept statement rebinds or changes in place, with the line
+        self._masks: list[tuple[str, str, int, bool]] = []  # (kind: "term"/"inf"/"finite", text, line, under an if)
+        self._chunks: list[tuple[str, str | None]] = []  # (text, the mask text a binding chunk stands for)
+        self._mask_var = ""
+        self._mask_state = "none"  # what the mask variable holds: nothing yet, a tensor, or maybe None
         self._func_nodes: tuple[ast.AST, ...] | None = None
         self._parents: dict[ast.AST, ast.AST] | None = None
         self._range_names: frozenset[str] | None = None
@@ -919,11 +925,6 @@ class _Site:
         it is when it reads no value of the chain and changes none of the call's inputs (checked by
         `check_read_where_written` once the call's arguments are known). A value filling the scores that is
         computed from them only for its dtype (`mask_value = -torch.finfo(sim.dtype).max`) goes too."""
-        self._masks: list[tuple[str, str, int, bool]] = []  # (kind: "term"/"inf"/"finite", text, line, under an if)
-        self._chunks: list[tuple[str, str | None]] = []  # (text, the mask text a binding chunk stands for)
-        self._writes: list[tuple[str, int]] = []  # names a kept statement rebinds or changes in place, with the line
-        self._mask_var = ""
-        self._mask_state = "none"
         scores = self._scores_name()
         dropped = self._dropped_fills()
         for stmt in self.range[:-1]:
@@ -1200,7 +1201,7 @@ class _Site:
 
     def _stores_in_range(self) -> list[tuple[str, int]]:
         """Every (name, line) a statement of the range before its last binds or changes in place."""
-        out = list(getattr(self, "_writes", []))
+        out = list(self._writes)
         for stmt in self.range[:-1]:
             for node in walk(stmt):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
