@@ -1105,7 +1105,7 @@ class _Site:
             self.ctx.decline(f"line {stmt.lineno} holds a step on the `if` line; rewrite it by hand")
         lines = self.ctx.source.split("\n")
         indent = stmt.col_offset
-        header = "\n".join(line[indent:] for line in lines[stmt.lineno - 1:body_first - 1])
+        header = "\n".join(line[indent:] if line.strip() else "" for line in lines[self._comment_start(stmt):body_first - 1])
         outer = self._chunks
         self._chunks = []
         state = self._mask_state
@@ -1167,10 +1167,7 @@ class _Site:
     def _source_of(self, stmt: ast.stmt) -> str:
         """A statement's lines as written, with the comment lines just above it, dedented to its block."""
         lines = self.ctx.source.split("\n")
-        first = stmt.lineno - 1
-        while first > 0 and lines[first - 1].strip().startswith("#") \
-                and first - 1 >= self.range[0].lineno - 1:
-            first -= 1
+        first = self._comment_start(stmt)
         indent = stmt.col_offset
         last = (stmt.end_lineno or stmt.lineno) - 1
         for line in lines[first:last + 1]:
@@ -1178,6 +1175,17 @@ class _Site:
                 self.ctx.decline(f"line {stmt.lineno} has a line indented less than its block (a multi-line "
                                  "string?); it cannot be kept unchanged")
         return "\n".join(line[indent:] if line.strip() else "" for line in lines[first:last + 1])
+
+    def _comment_start(self, stmt: ast.stmt) -> int:
+        """The 0-based first line of a kept statement with the comment lines just above it (inside the range)."""
+        lines = self.ctx.source.split("\n")
+        first = stmt.lineno - 1
+        while first > self.range[0].lineno - 1 and (not lines[first - 1].strip()
+                                                     or lines[first - 1].strip().startswith("#")):
+            first -= 1
+        while first < stmt.lineno - 1 and not lines[first].strip():
+            first += 1
+        return first
 
     def _final_mask(self, kind: str) -> tuple[str, str]:
         """The call's mask once every step is bound: inlined when there is one unconditional step whose names
