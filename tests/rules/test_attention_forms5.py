@@ -439,6 +439,8 @@ FILL_BY_BRANCH = GUARDED_INF.replace(
 ).replace('float("-inf"))', "self.fill)")
 MIXED = TWO_FILLS.replace("            scores.masked_fill_(causal, -1e9)\n", "            scores = scores + causal\n")
 FILL_ALSO_READ = LUCIDRAINS.replace("        return self.to_out(out)", "        return self.to_out(out) * max_neg_value")
+FILL_USED_LATER = LUCIDRAINS.replace(
+    "        return self.to_out(out)", "        return self.to_out(out).masked_fill(x == 0, max_neg_value)")
 RETURNS_BETWEEN = BETWEEN.replace("        v = v * 2.0\n", "        if v is None:\n            return x\n")
 
 
@@ -450,10 +452,11 @@ RETURNS_BETWEEN = BETWEEN.replace("        v = v * 2.0\n", "        if v is None
     (FILL_BY_BRANCH, "neither -inf nor a large negative number"),
     (MIXED, "does not take (`+`)"),
     (FILL_ALSO_READ, "reads `sim`, a value of the chain"),
+    (FILL_USED_LATER, "reads `sim`, a value of the chain"),
     (RETURNS_BETWEEN, "changes where the function goes"),
     (PROBS_READ_AFTER, "the attention probabilities `w_` are returned"),
 ], ids=["scores-shape-read", "q-rebound-after-the-product", "k-changed-in-place", "fill--100", "fill-by-branch",
-        "added-and-filled", "fill-value-read-after", "return-between", "transposed-probabilities-returned"])
+        "added-and-filled", "fill-value-read-after", "fill-value-filling-later", "return-between", "transposed-probabilities-returned"])
 def test_forms_that_cannot_be_one_call_are_declined(source: str, why: str) -> None:
     reasons = skip_reasons(source, RULES)
     assert reasons and all(why in r for r in reasons), reasons

@@ -1039,7 +1039,9 @@ class _Site:
                 name = sub.targets[0].id
                 uses = [n for n in self._walk_func() if isinstance(n, ast.Name) and n.id == name
                         and isinstance(n.ctx, ast.Load)]
-                fill_uses = [n for n in uses if self._reads_as_fill(n)]
+                end = self.range[-1].end_lineno or self.range[-1].lineno
+                # read only as a fill of this chain's steps: a fill elsewhere would lose its value
+                fill_uses = [n for n in uses if self._reads_as_fill(n) and sub.lineno < n.lineno <= end]
                 if len(uses) != len(fill_uses):
                     continue
                 dropped.add(sub)
