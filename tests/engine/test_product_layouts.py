@@ -1,5 +1,5 @@
 """Attention whose matrix products are written in another operand order or layout (the canonical pass's
-`product_layouts`): reported by f10 without an automatic fix, since SDPA takes q, k and v as (..., n, d).
+`product_layouts`): reported by f10 and rewritten to SDPA with the operands transposed to (..., n, d).
 
 - taming-transformers-rom1504 0.0.6 `taming/modules/diffusionmodules/model.py` `AttnBlock` (the
   channels-first attention block of VQGAN / latent-diffusion code): `bmm(q.permute(0, 2, 1), k)` with
@@ -10,7 +10,7 @@
 - torchcfm 1.0.7 `torchcfm/models/unet/unet.py` `QKVAttentionLegacy` (guided-diffusion's channels-first
   attention, copied into many diffusion UNets): `einsum("bct,bcs->bts", q * scale, k * scale)`, softmax
   in fp32 and cast back, `einsum("bts,bcs->bct", weight, v)`: the einsum pass transposes `q`, and the keys
-  `(b, c, s)` are read through two transposes; `sdpa_chain` declines the layout when asked to fix it.
+  `(b, c, s)` are read through two transposes; `sdpa_chain` permutes the einsum's operands (helper `fixcov5`).
 """
 
 from __future__ import annotations
@@ -122,11 +122,47 @@ def attention(code: str) -> list[tuple[str, bool, str | None]]:
     return [(f.rule_id, f.fixable, f.no_fix_reason) for f in found if f.family == 10]
 
 
-@pytest.mark.parametrize("code", [CHANNELS_FIRST, KEYS_D_FIRST], ids=["channels-first-bmm", "keys-d-first"])
-def test_attention_in_another_layout_is_reported_without_a_fix(code: str) -> None:
+@pytest.mark.parametrize(("code", "cls", "make", "shape"), [
+    (CHANNELS_FIRST, "AttnBlock", lambda c: c(8), (2, 8, 4, 5)),
+    (KEYS_D_FIRST, "Attention2dDownsample", lambda c: c(dim=16, key_dim=2, num_heads=9, attn_ratio=2, resolution=3),
+     (2, 16, 3, 3)),
+    (QKV_LEGACY, "QKVAttentionLegacy", lambda c: c(2), (2, 24, 7)),
+], ids=["channels-first-bmm", "keys-d-first", "channels-first-einsum"])
+def test_attention_in_another_layout_is_rewritten_and_equivalent(code: str, cls: str, make, shape) -> None:
+    # fixcov5: SDPA gets the keys as `k.transpose(-2, -1)` (and the values and output transposed for
+    # `bmm(v, pᵀ)`, the einsum's operands permuted), compared as `adopter verify` compares (fp32, CPU, strict load).
+    torch = pytest.importorskip("torch")
+    import sys
+    import types
+
+    from adopter.session import rewrite
+    from adopter.synth import Rewritten
+    from adopter.verify.compare import compare
+
     found = attention(code)
-    assert [(rule, fixable) for rule, fixable, _ in found] == [("f10-manual-attention-sdpa", False)], found
-    assert "another layout" in (found[0][2] or "")
+    assert [(rule, fixable) for rule, fixable, _ in found] == [("f10-manual-attention-sdpa", True)], found
+    env = Environment("cpu", frozenset(), "2.13.0")
+    rules = [r for r in load_rules().rules if r.family == 10]
+    source = HEADER + code
+    findings = [f for f in check(analyse(source, "m.py"), rules, env).findings if f.family == 10]
+    out = rewrite(source, findings, rules=rules, env=env, path="m.py")
+    assert isinstance(out, Rewritten) and len(out.applied) == 1 and "scaled_dot_product_attention(" in out.new_source
+    modules = []
+    for name, text in (("orig", source), ("new", out.new_source)):
+        module = types.ModuleType(f"layouts_{name}")
+        sys.modules[module.__name__] = module
+        exec(compile(text, f"<{name}>", "exec"), module.__dict__)
+        torch.manual_seed(0)
+        modules.append(make(getattr(module, cls)))
+    original, rewritten = modules
+    for p in original.parameters():
+        torch.nn.init.normal_(p, std=0.3)  # the biases table starts at zero
+    rewritten.load_state_dict(original.state_dict(), strict=True)
+    for train in (False, True):
+        original.train(train)
+        rewritten.train(train)
+        result = compare(original, rewritten, ((torch.randn(*shape),), {}), seed=0, dtype=torch.float32)
+        assert result.equivalent, result
 
 
 @pytest.mark.parametrize("code", [

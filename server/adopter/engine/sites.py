@@ -347,7 +347,8 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
         needs = "; ".join(f"{t.name}: {_needs(t.devices, t.packages, t.torch)}" for t in rule.targets)
         fixable, reason = False, f"no target is available in this environment ({needs})"
     elif (spelled := _spelling_reason(ops, einsum=rule.replacement.strategy in EINSUM_AWARE_STRATEGIES,
-                                      sequential=rule.replacement.strategy in SEQUENTIAL_AWARE_STRATEGIES)) is not None:
+                                      sequential=rule.replacement.strategy in SEQUENTIAL_AWARE_STRATEGIES,
+                                      layouts=rule.replacement.strategy in LAYOUT_AWARE_STRATEGIES)) is not None:
         fixable, reason = False, spelled
     elif (resolved := subclass_reason(m.bindings) or chosen_class_reason(ops)) is not None:
         fixable, reason = False, resolved
@@ -369,10 +370,12 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
     )
 
 
-def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool = False) -> str | None:
+def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool = False,
+                     layouts: bool = False) -> str | None:
     """Why a match written in a spelling the rewrites cannot edit has no automatic fix, else None; with
     `einsum`, the rule's strategy reads `einsum` products itself (and declines the ones it cannot); with
-    `sequential`, it rewrites children of an `nn.Sequential` itself."""
+    `sequential`, it rewrites children of an `nn.Sequential` itself; with `layouts`, it reads keys laid out
+    (..., d, n) itself."""
     for op in ops:
         origin = op.origin
         if origin is None:
@@ -396,6 +399,9 @@ def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool
                 and origin.target in ("*", "/")):
             return ("the scores are scaled by several factors one after another; Adopter does not fold them "
                     "into scaled_dot_product_attention's `scale`, so change it by hand")
+        if layouts and op.target == "transpose" and (
+                origin.target in ("permute", "einops.rearrange") or (origin.kind.value, origin.target) in _PRODUCTS):
+            continue
         if op.target == "transpose" and (origin.kind.value, origin.target) in _PRODUCTS:
             return ("the matrix product is written in another layout (keys already laid out (..., d, n), or the "
                     "values multiplied by the transposed probabilities); SDPA takes q, k and v as (..., n, d), "
@@ -430,6 +436,9 @@ STRUCTURE_AWARE_STRATEGIES = frozenset({"sdpa_chain", "fuse_qkv", "gated_chunked
 # Strategies that edit a chain written with `einsum` products (`sdpa_chain`: `einsum("b h i d, b h j d
 # -> b h i j", q, k)` is q·kᵀ with q and k as SDPA takes them).
 EINSUM_AWARE_STRATEGIES = frozenset({"sdpa_chain"})
+# Strategies that read keys laid out (..., d, n) themselves (`sdpa_chain`: `q @ k` with `k = k.permute(0, 2, 3,
+# 1)`, a `rearrange` to `b h d n`, or a local already channels-first, is SDPA with `k.transpose(-2, -1)`).
+LAYOUT_AWARE_STRATEGIES = frozenset({"sdpa_chain"})
 _EINSUM = frozenset({"torch.einsum", "einops.einsum"})
 # Spellings of a matrix product: a `transpose` the canonical pass inserted around one (`product_layouts`)
 # reads a layout the rewrites do not edit.
