@@ -42,7 +42,6 @@ class _ListBuild:
     items: list[Ctor] = field(default_factory=list)
     repeat: str | None = None
     positions: list[list[tuple[Conds, Ctor]]] = field(default_factory=list)
-    spans: list[Span] = field(default_factory=list)  # where each position's item is written
     ordered: bool = True
     depth: int = 0  # the number of conditions where the list was made
     looped: bool = False  # some item was added in a loop
@@ -63,7 +62,6 @@ class _B:
     span: Span
     conds: Conds
     stack_len: int
-    item_spans: tuple[Span, ...] = ()
 
 
 MAX_VARIANTS = 8
@@ -113,7 +111,6 @@ class InitAnalysis:
         self.defaults: dict[str, str | None] = {}  # parameter -> the source text of its default
         self.target: str | None = None  # the `self.<attr>` the value being read is assigned to
         self.unrolled_lists: set[str] = set()  # local lists a Sequential binding holds one pass of
-        self.item_spans: dict[str, tuple[Span, ...]] = {}  # attr -> its one-pass items' spans
 
     def run(self) -> Init | None:
         found = self.table.find_method(self.class_name, "__init__")
@@ -124,7 +121,7 @@ class InitAnalysis:
         self.read_defaults(ps[1:])
         self._function(owner, node, (), 0)
         bindings = [
-            Binding(b.attr, b.value, b.span, _cond_text(b.conds), b.item_spans)
+            Binding(b.attr, b.value, b.span, _cond_text(b.conds))
             for group in self.state.values()
             for b in sorted(group, key=lambda b: (b.span.start_line, b.span.start_col))
         ]
@@ -355,7 +352,7 @@ class InitAnalysis:
             joined = _join(conds, extra)
             if joined is None:  # an alternative that contradicts the enclosing tests never happens
                 continue
-            b = _B(attr, v, span, joined, len(conds), self.item_spans.get(attr, ()) if isinstance(v, Ctor) else ())
+            b = _B(attr, v, span, joined, len(conds))
             if b not in bindings:
                 bindings.append(b)
         self.state.pop(attr, None)  # a rebinding on this path shadows what came before
@@ -407,7 +404,6 @@ class InitAnalysis:
                 local.ordered = False
                 return
             local.positions.append(alts)
-            local.spans.append(self.src.span(child))
 
     def _call_stmt(self, call: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
         func = call.child_by_field_id(Field.FUNCTION)
@@ -958,7 +954,6 @@ class InitAnalysis:
             return None
         assert name is not None
         self.unrolled_lists.add(name)
-        self.item_spans[self.target] = tuple(local.spans)
         return [(conds, tuple(items_), (), None) for conds, items_ in combos]
 
     def _indexed(self, attr: str) -> bool:
