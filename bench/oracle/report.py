@@ -30,7 +30,7 @@ from typing import Any
 
 from oracle.install import CACHE, LEDGER
 from oracle.packages import domain_of
-from oracle.patterns import NOT_IN_A_FORWARD_TRACE, NOT_VISIBLE_WITHOUT_LABELS
+from oracle.patterns import NOT_IN_A_FORWARD_TRACE, NOT_VISIBLE_WITHOUT_LABELS, retired
 from oracle.run import RESULTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,7 +183,7 @@ def score(dists: dict[str, Dist]) -> dict[str, Any]:
             for f, lines in (c.get("executed") or {}).items():
                 executed[f].update(lines)
             for s in c.get("sites", ()):
-                if s["file"] not in owner or s["family"] not in FAMILIES:
+                if s["file"] not in owner or s["family"] not in FAMILIES or retired(str(s.get("pattern", ""))):
                     continue
                 key = (s["family"], s["file"], s["line"])
                 entry = sites.setdefault(key, {**s, "lines": set(), "elsewhere": defaultdict(set),

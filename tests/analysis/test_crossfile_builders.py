@@ -160,15 +160,72 @@ def test_a_builder_that_returns_a_conv_on_every_open_path_is_that_conv(tmp_path:
 
 @pytest.mark.parametrize(("kernel", "extra"), [
     ("kernel_size", ""),  # a required parameter: it may be a list (MixedConv2d, a ModuleDict)
-    ("kernel_size=1", "\n            num_experts=4,"),  # CondConv2d, an nn.Module of its own
     ("kernel_size=1", "\n            **conv_kwargs,"),  # any keyword may be passed: num_experts too
 ])
-def test_a_builder_with_another_open_path_stays_as_written(tmp_path: Path, kernel: str, extra: str) -> None:
+def test_a_builder_whose_other_open_paths_build_its_own_classes_is_two_bindings(
+        tmp_path: Path, kernel: str, extra: str) -> None:
+    """geffnet 1.0.2 `ConvBnAct` (a required `kernel_size`) and `InvertedResidual` (`**conv_kwargs`), effdet
+    0.4.1 `ConvBnAct2d`: which class the builder returns depends on a value the call leaves open. As with
+    `self.conv = MixedConv2d(...) if c else nn.Conv2d(...)` written in the file, the attribute is bound to
+    the conv under one condition and to the call as written under the other, and the conv -> BN pair is
+    reported (the fix checks the types at run time: a MixedConv2d runs unfolded)."""
     if "conv_kwargs" in extra:
         kernel += ", conv_kwargs=None"
-    conv, found = _conv_and_findings(tmp_path, kernel, extra)
+    model = _project(tmp_path, kernel, extra)
+    reach = CrossFileReach(ModuleResolver(search_paths=[str(tmp_path)]), root=str(tmp_path))
+    mf = analyse(model.read_text(encoding="utf-8"), str(model), reach=reach)
+    arch = next(a for a in mf.architectures if a.name == "ConvNorm")
+    assert arch.init is not None
+    convs = [b for b in arch.init.bindings if b.attr == "conv"]
+    assert [b.value.callee for b in convs if isinstance(b.value, Ctor)] == ["torch.nn.Conv2d", "pkg.layers.create_conv2d.create_conv2d"]
+    assert [b.condition for b in convs] == ["create_conv2d(...) builds torch.nn.Conv2d",
+                                            "not (create_conv2d(...) builds torch.nn.Conv2d)"]
+    rules = [r for r in load_rules().rules if r.family == 7]
+    findings = check(mf, rules, detect_environment("cpu")).findings
+    assert [f.rule_id for f in findings] == ["f07-conv-bn"]
+
+
+def test_a_builder_with_no_open_path_to_a_conv_stays_as_written(tmp_path: Path) -> None:
+    """`num_experts=4` passed: CondConv2d, an nn.Module of its own, on every open path."""
+    conv, found = _conv_and_findings(tmp_path, "kernel_size=1", "\n            num_experts=4,")
     assert conv.callee.endswith("create_conv2d") and conv.origin is None
     assert "f07-conv-bn" not in found
+
+
+_MIXED_OR_CONV = ("    if isinstance(k, list):\n        return Mixed(a, b, k)\n"
+                  "    return nn.Conv2d(a, b, k)\n\n\nclass Mixed(nn.ModuleDict):\n    pass\n")
+
+
+@pytest.mark.parametrize(("body", "args", "named", "expected"), [
+    (_MIXED_OR_CONV, ("1", "2", "k"), (), "torch.nn.Conv2d"),  # the caller's own parameter: either
+    (_MIXED_OR_CONV, ("1", "2", "3"), (), None),  # an int: every open path is the conv (`built_layer`'s)
+    # counter-examples: a list written in the call (positional or keyword) leaves only the Mixed path; a
+    # path that builds something unknown, or another torch layer
+    (_MIXED_OR_CONV, ("1", "2", "[3, 5]"), (), None),
+    (_MIXED_OR_CONV, ("1", "2"), (("k", "[3, 5]"),), None),
+    ("    if isinstance(k, list):\n        return make(a, b, k)\n    return nn.Conv2d(a, b, k)\n", ("1", "2", "k"), (), None),
+    ("    if isinstance(k, list):\n        return nn.Linear(a, b)\n    return nn.Conv2d(a, b, k)\n", ("1", "2", "k"), (), None),
+])
+def test_the_layer_some_open_paths_build(body: str, args: tuple[str, ...], named: tuple[tuple[str, str], ...],
+                                         expected: str | None) -> None:
+    import ast
+
+    from adopter.analysis.crossfile.ast_files import ParsedFile, imports_of, toplevel_of
+    from adopter.analysis.crossfile.builders import Call, possible_layer
+    from adopter.analysis.crossfile.reach import torch_layer
+
+    tree = ast.parse(f"import torch.nn as nn\n\n\ndef f(a, b, k=None):\n{body}")
+    parsed = ParsedFile(0.0, tree, imports_of(tree), toplevel_of(tree))
+    fn = tree.body[1]
+    assert isinstance(fn, ast.FunctionDef)
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+    def lookup(qualified: str, path: str) -> tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, str] | None:
+        name = qualified.rsplit(".", 1)[-1]
+        return (parsed, classes[name], "b.py") if name in classes else None
+
+    call = Call(args, frozenset(k for k, _ in named), False, frozenset(), named)
+    assert possible_layer(fn, parsed, "b.py", call, lookup, torch_layer) == expected
 
 
 def test_deferred_reach_resolves_the_builder_later(tmp_path: Path) -> None:

@@ -169,6 +169,26 @@ class ChunkedGLU(nn.Module):
         return self.out(h * F.gelu(gate))
 
 
+class QuickGeluMlp(nn.Module):
+    def __init__(self, dim=32):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return h * torch.sigmoid(1.702 * h)
+
+
+class GeluMlp(nn.Module):
+    def __init__(self, dim=32):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return F.gelu(h)
+
+
 class WeightNormConv(nn.Module):
     def __init__(self, dim=8):
         super().__init__()
@@ -356,3 +376,31 @@ def test_a_site_through_a_helper_in_another_file_is_placed_at_the_model_line(
     traced = trace_step(model, (torch.randn(2, 4, 16, device="meta"),), {})
     qkv = [s for s in find_sites(traced.forward, lambda f: f == blocks) if s.family == 9]
     assert len(qkv) == 1 and _form_line(lines, "q = (self.q_proj(x) * 0.5)") in {ln for _, ln in qkv[0].lines}
+
+
+def test_quick_gelu_after_a_linear_is_family_13_not_family_6(tmp_path: Path) -> None:
+    """QuickGELU (`h * sigmoid(1.702 h)`, CLIP's; diffusers 0.31 `ApproximateGELU`, piq 0.8 `QuickGELU`) is
+    not the GELU the f06 rewrite computes: family 13's sigmoid form counts it, family 6 does not. A Linear
+    followed by `F.gelu` stays a family-6 site."""
+    by_family, lines = _sites_of(tmp_path, "QuickGeluMlp", (torch.randn(2, 8, 32),))
+    line = _form_line(lines, "return h * torch.sigmoid(1.702 * h)")
+    assert line in by_family[13]
+    assert line not in by_family.get(6, set())
+    by_family, lines = _sites_of(tmp_path, "GeluMlp", (torch.randn(2, 8, 32),))
+    assert _form_line(lines, "return F.gelu(h)") in by_family[6]
+
+
+def test_the_report_leaves_out_sites_of_a_retired_pattern(tmp_path: Path) -> None:
+    """Results traced before `linear_quick_gelu` was retired still hold its sites: the report scores them
+    as a fresh trace would (without them); other family-6 patterns' sites stay."""
+    from oracle.report import Dist, score
+
+    model = tmp_path / "m.py"
+    model.write_text("x = 1\n" * 20, encoding="utf-8")
+    site = {"family": 6, "file": str(model), "line": 3, "lines": [3]}
+    cls = {"class": "M", "file": str(model), "traced": True, "executed": {str(model): [3, 9]},
+           "sites": [{**site, "pattern": "linear_quick_gelu_3d"}, {**site, "line": 9, "lines": [9], "pattern": "linear_gelu_3d"}]}
+    d = Dist("pkg", "1", classes=[cls], files={str(model)})
+    table = score({"pkg": d})
+    assert table["families"][6]["sites"] == 1
+    assert [m["line"] for m in table["misses"]] == [9]

@@ -149,3 +149,44 @@ def test_a_helper_chain_with_a_fix_is_the_one_site() -> None:
     env = Environment("cpu", frozenset(), "2.13.0")
     found = [f for f in check(analyse(HEADER + CONV_BN, "m.py"), load_rules().rules, env).findings if f.family == 7]
     assert [(f.span.start_line, f.fixable) for f in found] == [(line(CONV_BN, "nn.Conv2d(inp"), True)]
+
+
+SSH = '''
+def conv_bn_no_relu(inp, oup, stride):
+    return nn.Sequential(
+        nn.Conv2d(inp, oup, 3, stride, 1, bias=False),
+        nn.BatchNorm2d(oup),
+    )
+
+
+def conv_relu(inp, oup):
+    return nn.Sequential(nn.Conv2d(inp, oup, 3, 1, 1), nn.ReLU())
+
+
+class SSH(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv3X3 = conv_bn_no_relu(c, c // 2, stride=1)
+        self.conv5X5 = conv_bn_no_relu(c, c // 2, stride=1)
+        self.plain = conv_relu(c, c)
+
+    def forward(self, input):
+        conv3X3 = self.conv3X3(input)
+        conv5X5 = self.conv5X5(input)
+        plain = self.plain(input)
+        return torch.cat([conv3X3, conv5X5, plain], dim=1)
+'''
+
+
+def test_the_helper_chain_with_a_fix_lists_the_calls_that_run_it() -> None:
+    """facexlib 0.3.0 `retinaface_net.py` (`SSH`, `FPN`, `MobileNetV1`): the layers the helper builds run where
+    forward calls each attribute bound to it; those calls are the site's statements too (as both calls of one
+    container are), the site stays the helper's and fixable. A call of another helper's container whose
+    layers make no site (`conv_relu`) is not among them."""
+    env = Environment("cpu", frozenset(), "2.13.0")
+    found = [f for f in check(analyse(HEADER + SSH, "m.py"), load_rules().rules, env).findings if f.family == 7]
+    assert [(f.scope_name, f.span.start_line, f.fixable) for f in found] == [
+        ("conv_bn_no_relu", line(SSH, "nn.Conv2d(inp"), True)]
+    lines = {s.start_line for s in found[0].stmt_spans}
+    assert {line(SSH, "conv3X3 = self.conv3X3(input)"), line(SSH, "conv5X5 = self.conv5X5(input)")} <= lines
+    assert line(SSH, "plain = self.plain(input)") not in lines

@@ -160,22 +160,35 @@ def _through_factories(findings: list[Finding]) -> list[Finding]:
     """A site found through the layers of a container a same-file helper returns (`self.ff = FeedForward(dim)`,
     `FeedForward` returning `nn.Sequential(norm, Linear, GELU, Linear)`) and the same rule's site in that
     helper's own chain are one site. When the helper's chain has an automatic fix (conv-BN folded in place in
-    its Sequential), the site is the helper's, where the fix applies; otherwise the forward's finding, covering
-    the helper's lines too, and each forward that runs the helper's container reports it at its call."""
+    its Sequential), the site is the helper's, where the fix applies, and its statements are the helper's
+    and every call that runs the helper's container (`conv3 = self.conv3(x)` in each forward: the layers run
+    there, as the statements of a container called twice are both calls); otherwise the forward's finding,
+    covering the helper's lines too, and each forward that runs the helper's container reports it at its
+    call."""
     chains = {(f.rule_id, f.scope_name): f for f in findings}
     merged: list[Finding] = []
     absorbed: set[int] = set()
+    calls: dict[int, list[Span]] = {}
     for f in findings:
         factory = _factory_of(f)
         chain = chains.get((f.rule_id, factory)) if factory is not None else None
         if chain is not None and chain is not f:
             if chain.fixable:
                 absorbed.add(id(f))
+                calls.setdefault(id(chain), []).extend(f.stmt_spans)
             else:
                 f = replace(f, init_spans=(*f.init_spans, *(s for s in chain.stmt_spans if s not in f.init_spans)))
                 absorbed.add(id(chain))
         merged.append(f)
-    return [f for f in merged if id(f) not in absorbed] if absorbed else findings
+    if not absorbed:
+        return findings
+    out: list[Finding] = []
+    for f in merged:
+        if id(f) in absorbed:
+            continue
+        extra = [s for s in dict.fromkeys(calls.get(id(f), ())) if s not in f.stmt_spans]
+        out.append(replace(f, stmt_spans=(*f.stmt_spans, *sorted(extra, key=_span_key))) if extra else f)
+    return out
 
 
 def _factory_of(f: Finding) -> str | None:

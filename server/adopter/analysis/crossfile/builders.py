@@ -6,13 +6,16 @@ a local (`m = ...; return m`) and the builders it calls in turn (`create_conv2d_
 imported, a few levels deep). A branch is dropped only when the call decides its test:
 
 - `'num_experts' in kwargs` (with `kwargs` the function's `**` parameter): whether the call passes that
-  keyword (`kwargs['x'] > 0` after a false `in` test is never evaluated);
+  keyword; `kwargs['num_experts'] > 0`: when the call passes it as a number;
 - `isinstance(kernel_size, list)` (or `tuple`): false when the call passes an int literal, or a parameter of
-  the caller whose default is one.
+  the caller whose default is one; decided by a list or tuple display passed (by position or keyword).
 
-Every other test leaves both branches open. The call builds a torch layer only when every open return
-constructs that layer or a class of the builder's files that subclasses it (`class Conv2dSame(nn.Conv2d)`,
-`Conv2dSameExport`); a `MixedConv2d(nn.ModuleDict)` or a `CondConv2d(nn.Module)` left open declines it.
+Every other test leaves both branches open. The call builds a torch layer (`built_layer`) only when every
+open return constructs that layer or a class of the builder's files that subclasses it (`class
+Conv2dSame(nn.Conv2d)`, `Conv2dSameExport`). When the other open returns build classes of the package's own
+(a `MixedConv2d(nn.ModuleDict)` for a list of kernel sizes, a `CondConv2d(nn.Module)` with experts), the
+call *may* build the layer (`possible_layer`): the reach binds the attribute to it under one condition and
+to the call as written under the other, as a conditional expression written in the file would.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class Call:
     keywords: frozenset[str]
     open_keywords: bool  # a `**` splat: any keyword may be passed
     int_names: frozenset[str]  # the caller's names known to hold an int (parameters with an int default)
+    named: tuple[tuple[str, str], ...] = ()  # keyword arguments' texts, by name
 
 
 # (qualified name, file it is named in) -> (parsed file, node) of its definition, or None
@@ -68,6 +72,42 @@ def built_layer(fn: ast.FunctionDef, parsed: ParsedFile, path: str, call: Call, 
 _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
 
 
+def possible_layer(fn: ast.FunctionDef, parsed: ParsedFile, path: str, call: Call, lookup: Lookup,
+                   torch_layer: TorchLayer) -> str | None:
+    """The torch layer some open paths of `fn` build for `call`, when every other open path builds a class
+    that is no torch layer (`MixedConv2d` for a list of kernel sizes, `CondConv2d` with experts): which one
+    runs depends on a value the call leaves open (the caller's own parameter, a `**kwargs` it passes on),
+    as with a conditional binding `self.conv = Mixed(...) if c else nn.Conv2d(...)` written in the file.
+    None when a path builds something unknown or another torch layer, or when no path builds one; the
+    paths are those `built_layer` reads (the tests the call decides are decided)."""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    kwargs_name = fn.args.kwarg.arg if fn.args.kwarg is not None else None
+    values = _Values(params, kwargs_name, call, frozenset(_stored(fn.body)))
+    returns = list(_returns(fn.body, values, {}))
+    if not returns or len(returns) > MAX_RETURNS:
+        return None
+    popped = frozenset(_popped(fn, kwargs_name))
+    layers: set[str] = set()
+    classes = 0
+    for value in returns:
+        layer = _layer_of(value, parsed, path, values, popped, lookup, torch_layer, 0)
+        if layer is not None and layer not in _CONTAINERS:
+            layers.add(layer)
+        elif _builds_class(value, parsed, path, lookup):  # a container subclass (`MixedConv2d(nn.ModuleDict)`) too
+            classes += 1
+        else:
+            return None
+    return layers.pop() if len(layers) == 1 and classes else None
+
+
+def _builds_class(value: ast.expr, parsed: ParsedFile, path: str, lookup: Lookup) -> bool:
+    """`value` constructs a class the lookup finds (defined in the builder's package, not torch's)."""
+    dotted = dotted_name(value.func) if isinstance(value, ast.Call) else None
+    found = lookup(qualify(dotted, parsed.imports), path) if dotted is not None else None
+    return found is not None and isinstance(found[1], ast.ClassDef) and not any(
+        isinstance(s, ast.FunctionDef) and s.name == "__new__" for s in found[1].body)
+
+
 class _Values:
     """Three-valued tests the call decides (True / False / None: not decided)."""
 
@@ -76,6 +116,7 @@ class _Values:
         self.call = call
         # a parameter the builder rebinds (`kernel_size = [kernel_size]`) is not the call's value in its tests
         self.args = {p: call.args[i] for i, p in enumerate(params) if i < len(call.args) and p not in rebound}
+        self.args.update((k, text) for k, text in call.named if k in params and k not in rebound)
 
     def test(self, node: ast.expr) -> bool | None:
         if isinstance(node, ast.BoolOp):
@@ -93,12 +134,42 @@ class _Values:
                 return None
             passed = node.left.value in self.call.keywords
             return passed if isinstance(node.ops[0], ast.In) else not passed
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            return self._compare(node)
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
                 and len(node.args) == 2 and isinstance(node.args[0], ast.Name) and _sequence_types(node.args[1])):
             text = self.args.get(node.args[0].id)
             if text is not None and (isinstance(literal(text), int) or text in self.call.int_names):
                 return False
+            display = _display(text) if text is not None else None
+            if display is not None:  # `[3, 5]` or `(3, 3)` written in the call: its type is evident
+                names = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+                return any(isinstance(n, ast.Name) and n.id == display for n in names)
         return None
+
+
+    def _compare(self, node: ast.Compare) -> bool | None:
+        """`kwargs['num_experts'] > 0` with the keyword passed as a literal number: decided."""
+        left, right, op = node.left, node.comparators[0], node.ops[0]
+        if not (isinstance(left, ast.Subscript) and isinstance(left.value, ast.Name) and left.value.id == self.kwargs_name
+                and isinstance(left.slice, ast.Constant) and isinstance(right, ast.Constant)):
+            return None
+        text = dict(self.call.named).get(str(left.slice.value))
+        value, bound = literal(text) if text is not None else UNKNOWN, right.value
+        if not isinstance(value, int | float) or not isinstance(bound, int | float):
+            return None
+        compare = {ast.Gt: value > bound, ast.GtE: value >= bound, ast.Lt: value < bound, ast.LtE: value <= bound,
+                   ast.Eq: value == bound, ast.NotEq: value != bound}
+        return compare.get(type(op))
+
+
+def _display(text: str) -> str | None:
+    """"list" or "tuple" when `text` is a list or tuple display, else None."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    return "list" if isinstance(node, ast.List) else "tuple" if isinstance(node, ast.Tuple) else None
 
 
 def _sequence_types(node: ast.expr) -> bool:
@@ -200,7 +271,7 @@ def _layer_of(value: ast.expr, parsed: ParsedFile, path: str, values: _Values, p
                  | (call.keywords - popped if passes else frozenset()),
                  any(k.arg is None and not (isinstance(k.value, ast.Name) and k.value.id == kwargs_name)
                      for k in value.keywords) or (call.open_keywords and passes),
-                 ints)
+                 ints, tuple((k.arg, _text(k.value)) for k in value.keywords if k.arg is not None))
     return built_layer(node, inner_parsed, inner_path, inner, lookup, torch_layer, depth + 1) \
         if isinstance(node, ast.FunctionDef) else None
 

@@ -17,7 +17,8 @@ are parsed, never imported or run). That definition is then read (Python's `ast`
 
 Builders are read per call (`builders`), with the call's arguments and the caller's parameter defaults:
 a function that returns one torch layer on every path the call leaves open (`create_conv2d(..., 1)` is
-`nn.Conv2d`), the `nn.Sequential` a function returns (`conv_bn(...)`), and the items a subclass of
+`nn.Conv2d`; with the other open paths building the package's own classes, `create_conv2d(..., kernel_size)`
+of a required `kernel_size` may be either: two conditional bindings), the `nn.Sequential` a function returns (`conv_bn(...)`), and the items a subclass of
 `nn.Sequential` hands to `super().__init__` (`Conv2dNormActivation(...)` is `[Conv2d, BatchNorm2d, ReLU]`).
 
 `CrossFileReach.bind` applies them to one class's `__init__` bindings (the one hook the analysis calls):
@@ -59,6 +60,7 @@ from adopter.analysis.crossfile.builders import (
     UNKNOWN_VALUE,
     Call,
     built_layer,
+    possible_layer,
     returned_sequential,
     sequential_items,
 )
@@ -117,6 +119,12 @@ class CrossFileReach:
                     found = None
                 if found is not None:
                     b = replace(b, value=found)
+                    changed = True
+                elif (possible := self._possible(value, path, scope)) is not None:
+                    # Two bindings, as `self.conv = nn.Conv2d(...) if c else Mixed(...)` written here gives.
+                    builds = f"{value.callee.rsplit('.', 1)[-1]}(...) builds {possible.callee}"
+                    out.append(replace(b, value=possible, condition=_and(b.condition, builds)))
+                    b = replace(b, condition=_and(b.condition, f"not ({builds})"))
                     changed = True
             out.append(b)
         return replace(init, bindings=tuple(out)) if changed else init
@@ -179,13 +187,39 @@ class CrossFileReach:
         found = self._node(d.name, d.path, d.line)
         if found is None or not isinstance(found[1], ast.FunctionDef):
             return None
+        call = self._call(ctor, scope)
+        return built_layer(found[1], found[0], found[2], call, self._lookup, torch_layer) if call else None
+
+    def _possible(self, ctor: Ctor, path: str, scope: Scope) -> Ctor | None:
+        """The torch layer an imported builder builds on the paths the call leaves open to it, the others
+        building a class of its own (`builders.possible_layer`), else None."""
+        if ctor.items or ctor.lookup is not None or not _imported(ctor.callee):
+            return None
+        try:
+            summary = self.summary_of(ctor.callee, path)
+            if summary is None or summary.kind != "other":
+                return None
+            found = self._node(summary.definition.name, summary.definition.path, summary.definition.line)
+            if found is None or not isinstance(found[1], ast.FunctionDef):
+                return None
+            call = self._call(ctor, scope)
+            layer = possible_layer(found[1], found[0], found[2], call, self._lookup, torch_layer) if call else None
+        except (RecursionError, ValueError, OSError, SyntaxError):
+            return None
+        if layer is None:
+            return None
+        return Ctor(layer, ctor.args, ctor.kwargs,
+                    origin=f"{summary.definition.name} ({self._where(summary.definition)})")
+
+    def _call(self, ctor: Ctor, scope: Scope) -> Call | None:
+        """What `ctor` passes a builder (`builders.Call`); None with a `*` argument."""
         args = tuple(a.text if isinstance(a, Expr) else "" for a in ctor.args)
         if any(t.startswith("*") for t in args):
             return None
-        call = Call(args, frozenset(k.name for k in ctor.kwargs if k.name != "**"),
+        return Call(args, frozenset(k.name for k in ctor.kwargs if k.name != "**"),
                     any(k.name == "**" for k in ctor.kwargs),
-                    frozenset(p for p, v in scope.params.items() if v is not None and isinstance(literal(v), int)))
-        return built_layer(found[1], found[0], found[2], call, self._lookup, torch_layer)
+                    frozenset(p for p, v in scope.params.items() if v is not None and isinstance(literal(v), int)),
+                    tuple((k.name, k.value.text) for k in ctor.kwargs if k.name != "**" and isinstance(k.value, Expr)))
 
     def _sequential(self, ctor: Ctor, d: Definition, path: str, scope: Scope) -> tuple[str, ...] | None:
         """The torch layers an imported subclass of `nn.Sequential`, or the `nn.Sequential` an imported
@@ -536,6 +570,10 @@ class CrossFileReach:
 
 
 # -- helpers ----------------------------------------------------------------------------------------
+
+
+def _and(condition: str | None, test: str) -> str:
+    return test if condition is None else f"{condition} and {test}"
 
 
 def torch_layer(qualified: str) -> str | None:
