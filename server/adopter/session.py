@@ -110,7 +110,9 @@ class Decision:
 
 def _site(finding: Finding) -> tuple[object, ...]:
     s = finding.span
-    return (finding.rule_id, finding.scope_name, s.start_line, s.start_col, s.end_line, s.end_col)
+    # The statements too: two containers called in one statement are two sites with one span.
+    return (finding.rule_id, finding.scope_name, s.start_line, s.start_col, s.end_line, s.end_col,
+            finding.stmt_spans)
 
 
 @dataclass(eq=False)

@@ -98,7 +98,7 @@ def _line(code: str, what: str) -> int:
 def test_a_gated_activation_item_in_an_init_sequential_is_a_gated_mlp() -> None:
     found = [f for f in _findings(IN_INIT) if f[0].startswith("f14")]
     assert [(r, line) for r, line, _ in found] == [("f14-gated-chunked", _line(IN_INIT, "return self.net(x)"))]
-    assert not found[0][2]  # detection only, and inside a Sequential
+    assert found[0][2]  # fixed in the item class's forward (tests/rules/test_gated_items.py)
 
 
 def test_a_gated_activation_item_in_a_factory_sequential_is_a_gated_mlp() -> None:

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from adopter.commands.verify import exit_code  # noqa: E402
 from adopter.verify import worker  # noqa: E402
-from adopter.verify.cases import changed_classes  # noqa: E402
+from adopter.verify.cases import changed_classes, fix_cases, site_classes  # noqa: E402
 from adopter.verify.compare import compare  # noqa: E402
 
 MODEL = '''import torch
@@ -113,6 +113,53 @@ def test_a_class_calling_a_rewritten_helper_function_is_run() -> None:
     old = "def helper(x):\n    return x * 2\n\n\n" + MODEL.replace("torch.relu(self.proj(x))", "helper(self.proj(x))")
     new = old.replace("return x * 2", "return x + x")
     assert changed_classes(old, new) == ("Act",)
+
+
+# tab-transformer-pytorch 0.6.1 / local-attention 1.11.2: a GEGLU item of a Sequential, fixed in its own
+# class (no layer: it cannot be built alone), built by a class or by a factory function a class calls.
+ITEMS = """import torch.nn.functional as F
+from torch import nn
+
+
+class GEGLU(nn.Module):
+    def forward(self, x):
+        x, gate = x.chunk(2, dim=-1)
+        return x * F.gelu(gate)
+
+
+class FeedForward(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(dim, 4 * dim), GEGLU(), nn.Linear(2 * dim, dim))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def feed_forward(dim):
+    return nn.Sequential(nn.Linear(dim, 4 * dim), GEGLU(), nn.Linear(2 * dim, dim))
+
+
+class Block(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.ff = feed_forward(dim)
+
+    def forward(self, x):
+        return self.ff(x)
+"""
+
+
+def test_a_fix_landing_in_an_item_class_also_runs_the_sites_classes() -> None:
+    from adopter.engine import detect_environment, load_rules
+    from adopter.session import RuleContext, Session
+
+    assert site_classes(ITEMS, "FeedForward") == ("FeedForward",)
+    assert site_classes(ITEMS, "feed_forward") == ("Block",)
+    assert site_classes(ITEMS, "nowhere") == ()
+    session = Session(RuleContext(tuple(load_rules().rules), (), detect_environment("cpu")))
+    cases, _ = fix_cases(session, ITEMS, "items.py")
+    assert sorted(c.classes for c in cases) == [("GEGLU", "Block"), ("GEGLU", "FeedForward")]
 
 
 def test_weights_left_uninitialised_are_drawn_again() -> None:

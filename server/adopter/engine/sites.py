@@ -361,6 +361,7 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
         fixable, reason = False, f"no target is available in this environment ({needs})"
     elif (spelled := _spelling_reason(ops, einsum=rule.replacement.strategy in EINSUM_AWARE_STRATEGIES,
                                       sequential=rule.replacement.strategy in SEQUENTIAL_AWARE_STRATEGIES,
+                                      items=rule.replacement.strategy in ITEM_AWARE_STRATEGIES,
                                       layouts=rule.replacement.strategy in LAYOUT_AWARE_STRATEGIES)) is not None:
         fixable, reason = False, spelled
     elif (resolved := subclass_reason(m.bindings) or chosen_class_reason(ops)) is not None:
@@ -384,11 +385,12 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
 
 
 def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool = False,
-                     layouts: bool = False) -> str | None:
+                     layouts: bool = False, items: bool = False) -> str | None:
     """Why a match written in a spelling the rewrites cannot edit has no automatic fix, else None; with
     `einsum`, the rule's strategy reads `einsum` products itself (and declines the ones it cannot); with
     `sequential`, it rewrites children of an `nn.Sequential` itself; with `layouts`, it reads keys laid out
-    (..., d, n) itself."""
+    (..., d, n) itself; with `items`, it edits only statements spliced from a stateless item's forward and
+    leaves the Sequential's children as built."""
     for op in ops:
         origin = op.origin
         if origin is None:
@@ -396,6 +398,10 @@ def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool
         if _unrolled(op):
             return (f"the matched layer `{op.target}` sits inside the submodule `{origin.target}`; Adopter does "
                     "not rewrite across a submodule's boundary, so change it by hand")
+        if items and origin.kind is OpKind.MODULE and (
+                (origin.target == SEQUENTIAL and not origin.args) or op.target.startswith(origin.target + "[")
+                or _spliced(op)):
+            continue
         if sequential and origin.kind is OpKind.MODULE and (
                 (origin.target == SEQUENTIAL and not origin.args) or op.target.startswith(origin.target + "[")):
             continue
@@ -430,6 +436,14 @@ def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool
     return None
 
 
+def _spliced(op: Op) -> bool:
+    """Whether `op` is an op of a stateless item's forward that the canonical pass spliced where its
+    `nn.Sequential` runs it (`idioms.submodules.item_forwards`): it keeps the item class's span."""
+    origin = op.origin
+    return (origin is not None and origin.kind is OpKind.MODULE and bool(op.via) and op.kind is not OpKind.MODULE
+            and (origin.target == SEQUENTIAL or op.via[-1].startswith(origin.target + "[")))
+
+
 def _needs(devices: tuple[str, ...], packages: tuple[str, ...], torch: str | None) -> str:
     parts = [f"device {'/'.join(devices)}"]
     if packages:
@@ -460,6 +474,13 @@ _PRODUCTS = frozenset({("operator", "@"), ("function", "torch.matmul"), ("method
 # Strategies that rewrite a match whose layers are children of an `nn.Sequential` (`fold_conv_bn`: the
 # Sequential is built as a subclass that folds each Conv -> BatchNorm pair, keeping every child and key).
 SEQUENTIAL_AWARE_STRATEGIES = frozenset({"fold_conv_bn"})
+# Strategies whose edit lands in the forward of a stateless same-file class built as an `nn.Sequential` item
+# (spliced where the Sequential runs it, `idioms.submodules.item_forwards`), leaving the Sequential's children
+# as built (`gated_chunked`: `x, gate = x.chunk(2, dim=-1); return x * F.gelu(gate)` in the item class
+# becomes `fused_gated_activation(x, F.gelu)`, the same values for any input, so for every use of the class;
+# the projection `nn.Linear` before it in the Sequential is not touched). The strategy declines a split or a
+# product that is not one of those spliced statements.
+ITEM_AWARE_STRATEGIES = frozenset({"gated_chunked"})
 # Strategies that rebuild the rewrite from the source text at the site and accept only a block of the
 # matched statements alone (`sdpa_chain`): a value of the match that has another definition on another
 # path (`k = self.k_norm(k)` with an `nn.Identity()` alternative, an `if self.fused_attn:` branch that binds

@@ -57,6 +57,22 @@ def changed_classes(old: str, new: str) -> tuple[str, ...]:
                  if name in after and (after[name] != text or reads[name] & helpers))
 
 
+def site_classes(source: str, scope: str) -> tuple[str, ...]:
+    """The top-level classes a site in `scope` runs in: the class itself, or for a factory function (a
+    Sequential built by `def FeedForward(...)`) the classes that call it. A fix that edits another class (a
+    stateless `nn.Sequential` item's forward) changes what the site computes, and that class alone often
+    cannot be built (no layer says what input it takes)."""
+    try:
+        classes, functions, reads = _top_level(source)
+    except SyntaxError:
+        return ()
+    if scope in classes:
+        return (scope,)
+    if scope in functions:
+        return tuple(name for name in classes if scope in reads[name])
+    return ()
+
+
 def fix_cases(session: Session, text: str, path: str, *,
               class_name: str | None = None) -> tuple[tuple[FixCase, ...], tuple[Unfixed, ...]]:
     """Every finding of `class_name` (all classes when None) that `fix` rewrites, each as its own case.
@@ -76,6 +92,7 @@ def fix_cases(session: Session, text: str, path: str, *,
             unfixed.append(Unfixed(finding.rule_id, line, finding.scope_name, decision.reason or "no automatic fix"))
             continue
         classes = changed_classes(text, decision.new_source)
+        classes += tuple(c for c in site_classes(text, finding.scope_name) if c not in classes)
         cases.append(FixCase(finding.rule_id, line, finding.scope_name, decision.new_source, classes))
     return tuple(cases), tuple(unfixed)
 

@@ -260,6 +260,11 @@ def gated_chunked(ctx: SynthContext) -> None:
     chunk, act, product = _ops(ctx)
     if chunk.via != product.via:
         ctx.decline("the split and the product are in different functions")
+    # Inside an `nn.Sequential` only a split and a product spliced from a stateless item's forward are edited
+    # (in the item class, whose lines they keep); the Sequential's own children stay as built.
+    if any(op.origin is not None and op.origin.kind is OpKind.MODULE and (not op.via or op.kind is OpKind.MODULE)
+           for op in (chunk, product)):
+        ctx.decline("the split or the product is a child of an nn.Sequential, not a statement of a forward")
     names, h = _chunk_parts(ctx, chunk)
     gate_arg = act.args[0] if act.args else None
     if not isinstance(gate_arg, Ref) or gate_arg.name not in chunk.outputs:
