@@ -299,9 +299,10 @@ def _variant(cls: type, module: Any, record: dict[str, Any], class_timeout: floa
             info[f"reason_{flip}"] = f"{type(exc).__name__}: {str(exc)[:200]}"
             continue
         info.update(traced=True, flip=flip, arguments={k: v for k, v in built.arguments.items()})
-        known = {(s["family"], s["file"], s["line"]) for s in record["sites"]}
+        own = record.get("sites", [])  # none when the class's own trace failed and only a variant ran
+        known = {(s["family"], s["file"], s["line"]) for s in own}
         added = [{**s, "variant": True} for s in sites.values() if (s["family"], s["file"], s["line"]) not in known]
-        record["sites"] = [*record["sites"], *added]
+        record["sites"] = [*own, *added]
         executed = {f: set(v) for f, v in record.get("executed", {}).items()}
         before = sum(len(v) for v in executed.values())
         for f, v in lines.items():
