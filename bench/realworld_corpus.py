@@ -127,15 +127,17 @@ def packages_dir() -> Path:
     return cache_dir() / "pkgs"
 
 
-def extract_packages(dest: Path) -> int:
+def extract_packages(dest: Path, manifest: Manifest | None = None, directory: Path | None = None) -> int:
     """Unpack every `.py` file of each pinned archive under `dest/<distribution>/` (the package paths the
     labels use, e.g. `dest/timm/timm/layers/norm.py`), so that imports between a package's files resolve.
-    Returns the number of files written; files already there are kept."""
+    Returns the number of files written; files already there are kept. `manifest` and `directory` (the
+    archives' folder) default to this set's; the held-out set passes its own."""
     written = 0
-    for dist, version, _ in MANIFEST:
-        archive = _archive(dist, version)
+    for dist, version, _ in MANIFEST if manifest is None else manifest:
+        archive = _archive(dist, version, directory)
         if archive is None:
-            raise FileNotFoundError(f"{dist}=={version} is not in {cache_dir()}; run python bench/realworld_corpus.py")
+            raise FileNotFoundError(f"{dist}=={version} is not in {directory or cache_dir()}; fetch it first "
+                                    "(bench/realworld_corpus.py or bench/heldout_corpus.py)")
         root = dest / dist
         if archive.suffix == ".whl":
             with zipfile.ZipFile(archive) as zf:

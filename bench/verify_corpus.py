@@ -41,6 +41,7 @@ from tf435 import TF435  # bench/tf435.py: .cache/tf435 unless ADOPTER_TF435 nam
 
 ROOT = Path(__file__).resolve().parents[1]
 RW_PACKAGES = ROOT / "bench" / "out" / "rw_pkgs"
+DEFAULT_OUT = ROOT / "bench" / "out" / "verify_corpus.json"
 sys.path.insert(0, str(ROOT / "server"))
 sys.path.insert(0, str(ROOT / "bench"))
 
@@ -78,6 +79,21 @@ def realworld_files(packages: Path, limit: int | None, folders: bool) -> tuple[l
     if missing:
         sys.exit(f"{len(missing)} files missing under {packages} (first: {missing[0]}); remove it to unpack again")
     return (files[:limit] if limit else files), [*roots, str(TF435)]
+
+
+def heldout_files(packages: Path) -> tuple[list[Path], list[str]]:
+    """The listed files of the held-out distributions, each run from its whole unpacked distribution (under
+    `packages`, unpacked on first use). Their paths are never printed: `--figures-only` is implied."""
+    import heldout_corpus
+    import realworld_corpus
+
+    if not packages.is_dir():
+        realworld_corpus.extract_packages(packages, heldout_corpus.MANIFEST, heldout_corpus.cache_dir())
+    files = [packages / dist / m for dist, _version, members in heldout_corpus.MANIFEST for m in members]
+    roots = [str(packages / dist) for dist, _version, _members in heldout_corpus.MANIFEST]
+    if any(not f.is_file() for f in files):
+        sys.exit(f"held-out files missing under {packages}; remove it to unpack again")
+    return list(dict.fromkeys(files)), [*roots, str(TF435)]
 
 
 def _not_run(case: FixCase, why: str) -> list[dict[str, Any]]:
@@ -138,7 +154,7 @@ def _spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f}x [{q[0]:.2f}-{q[2]:.2f}] ({below}/{len(values)} <1x)"
 
 
-def print_table(per_rule: dict[str, Any], results: list[dict[str, Any]]) -> None:
+def print_table(per_rule: dict[str, Any], results: list[dict[str, Any]], figures_only: bool = False) -> None:
     print(f"{'rule':34} {'fixes':>5} {'cls':>4} {'built':>5} {'equiv':>5} {'not':>4}  speedup median [IQR] (slower)")
     totals = [0, 0, 0, 0, 0]
     for rule in sorted(per_rule):
@@ -162,6 +178,9 @@ def print_table(per_rule: dict[str, Any], results: list[dict[str, Any]]) -> None
         for row in r.get("rows", []):
             if "not_built" in row:
                 reasons[_reason(row["not_built"])] += 1
+    if figures_only:  # the held-out set: counts only, never its code, classes or lines
+        print(f"not built: {sum(reasons.values())} rows (reasons withheld: --figures-only)")
+        return
     for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:12]:
         print(f"  not built x{n}: {why}")
     for rule in sorted(per_rule):
@@ -180,7 +199,8 @@ def _reason(text: str) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", choices=("transformers", "realworld"), help="a corpus of this repository")
+    ap.add_argument("--set", choices=("transformers", "realworld", "heldout"), help="a corpus of this repository "
+                    "(heldout: scored only, its figures printed and nothing else; results under .cache/)")
     ap.add_argument("--files", nargs="*", default=[], help="other files (their imports on --pythonpath)")
     ap.add_argument("--pythonpath", default="", help="folders the files' imports are in")
     ap.add_argument("--packages", type=Path, default=RW_PACKAGES, help="realworld: the unpacked distributions")
@@ -193,7 +213,7 @@ def main() -> int:
     ap.add_argument("--class-timeout", type=float, default=90.0, help="seconds per class")
     ap.add_argument("--import-allowance", type=float, default=60.0, help="seconds per run to import the file")
     ap.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of the workers")
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "verify_corpus.json")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--summarise", nargs="+", type=Path, metavar="JSONL",
                     help="print the table of earlier runs' .jsonl results (a file in a later one replaces it)")
     args = ap.parse_args()
@@ -212,6 +232,11 @@ def main() -> int:
     elif args.set == "realworld":
         files, path = realworld_files(args.packages, args.limit, args.folders)
         path = [*args.site, *path]
+    elif args.set == "heldout":
+        files, path = heldout_files(ROOT / ".cache" / "heldout_pkgs")
+        path = [*args.site, *path]
+        if args.out == DEFAULT_OUT:
+            args.out = ROOT / ".cache" / "heldout_verify.json"
     else:
         files, path = [Path(f) for f in args.files], []
     files = files[args.skip:]
@@ -239,8 +264,8 @@ def main() -> int:
         results.append(res)
         stream.write(json.dumps(res) + "\n")
         stream.flush()
-        print(f"[{i}/{len(files)}] {path_.name}: {len(cases)} fixes, {len(res['rows'])} rows, "
-              f"{res.get('seconds', 0)} s{' (' + res['error'][:80] + ')' if res.get('error') else ''}",
+        print(f"[{i}/{len(files)}] {'(held-out file)' if args.set == 'heldout' else path_.name}: {len(cases)} fixes, {len(res['rows'])} rows, "
+              f"{res.get('seconds', 0)} s{' (' + res['error'][:80] + ')' if res.get('error') and args.set != 'heldout' else ''}",
               file=sys.stderr)
     stream.close()
     per_rule = summarise(results)
@@ -249,7 +274,7 @@ def main() -> int:
     print(f"# {len(files)} files in {time.time() - start:.0f} s wall; workers' CPU {usage.ru_utime:.0f} s user + "
           f"{usage.ru_stime:.0f} s sys; load {load0:.1f} at start, {os.getloadavg()[0]:.1f} at end, on "
           f"{os.cpu_count()} CPUs; OMP_NUM_THREADS={args.threads}, {args.repeats} timed pairs per class")
-    print_table(per_rule, results)
+    print_table(per_rule, results, figures_only=args.set == "heldout")
     return 0
 
 
