@@ -45,6 +45,20 @@ def test_a_rewrite_that_computes_something_else_is_not_equivalent(tmp_path: Path
     sys.modules.pop("act_model", None)
 
 
+def test_a_rewrite_outside_any_module_class_is_not_run_rather_than_not_equivalent(tmp_path: Path) -> None:
+    """An optimizer's construction in a training function changes no nn.Module class: verify compares
+    nothing, so the row says it was not run (exit 2), never that the fix is not equivalent (exit 1)."""
+    script = MODEL + "\n\ndef make_optimizer(model):\n    return torch.optim.AdamW(model.parameters(), lr=1e-3)\n"
+    job = _job(tmp_path, script.replace("lr=1e-3)", "lr=1e-3, fused=True)"))
+    job["source"] = script
+    Path(str(job["path"])).write_text(script, encoding="utf-8")
+    job["cases"] = [{**job["cases"][0], "scope": "make_optimizer", "classes": []}]  # type: ignore[index]
+    (row,) = worker.run(job)["rows"]
+    assert "not_built" in row and "equivalent" not in row and "optimizer" in row["not_built"]
+    assert exit_code([row]) == 2
+    sys.modules.pop("act_model", None)
+
+
 def test_a_rewrite_whose_checkpoint_does_not_load_is_not_equivalent(tmp_path: Path) -> None:
     renamed = MODEL.replace("self.proj", "self.projection")
     (row,) = worker.run(_job(tmp_path, renamed))["rows"]
