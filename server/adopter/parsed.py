@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from adopter.analysis.crossfile.ast_files import statements_in
+
 if TYPE_CHECKING:
     from tree_sitter import Node, Query, Tree
 
@@ -130,23 +132,10 @@ def walk(tree: ast.AST) -> tuple[ast.AST, ...]:
     return tuple(out)
 
 
-_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
-
-
 def walk_statements(tree: ast.Module) -> tuple[ast.AST, ...]:
     """The statements of `tree` (with the module, `except` handlers and `case` clauses that hold them) in
-    `ast.walk` order: `walk(tree)` without the expressions. Every parent of a statement is such a node, so
-    the order among them is the full walk's."""
-    out: list[ast.AST] = [tree]
-    i = 0
-    while i < len(out):
-        node = out[i]
-        i += 1
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if isinstance(value, list):
-                out.extend(item for item in value if isinstance(item, _HOLDERS))
-    return tuple(out)
+    `ast.walk` order: `walk(tree)` without the expressions (the analysis's `statements_in`)."""
+    return tuple(statements_in(tree))
 
 
 def _listed(cache: dict[int, tuple[ast.Module, tuple[ast.AST, ...]]], tree: ast.Module,

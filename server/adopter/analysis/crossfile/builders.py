@@ -47,18 +47,27 @@ Lookup = Callable[[str, str], tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, 
 TorchLayer = Callable[[str], str | None]
 
 
-def built_layer(fn: ast.FunctionDef, parsed: ParsedFile, path: str, call: Call, lookup: Lookup,
-                torch_layer: TorchLayer, depth: int = 0) -> str | None:
-    """The torch layer (`torch.nn.Conv2d`) every open path of `fn` called as `call` returns, else None."""
-    if depth > MAX_DEPTH:
-        return None
+def _open_paths(fn: ast.FunctionDef, call: Call) -> tuple[_Values, list[ast.expr], frozenset[str]] | None:
+    """What `fn` called as `call` can return: the call's values, the returned expressions of its open paths
+    (None when there are none or more than MAX_RETURNS) and the `**kwargs` keys it pops."""
     params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
     kwargs_name = fn.args.kwarg.arg if fn.args.kwarg is not None else None
     values = _Values(params, kwargs_name, call, frozenset(_stored(fn.body)))
     returns = list(_returns(fn.body, values, {}))
     if not returns or len(returns) > MAX_RETURNS:
         return None
-    popped = frozenset(_popped(fn, kwargs_name))
+    return values, returns, frozenset(_popped(fn, kwargs_name))
+
+
+def built_layer(fn: ast.FunctionDef, parsed: ParsedFile, path: str, call: Call, lookup: Lookup,
+                torch_layer: TorchLayer, depth: int = 0) -> str | None:
+    """The torch layer (`torch.nn.Conv2d`) every open path of `fn` called as `call` returns, else None."""
+    if depth > MAX_DEPTH:
+        return None
+    paths = _open_paths(fn, call)
+    if paths is None:
+        return None
+    values, returns, popped = paths
     found: set[str] = set()
     for value in returns:
         layer = _layer_of(value, parsed, path, values, popped, lookup, torch_layer, depth)
@@ -80,13 +89,10 @@ def possible_layer(fn: ast.FunctionDef, parsed: ParsedFile, path: str, call: Cal
     as with a conditional binding `self.conv = Mixed(...) if c else nn.Conv2d(...)` written in the file.
     None when a path builds something unknown or another torch layer, or when no path builds one; the
     paths are those `built_layer` reads (the tests the call decides are decided)."""
-    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-    kwargs_name = fn.args.kwarg.arg if fn.args.kwarg is not None else None
-    values = _Values(params, kwargs_name, call, frozenset(_stored(fn.body)))
-    returns = list(_returns(fn.body, values, {}))
-    if not returns or len(returns) > MAX_RETURNS:
+    paths = _open_paths(fn, call)
+    if paths is None:
         return None
-    popped = frozenset(_popped(fn, kwargs_name))
+    values, returns, popped = paths
     layers: set[str] = set()
     classes = 0
     for value in returns:

@@ -651,10 +651,7 @@ class _Site:
             self.ctx.decline("both operands of the mask addition come from the chain")
             raise AssertionError("unreachable")
         bound = self._defined_in_range()
-        try:
-            names = {n.id for n in ast.walk(ast.parse(text, mode="eval").body) if isinstance(n, ast.Name)}
-        except SyntaxError:
-            names = set()
+        names = _names_read(text)
         if names & bound:
             self.ctx.decline(f"the added term `{text}` reads `{min(names & bound)}`, which the chain computes; "
                              "SDPA's mask cannot depend on the scores")
@@ -1073,10 +1070,7 @@ class _Site:
     def _bind(self, kind: str, text: str, line: int, conditional: bool) -> None:
         """Accumulate one mask step into the mask variable, at the step's place."""
         steps = self._defined_in_range()
-        try:
-            read = {n.id for n in ast.walk(ast.parse(text, mode="eval").body) if isinstance(n, ast.Name)}
-        except SyntaxError:
-            read = set()
+        read = _names_read(text)
         if read & steps:
             self.ctx.decline(f"the mask `{text}` reads `{min(read & steps)}`, which the chain computes; SDPA's mask "
                              "cannot depend on the scores")
@@ -1225,10 +1219,7 @@ class _Site:
         stores = self._stores_in_range()
         for text, op in sources:
             body = text.split("=", 1)[1] if _is_keyword(text) else text
-            try:
-                names = {n.id for n in ast.walk(ast.parse(body, mode="eval").body) if isinstance(n, ast.Name)}
-            except SyntaxError:
-                continue
+            names = _names_read(body)  # none when it does not parse: nothing to check
             line = op.stmt_span.start_line + 1
             for name, at in stores:
                 if name in names and at >= line:
@@ -1465,3 +1456,11 @@ def _paren_sum(text: str) -> str:
 def _paren(text: str) -> str:
     node = ast.parse(text, mode="eval").body
     return text if isinstance(node, ast.Name | ast.Attribute | ast.Call | ast.Constant) else f"({text})"
+
+
+def _names_read(text: str) -> set[str]:
+    """The names an expression's text reads (none when it does not parse as an expression)."""
+    try:
+        return {n.id for n in ast.walk(ast.parse(text, mode="eval").body) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return set()
