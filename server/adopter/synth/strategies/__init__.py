@@ -1,4 +1,4 @@
-"""Rewrite strategies: every module in this package registers its strategies on import."""
+"""Rewrite strategies: every module in this package registers the strategies it defines on import."""
 
 from __future__ import annotations
 
