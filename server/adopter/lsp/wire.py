@@ -9,7 +9,9 @@ the same JSON for real files.
 from __future__ import annotations
 
 import functools
+import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -62,17 +64,32 @@ class LspIndex:
 @functools.cache
 def repository_url() -> str:
     """The repository named by the installed package's metadata, else `REPOSITORY_URL` (read once)."""
-    import importlib.metadata
-
-    try:
-        urls = importlib.metadata.metadata("adopter").get_all("Project-URL") or []
-    except importlib.metadata.PackageNotFoundError:
-        urls = []
-    for entry in urls:
+    for entry in _project_urls():
         label, _, url = entry.partition(",")
         if label.strip().lower() in ("repository", "source", "homepage"):
             return str(url).strip().rstrip("/")
     return REPOSITORY_URL
+
+
+def _project_urls() -> list[str]:
+    """The `Project-URL` fields of the first `adopter-*.dist-info` on `sys.path`, the distribution
+    `importlib.metadata` would pick. Read directly: importing `importlib.metadata` and its lookup cost about
+    as much as analysing a small file, on the way to the first diagnostics."""
+    for folder in sys.path:
+        try:
+            names = [e.name for e in os.scandir(folder or ".")
+                     if e.name.startswith("adopter-") and e.name.endswith(".dist-info")]
+        except OSError:
+            continue
+        for name in sorted(names):
+            try:
+                with open(os.path.join(folder or ".", name, "METADATA"), encoding="utf-8") as handle:
+                    head = handle.read().split("\n\n", 1)[0]  # the headers end at the first blank line
+            except OSError:
+                continue
+            return [line.partition(":")[2].strip() for line in head.splitlines()
+                    if line.lower().startswith("project-url:")]
+    return []
 
 
 def github_anchor(heading: str) -> str:
