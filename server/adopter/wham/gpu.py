@@ -85,6 +85,7 @@ class TileModel:
     l2_bytes_per_clock: float
     k_tile: int
     tiles: tuple[tuple[int, int], ...]
+    tile_latency_cycles: float = 0.0  # a fixed cost per tile per wave (its first k-tile's load); 0: not modelled
 
 
 def is_grouped_conv(op: Op) -> bool:
@@ -118,30 +119,49 @@ class GemmKernel:
     reduction_bytes: float
 
 
+SPLIT_WAVES = 32  # wave counts whose filling split-K factor is tried (beyond them a last wave costs < 1/32)
+
+
+def split_candidates(tiles: int, k_steps: int, slots: int) -> list[int]:
+    """Split-K factors worth trying for a GEMM of `tiles` output tiles and `k_steps` k-tiles on `slots` SMs:
+    1, the powers of two, and for each wave count w ≤ `SPLIT_WAVES` the largest factor that still fits in
+    w waves (⌊w · slots / tiles⌋: at a given wave count a larger factor only shortens each slice); each at
+    most `k_steps` (a slice holds at least one k-tile). CUTLASS's split-K takes any factor."""
+    got = {1}
+    p = 2
+    while p <= k_steps:
+        got.add(p)
+        p *= 2
+    for w in range(1, SPLIT_WAVES + 1):
+        s = w * slots // tiles
+        if 1 <= s <= k_steps:
+            got.add(s)
+    return sorted(got)
+
+
 def gemm_kernel(op: Op, tm: TileModel, memory_cycles: float = 0.0, bytes_per_cycle: float = math.inf,
                 split_k: bool = True) -> GemmKernel:
     """The fastest way a GPU library runs a GEMM (an ideal heuristic): over the tiles of `tm` and split-K factors
-    s = 1, 2, 4, … (CUTLASS's "parallel reduction splitK": K cut into s slices run as extra thread blocks, then
+    s of `split_candidates` (CUTLASS's "parallel reduction splitK": K cut into s slices run as extra thread blocks, then
     a reduction kernel that reads the s partial sums, `SPLIT_K_PARTIAL_BYTES` an element, and writes the
-    output), the one with the least max(compute, `memory_cycles`) + reduction bytes / `bytes_per_cycle`.
+    output), the one with the least max(compute, `memory_cycles`) + reduction bytes / `bytes_per_cycle` (then
+    the least compute).
     Compute = waves × one full tile's time, K per slice rounded up to the k-tile. `split_k=False`: s = 1 only."""
     m, n = max(1, op.m), max(1, op.n)
     k_steps = math.ceil(max(1, op.k) / tm.k_tile)
-    best: tuple[float, GemmKernel] | None = None
+    best: tuple[float, float, GemmKernel] | None = None
     for tile in tm.tiles:
         tiles, _ = tile_waves(op, tile, tm.sms)
         per_step = tile[0] * tile[1] * tm.k_tile / tile_rate(tile, tm)
-        s = 1
-        while s <= (k_steps if split_k else 1):
+        for s in split_candidates(tiles, k_steps, tm.sms * TILES_PER_SM_WAVE) if split_k else (1,):
             waves = math.ceil(tiles * s / (tm.sms * TILES_PER_SM_WAVE))
-            cycles = waves * math.ceil(k_steps / s) * per_step
+            cycles = waves * (math.ceil(k_steps / s) * per_step + tm.tile_latency_cycles)
             red = (2 * s * SPLIT_K_PARTIAL_BYTES * m * n * max(1, op.batch)) if s > 1 else 0.0
             total = max(cycles, memory_cycles) + red / bytes_per_cycle
-            if best is None or total < best[0]:
-                best = (total, GemmKernel(cycles, tile, s, red))
-            s *= 2
+            if best is None or (total, cycles) < best[:2]:  # a memory-bound tie goes to the least compute
+                best = (total, cycles, GemmKernel(cycles, tile, s, red))
     assert best is not None, "a TileModel needs at least one tile"
-    return best[1]
+    return best[2]
 
 
 def kernel_cost(op: Op, d: Design, tm: TileModel | None = None) -> OpCost:
