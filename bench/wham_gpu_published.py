@@ -413,7 +413,9 @@ def main() -> int:
     head = [f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} CPUs, "
             f"load {os.getloadavg()[0]:.2f}. Command: python bench/wham_gpu_published.py",
             *(f"{name} template: {d.label()}, {d.clock_mhz:g} MHz → {d.peak_flops / 1e12:.0f} TFLOPS dense FP16; "
-              f"GEMM tiles {TILES[name]}." for name, d in GPUS.items()), ""]
+              f"GEMMs as {TILES[name].sms} SMs × {TILES[name].macs_per_sm_clock:.1f} MACs a clock a full tile, L2 "
+              f"{TILES[name].l2_bytes_per_clock:g} B a clock, k-tile {TILES[name].k_tile}, tiles "
+              f"{', '.join(f'{a}×{b}' for a, b in TILES[name].tiles)}." for name, d in GPUS.items()), ""]
     text = "\n".join([*head, *table(recs, summ), f"Whole run {time.perf_counter() - t0:.0f} s."])
     print(text)
     if args.out:
