@@ -1,12 +1,13 @@
 """WHAM's cost model against published measured GPU training throughputs (no GPU needed).
 
-Usage: nice -n 19 python bench/wham_gpu_published.py [--out FILE] [--steps]
+Usage: nice -n 19 python bench/wham_gpu_published.py [--out FILE] [--json FILE] [--steps]
 
 The template is set to a published GPU (A100 SXM4 80GB and 40GB, V100 SXM2, from NVIDIA's architecture
 whitepapers and datasheets); each row's training step is traced at the published configuration (model, batch per GPU,
 sequence length) and predicted with the same graph and per-op cost model the search uses, run as a GPU runs a framework's step
 (`adopter.wham.gpu`: every kernel on one stream in issue order, so the step is the sum of the kernels'
-latencies, with the batch-norm re-reads the trace does not record). With gradient
+latencies, with the batch-norm re-reads the trace does not record, and each GEMM as thread-block tiles in
+waves of one per SM with split-K: `TILES`, round 4). With gradient
 accumulation (the BERT pre-training rows) the optimizer runs once per `accumulation` micro-steps, so the
 predicted samples/s is batch / (forward+backward + (optimizer + all-reduce) / accumulation); the all-reduce
 is the data-parallel ring over NVLink of the multi-GPU rows (per-GPU figure = the table's total / GPUs).

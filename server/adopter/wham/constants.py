@@ -287,7 +287,10 @@ SOURCES: dict[str, str] = {
                         "performance/dl-performance-matrix-multiplication), section 'GPU Implementation': cuBLAS "
                         "tiles 256x128 and 128x256 (most efficient), 128x128, 256x64 and 64x256, 128x64 and 64x128, "
                         "64x64 (least efficient); section 'Dimension Quantization Effects': a partial tile and a "
-                        "partial last wave of tiles cost as full ones",
+                        "partial last wave of tiles cost as full ones. Each shape is also a value of cuBLASLt's "
+                        "cublasLtMatmulTile_t (docs.nvidia.com/cuda/nvmath-python, nvmath.bindings.cublasLt."
+                        "MatmulTile: TILE_64x64 … TILE_256x128, among others such as 64x512 and 96x128 that the "
+                        "guide does not list and the model leaves out)",
     "CUTLASS_SM80_TILE": "NVIDIA/cutlass @044405ce include/cutlass/gemm/device/default_gemm_configuration.h, "
                          "DefaultGemmConfiguration<OpClassTensorOp, Sm80, …>: ThreadblockShape = GemmShape<128, 256, 64>",
     "CUTLASS_SM70_TILE": "NVIDIA/cutlass @044405ce include/cutlass/gemm/device/default_gemm_configuration.h, "

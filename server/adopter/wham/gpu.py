@@ -23,8 +23,9 @@ the traffic the real kernel adds to what the trace records:
   cuBLAS's shapes for the GEMM (an ideal heuristic), each tile at the SM's achieved MAC rate or at its share
   of the L2 bandwidth feeding the tile's operand panels, whichever is lower; a GEMM with too few tiles to
   fill the SMs may split K (CUTLASS's split-K, its partial sums reduced by a second pass over memory).
-  Grouped convolutions are left
-  at `op_cost` (no cited source says how cuDNN tiles them; see `is_grouped_conv`).
+  This replaces `op_cost`'s systolic fold model (K + PE_x + PE_y − 2 cycles a 16×16 fold), which describes a
+  systolic array, not a GPU. Grouped convolutions are left at `op_cost` (no cited source says how cuDNN runs
+  them; see `is_grouped_conv`).
 
 Nothing here is fitted to the published figures; the derivations are in `constants.SOURCES`.
 """
@@ -141,12 +142,12 @@ def split_candidates(tiles: int, k_steps: int, slots: int) -> list[int]:
 
 def gemm_kernel(op: Op, tm: TileModel, memory_cycles: float = 0.0, bytes_per_cycle: float = math.inf,
                 split_k: bool = True) -> GemmKernel:
-    """The fastest way a GPU library runs a GEMM (an ideal heuristic): over the tiles of `tm` and split-K factors
-    s of `split_candidates` (CUTLASS's "parallel reduction splitK": K cut into s slices run as extra thread blocks, then
-    a reduction kernel that reads the s partial sums, `SPLIT_K_PARTIAL_BYTES` an element, and writes the
-    output), the one with the least max(compute, `memory_cycles`) + reduction bytes / `bytes_per_cycle` (then
-    the least compute).
-    Compute = waves × one full tile's time, K per slice rounded up to the k-tile. `split_k=False`: s = 1 only."""
+    """The fastest way a GPU library runs a GEMM (an ideal heuristic): over the tiles of `tm` and the split-K
+    factors s of `split_candidates` (CUTLASS's "parallel reduction splitK": K cut into s slices run as extra
+    thread blocks, then a reduction kernel that writes and reads back the s partial sums,
+    `SPLIT_K_PARTIAL_BYTES` an element), the one with the least max(compute, `memory_cycles`) + reduction
+    bytes / `bytes_per_cycle`, then the least compute. Compute = waves × one full tile's time, K per slice
+    rounded up to the k-tile (plus `tile_latency_cycles` a tile). `split_k=False`: s = 1 only."""
     m, n = max(1, op.m), max(1, op.n)
     k_steps = math.ceil(max(1, op.k) / tm.k_tile)
     best: tuple[float, float, GemmKernel] | None = None
