@@ -123,7 +123,7 @@ class GemmKernel:
 SPLIT_WAVES = 32  # wave counts whose filling split-K factor is tried (beyond them a last wave costs < 1/32)
 
 
-def split_candidates(tiles: int, k_steps: int, slots: int) -> list[int]:
+def split_candidates(tiles: int, k_steps: int, slots: int) -> tuple[int, ...]:
     """Split-K factors worth trying for a GEMM of `tiles` output tiles and `k_steps` k-tiles on `slots` SMs:
     1, the powers of two, and for each wave count w ≤ `SPLIT_WAVES` the largest factor that still fits in
     w waves (⌊w · slots / tiles⌋: at a given wave count a larger factor only shortens each slice); each at
@@ -137,7 +137,7 @@ def split_candidates(tiles: int, k_steps: int, slots: int) -> list[int]:
         s = w * slots // tiles
         if 1 <= s <= k_steps:
             got.add(s)
-    return sorted(got)
+    return tuple(sorted(got))
 
 
 def gemm_kernel(op: Op, tm: TileModel, memory_cycles: float = 0.0, bytes_per_cycle: float = math.inf,
