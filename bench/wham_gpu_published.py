@@ -1,12 +1,13 @@
 """WHAM's cost model against published measured GPU training throughputs (no GPU needed).
 
-Usage: nice -n 19 python bench/wham_gpu_published.py [--out FILE] [--steps]
+Usage: nice -n 19 python bench/wham_gpu_published.py [--out FILE] [--json FILE] [--steps]
 
 The template is set to a published GPU (A100 SXM4 80GB and 40GB, V100 SXM2, from NVIDIA's architecture
 whitepapers and datasheets); each row's training step is traced at the published configuration (model, batch per GPU,
 sequence length) and predicted with the same graph and per-op cost model the search uses, run as a GPU runs a framework's step
 (`adopter.wham.gpu`: every kernel on one stream in issue order, so the step is the sum of the kernels'
-latencies, with the batch-norm re-reads the trace does not record). With gradient
+latencies, with the batch-norm re-reads the trace does not record, and each GEMM as thread-block tiles in
+waves of one per SM with split-K: `TILES`, round 4). With gradient
 accumulation (the BERT pre-training rows) the optimizer runs once per `accumulation` micro-steps, so the
 predicted samples/s is batch / (forward+backward + (optimizer + all-reduce) / accumulation); the all-reduce
 is the data-parallel ring over NVLink of the multi-GPU rows (per-GPU figure = the table's total / GPUs).
@@ -19,6 +20,7 @@ pair counts as within only when every one of its rows is; the must-hold counts A
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
@@ -33,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 from adopter.wham import constants as C
 from adopter.wham.cost import allreduce_cycles, op_cost
 from adopter.wham.evaluate import Evaluator, segments_flops
-from adopter.wham.gpu import serial_step
+from adopter.wham.gpu import GpuStep, TileModel, serial_step
 from adopter.wham.hardware import Constraints, Design
 from adopter.wham.models import WorkloadSpec, load_workload
 
@@ -64,6 +66,23 @@ NVLINK_GBS = {"A100 80GB": C.A100_NVLINK_PER_DIRECTION_GBS, "A100 40GB": C.A100_
 _A100_PEAK = replace(A100, n_tc=C.A100_SMS * C.A100_TENSOR_CORES_PER_SM)
 ROUND1_GPUS = {**ROUND2_GPUS, "A100 80GB": replace(_A100_PEAK, bandwidth_gbs=C.A100_80GB_HBM_GBS),
                "A100 40GB": _A100_PEAK}
+
+# Round 4 (wham6): each GEMM as a GPU kernel runs it (`gpu.gemm_kernel_cycles`): thread-block tiles in waves of
+# one per SM, a partial tile, k-tile or wave costing a full one; the tile is the fastest of cuBLAS's shapes
+# (NVIDIA's Matrix Multiplication Background guide), each at the SM's achieved rate (the A100's MAMF with its
+# shape's quantization taken out; the V100's cuBLAS figure) or its share of the L2 read bandwidth; the
+# k-tile is CUTLASS's default K-step. `CUTLASS_ONLY` is the range's other end: CUTLASS's default tile
+# (128×256, either orientation) for every GEMM.
+_A100_TILES = TileModel(C.A100_SMS, C.A100_TILE_MACS_PER_SM_CLOCK, C.A100_L2_BYTES_PER_CLOCK, C.CUTLASS_SM80_TILE[2],
+                        C.GPU_CUBLAS_TILES)
+_V100_TILES = TileModel(C.V100_SMS, C.V100_TILE_MACS_PER_SM_CLOCK, C.V100_L2_BYTES_PER_CLOCK, C.CUTLASS_SM70_TILE[2],
+                        C.GPU_CUBLAS_TILES)
+TILES = {"A100 80GB": _A100_TILES, "A100 40GB": _A100_TILES, "V100 16GB": _V100_TILES, "V100 32GB": _V100_TILES}
+CUTLASS_ONLY = {name: replace(tm, tiles=(C.CUTLASS_SM80_TILE[:2] if tm is _A100_TILES else C.CUTLASS_SM70_TILE[:2],
+                                         (C.CUTLASS_SM80_TILE if tm is _A100_TILES else C.CUTLASS_SM70_TILE)[1::-1]))
+                for name, tm in TILES.items()}
+# No quantization at the same rates: 1×1 tiles, a 1-deep k-tile and no L2 limit (the roofline the tiles fall short of).
+UNQUANTIZED = {name: replace(tm, l2_bytes_per_clock=math.inf, k_tile=1, tiles=((1, 1),)) for name, tm in TILES.items()}
 
 DLE = "NVIDIA/DeepLearningExamples @729963dd"
 
@@ -243,6 +262,8 @@ class Prediction:
     opt_share: float  # optimizer + all-reduce share of the predicted step
     round1: float  # round 1's prediction (zoo model, fused, datasheet rates, overlapping scheduler)
     round2: float  # round 2's (the traced workload, achieved A100 rates, overlapping scheduler)
+    round3: float  # round 3's (one stream, batch-norm re-reads, GEMMs at the roofline: no tile quantization)
+    cutlass: float  # this round with CUTLASS's default tile for every GEMM (the range's pessimistic end)
 
 
 def predict(row: Published) -> Prediction:
@@ -254,9 +275,13 @@ def predict(row: Published) -> Prediction:
     earlier rounds' predictions."""
     d = GPUS[row.gpu]
     work = load_workload(WorkloadSpec(row.traced, row.batch, row.seq), fuse=row.fused)
-    gs = serial_step(work, d)
+    gs = serial_step(work, d, TILES[row.gpu])
     tail = (gs.opt_s + _allreduce_s(work.params, row, d)) / row.accumulation
     step = gs.fb_s + tail
+
+    def rate(other: GpuStep) -> float:
+        return row.batch / (other.fb_s + (other.opt_s + _allreduce_s(work.params, row, d)) / row.accumulation)
+
     total = sum(t for _, t in gs.by_bound) or 1.0
     why = ", ".join(f"{r} {t / total:.0%}" for r, t in gs.by_bound if t / total >= 0.01)
     why += f"; {gs.kernels} kernels; batch-norm re-reads {gs.batchnorm_extra_s / total:.0%}"
@@ -264,14 +289,19 @@ def predict(row: Published) -> Prediction:
     peak = ROUND1_GPUS[row.gpu].peak_flops  # the datasheet's peak, whatever rate the template runs at
     return Prediction(row.batch / step, why, row.measured * flops / peak, tail / step,
                       _overlapped(row.model, row, ROUND1_GPUS[row.gpu], True),
-                      _overlapped(row.traced, row, ROUND2_GPUS[row.gpu], row.fused))
+                      _overlapped(row.traced, row, ROUND2_GPUS[row.gpu], row.fused), rate(serial_step(work, d)),
+                      rate(serial_step(work, d, CUTLASS_ONLY[row.gpu])))
 
 
 def steps_table() -> list[str]:
-    """Each row's predicted / measured after each round-3 step: round 2 (overlapping scheduler, round 2's
-    rates) → one stream (the kernels' `op_cost` summed) → batch-norm re-reads → achieved V100 / A100 40GB rates."""
+    """Each row's predicted / measured after each step of rounds 3 and 4: round 2 (overlapping scheduler, round
+    2's rates) → one stream (the kernels' `op_cost` summed) → batch-norm re-reads → achieved V100 / A100 40GB
+    rates (round 3) → tile and wave quantization (round 4, now); and the range's other end, CUTLASS's default
+    tile for every GEMM."""
     out = ["| model | GPU × count | batch × seq | measured | round 2 (overlapped, round-2 rates) | + one stream | "
-           "+ batch-norm re-reads | + V100 / A100 40GB achieved rates (now) |", "|---|---|---|---|---|---|---|---|"]
+           "+ batch-norm re-reads | + V100 / A100 40GB achieved rates (round 3) | GEMMs at the tile rate, unquantized "
+           "| + tile and wave quantization, split-K (now) | CUTLASS default tile only |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in ROWS:
         work = load_workload(WorkloadSpec(row.traced, row.batch, row.seq), fuse=row.fused)
         d2, d3 = ROUND2_GPUS[row.gpu], GPUS[row.gpu]
@@ -284,65 +314,115 @@ def steps_table() -> list[str]:
         for seg in work.segments:
             for op in work.blocks[seg.block].ops:
                 plain[op.phase == "opt"] += op_cost(op, d2).cycles / hz
-        with_bn, now = serial_step(work, d2), serial_step(work, d3)
+        with_bn, r3 = serial_step(work, d2), serial_step(work, d3)
+        now, one = serial_step(work, d3, TILES[row.gpu]), serial_step(work, d3, CUTLASS_ONLY[row.gpu])
+        flat = serial_step(work, d3, UNQUANTIZED[row.gpu])
         cells = (_overlapped(row.traced, row, d2, row.fused) / row.measured, rate(*plain, d2),
-                 rate(with_bn.fb_s, with_bn.opt_s, d2), rate(now.fb_s, now.opt_s, d3))
+                 rate(with_bn.fb_s, with_bn.opt_s, d2), rate(r3.fb_s, r3.opt_s, d3), rate(flat.fb_s, flat.opt_s, d3),
+                 rate(now.fb_s, now.opt_s, d3), rate(one.fb_s, one.opt_s, d3))
         out.append(f"| {row.traced} | {row.gpu} ×{row.gpus} | {row.batch} × {row.seq} | {row.measured:g} | "
                    + " | ".join(f"{c:.2f}" for c in cells) + " |")
     return out
 
 
+WITHIN = 0.25  # the must-hold band: predicted / measured within 1 ± 0.25
+
+
+def results() -> list[dict[str, object]]:
+    """One record per published row: its prediction, or the error that stopped it (the rest go on)."""
+    out: list[dict[str, object]] = []
+    for row in ROWS:
+        rec: dict[str, object] = {"model": row.model, "traced": row.traced, "gpu": row.gpu, "gpus": row.gpus,
+                                  "batch": row.batch, "seq": row.seq, "accumulation": row.accumulation,
+                                  "fused": row.fused, "measured": row.measured, "source": row.source}
+        try:
+            p = predict(row)
+        except Exception as exc:  # a model that cannot be traced is reported; the rest go on
+            rec["error"] = str(exc)
+        else:
+            ratio = p.samples_s / row.measured
+            rec.update(predicted=p.samples_s, ratio=ratio, within=abs(ratio - 1) <= WITHIN,
+                       round1=p.round1 / row.measured, round2=p.round2 / row.measured,
+                       round3=p.round3 / row.measured, cutlass=p.cutlass / row.measured, why=p.why,
+                       opt_share=p.opt_share, sustained=p.sustained)
+            print(f"{row.traced} {row.gpu} x{row.gpus} {row.batch}x{row.seq}: {ratio:.2f}", file=sys.stderr, flush=True)
+        out.append(rec)
+    return out
+
+
+def summary(recs: list[dict[str, object]]) -> dict[str, object]:
+    """The counts the must-hold reads: rows within, (model, GPU) pairs with every row within (all, A100/H100,
+    single-GPU rows only); a row that failed counts as not within."""
+    pairs: dict[tuple[str, str], list[bool]] = {}
+    single: dict[tuple[str, str], list[bool]] = {}
+    for r in recs:
+        key = (str(r["model"]), str(r["gpu"]))
+        ok = bool(r.get("within", False))
+        pairs.setdefault(key, []).append(ok)
+        if r["gpus"] == 1:
+            single.setdefault(key, []).append(ok)
+    a100 = {k: v for k, v in pairs.items() if k[1].startswith(("A100", "H100"))}
+    return {"rows": len(recs), "rows_within": sum(bool(r.get("within", False)) for r in recs),
+            "pairs": len(pairs), "pairs_within": [f"{m} on {g}" for (m, g), v in pairs.items() if all(v)],
+            "a100_h100_pairs": len(a100), "a100_h100_pairs_within": [f"{m} on {g}" for (m, g), v in a100.items() if all(v)],
+            "single_gpu_pairs": len(single),
+            "single_gpu_pairs_within": [f"{m} on {g}" for (m, g), v in single.items() if all(v)]}
+
+
+def table(recs: list[dict[str, object]], summ: dict[str, object]) -> list[str]:
+    """The markdown table and the summary line, from the same records as the JSON."""
+    lines = ["| model (traced) | GPU × count | batch × seq (accumulation) | fused | measured samples/s | predicted | "
+             "predicted / measured | within ±25 % | round 1 pred / meas | round 2 pred / meas | round 3 pred / meas "
+             "(no tile quantization) | CUTLASS default tile only | step time by bound (one stream) | "
+             "optimizer + all-reduce share | datasheet peak tensor rate the measurement sustains | source |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in recs:
+        head = (f"| {r['traced']} | {r['gpu']} ×{r['gpus']} | {r['batch']} × {r['seq']} ({r['accumulation']}) | "
+                f"{'yes' if r['fused'] else 'no (eager)'} | {r['measured']:g} | ")
+        if "error" in r:
+            lines.append(head + f"failed: {r['error']} | — | no | — | — | — | — | — | — | — | {r['source']} |")
+            continue
+        lines.append(head + f"{r['predicted']:.4g} | {r['ratio']:.2f} | {'yes' if r['within'] else 'no'} | "
+                     f"{r['round1']:.2f} | {r['round2']:.2f} | {r['round3']:.2f} | {r['cutlass']:.2f} | {r['why']} | "
+                     f"{r['opt_share']:.1%} | {r['sustained']:.0%} | {r['source']} |")
+
+    def names(key: str) -> str:
+        got = summ[key]
+        assert isinstance(got, list)
+        return ", ".join(got) or "none"
+
+    lines += ["", f"{summ['rows_within']} of {summ['rows']} rows within ±25 %; (model, GPU) pairs with every row "
+              f"within: {len(summ['pairs_within'])} of {summ['pairs']} ({names('pairs_within')}); A100/H100 pairs "
+              f"with every row within: {len(summ['a100_h100_pairs_within'])} of {summ['a100_h100_pairs']}; pairs whose "
+              f"single-GPU rows are all within (multi-GPU rows set aside): {len(summ['single_gpu_pairs_within'])} of "
+              f"{summ['single_gpu_pairs']} ({names('single_gpu_pairs_within')})."]
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--steps", action="store_true", help="print each row's ratio after each round-3 change instead")
+    ap.add_argument("--out", type=Path, default=None, help="write the markdown table here")
+    ap.add_argument("--json", type=Path, default=None, help="write every row's record and the summary here")
+    ap.add_argument("--steps", action="store_true", help="print each row's ratio after each round-3 and 4 change instead")
     args = ap.parse_args()
     if args.steps:
         print("\n".join(steps_table()))
         return 0
     t0 = time.perf_counter()
-    lines = [f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} CPUs, "
-             f"load {os.getloadavg()[0]:.2f}. Command: python bench/wham_gpu_published.py",
-             *(f"{name} template: {d.label()}, {d.clock_mhz:g} MHz → {d.peak_flops / 1e12:.0f} TFLOPS dense FP16."
-               for name, d in GPUS.items()), "",
-             "| model (traced) | GPU × count | batch × seq (accumulation) | fused | measured samples/s | predicted | "
-             "predicted / measured | within ±25 % | round 1 pred / meas | round 2 pred / meas | step time by bound (one stream) | "
-             "optimizer + all-reduce share | datasheet peak tensor rate the measurement sustains | source |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    within = 0
-    pairs: dict[tuple[str, str], list[bool]] = {}
-    single: dict[tuple[str, str], list[bool]] = {}  # the single-GPU rows only
-    for row in ROWS:
-        try:
-            p = predict(row)
-        except Exception as exc:  # a model that cannot be traced is reported; the rest go on
-            lines.append(f"| {row.traced} | {row.gpu} ×{row.gpus} | {row.batch} × {row.seq} | {row.fused} | {row.measured:g} | "
-                         f"failed: {exc} | — | — | — | — | — | — | — | {row.source} |")
-            continue
-        ratio = p.samples_s / row.measured
-        ok = abs(ratio - 1) <= 0.25
-        within += ok
-        pairs.setdefault((row.model, row.gpu), []).append(ok)
-        if row.gpus == 1:
-            single.setdefault((row.model, row.gpu), []).append(ok)
-        lines.append(f"| {row.traced} | {row.gpu} ×{row.gpus} | {row.batch} × {row.seq} ({row.accumulation}) | "
-                     f"{'yes' if row.fused else 'no (eager)'} | {row.measured:g} | {p.samples_s:.4g} | {ratio:.2f} | "
-                     f"{'yes' if ok else 'no'} | {p.round1 / row.measured:.2f} | {p.round2 / row.measured:.2f} | "
-                     f"{p.why} | {p.opt_share:.1%} | {p.sustained:.0%} | {row.source} |")
-        print(lines[-1], file=sys.stderr, flush=True)
-    every = sum(all(v) for v in pairs.values())
-    a100 = {k: v for k, v in pairs.items() if k[1].startswith(("A100", "H100"))}
-    lines += ["", f"{within} of {len(ROWS)} rows within ±25 %; (model, GPU) pairs with every row within: {every} of "
-              f"{len(pairs)} ({', '.join(f'{m} on {g}' for (m, g), v in pairs.items() if all(v)) or 'none'}); "
-              f"A100/H100 pairs with every row within: {sum(all(v) for v in a100.values())} of {len(a100)}; "
-              f"pairs whose single-GPU rows are all within (multi-GPU rows set aside): "
-              f"{sum(all(v) for v in single.values())} of {len(single)} "
-              f"({', '.join(f'{m} on {g}' for (m, g), v in single.items() if all(v)) or 'none'}); "
-              f"whole run {time.perf_counter() - t0:.0f} s."]
-    text = "\n".join(lines)
+    recs = results()
+    summ = summary(recs)
+    head = [f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} CPUs, "
+            f"load {os.getloadavg()[0]:.2f}. Command: python bench/wham_gpu_published.py",
+            *(f"{name} template: {d.label()}, {d.clock_mhz:g} MHz → {d.peak_flops / 1e12:.0f} TFLOPS dense FP16; "
+              f"GEMMs as {TILES[name].sms} SMs × {TILES[name].macs_per_sm_clock:.1f} MACs a clock a full tile, L2 "
+              f"{TILES[name].l2_bytes_per_clock:g} B a clock, k-tile {TILES[name].k_tile}, tiles "
+              f"{', '.join(f'{a}×{b}' for a, b in TILES[name].tiles)}." for name, d in GPUS.items()), ""]
+    text = "\n".join([*head, *table(recs, summ), f"Whole run {time.perf_counter() - t0:.0f} s."])
     print(text)
     if args.out:
         args.out.write_text(text + "\n", encoding="utf-8")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": recs, "summary": summ}, indent=1) + "\n", encoding="utf-8")
     return 0
 
 

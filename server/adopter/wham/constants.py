@@ -126,6 +126,33 @@ V100_TENSOR_CORES_ACHIEVED = round(V100_SMS * V100_TENSOR_CORES_PER_SM * V100_CU
                                    / V100_DENSE_FP16_TFLOPS)
 A100_40GB_HBM_ACHIEVED_GBS = A100_40GB_HBM_GBS * A100_80GB_HBM_ACHIEVED_GBS / A100_80GB_HBM_GBS
 
+# A GEMM (or an implicit-GEMM convolution: M = N·P·Q, N = K, K = C·R·S) as a GPU kernel runs it
+# (adopter.wham.gpu.gemm_kernel_cycles): the output is cut into thread-block tiles, each tile runs on one SM
+# stepping through K a k-tile at a time, and tiles are scheduled in waves of one tile per SM; a partial tile
+# (M or N not a multiple of the tile), a partial k-tile and a partial last wave each cost a full one.
+# The tile shapes cuBLAS chooses from (its heuristic picks one per problem; the model takes the fastest):
+GPU_CUBLAS_TILES: tuple[tuple[int, int], ...] = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256),
+                                                  (128, 64), (64, 128), (64, 64))
+# CUTLASS's default FP16 Tensor Core thread-block tile (M × N × K-step) per architecture; the K-step is the
+# model's k-tile, and the M × N tile is the pessimistic end of the tile range (one tile shape for every GEMM).
+CUTLASS_SM80_TILE = (128, 256, 64)
+CUTLASS_SM70_TILE = (128, 256, 32)
+TILES_PER_SM_WAVE = 1
+# Split-K (a GEMM with too few output tiles to fill the SMs cuts K into slices run as extra thread blocks, then
+# reduces the slices' partial sums in a second kernel): the partials are the FP32 accumulators.
+SPLIT_K_PARTIAL_BYTES = 4
+# L2 read bandwidth a clock (the tiles' operands stream from L2): each SM's share feeds its tile's A and B
+# panels, (M_t + N_t) · k-tile elements for M_t · N_t · k-tile MACs, so a small tile can be L2-bound.
+A100_L2_BYTES_PER_CLOCK = 5120
+V100_L2_BYTES_PER_CLOCK = 2048
+# The best shape of the A100 MAMF measurement (A100_MAMF_BF16_TFLOPS), M × N × K: the measured rate includes
+# that shape's own quantization, taken out to give the rate of a full tile (A100_TILE_MACS_PER_SM_CLOCK).
+A100_MAMF_SHAPE = (1024, 10240, 5120)
+_MAMF_TILES = -(-A100_MAMF_SHAPE[0] // CUTLASS_SM80_TILE[0]) * -(-A100_MAMF_SHAPE[1] // CUTLASS_SM80_TILE[1])
+A100_TILE_MACS_PER_SM_CLOCK = (A100_MAMF_BF16_TFLOPS * 1e12 / 2 / (A100_BOOST_MHZ * 1e6) / A100_SMS
+                               * (-(-_MAMF_TILES // A100_SMS) * A100_SMS) / _MAMF_TILES)
+V100_TILE_MACS_PER_SM_CLOCK = V100_CUBLAS_HGEMM_TFLOPS * 1e12 / 2 / (V100_BOOST_MHZ * 1e6) / V100_SMS
+
 # Parts of a real chip the template leaves out because no cited figure was found (docs/wham.md says so):
 # they are absent, not guessed, so area and TDP are lower bounds on a real chip's.
 LEFT_OUT = ("systolic PE operand/partial-sum registers", "vector-lane register files", "SRAM leakage",
@@ -256,5 +283,40 @@ SOURCES: dict[str, str] = {
                                   "(1555 × 1800/2039 = 1373 GB/s): no measurement on the 40GB part was found; the "
                                   "80GB part's measured fraction of peak (88 %, same memory controllers, HBM2 "
                                   "instead of HBM2e) is carried over — an assumption, said so in docs/wham.md",
+    "GPU_CUBLAS_TILES": "NVIDIA, 'Matrix Multiplication Background User's Guide' (docs.nvidia.com/deeplearning/"
+                        "performance/dl-performance-matrix-multiplication), section 'GPU Implementation': cuBLAS "
+                        "tiles 256x128 and 128x256 (most efficient), 128x128, 256x64 and 64x256, 128x64 and 64x128, "
+                        "64x64 (least efficient); section 'Dimension Quantization Effects': a partial tile and a "
+                        "partial last wave of tiles cost as full ones. Each shape is also a value of cuBLASLt's "
+                        "cublasLtMatmulTile_t (docs.nvidia.com/cuda/nvmath-python, nvmath.bindings.cublasLt."
+                        "MatmulTile: TILE_64x64 … TILE_256x128, among others such as 64x512 and 96x128 that the "
+                        "guide does not list and the model leaves out)",
+    "CUTLASS_SM80_TILE": "NVIDIA/cutlass @044405ce include/cutlass/gemm/device/default_gemm_configuration.h, "
+                         "DefaultGemmConfiguration<OpClassTensorOp, Sm80, …>: ThreadblockShape = GemmShape<128, 256, 64>",
+    "CUTLASS_SM70_TILE": "NVIDIA/cutlass @044405ce include/cutlass/gemm/device/default_gemm_configuration.h, "
+                         "DefaultGemmConfiguration<OpClassTensorOp, Sm70, …>: ThreadblockShape = GemmShape<128, 256, 32>",
+    "TILES_PER_SM_WAVE": "NVIDIA 'Matrix Multiplication Background User's Guide', section 'Wave Quantization': with "
+                         "256x128 thread-block tiles an A100 runs one thread block per SM, a wave of 108 tiles "
+                         "(taken for every tile of GPU_CUBLAS_TILES: the guide gives no occupancy for the others)",
+    "SPLIT_K_PARTIAL_BYTES": "NVIDIA/cutlass media/docs/efficient_gemm.md, 'Parallelized Reductions: Split K - "
+                             "reduction across threadblocks': for small problems 'there are too few threadblocks "
+                             "to efficiently occupy the entire GPU'; CUTLASS partitions K, runs a partitionedK "
+                             "GEMM then a batched reduction kernel; the partials are the accumulators, FP32 for "
+                             "FP16 inputs with FP32 accumulate (A100 whitepaper, the Tensor Core rate table): 4 "
+                             "bytes",
+    "A100_L2_BYTES_PER_CLOCK": "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): L2 cache read bandwidth "
+                               "5120 bytes/clk (V100 2048); as GB/s, 7219 = 5120 × 1.41 GHz in Table 3 of "
+                               "doi 10.1016/j.ultsonch.2023.106546 (pmc.ncbi.nlm.nih.gov/articles/PMC10448217)",
+    "V100_L2_BYTES_PER_CLOCK": "A100 whitepaper, the V100 figure beside A100's: 2048 bytes/clk; 3133 GB/s = 2048 × "
+                               "1.53 GHz in Table 3 of doi 10.1016/j.ultsonch.2023.106546",
+    "A100_MAMF_SHAPE": "stas00/ml-engineering @b9e29720 compute/accelerator/README.md, MAMF table, BF16, row 'NVIDIA "
+                       "A100 SXM': best shape 1024x10240x5120",
+    "A100_TILE_MACS_PER_SM_CLOCK": "derived: A100_MAMF_BF16_TFLOPS / 2 / 1410 MHz / 108 SMs = 890.6 MACs a clock "
+                                   "per SM, divided by the MAMF shape's own wave efficiency under the same model "
+                                   "(128x256 tiles: 8 × 40 = 320 tiles in 3 waves of 108 = 324: 0.988; 256x128 "
+                                   "and a K of 5120, a multiple of 64, give the same): 901.7 a full tile",
+    "V100_TILE_MACS_PER_SM_CLOCK": "derived: V100_CUBLAS_HGEMM_TFLOPS / 2 / 1530 MHz / 80 SMs = 339.0 MACs a clock "
+                                   "per SM (Markidis et al. give no shape, so its quantization is not taken out: "
+                                   "a large square GEMM loses about 1 %)",
     "LEFT_OUT": "the parts with no cited figure, listed so reports can say what area and TDP leave out",
 }
