@@ -175,6 +175,8 @@ class Lines:
         self._comment: dict[int, int] = {}  # where a line's comment starts
         self._code: dict[int, bool] = {}
         depth_at: list[int] = []
+        # Each chunk's first line and text (`_Masker.top` skips the chunks found whole before).
+        self.chunks: list[tuple[int, bytes, bool]] = []
         bounds = [0, *_chunk_starts(data, memo), len(data)]
         for k in range(len(bounds) - 1):
             a, b = bounds[k], bounds[k + 1]
@@ -187,6 +189,7 @@ class Lines:
                     memo.keep_scan(chunk, last, scanned)
             inside, depth, comments, starts, indent = scanned
             first = len(self._inside)
+            self.chunks.append((first, chunk, last))
             self._inside.extend(inside)
             depth_at.extend(depth)
             self.starts.extend(map(a.__add__, starts) if a else starts)  # C-level: nothing per line here
@@ -230,6 +233,8 @@ class Lines:
 
 # A top-level statement as the masking reads it: its text, `Lines.state` and the file's path.
 _TopKey = tuple[bytes, bytes, bytes, tuple[int, ...], str | None]
+# A segment (`_Masker.top`): its chunks' texts, whether the last ends the text, the file's path.
+_SegmentKey = tuple[tuple[bytes, ...], bool, str | None]
 
 
 class ParseMemo:
@@ -240,6 +245,10 @@ class ParseMemo:
         self._verdicts: dict[tuple[bytes, int], bool] = {}
         self._scans: dict[tuple[bytes, bool], _Scan] = {}
         self._tops: set[_TopKey] = set()  # top-level statements found whole (`_Masker._kept_top`)
+        # Segments (runs of chunks) whose top-level statements were all found whole: the line (from the
+        # segment's first) where the last of them starts (`_Masker.top`).
+        self._chunks: dict[_SegmentKey, int] = {}
+        self._decorated: dict[tuple[bytes, bool], bool] = {}  # chunks ending with a decorator
         self._bytes = 0
         self.last_chunks: tuple[bytes, list[int]] | None = None  # the last text's chunk starts (`Lines`)
 
@@ -266,11 +275,29 @@ class ParseMemo:
         self._room(len(key[0]))
         self._tops.add(key)
 
+    def chunk(self, key: _SegmentKey) -> int | None:
+        """Where the last top-level statement of a segment found whole starts (a line of the segment)."""
+        return self._chunks.get(key)
+
+    def keep_chunk(self, key: _SegmentKey, last: int) -> None:
+        if key not in self._chunks:
+            self._room(sum(map(len, key[0])))
+            self._chunks[key] = last
+
+    def decorated(self, chunk: bytes, last: bool) -> bool | None:
+        """Whether a chunk ends with a decorator (`_Masker._decorated`), when known."""
+        return self._decorated.get((chunk, last))
+
+    def keep_decorated(self, chunk: bytes, last: bool, found: bool) -> None:
+        self._decorated[(chunk, last)] = found  # the chunk's text is kept with its scan already
+
     def _room(self, size: int) -> None:
         if self._bytes + size > MEMO_BYTES:
             self._verdicts.clear()
             self._scans.clear()
             self._tops.clear()
+            self._chunks.clear()
+            self._decorated.clear()
             self._bytes = 0
         self._bytes += size
 
@@ -368,13 +395,21 @@ class _Masker:
         """
         if check and self.parses(a, b, indent):
             return
-        previous: tuple[int, int] | None = None  # the statement above, as far as it reaches now
+        self._masked(a, b, indent, None, None)
+
+    def _masked(self, a: int, b: int, indent: int, previous: tuple[int, int] | None,
+                whole: list[tuple[int, bool]] | None) -> tuple[int, int] | None:
+        """`block`'s walk over the statements of lines `a:b` (`previous`: the statement above them, as far
+        as it reaches); the statement above the next line. `whole` collects each top-level statement's
+        first line and whether it was found whole (nothing blanked, no syntax error)."""
         for s, e in self.statements(a, b, indent):
             if not self._has_code(s, e):
                 continue
             key = self._top_key(s, e) if indent == 0 else None
             if key is not None and self._kept_top(key):
                 previous = (s, e)
+                if whole is not None:
+                    whole.append((s, True))
                 continue
             marks = (len(self.problems), len(self.blanked))
             tried = indent == 0 and self._compound(s, e, indent)
@@ -382,10 +417,73 @@ class _Masker:
                 previous = (s, e)
                 if key is not None:
                     self._keep_top(key, marks)
+                if whole is not None:
+                    whole.append((s, marks == (len(self.problems), len(self.blanked))))
             elif self.statement(s, e, indent, previous, tried) and previous is not None:
                 previous = (previous[0], e)
+                if whole is not None:
+                    whole.append((s, False))
             else:
                 previous = (s, e)
+                if whole is not None:
+                    whole.append((s, False))
+        return previous
+
+    def top(self) -> None:
+        """Mask the top-level statements (`block(0, N, 0)`), skipping the segments found whole before.
+
+        A chunk (from a column-0 `def`/`class` line to the next, `Lines`) is tokenized on its own, so its
+        lines' reading depends on its text alone. A segment is a run of chunks from one that starts a
+        statement to the next such (a chunk whose last top-level statement is a decorator reaches into
+        the next); its top-level statements are cut as the walk over the whole text cuts them, and each is
+        masked by its own lines alone (`_kept_top`). A segment whose statements were all found whole is
+        left as it is when its text comes again: the walk would find the same; only the statement above
+        the next line (`previous`, which a broken line below may join) is carried over it. A keystroke
+        then walks the statements of the segment it is in, not those of every chunk of the file."""
+        lines, memo, path = self.lines, self.memo, self.path
+        chunks = lines.chunks
+        n, total = len(chunks), len(lines.starts)
+        previous: tuple[int, int] | None = None
+        k = 0
+        while k < n:
+            m = k + 1
+            while m < n and self._decorated(m - 1):
+                m += 1
+            first = chunks[k][0]
+            end = chunks[m][0] if m < n else total
+            key = (tuple(chunks[c][1] for c in range(k, m)), chunks[m - 1][2], path)
+            found = memo.chunk(key)
+            if found is not None:
+                previous = (first + found, end)
+            else:
+                whole: list[tuple[int, bool]] = []
+                previous = self._masked(first, end, 0, previous, whole)
+                if whole and all(w for _, w in whole):
+                    memo.keep_chunk(key, whole[-1][0] - first)
+            k = m
+
+    def _decorated(self, c: int) -> bool:
+        """Whether chunk `c`'s last line that could start a top-level statement is a decorator (the
+        statement reaches into the next chunk); remembered by the chunk's text."""
+        _, chunk, last = self.lines.chunks[c]
+        found = self.memo.decorated(chunk, last)
+        if found is None:
+            found = self._after_decorator(self.lines.chunks[c + 1][0])
+            self.memo.keep_decorated(chunk, last, found)
+        return found
+
+    def _after_decorator(self, line: int) -> bool:
+        """Whether the column-0 line `line` joins a decorator above it: the last line before it that
+        could start a top-level statement (`statements`) is a decorator."""
+        lines = self.lines
+        column0 = lines.column0
+        k = bisect_left(column0, line) - 1
+        while k >= 0:
+            i = column0[k]
+            if lines.fresh[i] and lines.ends[i] != lines.starts[i] and lines.code(i):
+                return lines.data[lines.starts[i] : lines.starts[i] + 1] == b"@"
+            k -= 1
+        return False
 
     def _top_key(self, s: int, e: int) -> _TopKey:
         lines = self.lines
@@ -498,7 +596,7 @@ def mask_broken(data: bytes, path: str | None, memo: ParseMemo | None = None,
     """`data` with its statements that do not parse blanked, and their syntax errors; a function of
     `data` alone (`memo` only caches parse verdicts)."""
     masker = _Masker(data, path, memo if memo is not None else ParseMemo(), parser or new_parser())
-    masker.block(0, len(masker.lines.starts), 0, check=False)
+    masker.top()
     problems = sorted(dict.fromkeys(masker.problems), key=lambda p: (p.span.start_line, p.span.start_col) if p.span else (0, 0))
     return Salvaged(bytes(masker.out), tuple(problems[:MAX_SYNTAX_PROBLEMS]), tuple(masker.blanked))
 
