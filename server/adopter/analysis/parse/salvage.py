@@ -233,8 +233,8 @@ class Lines:
 
 # A top-level statement as the masking reads it: its text, `Lines.state` and the file's path.
 _TopKey = tuple[bytes, bytes, bytes, tuple[int, ...], str | None]
-# A segment (`_Masker.top`): its chunks' texts, whether the last ends the text, the file's path.
-_SegmentKey = tuple[tuple[bytes, ...], bool, str | None]
+# A segment (`_Masker.top`): its text, whether it ends the text, the file's path.
+_SegmentKey = tuple[bytes, bool, str | None]
 
 
 class ParseMemo:
@@ -245,10 +245,10 @@ class ParseMemo:
         self._verdicts: dict[tuple[bytes, int], bool] = {}
         self._scans: dict[tuple[bytes, bool], _Scan] = {}
         self._tops: set[_TopKey] = set()  # top-level statements found whole (`_Masker._kept_top`)
-        # Segments (runs of chunks) whose top-level statements were all found whole: the line (from the
-        # segment's first) where the last of them starts (`_Masker.top`).
+        # Segments (`_Masker.top`) whose top-level statements were all found whole: the line (from the
+        # segment's first) where the last of them starts.
         self._chunks: dict[_SegmentKey, int] = {}
-        self._decorated: dict[tuple[bytes, bool], bool] = {}  # chunks ending with a decorator
+        self._leads: dict[tuple[bytes, bool], int] = {}  # lines of decorators at chunks' ends
         self._bytes = 0
         self.last_chunks: tuple[bytes, list[int]] | None = None  # the last text's chunk starts (`Lines`)
 
@@ -281,15 +281,16 @@ class ParseMemo:
 
     def keep_chunk(self, key: _SegmentKey, last: int) -> None:
         if key not in self._chunks:
-            self._room(sum(map(len, key[0])))
+            self._room(len(key[0]))
             self._chunks[key] = last
 
-    def decorated(self, chunk: bytes, last: bool) -> bool | None:
-        """Whether a chunk ends with a decorator (`_Masker._decorated`), when known."""
-        return self._decorated.get((chunk, last))
+    def lead(self, chunk: bytes, last: bool) -> int | None:
+        """How many lines at a chunk's end are decorators of the next chunk's first line (`_Masker._lead`)."""
+        return self._leads.get((chunk, last))
 
-    def keep_decorated(self, chunk: bytes, last: bool, found: bool) -> None:
-        self._decorated[(chunk, last)] = found  # the chunk's text is kept with its scan already
+    def keep_lead(self, chunk: bytes, last: bool, found: int) -> None:
+        self._room(len(chunk))
+        self._leads[(chunk, last)] = found
 
     def _room(self, size: int) -> None:
         if self._bytes + size > MEMO_BYTES:
@@ -297,7 +298,7 @@ class ParseMemo:
             self._scans.clear()
             self._tops.clear()
             self._chunks.clear()
-            self._decorated.clear()
+            self._leads.clear()
             self._bytes = 0
         self._bytes += size
 
@@ -432,58 +433,57 @@ class _Masker:
     def top(self) -> None:
         """Mask the top-level statements (`block(0, N, 0)`), skipping the segments found whole before.
 
-        A chunk (from a column-0 `def`/`class` line to the next, `Lines`) is tokenized on its own, so its
-        lines' reading depends on its text alone. A segment is a run of chunks from one that starts a
-        statement to the next such (a chunk whose last top-level statement is a decorator reaches into
-        the next); its top-level statements are cut as the walk over the whole text cuts them, and each is
-        masked by its own lines alone (`_kept_top`). A segment whose statements were all found whole is
-        left as it is when its text comes again: the walk would find the same; only the statement above
-        the next line (`previous`, which a broken line below may join) is carried over it. A keystroke
-        then walks the statements of the segment it is in, not those of every chunk of the file."""
-        lines, memo, path = self.lines, self.memo, self.path
+        A segment runs from the statement that holds a chunk's first line (the chunk's `def`/`class`
+        line, or the first of the decorators above it) to the next such statement. Each line's reading
+        (`Lines.state`) depends on the segment's text alone: chunks are tokenized on their own, and the
+        decorators above a chunk start outside any bracket or string. A segment's top-level statements
+        are cut as the walk over the whole text cuts them (it starts and ends at statement starts), and
+        each is masked by its own lines alone (`_kept_top`). So a segment whose statements were all found
+        whole is left as it is when its text comes again: the walk would find the same; only the
+        statement above the next line (`previous`, which a broken line below may join) is carried over
+        it. A keystroke then walks the statements of the segment it is in, not those of the whole file."""
+        lines, memo, path, data = self.lines, self.memo, self.path, self.lines.data
         chunks = lines.chunks
         n, total = len(chunks), len(lines.starts)
         previous: tuple[int, int] | None = None
-        k = 0
-        while k < n:
-            m = k + 1
-            while m < n and self._decorated(m - 1):
-                m += 1
-            first = chunks[k][0]
-            end = chunks[m][0] if m < n else total
-            key = (tuple(chunks[c][1] for c in range(k, m)), chunks[m - 1][2], path)
+        start = 0
+        for c in range(n):
+            end = chunks[c + 1][0] - self._lead(c) if c + 1 < n else total
+            if end <= start:
+                continue  # (cannot happen: a chunk's first line is no decorator) nothing of its own
+            key = (data[lines.starts[start] : lines.starts[end] if end < total else len(data)], end == total, path)
             found = memo.chunk(key)
             if found is not None:
-                previous = (first + found, end)
+                previous = (start + found, end)
             else:
                 whole: list[tuple[int, bool]] = []
-                previous = self._masked(first, end, 0, previous, whole)
+                previous = self._masked(start, end, 0, previous, whole)
                 if whole and all(w for _, w in whole):
-                    memo.keep_chunk(key, whole[-1][0] - first)
-            k = m
+                    memo.keep_chunk(key, whole[-1][0] - start)
+            start = end
 
-    def _decorated(self, c: int) -> bool:
-        """Whether chunk `c`'s last line that could start a top-level statement is a decorator (the
-        statement reaches into the next chunk); remembered by the chunk's text."""
+    def _lead(self, c: int) -> int:
+        """How many lines at the end of chunk `c` belong to the statement of the next chunk's first line
+        (the decorators above it, and the lines between them); remembered by chunk `c`'s text."""
         _, chunk, last = self.lines.chunks[c]
-        found = self.memo.decorated(chunk, last)
+        found = self.memo.lead(chunk, last)
         if found is None:
-            found = self._after_decorator(self.lines.chunks[c + 1][0])
-            self.memo.keep_decorated(chunk, last, found)
+            lines = self.lines
+            line = lines.chunks[c + 1][0]
+            column0 = lines.column0
+            k = bisect_left(column0, line) - 1
+            first = line
+            while k >= 0:  # the lines that could start a top-level statement (`statements`), upwards
+                i = column0[k]
+                k -= 1
+                if not (lines.fresh[i] and lines.ends[i] != lines.starts[i] and lines.code(i)):
+                    continue
+                if lines.data[lines.starts[i] : lines.starts[i] + 1] != b"@":
+                    break
+                first = i
+            found = line - first
+            self.memo.keep_lead(chunk, last, found)
         return found
-
-    def _after_decorator(self, line: int) -> bool:
-        """Whether the column-0 line `line` joins a decorator above it: the last line before it that
-        could start a top-level statement (`statements`) is a decorator."""
-        lines = self.lines
-        column0 = lines.column0
-        k = bisect_left(column0, line) - 1
-        while k >= 0:
-            i = column0[k]
-            if lines.fresh[i] and lines.ends[i] != lines.starts[i] and lines.code(i):
-                return lines.data[lines.starts[i] : lines.starts[i] + 1] == b"@"
-            k -= 1
-        return False
 
     def _top_key(self, s: int, e: int) -> _TopKey:
         lines = self.lines
