@@ -324,6 +324,7 @@ class _Masker:
         self.parser = parser
         self.problems: list[Problem] = []
         self.blanked: list[tuple[int, int]] = []
+        self._failed: tuple[bytes, Tree] | None = None  # the last text parsed alone that did not parse
 
     # -- parsing pieces alone --------------------------------------------------------------------
 
@@ -339,8 +340,11 @@ class _Masker:
         key = (text, indent)
         found = self.memo.get(key)
         if found is None:
-            found = not is_broken(self.parser.parse(text), indent)
+            tree = self.parser.parse(text)
+            found = not is_broken(tree, indent)
             self.memo.put(key, found)
+            if not found:
+                self._failed = (text, tree)  # `_problems` of the same statement reads this tree
         return found
 
     def _problems(self, a: int, b: int, indent: int) -> list[Problem]:
@@ -350,7 +354,8 @@ class _Masker:
         found = _bracket_problem(text, self.path, a)
         if found is not None:
             return [found]
-        tree = self.parser.parse(text)
+        failed = self._failed
+        tree = failed[1] if failed is not None and failed[0] == text else self.parser.parse(text)
         return [_moved(p, a) for p in syntax_problems(tree, SourceText(text, tree, self.path), indent)]
 
     # -- masking ---------------------------------------------------------------------------------
