@@ -238,8 +238,10 @@ _SegmentKey = tuple[bytes, bool, str | None]
 
 
 class ParseMemo:
-    """Whether a statement's text parses alone at a column: kept between the analyses of one document,
-    so a keystroke in a broken file parses only the statements it changed. A pure cache."""
+    """Whether a statement's text parses alone at a column, chunks' tokenizations, and the top-level
+    statements and segments found whole: kept between the analyses of one document, so a keystroke in a
+    broken file tokenizes one chunk, walks one segment and parses only the statements it changed. A pure
+    cache: masking with it gives what masking afresh gives."""
 
     def __init__(self) -> None:
         self._verdicts: dict[tuple[bytes, int], bool] = {}
