@@ -175,6 +175,8 @@ class Lines:
         self._comment: dict[int, int] = {}  # where a line's comment starts
         self._code: dict[int, bool] = {}
         depth_at: list[int] = []
+        # Each chunk's first line and text (`_Masker.top` skips the chunks found whole before).
+        self.chunks: list[tuple[int, bytes, bool]] = []
         bounds = [0, *_chunk_starts(data, memo), len(data)]
         for k in range(len(bounds) - 1):
             a, b = bounds[k], bounds[k + 1]
@@ -187,6 +189,7 @@ class Lines:
                     memo.keep_scan(chunk, last, scanned)
             inside, depth, comments, starts, indent = scanned
             first = len(self._inside)
+            self.chunks.append((first, chunk, last))
             self._inside.extend(inside)
             depth_at.extend(depth)
             self.starts.extend(map(a.__add__, starts) if a else starts)  # C-level: nothing per line here
@@ -230,16 +233,24 @@ class Lines:
 
 # A top-level statement as the masking reads it: its text, `Lines.state` and the file's path.
 _TopKey = tuple[bytes, bytes, bytes, tuple[int, ...], str | None]
+# A segment (`_Masker.top`): its text, whether it ends the text, the file's path.
+_SegmentKey = tuple[bytes, bool, str | None]
 
 
 class ParseMemo:
-    """Whether a statement's text parses alone at a column: kept between the analyses of one document,
-    so a keystroke in a broken file parses only the statements it changed. A pure cache."""
+    """Whether a statement's text parses alone at a column, chunks' tokenizations, and the top-level
+    statements and segments found whole: kept between the analyses of one document, so a keystroke in a
+    broken file tokenizes one chunk, walks one segment and parses only the statements it changed. A pure
+    cache: masking with it gives what masking afresh gives."""
 
     def __init__(self) -> None:
         self._verdicts: dict[tuple[bytes, int], bool] = {}
         self._scans: dict[tuple[bytes, bool], _Scan] = {}
         self._tops: set[_TopKey] = set()  # top-level statements found whole (`_Masker._kept_top`)
+        # Segments (`_Masker.top`) whose top-level statements were all found whole: the line (from the
+        # segment's first) where the last of them starts.
+        self._chunks: dict[_SegmentKey, int] = {}
+        self._leads: dict[tuple[bytes, bool], int] = {}  # lines of decorators at chunks' ends
         self._bytes = 0
         self.last_chunks: tuple[bytes, list[int]] | None = None  # the last text's chunk starts (`Lines`)
 
@@ -266,11 +277,30 @@ class ParseMemo:
         self._room(len(key[0]))
         self._tops.add(key)
 
+    def chunk(self, key: _SegmentKey) -> int | None:
+        """Where the last top-level statement of a segment found whole starts (a line of the segment)."""
+        return self._chunks.get(key)
+
+    def keep_chunk(self, key: _SegmentKey, last: int) -> None:
+        if key not in self._chunks:
+            self._room(len(key[0]))
+            self._chunks[key] = last
+
+    def lead(self, chunk: bytes, last: bool) -> int | None:
+        """How many lines at a chunk's end are decorators of the next chunk's first line (`_Masker._lead`)."""
+        return self._leads.get((chunk, last))
+
+    def keep_lead(self, chunk: bytes, last: bool, found: int) -> None:
+        self._room(len(chunk))
+        self._leads[(chunk, last)] = found
+
     def _room(self, size: int) -> None:
         if self._bytes + size > MEMO_BYTES:
             self._verdicts.clear()
             self._scans.clear()
             self._tops.clear()
+            self._chunks.clear()
+            self._leads.clear()
             self._bytes = 0
         self._bytes += size
 
@@ -296,6 +326,7 @@ class _Masker:
         self.parser = parser
         self.problems: list[Problem] = []
         self.blanked: list[tuple[int, int]] = []
+        self._failed: tuple[bytes, Tree] | None = None  # the last text parsed alone that did not parse
 
     # -- parsing pieces alone --------------------------------------------------------------------
 
@@ -311,8 +342,11 @@ class _Masker:
         key = (text, indent)
         found = self.memo.get(key)
         if found is None:
-            found = not is_broken(self.parser.parse(text), indent)
+            tree = self.parser.parse(text)
+            found = not is_broken(tree, indent)
             self.memo.put(key, found)
+            if not found:
+                self._failed = (text, tree)  # `_problems` of the same statement reads this tree
         return found
 
     def _problems(self, a: int, b: int, indent: int) -> list[Problem]:
@@ -322,7 +356,8 @@ class _Masker:
         found = _bracket_problem(text, self.path, a)
         if found is not None:
             return [found]
-        tree = self.parser.parse(text)
+        failed = self._failed
+        tree = failed[1] if failed is not None and failed[0] == text else self.parser.parse(text)
         return [_moved(p, a) for p in syntax_problems(tree, SourceText(text, tree, self.path), indent)]
 
     # -- masking ---------------------------------------------------------------------------------
@@ -368,13 +403,21 @@ class _Masker:
         """
         if check and self.parses(a, b, indent):
             return
-        previous: tuple[int, int] | None = None  # the statement above, as far as it reaches now
+        self._masked(a, b, indent, None, None)
+
+    def _masked(self, a: int, b: int, indent: int, previous: tuple[int, int] | None,
+                whole: list[tuple[int, bool]] | None) -> tuple[int, int] | None:
+        """`block`'s walk over the statements of lines `a:b` (`previous`: the statement above them, as far
+        as it reaches); the statement above the next line. `whole` collects each top-level statement's
+        first line and whether it was found whole (nothing blanked, no syntax error)."""
         for s, e in self.statements(a, b, indent):
             if not self._has_code(s, e):
                 continue
             key = self._top_key(s, e) if indent == 0 else None
             if key is not None and self._kept_top(key):
                 previous = (s, e)
+                if whole is not None:
+                    whole.append((s, True))
                 continue
             marks = (len(self.problems), len(self.blanked))
             tried = indent == 0 and self._compound(s, e, indent)
@@ -382,10 +425,72 @@ class _Masker:
                 previous = (s, e)
                 if key is not None:
                     self._keep_top(key, marks)
+                if whole is not None:
+                    whole.append((s, marks == (len(self.problems), len(self.blanked))))
             elif self.statement(s, e, indent, previous, tried) and previous is not None:
                 previous = (previous[0], e)
+                if whole is not None:
+                    whole.append((s, False))
             else:
                 previous = (s, e)
+                if whole is not None:
+                    whole.append((s, False))
+        return previous
+
+    def top(self) -> None:
+        """Mask the top-level statements (`block(0, N, 0)`), skipping the segments found whole before.
+
+        A segment runs from the statement that holds a chunk's first line (the chunk's `def`/`class`
+        line, or the first of the decorators above it) to the next such statement. Each line's reading
+        (`Lines.state`) depends on the segment's text alone: chunks are tokenized on their own, and the
+        decorators above a chunk start outside any bracket or string. A segment's top-level statements
+        are cut as the walk over the whole text cuts them (it starts and ends at statement starts), and
+        each is masked by its own lines alone (`_kept_top`). So a segment whose statements were all found
+        whole is left as it is when its text comes again: the walk would find the same; only the
+        statement above the next line (`previous`, which a broken line below may join) is carried over
+        it. A keystroke then walks the statements of the segment it is in, not those of the whole file."""
+        lines, memo, path, data = self.lines, self.memo, self.path, self.lines.data
+        chunks = lines.chunks
+        n, total = len(chunks), len(lines.starts)
+        previous: tuple[int, int] | None = None
+        start = 0
+        for c in range(n):
+            end = chunks[c + 1][0] - self._lead(c) if c + 1 < n else total
+            if end <= start:
+                continue  # (cannot happen: a chunk's first line is no decorator) nothing of its own
+            key = (data[lines.starts[start] : lines.starts[end] if end < total else len(data)], end == total, path)
+            found = memo.chunk(key)
+            if found is not None:
+                previous = (start + found, end)
+            else:
+                whole: list[tuple[int, bool]] = []
+                previous = self._masked(start, end, 0, previous, whole)
+                if whole and all(w for _, w in whole):
+                    memo.keep_chunk(key, whole[-1][0] - start)
+            start = end
+
+    def _lead(self, c: int) -> int:
+        """How many lines at the end of chunk `c` belong to the statement of the next chunk's first line
+        (the decorators above it, and the lines between them); remembered by chunk `c`'s text."""
+        _, chunk, last = self.lines.chunks[c]
+        found = self.memo.lead(chunk, last)
+        if found is None:
+            lines = self.lines
+            line = lines.chunks[c + 1][0]
+            column0 = lines.column0
+            k = bisect_left(column0, line) - 1
+            first = line
+            while k >= 0:  # the lines that could start a top-level statement (`statements`), upwards
+                i = column0[k]
+                k -= 1
+                if not (lines.fresh[i] and lines.ends[i] != lines.starts[i] and lines.code(i)):
+                    continue
+                if lines.data[lines.starts[i] : lines.starts[i] + 1] != b"@":
+                    break
+                first = i
+            found = line - first
+            self.memo.keep_lead(chunk, last, found)
+        return found
 
     def _top_key(self, s: int, e: int) -> _TopKey:
         lines = self.lines
@@ -498,7 +603,7 @@ def mask_broken(data: bytes, path: str | None, memo: ParseMemo | None = None,
     """`data` with its statements that do not parse blanked, and their syntax errors; a function of
     `data` alone (`memo` only caches parse verdicts)."""
     masker = _Masker(data, path, memo if memo is not None else ParseMemo(), parser or new_parser())
-    masker.block(0, len(masker.lines.starts), 0, check=False)
+    masker.top()
     problems = sorted(dict.fromkeys(masker.problems), key=lambda p: (p.span.start_line, p.span.start_col) if p.span else (0, 0))
     return Salvaged(bytes(masker.out), tuple(problems[:MAX_SYNTAX_PROBLEMS]), tuple(masker.blanked))
 
