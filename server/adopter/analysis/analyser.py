@@ -101,6 +101,19 @@ class _Entry:
     bases: frozenset[str] = frozenset()  # the module-level names `deps` read (`base_name`)
 
 
+@dataclass(frozen=True)
+class _Flow:
+    """A class's forward as the flow analysis read it (before the canonical pass), kept per class name
+    while what it read is unchanged: `key` (the defining class, the method's text and position, the
+    attributes `__init__` binds to modules, the stateless submodules inlined), and `deps`, the
+    fingerprints of the names the flow consulted (the methods it inlined, imports, helpers)."""
+
+    key: tuple[object, ...]
+    deps: tuple[tuple[str, tuple[object, ...]], ...]
+    forward: Forward
+    problems: tuple[Problem, ...]
+
+
 class Analyser:
     """Analyses parsed files; keeps the per-unit cache between runs on the same document."""
 
@@ -122,10 +135,14 @@ class Analyser:
         self._fingerprints: dict[str, tuple[object, ...]] = {}
         self._changed: set[str] | None = None
         self._words: WordIndex | None = None  # the last run's word index (`adopter.analysis.parse.words`)
+        # Per class name, the flow of its forward (`_forward`): an edit of `__init__` (or of a method the
+        # forward does not inline) re-analyses the class but leaves its forward's flow as it was.
+        self._flows: dict[str, _Flow] = {}
 
     def clear(self) -> None:
         self.cache.clear()
         self.older.clear()
+        self._flows.clear()
         self._layout, self._fingerprints, self._changed = None, {}, None
         self._words = None
 
@@ -362,11 +379,52 @@ class Analyser:
         forward: Forward | None = None
         if found is not None:
             stateless = stateless_submodules(init, table, src)
-            flow = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless)
-            forward = flow.function(found[1], found[0])
+            forward = self._forward(name, found, module_attrs, stateless, src, symbols, table, problems)
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
         items = item_forwards(sequential_items(init), table, src)
         return canonical_architecture(arch, thin_submodules(init, table, src), items), problems
+
+    def _forward(
+        self,
+        name: str,
+        found: tuple[str, Node],
+        module_attrs: frozenset[str],
+        stateless: dict[str, tuple[str, Node]],
+        src: SourceText,
+        symbols: ModuleSymbols,
+        table: ClassTable,
+        problems: list[Problem],
+    ) -> Forward:
+        """The flow of class `name`'s forward (`found`: its defining class and node), reused from the last
+        analysis of the class while its key and the fingerprints of what it consulted are unchanged.
+
+        The flow reads the forward's own text, the attributes `__init__` binds to modules (a call of
+        `self.x` is a module call or a method's), the stateless submodules it inlines, and through
+        `symbols` every other name and method (noted in `consulted`, as the class's cache does): with
+        those unchanged it computes the same Forward. The names it consulted are noted again on reuse,
+        so the class's own dependencies stay complete."""
+        owner, node = found
+        key = (owner, node.start_point, src.raw(node), module_attrs,
+               tuple(sorted((attr, cls, n.start_point, src.raw(n)) for attr, (cls, n) in stateless.items())))
+        outer = symbols.consulted
+        kept = self._flows.get(name)
+        if kept is not None and kept.key == key and all(symbols.fingerprint(n) == fp for n, fp in kept.deps):
+            if outer is not None:
+                outer.update(n for n, _ in kept.deps)
+            problems.extend(kept.problems)
+            return kept.forward
+        symbols.consulted = set()
+        before = len(problems)
+        try:
+            forward = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless).function(node, owner)
+        finally:
+            consulted = symbols.consulted
+            symbols.consulted = outer
+            if outer is not None:
+                outer |= consulted
+        deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted))
+        self._flows[name] = _Flow(key, deps, forward, tuple(problems[before:]))
+        return forward
 
     def _function(
         self, node: Node, name: str, src: SourceText, symbols: ModuleSymbols, table: ClassTable
