@@ -48,6 +48,7 @@ from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import (
     Architecture,
+    Binding,
     Branch,
     Ctor,
     Forward,
@@ -354,7 +355,7 @@ class Analyser:
             symbols.consulted = None
             consulted |= extra_deps() if callable(extra_deps) else extra_deps
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted))
-        if cached is not None and _identical(result, cached.result):
+        if cached is not None and identical(result, cached.result):
             result = cached.result  # the very same object: its findings and diagnostics are reused downstream
         entry = _Entry(text, node.start_point, deps, result, tuple(problems), frozenset(base_name(n) for n in consulted))
         fresh[key] = entry
@@ -479,7 +480,7 @@ class Analyser:
         return entry
 
 
-def _identical(new: object, old: object) -> bool:
+def identical(new: object, old: object) -> bool:
     """Whether a unit's fresh result is the cached one in every field, including those left out of
     equality (`EXTRA_FIELDS`). A re-analysis that changed nothing (an edit of a base class or helper
     its dependants read, a character typed where the analysis keeps nothing) then hands back the
@@ -515,6 +516,8 @@ def _same_extras(a: object, b: object) -> bool:
         return _same_extras(a.paths, b.paths)
     if isinstance(a, Loop) and isinstance(b, Loop):
         return _same_extras(a.body, b.body)
+    if isinstance(a, Binding) and isinstance(b, Binding):
+        return _same_extras(a.value, b.value)
     return True  # the other types (Return, Ref, Expr, Span, Param, Binding's other fields...) have no extras
 
 

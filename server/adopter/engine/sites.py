@@ -6,8 +6,9 @@ import ast
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from adopter.analysis.analyser import identical
 from adopter.analysis.canonical.normalise import submodule_view
 from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.idioms.layer_subclasses import subclass_reason
@@ -15,6 +16,8 @@ from adopter.analysis.idioms.optimizers import chosen_class_reason
 from adopter.analysis.scope.bindings import FACTORY_ORIGIN
 from adopter.dsl.types import (
     Architecture,
+    Binding,
+    BindingPattern,
     Ctor,
     Expr,
     Forward,
@@ -57,8 +60,10 @@ def find(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> tu
     return result.findings
 
 
-def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> EngineResult:
-    """Findings plus problems for `module_file`; never raises."""
+def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment,
+          memo: MatchMemo | None = None) -> EngineResult:
+    """Findings plus problems for `module_file`; never raises. `memo`: the per-rule results of the last
+    matching of the same scopes (the language server's, one per document), reused where still valid."""
     findings: list[Finding] = []
     problems: list[Problem] = []
     scopes: list[tuple[str, Forward, Architecture | Forward, str]] = []
@@ -75,8 +80,102 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> E
         # A helper that nothing in the file names is not part of any forward here: only rules about
         # functions themselves (an optimizer built in a training script's function) apply to it.
         live = rules if forward.referenced else [r for r in rules if r.scope == "function"]
-        _match_scope(scope_name, forward, init, kind, live, module_file.path, env, findings, problems)
+        kept = memo.scope(scope_name, kind, forward) if memo is not None else None
+        _match_scope(scope_name, forward, init, kind, live, module_file.path, env, findings, problems, kept)
     return EngineResult(reduce_sites(findings, {a.name: a.span for a in module_file.architectures}), tuple(problems))
+
+
+class _RecordedInit:
+    """An `InitIndex` that records each question a rule's matching asks of it, with the answer, so that
+    the rule's result can be reused for another `__init__` that answers every question the same way."""
+
+    def __init__(self, init: InitIndex) -> None:
+        self._init = init
+        self.asked: list[tuple[str, object, object]] = []
+
+    def resolve_ctor(self, target: str, pattern: BindingPattern) -> tuple[Binding, Ctor] | None:
+        found = self._init.resolve_ctor(target, pattern)
+        self.asked.append(("resolve", (target, pattern), found))
+        return found
+
+    def resolve(self, target: str, pattern: BindingPattern) -> Binding | None:
+        found = self.resolve_ctor(target, pattern)
+        return found[0] if found else None
+
+    def could_match(self, pattern: BindingPattern) -> bool:
+        possible = self._init.could_match(pattern)
+        self.asked.append(("possible", pattern, possible))
+        return possible
+
+    @property
+    def by_attr(self) -> dict[str, list[Binding]]:
+        self.asked.append(("all", None, _all_bindings(self._init)))
+        return self._init.by_attr
+
+    @property
+    def callees(self) -> frozenset[str]:
+        self.asked.append(("callees", None, self._init.callees))
+        return self._init.callees
+
+
+def _all_bindings(init: InitIndex) -> tuple[tuple[str, tuple[Binding, ...]], ...]:
+    return tuple((attr, tuple(bs)) for attr, bs in init.by_attr.items())
+
+
+def _answer(init: InitIndex, kind: str, question: object) -> object:
+    """What `init` answers to a question `_RecordedInit` recorded."""
+    if kind == "resolve":
+        target, pattern = question  # type: ignore[misc]
+        return init.resolve_ctor(target, pattern)
+    if kind == "possible":
+        return init.could_match(question)  # type: ignore[arg-type]
+    if kind == "all":
+        return _all_bindings(init)
+    return init.callees
+
+
+@dataclass(frozen=True)
+class _RuleResult:
+    asked: tuple[tuple[str, object, object], ...]  # the questions asked of `__init__`, with the answers
+    findings: tuple[Finding, ...]
+    problems: tuple[Problem, ...]
+
+    def holds_for(self, init: InitIndex) -> bool:
+        """Whether `init` answers every recorded question the same, in every field (spans, origins)."""
+        return all(identical(_answer(init, kind, question), answer) for kind, question, answer in self.asked)
+
+
+@dataclass
+class _ScopeMemo:
+    kind: str
+    forward: Forward
+    rules: dict[str, _RuleResult] = field(default_factory=dict)
+
+
+class MatchMemo:
+    """Per scope (a class's forward, a function), the last forward matched and each rule's result with the
+    questions its matching asked of `__init__`. A rule's result is a function of the forward (flattened,
+    its submodule view), the answers `__init__` gave (`InitIndex`: a target's binding, whether a pattern
+    can match, all bindings, the constructor callees), the rule, the scope's name, the file's path and the
+    environment. The caller keeps one memo per rule context and file. When the forward is the same in
+    every field (an edit of `__init__` alone) and `__init__` answers a rule's questions the same, the
+    rule is not matched again: a changed layer that no rule's matching asked about re-matches nothing."""
+
+    def __init__(self) -> None:
+        self._scopes: dict[str, _ScopeMemo] = {}
+
+    def scope(self, name: str, kind: str, forward: Forward) -> dict[str, _RuleResult]:
+        """The per-rule results kept for scope `name` if its forward is `forward` in every field, else
+        a new, empty table (the last one dropped). The caller stores each rule's fresh result there."""
+        kept = self._scopes.get(name)
+        if kept is None or kept.kind != kind or not identical(forward, kept.forward):
+            kept = self._scopes[name] = _ScopeMemo(kind, forward)
+        return kept.rules
+
+    def keep_only(self, names: set[str]) -> None:
+        """Forget the scopes no longer in the file."""
+        for name in [n for n in self._scopes if n not in names]:
+            del self._scopes[name]
 
 
 def reduce_sites(findings: Sequence[Finding], class_spans: dict[str, Span]) -> tuple[Finding, ...]:
@@ -92,8 +191,11 @@ def reduce_sites(findings: Sequence[Finding], class_spans: dict[str, Span]) -> t
 
 
 def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, rules: Sequence[Rule],
-                 path: str | None, env: Environment, findings: list[Finding], problems: list[Problem]) -> None:
-    """Match every rule in one forward (or function), appending findings and problems."""
+                 path: str | None, env: Environment, findings: list[Finding], problems: list[Problem],
+                 kept: dict[str, _RuleResult] | None = None) -> None:
+    """Match every rule in one forward (or function), appending findings and problems. `kept`: the
+    rules' last results in this same forward (`MatchMemo.scope`), reused where `init` answers as before;
+    each rule matched here is stored there."""
     try:
         keys = op_keys(forward.body)
         # Every rule matches module-level functions too (`eager_attention_forward`, a timm helper):
@@ -109,21 +211,33 @@ def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, 
         return
     view: FlatForward | None = None
     for rule in candidates:
+        result = kept.get(rule.id) if kept is not None else None
+        if result is not None and result.holds_for(init):
+            findings.extend(result.findings)
+            problems.extend(result.problems)
+            continue
+        asked = _RecordedInit(init) if kept is not None else init
+        found, failed = len(findings), len(problems)
         try:
             if any(g.kind is GuardKind.INSIDE_SUBMODULE for g in rule.guards):
                 # This rule may read through submodule calls: match it in the view where they are unrolled.
                 if view is None:
-                    unrolled = submodule_view(forward, [b for bs in init.by_attr.values() for b in bs])
+                    bindings = [b for bs in asked.by_attr.values() for b in bs]
+                    unrolled = submodule_view(forward, bindings)
                     view = flatten(unrolled) if unrolled is not None else flat
-                findings.extend(_rule_findings(rule, view, init, scope_name, path, env))
-                continue
-            findings.extend(_rule_findings(rule, flat, init, scope_name, path, env))
+                elif isinstance(asked, _RecordedInit):
+                    asked.by_attr  # noqa: B018 -- the view was built from every binding: this rule read them
+                findings.extend(_rule_findings(rule, view, asked, scope_name, path, env))  # type: ignore[arg-type]
+            else:
+                findings.extend(_rule_findings(rule, flat, asked, scope_name, path, env))  # type: ignore[arg-type]
         except BudgetExceeded:
             problems.append(Problem(f"matching gave up in {scope_name} (pattern too ambiguous)",
                                     forward.span, path, Severity.WARNING, rule.id))
         except Exception as exc:
             problems.append(Problem(f"rule failed in {scope_name}: {type(exc).__name__}: {exc}",
                                     forward.span, path, Severity.WARNING, rule.id))
+        if kept is not None and isinstance(asked, _RecordedInit):
+            kept[rule.id] = _RuleResult(tuple(asked.asked), tuple(findings[found:]), tuple(problems[failed:]))
 
 
 def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list[Finding]:
