@@ -11,8 +11,7 @@ import pytest
 
 from adopter.analysis import analyse
 from adopter.dsl.types import ModuleFile
-from adopter.engine import Environment, check, load_rules
-from adopter.engine import sites
+from adopter.engine import Environment, check, load_rules, sites
 from adopter.engine.sites import MatchMemo
 
 CPU = Environment("cpu", frozenset(), "2.13.0")

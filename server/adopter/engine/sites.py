@@ -91,11 +91,13 @@ class _RecordedInit:
 
     def __init__(self, init: InitIndex) -> None:
         self._init = init
-        self.asked: list[tuple[str, object, object]] = []
+        # (question, target, pattern, answer): question `resolve` (target, pattern), `possible` (pattern),
+        # `all` or `callees` (neither)
+        self.asked: list[tuple[str, str, BindingPattern | None, object]] = []
 
     def resolve_ctor(self, target: str, pattern: BindingPattern) -> tuple[Binding, Ctor] | None:
         found = self._init.resolve_ctor(target, pattern)
-        self.asked.append(("resolve", (target, pattern), found))
+        self.asked.append(("resolve", target, pattern, found))
         return found
 
     def resolve(self, target: str, pattern: BindingPattern) -> Binding | None:
@@ -104,17 +106,17 @@ class _RecordedInit:
 
     def could_match(self, pattern: BindingPattern) -> bool:
         possible = self._init.could_match(pattern)
-        self.asked.append(("possible", pattern, possible))
+        self.asked.append(("possible", "", pattern, possible))
         return possible
 
     @property
     def by_attr(self) -> dict[str, list[Binding]]:
-        self.asked.append(("all", None, _all_bindings(self._init)))
+        self.asked.append(("all", "", None, _all_bindings(self._init)))
         return self._init.by_attr
 
     @property
     def callees(self) -> frozenset[str]:
-        self.asked.append(("callees", None, self._init.callees))
+        self.asked.append(("callees", "", None, self._init.callees))
         return self._init.callees
 
 
@@ -122,27 +124,27 @@ def _all_bindings(init: InitIndex) -> tuple[tuple[str, tuple[Binding, ...]], ...
     return tuple((attr, tuple(bs)) for attr, bs in init.by_attr.items())
 
 
-def _answer(init: InitIndex, kind: str, question: object) -> object:
+def _answer(init: InitIndex, question: str, target: str, pattern: BindingPattern | None) -> object:
     """What `init` answers to a question `_RecordedInit` recorded."""
-    if kind == "resolve":
-        target, pattern = question  # type: ignore[misc]
+    if question == "resolve" and pattern is not None:
         return init.resolve_ctor(target, pattern)
-    if kind == "possible":
-        return init.could_match(question)  # type: ignore[arg-type]
-    if kind == "all":
+    if question == "possible" and pattern is not None:
+        return init.could_match(pattern)
+    if question == "all":
         return _all_bindings(init)
     return init.callees
 
 
 @dataclass(frozen=True)
 class _RuleResult:
-    asked: tuple[tuple[str, object, object], ...]  # the questions asked of `__init__`, with the answers
+    asked: tuple[tuple[str, str, BindingPattern | None, object], ...]  # questions asked of `__init__`, answers
     findings: tuple[Finding, ...]
     problems: tuple[Problem, ...]
 
     def holds_for(self, init: InitIndex) -> bool:
         """Whether `init` answers every recorded question the same, in every field (spans, origins)."""
-        return all(identical(_answer(init, kind, question), answer) for kind, question, answer in self.asked)
+        return all(identical(_answer(init, question, target, pattern), answer)
+                   for question, target, pattern, answer in self.asked)
 
 
 @dataclass
