@@ -56,7 +56,7 @@ def _edited(doc: DocumentAnalysis, text: str) -> None:
 
 
 def _flow(doc: DocumentAnalysis, name: str = "Attention") -> object:
-    return doc._analyser._flows[name].forward
+    return doc._analyser._flows[name][0].forward
 
 
 @pytest.fixture
@@ -151,3 +151,13 @@ def test_a_forward_moved_by_an_init_edit_computes_the_flow_again() -> None:
     before = _flow(doc, "Block")
     _edited(doc, PLAIN.replace("        self.act = nn.GELU()\n", "        self.act = nn.GELU()\n        self.n = 3\n"))
     assert _flow(doc, "Block") is before  # where the last run had it, and nothing else it read changed
+
+
+def test_the_flow_before_the_last_is_kept(doc: DocumentAnalysis) -> None:
+    # A character typed in the forward and deleted again (the class's older analysis comes back, its flow
+    # is not computed), then an __init__ edit: the first flow is still there.
+    first = _flow(doc)
+    _edited(doc, SOURCE.replace("probs = scores.softmax(dim=-1)", "probs = scores.softmax(dim=-2)"))
+    _edited(doc, SOURCE)
+    _edited(doc, SOURCE.replace("self.v = nn.Linear(dim, dim)", "self.v = nn.Linear(dim, 2 * dim)"))
+    assert _flow(doc) is first

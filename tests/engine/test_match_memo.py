@@ -1,6 +1,7 @@
-"""`MatchMemo`: a rule's result in a forward is reused while the forward is the same in every field and
-`__init__` answers every question the rule's matching asked of it the same way; otherwise the rule is
-matched again. With the memo, `check` gives what it gives without it, edit after edit."""
+"""`MatchMemo`: a rule's result in a forward is reused while the forward is the same object (the incremental
+analysis hands back the last forward object when an `__init__` edit left it the same) and `__init__` answers
+every question the rule's matching asked of it the same way; otherwise the rule is matched again. With the
+memo, `check` gives what it gives without it, edit after edit of one document."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from adopter.analysis import analyse
+from adopter.analysis.incremental import DocumentAnalysis
 from adopter.dsl.types import ModuleFile
 from adopter.engine import Environment, check, load_rules, sites
 from adopter.engine.sites import MatchMemo
@@ -51,8 +52,20 @@ def rules() -> tuple[Any, ...]:
     return tuple(load_rules().rules)
 
 
+_DOC: dict[str, DocumentAnalysis] = {}
+
+
+@pytest.fixture(autouse=True)
+def _document() -> None:
+    _DOC.clear()  # one document per test, edited text after text
+
+
 def _unit(text: str) -> ModuleFile:
-    arch = analyse(text, "m.py").architectures[0]
+    doc = _DOC.get("doc")
+    if doc is None:
+        doc = _DOC["doc"] = DocumentAnalysis(text, "m.py")
+    doc.update(text)
+    arch = doc.result().architectures[0]
     return ModuleFile("m.py", (arch,))
 
 
@@ -145,3 +158,46 @@ def test_a_rule_that_could_not_match_before_is_asked_again(rules: tuple[Any, ...
     memo = MatchMemo()
     assert "f09-fused-qkv" not in _same_as_without_memo(_unit(convs), rules, memo)
     assert "f09-fused-qkv" in _same_as_without_memo(_unit(ATTENTION), rules, memo)
+
+
+def test_the_forward_before_the_last_is_kept(monkeypatch: pytest.MonkeyPatch, rules: tuple[Any, ...]) -> None:
+    # A character typed in the forward and deleted again (the server takes that unit from its own cache,
+    # without matching), then an __init__ edit: the rules' results for the first forward are still here.
+    memo = MatchMemo()
+    _same_as_without_memo(_unit(ATTENTION), rules, memo)
+    _same_as_without_memo(_unit(ATTENTION.replace("softmax(scores, dim=-1)", "softmax(scores, dim=1)")), rules, memo)
+    counts = _matched(monkeypatch)
+    _same_as_without_memo(_unit(ATTENTION.replace('self.note = "attention"', 'self.note = "x"')), rules, memo)
+    assert all(n == 1 for n in counts.values())  # only the check without the memo matched
+
+
+def test_a_third_forward_drops_the_oldest(monkeypatch: pytest.MonkeyPatch, rules: tuple[Any, ...]) -> None:
+    memo = MatchMemo()
+    for dim in ("-1", "1", "2"):
+        _same_as_without_memo(_unit(ATTENTION.replace("softmax(scores, dim=-1)", f"softmax(scores, dim={dim})")),
+                              rules, memo)
+    counts = _matched(monkeypatch)
+    _same_as_without_memo(_unit(ATTENTION), rules, memo)
+    assert counts["f09-fused-qkv"] == 2  # the first forward's results were dropped: matched again
+
+
+def test_an_equal_forward_of_another_analysis_is_matched_afresh(monkeypatch: pytest.MonkeyPatch,
+                                                                 rules: tuple[Any, ...]) -> None:
+    # Found by identity: a forward equal to the kept one but made by another analysis (another document)
+    # matches every rule again, with the same result.
+    from adopter.analysis import analyse
+
+    memo = MatchMemo()
+    _same_as_without_memo(_unit(ATTENTION), rules, memo)
+    counts = _matched(monkeypatch)
+    _same_as_without_memo(ModuleFile("m.py", (analyse(ATTENTION, "m.py").architectures[0],)), rules, memo)
+    assert all(n == 2 for n in counts.values())
+
+
+def test_an_init_edit_hands_back_the_same_forward_object() -> None:
+    doc = DocumentAnalysis(ATTENTION, "m.py")
+    before = doc.result().architectures[0].forward
+    doc.update(ATTENTION.replace("nn.Dropout(0.1)", "nn.Dropout(0.2)"))
+    assert doc.result().architectures[0].forward is before
+    doc.update(ATTENTION.replace("softmax(scores, dim=-1)", "softmax(scores, dim=1)"))
+    assert doc.result().architectures[0].forward is not before

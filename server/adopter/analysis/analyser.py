@@ -136,9 +136,10 @@ class Analyser:
         self._fingerprints: dict[str, tuple[object, ...]] = {}
         self._changed: set[str] | None = None
         self._words: WordIndex | None = None  # the last run's word index (`adopter.analysis.parse.words`)
-        # Per class name, the flow of its forward (`_forward`): an edit of `__init__` (or of a method the
-        # forward does not inline) re-analyses the class but leaves its forward's flow as it was.
-        self._flows: dict[str, _Flow] = {}
+        # Per class name, the flows of its last two forwards (`_forward`): an edit of `__init__` (or of a
+        # method the forward does not inline) re-analyses the class but leaves its forward's flow as it was;
+        # two, as for `older`: a character typed in the forward and deleted again gives back the one before.
+        self._flows: dict[str, list[_Flow]] = {}
 
     def clear(self) -> None:
         self.cache.clear()
@@ -378,12 +379,23 @@ class Analyser:
             b.attr for b in (init.bindings if init is not None else ()) if isinstance(b.value, Ctor)
         )
         forward: Forward | None = None
+        flows = tuple(self._flows.get(name, ()))  # before this run: whether the flow below is one of them
         if found is not None:
             stateless = stateless_submodules(init, table, src)
             forward = self._forward(name, found, module_attrs, stateless, src, symbols, table, problems)
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
         items = item_forwards(sequential_items(init), table, src)
-        return canonical_architecture(arch, thin_submodules(init, table, src), items), problems
+        result = canonical_architecture(arch, thin_submodules(init, table, src), items)
+        if forward is not None and any(forward is f.forward for f in flows) and result.forward is not None:
+            # The forward's flow is the last run's (an edit of `__init__`): its canonical form most likely is
+            # too. Then the last run's object is handed back, and what is kept per forward object downstream
+            # (the session's `MatchMemo`) is found by identity.
+            for entry in (self.cache.get(f"class {name}"), self.older.get(f"class {name}")):
+                old = entry.result if entry is not None else None
+                if isinstance(old, Architecture) and old.forward is not None and identical(result.forward, old.forward):
+                    result = replace(result, forward=old.forward)
+                    break
+        return result, problems
 
     def _forward(
         self,
@@ -408,12 +420,14 @@ class Analyser:
         key = (owner, node.start_point, src.raw(node), module_attrs,
                tuple(sorted((attr, cls, n.start_point, src.raw(n)) for attr, (cls, n) in stateless.items())))
         outer = symbols.consulted
-        kept = self._flows.get(name)
-        if kept is not None and kept.key == key and all(symbols.fingerprint(n) == fp for n, fp in kept.deps):
-            if outer is not None:
-                outer.update(n for n, _ in kept.deps)
-            problems.extend(kept.problems)
-            return kept.forward
+        flows = self._flows.setdefault(name, [])
+        for i, kept in enumerate(flows):
+            if kept.key == key and all(symbols.fingerprint(n) == fp for n, fp in kept.deps):
+                if outer is not None:
+                    outer.update(n for n, _ in kept.deps)
+                problems.extend(kept.problems)
+                flows.insert(0, flows.pop(i))
+                return kept.forward
         symbols.consulted = set()
         before = len(problems)
         try:
@@ -424,7 +438,8 @@ class Analyser:
             if outer is not None:
                 outer |= consulted
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted))
-        self._flows[name] = _Flow(key, deps, forward, tuple(problems[before:]))
+        flows.insert(0, _Flow(key, deps, forward, tuple(problems[before:])))
+        del flows[2:]
         return forward
 
     def _function(

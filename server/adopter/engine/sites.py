@@ -155,24 +155,37 @@ class _ScopeMemo:
 
 
 class MatchMemo:
-    """Per scope (a class's forward, a function), the last forward matched and each rule's result with the
+    """Per scope (a class's forward, a function), the last forwards matched and each rule's result with the
     questions its matching asked of `__init__`. A rule's result is a function of the forward (flattened,
     its submodule view), the answers `__init__` gave (`InitIndex`: a target's binding, whether a pattern
     can match, all bindings, the constructor callees), the rule, the scope's name, the file's path and the
-    environment. The caller keeps one memo per rule context and file. When the forward is the same in
-    every field (an edit of `__init__` alone) and `__init__` answers a rule's questions the same, the
-    rule is not matched again: a changed layer that no rule's matching asked about re-matches nothing."""
+    environment. The caller keeps one memo per rule context and file. When the forward is the same object
+    (the incremental analysis hands back the last forward object when an edit of `__init__` left the
+    forward's canonical form the same in every field: `Analyser._class`) and `__init__` answers a rule's
+    questions the same, the rule is not matched again: a changed layer that no rule's matching asked about
+    re-matches nothing. Found by identity, so that the forward edits (the other edits of an attention class)
+    pay no comparison of two forwards.
+
+    Two forwards are kept per scope, the last and the one before it: a character typed in the forward and
+    deleted again gives back the forward before it (the language server then takes that unit's findings
+    from its own cache, without matching), and an edit of `__init__` after that finds its rules here."""
+
+    GENERATIONS = 2
 
     def __init__(self) -> None:
-        self._scopes: dict[str, _ScopeMemo] = {}
+        self._scopes: dict[str, list[_ScopeMemo]] = {}
 
     def scope(self, name: str, kind: str, forward: Forward) -> dict[str, _RuleResult]:
-        """The per-rule results kept for scope `name` if its forward is `forward` in every field, else
-        a new, empty table (the last one dropped). The caller stores each rule's fresh result there."""
-        kept = self._scopes.get(name)
-        if kept is None or kept.kind != kind or not identical(forward, kept.forward):
-            kept = self._scopes[name] = _ScopeMemo(kind, forward)
-        return kept.rules
+        """The per-rule results kept for scope `name` with the forward `forward` (the same object), else a new,
+        empty table (the oldest one dropped). The caller stores each rule's fresh result there."""
+        kept = self._scopes.setdefault(name, [])
+        for i, memo in enumerate(kept):
+            if memo.kind == kind and memo.forward is forward:
+                kept.insert(0, kept.pop(i))
+                return memo.rules
+        kept.insert(0, _ScopeMemo(kind, forward))
+        del kept[self.GENERATIONS:]
+        return kept[0].rules
 
     def keep_only(self, names: set[str]) -> None:
         """Forget the scopes no longer in the file."""
