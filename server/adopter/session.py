@@ -193,6 +193,10 @@ class UnitMatcher:
             cached = self._cache.get(id(unit))
             if cached is None or cached[0] is not unit:
                 cached = self._older.get(id(unit))
+                if cached is not None and cached[0] is unit:  # an edit undone: its forward is current again
+                    forward = unit.forward if isinstance(unit, Architecture) else unit
+                    if forward is not None:
+                        self._memo.restored(unit.name, forward)
             if cached is None or cached[0] is not unit:
                 result = check(single, context.rules, context.environment, self._memo)
                 cached = (unit, tuple(result.findings), tuple(result.problems))

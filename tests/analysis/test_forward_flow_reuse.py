@@ -161,3 +161,14 @@ def test_the_flow_before_the_last_is_kept(doc: DocumentAnalysis) -> None:
     _edited(doc, SOURCE)
     _edited(doc, SOURCE.replace("self.v = nn.Linear(dim, dim)", "self.v = nn.Linear(dim, 2 * dim)"))
     assert _flow(doc) is first
+
+
+def test_forward_edits_each_undone_keep_the_first_flow(doc: DocumentAnalysis) -> None:
+    # Each undo gives back the class's earlier analysis (its flow becomes the most recent again), so three
+    # forward edits, each undone, do not push the first flow out of the two kept.
+    first = _flow(doc)
+    for dim in ("-2", "1", "2"):
+        _edited(doc, SOURCE.replace("probs = scores.softmax(dim=-1)", f"probs = scores.softmax(dim={dim})"))
+        _edited(doc, SOURCE)
+    _edited(doc, SOURCE.replace("self.v = nn.Linear(dim, dim)", "self.v = nn.Linear(dim, 2 * dim)"))
+    assert _flow(doc) is first

@@ -201,3 +201,32 @@ def test_an_init_edit_hands_back_the_same_forward_object() -> None:
     assert doc.result().architectures[0].forward is before
     doc.update(ATTENTION.replace("softmax(scores, dim=-1)", "softmax(scores, dim=1)"))
     assert doc.result().architectures[0].forward is not before
+
+
+def test_the_server_keeps_the_results_through_forward_edits_undone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The language server's UnitMatcher takes an undone edit's unit from its own cache and tells the memo,
+    # so three forward edits, each undone, then an __init__ edit match nothing again.
+    from adopter.session import UnitMatcher, load_context
+
+    context = load_context()
+    assert context.environment is not None
+    doc = DocumentAnalysis(ATTENTION, "m.py")
+    matcher = UnitMatcher()
+    texts = []
+    for dim in ("1", "2", "-2"):
+        texts += [ATTENTION.replace("softmax(scores, dim=-1)", f"softmax(scores, dim={dim})"), ATTENTION]
+    for text in [ATTENTION, *texts]:
+        doc.update(text)
+        matcher.match(doc.result(), context)
+    counts = _matched(monkeypatch)
+    edited = ATTENTION.replace('self.note = "attention"', 'self.note = "x"')
+    doc.update(edited)
+    found, _ = matcher.match(doc.result(), context)
+    assert not counts  # nothing matched again
+    assert found == check(analyse_text(edited), context.rules, context.environment).findings
+
+
+def analyse_text(text: str) -> ModuleFile:
+    from adopter.analysis import analyse
+
+    return analyse(text, "m.py")

@@ -113,6 +113,7 @@ class _Flow:
     deps: tuple[tuple[str, tuple[object, ...]], ...]
     forward: Forward
     problems: tuple[Problem, ...]
+    canonical: Forward | None = None  # the class's canonical forward made from it (`_class`)
 
 
 class Analyser:
@@ -345,6 +346,8 @@ class Analyser:
                 and all(symbols.fingerprint(n) == fp for n, fp in kept.deps)
             ):
                 fresh[key] = kept
+                if kept is not cached and isinstance(kept.result, Architecture):
+                    self._restored(kept.result)
                 return kept
         symbols.consulted = set()
         problems: list[Problem] = []
@@ -395,7 +398,21 @@ class Analyser:
                 if isinstance(old, Architecture) and old.forward is not None and identical(result.forward, old.forward):
                     result = replace(result, forward=old.forward)
                     break
+        kept = self._flows.get(name, [])
+        for i, f in enumerate(kept):
+            if f.forward is forward:
+                kept[i] = replace(f, canonical=result.forward)
         return result, problems
+
+    def _restored(self, arch: Architecture) -> None:
+        """A class's earlier analysis came back (`older`: a character typed and deleted again): its forward's
+        flow becomes the most recent of the two kept, so that more edits of the forward, each undone, do
+        not push it out."""
+        kept = self._flows.get(arch.name, [])
+        for i, f in enumerate(kept):
+            if arch.forward is not None and f.canonical is arch.forward:
+                kept.insert(0, kept.pop(i))
+                return
 
     def _forward(
         self,

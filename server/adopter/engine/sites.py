@@ -187,6 +187,15 @@ class MatchMemo:
         del kept[self.GENERATIONS:]
         return kept[0].rules
 
+    def restored(self, name: str, forward: Forward) -> None:
+        """Scope `name`'s forward is `forward` again (the caller took its findings from its own cache):
+        its table becomes the most recent, so that more forward edits, each undone, do not push it out."""
+        kept = self._scopes.get(name, [])
+        for i, memo in enumerate(kept):
+            if memo.forward is forward:
+                kept.insert(0, kept.pop(i))
+                return
+
     def keep_only(self, names: set[str]) -> None:
         """Forget the scopes no longer in the file."""
         for name in [n for n in self._scopes if n not in names]:
