@@ -230,3 +230,30 @@ def analyse_text(text: str) -> ModuleFile:
     from adopter.analysis import analyse
 
     return analyse(text, "m.py")
+
+
+VOCAB = '''
+import torch.nn.functional as F
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self, n_a, n_b, d):
+        super().__init__()
+        self.head = nn.Linear(d, n_a, bias=False)
+        self.pos = nn.Embedding(n_a, d)
+
+    def forward(self, h, targets):
+        logits = self.head(h)
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+        return logits, loss
+'''
+
+
+def test_a_rule_reading_every_binding_sees_a_layer_it_asked_nothing_about(rules: tuple[Any, ...]) -> None:
+    # The vocabulary guard reads the sizes of every Embedding: `n_a` is a vocabulary because an Embedding
+    # has that many rows; resized, it is not, though the fused cross-entropy rule asked nothing about `pos`.
+    memo = MatchMemo()
+    assert "f16-linear-cross-entropy" in _same_as_without_memo(_unit(VOCAB), rules, memo)
+    resized = VOCAB.replace("self.pos = nn.Embedding(n_a, d)", "self.pos = nn.Embedding(n_b, d)")
+    assert "f16-linear-cross-entropy" not in _same_as_without_memo(_unit(resized), rules, memo)

@@ -85,39 +85,42 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment,
     return EngineResult(reduce_sites(findings, {a.name: a.span for a in module_file.architectures}), tuple(problems))
 
 
-class _RecordedInit:
-    """An `InitIndex` that records each question a rule's matching asks of it, with the answer, so that
-    the rule's result can be reused for another `__init__` that answers every question the same way."""
+@dataclass
+class _AskedInit(InitIndex):
+    """An `InitIndex` of its own for one rule's matching, recording each question the first time the rule
+    asks it, with the answer (later asks hit the index's own memo): the rule's result holds for another
+    `__init__` that answers every recorded question the same. The other reads of `__init__` during matching
+    are of every binding (`by_attr`: the vocabulary guard, the submodule view), recorded for the rules that
+    have those guards (`_reads_every_binding`)."""
 
-    def __init__(self, init: InitIndex) -> None:
-        self._init = init
-        # (question, target, pattern, answer): question `resolve` (target, pattern), `possible` (pattern),
-        # `all` or `callees` (neither)
-        self.asked: list[tuple[str, str, BindingPattern | None, object]] = []
+    asked: list[tuple[str, str, BindingPattern | None, object]] = field(default_factory=list)
+
+    @classmethod
+    def for_rule(cls, init: InitIndex, rule: Rule) -> _AskedInit:
+        own = cls(init.by_attr, callees=init.callees)
+        if _reads_every_binding(rule):
+            own.asked.append(("all", "", None, _all_bindings(init)))
+        return own
 
     def resolve_ctor(self, target: str, pattern: BindingPattern) -> tuple[Binding, Ctor] | None:
-        found = self._init.resolve_ctor(target, pattern)
+        if (target, id(pattern)) in self._resolved:
+            return self._resolved[(target, id(pattern))]
+        found = super().resolve_ctor(target, pattern)
         self.asked.append(("resolve", target, pattern, found))
         return found
 
-    def resolve(self, target: str, pattern: BindingPattern) -> Binding | None:
-        found = self.resolve_ctor(target, pattern)
-        return found[0] if found else None
-
     def could_match(self, pattern: BindingPattern) -> bool:
-        possible = self._init.could_match(pattern)
+        if id(pattern) in self._possible and any(c in self.callees for c in pattern.ctor.callees):
+            return self._possible[id(pattern)]
+        possible = super().could_match(pattern)
         self.asked.append(("possible", "", pattern, possible))
         return possible
 
-    @property
-    def by_attr(self) -> dict[str, list[Binding]]:
-        self.asked.append(("all", "", None, _all_bindings(self._init)))
-        return self._init.by_attr
 
-    @property
-    def callees(self) -> frozenset[str]:
-        self.asked.append(("callees", "", None, self._init.callees))
-        return self._init.callees
+def _reads_every_binding(rule: Rule) -> bool:
+    """Whether matching `rule` reads every binding of `__init__` (`InitIndex.by_attr`) besides asking it
+    questions: the vocabulary guard (the Embeddings' sizes) and the submodule view (every layer)."""
+    return any(g.kind in (GuardKind.VOCABULARY, GuardKind.INSIDE_SUBMODULE) for g in rule.guards)
 
 
 def _all_bindings(init: InitIndex) -> tuple[tuple[str, tuple[Binding, ...]], ...]:
@@ -125,14 +128,12 @@ def _all_bindings(init: InitIndex) -> tuple[tuple[str, tuple[Binding, ...]], ...
 
 
 def _answer(init: InitIndex, question: str, target: str, pattern: BindingPattern | None) -> object:
-    """What `init` answers to a question `_RecordedInit` recorded."""
+    """What `init` answers to a question `_AskedInit` recorded."""
     if question == "resolve" and pattern is not None:
         return init.resolve_ctor(target, pattern)
     if question == "possible" and pattern is not None:
         return init.could_match(pattern)
-    if question == "all":
-        return _all_bindings(init)
-    return init.callees
+    return _all_bindings(init)
 
 
 @dataclass(frozen=True)
@@ -158,8 +159,8 @@ class MatchMemo:
     """Per scope (a class's forward, a function), the last forwards matched and each rule's result with the
     questions its matching asked of `__init__`. A rule's result is a function of the forward (flattened,
     its submodule view), the answers `__init__` gave (`InitIndex`: a target's binding, whether a pattern
-    can match, all bindings, the constructor callees), the rule, the scope's name, the file's path and the
-    environment. The caller keeps one memo per rule context and file. When the forward is the same object
+    can match, and every binding for the rules that read them all), the rule, the scope's name, the file's
+    path and the environment. The caller keeps one memo per rule context and file. When the forward is the same object
     (the incremental analysis hands back the last forward object when an edit of `__init__` left the
     forward's canonical form the same in every field: `Analyser._class`) and `__init__` answers a rule's
     questions the same, the rule is not matched again: a changed layer that no rule's matching asked about
@@ -240,27 +241,24 @@ def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, 
             findings.extend(result.findings)
             problems.extend(result.problems)
             continue
-        asked = _RecordedInit(init) if kept is not None else init
+        asked = _AskedInit.for_rule(init, rule) if kept is not None else init
         found, failed = len(findings), len(problems)
         try:
             if any(g.kind is GuardKind.INSIDE_SUBMODULE for g in rule.guards):
                 # This rule may read through submodule calls: match it in the view where they are unrolled.
                 if view is None:
-                    bindings = [b for bs in asked.by_attr.values() for b in bs]
-                    unrolled = submodule_view(forward, bindings)
+                    unrolled = submodule_view(forward, [b for bs in init.by_attr.values() for b in bs])
                     view = flatten(unrolled) if unrolled is not None else flat
-                elif isinstance(asked, _RecordedInit):
-                    asked.by_attr  # noqa: B018 -- the view was built from every binding: this rule read them
-                findings.extend(_rule_findings(rule, view, asked, scope_name, path, env))  # type: ignore[arg-type]
+                findings.extend(_rule_findings(rule, view, asked, scope_name, path, env))
             else:
-                findings.extend(_rule_findings(rule, flat, asked, scope_name, path, env))  # type: ignore[arg-type]
+                findings.extend(_rule_findings(rule, flat, asked, scope_name, path, env))
         except BudgetExceeded:
             problems.append(Problem(f"matching gave up in {scope_name} (pattern too ambiguous)",
                                     forward.span, path, Severity.WARNING, rule.id))
         except Exception as exc:
             problems.append(Problem(f"rule failed in {scope_name}: {type(exc).__name__}: {exc}",
                                     forward.span, path, Severity.WARNING, rule.id))
-        if kept is not None and isinstance(asked, _RecordedInit):
+        if kept is not None and isinstance(asked, _AskedInit):
             kept[rule.id] = _RuleResult(tuple(asked.asked), tuple(findings[found:]), tuple(problems[failed:]))
 
 
