@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from adopter.analysis.crossfile.reach import CrossFileReach
     from adopter.analysis.incremental import DocumentAnalysis
     from adopter.engine.environment import Environment
+    from adopter.engine.sites import MatchMemo
     from adopter.parsed import ParsedText
     from adopter.synth.rewrite import Plan
     from adopter.synth.types import RewriteResult
@@ -168,15 +169,19 @@ class UnitMatcher:
         self._context: RuleContext | None = None
         # The last file-level reduction: its input findings (the objects, in order), class spans and result.
         self._reduced: tuple[list[Finding], dict[str, Span], tuple[Finding, ...]] | None = None
+        # Each rule's last result per scope, reused when only `__init__` changed in ways its matching did
+        # not ask about (`adopter.engine.sites.MatchMemo`).
+        self._memo: MatchMemo | None = None
 
     def match(self, module_file: ModuleFile, context: RuleContext) -> tuple[tuple[Finding, ...], tuple[Problem, ...]]:
         from adopter.engine import check
-        from adopter.engine.sites import reduce_sites
+        from adopter.engine.sites import MatchMemo, reduce_sites
 
         if context.environment is None:
             return (), ()
-        if self._context is not context:
+        if self._context is not context or self._memo is None:
             self._cache, self._older, self._context, self._reduced = {}, {}, context, None
+            self._memo = MatchMemo()
         units: list[tuple[Architecture | Forward, ModuleFile]] = []
         units.extend((arch, ModuleFile(module_file.path, (arch,))) for arch in module_file.architectures)
         units.extend((fn, ModuleFile(module_file.path, (), functions=(fn,))) for fn in module_file.functions)
@@ -188,14 +193,19 @@ class UnitMatcher:
             cached = self._cache.get(id(unit))
             if cached is None or cached[0] is not unit:
                 cached = self._older.get(id(unit))
+                if cached is not None and cached[0] is unit:  # an edit undone: its forward is current again
+                    forward = unit.forward if isinstance(unit, Architecture) else unit
+                    if forward is not None:
+                        self._memo.restored(unit.name, forward)
             if cached is None or cached[0] is not unit:
-                result = check(single, context.rules, context.environment)
+                result = check(single, context.rules, context.environment, self._memo)
                 cached = (unit, tuple(result.findings), tuple(result.problems))
             fresh[id(unit)] = cached
             findings.extend(cached[1])
             problems.extend(cached[2])
         self._older = {k: v for k, v in self._cache.items() if k not in fresh}
         self._cache = fresh
+        self._memo.keep_only({unit.name for unit, _ in units})
         class_spans = {a.name: a.span for a in module_file.architectures}
         last = self._reduced
         # `reduce_sites` is a function of the (immutable) findings and the class spans: when every unit

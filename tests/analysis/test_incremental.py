@@ -366,7 +366,7 @@ def test_extra_fields_list_every_field_equality_leaves_out() -> None:
 def test_results_equal_but_for_an_extra_field_are_not_identical() -> None:
     from dataclasses import replace
 
-    from adopter.analysis.analyser import _identical
+    from adopter.analysis.analyser import identical as _identical
     from adopter.dsl.types import Ctor, Op, OpKind
 
     mf = analyse(SOURCE, "m.py")

@@ -48,6 +48,7 @@ from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import (
     Architecture,
+    Binding,
     Branch,
     Ctor,
     Forward,
@@ -101,6 +102,20 @@ class _Entry:
     bases: frozenset[str] = frozenset()  # the module-level names `deps` read (`base_name`)
 
 
+@dataclass(frozen=True)
+class _Flow:
+    """A class's forward as the flow analysis read it (before the canonical pass), kept per class name
+    while what it read is unchanged: `key` (the defining class, the method's text and position, the
+    attributes `__init__` binds to modules, the stateless submodules inlined), and `deps`, the
+    fingerprints of the names the flow consulted (the methods it inlined, imports, helpers)."""
+
+    key: tuple[object, ...]
+    deps: tuple[tuple[str, tuple[object, ...]], ...]
+    forward: Forward
+    problems: tuple[Problem, ...]
+    canonical: Forward | None = None  # the class's canonical forward made from it (`_class`)
+
+
 class Analyser:
     """Analyses parsed files; keeps the per-unit cache between runs on the same document."""
 
@@ -122,10 +137,15 @@ class Analyser:
         self._fingerprints: dict[str, tuple[object, ...]] = {}
         self._changed: set[str] | None = None
         self._words: WordIndex | None = None  # the last run's word index (`adopter.analysis.parse.words`)
+        # Per class name, the flows of its last two forwards (`_forward`): an edit of `__init__` (or of a
+        # method the forward does not inline) re-analyses the class but leaves its forward's flow as it was;
+        # two, as for `older`: a character typed in the forward and deleted again gives back the one before.
+        self._flows: dict[str, list[_Flow]] = {}
 
     def clear(self) -> None:
         self.cache.clear()
         self.older.clear()
+        self._flows.clear()
         self._layout, self._fingerprints, self._changed = None, {}, None
         self._words = None
 
@@ -326,6 +346,8 @@ class Analyser:
                 and all(symbols.fingerprint(n) == fp for n, fp in kept.deps)
             ):
                 fresh[key] = kept
+                if kept is not cached and isinstance(kept.result, Architecture):
+                    self._restored(kept.result)
                 return kept
         symbols.consulted = set()
         problems: list[Problem] = []
@@ -337,7 +359,7 @@ class Analyser:
             symbols.consulted = None
             consulted |= extra_deps() if callable(extra_deps) else extra_deps
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted))
-        if cached is not None and _identical(result, cached.result):
+        if cached is not None and identical(result, cached.result):
             result = cached.result  # the very same object: its findings and diagnostics are reused downstream
         entry = _Entry(text, node.start_point, deps, result, tuple(problems), frozenset(base_name(n) for n in consulted))
         fresh[key] = entry
@@ -360,13 +382,82 @@ class Analyser:
             b.attr for b in (init.bindings if init is not None else ()) if isinstance(b.value, Ctor)
         )
         forward: Forward | None = None
+        flows = tuple(self._flows.get(name, ()))  # before this run: whether the flow below is one of them
         if found is not None:
             stateless = stateless_submodules(init, table, src)
-            flow = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless)
-            forward = flow.function(found[1], found[0])
+            forward = self._forward(name, found, module_attrs, stateless, src, symbols, table, problems)
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
         items = item_forwards(sequential_items(init), table, src)
-        return canonical_architecture(arch, thin_submodules(init, table, src), items), problems
+        result = canonical_architecture(arch, thin_submodules(init, table, src), items)
+        if forward is not None and any(forward is f.forward for f in flows) and result.forward is not None:
+            # The forward's flow is the last run's (an edit of `__init__`): its canonical form most likely is
+            # too. Then the last run's object is handed back, and what is kept per forward object downstream
+            # (the session's `MatchMemo`) is found by identity.
+            for entry in (self.cache.get(f"class {name}"), self.older.get(f"class {name}")):
+                old = entry.result if entry is not None else None
+                if isinstance(old, Architecture) and old.forward is not None and identical(result.forward, old.forward):
+                    result = replace(result, forward=old.forward)
+                    break
+        kept = self._flows.get(name, [])
+        for i, f in enumerate(kept):
+            if f.forward is forward:
+                kept[i] = replace(f, canonical=result.forward)
+        return result, problems
+
+    def _restored(self, arch: Architecture) -> None:
+        """A class's earlier analysis came back (`older`: a character typed and deleted again): its forward's
+        flow becomes the most recent of the two kept, so that more edits of the forward, each undone, do
+        not push it out."""
+        kept = self._flows.get(arch.name, [])
+        for i, f in enumerate(kept):
+            if arch.forward is not None and f.canonical is arch.forward:
+                kept.insert(0, kept.pop(i))
+                return
+
+    def _forward(
+        self,
+        name: str,
+        found: tuple[str, Node],
+        module_attrs: frozenset[str],
+        stateless: dict[str, tuple[str, Node]],
+        src: SourceText,
+        symbols: ModuleSymbols,
+        table: ClassTable,
+        problems: list[Problem],
+    ) -> Forward:
+        """The flow of class `name`'s forward (`found`: its defining class and node), reused from the last
+        analysis of the class while its key and the fingerprints of what it consulted are unchanged.
+
+        The flow reads the forward's own text, the attributes `__init__` binds to modules (a call of
+        `self.x` is a module call or a method's), the stateless submodules it inlines, and through
+        `symbols` every other name and method (noted in `consulted`, as the class's cache does): with
+        those unchanged it computes the same Forward. The names it consulted are noted again on reuse,
+        so the class's own dependencies stay complete."""
+        owner, node = found
+        key = (owner, node.start_point, src.raw(node), module_attrs,
+               tuple(sorted((attr, cls, n.start_point, src.raw(n)) for attr, (cls, n) in stateless.items())))
+        outer = symbols.consulted
+        flows = self._flows.setdefault(name, [])
+        for i, kept in enumerate(flows):
+            if kept.key == key and all(symbols.fingerprint(n) == fp for n, fp in kept.deps):
+                if outer is not None:
+                    outer.update(n for n, _ in kept.deps)
+                problems.extend(kept.problems)
+                flows.insert(0, flows.pop(i))
+                return kept.forward
+        symbols.consulted = set()
+        before = len(problems)
+        try:
+            forward = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless).function(node, owner)
+        finally:
+            consulted = symbols.consulted
+            symbols.consulted = outer
+            if outer is not None:
+                outer |= consulted
+        deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted))
+        flows.insert(0, _Flow(key, deps, forward, tuple(problems[before:])))
+        del flows[2:]
+        return forward
 
     def _function(
         self, node: Node, name: str, src: SourceText, symbols: ModuleSymbols, table: ClassTable
@@ -421,7 +512,7 @@ class Analyser:
         return entry
 
 
-def _identical(new: object, old: object) -> bool:
+def identical(new: object, old: object) -> bool:
     """Whether a unit's fresh result is the cached one in every field, including those left out of
     equality (`EXTRA_FIELDS`). A re-analysis that changed nothing (an edit of a base class or helper
     its dependants read, a character typed where the analysis keeps nothing) then hands back the
@@ -457,6 +548,8 @@ def _same_extras(a: object, b: object) -> bool:
         return _same_extras(a.paths, b.paths)
     if isinstance(a, Loop) and isinstance(b, Loop):
         return _same_extras(a.body, b.body)
+    if isinstance(a, Binding) and isinstance(b, Binding):
+        return _same_extras(a.value, b.value)
     return True  # the other types (Return, Ref, Expr, Span, Param, Binding's other fields...) have no extras
 
 

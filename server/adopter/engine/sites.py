@@ -6,8 +6,9 @@ import ast
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from adopter.analysis.analyser import identical
 from adopter.analysis.canonical.normalise import submodule_view
 from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.idioms.layer_subclasses import subclass_reason
@@ -15,6 +16,8 @@ from adopter.analysis.idioms.optimizers import chosen_class_reason
 from adopter.analysis.scope.bindings import FACTORY_ORIGIN
 from adopter.dsl.types import (
     Architecture,
+    Binding,
+    BindingPattern,
     Ctor,
     Expr,
     Forward,
@@ -57,8 +60,10 @@ def find(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> tu
     return result.findings
 
 
-def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> EngineResult:
-    """Findings plus problems for `module_file`; never raises."""
+def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment,
+          memo: MatchMemo | None = None) -> EngineResult:
+    """Findings plus problems for `module_file`; never raises. `memo`: the per-rule results of the last
+    matching of the same scopes (the language server's, one per document), reused where still valid."""
     findings: list[Finding] = []
     problems: list[Problem] = []
     scopes: list[tuple[str, Forward, Architecture | Forward, str]] = []
@@ -75,8 +80,127 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> E
         # A helper that nothing in the file names is not part of any forward here: only rules about
         # functions themselves (an optimizer built in a training script's function) apply to it.
         live = rules if forward.referenced else [r for r in rules if r.scope == "function"]
-        _match_scope(scope_name, forward, init, kind, live, module_file.path, env, findings, problems)
+        kept = memo.scope(scope_name, kind, forward) if memo is not None else None
+        _match_scope(scope_name, forward, init, kind, live, module_file.path, env, findings, problems, kept)
     return EngineResult(reduce_sites(findings, {a.name: a.span for a in module_file.architectures}), tuple(problems))
+
+
+@dataclass
+class _AskedInit(InitIndex):
+    """An `InitIndex` of its own for one rule's matching, recording each question the first time the rule
+    asks it, with the answer (later asks hit the index's own memo): the rule's result holds for another
+    `__init__` that answers every recorded question the same. The other reads of `__init__` during matching
+    are of every binding (`by_attr`: the vocabulary guard, the submodule view), recorded for the rules that
+    have those guards (`_reads_every_binding`)."""
+
+    asked: list[tuple[str, str, BindingPattern | None, object]] = field(default_factory=list)
+
+    @classmethod
+    def for_rule(cls, init: InitIndex, rule: Rule) -> _AskedInit:
+        own = cls(init.by_attr, callees=init.callees)
+        if _reads_every_binding(rule):
+            own.asked.append(("all", "", None, _all_bindings(init)))
+        return own
+
+    def resolve_ctor(self, target: str, pattern: BindingPattern) -> tuple[Binding, Ctor] | None:
+        if (target, id(pattern)) in self._resolved:
+            return self._resolved[(target, id(pattern))]
+        found = super().resolve_ctor(target, pattern)
+        self.asked.append(("resolve", target, pattern, found))
+        return found
+
+    def could_match(self, pattern: BindingPattern) -> bool:
+        if id(pattern) in self._possible and any(c in self.callees for c in pattern.ctor.callees):
+            return self._possible[id(pattern)]
+        possible = super().could_match(pattern)
+        self.asked.append(("possible", "", pattern, possible))
+        return possible
+
+
+def _reads_every_binding(rule: Rule) -> bool:
+    """Whether matching `rule` reads every binding of `__init__` (`InitIndex.by_attr`) besides asking it
+    questions: the vocabulary guard (the Embeddings' sizes) and the submodule view (every layer)."""
+    return any(g.kind in (GuardKind.VOCABULARY, GuardKind.INSIDE_SUBMODULE) for g in rule.guards)
+
+
+def _all_bindings(init: InitIndex) -> tuple[tuple[str, tuple[Binding, ...]], ...]:
+    return tuple((attr, tuple(bs)) for attr, bs in init.by_attr.items())
+
+
+def _answer(init: InitIndex, question: str, target: str, pattern: BindingPattern | None) -> object:
+    """What `init` answers to a question `_AskedInit` recorded."""
+    if question == "resolve" and pattern is not None:
+        return init.resolve_ctor(target, pattern)
+    if question == "possible" and pattern is not None:
+        return init.could_match(pattern)
+    return _all_bindings(init)
+
+
+@dataclass(frozen=True)
+class _RuleResult:
+    asked: tuple[tuple[str, str, BindingPattern | None, object], ...]  # questions asked of `__init__`, answers
+    findings: tuple[Finding, ...]
+    problems: tuple[Problem, ...]
+
+    def holds_for(self, init: InitIndex) -> bool:
+        """Whether `init` answers every recorded question the same, in every field (spans, origins)."""
+        return all(identical(_answer(init, question, target, pattern), answer)
+                   for question, target, pattern, answer in self.asked)
+
+
+@dataclass
+class _ScopeMemo:
+    kind: str
+    forward: Forward
+    rules: dict[str, _RuleResult] = field(default_factory=dict)
+
+
+class MatchMemo:
+    """Per scope (a class's forward, a function), the last forwards matched and each rule's result with the
+    questions its matching asked of `__init__`. A rule's result is a function of the forward (flattened,
+    its submodule view), the answers `__init__` gave (`InitIndex`: a target's binding, whether a pattern
+    can match, and every binding for the rules that read them all), the rule, the scope's name, the file's
+    path and the environment. The caller keeps one memo per rule context and file. When the forward is the same object
+    (the incremental analysis hands back the last forward object when an edit of `__init__` left the
+    forward's canonical form the same in every field: `Analyser._class`) and `__init__` answers a rule's
+    questions the same, the rule is not matched again: a changed layer that no rule's matching asked about
+    re-matches nothing. Found by identity, so that the forward edits (the other edits of an attention class)
+    pay no comparison of two forwards.
+
+    Two forwards are kept per scope, the last and the one before it: a character typed in the forward and
+    deleted again gives back the forward before it (the language server then takes that unit's findings
+    from its own cache, without matching), and an edit of `__init__` after that finds its rules here."""
+
+    GENERATIONS = 2
+
+    def __init__(self) -> None:
+        self._scopes: dict[str, list[_ScopeMemo]] = {}
+
+    def scope(self, name: str, kind: str, forward: Forward) -> dict[str, _RuleResult]:
+        """The per-rule results kept for scope `name` with the forward `forward` (the same object), else a new,
+        empty table (the oldest one dropped). The caller stores each rule's fresh result there."""
+        kept = self._scopes.setdefault(name, [])
+        for i, memo in enumerate(kept):
+            if memo.kind == kind and memo.forward is forward:
+                kept.insert(0, kept.pop(i))
+                return memo.rules
+        kept.insert(0, _ScopeMemo(kind, forward))
+        del kept[self.GENERATIONS:]
+        return kept[0].rules
+
+    def restored(self, name: str, forward: Forward) -> None:
+        """Scope `name`'s forward is `forward` again (the caller took its findings from its own cache):
+        its table becomes the most recent, so that more forward edits, each undone, do not push it out."""
+        kept = self._scopes.get(name, [])
+        for i, memo in enumerate(kept):
+            if memo.forward is forward:
+                kept.insert(0, kept.pop(i))
+                return
+
+    def keep_only(self, names: set[str]) -> None:
+        """Forget the scopes no longer in the file."""
+        for name in [n for n in self._scopes if n not in names]:
+            del self._scopes[name]
 
 
 def reduce_sites(findings: Sequence[Finding], class_spans: dict[str, Span]) -> tuple[Finding, ...]:
@@ -92,8 +216,11 @@ def reduce_sites(findings: Sequence[Finding], class_spans: dict[str, Span]) -> t
 
 
 def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, rules: Sequence[Rule],
-                 path: str | None, env: Environment, findings: list[Finding], problems: list[Problem]) -> None:
-    """Match every rule in one forward (or function), appending findings and problems."""
+                 path: str | None, env: Environment, findings: list[Finding], problems: list[Problem],
+                 kept: dict[str, _RuleResult] | None = None) -> None:
+    """Match every rule in one forward (or function), appending findings and problems. `kept`: the
+    rules' last results in this same forward (`MatchMemo.scope`), reused where `init` answers as before;
+    each rule matched here is stored there."""
     try:
         keys = op_keys(forward.body)
         # Every rule matches module-level functions too (`eager_attention_forward`, a timm helper):
@@ -109,21 +236,30 @@ def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, 
         return
     view: FlatForward | None = None
     for rule in candidates:
+        result = kept.get(rule.id) if kept is not None else None
+        if result is not None and result.holds_for(init):
+            findings.extend(result.findings)
+            problems.extend(result.problems)
+            continue
+        asked = _AskedInit.for_rule(init, rule) if kept is not None else init
+        found, failed = len(findings), len(problems)
         try:
             if any(g.kind is GuardKind.INSIDE_SUBMODULE for g in rule.guards):
                 # This rule may read through submodule calls: match it in the view where they are unrolled.
                 if view is None:
                     unrolled = submodule_view(forward, [b for bs in init.by_attr.values() for b in bs])
                     view = flatten(unrolled) if unrolled is not None else flat
-                findings.extend(_rule_findings(rule, view, init, scope_name, path, env))
-                continue
-            findings.extend(_rule_findings(rule, flat, init, scope_name, path, env))
+                findings.extend(_rule_findings(rule, view, asked, scope_name, path, env))
+            else:
+                findings.extend(_rule_findings(rule, flat, asked, scope_name, path, env))
         except BudgetExceeded:
             problems.append(Problem(f"matching gave up in {scope_name} (pattern too ambiguous)",
                                     forward.span, path, Severity.WARNING, rule.id))
         except Exception as exc:
             problems.append(Problem(f"rule failed in {scope_name}: {type(exc).__name__}: {exc}",
                                     forward.span, path, Severity.WARNING, rule.id))
+        if kept is not None and isinstance(asked, _AskedInit):
+            kept[rule.id] = _RuleResult(tuple(asked.asked), tuple(findings[found:]), tuple(problems[failed:]))
 
 
 def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list[Finding]:
