@@ -31,10 +31,20 @@ class _Callee:
 
 @dataclass
 class _ListBuild:
-    """A local list of modules under construction: `layers = []` then `layers.append(...)` in a loop."""
+    """A local list of modules under construction: `layers = []` then `layers.append(...)` in a loop.
+
+    `items` (each constructor once) and `repeat` are what a container of the list holds. Beside them,
+    `positions` keeps the items in the order the statements add them, each with its alternatives, while
+    that order is evident (`ordered`): additions by unconditional statements of the block that made the
+    list, or of `for`/`while` loops in it, each loop body read once; an item not known, a comprehension, an
+    addition under an `if` or any other operation on the list makes it not evident."""
 
     items: list[Ctor] = field(default_factory=list)
     repeat: str | None = None
+    positions: list[list[tuple[Conds, Ctor]]] = field(default_factory=list)
+    ordered: bool = True
+    depth: int = 0  # the number of conditions where the list was made
+    looped: bool = False  # some item was added in a loop
 
 
 Alt = tuple[Conds, "Ctor | Expr | _Callee"]
@@ -99,6 +109,8 @@ class InitAnalysis:
         self.locals: dict[str, list[Alt] | _ListBuild] = {}
         self.loop_repeat: str | None = None
         self.defaults: dict[str, str | None] = {}  # parameter -> the source text of its default
+        self.target: str | None = None  # the `self.<attr>` the value being read is assigned to
+        self.unrolled_lists: set[str] = set()  # local lists a Sequential binding holds one pass of
 
     def run(self) -> Init | None:
         found = self.table.find_method(self.class_name, "__init__")
@@ -177,7 +189,7 @@ class InitAnalysis:
                 elif expr.type == "call":
                     self._call_stmt(expr, conds, owner, self_name, depth)
                 elif expr.type == "augmented_assignment":
-                    self._list_added(expr)
+                    self._list_added(expr, conds)
         elif kind == "if_statement":
             self._if(stmt, conds, owner, self_name, depth)
         elif kind in ("for_statement", "while_statement"):
@@ -304,19 +316,30 @@ class InitAnalysis:
     def _assign_one(self, target: Node, value: Node, conds: Conds, self_name: str) -> None:
         attr = _self_attr(target, self_name, self.src)
         if attr is not None:
-            self._bind(attr, self._alternatives(value), self.src.span(target.parent or target), conds)
+            self.target = attr
+            try:
+                alts = self._alternatives(value)
+            finally:
+                self.target = None
+            self._bind(attr, alts, self.src.span(target.parent or target), conds)
             return
         if target.type == "identifier":
             name = self.src.text(target)
             if value.type == "list" and value.named_child_count == 0:
-                self.locals[name] = _ListBuild()
+                self.locals[name] = _ListBuild(depth=len(conds))
             elif value.type in ("list_comprehension", "generator_expression", "list"):
                 items, _, repeat = self._items(value)
-                self.locals[name] = _ListBuild(list(items), repeat)
+                built = _ListBuild(list(items), repeat, depth=len(conds), ordered=value.type == "list")
+                self._add_positions(built, value, conds)
+                self.locals[name] = built
             else:
                 self.locals[name] = self._alternatives(value)
         elif target.type == "subscript":
             container = target.child_by_field_id(Field.VALUE)
+            if container is not None and container.type == "identifier":
+                local = self.locals.get(self.src.text(container))
+                if isinstance(local, _ListBuild):
+                    local.ordered = False  # `layers[-1] = ...`
             attr = _self_attr(container, self_name, self.src) if container is not None else None
             key = target.child_by_field_id(Field.SUBSCRIPT)
             if attr is not None:
@@ -354,17 +377,33 @@ class InitAnalysis:
             updated.append(b)
         self.state[attr] = updated
 
-    def _list_added(self, expr: Node) -> None:
+    def _list_added(self, expr: Node, conds: Conds) -> None:
         """`layers += [a, b]` on a local list: its items, as `layers.extend([a, b])` adds them."""
         left, right = expr.child_by_field_id(Field.LEFT), expr.child_by_field_id(Field.RIGHT)
         op = expr.child_by_field_id(Field.OPERATOR)
+        local = self.locals.get(self.src.text(left)) if left is not None and left.type == "identifier" else None
         if (left is None or right is None or left.type != "identifier" or right.type not in ("list", "tuple")
                 or (op is not None and self.src.text(op) != "+=")):
+            if isinstance(local, _ListBuild):
+                local.ordered = False
             return
-        local = self.locals.get(self.src.text(left))
         if isinstance(local, _ListBuild):
             local.items.extend(c for c in self._items(right)[0] if c not in local.items)
             local.repeat = local.repeat or self.loop_repeat
+            self._add_positions(local, right, conds)
+
+    def _add_positions(self, local: _ListBuild, node: Node, conds: Conds, one: bool = False) -> None:
+        """Record the items `node` adds to `local` in order (`one`: `node` is the one item `.append` adds)."""
+        if len(conds) > local.depth:
+            local.ordered = False  # under an `if`: whether it runs is not evident
+        local.looped = local.looped or self.loop_repeat is not None
+        for child in [node] if one else [c for c in node.named_children if c.type != "comment"]:
+            alts = [(c, v) for c, v in self._alternatives(child) if isinstance(v, Ctor)] if child.type not in (
+                "list_splat", "tuple", "dictionary_splat") else []
+            if not alts:
+                local.ordered = False
+                return
+            local.positions.append(alts)
 
     def _call_stmt(self, call: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
         func = call.child_by_field_id(Field.FUNCTION)
@@ -401,7 +440,17 @@ class InitAnalysis:
                     new = self._ctor_alts(arg_nodes[0]) if method == "append" else list(self._items(arg_nodes[0])[0])
                     local.items.extend(c for c in new if c not in local.items)
                     local.repeat = local.repeat or self.loop_repeat
+                    if method == "append":
+                        self._add_positions(local, arg_nodes[0], conds, one=True)
+                    elif arg_nodes[0].type in ("list", "tuple"):
+                        self._add_positions(local, arg_nodes[0], conds)
+                    else:
+                        local.ordered = False
                 return
+            if obj is not None and obj.type == "identifier":
+                local = self.locals.get(self.src.text(obj))
+                if isinstance(local, _ListBuild):
+                    local.ordered = False  # `insert`, `pop`, `reverse`, ...: the order is not evident
             if obj is not None and obj.type == "identifier" and self.src.text(obj) == self_name:
                 found = self.table.find_method(self.class_name, method)
                 if found is not None and found[1] is not None and depth < MAX_INLINE_DEPTH and method != "__init__":
@@ -845,6 +894,9 @@ class InitAnalysis:
         if len(arg_nodes) == 1 and arg_nodes[0].type in ("list", "tuple"):
             elements = list(arg_nodes[0].named_children)
         elif len(arg_nodes) == 1:
+            once = self._one_pass(arg_nodes[0])
+            if once is not None:
+                return once
             items, keys, repeat = self._container_items(call)
             return [((), items, keys, repeat)]
         positions: list[list[tuple[Conds, Ctor]]] = []
@@ -875,6 +927,39 @@ class InitAnalysis:
             return [(conds, tuple(items_), (), None) for conds, items_ in combos]
         items, keys, repeat = self._container_items(call)
         return [((), items, keys, repeat)]
+
+    def _one_pass(self, arg: Node) -> list[tuple[Conds, tuple[Ctor, ...], tuple[str, ...], str | None]] | None:
+        """`self.main = nn.Sequential(*sequence)` of a local list filled in loops in an evident order
+        (`_ListBuild.ordered`): the items of one pass of each loop, one variant per consistent choice of the
+        items' alternatives (`norm_layer` aliased under `if/else`). Each pair of neighbours is a pair the
+        Sequential runs whenever its loop runs (within a body, and across a loop's edge when it runs at
+        all). Its indexes past the first loop are not the list's, so only for an attribute nothing indexes
+        (`self.main[3]`); None otherwise, and for lists filled without a loop (read exactly already)."""
+        inner = arg.named_children[0] if arg.type == "list_splat" and arg.named_child_count else None
+        name = self.src.text(inner) if inner is not None and inner.type == "identifier" else None
+        local = self.locals.get(name) if name is not None else None
+        if (not isinstance(local, _ListBuild) or not local.ordered or not local.looped or not local.positions
+                or self.target is None or self._indexed(self.target)):
+            return None
+        combos: list[tuple[Conds, list[Ctor]]] = [((), [])]
+        for alts in local.positions:
+            grown: list[tuple[Conds, list[Ctor]]] = []
+            for conds, items_ in combos:
+                for c, ctor in alts:
+                    joined = _join(conds, c)
+                    if joined is not None:
+                        grown.append((joined, [*items_, ctor]))
+            combos = grown[:MAX_VARIANTS]
+        if not combos:
+            return None
+        assert name is not None
+        self.unrolled_lists.add(name)
+        return [(conds, tuple(items_), (), None) for conds, items_ in combos]
+
+    def _indexed(self, attr: str) -> bool:
+        """Whether the class's code indexes `self.<attr>` (`self.features[0](x)`)."""
+        info = self.table.infos.get(self.class_name)
+        return info is None or re.search(rf"\bself\.{re.escape(attr)}\s*\[", self.src.text(info.node)) is not None
 
     def _items_of_pairs(self, node: Node) -> tuple[tuple[Ctor, ...], tuple[str, ...], str | None]:
         """A `("name", module)` pair inside a container display."""
