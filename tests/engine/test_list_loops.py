@@ -2,8 +2,8 @@
 holds one pass of each loop (`scope.bindings`: `_ListBuild.positions`, `InitAnalysis._one_pass`): the
 pix2pix-style discriminator of taming-transformers-rom1504 0.0.6 (`taming/modules/discriminator/model.py`,
 `NLayerDiscriminator`, with its `norm_layer` aliased under `if/else`) is reported where forward runs the
-Sequential, fixable (`FoldedConvBnSequential` folds only stock Conv -> BatchNorm children at run time), and
-its loop chain is not reported again at the construction. Counter-examples keep the old reading (the loop's
+Sequential, fixable (`FoldedConvBnSequential` folds only stock Conv -> BatchNorm children at run time), with
+the matched items' lines among its `__init__` lines, and its loop chain is not reported again. Counter-examples keep the old reading (the loop's
 chain at its lines, no forward finding): an attribute the class indexes, an addition under an `if`, an
 `insert`; an alias to a GroupNorm only is no site."""
 
@@ -85,10 +85,17 @@ def conv_bn(code: str) -> list[Finding]:
     return [f for f in check(analyse(HEADER + code, "m.py"), load_rules().rules, env).findings if f.family == 7]
 
 
-@pytest.mark.parametrize(("code", "call"), [(TAMING, "return self.main(input)"), (PLAIN, "return self.main(x)")])
-def test_a_loop_filled_list_is_one_pass_of_the_loop(code: str, call: str) -> None:
+@pytest.mark.parametrize(("code", "call", "conv", "bn"), [
+    (TAMING, "return self.main(input)", "nn.Conv2d(ndf * nf_mult_prev", "norm_layer(ndf * nf_mult)"),
+    (PLAIN, "return self.main(x)", "layers.append(nn.Conv2d", "layers.extend([nn.BatchNorm2d"),
+])
+def test_a_loop_filled_list_is_one_pass_of_the_loop(code: str, call: str, conv: str, bn: str) -> None:
+    """Reported at forward's call; its `__init__` lines are the binding's and where the matched items
+    are written (a labeller marks `layers.append(nn.Conv2d(...))`, as `bench/data/forms` does)."""
     found = conv_bn(code)
     assert [(f.span.start_line, f.fixable) for f in found] == [(line(code, call), True)]
+    init_lines = {s.start_line for s in found[0].init_spans}
+    assert {line(code, conv), line(code, bn), line(code, "self.main = nn.Sequential(*")} <= init_lines
 
 
 @pytest.mark.parametrize(("old", "new"), [

@@ -210,6 +210,9 @@ class Binding:
     value: Ctor | Expr
     span: Span
     condition: str | None = None
+    # Where each item of a Sequential built from a local list filled in loops was written (one pass of each
+    # loop: `adopter.analysis.scope.bindings`); empty for every other binding.
+    item_spans: tuple[Span, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

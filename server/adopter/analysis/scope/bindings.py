@@ -42,6 +42,7 @@ class _ListBuild:
     items: list[Ctor] = field(default_factory=list)
     repeat: str | None = None
     positions: list[list[tuple[Conds, Ctor]]] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)  # where each position's item is written
     ordered: bool = True
     depth: int = 0  # the number of conditions where the list was made
     looped: bool = False  # some item was added in a loop
@@ -62,6 +63,7 @@ class _B:
     span: Span
     conds: Conds
     stack_len: int
+    item_spans: tuple[Span, ...] = ()
 
 
 MAX_VARIANTS = 8
@@ -111,6 +113,7 @@ class InitAnalysis:
         self.defaults: dict[str, str | None] = {}  # parameter -> the source text of its default
         self.target: str | None = None  # the `self.<attr>` the value being read is assigned to
         self.unrolled_lists: set[str] = set()  # local lists a Sequential binding holds one pass of
+        self.item_spans: dict[str, tuple[Span, ...]] = {}  # attr -> its one-pass items' spans
 
     def run(self) -> Init | None:
         found = self.table.find_method(self.class_name, "__init__")
@@ -121,7 +124,7 @@ class InitAnalysis:
         self.read_defaults(ps[1:])
         self._function(owner, node, (), 0)
         bindings = [
-            Binding(b.attr, b.value, b.span, _cond_text(b.conds))
+            Binding(b.attr, b.value, b.span, _cond_text(b.conds), b.item_spans)
             for group in self.state.values()
             for b in sorted(group, key=lambda b: (b.span.start_line, b.span.start_col))
         ]
@@ -352,7 +355,7 @@ class InitAnalysis:
             joined = _join(conds, extra)
             if joined is None:  # an alternative that contradicts the enclosing tests never happens
                 continue
-            b = _B(attr, v, span, joined, len(conds))
+            b = _B(attr, v, span, joined, len(conds), self.item_spans.get(attr, ()) if isinstance(v, Ctor) else ())
             if b not in bindings:
                 bindings.append(b)
         self.state.pop(attr, None)  # a rebinding on this path shadows what came before
@@ -404,6 +407,7 @@ class InitAnalysis:
                 local.ordered = False
                 return
             local.positions.append(alts)
+            local.spans.append(self.src.span(child))
 
     def _call_stmt(self, call: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
         func = call.child_by_field_id(Field.FUNCTION)
@@ -954,6 +958,7 @@ class InitAnalysis:
             return None
         assert name is not None
         self.unrolled_lists.add(name)
+        self.item_spans[self.target] = tuple(local.spans)
         return [(conds, tuple(items_), (), None) for conds, items_ in combos]
 
     def _indexed(self, attr: str) -> bool:
