@@ -117,3 +117,19 @@ def test_a_list_whose_order_or_indexes_are_not_evident_keeps_the_loop_chain(old:
 def test_an_alias_to_another_norm_only_is_no_site() -> None:
     code = TAMING.replace("norm_layer = nn.BatchNorm2d\n", "norm_layer = nn.GroupNorm\n")
     assert conv_bn(code) == []
+
+
+def test_one_pass_keeps_the_loop_count_beside_the_items() -> None:
+    """Hover and `adopter arch` show the loop's count as they did for the list's union of items; the
+    items themselves are the pass, in order."""
+    from adopter.dsl.printer import format_ctor
+    from adopter.dsl.types import Ctor
+    from adopter.lsp.hover_summary import layer_lines
+
+    arch = next(a for a in analyse(HEADER + PLAIN, "m.py").architectures if a.name == "Net")
+    assert arch.init is not None
+    main = next(b.value for b in arch.init.bindings if b.attr == "main")
+    assert isinstance(main, Ctor) and main.once and main.repeat == "n"
+    assert [i.callee for i in main.items] == ["torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.nn.ReLU"]
+    assert format_ctor(main).startswith("torch.nn.Sequential{n * torch.nn.Conv2d(")
+    assert any("Sequential{n × BatchNorm2d, Conv2d, ReLU}" in line for line in layer_lines(arch))

@@ -118,7 +118,7 @@ class InitIndex:
                     if c is not None and i < 0:
                         c = c.items[0] if len(c.items) == 1 else None
                     else:
-                        c = c.items[i] if c is not None and i < len(c.items) and c.repeat is None else None
+                        c = c.items[i] if c is not None and i < len(c.items) and (c.repeat is None or c.once) else None
                 if c is not None and ctor_matches(pattern.ctor, c):
                     found = (b, c)
                     break

@@ -551,7 +551,7 @@ class _Pass:
                 unrolled.extend(self.module(step, step.target, leaf_ctor, depth + 1))
                 current = Ref(outs[0])
             return unrolled
-        if (ctor.callee == "torch.nn.Sequential" and ctor.items and ctor.repeat is None
+        if (ctor.callee == "torch.nn.Sequential" and ctor.items and (ctor.repeat is None or ctor.once)
                 and depth < _MAX_SEQUENTIAL_DEPTH and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1):
             chain: list[Op] = []
             value: Value = op.args[0]
@@ -987,7 +987,7 @@ def _item_ctor(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None
                 return None  # `[*]` of a list of different modules: not one constructor
             ctor = ctor.items[0] if len(ctor.items) == 1 else None
         else:
-            ctor = ctor.items[int(index)] if ctor.repeat is None and int(index) < len(ctor.items) else None
+            ctor = ctor.items[int(index)] if (ctor.repeat is None or ctor.once) and int(index) < len(ctor.items) else None
     if ctor is None or ctor.callee != SEQUENTIAL or not ctor.items:
         return None
     return ctor

@@ -67,6 +67,8 @@ class _B:
 
 
 MAX_VARIANTS = 8
+# A container's items under a condition: (condition, items, keys, repeat, once); see `Ctor.once`.
+_Variant = tuple[Conds, tuple[Ctor, ...], tuple[str, ...], str | None, bool]
 
 
 def _join(a: Conds, b: Conds) -> Conds | None:
@@ -376,7 +378,8 @@ class InitAnalysis:
                         if key is not None and b.value.callee.endswith("Dict"):
                             keys.append(key)
                 repeat = b.value.repeat or self.loop_repeat
-                b = replace(b, value=replace(b.value, items=tuple(items), keys=tuple(keys), repeat=repeat))
+                b = replace(b, value=replace(b.value, items=tuple(items), keys=tuple(keys), repeat=repeat,
+                                                once=False))  # a union from here on
             updated.append(b)
         self.state[attr] = updated
 
@@ -626,7 +629,7 @@ class InitAnalysis:
         if any(not isinstance(a, Expr) or a.text.startswith("*") for a in args):
             return None  # `nn.Sequential(*layers)`: a list the helper fills
         out: list[Alt] = []
-        for conds, items, keys, repeat in variants:
+        for conds, items, keys, repeat, _ in variants:
             if len(items) != len(args) or keys or repeat:
                 return None  # an item that is not a layer this reads: the chain's order is not evident
             out.append((conds, Ctor(callee, (), kwargs, items, keys, repeat, origin=name + FACTORY_ORIGIN)))
@@ -824,10 +827,11 @@ class InitAnalysis:
             if callee not in CONTAINERS:
                 out.append((conds, Ctor(callee, args, kwargs, lookup=lookup)))
                 continue
-            for extra, items, keys, repeat in self._container_variants(call):
+            for extra, items, keys, repeat, once in self._container_variants(call):
                 joined = _join(conds, extra)
                 if joined is not None:
-                    out.append((joined, Ctor(callee, () if items else args, kwargs, items, keys, repeat, lookup)))
+                    out.append((joined, Ctor(callee, () if items else args, kwargs, items, keys, repeat, lookup,
+                                             once=once)))
         return out
 
     def _partial_function(self, first: Value) -> Value:
@@ -883,16 +887,15 @@ class InitAnalysis:
     def _ctor_alts(self, node: Node) -> list[Ctor]:
         return [v for _, v in self._alternatives(node) if isinstance(v, Ctor)]
 
-    def _container_variants(
-        self, call: Node
-    ) -> list[tuple[Conds, tuple[Ctor, ...], tuple[str, ...], str | None]]:
+    def _container_variants(self, call: Node) -> list[_Variant]:
         """The item lists a container call can hold, one per consistent choice of its items'
         alternatives (`first = A(...) if c else B(...)`; `Sequential(first, *[...])`), each with its
-        condition; a single unconditional variant in the usual case."""
+        condition; a single unconditional variant in the usual case. The last field says the items are one
+        pass of the loops that fill a list (`_one_pass`)."""
         args_node = call.child_by_field_id(Field.ARGUMENTS)
         if args_node is None or args_node.type == "generator_expression":
             items, keys, repeat = self._container_items(call)
-            return [((), items, keys, repeat)]
+            return [((), items, keys, repeat, False)]
         arg_nodes = [a for a in args_node.named_children if a.type not in ("comment", "keyword_argument")]
         elements = arg_nodes
         if len(arg_nodes) == 1 and arg_nodes[0].type in ("list", "tuple"):
@@ -902,7 +905,7 @@ class InitAnalysis:
             if once is not None:
                 return once
             items, keys, repeat = self._container_items(call)
-            return [((), items, keys, repeat)]
+            return [((), items, keys, repeat, False)]
         positions: list[list[tuple[Conds, Ctor]]] = []
         for a in elements:
             inner = a.named_children[0] if a.type == "list_splat" and a.named_child_count else None
@@ -928,17 +931,19 @@ class InitAnalysis:
                         if joined is not None:
                             grown.append((joined, [*items_, ctor]))
                 combos = grown[:MAX_VARIANTS]
-            return [(conds, tuple(items_), (), None) for conds, items_ in combos]
+            return [(conds, tuple(items_), (), None, False) for conds, items_ in combos]
         items, keys, repeat = self._container_items(call)
-        return [((), items, keys, repeat)]
+        return [((), items, keys, repeat, False)]
 
-    def _one_pass(self, arg: Node) -> list[tuple[Conds, tuple[Ctor, ...], tuple[str, ...], str | None]] | None:
+    def _one_pass(self, arg: Node) -> list[_Variant] | None:
         """`self.main = nn.Sequential(*sequence)` of a local list filled in loops in an evident order
         (`_ListBuild.ordered`): the items of one pass of each loop, one variant per consistent choice of the
         items' alternatives (`norm_layer` aliased under `if/else`). Each pair of neighbours is a pair the
         Sequential runs whenever its loop runs (within a body, and across a loop's edge when it runs at
         all). Its indexes past the first loop are not the list's, so only for an attribute nothing indexes
-        (`self.main[3]`); None otherwise, and for lists filled without a loop (read exactly already)."""
+        (`self.main[3]`); None otherwise, and for lists filled without a loop (read exactly already). The
+        first loop's count stays beside the items (`Ctor.repeat`, with `Ctor.once`): hover and `adopter arch`
+        show it as they did for the items' union."""
         inner = arg.named_children[0] if arg.type == "list_splat" and arg.named_child_count else None
         name = self.src.text(inner) if inner is not None and inner.type == "identifier" else None
         local = self.locals.get(name) if name is not None else None
@@ -959,7 +964,7 @@ class InitAnalysis:
         assert name is not None
         self.unrolled_lists.add(name)
         self.item_spans[self.target] = tuple(local.spans)
-        return [(conds, tuple(items_), (), None) for conds, items_ in combos]
+        return [(conds, tuple(items_), (), local.repeat, True) for conds, items_ in combos]
 
     def _indexed(self, attr: str) -> bool:
         """Whether the class's code indexes `self.<attr>` (`self.features[0](x)`)."""
@@ -1069,7 +1074,8 @@ def _union_containers(group: list[_B]) -> list[_B]:
                             items.append(item)
                             if i < len(b.value.keys):
                                 keys.append(b.value.keys[i])
-                    value = replace(o.value, items=tuple(items), keys=tuple(keys), repeat=o.value.repeat or b.value.repeat)
+                    value = replace(o.value, items=tuple(items), keys=tuple(keys), repeat=o.value.repeat or b.value.repeat,
+                                    once=False)
                     out[k] = replace(o, value=value)
                     break
             else:
