@@ -16,7 +16,7 @@ from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, Span, Value
+from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, ParamKind, Span, Value
 
 MAX_INLINE_DEPTH = 3
 Conds = tuple[str, ...]
@@ -95,6 +95,19 @@ def _negate(test: str) -> str:
     return f"not ({test})"
 
 
+def _literal_truth(text: str | None) -> bool | None:
+    """The truth of a literal's source text (`False`, `None`, `0`, `''`, `4`), None for anything else."""
+    if text is None:
+        return None
+    if text in ("True", "False", "None"):
+        return text == "True"
+    if re.fullmatch(r"-?\d+(\.\d*)?", text):
+        return float(text) != 0
+    if re.fullmatch(r"""(['"])(.*)\1""", text):
+        return len(text) > 2
+    return None
+
+
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -115,6 +128,7 @@ class InitAnalysis:
         self.defaults: dict[str, str | None] = {}  # parameter -> the source text of its default
         self.target: str | None = None  # the `self.<attr>` the value being read is assigned to
         self.unrolled_lists: set[str] = set()  # local lists a Sequential binding holds one pass of
+        self.helpers_read: set[str] = set()  # same-file helpers whose returned container is being read
         self.item_spans: dict[str, tuple[Span, ...]] = {}  # attr -> its one-pass items' spans
 
     def run(self) -> Init | None:
@@ -605,11 +619,12 @@ class InitAnalysis:
             return None
         return self._qualify_callee(dotted)
 
-    def _factory_container(self, name: str) -> list[Alt] | None:
+    def _factory_container(self, name: str, caller: Node | None = None) -> list[Alt] | None:
         """The container a same-file helper returns (`def FeedForward(dim, mult=4): return nn.Sequential(
         nn.LayerNorm(dim), nn.Linear(dim, inner), nn.GELU(), nn.Linear(inner, dim))`: lucidrains' packages,
         flamingo-pytorch, CoLT5-attention, MEGABYTE-pytorch), with the items its `return` builds, read
-        without this method's locals (the helper's names are its own). None when the items are not evident
+        with the helper's own locals, not this method's (`_helper_locals`: the layer classes its plain
+        assignments alias, decided by what `caller` passes). None when the items are not evident
         (`nn.Sequential(*layers)` of a list the helper fills)."""
         function = self.symbols.function_node(name)
         body = function.child_by_field_id(Field.BODY) if function is not None else None
@@ -617,14 +632,19 @@ class InitAnalysis:
         call = stmts[-1].named_children[0] if stmts and stmts[-1].named_child_count == 1 else None
         func = call.child_by_field_id(Field.FUNCTION) if call is not None and call.type == "call" else None
         dotted = dotted_text(func, self.src) if func is not None else None
-        if call is None or dotted is None:
+        if call is None or dotted is None or function is None:
             return None
+        if name in self.helpers_read:
+            return None  # a helper that builds itself
         callee = self._qualify_callee(dotted)
         saved, self.locals = self.locals, {}
+        self.helpers_read.add(name)
         try:
+            self.locals = self._helper_locals(function, stmts[:-1], caller)
             variants = self._container_variants(call)
         finally:
             self.locals = saved
+            self.helpers_read.discard(name)
         args, kwargs = self._args(call)
         if any(not isinstance(a, Expr) or a.text.startswith("*") for a in args):
             return None  # `nn.Sequential(*layers)`: a list the helper fills
@@ -634,6 +654,75 @@ class InitAnalysis:
                 return None  # an item that is not a layer this reads: the chain's order is not evident
             out.append((conds, Ctor(callee, (), kwargs, items, keys, repeat, origin=name + FACTORY_ORIGIN)))
         return out or None
+
+    def _helper_locals(self, function: Node, stmts: list[Node], caller: Node | None) -> dict[str, list[Alt] | _ListBuild]:
+        """The layer classes a helper's plain assignments before its `return` alias, where what `caller`
+        passes decides which (`proj = partial(nn.Conv2d, kernel_size=1) if channel_first else nn.Linear`
+        with `channel_first=False` by default: gigagan-pytorch's `FeedForward`). A name whose choice the
+        call does not decide (a test on anything but a parameter given as a literal) is left out, as before:
+        its items stay as written. Only straight-line helpers: a statement that is not an assignment (an
+        `if`, a loop) leaves every name out."""
+        if caller is None or any(
+                st.type != "expression_statement" or st.named_child_count != 1
+                or st.named_children[0].type != "assignment" for st in stmts):
+            return {}
+        truth = self._passed_truth(function, caller)
+        out: dict[str, list[Alt] | _ListBuild] = {}
+        for st in stmts:
+            assignment = st.named_children[0]
+            target, value = assignment.child_by_field_id(Field.LEFT), assignment.child_by_field_id(Field.RIGHT)
+            if target is None or value is None or target.type != "identifier":
+                continue
+            name = self.src.text(target)
+            out.pop(name, None)
+            saved, self.locals = self.locals, out
+            try:
+                alts = self._alternatives(value)
+            finally:
+                self.locals = saved
+            decided: list[Alt] = []
+            for conds, v in alts:
+                kept = [truth.get(c) for c in conds]
+                if any(k is None for k in kept):
+                    decided = []
+                    break
+                if all(kept):
+                    decided.append(((), v))
+            if decided and all(isinstance(v, _Callee) for _, v in decided):
+                out[name] = decided
+        return out
+
+    def _passed_truth(self, function: Node, call: Node) -> dict[str, bool]:
+        """`{"channel_first": False, "not (channel_first)": True}` for each parameter of `function` that
+        `call` gives (by keyword or position) or leaves at its default as a literal whose truth is evident
+        (`True`, `False`, `None`, a number, a string); nothing once the call unpacks `*args` or `**kwargs`."""
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        given = [a for a in args_node.named_children if a.type != "comment"] if args_node is not None else []
+        if any(a.type in ("list_splat", "dictionary_splat") for a in given):
+            return {}
+        ps = [p for p in params(function, self.src)]
+        positional = [a for a in given if a.type != "keyword_argument"]
+        keywords: dict[str, str] = {}
+        for a in given:
+            if a.type == "keyword_argument":
+                key, value = a.child_by_field_id(Field.NAME), a.child_by_field_id(Field.VALUE)
+                if key is not None and value is not None:
+                    keywords[self.src.text(key)] = self.src.norm(value)
+        out: dict[str, bool] = {}
+        for i, p in enumerate(ps):
+            if p.kind in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD):
+                continue
+            if p.name in keywords:
+                text: str | None = keywords[p.name]
+            elif i < len(positional) and p.kind is ParamKind.POSITIONAL:
+                text = self.src.norm(positional[i])
+            else:
+                text = p.default
+            value = _literal_truth(text)
+            if value is not None:
+                out[p.name] = value
+                out[_negate(p.name)] = not value
+        return out
 
     def _default_class(self, text: str | None) -> str | None:
         """The qualified class a parameter's default names (`nn.GELU`, `LayerNorm`), else None."""
@@ -810,7 +899,7 @@ class InitAnalysis:
             elif dotted is not None and (built := self._factory_class(dotted)) is not None:
                 # A same-file helper that returns one layer (`conv3x3(...)` returning `nn.Conv2d(...)`):
                 # the binding is that layer (its arguments are the helper's, as written here).
-                if built in CONTAINERS and (returned := self._factory_container(dotted)) is not None:
+                if built in CONTAINERS and (returned := self._factory_container(dotted, call)) is not None:
                     return returned  # `FeedForward(dim)` returning `nn.Sequential(norm, Linear, GELU, Linear)`
                 callees.append(((), built, None))
             elif dotted is not None:
