@@ -75,7 +75,7 @@ class NLayerDiscriminator(nn.Module):
 
 def _module(source: str, name: str) -> types.ModuleType:
     module = types.ModuleType(name)
-    exec(compile(source, f"{name}.py", "exec"), module.__dict__)  # noqa: S102
+    exec(compile(source, f"{name}.py", "exec"), module.__dict__)
     return module
 
 

@@ -700,7 +700,7 @@ class InitAnalysis:
         given = [a for a in args_node.named_children if a.type != "comment"] if args_node is not None else []
         if any(a.type in ("list_splat", "dictionary_splat") for a in given):
             return {}
-        ps = [p for p in params(function, self.src)]
+        ps = params(function, self.src)
         positional = [a for a in given if a.type != "keyword_argument"]
         keywords: dict[str, str] = {}
         for a in given:
@@ -718,10 +718,10 @@ class InitAnalysis:
                 text = self.src.norm(positional[i])
             else:
                 text = p.default
-            value = _literal_truth(text)
-            if value is not None:
-                out[p.name] = value
-                out[_negate(p.name)] = not value
+            truth = _literal_truth(text)
+            if truth is not None:
+                out[p.name] = truth
+                out[_negate(p.name)] = not truth
         return out
 
     def _default_class(self, text: str | None) -> str | None:
