@@ -418,6 +418,11 @@ def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool
         if _unrolled(op):
             return (f"the matched layer `{op.target}` sits inside the submodule `{origin.target}`; Adopter does "
                     "not rewrite across a submodule's boundary, so change it by hand")
+        if (origin.kind is OpKind.MODULE and origin.target == SEQUENTIAL and not origin.args
+                and origin.stmt_span != origin.span):
+            return ("the layers are children of an nn.Sequential subclass whose own forward runs them (`for mod "
+                    "in self`); building it as another Sequential would not change that forward, so change it "
+                    "by hand")
         if items and origin.kind is OpKind.MODULE and (
                 (origin.target == SEQUENTIAL and not origin.args) or op.target.startswith(origin.target + "[")
                 or _spliced(op)):
