@@ -281,6 +281,24 @@ class Analyser:
                     fresh[f"def {name}"] = replace(entry, result=(fn, *entry.result[1:]))
                 functions.append(fn)
                 chains.extend(entry.result[1])
+        for outer, inner, node in _nested_functions(symbols.functions, src):
+            qualname = f"{outer}.{inner}"
+            try:
+                entry = self._unit(f"def {qualname}", node, symbols, fresh,
+                                   lambda fn=node, n=qualname: self._function(fn, n, src, symbols, table, False),
+                                   frozenset())
+            except Exception as exc:
+                problems.append(_internal(f"function {qualname}", exc, src.span(node), path))
+                continue
+            problems.extend(entry.problems)
+            if isinstance(entry.result, tuple) and entry.result and isinstance(entry.result[0], Forward):
+                # Referenced when the enclosing function uses it besides its `def` (`Module([to_out], forward)`).
+                used = _words(src.raw(symbols.functions[outer]), inner.encode(), 2) >= 2
+                fn = entry.result[0]
+                if fn.referenced != used or fn.name != qualname:  # named apart from other builders' `forward`
+                    fn = replace(fn, name=qualname, referenced=used)
+                    fresh[f"def {qualname}"] = replace(entry, result=(fn, *entry.result[1:]))
+                functions.append(fn)
         # Methods that build optimizers (`configure_optimizers`, a trainer's `__init__`), read like functions.
         methods = optimizer_methods({n: i.methods for n, i in table.infos.items()},
                                     lambda c, m: m == "forward" and table.is_module(c),
@@ -460,12 +478,15 @@ class Analyser:
         return forward
 
     def _function(
-        self, node: Node, name: str, src: SourceText, symbols: ModuleSymbols, table: ClassTable
+        self, node: Node, name: str, src: SourceText, symbols: ModuleSymbols, table: ClassTable,
+        with_chains: bool = True,
     ) -> tuple[tuple[Forward, tuple[Architecture, ...]], list[Problem]]:
-        """A module-level function read like a forward, and the layer chains it builds."""
+        """A module-level function read like a forward, and the layer chains it builds (`with_chains`)."""
         problems: list[Problem] = []
         forward = FlowAnalysis(src, symbols, None, None, frozenset(), problems).function(node, None)
         forward = resolve_optimizer_classes(canonical_forward(forward), symbols.qualify)
+        if not with_chains:
+            return (forward, ()), problems
         chains = sequential_chains(node, name, src, table)
         if splatted_lists(node, src, symbols):  # `layers.append(...)` in a loop, then `nn.Sequential(*layers)`
             reader = InitAnalysis(name, table, src)
@@ -580,6 +601,22 @@ def _whole(data: bytes, at: int, end: int) -> bool:
     before = data[at - 1 : at] if at else b" "
     after = data[end : end + 1] or b" "
     return not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_")
+
+
+def _nested_functions(functions: Mapping[str, Node], src: SourceText) -> list[tuple[str, str, Node]]:
+    """The functions defined at the top of a module-level function's body (`def forward(q, k, v): ...`
+    inside a builder that returns `Module([to_out], forward)`: a-unet's `AttentionBase`), as (outer, inner,
+    node): they compute what the returned module runs, and their ops are read like a module-level
+    function's (the layer chains they build are not: `tests/analysis/test_chains.py`)."""
+    out: list[tuple[str, str, Node]] = []
+    for outer, node in functions.items():
+        body = node.child_by_field_id(Field.BODY)
+        for stmt in body.named_children if body is not None else ():
+            inner = stmt.child_by_field_id(Field.DEFINITION) if stmt.type == "decorated_definition" else stmt
+            name = inner.child_by_field_id(Field.NAME) if inner is not None and inner.type == "function_definition" else None
+            if inner is not None and name is not None:
+                out.append((outer, src.text(name), inner))
+    return out
 
 
 def _words(data: bytes, word: bytes, enough: int) -> int:

@@ -183,6 +183,9 @@ class Ctor:
     `ModuleList` comprehension (with `repeat` the text of its count, e.g. `config.num_hidden_layers`),
     the values of a `ModuleDict` (with `keys`). `origin` says where a constructor resolved across files
     came from (`FP32SiLU (diffusers/models/activations.py:53)`); it is provenance, not part of equality.
+    `once` marks a `Sequential` of a local list filled in loops whose `items` are one pass of the loops, in
+    the order the list holds them, with `repeat` the first loop's count beside them (the items of any other
+    container with a `repeat` are the distinct constructors the loop adds, in no evident order).
     """
 
     callee: str
@@ -193,6 +196,7 @@ class Ctor:
     repeat: str | None = None
     lookup: str | None = None
     origin: str | None = field(default=None, compare=False)
+    once: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +214,9 @@ class Binding:
     value: Ctor | Expr
     span: Span
     condition: str | None = None
+    # Where each item of a Sequential built from a local list filled in loops was written (one pass of each
+    # loop: `adopter.analysis.scope.bindings`); empty for every other binding.
+    item_spans: tuple[Span, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,15 +111,20 @@ class InitIndex:
         if m is not None and m.group(2):
             # `self.net[2]`: a child of an nn.Sequential the canonical pass unrolled into its children.
             # `self.layers[*][1][0]`: `[*]` is each item of a list of one repeated module (`for attn, ff in self.layers`)
+            # A `[*]` followed by an index reads each item of a list of lists of different makes (the
+            # canonical pass unrolls `self.layers[*][1]` when one of them is a Sequential: `_item_ctor`).
             indexes = [-1 if i == "*" else int(i) for i in re.findall(r"\[(\d+|\*)\]", m.group(2))]
             for b in self.by_attr.get(m.group(1), ()):
-                c = b.value if isinstance(b.value, Ctor) else None
-                for i in indexes:
-                    if c is not None and i < 0:
-                        c = c.items[0] if len(c.items) == 1 else None
+                cs = [b.value] if isinstance(b.value, Ctor) else []
+                for n, i in enumerate(indexes):
+                    if i >= 0:
+                        cs = [c.items[i] for c in cs if i < len(c.items) and (c.repeat is None or c.once)]
+                    elif n == len(indexes) - 1:
+                        cs = [c.items[0] for c in cs if len(c.items) == 1]
                     else:
-                        c = c.items[i] if c is not None and i < len(c.items) and c.repeat is None else None
-                if c is not None and ctor_matches(pattern.ctor, c):
+                        cs = [x for c in cs if len(c.items) == 1 or c.repeat is not None for x in c.items]
+                c = next((c for c in cs if ctor_matches(pattern.ctor, c)), None)
+                if c is not None:
                     found = (b, c)
                     break
         elif target.startswith("self."):

@@ -514,10 +514,29 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
     return Finding(
         rule_id=rule.id, family=rule.family, severity=rule.severity, title=rule.title, message=rule.message,
         path=path, scope_name=scope_name, span=span, stmt_spans=tuple(stmt_spans),
-        init_spans=tuple(b.span for b in m.bindings), match=match,
+        init_spans=_init_spans(m.bindings, ops), match=match,
         targets=tuple(t.name for t in offered), fixable=fixable, no_fix_reason=reason,
         path_dependent=m.path_dependent,
     )
+
+
+def _init_spans(bindings: Sequence[Binding], ops: Sequence[Op]) -> tuple[Span, ...]:
+    """The bindings' statements, and where the matched items of a Sequential built from a list filled in
+    loops were written (`Binding.item_spans`: `layers.append(nn.Linear(...))` in the loop)."""
+    spans = [b.span for b in bindings]
+    for b in bindings:
+        if not b.item_spans:
+            continue
+        for op in ops:
+            m = _ONE_ITEM.match(op.target)
+            if m is not None and m.group(1) == b.attr and int(m.group(2)) < len(b.item_spans):
+                item = b.item_spans[int(m.group(2))]
+                if item not in spans:
+                    spans.append(item)
+    return tuple(spans)
+
+
+_ONE_ITEM = re.compile(r"^self\.(\w+)\[(\d+)\]$")
 
 
 def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool = False,
@@ -534,6 +553,11 @@ def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool
         if _unrolled(op):
             return (f"the matched layer `{op.target}` sits inside the submodule `{origin.target}`; Adopter does "
                     "not rewrite across a submodule's boundary, so change it by hand")
+        if (origin.kind is OpKind.MODULE and origin.target == SEQUENTIAL and not origin.args
+                and origin.stmt_span != origin.span):
+            return ("the layers are children of an nn.Sequential subclass whose own forward runs them (`for mod "
+                    "in self`); building it as another Sequential would not change that forward, so change it "
+                    "by hand")
         if items and origin.kind is OpKind.MODULE and (
                 (origin.target == SEQUENTIAL and not origin.args) or op.target.startswith(origin.target + "[")
                 or _spliced(op)):

@@ -551,7 +551,7 @@ class _Pass:
                 unrolled.extend(self.module(step, step.target, leaf_ctor, depth + 1))
                 current = Ref(outs[0])
             return unrolled
-        if (ctor.callee == "torch.nn.Sequential" and ctor.items and ctor.repeat is None
+        if (ctor.callee == "torch.nn.Sequential" and ctor.items and (ctor.repeat is None or ctor.once)
                 and depth < _MAX_SEQUENTIAL_DEPTH and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1):
             chain: list[Op] = []
             value: Value = op.args[0]
@@ -973,24 +973,37 @@ def _item_ctor(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None
     `for attn, ff in self.layers` reads it: flamingo-pytorch, MEGABYTE-pytorch, gigagan-pytorch,
     product-key-memory) when that is an `nn.Sequential` with its items (unrolled into its children then);
     None for anything else, for an item of a list of Sequentials (`self.stages[*]`: the chains of a
-    container's items are reported where they are built), or when the attribute is bound more than once."""
+    container's items are reported where they are built), or when the attribute is bound more than once.
+
+    A loop over a list whose items are lists of different makes (`nn.ModuleList([Attention(...),
+    FeedForward(dim) if not use_pkm else PKM(...)])` appended in a loop: product-key-memory) reads
+    `self.layers[*][1]` as each of them; when exactly one is a Sequential with items and the others are not
+    Sequentials, that one is unrolled: its layers run at the call on the paths that build it (the others'
+    forwards are their own classes')."""
     m = _ITEM_PATH.match(target)
     indexes = re.findall(r"\[(\d+|\*)\]", m.group(2)) if m is not None else []
     if m is None or len(indexes) < 2:
         return None  # `self.stages[*]` (`for stage in self.stages`) is read where the Sequential is built
-    ctor = _ctor_of(by_attr, f"self.{m.group(1)}")
-    for index in indexes:
-        if ctor is None or not ctor.items:
+    first = _ctor_of(by_attr, f"self.{m.group(1)}")
+    candidates = [first] if first is not None else []
+    for n, index in enumerate(indexes):
+        candidates = [c for c in candidates if c.items]
+        if not candidates:
             return None
         if index == "*":
-            if len(ctor.items) != 1 and ctor.repeat is None:
+            several = [c for c in candidates if len(c.items) != 1]
+            if any(c.repeat is None for c in several):
                 return None  # `[*]` of a list of different modules: not one constructor
-            ctor = ctor.items[0] if len(ctor.items) == 1 else None
+            if several and n == len(indexes) - 1:
+                return None  # the items themselves: different makes are no one constructor
+            candidates = [i for c in candidates for i in c.items]
         else:
-            ctor = ctor.items[int(index)] if ctor.repeat is None and int(index) < len(ctor.items) else None
-    if ctor is None or ctor.callee != SEQUENTIAL or not ctor.items:
+            i = int(index)
+            candidates = [c.items[i] for c in candidates if (c.repeat is None or c.once) and i < len(c.items)]
+    sequentials = list(dict.fromkeys(c for c in candidates if c.callee == SEQUENTIAL))
+    if len(sequentials) != 1 or not sequentials[0].items:
         return None
-    return ctor
+    return sequentials[0]
 
 
 def _function_of(by_attr: Mapping[str, list[Binding]], target: str) -> str | None:

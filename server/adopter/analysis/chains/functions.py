@@ -149,11 +149,16 @@ def _chain_of(children: list[Node], call: Node, name: str, src: SourceText, read
 
 
 def layer_chain(name: str, layers: list[tuple[list[Ctor], Span]], span: Span, end: Span,
-                table: ClassTable | None = None, src: SourceText | None = None) -> Architecture:
+                table: ClassTable | None = None, src: SourceText | None = None,
+                runs_at: Span | None = None) -> Architecture:
     """The architecture of `layers` (each its constructors and its span) run in turn, as `self.layer<i>`
     of a Sequential named `name` built at `span`; the chain's return is placed at `end`. With the file's
-    `table`, a stateless same-file item (`GEGLU()`) runs its forward's ops (`item_forwards`)."""
-    origin = Op(OpKind.MODULE, SEQUENTIAL, (), (), (), span, span)
+    `table`, a stateless same-file item (`GEGLU()`) runs its forward's ops (`item_forwards`). `runs_at`: the
+    statement that runs each layer, when the class's own forward runs them (`x = mod(x)` in `for mod in
+    self`), else each layer's own span."""
+    # A class's own forward that runs the layers is the origin's statement (`runs_at`): the fix that builds
+    # the Sequential as another class would not reach that forward (`engine.sites._spelling_reason`).
+    origin = Op(OpKind.MODULE, SEQUENTIAL, (), (), (), span, runs_at or span)
     bindings: list[Binding] = []
     body: list[Stmt] = []
     value = Ref("x")
@@ -162,7 +167,8 @@ def layer_chain(name: str, layers: list[tuple[list[Ctor], Span]], span: Span, en
         if len(ctors) == 1:
             bindings.append(Binding(attr, ctors[0], child_span))
         out = f"%{i + 1}"
-        body.append(Op(OpKind.MODULE, f"self.{attr}", (value,), (), (out,), child_span, child_span, (), origin))
+        body.append(Op(OpKind.MODULE, f"self.{attr}", (value,), (), (out,), child_span, runs_at or child_span, (),
+                       origin))
         value = Ref(out)
     body.append(Return((value,), end))
     forward = Forward("forward", (Param("x"),), tuple(body), span)

@@ -13,7 +13,9 @@ MLP and conv-stack builders write
 iteration the items follow each other in the Sequential, so each run of items added in order in one loop
 body is a chain (`adopter.analysis.chains.sequential_classes.chain_of`: bindings with the constructors' own spans,
 reported without an automatic fix). An addition under a condition inside the loop body cuts the run. Lists
-filled without a loop are not read here: the canonical pass unrolls `nn.Sequential(*layers)` of those.
+filled without a loop are not read here: the canonical pass unrolls `nn.Sequential(*layers)` of those, and
+of a list filled in loops in an evident order bound to an attribute nothing indexes (one pass of each loop,
+`InitAnalysis.unrolled_lists`), whose chains are then not reported here as well.
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ def list_chains(function: Node, name: str, src: SourceText, symbols: ModuleSymbo
         if block is None:
             continue
         for target in lists:
+            if target in reader.unrolled_lists:
+                continue  # a Sequential binding holds one pass of its loops: the forward's call shows its layers
             for run in _runs(block, target, src):
                 if len(run) >= MIN_CHILDREN and len(chains) < MAX_CHAINS:
                     chains.append(chain_of(run, name, src, reader, function, run[0]))

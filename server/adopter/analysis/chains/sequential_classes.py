@@ -26,7 +26,7 @@ from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Architecture
+from adopter.dsl.types import Architecture, Span
 
 MIN_CHILDREN = 2  # one child is a chain of nothing
 MAX_CHILDREN = 64  # a bound on generated code
@@ -42,9 +42,15 @@ def is_sequential_class(name: str, table: ClassTable) -> bool:
 
 
 def sequential_class_chains(name: str, src: SourceText, table: ClassTable) -> tuple[Architecture, ...]:
-    """The chains of layers a Sequential subclass without its own `forward` runs (see the module doc)."""
+    """The chains of layers a Sequential subclass runs: without its own `forward`, or with one that runs
+    its children in turn itself (`for mod in self: x = mod(x)`, torchvision's `ASPPPooling`), whose loop
+    statement is then where the layers run (see the module doc)."""
     info = table.infos.get(name)
-    if info is None or "forward" in info.methods or not is_sequential_class(name, table):
+    if info is None or not is_sequential_class(name, table):
+        return ()
+    forward = info.methods.get("forward")
+    runs_at = runs_children_in_turn(forward, src) if forward is not None else None
+    if forward is not None and runs_at is None:
         return ()
     init = info.methods.get("__init__")
     body = init.child_by_field_id(Field.BODY) if init is not None else None
@@ -62,8 +68,36 @@ def sequential_class_chains(name: str, src: SourceText, table: ClassTable) -> tu
     chains = []
     for run in runs:
         if len(run) >= MIN_CHILDREN:
-            chains.append(chain_of(run, name, src, reader, init))
+            chains.append(chain_of(run, name, src, reader, init, runs_at=runs_at))
     return tuple(chains)
+
+
+def runs_children_in_turn(forward: Node, src: SourceText) -> Span | None:
+    """The statement `x = mod(x)` of a top-level `for mod in self:` loop of `forward` whose body is only
+    that statement (Sequential's own forward, written out: each child's output is the next one's input),
+    else None. What the forward does before or after the loop is its own."""
+    body = forward.child_by_field_id(Field.BODY)
+    for stmt in body.named_children if body is not None else ():
+        if stmt.type != "for_statement":
+            continue
+        left, right = stmt.child_by_field_id(Field.LEFT), stmt.child_by_field_id(Field.RIGHT)
+        loop_body = stmt.child_by_field_id(Field.BODY)
+        if left is None or right is None or loop_body is None or left.type != "identifier" or src.text(right) != "self":
+            continue
+        inner = [c for c in loop_body.named_children if c.type != "comment"]
+        if len(inner) != 1 or inner[0].type != "expression_statement" or inner[0].named_child_count != 1:
+            continue
+        assignment = inner[0].named_children[0]
+        target = assignment.child_by_field_id(Field.LEFT) if assignment.type == "assignment" else None
+        call = assignment.child_by_field_id(Field.RIGHT) if assignment.type == "assignment" else None
+        func = call.child_by_field_id(Field.FUNCTION) if call is not None and call.type == "call" else None
+        args = call.child_by_field_id(Field.ARGUMENTS) if call is not None and call.type == "call" else None
+        given = [a for a in args.named_children if a.type != "comment"] if args is not None else []
+        if (target is not None and func is not None and target.type == "identifier" and len(given) == 1
+                and given[0].type == "identifier" and src.text(given[0]) == src.text(target)
+                and src.text(func) == src.text(left)):
+            return src.span(inner[0])
+    return None
 
 
 def _children(body: Node, name: str, src: SourceText, reader: InitAnalysis) -> list[Node | None]:
@@ -141,14 +175,15 @@ def positional_children(args: list[Node], src: SourceText) -> list[Node | None]:
 
 
 def chain_of(children: list[Node], name: str, src: SourceText, reader: InitAnalysis, init: Node,
-             where: Node | None = None) -> Architecture:
+             where: Node | None = None, runs_at: Span | None = None) -> Architecture:
     """The chain of layers `children` (constructor nodes, or locals assigned earlier in the function `init`)
-    run in turn, as an architecture named `name`; `where` is the construction (default: `init` itself)."""
+    run in turn, as an architecture named `name`; `where` is the construction (default: `init` itself);
+    `runs_at` the statement of the class's own forward that runs them (`layer_chain`)."""
     last = src.span(children[-1])
     span = src.span(where if where is not None else init)
     layers = [(reader.constructors(c) if c.type in ("call", "identifier") else [],
                src.span(_definition(c, init, src) if c.type == "identifier" else c)) for c in children]
-    return layer_chain(name, layers, span, last, reader.table, src)
+    return layer_chain(name, layers, span, last, reader.table, src, runs_at)
 
 
 def _definition(name: Node, init: Node, src: SourceText) -> Node:

@@ -16,7 +16,7 @@ from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, Span, Value
+from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, ParamKind, Span, Value
 
 MAX_INLINE_DEPTH = 3
 Conds = tuple[str, ...]
@@ -31,10 +31,21 @@ class _Callee:
 
 @dataclass
 class _ListBuild:
-    """A local list of modules under construction: `layers = []` then `layers.append(...)` in a loop."""
+    """A local list of modules under construction: `layers = []` then `layers.append(...)` in a loop.
+
+    `items` (each constructor once) and `repeat` are what a container of the list holds. Beside them,
+    `positions` keeps the items in the order the statements add them, each with its alternatives, while
+    that order is evident (`ordered`): additions by unconditional statements of the block that made the
+    list, or of `for`/`while` loops in it, each loop body read once; an item not known, a comprehension, an
+    addition under an `if` or any other operation on the list makes it not evident."""
 
     items: list[Ctor] = field(default_factory=list)
     repeat: str | None = None
+    positions: list[list[tuple[Conds, Ctor]]] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)  # where each position's item is written
+    ordered: bool = True
+    depth: int = 0  # the number of conditions where the list was made
+    looped: bool = False  # some item was added in a loop
 
 
 Alt = tuple[Conds, "Ctor | Expr | _Callee"]
@@ -52,9 +63,12 @@ class _B:
     span: Span
     conds: Conds
     stack_len: int
+    item_spans: tuple[Span, ...] = ()
 
 
 MAX_VARIANTS = 8
+# A container's items under a condition: (condition, items, keys, repeat, once); see `Ctor.once`.
+_Variant = tuple[Conds, tuple[Ctor, ...], tuple[str, ...], str | None, bool]
 
 
 def _join(a: Conds, b: Conds) -> Conds | None:
@@ -81,6 +95,19 @@ def _negate(test: str) -> str:
     return f"not ({test})"
 
 
+def _literal_truth(text: str | None) -> bool | None:
+    """The truth of a literal's source text (`False`, `None`, `0`, `''`, `4`), None for anything else."""
+    if text is None:
+        return None
+    if text in ("True", "False", "None"):
+        return text == "True"
+    if re.fullmatch(r"-?\d+(\.\d*)?", text):
+        return float(text) != 0
+    if re.fullmatch(r"""(['"])(.*)\1""", text):
+        return len(text) > 2
+    return None
+
+
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -99,6 +126,10 @@ class InitAnalysis:
         self.locals: dict[str, list[Alt] | _ListBuild] = {}
         self.loop_repeat: str | None = None
         self.defaults: dict[str, str | None] = {}  # parameter -> the source text of its default
+        self.target: str | None = None  # the `self.<attr>` the value being read is assigned to
+        self.unrolled_lists: set[str] = set()  # local lists a Sequential binding holds one pass of
+        self.helpers_read: set[str] = set()  # same-file helpers whose returned container is being read
+        self.item_spans: dict[str, tuple[Span, ...]] = {}  # attr -> its one-pass items' spans
 
     def run(self) -> Init | None:
         found = self.table.find_method(self.class_name, "__init__")
@@ -109,7 +140,7 @@ class InitAnalysis:
         self.read_defaults(ps[1:])
         self._function(owner, node, (), 0)
         bindings = [
-            Binding(b.attr, b.value, b.span, _cond_text(b.conds))
+            Binding(b.attr, b.value, b.span, _cond_text(b.conds), b.item_spans)
             for group in self.state.values()
             for b in sorted(group, key=lambda b: (b.span.start_line, b.span.start_col))
         ]
@@ -177,7 +208,7 @@ class InitAnalysis:
                 elif expr.type == "call":
                     self._call_stmt(expr, conds, owner, self_name, depth)
                 elif expr.type == "augmented_assignment":
-                    self._list_added(expr)
+                    self._list_added(expr, conds)
         elif kind == "if_statement":
             self._if(stmt, conds, owner, self_name, depth)
         elif kind in ("for_statement", "while_statement"):
@@ -304,19 +335,30 @@ class InitAnalysis:
     def _assign_one(self, target: Node, value: Node, conds: Conds, self_name: str) -> None:
         attr = _self_attr(target, self_name, self.src)
         if attr is not None:
-            self._bind(attr, self._alternatives(value), self.src.span(target.parent or target), conds)
+            self.target = attr
+            try:
+                alts = self._alternatives(value)
+            finally:
+                self.target = None
+            self._bind(attr, alts, self.src.span(target.parent or target), conds)
             return
         if target.type == "identifier":
             name = self.src.text(target)
             if value.type == "list" and value.named_child_count == 0:
-                self.locals[name] = _ListBuild()
+                self.locals[name] = _ListBuild(depth=len(conds))
             elif value.type in ("list_comprehension", "generator_expression", "list"):
                 items, _, repeat = self._items(value)
-                self.locals[name] = _ListBuild(list(items), repeat)
+                built = _ListBuild(list(items), repeat, depth=len(conds), ordered=value.type == "list")
+                self._add_positions(built, value, conds)
+                self.locals[name] = built
             else:
                 self.locals[name] = self._alternatives(value)
         elif target.type == "subscript":
             container = target.child_by_field_id(Field.VALUE)
+            if container is not None and container.type == "identifier":
+                local = self.locals.get(self.src.text(container))
+                if isinstance(local, _ListBuild):
+                    local.ordered = False  # `layers[-1] = ...`
             attr = _self_attr(container, self_name, self.src) if container is not None else None
             key = target.child_by_field_id(Field.SUBSCRIPT)
             if attr is not None:
@@ -329,7 +371,7 @@ class InitAnalysis:
             joined = _join(conds, extra)
             if joined is None:  # an alternative that contradicts the enclosing tests never happens
                 continue
-            b = _B(attr, v, span, joined, len(conds))
+            b = _B(attr, v, span, joined, len(conds), self.item_spans.get(attr, ()) if isinstance(v, Ctor) else ())
             if b not in bindings:
                 bindings.append(b)
         self.state.pop(attr, None)  # a rebinding on this path shadows what came before
@@ -350,21 +392,39 @@ class InitAnalysis:
                         if key is not None and b.value.callee.endswith("Dict"):
                             keys.append(key)
                 repeat = b.value.repeat or self.loop_repeat
-                b = replace(b, value=replace(b.value, items=tuple(items), keys=tuple(keys), repeat=repeat))
+                b = replace(b, value=replace(b.value, items=tuple(items), keys=tuple(keys), repeat=repeat,
+                                                once=False))  # a union from here on
             updated.append(b)
         self.state[attr] = updated
 
-    def _list_added(self, expr: Node) -> None:
+    def _list_added(self, expr: Node, conds: Conds) -> None:
         """`layers += [a, b]` on a local list: its items, as `layers.extend([a, b])` adds them."""
         left, right = expr.child_by_field_id(Field.LEFT), expr.child_by_field_id(Field.RIGHT)
         op = expr.child_by_field_id(Field.OPERATOR)
+        local = self.locals.get(self.src.text(left)) if left is not None and left.type == "identifier" else None
         if (left is None or right is None or left.type != "identifier" or right.type not in ("list", "tuple")
                 or (op is not None and self.src.text(op) != "+=")):
+            if isinstance(local, _ListBuild):
+                local.ordered = False
             return
-        local = self.locals.get(self.src.text(left))
         if isinstance(local, _ListBuild):
             local.items.extend(c for c in self._items(right)[0] if c not in local.items)
             local.repeat = local.repeat or self.loop_repeat
+            self._add_positions(local, right, conds)
+
+    def _add_positions(self, local: _ListBuild, node: Node, conds: Conds, one: bool = False) -> None:
+        """Record the items `node` adds to `local` in order (`one`: `node` is the one item `.append` adds)."""
+        if len(conds) > local.depth:
+            local.ordered = False  # under an `if`: whether it runs is not evident
+        local.looped = local.looped or self.loop_repeat is not None
+        for child in [node] if one else [c for c in node.named_children if c.type != "comment"]:
+            alts = [(c, v) for c, v in self._alternatives(child) if isinstance(v, Ctor)] if child.type not in (
+                "list_splat", "tuple", "dictionary_splat") else []
+            if not alts:
+                local.ordered = False
+                return
+            local.positions.append(alts)
+            local.spans.append(self.src.span(child))
 
     def _call_stmt(self, call: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
         func = call.child_by_field_id(Field.FUNCTION)
@@ -401,7 +461,17 @@ class InitAnalysis:
                     new = self._ctor_alts(arg_nodes[0]) if method == "append" else list(self._items(arg_nodes[0])[0])
                     local.items.extend(c for c in new if c not in local.items)
                     local.repeat = local.repeat or self.loop_repeat
+                    if method == "append":
+                        self._add_positions(local, arg_nodes[0], conds, one=True)
+                    elif arg_nodes[0].type in ("list", "tuple"):
+                        self._add_positions(local, arg_nodes[0], conds)
+                    else:
+                        local.ordered = False
                 return
+            if obj is not None and obj.type == "identifier":
+                local = self.locals.get(self.src.text(obj))
+                if isinstance(local, _ListBuild):
+                    local.ordered = False  # `insert`, `pop`, `reverse`, ...: the order is not evident
             if obj is not None and obj.type == "identifier" and self.src.text(obj) == self_name:
                 found = self.table.find_method(self.class_name, method)
                 if found is not None and found[1] is not None and depth < MAX_INLINE_DEPTH and method != "__init__":
@@ -549,11 +619,12 @@ class InitAnalysis:
             return None
         return self._qualify_callee(dotted)
 
-    def _factory_container(self, name: str) -> list[Alt] | None:
+    def _factory_container(self, name: str, caller: Node | None = None) -> list[Alt] | None:
         """The container a same-file helper returns (`def FeedForward(dim, mult=4): return nn.Sequential(
         nn.LayerNorm(dim), nn.Linear(dim, inner), nn.GELU(), nn.Linear(inner, dim))`: lucidrains' packages,
         flamingo-pytorch, CoLT5-attention, MEGABYTE-pytorch), with the items its `return` builds, read
-        without this method's locals (the helper's names are its own). None when the items are not evident
+        with the helper's own locals, not this method's (`_helper_locals`: the layer classes its plain
+        assignments alias, decided by what `caller` passes). None when the items are not evident
         (`nn.Sequential(*layers)` of a list the helper fills)."""
         function = self.symbols.function_node(name)
         body = function.child_by_field_id(Field.BODY) if function is not None else None
@@ -561,23 +632,97 @@ class InitAnalysis:
         call = stmts[-1].named_children[0] if stmts and stmts[-1].named_child_count == 1 else None
         func = call.child_by_field_id(Field.FUNCTION) if call is not None and call.type == "call" else None
         dotted = dotted_text(func, self.src) if func is not None else None
-        if call is None or dotted is None:
+        if call is None or dotted is None or function is None:
             return None
+        if name in self.helpers_read:
+            return None  # a helper that builds itself
         callee = self._qualify_callee(dotted)
         saved, self.locals = self.locals, {}
+        self.helpers_read.add(name)
         try:
+            self.locals = self._helper_locals(function, stmts[:-1], caller)
             variants = self._container_variants(call)
         finally:
             self.locals = saved
+            self.helpers_read.discard(name)
         args, kwargs = self._args(call)
         if any(not isinstance(a, Expr) or a.text.startswith("*") for a in args):
             return None  # `nn.Sequential(*layers)`: a list the helper fills
         out: list[Alt] = []
-        for conds, items, keys, repeat in variants:
+        for conds, items, keys, repeat, _ in variants:
             if len(items) != len(args) or keys or repeat:
                 return None  # an item that is not a layer this reads: the chain's order is not evident
             out.append((conds, Ctor(callee, (), kwargs, items, keys, repeat, origin=name + FACTORY_ORIGIN)))
         return out or None
+
+    def _helper_locals(self, function: Node, stmts: list[Node], caller: Node | None) -> dict[str, list[Alt] | _ListBuild]:
+        """The layer classes a helper's plain assignments before its `return` alias, where what `caller`
+        passes decides which (`proj = partial(nn.Conv2d, kernel_size=1) if channel_first else nn.Linear`
+        with `channel_first=False` by default: gigagan-pytorch's `FeedForward`). A name whose choice the
+        call does not decide (a test on anything but a parameter given as a literal) is left out, as before:
+        its items stay as written. Only straight-line helpers: a statement that is not an assignment (an
+        `if`, a loop) leaves every name out."""
+        if caller is None or any(
+                st.type != "expression_statement" or st.named_child_count != 1
+                or st.named_children[0].type != "assignment" for st in stmts):
+            return {}
+        truth = self._passed_truth(function, caller)
+        out: dict[str, list[Alt] | _ListBuild] = {}
+        for st in stmts:
+            assignment = st.named_children[0]
+            target, value = assignment.child_by_field_id(Field.LEFT), assignment.child_by_field_id(Field.RIGHT)
+            if target is None or value is None or target.type != "identifier":
+                continue
+            name = self.src.text(target)
+            out.pop(name, None)
+            saved, self.locals = self.locals, out
+            try:
+                alts = self._alternatives(value)
+            finally:
+                self.locals = saved
+            decided: list[Alt] = []
+            for conds, v in alts:
+                kept = [truth.get(c) for c in conds]
+                if any(k is None for k in kept):
+                    decided = []
+                    break
+                if all(kept):
+                    decided.append(((), v))
+            if decided and all(isinstance(v, _Callee) for _, v in decided):
+                out[name] = decided
+        return out
+
+    def _passed_truth(self, function: Node, call: Node) -> dict[str, bool]:
+        """`{"channel_first": False, "not (channel_first)": True}` for each parameter of `function` that
+        `call` gives (by keyword or position) or leaves at its default as a literal whose truth is evident
+        (`True`, `False`, `None`, a number, a string); nothing once the call unpacks `*args` or `**kwargs`."""
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        given = [a for a in args_node.named_children if a.type != "comment"] if args_node is not None else []
+        if any(a.type in ("list_splat", "dictionary_splat") for a in given):
+            return {}
+        ps = params(function, self.src)
+        positional = [a for a in given if a.type != "keyword_argument"]
+        keywords: dict[str, str] = {}
+        for a in given:
+            if a.type == "keyword_argument":
+                key, value = a.child_by_field_id(Field.NAME), a.child_by_field_id(Field.VALUE)
+                if key is not None and value is not None:
+                    keywords[self.src.text(key)] = self.src.norm(value)
+        out: dict[str, bool] = {}
+        for i, p in enumerate(ps):
+            if p.kind in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD):
+                continue
+            if p.name in keywords:
+                text: str | None = keywords[p.name]
+            elif i < len(positional) and p.kind is ParamKind.POSITIONAL:
+                text = self.src.norm(positional[i])
+            else:
+                text = p.default
+            truth = _literal_truth(text)
+            if truth is not None:
+                out[p.name] = truth
+                out[_negate(p.name)] = not truth
+        return out
 
     def _default_class(self, text: str | None) -> str | None:
         """The qualified class a parameter's default names (`nn.GELU`, `LayerNorm`), else None."""
@@ -754,7 +899,7 @@ class InitAnalysis:
             elif dotted is not None and (built := self._factory_class(dotted)) is not None:
                 # A same-file helper that returns one layer (`conv3x3(...)` returning `nn.Conv2d(...)`):
                 # the binding is that layer (its arguments are the helper's, as written here).
-                if built in CONTAINERS and (returned := self._factory_container(dotted)) is not None:
+                if built in CONTAINERS and (returned := self._factory_container(dotted, call)) is not None:
                     return returned  # `FeedForward(dim)` returning `nn.Sequential(norm, Linear, GELU, Linear)`
                 callees.append(((), built, None))
             elif dotted is not None:
@@ -771,10 +916,11 @@ class InitAnalysis:
             if callee not in CONTAINERS:
                 out.append((conds, Ctor(callee, args, kwargs, lookup=lookup)))
                 continue
-            for extra, items, keys, repeat in self._container_variants(call):
+            for extra, items, keys, repeat, once in self._container_variants(call):
                 joined = _join(conds, extra)
                 if joined is not None:
-                    out.append((joined, Ctor(callee, () if items else args, kwargs, items, keys, repeat, lookup)))
+                    out.append((joined, Ctor(callee, () if items else args, kwargs, items, keys, repeat, lookup,
+                                             once=once)))
         return out
 
     def _partial_function(self, first: Value) -> Value:
@@ -830,23 +976,25 @@ class InitAnalysis:
     def _ctor_alts(self, node: Node) -> list[Ctor]:
         return [v for _, v in self._alternatives(node) if isinstance(v, Ctor)]
 
-    def _container_variants(
-        self, call: Node
-    ) -> list[tuple[Conds, tuple[Ctor, ...], tuple[str, ...], str | None]]:
+    def _container_variants(self, call: Node) -> list[_Variant]:
         """The item lists a container call can hold, one per consistent choice of its items'
         alternatives (`first = A(...) if c else B(...)`; `Sequential(first, *[...])`), each with its
-        condition; a single unconditional variant in the usual case."""
+        condition; a single unconditional variant in the usual case. The last field says the items are one
+        pass of the loops that fill a list (`_one_pass`)."""
         args_node = call.child_by_field_id(Field.ARGUMENTS)
         if args_node is None or args_node.type == "generator_expression":
             items, keys, repeat = self._container_items(call)
-            return [((), items, keys, repeat)]
+            return [((), items, keys, repeat, False)]
         arg_nodes = [a for a in args_node.named_children if a.type not in ("comment", "keyword_argument")]
         elements = arg_nodes
         if len(arg_nodes) == 1 and arg_nodes[0].type in ("list", "tuple"):
             elements = list(arg_nodes[0].named_children)
         elif len(arg_nodes) == 1:
+            once = self._one_pass(arg_nodes[0])
+            if once is not None:
+                return once
             items, keys, repeat = self._container_items(call)
-            return [((), items, keys, repeat)]
+            return [((), items, keys, repeat, False)]
         positions: list[list[tuple[Conds, Ctor]]] = []
         for a in elements:
             inner = a.named_children[0] if a.type == "list_splat" and a.named_child_count else None
@@ -872,9 +1020,45 @@ class InitAnalysis:
                         if joined is not None:
                             grown.append((joined, [*items_, ctor]))
                 combos = grown[:MAX_VARIANTS]
-            return [(conds, tuple(items_), (), None) for conds, items_ in combos]
+            return [(conds, tuple(items_), (), None, False) for conds, items_ in combos]
         items, keys, repeat = self._container_items(call)
-        return [((), items, keys, repeat)]
+        return [((), items, keys, repeat, False)]
+
+    def _one_pass(self, arg: Node) -> list[_Variant] | None:
+        """`self.main = nn.Sequential(*sequence)` of a local list filled in loops in an evident order
+        (`_ListBuild.ordered`): the items of one pass of each loop, one variant per consistent choice of the
+        items' alternatives (`norm_layer` aliased under `if/else`). Each pair of neighbours is a pair the
+        Sequential runs whenever its loop runs (within a body, and across a loop's edge when it runs at
+        all). Its indexes past the first loop are not the list's, so only for an attribute nothing indexes
+        (`self.main[3]`); None otherwise, and for lists filled without a loop (read exactly already). The
+        first loop's count stays beside the items (`Ctor.repeat`, with `Ctor.once`): hover and `adopter arch`
+        show it as they did for the items' union."""
+        inner = arg.named_children[0] if arg.type == "list_splat" and arg.named_child_count else None
+        name = self.src.text(inner) if inner is not None and inner.type == "identifier" else None
+        local = self.locals.get(name) if name is not None else None
+        if (not isinstance(local, _ListBuild) or not local.ordered or not local.looped or not local.positions
+                or self.target is None or self._indexed(self.target)):
+            return None
+        combos: list[tuple[Conds, list[Ctor]]] = [((), [])]
+        for alts in local.positions:
+            grown: list[tuple[Conds, list[Ctor]]] = []
+            for conds, items_ in combos:
+                for c, ctor in alts:
+                    joined = _join(conds, c)
+                    if joined is not None:
+                        grown.append((joined, [*items_, ctor]))
+            combos = grown[:MAX_VARIANTS]
+        if not combos:
+            return None
+        assert name is not None
+        self.unrolled_lists.add(name)
+        self.item_spans[self.target] = tuple(local.spans)
+        return [(conds, tuple(items_), (), local.repeat, True) for conds, items_ in combos]
+
+    def _indexed(self, attr: str) -> bool:
+        """Whether the class's code indexes `self.<attr>` (`self.features[0](x)`)."""
+        info = self.table.infos.get(self.class_name)
+        return info is None or re.search(rf"\bself\.{re.escape(attr)}\s*\[", self.src.text(info.node)) is not None
 
     def _items_of_pairs(self, node: Node) -> tuple[tuple[Ctor, ...], tuple[str, ...], str | None]:
         """A `("name", module)` pair inside a container display."""
@@ -979,7 +1163,8 @@ def _union_containers(group: list[_B]) -> list[_B]:
                             items.append(item)
                             if i < len(b.value.keys):
                                 keys.append(b.value.keys[i])
-                    value = replace(o.value, items=tuple(items), keys=tuple(keys), repeat=o.value.repeat or b.value.repeat)
+                    value = replace(o.value, items=tuple(items), keys=tuple(keys), repeat=o.value.repeat or b.value.repeat,
+                                    once=False)
                     out[k] = replace(o, value=value)
                     break
             else:
