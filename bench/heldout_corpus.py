@@ -92,6 +92,29 @@ MANIFEST: Manifest = (
     ("elegantrl", "0.3.6", ("elegantrl/agents/net.py", "elegantrl/agents/AgentBase.py")),
     ("torch-geometric-temporal", "0.56.2", (
         "torch_geometric_temporal/nn/attention/stgcn.py", "torch_geometric_temporal/nn/attention/tsagcn.py")),
+    # Batch 3 (refreshed 2026-12-05, stop 12): labelled by a third independent labeller (families 6 and 7 were
+    # worked on in stops 11 and 12: several files with conv + BatchNorm blocks and MLP-heavy code).
+    ("yolox", "0.3.0", ("yolox/models/network_blocks.py",)),
+    ("face-alignment", "1.5.0", ("face_alignment/models/fan.py", "face_alignment/detection/sfd/net_s3fd.py")),
+    ("easyocr", "1.7.2", ("easyocr/craft.py", "easyocr/model/modules.py")),
+    ("laion-clap", "1.1.7", (
+        "laion_clap/clap_module/pann_model.py", "laion_clap/clap_module/feature_fusion.py",
+        "laion_clap/clap_module/htsat.py")),
+    ("deepfilternet", "0.5.6", ("df/deepfilternet3.py",)),
+    ("deepctr-torch", "0.3.0", ("deepctr_torch/layers/core.py", "deepctr_torch/layers/sequence.py")),
+    ("fastai", "2.8.12", ("fastai/vision/models/xresnet.py", "fastai/tabular/model.py")),
+    ("neuralprophet", "0.9.0", ("neuralprophet/components/future_regressors/neural_nets.py",)),
+    ("agilerl", "2.58.0", ("agilerl/modules/mlp.py",)),
+    ("igfold", "1.0.1", (
+        "igfold/model/components/GraphTransformer.py", "igfold/model/components/TriangleMultiplicativeModule.py")),
+    ("ibm-fms", "1.13.1", ("fms/modules/layernorm.py", "fms/models/siglip_vision.py")),
+    ("transformer-lens", "2.16.1", (
+        "transformer_lens/components/layer_norm.py", "transformer_lens/components/rms_norm.py",
+        "transformer_lens/components/mlps/mlp.py", "transformer_lens/components/mlps/gated_mlp.py",
+        "transformer_lens/components/bert_block.py")),
+    ("torch-spatiotemporal", "0.9.5", (
+        "tsl/nn/layers/base/dense.py", "tsl/nn/blocks/encoders/mlp.py", "tsl/nn/layers/norm/layer_norm.py",
+        "tsl/nn/blocks/encoders/transformer.py")),
 )
 
 
