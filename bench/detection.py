@@ -69,11 +69,13 @@ def main() -> int:
     parser.add_argument("--root", type=Path, metavar="DIR",
                         help="realworld: analyse each file inside its whole unpacked package under DIR "
                              "(`bench/realworld_corpus.py --packages`), so cross-file reach applies")
+    parser.add_argument("--distributions", nargs="+", metavar="NAME",
+                        help="realworld/heldout: score only these distributions (e.g. one batch of the held-out set)")
     args = parser.parse_args()
     if args.set in ("realworld", "heldout"):
         from detection_realworld import main as realworld
 
-        return realworld(args.json, args.root, args.set, args.figures_only)
+        return realworld(args.json, args.root, args.set, args.figures_only, args.distributions)
     data = json.loads(args.labels.read_text(encoding="utf-8"))
     labels: dict[Site, dict[str, str]] = {}
     for name, entry in data["files"].items():

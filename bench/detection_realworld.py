@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 from realworld_corpus import files as corpus_files
@@ -100,8 +101,13 @@ def score(sites: dict[str, list[dict]], found: dict[str, list[tuple[int, int, fr
 
 
 def main(json_out: str | None = None, root: Path | None = None, labelled_set: str = "realworld",
-         figures_only: bool = False) -> int:
+         figures_only: bool = False, distributions: Sequence[str] | None = None) -> int:
     sites, not_sites = load_labels(labelled_set)
+    if distributions:
+        unknown = set(distributions) - {k.split("/")[0] for k in sites}
+        if unknown:
+            raise SystemExit(f"no labelled files of {', '.join(sorted(unknown))} in the {labelled_set} set")
+        sites = {k: v for k, v in sites.items() if k.split("/")[0] in distributions}
     found = predict(set(sites), root, labelled_set)
     tp, misses, extra = score(sites, found)
     n_labels = defaultdict(int)
