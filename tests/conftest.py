@@ -12,6 +12,10 @@ without authentication.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+
+import pytest
 
 os.environ["RAY_AUTH_MODE"] = "disabled"
 
@@ -20,3 +24,21 @@ os.environ["RAY_AUTH_MODE"] = "disabled"
 # here, and the child then imports the venv's installed `adopter` (an editable install of another checkout).
 if os.environ.get("PYTHONPATH"):
     os.environ["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in os.environ["PYTHONPATH"].split(os.pathsep) if p)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """A `pure_python` test under the native build: compiled (mypyc) methods cannot be patched and compiled
+    callers bypass patched attributes, so the test runs again in a fresh interpreter on the pure-Python
+    modules (`ADOPTER_NATIVE=0`), and passes only if it passes there."""
+    if pyfuncitem.get_closest_marker("pure_python") is None:
+        return None
+    from adopter import _native
+
+    if not _native.state["active"]:
+        return None
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", pyfuncitem.nodeid],
+                          cwd=pyfuncitem.config.rootpath, env={**os.environ, "ADOPTER_NATIVE": "0"},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    return True

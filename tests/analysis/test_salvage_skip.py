@@ -122,6 +122,7 @@ def test_skipping_equals_masking_afresh_on_transformers_files() -> None:
             assert mask_broken(data, "m.py", memo) == mask_broken(data, "m.py"), f"{name} step {step}"
 
 
+@pytest.mark.pure_python
 def test_a_keystroke_walks_only_its_own_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the memo of broken keystrokes before, a letter typed in `Head.forward` keys one top-level
     statement (the class it is in), not every statement of the file (the old walk keyed them all)."""

@@ -89,26 +89,8 @@ def _findings(monkeypatch: pytest.MonkeyPatch, memo: bool = True,
     return tuple(result.findings) + tuple(result.problems), asked
 
 
-def _compiled_rerun(name: str) -> bool:
-    """Compiled (mypyc) methods cannot be patched, and compiled callers bypass patched attributes: under
-    the native build run the test again in a fresh interpreter on the pure-Python modules."""
-    import os
-    import subprocess
-    import sys
-
-    from adopter import _native
-
-    if not _native.state["active"]:
-        return False
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{__file__}::{name}"],
-                          env={**os.environ, "ADOPTER_NATIVE": "0"}, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    return True
-
-
+@pytest.mark.pure_python
 def test_value_guards_answered_once_per_values_with_the_same_findings(monkeypatch: pytest.MonkeyPatch) -> None:
-    if _compiled_rerun("test_value_guards_answered_once_per_values_with_the_same_findings"):
-        return
     with_memo, asked = _findings(monkeypatch, memo=True)
     without, asked_every_leaf = _findings(monkeypatch, memo=False, prune=False)
     assert with_memo == without
@@ -118,9 +100,8 @@ def test_value_guards_answered_once_per_values_with_the_same_findings(monkeypatc
     assert asked_every_leaf["SAME_PATHS"] > asked["SAME_PATHS"] > 0
 
 
+@pytest.mark.pure_python
 def test_subtrees_failing_a_bound_value_guard_are_not_searched(monkeypatch: pytest.MonkeyPatch) -> None:
-    if _compiled_rerun("test_subtrees_failing_a_bound_value_guard_are_not_searched"):
-        return
     pruned, asked = _findings(monkeypatch)
     leaves_only, asked_at_leaves = _findings(monkeypatch, prune=False)
     assert pruned == leaves_only

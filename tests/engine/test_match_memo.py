@@ -88,6 +88,7 @@ def _same_as_without_memo(unit: ModuleFile, rules: tuple[Any, ...], memo: MatchM
     return tuple(sorted(f.rule_id for f in with_memo.findings))
 
 
+@pytest.mark.pure_python
 def test_an_init_edit_no_rule_asked_about_rematches_nothing(monkeypatch: pytest.MonkeyPatch,
                                                             rules: tuple[Any, ...]) -> None:
     memo = MatchMemo()
@@ -100,6 +101,7 @@ def test_an_init_edit_no_rule_asked_about_rematches_nothing(monkeypatch: pytest.
     assert sum(counts.values()) == len(counts)  # every rule matched once: by the check without the memo
 
 
+@pytest.mark.pure_python
 def test_an_init_edit_a_rule_asked_about_rematches_it(monkeypatch: pytest.MonkeyPatch,
                                                       rules: tuple[Any, ...]) -> None:
     # The value projection made wider: the three widths differ, so the projections are not fused q/k/v.
@@ -126,6 +128,7 @@ def test_a_binding_that_moves_rematches_what_reads_it(rules: tuple[Any, ...]) ->
     _same_as_without_memo(_unit(moved), rules, memo)
 
 
+@pytest.mark.pure_python
 def test_a_forward_edit_rematches_every_rule(monkeypatch: pytest.MonkeyPatch, rules: tuple[Any, ...]) -> None:
     memo = MatchMemo()
     _same_as_without_memo(_unit(ATTENTION), rules, memo)
@@ -160,6 +163,7 @@ def test_a_rule_that_could_not_match_before_is_asked_again(rules: tuple[Any, ...
     assert "f09-fused-qkv" in _same_as_without_memo(_unit(ATTENTION), rules, memo)
 
 
+@pytest.mark.pure_python
 def test_the_forward_before_the_last_is_kept(monkeypatch: pytest.MonkeyPatch, rules: tuple[Any, ...]) -> None:
     # A character typed in the forward and deleted again (the server takes that unit from its own cache,
     # without matching), then an __init__ edit: the rules' results for the first forward are still here.
@@ -171,6 +175,7 @@ def test_the_forward_before_the_last_is_kept(monkeypatch: pytest.MonkeyPatch, ru
     assert all(n == 1 for n in counts.values())  # only the check without the memo matched
 
 
+@pytest.mark.pure_python
 def test_a_third_forward_drops_the_oldest(monkeypatch: pytest.MonkeyPatch, rules: tuple[Any, ...]) -> None:
     memo = MatchMemo()
     for dim in ("-1", "1", "2"):
@@ -181,6 +186,7 @@ def test_a_third_forward_drops_the_oldest(monkeypatch: pytest.MonkeyPatch, rules
     assert counts["f09-fused-qkv"] == 2  # the first forward's results were dropped: matched again
 
 
+@pytest.mark.pure_python
 def test_an_equal_forward_of_another_analysis_is_matched_afresh(monkeypatch: pytest.MonkeyPatch,
                                                                  rules: tuple[Any, ...]) -> None:
     # Found by identity: a forward equal to the kept one but made by another analysis (another document)
@@ -203,6 +209,7 @@ def test_an_init_edit_hands_back_the_same_forward_object() -> None:
     assert doc.result().architectures[0].forward is not before
 
 
+@pytest.mark.pure_python
 def test_the_server_keeps_the_results_through_forward_edits_undone(monkeypatch: pytest.MonkeyPatch) -> None:
     # The language server's UnitMatcher takes an undone edit's unit from its own cache and tells the memo,
     # so three forward edits, each undone, then an __init__ edit match nothing again.
