@@ -274,16 +274,16 @@ class Prediction:
     cutlass: float  # this round with CUTLASS's default tile for every GEMM (the range's pessimistic end)
 
 
-def predict(row: Published) -> Prediction:
+def predict(row: Published, launch_s: float = 0.0) -> Prediction:
     """Predicted samples/s of the row's training step on its GPU's template: the workload the run executes,
     fused as the run fuses, its kernels one after another on one stream (`gpu.serial_step`); where the step's
     time goes (bounding resource shares, the batch-norm re-reads' share); the share of the GPU's peak tensor
     rate the *measured* figure implies (traced GEMM FLOPs per sample × measured samples/s ÷ datasheet peak:
     what the real run sustained over its whole step); the optimizer's share of the predicted step; and the
-    earlier rounds' predictions."""
+    earlier rounds' predictions. `launch_s`: a fixed start-up per kernel (a sensitivity, `--launch-ns`)."""
     d = GPUS[row.gpu]
     work = load_workload(WorkloadSpec(row.traced, row.batch, row.seq), fuse=row.fused)
-    gs = serial_step(work, d, TILES[row.gpu])
+    gs = serial_step(work, d, TILES[row.gpu], launch_s)
     tail = (gs.opt_s + _allreduce_s(work.params, row, d)) / row.accumulation
     step = gs.fb_s + tail
 
@@ -339,7 +339,7 @@ def steps_table() -> list[str]:
 WITHIN = 0.25  # the must-hold band: predicted / measured within 1 ± 0.25
 
 
-def results() -> list[dict[str, object]]:
+def results(launch_s: float = 0.0) -> list[dict[str, object]]:
     """One record per published row: its prediction, or the error that stopped it (the rest go on)."""
     out: list[dict[str, object]] = []
     for row in ROWS:
@@ -347,7 +347,7 @@ def results() -> list[dict[str, object]]:
                                   "batch": row.batch, "seq": row.seq, "accumulation": row.accumulation,
                                   "fused": row.fused, "measured": row.measured, "source": row.source}
         try:
-            p = predict(row)
+            p = predict(row, launch_s)
         except Exception as exc:  # a model that cannot be traced is reported; the rest go on
             rec["error"] = str(exc)
         else:
@@ -417,10 +417,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--out", type=Path, default=None, help="write the markdown table here")
     ap.add_argument("--json", type=Path, default=None, help="write every row's record and the summary here")
-    ap.add_argument("--steps", action="store_true", help="print each row's ratio after each round-3 and 4 change instead")
+    ap.add_argument("--steps", action="store_true", help="print each row's ratio after each round-3 to 5 change instead")
+    ap.add_argument("--launch-ns", type=float, default=None,
+                    help="a sensitivity: every kernel on every GPU costs this many ns more; print the rows and counts")
     args = ap.parse_args()
     if args.steps:
         print("\n".join(steps_table()))
+        return 0
+    if args.launch_ns is not None:
+        recs = results(args.launch_ns * 1e-9)
+        print("\n".join(table(recs, summary(recs))))
         return 0
     t0 = time.perf_counter()
     recs = results()
