@@ -7,7 +7,8 @@ whitepapers and datasheets); each row's training step is traced at the published
 sequence length) and predicted with the same graph and per-op cost model the search uses, run as a GPU runs a framework's step
 (`adopter.wham.gpu`: every kernel on one stream in issue order, so the step is the sum of the kernels'
 latencies, with the batch-norm re-reads the trace does not record, and each GEMM as thread-block tiles in
-waves of one per SM with split-K: `TILES`, round 4). With gradient
+waves of one per SM with split-K: `TILES`, round 4; every GPU's HBM at a copy-like kernel's achieved
+bandwidth, read + write counted: round 5). With gradient
 accumulation (the BERT pre-training rows) the optimizer runs once per `accumulation` micro-steps, so the
 predicted samples/s is batch / (forward+backward + (optimizer + all-reduce) / accumulation); the all-reduce
 is the data-parallel ring over NVLink of the multi-GPU rows (per-GPU figure = the table's total / GPUs).
@@ -43,22 +44,28 @@ from adopter.wham.models import WorkloadSpec, load_workload
 # Cores as arrays (A100: 256 FMA a clock = 16×16; V100: a 4×4×4 FMA = 64 a clock, modelled as 8×8), the FP32
 # lanes as vector lanes, L2 as the shared buffer. Rates are *achieved* ones where a published measurement
 # exists: the A100's Tensor Cores at its measured best matmul rate (271.2 of 312 TFLOPS: 376 of 432 cores), the
-# A100 80GB's HBM at 1.80 TB/s (88 % of the datasheet's 2039 GB/s), the V100's at 790 GB/s (a copy on a V100
-# 16GB); the A100 40GB's HBM at the 80GB part's measured fraction (an assumption: no measurement found); the
-# V100's Tensor Cores at a published cuBLAS rate (83 of 125 TFLOPS: 425 of 640 cores, CUDA 9-era cuBLAS).
+# V100's at a published cuBLAS rate (83 of 125 TFLOPS: 425 of 640 cores, CUDA 9-era cuBLAS); the HBM of every
+# part at one definition (round 5): a streaming kernel with one load and one store stream, read + write bytes
+# counted, from one benchmark on every part (A100 80GB 1737, A100 40GB 1382, V100 809 GB/s).
 A100 = Design(n_tc=C.A100_TENSOR_CORES_ACHIEVED, pe_x=16, pe_y=16, n_vc=C.A100_SMS,
-              lanes=C.GPU_FP32_LANES_PER_SM, sram_mib=C.A100_L2_MIB, bandwidth_gbs=C.A100_80GB_HBM_ACHIEVED_GBS,
+              lanes=C.GPU_FP32_LANES_PER_SM, sram_mib=C.A100_L2_MIB, bandwidth_gbs=C.A100_80GB_HBM_COPY_GBS,
               clock_mhz=C.A100_BOOST_MHZ)
-A100_40 = replace(A100, bandwidth_gbs=C.A100_40GB_HBM_ACHIEVED_GBS)
+A100_40 = replace(A100, bandwidth_gbs=C.A100_40GB_HBM_COPY_GBS)
 V100 = Design(n_tc=C.V100_TENSOR_CORES_ACHIEVED, pe_x=8, pe_y=8, n_vc=C.V100_SMS,
-              lanes=C.GPU_FP32_LANES_PER_SM, sram_mib=C.V100_L2_MIB, bandwidth_gbs=C.V100_HBM_ACHIEVED_GBS,
+              lanes=C.GPU_FP32_LANES_PER_SM, sram_mib=C.V100_L2_MIB, bandwidth_gbs=C.V100_HBM_COPY_GBS,
               clock_mhz=C.V100_BOOST_MHZ)
 GPUS = {"A100 80GB": A100, "A100 40GB": A100_40, "V100 16GB": V100, "V100 32GB": V100}
+# Rounds 3 and 4 (wham5, wham6): the same rates but HBM figures of three kinds: a read-only kernel on the A100
+# 80GB (1.80 TB/s), cudaMemcpy on a V100 (790 GB/s), the 80GB part's fraction carried to the A100 40GB (1373).
+_A100_R4 = replace(A100, bandwidth_gbs=C.A100_80GB_HBM_ACHIEVED_GBS)
+_V100_R4 = replace(V100, bandwidth_gbs=C.V100_HBM_ACHIEVED_GBS)
+ROUND4_GPUS = {"A100 80GB": _A100_R4, "A100 40GB": replace(A100, bandwidth_gbs=C.A100_40GB_HBM_ACHIEVED_GBS),
+               "V100 16GB": _V100_R4, "V100 32GB": _V100_R4}
 # Round 2 (wham4): the same rates but the datasheet HBM on the A100 40GB and V100, and WHAM's overlapping
 # scheduler (the DAG's makespan) instead of the one-stream sum.
 _V100_SHEET = replace(V100, n_tc=C.V100_SMS * C.V100_TENSOR_CORES_PER_SM, bandwidth_gbs=C.V100_HBM_GBS)
-ROUND2_GPUS = {**GPUS, "A100 40GB": replace(A100, bandwidth_gbs=C.A100_40GB_HBM_GBS), "V100 16GB": _V100_SHEET,
-               "V100 32GB": _V100_SHEET}
+ROUND2_GPUS = {**ROUND4_GPUS, "A100 40GB": replace(A100, bandwidth_gbs=C.A100_40GB_HBM_GBS),
+               "V100 16GB": _V100_SHEET, "V100 32GB": _V100_SHEET}
 # NVLink each way per GPU (constants: the datasheets' both-directions figure / 2): the ring all-reduce's link.
 NVLINK_GBS = {"A100 80GB": C.A100_NVLINK_PER_DIRECTION_GBS, "A100 40GB": C.A100_NVLINK_PER_DIRECTION_GBS,
               "V100 16GB": C.V100_NVLINK_PER_DIRECTION_GBS, "V100 32GB": C.V100_NVLINK_PER_DIRECTION_GBS}
@@ -263,19 +270,20 @@ class Prediction:
     round1: float  # round 1's prediction (zoo model, fused, datasheet rates, overlapping scheduler)
     round2: float  # round 2's (the traced workload, achieved A100 rates, overlapping scheduler)
     round3: float  # round 3's (one stream, batch-norm re-reads, GEMMs at the roofline: no tile quantization)
+    round4: float  # round 4's (GEMMs as tiles in waves, split-K; rounds 2-4's HBM figures)
     cutlass: float  # this round with CUTLASS's default tile for every GEMM (the range's pessimistic end)
 
 
-def predict(row: Published) -> Prediction:
+def predict(row: Published, launch_s: float = 0.0) -> Prediction:
     """Predicted samples/s of the row's training step on its GPU's template: the workload the run executes,
     fused as the run fuses, its kernels one after another on one stream (`gpu.serial_step`); where the step's
     time goes (bounding resource shares, the batch-norm re-reads' share); the share of the GPU's peak tensor
     rate the *measured* figure implies (traced GEMM FLOPs per sample × measured samples/s ÷ datasheet peak:
     what the real run sustained over its whole step); the optimizer's share of the predicted step; and the
-    earlier rounds' predictions."""
+    earlier rounds' predictions. `launch_s`: a fixed start-up per kernel (a sensitivity, `--launch-ns`)."""
     d = GPUS[row.gpu]
     work = load_workload(WorkloadSpec(row.traced, row.batch, row.seq), fuse=row.fused)
-    gs = serial_step(work, d, TILES[row.gpu])
+    gs = serial_step(work, d, TILES[row.gpu], launch_s)
     tail = (gs.opt_s + _allreduce_s(work.params, row, d)) / row.accumulation
     step = gs.fb_s + tail
 
@@ -289,22 +297,25 @@ def predict(row: Published) -> Prediction:
     peak = ROUND1_GPUS[row.gpu].peak_flops  # the datasheet's peak, whatever rate the template runs at
     return Prediction(row.batch / step, why, row.measured * flops / peak, tail / step,
                       _overlapped(row.model, row, ROUND1_GPUS[row.gpu], True),
-                      _overlapped(row.traced, row, ROUND2_GPUS[row.gpu], row.fused), rate(serial_step(work, d)),
+                      _overlapped(row.traced, row, ROUND2_GPUS[row.gpu], row.fused),
+                      rate(serial_step(work, ROUND4_GPUS[row.gpu])),
+                      rate(serial_step(work, ROUND4_GPUS[row.gpu], TILES[row.gpu])),
                       rate(serial_step(work, d, CUTLASS_ONLY[row.gpu])))
 
 
 def steps_table() -> list[str]:
-    """Each row's predicted / measured after each step of rounds 3 and 4: round 2 (overlapping scheduler, round
+    """Each row's predicted / measured after each step of rounds 3 to 5: round 2 (overlapping scheduler, round
     2's rates) → one stream (the kernels' `op_cost` summed) → batch-norm re-reads → achieved V100 / A100 40GB
-    rates (round 3) → tile and wave quantization (round 4, now); and the range's other end, CUTLASS's default
-    tile for every GEMM."""
+    rates (round 3) → tile and wave quantization (round 4) → every HBM figure a copy-like kernel's (round 5,
+    now); and the range's other end, CUTLASS's default tile for every GEMM."""
     out = ["| model | GPU × count | batch × seq | measured | round 2 (overlapped, round-2 rates) | + one stream | "
            "+ batch-norm re-reads | + V100 / A100 40GB achieved rates (round 3) | GEMMs at the tile rate, unquantized "
-           "| + tile and wave quantization, split-K (now) | CUTLASS default tile only |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| + tile and wave quantization, split-K (round 4) | + copy-kernel HBM on every GPU (now) | "
+           "CUTLASS default tile only |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in ROWS:
         work = load_workload(WorkloadSpec(row.traced, row.batch, row.seq), fuse=row.fused)
-        d2, d3 = ROUND2_GPUS[row.gpu], GPUS[row.gpu]
+        d2, d3, d5 = ROUND2_GPUS[row.gpu], ROUND4_GPUS[row.gpu], GPUS[row.gpu]
 
         def rate(fb: float, opt: float, d: Design, row: Published = row, params: int = work.params) -> float:
             return row.batch / (fb + (opt + _allreduce_s(params, row, d)) / row.accumulation) / row.measured
@@ -315,11 +326,11 @@ def steps_table() -> list[str]:
             for op in work.blocks[seg.block].ops:
                 plain[op.phase == "opt"] += op_cost(op, d2).cycles / hz
         with_bn, r3 = serial_step(work, d2), serial_step(work, d3)
-        now, one = serial_step(work, d3, TILES[row.gpu]), serial_step(work, d3, CUTLASS_ONLY[row.gpu])
-        flat = serial_step(work, d3, UNQUANTIZED[row.gpu])
+        r4, now = serial_step(work, d3, TILES[row.gpu]), serial_step(work, d5, TILES[row.gpu])
+        flat, one = serial_step(work, d3, UNQUANTIZED[row.gpu]), serial_step(work, d5, CUTLASS_ONLY[row.gpu])
         cells = (_overlapped(row.traced, row, d2, row.fused) / row.measured, rate(*plain, d2),
                  rate(with_bn.fb_s, with_bn.opt_s, d2), rate(r3.fb_s, r3.opt_s, d3), rate(flat.fb_s, flat.opt_s, d3),
-                 rate(now.fb_s, now.opt_s, d3), rate(one.fb_s, one.opt_s, d3))
+                 rate(r4.fb_s, r4.opt_s, d3), rate(now.fb_s, now.opt_s, d5), rate(one.fb_s, one.opt_s, d5))
         out.append(f"| {row.traced} | {row.gpu} ×{row.gpus} | {row.batch} × {row.seq} | {row.measured:g} | "
                    + " | ".join(f"{c:.2f}" for c in cells) + " |")
     return out
@@ -328,7 +339,7 @@ def steps_table() -> list[str]:
 WITHIN = 0.25  # the must-hold band: predicted / measured within 1 ± 0.25
 
 
-def results() -> list[dict[str, object]]:
+def results(launch_s: float = 0.0) -> list[dict[str, object]]:
     """One record per published row: its prediction, or the error that stopped it (the rest go on)."""
     out: list[dict[str, object]] = []
     for row in ROWS:
@@ -336,14 +347,15 @@ def results() -> list[dict[str, object]]:
                                   "batch": row.batch, "seq": row.seq, "accumulation": row.accumulation,
                                   "fused": row.fused, "measured": row.measured, "source": row.source}
         try:
-            p = predict(row)
+            p = predict(row, launch_s)
         except Exception as exc:  # a model that cannot be traced is reported; the rest go on
             rec["error"] = str(exc)
         else:
             ratio = p.samples_s / row.measured
             rec.update(predicted=p.samples_s, ratio=ratio, within=abs(ratio - 1) <= WITHIN,
                        round1=p.round1 / row.measured, round2=p.round2 / row.measured,
-                       round3=p.round3 / row.measured, cutlass=p.cutlass / row.measured, why=p.why,
+                       round3=p.round3 / row.measured, round4=p.round4 / row.measured,
+                       cutlass=p.cutlass / row.measured, why=p.why,
                        opt_share=p.opt_share, sustained=p.sustained)
             print(f"{row.traced} {row.gpu} x{row.gpus} {row.batch}x{row.seq}: {ratio:.2f}", file=sys.stderr, flush=True)
         out.append(rec)
@@ -373,17 +385,19 @@ def table(recs: list[dict[str, object]], summ: dict[str, object]) -> list[str]:
     """The markdown table and the summary line, from the same records as the JSON."""
     lines = ["| model (traced) | GPU × count | batch × seq (accumulation) | fused | measured samples/s | predicted | "
              "predicted / measured | within ±25 % | round 1 pred / meas | round 2 pred / meas | round 3 pred / meas "
-             "(no tile quantization) | CUTLASS default tile only | step time by bound (one stream) | "
-             "optimizer + all-reduce share | datasheet peak tensor rate the measurement sustains | source |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "(no tile quantization) | round 4 pred / meas (read / cudaMemcpy HBM figures) | CUTLASS default tile "
+             "only | step time by bound (one stream) | optimizer + all-reduce share | datasheet peak tensor rate the "
+             "measurement sustains | source |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
         head = (f"| {r['traced']} | {r['gpu']} ×{r['gpus']} | {r['batch']} × {r['seq']} ({r['accumulation']}) | "
                 f"{'yes' if r['fused'] else 'no (eager)'} | {r['measured']:g} | ")
         if "error" in r:
-            lines.append(head + f"failed: {r['error']} | — | no | — | — | — | — | — | — | — | {r['source']} |")
+            lines.append(head + f"failed: {r['error']} | — | no | — | — | — | — | — | — | — | — | {r['source']} |")
             continue
         lines.append(head + f"{r['predicted']:.4g} | {r['ratio']:.2f} | {'yes' if r['within'] else 'no'} | "
-                     f"{r['round1']:.2f} | {r['round2']:.2f} | {r['round3']:.2f} | {r['cutlass']:.2f} | {r['why']} | "
+                     f"{r['round1']:.2f} | {r['round2']:.2f} | {r['round3']:.2f} | {r['round4']:.2f} | "
+                     f"{r['cutlass']:.2f} | {r['why']} | "
                      f"{r['opt_share']:.1%} | {r['sustained']:.0%} | {r['source']} |")
 
     def names(key: str) -> str:
@@ -403,17 +417,24 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--out", type=Path, default=None, help="write the markdown table here")
     ap.add_argument("--json", type=Path, default=None, help="write every row's record and the summary here")
-    ap.add_argument("--steps", action="store_true", help="print each row's ratio after each round-3 and 4 change instead")
+    ap.add_argument("--steps", action="store_true", help="print each row's ratio after each round-3 to 5 change instead")
+    ap.add_argument("--launch-ns", type=float, default=None,
+                    help="a sensitivity: every kernel on every GPU costs this many ns more; print the rows and counts")
     args = ap.parse_args()
     if args.steps:
         print("\n".join(steps_table()))
+        return 0
+    if args.launch_ns is not None:
+        recs = results(args.launch_ns * 1e-9)
+        print("\n".join(table(recs, summary(recs))))
         return 0
     t0 = time.perf_counter()
     recs = results()
     summ = summary(recs)
     head = [f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} CPUs, "
             f"load {os.getloadavg()[0]:.2f}. Command: python bench/wham_gpu_published.py",
-            *(f"{name} template: {d.label()}, {d.clock_mhz:g} MHz → {d.peak_flops / 1e12:.0f} TFLOPS dense FP16; "
+            *(f"{name} template: {d.label()}, {d.clock_mhz:g} MHz → {d.peak_flops / 1e12:.0f} TFLOPS dense FP16, "
+              f"HBM a copy-like kernel's, read + write; "
               f"GEMMs as {TILES[name].sms} SMs × {TILES[name].macs_per_sm_clock:.1f} MACs a clock a full tile, L2 "
               f"{TILES[name].l2_bytes_per_clock:g} B a clock, k-tile {TILES[name].k_tile}, tiles "
               f"{', '.join(f'{a}×{b}' for a, b in TILES[name].tiles)}." for name, d in GPUS.items()), ""]

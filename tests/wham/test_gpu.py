@@ -65,6 +65,16 @@ def test_two_independent_kernels_run_one_after_the_other() -> None:
     assert serial_step(work, d).fb_s == pytest.approx(2 * one)
 
 
+def test_a_start_up_per_kernel_adds_once_per_kernel_in_its_phase_and_shows_as_its_own_bound() -> None:
+    work = toy_workload(layers=3)
+    d = _design()
+    base, more = serial_step(work, d), serial_step(work, d, launch_s=2e-6)
+    n_opt = sum(op.phase == "opt" for s in work.segments for op in work.blocks[s.block].ops)
+    assert more.opt_s == pytest.approx(base.opt_s + n_opt * 2e-6)
+    assert more.fb_s == pytest.approx(base.fb_s + (base.kernels - n_opt) * 2e-6)
+    assert dict(more.by_bound)["launch"] == pytest.approx(base.kernels * 2e-6) and "launch" not in dict(base.by_bound)
+
+
 @pytest.mark.parametrize(("name", "reads"), [("native_batch_norm", BATCHNORM_FORWARD_EXTRA_READS),
                                              ("_native_batch_norm_legit_functional", BATCHNORM_FORWARD_EXTRA_READS),
                                              ("native_batch_norm_backward", BATCHNORM_BACKWARD_EXTRA_READS)])

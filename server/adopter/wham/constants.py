@@ -125,6 +125,13 @@ V100_CUBLAS_HGEMM_TFLOPS = 83.0
 V100_TENSOR_CORES_ACHIEVED = round(V100_SMS * V100_TENSOR_CORES_PER_SM * V100_CUBLAS_HGEMM_TFLOPS
                                    / V100_DENSE_FP16_TFLOPS)
 A100_40GB_HBM_ACHIEVED_GBS = A100_40GB_HBM_GBS * A100_80GB_HBM_ACHIEVED_GBS / A100_80GB_HBM_GBS
+# Achieved HBM bandwidth as the per-op cost uses it (round 5): bytes read + bytes written over time, for a
+# streaming kernel with one load and one store stream (an element-wise kernel reads and writes), from one
+# benchmark run the same way on every part; the read-only (A100 80GB), cudaMemcpy (V100) and carried-over
+# (A100 40GB) figures above are rounds 2-4's, kept for their columns.
+A100_80GB_HBM_COPY_GBS = 1737.0
+A100_40GB_HBM_COPY_GBS = 1382.0
+V100_HBM_COPY_GBS = 809.0
 
 # A GEMM (or an implicit-GEMM convolution: M = N·P·Q, N = K, K = C·R·S) as a GPU kernel runs it
 # (adopter.wham.gpu.gemm_kernel_cycles): the output is cut into thread-block tiles, each tile runs on one SM
@@ -283,6 +290,25 @@ SOURCES: dict[str, str] = {
                                   "(1555 × 1800/2039 = 1373 GB/s): no measurement on the 40GB part was found; the "
                                   "80GB part's measured fraction of peak (88 %, same memory controllers, HBM2 "
                                   "instead of HBM2e) is carried over — an assumption, said so in docs/wham.md",
+    "A100_80GB_HBM_COPY_GBS": "RRZE-HPC/gpu-benches @1038c5d0 gpu-stream/a100_80.txt (device 'NVIDIA A100-SXM4-80GB', "
+                              "device_order.py), column 'scale' (A[i] = B[i] * 1.2: one load and one store stream) at "
+                              "1024-thread blocks, 2 per SM = 100 % occupancy: 1737 GB/s; gpu-stream/main.cu counts 2 "
+                              "streams × 256 Mi doubles (2 GiB an array, far beyond the 40 MB L2) × 8 B over the "
+                              "median of 31 runs, so read + write bytes. Same file: the read-only kernel 1776 GB/s "
+                              "(the forum's 1.80 TB/s read figure, A100_80GB_HBM_ACHIEVED_GBS, agrees)",
+    "A100_40GB_HBM_COPY_GBS": "RRZE-HPC/gpu-benches @1038c5d0 gpu-stream/a100_40.txt (device 'NVIDIA A100-SXM4-40G', "
+                              "device_order.py), column 'scale' at 2048 threads per SM (100 % occupancy): 1382 GB/s, "
+                              "counted as A100_80GB_HBM_COPY_GBS; a measurement on the 40GB part, replacing the "
+                              "carried-over 88 % (A100_40GB_HBM_ACHIEVED_GBS, 1373). Cross-check: pc2/GPUInspector.jl "
+                              "docs/src/devices/a100_sxm2.md, A100-SXM4-40GB in a DGX A100, memory_bandwidth() "
+                              "(cudaMemcpy of 0.5 GiB, read + write counted: src/utility.jl _perform_memcpy, "
+                              "DtoDfactor): 1220.7 GiB/s = 1311 GB/s",
+    "V100_HBM_COPY_GBS": "RRZE-HPC/gpu-benches @1038c5d0 gpu-stream/v100.txt (device 'Tesla V100', form factor not "
+                         "named; every V100 has the same 900 GB/s HBM2, V100 whitepaper and datasheet), column 'scale' "
+                         "at 1024-thread blocks, 2 per SM (100 % occupancy): 809 GB/s, counted as "
+                         "A100_80GB_HBM_COPY_GBS. Cross-checks, both read + write: paranumal.com's cudaMemcpy 790 GB/s "
+                         "(V100_HBM_ACHIEVED_GBS) and pc2/GPUInspector.jl docs/src/devices/v100_sxm2.md, "
+                         "V100-SXM2-32GB, memory_bandwidth() 722.31 GiB/s = 776 GB/s (0.5 GiB), 794.6 GB/s (1.4 GiB)",
     "GPU_CUBLAS_TILES": "NVIDIA, 'Matrix Multiplication Background User's Guide' (docs.nvidia.com/deeplearning/"
                         "performance/dl-performance-matrix-multiplication), section 'GPU Implementation': cuBLAS "
                         "tiles 256x128 and 128x256 (most efficient), 128x128, 256x64 and 64x256, 128x64 and 64x128, "

@@ -199,8 +199,10 @@ class GpuStep:
     batchnorm_extra_s: float
 
 
-def serial_step(work: Workload, d: Design, tm: TileModel | None = None) -> GpuStep:
-    """The step's kernels one after another on `d` (seconds at d's clock); GEMMs tiled by `tm` if given."""
+def serial_step(work: Workload, d: Design, tm: TileModel | None = None, launch_s: float = 0.0) -> GpuStep:
+    """The step's kernels one after another on `d` (seconds at d's clock); GEMMs tiled by `tm` if given; each
+    kernel costing `launch_s` more (a fixed start-up per kernel on one stream; 0: not modelled, the default,
+    since no like-for-like figure exists for every GPU: docs/wham.md, "Validation")."""
     hz = d.clock_mhz * 1e6
     fb = opt = extra = 0.0
     kernels = 0
@@ -216,10 +218,12 @@ def serial_step(work: Workload, d: Design, tm: TileModel | None = None) -> GpuSt
                 costs.append((op.phase, c.bound, c.cycles, more))
         for phase, why, cycles, more in costs:
             if phase == "opt":
-                opt += cycles / hz
+                opt += cycles / hz + launch_s
             else:
-                fb += cycles / hz
+                fb += cycles / hz + launch_s
             bound[why] += cycles / hz
+            if launch_s:
+                bound["launch"] += launch_s
             extra += more / hz
             kernels += 1
     return GpuStep(fb, opt, kernels, tuple(sorted(bound.items(), key=lambda kv: -kv[1])), extra)
