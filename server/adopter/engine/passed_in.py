@@ -37,7 +37,7 @@ def wrapper_statements(module_file: ModuleFile) -> dict[str, tuple[Span, ...]]:
                 continue
             for ctor in _ctors(b.value):
                 for param, spans in held.get(ctor.callee, {}).items():
-                    helper = _helper_passed(ctor, param, held[ctor.callee])
+                    helper = _helper_passed(ctor, param)
                     if helper in helpers:
                         found = out.setdefault(helper, [])
                         found.extend(s for s in spans if s not in found)
@@ -70,7 +70,7 @@ def _held_parameters(module_file: ModuleFile) -> dict[str, dict[tuple[int, str],
     return held
 
 
-def _helper_passed(ctor: Ctor, param: tuple[int, str], _: object) -> str | None:
+def _helper_passed(ctor: Ctor, param: tuple[int, str]) -> str | None:
     """The helper whose call `ctor` passes as `param` (`FeedForward(dim)`), else None."""
     position, name = param
     value = next((k.value for k in ctor.kwargs if k.name == name), None)
@@ -78,8 +78,21 @@ def _helper_passed(ctor: Ctor, param: tuple[int, str], _: object) -> str | None:
         value = ctor.args[position]
     if isinstance(value, Ctor):
         return value.callee
-    m = _CALL.match(value.text) if isinstance(value, Expr) else None
-    return m.group(1) if m is not None and value is not None and value.text.rstrip().endswith(")") else None
+    if not isinstance(value, Expr) or not value.text.rstrip().endswith(")"):
+        return None
+    text = value.text.strip()
+    m = _CALL.match(text)
+    return m.group(1) if m is not None and _closing(text, m.end() - 1) == len(text) - 1 else None
+
+
+def _closing(text: str, start: int) -> int:
+    """The index of the parenthesis closing the one at `start` (-1: none); `FeedForward(d) + x` is no call."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return i
+    return -1
 
 
 def _ctors(ctor: Ctor) -> Iterator[Ctor]:

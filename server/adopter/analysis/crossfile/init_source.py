@@ -121,11 +121,13 @@ class InitSource:
             return {}
         out: dict[str, str] = {}
         for s in fn.body:
-            test = s.test if isinstance(s, ast.If) and not s.orelse and len(s.body) == 1 else None
+            if not isinstance(s, ast.If) or s.orelse or len(s.body) != 1:
+                continue
+            test = s.test
             if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and len(test.ops) == 1
                     and isinstance(test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant)
                     and test.comparators[0].value is None):
-                assign = s.body[0]  # type: ignore[union-attr]
+                assign = s.body[0]
                 if (isinstance(assign, ast.Assign) and len(assign.targets) == 1
                         and isinstance(assign.targets[0], ast.Name) and assign.targets[0].id == test.left.id):
                     out[test.left.id] = ast.unparse(assign.value)
