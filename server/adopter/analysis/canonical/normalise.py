@@ -71,6 +71,7 @@ from adopter.dsl.types import (
 )
 
 _INT = re.compile(r"^-?\d+$")
+_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _TEMP = re.compile(r"^%(\d+)$")
 # Ops whose result has the rank of their first argument.
 _SAME_RANK = frozenset({
@@ -1011,10 +1012,21 @@ def _function_of(by_attr: Mapping[str, list[Binding]], target: str) -> str | Non
     if not target.startswith("self.") or "[" in target or "." in target[5:]:
         return None
     bindings = by_attr.get(target[5:], ())
-    if len(bindings) != 1 or bindings[0].condition is not None or not isinstance(bindings[0].value, Expr):
+    chosen = [b for b in bindings if isinstance(b.value, Expr) and b.value.text in FUNCTION_VALUES]
+    if len(chosen) != 1 or not all(b is chosen[0] or _passed_callable(b) for b in bindings):
         return None
-    text = bindings[0].value.text
-    return text if text in FUNCTION_VALUES else None
+    if len(bindings) == 1 and chosen[0].condition is not None:
+        return None
+    return chosen[0].value.text if isinstance(chosen[0].value, Expr) else None
+
+
+def _passed_callable(b: Binding) -> bool:
+    """`self.act = hidden_act` under `not (isinstance(hidden_act, str))`: the other half of "a string names
+    the activation, else the callable passed is used" (BERT's `if isinstance(config.hidden_act, str)`), a
+    value the caller builds, not this class."""
+    if not isinstance(b.value, Expr) or b.condition is None or not _DOTTED_NAME.fullmatch(b.value.text):
+        return False
+    return f"not (isinstance({b.value.text}, str))" in b.condition
 
 
 def _ctor_kwargs(ctor: Ctor, params: tuple[str, ...]) -> tuple[Kwarg, ...] | None:

@@ -377,7 +377,9 @@ def _handed_on(init: ast.FunctionDef, parsed: ParsedFile, env: dict[str, Bound],
                ) -> Passed | None:
     """The values an `__init__` whose one statement (a docstring aside) is `super().__init__(...)` passes."""
     body = [s for s in init.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not _super_init(body[0].value):
+    if not body or not isinstance(body[0], ast.Expr) or not _super_init(body[0].value):
+        return None
+    if not all(_leaves_children(s) for s in body[1:]):
         return None
     call = body[0].value
     assert isinstance(call, ast.Call)
@@ -389,6 +391,27 @@ def _handed_on(init: ast.FunctionDef, parsed: ParsedFile, env: dict[str, Bound],
     if any(v is None for v in values) or any(v is None for v in keywords.values()):
         return None
     return [v for v in values if v is not None], {k: v for k, v in keywords.items() if v is not None}
+
+
+_CHILD_METHODS = frozenset({"add_module", "register_module", "append", "extend", "insert", "__setitem__",
+                            "__delitem__", "pop"})
+
+
+def _leaves_children(stmt: ast.stmt) -> bool:
+    """A statement after `super().__init__(...)` that does not change the children: it assigns nothing on
+    `self`, deletes nothing and calls no container method of `self` (torchvision's `MLPBlock` initialises
+    the weights of `self.modules()`)."""
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Delete):
+            return False
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
+            n, ast.AugAssign | ast.AnnAssign) else []
+        if any(isinstance(m, ast.Name) and m.id == "self" for t in targets for m in ast.walk(t)):
+            return False
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _CHILD_METHODS
+                and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"):
+            return False
+    return True
 
 
 def _value(node: ast.expr, env: dict[str, Bound], params: set[str], parsed: ParsedFile) -> Bound | None:
@@ -461,6 +484,11 @@ def _walk_items(stmts: list[ast.stmt], env: dict[str, Bound], lists: dict[str, l
             continue
         touches = any(isinstance(n, ast.Name) and n.id in lists for n in ast.walk(stmt)) or any(
             isinstance(n, ast.Call) and _super_init(n) for n in ast.walk(stmt))
+        if isinstance(stmt, ast.For) and touches:
+            for _ in range(_trips(stmt, env)):  # the loop unrolled: its count is evident from the call
+                if _walk_items(stmt.body, env, lists) is not None:
+                    raise _NotEvident
+            continue
         if isinstance(stmt, ast.If):
             decided = _none_test(stmt.test, env)
             if decided is None:
@@ -480,6 +508,50 @@ def _walk_items(stmts: list[ast.stmt], env: dict[str, Bound], lists: dict[str, l
                     if isinstance(n, ast.Name):
                         env.pop(n.id, None)
     return None
+
+
+MAX_TRIPS = 8
+
+
+def _trips(loop: ast.For, env: dict[str, Bound]) -> int:
+    """How many times `for v in seq` runs when `seq` is a parameter given a list or tuple display, or a
+    constant slice of one (`hidden_channels[:-1]`: torchvision's `MLP`), or `range(<int>)`; the body must
+    be plain (no `break`, `continue`, `return`, `else`, and the loop variable a name); raises `_NotEvident`."""
+    if loop.orelse or not isinstance(loop.target, ast.Name) or any(
+            isinstance(n, ast.Break | ast.Continue | ast.Return) for n in ast.walk(loop)):
+        raise _NotEvident
+    env.pop(loop.target.id, None)
+    count = _length(loop.iter, env)
+    if count is None or count > MAX_TRIPS:
+        raise _NotEvident
+    return count
+
+
+def _length(node: ast.expr, env: dict[str, Bound]) -> int | None:
+    if isinstance(node, ast.Name) and node.id in env:
+        value = env[node.id][0]
+        return len(value.elts) if isinstance(value, ast.List | ast.Tuple) and not any(
+            isinstance(e, ast.Starred) for e in value.elts) else None
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and node.slice.step is None:
+        whole = _length(node.value, env)
+        bounds = [_int(b) if b is not None else None for b in (node.slice.lower, node.slice.upper)]
+        if whole is None or any(b is False for b in bounds):
+            return None
+        return len(range(whole)[slice(*bounds)])
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+            and len(node.args) == 1 and not node.keywords):
+        n = _int(node.args[0])
+        return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+    return None
+
+
+def _int(node: ast.expr) -> int | bool:
+    """An integer literal (`-1` included), else False."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return value if isinstance(value, int) and not isinstance(value, bool) else False
 
 
 def _none_test(test: ast.expr, env: dict[str, Bound]) -> bool | None:

@@ -108,6 +108,31 @@ class InitSource:
                 if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
                 and stores.get(s.targets[0].id) == 1}
 
+    def none_fallbacks(self) -> dict[str, str]:
+        """Parameters given a value when passed None, by a top-level `if p is None: p = V` with no else
+        (`norm_layer = nn.BatchNorm2d`): each to the source text of V."""
+        text = textwrap.dedent(self.src.raw(self.function).decode("utf-8", errors="replace"))
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            return {}
+        fn = tree.body[0] if tree.body else None
+        if not isinstance(fn, ast.FunctionDef):
+            return {}
+        out: dict[str, str] = {}
+        for s in fn.body:
+            if not isinstance(s, ast.If) or s.orelse or len(s.body) != 1:
+                continue
+            test = s.test
+            if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and len(test.ops) == 1
+                    and isinstance(test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant)
+                    and test.comparators[0].value is None):
+                assign = s.body[0]
+                if (isinstance(assign, ast.Assign) and len(assign.targets) == 1
+                        and isinstance(assign.targets[0], ast.Name) and assign.targets[0].id == test.left.id):
+                    out[test.left.id] = ast.unparse(assign.value)
+        return out
+
 
 class Scope:
     def __init__(self, params: dict[str, str | None], source: InitSource | None) -> None:
@@ -115,11 +140,17 @@ class Scope:
         self._source = source
         self._annotations: dict[str, str] | None = None
         self._locals: dict[str, str] | None = None
+        self._fallbacks: dict[str, str] | None = None
 
     def annotations(self) -> dict[str, str]:
         if self._annotations is None:
             self._annotations = self._source.annotations() if self._source is not None else {}
         return self._annotations
+
+    def fallbacks(self) -> dict[str, str]:
+        if self._fallbacks is None:
+            self._fallbacks = self._source.none_fallbacks() if self._source is not None else {}
+        return self._fallbacks
 
     def locals(self) -> dict[str, str]:
         if self._locals is None:

@@ -234,7 +234,10 @@ class CrossFileReach:
 
         def value(text: str) -> ast.expr | None:
             if text in scope.params:
-                text = scope.params[text] or ""  # the caller's parameter: its default, if it has one
+                # The caller's parameter: its default, if it has one; for a default of None, the value
+                # `if p is None: p = V` gives it (torchvision's `norm_layer = nn.BatchNorm2d`).
+                default = scope.params[text]
+                text = scope.fallbacks().get(text, "") if default == "None" else default or ""
             if text.startswith("*"):
                 return None
             try:

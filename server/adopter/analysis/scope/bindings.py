@@ -11,6 +11,7 @@ from tree_sitter import Node
 from adopter.analysis.canonical.spellings import FUNCTION_VALUES, PARTIAL_FUNCTIONS
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
 from adopter.analysis.names.default_helpers import fallback_argument
+from adopter.analysis.names.formula_functions import exact_gelu
 from adopter.analysis.names.naming import CONTAINERS, is_constructor
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
@@ -788,7 +789,13 @@ class InitAnalysis:
         return dotted if self.symbols.has_class(dotted) else self.symbols.qualify(dotted)
 
     def _function_value(self, dotted: str | None) -> str | None:
-        """The activation function a name denotes (`F.gelu`, `torch.nn.functional.silu`), else None."""
+        """The activation function a name denotes (`F.gelu`, `torch.nn.functional.silu`, a same-file function
+        computing the exact GELU: `formula_functions`), else None."""
+        if dotted is not None and "." not in dotted and not self.symbols.has_class(dotted):
+            function = self.symbols.function_node(dotted)
+            if function is not None and function.type == "function_definition" and exact_gelu(
+                    self.src.text(function)):
+                return "torch.nn.functional.gelu"
         if dotted is None or not self.symbols.is_imported(dotted.split(".")[0]):
             return None
         qualified = self.symbols.qualify(dotted)
