@@ -32,7 +32,6 @@ import os
 import re
 import select
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,6 +184,8 @@ def _load(file: Path | None) -> object:
 
 def _store(file: Path, result: object) -> None:
     """Write `result` to `file` atomically; a cache that cannot be written is skipped."""
+    import tempfile  # only when the answer changed: not on the way to the first diagnostics
+
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".initialize-", suffix=".tmp")
