@@ -34,6 +34,13 @@ def test_bad_values_keep_defaults_and_name_the_key() -> None:
         assert any(repr(key) in p for p in problems)
 
 
+def test_a_list_where_a_mapping_belongs_is_a_bad_setting() -> None:
+    """cattrs raises AttributeError for it: reported as a bad value, not an exception out of `initialize`."""
+    settings, problems = merge_settings(Settings(), {"severity": ["error"], "target": "cpu"}, "t")
+    assert settings == Settings(target="cpu")
+    assert len(problems) == 1 and "'severity'" in problems[0] and "cannot read ['error']" in problems[0]
+
+
 def test_editor_settings_win_and_trust_comes_only_from_start_up() -> None:
     settings, _ = resolve_settings({
         "pyproject.toml": {"target": "cuda", "ignore": ["1"]},

@@ -102,7 +102,7 @@ def _structure(name: str, value: Any) -> Any:
 
     try:
         return _converter().structure(value, _FIELDS[name])
-    except (BaseValidationError, TypeError, ValueError) as exc:
+    except (BaseValidationError, TypeError, ValueError, AttributeError) as exc:  # a list for a mapping: AttributeError
         raise ValueError(f"cannot read {value!r}: {exc}") from exc
 
 
