@@ -19,7 +19,6 @@ It is imported when a fix is first planned (a server that only shows findings st
 
 from __future__ import annotations
 
-import difflib
 import operator
 import threading
 from collections import OrderedDict
@@ -646,6 +645,8 @@ def _in_original(old: str, new: str, left: list[tuple[Finding, str]]) -> list[tu
     # `if` (SDPA's fallback for `output_attentions`); a finding there is still on the user's lines.
     old_lines, new_lines = [line.strip() for line in old.split("\n")], [line.strip() for line in new.split("\n")]
     to_old: dict[int, int] = {}
+    import difflib  # here: fixes only, not on the way to a server's first diagnostics
+
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
     for block in matcher.get_matching_blocks():
         for k in range(block.size):

@@ -173,6 +173,53 @@ def test_the_first_diagnostics_need_neither_pygls_nor_lsprotocol(tmp_path: Path)
     assert b"textDocument/publishDiagnostics" in proc.stdout
 
 
+
+def test_adopter_lsp_publishes_before_asyncio_cattrs_and_the_toml_reader_load(tmp_path: Path) -> None:
+    """`adopter lsp` itself (the command, not the early start alone): the event loop, the settings'
+    converter and the TOML reader (no pyproject.toml here) are loaded after the first diagnostics."""
+    cache, root = tmp_path / "cache", tmp_path / "ws"
+    root.mkdir()
+    start_and_open(cache, root, SNIPPET)  # keeps the initialize answer
+    code = ("import json, os, sys\nfrom adopter.cli import main\nfrom adopter.lsp import early\n"
+            "serve = early.serve_first\n"
+            "def first(stdin, stdout):\n"
+            "    h = serve(stdin, stdout)\n"
+            "    loaded = sorted(m for m in ('asyncio', 'cattrs', 'attrs', 'tomllib', 'lsprotocol', 'difflib')\n"
+            "              if m in sys.modules)\n"
+            "    sys.stderr.write(json.dumps({'published': h.published, 'loaded': loaded}))\n"
+            "    sys.stderr.flush()\n"
+            "    os._exit(0)\n"
+            "early.serve_first = first\n"
+            "main(['lsp'])\n")
+    stdin = b"".join(frame(m) for m in opening(root, root / "model.py", SNIPPET))
+    env = {**os.environ, "ADOPTER_CACHE_DIR": str(cache)}
+    proc = subprocess.run([sys.executable, "-c", code], input=stdin, capture_output=True, env=env,
+                          timeout=TIMEOUT_S, check=True)
+    report = json.loads(proc.stderr.decode().splitlines()[-1])
+    assert report == {"published": [(root / "model.py").as_uri()], "loaded": []}
+    assert b"textDocument/publishDiagnostics" in proc.stdout
+
+
+
+def test_the_analysis_is_ready_before_the_document_arrives(tmp_path: Path) -> None:
+    """Right after answering `initialize` the early start imports the analysis and loads the rules (while
+    the client prepares its `didOpen`): with no document sent at all, they are loaded and nothing is
+    published."""
+    cache, root = tmp_path / "cache", tmp_path / "ws"
+    root.mkdir()
+    start_and_open(cache, root, SNIPPET)  # keeps the initialize answer
+    code = ("import json, sys\nfrom adopter.lsp import early\n"
+            "h = early.serve_first(sys.stdin.buffer, sys.stdout.buffer)\n"
+            "loaded = [m in sys.modules for m in ('adopter.analysis.analyser', 'adopter.engine.sites')]\n"
+            "sys.stderr.write(json.dumps({'published': h.published, 'loaded': loaded}))\n")
+    stdin = b"".join(frame(m) for m in opening(root, root / "model.py", SNIPPET)[:2])  # no didOpen
+    env = {**os.environ, "ADOPTER_CACHE_DIR": str(cache)}
+    proc = subprocess.run([sys.executable, "-c", code], input=stdin, capture_output=True, env=env,
+                          timeout=TIMEOUT_S, check=True)
+    assert json.loads(proc.stderr) == {"published": [], "loaded": [True, True]}
+    assert b'"id": 1' in proc.stdout and b"publishDiagnostics" not in proc.stdout  # answered, nothing published
+
+
 @pytest.mark.parametrize("name", ["bert_encoder.py", "gpt_decoder.py", "llama_block.py", "resnet_block.py"])
 def test_wire_json_is_lsprotocols(name: str) -> None:
     """Every diagnostic of real model files: the JSON built without lsprotocol is lsprotocol's."""

@@ -25,7 +25,6 @@ import os
 import pickle
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -200,6 +199,8 @@ def _dump_folder(rule_folder: str, entries: dict[str, tuple[str, Parsed]], file:
 
 
 def _dump_all(objects: tuple[object, ...], file: Path) -> None:
+    import tempfile  # only when the cache is written: not on a start that reads it
+
     fd, tmp = tempfile.mkstemp(prefix=".rules-", dir=file.parent)
     try:
         with os.fdopen(fd, "wb") as out:

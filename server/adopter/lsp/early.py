@@ -32,11 +32,14 @@ import os
 import re
 import select
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol, TypeGuard
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TypeGuard
+
+if TYPE_CHECKING:
+    from adopter.analysis.crossfile.reach import CrossFileReach
+    from adopter.lsp.pipeline import Configured
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +188,8 @@ def _load(file: Path | None) -> object:
 
 def _store(file: Path, result: object) -> None:
     """Write `result` to `file` atomically; a cache that cannot be written is skipped."""
+    import tempfile  # only when the answer changed: not on the way to the first diagnostics
+
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".initialize-", suffix=".tmp")
@@ -236,6 +241,8 @@ def _serve(reader: Reader, stdout: BinaryIO, handover: Handover) -> None:
     _send(stdout, {"jsonrpc": "2.0", "id": message["id"], "result": result})
     answer.sent = result
     opened = _Opening.read(params)
+    if opened is not None:
+        opened.prepare()  # while the client takes the answer and sends its next messages
     while opened is not None:
         message = reader.next(IDLE_S)
         if message is None or "id" in message:
@@ -264,6 +271,8 @@ class _Opening:
 
     settings: Any
     root: Path | None
+    context: Configured | None = None  # the rules and the session (`prepare`)
+    reach: CrossFileReach | None = None
 
     @classmethod
     def read(cls, params: dict[str, Any]) -> _Opening | None:
@@ -283,20 +292,27 @@ class _Opening:
         settings, found = resolve_settings(sources)
         return None if problems or found else cls(settings, root)
 
+    def prepare(self) -> Configured:
+        """What the first document's diagnostics need besides the document: the analysis and the engine
+        imported, the rules loaded. Done before the document arrives, so it overlaps with the client's
+        own work between the `initialize` answer and its `didOpen`."""
+        from adopter.analysis.analyser import deferred_reach
+        from adopter.lsp import wire  # noqa: F401  # imports the engine, which publishing needs
+        from adopter.lsp.pipeline import load_rule_context
+
+        if self.context is None:
+            # As the full server's analyses: a reach of its own that queues names for jedi, never waits.
+            self.reach = deferred_reach()
+            self.context = load_rule_context(self.settings, self.root, self.reach)
+        return self.context
+
     def publish(self, params: object, stdout: BinaryIO) -> str | None:
         """Analyse an opened Python document and publish its diagnostics; its URI, or None when it is
         left to the full server (not a Python file, a rule problem to show)."""
         from pygls.uris import to_fs_path
 
-        from adopter.analysis.analyser import deferred_reach
         from adopter.lsp import wire
-        from adopter.lsp.pipeline import (
-            UNAVAILABLE,
-            analyse_python,
-            is_rule_file,
-            load_rule_context,
-            published_problems,
-        )
+        from adopter.lsp.pipeline import UNAVAILABLE, analyse_python, is_rule_file, published_problems
         from adopter.session import OpenText
 
         item = params.get("textDocument") if isinstance(params, dict) else None
@@ -307,13 +323,11 @@ class _Opening:
                 and isinstance(version, int)) or is_rule_file(uri, language):
             return None  # the full server reports what is wrong with it
         started = time.perf_counter()
-        # As the full server's analyses: a reach of its own that queues names for jedi, never waits.
-        reach = deferred_reach()
-        context = load_rule_context(self.settings, self.root, reach)
+        context = self.prepare()
         if any(p.code != UNAVAILABLE for p in context.problems):  # the full server shows them as a message
             return None
-        snapshot = analyse_python(OpenText(text, to_fs_path(uri) if uri.startswith("file:") else None, reach=reach),
-                                  version, context)
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        snapshot = analyse_python(OpenText(text, path, reach=self.reach), version, context)
         index = wire.LspIndex(text)
         bindings = wire.module_bindings(snapshot.module_file)
         diagnostics = [

@@ -11,19 +11,17 @@ stops the server: it is reported (naming the key) and that key keeps its default
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
+import sys
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import cattrs
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: no TOML reader in the standard library
-    tomllib = None  # type: ignore[assignment]
+if TYPE_CHECKING:
+    import cattrs
 
 TARGETS = ("auto", "cpu", "cuda")
 SEVERITIES = ("error", "warning", "info", "hint")
@@ -42,7 +40,10 @@ class Settings:
     trusted: bool = True  # initializationOptions only: false refuses commands that run user code
 
 
-_converter = cattrs.Converter()
+# Each field's value as the client writes it when it is already of the field's type: `_structure` takes
+# it as it is (what cattrs returns for it). Anything else goes through cattrs.
+_PLAIN: dict[str, type] = {"select": tuple, "ignore": tuple, "severity": dict, "target": str, "rule_paths": tuple,
+                           "debounce_ms": int, "trusted": bool}
 # Resolved annotations (the module's `from __future__ import annotations` makes them strings).
 _FIELDS: dict[str, Any] = typing.get_type_hints(Settings)
 # Aliases users reach for; the dataclass field names are the canonical spelling.
@@ -62,10 +63,7 @@ def _check(name: str, value: Any) -> Any:
         value = [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
     if name == "debounce_ms" and isinstance(value, bool):
         raise ValueError("expected a number of milliseconds")
-    try:
-        result = _converter.structure(value, _FIELDS[name])
-    except (cattrs.BaseValidationError, TypeError, ValueError) as exc:
-        raise ValueError(f"cannot read {value!r}: {exc}") from exc
+    result = _structure(name, value)
     if name == "target" and result not in TARGETS:
         raise ValueError(f"{value!r} is not one of {', '.join(TARGETS)}")
     if name == "debounce_ms" and not 0 <= result <= 10_000:
@@ -75,6 +73,37 @@ def _check(name: str, value: Any) -> Any:
         if bad:
             raise ValueError(f"{bad!r}: severities are {', '.join(SEVERITIES)}")
     return result
+
+
+@functools.cache
+def _converter() -> cattrs.Converter:
+    """cattrs, imported when a value first needs it: with attrs it is ~30 ms of the server's start, and the
+    settings an editor sends are usually of their fields' types already."""
+    import cattrs
+
+    return cattrs.Converter()
+
+
+def _is_plain(name: str, value: Any) -> bool:
+    """Whether `value` already has field `name`'s type exactly (strings, not merely things with a str())."""
+    kind = _PLAIN[name]
+    if kind is tuple:
+        return type(value) in (list, tuple) and all(type(v) is str for v in value)
+    if kind is dict:
+        return type(value) is dict and all(type(k) is str and type(v) is str for k, v in value.items())
+    return type(value) is kind
+
+
+def _structure(name: str, value: Any) -> Any:
+    """`value` as field `name`'s type, as cattrs structures it; raise ValueError with cattrs' reason."""
+    if _is_plain(name, value):
+        return tuple(value) if _PLAIN[name] is tuple else dict(value) if _PLAIN[name] is dict else value
+    from cattrs import BaseValidationError
+
+    try:
+        return _converter().structure(value, _FIELDS[name])
+    except (BaseValidationError, TypeError, ValueError, AttributeError) as exc:  # a list for a mapping: AttributeError
+        raise ValueError(f"cannot read {value!r}: {exc}") from exc
 
 
 def merge_settings(base: Settings, raw: Mapping[str, Any] | None, source: str) -> tuple[Settings, list[str]]:
@@ -104,13 +133,19 @@ def pyproject_settings(root: Path | None) -> tuple[dict[str, Any] | None, list[s
     if root is None:
         return None, []
     path = root / "pyproject.toml"
-    if tomllib is None:
+    if sys.version_info < (3, 11):  # no TOML reader in the standard library
         return None, ([f"Adopter: reading {path} needs Python 3.11 or later"] if path.is_file() else [])
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None, []
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [f"Adopter: cannot read {path}: {exc}"]
+    import tomllib  # only with a file to read: a few ms of the server's start
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         return None, [f"Adopter: cannot read {path}: {exc}"]
     section = data.get("tool", {}).get("adopter")
     return (section if isinstance(section, dict) else None), []

@@ -9,7 +9,6 @@ stdin on Windows) keeps pygls' reader.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import stat
@@ -18,6 +17,8 @@ import threading
 from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
+    import asyncio
+
     from pygls.server import JsonRPCServer
 
     from adopter.lsp.early import Handover
@@ -35,6 +36,8 @@ class PipeReader:
         return await self._stream.readline()
 
     async def readexactly(self, n: int) -> bytes:
+        import asyncio
+
         try:
             return await self._stream.readexactly(n)
         except asyncio.IncompleteReadError as exc:  # the client went away mid-message
@@ -62,6 +65,8 @@ def serve_stdio(
     """Serve `server` over stdin/stdout until the client exits (pygls' `start_io`, without the reader
     thread when stdin is a pipe). `handover`: what `adopter.lsp.early` read and answered before (stdin
     must be a pipe): its bytes are read first, and an `initialize` answer it sent is not sent again."""
+    import asyncio  # here, not at the top: the early start (adopter.lsp.early) runs before it is needed
+
     from pygls.io_ import StdoutWriter, run_async
 
     source = stdin or sys.stdin.buffer
