@@ -33,7 +33,7 @@ from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.parse.reparse import common_prefix, common_suffix, reparse_start, whitespace_only
 from adopter.analysis.parse.source import check_input, new_parser
-from adopter.analysis.parse.verdict import certainly_broken, parse_within, statement_starts
+from adopter.analysis.parse.verdict import certainly_broken, parse_within, resume, statement_starts
 from adopter.dsl.types import ModuleFile, Problem, Severity
 
 
@@ -194,13 +194,15 @@ class DocumentAnalysis:
         )
         if tokens_same:  # see adopter.analysis.parse.reparse: the moved tree is what a parse would give
             return old_tree
-        if certify:
-            tree = parse_within(self._parser, new, old_tree)
-            if tree is not None:
-                return tree
-            if self._broken(original, old, new, changed, old_end, new_end):
-                return None
-        return self._parser.parse(new, old_tree)
+        if not certify:
+            return self._parser.parse(new, old_tree)
+        tree = parse_within(self._parser, new, old_tree)
+        if tree is not None:
+            return tree
+        if self._broken(original, old, new, changed, old_end, new_end):
+            self._parser.reset()
+            return None
+        return resume(self._parser, new, old_tree)
 
     def _broken(self, tree: Tree, old: bytes, new: bytes, start: int, old_end: int, new_end: int) -> bool:
         """Whether `new` is known broken from the statements of `old` (parsed as `tree`) the change touches."""

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Callable
 
 from tree_sitter import Parser, Tree
 
@@ -46,13 +47,9 @@ _SPACE = b" \t\f\r"
 
 
 def parse_within(parser: Parser, data: bytes, old_tree: Tree, budget: int = BUDGET) -> Tree | None:
-    """`parser.parse(data, old_tree)`, or None when it takes more than `budget` progress reports (the parser
-    is then reset)."""
-    view = memoryview(data)
+    """`parser.parse(data, old_tree)`, or None when it takes more than `budget` progress reports: the parser
+    then holds the parse where it stopped, for `resume` (or `parser.reset()` to drop it)."""
     reports = 0
-
-    def read(offset: int, _point: tuple[int, int]) -> memoryview:
-        return view[offset:]
 
     def over(_offset: int, _has_error: bool) -> bool:
         nonlocal reports
@@ -60,10 +57,19 @@ def parse_within(parser: Parser, data: bytes, old_tree: Tree, budget: int = BUDG
         return reports > budget
 
     try:
-        return parser.parse(read, old_tree, progress_callback=over)
+        return parser.parse(_reader(data), old_tree, progress_callback=over)
     except ValueError:  # cancelled by `over`
-        parser.reset()
         return None
+
+
+def resume(parser: Parser, data: bytes, old_tree: Tree) -> Tree:
+    """Finish the parse `parse_within` stopped (same `data` and `old_tree`)."""
+    return parser.parse(_reader(data), old_tree)
+
+
+def _reader(data: bytes) -> Callable[[int, tuple[int, int]], memoryview]:
+    view = memoryview(data)
+    return lambda offset, _point: view[offset:]
 
 
 def statement_starts(tree: Tree) -> list[int] | None:
