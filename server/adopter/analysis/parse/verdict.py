@@ -46,15 +46,16 @@ _DEFINITION = re.compile(rb"(?:def|class|async[ \t]+def)\b|@")  # a top-level st
 _SPACE = b" \t\f\r"
 
 
-def parse_within(parser: Parser, data: bytes, old_tree: Tree, budget: int = BUDGET) -> Tree | None:
-    """`parser.parse(data, old_tree)`, or None when it takes more than `budget` progress reports: the parser
-    then holds the parse where it stopped, for `resume` (or `parser.reset()` to drop it)."""
+def parse_within(parser: Parser, data: bytes, old_tree: Tree, budget: int | None = None) -> Tree | None:
+    """`parser.parse(data, old_tree)`, or None when it takes more than `budget` progress reports (`BUDGET`
+    by default): the parser then holds the parse where it stopped, for `resume` (or `parser.reset()`)."""
+    limit = BUDGET if budget is None else budget
     reports = 0
 
     def over(_offset: int, _has_error: bool) -> bool:
         nonlocal reports
         reports += 1
-        return reports > budget
+        return reports > limit
 
     try:
         return parser.parse(_reader(data), old_tree, progress_callback=over)
