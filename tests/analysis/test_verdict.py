@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from tree_sitter import Tree
 
-from adopter.analysis import analyse
-from adopter.analysis import incremental
+from adopter.analysis import analyse, incremental
 from adopter.analysis.incremental import DocumentAnalysis, _point
 from adopter.analysis.parse.reparse import common_prefix, common_suffix
 from adopter.analysis.parse.source import is_broken, new_parser
