@@ -36,8 +36,9 @@ from tree_sitter import Parser, Tree
 from adopter.analysis.parse.source import is_broken
 
 # How many progress reports (one per ~100 parse actions, ~30 per ms here) an incremental re-parse may take
-# before `certainly_broken` is asked: a keystroke's re-parse that reuses the tree takes 10-25.
-BUDGET = 40
+# before `certainly_broken` is asked (~2.5 ms): a keystroke's re-parse that reuses the tree takes 10-25, one
+# that re-reads a 100 KB file in error recovery 150-450; the region parse costs 0.2-2.5 ms.
+BUDGET = 80
 
 _NOT_NEUTRAL = re.compile(rb"[\"'`\\#{}@\n\r\f]")
 _PREFIXED = re.compile(rb"[A-Za-z]*[\"'`]")  # a string prefix (or none) and its quote right after the change
