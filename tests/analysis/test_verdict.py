@@ -14,7 +14,13 @@ from adopter.analysis import analyse, incremental
 from adopter.analysis.incremental import DocumentAnalysis, _point
 from adopter.analysis.parse.reparse import common_prefix, common_suffix
 from adopter.analysis.parse.source import is_broken, new_parser
-from adopter.analysis.parse.verdict import certainly_broken, parse_within, resume, statement_starts
+from adopter.analysis.parse.verdict import (
+    breaks_indentation,
+    certainly_broken,
+    parse_within,
+    resume,
+    statement_starts,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -201,3 +207,17 @@ def test_documents_skip_the_whole_parse_and_analyse_as_afresh(monkeypatch: pytes
         tree = doc.tree
         assert tree is not None and _nodes(tree) == _nodes(new_parser().parse(text.encode()))
     assert skipped > 5
+
+
+def test_code_typed_at_column_0_of_an_indented_code_line_is_tried_first() -> None:
+    old = MODULE.encode()
+    tree = new_parser().parse(old)
+
+    def typed(anchor: bytes, text: bytes) -> bool:
+        at = old.index(anchor)
+        return breaks_indentation(old, tree, at, at, old[:at] + text + old[at:], at + len(text))
+
+    assert typed(b"        h = self.fc", b"x")
+    assert not typed(b"        h = self.fc", b" ")  # spaces: may only indent deeper
+    assert not typed(b"    A docstring", b"x")  # a docstring's line
+    assert not typed(b"class Block", b"x")  # not indented

@@ -33,7 +33,13 @@ from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.parse.reparse import common_prefix, common_suffix, reparse_start, whitespace_only
 from adopter.analysis.parse.source import check_input, new_parser
-from adopter.analysis.parse.verdict import certainly_broken, parse_within, resume, statement_starts
+from adopter.analysis.parse.verdict import (
+    breaks_indentation,
+    certainly_broken,
+    parse_within,
+    resume,
+    statement_starts,
+)
 from adopter.dsl.types import ModuleFile, Problem, Severity
 
 
@@ -196,10 +202,13 @@ class DocumentAnalysis:
             return old_tree
         if not certify:
             return self._parser.parse(new, old_tree)
+        first = breaks_indentation(old, original, changed, old_end, new, new_end)  # the slowest re-parses: not started
+        if first and self._broken(original, old, new, changed, old_end, new_end):
+            return None
         tree = parse_within(self._parser, new, old_tree)
         if tree is not None:
             return tree
-        if self._broken(original, old, new, changed, old_end, new_end):
+        if not first and self._broken(original, old, new, changed, old_end, new_end):
             self._parser.reset()
             return None
         return resume(self._parser, new, old_tree)
