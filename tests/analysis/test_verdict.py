@@ -218,6 +218,8 @@ def test_code_typed_at_column_0_of_an_indented_code_line_is_tried_first() -> Non
         return breaks_indentation(old, tree, at, at, old[:at] + text + old[at:], at + len(text))
 
     assert typed(b"        h = self.fc", b"x")
+    assert typed(b"\n    def forward", b"y")  # an empty line before an indented one
     assert not typed(b"        h = self.fc", b" ")  # spaces: may only indent deeper
     assert not typed(b"    A docstring", b"x")  # a docstring's line
     assert not typed(b"class Block", b"x")  # not indented
+    assert not typed(b"\n\nclass Block", b"x")  # an empty line before a column-0 one

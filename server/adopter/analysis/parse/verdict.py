@@ -45,6 +45,7 @@ _PREFIXED = re.compile(rb"[A-Za-z]*[\"'`]")  # a string prefix (or none) and its
 _CLAUSE = re.compile(rb"(?:else|elif|except|finally)\b")
 _DEFINITION = re.compile(rb"(?:def|class|async[ \t]+def)\b|@")  # a top-level statement no open statement continues into
 _SPACE = b" \t\f\r"
+_NEXT_CODE = re.compile(rb"(?:[ \t]*\r?\n)*?([ \t]|[^ \t\r\n])")  # (a line of spaces only counts as indented)
 _TEXT = frozenset({"string", "string_start", "string_content", "string_end", "comment"})
 
 
@@ -76,11 +77,14 @@ def _reader(data: bytes) -> Callable[[int, tuple[int, int]], memoryview]:
 
 
 def breaks_indentation(old: bytes, tree: Tree, start: int, old_end: int, new: bytes, new_end: int) -> bool:
-    """Whether the change inserts code at column 0 of an indented line of code (`tree`: `old`'s), which ends
-    every block above it: tree-sitter's re-parse then re-reads the rest of the file in error recovery. A
-    guess, not a verdict: such a change is first tried with `certainly_broken`, before any re-parse."""
-    if not (old_end == start and (start == 0 or old[start - 1] == 0x0A) and old[start : start + 1] in (b" ", b"\t")
-            and new[start:new_end].strip()):
+    """Whether the change inserts code at column 0 of an indented line of code, or of an empty line before
+    one (`tree`: `old`'s), which ends every block above it: tree-sitter's re-parse then re-reads the rest of
+    the file in error recovery. A guess, not a verdict: such a change is first tried with
+    `certainly_broken`, before any re-parse."""
+    if not (old_end == start and (start == 0 or old[start - 1] == 0x0A) and new[start:new_end].strip()):
+        return False
+    following = _NEXT_CODE.match(old, start)  # the first character of the next non-empty line
+    if following is None or following.group(1) not in (b" ", b"\t"):
         return False
     node = tree.root_node.descendant_for_byte_range(start, start)
     return node is None or node.type not in _TEXT  # a docstring's line stays a docstring's
