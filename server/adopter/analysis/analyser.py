@@ -156,15 +156,16 @@ class Analyser:
         self._words = None
         self.memo.last_chunks = None
 
-    def run(self, data: bytes, tree: Tree, path: str | None, *,
+    def run(self, data: bytes, tree: Tree | None, path: str | None, *,
             parse: Callable[[bytes], Tree] | None = None) -> ModuleFile:
         """The ModuleFile of `tree` (parsed from `data`); never raises for one unit's failure.
 
         A text Python rejects is read as `adopter.analysis.parse.salvage` masks it; `parse` parses the masked
-        text (the incremental document re-parses it from its last tree), a fresh parse by default.
+        text (the incremental document re-parses it from its last tree), a fresh parse by default. `tree`
+        None: `data` is known broken and was not parsed (`adopter.analysis.parse.verdict`).
         """
         problems: list[Problem] = []
-        if is_broken(tree):
+        if tree is None or is_broken(tree):
             data, tree, found = salvage(data, path, self.memo, parse)
             problems.extend(found)
         self.read = (data, tree)

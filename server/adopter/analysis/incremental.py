@@ -17,18 +17,29 @@ alone: the statements that do not parse are blanked, the rest is analysed, and t
 reported at their real lines, exactly as `adopter check` reads the same text. The masked text is
 re-parsed incrementally from the last analysed tree (a half-typed line changes a few bytes of it), and
 the statements' parse verdicts are memoised, so a keystroke in a broken file re-parses and re-analyses
-about as little as one in a clean file.
+about as little as one in a clean file. A keystroke that breaks a clean text is often known broken from the
+statements it touches alone (`adopter.analysis.parse.verdict`): its whole-text re-parse is then not run (it
+is what the next change re-parses from, or `tree` when asked: the last tree parsed, `_base`).
 """
 
 from __future__ import annotations
 
-from tree_sitter import Tree
+from typing import Literal, overload
+
+from tree_sitter import Parser, Tree
 
 from adopter.analysis.analyser import Analyser
 from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.parse.reparse import common_prefix, common_suffix, reparse_start, whitespace_only
 from adopter.analysis.parse.source import check_input, new_parser
+from adopter.analysis.parse.verdict import (
+    breaks_indentation,
+    certainly_broken,
+    parse_within,
+    resume,
+    statement_starts,
+)
 from adopter.dsl.types import ModuleFile, Problem, Severity
 
 
@@ -60,6 +71,11 @@ class DocumentAnalysis:
         self._tree: Tree | None = None
         self._analysed: tuple[bytes, Tree] | None = None  # the text and tree the last `result()` read
         self._previous: tuple[bytes, Tree] | None = None  # the text and tree before the last change
+        # The last text parsed and its tree, while the current text is known broken and not parsed (`_tree`
+        # None); the next change re-parses from it.
+        self._base: tuple[bytes, Tree] | None = None
+        self._starts: tuple[Tree, list[int] | None] | None = None  # a tree's `statement_starts`
+        self._region_parser: Parser | None = None
         self._problem: Problem | None = None
         self._result: ModuleFile | None = None
         self._released = False  # trees and bytes dropped (`release`); parsed again when next needed
@@ -73,6 +89,9 @@ class DocumentAnalysis:
     def tree(self) -> Tree | None:
         """The current tree-sitter tree of the text (None when it cannot be analysed: binary, too large)."""
         self._restore()
+        if self._tree is None and self._base is not None and self._data is not None:
+            self._tree = self._reparse(self._base[1], self._base[0], self._data)
+            self._base = None
         return self._tree
 
     @property
@@ -87,7 +106,7 @@ class DocumentAnalysis:
         `analysed_*` properties parse the unchanged text again when they need it."""
         self._released = True
         self._data = self._tree = None
-        self._analysed = self._previous = None
+        self._analysed = self._previous = self._base = self._starts = None
         self._analyser.release_text()
 
     def _restore(self) -> None:
@@ -126,32 +145,47 @@ class DocumentAnalysis:
         self._text = text
         self._result = None
         self._problem = problem
+        old_data, old_tree = self._data, self._tree
+        if old_tree is None and self._base is not None:
+            old_data, old_tree = self._base  # the last text not parsed: re-parse from the one before
+        self._base = None
         if data is None:
             self._data = self._tree = None
             self._analysed = self._previous = None
             return
-        old_data, old_tree = self._data, self._tree
         self._data = data
         if old_tree is not None and old_data is not None and edit is not None:
-            self._tree = self._reparse(old_tree, old_data, data)
+            self._tree = self._reparse(old_tree, old_data, data, certify=True)
             self._previous = (old_data, old_tree)
+            if self._tree is None:
+                self._base = (old_data, old_tree)
         else:
             self._tree, self._previous = self._parser.parse(data), None
 
-    def _reparse(self, old_tree: Tree, old: bytes, new: bytes) -> Tree:
+    @overload
+    def _reparse(self, old_tree: Tree, old: bytes, new: bytes, *, certify: Literal[False] = False) -> Tree: ...
+
+    @overload
+    def _reparse(self, old_tree: Tree, old: bytes, new: bytes, *, certify: bool) -> Tree | None: ...
+
+    def _reparse(self, old_tree: Tree, old: bytes, new: bytes, *, certify: bool = False) -> Tree | None:
         """Parse `new` reusing `old_tree` (parsed from `old`, left unchanged); the changed range is
         found by diffing and shaped for reuse (`adopter.analysis.parse.reparse`). Returning to the text
         before the last change (a typed character deleted, an undo) takes that text's tree as it was:
-        tree-sitter re-parses some such edits in full."""
+        tree-sitter re-parses some such edits in full. With `certify`, None when the re-parse runs over
+        its budget and `new` is known broken from the statements the change touches
+        (`adopter.analysis.parse.verdict`)."""
         if self._previous is not None and self._previous[0] == new:
             return self._previous[1]
         if old == new:
             return old_tree
+        original = old_tree
         old_tree = old_tree.copy()
         start = common_prefix(old, new)
         suffix = common_suffix(old, new, min(len(old), len(new)) - start)
         old_end, new_end = len(old) - suffix, len(new) - suffix
         tokens_same = whitespace_only(old, new, start, old_end, new_end) and not old_tree.root_node.has_error
+        changed = start
         if not tokens_same:
             start = reparse_start(old, start)
         # One count of the line breaks before the change; the ends' rows add those inside it.
@@ -166,7 +200,29 @@ class DocumentAnalysis:
         )
         if tokens_same:  # see adopter.analysis.parse.reparse: the moved tree is what a parse would give
             return old_tree
-        return self._parser.parse(new, old_tree)
+        if not certify:
+            return self._parser.parse(new, old_tree)
+        first = breaks_indentation(old, original, changed, old_end, new, new_end)  # the slowest re-parses: not started
+        if first and self._broken(original, old, new, changed, old_end, new_end):
+            return None
+        tree = parse_within(self._parser, new, old_tree)
+        if tree is not None:
+            return tree
+        if not first and self._broken(original, old, new, changed, old_end, new_end):
+            self._parser.reset()
+            return None
+        return resume(self._parser, new, old_tree)
+
+    def _broken(self, tree: Tree, old: bytes, new: bytes, start: int, old_end: int, new_end: int) -> bool:
+        """Whether `new` is known broken from the statements of `old` (parsed as `tree`) the change touches."""
+        if self._starts is None or self._starts[0] is not tree:
+            self._starts = (tree, statement_starts(tree))
+        starts = self._starts[1]
+        if starts is None:
+            return False
+        if self._region_parser is None:
+            self._region_parser = new_parser()
+        return certainly_broken(old, starts, new, start, old_end, new_end, self._region_parser)
 
     def _parse_analysed(self, masked: bytes) -> Tree:
         """The tree of a masked text, re-parsed from the tree the last result read."""
@@ -244,7 +300,7 @@ class DocumentAnalysis:
         if self._result is not None:
             return self._result
         self._restore()
-        if self._tree is None or self._data is None:
+        if self._data is None:
             problems = (self._problem,) if self._problem is not None else ()
             self._result = ModuleFile(self.path, (), problems)
             return self._result

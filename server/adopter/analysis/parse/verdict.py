@@ -1,0 +1,152 @@
+"""Knowing that an edited text is broken without parsing all of it.
+
+tree-sitter's incremental re-parse of a text a keystroke broke can re-read most of the file in error
+recovery (7-16 ms on 100 KB when a letter, a space, `(` or `.` lands at the start of a statement), although
+a broken text needs only the verdict: `salvage` reads the text, not that tree. So the re-parse is given a
+small budget (`parse_within`), and when it runs over, `certainly_broken` may decide the verdict from the
+top-level statements the edit touched, parsed alone.
+
+Why that is sound. Let the old text be `P + R0 + S`, parsed clean, where `R0` runs from the start of the
+top-level statement the change begins in to the start of a later one, `S`, that is a `def`, a `class`, or a
+decorator (or to the end), and the new text `P + R1 + S`. If the new text parsed clean, `R1` would be a run
+of whole top-level statements of it, so `R1` alone would parse clean:
+- At `R1`'s start the scanner is at column 0 outside any bracket or string in both readings, and the last
+  statement of `P` ends there (it did in the old text), unless `R1`'s first code line is indented or starts
+  an `else`/`elif`/`except`/`finally` clause: then the region starts one statement higher.
+- At its end: tree-sitter-python skips a line break wherever its grammar cannot end a statement (`x = 1 +`
+  at the end of a line continues on the next), so `R1` may end with a statement still open. The tokens `S`
+  starts with cannot continue one: `def` and `class` continue no statement, and a decorator line (`@` as
+  the matrix product, at most) is followed by a `def` or `class` line. A bracket open at `R1`'s end cannot
+  close in `S` (its brackets balance: it was whole statements). A string open at the end (and a backslash
+  continuation) cannot occur: strings, comments and backslashes keep their extent when the changed bytes
+  (removed and inserted) hold no quote, backslash, `#`, brace (f-string fields), line break or `@`, and do
+  not touch a string's prefix (`_neutral`); else the slow way. A decorator at `R1`'s end takes the next
+  definition in.
+So `R1` broken alone means the new text is broken. Anything else goes the slow way: the whole re-parse.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable
+
+from tree_sitter import Parser, Tree
+
+from adopter.analysis.parse.source import is_broken
+
+# How many progress reports (one per ~100 parse actions, ~30 per ms here) an incremental re-parse may take
+# before `certainly_broken` is asked (~2.5 ms): a keystroke's re-parse that reuses the tree takes 10-25, one
+# that re-reads a 100 KB file in error recovery 150-450; the region parse costs 0.2-2.5 ms.
+BUDGET = 80
+
+_NOT_NEUTRAL = re.compile(rb"[\"'`\\#{}@\n\r\f]")
+_PREFIXED = re.compile(rb"[A-Za-z]*[\"'`]")  # a string prefix (or none) and its quote right after the change
+_CLAUSE = re.compile(rb"(?:else|elif|except|finally)\b")
+_DEFINITION = re.compile(rb"(?:def|class|async[ \t]+def)\b|@")  # a top-level statement no open statement continues into
+_SPACE = b" \t\f\r"
+_NEXT_CODE = re.compile(rb"(?:[ \t]*\r?\n)*?([ \t]|[^ \t\r\n])")  # (a line of spaces only counts as indented)
+_TEXT = frozenset({"string", "string_start", "string_content", "string_end", "comment"})
+
+
+def parse_within(parser: Parser, data: bytes, old_tree: Tree, budget: int | None = None) -> Tree | None:
+    """`parser.parse(data, old_tree)`, or None when it takes more than `budget` progress reports (`BUDGET`
+    by default): the parser then holds the parse where it stopped, for `resume` (or `parser.reset()`)."""
+    limit = BUDGET if budget is None else budget
+    reports = 0
+
+    def over(_offset: int, _has_error: bool) -> bool:
+        nonlocal reports
+        reports += 1
+        return reports > limit
+
+    try:
+        return parser.parse(_reader(data), old_tree, progress_callback=over)
+    except ValueError:  # cancelled by `over`
+        return None
+
+
+def resume(parser: Parser, data: bytes, old_tree: Tree) -> Tree:
+    """Finish the parse `parse_within` stopped (same `data` and `old_tree`)."""
+    return parser.parse(_reader(data), old_tree)
+
+
+def _reader(data: bytes) -> Callable[[int, tuple[int, int]], memoryview]:
+    view = memoryview(data)
+    return lambda offset, _point: view[offset:]
+
+
+def breaks_indentation(old: bytes, tree: Tree, start: int, old_end: int, new: bytes, new_end: int) -> bool:
+    """Whether the change inserts code at column 0 of an indented line of code, or of an empty line before
+    one (`tree`: `old`'s), which ends every block above it: tree-sitter's re-parse then re-reads the rest of
+    the file in error recovery. A guess, not a verdict: such a change is first tried with
+    `certainly_broken`, before any re-parse."""
+    if not (old_end == start and (start == 0 or old[start - 1] == 0x0A) and new[start:new_end].strip()):
+        return False
+    following = _NEXT_CODE.match(old, start)  # the first character of the next non-empty line
+    if following is None or following.group(1) not in (b" ", b"\t"):
+        return False
+    node = tree.root_node.descendant_for_byte_range(start, start)
+    return node is None or node.type not in _TEXT  # a docstring's line stays a docstring's
+
+
+def statement_starts(tree: Tree) -> list[int] | None:
+    """Where each top-level statement of a clean tree starts (None for a broken tree)."""
+    if is_broken(tree):
+        return None
+    return [c.start_byte for c in tree.root_node.named_children if c.type != "comment"]
+
+
+def certainly_broken(old: bytes, starts: list[int], new: bytes, start: int, old_end: int, new_end: int,
+                     parser: Parser) -> bool:
+    """Whether `new` is broken, known from the top-level statements that `old[start:old_end]` ->
+    `new[start:new_end]` touches, parsed alone; `old` parsed clean, with its statements at `starts`. False
+    means "not known" (see the module docstring)."""
+    if not (_neutral(old, start, old_end) and _neutral(new, start, new_end)):
+        return False
+    k = bisect_right(starts, start) - 1
+    a = starts[k] if k >= 0 else 0
+    if a > 0 and not _opens_statement(new, a):  # the statement above may continue into the region
+        a = starts[k - 1] if k >= 1 else 0
+    j = bisect_right(starts, old_end)
+    delta = len(new) - len(old)
+    while j < len(starts) and (_DEFINITION.match(old, starts[j]) is None
+                               or _decorator_last(new, a, starts[j] + delta)):
+        j += 1  # to a definition, not decorated by the region's last line
+    end = starts[j] + delta if j < len(starts) else len(new)
+    region = new[a:end]
+    if end < len(new) and region.rstrip(b" \t\r\n\f").endswith(b"\\"):
+        return False
+    return is_broken(parser.parse(region))
+
+
+def _neutral(data: bytes, start: int, end: int) -> bool:
+    """Whether changing `data[start:end]` leaves where strings, comments and continuations are: no quote,
+    backslash, `#`, brace (f-string fields), `@`, line break in it, and no string prefix right after it."""
+    return _NOT_NEUTRAL.search(data, start, end) is None and _PREFIXED.match(data, end) is None
+
+
+def _opens_statement(data: bytes, at: int) -> bool:
+    """Whether the first code line from line start `at` starts at column 0 and does not continue a compound
+    statement above (`else:` and the like)."""
+    n = len(data)
+    while at < n:
+        end = data.find(b"\n", at)
+        end = n if end < 0 else end
+        body = data[at:end].lstrip(_SPACE)
+        if body and not body.startswith(b"#"):
+            return data[at] not in _SPACE and _CLAUSE.match(data, at) is None
+        at = end + 1
+    return True
+
+
+def _decorator_last(data: bytes, a: int, end: int) -> bool:
+    """Whether the last code line of `data[a:end]` starts with `@` (a decorator, or text that might be)."""
+    while end > a:
+        start = data.rfind(b"\n", a, end - 1) + 1 if end - 1 > a else a
+        start = max(start, a)
+        body = data[start:end].strip(b" \t\f\r\n")
+        if body and not body.startswith(b"#"):
+            return body.startswith(b"@")
+        end = start
+    return False
