@@ -228,9 +228,10 @@ class Init:
 
 @dataclass(frozen=True, slots=True)
 class PassedTo:
-    """A call that a method-built chain's container is handed to (`block(..., downsample, ...)`): the callee
-    is one of the same-file classes `classes` (read from the parameter's annotation or default, or the
-    class's own name), the container its positional argument `position` (-1: none) or keyword `keyword`."""
+    """A call that a method-built chain's container is handed to (`block(..., downsample, ...)`): the names
+    the callee may be, `classes` (its own name, or the names in its parameter's annotation or default; the
+    engine keeps those that are the file's classes), the container its positional argument `position` (-1:
+    none) or keyword `keyword`."""
 
     classes: tuple[str, ...]
     position: int = -1

@@ -73,7 +73,7 @@ def method_chains(class_name: str, src: SourceText, table: ClassTable) -> tuple[
             if len(children) >= MIN_CHILDREN and all(c is not None for c in children):
                 nodes = [c for c in children if c is not None]
                 chain = chain_of(nodes, f"{class_name}.{method}", src, reader, node, call)
-                passed = passed_to(call, node, src, table) if method != "__init__" else ()
+                passed = passed_to(call, node, src) if method != "__init__" else ()
                 chains.append(replace(chain, passed_to=passed) if passed else chain)
             if len(chains) >= MAX_CHAINS:
                 return tuple(chains)
@@ -125,18 +125,19 @@ def _bound_to_self(call: Node, src: SourceText) -> bool:
     return False
 
 
-def passed_to(call: Node, method: Node, src: SourceText, table: ClassTable) -> tuple[PassedTo, ...]:
-    """The calls of same-file classes that `method` hands the Sequential `call` to through a local:
+def passed_to(call: Node, method: Node, src: SourceText) -> tuple[PassedTo, ...]:
+    """The calls that `method` hands the Sequential `call` to through a local:
     `downsample = nn.Sequential(conv1x1(...), norm_layer(...))` then `block(self.inplanes, planes, stride,
     downsample, ...)` with `block: type[Union[BasicBlock, Bottleneck]]` (torchvision's `ResNet._make_layer`
-    and its copies). The local must hold nothing else (`None` aside); the callee is a same-file class by
-    name, or a parameter of `method` whose annotation or default names such classes."""
+    and its copies). The local must hold nothing else (`None` aside); the callee is a name (a class, kept
+    when the engine finds it among the file's classes), or a parameter of `method`, read as the names its
+    annotation or default holds."""
     parent = call.parent
     left = parent.child_by_field_id(Field.LEFT) if parent is not None and parent.type == "assignment" else None
     if parent is None or left is None or left.type != "identifier" or parent.child_by_field_id(Field.RIGHT) != call:
         return ()
     name = src.text(left)
-    params = _class_parameters(method, src, table)
+    params = _class_parameters(method, src)
     out: list[PassedTo] = []
     for node in _walk(method):
         if node.type == "assignment" and node != parent:
@@ -147,7 +148,7 @@ def passed_to(call: Node, method: Node, src: SourceText, table: ClassTable) -> t
         if func is None or func.type != "identifier":
             continue
         callee = src.text(func)
-        classes = params.get(callee) or ((callee,) if callee in table.infos and callee not in params else ())
+        classes = params[callee] if callee in params else (callee,)
         where = _argument(node, name, src) if classes else None
         if where is not None:
             out.append(PassedTo(classes, *where))
@@ -174,8 +175,10 @@ def _argument(call: Node, name: str, src: SourceText) -> tuple[int, str] | None:
     return None
 
 
-def _class_parameters(method: Node, src: SourceText, table: ClassTable) -> dict[str, tuple[str, ...]]:
-    """Parameter -> the same-file classes its annotation or default names (`block: type[Union[A, B]]`)."""
+def _class_parameters(method: Node, src: SourceText) -> dict[str, tuple[str, ...]]:
+    """Parameter -> the names its annotation or default holds (`block: type[Union[A, B]]`). Which of them
+    are same-file classes the engine decides from the whole file (`engine.passed_in.chain_statements`), so
+    that an edit of another class never leaves this unit's reading stale."""
     params = method.child_by_field_id(Field.PARAMETERS)
     out: dict[str, tuple[str, ...]] = {}
     for p in params.named_children if params is not None else ():
@@ -189,7 +192,7 @@ def _class_parameters(method: Node, src: SourceText, table: ClassTable) -> dict[
         named: list[str] = []
         for part in (p.child_by_field_name("type"), p.child_by_field_id(Field.VALUE)):
             for word in _NAME.findall(src.text(part)) if part is not None else ():
-                if word in table.infos and word not in named:
+                if word not in named:
                     named.append(word)
         out[src.text(key)] = tuple(named)
     return out
