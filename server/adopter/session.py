@@ -175,7 +175,7 @@ class UnitMatcher:
 
     def match(self, module_file: ModuleFile, context: RuleContext) -> tuple[tuple[Finding, ...], tuple[Problem, ...]]:
         from adopter.engine import check
-        from adopter.engine.passed_in import wrapper_statements
+        from adopter.engine.passed_in import chain_statements
         from adopter.engine.sites import MatchMemo, reduce_sites
 
         if context.environment is None:
@@ -188,10 +188,9 @@ class UnitMatcher:
         units.extend((fn, ModuleFile(module_file.path, (), functions=(fn,))) for fn in module_file.functions)
         units.extend((chain, ModuleFile(module_file.path, (), chains=(chain,))) for chain in module_file.chains)
         fresh: dict[int, tuple[object, tuple[Finding, ...], tuple[Problem, ...]]] = {}
-        # A helper's container passed to a wrapper class runs at the wrapper's call (`engine.passed_in`):
-        # read from the whole file, applied to the helper's chain findings (the same objects while unchanged).
-        wrapped = wrapper_statements(module_file)
-        chains = {id(c) for c in module_file.chains}
+        # A chain's container passed to another class runs at that class's call (`engine.passed_in`):
+        # read from the whole file, applied to the chain's findings (the same objects while unchanged).
+        wrapped = chain_statements(module_file)
         wrapped_memo: dict[tuple[int, tuple[Span, ...]], tuple[Finding, Finding]] = {}
         findings: list[Finding] = []
         problems: list[Problem] = []
@@ -207,7 +206,8 @@ class UnitMatcher:
                 result = check(single, context.rules, context.environment, self._memo)
                 cached = (unit, tuple(result.findings), tuple(result.problems))
             fresh[id(unit)] = cached
-            findings.extend(self._wrapped(cached[1], wrapped, wrapped_memo) if wrapped and id(unit) in chains else cached[1])
+            extra = wrapped.get(id(unit)) if wrapped else None
+            findings.extend(self._wrapped(cached[1], extra, wrapped_memo) if extra else cached[1])
             problems.extend(cached[2])
         self._wrapped_memo = wrapped_memo
         self._older = {k: v for k, v in self._cache.items() if k not in fresh}
@@ -226,16 +226,16 @@ class UnitMatcher:
         return reduced, tuple(problems)
 
 
-    def _wrapped(self, found: tuple[Finding, ...], wrapped: dict[str, tuple[Span, ...]],
+    def _wrapped(self, found: tuple[Finding, ...], extra: tuple[Span, ...],
                  memo: dict[tuple[int, tuple[Span, ...]], tuple[Finding, Finding]]) -> tuple[Finding, ...]:
-        """A chain's findings with the wrapper statements that run it, the same objects as last time."""
-        from adopter.engine.passed_in import with_wrapper_statements
+        """A chain's findings with the other statements that run it (`extra`), the same objects as last time."""
+        from adopter.engine.passed_in import with_statements
 
         out: list[Finding] = []
         for f in found:
-            key = (id(f), wrapped.get(f.scope_name, ()))
+            key = (id(f), extra)
             last = self._wrapped_memo.get(key)
-            done = last[1] if last is not None and last[0] is f else with_wrapper_statements(f, wrapped)
+            done = last[1] if last is not None and last[0] is f else with_statements(f, extra)
             memo[key] = (f, done)
             out.append(done)
         return tuple(out)

@@ -227,6 +227,18 @@ class Init:
 
 
 @dataclass(frozen=True, slots=True)
+class PassedTo:
+    """A call that a method-built chain's container is handed to (`block(..., downsample, ...)`): the names
+    the callee may be, `classes` (its own name, or the names in its parameter's annotation or default; the
+    engine keeps those that are the file's classes), the container its positional argument `position` (-1:
+    none) or keyword `keyword`."""
+
+    classes: tuple[str, ...]
+    position: int = -1
+    keyword: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Architecture:
     """One `nn.Module` class: its bindings and its forward operator sequence(s)."""
 
@@ -235,6 +247,9 @@ class Architecture:
     init: Init | None
     forward: Forward | None
     span: Span
+    # Only for a chain of an `nn.Sequential` assigned to a method's local: the calls the local is passed to
+    # (`adopter.analysis.chains.methods`; the engine adds the statements where they run it, `engine.passed_in`).
+    passed_to: tuple[PassedTo, ...] = ()
 
 
 class Severity(str, Enum):

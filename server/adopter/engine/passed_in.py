@@ -22,12 +22,41 @@ from adopter.engine.types import Finding
 _CALL = re.compile(r"([A-Za-z_]\w*)\s*\(")
 
 
-def wrapper_statements(module_file: ModuleFile) -> dict[str, tuple[Span, ...]]:
-    """Helper name -> the wrapper statements that run the container it returns (empty for most files)."""
+def chain_statements(module_file: ModuleFile) -> dict[int, tuple[Span, ...]]:
+    """`id(chain)` -> the statements of other classes' forwards that run the chain's container: a helper's
+    passed to a wrapper (`wrapper_statements`), a method's local handed to a same-file class that holds and
+    calls it (`Architecture.passed_to`: torchvision's `downsample` passed to `block(...)`, run at
+    `identity = self.downsample(x)`). Empty for most files."""
+    if not module_file.chains:
+        return {}
+    held = _held_parameters(module_file)
+    if not held:
+        return {}
+    wrapped = wrapper_statements(module_file, held)
+    params = {a.name: a.init.params for a in module_file.architectures if a.init is not None}
+    out: dict[int, tuple[Span, ...]] = {}
+    for chain in module_file.chains:
+        spans = list(wrapped.get(chain.name, ()))
+        for passed in chain.passed_to:
+            for cls in passed.classes:
+                for (position, name), stmts in held.get(cls, {}).items():
+                    by_position = passed.position == position and all(
+                        p.kind is ParamKind.POSITIONAL for p in params[cls][:position + 1])
+                    if by_position or name == passed.keyword:
+                        spans.extend(s for s in stmts if s not in spans)
+        if spans:
+            out[id(chain)] = tuple(spans)
+    return out
+
+
+def wrapper_statements(module_file: ModuleFile, held: dict[str, dict[tuple[int, str], tuple[Span, ...]]] | None = None,
+                       ) -> dict[str, tuple[Span, ...]]:
+    """Helper name -> the wrapper statements that run the container it returns (empty for most files).
+    `held`: `_held_parameters(module_file)` when the caller has it."""
     helpers = {c.name for c in module_file.chains}
     if not helpers:
         return {}
-    held = _held_parameters(module_file)
+    held = _held_parameters(module_file) if held is None else held
     if not held:
         return {}
     out: dict[str, list[Span]] = {}
@@ -114,7 +143,11 @@ def _ops(block: Block) -> Iterator[Op]:
 
 def with_wrapper_statements(f: Finding, extra: dict[str, tuple[Span, ...]]) -> Finding:
     """`f` (a finding of a helper's chain) with the wrapper statements that run the helper's container."""
-    spans = extra.get(f.scope_name)
+    return with_statements(f, extra.get(f.scope_name, ()))
+
+
+def with_statements(f: Finding, spans: tuple[Span, ...]) -> Finding:
+    """`f` (a finding of a chain) with `spans`, other statements that run the chain's container."""
     if not spans:
         return f
     merged = tuple(sorted({*f.stmt_spans, *spans}, key=lambda s: (s.start_line, s.start_col, s.end_line, s.end_col)))

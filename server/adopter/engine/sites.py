@@ -37,7 +37,7 @@ from adopter.engine.bindings import InitIndex
 from adopter.engine.environment import Environment
 from adopter.engine.flow import FlatForward, flatten, op_keys
 from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
-from adopter.engine.passed_in import with_wrapper_statements, wrapper_statements
+from adopter.engine.passed_in import chain_statements, with_statements
 from adopter.engine.plans import canonical_rule, quick_possible
 from adopter.engine.types import Finding, Match
 
@@ -76,8 +76,7 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment,
     for chain in module_file.chains:
         if chain.forward is not None:
             scopes.append((chain.name, chain.forward, chain, "forward"))
-    chains = {id(c) for c in module_file.chains}
-    wrapped = wrapper_statements(module_file)
+    run_elsewhere = chain_statements(module_file)
     for scope_name, forward, owner, kind in scopes:
         init = InitIndex.of(owner if isinstance(owner, Architecture) else None)
         # A helper that nothing in the file names is not part of any forward here: only rules about
@@ -86,8 +85,9 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment,
         kept = memo.scope(scope_name, kind, forward) if memo is not None else None
         start = len(findings)
         _match_scope(scope_name, forward, init, kind, live, module_file.path, env, findings, problems, kept)
-        if wrapped and id(owner) in chains:
-            findings[start:] = [with_wrapper_statements(f, wrapped) for f in findings[start:]]
+        extra = run_elsewhere.get(id(owner)) if run_elsewhere else None
+        if extra:
+            findings[start:] = [with_statements(f, extra) for f in findings[start:]]
     return EngineResult(reduce_sites(findings, {a.name: a.span for a in module_file.architectures}), tuple(problems))
 
 

@@ -21,7 +21,9 @@ with `norm_layer = nn.BatchNorm2d` under `if norm_layer is None`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from tree_sitter import Node
 
@@ -32,11 +34,12 @@ from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Architecture, Binding, Expr
+from adopter.dsl.types import Architecture, Binding, Expr, PassedTo
 
 MIN_CHILDREN = 2
 MAX_CHAINS = 64  # per class: a bound on generated code
 _NESTED = ("function_definition", "class_definition", "decorated_definition", "lambda")
+_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def method_chains(class_name: str, src: SourceText, table: ClassTable) -> tuple[Architecture, ...]:
@@ -69,7 +72,9 @@ def method_chains(class_name: str, src: SourceText, table: ClassTable) -> tuple[
                                             if a.type != "comment"], src)
             if len(children) >= MIN_CHILDREN and all(c is not None for c in children):
                 nodes = [c for c in children if c is not None]
-                chains.append(chain_of(nodes, f"{class_name}.{method}", src, reader, node, call))
+                chain = chain_of(nodes, f"{class_name}.{method}", src, reader, node, call)
+                passed = passed_to(call, node, src) if method != "__init__" else ()
+                chains.append(replace(chain, passed_to=passed) if passed else chain)
             if len(chains) >= MAX_CHAINS:
                 return tuple(chains)
         chains.extend(list_chains(node, f"{class_name}.{method}", src, table.symbols, reader))
@@ -118,3 +123,88 @@ def _bound_to_self(call: Node, src: SourceText) -> bool:
                 return True
         parent = parent.parent
     return False
+
+
+def passed_to(call: Node, method: Node, src: SourceText) -> tuple[PassedTo, ...]:
+    """The calls that `method` hands the Sequential `call` to through a local:
+    `downsample = nn.Sequential(conv1x1(...), norm_layer(...))` then `block(self.inplanes, planes, stride,
+    downsample, ...)` with `block: type[Union[BasicBlock, Bottleneck]]` (torchvision's `ResNet._make_layer`
+    and its copies). The local must hold nothing else (`None` aside); the callee is a name (a class, kept
+    when the engine finds it among the file's classes), or a parameter of `method`, read as the names its
+    annotation or default holds."""
+    parent = call.parent
+    left = parent.child_by_field_id(Field.LEFT) if parent is not None and parent.type == "assignment" else None
+    if parent is None or left is None or left.type != "identifier" or parent.child_by_field_id(Field.RIGHT) != call:
+        return ()
+    name = src.text(left)
+    params = _class_parameters(method, src)
+    out: list[PassedTo] = []
+    for node in _walk(method):
+        if node.type == "assignment" and node != parent:
+            target, value = node.child_by_field_id(Field.LEFT), node.child_by_field_id(Field.RIGHT)
+            if target is not None and src.text(target) == name and (value is None or src.text(value) != "None"):
+                return ()  # the local holds something else too
+        func = node.child_by_field_id(Field.FUNCTION) if node.type == "call" else None
+        if func is None or func.type != "identifier":
+            continue
+        callee = src.text(func)
+        classes = params[callee] if callee in params else (callee,)
+        where = _argument(node, name, src) if classes else None
+        if where is not None:
+            out.append(PassedTo(classes, *where))
+    return tuple(out)
+
+
+def _argument(call: Node, name: str, src: SourceText) -> tuple[int, str] | None:
+    """Where `call` passes the local `name`: (its position, -1 when by keyword; the keyword or "")."""
+    args = call.child_by_field_id(Field.ARGUMENTS)
+    position = 0
+    for a in args.named_children if args is not None and args.type == "argument_list" else ():
+        if a.type == "comment":
+            continue
+        if a.type == "keyword_argument":
+            key, value = a.child_by_field_id(Field.NAME), a.child_by_field_id(Field.VALUE)
+            if key is not None and value is not None and value.type == "identifier" and src.text(value) == name:
+                return (-1, src.text(key))
+        elif a.type in ("list_splat", "dictionary_splat"):
+            position = -1 << 20  # positions after a splat are not evident
+        else:
+            if a.type == "identifier" and src.text(a) == name and position >= 0:
+                return (position, "")
+            position += 1
+    return None
+
+
+def _class_parameters(method: Node, src: SourceText) -> dict[str, tuple[str, ...]]:
+    """Parameter -> the names its annotation or default holds (`block: type[Union[A, B]]`). Which of them
+    are same-file classes the engine decides from the whole file (`engine.passed_in.chain_statements`), so
+    that an edit of another class never leaves this unit's reading stale."""
+    params = method.child_by_field_id(Field.PARAMETERS)
+    out: dict[str, tuple[str, ...]] = {}
+    for p in params.named_children if params is not None else ():
+        if p.type == "identifier":
+            out[src.text(p)] = ()
+            continue
+        key = p.child_by_field_id(Field.NAME) if p.type != "typed_parameter" else (
+            p.named_children[0] if p.named_children else None)
+        if key is None or key.type != "identifier":
+            continue
+        named: list[str] = []
+        for part in (p.child_by_field_name("type"), p.child_by_field_id(Field.VALUE)):
+            for word in _NAME.findall(src.text(part)) if part is not None else ():
+                if word not in named:
+                    named.append(word)
+        out[src.text(key)] = tuple(named)
+    return out
+
+
+def _walk(function: Node) -> Iterator[Node]:
+    """The nodes of `function`'s body, nested definitions excluded."""
+    body = function.child_by_field_id(Field.BODY)
+    stack = list(body.named_children) if body is not None else []
+    while stack:
+        node = stack.pop()
+        if node.type in _NESTED:
+            continue
+        yield node
+        stack.extend(node.named_children)
