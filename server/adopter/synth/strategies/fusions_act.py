@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from adopter.dsl.types import OpKind
 from adopter.synth.registry import SynthContext, strategy
+from adopter.synth.strategies.formula_activations import formula_function_held
 from adopter.synth.strategies.fusions_chain import (
     activation_path,
     binding_path,
@@ -44,6 +46,12 @@ def fused_linear_gelu(x, linear, act):
 @strategy("linear_gelu")
 def linear_gelu(ctx: SynthContext) -> None:
     """`act(linear(x))` → `fused_linear_gelu(x, linear, act)` (`$lin`, `$act`, `$x`)."""
+    last = ctx.finding.match.ops[-1]
+    last = last.origin or last  # the activation's call, `self.act(h)`, also where it reads as `F.gelu(h)`
+    if last.kind is OpKind.MODULE and last.target.startswith("self.") and (own := formula_function_held(
+            ctx.text_index.whole(), ctx.source, ctx.finding.scope_name, last.target)) is not None:
+        ctx.decline(f"the activation is a function of this file (`{own}`); the fused kernel engages only for "
+                    "F.gelu / nn.GELU, so the helper would run the original code")
     linear = binding_path(ctx, "lin")
     act = activation_path(ctx, "act", "out")
     x = value_text(ctx, "x")
