@@ -92,13 +92,8 @@ class InitSource:
 
     def locals(self) -> dict[str, str]:
         """Names assigned once in the body, at its top level, to the source text of their value."""
-        text = textwrap.dedent(self.src.raw(self.function).decode("utf-8", errors="replace"))
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            return {}
-        fn = tree.body[0] if tree.body else None
-        if not isinstance(fn, ast.FunctionDef):
+        fn = self._function_ast()
+        if fn is None:
             return {}
         stores: dict[str, int] = {}
         for n in ast.walk(fn):
@@ -108,16 +103,21 @@ class InitSource:
                 if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
                 and stores.get(s.targets[0].id) == 1}
 
-    def none_fallbacks(self) -> dict[str, str]:
-        """Parameters given a value when passed None, by a top-level `if p is None: p = V` with no else
-        (`norm_layer = nn.BatchNorm2d`): each to the source text of V."""
+    def _function_ast(self) -> ast.FunctionDef | None:
+        """The function's own syntax tree (dedented), or None when it does not parse as a `def`."""
         text = textwrap.dedent(self.src.raw(self.function).decode("utf-8", errors="replace"))
         try:
             tree = ast.parse(text)
         except SyntaxError:
-            return {}
+            return None
         fn = tree.body[0] if tree.body else None
-        if not isinstance(fn, ast.FunctionDef):
+        return fn if isinstance(fn, ast.FunctionDef) else None
+
+    def none_fallbacks(self) -> dict[str, str]:
+        """Parameters given a value when passed None, by a top-level `if p is None: p = V` with no else
+        (`norm_layer = nn.BatchNorm2d`): each to the source text of V."""
+        fn = self._function_ast()
+        if fn is None:
             return {}
         out: dict[str, str] = {}
         for s in fn.body:
