@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import re
 import sys
+import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,12 +41,19 @@ class Settings:
     trusted: bool = True  # initializationOptions only: false refuses commands that run user code
 
 
-# Each field's value as the client writes it when it is already of the field's type: `_structure` takes
-# it as it is (what cattrs returns for it). Anything else goes through cattrs.
-_PLAIN: dict[str, type] = {"select": tuple, "ignore": tuple, "severity": dict, "target": str, "rule_paths": tuple,
-                           "debounce_ms": int, "trusted": bool}
 # Resolved annotations (the module's `from __future__ import annotations` makes them strings).
 _FIELDS: dict[str, Any] = typing.get_type_hints(Settings)
+
+
+def _plain_type(hint: Any) -> Any:
+    """The container or scalar type of an annotation, `None` aside: `tuple[str, ...] | None` -> tuple."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)] if isinstance(hint, types.UnionType) else [hint]
+    return typing.get_origin(args[0]) or args[0]
+
+
+# Each field's value as the client writes it when it is already of the field's type: `_structure` takes
+# it as it is (what cattrs returns for it). Anything else goes through cattrs.
+_PLAIN: dict[str, Any] = {name: _plain_type(hint) for name, hint in _FIELDS.items()}
 # Aliases users reach for; the dataclass field names are the canonical spelling.
 _ALIASES = {"extra_rule_paths": "rule_paths", "rules": "rule_paths", "debounce": "debounce_ms"}
 
