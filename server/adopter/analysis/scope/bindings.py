@@ -72,6 +72,21 @@ MAX_VARIANTS = 8
 _Variant = tuple[Conds, tuple[Ctor, ...], tuple[str, ...], str | None, bool]
 
 
+def _choices(positions: list[list[tuple[Conds, Ctor]]]) -> list[tuple[Conds, tuple[Ctor, ...]]]:
+    """One item from each position's alternatives, in order, for every choice whose conditions agree (at
+    most MAX_VARIANTS, kept after each position): each with the conjunction of its items' conditions."""
+    combos: list[tuple[Conds, tuple[Ctor, ...]]] = [((), ())]
+    for alts in positions:
+        grown: list[tuple[Conds, tuple[Ctor, ...]]] = []
+        for conds, items in combos:
+            for c, ctor in alts:
+                joined = _join(conds, c)
+                if joined is not None:
+                    grown.append((joined, (*items, ctor)))
+        combos = grown[:MAX_VARIANTS]
+    return combos
+
+
 def _join(a: Conds, b: Conds) -> Conds | None:
     """The conjunction of two condition lists, or None when it contradicts itself (`c` and `not (c)`)."""
     out = list(a)
@@ -1018,16 +1033,7 @@ class InitAnalysis:
                 if alts:
                     positions.append(alts)
         if any(len(p) > 1 for p in positions):
-            combos: list[tuple[Conds, list[Ctor]]] = [((), [])]
-            for alts in positions:
-                grown: list[tuple[Conds, list[Ctor]]] = []
-                for conds, items_ in combos:
-                    for c, ctor in alts:
-                        joined = _join(conds, c)
-                        if joined is not None:
-                            grown.append((joined, [*items_, ctor]))
-                combos = grown[:MAX_VARIANTS]
-            return [(conds, tuple(items_), (), None, False) for conds, items_ in combos]
+            return [(conds, items_, (), None, False) for conds, items_ in _choices(positions)]
         items, keys, repeat = self._container_items(call)
         return [((), items, keys, repeat, False)]
 
@@ -1046,21 +1052,13 @@ class InitAnalysis:
         if (not isinstance(local, _ListBuild) or not local.ordered or not local.looped or not local.positions
                 or self.target is None or self._indexed(self.target)):
             return None
-        combos: list[tuple[Conds, list[Ctor]]] = [((), [])]
-        for alts in local.positions:
-            grown: list[tuple[Conds, list[Ctor]]] = []
-            for conds, items_ in combos:
-                for c, ctor in alts:
-                    joined = _join(conds, c)
-                    if joined is not None:
-                        grown.append((joined, [*items_, ctor]))
-            combos = grown[:MAX_VARIANTS]
+        combos = _choices(local.positions)
         if not combos:
             return None
         assert name is not None
         self.unrolled_lists.add(name)
         self.item_spans[self.target] = tuple(local.spans)
-        return [(conds, tuple(items_), (), local.repeat, True) for conds, items_ in combos]
+        return [(conds, items_, (), local.repeat, True) for conds, items_ in combos]
 
     def _indexed(self, attr: str) -> bool:
         """Whether the class's code indexes `self.<attr>` (`self.features[0](x)`)."""
