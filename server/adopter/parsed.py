@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from adopter.analysis.crossfile.ast_files import statements_in
+from adopter.dsl.types import Span
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Query, Tree
@@ -415,6 +416,17 @@ class ParsedText:
         i = bisect.bisect_right(starts, start) - 1
         return i >= 0 and end <= ends[i]
 
+    def span(self, node: ast.stmt | ast.expr) -> Span:
+        """The internal span (0-based lines, code-point columns) of an `ast` node of this text (whose columns
+        are UTF-8 byte offsets)."""
+        lines = self.lines
+
+        def col(line: int, byte_col: int) -> int:
+            return len(lines[line].encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+        end = (node.end_lineno or node.lineno) - 1
+        return Span(node.lineno - 1, col(node.lineno - 1, node.col_offset), end, col(end, node.end_col_offset or 0))
+
     def segment(self, node: ast.AST) -> str | None:
         """`ast.get_source_segment(self.text, node)`, without splitting the whole text again per call (that
         split is a Python loop over every character: ~2 ms per call on a 100 KB modeling file)."""
@@ -522,3 +534,19 @@ class StatementIndex:
                     if end > last_line:
                         break
         return False
+
+
+def block_with(body: list[ast.stmt], line: int) -> list[ast.stmt] | None:
+    """The statement list (`body` or one nested in it) holding a statement that starts on `line` (1-based)."""
+    for stmt in body:
+        if stmt.lineno == line:
+            return body
+        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    found = block_with(inner, line)
+                    if found is not None:
+                        return found
+            return None
+    return None

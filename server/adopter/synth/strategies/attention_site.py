@@ -6,17 +6,10 @@ import ast
 from dataclasses import dataclass, field
 
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Span
-from adopter.parsed import walk
+from adopter.parsed import block_with, walk
 from adopter.synth.registry import SynthContext
 from adopter.synth.strategies.attention_layouts import PRODUCTS, einsum_equation, is_layout, permuted
-from adopter.synth.strategies.attention_text import (
-    block_with,
-    expr_parts,
-    is_plain_number,
-    number_call,
-    paren,
-    stmt_span,
-)
+from adopter.synth.strategies.attention_text import expr_parts, is_plain_number, number_call, paren
 
 _LAST_TWO = ({"-1", "-2"}, {"2", "3"})
 
@@ -163,7 +156,7 @@ class SiteSource:
 
     def range_spans(self) -> list[Span]:
         """The spans of the first and last statements replaced (the framework replaces first .. last)."""
-        return [stmt_span(self.ctx.source, self.range[0]), self.chain.out.stmt_span]
+        return [self.ctx.text_index.span(self.range[0]), self.chain.out.stmt_span]
 
     def operand(self, op: Op, index: int) -> str:
         """The source text of the `index`-th value argument of `op` (the receiver is 0 for methods)."""

@@ -47,38 +47,6 @@ def root_name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def block_with(body: list[ast.stmt], line: int) -> list[ast.stmt] | None:
-    """The statement list (this one or a nested one) holding a statement that starts on `line`."""
-    for stmt in body:
-        if stmt.lineno == line:
-            return body
-        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
-            for field in ("body", "orelse", "finalbody", "handlers"):
-                inner = getattr(stmt, field, None)
-                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                    found = block_with(inner, line)
-                    if found is not None:
-                        return found
-            return None
-    return None
-
-
-def stmt_span(source: str, stmt: ast.stmt) -> Span:
-    """The internal span (0-based lines, code-point columns) of an `ast` statement (UTF-8 columns)."""
-    lines = source.split("\n")
-
-    def col(line: int, byte_col: int) -> int:
-        return len(lines[line].encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
-
-    end_line = (stmt.end_lineno or stmt.lineno) - 1
-    return Span(
-        stmt.lineno - 1,
-        col(stmt.lineno - 1, stmt.col_offset),
-        end_line,
-        col(end_line, stmt.end_col_offset or 0),
-    )
-
-
 def is_plain_number(text: str) -> bool:
     """A scale computed from numbers, settings and sizes (`math.sqrt(k.size(-1))`), not a tensor op."""
     try:

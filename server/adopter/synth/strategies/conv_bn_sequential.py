@@ -61,18 +61,6 @@ def _is_sequential(node: ast.expr) -> bool:
     return isinstance(node, (ast.Name, ast.Attribute)) and ast.unparse(node).rsplit(".", 1)[-1] == "Sequential"
 
 
-def _node_span(ctx: SynthContext, node: ast.expr) -> Span:
-    """`node`'s span in code points (ast columns are UTF-8 byte offsets)."""
-    assert node.end_lineno is not None and node.end_col_offset is not None
-    lines = ctx.text_index.lines
-
-    def col(line: int, offset: int) -> int:
-        return len(lines[line - 1].encode("utf-8")[:offset].decode("utf-8", errors="replace"))
-
-    return Span(node.lineno - 1, col(node.lineno, node.col_offset), node.end_lineno - 1,
-                col(node.end_lineno, node.end_col_offset))
-
-
 def _callee_span(ctx: SynthContext, tree: ast.Module, span: Span) -> Span:
     """The span of what names `nn.Sequential` for the construction at `span`: the callee of the one
     `nn.Sequential(...)` call inside it, or, for a Sequential subclass's `__init__` (which hands its layers
@@ -84,14 +72,14 @@ def _callee_span(ctx: SynthContext, tree: ast.Module, span: Span) -> Span:
             bases = [b for b in node.bases if _is_sequential(b)]
             if len(bases) != 1:
                 ctx.decline(f"the matched layers are built by {node.name}, whose nn.Sequential base could not be read")
-            return _node_span(ctx, bases[0])
-    calls = [(n, _node_span(ctx, n)) for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_sequential(n.func)
+            return ctx.text_index.span(bases[0])
+    calls = [(n, ctx.text_index.span(n)) for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_sequential(n.func)
              and first <= n.lineno and (n.end_lineno or 0) <= last]
     inside = [(n, at) for n, at in calls if span.contains(at)]
     outer = [n for n, at in inside if not any(other is not n and o_at.contains(at) for other, o_at in inside)]
     if len(outer) != 1 or outer[0].func.lineno != outer[0].func.end_lineno:
         ctx.decline("the matched layers are built inside an nn.Sequential(...) that could not be read")
-    return _node_span(ctx, outer[0].func)
+    return ctx.text_index.span(outer[0].func)
 
 
 def _ensure_class(ctx: SynthContext, fold: str) -> str:

@@ -10,15 +10,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from adopter.dsl.types import Span
+from adopter.parsed import block_with
 from adopter.synth.registry import SynthContext
 from adopter.synth.strategies.dropout_add_sum import (
     _assigned_name,
-    _block_of,
     _function_at,
     _indent,
     _reads,
     _reads_after,
-    _span,
     _with_call_replaced,
 )
 
@@ -72,11 +71,11 @@ def branch_plan(ctx: SynthContext, binding_text: str) -> BranchPlan | None:
     func = _function_at(ctx, tree, norm_line)
     if func is None:
         ctx.decline(_STRADDLE)
-    norm_block = _block_of(func.body, norm_line)
-    block = _block_of(func.body, chain_lines[0])
+    norm_block = block_with(func.body, norm_line)
+    block = block_with(func.body, chain_lines[0])
     if block is None or norm_block is None:
         ctx.decline(_STRADDLE)
-    if block is norm_block or all(_block_of(func.body, line) is norm_block for line in chain_lines):
+    if block is norm_block or all(block_with(func.body, line) is norm_block for line in chain_lines):
         return None
     stmts = [s for s in block if s.lineno in chain_lines]
     if len(stmts) != len(chain_lines):
@@ -113,7 +112,7 @@ def branch_plan(ctx: SynthContext, binding_text: str) -> BranchPlan | None:
     other_indent = _indent(lines[ifs.body[0].lineno - 1]) if not other_block else _indent(
         lines[other_block[0].lineno - 1])
     return BranchPlan(
-        fusions=(matched,) if other is None else (matched, other), spans=(_span(ctx, stmts[0]), _span(ctx, ifs)),
+        fusions=(matched,) if other is None else (matched, other), spans=(ctx.text_index.span(stmts[0]), ctx.text_index.span(ifs)),
         chain=(stmts[0].lineno - 1, (stmts[-1].end_lineno or stmts[-1].lineno) - 1),
         other=None if other is not None else other_block[0].lineno - 1 if other_block else -1,
         other_indent=other_indent, if_end=(ifs.end_lineno or ifs.lineno) - 1,
@@ -162,7 +161,7 @@ def _other_fusion(ctx: SynthContext, tree: ast.Module, func: ast.AST, block: lis
                  and n.args[0].id == total]
         if len(calls) != 1 or not isinstance(calls[0].func, ast.Attribute):
             return None
-        return _fusion(ctx, func, block, index, total, _span(ctx, calls[0]), f"self.{calls[0].func.attr}")
+        return _fusion(ctx, func, block, index, total, ctx.text_index.span(calls[0]), f"self.{calls[0].func.attr}")
     return None
 
 
@@ -244,8 +243,8 @@ def rewrite_tail(ctx: SynthContext, norm_text: str, fused: Callable[[Fusion], st
     func = _function_at(ctx, tree, norm_line)
     if func is None or not chain_lines:
         return False
-    outer = _block_of(func.body, norm_line)
-    inner = _block_of(func.body, chain_lines[0])
+    outer = block_with(func.body, norm_line)
+    inner = block_with(func.body, chain_lines[0])
     if outer is None or inner is None:
         return False
     ifs = next((s for s in outer if isinstance(s, ast.If) and (inner is s.body or inner is s.orelse)), None)
@@ -297,7 +296,7 @@ def rewrite_tail(ctx: SynthContext, norm_text: str, fused: Callable[[Fusion], st
     # Comments between the `if` and the moved statements stay after the `if`, before what follows them.
     out += [ln for ln in lines[(ifs.end_lineno or ifs.lineno) : moved[0].lineno - 1] if ln.strip().startswith("#")]
     code = [out[0].lstrip(" \t")] + [ln.removeprefix(if_indent) for ln in out[1:]]
-    ctx.replace_statements([_span(ctx, ifs), _span(ctx, moved[-1])], "\n".join(code))
+    ctx.replace_statements([ctx.text_index.span(ifs), ctx.text_index.span(moved[-1])], "\n".join(code))
     return True
 
 

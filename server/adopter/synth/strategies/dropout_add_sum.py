@@ -7,6 +7,7 @@ import ast
 from itertools import pairwise
 
 from adopter.dsl.types import OpKind, Span
+from adopter.parsed import block_with
 from adopter.synth.registry import SynthContext
 
 # (name bound to the normalised value, names bound to the sum, spans of the first and last statement replaced,
@@ -31,7 +32,7 @@ def sum_plan(ctx: SynthContext) -> SumPlan | None:
     func = _function_at(ctx, tree, add.stmt_span.start_line + 1)
     if func is None:
         return None
-    block = _block_of(func.body, add.stmt_span.start_line + 1)
+    block = block_with(func.body, add.stmt_span.start_line + 1)
     if block is None:
         return None
     lines = {op.stmt_span.start_line + 1 for op in ops}
@@ -82,7 +83,7 @@ def sum_plan(ctx: SynthContext) -> SumPlan | None:
         if early:
             ctx.decline(f"the norm's statement calls `{early}` before the norm; the fused call would run it after")
         fresh = ctx.fresh_name("normed")
-        return fresh, wanted, [_span(ctx, region[0]), norm.stmt_span], _with_call_replaced(ctx, norm_stmt, norm.span,
+        return fresh, wanted, [ctx.text_index.span(region[0]), norm.stmt_span], _with_call_replaced(ctx, norm_stmt, norm.span,
                                                                                           fresh)
     if others:  # the fused call below replaces every statement from the first step to the norm
         ctx.decline(f"line {others[0]} sits between the statements to fuse and does other work; the fused call "
@@ -91,26 +92,26 @@ def sum_plan(ctx: SynthContext) -> SumPlan | None:
         ctx.decline(f"`{total}` (the residual sum) is read after the norm, which is not a plain `name = norm(...)` "
                     "statement; the fused call cannot bind both")
         raise AssertionError
-    return out, wanted, [_span(ctx, region[0]), norm.stmt_span], None
+    return out, wanted, [ctx.text_index.span(region[0]), norm.stmt_span], None
 
 
 def _is_whole_value(ctx: SynthContext, stmt: ast.stmt, call: Span) -> bool:
     """Whether `stmt` is `name = <the call at call>`."""
     return (isinstance(stmt, ast.Assign) and _assigned_name(stmt) is not None
-            and _span(ctx, stmt.value) == call)
+            and ctx.text_index.span(stmt.value) == call)
 
 
 def _reads_outside(ctx: SynthContext, stmt: ast.stmt, call: Span) -> set[str]:
     """Names `stmt` reads outside the expression at `call`."""
     return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-            and not call.contains(_span(ctx, n))}
+            and not call.contains(ctx.text_index.span(n))}
 
 
 def _calls_before(ctx: SynthContext, stmt: ast.stmt, call: Span) -> str | None:
     """The text of a call in `stmt` that runs before the expression at `call` (it ends before it starts), if any."""
     for node in ast.walk(stmt):
         if isinstance(node, ast.Call):
-            span = _span(ctx, node)
+            span = ctx.text_index.span(node)
             if (span.end_line, span.end_col) <= (call.start_line, call.start_col):
                 return ast.get_source_segment(ctx.source, node) or "a function"
     return None
@@ -140,33 +141,6 @@ def _function_at(ctx: SynthContext, tree: ast.Module, line: int) -> ast.Function
             if best is None or node.lineno >= best.lineno:
                 best = node
     return best
-
-
-def _block_of(body: list[ast.stmt], line: int) -> list[ast.stmt] | None:
-    """The statement list holding a statement that starts on `line`."""
-    for stmt in body:
-        if stmt.lineno == line:
-            return body
-        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
-            for field in ("body", "orelse", "finalbody"):
-                inner = getattr(stmt, field, None)
-                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                    found = _block_of(inner, line)
-                    if found is not None:
-                        return found
-            return None
-    return None
-
-
-def _span(ctx: SynthContext, stmt: ast.stmt | ast.expr) -> Span:
-    """The internal span (0-based lines, code-point columns) of a statement."""
-    lines = ctx.source.split("\n")
-
-    def col(line: int, byte_col: int) -> int:
-        return len(lines[line].encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
-
-    end = (stmt.end_lineno or stmt.lineno) - 1
-    return Span(stmt.lineno - 1, col(stmt.lineno - 1, stmt.col_offset), end, col(end, stmt.end_col_offset or 0))
 
 
 def _with_call_replaced(ctx: SynthContext, stmt: ast.stmt, call: Span, name: str) -> str:
