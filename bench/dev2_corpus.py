@@ -1,0 +1,115 @@
+"""The second labelled dev corpus (issue 20): model files of PyPI distributions labelled by a reader who never
+saw the checker's output or its rules, to find which general forms static detection misses.
+
+This is a *dev* set (unlike the held-out set it may be looked at while developing). Same form as
+`bench/heldout_corpus.py`, whose functions it reuses: nothing here is committed; `fetch()` downloads each pinned
+distribution once (`pip download --no-deps`) into `.cache/dev2/` (`ADOPTER_DEV2_DIR` overrides it); `files()`
+reads the listed members straight from the wheels. Labels live in `bench/data/dev2/labels/<distribution>.json`
+(how they were made: `bench/data/dev2/LABELLING.md`). `verify()` checks every label against the pinned archives:
+the file is listed, its `text` occurs on its `line`, and its `scope` is the class method or function holding it.
+
+Run `python bench/dev2_corpus.py` to fetch and verify (`--extract DIR` also unpacks the listed files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from heldout_corpus import FAMILIES, Labels, check_against_archives, counts, scope_of
+from heldout_corpus import check_schema as _check_schema
+from heldout_corpus import load_labels as _load_labels
+from realworld_corpus import Manifest, RealWorldFile
+from realworld_corpus import fetch as _fetch
+from realworld_corpus import files as _files
+
+ROOT = Path(__file__).resolve().parents[1]
+LABELS = ROOT / "bench" / "data" / "dev2" / "labels"
+
+__all__ = ["FAMILIES", "LABELS", "MANIFEST", "cache_dir", "check_against_archives", "check_schema", "counts",
+           "fetch", "files", "load_labels", "scope_of", "verify"]
+
+# (distribution, version, [paths inside the package archive]); versions pinned so label lines stay true.
+# None of these distributions is in `realworld_corpus.MANIFEST`, `heldout_corpus.MANIFEST` or
+# `bench/oracle/packages.py`, nor is `transformers`.
+MANIFEST: Manifest = (
+    ("llm-foundry", "0.22.0", ("llmfoundry/models/layers/norm.py", "llmfoundry/models/layers/blocks.py")),
+    ("torchtitan", "0.3.0", ("torchtitan/models/common/feed_forward.py", "torchtitan/models/common/rope.py")),
+    ("f5-tts", "1.1.22", ("f5_tts/model/modules.py", "f5_tts/model/backbones/dit.py")),
+    ("pyannote-audio", "4.0.7", (
+        "pyannote/audio/models/blocks/sincnet.py", "pyannote/audio/models/embedding/wespeaker/resnet.py")),
+    ("bigvgan", "2.4.1", ("bigvgan/activations.py", "bigvgan/bigvgan.py")),
+    ("audioldm", "0.1.1", ("audioldm/latent_diffusion/attention.py", "audioldm/hifigan/models.py")),
+    ("rfdetr", "1.11.2", ("rfdetr/models/backbone/projector.py", "rfdetr/models/ops/modules/ms_deform_attn.py")),
+    ("mmpretrain", "1.2.0", (
+        "mmpretrain/models/backbones/convmixer.py", "mmpretrain/models/backbones/vit_eva02.py")),
+    ("dynamic-network-architectures", "0.4.4", (
+        "dynamic_network_architectures/building_blocks/simple_conv_blocks.py",
+        "dynamic_network_architectures/building_blocks/eva.py")),
+    ("salesforce-merlion", "2.0.4", ("merlion/models/utils/nn_modules/layers.py",)),
+    ("dive-into-graphs", "1.1.0", ("dig/ggraph/method/GraphAF/model/st_net.py", "dig/sslgraph/utils/encoders.py")),
+    ("unimol-tools", "0.1.6", ("unimol_tools/models/transformers.py",)),
+    ("sample-factory", "2.1.1", ("sample_factory/model/encoder.py",)),
+    ("ring-attention-pytorch", "0.5.20", ("ring_attention_pytorch/ring_attention.py",)),
+)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("ADOPTER_DEV2_DIR", ROOT / ".cache" / "dev2"))
+
+
+def fetch(python: str = sys.executable) -> None:
+    """Download every pinned distribution that is not in the cache yet (no dependencies, no build)."""
+    _fetch(python, MANIFEST, cache_dir())
+
+
+def files() -> tuple[RealWorldFile, ...]:
+    """Every listed file, read from the cached archives; raises FileNotFoundError naming what to run."""
+    return _files(MANIFEST, cache_dir(), "bench/dev2_corpus.py")
+
+
+def load_labels(directory: Path = LABELS) -> Labels:
+    """Every label file, keyed by distribution."""
+    return _load_labels(directory)
+
+
+def check_schema(labels: Labels, manifest: Manifest = MANIFEST) -> list[str]:
+    """Problems with the labels' shape, without the archives (the held-out set's checks, against this MANIFEST)."""
+    return _check_schema(labels, manifest)
+
+
+def verify() -> list[str]:
+    """Every problem with the dev2 labels (empty when they all hold); needs the fetched archives."""
+    labels = load_labels()
+    return check_schema(labels) + check_against_archives(labels, files())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--extract", metavar="DIR", help="also write the listed files under DIR/<distribution>/")
+    args = parser.parse_args()
+    fetch()
+    listed = files()
+    if args.extract:
+        for f in listed:
+            dest = Path(args.extract) / f.package / f.member
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(f.text, encoding="utf-8")
+    print(f"{len(listed)} files from {len(MANIFEST)} distributions in {cache_dir()}")
+    problems = verify()
+    for problem in problems:
+        print(problem)
+    labels = load_labels()
+    print("sites per family:", {f: n for f, n in counts(labels).items() if n})
+    print(f"{sum(counts(labels).values())} sites, "
+          f"{sum(len(e.get('not_sites', [])) for d in labels.values() for e in d['files'].values())} not_sites; "
+          f"{'all labels verified' if not problems else f'{len(problems)} problems'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
