@@ -1,10 +1,10 @@
 """Detection on the real-world or the held-out set: precision and recall of families 4–17 against hand-made labels.
 
 Labels: `bench/data/<set>/labels/<distribution>.json` (method: `bench/data/<set>/LABELLING.md`);
-files: `bench/realworld_corpus.py` and `bench/heldout_corpus.py`. A finding covers a label when they name the same file and family and
+files: `bench/realworld_corpus.py`, `bench/heldout_corpus.py` and `bench/dev2_corpus.py` (a second dev set). A finding covers a label when they name the same file and family and
 the label's line is one of the finding's lines (any line of its statements or `__init__` bindings). Each
 label and each finding is used once; findings at the same lines are one prediction.
-Run: `.venv/bin/python bench/detection.py --set realworld|heldout [--json OUT] [--figures-only]`
+Run: `.venv/bin/python bench/detection.py --set realworld|heldout|dev2 [--json OUT] [--figures-only]`
 (`--figures-only` prints the table without the misses: the held-out set is scored, never studied.)
 """
 
@@ -26,6 +26,10 @@ def _files(labelled_set: str):
         from heldout_corpus import files
 
         return files()
+    if labelled_set == "dev2":
+        from dev2_corpus import files as dev2_files
+
+        return dev2_files()
     return corpus_files()
 
 
