@@ -138,6 +138,7 @@ BINNED = ("phase 2 binned to 64 tokens (LDDL --bin-size 64, scripts/run_pretrain
 FUSED_MHA = ("cuDNN fused multi-head attention (fuse_mha true, scripts/run_pretraining.sh @729963dd line 60; "
              "README changelog July 2023): no attention-score tensor in memory")
 PADDLE_V1 = "NVIDIA/DeepLearningExamples @cfdbf4ed"  # PaddlePaddle BERT's initial release (Nov 2022)
+PYTORCH_2006 = "NVIDIA/DeepLearningExamples @78ec6802"  # the PyTorch BERT README before LDDL (Aug 2021)
 
 
 ROWS = (
@@ -272,6 +273,17 @@ ROWS = (
                 "HDF5 data padded to the sequence length)", EAGER, gpus=gpus, grad_bytes=4)
       for gpus, b, seq, acc, total in ((1, 256, 128, 32, 529.0), (1, 32, 512, 128, 103.0),
                                        (8, 256, 128, 32, 4200.0), (8, 32, 512, 128, 823.0))),
+    # PyTorch BERT before LDDL (README @78ec6802, line 848: pytorch:20.06-py3 on DGX A100 40GB): phase 2 from the
+    # HDF5 set padded to 512 (scripts/run_pretraining.sh line 40); the model eager but for a scripted bias-GeLU
+    # and apex's LayerNorm kernel (modeling.py lines 123, 300: taken as unfused); FP16 gradients all-reduced after
+    # accumulation (run_pretraining.sh line 31). The table's first column is the accumulated batch per GPU (65536
+    # over 1024 steps: 64).
+    *(Published("bert-large", "A100 40GB", b, seq, acc, total / gpus,
+                f"{PYTORCH_2006} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x A100 "
+                f"40GB)', row GPUs {gpus}, seq {seq}, mixed precision ({total:g} / {gpus}; pytorch:20.06, HDF5 data "
+                "padded to the sequence length)", EAGER, gpus=gpus)
+      for gpus, b, seq, acc, total in ((1, 64, 128, 1024, 415.0), (1, 16, 512, 2048, 78.0),
+                                       (8, 64, 128, 128, 3231.0), (8, 16, 512, 256, 620.0))),
 )
 
 

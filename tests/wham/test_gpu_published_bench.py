@@ -107,3 +107,8 @@ def test_every_binned_or_fused_attention_bert_row_says_so_and_the_padded_unfused
                                                              (8, 512): 823.0}
     assert all(not r.fused and not r.unmodelled and r.grad_bytes == 4 for r in v1.values())
     assert {(r.seq, r.batch, r.accumulation) for r in v1.values()} == {(128, 256, 32), (512, 32, 128)}
+    # PyTorch BERT before LDDL (@78ec6802, pytorch:20.06, DGX A100 40GB): padded HDF5 data, FP16 gradients.
+    old = {(r.gpus, r.seq): r for r in bert if bench.PYTORCH_2006 in r.source}
+    assert {k: v.measured * k[0] for k, v in old.items()} == {(1, 128): 415.0, (1, 512): 78.0, (8, 128): 3231.0,
+                                                              (8, 512): 620.0}
+    assert all(r.gpu == "A100 40GB" and not r.unmodelled and r.grad_bytes == 2 for r in old.values())
