@@ -108,6 +108,7 @@ class Published:
     fused: bool  # whether the measured run fuses element-wise ops (a JIT/XLA/graph fuser), per its source
     gpus: int = 1  # a multi-GPU row: `measured` is the table's total / gpus
     grad_bytes: int = 2  # bytes per gradient element the data-parallel all-reduce sends
+    unmodelled: str = ""  # what the measured run did that the trace does not represent, per its source ("": none)
 
     @property
     def traced(self) -> str:
@@ -123,6 +124,22 @@ class Published:
 # unfused); the TensorFlow ResNet-50 rows name XLA (fused).
 EAGER, FUSER = False, True
 
+# Measurement conditions the traced step does not represent (round 6), each from the row's source. Binned phase 2:
+# the PyTorch tables (pytorch:21.11, README "Training performance" headings) were published with a9e2c1d5 ("update
+# LDDL + NVFuser + Distillation"), whose scripts/run_pretraining.sh reads phase 2 from
+# `pretrain/phase2/bin_size_64/parquet` with `--bin-size 64` (lines 41 and 54 @729963dd): a batch is padded to its
+# 64-token bin, not to 512, so the run does less work than the traced 512-token step, by an amount the
+# sequence-length distribution sets (not published). PaddlePaddle's current table (a5388a45, "Update base image and
+# integrate cuDNN fused MHA", changelog July 2023) ran scripts/run_pretraining.sh with `fuse_mha` true (line 60)
+# — cuDNN's fused dot-product attention, which never writes the attention-score tensor the trace records — and
+# phase 2 binned the same way (b9178e8a, "Update LDDL": `bin_size_64`, line 38).
+BINNED = ("phase 2 binned to 64 tokens (LDDL --bin-size 64, scripts/run_pretraining.sh @729963dd): sequences "
+          "padded to their bin, not to 512")
+FUSED_MHA = ("cuDNN fused multi-head attention (fuse_mha true, scripts/run_pretraining.sh @729963dd line 60; "
+             "README changelog July 2023): no attention-score tensor in memory")
+PADDLE_V1 = "NVIDIA/DeepLearningExamples @cfdbf4ed"  # PaddlePaddle BERT's initial release (Nov 2022)
+PYTORCH_2006 = "NVIDIA/DeepLearningExamples @78ec6802"  # the PyTorch BERT README before LDDL (Aug 2021)
+
 
 ROWS = (
     Published("bert-large", "A100 80GB", 256, 128, 32, 580.0,
@@ -130,13 +147,14 @@ ROWS = (
               "80GB)', row GPUs 1, seq 128, mixed precision", FUSER),
     Published("bert-large", "A100 80GB", 32, 512, 128, 210.0,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x A100 "
-              "80GB)', row GPUs 1, seq 512, mixed precision", FUSER),
+              "80GB)', row GPUs 1, seq 512, mixed precision", FUSER, unmodelled=BINNED),
     Published("bert-large", "A100 80GB", 256, 128, 32, 694.0,
               f"{DLE} PaddlePaddle/LanguageModeling/BERT/README.md, table 'Training performance: NVIDIA DGX "
-              "A100 (8x A100 80GB)', row GPUs 1, seq 128, mixed precision", FUSER),
+              "A100 (8x A100 80GB)', row GPUs 1, seq 128, mixed precision", FUSER, unmodelled=FUSED_MHA),
     Published("bert-large", "A100 80GB", 32, 512, 128, 264.0,
               f"{DLE} PaddlePaddle/LanguageModeling/BERT/README.md, table 'Training performance: NVIDIA DGX "
-              "A100 (8x A100 80GB)', row GPUs 1, seq 512, mixed precision", FUSER),
+              "A100 (8x A100 80GB)', row GPUs 1, seq 512, mixed precision", FUSER,
+              unmodelled=f"{FUSED_MHA}; {BINNED}"),
     Published("resnet50", "A100 80GB", 256, 224, 1, 2470.0,
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
               "NVIDIA DGX A100 (8x A100 80GB)', row GPUs 1, mixed precision (batch 256, the script's default)", EAGER),
@@ -154,7 +172,8 @@ ROWS = (
               "GPUs 1, seq 128, mixed precision (4096 accumulated over 64 steps: batch 64)", FUSER),
     Published("bert-large", "V100 32GB", 8, 512, 256, 75.0,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX-1 With 32G', row "
-              "GPUs 1, seq 512, mixed precision (2048 accumulated over 256 steps: batch 8)", FUSER),
+              "GPUs 1, seq 512, mixed precision (2048 accumulated over 256 steps: batch 8)", FUSER,
+              unmodelled=BINNED),
     Published("resnet50", "V100 16GB", 256, 224, 1, 1200.0,
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
               "NVIDIA DGX-1 16GB (8x V100 16GB)', row GPUs 1, mixed precision (batch 256, the script's default)", EAGER),
@@ -196,7 +215,7 @@ ROWS = (
               "80GB)', row GPUs 8, seq 128, mixed precision (4591 / 8)", FUSER, gpus=8),
     Published("bert-large", "A100 80GB", 32, 512, 128, 1657.0 / 8,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x A100 "
-              "80GB)', row GPUs 8, seq 512, mixed precision (1657 / 8)", FUSER, gpus=8),
+              "80GB)', row GPUs 8, seq 512, mixed precision (1657 / 8)", FUSER, gpus=8, unmodelled=BINNED),
     Published("resnet50", "A100 80GB", 256, 224, 1, 16621.0 / 8,
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
               "NVIDIA DGX A100 (8x A100 80GB)', row GPUs 8, mixed precision (16621 / 8)", EAGER, gpus=8,
@@ -206,7 +225,7 @@ ROWS = (
               "GPUs 8, seq 128, mixed precision (1746 / 8)", FUSER, gpus=8),
     Published("bert-large", "V100 32GB", 8, 512, 256, 586.0 / 8,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX-1 With 32G', row "
-              "GPUs 8, seq 512, mixed precision (586 / 8)", FUSER, gpus=8),
+              "GPUs 8, seq 512, mixed precision (586 / 8)", FUSER, gpus=8, unmodelled=BINNED),
     Published("resnet50", "V100 16GB", 256, 224, 1, 8322.0 / 8,
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
               "NVIDIA DGX-1 16GB (8x V100 16GB)', row GPUs 8, mixed precision (8322 / 8)", EAGER, gpus=8,
@@ -243,6 +262,28 @@ ROWS = (
           ("se-resnext101-32x4d", "A100 80GB", 128, 5779.0, "NVIDIA DGX A100 (8x A100 80GB)"),
           ("se-resnext101-32x4d", "V100 16GB", 112, 2971.0, "NVIDIA DGX-1 16GB (8x V100 16GB)"),
           ("se-resnext101-32x4d", "V100 32GB", 112, 2925.0, "NVIDIA DGX-1 32GB (8x V100 32GB)"))),
+    # PaddlePaddle BERT's initial release, the same table before binning and fused attention (round 6): the
+    # PaddlePaddle:22.08-py3 container (README line 872), phase 2 from the HDF5 set padded to 512
+    # (`hdf5_..._seq_len_512_...`, scripts/run_pretraining.sh line 38), the encoder unfused (modeling.py line 150,
+    # `self.fuse = False`) and no fuse_gemm_epilogue (program.py's create_strategy sets none: eager), AMP without
+    # --use-pure-fp16 (FP32 gradients, 4 bytes, all-reduced fused: fuse_all_reduce_ops).
+    *(Published("bert-large", "A100 80GB", b, seq, acc, total / gpus,
+                f"{PADDLE_V1} PaddlePaddle/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x "
+                f"A100 80GB)', row GPUs {gpus}, seq {seq}, mixed precision ({total:g} / {gpus}; PaddlePaddle:22.08, "
+                "HDF5 data padded to the sequence length)", EAGER, gpus=gpus, grad_bytes=4)
+      for gpus, b, seq, acc, total in ((1, 256, 128, 32, 529.0), (1, 32, 512, 128, 103.0),
+                                       (8, 256, 128, 32, 4200.0), (8, 32, 512, 128, 823.0))),
+    # PyTorch BERT before LDDL (README @78ec6802, line 848: pytorch:20.06-py3 on DGX A100 40GB): phase 2 from the
+    # HDF5 set padded to 512 (scripts/run_pretraining.sh line 40); the model eager but for a scripted bias-GeLU
+    # and apex's LayerNorm kernel (modeling.py lines 123, 300: taken as unfused); FP16 gradients all-reduced after
+    # accumulation (run_pretraining.sh line 31). The table's first column is the accumulated batch per GPU (65536
+    # over 1024 steps: 64).
+    *(Published("bert-large", "A100 40GB", b, seq, acc, total / gpus,
+                f"{PYTORCH_2006} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x A100 "
+                f"40GB)', row GPUs {gpus}, seq {seq}, mixed precision ({total:g} / {gpus}; pytorch:20.06, HDF5 data "
+                "padded to the sequence length)", EAGER, gpus=gpus)
+      for gpus, b, seq, acc, total in ((1, 64, 128, 1024, 415.0), (1, 16, 512, 2048, 78.0),
+                                       (8, 64, 128, 128, 3231.0), (8, 16, 512, 256, 620.0))),
 )
 
 
@@ -345,7 +386,8 @@ def results(launch_s: float = 0.0) -> list[dict[str, object]]:
     for row in ROWS:
         rec: dict[str, object] = {"model": row.model, "traced": row.traced, "gpu": row.gpu, "gpus": row.gpus,
                                   "batch": row.batch, "seq": row.seq, "accumulation": row.accumulation,
-                                  "fused": row.fused, "measured": row.measured, "source": row.source}
+                                  "fused": row.fused, "measured": row.measured, "source": row.source,
+                                  "unmodelled": row.unmodelled}
         try:
             p = predict(row, launch_s)
         except Exception as exc:  # a model that cannot be traced is reported; the rest go on
@@ -364,17 +406,27 @@ def results(launch_s: float = 0.0) -> list[dict[str, object]]:
 
 def summary(recs: list[dict[str, object]]) -> dict[str, object]:
     """The counts the must-hold reads: rows within, (model, GPU) pairs with every row within (all, A100/H100,
-    single-GPU rows only); a row that failed counts as not within."""
+    single-GPU rows only); a row that failed counts as not within. The `comparable_*` counts are the same over
+    the rows whose measured run the trace represents (no `unmodelled` condition: round 6)."""
     pairs: dict[tuple[str, str], list[bool]] = {}
     single: dict[tuple[str, str], list[bool]] = {}
+    comparable: dict[tuple[str, str], list[bool]] = {}
     for r in recs:
         key = (str(r["model"]), str(r["gpu"]))
         ok = bool(r.get("within", False))
         pairs.setdefault(key, []).append(ok)
         if r["gpus"] == 1:
             single.setdefault(key, []).append(ok)
+        if not r.get("unmodelled"):
+            comparable.setdefault(key, []).append(ok)
     a100 = {k: v for k, v in pairs.items() if k[1].startswith(("A100", "H100"))}
-    return {"rows": len(recs), "rows_within": sum(bool(r.get("within", False)) for r in recs),
+    a100_comparable = {k: v for k, v in comparable.items() if k[1].startswith(("A100", "H100"))}
+    return {"comparable_rows": sum(len(v) for v in comparable.values()),
+            "comparable_rows_within": sum(sum(v) for v in comparable.values()),
+            "comparable_pairs_within": [f"{m} on {g}" for (m, g), v in comparable.items() if all(v)],
+            "comparable_a100_h100_pairs": len(a100_comparable),
+            "comparable_a100_h100_pairs_within": [f"{m} on {g}" for (m, g), v in a100_comparable.items() if all(v)],
+            "rows": len(recs), "rows_within": sum(bool(r.get("within", False)) for r in recs),
             "pairs": len(pairs), "pairs_within": [f"{m} on {g}" for (m, g), v in pairs.items() if all(v)],
             "a100_h100_pairs": len(a100), "a100_h100_pairs_within": [f"{m} on {g}" for (m, g), v in a100.items() if all(v)],
             "single_gpu_pairs": len(single),
@@ -387,18 +439,20 @@ def table(recs: list[dict[str, object]], summ: dict[str, object]) -> list[str]:
              "predicted / measured | within ±25 % | round 1 pred / meas | round 2 pred / meas | round 3 pred / meas "
              "(no tile quantization) | round 4 pred / meas (read / cudaMemcpy HBM figures) | CUTLASS default tile "
              "only | step time by bound (one stream) | optimizer + all-reduce share | datasheet peak tensor rate the "
-             "measurement sustains | source |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "measurement sustains | measured run's conditions the trace does not represent | source |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
         head = (f"| {r['traced']} | {r['gpu']} ×{r['gpus']} | {r['batch']} × {r['seq']} ({r['accumulation']}) | "
                 f"{'yes' if r['fused'] else 'no (eager)'} | {r['measured']:g} | ")
         if "error" in r:
-            lines.append(head + f"failed: {r['error']} | — | no | — | — | — | — | — | — | — | — | {r['source']} |")
+            lines.append(head + f"failed: {r['error']} | — | no | — | — | — | — | — | — | — | — | "
+                         f"{r.get('unmodelled') or 'none known'} | {r['source']} |")
             continue
         lines.append(head + f"{r['predicted']:.4g} | {r['ratio']:.2f} | {'yes' if r['within'] else 'no'} | "
                      f"{r['round1']:.2f} | {r['round2']:.2f} | {r['round3']:.2f} | {r['round4']:.2f} | "
                      f"{r['cutlass']:.2f} | {r['why']} | "
-                     f"{r['opt_share']:.1%} | {r['sustained']:.0%} | {r['source']} |")
+                     f"{r['opt_share']:.1%} | {r['sustained']:.0%} | {r.get('unmodelled') or 'none known'} | "
+                     f"{r['source']} |")
 
     def names(key: str) -> str:
         got = summ[key]
@@ -409,7 +463,11 @@ def table(recs: list[dict[str, object]], summ: dict[str, object]) -> list[str]:
               f"within: {len(summ['pairs_within'])} of {summ['pairs']} ({names('pairs_within')}); A100/H100 pairs "
               f"with every row within: {len(summ['a100_h100_pairs_within'])} of {summ['a100_h100_pairs']}; pairs whose "
               f"single-GPU rows are all within (multi-GPU rows set aside): {len(summ['single_gpu_pairs_within'])} of "
-              f"{summ['single_gpu_pairs']} ({names('single_gpu_pairs_within')})."]
+              f"{summ['single_gpu_pairs']} ({names('single_gpu_pairs_within')}). Rows whose measured run the trace "
+              f"represents (no condition in the conditions column): {summ['comparable_rows_within']} of "
+              f"{summ['comparable_rows']} within; A100/H100 pairs with every such row within: "
+              f"{len(summ['comparable_a100_h100_pairs_within'])} of {summ['comparable_a100_h100_pairs']} "
+              f"({names('comparable_a100_h100_pairs_within')})."]
     return lines
 
 

@@ -73,3 +73,42 @@ def test_every_gpu_template_takes_its_hbm_figure_from_one_definition() -> None:
     # The earlier rounds' column keeps the earlier figures.
     assert bench.ROUND4_GPUS["A100 80GB"].bandwidth_gbs == C.A100_80GB_HBM_ACHIEVED_GBS
     assert bench.ROUND4_GPUS["V100 16GB"].bandwidth_gbs == C.V100_HBM_ACHIEVED_GBS
+
+
+def test_rows_measured_under_conditions_the_trace_does_not_represent_are_counted_apart() -> None:
+    # Round 6: a row whose run did something the trace does not represent (phase 2 binned to 64 tokens, cuDNN's
+    # fused attention) stays in the table and the all-rows counts, and is left out of the comparable counts.
+    recs = [_rec("bert-large", "A100 80GB", 1.10), {**_rec("bert-large", "A100 80GB", 0.60), "unmodelled": "binned"},
+            _rec("resnet50", "A100 80GB", 1.30), {**_rec("resnet50", "V100 16GB", 1.0), "unmodelled": ""}]
+    summ = bench.summary(recs)
+    assert summ["rows_within"] == 2 and summ["a100_h100_pairs_within"] == []
+    assert summ["comparable_rows"] == 3 and summ["comparable_rows_within"] == 2
+    assert summ["comparable_a100_h100_pairs"] == 2
+    assert summ["comparable_a100_h100_pairs_within"] == ["bert-large on A100 80GB"]
+    assert summ["comparable_pairs_within"] == ["bert-large on A100 80GB", "resnet50 on V100 16GB"]
+    lines = bench.table(recs, summ)
+    body = [line for line in lines if line.startswith("| ") and not line.startswith("| model")]
+    assert [line.split(" | ")[-2] for line in body] == ["none known", "binned", "none known", "none known"]
+    assert "2 of 3 within; A100/H100 pairs with every such row within: 1 of 2 (bert-large on A100 80GB)" in lines[-1]
+
+
+def test_every_binned_or_fused_attention_bert_row_says_so_and_the_padded_unfused_runs_are_in_the_table() -> None:
+    # The PyTorch BERT tables (pytorch:21.11) read phase 2 binned to 64 tokens; PaddlePaddle's current table ran
+    # cuDNN fused attention (and phase 2 binned); its initial release (@cfdbf4ed, PaddlePaddle 22.08) ran padded
+    # HDF5 data with the encoder unfused: those rows are what the trace represents.
+    bert = [r for r in bench.ROWS if r.model == "bert-large"]
+    for r in bert:
+        pytorch_21_11 = "PyTorch/" in r.source and r.gpu != "A100 40GB"
+        paddle_now = "PaddlePaddle/" in r.source and bench.PADDLE_V1 not in r.source
+        assert ("binned" in r.unmodelled) == ((pytorch_21_11 and r.seq == 512) or (paddle_now and r.seq == 512)), r
+        assert ("fused multi-head attention" in r.unmodelled) == paddle_now, r
+    v1 = {(r.gpus, r.seq): r for r in bert if bench.PADDLE_V1 in r.source}
+    assert {k: v.measured * k[0] for k, v in v1.items()} == {(1, 128): 529.0, (1, 512): 103.0, (8, 128): 4200.0,
+                                                             (8, 512): 823.0}
+    assert all(not r.fused and not r.unmodelled and r.grad_bytes == 4 for r in v1.values())
+    assert {(r.seq, r.batch, r.accumulation) for r in v1.values()} == {(128, 256, 32), (512, 32, 128)}
+    # PyTorch BERT before LDDL (@78ec6802, pytorch:20.06, DGX A100 40GB): padded HDF5 data, FP16 gradients.
+    old = {(r.gpus, r.seq): r for r in bert if bench.PYTORCH_2006 in r.source}
+    assert {k: v.measured * k[0] for k, v in old.items()} == {(1, 128): 415.0, (1, 512): 78.0, (8, 128): 3231.0,
+                                                              (8, 512): 620.0}
+    assert all(r.gpu == "A100 40GB" and not r.unmodelled and r.grad_bytes == 2 for r in old.values())
