@@ -77,7 +77,7 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment,
         if chain.forward is not None:
             scopes.append((chain.name, chain.forward, chain, "forward"))
     run_elsewhere = chain_statements(module_file)
-    # Every rule matches in canonical form; taken once per file, not once per rule and scope.
+    # Every rule matches in canonical form: taken once per call, not once per rule and scope.
     canonical = [canonical_rule(r) for r in rules]
     about_functions = [r for r in canonical if r.scope == "function"]
     for scope_name, forward, owner, kind in scopes:
