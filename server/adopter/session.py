@@ -158,9 +158,13 @@ class UnitMatcher:
     is never reused while cached) and the context they were matched with. The units' findings then
     go through the engine's file-level reduction (one finding per site across classes: an inherited
     forward is the defining class's site), so the result equals `check` of the whole file.
+
+    `remember=False`: matched once (`Session.analysed` of a text), so no rule's result is kept for a later
+    match (`MatchMemo`, with the questions each rule asked of `__init__`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, remember: bool = True) -> None:
+        self.remember = remember
         self._cache: dict[int, tuple[object, tuple[Finding, ...], tuple[Problem, ...]]] = {}
         # The units the last match dropped (one generation): the analysis hands back a unit's previous
         # object when its text returns (a keystroke deleted again, an undo), and its findings are here.
@@ -203,7 +207,7 @@ class UnitMatcher:
                     if forward is not None:
                         self._memo.restored(unit.name, forward)
             if cached is None or cached[0] is not unit:
-                result = check(single, context.rules, context.environment, self._memo)
+                result = check(single, context.rules, context.environment, self._memo if self.remember else None)
                 cached = (unit, tuple(result.findings), tuple(result.problems))
             fresh[id(unit)] = cached
             extra = wrapped.get(id(unit)) if wrapped else None
@@ -408,7 +412,7 @@ class Session:
         complete = True
         if self.context.environment is not None:
             try:
-                findings, found = (matcher or UnitMatcher()).match(module_file, self.context)
+                findings, found = (matcher or UnitMatcher(remember=False)).match(module_file, self.context)
                 problems.extend(found)
             except Exception as exc:  # a failing engine is a problem, never a dead caller
                 problems.append(problem(f"Adopter: rule matching failed ({type(exc).__name__}: {exc})"))

@@ -40,7 +40,7 @@ def analyse(
         # The same code path as the incremental DocumentAnalysis, with a fresh (empty) cache.
         if tree is None:
             tree = new_parser().parse(data)
-        return Analyser(resolver, reach).run(data, tree, path)
+        return Analyser(resolver, reach, remember=False).run(data, tree, path)
     except Exception as exc:  # the contract: never raise, report
         return ModuleFile(
             path,

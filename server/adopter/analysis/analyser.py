@@ -119,8 +119,12 @@ class _Flow:
 class Analyser:
     """Analyses parsed files; keeps the per-unit cache between runs on the same document."""
 
-    def __init__(self, resolver: ModuleResolver | None = None, reach: CrossFileReach | None = None) -> None:
+    def __init__(self, resolver: ModuleResolver | None = None, reach: CrossFileReach | None = None, *,
+                 remember: bool = True) -> None:
         self.resolver = resolver or default_resolver()
+        # False: one run only (`analyse`), so no later run checks what a unit consulted: the names are not
+        # recorded and no dependency fingerprint is computed (a tenth of the analysis's calls).
+        self.remember = remember
         # Cross-file reach reads the disk: only with the disk resolver (not an archive's) by default.
         self.reach = reach if reach is not None else (default_reach() if resolver is None else None)
         self.cache: dict[str, _Entry] = {}
@@ -368,7 +372,7 @@ class Analyser:
                 if kept is not cached and isinstance(kept.result, Architecture):
                     self._restored(kept.result)
                 return kept
-        symbols.consulted = set()
+        symbols.consulted = set() if self.remember else None
         problems: list[Problem] = []
         try:
             assert callable(build)
@@ -376,7 +380,9 @@ class Analyser:
         finally:
             consulted = symbols.consulted
             symbols.consulted = None
-            consulted |= extra_deps() if callable(extra_deps) else extra_deps
+            if consulted is not None:
+                consulted |= extra_deps() if callable(extra_deps) else extra_deps
+        consulted = consulted or set()
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted))
         if cached is not None and identical(result, cached.result):
             result = cached.result  # the very same object: its findings and diagnostics are reused downstream
@@ -464,16 +470,16 @@ class Analyser:
                 problems.extend(kept.problems)
                 flows.insert(0, flows.pop(i))
                 return kept.forward
-        symbols.consulted = set()
+        symbols.consulted = set() if self.remember else None
         before = len(problems)
         try:
             forward = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless).function(node, owner)
         finally:
             consulted = symbols.consulted
             symbols.consulted = outer
-            if outer is not None:
+            if outer is not None and consulted is not None:
                 outer |= consulted
-        deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted))
+        deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted or ()))
         flows.insert(0, _Flow(key, deps, forward, tuple(problems[before:])))
         del flows[2:]
         return forward
@@ -518,7 +524,7 @@ class Analyser:
                 fresh[key] = kept
                 return kept
         problems: list[Problem] = []
-        symbols.consulted = set()
+        symbols.consulted = set() if self.remember else None
         try:
             root = src.tree.root_node
             forward = canonical_forward(FlowAnalysis(src, symbols, None, None, frozenset(), problems).statements(
@@ -527,7 +533,7 @@ class Analyser:
         finally:
             consulted = symbols.consulted
             symbols.consulted = None
-        deps = (("<starts>", starts), *sorted((n, symbols.fingerprint(n)) for n in consulted))
+        deps = (("<starts>", starts), *sorted((n, symbols.fingerprint(n)) for n in consulted or ()))
         entry = _Entry(text, (0, 0), deps, forward, tuple(problems))
         fresh[key] = entry
         self.reanalysed.append(key)

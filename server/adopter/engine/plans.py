@@ -54,17 +54,31 @@ def _init_callees(rule: Rule) -> tuple[frozenset[str], ...]:
     return cached[1]
 
 
+_QUICK: dict[int, tuple[Rule, tuple[tuple[tuple[str, str], ...], ...], tuple[frozenset[str], ...]]] = {}
+
+
+def _quick_keys(rule: Rule) -> tuple[tuple[tuple[tuple[str, str], ...], ...], tuple[frozenset[str], ...]]:
+    """`literal_requirements(rule)`, and the callee names of each init pattern a match must bind
+    (`required_init_vars`); cached per rule, as `quick_possible` asks for every scope."""
+    cached = _QUICK.get(id(rule))
+    if cached is None or cached[0] is not rule:
+        needed = required_init_vars(rule)
+        callees = tuple(names for b, names in zip(rule.init, _init_callees(rule)) if b.var.lstrip("$") in needed)
+        cached = (rule, literal_requirements(rule), callees)
+        _QUICK[id(rule)] = cached
+    return cached[1], cached[2]
+
+
 def quick_possible(rule: Rule, keys: set[tuple[str, str]], init: InitIndex) -> bool:
     """A cheap necessary condition for `rule` to match a forward with op `keys` and bindings `init`."""
     if not rule.forward:
         return False
-    for required in literal_requirements(rule):
+    requirements, init_callees = _quick_keys(rule)
+    for required in requirements:
         if keys.isdisjoint(required):
             return False
     callees = init.callees
-    needed = required_init_vars(rule)
-    return all(not callees.isdisjoint(names) for b, names in zip(rule.init, _init_callees(rule))
-               if b.var.lstrip("$") in needed)
+    return all(not callees.isdisjoint(names) for names in init_callees)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -77,11 +77,14 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment,
         if chain.forward is not None:
             scopes.append((chain.name, chain.forward, chain, "forward"))
     run_elsewhere = chain_statements(module_file)
+    # Every rule matches in canonical form: taken once per call, not once per rule and scope.
+    canonical = [canonical_rule(r) for r in rules]
+    about_functions = [r for r in canonical if r.scope == "function"]
     for scope_name, forward, owner, kind in scopes:
         init = InitIndex.of(owner if isinstance(owner, Architecture) else None)
         # A helper that nothing in the file names is not part of any forward here: only rules about
         # functions themselves (an optimizer built in a training script's function) apply to it.
-        live = rules if forward.referenced else [r for r in rules if r.scope == "function"]
+        live = canonical if forward.referenced else about_functions
         kept = memo.scope(scope_name, kind, forward) if memo is not None else None
         start = len(findings)
         _match_scope(scope_name, forward, init, kind, live, module_file.path, env, findings, problems, kept)
@@ -224,15 +227,15 @@ def reduce_sites(findings: Sequence[Finding], class_spans: dict[str, Span]) -> t
 def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, rules: Sequence[Rule],
                  path: str | None, env: Environment, findings: list[Finding], problems: list[Problem],
                  kept: dict[str, _RuleResult] | None = None) -> None:
-    """Match every rule in one forward (or function), appending findings and problems. `kept`: the
+    """Match every rule (`rules`: in canonical form) in one forward (or function), appending findings and
+    problems. `kept`: the
     rules' last results in this same forward (`MatchMemo.scope`), reused where `init` answers as before;
     each rule matched here is stored there."""
     try:
         keys = op_keys(forward.body)
         # Every rule matches module-level functions too (`eager_attention_forward`, a timm helper):
         # rules that need `__init__` bindings simply find none there.
-        canonical = (canonical_rule(r) for r in rules)
-        candidates = [r for r in canonical if quick_possible(r, keys, init)]
+        candidates = [r for r in rules if quick_possible(r, keys, init)]
         if not candidates:
             return
         flat = flatten(forward)
