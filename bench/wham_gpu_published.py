@@ -35,10 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
 from adopter.wham import constants as C
 from adopter.wham.cost import allreduce_cycles, op_cost
+from adopter.wham.cuda_step import autocast, fused_dropout
 from adopter.wham.evaluate import Evaluator, segments_flops
 from adopter.wham.gpu import GpuStep, TileModel, serial_step
+from adopter.wham.graph import Workload, build_workload
 from adopter.wham.hardware import Constraints, Design
-from adopter.wham.models import WorkloadSpec, load_workload
+from adopter.wham.models import WorkloadSpec, load_workload, trace_raw
 
 # The GPUs as templates, every figure from `constants` (whitepapers and datasheets, cited there): the Tensor
 # Cores as arrays (A100: 256 FMA a clock = 16×16; V100: a 4×4×4 FMA = 64 a clock, modelled as 8×8), the FP32
@@ -109,6 +111,7 @@ class Published:
     gpus: int = 1  # a multi-GPU row: `measured` is the table's total / gpus
     grad_bytes: int = 2  # bytes per gradient element the data-parallel all-reduce sends
     unmodelled: str = ""  # what the measured run did that the trace does not represent, per its source ("": none)
+    precision: str = ""  # how a PyTorch run computes in mixed precision (AUTOCAST, HALF); "": another framework
 
     @property
     def traced(self) -> str:
@@ -137,6 +140,16 @@ BINNED = ("phase 2 binned to 64 tokens (LDDL --bin-size 64, scripts/run_pretrain
           "padded to their bin, not to 512")
 FUSED_MHA = ("cuDNN fused multi-head attention (fuse_mha true, scripts/run_pretraining.sh @729963dd line 60; "
              "README changelog July 2023): no attention-score tensor in memory")
+# How each PyTorch run computes in mixed precision (round 7), from its source; both run PyTorch's CUDA dropout kernel
+# (`cuda_step.fused_dropout`). AUTOCAST: the ConvNets' image_classification/training.py runs the step under
+# `with autocast(enabled=self.amp)` (line 91 @729963dd; native AMP since 097c7ff9, 2021-03-04, before the
+# pytorch-21.03 tables) with FP32 parameters and a GradScaler (main.py line 477): `cuda_step.autocast`. HALF: the
+# BERT runs hold the model in FP16 — pytorch:21.11 calls `model.half()` when --allreduce_post_accumulation_fp16
+# (run_pretraining.py lines 414-417; scripts/run_pretraining.sh line 31 sets it by default) and leaves autocast off
+# (line 519); pytorch:20.06 uses apex `amp.initialize(..., opt_level="O2")` (run_pretraining.py line 391
+# @78ec6802): FP16 weights, no per-op casts — every op at 16 bits, as the trace counts it (the FP32 master weights
+# are the optimizer's, once per accumulated step).
+AUTOCAST, HALF = "torch.cuda.amp autocast", "FP16 model (model.half / apex O2)"
 PADDLE_V1 = "NVIDIA/DeepLearningExamples @cfdbf4ed"  # PaddlePaddle BERT's initial release (Nov 2022)
 PYTORCH_2006 = "NVIDIA/DeepLearningExamples @78ec6802"  # the PyTorch BERT README before LDDL (Aug 2021)
 
@@ -144,10 +157,10 @@ PYTORCH_2006 = "NVIDIA/DeepLearningExamples @78ec6802"  # the PyTorch BERT READM
 ROWS = (
     Published("bert-large", "A100 80GB", 256, 128, 32, 580.0,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x A100 "
-              "80GB)', row GPUs 1, seq 128, mixed precision", FUSER),
+              "80GB)', row GPUs 1, seq 128, mixed precision", FUSER, precision=HALF),
     Published("bert-large", "A100 80GB", 32, 512, 128, 210.0,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x A100 "
-              "80GB)', row GPUs 1, seq 512, mixed precision", FUSER, unmodelled=BINNED),
+              "80GB)', row GPUs 1, seq 512, mixed precision", FUSER, unmodelled=BINNED, precision=HALF),
     Published("bert-large", "A100 80GB", 256, 128, 32, 694.0,
               f"{DLE} PaddlePaddle/LanguageModeling/BERT/README.md, table 'Training performance: NVIDIA DGX "
               "A100 (8x A100 80GB)', row GPUs 1, seq 128, mixed precision", FUSER, unmodelled=FUSED_MHA),
@@ -157,7 +170,7 @@ ROWS = (
               unmodelled=f"{FUSED_MHA}; {BINNED}"),
     Published("resnet50", "A100 80GB", 256, 224, 1, 2470.0,
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
-              "NVIDIA DGX A100 (8x A100 80GB)', row GPUs 1, mixed precision (batch 256, the script's default)", EAGER),
+              "NVIDIA DGX A100 (8x A100 80GB)', row GPUs 1, mixed precision (batch 256, the script's default)", EAGER, precision=AUTOCAST),
     Published("bert-large", "A100 40GB", 64, 128, 1024, 356.845,
               f"{DLE} TensorFlow/LanguageModeling/BERT/README.md, table 'Pre-training training performance: "
               "single-node on DGX A100 40GB', row GPUs 1, seq 128, mixed precision (batch 64, accumulation 1024)", FUSER),
@@ -169,17 +182,17 @@ ROWS = (
               "NVIDIA DGX A100 (8x A100 40GB)', row GPUs 1, mixed precision + XLA (batch 256)", FUSER),
     Published("bert-large", "V100 32GB", 64, 128, 64, 224.0,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX-1 With 32G', row "
-              "GPUs 1, seq 128, mixed precision (4096 accumulated over 64 steps: batch 64)", FUSER),
+              "GPUs 1, seq 128, mixed precision (4096 accumulated over 64 steps: batch 64)", FUSER, precision=HALF),
     Published("bert-large", "V100 32GB", 8, 512, 256, 75.0,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX-1 With 32G', row "
               "GPUs 1, seq 512, mixed precision (2048 accumulated over 256 steps: batch 8)", FUSER,
-              unmodelled=BINNED),
+              unmodelled=BINNED, precision=HALF),
     Published("resnet50", "V100 16GB", 256, 224, 1, 1200.0,
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
-              "NVIDIA DGX-1 16GB (8x V100 16GB)', row GPUs 1, mixed precision (batch 256, the script's default)", EAGER),
+              "NVIDIA DGX-1 16GB (8x V100 16GB)', row GPUs 1, mixed precision (batch 256, the script's default)", EAGER, precision=AUTOCAST),
     Published("resnet50", "V100 32GB", 256, 224, 1, 1156.0,
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
-              "NVIDIA DGX-1 32GB (8x V100 32GB)', row GPUs 1, mixed precision (batch 256, the script's default)", EAGER),
+              "NVIDIA DGX-1 32GB (8x V100 32GB)', row GPUs 1, mixed precision (batch 256, the script's default)", EAGER, precision=AUTOCAST),
     Published("resnet50", "V100 16GB", 256, 224, 1, 1270.0,
               f"{DLE} TensorFlow/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
               "NVIDIA DGX-1 (8x V100 16G)', row GPUs 1, mixed precision + XLA (batch 256)", FUSER),
@@ -187,7 +200,7 @@ ROWS = (
     # on DGX A100; on DGX-1V 128 and 112; memory_format nhwc; eager, like the ResNet-50 rows: the same main.py).
     *(Published(m, gpu, b, 224, 1, meas,
                 f"{DLE} PyTorch/Classification/ConvNets/{m}/README.md, table 'Training performance: {table}', row GPUs "
-                f"1, mixed precision (batch {b}: configs.yml, {m}, {plat} AMP)", EAGER)
+                f"1, mixed precision (batch {b}: configs.yml, {m}, {plat} AMP)", EAGER, precision=AUTOCAST)
       for m, gpu, b, meas, table, plat in (
           ("resnext101-32x4d", "A100 80GB", 128, 1211.0, "NVIDIA DGX A100 (8x A100 80GB)", "DGXA100"),
           ("resnext101-32x4d", "V100 16GB", 128, 587.0, "NVIDIA DGX-1 16GB (8x V100 16GB)", "DGX1V"),
@@ -212,28 +225,28 @@ ROWS = (
     # with the backward pass (an upper bound on its cost).
     Published("bert-large", "A100 80GB", 256, 128, 32, 4591.0 / 8,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x A100 "
-              "80GB)', row GPUs 8, seq 128, mixed precision (4591 / 8)", FUSER, gpus=8),
+              "80GB)', row GPUs 8, seq 128, mixed precision (4591 / 8)", FUSER, gpus=8, precision=HALF),
     Published("bert-large", "A100 80GB", 32, 512, 128, 1657.0 / 8,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x A100 "
-              "80GB)', row GPUs 8, seq 512, mixed precision (1657 / 8)", FUSER, gpus=8, unmodelled=BINNED),
+              "80GB)', row GPUs 8, seq 512, mixed precision (1657 / 8)", FUSER, gpus=8, unmodelled=BINNED, precision=HALF),
     Published("resnet50", "A100 80GB", 256, 224, 1, 16621.0 / 8,
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
               "NVIDIA DGX A100 (8x A100 80GB)', row GPUs 8, mixed precision (16621 / 8)", EAGER, gpus=8,
-              grad_bytes=4),
+              grad_bytes=4, precision=AUTOCAST),
     Published("bert-large", "V100 32GB", 64, 128, 64, 1746.0 / 8,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX-1 With 32G', row "
-              "GPUs 8, seq 128, mixed precision (1746 / 8)", FUSER, gpus=8),
+              "GPUs 8, seq 128, mixed precision (1746 / 8)", FUSER, gpus=8, precision=HALF),
     Published("bert-large", "V100 32GB", 8, 512, 256, 586.0 / 8,
               f"{DLE} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX-1 With 32G', row "
-              "GPUs 8, seq 512, mixed precision (586 / 8)", FUSER, gpus=8, unmodelled=BINNED),
+              "GPUs 8, seq 512, mixed precision (586 / 8)", FUSER, gpus=8, unmodelled=BINNED, precision=HALF),
     Published("resnet50", "V100 16GB", 256, 224, 1, 8322.0 / 8,
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
               "NVIDIA DGX-1 16GB (8x V100 16GB)', row GPUs 8, mixed precision (8322 / 8)", EAGER, gpus=8,
-              grad_bytes=4),
+              grad_bytes=4, precision=AUTOCAST),
     Published("resnet50", "V100 32GB", 256, 224, 1, 8056.0 / 8,
               f"{DLE} PyTorch/Classification/ConvNets/resnet50v1.5/README.md, table 'Training performance: "
               "NVIDIA DGX-1 32GB (8x V100 32GB)', row GPUs 8, mixed precision (8056 / 8)", EAGER, gpus=8,
-              grad_bytes=4),
+              grad_bytes=4, precision=AUTOCAST),
     # TensorFlow ConvNets 8-GPU rows (Horovod's DistributedOptimizer with no compression: FP32 gradients of the
     # AMP graph's FP32 variables, 4 bytes).
     Published("resnet50", "A100 40GB", 256, 224, 1, 17400.0 / 8,
@@ -254,7 +267,7 @@ ROWS = (
               grad_bytes=4),
     *(Published(m, gpu, b, 224, 1, total / 8,
                 f"{DLE} PyTorch/Classification/ConvNets/{m}/README.md, table 'Training performance: {table}', row GPUs "
-                f"8, mixed precision ({total:g} / 8)", EAGER, gpus=8, grad_bytes=4)
+                f"8, mixed precision ({total:g} / 8)", EAGER, gpus=8, grad_bytes=4, precision=AUTOCAST)
       for m, gpu, b, total, table in (
           ("resnext101-32x4d", "A100 80GB", 128, 7925.0, "NVIDIA DGX A100 (8x A100 80GB)"),
           ("resnext101-32x4d", "V100 16GB", 128, 4065.0, "NVIDIA DGX-1 16GB (8x V100 16GB)"),
@@ -281,10 +294,21 @@ ROWS = (
     *(Published("bert-large", "A100 40GB", b, seq, acc, total / gpus,
                 f"{PYTORCH_2006} PyTorch/LanguageModeling/BERT/README.md, table 'Pre-training NVIDIA DGX A100 (8x A100 "
                 f"40GB)', row GPUs {gpus}, seq {seq}, mixed precision ({total:g} / {gpus}; pytorch:20.06, HDF5 data "
-                "padded to the sequence length)", EAGER, gpus=gpus)
+                "padded to the sequence length)", EAGER, gpus=gpus, precision=HALF)
       for gpus, b, seq, acc, total in ((1, 64, 128, 1024, 415.0), (1, 16, 512, 2048, 78.0),
                                        (8, 64, 128, 128, 3231.0), (8, 16, 512, 256, 620.0))),
 )
+
+
+def run_workload(row: Published) -> Workload:
+    """The row's step as its run executes it: traced, then (a PyTorch run) with CUDA's dropout kernel and, under
+    autocast, FP32 parameters and ops with their casts (`adopter.wham.cuda_step`), fused as the run fuses."""
+    raw = trace_raw(WorkloadSpec(row.traced, row.batch, row.seq))
+    if row.precision:
+        raw = fused_dropout(raw)
+    if row.precision == AUTOCAST:
+        raw = autocast(raw)
+    return build_workload(raw, model=row.traced, batch=row.batch, seq=row.seq, fuse=row.fused)
 
 
 def _allreduce_s(work_params: int, row: Published, d: Design) -> float:
@@ -323,7 +347,8 @@ def predict(row: Published, launch_s: float = 0.0) -> Prediction:
     what the real run sustained over its whole step); the optimizer's share of the predicted step; and the
     earlier rounds' predictions. `launch_s`: a fixed start-up per kernel (a sensitivity, `--launch-ns`)."""
     d = GPUS[row.gpu]
-    work = load_workload(WorkloadSpec(row.traced, row.batch, row.seq), fuse=row.fused)
+    work = run_workload(row)
+    traced = load_workload(WorkloadSpec(row.traced, row.batch, row.seq), fuse=row.fused)  # rounds 3-6's step
     gs = serial_step(work, d, TILES[row.gpu], launch_s)
     tail = (gs.opt_s + _allreduce_s(work.params, row, d)) / row.accumulation
     step = gs.fb_s + tail
@@ -339,21 +364,22 @@ def predict(row: Published, launch_s: float = 0.0) -> Prediction:
     return Prediction(row.batch / step, why, row.measured * flops / peak, tail / step,
                       _overlapped(row.model, row, ROUND1_GPUS[row.gpu], True),
                       _overlapped(row.traced, row, ROUND2_GPUS[row.gpu], row.fused),
-                      rate(serial_step(work, ROUND4_GPUS[row.gpu])),
-                      rate(serial_step(work, ROUND4_GPUS[row.gpu], TILES[row.gpu])),
+                      rate(serial_step(traced, ROUND4_GPUS[row.gpu])),
+                      rate(serial_step(traced, ROUND4_GPUS[row.gpu], TILES[row.gpu])),
                       rate(serial_step(work, d, CUTLASS_ONLY[row.gpu])))
 
 
 def steps_table() -> list[str]:
     """Each row's predicted / measured after each step of rounds 3 to 5: round 2 (overlapping scheduler, round
     2's rates) → one stream (the kernels' `op_cost` summed) → batch-norm re-reads → achieved V100 / A100 40GB
-    rates (round 3) → tile and wave quantization (round 4) → every HBM figure a copy-like kernel's (round 5,
-    now); and the range's other end, CUTLASS's default tile for every GEMM."""
+    rates (round 3) → tile and wave quantization (round 4) → every HBM figure a copy-like kernel's (round 5) →
+    a PyTorch run's CUDA dropout kernel and autocast (round 7, now); and the range's other end, CUTLASS's default
+    tile for every GEMM."""
     out = ["| model | GPU × count | batch × seq | measured | round 2 (overlapped, round-2 rates) | + one stream | "
            "+ batch-norm re-reads | + V100 / A100 40GB achieved rates (round 3) | GEMMs at the tile rate, unquantized "
-           "| + tile and wave quantization, split-K (round 4) | + copy-kernel HBM on every GPU (now) | "
-           "CUTLASS default tile only |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| + tile and wave quantization, split-K (round 4) | + copy-kernel HBM on every GPU (round 5) | "
+           "+ PyTorch's CUDA dropout kernel and autocast (round 7, now) | CUTLASS default tile only |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in ROWS:
         work = load_workload(WorkloadSpec(row.traced, row.batch, row.seq), fuse=row.fused)
         d2, d3, d5 = ROUND2_GPUS[row.gpu], ROUND4_GPUS[row.gpu], GPUS[row.gpu]
@@ -368,10 +394,13 @@ def steps_table() -> list[str]:
                 plain[op.phase == "opt"] += op_cost(op, d2).cycles / hz
         with_bn, r3 = serial_step(work, d2), serial_step(work, d3)
         r4, now = serial_step(work, d3, TILES[row.gpu]), serial_step(work, d5, TILES[row.gpu])
-        flat, one = serial_step(work, d3, UNQUANTIZED[row.gpu]), serial_step(work, d5, CUTLASS_ONLY[row.gpu])
+        runs = run_workload(row)
+        flat, one = serial_step(work, d3, UNQUANTIZED[row.gpu]), serial_step(runs, d5, CUTLASS_ONLY[row.gpu])
+        r7 = serial_step(runs, d5, TILES[row.gpu])
         cells = (_overlapped(row.traced, row, d2, row.fused) / row.measured, rate(*plain, d2),
                  rate(with_bn.fb_s, with_bn.opt_s, d2), rate(r3.fb_s, r3.opt_s, d3), rate(flat.fb_s, flat.opt_s, d3),
-                 rate(r4.fb_s, r4.opt_s, d3), rate(now.fb_s, now.opt_s, d5), rate(one.fb_s, one.opt_s, d5))
+                 rate(r4.fb_s, r4.opt_s, d3), rate(now.fb_s, now.opt_s, d5), rate(r7.fb_s, r7.opt_s, d5),
+                 rate(one.fb_s, one.opt_s, d5))
         out.append(f"| {row.traced} | {row.gpu} ×{row.gpus} | {row.batch} × {row.seq} | {row.measured:g} | "
                    + " | ".join(f"{c:.2f}" for c in cells) + " |")
     return out
@@ -387,7 +416,7 @@ def results(launch_s: float = 0.0) -> list[dict[str, object]]:
         rec: dict[str, object] = {"model": row.model, "traced": row.traced, "gpu": row.gpu, "gpus": row.gpus,
                                   "batch": row.batch, "seq": row.seq, "accumulation": row.accumulation,
                                   "fused": row.fused, "measured": row.measured, "source": row.source,
-                                  "unmodelled": row.unmodelled}
+                                  "unmodelled": row.unmodelled, "precision": row.precision}
         try:
             p = predict(row, launch_s)
         except Exception as exc:  # a model that cannot be traced is reported; the rest go on
@@ -443,7 +472,8 @@ def table(recs: list[dict[str, object]], summ: dict[str, object]) -> list[str]:
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
         head = (f"| {r['traced']} | {r['gpu']} ×{r['gpus']} | {r['batch']} × {r['seq']} ({r['accumulation']}) | "
-                f"{'yes' if r['fused'] else 'no (eager)'} | {r['measured']:g} | ")
+                f"{'yes' if r['fused'] else 'no (eager)'}{'; ' + str(r['precision']) if r.get('precision') else ''} | "
+                f"{r['measured']:g} | ")
         if "error" in r:
             lines.append(head + f"failed: {r['error']} | — | no | — | — | — | — | — | — | — | — | "
                          f"{r.get('unmodelled') or 'none known'} | {r['source']} |")

@@ -112,3 +112,18 @@ def test_every_binned_or_fused_attention_bert_row_says_so_and_the_padded_unfused
     assert {k: v.measured * k[0] for k, v in old.items()} == {(1, 128): 415.0, (1, 512): 78.0, (8, 128): 3231.0,
                                                               (8, 512): 620.0}
     assert all(r.gpu == "A100 40GB" and not r.unmodelled and r.grad_bytes == 2 for r in old.values())
+
+
+def test_each_pytorch_row_says_how_its_run_computes_in_mixed_precision() -> None:
+    # Round 7: the ConvNets run under torch.cuda.amp autocast (training.py @729963dd); the BERT runs hold an FP16
+    # model (model.half() at pytorch:21.11, apex O2 at 20.06); other frameworks get neither rewrite.
+    for row in bench.ROWS:
+        if "PyTorch/Classification/ConvNets" in row.source:
+            assert row.precision == bench.AUTOCAST, row.source
+        elif "PyTorch/LanguageModeling/BERT" in row.source:
+            assert row.precision == bench.HALF, row.source
+        else:
+            assert row.precision == "", row.source
+    rec = {**_rec("resnet50", "A100 80GB", 1.1), "precision": bench.AUTOCAST}
+    line = next(x for x in bench.table([rec], bench.summary([rec])) if x.startswith("| resnet50"))
+    assert line.split("|")[4].strip() == f"no (eager); {bench.AUTOCAST}"

@@ -167,6 +167,10 @@ LEFT_OUT = ("systolic PE operand/partial-sum registers", "vector-lane register f
             "chip-to-chip interfaces)")
 
 _HOROWITZ = "Horowitz, 'Computing's energy problem (and what we can do about it)', ISSCC 2014, Fig. 1.1.9 (45 nm)"
+# How PyTorch's CUDA backend runs a mixed-precision step (adopter.wham.cuda_step; bench/wham_gpu_published.py).
+DROPOUT_MASK_BYTES = 1  # native_dropout's mask, one bool an element
+AUTOCAST_FP32_BYTES = 4  # parameters, their gradients, optimizer state and the FP32-list ops under autocast
+
 SOURCES: dict[str, str] = {
     "CLOCK_MHZ": "WHAM's code (Adnan et al. 2024, microsoft/Phaze): TPUv2's 700 MHz",
     "BANDWIDTH_GBS": "WHAM's code: TPUv2's 700 GB/s HBM",
@@ -344,5 +348,23 @@ SOURCES: dict[str, str] = {
     "V100_TILE_MACS_PER_SM_CLOCK": "derived: V100_CUBLAS_HGEMM_TFLOPS / 2 / 1530 MHz / 80 SMs = 339.0 MACs a clock "
                                    "per SM (Markidis et al. give no shape, so its quantization is not taken out: "
                                    "a large square GEMM loses about 1 %)",
+    "DROPOUT_MASK_BYTES": "pytorch/pytorch aten/src/ATen/native/Dropout.cpp: `dropout` takes `at::native_dropout` "
+                          "when `is_fused_kernel_acceptable` (a CUDA input, 0 < p < 1), else decomposes to "
+                          "bernoulli_, div_ and mul (the meta tensors the tracer runs on); "
+                          "aten/src/ATen/native/cuda/Dropout.cu: `dropout_cuda` allocates the mask with "
+                          "`at::empty_like(self, ... kBool)` and one `fused_dropout_kernel` writes the output and "
+                          "the mask; `masked_scale_cuda` (native_dropout_backward) reads the gradient and the mask "
+                          "in one kernel. 1 byte an element (the earlier `_fused_dropout` used a uint8 mask: the same)",
+    "AUTOCAST_FP32_BYTES": "PyTorch docs, Automatic Mixed Precision package (torch.amp), 'Autocast Op Reference': "
+                           "'CUDA Ops that can autocast to float16' (matmul, mm, bmm, addmm, baddbmm, conv*d, "
+                           "linear, ...) and 'CUDA Ops that can autocast to float32' (softmax, log_softmax, "
+                           "layer_norm, group_norm, nll_loss, the other losses, pow, exp, log, rsqrt, sum, prod, "
+                           "cumsum, ...); 'other ops' run in the type of their inputs (promotion); 'the model's "
+                           "parameters' stay float32 (the 'Typical Mixed Precision Training' example); "
+                           "aten/src/ATen/autocast_mode.cpp `cached_cast`: an FP32 leaf tensor that requires grad "
+                           "(a parameter) is cast once and cached until the outermost autocast region exits, other "
+                           "tensors on each use; the cast is `_to_copy`, whose backward casts the gradient back; "
+                           "torch/amp/grad_scaler.py `unscale_`: `_amp_foreach_non_finite_check_and_unscale_` "
+                           "reads and writes every FP32 gradient once a step. FP32: 4 bytes",
     "LEFT_OUT": "the parts with no cited figure, listed so reports can say what area and TDP leave out",
 }

@@ -249,6 +249,10 @@ class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch le
         gemms = _sdpa_dims(name, args) if _SDPA.fullmatch(name) else _gemm_dims(name, args, out)
         in_elems = sum(_numel(t) for t in ins)
         out_elems = sum(_numel(t) for t in outs)
+        # Each tensor input as [producer op or -1, elements, parameter index or -1, 1 if floating point]: what a
+        # precision rewrite needs (adopter.wham.cuda_step), since the records count every byte at 16 bits.
+        inputs = [[self.producer.get(id(t), -1), _numel(t), self.param_ids.get(id(t), -1),
+                   int(t.is_floating_point())] for t in ins]
         if gemms:
             idx = -1
             share = 1.0 / len(gemms)
@@ -258,7 +262,7 @@ class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch le
                     segment=seg, deps=deps, m=g["m"], n=g["n"], k=g["k"], batch=g["batch"],
                     flops=g["flops"], elements=int(out_elems * share), rows=0,
                     bytes_in=BYTES_PER_ELEMENT * in_elems * share,
-                    bytes_out=BYTES_PER_ELEMENT * out_elems * share,
+                    bytes_out=BYTES_PER_ELEMENT * out_elems * share, inputs=inputs,
                 )
         else:
             rows = 0
@@ -268,7 +272,7 @@ class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch le
                 name=name, kind="vector", phase=self.phase, segment=seg, deps=deps,
                 elements=max(in_elems and max(_numel(t) for t in ins), out_elems), rows=rows,
                 flops=float(max(out_elems, 1)), bytes_in=BYTES_PER_ELEMENT * in_elems,
-                bytes_out=BYTES_PER_ELEMENT * out_elems,
+                bytes_out=BYTES_PER_ELEMENT * out_elems, inputs=inputs,
             )
         for t in outs:
             self.producer[id(t)] = idx
