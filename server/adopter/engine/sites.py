@@ -37,6 +37,7 @@ from adopter.engine.bindings import InitIndex
 from adopter.engine.environment import Environment
 from adopter.engine.flow import FlatForward, flatten, op_keys
 from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
+from adopter.engine.nested_chains import into_built_chains
 from adopter.engine.passed_in import chain_statements, with_statements
 from adopter.engine.plans import canonical_rule, quick_possible
 from adopter.engine.types import Finding, Match
@@ -214,12 +215,13 @@ class MatchMemo:
 
 def reduce_sites(findings: Sequence[Finding], class_spans: dict[str, Span]) -> tuple[Finding, ...]:
     """A file's findings as reported: one per rule and source site (a forward inherited by a subclass
-    is its defining class's site), none inside a larger match of its family, in source order.
+    is its defining class's site; a Sequential nested in a bound one is its construction's site,
+    `nested_chains`), none inside a larger match of its family, in source order.
 
     `check` applies it to a whole file; the language server to the findings it matched class by class
     (`adopter.session.UnitMatcher`), so both report the same sites. `class_spans`: class name -> span.
     """
-    reduced = _outside_larger_matches(_one_per_site(_through_factories(list(findings)), class_spans))
+    reduced = _outside_larger_matches(_one_per_site(into_built_chains(_through_factories(list(findings))), class_spans))
     reduced.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
     return tuple(reduced)
 
