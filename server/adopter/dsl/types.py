@@ -186,6 +186,9 @@ class Ctor:
     `once` marks a `Sequential` of a local list filled in loops whose `items` are one pass of the loops, in
     the order the list holds them, with `repeat` the first loop's count beside them (the items of any other
     container with a `repeat` are the distinct constructors the loop adds, in no evident order).
+    `lead` holds, for a `Sequential` of a list whose later items are not in an evident order (added in
+    loops, under conditions), its first items, at the list's own positions: those added before any loop or
+    condition, when nothing else changes the list (`self.features[0](x)` runs `lead[0]`). Empty otherwise.
     """
 
     callee: str
@@ -197,6 +200,7 @@ class Ctor:
     lookup: str | None = None
     origin: str | None = field(default=None, compare=False)
     once: bool = False
+    lead: tuple[Ctor, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
