@@ -111,6 +111,14 @@ def test_the_forward_reads_the_item_and_leaves_the_others_each_item() -> None:
     # the list handed to code that may change it
     ("        self.features = nn.Sequential(*self.features)\n",
      "        reorder(self.features)\n        self.features = nn.Sequential(*self.features)\n"),
+    # an item added where no statement reads it (a comprehension) goes first
+    ("        self.features = [conv_bn(in_channels, input_channel, 2)]\n",
+     "        self.features = []\n        [self.features.append(nn.Identity()) for _ in range(1)]\n"
+     "        self.features.append(conv_bn(in_channels, input_channel, 2))\n"),
+    # items of unknown number go first
+    ("        self.features = [conv_bn(in_channels, input_channel, 2)]\n",
+     "        self.features = []\n        self.features += stem_layers()\n"
+     "        self.features.append(conv_bn(in_channels, input_channel, 2))\n"),
     # the first item added in a loop
     ("        self.features = [conv_bn(in_channels, input_channel, 2)]\n",
      "        self.features = []\n        for _ in range(1):\n"

@@ -52,6 +52,7 @@ class _ListBuild:
     # only go after them; an operation that may move or drop an item clears them (`disturb`).
     lead: list[Ctor] = field(default_factory=list)
     lead_open: bool = True
+    grown: int = 0  # the statements read that add to it (`append`, `extend`, `+=`)
 
     def disturb(self) -> None:
         """The list's order is no longer evident (`insert`, `pop`, `layers[-1] = ...`)."""
@@ -372,11 +373,11 @@ class InitAnalysis:
             finally:
                 self.target = None
             self._bind(attr, alts, self.src.span(target.parent or target), conds)
-            key = f"{self_name}.{attr}"  # `self.features = [conv_bn(...)]`: filled like a local list
+            listed = f"{self_name}.{attr}"  # `self.features = [conv_bn(...)]`: filled like a local list
             if value.type == "list":
-                self.locals[key] = self._list_build(value, conds)
+                self.locals[listed] = self._list_build(value, conds)
             else:
-                self.locals.pop(key, None)
+                self.locals.pop(listed, None)
             return
         if target.type == "identifier":
             name = self.src.text(target)
@@ -388,7 +389,7 @@ class InitAnalysis:
                 self.locals[name] = self._alternatives(value)
         elif target.type == "subscript":
             container = target.child_by_field_id(Field.VALUE)
-            if container is not None and container.type == "identifier":
+            if container is not None and container.type in ("identifier", "attribute"):
                 local = self.locals.get(self.src.text(container))
                 if isinstance(local, _ListBuild):
                     local.disturb()  # `layers[-1] = ...`
@@ -442,11 +443,15 @@ class InitAnalysis:
         """`layers += [a, b]` on a local list: its items, as `layers.extend([a, b])` adds them."""
         left, right = expr.child_by_field_id(Field.LEFT), expr.child_by_field_id(Field.RIGHT)
         op = expr.child_by_field_id(Field.OPERATOR)
-        local = self.locals.get(self.src.text(left)) if left is not None and left.type == "identifier" else None
-        if (left is None or right is None or left.type != "identifier" or right.type not in ("list", "tuple")
+        named = left is not None and left.type in ("identifier", "attribute")
+        local = self.locals.get(self.src.text(left)) if left is not None and named else None
+        if isinstance(local, _ListBuild):
+            local.grown += 1
+        if (left is None or right is None or not named or right.type not in ("list", "tuple")
                 or (op is not None and self.src.text(op) != "+=")):
             if isinstance(local, _ListBuild):
                 local.ordered = False
+                local.lead_open = False
             return
         if isinstance(local, _ListBuild):
             local.items.extend(c for c in self._items(right)[0] if c not in local.items)
@@ -524,6 +529,7 @@ class InitAnalysis:
 
     def _grow(self, local: _ListBuild, method: str, arg: Node, conds: Conds) -> None:
         """`layers.append(arg)` / `layers.extend(arg)` on a list under construction."""
+        local.grown += 1
         new = self._ctor_alts(arg) if method == "append" else list(self._items(arg)[0])
         local.items.extend(c for c in new if c not in local.items)
         local.repeat = local.repeat or self.loop_repeat
@@ -1117,6 +1123,9 @@ class InitAnalysis:
         if not isinstance(local, _ListBuild) or not local.lead or info is None:
             return ()
         text = self.src.text(info.node)
+        # Each addition written is one statement read (none in a comprehension, a lambda, a parent's code).
+        if len(re.findall(rf"(?<![\w.]){re.escape(name)}\s*(?:\.append\(|\.extend\(|\+=)", text)) != local.grown:
+            return ()
         for m in re.finditer(rf"(?<![\w.]){re.escape(name)}(?!\w)", text):
             if text[m.start() - 1:m.start()] != "*" and not _LIST_USE.match(text, m.end()):
                 return ()
