@@ -1,9 +1,10 @@
 """Literal indexes of a Sequential built from a list whose first items are at evident positions (MobileNetV2
 copies, facexlib `matting/mobilenetv2.py`: `self.features = [conv_bn(3, 32, 2)]`, appends in loops over a
-settings table, `self.features = nn.Sequential(*self.features)`, forward `x = self.features[0](x)`): the
-flow keeps `self.features[0]` (`Ctor.lead`), so the conv-BN chain of the helper's Sequential runs at that
-call and the helper's site lists it among its statements. Any other index, or a list whose first items
-are not evident, stays each item (`[*]`)."""
+literal settings table, a last `conv_1x1_bn`, `self.features = nn.Sequential(*self.features)`, forward
+`x = self.features[0](x)` ... `self.features[18](x)`): the flow keeps `self.features[0]` and the last
+index (`Ctor.lead`, the loops counted by `scope.list_counts`), so the conv-BN chain of each helper's
+Sequential runs at that call and the helper's site lists it among its statements. Any other index, or a
+list whose items there are not evident, stays each item (`[*]`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ MOBILENET = '''from torch import nn
 
 def conv_bn(inp, oup, stride):
     return nn.Sequential(nn.Conv2d(inp, oup, 3, stride, 1, bias=False), nn.BatchNorm2d(oup), nn.ReLU6(inplace=True))
+
+
+def conv_1x1_bn(inp, oup):
+    return nn.Sequential(nn.Conv2d(inp, oup, 1, 1, 0, bias=False), nn.BatchNorm2d(oup), nn.ReLU6(inplace=True))
 
 
 class InvertedResidual(nn.Module):
@@ -45,12 +50,14 @@ class MobileNetV2(nn.Module):
                 else:
                     self.features.append(InvertedResidual(input_channel, c, 1, expansion=t))
                 input_channel = c
+        self.features.append(conv_1x1_bn(input_channel, 1280))
         self.features = nn.Sequential(*self.features)
 
     def forward(self, x):
         x = self.features[0](x)  # first
         x = self.features[1](x)
-        return self.features[2](x)
+        x = self.features[3](x)
+        return self.features[4](x)  # last
 '''
 
 ENV = Environment("cpu", frozenset(), "2.13.0")
@@ -60,16 +67,24 @@ def line(code: str, needle: str) -> int:
     return next(i for i, text in enumerate(code.splitlines()) if needle in text)
 
 
-def helper_statements(code: str) -> list[int]:
-    """The lines of the statements of the conv-BN site in `conv_bn` (the one site of the file)."""
+def helper_statements(code: str, helper: str = "conv_bn") -> list[int]:
+    """The lines of the statements of the conv-BN site in `helper` (the file's sites are the helpers')."""
     found = check(analyse(code, "m.py"), load_rules().rules, ENV).findings
-    assert [(f.rule_id, f.scope_name) for f in found] == [("f07-conv-bn", "conv_bn")]
-    return sorted({s.start_line for s in found[0].stmt_spans})
+    assert [(f.rule_id, f.scope_name) for f in found] == [("f07-conv-bn", "conv_bn"), ("f07-conv-bn", "conv_1x1_bn")]
+    return sorted({s.start_line for f in found if f.scope_name == helper for s in f.stmt_spans})
+
+
+def helper_line(code: str, helper: str = "conv_bn") -> int:
+    return line(code, f"def {helper}(") + 1
 
 
 def test_the_first_item_runs_at_its_index() -> None:
-    helper = line(MOBILENET, "return nn.Sequential(nn.Conv2d")
-    assert helper_statements(MOBILENET) == [helper, line(MOBILENET, "# first")]
+    assert helper_statements(MOBILENET) == [helper_line(MOBILENET), line(MOBILENET, "# first")]
+
+
+def test_the_item_after_the_counted_loops_runs_at_its_index() -> None:
+    assert helper_statements(MOBILENET, "conv_1x1_bn") == [helper_line(MOBILENET, "conv_1x1_bn"),
+                                                             line(MOBILENET, "# last")]
 
 
 def test_a_local_list_too() -> None:
@@ -77,7 +92,8 @@ def test_a_local_list_too() -> None:
             .replace("self.features.append(", "features.append(")
             .replace("nn.Sequential(*self.features)", "nn.Sequential(*features)"))
     assert "features = [conv_bn" in code and "nn.Sequential(*features)" in code
-    assert helper_statements(code) == [line(code, "return nn.Sequential(nn.Conv2d"), line(code, "# first")]
+    assert helper_statements(code) == [helper_line(code), line(code, "# first")]
+    assert helper_statements(code, "conv_1x1_bn") == [helper_line(code, "conv_1x1_bn"), line(code, "# last")]
 
 
 def test_the_forward_reads_the_item_and_leaves_the_others_each_item() -> None:
@@ -85,10 +101,12 @@ def test_the_forward_reads_the_item_and_leaves_the_others_each_item() -> None:
     arch = next(a for a in mf.architectures if a.name == "MobileNetV2")
     assert arch.init is not None and arch.forward is not None
     features = next(b.value for b in arch.init.bindings if b.attr == "features")
-    assert isinstance(features, Ctor) and [c.callee for c in features.lead] == ["torch.nn.Sequential"]
+    assert isinstance(features, Ctor)
+    assert [c and c.callee for c in features.lead] == ["torch.nn.Sequential", None, None, None, "torch.nn.Sequential"]
     targets = [s.target for s in arch.forward.body if isinstance(s, Op)]
     assert targets == ["self.features[0][0]", "self.features[0][1]", "self.features[0][2]",
-                       "self.features[*]", "self.features[*]"]
+                       "self.features[*]", "self.features[*]",
+                       "self.features[4][0]", "self.features[4][1]", "self.features[4][2]"]
 
 
 @pytest.mark.parametrize(("old", "new"), [
@@ -129,4 +147,29 @@ def test_no_item_at_an_index(old: str, new: str) -> None:
         "self.features.append(InvertedResidual(input_channel, c, 1, expansion=t))",
         "self.features.append(conv_bn(input_channel, c, 1))")
     assert new in code
-    assert helper_statements(code) == [line(code, "return nn.Sequential(nn.Conv2d")]
+    assert helper_statements(code) == [helper_line(code)]
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # an index past the list's evident positions
+    ("return self.features[4](x)  # last", "return self.features[5](x)  # last"),
+    # a count that is not a literal
+    ("[expansion, 24, 2, 2],", "[expansion, 24, depth, 2],"),
+    ("for i in range(n):", "for i in range(n * expansion):"),
+    # a loop left early
+    ("                input_channel = c\n", "                input_channel = c\n                if c > 16:\n"
+                                          "                    break\n"),
+    # a path that adds nothing
+    ("                else:\n                    self.features.append(InvertedResidual(input_channel, c, 1, "
+     "expansion=t))\n", ""),
+    # a table changed before the loop
+    ("        self.features = [conv_bn(", "        settings.append([6, 32, 3, 2])\n        self.features = [conv_bn("),
+    # a table bound twice
+    ("        self.features = [conv_bn(", "        if expansion > 6:\n            settings = settings[:1]\n"
+                                        "        self.features = [conv_bn("),
+])
+def test_no_item_after_the_loops(old: str, new: str) -> None:
+    code = MOBILENET.replace(old, new)
+    assert code != MOBILENET
+    assert helper_statements(code, "conv_1x1_bn") == [helper_line(code, "conv_1x1_bn")]
+    assert helper_statements(code) == [helper_line(code), line(code, "# first")]

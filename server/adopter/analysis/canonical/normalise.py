@@ -1000,8 +1000,7 @@ def _item_ctor(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None
             candidates = [i for c in candidates for i in c.items]
         else:
             i = int(index)
-            candidates = [c.lead[i] if i < len(c.lead) else c.items[i] for c in candidates
-                          if i < len(c.lead) or ((c.repeat is None or c.once) and i < len(c.items))]
+            candidates = [x for c in candidates if (x := c.item(i)) is not None]
     sequentials = list(dict.fromkeys(c for c in candidates if c.callee == SEQUENTIAL))
     if len(sequentials) != 1 or not sequentials[0].items:
         return None

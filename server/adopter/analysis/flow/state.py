@@ -223,4 +223,4 @@ def positioned_items(init: Init | None) -> frozenset[str]:
         counts[b.attr] = counts.get(b.attr, 0) + 1
     return frozenset(f"{b.attr}[{k}]" for b in bindings
                      if isinstance(b.value, Ctor) and b.value.lead and b.condition is None and counts[b.attr] == 1
-                     for k in range(len(b.value.lead)))
+                     for k, item in enumerate(b.value.lead) if item is not None)

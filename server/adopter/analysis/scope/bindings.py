@@ -17,6 +17,7 @@ from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
+from adopter.analysis.scope.list_counts import added_by_loop
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, ParamKind, Span, Value
 
 MAX_INLINE_DEPTH = 3
@@ -50,7 +51,7 @@ class _ListBuild:
     # The first items at the list's own positions (`Ctor.lead`): added by unconditional statements of the
     # block that made the list, outside loops, before any other addition (`lead_open` until then). Additions
     # only go after them; an operation that may move or drop an item clears them (`disturb`).
-    lead: list[Ctor] = field(default_factory=list)
+    lead: list[Ctor | None] = field(default_factory=list)
     lead_open: bool = True
     grown: int = 0  # the statements read that add to it (`append`, `extend`, `+=`)
 
@@ -244,12 +245,16 @@ class InitAnalysis:
         elif kind == "if_statement":
             self._if(stmt, conds, owner, self_name, depth)
         elif kind in ("for_statement", "while_statement"):
+            counted = self._counted(stmt, conds)
             saved = self.loop_repeat
             self.loop_repeat = self._repeat_text(stmt)
             body = stmt.child_by_field_id(Field.BODY)
             if body is not None:
                 self._block(body, conds, owner, self_name, depth)
             self.loop_repeat = saved
+            for local, n in counted:  # the items after the loop keep their positions
+                local.lead.extend([None] * n)
+                local.lead_open = True
         elif kind in ("with_statement", "try_statement"):
             for child in stmt.named_children:
                 if child.type == "block":
@@ -258,6 +263,21 @@ class InitAnalysis:
                     inner = child.child_by_field_id(Field.BODY) or (child.named_children[-1] if child.named_child_count else None)
                     if inner is not None and inner.type == "block":
                         self._block(inner, conds, owner, self_name, depth)
+
+    def _counted(self, loop: Node, conds: Conds) -> list[tuple[_ListBuild, int]]:
+        """The lists with open leads that `loop`, at their own level, adds a number of items to that its
+        literal trip counts give (`list_counts.added_by_loop`), with that number."""
+        if loop.type != "for_statement" or self.loop_repeat is not None:
+            return []
+        text = self.src.text(loop)
+        out: list[tuple[_ListBuild, int]] = []
+        for name, local in self.locals.items():
+            if (isinstance(local, _ListBuild) and local.lead_open and len(conds) == local.depth
+                    and re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text)):
+                n = added_by_loop(loop, name, self.src)
+                if n is not None:
+                    out.append((local, n))
+        return out
 
     def _repeat_text(self, stmt: Node) -> str:
         if stmt.type == "while_statement":
@@ -466,7 +486,7 @@ class InitAnalysis:
         for child in [node] if one else [c for c in node.named_children if c.type != "comment"]:
             alts = [(c, v) for c, v in self._alternatives(child) if isinstance(v, Ctor)] if child.type not in (
                 "list_splat", "tuple", "dictionary_splat") else []
-            if (local.lead_open and local.ordered and len(conds) == local.depth and self.loop_repeat is None
+            if (local.lead_open and len(conds) == local.depth and self.loop_repeat is None
                     and len(alts) == 1 and not alts[0][0]):
                 local.lead.append(alts[0][1])
             else:
@@ -1109,7 +1129,7 @@ class InitAnalysis:
         self.item_spans[self.target] = tuple(local.spans)
         return [(conds, items_, (), local.repeat, True) for conds, items_ in combos]
 
-    def _lead(self, call: Node) -> tuple[Ctor, ...]:
+    def _lead(self, call: Node) -> tuple[Ctor | None, ...]:
         """`nn.Sequential(*features)`: the list's first items at its own positions (`_ListBuild.lead`), when
         the class uses the list only to fill it, to build the Sequential and to call its items: any other
         use (`len(features)`, `f(features)`, `features.sort()` in another method) may change it."""
@@ -1120,7 +1140,7 @@ class InitAnalysis:
         name = self.src.text(args[0].named_children[0])
         local = self.locals.get(name)
         info = self.table.infos.get(self.class_name)
-        if not isinstance(local, _ListBuild) or not local.lead or info is None:
+        if not isinstance(local, _ListBuild) or not any(local.lead) or info is None:
             return ()
         text = self.src.text(info.node)
         # Each addition written is one statement read (none in a comprehension, a lambda, a parent's code).
