@@ -218,6 +218,8 @@ def positioned_items(init: Init | None) -> frozenset[str]:
     """`attr[k]` for each item of a Sequential bound once, unconditionally, whose first items are at the
     list's own positions (`Ctor.lead`): the indexes the flow keeps literal."""
     bindings = init.bindings if init is not None else ()
+    if not any(isinstance(b.value, Ctor) and b.value.lead for b in bindings):
+        return frozenset()
     counts: dict[str, int] = {}
     for b in bindings:
         counts[b.attr] = counts.get(b.attr, 0) + 1

@@ -105,7 +105,8 @@ class _Counter:
             args = right.child_by_field_id(Field.ARGUMENTS)
             values = [_integer(a, env, self.src, loop) for a in args.named_children] if args is not None else []
             counts = [v for v in values if v is not None]
-            if not 1 <= len(values) <= 3 or len(counts) != len(values) or (len(counts) == 3 and counts[2] == 0):
+            if (not 1 <= len(values) <= 3 or len(counts) != len(values) or (len(counts) == 3 and counts[2] == 0)
+                    or len(range(*counts)) > MAX_ITERATIONS):
                 return None
             rows: list[list[int | None]] = [[i] for i in range(*counts)]
         elif right.type == "identifier":
