@@ -186,6 +186,11 @@ class Ctor:
     `once` marks a `Sequential` of a local list filled in loops whose `items` are one pass of the loops, in
     the order the list holds them, with `repeat` the first loop's count beside them (the items of any other
     container with a `repeat` are the distinct constructors the loop adds, in no evident order).
+    `lead` holds, for a `Sequential` of a list whose items are not all in an evident order (added in loops,
+    under conditions), its first items at the list's own positions, when nothing else changes the list:
+    those added before any condition, each loop counting as the items its literal trip counts add (None
+    at those positions: which item is where is not read), up to the first addition not so counted
+    (`self.features[0](x)` runs `lead[0]`; `self.features[18](x)` after 17 counted). Empty otherwise.
     """
 
     callee: str
@@ -197,6 +202,13 @@ class Ctor:
     lookup: str | None = None
     origin: str | None = field(default=None, compare=False)
     once: bool = False
+    lead: tuple[Ctor | None, ...] = ()
+
+    def item(self, i: int) -> Ctor | None:
+        """The item at position `i` of a container, when its position is evident (else None)."""
+        if i < len(self.lead):
+            return self.lead[i]
+        return self.items[i] if (self.repeat is None or self.once) and i < len(self.items) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -118,7 +118,7 @@ class InitIndex:
                 cs = [b.value] if isinstance(b.value, Ctor) else []
                 for n, i in enumerate(indexes):
                     if i >= 0:
-                        cs = [c.items[i] for c in cs if i < len(c.items) and (c.repeat is None or c.once)]
+                        cs = [x for c in cs if (x := c.item(i)) is not None]
                     elif n == len(indexes) - 1:
                         cs = [c.items[0] for c in cs if len(c.items) == 1]
                     else:

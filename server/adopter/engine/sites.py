@@ -350,6 +350,10 @@ def _factory_of(f: Finding) -> str | None:
     names: set[str] = set()
     for b in f.match.bindings:
         level = [b.value] if isinstance(b.value, Ctor) else []
+        if isinstance(b.value, Ctor) and b.value.lead:  # `self.features[0][1]`: the item at position 0 only
+            lead = b.value.lead
+            picked = {int(m.group(1)) for op in modules if (m := re.match(rf"self\.{b.attr}\[(\d+)\]", op.target))}
+            level = [x for k in sorted(picked) if k < len(lead) and (x := lead[k]) is not None] or level
         for _ in range(4):
             names.update(c.origin[: -len(FACTORY_ORIGIN)] for c in level
                          if c.origin is not None and c.origin.endswith(FACTORY_ORIGIN))

@@ -983,7 +983,7 @@ def _item_ctor(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None
     forwards are their own classes')."""
     m = _ITEM_PATH.match(target)
     indexes = re.findall(r"\[(\d+|\*)\]", m.group(2)) if m is not None else []
-    if m is None or len(indexes) < 2:
+    if m is None or not indexes or indexes == ["*"]:
         return None  # `self.stages[*]` (`for stage in self.stages`) is read where the Sequential is built
     first = _ctor_of(by_attr, f"self.{m.group(1)}")
     candidates = [first] if first is not None else []
@@ -1000,7 +1000,7 @@ def _item_ctor(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None
             candidates = [i for c in candidates for i in c.items]
         else:
             i = int(index)
-            candidates = [c.items[i] for c in candidates if (c.repeat is None or c.once) and i < len(c.items)]
+            candidates = [x for c in candidates if (x := c.item(i)) is not None]
     sequentials = list(dict.fromkeys(c for c in candidates if c.callee == SEQUENTIAL))
     if len(sequentials) != 1 or not sequentials[0].items:
         return None

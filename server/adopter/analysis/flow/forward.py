@@ -49,8 +49,10 @@ class FlowAnalysis:
         module_attrs: frozenset[str],
         problems: list[Problem],
         stateless: dict[str, tuple[str, Node]] | None = None,
+        positioned: frozenset[str] = frozenset(),
     ) -> None:
         self.state = FlowState(src, symbols, table, class_name, module_attrs, problems, stateless or {})
+        self.state.positioned = positioned
         expressions = ExpressionFlow(self.state)
         calls = CallFlow(self.state, expressions)
         self._statements = StatementFlow(self.state, expressions)

@@ -16,7 +16,7 @@ from tree_sitter import Node
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import SourceText
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Expr, Kwarg, Op, OpKind, Problem, Ref, Severity, Span, Stmt, Value
+from adopter.dsl.types import Ctor, Expr, Init, Kwarg, Op, OpKind, Problem, Ref, Severity, Span, Stmt, Value
 
 MAX_INLINE_DEPTH = 4
 MAX_OPS = 4000
@@ -94,6 +94,9 @@ class FlowState:
         self.table = table
         self.class_name = class_name
         self.module_attrs = module_attrs
+        # Items of list-built Sequentials at evident positions (`features[0]`, `positioned_items`): a literal
+        # index of one names that item (`self.features[0]`); any other index is each item (`[*]`).
+        self.positioned: frozenset[str] = frozenset()
         # Submodules of a same-file class with no state and a forward that never reads `self` (a
         # custom activation: `self.act = GEGLU()`): attr -> (class, forward node), inlined where called.
         self.stateless = stateless
@@ -209,3 +212,17 @@ class FlowState:
         """Report that an analysis limit cut the walk short at `node`."""
         span = self.src.span(node) if node is not None else None
         self.problems.append(Problem(message, span, self.src.path, Severity.INFO, "analysis-limit"))
+
+
+def positioned_items(init: Init | None) -> frozenset[str]:
+    """`attr[k]` for each item of a Sequential bound once, unconditionally, whose first items are at the
+    list's own positions (`Ctor.lead`): the indexes the flow keeps literal."""
+    bindings = init.bindings if init is not None else ()
+    if not any(isinstance(b.value, Ctor) and b.value.lead for b in bindings):
+        return frozenset()
+    counts: dict[str, int] = {}
+    for b in bindings:
+        counts[b.attr] = counts.get(b.attr, 0) + 1
+    return frozenset(f"{b.attr}[{k}]" for b in bindings
+                     if isinstance(b.value, Ctor) and b.value.lead and b.condition is None and counts[b.attr] == 1
+                     for k, item in enumerate(b.value.lead) if item is not None)

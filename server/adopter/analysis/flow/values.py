@@ -110,7 +110,10 @@ class ExpressionFlow(Expressions):
             return Expr(state.text(node))
         container = self.value(value)
         if isinstance(container, Submodule):
-            self.index(node)
+            index = self.index(node)
+            item = f"{container.path[5:]}[{index.text}]" if isinstance(index, Expr) else ""
+            if item in state.positioned:
+                return Submodule(f"self.{item}")  # `self.features[0]`: the item built at that position
             return Submodule(container.path if container.path.endswith("[*]") else f"{container.path}[*]")
         if isinstance(container, Ref):
             index = self.index(node)

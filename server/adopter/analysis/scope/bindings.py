@@ -17,6 +17,7 @@ from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
+from adopter.analysis.scope.list_counts import added_by_loop
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, ParamKind, Span, Value
 
 MAX_INLINE_DEPTH = 3
@@ -47,6 +48,18 @@ class _ListBuild:
     ordered: bool = True
     depth: int = 0  # the number of conditions where the list was made
     looped: bool = False  # some item was added in a loop
+    # The first items at the list's own positions (`Ctor.lead`): added by unconditional statements of the
+    # block that made the list, outside loops, before any other addition (`lead_open` until then). Additions
+    # only go after them; an operation that may move or drop an item clears them (`disturb`).
+    lead: list[Ctor | None] = field(default_factory=list)
+    lead_open: bool = True
+    grown: int = 0  # the statements read that add to it (`append`, `extend`, `+=`)
+
+    def disturb(self) -> None:
+        """The list's order is no longer evident (`insert`, `pop`, `layers[-1] = ...`)."""
+        self.ordered = False
+        self.lead.clear()
+        self.lead_open = False
 
 
 Alt = tuple[Conds, "Ctor | Expr | _Callee"]
@@ -126,6 +139,10 @@ def _literal_truth(text: str | None) -> bool | None:
 
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
+
+# What a class may do with a list it fills besides splatting it: fill it, rebind it, call an item of it.
+_LIST_USE = re.compile(r"\s*(?:\.append\(|\.extend\(|\+?=(?!=)|\[[^\]\n]*\]\s*\()")
+SEQUENTIAL = "torch.nn.Sequential"
 
 _PARTIAL = re.compile(r"^(?:functools\.)?partial\(\s*([A-Za-z_][\w.]*)\s*[,)]")
 
@@ -228,12 +245,16 @@ class InitAnalysis:
         elif kind == "if_statement":
             self._if(stmt, conds, owner, self_name, depth)
         elif kind in ("for_statement", "while_statement"):
+            counted = self._counted(stmt, conds)
             saved = self.loop_repeat
             self.loop_repeat = self._repeat_text(stmt)
             body = stmt.child_by_field_id(Field.BODY)
             if body is not None:
                 self._block(body, conds, owner, self_name, depth)
             self.loop_repeat = saved
+            for local, n in counted:  # the items after the loop keep their positions
+                local.lead.extend([None] * n)
+                local.lead_open = True
         elif kind in ("with_statement", "try_statement"):
             for child in stmt.named_children:
                 if child.type == "block":
@@ -242,6 +263,21 @@ class InitAnalysis:
                     inner = child.child_by_field_id(Field.BODY) or (child.named_children[-1] if child.named_child_count else None)
                     if inner is not None and inner.type == "block":
                         self._block(inner, conds, owner, self_name, depth)
+
+    def _counted(self, loop: Node, conds: Conds) -> list[tuple[_ListBuild, int]]:
+        """The lists with open leads that `loop`, at their own level, adds a number of items to that its
+        literal trip counts give (`list_counts.added_by_loop`), with that number."""
+        if loop.type != "for_statement" or self.loop_repeat is not None:
+            return []
+        text = self.src.text(loop)
+        out: list[tuple[_ListBuild, int]] = []
+        for name, local in self.locals.items():
+            if (isinstance(local, _ListBuild) and local.lead_open and len(conds) == local.depth
+                    and re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text)):
+                n = added_by_loop(loop, name, self.src)
+                if n is not None:
+                    out.append((local, n))
+        return out
 
     def _repeat_text(self, stmt: Node) -> str:
         if stmt.type == "while_statement":
@@ -357,28 +393,38 @@ class InitAnalysis:
             finally:
                 self.target = None
             self._bind(attr, alts, self.src.span(target.parent or target), conds)
+            listed = f"{self_name}.{attr}"  # `self.features = [conv_bn(...)]`: filled like a local list
+            if value.type == "list":
+                self.locals[listed] = self._list_build(value, conds)
+            else:
+                self.locals.pop(listed, None)
             return
         if target.type == "identifier":
             name = self.src.text(target)
             if value.type == "list" and value.named_child_count == 0:
                 self.locals[name] = _ListBuild(depth=len(conds))
             elif value.type in ("list_comprehension", "generator_expression", "list"):
-                items, _, repeat = self._items(value)
-                built = _ListBuild(list(items), repeat, depth=len(conds), ordered=value.type == "list")
-                self._add_positions(built, value, conds)
-                self.locals[name] = built
+                self.locals[name] = self._list_build(value, conds)
             else:
                 self.locals[name] = self._alternatives(value)
         elif target.type == "subscript":
             container = target.child_by_field_id(Field.VALUE)
-            if container is not None and container.type == "identifier":
+            if container is not None and container.type in ("identifier", "attribute"):
                 local = self.locals.get(self.src.text(container))
                 if isinstance(local, _ListBuild):
-                    local.ordered = False  # `layers[-1] = ...`
+                    local.disturb()  # `layers[-1] = ...`
             attr = _self_attr(container, self_name, self.src) if container is not None else None
             key = target.child_by_field_id(Field.SUBSCRIPT)
             if attr is not None:
                 self._extend_container(attr, self._ctor_alts(value), _key_text(key, self.src) if key else None)
+
+    def _list_build(self, value: Node, conds: Conds) -> _ListBuild:
+        """A list display or comprehension that starts a list of modules."""
+        items, _, repeat = self._items(value)
+        built = _ListBuild(list(items), repeat, depth=len(conds), ordered=value.type == "list",
+                           lead_open=value.type == "list" and self.loop_repeat is None)
+        self._add_positions(built, value, conds)
+        return built
 
     def _bind(self, attr: str, alts: list[Alt], span: Span, conds: Conds) -> None:
         bindings: list[_B] = []
@@ -417,11 +463,15 @@ class InitAnalysis:
         """`layers += [a, b]` on a local list: its items, as `layers.extend([a, b])` adds them."""
         left, right = expr.child_by_field_id(Field.LEFT), expr.child_by_field_id(Field.RIGHT)
         op = expr.child_by_field_id(Field.OPERATOR)
-        local = self.locals.get(self.src.text(left)) if left is not None and left.type == "identifier" else None
-        if (left is None or right is None or left.type != "identifier" or right.type not in ("list", "tuple")
+        named = left is not None and left.type in ("identifier", "attribute")
+        local = self.locals.get(self.src.text(left)) if left is not None and named else None
+        if isinstance(local, _ListBuild):
+            local.grown += 1
+        if (left is None or right is None or not named or right.type not in ("list", "tuple")
                 or (op is not None and self.src.text(op) != "+=")):
             if isinstance(local, _ListBuild):
                 local.ordered = False
+                local.lead_open = False
             return
         if isinstance(local, _ListBuild):
             local.items.extend(c for c in self._items(right)[0] if c not in local.items)
@@ -436,6 +486,11 @@ class InitAnalysis:
         for child in [node] if one else [c for c in node.named_children if c.type != "comment"]:
             alts = [(c, v) for c, v in self._alternatives(child) if isinstance(v, Ctor)] if child.type not in (
                 "list_splat", "tuple", "dictionary_splat") else []
+            if (local.lead_open and len(conds) == local.depth and self.loop_repeat is None
+                    and len(alts) == 1 and not alts[0][0]):
+                local.lead.append(alts[0][1])
+            else:
+                local.lead_open = False
             if not alts:
                 local.ordered = False
                 return
@@ -459,6 +514,13 @@ class InitAnalysis:
                 return
             attr = _self_attr(obj, self_name, self.src) if obj is not None else None
             arg_nodes = [a for a in args.named_children if a.type != "comment"] if args is not None else []
+            listed = self.locals.get(f"{self_name}.{attr}") if attr is not None else None
+            if isinstance(listed, _ListBuild):  # `self.features.append(...)` on a list attribute
+                if method in ("append", "extend") and arg_nodes:
+                    self._grow(listed, method, arg_nodes[0], conds)
+                else:
+                    listed.disturb()
+                return
             if attr is not None and method in ("append", "extend", "add_module", "insert", "update"):
                 if not arg_nodes:
                     return
@@ -474,24 +536,30 @@ class InitAnalysis:
             if obj is not None and obj.type == "identifier" and method in ("append", "extend") and arg_nodes:
                 local = self.locals.get(self.src.text(obj))
                 if isinstance(local, _ListBuild):
-                    new = self._ctor_alts(arg_nodes[0]) if method == "append" else list(self._items(arg_nodes[0])[0])
-                    local.items.extend(c for c in new if c not in local.items)
-                    local.repeat = local.repeat or self.loop_repeat
-                    if method == "append":
-                        self._add_positions(local, arg_nodes[0], conds, one=True)
-                    elif arg_nodes[0].type in ("list", "tuple"):
-                        self._add_positions(local, arg_nodes[0], conds)
-                    else:
-                        local.ordered = False
+                    self._grow(local, method, arg_nodes[0], conds)
                 return
             if obj is not None and obj.type == "identifier":
                 local = self.locals.get(self.src.text(obj))
                 if isinstance(local, _ListBuild):
-                    local.ordered = False  # `insert`, `pop`, `reverse`, ...: the order is not evident
+                    local.disturb()  # `insert`, `pop`, `reverse`, ...: the order is not evident
             if obj is not None and obj.type == "identifier" and self.src.text(obj) == self_name:
                 found = self.table.find_method(self.class_name, method)
                 if found is not None and found[1] is not None and depth < MAX_INLINE_DEPTH and method != "__init__":
                     self._function(found[0], found[1], conds, depth + 1)
+
+    def _grow(self, local: _ListBuild, method: str, arg: Node, conds: Conds) -> None:
+        """`layers.append(arg)` / `layers.extend(arg)` on a list under construction."""
+        local.grown += 1
+        new = self._ctor_alts(arg) if method == "append" else list(self._items(arg)[0])
+        local.items.extend(c for c in new if c not in local.items)
+        local.repeat = local.repeat or self.loop_repeat
+        if method == "append":
+            self._add_positions(local, arg, conds, one=True)
+        elif arg.type in ("list", "tuple"):
+            self._add_positions(local, arg, conds)
+        else:
+            local.ordered = False
+            local.lead_open = False
 
     # -- values --------------------------------------------------------------------------------------
 
@@ -941,8 +1009,9 @@ class InitAnalysis:
             for extra, items, keys, repeat, once in self._container_variants(call):
                 joined = _join(conds, extra)
                 if joined is not None:
+                    lead = self._lead(call) if callee == SEQUENTIAL and repeat is not None and not once else ()
                     out.append((joined, Ctor(callee, () if items else args, kwargs, items, keys, repeat, lookup,
-                                             once=once)))
+                                             once=once, lead=lead)))
         return out
 
     def _partial_function(self, first: Value) -> Value:
@@ -1060,6 +1129,28 @@ class InitAnalysis:
         self.item_spans[self.target] = tuple(local.spans)
         return [(conds, items_, (), local.repeat, True) for conds, items_ in combos]
 
+    def _lead(self, call: Node) -> tuple[Ctor | None, ...]:
+        """`nn.Sequential(*features)`: the list's first items at its own positions (`_ListBuild.lead`), when
+        the class uses the list only to fill it, to build the Sequential and to call its items: any other
+        use (`len(features)`, `f(features)`, `features.sort()` in another method) may change it."""
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        args = [a for a in args_node.named_children if a.type != "comment"] if args_node is not None else []
+        if len(args) != 1 or args[0].type != "list_splat" or not args[0].named_child_count:
+            return ()
+        name = self.src.text(args[0].named_children[0])
+        local = self.locals.get(name)
+        info = self.table.infos.get(self.class_name)
+        if not isinstance(local, _ListBuild) or not any(local.lead) or info is None:
+            return ()
+        text = self.src.text(info.node)
+        # Each addition written is one statement read (none in a comprehension, a lambda, a parent's code).
+        if len(re.findall(rf"(?<![\w.]){re.escape(name)}\s*(?:\.append\(|\.extend\(|\+=)", text)) != local.grown:
+            return ()
+        for m in re.finditer(rf"(?<![\w.]){re.escape(name)}(?!\w)", text):
+            if text[m.start() - 1:m.start()] != "*" and not _LIST_USE.match(text, m.end()):
+                return ()
+        return tuple(local.lead)
+
     def _indexed(self, attr: str) -> bool:
         """Whether the class's code indexes `self.<attr>` (`self.features[0](x)`)."""
         info = self.table.infos.get(self.class_name)
@@ -1139,7 +1230,7 @@ class InitAnalysis:
                 if len(inner) == 1:
                     return self._items(inner[0])
             return tuple(self._ctor_alts(node)), (), None
-        if kind == "identifier":
+        if kind in ("identifier", "attribute"):  # a local list, or a list attribute (`*self.features`)
             local = self.locals.get(self.src.text(node))
             if isinstance(local, _ListBuild):
                 return tuple(local.items), (), local.repeat
