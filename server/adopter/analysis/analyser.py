@@ -16,6 +16,7 @@ from functools import partial
 from tree_sitter import Node, Tree
 
 from adopter.analysis.canonical.normalise import canonical_architecture, canonical_forward
+from adopter.analysis.chains.class_callers import with_callers
 from adopter.analysis.chains.functions import sequential_chains
 from adopter.analysis.chains.lists import list_chains, splatted_lists
 from adopter.analysis.chains.methods import method_chains
@@ -146,11 +147,15 @@ class Analyser:
         # method the forward does not inline) re-analyses the class but leaves its forward's flow as it was;
         # two, as for `older`: a character typed in the forward and deleted again gives back the one before.
         self._flows: dict[str, list[_Flow]] = {}
+        # Method chains whose `block` the file's calls of the class decide (`class_callers`): each cached
+        # chain's last reading, kept while it is unchanged, so the chain stays the same object.
+        self._callers: dict[int, tuple[Architecture, Architecture]] = {}
 
     def clear(self) -> None:
         self.cache.clear()
         self.older.clear()
         self._flows.clear()
+        self._callers.clear()
         self._layout, self._fingerprints, self._changed = None, {}, None
         self._words = None
 
@@ -225,6 +230,7 @@ class Analyser:
                 architectures.append(arch)
         chains: list[Architecture] = []
         named: frozenset[str] | None = None
+        callers, self._callers = self._callers, {}
         for name, info in table.infos.items():  # Sequential subclasses: the chain their __init__ builds
             try:
                 if not is_sequential_class(name, table):
@@ -247,7 +253,8 @@ class Analyser:
                 problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
                 continue
             if isinstance(entry.result, tuple):
-                chains.extend(a for a in entry.result if isinstance(a, Architecture))
+                chains.extend(self._with_callers([a for a in entry.result if isinstance(a, Architecture)],
+                                                 src, table, callers))
         for name, info in table.infos.items() if file_mentions_loss(src.occurs) else ():  # loss methods, as forwards
             for method, node in loss_methods(info.methods, info.node, src.contains):
                 try:
@@ -330,6 +337,22 @@ class Analyser:
         self.cache = fresh
         self._layout, self._fingerprints = layout, symbols.fingerprints
         return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions), tuple(chains))
+
+    def _with_callers(self, found: list[Architecture], src: SourceText, table: ClassTable,
+                      last_run: dict[int, tuple[Architecture, Architecture]]) -> list[Architecture]:
+        """`found` (a class's method chains) with what the file passes to their `block` (`class_callers`):
+        read afresh each run (callers lie outside the class's unit), the last run's reading reused while equal."""
+        if not any(p.parameter for a in found for p in a.passed_to):
+            return found
+        out: list[Architecture] = []
+        for chain, read in zip(found, with_callers(found, src, table), strict=True):
+            last = last_run.get(id(chain))
+            if last is not None and last[0] is chain and last[1] == read:
+                read = last[1]
+            if read is not chain:
+                self._callers[id(chain)] = (chain, read)
+            out.append(read)
+        return out
 
     def _unit(
         self,

@@ -243,11 +243,14 @@ class PassedTo:
     """A call that a method-built chain's container is handed to (`block(..., downsample, ...)`): the names
     the callee may be, `classes` (its own name, or the names in its parameter's annotation or default; the
     engine keeps those that are the file's classes), the container its positional argument `position` (-1:
-    none) or keyword `keyword`."""
+    none) or keyword `keyword`. `parameter`: the callee is also what the class's `__init__` parameter of that
+    name holds (`self._make_layer(block, ...)` in `__init__`, `block` unannotated); the analysis adds the names
+    the file's calls of the class pass there (`adopter.analysis.chains.class_callers`)."""
 
     classes: tuple[str, ...]
     position: int = -1
     keyword: str = ""
+    parameter: str = ""
 
 
 @dataclass(frozen=True, slots=True)

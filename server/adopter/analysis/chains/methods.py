@@ -22,12 +22,13 @@ with `norm_layer = nn.BatchNorm2d` under `if norm_layer is None`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.chains.call_arguments import self_call_arguments, walk
 from adopter.analysis.chains.lists import list_chains, splatted_lists
 from adopter.analysis.chains.sequential_classes import chain_of, positional_children
 from adopter.analysis.names.symbols import dotted_text
@@ -73,7 +74,7 @@ def method_chains(class_name: str, src: SourceText, table: ClassTable) -> tuple[
             if len(children) >= MIN_CHILDREN and all(c is not None for c in children):
                 nodes = [c for c in children if c is not None]
                 chain = chain_of(nodes, f"{class_name}.{method}", src, reader, node, call)
-                passed = passed_to(call, node, src) if method != "__init__" else ()
+                passed = passed_to(call, node, src, info.methods) if method != "__init__" else ()
                 chains.append(replace(chain, passed_to=passed) if passed else chain)
             if len(chains) >= MAX_CHAINS:
                 return tuple(chains)
@@ -125,13 +126,15 @@ def _bound_to_self(call: Node, src: SourceText) -> bool:
     return False
 
 
-def passed_to(call: Node, method: Node, src: SourceText) -> tuple[PassedTo, ...]:
+def passed_to(call: Node, method: Node, src: SourceText, methods: dict[str, Node] | None = None,
+              ) -> tuple[PassedTo, ...]:
     """The calls that `method` hands the Sequential `call` to through a local:
     `downsample = nn.Sequential(conv1x1(...), norm_layer(...))` then `block(self.inplanes, planes, stride,
     downsample, ...)` with `block: type[Union[BasicBlock, Bottleneck]]` (torchvision's `ResNet._make_layer`
     and its copies). The local must hold nothing else (`None` aside); the callee is a name (a class, kept
     when the engine finds it among the file's classes), or a parameter of `method`, read as the names its
-    annotation or default holds."""
+    annotation or default holds; an unannotated one (`def _make_layer(self, block, planes, ...)`), as what
+    the class's calls of `method` pass there (`_self_calls`, with `methods` the class's methods)."""
     parent = call.parent
     left = parent.child_by_field_id(Field.LEFT) if parent is not None and parent.type == "assignment" else None
     if parent is None or left is None or left.type != "identifier" or parent.child_by_field_id(Field.RIGHT) != call:
@@ -139,7 +142,7 @@ def passed_to(call: Node, method: Node, src: SourceText) -> tuple[PassedTo, ...]
     name = src.text(left)
     params = _class_parameters(method, src)
     out: list[PassedTo] = []
-    for node in _walk(method):
+    for node in walk(method):
         if node.type == "assignment" and node != parent:
             target, value = node.child_by_field_id(Field.LEFT), node.child_by_field_id(Field.RIGHT)
             if target is not None and src.text(target) == name and (value is None or src.text(value) != "None"):
@@ -149,9 +152,12 @@ def passed_to(call: Node, method: Node, src: SourceText) -> tuple[PassedTo, ...]
             continue
         callee = src.text(func)
         classes = params[callee] if callee in params else (callee,)
-        where = _argument(node, name, src) if classes else None
+        parameter = ""
+        if not classes and methods is not None:
+            classes, parameter = self_call_arguments(method, callee, methods, src) or ((), "")
+        where = _argument(node, name, src) if classes or parameter else None
         if where is not None:
-            out.append(PassedTo(classes, *where))
+            out.append(PassedTo(classes, *where, parameter=parameter))
     return tuple(out)
 
 
@@ -196,15 +202,3 @@ def _class_parameters(method: Node, src: SourceText) -> dict[str, tuple[str, ...
                     named.append(word)
         out[src.text(key)] = tuple(named)
     return out
-
-
-def _walk(function: Node) -> Iterator[Node]:
-    """The nodes of `function`'s body, nested definitions excluded."""
-    body = function.child_by_field_id(Field.BODY)
-    stack = list(body.named_children) if body is not None else []
-    while stack:
-        node = stack.pop()
-        if node.type in _NESTED:
-            continue
-        yield node
-        stack.extend(node.named_children)
