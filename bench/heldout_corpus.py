@@ -118,7 +118,8 @@ MANIFEST: Manifest = (
     # Batch 4 (refreshed 2026-12-05, stop 14): labelled by a fourth independent labeller (families 6 and 7 were
     # worked on in stops 13 and 14); files chosen from the archive listings by name and size, before reading.
     ("python-doctr", "1.1.0", (
-        "doctr/models/modules/transformer/pytorch.py", "doctr/models/classification/magc_resnet/pytorch.py")),
+        "doctr/models/modules/transformer/pytorch.py", "doctr/models/classification/magc_resnet/pytorch.py",
+        "doctr/models/modules/layers/pytorch.py", "doctr/models/classification/vit/pytorch.py")),
     ("moshi", "0.2.13", ("moshi/modules/gating.py", "moshi/modules/rope.py")),
     ("kokoro", "0.9.4", ("kokoro/modules.py",)),
     ("ai2-olmo-core", "3.0.0", ("olmo_core/nn/feed_forward.py", "olmo_core/nn/layer_norm.py")),
