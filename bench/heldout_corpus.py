@@ -116,7 +116,8 @@ MANIFEST: Manifest = (
         "tsl/nn/layers/base/dense.py", "tsl/nn/blocks/encoders/mlp.py", "tsl/nn/layers/norm/layer_norm.py",
         "tsl/nn/blocks/encoders/transformer.py")),
     # Batch 4 (refreshed 2026-12-05, stop 14): labelled by a fourth independent labeller (families 6 and 7 were
-    # worked on in stops 13 and 14); files chosen from the archive listings by name and size, before reading.
+    # worked on in stop 14); picked from the archive listings by name and size before reading (two doctr files
+    # added after the first pass for conv + BN / MLP code: see LABELLING.md "Batch 4").
     ("python-doctr", "1.1.0", (
         "doctr/models/modules/transformer/pytorch.py", "doctr/models/classification/magc_resnet/pytorch.py",
         "doctr/models/modules/layers/pytorch.py", "doctr/models/classification/vit/pytorch.py")),
