@@ -115,6 +115,21 @@ MANIFEST: Manifest = (
     ("torch-spatiotemporal", "0.9.5", (
         "tsl/nn/layers/base/dense.py", "tsl/nn/blocks/encoders/mlp.py", "tsl/nn/layers/norm/layer_norm.py",
         "tsl/nn/blocks/encoders/transformer.py")),
+    # Batch 4 (refreshed 2026-12-05, stop 14): labelled by a fourth independent labeller (families 6 and 7 were
+    # worked on in stop 14); picked from the archive listings by name and size before reading (two doctr files
+    # added after the first pass for conv + BN / MLP code: see LABELLING.md "Batch 4").
+    ("python-doctr", "1.1.0", (
+        "doctr/models/modules/transformer/pytorch.py", "doctr/models/classification/magc_resnet/pytorch.py",
+        "doctr/models/modules/layers/pytorch.py", "doctr/models/classification/vit/pytorch.py")),
+    ("moshi", "0.2.13", ("moshi/modules/gating.py", "moshi/modules/rope.py")),
+    ("kokoro", "0.9.4", ("kokoro/modules.py",)),
+    ("ai2-olmo-core", "3.0.0", ("olmo_core/nn/feed_forward.py", "olmo_core/nn/layer_norm.py")),
+    ("mmdit", "0.3.0", ("mmdit/mmdit_pytorch.py",)),
+    ("dgl", "2.1.0", (
+        "dgl/nn/pytorch/gt/biased_mha.py", "dgl/nn/pytorch/gt/egt.py", "dgl/nn/pytorch/gt/graphormer.py")),
+    ("flood-forecast", "1.0.dev0", ("flood_forecast/transformer_xl/attn.py", "flood_forecast/transformer_xl/dsanet.py")),
+    ("chgnet", "0.4.2", ("chgnet/model/layers.py",)),
+    ("mbrl", "0.2.0", ("mbrl/third_party/pytorch_sac_pranz24/model.py", "mbrl/models/util.py")),
 )
 
 
