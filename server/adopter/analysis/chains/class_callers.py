@@ -116,7 +116,7 @@ def _use(node: Node, callee: str, position: int, keyword: str, default: Node | N
     holder = parent.parent
     if parent.type == "argument_list" and holder is not None and holder.type == "call":
         func = holder.child_by_field_id(Field.FUNCTION)
-        if func is not None and src.text(func) in (*_CHECKS, "super"):
+        if func is not None and ((name := src.text(func)) in _CHECKS or name == "super"):
             return _SKIP
     if parent.type == "argument_list" and holder is not None and holder.type == "class_definition":
         return _subclass(holder, position, keyword, default, method, src, table, depth)
