@@ -100,3 +100,24 @@ def test_not_a_site(code: str) -> None:
 def test_a_module_with_call_is_not_a_processor() -> None:
     code = CODE.replace("class AttnProcessor:", "class AttnProcessor(nn.Module):")
     assert all(s != "AttnProcessor.__call__" for s, *_ in qkv(code))
+
+
+def test_an_edit_of_the_module_init_reaches_the_processor() -> None:
+    from adopter.analysis.analyser import Analyser
+    from adopter.analysis.parse.source import new_parser
+
+    analyser = Analyser(remember=True)
+
+    def processor(code: str) -> object:
+        data = code.encode()
+        mf = analyser.run(data, new_parser().parse(data), "m.py")
+        [found] = [c for c in mf.chains if c.name == "AttnProcessor.__call__"]
+        return found
+
+    first = processor(CODE)
+    assert processor(CODE + "\n\ndef unrelated():\n    return 1\n") is first  # reused while nothing it read changed
+    edited = processor(CODE.replace("self.to_v = nn.Linear(dim, self.inner_dim)", "self.to_v = nn.Linear(dim, dim)"))
+    assert edited is not first
+    assert edited.init is not None
+    [to_v] = [b for b in edited.init.bindings if b.attr == "to_v"]
+    assert [getattr(a, "text", a) for a in getattr(to_v.value, "args", ())] == ["dim", "dim"]
