@@ -121,3 +121,33 @@ def test_an_edit_of_the_module_init_reaches_the_processor() -> None:
     assert edited.init is not None
     [to_v] = [b for b in edited.init.bindings if b.attr == "to_v"]
     assert [getattr(a, "text", a) for a in getattr(to_v.value, "args", ())] == ["dim", "dim"]
+
+
+def test_the_module_it_runs_on_changes_with_the_edit() -> None:
+    from adopter.analysis.analyser import Analyser
+    from adopter.analysis.parse.source import new_parser
+
+    analyser = Analyser(remember=True)
+    other = UNANNOTATED.replace("class AttnProcessor:", '''class Other(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.to_q = nn.Linear(dim, dim)
+        self.to_k = nn.Linear(dim, dim)
+        self.to_v = nn.Linear(dim, 2 * dim)
+
+    def forward(self, x):
+        return self.proc(self, x)
+
+
+class AttnProcessor:''')
+    moved = other.replace("        self.processor = AttnProcessor()\n", "        self.processor = None\n").replace(
+        "        self.to_v = nn.Linear(dim, 2 * dim)\n", "        self.to_v = nn.Linear(dim, 2 * dim)\n"
+        "        self.proc = AttnProcessor()\n")
+
+    def owner(code: str) -> list[str | None]:
+        data = code.encode()
+        mf = analyser.run(data, new_parser().parse(data), "m.py")
+        return [c.processor_of for c in mf.chains if c.name == "AttnProcessor.__call__"]
+
+    assert owner(other) == ["Attention"]
+    assert owner(moved) == ["Other"]

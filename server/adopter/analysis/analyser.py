@@ -272,7 +272,7 @@ class Analyser:
                     chains.append(entry.result)
         for processor, owner, node in processor_calls(table, src):  # attention processors, on their module
             try:
-                entry = self._unit(f"processor {processor}", node, symbols, fresh,
+                entry = self._unit(f"processor {processor} on {owner}", node, symbols, fresh,
                                    lambda p=processor, o=owner, fn=node: processor_architecture(
                                        p, o, fn, src, symbols, table), partial(table.module_deps, owner))
             except Exception as exc:
