@@ -35,6 +35,7 @@ from adopter.analysis.idioms.optimizers import (
     optimizer_methods,
     resolve_optimizer_classes,
 )
+from adopter.analysis.idioms.processors import processor_architecture, processor_calls
 from adopter.analysis.idioms.submodules import (
     item_forwards,
     sequential_items,
@@ -269,6 +270,17 @@ class Analyser:
                 problems.extend(entry.problems)
                 if isinstance(entry.result, Architecture):
                     chains.append(entry.result)
+        for processor, owner, node in processor_calls(table, src):  # attention processors, on their module
+            try:
+                entry = self._unit(f"processor {processor} on {owner}", node, symbols, fresh,
+                                   lambda p=processor, o=owner, fn=node: processor_architecture(
+                                       p, o, fn, src, symbols, table), partial(table.module_deps, owner))
+            except Exception as exc:
+                problems.append(_internal(f"method {processor}.__call__", exc, src.span(node), path))
+                continue
+            problems.extend(entry.problems)
+            if isinstance(entry.result, Architecture):
+                chains.append(entry.result)
         functions: list[Forward] = []
         for name, node in symbols.functions.items():
             try:

@@ -265,6 +265,9 @@ class Architecture:
     # Only for a chain of an `nn.Sequential` assigned to a method's local: the calls the local is passed to
     # (`adopter.analysis.chains.methods`; the engine adds the statements where they run it, `engine.passed_in`).
     passed_to: tuple[PassedTo, ...] = ()
+    # Only for an attention processor's `__call__` read as a forward (`adopter.analysis.idioms.processors`): the
+    # module class it runs on, whose `__init__` holds the bindings. No strategy rewrites a processor.
+    processor_of: str | None = None
 
 
 class Severity(str, Enum):

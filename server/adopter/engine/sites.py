@@ -92,7 +92,19 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment,
         extra = run_elsewhere.get(id(owner)) if run_elsewhere else None
         if extra:
             findings[start:] = [with_statements(f, extra) for f in findings[start:]]
+        if isinstance(owner, Architecture) and owner.processor_of is not None:
+            findings[start:] = [_in_processor(f, owner.processor_of) for f in findings[start:]]
     return EngineResult(reduce_sites(findings, {a.name: a.span for a in module_file.architectures}), tuple(problems))
+
+
+def _in_processor(f: Finding, module_class: str) -> Finding:
+    """A site in an attention processor's `__call__` (`analysis.idioms.processors`): reported without a fix, as
+    no strategy rewrites a processor (its statements run on the module it is handed, whose `__init__` holds
+    the layers)."""
+    scope = f.scope_name.partition(".")[0]
+    reason = (f"the matched ops run in the attention processor `{scope}`, on the `{module_class}` module it is "
+              f"handed; Adopter does not rewrite a processor together with that module's `__init__`")
+    return f if f.no_fix_reason == reason else replace(f, fixable=False, no_fix_reason=reason)
 
 
 @dataclass

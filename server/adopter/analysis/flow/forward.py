@@ -65,12 +65,14 @@ class FlowAnalysis:
         self._statements.control = control
         self._statements.calls = calls
 
-    def function(self, node: Node, owner: str | None, display_name: str | None = None) -> Forward:
-        """The Forward of the `def` at `node`; `owner` is its class when it is a method."""
+    def function(self, node: Node, owner: str | None, display_name: str | None = None, self_at: int = 0) -> Forward:
+        """The Forward of the `def` at `node`; `owner` is its class when it is a method. `self_at`: the
+        parameter in the role of `owner`'s `self` (1 for an attention processor's `attn`: `idioms.processors`);
+        the parameters before it are not shown."""
         src = self.state.src
         ps = params(node, src)
-        self_name = ps[0].name if owner is not None and ps else None
-        shown = ps[1:] if self_name is not None else ps
+        self_name = ps[self_at].name if owner is not None and len(ps) > self_at else None
+        shown = ps[self_at + 1:] if self_name is not None else ps
         env: dict[str, EnvVal] = {}
         for p in shown:
             env[p.name] = Ref(p.name)
