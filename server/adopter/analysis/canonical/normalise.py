@@ -373,12 +373,13 @@ class _Pass:
               and (split := self.swapped_layout(op))):
             ops = split
         elif (op.kind == OpKind.FUNCTION and op.target == "einops.rearrange" and len(op.args) == 2 and not op.kwargs
+              and isinstance(op.args[0], Ref) and op.args[0].name in self.probs and len(op.outputs) == 1
               and isinstance(op.args[1], Expr) and swaps_last_two(op.args[1].text)):
-            # `rearrange(p, "b i j -> b j i")` is `p.transpose(-2, -1)` (CompVis' `v @ pᵀ` attention). Where it
-            # rebinds the probabilities' own name, they stay readable as a temporary (`product_layouts`).
+            # `rearrange(p, "b i j -> b j i")` of attention probabilities is `p.transpose(-2, -1)` (CompVis' `v @ pᵀ`,
+            # read by `product_layouts`). Where it rebinds their own name, they stay readable as a temporary.
             source = op.args[0]
             ops = []
-            if isinstance(source, Ref) and source.name in self.probs and op.outputs == (source.name,):
+            if op.outputs == (source.name,):
                 held = self.temp()
                 ops.append(_new(op, CAST, (source,), (held,)))
                 source = Ref(held)
