@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import findings_of, fixed, load, rules_of  # noqa: E402
+from attention_harness import findings_of, fixed, load, rules_of, skip_reasons  # noqa: E402
 
 from adopter.analysis.canonical.normalise import swaps_last_two  # noqa: E402
 from adopter.verify.compare import compare  # noqa: E402
@@ -94,6 +94,26 @@ class SpatialSelfAttention(nn.Module):
 """
 
 
+LUCIDRAINS_TRANSPOSED = """
+import torch
+from einops import rearrange
+from torch import einsum, nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads=8):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+
+    def forward(self, q, k, v):
+        sim = einsum("b h i d, b h j d -> b h i j", q, k) * self.scale
+        attn = sim.softmax(dim=-1)
+        attn = rearrange(attn, "b h i j -> b h j i")
+        return einsum("b h i j, b h j d -> b h i d", attn, v)
+"""
+
+
 def _attention(source: str) -> list[tuple[bool, str | None]]:
     return [(f.fixable, f.no_fix_reason) for f in findings_of(source, RULES)]
 
@@ -131,9 +151,17 @@ def test_probabilities_transposed_by_rearrange_are_rewritten_and_equivalent(sour
     SPATIAL.replace('"b i j -> b j i"', '"b i j -> i b j"'),
     # the softmax over the queries' axis, then transposed: not attention over the keys
     SPATIAL.replace("softmax(w_, dim=2)", "softmax(w_, dim=1)"),
-], ids=["untransposed", "other-permutation", "softmax-over-queries"])
+    # lucidrains-style heads with the probabilities transposed before `p @ v`: `pᵀ @ v` contracts over the queries
+    LUCIDRAINS_TRANSPOSED,
+], ids=["untransposed", "other-permutation", "softmax-over-queries", "transposed-then-left"])
 def test_other_rearranges_of_the_probabilities_are_not_attention(source: str) -> None:
     assert _attention(source) == []
+
+
+def test_transposed_probabilities_read_after_the_chain_are_reported_without_a_fix() -> None:
+    source = SPATIAL.replace("return x + h_", "return x + h_, w_")
+    [reason] = skip_reasons(source, RULES)
+    assert "the attention probabilities `w_` are returned" in reason, reason
 
 
 @pytest.mark.parametrize(("pattern", "swaps"), [
