@@ -372,6 +372,18 @@ class _Pass:
         elif (op.target in ("permute", "einops.rearrange") and len(op.outputs) == 1 and op.outputs[0] in self.keys
               and (split := self.swapped_layout(op))):
             ops = split
+        elif (op.kind == OpKind.FUNCTION and op.target == "einops.rearrange" and len(op.args) == 2 and not op.kwargs
+              and isinstance(op.args[0], Ref) and op.args[0].name in self.probs and len(op.outputs) == 1
+              and isinstance(op.args[1], Expr) and swaps_last_two(op.args[1].text)):
+            # `rearrange(p, "b i j -> b j i")` of attention probabilities is `p.transpose(-2, -1)` (CompVis' `v @ pᵀ`,
+            # read by `product_layouts`). Where it rebinds their own name, they stay readable as a temporary.
+            source = op.args[0]
+            ops = []
+            if op.outputs == (source.name,):
+                held = self.temp()
+                ops.append(_new(op, CAST, (source,), (held,)))
+                source = Ref(held)
+            ops.append(_respell(op, TRANSPOSE, (source, Expr("-2"), Expr("-1")), ()))
         elif op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS and op.args:
             ops = [_respell(op, CAST, op.args, op.kwargs)]
         elif _identity_permute(op):
@@ -1258,6 +1270,23 @@ def _swapped_pattern(pattern: Value) -> Expr | None:
     if a not in names or b not in names or names.index(a) < names.index(b):
         return None
     return Expr(f"{quote}{lhs.rstrip()} -> {' '.join([*groups[:-2], b, a])}{quote}")
+
+
+def swaps_last_two(pattern: str) -> bool:
+    """Whether an einops pattern (a string literal as written) only swaps its last two axes (`"b i j -> b j i"`,
+    `"... i j -> ... j i"`): every axis a plain name (or a leading `...`), each other one in place."""
+    if len(pattern) < 2 or pattern[0] not in "'\"" or pattern[-1] != pattern[0]:
+        return False
+    body = pattern[1:-1]
+    if body.count("->") != 1:
+        return False
+    lhs, rhs = (side.split() for side in body.split("->"))
+    axis = re.compile(r"[A-Za-z_]\w*")
+    if (len(lhs) < 2 or len(lhs) != len(rhs) or len(set(lhs)) != len(lhs)
+            or not all(axis.fullmatch(a) for a in lhs[-2:])
+            or not all(axis.fullmatch(a) or (a == "..." and i == 0) for i, a in enumerate(lhs))):
+        return False
+    return rhs == [*lhs[:-2], lhs[-1], lhs[-2]]
 
 
 def _batched_operands(block: Block, out: set[str] | None = None) -> frozenset[str]:

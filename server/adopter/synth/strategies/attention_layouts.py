@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adopter.dsl.types import Expr, Op, OpKind
+from adopter.dsl.types import Expr, Op, OpKind, Value
 from adopter.synth.strategies.attention_text import paren
 
 # Spellings of a matrix product whose operands the canonical pass may read through inserted transposes.
@@ -93,6 +93,16 @@ def einsum_equation(op: Op) -> str | None:
         return None
     equation = origin.args[-1] if origin.target == "einops.einsum" else origin.args[0]
     return equation.text if isinstance(equation, Expr) else None
+
+
+def product_operands(op: Op) -> tuple[Value, ...]:
+    """The two tensors of a matrix product as written (`bmm(v, p)`, `einsum("bij,bjk->bik", v, p)` without its
+    equation), else ()."""
+    if (op.kind.value, op.target) in PRODUCTS:
+        return op.args if len(op.args) == 2 else ()
+    if op.kind != OpKind.FUNCTION or op.target not in ("torch.einsum", "einops.einsum") or len(op.args) != 3:
+        return ()
+    return op.args[:2] if op.target == "einops.einsum" else op.args[1:]
 
 
 def is_layout(transpose: Op, scores: Op) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
+from adopter.analysis.canonical.normalise import swaps_last_two
 from adopter.dsl.types import Op, Ref
 from adopter.synth.strategies.attention_masks import fill_kind
 from adopter.synth.strategies.attention_site import SiteSource
@@ -220,9 +221,12 @@ class MaskPlan(SiteSource):
         value = stmt.value
         base = value.func.value if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) else (
             value.value if isinstance(value, ast.Attribute) and value.attr == "mT" else None)
+        rearranged = self._transposing_rearrange(value)
+        if rearranged is not None:
+            base = rearranged
         if not isinstance(base, ast.Name) or base.id not in self._defined_in_range():
             return False
-        if isinstance(value, ast.Call):
+        if isinstance(value, ast.Call) and rearranged is None:
             assert isinstance(value.func, ast.Attribute)
             dims = [ast.unparse(a) for a in value.args]
             if not ((value.func.attr == "permute" and len(dims) == 3 and dims == ["0", "2", "1"])
@@ -235,6 +239,19 @@ class MaskPlan(SiteSource):
         later = [n for n in self._walk_func() if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
                  and n.lineno > stmt.lineno]
         return read == name and all(n.lineno == self.chain.out.stmt_span.start_line + 1 for n in later)
+
+    def _transposing_rearrange(self, value: ast.expr) -> ast.expr | None:
+        """The tensor of `rearrange(p, "b i j -> b j i")` (einops' function, under the name this file imports it
+        as), a swap of the last two axes; else None."""
+        if not (isinstance(value, ast.Call) and len(value.args) == 2 and not value.keywords
+                and isinstance(value.args[1], ast.Constant) and isinstance(value.args[1].value, str)):
+            return None
+        imports = self.ctx.text_index.imports()
+        names = {imports.get(("einops", "rearrange")), *(f"{imports[('einops', None)]}.rearrange"
+                                                         for _ in [0] if ("einops", None) in imports)}
+        if ast.unparse(value.func) not in names or not swaps_last_two(ast.unparse(value.args[1])):
+            return None
+        return value.args[0]
 
     def _scores_name(self) -> str | None:
         """The name the softmax reads the scores from, as written (extra `name = name.masked_fill(...)` steps

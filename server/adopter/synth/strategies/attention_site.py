@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Span
 from adopter.parsed import block_with, walk
 from adopter.synth.registry import SynthContext
-from adopter.synth.strategies.attention_layouts import PRODUCTS, einsum_equation, is_layout, permuted
+from adopter.synth.strategies.attention_layouts import einsum_equation, is_layout, permuted, product_operands
 from adopter.synth.strategies.attention_text import expr_parts, is_plain_number, number_call, paren
 
 _LAST_TWO = ({"-1", "-2"}, {"2", "3"})
@@ -54,10 +54,12 @@ class SiteSource:
         lines = {op.stmt_span.start_line + 1 for op in self.ops if op not in outside}
         # `bmm(v, p.permute(0, 2, 1))`: the canonical pass reads it as `transpose(p @ transpose(v))`, the product's
         # operands no longer the call's (the call's first is v, its second the transposed probabilities).
+        # An einsum that is that product (`einsum("bij,bjk->bik", v, p)`, CompVis) reads the same way.
         origin = chain.out.origin
+        operands = product_operands(origin) if origin is not None else ()
         self.values_left = bool(
-            origin is not None and (origin.kind.value, origin.target) in PRODUCTS and len(origin.args) == 2
-            and len(chain.out.args) == 2 and origin.args[0] != chain.out.args[0] and origin.args[1] != chain.out.args[1])
+            len(operands) == 2 and len(chain.out.args) == 2
+            and operands[0] != chain.out.args[0] and operands[1] != chain.out.args[1])
         first = min(lines)
         last = chain.out.stmt_span.start_line + 1
         self.range = [
