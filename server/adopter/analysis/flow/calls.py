@@ -302,6 +302,11 @@ class CallFlow(Calls):
         if recursive or len(state.frames) > MAX_INLINE_DEPTH or state.nesting >= MAX_NESTING:
             kind = OpKind.CALL if bound else OpKind.FUNCTION
             return state.emit(kind, label, tuple(args), tuple(kwargs), node, outs)
+        if len(state.frames) == 1 and state.stmt_node is not None:
+            # A call the analysed function itself makes: the site of the callee's ops runs at this statement.
+            called_at = state.stmt_span or self.src.span(state.stmt_node)
+            if (label, called_at) not in state.calls:
+                state.calls.append((label, called_at))
         ps = list(params(function, self.src))
         self_name: str | None = closure_self
         decorators = _decorators(function, self.src) if bound else ()
