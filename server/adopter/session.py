@@ -674,7 +674,7 @@ def _moved(finding: Finding, to_old: dict[int, int]) -> Finding:
         return tuple(span(s) for s in spans if s.start_line in to_old)
 
     return replace(finding, span=span(finding.span), stmt_spans=kept(finding.stmt_spans),
-                   init_spans=kept(finding.init_spans))
+                   init_spans=kept(finding.init_spans), call_spans=kept(finding.call_spans))
 
 
 def rewrite(source: str, findings: Sequence[Finding], *, target: str | None = None, path: str | None = None,

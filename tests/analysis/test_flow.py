@@ -587,3 +587,34 @@ def test_a_submodule_passed_to_a_function_is_not_a_callback() -> None:
     assert a.forward is not None
     got = ops(a.forward.body)
     assert [(o.kind, o.target) for o in got] == [(OpKind.FUNCTION, "torch.utils.checkpoint.checkpoint")]
+
+
+def test_a_staticmethod_called_through_its_class_is_inlined() -> None:
+    # torchtitan's CosSinRoPE: `CosSinRoPE._rotate_half(query_f)` in a staticmethod of the same class.
+    src = """
+    class M(nn.Module):
+        @staticmethod
+        def half(pos, n=32):
+            return pos * n
+
+        @classmethod
+        def make(cls, pos):
+            return pos + 1
+
+        def forward(self, x):
+            return M.half(x, n=4) + M.make(x)
+    """
+    assert forward_lines(src) == ["%1 = operator *(x, 4)", "%2 = operator +(x, 1)", "%3 = operator +(%1, %2)"]
+
+
+def test_a_plain_method_called_through_its_class_is_not_inlined() -> None:
+    # `M.scale(self, x)`: the instance is the first argument; inlining as a bound call would drop it.
+    src = """
+    class M(nn.Module):
+        def scale(self, pos):
+            return pos * 2
+
+        def forward(self, x):
+            return M.scale(self, x)
+    """
+    assert forward_lines(src) == ["%1 = function M.scale(self, x)"]

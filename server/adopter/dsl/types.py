@@ -165,6 +165,10 @@ class Forward:
     # False for a module-level function that nothing else in its file names, in a file of nn.Module
     # classes: rules about forward code skip it (it is dead code there). Not part of equality.
     referenced: bool = field(default=True, compare=False)
+    # The statements of this function that call a same-file callee inlined into it: (the callee's label, its
+    # first `via` entry, e.g. `"apply_rotary_pos_emb"` or `"self._attn"`; the calling statement's span). Not part
+    # of equality (the printed form does not carry it; `analyser.identical` compares it).
+    calls: tuple[tuple[str, Span], ...] = field(default=(), compare=False)
 
 
 # ---------------------------------------------------------------------------------------------------

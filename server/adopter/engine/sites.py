@@ -312,7 +312,19 @@ def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list
         if here is not None and here.contains(f.span) and not (
                 (there := class_spans.get(old.scope_name)) is not None and there.contains(old.span)):
             best[key] = f
+        dropped = old if best[key] is f else f
+        if dropped.call_spans:
+            best[key] = _with_calls(best[key], dropped.call_spans)
     return list(best.values())
+
+
+def _with_calls(f: Finding, calls: tuple[Span, ...]) -> Finding:
+    """`f` with `calls` (another scope's calls of the helper its site is in) among its statements."""
+    extra = tuple(s for s in calls if s not in f.stmt_spans)
+    if not extra:
+        return f
+    return replace(f, stmt_spans=(*f.stmt_spans, *extra),
+                   call_spans=tuple(sorted((*f.call_spans, *extra), key=_span_key)))
 
 
 def _through_factories(findings: list[Finding]) -> list[Finding]:
@@ -433,6 +445,21 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
     return out
 
 
+def _helper_calls(ops: tuple[Op, ...], forward: Forward, stmt_spans: list[Span]) -> tuple[Span, ...]:
+    """The statements of `forward` that call the same-file function every op of a match was inlined from
+    (`Forward.calls`, in source order): the site is reported in the function, where its ops are written
+    and a rewrite edits them, and runs at each of those calls (the helper inlined at two calls matches once,
+    `_rule_findings`' `seen_sites`). Empty when an op is written in `forward` itself or the ops come
+    through different calls."""
+    if not ops or not forward.calls or any(not op.via for op in ops):
+        return ()
+    label = ops[0].via[0]
+    if any(op.via[0] != label for op in ops):
+        return ()
+    found = [s for lab, s in forward.calls if lab == label and s not in stmt_spans]
+    return tuple(sorted(dict.fromkeys(found), key=_span_key))
+
+
 def _kept_for_probabilities(rule: Rule, flat: FlatForward, m: RawMatch) -> bool:
     """Whether an attention chain is the path kept for the probabilities beside an SDPA call, as
     `sdpa_chain` writes it and transformers' own SDPA classes do: it sits in the body of an `if` whose
@@ -538,9 +565,10 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
                                   branches=rule.replacement.strategy in BRANCH_AWARE_STRATEGIES)
         fixable = reason is None
     match = Match(ops, m.bindings, tuple((k, _value(v)) for k, v in m.env))
+    calls = _helper_calls(ops, flat.forward, stmt_spans)
     return Finding(
         rule_id=rule.id, family=rule.family, severity=rule.severity, title=rule.title, message=rule.message,
-        path=path, scope_name=scope_name, span=span, stmt_spans=tuple(stmt_spans),
+        path=path, scope_name=scope_name, span=span, stmt_spans=(*stmt_spans, *calls), call_spans=calls,
         init_spans=_init_spans(m.bindings, ops), match=match,
         targets=tuple(t.name for t in offered), fixable=fixable, no_fix_reason=reason,
         path_dependent=m.path_dependent,

@@ -41,3 +41,7 @@ class Finding:
     # A value of the match has another definition on another control-flow path (set for the strategies in
     # `engine.sites.PATH_AWARE_STRATEGIES`, which decide themselves whether they can rewrite it).
     path_dependent: bool = False
+    # The statements of the scope that call the same-file function every matched op was inlined from (`q =
+    # apply_rotary_pos_emb(pos, q)` for a site wholly inside the helper): also in `stmt_spans`, since the site
+    # runs there, but not edited by a rewrite, which edits the helper's statements where the site is reported.
+    call_spans: tuple[Span, ...] = ()

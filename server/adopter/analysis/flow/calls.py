@@ -151,6 +151,9 @@ class CallFlow(Calls):
         if dotted is not None:
             root = dotted.split(".")[0]
             if root not in frame.env and root != frame.self_name:
+                own = self._class_function(dotted, attr)
+                if own is not None:
+                    return self._inline(own[0], own[1], f"{dotted}.{attr}", node, outs, bound=True)
                 qualified = state.symbols.qualify(f"{dotted}.{attr}")
                 called_back = self._callback_call(node, outs)
                 if called_back is not None:
@@ -170,6 +173,22 @@ class CallFlow(Calls):
         if isinstance(receiver, Expr) and opaque and not self._is_parameter(receiver):
             return Expr(state.text(node))
         return state.emit(OpKind.METHOD, attr, (receiver, *args), tuple(kwargs), node, outs)
+
+    def _class_function(self, name: str, attr: str) -> tuple[str, Node] | None:
+        """The same-file class `name`'s staticmethod or classmethod `attr` (`CosSinRoPE._rotate_half(x)`,
+        called through the class), else None: a plain method called through its class takes its instance
+        as the first argument, which inlining as a bound call would drop."""
+        symbols = self.state.symbols
+        table = self.state.table
+        if table is None or "." in name or name in symbols.imports or name in symbols.aliases:
+            return None
+        if not symbols.has_class(name):
+            return None
+        found = table.find_method(name, attr)
+        if found is None:
+            return None
+        decorators = _decorators(found[1], self.src)
+        return found if "staticmethod" in decorators or "classmethod" in decorators else None
 
     def _is_parameter(self, v: Expr) -> bool:
         """`self.weight`, `self.q_proj.weight`: tensors held by the module (bound in __init__)."""
@@ -283,6 +302,11 @@ class CallFlow(Calls):
         if recursive or len(state.frames) > MAX_INLINE_DEPTH or state.nesting >= MAX_NESTING:
             kind = OpKind.CALL if bound else OpKind.FUNCTION
             return state.emit(kind, label, tuple(args), tuple(kwargs), node, outs)
+        if len(state.frames) == 1 and state.stmt_node is not None:
+            # A call the analysed function itself makes: the site of the callee's ops runs at this statement.
+            called_at = state.stmt_span or self.src.span(state.stmt_node)
+            if (label, called_at) not in state.calls:
+                state.calls.append((label, called_at))
         ps = list(params(function, self.src))
         self_name: str | None = closure_self
         decorators = _decorators(function, self.src) if bound else ()

@@ -108,6 +108,8 @@ class FlowState:
         self.live: list[list[Stmt]] = []
         self.block: list[Stmt] = []
         self.frames: list[Frame] = []
+        # (label, statement span) of each call the root function inlines (`Forward.calls`)
+        self.calls: list[tuple[str, Span]] = []
         self.frame = Frame(-1, None, None, (), {}, root=True)
         self.terminated = False  # the current path stopped (return or raise)
         self.returned = False  # the current path stopped at a return

@@ -96,7 +96,8 @@ def template(ctx: SynthContext) -> None:
 
 def _rewrite_forward(ctx: SynthContext, template: str, renames: dict[str, str]) -> None:
     ops = list(ctx.finding.match.ops)
-    stmts = sorted(set(ctx.finding.stmt_spans), key=_start)
+    # The helper's callers (`Finding.call_spans`) run the site but are not its statements: not edited.
+    stmts = sorted(set(ctx.finding.stmt_spans) - set(ctx.finding.call_spans), key=_start)
     if len({op.via for op in ops}) > 1:
         ctx.decline("the match spans an inlined helper and its caller")
     single = re.fullmatch(r"\s*\$([A-Za-z_]\w*)\s*=(?!=)\s*(.+?)\s*", template, re.S)
