@@ -13,14 +13,13 @@ Run `python bench/dev2_corpus.py` to fetch and verify (`--extract DIR` also unpa
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from heldout_corpus import FAMILIES, Labels, check_against_archives, counts, scope_of
+from heldout_corpus import FAMILIES, Labels, check_against_archives, counts, run, scope_of
 from heldout_corpus import check_schema as _check_schema
 from heldout_corpus import load_labels as _load_labels
 from realworld_corpus import Manifest, RealWorldFile
@@ -89,26 +88,7 @@ def verify() -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--extract", metavar="DIR", help="also write the listed files under DIR/<distribution>/")
-    args = parser.parse_args()
-    fetch()
-    listed = files()
-    if args.extract:
-        for f in listed:
-            dest = Path(args.extract) / f.package / f.member
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(f.text, encoding="utf-8")
-    print(f"{len(listed)} files from {len(MANIFEST)} distributions in {cache_dir()}")
-    problems = verify()
-    for problem in problems:
-        print(problem)
-    labels = load_labels()
-    print("sites per family:", {f: n for f, n in counts(labels).items() if n})
-    print(f"{sum(counts(labels).values())} sites, "
-          f"{sum(len(e.get('not_sites', [])) for d in labels.values() for e in d['files'].values())} not_sites; "
-          f"{'all labels verified' if not problems else f'{len(problems)} problems'}")
-    return 1 if problems else 0
+    return run(__doc__, fetch, files, verify, load_labels, MANIFEST, cache_dir())
 
 
 if __name__ == "__main__":

@@ -258,27 +258,34 @@ def counts(labels: Labels) -> dict[int, int]:
     return out
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+def run(doc: str | None, fetch_: Any, files_: Any, verify_: Any, load_labels_: Any, manifest: Manifest,
+        cache: Path) -> int:
+    """The command line of a labelled set's corpus script (this one's and `bench/dev2_corpus.py`'s): fetch,
+    optionally extract, verify, print the counts; 1 when a label does not hold."""
+    parser = argparse.ArgumentParser(description=doc)
     parser.add_argument("--extract", metavar="DIR", help="also write the listed files under DIR/<distribution>/")
     args = parser.parse_args()
-    fetch()
-    listed = files()
+    fetch_()
+    listed = files_()
     if args.extract:
         for f in listed:
             dest = Path(args.extract) / f.package / f.member
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(f.text, encoding="utf-8")
-    print(f"{len(listed)} files from {len(MANIFEST)} distributions in {cache_dir()}")
-    problems = verify()
+    print(f"{len(listed)} files from {len(manifest)} distributions in {cache}")
+    problems = verify_()
     for problem in problems:
         print(problem)
-    labels = load_labels()
+    labels = load_labels_()
     print("sites per family:", {f: n for f, n in counts(labels).items() if n})
     print(f"{sum(counts(labels).values())} sites, "
           f"{sum(len(e.get('not_sites', [])) for d in labels.values() for e in d['files'].values())} not_sites; "
           f"{'all labels verified' if not problems else f'{len(problems)} problems'}")
     return 1 if problems else 0
+
+
+def main() -> int:
+    return run(__doc__, fetch, files, verify, load_labels, MANIFEST, cache_dir())
 
 
 if __name__ == "__main__":
