@@ -32,7 +32,7 @@ from adopter.analysis.analyser import Analyser
 from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.parse.reparse import common_prefix, common_suffix, reparse_start, whitespace_only
-from adopter.analysis.parse.source import check_input, new_parser
+from adopter.analysis.parse.source import check_input, is_broken, new_parser
 from adopter.analysis.parse.verdict import (
     breaks_indentation,
     certainly_broken,
@@ -53,6 +53,9 @@ def _point_after(data: bytes, start: int, start_row: int, offset: int) -> tuple[
     """`_point(data, offset)` for `offset >= start`, `start_row` being `start`'s row in `data`."""
     row = start_row + data.count(b"\n", start, offset)
     return (row, offset - (data.rfind(b"\n", 0, offset) + 1))
+
+
+_QUOTES = frozenset(b"\"'")  # the bytes of a string delimiter
 
 
 class DocumentAnalysis:
@@ -200,18 +203,30 @@ class DocumentAnalysis:
         )
         if tokens_same:  # see adopter.analysis.parse.reparse: the moved tree is what a parse would give
             return old_tree
+        quotes = _QUOTES.intersection(old[changed:old_end]) or _QUOTES.intersection(new[changed:new_end])
         if not certify:
-            return self._parser.parse(new, old_tree)
+            return self._fresh_if_broken(self._parser.parse(new, old_tree), new, bool(quotes))
         first = breaks_indentation(old, original, changed, old_end, new, new_end)  # the slowest re-parses: not started
         if first and self._broken(original, old, new, changed, old_end, new_end):
             return None
         tree = parse_within(self._parser, new, old_tree)
         if tree is not None:
-            return tree
+            return self._fresh_if_broken(tree, new, bool(quotes))
         if not first and self._broken(original, old, new, changed, old_end, new_end):
             self._parser.reset()
             return None
-        return resume(self._parser, new, old_tree)
+        return self._fresh_if_broken(resume(self._parser, new, old_tree), new, bool(quotes))
+
+    def _fresh_if_broken(self, tree: Tree, new: bytes, quotes: bool) -> Tree:
+        """`tree`, or a parse of `new` from scratch when a change of string quotes left the re-parse broken:
+        tree-sitter's re-parse that reuses a broken tree can keep an error a fresh parse of the same bytes does
+        not have (found by bench/differential_fuzz.py: `'''` typed into a text holding another unclosed
+        `'''`, which the new one closes), and `adopter check` parses from scratch."""
+        if quotes and is_broken(tree):
+            fresh = self._parser.parse(new)
+            if not is_broken(fresh):
+                return fresh
+        return tree
 
     def _broken(self, tree: Tree, old: bytes, new: bytes, start: int, old_end: int, new_end: int) -> bool:
         """Whether `new` is known broken from the statements of `old` (parsed as `tree`) the change touches."""
