@@ -203,24 +203,26 @@ class DocumentAnalysis:
         )
         if tokens_same:  # see adopter.analysis.parse.reparse: the moved tree is what a parse would give
             return old_tree
-        quotes = _QUOTES.intersection(old[changed:old_end]) or _QUOTES.intersection(new[changed:new_end])
+        # (only from a broken tree: typing a quote into a text that parses must not pay a second parse)
+        quotes = is_broken(original) and bool(
+            _QUOTES.intersection(old[changed:old_end]) or _QUOTES.intersection(new[changed:new_end]))
         if not certify:
-            return self._fresh_if_broken(self._parser.parse(new, old_tree), new, bool(quotes))
+            return self._fresh_if_broken(self._parser.parse(new, old_tree), new, quotes)
         first = breaks_indentation(old, original, changed, old_end, new, new_end)  # the slowest re-parses: not started
         if first and self._broken(original, old, new, changed, old_end, new_end):
             return None
         tree = parse_within(self._parser, new, old_tree)
         if tree is not None:
-            return self._fresh_if_broken(tree, new, bool(quotes))
+            return self._fresh_if_broken(tree, new, quotes)
         if not first and self._broken(original, old, new, changed, old_end, new_end):
             self._parser.reset()
             return None
-        return self._fresh_if_broken(resume(self._parser, new, old_tree), new, bool(quotes))
+        return self._fresh_if_broken(resume(self._parser, new, old_tree), new, quotes)
 
     def _fresh_if_broken(self, tree: Tree, new: bytes, quotes: bool) -> Tree:
-        """`tree`, or a parse of `new` from scratch when a change of string quotes left the re-parse broken:
-        tree-sitter's re-parse that reuses a broken tree can keep an error a fresh parse of the same bytes does
-        not have (found by bench/differential_fuzz.py: `'''` typed into a text holding another unclosed
+        """`tree`, or a parse of `new` from scratch when a change of string quotes in a broken text left the
+        re-parse broken: tree-sitter's re-parse that reuses a broken tree can keep an error a fresh parse of the
+        same bytes does not have (found by bench/differential_fuzz.py: `'''` typed into a text holding another unclosed
         `'''`, which the new one closes), and `adopter check` parses from scratch."""
         if quotes and is_broken(tree):
             fresh = self._parser.parse(new)
