@@ -17,19 +17,14 @@ there. A site found both here and in `forward` has the same spans and is reporte
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from tree_sitter import Node
 
-from adopter.analysis.canonical.normalise import canonical_architecture
-from adopter.analysis.flow.forward import FlowAnalysis
-from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
-from adopter.analysis.idioms.submodules import stateless_submodules, thin_submodules
+from adopter.analysis.idioms.method_forward import method_architecture
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import SourceText
-from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Architecture, Ctor, Problem
+from adopter.dsl.types import Architecture, Problem
 
 _SKIP = frozenset({"forward", "__init__"})
 
@@ -59,11 +54,4 @@ def loss_method_architecture(
     class_name: str, method: str, node: Node, src: SourceText, symbols: ModuleSymbols, table: ClassTable
 ) -> tuple[Architecture, list[Problem]]:
     """The class's `__init__` with `method` read as its forward, named `Class.method`."""
-    problems: list[Problem] = []
-    init = bind_layer_subclasses(InitAnalysis(class_name, table, src).run(), table, src)
-    module_attrs = frozenset(b.attr for b in (init.bindings if init is not None else ()) if isinstance(b.value, Ctor))
-    flow = FlowAnalysis(src, symbols, table, class_name, module_attrs, problems, stateless_submodules(init, table, src))
-    forward = flow.function(node, class_name)
-    arch = Architecture(f"{class_name}.{method}", table.qualified_bases(class_name), init, replace(forward, name=method),
-                        src.span(node))
-    return canonical_architecture(arch, thin_submodules(init, table, src)), problems
+    return method_architecture(class_name, f"{class_name}.{method}", method, node, src, symbols, table)

@@ -26,19 +26,14 @@ engine reports these sites without an automatic fix.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from tree_sitter import Node
 
-from adopter.analysis.canonical.normalise import canonical_architecture
-from adopter.analysis.flow.forward import FlowAnalysis
-from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
-from adopter.analysis.idioms.submodules import stateless_submodules, thin_submodules
+from adopter.analysis.idioms.method_forward import method_architecture
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import Field, SourceText
-from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Architecture, Ctor, Problem
+from adopter.dsl.types import Architecture, Problem
 
 _NAME = re.compile(r"""["']?([A-Za-z_]\w*)["']?""")
 _BOUND = re.compile(rb"self\.(\w+)\s*=\s*(\w+)\s*\(")
@@ -94,11 +89,5 @@ def processor_architecture(
     processor: str, owner: str, node: Node, src: SourceText, symbols: ModuleSymbols, table: ClassTable
 ) -> tuple[Architecture, list[Problem]]:
     """`owner`'s `__init__` with the processor's `__call__` read as its forward, named `Processor.__call__`."""
-    problems: list[Problem] = []
-    init = bind_layer_subclasses(InitAnalysis(owner, table, src).run(), table, src)
-    module_attrs = frozenset(b.attr for b in (init.bindings if init is not None else ()) if isinstance(b.value, Ctor))
-    flow = FlowAnalysis(src, symbols, table, owner, module_attrs, problems, stateless_submodules(init, table, src))
-    forward = flow.function(node, owner, self_at=1)
-    arch = Architecture(f"{processor}.__call__", table.qualified_bases(owner), init,
-                        replace(forward, name="__call__"), src.span(node), processor_of=owner)
-    return canonical_architecture(arch, thin_submodules(init, table, src)), problems
+    return method_architecture(owner, f"{processor}.__call__", "__call__", node, src, symbols, table, self_at=1,
+                               processor_of=owner)
