@@ -6,9 +6,12 @@ source files' hashes, never next to the `.py` files: `adopter._native` loads the
 listed source is byte-identical to what was compiled, so editing a `.py` file silently falls back to
 it until the next build instead of running stale code.
 
-Usage: python scripts/build_native.py [--force] [--clean]
+Usage: python scripts/build_native.py [--force] [--clean] [--strict]
 Needs mypy (the dev extra), setuptools and a C compiler with the Python headers. Any failure prints a
-warning and exits 0: set-up must not fail because an optimisation could not be built.
+warning and exits 0: set-up must not fail because an optimisation could not be built. `--strict` (what
+`make test` runs) exits 1 when the tools are all there and the compilation itself fails: that is a bug in
+the code (mypyc rejects what the interpreter accepts), which would otherwise go unseen while every test
+runs the pure-Python fallback.
 
 `hatch_build.py` calls `compile_native` when `pip install .` builds a wheel: the same modules, compiled
 the same way, are shipped inside the package (`adopter/_compiled/`) with the same manifest.
@@ -137,8 +140,25 @@ def compile_native(out: Path, server: Path = SERVER) -> str | None:
     return None
 
 
-def build(force: bool) -> int:
-    """`make native`: compile into build/native unless it is current; warn (exit 0) on failure."""
+def toolchain_missing() -> str | None:
+    """Why this machine cannot compile at all (no mypy, setuptools, C compiler or Python headers), else None."""
+    if _mypy_version() is None:
+        return "mypy is not installed"
+    try:
+        import setuptools  # noqa: F401
+    except ImportError:
+        return "setuptools is not installed"
+    compiler = str(sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        return f"no C compiler ({compiler})"
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
+        return "no Python headers (Python.h)"
+    return None
+
+
+def build(force: bool, strict: bool = False) -> int:
+    """`make native`: compile into build/native unless it is current; warn (exit 0) on failure, or with
+    `strict` exit 1 when the toolchain is complete and the compilation failed."""
     files = sources()
     if not force and current(OUT):
         print(f"native build: up to date ({len(files)} modules in {OUT.relative_to(ROOT)})")
@@ -146,6 +166,9 @@ def build(force: bool) -> int:
     print(f"native build: compiling {len(files)} modules with mypyc (about a minute) ...", flush=True)
     failed = compile_native(OUT)
     if failed is not None:
+        if strict and toolchain_missing() is None:
+            print(f"native build: FAILED with a complete toolchain ({failed})", file=sys.stderr)
+            return 1
         print(f"native build: skipped ({failed}); the pure-Python analysis is used", file=sys.stderr)
         return 0
     print(f"native build: {len(files)} modules in {OUT.relative_to(ROOT)}")
@@ -156,14 +179,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--force", action="store_true", help="rebuild even when the manifest is current")
     parser.add_argument("--clean", action="store_true", help="remove the native build and exit")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 when mypyc fails although mypy, setuptools, a C compiler and the headers are there")
     args = parser.parse_args()
     if args.clean:
         shutil.rmtree(OUT, ignore_errors=True)
         print(f"removed {OUT.relative_to(ROOT)}")
         return 0
     try:
-        return build(args.force)
+        return build(args.force, args.strict)
     except Exception as exc:  # never fail the set-up for an optimisation
+        if args.strict and toolchain_missing() is None:
+            print(f"native build: FAILED ({type(exc).__name__}: {exc})", file=sys.stderr)
+            return 1
         print(f"native build: FAILED ({type(exc).__name__}: {exc}); the pure-Python analysis is used",
               file=sys.stderr)
         return 0
