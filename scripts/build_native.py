@@ -42,6 +42,7 @@ COMPILED_FILES = ("adopter/positions.py", "adopter/dsl/types.py")
 # jedi (untyped, in its own thread) and reads other files with `ast`: compiling them buys nothing.
 EXCLUDED = frozenset({
     "adopter/engine/loading.py", "adopter/engine/rule_docs.py",
+    "adopter/analysis/parse/read_input.py",  # counts references (sys.getrefcount): kept as the interpreter runs it
     *(f"adopter/analysis/crossfile/{name}.py"
       for name in ("reach", "jedi_lookup", "ast_files", "evaluator", "init_source", "summary")),
 })

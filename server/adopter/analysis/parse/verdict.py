@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable
 
 from tree_sitter import Parser, Tree
 
+from adopter.analysis.parse.read_input import Reader
 from adopter.analysis.parse.source import is_broken
 
 # How many progress reports (one per ~100 parse actions, ~30 per ms here) an incremental re-parse may take
@@ -60,20 +60,22 @@ def parse_within(parser: Parser, data: bytes, old_tree: Tree, budget: int | None
         reports += 1
         return reports > limit
 
+    reader = Reader(data)
     try:
-        return parser.parse(_reader(data), old_tree, progress_callback=over)
+        return parser.parse(reader, old_tree, progress_callback=over)
     except ValueError:  # cancelled by `over`
         return None
+    finally:
+        reader.release()
 
 
 def resume(parser: Parser, data: bytes, old_tree: Tree) -> Tree:
     """Finish the parse `parse_within` stopped (same `data` and `old_tree`)."""
-    return parser.parse(_reader(data), old_tree)
-
-
-def _reader(data: bytes) -> Callable[[int, tuple[int, int]], memoryview]:
-    view = memoryview(data)
-    return lambda offset, _point: view[offset:]
+    reader = Reader(data)
+    try:
+        return parser.parse(reader, old_tree)
+    finally:
+        reader.release()
 
 
 def breaks_indentation(old: bytes, tree: Tree, start: int, old_end: int, new: bytes, new_end: int) -> bool:
