@@ -58,12 +58,16 @@ MANIFEST: Manifest = (
     # domain and picked from the archive listings by name and size before reading (bench/data/dev2/LABELLING.md).
     ("lerobot", "0.4.4", ("lerobot/policies/act/modeling_act.py",)),
     ("funasr", "1.4.16", (
-        "funasr/models/sanm/multihead_att.py", "funasr/models/transformer/positionwise_feed_forward.py")),
-    ("coqui-tts", "0.28.0", ("TTS/tts/layers/glow_tts/transformer.py", "TTS/tts/layers/generic/res_conv_bn.py")),
+        "funasr/models/sanm/multihead_att.py", "funasr/models/transformer/positionwise_feed_forward.py",
+        "funasr/models/transformer/layer_norm.py")),
+    ("coqui-tts", "0.28.0", (
+        "TTS/tts/layers/glow_tts/transformer.py", "TTS/tts/layers/generic/res_conv_bn.py",
+        "TTS/tts/layers/generic/normalization.py", "TTS/tts/layers/xtts/perceiver_encoder.py")),
     ("cellpose", "4.2.1.1", ("cellpose/vit.py",)),
     ("hiera-transformer", "0.1.4", ("hiera/hiera.py", "hiera/hiera_utils.py")),
     ("chatterbox-tts", "0.1.7", (
-        "chatterbox/models/s3gen/transformer/attention.py", "chatterbox/models/s3gen/matcha/transformer.py")),
+        "chatterbox/models/s3gen/transformer/attention.py", "chatterbox/models/s3gen/matcha/transformer.py",
+        "chatterbox/models/s3gen/transformer/positionwise_feed_forward.py")),
     ("groundingdino-py", "0.4.0", (
         "groundingdino/models/GroundingDINO/fuse_modules.py",
         "groundingdino/models/GroundingDINO/transformer_vanilla.py")),
