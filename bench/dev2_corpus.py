@@ -55,7 +55,9 @@ MANIFEST: Manifest = (
     ("sample-factory", "2.1.1", ("sample_factory/model/encoder.py",)),
     ("ring-attention-pytorch", "0.5.20", ("ring_attention_pytorch/ring_attention.py",)),
     # Batch 2 (label5, 2026-12-05): distributions a-m, none in the real-world, held-out or oracle lists, chosen by
-    # domain and picked from the archive listings by name and size before reading (bench/data/dev2/LABELLING.md).
+    # domain; 18 files picked from the archive listings by name and size before reading, 4 added after the first
+    # pass (funasr layer_norm, coqui-tts normalization / perceiver_encoder, chatterbox positionwise_feed_forward;
+    # see "Batch 2" in bench/data/dev2/LABELLING.md).
     ("lerobot", "0.4.4", ("lerobot/policies/act/modeling_act.py",)),
     ("funasr", "1.4.16", (
         "funasr/models/sanm/multihead_att.py", "funasr/models/transformer/positionwise_feed_forward.py",
