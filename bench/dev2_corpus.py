@@ -54,6 +54,31 @@ MANIFEST: Manifest = (
     ("unimol-tools", "0.1.6", ("unimol_tools/models/transformers.py",)),
     ("sample-factory", "2.1.1", ("sample_factory/model/encoder.py",)),
     ("ring-attention-pytorch", "0.5.20", ("ring_attention_pytorch/ring_attention.py",)),
+    # Batch 2 (label5, 2026-12-05): distributions a-m, none in the real-world, held-out or oracle lists, chosen by
+    # domain; 18 files picked from the archive listings by name and size before reading, 4 added after the first
+    # pass (funasr layer_norm, coqui-tts normalization / perceiver_encoder, chatterbox positionwise_feed_forward;
+    # see "Batch 2" in bench/data/dev2/LABELLING.md).
+    ("lerobot", "0.4.4", ("lerobot/policies/act/modeling_act.py",)),
+    ("funasr", "1.4.16", (
+        "funasr/models/sanm/multihead_att.py", "funasr/models/transformer/positionwise_feed_forward.py",
+        "funasr/models/transformer/layer_norm.py")),
+    ("coqui-tts", "0.28.0", (
+        "TTS/tts/layers/glow_tts/transformer.py", "TTS/tts/layers/generic/res_conv_bn.py",
+        "TTS/tts/layers/generic/normalization.py", "TTS/tts/layers/xtts/perceiver_encoder.py")),
+    ("cellpose", "4.2.1.1", ("cellpose/vit.py",)),
+    ("hiera-transformer", "0.1.4", ("hiera/hiera.py", "hiera/hiera_utils.py")),
+    ("chatterbox-tts", "0.1.7", (
+        "chatterbox/models/s3gen/transformer/attention.py", "chatterbox/models/s3gen/matcha/transformer.py",
+        "chatterbox/models/s3gen/transformer/positionwise_feed_forward.py")),
+    ("groundingdino-py", "0.4.0", (
+        "groundingdino/models/GroundingDINO/fuse_modules.py",
+        "groundingdino/models/GroundingDINO/transformer_vanilla.py")),
+    ("anomalib", "2.7.0", (
+        "anomalib/models/image/draem/torch_model.py", "anomalib/models/image/reverse_distillation/torch_model.py")),
+    ("controlnet-aux", "0.0.10", (
+        "controlnet_aux/lineart/__init__.py", "controlnet_aux/mlsd/models/mbv2_mlsd_tiny.py")),
+    ("mmdet", "3.3.0", (
+        "mmdet/models/layers/transformer/deformable_detr_layers.py", "mmdet/models/layers/csp_layer.py")),
 )
 
 
