@@ -130,6 +130,19 @@ MANIFEST: Manifest = (
     ("flood-forecast", "1.0.dev0", ("flood_forecast/transformer_xl/attn.py", "flood_forecast/transformer_xl/dsanet.py")),
     ("chgnet", "0.4.2", ("chgnet/model/layers.py",)),
     ("mbrl", "0.2.0", ("mbrl/third_party/pytorch_sac_pranz24/model.py", "mbrl/models/util.py")),
+    # Batch 5 (refreshed 2026-12-05, stop 15): labelled by a fifth independent labeller (families 14, 9, 10, 7 and 6
+    # were worked on in stop 15); distributions n-z only, files picked from the archive listings by name and size
+    # before reading (see LABELLING.md "Batch 5").
+    ("OpenNMT-py", "3.5.1", ("onmt/modules/position_ffn.py", "onmt/encoders/transformer.py")),
+    ("sockeye", "3.1.34", ("sockeye/transformer.py",)),
+    ("toto-ts", "0.2.0", ("toto/model/attention.py", "toto/model/transformer.py", "toto/model/feed_forward.py")),
+    ("scvi-tools", "1.4.2", ("scvi/module/_classifier.py", "scvi/external/sysvi/_base_components.py")),
+    ("rsl-rl-lib", "5.5.1", ("rsl_rl/modules/mlp.py", "rsl_rl/modules/cnn.py")),
+    ("spandrel", "0.4.2", (
+        "spandrel/architectures/NAFNet/__arch/NAFNet_arch.py", "spandrel/architectures/DITN/__arch/DITN_Real.py")),
+    ("WhisperSpeech", "0.8.9", ("whisperspeech/modules.py",)),
+    ("rin-pytorch", "0.8.0", ("rin_pytorch/attend.py", "rin_pytorch/rin_pytorch.py")),
+    ("point-transformer-pytorch", "0.1.5", ("point_transformer_pytorch/point_transformer_pytorch.py",)),
 )
 
 
