@@ -22,6 +22,7 @@ from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.chains.functions import layer_chain
+from adopter.analysis.chains.list_items import splatted_children
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
@@ -136,7 +137,7 @@ def _call_children(call: Node, name: str, src: SourceText, reader: InitAnalysis)
     if method == "__init__" and (obj_text.startswith("super(") or _is_sequential_name(obj_text, reader)):
         if not obj_text.startswith("super("):
             args = args[1:]  # `nn.Sequential.__init__(self, a, b)`
-        return positional_children(args, src)
+        return _listed(positional_children(args, src), args, call, src, reader)
     if obj_text == "self" and method == "add_module" and len(args) == 2:
         return [args[1]]
     if obj_text == "self" and method == "append" and len(args) == 1:
@@ -144,6 +145,25 @@ def _call_children(call: Node, name: str, src: SourceText, reader: InitAnalysis)
     if obj_text == "self" and method in ("extend", "insert"):
         return [_BREAK]
     return []
+
+
+def _listed(children: list[Node | None], args: list[Node], call: Node, src: SourceText,
+            reader: InitAnalysis) -> list[Node | None]:
+    """`children` with each `*layers` of a local list of `__init__` replaced by the items it holds there."""
+    body = call.parent
+    while body is not None and body.type != "block":
+        body = body.parent
+    if (body is None or body.parent is None or body.parent.type != "function_definition"
+            or len(children) != len(args)):  # `OrderedDict([...])` is read already
+        return children  # under a test or in a loop: `_children` cuts the chain there anyway
+    out: list[Node | None] = []
+    for child, arg in zip(children, args):
+        inner = arg.named_children[0] if arg.type == "list_splat" and arg.named_child_count else None
+        if child is _BREAK and inner is not None and inner.type == "identifier":
+            out.extend(splatted_children(body, src.text(inner), call.start_byte, src, reader.defaults))
+        else:
+            out.append(child)
+    return out
 
 
 def _is_sequential_name(text: str, reader: InitAnalysis) -> bool:
