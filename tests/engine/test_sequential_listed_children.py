@@ -3,7 +3,8 @@ torchvision 0.20 `segmentation/fcn.py` `FCNHead`, `ops/misc.py` `ConvNormActivat
 items in the order its statements add them (`chains.list_items.splatted_children`); an `append` under
 `if p is not None:` on a parameter whose default is a layer class is read on the default's path. And a Sequential
 built from a local list written once (`layers = [conv, bn]; self.down = nn.Sequential(*layers)`) lists where
-the items are written among the finding's lines. Counter-examples: additions whose place is not certain
+the items are written among the finding's lines. A module assigned to an attribute of a Sequential subclass
+(`self.conv = nn.Conv2d(...)`, timm 1.0.12 `tiny_vit.ConvNorm`) is its next child. Counter-examples: additions whose place is not certain
 (a loop, a test on a parameter defaulting to None or rebound, an `insert`, the list passed to a call)."""
 
 from __future__ import annotations
@@ -63,6 +64,16 @@ class Downsample(nn.Module):
 
     def forward(self, x):
         return self.down(x)
+'''
+
+ATTRIBUTES = '''
+class ConvNorm(torch.nn.Sequential):
+    def __init__(self, in_chs, out_chs, ks=1, bn_weight_init=1):
+        super().__init__()
+        self.conv = nn.Conv2d(in_chs, out_chs, ks, bias=False)
+        self.bn = nn.BatchNorm2d(out_chs)
+        torch.nn.init.constant_(self.bn.weight, bn_weight_init)
+        torch.nn.init.constant_(self.bn.bias, 0)
 '''
 
 
@@ -131,3 +142,30 @@ def test_additions_whose_place_is_not_certain_end_the_chain(before: str, after: 
 def test_a_list_made_elsewhere_is_not_read() -> None:
     body = FCN_HEAD.replace("        layers = [", "        layers = make_layers() or [")
     assert _findings(body) == []
+
+
+def test_modules_assigned_to_attributes_are_children_in_order() -> None:
+    found = _findings(ATTRIBUTES)
+    assert [(site, fixable) for site, _, fixable in found] == [(_line(ATTRIBUTES, "self.conv ="), True)]
+    assert _line(ATTRIBUTES, "self.bn =") in found[0][1]
+    # a constant is no child
+    assert len(_findings(ATTRIBUTES.replace("        self.bn =", "        self.ks = 1\n        self.bn ="))) == 1
+
+
+@pytest.mark.parametrize("before, after", [
+    # a value that may be a module between them
+    ("        self.bn =", "        self.act = make_act()\n        self.bn ="),
+    ("        self.bn =", "        self.act = act\n        self.bn ="),
+    # assigned under a test
+    ("        self.bn =", "        if ks > 1:\n            self.pool = nn.AvgPool2d(2)\n        self.bn ="),
+    # the attribute is assigned twice: it keeps its first place
+    ("        self.bn = nn.BatchNorm2d(out_chs)\n",
+     "        self.bn = nn.Identity()\n        self.conv2 = nn.Conv2d(out_chs, out_chs, 1)\n"
+     "        self.bn = nn.BatchNorm2d(out_chs)\n"),
+    # a class with a forward of its own runs what its forward says
+    ("        torch.nn.init.constant_(self.bn.bias, 0)\n",
+     "        torch.nn.init.constant_(self.bn.bias, 0)\n\n    def forward(self, x):\n        return self.conv(x)\n"),
+])
+def test_attribute_children_whose_place_is_not_certain_end_the_chain(before: str, after: str) -> None:
+    assert before in ATTRIBUTES
+    assert _findings(ATTRIBUTES.replace(before, after)) == []

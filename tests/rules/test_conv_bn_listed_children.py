@@ -1,6 +1,7 @@
 """The conv -> BN fix on `nn.Sequential` subclasses that hand their children over as a local list
 (`super().__init__(*layers)`: torchvision 0.20 `FCNHead`, and `ConvNormActivation` whose `norm_layer`
-default is BatchNorm2d and whose norm is appended under `if norm_layer is not None:`). The fix builds the class
+default is BatchNorm2d and whose norm is appended under `if norm_layer is not None:`), or assign them to
+attributes (`self.conv = nn.Conv2d(...)`, timm 1.0.12 `tiny_vit.ConvNorm`). The fix builds the class
 on `FoldedConvBnSequential`, which folds a stock Conv -> BatchNorm pair of adjacent children at run time (eval
 mode, running statistics) and runs any other child as before, so a caller passing `norm_layer=None` or a
 GroupNorm gets the original computation. The rewritten classes compute what the originals compute in eval
@@ -54,6 +55,15 @@ class ConvNormActivation(torch.nn.Sequential):
             layers.append(activation_layer(inplace=True))
         super().__init__(*layers)
         self.out_channels = c_out
+
+
+class ConvNorm(torch.nn.Sequential):
+    def __init__(self, in_chs, out_chs, ks=1, bn_weight_init=1):
+        super().__init__()
+        self.conv = nn.Conv2d(in_chs, out_chs, ks, bias=False)
+        self.bn = nn.BatchNorm2d(out_chs)
+        torch.nn.init.constant_(self.bn.weight, bn_weight_init)
+        torch.nn.init.constant_(self.bn.bias, 0)
 '''
 
 
@@ -67,11 +77,12 @@ def _fixed() -> str:
     env = Environment("cpu", frozenset(), "2.13.0")
     rules = [r for r in load_rules().rules if r.family == 7]
     findings = find(analyse(MODEL, "model.py"), rules, env)
-    assert [(f.rule_id, f.fixable) for f in findings] == [("f07-conv-bn", True)] * 2
+    assert [(f.rule_id, f.fixable) for f in findings] == [("f07-conv-bn", True)] * 3
     result = rewrite(MODEL, findings, rules=rules, env=env, path="model.py")
     assert isinstance(result, Rewritten), result
     assert "class FCNHead(FoldedConvBnSequential):" in result.new_source
     assert "class ConvNormActivation(FoldedConvBnSequential):" in result.new_source
+    assert "class ConvNorm(FoldedConvBnSequential):" in result.new_source
     return result.new_source
 
 
@@ -79,6 +90,7 @@ CASES = {
     "fcn_head": ("FCNHead", (16, 3), {}),
     "conv_norm_act": ("ConvNormActivation", (3, 8), {}),
     "conv_norm_act_no_norm": ("ConvNormActivation", (3, 8), {"norm_layer": None}),
+    "conv_norm_attributes": ("ConvNorm", (3, 8), {"ks": 3, "bn_weight_init": 0.5}),
     "conv_norm_act_group_norm": ("ConvNormActivation", (3, 8), {"norm_layer": functools.partial(torch.nn.GroupNorm, 2)}),
 }
 

@@ -18,6 +18,8 @@ Children added under a condition or a loop end the chain there: what runs next t
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import SEQUENTIAL
@@ -104,17 +106,44 @@ def runs_children_in_turn(forward: Node, src: SourceText) -> Span | None:
 def _children(body: Node, name: str, src: SourceText, reader: InitAnalysis) -> list[Node | None]:
     """The child constructors in the order the Sequential holds them; `_BREAK` where that order is not certain."""
     out: list[Node | None] = []
+    assigned: set[str] = set()
     for stmt in body.named_children:
         if stmt.type == "comment":
             continue
         if stmt.type != "expression_statement":
-            if _mentions_children(stmt, src):
+            if _mentions_children(stmt, src) or _SELF_ASSIGNED.search(src.raw(stmt)):
                 out.append(_BREAK)  # children added under a condition or in a loop
             continue
         for expr in stmt.named_children:
             if expr.type == "call":
                 out.extend(_call_children(expr, name, src, reader))
+            elif expr.type == "assignment":
+                out.extend(_assigned_child(expr, src, assigned))
     return out
+
+
+_SELF_ASSIGNED = re.compile(rb"\bself\.\w+\s*=(?!=)")
+_CONSTANTS = ("integer", "float", "string", "true", "false", "none", "concatenated_string")
+
+
+def _assigned_child(assignment: Node, src: SourceText, assigned: set[str]) -> list[Node | None]:
+    """`self.conv = nn.Conv2d(...)` in a Sequential's `__init__`: a module assigned to an attribute is
+    registered as the next child (timm's `ConvNorm(torch.nn.Sequential)`). Any value but a constant is taken
+    for a child (one not known as a layer keeps its neighbours apart); a second assignment to the same
+    attribute keeps the first one's place, which is not read: the chain is cut."""
+    left, right = assignment.child_by_field_id(Field.LEFT), assignment.child_by_field_id(Field.RIGHT)
+    if left is None or right is None or left.type != "attribute":
+        return [] if left is not None and left.type == "identifier" else [_BREAK]
+    obj, attr = left.child_by_field_id(Field.OBJECT), left.child_by_field_id(Field.ATTRIBUTE)
+    if obj is None or attr is None or src.text(obj) != "self":
+        return []  # `self.bn.weight = ...`, a local's attribute: no child of this Sequential
+    if right.type in _CONSTANTS:
+        return []
+    key = src.text(attr)
+    if key in assigned:
+        return [_BREAK]
+    assigned.add(key)
+    return [right]
 
 
 def _mentions_children(node: Node, src: SourceText) -> bool:
