@@ -9,8 +9,10 @@ Model code writes conv-norm-activation blocks as Sequential subclasses with no `
                 norm_layer = nn.BatchNorm2d
             super().__init__(nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), norm_layer(c_out), nn.ReLU())
 
-or, child by child, `self.add_module("conv", nn.Conv2d(...))`. Sequential's own forward runs the children
-in order, so the class computes that chain. It becomes a small `Architecture` like the factory chains of
+or, child by child, `self.add_module("conv", nn.Conv2d(...))` or `self.conv = nn.Conv2d(...)` (timm's
+`ConvNorm`), or as a local list, `super().__init__(*layers)` (torchvision's `FCNHead`, read by
+`adopter.analysis.chains.list_items.splatted_children`). Sequential's own forward runs the children in
+order, so the class computes that chain. It becomes a small `Architecture` like the factory chains of
 `adopter.analysis.chains.functions` (bindings = the children with their constructor spans, a forward that calls
 them in turn, every op's `origin` the Sequential construction: reported without an automatic fix).
 Children added under a condition or a loop end the chain there: what runs next to them is not certain.
