@@ -23,6 +23,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.chains.list_items import added_items
 from adopter.analysis.chains.sequential_classes import chain_of
 from adopter.analysis.names.symbols import ModuleSymbols, dotted_text
 from adopter.analysis.parse.source import Field, SourceText
@@ -98,40 +99,9 @@ def _runs(block: Node, target: str, src: SourceText) -> list[list[Node]]:
     for stmt in block.named_children:
         if stmt.type == "comment":
             continue
-        items = _added(stmt, target, src)
+        items = added_items(stmt, target, src)
         if items is not None:
             runs[-1].extend(items)
         elif stmt.type != "expression_statement" and target.encode() in src.raw(stmt):
             runs.append([])
     return runs
-
-
-def _added(stmt: Node, target: str, src: SourceText) -> list[Node] | None:
-    """The items `stmt` adds to `target` (`target.append(x)`, `.extend([...])`, `target += [...]`), else None."""
-    if stmt.type != "expression_statement" or stmt.named_child_count != 1:
-        return None
-    expr = stmt.named_children[0]
-    if expr.type == "augmented_assignment":
-        left = expr.child_by_field_id(Field.LEFT)
-        right = expr.child_by_field_id(Field.RIGHT)
-        op = expr.child_by_field_id(Field.OPERATOR)
-        if (left is not None and right is not None and src.text(left) == target and right.type in ("list", "tuple")
-                and (op is None or src.text(op) == "+=")):
-            return [c for c in right.named_children if c.type != "comment"]
-        return None
-    if expr.type != "call":
-        return None
-    func = expr.child_by_field_id(Field.FUNCTION)
-    args = expr.child_by_field_id(Field.ARGUMENTS)
-    if func is None or func.type != "attribute" or args is None:
-        return None
-    obj = func.child_by_field_id(Field.OBJECT)
-    method = func.child_by_field_id(Field.ATTRIBUTE)
-    if obj is None or method is None or src.text(obj) != target:
-        return None
-    parts = [a for a in args.named_children if a.type != "comment"]
-    if src.text(method) == "append" and len(parts) == 1:
-        return parts
-    if src.text(method) == "extend" and len(parts) == 1 and parts[0].type in ("list", "tuple"):
-        return [c for c in parts[0].named_children if c.type != "comment"]
-    return None

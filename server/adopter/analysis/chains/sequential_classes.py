@@ -9,8 +9,10 @@ Model code writes conv-norm-activation blocks as Sequential subclasses with no `
                 norm_layer = nn.BatchNorm2d
             super().__init__(nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), norm_layer(c_out), nn.ReLU())
 
-or, child by child, `self.add_module("conv", nn.Conv2d(...))`. Sequential's own forward runs the children
-in order, so the class computes that chain. It becomes a small `Architecture` like the factory chains of
+or, child by child, `self.add_module("conv", nn.Conv2d(...))` or `self.conv = nn.Conv2d(...)` (timm's
+`ConvNorm`), or as a local list, `super().__init__(*layers)` (torchvision's `FCNHead`, read by
+`adopter.analysis.chains.list_items.splatted_children`). Sequential's own forward runs the children in
+order, so the class computes that chain. It becomes a small `Architecture` like the factory chains of
 `adopter.analysis.chains.functions` (bindings = the children with their constructor spans, a forward that calls
 them in turn, every op's `origin` the Sequential construction: reported without an automatic fix).
 Children added under a condition or a loop end the chain there: what runs next to them is not certain.
@@ -18,10 +20,13 @@ Children added under a condition or a loop end the chain there: what runs next t
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.chains.functions import layer_chain
+from adopter.analysis.chains.list_items import splatted_children
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
@@ -103,17 +108,44 @@ def runs_children_in_turn(forward: Node, src: SourceText) -> Span | None:
 def _children(body: Node, name: str, src: SourceText, reader: InitAnalysis) -> list[Node | None]:
     """The child constructors in the order the Sequential holds them; `_BREAK` where that order is not certain."""
     out: list[Node | None] = []
+    assigned: set[str] = set()
     for stmt in body.named_children:
         if stmt.type == "comment":
             continue
         if stmt.type != "expression_statement":
-            if _mentions_children(stmt, src):
+            if _mentions_children(stmt, src) or _SELF_ASSIGNED.search(src.raw(stmt)):
                 out.append(_BREAK)  # children added under a condition or in a loop
             continue
         for expr in stmt.named_children:
             if expr.type == "call":
                 out.extend(_call_children(expr, name, src, reader))
+            elif expr.type == "assignment":
+                out.extend(_assigned_child(expr, src, assigned))
     return out
+
+
+_SELF_ASSIGNED = re.compile(rb"\bself\.\w+\s*=(?!=)")
+_CONSTANTS = ("integer", "float", "string", "true", "false", "none", "concatenated_string")
+
+
+def _assigned_child(assignment: Node, src: SourceText, assigned: set[str]) -> list[Node | None]:
+    """`self.conv = nn.Conv2d(...)` in a Sequential's `__init__`: a module assigned to an attribute is
+    registered as the next child (timm's `ConvNorm(torch.nn.Sequential)`). Any value but a constant is taken
+    for a child (one not known as a layer keeps its neighbours apart); a second assignment to the same
+    attribute keeps the first one's place, which is not read: the chain is cut."""
+    left, right = assignment.child_by_field_id(Field.LEFT), assignment.child_by_field_id(Field.RIGHT)
+    if left is None or right is None or left.type != "attribute":
+        return [] if left is not None and left.type == "identifier" else [_BREAK]
+    obj, attr = left.child_by_field_id(Field.OBJECT), left.child_by_field_id(Field.ATTRIBUTE)
+    if obj is None or attr is None or src.text(obj) != "self":
+        return []  # `self.bn.weight = ...`, a local's attribute: no child of this Sequential
+    if right.type in _CONSTANTS:
+        return []
+    key = src.text(attr)
+    if key in assigned:
+        return [_BREAK]
+    assigned.add(key)
+    return [right]
 
 
 def _mentions_children(node: Node, src: SourceText) -> bool:
@@ -136,7 +168,7 @@ def _call_children(call: Node, name: str, src: SourceText, reader: InitAnalysis)
     if method == "__init__" and (obj_text.startswith("super(") or _is_sequential_name(obj_text, reader)):
         if not obj_text.startswith("super("):
             args = args[1:]  # `nn.Sequential.__init__(self, a, b)`
-        return positional_children(args, src)
+        return _listed(positional_children(args, src), args, call, src, reader)
     if obj_text == "self" and method == "add_module" and len(args) == 2:
         return [args[1]]
     if obj_text == "self" and method == "append" and len(args) == 1:
@@ -144,6 +176,25 @@ def _call_children(call: Node, name: str, src: SourceText, reader: InitAnalysis)
     if obj_text == "self" and method in ("extend", "insert"):
         return [_BREAK]
     return []
+
+
+def _listed(children: list[Node | None], args: list[Node], call: Node, src: SourceText,
+            reader: InitAnalysis) -> list[Node | None]:
+    """`children` with each `*layers` of a local list of `__init__` replaced by the items it holds there."""
+    body = call.parent
+    while body is not None and body.type != "block":
+        body = body.parent
+    if (body is None or body.parent is None or body.parent.type != "function_definition"
+            or len(children) != len(args)):  # `OrderedDict([...])` is read already
+        return children  # under a test or in a loop: `_children` cuts the chain there anyway
+    out: list[Node | None] = []
+    for child, arg in zip(children, args):
+        inner = arg.named_children[0] if arg.type == "list_splat" and arg.named_child_count else None
+        if child is _BREAK and inner is not None and inner.type == "identifier":
+            out.extend(splatted_children(body, src.text(inner), call.start_byte, src, reader.defaults))
+        else:
+            out.append(child)
+    return out
 
 
 def _is_sequential_name(text: str, reader: InitAnalysis) -> bool:

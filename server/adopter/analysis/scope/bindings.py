@@ -388,6 +388,7 @@ class InitAnalysis:
         attr = _self_attr(target, self_name, self.src)
         if attr is not None:
             self.target = attr
+            self.item_spans.pop(attr, None)  # what an earlier binding of the attribute held
             try:
                 alts = self._alternatives(value)
             finally:
@@ -1084,6 +1085,7 @@ class InitAnalysis:
             once = self._one_pass(arg_nodes[0])
             if once is not None:
                 return once
+            self._written_once(arg_nodes[0])
             items, keys, repeat = self._container_items(call)
             return [((), items, keys, repeat, False)]
         positions: list[list[tuple[Conds, Ctor]]] = []
@@ -1128,6 +1130,19 @@ class InitAnalysis:
         self.unrolled_lists.add(name)
         self.item_spans[self.target] = tuple(local.spans)
         return [(conds, items_, (), local.repeat, True) for conds, items_ in combos]
+
+    def _written_once(self, arg: Node) -> None:
+        """`self.down = nn.Sequential(*layers)` of a local list whose items are each written once, in order,
+        by unconditional statements outside loops (`layers = [nn.Conv2d(...), nn.BatchNorm2d(...)]`): the
+        Sequential holds exactly those items, so where each is written is kept as `_one_pass` keeps it."""
+        inner = arg.named_children[0] if arg.type == "list_splat" and arg.named_child_count else None
+        local = self.locals.get(self.src.text(inner)) if inner is not None and inner.type == "identifier" else None
+        if not isinstance(local, _ListBuild) or not local.ordered or local.looped or self.target is None:
+            return
+        if any(len(alts) != 1 or alts[0][0] for alts in local.positions):
+            return
+        if [alts[0][1] for alts in local.positions] == local.items and len(local.spans) == len(local.items):
+            self.item_spans[self.target] = tuple(local.spans)
 
     def _lead(self, call: Node) -> tuple[Ctor | None, ...]:
         """`nn.Sequential(*features)`: the list's first items at its own positions (`_ListBuild.lead`), when
