@@ -68,6 +68,7 @@ class ControlFlow(Control):
         parent = state.block
         results: list[tuple[list[Stmt], dict[str, EnvVal], bool]] = []
         state.nesting += 1
+        state.paths += 1
         first_live = len(state.live)
         any_return = False
         try:
@@ -94,6 +95,7 @@ class ControlFlow(Control):
                     results[k] = (lst, frame.env, state.terminated)
         finally:
             state.nesting -= 1
+            state.paths -= 1
             del state.live[first_live:]
             state.block = parent
         open_envs = [env for _, env, done in results if not done] or [env for _, env, _ in results]

@@ -104,6 +104,7 @@ class FlowState:
         self.counter = 0
         self.ops = 0
         self.nesting = 0
+        self.paths = 0  # how many `if` alternatives enclose the statement being walked
         self.names: set[str] = set()
         self.live: list[list[Stmt]] = []
         self.block: list[Stmt] = []

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from tree_sitter import Node
 
+from adopter.analysis.canonical.spellings import CHOOSE
 from adopter.analysis.flow.calls import argument_nodes, small_helper, written_by_adopter
 from adopter.analysis.flow.fstrings import bind_constant
 from adopter.analysis.flow.parts import Calls, Control, Expressions, Statements
@@ -221,6 +222,11 @@ class StatementFlow(Statements):
             ):
                 state.frame.env[name] = v
             else:
+                if isinstance(v, Ref) and state.paths:
+                    # `if context is None: context = x`: on this path the local is another value. A
+                    # `choose` (as one alternative of `x if context is None else context`) passes it on,
+                    # so data flow after the join sees `x` on this path and the old value on the others.
+                    state.emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), target, (unique,))
                 state.frame.env[name] = Ref(unique)
         elif target.type == "subscript":
             container = target.child_by_field_id(Field.VALUE)
