@@ -12,7 +12,7 @@ from tree_sitter import Node
 
 from adopter.analysis.flow.calls import argument_nodes
 from adopter.analysis.flow.parts import Control, Expressions, Statements
-from adopter.analysis.flow.state import MAX_NESTING, EnvVal, FlowState, Submodule
+from adopter.analysis.flow.state import MAX_NESTING, EnvVal, FlowState, ModuleFunction, Submodule
 from adopter.analysis.names.assignments import target_leaves
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field
@@ -20,6 +20,21 @@ from adopter.dsl.types import Branch, Loop, Ref, Stmt
 
 _ITERATION = frozenset({"range", "enumerate", "zip", "reversed", "sorted", "list", "tuple", "iter"})
 _CONTAINER_METHODS = frozenset({"values", "children", "modules", "items"})
+
+
+def _functions_at_join(merged: dict[str, EnvVal], envs: list[dict[str, EnvVal]], conditions: tuple[str, ...]) -> None:
+    """A local holding one same-file function on some paths of an `if` and no function on the others
+    holds it under those paths' tests after the join (`ModuleFunction.on`), not an unknown value."""
+    for key, value in merged.items():
+        if not isinstance(value, Ref):
+            continue
+        held = [env.get(key) for env in envs]
+        names = {v.name for v in held if isinstance(v, ModuleFunction)}
+        if len(names) != 1 or any(isinstance(v, ModuleFunction) and v.conditions for v in held):
+            continue
+        name = names.pop()
+        on = tuple(k for k, v in enumerate(held) if v == ModuleFunction(name))
+        merged[key] = ModuleFunction(name, conditions, on)
 
 
 class ControlFlow(Control):
@@ -100,6 +115,8 @@ class ControlFlow(Control):
             state.block = parent
         open_envs = [env for _, env, done in results if not done] or [env for _, env, _ in results]
         frame.env = self._merge_envs(open_envs)
+        if len(open_envs) == len(results) > 1:
+            _functions_at_join(frame.env, open_envs, tuple(conditions))
         state.terminated = all(done for _, _, done in results)
         state.returned = state.terminated and any_return
         if any(lst for lst, _, _ in results):

@@ -16,10 +16,18 @@ from adopter.analysis.flow.calls import argument_nodes, small_helper, written_by
 from adopter.analysis.flow.fstrings import bind_constant
 from adopter.analysis.flow.parts import Calls, Control, Expressions, Statements
 from adopter.analysis.flow.renaming import rename_in_callee
-from adopter.analysis.flow.state import IDENTIFIER, EnvVal, FlowState, LocalFunction, Submodule, as_value
+from adopter.analysis.flow.state import (
+    IDENTIFIER,
+    EnvVal,
+    FlowState,
+    LocalFunction,
+    ModuleFunction,
+    Submodule,
+    as_value,
+)
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
 from adopter.analysis.parse.source import Field, SourceText
-from adopter.dsl.types import Branch, Loop, Op, OpKind, Ref, Return, Stmt, Value
+from adopter.dsl.types import Branch, Expr, Loop, Op, OpKind, Ref, Return, Stmt, Value
 
 
 class StatementFlow(Statements):
@@ -217,7 +225,9 @@ class StatementFlow(Statements):
             bind_constant(state.frame.constants, name, v)
             # Locals keep their own names (faithful to the source); only module references and values
             # whose name cannot be redefined later (temporaries, an inlined callee's locals) alias.
-            if produced or isinstance(v, Submodule) or (
+            if isinstance(v, Expr) and v.text.isidentifier() and self._helper(v.text) is not None:
+                v = ModuleFunction(v.text)  # `attention_interface = eager_attention_forward`: called below
+            if produced or isinstance(v, Submodule | ModuleFunction) or (
                 isinstance(v, Ref) and (v.name == unique or v.name in state.callee_locals or v.name.startswith("%"))
             ):
                 state.frame.env[name] = v
