@@ -1,7 +1,11 @@
 """Control flow in the flow analysis: `if`/`elif`/`else` as `Branch`es, `for`/`while` as `Loop`s.
 
 Each path of an `if` is walked with its own copy of the environment; where paths join, a name bound
-differently on some path refers to itself afterwards. A loop over a submodule container
+differently on some path refers to itself afterwards. What a path bound it to stays visible: a name
+rebound to another name (`if context is None: context = x`) got a `choose` op on that path
+(`StatementFlow._bind_target`), and a name holding a same-file function on some paths only
+(`attention_interface = eager_attention_forward`, rebound under `if`) holds it under those paths' tests
+(`ModuleFunction`), so its call inlines the function on them. A loop over a submodule container
 (`for layer in self.layers`) binds its variable to the container's items (`self.layers[*]`), so calls
 of it are module ops.
 """
