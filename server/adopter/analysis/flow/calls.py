@@ -401,6 +401,7 @@ class CallFlow(Calls):
             outs=call_outs,
             start=(_index_of(state.live, state.block), len(state.block)),
             handed=handed,
+            params=frozenset(p.name for p in ps),
         )
         state.frames.append(frame)
         state.frame = frame

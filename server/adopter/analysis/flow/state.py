@@ -76,6 +76,7 @@ class Frame:
     constants: dict[str, str | None] = field(default_factory=dict)
     # the parameter a module-level function is handed the module as (`eager_attention_forward(self, ...)`)
     handed: str | None = None
+    params: frozenset[str] = frozenset()  # the function's parameters (`self` left out)
 
 
 # `Op.origin.target` prefix of a submodule call made in a module-level function handed the module: the

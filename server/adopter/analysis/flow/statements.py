@@ -232,10 +232,12 @@ class StatementFlow(Statements):
             ):
                 state.frame.env[name] = v
             else:
-                if isinstance(v, Ref) and state.paths:
-                    # `if context is None: context = x`: on this path the local is another value. A
+                if isinstance(v, Ref) and state.paths and name in state.frame.params:
+                    # `if context is None: context = x`: on this path the argument is another value. A
                     # `choose` (as one alternative of `x if context is None else context`) passes it on,
-                    # so data flow after the join sees `x` on this path and the old value on the others.
+                    # so data flow after the join sees `x` on this path and the argument on the others.
+                    # Locals (`if cross: residual = h`) stay silent: a later plain `residual = h` emits no
+                    # op, so a `choose` here would still reach past it.
                     state.emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), target, (unique,))
                 state.frame.env[name] = Ref(unique)
         elif target.type == "subscript":
