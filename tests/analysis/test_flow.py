@@ -115,7 +115,7 @@ CASES = [
     ),
     (
         "walrus binds its name",
-        "if (h := self.f(x)) is not None:\n    y = h",
+        "if (h := self.f(x)) is not None:\n    z = h",
         ["h = module self.f(x)"],
     ),
 ]

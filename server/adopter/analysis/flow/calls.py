@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from adopter.analysis.canonical.spellings import CHOOSE
 from adopter.analysis.flow.parts import Calls, Expressions, Statements
 from adopter.analysis.flow.state import (
     MAX_INLINE_DEPTH,
@@ -18,6 +19,7 @@ from adopter.analysis.flow.state import (
     FlowState,
     Frame,
     LocalFunction,
+    ModuleFunction,
     Submodule,
     as_value,
 )
@@ -25,7 +27,7 @@ from adopter.analysis.names.naming import is_opaque_function
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
-from adopter.dsl.types import Expr, Kwarg, OpKind, Param, ParamKind, Ref, Stmt, Value
+from adopter.dsl.types import Branch, Expr, Kwarg, OpKind, Param, ParamKind, Ref, Stmt, Value
 
 
 def argument_nodes(call: Node) -> list[Node]:
@@ -163,7 +165,7 @@ class CallFlow(Calls):
                     return Expr(state.text(node))
                 return state.emit(OpKind.FUNCTION, qualified, tuple(args), tuple(kwargs), node, outs)
         receiver = self.expressions.value(obj)
-        if isinstance(receiver, LocalFunction):
+        if isinstance(receiver, LocalFunction | ModuleFunction):
             receiver = Expr(receiver.name)
         if isinstance(receiver, Submodule):
             args, kwargs, _ = self.args(node)
@@ -203,6 +205,8 @@ class CallFlow(Calls):
         if isinstance(v, LocalFunction):
             return self._inline(state.frame.owner, state.local_functions[v.key], v.name, node, outs, bound=False,
                                 closure_self=state.frame.self_name, closure=True)
+        if isinstance(v, ModuleFunction):
+            return self._module_function_call(node, name, v, outs)
         if isinstance(v, Expr) and v.text.startswith("self.") and v.text[5:].split("[")[0] in state.module_attrs:
             v = Submodule(v.text)  # a submodule passed in as an argument (`proj_layer(hidden_states)`)
         if isinstance(v, Submodule):
@@ -224,7 +228,7 @@ class CallFlow(Calls):
             if function is not None and written_by_adopter(function, self.src):
                 function = None  # a fix's own helper: the kernel call it stands for, not the user's code
             if function is not None:
-                return self._inline(None, function, name, node, outs, bound=False)
+                return self._function(function, name, node, outs)
             same_file_class = state.symbols.has_class(name)
             qualified = name if same_file_class else state.symbols.qualify(name)
             if not same_file_class:
@@ -237,6 +241,56 @@ class CallFlow(Calls):
             return state.emit(OpKind.FUNCTION, qualified, tuple(args), tuple(kwargs), node, outs)
         args, kwargs, _ = self.args(node)
         return state.emit(OpKind.CALL, name, tuple(args), tuple(kwargs), node, outs)
+
+    def _module_function_call(self, node: Node, name: str, v: ModuleFunction, outs: tuple[str, ...] | None
+                              ) -> EnvVal:
+        """A call through a local holding a same-file function: inlined as a call of the function. When
+        the local holds it on some alternatives of an `if` only (`attention_interface` is
+        `eager_attention_forward` unless the config names a library kernel), the call is a branch with
+        those tests: the function inlined on its alternatives, the call as written on the others."""
+        state = self.state
+        function = state.symbols.function_node(v.name)
+        if function is None:
+            args, kwargs, _ = self.args(node)
+            return state.emit(OpKind.CALL, name, tuple(args), tuple(kwargs), node, outs)
+        if not v.conditions:
+            return self._function(function, v.name, node, outs)
+        out = outs or (state.temp(),)
+        parent = state.block
+        paths: list[list[Stmt]] = []
+        first_live = len(state.live)
+        state.nesting += 1
+        try:
+            for alt in range(len(v.conditions)):
+                lst: list[Stmt] = []
+                state.live.append(lst)
+                state.block = lst
+                paths.append(lst)
+                if alt in v.on:
+                    result = self._function(function, v.name, node, out)
+                    if isinstance(result, Ref) and result.name != out[0]:
+                        state.emit(OpKind.OPERATOR, CHOOSE[1], (result,), (), node, out[:1])
+                else:
+                    args, kwargs, _ = self.args(node)
+                    state.emit(OpKind.CALL, name, tuple(args), tuple(kwargs), node, out)
+        finally:
+            state.nesting -= 1
+            del state.live[first_live:]
+            state.block = parent
+        state.block.append(Branch(v.conditions, tuple(tuple(p) for p in paths), self.src.span(node)))
+        return Ref(out[0])
+
+    def _function(self, function: Node, label: str, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
+        """Inline a call of a same-file module-level function. Handed the module itself first
+        (`eager_attention_forward(self, query, ...)`), its first parameter is read as `self`, so that
+        `module.attn_dropout(w)` is the submodule's call."""
+        nodes = argument_nodes(node)
+        ps = params(function, self.src)
+        if nodes and self.state.is_self(nodes[0]) and ps and ps[0].kind == ParamKind.POSITIONAL:
+            args, kwargs, _ = self.args(node)
+            return self._inline(None, function, label, node, outs, bound=True, call_args=(args[1:], kwargs),
+                                handed=ps[0].name)
+        return self._inline(None, function, label, node, outs, bound=False)
 
     def inline(self, function: Node, label: str, node: Node, outs: tuple[str, ...] | None,
                call_args: tuple[list[Value], list[Kwarg]]) -> EnvVal:
@@ -287,6 +341,7 @@ class CallFlow(Calls):
         closure_self: str | None = None,
         closure: bool = False,
         call_args: tuple[list[Value], list[Kwarg]] | None = None,
+        handed: str | None = None,
     ) -> EnvVal:
         """Inline a call of a same-file method or function: its ops appear here, `via` naming it.
 
@@ -345,6 +400,8 @@ class CallFlow(Calls):
             env,
             outs=call_outs,
             start=(_index_of(state.live, state.block), len(state.block)),
+            handed=handed,
+            params=frozenset(p.name for p in ps),
         )
         state.frames.append(frame)
         state.frame = frame

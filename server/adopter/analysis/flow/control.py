@@ -1,7 +1,11 @@
 """Control flow in the flow analysis: `if`/`elif`/`else` as `Branch`es, `for`/`while` as `Loop`s.
 
 Each path of an `if` is walked with its own copy of the environment; where paths join, a name bound
-differently on some path refers to itself afterwards. A loop over a submodule container
+differently on some path refers to itself afterwards. What a path bound it to stays visible: a name
+rebound to another name (`if context is None: context = x`) got a `choose` op on that path
+(`StatementFlow._bind_target`), and a name holding a same-file function on some paths only
+(`attention_interface = eager_attention_forward`, rebound under `if`) holds it under those paths' tests
+(`ModuleFunction`), so its call inlines the function on them. A loop over a submodule container
 (`for layer in self.layers`) binds its variable to the container's items (`self.layers[*]`), so calls
 of it are module ops.
 """
@@ -12,7 +16,7 @@ from tree_sitter import Node
 
 from adopter.analysis.flow.calls import argument_nodes
 from adopter.analysis.flow.parts import Control, Expressions, Statements
-from adopter.analysis.flow.state import MAX_NESTING, EnvVal, FlowState, Submodule
+from adopter.analysis.flow.state import MAX_NESTING, EnvVal, FlowState, ModuleFunction, Submodule
 from adopter.analysis.names.assignments import target_leaves
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field
@@ -20,6 +24,21 @@ from adopter.dsl.types import Branch, Loop, Ref, Stmt
 
 _ITERATION = frozenset({"range", "enumerate", "zip", "reversed", "sorted", "list", "tuple", "iter"})
 _CONTAINER_METHODS = frozenset({"values", "children", "modules", "items"})
+
+
+def _functions_at_join(merged: dict[str, EnvVal], envs: list[dict[str, EnvVal]], conditions: tuple[str, ...]) -> None:
+    """A local holding one same-file function on some paths of an `if` and no function on the others
+    holds it under those paths' tests after the join (`ModuleFunction.on`), not an unknown value."""
+    for key, value in merged.items():
+        if not isinstance(value, Ref):
+            continue
+        held = [env.get(key) for env in envs]
+        names = {v.name for v in held if isinstance(v, ModuleFunction)}
+        if len(names) != 1 or any(isinstance(v, ModuleFunction) and v.conditions for v in held):
+            continue
+        name = names.pop()
+        on = tuple(k for k, v in enumerate(held) if v == ModuleFunction(name))
+        merged[key] = ModuleFunction(name, conditions, on)
 
 
 class ControlFlow(Control):
@@ -68,6 +87,7 @@ class ControlFlow(Control):
         parent = state.block
         results: list[tuple[list[Stmt], dict[str, EnvVal], bool]] = []
         state.nesting += 1
+        state.paths += 1
         first_live = len(state.live)
         any_return = False
         try:
@@ -94,10 +114,13 @@ class ControlFlow(Control):
                     results[k] = (lst, frame.env, state.terminated)
         finally:
             state.nesting -= 1
+            state.paths -= 1
             del state.live[first_live:]
             state.block = parent
         open_envs = [env for _, env, done in results if not done] or [env for _, env, _ in results]
         frame.env = self._merge_envs(open_envs)
+        if len(open_envs) == len(results) > 1:
+            _functions_at_join(frame.env, open_envs, tuple(conditions))
         state.terminated = all(done for _, _, done in results)
         state.returned = state.terminated and any_return
         if any(lst for lst, _, _ in results):

@@ -77,7 +77,7 @@ class FlowAnalysis:
         for p in shown:
             env[p.name] = Ref(p.name)
             self.state.names.add(p.name)
-        frame = Frame(node.start_byte, owner, self_name, (), env, root=True)
+        frame = Frame(node.start_byte, owner, self_name, (), env, root=True, params=frozenset(env))
         body = node.child_by_field_id(Field.BODY)
         self._run_root(frame, body.named_children if body is not None else [], function_name(node, src))
         name = display_name or function_name(node, src)

@@ -40,7 +40,20 @@ class LocalFunction:
     name: str
 
 
-EnvVal = Value | Submodule | LocalFunction
+@dataclass(frozen=True)
+class ModuleFunction:
+    """A same-file module-level function held by a local (`attention_interface = eager_attention_forward`).
+
+    With `conditions`, the local holds it only on the alternatives `on` of an `if` with those tests, and
+    another value (`ALL_ATTENTION_FUNCTIONS[...]`) on the others; without, on every path.
+    """
+
+    name: str
+    conditions: tuple[str, ...] = ()
+    on: tuple[int, ...] = ()
+
+
+EnvVal = Value | Submodule | LocalFunction | ModuleFunction
 
 
 @dataclass
@@ -61,6 +74,24 @@ class Frame:
     # local name -> the string constant(s) it is bound to (`eq = 'b j d' if k.ndim == 3 else 'b h j d'`),
     # None once bound to two different ones or to anything else (`adopter.analysis.flow.fstrings`)
     constants: dict[str, str | None] = field(default_factory=dict)
+    # the parameter a module-level function is handed the module as (`eager_attention_forward(self, ...)`)
+    handed: str | None = None
+    params: frozenset[str] = frozenset()  # the function's parameters (`self` left out)
+
+
+# `Op.origin.target` prefix of a submodule call made in a module-level function handed the module: the
+# op reads `self.attn_dropout` where the source says `module.attn_dropout`.
+HANDED = "handed the module"
+
+
+def handed_reason(ops: tuple[Op, ...]) -> str | None:
+    """Why a match with a submodule call read through a function handed the module has no automatic fix:
+    a rewrite would write `self.<attr>` where that function has no `self`."""
+    for op in ops:
+        if op.origin is not None and op.origin.target.startswith(HANDED + ": "):
+            return (f"`{op.origin.target[len(HANDED) + 2:]}` is the module handed to the function that holds "
+                    f"the match (`{op.via[-1] if op.via else '?'}`), read as `self`; rewrite it by hand")
+    return None
 
 
 class Truncated(Exception):
@@ -71,7 +102,7 @@ def as_value(v: EnvVal) -> Value:
     """The value an op argument or a return holds: a submodule or closure by its text."""
     if isinstance(v, Submodule):
         return Expr(v.path)
-    if isinstance(v, LocalFunction):
+    if isinstance(v, LocalFunction | ModuleFunction):
         return Expr(v.name)
     return v
 
@@ -104,6 +135,7 @@ class FlowState:
         self.counter = 0
         self.ops = 0
         self.nesting = 0
+        self.paths = 0  # how many `if` alternatives enclose the statement being walked
         self.names: set[str] = set()
         self.live: list[list[Stmt]] = []
         self.block: list[Stmt] = []
@@ -167,7 +199,14 @@ class FlowState:
         if stmt_span is None:
             assert self.stmt_node is not None
             stmt_span = self.stmt_span = self.src.span(self.stmt_node)
-        self.block.append(Op(kind, target, args, kwargs, outputs, self.src.span(node), stmt_span, self.frame.via))
+        span = self.src.span(node)
+        origin: Op | None = None
+        if kind is OpKind.MODULE:
+            handed = next((f.handed for f in self.frames if f.handed is not None), None)
+            if handed is not None:
+                origin = Op(OpKind.FUNCTION, f"{HANDED}: {handed}", args, kwargs, outputs, span, stmt_span,
+                            self.frame.via)
+        self.block.append(Op(kind, target, args, kwargs, outputs, span, stmt_span, self.frame.via, origin=origin))
         return Ref(outputs[0])
 
     def is_self(self, node: Node) -> bool:

@@ -11,14 +11,23 @@ from dataclasses import replace
 
 from tree_sitter import Node
 
+from adopter.analysis.canonical.spellings import CHOOSE
 from adopter.analysis.flow.calls import argument_nodes, small_helper, written_by_adopter
 from adopter.analysis.flow.fstrings import bind_constant
 from adopter.analysis.flow.parts import Calls, Control, Expressions, Statements
 from adopter.analysis.flow.renaming import rename_in_callee
-from adopter.analysis.flow.state import IDENTIFIER, EnvVal, FlowState, LocalFunction, Submodule, as_value
+from adopter.analysis.flow.state import (
+    IDENTIFIER,
+    EnvVal,
+    FlowState,
+    LocalFunction,
+    ModuleFunction,
+    Submodule,
+    as_value,
+)
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
 from adopter.analysis.parse.source import Field, SourceText
-from adopter.dsl.types import Branch, Loop, Op, OpKind, Ref, Return, Stmt, Value
+from adopter.dsl.types import Branch, Expr, Loop, Op, OpKind, Ref, Return, Stmt, Value
 
 
 class StatementFlow(Statements):
@@ -216,11 +225,20 @@ class StatementFlow(Statements):
             bind_constant(state.frame.constants, name, v)
             # Locals keep their own names (faithful to the source); only module references and values
             # whose name cannot be redefined later (temporaries, an inlined callee's locals) alias.
-            if produced or isinstance(v, Submodule) or (
+            if isinstance(v, Expr) and v.text.isidentifier() and self._helper(v.text) is not None:
+                v = ModuleFunction(v.text)  # `attention_interface = eager_attention_forward`: called below
+            if produced or isinstance(v, Submodule | ModuleFunction) or (
                 isinstance(v, Ref) and (v.name == unique or v.name in state.callee_locals or v.name.startswith("%"))
             ):
                 state.frame.env[name] = v
             else:
+                if isinstance(v, Ref) and state.paths and name in state.frame.params:
+                    # `if context is None: context = x`: on this path the argument is another value. A
+                    # `choose` (as one alternative of `x if context is None else context`) passes it on,
+                    # so data flow after the join sees `x` on this path and the argument on the others.
+                    # Locals (`if cross: residual = h`) stay silent: a later plain `residual = h` emits no
+                    # op, so a `choose` here would still reach past it.
+                    state.emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), target, (unique,))
                 state.frame.env[name] = Ref(unique)
         elif target.type == "subscript":
             container = target.child_by_field_id(Field.VALUE)

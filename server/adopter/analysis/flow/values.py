@@ -12,7 +12,15 @@ from tree_sitter import Node
 from adopter.analysis.canonical.spellings import CHOOSE
 from adopter.analysis.flow.fstrings import substituted
 from adopter.analysis.flow.parts import Calls, Expressions
-from adopter.analysis.flow.state import MAX_NESTING, EnvVal, FlowState, LocalFunction, Submodule, as_value
+from adopter.analysis.flow.state import (
+    MAX_NESTING,
+    EnvVal,
+    FlowState,
+    LocalFunction,
+    ModuleFunction,
+    Submodule,
+    as_value,
+)
 from adopter.analysis.parse.source import Field
 from adopter.dsl.types import Branch, Expr, OpKind, Ref, Stmt, Value
 
@@ -93,7 +101,7 @@ class ExpressionFlow(Expressions):
             path = f"self.{attr}"
             return Submodule(path) if attr in state.module_attrs else Expr(path)
         receiver = self.value(obj)
-        if isinstance(receiver, LocalFunction):
+        if isinstance(receiver, LocalFunction | ModuleFunction):
             receiver = Expr(receiver.name)
         if isinstance(receiver, Ref):
             if attr in _META_ATTRS:
