@@ -120,9 +120,11 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
             # An additive term beside a boolean `masked_fill`, a `torch.where` mask, ...: SDPA takes one
             # mask; rewriting without this step would change what the code computes.
             return f"the chain has a step SDPA's one call does not take (`{op.target}`); rewrite it by hand"
+    order = {id(op): i for i, op in enumerate(ops)}  # the match lists the steps in the chain's order
     added = [op for op in (chain.mask, *chain.biases) if op is not None and op.target == "+"]
-    if chain.scale is not None and any(a.name in op.outputs for op in added for a in chain.scale.args
-                                       if isinstance(a, Ref)):
+    scale = chain.scale
+    if scale is not None and any(order[id(op)] < order[id(scale)] and any(
+            isinstance(a, Ref) and a.name in op.outputs for a in scale.args) for op in added):
         # `(q·kᵀ + pos) / c` (Transformer-XL's relative-position scores): SDPA adds its mask after the scale,
         # so the term would have to be scaled too.
         return "an additive term is added before the scale (relative-position scores); rewrite it by hand"
