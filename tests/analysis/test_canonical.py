@@ -127,6 +127,18 @@ CASES = [
     ("a module built in the call with arguments it does not know stays a call", "",
      "p = nn.Softmax(dim=-1, foo=1)(x)",
      ["%1 = function torch.nn.Softmax(dim=-1, foo=1)", "p = call %1(x)"]),
+    ("softmax without dim: torch's implicit axis, written out where the rank is known (1 of 2-D, 0 of 3-D)", "",
+     "h = x.view(6, 4)\np = nn.Softmax()(h)\ng = x.view(2, 3, 4)\nq = F.softmax(g)\nr = F.log_softmax(h, dim=None)",
+     ["h = method view(x, 6, 4)", "p = function torch.nn.functional.softmax(h, dim=-1)",
+      "g = method view(x, 2, 3, 4)", "q = function torch.nn.functional.softmax(g, dim=-3)",
+      "r = function torch.nn.functional.log_softmax(h, dim=-1)"]),
+    ("softmax without dim of a bound nn.Softmax(): 1 of 4-D; of unknown rank it stays without dim",
+     "self.sm = nn.Softmax()", "h = x.view(2, 3, 4, 5)\np = self.sm(h)\nq = self.sm(y)",
+     ["h = method view(x, 2, 3, 4, 5)", "p = function torch.nn.functional.softmax(h, dim=-3)",
+      "q = function torch.nn.functional.softmax(y)"]),
+    ("a product with a parameter defaulting to a number keeps the tensor's rank", "",
+     "h = x.view(6, 4)\np = nn.Softmax()(h * smooth)",
+     ["h = method view(x, 6, 4)", "%2 = operator *(h, smooth)", "p = function torch.nn.functional.softmax(%2, dim=-1)"]),
     ("mean, pow: one signature", "", "a = torch.mean(x, -1, True)\nb = x.mean(dim=-1, keepdim=True)\nc = x ** 2",
      ["a = method mean(x, -1, keepdim=True)", "b = method mean(x, -1, keepdim=True)", "c = method pow(x, 2)"]),
     ("x * x is x.pow(2); x * y stays", "", "a = x * x\nb = x * y",
@@ -139,7 +151,7 @@ def test_canonical_ops(init: str, code: str, expected: list[str]) -> None:
     body = "\n".join("        " + ln for ln in code.splitlines())
     init_body = "\n".join("        " + ln for ln in init.splitlines()) or "        pass"
     src = (f"class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n{init_body}\n"
-           f"    def forward(self, x, y, mask=None):\n{body}\n")
+           f"    def forward(self, x, y, mask=None, smooth=1):\n{body}\n")
     assert forward_lines(src) == expected
 
 

@@ -40,6 +40,7 @@ from adopter.analysis.canonical.spellings import (
     CAST,
     CHOOSE,
     FUNCTION_VALUES,
+    LOG_SOFTMAX,
     MATMUL,
     MODULES,
     ONES_LIKE,
@@ -71,6 +72,7 @@ from adopter.dsl.types import (
 )
 
 _INT = re.compile(r"^-?\d+$")
+_NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _TEMP = re.compile(r"^%(\d+)$")
 # Ops whose result has the rank of their first argument.
@@ -151,7 +153,8 @@ def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = (),
     for b in bindings:
         by_attr.setdefault(b.attr, []).append(b)
     try:
-        body = _Pass(forward, by_attr, {}, _batched_operands(forward.body), items).block(forward.body, {})
+        body = _Pass(forward, by_attr, {}, _batched_operands(forward.body), items).block(
+            forward.body, _number_params(forward))
     except (TypeError, AttributeError, ValueError):
         # A malformed forward (built by hand, not by the analysis) is left as it is: the rule engine
         # reports what it cannot match as a problem, and the pass must not take the file down.
@@ -213,14 +216,12 @@ class _Pass:
 
     def block(self, block: Block, ranks: dict[str, int]) -> Block:
         out: list[Stmt] = []
-        skip = False
+        deferred: dict[int, Op] = {}  # index of a call of a module built inline -> the function it computes
         for i, stmt in enumerate(block):
-            if skip:
-                skip = False
-                continue
-            if isinstance(stmt, Op) and (called := self.instance_call(stmt, block[i + 1] if i + 1 < len(block) else None)):
-                out.extend(self.op(called, ranks))  # `nn.Softmax(dim=-1)(x)`: the function it computes
-                skip = True
+            if i in deferred:
+                out.extend(self.op(deferred.pop(i), ranks))  # `nn.Softmax(dim=-1)(x)`: the function it computes
+            elif isinstance(stmt, Op) and (found := self.instance_call(stmt, block, i)):
+                deferred[found[0]] = found[1]  # the argument's ops (`nn.Softmax()(a * s)`) come first
             elif isinstance(stmt, Op) and self.split_identity and (split := self.identity_or_layer(stmt)) is not None:
                 out.append(split)
             elif isinstance(stmt, Op) and self.split_identity and (split := self.sequential_alternatives(stmt)):
@@ -243,17 +244,24 @@ class _Pass:
                 out.append(stmt)
         return tuple(out)
 
-    def instance_call(self, op: Op, following: Stmt | None) -> Op | None:
+    def instance_call(self, op: Op, block: Block, i: int) -> tuple[int, Op] | None:
         """`nn.Softmax(dim=-1)(x)`: a stateless module built and called in one expression (the constructor's
-        temporary, then the call of it) is that module's call, as if `__init__` had bound it; None otherwise."""
-        if (op.kind != OpKind.FUNCTION or op.target not in MODULES or len(op.outputs) != 1
-                or not _TEMP.match(op.outputs[0]) or not isinstance(following, Op) or following.kind != OpKind.CALL
-                or following.target != op.outputs[0]):
+        temporary, then the ops of the argument, if any, that do not read it, then the call of it) is that
+        module's call, as if `__init__` had bound it: the call's index and op; None otherwise."""
+        if op.kind != OpKind.FUNCTION or op.target not in MODULES or len(op.outputs) != 1 or not _TEMP.match(
+                op.outputs[0]):
+            return None
+        temp = op.outputs[0]
+        j = i + 1
+        while j < len(block) and _argument_step(block[j], temp):
+            j += 1
+        following = block[j] if j < len(block) else None
+        if not isinstance(following, Op) or following.kind != OpKind.CALL or following.target != temp:
             return None
         ctor = Ctor(op.target, tuple(op.args), tuple(op.kwargs))
         spelled = self.module(replace(following, kind=OpKind.MODULE, origin=following.origin or following),
                               op.target, ctor, 0)
-        return spelled[0] if len(spelled) == 1 and spelled[0].kind != OpKind.MODULE else None
+        return (j, spelled[0]) if len(spelled) == 1 and spelled[0].kind != OpKind.MODULE else None
 
     def identity_or_layer(self, op: Op) -> Branch | None:
         """`self.ls(x)` with `self.ls = LayerScale(...)` under one condition and `nn.Identity()` under the
@@ -410,6 +418,7 @@ class _Pass:
             else:
                 ops = [op] if canonical == key and args == op.args and kwargs == op.kwargs else [
                     _respell(op, canonical, args, kwargs)]
+        ops = [_implicit_dim(o, ranks) for o in ops]
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
             _track_rank(o, ranks, self.by_attr, self.units)
@@ -1077,6 +1086,41 @@ _ONE_WIDE = re.compile(r"^torch\.(randn|rand|zeros|ones|empty|full)\(.*,\s*1\s*\
 
 def _unit_last(v: Value, ranks: Mapping[str, int]) -> bool:
     return isinstance(v, Ref) and _UNIT + v.name in ranks
+
+
+def _argument_step(stmt: Stmt, temp: str) -> bool:
+    """An op computing a call's argument before the call (`a * s` in `nn.Softmax()(a * s)`): no call, and it
+    neither reads nor binds the callee's temporary `temp`."""
+    return (isinstance(stmt, Op) and stmt.kind != OpKind.CALL and temp not in stmt.outputs
+            and not any(isinstance(a, Ref) and a.name == temp for a in stmt.args))
+
+
+def _number_params(forward: Forward) -> dict[str, int]:
+    """Parameters whose default is a plain number (`smooth=1`, `scale=0.5`): rank 0, as the signature says,
+    so `x * smooth` keeps the rank of `x`."""
+    return {p.name: 0 for p in forward.params if p.default is not None and _NUMBER.match(p.default.strip())}
+
+
+def _implicit_dim(op: Op, ranks: Mapping[str, int]) -> Op:
+    """A softmax written without `dim` (or `dim=None`) where torch allows it (`F.softmax(x)`, `nn.Softmax()`,
+    `F.log_softmax(x)`: `torch.softmax` and `x.softmax()` require one) runs over torch's legacy implicit axis
+    (`torch.nn.functional._get_softmax_dim`: 0 for a 0-, 1- or 3-D input, else 1). Where the input's rank is
+    known, that axis is written out, counted from the end (`nn.Softmax()` of a 2-D tensor is `dim=-1`)."""
+    if (op.kind.value, op.target) not in (SOFTMAX, LOG_SOFTMAX) or not op.args or not isinstance(op.args[0], Ref):
+        return op
+    written = op.origin or op
+    if not (written.kind in (OpKind.MODULE, OpKind.CALL)
+            or (written.kind == OpKind.FUNCTION and (written.kind.value, written.target) in (SOFTMAX, LOG_SOFTMAX))):
+        return op
+    dims = [k for k in op.kwargs if k.name == "dim"]
+    if dims and not (isinstance(dims[0].value, Expr) and dims[0].value.text.strip() == "None"):
+        return op
+    rank = ranks.get(op.args[0].name)
+    if rank is None or rank < 1:
+        return op
+    axis = (0 if rank in (1, 3) else 1) - rank
+    kwargs = (Kwarg("dim", Expr(str(axis))), *(k for k in op.kwargs if k.name != "dim"))
+    return replace(op, kwargs=kwargs, origin=op.origin or op)
 
 
 def _last_axis(kwargs: tuple[Kwarg, ...]) -> bool:

@@ -21,7 +21,7 @@ import textwrap
 from collections.abc import Sequence
 
 from adopter.analysis.canonical.normalise import matmul_plan
-from adopter.dsl.types import Expr, Op, OpKind
+from adopter.dsl.types import Expr, Op, OpKind, Ref
 from adopter.parsed import walk
 from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.attention_layouts import einsum_equation, einsum_layout
@@ -120,6 +120,14 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
             # An additive term beside a boolean `masked_fill`, a `torch.where` mask, ...: SDPA takes one
             # mask; rewriting without this step would change what the code computes.
             return f"the chain has a step SDPA's one call does not take (`{op.target}`); rewrite it by hand"
+    order = {id(op): i for i, op in enumerate(ops)}  # the match lists the steps in the chain's order
+    added = [op for op in (chain.mask, *chain.biases) if op is not None and op.target == "+"]
+    scale = chain.scale
+    if scale is not None and any(order[id(op)] < order[id(scale)] and any(
+            isinstance(a, Ref) and a.name in op.outputs for a in scale.args) for op in added):
+        # `(q·kᵀ + pos) / c` (Transformer-XL's relative-position scores): SDPA adds its mask after the scale,
+        # so the term would have to be scaled too.
+        return "an additive term is added before the scale (relative-position scores); rewrite it by hand"
     extra = [k for k in chain.softmax.kwargs if k.name != "dim"]
     if extra and not (len(extra) == 1 and extra[0].name == "dtype" and isinstance(extra[0].value, Expr)
                       and extra[0].value.text in _FP32):
