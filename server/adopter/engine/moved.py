@@ -1,0 +1,139 @@
+"""A unit's findings carried to its next version when an edit only moved its code along its lines.
+
+A character typed where the analysis keeps nothing but positions (a space between tokens, a letter in a
+string or in a name the canonical form drops, `scores.device` -> `scores.dyevice` in a keyword the flow does
+not read) leaves a class's canonical form the same in every field but the columns of the spans after it on
+that line. Matching reads spans only to compare them (equality, order: `_span_key`, `Span.contains`, min and
+max) and to copy them into findings; it never reads their numbers otherwise and never reads the source. So
+when the new unit equals the old one field by field, each old span's ends map to the new span's ends, the
+map keeps every line and is one-to-one and order-preserving on the points, the old unit's findings with
+their spans mapped are exactly the findings of matching the new unit, and the unit is not matched again.
+Any other difference (an op, a name, a value, a line) or a point the map does not cover: matched as before.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import fields, is_dataclass
+
+from adopter.dsl.types import Span
+
+Point = tuple[int, int]
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+class _Unmapped(Exception):
+    """A span of a finding whose ends are not ends of a span of the unit (not carried)."""
+
+
+class PointMap:
+    """Old span ends to new ones, gathered while two units are compared."""
+
+    def __init__(self) -> None:
+        self.to_new: dict[Point, Point] = {}
+        self._to_old: dict[Point, Point] = {}
+
+    def add(self, old: Point, new: Point) -> bool:
+        if old[0] != new[0]:
+            return False  # a line moved: messages and line-based readings may differ, not carried
+        got = self.to_new.get(old)
+        if got is None:
+            if self._to_old.setdefault(new, old) != old:
+                return False  # two old points onto one new point
+            self.to_new[old] = new
+            return True
+        return got == new
+
+    def monotone(self) -> bool:
+        """Whether the map keeps the order of the points (then every comparison of spans is kept)."""
+        olds = sorted(self.to_new)
+        news = [self.to_new[p] for p in olds]
+        return all(a < b for a, b in itertools.pairwise(news))
+
+    def span(self, s: Span) -> Span:
+        start = self.to_new.get((s.start_line, s.start_col))
+        end = self.to_new.get((s.end_line, s.end_col))
+        if start is None or end is None:
+            raise _Unmapped
+        if start == (s.start_line, s.start_col) and end == (s.end_line, s.end_col):
+            return s
+        return Span(start[0], start[1], end[0], end[1])
+
+
+def moved_points(old: object, new: object) -> PointMap | None:
+    """The map from `old`'s span ends to `new`'s when the two are equal in every field but spans (see the
+    module docstring), else None."""
+    points = PointMap()
+    try:
+        if not _same(old, new, points):
+            return None
+    except RecursionError:
+        return None
+    return points if points.monotone() else None
+
+
+def carried(values: tuple[object, ...], points: PointMap) -> tuple[object, ...] | None:
+    """`values` (a unit's findings or problems) with every span mapped, or None when a span's end is not in
+    `points`."""
+    try:
+        return tuple(_moved(v, points) for v in values)
+    except (_Unmapped, RecursionError):
+        return None
+
+
+def _names(t: type) -> tuple[str, ...]:
+    names = _NAMES.get(t)
+    if names is None:
+        names = _NAMES[t] = tuple(f.name for f in fields(t)) if is_dataclass(t) else ()
+    return names
+
+
+def _same(a: object, b: object, points: PointMap) -> bool:
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is Span:
+        assert isinstance(a, Span) and isinstance(b, Span)
+        return (points.add((a.start_line, a.start_col), (b.start_line, b.start_col))
+                and points.add((a.end_line, a.end_col), (b.end_line, b.end_col)))
+    if t is tuple or t is list:
+        assert isinstance(a, tuple | list) and isinstance(b, tuple | list)
+        return len(a) == len(b) and all(_same(x, y, points) for x, y in zip(a, b))
+    if t is dict:
+        assert isinstance(a, dict) and isinstance(b, dict)
+        return list(a) == list(b) and all(_same(a[k], b[k], points) for k in a)
+    names = _names(t)
+    if names:  # every field, those left out of `==` too (`Op.origin`, `Forward.calls`)
+        return all(_same(getattr(a, n), getattr(b, n), points) for n in names)
+    return a == b  # a set holding spans that moved compares unequal: not carried
+
+
+def _moved(x: object, points: PointMap) -> object:
+    t = type(x)
+    if t is Span:
+        assert isinstance(x, Span)
+        return points.span(x)
+    if t is tuple:
+        assert isinstance(x, tuple)
+        items = tuple(_moved(y, points) for y in x)
+        return x if all(a is b for a, b in zip(items, x)) else items
+    if t is list:
+        assert isinstance(x, list)
+        return [_moved(y, points) for y in x]
+    if t is frozenset:
+        assert isinstance(x, frozenset)
+        return frozenset(_moved(y, points) for y in x)
+    if t is dict:
+        assert isinstance(x, dict)
+        return {k: _moved(v, points) for k, v in x.items()}
+    names = _names(t)
+    if not names:
+        return x
+    changed = [(n, v) for n in names if (v := _moved(getattr(x, n), points)) is not getattr(x, n)]
+    if not changed:
+        return x
+    out = copy.copy(x)  # frozen, slotted: fields set in place on the copy, no __post_init__ run again
+    for n, v in changed:
+        object.__setattr__(out, n, v)
+    return out
