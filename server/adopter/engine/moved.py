@@ -82,31 +82,70 @@ def carried(values: tuple[object, ...], points: PointMap) -> tuple[object, ...] 
         return None
 
 
+_ATOM, _TUPLE, _SPAN, _FIELDS, _LIST, _DICT = range(6)
+_KINDS: dict[type, int] = {str: _ATOM, int: _ATOM, float: _ATOM, bool: _ATOM, type(None): _ATOM, bytes: _ATOM,
+                           tuple: _TUPLE, Span: _SPAN, list: _LIST, dict: _DICT}
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None), bytes})  # hold no span: compared by value at once
+
+
 def _names(t: type) -> tuple[str, ...]:
     names = _NAMES.get(t)
     if names is None:
-        names = _NAMES[t] = tuple(f.name for f in fields(t)) if is_dataclass(t) else ()
+        names = tuple(f.name for f in fields(t)) if is_dataclass(t) else ()
+        # The forward before `__init__`: an edit of a forward differs there, and the walk stops sooner.
+        names = _NAMES[t] = tuple(sorted(names, key=lambda n: n != "forward"))
     return names
+
+
+def _kind(t: type) -> int:
+    kind = _KINDS.get(t)
+    if kind is None:
+        kind = _KINDS[t] = _FIELDS if _names(t) else _ATOM  # an enum, a set: compared by value
+    return kind
 
 
 def _same(a: object, b: object, points: PointMap) -> bool:
     t = type(a)
     if t is not type(b):
         return False
-    if t is Span:
+    kind = _KINDS.get(t)
+    if kind is None:
+        kind = _kind(t)
+    if kind == _ATOM:
+        return a is b or a == b  # a set holding spans that moved compares unequal: not carried
+    if a is b and kind != _SPAN and kind != _FIELDS and kind != _TUPLE:
+        return True
+    if kind == _TUPLE:
+        assert isinstance(a, tuple) and isinstance(b, tuple)
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b):
+            if type(x) in _PLAIN:
+                if type(y) is not type(x) or x != y:
+                    return False
+            elif not _same(x, y, points):
+                return False
+        return True
+    if kind == _SPAN:
         assert isinstance(a, Span) and isinstance(b, Span)
         return (points.add((a.start_line, a.start_col), (b.start_line, b.start_col))
                 and points.add((a.end_line, a.end_col), (b.end_line, b.end_col)))
-    if t is tuple or t is list:
-        assert isinstance(a, tuple | list) and isinstance(b, tuple | list)
+    if kind == _FIELDS:  # every field, those left out of `==` too (`Op.origin`, `Forward.calls`)
+        for n in _NAMES[t]:
+            x, y = getattr(a, n), getattr(b, n)
+            if type(x) in _PLAIN:
+                if type(y) is not type(x) or x != y:
+                    return False
+            elif not _same(x, y, points):
+                return False
+        return True
+    if kind == _LIST:
+        assert isinstance(a, list) and isinstance(b, list)
         return len(a) == len(b) and all(_same(x, y, points) for x, y in zip(a, b))
-    if t is dict:
-        assert isinstance(a, dict) and isinstance(b, dict)
-        return list(a) == list(b) and all(_same(a[k], b[k], points) for k in a)
-    names = _names(t)
-    if names:  # every field, those left out of `==` too (`Op.origin`, `Forward.calls`)
-        return all(_same(getattr(a, n), getattr(b, n), points) for n in names)
-    return a == b  # a set holding spans that moved compares unequal: not carried
+    assert isinstance(a, dict) and isinstance(b, dict)
+    return list(a) == list(b) and all(_same(a[k], b[k], points) for k in a)
 
 
 def _moved(x: object, points: PointMap) -> object:
