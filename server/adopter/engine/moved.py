@@ -13,9 +13,8 @@ Any other difference (an op, a name, a value, a line) or a point the map does no
 
 from __future__ import annotations
 
-import copy
 import itertools
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 
 from adopter.dsl.types import Span
 
@@ -172,7 +171,4 @@ def _moved(x: object, points: PointMap) -> object:
     changed = [(n, v) for n in names if (v := _moved(getattr(x, n), points)) is not getattr(x, n)]
     if not changed:
         return x
-    out = copy.copy(x)  # frozen, slotted: fields set in place on the copy, no __post_init__ run again
-    for n, v in changed:
-        object.__setattr__(out, n, v)
-    return out
+    return replace(x, **dict(changed))  # type: ignore[type-var]
