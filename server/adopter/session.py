@@ -211,7 +211,7 @@ class UnitMatcher:
                     if forward is not None:
                         self._memo.restored(unit.name, forward)
             if (cached is None or cached[0] is not unit) and self.remember:
-                cached = self._moved(unit, last_units)
+                cached = self._moved(unit, last_units, self._memo)
             if cached is None or cached[0] is not unit:
                 result = check(single, context.rules, context.environment, self._memo if self.remember else None)
                 cached = (unit, tuple(result.findings), tuple(result.problems))
@@ -239,9 +239,12 @@ class UnitMatcher:
     @staticmethod
     def _moved(unit: Architecture | Forward,
                last_units: dict[tuple[type, str], list[tuple[object, tuple[Finding, ...], tuple[Problem, ...]]]],
-               ) -> tuple[object, tuple[Finding, ...], tuple[Problem, ...]] | None:
+               memo: MatchMemo | None = None) -> tuple[object, tuple[Finding, ...], tuple[Problem, ...]] | None:
         """The last match's findings of the unit of the same name, carried to `unit` when an edit only moved
-        its code along its lines (`adopter.engine.moved`): the same findings, at the new columns."""
+        its code along its lines (`adopter.engine.moved`): the same findings, at the new columns; `memo`'s rule
+        results for the unit's forward carried with them."""
+        from functools import partial
+
         from adopter.engine.moved import carried, moved_points
 
         for old, found, problems in last_units.get((type(unit), unit.name), ()):
@@ -250,6 +253,11 @@ class UnitMatcher:
                 continue
             new_found, new_problems = carried(found, points), carried(problems, points)
             if new_found is not None and new_problems is not None:
+                assert isinstance(old, Architecture | Forward)
+                old_forward = old.forward if isinstance(old, Architecture) else old
+                new_forward = unit.forward if isinstance(unit, Architecture) else unit
+                if memo is not None and old_forward is not None and new_forward is not None:
+                    memo.carry(unit.name, old_forward, new_forward, partial(carried, points=points))
                 return (unit, new_found, new_problems)  # type: ignore[return-value]
         return None
 

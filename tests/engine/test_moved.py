@@ -30,6 +30,7 @@ class SelfAttention(nn.Module):
         self.key = nn.Linear(hidden, hidden)
         self.value = nn.Linear(hidden, hidden)
         self.dropout = nn.Dropout(0.1)
+        self.note = "attention"
 
     def split(self, x):
         return x.view(x.size(0), x.size(1), self.heads, self.size).permute(0, 2, 1, 3)
@@ -128,3 +129,32 @@ def test_the_server_does_not_match_a_class_that_only_moved(context: Any, monkeyp
         matched.clear()
         assert matcher.match(doc.result(), context) == first
         assert matched == []
+
+
+@pytest.mark.pure_python
+def test_an_init_edit_after_a_carried_one_finds_the_rules_results(context: Any,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from adopter.analysis.incremental import DocumentAnalysis
+
+    matched: list[str] = []
+    original = sites._rule_findings
+
+    def counted(rule: Any, *args: Any) -> Any:
+        matched.append(rule.id)
+        return original(rule, *args)
+
+    monkeypatch.setattr(sites, "_rule_findings", counted)
+    doc, matcher = DocumentAnalysis(ATTENTION, "m.py"), UnitMatcher()
+    matcher.match(doc.result(), context)
+    assert "f09-fused-qkv" in matched
+    moved = ATTENTION.replace(LINE, EDITS[0][0])
+    doc.update(moved)
+    matched.clear()
+    matcher.match(doc.result(), context)
+    assert matched == []  # carried
+    edited = moved.replace('self.note = "attention"', 'self.note = "self-attention"')
+    fresh = UnitMatcher(remember=False).match(analyse(edited, "m.py"), context)
+    doc.update(edited)
+    matched.clear()
+    assert matcher.match(doc.result(), context) == fresh
+    assert matched == []  # no rule asked about `note`: every result carried with the forward holds
