@@ -198,6 +198,10 @@ class UnitMatcher:
         wrapped_memo: dict[tuple[int, tuple[Span, ...]], tuple[Finding, Finding]] = {}
         findings: list[Finding] = []
         problems: list[Problem] = []
+        last_units: dict[tuple[type, str], list[tuple[object, tuple[Finding, ...], tuple[Problem, ...]]]] = {}
+        for entry in self._cache.values():
+            if isinstance(entry[0], Architecture | Forward):
+                last_units.setdefault((type(entry[0]), entry[0].name), []).append(entry)
         for unit, single in units:
             cached = self._cache.get(id(unit))
             if cached is None or cached[0] is not unit:
@@ -206,6 +210,8 @@ class UnitMatcher:
                     forward = unit.forward if isinstance(unit, Architecture) else unit
                     if forward is not None:
                         self._memo.restored(unit.name, forward)
+            if (cached is None or cached[0] is not unit) and self.remember:
+                cached = self._moved(unit, last_units, self._memo)
             if cached is None or cached[0] is not unit:
                 result = check(single, context.rules, context.environment, self._memo if self.remember else None)
                 cached = (unit, tuple(result.findings), tuple(result.problems))
@@ -229,6 +235,31 @@ class UnitMatcher:
         self._reduced = (findings, class_spans, reduced)
         return reduced, tuple(problems)
 
+
+    @staticmethod
+    def _moved(unit: Architecture | Forward,
+               last_units: dict[tuple[type, str], list[tuple[object, tuple[Finding, ...], tuple[Problem, ...]]]],
+               memo: MatchMemo | None = None) -> tuple[object, tuple[Finding, ...], tuple[Problem, ...]] | None:
+        """The last match's findings of the unit of the same name, carried to `unit` when an edit only moved
+        its code along its lines (`adopter.engine.moved`): the same findings, at the new columns; `memo`'s rule
+        results for the unit's forward carried with them."""
+        from functools import partial
+
+        from adopter.engine.moved import carried, moved_points
+
+        for old, found, problems in last_units.get((type(unit), unit.name), ()):
+            points = moved_points(old, unit)
+            if points is None:
+                continue
+            new_found, new_problems = carried(found, points), carried(problems, points)
+            if new_found is not None and new_problems is not None:
+                assert isinstance(old, Architecture | Forward)
+                old_forward = old.forward if isinstance(old, Architecture) else old
+                new_forward = unit.forward if isinstance(unit, Architecture) else unit
+                if memo is not None and old_forward is not None and new_forward is not None:
+                    memo.carry(unit.name, old_forward, new_forward, partial(carried, points=points))
+                return (unit, new_found, new_problems)  # type: ignore[return-value]
+        return None
 
     def _wrapped(self, found: tuple[Finding, ...], extra: tuple[Span, ...],
                  memo: dict[tuple[int, tuple[Span, ...]], tuple[Finding, Finding]]) -> tuple[Finding, ...]:

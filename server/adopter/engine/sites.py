@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from adopter.analysis.analyser import identical
@@ -219,6 +219,27 @@ class MatchMemo:
             if memo.forward is forward:
                 kept.insert(0, kept.pop(i))
                 return
+
+    def carry(self, name: str, old: Forward, new: Forward, moved: Callable[[tuple[object, ...]], tuple[object, ...] | None]) -> None:
+        """Scope `name`'s forward `new` is `old` with its code moved along a line (`adopter.engine.moved`; the
+        caller carried its findings): `old`'s rule results, every span in them mapped by `moved`, become
+        `new`'s, so that an `__init__` edit next finds them. Nothing is kept when a span does not map."""
+        kept = self._scopes.get(name, [])
+        found = next((m for m in kept if m.forward is old), None)
+        if found is None or any(m.forward is new for m in kept):
+            return
+        rules: dict[str, _RuleResult] = {}
+        for rule_id, result in found.rules.items():
+            # The answers `__init__` gave move with the class; the questions hold the rule's own patterns
+            # (spans in the rule file), left as they are.
+            findings, problems = moved(result.findings), moved(result.problems)
+            answers = moved(tuple(answer for _, _, _, answer in result.asked))
+            if findings is None or problems is None or answers is None:
+                return
+            asked = tuple((q, t, p, a) for (q, t, p, _), a in zip(result.asked, answers, strict=True))
+            rules[rule_id] = _RuleResult(asked, findings, problems)  # type: ignore[arg-type]
+        kept.insert(0, _ScopeMemo(found.kind, new, rules))
+        del kept[self.GENERATIONS:]
 
     def keep_only(self, names: set[str]) -> None:
         """Forget the scopes no longer in the file."""
