@@ -425,7 +425,7 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
     # Largest matches first (optional steps present), then source order; a node belongs to one site.
     raw.sort(key=lambda m: (-len(m.nodes), m.nodes))
     taken: set[int] = set()
-    seen_sites: set[tuple[Span, ...]] = set()
+    seen_sites: set[tuple[tuple[Span, ...], tuple[str, ...]]] = set()
     out: list[Finding] = []
     for m in raw:
         if taken.intersection(m.nodes):
@@ -436,7 +436,9 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
         if _kept_for_probabilities(rule, flat, m):
             taken.update(m.nodes)
             continue
-        site = tuple(sorted((op.span for op in ops if op is not None), key=_span_key))
+        # Items of one container called once share the call's span: their targets tell two pairs apart.
+        site = (tuple(sorted((op.span for op in ops if op is not None), key=_span_key)),
+                tuple(sorted(op.target for op in ops if op is not None and _ITEM.match(op.target))))
         taken.update(m.nodes)
         if site in seen_sites:
             continue  # the same source statements reached again (a helper inlined twice)
@@ -578,16 +580,17 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
 def _init_spans(bindings: Sequence[Binding], ops: Sequence[Op]) -> tuple[Span, ...]:
     """The bindings' statements, and where the matched items of a Sequential built from a list filled in
     loops were written (`Binding.item_spans`: `layers.append(nn.Linear(...))` in the loop)."""
-    spans = [b.span for b in bindings]
+    spans: list[Span] = []
     for b in bindings:
-        if not b.item_spans:
-            continue
-        for op in ops:
-            m = _ONE_ITEM.match(op.target)
-            if m is not None and m.group(1) == b.attr and int(m.group(2)) < len(b.item_spans):
-                item = b.item_spans[int(m.group(2))]
-                if item not in spans:
-                    spans.append(item)
+        items = [b.item_spans[int(m.group(2))] for op in ops
+                 if (m := _ONE_ITEM.match(op.target)) is not None and m.group(1) == b.attr
+                 and int(m.group(2)) < len(b.item_spans)]
+        # Items written inside the binding's own statement (a literal `nn.Sequential(...)`) stand for it:
+        # each of its pairs is a site at its own items' lines.
+        inside = bool(items) and all(b.span.contains(s) for s in items)
+        for span in ([] if inside else [b.span]) + items:
+            if span not in spans:
+                spans.append(span)
     return tuple(spans)
 
 
