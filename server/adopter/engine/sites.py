@@ -297,7 +297,8 @@ def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list
     best: dict[tuple[str, tuple[object, ...]], Finding] = {}
     for f in findings:
         items = _container_items(f.match.ops)
-        spans: tuple[Span, ...] = tuple(sorted((op.span for op in f.match.ops), key=_span_key))
+        spans: tuple[object, ...] = (*sorted((op.span for op in f.match.ops), key=_span_key),
+                                     *_item_targets(f.match.ops))
         key: tuple[str, tuple[object, ...]] = (f.rule_id, (*items, *f.init_spans) if items else spans)
         old = best.get(key)
         if old is None:
@@ -393,6 +394,23 @@ def _container_items(ops: Sequence[Op]) -> tuple[str, ...]:
     return ()
 
 
+def _item_target(op: Op) -> str | None:
+    """The numbered container item `op` calls (`self.net[2]`), itself or as the module it was spelled
+    from (an `nn.GELU()` item read as `F.gelu`), else None."""
+    if _ITEM.match(op.target):
+        return op.target
+    origin = op.origin
+    if origin is not None and origin.kind is OpKind.MODULE and _ITEM.match(origin.target):
+        return origin.target
+    return None
+
+
+def _item_targets(ops: Sequence[Op]) -> tuple[str, ...]:
+    """The container items a match's ops call, sorted: items of one container called once share the call's
+    span, so these tell two pairs of them apart."""
+    return tuple(sorted(t for op in ops if (t := _item_target(op)) is not None))
+
+
 def _outside_larger_matches(findings: list[Finding]) -> list[Finding]:
     """Drop a finding whose ops all belong to a larger finding of the same family (the one-tensor RoPE
     inside the q/k pair): one site, reported by the rule that covers it whole.
@@ -438,7 +456,7 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
             continue
         # Items of one container called once share the call's span: their targets tell two pairs apart.
         site = (tuple(sorted((op.span for op in ops if op is not None), key=_span_key)),
-                tuple(sorted(op.target for op in ops if op is not None and _ITEM.match(op.target))))
+                _item_targets([op for op in ops if op is not None]))
         taken.update(m.nodes)
         if site in seen_sites:
             continue  # the same source statements reached again (a helper inlined twice)
@@ -583,7 +601,7 @@ def _init_spans(bindings: Sequence[Binding], ops: Sequence[Op]) -> tuple[Span, .
     spans: list[Span] = []
     for b in bindings:
         items = [b.item_spans[int(m.group(2))] for op in ops
-                 if (m := _ONE_ITEM.match(op.target)) is not None and m.group(1) == b.attr
+                 if (m := _ONE_ITEM.match(_item_target(op) or "")) is not None and m.group(1) == b.attr
                  and int(m.group(2)) < len(b.item_spans)]
         # Items written inside the binding's own statement (a literal `nn.Sequential(...)`) stand for it:
         # each of its pairs is a site at its own items' lines.
