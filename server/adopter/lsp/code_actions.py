@@ -74,9 +74,12 @@ def list_actions(uri: str, snapshot: Snapshot, params: types.CodeActionParams,
     actions: list[types.CodeAction] = []
     by_code: dict[tuple[object, ...], types.Diagnostic] = {}
     for d in params.context.diagnostics:
-        by_code.setdefault((d.code, d.range.start.line), d)
-        # Two sites on one forward line (pairs of one Sequential's items) differ in their __init__ lines.
-        by_code[(d.code, d.range.start.line, *(r.location.range.start.line for r in d.related_information or ()))] = d
+        # Two sites on one forward line (pairs of one Sequential's items) differ in their __init__ lines;
+        # a client that drops the related information gets the line's diagnostic.
+        related = tuple(r.location.range.start.line for r in d.related_information or ())
+        by_code[(d.code, d.range.start.line, *related)] = d
+        if not related:
+            by_code.setdefault((d.code, d.range.start.line), d)
     if _wanted(only, types.CodeActionKind.QuickFix):
         for i, decision in sorted(decisions.items()):
             finding = snapshot.findings[i]
