@@ -163,6 +163,8 @@ async def test_two_sites_on_one_forward_line_get_their_own_diagnostics_and_fixes
     diagnostics = [d for d in await analysed(client, uri, 1) if d.code == "f07-conv-bn"]
     assert [d.range.start.line for d in diagnostics] == [17, 17]
     assert [[r.location.range.start.line for r in d.related_information or ()] for d in diagnostics] == [[8, 9], [11, 12]]
+    assert [r.message for r in diagnostics[1].related_information or ()] == [
+        "`self.block1[3]` is built here, in __init__", "`self.block1[4]` is built here, in __init__"]
     params = types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri=uri), range=diagnostics[0].range,
                                     context=types.CodeActionContext(diagnostics=diagnostics))
     actions = [a for a in await client.text_document_code_action_async(params) or []
