@@ -84,8 +84,8 @@ def list_actions(uri: str, snapshot: Snapshot, params: types.CodeActionParams,
         for i, decision in sorted(decisions.items()):
             finding = snapshot.findings[i]
             line = lsp_range(index, finding.span).start.line
-            related = (lsp_range(index, s).start.line for s in finding.init_spans)
-            diagnostic = by_code.get((finding.rule_id, line, *related)) or by_code.get((finding.rule_id, line))
+            init_lines = tuple(lsp_range(index, s).start.line for s in finding.init_spans)
+            diagnostic = by_code.get((finding.rule_id, line, *init_lines)) or by_code.get((finding.rule_id, line))
             actions.extend(_quick_fixes(uri, snapshot.version, finding, decision, diagnostic))
             if client_commands and decision.fixable and finding.targets:
                 actions.append(_verify_action(uri, finding, diagnostic))
