@@ -9,6 +9,8 @@ at its constructor lines; each finding's `init_spans` are now those lines, not t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from adopter.analysis import analyse
 from adopter.engine import Environment, check, load_rules
 from adopter.engine.types import Finding
@@ -113,3 +115,65 @@ def test_the_session_decides_each_pair_for_itself() -> None:
     decisions = [session.decision(analysed, f) for f in analysed.findings]
     assert all(d.fixable and d.new_source and "FoldedConvBnSequential(" in d.new_source for d in decisions)
     assert len(analysed.decisions) == 2
+
+
+CONV_BN_RELU = '''rule user-conv-bn-relu {
+  family 7
+  title "Conv2d, BatchNorm2d, relu"
+  message "A Conv -> BN -> ReLU block."
+  severity warning
+  scope forward
+  init {
+    $layer = torch.nn.Conv2d
+    $bn = torch.nn.BatchNorm2d
+  }
+  forward {
+    $h = $layer($x)
+    $g = $bn($h)
+    $out = torch.nn.functional.relu($g)
+  }
+  example match ```python
+  import torch
+  from torch import nn
+
+
+  class M(nn.Module):
+      def __init__(self):
+          super().__init__()
+          self.conv = nn.Conv2d(3, 3, 3)
+          self.bn = nn.BatchNorm2d(3)
+
+      def forward(self, x):
+          return torch.relu(self.bn(self.conv(x)))
+  ```
+  example nomatch ```python
+  import torch
+  from torch import nn
+
+
+  class M(nn.Module):
+      def __init__(self):
+          super().__init__()
+          self.conv = nn.Conv2d(3, 3, 3)
+
+      def forward(self, x):
+          return torch.relu(self.conv(x))
+  ```
+}
+'''
+
+
+def test_a_larger_match_of_the_family_hides_only_the_pair_inside_it(tmp_path: Path) -> None:
+    """A family's larger match (a user's Conv -> BN -> ReLU rule on items 0-2) drops the conv-BN pair it
+    covers, not the other pair of the same Sequential (items 3-4), whose ops share the same call span."""
+    (tmp_path / "cbr.adl").write_text(CONV_BN_RELU, encoding="utf-8")
+    ruleset = load_rules([tmp_path / "cbr.adl"])
+    assert not ruleset.problems, ruleset.problems
+    rules = [r for r in ruleset.rules if r.family == 7]
+    text = VGG.replace("            nn.BatchNorm2d(w),\n            nn.ReLU(inplace=True),\n        )",
+                       "            nn.BatchNorm2d(w),\n        )")
+    found = check(analyse(text, "model.py"), rules, ENV).findings
+    assert [(f.rule_id, [op.target for op in f.match.ops if op.target.startswith("self.")]) for f in found] == [
+        ("f07-conv-bn", ["self.block1[3]", "self.block1[4]"]),
+        ("user-conv-bn-relu", ["self.block1[0]", "self.block1[1]"]),
+    ]

@@ -419,9 +419,10 @@ def _outside_larger_matches(findings: list[Finding]) -> list[Finding]:
     through one `map(lambda t: ..., (q, k))` writes the pair's ops once, so the q/k rule and the one-tensor
     rule match the same text. The finding of more ops (the pair) is kept; on a tie, the first rule id.
     """
-    by_family: dict[int, list[tuple[frozenset[Span], Finding]]] = {}
+    by_family: dict[int, list[tuple[frozenset[tuple[Span, str | None]], Finding]]] = {}
     for f in findings:
-        by_family.setdefault(f.family, []).append((frozenset(op.span for op in f.match.ops), f))
+        # Items of one container called once share the call's span: which item each op is tells them apart.
+        by_family.setdefault(f.family, []).append((frozenset((op.span, _item_target(op)) for op in f.match.ops), f))
     kept: list[Finding] = []
     for group in by_family.values():
         for spans, f in group:
