@@ -110,9 +110,10 @@ class Decision:
 
 def _site(finding: Finding) -> tuple[object, ...]:
     s = finding.span
-    # The statements too: two containers called in one statement are two sites with one span.
+    # The statements too: two containers called in one statement are two sites with one span; and the
+    # __init__ lines: two pairs of one Sequential's items, called in one statement, are two sites.
     return (finding.rule_id, finding.scope_name, s.start_line, s.start_col, s.end_line, s.end_col,
-            finding.stmt_spans)
+            finding.stmt_spans, finding.init_spans)
 
 
 @dataclass(eq=False)

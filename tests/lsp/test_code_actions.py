@@ -130,3 +130,50 @@ async def test_a_site_fix_would_not_rewrite_offers_no_quick_fix(client: Language
     decision = s.decision(a, next(f for f in a.findings if f.rule_id == F05))
     assert not decision.fixable and decision.reason
     assert actions[0].disabled is not None and actions[0].disabled.reason == decision.reason
+
+
+TWO_PAIRS = '''import torch
+from torch import nn
+
+
+class Enc(nn.Module):
+    def __init__(self, c, w):
+        super().__init__()
+        self.block1 = nn.Sequential(
+            nn.Conv2d(c, w, kernel_size=3, padding=1),
+            nn.BatchNorm2d(w),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(w, w, kernel_size=3, padding=1),
+            nn.BatchNorm2d(w),
+            nn.ReLU(inplace=True),
+        )
+
+    def forward(self, x):
+        return self.block1(x)
+'''
+
+
+async def test_two_sites_on_one_forward_line_get_their_own_diagnostics_and_fixes(
+        client: LanguageClient, tmp_path: Path) -> None:
+    """Two Conv -> BN pairs of one Sequential called in one statement: two diagnostics on that line, each
+    pointing at its own pair's lines in __init__, each with a quick fix that resolves to a verified edit
+    (either builds the Sequential as the folding class, which folds both pairs)."""
+    await start(client, tmp_path)
+    uri = open_doc(client, tmp_path / "model.py", TWO_PAIRS)
+    diagnostics = [d for d in await analysed(client, uri, 1) if d.code == "f07-conv-bn"]
+    assert [d.range.start.line for d in diagnostics] == [17, 17]
+    assert [[r.location.range.start.line for r in d.related_information or ()] for d in diagnostics] == [[8, 9], [11, 12]]
+    assert [r.message for r in diagnostics[1].related_information or ()] == [
+        "`self.block1[3]` is built here, in __init__", "`self.block1[4]` is built here, in __init__"]
+    params = types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri=uri), range=diagnostics[0].range,
+                                    context=types.CodeActionContext(diagnostics=diagnostics))
+    actions = [a for a in await client.text_document_code_action_async(params) or []
+               if isinstance(a, types.CodeAction) and a.kind == "quickfix" and a.data]
+    # Each action names its own site's __init__ lines, and its own diagnostic.
+    assert [a.data["init"][0][0] for a in actions] == [8, 11]
+    assert [list(a.diagnostics or ()) for a in actions] == [[diagnostics[0]], [diagnostics[1]]]
+    edits = []
+    for action in actions:
+        resolved = await client.code_action_resolve_async(action)
+        edits.append(apply_edit(TWO_PAIRS, only_edit(resolved, uri, 1)))
+    assert edits[0] == edits[1] and "self.block1 = FoldedConvBnSequential(" in edits[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from typing import Any
 
 from adopter.commands._common import add_rule_options, add_run_options, session_for
@@ -101,12 +102,16 @@ def run(args: argparse.Namespace) -> int:
 
 def print_text(records: list[dict[str, Any]], broken: int) -> None:
     """One line per finding, then the summary (which counts files that do not parse)."""
+    shared = Counter((f["path"], f["range"]["start"]["line"], f["range"]["start"]["column"], f["rule"]) for f in records)
     for f in records:
         reason = f["no_fix_reason"]
         fix = " [fixable]" if f["fixable"] else (f" (no automatic fix: {reason})" if reason else "")
         start = f["range"]["start"]
+        # Sites sharing a forward line (pairs of one Sequential's items) are told apart by their __init__ lines.
+        where = (f" (__init__ lines {', '.join(f'{a}-{b}' if a != b else str(a) for a, b in f['init'])})"
+                 if shared[(f["path"], start["line"], start["column"], f["rule"])] > 1 and f["init"] else "")
         print(f"{f['path']}:{start['line']}:{start['column']}: {f['rule']} "
-              f"(family {f['family']}) {f['message']}{fix}")
+              f"(family {f['family']}){where} {f['message']}{fix}")
     parts = []
     if records:
         n, k = len(records), sum(bool(f["fixable"]) for f in records)

@@ -230,9 +230,12 @@ class Binding:
     value: Ctor | Expr
     span: Span
     condition: str | None = None
-    # Where each item of a Sequential built from a local list filled in loops was written (one pass of each
-    # loop: `adopter.analysis.scope.bindings`); empty for every other binding.
-    item_spans: tuple[Span, ...] = ()
+    # Where each item of a Sequential was written: built from a local list filled in loops (one pass of each
+    # loop: `adopter.analysis.scope.bindings`), or a literal `nn.Sequential(A(...), B(...))` of constructor
+    # calls (each argument); empty for every other binding. Provenance, like `Ctor.origin`: the DSL does not
+    # print it and equality ignores it (a binding with the same value at the same span has its items where
+    # they were, short of whitespace moved between them within the statement's own bounds).
+    item_spans: tuple[Span, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -319,7 +319,8 @@ def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list
     best: dict[tuple[str, tuple[object, ...]], Finding] = {}
     for f in findings:
         items = _container_items(f.match.ops)
-        spans: tuple[Span, ...] = tuple(sorted((op.span for op in f.match.ops), key=_span_key))
+        spans: tuple[object, ...] = (*sorted((op.span for op in f.match.ops), key=_span_key),
+                                     *_item_targets(f.match.ops))
         key: tuple[str, tuple[object, ...]] = (f.rule_id, (*items, *f.init_spans) if items else spans)
         old = best.get(key)
         if old is None:
@@ -415,6 +416,23 @@ def _container_items(ops: Sequence[Op]) -> tuple[str, ...]:
     return ()
 
 
+def _item_target(op: Op) -> str | None:
+    """The numbered container item `op` calls (`self.net[2]`), itself or as the module it was spelled
+    from (an `nn.GELU()` item read as `F.gelu`), else None."""
+    if _ITEM.match(op.target):
+        return op.target
+    origin = op.origin
+    if origin is not None and origin.kind is OpKind.MODULE and _ITEM.match(origin.target):
+        return origin.target
+    return None
+
+
+def _item_targets(ops: Sequence[Op]) -> tuple[str, ...]:
+    """The container items a match's ops call, sorted: items of one container called once share the call's
+    span, so these tell two pairs of them apart."""
+    return tuple(sorted(t for op in ops if (t := _item_target(op)) is not None))
+
+
 def _outside_larger_matches(findings: list[Finding]) -> list[Finding]:
     """Drop a finding whose ops all belong to a larger finding of the same family (the one-tensor RoPE
     inside the q/k pair): one site, reported by the rule that covers it whole.
@@ -423,9 +441,10 @@ def _outside_larger_matches(findings: list[Finding]) -> list[Finding]:
     through one `map(lambda t: ..., (q, k))` writes the pair's ops once, so the q/k rule and the one-tensor
     rule match the same text. The finding of more ops (the pair) is kept; on a tie, the first rule id.
     """
-    by_family: dict[int, list[tuple[frozenset[Span], Finding]]] = {}
+    by_family: dict[int, list[tuple[frozenset[tuple[Span, str | None]], Finding]]] = {}
     for f in findings:
-        by_family.setdefault(f.family, []).append((frozenset(op.span for op in f.match.ops), f))
+        # Items of one container called once share the call's span: which item each op is tells them apart.
+        by_family.setdefault(f.family, []).append((frozenset((op.span, _item_target(op)) for op in f.match.ops), f))
     kept: list[Finding] = []
     for group in by_family.values():
         for spans, f in group:
@@ -447,7 +466,7 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
     # Largest matches first (optional steps present), then source order; a node belongs to one site.
     raw.sort(key=lambda m: (-len(m.nodes), m.nodes))
     taken: set[int] = set()
-    seen_sites: set[tuple[Span, ...]] = set()
+    seen_sites: set[tuple[tuple[Span, ...], tuple[str, ...]]] = set()
     out: list[Finding] = []
     for m in raw:
         if taken.intersection(m.nodes):
@@ -458,7 +477,9 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
         if _kept_for_probabilities(rule, flat, m):
             taken.update(m.nodes)
             continue
-        site = tuple(sorted((op.span for op in ops if op is not None), key=_span_key))
+        # Items of one container called once share the call's span: their targets tell two pairs apart.
+        site = (tuple(sorted((op.span for op in ops if op is not None), key=_span_key)),
+                _item_targets([op for op in ops if op is not None]))
         taken.update(m.nodes)
         if site in seen_sites:
             continue  # the same source statements reached again (a helper inlined twice)
@@ -600,16 +621,17 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
 def _init_spans(bindings: Sequence[Binding], ops: Sequence[Op]) -> tuple[Span, ...]:
     """The bindings' statements, and where the matched items of a Sequential built from a list filled in
     loops were written (`Binding.item_spans`: `layers.append(nn.Linear(...))` in the loop)."""
-    spans = [b.span for b in bindings]
+    spans: list[Span] = []
     for b in bindings:
-        if not b.item_spans:
-            continue
-        for op in ops:
-            m = _ONE_ITEM.match(op.target)
-            if m is not None and m.group(1) == b.attr and int(m.group(2)) < len(b.item_spans):
-                item = b.item_spans[int(m.group(2))]
-                if item not in spans:
-                    spans.append(item)
+        items = [b.item_spans[int(m.group(2))] for op in ops
+                 if (m := _ONE_ITEM.match(_item_target(op) or "")) is not None and m.group(1) == b.attr
+                 and int(m.group(2)) < len(b.item_spans)]
+        # Items written inside the binding's own statement (a literal `nn.Sequential(...)`) stand for it:
+        # each of its pairs is a site at its own items' lines.
+        inside = bool(items) and all(b.span.contains(s) for s in items)
+        for span in ([] if inside else [b.span]) + items:
+            if span not in spans:
+                spans.append(span)
     return tuple(spans)
 
 

@@ -72,11 +72,20 @@ def list_actions(uri: str, snapshot: Snapshot, params: types.CodeActionParams,
     index = LspIndex(snapshot.text)
     only = params.context.only
     actions: list[types.CodeAction] = []
-    by_code = {(d.code, d.range.start.line): d for d in params.context.diagnostics}
+    by_code: dict[tuple[object, ...], types.Diagnostic] = {}
+    for d in params.context.diagnostics:
+        # Two sites on one forward line (pairs of one Sequential's items) differ in their __init__ lines;
+        # a client that drops the related information gets the line's diagnostic.
+        related = tuple(r.location.range.start.line for r in d.related_information or ())
+        by_code[(d.code, d.range.start.line, *related)] = d
+        if not related:
+            by_code.setdefault((d.code, d.range.start.line), d)
     if _wanted(only, types.CodeActionKind.QuickFix):
         for i, decision in sorted(decisions.items()):
             finding = snapshot.findings[i]
-            diagnostic = by_code.get((finding.rule_id, lsp_range(index, finding.span).start.line))
+            line = lsp_range(index, finding.span).start.line
+            init_lines = tuple(lsp_range(index, s).start.line for s in finding.init_spans)
+            diagnostic = by_code.get((finding.rule_id, line, *init_lines)) or by_code.get((finding.rule_id, line))
             actions.extend(_quick_fixes(uri, snapshot.version, finding, decision, diagnostic))
             if client_commands and decision.fixable and finding.targets:
                 actions.append(_verify_action(uri, finding, diagnostic))
@@ -101,7 +110,8 @@ def _quick_fixes(uri: str, version: int | None, finding: Finding, decision: Deci
             kind=types.CodeActionKind.QuickFix,
             diagnostics=diagnostics,
             is_preferred=i == 0,
-            data={"uri": uri, "version": version, "rule": finding.rule_id, "span": _span_key(finding.span), "target": target},
+            data={"uri": uri, "version": version, "rule": finding.rule_id, "span": _span_key(finding.span),
+                  "init": [_span_key(s) for s in finding.init_spans], "target": target},
         )
         for i, target in enumerate(finding.targets)
     ]
@@ -130,6 +140,8 @@ def rewrite_edit(snapshot: Snapshot, data: dict[str, Any]) -> tuple[str | None, 
                 return "Adopter: no fix in this file could be applied safely", []
             return None, minimal_changes(snapshot.text, new_source)
         found = [f for f in snapshot.findings if f.rule_id == data.get("rule") and _span_key(f.span) == data.get("span")]
+        # Two pairs of one Sequential's items called in one statement share the span: their __init__ lines differ.
+        found = [f for f in found if [_span_key(s) for s in f.init_spans] == data["init"]] if "init" in data else found
         if not found:
             return "the finding is no longer there; ask for the fix again", []
         target = data.get("target")

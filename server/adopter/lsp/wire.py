@@ -118,6 +118,9 @@ def binding_message(span: Span, bindings: Sequence[Binding]) -> str:
     for binding in bindings:
         if binding.span == span:
             return f"`self.{binding.attr}` is bound here, in __init__"
+    for binding in bindings:
+        if span in binding.item_spans:
+            return f"`self.{binding.attr}[{binding.item_spans.index(span)}]` is built here, in __init__"
     return "the __init__ binding this finding involves"
 
 

@@ -388,11 +388,13 @@ class InitAnalysis:
         attr = _self_attr(target, self_name, self.src)
         if attr is not None:
             self.target = attr
-            self.item_spans.pop(attr, None)  # what an earlier binding of the attribute held
+            self.item_spans.pop(attr, None)  # what an earlier binding of the attribute held: a rebinding's items are its own
             try:
                 alts = self._alternatives(value)
             finally:
                 self.target = None
+            if attr not in self.item_spans and (spans := self._literal_item_spans(value, alts)):
+                self.item_spans[attr] = spans
             self._bind(attr, alts, self.src.span(target.parent or target), conds)
             listed = f"{self_name}.{attr}"  # `self.features = [conv_bn(...)]`: filled like a local list
             if value.type == "list":
@@ -418,6 +420,21 @@ class InitAnalysis:
             key = target.child_by_field_id(Field.SUBSCRIPT)
             if attr is not None:
                 self._extend_container(attr, self._ctor_alts(value), _key_text(key, self.src) if key else None)
+
+    def _literal_item_spans(self, value: Node, alts: list[Alt]) -> tuple[Span, ...]:
+        """`self.block = nn.Sequential(nn.Conv2d(...), nn.BatchNorm2d(...), ...)`: where each item is written,
+        at its position (a site made of a few of its items is theirs, not the whole statement's), when every
+        positional argument is one constructor call and every alternative holds exactly those items; else ()."""
+        args_node = value.child_by_field_id(Field.ARGUMENTS) if value.type == "call" else None
+        if args_node is None or args_node.type != "argument_list":
+            return ()
+        arg_nodes = [a for a in args_node.named_children if a.type not in ("comment", "keyword_argument")]
+        if not arg_nodes or any(a.type != "call" for a in arg_nodes):
+            return ()
+        if not alts or any(not isinstance(v, Ctor) or v.callee != SEQUENTIAL or len(v.items) != len(arg_nodes)
+                           for _, v in alts):
+            return ()
+        return tuple(self.src.span(a) for a in arg_nodes)
 
     def _list_build(self, value: Node, conds: Conds) -> _ListBuild:
         """A list display or comprehension that starts a list of modules."""

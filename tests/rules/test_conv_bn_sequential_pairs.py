@@ -1,0 +1,110 @@
+"""The conv -> BN fix for each pair of one literal `nn.Sequential(Conv2d, BatchNorm2d, ReLU, Conv2d,
+BatchNorm2d, ReLU)` (a VGG/U-Net block, anomalib DRAEM's `block1`...`block5`), now one site per pair: fixing
+either pair alone builds the Sequential as `FoldedConvBnSequential`, which folds every stock Conv ->
+BatchNorm pair of its children at run time (eval mode, running statistics) and runs them unfolded in
+training. The rewritten module computes what the original computes whichever pair was fixed: outputs,
+input and parameter gradients in eval and training mode, and the running statistics training leaves
+(float64, CPU, seed 0, `torch.allclose` at rtol 1e-6 / atol 1e-9); and the other pair is no site left.
+"""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from adopter.analysis import analyse  # noqa: E402
+from adopter.engine import Environment, find, load_rules  # noqa: E402
+from adopter.session import rewrite  # noqa: E402
+from adopter.synth import Rewritten  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+MODEL = '''
+import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, in_channels=3, width=4):
+        super().__init__()
+        self.block1 = nn.Sequential(
+            nn.Conv2d(in_channels, width, kernel_size=3, padding=1),
+            nn.BatchNorm2d(width),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(width, width, kernel_size=3, padding=1),
+            nn.BatchNorm2d(width),
+            nn.ReLU(inplace=True),
+        )
+        self.mp1 = nn.MaxPool2d(2)
+        self.block2 = nn.Sequential(
+            nn.Conv2d(width, width * 2, kernel_size=3, padding=1),
+            nn.BatchNorm2d(width * 2),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(width * 2, width * 2, kernel_size=3, padding=1),
+            nn.BatchNorm2d(width * 2),
+            nn.ReLU(inplace=True),
+        )
+
+    def forward(self, x):
+        act1 = self.block1(x)
+        return self.block2(self.mp1(act1))
+'''
+
+ENV = Environment("cpu", frozenset(), "2.13.0")
+
+
+def _module(source: str, name: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    exec(compile(source, f"{name}.py", "exec"), module.__dict__)
+    return module
+
+
+def _fixed(which: int) -> str:
+    rules = [r for r in load_rules().rules if r.family == 7]
+    findings = find(analyse(MODEL, "model.py"), rules, ENV)
+    assert [(f.rule_id, f.fixable) for f in findings] == [("f07-conv-bn", True)] * 4
+    result = rewrite(MODEL, [findings[which]], rules=rules, env=ENV, path="model.py")
+    assert isinstance(result, Rewritten), result
+    # The other pair of the same Sequential is folded by the same class: no site of it is left.
+    left = find(analyse(result.new_source, "model.py"), rules, ENV)
+    assert len(left) == 2 and all(f.span != findings[which].span for f in left)
+    return result.new_source
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_fixing_either_pair_computes_what_the_original_computes(which: int) -> None:
+    fixed_source = _fixed(which)
+    assert fixed_source.count("FoldedConvBnSequential(\n") == 1
+    original = _module(MODEL, "before").Encoder().double()
+    fixed = _module(fixed_source, "after").Encoder().double()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for m in original.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-1, 1)
+                m.running_var.uniform_(0.5, 2)
+                m.weight.uniform_(0.5, 2)
+                m.bias.uniform_(-1, 1)
+    fixed.load_state_dict(original.state_dict(), strict=True)
+    x = torch.randn(2, 3, 16, 16, dtype=torch.float64)
+    for training in (False, True):
+        original.train(training)
+        fixed.train(training)
+        original.zero_grad()
+        fixed.zero_grad()
+        a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+        out_a, out_b = original(a), fixed(b)
+        assert torch.allclose(out_a, out_b, rtol=1e-6, atol=1e-9)
+        out_a.square().sum().backward()
+        out_b.square().sum().backward()
+        assert a.grad is not None and b.grad is not None
+        assert torch.allclose(a.grad, b.grad, rtol=1e-6, atol=1e-9)
+        for (name, p), q in zip(original.named_parameters(), fixed.parameters()):
+            assert p.grad is not None and q.grad is not None, name
+            assert torch.allclose(p.grad, q.grad, rtol=1e-6, atol=1e-9), name
+    after = fixed.state_dict()
+    for key, value in original.state_dict().items():  # training updated the same running statistics
+        assert torch.allclose(value.double(), after[key].double(), rtol=1e-6, atol=1e-9), key
