@@ -15,6 +15,7 @@ from adopter.analysis.names.formula_functions import exact_gelu
 from adopter.analysis.names.naming import CONTAINERS, is_constructor
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
+from adopter.analysis.names.table_factories import argument_text, table_lookup
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
 from adopter.analysis.scope.list_counts import added_by_loop
@@ -850,6 +851,22 @@ class InitAnalysis:
                 return self._qualify_callee(name)
         return None
 
+    def _factory_entry(self, call: Node, instance: bool) -> str | None:
+        """The layer class a same-file table factory (`names.table_factories`) returns for the key `call`
+        passes, when the key is evident (a literal, a parameter's literal default) and names an entry of a
+        same-file dict of layer classes; `instance`: the factory calls the entry (`return _ACTS[name]()`)."""
+        func = call.child_by_field_id(Field.FUNCTION)
+        name = self.src.text(func) if func is not None and func.type == "identifier" else None
+        if name is None or self.symbols.has_class(name) or name in self.locals:
+            return None
+        function = self.symbols.function_node(name)
+        lookup = table_lookup(function, self.src) if function is not None else None
+        if lookup is None or lookup.instance != instance:
+            return None
+        text = argument_text(lookup, call, self.src)
+        key = self._key_text(text) if text is not None else None
+        return self._table_entry(lookup.table, f'"{lookup.key(key)}"') if key is not None else None
+
     def _getattr_args(self, call: Node) -> tuple[str, str] | None:
         """(owner, name) of `getattr(owner, "Name")`, the name a literal or a parameter's literal default."""
         func = call.child_by_field_id(Field.FUNCTION)
@@ -956,6 +973,8 @@ class InitAnalysis:
                 callees.append(((), self._qualify_callee(dotted), _subscript_text(func, self.src)))
         elif func.type == "call" and (named := self._getattr_class(func)) is not None:
             callees.append(((), named, None))  # `getattr(nn, activation)()` with the name evident here
+        elif func.type == "call" and (named := self._factory_entry(func, instance=False)) is not None:
+            callees.append(((), named, None))  # `get_act_layer(act)()`: a same-file `return _ACTS[name]`
         else:
             dotted = dotted_text(func, self.src)
             if dotted is not None and dotted in self.locals:
@@ -980,6 +999,10 @@ class InitAnalysis:
                 # `apply_wd(nn.Linear(...))`, `zero_init(layer)`: a same-file helper that returns the
                 # module it was given (after tagging or initialising it) builds what its argument builds.
                 return self._alternatives(first)
+            elif dotted is not None and (entry := self._factory_entry(call, instance=True)) is not None:
+                # `get_act_layer(act)`: a same-file `return _ACTS[name]()`, an instance of the entry (its
+                # arguments are the factory's, not the layer's).
+                return [((), Ctor(entry))]
             elif dotted is not None and (bound := self._module_partial(dotted)) is not None:
                 # `Linear = partial(nn.Linear, bias=False)` at module level, then `Linear(dim, hidden)`: the
                 # layer class called with the partial's keywords first (the call's own win, as in Python).
