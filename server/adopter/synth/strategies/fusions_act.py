@@ -53,7 +53,10 @@ def linear_gelu(ctx: SynthContext) -> None:
         ctx.decline(f"the activation is a function of this file (`{own}`); the fused kernel engages only for "
                     "F.gelu / nn.GELU, so the helper would run the original code")
     linear = binding_path(ctx, "lin")
-    act = activation_path(ctx, "act", "out")
+    # The activation's own call is the match's last op: `activation_path` looks `$out` up by name, and a
+    # reassigned name (`x = self.fc1(x); x = self.act(x)`, timm's Mlp) finds the Linear that wrote it first.
+    held = last.target if last.kind is OpKind.MODULE and last.target.startswith("self.") and "[" not in last.target else None
+    act = held if held is not None and not isinstance(ctx.binding("act"), str) else activation_path(ctx, "act", "out")
     x = value_text(ctx, "x")
     gated = {op.span for f in ctx.findings if f.family == 14 for op in f.match.ops}  # the session's findings
     if ctx.finding.match.ops[-1].span in gated:
