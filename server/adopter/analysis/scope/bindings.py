@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import FUNCTION_VALUES, PARTIAL_FUNCTIONS
+from adopter.analysis.names.class_attributes import assigns_instance_attribute, class_attribute
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
 from adopter.analysis.names.default_helpers import fallback_argument
 from adopter.analysis.names.formula_functions import exact_gelu
@@ -851,6 +852,22 @@ class InitAnalysis:
                 return self._qualify_callee(name)
         return None
 
+    def _class_attribute_class(self, dotted: str) -> str | None:
+        """The layer class `self.X` names through a class attribute (`names.class_attributes`): the first
+        same-file class in the analysed class's order whose body assigns `X`, its value a layer class;
+        None when an attribute of that name is bound here or any of those classes assigns `.X`."""
+        receiver, _, attr = dotted.partition(".")
+        if receiver != "self" or not attr.isidentifier() or attr in self.state:
+            return None
+        for name in self.table.mro(self.class_name):
+            node = self.symbols.class_node(name)
+            if node is None or assigns_instance_attribute(node, attr, self.src):
+                return None
+            value = class_attribute(node, attr, self.src)
+            if value is not None:
+                return self._default_class(dotted_text(value, self.src))
+        return None
+
     def _factory_entry(self, call: Node, instance: bool) -> str | None:
         """The layer class a same-file table factory (`names.table_factories`) returns for the key `call`
         passes, when the key is evident (a literal, a parameter's literal default) and names an entry of a
@@ -985,6 +1002,8 @@ class InitAnalysis:
                             callees.append((c, v.qualified, None))
                         elif isinstance(v, Ctor):  # calling an instance: keep the instance's ctor
                             callees.append((c, v.callee, v.lookup))
+            elif dotted is not None and (held := self._class_attribute_class(dotted)) is not None:
+                callees.append(((), held, None))  # `self.act_layer()` with `act_layer = nn.GELU` in the class body
             elif dotted is not None and (classes := self._returned_classes(dotted)):
                 # `MaybeLora = maybe_lora(lora)` where the helper returns `nn.Linear` or
                 # `partial(LoRALinear, ...)`: the value is one of those classes, by condition.
