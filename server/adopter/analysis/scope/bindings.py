@@ -584,6 +584,11 @@ class InitAnalysis:
             chosen = self._table_function(dotted, _subscript_text(node, self.src)) if dotted is not None else None
             if chosen is not None:
                 return [((), Expr(chosen))]  # `ACTIVATIONS[act]` with a same-file dict of functions
+            held = self._table_instance(dotted, _subscript_text(node, self.src)) if dotted is not None else None
+            if held is not None:
+                return [((), Ctor(held))]  # `ACTS[act]` with a same-file dict of layer instances (`nn.GELU()`)
+        if kind == "boolean_operator" and (fallback := self._or_default(node)) is not None:
+            return self._alternatives(fallback)  # `act_layer or nn.GELU` with `act_layer=None`
             if dotted is not None and dotted.split(".")[0] not in self.locals:
                 root = dotted.split(".")[0]
                 if self.symbols.is_imported(root) or self.symbols.is_module_value(root):
@@ -883,6 +888,28 @@ class InitAnalysis:
         text = argument_text(lookup, call, self.src)
         key = self._key_text(text) if text is not None else None
         return self._table_entry(lookup.table, f'"{lookup.key(key)}"') if key is not None else None
+
+    def _table_instance(self, dotted: str, key_text: str) -> str | None:
+        """The layer class of the instance `TABLE[key]` holds (`{"gelu": nn.GELU(), ...}`), for a same-file
+        dict literal and a key evident here; only an entry built without arguments."""
+        first = next(self._table_values(dotted, key_text), None)
+        func = first.child_by_field_id(Field.FUNCTION) if first is not None and first.type == "call" else None
+        args = first.child_by_field_id(Field.ARGUMENTS) if first is not None else None
+        if func is None or args is None or args.named_child_count:
+            return None
+        return self._default_class(dotted_text(func, self.src))
+
+    def _or_default(self, node: Node) -> Node | None:
+        """`p or Default` where `p` is a parameter defaulting to None that nothing here rebound: the caller's
+        default is `Default` (as `default(p, Default)` in `_fallback`); else None."""
+        left, right = node.child_by_field_id(Field.LEFT), node.child_by_field_id(Field.RIGHT)
+        operator = node.child_by_field_id(Field.OPERATOR)
+        if left is None or right is None or operator is None or self.src.text(operator) != "or":
+            return None
+        name = self.src.text(left) if left.type == "identifier" else None
+        if name is None or name in self.locals or (self.defaults.get(name) or "").strip() != "None":
+            return None
+        return right
 
     def _getattr_args(self, call: Node) -> tuple[str, str] | None:
         """(owner, name) of `getattr(owner, "Name")`, the name a literal or a parameter's literal default."""
