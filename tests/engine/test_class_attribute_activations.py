@@ -73,7 +73,7 @@ def test_no_site_without_an_evident_gelu_attribute(edit: tuple[str, str]) -> Non
 
 def _build(source: str) -> types.ModuleType:
     module = types.ModuleType("m")
-    exec(compile(source, "m.py", "exec"), module.__dict__)  # noqa: S102 - the test's own model code
+    exec(compile(source, "m.py", "exec"), module.__dict__)  # the test's own model code
     return module
 
 

@@ -89,7 +89,7 @@ def test_only_an_evident_gelu_entry_is_read(code: str, edit: tuple[str, str]) ->
 
 def _build(source: str) -> types.ModuleType:
     module = types.ModuleType("m")
-    exec(compile(source, "m.py", "exec"), module.__dict__)  # noqa: S102 - the test's own model code
+    exec(compile(source, "m.py", "exec"), module.__dict__)  # the test's own model code
     return module
 
 

@@ -61,7 +61,7 @@ def test_a_relu_default_is_not_a_site() -> None:
 
 def _build(source: str) -> types.ModuleType:
     module = types.ModuleType("m")
-    exec(compile(source, "m.py", "exec"), module.__dict__)  # noqa: S102 - the test's own model code
+    exec(compile(source, "m.py", "exec"), module.__dict__)  # the test's own model code
     return module
 
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, replace
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import FUNCTION_VALUES, PARTIAL_FUNCTIONS
-from adopter.analysis.names.class_attributes import assigns_instance_attribute, class_attribute
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
+from adopter.analysis.names.class_attributes import assigns_instance_attribute, class_attribute
 from adopter.analysis.names.default_helpers import fallback_argument
 from adopter.analysis.names.formula_functions import exact_gelu
 from adopter.analysis.names.naming import CONTAINERS, is_constructor
