@@ -46,9 +46,9 @@ def table_lookup(function: Node, src: SourceText) -> TableLookup | None:
     stmts = [c for c in body.named_children if c.type != "comment"] if body is not None else []
     if not stmts or stmts[-1].type != "return_statement" or stmts[-1].named_child_count != 1:
         return None
-    value = stmts[-1].named_children[0]
+    value: Node | None = stmts[-1].named_children[0]
     instance = False
-    if value.type == "call":
+    if value is not None and value.type == "call":
         args = value.child_by_field_id(Field.ARGUMENTS)
         if args is None or [a for a in args.named_children if a.type != "comment"]:
             return None  # the entry's arguments would be the factory's: only `T[p]()` is read
@@ -59,8 +59,9 @@ def table_lookup(function: Node, src: SourceText) -> TableLookup | None:
     subs = value.children_by_field_name("subscript")
     if table is None or table.type != "identifier" or len(subs) != 1:
         return None
-    key, case = subs[0], None
-    if key.type == "call":
+    key: Node | None = subs[0]
+    case: str | None = None
+    if key is not None and key.type == "call":
         method = key.child_by_field_id(Field.FUNCTION)
         args = key.child_by_field_id(Field.ARGUMENTS)
         if method is None or method.type != "attribute" or args is None or args.named_child_count:
@@ -69,7 +70,7 @@ def table_lookup(function: Node, src: SourceText) -> TableLookup | None:
         key = method.child_by_field_id(Field.OBJECT)
         if case not in _CASES or key is None:
             return None
-    if key.type != "identifier":
+    if key is None or key.type != "identifier":
         return None
     name = src.text(key)
     ps = params(function, src)
