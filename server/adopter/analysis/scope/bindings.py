@@ -587,13 +587,13 @@ class InitAnalysis:
             held = self._table_instance(dotted, _subscript_text(node, self.src)) if dotted is not None else None
             if held is not None:
                 return [((), Ctor(held))]  # `ACTS[act]` with a same-file dict of layer instances (`nn.GELU()`)
-        if kind == "boolean_operator" and (fallback := self._or_default(node)) is not None:
-            return self._alternatives(fallback)  # `act_layer or nn.GELU` with `act_layer=None`
             if dotted is not None and dotted.split(".")[0] not in self.locals:
                 root = dotted.split(".")[0]
                 if self.symbols.is_imported(root) or self.symbols.is_module_value(root):
                     lookup = _subscript_text(node, self.src)
                     return [((), Ctor(self.symbols.qualify(dotted), lookup=lookup))]
+        if kind == "boolean_operator" and (fallback := self._or_default(node)) is not None:
+            return self._alternatives(fallback)  # `act_layer or nn.GELU` with `act_layer=None`
         if kind in ("identifier", "attribute"):
             dotted = dotted_text(node, self.src)
             if dotted is not None:
