@@ -86,3 +86,40 @@ def test_the_fix_computes_what_the_original_computes(training: bool) -> None:
     assert torch.allclose(outs[0], outs[1], rtol=1e-6, atol=1e-9)
     for a, b in zip(grads[0], grads[1], strict=True):
         assert torch.allclose(a, b, rtol=1e-6, atol=1e-9)
+
+
+CONDITIONAL = '''from functools import partial
+
+import torch
+from torch import nn
+
+
+class Mlp(nn.Module):
+    def __init__(self, dim, hidden, act_layer=nn.GELU, use_conv=False):
+        super().__init__()
+        linear_layer = partial(nn.Conv2d, kernel_size=1) if use_conv else nn.Linear
+        self.fc1 = linear_layer(dim, hidden)
+        self.act = act_layer()
+
+    def forward(self, x):
+        x = self.fc1(x)
+        x = self.act(x)
+        return x
+'''
+
+
+@pytest.mark.parametrize(("edit", "fixable"), [
+    (("", ""), False),  # timm's `use_conv`: a 1x1 Conv2d on the other path
+    (("self.fc1 = linear_layer(dim, hidden)", "self.fc1 = nn.Linear(dim, hidden) if use_conv else nn.Linear(dim, 2)"),
+     True),  # a Linear on both paths
+])
+def test_a_linear_only_under_a_condition_is_not_fixed(edit: tuple[str, str], fixable: bool) -> None:
+    code = CONDITIONAL.replace(*edit) if edit[0] else CONDITIONAL
+    s = session()
+    analysed = s.analysed(code, "m.py")
+    found = [f for f in analysed.findings if f.rule_id == "f06-linear-gelu"]
+    assert len(found) == 1
+    planned = s.planned(analysed, found[0])
+    assert planned.fixable is fixable
+    if not fixable:
+        assert planned.reason is not None and "self.fc1 is a Linear only when `not (use_conv)`" in planned.reason
