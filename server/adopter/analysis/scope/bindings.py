@@ -593,7 +593,9 @@ class InitAnalysis:
                     lookup = _subscript_text(node, self.src)
                     return [((), Ctor(self.symbols.qualify(dotted), lookup=lookup))]
         if kind == "boolean_operator" and (fallback := self._or_default(node)) is not None:
-            return self._alternatives(fallback)  # `act_layer or nn.GELU` with `act_layer=None`
+            chosen_alts = self._alternatives(fallback)  # `act_layer or nn.GELU` with `act_layer=None`
+            if all(isinstance(v, (_Callee, Ctor)) for _, v in chosen_alts):
+                return chosen_alts  # a layer (class or instance); any other value stays as written
         if kind in ("identifier", "attribute"):
             dotted = dotted_text(node, self.src)
             if dotted is not None:
