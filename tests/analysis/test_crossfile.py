@@ -39,6 +39,16 @@ def get_act(name):
     return Act[act_name](**args)
 '''
 
+CASED = '''
+from torch import nn
+
+_ACTS = {"GELU": nn.GELU, "RELU": nn.ReLU, "SWISH": nn.SiLU}
+
+
+def get_act_layer(name):
+    return _ACTS[name.upper()]()
+'''
+
 TABLE = '''
 import torch.nn as nn
 
@@ -125,6 +135,10 @@ class ScaledSiLU(nn.Module):
     "factory, literal": (REGISTRY, 'get_act("GELU")', "torch.nn.GELU", "get_act('GELU') (pkg/parts.py:16)"),
     "factory, parameter default": (REGISTRY, "get_act(act)", "torch.nn.ReLU", None),
     "factory, no default": (REGISTRY, "get_act(other)", None, None),
+    # A factory that changes the key's case before it reads a plain dict (monai-like `get_act_layer`).
+    "factory, upper-cased key": (CASED, 'get_act_layer("gelu")', "torch.nn.GELU", "get_act_layer('GELU')"),
+    "factory, upper-cased default": (CASED, "get_act_layer(act)", "torch.nn.ReLU", None),
+    "factory, key not cased": (CASED.replace("name.upper()", "name"), 'get_act_layer("gelu")', None, None),
     # Lookup tables chosen by the config class the parameter is annotated with.
     "config default tanh": (TABLE, "ACT2FN[config.pooler_act]", "torch.nn.Tanh",
                             "ACT2FN['tanh'] (pkg/parts.py:17), default of `pooler_act` in ModelConfig"),

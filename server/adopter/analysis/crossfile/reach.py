@@ -171,6 +171,8 @@ class CrossFileReach:
             return Expr(f"{summary.definition.name}({written})")
         if not isinstance(key, str):
             return None
+        if summary.kind == "factory" and summary.key_case is not None:
+            key = key.upper() if summary.key_case == "upper" else key.lower()
         entry = registry.entry(key)
         if entry is None:
             return None
@@ -535,9 +537,10 @@ class CrossFileReach:
                         if isinstance(n, ast.Name):
                             derived.add(n.id)
         for sub in ast.walk(node):
-            if (isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and isinstance(sub.slice, ast.Name)
-                    and sub.slice.id in derived and sub.value.id not in derived):
-                return Summary("factory", d, registry=qualify(sub.value.id, parsed.imports))
+            key, case = _cased_key(sub.slice) if isinstance(sub, ast.Subscript) else (None, None)
+            if (isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and key is not None
+                    and key.id in derived and sub.value.id not in derived):
+                return Summary("factory", d, registry=qualify(sub.value.id, parsed.imports), key_case=case)
         return Summary("other", d)
 
     def _registry(self, node: ast.Assign, name: str, parsed: ParsedFile) -> tuple[tuple[tuple[str, str], ...], bool]:
@@ -573,6 +576,16 @@ class CrossFileReach:
 
 
 # -- helpers ----------------------------------------------------------------------------------------
+
+
+def _cased_key(node: ast.expr) -> tuple[ast.Name | None, str | None]:
+    """`name` or `name.upper()` / `name.lower()` as a registry key: the name and the case applied."""
+    if isinstance(node, ast.Name):
+        return node, None
+    if (isinstance(node, ast.Call) and not node.args and not node.keywords and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("upper", "lower") and isinstance(node.func.value, ast.Name)):
+        return node.func.value, node.func.attr
+    return None, None
 
 
 def _and(condition: str | None, test: str) -> str:

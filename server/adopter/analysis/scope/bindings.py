@@ -10,11 +10,13 @@ from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import FUNCTION_VALUES, PARTIAL_FUNCTIONS
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
+from adopter.analysis.names.class_attributes import assigns_instance_attribute, class_attribute
 from adopter.analysis.names.default_helpers import fallback_argument
 from adopter.analysis.names.formula_functions import exact_gelu
 from adopter.analysis.names.naming import CONTAINERS, is_constructor
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
+from adopter.analysis.names.table_factories import argument_text, table_lookup
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
 from adopter.analysis.scope.list_counts import added_by_loop
@@ -600,11 +602,18 @@ class InitAnalysis:
             chosen = self._table_function(dotted, _subscript_text(node, self.src)) if dotted is not None else None
             if chosen is not None:
                 return [((), Expr(chosen))]  # `ACTIVATIONS[act]` with a same-file dict of functions
+            held = self._table_instance(dotted, _subscript_text(node, self.src)) if dotted is not None else None
+            if held is not None:
+                return [((), Ctor(held))]  # `ACTS[act]` with a same-file dict of layer instances (`nn.GELU()`)
             if dotted is not None and dotted.split(".")[0] not in self.locals:
                 root = dotted.split(".")[0]
                 if self.symbols.is_imported(root) or self.symbols.is_module_value(root):
                     lookup = _subscript_text(node, self.src)
                     return [((), Ctor(self.symbols.qualify(dotted), lookup=lookup))]
+        if kind == "boolean_operator" and (fallback := self._or_default(node)) is not None:
+            chosen_alts = self._alternatives(fallback)  # `act_layer or nn.GELU` with `act_layer=None`
+            if all(isinstance(v, (_Callee, Ctor)) for _, v in chosen_alts):
+                return chosen_alts  # a layer (class or instance); any other value stays as written
         if kind in ("identifier", "attribute"):
             dotted = dotted_text(node, self.src)
             if dotted is not None:
@@ -868,6 +877,60 @@ class InitAnalysis:
                 return self._qualify_callee(name)
         return None
 
+    def _class_attribute_class(self, dotted: str) -> str | None:
+        """The layer class `self.X` names through a class attribute (`names.class_attributes`): the first
+        same-file class in the analysed class's order whose body assigns `X`, its value a layer class;
+        None when an attribute of that name is bound here or any of those classes assigns `.X`."""
+        receiver, _, attr = dotted.partition(".")
+        if receiver != "self" or not attr.isidentifier() or attr in self.state:
+            return None
+        for name in self.table.mro(self.class_name):
+            node = self.symbols.class_node(name)
+            if node is None or assigns_instance_attribute(node, attr, self.src):
+                return None
+            value = class_attribute(node, attr, self.src)
+            if value is not None:
+                return self._default_class(dotted_text(value, self.src))
+        return None
+
+    def _factory_entry(self, call: Node, instance: bool) -> str | None:
+        """The layer class a same-file table factory (`names.table_factories`) returns for the key `call`
+        passes, when the key is evident (a literal, a parameter's literal default) and names an entry of a
+        same-file dict of layer classes; `instance`: the factory calls the entry (`return _ACTS[name]()`)."""
+        func = call.child_by_field_id(Field.FUNCTION)
+        name = self.src.text(func) if func is not None and func.type == "identifier" else None
+        if name is None or self.symbols.has_class(name) or name in self.locals:
+            return None
+        function = self.symbols.function_node(name)
+        lookup = table_lookup(function, self.src) if function is not None else None
+        if lookup is None or lookup.instance != instance:
+            return None
+        text = argument_text(lookup, call, self.src)
+        key = self._key_text(text) if text is not None else None
+        return self._table_entry(lookup.table, f'"{lookup.key(key)}"') if key is not None else None
+
+    def _table_instance(self, dotted: str, key_text: str) -> str | None:
+        """The layer class of the instance `TABLE[key]` holds (`{"gelu": nn.GELU(), ...}`), for a same-file
+        dict literal and a key evident here; only an entry built without arguments."""
+        first = next(self._table_values(dotted, key_text), None)
+        func = first.child_by_field_id(Field.FUNCTION) if first is not None and first.type == "call" else None
+        args = first.child_by_field_id(Field.ARGUMENTS) if first is not None else None
+        if func is None or args is None or args.named_child_count:
+            return None
+        return self._default_class(dotted_text(func, self.src))
+
+    def _or_default(self, node: Node) -> Node | None:
+        """`p or Default` where `p` is a parameter defaulting to None that nothing here rebound: the caller's
+        default is `Default` (as `default(p, Default)` in `_fallback`); else None."""
+        left, right = node.child_by_field_id(Field.LEFT), node.child_by_field_id(Field.RIGHT)
+        operator = node.child_by_field_id(Field.OPERATOR)
+        if left is None or right is None or operator is None or self.src.text(operator) != "or":
+            return None
+        name = self.src.text(left) if left.type == "identifier" else None
+        if name is None or name in self.locals or (self.defaults.get(name) or "").strip() != "None":
+            return None
+        return right
+
     def _getattr_args(self, call: Node) -> tuple[str, str] | None:
         """(owner, name) of `getattr(owner, "Name")`, the name a literal or a parameter's literal default."""
         func = call.child_by_field_id(Field.FUNCTION)
@@ -974,6 +1037,8 @@ class InitAnalysis:
                 callees.append(((), self._qualify_callee(dotted), _subscript_text(func, self.src)))
         elif func.type == "call" and (named := self._getattr_class(func)) is not None:
             callees.append(((), named, None))  # `getattr(nn, activation)()` with the name evident here
+        elif func.type == "call" and (named := self._factory_entry(func, instance=False)) is not None:
+            callees.append(((), named, None))  # `get_act_layer(act)()`: a same-file `return _ACTS[name]`
         else:
             dotted = dotted_text(func, self.src)
             if dotted is not None and dotted in self.locals:
@@ -984,6 +1049,8 @@ class InitAnalysis:
                             callees.append((c, v.qualified, None))
                         elif isinstance(v, Ctor):  # calling an instance: keep the instance's ctor
                             callees.append((c, v.callee, v.lookup))
+            elif dotted is not None and (held := self._class_attribute_class(dotted)) is not None:
+                callees.append(((), held, None))  # `self.act_layer()` with `act_layer = nn.GELU` in the class body
             elif dotted is not None and (classes := self._returned_classes(dotted)):
                 # `MaybeLora = maybe_lora(lora)` where the helper returns `nn.Linear` or
                 # `partial(LoRALinear, ...)`: the value is one of those classes, by condition.
@@ -998,6 +1065,10 @@ class InitAnalysis:
                 # `apply_wd(nn.Linear(...))`, `zero_init(layer)`: a same-file helper that returns the
                 # module it was given (after tagging or initialising it) builds what its argument builds.
                 return self._alternatives(first)
+            elif dotted is not None and (entry := self._factory_entry(call, instance=True)) is not None:
+                # `get_act_layer(act)`: a same-file `return _ACTS[name]()`, an instance of the entry (its
+                # arguments are the factory's, not the layer's).
+                return [((), Ctor(entry))]
             elif dotted is not None and (bound := self._module_partial(dotted)) is not None:
                 # `Linear = partial(nn.Linear, bias=False)` at module level, then `Linear(dim, hidden)`: the
                 # layer class called with the partial's keywords first (the call's own win, as in Python).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from adopter.dsl.types import OpKind
 from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.formula_activations import formula_function_held
@@ -53,13 +55,43 @@ def linear_gelu(ctx: SynthContext) -> None:
         ctx.decline(f"the activation is a function of this file (`{own}`); the fused kernel engages only for "
                     "F.gelu / nn.GELU, so the helper would run the original code")
     linear = binding_path(ctx, "lin")
-    act = activation_path(ctx, "act", "out")
+    # The activation's own call is the match's last op: `activation_path` looks `$out` up by name, and a
+    # reassigned name (`x = self.fc1(x); x = self.act(x)`, timm's Mlp) finds the Linear that wrote it first.
+    held = last.target if last.kind is OpKind.MODULE and last.target.startswith("self.") and "[" not in last.target else None
+    act = held if held is not None and not isinstance(ctx.binding("act"), str) else activation_path(ctx, "act", "out")
     x = value_text(ctx, "x")
+    _check_linear_on_every_path(ctx, linear)
     gated = {op.span for f in ctx.findings if f.family == 14 for op in f.match.ops}  # the session's findings
     if ctx.finding.match.ops[-1].span in gated:
         ctx.decline("this activation gates a second projection (a gated MLP): f14-swiglu fuses that site instead")
     helper = ensure_helper(ctx, "fused_linear_gelu", "linear-gelu", _LINEAR_GELU)
     rewrite_chain(ctx, f"{helper}({x}, {linear}, {act})")
+
+
+def _check_linear_on_every_path(ctx: SynthContext, linear: str) -> None:
+    """Decline when the Linear is one only under a condition (`linear_layer = partial(nn.Conv2d,
+    kernel_size=1) if use_conv else nn.Linear`, timm's `Mlp`): the helper reads a Linear's weight and bias,
+    so on another path it would compute something else. A conditional expression whose arms all call the
+    same class as written (`nn.Linear(h, m) if c else nn.Linear(h, 2 * m)`) is a Linear either way."""
+    attr = linear.removeprefix("self.")
+    for binding in ctx.finding.match.bindings:
+        if binding.attr != attr or binding.condition is None:
+            continue
+        try:
+            stmt = ast.parse(ctx.statement_text(binding.span).strip()).body[0]
+        except (SyntaxError, IndexError):
+            stmt = None
+        value = stmt.value if isinstance(stmt, ast.Assign) else None
+        if value is None or not isinstance(value, ast.IfExp) or len(_callees(value)) != 1:
+            ctx.decline(f"{linear} is a Linear only when `{binding.condition}`; on another path it is built "
+                        "otherwise, and the fused helper reads a Linear's weight")
+
+
+def _callees(node: ast.expr) -> set[str]:
+    """The callee texts of a conditional expression's arms (`"?"` for an arm that is not a call)."""
+    if isinstance(node, ast.IfExp):
+        return _callees(node.body) | _callees(node.orelse)
+    return {ast.unparse(node.func)} if isinstance(node, ast.Call) else {"?"}
 
 
 @strategy("gelu_formula")
