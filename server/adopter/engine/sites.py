@@ -141,8 +141,10 @@ class _AskedInit(InitIndex):
 
 def _reads_every_binding(rule: Rule) -> bool:
     """Whether matching `rule` reads every binding of `__init__` (`InitIndex.by_attr`) besides asking it
-    questions: the vocabulary guard (the Embeddings' sizes) and the submodule view (every layer)."""
-    return any(g.kind in (GuardKind.VOCABULARY, GuardKind.INSIDE_SUBMODULE) for g in rule.guards)
+    questions: the vocabulary guard (the Embeddings' sizes), the gate-activation guard (the activation's
+    bindings) and the submodule view (every layer)."""
+    return any(g.kind in (GuardKind.VOCABULARY, GuardKind.GATE_ACTIVATION, GuardKind.INSIDE_SUBMODULE)
+               for g in rule.guards)
 
 
 def _all_bindings(init: InitIndex) -> tuple[tuple[str, tuple[Binding, ...]], ...]:
