@@ -33,6 +33,7 @@ from adopter.dsl.types import (
 from adopter.engine.attention_roles import plays_attention_roles
 from adopter.engine.bindings import InitIndex, norm_text
 from adopter.engine.flow import FlatForward
+from adopter.engine.gate_activations import may_be_gate_activation
 from adopter.engine.layer_facts import literal_keys, output_width, widths_agree
 from adopter.engine.plans import (
     init_patterns,
@@ -44,7 +45,6 @@ from adopter.engine.plans import (
 )
 from adopter.engine.rotary_tables import is_rotary_table
 from adopter.engine.scale_factors import is_scale_factor
-from adopter.engine.gate_activations import may_be_gate_activation
 from adopter.engine.vocabulary import projects_to_vocabulary
 
 COMMUTATIVE = frozenset({"+", "*"})
