@@ -111,6 +111,24 @@ class LuminaFeedForward(nn.Module):
         return self.linear_2(self.silu(self.linear_1(x)) * self.linear_3(x))
 """
 
+# An optional activation: a submodule bound under a condition, an identity otherwise (the identity's path passes
+# the gate on: `gate(x) * up(x)`); the helper calls `self.act`, whichever it is.
+OPTIONAL = """
+from torch import nn
+
+
+class FeedForward(nn.Module):
+    def __init__(self, dim, hidden, act_layer=None):
+        super().__init__()
+        self.w1 = nn.Linear(dim, hidden)
+        self.w2 = nn.Linear(hidden, dim)
+        self.w3 = nn.Linear(dim, hidden)
+        self.act = act_layer() if act_layer is not None else nn.Identity()
+
+    def forward(self, x):
+        return self.w2(self.act(self.w1(x)) * self.w3(x))
+"""
+
 CASES = [
     Case("custom-class", "f14-swiglu", CUSTOM_CLASS, "FeedForward", (8, 24), randn(2, 3, 8), atol=1e-5),
     Case("custom-class-passed", "f14-swiglu", CUSTOM_CLASS, "FeedForward", (8, 24, torch.nn.Mish()),
@@ -120,6 +138,9 @@ CASES = [
     Case("parameter-lambda", "f14-swiglu", PARAMETER, "FeedForward",
          (8, 24, lambda t: t * torch.sigmoid(1.702 * t)), randn(5, 8), atol=1e-5),
     Case("multiline-linears", "f14-swiglu", MULTILINE, "LuminaFeedForward", (8, 24), randn(2, 3, 8), atol=1e-5),
+    Case("optional-absent", "f14-swiglu", OPTIONAL, "FeedForward", (8, 24), randn(2, 3, 8), atol=1e-5),
+    Case("optional-present", "f14-swiglu", OPTIONAL, "FeedForward", (8, 24, torch.nn.SiLU), randn(2, 3, 8),
+         atol=1e-5),
 ]
 
 
@@ -184,3 +205,16 @@ BINDINGS = [
 def test_the_activation_is_read_by_what_is_known_of_it() -> None:
     found = [(binding, bool(_findings(_gated(binding, imports)))) for binding, imports, _ in BINDINGS]
     assert found == [(binding, expected) for binding, _, expected in BINDINGS]
+
+
+def test_a_conditional_expression_of_the_source_is_reported_without_a_fix() -> None:
+    # `(act(g) if c else g) * u`: the identity path is written in the statement, and rewriting the product as
+    # `gated_activation(..., self.act)` would apply the activation on both paths; only a conditional binding
+    # (the same call at the same span on every path) is fixed.
+    source = OPTIONAL.replace("self.act = act_layer() if act_layer is not None else nn.Identity()",
+                              "self.act = nn.GELU()\n        self.use_act = act_layer is not None")
+    source = source.replace("self.w2(self.act(self.w1(x)) * self.w3(x))",
+                            "self.w2((self.act(self.w1(x)) if self.use_act else self.w1(x)) * self.w3(x))")
+    found = _findings(textwrap.dedent(source))
+    assert len(found) == 1 and not found[0].fixable and "control-flow path" in (found[0].no_fix_reason or "")
+    assert [f.fixable for f in _findings(textwrap.dedent(OPTIONAL))] == [True]
