@@ -411,6 +411,10 @@ class GuardKind(str, Enum):
     # key_may_be($act, "gelu", ...): when the layer bound to $act is looked up by a literal key (`T["relu"]`,
     # `f("swish")`, a conditional of literals), one of its values is listed; a key read from elsewhere passes
     KEY_MAY_BE = "key_may_be"
+    # gate_activation($act, "silu", ...): the submodule bound to $act (a wildcard `$act = _`), if the match
+    # called one, may be a gated MLP's activation: not a torch layer other than SiLU/GELU, not looked up by
+    # literal keys all outside the list (engine.gate_activations)
+    GATE_ACTIVATION = "gate_activation"
     # vocabulary($head): the layer bound to $head projects onto a vocabulary (its output size names one, or is
     # the size of an nn.Embedding of the same module): an LM head, not a classifier
     VOCABULARY = "vocabulary"

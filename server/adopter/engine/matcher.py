@@ -33,6 +33,7 @@ from adopter.dsl.types import (
 from adopter.engine.attention_roles import plays_attention_roles
 from adopter.engine.bindings import InitIndex, norm_text
 from adopter.engine.flow import FlatForward
+from adopter.engine.gate_activations import may_be_gate_activation
 from adopter.engine.layer_facts import literal_keys, output_width, widths_agree
 from adopter.engine.plans import (
     init_patterns,
@@ -494,6 +495,8 @@ class RuleMatcher:
             return widths_agree([self._width(arg, state) for arg in g.args])
         if g.kind == GuardKind.KEY_MAY_BE:
             return self._key_may_be(g, state)
+        if g.kind == GuardKind.GATE_ACTIVATION:
+            return self._gate_activation(g, state)
         if g.kind == GuardKind.VOCABULARY:
             return all(projects_to_vocabulary(state.bindings.get(state.var(a.name.lstrip("$"))), self.init)
                        for a in g.args if isinstance(a, PVar))
@@ -586,6 +589,15 @@ class RuleMatcher:
             return True
         allowed = {a.text.strip().strip("\"'") for a in g.args[1:] if isinstance(a, Expr)}
         return bool(keys & allowed)
+
+    def _gate_activation(self, g: Guard, state: _State) -> bool:
+        """The submodule the first argument bound (none: a function alternative matched) may be a gated
+        MLP's activation (`engine.gate_activations`)."""
+        value = self._value(g.args[0], state)
+        if value is None or value[0] != "mod":
+            return True
+        keys = {a.text.strip().strip("\"'") for a in g.args[1:] if isinstance(a, Expr)}
+        return may_be_gate_activation(str(value[1]), self.init, keys)
 
     def _no_kwarg(self, g: Guard, state: _State) -> bool:
         """The op defining the first argument passes none of the keywords named by the others."""

@@ -15,11 +15,20 @@ from adopter.engine.bindings import InitIndex
 _PATTERNS: dict[int, tuple[Rule, dict[str, BindingPattern]]] = {}
 
 
+ANY_MODULE = "_"  # `init { $act = _ }`: any submodule, whatever its `__init__` binding (or none)
+
+
+def is_any_module(pattern: BindingPattern) -> bool:
+    """Whether an init pattern is the wildcard `$m = _`: it constrains nothing, so the matcher treats `$m` as
+    a module variable without a pattern (any `self.<attr>` call), and no binding is required for it."""
+    return pattern.ctor.callees == (ANY_MODULE,) and pattern.ctor.lookup is None
+
+
 def init_patterns(rule: Rule) -> dict[str, BindingPattern]:
-    """The rule's init patterns by variable name (cached per rule object)."""
+    """The rule's init patterns by variable name, the wildcards (`$m = _`) left out (cached per rule object)."""
     cached = _PATTERNS.get(id(rule))
     if cached is None or cached[0] is not rule:
-        cached = (rule, {b.var.lstrip("$"): b for b in rule.init})
+        cached = (rule, {b.var.lstrip("$"): b for b in rule.init if not is_any_module(b)})
         _PATTERNS[id(rule)] = cached
     return cached[1]
 
@@ -155,6 +164,7 @@ def required_init_vars(rule: Rule) -> frozenset[str]:
         for step in rule.forward:
             if not step.optional and all(t.startswith("$") for _, t in step.targets):
                 names.update(t.lstrip("$") for _, t in step.targets)
+        names -= {b.var.lstrip("$") for b in rule.init if is_any_module(b)}
         cached = (rule, frozenset(names))
         _REQUIRED[id(rule)] = cached
     return cached[1]

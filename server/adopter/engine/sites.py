@@ -142,8 +142,10 @@ class _AskedInit(InitIndex):
 
 def _reads_every_binding(rule: Rule) -> bool:
     """Whether matching `rule` reads every binding of `__init__` (`InitIndex.by_attr`) besides asking it
-    questions: the vocabulary guard (the Embeddings' sizes) and the submodule view (every layer)."""
-    return any(g.kind in (GuardKind.VOCABULARY, GuardKind.INSIDE_SUBMODULE) for g in rule.guards)
+    questions: the vocabulary guard (the Embeddings' sizes), the gate-activation guard (the activation's
+    bindings) and the submodule view (every layer)."""
+    return any(g.kind in (GuardKind.VOCABULARY, GuardKind.GATE_ACTIVATION, GuardKind.INSIDE_SUBMODULE)
+               for g in rule.guards)
 
 
 def _all_bindings(init: InitIndex) -> tuple[tuple[str, tuple[Binding, ...]], ...]:
@@ -601,6 +603,10 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
         fixable, reason = False, resolved
     elif m.used_elsewhere is not None:
         fixable, reason = False, m.used_elsewhere
+    elif (rule.replacement.strategy in ONE_CALL_AWARE_STRATEGIES and (m.path_dependent or _straddle_reason(flat, m))
+          and _one_statement_of_calls(flat, m)):
+        reason = _straddle_reason(flat, m, aware=True)  # the loops are still checked
+        fixable = reason is None
     elif m.path_dependent and rule.replacement.strategy not in PATH_AWARE_STRATEGIES:
         fixable, reason = False, PATH_DEPENDENT
     else:
@@ -757,6 +763,31 @@ PATH_DEPENDENT = ("a value of the match is redefined on another control-flow pat
 # (`dropout_add_layer_norm`: a dropout-add chain just before an `if` whose branch starts with the norm moves
 # into both branches, fused in the norm's).
 BRANCH_AWARE_STRATEGIES = frozenset({"dropout_add_layer_norm"})
+
+
+# Strategies that rewrite the matched statement in place, reading the same texts (`fuse_gate_up`: `self.act(...)`
+# becomes the helper's `act` argument `self.act`): a match in one source statement whose only paths are those of a
+# submodule bound conditionally (`self.act = act_layer() if act_layer else nn.Identity()`: the call runs the
+# submodule on one path, passes its input on the other, at the same span) computes after the edit what it did
+# before on every path (`_one_statement_of_calls`).
+ONE_CALL_AWARE_STRATEGIES = frozenset({"fuse_gate_up"})
+
+
+def _one_statement_of_calls(flat: FlatForward, m: RawMatch) -> bool:
+    """Whether the match's ops are written in one statement, none inlined, and every other definition of a
+    value they make is made at the span of the matched op making it (the alternatives of one call of a
+    conditionally bound submodule, not of a conditional expression of the source)."""
+    ops = [flat.nodes[n].op for n in m.nodes]
+    if any(op is None or op.via for op in ops) or len({op.stmt_span for op in ops if op is not None}) != 1:
+        return False
+    for op in ops:
+        assert op is not None
+        for name in op.outputs:
+            for d in flat.defs_of.get(name, ()):
+                other = flat.nodes[d].op
+                if other is None or other.span != op.span:
+                    return False
+    return True
 
 
 def _straddle_reason(flat: FlatForward, m: RawMatch, aware: bool = False, branches: bool = False) -> str | None:

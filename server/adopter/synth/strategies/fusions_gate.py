@@ -94,12 +94,28 @@ def _bound_activation(text: str) -> str | None:
     first = node.args[0]
     lines = text.split("\n")
 
-    def offset(line: int, col: int) -> int:  # ast's (1-based line, UTF-8 column) -> index into `text`
-        return sum(len(x) + 1 for x in lines[: line - 1]) + len(lines[line - 1].encode("utf-8")[:col].decode("utf-8"))
-
-    start = offset(first.lineno, first.col_offset)
-    end = offset(first.end_lineno or first.lineno, first.end_col_offset or 0)
+    start = _offset(lines, first.lineno, first.col_offset)
+    end = _offset(lines, first.end_lineno or first.lineno, first.end_col_offset or 0)
     return f"lambda {param}: {text[:start]}{param}{text[end:]}"
+
+
+def _offset(lines: list[str], line: int, col: int) -> int:
+    """ast's (1-based line, UTF-8 column) -> the index into the text of `lines`."""
+    return sum(len(x) + 1 for x in lines[: line - 1]) + len(lines[line - 1].encode("utf-8")[:col].decode("utf-8"))
+
+
+def _with_out_features(text: str, call: ast.Call, out: ast.expr, replacement: str, indent: str) -> str:
+    """The constructor call `call` of the statement `text` with its out_features argument `out` replaced, on
+    as many lines as it is written (`nn.Linear(\n    dim,\n    inner_dim,\n)`): the lines after the first lose
+    the statement's indentation `indent`, which the edit gives back to every line."""
+    lines = text.split("\n")
+    start = _offset(lines, call.lineno, call.col_offset)
+    end = _offset(lines, call.end_lineno or call.lineno, call.end_col_offset or 0)
+    at = _offset(lines, out.lineno, out.col_offset)
+    stop = _offset(lines, out.end_lineno or out.lineno, out.end_col_offset or 0)
+    new_call = text[start:at] + replacement + text[stop:end]
+    first, *rest = new_call.split("\n")
+    return "\n".join([first, *(line.removeprefix(indent) for line in rest)])
 
 
 def _inheriting_sites(ctx: SynthContext, gate: Binding, up: Binding) -> list[Finding]:
@@ -197,13 +213,9 @@ def fuse_gate_up(ctx: SynthContext) -> None:
     if out_node is None or len(gate_call.args) < 1:
         ctx.decline("cannot find the Linear's in/out features")
         raise AssertionError
-    call_text = ast.get_source_segment(gate_text, gate_call) or ""
     out_text = ast.get_source_segment(gate_text, out_node) or ""
-    rel = (out_node.col_offset - gate_call.col_offset, out_node.end_col_offset or 0)
-    if out_node.lineno != gate_call.lineno or out_node.end_lineno != gate_call.lineno:
-        ctx.decline("the Linear's out_features spans several lines")
     fused_out = out_text if is_simple(out_text) else f"({out_text})"
-    new_call = call_text[: rel[0]] + f"2 * {fused_out}" + call_text[rel[0] + len(out_text) :]
+    new_call = _with_out_features(gate_text, gate_call, out_node, f"2 * {fused_out}", ctx.line_indent(gate.span))
     fused_attr = ctx.fresh_name(f"{gate.attr}_{up.attr}".replace("_proj_", "_").replace("proj_", ""))
     hooks = ensure_checkpoint_hooks(ctx)
     helper = ensure_helper(ctx, "gated_activation", "gated-activation", _GATED)

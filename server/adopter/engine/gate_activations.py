@@ -1,0 +1,43 @@
+"""What a gated MLP's activation may be (family 14's `gate_activation` guard): read from the `__init__`
+bindings of the submodule the match calls on the gate, by what is known of it rather than by its name.
+
+Fusing the gate and up projections is right whatever callable runs on the gate (the fused GEMM computes
+exactly `gate(x)` and `up(x)`), so a custom activation class, a constructor parameter, a registry or
+`getattr` lookup, a lambda or a config value all pass. Only what is known to be something else fails: a
+torch layer that is not a SiLU or GELU (a `Linear`, a `Dropout`, a `LayerNorm`: then the product is not a
+gated MLP), or a lookup whose literal keys all name other activations (`ACT2FN["relu"]`: family 14 is the
+SiLU/GELU gated MLP, `bench/data/realworld/LABELLING.md`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from adopter.dsl.types import Binding, Ctor
+from adopter.engine.bindings import InitIndex
+from adopter.engine.layer_facts import literal_keys
+
+# The torch layers that are a SiLU or a GELU (stateless ones reach the matcher as `F.silu` / `F.gelu`).
+_GATED_TORCH_LAYERS = frozenset({"torch.nn.SiLU", "torch.nn.GELU"})
+
+
+def may_be_gate_activation(target: str, init: InitIndex, keys: Collection[str]) -> bool:
+    """Whether the submodule `target` (`self.act`) may be a gated MLP's activation: some binding of its
+    attribute is not known to be another layer (see the module docstring), or it has no binding in this
+    `__init__` (set elsewhere: a base class, a method). `keys` are the lookup keys that name one."""
+    if not target.startswith("self.") or "[" in target:
+        return False  # an item of a container: a layer list, not one activation
+    bindings = init.by_attr.get(target[len("self."):], ())
+    return not bindings or any(_may_be(binding, keys) for binding in bindings)
+
+
+def _may_be(binding: Binding, keys: Collection[str]) -> bool:
+    value = binding.value
+    if not isinstance(value, Ctor):
+        return True  # a parameter, a lambda, `getattr(...)`: a callable not known here
+    if value.items:
+        return False  # a container (an nn.Sequential, a ModuleList)
+    if value.callee.startswith("torch."):
+        return value.callee in _GATED_TORCH_LAYERS
+    found = literal_keys(value)
+    return found is None or not found.isdisjoint(keys)
