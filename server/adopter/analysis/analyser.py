@@ -590,7 +590,8 @@ def identical(new: object, old: object) -> bool:
 
 # The dataclass fields of `adopter.dsl.types` that `==` does not compare; `_same_extras` compares them
 # (a test checks that this list is complete).
-EXTRA_FIELDS = frozenset({("Op", "origin"), ("Forward", "referenced"), ("Forward", "calls"), ("Ctor", "origin")})
+EXTRA_FIELDS = frozenset({("Op", "origin"), ("Forward", "referenced"), ("Forward", "calls"), ("Ctor", "origin"),
+                          ("Binding", "item_spans")})
 
 
 def _same_extras(a: object, b: object) -> bool:
@@ -616,7 +617,7 @@ def _same_extras(a: object, b: object) -> bool:
     if isinstance(a, Loop) and isinstance(b, Loop):
         return _same_extras(a.body, b.body)
     if isinstance(a, Binding) and isinstance(b, Binding):
-        return _same_extras(a.value, b.value)
+        return a.item_spans == b.item_spans and _same_extras(a.value, b.value)
     return True  # the other types (Return, Ref, Expr, Span, Param, Binding's other fields...) have no extras
 
 
