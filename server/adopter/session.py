@@ -199,10 +199,7 @@ class UnitMatcher:
         wrapped_memo: dict[tuple[int, tuple[Span, ...]], tuple[Finding, Finding]] = {}
         findings: list[Finding] = []
         problems: list[Problem] = []
-        last_units: dict[tuple[type, str], list[tuple[object, tuple[Finding, ...], tuple[Problem, ...]]]] = {}
-        for entry in self._cache.values():
-            if isinstance(entry[0], Architecture | Forward):
-                last_units.setdefault((type(entry[0]), entry[0].name), []).append(entry)
+        last_units: dict[tuple[type, str], list[tuple[object, tuple[Finding, ...], tuple[Problem, ...]]]] | None = None
         for unit, single in units:
             cached = self._cache.get(id(unit))
             if cached is None or cached[0] is not unit:
@@ -212,7 +209,12 @@ class UnitMatcher:
                     if forward is not None:
                         self._memo.restored(unit.name, forward)
             if (cached is None or cached[0] is not unit) and self.remember:
-                cached = self._moved(unit, last_units, self._memo)
+                if last_units is None:  # the last match's units by name, read once a unit has changed
+                    last_units = {}
+                    for entry in self._cache.values():
+                        if isinstance(entry[0], Architecture | Forward):
+                            last_units.setdefault((type(entry[0]), entry[0].name), []).append(entry)
+                cached = self._carried(unit, last_units, self._memo)
             if cached is None or cached[0] is not unit:
                 result = check(single, context.rules, context.environment, self._memo if self.remember else None)
                 cached = (unit, tuple(result.findings), tuple(result.problems))
@@ -236,9 +238,8 @@ class UnitMatcher:
         self._reduced = (findings, class_spans, reduced)
         return reduced, tuple(problems)
 
-
     @staticmethod
-    def _moved(unit: Architecture | Forward,
+    def _carried(unit: Architecture | Forward,
                last_units: dict[tuple[type, str], list[tuple[object, tuple[Finding, ...], tuple[Problem, ...]]]],
                memo: MatchMemo | None = None) -> tuple[object, tuple[Finding, ...], tuple[Problem, ...]] | None:
         """The last match's findings of the unit of the same name, carried to `unit` when an edit only moved

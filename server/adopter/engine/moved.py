@@ -14,6 +14,7 @@ Any other difference (an op, a name, a value, a line) or a point the map does no
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import fields, is_dataclass, replace
 
 from adopter.dsl.types import Span
@@ -118,33 +119,29 @@ def _same(a: object, b: object, points: PointMap) -> bool:
         return True
     if kind == _TUPLE:
         assert isinstance(a, tuple) and isinstance(b, tuple)
-        if len(a) != len(b):
-            return False
-        for x, y in zip(a, b):
-            if type(x) in _PLAIN:
-                if type(y) is not type(x) or x != y:
-                    return False
-            elif not _same(x, y, points):
-                return False
-        return True
+        return len(a) == len(b) and _pairs_same(zip(a, b), points)
     if kind == _SPAN:
         assert isinstance(a, Span) and isinstance(b, Span)
         return (points.add((a.start_line, a.start_col), (b.start_line, b.start_col))
                 and points.add((a.end_line, a.end_col), (b.end_line, b.end_col)))
     if kind == _FIELDS:  # every field, those left out of `==` too (`Op.origin`, `Forward.calls`)
-        for n in _NAMES[t]:
-            x, y = getattr(a, n), getattr(b, n)
-            if type(x) in _PLAIN:
-                if type(y) is not type(x) or x != y:
-                    return False
-            elif not _same(x, y, points):
-                return False
-        return True
+        return _pairs_same(((getattr(a, n), getattr(b, n)) for n in _NAMES[t]), points)
     if kind == _LIST:
         assert isinstance(a, list) and isinstance(b, list)
         return len(a) == len(b) and all(_same(x, y, points) for x, y in zip(a, b))
     assert isinstance(a, dict) and isinstance(b, dict)
     return list(a) == list(b) and all(_same(a[k], b[k], points) for k in a)
+
+
+def _pairs_same(pairs: Iterable[tuple[object, object]], points: PointMap) -> bool:
+    """`_same` of each pair, the plain values (which hold no span) compared at once."""
+    for x, y in pairs:
+        if type(x) in _PLAIN:
+            if type(y) is not type(x) or x != y:
+                return False
+        elif not _same(x, y, points):
+            return False
+    return True
 
 
 def _alike(a: object, b: object) -> bool:
