@@ -80,10 +80,12 @@ MANIFEST: Manifest = (
     ("mmdet", "3.3.0", (
         "mmdet/models/layers/transformer/deformable_detr_layers.py", "mmdet/models/layers/csp_layer.py")),
     # Batch 3 (label6a, 2026-12-05): distributions a-m, none in the real-world, held-out, dev2 or oracle lists, chosen
-    # by domain (transformer-style and conv-net code); 19 files picked from the archive listings by name and size
-    # before reading (see "Batch 3 (a-m)" in bench/data/dev2/LABELLING.md).
+    # by domain (transformer-style and conv-net code); 21 files picked from the archive listings by name and size
+    # before reading, 1 added after the first pass (labml-nn layer_norm; see "Batch 3 (a-m)" in
+    # bench/data/dev2/LABELLING.md).
     ("labml-nn", "0.5.1", (
-        "labml_nn/transformers/mha.py", "labml_nn/transformers/feed_forward.py", "labml_nn/resnet/__init__.py")),
+        "labml_nn/transformers/mha.py", "labml_nn/transformers/feed_forward.py", "labml_nn/resnet/__init__.py",
+        "labml_nn/normalization/layer_norm/__init__.py")),
     ("curated-transformers", "2.0.1", (
         "curated_transformers/layers/feedforward.py", "curated_transformers/layers/transformer.py")),
     ("bert-pytorch", "0.0.1a4", (
