@@ -79,6 +79,30 @@ MANIFEST: Manifest = (
         "controlnet_aux/lineart/__init__.py", "controlnet_aux/mlsd/models/mbv2_mlsd_tiny.py")),
     ("mmdet", "3.3.0", (
         "mmdet/models/layers/transformer/deformable_detr_layers.py", "mmdet/models/layers/csp_layer.py")),
+    # Batch 3 (label6a, 2026-12-05): distributions a-m, none in the real-world, held-out, dev2 or oracle lists, chosen
+    # by domain (transformer-style and conv-net code); 21 files picked from the archive listings by name and size
+    # before reading, 1 added after the first pass (labml-nn layer_norm; see "Batch 3 (a-m)" in
+    # bench/data/dev2/LABELLING.md).
+    ("labml-nn", "0.5.1", (
+        "labml_nn/transformers/mha.py", "labml_nn/transformers/feed_forward.py", "labml_nn/resnet/__init__.py",
+        "labml_nn/normalization/layer_norm/__init__.py")),
+    ("curated-transformers", "2.0.1", (
+        "curated_transformers/layers/feedforward.py", "curated_transformers/layers/transformer.py")),
+    ("bert-pytorch", "0.0.1a4", (
+        "bert_pytorch/model/attention/single.py", "bert_pytorch/model/attention/multi_head.py",
+        "bert_pytorch/model/utils/sublayer.py", "bert_pytorch/model/utils/gelu.py",
+        "bert_pytorch/model/utils/layer_norm.py", "bert_pytorch/model/utils/feed_forward.py")),
+    ("mambavision", "1.2.0", ("mambavision/models/mamba_vision.py",)),
+    ("classy-vision", "0.7.0", (
+        "classy_vision/models/resnext.py", "classy_vision/models/squeeze_and_excitation_layer.py")),
+    ("audio-separator", "0.47.1", (
+        "audio_separator/separator/uvr_lib_v5/roformer/attend.py",
+        "audio_separator/separator/uvr_lib_v5/vr_network/layers_new.py",
+        "audio_separator/separator/uvr_lib_v5/tfc_tdf_v3.py")),
+    ("clearvoice", "0.1.2", (
+        "clearvoice/models/frcrn_se/se_layer.py", "clearvoice/models/mossformer_gan_se/conformer.py")),
+    ("bidirectional-cross-attention", "0.1.0", ("bidirectional_cross_attention/bidirectional_cross_attention.py",)),
+    ("isab-pytorch", "0.3.0", ("isab_pytorch/isab_pytorch.py",)),
 )
 
 
