@@ -83,6 +83,7 @@ MANIFEST: Manifest = (
     # the first transformer-style / conv-net packages that came to mind; 17 files picked from the archive listings
     # by name and size before reading (see "Batch 3 (n-z)" in bench/data/dev2/LABELLING.md).
     ("SwissArmyTransformer", "0.4.12", ("sat/transformer_defaults.py", "sat/model/official/cait_model.py")),
+    ("nougat-ocr", "0.1.17", ("nougat/model.py",)),
     ("pyiqa", "0.1.16", ("pyiqa/archs/maniqa_arch.py", "pyiqa/archs/dbcnn_arch.py")),
     ("recbole", "1.2.1", (
         "recbole/model/context_aware_recommender/autoint.py", "recbole/model/sequential_recommender/core.py")),
