@@ -103,6 +103,23 @@ MANIFEST: Manifest = (
         "clearvoice/models/frcrn_se/se_layer.py", "clearvoice/models/mossformer_gan_se/conformer.py")),
     ("bidirectional-cross-attention", "0.1.0", ("bidirectional_cross_attention/bidirectional_cross_attention.py",)),
     ("isab-pytorch", "0.3.0", ("isab_pytorch/isab_pytorch.py",)),
+    # Batch 3 (label6b, 2026-12-05): distributions n-z, none in the real-world, held-out or oracle lists, chosen as
+    # the first transformer-style / conv-net packages that came to mind; 17 files picked from the archive listings
+    # by name and size before reading (see "Batch 3 (n-z)" in bench/data/dev2/LABELLING.md).
+    ("SwissArmyTransformer", "0.4.12", ("sat/transformer_defaults.py", "sat/model/official/cait_model.py")),
+    ("nougat-ocr", "0.1.17", ("nougat/model.py",)),
+    ("pyiqa", "0.1.16", ("pyiqa/archs/maniqa_arch.py", "pyiqa/archs/dbcnn_arch.py")),
+    ("recbole", "1.2.1", (
+        "recbole/model/context_aware_recommender/autoint.py", "recbole/model/sequential_recommender/core.py")),
+    ("resemble-enhance", "0.0.1", (
+        "resemble_enhance/denoiser/unet.py", "resemble_enhance/enhancer/univnet/lvcnet.py")),
+    ("styletts2", "0.1.6", ("styletts2/Utils/ASR/layers.py",)),
+    ("super-gradients", "3.7.1", (
+        "super_gradients/modules/conv_bn_act_block.py",
+        "super_gradients/training/models/classification_models/resnext.py")),
+    ("surya-ocr", "0.22.1", ("surya/common/rfdetr/models/backbone/dinov2.py",)),
+    ("tortoise-tts", "3.0.0", ("tortoise/models/transformer.py", "tortoise/models/arch_util.py")),
+    ("zetascale", "2.8.8", ("zeta/structs/transformer_block.py", "zeta/models/mega_vit.py")),
 )
 
 
