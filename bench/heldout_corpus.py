@@ -155,7 +155,7 @@ MANIFEST: Manifest = (
     ("carvekit", "4.1.2", ("carvekit/ml/arch/u2net/u2net.py", "carvekit/ml/arch/tracerb7/att_modules.py")),
     ("kraken", "7.1.1", ("kraken/lib/ppocr/nrtr.py", "kraken/lib/pretrain/layers.py")),
     ("protenix", "2.0.0", ("protenix/model/layer_norm/layer_norm.py",)),
-    ("sheeprl", "0.8.4", ("sheeprl/algos/droq/agent.py",)),
+    ("sheeprl", "0.8.4", ("sheeprl/algos/droq/agent.py", "sheeprl/models/models.py")),
     ("tirex-ts", "1.4.2", (
         "tirex/models/slstm/cell.py", "tirex/models/tirex.py", "tirex/models/slstm/block.py")),
     ("mingru-pytorch", "0.2.1", ("minGRU_pytorch/minLM.py", "minGRU_pytorch/minGRU.py")),
