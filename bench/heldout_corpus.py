@@ -154,7 +154,8 @@ MANIFEST: Manifest = (
     ("microsoft-aurora", "2.0.1", ("aurora/model/perceiver.py", "aurora/model/patchembed.py")),
     ("carvekit", "4.1.2", ("carvekit/ml/arch/u2net/u2net.py", "carvekit/ml/arch/tracerb7/att_modules.py")),
     ("kraken", "7.1.1", ("kraken/lib/ppocr/nrtr.py", "kraken/lib/pretrain/layers.py")),
-    ("protenix", "2.0.0", ("protenix/model/layer_norm/layer_norm.py",)),
+    ("protenix", "2.0.0", (
+        "protenix/model/layer_norm/layer_norm.py", "protenix/model/modules/primitives.py")),
     ("sheeprl", "0.8.4", ("sheeprl/algos/droq/agent.py", "sheeprl/models/models.py")),
     ("tirex-ts", "1.4.2", (
         "tirex/models/slstm/cell.py", "tirex/models/tirex.py", "tirex/models/slstm/block.py")),
