@@ -145,7 +145,8 @@ MANIFEST: Manifest = (
     ("point-transformer-pytorch", "0.1.5", ("point_transformer_pytorch/point_transformer_pytorch.py",)),
     # Batch 6 (refreshed 2026-12-05, stop 16): labelled by a sixth independent labeller (families 6, 7, 10, 14, 4 and
     # 11 were worked on in stop 16); distributions picked by name for breadth, files from the archive listings by name
-    # and size before reading (see LABELLING.md "Batch 6").
+    # and size before reading (three added after the first pass: protenix primitives.py, sheeprl models.py, tirex
+    # slstm/block.py; see LABELLING.md "Batch 6").
     ("audioseal", "0.2.0", ("audioseal/models.py", "audioseal/libs/audiocraft/modules/seanet.py")),
     ("flash-linear-attention", "0.6.0", ("fla/layers/attn.py", "fla/layers/based.py")),
     ("IOPaint", "1.6.0", (
