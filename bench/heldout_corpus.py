@@ -143,6 +143,24 @@ MANIFEST: Manifest = (
     ("WhisperSpeech", "0.8.9", ("whisperspeech/modules.py",)),
     ("rin-pytorch", "0.8.0", ("rin_pytorch/attend.py", "rin_pytorch/rin_pytorch.py")),
     ("point-transformer-pytorch", "0.1.5", ("point_transformer_pytorch/point_transformer_pytorch.py",)),
+    # Batch 6 (refreshed 2026-12-05, stop 16): labelled by a sixth independent labeller (families 6, 7, 10, 14, 4 and
+    # 11 were worked on in stop 16); distributions picked by name for breadth, files from the archive listings by name
+    # and size before reading (three added after the first pass: protenix primitives.py, sheeprl models.py, tirex
+    # slstm/block.py; see LABELLING.md "Batch 6").
+    ("audioseal", "0.2.0", ("audioseal/models.py", "audioseal/libs/audiocraft/modules/seanet.py")),
+    ("flash-linear-attention", "0.6.0", ("fla/layers/attn.py", "fla/layers/based.py")),
+    ("IOPaint", "1.6.0", (
+        "iopaint/model/anytext/ldm/modules/attention.py", "iopaint/model/anytext/ocr_recog/RecMv1_enhance.py")),
+    ("dgllife", "0.3.2", ("dgllife/model/gnn/attentivefp.py", "dgllife/model/gnn/weave.py")),
+    ("microsoft-aurora", "2.0.1", ("aurora/model/perceiver.py", "aurora/model/patchembed.py")),
+    ("carvekit", "4.1.2", ("carvekit/ml/arch/u2net/u2net.py", "carvekit/ml/arch/tracerb7/att_modules.py")),
+    ("kraken", "7.1.1", ("kraken/lib/ppocr/nrtr.py", "kraken/lib/pretrain/layers.py")),
+    ("protenix", "2.0.0", (
+        "protenix/model/layer_norm/layer_norm.py", "protenix/model/modules/primitives.py")),
+    ("sheeprl", "0.8.4", ("sheeprl/algos/droq/agent.py", "sheeprl/models/models.py")),
+    ("tirex-ts", "1.4.2", (
+        "tirex/models/slstm/cell.py", "tirex/models/tirex.py", "tirex/models/slstm/block.py")),
+    ("mingru-pytorch", "0.2.1", ("minGRU_pytorch/minLM.py", "minGRU_pytorch/minGRU.py")),
 )
 
 
