@@ -383,3 +383,25 @@ def test_results_equal_but_for_an_extra_field_are_not_identical() -> None:
     marked = replace(op, origin=replace(op, kind=OpKind.METHOD))
     with_origin = replace(a, forward=replace(a.forward, body=tuple(marked if s is op else s for s in a.forward.body)))
     assert with_origin == a and not _identical(with_origin, a)
+
+
+def test_a_space_moved_between_sequential_items_moves_their_spans() -> None:
+    """A whitespace move inside one `nn.Sequential(...)` statement keeps the statement's extent and the
+    bindings' values, but moves the items (`Binding.item_spans`, which the findings' __init__ spans and the
+    diagnostics' related locations come from): the re-analysed class is not the cached object."""
+    source = HEADER + (
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.body = nn.Sequential(nn.Conv2d(3, 8, 3),  nn.BatchNorm2d(8), nn.ReLU(), nn.Conv2d(8, 8, 3))\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        return self.body(x)\n"
+    )
+    doc = DocumentAnalysis(source, "m.py")
+    before = doc.result().architectures[0]
+    text = _replace(doc, "3),  nn.", "3), nn.")
+    text = _replace(doc, "nn.ReLU(), nn.Conv2d", "nn.ReLU(),  nn.Conv2d")
+    after = doc.result().architectures[0]
+    assert after is not before
+    assert strictly_equal(after, analyse(text, "m.py").architectures[0])

@@ -603,7 +603,7 @@ def _same_extras(a: object, b: object) -> bool:
     if isinstance(a, Architecture) and isinstance(b, Architecture):
         return _same_extras(a.init, b.init) and _same_extras(a.forward, b.forward)
     if isinstance(a, Init) and isinstance(b, Init):
-        return all(_same_extras(x.value, y.value) for x, y in zip(a.bindings, b.bindings, strict=True))
+        return all(_same_extras(x, y) for x, y in zip(a.bindings, b.bindings, strict=True))
     if isinstance(a, Ctor) and isinstance(b, Ctor):
         return a.origin == b.origin and _same_extras(a.items, b.items)
     if isinstance(a, Forward) and isinstance(b, Forward):
