@@ -120,6 +120,27 @@ MANIFEST: Manifest = (
     ("surya-ocr", "0.22.1", ("surya/common/rfdetr/models/backbone/dinov2.py",)),
     ("tortoise-tts", "3.0.0", ("tortoise/models/transformer.py", "tortoise/models/arch_util.py")),
     ("zetascale", "2.8.8", ("zeta/structs/transformer_block.py", "zeta/models/mega_vit.py")),
+    # Batch 4 (label7, 2026-12-05): any initial letter, none in the real-world, held-out, dev2 or oracle lists, chosen
+    # as the first LLM / linear-attention / SSM-hybrid / diffusion-transformer / speech / vision-transformer packages
+    # that came to mind and installed with `pip download --no-deps`; 15 files picked from the archive listings by name
+    # and size before reading, 3 more added (by name and size, before reading them) once the first 15 were labelled
+    # (fairseq2 olmo decoder_layer, diffsynth moss_image_dit, nemo transformer_modules; see "Batch 4" in
+    # bench/data/dev2/LABELLING.md).
+    ("fairseq2", "0.8.1", (
+        "fairseq2/models/transformer/decoder_layer.py", "fairseq2/models/transformer/sdpa/naive.py",
+        "fairseq2/models/olmo/decoder_layer.py")),
+    ("nanotron", "0.4", ("nanotron/nn/layer_norm.py", "nanotron/nn/activations.py")),
+    ("taylor-series-linear-attention", "0.2.0", (
+        "taylor_series_linear_attention/attention.py", "taylor_series_linear_attention/vit.py")),
+    ("native-sparse-attention-pytorch", "0.2.3", ("native_sparse_attention_pytorch/transformer.py",)),
+    ("recurrentgemma", "1.0.1", ("recurrentgemma/torch/layers.py",)),
+    ("diffsynth", "2.1.12", (
+        "diffsynth/models/flux_dit.py", "diffsynth/models/general_modules.py", "diffsynth/models/moss_image_dit.py")),
+    ("nemo-toolkit", "3.0.0", (
+        "nemo/collections/asr/parts/submodules/conformer_modules.py", "nemo/collections/tts/modules/ffn_modules.py",
+        "nemo/collections/asr/modules/transformer/transformer_modules.py")),
+    ("vformer", "0.1.3", ("vformer/attention/window.py", "vformer/encoder/vanilla.py")),
+    ("mmsegmentation", "1.2.2", ("mmseg/models/backbones/mit.py",)),
 )
 
 
