@@ -21,6 +21,8 @@ Per sequence length and variant this bench traces that attention (`attention`, `
 its tile model (imported from bench/wham_gpu_published.py), and compares the sums with the tables. It also derives,
 from the difference between the dropout and no-dropout tables, the dropout kernels' measured time, and so the
 bandwidth an element-wise kernel achieves on that A100; and it bounds what the measurement allows for the GEMMs.
+A last table is a what-if, not a model: the single-GPU A100 BERT rows of bench/wham_gpu_published.py with their
+batched GEMMs slowed by the upper end of that bound at seq 1024 (the lower end is ×1: the softmax takes it all).
 Rows at sequence ≤ 512 are shown but not used for conclusions: their times sit on a ~0.2 ms floor (0.21 ms at 128
 and 0.22 ms at 256 for 16× the work), i.e. the host, not the kernels.
 """
@@ -37,7 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
 from adopter.wham.cuda_step import fused_dropout
-from adopter.wham.gpu import kernel_cost
+from adopter.wham.gpu import is_grouped_conv, kernel_cost, serial_step
 from adopter.wham.graph import build_workload
 from adopter.wham.models import WorkloadSpec, trace_raw
 
@@ -217,6 +219,43 @@ def kernel_table(seq: int) -> list[str]:
     return lines
 
 
+def batched_gemm_s(work: Any, gpu: str) -> float:
+    """Seconds of a step's batched GEMMs (attention's QKᵀ and P·V and their gradients: a GEMM with a batch, not a
+    grouped convolution) on `gpu`'s template, as `gpu.serial_step` sums them."""
+    from wham_gpu_published import GPUS, TILES
+
+    d, tm = GPUS[gpu], TILES[gpu]
+    cycles = 0.0
+    for seg in work.segments:
+        for op in work.blocks[seg.block].ops:
+            if op.is_gemm and op.batch > 1 and not is_grouped_conv(op):
+                cycles += kernel_cost(op, d, tm).cycles
+    return cycles / (d.clock_mhz * 1e6)
+
+
+def bert_table() -> list[str]:
+    """What-if, not a model: each single-GPU A100 BERT row of bench/wham_gpu_published.py with its batched GEMMs
+    slowed by the forward and the backward GEMM factor at seq 1024 with the softmax at dropout's measured bandwidth
+    (`chain_split`: the upper end; the lower end, the softmax taking it all, leaves the rows as they are)."""
+    from wham_gpu_published import GPUS, ROWS, TILES, _allreduce_s, run_workload
+
+    lo = min(chain_split(1024, w, dropout_bandwidth(1024, w)[2])[0] for w in ("fwd", "bwd"))
+    hi = max(chain_split(1024, w, dropout_bandwidth(1024, w)[2])[0] for w in ("fwd", "bwd"))
+    lines = [f"| row | predicted / measured | batched GEMMs' share of the predicted step | with them ×{lo:.2f} | "
+             f"with them ×{hi:.2f} |", "|---|---|---|---|---|"]
+    for row in ROWS:
+        if row.model != "bert-large" or row.gpus != 1 or not row.gpu.startswith("A100"):
+            continue
+        work, d = run_workload(row), GPUS[row.gpu]
+        gs = serial_step(work, d, TILES[row.gpu])
+        step = gs.fb_s + (gs.opt_s + _allreduce_s(work.params, row, d)) / row.accumulation
+        ratio, share = row.batch / step / row.measured, batched_gemm_s(work, row.gpu) / step
+        cond = f" ({row.unmodelled.split(' (')[0]})" if row.unmodelled else ""
+        lines.append(f"| {row.gpu} {row.batch}×{row.seq}{cond} | {ratio:.2f} | {share:.1%} | "
+                     f"{ratio / (1 + share * (lo - 1)):.2f} | {ratio / (1 + share * (hi - 1)):.2f} |")
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, help="write the tables (markdown) here as well")
@@ -224,7 +263,9 @@ def main() -> int:
     sys.path.insert(0, str(BENCH))
     text = "\n".join([f"## Standard attention on the {GPU} (batch {BATCH}, {HEADS} heads, head dim {HEAD_DIM}, FP16)",
                       "", *rows_table(), "", "## What the measurement says per kernel kind", "", *split_table(), "",
-                      "## Kernels at seq 2048, dropout (as the model costs them)", "", *kernel_table(2048), ""])
+                      "## Kernels at seq 2048, dropout (as the model costs them)", "", *kernel_table(2048), "",
+                      "## What-if: the single-GPU A100 BERT rows with their batched GEMMs at those factors", "",
+                      *bert_table(), ""])
     print(text)
     if args.out:
         args.out.write_text(text, encoding="utf-8")
