@@ -16,8 +16,9 @@ does not say how the padding mask is applied (an add, `masked_fill`, or a fused 
 trace for it.
 
 Per sequence length and variant this bench traces that attention (`attention`, `attention_dropout`: q, k, v of
-[batch·heads, seq, 64] requiring grad; the softmax scale folded into the first GEMM as the reference code's
-`baddbmm(alpha=...)` does, so no kernel), costs every kernel with `gpu.kernel_cost` on the `A100 40GB` template and
+[batch·heads, seq, 64], each differentiated; the softmax scale folded into the first GEMM as the authors' reference
+`attention_pytorch` does with `baddbmm(alpha=...)`, Dao-AILab/flash-attention @0469c727
+benchmarks/benchmark_flash_attention.py, so no kernel), costs every kernel with `gpu.kernel_cost` on the `A100 40GB` template and
 its tile model (imported from bench/wham_gpu_published.py), and compares the sums with the tables. It also derives,
 from the difference between the dropout and no-dropout tables, the dropout kernels' measured time, and so the
 bandwidth an element-wise kernel achieves on that A100; and it bounds what the measurement allows for the GEMMs.
