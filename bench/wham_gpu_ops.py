@@ -85,6 +85,13 @@ LAYERS = (
     LayerRun(96, 128, 18.43, f"{SUBSTATION} README.md, 'BERT-large, batch size 96, max sequence length 128 "
                              "runtime', column PyTorch"),
 )
+# The paper's Table 1, "Proportions for operator classes in PyTorch", column "% Runtime" (% flop: 99.80, 0.17, 0.03).
+# Its figures are at batch 8 × seq 512: the same copies give Figure 1's MHA at 43 Gflop, and 4 projections of
+# 2·8·512·1024² plus QKᵀ and P·V of 2·8·16·512²·64 each make 42.9 Gflop (at 96 × 128 the projections alone are 103).
+CLASS_SHARES = ((TENSOR, 61.0), (NORM, 25.5), (ELEMENTWISE, 13.5))
+CLASS_SOURCE = ("Ivanov et al., 'Data Movement Is All You Need', MLSys 2021, Table 1 'Proportions for operator classes "
+                "in PyTorch', column '% Runtime', as reproduced (with the '% flop' column 99.80 / 0.17 / 0.03) in "
+                "Stanford CS336 lecture 3's slides, credited '[Ivanov et al 2023]'; the paper's text was not reachable")
 _ATT = HEADS * 8 * 512 * 512  # [H, B, J, K] of perf_softmax.py
 _ROW = 8 * 512 * EMBED  # [B, J, N] of perf_drln.py / perf_bdrln.py
 _FF = 8 * 512 * FFN  # [B, S, U] of perf_bad.py
@@ -225,6 +232,22 @@ def layer_table() -> list[str]:
     return lines + detail
 
 
+def class_table() -> list[str]:
+    """Batch 8 × seq 512: each operator class's measured time (the paper's runtime share × the measured layer) against
+    the model's. The shares come from the paper's own profile; that its total is README's 9.14 ms is an assumption."""
+    run = next(r for r in LAYERS if (r.batch, r.seq) == (8, 512))
+    by_cls: dict[str, float] = defaultdict(float)
+    for o in layer_kernels(run.batch, run.seq):
+        by_cls[o.cls] += o.us / 1e3
+    lines = ["| operator class | runtime share (%) | measured (ms, share × 9.14) | predicted (ms) | predicted / measured "
+             "| measured − predicted (ms) | source |", "|---|---|---|---|---|---|---|"]
+    for cls, pct in CLASS_SHARES:
+        meas = pct / 100 * run.measured_ms
+        lines.append(f"| {cls} | {pct} | {meas:.2f} | {by_cls[cls]:.2f} | {by_cls[cls] / meas:.2f} | "
+                     f"{meas - by_cls[cls]:.2f} | {CLASS_SOURCE} |")
+    return lines
+
+
 def kernel_table() -> list[str]:
     """Each measured fused kernel: its FP16 bytes over its time, against the copy bandwidth the model charges."""
     lines = ["| kernel | computes | bytes (MB, FP16 in + out) | measured (µs) | achieved (GB/s) | "
@@ -244,6 +267,7 @@ def main() -> int:
     args = ap.parse_args()
     sys.path.insert(0, str(BENCH))
     text = "\n".join(["## Encoder layer (V100-SXM2, PyTorch FP16)", "", *layer_table(), "",
+                      "## Per operator class, batch 8 × seq 512 (the paper's runtime shares)", "", *class_table(), "",
                       "## Measured fused kernels (V100-SXM2, batch 8 × seq 512)", "", *kernel_table(), ""])
     print(text)
     if args.out:
