@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from tree_sitter import Node
 
+from adopter.analysis.canonical.axes import trailing_axes
 from adopter.analysis.canonical.spellings import CHOOSE, PARTIAL_FUNCTIONS
 from adopter.analysis.flow.calls import argument_nodes, small_helper, written_by_adopter
 from adopter.analysis.flow.fstrings import bind_constant
@@ -233,6 +234,9 @@ class StatementFlow(Statements):
                 v = ModuleFunction(v.text)  # `attention_interface = eager_attention_forward`: called below
             elif isinstance(v, Expr) and _DOTTED.fullmatch(v.text) and state.symbols.qualify(v.text) in PARTIAL_FUNCTIONS:
                 state.frame.env[name] = v  # `softmax = torch.softmax`: a call of the local is the function's
+                return
+            elif isinstance(v, Expr) and "range(" in v.text and trailing_axes(v.text):
+                state.frame.env[name] = v  # `dims = [-(i + 1) for i in range(n)]`: the axes, read where used
                 return
             if produced or isinstance(v, Submodule | ModuleFunction) or (
                 isinstance(v, Ref) and (v.name == unique or v.name in state.callee_locals or v.name.startswith("%"))
