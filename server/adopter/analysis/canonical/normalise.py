@@ -145,13 +145,25 @@ def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = (),
     for b in bindings:
         by_attr.setdefault(b.attr, []).append(b)
     try:
-        body = _Pass(forward, by_attr, {}, _batched_operands(forward.body), items,
-                     required_ranks(forward.body)).block(forward.body, _number_params(forward))
+        need = required_ranks(forward.body, _same_rank_modules(by_attr))
+        body = _Pass(forward, by_attr, {}, _batched_operands(forward.body), items, need).block(
+            forward.body, _number_params(forward))
     except (TypeError, AttributeError, ValueError):
         # A malformed forward (built by hand, not by the analysis) is left as it is: the rule engine
         # reports what it cannot match as a problem, and the pass must not take the file down.
         return forward
     return forward if body == forward.body else replace(forward, body=body)
+
+
+def _same_rank_modules(by_attr: Mapping[str, list[Binding]]) -> frozenset[str]:
+    """The module targets bound once, to a layer whose output has its input's rank (`nn.Softmax(dim=1)`)."""
+    found: set[str] = set()
+    for attr, bindings in by_attr.items():
+        ctor = bindings[0].value if len(bindings) == 1 else None
+        if isinstance(ctor, Ctor) and (ctor.callee in _SAME_RANK_MODULES or (
+                ctor.callee in MODULES and MODULES[ctor.callee].op in SAME_RANK)):
+            found.add(f"self.{attr}")
+    return frozenset(found)
 
 
 class _Pass:
@@ -368,7 +380,7 @@ class _Pass:
             ctor = _ctor_of(self.by_attr, op.target)
             if ctor is None and op.target.endswith("]"):
                 ctor = _item_ctor(self.by_attr, op.target)  # `ff(x)` in `for attn, ff in self.layers`
-            ops = self.module(op, op.target, ctor, 0)
+            ops = [_ranked_axes(o, ranks) for o in self.module(op, op.target, ctor, 0)]
         elif shifted is not None:
             ops = [shifted]
         elif (op.kind == OpKind.OPERATOR and op.target == "getattr" and len(op.args) == 2
@@ -1120,6 +1132,15 @@ def _implicit_dim(op: Op, ranks: Mapping[str, int]) -> Op:
     axis = (0 if rank in (1, 3) else 1) - rank
     kwargs = (Kwarg("dim", Expr(str(axis))), *(k for k in op.kwargs if k.name != "dim"))
     return replace(op, kwargs=kwargs, origin=op.origin or op)
+
+
+def _ranked_axes(op: Op, ranks: Mapping[str, int]) -> Op:
+    """A function a module call became (`self.attend(x)` with `nn.Softmax(dim=1)`), its axes counted from the
+    end where the input's rank is known, as for the function written out."""
+    if op.kind != OpKind.FUNCTION or not op.args or not isinstance(op.args[0], Ref) or op.args[0].name not in ranks:
+        return op
+    args, kwargs = normalise((op.kind.value, op.target), op.args, op.kwargs, ranks)
+    return op if args == op.args and kwargs == op.kwargs else replace(op, args=args, kwargs=kwargs)
 
 
 def _last_axis(kwargs: tuple[Kwarg, ...]) -> bool:

@@ -41,17 +41,18 @@ _CREATED = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", 
 Need = dict[tuple[int, str], int]  # (id of the op reading a name, the name) -> the rank it has there
 
 
-def required_ranks(block: Block) -> Need:
-    """The ranks later uses prove for values at the ops that read them (see the module docstring)."""
+def required_ranks(block: Block, same_rank_modules: frozenset[str] = frozenset()) -> Need:
+    """The ranks later uses prove for values at the ops that read them (see the module docstring);
+    `same_rank_modules`: the module targets (`self.attend`) whose call keeps its input's rank."""
     need: Need = {}
-    _back(block, {}, need)
+    _back(block, {}, need, same_rank_modules)
     return need
 
 
-def _back(block: Block, want: dict[str, int], need: Need) -> None:
+def _back(block: Block, want: dict[str, int], need: Need, modules: frozenset[str]) -> None:
     for stmt in reversed(block):
         if isinstance(stmt, Op):
-            _step(stmt, want, need)
+            _step(stmt, want, need, modules)
         elif isinstance(stmt, Branch | Loop):
             for name in _changed(stmt):
                 want.pop(name, None)
@@ -75,7 +76,7 @@ def _reshapes_in_place(op: Op) -> bool:
     return op.kind == OpKind.METHOD and op.target in _RESHAPING_IN_PLACE and bool(op.args)
 
 
-def _step(op: Op, want: dict[str, int], need: Need) -> None:
+def _step(op: Op, want: dict[str, int], need: Need, modules: frozenset[str]) -> None:
     out_rank = want.get(op.outputs[0]) if len(op.outputs) == 1 else None
     for name in op.outputs:
         want.pop(name, None)
@@ -89,7 +90,8 @@ def _step(op: Op, want: dict[str, int], need: Need) -> None:
                 _want(want, a.name, 3)
     elif out_rank is not None and first is not None:
         canonical = CANONICAL.get(key, key)
-        if canonical in SAME_RANK or (op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS):
+        if (canonical in SAME_RANK or (op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS)
+                or (op.kind == OpKind.MODULE and op.target in modules)):
             _want(want, first, out_rank)
         elif key in (("method", "unsqueeze"), ("function", "torch.unsqueeze")) and out_rank >= 1:
             _want(want, first, out_rank - 1)
@@ -122,7 +124,7 @@ def created_rank(op: Op, lists: Mapping[str, tuple[Value, ...]]) -> int | None:
         sizes = op.args
     else:
         return None
-    if any(isinstance(a, Ref) and a.name.startswith("*") or getattr(a, "text", "").startswith("*") for a in sizes):
+    if any((isinstance(a, Ref) and a.name.startswith("*")) or getattr(a, "text", "").startswith("*") for a in sizes):
         return None
     if len(sizes) > 1:
         return None if any(isinstance(a, Ref) and a.name in lists for a in sizes) else len(sizes)

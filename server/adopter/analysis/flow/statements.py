@@ -31,7 +31,6 @@ from adopter.analysis.names.assignments import element_pairs, read_assignment, t
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.dsl.types import Branch, Expr, Loop, Op, OpKind, Ref, Return, Stmt, Value
 
-
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
