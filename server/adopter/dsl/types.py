@@ -424,6 +424,10 @@ class GuardKind(str, Enum):
     # scale_factor($s): the value is a factor (a number, an attribute or parameter, arithmetic of those, a size
     # read from a shape), not an activation of the forward
     SCALE_FACTOR = "scale_factor"
+    # trailing_axes($dim): the axis argument names the last k axes for every k it can take (`-1`, `(-2, -1)`, a
+    # comprehension or range building -1..-k from a size: `[-(i + 1) for i in range(len(shape))]`), what
+    # `F.layer_norm` normalises over (adopter.analysis.canonical.axes)
+    TRAILING_AXES = "trailing_axes"
 
 
 @dataclass(frozen=True, slots=True)

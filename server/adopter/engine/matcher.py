@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from adopter.analysis.canonical.axes import trailing_axes
 from adopter.dsl.types import (
     Binding,
     Ctor,
@@ -56,7 +57,7 @@ _USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKi
 # The search reaches the same values at many leaves (fused QKV: each assignment of the three projections
 # once per combination of the optional head splits present or skipped).
 _VALUE_GUARDS = frozenset({GuardKind.UNSPLIT, GuardKind.SAME_PATHS, GuardKind.ATTENTION_ROLES,
-                           GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR})
+                           GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR, GuardKind.TRAILING_AXES})
 # How many unification attempts one rule may spend on one forward: a pathological pattern must not
 # stall the server; hitting it is reported as a problem.
 STEP_BUDGET = 50_000
@@ -533,6 +534,8 @@ class RuleMatcher:
             return all(is_rotary_table(v, self.flat) for v in values)
         if kind == GuardKind.SCALE_FACTOR:
             return all(is_scale_factor(v, self.flat) for v in values)
+        if kind == GuardKind.TRAILING_AXES:
+            return all(v is not None and v[0] == "expr" and trailing_axes(str(v[1])) for v in values)
         raise ValueError(f"not a value guard: {kind}")
 
     def _unsplit(self, value: Bound | None) -> bool:

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from adopter.analysis.canonical.ranks import SAME_RANK, Need, created_rank, required_ranks
 from adopter.analysis.canonical.spellings import (
     CANONICAL,
     CAST,
@@ -75,15 +76,6 @@ _INT = re.compile(r"^-?\d+$")
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _TEMP = re.compile(r"^%(\d+)$")
-# Ops whose result has the rank of their first argument.
-_SAME_RANK = frozenset({
-    ("method", "transpose"), ("operator", "cast"), ("function", "torch.nn.functional.softmax"),
-    ("function", "torch.nn.functional.log_softmax"), ("function", "torch.nn.functional.dropout"),
-    ("function", "torch.nn.functional.gelu"), ("function", "torch.nn.functional.silu"),
-    ("function", "torch.nn.functional.relu"), ("function", "torch.sigmoid"), ("function", "torch.tanh"),
-    ("method", "masked_fill"), ("operator", "neg"), ("function", "torch.rsqrt"), ("function", "torch.sqrt"),
-    ("method", "pow"), ("function", "torch.erf"),
-})
 # Ops giving several results (unpacked), each with the rank of their first argument.
 _SAME_RANK_PARTS = frozenset({
     ("function", "torch.topk"), ("method", "topk"), ("function", "torch.sort"), ("method", "sort"),
@@ -153,7 +145,8 @@ def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = (),
     for b in bindings:
         by_attr.setdefault(b.attr, []).append(b)
     try:
-        body = _Pass(forward, by_attr, {}, _batched_operands(forward.body), items).block(
+        need = required_ranks(forward.body, _same_rank_modules(by_attr))
+        body = _Pass(forward, by_attr, {}, _batched_operands(forward.body), items, need).block(
             forward.body, _number_params(forward))
     except (TypeError, AttributeError, ValueError):
         # A malformed forward (built by hand, not by the analysis) is left as it is: the rule engine
@@ -162,11 +155,23 @@ def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = (),
     return forward if body == forward.body else replace(forward, body=body)
 
 
+def _same_rank_modules(by_attr: Mapping[str, list[Binding]]) -> frozenset[str]:
+    """The module targets bound once, to a layer whose output has its input's rank (`nn.Softmax(dim=1)`)."""
+    found: set[str] = set()
+    for attr, bindings in by_attr.items():
+        ctor = bindings[0].value if len(bindings) == 1 else None
+        if isinstance(ctor, Ctor) and (ctor.callee in _SAME_RANK_MODULES or (
+                ctor.callee in MODULES and MODULES[ctor.callee].op in SAME_RANK)):
+            found.add(f"self.{attr}")
+    return frozenset(found)
+
+
 class _Pass:
     def __init__(self, forward: Forward, by_attr: Mapping[str, list[Binding]],
                  thin: Mapping[str, tuple[Binding, ...]], batched: frozenset[str] = frozenset(),
-                 items: Mapping[str, Forward] | None = None) -> None:
+                 items: Mapping[str, Forward] | None = None, need: Need | None = None) -> None:
         self.by_attr = by_attr
+        self.need = need or {}  # ranks later uses prove at the ops that read a value (`ranks.required_ranks`)
         self.items = items or {}  # class -> canonical forward of a stateless Sequential item
         self.batched = batched  # names read by `bmm`: 3-D wherever they are defined
         self.units = any(_one_wide(b.value) for bs in by_attr.values() for b in bs)
@@ -357,6 +362,10 @@ class _Pass:
     # -- one op --------------------------------------------------------------------------------------
 
     def op(self, op: Op, ranks: dict[str, int]) -> list[Op]:
+        if self.need:
+            for a in op.args:
+                if isinstance(a, Ref) and a.name not in ranks and (rank := self.need.get((id(op), a.name))) is not None:
+                    ranks[a.name] = rank
         if op.kind == OpKind.MODULE and (function := _function_of(self.by_attr, op.target)) is not None:
             # `self.act(x)` with `self.act = F.gelu` (or `getattr(F, "gelu")`): the function's call.
             op = Op(OpKind.FUNCTION, function, op.args, op.kwargs, op.outputs, op.span, op.stmt_span, op.via,
@@ -371,7 +380,7 @@ class _Pass:
             ctor = _ctor_of(self.by_attr, op.target)
             if ctor is None and op.target.endswith("]"):
                 ctor = _item_ctor(self.by_attr, op.target)  # `ff(x)` in `for attn, ff in self.layers`
-            ops = self.module(op, op.target, ctor, 0)
+            ops = [_ranked_axes(o, ranks) for o in self.module(op, op.target, ctor, 0)]
         elif shifted is not None:
             ops = [shifted]
         elif (op.kind == OpKind.OPERATOR and op.target == "getattr" and len(op.args) == 2
@@ -422,6 +431,8 @@ class _Pass:
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
             _track_rank(o, ranks, self.by_attr, self.units)
+            if (made := created_rank(o, self.lists)) is not None:
+                ranks[o.outputs[0]] = made
         return ops
 
     # -- attention's products in another operand order or layout --------------------------------------
@@ -1123,6 +1134,15 @@ def _implicit_dim(op: Op, ranks: Mapping[str, int]) -> Op:
     return replace(op, kwargs=kwargs, origin=op.origin or op)
 
 
+def _ranked_axes(op: Op, ranks: Mapping[str, int]) -> Op:
+    """A function a module call became (`self.attend(x)` with `nn.Softmax(dim=1)`), its axes counted from the
+    end where the input's rank is known, as for the function written out."""
+    if op.kind != OpKind.FUNCTION or not op.args or not isinstance(op.args[0], Ref) or op.args[0].name not in ranks:
+        return op
+    args, kwargs = normalise((op.kind.value, op.target), op.args, op.kwargs, ranks)
+    return op if args == op.args and kwargs == op.kwargs else replace(op, args=args, kwargs=kwargs)
+
+
 def _last_axis(kwargs: tuple[Kwarg, ...]) -> bool:
     return any(k.name == "dim" and isinstance(k.value, Expr) and k.value.text.strip() == "-1" for k in kwargs)
 
@@ -1405,7 +1425,7 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     key = (op.kind.value, op.target)
     first = op.args[0] if op.args else None
     rank: int | None = None
-    if key in _SAME_RANK and first is not None:
+    if key in SAME_RANK and first is not None:
         rank = _rank(first, known)
     elif op.kind == OpKind.METHOD and op.target in ("view", "reshape", "permute", "expand"):
         rank = _shape_count(op.args)

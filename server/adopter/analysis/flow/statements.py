@@ -7,11 +7,13 @@ the ops that computed it are renamed to write the output directly (`renaming.py`
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from tree_sitter import Node
 
-from adopter.analysis.canonical.spellings import CHOOSE
+from adopter.analysis.canonical.axes import trailing_axes
+from adopter.analysis.canonical.spellings import CHOOSE, PARTIAL_FUNCTIONS
 from adopter.analysis.flow.calls import argument_nodes, small_helper, written_by_adopter
 from adopter.analysis.flow.fstrings import bind_constant
 from adopter.analysis.flow.parts import Calls, Control, Expressions, Statements
@@ -28,6 +30,8 @@ from adopter.analysis.flow.state import (
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.dsl.types import Branch, Expr, Loop, Op, OpKind, Ref, Return, Stmt, Value
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
 class StatementFlow(Statements):
@@ -227,6 +231,12 @@ class StatementFlow(Statements):
             # whose name cannot be redefined later (temporaries, an inlined callee's locals) alias.
             if isinstance(v, Expr) and v.text.isidentifier() and self._helper(v.text) is not None:
                 v = ModuleFunction(v.text)  # `attention_interface = eager_attention_forward`: called below
+            elif isinstance(v, Expr) and _DOTTED.fullmatch(v.text) and state.symbols.qualify(v.text) in PARTIAL_FUNCTIONS:
+                state.frame.env[name] = v  # `softmax = torch.softmax`: a call of the local is the function's
+                return
+            elif isinstance(v, Expr) and "range(" in v.text and trailing_axes(v.text):
+                state.frame.env[name] = v  # `dims = [-(i + 1) for i in range(n)]`: the axes, read where used
+                return
             if produced or isinstance(v, Submodule | ModuleFunction) or (
                 isinstance(v, Ref) and (v.name == unique or v.name in state.callee_locals or v.name.startswith("%"))
             ):

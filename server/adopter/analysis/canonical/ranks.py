@@ -1,0 +1,135 @@
+"""Rank facts the canonical pass learns besides the ranks it tracks forward: from a tensor's later uses, and
+from the shape a creation function is given.
+
+Two sources, both what the code itself proves when it runs:
+
+- *Uses.* `torch.bmm` takes 3-D operands, so `bmm(w.unsqueeze(1), memory)` proves `w` 2-D there, and where
+  `w = F.softmax(a, dim=1)`, `a` 2-D at the softmax: its `dim=1` is the last axis (styletts2's location-sensitive
+  attention). `required_ranks` walks a forward backwards from each `bmm`, through ops whose output has the rank
+  of their input (and `unsqueeze`, one more), and records the rank of each value at the op that reads it.
+  Rebinding a name, or an in-place op that changes a rank, ends what is known of it; control flow that binds
+  it does too (a later use proves nothing about a value an `if` may replace).
+- *Shapes.* `torch.randn((n, e))`, `torch.zeros(b, t)`, `torch.full((n, e), v)`: one axis per size written.
+
+The pass plugs these in where it reads a value whose rank it does not know (`_Pass.op`), so every rule sees
+`dim=1` of a 2-D tensor as `dim=-1`; where nothing proves a rank, nothing changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from adopter.analysis.canonical.spellings import CANONICAL, TRANSPARENT_METHODS
+from adopter.dsl.types import Block, Branch, Loop, Op, OpKind, Ref, Value
+
+# Ops whose result has the rank of their first argument.
+SAME_RANK = frozenset({
+    ("method", "transpose"), ("operator", "cast"), ("function", "torch.nn.functional.softmax"),
+    ("function", "torch.nn.functional.log_softmax"), ("function", "torch.nn.functional.dropout"),
+    ("function", "torch.nn.functional.gelu"), ("function", "torch.nn.functional.silu"),
+    ("function", "torch.nn.functional.relu"), ("function", "torch.sigmoid"), ("function", "torch.tanh"),
+    ("method", "masked_fill"), ("operator", "neg"), ("function", "torch.rsqrt"), ("function", "torch.sqrt"),
+    ("method", "pow"), ("function", "torch.erf"),
+})
+# `torch.bmm(a, b)`: both operands are 3-D by contract.
+_BATCHED = frozenset({("function", "torch.bmm"), ("method", "bmm")})
+# In-place methods that change the rank of the tensor they are called on (no name is rebound).
+_RESHAPING_IN_PLACE = frozenset({"unsqueeze_", "squeeze_", "resize_", "resize_as_", "as_strided_", "set_"})
+# Creation functions whose positional arguments are the sizes (`torch.full`: its first one only).
+_CREATED = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty"})
+
+Need = dict[tuple[int, str], int]  # (id of the op reading a name, the name) -> the rank it has there
+
+
+def required_ranks(block: Block, same_rank_modules: frozenset[str] = frozenset()) -> Need:
+    """The ranks later uses prove for values at the ops that read them (see the module docstring);
+    `same_rank_modules`: the module targets (`self.attend`) whose call keeps its input's rank."""
+    need: Need = {}
+    _back(block, {}, need, same_rank_modules)
+    return need
+
+
+def _back(block: Block, want: dict[str, int], need: Need, modules: frozenset[str]) -> None:
+    for stmt in reversed(block):
+        if isinstance(stmt, Op):
+            _step(stmt, want, need, modules)
+        elif isinstance(stmt, Branch | Loop):
+            for name in _changed(stmt):
+                want.pop(name, None)
+
+
+def _changed(stmt: Branch | Loop) -> set[str]:
+    """The names a nested block binds, or reshapes in place."""
+    found: set[str] = set()
+    for path in stmt.paths if isinstance(stmt, Branch) else (stmt.body,):
+        for s in path:
+            if isinstance(s, Op):
+                found.update(s.outputs)
+                if _reshapes_in_place(s) and isinstance(s.args[0], Ref):
+                    found.add(s.args[0].name)
+            elif isinstance(s, Branch | Loop):
+                found |= _changed(s)
+    return found
+
+
+def _reshapes_in_place(op: Op) -> bool:
+    return op.kind == OpKind.METHOD and op.target in _RESHAPING_IN_PLACE and bool(op.args)
+
+
+def _step(op: Op, want: dict[str, int], need: Need, modules: frozenset[str]) -> None:
+    out_rank = want.get(op.outputs[0]) if len(op.outputs) == 1 else None
+    for name in op.outputs:
+        want.pop(name, None)
+    first = op.args[0].name if op.args and isinstance(op.args[0], Ref) else None
+    if first is not None and _reshapes_in_place(op):
+        want.pop(first, None)
+    key = (op.kind.value, op.target)
+    if key in _BATCHED:
+        for a in op.args[:2]:
+            if isinstance(a, Ref):
+                _want(want, a.name, 3)
+    elif out_rank is not None and first is not None:
+        canonical = CANONICAL.get(key, key)
+        if (canonical in SAME_RANK or (op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS)
+                or (op.kind == OpKind.MODULE and op.target in modules)):
+            _want(want, first, out_rank)
+        elif key in (("method", "unsqueeze"), ("function", "torch.unsqueeze")) and out_rank >= 1:
+            _want(want, first, out_rank - 1)
+    for a in op.args:
+        if isinstance(a, Ref) and a.name in want:
+            here = (id(op), a.name)
+            if need.get(here, want[a.name]) != want[a.name]:
+                need.pop(here)  # the same op object read at two places that disagree: nothing is proved
+            else:
+                need[here] = want[a.name]
+
+
+def _want(want: dict[str, int], name: str, rank: int) -> None:
+    """Record a rank a later use proves; two uses that disagree (code that cannot run) prove nothing."""
+    if want.get(name, rank) != rank:
+        want.pop(name)
+    else:
+        want[name] = rank
+
+
+def created_rank(op: Op, lists: Mapping[str, tuple[Value, ...]]) -> int | None:
+    """The rank of a tensor a creation function makes from sizes written at the call (`torch.randn(b, t)`,
+    `torch.zeros((n, e))` with the tuple a literal, `torch.full((n, e), v)`); None when the sizes are held
+    elsewhere (`torch.zeros(shape)`, `torch.ones(*shape)`)."""
+    if op.kind != OpKind.FUNCTION or len(op.outputs) != 1 or not op.args:
+        return None
+    if op.target == "torch.full":
+        sizes: tuple[Value, ...] = op.args[:1]
+    elif op.target in _CREATED:
+        sizes = op.args
+    else:
+        return None
+    if any((isinstance(a, Ref) and a.name.startswith("*")) or getattr(a, "text", "").startswith("*") for a in sizes):
+        return None
+    if len(sizes) > 1:
+        return None if any(isinstance(a, Ref) and a.name in lists for a in sizes) else len(sizes)
+    size = sizes[0]
+    if isinstance(size, Ref) and size.name in lists:
+        items = lists[size.name]
+        return None if any(getattr(a, "text", "").startswith("*") for a in items) else len(items)
+    return 1 if getattr(size, "text", "").strip().isdigit() else None
