@@ -184,9 +184,9 @@ def test_items_of_a_literal_sequential_called_by_index_are_a_pair() -> None:
     ("x = self.features[0](x)\n        x = self.features[1](x)", "x = self.features[1](x)\n        x = self.features[0](x)"),
     # An index not read as a position.
     ("x = self.features[0](x)\n        x = self.features[1](x)", "x = self.features[-3](x)\n        x = self.features[-2](x)"),
-    # The conv's output is used again: folding would lose it.
+    # Another item between them: the conv runs into the ReLU.
     ("x = self.features[1](x)\n        return self.features[2](x)",
-     "y = self.features[1](x)\n        return self.features[2](y) + x"),
+     "x = self.features[2](x)\n        return self.features[1](x)"),
     # Bound on two paths: which Sequential runs is not one.
     ("        self.features = nn.Sequential(",
      "        if c > 8:\n            self.features = nn.Sequential(nn.Identity(), nn.Identity(), nn.Identity())\n"
