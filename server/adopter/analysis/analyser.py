@@ -28,8 +28,8 @@ from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.crossfile.stars import star_names
 from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.flow.state import positioned_items
-from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.idioms.entry_methods import entry_method_architecture, entry_methods
+from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.idioms.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
 from adopter.analysis.idioms.optimizers import (
     file_mentions_optimizer,

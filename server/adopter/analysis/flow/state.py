@@ -16,7 +16,21 @@ from tree_sitter import Node
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import SourceText
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Op, OpKind, Problem, Ref, Severity, Span, Stmt, Value
+from adopter.dsl.types import (
+    Binding,
+    Ctor,
+    Expr,
+    Init,
+    Kwarg,
+    Op,
+    OpKind,
+    Problem,
+    Ref,
+    Severity,
+    Span,
+    Stmt,
+    Value,
+)
 
 MAX_INLINE_DEPTH = 4
 MAX_OPS = 4000

@@ -60,7 +60,7 @@ def entry_method_architecture(
     """The class's `__init__` with `method` read as its forward, named `Class.method`; None when the method
     applies none of the class's layers."""
     arch, problems = method_architecture(class_name, f"{class_name}.{method}", method, node, src, symbols, table)
-    if not any(isinstance(s, Op) and s.kind is OpKind.MODULE for s in _ops(arch.forward.body)):
+    if arch.forward is None or not any(isinstance(s, Op) and s.kind is OpKind.MODULE for s in _ops(arch.forward.body)):
         return None, problems
     return arch, problems
 
