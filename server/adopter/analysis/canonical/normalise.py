@@ -851,7 +851,10 @@ def chosen_equation(text: str) -> str | None:
     """For `'eq1' if test else 'eq2'` (an f-string equation whose placeholder a local chooses, see
     `adopter.analysis.flow.fstrings`): the one equation standing for both when both are the same
     matrix product up to batch axes one operand broadcasts over, the one naming every batch axis;
-    None for anything else."""
+    when both are matrix products in different axis orders (audiocraft's heads-first or time-first
+    layout chosen by an `if`), the first: the product on the path where the test holds (every einsum
+    the same test chooses is read on that path, so a chain of them is one path's chain; the equation as
+    written stays in the op's origin, and the fix declines it); None for anything else."""
     m = _CHOICE.match(text.strip())
     if m is None:
         return None
@@ -861,12 +864,24 @@ def chosen_equation(text: str) -> str | None:
         widened = broadcast_product(eq)
         plan = matmul_plan(widened[0] if widened else eq)
         if plan is None:
-            return None
+            return first if layouts_by_path(text) else None
         plans.append((plan, widened is None))
     if plans[0][0] != plans[1][0]:
-        return None
+        return first if layouts_by_path(text) else None
     full = [eq for eq, (_, plain) in zip((first, second), plans) if plain]
     return full[0] if full else first
+
+
+def layouts_by_path(text: str) -> bool:
+    """Whether `'eq1' if test else 'eq2'` chooses between two matrix products in different axis orders
+    (which one runs depends on the path: `chosen_equation` reads the first)."""
+    m = _CHOICE.match(text.strip())
+    if m is None:
+        return False
+    first, second = m.group("a"), m.group("b")
+    if first == second or not all(product_layout(e) or matmul_plan(e) for e in (first, second)):
+        return False
+    return (matmul_plan(first), product_layout(first)) != (matmul_plan(second), product_layout(second))
 
 
 def broadcast_product(equation: str) -> tuple[str, tuple[tuple[int, ...], tuple[int, ...]]] | None:

@@ -20,7 +20,7 @@ import ast
 import textwrap
 from collections.abc import Sequence
 
-from adopter.analysis.canonical.normalise import matmul_plan
+from adopter.analysis.canonical.normalise import layouts_by_path, matmul_plan
 from adopter.dsl.types import Expr, Op, OpKind, Ref
 from adopter.parsed import walk
 from adopter.synth.registry import SynthContext, strategy
@@ -133,6 +133,12 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
                       and extra[0].value.text in _FP32):
         return f"the softmax takes `{', '.join(k.name for k in extra)}` other than an fp32 dtype, which SDPA does not"
     scores_eq, out_eq = einsum_equation(chain.scores), einsum_equation(chain.out)
+    for equation in (scores_eq, out_eq):
+        if equation is not None and layouts_by_path(equation):
+            # audiocraft's `f"{query_layout},{key_layout}-> b h t k"`, the layout chosen by an `if`: the chain
+            # was read on one path; one SDPA call would need the tensors permuted differently on each.
+            return (f"the einsum's equation is chosen at run time (`{equation}`), a different axis order on "
+                    "each path; rewrite it by hand")
     for plan, equation in (((False, True), scores_eq), ((False, False), out_eq)):
         if equation is not None and (matmul_plan(equation) or (None, None))[:2] != plan:
             # q·kᵀ must read q and k as (..., n, d), and probs·v read v as (..., n, d), as SDPA takes them;
