@@ -64,6 +64,12 @@ def sdpa_chain(ctx: SynthContext) -> None:
     if dropout:
         args.append(dropout)
     args.append(f"scale={site.scale()}")
+    if chain.reshapes:
+        # open_clip's `attn.view(N, H, L, L) * logit_scale` then `.view(-1, L, L)`: the call would have to take
+        # the product in the layout the scale is applied in.
+        ctx.decline(f"the scores are reshaped between the steps (`{ctx.text(chain.reshapes[0].span)}`); "
+                    "rewrite it by hand")
+        return
     if site.in_place:
         sources = [*inputs, *((t, op) for t, op in ((dropout, chain.dropout), (args[-1], chain.scale)) if op)]
         site.check_read_where_written(sources)
@@ -102,6 +108,8 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
     for op in ops:
         if op.kind == OpKind.METHOD and op.target in ("transpose", "mT") and chain.transpose is None:
             chain.transpose = op
+        elif op.kind == OpKind.METHOD and op.target in ("view", "reshape"):
+            chain.reshapes.append(op)  # the scores reshaped around the scale (declined after the scale is read)
         elif op.kind == OpKind.OPERATOR and op.target in ("/", "*") and chain.scale is None:
             chain.scale = op
         elif chain.mask is None and (
