@@ -157,3 +157,41 @@ def test_scores_viewed_around_a_number_scale_are_found_and_declined() -> None:
         "the scores are reshaped between the steps (`attn.view(N, self.num_heads, L, L)`); rewrite it by hand"]
     # the near form: every score of a row flattened and softmaxed together, folded back before `· v`
     assert list(findings_of(FLATTENED, RULES)) == []
+
+
+TRANSPOSED = rules_of("f10-transposed-scores")
+
+# speechbrain's KeyValueAttention: one query column per batch, scores laid out (keys, queries), the softmax over
+# the keys' axis, the probabilities transposed before `· values`.
+KEY_VALUE = """
+import torch
+from torch import nn
+
+
+class KeyValueAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim, attn_dim, output_dim):
+        super().__init__()
+        self.key_linear = nn.Linear(enc_dim, attn_dim)
+        self.query_linear = nn.Linear(dec_dim, attn_dim)
+        self.value_linear = nn.Linear(enc_dim, output_dim)
+        self.scaling = torch.sqrt(torch.tensor(attn_dim).float())
+
+    def forward(self, enc_states, dec_states):
+        keys = self.key_linear(enc_states)
+        values = self.value_linear(enc_states)
+        query = self.query_linear(dec_states).unsqueeze(2)
+        scores = torch.matmul(keys, query) / self.scaling
+        normalized_scores = scores.softmax(1).transpose(1, 2)
+        out = torch.matmul(normalized_scores, values).squeeze(1)
+        return out, normalized_scores
+"""
+
+
+def test_key_value_attention_with_transposed_scores_is_found_without_a_fix() -> None:
+    found = list(findings_of(KEY_VALUE, TRANSPOSED + RULES))
+    assert [(f.rule_id, f.span.start_line + 1, f.fixable) for f in found] == [
+        ("f10-transposed-scores", _line(KEY_VALUE, "scores = torch.matmul(keys, query)"), False)]
+    assert "rewrite it by hand" in found[0].message
+    # near forms: the softmax over the queries' axis (the last), or the transpose of another pair of axes
+    for near in (KEY_VALUE.replace("softmax(1)", "softmax(-1)"), KEY_VALUE.replace("transpose(1, 2)", "transpose(0, 1)")):
+        assert list(findings_of(near, TRANSPOSED + RULES)) == []
