@@ -195,3 +195,43 @@ def test_key_value_attention_with_transposed_scores_is_found_without_a_fix() -> 
     # near forms: the softmax over the queries' axis (the last), or the transpose of another pair of axes
     for near in (KEY_VALUE.replace("softmax(1)", "softmax(-1)"), KEY_VALUE.replace("transpose(1, 2)", "transpose(0, 1)")):
         assert list(findings_of(near, TRANSPOSED + RULES)) == []
+
+
+# GPT-2's `_upcast_and_reordered_attn` (transformers): the heads folded into the batch for `baddbmm`, the keys
+# transposed then reshaped, `beta=0` (the preallocated input ignored), the scores unfolded before the mask.
+UPCAST = """
+import torch
+from torch import nn
+
+
+class GPT2Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn_dropout = nn.Dropout(0.0)
+
+    def forward(self, query, key, value, attention_mask=None):
+        bsz, num_heads, q_seq_len, dk = query.size()
+        _, _, k_seq_len, _ = key.size()
+        attn_weights = torch.empty(bsz * num_heads, q_seq_len, k_seq_len, dtype=torch.float32, device=query.device)
+        scale_factor = 1.0 / float(value.size(-1)) ** 0.5
+        q, k = query.reshape(-1, q_seq_len, dk), key.transpose(-1, -2).reshape(-1, dk, k_seq_len)
+        attn_weights = torch.baddbmm(attn_weights, q.float(), k.float(), beta=0, alpha=scale_factor)
+        attn_weights = attn_weights.reshape(bsz, num_heads, q_seq_len, k_seq_len)
+        if attention_mask is not None:
+            attn_weights = attn_weights + attention_mask
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+        attn_weights = attn_weights.type(value.dtype)
+        attn_weights = self.attn_dropout(attn_weights)
+        return torch.matmul(attn_weights, value)
+"""
+
+
+def test_gpt2_upcast_and_reordered_attention_is_found_without_a_fix() -> None:
+    found = list(findings_of(UPCAST, RULES))
+    assert len(found) == 1
+    assert _line(UPCAST, "torch.baddbmm(") - 1 in {s.start_line for s in found[0].stmt_spans}
+    assert skip_reasons(UPCAST, RULES) == [
+        "the match is written with `baddbmm`; Adopter has no automatic rewrite of that spelling yet"]
+    # near form: the same reshaped product softmaxed over the queries' axis is not attention
+    near = UPCAST.replace("softmax(attn_weights, dim=-1)", "softmax(attn_weights, dim=-2)")
+    assert list(findings_of(near, RULES)) == []

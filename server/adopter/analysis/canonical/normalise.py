@@ -758,13 +758,18 @@ class _Pass:
         if len(op.args) != 3 or len(op.outputs) != 1 or any(k.name not in ("beta", "alpha") for k in op.kwargs):
             return None
         kw = {k.name: k.value for k in op.kwargs}
-        product = self.temp()
+        # `beta=0`: torch ignores `input` (its nan and inf are not propagated), so there is no added term:
+        # GPT-2's `baddbmm(empty, q, k, beta=0, alpha=scale)` is the scaled product alone.
+        ignored = isinstance(kw.get("beta"), Expr) and _ZERO.match(kw["beta"].text) is not None
+        product = op.outputs[0] if ignored and "alpha" not in kw else self.temp()
         out = [_new(op, MATMUL, (op.args[1], op.args[2]), (product,))]
         value: Value = Ref(product)
         if "alpha" in kw:
-            scaled = self.temp()
+            scaled = op.outputs[0] if ignored else self.temp()
             out.append(_new(op, ("operator", "*"), (value, kw["alpha"]), (scaled,)))
             value = Ref(scaled)
+        if ignored:
+            return out
         bias: Value = op.args[0]
         if "beta" in kw:
             name = self.temp()
@@ -920,6 +925,7 @@ def broadcast_product(equation: str) -> tuple[str, tuple[tuple[int, ...], tuple[
     return full, (axes[0], axes[1])
 
 
+_ZERO = re.compile(r"^\s*(0+\.?0*|\.0+)\s*$")
 _CHOICE = re.compile(r"""^(?P<a>(['"])[^'"]*\2)\s+if\s+.+?\s+else\s+(?P<b>(['"])[^'"]*\4)$""", re.S)
 
 

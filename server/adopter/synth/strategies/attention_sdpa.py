@@ -108,6 +108,10 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
     for op in ops:
         if op.kind == OpKind.METHOD and op.target in ("transpose", "mT") and chain.transpose is None:
             chain.transpose = op
+        elif op.kind == OpKind.METHOD and op.target in ("view", "reshape") and chain.transpose is not None and any(
+                isinstance(a, Ref) and a.name in chain.transpose.outputs for a in op.args[:1]):
+            # GPT-2's `key.transpose(-1, -2).reshape(-1, dk, k_len)` (heads folded into the batch for baddbmm)
+            return "the keys are reshaped after their transpose; rewrite it by hand"
         elif op.kind == OpKind.METHOD and op.target in ("view", "reshape"):
             chain.reshapes.append(op)  # the scores reshaped around the scale (declined after the scale is read)
         elif op.kind == OpKind.OPERATOR and op.target in ("/", "*") and chain.scale is None:
