@@ -17,7 +17,12 @@ from __future__ import annotations
 import pytest
 
 from adopter.analysis import analyse
-from adopter.analysis.canonical.normalise import broadcast_product, chosen_equation, layouts_by_path, matmul_plan
+from adopter.analysis.canonical.normalise import (
+    broadcast_product,
+    chosen_equation,
+    layouts_by_path,
+    matmul_plan,
+)
 from adopter.engine import Environment, check, load_rules
 
 HEADER = "import torch\nfrom torch import nn, einsum\nfrom einops import rearrange\n\n\n"

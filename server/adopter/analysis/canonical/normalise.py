@@ -760,7 +760,8 @@ class _Pass:
         kw = {k.name: k.value for k in op.kwargs}
         # `beta=0`: torch ignores `input` (its nan and inf are not propagated), so there is no added term:
         # GPT-2's `baddbmm(empty, q, k, beta=0, alpha=scale)` is the scaled product alone.
-        ignored = isinstance(kw.get("beta"), Expr) and _ZERO.match(kw["beta"].text) is not None
+        beta = kw.get("beta")
+        ignored = isinstance(beta, Expr) and _ZERO.match(beta.text) is not None
         product = op.outputs[0] if ignored and "alpha" not in kw else self.temp()
         out = [_new(op, MATMUL, (op.args[1], op.args[2]), (product,))]
         value: Value = Ref(product)

@@ -310,12 +310,11 @@ class SiteSource:
         names = {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name)} - seen
         seen |= names
         for sub in self._walk_func() if names else ():
-            value: ast.expr | None = None
-            if isinstance(sub, ast.Assign):
-                targets, value = sub.targets, sub.value
-            elif isinstance(sub, ast.AnnAssign | ast.AugAssign):
-                targets, value = [sub.target], sub.value
-            if value is None or not any(isinstance(t, ast.Name) and t.id in names for t in targets):
+            if not isinstance(sub, ast.Assign | ast.AnnAssign | ast.AugAssign) or sub.value is None:
+                continue
+            value = sub.value
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            if not any(isinstance(t, ast.Name) and t.id in names for t in targets):
                 continue
             bound = ast.unparse(value)
             if not is_plain_number(bound):
