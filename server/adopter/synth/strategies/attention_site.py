@@ -307,7 +307,11 @@ class SiteSource:
             node = ast.parse(text, mode="eval").body
         except SyntaxError:
             return
-        names = {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name)} - seen
+        # a name read as a value (`logit_scale`), not one whose attribute is read (`k.size(-1)`, `x.shape[-1]`:
+        # sizes, which `is_plain_number` judges) nor a called function (`math.sqrt`)
+        under = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Attribute)}
+        under |= {id(sub.func) for sub in ast.walk(node) if isinstance(sub, ast.Call)}
+        names = {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and id(sub) not in under} - seen
         seen |= names
         for sub in self._walk_func() if names else ():
             if not isinstance(sub, ast.Assign | ast.AnnAssign | ast.AugAssign) or sub.value is None:
