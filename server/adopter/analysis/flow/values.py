@@ -48,7 +48,8 @@ class ExpressionFlow(Expressions):
             return v if v is not None else Expr(name)
         if kind == "call":
             # `layout.replace('t', 'k')` of a local string constant: the constant it makes, no op
-            made = constant_method(node, self.state.text, self.state.frame.constants.get)
+            constants = self.state.frame.constants
+            made = constant_method(node, self.state.text, constants.get) if constants else None
             return made if made is not None else self.calls.call(node, outs)
         if kind == "attribute":
             return self._attribute(node, outs)
