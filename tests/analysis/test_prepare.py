@@ -76,3 +76,25 @@ def test_prepare_does_nothing_for_a_broken_or_released_text() -> None:
     clean.release()
     clean.prepare()
     assert clean.released and not clean._analyser.memo._tops
+
+
+def test_release_drops_a_memo_only_prepare_filled() -> None:
+    """The server releases the documents nobody edits: what `prepare` kept for them goes too, while a memo
+    a broken text filled stays as it did before `prepare` existed (and the answers are the same)."""
+    text = EXAMPLE.read_text(encoding="utf-8")
+    doc = DocumentAnalysis(text, "m.py")
+    doc.result()
+    doc.prepare()
+    assert doc._analyser.memo._tops
+    doc.release()
+    assert not doc._analyser.memo._tops
+    assert doc.result() == analyse(text, "m.py")
+    assert doc.tree is not None  # parsed again on demand, then prepared again
+    doc.prepare()
+    assert doc._analyser.memo._tops
+    broken = _replace(doc, "self.dropout = nn.Dropout(config.attention_probs_dropout_prob)",
+                      "self.dropout = nn.Dropout(config.attention_probs_dropout_prob")
+    assert doc.result() == analyse(broken, "m.py")
+    doc.release()
+    assert doc._analyser.memo._tops  # the memo of a document that was broken is kept, as always
+    assert doc.result() == analyse(broken, "m.py")
