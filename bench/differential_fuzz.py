@@ -246,6 +246,7 @@ def run(files: list[tuple[str, str]], edits: int, seed: int, *, log: Callable[[s
         doc = diff.open(original, path)
         valid = original
         problem = diff.compare(doc, "open")
+        doc.prepare()  # as the server does once a document is opened (`lsp.documents.Analyses.compute`)
         if problem:
             diff.stats.divergences.append(f"{name} open: {problem}")
         target = diff.stats.edits + per_file

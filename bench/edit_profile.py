@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import json
 import random
 import statistics
@@ -36,6 +37,7 @@ from adopter.analysis.analyser import deferred_reach
 from adopter.analysis.parse import salvage as salvage_module
 from adopter.corpus import modeling_files
 from adopter.lsp.pipeline import analyse_python, load_rule_context
+from adopter.lsp.server import freeze_long_lived
 from adopter.lsp.settings import Settings
 from adopter.lsp.sync import LineStarts, byte_edit
 from adopter.session import OpenText, UnitMatcher
@@ -83,9 +85,12 @@ def instrument() -> None:
 def replay(name: str, text: str, edits: list[tuple[int, int, str, int]], folder: Path,
            profiler: cProfile.Profile | None) -> list[dict[str, Any]]:
     configured = load_rule_context(Settings(debounce_ms=0), folder, reach=deferred_reach())
+    freeze_long_lived()  # as the server does once rules are loaded: a full collection does not walk them
     path = str(folder / name)
     document = OpenText(text, path, reach=deferred_reach())
     analyse_python(document, 1, configured)
+    gc.collect(1)  # as the server does after opening a document (`lsp.documents.Analyses.compute`)
+    document.prepare()  # as the server does once a document is opened (`lsp.documents.Analyses.compute`)
     lines = LineStarts(text)
     rows = []
     for version, (line, column, inserted, deleted) in enumerate(edits, start=2):

@@ -325,6 +325,12 @@ class OpenText:
             self._analysis.update(text)
             self._fresh = full
 
+    def prepare(self) -> None:
+        """Work the first broken keystroke would do, done now (`DocumentAnalysis.prepare`): the server calls
+        it when a document is opened, after its analysis. A pure cache; never raises."""
+        if self._analysis is not None:
+            self._analysis.prepare()
+
     @property
     def released(self) -> bool:
         """Whether the parse trees are dropped (`release`)."""

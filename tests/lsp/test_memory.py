@@ -160,3 +160,27 @@ def test_a_compacted_line_index_locates_and_edits_as_before() -> None:
         plain, compact = LineStarts(new_plain), LineStarts(new_plain)
         compact.compact()
         text = new_plain
+
+
+def test_opening_a_clean_document_fills_salvages_memo(tmp_path: Path) -> None:
+    """In-process: once the open's diagnostics are published, `Analyses.prepare` runs `OpenText.prepare` on the
+    analysis thread, so the first keystroke that breaks the text finds the statements it did not touch in
+    salvage's memo (`DocumentAnalysis.prepare`)."""
+    from adopter.lsp.documents import Analyses
+    from adopter.lsp.pipeline import load_rule_context
+    from adopter.lsp.settings import Settings
+
+    analyses = Analyses(lambda: context)
+    context = load_rule_context(Settings(), None, None)
+    text = (EXAMPLES / "bert_encoder.py").read_text(encoding="utf-8")
+    doc = analyses.open((tmp_path / "m.py").as_uri(), "python", text, 1)
+    doc.snapshot = analyses.compute(doc)
+    assert doc.model is not None and doc.model._analysis is not None
+    memo = doc.model._analysis._analyser.memo
+    assert memo.last_chunks is None  # not on the open's path: the diagnostics go out first
+    prepared = analyses.prepare(doc)
+    assert prepared is not None
+    prepared.result()
+    assert analyses.prepare(doc) is None  # once per open
+    assert memo.last_chunks is not None and memo.last_chunks[0] == text.encode()
+    analyses.shutdown()

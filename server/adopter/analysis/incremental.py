@@ -6,7 +6,8 @@ changed range is found by diffing) or `apply_edit` (raw tree-sitter edit argumen
 `result()` when it needs the `ModuleFile`. Each change calls `tree.edit` and re-parses with the old
 tree (tree-sitter reuses the unchanged subtrees); `result()` re-analyses only the units (classes,
 functions, top-level code) whose source text, position or module-level dependencies changed.
-`invalidate()` drops the caches (e.g. when other workspace files changed). `release()` drops the parse
+`invalidate()` drops the caches (e.g. when other workspace files changed). `prepare()` (the server calls it
+once a document is opened, off the keystroke path) fills `salvage`'s memo from a clean text. `release()` drops the parse
 trees and the text's bytes (most of a document's memory) but keeps the per-unit cache and the last result:
 the server releases documents nobody edits; the next change or `result()` parses the whole text again,
 and re-analyses only the units that changed. Not thread-safe: one document, one caller at a time. Never
@@ -32,6 +33,7 @@ from adopter.analysis.analyser import Analyser
 from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.parse.reparse import common_prefix, common_suffix, reparse_start, whitespace_only
+from adopter.analysis.parse.salvage import ParseMemo, mask_broken
 from adopter.analysis.parse.source import check_input, is_broken, new_parser
 from adopter.analysis.parse.verdict import (
     breaks_indentation,
@@ -82,6 +84,7 @@ class DocumentAnalysis:
         self._problem: Problem | None = None
         self._result: ModuleFile | None = None
         self._released = False  # trees and bytes dropped (`release`); parsed again when next needed
+        self._prepared = False  # salvage's memo holds only what `prepare` put there (no broken text since)
         self._set_text(text, None)
 
     @property
@@ -108,6 +111,9 @@ class DocumentAnalysis:
         incrementally) and re-analyses only the units that changed; `result()`, `tree` and the
         `analysed_*` properties parse the unchanged text again when they need it."""
         self._released = True
+        if self._prepared:  # the memo of a text never broken: made again by `prepare` if it is opened again
+            self._analyser.memo = ParseMemo()
+            self._prepared = False
         self._data = self._tree = None
         self._analysed = self._previous = self._base = self._starts = None
         self._analyser.release_text()
@@ -306,6 +312,25 @@ class DocumentAnalysis:
         del start_point, old_end_point, new_end_point  # recomputed from the texts, which are authoritative
         self._set_text(new_text, (start_byte, old_end_byte, new_end_byte))
 
+    def prepare(self) -> None:
+        """Do now what the first keystroke that breaks a clean text would do first: mask the text through
+        `salvage`'s memo (every statement parses: nothing is blanked), which keeps each chunk's tokenization,
+        each top-level statement's and segment's verdict and the chunk starts. That keystroke then tokenizes
+        one chunk and masks one segment instead of all of them (25 ms on a 100 KB file, pure Python). The
+        memo is a pure cache, keyed by the texts it read: what is masked with it is what is masked afresh, and
+        an entry whose text the keystroke changed is simply not found. Nothing for a broken text (its analysis
+        filled the memo already) or a released one. `release` drops a memo only `prepare` filled (the server
+        releases the documents nobody edits: their memos would be most of what prepare costs in memory).
+        Never raises."""
+        data, tree = self._data, self._tree
+        if self._released or data is None or tree is None or is_broken(tree):
+            return
+        try:
+            mask_broken(data, self.path, self._analyser.memo)
+        except Exception:  # a cache left cold, never a failed document
+            return
+        self._prepared = True
+
     def invalidate(self) -> None:
         """Forget cached analyses and resolved imports (other files changed)."""
         self._analyser.clear()
@@ -324,6 +349,8 @@ class DocumentAnalysis:
         try:
             result = self._analyser.run(self._data, self._tree, self.path, parse=self._parse_analysed)
             self._analysed = self._analyser.read
+            if self._analysed is not None and self._analysed[0] is not self._data:
+                self._prepared = False  # a broken text was masked: the memo is the document's own, as without `prepare`
             self._result = result
         except Exception as exc:  # the contract: never raise
             self._result = ModuleFile(

@@ -198,6 +198,8 @@ class RuleMatcher:
         if not self.possible():
             return
         cands = [self.candidates(s) for s in self.steps]
+        if not _enough_nodes(self.steps, cands):
+            return
         state = _State()
         yield from self._search(0, [], cands, state)
 
@@ -646,3 +648,18 @@ class RuleMatcher:
             first < d < last and d not in mine and self.flat.compatible(first, d) and self.flat.compatible(d, last)
             for d in self.flat.defs_of.get(name, ())
         )
+
+
+def _enough_nodes(steps: Sequence[OpPattern], cands: Sequence[list[int]]) -> bool:
+    """Whether the required steps that share one candidate list have as many nodes in it as they are: a
+    match binds each required step to a node of its candidates, each node to one step at most
+    (`_search` skips the nodes chosen already). The rope rules' two `neg`s and two `cat`s are not looked
+    for in an attention forward with one of each."""
+    wanted: dict[tuple[int, ...], int] = {}
+    for step, found in zip(steps, cands, strict=True):
+        if not step.optional:
+            key = tuple(found)
+            need = wanted[key] = wanted.get(key, 0) + 1
+            if need > len(found):
+                return False
+    return True

@@ -95,6 +95,7 @@ class Publisher:
         self.publish(doc, snapshot)
         for hook in self.after_publish:
             hook()
+        self.analyses.prepare(doc)  # once the open's diagnostics are out
         return snapshot
 
     def publish(self, doc: OpenDocument, snapshot: Snapshot) -> None:
