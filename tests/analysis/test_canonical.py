@@ -204,6 +204,7 @@ def test_respelled_op_keeps_its_source_and_what_was_written() -> None:
     ('"bhid,bhjd->bhji"', None),  # the product transposed
     ('"bhid,bhid->bhi"', None),  # no free index on the right
     ("f'{a},{b}->bij'", None),  # an f-string: not known statically
+    ('"...c,...c->..."', None),  # a batched dot product (torchaudio's beamforming): the output has rank < 2
 ])
 def test_matmul_plan(equation: str, plan: tuple[bool, bool, int] | None) -> None:
     assert matmul_plan(equation) == plan

@@ -851,8 +851,8 @@ def matmul_plan(equation: str) -> tuple[bool, bool, int] | None:
     if len(operands) != 2:
         return None
     a, b = operands
-    if any(len(set(s)) != len(s) or not s for s in (a, b, out)) or len(a) < 2 or len(b) < 2:
-        return None
+    if any(len(set(s)) != len(s) or not s for s in (a, b, out)) or min(len(a), len(b), len(out)) < 2:
+        return None  # (an output of rank < 2, `'...c,...c->...'`, is no matrix product)
     contracted = [c for c in a if c in b and c not in out]
     if len(contracted) != 1:
         return None
