@@ -30,6 +30,8 @@ from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.flow.state import positioned_items
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.idioms.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
+from adopter.analysis.idioms.method_forward import method_architecture
+from adopter.analysis.idioms.stored_methods import stored_methods
 from adopter.analysis.idioms.optimizers import (
     file_mentions_optimizer,
     optimizer_methods,
@@ -264,6 +266,20 @@ class Analyser:
                     entry = self._unit(f"loss {name}.{method}", node, symbols, fresh,
                                        lambda n=name, m=method, fn=node: loss_method_architecture(
                                            n, m, fn, src, symbols, table), partial(table.module_deps, name))
+                except Exception as exc:
+                    problems.append(_internal(f"method {name}.{method}", exc, src.span(node), path))
+                    continue
+                problems.extend(entry.problems)
+                if isinstance(entry.result, Architecture):
+                    chains.append(entry.result)
+        for name, info in table.infos.items() if src.occurs(b"= self.") else ():  # methods __init__ stores
+            for method, node in stored_methods(info.methods, src.contains, src.raw):
+                try:
+                    if not table.is_module(name):
+                        break
+                    entry = self._unit(f"stored {name}.{method}", node, symbols, fresh,
+                                       lambda n=name, m=method, fn=node: method_architecture(
+                                           n, f"{n}.{m}", m, fn, src, symbols, table), partial(table.module_deps, name))
                 except Exception as exc:
                     problems.append(_internal(f"method {name}.{method}", exc, src.span(node), path))
                     continue
