@@ -31,13 +31,13 @@ from adopter.analysis.flow.state import positioned_items
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.idioms.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
 from adopter.analysis.idioms.method_forward import method_architecture
-from adopter.analysis.idioms.stored_methods import stored_methods
 from adopter.analysis.idioms.optimizers import (
     file_mentions_optimizer,
     optimizer_methods,
     resolve_optimizer_classes,
 )
 from adopter.analysis.idioms.processors import processor_architecture, processor_calls
+from adopter.analysis.idioms.stored_methods import stored_methods
 from adopter.analysis.idioms.submodules import (
     item_forwards,
     sequential_items,
