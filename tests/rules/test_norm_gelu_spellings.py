@@ -182,3 +182,36 @@ def test_gelu_in_a_stored_method_and_with_an_init_constant_are_found_and_equival
     inputs = lambda: (torch.randn(4, 33) * 3,)  # noqa: E731
     for cls, args in (("GELUActivation", (True,)), ("GELUActivation", (False,)), ("AccurateGELUActivation", ())):
         compare_modules(old_ns[cls](*args), new_ns[cls](*args), inputs)
+
+
+# FunASR 1.4.16, funasr/models/transformer/layer_norm.py, ScaleNorm (lines 171-191), docstrings left out;
+# `Similarity` holds the near forms: CLIP-style unit vectors (no scale) and a scaled L1 norm.
+FUNASR_SCALE_NORM = '''
+import torch
+from torch import nn
+
+
+class ScaleNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.scale = dim**-0.5
+        self.eps = eps
+        self.g = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        norm = torch.norm(x, dim=-1, keepdim=True) * self.scale
+        return x / norm.clamp(min=self.eps) * self.g
+
+
+class Similarity(nn.Module):
+    def forward(self, image_features, text_features):
+        image_features = image_features / image_features.norm(dim=-1, keepdim=True)
+        scale = text_features.shape[-1] ** -0.5
+        text_features = text_features / (text_features.norm(p=1, dim=-1, keepdim=True) * scale)
+        return image_features @ text_features.t()
+'''
+
+
+def test_the_l2_norm_scaled_to_the_rms_is_reported_without_a_fix() -> None:
+    found = [(f.rule_id, f.scope_name, f.fixable) for f in findings_of(FUNASR_SCALE_NORM, RMS_RULES)]
+    assert found == [("f12-rmsnorm-norm", "ScaleNorm", False)]
