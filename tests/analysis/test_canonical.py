@@ -149,6 +149,12 @@ CASES = [
      ["a = method mean(x, -1, keepdim=True)", "b = method mean(x, -1, keepdim=True)", "c = method pow(x, 2)"]),
     ("x * x is x.pow(2); x * y stays", "", "a = x * x\nb = x * y",
      ["a = method pow(x, 2)", "b = operator *(x, y)"]),
+    ("x.square() and torch.square(x) are x.pow(2); x.square(y) stays", "",
+     "a = x.square()\nb = torch.square(x)\nc = x.square(y)",
+     ["a = method pow(x, 2)", "b = method pow(x, 2)", "c = method square(x, y)"]),
+    ("numpy's axis= and keepdims= are dim= and keepdim=", "",
+     "a = torch.mean(x, axis=-1, keepdims=True)\nb = x.mean(axis=1)\nc = x.foo(axis=1)",
+     ["a = method mean(x, -1, keepdim=True)", "b = method mean(x, 1)", "c = method foo(x, axis=1)"]),
 ]
 
 

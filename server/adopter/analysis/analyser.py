@@ -31,12 +31,14 @@ from adopter.analysis.flow.state import positioned_items
 from adopter.analysis.idioms.entry_methods import entry_method_architecture, entry_methods
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.idioms.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
+from adopter.analysis.idioms.method_forward import method_architecture
 from adopter.analysis.idioms.optimizers import (
     file_mentions_optimizer,
     optimizer_methods,
     resolve_optimizer_classes,
 )
 from adopter.analysis.idioms.processors import processor_architecture, processor_calls
+from adopter.analysis.idioms.stored_methods import stored_methods
 from adopter.analysis.idioms.submodules import (
     item_forwards,
     sequential_items,
@@ -277,6 +279,20 @@ class Analyser:
                     entry = self._unit(f"entry {name}.{method}", node, symbols, fresh,
                                        lambda n=name, m=method, fn=node: entry_method_architecture(
                                            n, m, fn, src, symbols, table), partial(table.module_deps, name))
+                except Exception as exc:
+                    problems.append(_internal(f"method {name}.{method}", exc, src.span(node), path))
+                    continue
+                problems.extend(entry.problems)
+                if isinstance(entry.result, Architecture):
+                    chains.append(entry.result)
+        for name, info in table.infos.items() if src.occurs(b"= self.") else ():  # methods __init__ stores
+            for method, node in stored_methods(info.methods, src.contains, src.raw):
+                try:
+                    if not table.is_module(name):
+                        break
+                    entry = self._unit(f"stored {name}.{method}", node, symbols, fresh,
+                                       lambda n=name, m=method, fn=node: method_architecture(
+                                           n, f"{n}.{m}", m, fn, src, symbols, table), partial(table.module_deps, name))
                 except Exception as exc:
                     problems.append(_internal(f"method {name}.{method}", exc, src.span(node), path))
                     continue

@@ -44,6 +44,7 @@ def norm_text(text: str) -> str:
 
 
 
+_ATTR = re.compile(r"^self\.(\w+)$")
 _CHILD = re.compile(r"^self\.(\w+)((?:\[(?:\d+|\*)\])*)$")
 
 
@@ -136,6 +137,15 @@ class InitIndex:
                           if ctor_matches(pattern.ctor, c)), None)
         self._resolved[key] = found
         return found
+
+    def constant_text(self, text: str) -> str | None:
+        """The expression `self.<attr>` stands for when `__init__` binds it once, on every path, to an
+        expression (`self.c = math.sqrt(2 / math.pi)`), else None."""
+        m = _ATTR.match(text)
+        bindings = self.by_attr.get(m.group(1), ()) if m is not None else ()
+        if len(bindings) != 1 or bindings[0].condition is not None or not isinstance(bindings[0].value, Expr):
+            return None
+        return bindings[0].value.text
 
     def could_match(self, pattern: BindingPattern) -> bool:
         """Whether any binding at all fits `pattern` (a cheap pre-filter)."""

@@ -489,7 +489,13 @@ class RuleMatcher:
                 return False
             texts = [self._text(self._value(a, state)) for a in g.args[1:]]
             mine = self._text(first)
-            return mine in texts if g.kind != GuardKind.EQUALS else all(t == mine for t in texts)
+            if g.kind != GuardKind.ONE_OF:
+                return mine in texts if g.kind != GuardKind.EQUALS else all(t == mine for t in texts)
+            if mine in texts:
+                return True
+            # `self.c` bound once in `__init__` to one of the constants (`self.c = math.sqrt(2 / math.pi)`)
+            held = self.init.constant_text(str(first[1])) if first[0] == "expr" else None
+            return held is not None and norm_text(held) in texts
         if g.kind == GuardKind.NO_KWARG:
             return self._no_kwarg(g, state)
         if g.kind == GuardKind.INSIDE_SUBMODULE:

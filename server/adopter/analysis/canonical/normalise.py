@@ -41,6 +41,7 @@ from adopter.analysis.canonical.spellings import (
     CAST,
     CHOOSE,
     FUNCTION_VALUES,
+    KEYWORD_ALIASES,
     LOG_SOFTMAX,
     MATMUL,
     MODULES,
@@ -50,6 +51,7 @@ from adopter.analysis.canonical.spellings import (
     SEQUENTIAL,
     SIGNATURES,
     SOFTMAX,
+    SQUARES,
     TRANSPARENT_METHODS,
     TRANSPOSE,
     Key,
@@ -412,6 +414,9 @@ class _Pass:
         elif (op.kind == OpKind.OPERATOR and op.target == "*" and len(op.args) == 2 and isinstance(op.args[0], Ref)
               and op.args[0] == op.args[1]):
             ops = [_respell(op, POW, (op.args[0], Expr("2")), ())]  # `x * x` is `x.pow(2)`
+        elif (op.kind in (OpKind.METHOD, OpKind.FUNCTION) and (op.kind.value, op.target) in SQUARES
+              and len(op.args) == 1 and not op.kwargs):
+            ops = [_respell(op, POW, (op.args[0], Expr("2")), ())]  # `x.square()`, `torch.square(x)`: `x.pow(2)`
         else:
             key = (op.kind.value, op.target)
             canonical = CANONICAL.get(key, key)
@@ -813,6 +818,8 @@ def normalise_values(key: Key, args: tuple[Any, ...], kwargs: tuple[tuple[str, A
     given: dict[str, Any] = dict(zip(sig.params, args))
     extra: list[tuple[str, Any]] = []
     for name, value in kwargs:
+        if name in KEYWORD_ALIASES and name not in sig.params and KEYWORD_ALIASES[name] in sig.params:
+            name = KEYWORD_ALIASES[name]  # torch's numpy-style spelling: `axis=`, `keepdims=`
         if name in sig.params and name not in given:
             given[name] = value
         else:

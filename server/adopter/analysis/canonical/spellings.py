@@ -107,6 +107,13 @@ CANONICAL: dict[Key, Key] = {
     ("method", "neg"): ("operator", "neg"),
 }
 
+# `x.square()` and `torch.square(x)`: the canonical form writes them `x.pow(2)`, as it does `x * x`.
+SQUARES = frozenset({("method", "square"), ("function", "torch.square")})
+
+# Keywords torch's argument parser accepts for others, as numpy spells them (`torch.mean(x, axis=-1,
+# keepdims=True)` is `torch.mean(x, dim=-1, keepdim=True)`): read as the parameter they stand for.
+KEYWORD_ALIASES = {"axis": "dim", "keepdims": "keepdim"}
+
 # Methods that keep the value they are called on (casts, copies, memory layout).
 TRANSPARENT_METHODS = frozenset({"contiguous", "float", "half", "bfloat16", "double", "to", "type_as", "type",
                                  "clone"})
