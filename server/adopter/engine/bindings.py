@@ -84,17 +84,20 @@ class InitIndex:
     _possible: dict[int, bool] = field(default_factory=dict)
 
     callees: frozenset[str] = frozenset()  # every constructor callee, qualified and by last name
+    params: tuple[str, ...] = ()  # the names of `__init__`'s parameters (what a caller passes in)
 
     @classmethod
     def of(cls, arch: Architecture | None) -> InitIndex:
         by_attr: dict[str, list[Binding]] = {}
         callees: set[str] = set()
+        params: tuple[str, ...] = ()
         if arch is not None and arch.init is not None:
             for b in arch.init.bindings:
                 by_attr.setdefault(b.attr, []).append(b)
                 for c in _nested_ctors(b):
                     callees.update((c.callee, c.callee.rsplit(".", 1)[-1]))
-        return cls(by_attr, callees=frozenset(callees))
+            params = tuple(p.name for p in arch.init.params)
+        return cls(by_attr, callees=frozenset(callees), params=params)
 
     def resolve(self, target: str, pattern: BindingPattern) -> Binding | None:
         """The binding of module op `target` (`self.q`, `self.layer[*]`) that fits `pattern`."""

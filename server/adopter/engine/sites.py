@@ -120,9 +120,11 @@ class _AskedInit(InitIndex):
 
     @classmethod
     def for_rule(cls, init: InitIndex, rule: Rule) -> _AskedInit:
-        own = cls(init.by_attr, callees=init.callees)
+        own = cls(init.by_attr, callees=init.callees, params=init.params)
         if _reads_every_binding(rule):
             own.asked.append(("all", "", None, _all_bindings(init)))
+        if any(g.kind == GuardKind.GATE_PROJECTIONS for g in rule.guards):
+            own.asked.append(("params", "", None, init.params))
         return own
 
     def resolve_ctor(self, target: str, pattern: BindingPattern) -> tuple[Binding, Ctor] | None:
@@ -144,7 +146,8 @@ def _reads_every_binding(rule: Rule) -> bool:
     """Whether matching `rule` reads every binding of `__init__` (`InitIndex.by_attr`) besides asking it
     questions: the vocabulary guard (the Embeddings' sizes), the gate-activation guard (the activation's
     bindings) and the submodule view (every layer)."""
-    return any(g.kind in (GuardKind.VOCABULARY, GuardKind.GATE_ACTIVATION, GuardKind.INSIDE_SUBMODULE)
+    return any(g.kind in (GuardKind.VOCABULARY, GuardKind.GATE_ACTIVATION, GuardKind.GATE_PROJECTIONS,
+                          GuardKind.INSIDE_SUBMODULE)
                for g in rule.guards)
 
 
@@ -158,6 +161,8 @@ def _answer(init: InitIndex, question: str, target: str, pattern: BindingPattern
         return init.resolve_ctor(target, pattern)
     if question == "possible" and pattern is not None:
         return init.could_match(pattern)
+    if question == "params":
+        return init.params
     return _all_bindings(init)
 
 
