@@ -419,6 +419,9 @@ class GuardKind(str, Enum):
     # constructor (`self.w1 = gate_proj`) or built from a value passed in (`config.w1.build()`), at least one of
     # them passed in (engine.gate_projections)
     GATE_PROJECTIONS = "gate_projections"
+    # named_activation($act, "gelu", ...): every binding of the submodule bound to $act (a wildcard) is a call
+    # of one name that is evident here and listed, compared without case (engine.named_activations)
+    NAMED_ACTIVATION = "named_activation"
     # vocabulary($head): the layer bound to $head projects onto a vocabulary (its output size names one, or is
     # the size of an nn.Embedding of the same module): an LM head, not a classifier
     VOCABULARY = "vocabulary"

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from adopter.dsl.types import Architecture, Binding, BindingPattern, Ctor, CtorPattern, Expr, PValue, Value
+from adopter.dsl.types import Architecture, Binding, BindingPattern, Ctor, CtorPattern, Expr, Param, PValue, Value
 
 
 def callee_matches(pattern: str, callee: str) -> bool:
@@ -84,19 +84,19 @@ class InitIndex:
     _possible: dict[int, bool] = field(default_factory=dict)
 
     callees: frozenset[str] = frozenset()  # every constructor callee, qualified and by last name
-    params: tuple[str, ...] = ()  # the names of `__init__`'s parameters (what a caller passes in)
+    params: tuple[Param, ...] = ()  # `__init__`'s parameters (what a caller passes in), with their defaults
 
     @classmethod
     def of(cls, arch: Architecture | None) -> InitIndex:
         by_attr: dict[str, list[Binding]] = {}
         callees: set[str] = set()
-        params: tuple[str, ...] = ()
+        params: tuple[Param, ...] = ()
         if arch is not None and arch.init is not None:
             for b in arch.init.bindings:
                 by_attr.setdefault(b.attr, []).append(b)
                 for c in _nested_ctors(b):
                     callees.update((c.callee, c.callee.rsplit(".", 1)[-1]))
-            params = tuple(p.name for p in arch.init.params)
+            params = arch.init.params
         return cls(by_attr, callees=frozenset(callees), params=params)
 
     def resolve(self, target: str, pattern: BindingPattern) -> Binding | None:

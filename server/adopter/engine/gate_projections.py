@@ -34,13 +34,14 @@ def _kind(target: str, init: InitIndex) -> str | None:
     if not target.startswith("self.") or "[" in target:
         return None
     bindings = init.by_attr.get(target[len("self."):], ())
-    kinds = {_binding_kind(b, init.params) for b in bindings}
+    params = {p.name for p in init.params}
+    kinds = {_binding_kind(b, params) for b in bindings}
     if not kinds or None in kinds:
         return None  # no binding in this `__init__`, or one known to be something else
     return "passed" if "passed" in kinds else "linear"
 
 
-def _binding_kind(binding: Binding, params: Sequence[str]) -> str | None:
+def _binding_kind(binding: Binding, params: set[str]) -> str | None:
     value = binding.value
     if isinstance(value, Ctor):
         if value.items or value.lookup is not None:

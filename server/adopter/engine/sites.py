@@ -123,7 +123,7 @@ class _AskedInit(InitIndex):
         own = cls(init.by_attr, callees=init.callees, params=init.params)
         if _reads_every_binding(rule):
             own.asked.append(("all", "", None, _all_bindings(init)))
-        if any(g.kind == GuardKind.GATE_PROJECTIONS for g in rule.guards):
+        if any(g.kind in (GuardKind.GATE_PROJECTIONS, GuardKind.NAMED_ACTIVATION) for g in rule.guards):
             own.asked.append(("params", "", None, init.params))
         return own
 
@@ -144,10 +144,11 @@ class _AskedInit(InitIndex):
 
 def _reads_every_binding(rule: Rule) -> bool:
     """Whether matching `rule` reads every binding of `__init__` (`InitIndex.by_attr`) besides asking it
-    questions: the vocabulary guard (the Embeddings' sizes), the gate-activation guard (the activation's
-    bindings) and the submodule view (every layer)."""
+    questions: the vocabulary guard (the Embeddings' sizes), the gate-activation, gate-projections and
+    named-activation guards (those submodules' bindings; the last two also read the parameters) and the
+    submodule view (every layer)."""
     return any(g.kind in (GuardKind.VOCABULARY, GuardKind.GATE_ACTIVATION, GuardKind.GATE_PROJECTIONS,
-                          GuardKind.INSIDE_SUBMODULE)
+                          GuardKind.NAMED_ACTIVATION, GuardKind.INSIDE_SUBMODULE)
                for g in rule.guards)
 
 
