@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from adopter.dsl.types import Binding, Ctor
+from adopter.dsl.types import Binding, Ctor, Expr
 from adopter.engine.bindings import InitIndex
 
 _LINEAR = "torch.nn.Linear"
@@ -26,7 +26,12 @@ def may_be_passed_projections(targets: Sequence[str], init: InitIndex) -> bool:
     if len(set(targets)) != len(targets):
         return False
     kinds = [_kind(t, init) for t in targets]
-    return None not in kinds and "passed" in kinds
+    if None in kinds or "passed" not in kinds:
+        return False
+    # two attributes holding one value handed in (`self.w1 = self.w3 = proj`) are one module on both sides
+    passed = [{b.value.text.strip() for b in init.by_attr[t[len("self."):]] if isinstance(b.value, Expr)}
+              for t in targets]
+    return not set.intersection(*passed)
 
 
 def _kind(target: str, init: InitIndex) -> str | None:
