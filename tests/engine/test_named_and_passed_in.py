@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 import types
+
 import pytest
 
 from adopter.analysis.incremental import DocumentAnalysis

@@ -6,7 +6,17 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from adopter.dsl.types import Architecture, Binding, BindingPattern, Ctor, CtorPattern, Expr, Param, PValue, Value
+from adopter.dsl.types import (
+    Architecture,
+    Binding,
+    BindingPattern,
+    Ctor,
+    CtorPattern,
+    Expr,
+    Param,
+    PValue,
+    Value,
+)
 
 
 def callee_matches(pattern: str, callee: str) -> bool:

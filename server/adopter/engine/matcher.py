@@ -35,8 +35,8 @@ from adopter.engine.bindings import InitIndex, norm_text
 from adopter.engine.flow import FlatForward
 from adopter.engine.gate_activations import may_be_gate_activation
 from adopter.engine.gate_projections import may_be_passed_projections
-from adopter.engine.named_activations import is_named_activation
 from adopter.engine.layer_facts import literal_keys, output_width, widths_agree
+from adopter.engine.named_activations import is_named_activation
 from adopter.engine.plans import (
     init_patterns,
     is_cast,
