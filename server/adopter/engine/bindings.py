@@ -109,6 +109,14 @@ class InitIndex:
             params = arch.init.params
         return cls(by_attr, callees=frozenset(callees), params=params)
 
+    def bindings_of(self, attr: str) -> tuple[Binding, ...]:
+        """Every binding of `self.<attr>` (none: not bound in this `__init__`)."""
+        return tuple(self.by_attr.get(attr, ()))
+
+    def parameters(self) -> tuple[Param, ...]:
+        """`__init__`'s parameters, with their defaults."""
+        return self.params
+
     def resolve(self, target: str, pattern: BindingPattern) -> Binding | None:
         """The binding of module op `target` (`self.q`, `self.layer[*]`) that fits `pattern`."""
         found = self.resolve_ctor(target, pattern)

@@ -25,21 +25,20 @@ def may_be_passed_projections(targets: Sequence[str], init: InitIndex) -> bool:
     in, and at least one passed in (see the module docstring)."""
     if len(set(targets)) != len(targets):
         return False
-    kinds = [_kind(t, init) for t in targets]
+    if any(not t.startswith("self.") or "[" in t for t in targets):
+        return False
+    bindings = [init.bindings_of(t[len("self."):]) for t in targets]
+    params = {p.name for p in init.parameters()}
+    kinds = [_kind(bs, params) for bs in bindings]
     if None in kinds or "passed" not in kinds:
         return False
     # two attributes holding one value handed in (`self.w1 = self.w3 = proj`) are one module on both sides
-    passed = [{b.value.text.strip() for b in init.by_attr[t[len("self."):]] if isinstance(b.value, Expr)}
-              for t in targets]
+    passed = [{b.value.text.strip() for b in bs if isinstance(b.value, Expr)} for bs in bindings]
     return not set.intersection(*passed)
 
 
-def _kind(target: str, init: InitIndex) -> str | None:
+def _kind(bindings: Sequence[Binding], params: set[str]) -> str | None:
     """"linear", "passed" (some binding is passed in, the others `nn.Linear`) or None (anything else)."""
-    if not target.startswith("self.") or "[" in target:
-        return None
-    bindings = init.by_attr.get(target[len("self."):], ())
-    params = {p.name for p in init.params}
     kinds = {_binding_kind(b, params) for b in bindings}
     if not kinds or None in kinds:
         return None  # no binding in this `__init__`, or one known to be something else

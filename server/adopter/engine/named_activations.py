@@ -25,9 +25,12 @@ def is_named_activation(target: str, init: InitIndex, keys: Collection[str]) -> 
     (lower case), see the module docstring."""
     if not target.startswith("self.") or "[" in target:
         return False
-    bindings = init.by_attr.get(target[len("self."):], ())
+    bindings = init.bindings_of(target[len("self."):])
+    if not bindings:
+        return False
+    params = init.parameters()
     wanted = {k.lower() for k in keys}
-    return bool(bindings) and all(_named(b, init.params, wanted) for b in bindings)
+    return all(_named(b, params, wanted) for b in bindings)
 
 
 def _named(binding: Binding, params: tuple[Param, ...], keys: set[str]) -> bool:

@@ -26,6 +26,7 @@ from adopter.dsl.types import (
     ModuleFile,
     Op,
     OpKind,
+    Param,
     Problem,
     PVar,
     Ref,
@@ -123,8 +124,6 @@ class _AskedInit(InitIndex):
         own = cls(init.by_attr, callees=init.callees, params=init.params)
         if _reads_every_binding(rule):
             own.asked.append(("all", "", None, _all_bindings(init)))
-        if any(g.kind in (GuardKind.GATE_PROJECTIONS, GuardKind.NAMED_ACTIVATION) for g in rule.guards):
-            own.asked.append(("params", "", None, init.params))
         return own
 
     def resolve_ctor(self, target: str, pattern: BindingPattern) -> tuple[Binding, Ctor] | None:
@@ -132,6 +131,16 @@ class _AskedInit(InitIndex):
             return self._resolved[(target, id(pattern))]
         found = super().resolve_ctor(target, pattern)
         self.asked.append(("resolve", target, pattern, found))
+        return found
+
+    def bindings_of(self, attr: str) -> tuple[Binding, ...]:
+        found = super().bindings_of(attr)
+        self.asked.append(("attr", attr, None, found))
+        return found
+
+    def parameters(self) -> tuple[Param, ...]:
+        found = super().parameters()
+        self.asked.append(("params", "", None, found))
         return found
 
     def could_match(self, pattern: BindingPattern) -> bool:
@@ -144,11 +153,10 @@ class _AskedInit(InitIndex):
 
 def _reads_every_binding(rule: Rule) -> bool:
     """Whether matching `rule` reads every binding of `__init__` (`InitIndex.by_attr`) besides asking it
-    questions: the vocabulary guard (the Embeddings' sizes), the gate-activation, gate-projections and
-    named-activation guards (those submodules' bindings; the last two also read the parameters) and the
-    submodule view (every layer)."""
-    return any(g.kind in (GuardKind.VOCABULARY, GuardKind.GATE_ACTIVATION, GuardKind.GATE_PROJECTIONS,
-                          GuardKind.NAMED_ACTIVATION, GuardKind.INSIDE_SUBMODULE)
+    questions: the vocabulary guard (the Embeddings' sizes), the gate-activation guard (the activation's
+    bindings) and the submodule view (every layer). The gate-projections and named-activation guards ask
+    questions instead (`bindings_of`, `parameters`)."""
+    return any(g.kind in (GuardKind.VOCABULARY, GuardKind.GATE_ACTIVATION, GuardKind.INSIDE_SUBMODULE)
                for g in rule.guards)
 
 
@@ -163,7 +171,9 @@ def _answer(init: InitIndex, question: str, target: str, pattern: BindingPattern
     if question == "possible" and pattern is not None:
         return init.could_match(pattern)
     if question == "params":
-        return init.params
+        return init.parameters()
+    if question == "attr":
+        return init.bindings_of(target)
     return _all_bindings(init)
 
 
