@@ -100,6 +100,11 @@ NAMED_ROWS: list[tuple[tuple[str, str] | None, list[int]]] = [
     (('act="GELU"', "act"), []),  # a required name: not evident
     (("get_act_layer(act)", "get_act_layer(act, 0.1)"), []),  # other arguments
     (("get_act_layer(act)", "get_act_layer(name=act)"), []),  # a keyword: not read
+    (("get_act_layer(act)", "get_act_layer(act, inplace=True)"), [14]),  # in place: the same function
+    (("get_act_layer(act)", "get_act_layer(act, approximate=True)"), []),  # another keyword may choose
+    (("get_act_layer(act)", "get_act_layer(act)()"), [14]),  # a class factory's class, called
+    (("get_act_layer(act)", "get_act_layer(act)(mlp_dim)"), []),  # ... with arguments
+    (("get_act_layer(act)", "get_act_layer(act, 1)()"), []),
     (("get_act_layer(act)", "nn.ReLU()"), []),  # a torch layer that is not a GELU
     (("        self.fn = get_act_layer(act)\n", "        self.fn = get_act_layer(act)\n"
       "        if mlp_dim > 4:\n            self.fn = get_act_layer(\"relu\")\n"), []),  # one binding is not
