@@ -289,7 +289,7 @@ def rules(draw: st.DrawFn) -> Rule:
         var = PVar(draw(st.sampled_from(value_vars)))
         if kind is GuardKind.EQUALS:
             args: tuple[PValue, ...] = (var, draw(pv))
-        elif kind.value in ("one_of", "no_kwarg", "fix_requires", "key_may_be"):
+        elif kind.value in ("one_of", "no_kwarg", "fix_requires", "key_may_be", "named_activation"):
             args = (var, *draw(st.lists(pattern_literals, min_size=1, max_size=3)))
         else:
             args = (var, *(PVar(v) for v in draw(st.lists(st.sampled_from(value_vars), max_size=2))))

@@ -20,6 +20,7 @@ GUARD_ARITY: dict[str, tuple[int, int | None, int | None]] = {
     "fix_requires": (2, None, 1),
     "key_may_be": (2, None, 1),
     "gate_activation": (1, None, 1),
+    "named_activation": (2, None, 1),
 }
 DEFAULT_ARITY: tuple[int, int | None, int | None] = (1, None, None)
 

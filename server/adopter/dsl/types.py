@@ -415,6 +415,13 @@ class GuardKind(str, Enum):
     # called one, may be a gated MLP's activation: not a torch layer other than SiLU/GELU, not looked up by
     # literal keys all outside the list (engine.gate_activations)
     GATE_ACTIVATION = "gate_activation"
+    # gate_projections($gate, $up): two different submodules, each an nn.Linear or a module passed to the
+    # constructor (`self.w1 = gate_proj`) or built from a value passed in (`config.w1.build()`), at least one of
+    # them passed in (engine.gate_projections)
+    GATE_PROJECTIONS = "gate_projections"
+    # named_activation($act, "gelu", ...): every binding of the submodule bound to $act (a wildcard) is a call
+    # of one name that is evident here and listed, compared without case (engine.named_activations)
+    NAMED_ACTIVATION = "named_activation"
     # vocabulary($head): the layer bound to $head projects onto a vocabulary (its output size names one, or is
     # the size of an nn.Embedding of the same module): an LM head, not a classifier
     VOCABULARY = "vocabulary"

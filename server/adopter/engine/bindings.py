@@ -6,7 +6,17 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from adopter.dsl.types import Architecture, Binding, BindingPattern, Ctor, CtorPattern, Expr, PValue, Value
+from adopter.dsl.types import (
+    Architecture,
+    Binding,
+    BindingPattern,
+    Ctor,
+    CtorPattern,
+    Expr,
+    Param,
+    PValue,
+    Value,
+)
 
 
 def callee_matches(pattern: str, callee: str) -> bool:
@@ -85,17 +95,28 @@ class InitIndex:
     _possible: dict[int, bool] = field(default_factory=dict)
 
     callees: frozenset[str] = frozenset()  # every constructor callee, qualified and by last name
+    params: tuple[Param, ...] = ()  # `__init__`'s parameters (what a caller passes in), with their defaults
 
     @classmethod
     def of(cls, arch: Architecture | None) -> InitIndex:
         by_attr: dict[str, list[Binding]] = {}
         callees: set[str] = set()
+        params: tuple[Param, ...] = ()
         if arch is not None and arch.init is not None:
             for b in arch.init.bindings:
                 by_attr.setdefault(b.attr, []).append(b)
                 for c in _nested_ctors(b):
                     callees.update((c.callee, c.callee.rsplit(".", 1)[-1]))
-        return cls(by_attr, callees=frozenset(callees))
+            params = arch.init.params
+        return cls(by_attr, callees=frozenset(callees), params=params)
+
+    def bindings_of(self, attr: str) -> tuple[Binding, ...]:
+        """Every binding of `self.<attr>` (none: not bound in this `__init__`)."""
+        return tuple(self.by_attr.get(attr, ()))
+
+    def parameters(self) -> tuple[Param, ...]:
+        """`__init__`'s parameters, with their defaults."""
+        return self.params
 
     def resolve(self, target: str, pattern: BindingPattern) -> Binding | None:
         """The binding of module op `target` (`self.q`, `self.layer[*]`) that fits `pattern`."""

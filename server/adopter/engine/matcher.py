@@ -35,7 +35,9 @@ from adopter.engine.attention_roles import plays_attention_roles
 from adopter.engine.bindings import InitIndex, norm_text
 from adopter.engine.flow import FlatForward
 from adopter.engine.gate_activations import may_be_gate_activation
+from adopter.engine.gate_projections import may_be_passed_projections
 from adopter.engine.layer_facts import literal_keys, output_width, widths_agree
+from adopter.engine.named_activations import is_named_activation
 from adopter.engine.plans import (
     init_patterns,
     is_cast,
@@ -506,6 +508,14 @@ class RuleMatcher:
             return self._key_may_be(g, state)
         if g.kind == GuardKind.GATE_ACTIVATION:
             return self._gate_activation(g, state)
+        if g.kind == GuardKind.NAMED_ACTIVATION:
+            first = self._value(g.args[0], state)
+            keys = {a.text.strip().strip("\"'") for a in g.args[1:] if isinstance(a, Expr)}
+            return first is not None and first[0] == "mod" and is_named_activation(str(first[1]), self.init, keys)
+        if g.kind == GuardKind.GATE_PROJECTIONS:
+            values = [self._value(a, state) for a in g.args]
+            return all(v is not None and v[0] == "mod" for v in values) and may_be_passed_projections(
+                [str(v[1]) for v in values if v is not None], self.init)
         if g.kind == GuardKind.VOCABULARY:
             return all(projects_to_vocabulary(state.bindings.get(state.var(a.name.lstrip("$"))), self.init)
                        for a in g.args if isinstance(a, PVar))

@@ -26,6 +26,7 @@ from adopter.dsl.types import (
     ModuleFile,
     Op,
     OpKind,
+    Param,
     Problem,
     PVar,
     Ref,
@@ -120,7 +121,7 @@ class _AskedInit(InitIndex):
 
     @classmethod
     def for_rule(cls, init: InitIndex, rule: Rule) -> _AskedInit:
-        own = cls(init.by_attr, callees=init.callees)
+        own = cls(init.by_attr, callees=init.callees, params=init.params)
         if _reads_every_binding(rule):
             own.asked.append(("all", "", None, _all_bindings(init)))
         return own
@@ -130,6 +131,16 @@ class _AskedInit(InitIndex):
             return self._resolved[(target, id(pattern))]
         found = super().resolve_ctor(target, pattern)
         self.asked.append(("resolve", target, pattern, found))
+        return found
+
+    def bindings_of(self, attr: str) -> tuple[Binding, ...]:
+        found = super().bindings_of(attr)
+        self.asked.append(("attr", attr, None, found))
+        return found
+
+    def parameters(self) -> tuple[Param, ...]:
+        found = super().parameters()
+        self.asked.append(("params", "", None, found))
         return found
 
     def could_match(self, pattern: BindingPattern) -> bool:
@@ -143,7 +154,8 @@ class _AskedInit(InitIndex):
 def _reads_every_binding(rule: Rule) -> bool:
     """Whether matching `rule` reads every binding of `__init__` (`InitIndex.by_attr`) besides asking it
     questions: the vocabulary guard (the Embeddings' sizes), the gate-activation guard (the activation's
-    bindings) and the submodule view (every layer)."""
+    bindings) and the submodule view (every layer). The gate-projections and named-activation guards ask
+    questions instead (`bindings_of`, `parameters`)."""
     return any(g.kind in (GuardKind.VOCABULARY, GuardKind.GATE_ACTIVATION, GuardKind.INSIDE_SUBMODULE)
                for g in rule.guards)
 
@@ -158,6 +170,10 @@ def _answer(init: InitIndex, question: str, target: str, pattern: BindingPattern
         return init.resolve_ctor(target, pattern)
     if question == "possible" and pattern is not None:
         return init.could_match(pattern)
+    if question == "params":
+        return init.parameters()
+    if question == "attr":
+        return init.bindings_of(target)
     return _all_bindings(init)
 
 
