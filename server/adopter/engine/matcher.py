@@ -34,7 +34,7 @@ from adopter.engine.attention_roles import plays_attention_roles
 from adopter.engine.bindings import InitIndex, norm_text
 from adopter.engine.flow import FlatForward
 from adopter.engine.gate_activations import may_be_gate_activation
-from adopter.engine.layer_facts import literal_keys, output_width, widths_agree
+from adopter.engine.layer_facts import literal_keys, output_width, sized, widths_agree
 from adopter.engine.plans import (
     init_patterns,
     is_cast,
@@ -492,7 +492,8 @@ class RuleMatcher:
         if g.kind == GuardKind.INSIDE_SUBMODULE:
             return True  # a permission, applied when the match becomes a finding (engine.sites)
         if g.kind == GuardKind.SAME_WIDTH:
-            return widths_agree([self._width(arg, state) for arg in g.args])
+            widths = [self._width(arg, state) for arg in g.args]
+            return widths_agree(widths) or widths_agree(sized(widths, self.init.size))
         if g.kind == GuardKind.KEY_MAY_BE:
             return self._key_may_be(g, state)
         if g.kind == GuardKind.GATE_ACTIVATION:

@@ -120,7 +120,7 @@ class _AskedInit(InitIndex):
 
     @classmethod
     def for_rule(cls, init: InitIndex, rule: Rule) -> _AskedInit:
-        own = cls(init.by_attr, callees=init.callees)
+        own = cls(init.by_attr, callees=init.callees, sizes=init.sizes)
         if _reads_every_binding(rule):
             own.asked.append(("all", "", None, _all_bindings(init)))
         return own
@@ -130,6 +130,11 @@ class _AskedInit(InitIndex):
             return self._resolved[(target, id(pattern))]
         found = super().resolve_ctor(target, pattern)
         self.asked.append(("resolve", target, pattern, found))
+        return found
+
+    def size(self, name: str) -> str | None:
+        found = super().size(name)
+        self.asked.append(("size", name, None, found))
         return found
 
     def could_match(self, pattern: BindingPattern) -> bool:
@@ -158,6 +163,8 @@ def _answer(init: InitIndex, question: str, target: str, pattern: BindingPattern
         return init.resolve_ctor(target, pattern)
     if question == "possible" and pattern is not None:
         return init.could_match(pattern)
+    if question == "size":
+        return init.size(target)
     return _all_bindings(init)
 
 

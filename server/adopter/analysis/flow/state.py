@@ -257,13 +257,18 @@ class FlowState:
 
 def positioned_items(init: Init | None) -> frozenset[str]:
     """`attr[k]` for each item of a Sequential bound once, unconditionally, whose first items are at the
-    list's own positions (`Ctor.lead`): the indexes the flow keeps literal."""
+    list's own positions (`Ctor.lead`), and `attr["key"]` for each literal key of a `ModuleDict` bound so
+    (`Ctor.keyed_items`): the indexes the flow keeps literal."""
     bindings = init.bindings if init is not None else ()
-    if not any(isinstance(b.value, Ctor) and b.value.lead for b in bindings):
+    if not any(isinstance(b.value, Ctor) and (b.value.lead or b.value.keys) for b in bindings):
         return frozenset()
     counts: dict[str, int] = {}
     for b in bindings:
         counts[b.attr] = counts.get(b.attr, 0) + 1
-    return frozenset(f"{b.attr}[{k}]" for b in bindings
-                     if isinstance(b.value, Ctor) and b.value.lead and b.condition is None and counts[b.attr] == 1
-                     for k, item in enumerate(b.value.lead) if item is not None)
+    out: set[str] = set()
+    for b in bindings:
+        if not isinstance(b.value, Ctor) or b.condition is not None or counts[b.attr] != 1:
+            continue
+        out.update(f"{b.attr}[{k}]" for k, item in enumerate(b.value.lead) if item is not None)
+        out.update(f"{b.attr}[{q}{key}{q}]" for key, _ in b.value.keyed_items() for q in "'\"")
+    return frozenset(out)
