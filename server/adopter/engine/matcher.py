@@ -546,11 +546,19 @@ class RuleMatcher:
                 return False
         return True
 
-    @staticmethod
-    def _width(p: PValue, state: _State) -> str | None:
-        """The output width written in the constructor of the layer a module variable bound."""
-        binding = state.bindings.get(state.var(p.name)) if isinstance(p, PVar) else None
-        return output_width(binding.value) if binding is not None and isinstance(binding.value, Ctor) else None
+    def _width(self, p: PValue, state: _State) -> str | None:
+        """The output width written in the constructor of the layer a module variable bound (the item's, for
+        an item of a container: `self.proj["q"]`)."""
+        var = state.var(p.name) if isinstance(p, PVar) else ""
+        binding = state.bindings.get(var)
+        if binding is None or not isinstance(binding.value, Ctor):
+            return None
+        ctor: Ctor = binding.value
+        target, pattern = state.env.get(var), self.init_patterns.get(var)
+        if ctor.items and target is not None and target[0] == "mod" and pattern is not None:
+            found = self.init.resolve_ctor(str(target[1]), pattern)
+            ctor = found[1] if found is not None else ctor
+        return output_width(ctor)
 
     def _same_paths(self, values: list[Bound | None]) -> bool:
         """The ops defining the values after the first run under the same branch tests, and the op
