@@ -112,7 +112,7 @@ def test_widths_written_as_init_locals_are_a_site_and_fused() -> None:
 def test_widths_locals_that_are_not_one_shared_size_stay_silent(change: tuple[str, str]) -> None:
     source = LOCAL_WIDTHS.replace(*change)
     assert source != LOCAL_WIDTHS
-    assert _lines(source) == []
+    assert _lines(source) == [] and _lines(LOCAL_WIDTHS) != []
 
 
 def test_module_dict_items_by_literal_key_are_a_site_without_a_fix() -> None:
@@ -145,4 +145,4 @@ def test_module_dict_written_keys_are_a_site_too() -> None:
 def test_module_dict_near_forms_stay_silent(change: tuple[str, str]) -> None:
     source = MODULE_DICT.replace(*change)
     assert source != MODULE_DICT
-    assert findings_of(source, RULES) == ()
+    assert findings_of(source, RULES) == () and findings_of(MODULE_DICT, RULES) != ()
