@@ -41,9 +41,15 @@ CASES = [
     ("einsum probs·v is matmul", "", 'o = torch.einsum("bhij,bhjd->bhid", x, y)', ["o = function torch.matmul(x, y)"]),
     ("einsum of another shape stays", "", 'o = torch.einsum("bhld,lrd->bhlr", x, y)',
      ['o = function torch.einsum("bhld,lrd->bhlr", x, y)']),
-    ("baddbmm: matmul, scale, add", "", "s = torch.baddbmm(mask, x, y, beta=0, alpha=0.5)",
-     ["%1 = function torch.matmul(x, y)", "%2 = operator *(%1, 0.5)", "%3 = operator *(mask, 0)",
+    ("baddbmm: matmul, scale, add", "", "s = torch.baddbmm(mask, x, y, beta=0.5, alpha=0.5)",
+     ["%1 = function torch.matmul(x, y)", "%2 = operator *(%1, 0.5)", "%3 = operator *(mask, 0.5)",
       "s = operator +(%2, %3)"]),
+    # beta=0: torch ignores the input (nan and inf in it are not propagated), so nothing is added (GPT-2's
+    # `baddbmm(torch.empty(...), q, k, beta=0, alpha=scale)`)
+    ("baddbmm with beta=0: matmul and scale", "", "s = torch.baddbmm(mask, x, y, beta=0, alpha=0.5)",
+     ["%1 = function torch.matmul(x, y)", "s = operator *(%1, 0.5)"]),
+    ("baddbmm with beta=0.0 and no alpha: the product", "", "s = torch.baddbmm(mask, x, y, beta=0.0)",
+     ["s = function torch.matmul(x, y)"]),
     ("casts, copies and layout are one transparent op", "",
      "a = x.float()\nb = x.to(torch.bfloat16)\nc = x.type_as(y)\nd = x.contiguous()",
      ["a = operator cast(x)", "b = operator cast(x, torch.bfloat16)", "c = operator cast(x, y)", "d = operator cast(x)"]),

@@ -17,7 +17,12 @@ from __future__ import annotations
 import pytest
 
 from adopter.analysis import analyse
-from adopter.analysis.canonical.normalise import broadcast_product, chosen_equation, matmul_plan
+from adopter.analysis.canonical.normalise import (
+    broadcast_product,
+    chosen_equation,
+    layouts_by_path,
+    matmul_plan,
+)
 from adopter.engine import Environment, check, load_rules
 
 HEADER = "import torch\nfrom torch import nn, einsum\nfrom einops import rearrange\n\n\n"
@@ -92,4 +97,11 @@ def test_the_equations() -> None:
     choice = "'b h i d, b j d -> b h i j' if k.ndim == 3 else 'b h i d, b h j d -> b h i j'"
     assert chosen_equation(choice) == "'b h i d, b h j d -> b h i j'"
     assert chosen_equation("'b h i d, b j d -> b h i j' if k.ndim == 3 else 'b h i d, b h d j -> b h i j'") is None
+    # two products in different axis orders (audiocraft): the one on the path where the test holds (the fix
+    # declines it)
+    other = "'b h t d,b h k d-> b h t k' if time_dim == 2 else 'b t h d,b k h d-> b h t k'"
+    assert chosen_equation(other) == "'b h t d,b h k d-> b h t k'"
+    assert layouts_by_path(other) and not layouts_by_path(choice)
+    # a product on one path only (an outer product on the other): neither is read
+    assert chosen_equation("'b h i d, b h j d -> b h i j' if k.ndim == 3 else 'b h i, b h j -> b h i j'") is None
     assert matmul_plan(choice) is None  # a chosen equation is not one literal (the fix declines it)

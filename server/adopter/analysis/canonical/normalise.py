@@ -758,13 +758,19 @@ class _Pass:
         if len(op.args) != 3 or len(op.outputs) != 1 or any(k.name not in ("beta", "alpha") for k in op.kwargs):
             return None
         kw = {k.name: k.value for k in op.kwargs}
-        product = self.temp()
+        # `beta=0`: torch ignores `input` (its nan and inf are not propagated), so there is no added term:
+        # GPT-2's `baddbmm(empty, q, k, beta=0, alpha=scale)` is the scaled product alone.
+        beta = kw.get("beta")
+        ignored = isinstance(beta, Expr) and _ZERO.match(beta.text) is not None
+        product = op.outputs[0] if ignored and "alpha" not in kw else self.temp()
         out = [_new(op, MATMUL, (op.args[1], op.args[2]), (product,))]
         value: Value = Ref(product)
         if "alpha" in kw:
-            scaled = self.temp()
+            scaled = op.outputs[0] if ignored else self.temp()
             out.append(_new(op, ("operator", "*"), (value, kw["alpha"]), (scaled,)))
             value = Ref(scaled)
+        if ignored:
+            return out
         bias: Value = op.args[0]
         if "beta" in kw:
             name = self.temp()
@@ -851,7 +857,10 @@ def chosen_equation(text: str) -> str | None:
     """For `'eq1' if test else 'eq2'` (an f-string equation whose placeholder a local chooses, see
     `adopter.analysis.flow.fstrings`): the one equation standing for both when both are the same
     matrix product up to batch axes one operand broadcasts over, the one naming every batch axis;
-    None for anything else."""
+    when both are matrix products in different axis orders (audiocraft's heads-first or time-first
+    layout chosen by an `if`), the first: the product on the path where the test holds (every einsum
+    the same test chooses is read on that path, so a chain of them is one path's chain; the equation as
+    written stays in the op's origin, and the fix declines it); None for anything else."""
     m = _CHOICE.match(text.strip())
     if m is None:
         return None
@@ -861,12 +870,24 @@ def chosen_equation(text: str) -> str | None:
         widened = broadcast_product(eq)
         plan = matmul_plan(widened[0] if widened else eq)
         if plan is None:
-            return None
+            return first if layouts_by_path(text) else None
         plans.append((plan, widened is None))
     if plans[0][0] != plans[1][0]:
-        return None
+        return first if layouts_by_path(text) else None
     full = [eq for eq, (_, plain) in zip((first, second), plans) if plain]
     return full[0] if full else first
+
+
+def layouts_by_path(text: str) -> bool:
+    """Whether `'eq1' if test else 'eq2'` chooses between two matrix products in different axis orders
+    (which one runs depends on the path: `chosen_equation` reads the first)."""
+    m = _CHOICE.match(text.strip())
+    if m is None:
+        return False
+    first, second = m.group("a"), m.group("b")
+    if first == second or not all(product_layout(e) or matmul_plan(e) for e in (first, second)):
+        return False
+    return (matmul_plan(first), product_layout(first)) != (matmul_plan(second), product_layout(second))
 
 
 def broadcast_product(equation: str) -> tuple[str, tuple[tuple[int, ...], tuple[int, ...]]] | None:
@@ -905,6 +926,7 @@ def broadcast_product(equation: str) -> tuple[str, tuple[tuple[int, ...], tuple[
     return full, (axes[0], axes[1])
 
 
+_ZERO = re.compile(r"^\s*(0+\.?0*|\.0+)\s*$")
 _CHOICE = re.compile(r"""^(?P<a>(['"])[^'"]*\2)\s+if\s+.+?\s+else\s+(?P<b>(['"])[^'"]*\4)$""", re.S)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from adopter.analysis.flow.calls import argument_nodes
+from adopter.analysis.flow.fstrings import joined_constants
 from adopter.analysis.flow.parts import Control, Expressions, Statements
 from adopter.analysis.flow.state import MAX_NESTING, EnvVal, FlowState, ModuleFunction, Submodule
 from adopter.analysis.names.assignments import target_leaves
@@ -83,9 +84,10 @@ class ControlFlow(Control):
             bodies.append(None)
         span = self.src.span(stmt)
         frame = state.frame
-        base_env = frame.env
+        base_env, base_constants = frame.env, frame.constants
         parent = state.block
         results: list[tuple[list[Stmt], dict[str, EnvVal], bool]] = []
+        constants: list[dict[str, str | None]] = []
         state.nesting += 1
         state.paths += 1
         first_live = len(state.live)
@@ -96,11 +98,13 @@ class ControlFlow(Control):
                 state.live.append(lst)
                 state.block = lst
                 frame.env = dict(base_env)
+                frame.constants = dict(base_constants)  # each path its own (`fstrings.joined_constants`)
                 state.terminated = state.returned = False
                 if body is not None:
                     self.statements.run(body.named_children)
                 any_return = any_return or state.returned
                 results.append((lst, frame.env, state.terminated))
+                constants.append(frame.constants)
             consumed = False
             if not frame.root and rest and any_return and not all(r[2] for r in results):
                 consumed = True
@@ -108,16 +112,19 @@ class ControlFlow(Control):
                     if done:
                         continue
                     state.block = lst
-                    frame.env = env
+                    frame.env, frame.constants = env, constants[k]
                     state.terminated = state.returned = False
                     self.statements.run(rest)
                     results[k] = (lst, frame.env, state.terminated)
+                    constants[k] = frame.constants
         finally:
             state.nesting -= 1
             state.paths -= 1
             del state.live[first_live:]
             state.block = parent
         open_envs = [env for _, env, done in results if not done] or [env for _, env, _ in results]
+        frame.constants = joined_constants(
+            [c for c, (_, _, done) in zip(constants, results) if not done] or constants, tuple(conditions))
         frame.env = self._merge_envs(open_envs)
         if len(open_envs) == len(results) > 1:
             _functions_at_join(frame.env, open_envs, tuple(conditions))

@@ -11,7 +11,22 @@ as the conditional expression of those two literals (`'…' if k.ndim == 3 else 
 conditional of two string constants already has in the flow analysis, so a reader of equations
 (`adopter.analysis.canonical.normalise`) sees every string the code can pass. A placeholder that is not
 a bare name bound to a string constant (or to a conditional of two), a format spec or conversion, or a
-string with more than one conditional placeholder, leaves the f-string as written.
+string with two placeholders chosen by different tests, leaves the f-string as written.
+
+audiocraft's streaming attention writes the same thing with statements: the layout is chosen by an
+`if`/`else` statement, the keys' layout derived from it by `str.replace`, the query's by an alias:
+
+    if time_dim == 2: layout = "b h t d"
+    else: layout = "b t h d"
+    key_layout = layout.replace('t', 'k')
+    query_layout = layout
+    pre_w = torch.einsum(f"{query_layout},{key_layout}-> b h t k", q, k)
+
+Each path of an `if` keeps its own constants; where an `if`/`else` joins, a name bound to one constant on
+each path is the conditional of the two under the `if`'s test (`joined_constants`); `str.replace` of a
+constant with literal arguments is the constant it makes, on each alternative (`constant_method`), and a
+name bound to a constant's name is that constant. Two placeholders chosen by the same test make one
+conditional of two strings (the test decides both).
 """
 
 from __future__ import annotations
@@ -21,7 +36,7 @@ from collections.abc import Callable
 
 from tree_sitter import Node
 
-from adopter.dsl.types import Expr
+from adopter.dsl.types import Expr, Ref
 
 # A string constant without quotes or braces inside, or a conditional of two (as the flow analysis keeps
 # `'b j d' if k.ndim == 3 else 'b h j d'`: its text).
@@ -45,6 +60,8 @@ def bind_constant(constants: dict[str, str | None], name: str, value: object) ->
     """Record what local `name` is bound to: a string constant's text (or a conditional of two); a name
     bound twice to different texts, or once to anything else, names no constant (None)."""
     text = value.text if isinstance(value, Expr) and constant_choices(value.text) is not None else None
+    if text is None and isinstance(value, Expr | Ref):
+        text = constants.get(value.text if isinstance(value, Expr) else value.name)  # `query_layout = layout`
     if name in constants and constants[name] != text:
         text = None
     constants[name] = text
@@ -79,7 +96,7 @@ def substituted(node: Node, text_of: Callable[[Node], str], lookup: Callable[[st
                 return None
             strings, chosen_by = choices
             if chosen_by is not None:
-                if test is not None:
+                if test is not None and chosen_by != test:
                     return None  # two independent choices: four strings
                 test = chosen_by
             parts.append(strings)
@@ -96,3 +113,54 @@ def substituted(node: Node, text_of: Callable[[Node], str], lookup: Callable[[st
     if test is None:
         return Expr(f"{quote}{texts[0]}{quote}")
     return Expr(f"{quote}{texts[0]}{quote} if {test} else {quote}{texts[1]}{quote}")
+
+
+_METHODS = frozenset({"replace"})  # str methods whose result is a constant when their arguments are
+
+
+def constant_method(node: Node, text_of: Callable[[Node], str], lookup: Callable[[str], str | None]) -> Expr | None:
+    """The call at `node`, `name.replace('t', 'k')` with `name` a local string constant (or a conditional of
+    two) and literal arguments, as the constant it makes (a conditional of the two results); else None."""
+    function = node.child_by_field_name("function")
+    arguments = node.child_by_field_name("arguments")
+    if function is None or arguments is None or function.type != "attribute":
+        return None
+    receiver, attr = function.child_by_field_name("object"), function.child_by_field_name("attribute")
+    if receiver is None or attr is None or receiver.type != "identifier" or text_of(attr) not in _METHODS:
+        return None
+    value = lookup(text_of(receiver))
+    choices = constant_choices(value) if value is not None else None
+    args = [a for a in arguments.named_children if a.type != "comment"]
+    literals = [constant_choices(text_of(a)) for a in args if a.type == "string"]
+    if choices is None or len(args) != 2 or len(literals) != 2 or any(c is None or c[1] for c in literals):
+        return None
+    old, new = (c[0][0] for c in literals if c is not None)
+    strings, test = choices
+    made = [s.replace(old, new) for s in strings]
+    if any("'" in m or '"' in m or "{" in m or "}" in m for m in made):
+        return None
+    if test is None:
+        return Expr(f'"{made[0]}"')
+    return Expr(f'"{made[0]}" if {test} else "{made[1]}"')
+
+
+def joined_constants(paths: list[dict[str, str | None]], conditions: tuple[str, ...]) -> dict[str, str | None]:
+    """The constants after an `if` joins: a name bound to the same text on every path keeps it; on the two
+    paths of an `if`/`else` (`conditions` = (test, "else")) to one constant each, it is their conditional
+    under the test; otherwise it names no constant."""
+    if len(paths) == 1:
+        return paths[0]
+    joined: dict[str, str | None] = {}
+    for name in set().union(*paths):
+        texts = [p.get(name) for p in paths]
+        if all(t == texts[0] for t in texts):
+            joined[name] = texts[0]
+            continue
+        joined[name] = None
+        if len(paths) == 2 and len(conditions) == 2 and conditions[1] == "else" and all(
+                t is not None for t in texts):
+            choices = [constant_choices(t) for t in texts if t is not None]
+            if all(c is not None and c[1] is None for c in choices):
+                a, b = (c[0][0] for c in choices if c is not None)
+                joined[name] = f'"{a}" if {conditions[0]} else "{b}"'
+    return joined

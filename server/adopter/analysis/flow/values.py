@@ -10,7 +10,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import CHOOSE
-from adopter.analysis.flow.fstrings import substituted
+from adopter.analysis.flow.fstrings import constant_method, substituted
 from adopter.analysis.flow.parts import Calls, Expressions
 from adopter.analysis.flow.state import (
     MAX_NESTING,
@@ -47,7 +47,10 @@ class ExpressionFlow(Expressions):
             v = self.state.lookup(name)
             return v if v is not None else Expr(name)
         if kind == "call":
-            return self.calls.call(node, outs)
+            # `layout.replace('t', 'k')` of a local string constant: the constant it makes, no op
+            constants = self.state.frame.constants
+            made = constant_method(node, self.state.text, constants.get) if constants else None
+            return made if made is not None else self.calls.call(node, outs)
         if kind == "attribute":
             return self._attribute(node, outs)
         if kind == "subscript":

@@ -20,7 +20,7 @@ import ast
 import textwrap
 from collections.abc import Sequence
 
-from adopter.analysis.canonical.normalise import matmul_plan
+from adopter.analysis.canonical.normalise import layouts_by_path, matmul_plan
 from adopter.dsl.types import Expr, Op, OpKind, Ref
 from adopter.parsed import walk
 from adopter.synth.registry import SynthContext, strategy
@@ -64,6 +64,12 @@ def sdpa_chain(ctx: SynthContext) -> None:
     if dropout:
         args.append(dropout)
     args.append(f"scale={site.scale()}")
+    if chain.reshapes:
+        # open_clip's `attn.view(N, H, L, L) * logit_scale` then `.view(-1, L, L)`: the call would have to take
+        # the product in the layout the scale is applied in.
+        ctx.decline(f"the scores are reshaped between the steps (`{ctx.text(chain.reshapes[0].span)}`); "
+                    "rewrite it by hand")
+        return
     if site.in_place:
         sources = [*inputs, *((t, op) for t, op in ((dropout, chain.dropout), (args[-1], chain.scale)) if op)]
         site.check_read_where_written(sources)
@@ -102,6 +108,12 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
     for op in ops:
         if op.kind == OpKind.METHOD and op.target in ("transpose", "mT") and chain.transpose is None:
             chain.transpose = op
+        elif op.kind == OpKind.METHOD and op.target in ("view", "reshape") and chain.transpose is not None and any(
+                isinstance(a, Ref) and a.name in chain.transpose.outputs for a in op.args[:1]):
+            # GPT-2's `key.transpose(-1, -2).reshape(-1, dk, k_len)` (heads folded into the batch for baddbmm)
+            return "the keys are reshaped after their transpose; rewrite it by hand"
+        elif op.kind == OpKind.METHOD and op.target in ("view", "reshape"):
+            chain.reshapes.append(op)  # the scores reshaped around the scale (declined after the scale is read)
         elif op.kind == OpKind.OPERATOR and op.target in ("/", "*") and chain.scale is None:
             chain.scale = op
         elif chain.mask is None and (
@@ -133,6 +145,12 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
                       and extra[0].value.text in _FP32):
         return f"the softmax takes `{', '.join(k.name for k in extra)}` other than an fp32 dtype, which SDPA does not"
     scores_eq, out_eq = einsum_equation(chain.scores), einsum_equation(chain.out)
+    for equation in (scores_eq, out_eq):
+        if equation is not None and layouts_by_path(equation):
+            # audiocraft's `f"{query_layout},{key_layout}-> b h t k"`, the layout chosen by an `if`: the chain
+            # was read on one path; one SDPA call would need the tensors permuted differently on each.
+            return (f"the einsum's equation is chosen at run time (`{equation}`), a different axis order on "
+                    "each path; rewrite it by hand")
     for plan, equation in (((False, True), scores_eq), ((False, False), out_eq)):
         if equation is not None and (matmul_plan(equation) or (None, None))[:2] != plan:
             # q·kᵀ must read q and k as (..., n, d), and probs·v read v as (..., n, d), as SDPA takes them;

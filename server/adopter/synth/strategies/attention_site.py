@@ -26,6 +26,7 @@ class Chain:
     mask: Op | None = None
     dropout: Op | None = None
     biases: list[Op] = field(default_factory=list)  # further `+ term` steps after the first (`mask`)
+    reshapes: list[Op] = field(default_factory=list)  # `view`/`reshape` of the scores before or after the scale
     # einsum products in another axis order: how to permute q, k, v to SDPA's layout, and its output back
     perms: list[tuple[int, ...] | None] = field(default_factory=lambda: [None, None, None])
     out_perm: tuple[int, ...] | None = None
@@ -286,7 +287,7 @@ class SiteSource:
         op = self.chain.scale
         if op is None or self.scaled_outside:  # the keys are scaled where they are laid out: `k` holds the scale
             return "1.0"
-        scores_out = set(self.chain.scores.outputs)
+        scores_out = set(self.chain.scores.outputs).union(*(r.outputs for r in self.chain.reshapes))
         index = 1 if isinstance(op.args[0], Ref) and op.args[0].name in scores_out else 0
         if op.target == "/" and index == 0:
             self.ctx.decline("the scores are the divisor, not the dividend")
@@ -295,7 +296,38 @@ class SiteSource:
         if isinstance(value, Ref) and not is_plain_number(text):
             self.ctx.decline(f"the scale `{text}` is a value computed at run time, SDPA needs a float")
         self._refuse_tensor_attributes(text)
+        self._refuse_tensor_locals(text, set())
         return f"1.0 / {paren(text)}" if op.target == "/" else text
+
+    def _refuse_tensor_locals(self, text: str, seen: set[str]) -> None:
+        """Decline when the scale reads a local the function binds to something other than a number
+        (open_clip's cosine attention: `logit_scale = torch.clamp(self.logit_scale, max=m).exp()`, a learned
+        per-head tensor): SDPA's `scale` is a Python float. Each binding of the local is read the same way."""
+        try:
+            node = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            return
+        # a name read as a value (`logit_scale`), not one whose attribute is read (`k.size(-1)`, `x.shape[-1]`:
+        # sizes, which `is_plain_number` judges) nor a called function (`math.sqrt`)
+        under = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Attribute)}
+        under |= {id(sub.func) for sub in ast.walk(node) if isinstance(sub, ast.Call)}
+        names = {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and id(sub) not in under} - seen
+        seen |= names
+        for sub in self._walk_func() if names else ():
+            if not isinstance(sub, ast.Assign | ast.AnnAssign | ast.AugAssign) or sub.value is None:
+                continue
+            value = sub.value
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            if not any(isinstance(t, ast.Name) and t.id in names for t in targets):
+                continue
+            bound = ast.unparse(value)
+            if not is_plain_number(bound):
+                name = next(t.id for t in targets if isinstance(t, ast.Name) and t.id in names)
+                shown = bound if len(bound) <= 60 else bound[:57] + "..."
+                self.ctx.decline(f"the scale `{name}` is bound to `{shown}` (line {sub.lineno}), not a "
+                                 "number; SDPA's scale must be a Python float")
+            self._refuse_tensor_attributes(bound)
+            self._refuse_tensor_locals(bound, seen)
 
     def _refuse_tensor_attributes(self, text: str) -> None:
         """Decline when the scale reads a `self.` attribute the class binds to a call that makes no Python
