@@ -405,3 +405,28 @@ def test_a_space_moved_between_sequential_items_moves_their_spans() -> None:
     after = doc.result().architectures[0]
     assert after is not before
     assert strictly_equal(after, analyse(text, "m.py").architectures[0])
+
+
+def test_an_edit_of_a_size_local_in_init_reaches_the_architecture() -> None:
+    """`Init.sizes` (what `inner = heads * dim` holds, read by `same_width`) is left out of equality: an edit that
+    changes only what such a local holds still gives a new `__init__`, not the cached one."""
+    from adopter.analysis.analyser import identical as _identical
+
+    source = HEADER + (
+        "class Net(nn.Module):\n"
+        "    def __init__(self, dim, heads):\n"
+        "        super().__init__()\n"
+        "        inner = heads * dim\n"
+        "        self.q = nn.Linear(dim, inner)\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        return self.q(x)\n"
+    )
+    doc = DocumentAnalysis(source, "m.py")
+    before = doc.result().architectures[0].init
+    assert before is not None and dict(before.sizes) == {"inner": "heads * dim"}
+    text = _replace(doc, "inner = heads * dim", "inner = heads * 2")
+    after = doc.result().architectures[0].init
+    assert after is not None and dict(after.sizes) == {"inner": "heads * 2"}
+    assert after == before and not _identical(after, before)
+    _matches_fresh(doc, text)

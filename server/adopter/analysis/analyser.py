@@ -620,7 +620,7 @@ def identical(new: object, old: object) -> bool:
 # The dataclass fields of `adopter.dsl.types` that `==` does not compare; `_same_extras` compares them
 # (a test checks that this list is complete).
 EXTRA_FIELDS = frozenset({("Op", "origin"), ("Forward", "referenced"), ("Forward", "calls"), ("Ctor", "origin"),
-                          ("Binding", "item_spans")})
+                          ("Binding", "item_spans"), ("Init", "sizes")})
 
 
 def _same_extras(a: object, b: object) -> bool:
@@ -632,7 +632,7 @@ def _same_extras(a: object, b: object) -> bool:
     if isinstance(a, Architecture) and isinstance(b, Architecture):
         return _same_extras(a.init, b.init) and _same_extras(a.forward, b.forward)
     if isinstance(a, Init) and isinstance(b, Init):
-        return all(_same_extras(x, y) for x, y in zip(a.bindings, b.bindings, strict=True))
+        return a.sizes == b.sizes and all(_same_extras(x, y) for x, y in zip(a.bindings, b.bindings, strict=True))
     if isinstance(a, Ctor) and isinstance(b, Ctor):
         return a.origin == b.origin and _same_extras(a.items, b.items)
     if isinstance(a, Forward) and isinstance(b, Forward):

@@ -214,6 +214,38 @@ class Ctor:
             return self.lead[i]
         return self.items[i] if (self.repeat is None or self.once) and i < len(self.items) else None
 
+    def keyed_items(self) -> tuple[tuple[str, Ctor], ...]:
+        """A `ModuleDict`'s items by literal key: its written keys, and for a comprehension (`{n: Linear(...)
+        for n in ("q", "k", "v")}`: its variable is the first key, `repeat` the iterable) each string of a
+        literal iterable; a key given twice (a comprehension's, then assigned) is left out."""
+        if not self.callee.endswith("ModuleDict") or len(self.keys) != len(self.items):
+            return ()
+        pairs: list[tuple[str, Ctor]] = []
+        for n, (key, item) in enumerate(zip(self.keys, self.items)):
+            if n == 0 and self.repeat is not None:
+                pairs.extend((k, item) for k in _literal_strings(self.repeat))
+            else:
+                pairs.append((key, item))
+        seen = [k for k, _ in pairs]
+        return tuple((k, c) for k, c in pairs if seen.count(k) == 1)
+
+    def by_key(self, key: str) -> Ctor | None:
+        """The `ModuleDict` item of a literal key (`keyed_items`), or None."""
+        return next((c for k, c in self.keyed_items() if k == key), None)
+
+
+def _literal_strings(text: str) -> tuple[str, ...]:
+    """The strings of a literal tuple or list of strings (`("q", "k", "v")`), else ()."""
+    import ast
+
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return ()
+    if isinstance(value, (tuple, list)) and value and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return ()
+
 
 @dataclass(frozen=True, slots=True)
 class Binding:
@@ -243,6 +275,10 @@ class Init:
     params: tuple[Param, ...]
     bindings: tuple[Binding, ...]
     span: Span
+    # Locals of `__init__` bound once, unconditionally, to arithmetic of names and numbers (`inner = heads *
+    # dim_head`): (name, normalised text). What a layer's width written as such a local is (`same_width`);
+    # not printed, and equality ignores it.
+    sizes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ _CONTRACTIONS = frozenset({"torch.matmul", "torch.einsum", "einops.einsum", "tor
                            "einsum", "torch.bmm", "bmm", "matmul", "@"})
 # Steps that pass a projection on unchanged in role: layout, casts, scaling, masking, concatenation.
 _PASS = frozenset({"cast", "choose", "getitem", "view", "reshape", "transpose", "permute", "contiguous",
-                   "unsqueeze", "squeeze", "expand", "flatten", "to", "type_as", "float", "half", "masked_fill",
+                   "unsqueeze", "squeeze", "expand", "flatten", "unflatten", "torch.unflatten", "to", "type_as", "float", "half", "masked_fill",
                    "torch.transpose", "einops.rearrange", "rearrange", "+", "-", "*", "/", "neg",
                    "torch.cat", "cat"})
 _SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split", "torch.chunk", "torch.split"})

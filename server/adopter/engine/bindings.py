@@ -56,6 +56,8 @@ def norm_text(text: str) -> str:
 
 _ATTR = re.compile(r"^self\.(\w+)$")
 _CHILD = re.compile(r"^self\.(\w+)((?:\[(?:\d+|\*)\])*)$")
+# `self.proj["q"]`: a ModuleDict's item by a literal key (`analysis.flow.state.positioned_items`).
+_KEYED = re.compile(r"""^self\.(\w+)\[(["'])(\w+)\2\]$""")
 
 
 def _module_ctors(binding: Binding, container_item: bool) -> Iterator[Ctor]:
@@ -96,19 +98,22 @@ class InitIndex:
 
     callees: frozenset[str] = frozenset()  # every constructor callee, qualified and by last name
     params: tuple[Param, ...] = ()  # `__init__`'s parameters (what a caller passes in), with their defaults
+    sizes: dict[str, str] = field(default_factory=dict)  # `Init.sizes`: local -> its arithmetic
 
     @classmethod
     def of(cls, arch: Architecture | None) -> InitIndex:
         by_attr: dict[str, list[Binding]] = {}
         callees: set[str] = set()
         params: tuple[Param, ...] = ()
+        sizes: dict[str, str] = {}
         if arch is not None and arch.init is not None:
             for b in arch.init.bindings:
                 by_attr.setdefault(b.attr, []).append(b)
                 for c in _nested_ctors(b):
                     callees.update((c.callee, c.callee.rsplit(".", 1)[-1]))
             params = arch.init.params
-        return cls(by_attr, callees=frozenset(callees), params=params)
+            sizes = dict(arch.init.sizes)
+        return cls(by_attr, callees=frozenset(callees), params=params, sizes=sizes)
 
     def bindings_of(self, attr: str) -> tuple[Binding, ...]:
         """Every binding of `self.<attr>` (none: not bound in this `__init__`)."""
@@ -117,6 +122,10 @@ class InitIndex:
     def parameters(self) -> tuple[Param, ...]:
         """`__init__`'s parameters, with their defaults."""
         return self.params
+
+    def size(self, name: str) -> str | None:
+        """What a local of `__init__` holds when it is one size (`inner = heads * dim_head`), else None."""
+        return self.sizes.get(name)
 
     def resolve(self, target: str, pattern: BindingPattern) -> Binding | None:
         """The binding of module op `target` (`self.q`, `self.layer[*]`) that fits `pattern`."""
@@ -130,7 +139,12 @@ class InitIndex:
             return self._resolved[key]
         found = None
         m = _CHILD.match(target)
-        if m is not None and m.group(2):
+        keyed = _KEYED.match(target) if m is None else None
+        if keyed is not None:
+            found = next(((b, c) for b in self.by_attr.get(keyed.group(1), ()) if isinstance(b.value, Ctor)
+                          if (c := b.value.by_key(keyed.group(3))) is not None and ctor_matches(pattern.ctor, c)),
+                         None)
+        elif m is not None and m.group(2):
             # `self.net[2]`: a child of an nn.Sequential the canonical pass unrolled into its children.
             # `self.layers[*][1][0]`: `[*]` is each item of a list of one repeated module (`for attn, ff in self.layers`)
             # A `[*]` followed by an index reads each item of a list of lists of different makes (the

@@ -4,7 +4,7 @@ looked up by. Read by the matcher's `same_width` and `key_may_be` guards."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from adopter.dsl.types import Ctor, Expr
 from adopter.engine.bindings import norm_text
@@ -42,6 +42,23 @@ def widths_agree(widths: Sequence[str | None]) -> bool:
     if any(len(f) < 2 for f in factors):
         return False
     return bool(frozenset.intersection(*factors))
+
+
+def sized(widths: Sequence[str | None], size: Callable[[str], str | None]) -> list[str | None]:
+    """The widths with each one written as a local of `__init__` replaced by the arithmetic it holds
+    (`dim_inner` -> `heads*dim_head`, `size`: `InitIndex.size`), a few levels deep; the others as they are."""
+    out: list[str | None] = []
+    for w in widths:
+        for _ in range(_SIZE_DEPTH):
+            held = size(w) if w is not None and w.isidentifier() else None
+            if held is None:
+                break
+            w = norm_text(held)
+        out.append(w)
+    return out
+
+
+_SIZE_DEPTH = 3
 
 
 def _factors(text: str) -> list[str]:

@@ -36,7 +36,7 @@ from adopter.engine.bindings import InitIndex, norm_text
 from adopter.engine.flow import FlatForward
 from adopter.engine.gate_activations import may_be_gate_activation
 from adopter.engine.gate_projections import may_be_passed_projections
-from adopter.engine.layer_facts import literal_keys, output_width, widths_agree
+from adopter.engine.layer_facts import literal_keys, output_width, sized, widths_agree
 from adopter.engine.named_activations import is_named_activation
 from adopter.engine.plans import (
     init_patterns,
@@ -503,7 +503,8 @@ class RuleMatcher:
         if g.kind == GuardKind.INSIDE_SUBMODULE:
             return True  # a permission, applied when the match becomes a finding (engine.sites)
         if g.kind == GuardKind.SAME_WIDTH:
-            return widths_agree([self._width(arg, state) for arg in g.args])
+            widths = [self._width(arg, state) for arg in g.args]
+            return widths_agree(widths) or widths_agree(sized(widths, self.init.size))
         if g.kind == GuardKind.KEY_MAY_BE:
             return self._key_may_be(g, state)
         if g.kind == GuardKind.GATE_ACTIVATION:
@@ -566,11 +567,19 @@ class RuleMatcher:
                 return False
         return True
 
-    @staticmethod
-    def _width(p: PValue, state: _State) -> str | None:
-        """The output width written in the constructor of the layer a module variable bound."""
-        binding = state.bindings.get(state.var(p.name)) if isinstance(p, PVar) else None
-        return output_width(binding.value) if binding is not None and isinstance(binding.value, Ctor) else None
+    def _width(self, p: PValue, state: _State) -> str | None:
+        """The output width written in the constructor of the layer a module variable bound (the item's, for
+        an item of a container: `self.proj["q"]`)."""
+        var = state.var(p.name) if isinstance(p, PVar) else ""
+        binding = state.bindings.get(var)
+        if binding is None or not isinstance(binding.value, Ctor):
+            return None
+        ctor: Ctor = binding.value
+        target, pattern = state.env.get(var), self.init_patterns.get(var)
+        if ctor.items and target is not None and target[0] == "mod" and pattern is not None:
+            found = self.init.resolve_ctor(str(target[1]), pattern)
+            ctor = found[1] if found is not None else ctor
+        return output_width(ctor)
 
     def _same_paths(self, values: list[Bound | None]) -> bool:
         """The ops defining the values after the first run under the same branch tests, and the op

@@ -121,7 +121,7 @@ class _AskedInit(InitIndex):
 
     @classmethod
     def for_rule(cls, init: InitIndex, rule: Rule) -> _AskedInit:
-        own = cls(init.by_attr, callees=init.callees, params=init.params)
+        own = cls(init.by_attr, callees=init.callees, params=init.params, sizes=init.sizes)
         if _reads_every_binding(rule):
             own.asked.append(("all", "", None, _all_bindings(init)))
         return own
@@ -141,6 +141,11 @@ class _AskedInit(InitIndex):
     def parameters(self) -> tuple[Param, ...]:
         found = super().parameters()
         self.asked.append(("params", "", None, found))
+        return found
+
+    def size(self, name: str) -> str | None:
+        found = super().size(name)
+        self.asked.append(("size", name, None, found))
         return found
 
     def could_match(self, pattern: BindingPattern) -> bool:
@@ -174,6 +179,8 @@ def _answer(init: InitIndex, question: str, target: str, pattern: BindingPattern
         return init.parameters()
     if question == "attr":
         return init.bindings_of(target)
+    if question == "size":
+        return init.size(target)
     return _all_bindings(init)
 
 

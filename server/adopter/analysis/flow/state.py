@@ -271,19 +271,23 @@ class FlowState:
 
 def positioned_items(init: Init | None) -> frozenset[str]:
     """`attr[k]` for each item of a Sequential bound once, unconditionally, whose first items are at the
-    list's own positions (`Ctor.lead`), or whose items are each written in its own call
+    list's own positions (`Ctor.lead`), `attr["key"]` for each literal key of a `ModuleDict` bound so
+    (`Ctor.keyed_items`), or whose items are each written in its own call
     (`nn.Sequential(nn.Conv2d(...), nn.BatchNorm2d(...))`, `_literal`): the indexes the flow keeps literal."""
     bindings = init.bindings if init is not None else ()
-    if not any(isinstance(b.value, Ctor) and (b.value.lead or _literal(b)) for b in bindings):
+    if not any(isinstance(b.value, Ctor) and (b.value.lead or b.value.keys or _literal(b)) for b in bindings):
         return frozenset()
     counts: dict[str, int] = {}
     for b in bindings:
         counts[b.attr] = counts.get(b.attr, 0) + 1
-    out = {f"{b.attr}[{k}]" for b in bindings
-           if isinstance(b.value, Ctor) and b.value.lead and b.condition is None and counts[b.attr] == 1
-           for k, item in enumerate(b.value.lead) if item is not None}
-    out.update(f"{b.attr}[{k}]" for b in bindings if b.condition is None and counts[b.attr] == 1 and _literal(b)
-               for k in range(len(b.item_spans)))
+    out: set[str] = set()
+    for b in bindings:
+        if not isinstance(b.value, Ctor) or b.condition is not None or counts[b.attr] != 1:
+            continue
+        out.update(f"{b.attr}[{k}]" for k, item in enumerate(b.value.lead) if item is not None)
+        out.update(f"{b.attr}[{q}{key}{q}]" for key, _ in b.value.keyed_items() for q in "'\"")
+        if _literal(b):
+            out.update(f"{b.attr}[{k}]" for k in range(len(b.item_spans)))
     return frozenset(out)
 
 

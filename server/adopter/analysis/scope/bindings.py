@@ -143,6 +143,10 @@ def _literal_truth(text: str | None) -> bool | None:
     return None
 
 
+# Arithmetic of names, attributes and numbers (`heads * dim_head`, `config.hidden_size // 2`): a size.
+_SIZE = re.compile(r"[\w.\s()*/+-]+")
+_IDENT = re.compile(r"\b[A-Za-z_]\w*")
+
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -169,6 +173,7 @@ class InitAnalysis:
         self.unrolled_lists: set[str] = set()  # local lists a Sequential binding holds one pass of
         self.helpers_read: set[str] = set()  # same-file helpers whose returned container is being read
         self.item_spans: dict[str, tuple[Span, ...]] = {}  # attr -> its one-pass items' spans
+        self.sizes: dict[str, str | None] = {}  # local -> its arithmetic (`Init.sizes`); None: bound again
 
     def run(self) -> Init | None:
         found = self.table.find_method(self.class_name, "__init__")
@@ -183,7 +188,8 @@ class InitAnalysis:
             for group in self.state.values()
             for b in sorted(group, key=lambda b: (b.span.start_line, b.span.start_col))
         ]
-        return Init(ps[1:], tuple(bindings), self.src.span(node))
+        sizes = tuple((k, v) for k, v in self.sizes.items() if v is not None)
+        return Init(ps[1:], tuple(bindings), self.src.span(node), sizes)
 
     def read_defaults(self, ps: Sequence[Param]) -> None:
         """Parameters whose default is a layer class, a `partial` of one, or a layer instance."""
@@ -247,6 +253,9 @@ class InitAnalysis:
                 elif expr.type == "call":
                     self._call_stmt(expr, conds, owner, self_name, depth)
                 elif expr.type == "augmented_assignment":
+                    left = expr.child_by_field_id(Field.LEFT)
+                    if left is not None and left.type == "identifier":
+                        self.sizes[self.src.text(left)] = None  # `inner *= 2`: not one size
                     self._list_added(expr, conds)
         elif kind == "if_statement":
             self._if(stmt, conds, owner, self_name, depth)
@@ -410,6 +419,7 @@ class InitAnalysis:
             return
         if target.type == "identifier":
             name = self.src.text(target)
+            self._note_size(name, value, conds)
             if value.type == "list" and value.named_child_count == 0:
                 self.locals[name] = _ListBuild(depth=len(conds))
             elif value.type in ("list_comprehension", "generator_expression", "list"):
@@ -426,6 +436,14 @@ class InitAnalysis:
             key = target.child_by_field_id(Field.SUBSCRIPT)
             if attr is not None:
                 self._extend_container(attr, self._ctor_alts(value), _key_text(key, self.src) if key else None)
+
+    def _note_size(self, name: str, value: Node, conds: Conds) -> None:
+        """Keep `name = heads * dim_head` (`Init.sizes`) when it is the local's only binding, unconditional,
+        outside loops, and arithmetic of names, attributes and numbers that does not read the name itself."""
+        text = self.src.norm(value)
+        plain = (not conds and self.loop_repeat is None and name not in self.sizes
+                 and _SIZE.fullmatch(text) is not None and name not in _IDENT.findall(text))
+        self.sizes[name] = text if plain else None
 
     def _literal_item_spans(self, value: Node, alts: list[Alt]) -> tuple[Span, ...]:
         """`self.block = nn.Sequential(nn.Conv2d(...), nn.BatchNorm2d(...), ...)`: where each item is written,

@@ -120,6 +120,10 @@ def _binding_of(ctx: SynthContext, op: Op) -> Binding:
     for b in ctx.finding.match.bindings:
         if b.attr == attr and isinstance(b.value, Ctor):
             return b
+    if "[" in attr:  # `self.proj["q"]`: the projections are items of a container built in `__init__`
+        container = attr.split("[", 1)[0]
+        ctx.decline(f"the projections are items of the container `self.{container}` (looked up by key or "
+                    "index); Adopter rewrites only Linears bound to their own attributes: fuse them by hand")
     ctx.decline(f"no __init__ binding of {op.target} belongs to this match")
     raise AssertionError("unreachable")
 
