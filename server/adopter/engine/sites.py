@@ -38,6 +38,7 @@ from adopter.engine.bindings import InitIndex
 from adopter.engine.environment import Environment
 from adopter.engine.flow import FlatForward, flatten, op_keys
 from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
+from adopter.engine.bound_chains import into_bound_chains, item_spans
 from adopter.engine.nested_chains import into_built_chains
 from adopter.engine.passed_in import chain_statements, with_statements
 from adopter.engine.plans import canonical_rule, quick_possible
@@ -257,7 +258,8 @@ def reduce_sites(findings: Sequence[Finding], class_spans: dict[str, Span]) -> t
     `check` applies it to a whole file; the language server to the findings it matched class by class
     (`adopter.session.UnitMatcher`), so both report the same sites. `class_spans`: class name -> span.
     """
-    reduced = _outside_larger_matches(_one_per_site(into_built_chains(_through_factories(list(findings))), class_spans))
+    reduced = _outside_larger_matches(_one_per_site(into_bound_chains(into_built_chains(
+        _through_factories(list(findings)))), class_spans))
     reduced.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
     return tuple(reduced)
 
@@ -321,8 +323,10 @@ def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list
     best: dict[tuple[str, tuple[object, ...]], Finding] = {}
     for f in findings:
         items = _container_items(f.match.ops)
+        # Items written in different places (two subclasses' Sequentials run by one inherited forward) are
+        # different source sites even when the forward's spans and item indices are the same.
         spans: tuple[object, ...] = (*sorted((op.span for op in f.match.ops), key=_span_key),
-                                     *_item_targets(f.match.ops))
+                                     *_item_targets(f.match.ops), *item_spans(f))
         key: tuple[str, tuple[object, ...]] = (f.rule_id, (*items, *f.init_spans) if items else spans)
         old = best.get(key)
         if old is None:

@@ -165,6 +165,8 @@ class InitAnalysis:
         self.unrolled_lists: set[str] = set()  # local lists a Sequential binding holds one pass of
         self.helpers_read: set[str] = set()  # same-file helpers whose returned container is being read
         self.item_spans: dict[str, tuple[Span, ...]] = {}  # attr -> its one-pass items' spans
+        # local -> (its value, where each item of the literal `nn.Sequential(...)` it holds is written)
+        self.local_item_spans: dict[str, tuple[list[Alt], tuple[Span, ...]]] = {}
 
     def run(self) -> Init | None:
         found = self.table.find_method(self.class_name, "__init__")
@@ -395,7 +397,7 @@ class InitAnalysis:
                 alts = self._alternatives(value)
             finally:
                 self.target = None
-            if attr not in self.item_spans and (spans := self._literal_item_spans(value, alts)):
+            if attr not in self.item_spans and (spans := self._literal_item_spans(value, alts) or self._local_items(value, alts)):
                 self.item_spans[attr] = spans
             self._bind(attr, alts, self.src.span(target.parent or target), conds)
             listed = f"{self_name}.{attr}"  # `self.features = [conv_bn(...)]`: filled like a local list
@@ -411,7 +413,9 @@ class InitAnalysis:
             elif value.type in ("list_comprehension", "generator_expression", "list"):
                 self.locals[name] = self._list_build(value, conds)
             else:
-                self.locals[name] = self._alternatives(value)
+                self.locals[name] = local_alts = self._alternatives(value)
+                if spans := self._literal_item_spans(value, local_alts):
+                    self.local_item_spans[name] = (local_alts, spans)
         elif target.type == "subscript":
             container = target.child_by_field_id(Field.VALUE)
             if container is not None and container.type in ("identifier", "attribute"):
@@ -437,6 +441,14 @@ class InitAnalysis:
                            for _, v in alts):
             return ()
         return tuple(self.src.span(a) for a in arg_nodes)
+
+    def _local_items(self, value: Node, alts: list[Alt]) -> tuple[Span, ...]:
+        """`block = nn.Sequential(nn.Conv2d(...), ...)` then `self.block = block` (in the same `__init__`, or in
+        the base's `__init__` a subclass hands it to through `super().__init__`): where each item of the local's
+        literal Sequential is written, while the attribute holds that very value (no rebinding of the local,
+        no branch that changed it); else ()."""
+        held = self.local_item_spans.get(self.src.text(value)) if value.type == "identifier" else None
+        return held[1] if held is not None and held[0] is alts else ()
 
     def _list_build(self, value: Node, conds: Conds) -> _ListBuild:
         """A list display or comprehension that starts a list of modules."""

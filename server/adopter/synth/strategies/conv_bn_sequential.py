@@ -102,6 +102,12 @@ def fold_in_sequential(ctx: SynthContext, origin: Op, fold: str) -> None:
         spans = [origin.span]
     else:
         attr = origin.target.removeprefix("self.")
+        outside = [op.target for op in ctx.finding.match.ops
+                   if op.kind is OpKind.MODULE and not op.target.startswith(origin.target + "[")]
+        if outside:  # the Sequential's last child into a layer forward applies after it
+            ctx.decline(f"the pair straddles the end of the nn.Sequential `{origin.target}`: its last child runs "
+                        f"into `{outside[0]}`, applied after it in forward; folding them needs both in one "
+                        "place, so change it by hand")
         if any(not re.fullmatch(rf"{re.escape(origin.target)}\[\d+\]", op.target)
                for op in ctx.finding.match.ops if op.kind is OpKind.MODULE):
             ctx.decline(f"the matched layers sit in a Sequential nested inside `{origin.target}`; the fix of "
