@@ -433,7 +433,9 @@ class Analyser:
         problems: list[Problem] = []
         info = table.infos[name]
         init = bind_layer_subclasses(InitAnalysis(name, table, src).run(), table, src)
-        found = table.find_method(name, "forward")
+        # A module that overrides `__call__` and defines no `forward` (its own or a same-file base's) runs
+        # `__call__` when called (`Conv2DBNActiv` of UVR's vr_network): that is its forward.
+        found = table.find_method(name, "forward") or table.find_method(name, "__call__")
         if self.reach is not None and init is not None:  # the one hook of cross-file reach
             init_found = table.find_method(name, "__init__")
             source = InitSource(init_found[1], src, symbols.qualify, found[1] if found else None, name,

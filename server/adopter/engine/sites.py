@@ -363,12 +363,15 @@ def _through_factories(findings: list[Finding]) -> list[Finding]:
     its Sequential), the site is the helper's, where the fix applies, and its statements are the helper's
     and every call that runs the helper's container (`conv3 = self.conv3(x)` in each forward: the layers run
     there, as the statements of a container called twice are both calls); otherwise the forward's finding,
-    covering the helper's lines too, and each forward that runs the helper's container reports it at its
-    call."""
+    covering the helper's lines too. Containers the helper built twice (`ff = FeedForward(dim)` and
+    `context_ff = FeedForward(context_dim)`, `self.light_ff` and `self.heavy_ff`) run the same source lines:
+    the same items of them are one site too, reported at the first forward call, whose statements are every
+    call's."""
     chains = {(f.rule_id, f.scope_name): f for f in findings}
     merged: list[Finding] = []
     absorbed: set[int] = set()
     calls: dict[int, list[Span]] = {}
+    first_of: dict[tuple[str, str, tuple[str, ...]], Finding] = {}
     for f in findings:
         factory = _factory_of(f)
         chain = chains.get((f.rule_id, factory)) if factory is not None else None
@@ -379,6 +382,11 @@ def _through_factories(findings: list[Finding]) -> list[Finding]:
             else:
                 f = replace(f, init_spans=(*f.init_spans, *(s for s in chain.stmt_spans if s not in f.init_spans)))
                 absorbed.add(id(chain))
+                same = (f.rule_id, chain.scope_name, _positions(f.match.ops))
+                first = first_of.setdefault(same, f)
+                if first is not f:  # the same items of another container the helper built
+                    absorbed.add(id(f))
+                    calls.setdefault(id(first), []).extend(f.stmt_spans)
         merged.append(f)
     if not absorbed:
         return findings
@@ -389,6 +397,13 @@ def _through_factories(findings: list[Finding]) -> list[Finding]:
         extra = [s for s in dict.fromkeys(calls.get(id(f), ())) if s not in f.stmt_spans]
         out.append(replace(f, stmt_spans=(*f.stmt_spans, *sorted(extra, key=_span_key))) if extra else f)
     return out
+
+
+def _positions(ops: Sequence[Op]) -> tuple[str, ...]:
+    """Each layer's position inside the container it is an item of (`self.layers[*][2][1]` -> `[1]`), each
+    other op's target (an `nn.GELU()` item read as `F.gelu`)."""
+    return tuple(("[" + op.target.rsplit("[", 1)[1]) if op.kind is OpKind.MODULE and _ITEM.match(op.target)
+                 else op.target for op in ops)
 
 
 def _factory_of(f: Finding) -> str | None:
