@@ -20,6 +20,7 @@ from adopter.analysis.chains.class_callers import with_callers
 from adopter.analysis.chains.functions import sequential_chains
 from adopter.analysis.chains.lists import list_chains, splatted_lists
 from adopter.analysis.chains.methods import method_chains
+from adopter.analysis.chains.returned_lists import returned_list_chains
 from adopter.analysis.chains.sequential_classes import is_sequential_class, sequential_class_chains
 from adopter.analysis.crossfile.importers import imported_elsewhere
 from adopter.analysis.crossfile.init_source import InitSource
@@ -248,7 +249,7 @@ class Analyser:
                 if not src.contains(info.node, b"Sequential") or not table.is_module(name):
                     continue
                 entry = self._unit(f"method chains {name}", info.node, symbols, fresh,
-                                   lambda n=name: (method_chains(n, src, table), []),
+                                   lambda n=name: (method_chains(n, src, table) + returned_list_chains(n, src, table), []),
                                    partial(table.module_deps, name))
             except Exception as exc:
                 problems.append(_internal(f"class {name}", exc, src.span(info.node), path))

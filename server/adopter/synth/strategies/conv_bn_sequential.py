@@ -73,6 +73,9 @@ def _callee_span(ctx: SynthContext, tree: ast.Module, span: Span) -> Span:
             if len(bases) != 1:
                 ctx.decline(f"the matched layers are built by {node.name}, whose nn.Sequential base could not be read")
             return ctx.text_index.span(bases[0])
+    if any(isinstance(n, ast.List) and ctx.text_index.span(n) == span for n in ast.walk(tree)):
+        ctx.decline("the matched layers are items of a list a method returns for its callers to splat into "
+                    "nn.Sequential(*...); Adopter does not rewrite those callers' Sequentials, so change it by hand")
     calls = [(n, ctx.text_index.span(n)) for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_sequential(n.func)
              and first <= n.lineno and (n.end_lineno or 0) <= last]
     inside = [(n, at) for n, at in calls if span.contains(at)]
