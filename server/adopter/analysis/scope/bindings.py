@@ -342,7 +342,9 @@ class InitAnalysis:
             out: list[_B] = []
             for (path_cond, _, _), lst in zip(results, lists):
                 for b in lst:
-                    if any(b is o for o in old):
+                    # An earlier binding this path extended (`self.seq.add_module("bn", ...)` under the `if`)
+                    # holds its new items on this path only.
+                    if any(b is o or (o.span == b.span and o.conds == b.conds and b.value != o.value) for o in old):
                         stack = (*conds, path_cond) if path_cond else conds
                         b = replace(b, conds=stack + b.conds[b.stack_len :], stack_len=len(stack))
                     if b not in out:
@@ -471,7 +473,10 @@ class InitAnalysis:
         self.state.pop(attr, None)  # a rebinding on this path shadows what came before
         self.state[attr] = bindings
 
-    def _extend_container(self, attr: str, ctors: list[Ctor], key: str | None) -> None:
+    def _extend_container(self, attr: str, ctors: list[Ctor], key: str | None, at: Span | None = None) -> None:
+        """Add `ctors` to the container bound to `attr`; `at`: where the one layer added is written, when it
+        goes to the end (`add_module`, `append`), so that an `nn.Sequential()` filled that way keeps where each
+        of its items is written (`Binding.item_spans`, per alternative: `if use_bn: self.seq.add_module(...)`)."""
         group = self.state.get(attr)
         if not group or not ctors:
             return
@@ -480,14 +485,16 @@ class InitAnalysis:
             if isinstance(b.value, Ctor) and b.value.callee in CONTAINERS:
                 items = list(b.value.items)
                 keys = list(b.value.keys)
+                placed = at is not None and len(ctors) == 1 and len(b.item_spans) == len(items) and ctors[0] not in items
                 for c in ctors:
                     if c not in items:
                         items.append(c)
                         if key is not None and b.value.callee.endswith("Dict"):
                             keys.append(key)
                 repeat = b.value.repeat or self.loop_repeat
+                spans = (*b.item_spans, at) if placed and at is not None and not repeat else ()
                 b = replace(b, value=replace(b.value, items=tuple(items), keys=tuple(keys), repeat=repeat,
-                                                once=False))  # a union from here on
+                                                once=False), item_spans=spans)  # a union from here on
             updated.append(b)
         self.state[attr] = updated
 
@@ -557,7 +564,8 @@ class InitAnalysis:
                 if not arg_nodes:
                     return
                 if method in ("add_module", "insert") and len(arg_nodes) >= 2:
-                    self._extend_container(attr, self._ctor_alts(arg_nodes[1]), _key_text(arg_nodes[0], self.src))
+                    self._extend_container(attr, self._ctor_alts(arg_nodes[1]), _key_text(arg_nodes[0], self.src),
+                                           self.src.span(arg_nodes[1]) if method == "add_module" else None)
                 elif method in ("extend", "update"):
                     items, keys, _ = self._items(arg_nodes[0])
                     for i, c in enumerate(items):
@@ -1376,7 +1384,8 @@ def _union_containers(group: list[_B]) -> list[_B]:
                                 keys.append(b.value.keys[i])
                     value = replace(o.value, items=tuple(items), keys=tuple(keys), repeat=o.value.repeat or b.value.repeat,
                                     once=False)
-                    out[k] = replace(o, value=value)
+                    # a union's items are no longer where one path wrote them
+                    out[k] = replace(o, value=value, item_spans=o.item_spans if value.items == o.value.items else ())
                     break
             else:
                 out.append(b)
