@@ -35,10 +35,10 @@ from adopter.dsl.types import (
     Value,
 )
 from adopter.engine.bindings import InitIndex
+from adopter.engine.bound_chains import into_bound_chains, item_spans
 from adopter.engine.environment import Environment
 from adopter.engine.flow import FlatForward, flatten, op_keys
 from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
-from adopter.engine.bound_chains import into_bound_chains, item_spans
 from adopter.engine.nested_chains import into_built_chains
 from adopter.engine.passed_in import chain_statements, with_statements
 from adopter.engine.plans import canonical_rule, quick_possible
