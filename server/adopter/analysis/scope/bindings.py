@@ -342,9 +342,7 @@ class InitAnalysis:
             out: list[_B] = []
             for (path_cond, _, _), lst in zip(results, lists):
                 for b in lst:
-                    # An earlier binding this path extended (`self.seq.add_module("bn", ...)` under the `if`)
-                    # holds its new items on this path only.
-                    if any(b is o or (o.span == b.span and o.conds == b.conds and b.value != o.value) for o in old):
+                    if any(b is o or self._extended_here(b, o) for o in old):
                         stack = (*conds, path_cond) if path_cond else conds
                         b = replace(b, conds=stack + b.conds[b.stack_len :], stack_len=len(stack))
                     if b not in out:
@@ -352,6 +350,13 @@ class InitAnalysis:
             if out:
                 merged[key] = _union_containers(out)
         return merged
+
+    def _extended_here(self, b: _B, old: _B) -> bool:
+        """Whether `b` is the earlier Sequential binding `old` extended on one path of an `if` outside loops
+        (`if use_bn: self.seq.add_module("bn", ...)`): its items run in order and exist on that path only. In
+        a loop the paths alternate (the container holds the union), and other containers keep their union."""
+        return (self.loop_repeat is None and b.value != old.value and old.span == b.span and old.conds == b.conds
+                and isinstance(b.value, Ctor) and b.value.callee == SEQUENTIAL)
 
     def _merge_locals(
         self,
