@@ -29,6 +29,7 @@ from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.crossfile.stars import star_names
 from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.flow.state import positioned_items
+from adopter.analysis.idioms.entry_methods import entry_method_architecture, entry_methods
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.idioms.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
 from adopter.analysis.idioms.optimizers import (
@@ -264,6 +265,18 @@ class Analyser:
                         break
                     entry = self._unit(f"loss {name}.{method}", node, symbols, fresh,
                                        lambda n=name, m=method, fn=node: loss_method_architecture(
+                                           n, m, fn, src, symbols, table), partial(table.module_deps, name))
+                except Exception as exc:
+                    problems.append(_internal(f"method {name}.{method}", exc, src.span(node), path))
+                    continue
+                problems.extend(entry.problems)
+                if isinstance(entry.result, Architecture):
+                    chains.append(entry.result)
+        for name, info in table.infos.items():  # public methods nothing in the class calls, as forwards
+            for method, node in entry_methods(info.methods, info.node, src.raw) if table.is_module(name) else ():
+                try:
+                    entry = self._unit(f"entry {name}.{method}", node, symbols, fresh,
+                                       lambda n=name, m=method, fn=node: entry_method_architecture(
                                            n, m, fn, src, symbols, table), partial(table.module_deps, name))
                 except Exception as exc:
                     problems.append(_internal(f"method {name}.{method}", exc, src.span(node), path))

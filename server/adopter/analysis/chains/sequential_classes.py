@@ -54,9 +54,10 @@ def sequential_class_chains(name: str, src: SourceText, table: ClassTable) -> tu
     if info is None or not is_sequential_class(name, table):
         return ()
     forward = info.methods.get("forward")
-    runs_at = runs_children_in_turn(forward, src) if forward is not None else None
-    if forward is not None and runs_at is None:
+    turn = runs_children_in_turn(forward, src) if forward is not None else None
+    if forward is not None and turn is None:
         return ()
+    runs_at, skipped = turn if turn is not None else (None, None)
     init = info.methods.get("__init__")
     body = init.child_by_field_id(Field.BODY) if init is not None else None
     if init is None or body is None:
@@ -64,6 +65,8 @@ def sequential_class_chains(name: str, src: SourceText, table: ClassTable) -> tu
     reader = InitAnalysis(name, table, src)
     reader.run()  # the locals `__init__` sets (`norm_layer = nn.BatchNorm2d` under `if norm_layer is None`)
     children = _children(body, name, src, reader)
+    if skipped is not None:
+        children = skip_instances(children, reader.qualified_callee(skipped), reader)
     runs: list[list[Node]] = [[]]
     for child in children[:MAX_CHILDREN]:
         if child is _BREAK:
@@ -77,10 +80,12 @@ def sequential_class_chains(name: str, src: SourceText, table: ClassTable) -> tu
     return tuple(chains)
 
 
-def runs_children_in_turn(forward: Node, src: SourceText) -> Span | None:
+def runs_children_in_turn(forward: Node, src: SourceText) -> tuple[Span, str | None] | None:
     """The statement `x = mod(x)` of a top-level `for mod in self:` loop of `forward` whose body is only
     that statement (Sequential's own forward, written out: each child's output is the next one's input),
-    else None. What the forward does before or after the loop is its own."""
+    or only that statement under `if not isinstance(mod, T):` (no `else`), with `T`'s text: children of
+    class `T` are skipped (`skip_instances`). None for any other forward. What the forward does before or
+    after the loop is its own."""
     body = forward.child_by_field_id(Field.BODY)
     for stmt in body.named_children if body is not None else ():
         if stmt.type != "for_statement":
@@ -90,19 +95,71 @@ def runs_children_in_turn(forward: Node, src: SourceText) -> Span | None:
         if left is None or right is None or loop_body is None or left.type != "identifier" or src.text(right) != "self":
             continue
         inner = [c for c in loop_body.named_children if c.type != "comment"]
-        if len(inner) != 1 or inner[0].type != "expression_statement" or inner[0].named_child_count != 1:
-            continue
-        assignment = inner[0].named_children[0]
-        target = assignment.child_by_field_id(Field.LEFT) if assignment.type == "assignment" else None
-        call = assignment.child_by_field_id(Field.RIGHT) if assignment.type == "assignment" else None
-        func = call.child_by_field_id(Field.FUNCTION) if call is not None and call.type == "call" else None
-        args = call.child_by_field_id(Field.ARGUMENTS) if call is not None and call.type == "call" else None
-        given = [a for a in args.named_children if a.type != "comment"] if args is not None else []
-        if (target is not None and func is not None and target.type == "identifier" and len(given) == 1
-                and given[0].type == "identifier" and src.text(given[0]) == src.text(target)
-                and src.text(func) == src.text(left)):
-            return src.span(inner[0])
+        skipped = _skipped_class(inner, src.text(left), src)
+        if skipped is not None:
+            inner = skipped[1]
+        if (runs := _runs_in_turn(inner, left, src)) is not None:
+            return runs, skipped[0] if skipped is not None else None
     return None
+
+
+def _skipped_class(inner: list[Node], name: str, src: SourceText) -> tuple[str, list[Node]] | None:
+    """`if not isinstance(<name>, T): <body>` alone in a loop body: `T`'s text and the body's statements."""
+    if len(inner) != 1 or inner[0].type != "if_statement" or inner[0].child_by_field_id(Field.ALTERNATIVE):
+        return None
+    test, then = inner[0].child_by_field_id(Field.CONDITION), inner[0].child_by_field_id(Field.CONSEQUENCE)
+    operand = test.child_by_field_id(Field.ARGUMENT) if test is not None and test.type == "not_operator" else None
+    func = operand.child_by_field_id(Field.FUNCTION) if operand is not None and operand.type == "call" else None
+    args = operand.child_by_field_id(Field.ARGUMENTS) if operand is not None and operand.type == "call" else None
+    given = [a for a in args.named_children if a.type != "comment"] if args is not None else []
+    if (then is None or func is None or src.text(func) != "isinstance" or len(given) != 2
+            or src.text(given[0]) != name or given[1].type not in ("identifier", "attribute")):
+        return None
+    return src.text(given[1]), [c for c in then.named_children if c.type != "comment"]
+
+
+def _runs_in_turn(inner: list[Node], left: Node, src: SourceText) -> Span | None:
+    """The span of `x = mod(x)` when it is the only statement of `inner`, `mod` being the loop's `left`."""
+    if len(inner) != 1 or inner[0].type != "expression_statement" or inner[0].named_child_count != 1:
+        return None
+    assignment = inner[0].named_children[0]
+    target = assignment.child_by_field_id(Field.LEFT) if assignment.type == "assignment" else None
+    call = assignment.child_by_field_id(Field.RIGHT) if assignment.type == "assignment" else None
+    func = call.child_by_field_id(Field.FUNCTION) if call is not None and call.type == "call" else None
+    args = call.child_by_field_id(Field.ARGUMENTS) if call is not None and call.type == "call" else None
+    given = [a for a in args.named_children if a.type != "comment"] if args is not None else []
+    if (target is not None and func is not None and target.type == "identifier" and len(given) == 1
+            and given[0].type == "identifier" and src.text(given[0]) == src.text(target)
+            and src.text(func) == src.text(left)):
+        return src.span(inner[0])
+    return None
+
+
+# Public `torch.nn` classes that other `torch.nn` classes derive from (torch 2.13: `LazyConv2d(Conv2d)`,
+# `ReLU6(Hardtanh)`, ...; found by walking `__mro__` of every public class of `torch.nn`, see
+# docs/notes/mech27.md). `isinstance(child, T)` for these is not the class test `skip_instances` reads.
+_BASES = frozenset(f"torch.nn.{n}" for n in (
+    "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+    "ConvTranspose2d", "ConvTranspose3d", "Hardtanh", "Linear", "NLLLoss", "RNNBase", "RNNCellBase",
+    "Upsample", "Module", "Sequential", "ModuleList", "ModuleDict", "Container"))
+
+
+def skip_instances(children: list[Node | None], skipped: str, reader: InitAnalysis) -> list[Node | None]:
+    """`children` as `for mod in self: if not isinstance(mod, T): x = mod(x)` runs them: a child built by
+    `T` (the qualified `skipped`) is left out; one built by another `torch.nn` layer class runs. Anything
+    else (a same-file or imported class, which may derive from `T`; a value not known) cuts the chain, and
+    a `T` other than a `torch.nn` class no other derives from cuts all of it."""
+    if not skipped.startswith("torch.nn.") or skipped in _BASES or skipped.rsplit(".", 1)[-1].startswith("_"):
+        return [_BREAK]
+    out: list[Node | None] = []
+    for child in children:
+        ctors = reader.constructors(child) if child is not None and child.type in ("call", "identifier") else []
+        callees = {c.callee for c in ctors}
+        if callees == {skipped}:
+            continue
+        stock = all(c.startswith("torch.nn.") and c.count(".") == 2 and c != skipped for c in callees)
+        out.append(child if callees and stock else _BREAK)
+    return out
 
 
 def _children(body: Node, name: str, src: SourceText, reader: InitAnalysis) -> list[Node | None]:

@@ -16,7 +16,21 @@ from tree_sitter import Node
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import SourceText
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Ctor, Expr, Init, Kwarg, Op, OpKind, Problem, Ref, Severity, Span, Stmt, Value
+from adopter.dsl.types import (
+    Binding,
+    Ctor,
+    Expr,
+    Init,
+    Kwarg,
+    Op,
+    OpKind,
+    Problem,
+    Ref,
+    Severity,
+    Span,
+    Stmt,
+    Value,
+)
 
 MAX_INLINE_DEPTH = 4
 MAX_OPS = 4000
@@ -257,13 +271,25 @@ class FlowState:
 
 def positioned_items(init: Init | None) -> frozenset[str]:
     """`attr[k]` for each item of a Sequential bound once, unconditionally, whose first items are at the
-    list's own positions (`Ctor.lead`): the indexes the flow keeps literal."""
+    list's own positions (`Ctor.lead`), or whose items are each written in its own call
+    (`nn.Sequential(nn.Conv2d(...), nn.BatchNorm2d(...))`, `_literal`): the indexes the flow keeps literal."""
     bindings = init.bindings if init is not None else ()
-    if not any(isinstance(b.value, Ctor) and b.value.lead for b in bindings):
+    if not any(isinstance(b.value, Ctor) and (b.value.lead or _literal(b)) for b in bindings):
         return frozenset()
     counts: dict[str, int] = {}
     for b in bindings:
         counts[b.attr] = counts.get(b.attr, 0) + 1
-    return frozenset(f"{b.attr}[{k}]" for b in bindings
-                     if isinstance(b.value, Ctor) and b.value.lead and b.condition is None and counts[b.attr] == 1
-                     for k, item in enumerate(b.value.lead) if item is not None)
+    out = {f"{b.attr}[{k}]" for b in bindings
+           if isinstance(b.value, Ctor) and b.value.lead and b.condition is None and counts[b.attr] == 1
+           for k, item in enumerate(b.value.lead) if item is not None}
+    out.update(f"{b.attr}[{k}]" for b in bindings if b.condition is None and counts[b.attr] == 1 and _literal(b)
+               for k in range(len(b.item_spans)))
+    return frozenset(out)
+
+
+def _literal(b: Binding) -> bool:
+    """A Sequential whose items are the calls written in its own statement, one each, in order
+    (`InitAnalysis._literal_item_spans`): item k of the Sequential is its k-th argument."""
+    return (isinstance(b.value, Ctor) and b.value.callee == "torch.nn.Sequential" and b.value.repeat is None
+            and not b.value.lead and len(b.item_spans) == len(b.value.items) > 0
+            and all(b.span.contains(s) for s in b.item_spans))

@@ -56,10 +56,14 @@ class _ListBuild:
     lead: list[Ctor | None] = field(default_factory=list)
     lead_open: bool = True
     grown: int = 0  # the statements read that add to it (`append`, `extend`, `+=`)
+    # Its order was lost otherwise than by an addition under an `if` (`disturb`, an item not known, an
+    # addition of a name): `positions` no longer say where each item was written.
+    disordered: bool = False
 
     def disturb(self) -> None:
         """The list's order is no longer evident (`insert`, `pop`, `layers[-1] = ...`)."""
         self.ordered = False
+        self.disordered = True
         self.lead.clear()
         self.lead_open = False
 
@@ -461,7 +465,8 @@ class InitAnalysis:
         """A list display or comprehension that starts a list of modules."""
         items, _, repeat = self._items(value)
         built = _ListBuild(list(items), repeat, depth=len(conds), ordered=value.type == "list",
-                           lead_open=value.type == "list" and self.loop_repeat is None)
+                           lead_open=value.type == "list" and self.loop_repeat is None,
+                           disordered=value.type != "list")
         self._add_positions(built, value, conds)
         return built
 
@@ -515,6 +520,7 @@ class InitAnalysis:
                 or (op is not None and self.src.text(op) != "+=")):
             if isinstance(local, _ListBuild):
                 local.ordered = False
+                local.disordered = True
                 local.lead_open = False
             return
         if isinstance(local, _ListBuild):
@@ -537,6 +543,7 @@ class InitAnalysis:
                 local.lead_open = False
             if not alts:
                 local.ordered = False
+                local.disordered = True
                 return
             local.positions.append(alts)
             local.spans.append(self.src.span(child))
@@ -604,6 +611,7 @@ class InitAnalysis:
             self._add_positions(local, arg, conds)
         else:
             local.ordered = False
+            local.disordered = True
             local.lead_open = False
 
     # -- values --------------------------------------------------------------------------------------
@@ -1246,11 +1254,13 @@ class InitAnalysis:
 
     def _written_once(self, arg: Node) -> None:
         """`self.down = nn.Sequential(*layers)` of a local list whose items are each written once, in order,
-        by unconditional statements outside loops (`layers = [nn.Conv2d(...), nn.BatchNorm2d(...)]`): the
-        Sequential holds exactly those items, so where each is written is kept as `_one_pass` keeps it."""
+        by statements outside loops (`layers = [nn.Conv2d(...), nn.BatchNorm2d(...)]`): the Sequential holds
+        those items, so where each is written is kept as `_one_pass` keeps it. An addition under an `if`
+        (`if expand_ratio != 1: layers.append(...)`) leaves the others where they were written: the items
+        are the ones the container reads (`_container_items`), in that order, whichever way the test goes."""
         inner = arg.named_children[0] if arg.type == "list_splat" and arg.named_child_count else None
         local = self.locals.get(self.src.text(inner)) if inner is not None and inner.type == "identifier" else None
-        if not isinstance(local, _ListBuild) or not local.ordered or local.looped or self.target is None:
+        if not isinstance(local, _ListBuild) or local.disordered or local.looped or self.target is None:
             return
         if any(len(alts) != 1 or alts[0][0] for alts in local.positions):
             return

@@ -1,0 +1,78 @@
+"""Public methods of a module that run its layers but that nothing in the class calls, read like its forward.
+
+Model code exposes parts of its computation as methods other code calls on the module
+(`self.resnet.forward_frames(fbank)` in a wrapper class, `model.encode(x)` in a pipeline):
+
+    def forward_frames(self, fbank):
+        out = F.relu(self.bn1(self.conv1(fbank)))
+        return self.layer1(out)
+
+Such a method (public, not `forward` or `__init__`, not decorated, taking an input besides `self`,
+named nowhere in its class: methods the class calls are read where they are called) that calls a
+layer of the class (`self.<attr>(...)`) becomes an `Architecture` named `Class.method`, as loss methods
+do (`adopter.analysis.idioms.loss_methods`): the class's `__init__` bindings and the method's ops, so the
+rules that match layers in a forward match there. A method that names a cross-entropy is a loss method
+and read as one already.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from tree_sitter import Node
+
+from adopter.analysis.idioms.method_forward import method_architecture
+from adopter.analysis.names.symbols import ModuleSymbols
+from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.scope.classes import ClassTable
+from adopter.dsl.types import Architecture, Branch, Loop, Op, OpKind, Problem
+
+_SKIP = frozenset({"forward", "__init__"})
+_LAYER_CALL = re.compile(rb"\bself\.(\w+)\s*\(")
+
+
+def entry_methods(methods: dict[str, Node], class_node: Node, raw: Callable[[Node], bytes]) -> list[tuple[str, Node]]:
+    """The methods of a module class read as entry points (see the module doc); `raw(node)`: its source."""
+    out: list[tuple[str, Node]] = []
+    class_text: bytes | None = None
+    for name, node in methods.items():
+        if name.startswith("_") or name in _SKIP or node.parent is None or node.parent.type == "decorated_definition":
+            continue
+        text = raw(node)
+        if b"ross_entropy" in text or b"rossEntropy" in text:
+            continue  # a loss method (`loss_methods`)
+        if not any(m.group(1).decode() not in methods for m in _LAYER_CALL.finditer(text)):
+            continue
+        parameters = node.child_by_field_id(Field.PARAMETERS)
+        if parameters is None or len([p for p in parameters.named_children if p.type != "comment"]) < 2:
+            continue
+        class_text = raw(class_node) if class_text is None else class_text
+        if re.search(rb"(?<!def )\b" + re.escape(name.encode()) + rb"\b", class_text.replace(text, b"")):
+            continue  # the class calls it (or hands it on): read where it is called
+        out.append((name, node))
+    return out
+
+
+def entry_method_architecture(
+    class_name: str, method: str, node: Node, src: SourceText, symbols: ModuleSymbols, table: ClassTable
+) -> tuple[Architecture | None, list[Problem]]:
+    """The class's `__init__` with `method` read as its forward, named `Class.method`; None when the method
+    applies none of the class's layers."""
+    arch, problems = method_architecture(class_name, f"{class_name}.{method}", method, node, src, symbols, table)
+    if arch.forward is None or not any(isinstance(s, Op) and s.kind is OpKind.MODULE for s in _ops(arch.forward.body)):
+        return None, problems
+    return arch, problems
+
+
+def _ops(body: tuple[object, ...]) -> list[object]:
+    """The statements of `body`, those of its branches and loops included."""
+    out: list[object] = []
+    for stmt in body:
+        out.append(stmt)
+        if isinstance(stmt, Branch):
+            for path in stmt.paths:
+                out.extend(_ops(path))
+        elif isinstance(stmt, Loop):
+            out.extend(_ops(stmt.body))
+    return out
