@@ -182,3 +182,23 @@ class Transformer''').replace("[FeedForward(dim), FeedForward(dim)]", "[FeedForw
     first, second = line(code, "nn.Linear(dim, dim * mult)"), line(code, "nn.Linear(dim, dim * mult)", "ContextFeedForward")
     assert any(first in lines_of(f) and second not in lines_of(f) for f in found)
     assert any(second in lines_of(f) and first not in lines_of(f) for f in found)
+
+
+def test_a_local_linear_gelu_sequential_is_one_site_with_its_gelu_item_spelled_as_a_function() -> None:
+    # The `nn.GELU()` item is read as `F.gelu` spelled from the container's call: the match is still the
+    # local chain's pair, found once.
+    code = HEADER + '''
+class MLP(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        net = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x)
+'''
+    found = findings(code, 6)
+    assert [f.scope_name for f in found] == ["MLP.__init__"]
+    assert line(code, "return self.net(x)") in {s.start_line for s in found[0].stmt_spans}
+    relu = findings(code.replace("nn.GELU()", "nn.ReLU()"), 6)
+    assert relu == []

@@ -45,20 +45,25 @@ def item_spans(f: Finding) -> tuple[Span, ...]:
 def into_bound_chains(findings: list[Finding]) -> list[Finding]:
     """`findings` with each forward finding of a bound local Sequential's items merged into the chain finding
     of that Sequential's construction (see the module doc); unchanged when there is none."""
-    chains: dict[tuple[str, frozenset[Span]], Finding] = {}
+    chains: dict[tuple[str, frozenset[Span], tuple[str, ...]], Finding] = {}
     for g in findings:
         if all(op.origin is not None and op.origin.kind is OpKind.MODULE and not op.origin.args
                and op.origin.target.endswith("Sequential") for op in g.match.ops):
-            chains.setdefault((g.rule_id, frozenset(op.span for op in g.match.ops)), g)
+            layers = frozenset(op.span for op in g.match.ops if op.kind is OpKind.MODULE)
+            chains.setdefault((g.rule_id, layers, _spelled(g.match.ops)), g)
     if not chains:
         return findings
     calls: dict[int, list[Span]] = {}
     absorbed: set[int] = set()
     for f in findings:
-        written = [_written_at(f, op) for op in f.match.ops]
-        if not written or any(s is None for s in written):
+        # The layers by where they are written; an item spelled as a function (an `nn.GELU()` item read as
+        # `F.gelu`, its origin the container's call) by that function, spelled from a layer of `self`.
+        written = [_written_at(f, op) for op in f.match.ops if op.kind is OpKind.MODULE]
+        if not written or any(s is None for s in written) or any(
+                op.origin is None or op.origin.kind is not OpKind.MODULE or not op.origin.target.startswith("self.")
+                for op in f.match.ops if op.kind is not OpKind.MODULE):
             continue
-        chain = chains.get((f.rule_id, frozenset(s for s in written if s is not None)))
+        chain = chains.get((f.rule_id, frozenset(s for s in written if s is not None), _spelled(f.match.ops)))
         if chain is None or chain is f:
             continue
         absorbed.add(id(f))
@@ -72,6 +77,11 @@ def into_bound_chains(findings: list[Finding]) -> list[Finding]:
         extra = [s for s in dict.fromkeys(calls.get(id(f), ())) if s not in f.stmt_spans]
         out.append(replace(f, stmt_spans=tuple(sorted((*f.stmt_spans, *extra), key=_span_key))) if extra else f)
     return out
+
+
+def _spelled(ops: tuple[Op, ...]) -> tuple[str, ...]:
+    """The targets of the ops that are not layer calls, sorted."""
+    return tuple(sorted(op.target for op in ops if op.kind is not OpKind.MODULE))
 
 
 def _written_at(f: Finding, op: Op) -> Span | None:
