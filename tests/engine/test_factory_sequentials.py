@@ -2,7 +2,7 @@
 (`self.light_ff = FeedForward(dim, light_ff_mult)`, CoLT5-attention 0.11.2 `transformer_block.py`) or held
 in a list unpacked by the loop (`for attn, ff in self.layers: latents = ff(latents) + latents`,
 flamingo-pytorch 0.1.2 `flamingo_pytorch.py` `PerceiverResampler`; the same in MEGABYTE-pytorch 0.3.6 and
-mega-pytorch 0.1.0). The site is reported at the forward's call, covering the helper's lines too, and the
+mega-pytorch 0.1.0). The site is reported at the (first) forward call, covering the helper's lines too, and the
 helper's own chain is not reported again.
 """
 
@@ -90,10 +90,12 @@ def test_a_list_unpacked_by_the_loop_reaches_the_helpers_sequential() -> None:
     assert not found[0].fixable
 
 
-def test_each_attribute_bound_to_the_helper_is_a_site() -> None:
+def test_attributes_bound_to_the_helper_are_one_site_with_every_call() -> None:
+    # The same source lines reached through two containers the helper built are one site (the labels'
+    # convention, bench/data/realworld/LABELLING.md): reported at the first call, both calls its statements.
     found = gelu_findings(COLT5)
-    assert sorted(f.span.start_line for f in found) == [
-        line(COLT5, "self.light_ff(x)"), line(COLT5, "self.heavy_ff(routed_tokens)")]
+    assert [f.span.start_line for f in found] == [line(COLT5, "self.light_ff(x)")]
+    assert line(COLT5, "self.heavy_ff(routed_tokens)") in {s.start_line for s in found[0].stmt_spans}
 
 
 @pytest.mark.parametrize("code", [

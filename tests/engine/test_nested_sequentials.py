@@ -173,13 +173,13 @@ def test_two_different_inner_sequentials_stay_two_sites_at_their_constructions()
     assert line(TWO, "return self.net(x)") in sites(TWO)[0][2]
 
 
-def test_the_inner_sequential_called_directly_keeps_that_call_as_before() -> None:
-    # The nested run joins the construction; the direct call of the attribute bound to the local is the
-    # forward's own finding, as before this change (a chain bound through a local is not read here).
+def test_the_inner_sequential_called_directly_joins_the_construction_too() -> None:
+    # The nested run joins the construction, and so does the direct call of the attribute bound to the local
+    # (`engine.bound_chains`, mech30: a local Sequential bound to self is its construction's site).
     inner = line(DIRECT, "project_in = nn.Sequential(")
     assert sites(DIRECT) == [
-        ("FeedForward.__init__", inner, [inner, line(DIRECT, "h = self.net(x)")]),
-        ("FeedForward", line(DIRECT, "return h + self.project_in(y)"), [line(DIRECT, "return h + self.project_in(y)")]),
+        ("FeedForward.__init__", inner,
+         [inner, line(DIRECT, "h = self.net(x)"), line(DIRECT, "return h + self.project_in(y)")]),
     ]
 
 

@@ -20,6 +20,7 @@ from adopter.analysis.chains.class_callers import with_callers
 from adopter.analysis.chains.functions import sequential_chains
 from adopter.analysis.chains.lists import list_chains, splatted_lists
 from adopter.analysis.chains.methods import method_chains
+from adopter.analysis.chains.returned_lists import returned_list_chains
 from adopter.analysis.chains.sequential_classes import is_sequential_class, sequential_class_chains
 from adopter.analysis.crossfile.importers import imported_elsewhere
 from adopter.analysis.crossfile.init_source import InitSource
@@ -251,7 +252,7 @@ class Analyser:
                 if not src.contains(info.node, b"Sequential") or not table.is_module(name):
                     continue
                 entry = self._unit(f"method chains {name}", info.node, symbols, fresh,
-                                   lambda n=name: (method_chains(n, src, table), []),
+                                   lambda n=name: (method_chains(n, src, table) + returned_list_chains(n, src, table), []),
                                    partial(table.module_deps, name))
             except Exception as exc:
                 problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
@@ -462,7 +463,9 @@ class Analyser:
         problems: list[Problem] = []
         info = table.infos[name]
         init = bind_layer_subclasses(InitAnalysis(name, table, src).run(), table, src)
-        found = table.find_method(name, "forward")
+        # A module that overrides `__call__` and defines no `forward` (its own or a same-file base's) runs
+        # `__call__` when called (`Conv2DBNActiv` of UVR's vr_network): that is its forward.
+        found = table.find_method(name, "forward") or table.find_method(name, "__call__")
         if self.reach is not None and init is not None:  # the one hook of cross-file reach
             init_found = table.find_method(name, "__init__")
             source = InitSource(init_found[1], src, symbols.qualify, found[1] if found else None, name,

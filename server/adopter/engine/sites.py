@@ -36,6 +36,7 @@ from adopter.dsl.types import (
     Value,
 )
 from adopter.engine.bindings import InitIndex
+from adopter.engine.bound_chains import into_bound_chains, item_spans
 from adopter.engine.environment import Environment
 from adopter.engine.flow import FlatForward, flatten, op_keys
 from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
@@ -280,7 +281,8 @@ def reduce_sites(findings: Sequence[Finding], class_spans: dict[str, Span]) -> t
     `check` applies it to a whole file; the language server to the findings it matched class by class
     (`adopter.session.UnitMatcher`), so both report the same sites. `class_spans`: class name -> span.
     """
-    reduced = _outside_larger_matches(_one_per_site(into_built_chains(_through_factories(list(findings))), class_spans))
+    reduced = _outside_larger_matches(_one_per_site(into_bound_chains(into_built_chains(
+        _through_factories(list(findings)))), class_spans))
     reduced.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
     return tuple(reduced)
 
@@ -344,8 +346,10 @@ def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list
     best: dict[tuple[str, tuple[object, ...]], Finding] = {}
     for f in findings:
         items = _container_items(f.match.ops)
+        # Items written in different places (two subclasses' Sequentials run by one inherited forward) are
+        # different source sites even when the forward's spans and item indices are the same.
         spans: tuple[object, ...] = (*sorted((op.span for op in f.match.ops), key=_span_key),
-                                     *_item_targets(f.match.ops))
+                                     *_item_targets(f.match.ops), *item_spans(f))
         key: tuple[str, tuple[object, ...]] = (f.rule_id, (*items, *f.init_spans) if items else spans)
         old = best.get(key)
         if old is None:
@@ -382,12 +386,15 @@ def _through_factories(findings: list[Finding]) -> list[Finding]:
     its Sequential), the site is the helper's, where the fix applies, and its statements are the helper's
     and every call that runs the helper's container (`conv3 = self.conv3(x)` in each forward: the layers run
     there, as the statements of a container called twice are both calls); otherwise the forward's finding,
-    covering the helper's lines too, and each forward that runs the helper's container reports it at its
-    call."""
+    covering the helper's lines too. Containers the helper built twice (`ff = FeedForward(dim)` and
+    `context_ff = FeedForward(context_dim)`, `self.light_ff` and `self.heavy_ff`) run the same source lines:
+    the same items of them are one site too, reported at the first forward call, whose statements are every
+    call's."""
     chains = {(f.rule_id, f.scope_name): f for f in findings}
     merged: list[Finding] = []
     absorbed: set[int] = set()
     calls: dict[int, list[Span]] = {}
+    first_of: dict[tuple[str, str, tuple[str, ...]], Finding] = {}
     for f in findings:
         factory = _factory_of(f)
         chain = chains.get((f.rule_id, factory)) if factory is not None else None
@@ -398,6 +405,11 @@ def _through_factories(findings: list[Finding]) -> list[Finding]:
             else:
                 f = replace(f, init_spans=(*f.init_spans, *(s for s in chain.stmt_spans if s not in f.init_spans)))
                 absorbed.add(id(chain))
+                same = (f.rule_id, chain.scope_name, _positions(f.match.ops))
+                first = first_of.setdefault(same, f)
+                if first is not f:  # the same items of another container the helper built
+                    absorbed.add(id(f))
+                    calls.setdefault(id(first), []).extend(f.stmt_spans)
         merged.append(f)
     if not absorbed:
         return findings
@@ -408,6 +420,13 @@ def _through_factories(findings: list[Finding]) -> list[Finding]:
         extra = [s for s in dict.fromkeys(calls.get(id(f), ())) if s not in f.stmt_spans]
         out.append(replace(f, stmt_spans=(*f.stmt_spans, *sorted(extra, key=_span_key))) if extra else f)
     return out
+
+
+def _positions(ops: Sequence[Op]) -> tuple[str, ...]:
+    """Each layer's position inside the container it is an item of (`self.layers[*][2][1]` -> `[1]`), each
+    other op's target (an `nn.GELU()` item read as `F.gelu`)."""
+    return tuple(("[" + op.target.rsplit("[", 1)[1]) if op.kind is OpKind.MODULE and _ITEM.match(op.target)
+                 else op.target for op in ops)
 
 
 def _factory_of(f: Finding) -> str | None:

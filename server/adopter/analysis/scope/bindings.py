@@ -174,6 +174,8 @@ class InitAnalysis:
         self.helpers_read: set[str] = set()  # same-file helpers whose returned container is being read
         self.item_spans: dict[str, tuple[Span, ...]] = {}  # attr -> its one-pass items' spans
         self.sizes: dict[str, str | None] = {}  # local -> its arithmetic (`Init.sizes`); None: bound again
+        # local -> (its value, where each item of the literal `nn.Sequential(...)` it holds is written)
+        self.local_item_spans: dict[str, tuple[list[Alt], tuple[Span, ...]]] = {}
 
     def run(self) -> Init | None:
         found = self.table.find_method(self.class_name, "__init__")
@@ -353,7 +355,7 @@ class InitAnalysis:
             out: list[_B] = []
             for (path_cond, _, _), lst in zip(results, lists):
                 for b in lst:
-                    if any(b is o for o in old):
+                    if any(b is o or self._extended_here(b, o) for o in old):
                         stack = (*conds, path_cond) if path_cond else conds
                         b = replace(b, conds=stack + b.conds[b.stack_len :], stack_len=len(stack))
                     if b not in out:
@@ -361,6 +363,13 @@ class InitAnalysis:
             if out:
                 merged[key] = _union_containers(out)
         return merged
+
+    def _extended_here(self, b: _B, old: _B) -> bool:
+        """Whether `b` is the earlier Sequential binding `old` extended on one path of an `if` outside loops
+        (`if use_bn: self.seq.add_module("bn", ...)`): its items run in order and exist on that path only. In
+        a loop the paths alternate (the container holds the union), and other containers keep their union."""
+        return (self.loop_repeat is None and b.value != old.value and old.span == b.span and old.conds == b.conds
+                and isinstance(b.value, Ctor) and b.value.callee == SEQUENTIAL)
 
     def _merge_locals(
         self,
@@ -408,7 +417,7 @@ class InitAnalysis:
                 alts = self._alternatives(value)
             finally:
                 self.target = None
-            if attr not in self.item_spans and (spans := self._literal_item_spans(value, alts)):
+            if attr not in self.item_spans and (spans := self._literal_item_spans(value, alts) or self._local_items(value, alts)):
                 self.item_spans[attr] = spans
             self._bind(attr, alts, self.src.span(target.parent or target), conds)
             listed = f"{self_name}.{attr}"  # `self.features = [conv_bn(...)]`: filled like a local list
@@ -425,7 +434,9 @@ class InitAnalysis:
             elif value.type in ("list_comprehension", "generator_expression", "list"):
                 self.locals[name] = self._list_build(value, conds)
             else:
-                self.locals[name] = self._alternatives(value)
+                self.locals[name] = local_alts = self._alternatives(value)
+                if spans := self._literal_item_spans(value, local_alts):
+                    self.local_item_spans[name] = (local_alts, spans)
         elif target.type == "subscript":
             container = target.child_by_field_id(Field.VALUE)
             if container is not None and container.type in ("identifier", "attribute"):
@@ -460,6 +471,14 @@ class InitAnalysis:
             return ()
         return tuple(self.src.span(a) for a in arg_nodes)
 
+    def _local_items(self, value: Node, alts: list[Alt]) -> tuple[Span, ...]:
+        """`block = nn.Sequential(nn.Conv2d(...), ...)` then `self.block = block` (in the same `__init__`, or in
+        the base's `__init__` a subclass hands it to through `super().__init__`): where each item of the local's
+        literal Sequential is written, while the attribute holds that very value (no rebinding of the local,
+        no branch that changed it); else ()."""
+        held = self.local_item_spans.get(self.src.text(value)) if value.type == "identifier" else None
+        return held[1] if held is not None and held[0] is alts else ()
+
     def _list_build(self, value: Node, conds: Conds) -> _ListBuild:
         """A list display or comprehension that starts a list of modules."""
         items, _, repeat = self._items(value)
@@ -482,7 +501,10 @@ class InitAnalysis:
         self.state.pop(attr, None)  # a rebinding on this path shadows what came before
         self.state[attr] = bindings
 
-    def _extend_container(self, attr: str, ctors: list[Ctor], key: str | None) -> None:
+    def _extend_container(self, attr: str, ctors: list[Ctor], key: str | None, at: Span | None = None) -> None:
+        """Add `ctors` to the container bound to `attr`; `at`: where the one layer added is written, when it
+        goes to the end (`add_module`, `append`), so that an `nn.Sequential()` filled that way keeps where each
+        of its items is written (`Binding.item_spans`, per alternative: `if use_bn: self.seq.add_module(...)`)."""
         group = self.state.get(attr)
         if not group or not ctors:
             return
@@ -491,14 +513,16 @@ class InitAnalysis:
             if isinstance(b.value, Ctor) and b.value.callee in CONTAINERS:
                 items = list(b.value.items)
                 keys = list(b.value.keys)
+                placed = at is not None and len(ctors) == 1 and len(b.item_spans) == len(items) and ctors[0] not in items
                 for c in ctors:
                     if c not in items:
                         items.append(c)
                         if key is not None and b.value.callee.endswith("Dict"):
                             keys.append(key)
                 repeat = b.value.repeat or self.loop_repeat
+                spans = (*b.item_spans, at) if placed and at is not None and not repeat else ()
                 b = replace(b, value=replace(b.value, items=tuple(items), keys=tuple(keys), repeat=repeat,
-                                                once=False))  # a union from here on
+                                                once=False), item_spans=spans)  # a union from here on
             updated.append(b)
         self.state[attr] = updated
 
@@ -570,7 +594,8 @@ class InitAnalysis:
                 if not arg_nodes:
                     return
                 if method in ("add_module", "insert") and len(arg_nodes) >= 2:
-                    self._extend_container(attr, self._ctor_alts(arg_nodes[1]), _key_text(arg_nodes[0], self.src))
+                    self._extend_container(attr, self._ctor_alts(arg_nodes[1]), _key_text(arg_nodes[0], self.src),
+                                           self.src.span(arg_nodes[1]) if method == "add_module" else None)
                 elif method in ("extend", "update"):
                     items, keys, _ = self._items(arg_nodes[0])
                     for i, c in enumerate(items):
@@ -1392,7 +1417,8 @@ def _union_containers(group: list[_B]) -> list[_B]:
                                 keys.append(b.value.keys[i])
                     value = replace(o.value, items=tuple(items), keys=tuple(keys), repeat=o.value.repeat or b.value.repeat,
                                     once=False)
-                    out[k] = replace(o, value=value)
+                    # a union's items are no longer where one path wrote them
+                    out[k] = replace(o, value=value, item_spans=o.item_spans if value.items == o.value.items else ())
                     break
             else:
                 out.append(b)

@@ -73,6 +73,9 @@ def _callee_span(ctx: SynthContext, tree: ast.Module, span: Span) -> Span:
             if len(bases) != 1:
                 ctx.decline(f"the matched layers are built by {node.name}, whose nn.Sequential base could not be read")
             return ctx.text_index.span(bases[0])
+    if any(isinstance(n, ast.List) and ctx.text_index.span(n) == span for n in ast.walk(tree)):
+        ctx.decline("the matched layers are items of a list a method returns for its callers to splat into "
+                    "nn.Sequential(*...); Adopter does not rewrite those callers' Sequentials, so change it by hand")
     calls = [(n, ctx.text_index.span(n)) for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_sequential(n.func)
              and first <= n.lineno and (n.end_lineno or 0) <= last]
     inside = [(n, at) for n, at in calls if span.contains(at)]
@@ -102,6 +105,12 @@ def fold_in_sequential(ctx: SynthContext, origin: Op, fold: str) -> None:
         spans = [origin.span]
     else:
         attr = origin.target.removeprefix("self.")
+        outside = [op.target for op in ctx.finding.match.ops
+                   if op.kind is OpKind.MODULE and not op.target.startswith(origin.target + "[")]
+        if outside:  # the Sequential's last child into a layer forward applies after it
+            ctx.decline(f"the pair straddles the end of the nn.Sequential `{origin.target}`: its last child runs "
+                        f"into `{outside[0]}`, applied after it in forward; folding them needs both in one "
+                        "place, so change it by hand")
         if any(not re.fullmatch(rf"{re.escape(origin.target)}\[\d+\]", op.target)
                for op in ctx.finding.match.ops if op.kind is OpKind.MODULE):
             ctx.decline(f"the matched layers sit in a Sequential nested inside `{origin.target}`; the fix of "
