@@ -260,57 +260,38 @@ class Analyser:
             if isinstance(entry.result, tuple):
                 chains.extend(self._with_callers([a for a in entry.result if isinstance(a, Architecture)],
                                                  src, table, callers))
-        for name, info in table.infos.items() if file_mentions_loss(src.occurs) else ():  # loss methods, as forwards
-            for method, node in loss_methods(info.methods, info.node, src.contains):
-                try:
-                    if not table.is_module(name):
-                        break
-                    entry = self._unit(f"loss {name}.{method}", node, symbols, fresh,
-                                       lambda n=name, m=method, fn=node: loss_method_architecture(
-                                           n, m, fn, src, symbols, table), partial(table.module_deps, name))
-                except Exception as exc:
-                    problems.append(_internal(f"method {name}.{method}", exc, src.span(node), path))
-                    continue
-                problems.extend(entry.problems)
-                if isinstance(entry.result, Architecture):
-                    chains.append(entry.result)
-        for name, info in table.infos.items():  # public methods nothing in the class calls, as forwards
-            for method, node in entry_methods(info.methods, info.node, src.raw) if table.is_module(name) else ():
-                try:
-                    entry = self._unit(f"entry {name}.{method}", node, symbols, fresh,
-                                       lambda n=name, m=method, fn=node: entry_method_architecture(
-                                           n, m, fn, src, symbols, table), partial(table.module_deps, name))
-                except Exception as exc:
-                    problems.append(_internal(f"method {name}.{method}", exc, src.span(node), path))
-                    continue
-                problems.extend(entry.problems)
-                if isinstance(entry.result, Architecture):
-                    chains.append(entry.result)
-        for name, info in table.infos.items() if src.occurs(b"= self.") else ():  # methods __init__ stores
-            for method, node in stored_methods(info.methods, src.contains, src.raw):
-                try:
-                    if not table.is_module(name):
-                        break
-                    entry = self._unit(f"stored {name}.{method}", node, symbols, fresh,
-                                       lambda n=name, m=method, fn=node: method_architecture(
-                                           n, f"{n}.{m}", m, fn, src, symbols, table), partial(table.module_deps, name))
-                except Exception as exc:
-                    problems.append(_internal(f"method {name}.{method}", exc, src.span(node), path))
-                    continue
-                problems.extend(entry.problems)
-                if isinstance(entry.result, Architecture):
-                    chains.append(entry.result)
-        for processor, owner, node in processor_calls(table, src):  # attention processors, on their module
+
+        def method_unit(key: str, what: str, node: Node, build: object, deps: frozenset[str] | Callable[[], frozenset[str]]) -> None:
+            """One method read like a forward (its own unit): its architecture joins the chains."""
             try:
-                entry = self._unit(f"processor {processor} on {owner}", node, symbols, fresh,
-                                   lambda p=processor, o=owner, fn=node: processor_architecture(
-                                       p, o, fn, src, symbols, table), partial(table.module_deps, owner))
+                entry = self._unit(key, node, symbols, fresh, build, deps)
             except Exception as exc:
-                problems.append(_internal(f"method {processor}.__call__", exc, src.span(node), path))
-                continue
+                problems.append(_internal(what, exc, src.span(node), path))
+                return
             problems.extend(entry.problems)
             if isinstance(entry.result, Architecture):
                 chains.append(entry.result)
+
+        modules = [(name, info) for name, info in table.infos.items() if table.is_module(name)]
+        for name, info in modules if file_mentions_loss(src.occurs) else ():  # loss methods, as forwards
+            for method, node in loss_methods(info.methods, info.node, src.contains):
+                method_unit(f"loss {name}.{method}", f"method {name}.{method}", node,
+                            lambda n=name, m=method, fn=node: loss_method_architecture(n, m, fn, src, symbols, table),
+                            partial(table.module_deps, name))
+        for name, info in modules:  # public methods nothing in the class calls, as forwards
+            for method, node in entry_methods(info.methods, info.node, src.raw):
+                method_unit(f"entry {name}.{method}", f"method {name}.{method}", node,
+                            lambda n=name, m=method, fn=node: entry_method_architecture(n, m, fn, src, symbols, table),
+                            partial(table.module_deps, name))
+        for name, info in modules if src.occurs(b"= self.") else ():  # methods __init__ stores
+            for method, node in stored_methods(info.methods, src.contains, src.raw):
+                method_unit(f"stored {name}.{method}", f"method {name}.{method}", node,
+                            lambda n=name, m=method, fn=node: method_architecture(n, f"{n}.{m}", m, fn, src, symbols, table),
+                            partial(table.module_deps, name))
+        for processor, owner, node in processor_calls(table, src):  # attention processors, on their module
+            method_unit(f"processor {processor} on {owner}", f"method {processor}.__call__", node,
+                        lambda p=processor, o=owner, fn=node: processor_architecture(p, o, fn, src, symbols, table),
+                        partial(table.module_deps, owner))
         functions: list[Forward] = []
         for name, node in symbols.functions.items():
             try:
