@@ -33,6 +33,7 @@ def _parsed_alone(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     return parsed
 
 
+@pytest.mark.pure_python
 def test_the_first_broken_keystroke_after_prepare_parses_only_its_segment(monkeypatch: pytest.MonkeyPatch) -> None:
     text = EXAMPLE.read_text(encoding="utf-8")
     doc = DocumentAnalysis(text, "m.py")

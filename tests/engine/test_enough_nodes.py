@@ -55,6 +55,7 @@ def _searched(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return searched
 
 
+@pytest.mark.pure_python
 def test_the_pair_rule_is_searched_only_where_both_tensors_can_be_rotated(monkeypatch: pytest.MonkeyPatch) -> None:
     rules = [r for r in load_rules().rules if r.id == "f15-rope"]
     assert rules
