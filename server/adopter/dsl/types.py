@@ -12,6 +12,7 @@ module that converts to LSP (UTF-16). The DSL's text form prints spans
 from __future__ import annotations
 
 import copyreg
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from enum import Enum
 
@@ -138,6 +139,18 @@ class Return:
 
 Stmt = Op | Branch | Loop | Return
 Block = tuple[Stmt, ...]
+
+
+def block_ops(block: Block) -> Iterator[Op]:
+    """Every op of `block`, in order, those of its branches' paths and loop bodies included."""
+    for stmt in block:
+        if isinstance(stmt, Op):
+            yield stmt
+        elif isinstance(stmt, Branch):
+            for path in stmt.paths:
+                yield from block_ops(path)
+        elif isinstance(stmt, Loop):
+            yield from block_ops(stmt.body)
 
 
 class ParamKind(str, Enum):

@@ -16,7 +16,15 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 
-from adopter.dsl.types import Block, Branch, Ctor, Expr, Loop, ModuleFile, Op, OpKind, ParamKind, Span
+from adopter.dsl.types import (
+    Ctor,
+    Expr,
+    ModuleFile,
+    OpKind,
+    ParamKind,
+    Span,
+    block_ops,
+)
 from adopter.engine.types import Finding
 
 _CALL = re.compile(r"([A-Za-z_]\w*)\s*\(")
@@ -90,7 +98,7 @@ def _held_parameters(module_file: ModuleFile) -> dict[str, dict[tuple[int, str],
         if not bound:
             continue
         calls: dict[str, list[Span]] = {}
-        for op in _ops(arch.forward.body):
+        for op in block_ops(arch.forward.body):
             attr = op.target[5:] if op.target.startswith("self.") else None
             if attr in bound and op.kind in (OpKind.MODULE, OpKind.CALL) and op.stmt_span not in calls.get(attr, []):
                 calls.setdefault(attr, []).append(op.stmt_span)
@@ -128,17 +136,6 @@ def _ctors(ctor: Ctor) -> Iterator[Ctor]:
     yield ctor
     for item in ctor.items:
         yield from _ctors(item)
-
-
-def _ops(block: Block) -> Iterator[Op]:
-    for stmt in block:
-        if isinstance(stmt, Op):
-            yield stmt
-        elif isinstance(stmt, Branch):
-            for path in stmt.paths:
-                yield from _ops(path)
-        elif isinstance(stmt, Loop):
-            yield from _ops(stmt.body)
 
 
 def with_wrapper_statements(f: Finding, extra: dict[str, tuple[Span, ...]]) -> Finding:

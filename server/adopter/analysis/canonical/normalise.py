@@ -72,6 +72,7 @@ from adopter.dsl.types import (
     Return,
     Stmt,
     Value,
+    block_ops,
 )
 
 _INT = re.compile(r"^-?\d+$")
@@ -1251,8 +1252,7 @@ _PASS_ON = frozenset({"*", "/", "cast"})
 def _prescan(block: Block) -> tuple[frozenset[str], frozenset[str]]:
     """The names read as the right operand of a matrix product (also through a scale or a cast), and the
     names read by a softmax (the rank-free facts the pass needs before it reaches the reads)."""
-    ops: list[Op] = []
-    _flat_ops(block, ops)
+    ops = list(block_ops(block))
     keys = {op.args[1].name for op in ops
             if (op.kind.value, op.target) in _RIGHT_OPERAND and len(op.args) == 2 and isinstance(op.args[1], Ref)}
     softmaxed = {op.args[0].name for op in ops
@@ -1277,8 +1277,7 @@ _TO_SOFTMAX = frozenset({("operator", "*"), ("operator", "/"), ("operator", "+")
 
 def _scores_of(block: Block, softmaxed: frozenset[str]) -> frozenset[str]:
     """The names whose value goes into a softmax through scales, additive terms, masks and casts."""
-    ops: list[Op] = []
-    _flat_ops(block, ops)
+    ops = list(block_ops(block))
     reads: dict[str, list[str]] = {}  # output name -> the names the passing ops binding it read
     for op in ops:
         if len(op.outputs) == 1 and (
@@ -1324,17 +1323,6 @@ def _identity_permute(op: Op) -> bool:
     dims = op.args[1:]
     return (op.kind == OpKind.METHOD and op.target == "permute" and not op.kwargs and len(dims) >= 2
             and all(isinstance(d, Expr) and d.text == str(i) for i, d in enumerate(dims)))
-
-
-def _flat_ops(block: Block, out: list[Op]) -> None:
-    for stmt in block:
-        if isinstance(stmt, Op):
-            out.append(stmt)
-        elif isinstance(stmt, Branch):
-            for path in stmt.paths:
-                _flat_ops(path, out)
-        elif isinstance(stmt, Loop):
-            _flat_ops(stmt.body, out)
 
 
 def _last_keepdim(op: Op) -> bool:

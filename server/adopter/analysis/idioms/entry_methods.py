@@ -26,7 +26,7 @@ from adopter.analysis.idioms.method_forward import method_architecture
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Architecture, Branch, Loop, Op, OpKind, Problem
+from adopter.dsl.types import Architecture, OpKind, Problem, block_ops
 
 _SKIP = frozenset({"forward", "__init__"})
 _LAYER_CALL = re.compile(rb"\bself\.(\w+)\s*\(")
@@ -60,19 +60,7 @@ def entry_method_architecture(
     """The class's `__init__` with `method` read as its forward, named `Class.method`; None when the method
     applies none of the class's layers."""
     arch, problems = method_architecture(class_name, f"{class_name}.{method}", method, node, src, symbols, table)
-    if arch.forward is None or not any(isinstance(s, Op) and s.kind is OpKind.MODULE for s in _ops(arch.forward.body)):
+    if arch.forward is None or not any(op.kind is OpKind.MODULE for op in block_ops(arch.forward.body)):
         return None, problems
     return arch, problems
 
-
-def _ops(body: tuple[object, ...]) -> list[object]:
-    """The statements of `body`, those of its branches and loops included."""
-    out: list[object] = []
-    for stmt in body:
-        out.append(stmt)
-        if isinstance(stmt, Branch):
-            for path in stmt.paths:
-                out.extend(_ops(path))
-        elif isinstance(stmt, Loop):
-            out.extend(_ops(stmt.body))
-    return out
