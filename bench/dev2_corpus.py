@@ -159,6 +159,26 @@ MANIFEST: Manifest = (
     ("megatron-core", "0.16.1", (
         "megatron/core/transformer/dot_product_attention.py", "megatron/core/fusions/fused_bias_gelu.py",
         "megatron/core/fusions/fused_bias_swiglu.py")),
+    # Batch 6 (label9, 2026-12-05): any initial letter, none in the real-world, held-out, dev2 or oracle lists, chosen
+    # as the first vision / video / diffusion / vision-language / point-cloud transformer packages that came to mind
+    # and installed with `pip download --no-deps`; files picked from the archive listings by name and size before
+    # reading, 14 first, then 4 more by name and size once those were labelled (see "Batch 6" in
+    # bench/data/dev2/LABELLING.md).
+    ("timesformer-pytorch", "0.4.1", ("timesformer_pytorch/timesformer_pytorch.py", "timesformer_pytorch/rotary.py")),
+    ("salesforce-lavis", "1.0.2", ("lavis/models/clip_vit.py", "lavis/models/eva_vit.py")),
+    ("mmaction2", "1.2.0", (
+        "mmaction/models/backbones/timesformer.py", "mmaction/models/common/transformer.py",
+        "mmaction/models/backbones/vit_mae.py")),
+    ("mmpose", "1.3.2", (
+        "mmpose/models/utils/rtmcc_block.py", "mmpose/models/backbones/dstformer.py",
+        "mmpose/models/heads/transformer_heads/transformers/detr_layers.py")),
+    ("mmagic", "1.2.0", ("mmagic/models/editors/ddpm/attention.py", "mmagic/models/editors/swinir/swinir_rstb.py")),
+    ("imaginAIry", "15.0.0", (
+        "imaginairy/modules/sgm/video_attention.py", "imaginairy/modules/midas/midas/backbones/vit.py",
+        "imaginairy/vendored/blip/vit.py")),
+    ("cn-clip", "1.6.0", ("cn_clip/clip/model.py",)),
+    ("mmdet3d", "1.4.0", ("mmdet3d/models/layers/transformer.py",)),
+    ("mirasol-pytorch", "0.0.16", ("mirasol_pytorch/mirasol_pytorch.py",)),
 )
 
 
