@@ -171,7 +171,7 @@ MANIFEST: Manifest = (
         "stripedhyena/layers.py", "stripedhyena/model.py", "stripedhyena/positional_embeddings.py")),
     ("yet-another-retnet", "0.5.1", ("yet_another_retnet/retention.py", "yet_another_retnet/retnet.py")),
     ("azula", "0.11.1", ("azula/nn/attention.py", "azula/nn/dit.py", "azula/nn/layers.py")),
-    ("tactis", "0.1.3", ("tactis/model/encoder.py", "tactis/model/marginal.py")),
+    ("tactis", "0.1.3", ("tactis/model/encoder.py", "tactis/model/marginal.py", "tactis/model/decoder.py")),
     ("scgpt", "0.2.4", ("scgpt/model/model.py",)),
     ("robomimic", "0.3.0", ("robomimic/models/transformers.py", "robomimic/models/value_nets.py")),
     ("transformer-in-transformer", "0.1.2", ("transformer_in_transformer/tnt.py",)),
