@@ -163,7 +163,8 @@ MANIFEST: Manifest = (
     ("mingru-pytorch", "0.2.1", ("minGRU_pytorch/minLM.py", "minGRU_pytorch/minGRU.py")),
     # Batch 7 (refreshed 2026-12-05, stop 17): labelled by a seventh independent labeller (families 6, 7, 9, 10, 14
     # and 15 were worked on in stop 17); distributions picked by name for breadth, leaning to transformer code, files
-    # from the archive listings by name and size before reading (see LABELLING.md "Batch 7").
+    # from the archive listings by name and size before reading (one added after the first pass: tactis decoder.py;
+    # see LABELLING.md "Batch 7").
     ("fastervit", "1.0.0", ("fastervit/models/faster_vit.py",)),
     ("dasheng", "0.0.9", ("dasheng/train/models.py",)),
     ("msclap", "1.3.4", ("msclap/models/audio.py", "msclap/models/clap.py", "msclap/models/mapper.py")),
