@@ -161,6 +161,22 @@ MANIFEST: Manifest = (
     ("tirex-ts", "1.4.2", (
         "tirex/models/slstm/cell.py", "tirex/models/tirex.py", "tirex/models/slstm/block.py")),
     ("mingru-pytorch", "0.2.1", ("minGRU_pytorch/minLM.py", "minGRU_pytorch/minGRU.py")),
+    # Batch 7 (refreshed 2026-12-05, stop 17): labelled by a seventh independent labeller (families 6, 7, 9, 10, 14
+    # and 15 were worked on in stop 17); distributions picked by name for breadth, leaning to transformer code, files
+    # from the archive listings by name and size before reading (one added after the first pass: tactis decoder.py;
+    # see LABELLING.md "Batch 7").
+    ("fastervit", "1.0.0", ("fastervit/models/faster_vit.py",)),
+    ("dasheng", "0.0.9", ("dasheng/train/models.py",)),
+    ("msclap", "1.3.4", ("msclap/models/audio.py", "msclap/models/clap.py", "msclap/models/mapper.py")),
+    ("stripedhyena", "0.2.2", (
+        "stripedhyena/layers.py", "stripedhyena/model.py", "stripedhyena/positional_embeddings.py")),
+    ("yet-another-retnet", "0.5.1", ("yet_another_retnet/retention.py", "yet_another_retnet/retnet.py")),
+    ("azula", "0.11.1", ("azula/nn/attention.py", "azula/nn/dit.py", "azula/nn/layers.py")),
+    ("tactis", "0.1.3", ("tactis/model/encoder.py", "tactis/model/marginal.py", "tactis/model/decoder.py")),
+    ("scgpt", "0.2.4", ("scgpt/model/model.py",)),
+    ("robomimic", "0.3.0", ("robomimic/models/transformers.py", "robomimic/models/value_nets.py")),
+    ("transformer-in-transformer", "0.1.2", ("transformer_in_transformer/tnt.py",)),
+    ("orb-models", "0.5.5", ("orb_models/forcefield/gns.py", "orb_models/forcefield/nn_util.py")),
 )
 
 
