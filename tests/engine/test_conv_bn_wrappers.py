@@ -161,3 +161,50 @@ def test_a_pair_inside_the_wrapper_stays_the_wrappers_own() -> None:
                         "        self.bn = nn.BatchNorm2d(channels)\n").replace(
         "        return self.bn(x)\n", "        return self.bn(self.conv(x))\n")
     assert [f.scope_name for f in pairs(code)] == ["Norm"]
+
+
+ITEMS = '''
+class SeparableConv(nn.Module):
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        self.depthwise = nn.Conv2d(c_in, c_in, 3, padding=1, groups=c_in, bias=False)
+        self.pointwise = nn.Conv2d(c_in, c_out, 1, bias=False)
+
+    def forward(self, x):
+        return self.pointwise(self.depthwise(x))
+
+
+class Norm(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(channels)
+
+    def forward(self, x):
+        return self.bn(x)
+
+
+class Branch(nn.Module):
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        self.body = nn.Sequential(nn.ReLU(), SeparableConv(c_in, c_out), nn.BatchNorm2d(c_out))
+
+    def forward(self, x):
+        return self.body(x)
+'''
+
+
+def test_a_wrapper_item_of_a_sequential_before_its_norm_is_a_site_without_a_fix() -> None:
+    # The Sequential's forward runs the separable conv's pointwise conv into the BN item; the in-place fold
+    # (`FoldedConvBnSequential`) folds stock children only, so no fix is offered.
+    [found] = pairs(ITEMS)
+    assert found.scope_name == "Branch"
+    assert {line(ITEMS, "nn.Sequential(nn.ReLU(), SeparableConv"), line(ITEMS, "self.pointwise = nn.Conv2d")} <= {
+        s.start_line for s in found.init_spans}
+    assert not found.fixable
+    assert "inside the submodule `self.body[1]`" in (found.no_fix_reason or "")
+
+
+def test_two_wrapper_items_in_turn_are_no_site_of_the_caller() -> None:
+    code = ITEMS.replace("nn.Sequential(nn.ReLU(), SeparableConv(c_in, c_out), nn.BatchNorm2d(c_out))",
+                         "nn.Sequential(nn.ReLU(), SeparableConv(c_in, c_out), Norm(c_out))")
+    assert pairs(ITEMS) and not pairs(code)

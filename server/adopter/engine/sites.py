@@ -599,7 +599,9 @@ def _reach_allowed(rule: Rule, m: RawMatch, ops: tuple[Op | None, ...]) -> bool:
 def _unrolled(op: Op) -> bool:
     """Whether `op` is a layer of a same-file submodule the canonical pass read through at its call."""
     origin = op.origin
-    return origin is not None and origin.kind is OpKind.MODULE and bool(op.via) and op.via[-1] == origin.target
+    # An item of a Sequential the forward runs (`self.body[1]`) has the Sequential's call as its origin.
+    return origin is not None and origin.kind is OpKind.MODULE and bool(op.via) and (
+        op.via[-1] == origin.target or op.via[-1].startswith(origin.target + "["))
 
 
 def _called_alone(flat: FlatForward) -> Callable[[Op], bool]:
@@ -607,6 +609,8 @@ def _called_alone(flat: FlatForward) -> Callable[[Op], bool]:
     is `return self.norm(x)`): the call computes the layer, so a rewrite may name the layer
     (`self.norm.norm`) in its place."""
     def alone(op: Op) -> bool:
+        if "[" in op.via[-1]:
+            return False  # an item of a Sequential: the fold would have to edit the Sequential's construction
         return sum(1 for n in flat.nodes if n.op is not None and _unrolled(n.op) and n.op.via == op.via
                    and n.op.span == op.span) == 1
     return alone
@@ -714,7 +718,7 @@ def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool
         if _unrolled(op) and alone is not None and alone(op):
             continue
         if _unrolled(op):
-            return (f"the matched layer `{op.target}` sits inside the submodule `{origin.target}`; Adopter does "
+            return (f"the matched layer `{op.target}` sits inside the submodule `{op.via[-1]}`; Adopter does "
                     "not rewrite across a submodule's boundary, so change it by hand")
         if (origin.kind is OpKind.MODULE and origin.target == SEQUENTIAL and not origin.args
                 and origin.stmt_span != origin.span):
