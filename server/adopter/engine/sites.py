@@ -599,9 +599,10 @@ def _reach_allowed(rule: Rule, m: RawMatch, ops: tuple[Op | None, ...]) -> bool:
 def _unrolled(op: Op) -> bool:
     """Whether `op` is a layer of a same-file submodule the canonical pass read through at its call."""
     origin = op.origin
-    # An item of a Sequential the forward runs (`self.body[1]`) has the Sequential's call as its origin.
+    # An item of a Sequential the forward runs (`self.body[1]`) has the Sequential's call as its origin; its
+    # leaves sit at that call (a stateless item's spliced forward keeps the item class's spans: `_spliced`).
     return origin is not None and origin.kind is OpKind.MODULE and bool(op.via) and (
-        op.via[-1] == origin.target or op.via[-1].startswith(origin.target + "["))
+        op.via[-1] == origin.target or (op.via[-1].startswith(origin.target + "[") and op.span == origin.span))
 
 
 def _called_alone(flat: FlatForward) -> Callable[[Op], bool]:
