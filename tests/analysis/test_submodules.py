@@ -92,7 +92,8 @@ def test_the_leaf_layers_are_bound_with_the_submodules_own_spans() -> None:
 @pytest.mark.parametrize("body", [
     "hidden_states = self.transform(hidden_states)\n        return self.decoder(hidden_states) * 2",
     "if self.training:\n            hidden_states = self.transform(hidden_states)\n        return self.decoder(hidden_states)",
-    "return self.decoder(self.transform(hidden_states))",
+    "return self.decoder(self.transform(hidden_states), hidden_states)",
+    "return self.decoder(self.transform(hidden_states) + 1)",
 ])
 def test_anything_else_in_the_forward_stops_the_read(body: str) -> None:
     start = SOURCE.index("        '''A docstring")
@@ -101,6 +102,17 @@ def test_anything_else_in_the_forward_stops_the_read(body: str) -> None:
     model = arch(text, name="Model")
     assert model.init is not None
     assert not any("." in b.attr for b in model.init.bindings)
+
+
+def test_a_call_of_a_call_is_the_same_chain() -> None:
+    # `return self.decoder(self.transform(h))` applies transform, then decoder, as the two statements do.
+    start = SOURCE.index("        '''A docstring")
+    end = SOURCE.index("        return self.decoder(hidden_states)\n") + len("        return self.decoder(hidden_states)\n")
+    text = SOURCE[:start] + "        return self.decoder(self.transform(hidden_states))\n" + SOURCE[end:]
+    model = arch(text, name="Model")
+    assert model.init is not None
+    assert sorted(b.attr for b in model.init.bindings if "." in b.attr) == [
+        "cls.decoder", "cls.transform.act", "cls.transform.dense"]
 
 
 def test_editing_the_submodule_forward_reanalyses_its_user() -> None:

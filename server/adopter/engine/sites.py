@@ -599,7 +599,22 @@ def _reach_allowed(rule: Rule, m: RawMatch, ops: tuple[Op | None, ...]) -> bool:
 def _unrolled(op: Op) -> bool:
     """Whether `op` is a layer of a same-file submodule the canonical pass read through at its call."""
     origin = op.origin
-    return origin is not None and origin.kind is OpKind.MODULE and bool(op.via) and op.via[-1] == origin.target
+    # An item of a Sequential the forward runs (`self.body[1]`) has the Sequential's call as its origin; its
+    # leaves sit at that call (a stateless item's spliced forward keeps the item class's spans: `_spliced`).
+    return origin is not None and origin.kind is OpKind.MODULE and bool(op.via) and (
+        op.via[-1] == origin.target or (op.via[-1].startswith(origin.target + "[") and op.span == origin.span))
+
+
+def _called_alone(flat: FlatForward) -> Callable[[Op], bool]:
+    """Whether a layer read through at its submodule's call is all that call runs (the submodule's forward
+    is `return self.norm(x)`): the call computes the layer, so a rewrite may name the layer
+    (`self.norm.norm`) in its place."""
+    def alone(op: Op) -> bool:
+        if "[" in op.via[-1]:
+            return False  # an item of a Sequential: the fold would have to edit the Sequential's construction
+        return sum(1 for n in flat.nodes if n.op is not None and _unrolled(n.op) and n.op.via == op.via
+                   and n.op.span == op.span) == 1
+    return alone
 
 
 def _span_key(s: Span) -> tuple[int, int, int, int]:
@@ -639,7 +654,9 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
     elif (spelled := _spelling_reason(ops, einsum=rule.replacement.strategy in EINSUM_AWARE_STRATEGIES,
                                       sequential=rule.replacement.strategy in SEQUENTIAL_AWARE_STRATEGIES,
                                       items=rule.replacement.strategy in ITEM_AWARE_STRATEGIES,
-                                      layouts=rule.replacement.strategy in LAYOUT_AWARE_STRATEGIES)) is not None:
+                                      layouts=rule.replacement.strategy in LAYOUT_AWARE_STRATEGIES,
+                                      alone=_called_alone(flat) if rule.replacement.strategy
+                                      in WRAPPER_AWARE_STRATEGIES else None)) is not None:
         fixable, reason = False, spelled
     elif (resolved := subclass_reason(m.bindings) or chosen_class_reason(ops) or handed_reason(ops)) is not None:
         fixable, reason = False, resolved
@@ -687,18 +704,22 @@ _ONE_ITEM = re.compile(r"^self\.(\w+)\[(\d+)\]$")
 
 
 def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool = False,
-                     layouts: bool = False, items: bool = False) -> str | None:
+                     layouts: bool = False, items: bool = False,
+                     alone: Callable[[Op], bool] | None = None) -> str | None:
     """Why a match written in a spelling the rewrites cannot edit has no automatic fix, else None; with
     `einsum`, the rule's strategy reads `einsum` products itself (and declines the ones it cannot); with
     `sequential`, it rewrites children of an `nn.Sequential` itself; with `layouts`, it reads keys laid out
     (..., d, n) itself; with `items`, it edits only statements spliced from a stateless item's forward and
-    leaves the Sequential's children as built."""
+    leaves the Sequential's children as built; with `alone`, it names a layer read through at its submodule's
+    call when the call runs that layer and nothing else (`alone(op)`)."""
     for op in ops:
         origin = op.origin
         if origin is None:
             continue
+        if _unrolled(op) and alone is not None and alone(op):
+            continue
         if _unrolled(op):
-            return (f"the matched layer `{op.target}` sits inside the submodule `{origin.target}`; Adopter does "
+            return (f"the matched layer `{op.target}` sits inside the submodule `{op.via[-1]}`; Adopter does "
                     "not rewrite across a submodule's boundary, so change it by hand")
         if (origin.kind is OpKind.MODULE and origin.target == SEQUENTIAL and not origin.args
                 and origin.stmt_span != origin.span):
@@ -788,6 +809,10 @@ SEQUENTIAL_AWARE_STRATEGIES = frozenset({"fold_conv_bn"})
 # the projection `nn.Linear` before it in the Sequential is not touched). The strategy declines a split or a
 # product that is not one of those spliced statements.
 ITEM_AWARE_STRATEGIES = frozenset({"gated_chunked"})
+# Strategies that may name a layer read through at its submodule's call when that call runs the layer alone
+# (`self.norm = Norm(c)`, `Norm.forward` is `return self.bn(x)`): `folded_conv_bn(x, self.conv, self.norm.bn)`
+# computes what `self.norm(self.conv(x))` computes. A submodule that runs anything else keeps the call.
+WRAPPER_AWARE_STRATEGIES = frozenset({"fold_conv_bn", "fold_linear_bn"})
 # Strategies that rebuild the rewrite from the source text at the site and accept only a block of the
 # matched statements alone (`sdpa_chain`): a value of the match that has another definition on another
 # path (`k = self.k_norm(k)` with an `nn.Identity()` alternative, an `if self.fused_attn:` branch that binds
@@ -835,7 +860,8 @@ def _one_statement_of_calls(flat: FlatForward, m: RawMatch) -> bool:
 def _straddle_reason(flat: FlatForward, m: RawMatch, aware: bool = False, branches: bool = False) -> str | None:
     """Why the matched statements cannot be edited in one place, or None when they can."""
     nodes = [flat.nodes[n] for n in m.nodes]
-    vias = {n.op.via for n in nodes if n.op is not None}
+    # A layer read through at its submodule's call sits at that call, in the caller's code.
+    vias = {n.op.via[:-1] if _unrolled(n.op) else n.op.via for n in nodes if n.op is not None}
     if len(vias) > 1 and not aware:
         return "the match spans an inlined helper and its caller; rewrite it by hand"
     branch_ctx = {tuple(c for c in n.ctx if c[0] == "b") for n in nodes}

@@ -562,6 +562,21 @@ class _Pass:
 
     def module(self, op: Op, target: str, ctor: Ctor | None, depth: int) -> list[Op]:
         """A module call: the function a stateless module computes, or the chain of a Sequential."""
+        leaves = self.thin.get(target[5:]) if target.startswith("self.") and depth == 0 else None
+        if leaves and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1:
+            # A submodule whose forward only chains its own layers: its leaf layers, each op marked as
+            # coming from the call (`via`), at the call's spans. An item of a Sequential (`self.body[1]`)
+            # has no one constructor here (`_ctor_of`), so this comes first.
+            unrolled: list[Op] = []
+            current: Value = op.args[0]
+            for i, leaf in enumerate(leaves):
+                outs = op.outputs if i == len(leaves) - 1 else (self.temp(),)
+                step = Op(OpKind.MODULE, f"self.{leaf.attr}", (current,), (), outs, op.span, op.stmt_span,
+                          (*op.via, target), origin=op.origin or op)
+                leaf_ctor = leaf.value if isinstance(leaf.value, Ctor) else None
+                unrolled.extend(self.module(step, step.target, leaf_ctor, depth + 1))
+                current = Ref(outs[0])
+            return unrolled
         if ctor is None:
             args, kwargs = normalise((op.kind.value, target), op.args, op.kwargs, {})
             if target == op.target and args == op.args and kwargs == op.kwargs:
@@ -576,20 +591,6 @@ class _Pass:
                 bound = ()
             args, kwargs = normalise(spelled.op, op.args, (*op.kwargs, *bound), {})
             return [_respell(op, spelled.op, args, kwargs)]
-        leaves = self.thin.get(target[5:]) if target.startswith("self.") and depth == 0 else None
-        if leaves and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1:
-            # A submodule whose forward only chains its own layers: its leaf layers, each op marked as
-            # coming from the call (`via`), at the call's spans.
-            unrolled: list[Op] = []
-            current: Value = op.args[0]
-            for i, leaf in enumerate(leaves):
-                outs = op.outputs if i == len(leaves) - 1 else (self.temp(),)
-                step = Op(OpKind.MODULE, f"self.{leaf.attr}", (current,), (), outs, op.span, op.stmt_span,
-                          (*op.via, target), origin=op.origin or op)
-                leaf_ctor = leaf.value if isinstance(leaf.value, Ctor) else None
-                unrolled.extend(self.module(step, step.target, leaf_ctor, depth + 1))
-                current = Ref(outs[0])
-            return unrolled
         if (ctor.callee == "torch.nn.Sequential" and ctor.items and (ctor.repeat is None or ctor.once)
                 and depth < _MAX_SEQUENTIAL_DEPTH and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1):
             chain: list[Op] = []

@@ -51,6 +51,23 @@ def _same_file_submodules(init: Init | None, table: ClassTable) -> Iterator[tupl
             yield b.attr, ctor
 
 
+def _same_file_items(init: Init | None, table: ClassTable) -> Iterator[tuple[str, Ctor]]:
+    """(`attr[k]`, constructor) of each item of a literal `nn.Sequential` bound once, unconditionally, that
+    builds a same-file nn.Module class (`nn.Sequential(nn.Conv2d(...), Norm(c))`: `body[1]`, `Norm(c)`)."""
+    if init is None:
+        return
+    counts: dict[str, int] = {}
+    for b in init.bindings:
+        counts[b.attr] = counts.get(b.attr, 0) + 1
+    for b in init.bindings:
+        ctor = b.value
+        if (isinstance(ctor, Ctor) and ctor.callee == SEQUENTIAL and ctor.repeat is None and b.condition is None
+                and counts[b.attr] == 1):
+            for k, item in enumerate(ctor.items):
+                if not item.items and item.callee in table.infos and table.is_module(item.callee):
+                    yield f"{b.attr}[{k}]", item
+
+
 def thin_submodules(init: Init | None, table: ClassTable, src: SourceText, depth: int = 0) -> dict[str, tuple[Binding, ...]]:
     """attr -> the leaf layers a call of `self.<attr>` runs, in order, as bindings named by their path
     (`cls.predictions.decoder`); only for same-file submodules whose forward is a plain chain of their
@@ -58,7 +75,7 @@ def thin_submodules(init: Init | None, table: ClassTable, src: SourceText, depth
     found: dict[str, tuple[Binding, ...]] = {}
     if depth >= MAX_DEPTH:
         return found
-    for attr, ctor in _same_file_submodules(init, table):
+    for attr, ctor in (*_same_file_submodules(init, table), *_same_file_items(init, table)):
         leaves = _leaves(ctor.callee, table, src, depth)
         if leaves:
             found[attr] = tuple(replace(leaf, attr=f"{attr}.{leaf.attr}") for leaf in leaves)

@@ -1,9 +1,10 @@
 """The shape of a `forward` that only chains its own layers: which attributes it applies, in turn.
 
 `forward(self, x)` whose body is `x = self.a(x)` ..., then `return self.b(x)` or `return x`: the
-attributes `("a", ..., "b")`. Kept apart (it needs only the syntax tree) so that a cached analysis can
-depend on this answer rather than on the method's text (`ModuleSymbols`, `METHOD_SHAPE`): editing a
-submodule's forward re-analyses the classes that use it only when its shape changes.
+attributes `("a", ..., "b")`; a call of a call (`return self.act(self.bn(x))`) applies the inner one
+first. Kept apart (it needs only the syntax tree) so that a cached analysis can depend on this answer
+rather than on the method's text (`ModuleSymbols`, `METHOD_SHAPE`): editing a submodule's forward
+re-analyses the classes that use it only when its shape changes.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ def chain_shape(function: Node, src: SourceText) -> tuple[str, ...] | None:
             expr = stmt.named_children[0]
             if expr.type == "identifier" and src.text(expr) == value:
                 return tuple(steps) or None
-            attr = _self_call(expr, me, value, src)
-            return (*steps, attr) if attr is not None else None
+            attrs = _self_call(expr, me, value, src)
+            return (*steps, *attrs) if attrs is not None else None
         if stmt.type != "expression_statement" or stmt.named_child_count != 1:
             return None
         assign = stmt.named_children[0]
@@ -41,16 +42,16 @@ def chain_shape(function: Node, src: SourceText) -> tuple[str, ...] | None:
         right = assign.child_by_field_id(Field.RIGHT) if assign.type == "assignment" else None
         if left is None or right is None or left.type != "identifier":
             return None
-        attr = _self_call(right, me, value, src)
-        if attr is None:
+        attrs = _self_call(right, me, value, src)
+        if attrs is None:
             return None
-        steps.append(attr)
+        steps.extend(attrs)
         value = src.text(left)
     return None
 
 
-def _self_call(expr: Node, me: str, value: str, src: SourceText) -> str | None:
-    """`self.<attr>(value)` -> attr, else None."""
+def _self_call(expr: Node, me: str, value: str, src: SourceText) -> tuple[str, ...] | None:
+    """`self.<attr>(value)` -> (attr,), `self.<b>(self.<a>(value))` -> ("a", "b"), else None."""
     if expr.type != "call":
         return None
     func = expr.child_by_field_id(Field.FUNCTION)
@@ -62,6 +63,9 @@ def _self_call(expr: Node, me: str, value: str, src: SourceText) -> str | None:
     real = [a for a in args.named_children if a.type != "comment"]
     if obj is None or attr is None or obj.type != "identifier" or src.text(obj) != me:
         return None
-    if len(real) != 1 or real[0].type != "identifier" or src.text(real[0]) != value:
+    if len(real) != 1:
         return None
-    return src.text(attr)
+    if real[0].type == "identifier" and src.text(real[0]) == value:
+        return (src.text(attr),)
+    inner = _self_call(real[0], me, value, src)
+    return None if inner is None else (*inner, src.text(attr))
