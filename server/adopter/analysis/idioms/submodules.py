@@ -51,7 +51,8 @@ def _same_file_submodules(init: Init | None, table: ClassTable) -> Iterator[tupl
             nones[b.attr] = nones.get(b.attr, 0) + 1
     for b in init.bindings:
         ctor = b.value
-        only = counts[b.attr] == 1 and b.condition is None or counts[b.attr] - nones.get(b.attr, 0) == 1
+        none = nones.get(b.attr, 0)
+        only = (counts[b.attr] == 1 and b.condition is None) or (none > 0 and counts[b.attr] - none == 1)
         if (isinstance(ctor, Ctor) and only and not ctor.items
                 and ctor.callee in table.infos and table.is_module(ctor.callee)):
             yield b.attr, ctor
