@@ -401,14 +401,30 @@ class RuleMatcher:
             if not isinstance(p, PVar):
                 return False
             old = state.env.get(state.var(p.name))
-            if not (isinstance(v, Ref) and old is not None and old[0] == "ref" and old[1] == v.name
-                    and self.flat.may_reach(v.name, old[2], n)):  # type: ignore[misc]
+            if not (isinstance(v, Ref) and old is not None and old[0] == "ref"
+                    and self._passed_on_reaches(old, v.name, n)):
                 return False
             state.set("path", f"{p.name}@{n}", True)
             return True
         if self.crossed_branch and isinstance(p, PVar):
             state.set("path", f"{p.name}@{n}", True)
         return True
+
+    def _passed_on_reaches(self, old: Bound, name: str, n: int) -> bool:
+        """Whether the definition `old`, or a cast of it bound to `name` (`w = softmax(...).type(dt)`), still
+        reaches node `n` as `name` on some path (a later `w = w * mask` sits in a branch that path skips)."""
+        if old[1] == name and self.flat.may_reach(name, old[2], n):  # type: ignore[misc]
+            return True
+        if not self.look_through:
+            return False
+        src, d = old[1], old[2]  # type: ignore[misc]
+        for u in self.flat.uses_of.get(src, ()):
+            op = self.flat.nodes[u].op
+            if (u > d and u < n and op is not None and is_cast(op) and len(op.outputs) == 1 and op.args
+                    and op.args[0] == Ref(src) and self.flat.reaching_def(src, u) == d
+                    and self._passed_on_reaches(("ref", op.outputs[0], u), name, n)):
+                return True
+        return False
 
     def _kwargs_ok(self, pats: tuple[PKwarg, ...], vals: tuple[Kwarg, ...], extra: bool, n: int,
                    state: _State) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from adopter.analysis.analyser import identical
 from adopter.analysis.canonical.normalise import submodule_view
-from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.canonical.spellings import MODULES, SEQUENTIAL
 from adopter.analysis.flow.state import handed_reason
 from adopter.analysis.idioms.layer_subclasses import subclass_reason
 from adopter.analysis.idioms.optimizers import chosen_class_reason
@@ -528,7 +528,7 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
         if site in seen_sites:
             continue  # the same source statements reached again (a helper inlined twice)
         seen_sites.add(site)
-        out.append(_finding(rule, flat, m, scope_name, path, env))
+        out.append(_finding(rule, flat, m, scope_name, path, env, init))
     return out
 
 
@@ -615,7 +615,7 @@ def _value(bound: Bound) -> Value | str:
 
 
 def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: str | None,
-             env: Environment) -> Finding:
+             env: Environment, init: InitIndex | None = None) -> Finding:
     ops = tuple(op for op in (flat.nodes[n].op for n in m.nodes) if op is not None)
     stmt_spans: list[Span] = []
     for op in ops:
@@ -660,7 +660,7 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
     return Finding(
         rule_id=rule.id, family=rule.family, severity=rule.severity, title=rule.title, message=rule.message,
         path=path, scope_name=scope_name, span=span, stmt_spans=(*stmt_spans, *calls), call_spans=calls,
-        init_spans=_init_spans(m.bindings, ops), match=match,
+        init_spans=_init_spans(m.bindings, ops) + _spelled_item_spans(m.bindings, ops, init), match=match,
         targets=tuple(t.name for t in offered), fixable=fixable, no_fix_reason=reason,
         path_dependent=m.path_dependent,
     )
@@ -684,6 +684,40 @@ def _init_spans(bindings: Sequence[Binding], ops: Sequence[Op]) -> tuple[Span, .
 
 
 _ONE_ITEM = re.compile(r"^self\.(\w+)\[(\d+)\]$")
+_CONTAINER_CALL = re.compile(r"^self\.(\w+)(?:\[(\d+)\])?$")
+
+
+def _spelled_item_spans(bindings: Sequence[Binding], ops: Sequence[Op], init: InitIndex | None) -> tuple[Span, ...]:
+    """Where a stateless item of a Sequential that the match reads as the function it computes was built
+    (`nn.Sequential(nn.Softmax(dim=-1), nn.Dropout(p))` called as `self.attend(s)`: the softmax's axis is
+    written there), when the rule binds no layer of that Sequential: the item's span, else the binding's.
+    The call and the constructor are one site, as for the Sequential children matched as layers."""
+    if init is None:
+        return ()
+    bound = {b.attr for b in bindings}
+    spans: list[Span] = []
+    for op in ops:
+        origin = op.origin
+        if op.kind is OpKind.MODULE or origin is None or origin.kind is not OpKind.MODULE:
+            continue
+        m = _CONTAINER_CALL.match(origin.target)
+        if m is None or m.group(1) in bound:
+            continue
+        found = init.bindings_of(m.group(1))
+        if len(found) != 1 or found[0].condition is not None or not isinstance(found[0].value, Ctor):
+            continue  # built on several paths: no one place to name
+        b, ctor = found[0], found[0].value
+        if m.group(2) is not None:
+            picked = [int(m.group(2))]
+        elif ctor.callee == SEQUENTIAL and ctor.items:
+            picked = [i for i, item in enumerate(ctor.items)
+                      if (spelled := MODULES.get(item.callee)) is not None and spelled.op == (op.kind.value, op.target)]
+        else:
+            continue  # a stateless module bound on its own: its call is the site
+        span = b.item_spans[picked[0]] if len(picked) == 1 and picked[0] < len(b.item_spans) else b.span
+        if span not in spans:
+            spans.append(span)
+    return tuple(spans)
 
 
 def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool = False,
