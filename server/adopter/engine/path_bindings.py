@@ -69,10 +69,12 @@ def _conjuncts(condition: str) -> list[str]:
 def _balanced(text: str) -> bool:
     depth = 0
     for ch in text:
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        if depth < 0:
-            return False
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth < 0:
+                return False
     return depth == 0
 
 
