@@ -71,6 +71,49 @@ def _module_ctors(binding: Binding, container_item: bool) -> Iterator[Ctor]:
         yield binding.value
 
 
+def target_attr(target: str) -> str | None:
+    """The attribute a module op target calls (`self.net[2]`, `self.proj["q"]`, `self.layers[*]`: `net`,
+    `proj`, `layers`), else None."""
+    m = _CHILD.match(target)
+    if m is not None:
+        return m.group(1)
+    keyed = _KEYED.match(target)
+    if keyed is not None:
+        return keyed.group(1)
+    if target.startswith("self."):
+        attr = target[5:]
+        return attr[:-3] if attr.endswith("[*]") else attr
+    return None
+
+
+def fit_binding(b: Binding, target: str, pattern: BindingPattern) -> Ctor | None:
+    """The constructor of binding `b` (of `target_attr(target)`) that module op `target` runs and that fits
+    `pattern`: the binding's own, a container item by index or literal key, or an item of `[*]`."""
+    m = _CHILD.match(target)
+    keyed = _KEYED.match(target) if m is None else None
+    if keyed is not None:
+        c = b.value.by_key(keyed.group(3)) if isinstance(b.value, Ctor) else None
+        return c if c is not None and ctor_matches(pattern.ctor, c) else None
+    if m is not None and m.group(2):
+        # `self.net[2]`: a child of an nn.Sequential the canonical pass unrolled into its children.
+        # `self.layers[*][1][0]`: `[*]` is each item of a list of one repeated module (`for attn, ff in self.layers`)
+        # A `[*]` followed by an index reads each item of a list of lists of different makes (the
+        # canonical pass unrolls `self.layers[*][1]` when one of them is a Sequential: `_item_ctor`).
+        indexes = [-1 if i == "*" else int(i) for i in re.findall(r"\[(\d+|\*)\]", m.group(2))]
+        cs = [b.value] if isinstance(b.value, Ctor) else []
+        for n, i in enumerate(indexes):
+            if i >= 0:
+                cs = [x for c in cs if (x := c.item(i)) is not None]
+            elif n == len(indexes) - 1:
+                cs = [c.items[0] for c in cs if len(c.items) == 1]
+            else:
+                cs = [x for c in cs if len(c.items) == 1 or c.repeat is not None for x in c.items]
+        return next((c for c in cs if ctor_matches(pattern.ctor, c)), None)
+    if target.startswith("self."):
+        return next((c for c in _module_ctors(b, target.endswith("[*]")) if ctor_matches(pattern.ctor, c)), None)
+    return None
+
+
 def _nested_ctors(binding: Binding) -> Iterator[Ctor]:
     """The binding's constructor and its containers' items at any depth (`self.layers[*][1][0]`: a layer of
     the Sequential each `nn.ModuleList([attn, ff])` of `self.layers` holds), a few levels deep."""
@@ -137,39 +180,11 @@ class InitIndex:
         key = (target, id(pattern))
         if key in self._resolved:
             return self._resolved[key]
+        attr = target_attr(target)
         found = None
-        m = _CHILD.match(target)
-        keyed = _KEYED.match(target) if m is None else None
-        if keyed is not None:
-            found = next(((b, c) for b in self.by_attr.get(keyed.group(1), ()) if isinstance(b.value, Ctor)
-                          if (c := b.value.by_key(keyed.group(3))) is not None and ctor_matches(pattern.ctor, c)),
-                         None)
-        elif m is not None and m.group(2):
-            # `self.net[2]`: a child of an nn.Sequential the canonical pass unrolled into its children.
-            # `self.layers[*][1][0]`: `[*]` is each item of a list of one repeated module (`for attn, ff in self.layers`)
-            # A `[*]` followed by an index reads each item of a list of lists of different makes (the
-            # canonical pass unrolls `self.layers[*][1]` when one of them is a Sequential: `_item_ctor`).
-            indexes = [-1 if i == "*" else int(i) for i in re.findall(r"\[(\d+|\*)\]", m.group(2))]
-            for b in self.by_attr.get(m.group(1), ()):
-                cs = [b.value] if isinstance(b.value, Ctor) else []
-                for n, i in enumerate(indexes):
-                    if i >= 0:
-                        cs = [x for c in cs if (x := c.item(i)) is not None]
-                    elif n == len(indexes) - 1:
-                        cs = [c.items[0] for c in cs if len(c.items) == 1]
-                    else:
-                        cs = [x for c in cs if len(c.items) == 1 or c.repeat is not None for x in c.items]
-                c = next((c for c in cs if ctor_matches(pattern.ctor, c)), None)
-                if c is not None:
-                    found = (b, c)
-                    break
-        elif target.startswith("self."):
-            attr = target[5:]
-            item = attr.endswith("[*]")
-            if item:
-                attr = attr[:-3]
-            found = next(((b, c) for b in self.by_attr.get(attr, ()) for c in _module_ctors(b, item)
-                          if ctor_matches(pattern.ctor, c)), None)
+        if attr is not None:
+            found = next(((b, c) for b in self.by_attr.get(attr, ()) if (c := fit_binding(b, target, pattern))
+                          is not None), None)
         self._resolved[key] = found
         return found
 

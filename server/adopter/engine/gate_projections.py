@@ -5,8 +5,12 @@ guard): read from the `__init__` bindings of the submodules the match calls on t
 `FeedForward(gate_proj=..., up_proj=...)` holds `self.w1 = gate_proj`, and torchtitan's holds `self.w1 =
 config.w1.build()`; the builders that pick `nn.Linear` live in other files. Each of the two must be an
 `nn.Linear` or such a module (the parameter itself, or a call on a parameter), and at least one of them must
-be passed in (two `nn.Linear` layers are `f14-swiglu`'s, with a fix). A torch layer of another kind, a class
-of this or another file, a container or a lookup is known to be something else, or not known to be a
+be passed in (two `nn.Linear` layers are `f14-swiglu`'s, with a fix). Or the two are one layer built twice
+alike: the same imported class (not torch's) called with the same arguments, as Meta's Llama reference code
+builds `self.w1` and `self.w3` as `ColumnParallelLinear(dim, hidden_dim, bias=False, ...)` (fairscale): two
+applications of one layer kind of one shape to the same input, SiLU/GELU-gated, are a gated MLP whatever the
+class is. A torch layer of another kind, a class of this file (its forward is read instead) or two imported
+classes built differently, a container or a lookup is known to be something else, or not known to be a
 projection, and fails; so does one submodule on both sides.
 """
 
@@ -28,6 +32,8 @@ def may_be_passed_projections(targets: Sequence[str], init: InitIndex) -> bool:
     if any(not t.startswith("self.") or "[" in t for t in targets):
         return False
     bindings = [init.bindings_of(t[len("self."):]) for t in targets]
+    if _built_alike(bindings):
+        return True
     params = {p.name for p in init.parameters()}
     kinds = [_kind(bs, params) for bs in bindings]
     if None in kinds or "passed" not in kinds:
@@ -35,6 +41,28 @@ def may_be_passed_projections(targets: Sequence[str], init: InitIndex) -> bool:
     # two attributes holding one value handed in (`self.w1 = self.w3 = proj`) are one module on both sides
     passed = [{b.value.text.strip() for b in bs if isinstance(b.value, Expr)} for bs in bindings]
     return not set.intersection(*passed)
+
+
+def _built_alike(bindings: Sequence[Sequence[Binding]]) -> bool:
+    """Each target bound once, unconditionally, to a call of one imported class that is not torch's, with
+    the same arguments (fairscale's `ColumnParallelLinear(dim, hidden, bias=False, ...)` twice)."""
+    if len(bindings) < 2 or any(len(bs) != 1 or bs[0].condition is not None for bs in bindings):
+        return False
+    ctors = [bs[0].value for bs in bindings]
+    first = ctors[0]
+    if not isinstance(first, Ctor) or first.items or first.lookup is not None or first.lead:
+        return False
+    if "." not in first.callee or first.callee.startswith("torch."):
+        return False  # a class of this file is read through; a torch layer is known (Linear: f14-swiglu)
+    return all(isinstance(c, Ctor) and _call_text(c) == _call_text(first) for c in ctors[1:])
+
+
+def _call_text(ctor: Ctor) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
+    return (ctor.callee, tuple(_text(a) for a in ctor.args), tuple((k.name, _text(k.value)) for k in ctor.kwargs))
+
+
+def _text(value: object) -> str:
+    return " ".join(value.text.split()) if isinstance(value, Expr) else repr(value)
 
 
 def _kind(bindings: Sequence[Binding], params: set[str]) -> str | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from adopter.analysis.canonical.axes import trailing_axes
 from adopter.dsl.types import (
     Binding,
+    BindingPattern,
     Ctor,
     CtorPattern,
     Expr,
@@ -32,12 +33,13 @@ from adopter.dsl.types import (
     Value,
 )
 from adopter.engine.attention_roles import plays_attention_roles
-from adopter.engine.bindings import InitIndex, norm_text
+from adopter.engine.bindings import InitIndex, fit_binding, norm_text, target_attr
 from adopter.engine.flow import FlatForward
 from adopter.engine.gate_activations import may_be_gate_activation
 from adopter.engine.gate_projections import may_be_passed_projections
 from adopter.engine.layer_facts import literal_keys, output_width, sized, widths_agree
 from adopter.engine.named_activations import is_named_activation
+from adopter.engine.path_bindings import contradicts, path_facts
 from adopter.engine.plans import (
     init_patterns,
     is_cast,
@@ -300,7 +302,7 @@ class RuleMatcher:
     def _unify_op(self, step: OpPattern, n: int, state: _State) -> bool:
         op = self.flat.nodes[n].op
         assert op is not None
-        if not self._target_ok(step, op, state):
+        if not self._target_ok(step, op, n, state):
             return False
         if not self._args_ok(step, op, n, state):
             return False
@@ -314,7 +316,7 @@ class RuleMatcher:
                     return False
         return True
 
-    def _target_ok(self, step: OpPattern, op: Op, state: _State) -> bool:
+    def _target_ok(self, step: OpPattern, op: Op, n: int, state: _State) -> bool:
         for kind, target in step.targets:
             if kind != op.kind:
                 continue
@@ -328,7 +330,7 @@ class RuleMatcher:
                 if self._unify(PVar(var), ("mod", op.target), state):
                     return True
                 continue
-            found = self.init.resolve_ctor(op.target, pattern)
+            found = self._on_path(self.init.resolve_ctor(op.target, pattern), op.target, pattern, n)
             if found is None:
                 continue
             binding, ctor = found
@@ -343,6 +345,21 @@ class RuleMatcher:
                 state.set("bind", var, binding)
             return True
         return False
+
+    def _on_path(self, found: tuple[Binding, Ctor] | None, target: str, pattern: BindingPattern,
+                 n: int) -> tuple[Binding, Ctor] | None:
+        """The binding of `target` that fits `pattern` on node `n`'s path: the first that fits, unless its
+        condition contradicts the branch tests around `n` (`if ffn_type == "swiglu": self.ffn = ...` read on
+        the else path the flow made of it); then the first other binding that fits and does not."""
+        if found is None or found[0].condition is None or not self.flat.nodes[n].ctx:
+            return found
+        facts = path_facts(self.flat.conditions(n))
+        if not contradicts(found[0].condition, facts):
+            return found
+        attr = target_attr(target)
+        return next(((b, c) for b in (self.init.bindings_of(attr) if attr is not None else ())
+                     if b.condition is None or not contradicts(b.condition, facts)
+                     if (c := fit_binding(b, target, pattern)) is not None), None)
 
     def _unify_ctor(self, pat: CtorPattern, ctor: Ctor, state: _State) -> bool:
         """Bind the pattern variables of an init pattern to the constructor's argument texts."""

@@ -31,22 +31,29 @@ from adopter.analysis.names.signature import params
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Binding, Ctor, Forward, Init, Op, Problem, Return
+from adopter.dsl.types import Binding, Ctor, Expr, Forward, Init, Op, Problem, Return
 
 MAX_DEPTH = 3  # submodules of submodules read through
 MAX_ITEM_OPS = 16  # a Sequential item's forward spliced into the chain: a small activation, not a block
 
 
 def _same_file_submodules(init: Init | None, table: ClassTable) -> Iterator[tuple[str, Ctor]]:
-    """(attr, constructor) of each submodule bound once, unconditionally, to a same-file nn.Module class."""
+    """(attr, constructor) of each submodule bound once to a same-file nn.Module class: unconditionally,
+    or with `None` on every other path (`self.geglu = GEGLU() if glu else None`): a call of the attribute
+    runs only where it holds the module, since calling None raises."""
     if init is None:
         return
     counts: dict[str, int] = {}
+    nones: dict[str, int] = {}
     for b in init.bindings:
         counts[b.attr] = counts.get(b.attr, 0) + 1
+        if isinstance(b.value, Expr) and b.value.text.strip() == "None":
+            nones[b.attr] = nones.get(b.attr, 0) + 1
     for b in init.bindings:
         ctor = b.value
-        if (isinstance(ctor, Ctor) and b.condition is None and counts[b.attr] == 1 and not ctor.items
+        none = nones.get(b.attr, 0)
+        only = (counts[b.attr] == 1 and b.condition is None) or (none > 0 and counts[b.attr] - none == 1)
+        if (isinstance(ctor, Ctor) and only and not ctor.items
                 and ctor.callee in table.infos and table.is_module(ctor.callee)):
             yield b.attr, ctor
 
