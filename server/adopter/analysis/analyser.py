@@ -169,7 +169,7 @@ class Analyser:
         the unit cache; the next run searches words afresh and carries them again from the one after."""
         self.read = None
         self._words = None
-        self.memo.last_chunks = None
+        self.memo.last_chunks = self.memo.last_lines = None
 
     def run(self, data: bytes, tree: Tree | None, path: str | None, *,
             parse: Callable[[bytes], Tree] | None = None) -> ModuleFile:

@@ -158,6 +158,31 @@ def _chunk_starts(data: bytes, memo: ParseMemo | None) -> list[int]:
     return found
 
 
+def _same_chunks(previous: Lines, data: bytes, bounds: list[int]) -> tuple[int, int]:
+    """How many chunks (`bounds`: their offsets in `data`, and its end) at the start and then at the end of
+    `data` are `previous`'s first and last chunks: the same text, each at the same offset for the first and at
+    the same distance from the end for the last, and ending the text or not alike."""
+    old, size, end = previous.chunks, len(previous.data), len(data)
+    n, m = len(bounds) - 1, len(old)
+    head = 0
+    while head < n and head < m:
+        a, b = bounds[head], bounds[head + 1]
+        _, chunk, last = old[head]
+        if (a != previous.offsets[head] or b - a != len(chunk) or last != (b == end)
+                or not data.startswith(chunk, a)):
+            break
+        head += 1
+    tail = 0
+    while tail < n - head and tail < m - head:
+        a, b = bounds[n - 1 - tail], bounds[n - tail]
+        _, chunk, last = old[m - 1 - tail]
+        if (end - a != size - previous.offsets[m - 1 - tail] or b - a != len(chunk) or last != (b == end)
+                or not data.startswith(chunk, a)):
+            break
+        tail += 1
+    return head, tail
+
+
 class Lines:
     """The lines of a text with what a tokenizer knows at each: indentation, whether a statement may
     start there (outside brackets and strings, not after a backslash), where its code ends.
@@ -172,13 +197,24 @@ class Lines:
         self.indent: list[int] = []
         self.starts: list[int] = []
         self._inside: list[bool] = []
+        # outside brackets and strings at its start, not after a backslash (`not (depth or inside)`)
+        self.fresh: list[bool] = []
         self._comment: dict[int, int] = {}  # where a line's comment starts
+        self._comment_lines: list[int] = []  # the lines with a comment, ascending
         self._code: dict[int, bool] = {}
-        depth_at: list[int] = []
-        # Each chunk's first line and text (`_Masker.top` skips the chunks found whole before).
+        # Each chunk's first line and text (`_Masker.top` skips the chunks found whole before), and offset.
         self.chunks: list[tuple[int, bytes, bool]] = []
+        self.offsets: list[int] = []
+        self.ends: list[int] = []  # where each line's `\n` is
+        # The lines at column 0 (blank ones included): where a top-level statement can start.
+        self.column0: list[int] = []
         bounds = [0, *_chunk_starts(data, memo), len(data)]
-        for k in range(len(bounds) - 1):
+        previous = memo.last_lines if memo is not None else None
+        n = len(bounds) - 1
+        head, tail = _same_chunks(previous, data, bounds) if previous is not None else (0, 0)
+        if previous is not None and head:
+            self._carry(previous, 0, head, 0)
+        for k in range(head, n - tail):
             a, b = bounds[k], bounds[k + 1]
             last = b == len(data)
             chunk = data[a:b]
@@ -190,18 +226,43 @@ class Lines:
             inside, depth, comments, starts, indent = scanned
             first = len(self._inside)
             self.chunks.append((first, chunk, last))
+            self.offsets.append(a)
             self._inside.extend(inside)
-            depth_at.extend(depth)
+            self.fresh.extend(map(not_, map(or_, depth, inside)))
             self.starts.extend(map(a.__add__, starts) if a else starts)  # C-level: nothing per line here
+            self.ends.extend(map((a - 1).__add__, starts[1:]))
+            if starts:
+                self.ends.append(len(data) if last else b - 1)
             self.indent.extend(indent)
-            for line, offset in comments.items():
+            self.column0.extend(compress(count(first), map(not_, indent)))
+            for line, offset in sorted(comments.items()):
                 self._comment[first + line] = a + offset
-        self.ends = [*map((-1).__add__, self.starts[1:]), len(data)]  # where each line's `\n` is
-        # The lines at column 0 (blank ones included): where a top-level statement can start.
-        self.column0 = list(compress(count(), map(not_, self.indent)))
-        # outside brackets and strings at its start, not after a backslash (`not (depth or inside)`)
-        self.fresh = list(map(not_, map(or_, depth_at, self._inside)))
-        self._comment_lines = list(self._comment)  # ascending (chunks and their lines are in order)
+                self._comment_lines.append(first + line)
+        if previous is not None and tail:
+            m = len(previous.chunks)
+            self._carry(previous, m - tail, m, len(data) - len(previous.data))
+        if memo is not None:
+            memo.last_lines = self
+
+    def _carry(self, previous: Lines, c: int, d: int, delta: int) -> None:
+        """Append the lines of `previous`'s chunks `c:d`, whose text this text holds unchanged, `delta` bytes
+        further on: a chunk's reading depends on its text alone, so theirs is `previous`'s, moved."""
+        a = previous.chunks[c][0]
+        b = previous.chunks[d][0] if d < len(previous.chunks) else len(previous.starts)
+        shift = len(self.starts) - a  # lines
+        self.indent.extend(previous.indent[a:b])
+        self._inside.extend(previous._inside[a:b])
+        self.fresh.extend(previous.fresh[a:b])
+        self.starts.extend(map(delta.__add__, previous.starts[a:b]) if delta else previous.starts[a:b])
+        self.ends.extend(map(delta.__add__, previous.ends[a:b]) if delta else previous.ends[a:b])
+        column0 = previous.column0[bisect_left(previous.column0, a) : bisect_left(previous.column0, b)]
+        self.column0.extend(map(shift.__add__, column0) if shift else column0)
+        self.chunks.extend((first + shift, chunk, last) for first, chunk, last in previous.chunks[c:d])
+        self.offsets.extend(map(delta.__add__, previous.offsets[c:d]) if delta else previous.offsets[c:d])
+        lines = previous._comment_lines
+        for line in lines[bisect_left(lines, a) : bisect_left(lines, b)]:
+            self._comment[line + shift] = previous._comment[line] + delta
+            self._comment_lines.append(line + shift)
 
     def state(self, a: int, b: int) -> tuple[bytes, bytes, tuple[int, ...]]:
         """All this reading knows of lines `a:b` beyond their text, relative to them: which start a
@@ -253,6 +314,7 @@ class ParseMemo:
         self._leads: dict[tuple[bytes, bool], int] = {}  # lines of decorators at chunks' ends
         self._bytes = 0
         self.last_chunks: tuple[bytes, list[int]] | None = None  # the last text's chunk starts (`Lines`)
+        self.last_lines: Lines | None = None  # the last text's reading: its unchanged chunks' lines are carried
 
     def get(self, key: tuple[bytes, int]) -> bool | None:
         return self._verdicts.get(key)
