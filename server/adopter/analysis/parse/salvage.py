@@ -158,29 +158,13 @@ def _chunk_starts(data: bytes, memo: ParseMemo | None) -> list[int]:
     return found
 
 
-def _same_chunks(previous: Lines, data: bytes, bounds: list[int]) -> tuple[int, int]:
-    """How many chunks (`bounds`: their offsets in `data`, and its end) at the start and then at the end of
-    `data` are `previous`'s first and last chunks: the same text, each at the same offset for the first and at
-    the same distance from the end for the last, and ending the text or not alike."""
-    old, size, end = previous.chunks, len(previous.data), len(data)
-    n, m = len(bounds) - 1, len(old)
-    head = 0
-    while head < n and head < m:
-        a, b = bounds[head], bounds[head + 1]
-        _, chunk, last = old[head]
-        if (a != previous.offsets[head] or b - a != len(chunk) or last != (b == end)
-                or not data.startswith(chunk, a)):
-            break
-        head += 1
-    tail = 0
-    while tail < n - head and tail < m - head:
-        a, b = bounds[n - 1 - tail], bounds[n - tail]
-        _, chunk, last = old[m - 1 - tail]
-        if (end - a != size - previous.offsets[m - 1 - tail] or b - a != len(chunk) or last != (b == end)
-                or not data.startswith(chunk, a)):
-            break
-        tail += 1
-    return head, tail
+def _same_chunk(previous: Lines, j: int, data: bytes, a: int, b: int) -> bool:
+    """Whether `previous`'s chunk `j` has the text of `data[a:b]` and ends its text as that one does (a
+    chunk's reading depends on these alone)."""
+    if not 0 <= j < len(previous.chunks):
+        return False
+    _, chunk, last = previous.chunks[j]
+    return b - a == len(chunk) and last == (b == len(data)) and data.startswith(chunk, a)
 
 
 class Lines:
@@ -189,7 +173,10 @@ class Lines:
 
     A column-0 `def` or `class` line ends whatever bracket or string is open before it (no real code
     has one inside either), so the text is tokenized in chunks between such lines, each on its own and
-    remembered in `memo`: a keystroke re-tokenizes one chunk.
+    remembered in `memo`: a keystroke re-tokenizes one chunk. The lines of the chunks whose text the last
+    reading in `memo` had (`ParseMemo.last_lines`) are carried from it, moved to where they are now (a
+    chunk's reading depends on its text and whether it ends the text alone), so a keystroke builds the
+    per-line lists of its own chunk only, not of the whole file.
     """
 
     def __init__(self, data: bytes, memo: ParseMemo | None = None) -> None:
@@ -211,38 +198,53 @@ class Lines:
         bounds = [0, *_chunk_starts(data, memo), len(data)]
         previous = memo.last_lines if memo is not None else None
         n = len(bounds) - 1
-        head, tail = _same_chunks(previous, data, bounds) if previous is not None else (0, 0)
-        if previous is not None and head:
-            self._carry(previous, 0, head, 0)
-        for k in range(head, n - tail):
+        m = len(previous.chunks) if previous is not None else 0
+        k = 0
+        while k < n:
             a, b = bounds[k], bounds[k + 1]
-            last = b == len(data)
-            chunk = data[a:b]
-            scanned = memo.scan(chunk, last) if memo is not None else None
-            if scanned is None:
-                scanned = _scan(chunk, last)
-                if memo is not None:
-                    memo.keep_scan(chunk, last, scanned)
-            inside, depth, comments, starts, indent = scanned
-            first = len(self._inside)
-            self.chunks.append((first, chunk, last))
-            self.offsets.append(a)
-            self._inside.extend(inside)
-            self.fresh.extend(map(not_, map(or_, depth, inside)))
-            self.starts.extend(map(a.__add__, starts) if a else starts)  # C-level: nothing per line here
-            self.ends.extend(map((a - 1).__add__, starts[1:]))
-            if starts:
-                self.ends.append(len(data) if last else b - 1)
-            self.indent.extend(indent)
-            self.column0.extend(compress(count(first), map(not_, indent)))
-            for line, offset in sorted(comments.items()):
-                self._comment[first + line] = a + offset
-                self._comment_lines.append(first + line)
-        if previous is not None and tail:
-            m = len(previous.chunks)
-            self._carry(previous, m - tail, m, len(data) - len(previous.data))
+            if previous is not None:  # the last text's chunk of this text: at the same index from either end
+                if _same_chunk(previous, k, data, a, b):
+                    j = k
+                elif m != n and _same_chunk(previous, k - n + m, data, a, b):
+                    j = k - n + m
+                else:
+                    j = -1
+                if j >= 0:  # it and the chunks after it that follow its old ones, as they were, moved
+                    e = k + 1
+                    while e < n and _same_chunk(previous, j + e - k, data, bounds[e], bounds[e + 1]):
+                        e += 1
+                    self._carry(previous, j, j + e - k, a - previous.offsets[j])
+                    k = e
+                    continue
+            self._read(data, a, b, memo)
+            k += 1
         if memo is not None:
             memo.last_lines = self
+
+    def _read(self, data: bytes, a: int, b: int, memo: ParseMemo | None) -> None:
+        """Append the lines of the chunk `data[a:b]`, tokenized (or its tokenization found in `memo`)."""
+        last = b == len(data)
+        chunk = data[a:b]
+        scanned = memo.scan(chunk, last) if memo is not None else None
+        if scanned is None:
+            scanned = _scan(chunk, last)
+            if memo is not None:
+                memo.keep_scan(chunk, last, scanned)
+        inside, depth, comments, starts, indent = scanned
+        first = len(self._inside)
+        self.chunks.append((first, chunk, last))
+        self.offsets.append(a)
+        self._inside.extend(inside)
+        self.fresh.extend(map(not_, map(or_, depth, inside)))
+        self.starts.extend(map(a.__add__, starts) if a else starts)  # C-level: nothing per line here
+        self.ends.extend(map((a - 1).__add__, starts[1:]))
+        if starts:
+            self.ends.append(len(data) if last else b - 1)
+        self.indent.extend(indent)
+        self.column0.extend(compress(count(first), map(not_, indent)))
+        for line, offset in sorted(comments.items()):
+            self._comment[first + line] = a + offset
+            self._comment_lines.append(first + line)
 
     def _carry(self, previous: Lines, c: int, d: int, delta: int) -> None:
         """Append the lines of `previous`'s chunks `c:d`, whose text this text holds unchanged, `delta` bytes
