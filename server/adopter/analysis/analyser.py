@@ -39,6 +39,7 @@ from adopter.analysis.idioms.optimizers import (
     resolve_optimizer_classes,
 )
 from adopter.analysis.idioms.processors import processor_architecture, processor_calls
+from adopter.analysis.idioms.readings import MethodReadings
 from adopter.analysis.idioms.stored_methods import stored_methods
 from adopter.analysis.idioms.submodules import (
     item_forwards,
@@ -141,6 +142,7 @@ class Analyser:
         self.older: dict[str, _Entry] = {}
         self.reanalysed: list[str] = []  # units analysed (not taken from the cache) by the last run
         self.memo = ParseMemo()  # statements' parse verdicts, for broken texts (`salvage`)
+        self._readings = MethodReadings()  # each class's loss, entry and stored methods, by its text
         self.read: tuple[bytes, Tree] | None = None  # the text and tree the last run analysed (masked)
         # Dependency fingerprints carried from run to run (`adopter.analysis.names.carry`): the last
         # complete run's symbol layout and fingerprints, and this run's changed names (None: no carry).
@@ -161,6 +163,7 @@ class Analyser:
         self.older.clear()
         self._flows.clear()
         self._callers.clear()
+        self._readings.clear()
         self._layout, self._fingerprints, self._changed = None, {}, None
         self._words = None
 
@@ -169,7 +172,8 @@ class Analyser:
         the unit cache; the next run searches words afresh and carries them again from the one after."""
         self.read = None
         self._words = None
-        self.memo.last_chunks = None
+        self.memo.last_chunks = self.memo.last_lines = None
+        self._readings.clear()
 
     def run(self, data: bytes, tree: Tree | None, path: str | None, *,
             parse: Callable[[bytes], Tree] | None = None) -> ModuleFile:
@@ -273,18 +277,22 @@ class Analyser:
                 chains.append(entry.result)
 
         modules = [(name, info) for name, info in table.infos.items() if table.is_module(name)]
+        readings = self._method_readings(src, tree)
         for name, info in modules if file_mentions_loss(src.occurs) else ():  # loss methods, as forwards
-            for method, node in loss_methods(info.methods, info.node, src.contains):
+            for method, node in readings("loss", info.node, info.methods,
+                                         partial(loss_methods, info.methods, info.node, src.contains)):
                 method_unit(f"loss {name}.{method}", f"method {name}.{method}", node,
                             lambda n=name, m=method, fn=node: loss_method_architecture(n, m, fn, src, symbols, table),
                             partial(table.module_deps, name))
         for name, info in modules:  # public methods nothing in the class calls, as forwards
-            for method, node in entry_methods(info.methods, info.node, src.raw):
+            for method, node in readings("entry", info.node, info.methods,
+                                         partial(entry_methods, info.methods, info.node, src.raw)):
                 method_unit(f"entry {name}.{method}", f"method {name}.{method}", node,
                             lambda n=name, m=method, fn=node: entry_method_architecture(n, m, fn, src, symbols, table),
                             partial(table.module_deps, name))
         for name, info in modules if src.occurs(b"= self.") else ():  # methods __init__ stores
-            for method, node in stored_methods(info.methods, src.contains, src.raw):
+            for method, node in readings("stored", info.node, info.methods,
+                                         partial(stored_methods, info.methods, src.contains, src.raw)):
                 method_unit(f"stored {name}.{method}", f"method {name}.{method}", node,
                             lambda n=name, m=method, fn=node: method_architecture(n, f"{n}.{m}", m, fn, src, symbols, table),
                             partial(table.module_deps, name))
@@ -360,6 +368,26 @@ class Analyser:
         self.cache = fresh
         self._layout, self._fingerprints = layout, symbols.fingerprints
         return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions), tuple(chains))
+
+    def _method_readings(self, src: SourceText, tree: Tree) -> Callable[
+            [str, Node, dict[str, Node], Callable[[], list[tuple[str, Node]]]], list[tuple[str, Node]]]:
+        """How this run finds a class's loss, entry or stored methods: `MethodReadings` by the class's text and
+        column, or afresh in a tree with errors (where a class's subtree may depend on more than its text)."""
+        readings = self._readings
+        readings.start()
+        if tree.root_node.has_error:
+            return lambda _reading, _node, _methods, find: find()
+
+        texts: dict[int, bytes] = {}  # each class's text, sliced once for its three readings
+
+        def read(reading: str, node: Node, methods: dict[str, Node],
+                 find: Callable[[], list[tuple[str, Node]]]) -> list[tuple[str, Node]]:
+            text = texts.get(node.start_byte)
+            if text is None:
+                text = texts[node.start_byte] = src.raw(node)
+            return readings.methods(f"{reading} {node.start_point[1]}", text, methods, find)
+
+        return read
 
     def _with_callers(self, found: list[Architecture], src: SourceText, table: ClassTable,
                       last_run: dict[int, tuple[Architecture, Architecture]]) -> list[Architecture]:

@@ -158,13 +158,25 @@ def _chunk_starts(data: bytes, memo: ParseMemo | None) -> list[int]:
     return found
 
 
+def _same_chunk(previous: Lines, j: int, data: bytes, a: int, b: int) -> bool:
+    """Whether `previous`'s chunk `j` has the text of `data[a:b]` and ends its text as that one does (a
+    chunk's reading depends on these alone)."""
+    if not 0 <= j < len(previous.chunks):
+        return False
+    _, chunk, last = previous.chunks[j]
+    return b - a == len(chunk) and last == (b == len(data)) and data.startswith(chunk, a)
+
+
 class Lines:
     """The lines of a text with what a tokenizer knows at each: indentation, whether a statement may
     start there (outside brackets and strings, not after a backslash), where its code ends.
 
     A column-0 `def` or `class` line ends whatever bracket or string is open before it (no real code
     has one inside either), so the text is tokenized in chunks between such lines, each on its own and
-    remembered in `memo`: a keystroke re-tokenizes one chunk.
+    remembered in `memo`: a keystroke re-tokenizes one chunk. The lines of the chunks whose text the last
+    reading in `memo` had (`ParseMemo.last_lines`) are carried from it, moved to where they are now (a
+    chunk's reading depends on its text and whether it ends the text alone), so a keystroke builds the
+    per-line lists of its own chunk only, not of the whole file.
     """
 
     def __init__(self, data: bytes, memo: ParseMemo | None = None) -> None:
@@ -172,36 +184,87 @@ class Lines:
         self.indent: list[int] = []
         self.starts: list[int] = []
         self._inside: list[bool] = []
-        self._comment: dict[int, int] = {}  # where a line's comment starts
-        self._code: dict[int, bool] = {}
-        depth_at: list[int] = []
-        # Each chunk's first line and text (`_Masker.top` skips the chunks found whole before).
-        self.chunks: list[tuple[int, bytes, bool]] = []
-        bounds = [0, *_chunk_starts(data, memo), len(data)]
-        for k in range(len(bounds) - 1):
-            a, b = bounds[k], bounds[k + 1]
-            last = b == len(data)
-            chunk = data[a:b]
-            scanned = memo.scan(chunk, last) if memo is not None else None
-            if scanned is None:
-                scanned = _scan(chunk, last)
-                if memo is not None:
-                    memo.keep_scan(chunk, last, scanned)
-            inside, depth, comments, starts, indent = scanned
-            first = len(self._inside)
-            self.chunks.append((first, chunk, last))
-            self._inside.extend(inside)
-            depth_at.extend(depth)
-            self.starts.extend(map(a.__add__, starts) if a else starts)  # C-level: nothing per line here
-            self.indent.extend(indent)
-            for line, offset in comments.items():
-                self._comment[first + line] = a + offset
-        self.ends = [*map((-1).__add__, self.starts[1:]), len(data)]  # where each line's `\n` is
-        # The lines at column 0 (blank ones included): where a top-level statement can start.
-        self.column0 = list(compress(count(), map(not_, self.indent)))
         # outside brackets and strings at its start, not after a backslash (`not (depth or inside)`)
-        self.fresh = list(map(not_, map(or_, depth_at, self._inside)))
-        self._comment_lines = list(self._comment)  # ascending (chunks and their lines are in order)
+        self.fresh: list[bool] = []
+        self._comment: dict[int, int] = {}  # where a line's comment starts
+        self._comment_lines: list[int] = []  # the lines with a comment, ascending
+        self._code: dict[int, bool] = {}
+        # Each chunk's first line and text (`_Masker.top` skips the chunks found whole before), and offset.
+        self.chunks: list[tuple[int, bytes, bool]] = []
+        self.offsets: list[int] = []
+        self.ends: list[int] = []  # where each line's `\n` is
+        # The lines at column 0 (blank ones included): where a top-level statement can start.
+        self.column0: list[int] = []
+        bounds = [0, *_chunk_starts(data, memo), len(data)]
+        previous = memo.last_lines if memo is not None else None
+        n = len(bounds) - 1
+        m = len(previous.chunks) if previous is not None else 0
+        k = 0
+        while k < n:
+            a, b = bounds[k], bounds[k + 1]
+            if previous is not None:  # the last text's chunk of this text: at the same index from either end
+                if _same_chunk(previous, k, data, a, b):
+                    j = k
+                elif m != n and _same_chunk(previous, k - n + m, data, a, b):
+                    j = k - n + m
+                else:
+                    j = -1
+                if j >= 0:  # it and the chunks after it that follow its old ones, as they were, moved
+                    e = k + 1
+                    while e < n and _same_chunk(previous, j + e - k, data, bounds[e], bounds[e + 1]):
+                        e += 1
+                    self._carry(previous, j, j + e - k, a - previous.offsets[j])
+                    k = e
+                    continue
+            self._read(data, a, b, memo)
+            k += 1
+        if memo is not None:
+            memo.last_lines = self
+
+    def _read(self, data: bytes, a: int, b: int, memo: ParseMemo | None) -> None:
+        """Append the lines of the chunk `data[a:b]`, tokenized (or its tokenization found in `memo`)."""
+        last = b == len(data)
+        chunk = data[a:b]
+        scanned = memo.scan(chunk, last) if memo is not None else None
+        if scanned is None:
+            scanned = _scan(chunk, last)
+            if memo is not None:
+                memo.keep_scan(chunk, last, scanned)
+        inside, depth, comments, starts, indent = scanned
+        first = len(self._inside)
+        self.chunks.append((first, chunk, last))
+        self.offsets.append(a)
+        self._inside.extend(inside)
+        self.fresh.extend(map(not_, map(or_, depth, inside)))
+        self.starts.extend(map(a.__add__, starts) if a else starts)  # C-level: nothing per line here
+        self.ends.extend(map((a - 1).__add__, starts[1:]))
+        if starts:
+            self.ends.append(len(data) if last else b - 1)
+        self.indent.extend(indent)
+        self.column0.extend(compress(count(first), map(not_, indent)))
+        for line, offset in sorted(comments.items()):
+            self._comment[first + line] = a + offset
+            self._comment_lines.append(first + line)
+
+    def _carry(self, previous: Lines, c: int, d: int, delta: int) -> None:
+        """Append the lines of `previous`'s chunks `c:d`, whose text this text holds unchanged, `delta` bytes
+        further on: a chunk's reading depends on its text alone, so theirs is `previous`'s, moved."""
+        a = previous.chunks[c][0]
+        b = previous.chunks[d][0] if d < len(previous.chunks) else len(previous.starts)
+        shift = len(self.starts) - a  # lines
+        self.indent.extend(previous.indent[a:b])
+        self._inside.extend(previous._inside[a:b])
+        self.fresh.extend(previous.fresh[a:b])
+        self.starts.extend(map(delta.__add__, previous.starts[a:b]) if delta else previous.starts[a:b])
+        self.ends.extend(map(delta.__add__, previous.ends[a:b]) if delta else previous.ends[a:b])
+        column0 = previous.column0[bisect_left(previous.column0, a) : bisect_left(previous.column0, b)]
+        self.column0.extend(map(shift.__add__, column0) if shift else column0)
+        self.chunks.extend((first + shift, chunk, last) for first, chunk, last in previous.chunks[c:d])
+        self.offsets.extend(map(delta.__add__, previous.offsets[c:d]) if delta else previous.offsets[c:d])
+        lines = previous._comment_lines
+        for line in lines[bisect_left(lines, a) : bisect_left(lines, b)]:
+            self._comment[line + shift] = previous._comment[line] + delta
+            self._comment_lines.append(line + shift)
 
     def state(self, a: int, b: int) -> tuple[bytes, bytes, tuple[int, ...]]:
         """All this reading knows of lines `a:b` beyond their text, relative to them: which start a
@@ -253,6 +316,7 @@ class ParseMemo:
         self._leads: dict[tuple[bytes, bool], int] = {}  # lines of decorators at chunks' ends
         self._bytes = 0
         self.last_chunks: tuple[bytes, list[int]] | None = None  # the last text's chunk starts (`Lines`)
+        self.last_lines: Lines | None = None  # the last text's reading: its unchanged chunks' lines are carried
 
     def get(self, key: tuple[bytes, int]) -> bool | None:
         return self._verdicts.get(key)
