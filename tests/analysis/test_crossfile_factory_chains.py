@@ -3,7 +3,9 @@
 `get_norm_layer(name)` looks `name.replace('_', '').lower()` up in a `dict(...)` table; `create_norm_layer(name,
 num_features)` hands `name` to it and calls the class it returns. For a literal key (or a parameter's literal
 default) both compute the table's layer, so `self.bn = create_norm_layer('batch_norm2d', c)` after a conv is
-a conv -> BN site. Each not-site case also checks its positive twin, so every test fails where the chain is
+a conv -> BN site. So is `create_normalization_layer(normalization=lambda_batchnorm2d(), ...)` (pytorchcv's
+`common/norm.py`): a builder that calls its argument when `isfunction` says it is one, given the lambda a
+package function returns. Each not-site case also checks its positive twin, so every test fails where the chain is
 not read.
 """
 
@@ -23,6 +25,8 @@ from adopter.dsl.types import Ctor
 from adopter.engine import Environment, find, load_rules
 
 NORMS = '''
+from inspect import isfunction
+
 import torch.nn as nn
 
 _NORM_MAP = dict(
@@ -51,6 +55,22 @@ def create_norm_layer(layer_name, num_features, **kwargs):
 def wrapped_norm_layer(layer_name, num_features):
     layer = get_norm_layer(layer_name)
     return nn.Sequential(layer(num_features), nn.ReLU())
+
+
+def lambda_batchnorm2d(eps=1e-5):
+    """A lambda that builds the layer (pytorchcv's `common/norm.py` form)."""
+    return lambda num_features: nn.BatchNorm2d(num_features=num_features, eps=eps)
+
+
+def lambda_groupnorm(groups=2):
+    return lambda num_features: nn.GroupNorm(groups, num_features)
+
+
+def create_normalization_layer(normalization, **kwargs):
+    if isfunction(normalization):
+        return normalization(**kwargs)
+    else:
+        return normalization
 '''
 
 MODEL = '''
@@ -61,7 +81,7 @@ from pkg.norms import {factory}
 
 
 class ConvNorm(nn.Module):
-    def __init__(self, c_in, c_out, norm_layer={default!r}):
+    def __init__(self, c_in, c_out, norm_layer={default}):
         super().__init__()
         self.conv = nn.Conv2d(c_in, c_out, 3, padding=1, bias=False)
         self.bn = {ctor}
@@ -75,6 +95,8 @@ class ConvNorm(nn.Module):
 ENV = Environment("cpu", frozenset(), "2.13.0")
 RULES = [r for r in load_rules().rules if r.family == 7]
 CREATE = ("create_norm_layer", "create_norm_layer(norm_layer, c_out)")
+LAMBDA = ("create_normalization_layer, lambda_batchnorm2d, lambda_groupnorm",
+          "create_normalization_layer(normalization=norm_layer, num_features=c_out)")
 
 
 def _model(tmp_path: Path, factory: str, ctor: str, default: str) -> Path:
@@ -99,9 +121,10 @@ def _check(tmp_path: Path, factory: str, ctor: str, default: str) -> tuple[Ctor,
 
 
 @pytest.mark.parametrize(("factory", "ctor", "default"), [
-    (*CREATE, "batch_norm2d"),  # a factory handing its key to a factory; the key's spelling applied
-    (*CREATE, "Batch_Norm2d"),  # lower-cased too
-    ("create_norm_layer", "create_norm_layer('batchnorm', c_out)", "unused"),  # a literal key
+    (*CREATE, "'batch_norm2d'"),  # a factory handing its key to a factory; the key's spelling applied
+    (*CREATE, "'Batch_Norm2d'"),  # lower-cased too
+    ("create_norm_layer", "create_norm_layer('batchnorm', c_out)", "None"),  # a literal key
+    (*LAMBDA, "lambda_batchnorm2d()"),  # a builder calling the lambda a package function returns
 ])
 def test_a_batchnorm_from_a_factory_of_another_file_is_a_site(tmp_path: Path, factory: str, ctor: str,
                                                                default: str) -> None:
@@ -112,13 +135,15 @@ def test_a_batchnorm_from_a_factory_of_another_file_is_a_site(tmp_path: Path, fa
 
 
 @pytest.mark.parametrize(("factory", "ctor", "default"), [
-    (*CREATE, "group_norm"),  # the table's other layer: no BatchNorm
-    (*CREATE, "batch-norm2d"),  # a key the table does not hold once spelled as the factory spells it
-    ("wrapped_norm_layer", "wrapped_norm_layer(norm_layer, c_out)", "batchnorm2d"),  # the result wrapped
+    (*CREATE, "'group_norm'"),  # the table's other layer: no BatchNorm
+    (*CREATE, "'batch-norm2d'"),  # a key the table does not hold once spelled as the factory spells it
+    ("wrapped_norm_layer", "wrapped_norm_layer(norm_layer, c_out)", "'batchnorm2d'"),  # the result wrapped
+    (*LAMBDA, "lambda_groupnorm()"),  # the lambda builds a GroupNorm
+    (*LAMBDA, "nn.GroupNorm(2, 4)"),  # a module passed as is (no lambda): the builder returns it
 ])
 def test_a_factory_that_builds_something_else_stays_silent(tmp_path: Path, factory: str, ctor: str,
                                                             default: str) -> None:
-    assert _check(tmp_path / "twin", *CREATE, "batchnorm2d")[1] == [True]
+    assert _check(tmp_path / "twin", *CREATE, "'batchnorm2d'")[1] == [True]
     bn, found = _check(tmp_path, factory, ctor, default)
     assert bn.callee != "torch.nn.BatchNorm2d"
     assert found == []
@@ -143,7 +168,10 @@ def test_the_key_is_spelled_as_the_factory_spells_it(expr: str, key: str, expect
 
 
 @pytest.mark.torch
-def test_the_fold_through_the_factory_computes_the_same(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("factory", "ctor", "default"), [(*CREATE, "'batch_norm2d'"), (*LAMBDA, "lambda_batchnorm2d()")],
+                         ids=["create-norm-layer", "lambda"])
+def test_the_fold_through_the_factory_computes_the_same(tmp_path: Path, factory: str, ctor: str,
+                                                        default: str) -> None:
     """Outputs, input and parameter gradients in eval and training mode, and the state dict after the
     training pass, with `strict=True` loading (float64, CPU, seed 0, BN statistics and affine randomised,
     `torch.allclose` rtol 1e-6 / atol 1e-9)."""
@@ -151,7 +179,7 @@ def test_the_fold_through_the_factory_computes_the_same(tmp_path: Path) -> None:
     from adopter.session import rewrite
     from adopter.synth import Rewritten
 
-    model = _model(tmp_path, *CREATE, "batch_norm2d")
+    model = _model(tmp_path, factory, ctor, default)
     source = model.read_text(encoding="utf-8")
     reach = CrossFileReach(ModuleResolver(search_paths=[str(tmp_path)]), root=str(tmp_path))
     findings = find(analyse(source, str(model), reach=reach), RULES, ENV)

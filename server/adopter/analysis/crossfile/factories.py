@@ -120,3 +120,23 @@ def _builds(node: ast.expr, handed: ast.Call, built: set[str]) -> bool:
         return True
     return isinstance(node, ast.Call) and (node.func is handed or (
         isinstance(node.func, ast.Name) and node.func.id in built))
+
+
+def returned_lambda(fn: ast.FunctionDef) -> ast.expr | None:
+    """The body of the lambda `fn` returns as its one statement (a docstring aside): pytorchcv's
+    `def lambda_batchnorm2d(eps=1e-5): return lambda num_features: nn.BatchNorm2d(num_features, eps=eps)`."""
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Lambda):
+        return None
+    return body[0].value.body
+
+
+def is_function_test(node: ast.expr) -> str | None:
+    """The name `isfunction(name)` / `inspect.isfunction(name)` tests, else None."""
+    if (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords
+            and isinstance(node.args[0], ast.Name)
+            and ((isinstance(node.func, ast.Name) and node.func.id == "isfunction")
+                 or (isinstance(node.func, ast.Attribute) and node.func.attr == "isfunction"
+                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "inspect"))):
+        return node.args[0].id
+    return None

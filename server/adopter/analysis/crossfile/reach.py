@@ -147,7 +147,7 @@ class CrossFileReach:
             kwargs = (*kwargs, *(Kwarg(k, Expr(v)) for k, v in summary.layer_kwargs))
             return Ctor(summary.layer, args, kwargs, origin=f"{summary.definition.name} ({where})")
         if summary.kind == "other" and ctor.lookup is None:
-            built = self._built(ctor, summary.definition, scope)
+            built = self._built(ctor, summary.definition, path, scope)
             if built is not None:
                 return Ctor(built, ctor.args, ctor.kwargs, origin=f"{summary.definition.name} ({where})")
             items = self._sequential(ctor, summary.definition, path, scope)
@@ -187,12 +187,15 @@ class CrossFileReach:
         return Ctor(layer.layer or "", (), tuple(Kwarg(k, Expr(v)) for k, v in layer.layer_kwargs),
                     origin=f"{call} ({where}){source}")
 
-    def _built(self, ctor: Ctor, d: Definition, scope: Scope) -> str | None:
+    def _built(self, ctor: Ctor, d: Definition, path: str, scope: Scope) -> str | None:
         """The torch layer an imported builder function returns for this call (`builders`), else None."""
         found = self._node(d.name, d.path, d.line)
         if found is None or not isinstance(found[1], ast.FunctionDef):
             return None
         call = self._call(ctor, scope)
+        if call is not None:  # the caller's defaults, read in its file (a lambda factory passed as one)
+            defaults = tuple((p, v) for p, v in scope.params.items() if v is not None)
+            call = replace(call, defaults=defaults, caller=self.parsed(path), caller_path=path)
         return built_layer(found[1], found[0], found[2], call, self._lookup, torch_layer) if call else None
 
     def _possible(self, ctor: Ctor, path: str, scope: Scope) -> Ctor | None:
