@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from adopter.analysis.crossfile.ast_files import ParsedFile, dotted_name, qualify
 from adopter.analysis.crossfile.evaluator import UNKNOWN, literal
+from adopter.analysis.crossfile.factories import is_function_test, returned_lambda
 
 MAX_DEPTH = 3  # builders followed through builders
 MAX_RETURNS = 8  # open returns read per builder
@@ -40,6 +41,9 @@ class Call:
     open_keywords: bool  # a `**` splat: any keyword may be passed
     int_names: frozenset[str]  # the caller's names known to hold an int (parameters with an int default)
     named: tuple[tuple[str, str], ...] = ()  # keyword arguments' texts, by name
+    defaults: tuple[tuple[str, str], ...] = ()  # the caller's parameters with a default: its text
+    caller: ParsedFile | None = None  # the caller's file (its imports qualify the argument texts)
+    caller_path: str = ""
 
 
 # (qualified name, file it is named in) -> (parsed file, node) of its definition, or None
@@ -47,12 +51,15 @@ Lookup = Callable[[str, str], tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, 
 TorchLayer = Callable[[str], str | None]
 
 
-def _open_paths(fn: ast.FunctionDef, call: Call) -> tuple[_Values, list[ast.expr], frozenset[str]] | None:
+def _open_paths(fn: ast.FunctionDef, call: Call, lookup: Lookup,
+                ) -> tuple[_Values, list[ast.expr], frozenset[str]] | None:
     """What `fn` called as `call` can return: the call's values, the returned expressions of its open paths
     (None when there are none or more than MAX_RETURNS) and the `**kwargs` keys it pops."""
     params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
     kwargs_name = fn.args.kwarg.arg if fn.args.kwarg is not None else None
     values = _Values(params, kwargs_name, call, frozenset(_stored(fn.body)))
+    values.lambdas = {p: body for p, text in values.args.items()
+                      if (body := _lambda_of(text, call, lookup)) is not None}
     returns = list(_returns(fn.body, values, {}))
     if not returns or len(returns) > MAX_RETURNS:
         return None
@@ -64,7 +71,7 @@ def built_layer(fn: ast.FunctionDef, parsed: ParsedFile, path: str, call: Call, 
     """The torch layer (`torch.nn.Conv2d`) every open path of `fn` called as `call` returns, else None."""
     if depth > MAX_DEPTH:
         return None
-    paths = _open_paths(fn, call)
+    paths = _open_paths(fn, call, lookup)
     if paths is None:
         return None
     values, returns, popped = paths
@@ -89,7 +96,7 @@ def possible_layer(fn: ast.FunctionDef, parsed: ParsedFile, path: str, call: Cal
     as with a conditional binding `self.conv = Mixed(...) if c else nn.Conv2d(...)` written in the file.
     None when a path builds something unknown or another torch layer, or when no path builds one; the
     paths are those `built_layer` reads (the tests the call decides are decided)."""
-    paths = _open_paths(fn, call)
+    paths = _open_paths(fn, call, lookup)
     if paths is None:
         return None
     values, returns, popped = paths
@@ -123,8 +130,12 @@ class _Values:
         # a parameter the builder rebinds (`kernel_size = [kernel_size]`) is not the call's value in its tests
         self.args = {p: call.args[i] for i, p in enumerate(params) if i < len(call.args) and p not in rebound}
         self.args.update((k, text) for k, text in call.named if k in params and k not in rebound)
+        # parameters the call gives a lambda that builds a layer: the lambda's body, in its own file
+        self.lambdas: dict[str, tuple[ast.expr, ParsedFile, str]] = {}
 
     def test(self, node: ast.expr) -> bool | None:
+        if (tested := is_function_test(node)) is not None:
+            return True if tested in self.lambdas else None
         if isinstance(node, ast.BoolOp):
             parts = [self.test(v) for v in node.values]
             if isinstance(node.op, ast.And):
@@ -242,10 +253,33 @@ def _popped(fn: ast.FunctionDef, kwargs_name: str | None) -> Iterator[str]:
             yield n.args[0].value
 
 
+def _lambda_of(text: str, call: Call, lookup: Lookup) -> tuple[ast.expr, ParsedFile, str] | None:
+    """The body of the lambda an argument's value is (a call of the package's `lambda_batchnorm2d()`, or a
+    caller's parameter with that default), with the file it is written in; None for anything else."""
+    if call.caller is None:
+        return None
+    text = dict(call.defaults).get(text, text)
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    dotted = dotted_name(node.func) if isinstance(node, ast.Call) else None
+    found = lookup(qualify(dotted, call.caller.imports), call.caller_path) if dotted is not None else None
+    if found is None or not isinstance(found[1], ast.FunctionDef):
+        return None
+    body = returned_lambda(found[1])
+    return (body, found[0], found[2]) if body is not None else None
+
+
 def _layer_of(value: ast.expr, parsed: ParsedFile, path: str, values: _Values, popped: frozenset[str],
               lookup: Lookup, torch_layer: TorchLayer, depth: int) -> str | None:
     if not isinstance(value, ast.Call):
         return None
+    if isinstance(value.func, ast.Name) and value.func.id in values.lambdas:  # `normalization(**kwargs)`
+        body, where, where_path = values.lambdas[value.func.id]
+        no_call = Call((), frozenset(), True, frozenset())
+        return _layer_of(body, where, where_path, _Values([], None, no_call, frozenset()), frozenset(),
+                         lookup, torch_layer, depth + 1)
     dotted = dotted_name(value.func)
     if dotted is None:
         return None

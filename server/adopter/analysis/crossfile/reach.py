@@ -66,6 +66,7 @@ from adopter.analysis.crossfile.builders import (
 )
 from adopter.analysis.crossfile.direct import direct_definition
 from adopter.analysis.crossfile.evaluator import UNKNOWN, config_defaults, getattr_parts, literal
+from adopter.analysis.crossfile.factories import apply_steps, dict_entries, handed_on, key_steps
 from adopter.analysis.crossfile.init_source import InitSource, Scope
 from adopter.analysis.crossfile.jedi_lookup import JediLookup
 from adopter.analysis.crossfile.resolver import ModuleResolver, is_torch_module_class
@@ -146,7 +147,7 @@ class CrossFileReach:
             kwargs = (*kwargs, *(Kwarg(k, Expr(v)) for k, v in summary.layer_kwargs))
             return Ctor(summary.layer, args, kwargs, origin=f"{summary.definition.name} ({where})")
         if summary.kind == "other" and ctor.lookup is None:
-            built = self._built(ctor, summary.definition, scope)
+            built = self._built(ctor, summary.definition, path, scope)
             if built is not None:
                 return Ctor(built, ctor.args, ctor.kwargs, origin=f"{summary.definition.name} ({where})")
             items = self._sequential(ctor, summary.definition, path, scope)
@@ -158,7 +159,7 @@ class CrossFileReach:
         if summary.kind == "registry" and ctor.lookup is not None:
             registry, key_text = summary, ctor.lookup
         elif summary.kind == "factory" and summary.registry is not None and ctor.args and ctor.lookup is None:
-            registry = self.summary_of(summary.registry, summary.definition.path)
+            registry = self.summary_of(summary.registry, summary.registry_from or summary.definition.path)
             first = ctor.args[0]
             key_text = first.text if isinstance(first, Expr) else getattr(first, "name", None)
         if registry is None or registry.kind != "registry" or key_text is None:
@@ -171,8 +172,10 @@ class CrossFileReach:
             return Expr(f"{summary.definition.name}({written})")
         if not isinstance(key, str):
             return None
-        if summary.kind == "factory" and summary.key_case is not None:
-            key = key.upper() if summary.key_case == "upper" else key.lower()
+        if summary.kind == "factory" and summary.key_steps:
+            key = apply_steps(key, summary.key_steps)
+            if key is None:
+                return None
         entry = registry.entry(key)
         if entry is None:
             return None
@@ -184,12 +187,15 @@ class CrossFileReach:
         return Ctor(layer.layer or "", (), tuple(Kwarg(k, Expr(v)) for k, v in layer.layer_kwargs),
                     origin=f"{call} ({where}){source}")
 
-    def _built(self, ctor: Ctor, d: Definition, scope: Scope) -> str | None:
+    def _built(self, ctor: Ctor, d: Definition, path: str, scope: Scope) -> str | None:
         """The torch layer an imported builder function returns for this call (`builders`), else None."""
         found = self._node(d.name, d.path, d.line)
         if found is None or not isinstance(found[1], ast.FunctionDef):
             return None
         call = self._call(ctor, scope)
+        if call is not None:  # the caller's defaults, read in its file (a lambda factory passed as one)
+            defaults = tuple((p, v) for p, v in scope.params.items() if v is not None)
+            call = replace(call, defaults=defaults, caller=self.parsed(path), caller_path=path)
         return built_layer(found[1], found[0], found[2], call, self._lookup, torch_layer) if call else None
 
     def _possible(self, ctor: Ctor, path: str, scope: Scope) -> Ctor | None:
@@ -477,7 +483,7 @@ class CrossFileReach:
         if isinstance(node, ast.ClassDef):
             return self._class(node, d, parsed, depth, read)
         if isinstance(node, ast.FunctionDef):
-            return self._function(node, d, parsed)
+            return self._function(node, d, parsed, depth, read)
         if isinstance(node, ast.Assign):
             entries, ignore_case = self._registry(node, d.name, parsed)
             if entries:
@@ -522,7 +528,8 @@ class CrossFileReach:
             read.add(found.definition.path)
         return found
 
-    def _function(self, node: ast.FunctionDef, d: Definition, parsed: ParsedFile) -> Summary:
+    def _function(self, node: ast.FunctionDef, d: Definition, parsed: ParsedFile, depth: int,
+                  read: set[str]) -> Summary:
         """A factory: the function builds `R[<its first argument>]` (called, or an instance already)."""
         args = node.args.posonlyargs + node.args.args
         if not args:
@@ -537,10 +544,18 @@ class CrossFileReach:
                         if isinstance(n, ast.Name):
                             derived.add(n.id)
         for sub in ast.walk(node):
-            key, case = _cased_key(sub.slice) if isinstance(sub, ast.Subscript) else (None, None)
+            key, steps = key_steps(sub.slice, node) if isinstance(sub, ast.Subscript) else (None, ())
             if (isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and key is not None
                     and key.id in derived and sub.value.id not in derived):
-                return Summary("factory", d, registry=qualify(sub.value.id, parsed.imports), key_case=case)
+                return Summary("factory", d, registry=qualify(sub.value.id, parsed.imports), key_steps=steps)
+        handed = handed_on(node, param) if depth < MAX_DEPTH else None
+        dotted = dotted_name(handed.func) if handed is not None else None
+        inner = self.summary_of(qualify(dotted, parsed.imports), d.path, depth + 1) if dotted else None
+        if inner is not None and inner.kind == "factory" and inner.registry is not None:
+            # `layer = get_norm_layer(name); return layer(n)`: the handed factory's table, looked up alike
+            read.add(inner.definition.path)
+            return Summary("factory", d, registry=inner.registry, key_steps=inner.key_steps,
+                           registry_from=inner.registry_from or inner.definition.path)
         return Summary("other", d)
 
     def _registry(self, node: ast.Assign, name: str, parsed: ParsedFile) -> tuple[tuple[tuple[str, str], ...], bool]:
@@ -551,6 +566,8 @@ class CrossFileReach:
             source = parsed.toplevel.get(value.args[0].id)
             if isinstance(source, ast.Assign):
                 value = source.value
+        if isinstance(value, ast.Call) and not value.args:
+            entries.extend(dict_entries(value, parsed.imports))  # `dict(batchnorm=nn.BatchNorm2d, ...)`
         if isinstance(value, ast.Dict):
             for k, v in zip(value.keys, value.values):
                 if isinstance(k, ast.Constant) and isinstance(k.value, str):
@@ -576,16 +593,6 @@ class CrossFileReach:
 
 
 # -- helpers ----------------------------------------------------------------------------------------
-
-
-def _cased_key(node: ast.expr) -> tuple[ast.Name | None, str | None]:
-    """`name` or `name.upper()` / `name.lower()` as a registry key: the name and the case applied."""
-    if isinstance(node, ast.Name):
-        return node, None
-    if (isinstance(node, ast.Call) and not node.args and not node.keywords and isinstance(node.func, ast.Attribute)
-            and node.func.attr in ("upper", "lower") and isinstance(node.func.value, ast.Name)):
-        return node.func.value, node.func.attr
-    return None, None
 
 
 def _and(condition: str | None, test: str) -> str:

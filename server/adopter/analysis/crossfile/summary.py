@@ -28,7 +28,8 @@ class Summary:
     entries: tuple[tuple[str, str], ...] = ()  # registry: key -> qualified class (in the registry's file)
     ignore_case: bool = False  # registry: its lookups compare keys without case
     registry: str | None = None  # factory: the registry it looks up, qualified in the factory's file
-    key_case: str | None = None  # factory: "upper" / "lower" when it looks up `R[name.upper()]`
+    key_steps: tuple[tuple[str, tuple[object, ...]], ...] = ()  # factory: string methods applied to the key
+    registry_from: str | None = None  # factory: the file `registry` is named in, when not the factory's own
     defaults: tuple[tuple[str, object], ...] = ()  # config: field -> default value
 
     def default(self, field_name: str) -> object:
