@@ -156,6 +156,8 @@ class FlowState:
         self.frames: list[Frame] = []
         # (label, statement span) of each call the root function inlines (`Forward.calls`)
         self.calls: list[tuple[str, Span]] = []
+        # (via, result names, statement span) of every inlined call, at any depth (`Forward.applications`)
+        self.applications: list[tuple[tuple[str, ...], tuple[str, ...], Span]] = []
         self.frame = Frame(-1, None, None, (), {}, root=True)
         self.terminated = False  # the current path stopped (return or raise)
         self.returned = False  # the current path stopped at a return
