@@ -568,9 +568,9 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
 def _at_application(f: Finding, group: tuple[Span, ...], several: bool) -> Finding:
     """`f` (a site wholly inside a helper) run at the calling statements `group`: among its statements and
     calls; reported at the first of them when the helper is applied at `several` groups (each is a site)."""
-    calls = tuple(s for s in group if s not in f.stmt_spans) if several else tuple(
-        sorted({*f.call_spans, *(s for s in group if s not in f.stmt_spans)}, key=_span_key))
     written = [s for s in f.stmt_spans if s not in f.call_spans]
+    calls = tuple(s for s in group if s not in written) if several else tuple(
+        sorted({*f.call_spans, *(s for s in group if s not in written)}, key=_span_key))
     return replace(f, span=group[0] if several else f.span, stmt_spans=(*written, *calls), call_spans=calls)
 
 
