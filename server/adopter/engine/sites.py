@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from adopter.analysis.analyser import identical
 from adopter.analysis.canonical.normalise import submodule_view
 from adopter.analysis.canonical.spellings import SEQUENTIAL
-from adopter.analysis.flow.state import handed_reason
+from adopter.analysis.flow.state import handed_reason, unrolled_reason
 from adopter.analysis.idioms.layer_subclasses import subclass_reason
 from adopter.analysis.idioms.optimizers import chosen_class_reason
 from adopter.analysis.scope.bindings import FACTORY_ORIGIN
@@ -683,7 +683,8 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
                                       items=rule.replacement.strategy in ITEM_AWARE_STRATEGIES,
                                       layouts=rule.replacement.strategy in LAYOUT_AWARE_STRATEGIES)) is not None:
         fixable, reason = False, spelled
-    elif (resolved := subclass_reason(m.bindings) or chosen_class_reason(ops) or handed_reason(ops)) is not None:
+    elif (resolved := subclass_reason(m.bindings) or chosen_class_reason(ops) or handed_reason(ops)
+                       or unrolled_reason(ops)) is not None:
         fixable, reason = False, resolved
     elif m.used_elsewhere is not None:
         fixable, reason = False, m.used_elsewhere
