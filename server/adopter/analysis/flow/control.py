@@ -217,10 +217,10 @@ class ControlFlow(Control):
         for item in items:
             parts = item.named_children if len(names) > 1 and item.type in ("tuple", "parenthesized_expression") \
                 else [item]
-            paths = [self._submodule_path(p) for p in parts]
-            if len(paths) != len(names) or any(p is None for p in paths):
+            found = [path for p in parts if (path := self._submodule_path(p)) is not None]
+            if len(parts) != len(names) or len(found) != len(parts):
                 return False
-            bound.append([p for p in paths if p is not None])
+            bound.append(found)
         body = stmt.child_by_field_id(Field.BODY)
         if body is None or _leaves_early(body):
             return False
