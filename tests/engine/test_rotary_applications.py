@@ -1,10 +1,10 @@
 """Where sites inside helpers are reported (issue 20, mech35).
 
-- Family 15: a same-file helper that rotates one tensor, applied at several places of a forward (mmpose 1.3.2
-  `models/utils/rtmcc_block.py`: `rope(x, dim)` applied to `base` (q and k stacked), to q then k, and to the
-  learned vectors of the relative bias in a method the forward calls): one site per application, the q/k pair
-  in consecutive statements being one, reported at the first (`engine.applications`). A helper applied at one
-  place keeps its site in the helper, with the calls among its statements.
+- Family 15: a same-file helper that rotates one tensor, applied on several paths of a forward (mmpose 1.3.2
+  `models/utils/rtmcc_block.py`: `rope(x, dim)` applied to `base` (q and k stacked) on the self-attention path,
+  to q then k on the cross-attention path, and to the learned vectors of the relative bias in a method the
+  forward calls): one site per path, reported at its first application (`engine.applications`). A helper
+  applied on one path only keeps its site in the helper, with the calls among its statements.
 - Family 6: a `Sequential(Linear, GELU, ...)` run at two calls of one forward (mmpose `dstformer.py`
   `AttentionBlock`: `mlp_s` on the `'st'` and the `'ts'` path) is one site, as a container of layers only was.
 """
@@ -68,7 +68,7 @@ class Attention(nn.Module):
         return q @ k.transpose(-2, -1)
 '''
 
-# Two applications apart (another statement between them): two sites, each at its statement.
+# Two applications apart (another statement between them), on one path: still one q/k pair, one site.
 APART = ROPE + '''
 
 class Attention(nn.Module):
@@ -132,12 +132,23 @@ def test_a_helper_applied_at_several_places_is_one_site_per_application() -> Non
     assert {line(APPLIED, "q = rope("), line(APPLIED, "k = rope(")} <= statements(by_line[line(APPLIED, "q = rope(")])
     assert {line(APPLIED, "a = rope("), line(APPLIED, "b = rope(")} <= statements(by_line[line(APPLIED, "a = rope(")])
     assert all(formula in statements(f) and not f.fixable for f in found)
+    # Near forms in the same test (each holds on the base too): applications on one path stay one site.
+    _applications_on_one_path_are_one_site_in_the_helper()
 
 
-def test_applications_apart_are_two_sites_and_one_pair_stays_in_the_helper() -> None:
-    found = findings(APART, 15)
-    assert sorted(f.span.start_line for f in found) == [line(APART, "q = rope("), line(APART, "k = rope(")]
-    # Near form: applied once, to q and k in consecutive statements: one site, in the helper.
+def _applications_on_one_path_are_one_site_in_the_helper() -> None:
+    # q rotated before an `if` whose two paths each rotate k: one pair on either path, one site in the helper.
+    paths = APART.replace("        k = self.proj(k)\n        k = rope(k, 1)\n",
+                          "        if self.training:\n            k = rope(k, 1)\n        else:\n"
+                          "            k = rope(self.proj(k), 1)\n")
+    found = findings(paths, 15)
+    assert [f.span.start_line for f in found] == [line(paths, "x1, x2 = torch.chunk")]
+    assert {line(paths, "q = rope("), line(paths, "k = rope(k, 1)"), line(paths, "k = rope(self.proj(k), 1)")} \
+        <= statements(found[0])
+    # q and k rotated apart on one path, or in consecutive statements: one site, in the helper.
+    apart = findings(APART, 15)
+    assert len(apart) == 1 and apart[0].span.start_line == line(APART, "x1, x2 = torch.chunk")
+    assert {line(APART, "q = rope("), line(APART, "k = rope(")} <= statements(apart[0])
     once = findings(ONCE, 15)
     assert len(once) == 1
     assert once[0].span.start_line == line(ONCE, "x1, x2 = torch.chunk")

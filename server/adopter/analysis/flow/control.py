@@ -103,7 +103,7 @@ class ControlFlow(Control):
         first_live = len(state.live)
         any_return = False
         try:
-            for body in bodies:
+            for index, body in enumerate(bodies):
                 lst: list[Stmt] = []
                 state.live.append(lst)
                 state.block = lst
@@ -111,7 +111,11 @@ class ControlFlow(Control):
                 frame.constants = dict(base_constants)  # each path its own (`fstrings.joined_constants`)
                 state.terminated = state.returned = False
                 if body is not None:
-                    self.statements.run(body.named_children)
+                    state.alternatives.append((stmt.start_byte, index))
+                    try:
+                        self.statements.run(body.named_children)
+                    finally:
+                        state.alternatives.pop()
                 any_return = any_return or state.returned
                 results.append((lst, frame.env, state.terminated))
                 constants.append(frame.constants)
@@ -124,7 +128,11 @@ class ControlFlow(Control):
                     state.block = lst
                     frame.env, frame.constants = env, constants[k]
                     state.terminated = state.returned = False
-                    self.statements.run(rest)
+                    state.alternatives.append((stmt.start_byte, k))
+                    try:
+                        self.statements.run(rest)
+                    finally:
+                        state.alternatives.pop()
                     results[k] = (lst, frame.env, state.terminated)
                     constants[k] = frame.constants
         finally:

@@ -96,6 +96,7 @@ class FlowAnalysis:
         state.frames = [frame]
         state.calls = []
         state.applications = []
+        state.alternatives = []
         state.frame = frame  # the innermost frame (kept as an attribute: read on every expression)
         state.block = []
         state.live = [state.block]

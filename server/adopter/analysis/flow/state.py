@@ -174,8 +174,10 @@ class FlowState:
         self.unrolled: dict[str, str] = {}
         # (label, statement span) of each call the root function inlines (`Forward.calls`)
         self.calls: list[tuple[str, Span]] = []
-        # (via, result names, statement span) of every inlined call, at any depth (`Forward.applications`)
-        self.applications: list[tuple[tuple[str, ...], tuple[str, ...], Span]] = []
+        # (via, result names, statement span, enclosing `if` alternatives) of every inlined call, at any depth
+        # (`Forward.applications`); the alternatives of the `if`s being walked: (the `if`'s start byte, index)
+        self.applications: list[tuple[tuple[str, ...], tuple[str, ...], Span, tuple[tuple[int, int], ...]]] = []
+        self.alternatives: list[tuple[int, int]] = []
         self.frame = Frame(-1, None, None, (), {}, root=True)
         self.terminated = False  # the current path stopped (return or raise)
         self.returned = False  # the current path stopped at a return
