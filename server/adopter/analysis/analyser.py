@@ -631,7 +631,8 @@ def identical(new: object, old: object) -> bool:
 
 # The dataclass fields of `adopter.dsl.types` that `==` does not compare; `_same_extras` compares them
 # (a test checks that this list is complete).
-EXTRA_FIELDS = frozenset({("Op", "origin"), ("Forward", "referenced"), ("Forward", "calls"), ("Ctor", "origin"),
+EXTRA_FIELDS = frozenset({("Op", "origin"), ("Forward", "referenced"), ("Forward", "calls"),
+                          ("Forward", "applications"), ("Ctor", "origin"),
                           ("Binding", "item_spans"), ("Init", "sizes")})
 
 
@@ -648,7 +649,8 @@ def _same_extras(a: object, b: object) -> bool:
     if isinstance(a, Ctor) and isinstance(b, Ctor):
         return a.origin == b.origin and _same_extras(a.items, b.items)
     if isinstance(a, Forward) and isinstance(b, Forward):
-        return a.referenced == b.referenced and a.calls == b.calls and _same_extras(a.body, b.body)
+        return (a.referenced == b.referenced and a.calls == b.calls and a.applications == b.applications
+                and _same_extras(a.body, b.body))
     if isinstance(a, Op) and isinstance(b, Op):
         if a.origin is None or b.origin is None:
             return a.origin is b.origin

@@ -182,6 +182,12 @@ class Forward:
     # first `via` entry, e.g. `"apply_rotary_pos_emb"` or `"self._attn"`; the calling statement's span). Not part
     # of equality (the printed form does not carry it; `analyser.identical` compares it).
     calls: tuple[tuple[str, Span], ...] = field(default=(), compare=False)
+    # Every call of a same-file callee inlined at any depth (`q = rope(q, 1)` inside `self._forward`): (the `via`
+    # its ops carry, the names the call's result is bound to, the calling statement's span, the `if` alternatives
+    # around the call as (the `if`'s start byte, alternative index), outermost first), in the order they are
+    # inlined. Where one helper's site runs (`engine.applications`). Not part of equality, like `calls`.
+    applications: tuple[tuple[tuple[str, ...], tuple[str, ...], Span, tuple[tuple[int, int], ...]], ...] = field(
+        default=(), compare=False)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from adopter.analysis.analyser import identical
 from adopter.analysis.canonical.normalise import submodule_view
 from adopter.analysis.canonical.spellings import MODULES, SEQUENTIAL
-from adopter.analysis.flow.state import handed_reason
+from adopter.analysis.flow.state import handed_reason, unrolled_reason
 from adopter.analysis.idioms.layer_subclasses import subclass_reason
 from adopter.analysis.idioms.optimizers import chosen_class_reason
 from adopter.analysis.scope.bindings import FACTORY_ORIGIN
@@ -35,6 +35,7 @@ from adopter.dsl.types import (
     Span,
     Value,
 )
+from adopter.engine.applications import ROTARY_FAMILY, application_group, group_count
 from adopter.engine.bindings import InitIndex
 from adopter.engine.bound_chains import into_bound_chains, item_spans
 from adopter.engine.environment import Environment
@@ -345,11 +346,11 @@ def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list
     """
     best: dict[tuple[str, tuple[object, ...]], Finding] = {}
     for f in findings:
-        items = _container_items(f.match.ops)
+        items = _called_items(f.match.ops)
         # Items written in different places (two subclasses' Sequentials run by one inherited forward) are
         # different source sites even when the forward's spans and item indices are the same.
         spans: tuple[object, ...] = (*sorted((op.span for op in f.match.ops), key=_span_key),
-                                     *_item_targets(f.match.ops), *item_spans(f))
+                                     *_item_targets(f.match.ops), *item_spans(f), *_application(f))
         key: tuple[str, tuple[object, ...]] = (f.rule_id, (*items, *f.init_spans) if items else spans)
         old = best.get(key)
         if old is None:
@@ -367,7 +368,15 @@ def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list
         dropped = old if best[key] is f else f
         if dropped.call_spans:
             best[key] = _with_calls(best[key], dropped.call_spans)
-    return list(best.values())
+    # A helper's own site (the function matched as a scope of its own) is reported at its applications.
+    applied = {(rule, spans[:-1]) for (rule, spans), f in best.items() if _application(f)}
+    return [f for key, f in best.items() if not applied or _application(f) or key not in applied]
+
+
+def _application(f: Finding) -> tuple[Span, ...]:
+    """The application a site is reported at, when it is not where its ops are written (a rotary helper
+    applied at several places, `engine.applications`): each application is its own site."""
+    return (f.span,) if f.span in f.call_spans else ()
 
 
 def _with_calls(f: Finding, calls: tuple[Span, ...]) -> Finding:
@@ -460,6 +469,25 @@ def _container_items(ops: Sequence[Op]) -> tuple[str, ...]:
     return ()
 
 
+def _called_items(ops: Sequence[Op]) -> tuple[str, ...]:
+    """The container items a match's ops all call, else (): an op spelled as a function from a call of the
+    container itself (an `nn.GELU()` item of `self.mlp` read as `F.gelu`) counts as that container's, named
+    by the function, when another op of the match is an item of the same container. So `Sequential(Linear,
+    GELU)` run at two calls of one forward is one site, as a container of layers only already was."""
+    items = [_item_target(op) for op in ops]
+    containers = {t.rsplit("[", 1)[0] for t in items if t is not None}
+    out: list[str] = []
+    for op, item in zip(ops, items):
+        origin = op.origin
+        if item is not None:
+            out.append(item)
+        elif origin is not None and origin.kind is OpKind.MODULE and origin.target in containers:
+            out.append(f"{origin.target}:{op.target}")
+        else:
+            return ()
+    return tuple(out)
+
+
 def _item_target(op: Op) -> str | None:
     """The numbered container item `op` calls (`self.net[2]`), itself or as the module it was spelled
     from (an `nn.GELU()` item read as `F.gelu`), else None."""
@@ -510,7 +538,7 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
     # Largest matches first (optional steps present), then source order; a node belongs to one site.
     raw.sort(key=lambda m: (-len(m.nodes), m.nodes))
     taken: set[int] = set()
-    seen_sites: set[tuple[tuple[Span, ...], tuple[str, ...]]] = set()
+    seen_sites: set[tuple[tuple[Span, ...], tuple[str, ...], Span | None]] = set()
     out: list[Finding] = []
     for m in raw:
         if taken.intersection(m.nodes):
@@ -522,14 +550,28 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
             taken.update(m.nodes)
             continue
         # Items of one container called once share the call's span: their targets tell two pairs apart.
-        site = (tuple(sorted((op.span for op in ops if op is not None), key=_span_key)),
-                _item_targets([op for op in ops if op is not None]))
+        written = [op for op in ops if op is not None]
+        # A rotary helper applied at several places is one site per application (`engine.applications`).
+        group = application_group(written, flat.forward) if rule.family == ROTARY_FAMILY else None
+        site = (tuple(sorted((op.span for op in written), key=_span_key)), _item_targets(written),
+                group[0] if group is not None else None)
         taken.update(m.nodes)
         if site in seen_sites:
             continue  # the same source statements reached again (a helper inlined twice)
         seen_sites.add(site)
-        out.append(_finding(rule, flat, m, scope_name, path, env, init))
+        found = _finding(rule, flat, m, scope_name, path, env, init)
+        out.append(_at_application(found, group, group_count(flat.forward, written[0].via[-1]) > 1)
+                   if group is not None else found)
     return out
+
+
+def _at_application(f: Finding, group: tuple[Span, ...], several: bool) -> Finding:
+    """`f` (a site wholly inside a helper) run at the calling statements `group`: among its statements and
+    calls; reported at the first of them when the helper is applied at `several` groups (each is a site)."""
+    written = [s for s in f.stmt_spans if s not in f.call_spans]
+    calls = tuple(s for s in group if s not in written) if several else tuple(
+        sorted({*f.call_spans, *(s for s in group if s not in written)}, key=_span_key))
+    return replace(f, span=group[0] if several else f.span, stmt_spans=(*written, *calls), call_spans=calls)
 
 
 def _helper_calls(ops: tuple[Op, ...], forward: Forward, stmt_spans: list[Span]) -> tuple[Span, ...]:
@@ -658,7 +700,8 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
                                       alone=_called_alone(flat) if rule.replacement.strategy
                                       in WRAPPER_AWARE_STRATEGIES else None)) is not None:
         fixable, reason = False, spelled
-    elif (resolved := subclass_reason(m.bindings) or chosen_class_reason(ops) or handed_reason(ops)) is not None:
+    elif (resolved := subclass_reason(m.bindings) or chosen_class_reason(ops) or handed_reason(ops)
+                       or unrolled_reason(ops)) is not None:
         fixable, reason = False, resolved
     elif m.used_elsewhere is not None:
         fixable, reason = False, m.used_elsewhere

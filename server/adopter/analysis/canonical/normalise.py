@@ -654,6 +654,12 @@ class _Pass:
         if chosen is not None:
             text = chosen  # `f"b h i d, {kv_eq} -> b h i j"` with `kv_eq` chosen by the keys' rank
         out: list[Op] = []
+        summed = summed_axes(text)
+        if summed is not None:
+            # Grouped-query scores summed over the groups: `"b g h n d, b h s d -> b h n s"` is the product of
+            # the queries summed over `g` first (an axis of one operand only, in neither the other nor the output).
+            text, alone = summed
+            a, b = (self.summed(op, value, axes, out) for value, axes in zip((a, b), alone))
         widened = broadcast_product(text)
         if widened is not None:
             # Multi-query attention: `"b h i d, b j d -> b h i j"` (one key/value head for all query heads)
@@ -662,7 +668,10 @@ class _Pass:
             a, b = (self.unsqueezed(op, value, axes, ranks, out) for value, axes in zip((a, b), unsqueezed))
         plan = matmul_plan(text)
         if plan is None:
-            return None if out else self.permuted_product(op, text, a, b, ranks)
+            if out and widened is not None:
+                return None
+            permuted = self.permuted_product(op, text, a, b, ranks)
+            return [*out, *permuted] if permuted is not None else None
         t_a, t_b, rank = plan
         if "..." not in text:
             # Without `...` the equation names every axis: the operands have the product's rank.
@@ -681,6 +690,14 @@ class _Pass:
             b = Ref(name)
         out.append(_new(op, MATMUL, (a, b), op.outputs))
         return out
+
+    def summed(self, op: Op, value: Value, axes: tuple[int, ...], out: list[Op]) -> Value:
+        """`value` summed over each of `axes` (positions in its own layout, highest first), one `sum` op each."""
+        for axis in sorted(axes, reverse=True):
+            name = self.temp()
+            out.append(_new(op, ("method", "sum"), (value, Expr(str(axis))), (name,)))
+            value = Ref(name)
+        return value
 
     def unsqueezed(self, op: Op, value: Value, axes: tuple[int, ...], ranks: dict[str, int],
                    out: list[Op]) -> Value:
@@ -944,6 +961,31 @@ def broadcast_product(equation: str) -> tuple[str, tuple[tuple[int, ...], tuple[
     if matmul_plan(full) is None:
         return None
     return full, (axes[0], axes[1])
+
+
+def summed_axes(equation: str) -> tuple[str, tuple[tuple[int, ...], tuple[int, ...]]] | None:
+    """For an einsum of two operands naming every axis, where an operand has axes that neither the other
+    operand nor the output names (`"b g h n d, b h s d -> b h n s"`: the query groups `g`, summed away): the
+    equation without them, and for each operand their positions in it (summing them first gives the same
+    result); None when there is none, for `...` and for anything else."""
+    text = _plain_string(equation)
+    if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0] or "." in text:
+        return None
+    quote, body = text[0], text[1:-1].replace(" ", "")
+    if body.count("->") != 1:
+        return None
+    lhs, out = body.split("->")
+    operands = lhs.split(",")
+    if len(operands) != 2 or not all(s.isalpha() and len(set(s)) == len(s) for s in (*operands, out)):
+        return None
+    a, b = operands
+    alone = [tuple(k for k, c in enumerate(s) if c not in other and c not in out) for s, other in ((a, b), (b, a))]
+    if not alone[0] and not alone[1]:
+        return None
+    kept = ["".join(c for k, c in enumerate(s) if k not in axes) for s, axes in zip((a, b), alone)]
+    if min(len(k) for k in kept) < 2:
+        return None
+    return f"{quote}{kept[0]}, {kept[1]} -> {out}{quote}", (alone[0], alone[1])
 
 
 _ZERO = re.compile(r"^\s*(0+\.?0*|\.0+)\s*$")

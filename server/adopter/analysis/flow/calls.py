@@ -362,6 +362,9 @@ class CallFlow(Calls):
             called_at = state.stmt_span or self.src.span(state.stmt_node)
             if (label, called_at) not in state.calls:
                 state.calls.append((label, called_at))
+        if state.stmt_node is not None:
+            state.applications.append(((*state.frame.via, label), tuple(outs or ()),
+                                       state.stmt_span or self.src.span(state.stmt_node), tuple(state.alternatives)))
         ps = list(params(function, self.src))
         self_name: str | None = closure_self
         decorators = _decorators(function, self.src) if bound else ()

@@ -23,6 +23,8 @@ from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field
 from adopter.dsl.types import Branch, Loop, Ref, Stmt
 
+MAX_UNROLLED = 8  # items of a literal list a loop is unrolled over (a stem's three conv-BN pairs, not a table)
+_EARLY_EXITS = frozenset({"break_statement", "continue_statement", "return_statement", "yield"})
 _ITERATION = frozenset({"range", "enumerate", "zip", "reversed", "sorted", "list", "tuple", "iter"})
 _CONTAINER_METHODS = frozenset({"values", "children", "modules", "items"})
 
@@ -40,6 +42,14 @@ def _functions_at_join(merged: dict[str, EnvVal], envs: list[dict[str, EnvVal]],
         name = names.pop()
         on = tuple(k for k, v in enumerate(held) if v == ModuleFunction(name))
         merged[key] = ModuleFunction(name, conditions, on)
+
+
+def _leaves_early(node: Node) -> bool:
+    """Whether a loop body holds `break`, `continue`, `return` or `yield` (outside nested functions)."""
+    if node.type in _EARLY_EXITS:
+        return True
+    return any(_leaves_early(c) for c in node.named_children
+               if c.type not in ("function_definition", "class_definition", "lambda"))
 
 
 class ControlFlow(Control):
@@ -93,7 +103,7 @@ class ControlFlow(Control):
         first_live = len(state.live)
         any_return = False
         try:
-            for body in bodies:
+            for index, body in enumerate(bodies):
                 lst: list[Stmt] = []
                 state.live.append(lst)
                 state.block = lst
@@ -101,7 +111,11 @@ class ControlFlow(Control):
                 frame.constants = dict(base_constants)  # each path its own (`fstrings.joined_constants`)
                 state.terminated = state.returned = False
                 if body is not None:
-                    self.statements.run(body.named_children)
+                    state.alternatives.append((stmt.start_byte, index))
+                    try:
+                        self.statements.run(body.named_children)
+                    finally:
+                        state.alternatives.pop()
                 any_return = any_return or state.returned
                 results.append((lst, frame.env, state.terminated))
                 constants.append(frame.constants)
@@ -114,7 +128,11 @@ class ControlFlow(Control):
                     state.block = lst
                     frame.env, frame.constants = env, constants[k]
                     state.terminated = state.returned = False
-                    self.statements.run(rest)
+                    state.alternatives.append((stmt.start_byte, k))
+                    try:
+                        self.statements.run(rest)
+                    finally:
+                        state.alternatives.pop()
                     results[k] = (lst, frame.env, state.terminated)
                     constants[k] = frame.constants
         finally:
@@ -148,6 +166,8 @@ class ControlFlow(Control):
         if stmt.type == "for_statement":
             left = stmt.child_by_field_id(Field.LEFT)
             right = stmt.child_by_field_id(Field.RIGHT)
+            if self._unrolled(stmt, left, right):
+                return
             iterable = state.text(right) if right is not None else "?"
             flat = target_leaves(left) if left is not None else []
             names = [self.src.text(t) for t in flat if t.type == "identifier"]
@@ -184,6 +204,59 @@ class ControlFlow(Control):
         frame.env = self._merge_envs([base_env, {k: v for k, v in loop_env.items() if k not in targets or k in base_env}])
         unique_targets = tuple(frame.renames.get(t, t) for t in targets)
         state.block.append(Loop(unique_targets, iterable, over, tuple(lst), span))
+
+    def _unrolled(self, stmt: Node, left: Node | None, right: Node | None) -> bool:
+        """`for conv, bn in [(self.conv1, self.bn1), (self.conv2, self.bn2)]: x = bn(conv(x))` (OpenAI CLIP's
+        ModifiedResNet stem): a loop over a literal list or tuple of the module's submodules (or of tuples of
+        them, one per target) runs its body once per item, the targets bound to that item's submodules, as if
+        written out. Each statement of the body then runs once per item at the same source span, so a site in it
+        is one site there. Not for a body that leaves the loop early (`break`, `continue`, `return`, `yield`),
+        an `else` clause, more than `MAX_UNROLLED` items, or any item that is not a submodule."""
+        if left is None or right is None or right.type not in ("list", "tuple") or stmt.child_by_field_id(
+                Field.ALTERNATIVE) is not None:
+            return False
+        names = target_leaves(left)
+        if not names or any(t.type != "identifier" for t in names):
+            return False
+        items = right.named_children
+        if not items or len(items) > MAX_UNROLLED:
+            return False
+        bound: list[list[str]] = []
+        for item in items:
+            parts = item.named_children if len(names) > 1 and item.type in ("tuple", "parenthesized_expression") \
+                else [item]
+            found = [path for p in parts if (path := self._submodule_path(p)) is not None]
+            if len(parts) != len(names) or len(found) != len(parts):
+                return False
+            bound.append(found)
+        body = stmt.child_by_field_id(Field.BODY)
+        if body is None or _leaves_early(body):
+            return False
+        state = self.state
+        frame = state.frame
+        saved = state.unrolled
+        listed = " ".join(self.src.text(right).split())
+        state.unrolled = {**saved, **{p: f"`{listed}`" for paths in bound for p in paths}}
+        try:
+            for paths in bound:
+                for target, path in zip(names, paths, strict=True):
+                    state.define(self.src.text(target))
+                    frame.env[self.src.text(target)] = Submodule(path)
+                self.statements.run(body.named_children)
+        finally:
+            state.unrolled = saved
+        return True
+
+    def _submodule_path(self, node: Node) -> str | None:
+        """`self.conv1` when the module binds `conv1` to a layer, else None."""
+        if node.type != "attribute":
+            return None
+        obj = node.child_by_field_id(Field.OBJECT)
+        attr = node.child_by_field_id(Field.ATTRIBUTE)
+        if obj is None or attr is None or not self.state.is_self(obj):
+            return None
+        name = self.src.text(attr)
+        return f"self.{name}" if name in self.state.module_attrs else None
 
     def _merge_envs(self, envs: list[dict[str, EnvVal]]) -> dict[str, EnvVal]:
         """The environment after paths join: a name bound differently (or not at all) on some path

@@ -81,18 +81,22 @@ class FlowAnalysis:
         body = node.child_by_field_id(Field.BODY)
         self._run_root(frame, body.named_children if body is not None else [], function_name(node, src))
         name = display_name or function_name(node, src)
-        return Forward(name, shown, tuple(self.state.block), src.span(node), calls=tuple(self.state.calls))
+        return Forward(name, shown, tuple(self.state.block), src.span(node), calls=tuple(self.state.calls),
+                       applications=tuple(self.state.applications))
 
     def statements(self, stmts: list[Node], name: str, span: Span) -> Forward:
         """Top-level script code as a Forward named `name` (e.g. `<module>`)."""
         frame = Frame(-1, None, None, (), {}, root=True)
         self._run_root(frame, stmts, name)
-        return Forward(name, (), tuple(self.state.block), span, calls=tuple(self.state.calls))
+        return Forward(name, (), tuple(self.state.block), span, calls=tuple(self.state.calls),
+                       applications=tuple(self.state.applications))
 
     def _run_root(self, frame: Frame, stmts: list[Node], name: str) -> None:
         state = self.state
         state.frames = [frame]
         state.calls = []
+        state.applications = []
+        state.alternatives = []
         state.frame = frame  # the innermost frame (kept as an attribute: read on every expression)
         state.block = []
         state.live = [state.block]

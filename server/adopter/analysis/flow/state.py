@@ -108,6 +108,22 @@ def handed_reason(ops: tuple[Op, ...]) -> str | None:
     return None
 
 
+# `Op.origin.target` prefix of a submodule called through the variable of a loop unrolled over a literal list
+# of submodules (`for conv, bn in [(self.conv1, self.bn1), ...]: bn(conv(x))`): the op reads `self.conv1` where
+# the source says `conv`, and the same statement runs every item.
+UNROLLED = "an item of the loop over"
+
+
+def unrolled_reason(ops: tuple[Op, ...]) -> str | None:
+    """Why a match with a submodule called through an unrolled loop's variable has no automatic fix: one
+    statement runs each item of the list, so a rewrite naming the first item's layers would be wrong."""
+    for op in ops:
+        if op.origin is not None and op.origin.target.startswith(UNROLLED + ": "):
+            return (f"the layers are called through the variables of a loop over {op.origin.target[len(UNROLLED) + 2:]}, "
+                    f"so one statement runs each item; rewrite it by hand")
+    return None
+
+
 class Truncated(Exception):
     """Raised when a function exceeds the op budget; the analysis keeps what it has."""
 
@@ -154,8 +170,14 @@ class FlowState:
         self.live: list[list[Stmt]] = []
         self.block: list[Stmt] = []
         self.frames: list[Frame] = []
+        # Submodules bound to the variables of a loop being unrolled -> the loop's iterable, as written
+        self.unrolled: dict[str, str] = {}
         # (label, statement span) of each call the root function inlines (`Forward.calls`)
         self.calls: list[tuple[str, Span]] = []
+        # (via, result names, statement span, enclosing `if` alternatives) of every inlined call, at any depth
+        # (`Forward.applications`); the alternatives of the `if`s being walked: (the `if`'s start byte, index)
+        self.applications: list[tuple[tuple[str, ...], tuple[str, ...], Span, tuple[tuple[int, int], ...]]] = []
+        self.alternatives: list[tuple[int, int]] = []
         self.frame = Frame(-1, None, None, (), {}, root=True)
         self.terminated = False  # the current path stopped (return or raise)
         self.returned = False  # the current path stopped at a return
@@ -220,6 +242,9 @@ class FlowState:
             if handed is not None:
                 origin = Op(OpKind.FUNCTION, f"{HANDED}: {handed}", args, kwargs, outputs, span, stmt_span,
                             self.frame.via)
+            elif target in self.unrolled:
+                origin = Op(OpKind.FUNCTION, f"{UNROLLED}: {self.unrolled[target]}", args, kwargs, outputs, span,
+                            stmt_span, self.frame.via)
         self.block.append(Op(kind, target, args, kwargs, outputs, span, stmt_span, self.frame.via, origin=origin))
         return Ref(outputs[0])
 

@@ -20,7 +20,7 @@ import ast
 import textwrap
 from collections.abc import Sequence
 
-from adopter.analysis.canonical.normalise import layouts_by_path, matmul_plan
+from adopter.analysis.canonical.normalise import layouts_by_path, matmul_plan, summed_axes
 from adopter.dsl.types import Expr, Op, OpKind, Ref
 from adopter.parsed import walk
 from adopter.synth.registry import SynthContext, strategy
@@ -146,6 +146,11 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
         return f"the softmax takes `{', '.join(k.name for k in extra)}` other than an fp32 dtype, which SDPA does not"
     scores_eq, out_eq = einsum_equation(chain.scores), einsum_equation(chain.out)
     for equation in (scores_eq, out_eq):
+        if equation is not None and summed_axes(equation) is not None:
+            # bitnet's grouped-query scores `"b g h n d, b h s d -> b h n s"` sum the query groups away: one
+            # SDPA call would need the queries summed first, which changes their rounding.
+            return (f"the einsum `{equation}` sums an axis of one operand away (grouped-query scores summed over "
+                    "the groups); scaled_dot_product_attention does not, so rewrite it by hand")
         if equation is not None and layouts_by_path(equation):
             # audiocraft's `f"{query_layout},{key_layout}-> b h t k"`, the layout chosen by an `if`: the chain
             # was read on one path; one SDPA call would need the tensors permuted differently on each.
