@@ -45,7 +45,13 @@ def required_ranks(block: Block, same_rank_modules: frozenset[str] = frozenset()
     """The ranks later uses prove for values at the ops that read them (see the module docstring);
     `same_rank_modules`: the module targets (`self.attend`) whose call keeps its input's rank."""
     need: Need = {}
-    _back(block, {}, need, same_rank_modules)
+    # Only a `bmm` proves a rank, and `_back` starts knowing nothing: the statements after the last `bmm` of
+    # the block (nested blocks are not read) prove nothing, so the walk starts at it (most forwards: none).
+    last = len(block)
+    while last and not (isinstance(op := block[last - 1], Op) and (op.kind.value, op.target) in _BATCHED):
+        last -= 1
+    if last:
+        _back(block[:last], {}, need, same_rank_modules)
     return need
 
 
