@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from adopter.analysis.canonical.ranks import SAME_RANK, Need, created_rank, required_ranks
+from adopter.analysis.canonical.ranks import CREATION_TARGETS, SAME_RANK, Need, created_rank, required_ranks
 from adopter.analysis.canonical.spellings import (
     CANONICAL,
     CAST,
@@ -75,6 +75,7 @@ from adopter.dsl.types import (
     block_ops,
 )
 
+_SQUARE_TARGETS = frozenset(target for _, target in SQUARES)  # asked before the (kind, target) key is built
 _INT = re.compile(r"^-?\d+$")
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
@@ -415,7 +416,7 @@ class _Pass:
         elif (op.kind == OpKind.OPERATOR and op.target == "*" and len(op.args) == 2 and isinstance(op.args[0], Ref)
               and op.args[0] == op.args[1]):
             ops = [_respell(op, POW, (op.args[0], Expr("2")), ())]  # `x * x` is `x.pow(2)`
-        elif (op.kind in (OpKind.METHOD, OpKind.FUNCTION) and (op.kind.value, op.target) in SQUARES
+        elif (op.target in _SQUARE_TARGETS and (op.kind.value, op.target) in SQUARES
               and len(op.args) == 1 and not op.kwargs):
             ops = [_respell(op, POW, (op.args[0], Expr("2")), ())]  # `x.square()`, `torch.square(x)`: `x.pow(2)`
         else:
@@ -437,7 +438,7 @@ class _Pass:
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
             _track_rank(o, ranks, self.by_attr, self.units)
-            if (made := created_rank(o, self.lists)) is not None:
+            if o.target in CREATION_TARGETS and (made := created_rank(o, self.lists)) is not None:
                 ranks[o.outputs[0]] = made
         return ops
 

@@ -118,9 +118,11 @@ def substituted(node: Node, text_of: Callable[[Node], str], lookup: Callable[[st
     return Expr(f"{quote}{texts[0]}{quote} if {test} else {quote}{texts[1]}{quote}")
 
 
-_METHODS = frozenset({"replace"})  # str methods whose result is a constant when their arguments are
-# The words one of which the source of every call `constant_method` reads holds (its method's name).
-METHOD_WORDS = tuple(m.encode() for m in sorted(_METHODS))
+# The str method whose result is a constant when its arguments are; every call `constant_method` reads holds
+# its name in its source, which the caller asks first (`ExpressionFlow.value`). A second method needs a
+# second word there.
+METHOD_WORD = b"replace"
+_METHODS = frozenset({METHOD_WORD.decode()})
 
 
 def constant_method(node: Node, text_of: Callable[[Node], str], lookup: Callable[[str], str | None]) -> Expr | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import CHOOSE
-from adopter.analysis.flow.fstrings import METHOD_WORDS, constant_method, substituted
+from adopter.analysis.flow.fstrings import METHOD_WORD, constant_method, substituted
 from adopter.analysis.flow.parts import Calls, Expressions
 from adopter.analysis.flow.state import (
     MAX_NESTING,
@@ -49,10 +49,10 @@ class ExpressionFlow(Expressions):
         if kind == "call":
             # `layout.replace('t', 'k')` of a local string constant: the constant it makes, no op
             constants = self.state.frame.constants
-            # the call's source holds the method's name (`fstrings.METHOD_WORDS`): a look-up in the file's
+            # the call's source holds the method's name (`fstrings.METHOD_WORD`): a look-up in the file's
             # positions of the word, instead of four tree-sitter field reads per call
-            made = (constant_method(node, self.state.text, constants.get) if constants
-                    and any(self.src.contains(node, w) for w in METHOD_WORDS) else None)
+            made = (constant_method(node, self.state.text, constants.get)
+                    if constants and self.src.contains(node, METHOD_WORD) else None)
             return made if made is not None else self.calls.call(node, outs)
         if kind == "attribute":
             return self._attribute(node, outs)
