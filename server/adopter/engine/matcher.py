@@ -170,7 +170,7 @@ class RuleMatcher:
     def _module_targets(self, kind: OpKind, var: str) -> list[str]:
         """Targets of `kind` ops in this forward that module variable `var` can denote."""
         pattern = self.init_patterns.get(var)
-        targets = self.flat.targets_of_kind.get(kind.value, ())
+        targets = self.flat.targets_of_kind.get(kind._value_, ())
         if pattern is None:
             return list(targets)
         return [t for t in targets if self.init.resolve_ctor(t, pattern) is not None]
@@ -180,9 +180,9 @@ class RuleMatcher:
         for kind, target in step.targets:
             if target.startswith("$"):
                 for t in self._module_targets(kind, target.lstrip("$")):
-                    out.extend(self.flat.by_target[(kind.value, t)])
+                    out.extend(self.flat.by_target[(kind._value_, t)])
             else:
-                out.extend(self.flat.by_target.get((kind.value, target), ()))
+                out.extend(self.flat.by_target.get((kind._value_, target), ()))
         if len(step.targets) > 1 or any(t.startswith("$") for _, t in step.targets):
             out = sorted(set(out))
         return out
@@ -200,7 +200,7 @@ class RuleMatcher:
             return False
         for step in self.steps:
             if not step.optional and not any(
-                (kind.value, t) in by_target if not t.startswith("$")
+                (kind._value_, t) in by_target if not t.startswith("$")
                 else bool(self._module_targets(kind, t.lstrip("$")))
                 for kind, t in step.targets
             ):
@@ -631,7 +631,7 @@ class RuleMatcher:
         if op is None:
             return True
         outer = set(self.flat.conditions(m))
-        calls = self.flat.by_target.get((op.kind.value, op.target), [])
+        calls = self.flat.by_target.get((op.kind._value_, op.target), [])
         for kind, bid, alt in self.flat.nodes[n].ctx:
             if kind != "b" or (self.flat.tests.get(bid, ()), alt) in outer:
                 continue

@@ -76,6 +76,8 @@ from adopter.dsl.types import (
 )
 
 _SQUARE_TARGETS = frozenset(target for _, target in SQUARES)  # asked before the (kind, target) key is built
+# Keys are built from `op.kind._value_`, the member's value as stored: Enum's `value` property is a Python call
+# per read, and the pass builds several keys per op.
 _INT = re.compile(r"^-?\d+$")
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
@@ -333,7 +335,7 @@ class _Pass:
         for b in bindings:
             known = self.known_callable(op, b.value)
             paths.append((op,) if known is None else (known,))
-            softmax = softmax or (known is not None and (known.kind.value, known.target) == SOFTMAX)
+            softmax = softmax or (known is not None and (known.kind._value_, known.target) == SOFTMAX)
         if not softmax:
             # Activations chosen by a flag (`nn.GELU() if mask else nn.ReLU()`) stay one call: a Linear →
             # GELU pair on one path of a configuration is the precision kind issue 20 names.
@@ -416,11 +418,11 @@ class _Pass:
         elif (op.kind == OpKind.OPERATOR and op.target == "*" and len(op.args) == 2 and isinstance(op.args[0], Ref)
               and op.args[0] == op.args[1]):
             ops = [_respell(op, POW, (op.args[0], Expr("2")), ())]  # `x * x` is `x.pow(2)`
-        elif (op.target in _SQUARE_TARGETS and (op.kind.value, op.target) in SQUARES
+        elif (op.target in _SQUARE_TARGETS and (op.kind._value_, op.target) in SQUARES
               and len(op.args) == 1 and not op.kwargs):
             ops = [_respell(op, POW, (op.args[0], Expr("2")), ())]  # `x.square()`, `torch.square(x)`: `x.pow(2)`
         else:
-            key = (op.kind.value, op.target)
+            key = (op.kind._value_, op.target)
             canonical = CANONICAL.get(key, key)
             if (canonical == TRANSPOSE and len(op.outputs) == 1 and op.outputs[0] in self.batched and op.args
                     and isinstance(op.args[0], Ref) and op.args[0].name not in ranks):
@@ -446,7 +448,7 @@ class _Pass:
 
     def track(self, op: Op) -> None:
         """What `product_layouts` needs to know of each name as the pass binds it."""
-        key = (op.kind.value, op.target)
+        key = (op.kind._value_, op.target)
         first = op.args[0].name if op.args and isinstance(op.args[0], Ref) else None
         first_made = self.made_by.get(first) if first is not None else None
         for name in op.outputs:
@@ -541,7 +543,7 @@ class _Pass:
         if (chain := self._scale_chain(op)) is not None:
             out += chain
             return
-        if ((op.kind.value, op.target) != MATMUL or len(op.args) != 2 or op.kwargs or len(op.outputs) != 1
+        if ((op.kind._value_, op.target) != MATMUL or len(op.args) != 2 or op.kwargs or len(op.outputs) != 1
                 or not all(isinstance(a, Ref) and a.name in self.made_by for a in op.args)):
             out.append(op)
             return
@@ -564,7 +566,7 @@ class _Pass:
     def module(self, op: Op, target: str, ctor: Ctor | None, depth: int) -> list[Op]:
         """A module call: the function a stateless module computes, or the chain of a Sequential."""
         if ctor is None:
-            args, kwargs = normalise((op.kind.value, target), op.args, op.kwargs, {})
+            args, kwargs = normalise((op.kind._value_, target), op.args, op.kwargs, {})
             if target == op.target and args == op.args and kwargs == op.kwargs:
                 return [op]
             return [replace(op, target=target, args=args, kwargs=kwargs, origin=op.origin or op)]
@@ -1148,11 +1150,11 @@ def _implicit_dim(op: Op, ranks: Mapping[str, int]) -> Op:
     `F.log_softmax(x)`: `torch.softmax` and `x.softmax()` require one) runs over torch's legacy implicit axis
     (`torch.nn.functional._get_softmax_dim`: 0 for a 0-, 1- or 3-D input, else 1). Where the input's rank is
     known, that axis is written out, counted from the end (`nn.Softmax()` of a 2-D tensor is `dim=-1`)."""
-    if (op.kind.value, op.target) not in (SOFTMAX, LOG_SOFTMAX) or not op.args or not isinstance(op.args[0], Ref):
+    if (op.kind._value_, op.target) not in (SOFTMAX, LOG_SOFTMAX) or not op.args or not isinstance(op.args[0], Ref):
         return op
     written = op.origin or op
     if not (written.kind in (OpKind.MODULE, OpKind.CALL)
-            or (written.kind == OpKind.FUNCTION and (written.kind.value, written.target) in (SOFTMAX, LOG_SOFTMAX))):
+            or (written.kind == OpKind.FUNCTION and (written.kind._value_, written.target) in (SOFTMAX, LOG_SOFTMAX))):
         return op
     dims = [k for k in op.kwargs if k.name == "dim"]
     if dims and not (isinstance(dims[0].value, Expr) and dims[0].value.text.strip() == "None"):
@@ -1170,7 +1172,7 @@ def _ranked_axes(op: Op, ranks: Mapping[str, int]) -> Op:
     end where the input's rank is known, as for the function written out."""
     if op.kind != OpKind.FUNCTION or not op.args or not isinstance(op.args[0], Ref) or op.args[0].name not in ranks:
         return op
-    args, kwargs = normalise((op.kind.value, op.target), op.args, op.kwargs, ranks)
+    args, kwargs = normalise((op.kind._value_, op.target), op.args, op.kwargs, ranks)
     return op if args == op.args and kwargs == op.kwargs else replace(op, args=args, kwargs=kwargs)
 
 
@@ -1181,7 +1183,7 @@ def _last_axis(kwargs: tuple[Kwarg, ...]) -> bool:
 def _makes_unit_last(op: Op, ranks: Mapping[str, int], by_attr: Mapping[str, list[Binding]]) -> bool:
     """Whether the op's one output has a last axis of length 1, as far as the code shows: a Linear to one
     feature, a product with a parameter built `(..., 1)`, and casts or scalar arithmetic of such a value."""
-    key = (op.kind.value, op.target)
+    key = (op.kind._value_, op.target)
     if op.kind == OpKind.MODULE:
         ctor = _ctor_of(by_attr, op.target)
         return ctor is not None and ctor.callee == "torch.nn.Linear" and _out_features(ctor) == "1"
@@ -1255,9 +1257,9 @@ def _prescan(block: Block) -> tuple[frozenset[str], frozenset[str]]:
     names read by a softmax (the rank-free facts the pass needs before it reaches the reads)."""
     ops = list(block_ops(block))
     keys = {op.args[1].name for op in ops
-            if (op.kind.value, op.target) in _RIGHT_OPERAND and len(op.args) == 2 and isinstance(op.args[1], Ref)}
+            if (op.kind._value_, op.target) in _RIGHT_OPERAND and len(op.args) == 2 and isinstance(op.args[1], Ref)}
     softmaxed = {op.args[0].name for op in ops
-                 if CANONICAL.get((op.kind.value, op.target)) == SOFTMAX and op.args and isinstance(op.args[0], Ref)}
+                 if CANONICAL.get((op.kind._value_, op.target)) == SOFTMAX and op.args and isinstance(op.args[0], Ref)}
     passing = [op for op in ops if len(op.outputs) == 1 and op.args and isinstance(op.args[0], Ref) and (
         (op.kind == OpKind.OPERATOR and op.target in _PASS_ON)
         or (op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS))]
@@ -1282,7 +1284,7 @@ def _scores_of(block: Block, softmaxed: frozenset[str]) -> frozenset[str]:
     reads: dict[str, list[str]] = {}  # output name -> the names the passing ops binding it read
     for op in ops:
         if len(op.outputs) == 1 and (
-                CANONICAL.get((op.kind.value, op.target), (op.kind.value, op.target)) in _TO_SOFTMAX
+                CANONICAL.get((op.kind._value_, op.target), (op.kind._value_, op.target)) in _TO_SOFTMAX
                 or (op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS)):
             reads.setdefault(op.outputs[0], []).extend(a.name for a in op.args if isinstance(a, Ref))
     found = set(softmaxed)
@@ -1431,7 +1433,7 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
             ranks.pop(_UNIT + name, None)
         if len(op.outputs) == 1 and _makes_unit_last(op, ranks, by_attr):
             ranks[_UNIT + op.outputs[0]] = 1
-    if len(op.outputs) > 1 and (op.kind.value, op.target) in _SAME_RANK_PARTS and op.args:
+    if len(op.outputs) > 1 and (op.kind._value_, op.target) in _SAME_RANK_PARTS and op.args:
         # `values, indices = torch.topk(x, k)`, `a, b = x.chunk(2, dim=-1)`: every part keeps x's rank.
         r = _rank(op.args[0], known)
         if r is not None:
@@ -1440,7 +1442,7 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
         return
     if len(op.outputs) != 1:
         return
-    key = (op.kind.value, op.target)
+    key = (op.kind._value_, op.target)
     first = op.args[0] if op.args else None
     rank: int | None = None
     if key in SAME_RANK and first is not None:

@@ -51,7 +51,7 @@ def required_ranks(block: Block, same_rank_modules: frozenset[str] = frozenset()
     # the block (nested blocks are not read) prove nothing, so the walk starts at it (most forwards: none).
     last = len(block)
     while last and not (isinstance(op := block[last - 1], Op) and op.target in _BATCHED_TARGETS
-                        and (op.kind.value, op.target) in _BATCHED):
+                        and (op.kind._value_, op.target) in _BATCHED):
         last -= 1
     if last:
         _back(block[:last], {}, need, same_rank_modules)
@@ -92,7 +92,7 @@ def _step(op: Op, want: dict[str, int], need: Need, modules: frozenset[str]) -> 
     first = op.args[0].name if op.args and isinstance(op.args[0], Ref) else None
     if first is not None and _reshapes_in_place(op):
         want.pop(first, None)
-    key = (op.kind.value, op.target)
+    key = (op.kind._value_, op.target)
     if key in _BATCHED:
         for a in op.args[:2]:
             if isinstance(a, Ref):

@@ -49,10 +49,10 @@ class ExpressionFlow(Expressions):
         if kind == "call":
             # `layout.replace('t', 'k')` of a local string constant: the constant it makes, no op
             constants = self.state.frame.constants
-            # the call's source holds the method's name (`fstrings.METHOD_WORD`): a look-up in the file's
-            # positions of the word, instead of four tree-sitter field reads per call
+            # only where a local names a constant (most forwards: none; a name bound to anything else holds
+            # None), and the call's source holds the method's name (`fstrings.METHOD_WORD`)
             made = (constant_method(node, self.state.text, constants.get)
-                    if constants and self.src.contains(node, METHOD_WORD) else None)
+                    if any(constants.values()) and self.src.contains(node, METHOD_WORD) else None)
             return made if made is not None else self.calls.call(node, outs)
         if kind == "attribute":
             return self._attribute(node, outs)
