@@ -292,7 +292,7 @@ class Analyser:
                             partial(table.module_deps, name))
         for name, info in modules if src.occurs(b"= self.") else ():  # methods __init__ stores
             for method, node in readings("stored", info.node, info.methods,
-                                         partial(stored_methods, info.methods, src.contains, src.raw)):
+                                         partial(stored_methods, info.methods, src.raw)):
                 method_unit(f"stored {name}.{method}", f"method {name}.{method}", node,
                             lambda n=name, m=method, fn=node: method_architecture(n, f"{n}.{m}", m, fn, src, symbols, table),
                             partial(table.module_deps, name))

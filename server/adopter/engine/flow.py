@@ -152,7 +152,9 @@ def op_keys(block: Block, into: set[tuple[str, str]] | None = None) -> set[tuple
     keys = set() if into is None else into
     for stmt in block:
         if isinstance(stmt, Op):
-            keys.add((stmt.kind.value, stmt.target))
+            # `_value_`: the member's value as stored (Enum's `value` property is a Python call per read,
+            # and the (kind, target) keys are built for every op of every forward)
+            keys.add((stmt.kind._value_, stmt.target))
         elif isinstance(stmt, Branch):
             for path in stmt.paths:
                 op_keys(path, keys)
@@ -170,7 +172,7 @@ def flatten(forward: Forward) -> FlatForward:
         node = Node(len(flat.nodes), op, uses, ctx, defs)
         flat.nodes.append(node)
         if op is not None:
-            key = (op.kind.value, op.target)
+            key = (op.kind._value_, op.target)
             if key not in flat.by_target:
                 flat.by_target[key] = []
                 flat.targets_of_kind.setdefault(key[0], []).append(op.target)

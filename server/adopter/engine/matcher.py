@@ -62,6 +62,10 @@ _USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKi
 # once per combination of the optional head splits present or skipped).
 _VALUE_GUARDS = frozenset({GuardKind.UNSPLIT, GuardKind.SAME_PATHS, GuardKind.ATTENTION_ROLES,
                            GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR, GuardKind.TRAILING_AXES})
+# Hard guards on the texts of bound values and literals (`_guard_ok`): like `_VALUE_GUARDS`, answered before
+# the leaves once their variables are bound (`RuleMatcher._feasible`). Transposes of the head split
+# (`x.transpose(1, 2)`) then end f10's search at its first step instead of at every leaf below it.
+_TEXT_GUARDS = frozenset({GuardKind.EQUALS, GuardKind.ONE_OF})
 # How many unification attempts one rule may spend on one forward: a pathological pattern must not
 # stall the server; hitting it is reported as a problem.
 STEP_BUDGET = 50_000
@@ -85,6 +89,11 @@ class RawMatch:
     path_dependent: bool = False  # some value is the same definition only on some paths
     # A use guard that failed: the site is still reported (the pattern is there), without a fix.
     used_elsewhere: str | None = None
+
+
+def _activation_keys(g: Guard) -> set[str]:
+    """The names a `named_activation` guard accepts (its literal arguments after the module)."""
+    return {a.text.strip().strip("\"'") for a in g.args[1:] if isinstance(a, Expr)}
 
 
 def _same(a: Bound, b: Bound) -> bool:
@@ -153,13 +162,17 @@ class RuleMatcher:
         # literal argument is left to the leaf).
         self._early = tuple(g for g in rule.guards if g.kind in _VALUE_GUARDS
                             and g.args and all(isinstance(a, PVar) for a in g.args))
+        # The text guards (`one_of($d1, -1, -2)`), asked there too once their variables are bound: their answer
+        # is a function of the bound values, the literals and `__init__`'s constants (`_guard_ok`).
+        self._early_texts = tuple((g, tuple(a for a in g.args if isinstance(a, PVar))) for g in rule.guards
+                                  if g.kind in _TEXT_GUARDS and any(isinstance(a, PVar) for a in g.args))
 
     # -- pre-filter ------------------------------------------------------------------------------
 
     def _module_targets(self, kind: OpKind, var: str) -> list[str]:
         """Targets of `kind` ops in this forward that module variable `var` can denote."""
         pattern = self.init_patterns.get(var)
-        targets = self.flat.targets_of_kind.get(kind.value, ())
+        targets = self.flat.targets_of_kind.get(kind._value_, ())
         if pattern is None:
             return list(targets)
         return [t for t in targets if self.init.resolve_ctor(t, pattern) is not None]
@@ -169,9 +182,9 @@ class RuleMatcher:
         for kind, target in step.targets:
             if target.startswith("$"):
                 for t in self._module_targets(kind, target.lstrip("$")):
-                    out.extend(self.flat.by_target[(kind.value, t)])
+                    out.extend(self.flat.by_target[(kind._value_, t)])
             else:
-                out.extend(self.flat.by_target.get((kind.value, target), ()))
+                out.extend(self.flat.by_target.get((kind._value_, target), ()))
         if len(step.targets) > 1 or any(t.startswith("$") for _, t in step.targets):
             out = sorted(set(out))
         return out
@@ -189,12 +202,20 @@ class RuleMatcher:
             return False
         for step in self.steps:
             if not step.optional and not any(
-                (kind.value, t) in by_target if not t.startswith("$")
+                (kind._value_, t) in by_target if not t.startswith("$")
                 else bool(self._module_targets(kind, t.lstrip("$")))
                 for kind, t in step.targets
             ):
                 return False
-        return True
+        return all(self._some_named_activation(g) for g in self.rule.guards if g.kind == GuardKind.NAMED_ACTIVATION)
+
+    def _some_named_activation(self, g: Guard) -> bool:
+        """Whether an op target of this forward passes the hard guard `named_activation` `g`: it holds of a
+        module value only, and the search binds module values to op targets (`_target_ok`), so where no
+        target passes, no leaf does (f06-linear-gelu-named: a Linear and any submodule after it, else)."""
+        keys = _activation_keys(g)
+        return any(is_named_activation(t, self.init, keys) for targets in self.flat.targets_of_kind.values()
+                   for t in targets)
 
     # -- search ------------------------------------------------------------------------------------
 
@@ -250,6 +271,17 @@ class RuleMatcher:
         for g in self._early:
             values = tuple(self._value(a, state) for a in g.args)
             if None not in values and not self._verdict(g, values):
+                return False
+        env = state.env
+        for g, variables in self._early_texts:
+            values = tuple(env.get(state.var(v.name)) for v in variables)
+            if None in values:
+                continue
+            key = (id(g), values)  # `g` lives as long as the rule; the answer is one per values (`_verdict`)
+            known = self._verdicts.get(key)
+            if known is None:
+                known = self._verdicts[key] = self._guard_ok(g, [], state)
+            if not known:
                 return False
         return True
 
@@ -544,7 +576,7 @@ class RuleMatcher:
             return self._gate_activation(g, state)
         if g.kind == GuardKind.NAMED_ACTIVATION:
             first = self._value(g.args[0], state)
-            keys = {a.text.strip().strip("\"'") for a in g.args[1:] if isinstance(a, Expr)}
+            keys = _activation_keys(g)
             return first is not None and first[0] == "mod" and is_named_activation(str(first[1]), self.init, keys)
         if g.kind == GuardKind.GATE_PROJECTIONS:
             values = [self._value(a, state) for a in g.args]
@@ -632,7 +664,7 @@ class RuleMatcher:
         if op is None:
             return True
         outer = set(self.flat.conditions(m))
-        calls = self.flat.by_target.get((op.kind.value, op.target), [])
+        calls = self.flat.by_target.get((op.kind._value_, op.target), [])
         for kind, bid, alt in self.flat.nodes[n].ctx:
             if kind != "b" or (self.flat.tests.get(bid, ()), alt) in outer:
                 continue

@@ -146,10 +146,18 @@ def canonical_rule(rule: Rule) -> Rule:
 _REQUIRED: dict[int, tuple[Rule, frozenset[str]]] = {}
 
 
+_CASTS: dict[int, tuple[Rule, bool]] = {}
+_CAST_KEY = (OpKind(CAST[0]), CAST[1])
+
+
 def names_casts(rule: Rule) -> bool:
     """Whether a step of `rule` is a cast: such a rule sees casts (its rewrite keeps them); every other
-    rule looks through them."""
-    return any(t == (OpKind(CAST[0]), CAST[1]) for step in rule.forward for t in step.targets)
+    rule looks through them (cached per rule: every `RuleMatcher` asks)."""
+    cached = _CASTS.get(id(rule))
+    if cached is None or cached[0] is not rule:
+        cached = (rule, any(t == _CAST_KEY for step in rule.forward for t in step.targets))
+        _CASTS[id(rule)] = cached
+    return cached[1]
 
 
 def required_init_vars(rule: Rule) -> frozenset[str]:

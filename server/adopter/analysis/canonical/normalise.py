@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from adopter.analysis.canonical.ranks import SAME_RANK, Need, created_rank, required_ranks
+from adopter.analysis.canonical.ranks import CREATION_TARGETS, SAME_RANK, Need, created_rank, required_ranks
 from adopter.analysis.canonical.spellings import (
     CANONICAL,
     CAST,
@@ -75,6 +75,21 @@ from adopter.dsl.types import (
     block_ops,
 )
 
+# The members, read once: `OpKind.MODULE` goes through EnumType's `__getattr__` hook on every read (several
+# times slower than a global), and the pass tests an op's kind several times per op.
+_MODULE, _METHOD, _FUNCTION, _OPERATOR, _CALL = OpKind.MODULE, OpKind.METHOD, OpKind.FUNCTION, OpKind.OPERATOR, OpKind.CALL
+_KINDS = {kind._value_: kind for kind in OpKind}
+
+
+def _kind(value: str) -> OpKind:
+    """`OpKind(value)` without EnumType's call (a look-up by value; an unknown one raises as before)."""
+    kind = _KINDS.get(value)
+    return kind if kind is not None else OpKind(value)
+
+
+_SQUARE_TARGETS = frozenset(target for _, target in SQUARES)  # asked before the (kind, target) key is built
+# Keys are built from `op.kind._value_`, the member's value as stored: Enum's `value` property is a Python call
+# per read, and the pass builds several keys per op.
 _INT = re.compile(r"^-?\d+$")
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
@@ -256,7 +271,7 @@ class _Pass:
         """`nn.Softmax(dim=-1)(x)`: a stateless module built and called in one expression (the constructor's
         temporary, then the ops of the argument, if any, that do not read it, then the call of it) is that
         module's call, as if `__init__` had bound it: the call's index and op; None otherwise."""
-        if op.kind != OpKind.FUNCTION or op.target not in MODULES or len(op.outputs) != 1 or not _TEMP.match(
+        if op.kind != _FUNCTION or op.target not in MODULES or len(op.outputs) != 1 or not _TEMP.match(
                 op.outputs[0]):
             return None
         temp = op.outputs[0]
@@ -264,18 +279,18 @@ class _Pass:
         while j < len(block) and _argument_step(block[j], temp):
             j += 1
         following = block[j] if j < len(block) else None
-        if not isinstance(following, Op) or following.kind != OpKind.CALL or following.target != temp:
+        if not isinstance(following, Op) or following.kind != _CALL or following.target != temp:
             return None
         ctor = Ctor(op.target, tuple(op.args), tuple(op.kwargs))
-        spelled = self.module(replace(following, kind=OpKind.MODULE, origin=following.origin or following),
+        spelled = self.module(replace(following, kind=_MODULE, origin=following.origin or following),
                               op.target, ctor, 0)
-        return (j, spelled[0]) if len(spelled) == 1 and spelled[0].kind != OpKind.MODULE else None
+        return (j, spelled[0]) if len(spelled) == 1 and spelled[0].kind != _MODULE else None
 
     def identity_or_layer(self, op: Op) -> Branch | None:
         """`self.ls(x)` with `self.ls = LayerScale(...)` under one condition and `nn.Identity()` under the
         other: an `if` whose paths are the layer's call and a transparent cast, so a match through the
         identity holds on its path (reported without an automatic fix). None for any other call."""
-        if op.kind != OpKind.MODULE or not op.target.startswith("self.") or len(op.args) != 1 or op.kwargs:
+        if op.kind != _MODULE or not op.target.startswith("self.") or len(op.args) != 1 or op.kwargs:
             return None
         bindings = self.by_attr.get(op.target[5:], ())
         if len(bindings) != 2 or not all(isinstance(b.value, Ctor) and b.condition for b in bindings):
@@ -296,7 +311,7 @@ class _Pass:
         nn.Identity(), ...)` is two bindings): an `if` whose paths run each alternative's chain, so a site in
         either is found on its path (reported without an automatic fix, like every Sequential's). None when
         no alternative is a Sequential, or when the alternatives are not all conditional constructors."""
-        if op.kind != OpKind.MODULE or not op.target.startswith("self.") or len(op.args) != 1 or op.kwargs:
+        if op.kind != _MODULE or not op.target.startswith("self.") or len(op.args) != 1 or op.kwargs:
             return None
         bindings = self.by_attr.get(op.target[5:], ())
         if not 2 <= len(bindings) <= _MAX_ALTERNATIVES or not all(
@@ -322,7 +337,7 @@ class _Pass:
         (x-transformers' `Attend`): an `if` whose paths run each alternative's function, the others keeping
         the call as written, so a site through one is found on its path (without an automatic fix, as for
         every path-dependent match). None when no alternative is a softmax or any binding is unconditional."""
-        if op.kind != OpKind.MODULE or not op.target.startswith("self.") or "[" in op.target or "." in op.target[5:]:
+        if op.kind != _MODULE or not op.target.startswith("self.") or "[" in op.target or "." in op.target[5:]:
             return None
         bindings = self.by_attr.get(op.target[5:], ())
         if not 2 <= len(bindings) <= _MAX_CALLABLES or not all(b.condition for b in bindings):
@@ -332,7 +347,7 @@ class _Pass:
         for b in bindings:
             known = self.known_callable(op, b.value)
             paths.append((op,) if known is None else (known,))
-            softmax = softmax or (known is not None and (known.kind.value, known.target) == SOFTMAX)
+            softmax = softmax or (known is not None and (known.kind._value_, known.target) == SOFTMAX)
         if not softmax:
             # Activations chosen by a flag (`nn.GELU() if mask else nn.ReLU()`) stay one call: a Linear →
             # GELU pair on one path of a configuration is the precision kind issue 20 names.
@@ -345,7 +360,7 @@ class _Pass:
         a function (`F.gelu`) or a `partial` of one with keywords (`partial(F.softmax, dim=-1)`); else None."""
         if isinstance(value, Ctor) and value.callee in MODULES:
             spelled = self.module(op, op.target, value, 0)
-            return spelled[0] if len(spelled) == 1 and spelled[0].kind != OpKind.MODULE else None
+            return spelled[0] if len(spelled) == 1 and spelled[0].kind != _MODULE else None
         function: str | None = None
         kwargs: tuple[Kwarg, ...] = op.kwargs
         if isinstance(value, Expr) and value.text in FUNCTION_VALUES:
@@ -359,7 +374,7 @@ class _Pass:
             return None
         key = CANONICAL.get(("function", function), ("function", function))
         args, kwargs = normalise(key, op.args, kwargs, {})
-        return Op(OpKind(key[0]), key[1], args, kwargs, op.outputs, op.span, op.stmt_span, op.via,
+        return Op(_kind(key[0]), key[1], args, kwargs, op.outputs, op.span, op.stmt_span, op.via,
                   origin=op.origin or op)
 
     # -- one op --------------------------------------------------------------------------------------
@@ -369,9 +384,9 @@ class _Pass:
             for a in op.args:
                 if isinstance(a, Ref) and a.name not in ranks and (rank := self.need.get((id(op), a.name))) is not None:
                     ranks[a.name] = rank
-        if op.kind == OpKind.MODULE and (function := _function_of(self.by_attr, op.target)) is not None:
+        if op.kind == _MODULE and (function := _function_of(self.by_attr, op.target)) is not None:
             # `self.act(x)` with `self.act = F.gelu` (or `getattr(F, "gelu")`): the function's call.
-            op = Op(OpKind.FUNCTION, function, op.args, op.kwargs, op.outputs, op.span, op.stmt_span, op.via,
+            op = Op(_FUNCTION, function, op.args, op.kwargs, op.outputs, op.span, op.stmt_span, op.via,
                     origin=op.origin or op)
         shifted = self.stable_shift(op)
         if (halves := self.unbound_halves(op)) is not None:
@@ -379,20 +394,20 @@ class _Pass:
                 _track_rank(o, ranks, self.by_attr, self.units)
                 self.track(o)
             return halves
-        if op.kind == OpKind.MODULE:
+        if op.kind == _MODULE:
             ctor = _ctor_of(self.by_attr, op.target)
             if ctor is None and op.target.endswith("]"):
                 ctor = _item_ctor(self.by_attr, op.target)  # `ff(x)` in `for attn, ff in self.layers`
             ops = [_ranked_axes(o, ranks) for o in self.module(op, op.target, ctor, 0)]
         elif shifted is not None:
             ops = [shifted]
-        elif (op.kind == OpKind.OPERATOR and op.target == "getattr" and len(op.args) == 2
+        elif (op.kind == _OPERATOR and op.target == "getattr" and len(op.args) == 2
               and isinstance(op.args[1], Expr) and op.args[1].text == "mT"):
             ops = [_respell(op, TRANSPOSE, (op.args[0], Expr("-2"), Expr("-1")), ())]  # `k.mT`
         elif (op.target in ("permute", "einops.rearrange") and len(op.outputs) == 1 and op.outputs[0] in self.keys
               and (split := self.swapped_layout(op))):
             ops = split
-        elif (op.kind == OpKind.FUNCTION and op.target == "einops.rearrange" and len(op.args) == 2 and not op.kwargs
+        elif (op.kind == _FUNCTION and op.target == "einops.rearrange" and len(op.args) == 2 and not op.kwargs
               and isinstance(op.args[0], Ref) and op.args[0].name in self.probs and len(op.outputs) == 1
               and isinstance(op.args[1], Expr) and swaps_last_two(op.args[1].text)):
             # `rearrange(p, "b i j -> b j i")` of attention probabilities is `p.transpose(-2, -1)` (CompVis' `v @ pᵀ`,
@@ -404,22 +419,22 @@ class _Pass:
                 ops.append(_new(op, CAST, (source,), (held,)))
                 source = Ref(held)
             ops.append(_respell(op, TRANSPOSE, (source, Expr("-2"), Expr("-1")), ()))
-        elif op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS and op.args:
+        elif op.kind == _METHOD and op.target in TRANSPARENT_METHODS and op.args:
             ops = [_respell(op, CAST, op.args, op.kwargs)]
         elif _identity_permute(op):
             ops = [_respell(op, CAST, op.args[:1], ())]  # `permute(0, 1, 2, 3)`: the same tensor
-        elif op.kind == OpKind.FUNCTION and op.target in ("torch.einsum", "einops.einsum"):
+        elif op.kind == _FUNCTION and op.target in ("torch.einsum", "einops.einsum"):
             ops = self.einsum(op, ranks) or [op]
-        elif op.kind == OpKind.FUNCTION and op.target == "torch.baddbmm":
+        elif op.kind == _FUNCTION and op.target == "torch.baddbmm":
             ops = self.baddbmm(op) or [op]
-        elif (op.kind == OpKind.OPERATOR and op.target == "*" and len(op.args) == 2 and isinstance(op.args[0], Ref)
+        elif (op.kind == _OPERATOR and op.target == "*" and len(op.args) == 2 and isinstance(op.args[0], Ref)
               and op.args[0] == op.args[1]):
             ops = [_respell(op, POW, (op.args[0], Expr("2")), ())]  # `x * x` is `x.pow(2)`
-        elif (op.kind in (OpKind.METHOD, OpKind.FUNCTION) and (op.kind.value, op.target) in SQUARES
+        elif (op.target in _SQUARE_TARGETS and (op.kind._value_, op.target) in SQUARES
               and len(op.args) == 1 and not op.kwargs):
             ops = [_respell(op, POW, (op.args[0], Expr("2")), ())]  # `x.square()`, `torch.square(x)`: `x.pow(2)`
         else:
-            key = (op.kind.value, op.target)
+            key = (op.kind._value_, op.target)
             canonical = CANONICAL.get(key, key)
             if (canonical == TRANSPOSE and len(op.outputs) == 1 and op.outputs[0] in self.batched and op.args
                     and isinstance(op.args[0], Ref) and op.args[0].name not in ranks):
@@ -437,7 +452,7 @@ class _Pass:
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
             _track_rank(o, ranks, self.by_attr, self.units)
-            if (made := created_rank(o, self.lists)) is not None:
+            if o.target in CREATION_TARGETS and (made := created_rank(o, self.lists)) is not None:
                 ranks[o.outputs[0]] = made
         return ops
 
@@ -445,7 +460,7 @@ class _Pass:
 
     def track(self, op: Op) -> None:
         """What `product_layouts` needs to know of each name as the pass binds it."""
-        key = (op.kind.value, op.target)
+        key = (op.kind._value_, op.target)
         first = op.args[0].name if op.args and isinstance(op.args[0], Ref) else None
         first_made = self.made_by.get(first) if first is not None else None
         for name in op.outputs:
@@ -461,7 +476,7 @@ class _Pass:
         out = op.outputs[0]
         if first is not None and _splits_last_in_two(op):
             self.halves[out] = first
-        if (first is not None and first_made == MATMUL and out != first and op.kind == OpKind.OPERATOR
+        if (first is not None and first_made == MATMUL and out != first and op.kind == _OPERATOR
                 and op.target in ("*", "/") and len(op.args) == 2):
             factor = op.args[1]
             self.scaled[out] = (first, factor, op.target,
@@ -480,7 +495,7 @@ class _Pass:
         """`x.unbind(dim=-2)` of `x`'s last axis split as (2, n) (`rearrange(x, "... (j d) -> ... j d", j=2)`,
         `x.unflatten(-1, (2, -1))`): the two halves, `chunk(2, dim=-1)` of the tensor split (rotate_half
         written with einops); None for any other op."""
-        if op.kind != OpKind.METHOD or op.target != "unbind" or len(op.outputs) != 2 or not op.args:
+        if op.kind != _METHOD or op.target != "unbind" or len(op.outputs) != 2 or not op.args:
             return None
         first = op.args[0]
         dims = [*op.args[1:2], *(k.value for k in op.kwargs if k.name == "dim")]
@@ -488,7 +503,7 @@ class _Pass:
                 or not isinstance(dims[0], Expr) or dims[0].text != "-2"):
             return None
         source = Ref(self.halves[first.name])
-        return [Op(OpKind.METHOD, "chunk", (source, Expr("2")), (Kwarg("dim", Expr("-1")),), op.outputs, op.span,
+        return [Op(_METHOD, "chunk", (source, Expr("2")), (Kwarg("dim", Expr("-1")),), op.outputs, op.span,
                    op.stmt_span, op.via, origin=op.origin or op)]
 
     def product_layouts(self, ops: list[Op]) -> list[Op]:
@@ -519,7 +534,7 @@ class _Pass:
         product) as the product times one factor: `f = t.exp() * scale; sim = product * f`, the same
         values (for `/`, the factors' quotient or product). The new ops' origin is the second scale,
         which `_spelling_reason` reads as a spelling the rewrites do not edit."""
-        if (op.kind != OpKind.OPERATOR or op.target not in ("*", "/") or len(op.args) != 2 or len(op.outputs) != 1
+        if (op.kind != _OPERATOR or op.target not in ("*", "/") or len(op.args) != 2 or len(op.outputs) != 1
                 or not isinstance(op.args[0], Ref)):
             return None
         held = self.scaled.get(op.args[0].name)
@@ -531,16 +546,16 @@ class _Pass:
         combined = self.temp()
         origin = replace(op, origin=None)
         joined = "*" if first_op == op.target else "/"
-        return [Op(OpKind.OPERATOR, joined, (factor, op.args[1]), (), (combined,), op.span, op.stmt_span, op.via,
+        return [Op(_OPERATOR, joined, (factor, op.args[1]), (), (combined,), op.span, op.stmt_span, op.via,
                    origin=origin),
-                Op(OpKind.OPERATOR, first_op, (Ref(product), Ref(combined)), (), op.outputs, op.span, op.stmt_span,
+                Op(_OPERATOR, first_op, (Ref(product), Ref(combined)), (), op.outputs, op.span, op.stmt_span,
                    op.via, origin=origin)]
 
     def _product_layout(self, op: Op, out: list[Op]) -> None:
         if (chain := self._scale_chain(op)) is not None:
             out += chain
             return
-        if ((op.kind.value, op.target) != MATMUL or len(op.args) != 2 or op.kwargs or len(op.outputs) != 1
+        if ((op.kind._value_, op.target) != MATMUL or len(op.args) != 2 or op.kwargs or len(op.outputs) != 1
                 or not all(isinstance(a, Ref) and a.name in self.made_by for a in op.args)):
             out.append(op)
             return
@@ -571,14 +586,14 @@ class _Pass:
             current: Value = op.args[0]
             for i, leaf in enumerate(leaves):
                 outs = op.outputs if i == len(leaves) - 1 else (self.temp(),)
-                step = Op(OpKind.MODULE, f"self.{leaf.attr}", (current,), (), outs, op.span, op.stmt_span,
+                step = Op(_MODULE, f"self.{leaf.attr}", (current,), (), outs, op.span, op.stmt_span,
                           (*op.via, target), origin=op.origin or op)
                 leaf_ctor = leaf.value if isinstance(leaf.value, Ctor) else None
                 unrolled.extend(self.module(step, step.target, leaf_ctor, depth + 1))
                 current = Ref(outs[0])
             return unrolled
         if ctor is None:
-            args, kwargs = normalise((op.kind.value, target), op.args, op.kwargs, {})
+            args, kwargs = normalise((op.kind._value_, target), op.args, op.kwargs, {})
             if target == op.target and args == op.args and kwargs == op.kwargs:
                 return [op]
             return [replace(op, target=target, args=args, kwargs=kwargs, origin=op.origin or op)]
@@ -598,7 +613,7 @@ class _Pass:
             for i, item in enumerate(ctor.items):
                 last = i == len(ctor.items) - 1
                 outs = op.outputs if last else (self.temp(),)
-                step = Op(OpKind.MODULE, f"{target}[{i}]", (value,), (), outs, op.span, op.stmt_span, op.via,
+                step = Op(_MODULE, f"{target}[{i}]", (value,), (), outs, op.span, op.stmt_span, op.via,
                           origin=op.origin or op)
                 chain.extend(self.module(step, step.target, item, depth + 1))
                 value = Ref(outs[0])
@@ -743,7 +758,7 @@ class _Pass:
     def swapped_layout(self, op: Op) -> list[Op] | None:
         """A layout op (read as a matrix product's right operand) whose last two output axes are in the
         reverse of their input order, as that op with them in input order and `transpose(-2, -1)`."""
-        if op.kind == OpKind.METHOD and op.target == "permute" and not op.kwargs and len(op.args) >= 3:
+        if op.kind == _METHOD and op.target == "permute" and not op.kwargs and len(op.args) >= 3:
             dims = op.args[1:]
             if not all(isinstance(d, Expr) and _INT.match(d.text) and int(d.text) >= 0 for d in dims):
                 return None
@@ -751,7 +766,7 @@ class _Pass:
             if a <= b:
                 return None
             layout = replace(op, args=(*op.args[:-2], op.args[-1], op.args[-2]))
-        elif op.kind == OpKind.FUNCTION and op.target == "einops.rearrange" and len(op.args) == 2:
+        elif op.kind == _FUNCTION and op.target == "einops.rearrange" and len(op.args) == 2:
             pattern = _swapped_pattern(op.args[1])
             if pattern is None:
                 return None
@@ -770,17 +785,17 @@ class _Pass:
         for name in op.outputs:
             self.rowmax.pop(name, None)
             self.lists.pop(name, None)
-        if op.kind == OpKind.OPERATOR and op.target in ("list", "tuple") and len(op.outputs) == 1:
+        if op.kind == _OPERATOR and op.target in ("list", "tuple") and len(op.outputs) == 1:
             self.lists[op.outputs[0]] = op.args
         if len(op.outputs) != 1 or not op.args or not isinstance(op.args[0], Ref):
             return None
         first = op.args[0].name
-        if (op.kind == OpKind.OPERATOR and op.target == "-" and len(op.args) == 2 and isinstance(op.args[1], Ref)
+        if (op.kind == _OPERATOR and op.target == "-" and len(op.args) == 2 and isinstance(op.args[1], Ref)
                 and self.rowmax.get(op.args[1].name) == first and op.outputs[0] in self.softmaxed):
             return _respell(op, CAST, (op.args[0],), ())
         if op.target in ("amax", "torch.amax", "max", "torch.max") and _last_keepdim(op):
             self.rowmax[op.outputs[0]] = first + ("" if "amax" in op.target else "[values]")
-        elif op.kind == OpKind.METHOD and op.target == "detach" and len(op.args) == 1 and first in self.rowmax:
+        elif op.kind == _METHOD and op.target == "detach" and len(op.args) == 1 and first in self.rowmax:
             self.rowmax[op.outputs[0]] = self.rowmax[first]
         elif (self.rowmax.get(first, "").endswith("[values]") and len(op.args) == 2 and isinstance(op.args[1], Expr)
               and ((op.target == "getitem" and op.args[1].text == "0")
@@ -1045,12 +1060,12 @@ def product_layout(
 
 
 def _respell(op: Op, key: Key, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...]) -> Op:
-    return Op(OpKind(key[0]), key[1], args, kwargs, op.outputs, op.span, op.stmt_span, op.via,
+    return Op(_kind(key[0]), key[1], args, kwargs, op.outputs, op.span, op.stmt_span, op.via,
               origin=op.origin or op)
 
 
 def _new(op: Op, key: Key, args: tuple[Value, ...], outputs: tuple[str, ...]) -> Op:
-    return Op(OpKind(key[0]), key[1], args, (), outputs, op.span, op.stmt_span, op.via, origin=op.origin or op)
+    return Op(_kind(key[0]), key[1], args, (), outputs, op.span, op.stmt_span, op.via, origin=op.origin or op)
 
 
 def _starred(v: object) -> bool:
@@ -1175,7 +1190,7 @@ def _unit_last(v: Value, ranks: Mapping[str, int]) -> bool:
 def _argument_step(stmt: Stmt, temp: str) -> bool:
     """An op computing a call's argument before the call (`a * s` in `nn.Softmax()(a * s)`): no call, and it
     neither reads nor binds the callee's temporary `temp`."""
-    return (isinstance(stmt, Op) and stmt.kind != OpKind.CALL and temp not in stmt.outputs
+    return (isinstance(stmt, Op) and stmt.kind != _CALL and temp not in stmt.outputs
             and not any(isinstance(a, Ref) and a.name == temp for a in stmt.args))
 
 
@@ -1190,11 +1205,11 @@ def _implicit_dim(op: Op, ranks: Mapping[str, int]) -> Op:
     `F.log_softmax(x)`: `torch.softmax` and `x.softmax()` require one) runs over torch's legacy implicit axis
     (`torch.nn.functional._get_softmax_dim`: 0 for a 0-, 1- or 3-D input, else 1). Where the input's rank is
     known, that axis is written out, counted from the end (`nn.Softmax()` of a 2-D tensor is `dim=-1`)."""
-    if (op.kind.value, op.target) not in (SOFTMAX, LOG_SOFTMAX) or not op.args or not isinstance(op.args[0], Ref):
+    if (op.kind._value_, op.target) not in (SOFTMAX, LOG_SOFTMAX) or not op.args or not isinstance(op.args[0], Ref):
         return op
     written = op.origin or op
-    if not (written.kind in (OpKind.MODULE, OpKind.CALL)
-            or (written.kind == OpKind.FUNCTION and (written.kind.value, written.target) in (SOFTMAX, LOG_SOFTMAX))):
+    if not (written.kind in (_MODULE, _CALL)
+            or (written.kind == _FUNCTION and (written.kind._value_, written.target) in (SOFTMAX, LOG_SOFTMAX))):
         return op
     dims = [k for k in op.kwargs if k.name == "dim"]
     if dims and not (isinstance(dims[0].value, Expr) and dims[0].value.text.strip() == "None"):
@@ -1210,9 +1225,9 @@ def _implicit_dim(op: Op, ranks: Mapping[str, int]) -> Op:
 def _ranked_axes(op: Op, ranks: Mapping[str, int]) -> Op:
     """A function a module call became (`self.attend(x)` with `nn.Softmax(dim=1)`), its axes counted from the
     end where the input's rank is known, as for the function written out."""
-    if op.kind != OpKind.FUNCTION or not op.args or not isinstance(op.args[0], Ref) or op.args[0].name not in ranks:
+    if op.kind != _FUNCTION or not op.args or not isinstance(op.args[0], Ref) or op.args[0].name not in ranks:
         return op
-    args, kwargs = normalise((op.kind.value, op.target), op.args, op.kwargs, ranks)
+    args, kwargs = normalise((op.kind._value_, op.target), op.args, op.kwargs, ranks)
     return op if args == op.args and kwargs == op.kwargs else replace(op, args=args, kwargs=kwargs)
 
 
@@ -1223,15 +1238,15 @@ def _last_axis(kwargs: tuple[Kwarg, ...]) -> bool:
 def _makes_unit_last(op: Op, ranks: Mapping[str, int], by_attr: Mapping[str, list[Binding]]) -> bool:
     """Whether the op's one output has a last axis of length 1, as far as the code shows: a Linear to one
     feature, a product with a parameter built `(..., 1)`, and casts or scalar arithmetic of such a value."""
-    key = (op.kind.value, op.target)
-    if op.kind == OpKind.MODULE:
+    key = (op.kind._value_, op.target)
+    if op.kind == _MODULE:
         ctor = _ctor_of(by_attr, op.target)
         return ctor is not None and ctor.callee == "torch.nn.Linear" and _out_features(ctor) == "1"
     if key == MATMUL and len(op.args) == 2:
         return _one_wide_parameter(op.args[1], by_attr)
     if key == CAST and op.args:
         return _unit_last(op.args[0], ranks)
-    if op.kind == OpKind.OPERATOR and op.target in _ELEMENTWISE and len(op.args) == 2:
+    if op.kind == _OPERATOR and op.target in _ELEMENTWISE and len(op.args) == 2:
         a, b = op.args
         return (_unit_last(a, ranks) and _scalar(b, by_attr)) or (_unit_last(b, ranks) and _scalar(a, by_attr))
     return False
@@ -1297,12 +1312,12 @@ def _prescan(block: Block) -> tuple[frozenset[str], frozenset[str]]:
     names read by a softmax (the rank-free facts the pass needs before it reaches the reads)."""
     ops = list(block_ops(block))
     keys = {op.args[1].name for op in ops
-            if (op.kind.value, op.target) in _RIGHT_OPERAND and len(op.args) == 2 and isinstance(op.args[1], Ref)}
+            if (op.kind._value_, op.target) in _RIGHT_OPERAND and len(op.args) == 2 and isinstance(op.args[1], Ref)}
     softmaxed = {op.args[0].name for op in ops
-                 if CANONICAL.get((op.kind.value, op.target)) == SOFTMAX and op.args and isinstance(op.args[0], Ref)}
+                 if CANONICAL.get((op.kind._value_, op.target)) == SOFTMAX and op.args and isinstance(op.args[0], Ref)}
     passing = [op for op in ops if len(op.outputs) == 1 and op.args and isinstance(op.args[0], Ref) and (
-        (op.kind == OpKind.OPERATOR and op.target in _PASS_ON)
-        or (op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS))]
+        (op.kind == _OPERATOR and op.target in _PASS_ON)
+        or (op.kind == _METHOD and op.target in TRANSPARENT_METHODS))]
     grown = True
     while grown:
         grown = False
@@ -1324,8 +1339,8 @@ def _scores_of(block: Block, softmaxed: frozenset[str]) -> frozenset[str]:
     reads: dict[str, list[str]] = {}  # output name -> the names the passing ops binding it read
     for op in ops:
         if len(op.outputs) == 1 and (
-                CANONICAL.get((op.kind.value, op.target), (op.kind.value, op.target)) in _TO_SOFTMAX
-                or (op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS)):
+                CANONICAL.get((op.kind._value_, op.target), (op.kind._value_, op.target)) in _TO_SOFTMAX
+                or (op.kind == _METHOD and op.target in TRANSPARENT_METHODS)):
             reads.setdefault(op.outputs[0], []).extend(a.name for a in op.args if isinstance(a, Ref))
     found = set(softmaxed)
     todo = list(found)
@@ -1343,7 +1358,7 @@ _SPLIT_PATTERN = re.compile(r"^(?P<lhs>.*)\((?P<a>[A-Za-z_]\w*)\s+(?P<b>[A-Za-z_
 def _splits_last_in_two(op: Op) -> bool:
     """A layout op that splits the last axis as (2, n): `rearrange(x, "... (j d) -> ... j d", j=2)` or
     `x.unflatten(-1, (2, n))`."""
-    if op.kind == OpKind.FUNCTION and op.target == "einops.rearrange" and len(op.args) == 2:
+    if op.kind == _FUNCTION and op.target == "einops.rearrange" and len(op.args) == 2:
         pattern = op.args[1]
         if not isinstance(pattern, Expr) or len(pattern.text) < 2 or pattern.text[0] not in "'\"":
             return False
@@ -1354,7 +1369,7 @@ def _splits_last_in_two(op: Op) -> bool:
         lhs = m["lhs"].strip().split()
         rhs = m["rhs"].strip().split()
         return (sizes.get(m["a"]) == "2" and rhs[-2:] == [m["a"], m["b"]] and lhs == rhs[:-2])
-    if op.kind == OpKind.METHOD and op.target == "unflatten" and len(op.args) == 3:
+    if op.kind == _METHOD and op.target == "unflatten" and len(op.args) == 3:
         dim, shape = op.args[1], op.args[2]
         return (isinstance(dim, Expr) and dim.text == "-1" and isinstance(shape, Expr)
                 and re.fullmatch(r"[(\[]\s*2\s*,\s*-?\w+\s*[)\]]", shape.text) is not None)
@@ -1364,7 +1379,7 @@ def _splits_last_in_two(op: Op) -> bool:
 def _identity_permute(op: Op) -> bool:
     """`x.permute(0, 1, 2)`: every axis in its place."""
     dims = op.args[1:]
-    return (op.kind == OpKind.METHOD and op.target == "permute" and not op.kwargs and len(dims) >= 2
+    return (op.kind == _METHOD and op.target == "permute" and not op.kwargs and len(dims) >= 2
             and all(isinstance(d, Expr) and d.text == str(i) for i, d in enumerate(dims)))
 
 
@@ -1417,7 +1432,7 @@ def _batched_operands(block: Block, out: set[str] | None = None) -> frozenset[st
     """The names `torch.bmm` / `.bmm` reads (its operands are 3-D by contract)."""
     found: set[str] = set() if out is None else out
     for stmt in block:
-        if isinstance(stmt, Op) and stmt.target in ("torch.bmm", "bmm") and stmt.kind in (OpKind.FUNCTION, OpKind.METHOD):
+        if isinstance(stmt, Op) and stmt.target in ("torch.bmm", "bmm") and stmt.kind in (_FUNCTION, _METHOD):
             found.update(a.name for a in stmt.args[:2] if isinstance(a, Ref))
         elif isinstance(stmt, Branch):
             for path in stmt.paths:
@@ -1473,7 +1488,7 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
             ranks.pop(_UNIT + name, None)
         if len(op.outputs) == 1 and _makes_unit_last(op, ranks, by_attr):
             ranks[_UNIT + op.outputs[0]] = 1
-    if len(op.outputs) > 1 and (op.kind.value, op.target) in _SAME_RANK_PARTS and op.args:
+    if len(op.outputs) > 1 and (op.kind._value_, op.target) in _SAME_RANK_PARTS and op.args:
         # `values, indices = torch.topk(x, k)`, `a, b = x.chunk(2, dim=-1)`: every part keeps x's rank.
         r = _rank(op.args[0], known)
         if r is not None:
@@ -1482,14 +1497,14 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
         return
     if len(op.outputs) != 1:
         return
-    key = (op.kind.value, op.target)
+    key = (op.kind._value_, op.target)
     first = op.args[0] if op.args else None
     rank: int | None = None
     if key in SAME_RANK and first is not None:
         rank = _rank(first, known)
-    elif op.kind == OpKind.METHOD and op.target in ("view", "reshape", "permute", "expand"):
+    elif op.kind == _METHOD and op.target in ("view", "reshape", "permute", "expand"):
         rank = _shape_count(op.args)
-    elif op.kind == OpKind.OPERATOR and op.target in _ELEMENTWISE and len(op.args) == 2:
+    elif op.kind == _OPERATOR and op.target in _ELEMENTWISE and len(op.args) == 2:
         arg_ranks = [_rank(a, known) for a in op.args if isinstance(a, Ref)]
         if arg_ranks and None not in arg_ranks:
             rank = max(r for r in arg_ranks if r is not None)
@@ -1497,14 +1512,14 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
         ra, rb = _rank(op.args[0], known), _rank(op.args[1], known)
         if ra is not None and rb is not None and ra >= 2 and rb >= 2:
             rank = max(ra, rb)
-    elif op.kind == OpKind.FUNCTION and op.target in ("einops.rearrange", "einops.repeat") and len(op.args) >= 2:
+    elif op.kind == _FUNCTION and op.target in ("einops.rearrange", "einops.repeat") and len(op.args) >= 2:
         rank = _einops_rank(op.args[1])
-    elif op.kind == OpKind.FUNCTION and op.target in _SCALAR_FUNCTIONS:
+    elif op.kind == _FUNCTION and op.target in _SCALAR_FUNCTIONS:
         rank = 0
-    elif op.kind == OpKind.METHOD and op.target == "unsqueeze" and first is not None:
+    elif op.kind == _METHOD and op.target == "unsqueeze" and first is not None:
         r = _rank(first, known)
         rank = None if r is None else r + 1
-    elif op.kind == OpKind.MODULE and first is not None:
+    elif op.kind == _MODULE and first is not None:
         ctor = _ctor_of(by_attr, op.target)
         if ctor is not None and ctor.callee in _SAME_RANK_MODULES:
             rank = _rank(first, known)

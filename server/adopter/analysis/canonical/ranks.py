@@ -33,10 +33,12 @@ SAME_RANK = frozenset({
 })
 # `torch.bmm(a, b)`: both operands are 3-D by contract.
 _BATCHED = frozenset({("function", "torch.bmm"), ("method", "bmm")})
+_BATCHED_TARGETS = frozenset(target for _, target in _BATCHED)
 # In-place methods that change the rank of the tensor they are called on (no name is rebound).
 _RESHAPING_IN_PLACE = frozenset({"unsqueeze_", "squeeze_", "resize_", "resize_as_", "as_strided_", "set_"})
 # Creation functions whose positional arguments are the sizes (`torch.full`: its first one only).
 _CREATED = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty"})
+CREATION_TARGETS = _CREATED | {"torch.full"}  # the targets `created_rank` reads (a caller's cheap test first)
 
 Need = dict[tuple[int, str], int]  # (id of the op reading a name, the name) -> the rank it has there
 
@@ -45,7 +47,14 @@ def required_ranks(block: Block, same_rank_modules: frozenset[str] = frozenset()
     """The ranks later uses prove for values at the ops that read them (see the module docstring);
     `same_rank_modules`: the module targets (`self.attend`) whose call keeps its input's rank."""
     need: Need = {}
-    _back(block, {}, need, same_rank_modules)
+    # Only a `bmm` proves a rank, and `_back` starts knowing nothing: the statements after the last `bmm` of
+    # the block (nested blocks are not read) prove nothing, so the walk starts at it (most forwards: none).
+    last = len(block)
+    while last and not (isinstance(op := block[last - 1], Op) and op.target in _BATCHED_TARGETS
+                        and (op.kind._value_, op.target) in _BATCHED):
+        last -= 1
+    if last:
+        _back(block[:last], {}, need, same_rank_modules)
     return need
 
 
@@ -83,7 +92,7 @@ def _step(op: Op, want: dict[str, int], need: Need, modules: frozenset[str]) -> 
     first = op.args[0].name if op.args and isinstance(op.args[0], Ref) else None
     if first is not None and _reshapes_in_place(op):
         want.pop(first, None)
-    key = (op.kind.value, op.target)
+    key = (op.kind._value_, op.target)
     if key in _BATCHED:
         for a in op.args[:2]:
             if isinstance(a, Ref):

@@ -47,10 +47,13 @@ _CHOICE = re.compile(rf"^{_LITERAL.format(n=1)}\s+if\s+(?P<test>.+?)\s+else\s+{_
 
 def constant_choices(text: str) -> tuple[tuple[str, ...], str | None] | None:
     """The strings a constant's text stands for, and the test choosing between two (None for one)."""
-    m = _CONSTANT.match(text.strip())
+    text = text.strip()
+    if text[:1] not in ("'", '"'):
+        return None  # both patterns start with a quote (most texts the flow binds are calls and names)
+    m = _CONSTANT.match(text)
     if m:
         return (m.group("s1"),), None
-    m = _CHOICE.match(text.strip())
+    m = _CHOICE.match(text)
     if m:
         return (m.group("s1"), m.group("s2")), m.group("test")
     return None
@@ -115,7 +118,11 @@ def substituted(node: Node, text_of: Callable[[Node], str], lookup: Callable[[st
     return Expr(f"{quote}{texts[0]}{quote} if {test} else {quote}{texts[1]}{quote}")
 
 
-_METHODS = frozenset({"replace"})  # str methods whose result is a constant when their arguments are
+# The str method whose result is a constant when its arguments are; every call `constant_method` reads holds
+# its name in its source, which the caller asks first (`ExpressionFlow.value`). A second method needs a
+# second word there.
+METHOD_WORD = b"replace"
+_METHODS = frozenset({METHOD_WORD.decode()})
 
 
 def constant_method(node: Node, text_of: Callable[[Node], str], lookup: Callable[[str], str | None]) -> Expr | None:
@@ -150,13 +157,17 @@ def joined_constants(paths: list[dict[str, str | None]], conditions: tuple[str, 
     under the test; otherwise it names no constant."""
     if len(paths) == 1:
         return paths[0]
-    joined: dict[str, str | None] = {}
-    for name in set().union(*paths):
-        texts = [p.get(name) for p in paths]
-        if all(t == texts[0] for t in texts):
-            joined[name] = texts[0]
+    # A name absent or None on some path names no constant: only the first path's constants can join
+    # into one (the others are None whatever they hold), so only those are compared.
+    joined: dict[str, str | None] = dict.fromkeys(set().union(*paths))
+    others = paths[1:]
+    for name, first in paths[0].items():
+        if first is None:
             continue
-        joined[name] = None
+        texts = [first, *(p.get(name) for p in others)]
+        if all(t == first for t in texts):
+            joined[name] = first
+            continue
         if len(paths) == 2 and len(conditions) == 2 and conditions[1] == "else" and all(
                 t is not None for t in texts):
             choices = [constant_choices(t) for t in texts if t is not None]

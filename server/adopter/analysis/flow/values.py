@@ -10,7 +10,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import CHOOSE
-from adopter.analysis.flow.fstrings import constant_method, substituted
+from adopter.analysis.flow.fstrings import METHOD_WORD, constant_method, substituted
 from adopter.analysis.flow.parts import Calls, Expressions
 from adopter.analysis.flow.state import (
     MAX_NESTING,
@@ -49,7 +49,10 @@ class ExpressionFlow(Expressions):
         if kind == "call":
             # `layout.replace('t', 'k')` of a local string constant: the constant it makes, no op
             constants = self.state.frame.constants
-            made = constant_method(node, self.state.text, constants.get) if constants else None
+            # only where a local names a constant (most forwards: none; a name bound to anything else holds
+            # None), and the call's source holds the method's name (`fstrings.METHOD_WORD`)
+            made = (constant_method(node, self.state.text, constants.get)
+                    if any(constants.values()) and self.src.contains(node, METHOD_WORD) else None)
             return made if made is not None else self.calls.call(node, outs)
         if kind == "attribute":
             return self._attribute(node, outs)

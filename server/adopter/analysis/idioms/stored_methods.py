@@ -26,19 +26,20 @@ from tree_sitter import Node
 _SKIP = frozenset({"forward", "__init__"})
 
 
-def stored_methods(methods: dict[str, Node], contains: Callable[[Node, bytes], bool],
-                   raw: Callable[[Node], bytes]) -> list[tuple[str, Node]]:
-    """The methods of a class that its `__init__` names without calling (`contains(node, word)`: whether a
-    node's source holds `word`, `SourceText.contains`; `raw(node)`: its source bytes)."""
+def stored_methods(methods: dict[str, Node], raw: Callable[[Node], bytes]) -> list[tuple[str, Node]]:
+    """The methods of a class that its `__init__` names without calling (`raw(node)`: its source bytes)."""
     init = methods.get("__init__")
     if init is None:
         return []
+    # One copy of `__init__`'s source searched for every method's name (not the file's positions of each
+    # name: one scan of the whole file per method name, `SourceText.contains`).
+    text = raw(init)
     out: list[tuple[str, Node]] = []
     for name, node in methods.items():
         word = b"self." + name.encode()
-        if name in _SKIP or not contains(init, word):
+        if name in _SKIP or word not in text:
             continue
         # `self.m` not followed by a call, an attribute or a longer name (`self.m(x)`, `self.m.x`, `self.mm`)
-        if re.search(re.escape(word) + rb"(?![\w.(])(?!\s+\()", raw(init)):
+        if re.search(re.escape(word) + rb"(?![\w.(])(?!\s+\()", text):
             out.append((name, node))
     return out
