@@ -45,6 +45,7 @@ def test_a_block_without_bmm_is_not_walked(monkeypatch: pytest.MonkeyPatch) -> N
     assert stepped == []
 
 
+@pytest.mark.pure_python  # counts reads through patched / Python-level calls the compiled build makes natively
 def test_the_walk_starts_at_the_last_bmm(monkeypatch: pytest.MonkeyPatch) -> None:
     stepped = _steps(monkeypatch)
     softmax = _op(OpKind.FUNCTION, "torch.nn.functional.softmax", ("a",), "w")
@@ -91,6 +92,7 @@ def test_calls_without_the_method_name_are_not_read_as_constants(monkeypatch: py
     assert asked == []  # four calls after a string constant is bound, none of them a `.replace`
 
 
+@pytest.mark.pure_python  # counts reads through patched / Python-level calls the compiled build makes natively
 def test_a_replace_of_a_constant_is_still_read(monkeypatch: pytest.MonkeyPatch) -> None:
     asked = _asked(monkeypatch)
     text = CALLS.replace("        scale =", "        key = layout.replace('t', 'k')\n        scale =")
@@ -124,6 +126,7 @@ def test_joined_constants(first: dict[str, str | None], second: dict[str, str | 
     assert fstrings.joined_constants([first, second], ("c", "else")) == joined
 
 
+@pytest.mark.pure_python  # counts reads through patched / Python-level calls the compiled build makes natively
 def test_only_the_first_paths_constants_are_compared() -> None:
     _Counted.looked_up = []
     first = _Counted({f"v{i}": None for i in range(50)} | {"layout": '"b h t d"'})

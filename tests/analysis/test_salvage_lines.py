@@ -48,6 +48,7 @@ def test_lines_carried_over_edits_equal_a_fresh_reading(path: Path) -> None:
         assert _reading(Lines(data, memo)) == _reading(Lines(data))
 
 
+@pytest.mark.pure_python  # counts reads through patched / Python-level calls the compiled build makes natively
 def test_a_keystroke_reads_only_the_chunk_it_is_in(monkeypatch: pytest.MonkeyPatch) -> None:
     data = (EXAMPLES[0].parent / "bert_encoder.py").read_bytes()
     memo = ParseMemo()

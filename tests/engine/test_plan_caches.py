@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from adopter.dsl.types import OpKind, OpPattern
 from adopter.engine import load_rules
 from adopter.engine.plans import names_casts
@@ -21,6 +23,7 @@ class _Steps(tuple):  # type: ignore[type-arg]
         return super().__iter__()
 
 
+@pytest.mark.pure_python  # counts reads through patched / Python-level calls the compiled build makes natively
 def test_names_casts_reads_a_rules_steps_once() -> None:
     rule = next(r for r in load_rules().rules if r.id == "f06-linear-gelu")
     counted = replace(rule, forward=_Steps(rule.forward))
