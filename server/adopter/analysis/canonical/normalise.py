@@ -942,12 +942,9 @@ def layouts_by_path(text: str) -> bool:
     return (matmul_plan(first), product_layout(first)) != (matmul_plan(second), product_layout(second))
 
 
-def broadcast_product(equation: str) -> tuple[str, tuple[tuple[int, ...], tuple[int, ...]]] | None:
-    """For an einsum of two operands that is a batched matrix product where an operand lacks some of the
-    output's batch axes (`"b h i d, b j d -> b h i j"`, `"b h i j, b j d -> b h i d"`: keys and values
-    shared by all heads): the equation with those axes added, and for each operand the positions at
-    which to unsqueeze it (in order) so that it has them; None when both operands name every batch axis,
-    for `...` (whose rank is unknown) and for any other equation."""
+def _two_operand_spec(equation: str) -> tuple[str, list[str], str] | None:
+    """A literal einsum equation of two operands, every axis a letter and no `...`: its quote character, the
+    operands' axis strings and the output's (spaces dropped); None for anything else."""
     text = _plain_string(equation)
     if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0] or "." in text:
         return None
@@ -956,7 +953,22 @@ def broadcast_product(equation: str) -> tuple[str, tuple[tuple[int, ...], tuple[
         return None
     lhs, out = body.split("->")
     operands = lhs.split(",")
-    if len(operands) != 2 or not all(s.isalpha() for s in (*operands, out)) or len(out) < 3:
+    if len(operands) != 2 or not all(s.isalpha() for s in (*operands, out)):
+        return None
+    return quote, operands, out
+
+
+def broadcast_product(equation: str) -> tuple[str, tuple[tuple[int, ...], tuple[int, ...]]] | None:
+    """For an einsum of two operands that is a batched matrix product where an operand lacks some of the
+    output's batch axes (`"b h i d, b j d -> b h i j"`, `"b h i j, b j d -> b h i d"`: keys and values
+    shared by all heads): the equation with those axes added, and for each operand the positions at
+    which to unsqueeze it (in order) so that it has them; None when both operands name every batch axis,
+    for `...` (whose rank is unknown) and for any other equation."""
+    spec = _two_operand_spec(equation)
+    if spec is None:
+        return None
+    quote, operands, out = spec
+    if len(out) < 3:
         return None
     if any(len(set(s)) != len(s) or len(s) < 2 for s in (*operands, out)):
         return None
@@ -983,16 +995,10 @@ def summed_axes(equation: str) -> tuple[str, tuple[tuple[int, ...], tuple[int, .
     operand nor the output names (`"b g h n d, b h s d -> b h n s"`: the query groups `g`, summed away): the
     equation without them, and for each operand their positions in it (summing them first gives the same
     result); None when there is none, for `...` and for anything else."""
-    text = _plain_string(equation)
-    if len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0] or "." in text:
+    spec = _two_operand_spec(equation)
+    if spec is None or not all(len(set(s)) == len(s) for s in (*spec[1], spec[2])):
         return None
-    quote, body = text[0], text[1:-1].replace(" ", "")
-    if body.count("->") != 1:
-        return None
-    lhs, out = body.split("->")
-    operands = lhs.split(",")
-    if len(operands) != 2 or not all(s.isalpha() and len(set(s)) == len(s) for s in (*operands, out)):
-        return None
+    quote, operands, out = spec
     a, b = operands
     alone = [tuple(k for k, c in enumerate(s) if c not in other and c not in out) for s, other in ((a, b), (b, a))]
     if not alone[0] and not alone[1]:
