@@ -53,7 +53,7 @@ _IN_PLACE = {aten.add_.Tensor: aten.add.Tensor, aten.sub_.Tensor: aten.sub.Tenso
 
 def normalise(graph: torch.fx.Graph) -> None:
     """Forget memory layout: a `clone` (what `matmul`'s decomposition or `.contiguous()` adds for a
-    non-contiguous operand) is its input, an `_unsafe_view` is a `view`. Inductor writes layout variants
+    non-contiguous operand) is its input, an `_unsafe_view` is a `view`, a `clamp_min` a `clamp`. Inductor writes layout variants
     of each attention pattern for this; normalising both sides makes one pattern cover every layout.
     An in-place arithmetic op whose input nothing else reads (`sim += bias`, `q *= scale`) is its
     out-of-place op: the graph computes the same values either way."""
@@ -65,6 +65,8 @@ def normalise(graph: torch.fx.Graph) -> None:
             graph.erase_node(n)
         elif n.target in _VIEWS:
             n.target = aten.view.default
+        elif n.target is aten.clamp_min.default:  # `clamp_min(x, m)` is `clamp(x, m)`: same arguments
+            n.target = aten.clamp.default
         elif n.target in _IN_PLACE and n.args and isinstance(n.args[0], torch.fx.Node) and len(n.args[0].users) == 1:
             n.target = _IN_PLACE[n.target]  # `q *= s`, `sim += bias`: the tensor is read only through this op
 
@@ -329,6 +331,16 @@ def _rms_norm(x: torch.Tensor) -> torch.Tensor:
     return F.normalize(x, dim=-1) * 4.0
 
 
+def _rms_norm_scaled(x: torch.Tensor) -> torch.Tensor:
+    # ||x|| scaled to the root mean square before the division: ||x|| * d**-0.5 = sqrt(mean(x**2))
+    return x / (torch.norm(x, dim=-1, keepdim=True) * 0.25).clamp(min=1e-8)
+
+
+def _rms_norm_unexpanded(x: torch.Tensor) -> torch.Tensor:
+    # F.normalize without its expand_as, then the d**0.5 that makes x / ||x|| an RMS normalisation
+    return x / torch.norm(x, dim=-1, keepdim=True).clamp(min=1e-8) * 4.0
+
+
 def _rms_float(x: torch.Tensor) -> torch.Tensor:
     h = x.float()
     return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
@@ -495,6 +507,8 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         (12, "rms_square_rsqrt", _rms_sq_rsqrt, [X3()], {}, _of_activations),
         (12, "rms_normalize", _rms_norm, [X3()], {}, _of_activations),
         (12, "rms_float", _rms_float, [X3()], {}, _of_activations),
+        (12, "rms_norm_scaled", _rms_norm_scaled, [X3()], {}, _of_activations),
+        (12, "rms_norm_unexpanded", _rms_norm_unexpanded, [X3()], {}, _of_activations),
         (13, "gelu_erf_div", _gelu_erf_div, [X3()], {}, None),
         (13, "gelu_erf_mul", _gelu_erf_mul, [X3()], {}, None),
         (13, "gelu_tanh_pow", _gelu_tanh_pow, [X3()], {}, None),

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from oracle import stale
 from oracle.install import CACHE, LEDGER
 from oracle.packages import domain_of
 from oracle.patterns import NOT_IN_A_FORWARD_TRACE, NOT_VISIBLE_WITHOUT_LABELS, retired
@@ -52,7 +53,7 @@ class Dist:
 
 def load(results: Path = RESULTS) -> dict[str, Dist]:
     out: dict[str, Dist] = {}
-    for folder in sorted(p for p in results.iterdir() if p.is_dir()):
+    for folder in sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")):
         # `_done.json` when the distribution's pass finished; `_meta.json` keeps an earlier pass's (its file
         # list) while a later pass with a higher class cap is under way. Neither: still running, left out.
         done = next((p for p in (folder / "_done.json", folder / "_meta.json") if p.exists()), None)
@@ -389,6 +390,13 @@ def _variants_line(v: dict[str, Any]) -> str:
             f"found by `adopter check`: {v['found']}; exercised lines added: {v['lines_added']}")
 
 
+def _stale_line(changed: dict[str, list[str]]) -> str:
+    if not changed:
+        return "- stale results (a file they name changed since it was traced): none"
+    return (f"- stale results, left out (a file they name changed since it was traced; `run` redoes them): "
+            f"{len(changed)}: {', '.join(sorted(changed))}")
+
+
 def _pct(a: int, b: int) -> str:
     return f"{a / b:.1%}" if b else "—"
 
@@ -404,6 +412,7 @@ def markdown(t: dict[str, Any]) -> str:
     out += [
         "",
         f"- distributions: {t['distributions']} ({t['installed']} installed), classes attempted: {t['classes']}",
+        _stale_line(t.get("stale") or {}),
         f"- constructed: {t['constructed']} ({_pct(t['constructed'], t['classes'])}); traced forward: {t['traced']} "
         f"({_pct(t['traced'], t['classes'])}), with a backward: {t['backward']}",
         f"- abstract classes (not model classes one can build; not applicable): {t.get('abstract', 0)}; constructed "
@@ -461,7 +470,9 @@ def markdown(t: dict[str, Any]) -> str:
 
 def report(markdown_out: Path | None = None, json_out: Path | None = None, *, markdown: Path | None = None) -> int:
     target = markdown_out or markdown
-    t = score(load())
+    changed = stale.stale_folders(RESULTS)
+    t = score({name: d for name, d in load().items() if name not in changed})
+    t["stale"] = {name: files[:3] for name, files in changed.items()}
     text = _render(t)
     print(text)
     if target:

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from oracle import stale
 from oracle.install import CACHE, ensure_venv, excluded, install
 
 # ADOPTER_ORACLE_RESULTS: a results folder of one's own (e.g. a copy of the shared one, to rerun some classes
@@ -96,6 +97,29 @@ def run(specs: Sequence[str], *, jobs: int = 2, class_timeout: float = 20.0, max
         t.start()
     for claim in RESULTS.glob("*/_claim"):  # claims of an earlier run's hosts, which are gone
         claim.unlink()
+    _set_aside_stale(specs)
+    _hosts(specs, jobs, class_timeout, max_classes, ray_address)
+    for t in installers:
+        t.join()
+    # An install during this run may have changed files a finished distribution was traced from: run those
+    # again (nothing installs now, so one more pass leaves none stale).
+    if _set_aside_stale(specs):
+        _hosts(specs, jobs, class_timeout, max_classes, ray_address)
+    print(f"oracle: results in {RESULTS}", file=sys.stderr)
+
+
+def _set_aside_stale(specs: Sequence[str]) -> list[str]:
+    """Set aside the stale results of the distributions this run covers (their names)."""
+    names = {s.split("==")[0] for s in specs}
+    changed = {k: v for k, v in stale.stale_folders(RESULTS).items() if k in names}
+    for name, files in changed.items():
+        print(f"oracle: {name}: {len(files)} file(s) changed since it was traced (e.g. {files[0]}): run again",
+              file=sys.stderr)
+    stale.set_aside(RESULTS, changed)
+    return list(changed)
+
+
+def _hosts(specs: Sequence[str], jobs: int, class_timeout: float, max_classes: int, ray_address: str | None) -> None:
     tasks = host_tasks(specs, jobs, class_timeout, max_classes)
     if ray_address:
         from adopter.executors import ExecutorError, iter_tasks
@@ -111,6 +135,3 @@ def run(specs: Sequence[str], *, jobs: int = 2, class_timeout: float = 20.0, max
     for index, status in ran:
         if status != 0:
             print(f"oracle: host {index} exited {status}", file=sys.stderr)
-    for t in installers:
-        t.join()
-    print(f"oracle: results in {RESULTS}", file=sys.stderr)

@@ -16,6 +16,7 @@ import inspect
 import json
 import os
 import random
+import re
 import signal
 import sys
 import time
@@ -25,10 +26,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from oracle import stale
+
 # Libraries a model calls into that are not model code: a site found in them is placed at the model line
 # that called them (einops' `rearrange` is the user's reshape, not einops' source).
 HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum", "torch", "functorch",
            "numpy", "typing_extensions", "wrapt", "decorator", "ema_pytorch")
+# Pass 2 added the loss variant (`_loss_variant`): a run meeting an earlier pass's results upgrades them.
+PASS = 2
 SKIP_MODULE_PARTS = ("tests", "test", "testing", "conftest", "__main__", "setup", "benchmarks", "examples",
                      "scripts", "_version", "cli", "convert", "conversion")
 
@@ -206,7 +211,7 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
             attempted += 1
             key = f"{name}.{cls.__qualname__}"
             path = result_path(out, key)
-            if path.exists():
+            if path.exists() and _upgrade(path, cls, module, class_timeout, is_model_file, out):
                 continue
             (out / "CURRENT").write_text(key, encoding="utf-8")
             record: dict[str, Any] = {"dist": dist, "version": version, "module": name, "class": cls.__qualname__,
@@ -248,12 +253,49 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
             if record["traced"]:
                 (out / "CURRENT").write_text(key, encoding="utf-8")  # progress, for the host's no-progress kill
                 _variant(cls, module, record, class_timeout, is_model_file)
+                _loss_variant(cls, module, record, class_timeout, is_model_file)
+            record["pass"] = PASS
             path.write_text(json.dumps(record), encoding="utf-8")
     (out / "CURRENT").unlink(missing_ok=True)
     (out / "_imports.json").write_text(json.dumps(imports, indent=0), encoding="utf-8")
+    # The digests of every file the results name: a later install that changes one makes them stale.
+    named = stale.digests(stale.named_files(stale.load_classes(out)))
     (out / "_done.json").write_text(json.dumps({"dist": dist, "version": version, "attempted": attempted,
-                                                "modules": len(modules), "files": [str(p) for p in dist_files(dist)]}),
+                                                "modules": len(modules), "files": [str(p) for p in dist_files(dist)],
+                                                "digests": named, "pass": PASS}),
                                     encoding="utf-8")
+
+
+# Pass 2 also added patterns (RMSNorm through `torch.norm`), whose ops a class computes only when one of the
+# lines it ran calls a vector norm: those classes are traced again whole; the others keep their trace.
+NORM_CALL = re.compile(r"\bnorm\s*\(|normalize\s*\(|vector_norm\s*\(")
+
+
+def _calls_a_norm(record: dict[str, Any]) -> bool:
+    for f, lines in (record.get("executed") or {}).items():
+        try:
+            text = Path(f).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return True  # unknown: trace again
+        if any(0 < ln <= len(text) and NORM_CALL.search(text[ln - 1]) for ln in lines):
+            return True
+    return False
+
+
+def _upgrade(path: Path, cls: type, module: Any, class_timeout: float, is_model_file: Any, out: Path) -> bool:
+    """Bring a class's result of an earlier pass up to this one (pass 2: the loss variant), in place; False
+    when it must be traced again whole instead (a pattern added since may match it)."""
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if record.get("pass", 1) >= PASS:
+        return True
+    if record.get("traced") and _calls_a_norm(record):
+        return False
+    if record.get("traced"):
+        (out / "CURRENT").write_text(record.get("class", ""), encoding="utf-8")
+        _loss_variant(cls, module, record, class_timeout, is_model_file)
+    record["pass"] = PASS
+    path.write_text(json.dumps(record), encoding="utf-8")
+    return True
 
 
 def _found(traced: Any, find_sites: Any, executed_lines: Any, is_model_file: Any,
@@ -299,20 +341,84 @@ def _variant(cls: type, module: Any, record: dict[str, Any], class_timeout: floa
             info[f"reason_{flip}"] = f"{type(exc).__name__}: {str(exc)[:200]}"
             continue
         info.update(traced=True, flip=flip, arguments={k: v for k, v in built.arguments.items()})
-        own = record.get("sites", [])  # none when the class's own trace failed and only a variant ran
-        known = {(s["family"], s["file"], s["line"]) for s in own}
-        added = [{**s, "variant": True} for s in sites.values() if (s["family"], s["file"], s["line"]) not in known]
-        record["sites"] = [*own, *added]
-        executed = {f: set(v) for f, v in record.get("executed", {}).items()}
-        before = sum(len(v) for v in executed.values())
-        for f, v in lines.items():
-            executed.setdefault(f, set()).update(v)
-        record["executed"] = {f: sorted(v) for f, v in executed.items()}
-        info["sites_added"] = len(added)
-        info["lines_added"] = sum(len(v) for v in executed.values()) - before
+        info["sites_added"], info["lines_added"] = _merge(record, sites, lines)
         break
     info["seconds"] = round(time.perf_counter() - start, 3)
     record["variant"] = info
+
+
+def _merge(record: dict[str, Any], sites: dict[Any, dict[str, Any]], lines: dict[str, set[int]]) -> tuple[int, int]:
+    """Add a variant trace's sites (marked `"variant": true`) and exercised lines that `record` lacks; the
+    counts added."""
+    own = record.get("sites", [])  # none when the class's own trace failed and only a variant ran
+    known = {(s["family"], s["file"], s["line"]) for s in own}
+    added = [{**s, "variant": True} for s in sites.values() if (s["family"], s["file"], s["line"]) not in known]
+    record["sites"] = [*own, *added]
+    executed = {f: set(v) for f, v in record.get("executed", {}).items()}
+    before = sum(len(v) for v in executed.values())
+    for f, v in lines.items():
+        executed.setdefault(f, set()).update(v)
+    record["executed"] = {f: sorted(v) for f, v in executed.items()}
+    return len(added), sum(len(v) for v in executed.values()) - before
+
+
+# A forward's loss branch runs only when it is asked for: a switch off by default (`return_loss=False`) or
+# labels passed. Labels are given the shape and values of the forward's integer input (token ids: the
+# language-model case, where labels are the next tokens of the same ids); a forward that wants another
+# label (a class index per sample) rejects them, and the class keeps its own trace alone.
+LABEL_PARAMETERS = ("labels", "label", "targets", "target")
+
+
+def loss_arguments(forward: Any, given: dict[str, Any], ids: Any) -> dict[str, Any]:
+    """The keyword arguments that switch `forward`'s loss branch on, for parameters `given` does not set."""
+    try:
+        params = inspect.signature(forward).parameters
+    except (TypeError, ValueError):
+        return {}
+    out: dict[str, Any] = {}
+    for name, p in params.items():
+        if name in given or p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            continue
+        if p.default is False and "loss" in name.lower():
+            out[name] = True
+        elif name in LABEL_PARAMETERS and ids is not None and p.default in (None, p.empty):
+            out[name] = ids.clone()
+    return out
+
+
+def _loss_variant(cls: type, module: Any, record: dict[str, Any], class_timeout: float, is_model_file: Any) -> None:
+    """Trace the class again with its loss branch switched on (`loss_arguments`), and add what only that
+    trace has to `record` (as `_variant` does). `record["loss_variant"]` says what was passed and added."""
+    import torch
+
+    from adopter.construction import Built, construct
+    from oracle.match import executed_lines, find_sites
+    from oracle.trace import trace_step
+
+    info: dict[str, Any] = {"arguments": [], "traced": False}
+    record["loss_variant"] = info
+    start = time.perf_counter()
+    try:
+        with time_limit(class_timeout):
+            built = construct(cls, module, generic_inputs=True)
+            if not isinstance(built, Built):
+                return
+            values = [*built.args, *built.kwargs.values()]
+            ids = next((v for v in values if isinstance(v, torch.Tensor) and not v.is_floating_point()
+                        and not v.is_complex() and v.dtype != torch.bool), None)
+            extra = loss_arguments(built.model.forward, built.kwargs, ids)
+            info["arguments"] = sorted(extra)
+            if not extra:
+                return
+            traced = trace_step(built.model, built.args, {**built.kwargs, **extra})
+            sites, lines = _found(traced, find_sites, executed_lines, is_model_file)
+    except BaseException as exc:  # the variant's failure never loses the class's own result
+        info["reason"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        return
+    finally:
+        info["seconds"] = round(time.perf_counter() - start, 3)
+    info["traced"] = True
+    info["sites_added"], info["lines_added"] = _merge(record, sites, lines)
 
 
 def _alternatives() -> Any:
@@ -414,11 +520,20 @@ def host(dists: list[str], root: Path, class_timeout: float, max_classes: int, s
                 finally:
                     os._exit(code)
             status = _wait(pid, out / "CURRENT", class_timeout + 60)
-            if status == 0 and (out / "_done.json").exists():
+            if status == 0 and done(out):
                 break
             _mark(out, "killed: no progress past the class time limit" if status is None
                   else f"the process died (status {status})")
         print(f"oracle: {dist} done", flush=True)
+
+
+def done(out: Path) -> bool:
+    """A distribution is done when its pass is this one's, or when it failed to install (nothing to redo)."""
+    try:
+        meta = json.loads((out / "_done.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return "install" in meta or meta.get("pass", 1) >= PASS
 
 
 def _claimed(dists: list[str], root: Path, wait_s: float = 1800.0) -> Iterator[str]:
@@ -432,7 +547,7 @@ def _claimed(dists: list[str], root: Path, wait_s: float = 1800.0) -> Iterator[s
     while left and time.time() < deadline:
         for spec in list(left):
             out = root / spec.split("==")[0]
-            if (out / "_done.json").exists():
+            if done(out):
                 left.remove(spec)
                 continue
             if ledger_entry(spec) is None:

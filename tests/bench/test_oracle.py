@@ -189,6 +189,33 @@ class GeluMlp(nn.Module):
         return F.gelu(h)
 
 
+class ScaledNormRMS(nn.Module):
+    # ||x|| * d**-0.5 is the root mean square: an RMSNorm written with torch.norm (PaLM-style code)
+    def __init__(self, dim=8):
+        super().__init__()
+        self.scale = dim ** -0.5
+        self.g = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        norm = torch.norm(x, dim=-1, keepdim=True) * self.scale
+        return x / norm.clamp(min=1e-8) * self.g
+
+
+class UnexpandedNormRMS(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.scaling = dim ** 0.5
+
+    def forward(self, x):
+        denom = x.norm(p=2, dim=-1, keepdim=True).clamp_min(1e-12)
+        return (x / denom) * self.scaling
+
+
+class NormOnly(nn.Module):
+    def forward(self, x):
+        return x.norm(dim=-1, keepdim=True) + x.mean()
+
+
 class WeightNormConv(nn.Module):
     def __init__(self, dim=8):
         super().__init__()
@@ -242,6 +269,15 @@ def test_rms_normalisation_of_a_weight_is_not_rmsnorm(tmp_path: Path) -> None:
     by_family, lines = _sites_of(tmp_path, "WeightNormConv", (torch.randn(2, 4, 8),))
     assert _form_line(lines, "torch.rsqrt(y.pow(2)") in by_family[12]
     assert _form_line(lines, "F.normalize(self.weight") not in by_family[12]
+
+
+def test_rmsnorm_written_with_torch_norm(tmp_path: Path) -> None:
+    by_family, lines = _sites_of(tmp_path, "ScaledNormRMS", (torch.randn(2, 4, 8),))
+    assert _form_line(lines, "return x / norm.clamp(min=1e-8)") in by_family[12]
+    by_family, lines = _sites_of(tmp_path, "UnexpandedNormRMS", (torch.randn(2, 4, 8),))
+    assert _form_line(lines, "return (x / denom) * self.scaling") in by_family[12]
+    by_family, _ = _sites_of(tmp_path, "NormOnly", (torch.randn(2, 4, 8),))
+    assert 12 not in by_family  # a norm that divides nothing is no normalisation
 
 
 CPU_ONLY = '''import torch

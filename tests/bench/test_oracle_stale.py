@@ -1,0 +1,76 @@
+"""Results traced from a file that has changed since are stale: the report leaves them out and a run
+sets them aside and traces them again (a later install upgraded a package an earlier one was traced
+from). And the loss variant: the keyword arguments that switch a forward's loss branch on."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+
+from oracle import stale  # noqa: E402
+from oracle.worker import PASS, done, loss_arguments  # noqa: E402
+
+
+def _results(tmp_path: Path, model: Path, *, with_digests: bool) -> Path:
+    results = tmp_path / "results"
+    folder = results / "pkg"
+    folder.mkdir(parents=True)
+    record = {"class": "M", "traced": True, "executed": {str(model): [3]},
+              "sites": [{"family": 4, "file": str(model), "line": 3, "elsewhere": {}}]}
+    (folder / "pkg.M.json").write_text(json.dumps(record), encoding="utf-8")
+    meta: dict[str, object] = {"dist": "pkg", "pass": PASS}
+    if with_digests:
+        meta["digests"] = stale.digests(stale.named_files([record]))
+    (folder / "_done.json").write_text(json.dumps(meta), encoding="utf-8")
+    return results
+
+
+def test_a_changed_file_makes_its_results_stale_by_digest(tmp_path: Path) -> None:
+    model = tmp_path / "model.py"
+    model.write_text("import torch\n\nx = torch.softmax(y, -1)\n", encoding="utf-8")
+    results = _results(tmp_path, model, with_digests=True)
+    assert stale.stale_folders(results) == {}
+    model.write_text("import torch\n# a new line moves every site\nx = torch.softmax(y, -1)\n", encoding="utf-8")
+    assert stale.stale_folders(results) == {"pkg": [str(model)]}
+    moved = stale.set_aside(results, ["pkg"])
+    assert not (results / "pkg").exists() and moved[0].parent == results / stale.STALE
+    assert stale.stale_folders(results) == {}  # set-aside results are never read again
+
+
+def test_results_without_digests_are_judged_by_time(tmp_path: Path) -> None:
+    model = tmp_path / "model.py"
+    model.write_text("x = 1\n", encoding="utf-8")
+    results = _results(tmp_path, model, with_digests=False)
+    done_at = (results / "pkg" / "_done.json").stat().st_mtime
+    os.utime(model, (done_at - 10, done_at - 10))
+    assert stale.stale_folders(results) == {}
+    os.utime(model, (done_at + 10, done_at + 10))
+    assert list(stale.stale_folders(results)) == ["pkg"]
+
+
+def test_an_earlier_pass_is_not_done_but_a_failed_install_is(tmp_path: Path) -> None:
+    (tmp_path / "_done.json").write_text(json.dumps({"dist": "pkg", "version": "1"}), encoding="utf-8")
+    assert not done(tmp_path)
+    (tmp_path / "_done.json").write_text(json.dumps({"dist": "pkg", "pass": PASS}), encoding="utf-8")
+    assert done(tmp_path)
+    (tmp_path / "_done.json").write_text(json.dumps({"dist": "pkg", "install": "no wheel"}), encoding="utf-8")
+    assert done(tmp_path)
+
+
+def test_loss_arguments_switch_the_loss_branch_on() -> None:
+    def forward(x, mask=None, return_loss=False, labels=None, return_attn=False):
+        return x
+
+    ids = torch.randint(0, 10, (2, 5))
+    extra = loss_arguments(forward, {"x": ids}, ids)
+    assert extra["return_loss"] is True and "return_attn" not in extra and "mask" not in extra
+    assert torch.equal(extra["labels"], ids) and extra["labels"] is not ids
+    assert "labels" not in loss_arguments(forward, {"x": ids}, None)  # no integer input: no labels to give
+    assert loss_arguments(forward, {"x": ids, "return_loss": False, "labels": ids}, ids) == {}
