@@ -177,6 +177,19 @@ MANIFEST: Manifest = (
     ("robomimic", "0.3.0", ("robomimic/models/transformers.py", "robomimic/models/value_nets.py")),
     ("transformer-in-transformer", "0.1.2", ("transformer_in_transformer/tnt.py",)),
     ("orb-models", "0.5.5", ("orb_models/forcefield/gns.py", "orb_models/forcefield/nn_util.py")),
+    # Batch 8 (refreshed 2026-12-05, stop 18): labelled by an eighth independent labeller (families 4-14 were worked
+    # on in stop 18); distributions picked by name for breadth, leaning to convolutional and mixed vision / audio /
+    # scientific code, files from the archive listings by name and size before reading (see LABELLING.md "Batch 8").
+    ("torchsr", "1.0.4", ("torchsr/models/rcan.py", "torchsr/models/carn.py")),
+    ("torchgeo", "0.8.1", ("torchgeo/models/farseg.py", "torchgeo/models/ltae.py")),
+    ("acids-rave", "2.3.1", ("rave/discriminator.py", "rave/prior/model.py")),
+    ("torchfcpe", "0.0.4", ("torchfcpe/model_conformer_naive.py", "torchfcpe/model_convnext.py")),
+    ("chemprop", "2.3.1", ("chemprop/nn/ffn.py", "chemprop/models/model.py")),
+    ("nvidia-physicsnemo", "2.2.2", ("physicsnemo/models/afno/afno.py", "physicsnemo/models/swinvrnn/swinvrnn.py")),
+    ("deepfloyd-if", "1.0.1", ("deepfloyd_if/model/unet.py",)),
+    ("bert4torch", "0.6.2", ("bert4torch/layers/layer_norm.py", "bert4torch/layers/mlp.py")),
+    ("DI-engine", "0.5.3", ("ding/torch_utils/network/transformer.py", "ding/torch_utils/network/res_block.py")),
+    ("neuralhydrology", "1.13.0", ("neuralhydrology/modelzoo/transformer.py", "neuralhydrology/modelzoo/ealstm.py")),
 )
 
 
