@@ -268,10 +268,11 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
 
 # Pass 2 also added patterns (RMSNorm through `torch.norm`), whose ops a class computes only when one of the
 # lines it ran calls a vector norm: those classes are traced again whole; the others keep their trace.
-NORM_CALL = re.compile(r"\bnorm\s*\(|normalize\s*\(|vector_norm\s*\(")
+# (`self.norm(x)` calls a module: its own lines, in the trace too when they are model code, say what it computes.)
+NORM_CALL = re.compile(r"(?<!self\.)\bnorm\s*\(|normalize\s*\(|vector_norm\s*\(")
 
 
-def _calls_a_norm(record: dict[str, Any]) -> bool:
+def calls_a_norm(record: dict[str, Any]) -> bool:
     for f, lines in (record.get("executed") or {}).items():
         try:
             text = Path(f).read_text(encoding="utf-8").splitlines()
@@ -288,7 +289,7 @@ def _upgrade(path: Path, cls: type, module: Any, class_timeout: float, is_model_
     record = json.loads(path.read_text(encoding="utf-8"))
     if record.get("pass", 1) >= PASS:
         return True
-    if record.get("traced") and _calls_a_norm(record):
+    if record.get("traced") and calls_a_norm(record):
         return False
     if record.get("traced"):
         (out / "CURRENT").write_text(record.get("class", ""), encoding="utf-8")
@@ -397,6 +398,8 @@ def _loss_variant(cls: type, module: Any, record: dict[str, Any], class_timeout:
 
     info: dict[str, Any] = {"arguments": [], "traced": False}
     record["loss_variant"] = info
+    if not loss_arguments(cls.forward, {}, torch.zeros(1, dtype=torch.long)):
+        return  # no loss switch and no labels parameter: nothing to build
     start = time.perf_counter()
     try:
         with time_limit(class_timeout):

@@ -74,3 +74,71 @@ def test_loss_arguments_switch_the_loss_branch_on() -> None:
     assert torch.equal(extra["labels"], ids) and extra["labels"] is not ids
     assert "labels" not in loss_arguments(forward, {"x": ids}, None)  # no integer input: no labels to give
     assert loss_arguments(forward, {"x": ids, "return_loss": False, "labels": ids}, ids) == {}
+
+
+MODEL = '''import torch
+from torch import nn
+
+
+class LM(nn.Module):
+    def forward(self, x, return_loss=False):
+        return x
+
+
+class Tagger(nn.Module):
+    def forward(self, x, *, labels=None):
+        return x
+
+
+class Plain(nn.Module):
+    def forward(self, x, return_attn=False):
+        return torch.softmax(x, -1)
+
+
+class RMS(nn.Module):
+    def forward(self, x):
+        return x / x.norm(dim=-1, keepdim=True).clamp(min=1e-8)
+
+
+class Inherits(Plain):
+    pass
+'''
+
+
+def _record(path: Path, name: str, line: int) -> dict[str, object]:
+    return {"class": name, "file": str(path), "def_line": line, "traced": True, "executed": {str(path): [line + 2]}}
+
+
+def test_which_classes_an_upgrade_must_redo(tmp_path: Path) -> None:
+    from oracle.upgrade import needs_work
+
+    path = tmp_path / "m.py"
+    path.write_text(MODEL, encoding="utf-8")
+    lines = MODEL.splitlines()
+    at = {n: next(i for i, ln in enumerate(lines, 1) if ln.startswith(f"class {n}(")) for n in
+          ("LM", "Tagger", "Plain", "RMS", "Inherits")}
+    work = {n: needs_work(_record(path, n, line)) for n, line in at.items()}
+    # loss switch, labels, a norm in an exercised line, a forward not in the class body: work; else none
+    assert work == {"LM": True, "Tagger": True, "Plain": False, "RMS": True, "Inherits": True}
+    assert not needs_work({**_record(path, "LM", at["LM"]), "pass": PASS})
+    assert not needs_work({**_record(path, "LM", at["LM"]), "traced": False})
+
+
+def test_a_distribution_with_nothing_to_redo_is_marked_without_running(tmp_path: Path) -> None:
+    from oracle.upgrade import upgrade_quietly
+
+    path = tmp_path / "m.py"
+    path.write_text(MODEL, encoding="utf-8")
+    line = next(i for i, ln in enumerate(MODEL.splitlines(), 1) if ln.startswith("class Plain("))
+    results = tmp_path / "results"
+    for dist, name in (("quiet", "Plain"), ("busy", "LM")):
+        (results / dist).mkdir(parents=True)
+        (results / dist / f"m.{name}.json").write_text(json.dumps(_record(path, name, line if name == "Plain" else 5)),
+                                                        encoding="utf-8")
+        (results / dist / "_done.json").write_text(json.dumps({"dist": dist}), encoding="utf-8")
+    assert upgrade_quietly(results) == (1, 1)
+    assert done(results / "quiet") and not done(results / "busy")
+    record = json.loads((results / "quiet" / "m.Plain.json").read_text(encoding="utf-8"))
+    assert record["pass"] == PASS and record["loss_variant"] == {"arguments": [], "traced": False}
+    assert json.loads((results / "quiet" / "_done.json").read_text(encoding="utf-8"))["digests"] == {
+        str(path): stale.digest(path)}

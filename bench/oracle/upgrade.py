@@ -1,0 +1,97 @@
+"""Bring an earlier pass's results up to this one without running anything where nothing can change.
+
+A pass adds work for some classes only (pass 2: the loss variant, for a forward with a loss switch or a
+labels parameter; RMSNorm patterns through `torch.norm`, for a class whose exercised lines call a vector
+norm). Which classes those are can be read from the results and the source: a distribution where none is
+needs no import and no trace, and its results are marked with the new pass here. The rest go to the hosts,
+which redo exactly those classes (`worker._upgrade`). The reading errs toward work: a class whose `forward`
+is not in its own body, or whose source cannot be read, counts as needing it.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from oracle import stale
+from oracle.worker import LABEL_PARAMETERS, PASS, calls_a_norm
+
+
+@functools.cache
+def _tree(path: str) -> ast.Module | None:
+    try:
+        return ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _class_def(record: dict[str, Any]) -> ast.ClassDef | None:
+    tree = _tree(str(record.get("file") or ""))
+    name = str(record.get("class", "")).rsplit(".", 1)[-1]
+    line = record.get("def_line")
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            if line in (first, node.lineno):
+                return node
+    return None
+
+
+def forward_may_take_a_loss(record: dict[str, Any]) -> bool:
+    """Whether the class's forward has a loss switch off by default or a labels parameter (or may have:
+    its forward is not in its own body)."""
+    cls = _class_def(record)
+    fwd = next((n for n in (cls.body if cls else ()) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+                and n.name == "forward"), None)
+    if fwd is None:
+        return True
+    a = fwd.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults: dict[str, ast.expr | None] = {p.arg: None for p in positional}
+    defaults.update(zip((p.arg for p in positional[len(positional) - len(a.defaults):]), a.defaults, strict=True))
+    defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)})
+    for name, default in defaults.items():
+        off = isinstance(default, ast.Constant) and default.value is False
+        if off and "loss" in name.lower():
+            return True
+        if name in LABEL_PARAMETERS and (default is None or (isinstance(default, ast.Constant) and default.value is None)):
+            return True
+    return False
+
+
+def needs_work(record: dict[str, Any]) -> bool:
+    if record.get("pass", 1) >= PASS or not record.get("traced"):
+        return False
+    return calls_a_norm(record) or forward_may_take_a_loss(record)
+
+
+def upgrade_quietly(results: Path) -> tuple[int, int]:
+    """Mark with this pass every finished distribution none of whose classes needs work; (marked, left)."""
+    marked = left = 0
+    for folder in sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        done = folder / "_done.json"
+        if not done.exists():
+            continue
+        meta = json.loads(done.read_text(encoding="utf-8"))
+        if "install" in meta or meta.get("pass", 1) >= PASS:
+            continue
+        paths = [f for f in sorted(folder.glob("*.json")) if not f.name.startswith("_")]
+        records = [json.loads(f.read_text(encoding="utf-8")) for f in paths]
+        if any(needs_work(r) for r in records):
+            left += 1
+            continue
+        for f, r in zip(paths, records, strict=True):
+            if r.get("traced") and "loss_variant" not in r:
+                r["loss_variant"] = {"arguments": [], "traced": False}
+            r["pass"] = PASS
+            f.write_text(json.dumps(r), encoding="utf-8")
+        meta["pass"] = PASS
+        meta["digests"] = stale.digests(stale.named_files(records))
+        done.write_text(json.dumps(meta), encoding="utf-8")
+        marked += 1
+    return marked, left
