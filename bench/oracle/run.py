@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oracle import stale
-from oracle.install import CACHE, ensure_venv, excluded, install
+from oracle.install import CACHE, ensure_venv, excluded, install, ledger_entry
 from oracle.upgrade import upgrade_quietly
 from oracle.worker import PASS
 
@@ -89,6 +89,8 @@ def run(specs: Sequence[str], *, jobs: int = 2, class_timeout: float = 20.0, max
     `installs=False` runs only what the installer's ledger already holds (a rerun of some classes after a
     change of the oracle: no pip, no retry of the distributions that failed to install)."""
     specs = selected(specs)
+    if not installs:  # only what the ledger holds: the hosts would wait for installs that never come
+        specs = [s for s in specs if ledger_entry(s) is not None]
     ensure_venv()
     # Installers, each over every `n`-th distribution in the order the hosts take them (pip mostly waits on
     # the network, so more installers than hosts keep the hosts fed).

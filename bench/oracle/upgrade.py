@@ -73,6 +73,8 @@ def needs_work(record: dict[str, Any]) -> bool:
 def upgrade_quietly(results: Path) -> tuple[int, int]:
     """Mark with this pass every finished distribution none of whose classes needs work; (marked, left)."""
     marked = left = 0
+    if not results.is_dir():
+        return marked, left
     for folder in sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")):
         done = folder / "_done.json"
         if not done.exists():
