@@ -361,6 +361,30 @@ def _of_activations(match: Any) -> bool:
     return not (isinstance(x, torch.fx.Node) and x.op == "placeholder" and x.name.startswith("params"))
 
 
+def _rms_scaled(match: Any) -> bool:
+    """x / ||x|| is a root-mean-square normalisation only with the √d that turns the norm into the RMS
+    (||x|| · d^-½ = √mean(x²)): a constant √d on the quotient or d^-½ on the norm. Without it, x / ||x||
+    times a learned gain only is ScaleNorm or a unit-vector normalisation (coordinates, cosine similarity),
+    which `F.rms_norm` computes only after folding √d into the gain: not the hand-written RMSNorm of the
+    family. The constant must be a Python number in the graph (a buffer holding it is not read)."""
+    x = match.kwargs.get("x")
+    val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+    if val is None or not len(val.shape) or not _of_activations(match):
+        return False
+    d = int(val.shape[-1])
+    # the match's own products, and a product its result goes on to (`F.normalize(x) * self.g * self.scale`)
+    later = [u for n in match.nodes for u in n.users if u not in match.nodes]
+    for n in [*match.nodes, *later]:
+        if n.target is not aten.mul.Tensor:
+            continue
+        for a, b in ((n.args[0], n.args[1]), (n.args[1], n.args[0])):
+            if isinstance(b, int | float) and isinstance(a, torch.fx.Node):
+                want = d ** -0.5 if a.target is aten.linalg_vector_norm.default else d ** 0.5
+                if abs(b - want) <= 1e-3 * want:
+                    return True
+    return False
+
+
 # --- family 13: GELU written out (erf, tanh, sigmoid forms) ---------------------------------------------
 def _gelu_erf_div(x: torch.Tensor) -> torch.Tensor:
     return 1.0 + torch.erf(x / math.sqrt(2.0))
@@ -505,10 +529,10 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         (12, "rms_rsqrt", _rms_rsqrt, [X3()], {}, _of_activations),
         (12, "rms_sqrt", _rms_sqrt, [X3()], {}, _of_activations),
         (12, "rms_square_rsqrt", _rms_sq_rsqrt, [X3()], {}, _of_activations),
-        (12, "rms_normalize", _rms_norm, [X3()], {}, _of_activations),
+        (12, "rms_normalize", _rms_norm, [X3()], {}, _rms_scaled),
         (12, "rms_float", _rms_float, [X3()], {}, _of_activations),
-        (12, "rms_norm_scaled", _rms_norm_scaled, [X3()], {}, _of_activations),
-        (12, "rms_norm_unexpanded", _rms_norm_unexpanded, [X3()], {}, _of_activations),
+        (12, "rms_norm_scaled", _rms_norm_scaled, [X3()], {}, _rms_scaled),
+        (12, "rms_norm_unexpanded", _rms_norm_unexpanded, [X3()], {}, _rms_scaled),
         (13, "gelu_erf_div", _gelu_erf_div, [X3()], {}, None),
         (13, "gelu_erf_mul", _gelu_erf_mul, [X3()], {}, None),
         (13, "gelu_tanh_pow", _gelu_tanh_pow, [X3()], {}, None),

@@ -67,7 +67,7 @@ def forward_may_take_a_loss(record: dict[str, Any]) -> bool:
 def needs_work(record: dict[str, Any]) -> bool:
     if record.get("pass", 1) >= PASS or not record.get("traced"):
         return False
-    return calls_a_norm(record) or forward_may_take_a_loss(record)
+    return calls_a_norm(record) or ("loss_variant" not in record and forward_may_take_a_loss(record))
 
 
 def upgrade_quietly(results: Path) -> tuple[int, int]:

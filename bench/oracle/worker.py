@@ -32,8 +32,10 @@ from oracle import stale
 # that called them (einops' `rearrange` is the user's reshape, not einops' source).
 HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum", "torch", "functorch",
            "numpy", "typing_extensions", "wrapt", "decorator", "ema_pytorch")
-# Pass 2 added the loss variant (`_loss_variant`): a run meeting an earlier pass's results upgrades them.
-PASS = 2
+# Pass 2 added the loss variant (`_loss_variant`) and RMSNorm through `torch.norm`; pass 3 asks every
+# norm-quotient RMSNorm pattern for its √d (`patterns._rms_scaled`). A run meeting an earlier pass's results
+# upgrades them (`_upgrade`).
+PASS = 3
 SKIP_MODULE_PARTS = ("tests", "test", "testing", "conftest", "__main__", "setup", "benchmarks", "examples",
                      "scripts", "_version", "cli", "convert", "conversion")
 
@@ -284,14 +286,14 @@ def calls_a_norm(record: dict[str, Any]) -> bool:
 
 
 def _upgrade(path: Path, cls: type, module: Any, class_timeout: float, is_model_file: Any, out: Path) -> bool:
-    """Bring a class's result of an earlier pass up to this one (pass 2: the loss variant), in place; False
-    when it must be traced again whole instead (a pattern added since may match it)."""
+    """Bring a class's result of an earlier pass up to this one (the loss variant where it has none), in
+    place; False when it must be traced again whole instead (a pattern changed since may match it)."""
     record = json.loads(path.read_text(encoding="utf-8"))
     if record.get("pass", 1) >= PASS:
         return True
     if record.get("traced") and calls_a_norm(record):
         return False
-    if record.get("traced"):
+    if record.get("traced") and "loss_variant" not in record:
         (out / "CURRENT").write_text(record.get("class", ""), encoding="utf-8")
         _loss_variant(cls, module, record, class_timeout, is_model_file)
     record["pass"] = PASS

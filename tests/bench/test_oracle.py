@@ -211,6 +211,27 @@ class UnexpandedNormRMS(nn.Module):
         return (x / denom) * self.scaling
 
 
+class GainFirstRMS(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.scale = dim ** 0.5
+        self.g = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return F.normalize(x, dim=-1) * self.g * self.scale
+
+
+class ScaleNorm(nn.Module):
+    # g * x / ||x|| with a learned scalar g (Nguyen & Salazar 2019): no sqrt(d), not an RMSNorm
+    def __init__(self, dim=8):
+        super().__init__()
+        self.g = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        n = torch.norm(x, dim=-1, keepdim=True).clamp(min=1e-5)
+        return x / n * self.g
+
+
 class NormOnly(nn.Module):
     def forward(self, x):
         return x.norm(dim=-1, keepdim=True) + x.mean()
@@ -276,8 +297,11 @@ def test_rmsnorm_written_with_torch_norm(tmp_path: Path) -> None:
     assert _form_line(lines, "return x / norm.clamp(min=1e-8)") in by_family[12]
     by_family, lines = _sites_of(tmp_path, "UnexpandedNormRMS", (torch.randn(2, 4, 8),))
     assert _form_line(lines, "return (x / denom) * self.scaling") in by_family[12]
-    by_family, _ = _sites_of(tmp_path, "NormOnly", (torch.randn(2, 4, 8),))
-    assert 12 not in by_family  # a norm that divides nothing is no normalisation
+    by_family, lines = _sites_of(tmp_path, "GainFirstRMS", (torch.randn(2, 4, 8),))
+    assert _form_line(lines, "return F.normalize(x, dim=-1) * self.g * self.scale") in by_family[12]
+    for name in ("NormOnly", "ScaleNorm"):  # a norm that divides nothing; x / ||x|| without the sqrt(d)
+        by_family, _ = _sites_of(tmp_path, name, (torch.randn(2, 4, 8),))
+        assert 12 not in by_family, name
 
 
 CPU_ONLY = '''import torch
