@@ -32,7 +32,8 @@ _PASS = frozenset({"cast", "choose", "getitem", "view", "reshape", "transpose", 
                    "torch.cat", "cat"})
 _SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split", "torch.chunk", "torch.split"})
 
-_HEAD_SPLITS = frozenset({"view", "reshape", "einops.rearrange", "torch.reshape"})
+_UNFLATTEN = frozenset({"unflatten", "torch.unflatten"})
+_HEAD_SPLITS = frozenset({"view", "reshape", "einops.rearrange", "torch.reshape"}) | _UNFLATTEN
 _SIZE_METHODS = frozenset({"size", "dim", "numel"})
 _SIZE_ATTRS = frozenset({"shape", "ndim"})
 
@@ -99,7 +100,10 @@ def _head_split(flat: FlatForward, bound: Bound) -> bool:
     if bound is None or bound[0] != "ref" or len(bound) < 3 or int(bound[2]) < 0:
         return False
     op = flat.nodes[int(bound[2])].op
-    return op is not None and op.target in _HEAD_SPLITS
+    if op is None or op.target not in _HEAD_SPLITS:
+        return False
+    # `x.unflatten(-1, (heads, -1))` splits the features into heads; another axis unflattened is something else
+    return op.target not in _UNFLATTEN or (len(op.args) > 1 and isinstance(op.args[1], Expr) and op.args[1].text == "-1")
 
 
 def _contraction(flat: FlatForward, n: int) -> bool:

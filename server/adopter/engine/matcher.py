@@ -454,7 +454,7 @@ class RuleMatcher:
         for u in self.flat.uses_of.get(src, ()):
             op = self.flat.nodes[u].op
             if (u > d and u < n and op is not None and is_cast(op) and len(op.outputs) == 1 and op.args
-                    and op.args[0] == Ref(src) and self.flat.reaching_def(src, u) == d
+                    and op.args[0] == Ref(src) and self.flat.may_reach(src, d, u)
                     and self._passed_on_reaches(("ref", op.outputs[0], u), name, n)):
                 return True
         return False
