@@ -68,11 +68,11 @@ def computed_from(value: Bound, source: Bound, flat: FlatForward) -> bool:
     An input, an expression or an absent optional value is made from nothing."""
     if value is None or source is None or value[0] != "ref" or source[0] != "ref" or len(value) < 3 or len(source) < 3:
         return False
-    made = int(value[2])  # type: ignore[misc]
+    made = int(value[2])
     if made < 0:
         return False
     seen: set[int] = set()
-    todo = [(str(source[1]), int(source[2]))]  # type: ignore[misc]
+    todo = [(str(source[1]), int(source[2]))]
     while todo and len(seen) < MAX_NODES:
         current, at = todo.pop()
         for u in flat.uses_of.get(current, ()):

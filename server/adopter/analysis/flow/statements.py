@@ -160,7 +160,7 @@ class StatementFlow(Statements):
                     # rebinds the first before the second is read). A plain name on the right stays unlinked.
                     name = self.src.text(leaves[0])
                     out = state.define(name)
-                    state.emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), leaves[0], (out,))
+                    state.emit(OpKind.OPERATOR, CHOOSE[1], (as_value(v),), (), leaves[0], (out,))
                     self._bind_target(leaves[0], Ref(out), produced=True)
                     continue
                 for t in leaves:
