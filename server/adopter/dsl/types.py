@@ -490,6 +490,9 @@ class GuardKind(str, Enum):
     # comprehension or range building -1..-k from a size: `[-(i + 1) for i in range(len(shape))]`), what
     # `F.layer_norm` normalises over (adopter.analysis.canonical.axes)
     TRAILING_AXES = "trailing_axes"
+    # independent($v, $p): the value $v is not computed from $p (no data path from $p to $v): attention's values
+    # are not made from its own probabilities (a Newton iteration `x @ z` with `z` built from `x`)
+    INDEPENDENT = "independent"
 
 
 @dataclass(frozen=True, slots=True)

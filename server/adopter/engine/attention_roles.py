@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import permutations
 
-from adopter.dsl.types import OpKind
+from adopter.dsl.types import Expr, OpKind
 from adopter.engine.flow import FlatForward
 
 MAX_NODES = 200  # how far forward from a projection the uses are followed
@@ -32,7 +32,10 @@ _PASS = frozenset({"cast", "choose", "getitem", "view", "reshape", "transpose", 
                    "torch.cat", "cat"})
 _SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split", "torch.chunk", "torch.split"})
 
-_HEAD_SPLITS = frozenset({"view", "reshape", "einops.rearrange", "torch.reshape"})
+_UNFLATTEN = frozenset({"unflatten", "torch.unflatten"})
+_HEAD_SPLITS = frozenset({"view", "reshape", "einops.rearrange", "torch.reshape"}) | _UNFLATTEN
+_SIZE_METHODS = frozenset({"size", "dim", "numel"})
+_SIZE_ATTRS = frozenset({"shape", "ndim"})
 
 Bound = tuple[str, str, int] | tuple[str, str] | None
 
@@ -59,12 +62,48 @@ def plays_attention_roles(values: Sequence[Bound], splits: Sequence[Bound], flat
     return False
 
 
+def computed_from(value: Bound, source: Bound, flat: FlatForward) -> bool:
+    """Whether the op defining `value` reads `source`'s data, directly or through the values it makes (followed
+    up to `MAX_NODES` uses: past that, no). Sizes read from it (`x.shape[-1]`, `x.size(-1)`) are not its data.
+    An input, an expression or an absent optional value is made from nothing."""
+    if value is None or source is None or value[0] != "ref" or source[0] != "ref" or len(value) < 3 or len(source) < 3:
+        return False
+    made = int(value[2])
+    if made < 0:
+        return False
+    seen: set[int] = set()
+    todo = [(str(source[1]), int(source[2]))]
+    while todo and len(seen) < MAX_NODES:
+        current, at = todo.pop()
+        for u in flat.uses_of.get(current, ()):
+            if u <= at or u in seen or not flat.may_reach(current, at, u):
+                continue
+            seen.add(u)
+            op = flat.nodes[u].op
+            if op is None or _size_read(op.target, op.args):
+                continue
+            if u == made:
+                return True
+            todo.extend((out, u) for out in op.outputs)
+    return False
+
+
+def _size_read(target: str, args: tuple[object, ...]) -> bool:
+    """`x.shape` / `x.ndim` (a `getattr` op) or `x.size(...)` / `x.dim()`: metadata, not the tensor's values."""
+    if target in _SIZE_METHODS:
+        return True
+    return target == "getattr" and len(args) == 2 and isinstance(args[1], Expr) and args[1].text in _SIZE_ATTRS
+
+
 def _head_split(flat: FlatForward, bound: Bound) -> bool:
     """Whether the value is made by a head split (an optional step left out binds the value it would read)."""
     if bound is None or bound[0] != "ref" or len(bound) < 3 or int(bound[2]) < 0:
         return False
     op = flat.nodes[int(bound[2])].op
-    return op is not None and op.target in _HEAD_SPLITS
+    if op is None or op.target not in _HEAD_SPLITS:
+        return False
+    # `x.unflatten(-1, (heads, -1))` splits the features into heads; another axis unflattened is something else
+    return op.target not in _UNFLATTEN or (len(op.args) > 1 and isinstance(op.args[1], Expr) and op.args[1].text == "-1")
 
 
 def _contraction(flat: FlatForward, n: int) -> bool:

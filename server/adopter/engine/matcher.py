@@ -32,7 +32,7 @@ from adopter.dsl.types import (
     Rule,
     Value,
 )
-from adopter.engine.attention_roles import plays_attention_roles
+from adopter.engine.attention_roles import computed_from, plays_attention_roles
 from adopter.engine.bindings import InitIndex, fit_binding, norm_text, target_attr
 from adopter.engine.flow import FlatForward
 from adopter.engine.gate_activations import may_be_gate_activation
@@ -61,7 +61,8 @@ _USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKi
 # The search reaches the same values at many leaves (fused QKV: each assignment of the three projections
 # once per combination of the optional head splits present or skipped).
 _VALUE_GUARDS = frozenset({GuardKind.UNSPLIT, GuardKind.SAME_PATHS, GuardKind.ATTENTION_ROLES,
-                           GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR, GuardKind.TRAILING_AXES})
+                           GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR, GuardKind.TRAILING_AXES,
+                           GuardKind.INDEPENDENT})
 # Hard guards on the texts of bound values and literals (`_guard_ok`): like `_VALUE_GUARDS`, answered before
 # the leaves once their variables are bound (`RuleMatcher._feasible`). Transposes of the head split
 # (`x.transpose(1, 2)`) then end f10's search at its first step instead of at every leaf below it.
@@ -453,7 +454,7 @@ class RuleMatcher:
         for u in self.flat.uses_of.get(src, ()):
             op = self.flat.nodes[u].op
             if (u > d and u < n and op is not None and is_cast(op) and len(op.outputs) == 1 and op.args
-                    and op.args[0] == Ref(src) and self.flat.reaching_def(src, u) == d
+                    and op.args[0] == Ref(src) and self.flat.may_reach(src, d, u)
                     and self._passed_on_reaches(("ref", op.outputs[0], u), name, n)):
                 return True
         return False
@@ -618,6 +619,8 @@ class RuleMatcher:
             return all(is_rotary_table(v, self.flat) for v in values)
         if kind == GuardKind.SCALE_FACTOR:
             return all(is_scale_factor(v, self.flat) for v in values)
+        if kind == GuardKind.INDEPENDENT:
+            return not computed_from(values[0], values[1], self.flat)
         if kind == GuardKind.TRAILING_AXES:
             return all(v is not None and v[0] == "expr" and trailing_axes(str(v[1])) for v in values)
         raise ValueError(f"not a value guard: {kind}")

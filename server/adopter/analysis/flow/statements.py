@@ -153,7 +153,17 @@ class StatementFlow(Statements):
                 for t, name in zip(flat, names):
                     self._bind_target(t, Ref(state.define(name)), True)
             for extra in targets[1:]:
-                for t in target_leaves(extra):
+                leaves = target_leaves(extra)
+                if produced and len(flat) == 1 and len(leaves) == 1 and leaves[0].type == "identifier":
+                    # `k = v = q if kv is None else kv`: one object under both names. The second name is
+                    # passed the value by a transparent `choose` (names are not versions: `k = self.key(k)`
+                    # rebinds the first before the second is read). A plain name on the right stays unlinked.
+                    name = self.src.text(leaves[0])
+                    out = state.define(name)
+                    state.emit(OpKind.OPERATOR, CHOOSE[1], (as_value(v),), (), leaves[0], (out,))
+                    self._bind_target(leaves[0], Ref(out), produced=True)
+                    continue
+                for t in leaves:
                     self._bind_target(t, v, produced=False)
             return
         v = expressions.value(right)

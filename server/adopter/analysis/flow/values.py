@@ -44,6 +44,11 @@ class ExpressionFlow(Expressions):
         kind = node.type
         if kind == "identifier":
             name = self.src.text(node)
+            held = self.state.frame.constants.get(name)
+            if held is not None:
+                # `eq = '... i d, ... j d -> ... i j'` then `einsum(eq, q, k)`: the string the local holds, as
+                # a literal argument would be (a name bound to anything else, or to two strings, holds None)
+                return Expr(held)
             v = self.state.lookup(name)
             return v if v is not None else Expr(name)
         if kind == "call":
