@@ -17,6 +17,7 @@ from adopter.dsl.types import (
     PValue,
     Value,
 )
+from adopter.engine.default_choice import unchosen_by_default
 
 
 def callee_matches(pattern: str, callee: str) -> bool:
@@ -183,8 +184,10 @@ class InitIndex:
         attr = target_attr(target)
         found = None
         if attr is not None:
-            found = next(((b, c) for b in self.by_attr.get(attr, ()) if (c := fit_binding(b, target, pattern))
-                          is not None), None)
+            # A layer chosen by a name the parameter's default does not give is not this module's as built.
+            bs = self.by_attr.get(attr, ())
+            found = next(((b, c) for b in bs if (c := fit_binding(b, target, pattern)) is not None
+                          and not unchosen_by_default(b, self.params, bs)), None)
         self._resolved[key] = found
         return found
 

@@ -34,6 +34,7 @@ from adopter.dsl.types import (
 )
 from adopter.engine.attention_roles import computed_from, plays_attention_roles
 from adopter.engine.bindings import InitIndex, fit_binding, norm_text, target_attr
+from adopter.engine.default_choice import unchosen_by_default
 from adopter.engine.flow import FlatForward
 from adopter.engine.gate_activations import may_be_gate_activation
 from adopter.engine.gate_projections import may_be_passed_projections
@@ -390,9 +391,11 @@ class RuleMatcher:
         if not contradicts(found[0].condition, facts):
             return found
         attr = target_attr(target)
-        return next(((b, c) for b in (self.init.bindings_of(attr) if attr is not None else ())
+        bs = self.init.bindings_of(attr) if attr is not None else ()
+        return next(((b, c) for b in bs
                      if b.condition is None or not contradicts(b.condition, facts)
-                     if (c := fit_binding(b, target, pattern)) is not None), None)
+                     if (c := fit_binding(b, target, pattern)) is not None
+                     if not unchosen_by_default(b, self.init.parameters(), bs)), None)
 
     def _unify_ctor(self, pat: CtorPattern, ctor: Ctor, state: _State) -> bool:
         """Bind the pattern variables of an init pattern to the constructor's argument texts."""

@@ -1,0 +1,113 @@
+"""Whether a conditional `__init__` binding is a layer chosen by name that the parameter's default does not choose.
+
+A module that picks its layer by a string parameter (`normalization: str = "layer_norm"`, then `if
+normalization == "batch_norm": self.norm = nn.BatchNorm1d(c)` / `elif normalization == "layer_norm":
+self.norm = nn.LayerNorm(c)`) builds, as written and as its callers leave it, the layer its default names.
+The layer another name selects is read as family 6 reads an activation chosen by name (`named_activation`,
+`key_may_be`: a literal key or the parameter's literal default names the layer): not the module's. Such a
+binding is skipped when its condition is false at the defaults and another binding of the same attribute
+has a condition that is true there (the default evidently takes another path). Only `==`, `!=`, `in` and
+`not in` of a parameter against string literals are decided; a boolean flag (`if use_bn:`) is a switch for
+an optional layer, not a choice by name, and stays undecided, as does anything else (a config attribute, a
+call). A default equal to the literal up to case is undecided: `__init__` may case-fold the parameter first.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+
+from adopter.dsl.types import Binding, Param, ParamKind
+
+
+def unchosen_by_default(binding: Binding, params: Sequence[Param], siblings: Sequence[Binding]) -> bool:
+    """Whether `binding` (one of `siblings`, the bindings of its attribute) is a choice by name that the
+    string defaults of `params` rule out while they take another sibling's path."""
+    if binding.condition is None or len(siblings) < 2:
+        return False
+    defaults = string_defaults(params)
+    if not defaults or decide(binding.condition, defaults) is not False:
+        return False
+    return any(s is not binding and s.condition is not None and decide(s.condition, defaults) is True
+               for s in siblings)
+
+
+def string_defaults(params: Sequence[Param]) -> dict[str, str]:
+    """The parameters whose default is a string literal, with that string."""
+    out: dict[str, str] = {}
+    for p in params:
+        if p.kind in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD) or p.default is None:
+            continue
+        value = _literal(p.default)
+        if isinstance(value, str):
+            out[p.name] = value
+    return out
+
+
+def decide(condition: str, defaults: Mapping[str, str]) -> bool | None:
+    """The truth of a binding's condition at these defaults: True, False, or None when it is not evident."""
+    tree = _parsed(condition)
+    return _truth(tree, defaults) if tree is not None else None
+
+
+@lru_cache(maxsize=4096)
+def _parsed(condition: str) -> ast.expr | None:
+    try:
+        return ast.parse(condition.strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _literal(text: str) -> object:
+    try:
+        return ast.literal_eval(text)
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+def _truth(node: ast.expr, defaults: Mapping[str, str]) -> bool | None:
+    if isinstance(node, ast.BoolOp):
+        parts = [_truth(v, defaults) for v in node.values]
+        if isinstance(node.op, ast.And):
+            return False if False in parts else (True if all(p is True for p in parts) else None)
+        return True if True in parts else (False if all(p is False for p in parts) else None)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _truth(node.operand, defaults)
+        return None if inner is None else not inner
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        return _compare(node.left, node.ops[0], node.comparators[0], defaults)
+    return None
+
+
+def _compare(left: ast.expr, op: ast.cmpop, right: ast.expr, defaults: Mapping[str, str]) -> bool | None:
+    if isinstance(right, ast.Name) and isinstance(op, (ast.Eq, ast.NotEq)):
+        left, right = right, left
+    if not isinstance(left, ast.Name) or left.id not in defaults:
+        return None
+    value = defaults[left.id]
+    if isinstance(op, (ast.Eq, ast.NotEq)):
+        options = _strings(right, single=True)
+    elif isinstance(op, (ast.In, ast.NotIn)):
+        options = _strings(right, single=False)
+    else:
+        return None
+    if options is None:
+        return None
+    if value in options:
+        found: bool | None = True
+    elif value.casefold() in {o.casefold() for o in options}:
+        return None
+    else:
+        found = False
+    return found if isinstance(op, (ast.Eq, ast.In)) else not found
+
+
+def _strings(node: ast.expr, single: bool) -> tuple[str, ...] | None:
+    """The string literal (`single`) or the literal tuple/list/set of strings `node` is, else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return (node.value,) if single else None
+    if single or not isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return None
+    items = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return tuple(items) if len(items) == len(node.elts) else None
