@@ -328,6 +328,9 @@ def _rms_sq_rsqrt(x: torch.Tensor) -> torch.Tensor:
 
 
 def _rms_norm(x: torch.Tensor) -> torch.Tensor:
+    # x / ||x|| times a gain. With the gain √d·w it is RMSNorm exactly; with a learned scalar g it is ScaleNorm
+    # (Nguyen & Salazar 2019), which is RMSNorm with the weight g/√d: ||x|| = √d · rms(x). Either way one
+    # `F.rms_norm` computes it (eps placement aside), so every gain counts (the constant is not read).
     return F.normalize(x, dim=-1) * 4.0
 
 
@@ -359,30 +362,6 @@ def _of_activations(match: Any) -> bool:
     while isinstance(x, torch.fx.Node) and x.op == "call_function" and x.target in _PASS_THROUGH:
         x = x.args[0]
     return not (isinstance(x, torch.fx.Node) and x.op == "placeholder" and x.name.startswith("params"))
-
-
-def _rms_scaled(match: Any) -> bool:
-    """x / ||x|| is a root-mean-square normalisation only with the √d that turns the norm into the RMS
-    (||x|| · d^-½ = √mean(x²)): a constant √d on the quotient or d^-½ on the norm. Without it, x / ||x||
-    times a learned gain only is ScaleNorm or a unit-vector normalisation (coordinates, cosine similarity),
-    which `F.rms_norm` computes only after folding √d into the gain: not the hand-written RMSNorm of the
-    family. The constant must be a Python number in the graph (a buffer holding it is not read)."""
-    x = match.kwargs.get("x")
-    val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-    if val is None or not len(val.shape) or not _of_activations(match):
-        return False
-    d = int(val.shape[-1])
-    # the match's own products, and a product its result goes on to (`F.normalize(x) * self.g * self.scale`)
-    later = [u for n in match.nodes for u in n.users if u not in match.nodes]
-    for n in [*match.nodes, *later]:
-        if n.target is not aten.mul.Tensor:
-            continue
-        for a, b in ((n.args[0], n.args[1]), (n.args[1], n.args[0])):
-            if isinstance(b, int | float) and isinstance(a, torch.fx.Node):
-                want = d ** -0.5 if a.target is aten.linalg_vector_norm.default else d ** 0.5
-                if abs(b - want) <= 1e-3 * want:
-                    return True
-    return False
 
 
 # --- family 13: GELU written out (erf, tanh, sigmoid forms) ---------------------------------------------
@@ -477,6 +456,12 @@ def _lm_ce(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
 
 
+def _lm_ce_classes_first(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    # the logits moved to (batch, classes, positions) for cross_entropy's class axis 1 (einops'
+    # `rearrange(logits, 'b n c -> b c n')`): nll_loss2d over the same log-softmax
+    return F.cross_entropy(F.linear(x, w).permute(0, 2, 1), y)
+
+
 def _lm_ce_float(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     logits = F.linear(x, w).float()
     return F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
@@ -529,10 +514,10 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         (12, "rms_rsqrt", _rms_rsqrt, [X3()], {}, _of_activations),
         (12, "rms_sqrt", _rms_sqrt, [X3()], {}, _of_activations),
         (12, "rms_square_rsqrt", _rms_sq_rsqrt, [X3()], {}, _of_activations),
-        (12, "rms_normalize", _rms_norm, [X3()], {}, _rms_scaled),
+        (12, "rms_normalize", _rms_norm, [X3()], {}, _of_activations),
         (12, "rms_float", _rms_float, [X3()], {}, _of_activations),
-        (12, "rms_norm_scaled", _rms_norm_scaled, [X3()], {}, _rms_scaled),
-        (12, "rms_norm_unexpanded", _rms_norm_unexpanded, [X3()], {}, _rms_scaled),
+        (12, "rms_norm_scaled", _rms_norm_scaled, [X3()], {}, _of_activations),
+        (12, "rms_norm_unexpanded", _rms_norm_unexpanded, [X3()], {}, _of_activations),
         (13, "gelu_erf_div", _gelu_erf_div, [X3()], {}, None),
         (13, "gelu_erf_mul", _gelu_erf_mul, [X3()], {}, None),
         (13, "gelu_tanh_pow", _gelu_tanh_pow, [X3()], {}, None),
@@ -547,6 +532,7 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         (15, "rope_complex", _rope_complex, [x4(), torch.randn(8, 8, dtype=torch.complex64)], {}, None),
         (16, "lm_head_ce", _lm_ce, [X3(), W(), torch.randint(0, 16, (2, 8))], {}, None),
         (16, "lm_head_ce_float", _lm_ce_float, [X3(), W(), torch.randint(0, 16, (2, 8))], {}, None),
+        (16, "lm_head_ce_classes_first", _lm_ce_classes_first, [X3(), W(), torch.randint(0, 16, (2, 8))], {}, None),
     ]
     for rank, x in (("3d", X3), ("2d", X2)):
         specs += [
@@ -597,6 +583,12 @@ def _inductor_attention() -> list[tuple[str, Callable[..., Any], list[Any], dict
     return list(seen.values())
 
 
+# Families whose fused kernel also hands back an inner value, so a model reading it elsewhere is still the
+# site: dropout-add-LayerNorm returns the residual sum (a pre-norm block's next residual reads it), the
+# fused linear cross-entropy sits beside logits the forward also returns (every `...ForCausalLM`).
+SHARED_INNER_NODES = (5, 16)
+
+
 @functools.cache
 def family_patterns() -> tuple[FamilyPattern, ...]:
     """Every family's patterns, compiled once per process (about 100 traces of tiny functions)."""
@@ -606,7 +598,10 @@ def family_patterns() -> tuple[FamilyPattern, ...]:
     torch.manual_seed(0)
     for family, name, fn, args, workaround, check in _specs():
         try:
-            out.append(FamilyPattern(family, name, gen_pattern(fn, args, trace_forward, workaround), check))
+            pattern = gen_pattern(fn, args, trace_forward, workaround)
+            if family in SHARED_INNER_NODES:
+                pattern = _anywhere_users(pattern)
+            out.append(FamilyPattern(family, name, pattern, check))
         except Exception as exc:  # a broken spec is a bug here: say which, and go on with the others
             print(f"oracle: pattern {name} of family {family} does not trace: {type(exc).__name__}: {exc}",
                   file=sys.stderr)

@@ -32,10 +32,12 @@ from oracle import stale
 # that called them (einops' `rearrange` is the user's reshape, not einops' source).
 HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum", "torch", "functorch",
            "numpy", "typing_extensions", "wrapt", "decorator", "ema_pytorch")
-# Pass 2 added the loss variant (`_loss_variant`) and RMSNorm through `torch.norm`; pass 3 asks every
-# norm-quotient RMSNorm pattern for its √d (`patterns._rms_scaled`). A run meeting an earlier pass's results
-# upgrades them (`_upgrade`).
-PASS = 3
+# Pass 2 added the loss variant (`_loss_variant`) and RMSNorm through `torch.norm`; pass 3 asked the
+# norm-quotient RMSNorm patterns for a √d gain, pass 4 takes that back (ScaleNorm is RMSNorm with the weight
+# g/√d: `patterns._rms_norm`), adds cross-entropy over logits moved to classes-first, and lets families 5 and
+# 16 share inner values (`patterns.SHARED_INNER_NODES`). A run meeting an
+# earlier pass's results upgrades them (`_upgrade`).
+PASS = 4
 SKIP_MODULE_PARTS = ("tests", "test", "testing", "conftest", "__main__", "setup", "benchmarks", "examples",
                      "scripts", "_version", "cli", "convert", "conversion")
 
@@ -271,7 +273,8 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
 # Pass 2 also added patterns (RMSNorm through `torch.norm`), whose ops a class computes only when one of the
 # lines it ran calls a vector norm: those classes are traced again whole; the others keep their trace.
 # (`self.norm(x)` calls a module: its own lines, in the trace too when they are model code, say what it computes.)
-NORM_CALL = re.compile(r"(?<!self\.)\bnorm\s*\(|normalize\s*\(|vector_norm\s*\(")
+NORM_CALL = re.compile(r"(?<!self\.)\bnorm\s*\(|normalize\s*\(|vector_norm\s*\(|cross_entropy|CrossEntropy|nll_loss|"
+                       r"loss_f|drop")  # pass 4: and the classes whose exercised lines compute a cross-entropy or a dropout
 
 
 def calls_a_norm(record: dict[str, Any]) -> bool:

@@ -222,7 +222,7 @@ class GainFirstRMS(nn.Module):
 
 
 class ScaleNorm(nn.Module):
-    # g * x / ||x|| with a learned scalar g (Nguyen & Salazar 2019): no sqrt(d), not an RMSNorm
+    # g * x / ||x|| with a learned scalar g (Nguyen & Salazar 2019): RMSNorm with the weight g / sqrt(d)
     def __init__(self, dim=8):
         super().__init__()
         self.g = nn.Parameter(torch.ones(1))
@@ -230,6 +230,16 @@ class ScaleNorm(nn.Module):
     def forward(self, x):
         n = torch.norm(x, dim=-1, keepdim=True).clamp(min=1e-5)
         return x / n * self.g
+
+
+class ClassesFirstLM(nn.Module):
+    def __init__(self, dim=8, vocab=16):
+        super().__init__()
+        self.to_logits = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, x, labels):
+        logits = self.to_logits(x)
+        return F.cross_entropy(logits.permute(0, 2, 1), labels)
 
 
 class NormOnly(nn.Module):
@@ -292,6 +302,12 @@ def test_rms_normalisation_of_a_weight_is_not_rmsnorm(tmp_path: Path) -> None:
     assert _form_line(lines, "F.normalize(self.weight") not in by_family[12]
 
 
+def test_lm_head_cross_entropy_with_classes_first(tmp_path: Path) -> None:
+    by_family, lines = _sites_of(tmp_path, "ClassesFirstLM", (torch.randn(2, 4, 8), torch.randint(0, 16, (2, 4))))
+    assert {_form_line(lines, "logits = self.to_logits(x)"), _form_line(lines, "F.cross_entropy(logits.permute")} <= \
+        by_family[16]
+
+
 def test_rmsnorm_written_with_torch_norm(tmp_path: Path) -> None:
     by_family, lines = _sites_of(tmp_path, "ScaledNormRMS", (torch.randn(2, 4, 8),))
     assert _form_line(lines, "return x / norm.clamp(min=1e-8)") in by_family[12]
@@ -299,9 +315,10 @@ def test_rmsnorm_written_with_torch_norm(tmp_path: Path) -> None:
     assert _form_line(lines, "return (x / denom) * self.scaling") in by_family[12]
     by_family, lines = _sites_of(tmp_path, "GainFirstRMS", (torch.randn(2, 4, 8),))
     assert _form_line(lines, "return F.normalize(x, dim=-1) * self.g * self.scale") in by_family[12]
-    for name in ("NormOnly", "ScaleNorm"):  # a norm that divides nothing; x / ||x|| without the sqrt(d)
-        by_family, _ = _sites_of(tmp_path, name, (torch.randn(2, 4, 8),))
-        assert 12 not in by_family, name
+    by_family, lines = _sites_of(tmp_path, "ScaleNorm", (torch.randn(2, 4, 8),))
+    assert _form_line(lines, "return x / n * self.g") in by_family[12]
+    by_family, _ = _sites_of(tmp_path, "NormOnly", (torch.randn(2, 4, 8),))
+    assert 12 not in by_family  # a norm that divides nothing is no normalisation
 
 
 CPU_ONLY = '''import torch
