@@ -40,6 +40,7 @@ from adopter.analysis.canonical.spellings import (
     CANONICAL,
     CAST,
     CHOOSE,
+    DEFAULT_KEYWORDS,
     FUNCTION_VALUES,
     KEYWORD_ALIASES,
     LOG_SOFTMAX,
@@ -846,6 +847,12 @@ def normalise_values(key: Key, args: tuple[Any, ...], kwargs: tuple[tuple[str, A
                      ranks: Mapping[str, int]) -> tuple[tuple[Any, ...], tuple[tuple[str, Any], ...]] | None:
     """`normalise` over any argument values (ops' values, or rule patterns' variables): the positional
     arguments and the (name, value) keywords, or None when `key` has no signature to apply."""
+    default = DEFAULT_KEYWORDS.get(key)
+    if default is not None:
+        kept = tuple(kw for kw in kwargs if kw[0] != default[0] or _text(kw[1]) not in default[1])
+        if len(kept) != len(kwargs) and key not in SIGNATURES:
+            return tuple(args), kept
+        kwargs = kept
     sig = SIGNATURES.get(key)
     if sig is None or len(args) > len(sig.params) or any(_starred(a) for a in args):
         return None
@@ -1072,6 +1079,12 @@ def _respell(op: Op, key: Key, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...
 
 def _new(op: Op, key: Key, args: tuple[Value, ...], outputs: tuple[str, ...]) -> Op:
     return Op(_kind(key[0]), key[1], args, (), outputs, op.span, op.stmt_span, op.via, origin=op.origin or op)
+
+
+def _text(v: object) -> str | None:
+    """The source text of an argument value (an op's `Expr`, a rule pattern's literal); None for others."""
+    text = getattr(v, "text", None)
+    return text.strip() if isinstance(text, str) else None
 
 
 def _starred(v: object) -> bool:
