@@ -92,6 +92,7 @@ _SQUARE_TARGETS = frozenset(target for _, target in SQUARES)  # asked before the
 # Keys are built from `op.kind._value_`, the member's value as stored: Enum's `value` property is a Python call
 # per read, and the pass builds several keys per op.
 _INT = re.compile(r"^-?\d+$")
+_SELF_ATTRIBUTE = re.compile(r"\bself\.")
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _TEMP = re.compile(r"^%(\d+)$")
@@ -631,8 +632,11 @@ class _Pass:
         user would read them) and the call as `origin`, with the call in `via`: a site through them is
         reported without an automatic fix, as every site inside a Sequential."""
         names: dict[str, Value] = {inner.params[0].name: op.args[0]}
+        owner = f"{target}."
 
         def value(v: Value) -> Value:
+            if isinstance(v, Expr) and "self" in v.text:
+                return Expr(_SELF_ATTRIBUTE.sub(lambda m: owner, v.text))  # the item's `self.gain`: `self.net[1].gain`
             return names.get(v.name, v) if isinstance(v, Ref) else v
 
         out: list[Op] = []
