@@ -50,22 +50,23 @@ def FeedForward(dim, mult = 4, dropout = 0.):
     )
 '''
 
-# Counter-examples: a ReLU gate (neither SwiGLU nor GEGLU), an item with state of its own (its forward
-# reads `self`: not read through), a gated item after a convolution (no Linear projection).
+# Counter-examples: a ReLU gate (neither SwiGLU nor GEGLU), an item with state of its own that is no gate (its
+# forward reads its parameter as a value, and is read through since mech39: a gate with state is a site, see
+# tests/rules/test_gated_items_with_state.py), a gated item after a convolution (no Linear projection).
 NOT_SITES = '''
 class ReGLU(Module):
     def forward(self, x):
         x, gate = x.chunk(2, dim = -1)
         return x * F.relu(gate)
 
-class ScaledGEGLU(Module):
+class Scaled(Module):
     def __init__(self, dim):
         super().__init__()
         self.mult_bias = nn.Parameter(torch.ones(dim))
 
     def forward(self, x):
         x, gate = x.chunk(2, dim = -1)
-        return F.gelu(gate) * x * self.mult_bias
+        return gate * x * self.mult_bias
 
 class GEGLU(Module):
     def forward(self, x):
@@ -76,7 +77,7 @@ class Blocks(Module):
     def __init__(self, dim):
         super().__init__()
         self.relu_glu = nn.Sequential(nn.Linear(dim, dim * 2), ReGLU(), nn.Linear(dim, dim))
-        self.scaled = nn.Sequential(nn.Linear(dim, dim * 2), ScaledGEGLU(dim), nn.Linear(dim, dim))
+        self.scaled = nn.Sequential(nn.Linear(dim, dim * 2), Scaled(dim), nn.Linear(dim, dim))
         self.conv = nn.Sequential(nn.Conv2d(dim, dim * 2, 1), GEGLU(), nn.Conv2d(dim, dim, 1))
 
     def forward(self, x, y, z):

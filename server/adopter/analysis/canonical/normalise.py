@@ -40,6 +40,7 @@ from adopter.analysis.canonical.spellings import (
     CANONICAL,
     CAST,
     CHOOSE,
+    DEFAULT_KEYWORDS,
     FUNCTION_VALUES,
     KEYWORD_ALIASES,
     LOG_SOFTMAX,
@@ -91,6 +92,7 @@ _SQUARE_TARGETS = frozenset(target for _, target in SQUARES)  # asked before the
 # Keys are built from `op.kind._value_`, the member's value as stored: Enum's `value` property is a Python call
 # per read, and the pass builds several keys per op.
 _INT = re.compile(r"^-?\d+$")
+_SELF_ATTRIBUTE = re.compile(r"\bself\.")
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _TEMP = re.compile(r"^%(\d+)$")
@@ -630,8 +632,11 @@ class _Pass:
         user would read them) and the call as `origin`, with the call in `via`: a site through them is
         reported without an automatic fix, as every site inside a Sequential."""
         names: dict[str, Value] = {inner.params[0].name: op.args[0]}
+        owner = f"{target}."
 
         def value(v: Value) -> Value:
+            if isinstance(v, Expr) and "self" in v.text:
+                return Expr(_SELF_ATTRIBUTE.sub(lambda m: owner, v.text))  # the item's `self.gain`: `self.net[1].gain`
             return names.get(v.name, v) if isinstance(v, Ref) else v
 
         out: list[Op] = []
@@ -846,6 +851,12 @@ def normalise_values(key: Key, args: tuple[Any, ...], kwargs: tuple[tuple[str, A
                      ranks: Mapping[str, int]) -> tuple[tuple[Any, ...], tuple[tuple[str, Any], ...]] | None:
     """`normalise` over any argument values (ops' values, or rule patterns' variables): the positional
     arguments and the (name, value) keywords, or None when `key` has no signature to apply."""
+    default = DEFAULT_KEYWORDS.get(key)
+    if default is not None:
+        kept = tuple(kw for kw in kwargs if kw[0] != default[0] or _text(kw[1]) not in default[1])
+        if len(kept) != len(kwargs) and key not in SIGNATURES:
+            return tuple(args), kept
+        kwargs = kept
     sig = SIGNATURES.get(key)
     if sig is None or len(args) > len(sig.params) or any(_starred(a) for a in args):
         return None
@@ -1072,6 +1083,12 @@ def _respell(op: Op, key: Key, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...
 
 def _new(op: Op, key: Key, args: tuple[Value, ...], outputs: tuple[str, ...]) -> Op:
     return Op(_kind(key[0]), key[1], args, (), outputs, op.span, op.stmt_span, op.via, origin=op.origin or op)
+
+
+def _text(v: object) -> str | None:
+    """The source text of an argument value (an op's `Expr`, a rule pattern's literal); None for others."""
+    text = getattr(v, "text", None)
+    return text.strip() if isinstance(text, str) else None
 
 
 def _starred(v: object) -> bool:

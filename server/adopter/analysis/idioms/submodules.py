@@ -18,6 +18,7 @@ Sequential's chain where the item runs.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
@@ -31,7 +32,7 @@ from adopter.analysis.names.signature import params
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Binding, Ctor, Expr, Forward, Init, Op, Problem, Return
+from adopter.dsl.types import Binding, Ctor, Expr, Forward, Init, Op, OpKind, Problem, Ref, Return
 
 MAX_DEPTH = 3  # submodules of submodules read through
 MAX_ITEM_OPS = 16  # a Sequential item's forward spliced into the chain: a small activation, not a block
@@ -143,7 +144,7 @@ def item_forwards(ctors: Iterable[Ctor], table: ClassTable, src: SourceText) -> 
         if ctor.callee in seen:
             continue
         seen.add(ctor.callee)
-        method = _stateless_forward(ctor, table, src)
+        method = _item_forward(ctor, table, src)
         if method is None:
             continue
         owner, node = method
@@ -152,9 +153,45 @@ def item_forwards(ctors: Iterable[Ctor], table: ClassTable, src: SourceText) -> 
                                     .function(node, owner))
         body = forward.body
         if (len(forward.params) == 1 and body and isinstance(body[-1], Return) and len(body[-1].values) == 1
-                and all(isinstance(s, Op) for s in body[:-1]) and len(body) <= MAX_ITEM_OPS):
+                and all(isinstance(s, Op) and _reads_attributes_only(s) for s in body[:-1])
+                and len(body) <= MAX_ITEM_OPS):
             found[ctor.callee] = forward
     return found
+
+
+def _item_forward(ctor: Ctor, table: ClassTable, src: SourceText) -> tuple[str, Node] | None:
+    """(class, forward node) of a same-file module built as a Sequential item whose forward reads its
+    own state only as values (`self.mult_bias`, a gain its `__init__` binds): a stateless one
+    (`_stateless_forward`), or any same-file module class, built with any arguments, whose forward's
+    ops `item_forwards` then checks (`_reads_attributes_only`). The arguments only shape what
+    `__init__` binds; the forward computes the same ops whatever they are."""
+    if ctor.items or ctor.callee not in table.infos or not table.is_module(ctor.callee):
+        return None
+    stateless = _stateless_forward(ctor, table, src)
+    if stateless is not None:
+        return stateless
+    if table.find_method(ctor.callee, "__call__") is not None:
+        return None
+    return table.find_method(ctor.callee, "forward")
+
+
+# `self.gain`, `self.scale ** 0.5`: the item's own attributes read as values (no call, no bare `self`).
+_SELF_WORD = re.compile(r"\bself\b")
+_SELF_VALUE = re.compile(r"\bself\.[A-Za-z_]\w*(?!\w|\s*\()")
+
+
+def _reads_attributes_only(op: Op) -> bool:
+    """Whether `op` reads the item's `self` only as attribute values: not a submodule call (`self.proj(x)`,
+    whose layer the splice could not name), not `self` itself handed on."""
+    if op.kind == OpKind.MODULE or op.target.startswith("self.") or op.target == "self":
+        return False
+    for v in (*op.args, *(k.value for k in op.kwargs)):
+        if isinstance(v, Ref) and (v.name == "self" or v.name.startswith("self.")):
+            return False
+        text = v.text if isinstance(v, Expr) else ""
+        if len(_SELF_WORD.findall(text)) != len(_SELF_VALUE.findall(text)):
+            return False
+    return True
 
 
 def _only_super_init(function: Node, src: SourceText) -> bool:
