@@ -811,7 +811,10 @@ class _Pass:
         # `beta=0`: torch ignores `input` (its nan and inf are not propagated), so there is no added term:
         # GPT-2's `baddbmm(empty, q, k, beta=0, alpha=scale)` is the scaled product alone.
         beta = kw.get("beta")
-        ignored = isinstance(beta, Expr) and _ZERO.match(beta.text) is not None
+        # An input just made as zeros (GPT-NeoX's `baddbmm(torch.zeros(...), q, k, beta=1.0, alpha=...)`)
+        # adds nothing either.
+        zeros = isinstance(op.args[0], Ref) and self.made_by.get(op.args[0].name) in _ZEROS
+        ignored = zeros or (isinstance(beta, Expr) and _ZERO.match(beta.text) is not None)
         product = op.outputs[0] if ignored and "alpha" not in kw else self.temp()
         out = [_new(op, MATMUL, (op.args[1], op.args[2]), (product,))]
         value: Value = Ref(product)
@@ -1010,6 +1013,7 @@ def summed_axes(equation: str) -> tuple[str, tuple[tuple[int, ...], tuple[int, .
 
 
 _ZERO = re.compile(r"^\s*(0+\.?0*|\.0+)\s*$")
+_ZEROS = frozenset({("function", "torch.zeros"), ("function", "torch.zeros_like"), ("method", "new_zeros")})
 _CHOICE = re.compile(r"""^(?P<a>(['"])[^'"]*\2)\s+if\s+.+?\s+else\s+(?P<b>(['"])[^'"]*\4)$""", re.S)
 
 
