@@ -2,8 +2,8 @@
 
 Cross-file reach reads a config class's `__init__` to learn the defaults of its fields (`self.hidden_act
 = hidden_act` with `hidden_act="gelu"`), or, for a class without one (transformers 5's dataclass configs),
-its class-level fields (`hidden_act: str = "gelu_new"`) over its bases' and then its `__post_init__`; and the tests around a construction (`if config.is_gated_act:`)
-under those defaults. Names, `self.x`, `<obj>.x`, `str.split`, indexing, `len`, comparisons, `not`,
+its class-level fields (`hidden_act: str = "gelu_new"`) over its bases' and then its `__post_init__`; and
+the tests around a construction (`if config.is_gated_act:`) under those defaults. Names, `self.x`, `<obj>.x`, `str.split`, indexing, `len`, comparisons, `not`,
 `and` and `or` over constants are evaluated; anything else is `UNKNOWN`. Reads stdlib `ast` nodes
 (`ast_files.py`); never imports or runs anything.
 """
