@@ -50,6 +50,18 @@ CASES = [
      ["%1 = function torch.matmul(x, y)", "s = operator *(%1, 0.5)"]),
     ("baddbmm with beta=0.0 and no alpha: the product", "", "s = torch.baddbmm(mask, x, y, beta=0.0)",
      ["s = function torch.matmul(x, y)"]),
+    # An input made as zeros adds nothing at any beta (GPT-NeoX's `_attn`: `torch.zeros(...)`, `beta=1.0`) ...
+    ("baddbmm over zeros: matmul and scale", "", "z = torch.zeros(2, 3, 3)\ns = torch.baddbmm(z, x, y, beta=1.0, alpha=0.5)",
+     ["z = function torch.zeros(2, 3, 3)", "%1 = function torch.matmul(x, y)", "s = operator *(%1, 0.5)"]),
+    # ... not one bound on another path too (it may hold something else there) ...
+    ("baddbmm over zeros on one path: the add stays", "",
+     "z = mask\nif y is None:\n    z = torch.zeros(2, 3, 3)\ns = torch.baddbmm(z, x, y, beta=1.0)",
+     ["z = function torch.zeros(2, 3, 3)", "%1 = function torch.matmul(x, y)", "%2 = operator *(z, 1.0)",
+      "s = operator +(%1, %2)"]),
+    # ... and ones (or any other input) are added.
+    ("baddbmm over ones: the add stays", "", "z = torch.ones(2, 3, 3)\ns = torch.baddbmm(z, x, y, beta=1.0)",
+     ["z = function torch.ones(2, 3, 3)", "%1 = function torch.matmul(x, y)", "%2 = operator *(z, 1.0)",
+      "s = operator +(%1, %2)"]),
     ("casts, copies and layout are one transparent op", "",
      "a = x.float()\nb = x.to(torch.bfloat16)\nc = x.type_as(y)\nd = x.contiguous()",
      ["a = operator cast(x)", "b = operator cast(x, torch.bfloat16)", "c = operator cast(x, y)", "d = operator cast(x)"]),

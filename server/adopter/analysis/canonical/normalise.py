@@ -209,6 +209,8 @@ class _Pass:
         self._scores: frozenset[str] | None = None
         self.halves: dict[str, str] = {}  # name -> the tensor whose last axis it holds split as (2, n)
         self.version: dict[str, int] = {}  # name -> how many times the pass has bound it
+        self.current = 0  # `id` of the block the pass is in
+        self.zeros: dict[str, int] = {}  # name -> the block (`current`) whose last op bound it to zeros
         # name -> (product, factor, "*" or "/", their versions): a product scaled once, kept by `track`
         self.scaled: dict[str, tuple[str, Value, str, tuple[int, int]]] = {}
 
@@ -240,6 +242,13 @@ class _Pass:
     # -- control flow --------------------------------------------------------------------------------
 
     def block(self, block: Block, ranks: dict[str, int]) -> Block:
+        outer, self.current = self.current, id(block)
+        try:
+            return self._block(block, ranks)
+        finally:
+            self.current = outer
+
+    def _block(self, block: Block, ranks: dict[str, int]) -> Block:
         out: list[Stmt] = []
         deferred: dict[int, Op] = {}  # index of a call of a module built inline -> the function it computes
         for i, stmt in enumerate(block):
@@ -467,6 +476,10 @@ class _Pass:
         first_made = self.made_by.get(first) if first is not None else None
         for name in op.outputs:
             self.version[name] = self.version.get(name, 0) + 1
+            if key in _ZEROS:
+                self.zeros[name] = self.current
+            else:
+                self.zeros.pop(name, None)
             self.scaled.pop(name, None)
             self.made_by[name] = key
             self.probs.discard(name)
@@ -816,7 +829,11 @@ class _Pass:
         # `beta=0`: torch ignores `input` (its nan and inf are not propagated), so there is no added term:
         # GPT-2's `baddbmm(empty, q, k, beta=0, alpha=scale)` is the scaled product alone.
         beta = kw.get("beta")
-        ignored = isinstance(beta, Expr) and _ZERO.match(beta.text) is not None
+        # An input made as zeros in this block (GPT-NeoX's `baddbmm(torch.zeros(...), q, k, beta=1.0, alpha=...)`)
+        # adds nothing either; zeros made under a branch may hold something else on another path.
+        first = op.args[0]
+        zeros = isinstance(first, Ref) and self.zeros.get(first.name) == self.current
+        ignored = zeros or (isinstance(beta, Expr) and _ZERO.match(beta.text) is not None)
         product = op.outputs[0] if ignored and "alpha" not in kw else self.temp()
         out = [_new(op, MATMUL, (op.args[1], op.args[2]), (product,))]
         value: Value = Ref(product)
@@ -1021,6 +1038,7 @@ def summed_axes(equation: str) -> tuple[str, tuple[tuple[int, ...], tuple[int, .
 
 
 _ZERO = re.compile(r"^\s*(0+\.?0*|\.0+)\s*$")
+_ZEROS = frozenset({("function", "torch.zeros"), ("function", "torch.zeros_like"), ("method", "new_zeros")})
 _CHOICE = re.compile(r"""^(?P<a>(['"])[^'"]*\2)\s+if\s+.+?\s+else\s+(?P<b>(['"])[^'"]*\4)$""", re.S)
 
 

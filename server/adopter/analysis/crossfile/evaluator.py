@@ -1,8 +1,9 @@
 """A small evaluator over constants, for what another file's code leaves evident without running it.
 
 Cross-file reach reads a config class's `__init__` to learn the defaults of its fields (`self.hidden_act
-= hidden_act` with `hidden_act="gelu"`), and the tests around a construction (`if config.is_gated_act:`)
-under those defaults. Names, `self.x`, `<obj>.x`, `str.split`, indexing, `len`, comparisons, `not`,
+= hidden_act` with `hidden_act="gelu"`), or, for a class without one (transformers 5's dataclass configs),
+its class-level fields (`hidden_act: str = "gelu_new"`) over its bases' and then its `__post_init__`; and
+the tests around a construction (`if config.is_gated_act:`) under those defaults. Names, `self.x`, `<obj>.x`, `str.split`, indexing, `len`, comparisons, `not`,
 `and` and `or` over constants are evaluated; anything else is `UNKNOWN`. Reads stdlib `ast` nodes
 (`ast_files.py`); never imports or runs anything.
 """
@@ -34,6 +35,22 @@ def config_defaults(init: ast.FunctionDef) -> dict[str, object]:
         env[a.arg] = evaluate(kw_default, env, {}) if kw_default is not None else UNKNOWN
     fields: dict[str, object] = {}
     run_body(init.body, env, fields)
+    return {k: v for k, v in fields.items() if v is not UNKNOWN}
+
+
+def class_defaults(cls: ast.ClassDef, inherited: dict[str, object]) -> dict[str, object]:
+    """`<instance>.<field>` values of a class with no `__init__` of its own, where evident: the bases'
+    defaults (`inherited`), overridden by the class-level fields of its body (`hidden_act: str = "gelu"`,
+    as a dataclass writes them), then by what its `__post_init__` assigns under those values."""
+    fields = dict(inherited)
+    env: dict[str, object] = {}
+    for stmt in cls.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            value = evaluate(stmt.value, env, {})
+            env[stmt.target.id] = fields[stmt.target.id] = value
+    post = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__post_init__"), None)
+    if post is not None:
+        run_body(post.body, {}, fields)
     return {k: v for k, v in fields.items() if v is not UNKNOWN}
 
 

@@ -65,7 +65,13 @@ from adopter.analysis.crossfile.builders import (
     sequential_items,
 )
 from adopter.analysis.crossfile.direct import direct_definition
-from adopter.analysis.crossfile.evaluator import UNKNOWN, config_defaults, getattr_parts, literal
+from adopter.analysis.crossfile.evaluator import (
+    UNKNOWN,
+    class_defaults,
+    config_defaults,
+    getattr_parts,
+    literal,
+)
 from adopter.analysis.crossfile.factories import apply_steps, dict_entries, handed_on, key_steps
 from adopter.analysis.crossfile.init_source import InitSource, Scope
 from adopter.analysis.crossfile.jedi_lookup import JediLookup
@@ -511,11 +517,29 @@ class CrossFileReach:
             found = elementwise_layer(forward, parsed.imports)
             if found is not None:
                 return Summary("layer", d, found[0], found[1], own_init=own_init)
-        if "__init__" in methods and isinstance(methods["__init__"], ast.FunctionDef):
-            defaults = config_defaults(methods["__init__"])
-            if defaults:
-                return Summary("config", d, defaults=tuple(sorted(defaults.items(), key=lambda kv: kv[0])))
+        defaults: dict[str, object] = {}
+        if "__init__" in methods:
+            if isinstance(methods["__init__"], ast.FunctionDef):
+                defaults = config_defaults(methods["__init__"])
+        else:  # a dataclass config (transformers 5) or a subclass that keeps its base's `__init__`
+            defaults = class_defaults(node, self._inherited(node, d.path, parsed, depth, read))
+        if defaults:
+            return Summary("config", d, defaults=tuple(sorted(defaults.items(), key=lambda kv: kv[0])))
         return Summary("other", d)
+
+    def _inherited(self, node: ast.ClassDef, path: str, parsed: ParsedFile, depth: int,
+                   read: set[str]) -> dict[str, object]:
+        """The config defaults a class inherits: its config bases', the first base's winning (the MRO)."""
+        out: dict[str, object] = {}
+        for base in reversed(node.bases):
+            dotted = dotted_name(base)
+            qualified = qualify(dotted, parsed.imports) if dotted is not None else None
+            if qualified is None or qualified.startswith(("torch.", "typing.", "builtins.")):
+                continue
+            sub = self._base(qualified, path, parsed, depth, read)
+            if sub is not None and sub.kind == "config":
+                out.update(sub.defaults)
+        return out
 
     def _base(self, qualified: str, path: str, parsed: ParsedFile, depth: int, read: set[str]) -> Summary | None:
         if qualified in parsed.toplevel:
