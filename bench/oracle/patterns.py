@@ -85,6 +85,7 @@ def _t(*shape: int) -> torch.Tensor:
 
 X3 = functools.partial(_t, 2, 8, 16)
 X2 = functools.partial(_t, 4, 16)
+X4 = functools.partial(_t, 2, 16, 4, 4)  # feature maps, channels first (moved to channels-last by the pattern)
 W = functools.partial(_t, 16, 16)
 B = functools.partial(_t, 16)
 
@@ -140,6 +141,34 @@ def _lin_gelu_fast(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.T
 def _lin_gelu_erf(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     h = F.linear(x, w, b)  # the erf formula written out
     return h * 0.5 * (1.0 + torch.erf(h / math.sqrt(2.0)))
+
+
+def _channels_last(x: torch.Tensor) -> torch.Tensor:
+    return x.permute(0, 2, 3, 1)
+
+
+def _transposed(x: torch.Tensor) -> torch.Tensor:
+    return x.transpose(1, 2)
+
+
+def _moved(fn: Callable[..., torch.Tensor], move: Callable[[torch.Tensor], torch.Tensor] | None,
+           ) -> Callable[..., torch.Tensor]:
+    """`fn` applied to its first input after `move` (a permute or transpose), or `fn` itself."""
+    if move is None:
+        return fn
+
+    @functools.wraps(fn)  # the pattern matcher names the inputs after `fn`'s parameters
+    def moved(x: torch.Tensor, *rest: torch.Tensor) -> torch.Tensor:
+        return fn(move(x), *rest)
+    return moved
+
+
+def _lin_mm_gelu(move: Callable[[torch.Tensor], torch.Tensor], tanh: bool, bias: bool) -> Callable[..., torch.Tensor]:
+    def fn(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        m = move(x)
+        h = torch.mm(m.reshape(-1, m.shape[-1]), w.t()).view(*m.shape[:-1], w.shape[0])
+        return F.gelu(h + b if bias else h, approximate="tanh" if tanh else "none")
+    return fn
 
 
 # --- family 7: Conv2d -> BatchNorm2d; family 8: Linear -> BatchNorm1d --------------------------------
@@ -393,6 +422,35 @@ def _gelu_sigmoid_r(x: torch.Tensor) -> torch.Tensor:
     return torch.sigmoid(1.702 * x) * x
 
 
+def _times_its_input(match: Any) -> bool:
+    """`1 + erf(x / √2)` is GELU only once multiplied by x: GELU(x) = x · ½(1 + erf(x/√2)). Alone (times ½)
+    it is the Gaussian CDF Φ(x) (stochastic gates, probit links), which `F.gelu` does not compute. Follows
+    the sum through products by numbers (the ½) to a product with x itself."""
+    x = match.kwargs.get("x")
+    root = match.output_nodes()[0] if hasattr(match, "output_nodes") else match.nodes[-1]
+    frontier, seen = [root], set()
+    for _ in range(4):
+        nxt = []
+        for n in frontier:
+            for u in n.users:
+                if u in seen or u.target is not aten.mul.Tensor:
+                    continue
+                seen.add(u)
+                other = u.args[1] if u.args[0] is n else u.args[0]
+                if other is x:
+                    return True
+                if isinstance(other, int | float):
+                    nxt.append(u)
+        frontier = nxt
+    # x multiplied first (`x * 0.5 * (1 + erf(...))`): a product of the sum with a product of x and a number
+    for u in root.users:
+        if u.target is aten.mul.Tensor:
+            other = u.args[1] if u.args[0] is root else u.args[0]
+            if isinstance(other, torch.fx.Node) and other.target is aten.mul.Tensor and x in other.args:
+                return True
+    return False
+
+
 def _sigmoid_1702(match: Any) -> bool:
     return any(n.target == aten.mul.Tensor and any(isinstance(a, float) and abs(a - 1.702) < 1e-3 for a in n.args)
                for n in match.nodes)
@@ -518,8 +576,8 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         (12, "rms_float", _rms_float, [X3()], {}, _of_activations),
         (12, "rms_norm_scaled", _rms_norm_scaled, [X3()], {}, _of_activations),
         (12, "rms_norm_unexpanded", _rms_norm_unexpanded, [X3()], {}, _of_activations),
-        (13, "gelu_erf_div", _gelu_erf_div, [X3()], {}, None),
-        (13, "gelu_erf_mul", _gelu_erf_mul, [X3()], {}, None),
+        (13, "gelu_erf_div", _gelu_erf_div, [X3()], {}, _times_its_input),
+        (13, "gelu_erf_mul", _gelu_erf_mul, [X3()], {}, _times_its_input),
         (13, "gelu_tanh_pow", _gelu_tanh_pow, [X3()], {}, None),
         (13, "gelu_tanh_cube", _gelu_tanh_cube, [X3()], {}, None),
         (13, "gelu_tanh_factored", _gelu_tanh_factored, [X3()], {}, None),
@@ -534,16 +592,24 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         (16, "lm_head_ce_float", _lm_ce_float, [X3(), W(), torch.randint(0, 16, (2, 8))], {}, None),
         (16, "lm_head_ce_classes_first", _lm_ce_classes_first, [X3(), W(), torch.randint(0, 16, (2, 8))], {}, None),
     ]
-    for rank, x in (("3d", X3), ("2d", X2)):
-        specs += [
-            (6, f"linear_gelu_{rank}", _lin_gelu, [x(), W(), B()], {}, None),
-            (6, f"linear_gelu_tanh_{rank}", _lin_gelu_tanh, [x(), W(), B()], {}, None),
-            (6, f"linear_nobias_gelu_{rank}", _lin_nb_gelu, [x(), W()], {}, None),
-            (6, f"linear_nobias_gelu_tanh_{rank}", _lin_nb_gelu_tanh, [x(), W()], {}, None),
-            (6, f"linear_gelu_new_{rank}", _lin_gelu_new, [x(), W(), B()], {}, None),
-            (6, f"linear_gelu_fast_{rank}", _lin_gelu_fast, [x(), W(), B()], {}, None),
-            (6, f"linear_gelu_erf_formula_{rank}", _lin_gelu_erf, [x(), W(), B()], {}, None),
-        ]
+    # A Linear on a permuted input (channels-last feature maps, ConvNeXt's pointwise layers; a transposed
+    # sequence) cannot `view` it flat: matmul's decomposition runs expand / bmm / add instead of addmm.
+    for rank, x, move in (("3d", X3, None), ("2d", X2, None), ("4d_permuted", X4, _channels_last),
+                          ("3d_transposed", functools.partial(_t, 2, 16, 8), _transposed)):
+        for name, fn, bias in (("linear_gelu", _lin_gelu, True), ("linear_gelu_tanh", _lin_gelu_tanh, True),
+                               ("linear_nobias_gelu", _lin_nb_gelu, False),
+                               ("linear_nobias_gelu_tanh", _lin_nb_gelu_tanh, False),
+                               ("linear_gelu_new", _lin_gelu_new, True), ("linear_gelu_fast", _lin_gelu_fast, True),
+                               ("linear_gelu_erf_formula", _lin_gelu_erf, True)):
+            specs.append((6, f"{name}_{rank}", _moved(fn, move), [x(), W(), *([B()] if bias else [])], {}, None))
+    # ... and where autograd records the Linear (a model's traced step), as a flat `mm` of the copied input
+    # with the bias added after the view back
+    for rank, x, move in (("4d_permuted", X4, _channels_last), ("3d_transposed", functools.partial(_t, 2, 16, 8),
+                                                                  _transposed)):
+        for tanh in (False, True):
+            for bias in (True, False):
+                specs.append((6, f"linear_{'' if bias else 'nobias_'}gelu{'_tanh' if tanh else ''}_mm_{rank}",
+                              _lin_mm_gelu(move, tanh, bias), [x(), W(), B()], {}, None))
     specs += [
         (9, "proj_heads_transpose", _proj_heads_t, [X3(), W(), B()], {}, None),
         (9, "proj_heads_permute", _proj_heads_p, [X3(), W(), B()], {}, None),

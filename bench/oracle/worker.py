@@ -35,9 +35,10 @@ HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum",
 # Pass 2 added the loss variant (`_loss_variant`) and RMSNorm through `torch.norm`; pass 3 asked the
 # norm-quotient RMSNorm patterns for a √d gain, pass 4 takes that back (ScaleNorm is RMSNorm with the weight
 # g/√d: `patterns._rms_norm`), adds cross-entropy over logits moved to classes-first, and lets families 5 and
-# 16 share inner values (`patterns.SHARED_INNER_NODES`). A run meeting an
+# 16 share inner values (`patterns.SHARED_INNER_NODES`); pass 5 asks an erf GELU for its product with x (the
+# Gaussian CDF alone is not GELU) and adds Linear -> GELU on a permuted input. A run meeting an
 # earlier pass's results upgrades them (`_upgrade`).
-PASS = 4
+PASS = 5
 SKIP_MODULE_PARTS = ("tests", "test", "testing", "conftest", "__main__", "setup", "benchmarks", "examples",
                      "scripts", "_version", "cli", "convert", "conversion")
 
@@ -274,7 +275,8 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
 # lines it ran calls a vector norm: those classes are traced again whole; the others keep their trace.
 # (`self.norm(x)` calls a module: its own lines, in the trace too when they are model code, say what it computes.)
 NORM_CALL = re.compile(r"(?<!self\.)\bnorm\s*\(|normalize\s*\(|vector_norm\s*\(|cross_entropy|CrossEntropy|nll_loss|"
-                       r"loss_f|drop")  # pass 4: and the classes whose exercised lines compute a cross-entropy or a dropout
+                       r"loss_f|drop|erf|permute|transpose|movedim|swapaxes|rearrange")  # and, from pass 4, the classes whose
+# exercised lines compute a cross-entropy or a dropout; from pass 5, an erf or a moved axis
 
 
 def calls_a_norm(record: dict[str, Any]) -> bool:

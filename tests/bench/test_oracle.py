@@ -130,7 +130,9 @@ def test_the_oracle_excludes_every_held_out_distribution(monkeypatch: pytest.Mon
     assert excluded() == ("a-dist", "b-dist")
 
 
-FORMS = '''import torch
+FORMS = '''import math
+
+import torch
 import torch.nn.functional as F
 from torch import nn
 
@@ -242,6 +244,29 @@ class ClassesFirstLM(nn.Module):
         return F.cross_entropy(logits.permute(0, 2, 1), labels)
 
 
+class GaussianGate(nn.Module):
+    # the Gaussian CDF: 0.5 * (1 + erf(x / sqrt 2)), not multiplied by x: not GELU
+    def forward(self, x):
+        return x.mean() + 0.5 * (1 + torch.erf(x / math.sqrt(2)))
+
+
+class ErfGelu(nn.Module):
+    def forward(self, x):
+        return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+
+class ChannelsLastMLP(nn.Module):
+    # ConvNeXt's pointwise Linear on a permuted feature map, then GELU
+    def __init__(self, dim=8):
+        super().__init__()
+        self.pw = nn.Linear(dim, 4 * dim)
+        self.act = nn.GELU()
+
+    def forward(self, x):
+        x = x.permute(0, 2, 3, 1)
+        return self.act(self.pw(x))
+
+
 class NormOnly(nn.Module):
     def forward(self, x):
         return x.norm(dim=-1, keepdim=True) + x.mean()
@@ -300,6 +325,18 @@ def test_rms_normalisation_of_a_weight_is_not_rmsnorm(tmp_path: Path) -> None:
     by_family, lines = _sites_of(tmp_path, "WeightNormConv", (torch.randn(2, 4, 8),))
     assert _form_line(lines, "torch.rsqrt(y.pow(2)") in by_family[12]
     assert _form_line(lines, "F.normalize(self.weight") not in by_family[12]
+
+
+def test_gelu_written_with_erf_needs_the_product_with_its_input(tmp_path: Path) -> None:
+    by_family, lines = _sites_of(tmp_path, "ErfGelu", (torch.randn(2, 4, 8),))
+    assert _form_line(lines, "return x * 0.5 * (1.0 + torch.erf") in by_family[13]
+    by_family, _ = _sites_of(tmp_path, "GaussianGate", (torch.randn(2, 4, 8),))
+    assert 13 not in by_family
+
+
+def test_linear_gelu_on_a_permuted_feature_map(tmp_path: Path) -> None:
+    by_family, lines = _sites_of(tmp_path, "ChannelsLastMLP", (torch.randn(2, 8, 4, 4),))
+    assert _form_line(lines, "return self.act(self.pw(x))") in by_family[6]
 
 
 def test_lm_head_cross_entropy_with_classes_first(tmp_path: Path) -> None:
