@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -13,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInternalError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from adopter import __version__
 from adopter.dsl.types import Problem
+from adopter.lsp import wire
 from adopter.lsp.documents import Analyses
 from adopter.lsp.pipeline import Configured, load_rule_context
 from adopter.lsp.publish import Publisher
@@ -135,6 +139,25 @@ class AdopterServer(LanguageServer):
         return (False, None) if doc is None else (True, doc.version)
 
     # -- messages -------------------------------------------------------------------------------
+
+    def notify_json(self, method: str, params: str) -> None:
+        """Send a notification whose params are JSON text already: pygls' `notify` framing and error handling,
+        without turning lsprotocol objects into JSON (`adopter.lsp.publish`)."""
+        writer = self.protocol.writer
+        if writer is None:
+            log.error("Unable to send %s, no available transport!", method)
+            return
+        body = f'{{"method": {json.dumps(method)}, "params": {params}, "jsonrpc": "2.0"}}'
+        try:
+            sent = writer.write(wire.frame(body) if getattr(self.protocol, "_include_headers", True) else body.encode())
+            if inspect.isawaitable(sent):
+                asyncio.ensure_future(sent)
+        except BrokenPipeError:
+            log.exception("Error sending data. BrokenPipeError")
+            raise
+        except Exception as error:
+            log.exception("Error sending data")
+            self._report_server_error(error, JsonRpcInternalError)
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         log.warning("%s", message)

@@ -28,6 +28,13 @@ REPOSITORY_URL = "https://github.com/adopter-dev/adopter"
 SEVERITY_NUMBER = {Severity.ERROR: 1, Severity.WARNING: 2, Severity.INFO: 3, Severity.HINT: 4}
 
 
+def frame(body: str) -> bytes:
+    """One JSON-RPC message framed as pygls frames it; `body` is ASCII (`json.dumps` escapes the rest), so its
+    length in characters is its length in bytes."""
+    return (f"Content-Length: {len(body)}\r\n"
+            f"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{body}").encode()
+
+
 class LspIndex:
     """Internal positions of one text as LSP positions (through `adopter.positions.LspLines`, whose
     line-break rule every conversion uses); an ASCII text without a lone CR needs no work."""
