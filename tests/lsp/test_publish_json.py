@@ -11,11 +11,15 @@ import pytest
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 
+from adopter.dsl.types import Span
 from adopter.lsp.app import build_server
 from adopter.lsp.convert import LspIndex, lsp_finding_diagnostic, lsp_problem_diagnostic
 from adopter.lsp.pipeline import published_problems
 from adopter.lsp.server import AdopterServer
+from adopter.lsp.sync import LineStarts
+from adopter.lsp.wire import LspIndex as WireIndex
 from adopter.lsp.wire import module_bindings, severity_override
+from adopter.positions import LspLines
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -25,11 +29,15 @@ class Captured:
 
     def __init__(self) -> None:
         self.messages: list[dict[str, Any]] = []
+        self.writes = 0
 
     def write(self, data: bytes) -> None:
-        header, _, body = data.partition(b"\r\n\r\n")
-        assert int(header.split(b"\r\n")[0].split(b":")[1]) == len(body)
-        self.messages.append(json.loads(body))
+        self.writes += 1
+        while data:
+            header, _, rest = data.partition(b"\r\n\r\n")
+            length = int(header.split(b"\r\n")[0].split(b":")[1])
+            self.messages.append(json.loads(rest[:length]))
+            data = rest[length:]
 
     def close(self) -> None:
         pass
@@ -75,6 +83,7 @@ def test_published_json_is_lsprotocols_and_converts_nothing(name: str, monkeypat
     doc.own_lines = cut
     server.publisher.publish(doc, snapshot)
     assert calls == []  # no lsprotocol object turned into JSON on a keystroke's path
+    assert captured.writes == 3  # the diagnostics and the analysis notice of a run in one write
     published = [m for m in captured.messages if m["method"] == "textDocument/publishDiagnostics"]
     assert len(published) == 3 and all(m["jsonrpc"] == "2.0" for m in published)
     assert published[0]["params"] == expected == published[1]["params"]
@@ -83,3 +92,29 @@ def test_published_json_is_lsprotocols_and_converts_nothing(name: str, monkeypat
     done = [m["params"] for m in captured.messages if m["method"] == "adopter/analysisDone"]
     assert [(d["uri"], d["version"], d["reparse"]) for d in done] == [(doc.uri, 1, snapshot.reparsed)] * 3
 
+
+
+def test_problems_are_clamped_without_splitting_the_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broken keystroke publishes a problem, cut to the text through the document's line index (no split of
+    the whole text into lines), at the same place a split gives."""
+    text = (EXAMPLES / "bert_encoder.py").read_text(encoding="utf-8") + "\nclass Broken(nn.Module):\n    def f(self, x:\n"
+    server, captured, doc = opened(text)
+    snapshot = server.analyses.compute(doc)
+    assert snapshot.module_file is not None and snapshot.module_file.problems
+    expected = lsprotocols(server, doc, snapshot)
+    splits: list[str] = []
+    original = LspLines.rows
+    monkeypatch.setattr(LspLines, "rows", lambda self: splits.append("rows") or original(self))
+    server.publisher.publish(doc, snapshot)
+    assert splits == []
+    assert captured.messages[0]["params"] == expected
+
+
+@pytest.mark.parametrize("text", ["", "a", "a\n", "ab\ncd\n\nxyz", "\n\n", "x = 1\ny = (\n"])
+def test_clamp_with_line_starts_is_clamp_by_lines(text: str) -> None:
+    starts = LineStarts(text).starts
+    lines = text.split("\n")
+    spans = [Span(a, b, c, d) for a in range(-1, len(lines) + 2) for b in (-1, 0, 1, 2, 5)
+             for c in range(a, len(lines) + 2) for d in (0, 1, 3, 9)]
+    for span in spans:
+        assert WireIndex(text, starts).clamp(span) == WireIndex(text).clamp(span), span

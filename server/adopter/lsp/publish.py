@@ -47,7 +47,7 @@ class Client(Protocol):
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None: ...
 
-    def notify_json(self, method: str, params: str) -> None: ...
+    def notify_json(self, *notifications: tuple[str, str]) -> None: ...
 
 
 class Publisher:
@@ -108,17 +108,17 @@ class Publisher:
         self.report_rule_problems(snapshot)
         diagnostics = ", ".join(build_diagnostics(self.client.settings, doc, snapshot))
         head = json.dumps({"uri": doc.uri, "version": snapshot.version})
-        self.client.notify_json(PUBLISH_DIAGNOSTICS, f'{head[:-1]}, "diagnostics": [{diagnostics}]}}')
         since_change = None if doc.changed_at is None else (time.perf_counter() - doc.changed_at) * 1000
-        self.client.notify_json(
-            ANALYSIS_DONE,
-            json.dumps({
-                "uri": doc.uri,
-                "version": snapshot.version,
-                "elapsedMs": snapshot.elapsed_ms,  # re-parse + analysis + rule matching on the analysis thread
-                "sinceChangeMs": since_change,  # the change's arrival -> diagnostics sent
-                "reparse": snapshot.reparsed,
-            }),
+        done = {
+            "uri": doc.uri,
+            "version": snapshot.version,
+            "elapsedMs": snapshot.elapsed_ms,  # re-parse + analysis + rule matching on the analysis thread
+            "sinceChangeMs": since_change,  # the change's arrival -> diagnostics sent
+            "reparse": snapshot.reparsed,
+        }
+        self.client.notify_json(  # one write, so one wake-up of the client
+            (PUBLISH_DIAGNOSTICS, f'{head[:-1]}, "diagnostics": [{diagnostics}]}}'),
+            (ANALYSIS_DONE, json.dumps(done)),
         )
 
     def report_rule_problems(self, snapshot: Snapshot) -> None:
@@ -132,7 +132,8 @@ class Publisher:
 def build_diagnostics(settings: Settings, doc: OpenDocument, snapshot: Snapshot) -> list[str]:
     """Every finding and problem of a snapshot as LSP diagnostics, each as its JSON text (`adopter.lsp.wire`
     builds the JSON lsprotocol's types would give)."""
-    index = LspIndex(snapshot.text)
+    lines = doc.lines  # the event loop's line index of the document's current text
+    index = LspIndex(snapshot.text, lines.starts if lines.rows_are_lines and doc.text is snapshot.text else None)
     module_file = snapshot.module_file
     bindings = module_bindings(module_file)
     # The rule engine hands back the very same Finding for a class the edit did not touch, so in an

@@ -140,18 +140,22 @@ class AdopterServer(LanguageServer):
 
     # -- messages -------------------------------------------------------------------------------
 
-    def notify_json(self, method: str, params: str) -> None:
-        """Send a notification whose params are JSON text already: pygls' `notify` framing and error handling,
-        without turning lsprotocol objects into JSON (`adopter.lsp.publish`)."""
+    def notify_json(self, *notifications: tuple[str, str]) -> None:
+        """Send (method, params) notifications whose params are JSON text already, in one write: pygls'
+        `notify` framing and error handling, without turning lsprotocol objects into JSON
+        (`adopter.lsp.publish`)."""
         writer = self.protocol.writer
         if writer is None:
-            log.error("Unable to send %s, no available transport!", method)
+            log.error("Unable to send %s, no available transport!", ", ".join(m for m, _ in notifications))
             return
-        body = f'{{"method": {json.dumps(method)}, "params": {params}, "jsonrpc": "2.0"}}'
+        headers = getattr(self.protocol, "_include_headers", True)
+        bodies = [f'{{"method": {json.dumps(method)}, "params": {params}, "jsonrpc": "2.0"}}'
+                  for method, params in notifications]
         try:
-            sent = writer.write(wire.frame(body) if getattr(self.protocol, "_include_headers", True) else body.encode())
-            if inspect.isawaitable(sent):
-                asyncio.ensure_future(sent)
+            for data in [b"".join(map(wire.frame, bodies))] if headers else [b.encode() for b in bodies]:
+                sent = writer.write(data)
+                if inspect.isawaitable(sent):
+                    asyncio.ensure_future(sent)
         except BrokenPipeError:
             log.exception("Error sending data. BrokenPipeError")
             raise
