@@ -106,7 +106,8 @@ class Publisher:
         into dicts with cattrs and encode them, about 0.25 ms per keystroke for BERT's ten findings, while
         the diagnostic of an unchanged finding is the JSON text published before."""
         self.report_rule_problems(snapshot)
-        diagnostics = ", ".join(build_diagnostics(self.client.settings, doc, snapshot))
+        with doc.lock:  # the analysis thread may `compact` the line index meanwhile
+            diagnostics = ", ".join(build_diagnostics(self.client.settings, doc, snapshot))
         head = json.dumps({"uri": doc.uri, "version": snapshot.version})
         since_change = None if doc.changed_at is None else (time.perf_counter() - doc.changed_at) * 1000
         done = {
@@ -133,7 +134,7 @@ def build_diagnostics(settings: Settings, doc: OpenDocument, snapshot: Snapshot)
     """Every finding and problem of a snapshot as LSP diagnostics, each as its JSON text (`adopter.lsp.wire`
     builds the JSON lsprotocol's types would give)."""
     lines = doc.lines  # the event loop's line index of the document's current text
-    index = LspIndex(snapshot.text, lines.starts if lines.rows_are_lines and doc.text is snapshot.text else None)
+    index = LspIndex(snapshot.text, lines if lines.rows_are_lines and doc.text is snapshot.text else None)
     module_file = snapshot.module_file
     bindings = module_bindings(module_file)
     # The rule engine hands back the very same Finding for a class the edit did not touch, so in an

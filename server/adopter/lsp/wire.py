@@ -13,7 +13,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from adopter.dsl.types import Binding, Problem, Severity, Span
 from adopter.engine.types import Finding
@@ -35,11 +35,19 @@ def frame(body: str) -> bytes:
             f"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{body}").encode()
 
 
+class RowStarts(Protocol):
+    """Where each line of a text starts, by line number (`adopter.lsp.sync.LineStarts`)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, line: int) -> int: ...
+
+
 class LspIndex:
     """Internal positions of one text as LSP positions (through `adopter.positions.LspLines`, whose
     line-break rule every conversion uses); an ASCII text without a lone CR needs no work."""
 
-    def __init__(self, text: str, row_starts: Sequence[int] | None = None) -> None:
+    def __init__(self, text: str, row_starts: RowStarts | None = None) -> None:
         """`row_starts`: where each line of `text` split at `\n` starts, when the caller keeps that index (the
         server's `LineStarts` of a text without `\r`): `clamp` then need not split the whole text."""
         self.lines = LspLines(text)
