@@ -23,7 +23,13 @@ from adopter.dsl.types import Problem
 from adopter.lsp.documents import Analyses, OpenDocument
 from adopter.lsp.pipeline import UNAVAILABLE, Snapshot, published_problems
 from adopter.lsp.settings import Settings
-from adopter.lsp.wire import LspIndex, finding_diagnostic, module_bindings, problem_diagnostic, severity_override
+from adopter.lsp.wire import (
+    LspIndex,
+    finding_diagnostic,
+    module_bindings,
+    problem_diagnostic,
+    severity_override,
+)
 
 ANALYSIS_DONE = "adopter/analysisDone"  # custom notification: uri, version, elapsed_ms (for benchmarks)
 PUBLISH_DIAGNOSTICS = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS

@@ -100,7 +100,7 @@ class AdopterProtocol(LanguageServerProtocol):
                             handler(message.params)
                         return
                 except Exception:  # reported as pygls reports a notification handler's failure
-                    error = JsonRpcInternalError.of(sys.exc_info())
+                    error = JsonRpcInternalError.of(sys.exc_info())  # type: ignore[no-untyped-call]
                     self._server._report_server_error(error, FeatureNotificationError)
                     return
         super().handle_message(message)
@@ -110,7 +110,7 @@ class AdopterProtocol(LanguageServerProtocol):
 def _plain(handler: Callable[..., Any]) -> bool:
     """Whether pygls would call `handler` directly (not a coroutine, generator or thread handler)."""
     return not (asyncio.iscoroutinefunction(handler) or inspect.isgeneratorfunction(handler)
-                or is_thread_function(handler))
+                or is_thread_function(handler))  # type: ignore[no-untyped-call]
 
 
 class AdopterServer(LanguageServer):
@@ -125,6 +125,7 @@ class AdopterServer(LanguageServer):
         self._rule_context: Configured | None = None
         self._rule_lock = threading.Lock()
         self.searches: dict[str, asyncio.Event] = {}  # progress token -> cancel event
+        self._sends: set[asyncio.Future[Any]] = set()  # writes of `notify_json` still in flight
         self.reported_problems: set[Problem] = set()  # broken rule files already shown
         # Called with the paths of Python files that changed on disk (saved, or reported by the client).
         self.file_listeners: list[Callable[[list[str]], None]] = []
@@ -188,8 +189,10 @@ class AdopterServer(LanguageServer):
         try:
             for data in [b"".join(map(wire.frame, bodies))] if headers else [b.encode() for b in bodies]:
                 sent = writer.write(data)
-                if inspect.isawaitable(sent):
-                    asyncio.ensure_future(sent)
+                if inspect.isawaitable(sent):  # an asynchronous writer (pygls' websocket one)
+                    task = asyncio.ensure_future(sent)
+                    self._sends.add(task)
+                    task.add_done_callback(self._sends.discard)
         except BrokenPipeError:
             log.exception("Error sending data. BrokenPipeError")
             raise

@@ -116,6 +116,7 @@ class LineStarts:
     def _move(self, first: int, delta: int) -> None:
         """Lines `first` on move by `delta`: the pending move now starts at `first`."""
         starts, moved, pending = self._starts, self._moved, self._delta
+        assert isinstance(starts, list)  # `replace` made it one
         if pending and first > moved:  # the lines between keep the pending move: apply it to them
             starts[moved:first] = [x + pending for x in starts[moved:first]]
         elif pending and first < moved:  # the lines between do not have it: take it off them
