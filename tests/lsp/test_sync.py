@@ -87,6 +87,40 @@ def test_line_index_follows_edit_sequences(first: list[tuple[str, int, int, str]
         assert edit == byte_edit(old, utf16_position(old, a), utf16_position(old, b), new)[1]
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(edits(), min_size=1, max_size=1),
+       st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 3), st.sampled_from(["", "a", "xy", "\n", "é", "😀"])),
+                max_size=12))
+def test_pending_line_moves_read_like_a_fresh_index(first: list[tuple[str, int, int, str]],
+                                                     more: list[tuple[int, int, str]]) -> None:
+    """Keystrokes that add or remove no line break leave the later lines' move pending (`LineStarts._move`);
+    read through the index (each line, the edits' points) without settling it, it is a fresh scan's."""
+    text = first[0][0]
+    lines = LineStarts(text)
+    for a, width, new in more:
+        a = a % (len(text) + 1)
+        b = min(len(text), a + width)
+        if "\r" in text[max(a - 1, 0) : b + 1]:
+            continue  # CR pairs re-index from scratch (the other test)
+        old = text
+        text, edit = byte_edit(text, utf16_position(text, a), utf16_position(text, b), new, lines)
+        fresh = LineStarts(text)
+        assert len(lines) == len(fresh) and [lines[n] for n in range(len(lines))] == fresh.starts
+        assert edit == byte_edit(old, utf16_position(old, a), utf16_position(old, b), new)[1]
+    assert lines.starts == LineStarts(text).starts
+
+
+def test_a_keystroke_moves_no_later_line_start() -> None:
+    """Typing and deleting a character near the top of a long text touches none of the later lines' entries
+    (their move is pending); the index still locates every line."""
+    text = "x = 1\n" * 2000
+    lines = LineStarts(text)
+    kept = lines._starts[1000:]
+    for new, width in (("a", 0), ("", 1), ("b", 0)):
+        text, _ = byte_edit(text, (3, 1), (3, 1 + width), new, lines)
+    assert lines._starts[1000:] == kept and lines[1000] == kept[0] + 1 and lines.offset(text, 1999, 0) == 1999 * 6 + 1
+
+
 def test_positions_past_the_line_end_clamp_like_editors() -> None:
     text = "ab\ncd\n"
     assert offset_of(text, 0, 99) == 2

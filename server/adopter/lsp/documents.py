@@ -80,8 +80,9 @@ class OpenDocument:
     closed: bool = False
     changed_at: float | None = None  # perf_counter() when the last change arrived (for latency figures)
     touched: int = field(default_factory=lambda: next(_touches))  # order of the last open or change
-    # The diagnostic of each finding last published, by finding identity (see `build_diagnostics`).
-    published: dict[int, tuple[object, str | None, types.Diagnostic]] = field(default_factory=dict)
+    # The diagnostic of each finding last published (its JSON text and range end), by finding identity (see
+    # `adopter.lsp.publish.build_diagnostics`).
+    published: dict[int, tuple[object, str | None, tuple[str, tuple[int, int]]]] = field(default_factory=dict)
     # A notebook cell: how many leading lines are the cell's own; the rest is the notebook's other cells,
     # read for context (`adopter.lsp.notebooks`). None for a file: every line is its own.
     own_lines: int | None = None
@@ -92,8 +93,12 @@ class OpenDocument:
     def owns(self, rng: types.Range) -> bool:
         """Whether `rng` lies in the document's own lines: diagnostics elsewhere are not published, and a
         fix that edits elsewhere is offered disabled."""
+        return self.owns_end(rng.end.line, rng.end.character)
+
+    def owns_end(self, line: int, character: int) -> bool:
+        """`owns` for a range ending at LSP position (`line`, `character`)."""
         n = self.own_lines
-        return n is None or rng.end.line < n or (rng.end.line == n and rng.end.character == 0)
+        return n is None or line < n or (line == n and character == 0)
 
 
 class Analyses:

@@ -5,19 +5,26 @@ It imports no feature; `adopter.lsp.app.build_server` registers them."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
+import inspect
+import json
 import logging
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import FeatureNotificationError, JsonRpcInternalError
+from pygls.feature_manager import is_thread_function
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from adopter import __version__
 from adopter.dsl.types import Problem
+from adopter.lsp import wire
 from adopter.lsp.documents import Analyses
 from adopter.lsp.pipeline import Configured, load_rule_context
 from adopter.lsp.publish import Publisher
@@ -62,17 +69,48 @@ class AdopterProtocol(LanguageServerProtocol):
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Any:
+        if not self._apply_change(params):  # not a document Adopter tracks: pygls' own sync
+            return (yield from super().lsp_text_document__did_change(params))
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+    def _apply_change(self, params: types.DidChangeTextDocumentParams) -> bool:
+        """Apply a didChange to Adopter's document and pygls' copy; False for a document Adopter does not track."""
         doc = self._server.analyses.change(
             params.text_document.uri, params.text_document.version, list(params.content_changes)
         )
-        if doc is None:  # not a document Adopter tracks: pygls' own sync
-            return (yield from super().lsp_text_document__did_change(params))
+        if doc is None:
+            return False
         mirror = self.workspace.text_documents.get(params.text_document.uri)
         if mirror is not None:
             mirror.apply_change(types.TextDocumentContentChangeWholeDocument(text=doc.text))
             mirror.version = params.text_document.version
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
-            yield handler, (params,), None
+        return True
+
+    def handle_message(self, message: Any) -> None:
+        """pygls' dispatch, except a tracked document's didChange (every keystroke's message), handled here at
+        once, as `lsp_text_document__did_change` would: pygls tests each message against runtime-checkable
+        protocols, makes a uuid and a context for it and runs the handlers through a generator (0.1 ms)."""
+        if type(message) is types.DidChangeTextDocumentNotification and message.jsonrpc == "2.0" and not self._shutdown:
+            handler = self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)
+            if handler is None or _plain(handler):
+                try:
+                    if self._apply_change(message.params):
+                        if handler is not None:
+                            handler(message.params)
+                        return
+                except Exception:  # reported as pygls reports a notification handler's failure
+                    error = JsonRpcInternalError.of(sys.exc_info())  # type: ignore[no-untyped-call]
+                    self._server._report_server_error(error, FeatureNotificationError)
+                    return
+        super().handle_message(message)
+
+
+@functools.cache
+def _plain(handler: Callable[..., Any]) -> bool:
+    """Whether pygls would call `handler` directly (not a coroutine, generator or thread handler)."""
+    return not (asyncio.iscoroutinefunction(handler) or inspect.isgeneratorfunction(handler)
+                or is_thread_function(handler))  # type: ignore[no-untyped-call]
 
 
 class AdopterServer(LanguageServer):
@@ -87,6 +125,7 @@ class AdopterServer(LanguageServer):
         self._rule_context: Configured | None = None
         self._rule_lock = threading.Lock()
         self.searches: dict[str, asyncio.Event] = {}  # progress token -> cancel event
+        self._sends: set[asyncio.Future[Any]] = set()  # writes of `notify_json` still in flight
         self.reported_problems: set[Problem] = set()  # broken rule files already shown
         # Called with the paths of Python files that changed on disk (saved, or reported by the client).
         self.file_listeners: list[Callable[[list[str]], None]] = []
@@ -135,6 +174,31 @@ class AdopterServer(LanguageServer):
         return (False, None) if doc is None else (True, doc.version)
 
     # -- messages -------------------------------------------------------------------------------
+
+    def notify_json(self, *notifications: tuple[str, str]) -> None:
+        """Send (method, params) notifications whose params are JSON text already, in one write: pygls'
+        `notify` framing and error handling, without turning lsprotocol objects into JSON
+        (`adopter.lsp.publish`)."""
+        writer = self.protocol.writer
+        if writer is None:
+            log.error("Unable to send %s, no available transport!", ", ".join(m for m, _ in notifications))
+            return
+        headers = getattr(self.protocol, "_include_headers", True)
+        bodies = [f'{{"method": {json.dumps(method)}, "params": {params}, "jsonrpc": "2.0"}}'
+                  for method, params in notifications]
+        try:
+            for data in [b"".join(map(wire.frame, bodies))] if headers else [b.encode() for b in bodies]:
+                sent = writer.write(data)
+                if inspect.isawaitable(sent):  # an asynchronous writer (pygls' websocket one)
+                    task = asyncio.ensure_future(sent)
+                    self._sends.add(task)
+                    task.add_done_callback(self._sends.discard)
+        except BrokenPipeError:
+            log.exception("Error sending data. BrokenPipeError")
+            raise
+        except Exception as error:
+            log.exception("Error sending data")
+            self._report_server_error(error, JsonRpcInternalError)
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         log.warning("%s", message)

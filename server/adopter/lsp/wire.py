@@ -12,8 +12,8 @@ import functools
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 from adopter.dsl.types import Binding, Problem, Severity, Span
 from adopter.engine.types import Finding
@@ -28,28 +28,55 @@ REPOSITORY_URL = "https://github.com/adopter-dev/adopter"
 SEVERITY_NUMBER = {Severity.ERROR: 1, Severity.WARNING: 2, Severity.INFO: 3, Severity.HINT: 4}
 
 
+def frame(body: str) -> bytes:
+    """One JSON-RPC message framed as pygls frames it; `body` is ASCII (`json.dumps` escapes the rest), so its
+    length in characters is its length in bytes."""
+    return (f"Content-Length: {len(body)}\r\n"
+            f"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{body}").encode()
+
+
+class RowStarts(Protocol):
+    """Where each line of a text starts, by line number (`adopter.lsp.sync.LineStarts`)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, line: int) -> int: ...
+
+
 class LspIndex:
     """Internal positions of one text as LSP positions (through `adopter.positions.LspLines`, whose
     line-break rule every conversion uses); an ASCII text without a lone CR needs no work."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, row_starts: RowStarts | None = None) -> None:
+        """`row_starts`: where each line of `text` split at `\n` starts, when the caller keeps that index (the
+        server's `LineStarts` of a text without `\r`): `clamp` then need not split the whole text."""
         self.lines = LspLines(text)
+        self._size = len(text)
+        self._row_starts = row_starts
 
     @property
     def is_ascii(self) -> bool:
         """Whether positions need no line text (ASCII, no lone CR): a diagnostic can then be reused."""
         return self.lines.trivial
 
+    def _row_lengths(self) -> tuple[int, Callable[[int], int]]:
+        """(index of the last `\n`-line, the length of line n)."""
+        starts = self._row_starts
+        if starts is None:
+            rows = self.lines.rows()
+            return len(rows) - 1, lambda n: len(rows[n])
+        last, size = len(starts) - 1, self._size
+        return last, lambda n: (starts[n + 1] - 1 if n < last else size) - starts[n]
+
     def clamp(self, span: Span) -> Span:
         """`span` cut to the text (a span from another version of it must not point outside)."""
-        rows = self.lines.rows()
-        last = len(rows) - 1
+        last, length = self._row_lengths()
 
         def point(line: int, col: int) -> tuple[int, int]:
             if line > last:
-                return last, len(rows[last])
+                return last, length(last)
             line = max(line, 0)
-            return line, max(0, min(col, len(rows[line])))
+            return line, max(0, min(col, length(line)))
 
         start, end = point(span.start_line, span.start_col), point(span.end_line, span.end_col)
         return Span(*start, *max(start, end))
