@@ -15,6 +15,11 @@ exercised code that match ops of their family.
 
 Results are cached per class in `.cache/oracle/results/<dist>/`; a rerun goes on where it stopped.
 Distributions install into `.cache/oracle/venv`, which shares the project's torch (never another one).
+An install can upgrade a package another distribution was traced from: each finished distribution records
+the digests of the files its results name, the report leaves out results whose files changed (and lists
+them), and `run` traces those again (`oracle/stale.py`). When the oracle itself changes (`worker.PASS`), a
+run brings earlier results up to date, tracing again only the classes the change can touch
+(`oracle/upgrade.py`): `run --no-install` after a change of the patterns.
 """
 
 from __future__ import annotations
