@@ -66,15 +66,18 @@ def load_classes(folder: Path) -> list[dict[str, Any]]:
             if not f.name.startswith("_")]
 
 
+def finished(results: Path) -> list[tuple[Path, Path]]:
+    """Each finished distribution's results folder and its `_done.json` (set-aside results left out)."""
+    if not results.is_dir():
+        return []
+    return [(p, p / "_done.json") for p in sorted(results.iterdir())
+            if p.is_dir() and not p.name.startswith(".") and (p / "_done.json").exists()]
+
+
 def stale_folders(results: Path) -> dict[str, list[str]]:
     """Finished distributions whose results name a changed file: name -> the changed files."""
     out: dict[str, list[str]] = {}
-    if not results.is_dir():
-        return out
-    for folder in sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        done = folder / "_done.json"
-        if not done.exists():
-            continue
+    for folder, done in finished(results):
         meta = json.loads(done.read_text(encoding="utf-8"))
         files = changed(meta, done.stat().st_mtime, load_classes(folder))
         if files:

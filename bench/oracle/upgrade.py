@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from oracle import stale
-from oracle.worker import LABEL_PARAMETERS, PASS, calls_a_norm
+from oracle.worker import PASS, loss_parameter, may_match_a_changed_pattern
 
 
 @functools.cache
@@ -55,30 +55,22 @@ def forward_may_take_a_loss(record: dict[str, Any]) -> bool:
     defaults: dict[str, ast.expr | None] = {p.arg: None for p in positional}
     defaults.update(zip((p.arg for p in positional[len(positional) - len(a.defaults):]), a.defaults, strict=True))
     defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)})
-    for name, default in defaults.items():
-        off = isinstance(default, ast.Constant) and default.value is False
-        if off and "loss" in name.lower():
-            return True
-        if name in LABEL_PARAMETERS and (default is None or (isinstance(default, ast.Constant) and default.value is None)):
-            return True
-    return False
+    # a default that is not a literal is read as one that switches nothing on (an object, not False / None)
+    return any(loss_parameter(name, default.value if isinstance(default, ast.Constant) else object(),
+                              default is not None)
+               for name, default in defaults.items())
 
 
 def needs_work(record: dict[str, Any]) -> bool:
     if record.get("pass", 1) >= PASS or not record.get("traced"):
         return False
-    return calls_a_norm(record) or ("loss_variant" not in record and forward_may_take_a_loss(record))
+    return may_match_a_changed_pattern(record) or ("loss_variant" not in record and forward_may_take_a_loss(record))
 
 
 def upgrade_quietly(results: Path) -> tuple[int, int]:
     """Mark with this pass every finished distribution none of whose classes needs work; (marked, left)."""
     marked = left = 0
-    if not results.is_dir():
-        return marked, left
-    for folder in sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        done = folder / "_done.json"
-        if not done.exists():
-            continue
+    for folder, done in stale.finished(results):
         meta = json.loads(done.read_text(encoding="utf-8"))
         if "install" in meta or meta.get("pass", 1) >= PASS:
             continue

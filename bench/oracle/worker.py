@@ -271,21 +271,21 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
                                     encoding="utf-8")
 
 
-# Pass 2 also added patterns (RMSNorm through `torch.norm`), whose ops a class computes only when one of the
-# lines it ran calls a vector norm: those classes are traced again whole; the others keep their trace.
-# (`self.norm(x)` calls a module: its own lines, in the trace too when they are model code, say what it computes.)
-NORM_CALL = re.compile(r"(?<!self\.)\bnorm\s*\(|normalize\s*\(|vector_norm\s*\(|cross_entropy|CrossEntropy|nll_loss|"
-                       r"loss_f|drop|erf|permute|transpose|movedim|swapaxes|rearrange")  # and, from pass 4, the classes whose
-# exercised lines compute a cross-entropy or a dropout; from pass 5, an erf or a moved axis
+# What a line must spell for a pattern changed since pass 1 to match ops it ran (pass 2: a vector norm;
+# pass 4: a cross-entropy, a dropout; pass 5: an erf, a moved axis). A class none of whose exercised lines
+# does keeps its trace; the others are traced again whole. (`self.norm(x)` calls a module: its own lines,
+# in the trace too when they are model code, say what it computes.)
+CHANGED_PATTERN_LINE = re.compile(r"(?<!self\.)\bnorm\s*\(|normalize\s*\(|vector_norm\s*\(|cross_entropy|CrossEntropy|"
+                                  r"nll_loss|loss_f|drop|erf|permute|transpose|movedim|swapaxes|rearrange")
 
 
-def calls_a_norm(record: dict[str, Any]) -> bool:
+def may_match_a_changed_pattern(record: dict[str, Any]) -> bool:
     for f, lines in (record.get("executed") or {}).items():
         try:
             text = Path(f).read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError):
             return True  # unknown: trace again
-        if any(0 < ln <= len(text) and NORM_CALL.search(text[ln - 1]) for ln in lines):
+        if any(0 < ln <= len(text) and CHANGED_PATTERN_LINE.search(text[ln - 1]) for ln in lines):
             return True
     return False
 
@@ -296,7 +296,7 @@ def _upgrade(path: Path, cls: type, module: Any, class_timeout: float, is_model_
     record = json.loads(path.read_text(encoding="utf-8"))
     if record.get("pass", 1) >= PASS:
         return True
-    if record.get("traced") and calls_a_norm(record):
+    if record.get("traced") and may_match_a_changed_pattern(record):
         return False
     if record.get("traced") and "loss_variant" not in record:
         (out / "CURRENT").write_text(record.get("class", ""), encoding="utf-8")
@@ -377,6 +377,16 @@ def _merge(record: dict[str, Any], sites: dict[Any, dict[str, Any]], lines: dict
 LABEL_PARAMETERS = ("labels", "label", "targets", "target")
 
 
+def loss_parameter(name: str, default: object, has_default: bool) -> str | None:
+    """"switch" for a loss switch off by default, "labels" for a labels parameter (no default or None),
+    else None: the one reading of a forward's parameters, from its signature or its source (`upgrade`)."""
+    if has_default and default is False and "loss" in name.lower():
+        return "switch"
+    if name in LABEL_PARAMETERS and (not has_default or default is None):
+        return "labels"
+    return None
+
+
 def loss_arguments(forward: Any, given: dict[str, Any], ids: Any) -> dict[str, Any]:
     """The keyword arguments that switch `forward`'s loss branch on, for parameters `given` does not set."""
     try:
@@ -387,9 +397,10 @@ def loss_arguments(forward: Any, given: dict[str, Any], ids: Any) -> dict[str, A
     for name, p in params.items():
         if name in given or p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
             continue
-        if p.default is False and "loss" in name.lower():
+        kind = loss_parameter(name, p.default, p.default is not p.empty)
+        if kind == "switch":
             out[name] = True
-        elif name in LABEL_PARAMETERS and ids is not None and p.default in (None, p.empty):
+        elif kind == "labels" and ids is not None:
             out[name] = ids.clone()
     return out
 
@@ -405,7 +416,11 @@ def _loss_variant(cls: type, module: Any, record: dict[str, Any], class_timeout:
 
     info: dict[str, Any] = {"arguments": [], "traced": False}
     record["loss_variant"] = info
-    if not loss_arguments(cls.forward, {}, torch.zeros(1, dtype=torch.long)):
+    try:
+        params = list(inspect.signature(cls.forward).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    if not any(loss_parameter(p.name, p.default, p.default is not p.empty) for p in params):
         return  # no loss switch and no labels parameter: nothing to build
     start = time.perf_counter()
     try:
