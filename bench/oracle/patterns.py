@@ -427,7 +427,7 @@ def _times_its_input(match: Any) -> bool:
     it is the Gaussian CDF Φ(x) (stochastic gates, probit links), which `F.gelu` does not compute. Follows
     the sum through products by numbers (the ½) to a product with x itself."""
     x = match.kwargs.get("x")
-    root = match.output_nodes()[0] if hasattr(match, "output_nodes") else match.nodes[-1]
+    root = match.output_node()
     frontier, seen = [root], set()
     for _ in range(4):
         nxt = []
