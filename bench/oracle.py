@@ -8,7 +8,7 @@ source lines its ops' stack traces name. `adopter check --format json` runs on t
 the share of oracle sites it reports at those lines, precision the share of its findings in traced,
 exercised code that match ops of their family.
 
-    python bench/oracle.py run [--jobs 2] [--class-timeout 20] [--max-classes 50] [--dist NAME ...]
+    python bench/oracle.py run [--jobs 2] [--class-timeout 20] [--max-classes 150] [--dist NAME ...]
                                [--ray-address ADDR] [--no-install]
     python bench/oracle.py report [--markdown docs/notes/oracle.md] [--json OUT]
     python bench/oracle.py        # run, then report
@@ -37,7 +37,8 @@ def main() -> int:
     parser.add_argument("command", nargs="?", choices=("run", "report", "all"), default="all")
     parser.add_argument("--jobs", type=int, default=2, help="host processes (default 2)")
     parser.add_argument("--class-timeout", type=float, default=20.0, help="seconds per class (default 20)")
-    parser.add_argument("--max-classes", type=int, default=50, help="classes attempted per distribution (default 50)")
+    parser.add_argument("--max-classes", type=int, default=150,
+                        help="classes attempted per distribution (default 150; a distribution cut short by a smaller cap is run again)")
     parser.add_argument("--dist", action="append", help="only these distributions (repeatable)")
     parser.add_argument("--ray-address", help="run the hosts as tasks on this Ray cluster (the nodes must share "
                         "this checkout, .cache/oracle and its results); default: a local pool")

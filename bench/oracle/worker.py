@@ -267,7 +267,7 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
     named = stale.digests(stale.named_files(stale.load_classes(out)))
     (out / "_done.json").write_text(json.dumps({"dist": dist, "version": version, "attempted": attempted,
                                                 "modules": len(modules), "files": [str(p) for p in dist_files(dist)],
-                                                "digests": named, "pass": PASS}),
+                                                "digests": named, "pass": PASS, "max_classes": max_classes}),
                                     encoding="utf-8")
 
 
@@ -524,7 +524,7 @@ def host(dists: list[str], root: Path, class_timeout: float, max_classes: int, s
     from oracle.patterns import family_patterns
 
     family_patterns()
-    for spec in _claimed(dists, root):
+    for spec in _claimed(dists, root, max_classes):
         dist = spec.split("==")[0]
         out = root / dist
         installed = _installed(spec)
@@ -545,23 +545,29 @@ def host(dists: list[str], root: Path, class_timeout: float, max_classes: int, s
                 finally:
                     os._exit(code)
             status = _wait(pid, out / "CURRENT", class_timeout + 60)
-            if status == 0 and done(out):
+            if status == 0 and done(out, max_classes):
                 break
             _mark(out, "killed: no progress past the class time limit" if status is None
                   else f"the process died (status {status})")
         print(f"oracle: {dist} done", flush=True)
 
 
-def done(out: Path) -> bool:
-    """A distribution is done when its pass is this one's, or when it failed to install (nothing to redo)."""
+def done(out: Path, max_classes: int = 0) -> bool:
+    """A distribution is done when it failed to install (nothing to redo), or when its pass is this one's
+    and it was not cut short by a smaller `max_classes` than this run's (results before the cap was recorded
+    were all run with 50)."""
     try:
         meta = json.loads((out / "_done.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return "install" in meta or meta.get("pass", 1) >= PASS
+    if "install" in meta:
+        return True
+    cap = meta.get("max_classes", 50)
+    cut_short = meta.get("attempted", 0) >= cap and max_classes > cap
+    return meta.get("pass", 1) >= PASS and not cut_short
 
 
-def _claimed(dists: list[str], root: Path, wait_s: float = 1800.0) -> Iterator[str]:
+def _claimed(dists: list[str], root: Path, max_classes: int, wait_s: float = 1800.0) -> Iterator[str]:
     """The distributions this host runs: every host gets the whole list and takes, in turn, the first one
     that is installed (or failed to install), not done, and not taken by another host (an exclusive
     `_claim` file). Waits while the installers have not reached any that is left."""
@@ -572,7 +578,7 @@ def _claimed(dists: list[str], root: Path, wait_s: float = 1800.0) -> Iterator[s
     while left and time.time() < deadline:
         for spec in list(left):
             out = root / spec.split("==")[0]
-            if done(out):
+            if done(out, max_classes):
                 left.remove(spec)
                 continue
             if ledger_entry(spec) is None:

@@ -142,3 +142,15 @@ def test_a_distribution_with_nothing_to_redo_is_marked_without_running(tmp_path:
     assert record["pass"] == PASS and record["loss_variant"] == {"arguments": [], "traced": False}
     assert json.loads((results / "quiet" / "_done.json").read_text(encoding="utf-8"))["digests"] == {
         str(path): stale.digest(path)}
+
+
+def test_a_distribution_cut_short_by_a_smaller_cap_is_run_again_with_a_larger_one(tmp_path: Path) -> None:
+    meta = {"dist": "pkg", "pass": PASS, "attempted": 50}  # written before the cap was recorded: 50
+    (tmp_path / "_done.json").write_text(json.dumps(meta), encoding="utf-8")
+    assert done(tmp_path, 50)
+    assert not done(tmp_path, 150)
+    (tmp_path / "_done.json").write_text(json.dumps({**meta, "attempted": 150, "max_classes": 150}), encoding="utf-8")
+    assert done(tmp_path, 150) and not done(tmp_path, 300)
+    # every class was attempted below the cap: nothing more to run, whatever the cap
+    (tmp_path / "_done.json").write_text(json.dumps({**meta, "attempted": 12}), encoding="utf-8")
+    assert done(tmp_path, 300)
