@@ -190,6 +190,21 @@ MANIFEST: Manifest = (
     ("bert4torch", "0.6.2", ("bert4torch/layers/layer_norm.py", "bert4torch/layers/mlp.py")),
     ("DI-engine", "0.5.3", ("ding/torch_utils/network/transformer.py", "ding/torch_utils/network/res_block.py")),
     ("neuralhydrology", "1.13.0", ("neuralhydrology/modelzoo/transformer.py", "neuralhydrology/modelzoo/ealstm.py")),
+    # Batch 9 (refreshed 2026-12-05, stop 19): labelled by a ninth independent labeller (families 4-14 were worked
+    # on in stop 19); distributions picked by name for breadth, leaning to transformer-style code, files from the
+    # archive listings by name and size before reading (see LABELLING.md "Batch 9").
+    ("dinov2", "0.0.1.dev2", ("dinov2/layers/attention.py", "dinov2/layers/block.py", "dinov2/layers/swiglu_ffn.py")),
+    ("torchtext", "0.18.0", ("torchtext/models/roberta/modules.py", "torchtext/models/t5/model.py")),
+    ("s3tokenizer", "0.3.0", ("s3tokenizer/model_v3.py",)),
+    ("monai-generative", "0.2.3", (
+        "generative/networks/blocks/selfattention.py", "generative/networks/blocks/transformerblock.py",
+        "generative/networks/nets/transformer.py")),
+    ("torch-rechub", "0.9.0", ("torch_rechub/models/generative/hstu.py", "torch_rechub/models/matching/sasrec.py")),
+    ("megablocks", "0.10.0", ("megablocks/layers/glu.py", "megablocks/layers/router.py")),
+    ("TTS", "0.22.0", ("TTS/tts/layers/glow_tts/transformer.py", "TTS/tts/layers/tortoise/transformer.py")),
+    ("ETSformer-pytorch", "0.1.1", ("etsformer_pytorch/etsformer_pytorch.py",)),
+    ("robotic-transformer-pytorch", "0.2.3", ("robotic_transformer_pytorch/robotic_transformer_pytorch.py",)),
+    ("MaMMUT-pytorch", "0.0.7", ("mammut_pytorch/mammut_pytorch.py",)),
 )
 
 
