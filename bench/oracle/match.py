@@ -138,10 +138,60 @@ def _by_root(patterns: Iterable[FamilyPattern]) -> dict[object, list[FamilyPatte
     return index
 
 
+# torch's own frames that only pass a call on (a module's `__call__`, `nn.Sequential`'s loop over its items):
+# ops under them are still computed by the layers the model's code chose.
+_PASSING_FRAMES = frozenset({"module.py", "container.py"})
+_TORCH_NN = str(Path(torch.__file__).resolve().parent / "nn") + "/"
+
+
+def torch_composed(nodes: Iterable[torch.fx.Node], is_model_file: Callable[[str], bool]) -> bool:
+    """Whether a match's ops were all computed inside one call of torch's own layer code (`torch/nn`) below
+    the model's innermost line, by different lines of it: `nn.MultiheadAttention` (its
+    `F.multi_head_attention_forward` computes projections, scores, softmax and the weighted sum),
+    `nn.TransformerEncoderLayer`'s feed-forward. That is torch's implementation, not a chain the user wrote:
+    a rule rewrites the user's ops, and the call is already the library's (its fast path is torch's to
+    choose). Torch layers the model chains itself (`nn.Linear` then `nn.GELU`, an `nn.Sequential` of a conv
+    and a BatchNorm) share no such call; three `nn.Linear`s share the frames of `Linear.forward` but make
+    each op at the same line of it (the frames name no call, so the same lines are read as separate calls
+    of a one-op layer): neither is torch's composite."""
+    shared: set[tuple[str, int, str]] | None = None
+    paths: set[tuple[tuple[str, int, str], ...]] = set()
+    for n in nodes:
+        if n.op != "call_function":
+            continue
+        named = named_frames(n)
+        inner = max((i for i, (f, _, _) in enumerate(named) if is_model_file(f)), default=None)
+        if inner is None:
+            continue
+        path = tuple(fr for fr in named[inner + 1:]
+                     if fr[0].startswith(_TORCH_NN) and fr[0].rsplit("/", 1)[-1] not in _PASSING_FRAMES)
+        shared = set(path) if shared is None else shared & set(path)
+        if not shared:
+            return False
+        paths.add(path)
+    return bool(shared) and len(paths) > 1
+
+
+def calls_sdpa(line: Line) -> bool:
+    """Whether the model line calls `scaled_dot_product_attention`: ops placed there are SDPA's own math path
+    (traced on the meta device it runs as its decomposition), the fused call a family-10 rewrite would write."""
+    return "scaled_dot_product_attention" in _source_line(*line)
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_line(path: str, line: int) -> str:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
 def find_sites(gm: torch.fx.GraphModule, is_model_file: Callable[[str], bool],
                patterns: tuple[FamilyPattern, ...] | None = None) -> list[Site]:
     """Every family site in the forward graph; a site whose ops all come from library code (no model line)
-    is dropped, as it is not in the user's source."""
+    is dropped, as it is not in the user's source, and so is one whose ops torch's own code composed
+    (`torch_composed`) or SDPA's math path made (`calls_sdpa`), with the softmax inside it."""
     index = _by_root(patterns if patterns is not None else family_patterns())
     found: dict[tuple[int, Line], Site] = {}
     projections: dict[tuple[torch.fx.Node, object], list[tuple[torch.fx.Node, list[torch.fx.Node]]]] = defaultdict(list)
@@ -159,6 +209,8 @@ def find_sites(gm: torch.fx.GraphModule, is_model_file: Callable[[str], bool],
                 continue
             if fp.family == 5 and not one_forward(m.nodes, is_model_file):
                 continue
+            if _not_the_users(m.nodes, node, is_model_file):
+                continue
             _add(found, fp.family, fp.name, node, m.nodes, is_model_file)
     _walked(found, gm, is_model_file)
     for (_, _), group in projections.items():
@@ -166,8 +218,32 @@ def find_sites(gm: torch.fx.GraphModule, is_model_file: Callable[[str], bool],
         if len(uniq) >= 3:
             members = sorted(uniq.values(), key=lambda t: _order(gm, t[0]))
             nodes = [n for _, ns in members for n in ns]
-            _add(found, 9, "qkv_projections", members[0][0], nodes, is_model_file)
+            if not torch_composed(nodes, is_model_file):
+                _add(found, 9, "qkv_projections", members[0][0], nodes, is_model_file)
     return list(found.values())
+
+
+def _not_the_users(nodes: Iterable[torch.fx.Node], anchor_node: torch.fx.Node,
+                   is_model_file: Callable[[str], bool]) -> bool:
+    """A match torch computed (`torch_composed`, `calls_sdpa`): a softmax is judged with the attention
+    around it (its own match is one op, which any layer computes alone): by the call it sits in."""
+    nodes = list(nodes)
+    if torch_composed(nodes, is_model_file):
+        return True
+    line = model_line(anchor_node, is_model_file)
+    if line is not None and calls_sdpa(line):
+        return True
+    return _inside_torch_attention(anchor_node, is_model_file)
+
+
+def _inside_torch_attention(node: torch.fx.Node, is_model_file: Callable[[str], bool]) -> bool:
+    """A single op (a softmax) made inside torch's multi-head attention (`F.multi_head_attention_forward`,
+    reached from `nn.MultiheadAttention` or called directly)."""
+    named = named_frames(node)
+    inner = max((i for i, (f, _, _) in enumerate(named) if is_model_file(f)), default=None)
+    if inner is None:
+        return False
+    return any(f.startswith(_TORCH_NN) and fn == "multi_head_attention_forward" for f, _, fn in named[inner + 1:])
 
 
 def _walked(found: dict[tuple[int, Line], Site], gm: torch.fx.GraphModule,
@@ -180,6 +256,8 @@ def _walked(found: dict[tuple[int, Line], Site], gm: torch.fx.GraphModule,
         for anchor_node, nodes in sites:
             anchor = model_line(anchor_node, is_model_file)
             if anchor is not None and (family, anchor) in found:
+                continue
+            if _not_the_users(nodes, anchor_node, is_model_file):
                 continue
             _add(found, family, name, anchor_node, nodes, is_model_file)
 
