@@ -2,7 +2,7 @@
 
 A pass adds work for some classes only (pass 2: the loss variant, for a forward with a loss switch or a
 labels parameter; RMSNorm patterns through `torch.norm`, for a class whose exercised lines call a vector
-norm). Which classes those are can be read from the results and the source: a distribution where none is
+norm; pass 6: another attempt at every class not traced). Which classes those are can be read from the results and the source: a distribution where none is
 needs no import and no trace, and its results are marked with the new pass here. The rest go to the hosts,
 which redo exactly those classes (`worker._upgrade`). The reading errs toward work: a class whose `forward`
 is not in its own body, or whose source cannot be read, counts as needing it.
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from oracle import stale
-from oracle.worker import PASS, loss_parameter, may_match_a_changed_pattern
+from oracle.worker import PASS, loss_parameter, retries, trace_outdated
 
 
 @functools.cache
@@ -62,9 +62,13 @@ def forward_may_take_a_loss(record: dict[str, Any]) -> bool:
 
 
 def needs_work(record: dict[str, Any]) -> bool:
-    if record.get("pass", 1) >= PASS or not record.get("traced"):
+    """Whether a host must import the class's module for it: to attempt it again (`retries`), to trace it
+    again (`trace_outdated`), or to add its loss variant."""
+    if record.get("pass", 1) >= PASS:
         return False
-    return may_match_a_changed_pattern(record) or ("loss_variant" not in record and forward_may_take_a_loss(record))
+    if not record.get("traced"):
+        return retries(record)
+    return trace_outdated(record) or ("loss_variant" not in record and forward_may_take_a_loss(record))
 
 
 def upgrade_quietly(results: Path) -> tuple[int, int]:

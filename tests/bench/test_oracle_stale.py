@@ -121,7 +121,12 @@ def test_which_classes_an_upgrade_must_redo(tmp_path: Path) -> None:
     # loss switch, labels, a norm in an exercised line, a forward not in the class body: work; else none
     assert work == {"LM": True, "Tagger": True, "Plain": False, "RMS": True, "Inherits": True}
     assert not needs_work({**_record(path, "LM", at["LM"]), "pass": PASS})
-    assert not needs_work({**_record(path, "LM", at["LM"]), "traced": False})
+    # pass 6 attempts again every class not traced, but not one whose process a hang or crash killed
+    assert needs_work({**_record(path, "Plain", at["Plain"]), "traced": False, "pass": PASS - 1})
+    assert not needs_work({**_record(path, "Plain", at["Plain"]), "traced": False, "pass": PASS - 1,
+                           "reason": "killed: no progress past the class time limit"})
+    # a pass-5 trace stays valid (no pattern changed since): no work for a traced class with its loss variant
+    assert not needs_work({**_record(path, "RMS", at["RMS"]), "pass": PASS - 1, "loss_variant": {}})
 
 
 def test_a_distribution_with_nothing_to_redo_is_marked_without_running(tmp_path: Path) -> None:
