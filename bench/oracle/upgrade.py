@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from oracle import stale
-from oracle.worker import PASS, loss_parameter, retries, trace_outdated
+from oracle.worker import PASS, RETRY_PASS, loss_parameter, retries, trace_outdated
 
 
 @functools.cache
@@ -71,6 +71,19 @@ def needs_work(record: dict[str, Any]) -> bool:
     return trace_outdated(record) or ("loss_variant" not in record and forward_may_take_a_loss(record))
 
 
+def imports_failed(folder: Path, meta: dict[str, Any]) -> bool:
+    """Whether a distribution of a pass before 6 had a module that did not import: pass 6 lets torchaudio
+    import without its extension (`worker.torchaudio_without_extension`), and `install.py --missing` may
+    have installed what others lacked, so its modules are imported again (a class of one attempted)."""
+    if meta.get("pass", 1) >= RETRY_PASS:
+        return False
+    try:
+        imports = json.loads((folder / "_imports.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return any(v != "ok" for v in imports.values())
+
+
 def upgrade_quietly(results: Path) -> tuple[int, int]:
     """Mark with this pass every finished distribution none of whose classes needs work; (marked, left)."""
     marked = left = 0
@@ -80,7 +93,7 @@ def upgrade_quietly(results: Path) -> tuple[int, int]:
             continue
         paths = [f for f in sorted(folder.glob("*.json")) if not f.name.startswith("_")]
         records = [json.loads(f.read_text(encoding="utf-8")) for f in paths]
-        if any(needs_work(r) for r in records):
+        if any(needs_work(r) for r in records) or imports_failed(folder, meta):
             left += 1
             continue
         for f, r in zip(paths, records, strict=True):

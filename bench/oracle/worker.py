@@ -43,6 +43,7 @@ HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum",
 # (`_upgrade`).
 PASS = 6
 PATTERNS_PASS = 5  # the last pass that changed a family pattern: a trace of this pass or later stays valid
+RETRY_PASS = 6  # the last pass that builds, traces or imports more: an earlier one's failures are tried again
 SKIP_MODULE_PARTS = ("tests", "test", "testing", "conftest", "__main__", "setup", "benchmarks", "examples",
                      "scripts", "_version", "cli", "convert", "conversion")
 
@@ -114,6 +115,40 @@ def torchvision_schemas() -> None:
         _LIBS.append(lib)
     except Exception:
         pass
+
+
+def torchaudio_without_extension() -> None:
+    """Let torchaudio import without its compiled extension. PyPI has no torchaudio built for the project's
+    torch (the newest is 2.11), and its `_torchaudio.so` does not load next to it: `import torchaudio` then
+    fails, and with it every package that imports torchaudio. Its own loader (`_extension.utils._load_lib`)
+    treats a library it cannot find as absent; this makes one it cannot load absent too, so torchaudio's
+    pure-PyTorch parts (transforms, models, functional) import and run, and what needs the extension (sox,
+    ffmpeg, CTC decoders) fails when called, reported as not traced."""
+    import importlib.util
+
+    name = "torchaudio._extension.utils"
+    spec = importlib.util.find_spec("torchaudio") if name not in sys.modules else None
+    if spec is None or not spec.submodule_search_locations:
+        return
+    path = Path(spec.submodule_search_locations[0]) / "_extension" / "utils.py"
+    utils_spec = importlib.util.spec_from_file_location(name, path) if path.exists() else None
+    if utils_spec is None or utils_spec.loader is None:
+        return
+    utils = importlib.util.module_from_spec(utils_spec)
+    try:
+        utils_spec.loader.exec_module(utils)
+        load = utils._load_lib
+    except Exception:
+        return
+
+    def load_or_absent(lib: str) -> bool:
+        try:
+            return bool(load(lib))
+        except OSError:
+            return False
+
+    utils._load_lib = load_or_absent
+    sys.modules[name] = utils
 
 
 class ClassTimeout(Exception):
@@ -194,6 +229,7 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
 
     torch.manual_seed(0)
     torchvision_schemas()  # here too: torchvision may have been installed after the host started
+    torchaudio_without_extension()
     family_patterns()
     is_model_file = _is_model_file_fn(site)
     out.mkdir(parents=True, exist_ok=True)
@@ -302,7 +338,7 @@ _KILLED = ("killed:", "the process died")
 def retries(record: dict[str, Any]) -> bool:
     """Whether a class an earlier pass did not trace is attempted again by this one (pass 6 builds and traces
     more classes): every one not traced, except those whose process a hang or crash killed."""
-    if record.get("pass", 1) >= PASS or record.get("traced"):
+    if record.get("pass", 1) >= RETRY_PASS or record.get("traced"):
         return False
     return not str(record.get("reason", "")).startswith(_KILLED)
 

@@ -10,8 +10,9 @@ import textwrap
 from typing import Any
 
 import torch
+from torch import nn
 
-from adopter.construction.inputs import alternatives
+from adopter.construction.inputs import alternatives, first_layer
 from adopter.construction.names import SEQ, SPATIAL
 
 _EINOPS = ("rearrange", "reduce", "repeat", "pack", "unpack")
@@ -117,14 +118,43 @@ def at_rank(x: torch.Tensor, rank: int, *, seq: int = SEQ, spatial: int = SPATIA
     return torch.randn(shape, device=x.device, dtype=x.dtype) if shape is not None else None
 
 
+def _in_size(layer: nn.Module) -> int | None:
+    for attr in ("in_channels", "in_features", "num_features", "num_channels", "embed_dim", "input_size"):
+        v = getattr(layer, attr, None)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    shape = getattr(layer, "normalized_shape", None)
+    return int(shape[-1]) if isinstance(shape, tuple) and shape else None
+
+
+def other_widths(model: nn.Module, x: torch.Tensor, most: int = 3) -> list[torch.Tensor]:
+    """`x` with its features as many as another layer of the first layer's type takes: the layer registered
+    first is not always the one applied first (an offset network built before the projections it feeds)."""
+    layer = first_layer(model)
+    if layer is None or not x.is_floating_point() or x.dim() < 2:
+        return []
+    axis = 1 if isinstance(layer, (nn.modules.conv._ConvNd, nn.modules.batchnorm._BatchNorm, nn.GroupNorm)) else -1
+    own = x.shape[axis]
+    sizes = [n for n in dict.fromkeys(_in_size(m) for m in model.modules() if type(m) is type(layer))
+             if n is not None and n != own][:most]
+    out = []
+    for n in sizes:
+        shape = list(x.shape)
+        shape[axis] = n
+        out.append(torch.randn(shape, device=x.device, dtype=x.dtype))
+    return out
+
+
 def candidates(model: Any, x: torch.Tensor) -> list[torch.Tensor]:
-    """Inputs to try, in order, when `model` rejects `x`: `x`'s features at the rank its forward reads, then
-    the other usual layouts of them (`alternatives`); each shape once, `x`'s own never."""
+    """Inputs to try, in order, when `model` rejects `x`: `x`'s features at the rank its forward reads, `x`
+    as wide as another layer like its first takes (`other_widths`), then the other usual layouts of `x`
+    (`alternatives`); each shape once, `x`'s own never."""
     rank = forward_rank(model)
     first = at_rank(x, rank) if rank is not None else None
     out: list[torch.Tensor] = []
     seen = {tuple(x.shape)}
-    for t in [*([first] if first is not None else []), *alternatives(x)]:
+    widths = other_widths(model, x) if isinstance(model, nn.Module) else []
+    for t in [*([first] if first is not None else []), *widths, *alternatives(x)]:
         if tuple(t.shape) not in seen:
             seen.add(tuple(t.shape))
             out.append(t)
