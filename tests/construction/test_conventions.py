@@ -109,13 +109,13 @@ class Unpacks(nn.Module):
         self.proj = nn.Linear(dim, dim)
 
     def forward(self, x, mask=None):
-        b, c, h, w = x.shape
+        _b, _c, _h, _w = x.shape
         return self.proj(x.flatten(2).transpose(1, 2))
 
 
 class Rearranges(nn.Module):
     def forward(self, feats):
-        from einops import rearrange  # noqa: F401  (never run: read only)
+        from einops import rearrange
 
         return rearrange(feats, "b (h w) c -> b c h w", h=4)
 
@@ -142,7 +142,7 @@ def test_the_rank_a_forward_reads_orders_the_retried_inputs() -> None:
     assert forward_rank(nn.Linear(2, 2)) is None
     shapes = [tuple(c.shape) for c in candidates(Unpacks(), torch.randn(2, 16, 8))]
     assert shapes[0] == (2, 8, 32, 32) and (2, 16, 8) not in shapes
-    assert [tuple(c.shape) for c in candidates(Asserts(), torch.randn(2, 16, 8))][0] == (2, 8, 8, 32, 32)
+    assert next(tuple(c.shape) for c in candidates(Asserts(), torch.randn(2, 16, 8))) == (2, 8, 8, 32, 32)
     model = OffsetFirst()
     x = torch.randn(2, 8, 16)  # as wide as the first registered layer takes
     with pytest.raises(RuntimeError):
