@@ -14,6 +14,7 @@ import ast
 import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -203,10 +204,70 @@ def _normal(name: str) -> str:
     return name.replace("_", "-").replace(".", "-").lower()
 
 
+_NO_MODULE = re.compile(r"No module named '([^'.]+)")
+# Modules a distribution imports that no distribution of that name provides. `pkg_resources` left
+# setuptools in its version 81, and packages written before still import it at their top.
+PROVIDED_BY = {"pkg_resources": "setuptools<81"}
+
+
+def _site() -> Path:
+    return next((VENV / "lib").glob("python3*/site-packages"))
+
+
+def missing_requirements(dist: str, imports: dict[str, str]) -> list[str]:
+    """The requirements to install so that more of `dist`'s modules import: for each top-level module its
+    imports reported missing (`_imports.json`: "ModuleNotFoundError: No module named 'x'"), the
+    requirement `dist` itself declares by that name (any extra: the distribution's own declared optional
+    dependencies; its environment marker dropped, its version kept), or what provides a module no
+    distribution is named for (`PROVIDED_BY`). A missing module `dist` does not declare is not guessed."""
+    from importlib import metadata as md
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    wanted = {m.group(1) for v in imports.values() if (m := _NO_MODULE.search(v))}
+    try:
+        declared = next(iter(md.distributions(name=dist, path=[str(_site())]))).requires or []
+    except StopIteration:
+        declared = []
+    by_name: dict[str, str] = {}
+    for text in declared:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        by_name.setdefault(_normal(req.name), f"{req.name}{req.specifier}")
+    out = [by_name.get(_normal(m)) or PROVIDED_BY.get(m) for m in sorted(wanted)]
+    return sorted({r for r in out if r and _normal(r.split("<")[0].split(">")[0].split("=")[0].split("~")[0])
+                   not in {_normal(d) for d in excluded()}})
+
+
+def install_missing(results: Path, dists: list[str]) -> list[Installed]:
+    """Install every finished distribution's `missing_requirements` (those of `dists`, or all), each with
+    its dependencies under the constraints (the project's torch and numpy), else alone."""
+    done = []
+    for imports in sorted(results.glob("*/_imports.json")):
+        dist = imports.parent.name
+        if dists and dist not in dists:
+            continue
+        for req in missing_requirements(dist, json.loads(imports.read_text(encoding="utf-8"))):
+            proc = _pip([req])
+            how = "with-deps" if proc.returncode == 0 else ""
+            if not how:
+                alone = _pip(["--no-deps", req])
+                how = f"no-deps ({_last_error(proc)})" if alone.returncode == 0 else _last_error(alone)
+            done.append(Installed(f"{dist}: {req}", how.startswith(("with-deps", "no-deps")), how))
+    return done
+
+
 def main(argv: list[str]) -> int:
-    for spec in argv:
-        r = install(spec)
-        print(f"{'ok ' if r.ok else 'FAIL'} {spec}: {r.how}", flush=True)
+    """`install.py SPEC...` installs distributions; `install.py --missing RESULTS [DIST...]` installs what
+    their failed imports lack (`install_missing`)."""
+    if argv[:1] == ["--missing"]:
+        results = install_missing(Path(argv[1]), argv[2:])
+    else:
+        results = [install(spec) for spec in argv]
+    for r in results:
+        print(f"{'ok ' if r.ok else 'FAIL'} {r.dist}: {r.how}", flush=True)
     return 0
 
 

@@ -2,7 +2,7 @@
 
 A pass adds work for some classes only (pass 2: the loss variant, for a forward with a loss switch or a
 labels parameter; RMSNorm patterns through `torch.norm`, for a class whose exercised lines call a vector
-norm). Which classes those are can be read from the results and the source: a distribution where none is
+norm; pass 6: another attempt at every class not traced). Which classes those are can be read from the results and the source: a distribution where none is
 needs no import and no trace, and its results are marked with the new pass here. The rest go to the hosts,
 which redo exactly those classes (`worker._upgrade`). The reading errs toward work: a class whose `forward`
 is not in its own body, or whose source cannot be read, counts as needing it.
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from oracle import stale
-from oracle.worker import PASS, loss_parameter, may_match_a_changed_pattern
+from oracle.worker import PASS, RETRY_PASS, loss_parameter, retries, trace_outdated
 
 
 @functools.cache
@@ -62,9 +62,26 @@ def forward_may_take_a_loss(record: dict[str, Any]) -> bool:
 
 
 def needs_work(record: dict[str, Any]) -> bool:
-    if record.get("pass", 1) >= PASS or not record.get("traced"):
+    """Whether a host must import the class's module for it: to attempt it again (`retries`), to trace it
+    again (`trace_outdated`), or to add its loss variant."""
+    if record.get("pass", 1) >= PASS:
         return False
-    return may_match_a_changed_pattern(record) or ("loss_variant" not in record and forward_may_take_a_loss(record))
+    if not record.get("traced"):
+        return retries(record)
+    return trace_outdated(record) or ("loss_variant" not in record and forward_may_take_a_loss(record))
+
+
+def imports_failed(folder: Path, meta: dict[str, Any]) -> bool:
+    """Whether a distribution of a pass before 6 had a module that did not import: pass 6 lets torchaudio
+    import without its extension (`worker.torchaudio_without_extension`), and `install.py --missing` may
+    have installed what others lacked, so its modules are imported again (a class of one attempted)."""
+    if meta.get("pass", 1) >= RETRY_PASS:
+        return False
+    try:
+        imports = json.loads((folder / "_imports.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return any(v != "ok" for v in imports.values())
 
 
 def upgrade_quietly(results: Path) -> tuple[int, int]:
@@ -76,7 +93,7 @@ def upgrade_quietly(results: Path) -> tuple[int, int]:
             continue
         paths = [f for f in sorted(folder.glob("*.json")) if not f.name.startswith("_")]
         records = [json.loads(f.read_text(encoding="utf-8")) for f in paths]
-        if any(needs_work(r) for r in records):
+        if any(needs_work(r) for r in records) or imports_failed(folder, meta):
             left += 1
             continue
         for f, r in zip(paths, records, strict=True):

@@ -36,9 +36,14 @@ HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum",
 # norm-quotient RMSNorm patterns for a √d gain, pass 4 takes that back (ScaleNorm is RMSNorm with the weight
 # g/√d: `patterns._rms_norm`), adds cross-entropy over logits moved to classes-first, and lets families 5 and
 # 16 share inner values (`patterns.SHARED_INNER_NODES`); pass 5 asks an erf GELU for its product with x (the
-# Gaussian CDF alone is not GELU) and adds Linear -> GELU on a permuted input. A run meeting an
-# earlier pass's results upgrades them (`_upgrade`).
-PASS = 5
+# Gaussian CDF alone is not GELU) and adds Linear -> GELU on a permuted input. Pass 6 changes no pattern:
+# it builds and traces more classes (construction's argument names, sub-modules and factories; inputs of the
+# rank the forward reads), so it attempts again exactly the classes an earlier pass did not trace
+# (`retries`); traced ones keep their results. A run meeting an earlier pass's results upgrades them
+# (`_upgrade`).
+PASS = 6
+PATTERNS_PASS = 5  # the last pass that changed a family pattern: a trace of this pass or later stays valid
+RETRY_PASS = 6  # the last pass that builds, traces or imports more: an earlier one's failures are tried again
 SKIP_MODULE_PARTS = ("tests", "test", "testing", "conftest", "__main__", "setup", "benchmarks", "examples",
                      "scripts", "_version", "cli", "convert", "conversion")
 
@@ -112,6 +117,40 @@ def torchvision_schemas() -> None:
         pass
 
 
+def torchaudio_without_extension() -> None:
+    """Let torchaudio import without its compiled extension. PyPI has no torchaudio built for the project's
+    torch (the newest is 2.11), and its `_torchaudio.so` does not load next to it: `import torchaudio` then
+    fails, and with it every package that imports torchaudio. Its own loader (`_extension.utils._load_lib`)
+    treats a library it cannot find as absent; this makes one it cannot load absent too, so torchaudio's
+    pure-PyTorch parts (transforms, models, functional) import and run, and what needs the extension (sox,
+    ffmpeg, CTC decoders) fails when called, reported as not traced."""
+    import importlib.util
+
+    name = "torchaudio._extension.utils"
+    spec = importlib.util.find_spec("torchaudio") if name not in sys.modules else None
+    if spec is None or not spec.submodule_search_locations:
+        return
+    path = Path(spec.submodule_search_locations[0]) / "_extension" / "utils.py"
+    utils_spec = importlib.util.spec_from_file_location(name, path) if path.exists() else None
+    if utils_spec is None or utils_spec.loader is None:
+        return
+    utils = importlib.util.module_from_spec(utils_spec)
+    try:
+        utils_spec.loader.exec_module(utils)
+        load = utils._load_lib
+    except Exception:
+        return
+
+    def load_or_absent(lib: str) -> bool:
+        try:
+            return bool(load(lib))
+        except OSError:
+            return False
+
+    utils._load_lib = load_or_absent
+    sys.modules[name] = utils
+
+
 class ClassTimeout(Exception):
     pass
 
@@ -183,13 +222,14 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
     import torch
     from torch import nn
 
-    from adopter.construction import Built, alternatives, construct
+    from adopter.construction import Built, candidates, construct
     from oracle.match import executed_lines, find_sites
     from oracle.patterns import family_patterns
     from oracle.trace import trace_step
 
     torch.manual_seed(0)
     torchvision_schemas()  # here too: torchvision may have been installed after the host started
+    torchaudio_without_extension()
     family_patterns()
     is_model_file = _is_model_file_fn(site)
     out.mkdir(parents=True, exist_ok=True)
@@ -234,7 +274,7 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
                         record["constructed"] = True
                         record["guessed"] = list(built.guessed)
                         try:
-                            traced = _trace_any(trace_step, built, alternatives, record)
+                            traced = _trace_any(trace_step, built, candidates, record)
                         except Exception as exc:
                             traced = _on_cpu(exc, cls, module, construct, trace_step, record)
                         record["traced"] = True
@@ -290,13 +330,32 @@ def may_match_a_changed_pattern(record: dict[str, Any]) -> bool:
     return False
 
 
+# How a class was lost when its process was killed (`_mark`): a hang in C code or a crash, which a new
+# attempt would only repeat at the cost of a whole child process.
+_KILLED = ("killed:", "the process died")
+
+
+def retries(record: dict[str, Any]) -> bool:
+    """Whether a class an earlier pass did not trace is attempted again by this one (pass 6 builds and traces
+    more classes): every one not traced, except those whose process a hang or crash killed."""
+    if record.get("pass", 1) >= RETRY_PASS or record.get("traced"):
+        return False
+    return not str(record.get("reason", "")).startswith(_KILLED)
+
+
+def trace_outdated(record: dict[str, Any]) -> bool:
+    """Whether a traced class's trace predates a pattern change that may match it."""
+    return bool(record.get("traced")) and record.get("pass", 1) < PATTERNS_PASS and may_match_a_changed_pattern(record)
+
+
 def _upgrade(path: Path, cls: type, module: Any, class_timeout: float, is_model_file: Any, out: Path) -> bool:
     """Bring a class's result of an earlier pass up to this one (the loss variant where it has none), in
-    place; False when it must be traced again whole instead (a pattern changed since may match it)."""
+    place; False when it must be attempted again whole instead (it was not traced, and this pass may trace
+    it; or a pattern changed since may match it)."""
     record = json.loads(path.read_text(encoding="utf-8"))
     if record.get("pass", 1) >= PASS:
         return True
-    if record.get("traced") and may_match_a_changed_pattern(record):
+    if retries(record) or trace_outdated(record):
         return False
     if record.get("traced") and "loss_variant" not in record:
         (out / "CURRENT").write_text(record.get("class", ""), encoding="utf-8")
@@ -447,23 +506,31 @@ def _loss_variant(cls: type, module: Any, record: dict[str, Any], class_timeout:
 
 
 def _alternatives() -> Any:
-    from adopter.construction import alternatives
+    from adopter.construction import candidates
 
-    return alternatives
+    return candidates
 
 
-def _trace_any(trace_step: Any, built: Any, alternatives: Any, record: dict[str, Any]) -> Any:
-    """Trace with the inferred inputs, then with the first input's other likely shapes (construction's
-    `alternatives`) while the model's code rejects it; raises the first error when none traces."""
+def _trace_any(trace_step: Any, built: Any, candidates: Any, record: dict[str, Any]) -> Any:
+    """Trace with the inferred inputs, then, while the model's code rejects them, with the first input's
+    other likely shapes (construction's `candidates(model, x)`: the rank its forward reads first), each
+    forward argument given the first input given the new one too; raises the first error when none
+    traces (a class's time limit stops the retries)."""
     try:
         return trace_step(built.model, built.args, built.kwargs)
+    except ClassTimeout:
+        raise
     except Exception as first_error:
         names = list(built.kwargs)
         if not names or not hasattr(built.kwargs[names[0]], "shape"):
             raise
-        for alt in alternatives(built.kwargs[names[0]]):
+        x = built.kwargs[names[0]]
+        for alt in candidates(built.model, x):
+            kwargs = {k: alt if v is x else v for k, v in built.kwargs.items()}
             try:
-                traced = trace_step(built.model, built.args, {**built.kwargs, names[0]: alt})
+                traced = trace_step(built.model, built.args, kwargs)
+            except ClassTimeout:
+                raise
             except Exception:
                 continue
             record["input_shape"] = list(alt.shape)
@@ -479,7 +546,7 @@ def _on_cpu(exc: Exception, cls: type, module: Any, construct: Any, trace_step: 
     the CPU (same arguments and inputs: construction is deterministic) and trace it there with `make_fx`;
     when its forward branches on its own values, which `make_fx` cannot follow, through dynamo's graphs
     (`trace_with_dynamo`). Raises the original error when neither applies."""
-    from adopter.construction import Built, alternatives
+    from adopter.construction import Built, candidates
     from oracle.trace import DATA_DEPENDENT, needs_real_tensors, trace_with_dynamo
 
     if not needs_real_tensors(exc):
@@ -488,7 +555,7 @@ def _on_cpu(exc: Exception, cls: type, module: Any, construct: Any, trace_step: 
     if not isinstance(built, Built) or sum(p.numel() for p in built.model.parameters()) > CPU_PARAMETERS:
         raise exc
     try:
-        traced = _trace_any(lambda m, a, k: trace_step(m, a, k, device="cpu"), built, alternatives, record)
+        traced = _trace_any(lambda m, a, k: trace_step(m, a, k, device="cpu"), built, candidates, record)
         record["device"] = "cpu"
     except Exception as cpu_error:
         if DATA_DEPENDENT not in str(cpu_error):

@@ -389,7 +389,7 @@ class BranchesOnValues(nn.Module):
 
 
 def test_a_class_that_needs_real_tensors_is_traced_on_the_cpu(tmp_path: Path) -> None:
-    from adopter.construction import alternatives
+    from adopter.construction import candidates
     from oracle.trace import needs_real_tensors
     from oracle.worker import _on_cpu, _trace_any
 
@@ -403,7 +403,7 @@ def test_a_class_that_needs_real_tensors_is_traced_on_the_cpu(tmp_path: Path) ->
     assert isinstance(built, Built)
     record: dict[str, object] = {}
     with pytest.raises(Exception) as failed:
-        _trace_any(trace_step, built, alternatives, record)
+        _trace_any(trace_step, built, candidates, record)
     assert needs_real_tensors(failed.value)
     traced = _on_cpu(failed.value, module.MakesCpuTensors, module, construct, trace_step, record)
     assert record["device"] == "cpu" and traced.backward
@@ -417,7 +417,7 @@ def test_a_class_that_needs_real_tensors_is_traced_on_the_cpu(tmp_path: Path) ->
     built = construct(module.BranchesOnValues, module, generic_inputs=True)
     assert isinstance(built, Built)
     with pytest.raises(Exception) as failed:
-        _trace_any(trace_step, built, alternatives, {})
+        _trace_any(trace_step, built, candidates, {})
     record = {}
     traced = _on_cpu(failed.value, module.BranchesOnValues, module, construct, trace_step, record)
     assert record["device"] == "cpu, dynamo"

@@ -121,7 +121,12 @@ def test_which_classes_an_upgrade_must_redo(tmp_path: Path) -> None:
     # loss switch, labels, a norm in an exercised line, a forward not in the class body: work; else none
     assert work == {"LM": True, "Tagger": True, "Plain": False, "RMS": True, "Inherits": True}
     assert not needs_work({**_record(path, "LM", at["LM"]), "pass": PASS})
-    assert not needs_work({**_record(path, "LM", at["LM"]), "traced": False})
+    # pass 6 attempts again every class not traced, but not one whose process a hang or crash killed
+    assert needs_work({**_record(path, "Plain", at["Plain"]), "traced": False, "pass": PASS - 1})
+    assert not needs_work({**_record(path, "Plain", at["Plain"]), "traced": False, "pass": PASS - 1,
+                           "reason": "killed: no progress past the class time limit"})
+    # a pass-5 trace stays valid (no pattern changed since): no work for a traced class with its loss variant
+    assert not needs_work({**_record(path, "RMS", at["RMS"]), "pass": PASS - 1, "loss_variant": {}})
 
 
 def test_a_distribution_with_nothing_to_redo_is_marked_without_running(tmp_path: Path) -> None:
@@ -154,3 +159,31 @@ def test_a_distribution_cut_short_by_a_smaller_cap_is_run_again_with_a_larger_on
     # every class was attempted below the cap: nothing more to run, whatever the cap
     (tmp_path / "_done.json").write_text(json.dumps({**meta, "attempted": 12}), encoding="utf-8")
     assert done(tmp_path, 300)
+
+
+def test_a_distribution_with_a_module_that_did_not_import_is_imported_again(tmp_path: Path) -> None:
+    from oracle.upgrade import upgrade_quietly
+
+    results = tmp_path / "results"
+    for dist, imports in (("imported", {"a": "ok"}), ("failed", {"a": "ok", "b": "OSError: Could not load"})):
+        (results / dist).mkdir(parents=True)
+        (results / dist / "_imports.json").write_text(json.dumps(imports), encoding="utf-8")
+        (results / dist / "_done.json").write_text(json.dumps({"dist": dist, "pass": PASS - 1}), encoding="utf-8")
+    assert upgrade_quietly(results) == (1, 1)
+    assert done(results / "imported") and not done(results / "failed")
+
+
+def test_what_a_distribution_declares_for_a_module_it_could_not_import(tmp_path: Path, monkeypatch) -> None:
+    from oracle import install
+
+    info = tmp_path / "pkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n"
+                                   "Requires-Dist: sh>=2.0.7\nRequires-Dist: einx>=0.5; extra == 'vision'\n"
+                                   "Requires-Dist: numpy\n", encoding="utf-8")
+    monkeypatch.setattr(install, "_site", lambda: tmp_path)
+    imports = {"pkg.a": "ModuleNotFoundError: No module named 'sh'", "pkg.b": "ok",
+               "pkg.c": "ModuleNotFoundError: No module named 'einx.op'",
+               "pkg.d": "ModuleNotFoundError: No module named 'pkg_resources'",
+               "pkg.e": "ModuleNotFoundError: No module named 'undeclared'"}
+    assert install.missing_requirements("pkg", imports) == ["einx>=0.5", "setuptools<81", "sh>=2.0.7"]

@@ -129,9 +129,9 @@ class Vision(nn.Module):
 
 
 class Opaque(nn.Module):
-    def __init__(self, backbone_builder):
+    def __init__(self, recipe):
         super().__init__()
-        self.inner = backbone_builder()
+        self.inner = recipe()
 
 
 class Raises(nn.Module):
@@ -209,8 +209,8 @@ def test_conv_input_is_nchw_with_the_layers_channels() -> None:
 def test_an_argument_nothing_can_supply_is_named() -> None:
     result = construct(Opaque, HERE)
     assert isinstance(result, NotBuilt)
-    assert result.missing == "backbone_builder" and result.stage == "arguments"
-    assert "backbone_builder" in result.render()
+    assert result.missing == "recipe" and result.stage == "arguments"
+    assert "recipe" in result.render()
 
 
 def test_a_constructor_that_raises_gives_notbuilt() -> None:

@@ -21,9 +21,10 @@ from adopter.construction.arguments import (
 )
 from adopter.construction.build import construct, load_factory
 from adopter.construction.inputs import alternatives, first_layer, forward_inputs, input_for_layer
+from adopter.construction.shapes import candidates, forward_rank
 from adopter.construction.types import Built, Construction, NotBuilt
 
 __all__ = [
-    "FLIPS", "Built", "Construction", "NotBuilt", "alternatives", "boolean_parameters", "config_class", "construct", "constructor_arguments", "first_layer",
-    "forward_inputs", "input_for_layer", "load_factory", "shrink_config",
+    "FLIPS", "Built", "Construction", "NotBuilt", "alternatives", "boolean_parameters", "candidates", "config_class", "construct", "constructor_arguments", "first_layer",
+    "forward_inputs", "forward_rank", "input_for_layer", "load_factory", "shrink_config",
 ]

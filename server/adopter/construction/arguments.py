@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from adopter.construction.names import HEADS, LAYERS, kind_of, value_for
+from adopter.construction.submodules import adapted_layer, annotated_submodule, callable_for
 from adopter.construction.types import NotBuilt
 
 CONFIG_NAMES = ("config", "cfg", "configuration", "conf", "args", "hparams", "params", "model_args",
@@ -168,8 +169,10 @@ def nn_module() -> type:
 
 # Parameters that name the callable a wrapper applies (`PreNorm(dim, fn)`, `Residual(fn)`, `EMA(model)`):
 # given a module that passes its first input through, so the wrapper's own code builds and runs.
-_WRAPPED = re.compile(r"^(fn|f|func|function|net|model|module|layer|block|sublayer|sub_layer|inner|wrapped|"
-                      r"submodule|sub_module|inner_module|base_model|wrapped_module)$")
+# Reversible blocks name their two halves `f` and `g`; a model made of parts names them `encoder`, `backbone`.
+_WRAPPED = re.compile(r"^(fn|f|g|func|function|net|model|module|layer|block|sublayer|sub_layer|inner|wrapped|"
+                      r"submodule|sub_module|inner_module|base_model|wrapped_module|encoder|decoder|backbone|"
+                      r"image_encoder|text_encoder|trunk|body)$")
 
 
 @functools.cache
@@ -184,12 +187,17 @@ def passthrough_class() -> type:
     return Passthrough
 
 
-def _typed_default(name: str, param: inspect.Parameter, module: Any, width: int) -> tuple[bool, Any]:
-    """(found, value) for a parameter without default: by its name, else by a bool/float annotation."""
+def _typed_default(name: str, param: inspect.Parameter, module: Any, width: int, depth: int = 0) -> tuple[bool, Any]:
+    """(found, value) for a parameter without default: a sub-module its annotation names, a module for a
+    wrapped callable or an adapted layer, by its name, else by its annotation."""
     kind = kind_of(name)
     ann = annotation(param, module)
+    if (sub := annotated_submodule(ann, module, width, depth)) is not None:
+        return True, sub
     if _WRAPPED.match(name.lower()) or ann is nn_module():
         return True, passthrough_class()()
+    if (layer := adapted_layer(name, width)) is not None:
+        return True, layer
     if ann is bool or ann == "bool":
         return True, False
     if name == "dtype":
@@ -205,6 +213,8 @@ def _typed_default(name: str, param: inspect.Parameter, module: Any, width: int)
         if kind == "layers" and (ann in (list, tuple) or str(ann).startswith(("list[int]", "tuple[int", "typing.List[int]"))):
             return True, [LAYERS] * 4
         return True, value
+    if (made := callable_for(name, ann, passthrough_class())) is not None:
+        return True, made
     if inspect.isclass(ann) and ann.__module__ not in ("builtins", "typing") and not issubclass(ann, nn_module()):
         try:
             return True, ann()  # a settings class (a dataclass of defaults, say): its defaults
@@ -218,7 +228,7 @@ def _typed_default(name: str, param: inspect.Parameter, module: Any, width: int)
 
 
 def constructor_arguments(cls: type, module: Any = None, *, width: int = 32, small: bool = True,
-                          fill_defaults: bool = False, flip: str | None = None,
+                          fill_defaults: bool = False, flip: str | None = None, depth: int = 0,
                           ) -> tuple[dict[str, Any], Any, tuple[str, ...]] | NotBuilt:
     """(keyword arguments for `cls(...)`, the config object or None, the names whose values were guessed),
     or `NotBuilt` naming the first required parameter nothing could supply.
@@ -226,7 +236,8 @@ def constructor_arguments(cls: type, module: Any = None, *, width: int = 32, sma
     Parameters with defaults keep them unless `fill_defaults` (then size-named ones are made small too,
     which the oracle uses to keep default-constructed models cheap to trace). `flip` ("all" or "on", see
     `FLIPS`) builds a variant with the boolean parameters (the config class's too) flipped: code behind
-    a flag that is off by default (`if use_bn:`) runs in it."""
+    a flag that is off by default (`if use_bn:`) runs in it. `depth` counts the sub-modules being built
+    for an owner's annotated parameters (`submodules.annotated_submodule`)."""
     try:
         params = list(inspect.signature(cls.__init__).parameters.items())[1:]  # type: ignore[misc]
     except (TypeError, ValueError) as exc:
@@ -256,7 +267,7 @@ def constructor_arguments(cls: type, module: Any = None, *, width: int = 32, sma
             kwargs[name] = config
             guessed.append(name)
             continue
-        found, value = _typed_default(name, param, module, width)
+        found, value = _typed_default(name, param, module, width, depth)
         if not found:
             return NotBuilt(cls.__name__, "arguments", "it has no default and its name does not say what it "
                             "holds; give a factory (module:fn)", name)

@@ -85,7 +85,8 @@ def construct(cls: type, module: Any = None, *, factory: str | None = None, devi
         return NotBuilt(name, "arguments", "it is abstract")
     failure: NotBuilt | None = None
     for width in WIDTHS:
-        chosen = constructor_arguments(cls, module, width=width, small=small, fill_defaults=small, flip=flip)
+        with torch.device(device) if device is not None else _nothing():  # sub-module arguments too
+            chosen = constructor_arguments(cls, module, width=width, small=small, fill_defaults=small, flip=flip)
         if isinstance(chosen, NotBuilt):
             return chosen
         kwargs, config, guessed = chosen
@@ -94,9 +95,15 @@ def construct(cls: type, module: Any = None, *, factory: str | None = None, devi
         except Exception as exc:
             failure = NotBuilt(name, "construct", f"{name}({', '.join(f'{k}={_describe(v)}' for k, v in kwargs.items())}) "
                                f"failed: {type(exc).__name__}: {str(exc)[:300]}", _missing_from(exc))
-            if not guessed:
-                return failure
-            continue
+            listed = as_lists(kwargs, guessed) if wants_a_list(exc) else None
+            try:
+                if listed is None:
+                    raise
+                model, kwargs = _instantiate(cls, listed, device), listed
+            except Exception:
+                if not guessed:
+                    return failure
+                continue
         described = {k: _describe(v) for k, v in kwargs.items()}
         if inputs is not None:
             args, kw = (((), dict(inputs)) if isinstance(inputs, dict) else
@@ -110,6 +117,24 @@ def construct(cls: type, module: Any = None, *, factory: str | None = None, devi
         return Built(model, made[0], made[1], described, guessed + made[2])
     assert failure is not None
     return failure
+
+
+# What a constructor says when it iterates or indexes a number it was given for a list (`for d in dims`,
+# `layers[0]`): the guessed numbers with plural names are given as lists instead (`as_lists`).
+_WANTS_A_LIST = ("'int' object is not iterable", "'int' object is not subscriptable", "object of type 'int' has no len()")
+
+
+def wants_a_list(exc: Exception) -> bool:
+    return isinstance(exc, TypeError) and any(s in str(exc) for s in _WANTS_A_LIST)
+
+
+def as_lists(kwargs: dict[str, Any], guessed: tuple[str, ...]) -> dict[str, Any] | None:
+    """`kwargs` with each guessed integer whose name is plural (`dims`, `layers`, `depths`, `channels`)
+    made a list of four of it (four stages: the common count of a ResNet or U-Net's stage lists); None when
+    there is none."""
+    plural = {k for k in guessed if k.lower().endswith("s") and isinstance(kwargs.get(k), int)
+              and not isinstance(kwargs.get(k), bool)}
+    return {k: [v] * 4 if k in plural else v for k, v in kwargs.items()} if plural else None
 
 
 def _instantiate(cls: type, kwargs: dict[str, Any], device: Any) -> nn.Module:

@@ -20,9 +20,9 @@ _LAYER_TYPES: tuple[type[nn.Module], ...] = (
 )
 # Forward parameters that carry no tensor worth making up: None is the usual "absent" for them.
 _OPTIONAL = ("mask", "cache", "past", "state", "position_bias", "bias", "head_mask", "pos", "rope", "freqs",
-             "labels", "return", "output", "use_", "kwargs", "layer_past", "incremental")
+             "labels", "return", "output", "use_", "kwargs", "layer_past", "incremental", "device")
 _LIKE_INPUT = ("context", "memory", "encoder", "y", "key", "value", "kv", "cond", "residual", "skip", "h",
-               "hidden", "src", "tgt", "query", "x2", "other", "z", "feat", "emb")
+               "hidden", "src", "tgt", "query", "x2", "other", "z", "feat", "emb", "input", "inp")
 # Named exactly so, a forward parameter is a tensor like the input: the queries, keys and values of an
 # attention core (`Attend.forward(q, k, v)`), a relation or residual term, or a loss's target (regression
 # and reconstruction losses take one shaped like their input). Exact names only: as a prefix, `k` or `r`

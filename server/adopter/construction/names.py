@@ -25,6 +25,14 @@ _KINDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), k) for p
     (r"^(num_|n_|n)?(attention_)?heads?$|^num_(attention_|kv_|key_value_)?heads$|^nhead$|^heads_num$", "heads"),
     (r"^(num_|n_)?(hidden_|encoder_|decoder_)?(layers?|blocks?)$|^depths?$|^num_hidden_layers$|^n_layer$", "layers"),
     (r"(head_dim|dim_head|d_head|head_size|d_k|d_v|d_kv)$", "head_width"),
+    # channel counts written `c1`, `c2` (YOLO-style blocks), `chan`, `in_channel`; a width named for what it
+    # conditions (`dim_cond`, `dim_context`)
+    (r"^c_?\d+$|^(in_|out_)?(chan|channel)$|^(chan|channel)_?(in|out)$|^dim_(cond|context|time|text|emb|hidden|inner)|"
+     r"^(in|out)_channels_|^n_?dim_|^ndim_|sizes$", "width"),
+    (r"_kwargs$|_kw$", "mapping"),
+    (r"^(h|w|height|img_h|img_w)$", "spatial"),
+    (r"^reduction$|^(se_)?reduction_ratio$", "mult"),
+    (r"^n$", "count"),
     (r"(vocab|num_embeddings|num_tokens|n_vocab|n_tokens|num_codes|codebook_size)", "vocab"),
     (r"(num_classes|n_classes|classes|num_labels|n_labels|out_classes|num_outputs)$", "classes"),
     (r"(img_size|image_size|input_size|resolution|img_res)$", "spatial"),
@@ -80,6 +88,8 @@ def value_for(kind: str, width: int) -> Any:
         return 1.0
     if kind == "width":
         return width
+    if kind == "mapping":
+        return {}  # keyword arguments passed on to a part: none, so the part keeps its defaults
     table = {"heads": HEADS, "layers": LAYERS, "head_width": width // HEADS, "vocab": VOCAB,
              "classes": CLASSES, "spatial": SPATIAL, "seq": SEQ, "patch": 4, "kernel": 3, "one": 1,
              "count": 2, "mult": 2}
