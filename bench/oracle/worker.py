@@ -39,11 +39,15 @@ HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum",
 # Gaussian CDF alone is not GELU) and adds Linear -> GELU on a permuted input. Pass 6 changes no pattern:
 # it builds and traces more classes (construction's argument names, sub-modules and factories; inputs of the
 # rank the forward reads), so it attempts again exactly the classes an earlier pass did not trace
-# (`retries`); traced ones keep their results. A run meeting an earlier pass's results upgrades them
-# (`_upgrade`).
-PASS = 6
+# (`retries`); traced ones keep their results. Pass 7 drops matches torch's own layer code composes
+# (`match.torch_composed`: nn.MultiheadAttention, nn.TransformerEncoderLayer) and SDPA's math path: a class
+# with a site of a family those make (`LIBRARY_FAMILIES`) is traced again. A run meeting an earlier pass's
+# results upgrades them (`_upgrade`).
+PASS = 7
 PATTERNS_PASS = 5  # the last pass that changed a family pattern: a trace of this pass or later stays valid
 RETRY_PASS = 6  # the last pass that builds, traces or imports more: an earlier one's failures are tried again
+LIBRARY_PASS = 7  # the last pass that changed which matches count as the model's own: sites of these families
+LIBRARY_FAMILIES = frozenset({4, 5, 6, 9, 10})  # (softmax, attention, projections, feed-forward) are found again
 SKIP_MODULE_PARTS = ("tests", "test", "testing", "conftest", "__main__", "setup", "benchmarks", "examples",
                      "scripts", "_version", "cli", "convert", "conversion")
 
@@ -344,8 +348,14 @@ def retries(record: dict[str, Any]) -> bool:
 
 
 def trace_outdated(record: dict[str, Any]) -> bool:
-    """Whether a traced class's trace predates a pattern change that may match it."""
-    return bool(record.get("traced")) and record.get("pass", 1) < PATTERNS_PASS and may_match_a_changed_pattern(record)
+    """Whether a traced class's trace predates a pattern change that may match it, or a change of which
+    matches are the model's own that may drop one of its sites."""
+    if not record.get("traced"):
+        return False
+    done_in = record.get("pass", 1)
+    if done_in < PATTERNS_PASS and may_match_a_changed_pattern(record):
+        return True
+    return done_in < LIBRARY_PASS and any(s.get("family") in LIBRARY_FAMILIES for s in record.get("sites") or [])
 
 
 def _upgrade(path: Path, cls: type, module: Any, class_timeout: float, is_model_file: Any, out: Path) -> bool:
