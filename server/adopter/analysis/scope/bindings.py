@@ -433,6 +433,10 @@ class InitAnalysis:
                 self.locals[name] = _ListBuild(depth=len(conds))
             elif value.type in ("list_comprehension", "generator_expression", "list"):
                 self.locals[name] = self._list_build(value, conds)
+            elif (partial_of := self._local_partial(value)) is not None:
+                # `norm_layer = partial(nn.BatchNorm2d, eps=1e-3)`: calling it builds that class, as for a
+                # parameter whose default is such a partial (`read_defaults`).
+                self.locals[name] = [((), _Callee(partial_of))]
             else:
                 self.locals[name] = local_alts = self._alternatives(value)
                 if spans := self._literal_item_spans(value, local_alts):
@@ -699,20 +703,52 @@ class InitAnalysis:
                 stack.extend(node.named_children)
                 continue
             value = node.named_children[0] if node.named_child_count == 1 else None
-            if value is not None and value.type == "call":
-                func = value.child_by_field_id(Field.FUNCTION)
-                args = value.child_by_field_id(Field.ARGUMENTS)
-                first = args.named_children[0] if args is not None and args.named_child_count else None
-                if func is None or dotted_text(func, self.src) not in ("partial", "functools.partial") or first is None:
-                    return []
-                value = first
-            dotted = dotted_text(value, self.src) if value is not None else None
-            callee = self._default_class(dotted)
-            if callee is None:
+            classes = self._class_values(value) if value is not None else None
+            if not classes:
                 return []
-            if callee not in found:
-                found.append(callee)
+            found.extend(c for c in classes if c not in found)
         return found
+
+    def _class_values(self, value: Node) -> list[str] | None:
+        """The classes a returned expression names: `nn.Linear`, `partial(LoRALinear, rank=r)`, or either
+        alternative of a conditional of such (`nn.SyncBatchNorm if is_distributed else nn.BatchNorm1d`:
+        which one runs is decided at run time, so both are read); None for anything else."""
+        if value.type == "parenthesized_expression" and value.named_child_count == 1:
+            return self._class_values(value.named_children[0])
+        if value.type == "conditional_expression":
+            parts = [c for c in value.named_children if c.type != "comment"]
+            if len(parts) != 3:
+                return None
+            yes, no = self._class_values(parts[0]), self._class_values(parts[2])
+            return yes + [c for c in no if c not in yes] if yes and no else None
+        if value.type == "call":
+            func = value.child_by_field_id(Field.FUNCTION)
+            args = value.child_by_field_id(Field.ARGUMENTS)
+            first = args.named_children[0] if args is not None and args.named_child_count else None
+            if func is None or dotted_text(func, self.src) not in ("partial", "functools.partial") or first is None:
+                return None
+            value = first
+        callee = self._default_class(dotted_text(value, self.src))
+        return [callee] if callee is not None else None
+
+    def _local_partial(self, value: Node) -> str | None:
+        """The layer class of `partial(LayerClass, ...)` / `functools.partial(...)`, else None."""
+        if value.type != "call":
+            return None
+        func = value.child_by_field_id(Field.FUNCTION)
+        if func is None or self.symbols.qualify(dotted_text(func, self.src) or "") != "functools.partial":
+            return None
+        classes = self._class_values(value)
+        return classes[0] if classes else None
+
+    def _returned_class_alts(self, call: Node) -> list[tuple[Conds, str, str | None]]:
+        """`helper(...)` called for a class (`helper(...)(dim)`): the classes a same-file helper returns
+        (`_returned_classes`), each under the condition that the call returned it when there are several."""
+        func = call.child_by_field_id(Field.FUNCTION)
+        dotted = dotted_text(func, self.src) if func is not None else None
+        classes = self._returned_classes(dotted) if dotted is not None and dotted not in self.locals else []
+        text = self.src.norm(call)
+        return [(((f"{text} is {c}",) if len(classes) > 1 else ()), c, None) for c in classes]
 
     def _passed_through(self, name: str, call: Node) -> Node | None:
         """The argument node of `call` a same-file function returns unchanged (`return module` of its
@@ -1090,6 +1126,8 @@ class InitAnalysis:
             callees.append(((), named, None))  # `getattr(nn, activation)()` with the name evident here
         elif func.type == "call" and (named := self._factory_entry(func, instance=False)) is not None:
             callees.append(((), named, None))  # `get_act_layer(act)()`: a same-file `return _ACTS[name]`
+        elif func.type == "call" and (chosen := self._returned_class_alts(func)):
+            callees.extend(chosen)  # `MaybeSyncBatchnorm(sync)(dim)`: a same-file helper returning classes
         else:
             dotted = dotted_text(func, self.src)
             if dotted is not None and dotted in self.locals:
