@@ -145,7 +145,8 @@ def _chain_of(children: list[Node], call: Node, name: str, src: SourceText, read
     if len(children) < MIN_CHILDREN or any(a.type in ("keyword_argument", "list_splat") for a in children):
         return None  # `Sequential(*layers)` / `Sequential(OrderedDict(...))`: no positional chain to read
     span = src.span(call)
-    layers = [(reader.constructors(c) if c.type == "call" else [], src.span(c)) for c in children]
+    layers = [(reader.constructors(c) if c.type in ("call", "conditional_expression") else [], src.span(c))
+              for c in children]
     return layer_chain(name, layers, span, span, reader.table, src)
 
 
