@@ -201,24 +201,26 @@ def test_a_local_partial_of_batchnorm_is_the_layer_it_builds() -> None:
 
 
 def test_a_local_partial_of_another_norm_is_no_site() -> None:
+    # The twin with a BatchNorm is a site (so this fails where local partials are not read at all).
+    assert _sites(PARTIAL.replace("{norm}", "BatchNorm2d")) == [("f07-conv-bn", True)]
     assert _sites(PARTIAL.replace("{norm}", "InstanceNorm2d")) == []
 
 
-@pytest.mark.parametrize(("a", "b", "site"), [
-    ("SyncBatchNorm", "BatchNorm1d", True),
-    ("LayerNorm", "GroupNorm", False),
-])
-def test_a_helper_returning_classes_by_a_conditional(a: str, b: str, site: bool) -> None:
-    found = _sites(HELPER.replace("{a}", a).replace("{b}", b))
-    assert found == ([("f08-linear-bn", True)] if site else [])
+def test_a_helper_returning_classes_by_a_conditional() -> None:
+    assert _sites(HELPER.replace("{a}", "SyncBatchNorm").replace("{b}", "BatchNorm1d")) == [("f08-linear-bn", True)]
+    assert _sites(HELPER.replace("{a}", "LayerNorm").replace("{b}", "GroupNorm")) == []
+
+
+SITE_ITEM = "maybe_sync(sync_batchnorm)(hidden_size)"
 
 
 @pytest.mark.parametrize(("item", "site"), [
-    ("maybe_sync(sync_batchnorm)(hidden_size)", True),
+    (SITE_ITEM, True),
     ("nn.BatchNorm1d(hidden_size) if not ln else nn.LayerNorm(hidden_size)", True),
     ("nn.LayerNorm(hidden_size) if ln else nn.Identity()", False),
     ("nn.GroupNorm(1, hidden_size) if ln else nn.Identity()", False),
 ])
 def test_a_factory_item_that_is_one_of_several_layers(item: str, site: bool) -> None:
+    assert [rule for rule, _ in _sites(FACTORY.replace("{item}", SITE_ITEM))] == ["f08-linear-bn"]
     found = _sites(FACTORY.replace("{item}", item))
     assert [rule for rule, _ in found] == (["f08-linear-bn"] if site else [])
