@@ -224,3 +224,38 @@ def test_a_factory_item_that_is_one_of_several_layers(item: str, site: bool) -> 
     assert [rule for rule, _ in _sites(FACTORY.replace("{item}", SITE_ITEM))] == ["f08-linear-bn"]
     found = _sites(FACTORY.replace("{item}", item))
     assert [rule for rule, _ in found] == (["f08-linear-bn"] if site else [])
+
+
+GIVEN_OR_DEFAULT = '''
+from typing import Callable, Optional
+
+import torch.nn as nn
+
+
+class BYOL(nn.Module):
+    def __init__(self, predictor: Optional[nn.Module] = None, feature_dim: int = 64, inner: int = 128,
+                 norm: Callable = nn.SyncBatchNorm) -> None:
+        super().__init__()
+        if predictor is None:
+            self.predictor = nn.Sequential(
+                nn.Linear(feature_dim, inner, bias=False),
+                {norm},
+                nn.ReLU(inplace=True),
+                nn.Linear(inner, feature_dim, bias=True),
+            )
+        else:
+            self.predictor = predictor
+
+    def forward(self, x):
+        return self.predictor(x)
+'''
+
+
+def test_a_default_sequential_unless_the_caller_passes_a_module_is_read_on_its_path() -> None:
+    # pytorchvideo 0.1.5 `models/byol.py`: the oracle's site is the line that runs the Sequential.
+    site = GIVEN_OR_DEFAULT.replace("{norm}", "norm(inner)")
+    findings = find(analyse(site, "model.py"), RULES, ENV)
+    assert [f.rule_id for f in findings] == ["f08-linear-bn"]
+    assert findings[0].span.start_line == next(
+        i for i, line in enumerate(site.splitlines()) if "return self.predictor(x)" in line)  # 0-based
+    assert _sites(GIVEN_OR_DEFAULT.replace("{norm}", "nn.LayerNorm(inner)")) == []
