@@ -326,14 +326,17 @@ class _Pass:
             return None
         bindings = self.by_attr.get(op.target[5:], ())
         if not 2 <= len(bindings) <= _MAX_ALTERNATIVES or not all(
-                isinstance(b.value, Ctor) and b.condition for b in bindings):
+                (isinstance(b.value, Ctor) or _passed_module(b)) and b.condition for b in bindings):
             return None
         ctors = [b.value for b in bindings if isinstance(b.value, Ctor)]
         if not any(c.callee == SEQUENTIAL and c.items for c in ctors):
             return None
         paths: list[tuple[Stmt, ...]] = []
-        for ctor in ctors:
-            if ctor.callee == IDENTITY:
+        for b in bindings:
+            ctor = b.value
+            if not isinstance(ctor, Ctor):
+                paths.append((op,))  # the module the caller passed: its own forward, run as a call
+            elif ctor.callee == IDENTITY:
                 paths.append((_respell(op, CHOOSE, op.args, ()),))
             else:
                 paths.append(tuple(self.module(op, op.target, ctor, 0)))
@@ -1179,6 +1182,15 @@ def _function_of(by_attr: Mapping[str, list[Binding]], target: str) -> str | Non
     if len(bindings) == 1 and chosen[0].condition is not None:
         return None
     return chosen[0].value.text if isinstance(chosen[0].value, Expr) else None
+
+
+def _passed_module(b: Binding) -> bool:
+    """`self.predictor = predictor` under `not (predictor is None)`: the other half of "build the default
+    module unless the caller passes one" (`if predictor is None: self.predictor = nn.Sequential(...)`)."""
+    if not isinstance(b.value, Expr) or b.condition is None or not _DOTTED_NAME.fullmatch(b.value.text):
+        return False
+    name = re.escape(b.value.text)
+    return re.search(rf"not \({name} is None\)|(?<![\w.]){name} is not None", b.condition) is not None
 
 
 def _passed_callable(b: Binding) -> bool:

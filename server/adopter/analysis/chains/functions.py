@@ -36,6 +36,7 @@ from adopter.dsl.types import (
 
 MIN_CHILDREN = 2  # one child is a chain of nothing
 MAX_CHAINS = 64  # per function: a bound on generated code
+MAX_ALTERNATIVES = 4  # layers one item may be (`a if c else b`, a helper returning one of several classes)
 
 
 def sequential_chains(function: Node, name: str, src: SourceText, table: ClassTable) -> tuple[Architecture, ...]:
@@ -144,7 +145,8 @@ def _chain_of(children: list[Node], call: Node, name: str, src: SourceText, read
     if len(children) < MIN_CHILDREN or any(a.type in ("keyword_argument", "list_splat") for a in children):
         return None  # `Sequential(*layers)` / `Sequential(OrderedDict(...))`: no positional chain to read
     span = src.span(call)
-    layers = [(reader.constructors(c) if c.type == "call" else [], src.span(c)) for c in children]
+    layers = [(reader.constructors(c) if c.type in ("call", "conditional_expression") else [], src.span(c))
+              for c in children]
     return layer_chain(name, layers, span, span, reader.table, src)
 
 
@@ -166,6 +168,10 @@ def layer_chain(name: str, layers: list[tuple[list[Ctor], Span]], span: Span, en
         attr = f"layer{i}"
         if len(ctors) == 1:
             bindings.append(Binding(attr, ctors[0], child_span))
+        elif 1 < len(ctors) <= MAX_ALTERNATIVES:
+            # `MaybeSyncBatchnorm(sync)(dim)`, `nn.BatchNorm2d(c) if bn else nn.Identity()`: one layer of
+            # several, chosen where the Sequential is built; each is the item on its own path.
+            bindings.extend(Binding(attr, c, child_span, f"{attr} is {c.callee}") for c in ctors)
         out = f"%{i + 1}"
         body.append(Op(OpKind.MODULE, f"self.{attr}", (value,), (), (out,), child_span, runs_at or child_span, (),
                        origin))

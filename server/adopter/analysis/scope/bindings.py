@@ -173,6 +173,9 @@ class InitAnalysis:
         self.unrolled_lists: set[str] = set()  # local lists a Sequential binding holds one pass of
         self.helpers_read: set[str] = set()  # same-file helpers whose returned container is being read
         self.item_spans: dict[str, tuple[Span, ...]] = {}  # attr -> its one-pass items' spans
+        # attr -> whether the `nn.Sequential()` bound to it empty has been filled, so far, by one
+        # `add_module` of one layer per statement at its own level, in loops or not (`_fill_in_order`)
+        self.filled_in_order: dict[str, bool] = {}
         self.sizes: dict[str, str | None] = {}  # local -> its arithmetic (`Init.sizes`); None: bound again
         # local -> (its value, where each item of the literal `nn.Sequential(...)` it holds is written)
         self.local_item_spans: dict[str, tuple[list[Alt], tuple[Span, ...]]] = {}
@@ -420,6 +423,8 @@ class InitAnalysis:
             if attr not in self.item_spans and (spans := self._literal_item_spans(value, alts) or self._local_items(value, alts)):
                 self.item_spans[attr] = spans
             self._bind(attr, alts, self.src.span(target.parent or target), conds)
+            self.filled_in_order[attr] = all(isinstance(v, Ctor) and v.callee == SEQUENTIAL and not v.items
+                                             and not v.args for _, v in alts) and bool(alts)
             listed = f"{self_name}.{attr}"  # `self.features = [conv_bn(...)]`: filled like a local list
             if value.type == "list":
                 self.locals[listed] = self._list_build(value, conds)
@@ -433,6 +438,10 @@ class InitAnalysis:
                 self.locals[name] = _ListBuild(depth=len(conds))
             elif value.type in ("list_comprehension", "generator_expression", "list"):
                 self.locals[name] = self._list_build(value, conds)
+            elif (partial_of := self._local_partial(value)) is not None:
+                # `norm_layer = partial(nn.BatchNorm2d, eps=1e-3)`: calling it builds that class, as for a
+                # parameter whose default is such a partial (`read_defaults`).
+                self.locals[name] = [((), _Callee(partial_of))]
             else:
                 self.locals[name] = local_alts = self._alternatives(value)
                 if spans := self._literal_item_spans(value, local_alts):
@@ -501,7 +510,21 @@ class InitAnalysis:
         self.state.pop(attr, None)  # a rebinding on this path shadows what came before
         self.state[attr] = bindings
 
-    def _extend_container(self, attr: str, ctors: list[Ctor], key: str | None, at: Span | None = None) -> None:
+    def _fill_in_order(self, attr: str, ctors: list[Ctor], conds: Conds) -> bool:
+        """Whether `self.<attr>.add_module(name, layer)` keeps the Sequential's items in the order they run:
+        the attribute was bound to an empty `nn.Sequential()` and every addition so far, this one included,
+        adds one layer known here, not added before, by a statement at the binding's own level (in a loop
+        or not: a loop body is read once, so its items are one pass of it, as `_one_pass` reads a list),
+        and the class never indexes the Sequential (`self.<attr>[3]`: past a loop, not these positions)."""
+        group = self.state.get(attr, [])
+        ok = (self.filled_in_order.get(attr, False) and len(ctors) == 1 and len(group) == 1
+              and len(conds) == group[0].stack_len and isinstance(group[0].value, Ctor)
+              and ctors[0] not in group[0].value.items and not self._indexed(attr))
+        self.filled_in_order[attr] = ok
+        return ok
+
+    def _extend_container(self, attr: str, ctors: list[Ctor], key: str | None, at: Span | None = None,
+                          in_order: bool = False) -> None:
         """Add `ctors` to the container bound to `attr`; `at`: where the one layer added is written, when it
         goes to the end (`add_module`, `append`), so that an `nn.Sequential()` filled that way keeps where each
         of its items is written (`Binding.item_spans`, per alternative: `if use_bn: self.seq.add_module(...)`)."""
@@ -520,9 +543,10 @@ class InitAnalysis:
                         if key is not None and b.value.callee.endswith("Dict"):
                             keys.append(key)
                 repeat = b.value.repeat or self.loop_repeat
-                spans = (*b.item_spans, at) if placed and at is not None and not repeat else ()
+                spans = (*b.item_spans, at) if placed and at is not None and (not repeat or in_order) else ()
+                # A union from here on, unless filled in order (`_fill_in_order`): one pass of its loops then.
                 b = replace(b, value=replace(b.value, items=tuple(items), keys=tuple(keys), repeat=repeat,
-                                                once=False), item_spans=spans)  # a union from here on
+                                                once=in_order and repeat is not None), item_spans=spans)
             updated.append(b)
         self.state[attr] = updated
 
@@ -594,13 +618,17 @@ class InitAnalysis:
                 if not arg_nodes:
                     return
                 if method in ("add_module", "insert") and len(arg_nodes) >= 2:
-                    self._extend_container(attr, self._ctor_alts(arg_nodes[1]), _key_text(arg_nodes[0], self.src),
-                                           self.src.span(arg_nodes[1]) if method == "add_module" else None)
+                    ctors = self._ctor_alts(arg_nodes[1])
+                    in_order = method == "add_module" and self._fill_in_order(attr, ctors, conds)
+                    self._extend_container(attr, ctors, _key_text(arg_nodes[0], self.src),
+                                           self.src.span(arg_nodes[1]) if method == "add_module" else None, in_order)
                 elif method in ("extend", "update"):
+                    self.filled_in_order[attr] = False
                     items, keys, _ = self._items(arg_nodes[0])
                     for i, c in enumerate(items):
                         self._extend_container(attr, [c], keys[i] if i < len(keys) else None)
                 else:
+                    self.filled_in_order[attr] = False
                     self._extend_container(attr, self._ctor_alts(arg_nodes[0]), None)
                 return
             if obj is not None and obj.type == "identifier" and method in ("append", "extend") and arg_nodes:
@@ -699,20 +727,52 @@ class InitAnalysis:
                 stack.extend(node.named_children)
                 continue
             value = node.named_children[0] if node.named_child_count == 1 else None
-            if value is not None and value.type == "call":
-                func = value.child_by_field_id(Field.FUNCTION)
-                args = value.child_by_field_id(Field.ARGUMENTS)
-                first = args.named_children[0] if args is not None and args.named_child_count else None
-                if func is None or dotted_text(func, self.src) not in ("partial", "functools.partial") or first is None:
-                    return []
-                value = first
-            dotted = dotted_text(value, self.src) if value is not None else None
-            callee = self._default_class(dotted)
-            if callee is None:
+            classes = self._class_values(value) if value is not None else None
+            if not classes:
                 return []
-            if callee not in found:
-                found.append(callee)
+            found.extend(c for c in classes if c not in found)
         return found
+
+    def _class_values(self, value: Node) -> list[str] | None:
+        """The classes a returned expression names: `nn.Linear`, `partial(LoRALinear, rank=r)`, or either
+        alternative of a conditional of such (`nn.SyncBatchNorm if is_distributed else nn.BatchNorm1d`:
+        which one runs is decided at run time, so both are read); None for anything else."""
+        if value.type == "parenthesized_expression" and value.named_child_count == 1:
+            return self._class_values(value.named_children[0])
+        if value.type == "conditional_expression":
+            parts = [c for c in value.named_children if c.type != "comment"]
+            if len(parts) != 3:
+                return None
+            yes, no = self._class_values(parts[0]), self._class_values(parts[2])
+            return yes + [c for c in no if c not in yes] if yes and no else None
+        if value.type == "call":
+            func = value.child_by_field_id(Field.FUNCTION)
+            args = value.child_by_field_id(Field.ARGUMENTS)
+            first = args.named_children[0] if args is not None and args.named_child_count else None
+            if func is None or dotted_text(func, self.src) not in ("partial", "functools.partial") or first is None:
+                return None
+            value = first
+        callee = self._default_class(dotted_text(value, self.src))
+        return [callee] if callee is not None else None
+
+    def _local_partial(self, value: Node) -> str | None:
+        """The layer class of `partial(LayerClass, ...)` / `functools.partial(...)`, else None."""
+        if value.type != "call":
+            return None
+        func = value.child_by_field_id(Field.FUNCTION)
+        if func is None or self.symbols.qualify(dotted_text(func, self.src) or "") != "functools.partial":
+            return None
+        classes = self._class_values(value)
+        return classes[0] if classes else None
+
+    def _returned_class_alts(self, call: Node) -> list[tuple[Conds, str, str | None]]:
+        """`helper(...)` called for a class (`helper(...)(dim)`): the classes a same-file helper returns
+        (`_returned_classes`), each under the condition that the call returned it when there are several."""
+        func = call.child_by_field_id(Field.FUNCTION)
+        dotted = dotted_text(func, self.src) if func is not None else None
+        classes = self._returned_classes(dotted) if dotted is not None and dotted not in self.locals else []
+        text = self.src.norm(call)
+        return [(((f"{text} is {c}",) if len(classes) > 1 else ()), c, None) for c in classes]
 
     def _passed_through(self, name: str, call: Node) -> Node | None:
         """The argument node of `call` a same-file function returns unchanged (`return module` of its
@@ -1090,6 +1150,8 @@ class InitAnalysis:
             callees.append(((), named, None))  # `getattr(nn, activation)()` with the name evident here
         elif func.type == "call" and (named := self._factory_entry(func, instance=False)) is not None:
             callees.append(((), named, None))  # `get_act_layer(act)()`: a same-file `return _ACTS[name]`
+        elif func.type == "call" and (chosen := self._returned_class_alts(func)):
+            callees.extend(chosen)  # `MaybeSyncBatchnorm(sync)(dim)`: a same-file helper returning classes
         else:
             dotted = dotted_text(func, self.src)
             if dotted is not None and dotted in self.locals:
