@@ -284,6 +284,9 @@ def _add(found: dict[tuple[int, Line], Site], family: int, name: str, anchor_nod
     is placed at the model file's `self.act(h)` call, with the helper's lines kept as `elsewhere`."""
     nodes = list(nodes)
     lines = [ln for n in nodes for ln in chain(n, is_model_file)]
+    # where the torch layers that computed the ops were constructed (`built.py`): a conv and a BatchNorm in
+    # an `nn.Sequential` are made where the model builds them, not at the line that calls the container
+    lines += [n.meta["built_at"] for n in nodes if "built_at" in n.meta]
     anchor = model_line(anchor_node, is_model_file)
     placed = [n for n in nodes if model_line(n, is_model_file) is not None]
     order = {n: i for i, n in enumerate(placed[0].graph.nodes)} if placed else {}

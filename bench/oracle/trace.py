@@ -166,7 +166,9 @@ def trace_step(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], 
         n_out[1] = len(grads)
         return flat, grads
 
-    with torch.device(device), every_frame():
+    from oracle.built import stamp_nodes
+
+    with torch.device(device), every_frame(), stamp_nodes():
         joint = make_fx(step, None, tracing_mode="real", record_stack_traces=True)(params, args, kwargs)
     return Traced(_forward_graph(joint, n_out[0]), len(joint.graph.nodes), n_out[1] > 0)
 

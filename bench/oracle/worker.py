@@ -41,13 +41,16 @@ HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum",
 # rank the forward reads), so it attempts again exactly the classes an earlier pass did not trace
 # (`retries`); traced ones keep their results. Pass 7 drops matches torch's own layer code composes
 # (`match.torch_composed`: nn.MultiheadAttention, nn.TransformerEncoderLayer) and SDPA's math path: a class
-# with a site of a family those make (`LIBRARY_FAMILIES`) is traced again. A run meeting an earlier pass's
-# results upgrades them (`_upgrade`).
-PASS = 7
+# with a site of a family those make is traced again. Pass 8 adds to a site's lines where the torch layers
+# that computed its ops were constructed (`built.py`: a conv and a BatchNorm in an `nn.Sequential`): a class
+# with a site of a family such layers make is traced again. A run meeting an earlier pass's results upgrades
+# them (`_upgrade`).
+PASS = 8
 PATTERNS_PASS = 5  # the last pass that changed a family pattern: a trace of this pass or later stays valid
 RETRY_PASS = 6  # the last pass that builds, traces or imports more: an earlier one's failures are tried again
-LIBRARY_PASS = 7  # the last pass that changed which matches count as the model's own: sites of these families
-LIBRARY_FAMILIES = frozenset({4, 5, 6, 9, 10})  # (softmax, attention, projections, feed-forward) are found again
+# (pass, families): a class traced before that pass with a site of one of these families is traced again
+# (pass 7: which matches are the model's own; pass 8: the lines where a site's torch layers were constructed)
+SITES_CHANGED = ((7, frozenset({4, 5, 6, 9, 10})), (8, frozenset({6, 7, 8})))
 SKIP_MODULE_PARTS = ("tests", "test", "testing", "conftest", "__main__", "setup", "benchmarks", "examples",
                      "scripts", "_version", "cli", "convert", "conversion")
 
@@ -227,6 +230,7 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
     from torch import nn
 
     from adopter.construction import Built, candidates, construct
+    from oracle.built import record_construction
     from oracle.match import executed_lines, find_sites
     from oracle.patterns import family_patterns
     from oracle.trace import trace_step
@@ -236,6 +240,7 @@ def run(dist: str, out: Path, class_timeout: float, max_classes: int, site: str)
     torchaudio_without_extension()
     family_patterns()
     is_model_file = _is_model_file_fn(site)
+    record_construction(is_model_file)
     out.mkdir(parents=True, exist_ok=True)
     modules = module_names(dist)
     random.Random(0).shuffle(modules)
@@ -355,7 +360,8 @@ def trace_outdated(record: dict[str, Any]) -> bool:
     done_in = record.get("pass", 1)
     if done_in < PATTERNS_PASS and may_match_a_changed_pattern(record):
         return True
-    return done_in < LIBRARY_PASS and any(s.get("family") in LIBRARY_FAMILIES for s in record.get("sites") or [])
+    families = {s.get("family") for s in record.get("sites") or []}
+    return any(done_in < at and families & changed for at, changed in SITES_CHANGED)
 
 
 def _upgrade(path: Path, cls: type, module: Any, class_timeout: float, is_model_file: Any, out: Path) -> bool:

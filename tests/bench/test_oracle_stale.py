@@ -133,6 +133,11 @@ def test_which_classes_an_upgrade_must_redo(tmp_path: Path) -> None:
                            "sites": [{"family": 12, "line": 3}]})
     assert needs_work({**_record(path, "RMS", at["RMS"]), "pass": 6, "loss_variant": {},
                        "sites": [{"family": 10, "line": 3}]})
+    # pass 8 adds where a site's torch layers were constructed: families 6, 7, 8 traced before it
+    assert needs_work({**_record(path, "RMS", at["RMS"]), "pass": 7, "loss_variant": {},
+                       "sites": [{"family": 7, "line": 3}]})
+    assert not needs_work({**_record(path, "RMS", at["RMS"]), "pass": 7, "loss_variant": {},
+                           "sites": [{"family": 10, "line": 3}]})
 
 
 def test_a_distribution_with_nothing_to_redo_is_marked_without_running(tmp_path: Path) -> None:
