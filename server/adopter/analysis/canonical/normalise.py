@@ -222,15 +222,22 @@ class _Pass:
     def keys(self) -> frozenset[str]:
         """Names read as the right operand of a matrix product (see `_prescan`)."""
         if self._scanned is None:
-            self._scanned = _prescan(self.body)
+            self._scanned = _prescan(self.body, self._softmax_modules())
         return self._scanned[0]
 
     @property
     def softmaxed(self) -> frozenset[str]:
         """Names read by a softmax (see `_prescan`)."""
         if self._scanned is None:
-            self._scanned = _prescan(self.body)
+            self._scanned = _prescan(self.body, self._softmax_modules())
         return self._scanned[1]
+
+    def _softmax_modules(self) -> frozenset[str]:
+        """The module targets that are a softmax (`self.softmax = nn.Softmax(dim=-1)`, bound once): the prescan
+        runs before the pass respells their calls, so a stored softmax reads its input as a softmax does."""
+        return frozenset(f"self.{attr}" for attr in self.by_attr
+                         if (ctor := _ctor_of(self.by_attr, f"self.{attr}")) is not None
+                         and (spelled := MODULES.get(ctor.callee)) is not None and spelled.op == SOFTMAX)
 
     @property
     def scores(self) -> frozenset[str]:
@@ -1348,14 +1355,17 @@ _RIGHT_OPERAND = frozenset({("operator", "@"), ("function", "torch.matmul"), ("m
 _PASS_ON = frozenset({"*", "/", "cast"})
 
 
-def _prescan(block: Block) -> tuple[frozenset[str], frozenset[str]]:
+def _prescan(block: Block, softmax_modules: frozenset[str] = frozenset()) -> tuple[frozenset[str], frozenset[str]]:
     """The names read as the right operand of a matrix product (also through a scale or a cast), and the
-    names read by a softmax (the rank-free facts the pass needs before it reaches the reads)."""
+    names read by a softmax, a call of one of `softmax_modules` included (the rank-free facts the pass needs
+    before it reaches the reads)."""
     ops = list(block_ops(block))
     keys = {op.args[1].name for op in ops
             if (op.kind._value_, op.target) in _RIGHT_OPERAND and len(op.args) == 2 and isinstance(op.args[1], Ref)}
     softmaxed = {op.args[0].name for op in ops
-                 if CANONICAL.get((op.kind._value_, op.target)) == SOFTMAX and op.args and isinstance(op.args[0], Ref)}
+                 if (CANONICAL.get((op.kind._value_, op.target)) == SOFTMAX
+                     or (op.kind == _MODULE and op.target in softmax_modules))
+                 and op.args and isinstance(op.args[0], Ref)}
     passing = [op for op in ops if len(op.outputs) == 1 and op.args and isinstance(op.args[0], Ref) and (
         (op.kind == _OPERATOR and op.target in _PASS_ON)
         or (op.kind == _METHOD and op.target in TRANSPARENT_METHODS))]

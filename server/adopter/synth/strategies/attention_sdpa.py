@@ -105,6 +105,13 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
     if len(matmuls) != 2 or len(softmaxes) != 1:
         return "the match is not one matmul → softmax → matmul chain"
     chain = Chain(scores=matmuls[0], out=matmuls[1], softmax=softmaxes[0])
+    apart = [op for op in (chain.scores, chain.out) if op.via != chain.softmax.via]
+    if apart:
+        # squeezebert's `self.matmul_qk(q, k)`, a module whose forward is `return torch.matmul(a, b)`: the
+        # product's statement is the callee's, shared by every call of it; one call cannot stand in there.
+        where = f"`{apart[0].via[-1]}`" if apart[0].via else "the caller"
+        return (f"the chain's matrix product runs in {where}, another function than its softmax; "
+                "rewrite it by hand")
     for op in ops:
         if op.kind == OpKind.METHOD and op.target in ("transpose", "mT") and chain.transpose is None:
             chain.transpose = op
