@@ -109,7 +109,7 @@ _SAME_RANK_MODULES = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.
                                 "torch.nn.ReLU", "torch.nn.SiLU", "torch.nn.RMSNorm"})
 _MAX_SEQUENTIAL_DEPTH = 3
 _MAX_ALTERNATIVES = 4
-_MAX_CALLABLES = 6  # x-transformers' `Attend.attn_fn`: a custom function, sigmoid, hard, top-k, two softmaxes
+_MAX_CALLABLES = 10  # x-transformers' `Attend.attn_fn`: a custom function, sigmoid, hard, top-k, gumbel, two softmaxes over -1 or -2
 IDENTITY = "torch.nn.Identity"
 
 
