@@ -348,7 +348,7 @@ class _Pass:
         return Branch((*conditions, "else"), tuple(paths), op.stmt_span)
 
     def callable_alternatives(self, op: Op) -> Branch | None:
-        """`self.attn_fn(sim)` with `self.attn_fn` bound, each under its condition, to 2-6 values of which
+        """`self.attn_fn(sim)` with `self.attn_fn` bound, each under its condition, to 2-10 values of which
         one is a softmax: `nn.Softmax(dim=-1) if not non_competitive_gates else
         nn.ReLU()` (product-key-memory), `partial(F.softmax, dim=-1) if not laplacian_attn_fn else
         LaplacianAttnFn()` (mega-pytorch), `F.sigmoid` / `partial(F.softmax, dim=-1)` / a custom function
