@@ -109,7 +109,7 @@ _SAME_RANK_MODULES = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.
                                 "torch.nn.ReLU", "torch.nn.SiLU", "torch.nn.RMSNorm"})
 _MAX_SEQUENTIAL_DEPTH = 3
 _MAX_ALTERNATIVES = 4
-_MAX_CALLABLES = 6  # x-transformers' `Attend.attn_fn`: a custom function, sigmoid, hard, top-k, two softmaxes
+_MAX_CALLABLES = 10  # x-transformers' `Attend.attn_fn`: a custom function, sigmoid, hard, top-k, gumbel, two softmaxes over -1 or -2
 IDENTITY = "torch.nn.Identity"
 
 
@@ -222,15 +222,22 @@ class _Pass:
     def keys(self) -> frozenset[str]:
         """Names read as the right operand of a matrix product (see `_prescan`)."""
         if self._scanned is None:
-            self._scanned = _prescan(self.body)
+            self._scanned = _prescan(self.body, self._softmax_modules())
         return self._scanned[0]
 
     @property
     def softmaxed(self) -> frozenset[str]:
         """Names read by a softmax (see `_prescan`)."""
         if self._scanned is None:
-            self._scanned = _prescan(self.body)
+            self._scanned = _prescan(self.body, self._softmax_modules())
         return self._scanned[1]
+
+    def _softmax_modules(self) -> frozenset[str]:
+        """The module targets that are a softmax (`self.softmax = nn.Softmax(dim=-1)`, bound once): the prescan
+        runs before the pass respells their calls, so a stored softmax reads its input as a softmax does."""
+        return frozenset(f"self.{attr}" for attr in self.by_attr
+                         if (ctor := _ctor_of(self.by_attr, f"self.{attr}")) is not None
+                         and (spelled := MODULES.get(ctor.callee)) is not None and spelled.op == SOFTMAX)
 
     @property
     def scores(self) -> frozenset[str]:
@@ -344,7 +351,7 @@ class _Pass:
         return Branch((*conditions, "else"), tuple(paths), op.stmt_span)
 
     def callable_alternatives(self, op: Op) -> Branch | None:
-        """`self.attn_fn(sim)` with `self.attn_fn` bound, each under its condition, to 2-6 values of which
+        """`self.attn_fn(sim)` with `self.attn_fn` bound, each under its condition, to 2-10 values of which
         one is a softmax: `nn.Softmax(dim=-1) if not non_competitive_gates else
         nn.ReLU()` (product-key-memory), `partial(F.softmax, dim=-1) if not laplacian_attn_fn else
         LaplacianAttnFn()` (mega-pytorch), `F.sigmoid` / `partial(F.softmax, dim=-1)` / a custom function
@@ -1360,14 +1367,17 @@ _RIGHT_OPERAND = frozenset({("operator", "@"), ("function", "torch.matmul"), ("m
 _PASS_ON = frozenset({"*", "/", "cast"})
 
 
-def _prescan(block: Block) -> tuple[frozenset[str], frozenset[str]]:
+def _prescan(block: Block, softmax_modules: frozenset[str] = frozenset()) -> tuple[frozenset[str], frozenset[str]]:
     """The names read as the right operand of a matrix product (also through a scale or a cast), and the
-    names read by a softmax (the rank-free facts the pass needs before it reaches the reads)."""
+    names read by a softmax, a call of one of `softmax_modules` included (the rank-free facts the pass needs
+    before it reaches the reads)."""
     ops = list(block_ops(block))
     keys = {op.args[1].name for op in ops
             if (op.kind._value_, op.target) in _RIGHT_OPERAND and len(op.args) == 2 and isinstance(op.args[1], Ref)}
     softmaxed = {op.args[0].name for op in ops
-                 if CANONICAL.get((op.kind._value_, op.target)) == SOFTMAX and op.args and isinstance(op.args[0], Ref)}
+                 if (CANONICAL.get((op.kind._value_, op.target)) == SOFTMAX
+                     or (op.kind == _MODULE and op.target in softmax_modules))
+                 and op.args and isinstance(op.args[0], Ref)}
     passing = [op for op in ops if len(op.outputs) == 1 and op.args and isinstance(op.args[0], Ref) and (
         (op.kind == _OPERATOR and op.target in _PASS_ON)
         or (op.kind == _METHOD and op.target in TRANSPARENT_METHODS))]

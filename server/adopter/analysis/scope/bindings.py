@@ -1204,7 +1204,11 @@ class InitAnalysis:
         out: list[Alt] = []
         for conds, callee, lookup in callees:
             if callee == "functools.partial" and args:
-                args = (self._partial_function(args[0]), *args[1:])
+                for c, p_args, p_kwargs in self._partial_variants(args, kwargs):
+                    joined = _join(conds, c)
+                    if joined is not None:
+                        out.append((joined, Ctor(callee, p_args, p_kwargs, lookup=lookup)))
+                continue
             if callee not in CONTAINERS:
                 out.append((conds, Ctor(callee, args, kwargs, lookup=lookup)))
                 continue
@@ -1214,6 +1218,54 @@ class InitAnalysis:
                     lead = self._lead(call) if callee == SEQUENTIAL and repeat is not None and not once else ()
                     out.append((joined, Ctor(callee, () if items else args, kwargs, items, keys, repeat, lookup,
                                              once=once, lead=lead)))
+        return out
+
+    def _partial_variants(self, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...]
+                          ) -> list[tuple[Conds, tuple[Value, ...], tuple[Kwarg, ...]]]:
+        """`partial(f, ...)`'s arguments, by condition. Of a function the canonical table reads
+        (`PARTIAL_FUNCTIONS`), two locals of this method are read as what they hold (x-transformers'
+        `Attend`: `attn_dim = -2 if inverted_attention else -1`, `softmax_fn = partial(F.softmax, dim=attn_dim)`,
+        then `partial(softmax_fn, dtype=torch.float32)`): a partial of a local partial is the one partial Python
+        builds (`functools.partial` flattens it: the inner's arguments first, the outer's keywords win), and a
+        keyword held in a local bound to literals under tests gives one variant per literal, under its test.
+        Anything else stays as written."""
+        first = args[0]
+        inner = self.locals.get(first.text) if isinstance(first, Expr) and first.text.isidentifier() else None
+        bases: list[tuple[Conds, tuple[Value, ...], tuple[Kwarg, ...]]] = []
+        if isinstance(inner, list) and inner and all(
+                isinstance(v, Ctor) and v.callee == "functools.partial" and v.args and not v.items for _, v in inner):
+            own = {k.name for k in kwargs}
+            for c, v in inner:
+                assert isinstance(v, Ctor)
+                bases.append((c, (*v.args, *args[1:]), (*(k for k in v.kwargs if k.name not in own), *kwargs)))
+        else:
+            bases.append(((), (self._partial_function(first), *args[1:]), kwargs))
+        out: list[tuple[Conds, tuple[Value, ...], tuple[Kwarg, ...]]] = []
+        for conds, p_args, p_kwargs in bases:
+            grown = [(conds, p_kwargs)]
+            if p_args and isinstance(p_args[0], Expr) and p_args[0].text in PARTIAL_FUNCTIONS:
+                for i, k in enumerate(p_kwargs):
+                    held = self._literal_alts(k.value)
+                    if held is None:
+                        continue
+                    grown = [(joined, (*kw[:i], Kwarg(k.name, Expr(text)), *kw[i + 1:]))
+                             for c0, kw in grown for c, text in held if (joined := _join(c0, c)) is not None]
+            out += [(c, p_args, kw) for c, kw in grown[:MAX_VARIANTS]]
+        return out
+
+    def _literal_alts(self, value: Value) -> list[tuple[Conds, str]] | None:
+        """The literals a local of this method holds, each under its test (`attn_dim = -2 if inverted else -1`);
+        None unless it is a local bound only to literal numbers or strings."""
+        if not isinstance(value, Expr) or not value.text.isidentifier():
+            return None
+        held = self.locals.get(value.text)
+        if not isinstance(held, list) or not held:
+            return None
+        out: list[tuple[Conds, str]] = []
+        for c, v in held:
+            if not isinstance(v, Expr) or _literal_truth(v.text) is None or v.text in ("True", "False", "None"):
+                return None
+            out.append((c, v.text))
         return out
 
     def _partial_function(self, first: Value) -> Value:

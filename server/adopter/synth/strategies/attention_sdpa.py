@@ -156,6 +156,12 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
             # was read on one path; one SDPA call would need the tensors permuted differently on each.
             return (f"the einsum's equation is chosen at run time (`{equation}`), a different axis order on "
                     "each path; rewrite it by hand")
+    inside = [op for op in (chain.scores, chain.out) if op.via and op.via != chain.softmax.via]
+    if inside:
+        # squeezebert's `self.matmul_qk(q, k)`, a module whose forward is `return torch.matmul(a, b)`: the
+        # product's statement is the callee's, shared by every call of it; one call cannot stand in there.
+        return (f"the chain's matrix product runs inside `{inside[0].via[-1]}`, another function than its "
+                "softmax; rewrite it by hand")
     for plan, equation in (((False, True), scores_eq), ((False, False), out_eq)):
         if equation is not None and (matmul_plan(equation) or (None, None))[:2] != plan:
             # q·kᵀ must read q and k as (..., n, d), and probs·v read v as (..., n, d), as SDPA takes them;
