@@ -108,8 +108,10 @@ def report(root: Path, names: list[str], json_out: Path | None, *, whole: bool =
 
     site = next((root / "venv" / "lib").glob("python3*/site-packages"))
     labels = load_labels()
-    sites, not_sites = labels_of(labels, names, site)
     classes, finished = load_classes(root / "results", names)
+    run_names = [n for n in names if n in finished]  # labels of distributions that did not finish: counted apart
+    sites, not_sites = labels_of(labels, run_names, site)
+    left_out, _ = labels_of(labels, [n for n in names if n not in finished], site)
     files = sorted({lb.path for lb in sites} | set(not_sites))
     present = [f for f in files if Path(f).exists()]
     findings = [{**fd, "path": os.path.realpath(fd["path"])} for fd in check(present)]
@@ -118,9 +120,9 @@ def report(root: Path, names: list[str], json_out: Path | None, *, whole: bool =
                  {f: {n.name for n in t.body if isinstance(n, ast.ClassDef)} for f, t in trees.items()},
                  lambda f, line: scope_of(trees[f], line) if f in trees else "")
     figures: dict[str, Any] = {
-        "distributions": {"chosen": len(names), "finished": len(finished),
-                          "labelled files": len(files), "installed": len(present)},
-        "label lines in the installed files": dict(_lines_hold(labels, names, site)),
+        "distributions": {"chosen": len(names), "finished": len(finished), "labelled files": len(files),
+                          "installed": len(present), "sites in distributions not finished": len(left_out)},
+        "label lines in the installed files": dict(_lines_hold(labels, run_names, site)),
         "classes, all": fractions(classes), "classes, labelled files": fractions(classes, set(files)),
         "dev oracle r4": DEV_ORACLE, "by family": {k: dict(v) for k, v in sorted(table.items(), key=_family_order)},
     }
@@ -150,7 +152,7 @@ def _whole(root: Path, finished: set[str]) -> dict[str, int]:
 COLUMNS = (("labelled", "labelled"), ("checker", "chk"), ("class traced", "cls.tr"),
            ("class traced: checker", "cls:chk"), ("class traced: oracle agrees in class", "cls:agree"),
            ("class traced: oracle agrees in class: checker", "clsag:chk"),
-           ("traced", "traced"), ("traced: checker", "tr:chk"),
+           ("traced", "traced"), ("traced: checker", "tr:chk"), ("untraced", "untraced"),
            ("untraced: checker", "untr:chk"), ("traced: oracle agrees", "agree"),
            ("traced: oracle agrees: checker", "ag:chk"), ("traced: oracle agrees at its anchor", "ag@anchor"),
            ("traced: no oracle site", "tr:no-or"), ("oracle sites", "or.sites"), ("oracle sites: checker", "or:chk"),
