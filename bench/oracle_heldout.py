@@ -118,7 +118,7 @@ def report(root: Path, names: list[str], json_out: Path | None, *, whole: bool =
     trees = {f: _tree(f) for f in present}
     table = join(sites, not_sites, classes, finished, findings, retired,
                  {f: {n.name for n in t.body if isinstance(n, ast.ClassDef)} for f, t in trees.items()},
-                 lambda f, line: scope_of(trees[f], line) if f in trees else "")
+                 lambda f, line: scope_of(trees[f], line) if f in trees else "", _failed_files(root, run_names, site))
     figures: dict[str, Any] = {
         "distributions": {"chosen": len(names), "finished": len(finished), "labelled files": len(files),
                           "installed": len(present), "sites in distributions not finished": len(left_out)},
@@ -126,6 +126,7 @@ def report(root: Path, names: list[str], json_out: Path | None, *, whole: bool =
         "classes, all": fractions(classes), "classes, labelled files": fractions(classes, set(files)),
         "dev oracle r4": DEV_ORACLE, "by family": {k: dict(v) for k, v in sorted(table.items(), key=_family_order)},
     }
+    figures["module imports"] = dict(_imports(root / "results", run_names).most_common())
     if whole:
         figures["oracle recall, whole distributions"] = _whole(root, finished)
     print_tables(figures)
@@ -134,18 +135,48 @@ def report(root: Path, names: list[str], json_out: Path | None, *, whole: bool =
     return 0
 
 
+def _imports(results: Path, names: list[str]) -> Counter[str]:
+    """The distributions' module imports by outcome: "ok" or the exception's type (never its message)."""
+    out: Counter[str] = Counter()
+    for name in names:
+        try:
+            imports = json.loads((results / name / "_imports.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        out.update("ok" if v == "ok" else str(v).split(":")[0] for v in imports.values())
+    return out
+
+
+def _failed_files(root: Path, names: list[str], site: Path) -> set[str]:
+    """The installed files whose module failed to import in the run."""
+    out: set[str] = set()
+    for name in names:
+        try:
+            imports = json.loads((root / "results" / name / "_imports.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for module, outcome in imports.items():
+            if outcome != "ok":
+                base = site / module.replace(".", "/")
+                out.update(str(p.resolve()) for p in (base.with_suffix(".py"), base / "__init__.py"))
+    return out
+
+
 def _family_order(item: tuple[str, Any]) -> tuple[int, int]:
     return (1, 0) if item[0] == "all" else (0, int(item[0]))
 
 
 def _whole(root: Path, finished: set[str]) -> dict[str, int]:
-    """The oracle's own recall over every traced file of the finished distributions (its `families` counts
-    only: the misses it lists are never read here)."""
+    """The oracle's own recall over every traced file of the finished distributions: its family counts, and how
+    many distributions hold its sites and its misses (counted, never listed)."""
     from oracle.report import load, score
 
     dists = {k: v for k, v in load(root / "results").items() if k in finished}
-    fams = score(dists)["families"]
+    table = score(dists)
+    fams = table["families"]
     return {"sites": sum(f["sites"] for f in fams.values()), "found": sum(f["found"] for f in fams.values()),
+            "distributions with sites": sum(1 for d in table["dists"].values() if d.get("sites")),
+            "distributions with a miss": len({m["dist"] for m in table["misses"]}),
             **{f"family {k} sites/found": f"{v['sites']}/{v['found']}" for k, v in fams.items() if v["sites"]}}
 
 
@@ -163,7 +194,7 @@ COLUMNS = (("labelled", "labelled"), ("checker", "chk"), ("class traced", "cls.t
 def print_tables(figures: dict[str, Any]) -> None:
     """The figures as plain-text tables: counts by family and reason, never a site."""
     for key in ("distributions", "label lines in the installed files", "classes, all", "classes, labelled files",
-                "dev oracle r4", "oracle recall, whole distributions"):
+                "dev oracle r4", "module imports", "oracle recall, whole distributions"):
         if key in figures:
             print(f"{key}: {figures[key]}")
     by = figures["by family"]

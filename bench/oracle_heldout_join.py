@@ -20,10 +20,10 @@ from typing import Any
 
 ORACLE_FAMILIES = frozenset(range(4, 17))  # family 17 (optimizers) is outside any forward: no oracle pattern
 # Why a labelled line was not exercised, in the order they are tested.
-REASONS = ("distribution not run", "file: no class attempted", "scope: class not attempted (cap, or no nn.Module)",
+REASONS = ("distribution not run", "file: no class attempted (cap, or none an nn.Module)", "scope: class not attempted (cap, or no nn.Module)",
            "scope: class not constructed", "scope: class not traced", "scope: traced, line in __init__",
            "scope: traced, line not run",
-           "function or module level, line not run")
+           "function or module level, line not run", "file: its module did not import")
 DEV_ORACLE = {"constructed": 0.548, "traced": 0.341, "recall": 0.914}  # /work/notes/s18/oracle_r4.md (r4, 214 dists)
 
 
@@ -96,12 +96,12 @@ def oracle_sites(classes: list[dict[str, Any]], files: set[str],
 
 
 def _reason(label: Label, classes_by_file: dict[str, list[dict[str, Any]]], finished: set[str],
-            class_names: dict[str, set[str]]) -> str:
+            class_names: dict[str, set[str]], failed_files: set[str]) -> str:
     if label.dist not in finished:
         return REASONS[0]
     records = classes_by_file.get(label.path, [])
     if not records:
-        return REASONS[1]
+        return REASONS[8] if label.path in failed_files else REASONS[1]
     outer = label.scope.split(".")[0]
     if "." not in label.scope and outer not in class_names.get(label.path, set()):
         return REASONS[7]
@@ -141,12 +141,14 @@ def join(labels: list[Label], not_sites: dict[str, list[dict[str, Any]]], classe
          finished: set[str], findings: list[dict[str, Any]],
          retired: Callable[[str], bool] = lambda _p: False,
          class_names: dict[str, set[str]] | None = None,
-         scope_of: Callable[[str, int], str] = lambda _f, _n: "") -> dict[str, Counter[str]]:
+         scope_of: Callable[[str, int], str] = lambda _f, _n: "",
+         failed_files: set[str] | None = None) -> dict[str, Counter[str]]:
     """Counts by family (`"all"` too): labels traced or not and why, the oracle's agreement, the checker's hits,
     and the oracle's sites in labelled files that the labels do not list (and those they list as not_sites).
     `class_names`: the top-level classes each file defines (a scope without a dot is a class or a function);
     `scope_of(file, line)`: the scope holding a line, for the looser agreement by class (a label on an `__init__`
-    line, e.g. an `nn.Sequential`, and the oracle's site at the `forward` line that runs it)."""
+    line, e.g. an `nn.Sequential`, and the oracle's site at the `forward` line that runs it); `failed_files`: the
+    files whose module failed to import in the run."""
     files = {lb.path for lb in labels} | set(not_sites)
     executed: dict[str, set[int]] = defaultdict(set)
     classes_by_file: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -194,7 +196,7 @@ def join(labels: list[Label], not_sites: dict[str, list[dict[str, Any]]], classe
         else:
             add(lb.family, "untraced")
             add(lb.family, "untraced: checker", hit)
-            add(lb.family, f"untraced: {_reason(lb, classes_by_file, finished, class_names or {})}")
+            add(lb.family, f"untraced: {_reason(lb, classes_by_file, finished, class_names or {}, failed_files or set())}")
     by_file_family: dict[tuple[str, int], list[set[int]]] = defaultdict(list)
     for fd in findings:
         by_file_family[(str(fd["path"]), int(fd.get("family") or 0))].append(finding_lines(fd))

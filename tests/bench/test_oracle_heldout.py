@@ -50,10 +50,12 @@ def test_traced_labels_split_by_the_oracles_agreement_and_the_checkers_hits():
 def test_untraced_labels_get_the_first_reason_that_holds():
     labels = [Label(7, F, 5, "Block.__init__", "pkg"), Label(7, F, 40, "Head.forward", "pkg"),
               Label(7, F, 50, "helper", "pkg"), Label(7, F, 60, "Gone.forward", "pkg"),
-              Label(7, "/site/pkg/other.py", 3, "X.forward", "pkg"), Label(7, F, 70, "Y.forward", "other")]
+              Label(7, "/site/pkg/other.py", 3, "X.forward", "pkg"), Label(7, F, 70, "Y.forward", "other"),
+              Label(7, "/site/pkg/broken.py", 3, "Z.forward", "pkg")]
     classes = [_class("Block", executed=(12,)), _class("Head", traced=False)]
-    out = join(labels, {}, classes, {"pkg"}, [], class_names={F: {"Block", "Head"}})["7"]
-    assert out["untraced"] == 6 and out["class traced"] == 1  # the __init__ line of a traced class
+    out = join(labels, {}, classes, {"pkg"}, [], class_names={F: {"Block", "Head"}},
+               failed_files={"/site/pkg/broken.py"})["7"]
+    assert out["untraced"] == 7 and out[f"untraced: {REASONS[8]}"] == 1  # its module did not import and out["class traced"] == 1  # the __init__ line of a traced class
     assert out[f"untraced: {REASONS[5]}"] == 1  # traced, line in __init__
     assert out[f"untraced: {REASONS[4]}"] == 1  # Head built, not traced
     assert out[f"untraced: {REASONS[7]}"] == 1  # a module-level function
