@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / ".cache" / "oracle"
+# ADOPTER_ORACLE_ROOT: an oracle folder of one's own (venv, installs ledger, constraints, results) instead of
+# `.cache/oracle` (e.g. `bench/oracle_heldout.py`'s measurement over the held-out distributions).
+CACHE = Path(os.environ.get("ADOPTER_ORACLE_ROOT") or ROOT / ".cache" / "oracle").resolve()
 VENV = CACHE / "venv"
 LEDGER = CACHE / "installs"  # one JSON file per spec: installers in parallel never lose each other's entries
 HELDOUT_MANIFEST = ROOT / "bench" / "heldout_corpus.py"  # its MANIFEST; ADOPTER_ORACLE_HELDOUT (a file of names) overrides it
