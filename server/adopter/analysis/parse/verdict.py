@@ -116,7 +116,7 @@ def _dedents_statement(old: bytes, tree: Tree, start: int, inserted: bytes) -> b
         node = node.parent
     if node is None or node.parent is None or node.type in _TEXT:
         return False
-    return node.parent.type in ("block", "module") or node.type in _CLAUSES
+    return node.parent.type in ("block", "module", "decorated_definition") or node.type in _CLAUSES
 
 
 def statement_starts(tree: Tree) -> list[int] | None:
