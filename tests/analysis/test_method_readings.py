@@ -95,3 +95,53 @@ def test_a_class_whose_text_changed_is_read_again(monkeypatch: pytest.MonkeyPatc
     assert doc.result() == analyse(called, "m.py")
     doc.update(TEXT)
     assert doc.result() == analyse(TEXT, "m.py")
+
+
+OPTIMIZING = '''import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x)  # a module's forward is not read for optimizers: torch.optim
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=1e-3)
+
+
+class Trainer:
+    def __init__(self, model):
+        self.opt = torch.optim.Adam(model.parameters())
+
+    def forward(self, x):
+        return torch.optim.SGD(x)
+'''
+
+
+def test_optimizer_methods_are_read_once_per_class_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The methods that build optimizers are found per class (by its text and whether it is a module): an
+    edit of one class reads it again, not the others, and the functions are a fresh analysis's."""
+    calls: list[tuple[str, ...]] = []
+    real = analyser_module.optimizer_methods
+
+    def counted(classes: dict[str, Any], *args: Any) -> Any:
+        calls.append(tuple(classes))
+        return real(classes, *args)
+
+    monkeypatch.setattr(analyser_module, "optimizer_methods", counted)
+    doc = DocumentAnalysis(OPTIMIZING, "m.py")
+    assert sorted(f.name for f in doc.result().functions if "." in f.name) == [
+        "Model.configure_optimizers", "Trainer.__init__", "Trainer.forward"]
+    assert calls == [("Model",), ("Trainer",)]
+    edited = OPTIMIZING.replace("lr=1e-3", "lr=1e-4")
+    doc.update(edited)
+    found = doc.result()
+    assert calls == [("Model",), ("Trainer",), ("Model",)]
+    doc.update(OPTIMIZING)
+    back = doc.result()
+    assert calls == [("Model",), ("Trainer",), ("Model",)]  # both texts read before
+    assert found == analyse(edited, "m.py") and back == analyse(OPTIMIZING, "m.py")

@@ -226,6 +226,72 @@ def test_code_typed_at_column_0_of_an_indented_code_line_is_tried_first() -> Non
     assert not typed(b"\n\nclass Block", b"x")  # an empty line before a column-0 one
 
 
+_INDENTED = '''class Block(nn.Module):
+    @torch.no_grad()
+    def forward(self, x):
+        # a comment
+        if x is None:
+            return x
+        elif x.dim() == 2:
+            y = self.fc(
+                x,
+            )
+        return y
+'''
+
+
+def test_code_typed_into_the_indentation_of_a_statement_line_is_tried_first() -> None:
+    """After column 0, inside a line's indentation: the line of a statement, a clause or a decorator is
+    then less indented than its block (tried with `certainly_broken` first); a bracket's line, a comment, a
+    string's line, a space, or code typed where the line's code starts are not."""
+    old = _INDENTED.encode()
+    tree = new_parser().parse(old)
+
+    def typed(anchor: bytes, column: int, text: bytes) -> bool:
+        at = old.index(anchor) + column
+        return breaks_indentation(old, tree, at, at, old[:at] + text + old[at:], at + len(text))
+
+    assert typed(b"    def forward", 2, b"y")  # a method
+    assert typed(b"        if x is None", 3, b"x")  # a statement of the method
+    assert typed(b"            return x", 11, b"_")
+    assert typed(b"        elif", 4, b"z")  # a clause
+    assert typed(b"    @torch", 1, b".")  # a decorator
+    assert not typed(b"                x,", 5, b"a")  # inside brackets
+    assert not typed(b"            )", 6, b"a")
+    assert not typed(b"        # a comment", 2, b"a")
+    assert not typed(b"        if x is None", 3, b" ")  # a space
+    assert not typed(b"        if x is None", 8, b"x")  # where the code starts: the line keeps its indentation
+    assert not typed(b"        if x is None", 9, b"x")  # inside the code
+    doc = MODULE.encode()
+    at = doc.index(b"    A docstring") + 2  # a docstring's line
+    assert not breaks_indentation(doc, new_parser().parse(doc), at, at, doc[:at] + b"x" + doc[at:], at + 1)
+
+
+@pytest.mark.pure_python
+@pytest.mark.parametrize(("anchor", "column"), [
+    ("    def forward(self, hidden_states: torch.Tensor, attention_mask", 2),
+    ("        if attention_mask is not None:", 5),
+    ("        return context_layer.view", 1),
+])
+def test_a_statement_line_typed_into_is_known_broken_without_a_whole_parse(
+        monkeypatch: pytest.MonkeyPatch, anchor: str, column: int) -> None:
+    """Code typed into the indentation of a statement's line: the region proves the text broken before any
+    re-parse (none is started), and the document analyses as a fresh analysis does, typed and deleted."""
+    text = (EXAMPLES / "bert_encoder.py").read_text()
+    doc = DocumentAnalysis(text, "bert_encoder.py")
+    doc.result()
+    started: list[int] = []
+    real = incremental.parse_within
+    monkeypatch.setattr(incremental, "parse_within", lambda *args, **kwargs: started.append(1) or real(*args, **kwargs))
+    line = text.split("\n").index(next(s for s in text.split("\n") if s.startswith(anchor)))
+    doc.edit((line, column), (line, column), "y")
+    assert doc._tree is None and not started
+    assert doc.result() == analyse(doc.text.encode(), "bert_encoder.py")
+    doc.edit((line, column), (line, column + 1), "")
+    assert doc.text == text
+    assert doc.result() == analyse(text.encode(), "bert_encoder.py")
+
+
 _UNCLOSED = "\n".join((
     '"""A GPT-style decoder language model with a causal mask, a tanh-GELU formula and a language-model loss."""',
     "from __future__ import annotations",

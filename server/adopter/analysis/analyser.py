@@ -344,9 +344,11 @@ class Analyser:
                     fresh[f"def {qualname}"] = replace(entry, result=(fn, *entry.result[1:]))
                 functions.append(fn)
         # Methods that build optimizers (`configure_optimizers`, a trainer's `__init__`), read like functions.
-        methods = optimizer_methods({n: i.methods for n, i in table.infos.items()},
-                                    lambda c, m: m == "forward" and table.is_module(c),
-                                    src.raw, src.contains) if file_mentions_optimizer(src.occurs) else []
+        # Each class's by its text (`MethodReadings`) and whether it is a module (its `forward` is then skipped).
+        methods = [(f"{name}.{method}", node)
+                   for name, info in (table.infos.items() if file_mentions_optimizer(src.occurs) else ())
+                   for method, node in _optimizer_methods(name, info.node, info.methods, table.is_module(name),
+                                                          src, readings)]
         for qualname, node in methods:
             try:
                 entry = self._unit(f"method {qualname}", node, symbols, fresh,
@@ -378,14 +380,15 @@ class Analyser:
         if tree.root_node.has_error:
             return lambda _reading, _node, _methods, find: find()
 
-        texts: dict[int, bytes] = {}  # each class's text, sliced once for its three readings
+        # Each class's text and column, read once for its four readings (by the node object, kept alive here).
+        texts: dict[int, tuple[Node, bytes, int]] = {}
 
         def read(reading: str, node: Node, methods: dict[str, Node],
                  find: Callable[[], list[tuple[str, Node]]]) -> list[tuple[str, Node]]:
-            text = texts.get(node.start_byte)
-            if text is None:
-                text = texts[node.start_byte] = src.raw(node)
-            return readings.methods(f"{reading} {node.start_point[1]}", text, methods, find)
+            known = texts.get(id(node))
+            if known is None:
+                known = texts[id(node)] = (node, src.raw(node), node.start_point[1])
+            return readings.methods(f"{reading} {known[2]}", known[1], methods, find)
 
         return read
 
@@ -618,6 +621,18 @@ class Analyser:
         fresh[key] = entry
         self.reanalysed.append(key)
         return entry
+
+
+def _optimizer_methods(name: str, node: Node, methods: dict[str, Node], module: bool, src: SourceText,
+                       readings: Callable[[str, Node, dict[str, Node], Callable[[], list[tuple[str, Node]]]],
+                                          list[tuple[str, Node]]]) -> list[tuple[str, Node]]:
+    """(method, node) of each method of class `name` that builds an optimizer (`optimizer_methods`), a
+    module's `forward` left out."""
+    def find() -> list[tuple[str, Node]]:
+        found = optimizer_methods({name: methods}, lambda _c, m: module and m == "forward", src.raw, src.contains)
+        return [(qualname.split(".", 1)[1], node) for qualname, node in found]
+
+    return readings(f"optimizer {module}", node, methods, find)
 
 
 def identical(new: object, old: object) -> bool:

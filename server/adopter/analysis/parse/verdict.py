@@ -47,6 +47,8 @@ _DEFINITION = re.compile(rb"(?:def|class|async[ \t]+def)\b|@")  # a top-level st
 _SPACE = b" \t\f\r"
 _NEXT_CODE = re.compile(rb"(?:[ \t]*\r?\n)*?([ \t]|[^ \t\r\n])")  # (a line of spaces only counts as indented)
 _TEXT = frozenset({"string", "string_start", "string_content", "string_end", "comment"})
+# Statement parts that start a line of their own: a clause of a compound statement, a decorator.
+_CLAUSES = frozenset({"elif_clause", "else_clause", "except_clause", "finally_clause", "decorator"})
 
 
 def parse_within(parser: Parser, data: bytes, old_tree: Tree, budget: int | None = None) -> Tree | None:
@@ -80,16 +82,41 @@ def resume(parser: Parser, data: bytes, old_tree: Tree) -> Tree:
 
 def breaks_indentation(old: bytes, tree: Tree, start: int, old_end: int, new: bytes, new_end: int) -> bool:
     """Whether the change inserts code at column 0 of an indented line of code, or of an empty line before
-    one (`tree`: `old`'s), which ends every block above it: tree-sitter's re-parse then re-reads the rest of
-    the file in error recovery. A guess, not a verdict: such a change is first tried with
-    `certainly_broken`, before any re-parse."""
-    if not (old_end == start and (start == 0 or old[start - 1] == 0x0A) and new[start:new_end].strip()):
+    one (`tree`: `old`'s), which ends every block above it, or into the indentation of a line that starts a
+    statement (`_dedents_statement`): tree-sitter's re-parse then re-reads the rest of the file in error
+    recovery. A guess, not a verdict: such a change is first tried with `certainly_broken`, before any
+    re-parse."""
+    if not (old_end == start and new[start:new_end].strip()):
         return False
+    if not (start == 0 or old[start - 1] == 0x0A):
+        return _dedents_statement(old, tree, start, new[start:new_end])
     following = _NEXT_CODE.match(old, start)  # the first character of the next non-empty line
     if following is None or following.group(1) not in (b" ", b"\t"):
         return False
     node = tree.root_node.descendant_for_byte_range(start, start)
     return node is None or node.type not in _TEXT  # a docstring's line stays a docstring's
+
+
+def _dedents_statement(old: bytes, tree: Tree, start: int, inserted: bytes) -> bool:
+    """Whether `inserted` (code, one line) goes into the indentation of a line of `old` (after column 0, with
+    spaces or tabs after it) whose code starts a statement, a clause of one or a decorator (`tree`: `old`'s): the line is
+    then less indented than its block (measured on BERT: the re-parse of such an edit runs over its budget, or
+    near it, where the statement parsed alone costs a fraction of it)."""
+    line = old.rfind(b"\n", 0, start) + 1
+    if b"\n" in inserted or old[line:start].strip(_SPACE) or old[start : start + 1] not in (b" ", b"\t"):
+        return False
+    code = start
+    while code < len(old) and old[code] in b" \t":
+        code += 1
+    if code == len(old) or old[code] in b"#\r\n\\":
+        return False
+    node = tree.root_node.descendant_for_byte_range(code, code)
+    while (node is not None and node.parent is not None and node.parent.start_byte == code
+           and node.parent.type not in ("block", "module")):
+        node = node.parent
+    if node is None or node.parent is None or node.type in _TEXT:
+        return False
+    return node.parent.type in ("block", "module", "decorated_definition") or node.type in _CLAUSES
 
 
 def statement_starts(tree: Tree) -> list[int] | None:

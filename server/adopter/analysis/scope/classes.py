@@ -31,6 +31,11 @@ class ClassTable:
         for name, node in symbols.classes.items():
             self.infos[name] = ClassInfo(name, node, class_base_names(node, symbols.src), symbols.methods_of(name))
         self._module: dict[str, tuple[bool | None, frozenset[str]]] = {}
+        # Per class, this table's answers: its order (`mro`), and `is_module` with the order it read when the
+        # bases left it open (None: decided by the bases alone, which note nothing). The analysis asks them
+        # of every class several times a run; a repeated question notes the same dependencies again.
+        self._orders: dict[str, list[str]] = {}
+        self._modules: dict[str, tuple[bool, list[str] | None]] = {}
 
     def is_module(self, name: str) -> bool:
         """Whether class `name` of this file is an nn.Module (cycle-safe, memoised).
@@ -38,13 +43,21 @@ class ClassTable:
         A base we cannot read (not installed, outside the workspace) leaves the answer open; then a
         class that has a `forward` (its own or a same-file base's) is taken to be a module.
         """
-        verdict = self._module_test(name, set())[0]
-        if verdict is None:
-            order = self.mro(name)
-            for c in order:
+        known = self._modules.get(name)
+        if known is None:
+            verdict = self._module_test(name, set())[0]
+            if verdict is None:
+                order = self.mro(name)
+                known = (any("forward" in self.infos[c].methods for c in order), order)
+            else:
+                known = (verdict, None)
+            self._modules[name] = known
+        elif known[1] is not None:
+            self._note_order(name, known[1])
+        if known[1] is not None and self.symbols.consulted is not None:
+            for c in known[1]:
                 self.symbols.note_method_exists(c, "forward")  # which classes define it, not its text
-            return any("forward" in self.infos[c].methods for c in order)
-        return verdict
+        return known[0]
 
     def module_deps(self, name: str) -> frozenset[str]:
         """The dependency keys (see `ModuleSymbols.fingerprint`) the nn.Module test of `name` looked at."""
@@ -94,6 +107,20 @@ class ClassTable:
 
     def mro(self, name: str) -> list[str]:
         """Same-file classes in method resolution order (depth-first, left to right, no repeats)."""
+        order = self._orders.get(name)
+        if order is None:
+            order = self._orders[name] = self._mro(name)
+        else:
+            self._note_order(name, order)
+        return list(order)
+
+    def _note_order(self, name: str, order: list[str]) -> None:
+        """The dependencies `_mro(name)` records, recorded again: the header of each class it visits."""
+        if self.symbols.consulted is not None:
+            for current in order or (name,):
+                self.symbols.note_class_head(current)
+
+    def _mro(self, name: str) -> list[str]:
         order: list[str] = []
         stack = [name]
         while stack:
