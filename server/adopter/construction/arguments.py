@@ -192,7 +192,7 @@ def _typed_default(name: str, param: inspect.Parameter, module: Any, width: int,
     wrapped callable or an adapted layer, by its name, else by its annotation."""
     kind = kind_of(name)
     ann = annotation(param, module)
-    if (sub := annotated_submodule(ann, module, width, depth)) is not None:
+    if (sub := annotated_submodule(ann, module, width, depth, constructor_arguments)) is not None:
         return True, sub
     if _WRAPPED.match(name.lower()) or ann is nn_module():
         return True, passthrough_class()()

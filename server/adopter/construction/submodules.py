@@ -8,6 +8,7 @@ import collections.abc
 import inspect
 import re
 import typing
+from collections.abc import Callable
 from typing import Any
 
 # Parameters that hold a callable making a layer: a name ending so, or a `Callable` annotation whose return
@@ -61,20 +62,19 @@ def adapted_layer(name: str, width: int) -> Any:
     return nn.Linear(width, width) if _ADAPTED.match(name.lower()) else None
 
 
-def annotated_submodule(ann: Any, module: Any, width: int, depth: int) -> Any:
+def annotated_submodule(ann: Any, module: Any, width: int, depth: int, arguments_for: Callable[..., Any]) -> Any:
     """An instance of the concrete nn.Module subclass an annotation names (`encoder: Encoder`), its own
-    arguments chosen as its owner's are; None when the annotation names none or it cannot be built."""
+    arguments chosen as its owner's are (`arguments_for`: `arguments.constructor_arguments`, passed in so
+    this module stays below it); None when the annotation names none or it cannot be built."""
     import sys
 
     from torch import nn
-
-    from adopter.construction.arguments import constructor_arguments
 
     if not (inspect.isclass(ann) and issubclass(ann, nn.Module)) or ann is nn.Module or inspect.isabstract(ann):
         return None
     if depth >= MAX_DEPTH:
         return None
-    chosen = constructor_arguments(ann, sys.modules.get(ann.__module__, module), width=width, depth=depth + 1)
+    chosen = arguments_for(ann, sys.modules.get(ann.__module__, module), width=width, depth=depth + 1)
     if not isinstance(chosen, tuple):
         return None
     try:
