@@ -73,13 +73,11 @@ def load_classes(results: Path, names: Iterable[str]) -> tuple[list[dict[str, An
 
 
 def finding_lines(finding: dict[str, Any]) -> set[int]:
-    """A `check --format json` finding's lines: its statements and `__init__` bindings, else its range."""
-    out: set[int] = set()
-    for a, b in [*finding.get("statements", ()), *finding.get("init", ())]:
-        out.update(range(int(a), int(b) + 1))
-    if not out and "range" in finding:
-        out.update(range(finding["range"]["start"]["line"], finding["range"]["end"]["line"] + 1))
-    return out
+    """A `check --format json` finding's lines: its statements and `__init__` bindings, else its range (the
+    oracle report's own reading)."""
+    from oracle.report import finding_lines as lines
+
+    return lines(finding)
 
 
 def oracle_sites(classes: list[dict[str, Any]], files: set[str],

@@ -48,6 +48,14 @@ def model_line(node: torch.fx.Node, is_model_file: Callable[[str], bool]) -> Lin
     return None
 
 
+def below_model(node: torch.fx.Node, is_model_file: Callable[[str], bool]) -> list[tuple[str, int, str]] | None:
+    """The frames (file, line, function) inside the innermost model frame that made `node` (library code
+    the model called), outermost first; None when no model frame made it (a view with no line of its own)."""
+    named = named_frames(node)
+    inner = max((i for i, (f, _, _) in enumerate(named) if is_model_file(f)), default=None)
+    return None if inner is None else named[inner + 1:]
+
+
 def chain(node: torch.fx.Node, is_model_file: Callable[[str], bool]) -> list[Line]:
     """The model lines of `node`'s stack from where it is written outward to the `forward` that calls it,
     innermost first: `[helper line, forward line]` for an op in `self._norm(x)`'s body, `[forward line]`
@@ -85,11 +93,10 @@ def one_forward(nodes: Iterable[torch.fx.Node], is_model_file: Callable[[str], b
     for n in nodes:
         if n.op != "call_function":
             continue
-        named = named_frames(n)
-        inner = max((i for i, (f, _, _) in enumerate(named) if is_model_file(f)), default=None)
-        if inner is None:
+        below = below_model(n, is_model_file)
+        if below is None:
             continue  # a view or getitem with no model line of its own
-        for f, _, _ in named[inner + 1:]:
+        for f, _, _ in below:
             if "/torch/nn/modules/" in f.replace("\\", "/") and f.rsplit("/", 1)[-1] not in _DIRECT_LAYER_FILES:
                 return False
         lines = chain(n, is_model_file)
@@ -159,11 +166,10 @@ def torch_composed(nodes: Iterable[torch.fx.Node], is_model_file: Callable[[str]
     for n in nodes:
         if n.op != "call_function":
             continue
-        named = named_frames(n)
-        inner = max((i for i, (f, _, _) in enumerate(named) if is_model_file(f)), default=None)
-        if inner is None:
+        below = below_model(n, is_model_file)
+        if below is None:
             continue
-        path = tuple(fr for fr in named[inner + 1:]
+        path = tuple(fr for fr in below
                      if fr[0].startswith(_TORCH_NN) and fr[0].rsplit("/", 1)[-1] not in _PASSING_FRAMES)
         shared = set(path) if shared is None else shared & set(path)
         if not shared:
@@ -239,11 +245,8 @@ def _not_the_users(nodes: Iterable[torch.fx.Node], anchor_node: torch.fx.Node,
 def _inside_torch_attention(node: torch.fx.Node, is_model_file: Callable[[str], bool]) -> bool:
     """A single op (a softmax) made inside torch's multi-head attention (`F.multi_head_attention_forward`,
     reached from `nn.MultiheadAttention` or called directly)."""
-    named = named_frames(node)
-    inner = max((i for i, (f, _, _) in enumerate(named) if is_model_file(f)), default=None)
-    if inner is None:
-        return False
-    return any(f.startswith(_TORCH_NN) and fn == "multi_head_attention_forward" for f, _, fn in named[inner + 1:])
+    return any(f.startswith(_TORCH_NN) and fn == "multi_head_attention_forward"
+               for f, _, fn in below_model(node, is_model_file) or ())
 
 
 def _walked(found: dict[tuple[int, Line], Site], gm: torch.fx.GraphModule,

@@ -73,7 +73,7 @@ def load(results: Path = RESULTS) -> dict[str, Dist]:
     return out
 
 
-def _lines(finding: dict[str, Any]) -> set[int]:
+def finding_lines(finding: dict[str, Any]) -> set[int]:
     out: set[int] = set()
     for a, b in [*finding.get("statements", ()), *finding.get("init", ())]:
         out.update(range(int(a), int(b) + 1))
@@ -228,8 +228,8 @@ def score(dists: dict[str, Dist]) -> dict[str, Any]:
     misses: list[dict[str, Any]] = []
     found_keys: set[tuple[int, str, int]] = set()
     for (fam, f, line), s in sorted(sites.items()):
-        hit = any(_lines(fd) & s["lines"] for fd in by_file_family.get((f, fam), ())) or any(
-            _lines(fd) & other_lines for other, other_lines in s["elsewhere"].items()
+        hit = any(finding_lines(fd) & s["lines"] for fd in by_file_family.get((f, fam), ())) or any(
+            finding_lines(fd) & other_lines for other, other_lines in s["elsewhere"].items()
             for fd in by_file_family.get((other, fam), ()))
         recall[fam]["sites"] += 1
         recall[fam]["found"] += hit
@@ -247,7 +247,7 @@ def score(dists: dict[str, Dist]) -> dict[str, Any]:
         classes = traced_classes.get(fd["path"], set())
         scope = str(fd.get("scope") or "")
         in_traced = scope in classes or scope.split(".")[0] in {c.split(".")[0] for c in classes}
-        lines = _lines(fd)
+        lines = finding_lines(fd)
         stmt_lines: set[int] = set()
         for a, b in fd.get("statements", ()):
             stmt_lines.update(range(int(a), int(b) + 1))

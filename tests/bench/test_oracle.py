@@ -17,7 +17,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from adopter.construction import Built, construct  # noqa: E402
 from oracle.match import find_sites  # noqa: E402
-from oracle.report import _lines  # noqa: E402
+from oracle.report import finding_lines  # noqa: E402
 from oracle.trace import trace_step  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -112,7 +112,7 @@ def test_each_family_at_its_lines(tmp_path: Path) -> None:
 
 def test_finding_lines_cover_statements_and_init() -> None:
     finding = {"statements": [[10, 11]], "init": [[3, 3]], "range": {"start": {"line": 10}, "end": {"line": 11}}}
-    assert _lines(finding) == {3, 10, 11}
+    assert finding_lines(finding) == {3, 10, 11}
 
 
 def test_the_oracle_excludes_every_held_out_distribution(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
