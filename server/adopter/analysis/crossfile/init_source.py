@@ -90,6 +90,17 @@ class InitSource:
     def annotations(self) -> dict[str, str]:
         return init_annotations(self.function, self.src, self.qualify)
 
+    def imported_base(self, name: str) -> str | None:
+        """The base, qualified, of a class of this file named `name` that has one base and that base imported
+        (torchvision's `class MLPBlock(MLP)` beside the block that builds it), else None."""
+        if not name.isidentifier():
+            return None
+        found = re.search(rb"^class " + name.encode() + rb"\(\s*([\w.]+)\s*\)\s*:", self.src.data, re.M)
+        if found is None:
+            return None
+        qualified = self.qualify(found.group(1).decode())
+        return qualified if isinstance(qualified, str) and "." in qualified.lstrip(".") else None
+
     def locals(self) -> dict[str, str]:
         """Names assigned once in the body, at its top level, to the source text of their value."""
         fn = self._function_ast()
