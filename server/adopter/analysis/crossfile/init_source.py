@@ -24,7 +24,10 @@ _SINGLE_BASE_CLASS = re.compile(rb"^class (\w+)\(\s*([\w.]+)\s*\)\s*:", re.M)
 def single_base_classes(data: bytes) -> dict[str, str]:
     """The module-level classes of a file's text that have one base, by name: the base as written. Read once
     per text (every class of the file asks)."""
-    return {m.group(1).decode(): m.group(2).decode() for m in _SINGLE_BASE_CLASS.finditer(data)}
+    out: dict[str, str] = {}
+    for m in _SINGLE_BASE_CLASS.finditer(data):
+        out.setdefault(m.group(1).decode(), m.group(2).decode())  # the first definition, as a search finds
+    return out
 
 
 class InitSource:
