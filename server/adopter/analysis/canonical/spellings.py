@@ -116,12 +116,14 @@ KEYWORD_ALIASES = {"axis": "dim", "keepdims": "keepdim"}
 
 # Keywords given their default value, which say nothing (`x.norm(p=2, dim=-1)` is `x.norm(dim=-1)`: torch.norm
 # computes a vector norm for any number `p`, and 2 is what its default "fro" computes over the axes it reduces);
-# dropped so a rule's `no_kwarg($n, p)` reads both alike. Not `torch.linalg.norm`, whose `ord=2` over two axes
+# dropped so a rule's `no_kwarg($n, p)` reads both alike (`F.normalize(x, p=2)` too: its default `p` is 2.0).
+# Not `torch.linalg.norm`, whose `ord=2` over two axes
 # is the spectral norm.
 DEFAULT_KEYWORDS: dict[Key, tuple[str, frozenset[str]]] = {
     ("method", "norm"): ("p", frozenset({"2", "2.0"})),
     ("function", "torch.norm"): ("p", frozenset({"2", "2.0"})),
     ("function", "torch.linalg.vector_norm"): ("ord", frozenset({"2", "2.0"})),
+    ("function", "torch.nn.functional.normalize"): ("p", frozenset({"2", "2.0"})),
 }
 
 # Methods that keep the value they are called on (casts, copies, memory layout).

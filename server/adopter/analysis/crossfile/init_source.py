@@ -8,6 +8,7 @@ is built at all under those defaults (`Scope.built_only_otherwise`).
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import textwrap
 from typing import Any
@@ -16,6 +17,17 @@ from adopter.analysis.crossfile.evaluator import truth
 from adopter.analysis.crossfile.summary import Summary
 
 CALLED = re.compile(r"\bself\.(\w+)\s*\(")
+_SINGLE_BASE_CLASS = re.compile(rb"^class (\w+)\(\s*([\w.]+)\s*\)\s*:", re.M)
+
+
+@functools.lru_cache(maxsize=8)
+def single_base_classes(data: bytes) -> dict[str, str]:
+    """The module-level classes of a file's text that have one base, by name: the base as written. Read once
+    per text (every class of the file asks)."""
+    out: dict[str, str] = {}
+    for m in _SINGLE_BASE_CLASS.finditer(data):
+        out.setdefault(m.group(1).decode(), m.group(2).decode())  # the first definition, as a search finds
+    return out
 
 
 class InitSource:
@@ -89,6 +101,13 @@ class InitSource:
 
     def annotations(self) -> dict[str, str]:
         return init_annotations(self.function, self.src, self.qualify)
+
+    def imported_base(self, name: str) -> str | None:
+        """The base, qualified, of a class of this file named `name` that has one base and that base imported
+        (torchvision's `class MLPBlock(MLP)` beside the block that builds it), else None."""
+        base = single_base_classes(self.src.data).get(name)
+        qualified = self.qualify(base) if base is not None else None
+        return qualified if isinstance(qualified, str) and "." in qualified.lstrip(".") else None
 
     def locals(self) -> dict[str, str]:
         """Names assigned once in the body, at its top level, to the source text of their value."""

@@ -108,7 +108,8 @@ class CrossFileReach:
         """
         if init is None or not path:
             return init
-        if not any(isinstance(b.value, Ctor) and _imported(b.value.callee) for b in init.bindings):
+        local = self._local_sequentials(init, source)
+        if not local and not any(isinstance(b.value, Ctor) and _imported(b.value.callee) for b in init.bindings):
             return init  # the common class: nothing imported to look at, no cost
         path = os.path.abspath(path)
         scope = Scope({p.name: p.default for p in init.params}, source)
@@ -121,7 +122,8 @@ class CrossFileReach:
             value = b.value
             if isinstance(value, Ctor) and (called is None or b.attr in called):
                 try:
-                    found = self._ctor(value, path, scope, b.condition)
+                    found = self._local_sequential(value, path, scope) if value.callee in local else (
+                        self._ctor(value, path, scope, b.condition))
                 except (RecursionError, ValueError, OSError, SyntaxError):
                     found = None
                 if found is not None:
@@ -135,6 +137,34 @@ class CrossFileReach:
                     changed = True
             out.append(b)
         return replace(init, bindings=tuple(out)) if changed else init
+
+    def _local_sequentials(self, init: Init, source: InitSource | None) -> frozenset[str]:
+        """The constructors' callees that are classes of this file subclassing an imported class that is not
+        torch's (`MLPBlock(MLP)`, `MLP` a Sequential subclass of another file): read as that base builds them."""
+        if source is None:
+            return frozenset()
+        out: set[str] = set()
+        for b in init.bindings:
+            callee = b.value.callee if isinstance(b.value, Ctor) and not b.value.items else ""
+            if callee[:1].isupper() and "." not in callee and callee not in out:
+                base = source.imported_base(callee)
+                if base is not None and _imported(base) and torch_layer(base) is None:
+                    out.add(callee)
+        return frozenset(out)
+
+    def _local_sequential(self, ctor: Ctor, path: str, scope: Scope) -> Ctor | None:
+        """A class of this file subclassing an imported `nn.Sequential` subclass, built here: the torch layers
+        it holds as this call builds it (`builders.sequential_items` through its base), else None (as written)."""
+        if ctor.lookup is not None:
+            return None
+        summary = self.summary_of(ctor.callee, path)
+        if summary is None or summary.kind != "layer" or summary.layer != "torch.nn.Sequential":
+            return None
+        items = self._sequential(ctor, summary.definition, path, scope)
+        if not items:
+            return None
+        return Ctor(summary.layer, (), (), tuple(Ctor(i) for i in items),
+                    origin=f"{summary.definition.name} ({self._where(summary.definition)})")
 
     def _ctor(self, ctor: Ctor, path: str, scope: Scope, condition: str | None) -> Ctor | Expr | None:
         if ctor.items or not _imported(ctor.callee):

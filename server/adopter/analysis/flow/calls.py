@@ -203,8 +203,11 @@ class CallFlow(Calls):
         state = self.state
         v = state.lookup(name)
         if isinstance(v, LocalFunction):
-            return self._inline(state.frame.owner, state.local_functions[v.key], v.name, node, outs, bound=False,
-                                closure_self=state.frame.self_name, closure=True)
+            # Called where it was defined or, handed to a same-file helper (`apply(x, norm)`), inside it:
+            # either way it sees the `self` and locals of the function that defined it.
+            defined = state.closure_frames.get(v.key, state.frame)
+            return self._inline(defined.owner, state.local_functions[v.key], v.name, node, outs, bound=False,
+                                closure_self=defined.self_name, closure=defined)
         if isinstance(v, ModuleFunction):
             return self._module_function_call(node, name, v, outs)
         if isinstance(v, Expr) and v.text.startswith("self.") and v.text[5:].split("[")[0] in state.module_attrs:
@@ -330,6 +333,18 @@ class CallFlow(Calls):
                                 call_args=(tensors, []))
         return None
 
+    def _handed_closures(self, node: Node) -> dict[int, LocalFunction]:
+        """The positional arguments of a call written at `node` that name a closure of the caller
+        (`map_first(x, norm)`), by position: the callee's parameter then holds the closure itself, so that
+        calling it (`fn(x)`) inlines the closure's body."""
+        out: dict[int, LocalFunction] = {}
+        positional = [a for a in argument_nodes(node) if a.type not in ("keyword_argument", "dictionary_splat")]
+        for i, a in enumerate(positional):
+            held = self.state.lookup(self.src.text(a)) if a.type == "identifier" else None
+            if isinstance(held, LocalFunction):
+                out[i] = held
+        return out
+
     def _inline(
         self,
         owner: str | None,
@@ -339,7 +354,7 @@ class CallFlow(Calls):
         outs: tuple[str, ...] | None,
         bound: bool,
         closure_self: str | None = None,
-        closure: bool = False,
+        closure: Frame | None = None,
         call_args: tuple[list[Value], list[Kwarg]] | None = None,
         handed: str | None = None,
     ) -> EnvVal:
@@ -377,13 +392,16 @@ class CallFlow(Calls):
         call_outs = outs or ()
         state.names.update(call_outs)
         # A closure sees the locals of the function it was defined in (it is called from there).
-        env: dict[str, EnvVal] = dict(state.frame.env) if closure else {}
+        env: dict[str, EnvVal] = dict(closure.env) if closure is not None else {}
         positional = [p for p in ps if p.kind == ParamKind.POSITIONAL]
         starred = any(isinstance(a, Ref | Expr) and _name_of(a).startswith("*") for a in args)
         by_name = {k.name: k.value for k in kwargs if k.name != "**"}
         unbound: list[Param] = []
+        handed_closures = self._handed_closures(node) if call_args is None and not starred else {}
         for i, p in enumerate(positional):
-            if i < len(args) and not starred:
+            if i in handed_closures:
+                env[p.name] = handed_closures[i]
+            elif i < len(args) and not starred:
                 env[p.name] = args[i]
             elif p.name in by_name:
                 env[p.name] = by_name[p.name]

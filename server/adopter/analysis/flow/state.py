@@ -187,6 +187,8 @@ class FlowState:
         self.stmt_node: Node | None = None
         self.callee_locals: set[str] = set()  # unique names of inlined callees' locals
         self.local_functions: dict[int, Node] = {}
+        # the frame each closure was defined in (by start byte): its `self` and locals, wherever it is called
+        self.closure_frames: dict[int, Frame] = {}
 
     def define(self, name: str) -> str:
         """The unique name a local `name` of the current frame is stored under."""

@@ -94,6 +94,7 @@ class StatementFlow(Statements):
                 name = self.src.text(name_node)
                 state.local_functions[stmt.start_byte] = stmt
                 state.frame.env[name] = LocalFunction(stmt.start_byte, name)
+                state.closure_frames[stmt.start_byte] = state.frame
         elif kind == "decorated_definition":
             name_node = (stmt.child_by_field_id(Field.DEFINITION) or stmt).child_by_field_id(Field.NAME)
             if name_node is not None:  # decorated: we cannot tell what calling it does

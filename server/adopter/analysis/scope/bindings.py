@@ -702,6 +702,8 @@ class InitAnalysis:
                 root = dotted.split(".")[0]
                 if root not in self.locals and (function := self._function_value(dotted)) is not None:
                     return [((), Expr(function))]  # `self.act = F.gelu`: the function itself
+                if root not in self.locals and (function := self._default_function(dotted)) is not None:
+                    return [((), Expr(function))]  # `self.act = act` with `act=F.gelu`: the default's function
                 if root not in self.locals and (
                     self.symbols.has_class(dotted) or (self.symbols.is_imported(root) and dotted.rsplit(".", 1)[-1][:1].isupper())
                 ):
@@ -1075,6 +1077,13 @@ class InitAnalysis:
             return None
         qualified = self.symbols.qualify(dotted)
         return qualified if qualified in FUNCTION_VALUES else None
+
+    def _default_function(self, name: str) -> str | None:
+        """The activation function a parameter's default names (`transform_act_fn=nn.functional.gelu`,
+        torchmultimodal's heads), else None: the value the class holds unless a caller passes another, as a
+        layer class default (`act_layer=nn.GELU`) is read."""
+        default = (self.defaults.get(name) or "").strip() if "." not in name else ""
+        return self._function_value(default) if default and "(" not in default else None
 
     def _getattr_function(self, call: Node) -> str | None:
         """`getattr(F, "gelu")` (or a parameter defaulting to `"gelu"`): the activation function it names."""
