@@ -45,6 +45,7 @@ def _table() -> ClassTable:
     return ClassTable(ModuleSymbols(src, None), _Unresolved(), "m.py")  # type: ignore[arg-type]
 
 
+@pytest.mark.pure_python  # a stand-in resolver and patched internals: the compiled ClassTable checks types and calls natively
 def test_a_repeated_question_records_what_a_walk_records(monkeypatch: pytest.MonkeyPatch) -> None:
     kept, walked = _table(), _table()
     walks: list[str] = []

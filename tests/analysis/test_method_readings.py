@@ -122,6 +122,7 @@ class Trainer:
 '''
 
 
+@pytest.mark.pure_python  # counts calls through a patched module attribute the compiled build calls natively
 def test_optimizer_methods_are_read_once_per_class_text(monkeypatch: pytest.MonkeyPatch) -> None:
     """The methods that build optimizers are found per class (by its text and whether it is a module): an
     edit of one class reads it again, not the others, and the functions are a fresh analysis's."""
