@@ -143,6 +143,24 @@ _META_ONLY = (DATA_DEPENDENT, "cannot be called on meta tensors", "Cannot copy o
               "torch.meta.", "on the meta device")
 
 
+def distinct_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Each forward argument its own tensor. Construction gives `key`, `value`, `k`, `v` … the input itself
+    (`forward(self, q, k, v)` needs three of its shape), and one tensor passed three times is one graph
+    input: three projections of it would read as projections of one input (family 9), which only the
+    class's own code can make them (`key = query if key is None else key`), never its caller's choice."""
+    seen: set[int] = set()
+
+    def own(value: Any) -> Any:
+        if not isinstance(value, torch.Tensor):
+            return value
+        if id(value) in seen:
+            return value.detach().clone().requires_grad_(value.requires_grad)
+        seen.add(id(value))
+        return value
+
+    return tuple(own(a) for a in args), {k: own(v) for k, v in kwargs.items()}
+
+
 def trace_step(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], device: str = "meta") -> Traced:
     """Trace forward and backward of `model(*args, **kwargs)` on the meta device; raises what the model's
     code raises (the caller records it). `device="cpu"` traces a model built on the CPU with real values
@@ -150,6 +168,7 @@ def trace_step(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], 
     model holds, calls an op with no meta kernel, or makes CPU tensors itself. The graph is the same
     aten ops, at the small sizes construction chose."""
     _dropouts_on(model)
+    args, kwargs = distinct_inputs(args, kwargs)
     params = {k: p for k, p in model.named_parameters() if p.requires_grad}
     n_out = [0, 0]  # forward outputs, gradients
 

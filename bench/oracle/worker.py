@@ -43,14 +43,17 @@ HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum",
 # (`match.torch_composed`: nn.MultiheadAttention, nn.TransformerEncoderLayer) and SDPA's math path: a class
 # with a site of a family those make is traced again. Pass 8 adds to a site's lines where the torch layers
 # that computed its ops were constructed (`built.py`: a conv and a BatchNorm in an `nn.Sequential`): a class
-# with a site of a family such layers make is traced again. A run meeting an earlier pass's results upgrades
-# them (`_upgrade`).
-PASS = 8
+# with a site of a family such layers make is traced again. Pass 9 gives each forward argument its own tensor
+# (`trace.distinct_inputs`: construction passed the input itself as `key`/`value`, making separate parameters
+# one graph input): a class with a family-9 site is traced again. A run meeting an earlier pass's results
+# upgrades them (`_upgrade`).
+PASS = 9
 PATTERNS_PASS = 5  # the last pass that changed a family pattern: a trace of this pass or later stays valid
 RETRY_PASS = 6  # the last pass that builds, traces or imports more: an earlier one's failures are tried again
 # (pass, families): a class traced before that pass with a site of one of these families is traced again
-# (pass 7: which matches are the model's own; pass 8: the lines where a site's torch layers were constructed)
-SITES_CHANGED = ((7, frozenset({4, 5, 6, 9, 10})), (8, frozenset({6, 7, 8})))
+# (pass 7: which matches are the model's own; pass 8: the lines where a site's torch layers were constructed;
+# pass 9: each forward argument its own tensor)
+SITES_CHANGED = ((7, frozenset({4, 5, 6, 9, 10})), (8, frozenset({6, 7, 8})), (9, frozenset({9})))
 SKIP_MODULE_PARTS = ("tests", "test", "testing", "conftest", "__main__", "setup", "benchmarks", "examples",
                      "scripts", "_version", "cli", "convert", "conversion")
 

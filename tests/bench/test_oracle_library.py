@@ -105,6 +105,19 @@ class Mlp(nn.Module):
         return self.act(self.fc(x))
 
 
+class SeparateInputs(ManualAttention):  # SAM's Attention, reduced: q, k, v are the caller's to choose
+    def forward(self, q_in, k_in, v_in):
+        q, k, v = self.split(self.query(q_in)), self.split(self.key(k_in)), self.split(self.value(v_in))
+        return torch.matmul(F.softmax(torch.matmul(q, k.transpose(-1, -2)), dim=-1), v)
+
+
+class OwnDefault(SeparateInputs):  # the class's own code makes them one input
+    def forward(self, q_in, k_in=None, v_in=None):
+        k_in = q_in if k_in is None else k_in
+        v_in = q_in if v_in is None else v_in
+        return super().forward(q_in, k_in, v_in)
+
+
 class ConvBN(nn.Module):
     def __init__(self, c=4):
         super().__init__()
@@ -147,3 +160,10 @@ def test_what_the_model_writes_or_chains_is(tmp_path: Path) -> None:
     assert {4, 9, 10} <= _families(mod.ManualAttention(), (x,), path)
     assert 6 in _families(mod.Mlp(), (x,), path)
     assert 7 in _families(mod.ConvBN(), (torch.randn(2, 4, 8, 8),), path)
+
+
+def test_one_tensor_passed_as_three_arguments_is_three_inputs(tmp_path: Path) -> None:
+    mod, path = _module(tmp_path, "m_library_inputs")
+    x = torch.randn(2, 5, 16)
+    assert 9 not in _families(mod.SeparateInputs(), (x, x, x), path)  # construction's choice, not the class's
+    assert 9 in _families(mod.OwnDefault(), (x,), path)
