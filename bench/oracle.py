@@ -19,7 +19,12 @@ An install can upgrade a package another distribution was traced from: each fini
 the digests of the files its results name, the report leaves out results whose files changed (and lists
 them), and `run` traces those again (`oracle/stale.py`). When the oracle itself changes (`worker.PASS`), a
 run brings earlier results up to date, tracing again only the classes the change can touch
-(`oracle/upgrade.py`): `run --no-install` after a change of the patterns.
+(`oracle/upgrade.py`): `run --no-install` after a change of the patterns. A distribution cut short by a smaller
+`--max-classes` than this run's is run again, its classes kept.
+
+`ADOPTER_ORACLE_ROOT` moves the whole oracle folder (venv, installs, results, check cache) elsewhere;
+`bench/oracle_heldout.py` uses it to run the oracle over held-out distributions as a measurement that prints
+aggregate counts only (why the oracle and the held-out labels disagree).
 """
 
 from __future__ import annotations
