@@ -223,6 +223,7 @@ MANIFEST: Manifest = (
     ("fairseq", "0.12.2", ("fairseq/modules/conformer_layer.py", "fairseq/modules/transformer_sentence_encoder_layer.py")),
     ("grelu", "1.1.0", ("grelu/model/layers.py", "grelu/model/position.py")),
     ("hear21passt", "0.0.26", ("hear21passt/models/passt.py",)),
+    ("mmcls", "0.25.0", ("mmcls/models/backbones/convnext.py", "mmcls/models/backbones/mlp_mixer.py")),
 )
 
 
