@@ -207,8 +207,9 @@ MANIFEST: Manifest = (
     ("MaMMUT-pytorch", "0.0.7", ("mammut_pytorch/mammut_pytorch.py",)),
     # Batch 10 (refreshed 2026-12-05, stop 20): labelled by a tenth independent labeller (families 4-16 were worked
     # on in stop 20); distributions a-m only, picked by name and summary for breadth (vision, detection and restoration,
-    # audio, diffusion / generative, LLM and NLP training library, science, time series, researchers' single files),
-    # files from the archive listings by name and size before reading (see LABELLING.md "Batch 10").
+    # audio, diffusion / generative, LLM and NLP training library, science, time series, researchers' single files;
+    # mmcls added after the first ten for vision backbones), files from the archive listings by name and size before
+    # reading (see LABELLING.md "Batch 10").
     ("agent-attention-pytorch", "0.1.7", (
         "agent_attention_pytorch/agent_attention_pytorch.py", "agent_attention_pytorch/agent_transformer.py")),
     ("alignn", "2026.8.11", ("alignn/models/alignn.py",)),
