@@ -205,6 +205,26 @@ MANIFEST: Manifest = (
     ("ETSformer-pytorch", "0.1.1", ("etsformer_pytorch/etsformer_pytorch.py",)),
     ("robotic-transformer-pytorch", "0.2.3", ("robotic_transformer_pytorch/robotic_transformer_pytorch.py",)),
     ("MaMMUT-pytorch", "0.0.7", ("mammut_pytorch/mammut_pytorch.py",)),
+    # Batch 10 (refreshed 2026-12-05, stop 20): labelled by a tenth independent labeller (families 4-16 were worked
+    # on in stop 20); distributions a-m only, picked by name and summary for breadth (vision, detection and restoration,
+    # audio, diffusion / generative, LLM and NLP training library, science, time series, researchers' single files;
+    # mmcls added after the first ten for vision backbones), files from the archive listings by name and size before
+    # reading (see LABELLING.md "Batch 10").
+    ("agent-attention-pytorch", "0.1.7", (
+        "agent_attention_pytorch/agent_attention_pytorch.py", "agent_attention_pytorch/agent_transformer.py")),
+    ("alignn", "2026.8.11", ("alignn/models/alignn.py",)),
+    ("aura-sr", "0.0.4", ("aura_sr.py",)),
+    ("bark", "0.1.5", ("bark/model.py", "bark/model_fine.py")),
+    ("classifier-free-guidance-pytorch", "0.7.1", ("classifier_free_guidance_pytorch/attend.py",)),
+    ("codeformer", "0.0.11", (
+        "codeformer/basicsr/archs/codeformer_arch.py", "codeformer/basicsr/archs/vqgan_arch.py")),
+    ("darts", "0.48.1", (
+        "darts/models/components/feed_forward.py", "darts/models/components/glu_variants.py",
+        "darts/models/components/layer_norm_variants.py")),
+    ("fairseq", "0.12.2", ("fairseq/modules/conformer_layer.py", "fairseq/modules/transformer_sentence_encoder_layer.py")),
+    ("grelu", "1.1.0", ("grelu/model/layers.py", "grelu/model/position.py")),
+    ("hear21passt", "0.0.26", ("hear21passt/models/passt.py",)),
+    ("mmcls", "0.25.0", ("mmcls/models/backbones/convnext.py", "mmcls/models/backbones/mlp_mixer.py")),
 )
 
 
