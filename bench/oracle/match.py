@@ -12,8 +12,8 @@ from pathlib import Path
 
 import torch
 
-from oracle import walks
-from oracle.patterns import FamilyPattern, family_patterns
+from oracle import qkv, walks
+from oracle.patterns import BARE_PROJECTION, FamilyPattern, family_patterns
 from oracle.trace import frames, named_frames
 
 Line = tuple[str, int]  # (absolute file path, 1-based line)
@@ -201,6 +201,7 @@ def find_sites(gm: torch.fx.GraphModule, is_model_file: Callable[[str], bool],
     index = _by_root(patterns if patterns is not None else family_patterns())
     found: dict[tuple[int, Line], Site] = {}
     projections: dict[tuple[torch.fx.Node, object], list[tuple[torch.fx.Node, list[torch.fx.Node]]]] = defaultdict(list)
+    bare: dict[tuple[torch.fx.Node, object], list[tuple[torch.fx.Node, list[torch.fx.Node]]]] = defaultdict(list)
     for node in reversed(gm.graph.nodes):
         if node.op != "call_function":
             continue
@@ -211,7 +212,8 @@ def find_sites(gm: torch.fx.GraphModule, is_model_file: Callable[[str], bool],
             if fp.family == 9:  # three projections of one input with one width make the site, not one
                 x = m.kwargs.get("x")
                 width = node.meta["val"].shape[1:] if "val" in node.meta else None
-                projections[(x, tuple(width) if width is not None else None)].append((node, list(m.nodes)))
+                group = bare if fp.name.startswith(BARE_PROJECTION) else projections
+                group[(x, tuple(width) if width is not None else None)].append((node, list(m.nodes)))
                 continue
             if fp.family == 5 and not one_forward(m.nodes, is_model_file):
                 continue
@@ -219,14 +221,31 @@ def find_sites(gm: torch.fx.GraphModule, is_model_file: Callable[[str], bool],
                 continue
             _add(found, fp.family, fp.name, node, m.nodes, is_model_file)
     _walked(found, gm, is_model_file)
-    for (_, _), group in projections.items():
-        uniq = {id(n): (n, nodes) for n, nodes in group}
-        if len(uniq) >= 3:
-            members = sorted(uniq.values(), key=lambda t: _order(gm, t[0]))
-            nodes = [n for _, ns in members for n in ns]
-            if not torch_composed(nodes, is_model_file):
-                _add(found, 9, "qkv_projections", members[0][0], nodes, is_model_file)
+    _qkv(found, gm, projections, bare, is_model_file)
     return list(found.values())
+
+
+def _qkv(found: dict[tuple[int, Line], Site], gm: torch.fx.GraphModule,
+         split: dict[tuple[torch.fx.Node, object], list[tuple[torch.fx.Node, list[torch.fx.Node]]]],
+         bare: dict[tuple[torch.fx.Node, object], list[tuple[torch.fx.Node, list[torch.fx.Node]]]],
+         is_model_file: Callable[[str], bool]) -> None:
+    """Three projections of one input with one width: each split into heads (the patterns), or, with no split
+    the patterns spell, feeding one attention (`qkv.attends`); never when only a caller makes their inputs one
+    tensor (`qkv.caller_aliased`)."""
+    taken: set[torch.fx.Node] = set()
+    for kind, groups in (("qkv_projections", split), ("qkv_projections_attended", bare)):
+        for group in groups.values():
+            uniq = {id(n): (n, nodes) for n, nodes in group}
+            members = sorted(uniq.values(), key=lambda t: _order(gm, t[0]))
+            if len(members) < 3 or any(n in taken for _, ns in members for n in ns):
+                continue
+            nodes = [n for _, ns in members for n in ns]
+            if torch_composed(nodes, is_model_file) or qkv.caller_aliased((ns for _, ns in members), is_model_file):
+                continue
+            if kind != "qkv_projections" and not qkv.attends(n for n, _ in members):
+                continue
+            taken.update(nodes)
+            _add(found, 9, kind, members[0][0], nodes, is_model_file)
 
 
 def _not_the_users(nodes: Iterable[torch.fx.Node], anchor_node: torch.fx.Node,

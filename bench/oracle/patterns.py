@@ -206,6 +206,9 @@ def _lin_flat_bn(bias: bool) -> Callable[..., torch.Tensor]:
 
 
 # --- family 9: a projection split into heads (three of them on one input make a site) ---------------
+BARE_PROJECTION = "proj_bare"  # the name's start of a projection with no head split after it (pass 10)
+
+
 def _proj_heads_t(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return F.linear(x, w, b).view(2, 8, 4, 4).transpose(1, 2)
 
@@ -220,6 +223,15 @@ def _proj_nb_heads_t(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 def _proj_nb_heads_p(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return F.linear(x, w).view(2, 8, 4, 4).permute(0, 2, 1, 3)
+
+
+def _proj_bare(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A projection alone (`match.py` groups three of one input and asks `qkv.attends` what they feed)."""
+    return F.linear(x, w, b)
+
+
+def _proj_nb_bare(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return F.linear(x, w)
 
 
 def _proj_scaled_heads(bias: bool, permute: bool) -> Callable[..., torch.Tensor]:
@@ -620,6 +632,10 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         for permute in (False, True):
             specs.append((9, f"proj{'' if bias else '_nobias'}_scaled_heads_{'permute' if permute else 'transpose'}",
                           _proj_scaled_heads(bias, permute), [X3(), W(), B()], {}, None))
+    for rank, x in (("3d", X3), ("2d", X2)):
+        for bias in (True, False):
+            specs.append((9, f"{BARE_PROJECTION}{'' if bias else '_nobias'}_{rank}", _proj_bare if bias else _proj_nb_bare,
+                          [x(), W(), *([B()] if bias else [])], {}, None))
     for rank, x in (("3d", X3), ("2d", X2)):
         for act_name, act in (("silu", F.silu), ("gelu", F.gelu)):
             for swap in (False, True):

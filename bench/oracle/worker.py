@@ -45,15 +45,20 @@ HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum",
 # that computed its ops were constructed (`built.py`: a conv and a BatchNorm in an `nn.Sequential`): a class
 # with a site of a family such layers make is traced again. Pass 9 gives each forward argument its own tensor
 # (`trace.distinct_inputs`: construction passed the input itself as `key`/`value`, making separate parameters
-# one graph input): a class with a family-9 site is traced again. A run meeting an earlier pass's results
-# upgrades them (`_upgrade`).
-PASS = 9
+# one graph input): a class with a family-9 site is traced again. Pass 10 reads family 9 as the labelling
+# defines it (`qkv.py`): three projections of one value that feed attention however the heads are split, and
+# never projections of different forward parameters a caller passes one tensor for: a class with a family-9
+# site, or whose exercised lines spell attention (`ATTENTION_LINE`), is traced again. A run meeting an earlier
+# pass's results upgrades them (`_upgrade`).
+PASS = 10
 PATTERNS_PASS = 5  # the last pass that changed a family pattern: a trace of this pass or later stays valid
 RETRY_PASS = 6  # the last pass that builds, traces or imports more: an earlier one's failures are tried again
 # (pass, families): a class traced before that pass with a site of one of these families is traced again
 # (pass 7: which matches are the model's own; pass 8: the lines where a site's torch layers were constructed;
 # pass 9: each forward argument its own tensor)
-SITES_CHANGED = ((7, frozenset({4, 5, 6, 9, 10})), (8, frozenset({6, 7, 8})), (9, frozenset({9})))
+SITES_CHANGED = ((7, frozenset({4, 5, 6, 9, 10})), (8, frozenset({6, 7, 8})), (9, frozenset({9})),
+                 (10, frozenset({9})))
+ATTENTION_PASS = 10  # the last pass whose new sites need attention on an exercised line to be found
 SKIP_MODULE_PARTS = ("tests", "test", "testing", "conftest", "__main__", "setup", "benchmarks", "examples",
                      "scripts", "_version", "cli", "convert", "conversion")
 
@@ -331,13 +336,18 @@ CHANGED_PATTERN_LINE = re.compile(r"(?<!self\.)\bnorm\s*\(|normalize\s*\(|vector
                                   r"nll_loss|loss_f|drop|erf|permute|transpose|movedim|swapaxes|rearrange")
 
 
-def may_match_a_changed_pattern(record: dict[str, Any]) -> bool:
+# What a line must spell for pass 10's family-9 sites (projections feeding attention) to be in the class's
+# trace: an attention product, a softmax, or a call of an attention layer (torch's or the model's own).
+ATTENTION_LINE = re.compile(r"softmax|matmul|bmm|einsum|@|scaled_dot_product|[Aa]ttention|attn", re.ASCII)
+
+
+def may_match_a_changed_pattern(record: dict[str, Any], spelled: re.Pattern[str] = CHANGED_PATTERN_LINE) -> bool:
     for f, lines in (record.get("executed") or {}).items():
         try:
             text = Path(f).read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError):
             return True  # unknown: trace again
-        if any(0 < ln <= len(text) and CHANGED_PATTERN_LINE.search(text[ln - 1]) for ln in lines):
+        if any(0 < ln <= len(text) and spelled.search(text[ln - 1]) for ln in lines):
             return True
     return False
 
@@ -362,6 +372,8 @@ def trace_outdated(record: dict[str, Any]) -> bool:
         return False
     done_in = record.get("pass", 1)
     if done_in < PATTERNS_PASS and may_match_a_changed_pattern(record):
+        return True
+    if done_in < ATTENTION_PASS and may_match_a_changed_pattern(record, ATTENTION_LINE):
         return True
     families = {s.get("family") for s in record.get("sites") or []}
     return any(done_in < at and families & changed for at, changed in SITES_CHANGED)
