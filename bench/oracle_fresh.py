@@ -135,9 +135,10 @@ def aggregate(table: dict[str, Any], names: list[str], *, stale: int = 0) -> dic
     right = sum(int(v["right"]) for v in fams.values())
     classes = int(table["classes"])
     lo, hi = wilson(found, sites)
-    per_dist = {name: {"install": _install(str(d.get("how", ""))) if d.get("install") == "ok" else "failed",
-                       **{k: int(d.get(k, 0)) for k in DIST_COUNTS}}
-                for name, d in sorted(table["dists"].items())}
+    per_dist: dict[str, dict[str, Any]] = {
+        name: {"install": _install(str(d.get("how", ""))) if d.get("install") == "ok" else "failed",
+               **{k: int(d.get(k, 0)) for k in DIST_COUNTS}}
+        for name, d in sorted(table["dists"].items())}
     return {
         "distributions": {"chosen": len(names), "finished": len(table["dists"]), "stale, left out": stale,
                           "with classes attempted": sum(1 for d in per_dist.values() if d["classes"]),
