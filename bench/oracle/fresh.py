@@ -8,24 +8,25 @@ form the checker is known to handle or miss. Constraints of the choice: the name
 pure-Python wheels that install beside the project's torch (CPU), so none that needs a CUDA or C++ build
 (`ptlflow`, `torchdrug`, `pufferlib`, `selene-sdk` were passed over for that). Versions are the ones pip resolved
 beside the project's torch on the day of the first run (`bench/oracle_fresh.py run`), pinned here so later stops
-measure the same code.
+measure the same code. A 30th choice, `torchts` (time series), is not on PyPI under that name ("No matching
+distribution"): dropped, not replaced (a replacement picked after the run had begun could be picked by its results).
 """
 
 from __future__ import annotations
 
 FRESH: dict[str, tuple[str, ...]] = {
-    "vision": ("pytorch-toolbelt", "super-image", "self-attention-cv", "torchdistill"),
-    "audio_speech": ("resemblyzer", "voicefixer", "pesto-pitch"),
-    "nlp_llm": ("pytorch-pretrained-bert", "supar", "sru", "pytorch-nlp"),
-    "generative": ("pythae", "smalldiffusion", "zuko"),
-    "time_series": ("pytorchts", "nbeats-pytorch", "torchts"),
-    "tabular": ("pytabkit", "tabicl"),
-    "graph": ("pygod",),
-    "chemistry_materials": ("torchani", "sevenn"),
-    "protein_bio": ("sequence-models",),
-    "rl": ("openrl", "rlcard", "xuance"),
-    "recommendation": ("torchfm", "rectools"),
-    "research": ("zorro-pytorch", "pi-zero-pytorch"),
+    "vision": ("pytorch-toolbelt==0.8.0", "super-image==0.2.0", "self-attention-cv==1.2.3", "torchdistill==1.1.5"),
+    "audio_speech": ("resemblyzer==0.1.4", "voicefixer==0.1.3", "pesto-pitch==2.0.1"),
+    "nlp_llm": ("pytorch-pretrained-bert==0.6.2", "supar==1.1.4", "sru==2.6.0", "pytorch-nlp==0.5.0"),
+    "generative": ("pythae==0.1.2", "smalldiffusion==0.5.0", "zuko==1.6.0"),
+    "time_series": ("pytorchts==0.6.0", "nbeats-pytorch==1.8.0"),
+    "tabular": ("pytabkit==1.8.0", "tabicl==2.2.0"),
+    "graph": ("pygod==1.1.0",),
+    "chemistry_materials": ("torchani==2.9.0", "sevenn==0.13.0"),
+    "protein_bio": ("sequence-models==1.8.0",),
+    "rl": ("openrl==0.2.0", "rlcard==1.2.0", "xuance==1.4.4"),
+    "recommendation": ("torchfm==0.2", "rectools==0.19.0"),
+    "research": ("zorro-pytorch==0.1.1", "pi-zero-pytorch==0.5.17"),
 }
 
 
