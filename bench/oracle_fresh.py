@@ -17,6 +17,8 @@ import argparse
 import json
 import os
 import sys
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +91,7 @@ def report(root: Path, json_out: Path | None, names: list[str] | None = None) ->
     table = score(dists)
     (root / FULL_REPORT).write_text(json.dumps(table, indent=1, default=sorted), encoding="utf-8")
     figures = aggregate(table, names, stale=len(changed))
+    figures["module imports"] = imports_by_outcome(d.imports for d in dists.values())
     print_aggregate(figures)
     if json_out:
         json_out.write_text(json.dumps(figures, indent=1), encoding="utf-8")
@@ -161,10 +164,19 @@ def aggregate(table: dict[str, Any], names: list[str], *, stale: int = 0) -> dic
     }
 
 
+def imports_by_outcome(imports: Iterable[dict[str, str]]) -> dict[str, int]:
+    """The distributions' module imports by outcome: "ok" or the exception's type (never the module or message)."""
+    out: Counter[str] = Counter()
+    for per_dist in imports:
+        out.update("ok" if v == "ok" else str(v).split(":")[0].strip() for v in per_dist.values())
+    return dict(out.most_common())
+
+
 def print_aggregate(figures: dict[str, Any]) -> None:
     """The aggregate figures as plain text: counts by family and by distribution, never a site."""
-    for key in ("distributions", "classes", "overall", "not traced, by stage", "dev oracle r6"):
-        print(f"{key}: " + ", ".join(f"{k} {v}" for k, v in figures[key].items()))
+    for key in ("distributions", "classes", "overall", "not traced, by stage", "module imports", "dev oracle r6"):
+        if key in figures:
+            print(f"{key}: " + ", ".join(f"{k} {v}" for k, v in figures[key].items()))
     print(f"{'family':>6} {'sites':>6} {'found':>6} {'recall':>8} {'judged':>7} {'right':>6} {'precision':>9}")
     for fam, v in figures["by family"].items():
         print(f"{fam:>6} {v['sites']:>6} {v['found']:>6} {_pct(v['found'], v['sites']):>8} {v['judged']:>7} "

@@ -71,6 +71,8 @@ def _results(root: Path) -> None:
     sites = [{"family": fam, "file": f, "line": 6, "lines": [6], "pattern": f"{SECRET}_pattern"} for fam in (6, 10)]
     (folder / "Qq.json").write_text(json.dumps({"file": f, "class": "Qq", "constructed": True, "traced": True,
                                                 "executed": {f: [6]}, "sites": sites}), encoding="utf-8")
+    (folder / "_imports.json").write_text(json.dumps({f"{SECRET}.a": "ok", f"{SECRET}.b": f"ModuleNotFoundError: "
+                                                      f"No module named '{SECRET}x'"}), encoding="utf-8")
     (folder / "_done.json").write_text(json.dumps({"version": "1.0", "files": [f]}), encoding="utf-8")
 
 
@@ -90,6 +92,7 @@ def test_the_report_prints_aggregates_only_and_keeps_the_misses_in_its_root(tmp_
     figures = json.loads(out.read_text(encoding="utf-8"))
     assert figures["overall"]["oracle sites"] == 2 and figures["overall"]["found"] == 0
     assert figures["per distribution"]["somedist"]["sites"] == 2 and figures["not finished"] == ["notrun"]
+    assert figures["module imports"] == {"ok": 1, "ModuleNotFoundError": 1}
     assert figures["by family"]["6"]["sites"] == 1 and figures["by family"]["10"]["sites"] == 1
     full = json.loads((root / "report-full.json").read_text(encoding="utf-8"))
     assert len(full["misses"]) == 2 and all(SECRET in m["file"] for m in full["misses"])
