@@ -20,6 +20,12 @@ from adopter.analysis.chains.class_callers import with_callers
 from adopter.analysis.chains.functions import sequential_chains
 from adopter.analysis.chains.lists import list_chains, splatted_lists
 from adopter.analysis.chains.methods import method_chains
+from adopter.analysis.chains.passed_layers import (
+    PassedActivation,
+    passed_activations,
+    stores_activation,
+    with_passed,
+)
 from adopter.analysis.chains.returned_lists import returned_list_chains
 from adopter.analysis.chains.sequential_classes import is_sequential_class, sequential_class_chains
 from adopter.analysis.crossfile.importers import imported_elsewhere
@@ -157,12 +163,16 @@ class Analyser:
         # Method chains whose `block` the file's calls of the class decide (`class_callers`): each cached
         # chain's last reading, kept while it is unchanged, so the chain stays the same object.
         self._callers: dict[int, tuple[Architecture, Architecture]] = {}
+        # Per class name whose stored activation parameter the file's constructions pass others to
+        # (`passed_layers`): the cached class, what was passed, and the class read with it, kept while equal.
+        self._passed: dict[str, tuple[Architecture, tuple[PassedActivation, ...], Architecture]] = {}
 
     def clear(self) -> None:
         self.cache.clear()
         self.older.clear()
         self._flows.clear()
         self._callers.clear()
+        self._passed.clear()
         self._readings.clear()
         self._layout, self._fingerprints, self._changed = None, {}, None
         self._words = None
@@ -218,6 +228,7 @@ class Analyser:
         self.reanalysed = []
         fresh: dict[str, _Entry] = {}
         architectures: list[Architecture] = []
+        passed, self._passed = self._passed, {}
         for name, info in table.infos.items():
             try:
                 if not table.is_module(name):
@@ -235,7 +246,8 @@ class Analyser:
                 if arch.span != span:  # a method the analysis did not read changed the class's extent
                     arch = replace(arch, span=span)
                     fresh[f"class {name}"] = replace(entry, result=arch)
-
+                if stores_activation(arch.init):
+                    arch = self._with_passed(name, arch, src, symbols, table, passed)
                 architectures.append(arch)
         chains: list[Architecture] = []
         named: frozenset[str] | None = None
@@ -408,6 +420,27 @@ class Analyser:
             out.append(read)
         return out
 
+    def _with_passed(self, name: str, arch: Architecture, src: SourceText, symbols: ModuleSymbols,
+                     table: ClassTable, last_run: dict[str, tuple[Architecture, tuple[PassedActivation, ...],
+                                                                    Architecture]]) -> Architecture:
+        """`arch` read again with the activations the file's constructions pass to its stored parameters
+        (`passed_layers`): read afresh each run (they lie outside the class's unit), the last run's reading
+        reused while the class and what is passed are unchanged."""
+        assert arch.init is not None
+        try:
+            found = passed_activations(name, arch.init, src, table)
+            if not found:
+                return arch
+            last = last_run.get(name)
+            if last is not None and last[0] is arch and last[1] == found:
+                read = last[2]
+            else:
+                read = self._class(name, src, symbols, table, found)[0]
+        except Exception:  # a construction that cannot be read leaves the class as its own unit reads it
+            return arch
+        self._passed[name] = (arch, found, read)
+        return read
+
     def _unit(
         self,
         key: str,
@@ -470,7 +503,8 @@ class Analyser:
         return entry
 
     def _class(
-        self, name: str, src: SourceText, symbols: ModuleSymbols, table: ClassTable
+        self, name: str, src: SourceText, symbols: ModuleSymbols, table: ClassTable,
+        passed: tuple[PassedActivation, ...] = (),
     ) -> tuple[Architecture, list[Problem]]:
         problems: list[Problem] = []
         info = table.infos[name]
@@ -483,6 +517,8 @@ class Analyser:
             source = InitSource(init_found[1], src, symbols.qualify, found[1] if found else None, name,
                                 symbols.note_method) if init_found else None
             init = self.reach.bind(init, src.path, source)
+        if passed and init is not None:  # what the file's constructions pass (`_with_passed`)
+            init = with_passed(init, passed)
         module_attrs = frozenset(
             b.attr for b in (init.bindings if init is not None else ()) if isinstance(b.value, Ctor)
         )

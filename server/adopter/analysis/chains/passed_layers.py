@@ -1,0 +1,135 @@
+"""The activation layers a file's constructions of a class pass to an `__init__` parameter it stores.
+
+A feed-forward block whose activation is a constructor argument builds, as written, the default; the file's
+other classes may build it with another (pytorch-tabular's gated units):
+
+    class PositionWiseFeedForward(nn.Module):
+        def __init__(self, d_model, d_ff, dropout=0.1, activation=nn.ReLU(), is_gated=False):
+            self.activation = activation
+            ...
+    class GEGLU(nn.Module):
+        def __init__(self, d_model, d_ff, dropout=0.1):
+            self.ffn = PositionWiseFeedForward(d_model, d_ff, dropout, nn.GELU(), True)
+
+The binding `self.activation = activation` (or `self.act = act_layer()` with a class default) is then one
+binding per layer the module may hold, as an `if` on the parameter would bind them: the default, under
+`not (<param> is <argument>)` for each other one, and each torch activation class a construction of the
+file passes by position or keyword (`nn.GELU()` to an instance parameter, `nn.GELU` to a class one) under
+`<param> is <argument>`. Only torch's activation modules are read (a norm or another layer passed in is
+left as the default reads it), only calls of the class by its name in this file, and nothing when
+`__init__` rebinds the parameter. What another file passes is not read: a file's analysis does not depend
+on the files that import it.
+
+The constructions lie outside the class's cached unit: `passed_activations` reads them afresh each run
+(only for a class whose bindings store an activation: `stores_activation`), and the analyser reads the
+class again with them (`with_passed`) when there are any.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from adopter.analysis.chains.call_arguments import argument_at, positional_names, rebinds, walk
+from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.scope.classes import ClassTable
+from adopter.dsl.types import Binding, Ctor, Init, Span
+
+# torch.nn's activation modules (torch/nn/modules/activation.py), the ones applied to a tensor alone.
+ACTIVATIONS = frozenset(f"torch.nn.{n}" for n in (
+    "GELU", "ReLU", "ReLU6", "SiLU", "Mish", "Tanh", "Sigmoid", "ELU", "CELU", "SELU", "LeakyReLU", "PReLU",
+    "Hardswish", "Hardsigmoid", "Hardtanh", "Softplus", "Softsign", "Tanhshrink", "LogSigmoid", "RReLU"))
+_STORED = re.compile(r"^self\.([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*(\(\s*\))?$")
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+@dataclass(frozen=True, slots=True)
+class PassedActivation:
+    """A construction of the class passes `callee` (qualified) where the binding at `span` stores `param`;
+    `test` is the condition under which the module holds it (`activation is nn.GELU()`)."""
+
+    span: Span
+    param: str
+    test: str
+    callee: str
+
+
+def stores_activation(init: Init | None) -> bool:
+    """Whether `init` binds a torch activation without arguments (the only bindings read here)."""
+    return init is not None and any(_plain_activation(b) for b in init.bindings)
+
+
+def passed_activations(name: str, init: Init, src: SourceText, table: ClassTable) -> tuple[PassedActivation, ...]:
+    """Each activation other than its default that a construction of class `name` in this file passes to a
+    parameter `__init__` stores unchanged."""
+    info = table.infos.get(name)
+    function = info.methods.get("__init__") if info is not None else None
+    if function is None:
+        return ()
+    stored = {src.span(n): src.text(n) for n in walk(function) if n.type == "assignment"}
+    defaults = {p.name: (p.default or "").strip() for p in init.params}
+    order = positional_names(function, src)[1:]
+    out: list[PassedActivation] = []
+    for b in init.bindings:
+        m = _STORED.match(stored.get(b.span, "").strip()) if _plain_activation(b) else None
+        if m is None or m.group(1) != b.attr:
+            continue
+        param, called = m.group(2), m.group(3) is not None
+        default = defaults.get(param, "")
+        if not default or default.endswith("()") == called or rebinds(function, param, src):
+            continue  # stored as is: an instance default; called once: a class default; nothing else
+        position = order.index(param) if param in order else -(1 << 20)
+        for text in _arguments(name, position, param, src):
+            callee = _activation_class(text if called else text[:-2] if text.endswith("()") else "", table)
+            assert isinstance(b.value, Ctor)
+            if callee is not None and callee != b.value.callee and not any(
+                    p.span == b.span and p.callee == callee for p in out):
+                out.append(PassedActivation(b.span, param, f"{param} is {text}", callee))
+    return tuple(out)
+
+
+def with_passed(init: Init, passed: Sequence[PassedActivation]) -> Init:
+    """`init` with each binding `passed` names read as its default and every activation passed there."""
+    bindings: list[Binding] = []
+    for b in init.bindings:
+        here = [p for p in passed if p.span == b.span]
+        if not here:
+            bindings.append(b)
+            continue
+        bindings.append(replace(b, condition=_join(b.condition, " and ".join(f"not ({p.test})" for p in here))))
+        bindings.extend(replace(b, value=Ctor(p.callee), condition=_join(b.condition, p.test)) for p in here)
+    return replace(init, bindings=tuple(bindings))
+
+
+def _plain_activation(b: Binding) -> bool:
+    return isinstance(b.value, Ctor) and b.value.callee in ACTIVATIONS and not b.value.args and not b.value.kwargs
+
+
+def _activation_class(written: str, table: ClassTable) -> str | None:
+    """The torch activation class `written` (a dotted name) denotes in this file, else None."""
+    if not written or not _DOTTED.match(written) or not written.rsplit(".", 1)[-1][:1].isupper():
+        return None
+    if table.symbols.has_class(written) or not table.symbols.is_imported(written.split(".")[0]):
+        return None
+    callee = table.symbols.qualify(written)
+    return callee if callee in ACTIVATIONS else None
+
+
+def _arguments(cls: str, position: int, keyword: str, src: SourceText) -> list[str]:
+    """The texts the file's calls of `cls` by name pass at `position` or as `keyword` (left out: none)."""
+    out: list[str] = []
+    root = src.tree.root_node
+    for m in re.finditer(rb"\b" + re.escape(cls.encode()) + rb"\s*\(", src.data):
+        node = root.named_descendant_for_byte_range(m.start(), m.start() + len(cls))
+        call = node.parent if node is not None else None
+        if call is None or call.type != "call" or call.child_by_field_id(Field.FUNCTION) != node:
+            continue
+        value = argument_at(call, position, keyword, src)
+        if value is not None:
+            out.append(src.text(value).strip())
+    return out
+
+
+def _join(condition: str | None, test: str) -> str:
+    return test if condition is None else f"{condition} and {test}"
