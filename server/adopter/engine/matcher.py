@@ -587,7 +587,7 @@ class RuleMatcher:
             return all(v is not None and v[0] == "mod" for v in values) and may_be_passed_projections(
                 [str(v[1]) for v in values if v is not None], self.init)
         if g.kind == GuardKind.VOCABULARY:
-            return all(projects_to_vocabulary(state.bindings.get(state.var(a.name.lstrip("$"))), self.init)
+            return all(projects_to_vocabulary(self._layer_ctor(a, state), self.init)
                        for a in g.args if isinstance(a, PVar))
         for arg in g.args:
             value = self._value(arg, state)
@@ -641,7 +641,13 @@ class RuleMatcher:
     def _width(self, p: PValue, state: _State) -> str | None:
         """The output width written in the constructor of the layer a module variable bound (the item's, for
         an item of a container: `self.proj["q"]`)."""
-        var = state.var(p.name) if isinstance(p, PVar) else ""
+        ctor = self._layer_ctor(p, state)
+        return None if ctor is None else output_width(ctor)
+
+    def _layer_ctor(self, p: PValue, state: _State) -> Ctor | None:
+        """The constructor of the layer a module variable bound: the binding's own, or the item's for an item
+        of a container (`self.proj["q"]`, `self.to_logits[1]`: a Sequential's last Linear)."""
+        var = state.var(p.name.lstrip("$")) if isinstance(p, PVar) else ""
         binding = state.bindings.get(var)
         if binding is None or not isinstance(binding.value, Ctor):
             return None
@@ -650,7 +656,7 @@ class RuleMatcher:
         if ctor.items and target is not None and target[0] == "mod" and pattern is not None:
             found = self.init.resolve_ctor(str(target[1]), pattern)
             ctor = found[1] if found is not None else ctor
-        return output_width(ctor)
+        return ctor
 
     def _same_paths(self, values: list[Bound | None]) -> bool:
         """The ops defining the values after the first run under the same branch tests, and the op
