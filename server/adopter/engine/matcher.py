@@ -63,7 +63,7 @@ _USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKi
 # once per combination of the optional head splits present or skipped).
 _VALUE_GUARDS = frozenset({GuardKind.UNSPLIT, GuardKind.SAME_PATHS, GuardKind.ATTENTION_ROLES,
                            GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR, GuardKind.TRAILING_AXES,
-                           GuardKind.INDEPENDENT})
+                           GuardKind.INDEPENDENT, GuardKind.OWN_CALL})
 # Hard guards on the texts of bound values and literals (`_guard_ok`): like `_VALUE_GUARDS`, answered before
 # the leaves once their variables are bound (`RuleMatcher._feasible`). Transposes of the head split
 # (`x.transpose(1, 2)`) then end f10's search at its first step instead of at every leaf below it.
@@ -626,7 +626,20 @@ class RuleMatcher:
             return not computed_from(values[0], values[1], self.flat)
         if kind == GuardKind.TRAILING_AXES:
             return all(v is not None and v[0] == "expr" and trailing_axes(str(v[1])) for v in values)
+        if kind == GuardKind.OWN_CALL:
+            return not any(self._container_item(v) for v in values)
         raise ValueError(f"not a value guard: {kind}")
+
+    def _container_item(self, value: Bound | None) -> bool:
+        """Whether the op defining `value` is a layer the canonical pass unrolled out of a container's call
+        (`self.fc(x)` with `self.fc = nn.Sequential(..., nn.Dropout(p))` runs `self.fc[3]`): the code calls the
+        container, not the layer, so no edit of the calling statement replaces that layer alone."""
+        if value is None or value[0] != "ref" or len(value) < 3 or value[2] < 0:  # type: ignore[misc]
+            return False
+        op = self.flat.nodes[value[2]].op  # type: ignore[misc]
+        origin = op.origin if op is not None else None
+        return (op is not None and origin is not None and origin.kind is OpKind.MODULE
+                and op.target.startswith(origin.target + "["))
 
     def _unsplit(self, value: Bound | None) -> bool:
         """No op reading `value` splits it into parts (an absent optional value or an Expr has none)."""
