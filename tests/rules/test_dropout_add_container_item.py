@@ -1,5 +1,5 @@
 """Family 5 needs the dropout called in the code: a Dropout that ends an `nn.Sequential` the forward calls is
-not a site (`own_call($h)` in `rules/f05-dropout-add-layernorm.adl`).
+not a site, nor a LayerNorm that starts one (`own_call($h, $out)` in `rules/f05-dropout-add-layernorm.adl`).
 
 gluonts' TiDE `ResBlock` writes `self.ln(self.fc(x) + self.skip(x))` with `self.fc = nn.Sequential(Linear, ReLU,
 Linear, nn.Dropout(p))`; mmpose's `dstformer` adds the output of `Sequential(Linear, GELU, Linear, Dropout)` to the
@@ -52,3 +52,24 @@ def test_the_dropout_called_by_name_is_a_site() -> None:
     assert "self.drop = nn.Dropout" in CALLED
     found = [(f.rule_id, f.span.start_line + 1) for f in findings_of(CALLED, RULES)]
     assert found == [("f05-dropout-add-layernorm", 21)]
+
+
+# torchaudio's `_EmformerLayer`: the sum goes into `self.pos_ff`, a Sequential whose first item is the LayerNorm.
+NORM_ITEM = '''
+from torch import nn
+
+
+class Layer(nn.Module):
+    def __init__(self, d, ffn_dim, p):
+        super().__init__()
+        self.dropout = nn.Dropout(p)
+        self.pos_ff = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, ffn_dim), nn.GELU(), nn.Linear(ffn_dim, d))
+
+    def forward(self, out, residual):
+        result = self.dropout(out) + residual
+        return self.pos_ff(result) + result
+'''
+
+
+def test_a_layernorm_starting_a_sequential_is_not_a_site() -> None:
+    assert findings_of(NORM_ITEM, RULES) == ()
