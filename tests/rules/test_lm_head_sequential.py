@@ -10,7 +10,6 @@ nn.Linear(dim, num_tokens))`, its logits rearranged `b n c -> b c n` into `F.cro
 from __future__ import annotations
 
 import pytest
-
 from attention_harness import findings_of, rules_of
 
 RULES = rules_of("f16-linear-cross-entropy")

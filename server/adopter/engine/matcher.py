@@ -634,9 +634,9 @@ class RuleMatcher:
         """Whether the op defining `value` is a layer the canonical pass unrolled out of a container's call
         (`self.fc(x)` with `self.fc = nn.Sequential(..., nn.Dropout(p))` runs `self.fc[3]`): the code calls the
         container, not the layer, so no edit of the calling statement replaces that layer alone."""
-        if value is None or value[0] != "ref" or len(value) < 3 or value[2] < 0:  # type: ignore[misc]
+        if value is None or value[0] != "ref" or len(value) < 3 or value[2] < 0:
             return False
-        op = self.flat.nodes[value[2]].op  # type: ignore[misc]
+        op = self.flat.nodes[value[2]].op
         origin = op.origin if op is not None else None
         return (op is not None and origin is not None and origin.kind is OpKind.MODULE
                 and op.target.startswith(origin.target + "["))
