@@ -69,6 +69,7 @@ def test_a_sequential_classifier_head_is_not() -> None:
 def test_a_vocabulary_sized_linear_before_another_layer_is_not() -> None:
     # the vocabulary Linear is not the item whose output reaches the loss (a layer follows it)
     source = _source("nn.LayerNorm(dim)", "num_tokens").replace(
-        "nn.Linear(dim, SIZE, bias=False)".replace("SIZE", "num_tokens"),
+        "nn.Linear(dim, num_tokens, bias=False)",
         "nn.Linear(dim, num_tokens, bias=False),\n                nn.Linear(num_tokens, num_classes)")
+    assert "nn.Linear(num_tokens, num_classes)" in source
     assert findings_of(source, RULES) == ()
