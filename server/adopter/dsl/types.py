@@ -493,6 +493,9 @@ class GuardKind(str, Enum):
     # independent($v, $p): the value $v is not computed from $p (no data path from $p to $v): attention's values
     # are not made from its own probabilities (a Newton iteration `x @ z` with `z` built from `x`)
     INDEPENDENT = "independent"
+    # own_call($h): the op defining $h is a call written in the code (`self.dropout(h)`, `F.dropout(h)`), not a
+    # layer run as an item of a container the forward calls (an `nn.Sequential` ending in a Dropout)
+    OWN_CALL = "own_call"
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,7 +63,7 @@ _USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKi
 # once per combination of the optional head splits present or skipped).
 _VALUE_GUARDS = frozenset({GuardKind.UNSPLIT, GuardKind.SAME_PATHS, GuardKind.ATTENTION_ROLES,
                            GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR, GuardKind.TRAILING_AXES,
-                           GuardKind.INDEPENDENT})
+                           GuardKind.INDEPENDENT, GuardKind.OWN_CALL})
 # Hard guards on the texts of bound values and literals (`_guard_ok`): like `_VALUE_GUARDS`, answered before
 # the leaves once their variables are bound (`RuleMatcher._feasible`). Transposes of the head split
 # (`x.transpose(1, 2)`) then end f10's search at its first step instead of at every leaf below it.
@@ -587,7 +587,7 @@ class RuleMatcher:
             return all(v is not None and v[0] == "mod" for v in values) and may_be_passed_projections(
                 [str(v[1]) for v in values if v is not None], self.init)
         if g.kind == GuardKind.VOCABULARY:
-            return all(projects_to_vocabulary(state.bindings.get(state.var(a.name.lstrip("$"))), self.init)
+            return all(projects_to_vocabulary(self._layer_ctor(a, state), self.init)
                        for a in g.args if isinstance(a, PVar))
         for arg in g.args:
             value = self._value(arg, state)
@@ -626,7 +626,20 @@ class RuleMatcher:
             return not computed_from(values[0], values[1], self.flat)
         if kind == GuardKind.TRAILING_AXES:
             return all(v is not None and v[0] == "expr" and trailing_axes(str(v[1])) for v in values)
+        if kind == GuardKind.OWN_CALL:
+            return not any(self._container_item(v) for v in values)
         raise ValueError(f"not a value guard: {kind}")
+
+    def _container_item(self, value: Bound | None) -> bool:
+        """Whether the op defining `value` is a layer the canonical pass unrolled out of a container's call
+        (`self.fc(x)` with `self.fc = nn.Sequential(..., nn.Dropout(p))` runs `self.fc[3]`): the code calls the
+        container, not the layer, so no edit of the calling statement replaces that layer alone."""
+        if value is None or value[0] != "ref" or len(value) < 3 or value[2] < 0:
+            return False
+        op = self.flat.nodes[value[2]].op
+        origin = op.origin if op is not None else None
+        return (op is not None and origin is not None and origin.kind is OpKind.MODULE
+                and op.target.startswith(origin.target + "["))
 
     def _unsplit(self, value: Bound | None) -> bool:
         """No op reading `value` splits it into parts (an absent optional value or an Expr has none)."""
@@ -641,7 +654,13 @@ class RuleMatcher:
     def _width(self, p: PValue, state: _State) -> str | None:
         """The output width written in the constructor of the layer a module variable bound (the item's, for
         an item of a container: `self.proj["q"]`)."""
-        var = state.var(p.name) if isinstance(p, PVar) else ""
+        ctor = self._layer_ctor(p, state)
+        return None if ctor is None else output_width(ctor)
+
+    def _layer_ctor(self, p: PValue, state: _State) -> Ctor | None:
+        """The constructor of the layer a module variable bound: the binding's own, or the item's for an item
+        of a container (`self.proj["q"]`, `self.to_logits[1]`: a Sequential's last Linear)."""
+        var = state.var(p.name.lstrip("$")) if isinstance(p, PVar) else ""
         binding = state.bindings.get(var)
         if binding is None or not isinstance(binding.value, Ctor):
             return None
@@ -650,7 +669,7 @@ class RuleMatcher:
         if ctor.items and target is not None and target[0] == "mod" and pattern is not None:
             found = self.init.resolve_ctor(str(target[1]), pattern)
             ctor = found[1] if found is not None else ctor
-        return output_width(ctor)
+        return ctor
 
     def _same_paths(self, values: list[Bound | None]) -> bool:
         """The ops defining the values after the first run under the same branch tests, and the op

@@ -60,11 +60,13 @@ def embedding_sizes(init: InitIndex) -> set[str]:
     return sizes
 
 
-def projects_to_vocabulary(binding: Binding | None, init: InitIndex) -> bool:
-    """Whether the Linear bound by `binding` projects onto a vocabulary (see the module doc)."""
-    if binding is None or not isinstance(binding.value, Ctor):
+def projects_to_vocabulary(layer: Binding | Ctor | None, init: InitIndex) -> bool:
+    """Whether the Linear `layer` builds (a binding's, or a container item's constructor: the last Linear of
+    a head `nn.Sequential(norm, nn.Linear(dim, num_tokens))`) projects onto a vocabulary (see the module doc)."""
+    ctor = layer.value if isinstance(layer, Binding) else layer
+    if not isinstance(ctor, Ctor):
         return False
-    size = out_features(binding.value)
+    size = out_features(ctor)
     if not isinstance(size, Expr):
         return False
     return names_vocabulary(size.text) or norm_text(size.text) in embedding_sizes(init)
