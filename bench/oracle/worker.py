@@ -48,17 +48,19 @@ HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum",
 # one graph input): a class with a family-9 site is traced again. Pass 10 reads family 9 as the labelling
 # defines it (`qkv.py`): three projections of one value that feed attention however the heads are split, and
 # never projections of different forward parameters a caller passes one tensor for: a class with a family-9
-# site, or whose exercised lines spell attention (`ATTENTION_LINE`), is traced again. A run meeting an earlier
-# pass's results upgrades them (`_upgrade`).
-PASS = 10
+# site, or whose exercised lines spell attention (`ATTENTION_LINE`), is traced again. Pass 11 adds an LM head
+# with a bias to family 16's patterns: a class with a family-16 site, a traced loss variant or a loss on an
+# exercised line (`LOSS_LINE`) is traced again. A run meeting an earlier pass's results upgrades them (`_upgrade`).
+PASS = 11
 PATTERNS_PASS = 5  # the last pass that changed a family pattern: a trace of this pass or later stays valid
 RETRY_PASS = 6  # the last pass that builds, traces or imports more: an earlier one's failures are tried again
 # (pass, families): a class traced before that pass with a site of one of these families is traced again
 # (pass 7: which matches are the model's own; pass 8: the lines where a site's torch layers were constructed;
 # pass 9: each forward argument its own tensor)
 SITES_CHANGED = ((7, frozenset({4, 5, 6, 9, 10})), (8, frozenset({6, 7, 8})), (9, frozenset({9})),
-                 (10, frozenset({9})))
+                 (10, frozenset({9})), (11, frozenset({16})))
 ATTENTION_PASS = 10  # the last pass whose new sites need attention on an exercised line to be found
+LOSS_PASS = 11  # the last pass whose new sites need a loss on an exercised line (or the loss variant) to be found
 SKIP_MODULE_PARTS = ("tests", "test", "testing", "conftest", "__main__", "setup", "benchmarks", "examples",
                      "scripts", "_version", "cli", "convert", "conversion")
 
@@ -339,6 +341,8 @@ CHANGED_PATTERN_LINE = re.compile(r"(?<!self\.)\bnorm\s*\(|normalize\s*\(|vector
 # What a line must spell for pass 10's family-9 sites (projections feeding attention) to be in the class's
 # trace: an attention product, a softmax, or a call of an attention layer (torch's or the model's own).
 ATTENTION_LINE = re.compile(r"softmax|matmul|bmm|einsum|@|scaled_dot_product|[Aa]ttention|attn", re.ASCII)
+# ... and for pass 11's (an LM head with a bias into cross-entropy): a loss
+LOSS_LINE = re.compile(r"cross_entropy|CrossEntropy|nll_loss|loss", re.ASCII)
 
 
 def may_match_a_changed_pattern(record: dict[str, Any], spelled: re.Pattern[str] = CHANGED_PATTERN_LINE) -> bool:
@@ -374,6 +378,9 @@ def trace_outdated(record: dict[str, Any]) -> bool:
     if done_in < PATTERNS_PASS and may_match_a_changed_pattern(record):
         return True
     if done_in < ATTENTION_PASS and may_match_a_changed_pattern(record, ATTENTION_LINE):
+        return True
+    if done_in < LOSS_PASS and ((record.get("loss_variant") or {}).get("traced")
+                                or may_match_a_changed_pattern(record, LOSS_LINE)):
         return True
     families = {s.get("family") for s in record.get("sites") or []}
     return any(done_in < at and families & changed for at, changed in SITES_CHANGED)
