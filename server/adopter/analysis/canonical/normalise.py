@@ -31,7 +31,6 @@ Every op keeps its source spans; an op whose spelling changed keeps the op as wr
 from __future__ import annotations
 
 import itertools
-
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
