@@ -801,7 +801,7 @@ def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool
         if (origin.kind is OpKind.MODULE and origin.target == SEQUENTIAL and not origin.args
                 and origin.stmt_span != origin.span):
             return ("the layers are children of an nn.Sequential subclass whose own forward runs them (`for mod "
-                    "in self`); building it as another Sequential would not change that forward, so change it "
+                    "in self`, `super().forward(x)`); building it as another Sequential would not change that forward, so change it "
                     "by hand")
         if items and origin.kind is OpKind.MODULE and (
                 (origin.target == SEQUENTIAL and not origin.args) or op.target.startswith(origin.target + "[")

@@ -30,6 +30,7 @@ Every op keeps its source spans; an op whose spelling changed keeps the op as wr
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -419,6 +420,8 @@ class _Pass:
             ctor = _ctor_of(self.by_attr, op.target)
             if ctor is None and op.target.endswith("]"):
                 ctor = _item_ctor(self.by_attr, op.target)  # `ff(x)` in `for attn, ff in self.layers`
+            if ctor is None:
+                ctor = _shared_lead(self.by_attr, op.target)
             ops = [_ranked_axes(o, ranks) for o in self.module(op, op.target, ctor, 0)]
         elif shifted is not None:
             ops = [shifted]
@@ -643,10 +646,30 @@ class _Pass:
                 chain.extend(self.module(step, step.target, item, depth + 1))
                 value = Ref(outs[0])
             return chain
+        if (ctor.callee == "torch.nn.Sequential" and ctor.lead and ctor.lead[0] is not None
+                and depth < _MAX_SEQUENTIAL_DEPTH and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1):
+            return self.lead_chain(op, target, ctor.lead, depth)
         inner = self.items.get(ctor.callee)
         if inner is not None and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1:
             return self.spliced(op, target, inner)
         return [op if target == op.target else replace(op, target=target, origin=op.origin or op)]
+
+    def lead_chain(self, op: Op, target: str, lead: tuple[Ctor | None, ...], depth: int) -> list[Op]:
+        """A Sequential whose first items are known at their positions and the rest not in an evident order
+        (`Ctor.lead`: `nn.Sequential(OrderedDict([("conv0", ...), ("norm0", ...)]))` later extended by
+        `add_module` in a loop): its known first items in turn, then the rest as one call of the slice
+        (`self.features[2:]`), whose layers are not read."""
+        known = list(itertools.takewhile(lambda c: c is not None, lead))
+        chain: list[Op] = []
+        value: Value = op.args[0]
+        for i, item in enumerate(known):
+            step = Op(_MODULE, f"{target}[{i}]", (value,), (), (self.temp(),), op.span, op.stmt_span, op.via,
+                      origin=op.origin or op)
+            chain.extend(self.module(step, step.target, item, depth + 1))
+            value = Ref(step.outputs[0])
+        chain.append(Op(_MODULE, f"{target}[{len(known)}:]", (value,), (), op.outputs, op.span, op.stmt_span,
+                        op.via, origin=op.origin or op))
+        return chain
 
     def spliced(self, op: Op, target: str, inner: Forward) -> list[Op]:
         """The ops of a stateless item's forward (`x, gate = x.chunk(2, dim=-1); return x * F.gelu(gate)`)
@@ -1134,6 +1157,20 @@ def _ctor_of(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None:
     if len(ctors) != 1 or others:
         return None
     return ctors[0]
+
+
+def _shared_lead(by_attr: Mapping[str, list[Binding]], target: str) -> Ctor | None:
+    """A Sequential bound on several paths (children added under an `if` in a loop) whose first items are
+    the same on every one (`Ctor.lead`): those first items, as a Sequential of them and nothing known after."""
+    if not target.startswith("self.") or "[" in target or "." in target[5:]:
+        return None
+    values = [b.value for b in by_attr.get(target[5:], ())]
+    leads = {v.lead for v in values if isinstance(v, Ctor) and v.callee == "torch.nn.Sequential"}
+    if len(values) < 2 or len(leads) != 1 or len(values) != sum(
+            isinstance(v, Ctor) and v.callee == "torch.nn.Sequential" for v in values):
+        return None
+    lead = leads.pop()
+    return Ctor("torch.nn.Sequential", lead=lead) if lead else None
 
 
 _ITEM_PATH = re.compile(r"^self\.(\w+)((?:\[(?:\d+|\*)\])+)$")

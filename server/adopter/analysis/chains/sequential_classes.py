@@ -87,6 +87,9 @@ def runs_children_in_turn(forward: Node, src: SourceText) -> tuple[Span, str | N
     class `T` are skipped (`skip_instances`). None for any other forward. What the forward does before or
     after the loop is its own."""
     body = forward.child_by_field_id(Field.BODY)
+    inherited = _inherited_forward(body, src) if body is not None else None
+    if inherited is not None:
+        return inherited, None
     for stmt in body.named_children if body is not None else ():
         if stmt.type != "for_statement":
             continue
@@ -101,6 +104,59 @@ def runs_children_in_turn(forward: Node, src: SourceText) -> tuple[Span, str | N
         if (runs := _runs_in_turn(inner, left, src)) is not None:
             return runs, skipped[0] if skipped is not None else None
     return None
+
+
+_INHERITED_FORWARD = re.compile(rb"\bsuper\s*\(|\bSequential\s*\.\s*forward\b")
+_SIMPLE = ("expression_statement", "return_statement")
+
+
+def _inherited_forward(body: Node, src: SourceText) -> Span | None:
+    """The statement of `forward` that runs Sequential's own forward on one tensor, when it does so once:
+    `new = super().forward(x)`, `super(_DenseLayer, self).forward(x)`, `nn.Sequential.forward(self, x)`
+    (DenseNet's `_DenseLayer`, which concatenates the chain's output to its input). None when the forward
+    calls it more than once, with other than one positional argument (`*args`: the first child's inputs
+    are not one tensor), inside a nested function or lambda, or names `super()` or `Sequential.forward`
+    any other way (another method of the parent, the bound method as a value)."""
+    raw = src.raw(body)
+    if not _INHERITED_FORWARD.search(raw):
+        return None
+    calls = [n for n in _descendants(body) if n.type == "call" and _runs_parent_forward(n, src)]
+    mentions = len(_INHERITED_FORWARD.findall(raw))
+    if len(calls) != 1 or mentions != 1:
+        return None
+    stmt: Node | None = calls[0]
+    while stmt is not None and stmt.type not in _SIMPLE:
+        if stmt.type in ("lambda", "function_definition"):
+            return None
+        stmt = stmt.parent
+    return src.span(stmt) if stmt is not None else None
+
+
+def _descendants(node: Node) -> list[Node]:
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(n.named_children)
+    return out
+
+
+def _runs_parent_forward(call: Node, src: SourceText) -> bool:
+    """`super().forward(a)`, `super(C, self).forward(a)` or `<...>Sequential.forward(self, a)`, `a` one
+    positional argument."""
+    func, args = call.child_by_field_id(Field.FUNCTION), call.child_by_field_id(Field.ARGUMENTS)
+    if func is None or args is None or func.type != "attribute":
+        return False
+    obj, attr = func.child_by_field_id(Field.OBJECT), func.child_by_field_id(Field.ATTRIBUTE)
+    if obj is None or attr is None or src.text(attr) != "forward":
+        return False
+    given = [a for a in args.named_children if a.type != "comment"]
+    plain = all(a.type not in ("keyword_argument", "list_splat", "dictionary_splat") for a in given)
+    obj_text = src.text(obj).replace(" ", "")
+    if obj_text == "super()" or re.fullmatch(r"super\(\w+,self\)", obj_text):
+        return plain and len(given) == 1
+    return (obj_text.endswith("Sequential") and plain and len(given) == 2 and src.text(given[0]) == "self")
 
 
 def _skipped_class(inner: list[Node], name: str, src: SourceText) -> tuple[str, list[Node]] | None:

@@ -18,6 +18,7 @@ from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.names.table_factories import argument_text, table_lookup
 from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.scope.child_names import COUNTED, Added, added_name, keeps_positions
 from adopter.analysis.scope.classes import ClassTable
 from adopter.analysis.scope.list_counts import added_by_loop
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, ParamKind, Span, Value
@@ -524,10 +525,13 @@ class InitAnalysis:
         return ok
 
     def _extend_container(self, attr: str, ctors: list[Ctor], key: str | None, at: Span | None = None,
-                          in_order: bool = False) -> None:
+                          in_order: bool = False, name: Added | None = None) -> None:
         """Add `ctors` to the container bound to `attr`; `at`: where the one layer added is written, when it
         goes to the end (`add_module`, `append`), so that an `nn.Sequential()` filled that way keeps where each
-        of its items is written (`Binding.item_spans`, per alternative: `if use_bn: self.seq.add_module(...)`)."""
+        of its items is written (`Binding.item_spans`, per alternative: `if use_bn: self.seq.add_module(...)`).
+        `name`: the added child's name (`child_names.added_name`; `COUNTED` for `append`/`extend`), when the
+        addition goes to the end: a Sequential whose items were in their order keeps them as its first ones
+        (`Ctor.lead`) while each addition has a name none of them has (`child_names.keeps_positions`)."""
         group = self.state.get(attr)
         if not group or not ctors:
             return
@@ -544,11 +548,31 @@ class InitAnalysis:
                             keys.append(key)
                 repeat = b.value.repeat or self.loop_repeat
                 spans = (*b.item_spans, at) if placed and at is not None and (not repeat or in_order) else ()
+                lead = self._kept_lead(attr, b.value, name)
                 # A union from here on, unless filled in order (`_fill_in_order`): one pass of its loops then.
                 b = replace(b, value=replace(b.value, items=tuple(items), keys=tuple(keys), repeat=repeat,
-                                                once=in_order and repeat is not None), item_spans=spans)
+                                                once=in_order and repeat is not None, lead=lead), item_spans=spans)
             updated.append(b)
         self.state[attr] = updated
+
+    def _kept_lead(self, attr: str, value: Ctor, name: Added | None) -> tuple[Ctor | None, ...]:
+        """The first items at their positions (`Ctor.lead`) of the Sequential `value` once a child named `name`
+        is added to it: its lead so far, or its items while they are in their order (as `nn.Sequential`'s own
+        forward would run them: no `repeat`); () when the addition may replace one of them, or when the class
+        changes the Sequential otherwise (`self.features[0] = ...`, `del`, `insert`, `pop`)."""
+        if value.callee != SEQUENTIAL or not keeps_positions(value, name) or self._rearranged(attr):
+            return ()
+        if value.lead:
+            return value.lead
+        return value.items if value.repeat is None and not value.once else ()
+
+    def _rearranged(self, attr: str) -> bool:
+        """Whether the class's code sets, deletes, inserts or pops a child of `self.<attr>` by position."""
+        info = self.table.infos.get(self.class_name)
+        a = re.escape(attr)
+        return info is None or re.search(
+            rf"\bself\.{a}\s*\[[^\]]*\]\s*=(?!=)|\bdel\s+self\.{a}\b|\bself\.{a}\s*\.\s*(?:insert|pop|__setitem__|__delitem__)\b",
+            self.src.text(info.node)) is not None
 
     def _list_added(self, expr: Node, conds: Conds) -> None:
         """`layers += [a, b]` on a local list: its items, as `layers.extend([a, b])` adds them."""
@@ -621,15 +645,17 @@ class InitAnalysis:
                     ctors = self._ctor_alts(arg_nodes[1])
                     in_order = method == "add_module" and self._fill_in_order(attr, ctors, conds)
                     self._extend_container(attr, ctors, _key_text(arg_nodes[0], self.src),
-                                           self.src.span(arg_nodes[1]) if method == "add_module" else None, in_order)
+                                           self.src.span(arg_nodes[1]) if method == "add_module" else None, in_order,
+                                           added_name(arg_nodes[0], self.src) if method == "add_module" else None)
                 elif method in ("extend", "update"):
                     self.filled_in_order[attr] = False
                     items, keys, _ = self._items(arg_nodes[0])
                     for i, c in enumerate(items):
-                        self._extend_container(attr, [c], keys[i] if i < len(keys) else None)
+                        self._extend_container(attr, [c], keys[i] if i < len(keys) else None,
+                                               name=COUNTED if method == "extend" else None)
                 else:
                     self.filled_in_order[attr] = False
-                    self._extend_container(attr, self._ctor_alts(arg_nodes[0]), None)
+                    self._extend_container(attr, self._ctor_alts(arg_nodes[0]), None, name=COUNTED)
                 return
             if obj is not None and obj.type == "identifier" and method in ("append", "extend") and arg_nodes:
                 local = self.locals.get(self.src.text(obj))
@@ -1539,7 +1565,7 @@ def _union_containers(group: list[_B]) -> list[_B]:
                             if i < len(b.value.keys):
                                 keys.append(b.value.keys[i])
                     value = replace(o.value, items=tuple(items), keys=tuple(keys), repeat=o.value.repeat or b.value.repeat,
-                                    once=False)
+                                    once=False, lead=o.value.lead if o.value.lead == b.value.lead else ())
                     # a union's items are no longer where one path wrote them
                     out[k] = replace(o, value=value, item_spans=o.item_spans if value.items == o.value.items else ())
                     break
