@@ -110,6 +110,10 @@ def _same(a: Bound, b: Bound) -> bool:
 # ---------------------------------------------------------------------------------------------------
 
 
+# The `_State` dict each trail kind writes (one constant: `set` runs ~90,000 times over the 210 modeling files).
+_STATE_FIELDS = {"env": "env", "alias": "alias", "bind": "bindings", "path": "path_dependent"}
+
+
 class _State:
     """Mutable search state with an undo log (backtracking)."""
 
@@ -141,8 +145,7 @@ class _State:
         return name
 
     def set(self, kind: str, key: str, value: object) -> None:
-        getattr(self, {"env": "env", "alias": "alias", "bind": "bindings", "path": "path_dependent"}[kind])[
-            key] = value
+        getattr(self, _STATE_FIELDS[kind])[key] = value
         self.trail.append((kind, key))
 
 
@@ -159,11 +162,13 @@ class RuleMatcher:
         self.crossed_branch = False  # set by _bound_of: it looked through a cast on one path only
         self.budget = STEP_BUDGET
         self._cand_sets: dict[int, set[int]] = {}
+        self._targets: dict[tuple[str, str], tuple[str, ...]] = {}  # `_targets_of`
         self._verdicts: dict[tuple[int, tuple[Bound | None, ...]], bool] = {}  # `_VALUE_GUARDS` answered
         # The value guards asked before the leaves (`_feasible`): those on variables only (a PAny or a
         # literal argument is left to the leaf).
-        self._early = tuple(g for g in rule.guards if g.kind in _VALUE_GUARDS
-                            and g.args and all(isinstance(a, PVar) for a in g.args))
+        # Each with its variables' names (`_value` of a PVar, read inline: `_feasible` runs at every step).
+        self._early = tuple((g, tuple(a.name for a in g.args if isinstance(a, PVar))) for g in rule.guards
+                            if g.kind in _VALUE_GUARDS and g.args and all(isinstance(a, PVar) for a in g.args))
         # The text guards (`one_of($d1, -1, -2)`), asked there too once their variables are bound: their answer
         # is a function of the bound values, the literals and `__init__`'s constants (`_guard_ok`).
         self._early_texts = tuple((g, tuple(a for a in g.args if isinstance(a, PVar))) for g in rule.guards
@@ -172,18 +177,27 @@ class RuleMatcher:
     # -- pre-filter ------------------------------------------------------------------------------
 
     def _module_targets(self, kind: OpKind, var: str) -> list[str]:
-        """Targets of `kind` ops in this forward that module variable `var` can denote."""
-        pattern = self.init_patterns.get(var)
-        targets = self.flat.targets_of_kind.get(kind._value_, ())
-        if pattern is None:
-            return list(targets)
-        return [t for t in targets if self.init.resolve_ctor(t, pattern) is not None]
+        """Targets of `kind` ops in this forward that module variable `var` can denote (a copy)."""
+        return list(self._targets_of(kind, var))
+
+    def _targets_of(self, kind: OpKind, var: str) -> tuple[str, ...]:
+        """`_module_targets`, computed once per (kind, variable) for this matcher: `possible` and then
+        `candidates` ask the same (the questions reach `__init__` the first time, so a recording index sees
+        every one of them; later answers are its own memo's anyway)."""
+        key = (kind._value_, var)
+        known = self._targets.get(key)
+        if known is None:
+            pattern = self.init_patterns.get(var)
+            targets = self.flat.targets_of_kind.get(kind._value_, ())
+            known = self._targets[key] = tuple(targets) if pattern is None else tuple(
+                t for t in targets if self.init.resolve_ctor(t, pattern) is not None)
+        return known
 
     def candidates(self, step: OpPattern) -> list[int]:
         out: list[int] = []
         for kind, target in step.targets:
             if target.startswith("$"):
-                for t in self._module_targets(kind, target.lstrip("$")):
+                for t in self._targets_of(kind, target.lstrip("$")):
                     out.extend(self.flat.by_target[(kind._value_, t)])
             else:
                 out.extend(self.flat.by_target.get((kind._value_, target), ()))
@@ -205,7 +219,7 @@ class RuleMatcher:
         for step in self.steps:
             if not step.optional and not any(
                 (kind._value_, t) in by_target if not t.startswith("$")
-                else bool(self._module_targets(kind, t.lstrip("$")))
+                else bool(self._targets_of(kind, t.lstrip("$")))
                 for kind, t in step.targets
             ):
                 return False
@@ -270,11 +284,12 @@ class RuleMatcher:
         fail it (a bound variable keeps its value for the rest of the path), so the subtree is not searched.
         The fused-QKV search otherwise tries both options of each optional head split (8 leaves) under each
         assignment of the three projections that `unsplit`/`same_paths` already rule out."""
-        for g in self._early:
-            values = tuple(self._value(a, state) for a in g.args)
+        env = state.env
+        var = state.var
+        for g, names in self._early:
+            values = tuple([env.get(var(name)) for name in names])
             if None not in values and not self._verdict(g, values):
                 return False
-        env = state.env
         for g, variables in self._early_texts:
             values = tuple(env.get(state.var(v.name)) for v in variables)
             if None in values:

@@ -32,7 +32,11 @@ _CONTAINER_METHODS = frozenset({"values", "children", "modules", "items"})
 def _functions_at_join(merged: dict[str, EnvVal], envs: list[dict[str, EnvVal]], conditions: tuple[str, ...]) -> None:
     """A local holding one same-file function on some paths of an `if` and no function on the others
     holds it under those paths' tests after the join (`ModuleFunction.on`), not an unknown value."""
-    for key, value in merged.items():
+    # Only a local some path holds a function can change: found in one pass over the paths' functions,
+    # not by asking every path of every merged local (most joins hold no function at all).
+    functions = {key for env in envs for key, v in env.items() if isinstance(v, ModuleFunction)}
+    for key in [k for k in merged if k in functions] if functions else ():
+        value = merged[key]
         if not isinstance(value, Ref):
             continue
         held = [env.get(key) for env in envs]
