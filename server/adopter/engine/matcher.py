@@ -41,6 +41,7 @@ from adopter.engine.gate_projections import may_be_passed_projections
 from adopter.engine.layer_facts import literal_keys, output_width, sized, widths_agree
 from adopter.engine.named_activations import is_named_activation
 from adopter.engine.path_bindings import contradicts, path_facts
+from adopter.engine.path_widths import agree_on_a_path
 from adopter.engine.plans import (
     init_patterns,
     is_cast,
@@ -573,7 +574,12 @@ class RuleMatcher:
             return True  # a permission, applied when the match becomes a finding (engine.sites)
         if g.kind == GuardKind.SAME_WIDTH:
             widths = [self._width(arg, state) for arg in g.args]
-            return widths_agree(widths) or widths_agree(sized(widths, self.init.size))
+            if widths_agree(widths) or widths_agree(sized(widths, self.init.size)):
+                return True
+            if agree_on_a_path(widths, self.init):
+                state.set("path", "same_width", True)  # the widths agree on some path only: no fix
+                return True
+            return False
         if g.kind == GuardKind.KEY_MAY_BE:
             return self._key_may_be(g, state)
         if g.kind == GuardKind.GATE_ACTIVATION:
