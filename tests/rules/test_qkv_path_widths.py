@@ -66,3 +66,25 @@ def test_widths_that_agree_on_no_path_make_no_site() -> None:
                             "self.inner_kv_dim = dim // 2 if kv_heads is None else dim // 4").replace(
         "self.to_k = nn.Linear(dim, self.inner_kv_dim)", "self.to_k = nn.Linear(dim, self.inner_dim)")
     assert qkv(halved) == []
+
+
+def test_projections_passed_to_one_call_are_no_fix_either_and_say_why() -> None:
+    # three projections in one statement may be fixed when a value depends on the path; a width may not
+    code = '''
+from torch import nn
+
+
+class TransformerLayer(nn.Module):
+    def __init__(self, c, num_heads, kv_dim=None):
+        super().__init__()
+        self.kv = c if kv_dim is None else kv_dim
+        self.q = nn.Linear(c, c, bias=False)
+        self.k = nn.Linear(c, self.kv, bias=False)
+        self.v = nn.Linear(c, self.kv, bias=False)
+        self.ma = nn.MultiheadAttention(embed_dim=c, num_heads=num_heads)
+
+    def forward(self, x):
+        return self.ma(self.q(x), self.k(x), self.v(x))[0] + x
+'''
+    found = qkv(code)
+    assert [(f.fixable, "widths" in (f.no_fix_reason or "")) for f in found] == [(False, True)]
