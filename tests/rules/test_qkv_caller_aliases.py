@@ -84,22 +84,3 @@ def test_callers_sharing_a_tensor_for_two_parameters_only_make_no_site() -> None
     two = SOURCE.replace("queries = self.self_attn(q=queries, k=queries, v=queries)\n", "").replace(
         "return self.cross_attn(q=queries, k=keys, v=keys)", "return self.self_attn(q=queries, k=keys, v=keys)")
     assert qkv(two) == []
-
-
-def test_an_open_document_edited_in_the_caller_only_gains_and_loses_the_callee_site() -> None:
-    # the server re-matches incrementally and keeps an unchanged class's findings: a class whose callers
-    # changed is matched again
-    from adopter.session import OpenText, Session, load_context
-
-    session = Session(load_context(target="cpu"))
-    distinct = SOURCE.replace("queries = self.self_attn(q=queries, k=queries, v=queries)",
-                              "queries = self.self_attn(q=queries, k=keys, v=keys)")
-    document = OpenText(distinct, "/tmp/sam_like.py")
-    texts = (distinct, SOURCE, distinct)
-    counts = []
-    for i, text in enumerate(texts):
-        if i:
-            document.update(text)
-        analysed, _ = session.update(document)
-        counts.append(sum(1 for f in analysed.findings if f.family == 9))
-    assert counts == [0, 1, 0]
