@@ -33,7 +33,6 @@ from adopter.engine.types import Finding
 if TYPE_CHECKING:
     from adopter.analysis.crossfile.reach import CrossFileReach
     from adopter.analysis.incremental import DocumentAnalysis
-    from adopter.engine.caller_aliases import CallerAlias
     from adopter.engine.environment import Environment
     from adopter.engine.sites import MatchMemo
     from adopter.parsed import ParsedText
@@ -178,13 +177,9 @@ class UnitMatcher:
         # not ask about (`adopter.engine.sites.MatchMemo`).
         self._memo: MatchMemo | None = None
         self._wrapped_memo: dict[tuple[int, tuple[Span, ...]], tuple[Finding, Finding]] = {}
-        # The last match's same-file calls passing one tensor for several forward parameters, by callee
-        # (`adopter.engine.caller_aliases`): a unit whose entry changed is matched again.
-        self._callers: dict[str, tuple[CallerAlias, ...]] = {}
 
     def match(self, module_file: ModuleFile, context: RuleContext) -> tuple[tuple[Finding, ...], tuple[Problem, ...]]:
         from adopter.engine import check
-        from adopter.engine.caller_aliases import caller_aliases
         from adopter.engine.passed_in import chain_statements
         from adopter.engine.sites import MatchMemo, reduce_sites
 
@@ -201,23 +196,19 @@ class UnitMatcher:
         # A chain's container passed to another class runs at that class's call (`engine.passed_in`):
         # read from the whole file, applied to the chain's findings (the same objects while unchanged).
         wrapped = chain_statements(module_file)
-        callers = caller_aliases(module_file)
-        changed = {n for n in (*callers, *self._callers) if callers.get(n) != self._callers.get(n)}
-        self._callers = callers
         wrapped_memo: dict[tuple[int, tuple[Span, ...]], tuple[Finding, Finding]] = {}
         findings: list[Finding] = []
         problems: list[Problem] = []
         last_units: dict[tuple[type, str], list[tuple[object, tuple[Finding, ...], tuple[Problem, ...]]]] | None = None
         for unit, single in units:
-            stale = unit.name in changed  # its callers changed: what they pass may make a site (or unmake one)
-            cached = None if stale else self._cache.get(id(unit))
-            if not stale and (cached is None or cached[0] is not unit):
+            cached = self._cache.get(id(unit))
+            if cached is None or cached[0] is not unit:
                 cached = self._older.get(id(unit))
                 if cached is not None and cached[0] is unit:  # an edit undone: its forward is current again
                     forward = unit.forward if isinstance(unit, Architecture) else unit
                     if forward is not None:
                         self._memo.restored(unit.name, forward)
-            if (cached is None or cached[0] is not unit) and self.remember and not stale:
+            if (cached is None or cached[0] is not unit) and self.remember:
                 if last_units is None:  # the last match's units by name, read once a unit has changed
                     last_units = {}
                     for entry in self._cache.values():
@@ -225,8 +216,7 @@ class UnitMatcher:
                             last_units.setdefault((type(entry[0]), entry[0].name), []).append(entry)
                 cached = self._carried(unit, last_units, self._memo)
             if cached is None or cached[0] is not unit:
-                result = check(single, context.rules, context.environment, self._memo if self.remember else None,
-                               callers=callers)
+                result = check(single, context.rules, context.environment, self._memo if self.remember else None)
                 cached = (unit, tuple(result.findings), tuple(result.problems))
             fresh[id(unit)] = cached
             extra = wrapped.get(id(unit)) if wrapped else None

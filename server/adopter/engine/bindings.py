@@ -17,7 +17,6 @@ from adopter.dsl.types import (
     PValue,
     Value,
 )
-from adopter.engine.caller_aliases import CallerAlias
 from adopter.engine.default_choice import unchosen_by_default
 
 
@@ -144,8 +143,6 @@ class InitIndex:
     callees: frozenset[str] = frozenset()  # every constructor callee, qualified and by last name
     params: tuple[Param, ...] = ()  # `__init__`'s parameters (what a caller passes in), with their defaults
     sizes: dict[str, str] = field(default_factory=dict)  # `Init.sizes`: local -> its arithmetic
-    # Same-file calls passing one tensor for several forward parameters (`engine.caller_aliases`); set by `check`.
-    callers: tuple[CallerAlias, ...] = ()
 
     @classmethod
     def of(cls, arch: Architecture | None) -> InitIndex:
@@ -169,10 +166,6 @@ class InitIndex:
     def parameters(self) -> tuple[Param, ...]:
         """`__init__`'s parameters, with their defaults."""
         return self.params
-
-    def caller_groups(self) -> tuple[CallerAlias, ...]:
-        """The same-file calls that pass one tensor for several of the forward's parameters."""
-        return self.callers
 
     def size(self, name: str) -> str | None:
         """What a local of `__init__` holds when it is one size (`inner = heads * dim_head`), else None."""

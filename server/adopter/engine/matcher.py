@@ -58,7 +58,6 @@ COMMUTATIVE = frozenset({"+", "*"})
 # Guards on how matched values are used elsewhere: failing one still reports the site, without a fix.
 _SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split"})
 _USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKind.FIX_REQUIRES})
-_CALLER = "caller:"  # a path key: two forward parameters read as the one tensor a same-file caller passes
 # Guards whose answer is a function of the values bound to their arguments and of the forward alone (no
 # bindings, no chosen nodes, no search state): `RuleMatcher` answers each once per distinct tuple of values.
 # The search reaches the same values at many leaves (fused QKV: each assignment of the three projections
@@ -239,11 +238,6 @@ class RuleMatcher:
             if chosen and self._guards_ok(chosen, state, hard=True):
                 used = None if self._guards_ok(chosen, state, hard=False) else self._used_elsewhere(chosen, state)
                 used = used or self._width_reason(state)
-                passed = self._caller_reason(state)
-                if passed is False:
-                    return
-                if isinstance(passed, str) and passed:
-                    used = used or passed
                 full = dict(state.env)
                 for alias in state.alias:
                     target = state.var(alias)
@@ -520,11 +514,6 @@ class RuleMatcher:
                     old[1], old[2], at):  # type: ignore[misc]
                 state.set("path", f"{var}@{at}", True)
                 return True
-            if self._passed_as_one(old, value):
-                # Two forward parameters a same-file caller passes one tensor for: one value at that call
-                # (`_caller_reason` keeps the match only when one call gives every such pair).
-                state.set("path", f"{_CALLER}{old[1]}={value[1]}", True)
-                return True
             return False
         if value[0] == "mod" and any(v == value for k, v in state.env.items()):
             return False  # two module variables never denote the same submodule
@@ -652,29 +641,6 @@ class RuleMatcher:
             if op is not None and op.target.rsplit(".", 1)[-1] in _SPLITS and op.kind in (OpKind.METHOD, OpKind.FUNCTION):
                 return False
         return True
-
-    def _passed_as_one(self, old: Bound, value: Bound) -> bool:
-        """Whether `old` and `value` are two forward parameters some same-file call passes one tensor for."""
-        if old is None or value is None or old[0] != "ref" or value[0] != "ref" or old[2] != -1 or value[2] != -1:  # type: ignore[misc]
-            return False
-        pair = {str(old[1]), str(value[1])}
-        return any(pair <= c.names for c in self.init.caller_groups())
-
-    def _caller_reason(self, state: _State) -> str | bool:
-        """Why no fix is offered when parameters were read as one tensor because a caller passes it (`""`: none
-        were); False when no single call passes one tensor for all of them."""
-        names: set[str] = set()
-        for key in state.path_dependent:
-            if key.startswith(_CALLER):
-                names.update(key.removeprefix(_CALLER).split("="))
-        if not names:
-            return ""
-        call = next((c for c in self.init.caller_groups() if names <= c.names), None)
-        if call is None:
-            return False
-        listed = ", ".join(f"`{n}`" for n in sorted(names))
-        return (f"{listed} are one tensor only where `{call.caller}` calls this class (line {call.line}); other "
-                "calls may pass different tensors, so the projections cannot be fused for the class as written")
 
     def _width_reason(self, state: _State) -> str | None:
         """Why no fix is offered when `same_width` held only on some path (widths bound under conditions)."""

@@ -38,7 +38,6 @@ from adopter.dsl.types import (
 from adopter.engine.applications import ROTARY_FAMILY, application_group, group_count
 from adopter.engine.bindings import InitIndex
 from adopter.engine.bound_chains import into_bound_chains, item_spans
-from adopter.engine.caller_aliases import CallerAlias, caller_aliases
 from adopter.engine.environment import Environment
 from adopter.engine.flow import FlatForward, flatten, op_keys
 from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
@@ -68,10 +67,9 @@ def find(module_file: ModuleFile, rules: Sequence[Rule], env: Environment) -> tu
 
 
 def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment,
-          memo: MatchMemo | None = None, callers: dict[str, tuple[CallerAlias, ...]] | None = None) -> EngineResult:
+          memo: MatchMemo | None = None) -> EngineResult:
     """Findings plus problems for `module_file`; never raises. `memo`: the per-rule results of the last
-    matching of the same scopes (the language server's, one per document), reused where still valid.
-    `callers`: `caller_aliases` of the whole file, when `module_file` holds one of its classes."""
+    matching of the same scopes (the language server's, one per document), reused where still valid."""
     findings: list[Finding] = []
     problems: list[Problem] = []
     scopes: list[tuple[str, Forward, Architecture | Forward, str]] = []
@@ -84,14 +82,11 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment,
         if chain.forward is not None:
             scopes.append((chain.name, chain.forward, chain, "forward"))
     run_elsewhere = chain_statements(module_file)
-    aliases = caller_aliases(module_file) if callers is None else callers
     # Every rule matches in canonical form: taken once per call, not once per rule and scope.
     canonical = [canonical_rule(r) for r in rules]
     about_functions = [r for r in canonical if r.scope == "function"]
     for scope_name, forward, owner, kind in scopes:
         init = InitIndex.of(owner if isinstance(owner, Architecture) else None)
-        if aliases and isinstance(owner, Architecture) and kind == "forward":
-            init.callers = aliases.get(owner.name, ())
         # A helper that nothing in the file names is not part of any forward here: only rules about
         # functions themselves (an optimizer built in a training script's function) apply to it.
         live = canonical if forward.referenced else about_functions
@@ -128,7 +123,7 @@ class _AskedInit(InitIndex):
 
     @classmethod
     def for_rule(cls, init: InitIndex, rule: Rule) -> _AskedInit:
-        own = cls(init.by_attr, callees=init.callees, params=init.params, sizes=init.sizes, callers=init.callers)
+        own = cls(init.by_attr, callees=init.callees, params=init.params, sizes=init.sizes)
         if _reads_every_binding(rule):
             own.asked.append(("all", "", None, _all_bindings(init)))
         return own
@@ -148,11 +143,6 @@ class _AskedInit(InitIndex):
     def parameters(self) -> tuple[Param, ...]:
         found = super().parameters()
         self.asked.append(("params", "", None, found))
-        return found
-
-    def caller_groups(self) -> tuple[CallerAlias, ...]:
-        found = super().caller_groups()
-        self.asked.append(("callers", "", None, found))
         return found
 
     def size(self, name: str) -> str | None:
@@ -193,8 +183,6 @@ def _answer(init: InitIndex, question: str, target: str, pattern: BindingPattern
         return init.bindings_of(target)
     if question == "size":
         return init.size(target)
-    if question == "callers":
-        return init.caller_groups()
     return _all_bindings(init)
 
 
