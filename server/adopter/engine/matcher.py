@@ -41,6 +41,7 @@ from adopter.engine.gate_projections import may_be_passed_projections
 from adopter.engine.layer_facts import literal_keys, output_width, sized, widths_agree
 from adopter.engine.named_activations import is_named_activation
 from adopter.engine.path_bindings import contradicts, path_facts
+from adopter.engine.path_widths import agree_on_a_path
 from adopter.engine.plans import (
     init_patterns,
     is_cast,
@@ -250,6 +251,7 @@ class RuleMatcher:
         if i == len(self.steps):
             if chosen and self._guards_ok(chosen, state, hard=True):
                 used = None if self._guards_ok(chosen, state, hard=False) else self._used_elsewhere(chosen, state)
+                used = used or self._width_reason(state)
                 full = dict(state.env)
                 for alias in state.alias:
                     target = state.var(alias)
@@ -588,7 +590,9 @@ class RuleMatcher:
             return True  # a permission, applied when the match becomes a finding (engine.sites)
         if g.kind == GuardKind.SAME_WIDTH:
             widths = [self._width(arg, state) for arg in g.args]
-            return widths_agree(widths) or widths_agree(sized(widths, self.init.size))
+            if widths_agree(widths) or widths_agree(sized(widths, self.init.size)):
+                return True
+            return agree_on_a_path(widths, self.init)  # a site of that path: no fix (`_width_reason`)
         if g.kind == GuardKind.KEY_MAY_BE:
             return self._key_may_be(g, state)
         if g.kind == GuardKind.GATE_ACTIVATION:
@@ -665,6 +669,16 @@ class RuleMatcher:
             if op is not None and op.target.rsplit(".", 1)[-1] in _SPLITS and op.kind in (OpKind.METHOD, OpKind.FUNCTION):
                 return False
         return True
+
+    def _width_reason(self, state: _State) -> str | None:
+        """Why no fix is offered when `same_width` held only on some path (widths bound under conditions)."""
+        for g in self.rule.guards:
+            if g.kind == GuardKind.SAME_WIDTH:
+                widths = [self._width(arg, state) for arg in g.args]
+                if not (widths_agree(widths) or widths_agree(sized(widths, self.init.size))):
+                    return (f"the layers' widths ({', '.join(w or '?' for w in widths)}) are one only when "
+                            "`__init__` takes some of its branches; rewrite it by hand")
+        return None
 
     def _width(self, p: PValue, state: _State) -> str | None:
         """The output width written in the constructor of the layer a module variable bound (the item's, for

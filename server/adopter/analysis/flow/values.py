@@ -222,6 +222,14 @@ class ExpressionFlow(Expressions):
                 state.block = parent
             else:
                 return refs[0] if refs else Expr(state.text(node))
+        else:
+            for lst, value, branch in zip(blocks, values, (yes, no)):
+                if not lst and isinstance(value, Ref) and value.name != out[0]:
+                    # `h + pos if pos is not None else h`: one path computes, the other passes a name on
+                    # (a transparent `choose`), so data flow sees `h` on that path too.
+                    state.block = lst
+                    state.emit(OpKind.OPERATOR, CHOOSE[1], (value,), (), branch, out)
+            state.block = parent
         state.block.append(
             Branch((state.text(test), "else"), (tuple(blocks[0]), tuple(blocks[1])), self.src.span(node))
         )
