@@ -242,6 +242,10 @@ def _qkv(found: dict[tuple[int, Line], Site], gm: torch.fx.GraphModule,
             nodes = [n for _, ns in members for n in ns]
             if torch_composed(nodes, is_model_file) or qkv.caller_aliased((ns for _, ns in members), is_model_file):
                 continue
+            # projections torch's multi-head attention makes from the model's weights (CLIP's AttentionPool2d
+            # passes `q_proj_weight=self.q_proj.weight`): no `nn.Linear` call of the model's own to fuse
+            if any(_inside_torch_attention(n, is_model_file) for n, _ in members):
+                continue
             if kind != "qkv_projections" and not qkv.attends(n for n, _ in members):
                 continue
             taken.update(nodes)

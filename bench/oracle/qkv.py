@@ -52,14 +52,27 @@ def _reach(start: torch.fx.Node, stop_at_products: bool) -> set[torch.fx.Node]:
     return found
 
 
+def _is_softmax(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and "softmax" in str(node.target)
+
+
 def attends(outputs: Iterable[torch.fx.Node]) -> bool:
-    """Whether the projections' outputs feed one attention: two meet at a product, the third reaches it or a
-    product computed from it."""
+    """Whether the projections' outputs feed one attention: all three meet at SDPA, or two meet at a product
+    (the scores) and the third reaches a product computed from that one's softmax (the weights times v). A
+    product of gated projections with no softmax between (a triangle multiplication) is no attention."""
     reached = [_reach(n, True) for n in outputs]
     for i, j in itertools.combinations(range(len(reached)), 2):
+        others = [reached[k] for k in range(len(reached)) if k not in (i, j)]
         for product in reached[i] & reached[j]:
-            downstream = _reach(product, False) | {product}
-            if any(reached[k] & downstream for k in range(len(reached)) if k not in (i, j)):
+            if "scaled_dot_product" in str(product.target):
+                if any(product in other for other in others):
+                    return True
+                continue
+            weighted: set[torch.fx.Node] = set()
+            for node in _reach(product, False):
+                if _is_softmax(node):
+                    weighted |= _reach(node, False)
+            if any(other & weighted for other in others):
                 return True
     return False
 

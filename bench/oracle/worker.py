@@ -50,17 +50,23 @@ HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum",
 # never projections of different forward parameters a caller passes one tensor for: a class with a family-9
 # site, or whose exercised lines spell attention (`ATTENTION_LINE`), is traced again. Pass 11 adds an LM head
 # with a bias to family 16's patterns: a class with a family-16 site, a traced loss variant or a loss on an
-# exercised line (`LOSS_LINE`) is traced again. A run meeting an earlier pass's results upgrades them (`_upgrade`).
-PASS = 11
+# exercised line (`LOSS_LINE`) is traced again. Pass 12 asks family 9's attention for a softmax between the
+# scores and the values (a triangle multiplication's gated projections are no attention) and leaves out
+# projections torch's multi-head attention makes from the model's weights: a class with a family-9 site, or whose
+# file hands tensors to torch's multi-head attention (`TORCH_ATTENTION_FILE`: the q/k/v Linears before it spell no
+# attention on the model's own lines), is traced again. A run meeting an earlier pass's results upgrades them.
+PASS = 12
 PATTERNS_PASS = 5  # the last pass that changed a family pattern: a trace of this pass or later stays valid
 RETRY_PASS = 6  # the last pass that builds, traces or imports more: an earlier one's failures are tried again
 # (pass, families): a class traced before that pass with a site of one of these families is traced again
 # (pass 7: which matches are the model's own; pass 8: the lines where a site's torch layers were constructed;
 # pass 9: each forward argument its own tensor)
 SITES_CHANGED = ((7, frozenset({4, 5, 6, 9, 10})), (8, frozenset({6, 7, 8})), (9, frozenset({9})),
-                 (10, frozenset({9})), (11, frozenset({16})))
+                 (10, frozenset({9})), (11, frozenset({16})), (12, frozenset({9})))
 ATTENTION_PASS = 10  # the last pass whose new sites need attention on an exercised line to be found
 LOSS_PASS = 11  # the last pass whose new sites need a loss on an exercised line (or the loss variant) to be found
+TORCH_ATTENTION_PASS = 12  # ... and whose new sites need a file that calls torch's multi-head attention
+TORCH_ATTENTION_FILE = re.compile(r"MultiheadAttention|multi_head_attention_forward", re.ASCII)
 SKIP_MODULE_PARTS = ("tests", "test", "testing", "conftest", "__main__", "setup", "benchmarks", "examples",
                      "scripts", "_version", "cli", "convert", "conversion")
 
@@ -345,6 +351,17 @@ ATTENTION_LINE = re.compile(r"softmax|matmul|bmm|einsum|@|scaled_dot_product|[Aa
 LOSS_LINE = re.compile(r"cross_entropy|CrossEntropy|nll_loss|loss", re.ASCII)
 
 
+def _file_spells(record: dict[str, Any], spelled: re.Pattern[str]) -> bool:
+    """Whether a file the class exercised spells `spelled` anywhere (unknown: yes)."""
+    for f in record.get("executed") or {}:
+        try:
+            if spelled.search(Path(f).read_text(encoding="utf-8")):
+                return True
+        except (OSError, UnicodeDecodeError):
+            return True
+    return False
+
+
 def may_match_a_changed_pattern(record: dict[str, Any], spelled: re.Pattern[str] = CHANGED_PATTERN_LINE) -> bool:
     for f, lines in (record.get("executed") or {}).items():
         try:
@@ -381,6 +398,8 @@ def trace_outdated(record: dict[str, Any]) -> bool:
         return True
     if done_in < LOSS_PASS and ((record.get("loss_variant") or {}).get("traced")
                                 or may_match_a_changed_pattern(record, LOSS_LINE)):
+        return True
+    if done_in < TORCH_ATTENTION_PASS and _file_spells(record, TORCH_ATTENTION_FILE):
         return True
     families = {s.get("family") for s in record.get("sites") or []}
     return any(done_in < at and families & changed for at, changed in SITES_CHANGED)

@@ -101,6 +101,46 @@ class Block(nn.Module):  # calls it with one tensor for all three
         return self.self_attn(q=x, k=x, v=x) + x
 
 
+class Triangle(nn.Module):  # gated projections multiplied by an einsum: no softmax, no attention
+    def __init__(self, dim=16):
+        super().__init__()
+        self.left, self.right, self.left_gate = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+
+    def forward(self, x):
+        left = self.left(x) * self.left_gate(x).sigmoid()
+        right = self.right(x)
+        return torch.einsum('bid,bjd->bij', left, right)
+
+
+class TorchAttention(nn.Module):  # ultralytics' TransformerLayer: q/k/v Linears handed to nn.MultiheadAttention
+    def __init__(self, dim=16, heads=2):
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+        self.ma = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def forward(self, x):
+        return self.ma(self.q(x), self.k(x), self.v(x))[0] + x
+
+
+class AttentionPool(nn.Module):  # CLIP's: the weights go to torch's function, which makes the projections
+    def __init__(self, dim=16, heads=2):
+        super().__init__()
+        self.h = heads
+        self.q_proj, self.k_proj, self.v_proj = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+        self.c_proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        x = x.transpose(0, 1)
+        out, _ = torch.nn.functional.multi_head_attention_forward(
+            query=x, key=x, value=x, embed_dim_to_check=x.shape[-1], num_heads=self.h,
+            q_proj_weight=self.q_proj.weight, k_proj_weight=self.k_proj.weight, v_proj_weight=self.v_proj.weight,
+            in_proj_weight=None, in_proj_bias=torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias]),
+            bias_k=None, bias_v=None, add_zero_attn=False, dropout_p=0.0, out_proj_weight=self.c_proj.weight,
+            out_proj_bias=self.c_proj.bias, use_separate_proj_weight=True, training=self.training,
+            need_weights=False)
+        return out
+
+
 class KeyDefaults(nn.Module):  # the class's own code makes them one: key and value default to the query
     def __init__(self, dim=16):
         super().__init__()
@@ -155,3 +195,18 @@ def test_one_tensor_a_caller_passes_for_three_parameters_is_no_site(tmp_path: Pa
 def test_one_value_the_class_makes_from_a_default_is_a_site(tmp_path: Path) -> None:
     sites, lines = _qkv_lines(tmp_path, "KeyDefaults", (2, 4, 16))
     assert [s for s in sites if _line(lines, "return self.inner.split(self.q_proj(q))") in s]
+
+
+def test_gated_projections_multiplied_without_a_softmax_are_no_site(tmp_path: Path) -> None:
+    sites, _ = _qkv_lines(tmp_path, "Triangle", (2, 4, 16))
+    assert sites == []
+
+
+def test_projections_handed_to_torch_multihead_attention_are_a_site(tmp_path: Path) -> None:
+    sites, lines = _qkv_lines(tmp_path, "TorchAttention", (2, 4, 16))
+    assert [s for s in sites if _line(lines, "return self.ma(self.q(x)") in s]
+
+
+def test_projections_torch_makes_from_the_model_weights_are_no_site(tmp_path: Path) -> None:
+    sites, _ = _qkv_lines(tmp_path, "AttentionPool", (2, 4, 16))
+    assert sites == []
