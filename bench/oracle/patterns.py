@@ -526,16 +526,6 @@ def _lm_ce(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
 
 
-def _lm_ce_bias(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    # a head with a bias (pass 11): the fused linear cross-entropy takes one (Liger's `bias=`)
-    logits = F.linear(x, w, b)
-    return F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
-
-
-def _lm_ce_bias_classes_first(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(F.linear(x, w, b).permute(0, 2, 1), y)
-
-
 def _lm_ce_classes_first(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     # the logits moved to (batch, classes, positions) for cross_entropy's class axis 1 (einops'
     # `rearrange(logits, 'b n c -> b c n')`): nll_loss2d over the same log-softmax
@@ -613,9 +603,6 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         (16, "lm_head_ce", _lm_ce, [X3(), W(), torch.randint(0, 16, (2, 8))], {}, None),
         (16, "lm_head_ce_float", _lm_ce_float, [X3(), W(), torch.randint(0, 16, (2, 8))], {}, None),
         (16, "lm_head_ce_classes_first", _lm_ce_classes_first, [X3(), W(), torch.randint(0, 16, (2, 8))], {}, None),
-        (16, "lm_head_bias_ce", _lm_ce_bias, [X3(), W(), B(), torch.randint(0, 16, (2, 8))], {}, None),
-        (16, "lm_head_bias_ce_classes_first", _lm_ce_bias_classes_first,
-         [X3(), W(), B(), torch.randint(0, 16, (2, 8))], {}, None),
     ]
     # A Linear on a permuted input (channels-last feature maps, ConvNeXt's pointwise layers; a transposed
     # sequence) cannot `view` it flat: matmul's decomposition runs expand / bmm / add instead of addmm.

@@ -54,15 +54,18 @@ HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum",
 # scores and the values (a triangle multiplication's gated projections are no attention) and leaves out
 # projections torch's multi-head attention makes from the model's weights: a class with a family-9 site, or whose
 # file hands tensors to torch's multi-head attention (`TORCH_ATTENTION_FILE`: the q/k/v Linears before it spell no
-# attention on the model's own lines), is traced again. A run meeting an earlier pass's results upgrades them.
-PASS = 12
+# attention on the model's own lines), is traced again. Pass 13 takes pass 11's biased heads back: with no notion
+# of a vocabulary they matched classification heads into cross-entropy (ALBERT's `num_labels` logits), and found
+# none of the LM heads they were for; a class with a family-16 site is traced again. A run meeting an earlier
+# pass's results upgrades them (`_upgrade`).
+PASS = 13
 PATTERNS_PASS = 5  # the last pass that changed a family pattern: a trace of this pass or later stays valid
 RETRY_PASS = 6  # the last pass that builds, traces or imports more: an earlier one's failures are tried again
 # (pass, families): a class traced before that pass with a site of one of these families is traced again
 # (pass 7: which matches are the model's own; pass 8: the lines where a site's torch layers were constructed;
 # pass 9: each forward argument its own tensor)
 SITES_CHANGED = ((7, frozenset({4, 5, 6, 9, 10})), (8, frozenset({6, 7, 8})), (9, frozenset({9})),
-                 (10, frozenset({9})), (11, frozenset({16})), (12, frozenset({9})))
+                 (10, frozenset({9})), (11, frozenset({16})), (12, frozenset({9})), (13, frozenset({16})))
 ATTENTION_PASS = 10  # the last pass whose new sites need attention on an exercised line to be found
 LOSS_PASS = 11  # the last pass whose new sites need a loss on an exercised line (or the loss variant) to be found
 TORCH_ATTENTION_PASS = 12  # ... and whose new sites need a file that calls torch's multi-head attention
