@@ -92,7 +92,7 @@ class Tagger(nn.Module):
 
 class Plain(nn.Module):
     def forward(self, x, return_attn=False):
-        return torch.softmax(x, -1)
+        return torch.relu(x)
 
 
 class RMS(nn.Module):
@@ -138,6 +138,12 @@ def test_which_classes_an_upgrade_must_redo(tmp_path: Path) -> None:
                        "sites": [{"family": 7, "line": 3}]})
     assert not needs_work({**_record(path, "RMS", at["RMS"]), "pass": 7, "loss_variant": {},
                            "sites": [{"family": 10, "line": 3}]})
+    # pass 10 finds family 9 where projections feed attention: a class whose exercised lines spell it
+    attends = tmp_path / "a.py"
+    attends.write_text("import torch\n\n\ndef f(x):\n    return torch.softmax(x, -1)\n", encoding="utf-8")
+    record = {**_record(path, "Plain", at["Plain"]), "pass": 9, "loss_variant": {}}
+    assert not needs_work(record)
+    assert needs_work({**record, "executed": {str(attends): [5]}})
 
 
 def test_a_distribution_with_nothing_to_redo_is_marked_without_running(tmp_path: Path) -> None:

@@ -46,6 +46,7 @@ def rules() -> tuple[Any, ...]:
     return load_rules().rules
 
 
+@pytest.mark.pure_python
 def test_module_targets_are_resolved_once_per_matcher(monkeypatch: pytest.MonkeyPatch, rules: tuple[Any, ...]) -> None:
     assert "f09-fused-qkv" in {f.rule_id for f in check(analyse(QKV, "qkv_for_test.py"), rules, CPU).findings}
     asked: Counter[tuple[str, int]] = Counter()
