@@ -13,13 +13,12 @@ Two questions the patterns alone do not answer:
 from __future__ import annotations
 
 import ast
-import functools
 import itertools
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
 import torch
 
+from oracle.source import parsed
 from oracle.trace import frames
 
 _BATCHED = {torch.ops.aten.bmm.default, torch.ops.aten.baddbmm.default}
@@ -77,14 +76,6 @@ def attends(outputs: Iterable[torch.fx.Node]) -> bool:
     return False
 
 
-@functools.cache
-def _tree(path: str) -> ast.Module | None:
-    try:
-        return ast.parse(Path(path).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-        return None
-
-
 def _function_at(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     best = None
     for node in ast.walk(tree):
@@ -113,7 +104,7 @@ def parameter_projected(path: str, line: int) -> str | None:
     """The forward parameter a projection call at `path:line` projects as it came in (`self.q_proj(q)` where
     `q` is a parameter of the enclosing function, not bound again before the line); None when the line
     projects a value the function computes, or does not say which (several names, no such call)."""
-    tree = _tree(path)
+    tree = parsed(path)
     fn = _function_at(tree, line) if tree is not None else None
     if fn is None:
         return None

@@ -11,25 +11,17 @@ is not in its own body, or whose source cannot be read, counts as needing it.
 from __future__ import annotations
 
 import ast
-import functools
 import json
 from pathlib import Path
 from typing import Any
 
 from oracle import stale
+from oracle.source import parsed
 from oracle.worker import PASS, RETRY_PASS, loss_parameter, retries, trace_outdated
 
 
-@functools.cache
-def _tree(path: str) -> ast.Module | None:
-    try:
-        return ast.parse(Path(path).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-        return None
-
-
 def _class_def(record: dict[str, Any]) -> ast.ClassDef | None:
-    tree = _tree(str(record.get("file") or ""))
+    tree = parsed(str(record.get("file") or ""))
     name = str(record.get("class", "")).rsplit(".", 1)[-1]
     line = record.get("def_line")
     if tree is None:
