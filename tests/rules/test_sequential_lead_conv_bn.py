@@ -10,8 +10,9 @@ the first layers, then the rest as one call of the slice (`self.features[4:]`), 
 
 The fix builds the Sequential as `FoldedConvBnSequential` (still a Sequential: `add_module` works on it; it folds
 adjacent stock children at run time), and the rewritten module computes what the original computes: outputs,
-input and parameter gradients in eval and training mode, running statistics (float64, CPU, seed 0,
-`torch.allclose` at rtol 1e-6 / atol 1e-9); the original state dict loads with `strict=True`.
+input and parameter gradients in eval and training mode (`attention_harness.compare_modules`: float64, CPU,
+seed 0, outputs at rtol 1e-6 / atol 1e-9, gradients at atol 1e-8; the original state dict loads with
+`strict=True`), and running statistics (`torch.allclose`).
 
 Not sites (each asserted after its site twin): an addition whose name may replace a first child
 (`add_module("conv0", ...)`, a name built from digits only, `f"norm{i}"` beside a `norm0`), a class that sets a
@@ -25,6 +26,8 @@ import types
 import pytest
 
 torch = pytest.importorskip("torch")
+
+from attention_harness import compare_modules  # noqa: E402
 
 from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
@@ -105,22 +108,9 @@ def test_the_first_layers_are_read_and_their_fold_computes_the_same() -> None:
                 m.running_var.uniform_(0.5, 2)
                 m.weight.uniform_(0.5, 1.5)
                 m.bias.uniform_(-1, 1)
-    b.load_state_dict(a.state_dict(), strict=True)
-    x = torch.randn(2, 3, 6, 6, dtype=torch.float64)
-    for training in (False, True):
-        a.train(training)
-        b.train(training)
-        xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
-        out_a, out_b = a(xa), b(xb)
-        assert torch.allclose(out_a, out_b, rtol=1e-6, atol=1e-9)
-        out_a.square().sum().backward()
-        out_b.square().sum().backward()
-        assert xa.grad is not None and xb.grad is not None
-        assert torch.allclose(xa.grad, xb.grad, rtol=1e-6, atol=1e-9)
-        for (name, p), q in zip(a.named_parameters(), b.parameters()):
-            assert p.grad is not None and q.grad is not None, name
-            assert torch.allclose(p.grad, q.grad, rtol=1e-6, atol=1e-9), name
-            p.grad, q.grad = None, None
+    # outputs, input and parameter gradients in eval and training mode (the harness's contract; the state
+    # dict loads with strict=True)
+    compare_modules(a, b, lambda: (torch.randn(2, 3, 6, 6, dtype=torch.float64),), atol=1e-9, rtol=1e-6)
     for ma, mb in zip(a.modules(), b.modules()):
         if isinstance(ma, torch.nn.BatchNorm2d):
             assert torch.allclose(ma.running_mean, mb.running_mean) and torch.allclose(ma.running_var, mb.running_var)
