@@ -48,9 +48,8 @@ HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum",
 # one graph input): a class with a family-9 site is traced again. Pass 10 reads family 9 as the labelling
 # defines it (`qkv.py`): three projections of one value that feed attention however the heads are split, and
 # never projections of different forward parameters a caller passes one tensor for: a class with a family-9
-# site, or whose exercised lines spell attention (`ATTENTION_LINE`), is traced again. Pass 11 adds an LM head
-# with a bias to family 16's patterns: a class with a family-16 site, a traced loss variant or a loss on an
-# exercised line (`LOSS_LINE`) is traced again. Pass 12 asks family 9's attention for a softmax between the
+# site, or whose exercised lines spell attention (`ATTENTION_LINE`), is traced again. Pass 11 added an LM head
+# with a bias to family 16's patterns, and pass 13 took it back (below): nothing of it is left to redo. Pass 12 asks family 9's attention for a softmax between the
 # scores and the values (a triangle multiplication's gated projections are no attention) and leaves out
 # projections torch's multi-head attention makes from the model's weights: a class with a family-9 site, or whose
 # file hands tensors to torch's multi-head attention (`TORCH_ATTENTION_FILE`: the q/k/v Linears before it spell no
@@ -65,9 +64,8 @@ RETRY_PASS = 6  # the last pass that builds, traces or imports more: an earlier 
 # (pass 7: which matches are the model's own; pass 8: the lines where a site's torch layers were constructed;
 # pass 9: each forward argument its own tensor)
 SITES_CHANGED = ((7, frozenset({4, 5, 6, 9, 10})), (8, frozenset({6, 7, 8})), (9, frozenset({9})),
-                 (10, frozenset({9})), (11, frozenset({16})), (12, frozenset({9})), (13, frozenset({16})))
+                 (10, frozenset({9})), (12, frozenset({9})), (13, frozenset({16})))
 ATTENTION_PASS = 10  # the last pass whose new sites need attention on an exercised line to be found
-LOSS_PASS = 11  # the last pass whose new sites need a loss on an exercised line (or the loss variant) to be found
 TORCH_ATTENTION_PASS = 12  # ... and whose new sites need a file that calls torch's multi-head attention
 TORCH_ATTENTION_FILE = re.compile(r"MultiheadAttention|multi_head_attention_forward", re.ASCII)
 SKIP_MODULE_PARTS = ("tests", "test", "testing", "conftest", "__main__", "setup", "benchmarks", "examples",
@@ -350,8 +348,6 @@ CHANGED_PATTERN_LINE = re.compile(r"(?<!self\.)\bnorm\s*\(|normalize\s*\(|vector
 # What a line must spell for pass 10's family-9 sites (projections feeding attention) to be in the class's
 # trace: an attention product, a softmax, or a call of an attention layer (torch's or the model's own).
 ATTENTION_LINE = re.compile(r"softmax|matmul|bmm|einsum|@|scaled_dot_product|[Aa]ttention|attn", re.ASCII)
-# ... and for pass 11's (an LM head with a bias into cross-entropy): a loss
-LOSS_LINE = re.compile(r"cross_entropy|CrossEntropy|nll_loss|loss", re.ASCII)
 
 
 def _file_spells(record: dict[str, Any], spelled: re.Pattern[str]) -> bool:
@@ -398,9 +394,6 @@ def trace_outdated(record: dict[str, Any]) -> bool:
     if done_in < PATTERNS_PASS and may_match_a_changed_pattern(record):
         return True
     if done_in < ATTENTION_PASS and may_match_a_changed_pattern(record, ATTENTION_LINE):
-        return True
-    if done_in < LOSS_PASS and ((record.get("loss_variant") or {}).get("traced")
-                                or may_match_a_changed_pattern(record, LOSS_LINE)):
         return True
     if done_in < TORCH_ATTENTION_PASS and _file_spells(record, TORCH_ATTENTION_FILE):
         return True
