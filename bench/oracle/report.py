@@ -66,9 +66,7 @@ def load(results: Path = RESULTS) -> dict[str, Dist]:
             d.imports = json.loads((folder / "_imports.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             d.imports = {}
-        for f in sorted(folder.glob("*.json")):
-            if not f.name.startswith("_"):
-                d.classes.append(json.loads(f.read_text(encoding="utf-8")))
+        d.classes = stale.load_classes(folder, meta)  # a leftover of an earlier run is never scored
         out[d.name] = d
     return out
 

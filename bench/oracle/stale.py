@@ -61,9 +61,21 @@ def changed(meta: Mapping[str, Any], done_mtime: float, classes: Iterable[Mappin
     return out
 
 
-def load_classes(folder: Path) -> list[dict[str, Any]]:
-    return [json.loads(f.read_text(encoding="utf-8")) for f in sorted(folder.glob("*.json"))
-            if not f.name.startswith("_")]
+def load_classes(folder: Path, meta: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The class records in `folder`; given its `_done.json`, only those of the run it describes (`current`)."""
+    records = [json.loads(f.read_text(encoding="utf-8")) for f in sorted(folder.glob("*.json"))
+               if not f.name.startswith("_")]
+    return records if meta is None else [r for r in records if current(r, meta)]
+
+
+def current(record: dict[str, Any], meta: dict[str, Any]) -> bool:
+    """Whether a class record belongs to the run its folder's `_done.json` (or `_meta.json`) describes.
+
+    Every class a run attempts is written (or brought up) with the run's pass, and `_done.json` with the same pass.
+    A record of an earlier pass is a leftover: a class no later run attempted (the module list or its shuffle
+    changed, the class cap moved, a module stopped importing). Leftovers are kept on disk but never scored.
+    """
+    return int(record.get("pass") or 1) >= int(meta.get("pass") or 1)
 
 
 def finished(results: Path) -> list[tuple[Path, Path]]:
@@ -79,7 +91,7 @@ def stale_folders(results: Path) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for folder, done in finished(results):
         meta = json.loads(done.read_text(encoding="utf-8"))
-        files = changed(meta, done.stat().st_mtime, load_classes(folder))
+        files = changed(meta, done.stat().st_mtime, load_classes(folder, meta))
         if files:
             out[folder.name] = files
     return out

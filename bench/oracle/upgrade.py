@@ -83,8 +83,11 @@ def upgrade_quietly(results: Path) -> tuple[int, int]:
         meta = json.loads(done.read_text(encoding="utf-8"))
         if "install" in meta or meta.get("pass", 1) >= PASS:
             continue
-        paths = [f for f in sorted(folder.glob("*.json")) if not f.name.startswith("_")]
-        records = [json.loads(f.read_text(encoding="utf-8")) for f in paths]
+        # Only the last run's records are brought up: a leftover keeps its pass, so it stays a leftover.
+        loaded = [(f, json.loads(f.read_text(encoding="utf-8")))
+                  for f in sorted(folder.glob("*.json")) if not f.name.startswith("_")]
+        paths = [f for f, r in loaded if stale.current(r, meta)]
+        records = [r for f, r in loaded if stale.current(r, meta)]
         if any(needs_work(r) for r in records) or imports_failed(folder, meta):
             left += 1
             continue

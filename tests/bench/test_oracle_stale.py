@@ -22,7 +22,7 @@ def _results(tmp_path: Path, model: Path, *, with_digests: bool) -> Path:
     results = tmp_path / "results"
     folder = results / "pkg"
     folder.mkdir(parents=True)
-    record = {"class": "M", "traced": True, "executed": {str(model): [3]},
+    record = {"class": "M", "traced": True, "executed": {str(model): [3]}, "pass": PASS,
               "sites": [{"family": 4, "file": str(model), "line": 3, "elsewhere": {}}]}
     (folder / "pkg.M.json").write_text(json.dumps(record), encoding="utf-8")
     meta: dict[str, object] = {"dist": "pkg", "pass": PASS}
@@ -204,3 +204,31 @@ def test_what_a_distribution_declares_for_a_module_it_could_not_import(tmp_path:
                "pkg.d": "ModuleNotFoundError: No module named 'pkg_resources'",
                "pkg.e": "ModuleNotFoundError: No module named 'undeclared'"}
     assert install.missing_requirements("pkg", imports) == ["einx>=0.5", "setuptools<81", "sh>=2.0.7"]
+
+
+def test_a_record_no_run_attempted_since_is_a_leftover_never_scored_nor_upgraded(tmp_path: Path) -> None:
+    """A class record of an earlier pass beside a finished later run is a class that run did not attempt (its
+    module list or class cap changed): the report leaves it out, and an upgrade from results leaves it as it is."""
+    from oracle.report import load
+    from oracle.upgrade import upgrade_quietly
+
+    results = tmp_path / "results"
+    folder = results / "pkg"
+    folder.mkdir(parents=True)
+    site = {"family": 4, "file": "m.py", "line": 3, "elsewhere": {}}
+    for name, p in (("kept", PASS), ("leftover", PASS - 8), ("unnumbered", None)):
+        record = {"class": name, "traced": True, "sites": [site], "executed": {}}
+        if p is not None:
+            record["pass"] = p
+        (folder / f"pkg.{name}.json").write_text(json.dumps(record), encoding="utf-8")
+    (folder / "_done.json").write_text(json.dumps({"dist": "pkg", "pass": PASS}), encoding="utf-8")
+    assert [c["class"] for c in load(results)["pkg"].classes] == ["kept"]
+
+    (folder / "_done.json").write_text(json.dumps({"dist": "pkg", "pass": PASS - 1}), encoding="utf-8")
+    (folder / "pkg.kept.json").write_text(json.dumps({"class": "kept", "traced": False, "pass": PASS - 1,
+                                                      "stage": "arguments"}), encoding="utf-8")
+    assert [c["class"] for c in load(results)["pkg"].classes] == ["kept"]
+    upgrade_quietly(results)
+    passes = {json.loads(f.read_text(encoding="utf-8"))["class"]: json.loads(f.read_text(encoding="utf-8")).get("pass")
+              for f in folder.glob("pkg.*.json")}
+    assert passes["leftover"] == PASS - 8 and passes["unnumbered"] is None
