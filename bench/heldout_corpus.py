@@ -225,6 +225,25 @@ MANIFEST: Manifest = (
     ("grelu", "1.1.0", ("grelu/model/layers.py", "grelu/model/position.py")),
     ("hear21passt", "0.0.26", ("hear21passt/models/passt.py",)),
     ("mmcls", "0.25.0", ("mmcls/models/backbones/convnext.py", "mmcls/models/backbones/mlp_mixer.py")),
+    # Batch 11 (refreshed 2026-12-05, stop 21): labelled by an eleventh independent labeller (families 4-16 were
+    # worked on in stop 21); distributions n-z only, picked by name and summary for breadth (vision backbone and
+    # detection, audio, text-to-image generation, LLM training library, self-supervised vision, recommender, science,
+    # researchers' single files), files from the archive listings by name and size before reading (four added after
+    # the first pass, from the same archives: see LABELLING.md "Batch 11").
+    ("parti-pytorch", "0.2.0", ("parti_pytorch/parti_pytorch.py",)),
+    ("penn", "1.0.0", ("penn/model/crepe.py", "penn/model/deepf0.py", "penn/model/fcnf0.py")),
+    ("perceiver-ar-pytorch", "0.0.10", ("perceiver_ar_pytorch/perceiver_ar_pytorch.py",)),
+    ("pytorchyolo", "1.8.0", ("pytorchyolo/models.py",)),
+    ("solo-learn", "1.0.2", ("solo/methods/byol.py", "solo/methods/barlow_twins.py")),
+    ("spear-tts-pytorch", "0.4.8", ("spear_tts_pytorch/attend.py", "spear_tts_pytorch/spear_tts_pytorch.py")),
+    ("torch-harmonics", "0.9.3", (
+        "torch_harmonics/examples/models/sfno.py", "torch_harmonics/examples/models/_layers.py")),
+    ("torchrec", "1.9.2", (
+        "torchrec/modules/mlp.py", "torchrec/models/experimental/transformerdlrm.py", "torchrec/modules/crossnet.py")),
+    ("uniformer-pytorch", "0.0.4", ("uniformer_pytorch/uniformer_pytorch.py",)),
+    ("xtuner", "0.2.0", (
+        "xtuner/model/modules/dispatch/llama.py", "xtuner/model/modules/projector/modeling_projector.py",
+        "xtuner/model/modules/dispatch/internlm2.py")),
 )
 
 
