@@ -14,6 +14,8 @@
     the same named parameters with gradients, at least one);
   - buffers (running statistics: every buffer of the original's `state_dict`) agree after the run at
     `buffer_rtol` / `buffer_atol` (default `torch.allclose`'s 1e-5 / 1e-8).
+`trained_statistics` gives a module's BatchNorms the statistics a trained model would have (fresh ones, mean 0
+and variance 1, would hide a fold that drops them).
 The loss weights every output element with a fixed random weight (seed 1234): a plain sum would hide errors
 in softmax gradients (rows sum to one).
 """
@@ -67,6 +69,20 @@ def compare_modules(
             assert a_grads.keys() == b_grads.keys() and a_grads, (sorted(a_grads), sorted(b_grads))
         _compare_grads(a_grads, b_grads, rewritten, g_atol, g_rtol)
         _compare_buffers(original, rewritten, buffer_atol, buffer_rtol)
+
+
+def trained_statistics(module: torch.nn.Module, *, weight: tuple[float, float] = (0.5, 1.5)) -> None:
+    """Random running statistics and affine parameters for every BatchNorm in `module` (itself included):
+    mean U(-1, 1), variance U(0.5, 2), weight U(`weight`), bias U(-1, 1), drawn in that order."""
+    with torch.no_grad():
+        for m in module.modules():
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                assert m.running_mean is not None and m.running_var is not None
+                m.running_mean.uniform_(-1, 1)
+                m.running_var.uniform_(0.5, 2)
+                if m.weight is not None:
+                    m.weight.uniform_(*weight)
+                    m.bias.uniform_(-1, 1)
 
 
 def _tensors(value: Any) -> Iterator[torch.Tensor]:

@@ -18,7 +18,7 @@ from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
-from equivalence import compare_modules  # noqa: E402
+from equivalence import compare_modules, trained_statistics  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -57,12 +57,7 @@ def test_the_pair_is_a_site_at_the_conv_and_its_fold_computes_the_same() -> None
     original, fixed = _module(MODEL, "original"), _module(result.new_source, "fixed")
     torch.manual_seed(0)
     a = original.Conv2DBNActiv(3, 4).double()
-    with torch.no_grad():  # statistics a trained model would have
-        bn = a.conv[1]
-        bn.running_mean.uniform_(-1, 1)
-        bn.running_var.uniform_(0.5, 2)
-        bn.weight.uniform_(0.5, 1.5)
-        bn.bias.uniform_(-1, 1)
+    trained_statistics(a.conv[1])
     b = fixed.Conv2DBNActiv(3, 4).double()
     # running statistics equal to the bit
     compare_modules(a, b, lambda: (torch.randn(2, 3, 8, 8, dtype=torch.float64),),

@@ -29,7 +29,7 @@ from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
-from equivalence import compare_modules  # noqa: E402
+from equivalence import compare_modules, trained_statistics  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -138,11 +138,7 @@ def _sites(source: str) -> list[tuple[str, bool]]:
 
 
 def _same(original: torch.nn.Module, fixed: torch.nn.Module, x: torch.Tensor, bn: torch.nn.Module) -> None:
-    with torch.no_grad():  # statistics a trained model would have
-        bn.running_mean.uniform_(-1, 1)
-        bn.running_var.uniform_(0.5, 2)
-        bn.weight.uniform_(0.5, 1.5)
-        bn.bias.uniform_(-1, 1)
+    trained_statistics(bn)
     compare_modules(original, fixed, lambda: (x,), atol=1e-9, rtol=1e-6, grad_atol=1e-9, same_parameters=True)
 
 

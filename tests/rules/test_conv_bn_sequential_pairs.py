@@ -19,7 +19,7 @@ from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
-from equivalence import compare_modules  # noqa: E402
+from equivalence import compare_modules, trained_statistics  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -82,13 +82,7 @@ def test_fixing_either_pair_computes_what_the_original_computes(which: int) -> N
     original = _module(MODEL, "before").Encoder().double()
     fixed = _module(fixed_source, "after").Encoder().double()
     torch.manual_seed(0)
-    with torch.no_grad():
-        for m in original.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-1, 1)
-                m.running_var.uniform_(0.5, 2)
-                m.weight.uniform_(0.5, 2)
-                m.bias.uniform_(-1, 1)
+    trained_statistics(original, weight=(0.5, 2))
     # training updated the same running statistics
     compare_modules(original, fixed, lambda: (torch.randn(2, 3, 16, 16, dtype=torch.float64),),
                     atol=1e-9, rtol=1e-6, grad_atol=1e-9, same_parameters=True, buffer_atol=1e-9, buffer_rtol=1e-6)

@@ -31,7 +31,7 @@ from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
-from equivalence import compare_modules  # noqa: E402
+from equivalence import compare_modules, trained_statistics  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -100,13 +100,7 @@ def test_the_first_layers_are_read_and_their_fold_computes_the_same() -> None:
     torch.manual_seed(0)
     a = original.DenseNet().double()
     b = fixed.DenseNet().double()
-    with torch.no_grad():  # statistics a trained model would have
-        for m in a.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-1, 1)
-                m.running_var.uniform_(0.5, 2)
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.uniform_(-1, 1)
+    trained_statistics(a)
     # outputs, input and parameter gradients (as strict as before the harness: atol 1e-9), running statistics
     # (the harness's buffer check at torch.allclose's tolerances), in eval and training mode
     compare_modules(a, b, lambda: (torch.randn(2, 3, 6, 6, dtype=torch.float64),), atol=1e-9, rtol=1e-6,
