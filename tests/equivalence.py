@@ -8,12 +8,13 @@
   each side runs, so both draw the same masks), and
   - outputs (every floating tensor of the result, in order) agree at `rtol` / `atol`
     (`torch.testing.assert_close`: also same shape and dtype);
-  - input and parameter gradients agree at `grad_rtol` (default `rtol`) / `grad_atol` (default `10 * atol`);
+  - input and parameter gradients agree at `grad_rtol` (default `rtol`) / `grad_atol` (default `10 * atol`),
+    every parameter's (zeros where no gradient flowed);
     a fused parameter's gradient is compared with the gradients of the parameters it replaced, through
-    the rewritten module's own `state_dict` split (`same_parameters`: no fusing allowed, both modules have
-    the same named parameters with gradients, at least one);
-  - buffers (running statistics: every buffer of the original's `state_dict`) agree after the run at
-    `buffer_rtol` / `buffer_atol` (default `torch.allclose`'s 1e-5 / 1e-8).
+    the rewritten module's own `state_dict` split (`same_parameters`: no fusing allowed, a gradient flows to
+    the same named parameters on both sides, at least one);
+  - buffers (running statistics: every buffer of the original the rewritten module saves or has) agree after
+    the run at `buffer_rtol` / `buffer_atol` (default `torch.allclose`'s 1e-5 / 1e-8).
 `trained_statistics` gives a module's BatchNorms the statistics a trained model would have (fresh ones, mean 0
 and variance 1, would hide a fold that drops them).
 The loss weights every output element with a fixed random weight (seed 1234): a plain sum would hide errors
@@ -56,8 +57,8 @@ def compare_modules(
         rewritten.train(training)
         torch.manual_seed(0)
         args = list(inputs())
-        a_out, a_in, a_grads = _run(original, args, kwargs or {}, run_seed)
-        b_out, b_in, b_grads = _run(rewritten, args, kwargs or {}, run_seed)
+        a_out, a_in, a_grads, a_flowed = _run(original, args, kwargs or {}, run_seed)
+        b_out, b_in, b_grads, b_flowed = _run(rewritten, args, kwargs or {}, run_seed)
         assert len(a_out) == len(b_out) and len(a_out) > 0
         for x, y in zip(a_out, b_out):
             torch.testing.assert_close(y, x, atol=atol, rtol=rtol)
@@ -66,7 +67,7 @@ def compare_modules(
                 assert x is not None and y is not None
                 torch.testing.assert_close(y, x, atol=g_atol, rtol=g_rtol)
         if same_parameters:
-            assert a_grads.keys() == b_grads.keys() and a_grads, (sorted(a_grads), sorted(b_grads))
+            assert a_flowed == b_flowed and a_flowed, (sorted(a_flowed), sorted(b_flowed))
         _compare_grads(a_grads, b_grads, rewritten, g_atol, g_rtol)
         _compare_buffers(original, rewritten, buffer_atol, buffer_rtol)
 
@@ -100,7 +101,9 @@ def _tensors(value: Any) -> Iterator[torch.Tensor]:
 
 def _run(
     module: torch.nn.Module, inputs: Sequence[Any], kwargs: dict[str, Any], seed: int | None = None
-) -> tuple[list[torch.Tensor], list[torch.Tensor | None], dict[str, torch.Tensor]]:
+) -> tuple[list[torch.Tensor], list[torch.Tensor | None], dict[str, torch.Tensor], set[str]]:
+    """Outputs, input gradients, every parameter's gradient (zeros where none flowed) and the names of the
+    parameters a gradient flowed to."""
     module.zero_grad(set_to_none=True)
     if seed is not None:
         torch.manual_seed(seed)
@@ -114,8 +117,9 @@ def _run(
     if isinstance(loss, torch.Tensor):
         loss.backward()
     input_grads = [a.grad if isinstance(a, torch.Tensor) else None for a in args]
-    grads = {n: p.grad for n, p in module.named_parameters() if p.grad is not None}
-    return [t.detach() for t in outputs], input_grads, grads
+    params = dict(module.named_parameters())
+    grads = {n: torch.zeros_like(p) if p.grad is None else p.grad for n, p in params.items()}
+    return [t.detach() for t in outputs], input_grads, grads, {n for n, p in params.items() if p.grad is not None}
 
 
 def _compare_grads(
@@ -151,10 +155,12 @@ def _gradients_as_state_dict(module: torch.nn.Module) -> dict[str, torch.Tensor]
 
 
 def _compare_buffers(original: torch.nn.Module, rewritten: torch.nn.Module, atol: float, rtol: float) -> None:
-    """The original's saved buffers (running statistics, batch counts) against the rewritten module's
-    `state_dict` entries of the same names (its hooks map fused buffers back)."""
-    saved = original.state_dict()
-    mine = rewritten.state_dict()
+    """The original's buffers (running statistics, batch counts, cached tables) against the rewritten
+    module's `state_dict` entries of the same names (its hooks map fused buffers back), or, for a buffer
+    not saved, its buffer of the same name."""
+    saved = rewritten.state_dict()
+    own = dict(rewritten.named_buffers())
     for name, buffer in original.named_buffers():
-        if name in saved:
-            torch.testing.assert_close(mine[name], buffer, atol=atol, rtol=rtol, msg=lambda m, n=name: f"{n}: {m}")
+        other = saved.get(name, own.get(name))
+        if other is not None:
+            torch.testing.assert_close(other, buffer, atol=atol, rtol=rtol, msg=lambda m, n=name: f"{n}: {m}")
