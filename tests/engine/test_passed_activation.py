@@ -149,6 +149,7 @@ def _build(source: str) -> types.ModuleType:
 @pytest.mark.parametrize("passed", ["default", "gelu"])
 def test_the_fix_computes_what_the_original_computes(passed: str) -> None:
     torch = pytest.importorskip("torch")
+    from equivalence import compare_modules
     rules = [r for r in load_rules().rules if r.id == "f06-linear-gelu"]
     result = rewrite(MLP, find(analyse(MLP, "case.py"), rules, CUDA), rules=rules, env=CUDA, path="case.py")
     assert isinstance(result, Rewritten) and len(result.applied) == 1
@@ -157,16 +158,6 @@ def test_the_fix_computes_what_the_original_computes(passed: str) -> None:
     torch.manual_seed(0)
     original = _build(MLP).Mlp(**kwargs).double()
     rewritten = _build(result.new_source).Mlp(**kwargs).double()
-    rewritten.load_state_dict(original.state_dict(), strict=True)
-    original.load_state_dict(rewritten.state_dict(), strict=True)
-    x = torch.randn(3, 5, 8, dtype=torch.float64)
-    outs, grads = [], []
-    for model in (original, rewritten):
-        xi = x.clone().requires_grad_(True)
-        out = model(xi)
-        out.pow(2).sum().backward()
-        outs.append(out.detach())
-        grads.append([xi.grad, *(p.grad for p in model.parameters())])
-    assert torch.allclose(outs[0], outs[1], rtol=1e-6, atol=1e-9)
-    for a, b in zip(grads[0], grads[1], strict=True):
-        assert torch.allclose(a, b, rtol=1e-6, atol=1e-9)
+    # in the mode it was built in; gradients as strict as outputs, the same parameters on both sides
+    compare_modules(original, rewritten, lambda: (torch.randn(3, 5, 8, dtype=torch.float64),), modes=(True,),
+                    atol=1e-9, rtol=1e-6, grad_atol=1e-9, same_parameters=True, round_trip=True)

@@ -1,22 +1,13 @@
-"""Shared checks of the attention-family tests: fix a source, exec both versions, compare them.
-
-`compare_modules` is the equivalence contract of RULES.md for one pair of modules: the original's
-`state_dict` loads into the rewritten module with `strict=True`, and outputs, input gradients and
-parameter gradients agree within the stated tolerances, in every requested mode (train mode runs
-with dropout probability 0, so both sides are deterministic). The loss weights every output element
-with a fixed random weight: a plain sum would hide errors in softmax gradients (rows sum to one).
-"""
+"""Shared steps of the rule tests: fix a source, exec both versions (compared by `tests/equivalence.py`)."""
 
 from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-
-import torch
 
 from adopter.analysis import analyse
 from adopter.dsl import parse_rules
@@ -108,95 +99,3 @@ def transformers_on_path() -> Iterator[None]:
         yield
     finally:
         sys.path.remove(str(TF435))
-
-
-def _tensors(value: Any) -> Iterator[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, tuple | list):
-        for item in value:
-            yield from _tensors(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors(item)
-    elif hasattr(value, "to_tuple"):  # transformers ModelOutput
-        yield from _tensors(value.to_tuple())
-
-
-def _run(
-    module: torch.nn.Module, inputs: Sequence[Any], kwargs: dict[str, Any]
-) -> tuple[list[torch.Tensor], list[torch.Tensor | None], dict[str, torch.Tensor]]:
-    module.zero_grad(set_to_none=True)
-    args = [
-        x.detach().clone().requires_grad_(x.is_floating_point()) if isinstance(x, torch.Tensor) else x
-        for x in inputs
-    ]
-    outputs = [t for t in _tensors(module(*args, **kwargs)) if t.is_floating_point()]
-    generator = torch.Generator().manual_seed(1234)
-    loss = sum((t * torch.randn(t.shape, generator=generator)).sum() for t in outputs if t.requires_grad)
-    if isinstance(loss, torch.Tensor):
-        loss.backward()
-    input_grads = [a.grad if isinstance(a, torch.Tensor) else None for a in args]
-    grads = {n: p.grad for n, p in module.named_parameters() if p.grad is not None}
-    return [t.detach() for t in outputs], input_grads, grads
-
-
-def compare_modules(
-    original: torch.nn.Module,
-    rewritten: torch.nn.Module,
-    inputs: Callable[[], Sequence[Any]],
-    *,
-    kwargs: dict[str, Any] | None = None,
-    modes: Sequence[bool] = (False, True),
-    atol: float = 1e-5,
-    rtol: float = 1e-4,
-) -> None:
-    """Strict checkpoint loading, then equal outputs and gradients in each training mode."""
-    rewritten.load_state_dict(original.state_dict(), strict=True)
-    for training in modes:
-        original.train(training)
-        rewritten.train(training)
-        torch.manual_seed(0)
-        args = list(inputs())
-        a_out, a_in, a_grads = _run(original, args, kwargs or {})
-        b_out, b_in, b_grads = _run(rewritten, args, kwargs or {})
-        assert len(a_out) == len(b_out) and len(a_out) > 0
-        for x, y in zip(a_out, b_out):
-            torch.testing.assert_close(y, x, atol=atol, rtol=rtol)
-        for x, y in zip(a_in, b_in):
-            if x is not None or y is not None:
-                assert x is not None and y is not None
-                torch.testing.assert_close(y, x, atol=atol * 10, rtol=rtol)
-        _compare_grads(a_grads, b_grads, rewritten, atol * 10, rtol)
-
-
-def _compare_grads(
-    a: dict[str, torch.Tensor],
-    b: dict[str, torch.Tensor],
-    rewritten: torch.nn.Module,
-    atol: float,
-    rtol: float,
-) -> None:
-    """Parameter gradients; a fused parameter's gradient is compared with the concatenation of the
-    gradients of the parameters it replaced (through the module's own `state_dict` split)."""
-    if a.keys() == b.keys():
-        for name in a:
-            torch.testing.assert_close(b[name], a[name], atol=atol, rtol=rtol)
-        return
-    # Fused parameters: map the rewritten module's gradients to the original names by running its
-    # state-dict hooks on a dict of gradients instead of weights.
-    split = _gradients_as_state_dict(rewritten)
-    assert set(a) <= set(split), sorted(set(a) - set(split))
-    for name in a:
-        torch.testing.assert_close(split[name], a[name], atol=atol, rtol=rtol)
-
-
-def _gradients_as_state_dict(module: torch.nn.Module) -> dict[str, torch.Tensor]:
-    saved = {n: p.data for n, p in module.named_parameters()}
-    try:
-        for _, p in module.named_parameters():
-            p.data = p.grad if p.grad is not None else torch.zeros_like(p)
-        return {k: v.clone() for k, v in module.state_dict().items()}
-    finally:
-        for n, p in module.named_parameters():
-            p.data = saved[n]

@@ -20,6 +20,7 @@ from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules, trained_statistics  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -72,30 +73,11 @@ def test_the_pair_is_a_site_at_the_conv_and_its_fold_computes_the_same() -> None
         torch.manual_seed(0)
         a = original.ConvBNAct(3, 4, 3, 1, torch.nn.ReLU, use_normalization=use_normalization).double()
         if use_normalization:
-            with torch.no_grad():  # statistics a trained model would have
-                bn = a.seq.bn
-                bn.running_mean.uniform_(-1, 1)
-                bn.running_var.uniform_(0.5, 2)
-                bn.weight.uniform_(0.5, 1.5)
-                bn.bias.uniform_(-1, 1)
+            trained_statistics(a.seq.bn)
         b = fixed.ConvBNAct(3, 4, 3, 1, torch.nn.ReLU, use_normalization=use_normalization).double()
-        b.load_state_dict(a.state_dict(), strict=True)
-        for train in (False, True):
-            a.train(train)
-            b.train(train)
-            x = torch.randn(2, 3, 8, 8, dtype=torch.float64, requires_grad=True)
-            y = x.detach().clone().requires_grad_(True)
-            out_a, out_b = a(x), b(y)
-            assert torch.allclose(out_a, out_b, rtol=1e-6, atol=1e-9)
-            out_a.square().sum().backward()
-            out_b.square().sum().backward()
-            assert torch.allclose(x.grad, y.grad, rtol=1e-6, atol=1e-9)
-            for (name, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
-                assert torch.allclose(p.grad, q.grad, rtol=1e-6, atol=1e-9), name
-            a.zero_grad()
-            b.zero_grad()
-        for (name, s), (_, t) in zip(a.state_dict().items(), b.state_dict().items()):
-            assert torch.equal(s, t), name
+        # running statistics equal to the bit
+        compare_modules(a, b, lambda: (torch.randn(2, 3, 8, 8, dtype=torch.float64),),
+                        atol=1e-9, rtol=1e-6, grad_atol=1e-9, same_parameters=True, buffer_atol=0, buffer_rtol=0)
 
 
 def test_a_module_added_between_conv_and_norm_stays_silent() -> None:

@@ -7,8 +7,8 @@ activation. Read as the union of what the loop adds (the base), the order was lo
 one pass (`InitAnalysis._fill_in_order`), each conv -> BN neighbour is a pair that runs whenever the loop runs.
 The fix builds the Sequential as `FoldedConvBnSequential` (folds adjacent stock children at run time), and the
 rewritten module computes what the original computes: outputs, input and parameter gradients in eval and
-training mode (float64, CPU, seed 0, outputs at rtol 1e-6 / atol 1e-9 and gradients at atol 1e-8 by
-`attention_harness.compare_modules`; running statistics by `torch.allclose`).
+training mode (float64, CPU, seed 0, outputs and gradients at rtol 1e-6 / atol 1e-9 by
+`equivalence.compare_modules`; running statistics at `torch.allclose`'s tolerances).
 
 Not sites (each asserted after its site twin, so it fails where the form is not read at all): the BatchNorm
 added before the convolution (pre-activation), an activation between them, and the BatchNorm added under an
@@ -23,12 +23,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import compare_modules  # noqa: E402
-
 from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules, trained_statistics  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -86,19 +85,11 @@ def test_the_loop_pass_is_read_in_order_and_its_fold_computes_the_same() -> None
     torch.manual_seed(0)
     a = original.Encoder(3, 4, extra_layers=3).double()
     b = fixed.Encoder(3, 4, extra_layers=3).double()
-    with torch.no_grad():  # statistics a trained model would have
-        for m in a.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-1, 1)
-                m.running_var.uniform_(0.5, 2)
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.uniform_(-1, 1)
-    # outputs, input and parameter gradients in eval and training mode (the harness's contract; the state
-    # dict loads with strict=True)
-    compare_modules(a, b, lambda: (torch.randn(2, 3, 6, 6, dtype=torch.float64),), atol=1e-9, rtol=1e-6)
-    for ma, mb in zip(a.modules(), b.modules()):
-        if isinstance(ma, torch.nn.BatchNorm2d):
-            assert torch.allclose(ma.running_mean, mb.running_mean) and torch.allclose(ma.running_var, mb.running_var)
+    trained_statistics(a)
+    # outputs, input and parameter gradients (as strict as before the harness: atol 1e-9), running statistics
+    # (the harness's buffer check at torch.allclose's tolerances), in eval and training mode
+    compare_modules(a, b, lambda: (torch.randn(2, 3, 6, 6, dtype=torch.float64),), atol=1e-9, rtol=1e-6,
+                    grad_atol=1e-9, same_parameters=True)
 
 
 @pytest.mark.parametrize("near", [

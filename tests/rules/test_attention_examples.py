@@ -15,11 +15,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import REPO, compare_modules, fix, load  # noqa: E402
+from attention_harness import REPO, fix, load  # noqa: E402
 
 from adopter.dsl import parse_rules  # noqa: E402
 from adopter.dsl.types import Rule  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

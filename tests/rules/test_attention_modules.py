@@ -22,7 +22,6 @@ torch = pytest.importorskip("torch")
 from attention_harness import (  # noqa: E402
     CPU,
     CUDA,
-    compare_modules,
     findings_of,
     fixed,
     load,
@@ -32,6 +31,7 @@ from attention_harness import (  # noqa: E402
 )
 
 from adopter.engine import Environment  # noqa: E402
+from equivalence import compare_modules  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

@@ -16,6 +16,7 @@ from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -70,17 +71,6 @@ def test_the_fix_computes_what_the_original_computes() -> None:
     torch.manual_seed(0)
     original = _module(SOURCE, "before").AttentionBase(8, 4, 2).double()
     fixed = _module(result.new_source, "after").AttentionBase(8, 4, 2).double()
-    fixed.load_state_dict(original.state_dict(), strict=True)
-    inputs = [torch.randn(2, 5, 8, dtype=torch.float64) for _ in range(3)]
-    a = [t.clone().requires_grad_() for t in inputs]
-    b = [t.clone().requires_grad_() for t in inputs]
-    out_a, out_b = original(*a), fixed(*b)
-    assert torch.allclose(out_a, out_b, rtol=1e-6, atol=1e-9)
-    out_a.square().sum().backward()
-    out_b.square().sum().backward()
-    for x, y in zip(a, b):
-        assert x.grad is not None and y.grad is not None
-        assert torch.allclose(x.grad, y.grad, rtol=1e-6, atol=1e-9)
-    for (name, p), q in zip(original.named_parameters(), fixed.parameters()):
-        assert p.grad is not None and q.grad is not None, name
-        assert torch.allclose(p.grad, q.grad, rtol=1e-6, atol=1e-9), name
+    # in the mode it was built in
+    compare_modules(original, fixed, lambda: tuple(torch.randn(2, 5, 8, dtype=torch.float64) for _ in range(3)),
+                    atol=1e-9, rtol=1e-6, grad_atol=1e-9, same_parameters=True, modes=(True,))

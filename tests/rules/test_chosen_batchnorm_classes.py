@@ -29,6 +29,7 @@ from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules, trained_statistics  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -137,26 +138,8 @@ def _sites(source: str) -> list[tuple[str, bool]]:
 
 
 def _same(original: torch.nn.Module, fixed: torch.nn.Module, x: torch.Tensor, bn: torch.nn.Module) -> None:
-    with torch.no_grad():  # statistics a trained model would have
-        bn.running_mean.uniform_(-1, 1)
-        bn.running_var.uniform_(0.5, 2)
-        bn.weight.uniform_(0.5, 1.5)
-        bn.bias.uniform_(-1, 1)
-    fixed.load_state_dict(original.state_dict(), strict=True)
-    for training in (False, True):
-        original.train(training)
-        fixed.train(training)
-        a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
-        out_a, out_b = original(a), fixed(b)
-        assert torch.allclose(out_a, out_b, rtol=1e-6, atol=1e-9)
-        out_a.square().sum().backward()
-        out_b.square().sum().backward()
-        assert a.grad is not None and b.grad is not None
-        assert torch.allclose(a.grad, b.grad, rtol=1e-6, atol=1e-9)
-        for (name, p), q in zip(original.named_parameters(), fixed.parameters()):
-            assert p.grad is not None and q.grad is not None, name
-            assert torch.allclose(p.grad, q.grad, rtol=1e-6, atol=1e-9), name
-            p.grad, q.grad = None, None
+    trained_statistics(bn)
+    compare_modules(original, fixed, lambda: (x,), atol=1e-9, rtol=1e-6, grad_atol=1e-9, same_parameters=True)
 
 
 def _fixed(source: str, call: str) -> str:

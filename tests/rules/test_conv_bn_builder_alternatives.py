@@ -25,6 +25,7 @@ from adopter.analysis.crossfile.resolver import ModuleResolver  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules, trained_statistics  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -116,23 +117,6 @@ def test_the_fix_computes_what_the_original_computes_whichever_class_the_builder
     torch.manual_seed(0)
     original = original_cls(4, 6, kernel).double()
     fixed = fixed_cls(4, 6, kernel).double()
-    with torch.no_grad():
-        original.bn1.running_mean.uniform_(-1, 1)
-        original.bn1.running_var.uniform_(0.5, 2)
-        original.bn1.weight.uniform_(0.5, 2)
-        original.bn1.bias.uniform_(-1, 1)
-    fixed.load_state_dict(original.state_dict(), strict=True)
-    x = torch.randn(2, 4, 8, 8, dtype=torch.float64)
-    for training in (False, True):
-        original.train(training)
-        fixed.train(training)
-        a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
-        out_a, out_b = original(a), fixed(b)
-        assert torch.allclose(out_a, out_b, rtol=1e-6, atol=1e-9)
-        out_a.square().sum().backward()
-        out_b.square().sum().backward()
-        assert a.grad is not None and b.grad is not None
-        assert torch.allclose(a.grad, b.grad, rtol=1e-6, atol=1e-9)
-    for (name, p), q in zip(original.named_parameters(), fixed.parameters()):
-        assert p.grad is not None and q.grad is not None, name
-        assert torch.allclose(p.grad, q.grad, rtol=1e-6, atol=1e-9), name
+    trained_statistics(original.bn1, weight=(0.5, 2))
+    compare_modules(original, fixed, lambda: (torch.randn(2, 4, 8, 8, dtype=torch.float64),),
+                    atol=1e-9, rtol=1e-6, grad_atol=1e-9, same_parameters=True)

@@ -17,6 +17,7 @@ from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules, trained_statistics  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -75,33 +76,10 @@ def test_the_fix_computes_what_the_original_computes() -> None:
     torch.manual_seed(0)
     original = _module(MODEL, "before").Wrapper().double()
     fixed = _module(source, "after").Wrapper().double()
-    with torch.no_grad():
-        for m in original.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-1, 1)
-                m.running_var.uniform_(0.5, 2)
-                m.weight.uniform_(0.5, 2)
-                m.bias.uniform_(-1, 1)
-    fixed.load_state_dict(original.state_dict(), strict=True)
-    x = torch.randn(2, 10, 6, dtype=torch.float64)
-    for training in (False, True):
-        original.train(training)
-        fixed.train(training)
-        original.zero_grad()
-        fixed.zero_grad()
-        a = x.clone().requires_grad_()
-        b = x.clone().requires_grad_()
-        out_a, out_b = original(a), fixed(b)
-        assert torch.allclose(out_a, out_b, rtol=1e-6, atol=1e-9)
-        out_a.square().sum().backward()
-        out_b.square().sum().backward()
-        assert a.grad is not None and b.grad is not None
-        assert torch.allclose(a.grad, b.grad, rtol=1e-6, atol=1e-9)
-        for (ka, pa), (kb, pb) in zip(original.named_parameters(), fixed.named_parameters(), strict=True):
-            assert ka == kb and (pa.grad is None) == (pb.grad is None), ka  # `head` is not on this path
-            assert pa.grad is None or torch.allclose(pa.grad, pb.grad, rtol=1e-6, atol=1e-9), ka
-    for (ka, ta), (kb, tb) in zip(original.state_dict().items(), fixed.state_dict().items(), strict=True):
-        assert ka == kb and torch.allclose(ta, tb, rtol=1e-6, atol=1e-9), ka  # running statistics alike
+    trained_statistics(original, weight=(0.5, 2))
+    # running statistics alike; `head` is not on this path (no gradient on either side)
+    compare_modules(original, fixed, lambda: (torch.randn(2, 10, 6, dtype=torch.float64),),
+                    atol=1e-9, rtol=1e-6, grad_atol=1e-9, same_parameters=True, buffer_atol=1e-9, buffer_rtol=1e-6)
 
 
 INDEXED = '''
@@ -134,29 +112,7 @@ def test_the_fix_of_items_called_by_index_computes_what_the_original_computes() 
     torch.manual_seed(0)
     original = _module(INDEXED, "before_indexed").Indexed(4).double()
     fixed = _module(result.new_source, "after_indexed").Indexed(4).double()
-    with torch.no_grad():
-        bn = original.features[1]
-        bn.running_mean.uniform_(-1, 1)
-        bn.running_var.uniform_(0.5, 2)
-        bn.weight.uniform_(0.5, 2)
-        bn.bias.uniform_(-1, 1)
-    fixed.load_state_dict(original.state_dict(), strict=True)
-    x = torch.randn(2, 4, 9, 9, dtype=torch.float64)
-    for training in (False, True):
-        original.train(training)
-        fixed.train(training)
-        original.zero_grad()
-        fixed.zero_grad()
-        a = x.clone().requires_grad_()
-        b = x.clone().requires_grad_()
-        out_a, out_b = original(a), fixed(b)
-        assert torch.allclose(out_a, out_b, rtol=1e-6, atol=1e-9)
-        out_a.square().sum().backward()
-        out_b.square().sum().backward()
-        assert a.grad is not None and b.grad is not None
-        assert torch.allclose(a.grad, b.grad, rtol=1e-6, atol=1e-9)
-        for (ka, pa), (kb, pb) in zip(original.named_parameters(), fixed.named_parameters(), strict=True):
-            assert ka == kb and pa.grad is not None and pb.grad is not None
-            assert torch.allclose(pa.grad, pb.grad, rtol=1e-6, atol=1e-9), ka
-    for (ka, ta), (kb, tb) in zip(original.state_dict().items(), fixed.state_dict().items(), strict=True):
-        assert ka == kb and torch.allclose(ta, tb, rtol=1e-6, atol=1e-9), ka
+    trained_statistics(original.features[1], weight=(0.5, 2))
+    # running statistics alike
+    compare_modules(original, fixed, lambda: (torch.randn(2, 4, 9, 9, dtype=torch.float64),),
+                    atol=1e-9, rtol=1e-6, grad_atol=1e-9, same_parameters=True, buffer_atol=1e-9, buffer_rtol=1e-6)

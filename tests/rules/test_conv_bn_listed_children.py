@@ -21,6 +21,7 @@ from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules, trained_statistics  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -102,33 +103,9 @@ def test_the_fix_computes_what_the_original_computes(case: str) -> None:
     torch.manual_seed(0)
     original = getattr(_module(MODEL, "before"), name)(*args, **kwargs).double()
     fixed = getattr(_module(source, "after"), name)(*args, **kwargs).double()
-    with torch.no_grad():
-        for m in original.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-1, 1)
-                m.running_var.uniform_(0.5, 2)
-                m.weight.uniform_(0.5, 2)
-                m.bias.uniform_(-1, 1)
-    fixed.load_state_dict(original.state_dict(), strict=True)
-    x = torch.randn(2, args[0], 12, 12, dtype=torch.float64)
-    for training in (False, True):
-        original.train(training)
-        fixed.train(training)
-        original.zero_grad()
-        fixed.zero_grad()
-        torch.manual_seed(1)  # the same dropout mask on both sides in training mode
-        a = x.clone().requires_grad_()
-        out_a = original(a)
-        torch.manual_seed(1)
-        b = x.clone().requires_grad_()
-        out_b = fixed(b)
-        assert torch.allclose(out_a, out_b, rtol=1e-6, atol=1e-9)
-        out_a.square().sum().backward()
-        out_b.square().sum().backward()
-        assert a.grad is not None and b.grad is not None
-        assert torch.allclose(a.grad, b.grad, rtol=1e-6, atol=1e-9)
-        for (ka, pa), (kb, pb) in zip(original.named_parameters(), fixed.named_parameters(), strict=True):
-            assert ka == kb and pa.grad is not None and pb.grad is not None
-            assert torch.allclose(pa.grad, pb.grad, rtol=1e-6, atol=1e-9), ka
+    trained_statistics(original, weight=(0.5, 2))
+    # the same dropout mask on both sides in training mode (run_seed)
+    compare_modules(original, fixed, lambda: (torch.randn(2, args[0], 12, 12, dtype=torch.float64),),
+                    atol=1e-9, rtol=1e-6, grad_atol=1e-9, same_parameters=True, run_seed=1)
     # the eval-mode fold is the one that ran: the fixed class is a FoldedConvBnSequential
     assert type(fixed).__mro__[1].__name__ == "FoldedConvBnSequential"

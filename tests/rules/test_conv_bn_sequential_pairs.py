@@ -19,6 +19,7 @@ from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules, trained_statistics  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -81,30 +82,7 @@ def test_fixing_either_pair_computes_what_the_original_computes(which: int) -> N
     original = _module(MODEL, "before").Encoder().double()
     fixed = _module(fixed_source, "after").Encoder().double()
     torch.manual_seed(0)
-    with torch.no_grad():
-        for m in original.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-1, 1)
-                m.running_var.uniform_(0.5, 2)
-                m.weight.uniform_(0.5, 2)
-                m.bias.uniform_(-1, 1)
-    fixed.load_state_dict(original.state_dict(), strict=True)
-    x = torch.randn(2, 3, 16, 16, dtype=torch.float64)
-    for training in (False, True):
-        original.train(training)
-        fixed.train(training)
-        original.zero_grad()
-        fixed.zero_grad()
-        a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
-        out_a, out_b = original(a), fixed(b)
-        assert torch.allclose(out_a, out_b, rtol=1e-6, atol=1e-9)
-        out_a.square().sum().backward()
-        out_b.square().sum().backward()
-        assert a.grad is not None and b.grad is not None
-        assert torch.allclose(a.grad, b.grad, rtol=1e-6, atol=1e-9)
-        for (name, p), q in zip(original.named_parameters(), fixed.parameters()):
-            assert p.grad is not None and q.grad is not None, name
-            assert torch.allclose(p.grad, q.grad, rtol=1e-6, atol=1e-9), name
-    after = fixed.state_dict()
-    for key, value in original.state_dict().items():  # training updated the same running statistics
-        assert torch.allclose(value.double(), after[key].double(), rtol=1e-6, atol=1e-9), key
+    trained_statistics(original, weight=(0.5, 2))
+    # training updated the same running statistics
+    compare_modules(original, fixed, lambda: (torch.randn(2, 3, 16, 16, dtype=torch.float64),),
+                    atol=1e-9, rtol=1e-6, grad_atol=1e-9, same_parameters=True, buffer_atol=1e-9, buffer_rtol=1e-6)

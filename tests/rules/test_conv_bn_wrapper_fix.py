@@ -18,6 +18,7 @@ from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules, trained_statistics  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -122,35 +123,11 @@ def test_the_fold_through_a_wrapper_computes_the_same(source: str, shape: tuple[
     original, fixed = _module(source, "original"), _module(result.new_source, "fixed")
     torch.manual_seed(0)
     a = original.Model(3, 4).double()
-    with torch.no_grad():  # statistics a trained model would have
-        for m in a.modules():
-            if isinstance(m, nn_batchnorm()):
-                m.running_mean.uniform_(-1, 1)
-                m.running_var.uniform_(0.5, 2)
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.uniform_(-1, 1)
+    trained_statistics(a)
     b = fixed.Model(3, 4).double()
-    b.load_state_dict(a.state_dict(), strict=True)
-    for train in (False, True):
-        a.train(train)
-        b.train(train)
-        x = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
-        y = x.detach().clone().requires_grad_(True)
-        out_a, out_b = a(x), b(y)
-        assert torch.allclose(out_a, out_b, rtol=1e-6, atol=1e-9)
-        out_a.square().sum().backward()
-        out_b.square().sum().backward()
-        assert torch.allclose(x.grad, y.grad, rtol=1e-6, atol=1e-9)
-        for (name, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
-            assert torch.allclose(p.grad, q.grad, rtol=1e-6, atol=1e-9), name
-        a.zero_grad()
-        b.zero_grad()
-    for (name, s), (_, t) in zip(a.state_dict().items(), b.state_dict().items()):
-        assert torch.equal(s, t), name
-
-
-def nn_batchnorm() -> type:
-    return torch.nn.modules.batchnorm._BatchNorm
+    # running statistics equal to the bit
+    compare_modules(a, b, lambda: (torch.randn(*shape, dtype=torch.float64),),
+                    atol=1e-9, rtol=1e-6, grad_atol=1e-9, same_parameters=True, buffer_atol=0, buffer_rtol=0)
 
 
 def test_a_wrapper_that_runs_an_activation_too_keeps_its_call() -> None:

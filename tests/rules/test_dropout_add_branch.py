@@ -23,7 +23,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from attention_harness import (  # noqa: E402
-    compare_modules,
     fix,
     fixed,
     load,
@@ -33,6 +32,7 @@ from attention_harness import (  # noqa: E402
 )
 
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

@@ -32,9 +32,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import _run, fix, load, rules_of, skip_reasons, transformers_on_path  # noqa: E402
+from attention_harness import fix, load, rules_of, skip_reasons, transformers_on_path  # noqa: E402
 
 from adopter.corpus import modeling_file  # noqa: E402
+from equivalence import compare_modules  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -66,27 +67,8 @@ def _equivalent(build_old: Callable[[], Any], build_new: Callable[[], Any], inpu
     torch.manual_seed(0)
     old = build_old()
     new = build_new()
-    new.load_state_dict(old.state_dict(), strict=True)
-    build_old().load_state_dict(new.state_dict(), strict=True)
-    args = list(inputs())
-    for training in (False, True):
-        runs = []
-        for module in (old, new):
-            module.train(training)
-            torch.manual_seed(7)
-            runs.append(_run(module, args, kwargs or {}))
-        (a_out, a_in, a_grads), (b_out, b_in, b_grads) = runs
-        assert len(a_out) == len(b_out) > 0
-        for x, y in zip(a_out, b_out):
-            torch.testing.assert_close(y, x, atol=1e-5, rtol=1e-4)
-        for x, y in zip(a_in, b_in):
-            assert (x is None) == (y is None)
-            if x is not None and y is not None:
-                torch.testing.assert_close(y, x, atol=1e-5, rtol=1e-4)
-        assert a_grads.keys() == b_grads.keys() and a_grads
-        for name in a_grads:
-            torch.testing.assert_close(b_grads[name], a_grads[name], atol=1e-5, rtol=1e-4,
-                                       msg=lambda m, n=name: f"gradient of {n}: {m}")
+    compare_modules(old, new, inputs, kwargs=kwargs, atol=1e-5, rtol=1e-4, grad_atol=1e-5, run_seed=7,
+                    same_parameters=True, round_trip=True)
 
 
 @pytest.mark.corpus

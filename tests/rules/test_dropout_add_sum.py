@@ -12,7 +12,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import compare_modules, fixed, load, rules_of, skip_reasons  # noqa: E402
+from attention_harness import fixed, load, rules_of, skip_reasons  # noqa: E402
+
+from equivalence import compare_modules  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

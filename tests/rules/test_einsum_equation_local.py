@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from attention_harness import compare_modules, findings_of, fixed, load, rules_of
+from attention_harness import findings_of, fixed, load, rules_of
 
 from adopter.engine.types import Finding
+from equivalence import compare_modules
 
 RULES = rules_of("f10-manual-attention-sdpa")
 

@@ -28,6 +28,7 @@ from adopter.dsl.types import Rule  # noqa: E402
 from adopter.engine import Environment, find  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -626,56 +627,18 @@ def _randomise_buffers(module: Any) -> None:
             buf.copy_(torch.rand(buf.shape, generator=gen) + 0.5)
 
 
-def _mapped_grads(original: Any, rewritten_cls: Any, args: tuple[Any, ...]) -> dict[str, Any]:
-    """The original's parameter gradients, renamed/fused the way the rewritten module's load hooks do."""
-    state = dict(original.state_dict())
-    for name, param in original.named_parameters():
-        state[name] = param.grad if param.grad is not None else torch.zeros_like(param)
-    holder = rewritten_cls(*args)
-    holder.load_state_dict(state, strict=True)
-    return {name: p.detach() for name, p in holder.named_parameters()}
-
-
 def _compare(case: Case, new_source: str) -> None:
+    """The harness's contract at the case's tolerances (gradients and buffers as strict as outputs), the state
+    dict loading both ways (checkpoints saved after the rewrite still load into the original code) and the same
+    dropout masks on both sides."""
     old_ns, new_ns = load(case.source, f"{case.id}_old"), load(new_source, f"{case.id}_new")
     torch.manual_seed(0)
     original = old_ns[case.cls](*case.args)
     with torch.no_grad():
         _randomise_buffers(original)
     rewritten = new_ns[case.cls](*case.args)
-    rewritten.load_state_dict(original.state_dict(), strict=True)
-    # And the other way: checkpoints saved after the rewrite still load into the original code.
-    old_ns[case.cls](*case.args).load_state_dict(rewritten.state_dict(), strict=True)
-    for training in case.modes:
-        original.train(training)
-        rewritten.train(training)
-        torch.manual_seed(123)
-        inputs = case.inputs()
-        outs = []
-        for module in (original, rewritten):
-            xs = tuple(x.clone().requires_grad_(True) for x in inputs)
-            module.zero_grad()
-            torch.manual_seed(7)  # the same dropout masks on both sides
-            out = module(*xs)
-            torch.manual_seed(8)
-            out.backward(torch.randn_like(out))
-            outs.append((out.detach(), [x.grad for x in xs]))
-        (o1, g1), (o2, g2) = outs
-        where = f"{case.id} (training={training})"
-        torch.testing.assert_close(o2, o1, atol=case.atol, rtol=case.rtol, msg=lambda m, w=where: f"{w}: output {m}")
-        for a, b in zip(g1, g2):
-            torch.testing.assert_close(b, a, atol=case.atol, rtol=case.rtol, msg=lambda m, w=where: f"{w}: input grad {m}")
-        expected = _mapped_grads(original, new_ns[case.cls], case.args)
-        for name, param in rewritten.named_parameters():
-            got = param.grad if param.grad is not None else torch.zeros_like(param)
-            torch.testing.assert_close(got, expected[name], atol=case.atol, rtol=case.rtol,
-                                       msg=lambda m, n=name, w=where: f"{w}: grad of {n} {m}")
-        # Buffers (BatchNorm running statistics) must evolve identically in training.
-        old_buffers = dict(original.named_buffers())
-        for name, buf in rewritten.named_buffers():
-            if name in old_buffers:
-                torch.testing.assert_close(buf, old_buffers[name], atol=case.atol, rtol=case.rtol,
-                                           msg=lambda m, n=name, w=where: f"{w}: buffer {n} {m}")
+    compare_modules(original, rewritten, case.inputs, modes=case.modes, atol=case.atol, rtol=case.rtol,
+                    grad_atol=case.atol, buffer_atol=case.atol, buffer_rtol=case.rtol, run_seed=7, round_trip=True)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

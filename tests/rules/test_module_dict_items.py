@@ -3,7 +3,7 @@
 (`InitIndex.resolve_ctor`). Family 7 reads a conv -> BN pair held so; its fix passes the two items to the fold
 helper, which folds a stock pair at run time: the rewritten module computes what the original computes in eval
 and training mode (outputs, input and parameter gradients, float32, CPU, seed 0, atol 1e-5 / rtol 1e-4,
-`attention_harness.compare_modules`), with random running statistics. A key bound twice, or keys from an
+`equivalence.compare_modules`), with random running statistics. A key bound twice, or keys from an
 iterable that is not a literal, leave the item unknown: no site."""
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import compare_modules, findings_of, fixed, load, rules_of  # noqa: E402
+from attention_harness import findings_of, fixed, load, rules_of  # noqa: E402
+
+from equivalence import compare_modules  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

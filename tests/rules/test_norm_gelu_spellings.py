@@ -17,7 +17,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import compare_modules, findings_of, fixed, load, rules_of  # noqa: E402
+from attention_harness import findings_of, fixed, load, rules_of  # noqa: E402
+
+from equivalence import compare_modules  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

@@ -13,10 +13,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import compare_modules, fixed, load, rules_of, skip_reasons  # noqa: E402
+from attention_harness import fixed, load, rules_of, skip_reasons  # noqa: E402
 
 from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find  # noqa: E402
+from equivalence import compare_modules  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

@@ -4,7 +4,7 @@ projections held in an `nn.ModuleDict` looked up by literal keys.
 - Widths as locals (`dim_inner = heads * dim_head`, native-sparse-attention's `Attention`): `same_width` reads
   what the local holds, so grouped-query widths written through locals agree as when written out. The fix
   (the grouped-query fusion, split by width) is checked for equivalence: outputs atol 1e-5 / rtol 1e-4 and
-  gradients atol 1e-4 / rtol 1e-4 (`attention_harness.compare_modules`, CPU, seed 0), eval and train, and
+  gradients atol 1e-4 / rtol 1e-4 (`equivalence.compare_modules`, CPU, seed 0), eval and train, and
   strict loading of either state dict.
 - A `ModuleDict` of Linears (diffsynth's `MOSSImageBlock`: `{name: nn.Linear(dim, dim) for name in ("q", "k",
   "v", "o")}`, called as `self.proj["q"](y)`): a site, reported without a fix (the items of a container are
@@ -18,7 +18,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import compare_modules, findings_of, fixed, load, rules_of, skip_reasons  # noqa: E402
+from attention_harness import findings_of, fixed, load, rules_of, skip_reasons  # noqa: E402
+
+from equivalence import compare_modules  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

@@ -14,8 +14,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import compare_modules, fixed, load, rules_of  # noqa: E402
+from attention_harness import fixed, load, rules_of  # noqa: E402
 from test_gated_chunked import EXACT, _saved_bytes  # noqa: E402
+
+from equivalence import compare_modules  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

@@ -10,9 +10,9 @@ the first layers, then the rest as one call of the slice (`self.features[4:]`), 
 
 The fix builds the Sequential as `FoldedConvBnSequential` (still a Sequential: `add_module` works on it; it folds
 adjacent stock children at run time), and the rewritten module computes what the original computes: outputs,
-input and parameter gradients in eval and training mode (`attention_harness.compare_modules`: float64, CPU,
-seed 0, outputs at rtol 1e-6 / atol 1e-9, gradients at atol 1e-8; the original state dict loads with
-`strict=True`), and running statistics (`torch.allclose`).
+input and parameter gradients in eval and training mode (`equivalence.compare_modules`: float64, CPU,
+seed 0, outputs and gradients at rtol 1e-6 / atol 1e-9; the original state dict loads with `strict=True`;
+running statistics at `torch.allclose`'s tolerances).
 
 Not sites (each asserted after its site twin): an addition whose name may replace a first child
 (`add_module("conv0", ...)`, a name built from digits only, `f"norm{i}"` beside a `norm0`), a class that sets a
@@ -27,12 +27,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import compare_modules  # noqa: E402
-
 from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules, trained_statistics  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -101,19 +100,11 @@ def test_the_first_layers_are_read_and_their_fold_computes_the_same() -> None:
     torch.manual_seed(0)
     a = original.DenseNet().double()
     b = fixed.DenseNet().double()
-    with torch.no_grad():  # statistics a trained model would have
-        for m in a.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-1, 1)
-                m.running_var.uniform_(0.5, 2)
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.uniform_(-1, 1)
-    # outputs, input and parameter gradients in eval and training mode (the harness's contract; the state
-    # dict loads with strict=True)
-    compare_modules(a, b, lambda: (torch.randn(2, 3, 6, 6, dtype=torch.float64),), atol=1e-9, rtol=1e-6)
-    for ma, mb in zip(a.modules(), b.modules()):
-        if isinstance(ma, torch.nn.BatchNorm2d):
-            assert torch.allclose(ma.running_mean, mb.running_mean) and torch.allclose(ma.running_var, mb.running_var)
+    trained_statistics(a)
+    # outputs, input and parameter gradients (as strict as before the harness: atol 1e-9), running statistics
+    # (the harness's buffer check at torch.allclose's tolerances), in eval and training mode
+    compare_modules(a, b, lambda: (torch.randn(2, 3, 6, 6, dtype=torch.float64),), atol=1e-9, rtol=1e-6,
+                    grad_atol=1e-9, same_parameters=True)
 
 
 @pytest.mark.parametrize("near", [

@@ -13,9 +13,10 @@ stateless module), reported without a fix, since the product's statement is the 
 from __future__ import annotations
 
 import torch
-from attention_harness import compare_modules, findings_of, fixed, load, rules_of, skip_reasons
+from attention_harness import findings_of, fixed, load, rules_of, skip_reasons
 
 from adopter.engine.types import Finding
+from equivalence import compare_modules
 
 RULES = rules_of("f10-manual-attention-sdpa")
 

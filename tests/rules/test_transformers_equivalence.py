@@ -26,7 +26,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import CPU, CUDA, REPO, compare_modules, transformers_on_path  # noqa: E402
+from attention_harness import CPU, CUDA, REPO, transformers_on_path  # noqa: E402
 
 from adopter.analysis import analyse  # noqa: E402
 from adopter.corpus import modeling_file  # noqa: E402
@@ -35,6 +35,7 @@ from adopter.dsl.types import Rule  # noqa: E402
 from adopter.engine import Environment, find  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.corpus, pytest.mark.slow]
 

@@ -28,6 +28,7 @@ from adopter.dsl.types import Rule  # noqa: E402
 from adopter.engine import Environment, find  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.corpus, pytest.mark.slow]
 
@@ -92,51 +93,16 @@ def _randomise_statistics(model: Any) -> None:
                 buf.copy_(torch.rand(buf.shape, generator=gen) + 0.5)
 
 
-def _grads_as_checkpoint(model: Any, new_cls: Any, config: Any) -> dict[str, Any]:
-    """The original's parameter grads mapped through the rewritten model's load hooks."""
-    state = dict(model.state_dict())
-    for name, p in model.named_parameters():
-        state[name] = p.grad if p.grad is not None else torch.zeros_like(p)
-    holder = new_cls(config)
-    holder.load_state_dict(state, strict=True)
-    return {name: p.detach() for name, p in holder.named_parameters()}
-
-
-def compare(old_cls: Any, new_cls: Any, config: Any, inputs: dict[str, Any], training: bool,
+def compare(old_cls: Any, new_cls: Any, config: Any, args: tuple[Any, ...], kwargs: dict[str, Any], training: bool,
             atol: float, rtol: float) -> None:
+    """The harness's contract in one mode at the given tolerances (gradients and buffers as strict as outputs;
+    the state dict loads both ways: checkpoints saved by the rewritten model load into the original code)."""
     torch.manual_seed(0)
     old = old_cls(config)
     _randomise_statistics(old)
     new = new_cls(config)
-    new.load_state_dict(old.state_dict(), strict=True)
-    # Checkpoints saved by the rewritten model load into the original code too.
-    old_cls(config).load_state_dict(new.state_dict(), strict=True)
-    results = []
-    for model in (old, new):
-        model.train(training)
-        model.zero_grad()
-        feeds = {k: (v.clone().requires_grad_(True) if v.is_floating_point() else v) for k, v in inputs.items()}
-        torch.manual_seed(1)
-        out = model(**feeds)
-        logits = out.logits
-        torch.manual_seed(2)
-        loss = (logits * torch.randn_like(logits)).sum() + (out.loss if getattr(out, "loss", None) is not None else 0)
-        loss.backward()
-        results.append((logits.detach(), {k: v.grad for k, v in feeds.items() if v.is_floating_point()}))
-    (o1, g1), (o2, g2) = results
-    torch.testing.assert_close(o2, o1, atol=atol, rtol=rtol)
-    for k in g1:
-        torch.testing.assert_close(g2[k], g1[k], atol=atol, rtol=rtol)
-    expected = _grads_as_checkpoint(old, new_cls, config)
-    for name, p in new.named_parameters():
-        got = p.grad if p.grad is not None else torch.zeros_like(p)
-        torch.testing.assert_close(got, expected[name], atol=atol, rtol=rtol, msg=lambda m, n=name: f"{n}: {m}")
-    if not training:
-        return
-    old_buffers = dict(old.named_buffers())
-    for name, buf in new.named_buffers():
-        if name in old_buffers:
-            torch.testing.assert_close(buf, old_buffers[name], atol=atol, rtol=rtol)
+    compare_modules(old, new, lambda: args, kwargs=kwargs, modes=(training,), atol=atol, rtol=rtol, grad_atol=atol,
+                    buffer_atol=atol, buffer_rtol=rtol, run_seed=1, round_trip=True)
 
 
 @pytest.mark.parametrize("training", [False, True], ids=["eval", "train"])
@@ -151,7 +117,7 @@ def test_resnet(transformers_path: Any, tmp_path: Path, training: bool) -> None:
                               num_labels=5)
         pixels = torch.randn(2, 3, 32, 32)
         compare(original.ResNetForImageClassification, rewritten.ResNetForImageClassification, config,
-                {"pixel_values": pixels}, training, atol=1e-4, rtol=1e-4)
+                (pixels,), {}, training, atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("training", [False, True], ids=["eval", "train"])
@@ -166,4 +132,4 @@ def test_mistral(transformers_path: Any, tmp_path: Path, training: bool) -> None
                            attention_dropout=0.0)
     ids = torch.randint(0, 64, (2, 12))
     compare(original.MistralForCausalLM, rewritten.MistralForCausalLM, config,
-            {"input_ids": ids, "labels": ids}, training, atol=1e-5, rtol=1e-4)
+            (ids,), {"labels": ids}, training, atol=1e-5, rtol=1e-4)

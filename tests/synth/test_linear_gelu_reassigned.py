@@ -69,23 +69,15 @@ def _build(source: str) -> types.ModuleType:
 @pytest.mark.parametrize("training", [True, False])
 def test_the_fix_computes_what_the_original_computes(training: bool) -> None:
     torch = pytest.importorskip("torch")
+    from equivalence import compare_modules
     fixed = session().fix(MLP, "m.py", rules=["f06-linear-gelu"]).new_source
     assert "fused_linear_gelu(x, self.fc1, self.act)" in fixed
     torch.manual_seed(0)
     original = _build(MLP).Mlp(8, 16).double().train(training)
     rewritten = _build(fixed).Mlp(8, 16).double().train(training)
-    rewritten.load_state_dict(original.state_dict(), strict=True)
-    x = torch.randn(3, 5, 8, dtype=torch.float64)
-    outs, grads = [], []
-    for model in (original, rewritten):
-        xi = x.clone().requires_grad_(True)
-        out = model(xi)
-        out.pow(2).sum().backward()
-        outs.append(out.detach())
-        grads.append([xi.grad, *(p.grad for p in model.parameters())])
-    assert torch.allclose(outs[0], outs[1], rtol=1e-6, atol=1e-9)
-    for a, b in zip(grads[0], grads[1], strict=True):
-        assert torch.allclose(a, b, rtol=1e-6, atol=1e-9)
+    # in the mode it was built in; gradients as strict as outputs, the same parameters on both sides
+    compare_modules(original, rewritten, lambda: (torch.randn(3, 5, 8, dtype=torch.float64),), modes=(training,),
+                    atol=1e-9, rtol=1e-6, grad_atol=1e-9, same_parameters=True)
 
 
 CONDITIONAL = '''from functools import partial
