@@ -18,6 +18,9 @@ the same edits in the same run, as the reference.
     .venv/bin/python bench/lsp_latency.py [--edits 200] [--seed 0] [--fresh-runs 5] [--markdown]
     .venv/bin/python bench/lsp_latency.py --rss-only --servers adopter   # the memory figure alone
 
+`--per-edit OUT.json` writes every edit's timings (per server and file: the edit, wall, server CPU, in-server
+and analysis ms), to find which edits make the p95 (`bench/edit_profile.py` replays the same edits in-process).
+
 `ADOPTER_NATIVE=0` in the environment measures the pure-Python build (the server inherits it).
 """
 
@@ -241,8 +244,11 @@ async def measure_file(server: str, path: Path, edits: list[tuple[int, int, str,
     in_server = [client.server_ms[(uri, v)] for v in range(2, len(edits) + 2) if (uri, v) in client.server_ms]
     rss = client.rss_mb()
     await client.stop()
+    per_edit = [{"version": v, "edit": list(e), "ms": wall, "cpu_ms": c, "server_ms": client.server_ms.get((uri, v)),
+                 "analysis_ms": client.analysis_ms.get((uri, v))}
+                for v, e, wall, c in zip(range(2, len(edits) + 2), edits, latencies, cpu, strict=True)]
     return {
-        "server": server, "file": path.name, "kb": round(len(path.read_bytes()) / 1024),
+        "server": server, "file": path.name, "kb": round(len(path.read_bytes()) / 1024), "per_edit": per_edit,
         "start_to_first_ms": first_ms, "cold_ms": cold_ms,
         "p50_ms": statistics.median(latencies), "p95_ms": percentile(latencies, 0.95),
         "max_ms": max(latencies), "edits": len(latencies), "rss_mb": rss,
@@ -313,12 +319,16 @@ async def in_place(args: argparse.Namespace) -> None:
     files of its package resolve (cross-file reach); the warm-up file is the next one given."""
     paths = [Path(p).resolve() for p in args.paths]
     rows = []
+    per_edit: dict[str, list[dict[str, Any]]] = {}
     for i, path in enumerate(paths):
         edits = one_line_edits(path.read_text(encoding="utf-8"), args.edits, random.Random(args.seed))
         for server in args.servers:
             row = await measure_file(server, path, edits, paths[(i + 1) % len(paths)])
+            per_edit[f"{server} {path.name}"] = row.pop("per_edit")
             rows.append(row)
             print(json.dumps(row), flush=True)
+    if args.per_edit:
+        args.per_edit.write_text(json.dumps(per_edit))
     if args.markdown:
         print(markdown(rows, {}, args))
 
@@ -345,12 +355,14 @@ async def main_async(args: argparse.Namespace) -> None:
         for f in corpus:
             (folder / f.name).write_text(f.text, encoding="utf-8")
         rows = []
+        per_edit: dict[str, list[dict[str, Any]]] = {}
         for name in names:
             edits = one_line_edits(by_name[name].text, args.edits, random.Random(args.seed))
             for server in args.servers:
                 row = await measure_file(server, folder / name, edits, folder / "modeling_gpt2.py")
                 if args.fresh_runs:
                     row |= await measure_fresh(server, folder / name, args.fresh_runs)
+                per_edit[f"{server} {name}"] = row.pop("per_edit")
                 rows.append(row)
                 print(json.dumps(row), flush=True)
         rss: dict[str, float] = {}
@@ -358,6 +370,8 @@ async def main_async(args: argparse.Namespace) -> None:
             big = [folder / f.name for f in sorted(corpus, key=lambda f: len(f.text), reverse=True)[:20]]
             rss = {server: await measure_rss(server, big) for server in args.servers}
             print(json.dumps({"rss_20_largest_mb": rss}), flush=True)
+    if args.per_edit:
+        args.per_edit.write_text(json.dumps(per_edit))
     if args.markdown:
         print(markdown(rows, rss, args))
 
@@ -425,6 +439,7 @@ def main() -> None:
                         help="fresh servers per file for the fresh-open figures (0: skip them)")
     parser.add_argument("--files", nargs="+", help="modeling file names (default: BERT, T5 and the largest)")
     parser.add_argument("--markdown", action="store_true", help="also print a table for docs/benchmarks.md")
+    parser.add_argument("--per-edit", type=Path, metavar="OUT", help="write every edit's timings here (JSON)")
     parser.add_argument("--no-rss", action="store_true", help="skip the RSS figure with the 20 largest files open")
     parser.add_argument("--paths", nargs="+", metavar="PATH",
                         help="measure these files in place instead of copies of the corpus (no RSS figure)")

@@ -158,3 +158,102 @@ def test_an_init_edit_after_a_carried_one_finds_the_rules_results(context: Any,
     matched.clear()
     assert matcher.match(doc.result(), context) == fresh
     assert matched == []  # no rule asked about `note`: every result carried with the forward holds
+
+
+BRANCHED = '''
+import math
+import torch
+from torch import nn
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.heads = heads
+        self.size = hidden // heads
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+        self.dropout = nn.Dropout(0.1)
+
+    def split(self, x):
+        return x.view(x.size(0), x.size(1), self.heads, self.size).permute(0, 2, 1, 3)
+
+    def forward(self, hidden_states, cached=None):
+        # project the states
+        query = self.split(self.query(hidden_states))
+        if cached is None:
+            key = self.split(self.key(hidden_states))
+        else:
+            key = torch.cat([cached, self.split(self.key(hidden_states))], dim=2)
+        value = self.split(self.value(hidden_states))
+        scores = torch.matmul(query, key.transpose(-1, -2)) / math.sqrt(self.size)
+        probs = self.dropout(nn.functional.softmax(scores, dim=-1))
+        return torch.matmul(probs, value)
+'''
+
+COMMENT = "        # project the states"
+
+
+@pytest.mark.parametrize("comment", ["        # projects the states", "        #  project the states",
+                                     "        # project the state"])
+def test_an_edit_before_an_if_around_inlined_calls_is_carried(comment: str, context: Any) -> None:
+    """The `if` around `self.split(...)` names it by its start byte (`Forward.applications`), which the edit
+    above moves: the byte is mapped like a span's end, and the findings carried are a fresh match's."""
+    old = next(a for a in analyse(BRANCHED, "m.py").architectures if a.name == "SelfAttention")
+    new = next(a for a in analyse(BRANCHED.replace(COMMENT, comment), "m.py").architectures
+               if a.name == "SelfAttention")
+    assert old.forward is not None and new.forward is not None
+    paths = [path for _, _, _, path in old.forward.applications if path]
+    assert paths and paths != [path for _, _, _, path in new.forward.applications if path]  # the bytes moved
+    points = moved_points(old, new)
+    assert points is not None
+    before, after = _check(old, context), _check(new, context)
+    assert before.findings
+    assert carried(tuple(before.findings), points) == tuple(after.findings)
+    assert carried(tuple(before.problems), points) == tuple(after.problems)
+
+
+def test_applications_whose_ifs_are_told_apart_differently_are_not_carried() -> None:
+    """The `if`s' bytes are mapped one-to-one: every byte moved alike is carried; one `if` becoming two, or
+    the alternative of a call changing, is a change of what matching compares."""
+    from dataclasses import replace
+
+    old = next(a for a in analyse(BRANCHED, "m.py").architectures if a.name == "SelfAttention")
+    assert old.forward is not None
+    apps = old.forward.applications
+    under_if = [i for i, (_, _, _, path) in enumerate(apps) if path]
+    assert len(under_if) == 2 and apps[under_if[0]][3][0][0] == apps[under_if[1]][3][0][0]  # one `if`, two calls
+
+    def edited(change: Any) -> Any:
+        assert old.forward is not None
+        moved = tuple(change(i, app) if i in under_if else app for i, app in enumerate(apps))
+        return replace(old, forward=replace(old.forward, applications=moved))
+
+    assert moved_points(old, edited(lambda i, a: (*a[:3], ((a[3][0][0] + 5, a[3][0][1]),)))) is not None
+    assert moved_points(old, edited(lambda i, a: (*a[:3], ((a[3][0][0] + i, a[3][0][1]),)))) is None  # two `if`s
+    assert moved_points(old, edited(lambda i, a: (*a[:3], ((a[3][0][0], 1 - a[3][0][1]),)))) is None
+    assert moved_points(old, edited(lambda i, a: (*a[:3], ()))) is None
+
+
+@pytest.mark.pure_python
+def test_the_server_does_not_match_a_class_whose_comment_changed(context: Any,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from adopter.analysis.incremental import DocumentAnalysis
+
+    matched: list[str] = []
+    original = sites._match_scope
+
+    def counted(scope_name: str, *args: Any, **kwargs: Any) -> Any:
+        matched.append(scope_name)
+        return original(scope_name, *args, **kwargs)
+
+    monkeypatch.setattr(sites, "_match_scope", counted)
+    doc, matcher = DocumentAnalysis(BRANCHED, "m.py"), UnitMatcher()
+    assert matcher.match(doc.result(), context)[0]
+    text = BRANCHED.replace(COMMENT, "        # projects the states")
+    fresh = UnitMatcher(remember=False).match(analyse(text, "m.py"), context)
+    doc.update(text)
+    matched.clear()
+    assert matcher.match(doc.result(), context) == fresh
+    assert matched == []

@@ -9,6 +9,11 @@ when the new unit equals the old one field by field, each old span's ends map to
 map keeps every line and is one-to-one and order-preserving on the points, the old unit's findings with
 their spans mapped are exactly the findings of matching the new unit, and the unit is not matched again.
 Any other difference (an op, a name, a value, a line) or a point the map does not cover: matched as before.
+
+`Forward.applications` names each `if` around an inlined call by the `if`'s start byte, which any edit before
+it moves (a letter typed in a comment above it). Matching reads those bytes only to compare them for equality
+(`engine.applications`: which calls lie on one path), and no finding holds one, so they are mapped like span
+ends: old byte to new byte, one-to-one and order-preserving, every other part of the application equal.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import fields, is_dataclass, replace
 
-from adopter.dsl.types import Span
+from adopter.dsl.types import Forward, Span
 
 Point = tuple[int, int]
 _NAMES: dict[type, tuple[str, ...]] = {}
@@ -33,6 +38,9 @@ class PointMap:
     def __init__(self) -> None:
         self.to_new: dict[Point, Point] = {}
         self._to_old: dict[Point, Point] = {}
+        # The start bytes of the `if`s in `Forward.applications`' paths, old to new (the module docstring).
+        self._bytes: dict[int, int] = {}
+        self._bytes_old: dict[int, int] = {}
 
     def add(self, old: Point, new: Point) -> bool:
         if old[0] != new[0]:
@@ -45,11 +53,22 @@ class PointMap:
             return True
         return got == new
 
+    def add_byte(self, old: int, new: int) -> bool:
+        got = self._bytes.get(old)
+        if got is None:
+            if self._bytes_old.setdefault(new, old) != old:
+                return False
+            self._bytes[old] = new
+            return True
+        return got == new
+
     def monotone(self) -> bool:
-        """Whether the map keeps the order of the points (then every comparison of spans is kept)."""
+        """Whether the map keeps the order of the points and of the bytes (then every comparison is kept)."""
         olds = sorted(self.to_new)
         news = [self.to_new[p] for p in olds]
-        return all(a < b for a, b in itertools.pairwise(news))
+        old_bytes = sorted(self._bytes)
+        new_bytes = [self._bytes[b] for b in old_bytes]
+        return all(a < b for a, b in itertools.pairwise(news)) and all(a < b for a, b in itertools.pairwise(new_bytes))
 
     def span(self, s: Span) -> Span:
         start = self.to_new.get((s.start_line, s.start_col))
@@ -125,12 +144,32 @@ def _same(a: object, b: object, points: PointMap) -> bool:
         return (points.add((a.start_line, a.start_col), (b.start_line, b.start_col))
                 and points.add((a.end_line, a.end_col), (b.end_line, b.end_col)))
     if kind == _FIELDS:  # every field, those left out of `==` too (`Op.origin`, `Forward.calls`)
+        if t is Forward:
+            assert isinstance(a, Forward) and isinstance(b, Forward)
+            return (_pairs_same(((getattr(a, n), getattr(b, n)) for n in _NAMES[t] if n != "applications"), points)
+                    and _same_applications(a.applications, b.applications, points))
         return _pairs_same(((getattr(a, n), getattr(b, n)) for n in _NAMES[t]), points)
     if kind == _LIST:
         assert isinstance(a, list) and isinstance(b, list)
         return len(a) == len(b) and all(_same(x, y, points) for x, y in zip(a, b))
     assert isinstance(a, dict) and isinstance(b, dict)
     return list(a) == list(b) and all(_same(a[k], b[k], points) for k in a)
+
+
+def _same_applications(a: tuple[tuple[tuple[str, ...], tuple[str, ...], Span, tuple[tuple[int, int], ...]], ...],
+                       b: tuple[tuple[tuple[str, ...], tuple[str, ...], Span, tuple[tuple[int, int], ...]], ...],
+                       points: PointMap) -> bool:
+    """Two forwards' applications equal but for their spans and the start bytes of the `if`s on their paths,
+    which go into `points`."""
+    if len(a) != len(b):
+        return False
+    for (via, outs, span, path), (via2, outs2, span2, path2) in zip(a, b):
+        if via != via2 or outs != outs2 or len(path) != len(path2) or not _same(span, span2, points):
+            return False
+        for (at, alternative), (at2, alternative2) in zip(path, path2):
+            if alternative != alternative2 or not points.add_byte(at, at2):
+                return False
+    return True
 
 
 def _pairs_same(pairs: Iterable[tuple[object, object]], points: PointMap) -> bool:
@@ -162,8 +201,8 @@ def _alike(a: object, b: object) -> bool:
     if kind == _TUPLE:
         assert isinstance(a, tuple) and isinstance(b, tuple)
         return len(a) == len(b) and all(_alike(x, y) for x, y in zip(a, b))
-    if kind == _FIELDS:
-        return all(_alike(getattr(a, n), getattr(b, n)) for n in _NAMES[t])
+    if kind == _FIELDS:  # a forward's applications hold bytes that move (`_same_applications` decides)
+        return all(_alike(getattr(a, n), getattr(b, n)) for n in _NAMES[t] if t is not Forward or n != "applications")
     return True
 
 

@@ -11,6 +11,7 @@ import ast
 import functools
 import re
 import textwrap
+from collections.abc import Iterator
 from typing import Any
 
 from adopter.analysis.crossfile.evaluator import truth
@@ -25,9 +26,25 @@ def single_base_classes(data: bytes) -> dict[str, str]:
     """The module-level classes of a file's text that have one base, by name: the base as written. Read once
     per text (every class of the file asks)."""
     out: dict[str, str] = {}
-    for m in _SINGLE_BASE_CLASS.finditer(data):
-        out.setdefault(m.group(1).decode(), m.group(2).decode())  # the first definition, as a search finds
+    # The pattern matched at each line that starts `class ` (where `^` can match), found by `bytes.find`: a
+    # scan of the pattern over every position of the text cost ~0.6 ms on T5's file at each keystroke that
+    # re-analyses a class. A match cannot hold another such line (its gaps are whitespace before a name, a
+    # `)` or a `:`), so these are the matches `finditer` gives, in the same order.
+    for at in _class_lines(data):
+        m = _SINGLE_BASE_CLASS.match(data, at)
+        if m is not None:
+            out.setdefault(m.group(1).decode(), m.group(2).decode())  # the first definition, as a search finds
     return out
+
+
+def _class_lines(data: bytes) -> Iterator[int]:
+    """The start of each line of `data` that starts with `class `."""
+    if data.startswith(b"class "):
+        yield 0
+    at = data.find(b"\nclass ")
+    while at >= 0:
+        yield at + 1
+        at = data.find(b"\nclass ", at + 1)
 
 
 class InitSource:
