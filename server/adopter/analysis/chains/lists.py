@@ -12,7 +12,8 @@ MLP and conv-stack builders write
 (or `layers += [nn.Linear(...), nn.BatchNorm1d(...), nn.ReLU()]`, `layers.extend([...])`). Within one
 iteration the items follow each other in the Sequential, so each run of items added in order in one loop
 body is a chain (`adopter.analysis.chains.sequential_classes.chain_of`: bindings with the constructors' own spans,
-reported without an automatic fix). An addition under a condition inside the loop body cuts the run. Lists
+reported without an automatic fix). An addition under a condition inside the loop body cuts the run,
+unless the parameters' defaults decide the condition (`if bn:` with `bn=True`): then their branch is read. Lists
 filled without a loop are not read here: the canonical pass unrolls `nn.Sequential(*layers)` of those, and
 of a list filled in loops in an evident order bound to an attribute nothing indexes (one pass of each loop,
 `InitAnalysis.unrolled_lists`), whose chains are then not reported here as well.
@@ -20,9 +21,12 @@ of a list filled in loops in an evident order bound to an attribute nothing inde
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.chains.default_branches import taken_block
 from adopter.analysis.chains.list_items import added_items
 from adopter.analysis.chains.sequential_classes import chain_of
 from adopter.analysis.names.symbols import ModuleSymbols, dotted_text
@@ -86,15 +90,18 @@ def list_chains(function: Node, name: str, src: SourceText, symbols: ModuleSymbo
         for target in lists:
             if target in reader.unrolled_lists:
                 continue  # a Sequential binding holds one pass of its loops: the forward's call shows its layers
-            for run in _runs(block, target, src):
+            for run in _runs(block, target, src, function.child_by_field_id(Field.BODY), reader.defaults):
                 if len(run) >= MIN_CHILDREN and len(chains) < MAX_CHAINS:
                     chains.append(chain_of(run, name, src, reader, function, run[0]))
     return tuple(chains)
 
 
-def _runs(block: Node, target: str, src: SourceText) -> list[list[Node]]:
+def _runs(block: Node, target: str, src: SourceText, body: Node | None = None,
+          defaults: Mapping[str, str | None] | None = None) -> list[list[Node]]:
     """Runs of items added to `target` by consecutive statements of `block` (other statements are
-    skipped; a compound statement that adds to it cuts the run)."""
+    skipped; a compound statement that adds to it cuts the run, unless it is an `if` the parameters'
+    `defaults` decide: its branch for them is read in place, `adopter.analysis.chains.default_branches`;
+    `body` is the function's body)."""
     runs: list[list[Node]] = [[]]
     for stmt in block.named_children:
         if stmt.type == "comment":
@@ -103,5 +110,13 @@ def _runs(block: Node, target: str, src: SourceText) -> list[list[Node]]:
         if items is not None:
             runs[-1].extend(items)
         elif stmt.type != "expression_statement" and target.encode() in src.raw(stmt):
-            runs.append([])
+            taken = taken_block(stmt, body, src, defaults) if body is not None and defaults else None
+            if isinstance(taken, str):
+                continue  # no branch runs with the defaults: nothing is added
+            if taken is None:
+                runs.append([])
+                continue
+            inner = _runs(taken, target, src, body, defaults)
+            runs[-1].extend(inner[0])
+            runs.extend(inner[1:])
     return runs
