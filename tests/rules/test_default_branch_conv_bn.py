@@ -2,7 +2,9 @@
 with `bn=True`, `elif norm == "bn":` with `norm="bn"`) is a site on the default's path
 (`adopter.analysis.chains.default_branches`), in the three list readers: a Sequential subclass handing the list
 to `super().__init__(*m)` (super-image `modeling_utils.BasicBlock`, EDSR-style blocks), a factory function
-returning `nn.Sequential(*m)`, and a loop body (sequence-models `FCStack`, MLP builders). Before, an addition
+returning `nn.Sequential(*m)`, and a loop body (MLP builders), also of a Sequential subclass's `__init__` that hands
+the list to `super().__init__(*layers)` (sequence-models `FCStack`; before, only `nn.Sequential(*layers)` was read
+there). Before, an addition
 under any test but `is not None` cut the chain there.
 
 The fixes are the existing in-place ones (the Sequential built as `FoldedConvBnSequential`, or the subclass derived
@@ -96,6 +98,23 @@ class FCStack(nn.Module):
         return self.net(x)
 '''
 
+SUBCLASS_LOOP = '''
+from torch import nn
+
+
+class FCStack(nn.Sequential):
+    def __init__(self, sizes, norm="bn", p=0.0):
+        layers = []
+        for d0, d1 in zip(sizes, sizes[1:]):
+            layers.append(nn.Linear(d0, d1))
+            if norm == "ln":
+                layers.append(nn.LayerNorm(d1))
+            elif norm == "bn":
+                layers.append(nn.BatchNorm1d(d1))
+            layers.append(nn.ReLU(inplace=True))
+        super().__init__(*layers)
+'''
+
 
 def _module(source: str, name: str) -> types.ModuleType:
     module = types.ModuleType(name)
@@ -157,6 +176,11 @@ def test_a_loop_body_addition_under_an_elif_on_a_default() -> None:
     assert _sites(LOOP) == [("f08-linear-bn", False, _line(LOOP, "layers.append(nn.Linear"))]
 
 
+def test_a_sequential_subclass_list_filled_in_a_loop() -> None:
+    # sequence-models `layers.FCStack`: the loop body's run is handed to the Sequential base
+    assert _sites(SUBCLASS_LOOP) == [("f08-linear-bn", False, _line(SUBCLASS_LOOP, "layers.append(nn.Linear"))]
+
+
 @pytest.mark.parametrize(("site", "near"), [
     (SUBCLASS, SUBCLASS.replace("bn=True", "bn=False")),  # the default skips the BatchNorm
     (SUBCLASS, SUBCLASS.replace("        if bn:\n", "        bn = c_out > 8\n        if bn:\n")),  # rebound
@@ -165,6 +189,8 @@ def test_a_loop_body_addition_under_an_elif_on_a_default() -> None:
     (FACTORY, FACTORY.replace('def conv_block(c_in, c_out, norm="bn")', 'def conv_block(c_in, c_out, norm="gn")')),
     (LOOP, LOOP.replace('norm="bn", p=0.0', 'norm="ln", p=0.0')),
     (LOOP, LOOP.replace('            if norm == "ln":', '            norm = "ln"\n            if norm == "ln":')),
+    (SUBCLASS_LOOP, SUBCLASS_LOOP.replace("(nn.Sequential)", "(nn.ModuleList)")),  # a ModuleList runs nothing
+    (SUBCLASS_LOOP, SUBCLASS_LOOP.replace('norm="bn"', 'norm="ln"')),
 ])
 def test_near_forms_stay_silent(site: str, near: str) -> None:
     assert len(_sites(site)) == 1

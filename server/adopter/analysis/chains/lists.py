@@ -21,6 +21,7 @@ of a list filled in loops in an evident order bound to an attribute nothing inde
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from tree_sitter import Node
@@ -38,12 +39,16 @@ MIN_CHILDREN = 2
 MAX_CHAINS = 32  # per function: a bound on generated code
 _NESTED = ("function_definition", "class_definition", "decorated_definition", "lambda")
 _LOOPS = ("for_statement", "while_statement")
+_PARENT_INIT = re.compile(r"super\((?:\w+,self)?\)\.__init__")
 
 
-def splatted_lists(function: Node, src: SourceText, symbols: ModuleSymbols) -> list[str]:
-    """The local names run as `nn.Sequential(*name)` in `function` (nested definitions excluded)."""
+def splatted_lists(function: Node, src: SourceText, symbols: ModuleSymbols, parent_init: bool = False) -> list[str]:
+    """The local names run as `nn.Sequential(*name)` in `function` (nested definitions excluded); with
+    `parent_init` (`function` is the `__init__` of an `nn.Sequential` subclass) also those it hands to the
+    Sequential as `super().__init__(*name)`."""
     body = function.child_by_field_id(Field.BODY)
-    if body is None or b"Sequential(*" not in src.raw(body).replace(b" ", b""):
+    raw = src.raw(body).replace(b" ", b"") if body is not None else b""
+    if body is None or (b"Sequential(*" not in raw and not (parent_init and b".__init__(*" in raw)):
         return []
     names: list[str] = []
     stack = list(body.named_children)
@@ -56,8 +61,10 @@ def splatted_lists(function: Node, src: SourceText, symbols: ModuleSymbols) -> l
             dotted = dotted_text(func, src) if func is not None else None
             args = node.child_by_field_id(Field.ARGUMENTS)
             parts = [a for a in (args.named_children if args is not None else ()) if a.type != "comment"]
-            if (dotted is not None and dotted.endswith("Sequential") and symbols.qualify(dotted) == SEQUENTIAL
-                    and len(parts) == 1 and parts[0].type == "list_splat"):
+            sequential = dotted is not None and dotted.endswith("Sequential") and symbols.qualify(dotted) == SEQUENTIAL
+            if parent_init and func is not None and not sequential:
+                sequential = _PARENT_INIT.fullmatch(src.text(func).replace(" ", "")) is not None
+            if sequential and len(parts) == 1 and parts[0].type == "list_splat":
                 inner = parts[0].named_children[0] if parts[0].named_child_count else None
                 if inner is not None and inner.type == "identifier" and src.text(inner) not in names:
                     names.append(src.text(inner))
@@ -66,10 +73,11 @@ def splatted_lists(function: Node, src: SourceText, symbols: ModuleSymbols) -> l
 
 
 def list_chains(function: Node, name: str, src: SourceText, symbols: ModuleSymbols,
-                reader: InitAnalysis) -> tuple[Architecture, ...]:
+                reader: InitAnalysis, parent_init: bool = False) -> tuple[Architecture, ...]:
     """The chains of layers added to a list in one loop body of `function`, for each list the function runs
-    as `nn.Sequential(*list)`; `reader` reads the constructors (its locals are the function's)."""
-    lists = splatted_lists(function, src, symbols)
+    as `nn.Sequential(*list)` (or hands to its Sequential base, `parent_init`: see `splatted_lists`);
+    `reader` reads the constructors (its locals are the function's)."""
+    lists = splatted_lists(function, src, symbols, parent_init)
     if not lists:
         return ()
     chains: list[Architecture] = []
