@@ -9,10 +9,13 @@ keep the construction as their `origin`: the engine reports these sites without 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tree_sitter import Node
 
 from adopter.analysis.canonical.normalise import canonical_architecture
 from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.chains.default_branches import taken_block
 from adopter.analysis.idioms.submodules import item_forwards
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
@@ -69,25 +72,32 @@ def _chain(call: Node, name: str, src: SourceText, reader: InitAnalysis, body: N
     children = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
     if len(children) == 1 and children[0].type == "list_splat" and body is not None:
         # `nn.Sequential(*layers)`: the layers a list built in the function's own block holds
-        listed = _listed(body, children[0], call, src)
+        listed = _listed(body, children[0], call, src, reader.defaults)
         if listed is None:
             return None
         children = listed
     return _chain_of(children, call, name, src, reader)
 
 
-def _listed(body: Node, splat: Node, call: Node, src: SourceText) -> list[Node] | None:
+def _listed(body: Node, splat: Node, call: Node, src: SourceText,
+            defaults: Mapping[str, str | None]) -> list[Node] | None:
     """The elements of the list `*name` unpacks, built by the statements of `body` before `call`
     (`layers = [...]`, `layers.append(x)`, `layers += [...]`, `layers.extend([...])`); None when it is
-    also changed anywhere else (inside an `if` or a loop: the layers would depend on the path)."""
+    also changed anywhere else (inside a loop, or an `if` the parameters' defaults `defaults` do not decide:
+    the layers would depend on the path)."""
     target = splat.named_children[0] if splat.named_children else None
     if target is None or target.type != "identifier":
         return None
     name = src.text(target)
-    items: list[Node] | None = None
-    for stmt in body.named_children:
-        if stmt.end_byte > call.start_byte:
-            break  # the statement holding the Sequential, and what follows it
+    stmts = [s for s in body.named_children if s.end_byte <= call.start_byte]  # before the Sequential's statement
+    return _steps(stmts, body, name, None, src, defaults)
+
+
+def _steps(stmts: list[Node], body: Node, name: str, items: list[Node] | None, src: SourceText,
+           defaults: Mapping[str, str | None]) -> list[Node] | None:
+    """`items` after the statements `stmts` (of the function `body`) build the list `name`; an `if` the
+    parameters' defaults decide (`adopter.analysis.chains.default_branches`) is read on their path."""
+    for stmt in stmts:
         expr = stmt.named_children[0] if stmt.type == "expression_statement" and stmt.named_children else None
         step = _list_step(expr, name, src) if expr is not None else None
         if step is not None:
@@ -97,7 +107,14 @@ def _listed(body: Node, splat: Node, call: Node, src: SourceText) -> list[Node] 
             items = list(nodes) if kind == "set" else [*(items or []), *nodes]
         elif name.encode() in src.raw(stmt) and any(
                 n.type == "identifier" and src.text(n) == name for n in _identifiers(stmt)):
-            return None  # read or changed another way (in a branch, a loop, a call)
+            block = taken_block(stmt, body, src, defaults) if items is not None else None
+            if isinstance(block, str):
+                continue  # no branch runs with the defaults
+            if block is None:
+                return None  # read or changed another way (in a branch, a loop, a call)
+            items = _steps([s for s in block.named_children if s.type != "comment"], body, name, items, src, defaults)
+            if items is None:
+                return None
     return items
 
 

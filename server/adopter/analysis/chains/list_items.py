@@ -13,11 +13,11 @@ list (torchvision's `FCNHead`, `ConvNormActivation`):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from tree_sitter import Node
 
+from adopter.analysis.chains.default_branches import taken_block
 from adopter.analysis.parse.source import Field, SourceText
 
 BREAK = None  # an item whose place in the list is not certain: a chain read from the items is cut there
@@ -59,9 +59,10 @@ def splatted_children(body: Node, target: str, before: int, src: SourceText,
                       defaults: Mapping[str, str | None]) -> list[Node | None]:
     """The items the local list `target` holds when the statement at byte `before` of `body` runs, in order:
     made by `target = [...]` and grown by `append` / `extend` / `+=` statements of `body`; `BREAK` where an
-    addition's place is not certain (in a loop, under a test this does not decide). A test `if p is not
-    None:` on a parameter `p` whose default (`defaults`) is a value and that nothing rebinds is read as
-    taken: the default's path, as `norm_layer(c)` is read as the default's class. `[BREAK]` when the list
+    addition's place is not certain (in a loop, under a test this does not decide). A test the
+    parameters' defaults (`defaults`) decide (`if p is not None:`, `if bn:`, `elif norm == "bn":`) is read
+    on the default's path (`adopter.analysis.chains.default_branches`), as `norm_layer(c)` is read as the
+    default's class. `[BREAK]` when the list
     is not made here or something else touches it (`insert`, `layers[0] = ...`, passing it to a call)."""
     items: list[Node | None] | None = None
     for stmt in body.named_children:
@@ -84,45 +85,19 @@ def _grow(stmt: Node, target: str, items: list[Node | None], body: Node, src: So
     if added is not None:
         items.extend(a if a.type != "list_splat" else BREAK for a in added)
         return True
-    block = stmt.child_by_field_id(Field.CONSEQUENCE) if stmt.type == "if_statement" else None
-    if block is not None and _taken(stmt, body, src, defaults):
+    block = taken_block(stmt, body, src, defaults)
+    if isinstance(block, str):
+        return True  # no branch runs with the parameters' defaults: nothing is added
+    if isinstance(block, Node):
         for inner in block.named_children:
             if inner.type != "comment" and target.encode() in src.raw(inner):
-                if not _grow(inner, target, items, body, src, {}):
+                if not _grow(inner, target, items, body, src, defaults):
                     return False
         return True
     if stmt.type in _COMPOUND:
         items.append(BREAK)  # added under a test this does not decide, or in a loop
         return True
     return False
-
-
-def _taken(stmt: Node, body: Node, src: SourceText, defaults: Mapping[str, str | None]) -> bool:
-    """`if p is not None:` (no `elif`/`else`) on a parameter with a default other than None that `body`
-    never rebinds."""
-    test = stmt.child_by_field_id(Field.CONDITION)
-    if test is None or stmt.child_by_field_id(Field.ALTERNATIVE) is not None:
-        return False
-    m = _NOT_NONE.fullmatch(src.text(test))
-    if m is None or defaults.get(m.group(1)) in (None, "None"):
-        return False
-    return not _rebinds(body, m.group(1), src)
-
-
-def _rebinds(node: Node, name: str, src: SourceText) -> bool:
-    """Whether an assignment under `node` binds `name`."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type in ("assignment", "augmented_assignment", "named_expression"):
-            left = n.child_by_field_id(Field.LEFT) or n.child_by_field_id(Field.NAME)
-            if left is not None and name in re.findall(r"[A-Za-z_]\w*", src.text(left)):
-                return True
-        stack.extend(n.named_children)
-    return False
-
-
-_NOT_NONE = re.compile(r"([A-Za-z_]\w*)\s+is\s+not\s+None")
 
 
 def _made(stmt: Node, target: str, src: SourceText) -> list[Node | None] | None:

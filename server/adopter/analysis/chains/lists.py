@@ -12,7 +12,8 @@ MLP and conv-stack builders write
 (or `layers += [nn.Linear(...), nn.BatchNorm1d(...), nn.ReLU()]`, `layers.extend([...])`). Within one
 iteration the items follow each other in the Sequential, so each run of items added in order in one loop
 body is a chain (`adopter.analysis.chains.sequential_classes.chain_of`: bindings with the constructors' own spans,
-reported without an automatic fix). An addition under a condition inside the loop body cuts the run. Lists
+reported without an automatic fix). An addition under a condition inside the loop body cuts the run,
+unless the parameters' defaults decide the condition (`if bn:` with `bn=True`): then their branch is read. Lists
 filled without a loop are not read here: the canonical pass unrolls `nn.Sequential(*layers)` of those, and
 of a list filled in loops in an evident order bound to an attribute nothing indexes (one pass of each loop,
 `InitAnalysis.unrolled_lists`), whose chains are then not reported here as well.
@@ -20,9 +21,13 @@ of a list filled in loops in an evident order bound to an attribute nothing inde
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.chains.default_branches import taken_block
 from adopter.analysis.chains.list_items import added_items
 from adopter.analysis.chains.sequential_classes import chain_of
 from adopter.analysis.names.symbols import ModuleSymbols, dotted_text
@@ -34,12 +39,16 @@ MIN_CHILDREN = 2
 MAX_CHAINS = 32  # per function: a bound on generated code
 _NESTED = ("function_definition", "class_definition", "decorated_definition", "lambda")
 _LOOPS = ("for_statement", "while_statement")
+_PARENT_INIT = re.compile(r"super\((?:\w+,self)?\)\.__init__")
 
 
-def splatted_lists(function: Node, src: SourceText, symbols: ModuleSymbols) -> list[str]:
-    """The local names run as `nn.Sequential(*name)` in `function` (nested definitions excluded)."""
+def splatted_lists(function: Node, src: SourceText, symbols: ModuleSymbols, parent_init: bool = False) -> list[str]:
+    """The local names run as `nn.Sequential(*name)` in `function` (nested definitions excluded); with
+    `parent_init` (`function` is the `__init__` of an `nn.Sequential` subclass) also those it hands to the
+    Sequential as `super().__init__(*name)`."""
     body = function.child_by_field_id(Field.BODY)
-    if body is None or b"Sequential(*" not in src.raw(body).replace(b" ", b""):
+    raw = src.raw(body).replace(b" ", b"") if body is not None else b""
+    if body is None or (b"Sequential(*" not in raw and not (parent_init and b".__init__(*" in raw)):
         return []
     names: list[str] = []
     stack = list(body.named_children)
@@ -52,8 +61,10 @@ def splatted_lists(function: Node, src: SourceText, symbols: ModuleSymbols) -> l
             dotted = dotted_text(func, src) if func is not None else None
             args = node.child_by_field_id(Field.ARGUMENTS)
             parts = [a for a in (args.named_children if args is not None else ()) if a.type != "comment"]
-            if (dotted is not None and dotted.endswith("Sequential") and symbols.qualify(dotted) == SEQUENTIAL
-                    and len(parts) == 1 and parts[0].type == "list_splat"):
+            sequential = dotted is not None and dotted.endswith("Sequential") and symbols.qualify(dotted) == SEQUENTIAL
+            if parent_init and func is not None and not sequential:
+                sequential = _PARENT_INIT.fullmatch(src.text(func).replace(" ", "")) is not None
+            if sequential and len(parts) == 1 and parts[0].type == "list_splat":
                 inner = parts[0].named_children[0] if parts[0].named_child_count else None
                 if inner is not None and inner.type == "identifier" and src.text(inner) not in names:
                     names.append(src.text(inner))
@@ -62,10 +73,11 @@ def splatted_lists(function: Node, src: SourceText, symbols: ModuleSymbols) -> l
 
 
 def list_chains(function: Node, name: str, src: SourceText, symbols: ModuleSymbols,
-                reader: InitAnalysis) -> tuple[Architecture, ...]:
+                reader: InitAnalysis, parent_init: bool = False) -> tuple[Architecture, ...]:
     """The chains of layers added to a list in one loop body of `function`, for each list the function runs
-    as `nn.Sequential(*list)`; `reader` reads the constructors (its locals are the function's)."""
-    lists = splatted_lists(function, src, symbols)
+    as `nn.Sequential(*list)` (or hands to its Sequential base, `parent_init`: see `splatted_lists`);
+    `reader` reads the constructors (its locals are the function's)."""
+    lists = splatted_lists(function, src, symbols, parent_init)
     if not lists:
         return ()
     chains: list[Architecture] = []
@@ -86,15 +98,18 @@ def list_chains(function: Node, name: str, src: SourceText, symbols: ModuleSymbo
         for target in lists:
             if target in reader.unrolled_lists:
                 continue  # a Sequential binding holds one pass of its loops: the forward's call shows its layers
-            for run in _runs(block, target, src):
+            for run in _runs(block, target, src, function.child_by_field_id(Field.BODY), reader.defaults):
                 if len(run) >= MIN_CHILDREN and len(chains) < MAX_CHAINS:
                     chains.append(chain_of(run, name, src, reader, function, run[0]))
     return tuple(chains)
 
 
-def _runs(block: Node, target: str, src: SourceText) -> list[list[Node]]:
+def _runs(block: Node, target: str, src: SourceText, body: Node | None = None,
+          defaults: Mapping[str, str | None] | None = None) -> list[list[Node]]:
     """Runs of items added to `target` by consecutive statements of `block` (other statements are
-    skipped; a compound statement that adds to it cuts the run)."""
+    skipped; a compound statement that adds to it cuts the run, unless it is an `if` the parameters'
+    `defaults` decide: its branch for them is read in place, `adopter.analysis.chains.default_branches`;
+    `body` is the function's body)."""
     runs: list[list[Node]] = [[]]
     for stmt in block.named_children:
         if stmt.type == "comment":
@@ -103,5 +118,13 @@ def _runs(block: Node, target: str, src: SourceText) -> list[list[Node]]:
         if items is not None:
             runs[-1].extend(items)
         elif stmt.type != "expression_statement" and target.encode() in src.raw(stmt):
-            runs.append([])
+            taken = taken_block(stmt, body, src, defaults) if body is not None and defaults else None
+            if isinstance(taken, str):
+                continue  # no branch runs with the defaults: nothing is added
+            if taken is None:
+                runs.append([])
+                continue
+            inner = _runs(taken, target, src, body, defaults)
+            runs[-1].extend(inner[0])
+            runs.extend(inner[1:])
     return runs

@@ -30,7 +30,7 @@ from tree_sitter import Node
 from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.chains.call_arguments import self_call_arguments, walk
 from adopter.analysis.chains.lists import list_chains, splatted_lists
-from adopter.analysis.chains.sequential_classes import chain_of, positional_children
+from adopter.analysis.chains.sequential_classes import chain_of, is_sequential_class, positional_children
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
@@ -49,11 +49,12 @@ def method_chains(class_name: str, src: SourceText, table: ClassTable) -> tuple[
     if info is None or b"Sequential" not in src.raw(info.node):
         return ()
     candidates: list[tuple[str, Node, list[Node]]] = []
+    parent = is_sequential_class(class_name, table)  # its `__init__` may hand a list to the Sequential
     for method, node in info.methods.items():
-        if method == "forward" or b"Sequential" not in src.raw(node):
+        if method == "forward" or (b"Sequential" not in src.raw(node) and not (parent and method == "__init__")):
             continue
         calls = _unbound_sequentials(node, src, table)
-        if calls or splatted_lists(node, src, table.symbols):
+        if calls or splatted_lists(node, src, table.symbols, parent and method == "__init__"):
             candidates.append((method, node, calls))
     if not candidates:
         return ()
@@ -78,7 +79,8 @@ def method_chains(class_name: str, src: SourceText, table: ClassTable) -> tuple[
                 chains.append(replace(chain, passed_to=passed) if passed else chain)
             if len(chains) >= MAX_CHAINS:
                 return tuple(chains)
-        chains.extend(list_chains(node, f"{class_name}.{method}", src, table.symbols, reader))
+        chains.extend(list_chains(node, f"{class_name}.{method}", src, table.symbols, reader,
+                                  parent and method == "__init__"))
     return tuple(chains[:MAX_CHAINS])
 
 
