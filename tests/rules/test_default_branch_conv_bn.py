@@ -10,7 +10,7 @@ under any test but `is not None` cut the chain there.
 The fixes are the existing in-place ones (the Sequential built as `FoldedConvBnSequential`, or the subclass derived
 from it), which decide at run time which adjacent stock children fold; the rewritten module computes what the
 original computes with the default and with the other branch (`bn=False`): outputs, input and parameter gradients
-in eval and training mode (`attention_harness.compare_modules`: float64, CPU, seed 0, outputs rtol 1e-6 / atol
+in eval and training mode (`equivalence.compare_modules`: float64, CPU, seed 0, outputs rtol 1e-6 / atol
 1e-9, gradients atol 1e-8; the state dict loads with `strict=True`). The loop-body chain is reported without a fix
 (the chains of `adopter.analysis.chains.lists` have none), with the existing reason.
 
@@ -26,7 +26,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import compare_modules  # noqa: E402
+from equivalence import compare_modules  # noqa: E402
 
 from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
