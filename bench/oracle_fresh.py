@@ -1,14 +1,16 @@
 """The recall oracle over a fresh slice of distributions nobody has opened (issue 20): a held-out measure.
 
-`run` installs `bench/oracle/fresh.py`'s distributions into an oracle folder of their own (`ADOPTER_ORACLE_ROOT`,
-default `.cache/fresh`: never the shared `.cache/oracle`) and runs the oracle's hosts over them, unchanged.
+`run --slice NAME` installs the distributions of one of `bench/oracle/fresh.py`'s slices into an oracle folder of
+their own (`--root`, else `ADOPTER_ORACLE_ROOT`, else the slice's: `.cache/fresh` for `fresh1`, `.cache/fresh2` for
+`fresh2`; never the shared `.cache/oracle`) and runs the oracle's hosts over them, unchanged. The default slice is
+the newest unreleased one (the held-out figure); a released slice is a dev census, measured the same way.
 `report` scores `adopter check` against them with the oracle's own report machinery and prints aggregate figures
 only: classes attempted, constructed and traced, oracle sites, static recall and precision overall and by family,
 and per distribution only counts. No site, file, line, form or miss is printed; the full report (misses included)
 is written inside the fresh root for a later release as a dev census, and nobody reads it before then.
 
-    python bench/oracle_fresh.py run [--max-classes 150] [--jobs 1] [--class-timeout 20]
-    python bench/oracle_fresh.py report [--json OUT]      # OUT: the aggregate figures only
+    python bench/oracle_fresh.py run [--slice fresh2] [--max-classes 150] [--jobs 1] [--class-timeout 20]
+    python bench/oracle_fresh.py report [--slice fresh2] [--json OUT]      # OUT: the aggregate figures only
 """
 
 from __future__ import annotations
@@ -27,30 +29,47 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(1, str(ROOT / "server"))
 
-DEFAULT_ROOT = ROOT / ".cache" / "fresh"
 SHARED_ROOT = ROOT / ".cache" / "oracle"
 FULL_REPORT = "report-full.json"  # inside the root: misses and wrong findings, kept for a later release, unread
 
 
-def oracle_root(given: str | None) -> Path:
-    """The oracle folder this measurement uses; never the shared one (the dev oracle's, read by every helper)."""
-    root = Path(given or os.environ.get("ADOPTER_ORACLE_ROOT") or DEFAULT_ROOT).resolve()
+def oracle_root(given: str | None, slice_name: str | None = "fresh1") -> Path:
+    """The oracle folder this measurement uses: `given`, else $ADOPTER_ORACLE_ROOT, else the slice's own; never the
+    shared one (the dev oracle's, read by every helper)."""
+    from oracle.fresh import get
+
+    root = Path(given or os.environ.get("ADOPTER_ORACLE_ROOT") or ROOT / get(slice_name).root).resolve()
     if root == SHARED_ROOT.resolve():
         raise SystemExit(f"oracle_fresh: {root} is the shared oracle folder; name a folder of its own")
     return root
 
 
-def _use(root: Path) -> None:
-    """Point the oracle's modules at `root` (they read it when first imported)."""
+def _use(root: Path, slice_name: str | None = None) -> None:
+    """Point the oracle's modules at `root` (they read it when first imported). What they exclude: the held-out
+    set and every slice but the one measured (written to a file in `root`: never downloaded, never opened)."""
     os.environ["ADOPTER_ORACLE_ROOT"] = str(root)
     os.environ.pop("ADOPTER_ORACLE_RESULTS", None)
-    os.environ.pop("ADOPTER_ORACLE_HELDOUT", None)  # the held-out set stays excluded here: never downloaded
+    os.environ.pop("ADOPTER_ORACLE_HELDOUT", None)
+    if slice_name is not None:
+        root.mkdir(parents=True, exist_ok=True)
+        names = root / "excluded.txt"
+        names.write_text("\n".join(excluded_while_measuring(slice_name)) + "\n", encoding="utf-8")
+        os.environ["ADOPTER_ORACLE_HELDOUT"] = str(names)
 
 
-def run(root: Path, specs: tuple[str, ...], *, jobs: int, class_timeout: float, max_classes: int) -> None:
-    """Run the oracle's installer and hosts over `specs` in `root`."""
+def excluded_while_measuring(slice_name: str) -> tuple[str, ...]:
+    """The held-out MANIFEST's names and every other slice's: what a measurement of `slice_name` never installs."""
+    from oracle.fresh import other_names
+    from oracle.install import HELDOUT_MANIFEST, heldout_names
+
+    return heldout_names(HELDOUT_MANIFEST.read_text(encoding="utf-8")) + other_names(slice_name)
+
+
+def run(root: Path, specs: tuple[str, ...], *, jobs: int, class_timeout: float, max_classes: int,
+        slice_name: str = "fresh1") -> None:
+    """Run the oracle's installer and hosts over `specs` (the slice `slice_name`'s) in `root`."""
     root.mkdir(parents=True, exist_ok=True)
-    _use(root)
+    _use(root, slice_name)
     from oracle import install
     from oracle import run as oracle_run
 
@@ -61,31 +80,35 @@ def run(root: Path, specs: tuple[str, ...], *, jobs: int, class_timeout: float, 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=("run", "report"))
-    parser.add_argument("--root", help="the oracle folder (default $ADOPTER_ORACLE_ROOT or .cache/fresh)")
+    parser.add_argument("--slice", help="which slice (bench/oracle/fresh.py; default: the newest unreleased)")
+    parser.add_argument("--root", help="the oracle folder (default $ADOPTER_ORACLE_ROOT, else the slice's own)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--class-timeout", type=float, default=20.0)
     parser.add_argument("--max-classes", type=int, default=150)
     parser.add_argument("--json", type=Path, help="write the aggregate figures (no site, file or line) as JSON here")
     args = parser.parse_args()
-    from oracle.fresh import specs
+    from oracle.fresh import get
 
-    root = oracle_root(args.root)
+    chosen = get(args.slice)
+    root = oracle_root(args.root, chosen.name)
+    print(f"oracle_fresh: slice {chosen.name} ({chosen.released or 'held out'}), root {root}", file=sys.stderr)
     if args.command == "run":
-        run(root, specs(), jobs=args.jobs, class_timeout=args.class_timeout, max_classes=args.max_classes)
+        run(root, chosen.specs(), jobs=args.jobs, class_timeout=args.class_timeout, max_classes=args.max_classes,
+            slice_name=chosen.name)
         return 0
-    return report(root, args.json)
+    return report(root, args.json, list(chosen.names()))
 
 
 def report(root: Path, json_out: Path | None, names: list[str] | None = None) -> int:
-    """Score the finished distributions of `names` (default: the fresh list), keep the full report in `root`,
+    """Score the finished distributions of `names` (default: the first slice's), keep the full report in `root`,
     print (and write) the aggregates only."""
     _use(root)
     from oracle import stale
-    from oracle.fresh import specs
+    from oracle.fresh import FRESH1
     from oracle.report import load, score
     from oracle.run import RESULTS
 
-    names = names if names is not None else [s.split("==")[0] for s in specs()]
+    names = names if names is not None else list(FRESH1.names())
     changed = stale.stale_folders(RESULTS) if RESULTS.is_dir() else {}
     dists = {k: v for k, v in (load(RESULTS) if RESULTS.is_dir() else {}).items() if k in names and k not in changed}
     table = score(dists)
@@ -98,10 +121,10 @@ def report(root: Path, json_out: Path | None, names: list[str] | None = None) ->
     return 0
 
 
-# The dev oracle's figures at the last stop (r6: /work/notes/s19/oracle_r6.md), printed beside the fresh slice's.
-DEV_ORACLE_R6 = {"distributions with classes": 179, "classes attempted": 6174, "constructed": "57.2 %",
-                 "traced": "35.3 %", "oracle sites": 752, "static recall": "93.2 % (701/752)",
-                 "static precision": "98.0 % (543/554)"}
+# The dev oracle's figures at the last stop (r9: /work/notes/s20/oracle_r9.md), printed beside the fresh slice's.
+DEV_ORACLE = {"name": "r9", "distributions with classes": 179, "classes attempted": 6174, "constructed": "57.2 %",
+              "traced": "35.1 %", "oracle sites": 750, "static recall": "94.4 % (708/750)",
+              "static precision": "98.0 % (547/558)"}
 DIST_COUNTS = ("classes", "constructed", "traced", "sites", "found", "judged", "right")
 
 
@@ -160,7 +183,7 @@ def aggregate(table: dict[str, Any], names: list[str], *, stale: int = 0) -> dic
         "not traced, by stage": {str(k): int(n) for k, n in sorted(table.get("failures", {}).items())},
         "per distribution": per_dist,
         "not finished": [n for n in names if n not in table["dists"]],
-        "dev oracle r6": DEV_ORACLE_R6,
+        "dev oracle": DEV_ORACLE,
     }
 
 
@@ -174,7 +197,7 @@ def imports_by_outcome(imports: Iterable[dict[str, str]]) -> dict[str, int]:
 
 def print_aggregate(figures: dict[str, Any]) -> None:
     """The aggregate figures as plain text: counts by family and by distribution, never a site."""
-    for key in ("distributions", "classes", "overall", "not traced, by stage", "module imports", "dev oracle r6"):
+    for key in ("distributions", "classes", "overall", "not traced, by stage", "module imports", "dev oracle"):
         if key in figures:
             print(f"{key}: " + ", ".join(f"{k} {v}" for k, v in figures[key].items()))
     print(f"{'family':>6} {'sites':>6} {'found':>6} {'recall':>8} {'judged':>7} {'right':>6} {'precision':>9}")

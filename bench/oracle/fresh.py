@@ -1,20 +1,62 @@
-"""The fresh slice of the recall oracle: distributions nobody has opened, measured once per stop, aggregates only.
+"""The fresh slices of the recall oracle: distributions nobody has opened, measured on one checker, aggregates only.
 
-Chosen on 2026-12-05 (helper `fresh1`, issue 20) by domain and by popularity (the best-known PyPI distribution of
-PyTorch model code in each domain that the author remembered), before any of their code was opened: never by a
-form the checker is known to handle or miss. Constraints of the choice: the name's first letter is n-z or a digit
-(a labeller picks a-m at the same time); none is in `bench/oracle/packages.py`, the MANIFEST of
-`bench/realworld_corpus.py`, `bench/dev2_corpus.py` or `bench/heldout_corpus.py` (names only), nor `transformers`;
-pure-Python wheels that install beside the project's torch (CPU), so none that needs a CUDA or C++ build
-(`ptlflow`, `torchdrug`, `pufferlib`, `selene-sdk` were passed over for that). Versions are the ones pip resolved
-beside the project's torch on the day of the first run (`bench/oracle_fresh.py run`), pinned here so later stops
-measure the same code. A 30th choice, `torchts` (time series), is not on PyPI under that name ("No matching
-distribution"): dropped, not replaced (a replacement picked after the run had begun could be picked by its results).
+A slice is a list of pinned distributions chosen before any of their code was opened, by domain and by popularity,
+never by a form the checker is known to handle or miss, and kept clear of every other set (the dev oracle's
+`bench/oracle/packages.py`, the MANIFEST of `bench/realworld_corpus.py`, `bench/dev2_corpus.py` and
+`bench/heldout_corpus.py` (names only), every other slice, and `transformers`). Each slice has an oracle folder of
+its own (`root`). Until it is released (`released` says when) nobody reads its misses; once released it is a dev
+census like any other, and the newest unreleased slice is the held-out figure. Versions are the ones pip resolved
+beside the project's torch (CPU) on the day of a slice's first run, pinned so later stops measure the same code.
+
+`fresh1` (helper `fresh1`, 2026-12-05, stop 20): first letter n-z or a digit (a labeller picked a-m); the
+best-known distribution of PyTorch model code in each domain that its author remembered; pure-Python wheels
+only (`ptlflow`, `torchdrug`, `pufferlib`, `selene-sdk` passed over for a CUDA or C++ build). A 30th choice,
+`torchts`, is not on PyPI under that name: dropped, not replaced.
+
+`fresh2` (helper `fresh2`, 2026-12-05, stop 21): first letter a-m (a labeller picks n-z at the same time). For
+each domain, the candidates whose PyPI summary names PyTorch, deep learning or a model were ordered by their rank
+among PyPI's 15,000 most downloaded distributions where they have one (`cnocr` 13591, `mattersim` 5101, ...),
+then by how well known the author knew them to be; names in any of the sets above were passed over, and so were
+distributions known to need a CUDA or C++ build (`mamba-ssm`, `causal-conv1d`, `cornac`, `learn2learn`, `dgl`)
+and those holding no model code (`grad-cam`, `lhotse`, `keybert`, `layoutparser`: wrappers, data or tools). 30
+were fixed before the first install (commit `bench/oracle: fresh slices by name ...`); none was opened. One of
+them, `dive-into-graphs` (graph), is in `bench/dev2_corpus.py`'s MANIFEST, which the choice missed and the test
+caught after the run: dropped, not replaced (as `fresh1` did with `torchts`), leaving 29. The versions are the
+ones pip resolved at the first run (2026-12-05, 21:04-21:40 UTC): 26 with their dependencies, 3 `--no-deps`
+(their dependencies do not resolve beside the project's torch and numpy).
 """
 
 from __future__ import annotations
 
-FRESH: dict[str, tuple[str, ...]] = {
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """One fresh slice: its distributions by domain, its oracle folder (under the checkout), and when it was
+    released as a dev census ("" while it is held out)."""
+
+    name: str
+    domains: dict[str, tuple[str, ...]]
+    root: str
+    released: str = ""
+
+    def specs(self) -> tuple[str, ...]:
+        """Every spec, the domains interleaved (one of each in turn), so a run cut short still covers each."""
+        groups = [list(g) for g in self.domains.values()]
+        order: list[str] = []
+        while any(groups):
+            for g in groups:
+                if g:
+                    order.append(g.pop(0))
+        return tuple(order)
+
+    def names(self) -> tuple[str, ...]:
+        """The distribution names, without versions."""
+        return tuple(s.split("==")[0] for s in self.specs())
+
+
+FRESH1 = Slice("fresh1", {
     "vision": ("pytorch-toolbelt==0.8.0", "super-image==0.2.0", "self-attention-cv==1.2.3", "torchdistill==1.1.5"),
     "audio_speech": ("resemblyzer==0.1.4", "voicefixer==0.1.3", "pesto-pitch==2.0.1"),
     "nlp_llm": ("pytorch-pretrained-bert==0.6.2", "supar==1.1.4", "sru==2.6.0", "pytorch-nlp==0.5.0"),
@@ -27,15 +69,51 @@ FRESH: dict[str, tuple[str, ...]] = {
     "rl": ("openrl==0.2.0", "rlcard==1.2.0", "xuance==1.4.4"),
     "recommendation": ("torchfm==0.2", "rectools==0.19.0"),
     "research": ("zorro-pytorch==0.1.1", "pi-zero-pytorch==0.5.17"),
-}
+}, root=".cache/fresh", released="released as dev census on 2026-12-05, stop 20")
+
+FRESH2 = Slice("fresh2", {
+    "vision_backbones_documents": ("birder==0.8.4", "docling-ibm-models==4.0.4", "antialiased-cnns==0.3",
+                                   "cnocr==2.3.3"),
+    "detection": ("deepforest==1.5.2", "boxmot==25.0.0"),
+    "segmentation": ("lungmask==0.2.22", "gandlf==0.1.5"),
+    "audio_speech": ("denoiser==0.1.2", "frechet-audio-distance==0.1.2", "alias-free-torch==0.0.6"),
+    "nlp_llm": ("fairscale==0.4.13", "bert-score==0.3.13", "loralib==0.1.2", "adapters==1.3.0"),
+    "generative": ("flow-matching==1.0.10", "lumiere-pytorch==0.0.24"),
+    "time_series": ("deeptime==0.5.0", "autogluon-timeseries==1.6.3"),
+    "tabular": ("autogluon-tabular==1.6.3", "hyperfast==1.1.1"),
+    "graph": ("deeprobust==0.2.11",),
+    "chemistry_materials": ("mattersim==1.2.3", "fairchem-core==2.24.0"),
+    "protein_bio": ("dscript==0.3.1",),
+    "rl": ("machin==0.4.2", "cherry-rl==0.2.0"),
+    "recommendation": ("daisyrec==2.3.0",),
+    "research": ("meshgpt-pytorch==1.8.1",),
+}, root=".cache/fresh2")
+
+SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2)}
+FRESH = FRESH1.domains  # the first slice's list, under the name it had before there were slices
 
 
-def specs() -> tuple[str, ...]:
-    """Every spec, the domains interleaved (one of each in turn), so a run cut short still covers every domain."""
-    groups = [list(g) for g in FRESH.values()]
-    order: list[str] = []
-    while any(groups):
-        for g in groups:
-            if g:
-                order.append(g.pop(0))
-    return tuple(order)
+def newest_unreleased() -> Slice:
+    """The held-out slice: the newest not yet released (the newest of all when every one is released)."""
+    held = [s for s in SLICES.values() if not s.released]
+    return (held or list(SLICES.values()))[-1]
+
+
+def get(name: str | None) -> Slice:
+    """The slice called `name` (default: the newest unreleased); a `ValueError` names the known ones."""
+    if name is None:
+        return newest_unreleased()
+    if name not in SLICES:
+        raise ValueError(f"no fresh slice {name!r}; known: {', '.join(SLICES)}")
+    return SLICES[name]
+
+
+def specs(name: str | None = "fresh1") -> tuple[str, ...]:
+    """A slice's specs, interleaved by domain (the first slice's by default, as before there were slices)."""
+    return get(name).specs()
+
+
+def other_names(measuring: str | None = None) -> tuple[str, ...]:
+    """The names of every slice but `measuring`: what a measurement of another set never installs or opens (an
+    unreleased slice is held out; a released one stays out of the other sets, so each slice's figure is its own)."""
+    return tuple(n for s in SLICES.values() if s.name != measuring for n in s.names())

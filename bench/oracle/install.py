@@ -65,13 +65,16 @@ def ensure_venv() -> Path:
 
 def excluded() -> tuple[str, ...]:
     """Distributions the oracle must never download or open: the held-out labelled set, read from the
-    distribution names of `bench/heldout_corpus.py`'s MANIFEST (parsed, not imported), or from a file of
-    names one per line in ADOPTER_ORACLE_HELDOUT."""
+    distribution names of `bench/heldout_corpus.py`'s MANIFEST (parsed, not imported), and every fresh slice
+    (`oracle/fresh.py`: measured in folders of their own); or a file of names one per line in
+    ADOPTER_ORACLE_HELDOUT (`bench/oracle_fresh.py` writes one without the slice it measures)."""
     override = os.environ.get("ADOPTER_ORACLE_HELDOUT")
     if override:
         text = Path(override).read_text(encoding="utf-8")
         return tuple(ln.strip() for ln in text.splitlines() if ln.strip())
-    return heldout_names(HELDOUT_MANIFEST.read_text(encoding="utf-8"))
+    from oracle.fresh import other_names
+
+    return heldout_names(HELDOUT_MANIFEST.read_text(encoding="utf-8")) + other_names()
 
 
 def heldout_names(source: str) -> tuple[str, ...]:

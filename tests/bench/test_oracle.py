@@ -115,7 +115,7 @@ def test_finding_lines_cover_statements_and_init() -> None:
     assert finding_lines(finding) == {3, 10, 11}
 
 
-def test_the_oracle_excludes_every_held_out_distribution(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_oracle_excludes_every_held_out_distribution_and_every_fresh_slice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from oracle.install import excluded
 
     monkeypatch.delenv("ADOPTER_ORACLE_HELDOUT", raising=False)
@@ -123,7 +123,10 @@ def test_the_oracle_excludes_every_held_out_distribution(monkeypatch: pytest.Mon
     assert spec is not None and spec.loader is not None
     corpus = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(corpus)
-    assert set(excluded()) == {dist for dist, _, _ in corpus.MANIFEST} and len(excluded()) >= 24
+    from oracle.fresh import SLICES
+
+    slices = {n for s in SLICES.values() for n in s.names()}
+    assert set(excluded()) == {dist for dist, _, _ in corpus.MANIFEST} | slices and len(excluded()) >= 24 + 59
     names = tmp_path / "names.txt"
     names.write_text("a-dist\n\nb-dist\n", encoding="utf-8")
     monkeypatch.setenv("ADOPTER_ORACLE_HELDOUT", str(names))

@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 
-from oracle.fresh import FRESH, specs  # noqa: E402
+from oracle.fresh import FRESH, SLICES, get, other_names, specs  # noqa: E402
 from oracle.install import heldout_names  # noqa: E402
 from oracle.packages import distributions  # noqa: E402
 
@@ -23,24 +23,67 @@ def _normal(spec: str) -> str:
     return spec.split("==")[0].replace("_", "-").replace(".", "-").lower()
 
 
-def test_the_list_is_pinned_n_to_z_and_clear_of_every_other_set():
-    chosen = specs()
+FIRST_LETTERS = {"fresh1": "nopqrstuvwxyz0123456789", "fresh2": "abcdefghijklm"}
+
+
+@pytest.mark.parametrize("name", sorted(FIRST_LETTERS))
+def test_each_slice_is_pinned_by_its_letters_and_clear_of_every_other_set(name: str):
+    chosen = get(name).specs()
     assert 25 <= len(chosen) <= 30
     assert len({_normal(s) for s in chosen}) == len(chosen)
     assert all(s.count("==") == 1 and s.split("==")[1] for s in chosen), "every spec pinned"
-    assert all(s[0].lower() in "nopqrstuvwxyz0123456789" for s in chosen)
+    assert all(s[0].lower() in FIRST_LETTERS[name] for s in chosen)
     others = {_normal(d) for d in distributions()} | {"transformers"}
     for module in ("heldout_corpus", "realworld_corpus", "dev2_corpus"):
         names = heldout_names((REPO / "bench" / f"{module}.py").read_text(encoding="utf-8"))
         assert names, module
         others |= {_normal(n) for n in names}
+    others |= {_normal(n) for n in other_names(name)}
     assert not {_normal(s) for s in chosen} & others
 
 
-def test_the_domains_are_interleaved_so_a_short_run_covers_each():
-    first = specs()[: len(FRESH)]
-    assert [next(d for d, g in FRESH.items() if s in g) for s in first] == list(FRESH)
-    assert len(FRESH) >= 8
+def test_the_default_slice_is_the_newest_unreleased_and_the_first_is_released():
+    assert list(SLICES)[:2] == ["fresh1", "fresh2"]
+    assert SLICES["fresh1"].released.startswith("released as dev census on 2026-12-05")
+    assert not SLICES["fresh2"].released
+    assert get(None).name == "fresh2" and get("fresh1").name == "fresh1"
+    assert specs() == specs("fresh1") and specs(None) == specs("fresh2") and FRESH == SLICES["fresh1"].domains
+    with pytest.raises(ValueError, match="fresh1"):
+        get("fresh9")
+
+
+def test_each_slice_has_its_own_root_and_the_first_keeps_its_folder(monkeypatch: pytest.MonkeyPatch):
+    from oracle_fresh import oracle_root
+
+    monkeypatch.delenv("ADOPTER_ORACLE_ROOT", raising=False)
+    assert oracle_root(None, "fresh1") == (REPO / ".cache" / "fresh").resolve()
+    assert oracle_root(None, "fresh2") == (REPO / ".cache" / "fresh2").resolve()
+    assert oracle_root(None, None) == oracle_root(None, "fresh2")
+    assert oracle_root("/tmp/elsewhere", "fresh2") == Path("/tmp/elsewhere").resolve()
+
+
+def test_the_oracle_never_installs_a_slice_but_the_one_measured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    from oracle.install import excluded
+    from oracle_fresh import _use
+
+    monkeypatch.delenv("ADOPTER_ORACLE_HELDOUT", raising=False)
+    every = {_normal(n) for s in SLICES.values() for n in s.names()}
+    assert every <= {_normal(n) for n in excluded()}, "the dev oracle installs no fresh slice"
+    for name in SLICES:
+        monkeypatch.setattr(os, "environ", dict(os.environ))
+        _use(tmp_path / name, name)
+        held = {_normal(n) for n in excluded()}
+        assert not held & {_normal(n) for n in get(name).names()}, name
+        assert every - {_normal(n) for n in get(name).names()} <= held, name
+        assert (tmp_path / name / "excluded.txt").is_file()
+
+
+@pytest.mark.parametrize("name", sorted(FIRST_LETTERS))
+def test_the_domains_are_interleaved_so_a_short_run_covers_each(name: str):
+    domains = get(name).domains
+    first = get(name).specs()[: len(domains)]
+    assert [next(d for d, g in domains.items() if s in g) for s in first] == list(domains)
+    assert len(domains) >= 8
 
 
 def test_the_shared_oracle_folder_is_refused(monkeypatch: pytest.MonkeyPatch):
@@ -54,6 +97,8 @@ def test_the_shared_oracle_folder_is_refused(monkeypatch: pytest.MonkeyPatch):
         oracle_root(None)
     monkeypatch.delenv("ADOPTER_ORACLE_ROOT")
     assert oracle_root(None) == (REPO / ".cache" / "fresh").resolve()
+    with pytest.raises(SystemExit):
+        oracle_root(str(SHARED_ROOT), "fresh2")
 
 
 SECRET = "zzsecretmodel"
