@@ -34,7 +34,7 @@ from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.crossfile.stars import star_names
 from adopter.analysis.flow.forward import FlowAnalysis
-from adopter.analysis.flow.state import positioned_items
+from adopter.analysis.flow.state import parameter_attrs, positioned_items
 from adopter.analysis.idioms.entry_methods import entry_method_architecture, entry_methods
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.idioms.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
@@ -527,7 +527,7 @@ class Analyser:
         if found is not None:
             stateless = stateless_submodules(init, table, src)
             forward = self._forward(name, found, module_attrs, stateless, src, symbols, table, problems,
-                                    positioned_items(init))
+                                    positioned_items(init), parameter_attrs(init))
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
         items = item_forwards(sequential_items(init), table, src)
         result = canonical_architecture(arch, thin_submodules(init, table, src), items)
@@ -567,6 +567,7 @@ class Analyser:
         table: ClassTable,
         problems: list[Problem],
         positioned: frozenset[str] = frozenset(),
+        parameters: frozenset[str] = frozenset(),
     ) -> Forward:
         """The flow of class `name`'s forward (`found`: its defining class and node), reused from the last
         analysis of the class while its key and the fingerprints of what it consulted are unchanged.
@@ -577,7 +578,7 @@ class Analyser:
         those unchanged it computes the same Forward. The names it consulted are noted again on reuse,
         so the class's own dependencies stay complete."""
         owner, node = found
-        key = (owner, node.start_point, src.raw(node), module_attrs, positioned,
+        key = (owner, node.start_point, src.raw(node), module_attrs, positioned, parameters,
                tuple(sorted((attr, cls, n.start_point, src.raw(n)) for attr, (cls, n) in stateless.items())))
         outer = symbols.consulted
         flows = self._flows.setdefault(name, [])
@@ -592,7 +593,7 @@ class Analyser:
         before = len(problems)
         try:
             forward = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless,
-                                   positioned).function(node, owner)
+                                   positioned, parameters).function(node, owner)
         finally:
             consulted = symbols.consulted
             symbols.consulted = outer
