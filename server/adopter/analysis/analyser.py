@@ -32,7 +32,7 @@ from adopter.analysis.crossfile.importers import imported_elsewhere
 from adopter.analysis.crossfile.init_source import InitSource
 from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
-from adopter.analysis.crossfile.stars import star_names
+from adopter.analysis.crossfile.stars import star_names, torch_reexports
 from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.flow.state import parameter_attrs, positioned_items
 from adopter.analysis.idioms.entry_methods import entry_method_architecture, entry_methods
@@ -217,6 +217,14 @@ class Analyser:
                     names = {}
                 symbols.add_star_names(names)
                 stars_bound = bool(names)
+        if self.reach is not None and path and symbols.imports:
+            try:  # `from xuance.torch import nn`: the `nn` that package imports from torch
+                torch_names = torch_reexports(symbols.imports, lambda n: src.occurs(n.encode() + b"."),
+                                              os.path.abspath(path), self.resolver.locate, self.reach.parsed)
+            except Exception:  # a module that cannot be read leaves the names as imported, never an error
+                torch_names = {}
+            symbols.add_reexports(torch_names)
+            stars_bound = stars_bound or bool(torch_names)
         # Fingerprints carried from the last analysis: not when a star import bound names read from another
         # file (that file may have changed while this text did not), then every fingerprint is computed.
         previous, self._layout, self._changed = self._layout, None, None
