@@ -32,9 +32,9 @@ from adopter.analysis.crossfile.importers import imported_elsewhere
 from adopter.analysis.crossfile.init_source import InitSource
 from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
-from adopter.analysis.crossfile.stars import star_names
+from adopter.analysis.crossfile.stars import star_names, torch_reexports
 from adopter.analysis.flow.forward import FlowAnalysis
-from adopter.analysis.flow.state import positioned_items
+from adopter.analysis.flow.state import parameter_attrs, positioned_items
 from adopter.analysis.idioms.entry_methods import entry_method_architecture, entry_methods
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.idioms.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
@@ -217,6 +217,14 @@ class Analyser:
                     names = {}
                 symbols.add_star_names(names)
                 stars_bound = bool(names)
+        if self.reach is not None and path and symbols.imports:
+            try:  # `from xuance.torch import nn`: the `nn` that package imports from torch
+                torch_names = torch_reexports(symbols.imports, lambda n: src.occurs(n.encode() + b"."),
+                                              os.path.abspath(path), self.resolver.locate, self.reach.parsed)
+            except Exception:  # a module that cannot be read leaves the names as imported, never an error
+                torch_names = {}
+            symbols.add_reexports(torch_names)
+            stars_bound = stars_bound or bool(torch_names)
         # Fingerprints carried from the last analysis: not when a star import bound names read from another
         # file (that file may have changed while this text did not), then every fingerprint is computed.
         previous, self._layout, self._changed = self._layout, None, None
@@ -527,7 +535,7 @@ class Analyser:
         if found is not None:
             stateless = stateless_submodules(init, table, src)
             forward = self._forward(name, found, module_attrs, stateless, src, symbols, table, problems,
-                                    positioned_items(init))
+                                    positioned_items(init), parameter_attrs(init))
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
         items = item_forwards(sequential_items(init), table, src)
         result = canonical_architecture(arch, thin_submodules(init, table, src), items)
@@ -567,6 +575,7 @@ class Analyser:
         table: ClassTable,
         problems: list[Problem],
         positioned: frozenset[str] = frozenset(),
+        parameters: frozenset[str] = frozenset(),
     ) -> Forward:
         """The flow of class `name`'s forward (`found`: its defining class and node), reused from the last
         analysis of the class while its key and the fingerprints of what it consulted are unchanged.
@@ -577,7 +586,7 @@ class Analyser:
         those unchanged it computes the same Forward. The names it consulted are noted again on reuse,
         so the class's own dependencies stay complete."""
         owner, node = found
-        key = (owner, node.start_point, src.raw(node), module_attrs, positioned,
+        key = (owner, node.start_point, src.raw(node), module_attrs, positioned, parameters,
                tuple(sorted((attr, cls, n.start_point, src.raw(n)) for attr, (cls, n) in stateless.items())))
         outer = symbols.consulted
         flows = self._flows.setdefault(name, [])
@@ -592,7 +601,7 @@ class Analyser:
         before = len(problems)
         try:
             forward = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless,
-                                   positioned).function(node, owner)
+                                   positioned, parameters).function(node, owner)
         finally:
             consulted = symbols.consulted
             symbols.consulted = outer

@@ -7,12 +7,16 @@ geffnet's `efficientnet_builder.py` has only `from .conv2d_layers import *`: `nn
 `geffnet.conv2d_layers.select_conv2d`). A name the file binds itself, or imports by name, is its own;
 a later star import wins over an earlier one; star imports inside the star-imported module are not
 followed. The module's file is a dependency of the analysis (`reads`).
+
+`torch_reexports` reads the same way a name imported by name from a package that itself imports it from
+torch: xuance's `from xuance.torch import nn, Module` with `xuance/torch/__init__.py` holding
+`import torch.nn as nn` binds `nn` to `torch.nn`, so `nn.Softmax(dim=-1)` is torch's.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from adopter.analysis.crossfile.ast_files import ParsedFile
 from adopter.analysis.names.symbols import resolve_relative
@@ -50,6 +54,28 @@ def star_names(stars: Iterable[tuple[int, str]], path: str, package: str | None,
         for name, target in names.items():
             if (name in public) if public is not None else not name.startswith("_"):
                 out[name] = target
+    return out
+
+
+def torch_reexports(imports: Mapping[str, str], used: Callable[[str], bool], path: str, locate: Locate,
+                    parse: Callable[[str], ParsedFile | None]) -> dict[str, str]:
+    """Local name -> torch name for each `from m import n` (`imports`: local name -> `m.n`) whose module
+    `m` binds `n` at module level by importing a torch name (`import torch.nn as nn`), `m.n` being no module
+    of its own. Only names the file reads an attribute of (`used`: `nn.Softmax`) are looked up."""
+    out: dict[str, str] = {}
+    for name, target in imports.items():
+        module, dot, leaf = target.rpartition(".")
+        if not dot or not module or module.startswith(".") or target.split(".")[0] == "torch" or not used(name):
+            continue
+        located = locate(module, path)
+        if located is None or locate(target, path) is not None:
+            continue
+        parsed = parse(located)
+        if parsed is None or leaf in parsed.toplevel:
+            continue
+        bound = parsed.imports.get(leaf)
+        if bound is not None and (bound == "torch" or bound.startswith("torch.")):
+            out[name] = bound
     return out
 
 

@@ -144,7 +144,7 @@ class CallFlow(Calls):
             inner_attr = obj.child_by_field_id(Field.ATTRIBUTE)
             if inner_obj is not None and inner_attr is not None and state.is_self(inner_obj):
                 sub = self.src.text(inner_attr)
-                if sub in state.module_attrs:
+                if sub in state.module_attrs and sub not in state.parameters:
                     args, kwargs, _ = self.args(node)
                     path = f"self.{sub}" if attr == "forward" else f"self.{sub}.{attr}"
                     return state.emit(OpKind.MODULE, path, tuple(args), tuple(kwargs), node, outs)

@@ -50,9 +50,11 @@ class FlowAnalysis:
         problems: list[Problem],
         stateless: dict[str, tuple[str, Node]] | None = None,
         positioned: frozenset[str] = frozenset(),
+        parameters: frozenset[str] = frozenset(),
     ) -> None:
         self.state = FlowState(src, symbols, table, class_name, module_attrs, problems, stateless or {})
         self.state.positioned = positioned
+        self.state.parameters = parameters
         expressions = ExpressionFlow(self.state)
         calls = CallFlow(self.state, expressions)
         self._statements = StatementFlow(self.state, expressions)

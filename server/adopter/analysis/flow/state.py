@@ -158,6 +158,9 @@ class FlowState:
         # Items of list-built Sequentials at evident positions (`features[0]`, `positioned_items`): a literal
         # index of one names that item (`self.features[0]`); any other index is each item (`[*]`).
         self.positioned: frozenset[str] = frozenset()
+        # Attributes bound only to `nn.Parameter(...)` (`parameter_attrs`): tensors, so `self.w.softmax(-1)`
+        # is a tensor method, not a call of a submodule's method.
+        self.parameters: frozenset[str] = frozenset()
         # Submodules of a same-file class with no state and a forward that never reads `self` (a
         # custom activation: `self.act = GEGLU()`): attr -> (class, forward node), inlined where called.
         self.stateless = stateless
@@ -294,6 +297,21 @@ class FlowState:
         """Report that an analysis limit cut the walk short at `node`."""
         span = self.src.span(node) if node is not None else None
         self.problems.append(Problem(message, span, self.src.path, Severity.INFO, "analysis-limit"))
+
+
+# Constructors whose value is a tensor held by the module, not a submodule: a method called on it
+# (`self.weights.softmax(-1)`, `self.logit_scale.exp()`) is the tensor's method.
+_TENSOR_CTORS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
+def parameter_attrs(init: Init | None) -> frozenset[str]:
+    """The attributes `__init__` binds only to `nn.Parameter(...)` (on every path that binds them)."""
+    bindings = init.bindings if init is not None else ()
+    tensors = {b.attr for b in bindings if isinstance(b.value, Ctor) and b.value.callee in _TENSOR_CTORS}
+    if not tensors:
+        return frozenset()
+    others = {b.attr for b in bindings if not (isinstance(b.value, Ctor) and b.value.callee in _TENSOR_CTORS)}
+    return frozenset(tensors - others)
 
 
 def positioned_items(init: Init | None) -> frozenset[str]:

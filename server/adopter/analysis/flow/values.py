@@ -110,7 +110,7 @@ class ExpressionFlow(Expressions):
         attr = self.src.text(attr_node)
         if state.is_self(obj):
             path = f"self.{attr}"
-            return Submodule(path) if attr in state.module_attrs else Expr(path)
+            return Submodule(path) if attr in state.module_attrs and attr not in state.parameters else Expr(path)
         receiver = self.value(obj)
         if isinstance(receiver, LocalFunction | ModuleFunction):
             receiver = Expr(receiver.name)

@@ -9,6 +9,7 @@ from tree_sitter import Node
 
 from adopter.analysis.canonical.normalise import canonical_architecture
 from adopter.analysis.flow.forward import FlowAnalysis
+from adopter.analysis.flow.state import parameter_attrs
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.idioms.submodules import stateless_submodules, thin_submodules
 from adopter.analysis.names.symbols import ModuleSymbols
@@ -26,7 +27,8 @@ def method_architecture(owner: str, name: str, method: str, node: Node, src: Sou
     problems: list[Problem] = []
     init = bind_layer_subclasses(InitAnalysis(owner, table, src).run(), table, src)
     module_attrs = frozenset(b.attr for b in (init.bindings if init is not None else ()) if isinstance(b.value, Ctor))
-    flow = FlowAnalysis(src, symbols, table, owner, module_attrs, problems, stateless_submodules(init, table, src))
+    flow = FlowAnalysis(src, symbols, table, owner, module_attrs, problems, stateless_submodules(init, table, src),
+                        parameters=parameter_attrs(init))
     forward = flow.function(node, owner, self_at=self_at)
     arch = Architecture(name, table.qualified_bases(owner), init, replace(forward, name=method), src.span(node),
                         processor_of=processor_of)

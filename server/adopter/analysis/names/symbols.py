@@ -256,6 +256,12 @@ class ModuleSymbols:
             if not any(name in d for d in (self.imports, self.aliases, self.classes, self.functions, self.values)):
                 self.imports[name] = target
 
+    def add_reexports(self, names: dict[str, str]) -> None:
+        """Imported names bound, in the module they come from, to another module's name (`crossfile.stars`)."""
+        for name, target in names.items():
+            if name in self.imports:
+                self.imports[name] = target
+
     # -- queries -------------------------------------------------------------------------------------
 
     def _note(self, name: str) -> None:
