@@ -257,3 +257,20 @@ def test_the_server_does_not_match_a_class_whose_comment_changed(context: Any,
     matched.clear()
     assert matcher.match(doc.result(), context) == fresh
     assert matched == []
+
+
+def test_a_part_shared_by_findings_is_mapped_once() -> None:
+    from adopter.dsl.types import Span
+
+    points = moved_points((Span(1, 0, 1, 4), Span(1, 6, 1, 9)), (Span(1, 0, 1, 4), Span(1, 7, 1, 10)))
+    assert points is not None
+    shared = (Span(1, 6, 1, 9), "x")
+    first = carried(((shared, 1), (shared, 2), (Span(1, 0, 1, 4),)), points)
+    assert first == (((Span(1, 7, 1, 10), "x"), 1), ((Span(1, 7, 1, 10), "x"), 2), (Span(1, 0, 1, 4),))
+    assert first is not None and first[0][0] is first[1][0]  # one mapped copy, not one per finding
+    second = carried((shared,), points)  # a later call through the same map (a unit's rule answers)
+    assert second is not None and second[0] is first[0][0]
+    unmoved = (Span(1, 0, 1, 4), "y")
+    assert carried((unmoved,), points) == (unmoved,) and carried((unmoved,), points)[0] is unmoved  # type: ignore[index]
+    for _ in range(2):  # a part with an end the map does not cover is refused every time, not kept
+        assert carried(((Span(1, 5, 1, 9), "z"),), points) is None

@@ -41,6 +41,9 @@ class PointMap:
         # The start bytes of the `if`s in `Forward.applications`' paths, old to new (the module docstring).
         self._bytes: dict[int, int] = {}
         self._bytes_old: dict[int, int] = {}
+        # `_moved`'s results by the object mapped (held, so that its id is not reused): one unit's findings,
+        # problems and rule answers share most of their parts (ops, spans, patterns), each mapped once.
+        self.moved: dict[int, tuple[object, object]] = {}
 
     def add(self, old: Point, new: Point) -> bool:
         if old[0] != new[0]:
@@ -207,10 +210,25 @@ def _alike(a: object, b: object) -> bool:
 
 
 def _moved(x: object, points: PointMap) -> object:
+    """`x` with every span mapped by `points` (`x` itself when no span in it moved); a part already mapped
+    through `points` (shared by several findings, or by the `carried` calls of one unit) is not walked again:
+    the result is a function of the part and `points` alone."""
     t = type(x)
     if t is Span:
         assert isinstance(x, Span)
         return points.span(x)
+    if t in _PLAIN:
+        return x
+    memo = points.moved
+    found = memo.get(id(x))
+    if found is not None and found[0] is x:
+        return found[1]
+    out = _moved_parts(x, t, points)
+    memo[id(x)] = (x, out)
+    return out
+
+
+def _moved_parts(x: object, t: type, points: PointMap) -> object:
     if t is tuple:
         assert isinstance(x, tuple)
         items = tuple(_moved(y, points) for y in x)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import re
 from collections.abc import Iterator
 
 from tree_sitter import Node
@@ -12,14 +11,19 @@ from adopter.analysis.names.forward_shape import chain_shape
 from adopter.analysis.parse.source import Field, SourceText
 
 BUILTIN_NAMES = frozenset(dir(builtins))
-_TRAILING_BLANKS = re.compile(rb"[ \t]+(?=\n)|[ \t]+\Z")
 
 
 def _without_trailing_blanks(text: bytes) -> bytes:
     """`text` without blanks at line ends: they change no analysis (and a statement `salvage` blanks in
-    a broken text leaves them). Most code has none, which two C-level scans tell."""
+    a broken text leaves them). Most code has none, which two C-level scans tell.
+
+    Each line's `rstrip`, not a regex: the pattern "blanks before a line break" tries every blank of
+    every indentation run as a start and backtracks from the run's end (quadratic in a run's length):
+    1.6 ms on a 20 KB masked method against 0.04 ms for the split. The same result: the end of a piece
+    of the split is a line break or the end of the text, where the pattern's two branches strip.
+    """
     if b" \n" in text or b"\t\n" in text or text.endswith((b" ", b"\t")):
-        return _TRAILING_BLANKS.sub(b"", text)
+        return b"\n".join([line.rstrip(b" \t") for line in text.split(b"\n")])
     return text
 
 # Prefixes of the finer dependency keys of `ModuleSymbols.fingerprint` (not valid Python names).
