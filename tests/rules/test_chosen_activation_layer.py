@@ -20,8 +20,9 @@ and with another key passed. Near forms stay silent, each beside its positive tw
 from __future__ import annotations
 
 import pytest
+from attention_harness import CPU, CUDA, findings_of, fixed, rules_of
 
-from attention_harness import CPU, CUDA, findings_of, fix, rules_of
+from adopter.engine import Environment
 
 RULES = rules_of("f06-linear-gelu")
 
@@ -77,8 +78,8 @@ class AtomicNetwork(torch.nn.Module):
 '''
 
 
-def _sites(source: str, env: object = CPU) -> list[tuple[str, int]]:
-    return sorted((f.rule_id, f.span.start_line + 1) for f in findings_of(source, RULES, env=env))  # type: ignore[arg-type]
+def _sites(source: str, env: Environment = CPU) -> list[tuple[str, int]]:
+    return sorted((f.rule_id, f.span.start_line + 1) for f in findings_of(source, RULES, env=env))
 
 
 def test_a_helper_chosen_gelu_is_the_pair() -> None:
@@ -88,6 +89,12 @@ def test_a_helper_chosen_gelu_is_the_pair() -> None:
 
 def test_the_loop_over_a_module_list() -> None:
     assert _sites(LOOP) == [("f06-linear-gelu", 25)]
+
+
+def test_the_key_passed_by_the_parameter_name() -> None:
+    # audio-separator's `tfc_tdf_v3.get_act(act_type=act_type)`
+    assert _sites(HELPER.replace("parse_activation(activation)", "parse_activation(module=activation)")) == [
+        ("f06-linear-gelu", 20)]
 
 
 @pytest.mark.parametrize(("base", "edit"), [
@@ -100,6 +107,7 @@ def test_the_loop_over_a_module_list() -> None:
     (HELPER, ("return torch.nn.GELU()", "return GELU()")),  # a name of nothing imported
     (HELPER, ('if module == "gelu"', 'if module != "gelu"')),  # not the key's clause
     (LOOP, ('activation="gelu"', 'activation="celu"')),
+    (HELPER, ("parse_activation(activation)", "parse_activation(other=activation)")),  # not the key's parameter
 ])
 def test_near_forms_stay_silent(base: str, edit: tuple[str, str]) -> None:
     assert _sites(base)  # the positive form beside them
@@ -114,11 +122,10 @@ def test_the_fix_computes_what_the_original_computes(activation: str) -> None:
     torch = pytest.importorskip("torch")
     from attention_harness import compare_modules, load
 
-    result = fix(HELPER, RULES, env=CUDA)
-    assert len(result.applied) == 1
-    assert "self.out(fused_linear_gelu(x, self.linear, self.activation))" in getattr(result, "new_source", "")
+    new = fixed(HELPER, RULES, applied=1, env=CUDA)  # and nothing fixable left, a second fix changes nothing
+    assert "self.out(fused_linear_gelu(x, self.linear, self.activation))" in new
     old_cls = load(HELPER, "chosen_old")["Network"]
-    new_cls = load(getattr(result, "new_source"), "chosen_new")["Network"]
+    new_cls = load(new, "chosen_new")["Network"]
     torch.manual_seed(0)
     original = old_cls(activation=activation).double()
     rewritten = new_cls(activation=activation).double()

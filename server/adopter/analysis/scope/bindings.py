@@ -1161,7 +1161,8 @@ class InitAnalysis:
 
     def _chosen_return(self, name: str, call: Node) -> Node | None:
         """What a same-file helper returns for the key passed here: the one `return` of the
-        `if <first parameter> == "<key>":` clause the key selects (a literal or a parameter's literal default)."""
+        `if <first parameter> == "<key>":` clause the key selects (a literal or a parameter's literal default),
+        passed alone, by position or by the parameter's name (`get_act(act_type=act_type)`)."""
         if "." in name or self.symbols.has_class(name):
             return None
         function = self.symbols.function_node(name)
@@ -1169,9 +1170,16 @@ class InitAnalysis:
         ps = params(function, self.src) if function is not None else ()
         args_node = call.child_by_field_id(Field.ARGUMENTS)
         args = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
-        if body is None or not ps or len(args) != 1 or args[0].type == "keyword_argument":
+        if body is None or not ps or len(args) != 1:
             return None
-        key = self._key_text(self.src.text(args[0]))
+        passed: Node | None = args[0]
+        if args[0].type == "keyword_argument":
+            keyword = args[0].child_by_field_id(Field.NAME)
+            passed = args[0].child_by_field_id(Field.VALUE) if (
+                keyword is not None and self.src.text(keyword) == ps[0].name) else None
+        if passed is None or passed.type in ("list_splat", "dictionary_splat"):
+            return None
+        key = self._key_text(self.src.text(passed))
         if key is None:
             return None
         for stmt in body.named_children:
