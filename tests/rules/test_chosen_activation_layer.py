@@ -116,16 +116,24 @@ def test_near_forms_stay_silent(base: str, edit: tuple[str, str]) -> None:
     assert _sites(near) == []
 
 
+FIXES = {
+    "Network": (HELPER, "self.out(fused_linear_gelu(x, self.linear, self.activation))"),
+    "AtomicNetwork": (LOOP, "features = fused_linear_gelu(features, layer, self.activation)"),
+}
+
+
 @pytest.mark.torch
+@pytest.mark.parametrize("cls", sorted(FIXES))
 @pytest.mark.parametrize("activation", ["gelu", "celu"])
-def test_the_fix_computes_what_the_original_computes(activation: str) -> None:
+def test_the_fix_computes_what_the_original_computes(cls: str, activation: str) -> None:
     torch = pytest.importorskip("torch")
     from attention_harness import compare_modules, load
 
-    new = fixed(HELPER, RULES, applied=1, env=CUDA)  # and nothing fixable left, a second fix changes nothing
-    assert "self.out(fused_linear_gelu(x, self.linear, self.activation))" in new
-    old_cls = load(HELPER, "chosen_old")["Network"]
-    new_cls = load(new, "chosen_new")["Network"]
+    source, written = FIXES[cls]
+    new = fixed(source, RULES, applied=1, env=CUDA)  # and nothing fixable left, a second fix changes nothing
+    assert written in new
+    old_cls = load(source, f"chosen_old_{cls}")[cls]
+    new_cls = load(new, f"chosen_new_{cls}")[cls]
     torch.manual_seed(0)
     original = old_cls(activation=activation).double()
     rewritten = new_cls(activation=activation).double()
