@@ -154,6 +154,7 @@ _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 # What a class may do with a list it fills besides splatting it: fill it, rebind it, call an item of it.
 _LIST_USE = re.compile(r"\s*(?:\.append\(|\.extend\(|\+?=(?!=)|\[[^\]\n]*\]\s*\()")
 SEQUENTIAL = "torch.nn.Sequential"
+_LITERALS = frozenset({"integer", "float", "string", "true", "false", "none"})
 
 _PARTIAL = re.compile(r"^(?:functools\.)?partial\(\s*([A-Za-z_][\w.]*)\s*[,)]")
 
@@ -1134,6 +1135,34 @@ class InitAnalysis:
     def _chosen_function(self, name: str, call: Node) -> str | None:
         """The activation function a same-file helper returns for the key passed here: torch's and DETR's
         `_get_activation_fn(activation)`, a chain of `if activation == "gelu": return F.gelu`."""
+        returned = self._chosen_return(name, call)
+        return self._function_value(dotted_text(returned, self.src)) if returned is not None else None
+
+    def _chosen_layer(self, name: str, call: Node) -> Node | None:
+        """The torch layer a same-file helper builds for the key passed here (torchani's
+        `parse_activation(activation)` with `activation="gelu"`: `if module == "gelu": return torch.nn.GELU()`):
+        the returned constructor, a class of `torch.nn` called with literal arguments only (nothing of the
+        helper's own scope), else None."""
+        returned = self._chosen_return(name, call)
+        func = returned.child_by_field_id(Field.FUNCTION) if returned is not None and returned.type == "call" else None
+        dotted = dotted_text(func, self.src) if func is not None else None
+        if returned is None or dotted is None or not self.symbols.is_imported(dotted.split(".")[0]):
+            return None
+        qualified = self.symbols.qualify(dotted)
+        if not qualified.startswith("torch.nn.") or not qualified.rsplit(".", 1)[-1][:1].isupper() or (
+                not is_constructor(qualified, False)):
+            return None
+        args_node = returned.child_by_field_id(Field.ARGUMENTS)
+        for a in (args_node.named_children if args_node is not None else ()):
+            value = a.child_by_field_id(Field.VALUE) if a.type == "keyword_argument" else a
+            if value is None or value.type not in _LITERALS:
+                return None
+        return returned
+
+    def _chosen_return(self, name: str, call: Node) -> Node | None:
+        """What a same-file helper returns for the key passed here: the one `return` of the
+        `if <first parameter> == "<key>":` clause the key selects (a literal or a parameter's literal default),
+        passed alone, by position or by the parameter's name (`get_act(act_type=act_type)`)."""
         if "." in name or self.symbols.has_class(name):
             return None
         function = self.symbols.function_node(name)
@@ -1141,9 +1170,16 @@ class InitAnalysis:
         ps = params(function, self.src) if function is not None else ()
         args_node = call.child_by_field_id(Field.ARGUMENTS)
         args = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
-        if body is None or not ps or len(args) != 1 or args[0].type == "keyword_argument":
+        if body is None or not ps or len(args) != 1:
             return None
-        key = self._key_text(self.src.text(args[0]))
+        passed: Node | None = args[0]
+        if args[0].type == "keyword_argument":
+            keyword = args[0].child_by_field_id(Field.NAME)
+            passed = args[0].child_by_field_id(Field.VALUE) if (
+                keyword is not None and self.src.text(keyword) == ps[0].name) else None
+        if passed is None or passed.type in ("list_splat", "dictionary_splat"):
+            return None
+        key = self._key_text(self.src.text(passed))
         if key is None:
             return None
         for stmt in body.named_children:
@@ -1158,7 +1194,7 @@ class InitAnalysis:
                 if (m is None or m.group(2) != key or len(returns) != 1 or returns[0].type != "return_statement"
                         or returns[0].named_child_count != 1):
                     continue
-                return self._function_value(dotted_text(returns[0].named_children[0], self.src))
+                return returns[0].named_children[0]
         return None
 
     def _call_alts(self, call: Node) -> list[Alt]:
@@ -1170,6 +1206,8 @@ class InitAnalysis:
             function = self._chosen_function(self.src.text(func), call)
         if function is not None:
             return [((), Expr(function))]
+        if func.type == "identifier" and (layer := self._chosen_layer(self.src.text(func), call)) is not None:
+            return self._call_alts(layer)  # `parse_activation(act)` returning `nn.GELU()` for the key passed
         args, kwargs = self._args(call)
         callees: list[tuple[Conds, str, str | None]] = []
         if func.type == "subscript":
