@@ -614,6 +614,7 @@ class RuleMatcher:
                 continue  # an Expr or an absent optional value has no uses to check
             ok = {
                 GuardKind.SINGLE_USE: self._single_use,
+                GuardKind.ONLY_USE: self._only_use,
                 GuardKind.NOT_USED_AFTER: self._not_used_after,
                 GuardKind.NOT_REASSIGNED: self._not_reassigned,
             }[g.kind](value, chosen)
@@ -779,6 +780,12 @@ class RuleMatcher:
     def _single_use(self, value: Bound, chosen: list[int]) -> bool:
         mine = set(chosen)
         return all(u in mine for u in self._uses(value))
+
+    def _only_use(self, value: Bound, chosen: list[int]) -> bool:
+        """Every reader of `value` outside the match cannot run on one path with it (an exclusive branch)."""
+        mine = set(chosen)
+        return all(u in mine or any(not self.flat.compatible(min(u, c), max(u, c)) for c in chosen)
+                   for u in self._uses(value))
 
     def _not_used_after(self, value: Bound, chosen: list[int]) -> bool:
         last = max(chosen)

@@ -1,0 +1,140 @@
+"""A conv (or Linear) whose raw output is read again beside its BatchNorm is no conv→BN (linear→BN) site
+(`only_use($h)` in `rules/f07-conv-bn.adl`, `f08-linear-bn.adl`; `adopter.engine.matcher`): folding the
+BatchNorm into the layer would change what the other reader sees, so there is no kernel to adopt (the dev2
+labelling convention). Before, such a pair was reported without a fix.
+
+The forms: the raw output concatenated with what the BatchNorm path computes (facexlib `awing_arch.ConvBlock`,
+the oracle's two wrong findings), added back as a residual, returned beside the normalised value (f07, f08).
+Each is asserted beside its site twin (the same code without the second reader). A second reader on the other
+alternative of an `if`/`else` never runs with the BatchNorm: that pair stays a site, without a fix (as before).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from adopter.analysis import analyse
+from adopter.engine import Environment, find, load_rules
+
+ENV = Environment("cpu", frozenset(), "2.13.0")
+RULES = [r for r in load_rules().rules if r.family in (7, 8)]
+
+CAT = '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class ConvBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.bn1 = nn.BatchNorm2d(c)
+        self.conv1 = nn.Conv2d(c, c // 2, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c // 2)
+        self.conv2 = nn.Conv2d(c // 2, c // 4, 3, padding=1, bias=False)
+        self.bn3 = nn.BatchNorm2d(c // 4)
+        self.conv3 = nn.Conv2d(c // 4, c // 4, 3, padding=1, bias=False)
+
+    def forward(self, x):
+        out1 = self.bn1(x)
+        out1 = F.relu(out1, True)
+        out1 = self.conv1(out1)
+
+        out2 = self.bn2(out1)
+        out2 = F.relu(out2, True)
+        out2 = self.conv2(out2)
+
+        out3 = self.bn3(out2)
+        out3 = F.relu(out3, True)
+        out3 = self.conv3(out3)
+
+        return torch.cat((out1, out2, out3), 1)
+'''
+CAT_SITES = CAT.replace("torch.cat((out1, out2, out3), 1)", "out3")
+
+RESIDUAL = '''
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.proj = nn.Conv2d(c, c, 1, bias=False)
+        self.bn = nn.BatchNorm2d(c)
+        self.act = nn.ReLU()
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(self, x):
+        shortcut = self.proj(x)
+        out = self.act(self.bn(shortcut))
+        out = self.conv(out)
+        return out + shortcut
+'''
+RESIDUAL_SITE = RESIDUAL.replace("return out + shortcut", "return out")
+
+RETURNED = '''
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.fc = nn.Linear(d_in, d_out)
+        self.bn = nn.BatchNorm1d(d_out)
+
+    def forward(self, x):
+        emb = self.fc(x)
+        return emb, self.bn(emb)
+'''
+RETURNED_SITE = RETURNED.replace("return emb, self.bn(emb)", "return self.bn(emb)")
+
+BRANCH = '''
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, c, use_bn=True):
+        super().__init__()
+        self.use_bn = use_bn
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.bn = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        h = self.conv(x)
+        if self.use_bn:
+            out = self.bn(h)
+        else:
+            out = torch.cat((h, x), 1)
+        return out
+'''
+
+
+def _sites(source: str) -> list[tuple[str, bool, int]]:
+    return sorted((f.rule_id, f.fixable, f.span.start_line + 1) for f in find(analyse(source, "model.py"), RULES, ENV))
+
+
+def _line(source: str, text: str) -> int:
+    return next(i for i, line in enumerate(source.split("\n"), 1) if text in line)
+
+
+def test_concatenated_raw_outputs_are_no_sites() -> None:
+    assert _sites(CAT_SITES) == [("f07-conv-bn", True, _line(CAT_SITES, "out1 = self.conv1(out1)")),
+                                 ("f07-conv-bn", True, _line(CAT_SITES, "out2 = self.conv2(out2)"))]
+    assert _sites(CAT) == []
+
+
+def test_a_raw_output_added_back_as_a_residual_is_no_site() -> None:
+    assert _sites(RESIDUAL_SITE) == [("f07-conv-bn", True, _line(RESIDUAL_SITE, "shortcut = self.proj(x)"))]
+    assert _sites(RESIDUAL) == []
+
+
+def test_a_linear_output_returned_beside_its_batchnorm_is_no_site() -> None:
+    assert _sites(RETURNED_SITE) == [("f08-linear-bn", True, _line(RETURNED_SITE, "emb = self.fc(x)"))]
+    assert _sites(RETURNED) == []
+
+
+@pytest.mark.parametrize("reader", ["torch.cat((h, x), 1)", "h + x", "torch.relu(h)"])
+def test_a_second_reader_on_the_other_branch_leaves_a_site_without_a_fix(reader: str) -> None:
+    source = BRANCH.replace("torch.cat((h, x), 1)", reader)
+    assert _sites(source) == [("f07-conv-bn", False, _line(source, "h = self.conv(x)"))]
