@@ -52,6 +52,7 @@ from adopter.engine.plans import (
 )
 from adopter.engine.rotary_tables import is_rotary_table
 from adopter.engine.scale_factors import is_scale_factor
+from adopter.engine.size_reads import reads_size_only
 from adopter.engine.vocabulary import projects_to_vocabulary
 
 COMMUTATIVE = frozenset({"+", "*"})
@@ -782,9 +783,11 @@ class RuleMatcher:
         return all(u in mine for u in self._uses(value))
 
     def _only_use(self, value: Bound, chosen: list[int]) -> bool:
-        """Every reader of `value` outside the match cannot run on one path with it (an exclusive branch)."""
+        """Every reader of `value` outside the match reads only its size (`h.shape`) or cannot run on one path
+        with the match (the other alternative of a branch)."""
         mine = set(chosen)
-        return all(u in mine or any(not self.flat.compatible(min(u, c), max(u, c)) for c in chosen)
+        return all(u in mine or reads_size_only(self.flat.nodes[u].op)
+                   or any(not self.flat.compatible(min(u, c), max(u, c)) for c in chosen)
                    for u in self._uses(value))
 
     def _not_used_after(self, value: Bound, chosen: list[int]) -> bool:
