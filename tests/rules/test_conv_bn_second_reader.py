@@ -6,7 +6,9 @@ labelling convention). Before, such a pair was reported without a fix.
 The forms: the raw output concatenated with what the BatchNorm path computes (facexlib `awing_arch.ConvBlock`,
 the oracle's two wrong findings), added back as a residual, returned beside the normalised value (f07, f08).
 Each is asserted beside its site twin (the same code without the second reader). A second reader on the other
-alternative of an `if`/`else` never runs with the BatchNorm: that pair stays a site, without a fix (as before).
+alternative of an `if`/`else` never runs with the BatchNorm, and one that reads only the raw output's size
+(`h.shape`, `h.size(0)`, `len(h)`) sees nothing the fold changes: those pairs stay sites, without a fix (as
+before; these near-form tests pass on the base too).
 """
 
 from __future__ import annotations
@@ -109,6 +111,22 @@ class Block(nn.Module):
         return out
 '''
 
+SIZED = '''
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.bn = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        h = self.conv(x)
+        b = h.shape[0]
+        return self.bn(h).view(b, -1)
+'''
+
 
 def _sites(source: str) -> list[tuple[str, bool, int]]:
     return sorted((f.rule_id, f.fixable, f.span.start_line + 1) for f in find(analyse(source, "model.py"), RULES, ENV))
@@ -138,3 +156,11 @@ def test_a_linear_output_returned_beside_its_batchnorm_is_no_site() -> None:
 def test_a_second_reader_on_the_other_branch_leaves_a_site_without_a_fix(reader: str) -> None:
     source = BRANCH.replace("torch.cat((h, x), 1)", reader)
     assert _sites(source) == [("f07-conv-bn", False, _line(source, "h = self.conv(x)"))]
+
+
+@pytest.mark.parametrize("reader", ["h.shape[0]", "h.size(0)", "len(h)", "h.dim()"])
+def test_a_reader_of_the_size_only_leaves_a_site_without_a_fix(reader: str) -> None:
+    source = SIZED.replace("h.shape[0]", reader)
+    assert _sites(source) == [("f07-conv-bn", False, _line(source, "h = self.conv(x)"))]
+    beside = SIZED.replace("b = h.shape[0]", "b = h.sum()")
+    assert _sites(beside) == []
