@@ -784,11 +784,23 @@ class RuleMatcher:
 
     def _only_use(self, value: Bound, chosen: list[int]) -> bool:
         """Every reader of `value` outside the match reads only its size (`h.shape`) or cannot run on one path
-        with the match (the other alternative of a branch)."""
-        mine = set(chosen)
-        return all(u in mine or reads_size_only(self.flat.nodes[u].op)
-                   or any(not self.flat.compatible(min(u, c), max(u, c)) for c in chosen)
-                   for u in self._uses(value))
+        with the match (the other alternative of a branch); a transparent op (a cast, one alternative's value of
+        a conditional) counts by its own readers, each taken where it runs."""
+        name, d = value[1], value[2]  # type: ignore[misc]
+        for u in self.flat.uses_of.get(name, ()):
+            if u <= d or u in chosen or self.flat.reaching_def(name, u) != d:
+                continue
+            if any(not self.flat.compatible(min(u, c), max(u, c)) for c in chosen):
+                continue
+            op = self.flat.nodes[u].op
+            if op is None:
+                return False  # a `return`, a branch test: reads the value itself
+            if reads_size_only(op):
+                continue
+            if not (self.look_through and is_cast(op) and len(op.outputs) == 1 and op.args and op.args[0] == Ref(name)
+                    and self._only_use(("ref", op.outputs[0], u), chosen)):
+                return False
+        return True
 
     def _not_used_after(self, value: Bound, chosen: list[int]) -> bool:
         last = max(chosen)
