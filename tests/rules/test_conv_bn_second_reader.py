@@ -164,3 +164,32 @@ def test_a_reader_of_the_size_only_leaves_a_site_without_a_fix(reader: str) -> N
     assert _sites(source) == [("f07-conv-bn", False, _line(source, "h = self.conv(x)"))]
     beside = SIZED.replace("b = h.shape[0]", "b = h.sum()")
     assert _sites(beside) == []
+
+
+PERMUTED = '''
+import torch
+from torch import nn
+
+
+class LinearBN(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.linear_layer = torch.nn.Linear(d_in, d_out)
+        self.batch_normalization = nn.BatchNorm1d(d_out)
+
+    def forward(self, x):
+        out = self.linear_layer(x)
+        if len(out.shape) == 3:
+            out = out.permute(1, 2, 0)
+        out = self.batch_normalization(out)
+        if len(out.shape) == 3:
+            out = out.permute(2, 0, 1)
+        return out
+'''
+
+
+def test_a_size_test_and_a_layout_step_on_the_way_to_the_batchnorm_are_no_second_readers() -> None:
+    # coqui-tts 0.28 `tacotron/common_layers.py` LinearBN: the test reads the size, the permute feeds the BN
+    assert _sites(PERMUTED) == [("f08-linear-bn", False, _line(PERMUTED, "out = self.linear_layer(x)"))]
+    assert _sites(PERMUTED.replace("len(out.shape) == 3:\n            out = out.permute",
+                                   "out.sum() > 0:\n            out = out.permute")) == []

@@ -52,7 +52,7 @@ from adopter.engine.plans import (
 )
 from adopter.engine.rotary_tables import is_rotary_table
 from adopter.engine.scale_factors import is_scale_factor
-from adopter.engine.size_reads import reads_size_only
+from adopter.engine.size_reads import reads_size_only, text_reads_size_only
 from adopter.engine.vocabulary import projects_to_vocabulary
 
 COMMUTATIVE = frozenset({"+", "*"})
@@ -793,14 +793,22 @@ class RuleMatcher:
             if any(not self.flat.compatible(min(u, c), max(u, c)) for c in chosen):
                 continue
             op = self.flat.nodes[u].op
-            if op is None:
-                return False  # a `return`, a branch test: reads the value itself
-            if reads_size_only(op):
+            if op is None:  # a `return` reads the value itself; a branch test may read its size only
+                if text_reads_size_only(self.flat.test_texts.get(u, (name,)), str(name)):
+                    continue
+                return False
+            if reads_size_only(op) or self._feeds(op, u, chosen):
                 continue
             if not (self.look_through and is_cast(op) and len(op.outputs) == 1 and op.args and op.args[0] == Ref(name)
                     and self._only_use(("ref", op.outputs[0], u), chosen)):
                 return False
         return True
+
+    def _feeds(self, op: Op, u: int, chosen: list[int]) -> bool:
+        """Whether the result of node `u` is what a later node of the match reads on its path (`out =
+        out.permute(1, 2, 0)` under a test, then `bn(out)`): the value on its way to the match, not a second use."""
+        return any(o in self.flat.nodes[c].uses and self.flat.reaching_def(o, c) == u
+                   for o in op.outputs for c in chosen if c > u)
 
     def _not_used_after(self, value: Bound, chosen: list[int]) -> bool:
         last = max(chosen)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from adopter.dsl.types import Expr, Op, OpKind, Ref
 
 _SIZE_METHODS = frozenset({"size", "dim", "ndimension", "numel", "nelement", "element_size"})
@@ -20,3 +22,11 @@ def reads_size_only(op: Op | None) -> bool:
         return op.target in _SIZE_FUNCTIONS and len(op.args) == 1
     return (op.kind == OpKind.OPERATOR and op.target == "getattr" and len(op.args) == 2
             and isinstance(op.args[1], Expr) and op.args[1].text.strip("`") in _SIZE_ATTRS)
+
+
+def text_reads_size_only(texts: tuple[str, ...], name: str) -> bool:
+    """Whether source text (a branch test: `len(out.shape) == 3`) reads `name` only for its size or metadata."""
+    n = rf"(?<![\w%.]){re.escape(name)}(?!\w)"  # the name alone (`out`, `%3`), not `outer`, `%31`, `self.out`
+    sized = re.compile(rf"{n}\s*\.\s*(?:{'|'.join(_SIZE_ATTRS)})\b|{n}\s*\.\s*(?:{'|'.join(_SIZE_METHODS)})\s*\("
+                       rf"|\blen\(\s*{n}\s*\)")
+    return not any(re.search(n, sized.sub("", t)) for t in texts)
