@@ -193,3 +193,28 @@ def test_a_size_test_and_a_layout_step_on_the_way_to_the_batchnorm_are_no_second
     assert _sites(PERMUTED) == [("f08-linear-bn", False, _line(PERMUTED, "out = self.linear_layer(x)"))]
     assert _sites(PERMUTED.replace("len(out.shape) == 3:\n            out = out.permute",
                                    "out.sum() > 0:\n            out = out.permute")) == []
+
+
+CROPPED = '''
+from torch import nn
+
+
+class BranchSeparables(nn.Module):
+    def __init__(self, c, zero_pad=False):
+        super().__init__()
+        self.zero_pad = zero_pad
+        self.separable_1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn_sep_1 = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        x = self.separable_1(x)
+        if self.zero_pad:
+            x = x[:, :, 1:, 1:].contiguous()
+        x = self.bn_sep_1(x)
+        return x
+'''
+
+
+def test_steps_under_a_test_that_lead_into_the_batchnorm_are_no_second_readers() -> None:
+    # pretrainedmodels 0.7.4 `pnasnet.py` / `nasnet_mobile.py` BranchSeparables: a crop on one path, two ops long
+    assert _sites(CROPPED) == [("f07-conv-bn", False, _line(CROPPED, "x = self.separable_1(x)"))]

@@ -804,11 +804,20 @@ class RuleMatcher:
                 return False
         return True
 
-    def _feeds(self, op: Op, u: int, chosen: list[int]) -> bool:
-        """Whether the result of node `u` is what a later node of the match reads on its path (`out =
-        out.permute(1, 2, 0)` under a test, then `bn(out)`): the value on its way to the match, not a second use."""
-        return any(o in self.flat.nodes[c].uses and self.flat.reaching_def(o, c) == u
-                   for o in op.outputs for c in chosen if c > u)
+    def _feeds(self, op: Op, u: int, chosen: list[int], depth: int = 3) -> bool:
+        """Whether the result of node `u` is what a later node of the match reads on its path, directly or
+        through a few more steps (`x = x[:, :, 1:, 1:].contiguous()` under a test, then `bn(x)`): the value on
+        its way to the match, not a second use."""
+        for o in op.outputs:
+            for w in self.flat.uses_of.get(o, ()):
+                if w <= u or self.flat.reaching_def(o, w) != u:
+                    continue
+                if w in chosen:
+                    return True
+                after = self.flat.nodes[w].op
+                if depth > 0 and after is not None and self._feeds(after, w, chosen, depth - 1):
+                    return True
+        return False
 
     def _not_used_after(self, value: Bound, chosen: list[int]) -> bool:
         last = max(chosen)
