@@ -218,3 +218,38 @@ class BranchSeparables(nn.Module):
 def test_steps_under_a_test_that_lead_into_the_batchnorm_are_no_second_readers() -> None:
     # pretrainedmodels 0.7.4 `pnasnet.py` / `nasnet_mobile.py` BranchSeparables: a crop on one path, two ops long
     assert _sites(CROPPED) == [("f07-conv-bn", False, _line(CROPPED, "x = self.separable_1(x)"))]
+
+
+ACTIVATED = '''
+import torch
+from torch import nn
+
+
+class LinearBlock(nn.Module):
+    def __init__(self, d_in, d_out, activation="Tanh", batch_norm=False, skip_connection=False):
+        super().__init__()
+        self.skip_connection = skip_connection
+        self.linear = nn.Linear(d_in, d_out, bias=False)
+        if activation is not None:
+            self.act_layer = make_activation(activation)
+        else:
+            self.act_layer = nn.Identity()
+        self.batch_norm = batch_norm
+        if batch_norm is True:
+            self.bn_layer = nn.BatchNorm1d(d_out)
+
+    def forward(self, x):
+        x1 = self.linear(x)
+        x1 = self.act_layer(x1)
+        if self.batch_norm is True:
+            x1 = self.bn_layer(x1)
+        if self.skip_connection:
+            x1 = torch.cat([x, x1], axis=1)
+        return x1
+'''
+
+
+def test_a_layer_on_the_other_path_of_an_identity_choice_feeds_the_batchnorm() -> None:
+    # pyod 2.x `models/dif.py` LinearBlock: the Identity path is the site; the activation path's layer is the
+    # value on its way to the same BatchNorm, not a second reader
+    assert _sites(ACTIVATED) == [("f08-linear-bn", False, _line(ACTIVATED, "x1 = self.linear(x)"))]

@@ -810,7 +810,7 @@ class RuleMatcher:
         its way to the match, not a second use."""
         for o in op.outputs:
             for w in self.flat.uses_of.get(o, ()):
-                if w <= u or self.flat.reaching_def(o, w) != u:
+                if w <= u or not self.flat.may_reach(o, u, w):
                     continue
                 if w in chosen:
                     return True
