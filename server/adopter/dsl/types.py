@@ -439,6 +439,10 @@ class BindingPattern:
 
 class GuardKind(str, Enum):
     SINGLE_USE = "single_use"  # the value is used only by the next step of the pattern
+    # only_use($h): a hard guard (no site when it fails): every reader of the value outside the match lies on
+    # a path that misses the match (another alternative of a branch); a second reader of a conv's raw output
+    # beside its BatchNorm makes the pair no site (folding would change what that reader sees)
+    ONLY_USE = "only_use"
     NOT_REASSIGNED = "not_reassigned"  # no redefinition between its def and its use in the pattern
     EQUALS = "equals"  # an argument has a given normalised text: equals($dim, -1)
     ONE_OF = "one_of"

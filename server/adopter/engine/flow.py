@@ -56,6 +56,7 @@ class FlatForward:
     _uses_of: dict[str, list[int]] | None = None
     terminates: set[tuple[int, int]] = field(default_factory=set)  # (branch id, alt) ending in return
     tests: dict[int, tuple[str, ...]] = field(default_factory=dict)  # branch id -> its tests' source text
+    test_texts: dict[int, tuple[str, ...]] = field(default_factory=dict)  # test pseudo-node -> its tests' text
     alternatives: dict[int, int] = field(default_factory=dict)  # branch id -> its number of paths
     params: frozenset[str] = frozenset()
     cast_reads: dict[str, bool] = field(default_factory=dict)  # name -> a cast reads it (the matcher's memo)
@@ -193,6 +194,7 @@ def flatten(forward: Forward) -> FlatForward:
                 bid = counter[0]
                 flat.tests[bid] = tuple(_TEMP.sub("%", c) for c in stmt.conditions)
                 flat.alternatives[bid] = len(stmt.paths)
+                flat.test_texts[len(flat.nodes)] = stmt.conditions
                 add(None, {n for c in stmt.conditions for n in _idents(c)}, ctx)
                 ends = []
                 for alt, path in enumerate(stmt.paths):

@@ -52,6 +52,7 @@ from adopter.engine.plans import (
 )
 from adopter.engine.rotary_tables import is_rotary_table
 from adopter.engine.scale_factors import is_scale_factor
+from adopter.engine.size_reads import reads_size_only, text_reads_size_only
 from adopter.engine.vocabulary import projects_to_vocabulary
 
 COMMUTATIVE = frozenset({"+", "*"})
@@ -614,6 +615,7 @@ class RuleMatcher:
                 continue  # an Expr or an absent optional value has no uses to check
             ok = {
                 GuardKind.SINGLE_USE: self._single_use,
+                GuardKind.ONLY_USE: self._only_use,
                 GuardKind.NOT_USED_AFTER: self._not_used_after,
                 GuardKind.NOT_REASSIGNED: self._not_reassigned,
             }[g.kind](value, chosen)
@@ -779,6 +781,43 @@ class RuleMatcher:
     def _single_use(self, value: Bound, chosen: list[int]) -> bool:
         mine = set(chosen)
         return all(u in mine for u in self._uses(value))
+
+    def _only_use(self, value: Bound, chosen: list[int]) -> bool:
+        """Every reader of `value` outside the match reads only its size (`h.shape`) or cannot run on one path
+        with the match (the other alternative of a branch); a transparent op (a cast, one alternative's value of
+        a conditional) counts by its own readers, each taken where it runs."""
+        name, d = value[1], value[2]  # type: ignore[misc]
+        for u in self.flat.uses_of.get(name, ()):
+            if u <= d or u in chosen or self.flat.reaching_def(name, u) != d:
+                continue
+            if any(not self.flat.compatible(min(u, c), max(u, c)) for c in chosen):
+                continue
+            op = self.flat.nodes[u].op
+            if op is None:  # a `return` reads the value itself; a branch test may read its size only
+                if text_reads_size_only(self.flat.test_texts.get(u, (name,)), str(name)):
+                    continue
+                return False
+            if reads_size_only(op) or self._feeds(op, u, chosen):
+                continue
+            if not (self.look_through and is_cast(op) and len(op.outputs) == 1 and op.args and op.args[0] == Ref(name)
+                    and self._only_use(("ref", op.outputs[0], u), chosen)):
+                return False
+        return True
+
+    def _feeds(self, op: Op, u: int, chosen: list[int], depth: int = 3) -> bool:
+        """Whether the result of node `u` is what a later node of the match reads on its path, directly or
+        through a few more steps (`x = x[:, :, 1:, 1:].contiguous()` under a test, then `bn(x)`): the value on
+        its way to the match, not a second use."""
+        for o in op.outputs:
+            for w in self.flat.uses_of.get(o, ()):
+                if w <= u or not self.flat.may_reach(o, u, w):
+                    continue
+                if w in chosen:
+                    return True
+                after = self.flat.nodes[w].op
+                if depth > 0 and after is not None and self._feeds(after, w, chosen, depth - 1):
+                    return True
+        return False
 
     def _not_used_after(self, value: Bound, chosen: list[int]) -> bool:
         last = max(chosen)
