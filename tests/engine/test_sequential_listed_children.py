@@ -106,6 +106,17 @@ def test_an_append_under_a_test_on_a_value_default_is_read_as_taken() -> None:
     assert _line(CONV_NORM_ACT, "layers.append(norm_layer") in found[0][1]
 
 
+def test_an_else_branch_the_default_does_not_take_keeps_the_chain() -> None:
+    """With an `else`, the defaults still decide the test (chains/default_branches.py, mech49): the branch they take
+    is read, as without one."""
+    text = CONV_NORM_ACT.replace(
+        "            layers.append(norm_layer(c_out))\n",
+        "            layers.append(norm_layer(c_out))\n        else:\n            layers.append(nn.Identity())\n")
+    found = _findings(text)
+    assert [(site, fixable) for site, _, fixable in found] == [(_line(text, "layers = [conv_layer"), True)]
+    assert _line(text, "layers.append(norm_layer") in found[0][1]
+
+
 def test_append_and_plus_equals_before_sequential_init() -> None:
     found = _findings(APPENDED)
     assert [(site, fixable) for site, _, fixable in found] == [(_line(APPENDED, "nn.Conv2d"), True)]
@@ -123,9 +134,6 @@ def test_a_list_written_once_lists_where_its_items_are_written() -> None:
     ("norm_layer=torch.nn.BatchNorm2d,", "norm_layer=None,"),
     # the parameter is rebound before the test
     ("        if bias is None:\n", "        norm_layer = make_norm()\n        if bias is None:\n"),
-    # the test has an else branch
-    ("            layers.append(norm_layer(c_out))\n",
-     "            layers.append(norm_layer(c_out))\n        else:\n            layers.append(nn.Identity())\n"),
     # another test
     ("if norm_layer is not None:", "if use_norm(norm_layer):"),
     # something else is done with the list before it is handed over

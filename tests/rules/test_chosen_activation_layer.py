@@ -128,6 +128,7 @@ FIXES = {
 def test_the_fix_computes_what_the_original_computes(cls: str, activation: str) -> None:
     torch = pytest.importorskip("torch")
     from attention_harness import load
+
     from equivalence import compare_modules
 
     source, written = FIXES[cls]

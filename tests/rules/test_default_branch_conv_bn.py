@@ -26,12 +26,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from equivalence import compare_modules  # noqa: E402
-
 from adopter.analysis import analyse  # noqa: E402
 from adopter.engine import Environment, find, load_rules  # noqa: E402
 from adopter.session import rewrite  # noqa: E402
 from adopter.synth import Rewritten  # noqa: E402
+from equivalence import compare_modules  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
