@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from tree_sitter import Node
 
 from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.scope.literal_truth import literal_truth
 
 _NAME = r"[A-Za-z_]\w*"
 _LITERAL = r"""True|False|None|-?\d+(?:\.\d*)?|'[^'\\]*'|"[^"\\]*\""""
@@ -68,13 +69,13 @@ def _truth(test: Node, body: Node, src: SourceText, defaults: Mapping[str, str |
         return None if default is None else (default == "None") != bool(m.group(2))
     m = _BARE.fullmatch(text)
     if m is not None and m.group(2) not in ("True", "False", "None"):
-        truth = _literal_truth(_default(m.group(2), body, src, defaults))
+        truth = literal_truth(_default(m.group(2), body, src, defaults))
         return None if truth is None else truth != bool(m.group(1))
     m = _EQUALS.fullmatch(text)
     if m is not None:
         name, op, literal = (m.group(1), m.group(2), m.group(3)) if m.group(1) else (m.group(6), m.group(5), m.group(4))
         default = _default(name, body, src, defaults)
-        if default is None or _literal_truth(default) is None or _literal_truth(literal) is None:
+        if default is None or literal_truth(default) is None or literal_truth(literal) is None:
             return None
         return (_value(default) == _value(literal)) == (op == "==")
     return None
@@ -95,19 +96,6 @@ def _value(literal: str) -> str:
     if re.fullmatch(r"-?\d+(?:\.\d*)?", literal):
         return f"n:{float(literal)}"
     return literal
-
-
-def _literal_truth(text: str | None) -> bool | None:
-    """The truth of a literal's source text (`False`, `None`, `0`, `''`, `4`), None for anything else."""
-    if text is None:
-        return None
-    if text in ("True", "False", "None"):
-        return text == "True"
-    if re.fullmatch(r"-?\d+(\.\d*)?", text):
-        return float(text) != 0
-    if re.fullmatch(r"""(['"])([^'"\\]*)\1""", text):
-        return len(text) > 2
-    return None
 
 
 def _rebinds(node: Node, name: str, src: SourceText) -> bool:

@@ -21,6 +21,7 @@ from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.child_names import COUNTED, Added, added_name, keeps_positions
 from adopter.analysis.scope.classes import ClassTable
 from adopter.analysis.scope.list_counts import added_by_loop
+from adopter.analysis.scope.literal_truth import literal_truth
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, ParamKind, Span, Value
 
 MAX_INLINE_DEPTH = 3
@@ -129,19 +130,6 @@ def _cond_text(conds: Conds) -> str | None:
 
 def _negate(test: str) -> str:
     return f"not ({test})"
-
-
-def _literal_truth(text: str | None) -> bool | None:
-    """The truth of a literal's source text (`False`, `None`, `0`, `''`, `4`), None for anything else."""
-    if text is None:
-        return None
-    if text in ("True", "False", "None"):
-        return text == "True"
-    if re.fullmatch(r"-?\d+(\.\d*)?", text):
-        return float(text) != 0
-    if re.fullmatch(r"""(['"])(.*)\1""", text):
-        return len(text) > 2
-    return None
 
 
 # Arithmetic of names, attributes and numbers (`heads * dim_head`, `config.hidden_size // 2`): a size.
@@ -969,7 +957,7 @@ class InitAnalysis:
                 text = self.src.norm(positional[i])
             else:
                 text = p.default
-            truth = _literal_truth(text)
+            truth = literal_truth(text)
             if truth is not None:
                 out[p.name] = truth
                 out[_negate(p.name)] = not truth
@@ -1336,7 +1324,7 @@ class InitAnalysis:
             return None
         out: list[tuple[Conds, str]] = []
         for c, v in held:
-            if not isinstance(v, Expr) or _literal_truth(v.text) is None or v.text in ("True", "False", "None"):
+            if not isinstance(v, Expr) or literal_truth(v.text) is None or v.text in ("True", "False", "None"):
                 return None
             out.append((c, v.text))
         return out
