@@ -1120,21 +1120,14 @@ class InitAnalysis:
                 return self._function_value(dotted_text(v, self.src))
         return None
 
-    def _chosen_function(self, name: str, call: Node) -> str | None:
-        """The activation function a same-file helper returns for the key passed here: torch's and DETR's
-        `_get_activation_fn(activation)`, a chain of `if activation == "gelu": return F.gelu`."""
-        returned = self._chosen_return(name, call)
-        return self._function_value(dotted_text(returned, self.src)) if returned is not None else None
-
-    def _chosen_layer(self, name: str, call: Node) -> Node | None:
-        """The torch layer a same-file helper builds for the key passed here (torchani's
-        `parse_activation(activation)` with `activation="gelu"`: `if module == "gelu": return torch.nn.GELU()`):
-        the returned constructor, a class of `torch.nn` called with literal arguments only (nothing of the
-        helper's own scope), else None."""
-        returned = self._chosen_return(name, call)
-        func = returned.child_by_field_id(Field.FUNCTION) if returned is not None and returned.type == "call" else None
+    def _torch_layer(self, returned: Node) -> Node | None:
+        """`returned` (what a same-file helper returns for the key passed: `_chosen_return`) when it builds a torch
+        layer — torchani's `parse_activation(activation)` with `activation="gelu"`: `if module == "gelu": return
+        torch.nn.GELU()` — a class of `torch.nn` called with literal arguments only (nothing of the helper's own
+        scope), else None."""
+        func = returned.child_by_field_id(Field.FUNCTION) if returned.type == "call" else None
         dotted = dotted_text(func, self.src) if func is not None else None
-        if returned is None or dotted is None or not self.symbols.is_imported(dotted.split(".")[0]):
+        if dotted is None or not self.symbols.is_imported(dotted.split(".")[0]):
             return None
         qualified = self.symbols.qualify(dotted)
         if not qualified.startswith("torch.nn.") or not qualified.rsplit(".", 1)[-1][:1].isupper() or (
@@ -1190,12 +1183,17 @@ class InitAnalysis:
         if func is None:
             return [((), Expr(self.src.norm(call)))]
         function = self._getattr_function(call)
-        if function is None and func.type == "identifier":
-            function = self._chosen_function(self.src.text(func), call)
+        # A same-file helper choosing by the key passed here (read once): an activation function it returns
+        # (torch's and DETR's `_get_activation_fn(activation)`: `if activation == "gelu": return F.gelu`), or a
+        # torch layer it builds (`parse_activation(act)` returning `nn.GELU()`).
+        picked = self._chosen_return(self.src.text(func), call) if (
+            function is None and func.type == "identifier") else None
+        if picked is not None:
+            function = self._function_value(dotted_text(picked, self.src))
         if function is not None:
             return [((), Expr(function))]
-        if func.type == "identifier" and (layer := self._chosen_layer(self.src.text(func), call)) is not None:
-            return self._call_alts(layer)  # `parse_activation(act)` returning `nn.GELU()` for the key passed
+        if picked is not None and (layer := self._torch_layer(picked)) is not None:
+            return self._call_alts(layer)
         args, kwargs = self._args(call)
         callees: list[tuple[Conds, str, str | None]] = []
         if func.type == "subscript":
