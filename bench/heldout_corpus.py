@@ -244,6 +244,12 @@ MANIFEST: Manifest = (
     ("xtuner", "0.2.0", (
         "xtuner/model/modules/dispatch/llama.py", "xtuner/model/modules/projector/modeling_projector.py",
         "xtuner/model/modules/dispatch/internlm2.py")),
+    # Batch 12 (refreshed 2026-12-06, stop 22): labelled by a twelfth independent labeller; any first letter, picked by
+    # name and known purpose, leaning to what the set had less of (time series / event sequences, tabular, point clouds,
+    # video, speech enhancement, medical imaging, graph nets, researchers' single files, LLM fine-tuning code), files
+    # from the archive listings by name and size before reading (one added after the first pass, from the same
+    # archive: see LABELLING.md "Batch 12").
+    ("pytorch-lifestream", "0.7.0", ("ptls/nn/seq_encoder/transformer_encoder.py", "ptls/custom_layers.py")),
 )
 
 
