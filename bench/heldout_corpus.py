@@ -250,6 +250,9 @@ MANIFEST: Manifest = (
     # from the archive listings by name and size before reading (one added after the first pass, from the same
     # archive: see LABELLING.md "Batch 12").
     ("pytorch-lifestream", "0.7.0", ("ptls/nn/seq_encoder/transformer_encoder.py", "ptls/custom_layers.py")),
+    ("lightautoml", "0.4.2", (
+        "lightautoml/ml_algo/torch_based/fttransformer/fttransformer_utils.py",
+        "lightautoml/ml_algo/torch_based/autoint/autoint_utils.py")),
 )
 
 
