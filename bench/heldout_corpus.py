@@ -253,6 +253,7 @@ MANIFEST: Manifest = (
     ("lightautoml", "0.4.2", (
         "lightautoml/ml_algo/torch_based/fttransformer/fttransformer_utils.py",
         "lightautoml/ml_algo/torch_based/autoint/autoint_utils.py")),
+    ("learning3d", "0.2.2", ("models/dgcnn.py", "models/pointnet.py", "utils/transformer.py")),
 )
 
 
