@@ -255,6 +255,7 @@ MANIFEST: Manifest = (
         "lightautoml/ml_algo/torch_based/autoint/autoint_utils.py")),
     ("learning3d", "0.2.2", ("models/dgcnn.py", "models/pointnet.py", "utils/transformer.py")),
     ("stam-pytorch", "0.0.4", ("stam_pytorch/stam.py",)),
+    ("sgmse", "0.1.2", ("sgmse/backbones/ncsnpp_utils/layerspp.py", "sgmse/backbones/shared.py")),
 )
 
 
