@@ -256,6 +256,7 @@ MANIFEST: Manifest = (
     ("learning3d", "0.2.2", ("models/dgcnn.py", "models/pointnet.py", "utils/transformer.py")),
     ("stam-pytorch", "0.0.4", ("stam_pytorch/stam.py",)),
     ("sgmse", "0.1.2", ("sgmse/backbones/ncsnpp_utils/layerspp.py", "sgmse/backbones/shared.py")),
+    ("med-seg-diff-pytorch", "0.3.3", ("med_seg_diff_pytorch/med_seg_diff_pytorch.py",)),
 )
 
 
