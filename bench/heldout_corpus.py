@@ -257,6 +257,8 @@ MANIFEST: Manifest = (
     ("stam-pytorch", "0.0.4", ("stam_pytorch/stam.py",)),
     ("sgmse", "0.1.2", ("sgmse/backbones/ncsnpp_utils/layerspp.py", "sgmse/backbones/shared.py")),
     ("med-seg-diff-pytorch", "0.3.3", ("med_seg_diff_pytorch/med_seg_diff_pytorch.py",)),
+    ("tiatoolbox", "2.1.3", (
+        "tiatoolbox/models/architecture/sccnn.py", "tiatoolbox/models/architecture/unet.py")),
 )
 
 
