@@ -259,6 +259,7 @@ MANIFEST: Manifest = (
     ("med-seg-diff-pytorch", "0.3.3", ("med_seg_diff_pytorch/med_seg_diff_pytorch.py",)),
     ("tiatoolbox", "2.1.3", (
         "tiatoolbox/models/architecture/sccnn.py", "tiatoolbox/models/architecture/unet.py")),
+    ("cogdl", "0.6", ("cogdl/layers/mlp_layer.py", "cogdl/layers/gat_layer.py")),
 )
 
 
