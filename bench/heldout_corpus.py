@@ -260,6 +260,8 @@ MANIFEST: Manifest = (
     ("tiatoolbox", "2.1.3", (
         "tiatoolbox/models/architecture/sccnn.py", "tiatoolbox/models/architecture/unet.py")),
     ("cogdl", "0.6", ("cogdl/layers/mlp_layer.py", "cogdl/layers/gat_layer.py")),
+    ("fschat", "0.2.36", (
+        "fastchat/model/monkey_patch_non_inplace.py", "fastchat/train/llama_xformers_attn_monkey_patch.py")),
 )
 
 
