@@ -262,6 +262,9 @@ MANIFEST: Manifest = (
     ("cogdl", "0.6", ("cogdl/layers/mlp_layer.py", "cogdl/layers/gat_layer.py")),
     ("fschat", "0.2.36", (
         "fastchat/model/monkey_patch_non_inplace.py", "fastchat/train/llama_xformers_attn_monkey_patch.py")),
+    ("openrlhf", "0.11.2", (
+        "openrlhf-0.11.2.data/purelib/openrlhf/models/actor.py", "openrlhf-0.11.2.data/purelib/openrlhf/models/loss.py",
+        "openrlhf-0.11.2.data/purelib/openrlhf/models/model.py")),
 )
 
 
