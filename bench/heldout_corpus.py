@@ -244,6 +244,27 @@ MANIFEST: Manifest = (
     ("xtuner", "0.2.0", (
         "xtuner/model/modules/dispatch/llama.py", "xtuner/model/modules/projector/modeling_projector.py",
         "xtuner/model/modules/dispatch/internlm2.py")),
+    # Batch 12 (refreshed 2026-12-06, stop 22): labelled by a twelfth independent labeller; any first letter, picked by
+    # name and known purpose, leaning to what the set had less of (time series / event sequences, tabular, point clouds,
+    # video, speech enhancement, medical imaging, graph nets, researchers' single files, LLM fine-tuning code), files
+    # from the archive listings by name and size before reading (one added after the first pass, from the same
+    # archive: see LABELLING.md "Batch 12").
+    ("pytorch-lifestream", "0.7.0", ("ptls/nn/seq_encoder/transformer_encoder.py", "ptls/custom_layers.py")),
+    ("lightautoml", "0.4.2", (
+        "lightautoml/ml_algo/torch_based/fttransformer/fttransformer_utils.py",
+        "lightautoml/ml_algo/torch_based/autoint/autoint_utils.py")),
+    ("learning3d", "0.2.2", ("models/dgcnn.py", "models/pointnet.py", "utils/transformer.py")),
+    ("stam-pytorch", "0.0.4", ("stam_pytorch/stam.py",)),
+    ("sgmse", "0.1.2", ("sgmse/backbones/ncsnpp_utils/layerspp.py", "sgmse/backbones/shared.py")),
+    ("med-seg-diff-pytorch", "0.3.3", ("med_seg_diff_pytorch/med_seg_diff_pytorch.py",)),
+    ("tiatoolbox", "2.1.3", (
+        "tiatoolbox/models/architecture/sccnn.py", "tiatoolbox/models/architecture/unet.py")),
+    ("cogdl", "0.6", ("cogdl/layers/mlp_layer.py", "cogdl/layers/gat_layer.py")),
+    ("fschat", "0.2.36", (
+        "fastchat/model/monkey_patch_non_inplace.py", "fastchat/train/llama_xformers_attn_monkey_patch.py")),
+    ("openrlhf", "0.11.2", (
+        "openrlhf-0.11.2.data/purelib/openrlhf/models/actor.py", "openrlhf-0.11.2.data/purelib/openrlhf/models/loss.py",
+        "openrlhf-0.11.2.data/purelib/openrlhf/models/model.py")),
 )
 
 
