@@ -697,7 +697,8 @@ class _Masker:
         lines = self.lines
         c = self._header(s, e)
         h = self._logical_end(c, e)
-        deeper = [i for i in range(h, e) if lines.indent[i] > indent and lines.fresh[i] and lines.code(i)]
+        # (whether there is one: the first found, not every line of a long body)
+        deeper = any(lines.indent[i] > indent and lines.fresh[i] and lines.code(i) for i in range(h, e))
         if lines.colon(h - 1) and deeper:  # a compound statement: keep the headers, mask the bodies
             if not tried and self._bodies(s, e, indent):
                 return False
@@ -735,13 +736,13 @@ class _Masker:
         for k, c in enumerate(clauses):
             d = clauses[k + 1] if k + 1 < len(clauses) else e
             h = self._logical_end(c, d)
-            body = [i for i in range(h, d) if lines.fresh[i] and lines.code(i)]
-            if not lines.colon(h - 1) or not body or lines.indent[body[0]] <= indent:
+            body = next((i for i in range(h, d) if lines.fresh[i] and lines.code(i)), -1)  # its first code line
+            if not lines.colon(h - 1) or body < 0 or lines.indent[body] <= indent:
                 return False
-            inner = lines.indent[body[0]]
+            inner = lines.indent[body]
             self.block(h, d, inner, check=False)
             if not self._has_code(h, d):
-                self._pass(body[0], d, inner)
+                self._pass(body, d, inner)
             skeleton.append(bytes(out[lines.starts[c] : lines.ends[h - 1]]) + b"\n" + b" " * inner + b"pass\n")
         return self._parses_text(b"".join(skeleton), indent)
 
