@@ -88,14 +88,30 @@ def _scan(chunk: bytes, last: bool) -> _Scan:
     inside = [False] * n
     depth_at = [0] * n
     comments: dict[int, int] = {}
+    _tokenize(chunk, starts, indent, inside, depth_at, comments, 0, None)
+    return inside, depth_at, comments, starts, indent
+
+
+# Where `_tokenize` may stop early (`_rescan`): the first line of the text after the change, how many lines
+# the change added, and the last reading's `inside` and depth per line.
+_Sync = tuple[int, int, list[bool], list[int]]
+
+
+def _tokenize(chunk: bytes, starts: list[int], indent: list[int], inside: list[bool], depth_at: list[int],
+              comments: dict[int, int], line: int, sync: _Sync | None) -> int:
+    """`_scan`'s walk over the tokens of `chunk`, from the start of line `line` with no bracket open (filling
+    `inside`, `depth_at` and `comments` from there on); with `sync`, it stops at the first line it reaches, at
+    or after `sync[0]`, that starts outside brackets and strings in both readings (the line it returns; -1
+    when it ran to the end): see `_rescan`."""
+    n = len(starts)
     stack: list[tuple[int, int]] = []  # open brackets and their lines (a closer that does not match the
     # innermost one is ignored)
-    line = 0
-    pos = 0
+    pos = starts[line] if line < n else len(chunk)
     search = _TOKENS.search
     while True:
         m = search(chunk, pos)
         stop = m.start() if m is not None else len(chunk)
+        reached = line
         if not stack:  # lines up to this token are at depth 0 (the default)
             line = bisect_right(starts, stop, line) - 1
         while line + 1 < n and starts[line + 1] <= stop:  # inside brackets: each line's depth
@@ -104,6 +120,10 @@ def _scan(chunk: bytes, last: bool) -> _Scan:
                     _STATEMENT.match(chunk, starts[line]) is not None):
                 stack.clear()  # a statement at the bracket's indentation or left of it ends it
             depth_at[line] = len(stack)
+        if sync is not None and line != reached and line >= sync[0] and not stack and not inside[line]:
+            old = line - sync[1]
+            if 0 <= old < len(sync[2]) and not sync[2][old] and not sync[3][old]:
+                return line
         if m is None:
             break
         pos = m.end()
@@ -124,6 +144,71 @@ def _scan(chunk: bytes, last: bool) -> _Scan:
         else:  # a string: the lines after its first one are inside it (to the chunk's end at most)
             for k in range(line + 1, bisect_right(starts, pos - 1, line)):
                 inside[k] = True
+    return -1
+
+
+def _rescan(old: bytes, scanned: _Scan, chunk: bytes, last: bool) -> _Scan | None:
+    """`_scan(chunk, last)` from `scanned` = `_scan(old, last)`, for a chunk a keystroke changed: the lines
+    before the change and those after it where both readings are back in step are taken from `scanned`; only
+    the tokens between are read. None when the two chunks do not lend themselves to it.
+
+    Why it is `_scan`'s reading. Line starts and indentation depend on the text around each line start only:
+    lines that start before the change (`p`, the common prefix) and whose indentation ends before it keep
+    theirs, lines that start after the line break ending the common suffix keep theirs moved by the change in
+    length. Tokens: where a line starts outside brackets, strings and continuations (`fresh`: after its own
+    text decided whether it ends the brackets open above it), no token crosses its start and no bracket is
+    open, and a token found before it reads only the text before it (a comment, a bracket, a one-line string
+    stop at the line break; a string that runs on crosses the line); so the walk from that line with nothing
+    open finds the tokens the walk from the chunk's start finds after it. The walk restarts at the last such
+    line of `old` above the line the change starts in (line 0 at worst): its text and all before it are
+    unchanged, so it and the lines above it read as they did. It stops at the first line after the change
+    that is such a line in both readings: from there on the text is the same and is read from the same state
+    (nothing open), so its lines read as in `old`, moved.
+    """
+    o_inside, o_depth, o_comments, o_starts, o_indent = scanned
+    if not last and not (old.endswith(b"\n") and chunk.endswith(b"\n")):
+        return None  # (a chunk that does not end the text ends with its line break)
+    p = common_prefix(old, chunk)
+    s = common_suffix(old, chunk, min(len(old), len(chunk)) - p)
+    delta = len(chunk) - len(old)
+    o_n = len(o_starts)
+    # Every line start, as `_INDENT.finditer` gives them (the one after a final line break included).
+    o_all = [*o_starts, len(old)] if not last else o_starts
+    o_all_indent = [*o_indent, 0] if not last else o_indent
+    a = bisect_right(o_all, p) - 1  # the line the change starts in: those above it are unchanged
+    tail = bisect_right(o_all, len(old) - s)  # the first line starting inside the common suffix
+    starts = o_all[:a]
+    indent = o_all_indent[:a]
+    limit = len(chunk) - s
+    for m in _INDENT.finditer(chunk, o_all[a]):
+        if m.start() > limit:
+            break
+        starts.append(m.start())
+        indent.append(m.end() - m.start())
+    first = len(starts)  # the first line after the change
+    starts.extend(map(delta.__add__, o_all[tail:]) if delta else o_all[tail:])
+    indent.extend(o_all_indent[tail:])
+    if not last and len(starts) > 1:
+        starts.pop()
+        indent.pop()
+    n = len(starts)
+    lines = n - o_n
+    restart = max(min(a - 1, o_n - 1), 0)  # above the changed line: a line's own text decides whether it ends brackets
+    while restart > 0 and (o_depth[restart] or o_inside[restart]):
+        restart -= 1
+    if restart >= n:
+        return None
+    inside = o_inside[:restart] + [False] * (n - restart)
+    depth_at = o_depth[:restart] + [0] * (n - restart)
+    comments = {k: v for k, v in o_comments.items() if k < restart}
+    synced = _tokenize(chunk, starts, indent, inside, depth_at, comments, restart, (first, lines, o_inside, o_depth))
+    if synced >= 0:
+        old_line = synced - lines
+        inside[synced:] = o_inside[old_line:]
+        depth_at[synced:] = o_depth[old_line:]
+        for k, v in o_comments.items():
+            if k >= old_line:
+                comments[k + lines] = v + delta
     return inside, depth_at, comments, starts, indent
 
 
@@ -216,18 +301,26 @@ class Lines:
                     self._carry(previous, j, j + e - k, a - previous.offsets[j])
                     k = e
                     continue
-            self._read(data, a, b, memo)
+            # (the chunk this one replaces, when the text has as many: its reading is the base of this one's)
+            self._read(data, a, b, memo, previous.chunks[k] if previous is not None and m == n else None)
             k += 1
         if memo is not None:
             memo.last_lines = self
 
-    def _read(self, data: bytes, a: int, b: int, memo: ParseMemo | None) -> None:
-        """Append the lines of the chunk `data[a:b]`, tokenized (or its tokenization found in `memo`)."""
+    def _read(self, data: bytes, a: int, b: int, memo: ParseMemo | None,
+              before: tuple[int, bytes, bool] | None = None) -> None:
+        """Append the lines of the chunk `data[a:b]`, tokenized (or its tokenization found in `memo`, or
+        re-read from that of the chunk `before` it replaces, when `memo` holds it: `_rescan`)."""
         last = b == len(data)
         chunk = data[a:b]
         scanned = memo.scan(chunk, last) if memo is not None else None
         if scanned is None:
-            scanned = _scan(chunk, last)
+            base = memo.scan(before[1], last) if memo is not None and before is not None and before[2] == last else None
+            if base is not None:
+                assert before is not None
+                scanned = _rescan(before[1], base, chunk, last)
+            if scanned is None:
+                scanned = _scan(chunk, last)
             if memo is not None:
                 memo.keep_scan(chunk, last, scanned)
         inside, depth, comments, starts, indent = scanned
@@ -604,7 +697,8 @@ class _Masker:
         lines = self.lines
         c = self._header(s, e)
         h = self._logical_end(c, e)
-        deeper = [i for i in range(h, e) if lines.indent[i] > indent and lines.fresh[i] and lines.code(i)]
+        # (whether there is one: the first found, not every line of a long body)
+        deeper = any(lines.indent[i] > indent and lines.fresh[i] and lines.code(i) for i in range(h, e))
         if lines.colon(h - 1) and deeper:  # a compound statement: keep the headers, mask the bodies
             if not tried and self._bodies(s, e, indent):
                 return False
@@ -642,13 +736,13 @@ class _Masker:
         for k, c in enumerate(clauses):
             d = clauses[k + 1] if k + 1 < len(clauses) else e
             h = self._logical_end(c, d)
-            body = [i for i in range(h, d) if lines.fresh[i] and lines.code(i)]
-            if not lines.colon(h - 1) or not body or lines.indent[body[0]] <= indent:
+            body = next((i for i in range(h, d) if lines.fresh[i] and lines.code(i)), -1)  # its first code line
+            if not lines.colon(h - 1) or body < 0 or lines.indent[body] <= indent:
                 return False
-            inner = lines.indent[body[0]]
+            inner = lines.indent[body]
             self.block(h, d, inner, check=False)
             if not self._has_code(h, d):
-                self._pass(body[0], d, inner)
+                self._pass(body, d, inner)
             skeleton.append(bytes(out[lines.starts[c] : lines.ends[h - 1]]) + b"\n" + b" " * inner + b"pass\n")
         return self._parses_text(b"".join(skeleton), indent)
 
