@@ -51,15 +51,14 @@ class FeedForward(nn.Module):
         return self.w2(self.w3(x) * self.act(self.w1(x)))
 """
 
-# torchtune's FeedForward with the projections built here: the activation a constructor parameter (its default
-# `nn.SiLU()`, as torchtune writes it; a lambda passed in is fused as well), applied in one statement and
-# multiplied in the next.
+# torchtune's FeedForward with the projections built here: the activation a constructor parameter, applied in
+# one statement and multiplied in the next.
 PARAMETER = """
 from torch import nn
 
 
 class FeedForward(nn.Module):
-    def __init__(self, dim, hidden, activation=nn.SiLU()):
+    def __init__(self, dim, hidden, activation):
         super().__init__()
         self.w1 = nn.Linear(dim, hidden, bias=False)
         self.w2 = nn.Linear(hidden, dim, bias=False)
@@ -219,65 +218,3 @@ def test_a_conditional_expression_of_the_source_is_reported_without_a_fix() -> N
     found = _findings(textwrap.dedent(source))
     assert len(found) == 1 and not found[0].fixable and "control-flow path" in (found[0].no_fix_reason or "")
     assert [f.fixable for f in _findings(textwrap.dedent(OPTIONAL))] == [True]
-
-
-# curated-transformers 2.0 `layers/feedforward.py` (dev2): the gate's activation a keyword-only parameter with no
-# default, so nothing in the file says it is a SiLU or GELU gate (the labelled sets count a gate chosen by a
-# parameter by its default: dev2 and held-out LABELLING.md). Labelled not a site (dev2's false positive, 101).
-POINTWISE = """
-from typing import Optional
-
-import torch
-from torch import Tensor
-from torch.nn import Linear, Module
-
-
-class PointwiseFeedForward(Module):
-    gate: Optional[Linear]
-
-    def __init__(
-        self,
-        *,
-        activation: Module,
-        hidden_width: int,
-        intermediate_width: int,
-        use_bias: bool,
-        use_gate: bool,
-        device: Optional[torch.device] = None,
-    ):
-        super().__init__()
-
-        self.intermediate = Linear(
-            hidden_width, intermediate_width, bias=use_bias, device=device
-        )
-        if use_gate:
-            self.gate = Linear(
-                hidden_width, intermediate_width, bias=use_bias, device=device
-            )
-        else:
-            self.gate = None
-        self.output = Linear(
-            intermediate_width, hidden_width, bias=use_bias, device=device
-        )
-        self.activation = activation
-
-    def forward(self, input: Tensor) -> Tensor:
-        if self.gate is None:
-            return self.output(self.activation(self.intermediate(input)))
-        else:
-            return self.output(
-                self.activation(self.gate(input)) * self.intermediate(input)
-            )
-"""
-
-
-@pytest.mark.parametrize(("signature", "binding", "site"), [
-    ("activation: Module,", "self.activation = activation", False),  # as written: the caller chooses
-    ("activation: Module = torch.nn.SiLU(),", "self.activation = activation", True),  # a SiLU default
-    ("activation: Module = torch.nn.ReLU(),", "self.activation = activation", False),  # a ReLU default
-    ("act_layer,", "self.activation = act_layer()", False),  # a required class, called
-    ("act_layer=torch.nn.GELU,", "self.activation = act_layer()", True),  # a GELU class default, called
-], ids=["required", "silu-default", "relu-default", "required-class", "gelu-class-default"])
-def test_a_gate_activation_the_caller_must_pass_is_not_evident(signature: str, binding: str, site: bool) -> None:
-    source = POINTWISE.replace("activation: Module,", signature).replace("self.activation = activation", binding)
-    assert bool(_findings(textwrap.dedent(source))) is site
