@@ -537,6 +537,33 @@ def _lm_ce_float(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Ten
     return F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
 
 
+# A head with a bias (`nn.Linear(dim, num_tokens)`, bias on by default) traces as `addmm`, not `mm`: the
+# patterns above never match it. Liger's fused linear cross-entropy takes the bias
+# (`LigerFusedLinearCrossEntropyLoss.forward(lin_weight, _input, target, bias=None)` adds it to each chunk's
+# logits and returns its gradient), so such a head is the same site. Hugging Face's causal-LM loss shifts the
+# logits first (`logits[..., :-1, :].contiguous()`): a slice between the head and the view.
+def _lm_ce_bias(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    logits = F.linear(x, w, b)
+    return F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
+
+
+def _lm_ce_bias_classes_first(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(F.linear(x, w, b).permute(0, 2, 1), y)
+
+
+def _lm_ce_bias_float(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    logits = F.linear(x, w, b).float()
+    return F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
+
+
+def _lm_ce_shifted(bias: bool) -> Callable[..., torch.Tensor]:
+    def shifted(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        logits = F.linear(x, w, b if bias else None)
+        shift = logits[..., :-1, :].contiguous()
+        return F.cross_entropy(shift.view(-1, shift.size(-1)), y[..., 1:].contiguous().view(-1))
+    return shifted
+
+
 NOT_IN_A_FORWARD_TRACE = {
     17: "optimizers are built in the training script, outside any nn.Module's forward: a forward/backward "
         "trace never sees `torch.optim.AdamW(...)` (the step runs after backward, from user code)",
@@ -603,6 +630,13 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         (16, "lm_head_ce", _lm_ce, [X3(), W(), torch.randint(0, 16, (2, 8))], {}, None),
         (16, "lm_head_ce_float", _lm_ce_float, [X3(), W(), torch.randint(0, 16, (2, 8))], {}, None),
         (16, "lm_head_ce_classes_first", _lm_ce_classes_first, [X3(), W(), torch.randint(0, 16, (2, 8))], {}, None),
+        (16, "lm_head_bias_ce", _lm_ce_bias, [X3(), W(), B(), torch.randint(0, 16, (2, 8))], {}, None),
+        (16, "lm_head_bias_ce_float", _lm_ce_bias_float, [X3(), W(), B(), torch.randint(0, 16, (2, 8))], {}, None),
+        (16, "lm_head_bias_ce_classes_first", _lm_ce_bias_classes_first,
+         [X3(), W(), B(), torch.randint(0, 16, (2, 8))], {}, None),
+        (16, "lm_head_ce_shifted", _lm_ce_shifted(False), [X3(), W(), B(), torch.randint(0, 16, (2, 8))], {}, None),
+        (16, "lm_head_bias_ce_shifted", _lm_ce_shifted(True), [X3(), W(), B(), torch.randint(0, 16, (2, 8))], {},
+         None),
     ]
     # A Linear on a permuted input (channels-last feature maps, ConvNeXt's pointwise layers; a transposed
     # sequence) cannot `view` it flat: matmul's decomposition runs expand / bmm / add instead of addmm.

@@ -301,3 +301,58 @@ def test_the_stable_softmax_shift_and_interleaved_rope_are_their_families(tmp_pa
     rope = families(module.Rotary(), x)
     assert rope.get(15) == {_line(SHIFTED, "return (t * cos) + (rotate_every_two(t) * sin)")}
     assert 15 not in families(module.Swapped(), x)
+
+
+HEADS = '''import torch.nn.functional as F
+from torch import nn
+
+
+class BiasedLM(nn.Module):
+    def __init__(self, num_tokens=16, dim=16):
+        super().__init__()
+        self.to_logits = nn.Linear(dim, num_tokens)
+
+    def forward(self, x, labels):
+        logits = self.to_logits(x)
+        return F.cross_entropy(logits.permute(0, 2, 1), labels)
+
+
+class ShiftedLM(nn.Module):
+    def __init__(self, vocab_size=16, dim=16, bias=True):
+        super().__init__()
+        self.lm_head = nn.Linear(dim, vocab_size, bias=bias)
+
+    def forward(self, x, labels):
+        logits = self.lm_head(x)
+        shift_logits = logits[..., :-1, :].contiguous()
+        shift_labels = labels[..., 1:].contiguous()
+        return F.cross_entropy(shift_logits.view(-1, shift_logits.size(-1)), shift_labels.view(-1))
+
+
+class HeadOnly(nn.Module):
+    def __init__(self, vocab_size=16, dim=16):
+        super().__init__()
+        self.lm_head = nn.Linear(dim, vocab_size)
+
+    def forward(self, x, labels):
+        return F.softmax(self.lm_head(x), dim=-1)
+'''
+
+
+def test_a_biased_or_shifted_head_into_cross_entropy_is_family_16(tmp_path: Path) -> None:
+    """Liger's fused linear cross-entropy takes the head's bias, so a biased head (`addmm`) is the site as a
+    bias-free one (`mm`) is; so is the causal-LM shift between the head and the loss (clvp, recurrent-memory-
+    transformer: the oracle's wrong family-16 findings of r6, mech48)."""
+    module, path = _module(tmp_path, "oracle_heads", HEADS)
+
+    def lines(model: Any) -> set[int]:
+        x, labels = torch.randn(2, 8, 16), torch.randint(0, 16, (2, 8))
+        traced = trace_step(model, (x, labels), {}, device="cpu")
+        return {s.anchor[1] for g in traced.graphs for s in find_sites(g, lambda f: f == path) if s.family == 16}
+
+    # anchored at the loss, as the bias-free patterns are
+    assert lines(module.BiasedLM()) == {_line(HEADS, "return F.cross_entropy(logits.permute")}
+    loss = _line(HEADS, "return F.cross_entropy(shift_logits.view")
+    assert lines(module.ShiftedLM()) == {loss}
+    assert lines(module.ShiftedLM(bias=False)) == {loss}
+    assert lines(module.HeadOnly()) == set()
