@@ -51,6 +51,7 @@ from adopter.engine.plans import (
     required_init_vars,
 )
 from adopter.engine.rotary_tables import is_rotary_table
+from adopter.engine.permuted_scores import permuted_scores
 from adopter.engine.scale_factors import is_scale_factor
 from adopter.engine.size_reads import reads_size_only, text_reads_size_only
 from adopter.engine.vocabulary import projects_to_vocabulary
@@ -65,7 +66,7 @@ _USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKi
 # once per combination of the optional head splits present or skipped).
 _VALUE_GUARDS = frozenset({GuardKind.UNSPLIT, GuardKind.SAME_PATHS, GuardKind.ATTENTION_ROLES,
                            GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR, GuardKind.TRAILING_AXES,
-                           GuardKind.INDEPENDENT, GuardKind.OWN_CALL})
+                           GuardKind.INDEPENDENT, GuardKind.OWN_CALL, GuardKind.PERMUTED_SCORES})
 # Hard guards on the texts of bound values and literals (`_guard_ok`): like `_VALUE_GUARDS`, answered before
 # the leaves once their variables are bound (`RuleMatcher._feasible`). Transposes of the head split
 # (`x.transpose(1, 2)`) then end f10's search at its first step instead of at every leaf below it.
@@ -649,6 +650,8 @@ class RuleMatcher:
             return all(v is not None and v[0] == "expr" and trailing_axes(str(v[1])) for v in values)
         if kind == GuardKind.OWN_CALL:
             return not any(self._container_item(v) for v in values)
+        if kind == GuardKind.PERMUTED_SCORES:
+            return len(values) == 3 and permuted_scores(values[0], values[1], values[2], self.flat)
         raise ValueError(f"not a value guard: {kind}")
 
     def _container_item(self, value: Bound | None) -> bool:
