@@ -42,6 +42,7 @@ from adopter.engine.layer_facts import literal_keys, output_width, sized, widths
 from adopter.engine.named_activations import is_named_activation
 from adopter.engine.path_bindings import contradicts, path_facts
 from adopter.engine.path_widths import agree_on_a_path
+from adopter.engine.permuted_scores import permuted_scores
 from adopter.engine.plans import (
     init_patterns,
     is_cast,
@@ -51,7 +52,6 @@ from adopter.engine.plans import (
     required_init_vars,
 )
 from adopter.engine.rotary_tables import is_rotary_table
-from adopter.engine.permuted_scores import permuted_scores
 from adopter.engine.scale_factors import is_scale_factor
 from adopter.engine.size_reads import reads_size_only, text_reads_size_only
 from adopter.engine.vocabulary import projects_to_vocabulary
