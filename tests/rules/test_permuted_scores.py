@@ -110,3 +110,9 @@ def test_a_subtraction_after_the_softmax_is_no_mask() -> None:
     source = GPT2.replace("w = w * b MASK\n        w = nn.Softmax(dim=-1)(w)",
                           "w = nn.Softmax(dim=-1)(w)\n        w = w - 1e4 * (1 - b)")
     assert _sites(source) == []
+
+
+def test_a_term_subtracted_from_the_scores_made_from_them_is_no_mask() -> None:
+    # `w - w.amax(-2)` changes the softmax over the last axis (and is no mask): as test_attention_sdpa's shift
+    source = GPT2.replace("MASK", "- w.amax(dim=-2, keepdim=True)")
+    assert _sites(source) == []
