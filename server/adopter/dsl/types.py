@@ -500,6 +500,10 @@ class GuardKind(str, Enum):
     # own_call($h): the op defining $h is a call written in the code (`self.dropout(h)`, `F.dropout(h)`), not a
     # layer run as an item of a container the forward calls (an `nn.Sequential` ending in a Dropout)
     OWN_CALL = "own_call"
+    # permuted_scores($sp, $dim, $pp): scores permuted to another axis order (`$sp`), softmaxed over `$dim`, and
+    # probabilities permuted (`$pp`) into a product: the softmax runs over the keys' axis, which the second product
+    # contracts, its rows being the queries' (engine.permuted_scores)
+    PERMUTED_SCORES = "permuted_scores"
 
 
 @dataclass(frozen=True, slots=True)

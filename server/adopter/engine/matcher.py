@@ -42,6 +42,7 @@ from adopter.engine.layer_facts import literal_keys, output_width, sized, widths
 from adopter.engine.named_activations import is_named_activation
 from adopter.engine.path_bindings import contradicts, path_facts
 from adopter.engine.path_widths import agree_on_a_path
+from adopter.engine.permuted_scores import permuted_scores
 from adopter.engine.plans import (
     init_patterns,
     is_cast,
@@ -65,7 +66,7 @@ _USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKi
 # once per combination of the optional head splits present or skipped).
 _VALUE_GUARDS = frozenset({GuardKind.UNSPLIT, GuardKind.SAME_PATHS, GuardKind.ATTENTION_ROLES,
                            GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR, GuardKind.TRAILING_AXES,
-                           GuardKind.INDEPENDENT, GuardKind.OWN_CALL})
+                           GuardKind.INDEPENDENT, GuardKind.OWN_CALL, GuardKind.PERMUTED_SCORES})
 # Hard guards on the texts of bound values and literals (`_guard_ok`): like `_VALUE_GUARDS`, answered before
 # the leaves once their variables are bound (`RuleMatcher._feasible`). Transposes of the head split
 # (`x.transpose(1, 2)`) then end f10's search at its first step instead of at every leaf below it.
@@ -649,6 +650,8 @@ class RuleMatcher:
             return all(v is not None and v[0] == "expr" and trailing_axes(str(v[1])) for v in values)
         if kind == GuardKind.OWN_CALL:
             return not any(self._container_item(v) for v in values)
+        if kind == GuardKind.PERMUTED_SCORES:
+            return len(values) == 3 and permuted_scores(values[0], values[1], values[2], self.flat)
         raise ValueError(f"not a value guard: {kind}")
 
     def _container_item(self, value: Bound | None) -> bool:
