@@ -8,7 +8,6 @@ and ChatGLM's swiglu (diffusers' Kolors text encoder): the census in `docs/notes
 from __future__ import annotations
 
 import pytest
-
 from attention_harness import findings_of, rules_of
 
 RULES = rules_of("f14-swiglu")

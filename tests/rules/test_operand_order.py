@@ -9,7 +9,6 @@ variables (the first step of a pattern) kept its first reading and the search be
 from __future__ import annotations
 
 import pytest
-
 from attention_harness import findings_of, rules_of
 
 from adopter.dsl import parse_rules
