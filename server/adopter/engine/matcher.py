@@ -163,6 +163,7 @@ class RuleMatcher:
         self.steps = rule.forward
         self.look_through = not names_casts(rule)
         self.crossed_branch = False  # set by _bound_of: it looked through a cast on one path only
+        self.swapped = False  # set by _args_ok: it unified a `+`/`*` step with the operands in the other order
         self.budget = STEP_BUDGET
         self._cand_sets: dict[int, set[int]] = {}
         self._targets: dict[tuple[str, str], tuple[str, ...]] = {}  # `_targets_of`
@@ -271,11 +272,26 @@ class RuleMatcher:
             if self.budget < 0:
                 raise BudgetExceeded(self.rule.id)
             mark = state.mark()
+            self.swapped = False
+            found = False
             if self._unify_op(step, n, state):
+                swapped = self.swapped
                 chosen.append(n)
                 if self._feasible(state):
-                    yield from self._search(i + 1, chosen, cands, state)
+                    for m in self._search(i + 1, chosen, cands, state):
+                        found = True
+                        yield m
                 chosen.pop()
+                state.undo(mark)
+                # The operands of `+`/`*` in the other order, when the order first unified left no match below:
+                # `cos * x + sin * rotate_half(x)` binds `$x` to `cos` in `$xc = $x * $cos` first.
+                if not found and not swapped and self._swappable(step, n):
+                    self.budget -= 1
+                    if self._unify_op(step, n, state, swap=True):
+                        chosen.append(n)
+                        if self._feasible(state):
+                            yield from self._search(i + 1, chosen, cands, state)
+                        chosen.pop()
             state.undo(mark)
         if step.optional:
             mark = state.mark()
@@ -352,12 +368,22 @@ class RuleMatcher:
                 return self._bind(out, ("expr", first.text), state)
         return True
 
-    def _unify_op(self, step: OpPattern, n: int, state: _State) -> bool:
+    def _swappable(self, step: OpPattern, n: int) -> bool:
+        """Whether node `n`'s operands may be read in the other order for `step`: a `+` or `*` of two
+        different values, against a step with two argument patterns."""
+        op = self.flat.nodes[n].op
+        return (op is not None and op.kind == OpKind.OPERATOR and op.target in COMMUTATIVE and len(step.args) == 2
+                and len(op.args) == 2 and op.args[0] != op.args[1])
+
+    def _unify_op(self, step: OpPattern, n: int, state: _State, swap: bool = False) -> bool:
         op = self.flat.nodes[n].op
         assert op is not None
         if not self._target_ok(step, op, n, state):
             return False
-        if not self._args_ok(step, op, n, state):
+        if swap:
+            if not self._unify_values(step.args, (op.args[1], op.args[0]), n, state):
+                return False
+        elif not self._args_ok(step, op, n, state):
             return False
         if not self._kwargs_ok(step.kwargs, op.kwargs, step.extra_args, n, state):
             return False
@@ -439,6 +465,7 @@ class RuleMatcher:
             if self._unify_values(pa, va, n, state):
                 return True
             state.undo(mark)
+            self.swapped = True
             return self._unify_values(pa, (va[1], va[0]), n, state)
         return self._unify_values(pa, va[: len(pa)], n, state)
 
