@@ -34,6 +34,7 @@ from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.crossfile.stars import star_names, torch_reexports
 from adopter.analysis.flow.forward import FlowAnalysis
+from adopter.analysis.flow.resume import Walk
 from adopter.analysis.flow.state import parameter_attrs, positioned_items
 from adopter.analysis.idioms.entry_methods import entry_method_architecture, entry_methods
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
@@ -128,6 +129,7 @@ class _Flow:
     forward: Forward
     problems: tuple[Problem, ...]
     canonical: Forward | None = None  # the class's canonical forward made from it (`_class`)
+    walk: Walk | None = None  # the flow's walk, which the next walk of the edited forward resumes
 
 
 class Analyser:
@@ -597,18 +599,22 @@ class Analyser:
                 problems.extend(kept.problems)
                 flows.insert(0, flows.pop(i))
                 return kept.forward
+        # An edit of the forward: the last walk of it with the same inputs but its text resumes from the
+        # statement the edit is in (`adopter.analysis.flow.resume`).
+        resume = next((kept.walk for kept in flows if kept.walk is not None and kept.key[:2] == key[:2]
+                       and kept.key[3:] == key[3:]), None)
         symbols.consulted = set() if self.remember else None
         before = len(problems)
+        analysis = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless, positioned, parameters)
         try:
-            forward = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless,
-                                   positioned, parameters).function(node, owner)
+            forward = analysis.function(node, owner, resume=resume, record=self.remember)
         finally:
             consulted = symbols.consulted
             symbols.consulted = outer
             if outer is not None and consulted is not None:
                 outer |= consulted
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted or ()))
-        flows.insert(0, _Flow(key, deps, forward, tuple(problems[before:])))
+        flows.insert(0, _Flow(key, deps, forward, tuple(problems[before:]), walk=analysis.walk))
         del flows[2:]
         return forward
 
