@@ -69,6 +69,7 @@ class FlowAnalysis:
         self._statements.calls = calls
         # The walk of `function(record=True)`, with its checkpoints, for the next walk to resume (`resume.py`).
         self.walk: Walk | None = None
+        self._stmt_node: tuple[Node | None, NodeAt | None] = (None, None)  # the last one a checkpoint found
 
     def function(self, node: Node, owner: str | None, display_name: str | None = None, self_at: int = 0, *,
                  resume: Walk | None = None, record: bool = False) -> Forward:
@@ -87,7 +88,7 @@ class FlowAnalysis:
         env: dict[str, EnvVal] = {}
         for p in shown:
             env[p.name] = Ref(p.name)
-            self.state.names.add(p.name)
+            self.state.names[p.name] = None
         frame = Frame(node.start_byte, owner, self_name, (), env, root=True, params=frozenset(env))
         body = node.child_by_field_id(Field.BODY)
         stmts = body.named_children if body is not None else []
@@ -142,10 +143,10 @@ class FlowAnalysis:
         start = self._restore(resume, frame, node, body, stmts) if resume is not None else None
         checkpoints: list[Checkpoint] | None = None
         if record:  # the walk resumed keeps its checkpoints before this one, but not where its bytes moved
-            checkpoints = [c for c in resume.checkpoints if c.index < start.index] if (
+            checkpoints = [c for c in resume.checkpoints if c.statement < start.statement] if (
                 resume is not None and start is not None and resume.start == node.start_byte) else []
         try:
-            self._walk(stmts, start.index if start is not None else 0, checkpoints, before)
+            self._walk(stmts, start.statement if start is not None else 0, checkpoints, before)
         except Truncated:
             state.limit_problem(
                 f"{name}: more than {MAX_OPS} operations; the rest of the body is not analysed",
@@ -157,8 +158,9 @@ class FlowAnalysis:
             fingerprint = state.symbols.fingerprint
             self.walk = Walk(
                 node.start_byte, data[node.start_byte : body.start_byte],
-                tuple((s.type, s.start_byte, s.end_byte, data[s.start_byte : s.end_byte]) for s in stmts),
-                tuple(checkpoints), tuple(state.block), tuple(state.calls), tuple(state.applications),
+                tuple([(s.type, s.start_byte, s.end_byte, data[s.start_byte : s.end_byte]) for s in stmts]),
+                tuple(checkpoints), tuple(state.names), tuple(state.callee_locals), tuple(state.block),
+                tuple(state.calls), tuple(state.applications),
                 tuple(state.problems[before:]),
                 {n: fingerprint(n) for n in state.symbols.consulted or ()},
             )
@@ -172,11 +174,11 @@ class FlowAnalysis:
         while i < len(stmts):
             if state.terminated:
                 return
-            if checkpoints is not None:
+            stmt = stmts[i]
+            if checkpoints is not None and stmt.type != "comment":  # a comment changes nothing: none before it
                 taken = self._checkpoint(i, before, checkpoints[-1] if checkpoints else None)
                 if taken is not None:
                     checkpoints.append(taken)
-            stmt = stmts[i]
             i += 1
             if statements.statement(stmt, stmts[i:] if stmt.type == "if_statement" else []):
                 return
@@ -193,17 +195,18 @@ class FlowAnalysis:
             return None
         consulted = state.symbols.consulted
         assert consulted is not None
-        # Names, callee locals and consulted names only grow: an unchanged size is the last checkpoint's set.
-        names = last.names if last is not None and len(last.names) == len(state.names) else frozenset(state.names)
-        callee = (last.callee_locals if last is not None and len(last.callee_locals) == len(state.callee_locals)
-                  else frozenset(state.callee_locals))
+        # Consulted names and closures only grow: an unchanged size is the last checkpoint's.
         seen = last.consulted if last is not None and len(last.consulted) == len(consulted) else frozenset(consulted)
+        closures = last.closures if last is not None and len(last.closures) == len(state.local_functions) else tuple(
+            [node_at(n) for n in state.local_functions.values()])
         node = state.stmt_node
+        if node is not self._stmt_node[0]:
+            self._stmt_node = (node, node_at(node) if node is not None else None)
         return Checkpoint(
-            index, state.counter, state.ops, names, len(state.block), len(state.calls), len(state.applications),
-            len(state.problems) - before, state.terminated, state.returned, state.stmt_span,
-            node_at(node) if node is not None else None, tuple(frame.env.items()), tuple(frame.constants.items()),
-            callee, tuple(node_at(n) for n in state.local_functions.values()), seen,
+            index, state.counter, state.ops, len(state.names), len(state.callee_locals), len(state.block),
+            len(state.calls), len(state.applications), len(state.problems) - before, state.terminated,
+            state.returned, state.stmt_span, self._stmt_node[1], dict(frame.env), dict(frame.constants), closures,
+            seen,
         )
 
     def _restore(self, walk: Walk, frame: Frame, node: Node, body: Node, stmts: list[Node]) -> Checkpoint | None:
@@ -224,7 +227,7 @@ class FlowAnalysis:
             same += 1
         fingerprint = state.symbols.fingerprint
         for checkpoint in reversed(walk.checkpoints):
-            if checkpoint.index > same or checkpoint.index == 0:
+            if checkpoint.statement > same or checkpoint.statement == 0:
                 continue
             if any(fingerprint(n) != walk.fingerprints.get(n) for n in checkpoint.consulted):
                 continue
@@ -232,7 +235,7 @@ class FlowAnalysis:
             # moved otherwise than the function (the callee is read elsewhere in the file); only the
             # function's own move with it.
             applications = walk.applications[: checkpoint.applications]
-            limit = walk.statements[checkpoint.index][1]
+            limit = walk.statements[checkpoint.statement][1]
             if any(not walk.start <= at < limit for application in applications for at, _ in application[3]):
                 continue
             stmt_node = find_node(node, _moved(checkpoint.stmt_node, delta)) if checkpoint.stmt_node else None
@@ -241,7 +244,7 @@ class FlowAnalysis:
                     n is None for n in closures.values()):
                 continue
             state.counter, state.ops = checkpoint.counter, checkpoint.ops
-            state.names = set(checkpoint.names)
+            state.names = dict.fromkeys(walk.names[: checkpoint.names])
             state.block = list(walk.block[: checkpoint.block])
             state.live = [state.block]
             state.calls = list(walk.calls[: checkpoint.calls])
@@ -253,9 +256,9 @@ class FlowAnalysis:
             state.stmt_span, state.stmt_node = checkpoint.stmt_span, stmt_node
             frame.env = dict(checkpoint.env) if not delta else {
                 name: LocalFunction(v.key + delta, v.name) if isinstance(v, LocalFunction) else v
-                for name, v in checkpoint.env}
+                for name, v in checkpoint.env.items()}
             frame.constants = dict(checkpoint.constants)
-            state.callee_locals = set(checkpoint.callee_locals)
+            state.callee_locals = dict.fromkeys(walk.callee_locals[: checkpoint.callee_locals])
             state.local_functions = {key: n for key, n in closures.items() if n is not None}
             state.closure_frames = {key: frame for key in closures}
             if state.symbols.consulted is not None:

@@ -13,14 +13,15 @@ fingerprints, and walks on from there: the Forward is the one a walk from the st
 `bench/differential_fuzz.py`).
 
 What a checkpoint holds refers to the walk's own results only by length where those only grow while the
-walk is at the top level (the root block, `calls`, `applications`, the problems): the walk's final lists hold
-them. Tree nodes the state holds (the statement being walked, the closures defined so far) are found again in
+walk is at the top level (the root block, `calls`, `applications`, the problems, the names in use): the walk's
+final lists hold them. Tree nodes the state holds (the statement being walked, the closures defined so far) are found again in
 the new tree by type and byte range.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from tree_sitter import Node
 
@@ -33,14 +34,16 @@ NodeAt = tuple[str, int, int]
 Application = tuple[tuple[str, ...], tuple[str, ...], Span, tuple[tuple[int, int], ...]]
 
 
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
-    """The flow state before top-level statement `index` of a walk (see the module docstring)."""
+class Checkpoint(NamedTuple):
+    """The flow state before top-level statement `statement` of a walk (see the module docstring). A named tuple,
+    not a frozen dataclass: one is made before every statement of every walk kept, and a tuple is built
+    five times faster."""
 
-    index: int
+    statement: int  # the top-level statement it precedes
     counter: int
     ops: int
-    names: frozenset[str]
+    names: int  # how many of the walk's `names` were in use
+    callee_locals: int  # how many of the walk's `callee_locals` were made
     block: int  # the root block's length
     calls: int
     applications: int
@@ -49,9 +52,8 @@ class Checkpoint:
     returned: bool
     stmt_span: Span | None
     stmt_node: NodeAt | None
-    env: tuple[tuple[str, EnvVal], ...]
-    constants: tuple[tuple[str, str | None], ...]
-    callee_locals: frozenset[str]
+    env: dict[str, EnvVal]  # copies, never changed
+    constants: dict[str, str | None]
     closures: tuple[NodeAt, ...]  # the closures defined so far (`FlowState.local_functions`), each in the root frame
     consulted: frozenset[str]  # the module-level names looked up so far
 
@@ -68,6 +70,8 @@ class Walk:
     head: bytes
     statements: tuple[tuple[str, int, int, bytes], ...]
     checkpoints: tuple[Checkpoint, ...]
+    names: tuple[str, ...]  # `FlowState.names` and `callee_locals`, in the order they were made
+    callee_locals: tuple[str, ...]
     block: tuple[Stmt, ...]
     calls: tuple[tuple[str, Span], ...]
     applications: tuple[Application, ...]
