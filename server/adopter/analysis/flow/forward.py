@@ -163,6 +163,7 @@ class FlowAnalysis:
                 tuple(state.calls), tuple(state.applications),
                 tuple(state.problems[before:]),
                 {n: fingerprint(n) for n in state.symbols.consulted or ()},
+                start.statement if start is not None else 0,
             )
 
     def _walk(self, stmts: list[Node], start: int, checkpoints: list[Checkpoint] | None, before: int) -> None:

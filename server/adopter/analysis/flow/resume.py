@@ -64,7 +64,7 @@ class Walk:
 
     `start` and `head` (the function's start byte and its text up to the body) and `statements` (type, start
     and end byte, text of each top-level statement) say which function and statements it walked;
-    `fingerprints` are those of every name it consulted, as they were."""
+    `fingerprints` are those of every name it consulted, as they were; `resumed`, where it began."""
 
     start: int
     head: bytes
@@ -77,6 +77,7 @@ class Walk:
     applications: tuple[Application, ...]
     problems: tuple[Problem, ...]
     fingerprints: dict[str, tuple[object, ...]]
+    resumed: int = 0  # the statement this walk began at (restored from the walk before it), 0 when from the first
 
 
 def node_at(node: Node) -> NodeAt:
