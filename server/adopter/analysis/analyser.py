@@ -34,6 +34,7 @@ from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.crossfile.stars import star_names, torch_reexports
 from adopter.analysis.flow.forward import FlowAnalysis
+from adopter.analysis.flow.resume import Walk
 from adopter.analysis.flow.state import parameter_attrs, positioned_items
 from adopter.analysis.idioms.entry_methods import entry_method_architecture, entry_methods
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
@@ -128,6 +129,7 @@ class _Flow:
     forward: Forward
     problems: tuple[Problem, ...]
     canonical: Forward | None = None  # the class's canonical forward made from it (`_class`)
+    walk: Walk | None = None  # the flow's walk, which the next walk of the edited forward resumes
 
 
 class Analyser:
@@ -160,6 +162,9 @@ class Analyser:
         # method the forward does not inline) re-analyses the class but leaves its forward's flow as it was;
         # two, as for `older`: a character typed in the forward and deleted again gives back the one before.
         self._flows: dict[str, list[_Flow]] = {}
+        # Per class name, its last `__init__` reading and the fingerprints of what that read (`_init`): an edit
+        # of the forward re-analyses the class but leaves its `__init__` bindings as they were.
+        self._inits: dict[str, tuple[tuple[tuple[str, tuple[object, ...]], ...], Init | None]] = {}
         # Method chains whose `block` the file's calls of the class decide (`class_callers`): each cached
         # chain's last reading, kept while it is unchanged, so the chain stays the same object.
         self._callers: dict[int, tuple[Architecture, Architecture]] = {}
@@ -171,6 +176,7 @@ class Analyser:
         self.cache.clear()
         self.older.clear()
         self._flows.clear()
+        self._inits.clear()
         self._callers.clear()
         self._passed.clear()
         self._readings.clear()
@@ -516,7 +522,7 @@ class Analyser:
     ) -> tuple[Architecture, list[Problem]]:
         problems: list[Problem] = []
         info = table.infos[name]
-        init = bind_layer_subclasses(InitAnalysis(name, table, src).run(), table, src)
+        init = self._init(name, src, symbols, table)
         # A module that overrides `__call__` and defines no `forward` (its own or a same-file base's) runs
         # `__call__` when called (`Conv2DBNActiv` of UVR's vr_network): that is its forward.
         found = table.find_method(name, "forward") or table.find_method(name, "__call__")
@@ -553,6 +559,33 @@ class Analyser:
             if f.forward is forward:
                 kept[i] = replace(f, canonical=result.forward)
         return result, problems
+
+    def _init(self, name: str, src: SourceText, symbols: ModuleSymbols, table: ClassTable) -> Init | None:
+        """Class `name`'s `__init__` bindings (`InitAnalysis`, then `bind_layer_subclasses`), reused from the last
+        analysis of the class while the fingerprints of the names that reading consulted, and of those its
+        module test read (`ClassTable.module_deps`: the headers of its classes), are unchanged.
+
+        The reading reads the class's `__init__` (and the methods and bases it reaches) through `table` and
+        every other name through `symbols`, all noted in `consulted` (as the class's own cache relies on): with
+        those unchanged it computes the same `Init`. The names are noted again on reuse, so the class's
+        dependencies stay complete. Kept only while names are recorded (a document's analysis)."""
+        outer = symbols.consulted
+        kept = self._inits.get(name)
+        if outer is not None and kept is not None and all(symbols.fingerprint(n) == fp for n, fp in kept[0]):
+            outer.update(n for n, _ in kept[0])
+            return kept[1]
+        symbols.consulted = set() if outer is not None else None
+        try:
+            init = bind_layer_subclasses(InitAnalysis(name, table, src).run(), table, src)
+        finally:
+            consulted = symbols.consulted
+            symbols.consulted = outer
+            if outer is not None and consulted is not None:
+                outer |= consulted
+        if consulted is not None:
+            self._inits[name] = (tuple(sorted((n, symbols.fingerprint(n)) for n in consulted | table.module_deps(name))),
+                                 init)
+        return init
 
     def _restored(self, arch: Architecture) -> None:
         """A class's earlier analysis came back (`older`: a character typed and deleted again): its forward's
@@ -597,18 +630,22 @@ class Analyser:
                 problems.extend(kept.problems)
                 flows.insert(0, flows.pop(i))
                 return kept.forward
+        # An edit of the forward: the last walk of it with the same inputs but its text resumes from the
+        # statement the edit is in (`adopter.analysis.flow.resume`).
+        resume = next((kept.walk for kept in flows if kept.walk is not None and kept.key[:2] == key[:2]
+                       and kept.key[3:] == key[3:]), None)
         symbols.consulted = set() if self.remember else None
         before = len(problems)
+        analysis = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless, positioned, parameters)
         try:
-            forward = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless,
-                                   positioned, parameters).function(node, owner)
+            forward = analysis.function(node, owner, resume=resume, record=self.remember)
         finally:
             consulted = symbols.consulted
             symbols.consulted = outer
             if outer is not None and consulted is not None:
                 outer |= consulted
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted or ()))
-        flows.insert(0, _Flow(key, deps, forward, tuple(problems[before:])))
+        flows.insert(0, _Flow(key, deps, forward, tuple(problems[before:]), walk=analysis.walk))
         del flows[2:]
         return forward
 

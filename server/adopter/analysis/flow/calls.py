@@ -390,7 +390,7 @@ class CallFlow(Calls):
                 self_name = ps[0].name
             ps = ps[1:]
         call_outs = outs or ()
-        state.names.update(call_outs)
+        state.names.update(dict.fromkeys(call_outs))
         # A closure sees the locals of the function it was defined in (it is called from there).
         env: dict[str, EnvVal] = dict(closure.env) if closure is not None else {}
         positional = [p for p in ps if p.kind == ParamKind.POSITIONAL]

@@ -27,7 +27,8 @@ from tree_sitter import Node
 
 from adopter.analysis.flow.calls import CallFlow
 from adopter.analysis.flow.control import ControlFlow
-from adopter.analysis.flow.state import MAX_OPS, EnvVal, FlowState, Frame, Truncated
+from adopter.analysis.flow.resume import Checkpoint, NodeAt, Walk, find_node, node_at
+from adopter.analysis.flow.state import MAX_OPS, EnvVal, FlowState, Frame, LocalFunction, Truncated
 from adopter.analysis.flow.statements import StatementFlow
 from adopter.analysis.flow.values import ExpressionFlow
 from adopter.analysis.names.signature import function_name, params
@@ -66,11 +67,20 @@ class FlowAnalysis:
         calls.statements = self._statements
         self._statements.control = control
         self._statements.calls = calls
+        # The walk of `function(record=True)`, with its checkpoints, for the next walk to resume (`resume.py`).
+        self.walk: Walk | None = None
+        self._stmt_node: tuple[Node | None, NodeAt | None] = (None, None)  # the last one a checkpoint found
 
-    def function(self, node: Node, owner: str | None, display_name: str | None = None, self_at: int = 0) -> Forward:
+    def function(self, node: Node, owner: str | None, display_name: str | None = None, self_at: int = 0, *,
+                 resume: Walk | None = None, record: bool = False) -> Forward:
         """The Forward of the `def` at `node`; `owner` is its class when it is a method. `self_at`: the
         parameter in the role of `owner`'s `self` (1 for an attention processor's `attn`: `idioms.processors`);
-        the parameters before it are not shown."""
+        the parameters before it are not shown.
+
+        `resume`: an earlier walk of this function, built with the same inputs (owner, the attributes and
+        submodules the constructor was given): the walk goes on from its last checkpoint that this text
+        still reaches (`adopter.analysis.flow.resume`), with the same result as a walk from the start.
+        `record`: keep this walk in `walk` (only while `symbols.consulted` records the names looked up)."""
         src = self.state.src
         ps = params(node, src)
         self_name = ps[self_at].name if owner is not None and len(ps) > self_at else None
@@ -78,10 +88,14 @@ class FlowAnalysis:
         env: dict[str, EnvVal] = {}
         for p in shown:
             env[p.name] = Ref(p.name)
-            self.state.names.add(p.name)
+            self.state.names[p.name] = None
         frame = Frame(node.start_byte, owner, self_name, (), env, root=True, params=frozenset(env))
         body = node.child_by_field_id(Field.BODY)
-        self._run_root(frame, body.named_children if body is not None else [], function_name(node, src))
+        stmts = body.named_children if body is not None else []
+        if (resume is None and not record) or body is None:
+            self._run_root(frame, stmts, function_name(node, src))
+        else:
+            self._resumed_root(frame, node, body, stmts, function_name(node, src), resume, record)
         name = display_name or function_name(node, src)
         return Forward(name, shown, tuple(self.state.block), src.span(node), calls=tuple(self.state.calls),
                        applications=tuple(self.state.applications))
@@ -111,3 +125,148 @@ class FlowAnalysis:
             )
             # Close any blocks left open by the interruption: the root block is what we keep.
             state.block = state.live[0]
+
+    def _resumed_root(self, frame: Frame, node: Node, body: Node, stmts: list[Node], name: str,
+                      resume: Walk | None, record: bool) -> None:
+        """`_run_root` over a function's body, restoring `resume`'s last checkpoint this text reaches and
+        keeping this walk's checkpoints in `self.walk` (`record`)."""
+        state = self.state
+        state.frames = [frame]
+        state.calls = []
+        state.applications = []
+        state.alternatives = []
+        state.frame = frame
+        state.block = []
+        state.live = [state.block]
+        before = len(state.problems)
+        record = record and state.symbols.consulted is not None
+        start = self._restore(resume, frame, node, body, stmts) if resume is not None else None
+        checkpoints: list[Checkpoint] | None = None
+        if record:  # the walk resumed keeps its checkpoints before this one, but not where its bytes moved
+            checkpoints = [c for c in resume.checkpoints if c.statement < start.statement] if (
+                resume is not None and start is not None and resume.start == node.start_byte) else []
+        try:
+            self._walk(stmts, start.statement if start is not None else 0, checkpoints, before)
+        except Truncated:
+            state.limit_problem(
+                f"{name}: more than {MAX_OPS} operations; the rest of the body is not analysed",
+                stmts[0] if stmts else None,
+            )
+            state.block = state.live[0]
+        if checkpoints is not None:
+            data = state.src.data
+            fingerprint = state.symbols.fingerprint
+            self.walk = Walk(
+                node.start_byte, data[node.start_byte : body.start_byte],
+                tuple([(s.type, s.start_byte, s.end_byte, data[s.start_byte : s.end_byte]) for s in stmts]),
+                tuple(checkpoints), tuple(state.names), tuple(state.callee_locals), tuple(state.block),
+                tuple(state.calls), tuple(state.applications),
+                tuple(state.problems[before:]),
+                {n: fingerprint(n) for n in state.symbols.consulted or ()},
+                start.statement if start is not None else 0,
+            )
+
+    def _walk(self, stmts: list[Node], start: int, checkpoints: list[Checkpoint] | None, before: int) -> None:
+        """`StatementFlow.run` over the function's own body from statement `start`, with a checkpoint
+        before each statement (`checkpoints`, when kept) that the state allows."""
+        state = self.state
+        statements = self._statements
+        i = start
+        while i < len(stmts):
+            if state.terminated:
+                return
+            stmt = stmts[i]
+            if checkpoints is not None and stmt.type != "comment":  # a comment changes nothing: none before it
+                taken = self._checkpoint(i, before, checkpoints[-1] if checkpoints else None)
+                if taken is not None:
+                    checkpoints.append(taken)
+            i += 1
+            if statements.statement(stmt, stmts[i:] if stmt.type == "if_statement" else []):
+                return
+
+    def _checkpoint(self, index: int, before: int, last: Checkpoint | None) -> Checkpoint | None:
+        """The state before the function's own statement `index`, or None where it holds more than a
+        checkpoint keeps (an inlined callee's frame or closure, an open block, a loop being unrolled)."""
+        state = self.state
+        frame = state.frame
+        if (len(state.frames) != 1 or state.nesting or state.paths or len(state.live) != 1
+                or state.block is not state.live[0] or state.alternatives or state.unrolled or frame.renames
+                or frame.rewrite or frame.returns or frame.outs or frame.handed is not None
+                or any(f is not frame for f in state.closure_frames.values())):
+            return None
+        consulted = state.symbols.consulted
+        assert consulted is not None
+        # Consulted names and closures only grow: an unchanged size is the last checkpoint's.
+        seen = last.consulted if last is not None and len(last.consulted) == len(consulted) else frozenset(consulted)
+        closures = last.closures if last is not None and len(last.closures) == len(state.local_functions) else tuple(
+            [node_at(n) for n in state.local_functions.values()])
+        node = state.stmt_node
+        if node is not self._stmt_node[0]:
+            self._stmt_node = (node, node_at(node) if node is not None else None)
+        return Checkpoint(
+            index, state.counter, state.ops, len(state.names), len(state.callee_locals), len(state.block),
+            len(state.calls), len(state.applications), len(state.problems) - before, state.terminated,
+            state.returned, state.stmt_span, self._stmt_node[1], dict(frame.env), dict(frame.constants), closures,
+            seen,
+        )
+
+    def _restore(self, walk: Walk, frame: Frame, node: Node, body: Node, stmts: list[Node]) -> Checkpoint | None:
+        """Restore the state of `walk`'s last checkpoint that this function's text reaches (the same header
+        and statements before it, at the same bytes but for one shift of them all, as an edit above the
+        function makes; the names consulted before it unchanged); None when none does (the walk starts from
+        the first statement)."""
+        state = self.state
+        data = state.src.data
+        delta = node.start_byte - walk.start
+        if walk.head != data[node.start_byte : body.start_byte]:
+            return None
+        same = 0
+        for old, new in zip(walk.statements, stmts, strict=False):
+            if old[0] != new.type or old[1] + delta != new.start_byte or old[2] + delta != new.end_byte or old[
+                    3] != data[new.start_byte : new.end_byte]:
+                break
+            same += 1
+        fingerprint = state.symbols.fingerprint
+        for checkpoint in reversed(walk.checkpoints):
+            if checkpoint.statement > same or checkpoint.statement == 0:
+                continue
+            if any(fingerprint(n) != walk.fingerprints.get(n) for n in checkpoint.consulted):
+                continue
+            # `if` alternatives are named by byte: those of a callee inlined before the checkpoint may have
+            # moved otherwise than the function (the callee is read elsewhere in the file); only the
+            # function's own move with it.
+            applications = walk.applications[: checkpoint.applications]
+            limit = walk.statements[checkpoint.statement][1]
+            if any(not walk.start <= at < limit for application in applications for at, _ in application[3]):
+                continue
+            stmt_node = find_node(node, _moved(checkpoint.stmt_node, delta)) if checkpoint.stmt_node else None
+            closures = {at[1] + delta: find_node(node, _moved(at, delta)) for at in checkpoint.closures}
+            if (checkpoint.stmt_node is not None and stmt_node is None) or any(
+                    n is None for n in closures.values()):
+                continue
+            state.counter, state.ops = checkpoint.counter, checkpoint.ops
+            state.names = dict.fromkeys(walk.names[: checkpoint.names])
+            state.block = list(walk.block[: checkpoint.block])
+            state.live = [state.block]
+            state.calls = list(walk.calls[: checkpoint.calls])
+            state.applications = list(applications) if not delta else [
+                (via, outs, span, tuple((at + delta, k) for at, k in alternatives))
+                for via, outs, span, alternatives in applications]
+            state.problems.extend(walk.problems[: checkpoint.problems])
+            state.terminated, state.returned = checkpoint.terminated, checkpoint.returned
+            state.stmt_span, state.stmt_node = checkpoint.stmt_span, stmt_node
+            frame.env = dict(checkpoint.env) if not delta else {
+                name: LocalFunction(v.key + delta, v.name) if isinstance(v, LocalFunction) else v
+                for name, v in checkpoint.env.items()}
+            frame.constants = dict(checkpoint.constants)
+            state.callee_locals = dict.fromkeys(walk.callee_locals[: checkpoint.callee_locals])
+            state.local_functions = {key: n for key, n in closures.items() if n is not None}
+            state.closure_frames = {key: frame for key in closures}
+            if state.symbols.consulted is not None:
+                state.symbols.consulted |= checkpoint.consulted
+            return checkpoint
+        return None
+
+
+def _moved(at: NodeAt, delta: int) -> NodeAt:
+    return (at[0], at[1] + delta, at[2] + delta)

@@ -169,7 +169,8 @@ class FlowState:
         self.ops = 0
         self.nesting = 0
         self.paths = 0  # how many `if` alternatives enclose the statement being walked
-        self.names: set[str] = set()
+        # The names in use, in the order first used (a dict for its order: `flow.resume` keeps a prefix of it)
+        self.names: dict[str, None] = {}
         self.live: list[list[Stmt]] = []
         self.block: list[Stmt] = []
         self.frames: list[Frame] = []
@@ -188,7 +189,7 @@ class FlowState:
         # statements emit none): `stmt_span` is None until then, `stmt_node` says which statement.
         self.stmt_span: Span | None = Span(0, 0, 0, 0)
         self.stmt_node: Node | None = None
-        self.callee_locals: set[str] = set()  # unique names of inlined callees' locals
+        self.callee_locals: dict[str, None] = {}  # unique names of inlined callees' locals, in order
         self.local_functions: dict[int, Node] = {}
         # the frame each closure was defined in (by start byte): its `self` and locals, wherever it is called
         self.closure_frames: dict[int, Frame] = {}
@@ -197,7 +198,7 @@ class FlowState:
         """The unique name a local `name` of the current frame is stored under."""
         frame = self.frame
         if frame.root:
-            self.names.add(name)
+            self.names[name] = None
             return name
         unique = frame.renames.get(name)
         if unique is None:
@@ -207,8 +208,8 @@ class FlowState:
                 unique = f"{name}_{n}"
                 n += 1
             frame.renames[name] = unique
-            self.names.add(unique)
-            self.callee_locals.add(unique)
+            self.names[unique] = None
+            self.callee_locals[unique] = None
         hops = 0
         while unique in frame.rewrite and hops < 8:  # renamed to the call's output by a `return`
             unique = frame.rewrite[unique]
@@ -219,7 +220,7 @@ class FlowState:
         """A fresh temporary `%n` for the value of a nested call."""
         self.counter += 1
         name = f"%{self.counter}"
-        self.names.add(name)
+        self.names[name] = None
         return name
 
     def emit(

@@ -60,6 +60,14 @@ class StatementFlow(Statements):
                 continue
             self._stmt(stmt)
 
+    def statement(self, stmt: Node, rest: list[Node]) -> bool:
+        """Walk one statement of a body (`run`'s step); `rest` are the statements after it. True when the
+        statement walked `rest` too (an `if` inside an inlined callee: `Control.branch`)."""
+        if stmt.type == "if_statement":
+            return self.control.branch(stmt, rest)
+        self._stmt(stmt)
+        return False
+
     def _stmt(self, stmt: Node) -> None:
         state = self.state
         kind = stmt.type
