@@ -147,6 +147,7 @@ def _analysed(tmp_path: Path, model: str, **fields: str) -> tuple[Ctor | object,
     ('norm="bn"', "get_norm_layer(norm, cout)", "torch.nn.BatchNorm2d"),  # the caller's parameter default
     ('norm="layer"', "get_norm_layer(norm, channels=cout)", "torch.nn.LayerNorm"),  # `in (...)`
     ("k=1", "instantiate_normalization_block(NORM_BATCH, cout)", "torch.nn.BatchNorm2d"),  # names on both sides
+    ("norm=NORM_BATCH", "instantiate_normalization_block(norm, cout, **{{}})", "torch.nn.BatchNorm2d"),  # a name default
     ("k=1", "instantiate_normalization_block(norms.NORM_LAYER, cout)", None),  # an attribute: not read
     ("k=1", 'lowered("Batch", cout)', "torch.nn.BatchNorm2d"),  # `.lower()` then `!=`
     ("k=1", 'lowered("group", cout)', "torch.nn.GroupNorm"),

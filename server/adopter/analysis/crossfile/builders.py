@@ -246,9 +246,10 @@ def _strings(fn: ast.FunctionDef, call: Call, values: _Values, path: str) -> dic
     out: dict[str, str] = {}
     for param, text in values.args.items():
         value = literal(text)
-        if value is UNKNOWN and text in defaults:
-            value = literal(defaults[text] or "")
-        elif value is UNKNOWN and text.isidentifier() and call.constant is not None and call.caller_path:
+        if value is UNKNOWN and text in defaults:  # the caller's parameter: its default (`norm=NORM_BATCH` too)
+            text = defaults[text] or ""
+            value = literal(text)
+        if value is UNKNOWN and text.isidentifier() and call.constant is not None and call.caller_path:
             value = call.constant(text, call.caller_path)
         if isinstance(value, str):
             out[param] = value
