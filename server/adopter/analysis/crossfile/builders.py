@@ -253,6 +253,9 @@ def _strings(fn: ast.FunctionDef, call: Call, values: _Values, path: str) -> dic
             value = call.constant(text, call.caller_path)
         if isinstance(value, str):
             out[param] = value
+    if call.constant is not None and path:
+        constant, where = call.constant, path
+        values.named_string = lambda name: constant(name, where)
     if call.open_keywords:
         return out
     rebound = frozenset(_stored(fn.body))
@@ -266,9 +269,6 @@ def _strings(fn: ast.FunctionDef, call: Call, values: _Values, path: str) -> dic
                 or not isinstance(default, ast.Constant) or not isinstance(default.value, str)):
             continue
         out[a.arg] = default.value
-    if call.constant is not None and path:
-        constant, where = call.constant, path
-        values.named_string = lambda name: constant(name, where)
     return out
 
 
