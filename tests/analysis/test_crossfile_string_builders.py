@@ -8,7 +8,8 @@ passed (a literal, the caller's parameter default, a module-level name bound onc
 imported), or the builder's own string default when the call does not pass it; the layer the decided path
 builds is the binding, carrying none of the call's arguments (they choose the layer, they are not its
 arguments). Anything not evident (a required parameter, a parameter the builder rebinds otherwise, a name bound
-twice, a `**` splat that may pass the key) leaves the call as written.
+twice, a `**` splat that may pass the key, a parameter or local that shadows a module-level name, on either side)
+leaves the call as written.
 """
 
 from __future__ import annotations
@@ -70,6 +71,12 @@ def rebinding(name, channels):
 
 def handing_on(name, channels):
     return get_norm_layer(name, channels)
+
+
+def shadowed(kind, channels, NORM_BATCH=None):
+    if kind == NORM_BATCH:
+        return nn.BatchNorm2d(channels)
+    return nn.GroupNorm(1, channels)
 '''
 
 ACTS = '''
@@ -95,7 +102,7 @@ def get_late(act_fn):
 CONV_MODEL = '''
 import torch.nn as nn
 from pkg.norms import (get_norm_layer, instantiate_normalization_block, lowered, with_default, rebinding,
-                       handing_on, NORM_BATCH, TWICE)
+                       handing_on, shadowed, NORM_BATCH, TWICE)
 from pkg import norms
 
 
@@ -174,6 +181,8 @@ def test_a_string_the_call_leaves_evident_chooses_the_layer(
     ("k=1", 'rebinding("bn", cout)'),  # the builder rebinds the parameter it tests
     ("k=1", "with_default(cout, **kw)"),  # a splat may pass `norm`
     ("k=1", 'get_norm_layer("in", cout)'),  # no path returns: nothing is built
+    ("NORM_BATCH", "instantiate_normalization_block(NORM_BATCH, cout)"),  # the caller's parameter, not the module's
+    ("k=1", "shadowed(NORM_BATCH, cout)"),  # the builder's parameter `NORM_BATCH`, not the module's name
 ])
 def test_a_string_not_evident_leaves_the_call_as_written(tmp_path: Path, params: str, norm: str) -> None:
     if "**kw" in norm:

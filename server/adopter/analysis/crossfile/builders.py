@@ -51,6 +51,8 @@ class Call:
     # The string a module-level name holds, as named in a file (`NORM_BATCH`, defined there or imported):
     # a name assigned once to a string literal (`StringConstant`); None where there is no such reader.
     constant: StringConstant | None = None
+    # the caller's own names (parameters, locals): an argument naming one is not a module-level name
+    local_names: frozenset[str] = frozenset()
 
 
 # (qualified name, file it is named in) -> (parsed file, node) of its definition, or None
@@ -148,6 +150,7 @@ class _Values:
         self.strings: dict[str, str] = {}
         self.named_string: Callable[[str], str | None] = lambda name: None
         self.chosen: set[str] = set()  # the parameters whose string decided a test
+        self.local_names: frozenset[str] = frozenset()  # the builder's parameters and locals
 
     def test(self, node: ast.expr) -> bool | None:
         if (tested := is_function_test(node)) is not None:
@@ -220,7 +223,7 @@ class _Values:
         """A string literal, or a module-level name of the builder's file bound to one."""
         if isinstance(node, ast.Constant):
             return node.value if isinstance(node.value, str) else None
-        return self.named_string(node.id) if isinstance(node, ast.Name) and node.id not in self.strings else None
+        return self.named_string(node.id) if isinstance(node, ast.Name) and node.id not in self.local_names else None
 
     def _compare(self, node: ast.Compare) -> bool | None:
         """`kwargs['num_experts'] > 0` with the keyword passed as a literal number: decided."""
@@ -243,13 +246,16 @@ def _strings(fn: ast.FunctionDef, call: Call, values: _Values, path: str) -> dic
     to one (`NORM_BATCH`); for a parameter the call does not pass (and no `**` splat may pass it), the
     builder's own string default. A parameter the builder rebinds is not the call's value: left out."""
     defaults = dict(call.defaults)
+    values.local_names = frozenset(a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs) | frozenset(
+        _stored(fn.body)) | frozenset(a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None)
     out: dict[str, str] = {}
     for param, text in values.args.items():
         value = literal(text)
-        if value is UNKNOWN and text in defaults:  # the caller's parameter: its default (`norm=NORM_BATCH` too)
-            text = defaults[text] or ""
+        local = text in call.local_names  # a name of the caller's own scope, not of its module
+        if value is UNKNOWN and text in defaults:  # the caller's parameter: its default (`norm=NORM_BATCH` too),
+            text, local = defaults[text] or "", False  # evaluated in the caller's module
             value = literal(text)
-        if value is UNKNOWN and text.isidentifier() and call.constant is not None and call.caller_path:
+        if value is UNKNOWN and not local and text.isidentifier() and call.constant is not None and call.caller_path:
             value = call.constant(text, call.caller_path)
         if isinstance(value, str):
             out[param] = value
@@ -408,7 +414,7 @@ def _layer_of(value: ast.expr, parsed: ParsedFile, path: str, values: _Values, p
                  any(k.arg is None and not (isinstance(k.value, ast.Name) and k.value.id == kwargs_name)
                      for k in value.keywords) or (call.open_keywords and passes),
                  ints, tuple((k.arg, passed(k.value)) for k in value.keywords if k.arg is not None),
-                 constant=call.constant, caller_path=path)
+                 constant=call.constant, caller_path=path, local_names=values.local_names)
     return built_layer(node, inner_parsed, inner_path, inner, lookup, torch_layer, depth + 1, values.chosen) \
         if isinstance(node, ast.FunctionDef) else None
 

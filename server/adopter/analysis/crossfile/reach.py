@@ -265,11 +265,14 @@ class CrossFileReach:
         args = tuple(a.text if isinstance(a, Expr) else "" for a in ctor.args)
         if any(t.startswith("*") for t in args):
             return None
+        stored = scope.stored()
         return Call(args, frozenset(k.name for k in ctor.kwargs if k.name != "**"),
                     any(k.name == "**" for k in ctor.kwargs),
                     frozenset(p for p, v in scope.params.items() if v is not None and isinstance(literal(v), int)),
                     tuple((k.name, k.value.text) for k in ctor.kwargs if k.name != "**" and isinstance(k.value, Expr)),
-                    constant=self.string_constant)
+                    # a name the caller binds itself is not a module-level name; without its source, none is read
+                    constant=self.string_constant if stored is not None else None,
+                    local_names=(stored or frozenset()) | frozenset(scope.params))
 
     def string_constant(self, name: str, path: str, hops: int = 0) -> str | None:
         """The string literal a module-level name of file `path` is bound to (`NORM_BATCH = "batch"`, there
