@@ -194,6 +194,7 @@ class Scope:
         self._annotations: dict[str, str] | None = None
         self._locals: dict[str, str] | None = None
         self._fallbacks: dict[str, str] | None = None
+        self._stored: frozenset[str] | None = None
 
     def annotations(self) -> dict[str, str]:
         if self._annotations is None:
@@ -206,8 +207,12 @@ class Scope:
         return self._fallbacks
 
     def stored(self) -> frozenset[str] | None:
-        """The names `__init__` binds (parameters and locals), None when its source is not at hand."""
-        return self._source.stored() if self._source is not None else None
+        """The names `__init__` binds (parameters and locals), None when its source is not at hand; read once."""
+        if self._source is None:
+            return None
+        if self._stored is None:
+            self._stored = self._source.stored()
+        return self._stored
 
     def locals(self) -> dict[str, str]:
         if self._locals is None:
