@@ -32,6 +32,10 @@ MAX_DEPTH = 3  # builders followed through builders
 MAX_RETURNS = 8  # open returns read per builder
 
 
+# (name, file it is named in) -> the string literal that module-level name is bound to, else None
+StringConstant = Callable[[str, str], str | None]
+
+
 @dataclass(frozen=True)
 class Call:
     """What the caller passes: positional argument texts (None past a `*` splat) and keyword names."""
@@ -44,6 +48,11 @@ class Call:
     defaults: tuple[tuple[str, str], ...] = ()  # the caller's parameters with a default: its text
     caller: ParsedFile | None = None  # the caller's file (its imports qualify the argument texts)
     caller_path: str = ""
+    # The string a module-level name holds, as named in a file (`NORM_BATCH`, defined there or imported):
+    # a name assigned once to a string literal (`StringConstant`); None where there is no such reader.
+    constant: StringConstant | None = None
+    # the caller's own names (parameters, locals): an argument naming one is not a module-level name
+    local_names: frozenset[str] = frozenset()
 
 
 # (qualified name, file it is named in) -> (parsed file, node) of its definition, or None
@@ -51,13 +60,16 @@ Lookup = Callable[[str, str], tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, 
 TorchLayer = Callable[[str], str | None]
 
 
-def _open_paths(fn: ast.FunctionDef, call: Call, lookup: Lookup,
+def _open_paths(fn: ast.FunctionDef, call: Call, lookup: Lookup, path: str = "", chosen: set[str] | None = None,
                 ) -> tuple[_Values, list[ast.expr], frozenset[str]] | None:
     """What `fn` called as `call` can return: the call's values, the returned expressions of its open paths
     (None when there are none or more than MAX_RETURNS) and the `**kwargs` keys it pops."""
     params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
     kwargs_name = fn.args.kwarg.arg if fn.args.kwarg is not None else None
     values = _Values(params, kwargs_name, call, frozenset(_stored(fn.body)))
+    values.strings = _strings(fn, call, values, path)
+    if chosen is not None:
+        values.chosen = chosen
     values.lambdas = {p: body for p, text in values.args.items()
                       if (body := _lambda_of(text, call, lookup)) is not None}
     returns = list(_returns(fn.body, values, {}))
@@ -67,11 +79,13 @@ def _open_paths(fn: ast.FunctionDef, call: Call, lookup: Lookup,
 
 
 def built_layer(fn: ast.FunctionDef, parsed: ParsedFile, path: str, call: Call, lookup: Lookup,
-                torch_layer: TorchLayer, depth: int = 0) -> str | None:
-    """The torch layer (`torch.nn.Conv2d`) every open path of `fn` called as `call` returns, else None."""
+                torch_layer: TorchLayer, depth: int = 0, chosen: set[str] | None = None) -> str | None:
+    """The torch layer (`torch.nn.Conv2d`) every open path of `fn` called as `call` returns, else None.
+    `chosen` collects the parameters whose string decided a test on the way (`if norm == "bn":`): the call's
+    arguments then select the layer rather than being its arguments."""
     if depth > MAX_DEPTH:
         return None
-    paths = _open_paths(fn, call, lookup)
+    paths = _open_paths(fn, call, lookup, path, chosen)
     if paths is None:
         return None
     values, returns, popped = paths
@@ -96,7 +110,7 @@ def possible_layer(fn: ast.FunctionDef, parsed: ParsedFile, path: str, call: Cal
     as with a conditional binding `self.conv = Mixed(...) if c else nn.Conv2d(...)` written in the file.
     None when a path builds something unknown or another torch layer, or when no path builds one; the
     paths are those `built_layer` reads (the tests the call decides are decided)."""
-    paths = _open_paths(fn, call, lookup)
+    paths = _open_paths(fn, call, lookup, path)
     if paths is None:
         return None
     values, returns, popped = paths
@@ -132,6 +146,11 @@ class _Values:
         self.args.update((k, text) for k, text in call.named if k in params and k not in rebound)
         # parameters the call gives a lambda that builds a layer: the lambda's body, in its own file
         self.lambdas: dict[str, tuple[ast.expr, ParsedFile, str]] = {}
+        # parameters whose string the call leaves evident (`_strings`), and the builder file's string names
+        self.strings: dict[str, str] = {}
+        self.named_string: Callable[[str], str | None] = lambda name: None
+        self.chosen: set[str] = set()  # the parameters whose string decided a test
+        self.local_names: frozenset[str] = frozenset()  # the builder's parameters and locals
 
     def test(self, node: ast.expr) -> bool | None:
         if (tested := is_function_test(node)) is not None:
@@ -152,7 +171,8 @@ class _Values:
             passed = node.left.value in self.call.keywords
             return passed if isinstance(node.ops[0], ast.In) else not passed
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
-            return self._compare(node)
+            decided = self._compare_strings(node)
+            return decided if decided is not None else self._compare(node)
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
                 and len(node.args) == 2 and isinstance(node.args[0], ast.Name) and _sequence_types(node.args[1])):
             text = self.args.get(node.args[0].id)
@@ -164,6 +184,46 @@ class _Values:
                 return any(isinstance(n, ast.Name) and n.id == display for n in names)
         return None
 
+
+    def _compare_strings(self, node: ast.Compare) -> bool | None:
+        """`norm == "bn"`, `kind == NORM_BATCH`, `act.lower() in ("gelu", "gelu_new")`, `"bn" != norm`: decided
+        when one side is a parameter whose string the call leaves evident and the other a string literal, a
+        module-level name bound to one, or a tuple, list or set of those."""
+        op = node.ops[0]
+        if not isinstance(op, ast.Eq | ast.NotEq | ast.In | ast.NotIn):
+            return None
+        left, right = node.left, node.comparators[0]
+        value = self._argument_string(left)
+        if value is None and isinstance(op, ast.Eq | ast.NotEq):
+            left, right = right, left
+            value = self._argument_string(left)
+        if value is None:
+            return None
+        if isinstance(op, ast.In | ast.NotIn):
+            if not isinstance(right, ast.Tuple | ast.List | ast.Set):
+                return None
+            options = [self._fixed_string(e) for e in right.elts]
+        else:
+            options = [self._fixed_string(right)]
+        if any(o is None for o in options):
+            return None
+        found = value in options
+        self.chosen.add(ast.unparse(left))
+        return found if isinstance(op, ast.Eq | ast.In) else not found
+
+    def _argument_string(self, node: ast.expr) -> str | None:
+        """The string a parameter holds for the call (`norm`, or `norm.lower()` / `.upper()` of it)."""
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args
+                and not node.keywords and node.func.attr in ("lower", "upper", "casefold")):
+            inner = self._argument_string(node.func.value)
+            return None if inner is None else inner.upper() if node.func.attr == "upper" else inner.lower()
+        return self.strings.get(node.id) if isinstance(node, ast.Name) else None
+
+    def _fixed_string(self, node: ast.expr) -> str | None:
+        """A string literal, or a module-level name of the builder's file bound to one."""
+        if isinstance(node, ast.Constant):
+            return node.value if isinstance(node.value, str) else None
+        return self.named_string(node.id) if isinstance(node, ast.Name) and node.id not in self.local_names else None
 
     def _compare(self, node: ast.Compare) -> bool | None:
         """`kwargs['num_experts'] > 0` with the keyword passed as a literal number: decided."""
@@ -178,6 +238,44 @@ class _Values:
         compare = {ast.Gt: value > bound, ast.GtE: value >= bound, ast.Lt: value < bound, ast.LtE: value <= bound,
                    ast.Eq: value == bound, ast.NotEq: value != bound}
         return compare.get(type(op))
+
+
+def _strings(fn: ast.FunctionDef, call: Call, values: _Values, path: str) -> dict[str, str]:
+    """The builder's parameters whose string the call leaves evident: a string literal passed, a parameter of
+    the caller whose literal default is one (the caller's defaults, as elsewhere), a module-level name bound
+    to one (`NORM_BATCH`); for a parameter the call does not pass (and no `**` splat may pass it), the
+    builder's own string default. A parameter the builder rebinds is not the call's value: left out."""
+    defaults = dict(call.defaults)
+    values.local_names = frozenset(a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs) | frozenset(
+        _stored(fn.body)) | frozenset(a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None)
+    out: dict[str, str] = {}
+    for param, text in values.args.items():
+        value = literal(text)
+        local = text in call.local_names  # a name of the caller's own scope, not of its module
+        if value is UNKNOWN and text in defaults:  # the caller's parameter: its default (`norm=NORM_BATCH` too),
+            text, local = defaults[text] or "", False  # evaluated in the caller's module
+            value = literal(text)
+        if value is UNKNOWN and not local and text.isidentifier() and call.constant is not None and call.caller_path:
+            value = call.constant(text, call.caller_path)
+        if isinstance(value, str):
+            out[param] = value
+    if call.constant is not None and path:
+        constant, where = call.constant, path
+        values.named_string = lambda name: constant(name, where)
+    if call.open_keywords:
+        return out
+    rebound = frozenset(_stored(fn.body))
+    positional = fn.args.posonlyargs + fn.args.args
+    passed = len(call.args)
+    pairs = list(zip(positional[len(positional) - len(fn.args.defaults):], fn.args.defaults))
+    pairs += [(a, d) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None]
+    for a, default in pairs:
+        index = positional.index(a) if a in positional else len(positional)
+        if (a.arg in rebound or a.arg in values.args or index < passed or a.arg in call.keywords
+                or not isinstance(default, ast.Constant) or not isinstance(default.value, str)):
+            continue
+        out[a.arg] = default.value
+    return out
 
 
 def _display(text: str) -> str | None:
@@ -306,13 +404,18 @@ def _layer_of(value: ast.expr, parsed: ParsedFile, path: str, values: _Values, p
     # a name of this builder holding an int for the call: a parameter the call gives an int
     ints = frozenset(p for p, text in values.args.items()
                      if isinstance(literal(text), int) or text in call.int_names)
-    inner = Call(tuple(_text(a) for a in value.args),
+    def passed(node: ast.expr) -> str:  # a parameter whose string the call left evident: that string
+        known = values.strings.get(node.id) if isinstance(node, ast.Name) else None
+        return repr(known) if known is not None else _text(node)
+
+    inner = Call(tuple(passed(a) for a in value.args),
                  frozenset(k.arg for k in value.keywords if k.arg is not None)
                  | (call.keywords - popped if passes else frozenset()),
                  any(k.arg is None and not (isinstance(k.value, ast.Name) and k.value.id == kwargs_name)
                      for k in value.keywords) or (call.open_keywords and passes),
-                 ints, tuple((k.arg, _text(k.value)) for k in value.keywords if k.arg is not None))
-    return built_layer(node, inner_parsed, inner_path, inner, lookup, torch_layer, depth + 1) \
+                 ints, tuple((k.arg, passed(k.value)) for k in value.keywords if k.arg is not None),
+                 constant=call.constant, caller_path=path, local_names=values.local_names)
+    return built_layer(node, inner_parsed, inner_path, inner, lookup, torch_layer, depth + 1, values.chosen) \
         if isinstance(node, ast.FunctionDef) else None
 
 

@@ -25,6 +25,7 @@ def key_steps(node: ast.expr, fn: ast.FunctionDef) -> tuple[ast.Name | None, tup
     """The name a lookup key is computed from, and the string methods applied to it in order: `R[n.lower()]`
     is (n, lower); a local assigned once in `fn` from such a chain is followed (`k = n.replace('_', '')`)."""
     steps: list[Step] = []
+    line = getattr(node, "lineno", 0)
     for _ in range(MAX_HOPS + 1):
         node, outer = _peel(node)
         steps[:0] = outer
@@ -33,6 +34,13 @@ def key_steps(node: ast.expr, fn: ast.FunctionDef) -> tuple[ast.Name | None, tup
         value = _single_value(node.id, fn)
         if value is None or not _peel(value)[1]:
             return node, tuple(steps)
+        root, inner = _peel(value)
+        if isinstance(root, ast.Name) and root.id == node.id:
+            # `act_fn = act_fn.lower()` (diffusers' `get_activation`): the parameter respelled in place, by a
+            # statement of the function's own block before the lookup, so it runs first on every path.
+            if not any(isinstance(s, ast.Assign) and s.value is value and s.lineno < line for s in fn.body):
+                return None, ()
+            return root, (*inner, *steps)
         node = value
     return None, ()
 

@@ -139,6 +139,23 @@ class InitSource:
                 if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
                 and stores.get(s.targets[0].id) == 1}
 
+    def stored(self) -> frozenset[str]:
+        """Every name the function binds: its parameters and any name it assigns, anywhere in its body."""
+        fn = self._function_ast()
+        if fn is None:
+            return frozenset()
+        args = fn.args
+        names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                names.add(n.id)
+            elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n is not fn:
+                names.add(n.name)
+            elif isinstance(n, ast.Import | ast.ImportFrom):
+                names.update((a.asname or a.name).split(".")[0] for a in n.names)
+        return frozenset(names)
+
     def _function_ast(self) -> ast.FunctionDef | None:
         """The function's own syntax tree (dedented), or None when it does not parse as a `def`."""
         text = textwrap.dedent(self.src.raw(self.function).decode("utf-8", errors="replace"))
@@ -177,6 +194,7 @@ class Scope:
         self._annotations: dict[str, str] | None = None
         self._locals: dict[str, str] | None = None
         self._fallbacks: dict[str, str] | None = None
+        self._stored: frozenset[str] | None = None
 
     def annotations(self) -> dict[str, str]:
         if self._annotations is None:
@@ -187,6 +205,14 @@ class Scope:
         if self._fallbacks is None:
             self._fallbacks = self._source.none_fallbacks() if self._source is not None else {}
         return self._fallbacks
+
+    def stored(self) -> frozenset[str] | None:
+        """The names `__init__` binds (parameters and locals), None when its source is not at hand; read once."""
+        if self._source is None:
+            return None
+        if self._stored is None:
+            self._stored = self._source.stored()
+        return self._stored
 
     def locals(self) -> dict[str, str]:
         if self._locals is None:

@@ -183,7 +183,12 @@ class CrossFileReach:
             kwargs = (*kwargs, *(Kwarg(k, Expr(v)) for k, v in summary.layer_kwargs))
             return Ctor(summary.layer, args, kwargs, origin=f"{summary.definition.name} ({where})")
         if summary.kind == "other" and ctor.lookup is None:
-            built = self._built(ctor, summary.definition, path, scope)
+            chosen: set[str] = set()
+            built = self._built(ctor, summary.definition, path, scope, chosen)
+            if built is not None and chosen:
+                # A string argument chose the layer (`get_norm_layer("bn", c)`): the call's arguments are
+                # the builder's, not the layer's (as for a registry's entry, none are carried over).
+                return Ctor(built, (), (), origin=f"{summary.definition.name} ({where})")
             if built is not None:
                 return Ctor(built, ctor.args, ctor.kwargs, origin=f"{summary.definition.name} ({where})")
             items = self._sequential(ctor, summary.definition, path, scope)
@@ -223,7 +228,7 @@ class CrossFileReach:
         return Ctor(layer.layer or "", (), tuple(Kwarg(k, Expr(v)) for k, v in layer.layer_kwargs),
                     origin=f"{call} ({where}){source}")
 
-    def _built(self, ctor: Ctor, d: Definition, path: str, scope: Scope) -> str | None:
+    def _built(self, ctor: Ctor, d: Definition, path: str, scope: Scope, chosen: set[str]) -> str | None:
         """The torch layer an imported builder function returns for this call (`builders`), else None."""
         found = self._node(d.name, d.path, d.line)
         if found is None or not isinstance(found[1], ast.FunctionDef):
@@ -232,7 +237,7 @@ class CrossFileReach:
         if call is not None:  # the caller's defaults, read in its file (a lambda factory passed as one)
             defaults = tuple((p, v) for p, v in scope.params.items() if v is not None)
             call = replace(call, defaults=defaults, caller=self.parsed(path), caller_path=path)
-        return built_layer(found[1], found[0], found[2], call, self._lookup, torch_layer) if call else None
+        return built_layer(found[1], found[0], found[2], call, self._lookup, torch_layer, chosen=chosen) if call else None
 
     def _possible(self, ctor: Ctor, path: str, scope: Scope) -> Ctor | None:
         """The torch layer an imported builder builds on the paths the call leaves open to it, the others
@@ -260,10 +265,38 @@ class CrossFileReach:
         args = tuple(a.text if isinstance(a, Expr) else "" for a in ctor.args)
         if any(t.startswith("*") for t in args):
             return None
+        stored = scope.stored()
         return Call(args, frozenset(k.name for k in ctor.kwargs if k.name != "**"),
                     any(k.name == "**" for k in ctor.kwargs),
                     frozenset(p for p, v in scope.params.items() if v is not None and isinstance(literal(v), int)),
-                    tuple((k.name, k.value.text) for k in ctor.kwargs if k.name != "**" and isinstance(k.value, Expr)))
+                    tuple((k.name, k.value.text) for k in ctor.kwargs if k.name != "**" and isinstance(k.value, Expr)),
+                    # a name the caller binds itself is not a module-level name; without its source, none is read
+                    constant=self.string_constant if stored is not None else None,
+                    local_names=(stored or frozenset()) | frozenset(scope.params))
+
+    def string_constant(self, name: str, path: str, hops: int = 0) -> str | None:
+        """The string literal a module-level name of file `path` is bound to (`NORM_BATCH = "batch"`, there
+        or imported with `from .consts import NORM_BATCH`), else None: a name bound more than once at the
+        top level, or in a file where a function may rebind it (`global`), is not evident."""
+        parsed = self.parsed(path)
+        if parsed is None or parsed.tree is None or hops > MAX_DEPTH:
+            return None
+        node = parsed.toplevel.get(name)
+        if isinstance(node, ast.Assign):
+            bound = [s for s in parsed.tree.body if name in _assigned(s)]
+            value = node.value
+            if (len(bound) == 1 and not parsed.has_global and len(node.targets) == 1
+                    and isinstance(value, ast.Constant) and isinstance(value.value, str)):
+                return value.value
+            return None
+        target = parsed.imports.get(name) if node is None else None
+        if target is None or name in _assigned_anywhere(parsed.tree):
+            return None
+        module, _, inner = target.rpartition(".")
+        located = self.resolver.locate(module, path) if module.strip(".") or module.startswith(".") else None
+        if located is None or in_stdlib(located):
+            return None
+        return self.string_constant(inner, located, hops + 1)
 
     def _sequential(self, ctor: Ctor, d: Definition, path: str, scope: Scope) -> tuple[str, ...] | None:
         """The torch layers an imported subclass of `nn.Sequential`, or the `nn.Sequential` an imported
@@ -647,6 +680,20 @@ class CrossFileReach:
 
 
 # -- helpers ----------------------------------------------------------------------------------------
+
+
+def _assigned(stmt: ast.stmt) -> set[str]:
+    """The names a top-level statement binds (assignments, imports, definitions, loops, `with`)."""
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {stmt.name}
+    if isinstance(stmt, ast.Import | ast.ImportFrom):
+        return {(a.asname or a.name).split(".")[0] for a in stmt.names}
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _assigned_anywhere(tree: ast.Module) -> set[str]:
+    """The names the module's top-level statements bind other than by importing them."""
+    return {n for s in tree.body if not isinstance(s, ast.Import | ast.ImportFrom) for n in _assigned(s)}
 
 
 def _and(condition: str | None, test: str) -> str:

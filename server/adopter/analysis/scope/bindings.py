@@ -428,9 +428,11 @@ class InitAnalysis:
                 self.locals[name] = _ListBuild(depth=len(conds))
             elif value.type in ("list_comprehension", "generator_expression", "list"):
                 self.locals[name] = self._list_build(value, conds)
-            elif (partial_of := self._local_partial(value)) is not None:
+            elif (partial_of := self._local_partial(self._or_default(value) if value.type == "boolean_operator"
+                                                    else value)) is not None:
                 # `norm_layer = partial(nn.BatchNorm2d, eps=1e-3)`: calling it builds that class, as for a
-                # parameter whose default is such a partial (`read_defaults`).
+                # parameter whose default is such a partial (`read_defaults`); so does the fallback of
+                # `norm_layer = norm_layer or partial(nn.BatchNorm2d, eps=1e-3)` with `norm_layer=None`.
                 self.locals[name] = [((), _Callee(partial_of))]
             else:
                 self.locals[name] = local_alts = self._alternatives(value)
@@ -772,9 +774,9 @@ class InitAnalysis:
         callee = self._default_class(dotted_text(value, self.src))
         return [callee] if callee is not None else None
 
-    def _local_partial(self, value: Node) -> str | None:
+    def _local_partial(self, value: Node | None) -> str | None:
         """The layer class of `partial(LayerClass, ...)` / `functools.partial(...)`, else None."""
-        if value.type != "call":
+        if value is None or value.type != "call":
             return None
         func = value.child_by_field_id(Field.FUNCTION)
         if func is None or self.symbols.qualify(dotted_text(func, self.src) or "") != "functools.partial":
