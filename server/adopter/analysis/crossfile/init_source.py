@@ -249,6 +249,15 @@ def init_annotations(function: Any, src: Any, qualify: Any) -> dict[str, str]:
         if name is None or kind is None or name.type != "identifier":
             continue
         text = src.text(kind).strip().strip("\"'")
-        if text.replace(".", "").replace("_", "").isalnum():
-            out[src.text(name)] = qualify(text)
+        members = _union_members(text)
+        if all(m.replace(".", "").replace("_", "").isalnum() for m in members):
+            out[src.text(name)] = " | ".join(qualify(m) for m in members)
     return out
+
+
+def _union_members(text: str) -> list[str]:
+    """`A | B`, `Union[A, B]`, `Optional[A]` -> the member names; a plain name -> [name]."""
+    for head in ("typing.Union[", "Union[", "typing.Optional[", "Optional["):
+        if text.startswith(head) and text.endswith("]"):
+            return [m.strip() for m in text[len(head):-1].split(",") if m.strip() not in ("None", "")]
+    return [m.strip() for m in text.split("|") if m.strip() != "None"]

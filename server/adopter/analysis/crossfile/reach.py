@@ -369,15 +369,21 @@ class CrossFileReach:
         annotation = scope.annotations().get(root) if dot and "." not in field_name else None
         if annotation is None:
             return UNKNOWN, None
-        config = self.summary_of(annotation, path)
-        if config is None or config.kind != "config":
+        values = []
+        for member in annotation.split(" | "):
+            config = self.summary_of(member, path)
+            if config is None or config.kind != "config":
+                return UNKNOWN, None
+            if scope.built_only_otherwise(root, config):
+                # The default configuration never builds this class (T5's gated MLP is built only when
+                # `is_gated_act`): its defaults say nothing about the configurations that do.
+                return UNKNOWN, None
+            values.append((config.default(field_name), config))
+        value, config = values[0]
+        if any(v != value for v, _ in values[1:]):
             return UNKNOWN, None
-        if scope.built_only_otherwise(root, config):
-            # The default configuration never builds this class (T5's gated MLP is built only when
-            # `is_gated_act`): its defaults say nothing about the configurations that do.
-            return UNKNOWN, None
-        return config.default(field_name), (f"default of `{field_name}` in {config.definition.name} "
-                                            f"({self._where(config.definition)})")
+        return value, (f"default of `{field_name}` in {config.definition.name} "
+                       f"({self._where(config.definition)})")
 
     def _layer(self, qualified: str, from_path: str) -> Summary | None:
         """The layer summary of a class named in file `from_path` (a torch class or a summarised one)."""
