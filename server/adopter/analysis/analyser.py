@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import TypeVar
 
 from tree_sitter import Node, Tree
 
@@ -574,14 +575,8 @@ class Analyser:
         if outer is not None and kept is not None and all(symbols.fingerprint(n) == fp for n, fp in kept[0]):
             outer.update(n for n, _ in kept[0])
             return kept[1]
-        symbols.consulted = set() if outer is not None else None
-        try:
-            init = bind_layer_subclasses(InitAnalysis(name, table, src).run(), table, src)
-        finally:
-            consulted = symbols.consulted
-            symbols.consulted = outer
-            if outer is not None and consulted is not None:
-                outer |= consulted
+        init, consulted = _nested_reading(
+            symbols, outer is not None, lambda: bind_layer_subclasses(InitAnalysis(name, table, src).run(), table, src))
         if consulted is not None:
             self._inits[name] = (tuple(sorted((n, symbols.fingerprint(n)) for n in consulted | table.module_deps(name))),
                                  init)
@@ -634,16 +629,10 @@ class Analyser:
         # statement the edit is in (`adopter.analysis.flow.resume`).
         resume = next((kept.walk for kept in flows if kept.walk is not None and kept.key[:2] == key[:2]
                        and kept.key[3:] == key[3:]), None)
-        symbols.consulted = set() if self.remember else None
         before = len(problems)
         analysis = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless, positioned, parameters)
-        try:
-            forward = analysis.function(node, owner, resume=resume, record=self.remember)
-        finally:
-            consulted = symbols.consulted
-            symbols.consulted = outer
-            if outer is not None and consulted is not None:
-                outer |= consulted
+        forward, consulted = _nested_reading(
+            symbols, self.remember, lambda: analysis.function(node, owner, resume=resume, record=self.remember))
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted or ()))
         flows.insert(0, _Flow(key, deps, forward, tuple(problems[before:]), walk=analysis.walk))
         del flows[2:]
@@ -832,3 +821,22 @@ def _whole_words(data: bytes, word: bytes, positions: Callable[[bytes], list[int
         if _whole(data, at, end):
             found += 1
     return found
+
+
+_T = TypeVar("_T")
+
+
+def _nested_reading(symbols: ModuleSymbols, record: bool, read: Callable[[], _T]) -> tuple[_T, set[str] | None]:
+    """`read()` with `symbols` noting the names it looks up in a set of its own (None unless `record`); then the
+    noting before it is restored, and those names are added to it (the enclosing reading depends on them too).
+    Returns the result and the names noted."""
+    outer = symbols.consulted
+    symbols.consulted = set() if record else None
+    try:
+        result = read()
+    finally:
+        consulted = symbols.consulted
+        symbols.consulted = outer
+        if outer is not None and consulted is not None:
+            outer |= consulted
+    return result, consulted

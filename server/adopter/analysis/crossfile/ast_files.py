@@ -53,6 +53,21 @@ def in_stdlib(path: str) -> bool:
     return real.startswith(_STDLIB) and "site-packages" not in real and "dist-packages" not in real
 
 
+def bound_names(fn: ast.FunctionDef) -> frozenset[str]:
+    """Every name function `fn` binds: its parameters, any name it assigns, defines or imports, at any depth."""
+    args = fn.args
+    names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names.add(n.id)
+        elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n is not fn:
+            names.add(n.name)
+        elif isinstance(n, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in n.names)
+    return frozenset(names)
+
+
 def dotted_name(node: ast.AST) -> str | None:
     if isinstance(node, ast.Name):
         return node.id

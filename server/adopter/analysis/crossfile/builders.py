@@ -24,7 +24,7 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from adopter.analysis.crossfile.ast_files import ParsedFile, dotted_name, qualify
+from adopter.analysis.crossfile.ast_files import ParsedFile, bound_names, dotted_name, qualify
 from adopter.analysis.crossfile.evaluator import UNKNOWN, literal
 from adopter.analysis.crossfile.factories import is_function_test, returned_lambda
 
@@ -141,6 +141,7 @@ class _Values:
     def __init__(self, params: list[str], kwargs_name: str | None, call: Call, rebound: frozenset[str]) -> None:
         self.kwargs_name = kwargs_name
         self.call = call
+        self.rebound = rebound
         # a parameter the builder rebinds (`kernel_size = [kernel_size]`) is not the call's value in its tests
         self.args = {p: call.args[i] for i, p in enumerate(params) if i < len(call.args) and p not in rebound}
         self.args.update((k, text) for k, text in call.named if k in params and k not in rebound)
@@ -246,8 +247,7 @@ def _strings(fn: ast.FunctionDef, call: Call, values: _Values, path: str) -> dic
     to one (`NORM_BATCH`); for a parameter the call does not pass (and no `**` splat may pass it), the
     builder's own string default. A parameter the builder rebinds is not the call's value: left out."""
     defaults = dict(call.defaults)
-    values.local_names = frozenset(a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs) | frozenset(
-        _stored(fn.body)) | frozenset(a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None)
+    values.local_names = bound_names(fn)
     out: dict[str, str] = {}
     for param, text in values.args.items():
         value = literal(text)
@@ -264,7 +264,7 @@ def _strings(fn: ast.FunctionDef, call: Call, values: _Values, path: str) -> dic
         values.named_string = lambda name: constant(name, where)
     if call.open_keywords:
         return out
-    rebound = frozenset(_stored(fn.body))
+    rebound = values.rebound
     positional = fn.args.posonlyargs + fn.args.args
     passed = len(call.args)
     pairs = list(zip(positional[len(positional) - len(fn.args.defaults):], fn.args.defaults))

@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Iterator
 from typing import Any
 
+from adopter.analysis.crossfile.ast_files import bound_names
 from adopter.analysis.crossfile.evaluator import truth
 from adopter.analysis.crossfile.summary import Summary
 
@@ -140,21 +141,9 @@ class InitSource:
                 and stores.get(s.targets[0].id) == 1}
 
     def stored(self) -> frozenset[str]:
-        """Every name the function binds: its parameters and any name it assigns, anywhere in its body."""
+        """Every name the function binds (`bound_names`): its parameters and any name it assigns, anywhere."""
         fn = self._function_ast()
-        if fn is None:
-            return frozenset()
-        args = fn.args
-        names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
-        names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
-        for n in ast.walk(fn):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                names.add(n.id)
-            elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n is not fn:
-                names.add(n.name)
-            elif isinstance(n, ast.Import | ast.ImportFrom):
-                names.update((a.asname or a.name).split(".")[0] for a in n.names)
-        return frozenset(names)
+        return bound_names(fn) if fn is not None else frozenset()
 
     def _function_ast(self) -> ast.FunctionDef | None:
         """The function's own syntax tree (dedented), or None when it does not parse as a `def`."""
