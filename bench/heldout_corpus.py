@@ -268,8 +268,8 @@ MANIFEST: Manifest = (
     # Batch 13 (refreshed 2026-12-06, stop 23): labelled by a thirteenth independent labeller; first letters a-m only,
     # picked by name and known purpose, leaning to what the set had less of (time series, tabular, point clouds, video,
     # speech enhancement, medical imaging, graph nets, researchers' single files, LLM fine-tuning code), files from the
-    # archive listings by name and size before reading (one added after the first pass, from the same archive: see
-    # LABELLING.md "Batch 13").
+    # archive listings by name and size before reading (five chosen after the first pass, from the same archives, two
+    # of them with knowledge of their content: see LABELLING.md "Batch 13").
     ("FLASH-pytorch", "0.1.9", ("flash_pytorch/flash_pytorch.py", "flash_pytorch/autoregressive_wrapper.py")),
     ("h-transformer-1d", "0.1.9", ("h_transformer_1d/h_transformer_1d.py", "h_transformer_1d/autoregressive_wrapper.py")),
     ("carte-ai", "0.0.26", ("carte_ai/src/carte_model.py",)),
