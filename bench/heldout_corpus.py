@@ -265,6 +265,24 @@ MANIFEST: Manifest = (
     ("openrlhf", "0.11.2", (
         "openrlhf-0.11.2.data/purelib/openrlhf/models/actor.py", "openrlhf-0.11.2.data/purelib/openrlhf/models/loss.py",
         "openrlhf-0.11.2.data/purelib/openrlhf/models/model.py")),
+    # Batch 13 (refreshed 2026-12-06, stop 23): labelled by a thirteenth independent labeller; first letters a-m only,
+    # picked by name and known purpose, leaning to what the set had less of (time series, tabular, point clouds, video,
+    # speech enhancement, medical imaging, graph nets, researchers' single files, LLM fine-tuning code), files from the
+    # archive listings by name and size before reading (five chosen after the first pass, from the same archives, two
+    # of them with knowledge of their content: see LABELLING.md "Batch 13").
+    ("FLASH-pytorch", "0.1.9", ("flash_pytorch/flash_pytorch.py", "flash_pytorch/autoregressive_wrapper.py")),
+    ("h-transformer-1d", "0.1.9", ("h_transformer_1d/h_transformer_1d.py", "h_transformer_1d/autoregressive_wrapper.py")),
+    ("carte-ai", "0.0.26", ("carte_ai/src/carte_model.py",)),
+    ("cd-fvd", "0.1.1", (
+        "cdfvd/third_party/i3d/pytorch_i3d.py", "cdfvd/third_party/VideoMAEv2/videomaev2_finetune.py")),
+    ("cellshape-cloud", "0.1.3", ("cellshape_cloud/vendor/encoders.py", "cellshape_cloud/vendor/decoders.py")),
+    ("deep-time-series", "0.1.2", (
+        "deep_time_series/model/single_shot_transformer.py", "deep_time_series/model/mlp.py")),
+    ("fastmri", "0.3.0", ("fastmri/models/unet.py", "fastmri/models/varnet.py")),
+    ("graphium", "2.4.7", ("graphium/nn/pyg_layers/gps_pyg.py", "graphium/nn/base_layers.py")),
+    ("llamafactory", "0.9.5", (
+        "llamafactory/model/model_utils/longlora.py", "llamafactory/model/model_utils/moe.py")),
+    ("mayavoz", "0.0.1", ("mayavoz/models/dccrn.py", "mayavoz/models/demucs.py", "mayavoz/models/model.py")),
 )
 
 
