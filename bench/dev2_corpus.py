@@ -179,6 +179,14 @@ MANIFEST: Manifest = (
     ("cn-clip", "1.6.0", ("cn_clip/clip/model.py",)),
     ("mmdet3d", "1.4.0", ("mmdet3d/models/layers/transformer.py",)),
     ("mirasol-pytorch", "0.0.16", ("mirasol_pytorch/mirasol_pytorch.py",)),
+    # Batch 7 (label10, 2026-12-06): distributions n-z (another labeller took a-m), none in the real-world, held-out,
+    # dev2 or oracle lists (packages.py, fresh.py: all slices), nor transformers; chosen by name and known purpose
+    # before reading (vision segmentation / detection / re-id, speech, audio codec, quantisation, generative, time
+    # series, tabular, molecules, protein, research) and fetched with `pip download --no-deps`; files picked from the
+    # archive listings by name and size before reading, 21 first, then 3 more once those were labelled (sktime
+    # enc_dec, torchreid shufflenet by name and size; segment-anything-hq common.py because the labelled files import
+    # it); see "Batch 7" in bench/data/dev2/LABELLING.md.
+    ("ponder-transformer", "0.0.8", ("ponder_transformer/ponder_transformer.py",)),
 )
 
 
