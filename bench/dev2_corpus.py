@@ -193,6 +193,9 @@ MANIFEST: Manifest = (
     ("segment-anything-hq", "0.3", (
         "segment_anything_hq/modeling/image_encoder.py", "segment_anything_hq/modeling/transformer.py",
         "segment_anything_hq/modeling/common.py")),
+    ("sktime", "1.2.0", (
+        "sktime/networks/ltsf/layers/attention.py", "sktime/networks/convtran/_attention.py",
+        "sktime/networks/ltsf/layers/enc_dec.py")),
 )
 
 
