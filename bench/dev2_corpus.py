@@ -196,6 +196,7 @@ MANIFEST: Manifest = (
     ("sktime", "1.2.0", (
         "sktime/networks/ltsf/layers/attention.py", "sktime/networks/convtran/_attention.py",
         "sktime/networks/ltsf/layers/enc_dec.py")),
+    ("so-vits-svc-fork", "4.2.30", ("so_vits_svc_fork/modules/attentions.py", "so_vits_svc_fork/modules/encoders.py")),
 )
 
 
