@@ -197,6 +197,7 @@ MANIFEST: Manifest = (
         "sktime/networks/ltsf/layers/attention.py", "sktime/networks/convtran/_attention.py",
         "sktime/networks/ltsf/layers/enc_dec.py")),
     ("so-vits-svc-fork", "4.2.30", ("so_vits_svc_fork/modules/attentions.py", "so_vits_svc_fork/modules/encoders.py")),
+    ("taming-transformers", "0.0.1", ("taming/modules/transformer/mingpt.py", "taming/modules/discriminator/model.py")),
 )
 
 
