@@ -198,6 +198,8 @@ MANIFEST: Manifest = (
         "sktime/networks/ltsf/layers/enc_dec.py")),
     ("so-vits-svc-fork", "4.2.30", ("so_vits_svc_fork/modules/attentions.py", "so_vits_svc_fork/modules/encoders.py")),
     ("taming-transformers", "0.0.1", ("taming/modules/transformer/mingpt.py", "taming/modules/discriminator/model.py")),
+    ("torchao", "0.18.0", (
+        "torchao/_models/sam2/modeling/sam/transformer.py", "torchao/testing/model_architectures.py")),
 )
 
 
