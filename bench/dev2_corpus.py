@@ -200,6 +200,7 @@ MANIFEST: Manifest = (
     ("taming-transformers", "0.0.1", ("taming/modules/transformer/mingpt.py", "taming/modules/discriminator/model.py")),
     ("torchao", "0.18.0", (
         "torchao/_models/sam2/modeling/sam/transformer.py", "torchao/testing/model_architectures.py")),
+    ("torchmd-net", "2.4.10", ("torchmdnet/models/torchmd_t.py", "torchmdnet/models/output_modules.py")),
 )
 
 
