@@ -201,6 +201,8 @@ MANIFEST: Manifest = (
     ("torchao", "0.18.0", (
         "torchao/_models/sam2/modeling/sam/transformer.py", "torchao/testing/model_architectures.py")),
     ("torchmd-net", "2.4.10", ("torchmdnet/models/torchmd_t.py", "torchmdnet/models/output_modules.py")),
+    ("torchreid", "0.2.5", (
+        "torchreid/reid/models/mudeep.py", "torchreid/reid/models/mlfn.py", "torchreid/reid/models/shufflenet.py")),
 )
 
 
