@@ -203,6 +203,7 @@ MANIFEST: Manifest = (
     ("torchmd-net", "2.4.10", ("torchmdnet/models/torchmd_t.py", "torchmdnet/models/output_modules.py")),
     ("torchreid", "0.2.5", (
         "torchreid/reid/models/mudeep.py", "torchreid/reid/models/mlfn.py", "torchreid/reid/models/shufflenet.py")),
+    ("xcodec2", "0.1.5", ("xcodec2/vq/bs_roformer5.py", "xcodec2/vq/blocks.py")),
 )
 
 
