@@ -93,13 +93,14 @@ def score(sites: dict[str, list[dict]], found: dict[str, list[tuple[int, int, fr
         preds = list(found.get(key, ()))
         used: set[int] = set()
         for label in sorted(labels, key=lambda s: s["line"]):
-            hit = next((i for i, p in enumerate(preds) if i not in used and p[0] == label["family"]
-                        and label["line"] in p[2]), None)
-            if hit is None:
-                misses.append((key, label))
-            else:
-                used.add(hit)
-                tp[label["family"]] += 1
+            for _ in range(label.get("count", 1)):  # `count`: that many sites of the family begin on the line
+                hit = next((i for i, p in enumerate(preds) if i not in used and p[0] == label["family"]
+                            and label["line"] in p[2]), None)
+                if hit is None:
+                    misses.append((key, label))
+                else:
+                    used.add(hit)
+                    tp[label["family"]] += 1
         extra.extend((key, p) for i, p in enumerate(preds) if i not in used)
     return tp, misses, extra
 
@@ -117,7 +118,7 @@ def main(json_out: str | None = None, root: Path | None = None, labelled_set: st
     n_labels = defaultdict(int)
     for labels in sites.values():
         for s in labels:
-            n_labels[s["family"]] += 1
+            n_labels[s["family"]] += s.get("count", 1)
     n_found = defaultdict(int)
     for preds in found.values():
         for p in preds:

@@ -359,6 +359,9 @@ def check_schema(labels: Labels, manifest: Manifest = MANIFEST) -> list[str]:
                     continue
                 if site["family"] not in FAMILIES:
                     problems.append(f"{where}:{site['line']}: family {site['family']} is not one of 4-17")
+                count = site.get("count", 1)
+                if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                    problems.append(f"{where}:{site['line']}: count {count!r} is not a positive integer")
                 if (site["family"], site["line"]) in seen:
                     problems.append(f"{where}:{site['line']}: family {site['family']} recorded twice")
                 seen.add((site["family"], site["line"]))

@@ -64,8 +64,10 @@ def test_schema_check_reports_what_is_wrong() -> None:
     entry["reviewed"] = False
     entry["sites"].append({"family": 3, "line": 1, "scope": "x", "text": "x"})
     entry["sites"].append({"family": 4, "line": 2})
+    entry["sites"].append({"family": 6, "line": 10**6, "scope": "x", "text": "x", "count": 0})
     data["version"] = "0"
     problems = hc.check_schema(labels)
+    assert any("count 0 is not a positive integer" in p for p in problems)
     assert any("not reviewed" in p for p in problems)
     assert any("family 3 is not one of 4-17" in p for p in problems)
     assert any("lacks" in p for p in problems)
@@ -127,3 +129,19 @@ def test_every_label_holds_against_the_pinned_archives() -> None:
     except FileNotFoundError as missing:
         pytest.skip(f"held-out archives not fetched: {missing}")
     assert hc.check_against_archives(hc.load_labels(), listed) == []
+
+
+def test_a_label_with_a_count_is_that_many_sites_on_its_line() -> None:
+    """Two Linear -> GELU pairs nested on one line (`W2(act(W1(act(x))))`): one label with `count: 2` is matched
+    by two findings; a third finding there is a false positive, and one finding leaves one site missed."""
+    import detection_realworld as dr
+
+    label = {"family": 6, "line": 7, "scope": "f", "text": "x", "count": 2}
+    pair = [(6, 7, frozenset({7}), "f06-linear-gelu"), (6, 7, frozenset({7, 8}), "f06-linear-gelu")]
+    tp, misses, extra = dr.score({"pkg/m.py": [label]}, {"pkg/m.py": pair})
+    assert (tp[6], misses, extra) == (2, [], [])
+    tp, misses, extra = dr.score({"pkg/m.py": [label]}, {"pkg/m.py": pair[:1]})
+    assert (tp[6], len(misses)) == (1, 1)
+    third = (6, 7, frozenset({7, 9}), "f06-linear-gelu")
+    tp, misses, extra = dr.score({"pkg/m.py": [dict(label, count=1)]}, {"pkg/m.py": [*pair, third]})
+    assert (tp[6], len(extra)) == (1, 2)
