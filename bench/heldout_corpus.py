@@ -410,7 +410,7 @@ def counts(labels: Labels) -> dict[int, int]:
     for data in labels.values():
         for entry in data["files"].values():
             for site in entry.get("sites", []):
-                out[site["family"]] += 1
+                out[site["family"]] += site.get("count", 1)
     return out
 
 
