@@ -46,7 +46,7 @@ def test_every_label_file_names_its_distribution_and_pinned_version() -> None:
         assert data["version"] == pinned[path.stem]
         for entry in data["files"].values():
             for site in entry["sites"]:
-                assert set(site) <= {"family", "line", "scope", "text", "note"}
+                assert set(site) <= {"family", "line", "scope", "text", "note", "count"}
                 assert site["text"].strip(), site
 
 
