@@ -204,6 +204,13 @@ MANIFEST: Manifest = (
     ("torchreid", "0.2.5", (
         "torchreid/reid/models/mudeep.py", "torchreid/reid/models/mlfn.py", "torchreid/reid/models/shufflenet.py")),
     ("xcodec2", "0.1.5", ("xcodec2/vq/bs_roformer5.py", "xcodec2/vq/blocks.py")),
+    # Batch 8 (label11, 2026-12-06): distributions a-m, none in the real-world, held-out, dev2 or oracle lists
+    # (packages.py, fresh.py: all slices), nor transformers; chosen by name and known purpose before reading (text
+    # detection, segmentation, vision backbones, speech, audio, NLP, generative, time series, tabular / CTR,
+    # materials graphs, protein, RL) and fetched with `pip download --no-deps`; 24 files picked from the archive
+    # listings by name and size before reading, none added or dropped after; see "Batch 8" in
+    # bench/data/dev2/LABELLING.md.
+    ("audio-encoders-pytorch", "0.0.22", ("audio_encoders_pytorch/modules.py",)),
 )
 
 
