@@ -211,6 +211,7 @@ MANIFEST: Manifest = (
     # listings by name and size before reading, none added or dropped after; see "Batch 8" in
     # bench/data/dev2/LABELLING.md.
     ("audio-encoders-pytorch", "0.0.22", ("audio_encoders_pytorch/modules.py",)),
+    ("backgroundremover", "0.4.5", ("backgroundremover/u2net/u2net.py",)),
 )
 
 
