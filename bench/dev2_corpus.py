@@ -212,6 +212,9 @@ MANIFEST: Manifest = (
     # bench/data/dev2/LABELLING.md.
     ("audio-encoders-pytorch", "0.0.22", ("audio_encoders_pytorch/modules.py",)),
     ("backgroundremover", "0.4.5", ("backgroundremover/u2net/u2net.py",)),
+    ("craft-text-detector", "0.4.3", (
+        "craft_text_detector/models/craftnet.py", "craft_text_detector/models/refinenet.py",
+        "craft_text_detector/models/basenet/vgg16_bn.py")),
 )
 
 
