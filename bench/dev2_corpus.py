@@ -215,6 +215,9 @@ MANIFEST: Manifest = (
     ("craft-text-detector", "0.4.3", (
         "craft_text_detector/models/craftnet.py", "craft_text_detector/models/refinenet.py",
         "craft_text_detector/models/basenet/vgg16_bn.py")),
+    ("crossformer", "1.5.0", (
+        "crossformer/model/layers/attention.py", "crossformer/model/layers/encoder.py",
+        "crossformer/model/layers/decoder.py")),
 )
 
 
