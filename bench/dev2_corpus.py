@@ -218,6 +218,7 @@ MANIFEST: Manifest = (
     ("crossformer", "1.5.0", (
         "crossformer/model/layers/attention.py", "crossformer/model/layers/encoder.py",
         "crossformer/model/layers/decoder.py")),
+    ("evodiff", "1.1.2", ("evodiff/model.py",)),
 )
 
 
