@@ -219,6 +219,7 @@ MANIFEST: Manifest = (
         "crossformer/model/layers/attention.py", "crossformer/model/layers/encoder.py",
         "crossformer/model/layers/decoder.py")),
     ("evodiff", "1.1.2", ("evodiff/model.py",)),
+    ("FastNLP", "1.0.1", ("fastNLP/modules/torch/attention.py", "fastNLP/modules/torch/encoder/star_transformer.py")),
 )
 
 
