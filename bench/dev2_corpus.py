@@ -220,6 +220,8 @@ MANIFEST: Manifest = (
         "crossformer/model/layers/decoder.py")),
     ("evodiff", "1.1.2", ("evodiff/model.py",)),
     ("FastNLP", "1.0.1", ("fastNLP/modules/torch/attention.py", "fastNLP/modules/torch/encoder/star_transformer.py")),
+    ("fightingcv-attention", "1.0.0", (
+        "fightingcv_attention/backbone/LeViT.py", "fightingcv_attention/backbone/MobileViT.py")),
 )
 
 
