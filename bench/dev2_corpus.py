@@ -222,6 +222,8 @@ MANIFEST: Manifest = (
     ("FastNLP", "1.0.1", ("fastNLP/modules/torch/attention.py", "fastNLP/modules/torch/encoder/star_transformer.py")),
     ("fightingcv-attention", "1.0.0", (
         "fightingcv_attention/backbone/LeViT.py", "fightingcv_attention/backbone/MobileViT.py")),
+    ("fuxictr", "2.3.10", (
+        "fuxictr/pytorch/layers/attentions/dot_product_attention.py", "fuxictr/pytorch/layers/blocks/mlp_block.py")),
 )
 
 
