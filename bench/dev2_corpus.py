@@ -224,6 +224,7 @@ MANIFEST: Manifest = (
         "fightingcv_attention/backbone/LeViT.py", "fightingcv_attention/backbone/MobileViT.py")),
     ("fuxictr", "2.3.10", (
         "fuxictr/pytorch/layers/attentions/dot_product_attention.py", "fuxictr/pytorch/layers/blocks/mlp_block.py")),
+    ("grad-tts", "0.0.4", ("grad_tts/model/text_encoder.py", "grad_tts/model/diffusion.py")),
 )
 
 
