@@ -226,6 +226,7 @@ MANIFEST: Manifest = (
         "fuxictr/pytorch/layers/attentions/dot_product_attention.py", "fuxictr/pytorch/layers/blocks/mlp_block.py")),
     ("grad-tts", "0.0.4", ("grad_tts/model/text_encoder.py", "grad_tts/model/diffusion.py")),
     ("lightzero", "0.2.0", ("lzero/model/unizero_world_models/transformer.py", "lzero/model/common.py")),
+    ("matgl", "4.1.2", ("matgl/layers/_core.py", "matgl/models/_tensornet.py")),
 )
 
 
