@@ -227,6 +227,9 @@ MANIFEST: Manifest = (
     ("grad-tts", "0.0.4", ("grad_tts/model/text_encoder.py", "grad_tts/model/diffusion.py")),
     ("lightzero", "0.2.0", ("lzero/model/unizero_world_models/transformer.py", "lzero/model/common.py")),
     ("matgl", "4.1.2", ("matgl/layers/_core.py", "matgl/models/_tensornet.py")),
+    ("min-dalle", "0.4.11", (
+        "min_dalle/models/dalle_bart_encoder.py", "min_dalle/models/dalle_bart_decoder.py",
+        "min_dalle/models/vqgan_detokenizer.py")),
 )
 
 
