@@ -204,6 +204,32 @@ MANIFEST: Manifest = (
     ("torchreid", "0.2.5", (
         "torchreid/reid/models/mudeep.py", "torchreid/reid/models/mlfn.py", "torchreid/reid/models/shufflenet.py")),
     ("xcodec2", "0.1.5", ("xcodec2/vq/bs_roformer5.py", "xcodec2/vq/blocks.py")),
+    # Batch 8 (label11, 2026-12-06): distributions a-m, none in the real-world, held-out, dev2 or oracle lists
+    # (packages.py, fresh.py: all slices), nor transformers; chosen by name and known purpose before reading (text
+    # detection, segmentation, vision backbones, speech, audio, NLP, generative, time series, tabular / CTR,
+    # materials graphs, protein, RL) and fetched with `pip download --no-deps`; 24 files picked from the archive
+    # listings by name and size before reading, none added or dropped after; see "Batch 8" in
+    # bench/data/dev2/LABELLING.md.
+    ("audio-encoders-pytorch", "0.0.22", ("audio_encoders_pytorch/modules.py",)),
+    ("backgroundremover", "0.4.5", ("backgroundremover/u2net/u2net.py",)),
+    ("craft-text-detector", "0.4.3", (
+        "craft_text_detector/models/craftnet.py", "craft_text_detector/models/refinenet.py",
+        "craft_text_detector/models/basenet/vgg16_bn.py")),
+    ("crossformer", "1.5.0", (
+        "crossformer/model/layers/attention.py", "crossformer/model/layers/encoder.py",
+        "crossformer/model/layers/decoder.py")),
+    ("evodiff", "1.1.2", ("evodiff/model.py",)),
+    ("FastNLP", "1.0.1", ("fastNLP/modules/torch/attention.py", "fastNLP/modules/torch/encoder/star_transformer.py")),
+    ("fightingcv-attention", "1.0.0", (
+        "fightingcv_attention/backbone/LeViT.py", "fightingcv_attention/backbone/MobileViT.py")),
+    ("fuxictr", "2.3.10", (
+        "fuxictr/pytorch/layers/attentions/dot_product_attention.py", "fuxictr/pytorch/layers/blocks/mlp_block.py")),
+    ("grad-tts", "0.0.4", ("grad_tts/model/text_encoder.py", "grad_tts/model/diffusion.py")),
+    ("lightzero", "0.2.0", ("lzero/model/unizero_world_models/transformer.py", "lzero/model/common.py")),
+    ("matgl", "4.1.2", ("matgl/layers/_core.py", "matgl/models/_tensornet.py")),
+    ("min-dalle", "0.4.11", (
+        "min_dalle/models/dalle_bart_encoder.py", "min_dalle/models/dalle_bart_decoder.py",
+        "min_dalle/models/vqgan_detokenizer.py")),
 )
 
 
