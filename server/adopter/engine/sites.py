@@ -538,7 +538,7 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
     # Largest matches first (optional steps present), then source order; a node belongs to one site.
     raw.sort(key=lambda m: (-len(m.nodes), m.nodes))
     taken: set[int] = set()
-    seen_sites: set[tuple[tuple[Span, ...], tuple[str, ...], Span | None]] = set()
+    seen_sites: set[tuple[tuple[Span, ...], tuple[str, ...], Span | None, tuple[Span, ...]]] = set()
     out: list[Finding] = []
     for m in raw:
         if taken.intersection(m.nodes):
@@ -553,8 +553,13 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
         written = [op for op in ops if op is not None]
         # A rotary helper applied at several places is one site per application (`engine.applications`).
         group = application_group(written, flat.forward) if rule.family == ROTARY_FAMILY else None
-        site = (tuple(sorted((op.span for op in written), key=_span_key)), _item_targets(written),
-                group[0] if group is not None else None)
+        items = _item_targets(written)
+        # Items of a container bound on two paths (`if expansion == 1: self.conv = nn.Sequential(...)` /
+        # `else: self.conv = nn.Sequential(...)`) are built in two places: the binding the match read on its
+        # path tells the two apart (the site of items is their construction, `_one_per_site`).
+        site = (tuple(sorted((op.span for op in written), key=_span_key)), items,
+                group[0] if group is not None else None,
+                tuple(b.span for b in m.bindings) if items else ())
         taken.update(m.nodes)
         if site in seen_sites:
             continue  # the same source statements reached again (a helper inlined twice)
