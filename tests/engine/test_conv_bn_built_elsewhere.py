@@ -147,8 +147,10 @@ def test_a_public_method_nothing_calls_is_read_as_a_forward() -> None:
     ("F.relu(self.bn1(self.conv1(fbank)))", "self.bn1(F.relu(self.conv1(fbank)))"),
     # Private: a helper of the class, read where it is called (nowhere here).
     ("def forward_frames(", "def _frames("),
-    # Decorated (a property, a static method, a hook): not an entry point read as a forward.
-    ("    def forward_frames(", "    @torch.no_grad()\n    def forward_frames("),
+    # Decorated (a property, a static method, a hook): not an entry point read as a forward. A gradient-mode
+    # or TorchScript marker changes nothing it computes: read (tests/analysis/test_entry_methods_decorated.py).
+    ("    def forward_frames(", "    @registered_hook\n    def forward_frames("),
+    ("    def forward_frames(", "    @torch.no_grad()\n    @registered_hook\n    def forward_frames("),
 ])
 def test_other_methods_are_not_entry_points(old: str, new: str) -> None:
     assert not conv_bn(ENTRY.replace(old, new))

@@ -7,7 +7,9 @@ Model code exposes parts of its computation as methods other code calls on the m
         out = F.relu(self.bn1(self.conv1(fbank)))
         return self.layer1(out)
 
-Such a method (public, not `forward` or `__init__`, not decorated, taking an input besides `self`,
+Such a method (public, not `forward` or `__init__`, not decorated but by a gradient-mode or TorchScript marker
+that leaves what it computes alone — `@torch.no_grad()`, `@torch.inference_mode()`, `@torch.jit.export`, as
+`generate`, `sample` and visualisation methods are written —, taking an input besides `self`,
 named nowhere in its class: methods the class calls are read where they are called) that calls a
 layer of the class (`self.<attr>(...)`) becomes an `Architecture` named `Class.method`, as loss methods
 do (`adopter.analysis.idioms.loss_methods`): the class's `__init__` bindings and the method's ops, so the
@@ -30,6 +32,10 @@ from adopter.dsl.types import Architecture, OpKind, Problem, block_ops
 
 _SKIP = frozenset({"forward", "__init__"})
 _LAYER_CALL = re.compile(rb"\bself\.(\w+)\s*\(")
+# Decorators that change neither the method's computation nor how it is called: autograd's modes and
+# TorchScript's export markers (`torch.` optional: `from torch import no_grad`).
+_TRANSPARENT = re.compile(
+    rb"@\s*(?:torch\.)?(?:(?:no_grad|inference_mode|enable_grad)\s*(?:\(\s*\))?|jit\.(?:export|ignore|unused))\s*")
 
 
 def entry_methods(methods: dict[str, Node], class_node: Node, raw: Callable[[Node], bytes]) -> list[tuple[str, Node]]:
@@ -37,7 +43,10 @@ def entry_methods(methods: dict[str, Node], class_node: Node, raw: Callable[[Nod
     out: list[tuple[str, Node]] = []
     class_text: bytes | None = None
     for name, node in methods.items():
-        if name.startswith("_") or name in _SKIP or node.parent is None or node.parent.type == "decorated_definition":
+        if name.startswith("_") or name in _SKIP or node.parent is None:
+            continue
+        if node.parent.type == "decorated_definition" and not all(
+                _TRANSPARENT.fullmatch(raw(d)) for d in node.parent.named_children if d.type == "decorator"):
             continue
         text = raw(node)
         if b"ross_entropy" in text or b"rossEntropy" in text:
