@@ -5,8 +5,9 @@ Fusing the gate and up projections is right whatever callable runs on the gate (
 exactly `gate(x)` and `up(x)`), so a custom activation class, a constructor parameter, a registry or
 `getattr` lookup, a lambda or a config value all pass. Only what is known to be something else fails: a
 torch layer that is not a SiLU or GELU (a `Linear`, a `Dropout`, a `LayerNorm`: then the product is not a
-gated MLP), or a lookup whose literal keys all name other activations (`ACT2FN["relu"]`: family 14 is the
-SiLU/GELU gated MLP, `bench/data/realworld/LABELLING.md`).
+gated MLP), or a lookup whose literal keys all name other activations (`ACT2FN["relu"]`, or `ACT2FN[act]` with
+`act="relu"` the `__init__` parameter's default: family 14 is the SiLU/GELU gated MLP,
+`bench/data/realworld/LABELLING.md`).
 """
 
 from __future__ import annotations
