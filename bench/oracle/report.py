@@ -164,6 +164,32 @@ def _context(path: str, line: int, cache: dict[str, Any]) -> tuple[str, str]:
     return where, src
 
 
+def _statement_at(finding: dict[str, Any], line: int) -> set[int]:
+    """The lines of the finding's statement that holds `line` (a call written over several lines runs as one)."""
+    for a, b in finding.get("statements", ()):
+        if int(a) <= line <= int(b):
+            return set(range(int(a), int(b) + 1))
+    return {line}
+
+
+def _ops_ran(finding: dict[str, Any], ran: set[int]) -> bool:
+    """Whether a trace ran the op a forward-scope finding reports (and, for family 16, its cross-entropy too).
+
+    A finding lists the forward's call lines beside a helper's ops, so "some line of it ran" judged a finding
+    whose op sits on a path no trace took (a branch the guessed arguments skip, a loss computed only when labels
+    are given) as wrong. A finding anchored in `__init__` (a Sequential's constructor line, which no trace runs)
+    keeps that rule."""
+    if "range" not in finding:
+        return True
+    start = int(finding["range"]["start"]["line"])
+    if any(int(a) <= start <= int(b) for a, b in finding.get("init", ())):
+        return True
+    if not _statement_at(finding, start) & ran:
+        return False
+    end = int(finding["range"]["end"]["line"])
+    return finding.get("family") != 16 or bool(_statement_at(finding, end) & ran)
+
+
 def score(dists: dict[str, Dist]) -> dict[str, Any]:
     owner: dict[str, str] = {}
     for d in dists.values():
@@ -250,7 +276,8 @@ def score(dists: dict[str, Dist]) -> dict[str, Any]:
         for a, b in fd.get("statements", ()):
             stmt_lines.update(range(int(a), int(b) + 1))
         fam = fd["family"]
-        if not in_traced or not (stmt_lines or lines) & executed.get(fd["path"], set()):
+        ran = executed.get(fd["path"], set())
+        if not in_traced or not (stmt_lines or lines) & ran or not _ops_ran(fd, ran):
             precision[fam]["unjudged"] += 1
             continue
         right = any((s["lines"] if sfile == fd["path"] else s["elsewhere"].get(fd["path"], set())) & lines

@@ -356,3 +356,34 @@ def test_a_biased_or_shifted_head_into_cross_entropy_is_family_16(tmp_path: Path
     assert lines(module.ShiftedLM()) == {loss}
     assert lines(module.ShiftedLM(bias=False)) == {loss}
     assert lines(module.HeadOnly()) == set()
+
+
+def _ranged(path: str, family: int, start: int, end: int, statements: list[list[int]], init: list[list[int]],
+            scope: str) -> dict[str, Any]:
+    return {"path": path, "family": family, "rule": f"f{family}", "scope": scope, "statements": statements,
+            "init": init, "range": {"start": {"line": start}, "end": {"line": end}}}
+
+
+def test_a_forward_finding_is_judged_only_where_the_op_it_reports_ran(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # pytorch-toolbelt 0.8.0 BiTemperedLogisticLoss: the softmax at 129 is on the `t == 1.0` path of a helper the
+    # forward calls at 208-210; the trace took the other path (56-75, 131-132), so only the call lines ran.
+    path = str((tmp_path / "loss.py").resolve())
+    cls = {"class": "Loss", "file": path, "traced": True, "constructed": True, "sites": [],
+           "executed": {path: [56, 75, 131, 132, 208, 209, 210, 300, 301]}}
+    dist = report.Dist("pkg", "1", files={path}, classes=[cls])
+    cases = [
+        # (finding, judged): the op's line never ran, though the forward's call into the helper did
+        (_ranged(path, 4, 129, 129, [[129, 129], [208, 210]], [], "Loss"), 0),
+        # the op ran (a call written over three lines counts as run when any of its lines did)
+        (_ranged(path, 4, 208, 210, [[208, 210]], [], "Loss"), 1),
+        # family 16: the head ran but the cross-entropy (only with labels) did not; then both ran
+        (_ranged(path, 16, 300, 305, [[300, 300], [305, 305]], [], "Loss"), 0),
+        (_ranged(path, 16, 300, 301, [[300, 300], [301, 301]], [], "Loss"), 1),
+        # anchored in __init__ (a Sequential's constructor line never runs in a trace): the lines rule stays
+        (_ranged(path, 6, 20, 20, [[208, 208]], [[20, 20]], "Loss"), 1),
+    ]
+    for finding, judged in cases:
+        monkeypatch.setattr(report, "check", lambda files, finding=finding: [dict(finding)])
+        fam = report.score({"pkg": dist})["families"][finding["family"]]
+        assert (fam["judged"], fam["unjudged"]) == (judged, 1 - judged), finding

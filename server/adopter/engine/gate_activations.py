@@ -5,15 +5,16 @@ Fusing the gate and up projections is right whatever callable runs on the gate (
 exactly `gate(x)` and `up(x)`), so a custom activation class, a constructor parameter, a registry or
 `getattr` lookup, a lambda or a config value all pass. Only what is known to be something else fails: a
 torch layer that is not a SiLU or GELU (a `Linear`, a `Dropout`, a `LayerNorm`: then the product is not a
-gated MLP), or a lookup whose literal keys all name other activations (`ACT2FN["relu"]`: family 14 is the
-SiLU/GELU gated MLP, `bench/data/realworld/LABELLING.md`).
+gated MLP), or a lookup whose literal keys all name other activations (`ACT2FN["relu"]`, or `ACT2FN[act]` with
+`act="relu"` the `__init__` parameter's default: family 14 is the SiLU/GELU gated MLP,
+`bench/data/realworld/LABELLING.md`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
-from adopter.dsl.types import Binding, Ctor
+from adopter.dsl.types import Binding, Ctor, Param
 from adopter.engine.bindings import InitIndex
 from adopter.engine.layer_facts import literal_keys
 
@@ -28,10 +29,10 @@ def may_be_gate_activation(target: str, init: InitIndex, keys: Collection[str]) 
     if not target.startswith("self.") or "[" in target:
         return False  # an item of a container: a layer list, not one activation
     bindings = init.by_attr.get(target[len("self."):], ())
-    return not bindings or any(_may_be(binding, keys) for binding in bindings)
+    return not bindings or any(_may_be(binding, keys, init.parameters()) for binding in bindings)
 
 
-def _may_be(binding: Binding, keys: Collection[str]) -> bool:
+def _may_be(binding: Binding, keys: Collection[str], params: Sequence[Param]) -> bool:
     value = binding.value
     if not isinstance(value, Ctor):
         return True  # a parameter, a lambda, `getattr(...)`: a callable not known here
@@ -39,5 +40,5 @@ def _may_be(binding: Binding, keys: Collection[str]) -> bool:
         return False  # a container (an nn.Sequential, a ModuleList)
     if value.callee.startswith("torch."):
         return value.callee in _GATED_TORCH_LAYERS
-    found = literal_keys(value)
+    found = literal_keys(value, params)
     return found is None or not found.isdisjoint(keys)

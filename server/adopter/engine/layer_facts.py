@@ -6,8 +6,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
-from adopter.dsl.types import Ctor, Expr
+from adopter.dsl.types import Ctor, Expr, Param
 from adopter.engine.bindings import norm_text
+from adopter.engine.default_choice import string_defaults
 
 # Where each layer's output width is written: (positional index, keyword).
 _WIDTH_ARG = {
@@ -80,9 +81,15 @@ def _factors(text: str) -> list[str]:
     return out
 
 
-def literal_keys(ctor: Ctor) -> frozenset[str] | None:
+def literal_keys(ctor: Ctor, params: Sequence[Param] = ()) -> frozenset[str] | None:
     """The string keys a layer is looked up by when they are literals: `T["relu"]`, `f("swish")` (a
-    factory from a name), `T["a" if c else "b"]`; None when the key is read from elsewhere (a config)."""
+    factory from a name), `T["a" if c else "b"]`; None when the key is read from elsewhere (a config).
+
+    A key that is an `__init__` parameter (`params`) with a string default is that default, in lower case as
+    the name factories read it (`ACT2FN[activation]` with `activation="relu"`, `get_activation(act_fn)` with
+    `act_fn="silu"`): the module as written and as its callers leave it looks up that name, as a layer class
+    passed as a default (`act_layer=nn.GELU`) is read as that class. A parameter without a string default
+    (required, None) stays unknown."""
     if ctor.lookup is not None:
         text = ctor.lookup
     elif not ctor.callee.startswith("torch.") and ctor.args and isinstance(ctor.args[0], Expr):
@@ -93,6 +100,9 @@ def literal_keys(ctor: Ctor) -> frozenset[str] | None:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
         return None
+    if isinstance(tree, ast.Name) and params:
+        default = string_defaults(params).get(tree.id)
+        return frozenset({default.lower()}) if default is not None else None
     return _literals(tree)
 
 

@@ -765,7 +765,7 @@ class RuleMatcher:
         binding = state.bindings.get(state.var(first.name)) if isinstance(first, PVar) else None
         if binding is None or not isinstance(binding.value, Ctor):
             return True
-        keys = literal_keys(binding.value)
+        keys = literal_keys(binding.value, self.init.parameters())
         if keys is None:
             return True
         allowed = {a.text.strip().strip("\"'") for a in g.args[1:] if isinstance(a, Expr)}
