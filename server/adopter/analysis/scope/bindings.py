@@ -20,6 +20,7 @@ from adopter.analysis.names.table_factories import argument_text, table_lookup
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.child_names import COUNTED, Added, added_name, keeps_positions
 from adopter.analysis.scope.classes import ClassTable
+from adopter.analysis.scope.config_registry import builder_kind, built_layer
 from adopter.analysis.scope.list_counts import added_by_loop
 from adopter.analysis.scope.literal_truth import literal_truth
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, ParamKind, Span, Value
@@ -694,6 +695,9 @@ class InitAnalysis:
             return self._call_alts(node)
         if kind == "subscript":
             value = node.child_by_field_id(Field.VALUE)
+            if value is not None and value.type == "call" and _subscript_text(node, self.src) == "1" and (
+                    built := self._config_pair(value)) is not None:
+                return [((), built)]  # `build_norm_layer(dict(type='BN'), c)[1]`: the layer of (name, layer)
             dotted = dotted_text(value, self.src)
             chosen = self._table_function(dotted, _subscript_text(node, self.src)) if dotted is not None else None
             if chosen is not None:
@@ -1095,6 +1099,33 @@ class InitAnalysis:
         qualified = self.symbols.qualify(dotted)
         return qualified if qualified in FUNCTION_VALUES else None
 
+    def _config_layer(self, dotted: str, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...], *,
+                      pair: bool = False) -> Ctor | None:
+        """The torch layer one of mmcv's builders builds from a config dict evident here (`config_registry`):
+        a literal dict, or a parameter that nothing here rebound with a literal dict default (`None` for a
+        convolution). `pair`: the call is `build_norm_layer(...)[1]` (a norm builder returns `(name, layer)`)."""
+        root = dotted.split(".")[0]
+        if root in self.locals or not self.symbols.is_imported(root):
+            return None
+        kind = builder_kind(self.symbols.qualify(dotted))
+        if kind is None or (kind == "norm") != pair or not args or not isinstance(args[0], Expr):
+            return None
+        text = args[0].text.strip()
+        if text.isidentifier() and text != "None":
+            if text in self.locals or not (self.defaults.get(text) or "").strip():
+                return None
+            text = (self.defaults[text] or "").strip()
+        return built_layer(kind, text, args[1:], kwargs, f"{dotted.rsplit('.', 1)[-1]} (mmcv's registry)")
+
+    def _config_pair(self, call: Node) -> Ctor | None:
+        """`build_norm_layer(cfg, c)[1]`: the norm layer built, when its config is evident (`_config_layer`)."""
+        func = call.child_by_field_id(Field.FUNCTION)
+        dotted = dotted_text(func, self.src) if func is not None else None
+        if dotted is None:
+            return None
+        args, kwargs = self._args(call)
+        return self._config_layer(dotted, args, kwargs, pair=True)
+
     def _default_function(self, name: str) -> str | None:
         """The activation function a parameter's default names (`transform_act_fn=nn.functional.gelu`,
         torchmultimodal's heads), else None: the value the class holds unless a caller passes another, as a
@@ -1223,6 +1254,8 @@ class InitAnalysis:
                             callees.append((c, v.qualified, None))
                         elif isinstance(v, Ctor):  # calling an instance: keep the instance's ctor
                             callees.append((c, v.callee, v.lookup))
+            elif dotted is not None and (built := self._config_layer(dotted, args, kwargs)) is not None:
+                return [((), built)]  # `build_activation_layer(act_cfg)` with `act_cfg=dict(type='GELU')`
             elif dotted is not None and (held := self._class_attribute_class(dotted)) is not None:
                 callees.append(((), held, None))  # `self.act_layer()` with `act_layer = nn.GELU` in the class body
             elif dotted is not None and (classes := self._returned_classes(dotted)):
