@@ -1415,6 +1415,22 @@ class InitAnalysis:
     def _ctor_alts(self, node: Node) -> list[Ctor]:
         return [v for _, v in self._alternatives(node) if isinstance(v, Ctor)]
 
+    def _item_alts(self, node: Node) -> list[Ctor]:
+        """A container item's constructors; for `self.act` bound once, unconditionally, earlier in `__init__`,
+        that module (`nn.Sequential(conv, self.act, norm)` holds the same GELU), so that the items keep their
+        positions: an item left out would make its neighbours look adjacent (ConvMixer's stem, conv → GELU →
+        BatchNorm, read as conv → BatchNorm)."""
+        found = self._ctor_alts(node)
+        if found or node.type != "attribute":
+            return found
+        dotted = dotted_text(node, self.src)
+        if dotted is None or dotted.count(".") != 1 or not dotted.startswith("self."):
+            return found
+        group = self.state.get(dotted[len("self."):], [])
+        if len(group) == 1 and not group[0].conds and isinstance(group[0].value, Ctor):
+            return [group[0].value]
+        return found
+
     def _container_variants(self, call: Node) -> list[_Variant]:
         """The item lists a container call can hold, one per consistent choice of its items'
         alternatives (`first = A(...) if c else B(...)`; `Sequential(first, *[...])`), each with its
@@ -1448,6 +1464,8 @@ class InitAnalysis:
                 positions.extend([((), c)] for c in items)
             else:
                 alts = [(c, v) for c, v in self._alternatives(a) if isinstance(v, Ctor)]
+                if not alts:
+                    alts = [((), v) for v in self._item_alts(a)]
                 if alts:
                     positions.append(alts)
         if any(len(p) > 1 for p in positions):
@@ -1536,7 +1554,7 @@ class InitAnalysis:
             return self._items(arg_nodes[0])
         items: list[Ctor] = []
         for a in arg_nodes:
-            sub = self._items(a)[0] if a.type == "list_splat" else tuple(self._ctor_alts(a))
+            sub = self._items(a)[0] if a.type == "list_splat" else tuple(self._item_alts(a))
             items.extend(sub)
         return tuple(items), (), None
 
@@ -1557,7 +1575,7 @@ class InitAnalysis:
                         items.append(c)
                         keys.append(_key_text(k, self.src))
                 else:
-                    items.extend(self._ctor_alts(child))
+                    items.extend(self._item_alts(child))
             return tuple(items), tuple(keys), None
         if kind in ("list_comprehension", "generator_expression", "dictionary_comprehension"):
             body = node.child_by_field_id(Field.BODY)
