@@ -403,6 +403,9 @@ class InitAnalysis:
                     self._assign_one(t, v, conds, self_name)
 
     def _assign_one(self, target: Node, value: Node, conds: Conds, self_name: str) -> None:
+        if target.type in ("pattern_list", "tuple_pattern") and value.type == "call":
+            self._config_pair_target(target, value)
+            return
         attr = _self_attr(target, self_name, self.src)
         if attr is not None:
             self.target = attr
@@ -658,6 +661,15 @@ class InitAnalysis:
                 local = self.locals.get(self.src.text(obj))
                 if isinstance(local, _ListBuild):
                     local.disturb()  # `insert`, `pop`, `reverse`, ...: the order is not evident
+            if (obj is not None and obj.type == "identifier" and self.src.text(obj) == self_name
+                    and method == "add_module" and len(arg_nodes) == 2
+                    and (prop := self._named_property(arg_nodes[0], self_name)) is not None):
+                # `self.add_module(self.norm1_name, norm1)` with a property `norm1` returning
+                # `getattr(self, self.norm1_name)`: forward's `self.norm1(x)` runs the layer added.
+                alts: list[Alt] = [((), c) for c in self._ctor_alts(arg_nodes[1])]
+                if alts:
+                    self._bind(prop, alts, self.src.span(call), conds)
+                return
             if obj is not None and obj.type == "identifier" and self.src.text(obj) == self_name:
                 found = self.table.find_method(self.class_name, method)
                 if found is not None and found[1] is not None and depth < MAX_INLINE_DEPTH and method != "__init__":
@@ -1126,6 +1138,46 @@ class InitAnalysis:
         args, kwargs = self._args(call)
         return self._config_layer(dotted, args, kwargs, pair=True)
 
+    def _config_pair_target(self, target: Node, value: Node) -> None:
+        """`self.norm1_name, norm1 = build_norm_layer(norm_cfg, c, postfix=1)` with the config evident here
+        (`_config_pair`): the local `norm1` holds the layer built (the name is read where it is added)."""
+        leaves = [c for c in target.named_children if c.type != "comment"]
+        if len(leaves) != 2 or leaves[1].type != "identifier":
+            return
+        built = self._config_pair(value)
+        name = self.src.text(leaves[1])
+        if built is not None:
+            self.locals[name] = [((), built)]
+        else:
+            self.locals.pop(name, None)  # whatever it held before, it holds this call's result now
+
+    def _named_property(self, name: Node, self_name: str) -> str | None:
+        """The property of the class that returns the child named by `name` (`self.norm1_name`): a method
+        decorated `@property` whose body is `return getattr(self, self.norm1_name)` (a docstring aside)."""
+        dotted = dotted_text(name, self.src)
+        if dotted is None or not dotted.startswith(f"{self_name}.") or dotted.count(".") != 1:
+            return None
+        found: list[str] = []
+        for cls in self.table.mro(self.class_name):
+            info = self.table.infos.get(cls)
+            for method, node in (info.methods.items() if info is not None else ()):
+                parent = node.parent
+                if parent is None or parent.type != "decorated_definition" or not any(
+                        d.type == "decorator" and self.src.text(d).lstrip("@").strip() == "property"
+                        for d in parent.named_children):
+                    continue
+                body = node.child_by_field_id(Field.BODY)
+                stmts = [c for c in (body.named_children if body is not None else ()) if c.type != "comment"]
+                if stmts and stmts[0].type == "expression_statement" and stmts[0].named_child_count == 1 and (
+                        stmts[0].named_children[0].type == "string"):
+                    stmts = stmts[1:]
+                own = params(node, self.src)
+                me = own[0].name if own else ""
+                if len(stmts) == 1 and "".join(self.src.text(stmts[0]).split()) == (
+                        f"returngetattr({me},{me}.{dotted.split('.', 1)[1]})"):
+                    found.append(method)
+        return found[0] if len(set(found)) == 1 else None
+
     def _default_function(self, name: str) -> str | None:
         """The activation function a parameter's default names (`transform_act_fn=nn.functional.gelu`,
         torchmultimodal's heads), else None: the value the class holds unless a caller passes another, as a
@@ -1254,8 +1306,8 @@ class InitAnalysis:
                             callees.append((c, v.qualified, None))
                         elif isinstance(v, Ctor):  # calling an instance: keep the instance's ctor
                             callees.append((c, v.callee, v.lookup))
-            elif dotted is not None and (built := self._config_layer(dotted, args, kwargs)) is not None:
-                return [((), built)]  # `build_activation_layer(act_cfg)` with `act_cfg=dict(type='GELU')`
+            elif dotted is not None and (configured := self._config_layer(dotted, args, kwargs)) is not None:
+                return [((), configured)]  # `build_activation_layer(act_cfg)` with `act_cfg=dict(type='GELU')`
             elif dotted is not None and (held := self._class_attribute_class(dotted)) is not None:
                 callees.append(((), held, None))  # `self.act_layer()` with `act_layer = nn.GELU` in the class body
             elif dotted is not None and (classes := self._returned_classes(dotted)):
