@@ -241,3 +241,50 @@ def test_an_attribute_item_keeps_its_place_in_a_sequential() -> None:
     assert isinstance(stem, Ctor)
     assert [i.callee for i in stem.items] == ["torch.nn.Conv2d", "torch.nn.GELU", "torch.nn.BatchNorm2d"]
     assert check(mf, _rules(7), ENV).findings == ()
+
+
+STEM = '''
+import torch.nn as nn
+from mmcv.cnn import build_conv_layer, build_norm_layer
+
+
+class ResNet(nn.Module):
+    def __init__(self, in_channels=3, stem_channels=64, conv_cfg=None, norm_cfg=dict(type='BN', requires_grad=True)):
+        super().__init__()
+        self.conv_cfg = conv_cfg
+        {held}
+        self._make_stem_layer(in_channels, stem_channels{passed})
+
+    def _make_stem_layer(self, in_channels, stem_channels{own}):
+        self.conv1 = build_conv_layer(self.conv_cfg, in_channels, stem_channels, 7, stride=2, padding=3, bias=False)
+        self.norm1_name, norm1 = build_norm_layer({cfg}, stem_channels, postfix=1)
+        self.add_module(self.norm1_name, norm1)
+        self.relu = nn.ReLU(inplace=True)
+
+    @property
+    def norm1(self):
+        return getattr(self, self.norm1_name)
+
+    def forward(self, x):
+        return self.relu(self.norm1(self.conv1(x)))
+'''
+
+
+@pytest.mark.parametrize(("held", "passed", "own", "cfg", "expected"), [
+    # `self.norm_cfg = norm_cfg` once in `__init__`, read in a method it calls (the ResNet stem of mmdet/mmseg)
+    ("self.norm_cfg = norm_cfg", "", "", "self.norm_cfg", "torch.nn.BatchNorm2d"),
+    ("if norm_cfg: self.norm_cfg = norm_cfg", "", "", "self.norm_cfg", None),  # bound on a path
+    ("self.norm_cfg = dict(norm_cfg)", "", "", "self.norm_cfg", None),  # not the parameter itself
+    ("self.norm_cfg = norm_cfg; self.norm_cfg = None", "", "", "self.norm_cfg", None),  # bound twice
+    ("norm_cfg = None; self.norm_cfg = norm_cfg", "", "", "self.norm_cfg", None),  # the parameter rebound first
+    # the method's own parameter of the same name is what its caller passes, not `__init__`'s default
+    ("self.norm_cfg = norm_cfg", ", dict(type='GN', num_groups=2)", ", norm_cfg", "norm_cfg", None),
+])
+def test_a_config_held_on_self_and_read_in_a_method(held: str, passed: str, own: str, cfg: str,
+                                                    expected: str | None) -> None:
+    mf = analyse(STEM.format(held=held, passed=passed, own=own, cfg=cfg), "model.py")
+    init = mf.architectures[0].init
+    assert init is not None
+    assert getattr(_value(init, "conv1"), "callee", None) == "torch.nn.Conv2d"
+    assert getattr(_value(init, "norm1"), "callee", None) == expected
+    assert len(check(mf, _rules(7), ENV).findings) == (expected is not None)

@@ -170,6 +170,11 @@ class InitAnalysis:
         self.sizes: dict[str, str | None] = {}  # local -> its arithmetic (`Init.sizes`); None: bound again
         # local -> (its value, where each item of the literal `nn.Sequential(...)` it holds is written)
         self.local_item_spans: dict[str, tuple[list[Alt], tuple[Span, ...]]] = {}
+        # Whether the function being read is not `__init__` itself (a method or a base's `__init__` it calls):
+        # a name there is its own parameter or a global, never `__init__`'s parameter (`defaults`).
+        self.nested = False
+        # attr -> the parameter of `__init__` itself it was bound to (`self.norm_cfg = norm_cfg`, read there).
+        self.held_params: dict[str, str | None] = {}
 
     def run(self) -> Init | None:
         found = self.table.find_method(self.class_name, "__init__")
@@ -233,8 +238,13 @@ class InitAnalysis:
         ps = params(node, self.src)
         self_name = ps[0].name if ps else "self"
         body = node.child_by_field_id(Field.BODY)
-        if body is not None:
-            self._block(body, conds, owner, self_name, depth)
+        saved = self.nested
+        self.nested = saved or depth > 0
+        try:
+            if body is not None:
+                self._block(body, conds, owner, self_name, depth)
+        finally:
+            self.nested = saved
 
     def _block(self, block: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
         for stmt in block.named_children:
@@ -417,6 +427,10 @@ class InitAnalysis:
             if attr not in self.item_spans and (spans := self._literal_item_spans(value, alts) or self._local_items(value, alts)):
                 self.item_spans[attr] = spans
             self._bind(attr, alts, self.src.span(target.parent or target), conds)
+            held = self.src.text(value) if value.type == "identifier" else ""
+            self.held_params[attr] = held if (
+                attr not in self.held_params and not conds and not self.nested and held in self.defaults
+                and held not in self.locals) else None
             self.filled_in_order[attr] = all(isinstance(v, Ctor) and v.callee == SEQUENTIAL and not v.items
                                              and not v.args for _, v in alts) and bool(alts)
             listed = f"{self_name}.{attr}"  # `self.features = [conv_bn(...)]`: filled like a local list
@@ -1123,6 +1137,14 @@ class InitAnalysis:
         if kind is None or (kind == "norm") != pair or not args or not isinstance(args[0], Expr):
             return None
         text = args[0].text.strip()
+        if text.startswith("self.") and text[len("self."):].isidentifier():
+            # `build_norm_layer(self.norm_cfg, c)` (often in a method `__init__` calls) with `self.norm_cfg =
+            # norm_cfg` once, unconditionally, in `__init__` itself: that parameter, read as below.
+            text = self.held_params.get(text[len("self."):]) or ""
+            if not text:
+                return None
+        elif text.isidentifier() and text != "None" and self.nested:
+            return None  # a parameter of the method being read, or a global: not `__init__`'s parameter
         if text.isidentifier() and text != "None":
             if text in self.locals or not (self.defaults.get(text) or "").strip():
                 return None
