@@ -1131,7 +1131,9 @@ class InitAnalysis:
         a literal dict, or a parameter that nothing here rebound with a literal dict default (`None` for a
         convolution). `pair`: the call is `build_norm_layer(...)[1]` (a norm builder returns `(name, layer)`)."""
         root = dotted.split(".")[0]
-        if root in self.locals or not self.symbols.is_imported(root):
+        # A class of this file is never mmcv's builder; asked first, without consulting the name (which would make
+        # the class's user depend on the class's whole text: `names.symbols`).
+        if root in self.locals or root in self.symbols.classes or not self.symbols.is_imported(root):
             return None
         kind = builder_kind(self.symbols.qualify(dotted))
         if kind is None or (kind == "norm") != pair or not args or not isinstance(args[0], Expr):
@@ -1188,6 +1190,7 @@ class InitAnalysis:
                         d.type == "decorator" and self.src.text(d).lstrip("@").strip() == "property"
                         for d in parent.named_children):
                     continue
+                self.symbols.note_method(cls, method)  # its text is read (a base's property: re-read when edited)
                 body = node.child_by_field_id(Field.BODY)
                 stmts = [c for c in (body.named_children if body is not None else ()) if c.type != "comment"]
                 if stmts and stmts[0].type == "expression_statement" and stmts[0].named_child_count == 1 and (
