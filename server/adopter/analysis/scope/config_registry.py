@@ -3,8 +3,7 @@
 `build_norm_layer(dict(type='BN'), c)[1]`, `build_activation_layer(act_cfg)` with `act_cfg=dict(type='GELU')`
 and `build_conv_layer(None, c_in, c_out, 3)` build torch layers chosen by the dict's `type` through mmcv's
 registry (`MODELS.get(type)`); the code is never imported, so the names mmcv registers are this table, each
-entry with the line of mmcv 2.2.0 (`mmcv/cnn/bricks/...`) that registers it. The same table holds in mmcv 1.x
-(`NORM_LAYERS` / `ACTIVATION_LAYERS` / `CONV_LAYERS` register the same names).
+entry with the line of mmcv 2.2.0 (`mmcv/cnn/bricks/...`) that registers it.
 
 A `type` is read from a literal dict only: written in the call, or the default of a parameter of `__init__`
 that nothing there rebinds (the class's own default, as `act_layer=nn.GELU` is read). Anything else (a dict a
@@ -12,9 +11,9 @@ caller passes, `self.norm_cfg`, a dict with `**`, a `type` that is not a string 
 written.
 
 Left out of the table on purpose: `SiLU` (activation.py:18), because a package's own registry can shadow a
-name with its own class (mmagic registers a `SiLU` of its own in its `MODELS`, which `MODELS.get` prefers
-under its scope) — none of the packages read for the census shadows any other name of this table; `Swish`,
-`HSigmoid`, `Clamp` (mmcv's own classes, not torch layers).
+name with its own class, which `MODELS.get` prefers under that package's scope (mmagic, mmdet and mmyolo each
+register a `SiLU`) — none of the twelve OpenMMLab packages read for the census re-registers any other name of
+this table; `Swish`, `HSigmoid`, `Clamp` (mmcv's own classes, not torch layers).
 """
 
 from __future__ import annotations
