@@ -70,6 +70,10 @@ def _rules(*families: int) -> list:
     (MMCV, "dict(type='BN')", "if norm_cfg is None: norm_cfg = dict(type='GN')",
      "build_norm_layer(norm_cfg, cout)[1]", None),  # rebound on a path
     (MMCV, "None", "", "build_norm_layer(norm_cfg, cout)[1]", None),  # the caller's choice
+    # the default dict changed in place before the call (a `*_cfg` changed so in 33 places of the census)
+    (MMCV, "dict(type='BN')", "norm_cfg.update(type='GN', num_groups=2)", "build_norm_layer(norm_cfg, cout)[1]", None),
+    (MMCV, "dict(type='BN')", "norm_cfg['type'] = 'GN'", "build_norm_layer(norm_cfg, cout)[1]", None),
+    (MMCV, "dict(type='BN')", "kind = norm_cfg.pop('type')", "build_norm_layer(norm_cfg, cout)[1]", None),
     (MMCV, "dict(type='BN', **extra)", "", "build_norm_layer(norm_cfg, cout)[1]", None),  # a splat may set the type
     (MMCV, "dict(type='MyBN')", "", "build_norm_layer(norm_cfg, cout)[1]", None),  # not in mmcv's registry
     (MMCV, "dict(type=nn.BatchNorm2d)", "", "build_norm_layer(norm_cfg, cout)[1]", None),  # not a string
@@ -277,6 +281,8 @@ class ResNet(nn.Module):
     ("self.norm_cfg = dict(norm_cfg)", "", "", "self.norm_cfg", None),  # not the parameter itself
     ("self.norm_cfg = norm_cfg; self.norm_cfg = None", "", "", "self.norm_cfg", None),  # bound twice
     ("norm_cfg = None; self.norm_cfg = norm_cfg", "", "", "self.norm_cfg", None),  # the parameter rebound first
+    ("self.norm_cfg = norm_cfg; self.norm_cfg.update(type='GN', num_groups=2)", "", "", "self.norm_cfg", None),
+    ("self.norm_cfg = norm_cfg; norm_cfg['type'] = 'GN'", "", "", "self.norm_cfg", None),  # the same dict
     # the method's own parameter of the same name is what its caller passes, not `__init__`'s default
     ("self.norm_cfg = norm_cfg", ", dict(type='GN', num_groups=2)", ", norm_cfg", "norm_cfg", None),
 ])

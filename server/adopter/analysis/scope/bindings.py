@@ -148,6 +148,9 @@ _LITERALS = frozenset({"integer", "float", "string", "true", "false", "none"})
 _PARTIAL = re.compile(r"^(?:functools\.)?partial\(\s*([A-Za-z_][\w.]*)\s*[,)]")
 
 
+# Methods that change a dict in place (a config dict passed to a builder).
+_MUTATORS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"})
+
 class InitAnalysis:
     """Walks `__init__` (and the same-file `__init__`s it reaches through `super()`) into bindings."""
 
@@ -175,6 +178,9 @@ class InitAnalysis:
         self.nested = False
         # attr -> the parameter of `__init__` itself it was bound to (`self.norm_cfg = norm_cfg`, read there).
         self.held_params: dict[str, str | None] = {}
+        # names and `self.<attr>`s changed in place so far (`cfg.update(...)`, `cfg["type"] = ...`): a config
+        # dict read from a default is not read once changed.
+        self.mutated: set[str] = set()
 
     def run(self) -> Init | None:
         found = self.table.find_method(self.class_name, "__init__")
@@ -413,6 +419,12 @@ class InitAnalysis:
                     self._assign_one(t, v, conds, self_name)
 
     def _assign_one(self, target: Node, value: Node, conds: Conds, self_name: str) -> None:
+        func = value.child_by_field_id(Field.FUNCTION) if value.type == "call" else None
+        changed = func.child_by_field_id(Field.OBJECT) if func is not None and func.type == "attribute" else None
+        method = func.child_by_field_id(Field.ATTRIBUTE) if func is not None and func.type == "attribute" else None
+        if (changed is not None and method is not None and self.src.text(method) in _MUTATORS
+                and changed.type in ("identifier", "attribute")):
+            self.mutated.add(self.src.text(changed))  # `layer_type = cfg.pop("type")`
         if target.type in ("pattern_list", "tuple_pattern") and value.type == "call":
             self._config_pair_target(target, value)
             return
@@ -459,6 +471,7 @@ class InitAnalysis:
         elif target.type == "subscript":
             container = target.child_by_field_id(Field.VALUE)
             if container is not None and container.type in ("identifier", "attribute"):
+                self.mutated.add(self.src.text(container))
                 local = self.locals.get(self.src.text(container))
                 if isinstance(local, _ListBuild):
                     local.disturb()  # `layers[-1] = ...`
@@ -632,6 +645,8 @@ class InitAnalysis:
             obj = func.child_by_field_id(Field.OBJECT)
             method_node = func.child_by_field_id(Field.ATTRIBUTE)
             method = self.src.text(method_node) if method_node is not None else ""
+            if method in _MUTATORS and obj is not None and obj.type in ("identifier", "attribute"):
+                self.mutated.add(self.src.text(obj))
             if obj is not None and obj.type == "call" and self.src.text(obj).replace(" ", "").startswith("super("):
                 if method == "__init__" and depth < MAX_INLINE_DEPTH:
                     found = self.table.find_method(self.class_name, "__init__", after=owner)
@@ -1139,6 +1154,8 @@ class InitAnalysis:
         if kind is None or (kind == "norm") != pair or not args or not isinstance(args[0], Expr):
             return None
         text = args[0].text.strip()
+        if text in self.mutated:
+            return None
         if text.startswith("self.") and text[len("self."):].isidentifier():
             # `build_norm_layer(self.norm_cfg, c)` (often in a method `__init__` calls) with `self.norm_cfg =
             # norm_cfg` once, unconditionally, in `__init__` itself: that parameter, read as below.
@@ -1148,7 +1165,7 @@ class InitAnalysis:
         elif text.isidentifier() and text != "None" and self.nested:
             return None  # a parameter of the method being read, or a global: not `__init__`'s parameter
         if text.isidentifier() and text != "None":
-            if text in self.locals or not (self.defaults.get(text) or "").strip():
+            if text in self.locals or text in self.mutated or not (self.defaults.get(text) or "").strip():
                 return None
             text = (self.defaults[text] or "").strip()
         return built_layer(kind, text, args[1:], kwargs, f"{dotted.rsplit('.', 1)[-1]} (mmcv's registry)")
