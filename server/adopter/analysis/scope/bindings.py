@@ -20,6 +20,7 @@ from adopter.analysis.names.table_factories import argument_text, table_lookup
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.child_names import COUNTED, Added, added_name, keeps_positions
 from adopter.analysis.scope.classes import ClassTable
+from adopter.analysis.scope.config_registry import builder_kind, built_layer
 from adopter.analysis.scope.list_counts import added_by_loop
 from adopter.analysis.scope.literal_truth import literal_truth
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, ParamKind, Span, Value
@@ -147,6 +148,9 @@ _LITERALS = frozenset({"integer", "float", "string", "true", "false", "none"})
 _PARTIAL = re.compile(r"^(?:functools\.)?partial\(\s*([A-Za-z_][\w.]*)\s*[,)]")
 
 
+# Methods that change a dict in place (a config dict passed to a builder).
+_MUTATORS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"})
+
 class InitAnalysis:
     """Walks `__init__` (and the same-file `__init__`s it reaches through `super()`) into bindings."""
 
@@ -169,6 +173,14 @@ class InitAnalysis:
         self.sizes: dict[str, str | None] = {}  # local -> its arithmetic (`Init.sizes`); None: bound again
         # local -> (its value, where each item of the literal `nn.Sequential(...)` it holds is written)
         self.local_item_spans: dict[str, tuple[list[Alt], tuple[Span, ...]]] = {}
+        # Whether the function being read is not `__init__` itself (a method or a base's `__init__` it calls):
+        # a name there is its own parameter or a global, never `__init__`'s parameter (`defaults`).
+        self.nested = False
+        # attr -> the parameter of `__init__` itself it was bound to (`self.norm_cfg = norm_cfg`, read there).
+        self.held_params: dict[str, str | None] = {}
+        # names and `self.<attr>`s changed in place so far (`cfg.update(...)`, `cfg["type"] = ...`): a config
+        # dict read from a default is not read once changed.
+        self.mutated: set[str] = set()
 
     def run(self) -> Init | None:
         found = self.table.find_method(self.class_name, "__init__")
@@ -232,8 +244,13 @@ class InitAnalysis:
         ps = params(node, self.src)
         self_name = ps[0].name if ps else "self"
         body = node.child_by_field_id(Field.BODY)
-        if body is not None:
-            self._block(body, conds, owner, self_name, depth)
+        saved = self.nested
+        self.nested = saved or depth > 0
+        try:
+            if body is not None:
+                self._block(body, conds, owner, self_name, depth)
+        finally:
+            self.nested = saved
 
     def _block(self, block: Node, conds: Conds, owner: str, self_name: str, depth: int) -> None:
         for stmt in block.named_children:
@@ -402,6 +419,15 @@ class InitAnalysis:
                     self._assign_one(t, v, conds, self_name)
 
     def _assign_one(self, target: Node, value: Node, conds: Conds, self_name: str) -> None:
+        func = value.child_by_field_id(Field.FUNCTION) if value.type == "call" else None
+        changed = func.child_by_field_id(Field.OBJECT) if func is not None and func.type == "attribute" else None
+        method = func.child_by_field_id(Field.ATTRIBUTE) if func is not None and func.type == "attribute" else None
+        if (changed is not None and method is not None and self.src.text(method) in _MUTATORS
+                and changed.type in ("identifier", "attribute")):
+            self.mutated.add(self.src.text(changed))  # `layer_type = cfg.pop("type")`
+        if target.type in ("pattern_list", "tuple_pattern") and value.type == "call":
+            self._config_pair_target(target, value)
+            return
         attr = _self_attr(target, self_name, self.src)
         if attr is not None:
             self.target = attr
@@ -413,6 +439,10 @@ class InitAnalysis:
             if attr not in self.item_spans and (spans := self._literal_item_spans(value, alts) or self._local_items(value, alts)):
                 self.item_spans[attr] = spans
             self._bind(attr, alts, self.src.span(target.parent or target), conds)
+            held = self.src.text(value) if value.type == "identifier" else ""
+            self.held_params[attr] = held if (
+                attr not in self.held_params and not conds and not self.nested and held in self.defaults
+                and held not in self.locals) else None
             self.filled_in_order[attr] = all(isinstance(v, Ctor) and v.callee == SEQUENTIAL and not v.items
                                              and not v.args for _, v in alts) and bool(alts)
             listed = f"{self_name}.{attr}"  # `self.features = [conv_bn(...)]`: filled like a local list
@@ -441,6 +471,7 @@ class InitAnalysis:
         elif target.type == "subscript":
             container = target.child_by_field_id(Field.VALUE)
             if container is not None and container.type in ("identifier", "attribute"):
+                self.mutated.add(self.src.text(container))
                 local = self.locals.get(self.src.text(container))
                 if isinstance(local, _ListBuild):
                     local.disturb()  # `layers[-1] = ...`
@@ -614,6 +645,8 @@ class InitAnalysis:
             obj = func.child_by_field_id(Field.OBJECT)
             method_node = func.child_by_field_id(Field.ATTRIBUTE)
             method = self.src.text(method_node) if method_node is not None else ""
+            if method in _MUTATORS and obj is not None and obj.type in ("identifier", "attribute"):
+                self.mutated.add(self.src.text(obj))
             if obj is not None and obj.type == "call" and self.src.text(obj).replace(" ", "").startswith("super("):
                 if method == "__init__" and depth < MAX_INLINE_DEPTH:
                     found = self.table.find_method(self.class_name, "__init__", after=owner)
@@ -657,6 +690,15 @@ class InitAnalysis:
                 local = self.locals.get(self.src.text(obj))
                 if isinstance(local, _ListBuild):
                     local.disturb()  # `insert`, `pop`, `reverse`, ...: the order is not evident
+            if (obj is not None and obj.type == "identifier" and self.src.text(obj) == self_name
+                    and method == "add_module" and len(arg_nodes) == 2
+                    and (prop := self._named_property(arg_nodes[0], self_name)) is not None):
+                # `self.add_module(self.norm1_name, norm1)` with a property `norm1` returning
+                # `getattr(self, self.norm1_name)`: forward's `self.norm1(x)` runs the layer added.
+                alts: list[Alt] = [((), c) for c in self._ctor_alts(arg_nodes[1])]
+                if alts:
+                    self._bind(prop, alts, self.src.span(call), conds)
+                return
             if obj is not None and obj.type == "identifier" and self.src.text(obj) == self_name:
                 found = self.table.find_method(self.class_name, method)
                 if found is not None and found[1] is not None and depth < MAX_INLINE_DEPTH and method != "__init__":
@@ -694,6 +736,9 @@ class InitAnalysis:
             return self._call_alts(node)
         if kind == "subscript":
             value = node.child_by_field_id(Field.VALUE)
+            if value is not None and value.type == "call" and _subscript_text(node, self.src) == "1" and (
+                    built := self._config_pair(value)) is not None:
+                return [((), built)]  # `build_norm_layer(dict(type='BN'), c)[1]`: the layer of (name, layer)
             dotted = dotted_text(value, self.src)
             chosen = self._table_function(dotted, _subscript_text(node, self.src)) if dotted is not None else None
             if chosen is not None:
@@ -1095,6 +1140,86 @@ class InitAnalysis:
         qualified = self.symbols.qualify(dotted)
         return qualified if qualified in FUNCTION_VALUES else None
 
+    def _config_layer(self, dotted: str, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...], *,
+                      pair: bool = False) -> Ctor | None:
+        """The torch layer one of mmcv's builders builds from a config dict evident here (`config_registry`):
+        a literal dict, or a parameter that nothing here rebound with a literal dict default (`None` for a
+        convolution). `pair`: the call is `build_norm_layer(...)[1]` (a norm builder returns `(name, layer)`)."""
+        root = dotted.split(".")[0]
+        # A class of this file is never mmcv's builder; asked first, without consulting the name (which would make
+        # the class's user depend on the class's whole text: `names.symbols`).
+        if root in self.locals or root in self.symbols.classes or not self.symbols.is_imported(root):
+            return None
+        kind = builder_kind(self.symbols.qualify(dotted))
+        if kind is None or (kind == "norm") != pair or not args or not isinstance(args[0], Expr):
+            return None
+        text = args[0].text.strip()
+        if text in self.mutated:
+            return None
+        if text.startswith("self.") and text[len("self."):].isidentifier():
+            # `build_norm_layer(self.norm_cfg, c)` (often in a method `__init__` calls) with `self.norm_cfg =
+            # norm_cfg` once, unconditionally, in `__init__` itself: that parameter, read as below.
+            text = self.held_params.get(text[len("self."):]) or ""
+            if not text:
+                return None
+        elif text.isidentifier() and text != "None" and self.nested:
+            return None  # a parameter of the method being read, or a global: not `__init__`'s parameter
+        if text.isidentifier() and text != "None":
+            if text in self.locals or text in self.mutated or not (self.defaults.get(text) or "").strip():
+                return None
+            text = (self.defaults[text] or "").strip()
+        return built_layer(kind, text, args[1:], kwargs, f"{dotted.rsplit('.', 1)[-1]} (mmcv's registry)")
+
+    def _config_pair(self, call: Node) -> Ctor | None:
+        """`build_norm_layer(cfg, c)[1]`: the norm layer built, when its config is evident (`_config_layer`)."""
+        func = call.child_by_field_id(Field.FUNCTION)
+        dotted = dotted_text(func, self.src) if func is not None else None
+        if dotted is None:
+            return None
+        args, kwargs = self._args(call)
+        return self._config_layer(dotted, args, kwargs, pair=True)
+
+    def _config_pair_target(self, target: Node, value: Node) -> None:
+        """`self.norm1_name, norm1 = build_norm_layer(norm_cfg, c, postfix=1)` with the config evident here
+        (`_config_pair`): the local `norm1` holds the layer built (the name is read where it is added)."""
+        leaves = [c for c in target.named_children if c.type != "comment"]
+        if len(leaves) != 2 or leaves[1].type != "identifier":
+            return
+        built = self._config_pair(value)
+        name = self.src.text(leaves[1])
+        if built is not None:
+            self.locals[name] = [((), built)]
+        else:
+            self.locals.pop(name, None)  # whatever it held before, it holds this call's result now
+
+    def _named_property(self, name: Node, self_name: str) -> str | None:
+        """The property of the class that returns the child named by `name` (`self.norm1_name`): a method
+        decorated `@property` whose body is `return getattr(self, self.norm1_name)` (a docstring aside)."""
+        dotted = dotted_text(name, self.src)
+        if dotted is None or not dotted.startswith(f"{self_name}.") or dotted.count(".") != 1:
+            return None
+        found: list[str] = []
+        for cls in self.table.mro(self.class_name):
+            info = self.table.infos.get(cls)
+            for method, node in (info.methods.items() if info is not None else ()):
+                parent = node.parent
+                if parent is None or parent.type != "decorated_definition" or not any(
+                        d.type == "decorator" and self.src.text(d).lstrip("@").strip() == "property"
+                        for d in parent.named_children):
+                    continue
+                self.symbols.note_method(cls, method)  # its text is read (a base's property: re-read when edited)
+                body = node.child_by_field_id(Field.BODY)
+                stmts = [c for c in (body.named_children if body is not None else ()) if c.type != "comment"]
+                if stmts and stmts[0].type == "expression_statement" and stmts[0].named_child_count == 1 and (
+                        stmts[0].named_children[0].type == "string"):
+                    stmts = stmts[1:]
+                own = params(node, self.src)
+                me = own[0].name if own else ""
+                if len(stmts) == 1 and "".join(self.src.text(stmts[0]).split()) == (
+                        f"returngetattr({me},{me}.{dotted.split('.', 1)[1]})"):
+                    found.append(method)
+        return found[0] if len(set(found)) == 1 else None
+
     def _default_function(self, name: str) -> str | None:
         """The activation function a parameter's default names (`transform_act_fn=nn.functional.gelu`,
         torchmultimodal's heads), else None: the value the class holds unless a caller passes another, as a
@@ -1223,6 +1348,8 @@ class InitAnalysis:
                             callees.append((c, v.qualified, None))
                         elif isinstance(v, Ctor):  # calling an instance: keep the instance's ctor
                             callees.append((c, v.callee, v.lookup))
+            elif dotted is not None and (configured := self._config_layer(dotted, args, kwargs)) is not None:
+                return [((), configured)]  # `build_activation_layer(act_cfg)` with `act_cfg=dict(type='GELU')`
             elif dotted is not None and (held := self._class_attribute_class(dotted)) is not None:
                 callees.append(((), held, None))  # `self.act_layer()` with `act_layer = nn.GELU` in the class body
             elif dotted is not None and (classes := self._returned_classes(dotted)):
@@ -1382,6 +1509,22 @@ class InitAnalysis:
     def _ctor_alts(self, node: Node) -> list[Ctor]:
         return [v for _, v in self._alternatives(node) if isinstance(v, Ctor)]
 
+    def _item_alts(self, node: Node) -> list[Ctor]:
+        """A container item's constructors; for `self.act` bound once, unconditionally, earlier in `__init__`,
+        that module (`nn.Sequential(conv, self.act, norm)` holds the same GELU), so that the items keep their
+        positions: an item left out would make its neighbours look adjacent (ConvMixer's stem, conv → GELU →
+        BatchNorm, read as conv → BatchNorm)."""
+        found = self._ctor_alts(node)
+        if found or node.type != "attribute":
+            return found
+        dotted = dotted_text(node, self.src)
+        if dotted is None or dotted.count(".") != 1 or not dotted.startswith("self."):
+            return found
+        group = self.state.get(dotted[len("self."):], [])
+        if len(group) == 1 and not group[0].conds and isinstance(group[0].value, Ctor):
+            return [group[0].value]
+        return found
+
     def _container_variants(self, call: Node) -> list[_Variant]:
         """The item lists a container call can hold, one per consistent choice of its items'
         alternatives (`first = A(...) if c else B(...)`; `Sequential(first, *[...])`), each with its
@@ -1415,6 +1558,8 @@ class InitAnalysis:
                 positions.extend([((), c)] for c in items)
             else:
                 alts = [(c, v) for c, v in self._alternatives(a) if isinstance(v, Ctor)]
+                if not alts:
+                    alts = [((), v) for v in self._item_alts(a)]
                 if alts:
                     positions.append(alts)
         if any(len(p) > 1 for p in positions):
@@ -1503,7 +1648,7 @@ class InitAnalysis:
             return self._items(arg_nodes[0])
         items: list[Ctor] = []
         for a in arg_nodes:
-            sub = self._items(a)[0] if a.type == "list_splat" else tuple(self._ctor_alts(a))
+            sub = self._items(a)[0] if a.type == "list_splat" else tuple(self._item_alts(a))
             items.extend(sub)
         return tuple(items), (), None
 
@@ -1524,7 +1669,7 @@ class InitAnalysis:
                         items.append(c)
                         keys.append(_key_text(k, self.src))
                 else:
-                    items.extend(self._ctor_alts(child))
+                    items.extend(self._item_alts(child))
             return tuple(items), tuple(keys), None
         if kind in ("list_comprehension", "generator_expression", "dictionary_comprehension"):
             body = node.child_by_field_id(Field.BODY)
