@@ -45,13 +45,16 @@ def base_name(key: str) -> str:
             return key[len(prefix) :].partition(".")[0]
     for prefix in (CLASS_EXISTS, CLASS_HEAD):
         if key.startswith(prefix):
-            return key[len(prefix) :]
+            return key[len(prefix) :].partition(".")[0]  # a nested class (`Outer.Inner`): its outer class
     return key
 
 
 # Statements whose bodies still run at module level (classes defined under `if is_torch_available():`).
 _CONTAINER_STATEMENTS = frozenset({"if_statement", "try_statement", "with_statement"})
 _CONTAINER_CLAUSES = frozenset({"elif_clause", "else_clause", "except_clause", "finally_clause", "block"})
+
+# What `import torch.nn as nn; nn_module = nn.Module` binds: the name a guarded stand-in class replaces.
+_TORCH_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 
 
 def dotted_text(node: Node | None, src: SourceText) -> str | None:
@@ -160,6 +163,8 @@ class ModuleSymbols:
         self.imports: dict[str, str] = {}
         self.aliases: dict[str, str] = {}
         self.classes: dict[str, Node] = {}
+        # Classes defined in a class body, by qualified name (`Outer.Inner`, as `__qualname__` spells it).
+        self.nested_classes: dict[str, Node] = {}
         self.functions: dict[str, Node] = {}
         self.values: dict[str, Node] = {}
         self.toplevel: list[Node] = []
@@ -189,11 +194,26 @@ class ModuleSymbols:
                 if kind == "expression_statement":
                     self._assignment(node)
                 self.toplevel.append(node)
+        for name, node in self.classes.items():
+            self._collect_nested(name, node)
+
+    def _collect_nested(self, outer: str, node: Node) -> None:
+        body = node.child_by_field_id(Field.BODY)
+        for child in body.named_children if body is not None else ():
+            if child.type == "decorated_definition":
+                child = child.child_by_field_id(Field.DEFINITION) or child
+            name = child.child_by_field_id(Field.NAME) if child.type == "class_definition" else None
+            if name is not None:
+                qualified = f"{outer}.{self.src.text(name)}"
+                self.nested_classes[qualified] = child
+                self._collect_nested(qualified, child)
 
     def _define(self, table: dict[str, Node], node: Node) -> None:
         name = node.child_by_field_id(Field.NAME)
         if name is not None:
             key = self.src.text(name)
+            if table is self.classes and self._stands_in(key, node):
+                return  # `else: class nn_module: ...` where torch is missing: the torch branch's binding holds
             # A later definition shadows an earlier one (and a class shadows nothing of another kind).
             table[key] = node
             for other in (self.classes, self.functions, self.values, self.aliases, self.imports):
@@ -214,7 +234,32 @@ class ModuleSymbols:
                     self.imports[root] = root
 
     def _import_from(self, node: Node) -> None:
-        self.imports.update(import_from_names(node, self.src, self.package))
+        names = import_from_names(node, self.src, self.package)
+        self.imports.update(names)
+        for name in names:
+            self._drop_stand_in(name)
+
+    def _stands_in(self, name: str, node: Node) -> bool:
+        """Whether class `node`, named `name`, is a stand-in for `torch.nn.Module` defined under a guard
+        (`if _check_soft_dependencies("torch"): nn_module = nn.Module` / `else: class nn_module: ...`, or
+        `try: from torch.nn import Module` / `except ImportError: class Module: ...`) while the name is bound
+        to nn.Module in another branch. Without torch installed the code defines no model, so the class a
+        model reads is the torch one. A stand-in defines no `forward`; one defined at the top level (not
+        guarded) is a real definition and shadows the binding."""
+        target = self.imports.get(name) or self.aliases.get(name)
+        holder = node.parent
+        if holder is not None and holder.type == "decorated_definition":
+            holder = holder.parent
+        if target not in _TORCH_MODULE or holder is None or holder.type == "module":
+            return False
+        return "forward" not in class_methods(node, self.src)
+
+    def _drop_stand_in(self, name: str) -> None:
+        """The torch binding of `name` comes after its guarded stand-in class (`if not TORCH: class Module: ...
+        else: from torch.nn import Module`): the binding holds, as in `_define`."""
+        node = self.classes.get(name)
+        if node is not None and self._stands_in(name, node):
+            del self.classes[name]
 
     def _assignment(self, stmt: Node) -> None:
         node = stmt.named_children[0] if stmt.named_child_count else None
@@ -229,6 +274,7 @@ class ModuleSymbols:
         if dotted is not None and dotted.split(".")[0] in self.imports:
             self.aliases[name] = self.qualify(dotted)
             self.values.pop(name, None)
+            self._drop_stand_in(name)
         else:
             self.values[name] = node
             self.aliases.pop(name, None)
@@ -352,7 +398,7 @@ class ModuleSymbols:
         """The methods class `class_name` of this file defines (empty for an unknown class), memoised."""
         methods = self._methods.get(class_name)
         if methods is None:
-            node = self.classes.get(class_name)
+            node = self.classes.get(class_name) or self.nested_classes.get(class_name)
             methods = self._methods[class_name] = class_methods(node, self.src) if node is not None else {}
         return methods
 
@@ -360,21 +406,21 @@ class ModuleSymbols:
         if name.startswith(CLASS_EXISTS):
             return self.fingerprint(name[len(CLASS_EXISTS) :])[:1]
         if name.startswith(CLASS_HEAD):
-            node = self.classes.get(name[len(CLASS_HEAD) :])
+            node = self.classes.get(name[len(CLASS_HEAD) :]) or self.nested_classes.get(name[len(CLASS_HEAD) :])
             if node is None:
                 return self.fingerprint(name[len(CLASS_HEAD) :])
             body = node.child_by_field_id(Field.BODY)
             head = self.src.data[node.start_byte : body.start_byte if body is not None else node.end_byte]
             return ("class-head", head)
         if name.startswith(METHOD_EXISTS):
-            class_name, _, method = name[len(METHOD_EXISTS) :].partition(".")
+            class_name, _, method = name[len(METHOD_EXISTS) :].rpartition(".")
             return ("present",) if method in self.methods_of(class_name) else ("absent",)
         if name.startswith(METHOD_SHAPE):
-            class_name, _, method = name[len(METHOD_SHAPE) :].partition(".")
+            class_name, _, method = name[len(METHOD_SHAPE) :].rpartition(".")
             found = self.methods_of(class_name).get(method)
             return ("absent",) if found is None else ("shape", chain_shape(found, self.src))
         if name.startswith(METHOD):
-            class_name, _, method = name[len(METHOD) :].partition(".")
+            class_name, _, method = name[len(METHOD) :].rpartition(".")
             found = self.methods_of(class_name).get(method)
             if found is None:
                 return ("absent",)
