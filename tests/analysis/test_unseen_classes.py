@@ -1,24 +1,16 @@
 """Module classes the class discovery used to miss: a class nested in a class body (sktime's
-`class LTSFFullAttention: ... class _LTSFFullAttention(nn_module):`), and a base named through a
-module-level `torch.nn.Module` alias or import bound under a guard whose other branch defines a stand-in
-class (`if _check_soft_dependencies("torch"): nn_module = nn.Module` / `else: class nn_module: ...`)."""
+`class LTSFFullAttention: ... class _LTSFFullAttention(nn_module):`, rtdl's `MLP.Block`, deep-river's
+`LSTMClassifier.LSTMModule`), analysed by its qualified name `Outer.Inner`."""
 
 from __future__ import annotations
 
 import textwrap
-
-import pytest
 
 from adopter.analysis import analyse
 from adopter.analysis.incremental import DocumentAnalysis
 from adopter.engine import Environment, find, load_rules
 
 CPU = Environment("cpu", frozenset(), "2.13.0")
-
-SOFTMAX = """
-            def forward(self, s):
-                return torch.softmax(s, dim=-1)
-"""
 
 
 def _names(text: str) -> list[str]:
@@ -97,94 +89,6 @@ def test_a_nested_class_that_is_no_module_is_not_analysed() -> None:
             def forward(self, x):
                 return x
     """) == ["Outer"]
-
-
-GUARDS = {
-    "if-else alias": """
-        from skbase.utils.dependencies import _check_soft_dependencies
-
-        if _check_soft_dependencies("torch", severity="none"):
-            import torch
-            import torch.nn as nn
-
-            nn_module = nn.Module
-        else:
-
-            class nn_module:
-                \"\"\"Dummy class if torch is unavailable.\"\"\"
-    """,
-    "try-except alias": """
-        try:
-            import torch
-            import torch.nn as nn
-            nn_module = nn.Module
-        except ImportError:
-            class nn_module:
-                pass
-    """,
-    "try-except import": """
-        import torch
-        try:
-            from torch.nn import Module as nn_module
-        except ImportError:
-            class nn_module:
-                pass
-    """,
-    "stand-in first": """
-        import torch
-        from importlib.util import find_spec
-
-        if find_spec("torch") is None:
-            class nn_module:
-                pass
-        else:
-            from torch.nn import Module as nn_module
-    """,
-}
-
-
-@pytest.mark.parametrize("form", sorted(GUARDS))
-def test_a_guarded_torch_module_alias_outlives_its_stand_in_class(form: str) -> None:
-    text = GUARDS[form] + """
-        class A(nn_module):""" + SOFTMAX
-    assert _names(text) == ["A"]
-    assert [(scope, rule) for scope, rule, _ in _sites(text)] == [("A", "f04-softmax")]
-
-
-def test_a_guarded_alias_also_reaches_a_nested_class() -> None:
-    text = GUARDS["if-else alias"] + """
-        class LTSFFullAttention:
-            def _build(self):
-                return self._LTSFFullAttention()
-
-            class _LTSFFullAttention(nn_module):""" + textwrap.indent(SOFTMAX, "    ")
-    assert _names(text) == ["LTSFFullAttention._LTSFFullAttention"]
-
-
-def test_a_stand_in_with_a_forward_or_at_top_level_is_a_real_class() -> None:
-    # `except ImportError: class LayerNorm(nn.Module): def forward...`: a fallback implementation, analysed.
-    fallback = """
-        import torch
-        import torch.nn as nn
-        try:
-            from apex.normalization import FusedLayerNorm as LayerNorm
-        except ImportError:
-            class LayerNorm(nn.Module):""" + SOFTMAX
-    assert _names(fallback) == ["LayerNorm"]
-    # A top-level class of the alias's name is the binding Python sees (no guard): not a module.
-    shadowed = """
-        import torch
-        import torch.nn as nn
-        nn_module = nn.Module
-
-        class nn_module:
-            pass
-
-        class A(nn_module):
-            def run(self, s):
-                return torch.softmax(s, dim=-1)
-    """
-    assert _names(shadowed) == []
 
 
 def test_editing_a_nested_class_reanalyses_it_like_a_fresh_analysis() -> None:

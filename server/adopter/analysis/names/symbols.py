@@ -53,9 +53,6 @@ def base_name(key: str) -> str:
 _CONTAINER_STATEMENTS = frozenset({"if_statement", "try_statement", "with_statement"})
 _CONTAINER_CLAUSES = frozenset({"elif_clause", "else_clause", "except_clause", "finally_clause", "block"})
 
-# What `import torch.nn as nn; nn_module = nn.Module` binds: the name a guarded stand-in class replaces.
-_TORCH_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
-
 
 def dotted_text(node: Node | None, src: SourceText) -> str | None:
     """The dotted name `a.b.c` an identifier/attribute chain spells, or None for anything else."""
@@ -212,8 +209,6 @@ class ModuleSymbols:
         name = node.child_by_field_id(Field.NAME)
         if name is not None:
             key = self.src.text(name)
-            if table is self.classes and self._stands_in(key, node):
-                return  # `else: class nn_module: ...` where torch is missing: the torch branch's binding holds
             # A later definition shadows an earlier one (and a class shadows nothing of another kind).
             table[key] = node
             for other in (self.classes, self.functions, self.values, self.aliases, self.imports):
@@ -234,32 +229,7 @@ class ModuleSymbols:
                     self.imports[root] = root
 
     def _import_from(self, node: Node) -> None:
-        names = import_from_names(node, self.src, self.package)
-        self.imports.update(names)
-        for name in names:
-            self._drop_stand_in(name)
-
-    def _stands_in(self, name: str, node: Node) -> bool:
-        """Whether class `node`, named `name`, is a stand-in for `torch.nn.Module` defined under a guard
-        (`if _check_soft_dependencies("torch"): nn_module = nn.Module` / `else: class nn_module: ...`, or
-        `try: from torch.nn import Module` / `except ImportError: class Module: ...`) while the name is bound
-        to nn.Module in another branch. Without torch installed the code defines no model, so the class a
-        model reads is the torch one. A stand-in defines no `forward`; one defined at the top level (not
-        guarded) is a real definition and shadows the binding."""
-        target = self.imports.get(name) or self.aliases.get(name)
-        holder = node.parent
-        if holder is not None and holder.type == "decorated_definition":
-            holder = holder.parent
-        if target not in _TORCH_MODULE or holder is None or holder.type == "module":
-            return False
-        return "forward" not in class_methods(node, self.src)
-
-    def _drop_stand_in(self, name: str) -> None:
-        """The torch binding of `name` comes after its guarded stand-in class (`if not TORCH: class Module: ...
-        else: from torch.nn import Module`): the binding holds, as in `_define`."""
-        node = self.classes.get(name)
-        if node is not None and self._stands_in(name, node):
-            del self.classes[name]
+        self.imports.update(import_from_names(node, self.src, self.package))
 
     def _assignment(self, stmt: Node) -> None:
         node = stmt.named_children[0] if stmt.named_child_count else None
@@ -274,7 +244,6 @@ class ModuleSymbols:
         if dotted is not None and dotted.split(".")[0] in self.imports:
             self.aliases[name] = self.qualify(dotted)
             self.values.pop(name, None)
-            self._drop_stand_in(name)
         else:
             self.values[name] = node
             self.aliases.pop(name, None)
