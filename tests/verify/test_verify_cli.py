@@ -154,3 +154,35 @@ def test_nothing_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     stamp = path.stat().st_mtime_ns
     assert main(["verify", str(path), "--repeats", "0"]) == 0
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before and path.stat().st_mtime_ns == stamp
+
+
+NESTED_MODEL = '''import torch
+from torch import nn
+
+
+class Builder:
+    def build(self):
+        return self.Block()
+
+    class Block(nn.Module):
+        def __init__(self, dim: int = 16):
+            super().__init__()
+            self.proj = nn.Linear(dim, dim)
+            self.dropout = nn.Dropout(0.1)
+            self.norm = nn.LayerNorm(dim)
+
+        def forward(self, x):
+            x = x + self.dropout(self.proj(x))
+            x = self.norm(x)
+            return x
+'''
+
+
+def test_a_class_nested_in_a_class_is_built_and_compared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "nested_model.py", NESTED_MODEL)
+    code = main(["verify", f"{path}:Builder.Block", "--format", "json", "--repeats", "2"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    (row,) = out["rows"]
+    assert row["class"] == "Builder.Block" and row["rule"].startswith("f05")
+    assert row["equivalent"] is True and row["checkpoint_loads"] is True

@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
 
 def _target(raw: str) -> tuple[Path, str | None]:
     path, sep, name = raw.rpartition(":")
-    if sep and name.isidentifier() and path and not Path(raw).exists():
+    if sep and all(part.isidentifier() for part in name.split(".")) and path and not Path(raw).exists():
         return Path(path), name
     return Path(raw), None
 

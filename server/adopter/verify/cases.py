@@ -31,23 +31,28 @@ class Unfixed:
 
 
 def _top_level(source: str) -> tuple[dict[str, str], dict[str, str], dict[str, set[str]]]:
-    """Each top-level class's and function's source text, by name, and the names each class reads."""
+    """Each top-level class's and function's source text, by name, and the names each class reads. Classes
+    defined in a class body come too, by qualified name (`Outer.Inner`, the scope the analysis gives them)."""
     tree = ast.parse(source)
     classes: dict[str, str] = {}
     functions: dict[str, str] = {}
     reads: dict[str, set[str]] = {}
-    for node in tree.body:
+    todo: list[tuple[str, ast.stmt]] = [("", node) for node in tree.body]
+    while todo:
+        prefix, node = todo.pop(0)
         text = ast.get_source_segment(source, node, padded=False) or ""
         if isinstance(node, ast.ClassDef):
-            classes[node.name] = text
-            reads[node.name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            name = prefix + node.name
+            classes[name] = text
+            reads[name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            todo.extend((f"{name}.", inner) for inner in node.body if isinstance(inner, ast.ClassDef))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not prefix:
             functions[node.name] = text
     return classes, functions, reads
 
 
 def changed_classes(old: str, new: str) -> tuple[str, ...]:
-    """The top-level classes of `old` whose text differs in `new`, or that call a top-level function whose
+    """The classes of `old` (top-level and nested) whose text differs in `new`, or that call a top-level function whose
     text differs (a fix inside a helper function runs through the classes that use it). Classes the rewrite
     added are left out: they run through the changed classes that use them."""
     before, functions_before, reads = _top_level(old)

@@ -93,7 +93,7 @@ def rewritten_module(original: types.ModuleType, source: str, index: int,
     try:
         exec(compile(source, filename, "exec"), module.__dict__)
     except Exception:
-        if not classes or not all(c in module.__dict__ for c in classes):
+        if not classes or not all(c.partition(".")[0] in module.__dict__ for c in classes):  # `Outer.Inner`
             raise
         for key, value in vars(original).items():
             module.__dict__.setdefault(key, value)
@@ -276,11 +276,19 @@ def _reproduces(cls: type, module: types.ModuleType, factory: Any, model: torch.
             "state dict, so the rewrite cannot be compared; pass --factory module:fn that builds it deterministically")
 
 
+def _class_named(module: types.ModuleType, name: str) -> Any:
+    """The class a finding's scope names: `Outer.Inner` (a class nested in a class body) by its qualified name."""
+    obj: Any = module
+    for part in name.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
 def run_class(original: types.ModuleType, rewritten: types.ModuleType, name: str, job: dict[str, Any],
               factories: tuple[Any, Any], make_inputs: Any, watched: frozenset[int] = frozenset()) -> dict[str, Any] | None:
     """One row: the class built from both modules, compared, timed. None when it is not an nn.Module, and a
     row not run when the comparison ran none of the `watched` lines of the rewrite (`reach.watched_lines`)."""
-    cls0, cls1 = getattr(original, name, None), getattr(rewritten, name, None)
+    cls0, cls1 = _class_named(original, name), _class_named(rewritten, name)
     if not (inspect.isclass(cls0) and issubclass(cls0, torch.nn.Module) and inspect.isclass(cls1)):
         return None
     device, dtype, seed = torch.device(job["device"]), DTYPES[job["dtype"]], int(job["seed"])

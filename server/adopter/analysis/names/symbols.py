@@ -45,7 +45,7 @@ def base_name(key: str) -> str:
             return key[len(prefix) :].partition(".")[0]
     for prefix in (CLASS_EXISTS, CLASS_HEAD):
         if key.startswith(prefix):
-            return key[len(prefix) :]
+            return key[len(prefix) :].partition(".")[0]  # a nested class (`Outer.Inner`): its outer class
     return key
 
 
@@ -160,6 +160,8 @@ class ModuleSymbols:
         self.imports: dict[str, str] = {}
         self.aliases: dict[str, str] = {}
         self.classes: dict[str, Node] = {}
+        # Classes defined in a class body, by qualified name (`Outer.Inner`, as `__qualname__` spells it).
+        self.nested_classes: dict[str, Node] = {}
         self.functions: dict[str, Node] = {}
         self.values: dict[str, Node] = {}
         self.toplevel: list[Node] = []
@@ -189,6 +191,19 @@ class ModuleSymbols:
                 if kind == "expression_statement":
                     self._assignment(node)
                 self.toplevel.append(node)
+        for name, node in self.classes.items():
+            self._collect_nested(name, node)
+
+    def _collect_nested(self, outer: str, node: Node) -> None:
+        body = node.child_by_field_id(Field.BODY)
+        for child in body.named_children if body is not None else ():
+            if child.type == "decorated_definition":
+                child = child.child_by_field_id(Field.DEFINITION) or child
+            name = child.child_by_field_id(Field.NAME) if child.type == "class_definition" else None
+            if name is not None:
+                qualified = f"{outer}.{self.src.text(name)}"
+                self.nested_classes[qualified] = child
+                self._collect_nested(qualified, child)
 
     def _define(self, table: dict[str, Node], node: Node) -> None:
         name = node.child_by_field_id(Field.NAME)
@@ -352,7 +367,7 @@ class ModuleSymbols:
         """The methods class `class_name` of this file defines (empty for an unknown class), memoised."""
         methods = self._methods.get(class_name)
         if methods is None:
-            node = self.classes.get(class_name)
+            node = self.classes.get(class_name) or self.nested_classes.get(class_name)
             methods = self._methods[class_name] = class_methods(node, self.src) if node is not None else {}
         return methods
 
@@ -360,21 +375,21 @@ class ModuleSymbols:
         if name.startswith(CLASS_EXISTS):
             return self.fingerprint(name[len(CLASS_EXISTS) :])[:1]
         if name.startswith(CLASS_HEAD):
-            node = self.classes.get(name[len(CLASS_HEAD) :])
+            node = self.classes.get(name[len(CLASS_HEAD) :]) or self.nested_classes.get(name[len(CLASS_HEAD) :])
             if node is None:
                 return self.fingerprint(name[len(CLASS_HEAD) :])
             body = node.child_by_field_id(Field.BODY)
             head = self.src.data[node.start_byte : body.start_byte if body is not None else node.end_byte]
             return ("class-head", head)
         if name.startswith(METHOD_EXISTS):
-            class_name, _, method = name[len(METHOD_EXISTS) :].partition(".")
+            class_name, _, method = name[len(METHOD_EXISTS) :].rpartition(".")
             return ("present",) if method in self.methods_of(class_name) else ("absent",)
         if name.startswith(METHOD_SHAPE):
-            class_name, _, method = name[len(METHOD_SHAPE) :].partition(".")
+            class_name, _, method = name[len(METHOD_SHAPE) :].rpartition(".")
             found = self.methods_of(class_name).get(method)
             return ("absent",) if found is None else ("shape", chain_shape(found, self.src))
         if name.startswith(METHOD):
-            class_name, _, method = name[len(METHOD) :].partition(".")
+            class_name, _, method = name[len(METHOD) :].rpartition(".")
             found = self.methods_of(class_name).get(method)
             if found is None:
                 return ("absent",)

@@ -30,6 +30,8 @@ class ClassTable:
         self.infos: dict[str, ClassInfo] = {}
         for name, node in symbols.classes.items():
             self.infos[name] = ClassInfo(name, node, class_base_names(node, symbols.src), symbols.methods_of(name))
+        for name, node in symbols.nested_classes.items():  # `Outer.Inner`, after the top-level classes
+            self.infos[name] = ClassInfo(name, node, _nested_bases(name, node, symbols), symbols.methods_of(name))
         self._module: dict[str, tuple[bool | None, frozenset[str]]] = {}
         # Per class, this table's answers: its order (`mro`), and `is_module` with the order it read when the
         # bases left it open (None: decided by the bases alone, which note nothing). The analysis asks them
@@ -149,3 +151,12 @@ class ClassTable:
             if node is not None:
                 return cls, node
         return None
+
+
+def _nested_bases(name: str, node: Node, symbols: ModuleSymbols) -> list[str]:
+    """The bases of nested class `name` (`Outer.Inner`): a class its outer body defined before names it
+    by its short name (`class B(A)` under `class Outer: class A(nn.Module): ...`), read as `Outer.A`."""
+    outer = name.rpartition(".")[0]
+    bases = class_base_names(node, symbols.src)
+    return [f"{outer}.{b}" if f"{outer}.{b}" in symbols.nested_classes and b != name.rpartition(".")[2] else b
+            for b in bases]
