@@ -82,8 +82,9 @@ def _python2(root: Node, data: bytes | None = None) -> bool:
     if data is not None:
         for m in _PYTHON2_WORD.finditer(data):
             token = root.descendant_for_byte_range(m.start(), m.end())
-            parent = token.parent
-            if token.type in ("print", "exec") and parent is not None and parent.type == f"{token.type}_statement":
+            parent = token.parent if token is not None else None
+            if (token is not None and parent is not None and token.type in ("print", "exec")
+                    and parent.type == f"{token.type}_statement"):
                 return True
         return False
     if _PYTHON2 is None:
