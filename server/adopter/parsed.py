@@ -67,8 +67,6 @@ class Unit:
 _PYTHON2: Query | None = None
 
 
-# Where a `print`/`exec` keyword may stand: not inside a longer (ASCII) identifier.
-_PYTHON2_WORD = re.compile(rb"(?<![A-Za-z0-9_])(?:print|exec)(?![A-Za-z0-9_])")
 
 
 def _python2(root: Node, data: bytes | None = None) -> bool:
@@ -80,13 +78,8 @@ def _python2(root: Node, data: bytes | None = None) -> bool:
     from tree_sitter import Query, QueryCursor
 
     if data is not None:
-        for m in _PYTHON2_WORD.finditer(data):
-            token = root.descendant_for_byte_range(m.start(), m.end())
-            parent = token.parent if token is not None else None
-            if (token is not None and parent is not None and token.type in ("print", "exec")
-                    and parent.type == f"{token.type}_statement"):
-                return True
-        return False
+        return any(_keyword_statement(root, data, at, word) for word in (b"print", b"exec")
+                   for at in _word_starts(data, word))
     if _PYTHON2 is None:
         from adopter.analysis.parse.source import language
 
@@ -116,6 +109,25 @@ def outline(tree: Tree, text: str | None = None) -> tuple[tuple[Unit, ...], bool
         else:
             units.append(Unit(start, end, (kind,), names))
     return tuple(units), True
+
+
+def _word_starts(data: bytes, word: bytes) -> Iterator[int]:
+    """Where `word` stands in `data` not inside a longer (ASCII) identifier: where a keyword may stand."""
+    at = data.find(word)
+    while at >= 0:
+        end = at + len(word)
+        before, after = data[at - 1 : at], data[end : end + 1]
+        if not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_"):
+            yield at
+        at = data.find(word, end)
+
+
+def _keyword_statement(root: Node, data: bytes, at: int, word: bytes) -> bool:
+    """Whether the token at `data[at:]` is keyword `word` opening its Python 2 statement (`print_statement`)."""
+    token = root.descendant_for_byte_range(at, at + len(word))
+    parent = token.parent if token is not None else None
+    kind = word.decode()
+    return token is not None and parent is not None and token.type == kind and parent.type == f"{kind}_statement"
 
 
 def _utf8(text: str | None) -> bytes | None:
