@@ -75,6 +75,7 @@ def _qkv_index(source: str) -> InitIndex:
     return InitIndex.of(arch)
 
 
+@pytest.mark.pure_python
 def test_equal_constructor_patterns_are_fitted_once(monkeypatch: pytest.MonkeyPatch, rules: tuple[Any, ...]) -> None:
     """f09's `$wq`, `$wk` and `$wv` are three patterns with one constructor pattern (`torch.nn.Linear`): a
     target is fitted against it once per index (speed6; fails on b70e5c3: once per pattern), with the
