@@ -67,12 +67,19 @@ class Unit:
 _PYTHON2: Query | None = None
 
 
-def _python2(root: Node) -> bool:
+
+
+def _python2(root: Node, data: bytes | None = None) -> bool:
     """Whether the tree has a Python 2 statement (`print x`, `exec code`): tree-sitter reads them without an
-    error, Python 3 does not parse them."""
+    error, Python 3 does not parse them. With `data`, the tree's bytes, only the token at each place the
+    keyword may stand is looked at (such a statement starts with its keyword's token): a query walks the
+    whole tree, 1 % of `adopter check`'s time where a file has the word anywhere (speed6)."""
     global _PYTHON2
     from tree_sitter import Query, QueryCursor
 
+    if data is not None:
+        return any(_keyword_statement(root, data, at, word) for word in (b"print", b"exec")
+                   for at in _word_starts(data, word))
     if _PYTHON2 is None:
         from adopter.analysis.parse.source import language
 
@@ -85,7 +92,7 @@ def outline(tree: Tree, text: str | None = None) -> tuple[tuple[Unit, ...], bool
     syntax errors, and of the Python 2 statements tree-sitter accepts but Python 3 rejects. `text`, the
     tree's text when given, spares the whole-tree query for those statements when it has neither keyword."""
     root = tree.root_node
-    if root.has_error or ((text is None or "print" in text or "exec" in text) and _python2(root)):
+    if root.has_error or ((text is None or "print" in text or "exec" in text) and _python2(root, _utf8(text))):
         return (), False
     units: list[Unit] = []
     for child in root.named_children:
@@ -102,6 +109,33 @@ def outline(tree: Tree, text: str | None = None) -> tuple[tuple[Unit, ...], bool
         else:
             units.append(Unit(start, end, (kind,), names))
     return tuple(units), True
+
+
+def _word_starts(data: bytes, word: bytes) -> Iterator[int]:
+    """Where `word` stands in `data` not inside a longer (ASCII) identifier: where a keyword may stand."""
+    at = data.find(word)
+    while at >= 0:
+        end = at + len(word)
+        before, after = data[at - 1 : at], data[end : end + 1]
+        if not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_"):
+            yield at
+        at = data.find(word, end)
+
+
+def _keyword_statement(root: Node, data: bytes, at: int, word: bytes) -> bool:
+    """Whether the token at `data[at:]` is keyword `word` opening its Python 2 statement (`print_statement`)."""
+    token = root.descendant_for_byte_range(at, at + len(word))
+    parent = token.parent if token is not None else None
+    kind = word.decode()
+    return token is not None and parent is not None and token.type == kind and parent.type == f"{kind}_statement"
+
+
+def _utf8(text: str | None) -> bytes | None:
+    """`text` as the bytes tree-sitter parsed (None when there is no text, or it has no UTF-8 form)."""
+    try:
+        return text.encode("utf-8") if text is not None else None
+    except UnicodeEncodeError:
+        return None
 
 
 def _kind_and_name(node: Node) -> tuple[str, str | None]:
@@ -438,7 +472,15 @@ class ParsedText:
             return None
         first, last = first_line - 1, last_line - 1
         if self._source_lines is None:
-            self._source_lines = _SOURCE_LINE.findall(self.text)
+            # Without a `\r` the text's lines are `self.lines`, ends cut off; else as `ast` splits them, with
+            # their ends (the regex's split costs ~1.5 ms on a 100 KB file, once per text).
+            self._source_lines = [] if "\r" not in self.text else _SOURCE_LINE.findall(self.text)
+        if not self._source_lines:
+            plain = self.lines
+            if first == last:
+                return plain[first].encode()[start:end].decode()
+            return "\n".join([plain[first].encode()[start:].decode(), *plain[first + 1 : last],
+                              plain[last].encode()[:end].decode()])
         lines = self._source_lines
         if first == last:
             return lines[first].encode()[start:end].decode()

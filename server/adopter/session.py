@@ -141,6 +141,11 @@ class Analysed:
         return self._parsed
 
     @property
+    def lines(self) -> Sequence[str]:
+        """`text.split("\\n")`: the shared lines of `parsed` when it is built (split once per text)."""
+        return self._parsed.lines if self._parsed is not None else self.text.split("\n")
+
+    @property
     def parses(self) -> bool:
         return not any(p.severity == Severity.ERROR for p in self.module_file.problems)
 
@@ -552,7 +557,7 @@ class Session:
         if len(units) != 1 or not units[0].contains(finding.span):
             return None
         unit = units[0]
-        lines = analysed.text.split("\n")[unit.start_line : unit.end_line + 1]
+        lines = analysed.lines[unit.start_line : unit.end_line + 1]
 
         def rel(sp: Span) -> tuple[int, int, int, int]:
             return (sp.start_line - unit.start_line, sp.start_col, sp.end_line - unit.start_line, sp.end_col)

@@ -156,7 +156,9 @@ def test_python_2_statements_read_the_text_whole(statement: str) -> None:
 
 
 def test_a_segment_is_asts_source_segment() -> None:
-    for text in (SOURCE, "x = 'é' + b\r\ny = (1,\r 2)\n", "a = [1,\r\n  2]\nb = f(\x0c3)\n"):
+    # Texts without a `\r` are read from `lines` (speed6), the others as `ast` splits them.
+    for text in (SOURCE, "x = 'é' + b\r\ny = (1,\r 2)\n", "a = [1,\r\n  2]\nb = f(\x0c3)\n",
+                 "s = ('é',\n     'ü' +\n  f(1))\nt = g(\x0c3,\n  4)", "\n\nz = [\n\n 1]\n"):
         parsed = ParsedText(text, None)
         for node in ast.walk(ast.parse(text)):
             assert parsed.segment(node) == ast.get_source_segment(text, node)
@@ -191,3 +193,22 @@ def test_class_headers_read_as_the_whole_module() -> None:
         assert all(not line.strip() or line.strip().startswith("#") for line in lines[c.end_lineno:end])
     uncut = ParsedText(text, None)  # no tree-sitter tree: read whole
     assert [(h.name, end) for h, end in uncut.class_headers()] == [(c.name, c.end_lineno) for c in whole]
+
+
+PYTHON2 = ["print x\n", "print >>f, x\n", "def f():\n    print x,\n", "exec code\n", 'exec "x = 1" in d\n',
+           "if a: print b\n", "x = 1; print y\n", "é = 1\nprint é\n", "class A:\n    def f(self):\n        exec c\n"]
+PYTHON3 = ["print(x)\n", "x.print\n", "# print x\n", '"print x"\n', "fingerprint = x\n", "exec(code)\n",
+           "print_x = 1\n", "é = 1; print(é)\n", "def print_(): pass\n", "x = 'exec'\nprint\n", "y = print\n"]
+
+
+@pytest.mark.parametrize("text", PYTHON2 + PYTHON3)
+def test_python2_statements_are_found_at_their_keywords_as_by_the_whole_tree_query(text: str) -> None:
+    """`_python2` with the text's bytes looks at the tokens where the keywords stand (speed6): the same answer as
+    the query over the whole tree."""
+    from adopter.parsed import _python2
+
+    data = text.encode("utf-8")
+    root = new_parser().parse(data).root_node
+    assert not root.has_error
+    assert _python2(root, data) == _python2(root) == (text in PYTHON2)
+    assert (ParsedText.of(text).units is None) == (text in PYTHON2)

@@ -138,6 +138,10 @@ class InitIndex:
     by_attr: dict[str, list[Binding]]
     # (module op target, id of a BindingPattern) -> what it resolved to; patterns live as long as rules.
     _resolved: dict[tuple[str, int], tuple[Binding, Ctor] | None] = field(default_factory=dict)
+    # (module op target, a pattern's constructor) -> the same: patterns of different rules (or three of one rule,
+    # f09's `$wq`/`$wk`/`$wv`) often hold equal constructor patterns, and the answer depends on nothing else
+    # of the pattern. Shared with the rule-scoped indexes of the same bindings (`sites._AskedInit.for_rule`).
+    _fits: dict[tuple[str, CtorPattern], tuple[Binding, Ctor] | None] = field(default_factory=dict)
     _possible: dict[int, bool] = field(default_factory=dict)
 
     callees: frozenset[str] = frozenset()  # every constructor callee, qualified and by last name
@@ -181,13 +185,18 @@ class InitIndex:
         key = (target, id(pattern))
         if key in self._resolved:
             return self._resolved[key]
-        attr = target_attr(target)
-        found = None
-        if attr is not None:
-            # A layer chosen by a name the parameter's default does not give is not this module's as built.
-            bs = self.by_attr.get(attr, ())
-            found = next(((b, c) for b in bs if (c := fit_binding(b, target, pattern)) is not None
-                          and not unchosen_by_default(b, self.params, bs)), None)
+        fit_key = (target, pattern.ctor)
+        if fit_key in self._fits:
+            found = self._fits[fit_key]
+        else:
+            attr = target_attr(target)
+            found = None
+            if attr is not None:
+                # A layer chosen by a name the parameter's default does not give is not this module's as built.
+                bs = self.by_attr.get(attr, ())
+                found = next(((b, c) for b in bs if (c := fit_binding(b, target, pattern)) is not None
+                              and not unchosen_by_default(b, self.params, bs)), None)
+            self._fits[fit_key] = found
         self._resolved[key] = found
         return found
 

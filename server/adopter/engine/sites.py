@@ -124,6 +124,7 @@ class _AskedInit(InitIndex):
     @classmethod
     def for_rule(cls, init: InitIndex, rule: Rule) -> _AskedInit:
         own = cls(init.by_attr, callees=init.callees, params=init.params, sizes=init.sizes)
+        own._fits = init._fits  # the same bindings and parameters: the same fits
         if _reads_every_binding(rule):
             own.asked.append(("all", "", None, _all_bindings(init)))
         return own

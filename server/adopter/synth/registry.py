@@ -192,6 +192,11 @@ class SynthContext:
         return self._imports_read
 
     @property
+    def lines(self) -> Sequence[str]:
+        """The lines of `source` (`source.split("\\n")`), split once per text and shared: read-only."""
+        return self._lines
+
+    @property
     def text_index(self) -> ParsedText:
         """The shared `ParsedText` of `source` (its trees, imports and statement blocks)."""
         assert self.parsed is not None

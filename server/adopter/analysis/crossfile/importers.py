@@ -48,17 +48,19 @@ def imported_elsewhere(path: str | None, names: Iterable[str]) -> frozenset[str]
         reads.note(files)
         return cached[1]
     found: set[str] = set()
+    # Every file is read into this one buffer: `read(MAX_BYTES + 1)` allocated (and the kernel mapped) a fresh
+    # 2 MB object per file, 40 % of the time of a call over transformers' 1,456 files.
+    data = bytearray(MAX_BYTES + 1)
     for name in files:
-        try:  # one read, no stat: a file over MAX_BYTES shows by its length
-            with open(name, "rb") as handle:
-                data = handle.read(MAX_BYTES + 1)
+        try:  # no stat: a file over MAX_BYTES shows by its length
+            size = _read_into(name, data)
         except OSError:
             continue
-        if len(data) > MAX_BYTES:
+        if size > MAX_BYTES:
             continue
-        if module not in data or not _is_word(data, module):
+        if data.find(module, 0, size) < 0 or not _is_word(data, module, size):
             continue
-        found.update(n for n in wanted if n not in found and _is_word(data, n.encode()))
+        found.update(n for n in wanted if n not in found and _is_word(data, n.encode(), size))
         if len(found) == len(wanted):
             break
     reads.note(files)
@@ -118,13 +120,28 @@ def _read_listing(root: str, recursive: bool) -> tuple[tuple[tuple[str, int], ..
     return tuple(folders), files
 
 
-def _is_word(data: bytes, word: bytes) -> bool:
-    at = data.find(word)
+def _read_into(name: str, buffer: bytearray) -> int:
+    """Read the file at `name` into the start of `buffer`, up to its length; how many bytes were read."""
+    view = memoryview(buffer)
+    size = 0
+    with open(name, "rb", buffering=0) as handle:
+        while size < len(buffer):
+            got = handle.readinto(view[size:])
+            if not got:
+                break
+            size += got
+    return size
+
+
+def _is_word(data: bytes | bytearray, word: bytes, size: int | None = None) -> bool:
+    """Whether `word` occurs in `data[:size]` as a whole word (not inside a longer identifier)."""
+    size = len(data) if size is None else size
+    at = data.find(word, 0, size)
     while at >= 0:
         end = at + len(word)
         before = data[at - 1 : at] if at else b" "
-        after = data[end : end + 1] or b" "
+        after = data[end : end + 1] if end < size else b" "
         if not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_"):
             return True
-        at = data.find(word, end)
+        at = data.find(word, end, size)
     return False

@@ -202,7 +202,7 @@ def ensure_helper(ctx: SynthContext, name: str, tag: str, code: str) -> str:
 
 def _statement_lines_alone(ctx: SynthContext, span: Span) -> bool:
     """Whether the statement at `span` occupies its lines alone (nothing else before or after)."""
-    lines = ctx.source.split("\n")
+    lines = ctx.lines
     before = lines[span.start_line][: span.start_col]
     after = lines[span.end_line][span.end_col :]
     return not before.strip() and (not after.strip() or after.strip().startswith("#"))
@@ -236,7 +236,7 @@ def _check_dead(ctx: SynthContext, chain: Sequence[Op], deleted: Sequence[Span],
     """
     if not deleted:
         return
-    lines = ctx.source.split("\n")
+    lines = ctx.lines
     chain_lines = {line for op in chain for line in range(op.stmt_span.start_line, op.stmt_span.end_line + 1)}
     last = _function_end(ctx, final.stmt_span.end_line)
     final_outputs = set(final.outputs) | {
@@ -331,7 +331,7 @@ def rewrite_chain(ctx: SynthContext, new_expr: str, ops: Sequence[Op] | None = N
     # Rebuild the region from the first deleted statement to the final one.
     first = min([final_stmt, *deleted], key=_start)
     region = Span(first.start_line, first.start_col, final_stmt.end_line, final_stmt.end_col)
-    lines = ctx.source.split("\n")
+    lines = ctx.lines
     indent = ctx.line_indent(first)
     # Edits as (start, end, replacement) in absolute (line, col); applied back to front.
     edits: list[tuple[tuple[int, int], tuple[int, int], str]] = []
@@ -339,7 +339,7 @@ def rewrite_chain(ctx: SynthContext, new_expr: str, ops: Sequence[Op] | None = N
         # Delete the statement's whole lines including the trailing newline.
         edits.append((_pos(stmt.start_line, 0), _pos(stmt.end_line + 1, 0), ""))
     edits.append((_start(final.span), _end(final.span), new_expr))
-    out_lines = lines[region.start_line : region.end_line + 1]
+    out_lines = list(lines[region.start_line : region.end_line + 1])
     out_lines[-1] = out_lines[-1][: region.end_col]
     base = region.start_line
     text = "\n".join(out_lines) + "\n"
