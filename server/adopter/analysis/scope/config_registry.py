@@ -73,7 +73,7 @@ def builder_kind(qualified: str) -> str | None:
     """"norm", "activation" or "conv" for one of mmcv's builders (qualified as imported), else None."""
     module, _, name = qualified.rpartition(".")
     found = _BUILDERS.get(name)
-    if found is None or module not in (*_MODULES, found[1]):
+    if found is None or (module not in _MODULES and module != found[1]):
         return None
     return found[0]
 
