@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from adopter.analysis.crossfile.ast_files import statements_in
+from adopter.analysis.parse.words import whole_words
 from adopter.dsl.types import Span
 
 if TYPE_CHECKING:
@@ -67,8 +68,6 @@ class Unit:
 _PYTHON2: Query | None = None
 
 
-
-
 def _python2(root: Node, data: bytes | None = None) -> bool:
     """Whether the tree has a Python 2 statement (`print x`, `exec code`): tree-sitter reads them without an
     error, Python 3 does not parse them. With `data`, the tree's bytes, only the token at each place the
@@ -79,7 +78,7 @@ def _python2(root: Node, data: bytes | None = None) -> bool:
 
     if data is not None:
         return any(_keyword_statement(root, data, at, word) for word in (b"print", b"exec")
-                   for at in _word_starts(data, word))
+                   for at in whole_words(data, word))
     if _PYTHON2 is None:
         from adopter.analysis.parse.source import language
 
@@ -109,17 +108,6 @@ def outline(tree: Tree, text: str | None = None) -> tuple[tuple[Unit, ...], bool
         else:
             units.append(Unit(start, end, (kind,), names))
     return tuple(units), True
-
-
-def _word_starts(data: bytes, word: bytes) -> Iterator[int]:
-    """Where `word` stands in `data` not inside a longer (ASCII) identifier: where a keyword may stand."""
-    at = data.find(word)
-    while at >= 0:
-        end = at + len(word)
-        before, after = data[at - 1 : at], data[end : end + 1]
-        if not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_"):
-            yield at
-        at = data.find(word, end)
 
 
 def _keyword_statement(root: Node, data: bytes, at: int, word: bytes) -> bool:

@@ -59,7 +59,7 @@ from adopter.analysis.names.carry import Layout, changed_names
 from adopter.analysis.names.symbols import ModuleSymbols, base_name
 from adopter.analysis.parse.salvage import ParseMemo, salvage
 from adopter.analysis.parse.source import Field, SourceText, is_broken
-from adopter.analysis.parse.words import WordIndex
+from adopter.analysis.parse.words import WordIndex, whole_word_at
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import (
@@ -773,12 +773,6 @@ def _named_elsewhere(src: SourceText, functions: Mapping[str, object]) -> frozen
     return frozenset(name for name in functions if _words(src.data, name.encode(), 2) >= 2)
 
 
-def _whole(data: bytes, at: int, end: int) -> bool:
-    before = data[at - 1 : at] if at else b" "
-    after = data[end : end + 1] or b" "
-    return not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_")
-
-
 def _nested_functions(functions: Mapping[str, Node], src: SourceText) -> list[tuple[str, str, Node]]:
     """The functions defined at the top of a module-level function's body (`def forward(q, k, v): ...`
     inside a builder that returns `Module([to_out], forward)`: a-unet's `AttentionBase`), as (outer, inner,
@@ -801,7 +795,7 @@ def _words(data: bytes, word: bytes, enough: int) -> int:
     at = data.find(word)
     while at >= 0 and found < enough:
         end = at + len(word)
-        if _whole(data, at, end):
+        if whole_word_at(data, at, end):
             found += 1
         at = data.find(word, end)
     return found
@@ -818,7 +812,7 @@ def _whole_words(data: bytes, word: bytes, positions: Callable[[bytes], list[int
         if at < end:
             continue
         end = at + len(word)
-        if _whole(data, at, end):
+        if whole_word_at(data, at, end):
             found += 1
     return found
 

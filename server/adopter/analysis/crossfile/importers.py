@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterable
 
 from adopter.analysis.crossfile import reads
+from adopter.analysis.parse.words import whole_words
 
 MAX_FILES = 3000
 MAX_BYTES = 2_000_000
@@ -135,13 +136,4 @@ def _read_into(name: str, buffer: bytearray) -> int:
 
 def _is_word(data: bytes | bytearray, word: bytes, size: int | None = None) -> bool:
     """Whether `word` occurs in `data[:size]` as a whole word (not inside a longer identifier)."""
-    size = len(data) if size is None else size
-    at = data.find(word, 0, size)
-    while at >= 0:
-        end = at + len(word)
-        before = data[at - 1 : at] if at else b" "
-        after = data[end : end + 1] if end < size else b" "
-        if not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_"):
-            return True
-        at = data.find(word, end, size)
-    return False
+    return next(whole_words(data, word, size), -1) >= 0

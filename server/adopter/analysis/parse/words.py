@@ -14,6 +14,7 @@ would (`tests/analysis/test_word_index.py` checks it against `bytes.find` over r
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 
 from adopter.analysis.parse.reparse import common_prefix, common_suffix
 
@@ -28,6 +29,26 @@ def _find_all(data: bytes, word: bytes, start: int = 0, end: int | None = None) 
         found.append(at)
         at = find(word, at + 1, stop)
     return found
+
+
+def whole_word_at(data: bytes | bytearray, at: int, end: int, stop: int | None = None) -> bool:
+    """Whether `data[at:end]` stands as a whole word: no identifier byte (ASCII letter, digit, `_`) touches it
+    on either side, `data[:stop]` being the text (a buffer may hold more)."""
+    limit = len(data) if stop is None else stop
+    before = data[at - 1 : at] if at else b" "
+    after = data[end : end + 1] if end < limit else b" "
+    return not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_")
+
+
+def whole_words(data: bytes | bytearray, word: bytes, stop: int | None = None) -> Iterator[int]:
+    """The offsets where `word` occurs in `data[:stop]` as a whole word (`whole_word_at`), ascending."""
+    limit = len(data) if stop is None else stop
+    at = data.find(word, 0, limit)
+    while at >= 0:
+        end = at + len(word)
+        if whole_word_at(data, at, end, limit):
+            yield at
+        at = data.find(word, end, limit)
 
 
 class WordIndex:

@@ -151,6 +151,7 @@ _PARTIAL = re.compile(r"^(?:functools\.)?partial\(\s*([A-Za-z_][\w.]*)\s*[,)]")
 # Methods that change a dict in place (a config dict passed to a builder).
 _MUTATORS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"})
 
+
 class InitAnalysis:
     """Walks `__init__` (and the same-file `__init__`s it reaches through `super()`) into bindings."""
 
@@ -419,12 +420,8 @@ class InitAnalysis:
                     self._assign_one(t, v, conds, self_name)
 
     def _assign_one(self, target: Node, value: Node, conds: Conds, self_name: str) -> None:
-        func = value.child_by_field_id(Field.FUNCTION) if value.type == "call" else None
-        changed = func.child_by_field_id(Field.OBJECT) if func is not None and func.type == "attribute" else None
-        method = func.child_by_field_id(Field.ATTRIBUTE) if func is not None and func.type == "attribute" else None
-        if (changed is not None and method is not None and self.src.text(method) in _MUTATORS
-                and changed.type in ("identifier", "attribute")):
-            self.mutated.add(self.src.text(changed))  # `layer_type = cfg.pop("type")`
+        if value.type == "call":
+            self._note_mutation(value)  # `layer_type = cfg.pop("type")`
         if target.type in ("pattern_list", "tuple_pattern") and value.type == "call":
             self._config_pair_target(target, value)
             return
@@ -645,8 +642,7 @@ class InitAnalysis:
             obj = func.child_by_field_id(Field.OBJECT)
             method_node = func.child_by_field_id(Field.ATTRIBUTE)
             method = self.src.text(method_node) if method_node is not None else ""
-            if method in _MUTATORS and obj is not None and obj.type in ("identifier", "attribute"):
-                self.mutated.add(self.src.text(obj))
+            self._note_mutation(call)
             if obj is not None and obj.type == "call" and self.src.text(obj).replace(" ", "").startswith("super("):
                 if method == "__init__" and depth < MAX_INLINE_DEPTH:
                     found = self.table.find_method(self.class_name, "__init__", after=owner)
@@ -1139,6 +1135,17 @@ class InitAnalysis:
             return None
         qualified = self.symbols.qualify(dotted)
         return qualified if qualified in FUNCTION_VALUES else None
+
+    def _note_mutation(self, call: Node) -> None:
+        """Note the name or `self.<attr>` that `call` changes in place (`cfg.update(...)`, `cfg.pop("type")`)."""
+        func = call.child_by_field_id(Field.FUNCTION)
+        if func is None or func.type != "attribute":
+            return
+        obj = func.child_by_field_id(Field.OBJECT)
+        method = func.child_by_field_id(Field.ATTRIBUTE)
+        if (obj is not None and method is not None and obj.type in ("identifier", "attribute")
+                and self.src.text(method) in _MUTATORS):
+            self.mutated.add(self.src.text(obj))
 
     def _config_layer(self, dotted: str, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...], *,
                       pair: bool = False) -> Ctor | None:

@@ -5,10 +5,10 @@ and `build_conv_layer(None, c_in, c_out, 3)` build torch layers chosen by the di
 registry (`MODELS.get(type)`); the code is never imported, so the names mmcv registers are this table, each
 entry with the line of mmcv 2.2.0 (`mmcv/cnn/bricks/...`) that registers it.
 
-A `type` is read from a literal dict only: written in the call, or the default of a parameter of `__init__`
-that nothing there rebinds (the class's own default, as `act_layer=nn.GELU` is read). Anything else (a dict a
-caller passes, `self.norm_cfg`, a dict with `**`, a `type` that is not a string literal) leaves the call as
-written.
+A `type` is read from a literal dict only: written in the call, the default of a parameter of `__init__`
+that nothing there rebinds or changes in place (the class's own default, as `act_layer=nn.GELU` is read), or
+`self.norm_cfg` set once, unconditionally, from such a parameter in `__init__` itself. Anything else (a dict a
+caller passes, a dict with `**`, a `type` that is not a string literal) leaves the call as written.
 
 Left out of the table on purpose: `SiLU` (activation.py:18), because a package's own registry can shadow a
 name with its own class, which `MODELS.get` prefers under that package's scope (mmagic, mmdet and mmyolo each
