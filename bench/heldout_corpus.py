@@ -283,6 +283,13 @@ MANIFEST: Manifest = (
     ("llamafactory", "0.9.5", (
         "llamafactory/model/model_utils/longlora.py", "llamafactory/model/model_utils/moe.py")),
     ("mayavoz", "0.0.1", ("mayavoz/models/dccrn.py", "mayavoz/models/demucs.py", "mayavoz/models/model.py")),
+    # Batch 14 (refreshed 2026-12-06, stop 24): labelled by a fourteenth independent labeller; first letters n-z only,
+    # picked by name and known purpose, leaning to what the set had less of (time series, tabular, point clouds, video,
+    # medical / microscopy imaging, graph nets, researchers' single files, LLM fine-tuning code), files from the archive
+    # listings by name and size before reading (two added after the first pass, from the same archives, one of them
+    # with knowledge of its content: see LABELLING.md "Batch 14").
+    ("ptgnn", "0.10.4", (
+        "ptgnn/neuralmodels/gnn/messagepassing/selfattmessagepassing.py", "ptgnn/neuralmodels/mlp.py")),
 )
 
 
