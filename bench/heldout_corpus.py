@@ -290,6 +290,7 @@ MANIFEST: Manifest = (
     # with knowledge of its content: see LABELLING.md "Batch 14").
     ("ptgnn", "0.10.4", (
         "ptgnn/neuralmodels/gnn/messagepassing/selfattmessagepassing.py", "ptgnn/neuralmodels/mlp.py")),
+    ("repvgg-pytorch", "1.0.1", ("repvgg_pytorch/repvgg.py", "repvgg_pytorch/repvggplus.py")),
 )
 
 
