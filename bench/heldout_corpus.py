@@ -291,6 +291,7 @@ MANIFEST: Manifest = (
     ("ptgnn", "0.10.4", (
         "ptgnn/neuralmodels/gnn/messagepassing/selfattmessagepassing.py", "ptgnn/neuralmodels/mlp.py")),
     ("repvgg-pytorch", "1.0.1", ("repvgg_pytorch/repvgg.py", "repvgg_pytorch/repvggplus.py")),
+    ("swin-transformer-pytorch", "0.4.1", ("swin_transformer_pytorch/swin_transformer.py",)),
 )
 
 
