@@ -292,6 +292,7 @@ MANIFEST: Manifest = (
         "ptgnn/neuralmodels/gnn/messagepassing/selfattmessagepassing.py", "ptgnn/neuralmodels/mlp.py")),
     ("repvgg-pytorch", "1.0.1", ("repvgg_pytorch/repvgg.py", "repvgg_pytorch/repvggplus.py")),
     ("swin-transformer-pytorch", "0.4.1", ("swin_transformer_pytorch/swin_transformer.py",)),
+    ("tabular-transformers", "0.1.1", ("fttransformer/model.py", "tabtransformer/model.py")),
 )
 
 
