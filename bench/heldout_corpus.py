@@ -293,6 +293,9 @@ MANIFEST: Manifest = (
     ("repvgg-pytorch", "1.0.1", ("repvgg_pytorch/repvgg.py", "repvgg_pytorch/repvggplus.py")),
     ("swin-transformer-pytorch", "0.4.1", ("swin_transformer_pytorch/swin_transformer.py",)),
     ("tabular-transformers", "0.1.1", ("fttransformer/model.py", "tabtransformer/model.py")),
+    ("tardis-em", "0.3.36", (
+        "tardis_em/dist_pytorch/model/layers.py", "tardis_em/cnn/model/convolution.py",
+        "tardis_em/dist_pytorch/model/modules.py")),
 )
 
 
