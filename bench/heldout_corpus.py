@@ -296,6 +296,8 @@ MANIFEST: Manifest = (
     ("tardis-em", "0.3.36", (
         "tardis_em/dist_pytorch/model/layers.py", "tardis_em/cnn/model/convolution.py",
         "tardis_em/dist_pytorch/model/modules.py")),
+    ("torch-points3d", "1.3.0", (
+        "torch_points3d/core/common_modules/base_modules.py", "torch_points3d/modules/PointNet/modules.py")),
 )
 
 
