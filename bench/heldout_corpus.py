@@ -298,6 +298,9 @@ MANIFEST: Manifest = (
         "tardis_em/dist_pytorch/model/modules.py")),
     ("torch-points3d", "1.3.0", (
         "torch_points3d/core/common_modules/base_modules.py", "torch_points3d/modules/PointNet/modules.py")),
+    ("torch-timeseries", "0.2.5", (
+        "torch_timeseries/nn/SelfAttention_Family.py", "torch_timeseries/nn/Transformer_EncDec.py",
+        "torch_timeseries/model/PatchTST.py")),
 )
 
 
