@@ -301,6 +301,7 @@ MANIFEST: Manifest = (
     ("torch-timeseries", "0.2.5", (
         "torch_timeseries/nn/SelfAttention_Family.py", "torch_timeseries/nn/Transformer_EncDec.py",
         "torch_timeseries/model/PatchTST.py")),
+    ("tranception-pytorch", "0.0.8", ("tranception_pytorch/tranception_pytorch.py",)),
 )
 
 
