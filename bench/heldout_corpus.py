@@ -302,6 +302,7 @@ MANIFEST: Manifest = (
         "torch_timeseries/nn/SelfAttention_Family.py", "torch_timeseries/nn/Transformer_EncDec.py",
         "torch_timeseries/model/PatchTST.py")),
     ("tranception-pytorch", "0.0.8", ("tranception_pytorch/tranception_pytorch.py",)),
+    ("vjepa", "0.1.2", ("vjepa/models/utils/modules.py", "vjepa/models/predictor.py")),
 )
 
 
