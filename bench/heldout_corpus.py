@@ -303,6 +303,8 @@ MANIFEST: Manifest = (
         "torch_timeseries/model/PatchTST.py")),
     ("tranception-pytorch", "0.0.8", ("tranception_pytorch/tranception_pytorch.py",)),
     ("vjepa", "0.1.2", ("vjepa/models/utils/modules.py", "vjepa/models/predictor.py")),
+    ("verl", "0.9.1", (
+        "verl/models/transformers/npu_patch.py", "verl/models/transformers/tiled_mlp.py")),
 )
 
 
