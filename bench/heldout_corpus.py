@@ -283,6 +283,28 @@ MANIFEST: Manifest = (
     ("llamafactory", "0.9.5", (
         "llamafactory/model/model_utils/longlora.py", "llamafactory/model/model_utils/moe.py")),
     ("mayavoz", "0.0.1", ("mayavoz/models/dccrn.py", "mayavoz/models/demucs.py", "mayavoz/models/model.py")),
+    # Batch 14 (refreshed 2026-12-06, stop 24): labelled by a fourteenth independent labeller; first letters n-z only,
+    # picked by name and known purpose, leaning to what the set had less of (time series, tabular, point clouds, video,
+    # medical / microscopy imaging, graph nets, researchers' single files, LLM fine-tuning code), files from the archive
+    # listings by name and size before reading (two added after the first pass, from the same archives, one of them
+    # with knowledge of its content: see LABELLING.md "Batch 14").
+    ("ptgnn", "0.10.4", (
+        "ptgnn/neuralmodels/gnn/messagepassing/selfattmessagepassing.py", "ptgnn/neuralmodels/mlp.py")),
+    ("repvgg-pytorch", "1.0.1", ("repvgg_pytorch/repvgg.py", "repvgg_pytorch/repvggplus.py")),
+    ("swin-transformer-pytorch", "0.4.1", ("swin_transformer_pytorch/swin_transformer.py",)),
+    ("tabular-transformers", "0.1.1", ("fttransformer/model.py", "tabtransformer/model.py")),
+    ("tardis-em", "0.3.36", (
+        "tardis_em/dist_pytorch/model/layers.py", "tardis_em/cnn/model/convolution.py",
+        "tardis_em/dist_pytorch/model/modules.py")),
+    ("torch-points3d", "1.3.0", (
+        "torch_points3d/core/common_modules/base_modules.py", "torch_points3d/modules/PointNet/modules.py")),
+    ("torch-timeseries", "0.2.5", (
+        "torch_timeseries/nn/SelfAttention_Family.py", "torch_timeseries/nn/Transformer_EncDec.py",
+        "torch_timeseries/model/PatchTST.py")),
+    ("tranception-pytorch", "0.0.8", ("tranception_pytorch/tranception_pytorch.py",)),
+    ("vjepa", "0.1.2", ("vjepa/models/utils/modules.py", "vjepa/models/predictor.py")),
+    ("verl", "0.9.1", (
+        "verl/models/transformers/npu_patch.py", "verl/models/transformers/tiled_mlp.py")),
 )
 
 
