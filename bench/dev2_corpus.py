@@ -230,6 +230,13 @@ MANIFEST: Manifest = (
     ("min-dalle", "0.4.11", (
         "min_dalle/models/dalle_bart_encoder.py", "min_dalle/models/dalle_bart_decoder.py",
         "min_dalle/models/vqgan_detokenizer.py")),
+    # Batch 9 (label12, 2026-12-06): distributions a-m (another labeller took n-z), none in the real-world, held-out,
+    # dev2 or oracle lists (packages.py, fresh.py: all slices), nor transformers; chosen by name and known purpose
+    # before reading (text detection / OCR, cell segmentation, backbones, speech, LLM training, video diffusion, time
+    # series, tabular, hypergraphs, antibody language model, RL, a research weather model) and fetched with
+    # `pip download --no-deps`; 24 files picked from the archive listings by name and size before reading, none added
+    # or dropped after; see "Batch 9" in bench/data/dev2/LABELLING.md.
+    ("ablang", "0.3.1", ("ablang/encoderblocks.py", "ablang/model.py")),
 )
 
 
