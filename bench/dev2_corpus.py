@@ -237,6 +237,8 @@ MANIFEST: Manifest = (
     # `pip download --no-deps`; 24 files picked from the archive listings by name and size before reading, none added
     # or dropped after; see "Batch 9" in bench/data/dev2/LABELLING.md.
     ("ablang", "0.3.1", ("ablang/encoderblocks.py", "ablang/model.py")),
+    ("basicts", "1.1.0", (
+        "basicts/modules/transformer/attentions/multi_head_attention.py", "basicts/modules/transformer/encoder.py")),
 )
 
 
