@@ -239,6 +239,8 @@ MANIFEST: Manifest = (
     ("ablang", "0.3.1", ("ablang/encoderblocks.py", "ablang/model.py")),
     ("basicts", "1.1.0", (
         "basicts/modules/transformer/attentions/multi_head_attention.py", "basicts/modules/transformer/encoder.py")),
+    ("cellseg-models-pytorch", "0.2.0", (
+        "cellseg_models_pytorch/modules/self_attention_modules.py", "cellseg_models_pytorch/modules/conv_block.py")),
 )
 
 
