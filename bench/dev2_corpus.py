@@ -241,6 +241,9 @@ MANIFEST: Manifest = (
         "basicts/modules/transformer/attentions/multi_head_attention.py", "basicts/modules/transformer/encoder.py")),
     ("cellseg-models-pytorch", "0.2.0", (
         "cellseg_models_pytorch/modules/self_attention_modules.py", "cellseg_models_pytorch/modules/conv_block.py")),
+    ("composer", "0.32.1", (
+        "composer/algorithms/alibi/attention_surgery_functions/_bert.py",
+        "composer/algorithms/gated_linear_units/gated_linear_unit_layers.py")),
 )
 
 
