@@ -244,6 +244,7 @@ MANIFEST: Manifest = (
     ("composer", "0.32.1", (
         "composer/algorithms/alibi/attention_surgery_functions/_bert.py",
         "composer/algorithms/gated_linear_units/gated_linear_unit_layers.py")),
+    ("dhg", "0.9.7", ("dhg/models/graphs/bgnn.py", "dhg/nn/convs/graphs/gat_conv.py")),
 )
 
 
