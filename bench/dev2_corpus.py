@@ -245,6 +245,8 @@ MANIFEST: Manifest = (
         "composer/algorithms/alibi/attention_surgery_functions/_bert.py",
         "composer/algorithms/gated_linear_units/gated_linear_unit_layers.py")),
     ("dhg", "0.9.7", ("dhg/models/graphs/bgnn.py", "dhg/nn/convs/graphs/gat_conv.py")),
+    ("fireredasr", "0.0.2", (
+        "fireredasr/models/module/conformer_encoder.py", "fireredasr/models/module/transformer_decoder.py")),
 )
 
 
