@@ -247,6 +247,7 @@ MANIFEST: Manifest = (
     ("dhg", "0.9.7", ("dhg/models/graphs/bgnn.py", "dhg/nn/convs/graphs/gat_conv.py")),
     ("fireredasr", "0.0.2", (
         "fireredasr/models/module/conformer_encoder.py", "fireredasr/models/module/transformer_decoder.py")),
+    ("gluoncv-torch", "0.0.5", ("gluoncvth/models/resnet.py", "gluoncvth/models/wideresnet.py")),
 )
 
 
