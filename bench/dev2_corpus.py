@@ -248,6 +248,7 @@ MANIFEST: Manifest = (
     ("fireredasr", "0.0.2", (
         "fireredasr/models/module/conformer_encoder.py", "fireredasr/models/module/transformer_decoder.py")),
     ("gluoncv-torch", "0.0.5", ("gluoncvth/models/resnet.py", "gluoncvth/models/wideresnet.py")),
+    ("imitation", "1.0.1", ("imitation/util/networks.py", "imitation/algorithms/bc.py")),
 )
 
 
