@@ -249,6 +249,8 @@ MANIFEST: Manifest = (
         "fireredasr/models/module/conformer_encoder.py", "fireredasr/models/module/transformer_decoder.py")),
     ("gluoncv-torch", "0.0.5", ("gluoncvth/models/resnet.py", "gluoncvth/models/wideresnet.py")),
     ("imitation", "1.0.1", ("imitation/util/networks.py", "imitation/algorithms/bc.py")),
+    ("ltx-video", "0.1.2", (
+        "ltx_video/models/transformers/attention.py", "ltx_video/models/transformers/embeddings.py")),
 )
 
 
