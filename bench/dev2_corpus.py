@@ -251,6 +251,7 @@ MANIFEST: Manifest = (
     ("imitation", "1.0.1", ("imitation/util/networks.py", "imitation/algorithms/bc.py")),
     ("ltx-video", "0.1.2", (
         "ltx_video/models/transformers/attention.py", "ltx_video/models/transformers/embeddings.py")),
+    ("ludwig", "0.11.0", ("ludwig/modules/attention_modules.py", "ludwig/modules/tabnet_modules.py")),
 )
 
 
