@@ -252,6 +252,7 @@ MANIFEST: Manifest = (
     ("ltx-video", "0.1.2", (
         "ltx_video/models/transformers/attention.py", "ltx_video/models/transformers/embeddings.py")),
     ("ludwig", "0.11.0", ("ludwig/modules/attention_modules.py", "ludwig/modules/tabnet_modules.py")),
+    ("metnet3-pytorch", "0.0.12", ("metnet3_pytorch/metnet3_pytorch.py",)),
 )
 
 
