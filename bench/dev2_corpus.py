@@ -253,6 +253,10 @@ MANIFEST: Manifest = (
         "ltx_video/models/transformers/attention.py", "ltx_video/models/transformers/embeddings.py")),
     ("ludwig", "0.11.0", ("ludwig/modules/attention_modules.py", "ludwig/modules/tabnet_modules.py")),
     ("metnet3-pytorch", "0.0.12", ("metnet3_pytorch/metnet3_pytorch.py",)),
+    ("mmocr", "1.0.1", (
+        "mmocr/models/common/layers/transformer_layers.py",
+        "mmocr/models/textrecog/layers/dot_product_attention_layer.py",
+        "mmocr/models/textrecog/encoders/svtr_encoder.py")),
 )
 
 
