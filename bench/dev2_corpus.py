@@ -230,6 +230,33 @@ MANIFEST: Manifest = (
     ("min-dalle", "0.4.11", (
         "min_dalle/models/dalle_bart_encoder.py", "min_dalle/models/dalle_bart_decoder.py",
         "min_dalle/models/vqgan_detokenizer.py")),
+    # Batch 9 (label12, 2026-12-06): distributions a-m (another labeller took n-z), none in the real-world, held-out,
+    # dev2 or oracle lists (packages.py, fresh.py: all slices), nor transformers; chosen by name and known purpose
+    # before reading (text detection / OCR, cell segmentation, backbones, speech, LLM training, video diffusion, time
+    # series, tabular, hypergraphs, antibody language model, RL, a research weather model) and fetched with
+    # `pip download --no-deps`; 24 files picked from the archive listings by name and size before reading, none added
+    # or dropped after; see "Batch 9" in bench/data/dev2/LABELLING.md.
+    ("ablang", "0.3.1", ("ablang/encoderblocks.py", "ablang/model.py")),
+    ("basicts", "1.1.0", (
+        "basicts/modules/transformer/attentions/multi_head_attention.py", "basicts/modules/transformer/encoder.py")),
+    ("cellseg-models-pytorch", "0.2.0", (
+        "cellseg_models_pytorch/modules/self_attention_modules.py", "cellseg_models_pytorch/modules/conv_block.py")),
+    ("composer", "0.32.1", (
+        "composer/algorithms/alibi/attention_surgery_functions/_bert.py",
+        "composer/algorithms/gated_linear_units/gated_linear_unit_layers.py")),
+    ("dhg", "0.9.7", ("dhg/models/graphs/bgnn.py", "dhg/nn/convs/graphs/gat_conv.py")),
+    ("fireredasr", "0.0.2", (
+        "fireredasr/models/module/conformer_encoder.py", "fireredasr/models/module/transformer_decoder.py")),
+    ("gluoncv-torch", "0.0.5", ("gluoncvth/models/resnet.py", "gluoncvth/models/wideresnet.py")),
+    ("imitation", "1.0.1", ("imitation/util/networks.py", "imitation/algorithms/bc.py")),
+    ("ltx-video", "0.1.2", (
+        "ltx_video/models/transformers/attention.py", "ltx_video/models/transformers/embeddings.py")),
+    ("ludwig", "0.11.0", ("ludwig/modules/attention_modules.py", "ludwig/modules/tabnet_modules.py")),
+    ("metnet3-pytorch", "0.0.12", ("metnet3_pytorch/metnet3_pytorch.py",)),
+    ("mmocr", "1.0.1", (
+        "mmocr/models/common/layers/transformer_layers.py",
+        "mmocr/models/textrecog/layers/dot_product_attention_layer.py",
+        "mmocr/models/textrecog/encoders/svtr_encoder.py")),
 )
 
 
