@@ -305,6 +305,12 @@ MANIFEST: Manifest = (
     ("vjepa", "0.1.2", ("vjepa/models/utils/modules.py", "vjepa/models/predictor.py")),
     ("verl", "0.9.1", (
         "verl/models/transformers/npu_patch.py", "verl/models/transformers/tiled_mlp.py")),
+    # Batch 15 (refreshed 2026-12-06, stop 24): labelled by a fifteenth independent labeller; first letters a-m only,
+    # picked by name and known purpose, leaning to what the set had less of (time series / tabular anomaly detection,
+    # tabular attention, point clouds, video, speech enhancement, medical imaging, atomistic graph nets, researchers'
+    # single-file transformers, LLM fine-tuning code), files from the archive listings by name and size before reading
+    # (one added after the first pass, from the same archive: deltaconv nn/nonlin.py; see LABELLING.md "Batch 15").
+    ("attenuate", "0.1.1", ("attenuate/model.py",)),
 )
 
 
