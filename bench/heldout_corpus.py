@@ -311,6 +311,8 @@ MANIFEST: Manifest = (
     # single-file transformers, LLM fine-tuning code), files from the archive listings by name and size before reading
     # (one added after the first pass, from the same archive: deltaconv nn/nonlin.py; see LABELLING.md "Batch 15").
     ("attenuate", "0.1.1", ("attenuate/model.py",)),
+    ("complex-valued-transformer", "0.0.14", (
+        "complex_valued_transformer/attend.py", "complex_valued_transformer/complex_valued_transformer.py")),
 )
 
 
