@@ -313,6 +313,7 @@ MANIFEST: Manifest = (
     ("attenuate", "0.1.1", ("attenuate/model.py",)),
     ("complex-valued-transformer", "0.0.14", (
         "complex_valued_transformer/attend.py", "complex_valued_transformer/complex_valued_transformer.py")),
+    ("dantabnn", "0.3.1", ("dantabnn/models/danet.py", "dantabnn/models/gating.py")),
 )
 
 
