@@ -314,6 +314,8 @@ MANIFEST: Manifest = (
     ("complex-valued-transformer", "0.0.14", (
         "complex_valued_transformer/attend.py", "complex_valued_transformer/complex_valued_transformer.py")),
     ("dantabnn", "0.3.1", ("dantabnn/models/danet.py", "dantabnn/models/gating.py")),
+    ("deepod", "0.4.1", (
+        "deepod/core/transformer/selfattention_family.py", "deepod/models/time_series/anomalytransformer.py")),
 )
 
 
