@@ -316,6 +316,9 @@ MANIFEST: Manifest = (
     ("dantabnn", "0.3.1", ("dantabnn/models/danet.py", "dantabnn/models/gating.py")),
     ("deepod", "0.4.1", (
         "deepod/core/transformer/selfattention_family.py", "deepod/models/time_series/anomalytransformer.py")),
+    ("deltaconv", "1.0.2", (
+        "deltaconv/nn/mlp.py", "deltaconv/models/deltanet_base.py", "deltaconv/nn/deltaconv.py",
+        "deltaconv/nn/nonlin.py")),
 )
 
 
