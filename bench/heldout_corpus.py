@@ -319,6 +319,9 @@ MANIFEST: Manifest = (
     ("deltaconv", "1.0.2", (
         "deltaconv/nn/mlp.py", "deltaconv/models/deltanet_base.py", "deltaconv/nn/deltaconv.py",
         "deltaconv/nn/nonlin.py")),
+    ("flagembedding", "1.4.2", (
+        "FlagEmbedding/abc/finetune/embedder/AbsModeling.py",
+        "FlagEmbedding/inference/reranker/decoder_only/models/gemma_model.py")),
 )
 
 
