@@ -322,6 +322,7 @@ MANIFEST: Manifest = (
     ("flagembedding", "1.4.2", (
         "FlagEmbedding/abc/finetune/embedder/AbsModeling.py",
         "FlagEmbedding/inference/reranker/decoder_only/models/gemma_model.py")),
+    ("hippynn", "0.1.3", ("hippynn/layers/hiplayers/interactions.py", "hippynn/networks/hipnn.py")),
 )
 
 
