@@ -323,6 +323,7 @@ MANIFEST: Manifest = (
         "FlagEmbedding/abc/finetune/embedder/AbsModeling.py",
         "FlagEmbedding/inference/reranker/decoder_only/models/gemma_model.py")),
     ("hippynn", "0.1.3", ("hippynn/layers/hiplayers/interactions.py", "hippynn/networks/hipnn.py")),
+    ("medicaltorch", "0.2", ("medicaltorch/models.py",)),
 )
 
 
