@@ -324,6 +324,7 @@ MANIFEST: Manifest = (
         "FlagEmbedding/inference/reranker/decoder_only/models/gemma_model.py")),
     ("hippynn", "0.1.3", ("hippynn/layers/hiplayers/interactions.py", "hippynn/networks/hipnn.py")),
     ("medicaltorch", "0.2", ("medicaltorch/models.py",)),
+    ("memformer", "0.3.1", ("memformer/memformer.py", "memformer/autoregressive_wrapper.py")),
 )
 
 
