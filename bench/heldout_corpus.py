@@ -325,6 +325,7 @@ MANIFEST: Manifest = (
     ("hippynn", "0.1.3", ("hippynn/layers/hiplayers/interactions.py", "hippynn/networks/hipnn.py")),
     ("medicaltorch", "0.2", ("medicaltorch/models.py",)),
     ("memformer", "0.3.1", ("memformer/memformer.py", "memformer/autoregressive_wrapper.py")),
+    ("menovideo", "0.5.1", ("menovideo/menovideo.py",)),
 )
 
 
