@@ -305,6 +305,27 @@ MANIFEST: Manifest = (
     ("vjepa", "0.1.2", ("vjepa/models/utils/modules.py", "vjepa/models/predictor.py")),
     ("verl", "0.9.1", (
         "verl/models/transformers/npu_patch.py", "verl/models/transformers/tiled_mlp.py")),
+    # Batch 15 (refreshed 2026-12-06, stop 24): labelled by a fifteenth independent labeller; first letters a-m only,
+    # picked by name and known purpose, leaning to what the set had less of (time series / tabular anomaly detection,
+    # tabular attention, point clouds, video, speech enhancement, medical imaging, atomistic graph nets, researchers'
+    # single-file transformers, LLM fine-tuning code), files from the archive listings by name and size before reading
+    # (one added after the first pass, from the same archive: deltaconv nn/nonlin.py; see LABELLING.md "Batch 15").
+    ("attenuate", "0.1.1", ("attenuate/model.py",)),
+    ("complex-valued-transformer", "0.0.14", (
+        "complex_valued_transformer/attend.py", "complex_valued_transformer/complex_valued_transformer.py")),
+    ("dantabnn", "0.3.1", ("dantabnn/models/danet.py", "dantabnn/models/gating.py")),
+    ("deepod", "0.4.1", (
+        "deepod/core/transformer/selfattention_family.py", "deepod/models/time_series/anomalytransformer.py")),
+    ("deltaconv", "1.0.2", (
+        "deltaconv/nn/mlp.py", "deltaconv/models/deltanet_base.py", "deltaconv/nn/deltaconv.py",
+        "deltaconv/nn/nonlin.py")),
+    ("flagembedding", "1.4.2", (
+        "FlagEmbedding/abc/finetune/embedder/AbsModeling.py",
+        "FlagEmbedding/inference/reranker/decoder_only/models/gemma_model.py")),
+    ("hippynn", "0.1.3", ("hippynn/layers/hiplayers/interactions.py", "hippynn/networks/hipnn.py")),
+    ("medicaltorch", "0.2", ("medicaltorch/models.py",)),
+    ("memformer", "0.3.1", ("memformer/memformer.py", "memformer/autoregressive_wrapper.py")),
+    ("menovideo", "0.5.1", ("menovideo/menovideo.py",)),
 )
 
 
