@@ -257,6 +257,13 @@ MANIFEST: Manifest = (
         "mmocr/models/common/layers/transformer_layers.py",
         "mmocr/models/textrecog/layers/dot_product_attention_layer.py",
         "mmocr/models/textrecog/encoders/svtr_encoder.py")),
+    # Batch 10 (label13, 2026-12-06): distributions n-z (another labeller took a-m for another set), none in the
+    # real-world, held-out, dev2 or oracle lists (packages.py, fresh.py: all slices), nor transformers; chosen by name
+    # and known purpose before reading (detection, segmentation, backbones, vocoders, NLP, diffusion, time series,
+    # tabular, heterogeneous graphs, proteomics, RL for routing, a point-cloud research package) and fetched with
+    # `pip download --no-deps`; 23 files picked from the archive listings by name and size before reading, none added
+    # or dropped after; see "Batch 10" in bench/data/dev2/LABELLING.md.
+    ("nfnets-pytorch", "0.1.3", ("nfnets/models/resnet.py", "nfnets/agc.py")),
 )
 
 
