@@ -264,6 +264,7 @@ MANIFEST: Manifest = (
     # `pip download --no-deps`; 23 files picked from the archive listings by name and size before reading, none added
     # or dropped after; see "Batch 10" in bench/data/dev2/LABELLING.md.
     ("nfnets-pytorch", "0.1.3", ("nfnets/models/resnet.py", "nfnets/agc.py")),
+    ("openhgnn", "0.7.0", ("openhgnn/models/HGT.py", "openhgnn/models/SimpleHGN.py")),
 )
 
 
