@@ -265,6 +265,8 @@ MANIFEST: Manifest = (
     # or dropped after; see "Batch 10" in bench/data/dev2/LABELLING.md.
     ("nfnets-pytorch", "0.1.3", ("nfnets/models/resnet.py", "nfnets/agc.py")),
     ("openhgnn", "0.7.0", ("openhgnn/models/HGT.py", "openhgnn/models/SimpleHGN.py")),
+    ("parallel-wavegan", "0.6.1", (
+        "parallel_wavegan/models/parallel_wavegan.py", "parallel_wavegan/layers/residual_block.py")),
 )
 
 
