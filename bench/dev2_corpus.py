@@ -267,6 +267,7 @@ MANIFEST: Manifest = (
     ("openhgnn", "0.7.0", ("openhgnn/models/HGT.py", "openhgnn/models/SimpleHGN.py")),
     ("parallel-wavegan", "0.6.1", (
         "parallel_wavegan/models/parallel_wavegan.py", "parallel_wavegan/layers/residual_block.py")),
+    ("peptdeep", "1.5.1", ("peptdeep/model/building_block.py", "peptdeep/model/rt.py")),
 )
 
 
