@@ -268,6 +268,7 @@ MANIFEST: Manifest = (
     ("parallel-wavegan", "0.6.1", (
         "parallel_wavegan/models/parallel_wavegan.py", "parallel_wavegan/layers/residual_block.py")),
     ("peptdeep", "1.5.1", ("peptdeep/model/building_block.py", "peptdeep/model/rt.py")),
+    ("pytorch-tsmixer", "0.2.0", ("torchtsmixer/layers.py", "torchtsmixer/tsmixer.py")),
 )
 
 
