@@ -269,6 +269,7 @@ MANIFEST: Manifest = (
         "parallel_wavegan/models/parallel_wavegan.py", "parallel_wavegan/layers/residual_block.py")),
     ("peptdeep", "1.5.1", ("peptdeep/model/building_block.py", "peptdeep/model/rt.py")),
     ("pytorch-tsmixer", "0.2.0", ("torchtsmixer/layers.py", "torchtsmixer/tsmixer.py")),
+    ("rl4co", "0.7.0", ("rl4co/models/nn/attention.py", "rl4co/models/nn/graph/attnnet.py")),
 )
 
 
