@@ -270,6 +270,7 @@ MANIFEST: Manifest = (
     ("peptdeep", "1.5.1", ("peptdeep/model/building_block.py", "peptdeep/model/rt.py")),
     ("pytorch-tsmixer", "0.2.0", ("torchtsmixer/layers.py", "torchtsmixer/tsmixer.py")),
     ("rl4co", "0.7.0", ("rl4co/models/nn/attention.py", "rl4co/models/nn/graph/attnnet.py")),
+    ("roformer", "0.4.3", ("roformer/modeling_roformer.py",)),
 )
 
 
