@@ -272,6 +272,8 @@ MANIFEST: Manifest = (
     ("rl4co", "0.7.0", ("rl4co/models/nn/attention.py", "rl4co/models/nn/graph/attnnet.py")),
     ("roformer", "0.4.3", ("roformer/modeling_roformer.py",)),
     ("score-models", "0.5.11", ("score_models/architectures/ncsnpp.py", "score_models/layers/attention_block.py")),
+    ("synthcity", "0.2.12", (
+        "synthcity/plugins/core/models/mlp.py", "synthcity/plugins/core/models/tabular_ddpm/modules.py")),
 )
 
 
