@@ -274,6 +274,7 @@ MANIFEST: Manifest = (
     ("score-models", "0.5.11", ("score_models/architectures/ncsnpp.py", "score_models/layers/attention_block.py")),
     ("synthcity", "0.2.12", (
         "synthcity/plugins/core/models/mlp.py", "synthcity/plugins/core/models/tabular_ddpm/modules.py")),
+    ("torchseg", "0.0.1a4", ("torchseg/encoders/mix_transformer.py", "torchseg/decoders/manet/decoder.py")),
 )
 
 
