@@ -276,6 +276,7 @@ MANIFEST: Manifest = (
         "synthcity/plugins/core/models/mlp.py", "synthcity/plugins/core/models/tabular_ddpm/modules.py")),
     ("torchseg", "0.0.1a4", ("torchseg/encoders/mix_transformer.py", "torchseg/decoders/manet/decoder.py")),
     ("VN-transformer", "0.1.0", ("VN_transformer/VN_transformer.py", "VN_transformer/attend.py")),
+    ("yolort", "0.6.3", ("yolort/v5/models/common.py", "yolort/models/transformer.py")),
 )
 
 
