@@ -257,6 +257,26 @@ MANIFEST: Manifest = (
         "mmocr/models/common/layers/transformer_layers.py",
         "mmocr/models/textrecog/layers/dot_product_attention_layer.py",
         "mmocr/models/textrecog/encoders/svtr_encoder.py")),
+    # Batch 10 (label13, 2026-12-06): distributions n-z (another labeller took a-m for another set), none in the
+    # real-world, held-out, dev2 or oracle lists (packages.py, fresh.py: all slices), nor transformers; chosen by name
+    # and known purpose before reading (detection, segmentation, backbones, vocoders, NLP, diffusion, time series,
+    # tabular, heterogeneous graphs, proteomics, RL for routing, a point-cloud research package) and fetched with
+    # `pip download --no-deps`; 23 files picked from the archive listings by name and size before reading, none added
+    # or dropped after; see "Batch 10" in bench/data/dev2/LABELLING.md.
+    ("nfnets-pytorch", "0.1.3", ("nfnets/models/resnet.py", "nfnets/agc.py")),
+    ("openhgnn", "0.7.0", ("openhgnn/models/HGT.py", "openhgnn/models/SimpleHGN.py")),
+    ("parallel-wavegan", "0.6.1", (
+        "parallel_wavegan/models/parallel_wavegan.py", "parallel_wavegan/layers/residual_block.py")),
+    ("peptdeep", "1.5.1", ("peptdeep/model/building_block.py", "peptdeep/model/rt.py")),
+    ("pytorch-tsmixer", "0.2.0", ("torchtsmixer/layers.py", "torchtsmixer/tsmixer.py")),
+    ("rl4co", "0.7.0", ("rl4co/models/nn/attention.py", "rl4co/models/nn/graph/attnnet.py")),
+    ("roformer", "0.4.3", ("roformer/modeling_roformer.py",)),
+    ("score-models", "0.5.11", ("score_models/architectures/ncsnpp.py", "score_models/layers/attention_block.py")),
+    ("synthcity", "0.2.12", (
+        "synthcity/plugins/core/models/mlp.py", "synthcity/plugins/core/models/tabular_ddpm/modules.py")),
+    ("torchseg", "0.0.1a4", ("torchseg/encoders/mix_transformer.py", "torchseg/decoders/manet/decoder.py")),
+    ("VN-transformer", "0.1.0", ("VN_transformer/VN_transformer.py", "VN_transformer/attend.py")),
+    ("yolort", "0.6.3", ("yolort/v5/models/common.py", "yolort/models/transformer.py")),
 )
 
 
