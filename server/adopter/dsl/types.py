@@ -504,6 +504,9 @@ class GuardKind(str, Enum):
     # probabilities permuted (`$pp`) into a product: the softmax runs over the keys' axis, which the second product
     # contracts, its rows being the queries' (engine.permuted_scores)
     PERMUTED_SCORES = "permuted_scores"
+    # distinct($a, $b): the values bound differ (another op's output, or another expression): a gated MLP's gate
+    # and up projections read two weights, not one weight twice (`silu(x @ w) * (x @ w)` is no gated MLP)
+    DISTINCT = "distinct"
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,7 +66,8 @@ _USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKi
 # once per combination of the optional head splits present or skipped).
 _VALUE_GUARDS = frozenset({GuardKind.UNSPLIT, GuardKind.SAME_PATHS, GuardKind.ATTENTION_ROLES,
                            GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR, GuardKind.TRAILING_AXES,
-                           GuardKind.INDEPENDENT, GuardKind.OWN_CALL, GuardKind.PERMUTED_SCORES})
+                           GuardKind.INDEPENDENT, GuardKind.OWN_CALL, GuardKind.PERMUTED_SCORES,
+                           GuardKind.DISTINCT})
 # Hard guards on the texts of bound values and literals (`_guard_ok`): like `_VALUE_GUARDS`, answered before
 # the leaves once their variables are bound (`RuleMatcher._feasible`). Transposes of the head split
 # (`x.transpose(1, 2)`) then end f10's search at its first step instead of at every leaf below it.
@@ -679,6 +680,8 @@ class RuleMatcher:
             return not any(self._container_item(v) for v in values)
         if kind == GuardKind.PERMUTED_SCORES:
             return len(values) == 3 and permuted_scores(values[0], values[1], values[2], self.flat)
+        if kind == GuardKind.DISTINCT:
+            return None not in values and len(set(values)) == len(values)
         raise ValueError(f"not a value guard: {kind}")
 
     def _container_item(self, value: Bound | None) -> bool:
