@@ -103,6 +103,9 @@ _SAME_RANK_PARTS = frozenset({
     ("method", "chunk"), ("function", "torch.chunk"), ("method", "split"), ("function", "torch.split"),
 })
 _ELEMENTWISE = frozenset({"+", "-", "*", "/"})
+# Products whose operands and result are 3-D by contract (`torch.bmm`, the product in `torch.baddbmm`).
+_BATCHED_PRODUCTS = frozenset({("function", "torch.bmm"), ("method", "bmm"), ("function", "torch.baddbmm"),
+                               ("method", "baddbmm")})
 # Functions that return a Python number (rank 0): `w * int(c) ** -0.5` keeps the rank of `w`.
 _SCALAR_FUNCTIONS = frozenset({"int", "float", "math.sqrt", "math.log", "math.exp", "math.pow"})
 # Modules whose output has the rank of their input.
@@ -515,6 +518,10 @@ class _Pass:
             self.probs.add(out)
         elif key == CAST and first in self.probs:
             self.probs.add(out)
+        elif key == CAST and first is not None and first in self.swapped and out != first:
+            # `p = p.permute(0, 2, 1).contiguous()`: the transposed probabilities through a cast are still
+            # their transpose (the CompVis attention block as audioldm writes it, `.contiguous()` on each step).
+            self.swapped[out] = self.swapped[first]
         elif (key == TRANSPOSE and first is not None and len(op.args) == 3
               and {a.text for a in op.args[1:] if isinstance(a, Expr)} == {"-2", "-1"}):
             self.swapped[out] = first
@@ -1595,6 +1602,15 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
             for name in op.outputs:
                 ranks[name] = r
         return
+    if len(op.outputs) > 1:
+        # `q, k, v = qkv.reshape(b, n, 3, h, d).permute(2, 0, 3, 1, 4)` (or `.unbind(0)`): unpacking a tensor
+        # iterates its first axis, so each part has one axis fewer (timm's ViT writes `attn.softmax(dim=-1)`,
+        # other code `F.softmax(s, 3)` on the 4-D scores of those parts).
+        part = 0 if _sizes(op) else _part_rank(op, known)
+        if part is not None:
+            for name in op.outputs:
+                ranks[name] = part
+        return
     if len(op.outputs) != 1:
         return
     key = (op.kind._value_, op.target)
@@ -1612,6 +1628,8 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
         ra, rb = _rank(op.args[0], known), _rank(op.args[1], known)
         if ra is not None and rb is not None and ra >= 2 and rb >= 2:
             rank = max(ra, rb)
+        elif op.origin is not None and (op.origin.kind._value_, op.origin.target) in _BATCHED_PRODUCTS:
+            rank = 3  # `torch.bmm` (and `baddbmm`) take and give 3-D tensors, whatever is known of the operands
     elif op.kind == _FUNCTION and op.target in ("einops.rearrange", "einops.repeat") and len(op.args) >= 2:
         rank = _einops_rank(op.args[1])
     elif op.kind == _FUNCTION and op.target in _SCALAR_FUNCTIONS:
@@ -1623,5 +1641,29 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
         ctor = _ctor_of(by_attr, op.target)
         if ctor is not None and ctor.callee in _SAME_RANK_MODULES:
             rank = _rank(first, known)
+    elif (op.kind == _OPERATOR and op.target == "getitem" and first is not None and len(op.args) == 2
+          and isinstance(op.args[1], Expr) and _INT.match(op.args[1].text)):
+        r = _rank(first, known)
+        rank = None if r is None or r < 1 else r - 1  # `qkv[0]`: an integer index drops the first axis
     if rank is not None:
         ranks[op.outputs[0]] = rank
+
+
+def _sizes(op: Op) -> bool:
+    """`b, c, t = x.shape` (or `x.size()`): the names it binds are numbers, rank 0 (`s * c ** -0.5` keeps the
+    rank of `s`)."""
+    return len(op.args) >= 1 and (
+        (op.kind == _OPERATOR and op.target == "getattr" and len(op.args) == 2 and isinstance(op.args[1], Expr)
+         and op.args[1].text == "shape")
+        or (op.kind == _METHOD and op.target == "size" and len(op.args) == 1 and not op.kwargs))
+
+
+def _part_rank(op: Op, known: Mapping[str, int]) -> int | None:
+    """The rank of each output of an op whose outputs unpack a tensor along its first axis: a
+    `view`/`reshape`/`permute` with its sizes written, or `unbind` of a tensor of known rank; None otherwise."""
+    whole: int | None = None
+    if op.kind == _METHOD and op.target in ("view", "reshape", "permute"):
+        whole = _shape_count(op.args)
+    elif (op.kind._value_, op.target) in (("method", "unbind"), ("function", "torch.unbind")) and op.args:
+        whole = _rank(op.args[0], known)
+    return whole - 1 if whole is not None and whole >= 2 else None
