@@ -1602,14 +1602,9 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
             for name in op.outputs:
                 ranks[name] = r
         return
-    if len(op.outputs) > 1:
-        # `q, k, v = qkv.reshape(b, n, 3, h, d).permute(2, 0, 3, 1, 4)` (or `.unbind(0)`): unpacking a tensor
-        # iterates its first axis, so each part has one axis fewer (timm's ViT writes `attn.softmax(dim=-1)`,
-        # other code `F.softmax(s, 3)` on the 4-D scores of those parts).
-        part = 0 if _sizes(op) else _part_rank(op, known)
-        if part is not None:
-            for name in op.outputs:
-                ranks[name] = part
+    if len(op.outputs) > 1 and _sizes(op):
+        for name in op.outputs:
+            ranks[name] = 0
         return
     if len(op.outputs) != 1:
         return
@@ -1641,10 +1636,6 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
         ctor = _ctor_of(by_attr, op.target)
         if ctor is not None and ctor.callee in _SAME_RANK_MODULES:
             rank = _rank(first, known)
-    elif (op.kind == _OPERATOR and op.target == "getitem" and first is not None and len(op.args) == 2
-          and isinstance(op.args[1], Expr) and _INT.match(op.args[1].text)):
-        r = _rank(first, known)
-        rank = None if r is None or r < 1 else r - 1  # `qkv[0]`: an integer index drops the first axis
     if rank is not None:
         ranks[op.outputs[0]] = rank
 
@@ -1657,13 +1648,3 @@ def _sizes(op: Op) -> bool:
          and op.args[1].text == "shape")
         or (op.kind == _METHOD and op.target == "size" and len(op.args) == 1 and not op.kwargs))
 
-
-def _part_rank(op: Op, known: Mapping[str, int]) -> int | None:
-    """The rank of each output of an op whose outputs unpack a tensor along its first axis: a
-    `view`/`reshape`/`permute` with its sizes written, or `unbind` of a tensor of known rank; None otherwise."""
-    whole: int | None = None
-    if op.kind == _METHOD and op.target in ("view", "reshape", "permute"):
-        whole = _shape_count(op.args)
-    elif (op.kind._value_, op.target) in (("method", "unbind"), ("function", "torch.unbind")) and op.args:
-        whole = _rank(op.args[0], known)
-    return whole - 1 if whole is not None and whole >= 2 else None
