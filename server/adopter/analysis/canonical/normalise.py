@@ -103,6 +103,9 @@ _SAME_RANK_PARTS = frozenset({
     ("method", "chunk"), ("function", "torch.chunk"), ("method", "split"), ("function", "torch.split"),
 })
 _ELEMENTWISE = frozenset({"+", "-", "*", "/"})
+# Products whose operands and result are 3-D by contract (`torch.bmm`, the product in `torch.baddbmm`).
+_BATCHED_PRODUCTS = frozenset({("function", "torch.bmm"), ("method", "bmm"), ("function", "torch.baddbmm"),
+                               ("method", "baddbmm")})
 # Functions that return a Python number (rank 0): `w * int(c) ** -0.5` keeps the rank of `w`.
 _SCALAR_FUNCTIONS = frozenset({"int", "float", "math.sqrt", "math.log", "math.exp", "math.pow"})
 # Modules whose output has the rank of their input.
@@ -515,6 +518,10 @@ class _Pass:
             self.probs.add(out)
         elif key == CAST and first in self.probs:
             self.probs.add(out)
+        elif key == CAST and first is not None and first in self.swapped and out != first:
+            # `p = p.permute(0, 2, 1).contiguous()`: the transposed probabilities through a cast are still
+            # their transpose (the CompVis attention block as audioldm writes it, `.contiguous()` on each step).
+            self.swapped[out] = self.swapped[first]
         elif (key == TRANSPOSE and first is not None and len(op.args) == 3
               and {a.text for a in op.args[1:] if isinstance(a, Expr)} == {"-2", "-1"}):
             self.swapped[out] = first
@@ -1595,6 +1602,10 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
             for name in op.outputs:
                 ranks[name] = r
         return
+    if len(op.outputs) > 1 and _sizes(op):
+        for name in op.outputs:
+            ranks[name] = 0
+        return
     if len(op.outputs) != 1:
         return
     key = (op.kind._value_, op.target)
@@ -1612,6 +1623,8 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
         ra, rb = _rank(op.args[0], known), _rank(op.args[1], known)
         if ra is not None and rb is not None and ra >= 2 and rb >= 2:
             rank = max(ra, rb)
+        elif op.origin is not None and (op.origin.kind._value_, op.origin.target) in _BATCHED_PRODUCTS:
+            rank = 3  # `torch.bmm` (and `baddbmm`) take and give 3-D tensors, whatever is known of the operands
     elif op.kind == _FUNCTION and op.target in ("einops.rearrange", "einops.repeat") and len(op.args) >= 2:
         rank = _einops_rank(op.args[1])
     elif op.kind == _FUNCTION and op.target in _SCALAR_FUNCTIONS:
@@ -1625,3 +1638,13 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
             rank = _rank(first, known)
     if rank is not None:
         ranks[op.outputs[0]] = rank
+
+
+def _sizes(op: Op) -> bool:
+    """`b, c, t = x.shape` (or `x.size()`): the names it binds are numbers, rank 0 (`s * c ** -0.5` keeps the
+    rank of `s`)."""
+    return len(op.args) >= 1 and (
+        (op.kind == _OPERATOR and op.target == "getattr" and len(op.args) == 2 and isinstance(op.args[1], Expr)
+         and op.args[1].text == "shape")
+        or (op.kind == _METHOD and op.target == "size" and len(op.args) == 1 and not op.kwargs))
+
