@@ -13,7 +13,11 @@ MLP and conv-stack builders write
 iteration the items follow each other in the Sequential, so each run of items added in order in one loop
 body is a chain (`adopter.analysis.chains.sequential_classes.chain_of`: bindings with the constructors' own spans,
 reported without an automatic fix). An addition under a condition inside the loop body cuts the run,
-unless the parameters' defaults decide the condition (`if bn:` with `bn=True`): then their branch is read. Lists
+unless the parameters' defaults decide the condition (`if bn:` with `bn=True`): then their branch is read.
+A condition they leave open (`if v == "M": layers += [pool] else: layers += [conv, bn, relu]`, the VGG
+builders of torchvision, super-gradients and pyiqa) cuts the run before and after it, and each of its
+branches is read as runs of its own: what one branch adds in order follows itself on the path that takes
+it; nothing pairs across branches or across the `if`. Lists
 filled without a loop are not read here: the canonical pass unrolls `nn.Sequential(*layers)` of those, and
 of a list filled in loops in an evident order bound to an attribute nothing indexes (one pass of each loop,
 `InitAnalysis.unrolled_lists`), whose chains are then not reported here as well.
@@ -123,8 +127,24 @@ def _runs(block: Node, target: str, src: SourceText, body: Node | None = None,
                 continue  # no branch runs with the defaults: nothing is added
             if taken is None:
                 runs.append([])
+                for branch in _branches(stmt):
+                    # an `if` the defaults leave open (`if v == "M": ... else: layers += [conv, bn, relu]`, the
+                    # VGG builders): what one branch adds in order is a run on the path that takes it, cut from
+                    # what comes before and after (another path, or nothing, may come between)
+                    runs.extend(_runs(branch, target, src, body, defaults))
+                    runs.append([])
                 continue
             inner = _runs(taken, target, src, body, defaults)
             runs[-1].extend(inner[0])
             runs.extend(inner[1:])
     return runs
+
+
+def _branches(stmt: Node) -> list[Node]:
+    """The blocks of `if_statement` `stmt` (its body, each `elif`'s and the `else`'s); none for another statement."""
+    if stmt.type != "if_statement":
+        return []
+    blocks = [stmt.child_by_field_id(Field.CONSEQUENCE)]
+    for clause in stmt.children_by_field_name("alternative"):
+        blocks.append(clause.child_by_field_id(Field.CONSEQUENCE if clause.type == "elif_clause" else Field.BODY))
+    return [b for b in blocks if b is not None]
