@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from adopter.dsl.types import Ctor
 from adopter.engine import Environment, check, load_rules
 from adopter.session import RuleContext, Session
@@ -144,22 +146,48 @@ def off_by_default(cfg, batch_norm=False):
 """
 
 
-def test_each_branch_of_an_undecided_test_in_the_loop_body_is_read_on_its_own() -> None:
-    # the VGG builders (torchvision `vgg.make_layers`, super-gradients `VGG._make_layers`, pyiqa `stlpips_arch`):
-    # `if v == "M":` is decided by the config, not by a default, so each branch's additions are a run of their own
-    # on the path that takes it: conv -> BN in the `else` (and in an `elif`) is a site, at the conv's constructor
-    # line, reported without a fix like every loop chain. Not sites: the conv and the BatchNorm in two branches
-    # (`alternate`), a BatchNorm after the `if` whose branch adds the conv (`maybe_down`: on the other path it
-    # follows the previous iteration's layer), BN -> ReLU -> conv (`preact`), and a branch the default leaves out
-    # (`off_by_default`, `batch_norm=False`: the default's path is read, as before)
+def test_an_if_the_defaults_leave_open_in_the_loop_body_is_read_on_each_path() -> None:
+    # the VGG builders (super-gradients `VGG._make_layers`, mmagic `VGG16._make_layer`): `if v == "M":` is decided
+    # by the configuration, not by a default, so the loop body runs one branch or the other and each path's
+    # additions follow each other: conv -> BN in the `else`, in an `elif`, and a conv added under a test followed by
+    # the BatchNorm after it (`maybe_down`, on its stride-2 path) are sites, at the conv's constructor line, reported
+    # without a fix like every loop chain. Not sites: the conv and the BatchNorm in two branches (`alternate`: one
+    # iteration runs one of them; iterations are not chained), BN -> ReLU -> conv (`preact`), and a branch the
+    # default leaves out (`off_by_default`, `batch_norm=False`: the default's path is read, as before)
     text = HEADER + BRANCHES
     session = Session(RuleContext(tuple(r for r in load_rules().rules if r.family == 7), (), CPU))
     analysed = session.analysed(text, "vgg.py")
     sites = sorted((f.span.start_line, session.planned(analysed, f)) for f in analysed.findings)
     assert [line for line, _ in sites] == [
-        _branch_line("layers += [nn.Conv2d(in_channels"), _branch_line("layers.append(nn.Conv2d(c_in, w, 1")]
+        _branch_line("layers += [nn.Conv2d(in_channels"), _branch_line("layers.append(nn.Conv2d(c_in, w, 1"),
+        _branch_line("layers.append(nn.Conv2d(c, c, 3, stride=s")]
     # what `check` and `fix` say: detection only, like the other loop chains
     assert all(not d.fixable and "nn.Sequential" in (d.reason or "") for _, d in sites)
+
+
+def test_a_batchnorm_added_under_an_open_test_after_the_layer_is_a_site_on_that_path() -> None:
+    # fuxictr `MLP_Block`: `append(Linear)`, then `if batch_norm and not bn_only_once: append(BatchNorm1d)` (a test
+    # of two names: not decided by the defaults), then an optional activation: Linear -> BN on the path that adds
+    # it (the dev2 label, family 8); the path without it is Linear -> ReLU
+    code = """
+    class MLPBlock(nn.Module):
+        def __init__(self, dims, batch_norm=False, bn_only_once=False):
+            super().__init__()
+            layers = []
+            for d_in, d_out in zip(dims[:-1], dims[1:]):
+                layers.append(nn.Linear(d_in, d_out))
+                if batch_norm and not bn_only_once:
+                    layers.append(nn.BatchNorm1d(d_out))
+                layers.append(nn.ReLU())
+            self.mlp = nn.Sequential(*layers)
+
+        def forward(self, x):
+            return self.mlp(x)
+    """
+    found = check(module(code), load_rules().rules, CPU).findings
+    lines = (HEADER + textwrap.dedent(code)).splitlines()
+    assert [(f.family, lines[f.span.start_line].strip()) for f in found if f.family in (7, 8)] == [
+        (8, "layers.append(nn.Linear(d_in, d_out))")]
 
 
 CPU = Environment("cpu", frozenset(), "2.13.0")

@@ -12,13 +12,14 @@ MLP and conv-stack builders write
 (or `layers += [nn.Linear(...), nn.BatchNorm1d(...), nn.ReLU()]`, `layers.extend([...])`). Within one
 iteration the items follow each other in the Sequential, so each run of items added in order in one loop
 body is a chain (`adopter.analysis.chains.sequential_classes.chain_of`: bindings with the constructors' own spans,
-reported without an automatic fix). An addition under a condition inside the loop body cuts the run,
-unless the parameters' defaults decide the condition (`if bn:` with `bn=True`): then their branch is read.
-A condition they leave open (`if v == "M": layers += [pool] else: layers += [conv, bn, relu]`, the VGG
-builders of torchvision, super-gradients and pyiqa) cuts the run before and after it, and each of its
-branches is read as runs of its own: what one branch adds in order follows itself on the path that takes
-it; nothing pairs across branches or across the `if`. Lists
-filled without a loop are not read here: the canonical pass unrolls `nn.Sequential(*layers)` of those, and
+reported without an automatic fix). An addition under a condition the parameters' defaults decide (`if bn:`
+with `bn=True`) is read on their branch; a nested loop, `with` or `try` that adds cuts the run. A condition
+they leave open (`if v == "M": layers += [pool] else: layers += [conv, bn, relu]`, the VGG builders of
+super-gradients and mmagic; `layers.append(linear)` then `if batch_norm and not bn_only_once:
+layers.append(bn)`, fuxictr's `MLP_Block`) is read on each of its paths (one branch, or none without an
+`else`): the runs of every path are chains, as a layer bound under a condition is a site on the path that
+binds it (the labelling convention, `bench/data/dev2/LABELLING.md`). Nothing pairs across branches, nor
+across iterations. Lists filled without a loop are not read here: the canonical pass unrolls `nn.Sequential(*layers)` of those, and
 of a list filled in loops in an evident order bound to an attribute nothing indexes (one pass of each loop,
 `InitAnalysis.unrolled_lists`), whose chains are then not reported here as well.
 """
@@ -41,6 +42,7 @@ from adopter.dsl.types import Architecture
 
 MIN_CHILDREN = 2
 MAX_CHAINS = 32  # per function: a bound on generated code
+MAX_PATHS = 16  # paths through the `if`s of one loop body read together: a bound on the runs
 _NESTED = ("function_definition", "class_definition", "decorated_definition", "lambda")
 _LOOPS = ("for_statement", "while_statement")
 _PARENT_INIT = re.compile(r"super\((?:\w+,self)?\)\.__init__")
@@ -110,34 +112,63 @@ def list_chains(function: Node, name: str, src: SourceText, symbols: ModuleSymbo
 
 def _runs(block: Node, target: str, src: SourceText, body: Node | None = None,
           defaults: Mapping[str, str | None] | None = None) -> list[list[Node]]:
-    """Runs of items added to `target` by consecutive statements of `block` (other statements are
-    skipped; a compound statement that adds to it cuts the run, unless it is an `if` the parameters'
-    `defaults` decide: its branch for them is read in place, `adopter.analysis.chains.default_branches`;
-    `body` is the function's body)."""
-    runs: list[list[Node]] = [[]]
+    """Runs of items added to `target` by consecutive statements of `block` on one path through it (other
+    statements are skipped; a compound statement that adds to it cuts the run, unless it is an `if`: the branch
+    the parameters' `defaults` decide is read in place, `adopter.analysis.chains.default_branches`, and an `if`
+    they leave open is read on each of its paths, `_paths`; `body` is the function's body). Each run once."""
+    runs: list[list[Node]] = []
+    seen: set[tuple[int, ...]] = set()
+    for path in _paths(block, target, src, body, defaults):
+        run: list[Node] = []
+        for item in [*path, None]:
+            if item is not None:
+                run.append(item)
+                continue
+            key = tuple(n.start_byte for n in run)
+            if run and key not in seen:
+                seen.add(key)
+                runs.append(run)
+            run = []
+    return runs
+
+
+def _paths(block: Node, target: str, src: SourceText, body: Node | None,
+           defaults: Mapping[str, str | None] | None) -> list[list[Node | None]]:
+    """The items `block` adds to `target` on each path through its `if`s (None: a cut). An `if` the defaults
+    leave open (`if v == "M": pool else: [conv, bn, relu]`, VGG's builders; `if batch_norm and not
+    bn_only_once: append(bn)` after `append(linear)`) runs one branch, or none without an `else`, so each
+    alternative continues the path that reaches it: the layers one path adds follow each other. Past `MAX_PATHS`
+    the alternatives are read apart, cut from what comes before and after."""
+    paths: list[list[Node | None]] = [[]]
+    apart: list[list[Node | None]] = []
     for stmt in block.named_children:
         if stmt.type == "comment":
             continue
         items = added_items(stmt, target, src)
         if items is not None:
-            runs[-1].extend(items)
-        elif stmt.type != "expression_statement" and target.encode() in src.raw(stmt):
-            taken = taken_block(stmt, body, src, defaults) if body is not None and defaults else None
-            if isinstance(taken, str):
-                continue  # no branch runs with the defaults: nothing is added
-            if taken is None:
-                runs.append([])
-                for branch in _branches(stmt):
-                    # an `if` the defaults leave open (`if v == "M": ... else: layers += [conv, bn, relu]`, the
-                    # VGG builders): what one branch adds in order is a run on the path that takes it, cut from
-                    # what comes before and after (another path, or nothing, may come between)
-                    runs.extend(_runs(branch, target, src, body, defaults))
-                    runs.append([])
-                continue
-            inner = _runs(taken, target, src, body, defaults)
-            runs[-1].extend(inner[0])
-            runs.extend(inner[1:])
-    return runs
+            for path in paths:
+                path.extend(items)
+            continue
+        if stmt.type == "expression_statement" or target.encode() not in src.raw(stmt):
+            continue
+        taken = taken_block(stmt, body, src, defaults) if body is not None and defaults else None
+        if isinstance(taken, str):
+            continue  # no branch runs with the defaults: nothing is added
+        branches = [taken] if taken is not None else _branches(stmt)
+        if not branches:
+            for path in paths:
+                path.append(None)  # a loop, `with` or `try` that adds: not read
+            continue
+        alternatives = [alt for branch in branches for alt in _paths(branch, target, src, body, defaults)]
+        if taken is None and not any(c.type == "else_clause" for c in stmt.children_by_field_name("alternative")):
+            alternatives.append([])  # no branch taken
+        if len(paths) * len(alternatives) > MAX_PATHS:
+            apart.extend([None, *alt, None] for alt in alternatives)
+            for path in paths:
+                path.append(None)
+            continue
+        paths = [[*path, *alt] for path in paths for alt in alternatives]
+    return paths + apart
 
 
 def _branches(stmt: Node) -> list[Node]:
