@@ -134,6 +134,26 @@ def preact(chans, pools):
     return nn.Sequential(*layers)
 
 
+def skip_pools(cfg):
+    layers = []
+    for v in cfg:
+        if v == "M":
+            layers.append(nn.MaxPool2d(2))
+            continue
+        layers += [nn.Conv2d(3, v, 3, padding=1), nn.BatchNorm2d(v)]
+    return nn.Sequential(*layers)
+
+
+def ends_early(cfg):
+    layers = []
+    for v in cfg:
+        if v < 0:
+            layers.append(nn.Conv2d(3, -v, 1))
+            continue
+        layers.append(nn.BatchNorm2d(v))
+    return nn.Sequential(*layers)
+
+
 def off_by_default(cfg, batch_norm=False):
     layers = []
     for v in cfg:
@@ -152,15 +172,17 @@ def test_an_if_the_defaults_leave_open_in_the_loop_body_is_read_on_each_path() -
     # additions follow each other: conv -> BN in the `else`, in an `elif`, and a conv added under a test followed by
     # the BatchNorm after it (`maybe_down`, on its stride-2 path) are sites, at the conv's constructor line, reported
     # without a fix like every loop chain. Not sites: the conv and the BatchNorm in two branches (`alternate`: one
-    # iteration runs one of them; iterations are not chained), BN -> ReLU -> conv (`preact`), and a branch the
-    # default leaves out (`off_by_default`, `batch_norm=False`: the default's path is read, as before)
+    # iteration runs one of them; iterations are not chained), BN -> ReLU -> conv (`preact`), a conv whose branch
+    # ends the iteration (`ends_early`: `continue` before the BatchNorm; `skip_pools`' pool branch likewise leaves
+    # its path, the pair after it is a site), and a branch the default leaves out (`off_by_default`,
+    # `batch_norm=False`: the default's path is read, as before)
     text = HEADER + BRANCHES
     session = Session(RuleContext(tuple(r for r in load_rules().rules if r.family == 7), (), CPU))
     analysed = session.analysed(text, "vgg.py")
     sites = sorted((f.span.start_line, session.planned(analysed, f)) for f in analysed.findings)
     assert [line for line, _ in sites] == [
         _branch_line("layers += [nn.Conv2d(in_channels"), _branch_line("layers.append(nn.Conv2d(c_in, w, 1"),
-        _branch_line("layers.append(nn.Conv2d(c, c, 3, stride=s")]
+        _branch_line("layers.append(nn.Conv2d(c, c, 3, stride=s"), _branch_line("layers += [nn.Conv2d(3, v, 3")]
     # what `check` and `fix` say: detection only, like the other loop chains
     assert all(not d.fixable and "nn.Sequential" in (d.reason or "") for _, d in sites)
 

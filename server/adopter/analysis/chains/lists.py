@@ -45,6 +45,7 @@ MAX_CHAINS = 32  # per function: a bound on generated code
 MAX_PATHS = 16  # paths through the `if`s of one loop body read together: a bound on the runs
 _NESTED = ("function_definition", "class_definition", "decorated_definition", "lambda")
 _LOOPS = ("for_statement", "while_statement")
+_ENDS = ("continue_statement", "break_statement", "return_statement", "raise_statement")
 _PARENT_INIT = re.compile(r"super\((?:\w+,self)?\)\.__init__")
 
 
@@ -118,7 +119,8 @@ def _runs(block: Node, target: str, src: SourceText, body: Node | None = None,
     they leave open is read on each of its paths, `_paths`; `body` is the function's body). Each run once."""
     runs: list[list[Node]] = []
     seen: set[tuple[int, ...]] = set()
-    for path in _paths(block, target, src, body, defaults):
+    going, ended = _paths(block, target, src, body, defaults)
+    for path in going + ended:
         run: list[Node] = []
         for item in [*path, None]:
             if item is not None:
@@ -133,17 +135,20 @@ def _runs(block: Node, target: str, src: SourceText, body: Node | None = None,
 
 
 def _paths(block: Node, target: str, src: SourceText, body: Node | None,
-           defaults: Mapping[str, str | None] | None) -> list[list[Node | None]]:
-    """The items `block` adds to `target` on each path through its `if`s (None: a cut). An `if` the defaults
-    leave open (`if v == "M": pool else: [conv, bn, relu]`, VGG's builders; `if batch_norm and not
-    bn_only_once: append(bn)` after `append(linear)`) runs one branch, or none without an `else`, so each
-    alternative continues the path that reaches it: the layers one path adds follow each other. Past `MAX_PATHS`
-    the alternatives are read apart, cut from what comes before and after."""
+           defaults: Mapping[str, str | None] | None) -> tuple[list[list[Node | None]], list[list[Node | None]]]:
+    """The items `block` adds to `target` on each path through its `if`s (None: a cut), as the paths that run on
+    past it and those that end in it (`continue`, `break`, `return`, `raise`). An `if` the defaults leave open
+    (`if v == "M": pool else: [conv, bn, relu]`, VGG's builders; `if batch_norm and not bn_only_once:
+    append(bn)` after `append(linear)`) runs one branch, or none without an `else`, so each alternative continues
+    the path that reaches it: the layers one path adds follow each other. Past `MAX_PATHS` the alternatives are
+    read apart, cut from what comes before and after."""
     paths: list[list[Node | None]] = [[]]
-    apart: list[list[Node | None]] = []
+    ended: list[list[Node | None]] = []
     for stmt in block.named_children:
         if stmt.type == "comment":
             continue
+        if stmt.type in _ENDS:
+            return [], ended + [[*path, None] for path in paths]
         items = added_items(stmt, target, src)
         if items is not None:
             for path in paths:
@@ -159,16 +164,22 @@ def _paths(block: Node, target: str, src: SourceText, body: Node | None,
             for path in paths:
                 path.append(None)  # a loop, `with` or `try` that adds: not read
             continue
-        alternatives = [alt for branch in branches for alt in _paths(branch, target, src, body, defaults)]
+        going: list[list[Node | None]] = []
+        stopping: list[list[Node | None]] = []
+        for branch in branches:
+            on, off = _paths(branch, target, src, body, defaults)
+            going += on
+            stopping += off
         if taken is None and not any(c.type == "else_clause" for c in stmt.children_by_field_name("alternative")):
-            alternatives.append([])  # no branch taken
-        if len(paths) * len(alternatives) > MAX_PATHS:
-            apart.extend([None, *alt, None] for alt in alternatives)
+            going.append([])  # no branch taken
+        if len(paths) * (len(going) + len(stopping)) > MAX_PATHS:
+            ended.extend([None, *alt, None] for alt in going + stopping)
             for path in paths:
                 path.append(None)
             continue
-        paths = [[*path, *alt] for path in paths for alt in alternatives]
-    return paths + apart
+        ended += [[*path, *alt] for path in paths for alt in stopping]
+        paths = [[*path, *alt] for path in paths for alt in going]
+    return paths, ended
 
 
 def _branches(stmt: Node) -> list[Node]:
