@@ -45,6 +45,7 @@ MAX_CHAINS = 32  # per function: a bound on generated code
 MAX_PATHS = 16  # paths through the `if`s of one loop body read together: a bound on the runs
 _NESTED = ("function_definition", "class_definition", "decorated_definition", "lambda")
 _LOOPS = ("for_statement", "while_statement")
+_LITERALS = ("string", "integer", "float", "true", "false", "none")
 _ENDS = ("continue_statement", "break_statement", "return_statement", "raise_statement")
 _PARENT_INIT = re.compile(r"super\((?:\w+,self)?\)\.__init__")
 
@@ -160,9 +161,12 @@ def _paths(block: Node, target: str, src: SourceText, body: Node | None,
         if isinstance(taken, str):
             continue  # no branch runs with the defaults: nothing is added
         branches = [taken] if taken is not None else _branches(stmt)
-        if not branches:
+        if not branches or (taken is None and body is not None and _literal_bound(stmt, body, src)):
+            # a loop, `with` or `try` that adds: not read; an `if` whose test reads a name the function binds to
+            # a literal (`norm = "ln"` before `if norm == "ln": ... elif norm == "bn": ...`): its paths are
+            # decided by code this does not evaluate, one may never run: cut, as before
             for path in paths:
-                path.append(None)  # a loop, `with` or `try` that adds: not read
+                path.append(None)
             continue
         going: list[list[Node | None]] = []
         stopping: list[list[Node | None]] = []
@@ -180,6 +184,31 @@ def _paths(block: Node, target: str, src: SourceText, body: Node | None,
         ended += [[*path, *alt] for path in paths for alt in stopping]
         paths = [[*path, *alt] for path in paths for alt in going]
     return paths, ended
+
+
+def _literal_bound(stmt: Node, body: Node, src: SourceText) -> bool:
+    """Whether a name the tests of `if_statement` `stmt` read is assigned a literal anywhere in `body`."""
+    tests = [stmt.child_by_field_id(Field.CONDITION)] + [
+        c.child_by_field_id(Field.CONDITION) for c in stmt.children_by_field_name("alternative")
+        if c.type == "elif_clause"]
+    names: set[str] = set()
+    stack = [t for t in tests if t is not None]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            names.add(src.text(n))
+        stack.extend(n.named_children)
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if n.type == "assignment":
+            left, right = n.child_by_field_id(Field.LEFT), n.child_by_field_id(Field.RIGHT)
+            if (left is not None and right is not None and left.type == "identifier" and src.text(left) in names
+                    and right.type in _LITERALS):
+                return True
+        if n.type not in _NESTED:
+            stack.extend(n.named_children)
+    return False
 
 
 def _branches(stmt: Node) -> list[Node]:
