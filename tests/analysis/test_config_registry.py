@@ -213,6 +213,48 @@ def test_an_activation_and_a_linear_norm_from_config_dicts(act: str, expected: s
     assert found == sorted(["f08-linear-bn", *(["f06-linear-gelu"] if expected == "torch.nn.GELU" else [])])
 
 
+# A package's own registry (mmpretrain `EdgeNeXt`'s `SDTAEncoder`, mmagic, mmsegmentation: `from <pkg>.registry import
+# MODELS`, then `MODELS.build(act_cfg)`): read as the activation builder; a norm config (it needs its sizes in the
+# dict), a name that is not an activation of the table, or `build` of another object stay as written.
+REGISTRY_MLP = '''
+import torch.nn as nn
+from mmpretrain.registry import MODELS
+from somewhere import TASKS
+
+
+class Mlp(nn.Module):
+    def __init__(self, dim, hidden, act_cfg={act}, norm_cfg=dict(type='LN')):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, hidden)
+        self.act = MODELS.build(act_cfg)
+        self.fc2 = nn.Linear(hidden, dim)
+        self.norm = MODELS.build(norm_cfg)
+        self.fc3 = nn.Linear(dim, dim)
+        self.act3 = TASKS.build(act_cfg)
+
+    def forward(self, x):
+        return self.act3(self.fc3(self.norm(self.fc2(self.act(self.fc1(x))))))
+'''
+
+
+@pytest.mark.parametrize(("act", "expected"), [
+    ("dict(type='GELU')", "torch.nn.GELU"),
+    ("dict(type='ReLU', inplace=True)", "torch.nn.ReLU"),
+    ("dict(type='SiLU')", None),
+    ("None", None),
+])
+def test_an_activation_built_by_a_package_registry(act: str, expected: str | None) -> None:
+    mf = analyse(REGISTRY_MLP.format(act=act), "model.py")
+    init = mf.architectures[0].init
+    assert init is not None
+    value = _value(init, "act")
+    assert (value.callee if isinstance(value, Ctor) and value.callee.startswith("torch.nn.") else None) == expected
+    assert not isinstance(_value(init, "norm"), Ctor) or not _value(init, "norm").callee.startswith("torch.nn.")
+    assert not isinstance(_value(init, "act3"), Ctor) or not _value(init, "act3").callee.startswith("torch.nn.")
+    found = [(f.rule_id, f.span.start_line) for f in check(mf, _rules(6), ENV).findings]
+    assert [r for r, _ in found] == (["f06-linear-gelu"] if expected == "torch.nn.GELU" else [])
+
+
 def test_a_conv_config_of_none_is_a_conv2d_with_the_call_arguments() -> None:
     init = _init(BLOCK.format(default="dict(type='BN')", norm2_body="getattr(self, self.norm2_name)"))
     conv = _value(init, "conv1")

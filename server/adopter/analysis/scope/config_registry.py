@@ -70,8 +70,15 @@ _POPPED: Final = {"norm": ("type", "requires_grad"), "activation": ("type",), "c
 
 
 def builder_kind(qualified: str) -> str | None:
-    """"norm", "activation" or "conv" for one of mmcv's builders (qualified as imported), else None."""
+    """"norm", "activation" or "conv" for one of mmcv's builders (qualified as imported), else None.
+
+    An OpenMMLab package's own registry, `MODELS.build(act_cfg)` (`from mmpretrain.registry import MODELS`,
+    mmengine's `Registry.build`, whose lookup falls back to the root registry mmcv's activations are in), is
+    read as the activation builder: `built_layer` then takes only a name of `ACTIVATIONS`, layers built from the
+    dict alone; a norm or a convolution needs its sizes in the dict, which this does not read."""
     module, _, name = qualified.rpartition(".")
+    if name == "build" and (module.endswith(".registry.MODELS") or module == "mmengine.MODELS"):
+        return "activation"
     found = _BUILDERS.get(name)
     if found is None or (module not in _MODULES and module != found[1]):
         return None

@@ -236,12 +236,14 @@ def rewrite_tail(ctx: SynthContext, norm_text: str, fused: Callable[[Fusion], st
     norm = ops[-1]
     norm_line = norm.stmt_span.start_line + 1
     chain_lines = sorted({op.stmt_span.start_line + 1 for op in ops[:-1] if not norm.span.contains(op.span)})
+    if not chain_lines:
+        return False  # the whole chain is written inside the norm's call (`norm(x + dropout(h))`): no branch to end
     try:
         tree = ctx.text_index.module([norm.stmt_span.start_line, chain_lines[0] - 1])
     except SyntaxError:
         return False
     func = _function_at(ctx, tree, norm_line)
-    if func is None or not chain_lines:
+    if func is None:
         return False
     outer = block_with(func.body, norm_line)
     inner = block_with(func.body, chain_lines[0])

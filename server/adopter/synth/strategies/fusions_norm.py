@@ -97,6 +97,8 @@ def dropout_add_layer_norm(ctx: SynthContext) -> None:
             call = f"{helper}(\n" + "".join(f"    {a},\n" for a in args) + ")"  # one argument per line, as ruff does
         ctx.replace_statements(spans, f"{out}, {sums[0]} = {call}{extra}")
         return
+    if _calls_reordered(ctx, x, residual):
+        ctx.decline("the residual is computed before the dropout's input in the same expression; bind it first")
     helper = ensure_helper(
         ctx,
         "fused_dropout_add_layer_norm",
@@ -104,6 +106,17 @@ def dropout_add_layer_norm(ctx: SynthContext) -> None:
         _DROPOUT_ADD_LAYER_NORM,
     )
     rewrite_chain(ctx, f"{helper}({x}, {residual}, {norm}, {p}, {training})")
+
+
+def _calls_reordered(ctx: SynthContext, x: str, residual: str) -> bool:
+    """Whether the fused call, which evaluates `x` before `residual`, would run two calls in another order than
+    the code does: both operands call something and the residual is written first in the norm's statement
+    (`norm(attn(h) + dropout(ff(h)))`, where the dropout's RNG draw would move after the attention's)."""
+    if "(" not in x or "(" not in residual:
+        return False
+    stmt = ctx.statement_text(ctx.finding.match.ops[-1].stmt_span)
+    first_x, first_r = stmt.find(x), stmt.find(residual)
+    return first_r < 0 or first_x < 0 or first_r < first_x
 
 
 def _dropout_args(ctx: SynthContext) -> tuple[str, str]:
