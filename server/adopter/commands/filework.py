@@ -12,8 +12,8 @@ The rules and environment travel once per worker (`Work`); each worker keeps one
 from __future__ import annotations
 
 import gc
+import importlib
 import os
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -107,8 +107,15 @@ def fewer_collections() -> None:
     young, middle, old = gc.get_threshold()
     if young < YOUNG_THRESHOLD or middle < MIDDLE_THRESHOLD:
         gc.set_threshold(max(young, YOUNG_THRESHOLD), max(middle, MIDDLE_THRESHOLD), old)
-    cache = sys.modules.get("parso.cache")  # loaded by the cross-file reach's first jedi call
-    if cache is not None and getattr(cache, "_CACHED_SIZE_TRIGGER", _PARSO_SWEEP) < _PARSO_SWEEP:
+    # Imported here, before the first file, not left to the cross-file reach's first jedi call: set only once
+    # parso was loaded, the sweep ran during a process's first file and not during the others, and jedi's answer
+    # for a lazily exported name (`transformers.UdopConfig`) depends on whether its trees were swept: the same
+    # file gave other findings first in a process than later (`--jobs 1` and `--jobs 2` differed, issue 22).
+    try:
+        cache: Any = importlib.import_module("parso.cache")
+    except ImportError:  # no jedi, no parso: nothing to sweep
+        return
+    if getattr(cache, "_CACHED_SIZE_TRIGGER", _PARSO_SWEEP) < _PARSO_SWEEP:
         setattr(cache, "_CACHED_SIZE_TRIGGER", _PARSO_SWEEP)  # noqa: B010  # a private knob of parso
 
 
