@@ -1647,4 +1647,3 @@ def _sizes(op: Op) -> bool:
         (op.kind == _OPERATOR and op.target == "getattr" and len(op.args) == 2 and isinstance(op.args[1], Expr)
          and op.args[1].text == "shape")
         or (op.kind == _METHOD and op.target == "size" and len(op.args) == 1 and not op.kwargs))
-

@@ -42,21 +42,30 @@ def taken_block(stmt: Node, body: Node, src: SourceText, defaults: Mapping[str, 
     tests are not decided that way (see the module doc). `body` is the function's body (for rebinding)."""
     if stmt.type != "if_statement":
         return None
-    branches: list[tuple[Node | None, Node | None]] = [
-        (stmt.child_by_field_id(Field.CONDITION), stmt.child_by_field_id(Field.CONSEQUENCE))]
     fallback: Node | None = None
-    for clause in stmt.children_by_field_name("alternative"):
-        if clause.type == "elif_clause":
-            branches.append((clause.child_by_field_id(Field.CONDITION), clause.child_by_field_id(Field.CONSEQUENCE)))
-        else:
-            fallback = clause.child_by_field_id(Field.BODY)
-    for test, block in branches:
+    for is_else, test, block in clauses(stmt):
+        if is_else:
+            fallback = block
+            continue
         truth = _truth(test, body, src, defaults) if test is not None else None
         if truth is None or block is None:
             return None
         if truth:
             return block
     return fallback if fallback is not None else NOT_TAKEN
+
+
+def clauses(stmt: Node) -> list[tuple[bool, Node | None, Node | None]]:
+    """(is the `else`, test, block) of each clause of `if_statement` `stmt` in order: its own, each `elif`'s,
+    and the `else`'s (no test)."""
+    out: list[tuple[bool, Node | None, Node | None]] = [
+        (False, stmt.child_by_field_id(Field.CONDITION), stmt.child_by_field_id(Field.CONSEQUENCE))]
+    for clause in stmt.children_by_field_name("alternative"):
+        if clause.type == "elif_clause":
+            out.append((False, clause.child_by_field_id(Field.CONDITION), clause.child_by_field_id(Field.CONSEQUENCE)))
+        else:
+            out.append((True, None, clause.child_by_field_id(Field.BODY)))
+    return out
 
 
 def _truth(test: Node, body: Node, src: SourceText, defaults: Mapping[str, str | None]) -> bool | None:

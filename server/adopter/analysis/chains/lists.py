@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import SEQUENTIAL
-from adopter.analysis.chains.default_branches import taken_block
+from adopter.analysis.chains.default_branches import clauses, taken_block
 from adopter.analysis.chains.list_items import added_items
 from adopter.analysis.chains.sequential_classes import chain_of
 from adopter.analysis.names.symbols import ModuleSymbols, dotted_text
@@ -215,7 +215,4 @@ def _branches(stmt: Node) -> list[Node]:
     """The blocks of `if_statement` `stmt` (its body, each `elif`'s and the `else`'s); none for another statement."""
     if stmt.type != "if_statement":
         return []
-    blocks = [stmt.child_by_field_id(Field.CONSEQUENCE)]
-    for clause in stmt.children_by_field_name("alternative"):
-        blocks.append(clause.child_by_field_id(Field.CONSEQUENCE if clause.type == "elif_clause" else Field.BODY))
-    return [b for b in blocks if b is not None]
+    return [block for _, _, block in clauses(stmt) if block is not None]
