@@ -326,6 +326,11 @@ MANIFEST: Manifest = (
     ("medicaltorch", "0.2", ("medicaltorch/models.py",)),
     ("memformer", "0.3.1", ("memformer/memformer.py", "memformer/autoregressive_wrapper.py")),
     ("menovideo", "0.5.1", ("menovideo/menovideo.py",)),
+    # Batch 16 (refreshed 2026-12-06, stop 25): labelled by a sixteenth independent labeller; first letters n-z only,
+    # picked by name and known purpose, leaning to what the set had less of (time series, tabular retrieval, point
+    # clouds, video, speech, medical imaging, molecular graphs, researchers' single-file transformers, LLM training
+    # code), files from the archive listings by name and size before reading (see LABELLING.md "Batch 16").
+    ("panelformer", "0.2.4", ("Panelformer/attention.py", "Panelformer/model.py")),
 )
 
 
