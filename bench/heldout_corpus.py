@@ -331,6 +331,9 @@ MANIFEST: Manifest = (
     # clouds, video, speech, medical imaging, molecular graphs, researchers' single-file transformers, LLM training
     # code), files from the archive listings by name and size before reading (see LABELLING.md "Batch 16").
     ("panelformer", "0.2.4", ("Panelformer/attention.py", "Panelformer/model.py")),
+    ("pylmt", "0.7.0", (
+        "lmt/layers/attention/multihead_attention.py", "lmt/layers/ffn/swiglu.py",
+        "lmt/layers/normalization/rms_norm.py")),
 )
 
 
