@@ -334,6 +334,7 @@ MANIFEST: Manifest = (
     ("pylmt", "0.7.0", (
         "lmt/layers/attention/multihead_attention.py", "lmt/layers/ffn/swiglu.py",
         "lmt/layers/normalization/rms_norm.py")),
+    ("pytorch-tabr", "0.1.0", ("pytorch_tabr/arch.py", "pytorch_tabr/base_model.py")),
 )
 
 
