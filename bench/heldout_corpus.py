@@ -335,6 +335,8 @@ MANIFEST: Manifest = (
         "lmt/layers/attention/multihead_attention.py", "lmt/layers/ffn/swiglu.py",
         "lmt/layers/normalization/rms_norm.py")),
     ("pytorch-tabr", "0.1.0", ("pytorch_tabr/arch.py", "pytorch_tabr/base_model.py")),
+    ("rela-transformer", "0.0.7", (
+        "rela_transformer/rela_transformer.py", "rela_transformer/autoregressive_wrapper.py")),
 )
 
 
