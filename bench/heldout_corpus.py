@@ -337,6 +337,8 @@ MANIFEST: Manifest = (
     ("pytorch-tabr", "0.1.0", ("pytorch_tabr/arch.py", "pytorch_tabr/base_model.py")),
     ("rela-transformer", "0.0.7", (
         "rela_transformer/rela_transformer.py", "rela_transformer/autoregressive_wrapper.py")),
+    ("segbook", "0.0.6", (
+        "segbook/nnunet/network_architecture/STUNet.py", "segbook/nnunet/network_architecture/generic_UNet.py")),
 )
 
 
