@@ -339,6 +339,7 @@ MANIFEST: Manifest = (
         "rela_transformer/rela_transformer.py", "rela_transformer/autoregressive_wrapper.py")),
     ("segbook", "0.0.6", (
         "segbook/nnunet/network_architecture/STUNet.py", "segbook/nnunet/network_architecture/generic_UNet.py")),
+    ("titok-pytorch", "0.0.5", ("titok_pytorch/titok.py",)),
 )
 
 
