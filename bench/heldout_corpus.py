@@ -340,6 +340,8 @@ MANIFEST: Manifest = (
     ("segbook", "0.0.6", (
         "segbook/nnunet/network_architecture/STUNet.py", "segbook/nnunet/network_architecture/generic_UNet.py")),
     ("titok-pytorch", "0.0.5", ("titok_pytorch/titok.py",)),
+    ("torch-molecule", "0.2.0", (
+        "torch_molecule/nn/attention.py", "torch_molecule/nn/mlp.py", "torch_molecule/generator/molgpt/gpt.py")),
 )
 
 
