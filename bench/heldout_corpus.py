@@ -342,6 +342,9 @@ MANIFEST: Manifest = (
     ("titok-pytorch", "0.0.5", ("titok_pytorch/titok.py",)),
     ("torch-molecule", "0.2.0", (
         "torch_molecule/nn/attention.py", "torch_molecule/nn/mlp.py", "torch_molecule/generator/molgpt/gpt.py")),
+    ("torch-pointcloud", "0.0.18", (
+        "torch_pointcloud/layers/transformer.py", "torch_pointcloud/layers/grouped_vector_attention.py",
+        "torch_pointcloud/layers/linear_blocks.py")),
 )
 
 
