@@ -345,6 +345,7 @@ MANIFEST: Manifest = (
     ("torch-pointcloud", "0.0.18", (
         "torch_pointcloud/layers/transformer.py", "torch_pointcloud/layers/grouped_vector_attention.py",
         "torch_pointcloud/layers/linear_blocks.py")),
+    ("transnetv2-pytorch", "1.0.5", ("transnetv2_pytorch/transnetv2_pytorch.py",)),
 )
 
 
