@@ -346,6 +346,7 @@ MANIFEST: Manifest = (
         "torch_pointcloud/layers/transformer.py", "torch_pointcloud/layers/grouped_vector_attention.py",
         "torch_pointcloud/layers/linear_blocks.py")),
     ("transnetv2-pytorch", "1.0.5", ("transnetv2_pytorch/transnetv2_pytorch.py",)),
+    ("zipformer", "0.1.3", ("zipformer/modules/attention_decoder.py",)),
 )
 
 
