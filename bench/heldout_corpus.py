@@ -326,6 +326,12 @@ MANIFEST: Manifest = (
     ("medicaltorch", "0.2", ("medicaltorch/models.py",)),
     ("memformer", "0.3.1", ("memformer/memformer.py", "memformer/autoregressive_wrapper.py")),
     ("menovideo", "0.5.1", ("menovideo/menovideo.py",)),
+    # Batch 17 (refreshed 2026-12-06, stop 25): labelled by a seventeenth independent labeller; first letters a-m only,
+    # picked by name and known purpose, leaning to what the set had less of (time series, tabular, point clouds, video,
+    # speech enhancement, medical imaging, graph nets, researchers' single files, LLM fine-tuning code), files from the
+    # archive listings by name and size before reading (two added after the first pass, from the same archives:
+    # axolotl monkeypatch/models/llama4/modeling.py and medimm layers/norm.py; see LABELLING.md "Batch 17").
+    ("attn-res", "0.1.0", ("attn_res/main.py",)),
 )
 
 
