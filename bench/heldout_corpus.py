@@ -332,6 +332,9 @@ MANIFEST: Manifest = (
     # archive listings by name and size before reading (two added after the first pass, from the same archives:
     # axolotl monkeypatch/models/llama4/modeling.py and medimm layers/norm.py; see LABELLING.md "Batch 17").
     ("attn-res", "0.1.0", ("attn_res/main.py",)),
+    ("axolotl", "0.19.0", (
+        "axolotl/monkeypatch/scaled_softmax_attn.py", "axolotl/monkeypatch/attention/xformers.py",
+        "axolotl/monkeypatch/models/llama4/modeling.py")),
 )
 
 
