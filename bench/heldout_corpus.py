@@ -335,6 +335,9 @@ MANIFEST: Manifest = (
     ("axolotl", "0.19.0", (
         "axolotl/monkeypatch/scaled_softmax_attn.py", "axolotl/monkeypatch/attention/xformers.py",
         "axolotl/monkeypatch/models/llama4/modeling.py")),
+    ("essmc2", "0.1.4", (
+        "essmc2/models/backbones/video/bricks/transformer_branch.py",
+        "essmc2/models/backbones/video/video_transformer.py")),
 )
 
 
