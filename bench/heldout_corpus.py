@@ -338,6 +338,7 @@ MANIFEST: Manifest = (
     ("essmc2", "0.1.4", (
         "essmc2/models/backbones/video/bricks/transformer_branch.py",
         "essmc2/models/backbones/video/video_transformer.py")),
+    ("fastseg", "0.1.2", ("fastseg/model/lraspp.py", "fastseg/model/mobilenetv3.py")),
 )
 
 
