@@ -339,6 +339,7 @@ MANIFEST: Manifest = (
         "essmc2/models/backbones/video/bricks/transformer_branch.py",
         "essmc2/models/backbones/video/video_transformer.py")),
     ("fastseg", "0.1.2", ("fastseg/model/lraspp.py", "fastseg/model/mobilenetv3.py")),
+    ("graphtransformer-digress", "0.2.0", ("graphtransformer_digress/model.py",)),
 )
 
 
