@@ -340,6 +340,7 @@ MANIFEST: Manifest = (
         "essmc2/models/backbones/video/video_transformer.py")),
     ("fastseg", "0.1.2", ("fastseg/model/lraspp.py", "fastseg/model/mobilenetv3.py")),
     ("graphtransformer-digress", "0.2.0", ("graphtransformer_digress/model.py",)),
+    ("lie-transformer-pytorch", "0.0.17", ("lie_transformer_pytorch/lie_transformer_pytorch.py",)),
 )
 
 
