@@ -341,6 +341,7 @@ MANIFEST: Manifest = (
     ("fastseg", "0.1.2", ("fastseg/model/lraspp.py", "fastseg/model/mobilenetv3.py")),
     ("graphtransformer-digress", "0.2.0", ("graphtransformer_digress/model.py",)),
     ("lie-transformer-pytorch", "0.0.17", ("lie_transformer_pytorch/lie_transformer_pytorch.py",)),
+    ("masamlp", "0.14.0", ("masamlp/models/ft_transformer.py", "masamlp/models/tabr.py", "masamlp/models/layers.py")),
 )
 
 
