@@ -342,6 +342,9 @@ MANIFEST: Manifest = (
     ("graphtransformer-digress", "0.2.0", ("graphtransformer_digress/model.py",)),
     ("lie-transformer-pytorch", "0.0.17", ("lie_transformer_pytorch/lie_transformer_pytorch.py",)),
     ("masamlp", "0.14.0", ("masamlp/models/ft_transformer.py", "masamlp/models/tabr.py", "masamlp/models/layers.py")),
+    ("medimm", "0.0.20", (
+        "medimm/models/vit_3d.py", "medimm/models/convnext_3d.py", "medimm/models/unet_3d.py",
+        "medimm/layers/norm.py")),
 )
 
 
