@@ -345,6 +345,7 @@ MANIFEST: Manifest = (
     ("medimm", "0.0.20", (
         "medimm/models/vit_3d.py", "medimm/models/convnext_3d.py", "medimm/models/unet_3d.py",
         "medimm/layers/norm.py")),
+    ("mpsenet", "1.0.3", ("MPSENet/model/transformer.py", "MPSENet/model/mpsenet.py")),
 )
 
 
