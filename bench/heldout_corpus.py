@@ -346,6 +346,7 @@ MANIFEST: Manifest = (
         "medimm/models/vit_3d.py", "medimm/models/convnext_3d.py", "medimm/models/unet_3d.py",
         "medimm/layers/norm.py")),
     ("mpsenet", "1.0.3", ("MPSENet/model/transformer.py", "MPSENet/model/mpsenet.py")),
+    ("mtst-forecasting", "0.3.0", ("mtst/Models/transformer_basis.py", "mtst/Models/full_model.py")),
 )
 
 
