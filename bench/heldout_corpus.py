@@ -347,6 +347,27 @@ MANIFEST: Manifest = (
         "torch_pointcloud/layers/linear_blocks.py")),
     ("transnetv2-pytorch", "1.0.5", ("transnetv2_pytorch/transnetv2_pytorch.py",)),
     ("zipformer", "0.1.3", ("zipformer/modules/attention_decoder.py",)),
+    # Batch 17 (refreshed 2026-12-06, stop 25): labelled by a seventeenth independent labeller; first letters a-m only,
+    # picked by name and known purpose, leaning to what the set had less of (time series, tabular, point clouds, video,
+    # speech enhancement, medical imaging, graph nets, researchers' single files, LLM fine-tuning code), files from the
+    # archive listings by name and size before reading (two added after the first pass, from the same archives:
+    # axolotl monkeypatch/models/llama4/modeling.py and medimm layers/norm.py; see LABELLING.md "Batch 17").
+    ("attn-res", "0.1.0", ("attn_res/main.py",)),
+    ("axolotl", "0.19.0", (
+        "axolotl/monkeypatch/scaled_softmax_attn.py", "axolotl/monkeypatch/attention/xformers.py",
+        "axolotl/monkeypatch/models/llama4/modeling.py")),
+    ("essmc2", "0.1.4", (
+        "essmc2/models/backbones/video/bricks/transformer_branch.py",
+        "essmc2/models/backbones/video/video_transformer.py")),
+    ("fastseg", "0.1.2", ("fastseg/model/lraspp.py", "fastseg/model/mobilenetv3.py")),
+    ("graphtransformer-digress", "0.2.0", ("graphtransformer_digress/model.py",)),
+    ("lie-transformer-pytorch", "0.0.17", ("lie_transformer_pytorch/lie_transformer_pytorch.py",)),
+    ("masamlp", "0.14.0", ("masamlp/models/ft_transformer.py", "masamlp/models/tabr.py", "masamlp/models/layers.py")),
+    ("medimm", "0.0.20", (
+        "medimm/models/vit_3d.py", "medimm/models/convnext_3d.py", "medimm/models/unet_3d.py",
+        "medimm/layers/norm.py")),
+    ("mpsenet", "1.0.3", ("MPSENet/model/transformer.py", "MPSENet/model/mpsenet.py")),
+    ("mtst-forecasting", "0.3.0", ("mtst/Models/transformer_basis.py", "mtst/Models/full_model.py")),
 )
 
 
