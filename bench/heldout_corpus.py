@@ -326,6 +326,48 @@ MANIFEST: Manifest = (
     ("medicaltorch", "0.2", ("medicaltorch/models.py",)),
     ("memformer", "0.3.1", ("memformer/memformer.py", "memformer/autoregressive_wrapper.py")),
     ("menovideo", "0.5.1", ("menovideo/menovideo.py",)),
+    # Batch 16 (refreshed 2026-12-06, stop 25): labelled by a sixteenth independent labeller; first letters n-z only,
+    # picked by name and known purpose, leaning to what the set had less of (time series, tabular retrieval, point
+    # clouds, video, speech, medical imaging, molecular graphs, researchers' single-file transformers, LLM training
+    # code), files from the archive listings by name and size before reading (see LABELLING.md "Batch 16").
+    ("panelformer", "0.2.4", ("Panelformer/attention.py", "Panelformer/model.py")),
+    ("pylmt", "0.7.0", (
+        "lmt/layers/attention/multihead_attention.py", "lmt/layers/ffn/swiglu.py",
+        "lmt/layers/normalization/rms_norm.py")),
+    ("pytorch-tabr", "0.1.0", ("pytorch_tabr/arch.py", "pytorch_tabr/base_model.py")),
+    ("rela-transformer", "0.0.7", (
+        "rela_transformer/rela_transformer.py", "rela_transformer/autoregressive_wrapper.py")),
+    ("segbook", "0.0.6", (
+        "segbook/nnunet/network_architecture/STUNet.py", "segbook/nnunet/network_architecture/generic_UNet.py")),
+    ("titok-pytorch", "0.0.5", ("titok_pytorch/titok.py",)),
+    ("torch-molecule", "0.2.0", (
+        "torch_molecule/nn/attention.py", "torch_molecule/nn/mlp.py", "torch_molecule/generator/molgpt/gpt.py")),
+    ("torch-pointcloud", "0.0.18", (
+        "torch_pointcloud/layers/transformer.py", "torch_pointcloud/layers/grouped_vector_attention.py",
+        "torch_pointcloud/layers/linear_blocks.py")),
+    ("transnetv2-pytorch", "1.0.5", ("transnetv2_pytorch/transnetv2_pytorch.py",)),
+    ("zipformer", "0.1.3", ("zipformer/modules/attention_decoder.py",)),
+    # Batch 17 (refreshed 2026-12-06, stop 25): labelled by a seventeenth independent labeller; first letters a-m only,
+    # picked by name and known purpose, leaning to what the set had less of (time series, tabular, point clouds, video,
+    # speech enhancement, medical imaging, graph nets, researchers' single files, LLM fine-tuning code), files from the
+    # archive listings by name and size before reading (two added after the first pass, from the same archives:
+    # axolotl monkeypatch/models/llama4/modeling.py and medimm layers/norm.py; see LABELLING.md "Batch 17").
+    ("attn-res", "0.1.0", ("attn_res/main.py",)),
+    ("axolotl", "0.19.0", (
+        "axolotl/monkeypatch/scaled_softmax_attn.py", "axolotl/monkeypatch/attention/xformers.py",
+        "axolotl/monkeypatch/models/llama4/modeling.py")),
+    ("essmc2", "0.1.4", (
+        "essmc2/models/backbones/video/bricks/transformer_branch.py",
+        "essmc2/models/backbones/video/video_transformer.py")),
+    ("fastseg", "0.1.2", ("fastseg/model/lraspp.py", "fastseg/model/mobilenetv3.py")),
+    ("graphtransformer-digress", "0.2.0", ("graphtransformer_digress/model.py",)),
+    ("lie-transformer-pytorch", "0.0.17", ("lie_transformer_pytorch/lie_transformer_pytorch.py",)),
+    ("masamlp", "0.14.0", ("masamlp/models/ft_transformer.py", "masamlp/models/tabr.py", "masamlp/models/layers.py")),
+    ("medimm", "0.0.20", (
+        "medimm/models/vit_3d.py", "medimm/models/convnext_3d.py", "medimm/models/unet_3d.py",
+        "medimm/layers/norm.py")),
+    ("mpsenet", "1.0.3", ("MPSENet/model/transformer.py", "MPSENet/model/mpsenet.py")),
+    ("mtst-forecasting", "0.3.0", ("mtst/Models/transformer_basis.py", "mtst/Models/full_model.py")),
 )
 
 
