@@ -530,7 +530,8 @@ class Analyser:
         if self.reach is not None and init is not None:  # the one hook of cross-file reach
             init_found = table.find_method(name, "__init__")
             source = InitSource(init_found[1], src, symbols.qualify, found[1] if found else None, name,
-                                symbols.note_method) if init_found else None
+                                symbols.note_method, symbols.qualify_binding,
+                                symbols.note_class_head) if init_found else None
             init = self.reach.bind(init, src.path, source)
         if passed and init is not None:  # what the file's constructions pass (`_with_passed`)
             init = with_passed(init, passed)

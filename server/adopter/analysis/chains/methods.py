@@ -31,6 +31,7 @@ from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.chains.call_arguments import self_call_arguments, walk
 from adopter.analysis.chains.lists import list_chains, splatted_lists
 from adopter.analysis.chains.sequential_classes import chain_of, is_sequential_class, positional_children
+from adopter.analysis.names.naming import MODULE_SELF_METHODS
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
@@ -116,8 +117,15 @@ def _is_sequential(call: Node, src: SourceText, table: ClassTable) -> bool:
 
 
 def _bound_to_self(call: Node, src: SourceText) -> bool:
-    """`self.x = nn.Sequential(...)` (also `self.x = y = ...`): a binding the forward's calls unroll."""
+    """`self.x = nn.Sequential(...)` (also `self.x = y = ...`, `self.x = nn.Sequential(...).to(device)`): a
+    binding the forward's calls unroll."""
     parent = call.parent
+    while (parent is not None and parent.type == "attribute" and parent.parent is not None
+           and parent.parent.type == "call" and parent.child_by_field_id(Field.OBJECT) == call):
+        method = parent.child_by_field_id(Field.ATTRIBUTE)
+        if method is None or src.text(method) not in MODULE_SELF_METHODS:
+            break
+        call, parent = parent.parent, parent.parent.parent  # the module the method returns: the same one
     while parent is not None and parent.type == "assignment":
         left = parent.child_by_field_id(Field.LEFT)
         if left is not None and left.type == "attribute":

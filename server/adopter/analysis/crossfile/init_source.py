@@ -52,10 +52,14 @@ class InitSource:
     """`__init__` of the analysed class, read only when a lookup key needs it (tree-sitter node)."""
 
     def __init__(self, function: Any, src: Any, qualify: Any, owner: Any = None, name: str | None = None,
-                 note: Any = None) -> None:
+                 note: Any = None, qualify_base: Any = None, note_head: Any = None) -> None:
         self.function, self.src, self.qualify, self.owner = function, src, qualify, owner
         self.name = name  # the analysed class
         self.note = note  # records a dependency on a method of this file: note(class_name, method)
+        # `imported_base`'s reads, recorded as finely as they are: a class's header, what its base is imported
+        # as (`ModuleSymbols.note_class_head`, `.qualify_binding`); by default `qualify` (the base's whole text).
+        self.qualify_base = qualify_base or qualify
+        self.note_head = note_head
 
     def constructions(self) -> list[list[str] | None] | None:
         """How this file builds the analysed class: per construction (`Cls(...)` inside a method), the
@@ -123,8 +127,10 @@ class InitSource:
     def imported_base(self, name: str) -> str | None:
         """The base, qualified, of a class of this file named `name` that has one base and that base imported
         (torchvision's `class MLPBlock(MLP)` beside the block that builds it), else None."""
+        if self.note_head is not None:
+            self.note_head(name)
         base = single_base_classes(self.src.data).get(name)
-        qualified = self.qualify(base) if base is not None else None
+        qualified = self.qualify_base(base) if base is not None else None
         return qualified if isinstance(qualified, str) and "." in qualified.lstrip(".") else None
 
     def locals(self) -> dict[str, str]:

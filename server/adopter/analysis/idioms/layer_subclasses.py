@@ -88,7 +88,7 @@ def layer_of(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, 
         for base in table.infos[cls].bases:
             if base in table.infos:
                 continue
-            qualified = table.symbols.qualify(base)
+            qualified = table.symbols.qualify_binding(base)
             if qualified.startswith("torch.nn.") and qualified not in _NOT_LAYERS and qualified.count(".") == 2:
                 if layer is not None and layer != qualified:
                     return None  # two torch layers among the bases: not one layer

@@ -18,6 +18,11 @@ _TORCH_METADATA = frozenset(
 _TORCH_METADATA_PREFIXES = ("torch.cuda.", "torch.backends.", "torch.jit.", "torch._C.", "torch.fx.",
                             "torch.compiler.", "torch.distributed.", "torch.version", "torch.onnx.")
 
+# Methods of `torch.nn.Module` that return the module itself (torch/nn/modules/module.py: `to`, `cuda`, `cpu`,
+# `type`, `float`, `double`, `half`, `bfloat16`, `to_empty`, `requires_grad_`, `train`, `eval`, `share_memory`,
+# `apply` return `self`, most through `Module._apply`, which ends in `return self`).
+MODULE_SELF_METHODS = frozenset({"to", "cuda", "cpu", "type", "float", "double", "half", "bfloat16", "to_empty",
+                                 "requires_grad_", "train", "eval", "share_memory", "apply"})
 CONTAINERS = frozenset(
     {
         "torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.ParameterList",

@@ -32,6 +32,7 @@ CLASS_HEAD = "class-head:"
 METHOD = "method:"
 METHOD_SHAPE = "method-shape:"
 METHOD_EXISTS = "method?:"
+BINDING = "binding:"  # what an import or a module-level alias binds a name to (`qualify_binding`)
 
 _PER_CLASS = (METHOD_EXISTS, METHOD_SHAPE, METHOD)  # `<prefix>Class.method`
 
@@ -43,7 +44,7 @@ def base_name(key: str) -> str:
     for prefix in _PER_CLASS:
         if key.startswith(prefix):
             return key[len(prefix) :].partition(".")[0]
-    for prefix in (CLASS_EXISTS, CLASS_HEAD):
+    for prefix in (CLASS_EXISTS, CLASS_HEAD, BINDING):
         if key.startswith(prefix):
             return key[len(prefix) :].partition(".")[0]  # a nested class (`Outer.Inner`): its outer class
     return key
@@ -296,6 +297,18 @@ class ModuleSymbols:
             return dotted
         return f"{target}{dot}{rest}" if dot else target
 
+    def qualify_binding(self, dotted: str) -> str:
+        """`qualify`, depending only on what the root name is imported or aliased as (all `qualify` reads),
+        not on the definition it may have in this file: for a caller that reads nothing else of the name
+        (a base class's qualified name), so that editing a method of a base class does not re-analyse
+        every class whose analysis only asked whether that base is imported."""
+        root, dot, rest = dotted.partition(".")
+        self._note(BINDING + root)
+        target = self.imports.get(root) or self.aliases.get(root)
+        if target is None:
+            return dotted
+        return f"{target}{dot}{rest}" if dot else target
+
     def is_imported(self, name: str) -> bool:
         self._note(name)
         return name in self.imports or name in self.aliases
@@ -338,11 +351,12 @@ class ModuleSymbols:
     def fingerprint(self, name: str) -> tuple[object, ...]:
         """What a cached analysis that consulted `name` must see unchanged to stay valid.
 
-        Besides plain module-level names, three finer keys depend on part of a class only (so that
-        editing one method of a base class does not re-analyse every subclass): `CLASS_EXISTS + X`
-        (what kind of name X is), `CLASS_HEAD + X` (X's header: name and bases) and `METHOD + "X.m"`
-        (the text and position of method m defined in X's body, or its absence). Memoised: the
-        symbols of one run do not change, and every cached unit checks its dependencies.
+        Besides plain module-level names, finer keys depend on part of a class only (so that editing one
+        method of a base class does not re-analyse every subclass): `CLASS_EXISTS + X` (what kind of name
+        X is), `CLASS_HEAD + X` (X's header: name and bases), `METHOD + "X.m"` (the text and position of
+        method m defined in X's body, or its absence), and `BINDING + X` (what an import or alias binds X
+        to, nothing of a definition). Memoised: the symbols of one run do not change, and every cached
+        unit checks its dependencies.
         """
         found = self._fingerprints.get(name)
         if found is None:
@@ -381,6 +395,9 @@ class ModuleSymbols:
             body = node.child_by_field_id(Field.BODY)
             head = self.src.data[node.start_byte : body.start_byte if body is not None else node.end_byte]
             return ("class-head", head)
+        if name.startswith(BINDING):
+            root = name[len(BINDING) :]
+            return ("binding", self.imports.get(root), self.aliases.get(root))
         if name.startswith(METHOD_EXISTS):
             class_name, _, method = name[len(METHOD_EXISTS) :].rpartition(".")
             return ("present",) if method in self.methods_of(class_name) else ("absent",)

@@ -13,7 +13,7 @@ from adopter.analysis.names.assignments import element_pairs, read_assignment, t
 from adopter.analysis.names.class_attributes import assigns_instance_attribute, class_attribute
 from adopter.analysis.names.default_helpers import fallback_argument
 from adopter.analysis.names.formula_functions import exact_gelu
-from adopter.analysis.names.naming import CONTAINERS, is_constructor
+from adopter.analysis.names.naming import CONTAINERS, MODULE_SELF_METHODS, is_constructor
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.names.table_factories import argument_text, table_lookup
@@ -1316,6 +1316,8 @@ class InitAnalysis:
         func = call.child_by_field_id(Field.FUNCTION)
         if func is None:
             return [((), Expr(self.src.norm(call)))]
+        if (moved := self._module_returning_self(func)) is not None:
+            return moved
         function = self._getattr_function(call)
         # A same-file helper choosing by the key passed here (read once): an activation function it returns
         # (torch's and DETR's `_get_activation_fn(activation)`: `if activation == "gelu": return F.gelu`), or a
@@ -1414,6 +1416,21 @@ class InitAnalysis:
                     out.append((joined, Ctor(callee, () if items else args, kwargs, items, keys, repeat, lookup,
                                              once=once, lead=lead)))
         return out
+
+    def _module_returning_self(self, func: Node) -> list[Alt] | None:
+        """`nn.Linear(d, h).to(device)`, `nn.Sequential(...).cuda()`: a method of `nn.Module` that returns the
+        module itself (`MODULE_SELF_METHODS`) called on a construction builds what the construction builds. None
+        where the receiver is not a call or builds no layer (a tensor's `.to` stays the expression it is)."""
+        if func.type != "attribute":
+            return None
+        method = func.child_by_field_id(Field.ATTRIBUTE)
+        receiver = func.child_by_field_id(Field.OBJECT)
+        if method is None or receiver is None or receiver.type != "call":
+            return None
+        if self.src.text(method) not in MODULE_SELF_METHODS:
+            return None
+        alts = self._call_alts(receiver)
+        return alts if alts and all(isinstance(v, Ctor) for _, v in alts) else None
 
     def _partial_variants(self, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...]
                           ) -> list[tuple[Conds, tuple[Value, ...], tuple[Kwarg, ...]]]:
