@@ -1284,6 +1284,8 @@ def _max_temp(block: Block) -> int:
 # `ranks` also records, under this prefix (no name starts with it), the values whose last axis is known
 # to have length 1; control flow keeps it only where every alternative agrees, like a rank.
 _UNIT = "^"
+_SHAPE = "#"  # `ranks[_SHAPE + name]`: `name` holds a tensor's sizes (`x.shape`, `x.size()`)
+_FLATTEN = frozenset({("method", "flatten"), ("function", "torch.flatten")})
 _ONE_WIDE = re.compile(r"^torch\.(randn|rand|zeros|ones|empty|full)\(.*,\s*1\s*\)$", re.S)
 
 
@@ -1590,6 +1592,7 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     known = {a.name: ranks[a.name] for a in op.args if isinstance(a, Ref) and a.name in ranks}
     for name in op.outputs:
         ranks.pop(name, None)
+        ranks.pop(_SHAPE + name, None)
     if units:
         for name in op.outputs:
             ranks.pop(_UNIT + name, None)
@@ -1605,6 +1608,14 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     if len(op.outputs) > 1 and _sizes(op):
         for name in op.outputs:
             ranks[name] = 0
+        return
+    if len(op.outputs) > 1:
+        # `q, k, v = qkv.reshape(n, 3, h, -1).permute(1, 0, 2, 3).unbind(0)`: each part has one axis fewer (the
+        # 3-D queries and keys of Qwen2.5-VL's vision attention, whose `k.transpose(1, 2)` is their last two axes).
+        part = _part_rank(op, known)
+        if part is not None:
+            for name in op.outputs:
+                ranks[name] = part
         return
     if len(op.outputs) != 1:
         return
@@ -1636,8 +1647,19 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
         ctor = _ctor_of(by_attr, op.target)
         if ctor is not None and ctor.callee in _SAME_RANK_MODULES:
             rank = _rank(first, known)
+    elif key in _FLATTEN and first is not None:
+        rank = _flattened_rank(op, known)
+    elif (op.kind == _OPERATOR and op.target == "getitem" and isinstance(first, Ref) and len(op.args) == 2
+          and isinstance(op.args[1], Expr) and _INT.match(op.args[1].text)):
+        # `q.shape[-1]` is a number; `qkv[0]` of a tensor drops its first axis.
+        r = 1 if _SHAPE + first.name in ranks else _rank(first, known)
+        rank = None if r is None or r < 1 else r - 1
+    elif op.kind == _METHOD and op.target == "size" and (len(op.args) == 2 or op.kwargs):
+        rank = 0  # `x.size(-1)`, `x.size(dim=1)`: a number
     if rank is not None:
         ranks[op.outputs[0]] = rank
+    elif _sizes(op):
+        ranks[_SHAPE + op.outputs[0]] = 1  # `x.shape`, `x.size()`: its integer items are numbers
 
 
 def _sizes(op: Op) -> bool:
@@ -1647,3 +1669,38 @@ def _sizes(op: Op) -> bool:
         (op.kind == _OPERATOR and op.target == "getattr" and len(op.args) == 2 and isinstance(op.args[1], Expr)
          and op.args[1].text == "shape")
         or (op.kind == _METHOD and op.target == "size" and len(op.args) == 1 and not op.kwargs))
+
+
+def _part_rank(op: Op, known: Mapping[str, int]) -> int | None:
+    """The rank of each output of an op whose outputs unpack a tensor (unpacking iterates its first axis): a
+    `view`/`reshape`/`permute` with its sizes written, or `unbind` (any axis) of a tensor of known rank; None
+    otherwise."""
+    whole: int | None = None
+    if op.kind == _METHOD and op.target in ("view", "reshape", "permute"):
+        whole = _shape_count(op.args)
+    elif (op.kind._value_, op.target) in (("method", "unbind"), ("function", "torch.unbind")) and op.args:
+        whole = _rank(op.args[0], known)
+    return whole - 1 if whole is not None and whole >= 2 else None
+
+
+def _flattened_rank(op: Op, known: Mapping[str, int]) -> int | None:
+    """The rank `x.flatten(start_dim, end_dim)` (or `torch.flatten`) gives: `start_dim + 1` for a non-negative
+    start up to the last axis (`K.flatten(start_dim=2)` is 3-D whatever `K` was); with other axes, from `x`'s
+    rank when it is known; None otherwise."""
+    given = dict(zip(("start_dim", "end_dim"), op.args[1:]))
+    for k in op.kwargs:
+        given.setdefault(k.name, k.value)
+    if len(op.args) > 3 or set(given) - {"start_dim", "end_dim"}:
+        return None
+    texts = {name: _text(v) for name, v in given.items()}
+    start, end = texts.get("start_dim", "0"), texts.get("end_dim", "-1")
+    if start is None or end is None or not _INT.match(start) or not _INT.match(end):
+        return None
+    s, e = int(start), int(end)
+    if s >= 0 and e == -1:
+        return s + 1
+    r = _rank(op.args[0], known)
+    if r is None:
+        return None
+    s, e = s % r if r else s, e % r if r else e
+    return r - (e - s) if 0 <= s <= e < r else None
