@@ -38,14 +38,25 @@ def package(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def collector() -> Iterator[list[int]]:
-    """The generations collected meanwhile, with a young threshold of 100."""
+def collector(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """The generations collected while jedi looks a name up (inside `JediLookup._goto`), with a young threshold
+    of 100."""
     collected: list[int] = []
+    inside = [False]
+    real = JediLookup._goto
+
+    def looking_up(self: JediLookup, *args: str) -> Any:
+        inside[0] = True
+        try:
+            return real(self, *args)
+        finally:
+            inside[0] = False
 
     def note(phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
+        if phase == "start" and inside[0]:
             collected.append(info["generation"])
 
+    monkeypatch.setattr(JediLookup, "_goto", looking_up)
     before = gc.get_threshold()
     gc.set_threshold(100, before[1], before[2])
     gc.callbacks.append(note)
@@ -60,10 +71,8 @@ def collector() -> Iterator[list[int]]:
 def _lookup(root: Path, collected: list[int]) -> tuple[JediLookup, str | None, list[int]]:
     """`from pkg import Thing` looked up in a new `JediLookup`; the generations collected during the look-up."""
     jedi = JediLookup()
-    collected.clear()
     found = jedi.goto("pkg", "Thing", str(root / "user.py"), str(root))
-    during = list(collected)
-    return jedi, (f"{os.path.basename(found.path)}:{found.line}" if found else None), during
+    return jedi, (f"{os.path.basename(found.path)}:{found.line}" if found else None), list(collected)
 
 
 def test_a_batch_lookup_collects_nothing_and_freezes_what_it_keeps(package: Path, collector: list[int]) -> None:
