@@ -7,12 +7,35 @@ it: importing jedi takes a few hundred milliseconds, and a file with nothing to 
 
 from __future__ import annotations
 
+import gc
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from adopter.analysis.crossfile.summary import Definition
 
 _ENVIRONMENT: Any = None  # jedi's environment for this interpreter, made once per process
+# One look-up can read thousands of files: `from transformers import UdopConfig` follows transformers 5's
+# `if TYPE_CHECKING: from .models import *` into every model package (2,252 modules, 9.5 million objects
+# the collector tracks, 1.3 GB). Its young, middle and full collections then took 18 of its 25 s of CPU
+# (issue 22), and every later full collection of the run walked the kept trees again (5 s each). In a
+# batch (`batch`) parso's sweep is off (`commands.filework.fewer_collections`), so what jedi parsed stays
+# until `release`: a look-up runs without collections and what is alive after it is frozen (never
+# scanned) until `release` drops the trees. The language server (no batch) releases after its look-ups.
+_BATCH = [0]  # > 0 while a batch of files is analysed (`batch`)
+_NO_COLLECTIONS = 1 << 30  # a young threshold no look-up reaches
+
+
+@contextmanager
+def batch() -> Iterator[None]:
+    """Mark the files analysed meanwhile as a batch (`check`, `fix`): jedi's look-ups run without garbage
+    collections and what they keep is taken out of the collector's scans (see `_BATCH`)."""
+    _BATCH[0] += 1
+    try:
+        yield
+    finally:
+        _BATCH[0] -= 1
 
 
 class JediLookup:
@@ -30,6 +53,17 @@ class JediLookup:
 
     def goto(self, module: str, name: str, from_path: str, root: str) -> Definition | None:
         """The definition `from <module> import <name>` in `from_path` reaches; `root`: the project."""
+        if not _BATCH[0]:
+            return self._goto(module, name, from_path, root)
+        young, middle, old = gc.get_threshold()
+        gc.set_threshold(_NO_COLLECTIONS, middle, old)  # not `gc.disable()`: parso's pickle loads re-enable it
+        try:
+            return self._goto(module, name, from_path, root)
+        finally:
+            gc.set_threshold(young, middle, old)
+            gc.freeze()
+
+    def _goto(self, module: str, name: str, from_path: str, root: str) -> Definition | None:
         jedi = self._load_jedi()
         code = f"from {module} import {name}\n"
         script = jedi.Script(code, path=from_path, project=self._project(root), environment=self._env)
@@ -66,3 +100,5 @@ class JediLookup:
 
             parso.cache.parser_cache.clear()
             self._jedi.cache.clear_time_caches(True)
+        if _BATCH[0]:
+            gc.unfreeze()  # the dropped trees (and what else a look-up froze) can be collected again
