@@ -20,6 +20,12 @@ left as the default reads it), only calls of the class by its name in this file,
 `__init__` rebinds the parameter. What another file passes is not read: a file's analysis does not depend
 on the files that import it.
 
+A required parameter stored as it is (`self.activation = activation`, no default) is read the same way:
+the binding stays, under `not (...)` of each activation a construction passes (what the file does not say),
+and each passed torch activation is one more binding (`composer`'s and `curated-transformers`' gated layers
+take the activation so; family 14's guard reads the bare parameter as chosen elsewhere:
+`engine.gate_activations`).
+
 The constructions lie outside the class's cached unit: `passed_activations` reads them afresh each run
 (only for a class whose bindings store an activation: `stores_activation`), and the analyser reads the
 class again with them (`with_passed`) when there are any.
@@ -34,7 +40,7 @@ from dataclasses import dataclass, replace
 from adopter.analysis.chains.call_arguments import argument_at, positional_names, rebinds, walk
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Binding, Ctor, Init, Span
+from adopter.dsl.types import Binding, Ctor, Init, ParamKind, Span
 
 # torch.nn's activation modules (torch/nn/modules/activation.py), the ones applied to a tensor alone.
 ACTIVATIONS = frozenset(f"torch.nn.{n}" for n in (
@@ -42,6 +48,7 @@ ACTIVATIONS = frozenset(f"torch.nn.{n}" for n in (
     "Hardswish", "Hardsigmoid", "Hardtanh", "Softplus", "Softsign", "Tanhshrink", "LogSigmoid", "RReLU"))
 _STORED = re.compile(r"^self\.([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*(\(\s*\))?$")
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+_NAMED = (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +63,9 @@ class PassedActivation:
 
 
 def stores_activation(init: Init | None) -> bool:
-    """Whether `init` binds a torch activation without arguments (the only bindings read here)."""
-    return init is not None and any(_plain_activation(b) for b in init.bindings)
+    """Whether `init` binds a torch activation without arguments, or stores a required parameter as it is
+    (the only bindings read here)."""
+    return init is not None and any(_plain_activation(b) or _required_parameter(b, init) for b in init.bindings)
 
 
 def passed_activations(name: str, init: Init, src: SourceText, table: ClassTable) -> tuple[PassedActivation, ...]:
@@ -72,18 +80,22 @@ def passed_activations(name: str, init: Init, src: SourceText, table: ClassTable
     order = positional_names(function, src)[1:]
     out: list[PassedActivation] = []
     for b in init.bindings:
-        m = _STORED.match(stored.get(b.span, "").strip()) if _plain_activation(b) else None
+        required = _required_parameter(b, init)
+        m = _STORED.match(stored.get(b.span, "").strip()) if _plain_activation(b) or required else None
         if m is None or m.group(1) != b.attr:
             continue
         param, called = m.group(2), m.group(3) is not None
         default = defaults.get(param, "")
-        if not default or default.endswith("()") == called or rebinds(function, param, src):
+        if required:
+            if called or rebinds(function, param, src):
+                continue  # only an instance stored as it is
+        elif not default or default.endswith("()") == called or rebinds(function, param, src):
             continue  # stored as is: an instance default; called once: a class default; nothing else
+        held = b.value.callee if isinstance(b.value, Ctor) else None
         position = order.index(param) if param in order else -(1 << 20)
         for text in _arguments(name, position, param, src):
             callee = _activation_class(text if called else text[:-2] if text.endswith("()") else "", table)
-            assert isinstance(b.value, Ctor)
-            if callee is not None and callee != b.value.callee and not any(
+            if callee is not None and callee != held and not any(
                     p.span == b.span and p.callee == callee for p in out):
                 out.append(PassedActivation(b.span, param, f"{param} is {text}", callee))
     return tuple(out)
@@ -104,6 +116,14 @@ def with_passed(init: Init, passed: Sequence[PassedActivation]) -> Init:
 
 def _plain_activation(b: Binding) -> bool:
     return isinstance(b.value, Ctor) and b.value.callee in ACTIVATIONS and not b.value.args and not b.value.kwargs
+
+
+def _required_parameter(b: Binding, init: Init) -> bool:
+    """Whether `b` stores an `__init__` parameter without a default as it is (`self.act = act`)."""
+    if isinstance(b.value, Ctor) or b.condition is not None:
+        return False
+    name = b.value.text.strip()
+    return any(p.name == name and p.default is None and p.kind in _NAMED for p in init.params)
 
 
 def _activation_class(written: str, table: ClassTable) -> str | None:
