@@ -5,7 +5,7 @@
 about which activation runs on the gate: the caller chooses it. dev2 labels both such layers it holds not
 sites (composer `gated_linear_unit_layers.py` 48, curated-transformers `layers/feedforward.py` 101, as
 held-out batch 5's selectable gate) and the checker reported both; the audit found the same form in
-x-transformers `GLU` (called by its `FeedForward` with a local) and funasr. The shapes below are those layers:
+zetascale's standalone `GLU` (`zeta/nn/modules/glu.py`). The shapes below are those layers:
 
 - curated-transformers 2.0 `PointwiseFeedForward`: keyword-only `activation: Module`, `use_gate: bool`, the
   gate built under `if use_gate:`, forward `self.output(self.activation(self.gate(input)) * self.intermediate(input))`.
@@ -122,8 +122,10 @@ def test_a_construction_in_the_file_says_what_the_required_activation_is() -> No
     assert _lines(COMPOSER + CALLER.replace("ACT", "nn.SiLU()"), "f14-") == site
     assert _lines(COMPOSER + CALLER.replace("ACT", "nn.GELU()"), "f14-") == site
     assert _lines(COMPOSER + CALLER.replace("ACT", "nn.ReLU()"), "f14-") == []
-    # a local or a call of something else: the file still does not say
-    assert _lines(COMPOSER + CALLER.replace("ACT", "act"), "f14-") == []
+    # something else (a local, a call): the file's code chooses it, in words not read here: reported as before
+    # (x-transformers' `GLU(dim, inner_dim, activation)` from its FeedForward, llm-foundry's dMoE GLU)
+    assert _lines(COMPOSER + CALLER.replace("ACT", "act"), "f14-") == site
+    assert _lines(COMPOSER + CALLER.replace("ACT", "make_act()"), "f14-") == site
     # passed by keyword to the keyword-only parameter
     curated_caller = CURATED + '''
 

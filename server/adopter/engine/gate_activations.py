@@ -10,8 +10,8 @@ gated MLP), or a lookup whose literal keys all name other activations (`ACT2FN["
 `bench/data/realworld/LABELLING.md`).
 
 One constructor parameter fails too: a required one (no default) bound as it is (`self.act = activation`),
-when no call of the class in the file says what it is (those calls, where readable, reach here as the
-constructions they pass). The activation is then chosen by code elsewhere, so the file does not say the
+when no construction of the class in the file passes it (the torch activations one passes reach here as
+bindings of their own, anything else as a condition on this one: `passed_layers`). The activation is then chosen by code elsewhere, so the file does not say the
 product is a SiLU/GELU gated MLP (dev2 labels composer's and curated-transformers' gated layers, both
 `act(gate(x)) * up(x)` with a required activation, not sites, as held-out batch 5's selectable gate).
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+from adopter.analysis.chains.passed_layers import passed_in_file
 from adopter.dsl.types import Binding, Ctor, Param, ParamKind
 from adopter.engine.bindings import InitIndex
 from adopter.engine.layer_facts import literal_keys
@@ -41,8 +42,8 @@ def may_be_gate_activation(target: str, init: InitIndex, keys: Collection[str]) 
 def _may_be(binding: Binding, keys: Collection[str], params: Sequence[Param]) -> bool:
     value = binding.value
     if not isinstance(value, Ctor):
-        # a parameter, a lambda, `getattr(...)`: a callable not known here, unless the caller must choose it
-        return not _required_parameter(value.text, params)
+        # a parameter, a lambda, `getattr(...)`: a callable not known here, unless a caller elsewhere chooses it
+        return not _chosen_elsewhere(binding, params)
     if value.items:
         return False  # a container (an nn.Sequential, a ModuleList)
     if value.callee.startswith("torch."):
@@ -51,9 +52,11 @@ def _may_be(binding: Binding, keys: Collection[str], params: Sequence[Param]) ->
     return found is None or not found.isdisjoint(keys)
 
 
-def _required_parameter(text: str, params: Sequence[Param]) -> bool:
-    """Whether `text` (a binding's value) is the bare name of an `__init__` parameter without a default."""
-    name = text.strip()
+def _chosen_elsewhere(binding: Binding, params: Sequence[Param]) -> bool:
+    """Whether `binding` stores an `__init__` parameter without a default as it is, and no construction of the
+    class in the file passes it something unread (`passed_layers.passed_in_file`): the activation is the
+    caller's, in another file."""
+    name = binding.value.text.strip() if not isinstance(binding.value, Ctor) else ""
     return any(p.name == name and p.default is None and p.kind not in (ParamKind.VAR_POSITIONAL,
                                                                       ParamKind.VAR_KEYWORD)
-               for p in params)
+               for p in params) and not passed_in_file(binding.condition, name)

@@ -21,10 +21,11 @@ left as the default reads it), only calls of the class by its name in this file,
 on the files that import it.
 
 A required parameter stored as it is (`self.activation = activation`, no default) is read the same way:
-the binding stays, under `not (...)` of each activation a construction passes (what the file does not say),
-and each passed torch activation is one more binding (`composer`'s and `curated-transformers`' gated layers
-take the activation so; family 14's guard reads the bare parameter as chosen elsewhere:
-`engine.gate_activations`).
+each passed torch activation is one more binding, and the binding stays under `not (...)` of each of them;
+a construction that passes anything else (a local, a call: x-transformers' `GLU(dim, inner, activation)`)
+adds `(<param> is <argument>)` to it: the file's code chooses the activation, though not in words read here.
+With no such construction the caller chooses it in another file (composer's and curated-transformers'
+gated layers): family 14's guard (`engine.gate_activations`) reads that as no evident gated MLP.
 
 The constructions lie outside the class's cached unit: `passed_activations` reads them afresh each run
 (only for a class whose bindings store an activation: `stores_activation`), and the analyser reads the
@@ -54,7 +55,8 @@ _NAMED = (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)
 @dataclass(frozen=True, slots=True)
 class PassedActivation:
     """A construction of the class passes `callee` (qualified) where the binding at `span` stores `param`;
-    `test` is the condition under which the module holds it (`activation is nn.GELU()`)."""
+    `test` is the condition under which the module holds it (`activation is nn.GELU()`). `callee` is "" for
+    a required parameter passed something else (a local, a call): what the module holds is then not known."""
 
     span: Span
     param: str
@@ -95,8 +97,11 @@ def passed_activations(name: str, init: Init, src: SourceText, table: ClassTable
         position = order.index(param) if param in order else -(1 << 20)
         for text in _arguments(name, position, param, src):
             callee = _activation_class(text if called else text[:-2] if text.endswith("()") else "", table)
+            if callee is None and required:
+                callee = ""  # passed something this file does not name as a torch activation: it may say more
             if callee is not None and callee != held and not any(
-                    p.span == b.span and p.callee == callee for p in out):
+                    p.span == b.span and p.callee == callee and (callee or p.test == f"{param} is {text}")
+                    for p in out):
                 out.append(PassedActivation(b.span, param, f"{param} is {text}", callee))
     return tuple(out)
 
@@ -109,9 +114,24 @@ def with_passed(init: Init, passed: Sequence[PassedActivation]) -> Init:
         if not here:
             bindings.append(b)
             continue
-        bindings.append(replace(b, condition=_join(b.condition, " and ".join(f"not ({p.test})" for p in here))))
-        bindings.extend(replace(b, value=Ctor(p.callee), condition=_join(b.condition, p.test)) for p in here)
+        known = [p for p in here if p.callee]
+        unread = [p for p in here if not p.callee]
+        condition = b.condition
+        if known:
+            condition = _join(condition, " and ".join(f"not ({p.test})" for p in known))
+        if unread:  # the binding also holds what those constructions pass (`<param> is <argument>`)
+            condition = _join(condition, "(" + " or ".join(p.test for p in unread) + ")")
+        bindings.append(replace(b, condition=condition))
+        bindings.extend(replace(b, value=Ctor(p.callee), condition=_join(b.condition, p.test)) for p in known)
     return replace(init, bindings=tuple(bindings))
+
+
+def passed_in_file(condition: str | None, param: str) -> bool:
+    """Whether a binding of `param` stored as it is holds, by `condition`, what a construction in the file
+    passes that is not a torch activation (`with_passed`'s `<param> is <argument>` outside a `not (...)`)."""
+    if condition is None:
+        return False
+    return re.search(r"(?<!not \()\b" + re.escape(param) + r" is ", condition) is not None
 
 
 def _plain_activation(b: Binding) -> bool:
