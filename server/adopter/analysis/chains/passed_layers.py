@@ -20,7 +20,8 @@ left as the default reads it), only calls of the class by its name in this file,
 `__init__` rebinds the parameter. What another file passes is not read: a file's analysis does not depend
 on the files that import it.
 
-A required parameter stored as it is (`self.activation = activation`, no default) is read the same way:
+A required parameter stored as it is (`self.activation = activation`, no default) and called by the class
+(`self.activation(h)`) is read the same way:
 each passed torch activation is one more binding, and the binding stays under `not (...)` of each of them;
 a construction that passes anything else (a local, a call: x-transformers' `GLU(dim, inner, activation)`)
 adds `(<param> is <argument>)` to it: the file's code chooses the activation, though not in words read here.
@@ -81,8 +82,12 @@ def passed_activations(name: str, init: Init, src: SourceText, table: ClassTable
     defaults = {p.name: (p.default or "").strip() for p in init.params}
     order = positional_names(function, src)[1:]
     out: list[PassedActivation] = []
+    class_text = src.text(info.node) if info is not None else ""
     for b in init.bindings:
-        required = _required_parameter(b, init)
+        # a required parameter only where the class calls what it stores (`self.act(...)`): an activation,
+        # not a config or a size
+        required = _required_parameter(b, init) and re.search(
+            r"\bself\." + re.escape(b.attr) + r"\s*\(", class_text) is not None
         m = _STORED.match(stored.get(b.span, "").strip()) if _plain_activation(b) or required else None
         if m is None or m.group(1) != b.attr:
             continue
