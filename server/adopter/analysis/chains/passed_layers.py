@@ -78,17 +78,23 @@ def passed_activations(name: str, init: Init, src: SourceText, table: ClassTable
     function = info.methods.get("__init__") if info is not None else None
     if function is None:
         return ()
+    # a required parameter only where the class calls what it stores (`self.act(...)`): an activation, not a
+    # config or a size
+    called_attrs = {b.attr for b in init.bindings if _required_parameter(b, init)}
+    if called_attrs:
+        class_text = src.text(info.node)
+        called_attrs = {a for a in called_attrs if re.search(r"\bself\." + re.escape(a) + r"\s*\(", class_text)}
+    required_here = [b for b in init.bindings if b.attr in called_attrs and _required_parameter(b, init)]
+    readable = [b for b in init.bindings if _plain_activation(b)] + required_here
+    if not readable:
+        return ()
     stored = {src.span(n): src.text(n) for n in walk(function) if n.type == "assignment"}
     defaults = {p.name: (p.default or "").strip() for p in init.params}
     order = positional_names(function, src)[1:]
     out: list[PassedActivation] = []
-    class_text = src.text(info.node) if info is not None else ""
-    for b in init.bindings:
-        # a required parameter only where the class calls what it stores (`self.act(...)`): an activation,
-        # not a config or a size
-        required = _required_parameter(b, init) and re.search(
-            r"\bself\." + re.escape(b.attr) + r"\s*\(", class_text) is not None
-        m = _STORED.match(stored.get(b.span, "").strip()) if _plain_activation(b) or required else None
+    for b in readable:
+        required = b in required_here
+        m = _STORED.match(stored.get(b.span, "").strip())
         if m is None or m.group(1) != b.attr:
             continue
         param, called = m.group(2), m.group(3) is not None
