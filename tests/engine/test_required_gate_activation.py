@@ -126,6 +126,9 @@ def test_a_construction_in_the_file_says_what_the_required_activation_is() -> No
     # (x-transformers' `GLU(dim, inner_dim, activation)` from its FeedForward, llm-foundry's dMoE GLU)
     assert _lines(COMPOSER + CALLER.replace("ACT", "act"), "f14-") == site
     assert _lines(COMPOSER + CALLER.replace("ACT", "make_act()"), "f14-") == site
+    # a SiLU from one construction and a local from another: a site
+    two = CALLER.replace("ACT", "nn.SiLU()") + CALLER.replace("GatedLayer", "OtherLayer").replace("ACT", "act")
+    assert _lines(COMPOSER + two, "f14-") == site
     # passed by keyword to the keyword-only parameter
     curated_caller = CURATED + '''
 

@@ -10,8 +10,8 @@ gated MLP), or a lookup whose literal keys all name other activations (`ACT2FN["
 `bench/data/realworld/LABELLING.md`).
 
 One constructor parameter fails too: a required one (no default) bound as it is (`self.act = activation`),
-when no construction of the class in the file passes it (the torch activations one passes reach here as
-bindings of their own, anything else as a condition on this one: `passed_layers`). The activation is then chosen by code elsewhere, so the file does not say the
+when no construction of the class in the file passes it anything but torch activations (those reach here as
+bindings of their own; `passed_layers` marks the binding left to another file's caller). The activation is then chosen by code elsewhere, so the file does not say the
 product is a SiLU/GELU gated MLP (dev2 labels composer's and curated-transformers' gated layers, both
 `act(gate(x)) * up(x)` with a required activation, not sites, as held-out batch 5's selectable gate).
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from adopter.analysis.chains.passed_layers import passed_in_file
+from adopter.analysis.chains.passed_layers import chosen_elsewhere
 from adopter.dsl.types import Binding, Ctor, Param, ParamKind
 from adopter.engine.bindings import InitIndex
 from adopter.engine.layer_facts import literal_keys
@@ -53,10 +53,9 @@ def _may_be(binding: Binding, keys: Collection[str], params: Sequence[Param]) ->
 
 
 def _chosen_elsewhere(binding: Binding, params: Sequence[Param]) -> bool:
-    """Whether `binding` stores an `__init__` parameter without a default as it is, and no construction of the
-    class in the file passes it something unread (`passed_layers.passed_in_file`): the activation is the
-    caller's, in another file."""
+    """Whether `binding` stores an `__init__` parameter without a default as it is, holding what another file's
+    caller passes (`passed_layers.chosen_elsewhere`): the activation is not this file's."""
     name = binding.value.text.strip() if not isinstance(binding.value, Ctor) else ""
     return any(p.name == name and p.default is None and p.kind not in (ParamKind.VAR_POSITIONAL,
                                                                       ParamKind.VAR_KEYWORD)
-               for p in params) and not passed_in_file(binding.condition, name)
+               for p in params) and chosen_elsewhere(binding.condition, name)

@@ -22,11 +22,12 @@ on the files that import it.
 
 A required parameter stored as it is (`self.activation = activation`, no default) and called by the class
 (`self.activation(h)`) is read the same way:
-each passed torch activation is one more binding, and the binding stays under `not (...)` of each of them;
-a construction that passes anything else (a local, a call: x-transformers' `GLU(dim, inner, activation)`)
-adds `(<param> is <argument>)` to it: the file's code chooses the activation, though not in words read here.
-With no such construction the caller chooses it in another file (composer's and curated-transformers'
-gated layers): family 14's guard (`engine.gate_activations`) reads that as no evident gated MLP.
+each passed torch activation is one more binding, and the binding stays under `not (...)` of each of them.
+When no construction in the file passes anything else (none at all, or only torch activations), the binding
+is left to another file's caller and says so: `<param> is <ELSEWHERE>` joins its condition (composer's and
+curated-transformers' gated layers; family 14's guard, `engine.gate_activations`, reads that as no evident
+gated MLP). A construction that passes something else (a local, a call: x-transformers'
+`GLU(dim, inner, activation)`, a wrapper's `PreNorm(dim, FeedForward(...))`) leaves the binding as it was.
 
 The constructions lie outside the class's cached unit: `passed_activations` reads them afresh each run
 (only for a class whose bindings store an activation: `stores_activation`), and the analyser reads the
@@ -51,13 +52,17 @@ ACTIVATIONS = frozenset(f"torch.nn.{n}" for n in (
 _STORED = re.compile(r"^self\.([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*(\(\s*\))?$")
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _NAMED = (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)
+# the value a required parameter holds when no construction in the file passes it anything else than a torch
+# activation (a name no code binds: conditions that hold it are never decided true or false)
+ELSEWHERE = "__passed_by_another_file__"
 
 
 @dataclass(frozen=True, slots=True)
 class PassedActivation:
     """A construction of the class passes `callee` (qualified) where the binding at `span` stores `param`;
     `test` is the condition under which the module holds it (`activation is nn.GELU()`). `callee` is "" for
-    a required parameter passed something else (a local, a call): what the module holds is then not known."""
+    a required parameter that no construction in the file passes anything else: `test` is then
+    `<param> is <ELSEWHERE>`, the binding's value being another file's choice."""
 
     span: Span
     param: str
@@ -106,14 +111,15 @@ def passed_activations(name: str, init: Init, src: SourceText, table: ClassTable
             continue  # stored as is: an instance default; called once: a class default; nothing else
         held = b.value.callee if isinstance(b.value, Ctor) else None
         position = order.index(param) if param in order else -(1 << 20)
+        unread = False
         for text in _arguments(name, position, param, src):
             callee = _activation_class(text if called else text[:-2] if text.endswith("()") else "", table)
-            if callee is None and required:
-                callee = ""  # passed something this file does not name as a torch activation: it may say more
+            unread = unread or callee is None
             if callee is not None and callee != held and not any(
-                    p.span == b.span and p.callee == callee and (callee or p.test == f"{param} is {text}")
-                    for p in out):
+                    p.span == b.span and p.callee == callee for p in out):
                 out.append(PassedActivation(b.span, param, f"{param} is {text}", callee))
+        if required and not unread:  # no construction here passes anything else: the rest is another file's
+            out.append(PassedActivation(b.span, param, f"{param} is {ELSEWHERE}", ""))
     return tuple(out)
 
 
@@ -126,23 +132,22 @@ def with_passed(init: Init, passed: Sequence[PassedActivation]) -> Init:
             bindings.append(b)
             continue
         known = [p for p in here if p.callee]
-        unread = [p for p in here if not p.callee]
         condition = b.condition
         if known:
             condition = _join(condition, " and ".join(f"not ({p.test})" for p in known))
-        if unread:  # the binding also holds what those constructions pass (`<param> is <argument>`)
-            condition = _join(condition, "(" + " or ".join(p.test for p in unread) + ")")
+        elsewhere = [p for p in here if not p.callee]
+        if elsewhere:
+            condition = _join(condition, elsewhere[0].test)
         bindings.append(replace(b, condition=condition))
         bindings.extend(replace(b, value=Ctor(p.callee), condition=_join(b.condition, p.test)) for p in known)
     return replace(init, bindings=tuple(bindings))
 
 
-def passed_in_file(condition: str | None, param: str) -> bool:
-    """Whether a binding of `param` stored as it is holds, by `condition`, what a construction in the file
-    passes that is not a torch activation (`with_passed`'s `<param> is <argument>` outside a `not (...)`)."""
-    if condition is None:
-        return False
-    return re.search(r"(?<!not \()\b" + re.escape(param) + r" is ", condition) is not None
+def chosen_elsewhere(condition: str | None, param: str) -> bool:
+    """Whether a required parameter stored as it is holds, by `condition`, only what another file passes
+    (`with_passed`'s `<param> is <ELSEWHERE>`: no construction in this file passes it anything but the torch
+    activations read as bindings of their own)."""
+    return condition is not None and f"{param} is {ELSEWHERE}" in condition
 
 
 def _plain_activation(b: Binding) -> bool:
