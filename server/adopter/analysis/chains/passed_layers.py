@@ -81,7 +81,7 @@ def passed_activations(name: str, init: Init, src: SourceText, table: ClassTable
     parameter `__init__` stores unchanged."""
     info = table.infos.get(name)
     function = info.methods.get("__init__") if info is not None else None
-    if function is None:
+    if info is None or function is None:
         return ()
     # a required parameter only where the class calls what it stores (`self.act(...)`): an activation, not a
     # config or a size
