@@ -167,6 +167,18 @@ class DauphinFeedForward(nn.Module):
         split1, split2 = seqs.chunk(2, dim=-1)
         seqs = self.inner_activation(split1) * split2
         return self.output_proj(seqs)
+
+
+class FeedForward(nn.Module):
+    # x-transformers builds its GLU in the same file with the activation its flags chose (a local): the file
+    # chooses it, so the GLU is reported (with no construction here it would be the caller's choice)
+    def __init__(self, dim, inner, swish=False):
+        super().__init__()
+        activation = nn.SiLU() if swish else nn.GELU()
+        self.glu = GLU(dim, inner, activation)
+
+    def forward(self, x):
+        return self.glu(x)
 '''
 
 NOT_GATED = '''

@@ -20,6 +20,15 @@ left as the default reads it), only calls of the class by its name in this file,
 `__init__` rebinds the parameter. What another file passes is not read: a file's analysis does not depend
 on the files that import it.
 
+A required parameter stored as it is (`self.activation = activation`, no default) and called by the class
+(`self.activation(h)`) is read the same way:
+each passed torch activation is one more binding, and the binding stays under `not (...)` of each of them.
+When no construction in the file passes anything else (none at all, or only torch activations), the binding
+is left to another file's caller and says so: `<param> is <ELSEWHERE>` joins its condition (composer's and
+curated-transformers' gated layers; family 14's guard, `engine.gate_activations`, reads that as no evident
+gated MLP). A construction that passes something else (a local, a call: x-transformers'
+`GLU(dim, inner, activation)`, a wrapper's `PreNorm(dim, FeedForward(...))`) leaves the binding as it was.
+
 The constructions lie outside the class's cached unit: `passed_activations` reads them afresh each run
 (only for a class whose bindings store an activation: `stores_activation`), and the analyser reads the
 class again with them (`with_passed`) when there are any.
@@ -34,7 +43,7 @@ from dataclasses import dataclass, replace
 from adopter.analysis.chains.call_arguments import argument_at, positional_names, rebinds, walk
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Binding, Ctor, Init, Span
+from adopter.dsl.types import Binding, Ctor, Init, ParamKind, Span
 
 # torch.nn's activation modules (torch/nn/modules/activation.py), the ones applied to a tensor alone.
 ACTIVATIONS = frozenset(f"torch.nn.{n}" for n in (
@@ -42,12 +51,18 @@ ACTIVATIONS = frozenset(f"torch.nn.{n}" for n in (
     "Hardswish", "Hardsigmoid", "Hardtanh", "Softplus", "Softsign", "Tanhshrink", "LogSigmoid", "RReLU"))
 _STORED = re.compile(r"^self\.([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*(\(\s*\))?$")
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+_NAMED = (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)
+# the value a required parameter holds when no construction in the file passes it anything else than a torch
+# activation (a name no code binds: conditions that hold it are never decided true or false)
+ELSEWHERE = "__passed_by_another_file__"
 
 
 @dataclass(frozen=True, slots=True)
 class PassedActivation:
     """A construction of the class passes `callee` (qualified) where the binding at `span` stores `param`;
-    `test` is the condition under which the module holds it (`activation is nn.GELU()`)."""
+    `test` is the condition under which the module holds it (`activation is nn.GELU()`). `callee` is "" for
+    a required parameter that no construction in the file passes anything else: `test` is then
+    `<param> is <ELSEWHERE>`, the binding's value being another file's choice."""
 
     span: Span
     param: str
@@ -56,8 +71,9 @@ class PassedActivation:
 
 
 def stores_activation(init: Init | None) -> bool:
-    """Whether `init` binds a torch activation without arguments (the only bindings read here)."""
-    return init is not None and any(_plain_activation(b) for b in init.bindings)
+    """Whether `init` binds a torch activation without arguments, or stores a required parameter as it is
+    (the only bindings read here)."""
+    return init is not None and any(_plain_activation(b) or _required_parameter(b, init) for b in init.bindings)
 
 
 def passed_activations(name: str, init: Init, src: SourceText, table: ClassTable) -> tuple[PassedActivation, ...]:
@@ -65,27 +81,45 @@ def passed_activations(name: str, init: Init, src: SourceText, table: ClassTable
     parameter `__init__` stores unchanged."""
     info = table.infos.get(name)
     function = info.methods.get("__init__") if info is not None else None
-    if function is None:
+    if info is None or function is None:
+        return ()
+    # a required parameter only where the class calls what it stores (`self.act(...)`): an activation, not a
+    # config or a size
+    called_attrs = {b.attr for b in init.bindings if _required_parameter(b, init)}
+    if called_attrs:
+        class_text = src.text(info.node)
+        called_attrs = {a for a in called_attrs if re.search(r"\bself\." + re.escape(a) + r"\s*\(", class_text)}
+    required_here = [b for b in init.bindings if b.attr in called_attrs and _required_parameter(b, init)]
+    readable = [b for b in init.bindings if _plain_activation(b)] + required_here
+    if not readable:
         return ()
     stored = {src.span(n): src.text(n) for n in walk(function) if n.type == "assignment"}
     defaults = {p.name: (p.default or "").strip() for p in init.params}
     order = positional_names(function, src)[1:]
     out: list[PassedActivation] = []
-    for b in init.bindings:
-        m = _STORED.match(stored.get(b.span, "").strip()) if _plain_activation(b) else None
+    for b in readable:
+        required = b in required_here
+        m = _STORED.match(stored.get(b.span, "").strip())
         if m is None or m.group(1) != b.attr:
             continue
         param, called = m.group(2), m.group(3) is not None
         default = defaults.get(param, "")
-        if not default or default.endswith("()") == called or rebinds(function, param, src):
+        if required:
+            if called or rebinds(function, param, src):
+                continue  # only an instance stored as it is
+        elif not default or default.endswith("()") == called or rebinds(function, param, src):
             continue  # stored as is: an instance default; called once: a class default; nothing else
+        held = b.value.callee if isinstance(b.value, Ctor) else None
         position = order.index(param) if param in order else -(1 << 20)
+        unread = False
         for text in _arguments(name, position, param, src):
             callee = _activation_class(text if called else text[:-2] if text.endswith("()") else "", table)
-            assert isinstance(b.value, Ctor)
-            if callee is not None and callee != b.value.callee and not any(
+            unread = unread or callee is None
+            if callee is not None and callee != held and not any(
                     p.span == b.span and p.callee == callee for p in out):
                 out.append(PassedActivation(b.span, param, f"{param} is {text}", callee))
+        if required and not unread:  # no construction here passes anything else: the rest is another file's
+            out.append(PassedActivation(b.span, param, f"{param} is {ELSEWHERE}", ""))
     return tuple(out)
 
 
@@ -97,13 +131,35 @@ def with_passed(init: Init, passed: Sequence[PassedActivation]) -> Init:
         if not here:
             bindings.append(b)
             continue
-        bindings.append(replace(b, condition=_join(b.condition, " and ".join(f"not ({p.test})" for p in here))))
-        bindings.extend(replace(b, value=Ctor(p.callee), condition=_join(b.condition, p.test)) for p in here)
+        known = [p for p in here if p.callee]
+        condition = b.condition
+        if known:
+            condition = _join(condition, " and ".join(f"not ({p.test})" for p in known))
+        elsewhere = [p for p in here if not p.callee]
+        if elsewhere:
+            condition = _join(condition, elsewhere[0].test)
+        bindings.append(replace(b, condition=condition))
+        bindings.extend(replace(b, value=Ctor(p.callee), condition=_join(b.condition, p.test)) for p in known)
     return replace(init, bindings=tuple(bindings))
+
+
+def chosen_elsewhere(condition: str | None, param: str) -> bool:
+    """Whether a required parameter stored as it is holds, by `condition`, only what another file passes
+    (`with_passed`'s `<param> is <ELSEWHERE>`: no construction in this file passes it anything but the torch
+    activations read as bindings of their own)."""
+    return condition is not None and f"{param} is {ELSEWHERE}" in condition
 
 
 def _plain_activation(b: Binding) -> bool:
     return isinstance(b.value, Ctor) and b.value.callee in ACTIVATIONS and not b.value.args and not b.value.kwargs
+
+
+def _required_parameter(b: Binding, init: Init) -> bool:
+    """Whether `b` stores an `__init__` parameter without a default as it is (`self.act = act`)."""
+    if isinstance(b.value, Ctor) or b.condition is not None:
+        return False
+    name = b.value.text.strip()
+    return any(p.name == name and p.default is None and p.kind in _NAMED for p in init.params)
 
 
 def _activation_class(written: str, table: ClassTable) -> str | None:
