@@ -86,6 +86,28 @@ def load(source: str, name: str) -> dict[str, Any]:
     return module.__dict__
 
 
+def equivalent_classes(source: str, new: str, cls: str, make: Any, inputs: Any) -> None:
+    """Class `cls` of `source` and of its rewrite `new`, built by `make` with one seed and the state dict loaded
+    strictly both ways, compute the same (`adopter.verify.compare.compare`: outputs, input and parameter
+    gradients, float32 on CPU) in eval and train mode, for run seeds 0 and 1."""
+    import torch
+
+    from adopter.verify.compare import compare
+
+    torch.manual_seed(0)
+    original = make(load(source, "orig")[cls])
+    rewritten = make(load(new, "new")[cls])
+    rewritten.load_state_dict(original.state_dict(), strict=True)
+    original.load_state_dict(rewritten.state_dict(), strict=True)
+    for train in (False, True):
+        original.train(train)
+        rewritten.train(train)
+        for seed in (0, 1):
+            torch.manual_seed(seed)
+            result = compare(original, rewritten, (inputs(), {}), seed=seed, dtype=torch.float32)
+            assert result.equivalent, (train, seed, result)
+
+
 @contextmanager
 def transformers_on_path() -> Iterator[None]:
     """Make transformers 4.35.0 from `.cache/tf435` importable (skips when it is not installed, or not for
