@@ -51,6 +51,7 @@ ACTIVATIONS = frozenset(f"torch.nn.{n}" for n in (
     "Hardswish", "Hardsigmoid", "Hardtanh", "Softplus", "Softsign", "Tanhshrink", "LogSigmoid", "RReLU"))
 _STORED = re.compile(r"^self\.([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*(\(\s*\))?$")
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+_SELF_CALLS = re.compile(r"\bself\.([A-Za-z_]\w*)\s*\(")  # `self.act(...)`: the attributes a class calls
 _NAMED = (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)
 # the value a required parameter holds when no construction in the file passes it anything else than a torch
 # activation (a name no code binds: conditions that hold it are never decided true or false)
@@ -87,8 +88,7 @@ def passed_activations(name: str, init: Init, src: SourceText, table: ClassTable
     # config or a size
     called_attrs = {b.attr for b in init.bindings if _required_parameter(b, init)}
     if called_attrs:
-        class_text = src.text(info.node)
-        called_attrs = {a for a in called_attrs if re.search(r"\bself\." + re.escape(a) + r"\s*\(", class_text)}
+        called_attrs &= set(_SELF_CALLS.findall(src.text(info.node)))
     required_here = [b for b in init.bindings if b.attr in called_attrs and _required_parameter(b, init)]
     readable = [b for b in init.bindings if _plain_activation(b)] + required_here
     if not readable:
