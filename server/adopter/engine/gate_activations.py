@@ -11,9 +11,10 @@ gated MLP), or a lookup whose literal keys all name other activations (`ACT2FN["
 
 One constructor parameter fails too: a required one (no default) bound as it is (`self.act = activation`),
 when no construction of the class in the file passes it anything but torch activations (those reach here as
-bindings of their own; `passed_layers` marks the binding left to another file's caller). The activation is then chosen by code elsewhere, so the file does not say the
-product is a SiLU/GELU gated MLP (dev2 labels composer's and curated-transformers' gated layers, both
-`act(gate(x)) * up(x)` with a required activation, not sites, as held-out batch 5's selectable gate).
+bindings of their own; `passed_layers` marks the binding left to another file's caller). The activation is
+then chosen by code elsewhere, so the file does not say the product is a SiLU/GELU gated MLP (dev2 labels
+composer's and curated-transformers' gated layers, both `act(gate(x)) * up(x)` with a required activation,
+not sites, as held-out batch 5's selectable gate).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from adopter.analysis.chains.passed_layers import chosen_elsewhere
-from adopter.dsl.types import Binding, Ctor, Param, ParamKind
+from adopter.dsl.types import Binding, Ctor, Param
 from adopter.engine.bindings import InitIndex
 from adopter.engine.layer_facts import literal_keys
 
@@ -43,7 +44,7 @@ def _may_be(binding: Binding, keys: Collection[str], params: Sequence[Param]) ->
     value = binding.value
     if not isinstance(value, Ctor):
         # a parameter, a lambda, `getattr(...)`: a callable not known here, unless a caller elsewhere chooses it
-        return not _chosen_elsewhere(binding, params)
+        return not chosen_elsewhere(binding.condition, value.text.strip())
     if value.items:
         return False  # a container (an nn.Sequential, a ModuleList)
     if value.callee.startswith("torch."):
@@ -51,11 +52,3 @@ def _may_be(binding: Binding, keys: Collection[str], params: Sequence[Param]) ->
     found = literal_keys(value, params)
     return found is None or not found.isdisjoint(keys)
 
-
-def _chosen_elsewhere(binding: Binding, params: Sequence[Param]) -> bool:
-    """Whether `binding` stores an `__init__` parameter without a default as it is, holding what another file's
-    caller passes (`passed_layers.chosen_elsewhere`): the activation is not this file's."""
-    name = binding.value.text.strip() if not isinstance(binding.value, Ctor) else ""
-    return any(p.name == name and p.default is None and p.kind not in (ParamKind.VAR_POSITIONAL,
-                                                                      ParamKind.VAR_KEYWORD)
-               for p in params) and chosen_elsewhere(binding.condition, name)

@@ -21,8 +21,8 @@ left as the default reads it), only calls of the class by its name in this file,
 on the files that import it.
 
 A required parameter stored as it is (`self.activation = activation`, no default) and called by the class
-(`self.activation(h)`) is read the same way:
-each passed torch activation is one more binding, and the binding stays under `not (...)` of each of them.
+(`self.activation(h)`) is read the same way: each passed torch activation is one more binding, and the
+binding stays under `not (...)` of each of them.
 When no construction in the file passes anything else (none at all, or only torch activations), the binding
 is left to another file's caller and says so: `<param> is <ELSEWHERE>` joins its condition (composer's and
 curated-transformers' gated layers; family 14's guard, `engine.gate_activations`, reads that as no evident
