@@ -368,6 +368,11 @@ MANIFEST: Manifest = (
         "medimm/layers/norm.py")),
     ("mpsenet", "1.0.3", ("MPSENet/model/transformer.py", "MPSENet/model/mpsenet.py")),
     ("mtst-forecasting", "0.3.0", ("mtst/Models/transformer_basis.py", "mtst/Models/full_model.py")),
+    # Batch 18 (refreshed 2026-12-06, stop 25): labelled by an eighteenth independent labeller; first letters a-m only,
+    # picked by name and known purpose, leaning to what the set had less of (point clouds, speech enhancement, a
+    # researcher's transformer, graph nets, tabular, time series, video, medical imaging, LLM fine-tuning), files from
+    # the archive listings by name and size before reading (see LABELLING.md "Batch 18").
+    ("cgn-pytorch", "0.4.3", ("cgn_pytorch/contact_graspnet.py", "cgn_pytorch/pointnet2.py")),
 )
 
 
