@@ -374,6 +374,7 @@ MANIFEST: Manifest = (
     # the archive listings by name and size before reading (see LABELLING.md "Batch 18").
     ("cgn-pytorch", "0.4.3", ("cgn_pytorch/contact_graspnet.py", "cgn_pytorch/pointnet2.py")),
     ("cleanunet", "0.0.3", ("cleanunet/network.py", "cleanunet/train.py")),
+    ("differential-transformer", "0.0.3", ("differential_transformer/main.py",)),
 )
 
 
