@@ -375,6 +375,7 @@ MANIFEST: Manifest = (
     ("cgn-pytorch", "0.4.3", ("cgn_pytorch/contact_graspnet.py", "cgn_pytorch/pointnet2.py")),
     ("cleanunet", "0.0.3", ("cleanunet/network.py", "cleanunet/train.py")),
     ("differential-transformer", "0.0.3", ("differential_transformer/main.py",)),
+    ("graph-transformer", "0.2.1", ("graph_transformer/graph_transformer_model.py",)),
 )
 
 
