@@ -376,6 +376,8 @@ MANIFEST: Manifest = (
     ("cleanunet", "0.0.3", ("cleanunet/network.py", "cleanunet/train.py")),
     ("differential-transformer", "0.0.3", ("differential_transformer/main.py",)),
     ("graph-transformer", "0.2.1", ("graph_transformer/graph_transformer_model.py",)),
+    ("insurance-credibility-transformer", "0.1.0", (
+        "insurance_credibility_transformer/transformer.py", "insurance_credibility_transformer/attention.py")),
 )
 
 
