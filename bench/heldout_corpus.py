@@ -378,6 +378,9 @@ MANIFEST: Manifest = (
     ("graph-transformer", "0.2.1", ("graph_transformer/graph_transformer_model.py",)),
     ("insurance-credibility-transformer", "0.1.0", (
         "insurance_credibility_transformer/transformer.py", "insurance_credibility_transformer/attention.py")),
+    ("language-modeling-transformers", "0.2.8", (
+        "lmt/layers/attention/multihead_attention.py", "lmt/layers/transformers/ff.py",
+        "lmt/layers/transformers/transformer.py")),
 )
 
 
