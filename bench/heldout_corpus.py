@@ -381,6 +381,7 @@ MANIFEST: Manifest = (
     ("language-modeling-transformers", "0.2.8", (
         "lmt/layers/attention/multihead_attention.py", "lmt/layers/transformers/ff.py",
         "lmt/layers/transformers/transformer.py")),
+    ("litespecformer", "0.0.3", ("litespecformer/layers.py", "litespecformer/model.py")),
 )
 
 
