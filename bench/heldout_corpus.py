@@ -382,6 +382,7 @@ MANIFEST: Manifest = (
         "lmt/layers/attention/multihead_attention.py", "lmt/layers/transformers/ff.py",
         "lmt/layers/transformers/transformer.py")),
     ("litespecformer", "0.0.3", ("litespecformer/layers.py", "litespecformer/model.py")),
+    ("marlin-pytorch", "0.3.4", ("marlin_pytorch/model/modules.py", "marlin_pytorch/model/encoder.py")),
 )
 
 
