@@ -383,6 +383,7 @@ MANIFEST: Manifest = (
         "lmt/layers/transformers/transformer.py")),
     ("litespecformer", "0.0.3", ("litespecformer/layers.py", "litespecformer/model.py")),
     ("marlin-pytorch", "0.3.4", ("marlin_pytorch/model/modules.py", "marlin_pytorch/model/encoder.py")),
+    ("medim", "0.1.2", ("medim/models/sam_med3d.py", "medim/models/stu_net.py")),
 )
 
 
