@@ -384,6 +384,7 @@ MANIFEST: Manifest = (
     ("litespecformer", "0.0.3", ("litespecformer/layers.py", "litespecformer/model.py")),
     ("marlin-pytorch", "0.3.4", ("marlin_pytorch/model/modules.py", "marlin_pytorch/model/encoder.py")),
     ("medim", "0.1.2", ("medim/models/sam_med3d.py", "medim/models/stu_net.py")),
+    ("moe-peft", "2.0.2", ("moe_peft/models/modeling_llama.py", "moe_peft/adapters/mixlora/model.py")),
 )
 
 
