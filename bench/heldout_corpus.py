@@ -368,6 +368,23 @@ MANIFEST: Manifest = (
         "medimm/layers/norm.py")),
     ("mpsenet", "1.0.3", ("MPSENet/model/transformer.py", "MPSENet/model/mpsenet.py")),
     ("mtst-forecasting", "0.3.0", ("mtst/Models/transformer_basis.py", "mtst/Models/full_model.py")),
+    # Batch 18 (refreshed 2026-12-06, stop 25): labelled by an eighteenth independent labeller; first letters a-m only,
+    # picked by name and known purpose, leaning to what the set had less of (point clouds, speech enhancement, a
+    # researcher's transformer, graph nets, tabular, time series, video, medical imaging, LLM fine-tuning), files from
+    # the archive listings by name and size before reading (see LABELLING.md "Batch 18").
+    ("cgn-pytorch", "0.4.3", ("cgn_pytorch/contact_graspnet.py", "cgn_pytorch/pointnet2.py")),
+    ("cleanunet", "0.0.3", ("cleanunet/network.py", "cleanunet/train.py")),
+    ("differential-transformer", "0.0.3", ("differential_transformer/main.py",)),
+    ("graph-transformer", "0.2.1", ("graph_transformer/graph_transformer_model.py",)),
+    ("insurance-credibility-transformer", "0.1.0", (
+        "insurance_credibility_transformer/transformer.py", "insurance_credibility_transformer/attention.py")),
+    ("language-modeling-transformers", "0.2.8", (
+        "lmt/layers/attention/multihead_attention.py", "lmt/layers/transformers/ff.py",
+        "lmt/layers/transformers/transformer.py")),
+    ("litespecformer", "0.0.3", ("litespecformer/layers.py", "litespecformer/model.py")),
+    ("marlin-pytorch", "0.3.4", ("marlin_pytorch/model/modules.py", "marlin_pytorch/model/encoder.py")),
+    ("medim", "0.1.2", ("medim/models/sam_med3d.py", "medim/models/stu_net.py")),
+    ("moe-peft", "2.0.2", ("moe_peft/models/modeling_llama.py", "moe_peft/adapters/mixlora/model.py")),
 )
 
 
