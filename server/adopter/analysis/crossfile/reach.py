@@ -91,7 +91,10 @@ class CrossFileReach:
         self.root = root
         self._lock = threading.RLock()
         self._files: dict[str, ParsedFile | None] = {}
-        self._defs: dict[tuple[str, str], tuple[Definition | None, frozenset[str]]] = {}
+        # keyed by the name, the folder of a relative import and the file the module is located at from
+        # the importing file: two copies of one package (a vendored transformers beside an installed one)
+        # name their modules alike, and an answer for one copy must not be given to the other
+        self._defs: dict[tuple[str, str, str], tuple[Definition | None, frozenset[str]]] = {}
         self._summaries: dict[tuple[str, str], tuple[Summary | None, frozenset[str]]] = {}
         self._pending: set[tuple[str, str]] = set()
         self.jedi = JediLookup()
@@ -439,8 +442,7 @@ class CrossFileReach:
         located = self.resolver.locate(module, from_path)
         if located is None or in_stdlib(located):  # the standard library defines no torch layers
             return None
-        scope = os.path.dirname(from_path) if module.startswith(".") else ""
-        key = (qualified, scope)
+        key = _definition_key(qualified, from_path, located)
         with self._lock:
             cached = self._defs.get(key)
             if cached is not None:
@@ -453,7 +455,6 @@ class CrossFileReach:
 
     def _goto(self, qualified: str, from_path: str, located: str) -> Definition | None:
         module, _, name = qualified.rpartition(".")
-        scope = os.path.dirname(from_path) if module.startswith(".") else ""
         found: Definition | None = None
         try:
             root = self.root or self.resolver._package_root(from_path)[0] or os.path.dirname(from_path)
@@ -468,7 +469,7 @@ class CrossFileReach:
             found = self._follow(located, name, 0)
         with self._lock:
             files = frozenset({located} | ({found.path} if found else set()))
-            self._defs[(qualified, scope)] = (found, files)
+            self._defs[_definition_key(qualified, from_path, located)] = (found, files)
         reads.note(files)
         with self._lock:
             self.resolved += 1
@@ -521,11 +522,13 @@ class CrossFileReach:
             for p in gone:
                 if self._files.pop(p, None) is not None:
                     hit = True
-            for cache in (self._defs, self._summaries):
-                stale = [k for k, (_, read) in cache.items() if read & gone]
-                for k in stale:
-                    del cache[k]
-                hit = hit or bool(stale)
+            stale_defs = [k for k, (_, read) in self._defs.items() if read & gone]
+            stale_summaries = [k for k, (_, read) in self._summaries.items() if read & gone]
+            for k in stale_defs:
+                del self._defs[k]
+            for s in stale_summaries:
+                del self._summaries[s]
+            hit = hit or bool(stale_defs or stale_summaries)
         if hit:
             self.resolver.clear()
         return hit
@@ -718,3 +721,8 @@ def _imported(callee: str) -> bool:
     return "." in callee.lstrip(".") and not callee.startswith(("torch.", "builtins.", "typing."))
 
 
+def _definition_key(qualified: str, from_path: str, located: str) -> tuple[str, str, str]:
+    """What a definition look-up's answer depends on: the name, the importing folder when the import is
+    relative, and the file the module was located at from the importing file."""
+    module = qualified.rpartition(".")[0]
+    return qualified, os.path.dirname(from_path) if module.startswith(".") else "", located

@@ -66,7 +66,7 @@ class ModuleResolver:
         self.parsed_budget: int | None = None
         self._exists: dict[str, bool] = {}
         self._texts: dict[str, str] = {}  # texts read while checking existence (non-disk readers)
-        self._answers: dict[tuple[str, str], bool | None] = {}
+        self._answers: dict[tuple[str, str, str], bool | None] = {}
 
     @classmethod
     def for_archive(cls, archive: str) -> ModuleResolver:
@@ -195,20 +195,21 @@ class ModuleResolver:
         """
         return self._is_module(qualified, from_path or "", 0, set())
 
-    def _is_module(self, qualified: str, from_path: str, hops: int, seen: set[tuple[str, str]]) -> bool | None:
+    def _is_module(self, qualified: str, from_path: str, hops: int, seen: set[tuple[str, str, str]]) -> bool | None:
         if is_torch_module_class(qualified):
             return True
         if qualified.startswith(("torch.", "builtins.", "typing.")) or "." not in qualified.lstrip("."):
             return False if qualified.startswith(("torch.", "typing.")) else None
-        key = (qualified, from_path if qualified.startswith(".") else "")
+        module, _, name = qualified.rpartition(".")
+        path = self.locate(module, from_path or None) if module.strip(".") else None
+        # the located file is in the key: two copies of one package name their modules alike
+        key = (qualified, from_path if qualified.startswith(".") else "", path or "")
         if key in self._answers and not reads.active():  # recording: walk again to note the files
             return self._answers[key]
         if hops > MAX_HOPS or key in seen:
             return None
         seen.add(key)
-        module, _, name = qualified.rpartition(".")
         answer: bool | None = None
-        path = self.locate(module, from_path or None) if module.strip(".") else None
         if path is not None:
             symbols = self.symbols(path)
             if symbols is not None:
@@ -217,7 +218,7 @@ class ModuleResolver:
         return answer
 
     def _in_file(
-        self, symbols: ModuleSymbols, name: str, path: str, hops: int, seen: set[tuple[str, str]]
+        self, symbols: ModuleSymbols, name: str, path: str, hops: int, seen: set[tuple[str, str, str]]
     ) -> bool | None:
         node = symbols.classes.get(name)
         if node is not None:
@@ -233,7 +234,7 @@ class ModuleResolver:
         name: str,
         path: str,
         hops: int,
-        seen: set[tuple[str, str]],
+        seen: set[tuple[str, str, str]],
         local_seen: set[str],
     ) -> bool | None:
         if name in local_seen:
