@@ -10,7 +10,8 @@ trace exercised, is right when it overlaps the lines of an oracle site of its fa
 for recall), wrong when it does not; findings at lines the trace never ran (another branch, a class that
 did not construct) are counted apart, not judged. Sites and exercised lines are the union over a class's
 default construction and its variant with boolean parameters flipped (`worker._variant`); the report
-says how many sites only a variant ran.
+says how many sites only a variant ran. The checker runs in the oracle's own environment (`checker_python`),
+where the distributions' dependencies are installed, as a user runs it beside their model.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from oracle import stale
-from oracle.install import CACHE, LEDGER
+from oracle.install import CACHE, LEDGER, VENV
 from oracle.packages import domain_of
 from oracle.patterns import NOT_IN_A_FORWARD_TRACE, NOT_VISIBLE_WITHOUT_LABELS, retired
 from oracle.run import RESULTS
@@ -97,6 +98,7 @@ def check(files: list[str]) -> list[dict[str, Any]]:
     if not files:
         return []
     h = hashlib.sha256(checker_digest().encode())
+    h.update(checker_python().encode())
     for f in files:
         h.update(f.encode())
         try:
@@ -115,12 +117,26 @@ def check(files: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+def checker_python() -> str:
+    """The interpreter `adopter check` runs in: the oracle's own environment, where the distributions and their
+    dependencies are installed and their classes were traced (a user runs the checker in the environment that
+    runs their model: the language server starts in the active interpreter, `adopter check` in the shell's), so
+    the cross-file reach reads the libraries a class builds on (`torchvision.ops.Conv2dNormActivation`, timm's
+    layers) as it does for that user. `$ADOPTER_ORACLE_CHECK_PYTHON` names another (`sys.executable`: the
+    figure of the checker's own environment, without those libraries)."""
+    chosen = os.environ.get("ADOPTER_ORACLE_CHECK_PYTHON")
+    if chosen:
+        return chosen
+    own = VENV / "bin" / "python"
+    return str(own) if own.exists() else sys.executable
+
+
 def _check_uncached(files: list[str]) -> tuple[list[dict[str, Any]], bool]:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "server"))
     out: list[dict[str, Any]] = []
     complete = True
     for i in range(0, len(files), 200):
-        proc = subprocess.run([sys.executable, "-m", "adopter", "check", "--format", "json", *files[i:i + 200]],
+        proc = subprocess.run([checker_python(), "-m", "adopter", "check", "--format", "json", *files[i:i + 200]],
                               capture_output=True, text=True, env=env, cwd=ROOT, check=False)
         try:
             out.extend(json.loads(proc.stdout or "[]"))
