@@ -112,7 +112,7 @@ class CrossFileReach:
         if init is None or not path:
             return init
         local = self._local_sequentials(init, source)
-        if not local and not any(isinstance(b.value, Ctor) and _imported(b.value.callee) for b in init.bindings):
+        if not local and not any(isinstance(b.value, Ctor) and _holds_imported(b.value) for b in init.bindings):
             return init  # the common class: nothing imported to look at, no cost
         path = os.path.abspath(path)
         scope = Scope({p.name: p.default for p in init.params}, source)
@@ -126,7 +126,8 @@ class CrossFileReach:
             if isinstance(value, Ctor) and (called is None or b.attr in called):
                 try:
                     found = self._local_sequential(value, path, scope) if value.callee in local else (
-                        self._ctor(value, path, scope, b.condition))
+                        self._ctor(value, path, scope, b.condition) if not value.items else (
+                            self._items(value, path, scope)))
                 except (RecursionError, ValueError, OSError, SyntaxError):
                     found = None
                 if found is not None:
@@ -140,6 +141,24 @@ class CrossFileReach:
                     changed = True
             out.append(b)
         return replace(init, bindings=tuple(out)) if changed else init
+
+    def _items(self, ctor: Ctor, path: str, scope: Scope, depth: int = 0) -> Ctor | None:
+        """A container written here (`nn.Sequential(Conv2dNormActivation(...), ...)`) with each imported
+        constructor among its items replaced by the torch layer it builds, as `_ctor` replaces one stored alone;
+        None when no item changed."""
+        if depth > MAX_DEPTH:
+            return None
+        items: list[Ctor] = []
+        changed = False
+        for item in ctor.items:
+            found = self._items(item, path, scope, depth + 1) if item.items else (
+                self._ctor(item, path, scope, None))
+            if isinstance(found, Ctor):
+                items.append(found)
+                changed = True
+            else:
+                items.append(item)
+        return replace(ctor, items=tuple(items)) if changed else None
 
     def _local_sequentials(self, init: Init, source: InitSource | None) -> frozenset[str]:
         """The constructors' callees that are classes of this file subclassing an imported class that is not
@@ -719,6 +738,11 @@ def torch_layer(qualified: str) -> str | None:
 
 def _imported(callee: str) -> bool:
     return "." in callee.lstrip(".") and not callee.startswith(("torch.", "builtins.", "typing."))
+
+
+def _holds_imported(ctor: Ctor) -> bool:
+    """Whether the constructor, or one written among its items, is imported from outside torch."""
+    return _imported(ctor.callee) or any(_holds_imported(i) for i in ctor.items)
 
 
 def _definition_key(qualified: str, from_path: str, located: str) -> tuple[str, str, str]:
