@@ -23,7 +23,11 @@ were fixed before the first install (commit `bench/oracle: fresh slices by name 
 them, `dive-into-graphs` (graph), is in `bench/dev2_corpus.py`'s MANIFEST, which the choice missed and the test
 caught after the run: dropped, not replaced (as `fresh1` did with `torchts`), leaving 29. The versions are the
 ones pip resolved at the first run (2026-12-05, 21:04-21:40 UTC): 26 with their dependencies, 3 `--no-deps`
-(their dependencies do not resolve beside the project's torch and numpy).
+(their dependencies do not resolve beside the project's torch and numpy). Released as dev census on 2026-12-06
+(stop 25), when `fresh3` became the held-out slice.
+
+`fresh3` (helper `fresh3`, 2026-12-06, stop 25): first letter n-z or a digit (a labeller picks a-m at the same
+time); chosen the way `fresh2` was, before any code was opened, and fixed (unpinned) before the first install.
 """
 
 from __future__ import annotations
@@ -87,9 +91,27 @@ FRESH2 = Slice("fresh2", {
     "rl": ("machin==0.4.2", "cherry-rl==0.2.0"),
     "recommendation": ("daisyrec==2.3.0",),
     "research": ("meshgpt-pytorch==1.8.1",),
-}, root=".cache/fresh2")
+}, root=".cache/fresh2", released="released as dev census on 2026-12-06, stop 25")
 
-SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2)}
+FRESH3 = Slice("fresh3", {
+    "vision": ("smplx", "pylocron"),
+    "detection": ("retina-face",),
+    "segmentation": ("sam3", "nnunetv2", "pytorch3dunet"),
+    "audio_speech": ("omnivoice", "voxcpm", "parler-tts"),
+    "nlp_llm": ("pytorch-crf", "trankit"),
+    "llm_training": ("nvidia-modelopt", "optimum-quanto", "opacus"),
+    "generative": ("torch-fidelity", "tomesd"),
+    "time_series": ("toto-2", "torchcast"),
+    "tabular": ("pyod", "tabdpt"),
+    "graph": ("topomodelx", "pygcl"),
+    "chemistry_materials": ("torch-dftd", "pet-mad"),
+    "protein_bio": ("pydssp", "pignet2"),
+    "rl": ("ptan",),
+    "recommendation": ("recstudio",),
+    "research": ("self-rewarding-lm-pytorch", "rlt-pytorch"),
+}, root=".cache/fresh3")
+
+SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3)}
 FRESH = FRESH1.domains  # the first slice's list, under the name it had before there were slices
 
 
