@@ -27,7 +27,23 @@ ones pip resolved at the first run (2026-12-05, 21:04-21:40 UTC): 26 with their 
 (stop 25), when `fresh3` became the held-out slice.
 
 `fresh3` (helper `fresh3`, 2026-12-06, stop 25): first letter n-z or a digit (a labeller picks a-m at the same
-time); chosen the way `fresh2` was, before any code was opened, and fixed (unpinned) before the first install.
+time), chosen the way `fresh2` was, before any code was opened. Candidates: distributions whose PyPI summary names
+PyTorch, deep learning or a model (a named model, "foundation model", "detectors", ...), from the workplace's list
+of PyPI packages. For each domain they were ordered by their rank among PyPI's 15,000 most downloaded where they
+have one (`pyod` 2762, `torch-dftd` 5122, `torch-fidelity` 5872, `nvidia-modelopt` 6519, `tomesd` 7477,
+`optimum-quanto` 8127, `retina-face` 8497, `smplx` 8971, `omnivoice` 10195, `voxcpm` 11343, `opacus` 12243,
+`sam3` 13213, `pydssp` 13364, `nnunetv2` 13675, `pytorch-crf` 14575), then (unranked) by how well known the author
+knew them to be. Every candidate went through a script that printed only whether it is in one of the sets above
+(never which, never the sets' names): most of the well-known n-z names are taken (`peft`, `stanza`, `open-clip-torch`,
+`sam2`, `rfdetr`, `yolov5`, `scvi-tools`, `sb3-contrib`, `tsai`, `pytorch-tabular`, `schnetpack`, `nequip`, ...).
+Passed over: binary wheels or CUDA builds (`xformers`, `vllm`, `transformer-engine`, `torch-scatter`); serving
+engines (`sglang`); wrappers, data or tools without model code (`whisperx`, `silero`, `sahi`, `skorch`, `torchio`,
+`ttach`, `pytorch-lightning`, `torchmetrics`, `tensordict`, `thop`, `qwen-vl-utils`); extensions or copies of an
+excluded distribution, which would not be installed beside it (`nequip-allegro`, `terratorch`, `spandrel-extra-arches`,
+`tabpfn-time-series`, `pyg-nightly`, `torch-geometric-signed-directed`, `scarches`, `scgen`); and candidates whose
+summary names none of the three (`unsloth`, `unbabel-comet`, `transparent-background`, `tangram-sc`, `rlberry`,
+`replay-rec`, `transformers4rec`). The 30 were fixed (unpinned, commit `bench/oracle: fresh3 chosen ...`) before
+the first install; none was opened.
 """
 
 from __future__ import annotations
