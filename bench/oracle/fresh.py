@@ -43,7 +43,12 @@ excluded distribution, which would not be installed beside it (`nequip-allegro`,
 `tabpfn-time-series`, `pyg-nightly`, `torch-geometric-signed-directed`, `scarches`, `scgen`); and candidates whose
 summary names none of the three (`unsloth`, `unbabel-comet`, `transparent-background`, `tangram-sc`, `rlberry`,
 `replay-rec`, `transformers4rec`). The 30 were fixed (unpinned, commit `bench/oracle: fresh3 chosen ...`) before
-the first install; none was opened.
+the first install; none was opened. One of them, `toto-2` (time series), has no version pip can install here ("No
+matching distribution found"): dropped, not replaced (as `fresh1` did with `torchts`), leaving 29. The versions
+are the ones pip resolved at the first run (2026-12-06, 09:11-09:35 UTC; some older than PyPI's newest: `sam3`
+0.0.1, `ptan` 0.3, `trankit` 1.1.1): 22 with their dependencies, 7 `--no-deps` (`pet-mad`, `pignet2`, `pygcl`,
+`rlt-pytorch`, `topomodelx`: their dependencies do not resolve beside the project's torch and numpy; `recstudio`:
+a pinned dependency, `faiss-gpu`, is not on the index; `voxcpm`: pip's resolution ran past the installer's 240 s).
 """
 
 from __future__ import annotations
@@ -110,21 +115,21 @@ FRESH2 = Slice("fresh2", {
 }, root=".cache/fresh2", released="released as dev census on 2026-12-06, stop 25")
 
 FRESH3 = Slice("fresh3", {
-    "vision": ("smplx", "pylocron"),
-    "detection": ("retina-face",),
-    "segmentation": ("sam3", "nnunetv2", "pytorch3dunet"),
-    "audio_speech": ("omnivoice", "voxcpm", "parler-tts"),
-    "nlp_llm": ("pytorch-crf", "trankit"),
-    "llm_training": ("nvidia-modelopt", "optimum-quanto", "opacus"),
-    "generative": ("torch-fidelity", "tomesd"),
-    "time_series": ("toto-2", "torchcast"),
-    "tabular": ("pyod", "tabdpt"),
-    "graph": ("topomodelx", "pygcl"),
-    "chemistry_materials": ("torch-dftd", "pet-mad"),
-    "protein_bio": ("pydssp", "pignet2"),
-    "rl": ("ptan",),
-    "recommendation": ("recstudio",),
-    "research": ("self-rewarding-lm-pytorch", "rlt-pytorch"),
+    "vision": ("smplx==0.1.28", "pylocron==0.3.0"),
+    "detection": ("retina-face==0.0.19",),
+    "segmentation": ("sam3==0.0.1", "nnunetv2==2.8.1", "pytorch3dunet==1.9.6"),
+    "audio_speech": ("omnivoice==0.2.1", "voxcpm==2.0.3", "parler-tts==0.2.3"),
+    "nlp_llm": ("pytorch-crf==0.7.2", "trankit==1.1.1"),
+    "llm_training": ("nvidia-modelopt==0.47.0", "optimum-quanto==0.2.7", "opacus==1.6.0"),
+    "generative": ("torch-fidelity==0.4.0", "tomesd==0.1.3"),
+    "time_series": ("torchcast==0.2",),
+    "tabular": ("pyod==3.6.7", "tabdpt==1.3.1"),
+    "graph": ("topomodelx==0.0.1", "pygcl==0.1.2"),
+    "chemistry_materials": ("torch-dftd==0.5.3", "pet-mad==1.4.4"),
+    "protein_bio": ("pydssp==0.9.1", "pignet2==0.0.1"),
+    "rl": ("ptan==0.3",),
+    "recommendation": ("recstudio==0.0.2a1",),
+    "research": ("self-rewarding-lm-pytorch==0.2.12", "rlt-pytorch==0.1.9"),
 }, root=".cache/fresh3")
 
 SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3)}
