@@ -39,7 +39,7 @@ knew them to be. Every candidate went through a script that printed only whether
 Passed over: binary wheels or CUDA builds (`xformers`, `vllm`, `transformer-engine`, `torch-scatter`); serving
 engines (`sglang`); wrappers, data or tools without model code (`whisperx`, `silero`, `sahi`, `skorch`, `torchio`,
 `ttach`, `pytorch-lightning`, `torchmetrics`, `tensordict`, `thop`, `qwen-vl-utils`); extensions or copies of an
-excluded distribution, which would not be installed beside it (`nequip-allegro`, `terratorch`, `spandrel-extra-arches`,
+excluded distribution, built on a set's code (`nequip-allegro`, `terratorch`, `spandrel-extra-arches`,
 `tabpfn-time-series`, `pyg-nightly`, `torch-geometric-signed-directed`, `scarches`, `scgen`); and candidates whose
 summary names none of the three (`unsloth`, `unbabel-comet`, `transparent-background`, `tangram-sc`, `rlberry`,
 `replay-rec`, `transformers4rec`). The 30 were fixed (unpinned, commit `bench/oracle: fresh3 chosen ...`) before
