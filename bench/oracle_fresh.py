@@ -1,16 +1,16 @@
 """The recall oracle over a fresh slice of distributions nobody has opened (issue 20): a held-out measure.
 
 `run --slice NAME` installs the distributions of one of `bench/oracle/fresh.py`'s slices into an oracle folder of
-their own (`--root`, else `ADOPTER_ORACLE_ROOT`, else the slice's: `.cache/fresh` for `fresh1`, `.cache/fresh2` for
-`fresh2`; never the shared `.cache/oracle`) and runs the oracle's hosts over them, unchanged. The default slice is
+their own (`--root`, else `ADOPTER_ORACLE_ROOT`, else the slice's: `.cache/fresh` for `fresh1`, `.cache/fresh<N>` for
+`fresh<N>`; never the shared `.cache/oracle`) and runs the oracle's hosts over them, unchanged. The default slice is
 the newest unreleased one (the held-out figure); a released slice is a dev census, measured the same way.
 `report` scores `adopter check` against them with the oracle's own report machinery and prints aggregate figures
 only: classes attempted, constructed and traced, oracle sites, static recall and precision overall and by family,
 and per distribution only counts. No site, file, line, form or miss is printed; the full report (misses included)
 is written inside the fresh root for a later release as a dev census, and nobody reads it before then.
 
-    python bench/oracle_fresh.py run [--slice fresh2] [--max-classes 150] [--jobs 1] [--class-timeout 20]
-    python bench/oracle_fresh.py report [--slice fresh2] [--json OUT]      # OUT: the aggregate figures only
+    python bench/oracle_fresh.py run [--slice fresh3] [--max-classes 150] [--jobs 1] [--class-timeout 20]
+    python bench/oracle_fresh.py report [--slice fresh3] [--json OUT]      # OUT: the aggregate figures only
 """
 
 from __future__ import annotations

@@ -23,7 +23,32 @@ were fixed before the first install (commit `bench/oracle: fresh slices by name 
 them, `dive-into-graphs` (graph), is in `bench/dev2_corpus.py`'s MANIFEST, which the choice missed and the test
 caught after the run: dropped, not replaced (as `fresh1` did with `torchts`), leaving 29. The versions are the
 ones pip resolved at the first run (2026-12-05, 21:04-21:40 UTC): 26 with their dependencies, 3 `--no-deps`
-(their dependencies do not resolve beside the project's torch and numpy).
+(their dependencies do not resolve beside the project's torch and numpy). Released as dev census on 2026-12-06
+(stop 25), when `fresh3` became the held-out slice.
+
+`fresh3` (helper `fresh3`, 2026-12-06, stop 25): first letter n-z or a digit (a labeller picks a-m at the same
+time), chosen the way `fresh2` was, before any code was opened. Candidates: distributions whose PyPI summary names
+PyTorch, deep learning or a model (a named model, "foundation model", "detectors", ...), from the workplace's list
+of PyPI packages. For each domain they were ordered by their rank among PyPI's 15,000 most downloaded where they
+have one (`pyod` 2762, `torch-dftd` 5122, `torch-fidelity` 5872, `nvidia-modelopt` 6519, `tomesd` 7477,
+`optimum-quanto` 8127, `retina-face` 8497, `smplx` 8971, `omnivoice` 10195, `voxcpm` 11343, `opacus` 12243,
+`sam3` 13213, `pydssp` 13364, `nnunetv2` 13675, `pytorch-crf` 14575), then (unranked) by how well known the author
+knew them to be. Every candidate went through a script that printed only whether it is in one of the sets above
+(never which, never the sets' names): most of the well-known n-z names are taken (`peft`, `stanza`, `open-clip-torch`,
+`sam2`, `rfdetr`, `yolov5`, `scvi-tools`, `sb3-contrib`, `tsai`, `pytorch-tabular`, `schnetpack`, `nequip`, ...).
+Passed over: binary wheels or CUDA builds (`xformers`, `vllm`, `transformer-engine`, `torch-scatter`); serving
+engines (`sglang`); wrappers, data or tools without model code (`whisperx`, `silero`, `sahi`, `skorch`, `torchio`,
+`ttach`, `pytorch-lightning`, `torchmetrics`, `tensordict`, `thop`, `qwen-vl-utils`); extensions or copies of an
+excluded distribution, built on a set's code (`nequip-allegro`, `terratorch`, `spandrel-extra-arches`,
+`tabpfn-time-series`, `pyg-nightly`, `torch-geometric-signed-directed`, `scarches`, `scgen`); and candidates whose
+summary names none of the three (`unsloth`, `unbabel-comet`, `transparent-background`, `tangram-sc`, `rlberry`,
+`replay-rec`, `transformers4rec`). The 30 were fixed (unpinned, commit `bench/oracle: fresh3 chosen ...`) before
+the first install; none was opened. One of them, `toto-2` (time series), has no version pip can install here ("No
+matching distribution found"): dropped, not replaced (as `fresh1` did with `torchts`), leaving 29. The versions
+are the ones pip resolved at the first run (2026-12-06, 09:11-09:35 UTC; some older than PyPI's newest: `sam3`
+0.0.1, `ptan` 0.3, `trankit` 1.1.1): 22 with their dependencies, 7 `--no-deps` (`pet-mad`, `pignet2`, `pygcl`,
+`rlt-pytorch`, `topomodelx`: their dependencies do not resolve beside the project's torch and numpy; `recstudio`:
+a pinned dependency, `faiss-gpu`, is not on the index; `voxcpm`: pip's resolution ran past the installer's 240 s).
 """
 
 from __future__ import annotations
@@ -87,9 +112,27 @@ FRESH2 = Slice("fresh2", {
     "rl": ("machin==0.4.2", "cherry-rl==0.2.0"),
     "recommendation": ("daisyrec==2.3.0",),
     "research": ("meshgpt-pytorch==1.8.1",),
-}, root=".cache/fresh2")
+}, root=".cache/fresh2", released="released as dev census on 2026-12-06, stop 25")
 
-SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2)}
+FRESH3 = Slice("fresh3", {
+    "vision": ("smplx==0.1.28", "pylocron==0.3.0"),
+    "detection": ("retina-face==0.0.19",),
+    "segmentation": ("sam3==0.0.1", "nnunetv2==2.8.1", "pytorch3dunet==1.9.6"),
+    "audio_speech": ("omnivoice==0.2.1", "voxcpm==2.0.3", "parler-tts==0.2.3"),
+    "nlp_llm": ("pytorch-crf==0.7.2", "trankit==1.1.1"),
+    "llm_training": ("nvidia-modelopt==0.47.0", "optimum-quanto==0.2.7", "opacus==1.6.0"),
+    "generative": ("torch-fidelity==0.4.0", "tomesd==0.1.3"),
+    "time_series": ("torchcast==0.2",),
+    "tabular": ("pyod==3.6.7", "tabdpt==1.3.1"),
+    "graph": ("topomodelx==0.0.1", "pygcl==0.1.2"),
+    "chemistry_materials": ("torch-dftd==0.5.3", "pet-mad==1.4.4"),
+    "protein_bio": ("pydssp==0.9.1", "pignet2==0.0.1"),
+    "rl": ("ptan==0.3",),
+    "recommendation": ("recstudio==0.0.2a1",),
+    "research": ("self-rewarding-lm-pytorch==0.2.12", "rlt-pytorch==0.1.9"),
+}, root=".cache/fresh3")
+
+SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3)}
 FRESH = FRESH1.domains  # the first slice's list, under the name it had before there were slices
 
 

@@ -23,7 +23,7 @@ def _normal(spec: str) -> str:
     return spec.split("==")[0].replace("_", "-").replace(".", "-").lower()
 
 
-FIRST_LETTERS = {"fresh1": "nopqrstuvwxyz0123456789", "fresh2": "abcdefghijklm"}
+FIRST_LETTERS = {"fresh1": "nopqrstuvwxyz0123456789", "fresh2": "abcdefghijklm", "fresh3": "nopqrstuvwxyz0123456789"}
 
 
 @pytest.mark.parametrize("name", sorted(FIRST_LETTERS))
@@ -42,12 +42,13 @@ def test_each_slice_is_pinned_by_its_letters_and_clear_of_every_other_set(name: 
     assert not {_normal(s) for s in chosen} & others
 
 
-def test_the_default_slice_is_the_newest_unreleased_and_the_first_is_released():
-    assert list(SLICES)[:2] == ["fresh1", "fresh2"]
+def test_the_default_slice_is_the_newest_unreleased_and_the_earlier_are_released():
+    assert list(SLICES)[:3] == ["fresh1", "fresh2", "fresh3"]
     assert SLICES["fresh1"].released.startswith("released as dev census on 2026-12-05")
-    assert not SLICES["fresh2"].released
-    assert get(None).name == "fresh2" and get("fresh1").name == "fresh1"
-    assert specs() == specs("fresh1") and specs(None) == specs("fresh2") and FRESH == SLICES["fresh1"].domains
+    assert SLICES["fresh2"].released.startswith("released as dev census on 2026-12-06")
+    assert not SLICES["fresh3"].released
+    assert get(None).name == "fresh3" and get("fresh1").name == "fresh1" and get("fresh2").name == "fresh2"
+    assert specs() == specs("fresh1") and specs(None) == specs("fresh3") and FRESH == SLICES["fresh1"].domains
     with pytest.raises(ValueError, match="fresh1"):
         get("fresh9")
 
@@ -58,8 +59,9 @@ def test_each_slice_has_its_own_root_and_the_first_keeps_its_folder(monkeypatch:
     monkeypatch.delenv("ADOPTER_ORACLE_ROOT", raising=False)
     assert oracle_root(None, "fresh1") == (REPO / ".cache" / "fresh").resolve()
     assert oracle_root(None, "fresh2") == (REPO / ".cache" / "fresh2").resolve()
-    assert oracle_root(None, None) == oracle_root(None, "fresh2")
-    assert oracle_root("/tmp/elsewhere", "fresh2") == Path("/tmp/elsewhere").resolve()
+    assert oracle_root(None, "fresh3") == (REPO / ".cache" / "fresh3").resolve()
+    assert oracle_root(None, None) == oracle_root(None, "fresh3")
+    assert oracle_root("/tmp/elsewhere", "fresh3") == Path("/tmp/elsewhere").resolve()
 
 
 def test_the_oracle_never_installs_a_slice_but_the_one_measured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
@@ -97,8 +99,9 @@ def test_the_shared_oracle_folder_is_refused(monkeypatch: pytest.MonkeyPatch):
         oracle_root(None)
     monkeypatch.delenv("ADOPTER_ORACLE_ROOT")
     assert oracle_root(None) == (REPO / ".cache" / "fresh").resolve()
-    with pytest.raises(SystemExit):
-        oracle_root(str(SHARED_ROOT), "fresh2")
+    for name in SLICES:
+        with pytest.raises(SystemExit):
+            oracle_root(str(SHARED_ROOT), name)
 
 
 SECRET = "zzsecretmodel"
