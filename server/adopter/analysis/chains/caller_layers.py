@@ -54,7 +54,7 @@ from adopter.dsl.types import Ctor, Init, ParamKind
 MAX_DEPTH = 6  # hops of a value: argument -> parameter -> caller's argument ...
 _NAMED = (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)
 _PARTIALS = ("partial", "functools.partial")
-_CHECKS = ("isinstance", "issubclass", "type")
+_CHECKS = ("isinstance", "issubclass", "type", "super")  # uses that construct nothing
 
 
 class _Refused(Exception):
@@ -281,11 +281,13 @@ class _Flow:
 
     def _parameter(self, function: Node, param: str, depth: int) -> set[str]:
         """The values of `function`'s parameter `param`: what its callers pass, or its default."""
+        default = _default(function, param, self.src)
         if rebinds(function, param, self.src):
-            raise _Refused
+            default = _fallback(function, param, self.src) if default is None else None
+            if default is None:
+                raise _Refused
         name_node = function.child_by_field_id(Field.NAME)
         name = self.src.text(name_node) if name_node is not None else ""
-        default = _default(function, param, self.src)
         owner = self._owner(function)
         order = positional_names(function, self.src)
         if owner is not None and owner.methods.get(name) == function:
@@ -338,6 +340,51 @@ def _default(function: Node, param: str, src: SourceText) -> Node | None:
             if key is not None and src.text(key) == param and value is not None:
                 return None if value.type == "none" else value
     return None
+
+
+def _fallback(function: Node, param: str, src: SourceText) -> Node | None:
+    """The layer `function` falls back to when `param` is left `None`, read from its one rebinding of it:
+    `param = param or X` or `if param is None: param = X` (no `else`), else None."""
+    found = [n for n in walk(function) if _binds(n, param, src)]
+    if len(found) != 1 or found[0].type != "assignment":
+        return None
+    stmt = found[0]
+    left, right = stmt.child_by_field_id(Field.LEFT), stmt.child_by_field_id(Field.RIGHT)
+    if left is None or right is None or left.type != "identifier":
+        return None
+    if right.type == "boolean_operator" and src.text(right).split(" or ", 1)[0].strip() == param:
+        return right.child_by_field_id(Field.RIGHT)
+    statement = stmt.parent
+    block = statement.parent if statement is not None and statement.type == "expression_statement" else None
+    test_of = block.parent if block is not None and block.type == "block" else None
+    if test_of is None or test_of.type != "if_statement" or len(block.named_children) != 1:  # type: ignore[union-attr]
+        return None
+    test = test_of.child_by_field_id(Field.CONDITION)
+    if test is None or re.sub(r"\s+", " ", src.text(test)) not in (f"{param} is None", f"not {param}"):
+        return None
+    if any(c.type in ("else_clause", "elif_clause") for c in test_of.named_children):
+        return None
+    return right
+
+
+def _binds(node: Node, name: str, src: SourceText) -> bool:
+    """Whether statement-level `node` binds the plain name `name` (an assignment, a loop, `as`, walrus)."""
+    if node.type in ("assignment", "augmented_assignment", "named_expression"):
+        target = node.child_by_field_id(Field.LEFT) or node.child_by_field_id(Field.NAME)
+    elif node.type in ("for_statement", "for_in_clause"):
+        target = node.child_by_field_id(Field.LEFT)
+    elif node.type == "as_pattern_target":
+        target = node
+    else:
+        return False
+    stack = [target] if target is not None else []
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier" and src.text(n) == name:
+            return True
+        if n.type not in ("attribute", "subscript"):
+            stack.extend(n.named_children)
+    return False
 
 
 def _lambdas_read(function: Node, name: str, src: SourceText) -> bool:
