@@ -193,6 +193,21 @@ class Small(nn.Module):
         return self.stage(x)
 '''
 
+SUBCLASSED = RESNET.replace("""
+
+def resnet10(**kwargs):
+    return ResNet(BasicBlock, [1, 1], **kwargs)
+""", """
+
+class ResNet10(ResNet):
+    def __init__(self, num_classes=10):
+        super().__init__(BasicBlock, [1, 1], num_classes=num_classes)
+
+
+class ResNet10Wide(ResNet10):
+    pass
+""")
+
 
 def _module(source: str, name: str) -> types.ModuleType:
     module = types.ModuleType(name)
@@ -245,6 +260,18 @@ def test_the_resnet_block_built_through_make_layer_and_a_factory() -> None:
         _same(a, b)
 
 
+def test_the_block_handed_up_by_a_subclass_super_init() -> None:
+    # super-gradients' LadderNet: `class LadderNetBackBone50(LadderResNet)` passes the block to `super().__init__`
+    block = _line(SUBCLASSED, "def forward(self, x):")
+    assert _sites(SUBCLASSED) == [("f07-conv-bn", True, _line(SUBCLASSED, "out = self.relu(self.bn1", block)),
+                                  ("f07-conv-bn", True, _line(SUBCLASSED, "out = self.bn2(self.conv2", block))]
+    original, fixed = _module(SUBCLASSED, "original"), _module(_fixed(SUBCLASSED), "fixed")
+    for build in ("ResNet10", "ResNet10Wide"):
+        torch.manual_seed(0)
+        a = _trained(getattr(original, build)().double())
+        _same(a, getattr(fixed, build)().double())
+
+
 def test_a_parent_passing_the_class_by_position_and_keyword() -> None:
     assert _sites(PARENT) == [("f07-conv-bn", True, _line(PARENT, "return self.act(self.norm(self.conv(x)))"))]
     original, fixed = _module(PARENT, "original"), _module(_fixed(PARENT), "fixed")
@@ -291,8 +318,11 @@ def test_a_parent_falling_back_to_a_batchnorm_when_left_none() -> None:
     (PARENT, PARENT.replace("ConvNorm(3, 4, nn.BatchNorm2d)", "ConvNorm(3, 4, **{'norm_layer': nn.BatchNorm2d})")),
     # the class also in a registry (constructed from it elsewhere)
     (PARENT, PARENT + "\nBLOCKS = {'conv_norm': ConvNorm}\n"),
-    # a subclass constructs it with what its own callers pass
+    # a subclass nothing in the file constructs: what reaches it is another file's choice
     (PARENT, PARENT + "\n\nclass Wide(ConvNorm):\n    pass\n"),
+    # a second subclass hands another norm up through `super().__init__`
+    (SUBCLASSED, SUBCLASSED + "\n\nclass Plain(ResNet):\n    def __init__(self):\n"
+                              "        super().__init__(BasicBlock, [1, 1], norm_layer=nn.Identity)\n"),
     # nothing in the file constructs the block: another file's choice
     (PARTIAL, PARTIAL.replace("        self.a = ConvNorm(3, c, norm_layer=norm_layer)\n", "").replace(
         "        self.b = ConvNorm(c, c, norm_layer=partial(nn.BatchNorm2d, eps=1e-3))\n", "")),

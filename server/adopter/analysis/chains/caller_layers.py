@@ -54,6 +54,7 @@ from adopter.dsl.types import Ctor, Init, ParamKind
 MAX_DEPTH = 6  # hops of a value: argument -> parameter -> caller's argument ...
 _NAMED = (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)
 _PARTIALS = ("partial", "functools.partial")
+_SUPER_INIT = re.compile(r"super\s*\([^()]*\)\s*\.\s*__init__")
 _CHECKS = ("isinstance", "issubclass", "type", "super")  # uses that construct nothing
 
 
@@ -147,6 +148,11 @@ class _Flow:
             return None
         if parent.type == "call" and parent.child_by_field_id(Field.FUNCTION) == node:
             return self._passed(parent, position, keyword, default, depth)
+        if parent.type == "type":
+            return None  # an annotation
+        holder = parent.parent
+        if parent.type == "argument_list" and holder is not None and holder.type == "class_definition":
+            return self._subclass(holder, position, keyword, default, depth)
         return self._handed(node, position, keyword, default, depth)
 
     def _handed(self, node: Node, position: int, keyword: str, default: Node | None, depth: int) -> set[str] | None:
@@ -202,6 +208,22 @@ class _Flow:
             raise _Refused
         return values if seen else None
 
+    def _subclass(self, node: Node, position: int, keyword: str, default: Node | None, depth: int) -> set[str]:
+        """What a subclass passes up: its one `super().__init__(...)` call, or, without an `__init__` of its
+        own, what its constructions pass."""
+        name = node.child_by_field_id(Field.NAME)
+        info = self.table.infos.get(self.src.text(name)) if name is not None else None
+        if info is None:
+            raise _Refused
+        init = info.methods.get("__init__")
+        if init is None:
+            return self.constructions(info.name, position, keyword, default, depth + 1)
+        calls = [n for n in walk(init) if n.type == "call" and _SUPER_INIT.fullmatch(
+            self.src.text(n.child_by_field_id(Field.FUNCTION) or n))]
+        if len(calls) != 1:
+            raise _Refused
+        return self._passed(calls[0], position, keyword, default, depth)
+
     def _callee(self, call: Node, written: str) -> tuple[Node, int] | None:
         """The function of the file a call runs, and how many of its leading parameters a call does not
         pass (`self`): a class of the file (its `__init__`), a module-level function, `self.<method>`."""
@@ -212,6 +234,10 @@ class _Flow:
         function = self.functions.get(written)
         if function is not None:
             return function, 0
+        if _SUPER_INIT.fullmatch(written):  # `super().__init__(Block, ...)`: the base class's `__init__`
+            owner = self._owner(call)
+            found = self.table.find_method(owner.name, "__init__", after=owner.name) if owner is not None else None
+            return (found[1], 1) if found is not None else None
         if written.startswith("self."):
             owner = self._owner(call)
             method = owner.methods.get(written[5:]) if owner is not None else None
