@@ -17,16 +17,18 @@ The classic ResNet port leaves the norm class to its caller, with no fallback (g
 `norm_layer(planes)` builds what the constructions pass. Here the values that reach the parameter are
 followed through the file: every construction of the class (a call of it by name; a call of a class-valued
 parameter the class is passed to, `block(...)` in `_make_layer` above, through as many such parameters as the
-class is passed on); at each, the argument passed there; an argument that is a parameter of the enclosing
-function (`norm_layer=norm_layer`) is in turn what that function's callers pass (its class's constructions,
-`self._make_layer(...)` calls, a module-level factory's calls), or its default where a call leaves it out
+class is passed on, also to a base's `__init__` by `super().__init__(Block, ...)`; a subclass's one
+`super().__init__(...)` call, or, without an `__init__`, the subclass's own constructions); at each, the
+argument passed there; an argument that is a parameter of the enclosing function (`norm_layer=norm_layer`)
+is in turn what that function's callers pass (its class's constructions, `self._make_layer(...)` calls, a module-level factory's calls), or its default where a call leaves it out
 (also behind a `**kwargs` splat: the default, as the analysis reads any layer default). A value is a layer
 class named at module level (`nn.BatchNorm2d`, a class of the file) or a `partial` of one (its class).
 
 The parameter is read as that class (`InitAnalysis(..., pinned=...)`, as if it were the default) only when
 every value that reaches it is one and the same class. Anything not evident refuses the whole parameter:
-a use of the class other than a call or a pass to a function of the file (a registry dict, a subclass,
-`partial(Block, ...)`, an attribute of a module), a class-valued parameter stored or rebound, a value that is
+a use of the class other than a call or a pass to a function of the file (a registry dict,
+`partial(Block, ...)`, an attribute of a module), a class-valued parameter stored or rebound, a parameter
+the function passing it on rebinds (`norm_layer = norm_layer or ...`: not read, two packages), a value that is
 a local, an expression, `None`, an argument left out of a call with no layer default, two different classes
 (`nn.BatchNorm2d` from one caller, `nn.Identity` from another), or no construction in the file at all (what
 another file passes is not read: a file's analysis does not depend on the files that import it). A parameter
@@ -307,11 +309,9 @@ class _Flow:
 
     def _parameter(self, function: Node, param: str, depth: int) -> set[str]:
         """The values of `function`'s parameter `param`: what its callers pass, or its default."""
-        default = _default(function, param, self.src)
         if rebinds(function, param, self.src):
-            default = _fallback(function, param, self.src) if default is None else None
-            if default is None:
-                raise _Refused
+            raise _Refused
+        default = _default(function, param, self.src)
         name_node = function.child_by_field_id(Field.NAME)
         name = self.src.text(name_node) if name_node is not None else ""
         owner = self._owner(function)
@@ -366,51 +366,6 @@ def _default(function: Node, param: str, src: SourceText) -> Node | None:
             if key is not None and src.text(key) == param and value is not None:
                 return None if value.type == "none" else value
     return None
-
-
-def _fallback(function: Node, param: str, src: SourceText) -> Node | None:
-    """The layer `function` falls back to when `param` is left `None`, read from its one rebinding of it:
-    `param = param or X` or `if param is None: param = X` (no `else`), else None."""
-    found = [n for n in walk(function) if _binds(n, param, src)]
-    if len(found) != 1 or found[0].type != "assignment":
-        return None
-    stmt = found[0]
-    left, right = stmt.child_by_field_id(Field.LEFT), stmt.child_by_field_id(Field.RIGHT)
-    if left is None or right is None or left.type != "identifier":
-        return None
-    if right.type == "boolean_operator" and src.text(right).split(" or ", 1)[0].strip() == param:
-        return right.child_by_field_id(Field.RIGHT)
-    statement = stmt.parent
-    block = statement.parent if statement is not None and statement.type == "expression_statement" else None
-    test_of = block.parent if block is not None and block.type == "block" else None
-    if test_of is None or test_of.type != "if_statement" or len(block.named_children) != 1:  # type: ignore[union-attr]
-        return None
-    test = test_of.child_by_field_id(Field.CONDITION)
-    if test is None or re.sub(r"\s+", " ", src.text(test)) not in (f"{param} is None", f"not {param}"):
-        return None
-    if any(c.type in ("else_clause", "elif_clause") for c in test_of.named_children):
-        return None
-    return right
-
-
-def _binds(node: Node, name: str, src: SourceText) -> bool:
-    """Whether statement-level `node` binds the plain name `name` (an assignment, a loop, `as`, walrus)."""
-    if node.type in ("assignment", "augmented_assignment", "named_expression"):
-        target = node.child_by_field_id(Field.LEFT) or node.child_by_field_id(Field.NAME)
-    elif node.type in ("for_statement", "for_in_clause"):
-        target = node.child_by_field_id(Field.LEFT)
-    elif node.type == "as_pattern_target":
-        target = node
-    else:
-        return False
-    stack = [target] if target is not None else []
-    while stack:
-        n = stack.pop()
-        if n.type == "identifier" and src.text(n) == name:
-            return True
-        if n.type not in ("attribute", "subscript"):
-            stack.extend(n.named_children)
-    return False
 
 
 def _lambdas_read(function: Node, name: str, src: SourceText) -> bool:
