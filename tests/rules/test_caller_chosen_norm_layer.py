@@ -203,7 +203,8 @@ def test_the_resnet_block_built_through_make_layer_and_a_factory() -> None:
     new = _fixed(RESNET)
     assert "folded_conv_bn(" in new
     original, fixed = _module(RESNET, "original"), _module(new, "fixed")
-    kinds: list[dict[str, object]] = [{}, {"norm_layer": torch.nn.Identity}, {"norm_layer": partial(torch.nn.GroupNorm, 2)}]
+    kinds: list[dict[str, object]] = [
+        {}, {"norm_layer": torch.nn.Identity}, {"norm_layer": partial(torch.nn.GroupNorm, 2)}]
     for kwargs in kinds:  # the file's BatchNorm, and what another file's caller may pass
         torch.manual_seed(0)
         a = _trained(original.resnet10(**kwargs).double())

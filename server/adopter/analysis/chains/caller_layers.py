@@ -20,7 +20,8 @@ parameter the class is passed to, `block(...)` in `_make_layer` above, through a
 class is passed on, also to a base's `__init__` by `super().__init__(Block, ...)`; a subclass's one
 `super().__init__(...)` call, or, without an `__init__`, the subclass's own constructions); at each, the
 argument passed there; an argument that is a parameter of the enclosing function (`norm_layer=norm_layer`)
-is in turn what that function's callers pass (its class's constructions, `self._make_layer(...)` calls, a module-level factory's calls), or its default where a call leaves it out
+is in turn what that function's callers pass (its class's constructions, `self._make_layer(...)` calls, a
+module-level factory's calls), or its default where a call leaves it out
 (also behind a `**kwargs` splat: the default, as the analysis reads any layer default). A value is a layer
 class named at module level (`nn.BatchNorm2d`, a class of the file) or a `partial` of one (its class).
 
@@ -200,7 +201,8 @@ class _Flow:
                 continue  # `block.expansion`
             if parent is not None and parent.type == "attribute":
                 continue  # `self.param`: another name
-            if parent is not None and parent.type == "keyword_argument" and parent.child_by_field_id(Field.NAME) == node:
+            if (parent is not None and parent.type == "keyword_argument"
+                    and parent.child_by_field_id(Field.NAME) == node):
                 continue  # `param=` of another call
             found = self._use(node, position, keyword, default, depth)
             if found is not None:
@@ -305,7 +307,8 @@ class _Flow:
 
     def _local(self, node: Node, name: str) -> bool:
         function = _enclosing(node)
-        return function is not None and (rebinds(function, name, self.src) or name in parameter_names(function, self.src))
+        return function is not None and (
+            rebinds(function, name, self.src) or name in parameter_names(function, self.src))
 
     def _parameter(self, function: Node, param: str, depth: int) -> set[str]:
         """The values of `function`'s parameter `param`: what its callers pass, or its default."""
@@ -326,7 +329,8 @@ class _Flow:
             return self.constructions(name, position, param, default, depth + 1)
         raise _Refused  # a nested function's parameter
 
-    def _self_calls(self, owner: ClassInfo, name: str, position: int, param: str, default: Node | None, depth: int) -> set[str]:
+    def _self_calls(self, owner: ClassInfo, name: str, position: int, param: str, default: Node | None,
+                    depth: int) -> set[str]:
         """What a class's `self.<name>(...)` calls pass (every use of `self.<name>` being such a call)."""
         if depth > MAX_DEPTH:
             raise _Refused
