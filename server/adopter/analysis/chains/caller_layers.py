@@ -179,9 +179,9 @@ class _Flow:
             key = arg.child_by_field_id(Field.NAME)
             param = self.src.text(key) if key is not None else ""
         else:
-            index = [a for a in holder.named_children if a.type != "comment"].index(arg)
-            if any(a.type in ("list_splat", "dictionary_splat", "keyword_argument")
-                   for a in holder.named_children[:index]):
+            args = [a for a in holder.named_children if a.type != "comment"]
+            index = args.index(arg)
+            if any(a.type in ("list_splat", "dictionary_splat", "keyword_argument") for a in args[:index]):
                 raise _Refused
             param = order[index] if index < len(order) else ""
         if not param or rebinds(function, param, self.src):
