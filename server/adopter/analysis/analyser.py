@@ -17,6 +17,7 @@ from typing import TypeVar
 from tree_sitter import Node, Tree
 
 from adopter.analysis.canonical.normalise import canonical_architecture, canonical_forward
+from adopter.analysis.chains.caller_layers import calls_open_parameter, pinned_layers
 from adopter.analysis.chains.class_callers import with_callers
 from adopter.analysis.chains.functions import sequential_chains
 from adopter.analysis.chains.lists import list_chains, splatted_lists
@@ -172,6 +173,9 @@ class Analyser:
         # Per class name whose stored activation parameter the file's constructions pass others to
         # (`passed_layers`): the cached class, what was passed, and the class read with it, kept while equal.
         self._passed: dict[str, tuple[Architecture, tuple[PassedActivation, ...], Architecture]] = {}
+        # The classes read with the layer classes the file's constructions pin to their open parameters
+        # (`caller_layers`): the cached class, the pins, and the class read with them, kept while equal.
+        self._pinned: dict[str, tuple[Architecture, tuple[tuple[str, str], ...], Architecture]] = {}
 
     def clear(self) -> None:
         self.cache.clear()
@@ -180,6 +184,7 @@ class Analyser:
         self._inits.clear()
         self._callers.clear()
         self._passed.clear()
+        self._pinned.clear()
         self._readings.clear()
         self._layout, self._fingerprints, self._changed = None, {}, None
         self._words = None
@@ -244,6 +249,7 @@ class Analyser:
         fresh: dict[str, _Entry] = {}
         architectures: list[Architecture] = []
         passed, self._passed = self._passed, {}
+        pinned, self._pinned = self._pinned, {}
         for name, info in table.infos.items():
             try:
                 if not table.is_module(name):
@@ -261,6 +267,8 @@ class Analyser:
                 if arch.span != span:  # a method the analysis did not read changed the class's extent
                     arch = replace(arch, span=span)
                     fresh[f"class {name}"] = replace(entry, result=arch)
+                if calls_open_parameter(arch.init):
+                    arch = self._with_pinned(name, arch, src, symbols, table, pinned)
                 if stores_activation(arch.init):
                     arch = self._with_passed(name, arch, src, symbols, table, passed)
                 architectures.append(arch)
@@ -435,6 +443,27 @@ class Analyser:
             out.append(read)
         return out
 
+    def _with_pinned(self, name: str, arch: Architecture, src: SourceText, symbols: ModuleSymbols,
+                     table: ClassTable, last_run: dict[str, tuple[Architecture, tuple[tuple[str, str], ...],
+                                                                    Architecture]]) -> Architecture:
+        """`arch` read again with the layer class every construction in the file passes to a parameter it
+        calls and has no default for (`caller_layers`): read afresh each run (the constructions lie outside
+        the class's unit), the last run's reading reused while the class and the pins are unchanged."""
+        assert arch.init is not None
+        try:
+            pins = pinned_layers(name, arch.init, src, table)
+            if not pins:
+                return arch
+            last = last_run.get(name)
+            if last is not None and last[0] is arch and last[1] == pins:
+                read = last[2]
+            else:
+                read = self._class(name, src, symbols, table, pinned=pins)[0]
+        except Exception:  # a construction that cannot be read leaves the class as its own unit reads it
+            return arch
+        self._pinned[name] = (arch, pins, read)
+        return read
+
     def _with_passed(self, name: str, arch: Architecture, src: SourceText, symbols: ModuleSymbols,
                      table: ClassTable, last_run: dict[str, tuple[Architecture, tuple[PassedActivation, ...],
                                                                     Architecture]]) -> Architecture:
@@ -450,7 +479,8 @@ class Analyser:
             if last is not None and last[0] is arch and last[1] == found:
                 read = last[2]
             else:
-                read = self._class(name, src, symbols, table, found)[0]
+                pins = self._pinned[name][1] if name in self._pinned else ()
+                read = self._class(name, src, symbols, table, found, pins)[0]
         except Exception:  # a construction that cannot be read leaves the class as its own unit reads it
             return arch
         self._passed[name] = (arch, found, read)
@@ -519,11 +549,11 @@ class Analyser:
 
     def _class(
         self, name: str, src: SourceText, symbols: ModuleSymbols, table: ClassTable,
-        passed: tuple[PassedActivation, ...] = (),
+        passed: tuple[PassedActivation, ...] = (), pinned: tuple[tuple[str, str], ...] = (),
     ) -> tuple[Architecture, list[Problem]]:
         problems: list[Problem] = []
         info = table.infos[name]
-        init = self._init(name, src, symbols, table)
+        init = self._init(name, src, symbols, table) if not pinned else self._pinned_init(name, src, table, pinned)
         # A module that overrides `__call__` and defines no `forward` (its own or a same-file base's) runs
         # `__call__` when called (`Conv2DBNActiv` of UVR's vr_network): that is its forward.
         found = table.find_method(name, "forward") or table.find_method(name, "__call__")
@@ -582,6 +612,13 @@ class Analyser:
             self._inits[name] = (tuple(sorted((n, symbols.fingerprint(n)) for n in consulted | table.module_deps(name))),
                                  init)
         return init
+
+    def _pinned_init(self, name: str, src: SourceText, table: ClassTable, pinned: tuple[tuple[str, str], ...],
+                     ) -> Init | None:
+        """Class `name`'s `__init__` bindings with each pinned parameter read as the class passed to it."""
+        reader = InitAnalysis(name, table, src)
+        reader.pinned = dict(pinned)
+        return bind_layer_subclasses(reader.run(), table, src)
 
     def _restored(self, arch: Architecture) -> None:
         """A class's earlier analysis came back (`older`: a character typed and deleted again): its forward's

@@ -182,6 +182,9 @@ class InitAnalysis:
         # names and `self.<attr>`s changed in place so far (`cfg.update(...)`, `cfg["type"] = ...`): a config
         # dict read from a default is not read once changed.
         self.mutated: set[str] = set()
+        # parameter -> the layer class every construction in the file passes it (`chains.caller_layers`):
+        # read as its default, the parameter having none of its own.
+        self.pinned: dict[str, str] = {}
 
     def run(self) -> Init | None:
         found = self.table.find_method(self.class_name, "__init__")
@@ -189,7 +192,7 @@ class InitAnalysis:
             return None
         owner, node = found
         ps = params(node, self.src)
-        self.read_defaults(ps[1:])
+        self.read_defaults([replace(p, default=self.pinned[p.name]) if p.name in self.pinned else p for p in ps[1:]])
         self._function(owner, node, (), 0)
         bindings = [
             Binding(b.attr, b.value, b.span, _cond_text(b.conds), b.item_spans)
