@@ -136,9 +136,18 @@ def _possible_rules(rules: Sequence[Rule], keys: set[tuple[str, str]], init: Ini
     if kept is None or kept[0] is not rules:
         return [r for r in rules if quick_possible(r, keys, init)]
     callees = init.callees
-    return [r for r, requirements, init_callees in kept[1]
-            if all(not keys.isdisjoint(required) for required in requirements)
-            and all(not callees.isdisjoint(names) for names in init_callees)]
+    out: list[Rule] = []
+    for rule, requirements, init_callees in kept[1]:  # loops, not `all(...)`: two generators per rule and scope
+        for required in requirements:
+            if keys.isdisjoint(required):
+                break
+        else:
+            for names in init_callees:
+                if callees.isdisjoint(names):
+                    break
+            else:
+                out.append(rule)
+    return out
 
 
 def _in_processor(f: Finding, module_class: str) -> Finding:
