@@ -143,6 +143,10 @@ class InitIndex:
     # of the pattern. Shared with the rule-scoped indexes of the same bindings (`sites._AskedInit.for_rule`).
     _fits: dict[tuple[str, CtorPattern], tuple[Binding, Ctor] | None] = field(default_factory=dict)
     _possible: dict[int, bool] = field(default_factory=dict)
+    # A pattern's constructor -> whether some binding fits it (`could_match`): like `_fits`, equal constructor
+    # patterns of different rules (`torch.nn.Linear` in most of them) share the answer, which depends on the
+    # bindings alone. Shared with the rule-scoped indexes of the same bindings.
+    _any_fit: dict[CtorPattern, bool] = field(default_factory=dict)
 
     callees: frozenset[str] = frozenset()  # every constructor callee, qualified and by last name
     params: tuple[Param, ...] = ()  # `__init__`'s parameters (what a caller passes in), with their defaults
@@ -215,10 +219,13 @@ class InitIndex:
         if not any(c in self.callees for c in pattern.ctor.callees):
             return False
         if key not in self._possible:
-            self._possible[key] = any(
-                ctor_matches(pattern.ctor, c)
-                for bs in self.by_attr.values()
-                for b in bs
-                for c in _nested_ctors(b)
-            )
+            found = self._any_fit.get(pattern.ctor)
+            if found is None:
+                found = self._any_fit[pattern.ctor] = any(
+                    ctor_matches(pattern.ctor, c)
+                    for bs in self.by_attr.values()
+                    for b in bs
+                    for c in _nested_ctors(b)
+                )
+            self._possible[key] = found
         return self._possible[key]

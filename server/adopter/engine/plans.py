@@ -66,7 +66,7 @@ def _init_callees(rule: Rule) -> tuple[frozenset[str], ...]:
 _QUICK: dict[int, tuple[Rule, tuple[tuple[tuple[str, str], ...], ...], tuple[frozenset[str], ...]]] = {}
 
 
-def _quick_keys(rule: Rule) -> tuple[tuple[tuple[tuple[str, str], ...], ...], tuple[frozenset[str], ...]]:
+def quick_keys(rule: Rule) -> tuple[tuple[tuple[tuple[str, str], ...], ...], tuple[frozenset[str], ...]]:
     """`literal_requirements(rule)`, and the callee names of each init pattern a match must bind
     (`required_init_vars`); cached per rule, as `quick_possible` asks for every scope."""
     cached = _QUICK.get(id(rule))
@@ -82,7 +82,7 @@ def quick_possible(rule: Rule, keys: set[tuple[str, str]], init: InitIndex) -> b
     """A cheap necessary condition for `rule` to match a forward with op `keys` and bindings `init`."""
     if not rule.forward:
         return False
-    requirements, init_callees = _quick_keys(rule)
+    requirements, init_callees = quick_keys(rule)
     for required in requirements:
         if keys.isdisjoint(required):
             return False

@@ -43,7 +43,7 @@ from adopter.engine.flow import FlatForward, flatten, op_keys
 from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
 from adopter.engine.nested_chains import into_built_chains
 from adopter.engine.passed_in import chain_statements, with_statements
-from adopter.engine.plans import canonical_rule, quick_possible
+from adopter.engine.plans import canonical_rule, quick_keys, quick_possible
 from adopter.engine.types import Finding, Match
 
 log = logging.getLogger(__name__)
@@ -82,9 +82,8 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment,
         if chain.forward is not None:
             scopes.append((chain.name, chain.forward, chain, "forward"))
     run_elsewhere = chain_statements(module_file)
-    # Every rule matches in canonical form: taken once per call, not once per rule and scope.
-    canonical = [canonical_rule(r) for r in rules]
-    about_functions = [r for r in canonical if r.scope == "function"]
+    # Every rule matches in canonical form: taken once per rule tuple, not once per call, rule and scope.
+    canonical, about_functions = _canonical_rules(rules)
     for scope_name, forward, owner, kind in scopes:
         init = InitIndex.of(owner if isinstance(owner, Architecture) else None)
         # A helper that nothing in the file names is not part of any forward here: only rules about
@@ -99,6 +98,56 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment,
         if isinstance(owner, Architecture) and owner.processor_of is not None:
             findings[start:] = [_in_processor(f, owner.processor_of) for f in findings[start:]]
     return EngineResult(reduce_sites(findings, {a.name: a.span for a in module_file.architectures}), tuple(problems))
+
+
+# The last few rule tuples `check` was handed -> (the tuple, its rules in canonical form, those about
+# functions). The session matches a file class by class with the same tuple (`context.rules`), one `check`
+# per class: 3,806 over the 210 files of issue 22, each rebuilding the same two lists.
+_CANONICAL_RULES: dict[int, tuple[tuple[Rule, ...], list[Rule], list[Rule]]] = {}
+
+
+def _canonical_rules(rules: Sequence[Rule]) -> tuple[list[Rule], list[Rule]]:
+    """`rules` in canonical form, and those of them about functions; kept per tuple (a tuple's rules stay)."""
+    kept = _CANONICAL_RULES.get(id(rules)) if isinstance(rules, tuple) else None
+    if kept is not None and kept[0] is rules:
+        return kept[1], kept[2]
+    canonical = [canonical_rule(r) for r in rules]
+    about_functions = [r for r in canonical if r.scope == "function"]
+    if isinstance(rules, tuple):
+        if len(_CANONICAL_RULES) >= 8:  # a server reloading its rules: the older tuples go
+            _CANONICAL_RULES.clear()
+            _PREFILTERS.clear()
+        _CANONICAL_RULES[id(rules)] = (rules, canonical, about_functions)
+        for listed in (canonical, about_functions):  # lists of this module's own, never changed
+            _PREFILTERS[id(listed)] = (listed, [(r, *quick_keys(r)) for r in listed if r.forward])
+    return canonical, about_functions
+
+
+# The lists `_canonical_rules` made -> (the list, each rule with steps and its `quick_keys`): `_match_scope`
+# asks `quick_possible` of every rule in every scope (185,909 times over the 210 files); for these lists the
+# keys are read once.
+_PREFILTERS: dict[int, tuple[list[Rule], list[tuple[Rule, tuple[tuple[tuple[str, str], ...], ...],
+                                                    tuple[frozenset[str], ...]]]]] = {}
+
+
+def _possible_rules(rules: Sequence[Rule], keys: set[tuple[str, str]], init: InitIndex) -> list[Rule]:
+    """The rules `quick_possible` passes, in order."""
+    kept = _PREFILTERS.get(id(rules))
+    if kept is None or kept[0] is not rules:
+        return [r for r in rules if quick_possible(r, keys, init)]
+    callees = init.callees
+    out: list[Rule] = []
+    for rule, requirements, init_callees in kept[1]:  # loops, not `all(...)`: two generators per rule and scope
+        for required in requirements:
+            if keys.isdisjoint(required):
+                break
+        else:
+            for names in init_callees:
+                if callees.isdisjoint(names):
+                    break
+            else:
+                out.append(rule)
+    return out
 
 
 def _in_processor(f: Finding, module_class: str) -> Finding:
@@ -125,6 +174,7 @@ class _AskedInit(InitIndex):
     def for_rule(cls, init: InitIndex, rule: Rule) -> _AskedInit:
         own = cls(init.by_attr, callees=init.callees, params=init.params, sizes=init.sizes)
         own._fits = init._fits  # the same bindings and parameters: the same fits
+        own._any_fit = init._any_fit
         if _reads_every_binding(rule):
             own.asked.append(("all", "", None, _all_bindings(init)))
         return own
@@ -300,7 +350,7 @@ def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, 
         keys = op_keys(forward.body)
         # Every rule matches module-level functions too (`eager_attention_forward`, a timm helper):
         # rules that need `__init__` bindings simply find none there.
-        candidates = [r for r in rules if quick_possible(r, keys, init)]
+        candidates = _possible_rules(rules, keys, init)
         if not candidates:
             return
         flat = flatten(forward)

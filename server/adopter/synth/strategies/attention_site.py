@@ -345,7 +345,8 @@ class SiteSource:
                 targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
                 named = {t.attr for t in targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
                          and t.value.id == "self"} & attrs
-                calls = [c for c in ast.walk(sub.value) if isinstance(c, ast.Call) and not number_call(c)]
+                # the calls only where a scale attribute is bound (`number_call` unparses each call)
+                calls = [c for c in ast.walk(sub.value) if isinstance(c, ast.Call) and not number_call(c)] if named else []
                 if named and calls:  # `nn.Parameter(...)`, `torch.tensor(...)`; `qk_scale or d ** -0.5` is fine
                     self.ctx.decline(f"the scale `self.{min(named)}` is bound to `{ast.unparse(sub.value)[:60]}` "
                                      f"(line {sub.lineno}), not a number; SDPA's scale must be a Python float")
