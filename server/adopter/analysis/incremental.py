@@ -33,7 +33,7 @@ from adopter.analysis.analyser import Analyser
 from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.parse.reparse import common_prefix, common_suffix, reparse_start, whitespace_only
-from adopter.analysis.parse.salvage import ParseMemo, mask_broken
+from adopter.analysis.parse.salvage import ParseMemo, seed_memo
 from adopter.analysis.parse.source import check_input, is_broken, new_parser
 from adopter.analysis.parse.verdict import (
     breaks_indentation,
@@ -326,7 +326,7 @@ class DocumentAnalysis:
         if self._released or data is None or tree is None or is_broken(tree):
             return
         try:
-            mask_broken(data, self.path, self._analyser.memo)
+            seed_memo(data, self.path, self._analyser.memo)
         except Exception:  # a cache left cold, never a failed document
             return
         self._prepared = True
