@@ -136,3 +136,32 @@ def test_lines_left_blank_and_broken_statements_give_the_fresh_tree() -> None:
             if rng.random() < 0.3:
                 doc = DocumentAnalysis((EXAMPLES / name).read_text(), "m.py")
                 doc.result()
+
+
+def test_common_prefix_and_suffix_equal_the_naive_ones_across_blocks() -> None:
+    """Compared block by block, then narrowed down: a difference in any block, at a block's edge, none at all
+    (one text the other's prefix or suffix), texts shorter and longer than a block."""
+    from adopter.analysis.parse import reparse
+    from adopter.analysis.parse.reparse import common_prefix, common_suffix
+
+    rng = random.Random(5)
+    block = reparse._BLOCK
+    for _ in range(300):
+        a = bytes(rng.choice(b"ab\n") for _ in range(rng.choice((5, block - 1, block, 3 * block + 7))))
+        b = bytearray(a)
+        kind = rng.random()
+        if kind < 0.4 and a:  # one byte changed: at a block's edge now and then
+            at = rng.choice((0, len(a) - 1, min(block, len(a) - 1), min(block - 1, len(a) - 1), rng.randrange(len(a))))
+            b[at] = ord("c")
+        elif kind < 0.6:  # bytes inserted
+            at = rng.randrange(len(a) + 1)
+            b[at:at] = b"xyz"[: rng.randint(1, 3)]
+        elif kind < 0.8:  # cut at either end
+            b = b[rng.randrange(len(b) + 1):] if rng.random() < 0.5 else b[: rng.randrange(len(b) + 1)]
+        new = bytes(b)
+        p = next((k for k in range(min(len(a), len(new))) if a[k] != new[k]), min(len(a), len(new)))
+        assert common_prefix(a, new) == p
+        limit = min(len(a), len(new)) - p
+        s = next((k for k in range(limit) if a[len(a) - 1 - k] != new[len(new) - 1 - k]), limit)
+        assert common_suffix(a, new, limit) == s
+        assert common_suffix(a, new, min(limit, 3)) == min(s, 3)

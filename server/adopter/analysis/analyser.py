@@ -300,41 +300,34 @@ class Analyser:
                 chains.extend(self._with_callers([a for a in entry.result if isinstance(a, Architecture)],
                                                  src, table, callers))
 
-        def method_unit(key: str, what: str, node: Node, build: object, deps: frozenset[str] | Callable[[], frozenset[str]]) -> None:
-            """One method read like a forward (its own unit): its architecture joins the chains."""
-            try:
-                entry = self._unit(key, node, symbols, fresh, build, deps)
-            except Exception as exc:
-                problems.append(_internal(what, exc, src.span(node), path))
-                return
-            problems.extend(entry.problems)
-            if isinstance(entry.result, Architecture):
-                chains.append(entry.result)
-
+        # Each method read like a forward is its own unit (`_method_unit`), given this run's tables rather than
+        # closing over them: a nested function here made a reference cycle with the run's closure (compiled),
+        # which kept every table of the run alive until the next garbage collection.
+        run = (symbols, fresh, src, path)
         modules = [(name, info) for name, info in table.infos.items() if table.is_module(name)]
         readings = self._method_readings(src, tree)
         for name, info in modules if file_mentions_loss(src.occurs) else ():  # loss methods, as forwards
             for method, node in readings("loss", info.node, info.methods,
                                          partial(loss_methods, info.methods, info.node, src.contains)):
-                method_unit(f"loss {name}.{method}", f"method {name}.{method}", node,
-                            lambda n=name, m=method, fn=node: loss_method_architecture(n, m, fn, src, symbols, table),
-                            partial(table.module_deps, name))
+                self._method_unit(run, problems, chains, f"loss {name}.{method}", f"method {name}.{method}", node,
+                                  lambda n=name, m=method, fn=node: loss_method_architecture(n, m, fn, src, symbols, table),
+                                  partial(table.module_deps, name))
         for name, info in modules:  # public methods nothing in the class calls, as forwards
             for method, node in readings("entry", info.node, info.methods,
                                          partial(entry_methods, info.methods, info.node, src.raw)):
-                method_unit(f"entry {name}.{method}", f"method {name}.{method}", node,
-                            lambda n=name, m=method, fn=node: entry_method_architecture(n, m, fn, src, symbols, table),
-                            partial(table.module_deps, name))
+                self._method_unit(run, problems, chains, f"entry {name}.{method}", f"method {name}.{method}", node,
+                                  lambda n=name, m=method, fn=node: entry_method_architecture(n, m, fn, src, symbols, table),
+                                  partial(table.module_deps, name))
         for name, info in modules if src.occurs(b"= self.") else ():  # methods __init__ stores
             for method, node in readings("stored", info.node, info.methods,
                                          partial(stored_methods, info.methods, src.raw)):
-                method_unit(f"stored {name}.{method}", f"method {name}.{method}", node,
-                            lambda n=name, m=method, fn=node: method_architecture(n, f"{n}.{m}", m, fn, src, symbols, table),
-                            partial(table.module_deps, name))
+                self._method_unit(run, problems, chains, f"stored {name}.{method}", f"method {name}.{method}", node,
+                                  lambda n=name, m=method, fn=node: method_architecture(n, f"{n}.{m}", m, fn, src, symbols, table),
+                                  partial(table.module_deps, name))
         for processor, owner, node in processor_calls(table, src):  # attention processors, on their module
-            method_unit(f"processor {processor} on {owner}", f"method {processor}.__call__", node,
-                        lambda p=processor, o=owner, fn=node: processor_architecture(p, o, fn, src, symbols, table),
-                        partial(table.module_deps, owner))
+            self._method_unit(run, problems, chains, f"processor {processor} on {owner}", f"method {processor}.__call__", node,
+                              lambda p=processor, o=owner, fn=node: processor_architecture(p, o, fn, src, symbols, table),
+                              partial(table.module_deps, owner))
         functions: list[Forward] = []
         for name, node in symbols.functions.items():
             try:
@@ -485,6 +478,21 @@ class Analyser:
             return arch
         self._passed[name] = (arch, found, read)
         return read
+
+    def _method_unit(self, run: tuple[ModuleSymbols, dict[str, _Entry], SourceText, str | None], problems: list[Problem],
+                     chains: list[Architecture], key: str, what: str, node: Node, build: object,
+                     deps: frozenset[str] | Callable[[], frozenset[str]]) -> None:
+        """One method read like a forward (its own unit): its architecture joins `chains`. `run`: the
+        symbols, fresh entries, source and path of the run."""
+        symbols, fresh, src, path = run
+        try:
+            entry = self._unit(key, node, symbols, fresh, build, deps)
+        except Exception as exc:
+            problems.append(_internal(what, exc, src.span(node), path))
+            return
+        problems.extend(entry.problems)
+        if isinstance(entry.result, Architecture):
+            chains.append(entry.result)
 
     def _unit(
         self,

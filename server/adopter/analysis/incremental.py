@@ -33,7 +33,7 @@ from adopter.analysis.analyser import Analyser
 from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.parse.reparse import common_prefix, common_suffix, reparse_start, whitespace_only
-from adopter.analysis.parse.salvage import ParseMemo, mask_broken
+from adopter.analysis.parse.salvage import ParseMemo, seed_memo
 from adopter.analysis.parse.source import check_input, is_broken, new_parser
 from adopter.analysis.parse.verdict import (
     breaks_indentation,
@@ -315,8 +315,10 @@ class DocumentAnalysis:
     def prepare(self) -> None:
         """Do now what the first keystroke that breaks a clean text would do first: mask the text through
         `salvage`'s memo (every statement parses: nothing is blanked), which keeps each chunk's tokenization,
-        each top-level statement's and segment's verdict and the chunk starts. That keystroke then tokenizes
-        one chunk and masks one segment instead of all of them (25 ms on a 100 KB file, pure Python). The
+        each top-level statement's and segment's verdict and the chunk starts, and the verdict of every
+        statement at every depth (`seed_memo`). That keystroke then tokenizes one chunk, masks one segment
+        instead of all of them (25 ms on a 100 KB file, pure Python) and parses alone only the statements that
+        hold it, not its siblings (12-31 statements for one in a long method). The
         memo is a pure cache, keyed by the texts it read: what is masked with it is what is masked afresh, and
         an entry whose text the keystroke changed is simply not found. Nothing for a broken text (its analysis
         filled the memo already) or a released one. `release` drops a memo only `prepare` filled (the server
@@ -326,7 +328,7 @@ class DocumentAnalysis:
         if self._released or data is None or tree is None or is_broken(tree):
             return
         try:
-            mask_broken(data, self.path, self._analyser.memo)
+            seed_memo(data, self.path, self._analyser.memo)
         except Exception:  # a cache left cold, never a failed document
             return
         self._prepared = True

@@ -167,48 +167,51 @@ def op_keys(block: Block, into: set[tuple[str, str]] | None = None) -> set[tuple
 def flatten(forward: Forward) -> FlatForward:
     """Flatten `forward` into context-tagged nodes (pre-order: source order on every path)."""
     flat = FlatForward(forward, params=frozenset(p.name for p in forward.params))
-    counter = [0]
-
-    def add(op: Op | None, uses: set[str] | None, ctx: Ctx, defs: tuple[str, ...] = ()) -> None:
-        node = Node(len(flat.nodes), op, uses, ctx, defs)
-        flat.nodes.append(node)
-        if op is not None:
-            key = (op.kind._value_, op.target)
-            if key not in flat.by_target:
-                flat.by_target[key] = []
-                flat.targets_of_kind.setdefault(key[0], []).append(op.target)
-            flat.by_target[key].append(node.index)
-        for d in defs:
-            flat.defs_of.setdefault(d, []).append(node.index)
-
-    def walk(block: Block, ctx: Ctx) -> bool:
-        """Add the nodes of `block`; return whether it always ends in a `return`."""
-        for stmt in block:
-            if isinstance(stmt, Op):
-                add(stmt, None, ctx, stmt.outputs)
-            elif isinstance(stmt, Return):
-                add(None, _value_names(stmt.values, ()), ctx)
-                return True
-            elif isinstance(stmt, Branch):
-                counter[0] += 1
-                bid = counter[0]
-                flat.tests[bid] = tuple(_TEMP.sub("%", c) for c in stmt.conditions)
-                flat.alternatives[bid] = len(stmt.paths)
-                flat.test_texts[len(flat.nodes)] = stmt.conditions
-                add(None, {n for c in stmt.conditions for n in _idents(c)}, ctx)
-                ends = []
-                for alt, path in enumerate(stmt.paths):
-                    done = walk(path, (*ctx, ("b", bid, alt)))
-                    if done:
-                        flat.terminates.add((bid, alt))
-                    ends.append(done)
-                if ends and all(ends):
-                    return True
-            elif isinstance(stmt, Loop):
-                counter[0] += 1
-                add(None, set(_idents(stmt.iterable)), ctx, stmt.targets)
-                walk(stmt.body, (*ctx, ("l", counter[0], 0)))
-        return False
-
-    walk(forward.body, ())
+    _flatten_block(flat, [0], forward.body, ())
     return flat
+
+
+# `flatten`'s two steps are module functions, not functions nested in it: nested (and compiled), they made a
+# reference cycle with `flatten`'s closure that kept each flattened forward alive until a garbage collection.
+def _add_node(flat: FlatForward, op: Op | None, uses: set[str] | None, ctx: Ctx, defs: tuple[str, ...] = ()) -> None:
+    node = Node(len(flat.nodes), op, uses, ctx, defs)
+    flat.nodes.append(node)
+    if op is not None:
+        key = (op.kind._value_, op.target)
+        if key not in flat.by_target:
+            flat.by_target[key] = []
+            flat.targets_of_kind.setdefault(key[0], []).append(op.target)
+        flat.by_target[key].append(node.index)
+    for d in defs:
+        flat.defs_of.setdefault(d, []).append(node.index)
+
+
+def _flatten_block(flat: FlatForward, counter: list[int], block: Block, ctx: Ctx) -> bool:
+    """Add the nodes of `block`; return whether it always ends in a `return`. `counter`: the last branch or
+    loop number given."""
+    for stmt in block:
+        if isinstance(stmt, Op):
+            _add_node(flat, stmt, None, ctx, stmt.outputs)
+        elif isinstance(stmt, Return):
+            _add_node(flat, None, _value_names(stmt.values, ()), ctx)
+            return True
+        elif isinstance(stmt, Branch):
+            counter[0] += 1
+            bid = counter[0]
+            flat.tests[bid] = tuple(_TEMP.sub("%", c) for c in stmt.conditions)
+            flat.alternatives[bid] = len(stmt.paths)
+            flat.test_texts[len(flat.nodes)] = stmt.conditions
+            _add_node(flat, None, {n for c in stmt.conditions for n in _idents(c)}, ctx)
+            ends = []
+            for alt, path in enumerate(stmt.paths):
+                done = _flatten_block(flat, counter, path, (*ctx, ("b", bid, alt)))
+                if done:
+                    flat.terminates.add((bid, alt))
+                ends.append(done)
+            if ends and all(ends):
+                return True
+        elif isinstance(stmt, Loop):
+            counter[0] += 1
+            _add_node(flat, None, set(_idents(stmt.iterable)), ctx, stmt.targets)
+            _flatten_block(flat, counter, stmt.body, (*ctx, ("l", counter[0], 0)))
+    return False

@@ -27,6 +27,7 @@ from tree_sitter import Node
 
 from adopter.analysis.flow.calls import CallFlow
 from adopter.analysis.flow.control import ControlFlow
+from adopter.analysis.flow.parts import Calls, Control, Statements
 from adopter.analysis.flow.resume import Checkpoint, NodeAt, Walk, find_node, node_at
 from adopter.analysis.flow.state import MAX_OPS, EnvVal, FlowState, Frame, LocalFunction, Truncated
 from adopter.analysis.flow.statements import StatementFlow
@@ -36,6 +37,11 @@ from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Forward, Problem, Ref, Span
+
+# What a part links to between walks (`FlowAnalysis._unlink`): the interfaces themselves, which do nothing.
+_UNLINKED_CALLS = Calls()
+_UNLINKED_STATEMENTS = Statements()
+_UNLINKED_CONTROL = Control()
 
 
 class FlowAnalysis:
@@ -56,17 +62,10 @@ class FlowAnalysis:
         self.state = FlowState(src, symbols, table, class_name, module_attrs, problems, stateless or {})
         self.state.positioned = positioned
         self.state.parameters = parameters
-        expressions = ExpressionFlow(self.state)
-        calls = CallFlow(self.state, expressions)
-        self._statements = StatementFlow(self.state, expressions)
-        control = ControlFlow(self.state, expressions, self._statements)
-        # The parts recurse into each other (an expression may be a call, an inlined call has a body,
-        # an `if` holds statements): these links point back up the order the parts are built in. Each
-        # part holds the others as the interfaces of `parts.py` only, so no part module imports another.
-        expressions.calls = calls
-        calls.statements = self._statements
-        self._statements.control = control
-        self._statements.calls = calls
+        self._expressions = ExpressionFlow(self.state)
+        self._calls = CallFlow(self.state, self._expressions)
+        self._statements = StatementFlow(self.state, self._expressions)
+        self._control = ControlFlow(self.state, self._expressions, self._statements)
         # The walk of `function(record=True)`, with its checkpoints, for the next walk to resume (`resume.py`).
         self.walk: Walk | None = None
         self._stmt_node: tuple[Node | None, NodeAt | None] = (None, None)  # the last one a checkpoint found
@@ -92,10 +91,14 @@ class FlowAnalysis:
         frame = Frame(node.start_byte, owner, self_name, (), env, root=True, params=frozenset(env))
         body = node.child_by_field_id(Field.BODY)
         stmts = body.named_children if body is not None else []
-        if (resume is None and not record) or body is None:
-            self._run_root(frame, stmts, function_name(node, src))
-        else:
-            self._resumed_root(frame, node, body, stmts, function_name(node, src), resume, record)
+        self._link()
+        try:
+            if (resume is None and not record) or body is None:
+                self._run_root(frame, stmts, function_name(node, src))
+            else:
+                self._resumed_root(frame, node, body, stmts, function_name(node, src), resume, record)
+        finally:
+            self._unlink()
         name = display_name or function_name(node, src)
         return Forward(name, shown, tuple(self.state.block), src.span(node), calls=tuple(self.state.calls),
                        applications=tuple(self.state.applications))
@@ -103,9 +106,31 @@ class FlowAnalysis:
     def statements(self, stmts: list[Node], name: str, span: Span) -> Forward:
         """Top-level script code as a Forward named `name` (e.g. `<module>`)."""
         frame = Frame(-1, None, None, (), {}, root=True)
-        self._run_root(frame, stmts, name)
+        self._link()
+        try:
+            self._run_root(frame, stmts, name)
+        finally:
+            self._unlink()
         return Forward(name, (), tuple(self.state.block), span, calls=tuple(self.state.calls),
                        applications=tuple(self.state.applications))
+
+    def _link(self) -> None:
+        """Link the parts for a walk. They recurse into each other (an expression may be a call, an inlined
+        call has a body, an `if` holds statements): these links point back up the order the parts are built
+        in. Each part holds the others as the interfaces of `parts.py` only, so no part module imports
+        another."""
+        self._expressions.calls = self._calls
+        self._calls.statements = self._statements
+        self._statements.control = self._control
+        self._statements.calls = self._calls
+
+    def _unlink(self) -> None:
+        """Undo `_link` once a walk is done: linked, the parts are a reference cycle that holds the walk's
+        state (and its source and tables) until the next garbage collection, which then has it all to walk."""
+        self._expressions.calls = _UNLINKED_CALLS
+        self._calls.statements = _UNLINKED_STATEMENTS
+        self._statements.control = _UNLINKED_CONTROL
+        self._statements.calls = _UNLINKED_CALLS
 
     def _run_root(self, frame: Frame, stmts: list[Node], name: str) -> None:
         state = self.state
