@@ -28,10 +28,11 @@ def fuse_qkv(ctx: SynthContext) -> None:
     if len(linears) != 3:
         ctx.decline("the match does not hold exactly three projections")
     bindings = [_binding_of(ctx, op) for op in linears]
-    inherited = [b for b in bindings if isinstance(b.value, Ctor) and (b.value.origin or "").startswith(INHERITED)]
+    inherited = [b.value.origin for b in bindings
+                 if isinstance(b.value, Ctor) and b.value.origin and b.value.origin.startswith(INHERITED)]
     if inherited:  # `adopter.analysis.crossfile.inherited`: the constructors are written in another file
         ctx.decline(f"the projections are built by a base class in another file "
-                    f"({str(inherited[0].value.origin).removeprefix(INHERITED)}); fuse them there by hand")
+                    f"({inherited[0].removeprefix(INHERITED)}); fuse them there by hand")
     if any(b.condition for b in bindings):
         ctx.decline("a projection is bound under a condition in __init__")
     ctor_texts = {_ctor_key(b) for b in bindings}
