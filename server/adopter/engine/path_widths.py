@@ -12,7 +12,7 @@ from itertools import islice, product
 
 from adopter.dsl.types import Expr
 from adopter.engine.bindings import InitIndex, norm_text
-from adopter.engine.layer_facts import widths_agree
+from adopter.engine.layer_facts import factors, widths_agree
 
 _DEPTH = 3  # attributes read through, one inside another
 _MAX_CHOICES = 64  # combinations of alternatives tried
@@ -47,3 +47,43 @@ def alternatives(width: str, init: InitIndex) -> frozenset[str]:
         todo.extend((norm_text(b.value.text), depth + 1) for b in init.by_attr.get(m.group(1), ())
                     if isinstance(b.value, Expr))
     return frozenset(out)
+
+
+_HEAD_WIDTH = re.compile(r"^(.+?)//([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)$")  # `X // heads`: a count named, not a literal
+
+
+def agree_by_head_split(widths: Sequence[str | None], init: InitIndex) -> bool:
+    """Whether the widths are a query's `X` beside keys' and values' `m * (X // n)` (or `X // n` alone), where
+    `__init__` splits `X` into `n` heads of `X // n` (basicts' `hidden_size` beside `self.kv_heads *
+    self.head_size` with `self.head_size = hidden_size // n_heads`; zetascale's `dim` beside `kv_dim = dim //
+    query_heads * kv_heads`): grouped- or multi-query attention written with the model width for the query.
+
+    Each factor (top-level `*`) that is an attribute bound once, unconditionally, or a local of `__init__`
+    (`InitIndex.size`) is read as what it holds; a width equal to the `X` of a head width `X // n` found in
+    the others is read as `n * (X // n)`. The widths agree when every one of them then has that head width
+    as a factor. A width that is only the head width (one key/value head) has it as its one factor."""
+    known = [w for w in widths if w is not None]
+    if len(known) < 2 or len(set(known)) == 1:
+        return False
+    factored = [[_held(f, init) for f in factors(w)] for w in known]
+    heads = sorted({f for fs in factored for f in fs if _HEAD_WIDTH.match(f)})
+    for head in heads:
+        m = _HEAD_WIDTH.match(head)
+        whole = m.group(1) if m is not None else ""
+        rest = [fs for fs in factored if head not in fs]
+        if rest and all(fs == [whole] for fs in rest):
+            return True  # the query's width as written: the others are groups of its heads
+    return False
+
+
+def _held(text: str, init: InitIndex) -> str:
+    """A factor as what it holds: `self.<attr>` bound once, unconditionally, to an expression, or a local of
+    `__init__` that holds one size; otherwise as written."""
+    m = _ATTR.match(text)
+    if m is not None:
+        bound = init.by_attr.get(m.group(1), ())
+        if len(bound) == 1 and bound[0].condition is None and isinstance(bound[0].value, Expr):
+            return norm_text(bound[0].value.text)
+        return text
+    held = init.size(text) if text.isidentifier() else None
+    return norm_text(held) if held is not None else text
