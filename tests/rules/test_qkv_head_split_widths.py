@@ -8,10 +8,13 @@ Now a width that `__init__` splits into named heads (`X // n`) is read as `n * (
 hold `X // n` as a factor (`engine.path_widths.agree_by_head_split`): the keys and values are groups of the
 query's heads. The fix is the grouped-query fusion (one Linear split by the three widths), checked for
 equivalence (outputs and gradients, `equivalence.compare_modules`, CPU, seed 0) and strict loading of either
-state dict, for two key/value heads and for one.
+state dict, with the head width held by an attribute and by a local of `__init__`.
 
 Not read so: a divisor written as a number (`dim // 2`: a reduction, not a head split), a head width of
-another size than the query's, an attribute bound under a condition.
+another size than the query's, an attribute bound under a condition, a reduced width for the query and keys
+beside the values' whole width (fightingcv's CMT: `qk_dim = dim // qk_ratio`, found by the census and refused
+since), keys and values of different widths, and so one key/value head written as the head width alone (the
+matcher tries the Linears in every order, and that is CMT's form in another order).
 """
 
 from __future__ import annotations
@@ -58,11 +61,10 @@ class Attention(nn.Module):
         return self.o_proj(out.transpose(1, 2).reshape(b, n, -1))
 '''
 
-# one key/value head: the keys' and values' width is the head width itself; held in a local of `__init__`
-MULTI_QUERY = SOURCE.replace("        self.head_size = hidden_size // n_heads\n",
-                             "        head = hidden_size // n_heads\n        self.head_size = head\n").replace(
-    "nn.Linear(hidden_size, self.kv_heads * self.head_size)", "nn.Linear(hidden_size, head)").replace(
-    "kv_heads=2", "kv_heads=1")
+# the head width held in a local of `__init__`
+LOCAL_HEAD = SOURCE.replace("        self.head_size = hidden_size // n_heads\n",
+                            "        head = hidden_size // n_heads\n        self.head_size = head\n").replace(
+    "nn.Linear(hidden_size, self.kv_heads * self.head_size)", "nn.Linear(hidden_size, kv_heads * head)")
 
 
 def _lines(source: str) -> list[int]:
@@ -80,9 +82,9 @@ def _equivalent(source: str, new: str) -> None:
     rewritten.load_state_dict(original.state_dict(), strict=True)
 
 
-@pytest.mark.parametrize("source", [SOURCE, MULTI_QUERY], ids=["grouped", "multi-query"])
+@pytest.mark.parametrize("source", [SOURCE, LOCAL_HEAD], ids=["attribute", "local"])
 def test_key_value_heads_of_the_query_width_are_a_site_and_fused(source: str) -> None:
-    assert MULTI_QUERY != SOURCE
+    assert LOCAL_HEAD != SOURCE
     line = source.splitlines().index("        q = self.q_proj(x)") + 1
     assert _lines(source) == [line]
     new = fixed(source, RULES, applied=1)
@@ -96,11 +98,26 @@ def test_key_value_heads_of_the_query_width_are_a_site_and_fused(source: str) ->
     # the head width is another size's share, not the query's
     ("self.head_size = hidden_size // n_heads", "self.head_size = hidden_size // n_heads + 1"),
     ("self.q_proj = nn.Linear(hidden_size, hidden_size)", "self.q_proj = nn.Linear(hidden_size, 2 * hidden_size)"),
+    # CMT's reduced query/key width (`qk_dim = dim // qk_ratio`) beside the values' whole width: not heads
+    (("self.q_proj = nn.Linear(hidden_size, hidden_size)\n"
+      "        self.k_proj = nn.Linear(hidden_size, self.kv_heads * self.head_size)\n"
+      "        self.v_proj = nn.Linear(hidden_size, self.kv_heads * self.head_size)"),
+     ("self.q_proj = nn.Linear(hidden_size, self.head_size)\n"
+      "        self.k_proj = nn.Linear(hidden_size, self.head_size)\n"
+      "        self.v_proj = nn.Linear(hidden_size, hidden_size)")),
+    # one key/value head as the head width alone: in the matcher's other orders this is CMT's form
+    ("kv_heads=2", "kv_heads=1", "nn.Linear(hidden_size, self.kv_heads * self.head_size)",
+     "nn.Linear(hidden_size, self.head_size)"),
+    # keys and values of different widths
+    ("self.v_proj = nn.Linear(hidden_size, self.kv_heads * self.head_size)",
+     "self.v_proj = nn.Linear(hidden_size, self.head_size)"),
     # the head width bound under a condition: what it is depends on the path
     ("        self.head_size = hidden_size // n_heads\n",
      "        self.head_size = hidden_size // n_heads\n        if kv_heads > 4:\n            self.head_size = 8\n"),
 ])
-def test_widths_that_are_not_heads_of_the_query_width_stay_silent(change: tuple[str, str]) -> None:
-    source = SOURCE.replace(*change)
+def test_widths_that_are_not_heads_of_the_query_width_stay_silent(change: tuple[str, ...]) -> None:
+    source = SOURCE
+    for old, new in zip(change[::2], change[1::2]):
+        source = source.replace(old, new)
     assert source != SOURCE
     assert _lines(source) == [] and _lines(SOURCE) != []

@@ -59,20 +59,22 @@ def agree_by_head_split(widths: Sequence[str | None], init: InitIndex) -> bool:
     query_heads * kv_heads`): grouped- or multi-query attention written with the model width for the query.
 
     Each factor (top-level `*`) that is an attribute bound once, unconditionally, or a local of `__init__`
-    (`InitIndex.size`) is read as what it holds; a width equal to the `X` of a head width `X // n` found in
-    the others is read as `n * (X // n)`. The widths agree when every one of them then has that head width
-    as a factor. A width that is only the head width (one key/value head) has it as its one factor."""
-    known = [w for w in widths if w is not None]
-    if len(known) < 2 or len(set(known)) == 1:
+    (`InitIndex.size`) is read as what it holds. The widths agree when two of them are the same product of a
+    count and a head width `X // n`, and the third is that `X`. The matcher binds the three Linears in every
+    order, so which is the query is not known here: a lone head width (`X // n`, one key/value head) is not
+    taken, since CMT's reduced query/key width `qk_dim = dim // qk_ratio` beside the values' `dim` (not heads of
+    one width: the Perceiver's wrong kind) would read the same."""
+    if len(widths) != 3 or any(w is None for w in widths) or len(set(widths)) == 1:
         return False
-    factored = [[_held(f, init) for f in factors(w)] for w in known]
-    heads = sorted({f for fs in factored for f in fs if _HEAD_WIDTH.match(f)})
-    for head in heads:
-        m = _HEAD_WIDTH.match(head)
-        whole = m.group(1) if m is not None else ""
-        rest = [fs for fs in factored if head not in fs]
-        if rest and all(fs == [whole] for fs in rest):
-            return True  # the query's width as written: the others are groups of its heads
+    held = [[_held(f, init) for f in factors(str(w))] for w in widths]
+    for i, whole_width in enumerate(held):  # the three in any order: the matcher tries every assignment
+        a, b = (h for j, h in enumerate(held) if j != i)
+        if a != b or len(a) < 2:
+            continue  # grouped heads give the keys and the values one width: a count times the head width
+        for head in a:
+            m = _HEAD_WIDTH.match(head)
+            if m is not None and whole_width == [m.group(1)]:
+                return True  # the query's width as written: the keys and values are groups of its heads
     return False
 
 
