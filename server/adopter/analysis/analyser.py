@@ -578,7 +578,7 @@ class Analyser:
             return init
         bound = {b.attr for b in init.bindings} if init is not None else set()
         methods = {m for c in order for m in table.infos[c].methods}
-        wanted = called_attrs("\n".join(src.text(table.infos[c].node) for c in order)) - bound - methods
+        wanted = called_attrs(b"\n".join(src.raw(table.infos[c].node) for c in order)) - bound - methods
         if not wanted:
             return init
         linears = inherited_linears(self.reach, bases, src.path, frozenset(wanted))
