@@ -29,7 +29,10 @@ _CONTRACTIONS = frozenset({"torch.matmul", "torch.einsum", "einops.einsum", "tor
 _PASS = frozenset({"cast", "choose", "getitem", "view", "reshape", "transpose", "permute", "contiguous",
                    "unsqueeze", "squeeze", "expand", "flatten", "unflatten", "torch.unflatten", "to", "type_as", "float", "half", "masked_fill",
                    "torch.transpose", "einops.rearrange", "rearrange", "+", "-", "*", "/", "neg",
-                   "torch.cat", "cat"})
+                   "torch.cat", "cat",
+                   # the function forms of the layout methods above (ludwig's `torch.reshape(x, shape)` then
+                   # `torch.permute(x, dims)` in its head-split helper)
+                   "torch.reshape", "torch.permute", "torch.flatten", "torch.squeeze", "torch.unsqueeze"})
 _SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split", "torch.chunk", "torch.split"})
 
 _UNFLATTEN = frozenset({"unflatten", "torch.unflatten"})

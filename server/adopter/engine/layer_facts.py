@@ -62,6 +62,11 @@ def sized(widths: Sequence[str | None], size: Callable[[str], str | None]) -> li
 _SIZE_DEPTH = 3
 
 
+def factors(text: str) -> list[str]:
+    """`a*b*c` -> [a, b, c] (top-level `*` only, on normalised text)."""
+    return _factors(text)
+
+
 def _factors(text: str) -> list[str]:
     """`a*b*c` -> [a, b, c] (top-level `*` only, on normalised text)."""
     out: list[str] = []

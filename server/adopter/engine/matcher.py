@@ -41,7 +41,7 @@ from adopter.engine.gate_projections import may_be_passed_projections
 from adopter.engine.layer_facts import literal_keys, output_width, sized, widths_agree
 from adopter.engine.named_activations import is_named_activation
 from adopter.engine.path_bindings import contradicts, path_facts
-from adopter.engine.path_widths import agree_on_a_path
+from adopter.engine.path_widths import agree_by_head_split, agree_on_a_path
 from adopter.engine.permuted_scores import permuted_scores
 from adopter.engine.plans import (
     init_patterns,
@@ -622,6 +622,8 @@ class RuleMatcher:
             widths = [self._width(arg, state) for arg in g.args]
             if widths_agree(widths) or widths_agree(sized(widths, self.init.size)):
                 return True
+            if agree_by_head_split(widths, self.init):
+                return True
             return agree_on_a_path(widths, self.init)  # a site of that path: no fix (`_width_reason`)
         if g.kind == GuardKind.KEY_MAY_BE:
             return self._key_may_be(g, state)
@@ -710,7 +712,8 @@ class RuleMatcher:
         for g in self.rule.guards:
             if g.kind == GuardKind.SAME_WIDTH:
                 widths = [self._width(arg, state) for arg in g.args]
-                if not (widths_agree(widths) or widths_agree(sized(widths, self.init.size))):
+                if not (widths_agree(widths) or widths_agree(sized(widths, self.init.size))
+                        or agree_by_head_split(widths, self.init)):
                     return (f"the layers' widths ({', '.join(w or '?' for w in widths)}) are one only when "
                             "`__init__` takes some of its branches; rewrite it by hand")
         return None
