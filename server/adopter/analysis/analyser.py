@@ -533,6 +533,8 @@ class Analyser:
                                 symbols.note_method, symbols.qualify_binding,
                                 symbols.note_class_head) if init_found else None
             init = self.reach.bind(init, src.path, source)
+        if self.reach is not None:  # the layers its bases of other files build (`crossfile.inherit`)
+            init = self.reach.inherit(init, name, table, src)
         if passed and init is not None:  # what the file's constructions pass (`_with_passed`)
             init = with_passed(init, passed)
         module_attrs = frozenset(

@@ -1,0 +1,154 @@
+"""Layers a class inherits from a base defined in another file (issue 20).
+
+A class whose base is a class of the same file inherits that base's `__init__` bindings (the analysis walks
+same-file classes in their MRO: `ClassTable.mro`, `InitAnalysis`). A base imported from another file gave
+nothing, so `class Mine(Layer)` overriding only `forward` (transformers' modular subclasses, mmseg/mmpretrain
+blocks, torchvision's `QuantizableBasicBlock(BasicBlock)`) had no layers and no chain of its forward was found.
+
+`inherit` reads such a base as the analysis reads a class of the analysed file: the base's file is parsed by the
+resolver (tree-sitter, never imported or run), its `__init__` bindings read by the same `InitAnalysis` and bound
+across files by the same `CrossFileReach.bind`, through further imported bases up to `MAX_DEPTH`, cached per
+(file, class) with the files read (dropped by `CrossFileReach.changed`). The subclass gets each binding whose
+attribute it does not bind itself (its own win), as the base's defaults build it (what a `super().__init__(...)`
+call passes is not read). Every inherited binding's span is the subclass's header, a line of the analysed file;
+its constructor's `origin` says where it was defined (`inherited from Layer (pkg/base.py:6)`), and a finding that
+rests on one is detection-only (`inherited_reason`): the fix would have to rewrite another file.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from adopter.analysis.crossfile.init_source import CALLED, InitSource
+from adopter.dsl.types import Binding, Ctor, Init, Span
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+    from adopter.analysis.crossfile.resolver import ModuleResolver
+    from adopter.analysis.parse.source import SourceText
+    from adopter.analysis.scope.classes import ClassTable
+
+MAX_DEPTH = 3  # imported bases read through, one below the other
+INHERITED = "inherited from "  # the prefix of an inherited constructor's `Ctor.origin`
+_NOT_READ = ("torch.", "typing.", "builtins.", "abc.", "collections.", "enum.")
+_active = threading.local()
+
+
+class CrossFileReach(Protocol):
+    """What of `reach.CrossFileReach` inheriting reads (that module calls this one)."""
+
+    resolver: ModuleResolver
+
+    def bind(self, init: Init | None, path: str | None, source: Any = None) -> Init | None: ...
+
+    def base_init(self, qualified: str, path: str, depth: int) -> tuple[Init | None, str]: ...
+
+
+def inherited_reason(bindings: Sequence[Binding]) -> str | None:
+    """Why a match over a layer inherited from a base of another file gets no automatic fix, else None."""
+    for b in bindings:
+        if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.startswith(INHERITED):
+            return (f"`self.{b.attr}` is built by a base class defined in another file "
+                    f"({b.value.origin[len(INHERITED):]}); the rewrite would have to change that file, so change it by hand")
+    return None
+
+
+def imported_bases(name: str, table: ClassTable) -> list[str]:
+    """The bases, qualified, that the classes of `name`'s same-file MRO import from another module that is not
+    torch's (read in MRO order)."""
+    out: list[str] = []
+    for cls in table.mro(name):
+        for base in table.infos[cls].bases:
+            if base in table.infos:
+                continue
+            qualified = table.symbols.qualify(base)
+            if "." in qualified.lstrip(".") and not qualified.startswith(_NOT_READ) and qualified not in out:
+                out.append(qualified)
+    return out
+
+
+def header_span(node: Node, src: SourceText) -> Span:
+    """The first line of a class's definition (its `class X(Base):` header), as far as its text goes."""
+    span = src.span(node)
+    first = src.raw(node).split(b"\n", 1)[0].decode("utf-8", errors="replace")
+    return Span(span.start_line, span.start_col, span.start_line, span.start_col + len(first.rstrip()))
+
+
+def inherit(reach: CrossFileReach, init: Init | None, name: str, table: ClassTable, src: SourceText,
+            path: str | None, depth: int = 0) -> Init | None:
+    """`init` (class `name`'s own bindings, None without an `__init__`) with the bindings its bases of other
+    files build that it does not bind itself. Never raises: a problem leaves `init` as it is."""
+    if not path or depth > MAX_DEPTH or name not in table.infos:
+        return init
+    bases = imported_bases(name, table)
+    if not bases:
+        return init  # the common class: no base of another file, no cost
+    own = {b.attr for b in init.bindings} if init is not None else set()
+    if depth == 0:
+        # Only a forward that calls a `self.<attr>(...)` the class does not bind looks further.
+        found = table.find_method(name, "forward")
+        called = set(CALLED.findall(src.raw(found[1]).decode("utf-8", errors="replace"))) if found else set()
+        if not called - own:
+            return init
+    path = os.path.abspath(path)
+    header = header_span(table.infos[name].node, src)
+    added: list[Binding] = []
+    params = None
+    for qualified in bases:
+        try:
+            found_init, where = reach.base_init(qualified, path, depth)
+        except (RecursionError, ValueError, OSError, SyntaxError):
+            continue
+        if found_init is None:
+            continue
+        if params is None:
+            params = found_init.params
+        for b in found_init.bindings:
+            if b.attr in own:
+                continue
+            value = b.value
+            if isinstance(value, Ctor):
+                origin = value.origin if value.origin and value.origin.startswith(INHERITED) else (
+                    f"{INHERITED}{where}" + (f"; {value.origin}" if value.origin else ""))
+                value = replace(value, origin=origin)
+            added.append(replace(b, value=value, span=header, item_spans=()))
+        own |= {b.attr for b in found_init.bindings}
+    if not added:
+        return init
+    if init is None:
+        return Init(params or (), tuple(added), header)
+    return replace(init, bindings=(*init.bindings, *added))
+
+
+def read_base(reach: CrossFileReach, d_path: str, d_name: str, depth: int) -> Init | None:
+    """The `__init__` bindings of class `d_name` of file `d_path`, as the analysis reads a class of the analysed
+    file (`InitAnalysis`, layer subclasses, `CrossFileReach.bind`), with its own imported bases' (`inherit`)."""
+    from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
+    from adopter.analysis.scope.bindings import InitAnalysis
+    from adopter.analysis.scope.classes import ClassTable
+
+    key = (d_path, d_name)
+    active: set[tuple[str, str]] = getattr(_active, "keys", None) or set()
+    if key in active:
+        return None  # a cycle of imports: no base reads itself
+    symbols = reach.resolver.symbols(d_path)
+    if symbols is None or d_name not in symbols.classes:
+        return None
+    _active.keys = active | {key}
+    try:
+        table = ClassTable(symbols, reach.resolver, d_path)
+        src = symbols.src
+        init = bind_layer_subclasses(InitAnalysis(d_name, table, src).run(), table, src)
+        init_found = table.find_method(d_name, "__init__")
+        if init is not None and init_found is not None:
+            source = InitSource(init_found[1], src, symbols.qualify, None, d_name)
+            init = reach.bind(init, d_path, source)
+        return inherit(reach, init, d_name, table, src, d_path, depth + 1)
+    finally:
+        _active.keys = active
+
