@@ -9,6 +9,7 @@ findings that rest on them are detection-only (the fix would have to rewrite the
 
 from __future__ import annotations
 
+import importlib.util
 import textwrap
 from pathlib import Path
 
@@ -260,3 +261,47 @@ def test_fix_leaves_a_site_on_inherited_layers_alone(tmp_path: Path, capsys: pyt
     main(["fix", "pkg/model.py", "--select", "f05-dropout-add-layernorm"])
     capsys.readouterr()
     assert {p.name: p.read_text(encoding="utf-8") for p in pkg.iterdir()} == before
+
+
+TORCH_LAYER = '''
+import torch
+from torch import nn
+
+
+class PostNormLayer(nn.TransformerEncoderLayer):
+    def forward(self, src, src_mask=None, src_key_padding_mask=None):
+        x = src
+        x = x + self.dropout1(self.self_attn(x, x, x, attn_mask=src_mask, need_weights=False)[0])
+        x = self.norm1(x)
+        x = self.norm2(x + self.dropout2(self.linear2(self.dropout(torch.relu(self.linear1(x))))))
+        return x
+
+
+class Padded(nn.Conv2d):
+    def forward(self, x):
+        return self._conv_forward(nn.functional.pad(x, (1, 1, 1, 1)), self.weight, self.bias)
+'''
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch's source is not installed")
+def test_a_subclass_of_torchs_transformer_layer_reads_torchs_source(tmp_path: Path) -> None:
+    """docling-ibm-models' and tabicl's shape: torch's layer read from its installed file (never imported), its
+    layers only (`norm_first` and the other flags are not taken); a conv subclass gets no bindings at all."""
+    model = tmp_path / "model.py"
+    model.write_text(textwrap.dedent(TORCH_LAYER), encoding="utf-8")
+    reach = CrossFileReach(ModuleResolver(), root=str(tmp_path))
+    mf = analyse(model.read_text(encoding="utf-8"), str(model), reach=reach)
+    layers = _init(mf, "PostNormLayer")
+    assert {a: c.callee for a, c in layers.items() if a.startswith(("norm", "dropout"))} == {
+        "norm1": "torch.nn.LayerNorm", "norm2": "torch.nn.LayerNorm", "dropout": "torch.nn.Dropout",
+        "dropout1": "torch.nn.Dropout", "dropout2": "torch.nn.Dropout"}
+    origin = layers["norm1"].origin or ""
+    assert origin.startswith("inherited from TransformerEncoderLayer (") and "torch/nn/modules/transformer.py:" in origin
+    arch = next(a for a in mf.architectures if a.name == "PostNormLayer")
+    assert arch.init is not None and all(isinstance(b.value, Ctor) for b in arch.init.bindings)
+    padded = next(a for a in mf.architectures if a.name == "Padded")
+    assert padded.init is None or not any((getattr(b.value, "origin", None) or "").startswith("inherited")
+                                          for b in padded.init.bindings)
+    found = _findings(model, reach, 5)
+    assert sorted(f.span.start_line for f in found) == [8, 10]  # the two dropout -> add -> norm of the forward
+    assert all(not f.fixable for f in found)

@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from adopter.analysis.crossfile.init_source import CALLED, InitSource
+from adopter.analysis.crossfile.resolver import is_torch_module_class
 from adopter.dsl.types import Binding, Ctor, Init, Span
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 MAX_DEPTH = 3  # imported bases read through, one below the other
 INHERITED = "inherited from "  # the prefix of an inherited constructor's `Ctor.origin`
 _NOT_READ = ("torch.", "typing.", "builtins.", "abc.", "collections.", "enum.")
+_CONTAINERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict"})
 _active = threading.local()
 
 
@@ -58,16 +60,32 @@ def inherited_reason(bindings: Sequence[Binding]) -> str | None:
     return None
 
 
+def torch_base(qualified: str) -> bool:
+    """Whether `qualified` is a layer class of torch that is built of other layers, read from torch's installed
+    source like any other base (`nn.TransformerEncoderLayer`); not `nn.Module` nor a container."""
+    return is_torch_module_class(qualified) and qualified.rsplit(".", 1)[-1] not in _CONTAINERS
+
+
+def _torch_callee(ctor: Ctor) -> Ctor:
+    """`torch.nn.modules.linear.Linear` (as torch's own files import it) spelled `torch.nn.Linear`, items too."""
+    callee = ctor.callee
+    if is_torch_module_class(callee):
+        callee = "torch.nn." + callee.rsplit(".", 1)[-1]
+    items = tuple(_torch_callee(i) for i in ctor.items)
+    return ctor if callee == ctor.callee and items == ctor.items else replace(ctor, callee=callee, items=items)
+
+
 def imported_bases(name: str, table: ClassTable) -> list[str]:
-    """The bases, qualified, that the classes of `name`'s same-file MRO import from another module that is not
-    torch's (read in MRO order)."""
+    """The bases, qualified, that the classes of `name`'s same-file MRO import from another module, torch's
+    layers built of layers among them (`torch_base`), in MRO order."""
     out: list[str] = []
     for cls in table.mro(name):
         for base in table.infos[cls].bases:
             if base in table.infos:
                 continue
             qualified = table.symbols.qualify(base)
-            if "." in qualified.lstrip(".") and not qualified.startswith(_NOT_READ) and qualified not in out:
+            readable = torch_base(qualified) or not qualified.startswith(_NOT_READ)
+            if "." in qualified.lstrip(".") and readable and qualified not in out:
                 out.append(qualified)
     return out
 
@@ -108,10 +126,13 @@ def inherit(reach: CrossFileReach, init: Init | None, name: str, table: ClassTab
             continue
         if params is None:
             params = found_init.params
+        from_torch = qualified.startswith("torch.")
         for b in found_init.bindings:
             if b.attr in own:
                 continue
-            value = b.value
+            value = _torch_callee(b.value) if isinstance(b.value, Ctor) else b.value
+            if from_torch and not (isinstance(value, Ctor) and is_torch_module_class(value.callee)):
+                continue  # of torch's own layers, only the layers they hold (not their flags and tensors)
             if isinstance(value, Ctor):
                 origin = value.origin if value.origin and value.origin.startswith(INHERITED) else (
                     f"{INHERITED}{where}" + (f"; {value.origin}" if value.origin else ""))
