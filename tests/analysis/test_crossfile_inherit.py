@@ -305,3 +305,12 @@ def test_a_subclass_of_torchs_transformer_layer_reads_torchs_source(tmp_path: Pa
     found = _findings(model, reach, 5)
     assert sorted(f.span.start_line for f in found) == [8, 10]  # the two dropout -> add -> norm of the forward
     assert all(not f.fixable for f in found)
+
+
+def test_the_language_servers_deferred_reach_reads_the_base_once_resolved(tmp_path: Path) -> None:
+    """The server's reach never waits for a look-up: the base is queued, then read on the next analysis."""
+    pkg = _write(tmp_path, {"base.py": LAYER, "model.py": MINE})
+    reach = CrossFileReach(ModuleResolver(search_paths=[str(tmp_path)]), deferred=True, root=str(tmp_path))
+    assert _findings(pkg / "model.py", reach, 5) == []
+    assert reach.has_pending() and reach.resolve_pending() >= 1
+    assert len(_findings(pkg / "model.py", reach, 5)) == 1

@@ -102,6 +102,7 @@ class CrossFileReach:
         self._defs: dict[tuple[str, str, str], tuple[Definition | None, frozenset[str]]] = {}
         self._summaries: dict[tuple[str, str], tuple[Summary | None, frozenset[str]]] = {}
         self._pending: set[tuple[str, str]] = set()
+        self._queued = 0  # names queued so far (deferred), counted again when queued again
         # (file, class) -> the class's `__init__` bindings as its subclasses of other files inherit them
         # (`inherit.read_base`), with the files that reading read
         self._bases: dict[tuple[str, str], tuple[Init | None, frozenset[str]]] = {}
@@ -171,11 +172,14 @@ class CrossFileReach:
         if cached is not None:
             reads.note(cached[1])
             return cached[0], where
+        with self._lock:
+            queued = self._queued
         with reads.recording() as read:
             init = read_base(self, d.path, d.name, depth)
         read.add(d.path)
         with self._lock:
-            self._bases[key] = (init, frozenset(read))
+            if self._queued == queued:  # a reading that queued names (deferred) is read again once resolved
+                self._bases[key] = (init, frozenset(read))
         reads.note(read)
         return init, where
 
@@ -506,6 +510,7 @@ class CrossFileReach:
                 return cached[0]
             if self.deferred:
                 self._pending.add((qualified, from_path))
+                self._queued += 1
                 return None
         return self._goto(qualified, from_path, located)
 
