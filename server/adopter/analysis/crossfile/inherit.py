@@ -108,10 +108,11 @@ def inherit(reach: CrossFileReach, init: Init | None, name: str, table: ClassTab
         return init  # the common class: no base of another file, no cost
     own = {b.attr for b in init.bindings} if init is not None else set()
     if depth == 0:
-        # Only a forward that calls a `self.<attr>(...)` the class does not bind looks further.
+        # Only a forward that calls a `self.<attr>(...)` the class neither binds nor defines looks further.
         found = table.find_method(name, "forward")
         called = set(CALLED.findall(src.raw(found[1]).decode("utf-8", errors="replace"))) if found else set()
-        if not called - own:
+        methods = {m for cls in table.mro(name) for m in table.infos[cls].methods}
+        if not called - own - methods:
             return init
     path = os.path.abspath(path)
     header = header_span(table.infos[name].node, src)
