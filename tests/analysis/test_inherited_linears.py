@@ -1,9 +1,9 @@
-"""q/k/v Linears built by a base class of another file (`adopter.analysis.crossfile.inherited`, issue 20, mech65).
+"""q/k/v Linears built by a base class of another file (`adopter.analysis.crossfile.inherit`, issue 20, mech65 and inh1).
 
 min-dalle's `DecoderSelfAttention(AttentionBase)` writes its own forward (`self.k_proj.forward(x)`, ...) and
 keeps the projections `AttentionBase.__init__` builds in the encoder's file; faesm's and the `adapters`
 package's attention classes do the same with transformers' bases. Nothing in the file binds the three
-Linears, so family 9 had no site. They are now read from the base's file (with `ast`, never imported) and the
+Linears, so family 9 had no site. They are now read from the base's file (never imported) and the
 site is reported without a fix (the constructors are in another file): the message says where.
 
 Near forms stay silent: the base binds the projections under a condition, with other widths, or builds

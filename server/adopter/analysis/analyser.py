@@ -31,7 +31,6 @@ from adopter.analysis.chains.passed_layers import (
 from adopter.analysis.chains.returned_lists import returned_list_chains
 from adopter.analysis.chains.sequential_classes import is_sequential_class, sequential_class_chains
 from adopter.analysis.crossfile.importers import imported_elsewhere
-from adopter.analysis.crossfile.inherited import called_attrs, inherited_linears
 from adopter.analysis.crossfile.init_source import InitSource
 from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
@@ -60,7 +59,7 @@ from adopter.analysis.idioms.submodules import (
 from adopter.analysis.names.carry import Layout, changed_names
 from adopter.analysis.names.symbols import ModuleSymbols, base_name
 from adopter.analysis.parse.salvage import ParseMemo, salvage
-from adopter.analysis.parse.source import Field, SourceText, is_broken, normalise
+from adopter.analysis.parse.source import Field, SourceText, is_broken
 from adopter.analysis.parse.words import WordIndex, whole_word_at
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
@@ -69,10 +68,8 @@ from adopter.dsl.types import (
     Binding,
     Branch,
     Ctor,
-    Expr,
     Forward,
     Init,
-    Kwarg,
     Loop,
     ModuleFile,
     Op,
@@ -575,8 +572,8 @@ class Analyser:
                                 symbols.note_method, symbols.qualify_binding,
                                 symbols.note_class_head) if init_found else None
             init = self.reach.bind(init, src.path, source)
-        if self.reach is not None and found is not None and src.path:  # Linears a base of another file builds
-            init = self._inherited(name, src, table, init)
+        if self.reach is not None:  # the layers its bases of other files build (`crossfile.inherit`)
+            init = self.reach.inherit(init, name, table, src)
         if passed and init is not None:  # what the file's constructions pass (`_with_passed`)
             init = with_passed(init, passed)
         module_attrs = frozenset(
@@ -605,32 +602,6 @@ class Analyser:
             if f.forward is forward:
                 kept[i] = replace(f, canonical=result.forward)
         return result, problems
-
-    def _inherited(self, name: str, src: SourceText, table: ClassTable, init: Init | None) -> Init | None:
-        """`init` with the `nn.Linear`s that bases of other files bind to attributes the class calls and binds
-        nowhere itself (`adopter.analysis.crossfile.inherited`), each as a binding at the class's header."""
-        assert self.reach is not None and src.path
-        order = table.mro(name)
-        bases = [b for c in order for b in table.qualified_bases(c) if b not in table.infos]
-        if not bases:
-            return init
-        bound = {b.attr for b in init.bindings} if init is not None else set()
-        methods = {m for c in order for m in table.infos[c].methods}
-        wanted = called_attrs(b"\n".join(src.raw(table.infos[c].node) for c in order)) - bound - methods
-        if not wanted:
-            return init
-        linears = inherited_linears(self.reach, bases, src.path, frozenset(wanted))
-        if not linears:
-            return init
-        head = src.span(table.infos[name].node)
-        span = Span(head.start_line, head.start_col, head.start_line, head.start_col + len("class"))
-        added = tuple(
-            Binding(attr, Ctor(callee, tuple(Expr(normalise(a)) for a in args),
-                               tuple(Kwarg(k, Expr(normalise(v))) for k, v in kwargs), origin=origin), span)
-            for attr, callee, args, kwargs, origin in linears)
-        if init is None:
-            return Init((), added, span)
-        return replace(init, bindings=init.bindings + added)
 
     def _init(self, name: str, src: SourceText, symbols: ModuleSymbols, table: ClassTable) -> Init | None:
         """Class `name`'s `__init__` bindings (`InitAnalysis`, then `bind_layer_subclasses`), reused from the last
@@ -829,7 +800,6 @@ def _same_extras(a: object, b: object) -> bool:
 
 
 def _internal(what: str, exc: Exception, span: object, path: str | None) -> Problem:
-    from adopter.dsl.types import Span
 
     return Problem(
         f"internal error analysing {what}: {type(exc).__name__}: {exc}",

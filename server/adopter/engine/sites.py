@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from adopter.analysis.analyser import identical
 from adopter.analysis.canonical.normalise import submodule_view
 from adopter.analysis.canonical.spellings import MODULES, SEQUENTIAL
+from adopter.analysis.crossfile.inherit import inherited_reason
 from adopter.analysis.flow.state import handed_reason, unrolled_reason
 from adopter.analysis.idioms.layer_subclasses import subclass_reason
 from adopter.analysis.idioms.optimizers import chosen_class_reason
@@ -756,7 +757,7 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
                                       alone=_called_alone(flat) if rule.replacement.strategy
                                       in WRAPPER_AWARE_STRATEGIES else None)) is not None:
         fixable, reason = False, spelled
-    elif (resolved := subclass_reason(m.bindings) or chosen_class_reason(ops) or handed_reason(ops)
+    elif (resolved := subclass_reason(m.bindings) or inherited_reason(m.bindings) or chosen_class_reason(ops) or handed_reason(ops)
                        or unrolled_reason(ops)) is not None:
         fixable, reason = False, resolved
     elif m.used_elsewhere is not None:

@@ -42,7 +42,7 @@ import os
 import threading
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from adopter.analysis.crossfile import reads
 from adopter.analysis.crossfile.ast_files import (
@@ -73,11 +73,16 @@ from adopter.analysis.crossfile.evaluator import (
     literal,
 )
 from adopter.analysis.crossfile.factories import apply_steps, dict_entries, handed_on, key_steps
+from adopter.analysis.crossfile.inherit import inherit, read_base
 from adopter.analysis.crossfile.init_source import InitSource, Scope
 from adopter.analysis.crossfile.jedi_lookup import JediLookup
 from adopter.analysis.crossfile.resolver import ModuleResolver, is_torch_module_class
 from adopter.analysis.crossfile.summary import Definition, Summary
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg
+
+if TYPE_CHECKING:
+    from adopter.analysis.parse.source import SourceText
+    from adopter.analysis.scope.classes import ClassTable
 
 MAX_DEPTH = 6
 
@@ -97,6 +102,10 @@ class CrossFileReach:
         self._defs: dict[tuple[str, str, str], tuple[Definition | None, frozenset[str]]] = {}
         self._summaries: dict[tuple[str, str], tuple[Summary | None, frozenset[str]]] = {}
         self._pending: set[tuple[str, str]] = set()
+        self._queued = 0  # names queued so far (deferred), counted again when queued again
+        # (file, class) -> the class's `__init__` bindings as its subclasses of other files inherit them
+        # (`inherit.read_base`), with the files that reading read
+        self._bases: dict[tuple[str, str], tuple[Init | None, frozenset[str]]] = {}
         self.jedi = JediLookup()
         self.resolved = 0  # jedi look-ups done (for tests and benchmarks)
 
@@ -141,6 +150,44 @@ class CrossFileReach:
                     changed = True
             out.append(b)
         return replace(init, bindings=tuple(out)) if changed else init
+
+    def inherit(self, init: Init | None, name: str, table: ClassTable, src: SourceText) -> Init | None:
+        """`init` of class `name` with the bindings its bases imported from other files build that it does not
+        bind itself (`inherit`): the second hook, called after `bind`. Never raises."""
+        try:
+            return inherit(self, init, name, table, src, src.path)
+        except (RecursionError, ValueError, OSError, SyntaxError):
+            return init
+
+    def base_init(self, qualified: str, path: str, depth: int) -> tuple[Init | None, str]:
+        """The `__init__` bindings of the class `qualified` (as named in file `path`) and where it is defined
+        (`Layer (pkg/base.py:6)`), read once per file and class (`inherit.read_base`)."""
+        if qualified.startswith("torch.nn."):
+            # torch's layers, read from torch's installed `nn.modules` (plain `from .conv import Conv2d`
+            # re-exports, followed without jedi: a look-up through `torch.nn`'s star import costs ~0.5 s)
+            located = self.resolver.locate("torch.nn.modules", path)
+            d = self._follow(located, qualified.rsplit(".", 1)[-1], 0) if located is not None else None
+        else:
+            d = self.definition(qualified, path)
+        if d is None:
+            return None, ""
+        where = f"{d.name} ({self._where(d)})"
+        key = (d.path, d.name)
+        with self._lock:
+            cached = self._bases.get(key)
+        if cached is not None:
+            reads.note(cached[1])
+            return cached[0], where
+        with self._lock:
+            queued = self._queued
+        with reads.recording() as read:
+            init = read_base(self, d.path, d.name, depth)
+        read.add(d.path)
+        with self._lock:
+            if self._queued == queued:  # a reading that queued names (deferred) is read again once resolved
+                self._bases[key] = (init, frozenset(read))
+        reads.note(read)
+        return init, where
 
     def _items(self, ctor: Ctor, path: str, scope: Scope, depth: int = 0) -> Ctor | None:
         """A container written here (`nn.Sequential(Conv2dNormActivation(...), ...)`) with each imported
@@ -469,6 +516,7 @@ class CrossFileReach:
                 return cached[0]
             if self.deferred:
                 self._pending.add((qualified, from_path))
+                self._queued += 1
                 return None
         return self._goto(qualified, from_path, located)
 
@@ -543,11 +591,14 @@ class CrossFileReach:
                     hit = True
             stale_defs = [k for k, (_, read) in self._defs.items() if read & gone]
             stale_summaries = [k for k, (_, read) in self._summaries.items() if read & gone]
+            stale_bases = [k for k, (_, read) in self._bases.items() if read & gone]
+            for b in stale_bases:
+                del self._bases[b]
             for k in stale_defs:
                 del self._defs[k]
             for s in stale_summaries:
                 del self._summaries[s]
-            hit = hit or bool(stale_defs or stale_summaries)
+            hit = hit or bool(stale_defs or stale_summaries or stale_bases)
         if hit:
             self.resolver.clear()
         return hit
