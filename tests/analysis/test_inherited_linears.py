@@ -1,4 +1,4 @@
-"""q/k/v Linears built by a base class of another file (`adopter.analysis.crossfile.inherit`, issue 20, mech65 and inh1).
+"""q/k/v Linears built by a base class of another file (`adopter.analysis.idioms.inherited_layers`, issue 20, mech65 and inh1).
 
 min-dalle's `DecoderSelfAttention(AttentionBase)` writes its own forward (`self.k_proj.forward(x)`, ...) and
 keeps the projections `AttentionBase.__init__` builds in the encoder's file; faesm's and the `adapters`

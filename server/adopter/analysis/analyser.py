@@ -39,6 +39,7 @@ from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.flow.resume import Walk
 from adopter.analysis.flow.state import parameter_attrs, positioned_items
 from adopter.analysis.idioms.entry_methods import entry_method_architecture, entry_methods
+from adopter.analysis.idioms.inherited_layers import inherited
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.idioms.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
 from adopter.analysis.idioms.method_forward import method_architecture
@@ -572,8 +573,8 @@ class Analyser:
                                 symbols.note_method, symbols.qualify_binding,
                                 symbols.note_class_head) if init_found else None
             init = self.reach.bind(init, src.path, source)
-        if self.reach is not None:  # the layers its bases of other files build (`crossfile.inherit`)
-            init = self.reach.inherit(init, name, table, src)
+        if self.reach is not None:  # the layers its bases of other files build (`idioms.inherited_layers`)
+            init = inherited(self.reach, init, name, table, src)
         if passed and init is not None:  # what the file's constructions pass (`_with_passed`)
             init = with_passed(init, passed)
         module_attrs = frozenset(

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, replace
 from adopter.analysis.analyser import identical
 from adopter.analysis.canonical.normalise import submodule_view
 from adopter.analysis.canonical.spellings import MODULES, SEQUENTIAL
-from adopter.analysis.crossfile.inherit import inherited_reason
 from adopter.analysis.flow.state import handed_reason, unrolled_reason
+from adopter.analysis.idioms.inherited_layers import inherited_reason
 from adopter.analysis.idioms.layer_subclasses import subclass_reason
 from adopter.analysis.idioms.optimizers import chosen_class_reason
 from adopter.analysis.scope.bindings import FACTORY_ORIGIN

@@ -40,9 +40,9 @@ from __future__ import annotations
 import ast
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from adopter.analysis.crossfile import reads
 from adopter.analysis.crossfile.ast_files import (
@@ -73,16 +73,11 @@ from adopter.analysis.crossfile.evaluator import (
     literal,
 )
 from adopter.analysis.crossfile.factories import apply_steps, dict_entries, handed_on, key_steps
-from adopter.analysis.crossfile.inherit import inherit, read_base
 from adopter.analysis.crossfile.init_source import InitSource, Scope
 from adopter.analysis.crossfile.jedi_lookup import JediLookup
 from adopter.analysis.crossfile.resolver import ModuleResolver, is_torch_module_class
 from adopter.analysis.crossfile.summary import Definition, Summary
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg
-
-if TYPE_CHECKING:
-    from adopter.analysis.parse.source import SourceText
-    from adopter.analysis.scope.classes import ClassTable
 
 MAX_DEPTH = 6
 
@@ -104,7 +99,7 @@ class CrossFileReach:
         self._pending: set[tuple[str, str]] = set()
         self._queued = 0  # names queued so far (deferred), counted again when queued again
         # (file, class) -> the class's `__init__` bindings as its subclasses of other files inherit them
-        # (`inherit.read_base`), with the files that reading read
+        # (`idioms.inherited_layers.read_base`, passed in as `reader`), with the files that reading read
         self._bases: dict[tuple[str, str], tuple[Init | None, frozenset[str]]] = {}
         self.jedi = JediLookup()
         self.resolved = 0  # jedi look-ups done (for tests and benchmarks)
@@ -151,17 +146,10 @@ class CrossFileReach:
             out.append(b)
         return replace(init, bindings=tuple(out)) if changed else init
 
-    def inherit(self, init: Init | None, name: str, table: ClassTable, src: SourceText) -> Init | None:
-        """`init` of class `name` with the bindings its bases imported from other files build that it does not
-        bind itself (`inherit`): the second hook, called after `bind`. Never raises."""
-        try:
-            return inherit(self, init, name, table, src, src.path)
-        except (RecursionError, ValueError, OSError, SyntaxError):
-            return init
-
-    def base_init(self, qualified: str, path: str, depth: int) -> tuple[Init | None, str]:
+    def base_init(self, qualified: str, path: str, depth: int,
+                  reader: Callable[[str, str, int], Init | None]) -> tuple[Init | None, str]:
         """The `__init__` bindings of the class `qualified` (as named in file `path`) and where it is defined
-        (`Layer (pkg/base.py:6)`), read once per file and class (`inherit.read_base`)."""
+        (`Layer (pkg/base.py:6)`), read once per file and class (`reader`: `idioms.inherited_layers.read_base`)."""
         if qualified.startswith("torch.nn."):
             # torch's layers, read from torch's installed `nn.modules` (plain `from .conv import Conv2d`
             # re-exports, followed without jedi: a look-up through `torch.nn`'s star import costs ~0.5 s)
@@ -181,7 +169,7 @@ class CrossFileReach:
         with self._lock:
             queued = self._queued
         with reads.recording() as read:
-            init = read_base(self, d.path, d.name, depth)
+            init = reader(d.path, d.name, depth)
         read.add(d.path)
         with self._lock:
             if self._queued == queued:  # a reading that queued names (deferred) is read again once resolved

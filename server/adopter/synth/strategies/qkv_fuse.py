@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 
-from adopter.analysis.crossfile.inherit import INHERITED
+from adopter.analysis.idioms.inherited_layers import INHERITED
 from adopter.dsl.types import Binding, Ctor, Op, OpKind, Span
 from adopter.parsed import ParsedText
 from adopter.synth.registry import SynthContext, strategy
@@ -30,7 +30,7 @@ def fuse_qkv(ctx: SynthContext) -> None:
     bindings = [_binding_of(ctx, op) for op in linears]
     inherited = [b.value.origin for b in bindings
                  if isinstance(b.value, Ctor) and b.value.origin and b.value.origin.startswith(INHERITED)]
-    if inherited:  # `adopter.analysis.crossfile.inherit`: the constructors are written in another file
+    if inherited:  # `adopter.analysis.idioms.inherited_layers`: the constructors are written in another file
         ctx.decline(f"the projections are built by a base class in another file "
                     f"({inherited[0].removeprefix(INHERITED)}); fuse them there by hand")
     if any(b.condition for b in bindings):

@@ -21,12 +21,16 @@ import ast
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from adopter.analysis.crossfile.init_source import InitSource
 from adopter.analysis.crossfile.resolver import is_torch_module_class
+from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
+from adopter.analysis.scope.bindings import InitAnalysis
+from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Binding, Ctor, Init, Param, Span
 
 if TYPE_CHECKING:
@@ -34,7 +38,6 @@ if TYPE_CHECKING:
 
     from adopter.analysis.crossfile.resolver import ModuleResolver
     from adopter.analysis.parse.source import SourceText
-    from adopter.analysis.scope.classes import ClassTable
 
 MAX_DEPTH = 3  # imported bases read through, one below the other
 # A module call in a forward: `self.x(...)`, or `self.x.forward(...)` (min-dalle's attention classes).
@@ -52,7 +55,8 @@ class CrossFileReach(Protocol):
 
     def bind(self, init: Init | None, path: str | None, source: Any = None) -> Init | None: ...
 
-    def base_init(self, qualified: str, path: str, depth: int) -> tuple[Init | None, str]: ...
+    def base_init(self, qualified: str, path: str, depth: int,
+                  reader: Callable[[str, str, int], Init | None]) -> tuple[Init | None, str]: ...
 
 
 def inherited_reason(bindings: Sequence[Binding]) -> str | None:
@@ -101,6 +105,15 @@ def header_span(node: Node, src: SourceText) -> Span:
     return Span(span.start_line, span.start_col, span.start_line, span.start_col + len(first.rstrip()))
 
 
+def inherited(reach: CrossFileReach, init: Init | None, name: str, table: ClassTable, src: SourceText) -> Init | None:
+    """`init` of class `name` with the bindings its bases imported from other files build that it does not bind
+    itself (`inherit`): the analysis's second cross-file hook, after `CrossFileReach.bind`. Never raises."""
+    try:
+        return inherit(reach, init, name, table, src, src.path)
+    except (RecursionError, ValueError, OSError, SyntaxError):
+        return init
+
+
 def inherit(reach: CrossFileReach, init: Init | None, name: str, table: ClassTable, src: SourceText,
             path: str | None, depth: int = 0) -> Init | None:
     """`init` (class `name`'s own bindings, None without an `__init__`) with the bindings its bases of other
@@ -124,7 +137,7 @@ def inherit(reach: CrossFileReach, init: Init | None, name: str, table: ClassTab
     params = None
     for qualified in bases:
         try:
-            found_init, where = reach.base_init(qualified, path, depth)
+            found_init, where = reach.base_init(qualified, path, depth, partial(read_base, reach))
         except (RecursionError, ValueError, OSError, SyntaxError):
             continue
         if found_init is None:
@@ -160,10 +173,6 @@ def inherit(reach: CrossFileReach, init: Init | None, name: str, table: ClassTab
 def read_base(reach: CrossFileReach, d_path: str, d_name: str, depth: int) -> Init | None:
     """The `__init__` bindings of class `d_name` of file `d_path`, as the analysis reads a class of the analysed
     file (`InitAnalysis`, layer subclasses, `CrossFileReach.bind`), with its own imported bases' (`inherit`)."""
-    from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
-    from adopter.analysis.scope.bindings import InitAnalysis
-    from adopter.analysis.scope.classes import ClassTable
-
     key = (d_path, d_name)
     active: set[tuple[str, str]] = getattr(_active, "keys", None) or set()
     if key in active:
