@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import re
 
-from adopter.analysis.idioms.inherited_layers import INHERITED
 from adopter.dsl.types import Binding, Ctor, Op, OpKind, Span
 from adopter.parsed import ParsedText
 from adopter.synth.registry import SynthContext, strategy
@@ -28,11 +27,6 @@ def fuse_qkv(ctx: SynthContext) -> None:
     if len(linears) != 3:
         ctx.decline("the match does not hold exactly three projections")
     bindings = [_binding_of(ctx, op) for op in linears]
-    inherited = [b.value.origin for b in bindings
-                 if isinstance(b.value, Ctor) and b.value.origin and b.value.origin.startswith(INHERITED)]
-    if inherited:  # `adopter.analysis.idioms.inherited_layers`: the constructors are written in another file
-        ctx.decline(f"the projections are built by a base class in another file "
-                    f"({inherited[0].removeprefix(INHERITED)}); fuse them there by hand")
     if any(b.condition for b in bindings):
         ctx.decline("a projection is bound under a condition in __init__")
     ctor_texts = {_ctor_key(b) for b in bindings}
