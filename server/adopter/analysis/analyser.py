@@ -442,44 +442,22 @@ class Analyser:
                      table: ClassTable, last_run: dict[str, tuple[Architecture, tuple[tuple[str, str], ...],
                                                                     Architecture]]) -> Architecture:
         """`arch` read again with the layer class every construction in the file passes to a parameter it
-        calls and has no default for (`caller_layers`): read afresh each run (the constructions lie outside
-        the class's unit), the last run's reading reused while the class and the pins are unchanged."""
-        assert arch.init is not None
-        try:
-            pins = pinned_layers(name, arch.init, src, table)
-            if not pins:
-                return arch
-            last = last_run.get(name)
-            if last is not None and last[0] is arch and last[1] == pins:
-                read = last[2]
-            else:
-                read = self._class(name, src, symbols, table, pinned=pins)[0]
-        except Exception:  # a construction that cannot be read leaves the class as its own unit reads it
-            return arch
-        self._pinned[name] = (arch, pins, read)
-        return read
+        calls and has no default for (`caller_layers`)."""
+        init = arch.init
+        assert init is not None
+        return _reread(name, arch, last_run, self._pinned, lambda: pinned_layers(name, init, src, table),
+                       lambda pins: self._class(name, src, symbols, table, pinned=pins)[0])
 
     def _with_passed(self, name: str, arch: Architecture, src: SourceText, symbols: ModuleSymbols,
                      table: ClassTable, last_run: dict[str, tuple[Architecture, tuple[PassedActivation, ...],
                                                                     Architecture]]) -> Architecture:
         """`arch` read again with the activations the file's constructions pass to its stored parameters
-        (`passed_layers`): read afresh each run (they lie outside the class's unit), the last run's reading
-        reused while the class and what is passed are unchanged."""
-        assert arch.init is not None
-        try:
-            found = passed_activations(name, arch.init, src, table)
-            if not found:
-                return arch
-            last = last_run.get(name)
-            if last is not None and last[0] is arch and last[1] == found:
-                read = last[2]
-            else:
-                pins = self._pinned[name][1] if name in self._pinned else ()
-                read = self._class(name, src, symbols, table, found, pins)[0]
-        except Exception:  # a construction that cannot be read leaves the class as its own unit reads it
-            return arch
-        self._passed[name] = (arch, found, read)
-        return read
+        (`passed_layers`), and the layer classes `_with_pinned` found."""
+        init = arch.init
+        assert init is not None
+        pins = self._pinned[name][1] if name in self._pinned else ()
+        return _reread(name, arch, last_run, self._passed, lambda: passed_activations(name, init, src, table),
+                       lambda found: self._class(name, src, symbols, table, found, pins)[0])
 
     def _method_unit(self, run: tuple[ModuleSymbols, dict[str, _Entry], SourceText, str | None], problems: list[Problem],
                      chains: list[Architecture], key: str, what: str, node: Node, build: object,
@@ -883,3 +861,25 @@ def _nested_reading(symbols: ModuleSymbols, record: bool, read: Callable[[], _T]
         if outer is not None and consulted is not None:
             outer |= consulted
     return result, consulted
+
+
+_Values = TypeVar("_Values", bound=tuple[object, ...])
+
+
+def _reread(name: str, arch: Architecture, last_run: Mapping[str, tuple[Architecture, _Values, Architecture]],
+            store: dict[str, tuple[Architecture, _Values, Architecture]], values: Callable[[], _Values],
+            read: Callable[[_Values], Architecture]) -> Architecture:
+    """`arch` read again with what the file's constructions pass to the class (`values`): read afresh each run
+    (the constructions lie outside the class's unit), the last run's reading reused while the class and the
+    values are unchanged; what was read goes into `store`. A construction that cannot be read leaves the
+    class as its own unit reads it."""
+    try:
+        found = values()
+        if not found:
+            return arch
+        last = last_run.get(name)
+        read_again = last[2] if last is not None and last[0] is arch and last[1] == found else read(found)
+    except Exception:
+        return arch
+    store[name] = (arch, found, read_again)
+    return read_again
