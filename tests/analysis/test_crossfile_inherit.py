@@ -314,3 +314,44 @@ def test_the_language_servers_deferred_reach_reads_the_base_once_resolved(tmp_pa
     assert _findings(pkg / "model.py", reach, 5) == []
     assert reach.has_pending() and reach.resolve_pending() >= 1
     assert len(_findings(pkg / "model.py", reach, 5)) == 1
+
+
+MIXED = '''
+from torch import nn
+
+from .base import Layer
+
+
+class Mine(Helpers, Layer):
+    def forward(self, x):
+        y = self.linear(x)
+        x = x + self.dropout1(y)
+        return self.norm1(x)
+
+
+class Helpers:  # below its subclass: the edit moves no line of Mine
+    pass
+'''
+
+
+def test_a_same_file_base_that_gains_the_called_methods_re_reads_the_subclass(tmp_path: Path) -> None:
+    """Whether the forward's `self.x(...)` calls are methods of a same-file base decides whether the bases of
+    other files are read at all: an edit that only adds those methods to the same-file base leaves the
+    subclass's text unchanged, yet its analysis must equal a fresh one (no inherited layers any more)."""
+    from adopter.analysis.incremental import DocumentAnalysis
+
+    from .helpers import strictly_equal
+
+    pkg = _write(tmp_path, {"base.py": LAYER, "mine.py": MIXED})
+    path = str(pkg / "mine.py")
+    doc = DocumentAnalysis(textwrap.dedent(MIXED), path, reach=_reach(tmp_path))
+    assert "linear" in _init(doc.result(), "Mine")
+    methods = "\n".join(f"    def {m}(self, x):\n        return x\n" for m in ("linear", "dropout1", "norm1"))
+    text = doc.text
+    at = text.index("    pass\n")
+    line = text[:at].count("\n")
+    doc.edit((line, 0), (line + 1, 0), methods)
+    got, fresh = doc.result(), analyse(doc.text, path, reach=_reach(tmp_path))
+    assert next(a for a in fresh.architectures if a.name == "Mine").init is None
+    assert got == fresh
+    assert strictly_equal(got, fresh)

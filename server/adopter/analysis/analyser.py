@@ -552,7 +552,7 @@ class Analyser:
                                 symbols.note_class_head) if init_found else None
             init = self.reach.bind(init, src.path, source)
         if self.reach is not None:  # the layers its bases of other files build (`idioms.inherited_layers`)
-            init = inherited(self.reach, init, name, table, src)
+            init = inherited(self.reach, init, name, table, src, symbols.note_method_exists)
         if passed and init is not None:  # what the file's constructions pass (`_with_passed`)
             init = with_passed(init, passed)
         module_attrs = frozenset(

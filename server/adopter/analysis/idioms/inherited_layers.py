@@ -105,17 +105,20 @@ def header_span(node: Node, src: SourceText) -> Span:
     return Span(span.start_line, span.start_col, span.start_line, span.start_col + len(first.rstrip()))
 
 
-def inherited(reach: CrossFileReach, init: Init | None, name: str, table: ClassTable, src: SourceText) -> Init | None:
+def inherited(reach: CrossFileReach, init: Init | None, name: str, table: ClassTable, src: SourceText,
+              note_method_exists: Callable[[str, str], None] | None = None) -> Init | None:
     """`init` of class `name` with the bindings its bases imported from other files build that it does not bind
-    itself (`inherit`): the analysis's second cross-file hook, after `CrossFileReach.bind`. Never raises."""
+    itself (`inherit`): the analysis's second cross-file hook, after `CrossFileReach.bind`. Never raises.
+    `note_method_exists(class, method)` records what the decision to look at the bases read of the file's
+    classes (`ModuleSymbols.note_method_exists`), so that an edit of it alone re-reads the class."""
     try:
-        return inherit(reach, init, name, table, src, src.path)
+        return inherit(reach, init, name, table, src, src.path, note=note_method_exists)
     except (RecursionError, ValueError, OSError, SyntaxError):
         return init
 
 
 def inherit(reach: CrossFileReach, init: Init | None, name: str, table: ClassTable, src: SourceText,
-            path: str | None, depth: int = 0) -> Init | None:
+            path: str | None, depth: int = 0, note: Callable[[str, str], None] | None = None) -> Init | None:
     """`init` (class `name`'s own bindings, None without an `__init__`) with the bindings its bases of other
     files build that it does not bind itself. Never raises: a problem leaves `init` as it is."""
     if not path or depth > MAX_DEPTH or name not in table.infos:
@@ -128,7 +131,12 @@ def inherit(reach: CrossFileReach, init: Init | None, name: str, table: ClassTab
         # Only a forward that calls a `self.<attr>(...)` the class neither binds nor defines looks further.
         found = table.find_method(name, "forward")
         called = set(_CALLED.findall(src.raw(found[1]).decode("utf-8", errors="replace"))) if found else set()
-        methods = {m for cls in table.mro(name) for m in table.infos[cls].methods}
+        mro = table.mro(name)
+        if note is not None:  # whether each called attribute is a method of the class or a same-file base
+            for attr in sorted(called - own):
+                for cls in mro:
+                    note(cls, attr)
+        methods = {m for cls in mro for m in table.infos[cls].methods}
         if not called - own - methods:
             return init
     path = os.path.abspath(path)
