@@ -385,6 +385,11 @@ MANIFEST: Manifest = (
     ("marlin-pytorch", "0.3.4", ("marlin_pytorch/model/modules.py", "marlin_pytorch/model/encoder.py")),
     ("medim", "0.1.2", ("medim/models/sam_med3d.py", "medim/models/stu_net.py")),
     ("moe-peft", "2.0.2", ("moe_peft/models/modeling_llama.py", "moe_peft/adapters/mixlora/model.py")),
+    # Batch 19 (refreshed 2026-12-06, stop 26): labelled by a nineteenth independent labeller; first letters n-z only,
+    # picked by name and known purpose, leaning to what the set had less of (point clouds, speech enhancement, time
+    # series, tabular, video, medical imaging, graph nets, researchers' transformers and CNNs, LLM fine-tuning code),
+    # files from the archive listings by name and size before reading (see LABELLING.md "Batch 19").
+    ("nugraph", "25.4.0", ("nugraph/models/nugraph2/nexus.py", "nugraph/models/nugraph3/core.py")),
 )
 
 
