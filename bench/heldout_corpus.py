@@ -390,6 +390,7 @@ MANIFEST: Manifest = (
     # series, tabular, video, medical imaging, graph nets, researchers' transformers and CNNs, LLM fine-tuning code),
     # files from the archive listings by name and size before reading (see LABELLING.md "Batch 19").
     ("nugraph", "25.4.0", ("nugraph/models/nugraph2/nexus.py", "nugraph/models/nugraph3/core.py")),
+    ("pymic", "0.6.2", ("pymic/net/net2d/unet2d.py", "pymic/net/transformer/transunet.py")),
 )
 
 
