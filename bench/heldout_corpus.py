@@ -391,6 +391,8 @@ MANIFEST: Manifest = (
     # files from the archive listings by name and size before reading (see LABELLING.md "Batch 19").
     ("nugraph", "25.4.0", ("nugraph/models/nugraph2/nexus.py", "nugraph/models/nugraph3/core.py")),
     ("pymic", "0.6.2", ("pymic/net/net2d/unet2d.py", "pymic/net/transformer/transunet.py")),
+    ("rope-conformer", "0.1.0", (
+        "rope_conformer/_attend.py", "rope_conformer/_blocks.py", "rope_conformer/conformer.py")),
 )
 
 
