@@ -393,6 +393,7 @@ MANIFEST: Manifest = (
     ("pymic", "0.6.2", ("pymic/net/net2d/unet2d.py", "pymic/net/transformer/transunet.py")),
     ("rope-conformer", "0.1.0", (
         "rope_conformer/_attend.py", "rope_conformer/_blocks.py", "rope_conformer/conformer.py")),
+    ("speech-denoiser", "1.0.0", ("speech_denoiser/model.py",)),
 )
 
 
