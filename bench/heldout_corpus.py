@@ -395,6 +395,7 @@ MANIFEST: Manifest = (
         "rope_conformer/_attend.py", "rope_conformer/_blocks.py", "rope_conformer/conformer.py")),
     ("speech-denoiser", "1.0.0", ("speech_denoiser/model.py",)),
     ("temporal-forecasting", "0.3.4", ("temporal/attention.py", "temporal/encoder.py", "temporal/decoder.py")),
+    ("tinypeft", "1.0.0", ("tinypeft/lora/lora.py", "tinypeft/adapters/adapters.py")),
 )
 
 
