@@ -396,6 +396,7 @@ MANIFEST: Manifest = (
     ("speech-denoiser", "1.0.0", ("speech_denoiser/model.py",)),
     ("temporal-forecasting", "0.3.4", ("temporal/attention.py", "temporal/encoder.py", "temporal/decoder.py")),
     ("tinypeft", "1.0.0", ("tinypeft/lora/lora.py", "tinypeft/adapters/adapters.py")),
+    ("transtab", "0.0.5", ("transtab/modeling_transtab.py",)),
 )
 
 
