@@ -397,6 +397,7 @@ MANIFEST: Manifest = (
     ("temporal-forecasting", "0.3.4", ("temporal/attention.py", "temporal/encoder.py", "temporal/decoder.py")),
     ("tinypeft", "1.0.0", ("tinypeft/lora/lora.py", "tinypeft/adapters/adapters.py")),
     ("transtab", "0.0.5", ("transtab/modeling_transtab.py",)),
+    ("video-vit", "0.0.4", ("video_vit/main.py",)),
 )
 
 
