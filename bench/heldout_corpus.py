@@ -398,6 +398,9 @@ MANIFEST: Manifest = (
     ("tinypeft", "1.0.0", ("tinypeft/lora/lora.py", "tinypeft/adapters/adapters.py")),
     ("transtab", "0.0.5", ("transtab/modeling_transtab.py",)),
     ("video-vit", "0.0.4", ("video_vit/main.py",)),
+    ("x-Metaformer", "0.3.1", (
+        "x_metaformer/layers/attention_layers.py", "x_metaformer/layers/mlp_layers.py",
+        "x_metaformer/layers/norm_layers.py")),
 )
 
 
