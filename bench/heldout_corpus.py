@@ -401,6 +401,7 @@ MANIFEST: Manifest = (
     ("x-Metaformer", "0.3.1", (
         "x_metaformer/layers/attention_layers.py", "x_metaformer/layers/mlp_layers.py",
         "x_metaformer/layers/norm_layers.py")),
+    ("x-dgcnn", "0.3.0", ("x_dgcnn/dgcnn.py",)),
 )
 
 
