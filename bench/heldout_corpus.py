@@ -385,6 +385,23 @@ MANIFEST: Manifest = (
     ("marlin-pytorch", "0.3.4", ("marlin_pytorch/model/modules.py", "marlin_pytorch/model/encoder.py")),
     ("medim", "0.1.2", ("medim/models/sam_med3d.py", "medim/models/stu_net.py")),
     ("moe-peft", "2.0.2", ("moe_peft/models/modeling_llama.py", "moe_peft/adapters/mixlora/model.py")),
+    # Batch 19 (refreshed 2026-12-06, stop 26): labelled by a nineteenth independent labeller; first letters n-z only,
+    # picked by name and known purpose, leaning to what the set had less of (point clouds, speech enhancement, time
+    # series, tabular, video, medical imaging, graph nets, researchers' transformers and CNNs, LLM fine-tuning code),
+    # files from the archive listings by name and size before reading (see LABELLING.md "Batch 19").
+    ("nugraph", "25.4.0", ("nugraph/models/nugraph2/nexus.py", "nugraph/models/nugraph3/core.py")),
+    ("pymic", "0.6.2", ("pymic/net/net2d/unet2d.py", "pymic/net/transformer/transunet.py")),
+    ("rope-conformer", "0.1.0", (
+        "rope_conformer/_attend.py", "rope_conformer/_blocks.py", "rope_conformer/conformer.py")),
+    ("speech-denoiser", "1.0.0", ("speech_denoiser/model.py",)),
+    ("temporal-forecasting", "0.3.4", ("temporal/attention.py", "temporal/encoder.py", "temporal/decoder.py")),
+    ("tinypeft", "1.0.0", ("tinypeft/lora/lora.py", "tinypeft/adapters/adapters.py")),
+    ("transtab", "0.0.5", ("transtab/modeling_transtab.py",)),
+    ("video-vit", "0.0.4", ("video_vit/main.py",)),
+    ("x-Metaformer", "0.3.1", (
+        "x_metaformer/layers/attention_layers.py", "x_metaformer/layers/mlp_layers.py",
+        "x_metaformer/layers/norm_layers.py")),
+    ("x-dgcnn", "0.3.0", ("x_dgcnn/dgcnn.py",)),
 )
 
 
