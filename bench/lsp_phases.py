@@ -66,12 +66,16 @@ def install(out: Path) -> None:
             r[name + "_cpu"] = r.get(name + "_cpu", 0.0) + used * 1e6
 
     gc_started: list[float] = []
+    running: dict[int, list[str]] = {}  # per thread, the wrapped phases it is inside (innermost last)
 
     def on_gc(phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
             gc_started.append(clock())
         elif gc_started and state["version"] is not None:
-            add(rec(state["version"]), "gc", clock() - gc_started.pop())
+            r, took = rec(state["version"]), clock() - gc_started.pop()
+            add(r, "gc", took)
+            inside = running.get(threading.get_ident())
+            add(r, "gc_in_" + (inside[-1] if inside else "other"), took)
         elif gc_started:
             gc_started.pop()
 
@@ -100,9 +104,12 @@ def install(out: Path) -> None:
 
         def wrapper(*args: Any, **kw: Any) -> Any:
             t0, c0 = clock(), cpu()
+            inside = running.setdefault(threading.get_ident(), [])
+            inside.append(phase)
             try:
                 return original(*args, **kw)
             finally:
+                inside.pop()
                 version = version_of(*args)
                 if version is not None:
                     r = rec(version)
@@ -180,7 +187,6 @@ def install(out: Path) -> None:
         out.write_text(json.dumps({str(k): v for k, v in records.items()}))
 
     atexit.register(dump)
-    del threading
 
 
 def phases(r: dict[str, Any]) -> dict[str, float] | None:
@@ -250,6 +256,14 @@ def table(records: dict[str, dict[str, Any]], skip_first: bool = True) -> str:
     lines.append(f"| **outside {' + '.join(INNER)}** | {statistics.median(outside):.0f} | {_q(outside, 0.95):.0f} | "
                  f"{statistics.fmean(outside):.0f} | | | {100 * sum(outside) / grand:.1f} % | "
                  f"{statistics.fmean(slow_outside):.0f} |")
+    gc_in: dict[str, float] = {}
+    for _, r in rows:
+        for key, value in r.items():
+            if key.startswith("gc_in_"):
+                gc_in[key[6:]] = gc_in.get(key[6:], 0.0) + value
+    if gc_in:
+        lines += ["", "GC time by the (innermost) wrapped function it ran in, summed over the edits: " + ", ".join(
+            f"{name} {value / 1000:.1f} ms" for name, value in sorted(gc_in.items(), key=lambda kv: -kv[1]))]
     return "\n".join(lines)
 
 

@@ -51,3 +51,8 @@ def test_table_leaves_out_the_first_edit_and_reports_the_outside() -> None:
     outside = next(line for line in text.splitlines() if line.startswith("| **outside"))
     # 50 + 40 + 15 + 10 + 40 + 40 (session_rest) + 20 (compute_rest) + 60 + 20 + 30 + 30 + 5 = 360
     assert outside.split("|")[2].strip() == "360"
+
+
+def test_table_sums_gc_by_the_function_it_ran_in() -> None:
+    records = {str(v): record(10.0 + v) | {"gc_in_analysis": 1500.0, "gc_in_match": 500.0} for v in range(2, 5)}
+    assert table(records).splitlines()[-1].endswith(": analysis 3.0 ms, match 1.0 ms")
