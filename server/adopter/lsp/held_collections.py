@@ -4,9 +4,9 @@ A keystroke's analysis leaves no reference cycles (`tests/session/test_no_garbag
 that fire during it free nothing (T5, the LSP bench's 200 edits: 34 young and 3 middle collections, 0 objects
 collected) and cost 0.2 ms (young, median) to 1–2 ms (middle) each, landing on the keystrokes that allocate the
 most: the slowest. While held, the young threshold is `HELD_YOUNG`; once the keystroke's diagnostics are out it is
-set back, so the collector runs at the next allocation as it would have, by the same rules, over what the keystroke
-left: the same collections, later, off the keystroke's path. What the analysis computes does not depend on when the
-collector runs.
+set back, so the collector runs at the next allocation by its usual rules, over what the keystroke left: off the
+keystroke's path, and cheaper (the keystroke's temporaries are freed by then instead of promoted). What the analysis
+computes does not depend on when the collector runs.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import threading
 __all__ = ["HELD_YOUNG", "HeldCollections"]
 
 # Net new containers allowed before a young collection while a keystroke is held: a T5 keystroke makes up to ~2,400
-# (p95 ~1,100; the bench's 200 edits), so none collects; a pasted file may make ~100 times that and still collects
+# (p95 ~1,100; the bench's 200 edits), so none collects; a pasted file may make a hundred times that and still collects
 # every `HELD_YOUNG`, which bounds what a held run can add to the heap.
 HELD_YOUNG = 50_000
 
