@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from adopter.lsp.held_collections import HeldCollections
 from adopter.lsp.pipeline import (
     Configured,
     Snapshot,
@@ -111,6 +112,7 @@ class Analyses:
         self._reach: CrossFileReach | None = None
         self._reach_made = False
         self._reach_lock = threading.Lock()
+        self.collections = HeldCollections()  # held from a change's arrival to its diagnostics (`Publisher`)
 
     def reach(self) -> CrossFileReach | None:
         """The server's cross-file reach, made on first use: deferred, so an analysis queues the imported
@@ -138,6 +140,7 @@ class Analyses:
         doc = self.documents.get(uri)
         if doc is None:
             return None
+        self.collections.hold()
         with doc.lock:
             for change in changes:
                 if isinstance(change, types.TextDocumentContentChangeWholeDocument):
@@ -158,6 +161,7 @@ class Analyses:
         doc = self.documents.pop(uri, None)
         if doc is not None:
             doc.closed = True
+            self.collections.release()  # its run, if one holds them, publishes nothing
             if doc.task is not None:
                 doc.task.cancel()
 

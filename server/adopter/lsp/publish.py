@@ -100,6 +100,7 @@ class Publisher:
             return None  # the document moved on or closed: a newer run publishes
         doc.snapshot = snapshot
         self.publish(doc, snapshot)
+        self.analyses.collections.release()  # the keystroke's diagnostics are out: collect what it left, now
         for hook in self.after_publish:
             hook()
         self.analyses.prepare(doc)  # once the open's diagnostics are out
