@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 
 from adopter.analysis.chains.call_arguments import argument_at, positional_names, rebinds, walk
 from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.parse.words import groups_at_word_starts
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Binding, Ctor, Init, ParamKind, Span
 
@@ -51,7 +52,8 @@ ACTIVATIONS = frozenset(f"torch.nn.{n}" for n in (
     "Hardswish", "Hardsigmoid", "Hardtanh", "Softplus", "Softsign", "Tanhshrink", "LogSigmoid", "RReLU"))
 _STORED = re.compile(r"^self\.([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*(\(\s*\))?$")
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-_SELF_CALLS = re.compile(r"\bself\.([A-Za-z_]\w*)\s*\(")  # `self.act(...)`: the attributes a class calls
+# `self.act(...)`: the attributes a class calls, where `self` starts a word (`groups_at_word_starts`)
+_SELF_CALLS = re.compile(r"self\.([A-Za-z_]\w*)\s*\(")
 _NAMED = (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)
 # the value a required parameter holds when no construction in the file passes it anything else than a torch
 # activation (a name no code binds: conditions that hold it are never decided true or false)
@@ -88,7 +90,7 @@ def passed_activations(name: str, init: Init, src: SourceText, table: ClassTable
     # config or a size
     called_attrs = {b.attr for b in init.bindings if _required_parameter(b, init)}
     if called_attrs:
-        called_attrs &= set(_SELF_CALLS.findall(src.text(info.node)))
+        called_attrs &= set(groups_at_word_starts(_SELF_CALLS, src.text(info.node)))
     required_here = [b for b in init.bindings if b.attr in called_attrs and _required_parameter(b, init)]
     readable = [b for b in init.bindings if _plain_activation(b)] + required_here
     if not readable:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from adopter.analysis.crossfile.init_source import InitSource
 from adopter.analysis.crossfile.resolver import is_torch_module_class
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
+from adopter.analysis.parse.words import groups_at_word_starts
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Binding, Ctor, Init, Param, Span
@@ -40,8 +41,9 @@ if TYPE_CHECKING:
     from adopter.analysis.parse.source import SourceText
 
 MAX_DEPTH = 3  # imported bases read through, one below the other
-# A module call in a forward: `self.x(...)`, or `self.x.forward(...)` (min-dalle's attention classes).
-_CALLED = re.compile(r"\bself\.(\w+)\s*(?:\.\s*forward\s*)?\(")
+# A module call in a forward: `self.x(...)`, or `self.x.forward(...)` (min-dalle's attention classes), where
+# `self` starts a word (`groups_at_word_starts`).
+_CALLED = re.compile(r"self\.(\w+)\s*(?:\.\s*forward\s*)?\(")
 INHERITED = "inherited from "  # the prefix of an inherited constructor's `Ctor.origin`
 _NOT_READ = ("torch.", "typing.", "builtins.", "abc.", "collections.", "enum.")
 _CONTAINERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict"})
@@ -130,7 +132,8 @@ def inherit(reach: CrossFileReach, init: Init | None, name: str, table: ClassTab
     if depth == 0:
         # Only a forward that calls a `self.<attr>(...)` the class neither binds nor defines looks further.
         found = table.find_method(name, "forward")
-        called = set(_CALLED.findall(src.raw(found[1]).decode("utf-8", errors="replace"))) if found else set()
+        called = set(groups_at_word_starts(_CALLED, src.raw(found[1]).decode("utf-8", errors="replace"))) if (
+            found) else set()
         mro = table.mro(name)
         if note is not None:  # whether each called attribute is a method of the class or a same-file base
             for attr in sorted(called - own):

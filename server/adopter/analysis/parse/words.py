@@ -13,6 +13,7 @@ would (`tests/analysis/test_word_index.py` checks it against `bytes.find` over r
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
@@ -49,6 +50,28 @@ def whole_words(data: bytes | bytearray, word: bytes, stop: int | None = None) -
         if whole_word_at(data, at, end, limit):
             yield at
         at = data.find(word, end, limit)
+
+
+_WORD_CHAR = re.compile(r"\w")
+
+
+def groups_at_word_starts(pattern: re.Pattern[str], text: str) -> list[str]:
+    r"""What `re.compile(r"\b" + pattern.pattern).findall(text)` gives, in order, for a `pattern` with one group
+    that starts with a literal word character (`self\.(\w+)\(`). A leading `\b` keeps the regex engine from
+    jumping to the pattern's literal start: it tries every offset, ten times slower over a forward's text
+    (issue 22). Here the pattern is searched as written and a match where a word character (`\w`, as `\b` reads
+    it) comes before is dropped, the search going on from the next offset, as `\b`'s did."""
+    found: list[str] = []
+    search = pattern.search
+    at = 0
+    while (m := search(text, at)) is not None:
+        start = m.start()
+        if start and _WORD_CHAR.match(text, start - 1):
+            at = start + 1
+            continue
+        found.append(m.group(1))
+        at = m.end()
+    return found
 
 
 class WordIndex:
