@@ -60,6 +60,10 @@ def _report(path: str) -> None:
                 f"{s.traceback[0].filename.split('site-packages/')[-1].split('/server/')[-1]}"
                 + (f":{s.traceback[0].lineno}" if key == "lineno" else ""): round(s.size / 2**20, 2)
                 for s in snap.statistics(key)[:n]}
+        if tracemalloc.get_traceback_limit() > 1:  # where the 15 largest allocation sites were called from
+            out["by_traceback_mb"] = [
+                [round(s.size / 2**20, 2), [f"{f.filename.split('/server/')[-1]}:{f.lineno}" for f in s.traceback]]
+                for s in snap.statistics("traceback")[:15]]
     seen: set[int] = set()
     parts: dict[str, int] = {}
     for part, of in (

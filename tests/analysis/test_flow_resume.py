@@ -175,12 +175,11 @@ def test_lines_added_above_walk_again_and_the_walk_after_resumes(doc: DocumentAn
 
 
 def test_a_released_document_keeps_no_walk_and_its_next_edit_walks_from_the_start(doc: DocumentAnalysis) -> None:
-    """`release` (a document nobody edits) drops every flow's walk, which only the next edit's walk would read:
-    that edit walks the forward from its first statement, gives the fresh analysis, and keeps its walk again,
-    which the edit after it resumes."""
+    """`release` (a document nobody edits) drops the forwards' flows and their walks, which only the next edit
+    would read: that edit walks the forward from its first statement, gives the fresh analysis, and keeps its
+    walk again, which the edit after it resumes."""
     doc.release()
-    assert all(f.walk is None for flows in doc._analyser._flows.values() for f in flows)
-    assert doc._analyser._flows["Attention"]  # the flows themselves are kept: an `__init__` edit reuses them
+    assert not doc._analyser._flows
     _edited(doc, SOURCE.replace("probs = scores.softmax(dim=-1)", "probs = scores.softmax(dim=-2)"))
     assert _walk(doc).resumed == 0
     text = doc.text.replace("out = probs @ v", "out = torch.matmul(probs, v)")
