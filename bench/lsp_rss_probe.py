@@ -87,6 +87,23 @@ def _report(path: str) -> None:
     ):
         parts[part] = sum(deep_size(of(d), seen) for d in docs)
     out["python_parts_mb"] = {k: round(v / 2**20, 2) for k, v in parts.items()}
+    if os.environ.get("ADOPTER_PROBE_BYTES"):  # who holds whole texts' bytes (slow: every object's referents)
+        holders: dict[str, int] = {}
+        for o in gc.get_objects():
+            for r in gc.get_referents(o):
+                if isinstance(r, bytes) and len(r) > 20000:
+                    chain = [type(o).__name__]
+                    up = o
+                    for _ in range(3):
+                        refs = [x for x in gc.get_referrers(up) if not isinstance(x, (list, type(sys._getframe())))
+                                or isinstance(x, list) and len(x) < 100]
+                        if not refs:
+                            break
+                        up = refs[0]
+                        chain.append(type(up).__name__ + (f"[{sorted(up)[:3]}]" if isinstance(up, dict) else ""))
+                    key = " <- ".join(chain)
+                    holders[key] = holders.get(key, 0) + len(r)
+        out["big_bytes_holders_kb"] = {k: v // 1024 for k, v in sorted(holders.items(), key=lambda kv: -kv[1])[:20]}
 
     def walks(d: Any) -> list[Any]:
         a = analysis(d)
@@ -96,7 +113,8 @@ def _report(path: str) -> None:
     out["flow_walks_by_doc_kb"] = {Path(d.uri).name: round(deep_size(walks(d)) / 1024) for d in docs}
     out["memo_sizes_kb"] = {Path(d.uri).name: round(deep_size(analysis(d)._analyser.memo) / 1024)
                             for d in docs if analysis(d) is not None}
-    Path(path).write_text(json.dumps(out, indent=1))
+    Path(path + ".part").write_text(json.dumps(out, indent=1))
+    os.replace(path + ".part", path)
 
 
 def serve(trace: int) -> None:
@@ -148,7 +166,7 @@ async def probe(args: argparse.Namespace) -> dict[str, Any]:
         await asyncio.sleep(0.5)
         rss["all open"] = round(client.rss_mb(), 1)
         os.kill(client.process.pid, signal.SIGUSR1)
-        for _ in range(600):
+        for _ in range(6000):  # tracing many frames takes minutes on a loaded machine
             await asyncio.sleep(0.1)
             if out_path.exists():
                 break
