@@ -7,7 +7,8 @@ files is opened (`--one-by-one`: each waited for, diagnostics and `adopter/analy
 default all sent at once as `bench/lsp_latency.py --rss-only` does), and on `SIGUSR1` the server writes a
 report: its RSS, the per-document parts measured by size (texts, line indexes, UTF-8 bytes, trees held,
 salvage's memo, the unit cache, the matcher's cache, the snapshot, the published diagnostics) and, when
-tracing, what Python allocated grouped by file and by line.
+tracing, what Python allocated grouped by file and by line (and by traceback with N > 1); with
+`ADOPTER_PROBE_BYTES=1` in the environment, which objects hold bytes objects over 20 KB (whole texts).
 
     ADOPTER_NATIVE=0 PYTHONPATH=server .venv/bin/python bench/lsp_rss_probe.py [--count 20] [--trace 1]
 """
@@ -37,9 +38,8 @@ def _report(path: str) -> None:
     import gc
     import tracemalloc
 
-    from lsp_memory import deep_size
-
     from adopter.lsp.documents import Analyses
+    from lsp_memory import deep_size
 
     out: dict[str, Any] = {"rss_mb": round(_rss_mb(), 1)}
     gc.unfreeze()  # the server freezes what it loaded (`freeze_long_lived`): frozen objects are not listed
@@ -96,7 +96,7 @@ def _report(path: str) -> None:
                     up = o
                     for _ in range(3):
                         refs = [x for x in gc.get_referrers(up) if not isinstance(x, (list, type(sys._getframe())))
-                                or isinstance(x, list) and len(x) < 100]
+                                or (isinstance(x, list) and len(x) < 100)]
                         if not refs:
                             break
                         up = refs[0]
@@ -130,6 +130,11 @@ def serve(trace: int) -> None:
     sys.exit(main(["lsp"]))
 
 
+def analysis_done(uri: str) -> Any:
+    """A predicate for `Client.expect`: the server's `adopter/analysisDone` for `uri`."""
+    return lambda method, params: method == "adopter/analysisDone" and params.get("uri") == uri
+
+
 async def probe(args: argparse.Namespace) -> dict[str, Any]:
     import lsp_latency as bench
 
@@ -153,7 +158,7 @@ async def probe(args: argparse.Namespace) -> dict[str, Any]:
         for name in names:
             path = folder / name
             arrived = client.expect(bench.diagnostics_for(path.as_uri()))
-            settled = client.expect(lambda m, p, u=path.as_uri(): m == "adopter/analysisDone" and p.get("uri") == u)
+            settled = client.expect(analysis_done(path.as_uri()))
             client.notify("textDocument/didOpen", {"textDocument": {
                 "uri": path.as_uri(), "languageId": "python", "version": 1, "text": path.read_text(encoding="utf-8")}})
             if args.one_by_one:
