@@ -106,10 +106,11 @@ class DocumentAnalysis:
         return self._released
 
     def release(self) -> None:
-        """Drop the trees and the UTF-8 bytes of the text (for a 100 KB file about 2 MB), keeping the text,
-        the last result and the per-unit analysis cache. The next change parses the whole new text (not
-        incrementally) and re-analyses only the units that changed; `result()`, `tree` and the
-        `analysed_*` properties parse the unchanged text again when they need it."""
+        """Drop the trees and the UTF-8 bytes of the text (for a 100 KB file about 2 MB) and the forwards'
+        flows with their walks (`Analyser.release_text`), keeping the text, the last result and the per-unit
+        analysis cache. The next change parses the whole new text (not incrementally) and re-analyses only
+        the units that changed; `result()`, `tree` and the `analysed_*` properties parse the unchanged text
+        again when they need it."""
         self._released = True
         if self._prepared:  # the memo of a text never broken: made again by `prepare` if it is opened again
             self._analyser.memo = ParseMemo()
