@@ -16,7 +16,7 @@ unterminated strings and docstrings, deleted and duplicated lines and blocks, un
 the last text that parsed. A text Python's parser rejects is compared like any other.
 
     PYTHONPATH=$PWD/server .venv/bin/python bench/differential_fuzz.py [--edits 10000] [--seed 0]
-        [--files 12] [--json OUT]
+        [--files 12] [--json OUT] [--release-rate 0.3]
 
 Prints the number of edits, how many states did not parse, and the divergences (exit 1 if any).
 """
@@ -234,9 +234,12 @@ def corpus(count: int, seed: int) -> list[tuple[str, str]]:
 
 
 def run(files: list[tuple[str, str]], edits: int, seed: int, *, log: Callable[[str], None] = lambda s: None,
-        root: Path | None = None) -> Stats:
-    """`edits` random edits spread over `files`; compared after every step."""
+        root: Path | None = None, release_rate: float = 0.0) -> Stats:
+    """`edits` random edits spread over `files`; compared after every step. With `release_rate`, the document
+    is released before that share of the steps (`OpenText.release`: what the server does to the documents
+    nobody edits), drawn from a generator of its own, so the edits are those of the same seed without it."""
     rng = random.Random(seed)
+    releases = random.Random(seed + 1)
     maker = EditMaker(rng)
     diff = Differential()
     root = root or Path("/nonexistent-adopter-fuzz")
@@ -257,6 +260,8 @@ def run(files: list[tuple[str, str]], edits: int, seed: int, *, log: Callable[[s
             else:
                 kind, change = maker.edit(doc.text, valid)
             before = doc.text
+            if release_rate and releases.random() < release_rate:
+                doc.release()
             if isinstance(change, str):
                 if kind == "restore" and rng.random() < 0.2:
                     doc.reset(change)  # the client closed and reopened the file
@@ -291,10 +296,14 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--files", type=int, default=12)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--release-rate", type=float, default=0.0,
+                        help="release the document before this share of the edits, as the server releases those "
+                             "nobody edits (default 0: never)")
     args = parser.parse_args()
     started, cpu = time.time(), time.process_time()
     files = corpus(args.files, args.seed)
-    stats = run(files, args.edits, args.seed, log=lambda s: print(f"[{time.time() - started:6.0f}s] {s}", flush=True))
+    stats = run(files, args.edits, args.seed, log=lambda s: print(f"[{time.time() - started:6.0f}s] {s}", flush=True),
+                release_rate=args.release_rate)
     summary = {"files": [n for n, _ in files], "edits": stats.edits, "states_compared": stats.analyses,
                "unparseable_states": stats.unparseable, "divergences": len(stats.divergences),
                "first_divergences": stats.divergences[:10], "kinds": stats.kinds,

@@ -172,3 +172,16 @@ def test_lines_added_above_walk_again_and_the_walk_after_resumes(doc: DocumentAn
     text = text.replace("probs = scores.softmax(dim=-1)", "probs = scores.softmax(-1)")
     _edited(doc, text)
     assert _walk(doc).resumed == _statement(text, "probs = scores.softmax(-1)")
+
+
+def test_a_released_document_keeps_no_walk_and_its_next_edit_walks_from_the_start(doc: DocumentAnalysis) -> None:
+    """`release` (a document nobody edits) drops the forwards' flows and their walks, which only the next edit
+    would read: that edit walks the forward from its first statement, gives the fresh analysis, and keeps its
+    walk again, which the edit after it resumes."""
+    doc.release()
+    assert not doc._analyser._flows
+    _edited(doc, SOURCE.replace("probs = scores.softmax(dim=-1)", "probs = scores.softmax(dim=-2)"))
+    assert _walk(doc).resumed == 0
+    text = doc.text.replace("out = probs @ v", "out = torch.matmul(probs, v)")
+    _edited(doc, text)
+    assert _walk(doc).resumed == _statement(text, "out = torch.matmul(probs, v)")

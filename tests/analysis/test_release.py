@@ -41,6 +41,33 @@ def test_an_edit_after_a_release_reanalyses_only_the_edited_class() -> None:
     assert doc.reanalysed == ("class C",)  # the unit cache outlived the trees
 
 
+def test_a_released_document_keeps_no_layout_text_and_its_next_edit_still_carries_the_fingerprints() -> None:
+    """The last analysis's layout (what the next run's changed names are found from) held the text's bytes: a
+    released document keeps it without them, and gets them back from its text at its next change."""
+    doc = DocumentAnalysis(SOURCE, "m.py")
+    doc.result()
+    doc.release()
+    assert doc._analyser._layout is None  # nothing holds the released text's bytes
+    text = _replace(doc, "torch.relu(x)", "torch.tanh(x)")
+    assert doc.result() == analyse(text, "m.py")
+    assert doc._analyser._changed is not None  # carried: the names that changed were found from the layout
+    assert doc.reanalysed == ("class C",)
+    doc.release()
+    assert doc.result() == analyse(text, "m.py")  # unchanged text: the kept result
+    assert doc.tree is not None  # parsed again: the layout gets the same text back
+    assert doc._analyser._layout is not None and doc._analyser._layout.data == text.encode()
+
+
+def test_a_released_document_whose_text_was_masked_drops_its_layout() -> None:
+    doc = DocumentAnalysis(SOURCE, "m.py")
+    _replace(doc, "return helper(self.fc(x))", "return helper((self.fc(x))")  # broken: masked
+    doc.result()
+    doc.release()
+    assert doc._analyser._layout is None and doc._analyser._layout_released is None
+    text = _replace(doc, "return helper((self.fc(x))", "return helper(self.fc(x))")
+    assert doc.result() == analyse(text, "m.py")
+
+
 def test_analysed_text_and_tree_after_a_release() -> None:
     doc = DocumentAnalysis(SOURCE, "m.py")
     text = _replace(doc, "return helper(self.fc(x))", "return helper((self.fc(x))")  # broken: masked

@@ -159,6 +159,8 @@ class Analyser:
         # Dependency fingerprints carried from run to run (`adopter.analysis.names.carry`): the last
         # complete run's symbol layout and fingerprints, and this run's changed names (None: no carry).
         self._layout: Layout | None = None
+        # A released document's layout without its text (`release_text`), until the text is given back.
+        self._layout_released: Layout | None = None
         self._fingerprints: dict[str, tuple[object, ...]] = {}
         self._changed: set[str] | None = None
         self._words: WordIndex | None = None  # the last run's word index (`adopter.analysis.parse.words`)
@@ -189,15 +191,34 @@ class Analyser:
         self._pinned.clear()
         self._readings.clear()
         self._layout, self._fingerprints, self._changed = None, {}, None
+        self._layout_released = None
         self._words = None
 
-    def release_text(self) -> None:
+    def release_text(self, text: bytes | None = None) -> None:
         """Drop what holds the last text's bytes (a released document: `DocumentAnalysis.release`), keeping
-        the unit cache; the next run searches words afresh and carries them again from the one after."""
+        the unit cache; the next run searches words afresh and carries them again from the one after.
+        `text`: the bytes of the document's text, which the caller can give back (`restore_text`) before the
+        next run: when the last layout was read from them, it is kept without them meanwhile, so that run
+        still carries the fingerprints; otherwise that run computes them all."""
+        if self._layout is not None and text is not None and self._layout.data == text:
+            self._layout_released = replace(self._layout, data=b"")
+        self._layout = None
         self.read = None
         self._words = None
         self.memo.last_chunks = self.memo.last_lines = None
         self._readings.clear()
+        # The forwards' flows and their walks (a checkpoint before every statement: ~1 MB for a 100 KB file)
+        # only spare the next edit of a class walking its forward again (all of it, or from the edited
+        # statement on); a document nobody edits keeps neither, and its first edit of a class walks that
+        # class's forward from the start (its result, still in the unit cache, is handed back when equal).
+        self._flows.clear()
+
+    def restore_text(self, text: Callable[[], bytes]) -> None:
+        """Give back the bytes of the text `release_text` was given (`text()`, called only when the layout
+        kept without them needs them): the next run carries the fingerprints from it."""
+        if self._layout_released is not None:
+            self._layout = replace(self._layout_released, data=text())
+            self._layout_released = None
 
     def run(self, data: bytes, tree: Tree | None, path: str | None, *,
             parse: Callable[[bytes], Tree] | None = None) -> ModuleFile:

@@ -106,17 +106,18 @@ class DocumentAnalysis:
         return self._released
 
     def release(self) -> None:
-        """Drop the trees and the UTF-8 bytes of the text (for a 100 KB file about 2 MB), keeping the text,
-        the last result and the per-unit analysis cache. The next change parses the whole new text (not
-        incrementally) and re-analyses only the units that changed; `result()`, `tree` and the
-        `analysed_*` properties parse the unchanged text again when they need it."""
+        """Drop the trees and the UTF-8 bytes of the text (for a 100 KB file about 2 MB) and the forwards'
+        flows with their walks (`Analyser.release_text`), keeping the text, the last result and the per-unit
+        analysis cache. The next change parses the whole new text (not incrementally) and re-analyses only
+        the units that changed; `result()`, `tree` and the `analysed_*` properties parse the unchanged text
+        again when they need it."""
         self._released = True
         if self._prepared:  # the memo of a text never broken: made again by `prepare` if it is opened again
             self._analyser.memo = ParseMemo()
             self._prepared = False
+        self._analyser.release_text(self._data)
         self._data = self._tree = None
         self._analysed = self._previous = self._base = self._starts = None
-        self._analyser.release_text()
 
     def _restore(self) -> None:
         if self._released:
@@ -150,6 +151,9 @@ class DocumentAnalysis:
     def _set_text(self, text: str, edit: tuple[int, int, int] | None) -> None:
         """Adopt `text`; `edit` = (start byte, old end byte, new end byte) of the change, when known."""
         data, problem = check_input(text, self.path)
+        if self._released:  # the text released was `self._text`'s bytes (`release`): the analysis gets them back
+            old = self._text
+            self._analyser.restore_text(lambda: data if old == text and data is not None else old.encode("utf-8"))
         self._released = False
         self._text = text
         self._result = None
