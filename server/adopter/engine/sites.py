@@ -45,6 +45,7 @@ from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
 from adopter.engine.nested_chains import into_built_chains
 from adopter.engine.passed_in import chain_statements, with_statements
 from adopter.engine.plans import canonical_rule, quick_keys, quick_possible
+from adopter.engine.rotary_sites import one_rotation_per_function
 from adopter.engine.types import Finding, Match
 
 log = logging.getLogger(__name__)
@@ -334,8 +335,8 @@ def reduce_sites(findings: Sequence[Finding], class_spans: dict[str, Span]) -> t
     `check` applies it to a whole file; the language server to the findings it matched class by class
     (`adopter.session.UnitMatcher`), so both report the same sites. `class_spans`: class name -> span.
     """
-    reduced = _outside_larger_matches(_one_per_site(into_bound_chains(into_built_chains(
-        _through_factories(list(findings)))), class_spans))
+    reduced = one_rotation_per_function(_outside_larger_matches(_one_per_site(into_bound_chains(
+        into_built_chains(_through_factories(list(findings)))), class_spans)))
     reduced.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
     return tuple(reduced)
 
