@@ -79,3 +79,44 @@ def test_the_hint_is_a_whole_word() -> None:
     assert mentions_optimizer(b"opt = torch.optim.AdamW(p)") and mentions_optimizer(b"self.optimizer_class(p)")
     assert not mentions_optimizer(b"def optimize_layout(self): ...")
     assert not mentions_optimizer(b"loss.backward(); self.optimizer.step(); self.optimizer.zero_grad()")
+
+
+KEYWORD_PARAMS = """
+import torch
+from torch import optim
+import bnaf
+
+
+def by_keyword(model, lr=1e-3):
+    return torch.optim.Adam(params=model.parameters(), lr=lr)
+
+
+def keyword_last(model):
+    return optim.AdamW(lr=1e-3, betas=(0.9, 0.99), params=[p for p in model.parameters() if p.requires_grad])
+
+
+def chosen_by_keyword(model, optimizer_class=torch.optim.AdamW):
+    return optimizer_class(params=model.parameters(), lr=1e-3)
+
+
+def no_parameters(lr=1e-3):
+    return torch.optim.Adam(lr=lr)
+
+
+def another_library(model):
+    return bnaf.Adam(params=model.parameters(), lr=1e-3)
+"""
+
+
+def test_parameters_passed_by_keyword_are_the_first_argument() -> None:
+    functions = {fn.name: ops(fn.body) for fn in module(KEYWORD_PARAMS).functions}
+    for name in ("by_keyword", "keyword_last", "chosen_by_keyword"):
+        (op,) = [op for op in functions[name] if op.target.startswith("torch.optim.")]
+        assert len(op.args) == 1 and "params" not in {k.name for k in op.kwargs}, name
+    env = Environment("cpu", frozenset(), "2.13.0")
+    findings = {f.scope_name: f for f in check(module(KEYWORD_PARAMS), load_rules().rules, env).findings
+                if f.family == 17}
+    # Not sites: an Adam given no parameters (nothing to update: torch raises), another library's Adam.
+    assert set(findings) == {"by_keyword", "keyword_last", "chosen_by_keyword"}
+    assert findings["by_keyword"].fixable and findings["keyword_last"].fixable
+    assert not findings["chosen_by_keyword"].fixable

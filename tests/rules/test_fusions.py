@@ -670,6 +670,9 @@ def _source_for_optimizer(call: str) -> str:
     "torch.optim.Adam(model.parameters(), lr=1e-2, amsgrad=True)",
     "torch.optim.Adam(\n        model.parameters(),\n        lr=1e-2,\n    )",
     "torch.optim.Adam(\nmodel.parameters(), lr=1e-2\n)",
+    # the parameters passed by keyword (anomalib's configure_optimizers, lerobot's learner)
+    "torch.optim.AdamW(params=model.parameters(), lr=1e-2, weight_decay=0.01)",
+    "torch.optim.Adam(lr=1e-2, params=[p for p in model.parameters() if p.requires_grad])",
 ])
 def test_fused_adam_steps_like_the_original(call: str) -> None:
     rules = rules_of("f17-fused-adam")

@@ -131,6 +131,11 @@ TRANSPARENT_METHODS = frozenset({"contiguous", "float", "half", "bfloat16", "dou
                                  "clone"})
 
 
+ADAM: Key = ("function", "torch.optim.Adam")
+ADAMW: Key = ("function", "torch.optim.AdamW")
+_ADAM_PARAMS = ("params", "lr", "betas", "eps", "weight_decay", "amsgrad")
+
+
 @dataclass(frozen=True, slots=True)
 class Signature:
     """How a canonical op's arguments are normalised.
@@ -168,6 +173,11 @@ SIGNATURES: dict[Key, Signature] = {
     REARRANGE: Signature(("tensor", "pattern"), 2),
     # transformers' PreTrainedModel.loss_function(logits, labels, vocab_size, ...), inherited, never bound
     ("module", "self.loss_function"): Signature(("logits", "labels", "vocab_size"), 0),
+    # The parameters an optimizer updates are its first argument however passed: `Adam(params=model.parameters(),
+    # lr=...)` (anomalib's configure_optimizers, lerobot's learner, xuance's learners) is `Adam(model.parameters(),
+    # lr=...)`. The parameters torch lets come by position, in its order (torch 2.x `torch/optim/adam.py`).
+    ADAM: Signature(_ADAM_PARAMS, 1),
+    ADAMW: Signature(_ADAM_PARAMS, 1),
 }
 
 

@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from tree_sitter import Node
 
+from adopter.analysis.canonical.normalise import normalise
 from adopter.dsl.types import Block, Branch, Expr, Forward, Loop, Op, OpKind, Ref, Stmt
 
 # Whole words of a method's text that say it may build an optimizer (a cheap filter before reading it):
@@ -99,7 +100,10 @@ def _block(block: Block, classes: dict[str, tuple[str, str]], defaults: dict[str
             found = classes.get(stmt.target) if stmt.kind is OpKind.CALL else None
             if found is not None:
                 origin = replace(stmt, target=f"{CHOSEN}: {found[1]}")
-                stmt = replace(stmt, kind=OpKind.FUNCTION, target=found[0], origin=origin)
+                # The class's own signature now applies (`params=` is its first argument), as the canonical
+                # pass applies it where the class is written out.
+                args, kwargs = normalise((OpKind.FUNCTION.value, found[0]), stmt.args, stmt.kwargs, {})
+                stmt = replace(stmt, kind=OpKind.FUNCTION, target=found[0], origin=origin, args=args, kwargs=kwargs)
             out.append(stmt)
         else:
             out.append(stmt)
