@@ -710,7 +710,8 @@ class InitAnalysis:
     def _grow(self, local: _ListBuild, method: str, arg: Node, conds: Conds) -> None:
         """`layers.append(arg)` / `layers.extend(arg)` on a list under construction."""
         local.grown += 1
-        new = self._ctor_alts(arg) if method == "append" else list(self._items(arg)[0])
+        new = self._ctor_alts(arg.named_children[1] if _named_pair(arg) else arg) if method == "append" else list(
+            self._items(arg)[0])
         local.items.extend(c for c in new if c not in local.items)
         local.repeat = local.repeat or self.loop_repeat
         if method == "append":
