@@ -11,8 +11,7 @@ Model code writes conv-norm-activation blocks as Sequential subclasses with no `
 
 or, child by child, `self.add_module("conv", nn.Conv2d(...))` or `self.conv = nn.Conv2d(...)` (timm's
 `ConvNorm`), or as a local list, `super().__init__(*layers)` (torchvision's `FCNHead`, read by
-`adopter.analysis.chains.list_items.splatted_children`), or a local dict filled key by key,
-`super().__init__(module_dict)` (torchdistill's `ConvReg`, `list_items.keyed_children`). Sequential's own forward runs the children in
+`adopter.analysis.chains.list_items.splatted_children`). Sequential's own forward runs the children in
 order, so the class computes that chain. It becomes a small `Architecture` like the factory chains of
 `adopter.analysis.chains.functions` (bindings = the children with their constructor spans, a forward that calls
 them in turn, every op's `origin` the Sequential construction: reported without an automatic fix).
@@ -27,7 +26,7 @@ from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.chains.functions import layer_chain
-from adopter.analysis.chains.list_items import keyed_children, splatted_children
+from adopter.analysis.chains.list_items import splatted_children
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
@@ -301,9 +300,6 @@ def _listed(children: list[Node | None], args: list[Node], call: Node, src: Sour
     if (body is None or body.parent is None or body.parent.type != "function_definition"
             or len(children) != len(args)):  # `OrderedDict([...])` is read already
         return children  # under a test or in a loop: `_children` cuts the chain there anyway
-    if len(args) == 1 and args[0].type == "identifier":  # `super().__init__(module_dict)` of a dict filled here
-        keyed = keyed_children(body, src.text(args[0]), call.start_byte, src, reader.defaults)
-        return children if keyed == [_BREAK] else keyed
     out: list[Node | None] = []
     for child, arg in zip(children, args):
         inner = arg.named_children[0] if arg.type == "list_splat" and arg.named_child_count else None

@@ -26,7 +26,6 @@ from adopter.analysis.scope.literal_truth import literal_truth
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, ParamKind, Span, Value
 
 MAX_INLINE_DEPTH = 3
-MAX_HELPER_DEPTH = 2  # same-file helpers whose built Sequential is read inside one another (`_built_by_helper`)
 Conds = tuple[str, ...]
 
 
@@ -168,7 +167,6 @@ class InitAnalysis:
         self.target: str | None = None  # the `self.<attr>` the value being read is assigned to
         self.unrolled_lists: set[str] = set()  # local lists a Sequential binding holds one pass of
         self.helpers_read: set[str] = set()  # same-file helpers whose returned container is being read
-        self.nested_helpers = 0  # same-file helpers read inside one another (`_built_by_helper`)
         self.item_spans: dict[str, tuple[Span, ...]] = {}  # attr -> its one-pass items' spans
         # attr -> whether the `nn.Sequential()` bound to it empty has been filled, so far, by one
         # `add_module` of one layer per statement at its own level, in loops or not (`_fill_in_order`)
@@ -624,8 +622,6 @@ class InitAnalysis:
             local.ordered = False  # under an `if`: whether it runs is not evident
         local.looped = local.looped or self.loop_repeat is not None
         for child in [node] if one else [c for c in node.named_children if c.type != "comment"]:
-            if _named_pair(child):  # `("bn", bn)` of a list an `OrderedDict(...)` is made of: the module
-                child = child.named_children[1]
             alts = [(c, v) for c, v in self._alternatives(child) if isinstance(v, Ctor)] if child.type not in (
                 "list_splat", "tuple", "dictionary_splat") else []
             if (local.lead_open and len(conds) == local.depth and self.loop_repeat is None
@@ -710,8 +706,7 @@ class InitAnalysis:
     def _grow(self, local: _ListBuild, method: str, arg: Node, conds: Conds) -> None:
         """`layers.append(arg)` / `layers.extend(arg)` on a list under construction."""
         local.grown += 1
-        new = self._ctor_alts(arg.named_children[1] if _named_pair(arg) else arg) if method == "append" else list(
-            self._items(arg)[0])
+        new = self._ctor_alts(arg) if method == "append" else list(self._items(arg)[0])
         local.items.extend(c for c in new if c not in local.items)
         local.repeat = local.repeat or self.loop_repeat
         if method == "append":
@@ -936,81 +931,14 @@ class InitAnalysis:
             self.locals = saved
             self.helpers_read.discard(name)
         args, kwargs = self._args(call)
-        out: list[Alt] = []
-        if all(isinstance(a, Expr) and not a.text.startswith("*") for a in args):
-            for conds, items, keys, repeat, _ in variants:
-                if len(items) != len(args) or keys or repeat:
-                    out = []  # an item that is not a layer this reads: the chain's order is not evident
-                    break
-                out.append((conds, Ctor(callee, (), kwargs, items, keys, repeat, origin=name + FACTORY_ORIGIN)))
-        if not out and callee == SEQUENTIAL and caller is not None:
-            # `nn.Sequential(*layers)`, `nn.Sequential(OrderedDict(layers))` of what the helper builds
-            out = self._built_by_helper(name, function, stmts, call, caller, kwargs)
-        return out or None
-
-    def _built_by_helper(self, name: str, function: Node, stmts: list[Node], call: Node, caller: Node,
-                         kwargs: tuple[Kwarg, ...]) -> list[Alt]:
-        """The `nn.Sequential` a same-file helper returns with one argument its statements build (pytorch-toolbelt
-        `make_conv_bn_act`: `bn = nn.BatchNorm2d(c)`, `nn.init.constant_(bn.weight, ...)`, `layers = [("conv",
-        nn.Conv2d(...)), ("bn", bn)]`, `if use_activation: layers.append(...)`, `return nn.Sequential(
-        OrderedDict(layers))`): its statements before the `return` read as `__init__`'s are, on a state of
-        their own, with the helper's own names. The items are read only when their order is evident: one
-        argument (a `*list`, a list display, `OrderedDict(...)` of a display or of a list), a list added to in
-        order outside loops (an addition under an `if` puts the item where the union of paths has it, as in
-        `__init__`), the helper's one `return` its last statement, every test of a choice between items one
-        the call decides (`_passed_truth`). Anything else: nothing."""
-        args_node = call.child_by_field_id(Field.ARGUMENTS)
-        given = [a for a in args_node.named_children if a.type not in ("comment", "keyword_argument")] if (
-            args_node is not None and args_node.type == "argument_list") else []
-        if len(given) != 1 or _returns(function) != 1 or self.nested_helpers >= MAX_HELPER_DEPTH:
-            return []
-        fields = ("state", "locals", "loop_repeat", "target", "unrolled_lists", "item_spans", "filled_in_order",
-                  "sizes", "local_item_spans", "nested", "held_params", "mutated")
-        saved = {f: getattr(self, f) for f in fields}
-        self.state, self.locals, self.loop_repeat, self.target = {}, {}, None, None
-        self.unrolled_lists, self.item_spans, self.filled_in_order, self.sizes = set(), {}, {}, {}
-        self.local_item_spans, self.nested, self.held_params, self.mutated = {}, True, {}, set()
-        self.helpers_read.add(name)
-        self.nested_helpers += 1
-        try:
-            for stmt in _decided(stmts[:-1], self._passed_truth(function, caller), self.src):
-                self._stmt(stmt, (), self.class_name, "", 1)
-            listed = self._listed_local(given[0])
-            if listed is not None and (listed.disordered or listed.looped or listed.repeat is not None):
-                return []
-            if listed is None and not _evident_items(given[0], self.src):
-                return []
-            variants = self._container_variants(call)
-        finally:
-            for f, v in saved.items():
-                setattr(self, f, v)
-            self.helpers_read.discard(name)
-            self.nested_helpers -= 1
-        truth = self._passed_truth(function, caller)
+        if any(not isinstance(a, Expr) or a.text.startswith("*") for a in args):
+            return None  # `nn.Sequential(*layers)`: a list the helper fills
         out: list[Alt] = []
         for conds, items, keys, repeat, _ in variants:
-            if repeat is not None or len(items) < 2 or (keys and len(keys) != len(items)):
-                return []
-            kept = [truth.get(c) for c in conds]
-            if any(k is None for k in kept):
-                return []  # a choice the call leaves open: which items the Sequential holds is not evident
-            if all(kept):
-                out.append(((), Ctor(SEQUENTIAL, (), kwargs, items, keys, None, origin=name + FACTORY_ORIGIN)))
-        return out
-
-    def _listed_local(self, arg: Node) -> _ListBuild | None:
-        """The local list `arg` hands a container: `*layers`, `layers`, `OrderedDict(layers)`."""
-        node: Node | None = arg
-        while node is not None and node.type in ("list_splat", "call"):
-            if node.type == "call":
-                args_node = node.child_by_field_id(Field.ARGUMENTS)
-                inner = [a for a in args_node.named_children if a.type != "comment"] if args_node is not None else []
-                func = dotted_text(node.child_by_field_id(Field.FUNCTION), self.src) or ""
-                node = inner[0] if len(inner) == 1 and func.rsplit(".", 1)[-1] in ("OrderedDict", "dict") else None
-            else:
-                node = node.named_children[0] if node.named_child_count else None
-        local = self.locals.get(self.src.text(node)) if node is not None and node.type == "identifier" else None
-        return local if isinstance(local, _ListBuild) else None
+            if len(items) != len(args) or keys or repeat:
+                return None  # an item that is not a layer this reads: the chain's order is not evident
+            out.append((conds, Ctor(callee, (), kwargs, items, keys, repeat, origin=name + FACTORY_ORIGIN)))
+        return out or None
 
     def _helper_locals(self, function: Node, stmts: list[Node], caller: Node | None) -> dict[str, list[Alt] | _ListBuild]:
         """The layer classes a helper's plain assignments before its `return` alias, where what `caller`
@@ -1812,57 +1740,6 @@ class InitAnalysis:
             if isinstance(local, list):
                 return tuple(v for _, v in local if isinstance(v, Ctor)), (), None
         return (), (), None
-
-
-def _named_pair(node: Node) -> bool:
-    """`("conv", nn.Conv2d(...))`, `(activation, act)`: a child's name and the child, as `OrderedDict` takes
-    them (`_items` reads a pair so)."""
-    return (node.type == "tuple" and node.named_child_count == 2
-            and node.named_children[1].type not in ("list_splat", "tuple", "dictionary_splat"))
-
-
-def _returns(function: Node) -> int:
-    """How many `return` statements `function` has outside its nested definitions."""
-    count = 0
-    stack = [function.child_by_field_id(Field.BODY)]
-    while stack:
-        node = stack.pop()
-        if node is None or node.type in ("function_definition", "class_definition", "lambda"):
-            continue
-        count += node.type == "return_statement"
-        stack.extend(node.named_children)
-    return count
-
-
-def _evident_items(arg: Node, src: SourceText) -> bool:
-    """Whether a container's one argument writes its items where it is: a list, tuple or dict display, or
-    `OrderedDict(...)` / `dict(...)` of one."""
-    if arg.type in ("list", "tuple", "dictionary"):
-        return True
-    if arg.type != "call":
-        return False
-    func = dotted_text(arg.child_by_field_id(Field.FUNCTION), src) or ""
-    args_node = arg.child_by_field_id(Field.ARGUMENTS)
-    inner = [a for a in args_node.named_children if a.type != "comment"] if args_node is not None else []
-    return func.rsplit(".", 1)[-1] in ("OrderedDict", "dict") and len(inner) == 1 and _evident_items(inner[0], src)
-
-
-def _decided(stmts: list[Node], truth: dict[str, bool], src: SourceText) -> list[Node]:
-    """`stmts` with each `if`/`else` whose test `truth` decides (a parameter the call gives as a literal,
-    `_passed_truth`) replaced by the statements of the branch taken; other statements as they are."""
-    out: list[Node] = []
-    for stmt in stmts:
-        test = stmt.child_by_field_id(Field.CONDITION) if stmt.type == "if_statement" else None
-        taken = truth.get(src.norm(test)) if test is not None else None
-        alternatives = stmt.children_by_field_name("alternative") if test is not None else []
-        if taken is None or any(c.type == "elif_clause" for c in alternatives):
-            out.append(stmt)
-            continue
-        block = stmt.child_by_field_id(Field.CONSEQUENCE) if taken else (
-            alternatives[0].child_by_field_id(Field.BODY) if alternatives else None)
-        if block is not None:
-            out.extend(_decided([c for c in block.named_children if c.type != "comment"], truth, src))
-    return out
 
 
 def _union_containers(group: list[_B]) -> list[_B]:
