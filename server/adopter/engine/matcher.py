@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from adopter.analysis.canonical.axes import trailing_axes
+from adopter.analysis.flow.state import HANDED
 from adopter.dsl.types import (
     Binding,
     BindingPattern,
@@ -637,6 +638,8 @@ class RuleMatcher:
             values = [self._value(a, state) for a in g.args]
             return all(v is not None and v[0] == "mod" for v in values) and may_be_passed_projections(
                 [str(v[1]) for v in values if v is not None], self.init)
+        if g.kind == GuardKind.HANDED_LAYER:
+            return all(self._handed_layer(self._value(a, state)) for a in g.args)
         if g.kind == GuardKind.VOCABULARY:
             return all(projects_to_vocabulary(self._layer_ctor(a, state), self.init)
                        for a in g.args if isinstance(a, PVar))
@@ -685,6 +688,23 @@ class RuleMatcher:
         if kind == GuardKind.DISTINCT:
             return None not in values and len(set(values)) == len(values)
         raise ValueError(f"not a value guard: {kind}")
+
+    def _handed_layer(self, value: Bound | None) -> bool:
+        """Whether `value` (a module variable's target, None when its optional step was skipped) is a layer of
+        the module a function is handed (`Op.origin` says so) that `__init__` does not bind: `self.attn_drop`
+        in a method written outside its class. A layer this file binds is what its binding says, and the
+        rule's own patterns read it; this guard admits only the one nothing here can read."""
+        if value is None:
+            return True
+        if value[0] != "mod":
+            return False
+        target = str(value[1])
+        attr = target_attr(target)
+        if attr is None or self.init.bindings_of(attr):
+            return False
+        return any(n.op is not None and n.op.kind is OpKind.MODULE and n.op.target == target
+                   and n.op.origin is not None and n.op.origin.target.startswith(HANDED + ": ")
+                   for n in self.flat.nodes)
 
     def _container_item(self, value: Bound | None) -> bool:
         """Whether the op defining `value` is a layer the canonical pass unrolled out of a container's call
