@@ -9,9 +9,9 @@ nor is a layer that takes anything but the probabilities themselves."""
 
 from __future__ import annotations
 
-from adopter.analysis import analyse
 import pytest
 
+from adopter.analysis import analyse
 from adopter.dsl import DslError, parse_rules
 from adopter.engine import Environment, find, load_rules
 
