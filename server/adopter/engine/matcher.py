@@ -169,6 +169,9 @@ class RuleMatcher:
         self.budget = STEP_BUDGET
         self._cand_sets: dict[int, set[int]] = {}
         self._targets: dict[tuple[str, str], tuple[str, ...]] = {}  # `_targets_of`
+        self._handed_targets: frozenset[str] | None = None  # `_handed_layer`'s module ops, read once
+        self._handed_vars = frozenset(a.name for g in rule.guards if g.kind is GuardKind.HANDED_LAYER
+                                      for a in g.args if isinstance(a, PVar))
         self._verdicts: dict[tuple[int, tuple[Bound | None, ...]], bool] = {}  # `_VALUE_GUARDS` answered
         # The value guards asked before the leaves (`_feasible`): those on variables only (a PAny or a
         # literal argument is left to the leaf).
@@ -195,6 +198,9 @@ class RuleMatcher:
         if known is None:
             pattern = self.init_patterns.get(var)
             targets = self.flat.targets_of_kind.get(kind._value_, ())
+            if var in self._handed_vars:
+                # only the layers `handed_layer` admits: none in a forward no function is handed its module
+                targets = [t for t in targets if self._handed_layer(("mod", t))]
             known = self._targets[key] = tuple(targets) if pattern is None else tuple(
                 t for t in targets if self.init.resolve_ctor(t, pattern) is not None)
         return known
@@ -702,9 +708,12 @@ class RuleMatcher:
         attr = target_attr(target)
         if attr is None or self.init.bindings_of(attr):
             return False
-        return any(n.op is not None and n.op.kind is OpKind.MODULE and n.op.target == target
-                   and n.op.origin is not None and n.op.origin.target.startswith(HANDED + ": ")
-                   for n in self.flat.nodes)
+        if self._handed_targets is None:
+            self._handed_targets = frozenset(
+                n.op.target for n in self.flat.nodes
+                if n.op is not None and n.op.kind is OpKind.MODULE and n.op.origin is not None
+                and n.op.origin.target.startswith(HANDED + ": "))
+        return target in self._handed_targets
 
     def _container_item(self, value: Bound | None) -> bool:
         """Whether the op defining `value` is a layer the canonical pass unrolled out of a container's call
