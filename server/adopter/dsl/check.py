@@ -9,7 +9,7 @@ from adopter.dsl.errors import error_problem
 from adopter.dsl.lexical import PLACEHOLDER_RE
 from adopter.dsl.transform_rules import ParsedRule
 from adopter.dsl.tree_values import FAMILY_RANGE
-from adopter.dsl.types import Guard, OpKind, PAny, Problem, PValue, PVar, Rule, Span
+from adopter.dsl.types import Guard, GuardKind, OpKind, PAny, Problem, PValue, PVar, Rule, Span
 
 # Guard kind -> (minimum number of arguments, maximum or None, how many leading ones must be variables,
 # None for all). Kinds not listed take one or more variables.
@@ -83,6 +83,9 @@ def _rule_problems(item: ParsedRule) -> Iterator[tuple[str, Span | None]]:
     elif all(step.optional for step in rule.forward):
         yield "the forward pattern needs at least one step that is not optional (`?`)", where.get("forward")
     module_vars = {binding.var for binding in rule.init}
+    # A layer of a module handed to a function has no binding to match (`GuardKind.HANDED_LAYER`).
+    module_vars |= {a.name for g in rule.guards if g.kind is GuardKind.HANDED_LAYER for a in g.args
+                    if isinstance(a, PVar)}
     defined = pattern_variables(rule)
     for step in rule.forward:
         # An absent optional step binds its output to its first value argument (the first that is not
@@ -104,6 +107,8 @@ def _rule_problems(item: ParsedRule) -> Iterator[tuple[str, Span | None]]:
                     step.span,
                 )
                 defined.add(target[1:])  # report each unbound module variable once per step
+            elif kind is OpKind.MODULE and target.startswith("$"):
+                defined.add(target[1:])  # a handed layer's variable is bound by the step that calls it
     for guard in rule.guards:
         yield from _guard_problems(guard, defined)
     names = [target.name for target in rule.targets]

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from adopter.analysis.canonical.axes import trailing_axes
+from adopter.analysis.flow.state import HANDED
 from adopter.dsl.types import (
     Binding,
     BindingPattern,
@@ -168,6 +169,9 @@ class RuleMatcher:
         self.budget = STEP_BUDGET
         self._cand_sets: dict[int, set[int]] = {}
         self._targets: dict[tuple[str, str], tuple[str, ...]] = {}  # `_targets_of`
+        self._handed_targets: frozenset[str] | None = None  # `_handed_layer`'s module ops, read once
+        self._handed_vars = frozenset(a.name for g in rule.guards if g.kind is GuardKind.HANDED_LAYER
+                                      for a in g.args if isinstance(a, PVar))
         self._verdicts: dict[tuple[int, tuple[Bound | None, ...]], bool] = {}  # `_VALUE_GUARDS` answered
         # The value guards asked before the leaves (`_feasible`): those on variables only (a PAny or a
         # literal argument is left to the leaf).
@@ -194,6 +198,9 @@ class RuleMatcher:
         if known is None:
             pattern = self.init_patterns.get(var)
             targets = self.flat.targets_of_kind.get(kind._value_, ())
+            if var in self._handed_vars:
+                # only the layers `handed_layer` admits: none in a forward no function is handed its module
+                targets = [t for t in targets if self._handed_layer(("mod", t))]
             known = self._targets[key] = tuple(targets) if pattern is None else tuple(
                 t for t in targets if self.init.resolve_ctor(t, pattern) is not None)
         return known
@@ -637,6 +644,8 @@ class RuleMatcher:
             values = [self._value(a, state) for a in g.args]
             return all(v is not None and v[0] == "mod" for v in values) and may_be_passed_projections(
                 [str(v[1]) for v in values if v is not None], self.init)
+        if g.kind == GuardKind.HANDED_LAYER:
+            return all(self._handed_layer(self._value(a, state)) for a in g.args)
         if g.kind == GuardKind.VOCABULARY:
             return all(projects_to_vocabulary(self._layer_ctor(a, state), self.init)
                        for a in g.args if isinstance(a, PVar))
@@ -685,6 +694,26 @@ class RuleMatcher:
         if kind == GuardKind.DISTINCT:
             return None not in values and len(set(values)) == len(values)
         raise ValueError(f"not a value guard: {kind}")
+
+    def _handed_layer(self, value: Bound | None) -> bool:
+        """Whether `value` (a module variable's target, None when its optional step was skipped) is a layer of
+        the module a function is handed (`Op.origin` says so) that `__init__` does not bind: `self.attn_drop`
+        in a method written outside its class. A layer this file binds is what its binding says, and the
+        rule's own patterns read it; this guard admits only the one nothing here can read."""
+        if value is None:
+            return True
+        if value[0] != "mod":
+            return False
+        target = str(value[1])
+        attr = target_attr(target)
+        if attr is None or self.init.bindings_of(attr):
+            return False
+        if self._handed_targets is None:
+            self._handed_targets = frozenset(
+                n.op.target for n in self.flat.nodes
+                if n.op is not None and n.op.kind is OpKind.MODULE and n.op.origin is not None
+                and n.op.origin.target.startswith(HANDED + ": "))
+        return target in self._handed_targets
 
     def _container_item(self, value: Bound | None) -> bool:
         """Whether the op defining `value` is a layer the canonical pass unrolled out of a container's call

@@ -36,7 +36,7 @@ from adopter.analysis.names.signature import function_name, params
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Forward, Problem, Ref, Span
+from adopter.dsl.types import Forward, ParamKind, Problem, Ref, Span
 
 # What a part links to between walks (`FlowAnalysis._unlink`): the interfaces themselves, which do nothing.
 _UNLINKED_CALLS = Calls()
@@ -83,12 +83,19 @@ class FlowAnalysis:
         src = self.state.src
         ps = params(node, src)
         self_name = ps[self_at].name if owner is not None and len(ps) > self_at else None
+        handed: str | None = None
+        if owner is None and ps and ps[0].name == "self" and ps[0].kind == ParamKind.POSITIONAL:
+            # A method written outside its class (put on instances with `types.MethodType`, or on the class by
+            # a patching registry): its `self` is the module it runs on, read as a module handed to a function
+            # (`Frame.handed`), so `self.attn_drop(p)` is a call of one of its layers, which no `__init__` here
+            # binds (a match through it has no automatic fix: `handed_reason`).
+            self_name = handed = ps[0].name
         shown = ps[self_at + 1:] if self_name is not None else ps
         env: dict[str, EnvVal] = {}
         for p in shown:
             env[p.name] = Ref(p.name)
             self.state.names[p.name] = None
-        frame = Frame(node.start_byte, owner, self_name, (), env, root=True, params=frozenset(env))
+        frame = Frame(node.start_byte, owner, self_name, (), env, root=True, params=frozenset(env), handed=handed)
         body = node.child_by_field_id(Field.BODY)
         stmts = body.named_children if body is not None else []
         self._link()

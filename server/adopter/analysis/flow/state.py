@@ -102,6 +102,10 @@ def handed_reason(ops: tuple[Op, ...]) -> str | None:
     """Why a match with a submodule call read through a function handed the module has no automatic fix:
     a rewrite would write `self.<attr>` where that function has no `self`."""
     for op in ops:
+        if op.origin is not None and op.origin.target.startswith(HANDED + ": ") and not op.via:
+            # the function's own `self`: a method written outside its class, read where it is defined
+            return (f"`{op.target}` is a layer of the module this method written outside its class runs on, "
+                    f"which nothing in this file binds, so what it computes is unknown; rewrite it by hand")
         if op.origin is not None and op.origin.target.startswith(HANDED + ": "):
             return (f"`{op.origin.target[len(HANDED) + 2:]}` is the module handed to the function that holds "
                     f"the match (`{op.via[-1] if op.via else '?'}`), read as `self`; rewrite it by hand")
