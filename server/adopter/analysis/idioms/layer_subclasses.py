@@ -22,11 +22,6 @@ binding to such a class becomes the torch layer's constructor, with `origin` nam
   `OWN_FORWARD`, and the engine reports those sites without an automatic fix;
 - any other forward (a LoRA branch added to the output) is not the layer: the binding stays as written.
 
-A module of the file that derives from `nn.Module` alone and whose forward returns a dropout of its input or the
-input itself and nothing else (fairseq's `FairseqDropout`: `F.dropout(x, p=self.p, training=True)` while training
-or when asked to, else `x`) is bound as `nn.Dropout` too, with `origin` ending in `DROPOUT_LIKE`: it drops out
-what an `nn.Dropout` does, under a condition of its own, so the engine reports its sites without an automatic fix.
-
 With its own `__init__` the subclass's arguments are not the layer's, so they are dropped (as
 `adopter.analysis.crossfile.reach` does for layers found in other files).
 """
@@ -38,15 +33,12 @@ from dataclasses import replace
 
 from tree_sitter import Node
 
-from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Binding, Ctor, Init, ParamKind
+from adopter.dsl.types import Binding, Ctor, Init
 
 OWN_FORWARD = "; its own forward prepares the input"  # suffix of `Ctor.origin`: no automatic fix
-DROPOUT_LIKE = "; its forward is a dropout under its own condition"  # suffix of `Ctor.origin`: no automatic fix
-DROPOUT = "torch.nn.Dropout"
 MAX_DEPTH = 6
 # Containers and the base class are not layers that compute something of their own.
 _NOT_LAYERS = frozenset({
@@ -69,9 +61,6 @@ def bind_layer_subclasses(init: Init | None, table: ClassTable, src: SourceText)
                 layer, own_init, own_forward = found
                 args, kwargs = ((), ()) if own_init else (value.args, value.kwargs)
                 origin = f"{value.callee} (a subclass in this file{OWN_FORWARD if own_forward else ''})"
-                if not own_forward and dropout_like(value.callee, table, src):
-                    args, kwargs = (), ()
-                    origin = f"{value.callee} (a module in this file{DROPOUT_LIKE})"
                 b = replace(b, value=Ctor(layer, args, kwargs, origin=origin))
                 changed = True
         out.append(b)
@@ -81,11 +70,6 @@ def bind_layer_subclasses(init: Init | None, table: ClassTable, src: SourceText)
 def subclass_reason(bindings: Sequence[Binding]) -> str | None:
     """Why a match over a layer subclass with its own forward gets no automatic fix, else None."""
     for b in bindings:
-        if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(DROPOUT_LIKE + ")"):
-            name = b.value.origin.split(" ", 1)[0]
-            return (f"`self.{b.attr}` is a `{name}`, a module of this file whose forward is a dropout under a "
-                    "condition of its own, not `nn.Dropout`; the rewrite would not keep that condition, so change "
-                    "it by hand")
         if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(OWN_FORWARD + ")"):
             name = b.value.origin.split(" ", 1)[0]
             return (f"`self.{b.attr}` is a `{name}`, whose own forward prepares the input (padding, a dtype cast) "
@@ -99,8 +83,6 @@ def layer_of(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, 
     order = table.mro(name)
     if not order or len(order) > MAX_DEPTH:
         return None
-    if dropout_like(name, table, src):
-        return DROPOUT, True, False
     layer: str | None = None
     for cls in order:
         for base in table.infos[cls].bases:
@@ -122,66 +104,6 @@ def layer_of(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, 
     if not _ends_in_layer(found[1], layer, table, src):
         return None
     return layer, own_init, True
-
-
-def dropout_like(name: str, table: ClassTable, src: SourceText) -> bool:
-    """Whether same-file class `name` derives from `nn.Module` alone (through same-file classes) and defines a
-    forward whose every `return` gives `F.dropout(x, ...)` of its first argument `x` or `x` itself, at least one
-    the dropout, with nothing but those returns, `if`/`else` around them and a docstring (see the doc)."""
-    order = table.mro(name)
-    if not order or len(order) > MAX_DEPTH:
-        return False
-    for cls in order:
-        for base in table.infos[cls].bases:
-            if base not in table.infos and table.symbols.qualify_binding(base) != "torch.nn.Module":
-                return False
-    found = table.find_method(name, "forward")
-    if found is None:
-        return False
-    ps = params(found[1], src)
-    if len(ps) < 2 or ps[0].kind != ParamKind.POSITIONAL or ps[1].kind != ParamKind.POSITIONAL:
-        return False
-    body = found[1].child_by_field_id(Field.BODY)
-    dropouts = 0
-    stack = list(body.named_children) if body is not None else []
-    while stack:
-        node = stack.pop()
-        if node.type == "comment" or (node.type == "expression_statement" and node.named_child_count == 1
-                                      and node.named_children[0].type == "string"):
-            continue
-        if node.type in ("if_statement", "else_clause", "elif_clause"):
-            stack.extend(c for c in node.named_children
-                         if c.type in ("block", "else_clause", "elif_clause"))
-            continue
-        if node.type == "block":
-            stack.extend(node.named_children)
-            continue
-        if node.type != "return_statement":
-            return False  # an assignment, a call: the forward computes something else as well
-        kind = _dropout_or_input(node, ps[1].name, table, src)
-        if kind is None:
-            return False
-        dropouts += kind
-    return dropouts > 0
-
-
-def _dropout_or_input(ret: Node, x: str, table: ClassTable, src: SourceText) -> int | None:
-    """1 when `return` gives `F.dropout(x, ...)`, 0 when it gives `x`, None otherwise."""
-    values = [c for c in ret.named_children if c.type != "comment"]
-    if len(values) != 1:
-        return None
-    value = values[0]
-    if value.type == "identifier":
-        return 0 if src.text(value) == x else None
-    if value.type != "call":
-        return None
-    func = value.child_by_field_id(Field.FUNCTION)
-    dotted = dotted_text(func, src) if func is not None else None
-    if dotted is None or table.symbols.qualify(dotted) != "torch.nn.functional.dropout":
-        return None
-    arguments = value.child_by_field_id(Field.ARGUMENTS)
-    first = next((c for c in arguments.named_children if c.type != "comment"), None) if arguments is not None else None
-    return 1 if first is not None and first.type == "identifier" and src.text(first) == x else None
 
 
 def _is_mixin_free(qualified: str) -> bool:
