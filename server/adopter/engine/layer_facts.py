@@ -39,10 +39,10 @@ def widths_agree(widths: Sequence[str | None]) -> bool:
     known = [w for w in widths if w is not None]
     if len(set(known)) <= 1:
         return True
-    factors = [frozenset(_factors(w)) for w in known]
-    if any(len(f) < 2 for f in factors):
+    parts = [frozenset(factors(w)) for w in known]
+    if any(len(f) < 2 for f in parts):
         return False
-    return bool(frozenset.intersection(*factors))
+    return bool(frozenset.intersection(*parts))
 
 
 def sized(widths: Sequence[str | None], size: Callable[[str], str | None]) -> list[str | None]:
@@ -63,11 +63,6 @@ _SIZE_DEPTH = 3
 
 
 def factors(text: str) -> list[str]:
-    """`a*b*c` -> [a, b, c] (top-level `*` only, on normalised text)."""
-    return _factors(text)
-
-
-def _factors(text: str) -> list[str]:
     """`a*b*c` -> [a, b, c] (top-level `*` only, on normalised text)."""
     out: list[str] = []
     depth = 0
