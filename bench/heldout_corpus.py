@@ -402,6 +402,11 @@ MANIFEST: Manifest = (
         "x_metaformer/layers/attention_layers.py", "x_metaformer/layers/mlp_layers.py",
         "x_metaformer/layers/norm_layers.py")),
     ("x-dgcnn", "0.3.0", ("x_dgcnn/dgcnn.py",)),
+    # Batch 20 (refreshed 2026-12-06, stop 27): labelled by a twentieth independent labeller; first letters a-m only,
+    # picked by name and known purpose, leaning to what the set had less of (point clouds and graph nets, time series,
+    # tabular, spatiotemporal forecasting, medical imaging, speech, researchers' CNNs and LLM fine-tuning code), files
+    # from the archive listings by name and size before reading (see LABELLING.md "Batch 20").
+    ("AbdomenAtlas", "0.1.1", ("AbdomenAtlas/model/Unet.py", "AbdomenAtlas/model/Universal_model.py")),
 )
 
 
