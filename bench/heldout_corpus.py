@@ -407,6 +407,8 @@ MANIFEST: Manifest = (
     # tabular, spatiotemporal forecasting, medical imaging, speech, researchers' CNNs and LLM fine-tuning code), files
     # from the archive listings by name and size before reading (see LABELLING.md "Batch 20").
     ("AbdomenAtlas", "0.1.1", ("AbdomenAtlas/model/Unet.py", "AbdomenAtlas/model/Universal_model.py")),
+    ("adamix-gpt2", "0.0.2", (
+        "adamix_gpt2/model.py", "adamix_gpt2/adamixlib/layers.py", "adamix_gpt2/expert_soup.py")),
 )
 
 
