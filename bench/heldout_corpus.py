@@ -409,6 +409,7 @@ MANIFEST: Manifest = (
     ("AbdomenAtlas", "0.1.1", ("AbdomenAtlas/model/Unet.py", "AbdomenAtlas/model/Universal_model.py")),
     ("adamix-gpt2", "0.0.2", (
         "adamix_gpt2/model.py", "adamix_gpt2/adamixlib/layers.py", "adamix_gpt2/expert_soup.py")),
+    ("bird-cloud-gnn", "0.1.0", ("bird_cloud_gnn/gnn_model.py",)),
 )
 
 
