@@ -410,6 +410,8 @@ MANIFEST: Manifest = (
     ("adamix-gpt2", "0.0.2", (
         "adamix_gpt2/model.py", "adamix_gpt2/adamixlib/layers.py", "adamix_gpt2/expert_soup.py")),
     ("bird-cloud-gnn", "0.1.0", ("bird_cloud_gnn/gnn_model.py",)),
+    ("deepts-forecasting", "0.1.2", (
+        "deepts_forecasting/models/informer/attention.py", "deepts_forecasting/models/autoformer/sub_module.py")),
 )
 
 
