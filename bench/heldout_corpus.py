@@ -412,6 +412,7 @@ MANIFEST: Manifest = (
     ("bird-cloud-gnn", "0.1.0", ("bird_cloud_gnn/gnn_model.py",)),
     ("deepts-forecasting", "0.1.2", (
         "deepts_forecasting/models/informer/attention.py", "deepts_forecasting/models/autoformer/sub_module.py")),
+    ("dynatab", "0.1.0", ("dynatab/model.py", "dynatab/seqprobinary.py")),
 )
 
 
