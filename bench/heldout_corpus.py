@@ -413,6 +413,8 @@ MANIFEST: Manifest = (
     ("deepts-forecasting", "0.1.2", (
         "deepts_forecasting/models/informer/attention.py", "deepts_forecasting/models/autoformer/sub_module.py")),
     ("dynatab", "0.1.0", ("dynatab/model.py", "dynatab/seqprobinary.py")),
+    ("earthformer", "0.2.1", (
+        "earthformer/cuboid_transformer/utils.py", "earthformer/cuboid_transformer/cuboid_transformer_unet_dec.py")),
 )
 
 
