@@ -415,6 +415,7 @@ MANIFEST: Manifest = (
     ("dynatab", "0.1.0", ("dynatab/model.py", "dynatab/seqprobinary.py")),
     ("earthformer", "0.2.1", (
         "earthformer/cuboid_transformer/utils.py", "earthformer/cuboid_transformer/cuboid_transformer_unet_dec.py")),
+    ("easy-unet", "1.0.2", ("easy_unet/module.py",)),
 )
 
 
