@@ -416,6 +416,7 @@ MANIFEST: Manifest = (
     ("earthformer", "0.2.1", (
         "earthformer/cuboid_transformer/utils.py", "earthformer/cuboid_transformer/cuboid_transformer_unet_dec.py")),
     ("easy-unet", "1.0.2", ("easy_unet/module.py",)),
+    ("fast-gat", "0.2.0", ("fast_gat/GAT.py", "fast_gat/dense_gat.py")),
 )
 
 
