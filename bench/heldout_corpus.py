@@ -417,6 +417,7 @@ MANIFEST: Manifest = (
         "earthformer/cuboid_transformer/utils.py", "earthformer/cuboid_transformer/cuboid_transformer_unet_dec.py")),
     ("easy-unet", "1.0.2", ("easy_unet/module.py",)),
     ("fast-gat", "0.2.0", ("fast_gat/GAT.py", "fast_gat/dense_gat.py")),
+    ("glucotrace", "0.3.1", ("glucotrace/model.py", "glucotrace/train.py")),
 )
 
 
