@@ -418,6 +418,9 @@ MANIFEST: Manifest = (
     ("easy-unet", "1.0.2", ("easy_unet/module.py",)),
     ("fast-gat", "0.2.0", ("fast_gat/GAT.py", "fast_gat/dense_gat.py")),
     ("glucotrace", "0.3.1", ("glucotrace/model.py", "glucotrace/train.py")),
+    ("masr", "3.0.3", (
+        "masr/model_utils/conformer/attention.py", "masr/model_utils/conformer/encoder.py",
+        "masr/model_utils/conformer/positionwise.py")),
 )
 
 
