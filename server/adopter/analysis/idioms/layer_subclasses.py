@@ -28,11 +28,14 @@ With its own `__init__` the subclass's arguments are not the layer's, so they ar
 
 from __future__ import annotations
 
+import ast
+import textwrap
 from collections.abc import Sequence
 from dataclasses import replace
 
 from tree_sitter import Node
 
+from adopter.analysis.crossfile.norm_act import BATCH_NORMS, NORM_ACT, norm_then_act
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
@@ -58,9 +61,9 @@ def bind_layer_subclasses(init: Init | None, table: ClassTable, src: SourceText)
         if isinstance(value, Ctor) and value.callee in table.infos:
             found = layer_of(value.callee, table, src)
             if found is not None:
-                layer, own_init, own_forward = found
+                layer, own_init, suffix = found
                 args, kwargs = ((), ()) if own_init else (value.args, value.kwargs)
-                origin = f"{value.callee} (a subclass in this file{OWN_FORWARD if own_forward else ''})"
+                origin = f"{value.callee} (a subclass in this file{suffix})"
                 b = replace(b, value=Ctor(layer, args, kwargs, origin=origin))
                 changed = True
         out.append(b)
@@ -70,6 +73,10 @@ def bind_layer_subclasses(init: Init | None, table: ClassTable, src: SourceText)
 def subclass_reason(bindings: Sequence[Binding]) -> str | None:
     """Why a match over a layer subclass with its own forward gets no automatic fix, else None."""
     for b in bindings:
+        if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(NORM_ACT + ")"):
+            name = b.value.origin.split(" ", 1)[0]
+            return (f"`self.{b.attr}` is a `{name}`, a {b.value.callee.rsplit('.', 1)[-1]} whose forward activates "
+                    "after the norm; the fold keeps a stock BatchNorm only, so change it by hand")
         if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(OWN_FORWARD + ")"):
             name = b.value.origin.split(" ", 1)[0]
             return (f"`self.{b.attr}` is a `{name}`, whose own forward prepares the input (padding, a dtype cast) "
@@ -78,8 +85,9 @@ def subclass_reason(bindings: Sequence[Binding]) -> str | None:
     return None
 
 
-def layer_of(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, bool] | None:
-    """(the torch layer, own `__init__`, own `forward`) of a same-file subclass of one, else None."""
+def layer_of(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, str] | None:
+    """(the torch layer, own `__init__`, the origin's suffix: "", `OWN_FORWARD` or `NORM_ACT`) of a same-file
+    subclass of one, else None."""
     order = table.mro(name)
     if not order or len(order) > MAX_DEPTH:
         return None
@@ -100,10 +108,29 @@ def layer_of(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, 
     own_init = table.find_method(name, "__init__") is not None
     found = table.find_method(name, "forward")
     if found is None:
-        return layer, own_init, False
-    if not _ends_in_layer(found[1], layer, table, src):
-        return None
-    return layer, own_init, True
+        return layer, own_init, ""
+    if _ends_in_layer(found[1], layer, table, src):
+        return layer, own_init, OWN_FORWARD
+    if layer in BATCH_NORMS and _norm_then_act(found[0], found[1], table, src, layer):
+        return layer, own_init, NORM_ACT
+    return None
+
+
+def _norm_then_act(owner: str, forward: Node, table: ClassTable, src: SourceText, layer: str) -> bool:
+    """Whether the `forward` of `owner` (and the `__init__` found for it) is the BatchNorm then activations
+    (`crossfile.norm_act`, read with Python's `ast`)."""
+    init = table.find_method(owner, "__init__")
+    methods = [m for m in (forward, init[1] if init is not None else None) if m is not None]
+    body: list[ast.stmt] = []
+    for method in methods:
+        text = " " * method.start_point[1] + src.text(method)
+        try:
+            tree = ast.parse(textwrap.dedent(text))
+        except (SyntaxError, ValueError):
+            return False
+        body.extend(s for s in tree.body if isinstance(s, ast.FunctionDef))
+    cls = ast.ClassDef(name=owner, bases=[], keywords=[], body=body, decorator_list=[], type_params=[])
+    return norm_then_act(cls, layer, table.symbols.qualify)
 
 
 def _is_mixin_free(qualified: str) -> bool:
