@@ -55,6 +55,8 @@ def norm_then_act(cls: ast.ClassDef, layer: str, qualify: Callable[[str], str]) 
     if at is None or not all(_bookkeeping(s, x) for s in body[:at]):
         return False
     value = _norm_of(body[at], x, self_name, layer, qualify)
+    if value is None:
+        return False
     steps = 0
     for stmt in body[at + 1:]:
         if isinstance(stmt, ast.Return):

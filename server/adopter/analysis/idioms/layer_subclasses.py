@@ -51,38 +51,71 @@ _NOT_LAYERS = frozenset({
 
 
 def bind_layer_subclasses(init: Init | None, table: ClassTable, src: SourceText) -> Init | None:
-    """`init` with each binding to a same-file subclass of a torch layer bound as that layer (see the doc)."""
-    if init is None or not any(isinstance(b.value, Ctor) and b.value.callee in table.infos for b in init.bindings):
+    """`init` with each binding to a same-file subclass of a torch layer bound as that layer (see the doc), the
+    items of a container written here included (`nn.Sequential(nn.Conv2d(...), ABN(c))`)."""
+    if init is None or not any(isinstance(b.value, Ctor) and _holds_class(b.value, table) for b in init.bindings):
         return init
     out: list[Binding] = []
     changed = False
     for b in init.bindings:
         value = b.value
-        if isinstance(value, Ctor) and value.callee in table.infos:
-            found = layer_of(value.callee, table, src)
-            if found is not None:
-                layer, own_init, suffix = found
-                args, kwargs = ((), ()) if own_init else (value.args, value.kwargs)
-                origin = f"{value.callee} (a subclass in this file{suffix})"
-                b = replace(b, value=Ctor(layer, args, kwargs, origin=origin))
+        if isinstance(value, Ctor) and _holds_class(value, table):
+            bound = _bound(value, table, src, 0)
+            if bound is not value:
+                b = replace(b, value=bound)
                 changed = True
         out.append(b)
     return replace(init, bindings=tuple(out)) if changed else init
 
 
+def _holds_class(ctor: Ctor, table: ClassTable) -> bool:
+    return ctor.callee in table.infos or any(_holds_class(i, table) for i in ctor.items)
+
+
+def _bound(value: Ctor, table: ClassTable, src: SourceText, depth: int) -> Ctor:
+    """`value` as the torch layer it is, or with its items so (the same `Ctor` when nothing changes)."""
+    if value.items:
+        if depth >= MAX_DEPTH:
+            return value
+        items = tuple(_bound(i, table, src, depth + 1) for i in value.items)
+        changed = any(a is not b for a, b in zip(items, value.items, strict=True))
+        return replace(value, items=items) if changed else value
+    if value.callee not in table.infos:
+        return value
+    found = layer_of(value.callee, table, src)
+    if found is None:
+        return value
+    layer, own_init, suffix = found
+    if depth > 0 and suffix != NORM_ACT:
+        return value  # an item: only the norm-then-activation form is read there (the rest is not measured)
+    args, kwargs = ((), ()) if own_init else (value.args, value.kwargs)
+    return Ctor(layer, args, kwargs, origin=f"{value.callee} (a subclass in this file{suffix})")
+
+
 def subclass_reason(bindings: Sequence[Binding]) -> str | None:
     """Why a match over a layer subclass with its own forward gets no automatic fix, else None."""
     for b in bindings:
-        if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(NORM_ACT + ")"):
-            name = b.value.origin.split(" ", 1)[0]
-            return (f"`self.{b.attr}` is a `{name}`, a {b.value.callee.rsplit('.', 1)[-1]} whose forward activates "
-                    "after the norm; the fold keeps a stock BatchNorm only, so change it by hand")
+        norm_act = _norm_act(b.value) if isinstance(b.value, Ctor) else None
+        if norm_act is not None and norm_act.origin is not None:
+            name = norm_act.origin.split(" ", 1)[0]
+            held = f"`self.{b.attr}` is" if norm_act is b.value else f"`self.{b.attr}` holds"
+            return (f"{held} a `{name}`, a {norm_act.callee.rsplit('.', 1)[-1]} whose forward activates "
+                    "after the norm; the fold folds a stock BatchNorm only, so change it by hand")
         if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(OWN_FORWARD + ")"):
             name = b.value.origin.split(" ", 1)[0]
             return (f"`self.{b.attr}` is a `{name}`, whose own forward prepares the input (padding, a dtype cast) "
                     "before the "
                     f"{b.value.callee.rsplit('.', 1)[-1]}; the rewrite would skip that, so change it by hand")
     return None
+
+
+def _norm_act(ctor: Ctor, depth: int = 0) -> Ctor | None:
+    """The BatchNorm-then-activation layer `ctor` is or holds among its items (`crossfile.norm_act`), else None."""
+    if ctor.origin is not None and ctor.origin.endswith(NORM_ACT + ")"):
+        return ctor
+    if depth >= MAX_DEPTH:
+        return None
+    return next((found for i in ctor.items if (found := _norm_act(i, depth + 1)) is not None), None)
 
 
 def layer_of(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, str] | None:
@@ -129,7 +162,7 @@ def _norm_then_act(owner: str, forward: Node, table: ClassTable, src: SourceText
         except (SyntaxError, ValueError):
             return False
         body.extend(s for s in tree.body if isinstance(s, ast.FunctionDef))
-    cls = ast.ClassDef(name=owner, bases=[], keywords=[], body=body, decorator_list=[], type_params=[])
+    cls = ast.ClassDef(name=owner, bases=[], keywords=[], body=body, decorator_list=[])
     return norm_then_act(cls, layer, table.symbols.qualify)
 
 
