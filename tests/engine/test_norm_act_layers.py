@@ -296,6 +296,22 @@ def test_a_norm_act_class_of_another_file_is_a_site(tmp_path: Path) -> None:
         _unfixed(text, str(model), _reach(tmp_path))
 
 
+def test_a_norm_act_class_of_another_files_registry_is_a_site(tmp_path: Path) -> None:
+    after = "x = self.act(x)"
+    registry = '\nNORM_ACT_LAYERS = {"batchnorm": BatchNormAct2d, "groupnorm": GroupNormAct}\n'
+    user = NORM_ACT_USER.format(norm="NORM_ACT_LAYERS").replace(
+        "norm_layer=NORM_ACT_LAYERS", 'norm="batchnorm"').replace("norm_layer(c_out)", "NORM_ACT_LAYERS[norm](c_out)")
+    model = _package(tmp_path, "timmlike_registry", {
+        "norm_act.py": NORM_ACT_FILE.format(after=after) + registry, "blocks.py": user}, "blocks.py")
+    text = model.read_text(encoding="utf-8")
+    assert _sites(text, str(model), _reach(tmp_path)) == [("f07-conv-bn", _line(text, "x = self.conv(x)"), False)]
+    _unfixed(text, str(model), _reach(tmp_path))
+    # the same registry's GroupNorm that activates: no BatchNorm
+    gn = model.parent / "gn.py"
+    gn.write_text(text.replace('norm="batchnorm"', 'norm="groupnorm"'), encoding="utf-8")
+    assert _sites(gn.read_text(encoding="utf-8"), str(gn), _reach(tmp_path)) == []
+
+
 def test_another_files_norm_act_that_is_no_batchnorm_then_activation_is_no_site(tmp_path: Path) -> None:
     refused = {
         "GroupNormAct": "x = self.act(x)",  # a GroupNorm: no BatchNorm at all

@@ -284,9 +284,9 @@ class CrossFileReach:
             return None
         call = f"{summary.definition.name}[{key!r}]" if ctor.lookup is not None else f"{summary.definition.name}({key!r})"
         source = f", {key_origin}" if key_origin else ""
-        source += NORM_ACT if layer.norm_act else ""
+        then = NORM_ACT if layer.norm_act else ""
         return Ctor(layer.layer or "", (), tuple(Kwarg(k, Expr(v)) for k, v in layer.layer_kwargs),
-                    origin=f"{call} ({where}){source}")
+                    origin=f"{call} ({where}{then}){source}")
 
     def _built(self, ctor: Ctor, d: Definition, path: str, scope: Scope, chosen: set[str]) -> str | None:
         """The torch layer an imported builder function returns for this call (`builders`), else None."""

@@ -111,7 +111,7 @@ def subclass_reason(bindings: Sequence[Binding]) -> str | None:
 
 def _norm_act(ctor: Ctor, depth: int = 0) -> Ctor | None:
     """The BatchNorm-then-activation layer `ctor` is or holds among its items (`crossfile.norm_act`), else None."""
-    if ctor.origin is not None and ctor.origin.endswith(NORM_ACT + ")"):
+    if ctor.origin is not None and NORM_ACT in ctor.origin:  # `X (where; ...)`, a registry's `, key from ...` after
         return ctor
     if depth >= MAX_DEPTH:
         return None
