@@ -22,6 +22,9 @@ binding to such a class becomes the torch layer's constructor, with `origin` nam
   `OWN_FORWARD`, and the engine reports those sites without an automatic fix;
 - any other forward (a LoRA branch added to the output) is not the layer: the binding stays as written.
 
+A module of the file that wraps one `nn.Linear` with elementwise work around it is bound as `nn.Linear` too
+(`adopter.analysis.idioms.linear_like`), its sites without an automatic fix.
+
 With its own `__init__` the subclass's arguments are not the layer's, so they are dropped (as
 `adopter.analysis.crossfile.reach` does for layers found in other files).
 """
@@ -33,6 +36,7 @@ from dataclasses import replace
 
 from tree_sitter import Node
 
+from adopter.analysis.idioms.linear_like import LINEAR, LINEAR_LIKE, linear_like
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
@@ -62,6 +66,9 @@ def bind_layer_subclasses(init: Init | None, table: ClassTable, src: SourceText)
                 args, kwargs = ((), ()) if own_init else (value.args, value.kwargs)
                 origin = f"{value.callee} (a subclass in this file{OWN_FORWARD if own_forward else ''})"
                 b = replace(b, value=Ctor(layer, args, kwargs, origin=origin))
+                changed = True
+            elif linear_like(value.callee, table, src):
+                b = replace(b, value=Ctor(LINEAR, (), (), origin=f"{value.callee} (a module in this file{LINEAR_LIKE})"))
                 changed = True
         out.append(b)
     return replace(init, bindings=tuple(out)) if changed else init
