@@ -22,6 +22,9 @@ binding to such a class becomes the torch layer's constructor, with `origin` nam
   `OWN_FORWARD`, and the engine reports those sites without an automatic fix;
 - any other forward (a LoRA branch added to the output) is not the layer: the binding stays as written.
 
+A module of the file that wraps one `nn.Linear` with elementwise work around it is bound as `nn.Linear` too
+(`adopter.analysis.idioms.linear_like`), its sites without an automatic fix.
+
 With its own `__init__` the subclass's arguments are not the layer's, so they are dropped (as
 `adopter.analysis.crossfile.reach` does for layers found in other files).
 """
@@ -36,6 +39,7 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from adopter.analysis.crossfile.norm_act import BATCH_NORMS, NORM_ACT, norm_then_act
+from adopter.analysis.idioms.linear_like import LINEAR, LINEAR_LIKE, linear_like
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
@@ -63,6 +67,9 @@ def bind_layer_subclasses(init: Init | None, table: ClassTable, src: SourceText)
             bound = _bound(value, table, src, 0)
             if bound is not value:
                 b = replace(b, value=bound)
+                changed = True
+            elif not value.items and value.callee in table.infos and linear_like(value.callee, table, src):
+                b = replace(b, value=Ctor(LINEAR, (), (), origin=f"{value.callee} (a module in this file{LINEAR_LIKE})"))
                 changed = True
         out.append(b)
     return replace(init, bindings=tuple(out)) if changed else init

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from tree_sitter import Node
 
 from adopter.analysis.names.forward_shape import chain_shape
+from adopter.analysis.names.linear_shape import linear_shape
 from adopter.analysis.parse.source import Field, SourceText
 
 BUILTIN_NAMES = frozenset(dir(builtins))
@@ -32,9 +33,10 @@ CLASS_HEAD = "class-head:"
 METHOD = "method:"
 METHOD_SHAPE = "method-shape:"
 METHOD_EXISTS = "method?:"
+METHOD_LINEAR = "method-linear:"  # the layer a Linear-like forward applies (`linear_shape`), not its text
 BINDING = "binding:"  # what an import or a module-level alias binds a name to (`qualify_binding`)
 
-_PER_CLASS = (METHOD_EXISTS, METHOD_SHAPE, METHOD)  # `<prefix>Class.method`
+_PER_CLASS = (METHOD_EXISTS, METHOD_SHAPE, METHOD_LINEAR, METHOD)  # `<prefix>Class.method`
 
 
 def base_name(key: str) -> str:
@@ -339,6 +341,11 @@ class ModuleSymbols:
         not on its text: editing it re-analyses the dependent only when the shape changes."""
         self._note(f"{METHOD_SHAPE}{class_name}.{method}")
 
+    def note_method_linear(self, class_name: str, method: str) -> None:
+        """Record a dependency on the layer method `method` of `class_name` applies Linear-like
+        (`linear_shape`), not on its text."""
+        self._note(f"{METHOD_LINEAR}{class_name}.{method}")
+
     def function_node(self, name: str) -> Node | None:
         self._note(name)
         return self.functions.get(name)
@@ -405,6 +412,10 @@ class ModuleSymbols:
             class_name, _, method = name[len(METHOD_SHAPE) :].rpartition(".")
             found = self.methods_of(class_name).get(method)
             return ("absent",) if found is None else ("shape", chain_shape(found, self.src))
+        if name.startswith(METHOD_LINEAR):
+            class_name, _, method = name[len(METHOD_LINEAR) :].rpartition(".")
+            found = self.methods_of(class_name).get(method)
+            return ("absent",) if found is None else ("linear", linear_shape(found, self.src))
         if name.startswith(METHOD):
             class_name, _, method = name[len(METHOD) :].rpartition(".")
             found = self.methods_of(class_name).get(method)
