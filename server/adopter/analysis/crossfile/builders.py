@@ -454,9 +454,7 @@ def sequential_items(cls: ast.ClassDef, parsed: ParsedFile, path: str, call: Pas
     if depth > MAX_DEPTH:
         return None
     methods = {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
-    if "forward" in methods or "__call__" in methods or len(cls.bases) != 1:
-        return None
-    base_name = dotted_name(cls.bases[0])
+    base_name = _sequential_base(cls)
     if base_name is None:
         return None
     base = qualify(base_name, parsed.imports)
@@ -480,6 +478,23 @@ def sequential_items(cls: ast.ClassDef, parsed: ParsedFile, path: str, call: Pas
             return None
         call = handed
     return sequential_items(base_cls, base_parsed, base_path, call, lookup, torch_layer, depth + 1)
+
+
+def may_hold_sequential(node: ast.FunctionDef | ast.ClassDef, parsed: ParsedFile, torch_layer: TorchLayer) -> bool:
+    """Whether `sequential_items` (a class) or `returned_sequential` (a function) can find the items of `node`
+    for some call, judged from `node` alone: both return None whatever a call passes otherwise, so a caller
+    need not read the call's values (its file, parsed whole) first."""
+    if isinstance(node, ast.FunctionDef):
+        return _returned_sequential(node, parsed, torch_layer) is not None
+    return _sequential_base(node) is not None
+
+
+def _sequential_base(cls: ast.ClassDef) -> str | None:
+    """The dotted name of the one base of class `cls` when it defines no `forward` nor `__call__`, else None."""
+    if len(cls.bases) != 1 or any(isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+                                  and f.name in ("forward", "__call__") for f in cls.body):
+        return None
+    return dotted_name(cls.bases[0])
 
 
 def _bind_params(init: ast.FunctionDef, parsed: ParsedFile, bound: dict[str, Bound]) -> dict[str, Bound] | None:
@@ -728,14 +743,8 @@ def returned_sequential(fn: ast.FunctionDef, parsed: ParsedFile, call: Passed, l
     """The torch layers of the `nn.Sequential` a builder function returns as its one statement
     (`def conv_bn(inp, oup, stride): return nn.Sequential(nn.Conv2d(...), nn.BatchNorm2d(oup), nn.ReLU())`,
     imported from a sibling module), with its parameters bound as `call` passes them."""
-    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Call):
-        return None
-    value = body[0].value
-    dotted = dotted_name(value.func)
-    if dotted is None or torch_layer(qualify(dotted, parsed.imports)) != "torch.nn.Sequential" or value.keywords:
-        return None
-    if not value.args or any(isinstance(a, ast.Starred) for a in value.args):
+    value = _returned_sequential(fn, parsed, torch_layer)
+    if value is None:
         return None
     names = [a.arg for a in fn.args.posonlyargs + fn.args.args]
     positional, keywords = call
@@ -754,3 +763,18 @@ def returned_sequential(fn: ast.FunctionDef, parsed: ParsedFile, call: Passed, l
             return None
         out.append(layer)
     return tuple(out)
+
+
+def _returned_sequential(fn: ast.FunctionDef, parsed: ParsedFile, torch_layer: TorchLayer) -> ast.Call | None:
+    """The `nn.Sequential(...)` call function `fn` returns as its one statement (a docstring aside), with
+    positional items only and none of them starred; else None."""
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Call):
+        return None
+    value = body[0].value
+    dotted = dotted_name(value.func)
+    if dotted is None or torch_layer(qualify(dotted, parsed.imports)) != "torch.nn.Sequential" or value.keywords:
+        return None
+    if not value.args or any(isinstance(a, ast.Starred) for a in value.args):
+        return None
+    return value
