@@ -454,9 +454,7 @@ def sequential_items(cls: ast.ClassDef, parsed: ParsedFile, path: str, call: Pas
     if depth > MAX_DEPTH:
         return None
     methods = {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
-    if "forward" in methods or "__call__" in methods or len(cls.bases) != 1:
-        return None
-    base_name = dotted_name(cls.bases[0])
+    base_name = _sequential_base(cls)
     if base_name is None:
         return None
     base = qualify(base_name, parsed.imports)
@@ -480,6 +478,23 @@ def sequential_items(cls: ast.ClassDef, parsed: ParsedFile, path: str, call: Pas
             return None
         call = handed
     return sequential_items(base_cls, base_parsed, base_path, call, lookup, torch_layer, depth + 1)
+
+
+def may_hold_sequential(node: ast.FunctionDef | ast.ClassDef, parsed: ParsedFile, torch_layer: TorchLayer) -> bool:
+    """Whether `sequential_items` (a class) or `returned_sequential` (a function) can find the items of `node`
+    for some call, judged from `node` alone: both return None whatever a call passes otherwise, so a caller
+    need not read the call's values (its file, parsed whole) first."""
+    if isinstance(node, ast.FunctionDef):
+        return _returned_sequential(node, parsed, torch_layer) is not None
+    return _sequential_base(node) is not None
+
+
+def _sequential_base(cls: ast.ClassDef) -> str | None:
+    """The dotted name of the one base of class `cls` when it defines no `forward` nor `__call__`, else None."""
+    if len(cls.bases) != 1 or any(isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+                                  and f.name in ("forward", "__call__") for f in cls.body):
+        return None
+    return dotted_name(cls.bases[0])
 
 
 def _bind_params(init: ast.FunctionDef, parsed: ParsedFile, bound: dict[str, Bound]) -> dict[str, Bound] | None:
@@ -734,28 +749,10 @@ def returned_sequential(fn: ast.FunctionDef, parsed: ParsedFile, call: Passed, l
     (activation, act)]))`, pytorch-toolbelt's `ABN`). An item that is no torch layer is read as an opaque
     module (its builder's name) only after a BatchNorm: the norm-then-activation of `ABN`, whose activation
     comes from a registry; anywhere else it leaves the Sequential unread (None)."""
-    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if not body or not isinstance(body[-1], ast.Return) or not isinstance(body[-1].value, ast.Call):
-        return None
-    value = body[-1].value
-    dotted = dotted_name(value.func)
-    if dotted is None or torch_layer(qualify(dotted, parsed.imports)) != "torch.nn.Sequential" or value.keywords:
+    args = _returned_sequential(fn, parsed, torch_layer)
+    if args is None:
         return None
     names = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-    locals_ = _once_assigned(body[:-1], set(names))
-    if locals_ is None:
-        return None
-    args: list[ast.expr] = list(value.args)
-    if len(args) == 1 and isinstance(args[0], ast.Call) and not args[0].keywords and len(args[0].args) == 1 and (
-            (dotted_name(args[0].func) or "").rsplit(".", 1)[-1] == "OrderedDict"):
-        pairs = args[0].args[0]
-        if not isinstance(pairs, ast.List | ast.Tuple) or not all(
-                isinstance(p, ast.Tuple) and len(p.elts) == 2 for p in pairs.elts):
-            return None
-        args = [p.elts[1] for p in pairs.elts if isinstance(p, ast.Tuple)]
-    args = [locals_.get(a.id, a) if isinstance(a, ast.Name) else a for a in args]
-    if not args or any(isinstance(a, ast.Starred) for a in args):
-        return None
     positional, keywords = call
     if len(positional) > len(names):
         return None
@@ -779,6 +776,35 @@ def returned_sequential(fn: ast.FunctionDef, parsed: ParsedFile, call: Passed, l
 
 _BATCH_NORMS = frozenset({"torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d", "torch.nn.BatchNorm3d",
                           "torch.nn.SyncBatchNorm"})
+
+
+def _returned_sequential(fn: ast.FunctionDef, parsed: ParsedFile, torch_layer: TorchLayer) -> list[ast.expr] | None:
+    """The items of the `nn.Sequential(...)` call (no keywords) function `fn` returns as its last statement,
+    after locals each assigned once (a docstring aside): positional, or the values of an `OrderedDict` of
+    `(name, layer)` pairs, a local's name replaced by its value; None when there is none or one is starred.
+    Judged from `fn` alone: what `returned_sequential` needs of `fn` before any call's values are read."""
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if not body or not isinstance(body[-1], ast.Return) or not isinstance(body[-1].value, ast.Call):
+        return None
+    value = body[-1].value
+    dotted = dotted_name(value.func)
+    if dotted is None or torch_layer(qualify(dotted, parsed.imports)) != "torch.nn.Sequential" or value.keywords:
+        return None
+    locals_ = _once_assigned(body[:-1], {a.arg for a in fn.args.posonlyargs + fn.args.args})
+    if locals_ is None:
+        return None
+    args: list[ast.expr] = list(value.args)
+    if len(args) == 1 and isinstance(args[0], ast.Call) and not args[0].keywords and len(args[0].args) == 1 and (
+            (dotted_name(args[0].func) or "").rsplit(".", 1)[-1] == "OrderedDict"):
+        pairs = args[0].args[0]
+        if not isinstance(pairs, ast.List | ast.Tuple) or not all(
+                isinstance(p, ast.Tuple) and len(p.elts) == 2 for p in pairs.elts):
+            return None
+        args = [p.elts[1] for p in pairs.elts if isinstance(p, ast.Tuple)]
+    args = [locals_.get(a.id, a) if isinstance(a, ast.Name) else a for a in args]
+    if not args or any(isinstance(a, ast.Starred) for a in args):
+        return None
+    return args
 
 
 def _once_assigned(stmts: list[ast.stmt], params: set[str]) -> dict[str, ast.expr] | None:

@@ -60,6 +60,7 @@ from adopter.analysis.crossfile.builders import (
     UNKNOWN_VALUE,
     Call,
     built_layer,
+    may_hold_sequential,
     possible_layer,
     returned_sequential,
     sequential_items,
@@ -363,8 +364,13 @@ class CrossFileReach:
         builder function returns, holds as this call builds it (a
         parameter of the caller passed on: its default)."""
         found = self._node(d.name, d.path, d.line)
+        if found is None or not may_hold_sequential(found[1], found[0], torch_layer):
+            # Not parsed (the whole file, with `ast`) for an answer none of its values can change; noted as read
+            # all the same, so that what `adopter check`'s result cache records stays what the reading records.
+            reads.note((path,))
+            return None
         caller = self.parsed(path)
-        if found is None or caller is None:
+        if caller is None:
             return None
         positional: list[tuple[ast.expr, ParsedFile]] = []
         keywords: dict[str, tuple[ast.expr, ParsedFile]] = {}
