@@ -25,6 +25,7 @@ from adopter.analysis.names.symbols import resolve_relative
 Locate = Callable[[str, str], str | None]
 MAX_HOPS = 3  # `from timm.layers import f` -> `timm/layers/__init__.py` -> `.attention`
 ADD = "torch.add"
+_UPDATE = re.compile(rb"=[ \t]*(\w+)\([ \t]*(\w+)[ \t]*,")
 
 
 def additive_helpers(imports: Mapping[str, str], data: bytes, path: str, locate: Locate,
@@ -33,8 +34,9 @@ def additive_helpers(imports: Mapping[str, str], data: bytes, path: str, locate:
     """Local name -> `torch.add` for each name imported by name (`imports`: local name -> `m.n`) that the
     text calls as `x = name(x, ...)` and whose definition returns its first argument plus its second."""
     out: dict[str, str] = {}
+    called = _updating_calls(data) if imports else set()
     for name, target in imports.items():
-        if name.encode() + b"(" not in data or not _updates_first_argument(name, data):
+        if name not in called:
             continue
         module, dot, leaf = target.rpartition(".")
         if not dot or not module or module.startswith(".") or target.split(".")[0] == "torch":
@@ -44,10 +46,15 @@ def additive_helpers(imports: Mapping[str, str], data: bytes, path: str, locate:
     return out
 
 
-def _updates_first_argument(name: str, data: bytes) -> bool:
-    """Whether some line of the text is `x = name(x, ...)`."""
-    pattern = rb"^[ \t]*(\w+)[ \t]*=[ \t]*" + re.escape(name.encode()) + rb"\([ \t]*(\w+)[ \t]*,"
-    return any(m.group(1) == m.group(2) for m in re.finditer(pattern, data, re.MULTILINE))
+def _updating_calls(data: bytes) -> set[str]:
+    """The names called as `x = name(x, ...)` on some line of the text (one scan: a regex led by `=`, the
+    assigned name then compared with the first argument)."""
+    out: set[str] = set()
+    for m in _UPDATE.finditer(data):
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        if data[start:m.start()].strip() == m.group(2):
+            out.add(m.group(1).decode())
+    return out
 
 
 def _defines_addition(module: str, leaf: str, path: str, locate: Locate, parse: Callable[[str], ParsedFile | None],
