@@ -30,6 +30,7 @@ from adopter.analysis.chains.passed_layers import (
 )
 from adopter.analysis.chains.returned_lists import returned_list_chains
 from adopter.analysis.chains.sequential_classes import is_sequential_class, sequential_class_chains
+from adopter.analysis.crossfile.additive import additive_helpers
 from adopter.analysis.crossfile.importers import imported_elsewhere
 from adopter.analysis.crossfile.init_source import InitSource
 from adopter.analysis.crossfile.reach import CrossFileReach
@@ -260,6 +261,13 @@ class Analyser:
                 torch_names = {}
             symbols.add_reexports(torch_names)
             stars_bound = stars_bound or bool(torch_names)
+            try:  # `attn = maybe_add_mask(attn, bias)`: a helper of another file returning `attn + bias`
+                added = additive_helpers(symbols.imports, data, os.path.abspath(path), self.resolver.locate,
+                                         self.reach.parsed, self.resolver.package_of)
+            except Exception:  # a module that cannot be read leaves the names as imported, never an error
+                added = {}
+            symbols.add_reexports(added)
+            stars_bound = stars_bound or bool(added)
         # Fingerprints carried from the last analysis: not when a star import bound names read from another
         # file (that file may have changed while this text did not), then every fingerprint is computed.
         previous, self._layout, self._changed = self._layout, None, None
