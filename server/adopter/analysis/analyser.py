@@ -180,6 +180,10 @@ class Analyser:
         # The classes read with the layer classes the file's constructions pin to their open parameters
         # (`caller_layers`): the cached class, the pins, and the class read with them, kept while equal.
         self._pinned: dict[str, tuple[Architecture, tuple[tuple[str, str], ...], Architecture]] = {}
+        # Per `__init__` reading of the last run's classes (by id, the reading held): whether it calls an open
+        # parameter and whether it stores an activation (`_init_flags`). A class taken from the unit cache
+        # keeps its reading, so a keystroke asks both of the edited class's new reading only.
+        self._flags: dict[int, tuple[Init, bool, bool]] = {}
 
     def clear(self) -> None:
         self.cache.clear()
@@ -189,6 +193,7 @@ class Analyser:
         self._callers.clear()
         self._passed.clear()
         self._pinned.clear()
+        self._flags.clear()
         self._readings.clear()
         self._layout, self._fingerprints, self._changed = None, {}, None
         self._layout_released = None
@@ -273,6 +278,7 @@ class Analyser:
         architectures: list[Architecture] = []
         passed, self._passed = self._passed, {}
         pinned, self._pinned = self._pinned, {}
+        flags, self._flags = self._flags, {}
         for name, info in table.infos.items():
             try:
                 if not table.is_module(name):
@@ -290,9 +296,10 @@ class Analyser:
                 if arch.span != span:  # a method the analysis did not read changed the class's extent
                     arch = replace(arch, span=span)
                     fresh[f"class {name}"] = replace(entry, result=arch)
-                if calls_open_parameter(arch.init):
+                calls_open, stores = self._init_flags(arch.init, flags)
+                if calls_open:
                     arch = self._with_pinned(name, arch, src, symbols, table, pinned)
-                if stores_activation(arch.init):
+                if stores:
                     arch = self._with_passed(name, arch, src, symbols, table, passed)
                 architectures.append(arch)
         chains: list[Architecture] = []
@@ -421,6 +428,17 @@ class Analyser:
         self.cache = fresh
         self._layout, self._fingerprints = layout, symbols.fingerprints
         return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions), tuple(chains))
+
+    def _init_flags(self, init: Init | None, last_run: dict[int, tuple[Init, bool, bool]]) -> tuple[bool, bool]:
+        """`calls_open_parameter(init)` and `stores_activation(init)`, the last run's answers while `init` is the
+        very object they were asked of (both read the frozen reading alone)."""
+        if init is None:
+            return False, False
+        known = last_run.get(id(init))
+        if known is None or known[0] is not init:
+            known = (init, calls_open_parameter(init), stores_activation(init))
+        self._flags[id(init)] = known
+        return known[1], known[2]
 
     def _method_readings(self, src: SourceText, tree: Tree) -> Callable[
             [str, Node, dict[str, Node], Callable[[], list[tuple[str, Node]]]], list[tuple[str, Node]]]:
