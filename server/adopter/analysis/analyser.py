@@ -184,6 +184,8 @@ class Analyser:
         # parameter and whether it stores an activation (`_init_flags`). A class taken from the unit cache
         # keeps its reading, so a keystroke asks both of the edited class's new reading only.
         self._flags: dict[int, tuple[Init, bool, bool]] = {}
+        # Per class name, the bytes of its text the last run's method readings were keyed by (`_method_readings`).
+        self._class_texts: dict[str, bytes] = {}
 
     def clear(self) -> None:
         self.cache.clear()
@@ -194,6 +196,7 @@ class Analyser:
         self._passed.clear()
         self._pinned.clear()
         self._flags.clear()
+        self._class_texts = {}
         self._readings.clear()
         self._layout, self._fingerprints, self._changed = None, {}, None
         self._layout_released = None
@@ -212,6 +215,7 @@ class Analyser:
         self._words = None
         self.memo.last_chunks = self.memo.last_lines = None
         self._readings.clear()
+        self._class_texts = {}
         # The forwards' flows and their walks (a checkpoint before every statement: ~1 MB for a 100 KB file)
         # only spare the next edit of a class walking its forward again (all of it, or from the edited
         # statement on); a document nobody edits keeps neither, and its first edit of a class walks that
@@ -335,7 +339,7 @@ class Analyser:
         # which kept every table of the run alive until the next garbage collection.
         run = (symbols, fresh, src, path)
         modules = [(name, info) for name, info in table.infos.items() if table.is_module(name)]
-        readings = self._method_readings(src, tree)
+        readings = self._method_readings(src, tree, table)
         for name, info in modules if file_mentions_loss(src.occurs) else ():  # loss methods, as forwards
             for method, node in readings("loss", info.node, info.methods,
                                          partial(loss_methods, info.methods, info.node, src.contains)):
@@ -440,14 +444,21 @@ class Analyser:
         self._flags[id(init)] = known
         return known[1], known[2]
 
-    def _method_readings(self, src: SourceText, tree: Tree) -> Callable[
+    def _method_readings(self, src: SourceText, tree: Tree, table: ClassTable) -> Callable[
             [str, Node, dict[str, Node], Callable[[], list[tuple[str, Node]]]], list[tuple[str, Node]]]:
         """How this run finds a class's loss, entry or stored methods: `MethodReadings` by the class's text and
-        column, or afresh in a tree with errors (where a class's subtree may depend on more than its text)."""
+        column, or afresh in a tree with errors (where a class's subtree may depend on more than its text).
+        A class whose name the edit did not change (`changed_names`: its text and start are the last run's)
+        looks its readings up with the last run's bytes of its text: the very key `MethodReadings` holds, found
+        without slicing, hashing or comparing the text again."""
         readings = self._readings
         readings.start()
+        last, self._class_texts = self._class_texts, {}
         if tree.root_node.has_error:
             return lambda _reading, _node, _methods, find: find()
+        changed = self._changed
+        now = self._class_texts
+        names = {id(info.node): name for name, info in table.infos.items()}
 
         # Each class's text and column, read once for its four readings (by the node object, kept alive here).
         texts: dict[int, tuple[Node, bytes, int]] = {}
@@ -456,7 +467,15 @@ class Analyser:
                  find: Callable[[], list[tuple[str, Node]]]) -> list[tuple[str, Node]]:
             known = texts.get(id(node))
             if known is None:
-                known = texts[id(node)] = (node, src.raw(node), node.start_point[1])
+                name = names.get(id(node))
+                text = None
+                if name is not None and changed is not None and name.partition(".")[0] not in changed:
+                    text = last.get(name)  # a nested class lies inside its outer one: unchanged with it
+                if text is None:
+                    text = src.raw(node)
+                if name is not None:
+                    now[name] = text
+                known = texts[id(node)] = (node, text, node.start_point[1])
             return readings.methods(f"{reading} {known[2]}", known[1], methods, find)
 
         return read
