@@ -181,6 +181,12 @@ class Analyser:
         # The classes read with the layer classes the file's constructions pin to their open parameters
         # (`caller_layers`): the cached class, the pins, and the class read with them, kept while equal.
         self._pinned: dict[str, tuple[Architecture, tuple[tuple[str, str], ...], Architecture]] = {}
+        # Per `__init__` reading of the last run's classes (by id, the reading held): whether it calls an open
+        # parameter and whether it stores an activation (`_init_flags`). A class taken from the unit cache
+        # keeps its reading, so a keystroke asks both of the edited class's new reading only.
+        self._flags: dict[int, tuple[Init, bool, bool]] = {}
+        # Per class name, the bytes of its text the last run's method readings were keyed by (`_method_readings`).
+        self._class_texts: dict[str, bytes] = {}
 
     def clear(self) -> None:
         self.cache.clear()
@@ -190,6 +196,8 @@ class Analyser:
         self._callers.clear()
         self._passed.clear()
         self._pinned.clear()
+        self._flags.clear()
+        self._class_texts = {}
         self._readings.clear()
         self._layout, self._fingerprints, self._changed = None, {}, None
         self._layout_released = None
@@ -208,6 +216,7 @@ class Analyser:
         self._words = None
         self.memo.last_chunks = self.memo.last_lines = None
         self._readings.clear()
+        self._class_texts = {}
         # The forwards' flows and their walks (a checkpoint before every statement: ~1 MB for a 100 KB file)
         # only spare the next edit of a class walking its forward again (all of it, or from the edited
         # statement on); a document nobody edits keeps neither, and its first edit of a class walks that
@@ -281,6 +290,7 @@ class Analyser:
         architectures: list[Architecture] = []
         passed, self._passed = self._passed, {}
         pinned, self._pinned = self._pinned, {}
+        flags, self._flags = self._flags, {}
         for name, info in table.infos.items():
             try:
                 if not table.is_module(name):
@@ -298,9 +308,10 @@ class Analyser:
                 if arch.span != span:  # a method the analysis did not read changed the class's extent
                     arch = replace(arch, span=span)
                     fresh[f"class {name}"] = replace(entry, result=arch)
-                if calls_open_parameter(arch.init):
+                calls_open, stores = self._init_flags(arch.init, flags)
+                if calls_open:
                     arch = self._with_pinned(name, arch, src, symbols, table, pinned)
-                if stores_activation(arch.init):
+                if stores:
                     arch = self._with_passed(name, arch, src, symbols, table, passed)
                 architectures.append(arch)
         chains: list[Architecture] = []
@@ -336,7 +347,7 @@ class Analyser:
         # which kept every table of the run alive until the next garbage collection.
         run = (symbols, fresh, src, path)
         modules = [(name, info) for name, info in table.infos.items() if table.is_module(name)]
-        readings = self._method_readings(src, tree)
+        readings = self._method_readings(src, tree, table)
         for name, info in modules if file_mentions_loss(src.occurs) else ():  # loss methods, as forwards
             for method, node in readings("loss", info.node, info.methods,
                                          partial(loss_methods, info.methods, info.node, src.contains)):
@@ -430,14 +441,32 @@ class Analyser:
         self._layout, self._fingerprints = layout, symbols.fingerprints
         return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions), tuple(chains))
 
-    def _method_readings(self, src: SourceText, tree: Tree) -> Callable[
+    def _init_flags(self, init: Init | None, last_run: dict[int, tuple[Init, bool, bool]]) -> tuple[bool, bool]:
+        """`calls_open_parameter(init)` and `stores_activation(init)`, the last run's answers while `init` is the
+        very object they were asked of (both read the frozen reading alone)."""
+        if init is None:
+            return False, False
+        known = last_run.get(id(init))
+        if known is None or known[0] is not init:
+            known = (init, calls_open_parameter(init), stores_activation(init))
+        self._flags[id(init)] = known
+        return known[1], known[2]
+
+    def _method_readings(self, src: SourceText, tree: Tree, table: ClassTable) -> Callable[
             [str, Node, dict[str, Node], Callable[[], list[tuple[str, Node]]]], list[tuple[str, Node]]]:
         """How this run finds a class's loss, entry or stored methods: `MethodReadings` by the class's text and
-        column, or afresh in a tree with errors (where a class's subtree may depend on more than its text)."""
+        column, or afresh in a tree with errors (where a class's subtree may depend on more than its text).
+        A class whose name the edit did not change (`changed_names`: its text and start are the last run's)
+        looks its readings up with the last run's bytes of its text: the very key `MethodReadings` holds, found
+        without slicing, hashing or comparing the text again."""
         readings = self._readings
         readings.start()
+        last, self._class_texts = self._class_texts, {}
         if tree.root_node.has_error:
             return lambda _reading, _node, _methods, find: find()
+        changed = self._changed
+        now = self._class_texts
+        names = {id(info.node): name for name, info in table.infos.items()}
 
         # Each class's text and column, read once for its four readings (by the node object, kept alive here).
         texts: dict[int, tuple[Node, bytes, int]] = {}
@@ -446,7 +475,15 @@ class Analyser:
                  find: Callable[[], list[tuple[str, Node]]]) -> list[tuple[str, Node]]:
             known = texts.get(id(node))
             if known is None:
-                known = texts[id(node)] = (node, src.raw(node), node.start_point[1])
+                name = names.get(id(node))
+                text = None
+                if name is not None and changed is not None and name.partition(".")[0] not in changed:
+                    text = last.get(name)  # a nested class lies inside its outer one: unchanged with it
+                if text is None:
+                    text = src.raw(node)
+                if name is not None:
+                    now[name] = text
+                known = texts[id(node)] = (node, text, node.start_point[1])
             return readings.methods(f"{reading} {known[2]}", known[1], methods, find)
 
         return read
