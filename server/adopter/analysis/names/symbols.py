@@ -364,8 +364,8 @@ class ModuleSymbols:
         X is), `CLASS_HEAD + X` (X's header: name and bases), `METHOD + "X.m"` (the text and position of
         method m defined in X's body, or its absence), `METHOD_SHAPE` / `METHOD_DROPOUT + "X.m"` (one answer
         read from that method: its chain shape, whether it is a dropout of its input), and `BINDING + X` (what
-        an import or alias binds X to, nothing of a definition). Memoised: the symbols of one run do not change, and every cached
-        unit checks its dependencies.
+        an import or alias binds X to, nothing of a definition). Memoised: the symbols of one run do not
+        change, and every cached unit checks its dependencies.
         """
         found = self._fingerprints.get(name)
         if found is None:
