@@ -172,3 +172,26 @@ def test_the_dropout_callee_is_read_through_the_imports() -> None:
     assert net.init is not None
     (value,) = [b.value for b in net.init.bindings if b.attr == "dropout_module"]
     assert isinstance(value, Ctor) and value.callee == "torch.nn.Dropout"
+
+
+def test_carried_dropout_fingerprints_equal_fresh_ones_through_edits() -> None:
+    # the carried `METHOD_DROPOUT` answers stay those a fresh symbol table computes, edit after edit
+    from .test_fingerprint_carry import _check
+
+    text = HEADER + textwrap.dedent(FAIRSEQ)
+    doc = DocumentAnalysis(text, "m.py")
+    doc.result()
+    for old, new in (
+        ("return x\n", "return x * 2\n"),
+        ("return x * 2\n", "return x\n"),
+        ("F.dropout(x, p=self.p", "F.dropout2d(x, p=self.p"),
+        ("F.dropout2d(x, p=self.p", "torch.dropout(x, p=self.p"),
+        ("class FairseqDropout(nn.Module):", "class FairseqDropout(nn.Linear):"),
+        ("class FairseqDropout(nn.Linear):", "class FairseqDropout(nn.Module):"),
+        ("    def forward(self, x, inplace: bool = False):", "    def forward_(self, x, inplace: bool = False):"),
+    ):
+        assert old in text, old
+        text = text.replace(old, new, 1)
+        doc.update(text)
+        _check(doc, text)
+    assert any(k.startswith("method-dropout:") for k in doc._analyser._fingerprints)
