@@ -402,6 +402,25 @@ MANIFEST: Manifest = (
         "x_metaformer/layers/attention_layers.py", "x_metaformer/layers/mlp_layers.py",
         "x_metaformer/layers/norm_layers.py")),
     ("x-dgcnn", "0.3.0", ("x_dgcnn/dgcnn.py",)),
+    # Batch 20 (refreshed 2026-12-06, stop 27): labelled by a twentieth independent labeller; first letters a-m only,
+    # picked by name and known purpose, leaning to what the set had less of (point clouds and graph nets, time series,
+    # tabular, spatiotemporal forecasting, medical imaging, speech, researchers' CNNs and LLM fine-tuning code), files
+    # from the archive listings by name and size before reading (see LABELLING.md "Batch 20").
+    ("AbdomenAtlas", "0.1.1", ("AbdomenAtlas/model/Unet.py", "AbdomenAtlas/model/Universal_model.py")),
+    ("adamix-gpt2", "0.0.2", (
+        "adamix_gpt2/model.py", "adamix_gpt2/adamixlib/layers.py", "adamix_gpt2/expert_soup.py")),
+    ("bird-cloud-gnn", "0.1.0", ("bird_cloud_gnn/gnn_model.py",)),
+    ("deepts-forecasting", "0.1.2", (
+        "deepts_forecasting/models/informer/attention.py", "deepts_forecasting/models/autoformer/sub_module.py")),
+    ("dynatab", "0.1.0", ("dynatab/model.py", "dynatab/seqprobinary.py")),
+    ("earthformer", "0.2.1", (
+        "earthformer/cuboid_transformer/utils.py", "earthformer/cuboid_transformer/cuboid_transformer_unet_dec.py")),
+    ("easy-unet", "1.0.2", ("easy_unet/module.py",)),
+    ("fast-gat", "0.2.0", ("fast_gat/GAT.py", "fast_gat/dense_gat.py")),
+    ("glucotrace", "0.3.1", ("glucotrace/model.py", "glucotrace/train.py")),
+    ("masr", "3.0.3", (
+        "masr/model_utils/conformer/attention.py", "masr/model_utils/conformer/encoder.py",
+        "masr/model_utils/conformer/positionwise.py")),
 )
 
 

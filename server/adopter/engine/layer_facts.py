@@ -81,6 +81,16 @@ def factors(text: str) -> list[str]:
     return out
 
 
+def key_text(ctor: Ctor) -> str | None:
+    """The source text of the key a layer is looked up by: the subscript of `T[key]`, or the first argument of
+    a factory that is not a torch layer (`f(key)`); None for anything else."""
+    if ctor.lookup is not None:
+        return ctor.lookup
+    if not ctor.callee.startswith("torch.") and ctor.args and isinstance(ctor.args[0], Expr):
+        return ctor.args[0].text
+    return None
+
+
 def literal_keys(ctor: Ctor, params: Sequence[Param] = ()) -> frozenset[str] | None:
     """The string keys a layer is looked up by when they are literals: `T["relu"]`, `f("swish")` (a
     factory from a name), `T["a" if c else "b"]`; None when the key is read from elsewhere (a config).
@@ -90,11 +100,8 @@ def literal_keys(ctor: Ctor, params: Sequence[Param] = ()) -> frozenset[str] | N
     `act_fn="silu"`): the module as written and as its callers leave it looks up that name, as a layer class
     passed as a default (`act_layer=nn.GELU`) is read as that class. A parameter without a string default
     (required, None) stays unknown."""
-    if ctor.lookup is not None:
-        text = ctor.lookup
-    elif not ctor.callee.startswith("torch.") and ctor.args and isinstance(ctor.args[0], Expr):
-        text = ctor.args[0].text
-    else:
+    text = key_text(ctor)
+    if text is None:
         return None
     try:
         tree = ast.parse(text.strip(), mode="eval").body

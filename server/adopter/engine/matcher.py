@@ -41,6 +41,7 @@ from adopter.engine.gate_activations import may_be_gate_activation
 from adopter.engine.gate_projections import may_be_passed_projections
 from adopter.engine.layer_facts import literal_keys, output_width, sized, widths_agree
 from adopter.engine.named_activations import is_named_activation
+from adopter.engine.optional_keys import built_only_when_given
 from adopter.engine.path_bindings import contradicts, path_facts
 from adopter.engine.path_widths import agree_by_head_split, agree_on_a_path
 from adopter.engine.permuted_scores import permuted_scores
@@ -795,14 +796,15 @@ class RuleMatcher:
         return True
 
     def _key_may_be(self, g: Guard, state: _State) -> bool:
-        """The layer bound to the first argument is not looked up by literal keys all outside the list."""
+        """The layer bound to the first argument is not looked up by literal keys all outside the list, nor by
+        a name only an optional parameter gives (`engine.optional_keys`)."""
         first = g.args[0]
         binding = state.bindings.get(state.var(first.name)) if isinstance(first, PVar) else None
         if binding is None or not isinstance(binding.value, Ctor):
             return True
         keys = literal_keys(binding.value, self.init.parameters())
         if keys is None:
-            return True
+            return not built_only_when_given(binding, self.init.parameters())
         allowed = {a.text.strip().strip("\"'") for a in g.args[1:] if isinstance(a, Expr)}
         return bool(keys & allowed)
 

@@ -14,6 +14,7 @@ from adopter.analysis.canonical.spellings import MODULES, SEQUENTIAL
 from adopter.analysis.flow.state import handed_reason, unrolled_reason
 from adopter.analysis.idioms.inherited_layers import inherited_reason
 from adopter.analysis.idioms.layer_subclasses import subclass_reason
+from adopter.analysis.idioms.linear_like import linear_like_reason
 from adopter.analysis.idioms.optimizers import chosen_class_reason
 from adopter.analysis.scope.bindings import FACTORY_ORIGIN
 from adopter.dsl.types import (
@@ -759,7 +760,7 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
                                       in WRAPPER_AWARE_STRATEGIES else None)) is not None:
         fixable, reason = False, spelled
     elif (resolved := subclass_reason(m.bindings) or inherited_reason(m.bindings) or chosen_class_reason(ops) or handed_reason(ops)
-                       or unrolled_reason(ops)) is not None:
+                       or unrolled_reason(ops) or linear_like_reason(m.bindings)) is not None:
         fixable, reason = False, resolved
     elif m.used_elsewhere is not None:
         fixable, reason = False, m.used_elsewhere

@@ -725,19 +725,37 @@ def _item_layer(item: ast.expr, parsed: ParsedFile, env: dict[str, Bound], looku
 
 def returned_sequential(fn: ast.FunctionDef, parsed: ParsedFile, call: Passed, lookup: Lookup,
                         torch_layer: TorchLayer) -> tuple[str, ...] | None:
-    """The torch layers of the `nn.Sequential` a builder function returns as its one statement
+    """The torch layers of the `nn.Sequential` a builder function returns
     (`def conv_bn(inp, oup, stride): return nn.Sequential(nn.Conv2d(...), nn.BatchNorm2d(oup), nn.ReLU())`,
-    imported from a sibling module), with its parameters bound as `call` passes them."""
+    imported from a sibling module), with its parameters bound as `call` passes them.
+
+    The return may follow locals each assigned once (`bn = nn.BatchNorm2d(c)`, `act = make_act(name)`)
+    and list its items in an `OrderedDict` of `(name, layer)` pairs (`nn.Sequential(OrderedDict([("bn", bn),
+    (activation, act)]))`, pytorch-toolbelt's `ABN`). An item that is no torch layer is read as an opaque
+    module (its builder's name) only after a BatchNorm: the norm-then-activation of `ABN`, whose activation
+    comes from a registry; anywhere else it leaves the Sequential unread (None)."""
     body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Call):
+    if not body or not isinstance(body[-1], ast.Return) or not isinstance(body[-1].value, ast.Call):
         return None
-    value = body[0].value
+    value = body[-1].value
     dotted = dotted_name(value.func)
     if dotted is None or torch_layer(qualify(dotted, parsed.imports)) != "torch.nn.Sequential" or value.keywords:
         return None
-    if not value.args or any(isinstance(a, ast.Starred) for a in value.args):
-        return None
     names = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    locals_ = _once_assigned(body[:-1], set(names))
+    if locals_ is None:
+        return None
+    args: list[ast.expr] = list(value.args)
+    if len(args) == 1 and isinstance(args[0], ast.Call) and not args[0].keywords and len(args[0].args) == 1 and (
+            (dotted_name(args[0].func) or "").rsplit(".", 1)[-1] == "OrderedDict"):
+        pairs = args[0].args[0]
+        if not isinstance(pairs, ast.List | ast.Tuple) or not all(
+                isinstance(p, ast.Tuple) and len(p.elts) == 2 for p in pairs.elts):
+            return None
+        args = [p.elts[1] for p in pairs.elts if isinstance(p, ast.Tuple)]
+    args = [locals_.get(a.id, a) if isinstance(a, ast.Name) else a for a in args]
+    if not args or any(isinstance(a, ast.Starred) for a in args):
+        return None
     positional, keywords = call
     if len(positional) > len(names):
         return None
@@ -748,9 +766,31 @@ def returned_sequential(fn: ast.FunctionDef, parsed: ParsedFile, call: Passed, l
     if set(bound) - set(names):
         return None
     out: list[str] = []
-    for item in value.args:
+    for item in args:
         layer = _item_layer(item, parsed, env, lookup, torch_layer)
         if layer is None:
-            return None
+            opaque = dotted_name(item.func) if isinstance(item, ast.Call) else None
+            if opaque is None or opaque in env or not any(o in _BATCH_NORMS for o in out):
+                return None
+            layer = opaque if "." in opaque else f"{fn.name}.{opaque}"  # never a name of the caller's file
         out.append(layer)
     return tuple(out)
+
+
+_BATCH_NORMS = frozenset({"torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d", "torch.nn.BatchNorm3d",
+                          "torch.nn.SyncBatchNorm"})
+
+
+def _once_assigned(stmts: list[ast.stmt], params: set[str]) -> dict[str, ast.expr] | None:
+    """The locals of straight-line statements before a `return`, each a name assigned a call once (not a
+    parameter), else None (any other statement: a branch, a loop, an item added to a container)."""
+    out: dict[str, ast.expr] = {}
+    for stmt in stmts:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Call)):
+            return None
+        name = stmt.targets[0].id
+        if name in out or name in params:
+            return None
+        out[name] = stmt.value
+    return out

@@ -75,6 +75,7 @@ from adopter.analysis.crossfile.evaluator import (
 from adopter.analysis.crossfile.factories import apply_steps, dict_entries, handed_on, key_steps
 from adopter.analysis.crossfile.init_source import InitSource, Scope
 from adopter.analysis.crossfile.jedi_lookup import JediLookup
+from adopter.analysis.crossfile.norm_act import NORM_ACT, norm_then_act
 from adopter.analysis.crossfile.resolver import ModuleResolver, is_torch_module_class
 from adopter.analysis.crossfile.summary import Definition, Summary
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg
@@ -238,7 +239,8 @@ class CrossFileReach:
         if summary.kind == "layer" and summary.layer is not None and ctor.lookup is None:
             args, kwargs = ((), ()) if summary.own_init else (ctor.args, ctor.kwargs)
             kwargs = (*kwargs, *(Kwarg(k, Expr(v)) for k, v in summary.layer_kwargs))
-            return Ctor(summary.layer, args, kwargs, origin=f"{summary.definition.name} ({where})")
+            then = NORM_ACT if summary.norm_act else ""
+            return Ctor(summary.layer, args, kwargs, origin=f"{summary.definition.name} ({where}{then})")
         if summary.kind == "other" and ctor.lookup is None:
             chosen: set[str] = set()
             built = self._built(ctor, summary.definition, path, scope, chosen)
@@ -282,8 +284,9 @@ class CrossFileReach:
             return None
         call = f"{summary.definition.name}[{key!r}]" if ctor.lookup is not None else f"{summary.definition.name}({key!r})"
         source = f", {key_origin}" if key_origin else ""
+        then = NORM_ACT if layer.norm_act else ""
         return Ctor(layer.layer or "", (), tuple(Kwarg(k, Expr(v)) for k, v in layer.layer_kwargs),
-                    origin=f"{call} ({where}){source}")
+                    origin=f"{call} ({where}{then}){source}")
 
     def _built(self, ctor: Ctor, d: Definition, path: str, scope: Scope, chosen: set[str]) -> str | None:
         """The torch layer an imported builder function returns for this call (`builders`), else None."""
@@ -641,8 +644,15 @@ class CrossFileReach:
                 if not qualified.startswith(("torch.", "typing.", "builtins.")):
                     sub = self._base(qualified, d.path, parsed, depth, read)
                     if sub is not None and sub.kind == "layer":
-                        return Summary("layer", d, sub.layer, sub.layer_kwargs, own_init or sub.own_init)
+                        return Summary("layer", d, sub.layer, sub.layer_kwargs, own_init or sub.own_init,
+                                       norm_act=sub.norm_act)
         forward = methods.get("forward")
+        if isinstance(forward, ast.FunctionDef) and "__call__" not in methods:
+            for base in node.bases:
+                dotted = dotted_name(base)
+                layer = torch_layer(qualify(dotted, parsed.imports)) if dotted is not None else None
+                if layer is not None and norm_then_act(node, layer, lambda n: qualify(n, parsed.imports)):
+                    return Summary("layer", d, layer, own_init=own_init, norm_act=True)
         if isinstance(forward, ast.FunctionDef):
             found = elementwise_layer(forward, parsed.imports)
             if found is not None:

@@ -25,6 +25,7 @@ class Summary:
     layer: str | None = None  # layer: the torch.nn class it computes
     layer_kwargs: tuple[tuple[str, str], ...] = ()  # layer: constructor keywords that say which variant
     own_init: bool = False  # layer: it has its own __init__ (its arguments are not the torch layer's)
+    norm_act: bool = False  # layer: a BatchNorm whose forward activates after the norm (`norm_act`)
     entries: tuple[tuple[str, str], ...] = ()  # registry: key -> qualified class (in the registry's file)
     ignore_case: bool = False  # registry: its lookups compare keys without case
     registry: str | None = None  # factory: the registry it looks up, qualified in the factory's file

@@ -22,6 +22,9 @@ binding to such a class becomes the torch layer's constructor, with `origin` nam
   `OWN_FORWARD`, and the engine reports those sites without an automatic fix;
 - any other forward (a LoRA branch added to the output) is not the layer: the binding stays as written.
 
+A module of the file that wraps one `nn.Linear` with elementwise work around it is bound as `nn.Linear` too
+(`adopter.analysis.idioms.linear_like`), its sites without an automatic fix.
+
 A module of the file that derives from `nn.Module` alone and whose forward returns a dropout of its input or the
 input itself and nothing else (fairseq's `FairseqDropout`: `F.dropout(x, p=self.p, training=True)` while training
 or when asked to, else `x`; `adopter.analysis.names.dropout_form`) is bound as `nn.Dropout` too, with `origin`
@@ -36,11 +39,15 @@ With its own `__init__` the subclass's arguments are not the layer's, so they ar
 
 from __future__ import annotations
 
+import ast
+import textwrap
 from collections.abc import Sequence
 from dataclasses import replace
 
 from tree_sitter import Node
 
+from adopter.analysis.crossfile.norm_act import BATCH_NORMS, NORM_ACT, norm_then_act
+from adopter.analysis.idioms.linear_like import LINEAR, LINEAR_LIKE, linear_like
 from adopter.analysis.names.dropout_form import dropout_form
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
@@ -60,22 +67,23 @@ _NOT_LAYERS = frozenset({
 
 
 def bind_layer_subclasses(init: Init | None, table: ClassTable, src: SourceText) -> Init | None:
-    """`init` with each binding to a same-file subclass of a torch layer bound as that layer (see the doc)."""
-    if init is None or not any(isinstance(b.value, Ctor) and b.value.callee in table.infos for b in init.bindings):
+    """`init` with each binding to a same-file subclass of a torch layer bound as that layer (see the doc), the
+    items of a container written here included (`nn.Sequential(nn.Conv2d(...), ABN(c))`)."""
+    if init is None or not any(isinstance(b.value, Ctor) and _holds_class(b.value, table) for b in init.bindings):
         return init
     out: list[Binding] = []
     changed = False
     for b in init.bindings:
         value = b.value
-        if isinstance(value, Ctor) and value.callee in table.infos:
-            found = layer_of(value.callee, table, src)
-            if found is not None:
-                layer, own_init, own_forward = found
-                args, kwargs = ((), ()) if own_init else (value.args, value.kwargs)
-                origin = f"{value.callee} (a subclass in this file{OWN_FORWARD if own_forward else ''})"
-                b = replace(b, value=Ctor(layer, args, kwargs, origin=origin))
+        if isinstance(value, Ctor) and _holds_class(value, table):
+            bound = _bound(value, table, src, 0)
+            if bound is not value:
+                b = replace(b, value=bound)
                 changed = True
-            elif dropout_like(value.callee, table):
+            elif not value.items and value.callee in table.infos and linear_like(value.callee, table, src):
+                b = replace(b, value=Ctor(LINEAR, (), (), origin=f"{value.callee} (a module in this file{LINEAR_LIKE})"))
+                changed = True
+            elif not value.items and value.callee in table.infos and dropout_like(value.callee, table):
                 origin = f"{value.callee} (a module in this file{DROPOUT_LIKE})"
                 b = replace(b, value=Ctor(DROPOUT, (), (), origin=origin))  # its arguments are not nn.Dropout's
                 changed = True
@@ -83,9 +91,39 @@ def bind_layer_subclasses(init: Init | None, table: ClassTable, src: SourceText)
     return replace(init, bindings=tuple(out)) if changed else init
 
 
+def _holds_class(ctor: Ctor, table: ClassTable) -> bool:
+    return ctor.callee in table.infos or any(_holds_class(i, table) for i in ctor.items)
+
+
+def _bound(value: Ctor, table: ClassTable, src: SourceText, depth: int) -> Ctor:
+    """`value` as the torch layer it is, or with its items so (the same `Ctor` when nothing changes)."""
+    if value.items:
+        if depth >= MAX_DEPTH:
+            return value
+        items = tuple(_bound(i, table, src, depth + 1) for i in value.items)
+        changed = any(a is not b for a, b in zip(items, value.items, strict=True))
+        return replace(value, items=items) if changed else value
+    if value.callee not in table.infos:
+        return value
+    found = layer_of(value.callee, table, src)
+    if found is None:
+        return value
+    layer, own_init, suffix = found
+    if depth > 0 and suffix != NORM_ACT:
+        return value  # an item: only the norm-then-activation form is read there (the rest is not measured)
+    args, kwargs = ((), ()) if own_init else (value.args, value.kwargs)
+    return Ctor(layer, args, kwargs, origin=f"{value.callee} (a subclass in this file{suffix})")
+
+
 def subclass_reason(bindings: Sequence[Binding]) -> str | None:
     """Why a match over a layer subclass with its own forward gets no automatic fix, else None."""
     for b in bindings:
+        norm_act = _norm_act(b.value) if isinstance(b.value, Ctor) else None
+        if norm_act is not None and norm_act.origin is not None:
+            name = norm_act.origin.split(" ", 1)[0]
+            held = f"`self.{b.attr}` is" if norm_act is b.value else f"`self.{b.attr}` holds"
+            return (f"{held} a `{name}`, a {norm_act.callee.rsplit('.', 1)[-1]} whose forward activates "
+                    "after the norm; the fold folds a stock BatchNorm only, so change it by hand")
         if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(DROPOUT_LIKE + ")"):
             name = b.value.origin.split(" ", 1)[0]
             return (f"`self.{b.attr}` is a `{name}`, a module of this file whose forward is a dropout under a "
@@ -99,8 +137,18 @@ def subclass_reason(bindings: Sequence[Binding]) -> str | None:
     return None
 
 
-def layer_of(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, bool] | None:
-    """(the torch layer, own `__init__`, own `forward`) of a same-file subclass of one, else None."""
+def _norm_act(ctor: Ctor, depth: int = 0) -> Ctor | None:
+    """The BatchNorm-then-activation layer `ctor` is or holds among its items (`crossfile.norm_act`), else None."""
+    if ctor.origin is not None and NORM_ACT in ctor.origin:  # `X (where; ...)`, a registry's `, key from ...` after
+        return ctor
+    if depth >= MAX_DEPTH:
+        return None
+    return next((found for i in ctor.items if (found := _norm_act(i, depth + 1)) is not None), None)
+
+
+def layer_of(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, str] | None:
+    """(the torch layer, own `__init__`, the origin's suffix: "", `OWN_FORWARD` or `NORM_ACT`) of a same-file
+    subclass of one, else None."""
     order = table.mro(name)
     if not order or len(order) > MAX_DEPTH:
         return None
@@ -121,10 +169,29 @@ def layer_of(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, 
     own_init = table.find_method(name, "__init__") is not None
     found = table.find_method(name, "forward")
     if found is None:
-        return layer, own_init, False
-    if not _ends_in_layer(found[1], layer, table, src):
-        return None
-    return layer, own_init, True
+        return layer, own_init, ""
+    if _ends_in_layer(found[1], layer, table, src):
+        return layer, own_init, OWN_FORWARD
+    if layer in BATCH_NORMS and _norm_then_act(found[0], found[1], table, src, layer):
+        return layer, own_init, NORM_ACT
+    return None
+
+
+def _norm_then_act(owner: str, forward: Node, table: ClassTable, src: SourceText, layer: str) -> bool:
+    """Whether the `forward` of `owner` (and the `__init__` found for it) is the BatchNorm then activations
+    (`crossfile.norm_act`, read with Python's `ast`)."""
+    init = table.find_method(owner, "__init__")
+    methods = [m for m in (forward, init[1] if init is not None else None) if m is not None]
+    body: list[ast.stmt] = []
+    for method in methods:
+        text = " " * method.start_point[1] + src.text(method)
+        try:
+            tree = ast.parse(textwrap.dedent(text))
+        except (SyntaxError, ValueError):
+            return False
+        body.extend(s for s in tree.body if isinstance(s, ast.FunctionDef))
+    cls = ast.ClassDef(name=owner, bases=[], keywords=[], body=body, decorator_list=[])
+    return norm_then_act(cls, layer, table.symbols.qualify)
 
 
 def dropout_like(name: str, table: ClassTable) -> bool:

@@ -9,6 +9,7 @@ from tree_sitter import Node
 
 from adopter.analysis.names.dropout_form import dropout_form
 from adopter.analysis.names.forward_shape import chain_shape
+from adopter.analysis.names.linear_shape import linear_shape
 from adopter.analysis.parse.source import Field, SourceText
 
 BUILTIN_NAMES = frozenset(dir(builtins))
@@ -33,10 +34,11 @@ CLASS_HEAD = "class-head:"
 METHOD = "method:"
 METHOD_SHAPE = "method-shape:"
 METHOD_EXISTS = "method?:"
-METHOD_DROPOUT = "method-dropout:"
+METHOD_LINEAR = "method-linear:"  # the layer a Linear-like forward applies (`linear_shape`), not its text
+METHOD_DROPOUT = "method-dropout:"  # whether a forward is a dropout of its input (`dropout_form`), not its text
 BINDING = "binding:"  # what an import or a module-level alias binds a name to (`qualify_binding`)
 
-_PER_CLASS = (METHOD_EXISTS, METHOD_SHAPE, METHOD_DROPOUT, METHOD)  # `<prefix>Class.method`
+_PER_CLASS = (METHOD_EXISTS, METHOD_SHAPE, METHOD_LINEAR, METHOD_DROPOUT, METHOD)  # `<prefix>Class.method`
 
 
 def base_name(key: str) -> str:
@@ -341,6 +343,11 @@ class ModuleSymbols:
         not on its text: editing it re-analyses the dependent only when the shape changes."""
         self._note(f"{METHOD_SHAPE}{class_name}.{method}")
 
+    def note_method_linear(self, class_name: str, method: str) -> None:
+        """Record a dependency on the layer method `method` of `class_name` applies Linear-like
+        (`linear_shape`), not on its text."""
+        self._note(f"{METHOD_LINEAR}{class_name}.{method}")
+
     def note_method_dropout(self, class_name: str, method: str) -> None:
         """Record a dependency on whether method `method` of `class_name` is a dropout of its input, and with
         which callees (`dropout_form`), not on its text: editing it re-analyses the dependent only when that
@@ -362,9 +369,10 @@ class ModuleSymbols:
         Besides plain module-level names, finer keys depend on part of a class only (so that editing one
         method of a base class does not re-analyse every subclass): `CLASS_EXISTS + X` (what kind of name
         X is), `CLASS_HEAD + X` (X's header: name and bases), `METHOD + "X.m"` (the text and position of
-        method m defined in X's body, or its absence), `METHOD_SHAPE` / `METHOD_DROPOUT + "X.m"` (one answer
-        read from that method: its chain shape, whether it is a dropout of its input), and `BINDING + X` (what
-        an import or alias binds X to, nothing of a definition). Memoised: the symbols of one run do not
+        method m defined in X's body, or its absence), `METHOD_SHAPE` / `METHOD_LINEAR` / `METHOD_DROPOUT +
+        "X.m"` (one answer read from that method: its chain shape, the layer it applies Linear-like, whether it
+        is a dropout of its input), and `BINDING + X` (what an import or alias binds X to, nothing of a
+        definition). Memoised: the symbols of one run do not
         change, and every cached unit checks its dependencies.
         """
         found = self._fingerprints.get(name)
@@ -414,6 +422,10 @@ class ModuleSymbols:
             class_name, _, method = name[len(METHOD_SHAPE) :].rpartition(".")
             found = self.methods_of(class_name).get(method)
             return ("absent",) if found is None else ("shape", chain_shape(found, self.src))
+        if name.startswith(METHOD_LINEAR):
+            class_name, _, method = name[len(METHOD_LINEAR) :].rpartition(".")
+            found = self.methods_of(class_name).get(method)
+            return ("absent",) if found is None else ("linear", linear_shape(found, self.src))
         if name.startswith(METHOD_DROPOUT):
             class_name, _, method = name[len(METHOD_DROPOUT) :].rpartition(".")
             found = self.methods_of(class_name).get(method)

@@ -1,0 +1,76 @@
+"""Whether a layer looked up by name is built only when an optional `__init__` parameter gives the name (family 6's
+`key_may_be`): as written, and as its callers leave it, the module then holds no such layer.
+
+    def __init__(self, ..., post_act_fn: Optional[str] = None):
+        if post_act_fn is None:
+            self.post_act = None
+        else:
+            self.post_act = get_activation(post_act_fn)
+
+`get_activation(post_act_fn)` is bound only on the path where the parameter, None by default, was given: at the
+default there is no activation after the Linear, and on the other path the name is whatever a caller passes, so
+nothing in the file says the module applies a GELU (`bench/data/realworld/LABELLING.md`: an activation "whose
+default is GELU"; held-out batch 7: selectable options with other defaults are not counted). diffusers'
+`TimestepEmbedding` and its copy in chatterbox-tts (`s3gen/matcha/decoder.py`) are this form (prec9's census).
+
+Only this reading is decided: the key is a bare parameter whose default is `None`, and the binding's condition is
+false when that parameter is None (`p is not None`, `not (p is None)`, `p`, and `and`/`or`/`not` of them). A None
+default bound unconditionally (`self.act = ACT2FN[act]`, `act=None`: the caller must give a name), a string default
+(read by `layer_facts.literal_keys`), a required parameter and a config field stay as they were.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from functools import lru_cache
+
+from adopter.dsl.types import Binding, Ctor, Param, ParamKind
+from adopter.engine.layer_facts import key_text
+
+_NAMED = (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)
+
+
+def built_only_when_given(binding: Binding, params: Sequence[Param]) -> bool:
+    """Whether `binding` looks its layer up by an `__init__` parameter that defaults to None and is made only on
+    a path where that parameter is not None (see the module docstring)."""
+    value = binding.value
+    if binding.condition is None or not isinstance(value, Ctor):
+        return False
+    key = key_text(value)
+    if key is None or not key.strip().isidentifier():
+        return False
+    name = key.strip()
+    param = next((p for p in params if p.name == name and p.kind in _NAMED), None)
+    if param is None or param.default is None or param.default.strip() != "None":
+        return False
+    tree = _parsed(binding.condition)
+    return tree is not None and _truth_when_none(tree, name) is False
+
+
+@lru_cache(maxsize=1024)
+def _parsed(condition: str) -> ast.expr | None:
+    try:
+        return ast.parse(condition.strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _truth_when_none(node: ast.expr, name: str) -> bool | None:
+    """The truth of `node` when the parameter `name` is None: True, False, or None when it is not evident."""
+    if isinstance(node, ast.Name):
+        return False if node.id == name else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _truth_when_none(node.operand, name)
+        return None if inner is None else not inner
+    if isinstance(node, ast.BoolOp):
+        parts = [_truth_when_none(v, name) for v in node.values]
+        if isinstance(node.op, ast.And):
+            return False if False in parts else (True if all(p is True for p in parts) else None)
+        return True if True in parts else (False if all(p is False for p in parts) else None)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+        sides = (node.left, node.comparators[0])
+        if any(isinstance(s, ast.Name) and s.id == name for s in sides) and any(
+                isinstance(s, ast.Constant) and s.value is None for s in sides):
+            return isinstance(node.ops[0], ast.Is)
+    return None
