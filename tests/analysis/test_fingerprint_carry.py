@@ -44,6 +44,7 @@ def test_base_name() -> None:
     assert base_name("BertModel") == "BertModel"
     assert base_name("method:BertModel.forward") == "BertModel"
     assert base_name("method-shape:A.forward") == "A"
+    assert base_name("method-dropout:A.forward") == "A"
     assert base_name("method?:A.__init__") == "A"
     assert base_name("class-head:A") == "A"
     assert base_name("class?:A") == "A"

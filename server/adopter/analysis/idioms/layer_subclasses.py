@@ -25,6 +25,14 @@ binding to such a class becomes the torch layer's constructor, with `origin` nam
 A module of the file that wraps one `nn.Linear` with elementwise work around it is bound as `nn.Linear` too
 (`adopter.analysis.idioms.linear_like`), its sites without an automatic fix.
 
+A module of the file that derives from `nn.Module` alone and whose forward returns a dropout of its input or the
+input itself and nothing else (fairseq's `FairseqDropout`: `F.dropout(x, p=self.p, training=True)` while training
+or when asked to, else `x`; `adopter.analysis.names.dropout_form`) is bound as `nn.Dropout` too, with `origin`
+ending in `DROPOUT_LIKE`: it drops out what an `nn.Dropout` does, under a condition of its own, so the engine
+reports its sites without an automatic fix. The binding's analysis depends on that answer alone
+(`ModuleSymbols.note_method_dropout`), not on the forward's text: an edit of the module's forward that keeps it
+dropout-like re-analyses no class that binds it.
+
 With its own `__init__` the subclass's arguments are not the layer's, so they are dropped (as
 `adopter.analysis.crossfile.reach` does for layers found in other files).
 """
@@ -40,12 +48,16 @@ from tree_sitter import Node
 
 from adopter.analysis.crossfile.norm_act import BATCH_NORMS, NORM_ACT, norm_then_act
 from adopter.analysis.idioms.linear_like import LINEAR, LINEAR_LIKE, linear_like
+from adopter.analysis.names.dropout_form import dropout_form
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Binding, Ctor, Init
 
 OWN_FORWARD = "; its own forward prepares the input"  # suffix of `Ctor.origin`: no automatic fix
+DROPOUT_LIKE = "; its forward is a dropout under its own condition"  # suffix of `Ctor.origin`: no automatic fix
+DROPOUT = "torch.nn.Dropout"
+_DROPOUTS = frozenset({"torch.nn.functional.dropout", "torch.dropout"})  # what `nn.Dropout.forward` computes
 MAX_DEPTH = 6
 # Containers and the base class are not layers that compute something of their own.
 _NOT_LAYERS = frozenset({
@@ -70,6 +82,10 @@ def bind_layer_subclasses(init: Init | None, table: ClassTable, src: SourceText)
                 changed = True
             elif not value.items and value.callee in table.infos and linear_like(value.callee, table, src):
                 b = replace(b, value=Ctor(LINEAR, (), (), origin=f"{value.callee} (a module in this file{LINEAR_LIKE})"))
+                changed = True
+            elif not value.items and value.callee in table.infos and dropout_like(value.callee, table):
+                origin = f"{value.callee} (a module in this file{DROPOUT_LIKE})"
+                b = replace(b, value=Ctor(DROPOUT, (), (), origin=origin))  # its arguments are not nn.Dropout's
                 changed = True
         out.append(b)
     return replace(init, bindings=tuple(out)) if changed else init
@@ -108,6 +124,11 @@ def subclass_reason(bindings: Sequence[Binding]) -> str | None:
             held = f"`self.{b.attr}` is" if norm_act is b.value else f"`self.{b.attr}` holds"
             return (f"{held} a `{name}`, a {norm_act.callee.rsplit('.', 1)[-1]} whose forward activates "
                     "after the norm; the fold folds a stock BatchNorm only, so change it by hand")
+        if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(DROPOUT_LIKE + ")"):
+            name = b.value.origin.split(" ", 1)[0]
+            return (f"`self.{b.attr}` is a `{name}`, a module of this file whose forward is a dropout under a "
+                    "condition of its own, not `nn.Dropout`; the rewrite would not keep that condition, so change "
+                    "it by hand")
         if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(OWN_FORWARD + ")"):
             name = b.value.origin.split(" ", 1)[0]
             return (f"`self.{b.attr}` is a `{name}`, whose own forward prepares the input (padding, a dtype cast) "
@@ -171,6 +192,31 @@ def _norm_then_act(owner: str, forward: Node, table: ClassTable, src: SourceText
         body.extend(s for s in tree.body if isinstance(s, ast.FunctionDef))
     cls = ast.ClassDef(name=owner, bases=[], keywords=[], body=body, decorator_list=[])
     return norm_then_act(cls, layer, table.symbols.qualify)
+
+
+def dropout_like(name: str, table: ClassTable) -> bool:
+    """Whether same-file class `name` derives from `nn.Module` alone (through same-file classes) and the forward
+    its instances run is a dropout of its input or the input itself (`dropout_form`) by torch's dropout.
+
+    Depends on the classes' headers, the bindings of the names read, which classes before the forward's lack
+    one, and the forward's `dropout_form` (`note_method_dropout`): never on the forward's text."""
+    order = table.mro(name)
+    if not order or len(order) > MAX_DEPTH:
+        return False
+    symbols = table.symbols
+    for cls in order:
+        for base in table.infos[cls].bases:
+            if base not in table.infos and symbols.qualify_binding(base) != "torch.nn.Module":
+                return False
+    for cls in order:
+        node = table.infos[cls].methods.get("forward")
+        if node is None:
+            symbols.note_method_exists(cls, "forward")  # absent here: depends on it staying absent
+            continue
+        symbols.note_method_dropout(cls, "forward")
+        callees = dropout_form(node, symbols.src)
+        return callees is not None and all(symbols.qualify_binding(c) in _DROPOUTS for c in callees)
+    return False
 
 
 def _is_mixin_free(qualified: str) -> bool:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
+from adopter.analysis.names.dropout_form import dropout_form
 from adopter.analysis.names.forward_shape import chain_shape
 from adopter.analysis.names.linear_shape import linear_shape
 from adopter.analysis.parse.source import Field, SourceText
@@ -34,9 +35,10 @@ METHOD = "method:"
 METHOD_SHAPE = "method-shape:"
 METHOD_EXISTS = "method?:"
 METHOD_LINEAR = "method-linear:"  # the layer a Linear-like forward applies (`linear_shape`), not its text
+METHOD_DROPOUT = "method-dropout:"  # whether a forward is a dropout of its input (`dropout_form`), not its text
 BINDING = "binding:"  # what an import or a module-level alias binds a name to (`qualify_binding`)
 
-_PER_CLASS = (METHOD_EXISTS, METHOD_SHAPE, METHOD_LINEAR, METHOD)  # `<prefix>Class.method`
+_PER_CLASS = (METHOD_EXISTS, METHOD_SHAPE, METHOD_LINEAR, METHOD_DROPOUT, METHOD)  # `<prefix>Class.method`
 
 
 def base_name(key: str) -> str:
@@ -346,6 +348,12 @@ class ModuleSymbols:
         (`linear_shape`), not on its text."""
         self._note(f"{METHOD_LINEAR}{class_name}.{method}")
 
+    def note_method_dropout(self, class_name: str, method: str) -> None:
+        """Record a dependency on whether method `method` of `class_name` is a dropout of its input, and with
+        which callees (`dropout_form`), not on its text: editing it re-analyses the dependent only when that
+        answer changes."""
+        self._note(f"{METHOD_DROPOUT}{class_name}.{method}")
+
     def function_node(self, name: str) -> Node | None:
         self._note(name)
         return self.functions.get(name)
@@ -361,9 +369,11 @@ class ModuleSymbols:
         Besides plain module-level names, finer keys depend on part of a class only (so that editing one
         method of a base class does not re-analyse every subclass): `CLASS_EXISTS + X` (what kind of name
         X is), `CLASS_HEAD + X` (X's header: name and bases), `METHOD + "X.m"` (the text and position of
-        method m defined in X's body, or its absence), and `BINDING + X` (what an import or alias binds X
-        to, nothing of a definition). Memoised: the symbols of one run do not change, and every cached
-        unit checks its dependencies.
+        method m defined in X's body, or its absence), `METHOD_SHAPE` / `METHOD_LINEAR` / `METHOD_DROPOUT +
+        "X.m"` (one answer read from that method: its chain shape, the layer it applies Linear-like, whether it
+        is a dropout of its input), and `BINDING + X` (what an import or alias binds X to, nothing of a
+        definition). Memoised: the symbols of one run do not
+        change, and every cached unit checks its dependencies.
         """
         found = self._fingerprints.get(name)
         if found is None:
@@ -416,6 +426,10 @@ class ModuleSymbols:
             class_name, _, method = name[len(METHOD_LINEAR) :].rpartition(".")
             found = self.methods_of(class_name).get(method)
             return ("absent",) if found is None else ("linear", linear_shape(found, self.src))
+        if name.startswith(METHOD_DROPOUT):
+            class_name, _, method = name[len(METHOD_DROPOUT) :].rpartition(".")
+            found = self.methods_of(class_name).get(method)
+            return ("absent",) if found is None else ("dropout", dropout_form(found, self.src))
         if name.startswith(METHOD):
             class_name, _, method = name[len(METHOD) :].rpartition(".")
             found = self.methods_of(class_name).get(method)
