@@ -271,7 +271,8 @@ class Analyser:
             symbols.add_reexports(torch_names)
             stars_bound = stars_bound or bool(torch_names)
             try:  # `attn = maybe_add_mask(attn, bias)`: a helper of another file returning `attn + bias`
-                added = additive_helpers(symbols.imports, data, os.path.abspath(path), self.resolver.locate,
+                added = additive_helpers(symbols.imports, data, src.positions, os.path.abspath(path),
+                                         self.resolver.locate,
                                          self.reach.parsed, self.resolver.package_of)
             except Exception:  # a module that cannot be read leaves the names as imported, never an error
                 added = {}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from adopter.analysis.crossfile.ast_files import ParsedFile
 from adopter.analysis.names.symbols import resolve_relative
@@ -25,36 +25,50 @@ from adopter.analysis.names.symbols import resolve_relative
 Locate = Callable[[str, str], str | None]
 MAX_HOPS = 3  # `from timm.layers import f` -> `timm/layers/__init__.py` -> `.attention`
 ADD = "torch.add"
-_UPDATE = re.compile(rb"=[ \t]*(\w+)\([ \t]*(\w+)[ \t]*,")
+_FIRST_ARG = re.compile(rb"[ \t]*(\w+)[ \t]*,")
 
 
-def additive_helpers(imports: Mapping[str, str], data: bytes, path: str, locate: Locate,
-                     parse: Callable[[str], ParsedFile | None], package_of: Callable[[str], str | None],
+def additive_helpers(imports: Mapping[str, str], data: bytes, positions: Callable[[bytes], Sequence[int]], path: str,
+                     locate: Locate, parse: Callable[[str], ParsedFile | None], package_of: Callable[[str], str | None],
                      ) -> dict[str, str]:
     """Local name -> `torch.add` for each name imported by name (`imports`: local name -> `m.n`) that the
-    text calls as `x = name(x, ...)` and whose definition returns its first argument plus its second."""
+    text `data` calls as `x = name(x, ...)` and whose definition returns its first argument plus its second
+    (`positions(word)`: the offsets of `word` in `data`, ascending)."""
     out: dict[str, str] = {}
-    called = _updating_calls(data) if imports else set()
     for name, target in imports.items():
-        if name not in called:
+        if not _may_define(target) or not _updates(data, positions, name):
             continue
-        module, dot, leaf = target.rpartition(".")
-        if not dot or not module or module.startswith(".") or target.split(".")[0] == "torch":
-            continue
+        module, _, leaf = target.rpartition(".")
         if _defines_addition(module, leaf, path, locate, parse, package_of, 0):
             out[name] = ADD
     return out
 
 
-def _updating_calls(data: bytes) -> set[str]:
-    """The names called as `x = name(x, ...)` on some line of the text (one scan: a regex led by `=`, the
-    assigned name then compared with the first argument)."""
-    out: set[str] = set()
-    for m in _UPDATE.finditer(data):
-        start = data.rfind(b"\n", 0, m.start()) + 1
-        if data[start:m.start()].strip() == m.group(2):
-            out.add(m.group(1).decode())
-    return out
+def _may_define(target: str) -> bool:
+    """Whether an imported `m.n` may name a helper of another file: an absolute module that is not torch's."""
+    module, dot, _ = target.rpartition(".")
+    return bool(dot and module) and not module.startswith(".") and target.split(".")[0] != "torch"
+
+
+def _updates(data: bytes, positions: Callable[[bytes], Sequence[int]], name: str) -> bool:
+    """Whether some line of `data` calls `name` as `x = name(x, ...)`: the call's `(` found by `positions`, then
+    `=` and blanks before the name, a word and a comma after the `(`, and that word alone before the `=`."""
+    if not name.isascii():
+        return False
+    word = name.encode()
+    for at in positions(word + b"("):
+        eq = at - 1
+        while eq >= 0 and data[eq] in b" \t":
+            eq -= 1
+        if eq < 0 or data[eq] != 61:  # `=`
+            continue
+        arg = _FIRST_ARG.match(data, at + len(word) + 1)
+        if arg is None:
+            continue
+        start = data.rfind(b"\n", 0, eq) + 1
+        if data[start:eq].strip() == arg.group(1):
+            return True
+    return False
 
 
 def _defines_addition(module: str, leaf: str, path: str, locate: Locate, parse: Callable[[str], ParsedFile | None],

@@ -153,9 +153,9 @@ class SourceText:
     def raw(self, node: Node) -> bytes:
         return self.data[node.start_byte : node.end_byte]
 
-    def contains(self, node: Node, word: bytes) -> bool:
-        """`word in self.raw(node)`, from one scan of the file per word instead of a copy and a scan of
-        every node asked about (the analysis asks it of every class and method at every keystroke)."""
+    def positions(self, word: bytes) -> list[int]:
+        """The offsets of `word` in the text, ascending (from the document's carried word index when there
+        is one, else one scan of the file per word)."""
         found = self.words.positions(word) if self.words is not None else self._found.get(word)
         if found is None:
             found = self._found[word] = []
@@ -163,6 +163,12 @@ class SourceText:
             while at >= 0:
                 found.append(at)
                 at = self.data.find(word, at + 1)
+        return found
+
+    def contains(self, node: Node, word: bytes) -> bool:
+        """`word in self.raw(node)`, from one scan of the file per word instead of a copy and a scan of
+        every node asked about (the analysis asks it of every class and method at every keystroke)."""
+        found = self.positions(word)
         k = bisect_left(found, node.start_byte)
         return k < len(found) and found[k] + len(word) <= node.end_byte
 
