@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from adopter.analysis.crossfile.ast_files import ParsedFile, bound_names, dotted_name, qualify
 from adopter.analysis.crossfile.evaluator import UNKNOWN, literal
 from adopter.analysis.crossfile.factories import is_function_test, returned_lambda
+from adopter.analysis.crossfile.norm_act import BATCH_NORMS
 
 MAX_DEPTH = 3  # builders followed through builders
 MAX_RETURNS = 8  # open returns read per builder
@@ -767,15 +768,11 @@ def returned_sequential(fn: ast.FunctionDef, parsed: ParsedFile, call: Passed, l
         layer = _item_layer(item, parsed, env, lookup, torch_layer)
         if layer is None:
             opaque = dotted_name(item.func) if isinstance(item, ast.Call) else None
-            if opaque is None or opaque in env or not any(o in _BATCH_NORMS for o in out):
+            if opaque is None or opaque in env or not any(o in BATCH_NORMS for o in out):
                 return None
             layer = opaque if "." in opaque else f"{fn.name}.{opaque}"  # never a name of the caller's file
         out.append(layer)
     return tuple(out)
-
-
-_BATCH_NORMS = frozenset({"torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d", "torch.nn.BatchNorm3d",
-                          "torch.nn.SyncBatchNorm"})
 
 
 def _returned_sequential(fn: ast.FunctionDef, parsed: ParsedFile, torch_layer: TorchLayer) -> list[ast.expr] | None:

@@ -62,28 +62,27 @@ def norm_then_act(cls: ast.ClassDef, layer: str, qualify: Callable[[str], str]) 
         if isinstance(stmt, ast.Return):
             if stmt is not body[-1] or stmt.value is None:
                 return False
-            returned = stmt.value
-            while isinstance(returned, ast.Call):
-                if not _step(returned, value, self_name, qualify):
-                    return False
-                steps += 1
-                returned = returned.args[0]
-            return isinstance(returned, ast.Name) and returned.id == value and steps > 0
+            count = _steps_over(stmt.value, value, self_name, qualify)
+            return count is not None and steps + count > 0
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
             return False
-        target = stmt.targets[0].id
-        inner = stmt.value
-        count = 0
-        while isinstance(inner, ast.Call):
-            if not _step(inner, value, self_name, qualify):
-                return False
-            count += 1
-            inner = inner.args[0]
-        if count == 0 or not (isinstance(inner, ast.Name) and inner.id == value):
+        count = _steps_over(stmt.value, value, self_name, qualify)
+        if not count:
             return False
         steps += count
-        value = target
+        value = stmt.targets[0].id
     return False  # no `return` at the end
+
+
+def _steps_over(expr: ast.expr, value: str, self_name: str, qualify: Callable[[str], str]) -> int | None:
+    """How many steps (`_step`) `expr` applies to the name `value`, nested (`act(drop(y))`), else None."""
+    count = 0
+    while isinstance(expr, ast.Call):
+        if not _step(expr, value, self_name, qualify):
+            return None
+        count += 1
+        expr = expr.args[0]
+    return count if isinstance(expr, ast.Name) and expr.id == value else None
 
 
 # torch layers a child the forward applies after the norm may be: activations, dropouts, the identity

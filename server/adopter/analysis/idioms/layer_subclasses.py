@@ -47,7 +47,7 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from adopter.analysis.crossfile.norm_act import BATCH_NORMS, NORM_ACT, norm_then_act
-from adopter.analysis.idioms.linear_like import LINEAR, LINEAR_LIKE, linear_like
+from adopter.analysis.idioms.linear_like import LINEAR, LINEAR_LIKE, linear_like, plain_module_order
 from adopter.analysis.names.dropout_form import dropout_form
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
@@ -80,13 +80,6 @@ def bind_layer_subclasses(init: Init | None, table: ClassTable, src: SourceText)
             if bound is not value:
                 b = replace(b, value=bound)
                 changed = True
-            elif not value.items and value.callee in table.infos and linear_like(value.callee, table, src):
-                b = replace(b, value=Ctor(LINEAR, (), (), origin=f"{value.callee} (a module in this file{LINEAR_LIKE})"))
-                changed = True
-            elif not value.items and value.callee in table.infos and dropout_like(value.callee, table):
-                origin = f"{value.callee} (a module in this file{DROPOUT_LIKE})"
-                b = replace(b, value=Ctor(DROPOUT, (), (), origin=origin))  # its arguments are not nn.Dropout's
-                changed = True
         out.append(b)
     return replace(init, bindings=tuple(out)) if changed else init
 
@@ -107,12 +100,22 @@ def _bound(value: Ctor, table: ClassTable, src: SourceText, depth: int) -> Ctor:
         return value
     found = layer_of(value.callee, table, src)
     if found is None:
-        return value
+        return _module_like(value, table, src) if depth == 0 else value
     layer, own_init, suffix = found
     if depth > 0 and suffix != NORM_ACT:
         return value  # an item: only the norm-then-activation form is read there (the rest is not measured)
     args, kwargs = ((), ()) if own_init else (value.args, value.kwargs)
     return Ctor(layer, args, kwargs, origin=f"{value.callee} (a subclass in this file{suffix})")
+
+
+def _module_like(value: Ctor, table: ClassTable, src: SourceText) -> Ctor:
+    """A binding to a same-file `nn.Module` that computes a torch layer as the layer (Linear-like, dropout-like),
+    without its arguments (they are not the layer's); else `value` itself."""
+    if linear_like(value.callee, table, src):
+        return Ctor(LINEAR, (), (), origin=f"{value.callee} (a module in this file{LINEAR_LIKE})")
+    if dropout_like(value.callee, table):
+        return Ctor(DROPOUT, (), (), origin=f"{value.callee} (a module in this file{DROPOUT_LIKE})")
+    return value
 
 
 def subclass_reason(bindings: Sequence[Binding]) -> str | None:
@@ -200,14 +203,10 @@ def dropout_like(name: str, table: ClassTable) -> bool:
 
     Depends on the classes' headers, the bindings of the names read, which classes before the forward's lack
     one, and the forward's `dropout_form` (`note_method_dropout`): never on the forward's text."""
-    order = table.mro(name)
-    if not order or len(order) > MAX_DEPTH:
+    order = plain_module_order(name, table)
+    if order is None:
         return False
     symbols = table.symbols
-    for cls in order:
-        for base in table.infos[cls].bases:
-            if base not in table.infos and symbols.qualify_binding(base) != "torch.nn.Module":
-                return False
     for cls in order:
         node = table.infos[cls].methods.get("forward")
         if node is None:

@@ -49,15 +49,24 @@ LINEAR = "torch.nn.Linear"
 _MAX_DEPTH = 6
 
 
-def linear_like(name: str, table: ClassTable, src: SourceText) -> bool:
-    """Whether same-file class `name` is a Linear-like wrapper of one `nn.Linear` (see the module doc)."""
+def plain_module_order(name: str, table: ClassTable) -> list[str] | None:
+    """The classes of this file same-file class `name` derives through (`ClassTable.mro`), when every base of
+    another file among theirs is `nn.Module`; else None (a torch layer's subclass, an unknown base, too deep)."""
     order = table.mro(name)
     if not order or len(order) > _MAX_DEPTH:
-        return False
+        return None
     for cls in order:
         for base in table.infos[cls].bases:
             if base not in table.infos and table.symbols.qualify_binding(base) != "torch.nn.Module":
-                return False
+                return None
+    return order
+
+
+def linear_like(name: str, table: ClassTable, src: SourceText) -> bool:
+    """Whether same-file class `name` is a Linear-like wrapper of one `nn.Linear` (see the module doc)."""
+    order = plain_module_order(name, table)
+    if order is None:
+        return False
     forward: Node | None = None
     for cls in order:
         table.symbols.note_method_exists(cls, "forward")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from tree_sitter import Node
 
@@ -39,6 +39,12 @@ METHOD_DROPOUT = "method-dropout:"  # whether a forward is a dropout of its inpu
 BINDING = "binding:"  # what an import or a module-level alias binds a name to (`qualify_binding`)
 
 _PER_CLASS = (METHOD_EXISTS, METHOD_SHAPE, METHOD_LINEAR, METHOD_DROPOUT, METHOD)  # `<prefix>Class.method`
+# The keys that depend on one answer read from a method, not its text: prefix -> (the fingerprint's tag, the reader)
+_METHOD_ANSWERS: dict[str, tuple[str, Callable[[Node, SourceText], object]]] = {
+    METHOD_SHAPE: ("shape", chain_shape),
+    METHOD_LINEAR: ("linear", linear_shape),
+    METHOD_DROPOUT: ("dropout", dropout_form),
+}
 
 
 def base_name(key: str) -> str:
@@ -418,18 +424,11 @@ class ModuleSymbols:
         if name.startswith(METHOD_EXISTS):
             class_name, _, method = name[len(METHOD_EXISTS) :].rpartition(".")
             return ("present",) if method in self.methods_of(class_name) else ("absent",)
-        if name.startswith(METHOD_SHAPE):
-            class_name, _, method = name[len(METHOD_SHAPE) :].rpartition(".")
-            found = self.methods_of(class_name).get(method)
-            return ("absent",) if found is None else ("shape", chain_shape(found, self.src))
-        if name.startswith(METHOD_LINEAR):
-            class_name, _, method = name[len(METHOD_LINEAR) :].rpartition(".")
-            found = self.methods_of(class_name).get(method)
-            return ("absent",) if found is None else ("linear", linear_shape(found, self.src))
-        if name.startswith(METHOD_DROPOUT):
-            class_name, _, method = name[len(METHOD_DROPOUT) :].rpartition(".")
-            found = self.methods_of(class_name).get(method)
-            return ("absent",) if found is None else ("dropout", dropout_form(found, self.src))
+        for prefix, (kind, answer) in _METHOD_ANSWERS.items():
+            if name.startswith(prefix):
+                class_name, _, method = name[len(prefix) :].rpartition(".")
+                found = self.methods_of(class_name).get(method)
+                return ("absent",) if found is None else (kind, answer(found, self.src))
         if name.startswith(METHOD):
             class_name, _, method = name[len(METHOD) :].rpartition(".")
             found = self.methods_of(class_name).get(method)
