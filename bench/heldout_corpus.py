@@ -421,6 +421,11 @@ MANIFEST: Manifest = (
     ("masr", "3.0.3", (
         "masr/model_utils/conformer/attention.py", "masr/model_utils/conformer/encoder.py",
         "masr/model_utils/conformer/positionwise.py")),
+    # Batch 21 (refreshed 2026-12-06, stop 28): labelled by a twenty-first independent labeller; first letters n-z only,
+    # picked by name and known purpose, leaning to what the set had less of (time series, tabular, point clouds, graph
+    # nets, video, speech, medical imaging, researchers' transformers and CNNs, LLM fine-tuning code), files from the
+    # archive listings by name and size before reading (see LABELLING.md "Batch 21").
+    ("nanodpo", "0.1.post1", ("nanodpo/causal_transformer.py", "nanodpo/dpo_onemodel_trainer.py")),
 )
 
 
