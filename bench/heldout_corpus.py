@@ -426,6 +426,7 @@ MANIFEST: Manifest = (
     # nets, video, speech, medical imaging, researchers' transformers and CNNs, LLM fine-tuning code), files from the
     # archive listings by name and size before reading (see LABELLING.md "Batch 21").
     ("nanodpo", "0.1.post1", ("nanodpo/causal_transformer.py", "nanodpo/dpo_onemodel_trainer.py")),
+    ("nanospeech", "0.0.6", ("nanospeech/nanospeech_torch.py",)),
 )
 
 
