@@ -427,6 +427,8 @@ MANIFEST: Manifest = (
     # archive listings by name and size before reading (see LABELLING.md "Batch 21").
     ("nanodpo", "0.1.post1", ("nanodpo/causal_transformer.py", "nanodpo/dpo_onemodel_trainer.py")),
     ("nanospeech", "0.0.6", ("nanospeech/nanospeech_torch.py",)),
+    ("nnts", "0.1.9", (
+        "nnts/torch/models/itransformer.py", "nnts/torch/models/timesnet.py", "nnts/torch/trainers.py")),
 )
 
 
