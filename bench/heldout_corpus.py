@@ -429,6 +429,7 @@ MANIFEST: Manifest = (
     ("nanospeech", "0.0.6", ("nanospeech/nanospeech_torch.py",)),
     ("nnts", "0.1.9", (
         "nnts/torch/models/itransformer.py", "nnts/torch/models/timesnet.py", "nnts/torch/trainers.py")),
+    ("ognn", "1.1.2", ("ognn/nn.py", "ognn/ounet.py")),
 )
 
 
