@@ -430,6 +430,7 @@ MANIFEST: Manifest = (
     ("nnts", "0.1.9", (
         "nnts/torch/models/itransformer.py", "nnts/torch/models/timesnet.py", "nnts/torch/trainers.py")),
     ("ognn", "1.1.2", ("ognn/nn.py", "ognn/ounet.py")),
+    ("omninet-pytorch", "0.0.6", ("omninet_pytorch/omninet_pytorch.py",)),
 )
 
 
