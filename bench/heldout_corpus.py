@@ -431,6 +431,7 @@ MANIFEST: Manifest = (
         "nnts/torch/models/itransformer.py", "nnts/torch/models/timesnet.py", "nnts/torch/trainers.py")),
     ("ognn", "1.1.2", ("ognn/nn.py", "ognn/ounet.py")),
     ("omninet-pytorch", "0.0.6", ("omninet_pytorch/omninet_pytorch.py",)),
+    ("pointnet", "0.1.1", ("pointnet/pointnet.py", "pointnet/pointnet2.py")),
 )
 
 
