@@ -432,6 +432,7 @@ MANIFEST: Manifest = (
     ("ognn", "1.1.2", ("ognn/nn.py", "ognn/ounet.py")),
     ("omninet-pytorch", "0.0.6", ("omninet_pytorch/omninet_pytorch.py",)),
     ("pointnet", "0.1.1", ("pointnet/pointnet.py", "pointnet/pointnet2.py")),
+    ("saibyo", "0.14.0", ("saibyo/modules/interpolation/ifnet.py",)),
 )
 
 
