@@ -433,6 +433,7 @@ MANIFEST: Manifest = (
     ("omninet-pytorch", "0.0.6", ("omninet_pytorch/omninet_pytorch.py",)),
     ("pointnet", "0.1.1", ("pointnet/pointnet.py", "pointnet/pointnet2.py")),
     ("saibyo", "0.14.0", ("saibyo/modules/interpolation/ifnet.py",)),
+    ("tiramisu-brulee", "0.2.2", ("tiramisu_brulee/model/dense.py", "tiramisu_brulee/model/tiramisu.py")),
 )
 
 
