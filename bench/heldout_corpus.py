@@ -434,6 +434,9 @@ MANIFEST: Manifest = (
     ("pointnet", "0.1.1", ("pointnet/pointnet.py", "pointnet/pointnet2.py")),
     ("saibyo", "0.14.0", ("saibyo/modules/interpolation/ifnet.py",)),
     ("tiramisu-brulee", "0.2.2", ("tiramisu_brulee/model/dense.py", "tiramisu_brulee/model/tiramisu.py")),
+    ("ts3l", "0.70", (
+        "ts3l/models/common/mlp.py", "ts3l/models/common/transformer_encoder.py", "ts3l/models/subtab/subtab.py",
+        "ts3l/pl_modules/base_module.py")),
 )
 
 
