@@ -437,6 +437,7 @@ MANIFEST: Manifest = (
     ("ts3l", "0.70", (
         "ts3l/models/common/mlp.py", "ts3l/models/common/transformer_encoder.py", "ts3l/models/subtab/subtab.py",
         "ts3l/pl_modules/base_module.py")),
+    ("wavemix", "0.2.4", ("wavemix/__init__.py", "wavemix/classification.py")),
 )
 
 
