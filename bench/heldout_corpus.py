@@ -421,6 +421,23 @@ MANIFEST: Manifest = (
     ("masr", "3.0.3", (
         "masr/model_utils/conformer/attention.py", "masr/model_utils/conformer/encoder.py",
         "masr/model_utils/conformer/positionwise.py")),
+    # Batch 21 (refreshed 2026-12-06, stop 28): labelled by a twenty-first independent labeller; first letters n-z only,
+    # picked by name and known purpose, leaning to what the set had less of (time series, tabular, point clouds, graph
+    # nets, video, speech, medical imaging, researchers' transformers and CNNs, LLM fine-tuning code), files from the
+    # archive listings by name and size before reading (see LABELLING.md "Batch 21").
+    ("nanodpo", "0.1.post1", ("nanodpo/causal_transformer.py", "nanodpo/dpo_onemodel_trainer.py")),
+    ("nanospeech", "0.0.6", ("nanospeech/nanospeech_torch.py",)),
+    ("nnts", "0.1.9", (
+        "nnts/torch/models/itransformer.py", "nnts/torch/models/timesnet.py", "nnts/torch/trainers.py")),
+    ("ognn", "1.1.2", ("ognn/nn.py", "ognn/ounet.py")),
+    ("omninet-pytorch", "0.0.6", ("omninet_pytorch/omninet_pytorch.py",)),
+    ("pointnet", "0.1.1", ("pointnet/pointnet.py", "pointnet/pointnet2.py")),
+    ("saibyo", "0.14.0", ("saibyo/modules/interpolation/ifnet.py",)),
+    ("tiramisu-brulee", "0.2.2", ("tiramisu_brulee/model/dense.py", "tiramisu_brulee/model/tiramisu.py")),
+    ("ts3l", "0.70", (
+        "ts3l/models/common/mlp.py", "ts3l/models/common/transformer_encoder.py", "ts3l/models/subtab/subtab.py",
+        "ts3l/pl_modules/base_module.py")),
+    ("wavemix", "0.2.4", ("wavemix/__init__.py", "wavemix/classification.py")),
 )
 
 
