@@ -1,0 +1,102 @@
+"""Norm layers chosen by factories and builders (`f07-conv-bn`, family 7).
+
+- A builder function of another file that returns a BatchNorm-then-activation class
+  (`crossfile.norm_act`: `return BatchNormAct2d(num_features, **kwargs)`) builds that BatchNorm, but the site
+  has no automatic fix: the fold folds a stock BatchNorm only (`builders._layer_of` carries `norm_then_act`).
+- A same-file function that returns a norm class through a local assigned on each branch of a string test
+  (pix2pix's `get_norm_layer(norm_type)`: `norm_layer = functools.partial(nn.BatchNorm2d, affine=True)` under
+  `if norm_type == "batch":`, `partial(nn.InstanceNorm2d, ...)` under another test), called for a class
+  (`norm_layer = get_norm_layer(norm_type)`, then `norm_layer(64)` after a convolution).
+
+Not sites (each beside its site twin): the key choosing an InstanceNorm, a branch that binds the local to a
+function (`def norm_layer(x): return Identity()`) or to None, the norm applied before the convolution.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from adopter.analysis.crossfile.reach import CrossFileReach
+from adopter.analysis.crossfile.resolver import ModuleResolver
+from adopter.engine import Environment, load_rules
+from adopter.session import RuleContext, Session
+from engine.test_norm_act_layers import NORM_ACT_FILE
+
+ENV = Environment("cpu", frozenset(), "2.13.0")
+RULES = tuple(r for r in load_rules().rules if r.family in (7, 8))
+
+BUILDER_FILE = NORM_ACT_FILE.format(after="x = self.act(x)") + '''
+
+def create_{kind}(num_features, **kwargs):
+    layer = {cls}(num_features, **kwargs)
+    return layer
+'''
+
+BUILDER_USER = '''
+from torch import nn
+
+from .norm_act import create_{kind}
+
+
+class ConvBnAct(nn.Module):
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        self.conv = nn.Conv2d(c_in, c_out, 3, padding=1, bias=False)
+        self.bn = create_{kind}(c_out, eps=1e-3)
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = self.bn(x)
+        return x
+'''
+
+
+def _reach(tmp_path: Path) -> CrossFileReach:
+    return CrossFileReach(ModuleResolver(search_paths=[str(tmp_path)]), root=str(tmp_path))
+
+
+def _package(tmp_path: Path, name: str, files: dict[str, str], model: str) -> Path:
+    pkg = tmp_path / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    for file, text in files.items():
+        (pkg / file).write_text(text, encoding="utf-8")
+    return pkg / model
+
+
+def _sites(text: str, path: str | None = None, reach: CrossFileReach | None = None) -> list[tuple[str, int, bool]]:
+    """(rule, 1-based line, whether `check` / `fix` call it fixable) of each site."""
+    session = Session(RuleContext(RULES, (), ENV), reach=reach)
+    analysed = session.analysed(text, path)
+    return [(f.rule_id, f.span.start_line + 1, session.planned(analysed, f).fixable) for f in analysed.findings]
+
+
+def _line(text: str, code: str) -> int:
+    found = [i + 1 for i, line in enumerate(text.splitlines()) if code in line]
+    assert len(found) == 1, code
+    return found[0]
+
+
+def test_a_builder_of_another_file_returning_a_norm_act_class_is_a_site_without_a_fix(tmp_path: Path) -> None:
+    model = _package(tmp_path, "builder_norm_act", {
+        "norm_act.py": BUILDER_FILE.format(kind="bn_act", cls="BatchNormAct2d"),
+        "blocks.py": BUILDER_USER.format(kind="bn_act")}, "blocks.py")
+    text = model.read_text(encoding="utf-8")
+    assert _sites(text, str(model), _reach(tmp_path)) == [("f07-conv-bn", _line(text, "x = self.conv(x)"), False)]
+    session = Session(RuleContext(RULES, (), ENV), reach=_reach(tmp_path))
+    assert session.fix(text, str(model)).new_source == text
+
+
+def test_a_builder_of_another_file_returning_a_stock_batchnorm_keeps_its_fix(tmp_path: Path) -> None:
+    model = _package(tmp_path, "builder_bn", {
+        "norm_act.py": BUILDER_FILE.format(kind="bn", cls="nn.BatchNorm2d"),
+        "blocks.py": BUILDER_USER.format(kind="bn")}, "blocks.py")
+    text = model.read_text(encoding="utf-8")
+    assert _sites(text, str(model), _reach(tmp_path)) == [("f07-conv-bn", _line(text, "x = self.conv(x)"), True)]
+
+
+def test_a_builder_of_another_file_returning_a_group_norm_act_is_no_site(tmp_path: Path) -> None:
+    model = _package(tmp_path, "builder_gn", {
+        "norm_act.py": BUILDER_FILE.format(kind="gn_act", cls="GroupNormAct"),
+        "blocks.py": BUILDER_USER.format(kind="gn_act")}, "blocks.py")
+    assert _sites(model.read_text(encoding="utf-8"), str(model), _reach(tmp_path)) == []
