@@ -237,3 +237,34 @@ def test_a_type_dispatch_factory_returns_the_class_its_argument_chooses() -> Non
     # nn.GroupNorm passed: the GroupNorm it returns is no BatchNorm (on 491b4a9 both returns were read as
     # alternatives, and the site was reported)
     assert _sites(TYPE_DISPATCH.format(norm="nn.GroupNorm")) == []
+
+
+RESPELLED_KEY = '''
+import torch.nn as nn
+
+
+def norm_class(kind="gn"):
+    kind = kind.lower()
+    if kind == "gn":
+        layer = nn.GroupNorm
+    else:
+        layer = nn.BatchNorm2d
+    return layer
+
+
+class Block(nn.Module):
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        self.conv = nn.Conv2d(c_in, c_out, 3, padding=1, bias=False)
+        self.bn = norm_class("GN")(c_out)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+'''
+
+
+def test_a_key_the_function_rebinds_before_its_tests_is_not_evident() -> None:
+    # `kind.lower()` makes "GN" the GroupNorm: the test is not decided with the call's spelling (read as
+    # written, "GN" != "gn" would take the BatchNorm branch), and GroupNorm is among the values
+    assert _sites(RESPELLED_KEY) == []
+    assert _sites(RESPELLED_KEY.replace('norm_class("GN")', 'norm_class(kind="bn")')) == []

@@ -78,8 +78,10 @@ def chosen_classes(function: Node, src: SourceText, class_values: ClassValues, p
     if local is not None and local in index:
         return None  # a parameter returned (`return norm_layer` of the argument itself): not a choice
     reader = _Reader(src, class_values, passed, local, index)
+    # a parameter the function rebinds (`norm_type = norm_type.lower()`) is not the call's value in its tests
+    reader.rebound = {p for p in index if any(_stores(n, p, src) for n in _own(body))}
     try:
-        found = reader.block(stmts, None)
+        found = reader.block(stmts)
     except _Unknown:
         found = None
     if found is not None:
@@ -105,8 +107,9 @@ class _Reader:
                  index: dict[str, int]) -> None:
         self.src, self.class_values, self.passed, self.local, self.index = src, class_values, passed, local, index
         self.value: list[str] | None = None  # the local's classes on the path followed
+        self.rebound: set[str] = set()
 
-    def block(self, stmts: list[Node], _: None) -> list[str] | None:
+    def block(self, stmts: list[Node]) -> list[str] | None:
         """The classes returned by the first `return` the statements reach; None when they fall through."""
         for stmt in stmts:
             if stmt.type in _SKIPPED and not self._binds(stmt):
@@ -126,7 +129,7 @@ class _Reader:
             if stmt.type == "if_statement":
                 branch = self._taken(stmt)
                 if branch is not None:
-                    found = self.block([c for c in branch.named_children if c.type != "comment"], None)
+                    found = self.block([c for c in branch.named_children if c.type != "comment"])
                     if found is not None:
                         return found
                 continue
@@ -186,7 +189,7 @@ class _Reader:
         raise _Unknown
 
     def _passed(self, name: str, kind: str) -> str:
-        if name not in self.index:
+        if name not in self.index or name in self.rebound:
             raise _Unknown
         key = self.passed(name, self.index[name], kind)
         if key is None:
@@ -195,19 +198,7 @@ class _Reader:
 
     def _binds(self, stmt: Node) -> bool:
         """Whether a statement binds the returned local anywhere inside it (other than as read above)."""
-        if self.local is None:
-            return False
-        for n in [stmt, *_own(stmt)]:
-            if n.type in ("function_definition", "class_definition"):
-                name = n.child_by_field_id(Field.NAME)
-                if name is not None and self.src.text(name) == self.local:
-                    return True
-            if n.type in ("assignment", "augmented_assignment", "for_statement", "named_expression",
-                          "with_item", "as_pattern"):
-                left = n.child_by_field_id(Field.LEFT) or n.child_by_field_id(Field.NAME) or n
-                if self.local in self.src.text(left).replace("(", " ").replace(",", " ").replace("=", " ").split():
-                    return True
-        return False
+        return self.local is not None and any(_stores(n, self.local, self.src) for n in [stmt, *_own(stmt)])
 
     def every(self, body: Node, returns: list[Node]) -> list[str] | None:
         """Every class a return can yield when the key is not evident: each return a class or the local,
@@ -234,12 +225,24 @@ class _Reader:
                         return None
                     out.extend(c for c in classes if c not in out)
                     bound += 1
-                elif n.type in ("function_definition", "class_definition", "augmented_assignment",
-                                "for_statement", "named_expression", "with_item", "as_pattern") and self._binds(n):
+                elif _stores(n, self.local, self.src):  # a tuple target, a loop, a definition of the name
                     return None
             if not bound:
                 return None
         return out
+
+
+def _stores(n: Node, name: str, src: SourceText) -> bool:
+    """Whether node `n` itself binds `name`: a definition of that name, or an assignment, loop, walrus or
+    `with ... as` whose target names it."""
+    if n.type in ("function_definition", "class_definition"):
+        found = n.child_by_field_id(Field.NAME)
+        return found is not None and src.text(found) == name
+    if n.type in ("assignment", "augmented_assignment", "for_statement", "named_expression", "with_item",
+                  "as_pattern"):
+        left = n.child_by_field_id(Field.LEFT) or n.child_by_field_id(Field.NAME) or n
+        return name in src.text(left).replace("(", " ").replace(",", " ").replace("=", " ").split()
+    return False
 
 
 def _string(node: Node, src: SourceText) -> str | None:
