@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from adopter.analysis.crossfile.ast_files import ParsedFile, bound_names, dotted_name, qualify
 from adopter.analysis.crossfile.evaluator import UNKNOWN, literal
 from adopter.analysis.crossfile.factories import is_function_test, returned_lambda
-from adopter.analysis.crossfile.norm_act import BATCH_NORMS
+from adopter.analysis.crossfile.norm_act import BATCH_NORMS, norm_then_act
 
 MAX_DEPTH = 3  # builders followed through builders
 MAX_RETURNS = 8  # open returns read per builder
@@ -62,7 +62,7 @@ TorchLayer = Callable[[str], str | None]
 
 
 def _open_paths(fn: ast.FunctionDef, call: Call, lookup: Lookup, path: str = "", chosen: set[str] | None = None,
-                ) -> tuple[_Values, list[ast.expr], frozenset[str]] | None:
+                norm_act: set[str] | None = None) -> tuple[_Values, list[ast.expr], frozenset[str]] | None:
     """What `fn` called as `call` can return: the call's values, the returned expressions of its open paths
     (None when there are none or more than MAX_RETURNS) and the `**kwargs` keys it pops."""
     params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
@@ -71,6 +71,8 @@ def _open_paths(fn: ast.FunctionDef, call: Call, lookup: Lookup, path: str = "",
     values.strings = _strings(fn, call, values, path)
     if chosen is not None:
         values.chosen = chosen
+    if norm_act is not None:
+        values.norm_act = norm_act
     values.lambdas = {p: body for p, text in values.args.items()
                       if (body := _lambda_of(text, call, lookup)) is not None}
     returns = list(_returns(fn.body, values, {}))
@@ -80,13 +82,16 @@ def _open_paths(fn: ast.FunctionDef, call: Call, lookup: Lookup, path: str = "",
 
 
 def built_layer(fn: ast.FunctionDef, parsed: ParsedFile, path: str, call: Call, lookup: Lookup,
-                torch_layer: TorchLayer, depth: int = 0, chosen: set[str] | None = None) -> str | None:
+                torch_layer: TorchLayer, depth: int = 0, chosen: set[str] | None = None,
+                norm_act: set[str] | None = None) -> str | None:
     """The torch layer (`torch.nn.Conv2d`) every open path of `fn` called as `call` returns, else None.
     `chosen` collects the parameters whose string decided a test on the way (`if norm == "bn":`): the call's
-    arguments then select the layer rather than being its arguments."""
+    arguments then select the layer rather than being its arguments. `norm_act` collects the classes built
+    on the way that are a BatchNorm whose forward activates after the norm (`norm_act.norm_then_act`: timm's
+    `BatchNormAct2d`): the layer is then that BatchNorm, with no automatic fix."""
     if depth > MAX_DEPTH:
         return None
-    paths = _open_paths(fn, call, lookup, path, chosen)
+    paths = _open_paths(fn, call, lookup, path, chosen, norm_act)
     if paths is None:
         return None
     values, returns, popped = paths
@@ -104,14 +109,14 @@ _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn
 
 
 def possible_layer(fn: ast.FunctionDef, parsed: ParsedFile, path: str, call: Call, lookup: Lookup,
-                   torch_layer: TorchLayer) -> str | None:
+                   torch_layer: TorchLayer, norm_act: set[str] | None = None) -> str | None:
     """The torch layer some open paths of `fn` build for `call`, when every other open path builds a class
     that is no torch layer (`MixedConv2d` for a list of kernel sizes, `CondConv2d` with experts): which one
     runs depends on a value the call leaves open (the caller's own parameter, a `**kwargs` it passes on),
     as with a conditional binding `self.conv = Mixed(...) if c else nn.Conv2d(...)` written in the file.
     None when a path builds something unknown or another torch layer, or when no path builds one; the
     paths are those `built_layer` reads (the tests the call decides are decided)."""
-    paths = _open_paths(fn, call, lookup, path)
+    paths = _open_paths(fn, call, lookup, path, norm_act=norm_act)
     if paths is None:
         return None
     values, returns, popped = paths
@@ -152,6 +157,7 @@ class _Values:
         self.strings: dict[str, str] = {}
         self.named_string: Callable[[str], str | None] = lambda name: None
         self.chosen: set[str] = set()  # the parameters whose string decided a test
+        self.norm_act: set[str] = set()  # the BatchNorm-then-activation classes built (`built_layer`)
         self.local_names: frozenset[str] = frozenset()  # the builder's parameters and locals
 
     def test(self, node: ast.expr) -> bool | None:
@@ -377,8 +383,9 @@ def _layer_of(value: ast.expr, parsed: ParsedFile, path: str, values: _Values, p
     if isinstance(value.func, ast.Name) and value.func.id in values.lambdas:  # `normalization(**kwargs)`
         body, where, where_path = values.lambdas[value.func.id]
         no_call = Call((), frozenset(), True, frozenset())
-        return _layer_of(body, where, where_path, _Values([], None, no_call, frozenset()), frozenset(),
-                         lookup, torch_layer, depth + 1)
+        inner_values = _Values([], None, no_call, frozenset())
+        inner_values.norm_act = values.norm_act
+        return _layer_of(body, where, where_path, inner_values, frozenset(), lookup, torch_layer, depth + 1)
     dotted = dotted_name(value.func)
     if dotted is None:
         return None
@@ -396,6 +403,8 @@ def _layer_of(value: ast.expr, parsed: ParsedFile, path: str, values: _Values, p
         for base in node.bases:  # a subclass of the torch layer (`class Conv2dSame(nn.Conv2d)`)
             base_name = dotted_name(base)
             if base_name is not None and (base_layer := torch_layer(qualify(base_name, inner_parsed.imports))):
+                if norm_then_act(node, base_layer, lambda n: qualify(n, inner_parsed.imports)):
+                    values.norm_act.add(qualified)  # `BatchNormAct2d`: that BatchNorm, whose fold never folds
                 return base_layer
         return None
     if any(isinstance(a, ast.Starred) for a in value.args):
@@ -416,8 +425,8 @@ def _layer_of(value: ast.expr, parsed: ParsedFile, path: str, values: _Values, p
                      for k in value.keywords) or (call.open_keywords and passes),
                  ints, tuple((k.arg, passed(k.value)) for k in value.keywords if k.arg is not None),
                  constant=call.constant, caller_path=path, local_names=values.local_names)
-    return built_layer(node, inner_parsed, inner_path, inner, lookup, torch_layer, depth + 1, values.chosen) \
-        if isinstance(node, ast.FunctionDef) else None
+    return built_layer(node, inner_parsed, inner_path, inner, lookup, torch_layer, depth + 1, values.chosen,
+                       values.norm_act) if isinstance(node, ast.FunctionDef) else None
 
 
 def _passes(call: ast.Call, kwargs_name: str | None) -> bool:

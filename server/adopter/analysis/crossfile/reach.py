@@ -244,13 +244,15 @@ class CrossFileReach:
             return Ctor(summary.layer, args, kwargs, origin=f"{summary.definition.name} ({where}{then})")
         if summary.kind == "other" and ctor.lookup is None:
             chosen: set[str] = set()
-            built = self._built(ctor, summary.definition, path, scope, chosen)
+            acts: set[str] = set()  # a BatchNorm-then-activation class built (`create_bn_act(c)`): no fix
+            built = self._built(ctor, summary.definition, path, scope, chosen, acts)
+            then = NORM_ACT if acts else ""
             if built is not None and chosen:
                 # A string argument chose the layer (`get_norm_layer("bn", c)`): the call's arguments are
                 # the builder's, not the layer's (as for a registry's entry, none are carried over).
-                return Ctor(built, (), (), origin=f"{summary.definition.name} ({where})")
+                return Ctor(built, (), (), origin=f"{summary.definition.name} ({where}{then})")
             if built is not None:
-                return Ctor(built, ctor.args, ctor.kwargs, origin=f"{summary.definition.name} ({where})")
+                return Ctor(built, ctor.args, ctor.kwargs, origin=f"{summary.definition.name} ({where}{then})")
             items = self._sequential(ctor, summary.definition, path, scope)
             if items is not None:
                 return Ctor("torch.nn.Sequential", (), (), tuple(Ctor(i) for i in items),
@@ -289,8 +291,10 @@ class CrossFileReach:
         return Ctor(layer.layer or "", (), tuple(Kwarg(k, Expr(v)) for k, v in layer.layer_kwargs),
                     origin=f"{call} ({where}{then}){source}")
 
-    def _built(self, ctor: Ctor, d: Definition, path: str, scope: Scope, chosen: set[str]) -> str | None:
-        """The torch layer an imported builder function returns for this call (`builders`), else None."""
+    def _built(self, ctor: Ctor, d: Definition, path: str, scope: Scope, chosen: set[str],
+               acts: set[str] | None = None) -> str | None:
+        """The torch layer an imported builder function returns for this call (`builders`), else None;
+        `acts` collects the BatchNorm-then-activation classes it builds (`built_layer`'s `norm_act`)."""
         found = self._node(d.name, d.path, d.line)
         if found is None or not isinstance(found[1], ast.FunctionDef):
             return None
@@ -298,7 +302,8 @@ class CrossFileReach:
         if call is not None:  # the caller's defaults, read in its file (a lambda factory passed as one)
             defaults = tuple((p, v) for p, v in scope.params.items() if v is not None)
             call = replace(call, defaults=defaults, caller=self.parsed(path), caller_path=path)
-        return built_layer(found[1], found[0], found[2], call, self._lookup, torch_layer, chosen=chosen) if call else None
+        return built_layer(found[1], found[0], found[2], call, self._lookup, torch_layer, chosen=chosen,
+                           norm_act=acts) if call else None
 
     def _possible(self, ctor: Ctor, path: str, scope: Scope) -> Ctor | None:
         """The torch layer an imported builder builds on the paths the call leaves open to it, the others
@@ -313,13 +318,15 @@ class CrossFileReach:
             if found is None or not isinstance(found[1], ast.FunctionDef):
                 return None
             call = self._call(ctor, scope)
-            layer = possible_layer(found[1], found[0], found[2], call, self._lookup, torch_layer) if call else None
+            acts: set[str] = set()
+            layer = possible_layer(found[1], found[0], found[2], call, self._lookup, torch_layer, acts) if call else None
         except (RecursionError, ValueError, OSError, SyntaxError):
             return None
         if layer is None:
             return None
+        then = NORM_ACT if acts else ""
         return Ctor(layer, ctor.args, ctor.kwargs,
-                    origin=f"{summary.definition.name} ({self._where(summary.definition)})")
+                    origin=f"{summary.definition.name} ({self._where(summary.definition)}{then})")
 
     def _call(self, ctor: Ctor, scope: Scope) -> Call | None:
         """What `ctor` passes a builder (`builders.Call`); None with a `*` argument."""

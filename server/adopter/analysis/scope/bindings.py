@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import FUNCTION_VALUES, PARTIAL_FUNCTIONS
+from adopter.analysis.crossfile.norm_act import BATCH_NORMS
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
+from adopter.analysis.names.branch_choice import chosen_classes
 from adopter.analysis.names.class_attributes import assigns_instance_attribute, class_attribute
 from adopter.analysis.names.default_helpers import fallback_argument
 from adopter.analysis.names.formula_functions import exact_gelu
@@ -796,6 +798,58 @@ class InitAnalysis:
             found.extend(c for c in classes if c not in found)
         return found
 
+    def _branch_classes(self, name: str, call: Node) -> list[str] | None:
+        """The class a same-file function returns for `call` when it chooses it by tests on a parameter
+        (`names.branch_choice`: pix2pix's `get_norm_layer(norm_type)` binding `norm_layer` on each branch of
+        `if norm_type == "batch":`, a type dispatch `if norm_layer is nn.BatchNorm2d: return BatchNormAct2d`),
+        with the key the call passes (a literal, or a parameter's literal default). When the key is not
+        evident, the classes only when every one the function can return is a BatchNorm (the same layer
+        whichever the key); None when neither (`_returned_classes` then reads the returns as alternatives)."""
+        if "." in name or self.symbols.has_class(name):
+            return None
+        function = self.symbols.function_node(name)
+        if function is None or function.type != "function_definition":
+            return None
+        args_node = call.child_by_field_id(Field.ARGUMENTS)
+        given = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
+        if any(a.type in ("list_splat", "dictionary_splat") for a in given):
+            return None
+        positional = [a for a in given if a.type != "keyword_argument"]
+        defaults = {p.name: p.default for p in params(function, self.src)}
+
+        def passed(param: str, index: int, kind: str) -> str | None:
+            text: str | None = None
+            for a in given:
+                key, value = a.child_by_field_id(Field.NAME), a.child_by_field_id(Field.VALUE)
+                if a.type == "keyword_argument" and key is not None and value is not None and self.src.text(key) == param:
+                    text = self.src.text(value)
+            if text is None and 0 <= index < len(positional):
+                text = self.src.text(positional[index])
+            if text is None:
+                text = defaults.get(param)
+                if text is None:
+                    return None
+                if kind == "str":  # the function's own default: a literal only, never a name of this scope
+                    text = text.strip()
+                    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" else None
+            if kind == "str":
+                return self._key_text(text)
+            text = text.strip()
+            local = self.locals.get(text)
+            if isinstance(local, list):  # a parameter whose default is a class (`norm_layer=nn.BatchNorm2d`)
+                return local[0][1].qualified if len(local) == 1 and not local[0][0] and isinstance(
+                    local[0][1], _Callee) else None
+            if text in self.defaults and text not in self.locals:
+                text = (self.defaults[text] or "").strip()
+            return self._default_class(text)
+
+        choice = chosen_classes(function, self.src, self._class_values, passed)
+        if choice is None or not choice.classes:
+            return None
+        if choice.decided or all(c in BATCH_NORMS for c in choice.classes):
+            return list(choice.classes)
+        return None
+
     def _class_values(self, value: Node) -> list[str] | None:
         """The classes a returned expression names: `nn.Linear`, `partial(LoRALinear, rank=r)`, or either
         alternative of a conditional of such (`nn.SyncBatchNorm if is_distributed else nn.BatchNorm1d`:
@@ -833,7 +887,9 @@ class InitAnalysis:
         (`_returned_classes`), each under the condition that the call returned it when there are several."""
         func = call.child_by_field_id(Field.FUNCTION)
         dotted = dotted_text(func, self.src) if func is not None else None
-        classes = self._returned_classes(dotted) if dotted is not None and dotted not in self.locals else []
+        chosen = self._branch_classes(dotted, call) if dotted is not None and dotted not in self.locals else None
+        classes = chosen if chosen is not None else (
+            self._returned_classes(dotted) if dotted is not None and dotted not in self.locals else [])
         text = self.src.norm(call)
         return [(((f"{text} is {c}",) if len(classes) > 1 else ()), c, None) for c in classes]
 
@@ -1364,7 +1420,7 @@ class InitAnalysis:
                 return [((), configured)]  # `build_activation_layer(act_cfg)` with `act_cfg=dict(type='GELU')`
             elif dotted is not None and (held := self._class_attribute_class(dotted)) is not None:
                 callees.append(((), held, None))  # `self.act_layer()` with `act_layer = nn.GELU` in the class body
-            elif dotted is not None and (classes := self._returned_classes(dotted)):
+            elif dotted is not None and (classes := _first(self._branch_classes(dotted, call), self._returned_classes, dotted)):
                 # `MaybeLora = maybe_lora(lora)` where the helper returns `nn.Linear` or
                 # `partial(LoRALinear, ...)`: the value is one of those classes, by condition.
                 text = self.src.norm(call)
@@ -1812,3 +1868,8 @@ def _range_count(node: Node, src: SourceText) -> str | None:
     if len(parts) >= 2:
         return f"{src.norm(parts[1])} - {src.norm(parts[0])}"
     return None
+
+
+def _first(chosen: list[str] | None, fallback: Callable[[str], list[str]], name: str) -> list[str]:
+    """`chosen` where a reading gave it, else `fallback(name)`."""
+    return chosen if chosen is not None else fallback(name)
