@@ -1648,7 +1648,10 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     rank: int | None = None
     if key in SAME_RANK and first is not None:
         rank = _rank(first, known)
-    elif op.kind == _METHOD and op.target in ("view", "reshape", "permute", "expand"):
+    elif op.kind == _METHOD and op.target in ("view", "reshape", "permute", "expand", "repeat") and not (
+            op.target == "repeat" and op.kwargs):
+        # `repeat` takes at least one size per axis and gives one axis per size (`x.repeat(1, h, 1, 1)`: 4-D);
+        # numpy's `a.repeat(n, axis=0)` keeps the rank, so a keyword is no size.
         rank = _shape_count(op.args)
     elif op.kind == _OPERATOR and op.target in _ELEMENTWISE and len(op.args) == 2:
         arg_ranks = [_rank(a, known) for a in op.args if isinstance(a, Ref)]

@@ -10,8 +10,9 @@ Two sources, both what the code itself proves when it runs:
   Rebinding a name, or an in-place op that changes a rank, ends what is known of it; control flow that binds
   it does too (a later use proves nothing about a value an `if` may replace).
 - *Shapes.* `torch.randn((n, e))`, `torch.zeros(b, t)`, `torch.full((n, e), v)`: one axis per size written;
-  the same for sizes written as one list or tuple literal where a shape is taken (`x.view([n, c, h, w])`,
-  `torch.reshape(x, shape=[b, c])`, `x.new_full((t, e), v)`, `x.new_zeros((n, t, d))`).
+  the same for sizes (or axes) written as one list or tuple literal where a shape is taken (`x.view([n, c, h,
+  w])`, `torch.reshape(x, shape=[b, c])`, `x.permute((0, 2, 1))`, `x.repeat([1, h, 1, 1])`, `x.new_full((t, e),
+  v)`, `x.new_zeros((n, t, d))`).
 
 The pass plugs these in where it reads a value whose rank it does not know (`_Pass.op`), so every rule sees
 `dim=1` of a 2-D tensor as `dim=-1`; where nothing proves a rank, nothing changes.
@@ -43,7 +44,8 @@ _CREATED = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", 
 CREATION_TARGETS = _CREATED | {"torch.full"}  # the targets `created_rank` reads (a caller's cheap test first)
 # Ops that take a shape as one sequence: methods whose second argument it is (after the tensor), and
 # `torch.reshape(x, shape)`. The targets `listed_rank` reads (a caller's cheap test first).
-_SHAPED_METHODS = frozenset({"view", "reshape", "new_full", "new_zeros", "new_ones", "new_empty"})
+_SHAPED_METHODS = frozenset({"view", "reshape", "permute", "expand", "repeat", "new_full", "new_zeros", "new_ones",
+                             "new_empty"})
 LISTED_TARGETS = _SHAPED_METHODS | {"torch.reshape"}
 
 Need = dict[tuple[int, str], int]  # (id of the op reading a name, the name) -> the rank it has there
@@ -151,14 +153,15 @@ def created_rank(op: Op, lists: Mapping[str, tuple[Value, ...]]) -> int | None:
 
 
 def listed_rank(op: Op, lists: Mapping[str, tuple[Value, ...]]) -> int | None:
-    """The rank of a tensor whose shape is given as one list or tuple literal (`x.view([n, c, h, w])`,
-    `torch.reshape(x, shape=[b, c])`, `x.new_full((t, e), v)`): one axis per item; None when the shape is held
+    """The rank of a tensor whose shape (or axis order) is given as one list or tuple literal (`x.view([n, c, h,
+    w])`, `torch.reshape(x, shape=[b, c])`, `x.permute((0, 2, 1))`, `x.new_full((t, e), v)`; `repeat` and
+    `expand` take at least one size per axis and give one axis per size): one axis per item; None when the shape is held
     elsewhere (`x.view(shape)`), starred, or the sizes are written one by one (`_track_rank` counts those)."""
     if len(op.outputs) != 1 or len(op.args) < 1:
         return None
     if op.kind == OpKind.METHOD and op.target in _SHAPED_METHODS:
         size: Value | None = op.args[1] if len(op.args) >= 2 else None
-        if op.target in ("view", "reshape") and len(op.args) != 2:
+        if not op.target.startswith("new_") and len(op.args) != 2:
             return None
     elif op.kind == OpKind.FUNCTION and op.target == "torch.reshape":
         given = [k.value for k in op.kwargs if k.name == "shape"]
