@@ -149,6 +149,30 @@ class CrissCross(nn.Module):
 """
 
 
+# Heads unflattened (rank unknown) and ordered by a permutation written as one tuple: 4-D.
+PERMUTED_BY_A_TUPLE = LISTED_VIEW.replace(
+    "self.q(x).view([b, n, self.heads, self.head_dim]).transpose(1, 2)",
+    "self.q(x).unflatten(-1, (self.heads, self.head_dim)).permute((0, 2, 1, 3))").replace(
+    "self.k(x).view([b, n, self.heads, self.head_dim]).transpose(1, 2)",
+    "self.k(x).unflatten(-1, (self.heads, self.head_dim)).permute([0, 2, 1, 3])")
+
+# Learned logits repeated per batch: `repeat` gives one axis per size, so `dim=1` of `repeat(b, 1)` is the last.
+REPEATED = """
+import torch
+from torch import nn
+
+
+class Mixture(nn.Module):
+    def __init__(self, parts):
+        super().__init__()
+        self.logits = nn.Parameter(torch.zeros(parts))
+
+    def forward(self, x):
+        weights = self.logits.repeat(x.shape[0], 1)
+        return torch.softmax(weights, dim=1)
+"""
+
+
 def test_heads_viewed_by_a_size_list_are_attention_and_the_rewrite_is_equivalent() -> None:
     assert _rules(LISTED_VIEW) == [("f10-manual-attention-sdpa", _line(LISTED_VIEW, "scores = torch.matmul")),
                                    ("f04-softmax", _line(LISTED_VIEW, "softmax(3)"))]
@@ -166,8 +190,17 @@ def test_heads_stacked_from_splits_are_attention_and_the_rewrite_is_equivalent()
                 lambda: (torch.randn(2, 3, 16), torch.randn(2, 6, 16)))
 
 
-@pytest.mark.parametrize("source", [RESHAPED_HEAD, NEW_FULL, CONCATENATED],
-                         ids=["torch-reshape-shape-list", "new-full-size-tuple", "cat-of-a-list"])
+def test_heads_permuted_by_a_tuple_are_attention_and_the_rewrite_is_equivalent() -> None:
+    source = PERMUTED_BY_A_TUPLE
+    assert _rules(source) == [("f10-manual-attention-sdpa", _line(source, "scores = torch.matmul")),
+                              ("f04-softmax", _line(source, "softmax(3)"))]
+    new = fixed(source, F10, applied=1)
+    assert "scaled_dot_product_attention" in new and "softmax" not in new, new
+    _equivalent(source, new, "Attention", lambda cls: cls(16, 4), lambda: (torch.randn(2, 5, 16),))
+
+
+@pytest.mark.parametrize("source", [RESHAPED_HEAD, NEW_FULL, CONCATENATED, REPEATED],
+                         ids=["torch-reshape-shape-list", "new-full-size-tuple", "cat-of-a-list", "repeat-sizes"])
 def test_a_softmax_over_the_last_axis_of_a_tensor_ranked_by_its_sizes_is_family_4(source: str) -> None:
     assert _rules(source) == [("f04-softmax", _line(source, "return "))]
 
@@ -186,14 +219,16 @@ STACKED_FROM_4D = STACKED_HEADS.replace("query.reshape(b, tq, -1)", "query.resha
     "keys.transpose(2, 3)", "keys.transpose(3, 4)")
 # Parts of different ranks concatenated: torch would refuse, nothing is known.
 MIXED_PARTS = CONCATENATED.replace(".view(b, h, w, w)", ".view(b * h, w, w)")
+# numpy's `repeat(n, axis=0)` keeps the rank: a keyword is no size.
+NUMPY_REPEAT = REPEATED.replace("self.logits.repeat(x.shape[0], 1)", "self.logits.repeat(x.shape[0], axis=0)")
 # The queries' axis of known 4-D scores.
 QUERIES_AXIS = LISTED_VIEW.replace("scores.softmax(3)", "scores.softmax(2)")
 
 
 @pytest.mark.parametrize("source", [MIDDLE_OF_THREE, SHAPE_IN_A_VARIABLE, STARRED, STACKED_FROM_4D, MIXED_PARTS,
-                                    QUERIES_AXIS],
+                                    NUMPY_REPEAT, QUERIES_AXIS],
                          ids=["middle-of-three", "shape-in-a-variable", "starred-sizes", "stacked-from-4d",
-                              "mixed-part-ranks", "queries-axis"])
+                              "mixed-part-ranks", "numpy-repeat-axis", "queries-axis"])
 def test_a_softmax_not_known_to_be_over_the_last_axis_is_not_reported(source: str) -> None:
     assert _rules(source) == []
 

@@ -20,10 +20,11 @@ The pass plugs these in where it reads a value whose rank it does not know (`_Pa
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 
 from adopter.analysis.canonical.spellings import CANONICAL, TRANSPARENT_METHODS
-from adopter.dsl.types import Block, Branch, Loop, Op, OpKind, Ref, Value
+from adopter.dsl.types import Block, Branch, Expr, Loop, Op, OpKind, Ref, Value
 
 # Ops whose result has the rank of their first argument.
 SAME_RANK = frozenset({
@@ -168,9 +169,25 @@ def listed_rank(op: Op, lists: Mapping[str, tuple[Value, ...]]) -> int | None:
         size = op.args[1] if len(op.args) == 2 else (given[0] if len(op.args) == 1 and given else None)
     else:
         return None
+    if isinstance(size, Expr):
+        return _literal_length(size.text)  # all items constants: the pass keeps the literal as written
     if not isinstance(size, Ref) or size.name not in lists:
         return None
     items = lists[size.name]
     if any((isinstance(a, Ref) and a.name.startswith("*")) or getattr(a, "text", "").startswith("*") for a in items):
         return None
     return len(items)
+
+
+def _literal_length(text: str) -> int | None:
+    """The number of items of a list or tuple literal written without a starred item (`(0, 2, 1, 3)`); else None."""
+    text = text.strip()
+    if not text.startswith(("(", "[")):
+        return None
+    try:
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+    if isinstance(node, ast.List | ast.Tuple) and not any(isinstance(e, ast.Starred) for e in node.elts):
+        return len(node.elts)
+    return None
