@@ -36,11 +36,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from adopter.analysis.canonical.ranks import CREATION_TARGETS, SAME_RANK, Need, created_rank, required_ranks
+from adopter.analysis.canonical.ranks import (
+    CREATION_TARGETS,
+    LISTED_TARGETS,
+    SAME_RANK,
+    Need,
+    created_rank,
+    listed_rank,
+    required_ranks,
+)
 from adopter.analysis.canonical.spellings import (
     CANONICAL,
     CAST,
+    CAT,
     CHOOSE,
+    CHUNK,
     DEFAULT_KEYWORDS,
     FUNCTION_VALUES,
     KEYWORD_ALIASES,
@@ -53,6 +63,7 @@ from adopter.analysis.canonical.spellings import (
     SEQUENTIAL,
     SIGNATURES,
     SOFTMAX,
+    SPLIT,
     SQUARES,
     TRANSPARENT_METHODS,
     TRANSPOSE,
@@ -480,6 +491,8 @@ class _Pass:
         for o in ops:
             _track_rank(o, ranks, self.by_attr, self.units)
             if o.target in CREATION_TARGETS and (made := created_rank(o, self.lists)) is not None:
+                ranks[o.outputs[0]] = made
+            elif o.target in LISTED_TARGETS and (made := listed_rank(o, self.lists)) is not None:
                 ranks[o.outputs[0]] = made
         return ops
 
@@ -1285,6 +1298,12 @@ def _max_temp(block: Block) -> int:
 # to have length 1; control flow keeps it only where every alternative agrees, like a rank.
 _UNIT = "^"
 _SHAPE = "#"  # `ranks[_SHAPE + name]`: `name` holds a tensor's sizes (`x.shape`, `x.size()`)
+# `ranks[_ITEMS + name]`: `name` holds a sequence of tensors that all have this rank (`torch.split(x, n)`,
+# `x.chunk(h, dim=-1)`, `[a, b]`), so `torch.stack` of it has one axis more and `torch.cat` the same.
+_ITEMS = "[]"
+_STACK: Key = ("function", "torch.stack")
+# Ops whose one output is a sequence of slices of their first argument, each of its rank.
+_SLICES = frozenset({SPLIT, CHUNK, ("method", "tensor_split"), ("function", "torch.tensor_split")})
 _FLATTEN = frozenset({("method", "flatten"), ("function", "torch.flatten")})
 _ONE_WIDE = re.compile(r"^torch\.(randn|rand|zeros|ones|empty|full)\(.*,\s*1\s*\)$", re.S)
 
@@ -1590,9 +1609,14 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     axis of length 1."""
     # The arguments' ranks as they were before this op (`x = x.masked_fill(...)` redefines its input).
     known = {a.name: ranks[a.name] for a in op.args if isinstance(a, Ref) and a.name in ranks}
+    items = _items_rank(op, ranks)
+    parts = ranks.get(_ITEMS + op.args[0].name) if op.args and isinstance(op.args[0], Ref) else None
     for name in op.outputs:
         ranks.pop(name, None)
         ranks.pop(_SHAPE + name, None)
+        ranks.pop(_ITEMS + name, None)
+    if items is not None:
+        ranks[_ITEMS + op.outputs[0]] = items
     if units:
         for name in op.outputs:
             ranks.pop(_UNIT + name, None)
@@ -1624,7 +1648,10 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     rank: int | None = None
     if key in SAME_RANK and first is not None:
         rank = _rank(first, known)
-    elif op.kind == _METHOD and op.target in ("view", "reshape", "permute", "expand"):
+    elif op.kind == _METHOD and op.target in ("view", "reshape", "permute", "expand", "repeat") and not (
+            op.target == "repeat" and op.kwargs):
+        # `repeat` takes at least one size per axis and gives one axis per size (`x.repeat(1, h, 1, 1)`: 4-D);
+        # numpy's `a.repeat(n, axis=0)` keeps the rank, so a keyword is no size.
         rank = _shape_count(op.args)
     elif op.kind == _OPERATOR and op.target in _ELEMENTWISE and len(op.args) == 2:
         arg_ranks = [_rank(a, known) for a in op.args if isinstance(a, Ref)]
@@ -1656,10 +1683,30 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
         rank = None if r is None or r < 1 else r - 1
     elif op.kind == _METHOD and op.target == "size" and (len(op.args) == 2 or op.kwargs):
         rank = 0  # `x.size(-1)`, `x.size(dim=1)`: a number
+    elif key in (_STACK, CAT) and parts is not None:
+        # `torch.stack(torch.split(q, d, dim=2), dim=0)`: the heads as a new leading axis (one more than each
+        # slice); `torch.cat(x.chunk(2, dim=0), dim=-1)`: as many axes as each part.
+        rank = parts + 1 if key == _STACK else parts
     if rank is not None:
         ranks[op.outputs[0]] = rank
     elif _sizes(op):
         ranks[_SHAPE + op.outputs[0]] = 1  # `x.shape`, `x.size()`: its integer items are numbers
+
+
+def _items_rank(op: Op, ranks: Mapping[str, int]) -> int | None:
+    """The rank every tensor of the sequence `op` makes has, when it is evident: slices of a tensor of known
+    rank (`split`, `chunk`, `tensor_split`: each keeps every axis), or a list or tuple literal of tensors of one
+    known rank; None otherwise (a sequence unpacked into several names is ranked by `_track_rank` itself)."""
+    if len(op.outputs) != 1 or not op.args:
+        return None
+    key = (op.kind._value_, op.target)
+    if key in _SLICES:
+        return _rank(op.args[0], ranks)
+    if op.kind == _OPERATOR and op.target in ("list", "tuple"):
+        seen = {_rank(a, ranks) for a in op.args}
+        if len(seen) == 1 and None not in seen:
+            return seen.pop()
+    return None
 
 
 def _sizes(op: Op) -> bool:

@@ -9,7 +9,10 @@ Two sources, both what the code itself proves when it runs:
   of their input (and `unsqueeze`, one more), and records the rank of each value at the op that reads it.
   Rebinding a name, or an in-place op that changes a rank, ends what is known of it; control flow that binds
   it does too (a later use proves nothing about a value an `if` may replace).
-- *Shapes.* `torch.randn((n, e))`, `torch.zeros(b, t)`, `torch.full((n, e), v)`: one axis per size written.
+- *Shapes.* `torch.randn((n, e))`, `torch.zeros(b, t)`, `torch.full((n, e), v)`: one axis per size written;
+  the same for sizes (or axes) written as one list or tuple literal where a shape is taken (`x.view([n, c, h,
+  w])`, `torch.reshape(x, shape=[b, c])`, `x.permute((0, 2, 1))`, `x.repeat([1, h, 1, 1])`, `x.new_full((t, e),
+  v)`, `x.new_zeros((n, t, d))`).
 
 The pass plugs these in where it reads a value whose rank it does not know (`_Pass.op`), so every rule sees
 `dim=1` of a 2-D tensor as `dim=-1`; where nothing proves a rank, nothing changes.
@@ -17,10 +20,11 @@ The pass plugs these in where it reads a value whose rank it does not know (`_Pa
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 
 from adopter.analysis.canonical.spellings import CANONICAL, TRANSPARENT_METHODS
-from adopter.dsl.types import Block, Branch, Loop, Op, OpKind, Ref, Value
+from adopter.dsl.types import Block, Branch, Expr, Loop, Op, OpKind, Ref, Value
 
 # Ops whose result has the rank of their first argument.
 SAME_RANK = frozenset({
@@ -39,6 +43,11 @@ _RESHAPING_IN_PLACE = frozenset({"unsqueeze_", "squeeze_", "resize_", "resize_as
 # Creation functions whose positional arguments are the sizes (`torch.full`: its first one only).
 _CREATED = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty"})
 CREATION_TARGETS = _CREATED | {"torch.full"}  # the targets `created_rank` reads (a caller's cheap test first)
+# Ops that take a shape as one sequence: methods whose second argument it is (after the tensor), and
+# `torch.reshape(x, shape)`. The targets `listed_rank` reads (a caller's cheap test first).
+_SHAPED_METHODS = frozenset({"view", "reshape", "permute", "expand", "repeat", "new_full", "new_zeros", "new_ones",
+                             "new_empty"})
+LISTED_TARGETS = _SHAPED_METHODS | {"torch.reshape"}
 
 Need = dict[tuple[int, str], int]  # (id of the op reading a name, the name) -> the rank it has there
 
@@ -142,3 +151,43 @@ def created_rank(op: Op, lists: Mapping[str, tuple[Value, ...]]) -> int | None:
         items = lists[size.name]
         return None if any(getattr(a, "text", "").startswith("*") for a in items) else len(items)
     return 1 if getattr(size, "text", "").strip().isdigit() else None
+
+
+def listed_rank(op: Op, lists: Mapping[str, tuple[Value, ...]]) -> int | None:
+    """The rank of a tensor whose shape (or axis order) is given as one list or tuple literal (`x.view([n, c, h,
+    w])`, `torch.reshape(x, shape=[b, c])`, `x.permute((0, 2, 1))`, `x.new_full((t, e), v)`; `repeat` and
+    `expand` take at least one size per axis and give one axis per size): one axis per item; None when the shape is held
+    elsewhere (`x.view(shape)`), starred, or the sizes are written one by one (`_track_rank` counts those)."""
+    if len(op.outputs) != 1 or len(op.args) < 1:
+        return None
+    if op.kind == OpKind.METHOD and op.target in _SHAPED_METHODS:
+        size: Value | None = op.args[1] if len(op.args) >= 2 else None
+        if not op.target.startswith("new_") and len(op.args) != 2:
+            return None
+    elif op.kind == OpKind.FUNCTION and op.target == "torch.reshape":
+        given = [k.value for k in op.kwargs if k.name == "shape"]
+        size = op.args[1] if len(op.args) == 2 else (given[0] if len(op.args) == 1 and given else None)
+    else:
+        return None
+    if isinstance(size, Expr):
+        return _literal_length(size.text)  # all items constants: the pass keeps the literal as written
+    if not isinstance(size, Ref) or size.name not in lists:
+        return None
+    items = lists[size.name]
+    if any((isinstance(a, Ref) and a.name.startswith("*")) or getattr(a, "text", "").startswith("*") for a in items):
+        return None
+    return len(items)
+
+
+def _literal_length(text: str) -> int | None:
+    """The number of items of a list or tuple literal written without a starred item (`(0, 2, 1, 3)`); else None."""
+    text = text.strip()
+    if not text.startswith(("(", "[")):
+        return None
+    try:
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+    if isinstance(node, ast.List | ast.Tuple) and not any(isinstance(e, ast.Starred) for e in node.elts):
+        return len(node.elts)
+    return None
