@@ -215,7 +215,7 @@ class _Forward:
         """`env` after `stmts`; None when a statement is refused. A branch that raises gives `{}`-less
         `_RAISED` (its names never reach what follows)."""
         for stmt in stmts:
-            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) or isinstance(stmt, ast.Pass | ast.Assert):
+            if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)) or isinstance(stmt, ast.Pass | ast.Assert):
                 continue
             if isinstance(stmt, ast.Raise) and not top:
                 return _RAISED
@@ -350,7 +350,7 @@ class _Forward:
             return None
         out: set[str] = set()
         for n in ast.walk(weight):
-            if isinstance(n, ast.Attribute) and n.attr in _RESHAPES or isinstance(n, ast.Subscript):
+            if (isinstance(n, ast.Attribute) and n.attr in _RESHAPES) or isinstance(n, ast.Subscript):
                 return None
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == self.self_name:
                 out.add(n.attr)
