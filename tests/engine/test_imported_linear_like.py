@@ -7,11 +7,14 @@ The forms, each in a small package written like the libraries write them (never 
   (torchao's ParetoQ `QuantizeLinear`);
 - a module with its own `Parameter(torch.empty((out, in)))`, through a base of its file, and
   `F.linear(x, self.weight, self.bias)` (fairseq2's `Linear(Projection)`);
-- `x @ self.weight.t() + self.bias`; `super().forward(x.float()).to(x.dtype)` of an `nn.Linear` subclass.
+- `x @ self.weight.t() + self.bias`; `super().forward(x.float()).to(x.dtype)` of an `nn.Linear` subclass;
+- a module that applies its one `nn.Linear` child to its input (mattersim's `LinearLayer`).
 
 Refused (each beside its site twin): a LoRA branch, a tensor-parallel gather of the output, a tuple returned, a
 second argument (ibert's scaling factor), a reshape of the output, a residual, the projection under a
-condition, a reshaped weight, a 3-D weight, a base of another file, a class whose file is missing.
+condition, a reshaped weight, a 3-D weight, a base of another file, a class whose file is missing; a wrapper
+that applies its child twice, reshapes or activates after it, applies another child, or binds a convolution or
+binds its Linear under a condition.
 """
 
 from __future__ import annotations
@@ -80,9 +83,19 @@ class Linear(Projection):
 class Fp32Linear(nn.Linear):
     def forward(self, x):
         return super().forward(x.float()).to(x.dtype)
+
+
+class LinearLayer(nn.Module):
+    def __init__(self, in_dim, out_dim, bias=True):
+        super().__init__()
+        self.linear = nn.Linear(in_dim, out_dim, bias=bias)
+
+    def forward(self, x):
+        {child}
 '''
 
 LINEAR_FORWARD = "return F.linear(x, self.weight, self.bias)"
+CHILD_FORWARD = "return self.linear(x)"
 
 MODEL = '''
 import torch.nn.functional as F
@@ -132,11 +145,11 @@ class Attention(nn.Module):
 
 
 def _package(tmp_path: Path, name: str, forward: str = LINEAR_FORWARD, cls: str = "Linear",
-             layers: str = LAYERS) -> Path:
+             layers: str = LAYERS, child: str = CHILD_FORWARD) -> Path:
     pkg = tmp_path / name
     pkg.mkdir()
     (pkg / "__init__.py").write_text("", encoding="utf-8")
-    (pkg / "layers.py").write_text(layers.replace("{forward}", forward), encoding="utf-8")
+    (pkg / "layers.py").write_text(layers.replace("{forward}", forward).replace("{child}", child), encoding="utf-8")
     model = pkg / "model.py"
     model.write_text(MODEL.format(cls=cls), encoding="utf-8")
     return model
@@ -169,11 +182,12 @@ def test_each_imported_linear_like_class_gives_the_three_families_without_a_fix(
         "QuantLinear": LINEAR_FORWARD,
         "Linear": LINEAR_FORWARD,
         "Fp32Linear": LINEAR_FORWARD,
+        "LinearLayer": LINEAR_FORWARD,
         "matmul": "return x @ self.weight.t() + self.bias",
         "scaled": "y = F.linear(x.float(), self.weight, self.bias)\n        return (y * self.scale).to(x.dtype)",
     }
     for i, (cls, forward) in enumerate(forms.items()):
-        model = _package(tmp_path, f"pkg{i}", forward, cls if cls in ("QuantLinear", "Fp32Linear") else "Linear")
+        model = _package(tmp_path, f"pkg{i}", forward, cls if cls in ("QuantLinear", "Fp32Linear", "LinearLayer") else "Linear")
         found = _findings(model, _reach(tmp_path))
         assert _forms(found) == SITES, cls
         for rule, _, fixable, reason in found:
@@ -220,6 +234,27 @@ def test_a_second_argument_a_3d_weight_or_a_base_of_another_file_is_refused(tmp_
         assert _forms(_findings(model, _reach(tmp_path))) == [], why
 
 
+def test_a_wrapper_that_does_more_than_apply_its_linear_child_is_refused(tmp_path: Path) -> None:
+    refused = {
+        "applied twice": "return self.linear(self.linear(x))",
+        "a reshape after": "return self.linear(x).flatten(1)",
+        "an activation after": "return F.relu(self.linear(x))",
+        "another child": "return self.linear(self.norm(x))",
+    }
+    for i, (why, child) in enumerate(refused.items()):
+        model = _package(tmp_path, f"wrap{i}", cls="LinearLayer", child=child)
+        assert _forms(_findings(model, _reach(tmp_path))) == [], why
+    bound = {
+        "a convolution": LAYERS.replace("self.linear = nn.Linear(in_dim, out_dim, bias=bias)",
+                                        "self.linear = nn.Conv1d(in_dim, out_dim, 1)"),
+        "under a condition": LAYERS.replace("        self.linear = nn.Linear(in_dim, out_dim, bias=bias)",
+                                            "        if bias:\n            self.linear = nn.Linear(in_dim, out_dim)"),
+    }
+    for i, (why, text) in enumerate(bound.items()):
+        model = _package(tmp_path, f"wrapinit{i}", cls="LinearLayer", layers=text)
+        assert _forms(_findings(model, _reach(tmp_path))) == [], why
+
+
 def test_a_class_whose_file_is_missing_is_not_read(tmp_path: Path) -> None:
     model = _package(tmp_path, "gone")
     (model.parent / "layers.py").unlink()
@@ -235,7 +270,8 @@ def test_the_users_analysis_depends_on_the_other_files_class(tmp_path: Path) -> 
     assert str(layers) in read
     assert _forms(_findings(model, reach)) == SITES
     # the class's forward gains a residual: once the file is known changed, the user's sites go
-    layers.write_text(LAYERS.replace("{forward}", "return F.linear(x, self.weight, self.bias) + x"), encoding="utf-8")
+    layers.write_text(LAYERS.replace("{forward}", "return F.linear(x, self.weight, self.bias) + x").replace(
+        "{child}", CHILD_FORWARD), encoding="utf-8")
     assert reach.changed([str(layers)])
     assert _forms(_findings(model, reach)) == []
     assert _forms(_findings(model, _reach(tmp_path))) == []

@@ -24,7 +24,8 @@ that keeps an (out, in) weight and calls `F.linear` itself:
 
 `linear_forward` reads such a class in its own file (Python's `ast`, never imported or run) and answers one
 test: the forward's result is the one projection it makes of its input, `F.linear(x, W, b)`, `x @ W.t()`
-(`torch.matmul`), or `super().forward(x)` of an `nn.Linear` subclass, where
+(`torch.matmul`), `super().forward(x)` of an `nn.Linear` subclass, or `self.<child>(x)` of a child its `__init__`
+binds once, at its top level, to `nn.Linear(...)` (mattersim's `LinearLayer`: `return self.linear(x)`), where
 
 - `x` is the forward's one argument, or computed from it by elementwise work with values that do not read it
   (casts, clamps, `+ - * /` with the module's settings);
@@ -69,6 +70,7 @@ _PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _MAX_DEPTH = 6
 
 IN, OUT, VALUE = "input", "output", "value"  # computed from the input, from the projection, from neither
+WEIGHT, SUPER, CHILD = "weight", "super", "child"  # how the forward projects: its weight, `super().forward`, a child
 
 
 def linear_forward(node: ast.ClassDef, classes: Mapping[str, ast.AST], qualify: Callable[[str], str]) -> bool:
@@ -85,13 +87,15 @@ def linear_forward(node: ast.ClassDef, classes: Mapping[str, ast.AST], qualify: 
     forward = next((m["forward"] for m in methods if "forward" in m), None)
     if not isinstance(forward, ast.FunctionDef):
         return False
-    read = _Forward(forward, qualify).projection()
+    inits = [m["__init__"] for m in methods if isinstance(m.get("__init__"), ast.FunctionDef)]
+    read = _Forward(forward, qualify, _linear_children(inits, qualify)).projection()  # type: ignore[arg-type]
     if read is None:
         return False
-    weights, through_super = read
-    if through_super:
+    weights, through = read
+    if through == SUPER:
         return layer == LINEAR
-    inits = [m["__init__"] for m in methods if isinstance(m.get("__init__"), ast.FunctionDef)]
+    if through == CHILD:
+        return True
     own = _weight_parameters(inits, qualify)  # type: ignore[arg-type]
     if layer == LINEAR:
         rebound = _bound_attributes(inits)  # type: ignore[arg-type]
@@ -143,6 +147,23 @@ def _weight_parameters(inits: list[ast.FunctionDef], qualify: Callable[[str], st
     return {attr for attr, ok in found.items() if ok}
 
 
+def _linear_children(inits: list[ast.FunctionDef], qualify: Callable[[str], str]) -> frozenset[str]:
+    """The attributes the `__init__`s bind exactly once, at their top level, to a call of `nn.Linear`."""
+    found: dict[str, list[ast.expr | None]] = {}
+    top: set[str] = set()
+    for init in inits:
+        self_name = init.args.args[0].arg if init.args.args else "self"
+        for n in ast.walk(init):
+            target, value = _self_assignment(n, self_name)
+            if target is not None:
+                found.setdefault(target, []).append(value)
+                if n in init.body:
+                    top.add(target)
+    return frozenset(attr for attr, values in found.items() if len(values) == 1 and attr in top
+                     and isinstance(call := values[0], ast.Call) and (dotted := dotted_name(call.func)) is not None
+                     and qualify(dotted) == LINEAR)
+
+
 def _bound_attributes(inits: list[ast.FunctionDef]) -> set[str]:
     out: set[str] = set()
     for init in inits:
@@ -181,15 +202,16 @@ def _two_d_parameter(value: ast.expr, qualify: Callable[[str], str]) -> bool:
 class _Forward:
     """One pass over a forward's statements: what each name holds (`IN`, `OUT`, `VALUE`) and the projection."""
 
-    def __init__(self, forward: ast.FunctionDef, qualify: Callable[[str], str]) -> None:
+    def __init__(self, forward: ast.FunctionDef, qualify: Callable[[str], str], children: frozenset[str]) -> None:
         self.forward = forward
         self.qualify = qualify
+        self.children = children  # attributes bound to one `nn.Linear`
         self.self_name = ""
-        self.projections: list[tuple[ast.expr | None, bool]] = []  # (the weight, through `super().forward`)
+        self.projections: list[tuple[ast.expr | None, str]] = []  # (the weight, `WEIGHT` / `SUPER` / `CHILD`)
         self.assigned: dict[str, list[ast.expr]] = {}  # every value a name is given (the weight's expression)
 
-    def projection(self) -> tuple[set[str], bool] | None:
-        """(the attributes of `self` the weight reads, whether through `super().forward`), else None."""
+    def projection(self) -> tuple[set[str], str] | None:
+        """(the attributes of `self` the weight reads, how it projects: `WEIGHT`, `SUPER`, `CHILD`), else None."""
         args = self.forward.args
         positional = args.posonlyargs + args.args
         if len(positional) != 2 or args.vararg or args.kwonlyargs or args.kwarg:
@@ -203,11 +225,11 @@ class _Forward:
         env = self._block(body[:-1], {x: IN}, top=True)
         if env is None or self._kind(body[-1].value, env) != OUT or len(self.projections) != 1:
             return None
-        weight, through_super = self.projections[0]
-        if through_super:
-            return set(), True
+        weight, through = self.projections[0]
+        if through != WEIGHT:
+            return set(), through
         attrs = self._weight_attributes(weight, 0) if weight is not None else None
-        return (attrs, False) if attrs else None
+        return (attrs, WEIGHT) if attrs else None
 
     # -- statements ---------------------------------------------------------------------------------
 
@@ -295,7 +317,13 @@ class _Forward:
         if isinstance(func, ast.Attribute) and func.attr == "forward" and _is_super(func.value):
             if len(call.args) != 1 or call.keywords or self._kind(call.args[0], env) != IN:
                 return None
-            self.projections.append((None, True))
+            self.projections.append((None, SUPER))
+            return OUT
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == self.self_name
+                and func.attr in self.children):
+            if len(call.args) != 1 or call.keywords or self._kind(call.args[0], env) != IN:
+                return None
+            self.projections.append((None, CHILD))
             return OUT
         dotted = dotted_name(func)
         qualified = self.qualify(dotted) if dotted is not None else ""
@@ -308,7 +336,7 @@ class _Forward:
                 return None
             if any(self._kind(given[k], env) != VALUE for k in ("weight", "bias") if k in given):
                 return None
-            self.projections.append((given["weight"], False))
+            self.projections.append((given["weight"], WEIGHT))
             return OUT
         if qualified in _MATMULS:
             if len(call.args) != 2 or call.keywords:
@@ -340,7 +368,7 @@ class _Forward:
         inner = _untransposed(w) if transposed else w
         if inner is None or self._kind(x, env) != IN or self._kind(inner, env) != VALUE:
             return None
-        self.projections.append((inner, False))
+        self.projections.append((inner, WEIGHT))
         return OUT
 
     def _weight_attributes(self, weight: ast.expr, depth: int) -> set[str] | None:

@@ -131,7 +131,7 @@ def linear_like_reason(bindings: Sequence[Binding]) -> str | None:
         if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(LINEAR_FORWARD + ")"):
             name = b.value.origin.split(" ", 1)[0]
             return (f"`self.{b.attr}` is a `{name}`, a class of another file whose forward is a linear map of its "
-                    "input by its own weight (`F.linear`), not `nn.Linear`; the rewrite would build plain nn.Linear "
+                    "input by its own weight (`F.linear`, or one nn.Linear child), not `nn.Linear`; the rewrite would build plain nn.Linear "
                     "layers, dropping what that forward does to the weight (quantisation, a cast) and changing the "
                     "checkpoint's keys, so change it by hand")
     return None
