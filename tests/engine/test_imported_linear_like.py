@@ -275,3 +275,18 @@ def test_the_users_analysis_depends_on_the_other_files_class(tmp_path: Path) -> 
     assert reach.changed([str(layers)])
     assert _forms(_findings(model, reach)) == []
     assert _forms(_findings(model, _reach(tmp_path))) == []
+
+
+def test_a_subclass_of_another_files_linear_like_class_without_its_own_forward_is_one(tmp_path: Path) -> None:
+    model = _package(tmp_path, "sub")
+    (model.parent / "inits.py").write_text(
+        "from torch import nn\n\nfrom .layers import Linear\n\n\n"
+        "class ZeroLinear(Linear):\n"
+        "    def __init__(self, input_dim, output_dim, bias=True):\n"
+        "        super().__init__(input_dim, output_dim, bias)\n"
+        "        nn.init.zeros_(self.weight)\n", encoding="utf-8")
+    model.write_text(model.read_text(encoding="utf-8").replace(
+        "from .layers import Linear as Proj", "from .inits import ZeroLinear as Proj"), encoding="utf-8")
+    found = _findings(model, _reach(tmp_path))
+    assert _forms(found) == SITES
+    assert not any(fixable for rule, _, fixable, _ in found if rule in FORMS)
