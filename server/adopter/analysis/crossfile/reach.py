@@ -8,7 +8,9 @@ are parsed, never imported or run). That definition is then read (Python's `ast`
 
 - a *layer*: a subclass of a torch layer that does not override `forward` (`class LayerNorm2d(nn.LayerNorm)`),
   or a module whose `forward` is one elementwise function of its input with casts around it
-  (`F.silu(x.float()).to(x.dtype)` is SiLU) — the torch layer it computes;
+  (`F.silu(x.float()).to(x.dtype)` is SiLU) — the torch layer it computes; or a class whose forward is a
+  linear map of its input by its own (out, in) weight (`linear_forward`: `F.linear(x, quantise(self.weight))`),
+  read as `nn.Linear`, its sites without an automatic fix;
 - a *registry*: a lookup table of layer classes by name (`{"relu": nn.ReLU, ...}`, or entries added by
   module-level calls such as `Act.add_factory_class("gelu", nn.GELU)`);
 - a *factory*: a function that builds the entry of a registry named by its first argument;
@@ -76,6 +78,7 @@ from adopter.analysis.crossfile.evaluator import (
 from adopter.analysis.crossfile.factories import apply_steps, dict_entries, handed_on, key_steps
 from adopter.analysis.crossfile.init_source import InitSource, Scope
 from adopter.analysis.crossfile.jedi_lookup import JediLookup
+from adopter.analysis.crossfile.linear_forward import LINEAR, LINEAR_FORWARD, linear_forward
 from adopter.analysis.crossfile.norm_act import NORM_ACT, norm_then_act
 from adopter.analysis.crossfile.resolver import ModuleResolver, is_torch_module_class
 from adopter.analysis.crossfile.summary import Definition, Summary
@@ -240,7 +243,7 @@ class CrossFileReach:
         if summary.kind == "layer" and summary.layer is not None and ctor.lookup is None:
             args, kwargs = ((), ()) if summary.own_init else (ctor.args, ctor.kwargs)
             kwargs = (*kwargs, *(Kwarg(k, Expr(v)) for k, v in summary.layer_kwargs))
-            then = NORM_ACT if summary.norm_act else ""
+            then = NORM_ACT if summary.norm_act else LINEAR_FORWARD if summary.linear_forward else ""
             return Ctor(summary.layer, args, kwargs, origin=f"{summary.definition.name} ({where}{then})")
         if summary.kind == "other" and ctor.lookup is None:
             chosen: set[str] = set()
@@ -287,7 +290,7 @@ class CrossFileReach:
             return None
         call = f"{summary.definition.name}[{key!r}]" if ctor.lookup is not None else f"{summary.definition.name}({key!r})"
         source = f", {key_origin}" if key_origin else ""
-        then = NORM_ACT if layer.norm_act else ""
+        then = NORM_ACT if layer.norm_act else LINEAR_FORWARD if layer.linear_forward else ""
         return Ctor(layer.layer or "", (), tuple(Kwarg(k, Expr(v)) for k, v in layer.layer_kwargs),
                     origin=f"{call} ({where}{then}){source}")
 
@@ -658,7 +661,7 @@ class CrossFileReach:
                     sub = self._base(qualified, d.path, parsed, depth, read)
                     if sub is not None and sub.kind == "layer":
                         return Summary("layer", d, sub.layer, sub.layer_kwargs, own_init or sub.own_init,
-                                       norm_act=sub.norm_act)
+                                       norm_act=sub.norm_act, linear_forward=sub.linear_forward)
         forward = methods.get("forward")
         if isinstance(forward, ast.FunctionDef) and "__call__" not in methods:
             for base in node.bases:
@@ -670,6 +673,8 @@ class CrossFileReach:
             found = elementwise_layer(forward, parsed.imports)
             if found is not None:
                 return Summary("layer", d, found[0], found[1], own_init=own_init)
+        if "__call__" not in methods and linear_forward(node, parsed.toplevel, lambda n: qualify(n, parsed.imports)):
+            return Summary("layer", d, LINEAR, own_init=True, linear_forward=True)
         defaults: dict[str, object] = {}
         if "__init__" in methods:
             if isinstance(methods["__init__"], ast.FunctionDef):

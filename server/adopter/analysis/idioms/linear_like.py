@@ -37,6 +37,7 @@ from collections.abc import Sequence
 
 from tree_sitter import Node
 
+from adopter.analysis.crossfile.linear_forward import LINEAR_FORWARD
 from adopter.analysis.names.linear_shape import linear_shape
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
@@ -119,11 +120,18 @@ def _assignments(block: Node) -> list[Node]:
 
 
 def linear_like_reason(bindings: Sequence[Binding]) -> str | None:
-    """Why a match over a Linear-like module gets no automatic fix, else None."""
+    """Why a match over a Linear-like module (of this file, or of another: `crossfile.linear_forward`) gets no
+    automatic fix, else None."""
     for b in bindings:
         if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(LINEAR_LIKE + ")"):
             name = b.value.origin.split(" ", 1)[0]
             return (f"`self.{b.attr}` is a `{name}`, a module of this file that wraps one nn.Linear with elementwise "
                     "work around it (clamps, a scale, a bias), not `nn.Linear`; the rewrite would drop that work "
                     "and change the checkpoint's keys, so change it by hand")
+        if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(LINEAR_FORWARD + ")"):
+            name = b.value.origin.split(" ", 1)[0]
+            return (f"`self.{b.attr}` is a `{name}`, a class of another file whose forward is a linear map of its "
+                    "input by its own weight (`F.linear`, or one nn.Linear child), not `nn.Linear`; the rewrite would build plain nn.Linear "
+                    "layers, dropping what that forward does to the weight (quantisation, a cast) and changing the "
+                    "checkpoint's keys, so change it by hand")
     return None
