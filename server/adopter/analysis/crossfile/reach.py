@@ -420,7 +420,7 @@ class CrossFileReach:
     def _key(self, text: str, path: str, scope: Scope, hops: int = 0) -> tuple[object, str | None]:
         """The value of a lookup key where evident: a literal, a parameter's literal default, a local
         `getattr(config, "<field>", d)`, or `config.<field>` with the default of the field in the
-        annotated config class."""
+        config class: annotated, or as the file passes it (`Scope.class_of`)."""
         value = literal(text)
         if value is not UNKNOWN:
             return value, None
@@ -432,7 +432,7 @@ class CrossFileReach:
             if found is not None:
                 return self._key(f"{found[0]}.{found[1]}", path, scope, hops + 1)
         root, dot, field_name = text.partition(".")
-        annotation = scope.annotations().get(root) if dot and "." not in field_name else None
+        annotation = scope.class_of(root) if dot and "." not in field_name else None
         if annotation is None:
             return UNKNOWN, None
         values = []
