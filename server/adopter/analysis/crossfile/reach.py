@@ -402,6 +402,10 @@ class CrossFileReach:
             return returned_sequential(found[1], found[0], (positional, keywords), self._lookup, torch_layer)
         return sequential_items(found[1], found[0], found[2], (positional, keywords), self._lookup, torch_layer)
 
+    def class_or_function(self, qualified: str, path: str) -> tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, str] | None:
+        """The definition (`ast`) of a name used in file `path`, with its parsed file and path (`_lookup`)."""
+        return self._lookup(qualified, path)
+
     def _lookup(self, qualified: str, path: str) -> tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, str] | None:
         """The definition of a name used in file `path` (a top-level name of that file, or imported)."""
         if "." not in qualified:
