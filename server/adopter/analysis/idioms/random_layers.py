@@ -8,7 +8,7 @@ mask of its own, which no rewrite of the path without it computes (the family-5 
 mask), and it is built wherever a training recipe sets a rate. `random_layers` reads the layer itself, never
 its name: its class's `forward` (the analysed file's class, or another file's read with `ast` through
 cross-file reach) and the module-level functions of that file it calls, for a call that draws random numbers
-(`torch.rand`, `bernoulli_`, `F.dropout`, ...). Such an attribute's call stays one module call: no match runs
+(`torch.rand`, `bernoulli_`, ...; a dropout is the pattern's own). Such an attribute's call stays one module call: no match runs
 through it. A layer that is not read (no reach, an unreadable file) keeps the identity reading, as before.
 """
 
@@ -27,16 +27,14 @@ if TYPE_CHECKING:
     from adopter.analysis.scope.classes import ClassTable
 
 IDENTITY = "torch.nn.Identity"
-# Calls that draw random numbers (a tensor method, a torch function or `F.dropout` and its kin), by the
-# callee's last name.
+# Calls that draw random numbers, by the callee's last name (a tensor method or a torch function). Dropout is
+# not among them: a dropout built only for a positive rate (`nn.Dropout(p) if p > 0 else nn.Identity()`, a module
+# whose forward is `F.dropout`) is the pattern's own dropout, read through its identity path as before.
 RANDOM = frozenset({
     "rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "bernoulli", "bernoulli_",
-    "multinomial", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
-    "uniform_", "normal_",
+    "multinomial", "uniform_", "normal_", "exponential_", "geometric_",
 })
 _CALL = re.compile(r"(\.?)\s*\b([A-Za-z_]\w*)\s*\(")  # a call's last name, and whether a `.` precedes it
-_TORCH_RANDOM = frozenset({"torch.nn.Dropout", "torch.nn.Dropout1d", "torch.nn.Dropout2d", "torch.nn.Dropout3d",
-                           "torch.nn.AlphaDropout", "torch.nn.FeatureAlphaDropout"})
 _DEPTH = 2  # module-level functions followed from the forward, one calling the next
 # Another file's class read by cross-file reach, with the module-level functions of its file by name.
 Imported = tuple[ast.ClassDef, dict[str, ast.FunctionDef]]
@@ -68,10 +66,8 @@ def random_layers(bindings: Sequence[Binding], table: ClassTable, src: SourceTex
 
 def _draws(callee: str, table: ClassTable, src: SourceText,
            imported: Callable[[str], Imported | None] | None) -> bool:
-    if callee in _TORCH_RANDOM:
-        return True
     if callee.startswith("torch."):
-        return False
+        return False  # torch's layers: none between a dropout and an add draws but the dropout itself
     if table.symbols.has_class(callee):
         method = table.find_method(callee, "forward")
         if method is None:
