@@ -2,7 +2,8 @@
 is: every in-file construction passes the constructing `__init__`'s own parameter, whose class is annotated or
 declared (`config_class = ModelConfig`, Hugging Face's `PreTrainedModel` contract), and that class's default
 names the activation. Read as unknown before, transformers' `LlamaMLP` (SiLU) and `T5DenseActDense` (ReLU)
-were reported as Linear -> GELU; where the file does not say (no construction, an expression passed, two
+were reported as Linear -> GELU (and a default naming an entry that is no torch layer, BitNet's and Persimmon's
+`relu2`, is that key: not GELU); where the file does not say (no construction, an expression passed, two
 classes) the key stays unknown and the lookup is reported with its run-time check, as before."""
 
 from __future__ import annotations
@@ -19,13 +20,25 @@ from adopter.dsl.types import Ctor
 from adopter.engine import check, detect_environment, load_rules
 
 ACTIVATIONS = '''
+import torch
 import torch.nn as nn
 
 class GELUActivation(nn.Module):
     def forward(self, input):
         return nn.functional.gelu(input)
 
-ACT2CLS = {"gelu": GELUActivation, "relu": nn.ReLU, "silu": nn.SiLU}
+class ReLUSquaredActivation(nn.Module):
+    def forward(self, input):
+        relu_applied = nn.functional.relu(input)
+        squared = torch.square(relu_applied)
+        return squared
+
+class PytorchGELUTanh(nn.Module):
+    def forward(self, input):
+        return 0.5 * input * (1.0 + torch.tanh(0.7978845608 * (input + 0.044715 * torch.pow(input, 3.0))))
+
+ACT2CLS = {"gelu": GELUActivation, "relu": nn.ReLU, "silu": nn.SiLU, "relu2": ReLUSquaredActivation,
+           "gelu_pytorch_tanh": PytorchGELUTanh}
 
 class Instantiator(dict):
     def __getitem__(self, key):
@@ -40,6 +53,11 @@ class ModelConfig:
         self.hidden_act = hidden_act
         self.proj_act = proj_act
 
+class SquaredConfig:
+    def __init__(self, hidden_act="relu2", proj_act="gelu_pytorch_tanh", **kwargs):
+        self.hidden_act = hidden_act
+        self.proj_act = proj_act
+
 class OtherConfig:
     def __init__(self, hidden_act="gelu", **kwargs):
         self.hidden_act = hidden_act
@@ -47,7 +65,7 @@ class OtherConfig:
 
 MLP = '''
 import torch.nn as nn
-from pkg.config import ModelConfig, OtherConfig
+from pkg.config import ModelConfig, OtherConfig, SquaredConfig
 from .activations import ACT2FN
 
 
@@ -104,6 +122,21 @@ class Wrapped(MLP):
         super().__init__(config)
         self.extra = nn.Linear(8, 8)
 ''', None, None),
+    # The default names an entry that is no torch layer known here (squared ReLU): the lookup by that key,
+    # which is no GELU (nor a SiLU/GELU gate).
+    "an entry not read": ('''
+class Layer(nn.Module):
+    def __init__(self, config: SquaredConfig):
+        super().__init__()
+        self.mlp = MLP(config)
+''', "hidden_act", "key 'relu2'"),
+    # ... and one that is a GELU spelling: still family 6.
+    "a GELU entry not read": ('''
+class Layer(nn.Module):
+    def __init__(self, config: SquaredConfig):
+        super().__init__()
+        self.mlp = MLP(config)
+''', "proj_act", "key 'gelu_pytorch_tanh'"),
     # Two constructions of two classes: unknown.
     "two classes": ('''
 class Layer(nn.Module):
@@ -154,9 +187,12 @@ def test_an_unannotated_config_takes_the_class_the_file_passes(tmp_path: Path, c
     assert isinstance(act, Ctor)
     if expected is None:
         assert act.origin is None and act.lookup is not None
+    elif expected.startswith("key "):
+        assert act.lookup == expected[4:] and act.origin is not None and "default of `" in act.origin
     else:
         assert act.callee == expected
         assert act.origin is not None and "default of `" in act.origin
     found = {(f.rule_id, f.scope_name) for f in check(mf, [r for r in load_rules().rules if r.family == 6],
                                                       detect_environment("cpu")).findings}
-    assert (("f06-linear-gelu", name) in found) is (expected in (None, "torch.nn.GELU"))
+    gelu = expected in (None, "torch.nn.GELU") or (expected or "").startswith("key 'gelu")
+    assert (("f06-linear-gelu", name) in found) is gelu

@@ -277,14 +277,12 @@ class CrossFileReach:
             key = apply_steps(key, summary.key_steps)
             if key is None:
                 return None
-        entry = registry.entry(key)
-        if entry is None:
-            return None
-        layer = self._layer(entry, registry.definition.path)
-        if layer is None:
-            return None
         call = f"{summary.definition.name}[{key!r}]" if ctor.lookup is not None else f"{summary.definition.name}({key!r})"
         source = f", {key_origin}" if key_origin else ""
+        entry = registry.entry(key)
+        layer = self._layer(entry, registry.definition.path) if entry is not None else None
+        if layer is None:
+            return _evident_key(ctor, key, key_origin, f"{call} ({where}){source}")
         then = NORM_ACT if layer.norm_act else ""
         return Ctor(layer.layer or "", (), tuple(Kwarg(k, Expr(v)) for k, v in layer.layer_kwargs),
                     origin=f"{call} ({where}{then}){source}")
@@ -809,3 +807,18 @@ def _definition_key(qualified: str, from_path: str, located: str) -> tuple[str, 
     relative, and the file the module was located at from the importing file."""
     module = qualified.rpartition(".")[0]
     return qualified, os.path.dirname(from_path) if module.startswith(".") else "", located
+
+
+def _evident_key(ctor: Ctor, key: str, key_origin: str | None, origin: str) -> Ctor | None:
+    """A registry lookup whose key a config class's default gives (`ACT2FN[config.hidden_act]`, `hidden_act =
+    "relu2"`) but whose entry is no torch layer this reading knows (`ReLUSquaredActivation`): the lookup by that
+    literal key (`ACT2FN['relu2']`), so that what reads literal keys (`key_may_be`, `gate_activation`) reads it
+    as it reads a key written so. None for any other key (a literal or a parameter's default: read there
+    already)."""
+    if key_origin is None or " in " not in key_origin:
+        return None
+    if ctor.lookup is not None:
+        return replace(ctor, lookup=repr(key), origin=origin)
+    if ctor.args and isinstance(ctor.args[0], Expr):
+        return replace(ctor, args=(Expr(repr(key)), *ctor.args[1:]), origin=origin)
+    return None
