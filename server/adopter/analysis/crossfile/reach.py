@@ -814,8 +814,9 @@ def _evident_key(ctor: Ctor, key: str, key_origin: str | None, origin: str) -> C
     "relu2"`) but whose entry is no torch layer this reading knows (`ReLUSquaredActivation`): the lookup by that
     literal key (`ACT2FN['relu2']`), so that what reads literal keys (`key_may_be`, `gate_activation`) reads it
     as it reads a key written so. None for any other key (a literal or a parameter's default: read there
-    already)."""
-    if key_origin is None or " in " not in key_origin:
+    already), and for a key that spells a GELU (`quick_gelu`, `gelu_10`): the lookup stays as written, and
+    family 6 reports it with its run-time check as before (a GELU default is a site by the labels)."""
+    if key_origin is None or " in " not in key_origin or "gelu" in key.lower():
         return None
     if ctor.lookup is not None:
         return replace(ctor, lookup=repr(key), origin=origin)
