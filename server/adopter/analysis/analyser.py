@@ -50,6 +50,7 @@ from adopter.analysis.idioms.optimizers import (
     resolve_optimizer_classes,
 )
 from adopter.analysis.idioms.processors import processor_architecture, processor_calls
+from adopter.analysis.idioms.random_layers import Imported, random_layers, reading_of
 from adopter.analysis.idioms.readings import MethodReadings
 from adopter.analysis.idioms.stored_methods import stored_methods
 from adopter.analysis.idioms.submodules import (
@@ -602,6 +603,13 @@ class Analyser:
         self.reanalysed.append(key)
         return entry
 
+    def _imported_class(self, path: str | None) -> Callable[[str], Imported | None] | None:
+        """Another file's class named in `path`, read by cross-file reach (`idioms.random_layers`)."""
+        reach = self.reach
+        if reach is None or not path:
+            return None
+        return reading_of(lambda qualified: reach.class_or_function(qualified, path))
+
     def _class(
         self, name: str, src: SourceText, symbols: ModuleSymbols, table: ClassTable,
         passed: tuple[PassedActivation, ...] = (), pinned: tuple[tuple[str, str], ...] = (),
@@ -633,7 +641,8 @@ class Analyser:
                                     positioned_items(init), parameter_attrs(init))
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
         items = item_forwards(sequential_items(init), table, src)
-        result = canonical_architecture(arch, thin_submodules(init, table, src), items)
+        random = random_layers(init.bindings, table, src, self._imported_class(src.path), name) if init is not None else frozenset()
+        result = canonical_architecture(arch, thin_submodules(init, table, src), items, random)
         if forward is not None and any(forward is f.forward for f in flows) and result.forward is not None:
             # The forward's flow is the last run's (an edit of `__init__`): its canonical form most likely is
             # too. Then the last run's object is handed back, and what is kept per forward object downstream

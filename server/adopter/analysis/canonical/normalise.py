@@ -129,7 +129,8 @@ IDENTITY = "torch.nn.Identity"
 
 
 def canonical_architecture(arch: Architecture, thin: Mapping[str, tuple[Binding, ...]] | None = None,
-                           items: Mapping[str, Forward] | None = None) -> Architecture:
+                           items: Mapping[str, Forward] | None = None,
+                           random: frozenset[str] = frozenset()) -> Architecture:
     """`arch` with its forward in canonical form.
 
     `thin`: same-file submodules whose forward only chains their own layers (attr -> those leaf layers,
@@ -137,11 +138,13 @@ def canonical_architecture(arch: Architecture, thin: Mapping[str, tuple[Binding,
     its own, with the spans of the submodule's `__init__`); `submodule_view` reads calls through them.
     `items`: same-file stateless modules built as Sequential items (class -> its canonical forward,
     `idioms.submodules.item_forwards`): where a Sequential runs one, its forward's ops are spliced in.
+    `random`: attributes bound to a layer-or-identity whose layer draws random numbers
+    (`idioms.random_layers`): their calls are not read as a branch through the identity.
     """
     if arch.forward is None:
         return arch
     bindings = arch.init.bindings if arch.init is not None else ()
-    forward = canonical_forward(arch.forward, bindings, items)
+    forward = canonical_forward(arch.forward, bindings, items, random)
     derived = tuple(leaf for leaves in (thin or {}).values() for leaf in leaves)
     if derived and arch.init is not None:
         return replace(arch, forward=forward, init=replace(arch.init, bindings=(*arch.init.bindings, *derived)))
@@ -173,7 +176,7 @@ def submodule_view(forward: Forward, bindings: Sequence[Binding]) -> Forward | N
 
 
 def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = (),
-                      items: Mapping[str, Forward] | None = None) -> Forward:
+                      items: Mapping[str, Forward] | None = None, random: frozenset[str] = frozenset()) -> Forward:
     """`forward` with every op in canonical form; `bindings` are its class's `__init__` bindings, `items`
     the stateless Sequential items read through (see `canonical_architecture`)."""
     by_attr: dict[str, list[Binding]] = {}
@@ -181,7 +184,7 @@ def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = (),
         by_attr.setdefault(b.attr, []).append(b)
     try:
         need = required_ranks(forward.body, _same_rank_modules(by_attr))
-        body = _Pass(forward, by_attr, {}, _batched_operands(forward.body), items, need).block(
+        body = _Pass(forward, by_attr, {}, _batched_operands(forward.body), items, need, random).block(
             forward.body, _number_params(forward))
     except (TypeError, AttributeError, ValueError):
         # A malformed forward (built by hand, not by the analysis) is left as it is: the rule engine
@@ -204,8 +207,10 @@ def _same_rank_modules(by_attr: Mapping[str, list[Binding]]) -> frozenset[str]:
 class _Pass:
     def __init__(self, forward: Forward, by_attr: Mapping[str, list[Binding]],
                  thin: Mapping[str, tuple[Binding, ...]], batched: frozenset[str] = frozenset(),
-                 items: Mapping[str, Forward] | None = None, need: Need | None = None) -> None:
+                 items: Mapping[str, Forward] | None = None, need: Need | None = None,
+                 random: frozenset[str] = frozenset()) -> None:
         self.by_attr = by_attr
+        self.random = random  # layer-or-identity attributes whose layer draws random numbers
         self.need = need or {}  # ranks later uses prove at the ops that read a value (`ranks.required_ranks`)
         self.items = items or {}  # class -> canonical forward of a stateless Sequential item
         self.batched = batched  # names read by `bmm`: 3-D wherever they are defined
@@ -325,6 +330,8 @@ class _Pass:
         identity holds on its path (reported without an automatic fix). None for any other call."""
         if op.kind != _MODULE or not op.target.startswith("self.") or len(op.args) != 1 or op.kwargs:
             return None
+        if op.target[5:] in self.random:
+            return None  # stochastic depth: where built, it drops the branch (`idioms.random_layers`)
         bindings = self.by_attr.get(op.target[5:], ())
         if len(bindings) != 2 or not all(isinstance(b.value, Ctor) and b.condition for b in bindings):
             return None

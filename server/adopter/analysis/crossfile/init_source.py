@@ -12,7 +12,7 @@ import functools
 import re
 import textwrap
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 from adopter.analysis.crossfile.ast_files import bound_names
 from adopter.analysis.crossfile.evaluator import truth
@@ -124,6 +124,13 @@ class InitSource:
     def annotations(self) -> dict[str, str]:
         return init_annotations(self.function, self.src, self.qualify)
 
+    def passed_class(self, param: str) -> str | None:
+        """The class, qualified, of an unannotated `__init__` parameter where this file says it
+        (`passed_classes`), else None."""
+        if not self.name:
+            return None
+        return PassedClasses(self.src, self.qualify, self.note).of(self.name, param)
+
     def imported_base(self, name: str) -> str | None:
         """The base, qualified, of a class of this file named `name` that has one base and that base imported
         (torchvision's `class MLPBlock(MLP)` beside the block that builds it), else None."""
@@ -196,6 +203,14 @@ class Scope:
             self._annotations = self._source.annotations() if self._source is not None else {}
         return self._annotations
 
+    def class_of(self, param: str) -> str | None:
+        """The class of `__init__` parameter `param`: its annotation, else what this file's code says it is
+        (`InitSource.passed_class`), else None."""
+        found = self.annotations().get(param)
+        if found is None and self._source is not None and param in self.params:
+            found = self._source.passed_class(param)
+        return found
+
     def fallbacks(self) -> dict[str, str]:
         if self._fallbacks is None:
             self._fallbacks = self._source.none_fallbacks() if self._source is not None else {}
@@ -256,3 +271,191 @@ def _union_members(text: str) -> list[str]:
         if text.startswith(head) and text.endswith("]"):
             return [m.strip() for m in text[len(head):-1].split(",") if m.strip() not in ("None", "")]
     return [m.strip() for m in text.split("|") if m.strip() != "None"]
+
+
+class PassedClasses:
+    """The class of an unannotated `__init__` parameter, as the file the class is in says it, read without
+    running anything (tree-sitter):
+
+    - the parameter is the first of a class that declares, itself or through a base of the same file, the class
+      its instances are built with (`config_class = BertConfig`: Hugging Face's documented contract of a
+      `PreTrainedModel`, whose `__init__(self, config)` takes an instance of it);
+    - or every construction of the class in the file (`BertIntermediate(config)` in `BertLayer.__init__`) passes
+      it, at its position or by keyword, a parameter of the constructing class's `__init__` whose class is known
+      the same way (annotated, declared, or passed on again), and all agree.
+
+    Anything else (no construction, a construction outside an `__init__`, an expression passed, two classes)
+    is unknown. A few levels deep; read per analysed class, so that each records the methods it read."""
+
+    _DEPTH: Final = 6
+
+    def __init__(self, src: Any, qualify: Any, note: Any) -> None:
+        self.src, self.qualify, self.note = src, qualify, note
+        self._classes: dict[str, Any] | None = None
+        self._known: dict[tuple[str, str], str | None] = {}
+
+    def of(self, name: str, param: str, depth: int = 0) -> str | None:
+        key = (name, param)
+        if key in self._known:
+            return self._known[key]
+        self._known[key] = None  # a cycle of constructions says nothing
+        found = self._find(name, param, depth)
+        self._known[key] = found
+        return found
+
+    def _find(self, name: str, param: str, depth: int) -> str | None:
+        init = self._init(name)
+        if init is None or depth > self._DEPTH:
+            return None
+        order = _positional_params(init, self.src)
+        if param not in order and param not in _all_params(init, self.src):
+            return None
+        annotated = init_annotations(init, self.src, self.qualify).get(param)
+        if annotated is not None:
+            return annotated
+        if order[:1] == [param]:
+            declared = self._declared(name)
+            if declared is not None:
+                return declared
+        return self._passed(name, param, order.index(param) if param in order else None, depth)
+
+    def _passed(self, name: str, param: str, index: int | None, depth: int) -> str | None:
+        data, root = self.src.data, self.src.tree.root_node
+        needle = f"{name}(".encode()
+        found: set[str] = set()
+        at = data.find(needle)
+        while at >= 0:
+            before = data[at - 1 : at]
+            if not (before.isalnum() or before in (b"_", b".")):
+                node = root.descendant_for_byte_range(at, at + len(name))
+                call = node.parent if node is not None and node.type == "identifier" else None
+                if call is None or call.type != "call" or call.child_by_field_name("function") != node:
+                    at = data.find(needle, at + 1)
+                    continue  # a string, a comment, the class's own header: no construction
+                passed = _argument(call, param, index, self.src)
+                caller = _enclosing_method(call, self.src)
+                if passed is None or passed.type != "identifier" or caller is None:
+                    return None
+                owner, method = caller
+                if self.note is not None:
+                    self.note(owner, method)
+                if method != "__init__":
+                    return None
+                cls = self.of(owner, self.src.text(passed), depth + 1)
+                if cls is None:
+                    return None
+                found.add(cls)
+            at = data.find(needle, at + 1)
+        return found.pop() if len(found) == 1 else None
+
+    def _declared(self, name: str, depth: int = 0) -> str | None:
+        """`config_class = X` in the body of class `name` or of its same-file bases (the first found)."""
+        node = self._class_nodes().get(name)
+        if node is None or depth > self._DEPTH:
+            return None
+        self.qualify(name)  # a dependency on the class's text (its body's assignment)
+        body = node.child_by_field_name("body")
+        for stmt in body.named_children if body is not None else ():
+            expr = stmt.named_children[0] if stmt.type == "expression_statement" and stmt.named_children else None
+            if expr is None or expr.type != "assignment":
+                continue
+            left, right = expr.child_by_field_name("left"), expr.child_by_field_name("right")
+            if left is not None and right is not None and self.src.text(left) == _DECLARED:
+                text = self.src.text(right)
+                return self.qualify(text) if text.replace(".", "").replace("_", "").isalnum() else None
+        supers = node.child_by_field_name("superclasses")
+        for base in supers.named_children if supers is not None else ():
+            if base.type == "identifier" and self.src.text(base) in self._class_nodes():
+                declared = self._declared(self.src.text(base), depth + 1)
+                if declared is not None:
+                    return declared
+        return None
+
+    def _class_nodes(self) -> dict[str, Any]:
+        if self._classes is None:
+            self._classes = {}
+            for child in self.src.tree.root_node.named_children:
+                node = child.child_by_field_name("definition") if child.type == "decorated_definition" else child
+                if node is not None and node.type == "class_definition":
+                    n = node.child_by_field_name("name")
+                    if n is not None:
+                        self._classes.setdefault(self.src.text(n), node)
+        return self._classes
+
+    def _init(self, name: str) -> Any:
+        node = self._class_nodes().get(name)
+        body = node.child_by_field_name("body") if node is not None else None
+        for stmt in body.named_children if body is not None else ():
+            fn = stmt.child_by_field_name("definition") if stmt.type == "decorated_definition" else stmt
+            if fn is not None and fn.type == "function_definition":
+                n = fn.child_by_field_name("name")
+                if n is not None and self.src.text(n) == "__init__":
+                    return fn
+        return None
+
+
+# Hugging Face's `PreTrainedModel.config_class`: the class of the config its `__init__` takes first.
+_DECLARED: Final = "config_class"
+
+
+def _param_names(function: Any, src: Any) -> list[tuple[str, bool]]:
+    """`__init__`'s parameters after `self`, each with whether it may be passed by position."""
+    params = function.child_by_field_name("parameters")
+    out: list[tuple[str, bool]] = []
+    positional = True
+    for child in params.named_children if params is not None else ():
+        if child.type in ("list_splat_pattern", "keyword_separator"):
+            positional = False
+            continue
+        if child.type == "identifier":
+            out.append((src.text(child), positional))
+        elif child.type in ("default_parameter", "typed_default_parameter", "typed_parameter"):
+            n = child.child_by_field_name("name") or (child.named_children[0] if child.named_child_count else None)
+            if n is not None and n.type == "identifier":
+                out.append((src.text(n), positional))
+    return out[1:]
+
+
+def _positional_params(function: Any, src: Any) -> list[str]:
+    return [n for n, positional in _param_names(function, src) if positional]
+
+
+def _all_params(function: Any, src: Any) -> set[str]:
+    return {n for n, _ in _param_names(function, src)}
+
+
+def _argument(call: Any, param: str, index: int | None, src: Any) -> Any:
+    """The expression a call passes for `param` (by keyword, or at position `index`); None when it passes
+    none or unpacks (`*args`, `**kwargs`)."""
+    args = call.child_by_field_name("arguments")
+    items = [a for a in (args.named_children if args is not None else ()) if a.type != "comment"]
+    position = 0
+    at_index = None
+    for a in items:
+        if a.type in ("list_splat", "dictionary_splat"):
+            return None
+        if a.type == "keyword_argument":
+            n = a.child_by_field_name("name")
+            if n is not None and src.text(n) == param:
+                return a.child_by_field_name("value")
+            continue
+        if index is not None and position == index:
+            at_index = a
+        position += 1
+    return at_index
+
+
+def _enclosing_method(node: Any, src: Any) -> tuple[str, str] | None:
+    """(class, method) of the method of a class that holds `node`; None outside a method of a class."""
+    parent = node.parent
+    while parent is not None:
+        if parent.type == "function_definition":
+            owner = parent.parent.parent if parent.parent is not None else None
+            if owner is None or owner.type != "class_definition":
+                return None
+            name, method = owner.child_by_field_name("name"), parent.child_by_field_name("name")
+            if name is None or method is None:
+                return None
+            return src.text(name), src.text(method)
+        parent = parent.parent
+    return None

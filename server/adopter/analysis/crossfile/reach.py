@@ -282,14 +282,12 @@ class CrossFileReach:
             key = apply_steps(key, summary.key_steps)
             if key is None:
                 return None
-        entry = registry.entry(key)
-        if entry is None:
-            return None
-        layer = self._layer(entry, registry.definition.path)
-        if layer is None:
-            return None
         call = f"{summary.definition.name}[{key!r}]" if ctor.lookup is not None else f"{summary.definition.name}({key!r})"
         source = f", {key_origin}" if key_origin else ""
+        entry = registry.entry(key)
+        layer = self._layer(entry, registry.definition.path) if entry is not None else None
+        if layer is None:
+            return _evident_key(ctor, key, key_origin, f"{call} ({where}){source}")
         then = NORM_ACT if layer.norm_act else LINEAR_FORWARD if layer.linear_forward else ""
         return Ctor(layer.layer or "", (), tuple(Kwarg(k, Expr(v)) for k, v in layer.layer_kwargs),
                     origin=f"{call} ({where}{then}){source}")
@@ -412,6 +410,10 @@ class CrossFileReach:
             return returned_sequential(found[1], found[0], (positional, keywords), self._lookup, torch_layer)
         return sequential_items(found[1], found[0], found[2], (positional, keywords), self._lookup, torch_layer)
 
+    def class_or_function(self, qualified: str, path: str) -> tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, str] | None:
+        """The definition (`ast`) of a name used in file `path`, with its parsed file and path (`_lookup`)."""
+        return self._lookup(qualified, path)
+
     def _lookup(self, qualified: str, path: str) -> tuple[ParsedFile, ast.FunctionDef | ast.ClassDef, str] | None:
         """The definition of a name used in file `path` (a top-level name of that file, or imported)."""
         if "." not in qualified:
@@ -430,7 +432,7 @@ class CrossFileReach:
     def _key(self, text: str, path: str, scope: Scope, hops: int = 0) -> tuple[object, str | None]:
         """The value of a lookup key where evident: a literal, a parameter's literal default, a local
         `getattr(config, "<field>", d)`, or `config.<field>` with the default of the field in the
-        annotated config class."""
+        config class: annotated, or as the file passes it (`Scope.class_of`)."""
         value = literal(text)
         if value is not UNKNOWN:
             return value, None
@@ -442,7 +444,7 @@ class CrossFileReach:
             if found is not None:
                 return self._key(f"{found[0]}.{found[1]}", path, scope, hops + 1)
         root, dot, field_name = text.partition(".")
-        annotation = scope.annotations().get(root) if dot and "." not in field_name else None
+        annotation = scope.class_of(root) if dot and "." not in field_name else None
         if annotation is None:
             return UNKNOWN, None
         values = []
@@ -817,3 +819,19 @@ def _definition_key(qualified: str, from_path: str, located: str) -> tuple[str, 
     relative, and the file the module was located at from the importing file."""
     module = qualified.rpartition(".")[0]
     return qualified, os.path.dirname(from_path) if module.startswith(".") else "", located
+
+
+def _evident_key(ctor: Ctor, key: str, key_origin: str | None, origin: str) -> Ctor | None:
+    """A registry lookup whose key a config class's default gives (`ACT2FN[config.hidden_act]`, `hidden_act =
+    "relu2"`) but whose entry is no torch layer this reading knows (`ReLUSquaredActivation`): the lookup by that
+    literal key (`ACT2FN['relu2']`), so that what reads literal keys (`key_may_be`, `gate_activation`) reads it
+    as it reads a key written so. None for any other key (a literal or a parameter's default: read there
+    already), and for a key that spells a GELU (`quick_gelu`, `gelu_10`): the lookup stays as written, and
+    family 6 reports it with its run-time check as before (a GELU default is a site by the labels)."""
+    if key_origin is None or " in " not in key_origin or "gelu" in key.lower():
+        return None
+    if ctor.lookup is not None:
+        return replace(ctor, lookup=repr(key), origin=origin)
+    if ctor.args and isinstance(ctor.args[0], Expr):
+        return replace(ctor, args=(Expr(repr(key)), *ctor.args[1:]), origin=origin)
+    return None
