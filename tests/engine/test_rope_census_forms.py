@@ -8,7 +8,11 @@
   rotation times a scale (xPos; the helper of rotary-embedding-torch as copied into x-transformers,
   zetascale, k-diffusion, autogluon's Toto, TabICL, audio-separator);
 - rotate_half concatenating a list, `torch.cat([-x2, x1], dim=-1)`: `cat` reads any sequence, so a list is
-  the tuple (curated-transformers; the interleaved and unbind rules already read both).
+  the tuple (curated-transformers, labml's RETRO; the interleaved and unbind rules already read both);
+- rotate_half concatenating on `dim=x1.ndim - 1` (GPT-NeoX's "dim=-1 triggers a bug in earlier torch versions",
+  copied through fairseq's wav2vec 2: SwissArmyTransformer, s3prl, transformers' wav2vec2-conformer, SeamlessM4T
+  and wav2vec2-BERT): one less than the rank of a concatenated tensor is the last axis
+  (`analysis.canonical.normalise`).
 
 Each shape is written anew in the census's form (no copy). The look-alikes below must stay silent.
 """
@@ -128,6 +132,32 @@ class Rotary(nn.Module):
 '''
 
 
+NEOX = '''import torch
+from torch import nn
+
+
+def rotate_half(x):
+    x1, x2 = x[..., :x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=x1.ndim - 1)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin, offset: int = 0):
+    cos, sin = cos[offset:q.shape[0] + offset, ...], sin[offset:q.shape[0] + offset, ...]
+    return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
+
+
+class Attention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.to_q = nn.Linear(dim, dim)
+        self.to_k = nn.Linear(dim, dim)
+
+    def forward(self, x, cos, sin):
+        q, k = apply_rotary_pos_emb(self.to_q(x), self.to_k(x), cos, sin)
+        return q @ k.transpose(-1, -2)
+'''
+
+
 def rotary(code: str) -> list[str]:
     env = Environment("cuda", frozenset({"liger_kernel"}), "2.5.0")
     return [f.rule_id for f in check(analyse(code, "m.py"), load_rules().rules, env).findings if f.family == 15]
@@ -182,3 +212,18 @@ def test_rotate_half_concatenating_a_list() -> None:
 
 def test_halves_swapped_without_negation_in_a_list_is_not_a_rotation() -> None:
     assert rotary(LISTED.replace("input_1 = -input[..., half_idx:]", "input_1 = input[..., half_idx:]")) == []
+
+
+def test_rotate_half_on_the_last_axis_by_rank() -> None:
+    assert rotary(NEOX) == ["f15-rope"]
+    assert rotary(NEOX.replace("dim=x1.ndim - 1", "dim=x1.dim() - 1")) == ["f15-rope"]
+
+
+def test_rank_of_a_tensor_not_concatenated_says_nothing() -> None:
+    other = NEOX.replace("def rotate_half(x):", "def rotate_half(x, m=torch.zeros(2, 2)):").replace(
+        "dim=x1.ndim - 1", "dim=m.ndim - 1")
+    assert rotary(other) == []
+
+
+def test_rank_less_two_is_not_the_last_axis() -> None:
+    assert rotary(NEOX.replace("dim=x1.ndim - 1", "dim=x1.ndim - 2")) == []
