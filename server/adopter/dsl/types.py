@@ -507,6 +507,10 @@ class GuardKind(str, Enum):
     # distinct($a, $b): the values bound differ (another op's output, or another expression): a gated MLP's gate
     # and up projections read two weights, not one weight twice (`silu(x @ w) * (x @ w)` is no gated MLP)
     DISTINCT = "distinct"
+    # scaled_alike($t1, $u1, $t2, $u2): each `$t` is `$u` times a factor by an optional step (absent, it binds `$t`
+    # to `$u`); both steps are present or neither: both terms of a rotation scaled by one factor are the rotation
+    # scaled (xPos), one term scaled alone is no rotation
+    SCALED_ALIKE = "scaled_alike"
     # handed_layer($d): the submodule bound to $d (a module variable with no init pattern), when the match calls
     # one, is a layer of the module a function is handed as `self` that nothing in this file binds (a method
     # written outside its class: `self.attn_drop(p)`), so what it is cannot be read; a layer the file binds fails

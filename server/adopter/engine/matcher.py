@@ -69,7 +69,7 @@ _USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKi
 _VALUE_GUARDS = frozenset({GuardKind.UNSPLIT, GuardKind.SAME_PATHS, GuardKind.ATTENTION_ROLES,
                            GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR, GuardKind.TRAILING_AXES,
                            GuardKind.INDEPENDENT, GuardKind.OWN_CALL, GuardKind.PERMUTED_SCORES,
-                           GuardKind.DISTINCT})
+                           GuardKind.DISTINCT, GuardKind.SCALED_ALIKE})
 # Hard guards on the texts of bound values and literals (`_guard_ok`): like `_VALUE_GUARDS`, answered before
 # the leaves once their variables are bound (`RuleMatcher._feasible`). Transposes of the head split
 # (`x.transpose(1, 2)`) then end f10's search at its first step instead of at every leaf below it.
@@ -694,6 +694,8 @@ class RuleMatcher:
             return len(values) == 3 and permuted_scores(values[0], values[1], values[2], self.flat)
         if kind == GuardKind.DISTINCT:
             return None not in values and len(set(values)) == len(values)
+        if kind == GuardKind.SCALED_ALIKE:
+            return len(values) == 4 and (values[0] == values[1]) == (values[2] == values[3])
         raise ValueError(f"not a value guard: {kind}")
 
     def _handed_layer(self, value: Bound | None) -> bool:

@@ -222,6 +222,8 @@ class _Pass:
         self._scanned: tuple[frozenset[str], frozenset[str]] | None = None  # `_prescan`, when first needed
         self.rowmax: dict[str, str] = {}  # name -> the value whose row maximum (keepdim) it holds
         self.lists: dict[str, tuple[Value, ...]] = {}  # name -> the items of the list literal it holds
+        # name -> ("rank", t) for `t.ndim` / `t.dim()`, ("last", t) for that less one: the last axis of `t`
+        self.ranked: dict[str, tuple[str, str]] = {}
         self.made_by: dict[str, Key] = {}  # name -> the canonical op that last bound it in this pass
         self.probs: set[str] = set()  # names bound to a softmax's output (also through casts)
         self.swapped: dict[str, str] = {}  # name -> the name it is `transpose(-2, -1)` of
@@ -485,7 +487,8 @@ class _Pass:
                     and isinstance(op.args[0], Ref) and op.args[0].name not in ranks):
                 # `k.transpose(1, 2)` fed to `bmm`: bmm takes 3-D tensors, so its dims are the last two.
                 ranks[op.args[0].name] = 3
-            args, kwargs = normalise(canonical, op.args, op.kwargs, ranks)
+            args, kwargs = normalise(canonical, op.args, _items_last_axis(canonical, op, self.lists, self.ranked),
+                                     ranks)
             if canonical == SOFTMAX and args and _unit_last(args[0], ranks) and _last_axis(kwargs):
                 # A softmax over an axis of length 1 is all ones (SwiftFormer's `(q @ w_g).softmax(-1)`
                 # with `w_g` of shape (dim, 1)): no softmax runs, whatever the spelling.
@@ -857,14 +860,28 @@ class _Pass:
         return [replace(layout, outputs=(name,), origin=op.origin or op),
                 _new(op, TRANSPOSE, (Ref(name), Expr("-2"), Expr("-1")), op.outputs)]
 
+    def _rank_less_one(self, op: Op) -> None:
+        """Records `t.ndim`, `t.dim()` (the rank of `t`) and that rank less one (the last axis of `t`) as bound."""
+        if len(op.outputs) != 1 or not op.args or not isinstance(op.args[0], Ref):
+            return
+        first, out = op.args[0].name, op.outputs[0]
+        if ((op.kind == _OPERATOR and op.target == "getattr" and len(op.args) == 2 and isinstance(op.args[1], Expr)
+             and op.args[1].text == "ndim") or (op.kind == _METHOD and op.target == "dim" and len(op.args) == 1)):
+            self.ranked[out] = ("rank", first)
+        elif (op.kind == _OPERATOR and op.target == "-" and len(op.args) == 2 and isinstance(op.args[1], Expr)
+              and op.args[1].text == "1" and self.ranked.get(first, ("", ""))[0] == "rank"):
+            self.ranked[out] = ("last", self.ranked[first][1])
+
     def stable_shift(self, op: Op) -> Op | None:
         """`s - rowmax(s)` going into a softmax as `cast(s)`; records row maxima (and list literals) as a
         side effect."""
         for name in op.outputs:
             self.rowmax.pop(name, None)
             self.lists.pop(name, None)
+            self.ranked.pop(name, None)
         if op.kind == _OPERATOR and op.target in ("list", "tuple") and len(op.outputs) == 1:
             self.lists[op.outputs[0]] = op.args
+        self._rank_less_one(op)
         if len(op.outputs) != 1 or not op.args or not isinstance(op.args[0], Ref):
             return None
         first = op.args[0].name
@@ -1361,6 +1378,20 @@ def _ranked_axes(op: Op, ranks: Mapping[str, int]) -> Op:
         return op
     args, kwargs = normalise((op.kind._value_, op.target), op.args, op.kwargs, ranks)
     return op if args == op.args and kwargs == op.kwargs else replace(op, args=args, kwargs=kwargs)
+
+
+def _items_last_axis(key: Key, op: Op, lists: Mapping[str, tuple[Value, ...]],
+                     ranked: Mapping[str, tuple[str, str]]) -> tuple[Kwarg, ...]:
+    """`torch.cat((-x2, x1), dim=x1.ndim - 1)` (GPT-NeoX's rotate_half, "dim=-1 triggers a bug in earlier torch
+    versions", as copied into fairseq's wav2vec 2 and from there): one less than the rank of a tensor the call
+    concatenates is the last axis of every tensor it concatenates (`cat` takes tensors of one rank), so `dim=-1`.
+    Only where the named tensor is an item of the literal sequence passed: another tensor's rank says nothing."""
+    if key != CAT or not op.args or not isinstance(op.args[0], Ref) or op.args[0].name not in lists:
+        return op.kwargs
+    items = {v.name for v in lists[op.args[0].name] if isinstance(v, Ref)}
+    return tuple(Kwarg("dim", Expr("-1")) if k.name == "dim" and isinstance(k.value, Ref)
+                 and ranked.get(k.value.name, ("", ""))[0] == "last" and ranked[k.value.name][1] in items else k
+                 for k in op.kwargs)
 
 
 def _last_axis(kwargs: tuple[Kwarg, ...]) -> bool:
