@@ -132,7 +132,27 @@ FRESH3 = Slice("fresh3", {
     "research": ("self-rewarding-lm-pytorch==0.2.12", "rlt-pytorch==0.1.9"),
 }, root=".cache/fresh3")
 
-SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3)}
+FRESH4 = Slice("fresh4", {
+    "vision": ("lama-cleaner", "escnn"),
+    "detection_segmentation": ("doclayout-yolo", "celldetection", "change-detection-pytorch", "easydetect"),
+    "video": ("ezflow", "cc-vjepa2", "lightning-action"),
+    "3d": ("flame-pytorch", "cod-vae"),
+    "audio_speech": ("audyn", "mule-torch", "macls", "mvector"),
+    "nlp_llm": ("deberta", "gliclass", "contextualized-topic-models", "bleurt-pytorch"),
+    "llm_training": ("mergoo", "auto-round"),
+    "generative": ("bit-diffusion", "antsnormflows"),
+    "time_series": ("deepecho", "chronocratic-models", "cisco-tsm"),
+    "tabular": ("carefree-learn",),
+    "graph": ("graphgallery", "hydragnn"),
+    "chemistry_materials": ("deepchem", "metatrain", "mattergen", "atomai"),
+    "protein_bio": ("gpn", "biotrainer", "ankh"),
+    "medical": ("clinicadl", "brainiac-model"),
+    "rl": ("autonomous-learning-library", "genrl"),
+    "recommendation": ("merlin-models", "lightning-ir"),
+    "research": ("glom-pytorch", "calm-pytorch", "gated-state-spaces-pytorch"),
+}, root=".cache/fresh4", released="released as dev census at its first run, 2026-12-06, stop 28")
+
+SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3, FRESH4)}
 FRESH = FRESH1.domains  # the first slice's list, under the name it had before there were slices
 
 
