@@ -67,7 +67,15 @@ protein/bio, medical imaging, RL, recommendation and research code. Passed over:
 excluded distribution (`demucs-infer`); candidates whose summary names none of the three (`ms-swift`, `mineru`,
 `invokeai`, `cnstd`, `beat-this`, `music2latent`, `audiosr`, `fastcoref`, `hanlp`, `ltp`, `llm2vec`, `mushroom-rl`,
 `mlagents`, `lenskit`, `molscribe`, `graph-pes`, `cellbender`, `immunebuilder`, `batch-face`, `instanseg-torch`).
-The 45 were committed (unpinned) before the first install; none was opened.
+The 45 were committed (unpinned) before the first install; none was opened. One, `chronocratic-models` (time
+series), has only a pre-release (0.1.0rc1) that pip does not pick ("No matching distribution found"): dropped, not
+replaced, leaving 44. The versions are the ones pip resolved at the first run (2026-12-06, 17:28-18:28 UTC; some
+older than PyPI's newest: `carefree-learn` 0.2.1, `graphgallery` 0.7.2, `autonomous-learning-library` 0.8.2,
+`celldetection` 0.3.1, `biotrainer` 1.4.0; `gpn` 0.9.0a1): 30 with their dependencies, 14 `--no-deps` (`cisco-tsm`,
+`flame-pytorch`, `genrl`, `hydragnn`, `mattergen`: `ResolutionImpossible` beside the project's torch and numpy;
+`carefree-learn`, `clinicadl`, `escnn`, `ezflow`, `lama-cleaner`, `merlin-models`: pip ran past the installer's 240
+s on a loaded machine; `change-detection-pytorch`, `deberta`, `lightning-ir`: a dependency failed to build or pip
+raised).
 """
 
 from __future__ import annotations
