@@ -171,6 +171,9 @@ def test_seldom_breaks_is_a_name_or_spacing_edit() -> None:
     for (at, typed), expected in cases.items():
         assert seldom_breaks(old, at, at, old[:at] + typed + old[at:], at + len(typed)) is expected, (at, typed)
     assert seldom_breaks(old, 5, 6, b"x = a + 1", 5)  # a letter deleted from a name
+    # At the start and the end of the text (compiled, `old[-1:0]` raised: found by the native fuzz).
+    assert seldom_breaks(old, 0, 0, b"y" + old, 1) and not seldom_breaks(old, 0, 0, b"(" + old, 1)
+    assert not seldom_breaks(old, len(old), len(old), old + b".", len(old) + 1)
 
 
 @pytest.mark.pure_python

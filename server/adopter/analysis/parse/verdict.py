@@ -191,7 +191,8 @@ def seldom_breaks(old: bytes, start: int, old_end: int, new: bytes, new_end: int
     """Whether the change is one that seldom breaks a text: letters, digits or `_` typed into or removed from a
     name or number (a word byte beside the change), or spaces typed or removed beside a non-word byte (`a  = 1`).
     A guess that only orders the work (`method_text`'s parse is then not tried first), never a verdict."""
-    beside = old[start - 1 : start] + old[old_end : old_end + 1]
+    # (not `old[start - 1 : start]` at 0: compiled, a negative start is not read from the end)
+    beside = (old[start - 1 : start] if start > 0 else b"") + old[old_end : old_end + 1]
     if _WORD.match(old, start, old_end) and _WORD.match(new, start, new_end):
         return any(c == 0x5F or chr(c).isalnum() for c in beside)
     if _SPACES.match(old, start, old_end) and _SPACES.match(new, start, new_end):
