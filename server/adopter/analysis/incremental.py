@@ -38,8 +38,10 @@ from adopter.analysis.parse.source import check_input, is_broken, new_parser
 from adopter.analysis.parse.verdict import (
     breaks_indentation,
     certainly_broken,
+    method_text,
     parse_within,
     resume,
+    seldom_breaks,
     statement_starts,
 )
 from adopter.dsl.types import ModuleFile, Problem, Severity
@@ -218,6 +220,9 @@ class DocumentAnalysis:
             _QUOTES.intersection(old[changed:old_end]) or _QUOTES.intersection(new[changed:new_end]))
         if not certify:
             return self._fresh_if_broken(self._parser.parse(new, old_tree), new, quotes)
+        if not seldom_breaks(old, changed, old_end, new, new_end) and self._method_broken(
+                original, old, new, changed, old_end, new_end):
+            return None
         first = breaks_indentation(old, original, changed, old_end, new, new_end)  # the slowest re-parses: not started
         if first and self._broken(original, old, new, changed, old_end, new_end):
             return None
@@ -250,6 +255,23 @@ class DocumentAnalysis:
         if self._region_parser is None:
             self._region_parser = new_parser()
         return certainly_broken(old, starts, new, start, old_end, new_end, self._region_parser)
+
+    def _method_broken(self, tree: Tree, old: bytes, new: bytes, start: int, old_end: int, new_end: int) -> bool:
+        """Whether `new` is known broken from the method the change lies in, parsed alone
+        (`adopter.analysis.parse.verdict.method_text`). Its verdict goes into `salvage`'s memo, under the key
+        the masking of `new` looks up (the method's text and column): a broken keystroke in a method parses
+        the method alone once, not the whole text and then the method."""
+        found = method_text(old, tree, new, start, old_end, new_end)
+        if found is None:
+            return False
+        memo = self._analyser.memo
+        parses = memo.get(found)
+        if parses is None:
+            if self._region_parser is None:
+                self._region_parser = new_parser()
+            parses = not is_broken(self._region_parser.parse(found[0]), found[1])
+            memo.put(found, parses)
+        return not parses
 
     def _parse_analysed(self, masked: bytes) -> Tree:
         """The tree of a masked text, re-parsed from the tree the last result read."""

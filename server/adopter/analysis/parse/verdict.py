@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-from tree_sitter import Parser, Tree
+from tree_sitter import Node, Parser, Tree
 
 from adopter.analysis.parse.read_input import Reader
 from adopter.analysis.parse.source import is_broken
@@ -179,3 +179,116 @@ def _decorator_last(data: bytes, a: int, end: int) -> bool:
             return body.startswith(b"@")
         end = start
     return False
+
+
+_DEFINITIONS = frozenset({"function_definition", "class_definition", "decorated_definition"})
+_BLANK = b" \t\r\f\v"
+_WORD = re.compile(rb"\w*\Z")
+_SPACES = re.compile(rb" *\Z")
+
+
+def seldom_breaks(old: bytes, start: int, old_end: int, new: bytes, new_end: int) -> bool:
+    """Whether the change is one that seldom breaks a text: letters, digits or `_` typed into or removed from a
+    name or number (a word byte beside the change), or spaces typed or removed beside a non-word byte (`a  = 1`).
+    A guess that only orders the work (`method_text`'s parse is then not tried first), never a verdict."""
+    # (not `old[start - 1 : start]` at 0: compiled, a negative start is not read from the end)
+    beside = (old[start - 1 : start] if start > 0 else b"") + old[old_end : old_end + 1]
+    if _WORD.match(old, start, old_end) and _WORD.match(new, start, new_end):
+        return any(c == 0x5F or chr(c).isalnum() for c in beside)
+    if _SPACES.match(old, start, old_end) and _SPACES.match(new, start, new_end):
+        return not all(c == 0x5F or chr(c).isalnum() for c in beside)
+    return False
+
+
+def method_text(old: bytes, tree: Tree, new: bytes, start: int, old_end: int, new_end: int) -> tuple[bytes, int] | None:
+    """The method of a top-level class that the change `old[start:old_end]` -> `new[start:new_end]` lies in, as
+    `new` reads it, and its column, when that text broken alone (`is_broken(parse(text), column)`) means `new`
+    is broken; else None. `tree`: `old`'s. The text runs from the method's first line (a decorator's) to the
+    line break before the class's next definition, as `salvage` cuts a class's statements, so the masking of
+    a broken `new` finds its verdict.
+
+    Why that is sound (`certainly_broken`'s argument, one block down). `old` = `P + R0 + S` without a syntax
+    error, `R0` = the method `D` at column `k` (and the blank and comment lines after it), `S` = the class's next
+    `def`, `class` or decorator line, at column `k`; `new` = `P + R1 + S`. The change is neutral (`_neutral`:
+    no line break, no quote, backslash, `#`, brace or `@`, no string prefix after it: strings, comments and
+    continuations keep their extents) and lies after `D`'s header, so `P` and the header are unchanged: a parse
+    of `new` is where a parse of `old` was at `D`'s first line, at a statement of the class body with the
+    indentation stack `[0, k]`; read alone, `R1` starts at column `k` with the stack `[0]`. After the header
+    both push the body's indentation `m > k`. Every line of `R1` after the header is blank, a comment or at
+    column `m` or more (spaces only): the scanner's INDENT, DEDENT and NEWLINE there compare the line with the
+    top of the stack and pop while it is deeper than the line, and never pop below `m`, so both readings get
+    the same tokens to `R1`'s end. (A line left of `m` is what makes them differ: at column 6 of a method
+    whose body is at 8, in a class at 4, the whole text pops to the class's 4 and tree-sitter takes the line
+    as a statement of the class without an error, while `R1` alone pops to 0 and has a module-level statement
+    at column 6, an unexpected indent; so does an `if` body at 6 under an `if` at 8.) Were `new` without an
+    error, `S`'s first token (`def`, `class`, `@` followed by a `def` or `class` line) could continue nothing
+    of `R1`: no bracket open (a definition inside brackets is an error), no statement left open, so `R1` ends
+    `D` whole; alone, the same tokens then the end of the text end it as well, with `D` the one module-level
+    statement at column `k`. So `R1` broken alone means `new` has an error.
+    """
+    if tree.root_node.has_error or not (_neutral(old, start, old_end) and _neutral(new, start, new_end)):
+        return None
+    at = max(start - 1, 0)  # the byte before the change: one typed at the end of a line is in that line's statement
+    node = tree.root_node.descendant_for_byte_range(at, at + 1)
+    top: Node | None = None  # the class's top-level statement (its decorators included)
+    while node is not None and top is None:  # up to a statement of the body of a top-level class
+        parent = node.parent
+        if parent is None:
+            return None
+        owner = parent.parent
+        if parent.type == "block" and owner is not None and owner.type == "class_definition":
+            if owner.parent is not None and owner.parent.type == "decorated_definition":
+                owner = owner.parent
+            if owner.parent is not None and owner.parent.type == "module":
+                top = owner
+                break
+        node = parent
+    if node is None or top is None:
+        return None
+    function = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+    if function is None or function.type != "function_definition":
+        return None
+    first = old.rfind(b"\n", 0, node.start_byte) + 1
+    column = node.start_byte - first
+    following, below = _next_statement(node), column
+    if following is None:  # the class's last statement: what follows the class
+        following, below = _next_statement(top), 0
+    if following is not None and following.type not in _DEFINITIONS:
+        return None
+    body = function.child_by_field_name("body")
+    if body is None:
+        return None
+    body_line = old.rfind(b"\n", 0, body.start_byte) + 1
+    if following is None:
+        after = len(old)  # the end of the text
+    else:
+        after = old.rfind(b"\n", 0, following.start_byte) + 1  # the line `S` starts
+        if old[after : following.start_byte] != b" " * below:
+            return None
+    if (old[first : node.start_byte].strip(b" ") or body_line <= node.start_byte
+            or old[body_line : body.start_byte].strip(b" ")):
+        return None  # (a definition's first line starts with it; the body on lines of its own)
+    if start < body_line or old_end >= after:
+        return None  # the change is in the header or on `S`'s line
+    # To the line break before `S` (`salvage` cuts a statement there), or to the end of the text.
+    end = after + len(new) - len(old) - (1 if following is not None else 0)
+    lines = new[body_line:end].split(b"\n")
+    code = lines[0].lstrip(b" ")
+    indent = len(lines[0]) - len(code)
+    if indent <= column or not code.strip(_BLANK) or code.startswith(b"#"):
+        return None  # (the body's first line: its first statement's, unless the change emptied it)
+    for line in lines:
+        code = line.lstrip(b" ")
+        if len(line) - len(code) >= indent and code[:1] not in (b"\t", b"\f", b"\v"):
+            continue
+        if code.strip(_BLANK) and not code.startswith(b"#"):
+            return None  # code left of the body's column (or after a tab or form feed)
+    return new[first:end], column
+
+
+def _next_statement(node: Node) -> Node | None:
+    """The next named sibling of `node` that is not a comment."""
+    following = node.next_named_sibling
+    while following is not None and following.type == "comment":
+        following = following.next_named_sibling
+    return following
