@@ -6,7 +6,8 @@ self.norm = nn.LayerNorm(c)`) builds, as written and as its callers leave it, th
 The layer another name selects is read as family 6 reads an activation chosen by name (`named_activation`,
 `key_may_be`: a literal key or the parameter's literal default names the layer): not the module's. Such a
 binding is skipped when its condition is false at the defaults and another binding of the same attribute
-has a condition that is true there (the default evidently takes another path). Only `==`, `!=`, `in` and
+is not ruled out there (the default evidently takes another path): one bound before the `if`, or one whose
+condition is true or not decided at the defaults (`elif norm == "rms": if hasattr(nn, "RMSNorm"): ...`). Only `==`, `!=`, `in` and
 `not in` of a parameter against string literals are decided; a boolean flag (`if use_bn:`) is a switch for
 an optional layer, not a choice by name, and stays undecided, as does anything else (a config attribute, a
 call). A default equal to the literal up to case is undecided: `__init__` may case-fold the parameter first.
@@ -29,7 +30,10 @@ def unchosen_by_default(binding: Binding, params: Sequence[Param], siblings: Seq
     defaults = string_defaults(params)
     if not defaults or decide(binding.condition, defaults) is not False:
         return False
-    return any(s is not binding and s.condition is not None and decide(s.condition, defaults) is True
+    # The default takes another path: a sibling bound unconditionally before the `if`, or one whose condition
+    # the defaults do not rule out (`norm == "rms" and hasattr(nn, "RMSNorm")`: its string test holds, the rest
+    # is not read).
+    return any(s is not binding and (s.condition is None or decide(s.condition, defaults) is not False)
                for s in siblings)
 
 
