@@ -169,3 +169,52 @@ def test_a_binding_is_unchosen_only_beside_a_sibling_the_default_chooses() -> No
     assert not unchosen_by_default(bn, params, (bn, other))
     assert not unchosen_by_default(bn, (Param("norm"),), (bn, ln))
     assert not unchosen_by_default(_binding(None), params, (_binding(None), ln))
+
+
+# fresh4's W2 (audyn 0.4.0 `modules/bsroformer.py`, `RoFormerEncoderLayer`), written anew in the same form: the
+# default's branch is split again by a test the defaults do not decide (`hasattr(nn, "RMSNorm")`), so no sibling's
+# whole condition is true, but its test of the name is.
+SPLIT = '''import torch
+from torch import nn
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model: int, dropout: float = 0.1, norm: str = "{default}", norm_first: bool = True):
+        super().__init__()
+        self.linear = nn.Linear(d_model, d_model)
+        self.dropout1 = nn.Dropout(dropout)
+        self.norm_first = norm_first
+        if norm == "layer_norm":
+            self.norm1 = nn.LayerNorm(d_model)
+        elif norm == "rms":
+            if hasattr(nn, "RMSNorm"):
+                self.norm1 = nn.RMSNorm(d_model)
+            else:
+                self.norm1 = nn.Identity()
+        else:
+            raise ValueError(norm)
+
+    def forward(self, x):
+        if self.norm_first:
+            x = x + self.dropout1(self.linear(self.norm1(x)))
+        else:
+            x = self.norm1(x + self.dropout1(self.linear(x)))
+        return x
+'''
+
+
+def test_a_layer_norm_the_default_does_not_choose_beside_a_split_branch_is_no_f05_site() -> None:
+    assert _sites(SPLIT.format(default="rms"), 5) == []  # failed on 2bf90d0: [25] (the post-norm arm)
+    chosen = SPLIT.format(default="layer_norm")
+    assert _sites(chosen, 5) != []
+
+
+def test_a_sibling_is_taken_when_its_test_of_the_name_holds_and_nothing_in_it_is_false() -> None:
+    params = (Param("norm", default='"rms"'),)
+    ln = _binding('norm == "layer_norm"')
+    rms = _binding('not (norm == "layer_norm") and norm == "rms" and hasattr(nn, "RMSNorm")')
+    assert unchosen_by_default(ln, params, (ln, rms))
+    # a conjunction with no test of the name that holds, or with a false term: not evident, as before
+    assert not unchosen_by_default(ln, params, (ln, _binding('big and hasattr(nn, "RMSNorm")')))
+    assert not unchosen_by_default(ln, params, (ln, _binding('norm == "bn" and hasattr(nn, "RMSNorm")')))
+    assert not unchosen_by_default(ln, params, (ln, _binding('norm == "bn" or hasattr(nn, "RMSNorm")')))

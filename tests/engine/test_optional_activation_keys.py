@@ -113,3 +113,70 @@ def test_the_neighbours_stay_sites() -> None:
     # an unconditional nn.GELU: unchanged
     code = _with("        self.post_act = nn.GELU()\n")
     assert _lines(code) == _linear_2(code)
+
+
+# fresh4's W1 (audyn 0.4.0 `models/lextransformer.py`, the encoder and decoder layers), written anew in the same form:
+# the activation parameter defaults to a function and is looked up by name only when a string is passed.
+FUNCTION_DEFAULT = '''from typing import Callable, Union
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .activations import get_activation
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation: Union[str, Callable[[torch.Tensor], torch.Tensor]] = F.relu) -> None:
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, dim_feedforward)
+        self.dropout = nn.Dropout(dropout)
+        self.linear2 = nn.Linear(dim_feedforward, d_model)
+        if isinstance(activation, str):
+            activation = get_activation(activation)
+        self.activation = activation
+
+    def forward(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return x
+'''
+
+LOOKUP = '''        if isinstance(activation, str):
+            activation = get_activation(activation)
+'''
+
+
+def _ff(code: str) -> list[int]:
+    return [_line(code, "x = self.linear2(self.dropout(self.activation(self.linear1(x))))")]
+
+
+def test_a_function_default_looked_up_only_for_a_string_is_that_function() -> None:
+    assert _lines(FUNCTION_DEFAULT) == []  # failed on 2bf90d0: [22]
+    # the same test spelled `callable`, negated, or as a conditional expression; another non-GELU function
+    for lookup in (
+        "        if not callable(activation):\n            activation = get_activation(activation)\n",
+        "        activation = get_activation(activation) if isinstance(activation, str) else activation\n",
+    ):
+        code = FUNCTION_DEFAULT.replace(LOOKUP, lookup)
+        assert code != FUNCTION_DEFAULT
+        assert _lines(code) == [], lookup
+    assert _lines(FUNCTION_DEFAULT.replace("= F.relu)", "= torch.tanh)")) == []
+
+
+def test_function_defaults_that_may_be_gelu_stay_sites() -> None:
+    # a GELU default: the attribute holds F.gelu (fresh4's bsroformer layer, a right finding)
+    code = FUNCTION_DEFAULT.replace("= F.relu)", "= F.gelu)")
+    assert _lines(code) == _ff(code)
+    # a string default: the lookup is taken, and the name decides (as before)
+    code = FUNCTION_DEFAULT.replace("= F.relu)", '= "gelu")')
+    assert _lines(code) == _ff(code)
+    # a bare name default (a module constant may hold a string): not evident, as before
+    code = FUNCTION_DEFAULT.replace("= F.relu)", "= DEFAULT_ACTIVATION)")
+    assert _lines(code) == _ff(code)
+    # a lookup on every path: whatever the caller names, as before
+    code = FUNCTION_DEFAULT.replace(LOOKUP, "        activation = get_activation(activation)\n")
+    assert _lines(code) == _ff(code)
+    # a test that does not decide the type (`hasattr`): not evident, as before
+    code = FUNCTION_DEFAULT.replace("if isinstance(activation, str):", 'if hasattr(activation, "lower"):')
+    assert _lines(code) == _ff(code)

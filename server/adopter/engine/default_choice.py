@@ -6,7 +6,8 @@ self.norm = nn.LayerNorm(c)`) builds, as written and as its callers leave it, th
 The layer another name selects is read as family 6 reads an activation chosen by name (`named_activation`,
 `key_may_be`: a literal key or the parameter's literal default names the layer): not the module's. Such a
 binding is skipped when its condition is false at the defaults and another binding of the same attribute
-has a condition that is true there (the default evidently takes another path). Only `==`, `!=`, `in` and
+has a condition that is true there (the default evidently takes another path), or a conjunction whose test of
+the name holds and whose other terms are not read (`elif norm == "rms": if hasattr(nn, "RMSNorm"): ...`). Only `==`, `!=`, `in` and
 `not in` of a parameter against string literals are decided; a boolean flag (`if use_bn:`) is a switch for
 an optional layer, not a choice by name, and stays undecided, as does anything else (a config attribute, a
 call). A default equal to the literal up to case is undecided: `__init__` may case-fold the parameter first.
@@ -29,8 +30,22 @@ def unchosen_by_default(binding: Binding, params: Sequence[Param], siblings: Seq
     defaults = string_defaults(params)
     if not defaults or decide(binding.condition, defaults) is not False:
         return False
-    return any(s is not binding and s.condition is not None and decide(s.condition, defaults) is True
-               for s in siblings)
+    return any(s is not binding and s.condition is not None and _taken(s.condition, defaults) for s in siblings)
+
+
+def _taken(condition: str, defaults: Mapping[str, str]) -> bool:
+    """Whether the defaults evidently take the path of `condition`: it is true there, or it is a conjunction
+    none of whose terms is false and one of whose tests of a string parameter is true (`not (norm ==
+    "layer_norm") and norm == "rms" and hasattr(nn, "RMSNorm")`: the name's branch, split further by a test
+    not read here, `elif norm == "rms": if hasattr(nn, "RMSNorm"): ...`)."""
+    tree = _parsed(condition)
+    if tree is None:
+        return False
+    truth = _truth(tree, defaults)
+    if truth is not None or not isinstance(tree, ast.BoolOp) or not isinstance(tree.op, ast.And):
+        return truth is True
+    terms = [_truth(v, defaults) for v in tree.values]
+    return False not in terms and True in terms
 
 
 def string_defaults(params: Sequence[Param]) -> dict[str, str]:

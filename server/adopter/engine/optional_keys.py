@@ -14,7 +14,13 @@ default is GELU"; held-out batch 7: selectable options with other defaults are n
 `TimestepEmbedding` and its copy in chatterbox-tts (`s3gen/matcha/decoder.py`) are this form (prec9's census).
 
 Only this reading is decided: the key is a bare parameter whose default is `None`, and the binding's condition is
-false when that parameter is None (`p is not None`, `not (p is None)`, `p`, and `and`/`or`/`not` of them). A None
+false when that parameter is None (`p is not None`, `not (p is None)`, `p`, and `and`/`or`/`not` of them).
+
+The same holds for a default that is a function (`activation=F.relu`, a name the helper maps only when a string is
+passed): `if isinstance(activation, str): activation = get_activation(activation)` then `self.activation =
+activation` looks the name up only on a path the default does not take (`isinstance(p, str)` false, `callable(p)`
+true), so as built the module applies the default function, which the forward reads as itself. A default spelling a
+GELU (`F.gelu`) stays a possible site, since the attribute then holds a GELU. A None
 default bound unconditionally (`self.act = ACT2FN[act]`, `act=None`: the caller must give a name), a string default
 (read by `layer_facts.literal_keys`), a required parameter and a config field stay as they were.
 """
@@ -22,6 +28,7 @@ default bound unconditionally (`self.act = ACT2FN[act]`, `act=None`: the caller 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -42,10 +49,43 @@ def built_only_when_given(binding: Binding, params: Sequence[Param]) -> bool:
         return False
     name = key.strip()
     param = next((p for p in params if p.name == name and p.kind in _NAMED), None)
-    if param is None or param.default is None or param.default.strip() != "None":
+    if param is None or param.default is None:
         return False
+    default = param.default.strip()
     tree = _parsed(binding.condition)
-    return tree is not None and _truth_when_none(tree, name) is False
+    if tree is None:
+        return False
+    if default == "None":
+        return _truth_when_none(tree, name) is False
+    return _FUNCTION.fullmatch(default) is not None and "gelu" not in default.lower() and _truth_when_function(
+        tree, name) is False
+
+
+# A default that is a function reached through a module (`F.relu`, `torch.tanh`, `nn.functional.silu`): lower
+# case, so not a class nor a constant of another module; one spelling a GELU stays a possible site.
+_FUNCTION = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\.[a-z_][a-z0-9_]*")
+
+
+def _truth_when_function(node: ast.expr, name: str) -> bool | None:
+    """The truth of `node` when the parameter `name` holds a function: `isinstance(name, str)` is false,
+    `callable(name)` true, and `and`/`or`/`not` of them; None when it is not evident."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _truth_when_function(node.operand, name)
+        return None if inner is None else not inner
+    if isinstance(node, ast.BoolOp):
+        parts = [_truth_when_function(v, name) for v in node.values]
+        if isinstance(node.op, ast.And):
+            return False if False in parts else (True if all(p is True for p in parts) else None)
+        return True if True in parts else (False if all(p is False for p in parts) else None)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        args = node.args
+        if not args or not isinstance(args[0], ast.Name) or args[0].id != name:
+            return None
+        if node.func.id == "callable" and len(args) == 1:
+            return True
+        if node.func.id == "isinstance" and len(args) == 2 and isinstance(args[1], ast.Name) and args[1].id == "str":
+            return False
+    return None
 
 
 @lru_cache(maxsize=1024)
