@@ -224,6 +224,9 @@ class _Pass:
         self.items = items or {}  # class -> canonical forward of a stateless Sequential item
         self.batched = batched  # names read by `bmm`: 3-D wherever they are defined
         self.units = any(_one_wide(b.value) for bs in by_attr.values() for b in bs)
+        # The class binds a layer whose output's rank is bounded (`_RANK_BOUND_MODULES`): only then are bounds kept.
+        self.bounded = any(isinstance(b.value, Ctor) and b.value.callee in _RANK_BOUND_MODULES
+                           for bs in by_attr.values() for b in bs)
         self.thin = thin
         self.split_identity = not thin  # the submodule view reads an already canonical forward
         self.counter = _max_temp(forward.body)
@@ -445,7 +448,7 @@ class _Pass:
         shifted = self.stable_shift(op)
         if (halves := self.unbound_halves(op)) is not None:
             for o in halves:
-                _track_rank(o, ranks, self.by_attr, self.units)
+                _track_rank(o, ranks, self.by_attr, self.units, self.bounded)
                 self.track(o)
             return halves
         if op.kind == _MODULE:
@@ -508,7 +511,7 @@ class _Pass:
         ops = [_implicit_dim(o, ranks) for o in ops]
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
-            _track_rank(o, ranks, self.by_attr, self.units)
+            _track_rank(o, ranks, self.by_attr, self.units, self.bounded)
             if o.target in CREATION_TARGETS and (made := created_rank(o, self.lists)) is not None:
                 ranks[o.outputs[0]] = made
             elif o.target in LISTED_TARGETS and (made := listed_rank(o, self.lists)) is not None:
@@ -1659,18 +1662,22 @@ def _einops_rank(pattern: Value) -> int | None:
     return len(groups) or None
 
 
-def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Binding]], units: bool = False) -> None:
+def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Binding]], units: bool = False,
+                bounded: bool = False) -> None:
     """Record the rank of the op's output where the op makes it evident; forget it otherwise. With
     `units` (the class binds a layer or parameter one feature wide), also which values have a last
-    axis of length 1."""
+    axis of length 1; with `bounded` (it binds a layer of `_RANK_BOUND_MODULES`), the most axes a value can have
+    where its rank is unknown."""
     # The arguments' ranks as they were before this op (`x = x.masked_fill(...)` redefines its input).
     known = {a.name: ranks[a.name] for a in op.args if isinstance(a, Ref) and a.name in ranks}
-    bounds = {a.name: ranks[_BOUND + a.name] for a in op.args if isinstance(a, Ref) and _BOUND + a.name in ranks}
+    bounds = {a.name: ranks[_BOUND + a.name] for a in op.args
+              if isinstance(a, Ref) and _BOUND + a.name in ranks} if bounded else {}
     items = _items_rank(op, ranks)
     parts = ranks.get(_ITEMS + op.args[0].name) if op.args and isinstance(op.args[0], Ref) else None
     for name in op.outputs:
         ranks.pop(name, None)
-        ranks.pop(_BOUND + name, None)
+        if bounded:
+            ranks.pop(_BOUND + name, None)
         ranks.pop(_SHAPE + name, None)
         ranks.pop(_ITEMS + name, None)
     if items is not None:
@@ -1749,7 +1756,7 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
         ranks[op.outputs[0]] = rank
     elif _sizes(op):
         ranks[_SHAPE + op.outputs[0]] = 1  # `x.shape`, `x.size()`: its integer items are numbers
-    elif (bound := _rank_bound(op, key, first, known, bounds, by_attr)) is not None:
+    elif bounded and (bound := _rank_bound(op, key, first, known, bounds, by_attr)) is not None:
         ranks[_BOUND + op.outputs[0]] = bound
 
 
