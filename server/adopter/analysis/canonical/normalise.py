@@ -122,6 +122,15 @@ _SCALAR_FUNCTIONS = frozenset({"int", "float", "math.sqrt", "math.log", "math.ex
 # Modules whose output has the rank of their input.
 _SAME_RANK_MODULES = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Dropout", "torch.nn.GELU",
                                 "torch.nn.ReLU", "torch.nn.SiLU", "torch.nn.RMSNorm"})
+# Layers whose output has at most this many axes, whatever their input (torch's contract: `nn.Conv1d` takes
+# (C, L) or (N, C, L) and gives the same rank; `nn.BatchNorm2d` takes (N, C, H, W) only). An axis argument
+# `k` must be below the rank, so `k == bound - 1` is the last axis wherever the code runs: `softmax(conv1d(x),
+# dim=2)` is over the last axis (a 2-D output would raise), `dim=1` of it is not known (channels or length).
+_RANK_BOUND_MODULES: Mapping[str, int] = {
+    **{f"torch.nn.{layer}{n}d": n + 2 for n in (1, 2, 3) for layer in (
+        "Conv", "ConvTranspose", "BatchNorm", "InstanceNorm", "MaxPool", "AvgPool", "AdaptiveAvgPool",
+        "AdaptiveMaxPool", "LazyConv", "LazyConvTranspose", "LazyBatchNorm", "LazyInstanceNorm")},
+}
 _MAX_SEQUENTIAL_DEPTH = 3
 _MAX_ALTERNATIVES = 4
 _MAX_CALLABLES = 10  # x-transformers' `Attend.attn_fn`: a custom function, sigmoid, hard, top-k, gumbel, two softmaxes over -1 or -2
@@ -215,6 +224,9 @@ class _Pass:
         self.items = items or {}  # class -> canonical forward of a stateless Sequential item
         self.batched = batched  # names read by `bmm`: 3-D wherever they are defined
         self.units = any(_one_wide(b.value) for bs in by_attr.values() for b in bs)
+        # The class binds a layer whose output's rank is bounded (`_RANK_BOUND_MODULES`): only then are bounds kept.
+        self.bounded = any(isinstance(b.value, Ctor) and b.value.callee in _RANK_BOUND_MODULES
+                           for bs in by_attr.values() for b in bs)
         self.thin = thin
         self.split_identity = not thin  # the submodule view reads an already canonical forward
         self.counter = _max_temp(forward.body)
@@ -436,7 +448,7 @@ class _Pass:
         shifted = self.stable_shift(op)
         if (halves := self.unbound_halves(op)) is not None:
             for o in halves:
-                _track_rank(o, ranks, self.by_attr, self.units)
+                _track_rank(o, ranks, self.by_attr, self.units, self.bounded)
                 self.track(o)
             return halves
         if op.kind == _MODULE:
@@ -499,7 +511,7 @@ class _Pass:
         ops = [_implicit_dim(o, ranks) for o in ops]
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
-            _track_rank(o, ranks, self.by_attr, self.units)
+            _track_rank(o, ranks, self.by_attr, self.units, self.bounded)
             if o.target in CREATION_TARGETS and (made := created_rank(o, self.lists)) is not None:
                 ranks[o.outputs[0]] = made
             elif o.target in LISTED_TARGETS and (made := listed_rank(o, self.lists)) is not None:
@@ -969,6 +981,12 @@ def normalise_values(key: Key, args: tuple[Any, ...], kwargs: tuple[tuple[str, A
             v = given.get(d)
             if isinstance(v, Expr) and _INT.match(v.text) and 0 <= int(v.text) < rank:
                 given[d] = Expr(str(int(v.text) - rank))
+    elif args and isinstance(args[0], Ref) and (bound := ranks.get(_BOUND + args[0].name)) is not None:
+        # At most `bound` axes (a `Conv1d` output: 3): an axis `bound - 1` can only be the last.
+        for d in sig.dims:
+            v = given.get(d)
+            if isinstance(v, Expr) and _INT.match(v.text) and int(v.text) == bound - 1:
+                given[d] = Expr("-1")
     if sig.symmetric and len(sig.dims) == 2:
         d0, d1 = given.get(sig.dims[0]), given.get(sig.dims[1])
         if isinstance(d0, Expr) and isinstance(d1, Expr) and _INT.match(d0.text) and _INT.match(d1.text) and int(
@@ -1325,6 +1343,8 @@ _SHAPE = "#"  # `ranks[_SHAPE + name]`: `name` holds a tensor's sizes (`x.shape`
 # `ranks[_ITEMS + name]`: `name` holds a sequence of tensors that all have this rank (`torch.split(x, n)`,
 # `x.chunk(h, dim=-1)`, `[a, b]`), so `torch.stack` of it has one axis more and `torch.cat` the same.
 _ITEMS = "[]"
+# `ranks[_BOUND + name]`: the most axes `name` can have where its exact rank is unknown (`_RANK_BOUND_MODULES`).
+_BOUND = "<"
 _STACK: Key = ("function", "torch.stack")
 # Ops whose one output is a sequence of slices of their first argument, each of its rank.
 _SLICES = frozenset({SPLIT, CHUNK, ("method", "tensor_split"), ("function", "torch.tensor_split")})
@@ -1374,7 +1394,8 @@ def _implicit_dim(op: Op, ranks: Mapping[str, int]) -> Op:
 def _ranked_axes(op: Op, ranks: Mapping[str, int]) -> Op:
     """A function a module call became (`self.attend(x)` with `nn.Softmax(dim=1)`), its axes counted from the
     end where the input's rank is known, as for the function written out."""
-    if op.kind != _FUNCTION or not op.args or not isinstance(op.args[0], Ref) or op.args[0].name not in ranks:
+    if op.kind != _FUNCTION or not op.args or not isinstance(op.args[0], Ref) or (
+            op.args[0].name not in ranks and _BOUND + op.args[0].name not in ranks):
         return op
     args, kwargs = normalise((op.kind._value_, op.target), op.args, op.kwargs, ranks)
     return op if args == op.args and kwargs == op.kwargs else replace(op, args=args, kwargs=kwargs)
@@ -1641,16 +1662,22 @@ def _einops_rank(pattern: Value) -> int | None:
     return len(groups) or None
 
 
-def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Binding]], units: bool = False) -> None:
+def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Binding]], units: bool = False,
+                bounded: bool = False) -> None:
     """Record the rank of the op's output where the op makes it evident; forget it otherwise. With
     `units` (the class binds a layer or parameter one feature wide), also which values have a last
-    axis of length 1."""
+    axis of length 1; with `bounded` (it binds a layer of `_RANK_BOUND_MODULES`), the most axes a value can have
+    where its rank is unknown."""
     # The arguments' ranks as they were before this op (`x = x.masked_fill(...)` redefines its input).
     known = {a.name: ranks[a.name] for a in op.args if isinstance(a, Ref) and a.name in ranks}
+    bounds = {a.name: ranks[_BOUND + a.name] for a in op.args
+              if isinstance(a, Ref) and _BOUND + a.name in ranks} if bounded else {}
     items = _items_rank(op, ranks)
     parts = ranks.get(_ITEMS + op.args[0].name) if op.args and isinstance(op.args[0], Ref) else None
     for name in op.outputs:
         ranks.pop(name, None)
+        if bounded:
+            ranks.pop(_BOUND + name, None)
         ranks.pop(_SHAPE + name, None)
         ranks.pop(_ITEMS + name, None)
     if items is not None:
@@ -1729,6 +1756,29 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
         ranks[op.outputs[0]] = rank
     elif _sizes(op):
         ranks[_SHAPE + op.outputs[0]] = 1  # `x.shape`, `x.size()`: its integer items are numbers
+    elif bounded and (bound := _rank_bound(op, key, first, known, bounds, by_attr)) is not None:
+        ranks[_BOUND + op.outputs[0]] = bound
+
+
+def _rank_bound(op: Op, key: Key, first: Value | None, known: Mapping[str, int], bounds: Mapping[str, int],
+                by_attr: Mapping[str, list[Binding]]) -> int | None:
+    """The most axes the one output of `op` can have, where its rank is not known: a layer of
+    `_RANK_BOUND_MODULES` (`nn.Conv1d`: 3), or an op keeping the rank of an input so bounded (`tanh`,
+    `masked_fill`, a cast, `nn.Linear`; `a * b` where each operand's rank or bound is known); None otherwise."""
+    if op.kind == _MODULE and first is not None:
+        ctor = _ctor_of(by_attr, op.target)
+        if ctor is None:
+            return None
+        if ctor.callee in _RANK_BOUND_MODULES:
+            return _RANK_BOUND_MODULES[ctor.callee]
+        return bounds.get(first.name) if ctor.callee in _SAME_RANK_MODULES and isinstance(first, Ref) else None
+    if key in SAME_RANK and isinstance(first, Ref):
+        return bounds.get(first.name)
+    if op.kind == _OPERATOR and op.target in _ELEMENTWISE and len(op.args) == 2:
+        each = [known.get(a.name, bounds.get(a.name)) for a in op.args if isinstance(a, Ref)]
+        return max(each) if each and None not in each and any(  # type: ignore[type-var]
+            isinstance(a, Ref) and a.name in bounds for a in op.args) else None
+    return None
 
 
 def _items_rank(op: Op, ranks: Mapping[str, int]) -> int | None:
