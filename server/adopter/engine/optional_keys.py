@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from adopter.dsl.types import Binding, Ctor, Param, ParamKind
@@ -66,18 +66,26 @@ def built_only_when_given(binding: Binding, params: Sequence[Param]) -> bool:
 _FUNCTION = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\.[a-z_][a-z0-9_]*")
 
 
-def _truth_when_function(node: ast.expr, name: str) -> bool | None:
-    """The truth of `node` when the parameter `name` holds a function: `isinstance(name, str)` is false,
-    `callable(name)` true, and `and`/`or`/`not` of them; None when it is not evident."""
+def _truth(node: ast.expr, leaf: Callable[[ast.expr], bool | None]) -> bool | None:
+    """The truth of `node` from the truth `leaf` gives its operands, through `not`, `and` and `or`: True, False,
+    or None when it is not evident."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        inner = _truth_when_function(node.operand, name)
+        inner = _truth(node.operand, leaf)
         return None if inner is None else not inner
     if isinstance(node, ast.BoolOp):
-        parts = [_truth_when_function(v, name) for v in node.values]
+        parts = [_truth(v, leaf) for v in node.values]
         if isinstance(node.op, ast.And):
             return False if False in parts else (True if all(p is True for p in parts) else None)
         return True if True in parts else (False if all(p is False for p in parts) else None)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+    return leaf(node)
+
+
+def _truth_when_function(node: ast.expr, name: str) -> bool | None:
+    """The truth of `node` when the parameter `name` holds a function: `isinstance(name, str)` is false,
+    `callable(name)` true, and `and`/`or`/`not` of them; None when it is not evident."""
+    def leaf(node: ast.expr) -> bool | None:
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.keywords:
+            return None
         args = node.args
         if not args or not isinstance(args[0], ast.Name) or args[0].id != name:
             return None
@@ -85,7 +93,8 @@ def _truth_when_function(node: ast.expr, name: str) -> bool | None:
             return True
         if node.func.id == "isinstance" and len(args) == 2 and isinstance(args[1], ast.Name) and args[1].id == "str":
             return False
-    return None
+        return None
+    return _truth(node, leaf)
 
 
 @lru_cache(maxsize=1024)
@@ -98,19 +107,13 @@ def _parsed(condition: str) -> ast.expr | None:
 
 def _truth_when_none(node: ast.expr, name: str) -> bool | None:
     """The truth of `node` when the parameter `name` is None: True, False, or None when it is not evident."""
-    if isinstance(node, ast.Name):
-        return False if node.id == name else None
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        inner = _truth_when_none(node.operand, name)
-        return None if inner is None else not inner
-    if isinstance(node, ast.BoolOp):
-        parts = [_truth_when_none(v, name) for v in node.values]
-        if isinstance(node.op, ast.And):
-            return False if False in parts else (True if all(p is True for p in parts) else None)
-        return True if True in parts else (False if all(p is False for p in parts) else None)
-    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
-        sides = (node.left, node.comparators[0])
-        if any(isinstance(s, ast.Name) and s.id == name for s in sides) and any(
-                isinstance(s, ast.Constant) and s.value is None for s in sides):
-            return isinstance(node.ops[0], ast.Is)
-    return None
+    def leaf(node: ast.expr) -> bool | None:
+        if isinstance(node, ast.Name):
+            return False if node.id == name else None
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            sides = (node.left, node.comparators[0])
+            if any(isinstance(s, ast.Name) and s.id == name for s in sides) and any(
+                    isinstance(s, ast.Constant) and s.value is None for s in sides):
+                return isinstance(node.ops[0], ast.Is)
+        return None
+    return _truth(node, leaf)

@@ -123,15 +123,17 @@ def linear_like_reason(bindings: Sequence[Binding]) -> str | None:
     """Why a match over a Linear-like module (of this file, or of another: `crossfile.linear_forward`) gets no
     automatic fix, else None."""
     for b in bindings:
-        if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(LINEAR_LIKE + ")"):
-            name = b.value.origin.split(" ", 1)[0]
+        origin = b.value.origin if isinstance(b.value, Ctor) else None
+        if origin is None:
+            continue
+        name = origin.split(" ", 1)[0]
+        if origin.endswith(LINEAR_LIKE + ")"):
             return (f"`self.{b.attr}` is a `{name}`, a module of this file that wraps one nn.Linear with elementwise "
                     "work around it (clamps, a scale, a bias), not `nn.Linear`; the rewrite would drop that work "
                     "and change the checkpoint's keys, so change it by hand")
-        if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(LINEAR_FORWARD + ")"):
-            name = b.value.origin.split(" ", 1)[0]
+        if origin.endswith(LINEAR_FORWARD + ")"):
             return (f"`self.{b.attr}` is a `{name}`, a class of another file whose forward is a linear map of its "
-                    "input by its own weight (`F.linear`, or one nn.Linear child), not `nn.Linear`; the rewrite would build plain nn.Linear "
-                    "layers, dropping what that forward does to the weight (quantisation, a cast) and changing the "
-                    "checkpoint's keys, so change it by hand")
+                    "input by its own weight (`F.linear`, or one nn.Linear child), not `nn.Linear`; the rewrite would "
+                    "build plain nn.Linear layers, dropping what that forward does to the weight (quantisation, a "
+                    "cast) and changing the checkpoint's keys, so change it by hand")
     return None
