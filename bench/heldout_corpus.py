@@ -438,6 +438,10 @@ MANIFEST: Manifest = (
         "ts3l/models/common/mlp.py", "ts3l/models/common/transformer_encoder.py", "ts3l/models/subtab/subtab.py",
         "ts3l/pl_modules/base_module.py")),
     ("wavemix", "0.2.4", ("wavemix/__init__.py", "wavemix/classification.py")),
+    # Batch 22 (refreshed 2026-12-06, stop 29): labelled by a twenty-second independent labeller; first letters a-m only,
+    # picked by name and known purpose, leaning to what the set had less of (time series, tabular, point clouds, graph
+    # nets, video, speech enhancement, medical imaging, researchers' transformers and CNNs, LLM fine-tuning code), files
+    # from the archive listings by name and size before reading (see LABELLING.md "Batch 22").
 )
 
 
