@@ -442,6 +442,7 @@ MANIFEST: Manifest = (
     # picked by name and known purpose, leaning to what the set had less of (time series, tabular, point clouds, graph
     # nets, video, speech enhancement, medical imaging, researchers' transformers and CNNs, LLM fine-tuning code), files
     # from the archive listings by name and size before reading (see LABELLING.md "Batch 22").
+    ("augshufflenet-pytorch", "0.0.2", ("augshufflenet_pytorch/__init__.py",)),
 )
 
 
