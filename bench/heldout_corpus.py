@@ -443,6 +443,7 @@ MANIFEST: Manifest = (
     # nets, video, speech enhancement, medical imaging, researchers' transformers and CNNs, LLM fine-tuning code), files
     # from the archive listings by name and size before reading (see LABELLING.md "Batch 22").
     ("augshufflenet-pytorch", "0.0.2", ("augshufflenet_pytorch/__init__.py",)),
+    ("aurora-model", "0.2.0", ("aurora/modeling_aurora.py", "aurora/modality_connector.py")),
 )
 
 
