@@ -444,6 +444,7 @@ MANIFEST: Manifest = (
     # from the archive listings by name and size before reading (see LABELLING.md "Batch 22").
     ("augshufflenet-pytorch", "0.0.2", ("augshufflenet_pytorch/__init__.py",)),
     ("aurora-model", "0.2.0", ("aurora/modeling_aurora.py", "aurora/modality_connector.py")),
+    ("braindecode", "1.8.1", ("braindecode/models/eegconformer.py", "braindecode/models/eegnet.py")),
 )
 
 
