@@ -445,6 +445,8 @@ MANIFEST: Manifest = (
     ("augshufflenet-pytorch", "0.0.2", ("augshufflenet_pytorch/__init__.py",)),
     ("aurora-model", "0.2.0", ("aurora/modeling_aurora.py", "aurora/modality_connector.py")),
     ("braindecode", "1.8.1", ("braindecode/models/eegconformer.py", "braindecode/models/eegnet.py")),
+    ("clinical-tabular", "0.1.1", (
+        "clinical_tabular/models/ft_transformer.py", "clinical_tabular/models/tabular_mlp.py")),
 )
 
 
