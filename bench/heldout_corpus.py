@@ -447,6 +447,7 @@ MANIFEST: Manifest = (
     ("braindecode", "1.8.1", ("braindecode/models/eegconformer.py", "braindecode/models/eegnet.py")),
     ("clinical-tabular", "0.1.1", (
         "clinical_tabular/models/ft_transformer.py", "clinical_tabular/models/tabular_mlp.py")),
+    ("denoisers", "0.3.3", ("denoisers/modeling/unet1d/modules.py", "denoisers/lightning_module.py")),
 )
 
 
