@@ -448,6 +448,7 @@ MANIFEST: Manifest = (
     ("clinical-tabular", "0.1.1", (
         "clinical_tabular/models/ft_transformer.py", "clinical_tabular/models/tabular_mlp.py")),
     ("denoisers", "0.3.3", ("denoisers/modeling/unet1d/modules.py", "denoisers/lightning_module.py")),
+    ("gaia2-pytorch", "0.0.33", ("gaia2_pytorch/gaia2.py",)),
 )
 
 
