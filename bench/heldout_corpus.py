@@ -449,6 +449,7 @@ MANIFEST: Manifest = (
         "clinical_tabular/models/ft_transformer.py", "clinical_tabular/models/tabular_mlp.py")),
     ("denoisers", "0.3.3", ("denoisers/modeling/unet1d/modules.py", "denoisers/lightning_module.py")),
     ("gaia2-pytorch", "0.0.33", ("gaia2_pytorch/gaia2.py",)),
+    ("gotennet", "1.1.2", ("gotennet/models/representation/gotennet.py", "gotennet/models/goten_model.py")),
 )
 
 
