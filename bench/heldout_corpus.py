@@ -450,6 +450,7 @@ MANIFEST: Manifest = (
     ("denoisers", "0.3.3", ("denoisers/modeling/unet1d/modules.py", "denoisers/lightning_module.py")),
     ("gaia2-pytorch", "0.0.33", ("gaia2_pytorch/gaia2.py",)),
     ("gotennet", "1.1.2", ("gotennet/models/representation/gotennet.py", "gotennet/models/goten_model.py")),
+    ("GPT2LM", "0.0.3", ("GPT2LM/gpt2.py", "GPT2LM/bigram.py")),
 )
 
 
