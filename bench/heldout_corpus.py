@@ -451,6 +451,7 @@ MANIFEST: Manifest = (
     ("gaia2-pytorch", "0.0.33", ("gaia2_pytorch/gaia2.py",)),
     ("gotennet", "1.1.2", ("gotennet/models/representation/gotennet.py", "gotennet/models/goten_model.py")),
     ("GPT2LM", "0.0.3", ("GPT2LM/gpt2.py", "GPT2LM/bigram.py")),
+    ("hyperpcr", "0.3.7", ("pcr/model/Transformer.py", "pcr/model/dgcnn_group.py")),
 )
 
 
