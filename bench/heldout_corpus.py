@@ -452,6 +452,8 @@ MANIFEST: Manifest = (
     ("gotennet", "1.1.2", ("gotennet/models/representation/gotennet.py", "gotennet/models/goten_model.py")),
     ("GPT2LM", "0.0.3", ("GPT2LM/gpt2.py", "GPT2LM/bigram.py")),
     ("hyperpcr", "0.3.7", ("pcr/model/Transformer.py", "pcr/model/dgcnn_group.py")),
+    ("ldct-benchmark", "0.0.15", (
+        "ldctbench/methods/transct/network.py", "ldctbench/methods/dugan/network.py")),
 )
 
 
