@@ -444,7 +444,8 @@ MANIFEST: Manifest = (
     # from the archive listings by name and size before reading (see LABELLING.md "Batch 22").
     ("augshufflenet-pytorch", "0.0.2", ("augshufflenet_pytorch/__init__.py",)),
     ("aurora-model", "0.2.0", ("aurora/modeling_aurora.py", "aurora/modality_connector.py")),
-    ("braindecode", "1.8.1", ("braindecode/models/eegconformer.py", "braindecode/models/eegnet.py")),
+    ("braindecode", "1.8.1", (
+        "braindecode/models/eegconformer.py", "braindecode/models/eegnet.py", "braindecode/models/attn_sleep.py")),
     ("clinical-tabular", "0.1.1", (
         "clinical_tabular/models/ft_transformer.py", "clinical_tabular/models/tabular_mlp.py")),
     ("denoisers", "0.3.3", ("denoisers/modeling/unet1d/modules.py", "denoisers/lightning_module.py")),
