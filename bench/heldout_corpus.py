@@ -448,7 +448,9 @@ MANIFEST: Manifest = (
         "braindecode/models/eegconformer.py", "braindecode/models/eegnet.py", "braindecode/models/attn_sleep.py")),
     ("clinical-tabular", "0.1.1", (
         "clinical_tabular/models/ft_transformer.py", "clinical_tabular/models/tabular_mlp.py")),
-    ("denoisers", "0.3.3", ("denoisers/modeling/unet1d/modules.py", "denoisers/lightning_module.py")),
+    ("denoisers", "0.3.3", (
+        "denoisers/modeling/unet1d/modules.py", "denoisers/lightning_module.py",
+        "denoisers/modeling/waveunet/modules.py")),
     ("gaia2-pytorch", "0.0.33", ("gaia2_pytorch/gaia2.py",)),
     ("gotennet", "1.1.2", ("gotennet/models/representation/gotennet.py", "gotennet/models/goten_model.py")),
     ("GPT2LM", "0.0.3", ("GPT2LM/gpt2.py", "GPT2LM/bigram.py")),
