@@ -438,6 +438,25 @@ MANIFEST: Manifest = (
         "ts3l/models/common/mlp.py", "ts3l/models/common/transformer_encoder.py", "ts3l/models/subtab/subtab.py",
         "ts3l/pl_modules/base_module.py")),
     ("wavemix", "0.2.4", ("wavemix/__init__.py", "wavemix/classification.py")),
+    # Batch 22 (refreshed 2026-12-06, stop 29): labelled by a twenty-second independent labeller; first letters a-m only,
+    # picked by name and known purpose, leaning to what the set had less of (time series, tabular, point clouds, graph
+    # nets, video, speech enhancement, medical imaging, researchers' transformers and CNNs, LLM fine-tuning code), files
+    # from the archive listings by name and size before reading (see LABELLING.md "Batch 22").
+    ("augshufflenet-pytorch", "0.0.2", ("augshufflenet_pytorch/__init__.py",)),
+    ("aurora-model", "0.2.0", ("aurora/modeling_aurora.py", "aurora/modality_connector.py")),
+    ("braindecode", "1.8.1", (
+        "braindecode/models/eegconformer.py", "braindecode/models/eegnet.py", "braindecode/models/attn_sleep.py")),
+    ("clinical-tabular", "0.1.1", (
+        "clinical_tabular/models/ft_transformer.py", "clinical_tabular/models/tabular_mlp.py")),
+    ("denoisers", "0.3.3", (
+        "denoisers/modeling/unet1d/modules.py", "denoisers/lightning_module.py",
+        "denoisers/modeling/waveunet/modules.py")),
+    ("gaia2-pytorch", "0.0.33", ("gaia2_pytorch/gaia2.py",)),
+    ("gotennet", "1.1.2", ("gotennet/models/representation/gotennet.py", "gotennet/models/goten_model.py")),
+    ("GPT2LM", "0.0.3", ("GPT2LM/gpt2.py", "GPT2LM/bigram.py")),
+    ("hyperpcr", "0.3.7", ("pcr/model/Transformer.py", "pcr/model/dgcnn_group.py")),
+    ("ldct-benchmark", "0.0.15", (
+        "ldctbench/methods/transct/network.py", "ldctbench/methods/dugan/network.py")),
 )
 
 
