@@ -47,7 +47,7 @@ def added_children(call: Node, function: Node, src: SourceText, defaults: Mappin
     left = assignment.child_by_field_id(Field.LEFT)
     stmt = assignment.parent
     block = stmt.parent if stmt is not None and stmt.type == "expression_statement" else None
-    if left is None or left.type != "identifier" or block is None or block.type != "block":
+    if left is None or left.type != "identifier" or stmt is None or block is None or block.type != "block":
         return None
     name = src.text(left)
     after = [s for s in block.named_children if s.start_byte >= stmt.end_byte and s.type != "comment"]
