@@ -15,6 +15,7 @@ from tree_sitter import Node
 
 from adopter.analysis.canonical.normalise import canonical_architecture
 from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.chains.added_modules import added_children
 from adopter.analysis.chains.default_branches import taken_block
 from adopter.analysis.idioms.submodules import item_forwards
 from adopter.analysis.names.signature import params
@@ -70,6 +71,12 @@ def _chain(call: Node, name: str, src: SourceText, reader: InitAnalysis, body: N
         return None
     args_node = call.child_by_field_id(Field.ARGUMENTS)
     children = [a for a in (args_node.named_children if args_node is not None else ()) if a.type != "comment"]
+    if not children and body is not None and body.parent is not None:
+        # `result = nn.Sequential()` then `result.add_module("conv", ...)`, ...: the children it is given
+        added = sequential_added(call, body.parent, src, reader.defaults)
+        if added is None:
+            return None
+        children = added
     if len(children) == 1 and children[0].type == "list_splat" and body is not None:
         # `nn.Sequential(*layers)`: the layers a list built in the function's own block holds
         listed = _listed(body, children[0], call, src, reader.defaults)
@@ -77,6 +84,12 @@ def _chain(call: Node, name: str, src: SourceText, reader: InitAnalysis, body: N
             return None
         children = listed
     return _chain_of(children, call, name, src, reader)
+
+
+def sequential_added(call: Node, function: Node, src: SourceText,
+                     defaults: Mapping[str, str | None]) -> list[Node] | None:
+    """The children `add_module` gives the empty `nn.Sequential()` `call` of `function` (`added_children`)."""
+    return added_children(call, function, src, defaults, _steps)
 
 
 def _listed(body: Node, splat: Node, call: Node, src: SourceText,
@@ -130,9 +143,13 @@ def _list_step(expr: Node, name: str, src: SourceText) -> tuple[str, list[Node] 
         return ("add", elements) if src.text(expr).split(name, 1)[1].lstrip().startswith("+=") else ("add", None)
     if expr.type == "call":
         func, args = expr.child_by_field_id(Field.FUNCTION), expr.child_by_field_id(Field.ARGUMENTS)
-        if func is None or args is None or src.text(func) not in (f"{name}.append", f"{name}.extend"):
+        if func is None or args is None or src.text(func) not in (
+                f"{name}.append", f"{name}.extend", f"{name}.add_module"):
             return None
         values = [a for a in args.named_children if a.type != "comment"]
+        if src.text(func).endswith("add_module"):  # a Sequential's `add_module(key, child)`
+            return "add", ([values[1]] if len(values) == 2 and values[1].type not in (
+                "keyword_argument", "list_splat", "dictionary_splat") else None)
         if len(values) != 1:
             return "add", None
         return "add", ([values[0]] if src.text(func).endswith("append") else _elements(values[0]))

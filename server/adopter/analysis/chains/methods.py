@@ -29,6 +29,7 @@ from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.chains.call_arguments import self_call_arguments, walk
+from adopter.analysis.chains.functions import sequential_added
 from adopter.analysis.chains.lists import list_chains, splatted_lists
 from adopter.analysis.chains.sequential_classes import chain_of, is_sequential_class, positional_children
 from adopter.analysis.names.naming import MODULE_SELF_METHODS
@@ -71,8 +72,10 @@ def method_chains(class_name: str, src: SourceText, table: ClassTable) -> tuple[
             reader.read_locals(node, classes)
         for call in calls:
             args = call.child_by_field_id(Field.ARGUMENTS)
-            children = positional_children([a for a in (args.named_children if args is not None else ())
-                                            if a.type != "comment"], src)
+            given = [a for a in (args.named_children if args is not None else ()) if a.type != "comment"]
+            # `result = nn.Sequential()` then `result.add_module(...)`: the children it is given in order
+            children = positional_children(given, src) if given else list(
+                sequential_added(call, node, src, reader.defaults) or ())
             if len(children) >= MIN_CHILDREN and all(c is not None for c in children):
                 nodes = [c for c in children if c is not None]
                 chain = chain_of(nodes, f"{class_name}.{method}", src, reader, node, call)
