@@ -461,7 +461,7 @@ class CallFlow(Calls):
             return False
         name = label.rsplit(".", 1)[-1]
         text = self.src.text(body)
-        if f"{name}(" not in text:  # the common case, without a pattern
+        if name not in text:  # the common case, without a pattern
             return False
         return re.search(r"(?<![\w.])" + re.escape(label) + r"\s*\(", text) is not None
 
