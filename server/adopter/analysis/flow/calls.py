@@ -459,11 +459,11 @@ class CallFlow(Calls):
         body = function.child_by_field_id(Field.BODY)
         if body is None or label.startswith("super()"):
             return False
-        name = label.rsplit(".", 1)[-1]
-        text = self.src.text(body)
-        if name not in text:  # the common case, without a pattern
+        name = label.rsplit(".", 1)[-1].encode()
+        if self.src.data.find(name, body.start_byte, body.end_byte) < 0:  # the common case: no text, no pattern
             return False
-        return re.search(r"(?<![\w.])" + re.escape(label) + r"\s*\(", text) is not None
+        pattern = re.compile(rb"(?<![\w.])" + re.escape(label.encode()) + rb"\s*\(")
+        return pattern.search(self.src.data, body.start_byte, body.end_byte) is not None
 
 
 def _call_result(frame: Frame, outs: tuple[str, ...]) -> EnvVal:
