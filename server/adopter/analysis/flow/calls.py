@@ -453,7 +453,6 @@ class CallFlow(Calls):
             state.terminated, state.returned = saved_terminated, saved_returned
         return _call_result(frame, frame.outs)
 
-
     def _calls_itself(self, function: Node, label: str) -> bool:
         """Whether the body of the callee inlined as `label` (`refine`, `self.refine`) calls it by that name."""
         body = function.child_by_field_id(Field.BODY)
