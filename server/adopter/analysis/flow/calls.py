@@ -3,10 +3,13 @@
 `self.method(...)`, `super().method(...)`, module-level helpers of the same file, local closures,
 stateless submodules and methods passed as callbacks (`checkpoint(self.block, x)`) are inlined: their
 ops appear in the caller with `via` naming the call, their parameters bound to the arguments and their
-locals renamed apart from the caller's. Depth is bounded and recursion stops at the first repeat.
+locals renamed apart from the caller's. Depth is bounded and recursion stops at the first repeat; a callee
+that calls itself is inlined with its parameters unbound (its own calls pass other values than the caller's).
 """
 
 from __future__ import annotations
+
+import re
 
 from tree_sitter import Node
 
@@ -389,6 +392,9 @@ class CallFlow(Calls):
             if "classmethod" not in decorators:
                 self_name = ps[0].name
             ps = ps[1:]
+        # A callee that calls itself also runs with what its own calls pass (`refine(s.unsqueeze(0), n - 1)`): the
+        # caller's values, their ranks and constants, are not the only ones its parameters take, so none is bound.
+        fresh = self._calls_itself(function, label)
         call_outs = outs or ()
         state.names.update(dict.fromkeys(call_outs))
         # A closure sees the locals of the function it was defined in (it is called from there).
@@ -399,7 +405,9 @@ class CallFlow(Calls):
         unbound: list[Param] = []
         handed_closures = self._handed_closures(node) if call_args is None and not starred else {}
         for i, p in enumerate(positional):
-            if i in handed_closures:
+            if fresh:
+                unbound.append(p)
+            elif i in handed_closures:
                 env[p.name] = handed_closures[i]
             elif i < len(args) and not starred:
                 env[p.name] = args[i]
@@ -409,7 +417,7 @@ class CallFlow(Calls):
                 unbound.append(p)
         for p in ps:
             if p.kind == ParamKind.KEYWORD_ONLY:
-                if p.name in by_name:
+                if p.name in by_name and not fresh:
                     env[p.name] = by_name[p.name]
                 else:
                     unbound.append(p)
@@ -434,7 +442,7 @@ class CallFlow(Calls):
                 if p.kind in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD):
                     env[p.name] = Ref(state.define(p.name))
             for p in unbound:
-                env[p.name] = Expr(p.default) if p.default is not None else Ref(state.define(p.name))
+                env[p.name] = Expr(p.default) if p.default is not None and not fresh else Ref(state.define(p.name))
             body = function.child_by_field_id(Field.BODY)
             if body is not None:
                 self.statements.run(body.named_children)
@@ -444,6 +452,17 @@ class CallFlow(Calls):
             state.stmt_span, state.stmt_node = saved_span, saved_node
             state.terminated, state.returned = saved_terminated, saved_returned
         return _call_result(frame, frame.outs)
+
+    def _calls_itself(self, function: Node, label: str) -> bool:
+        """Whether the body of the callee inlined as `label` (`refine`, `self.refine`) calls it by that name."""
+        body = function.child_by_field_id(Field.BODY)
+        if body is None or label.startswith("super()"):
+            return False
+        name = label.rsplit(".", 1)[-1].encode()
+        if self.src.data.find(name, body.start_byte, body.end_byte) < 0:  # the common case: no text, no pattern
+            return False
+        pattern = re.compile(rb"(?<![\w.])" + re.escape(label.encode()) + rb"\s*\(")
+        return pattern.search(self.src.data, body.start_byte, body.end_byte) is not None
 
 
 def _call_result(frame: Frame, outs: tuple[str, ...]) -> EnvVal:
