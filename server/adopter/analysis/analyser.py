@@ -40,6 +40,7 @@ from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.flow.resume import Walk
 from adopter.analysis.flow.state import parameter_attrs, positioned_items
 from adopter.analysis.idioms.entry_methods import entry_method_architecture, entry_methods
+from adopter.analysis.idioms.function_attributes import function_attributes
 from adopter.analysis.idioms.inherited_layers import inherited
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.idioms.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
@@ -49,7 +50,6 @@ from adopter.analysis.idioms.optimizers import (
     optimizer_methods,
     resolve_optimizer_classes,
 )
-from adopter.analysis.idioms.function_attributes import function_attributes
 from adopter.analysis.idioms.processors import processor_architecture, processor_calls
 from adopter.analysis.idioms.random_layers import Imported, random_layers, reading_of
 from adopter.analysis.idioms.readings import MethodReadings

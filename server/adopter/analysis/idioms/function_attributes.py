@@ -42,9 +42,9 @@ def function_attributes(init: Node | None, symbols: ModuleSymbols, src: SourceTe
     for stmt in body.named_children:
         function = _definition(stmt)
         if function is not None:
-            name = function.child_by_field_id(Field.NAME)
-            if name is not None:
-                nested[src.text(name)] = function
+            name_node = function.child_by_field_id(Field.NAME)
+            if name_node is not None:
+                nested[src.text(name_node)] = function
             continue
         bound = _self_name_binding(stmt, src)
         if bound is not None and bound[1] in nested:
