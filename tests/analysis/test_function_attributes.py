@@ -51,6 +51,26 @@ class MLP(nn.Module):
 '''
 
 
+ALIASED = HEADER + '''
+def swiglu(x, y):
+    return F.silu(x.float(), inplace=False).to(x.dtype) * y
+
+
+class FeedForward(nn.Module):
+    def __init__(self, dim, inner_dim):
+        super().__init__()
+        self.swiglu = swiglu
+        self.linear_1 = nn.Linear(dim, inner_dim, bias=False)
+        self.linear_2 = nn.Linear(inner_dim, dim, bias=False)
+        self.linear_3 = nn.Linear(dim, inner_dim, bias=False)
+
+    def forward(self, x):
+        h1, h2 = self.linear_1(x), self.linear_3(x)
+        swiglu_fn = self.swiglu
+        return self.linear_2(swiglu_fn(h1, h2))
+'''
+
+
 def findings(code: str, family: int) -> list[Finding]:
     found = check(analyse(code, "m.py"), load_rules().rules, ENV).findings
     return [f for f in found if f.family == family]
@@ -76,6 +96,13 @@ def test_a_function_defined_in_init_is_read_the_same_way() -> None:
     found = findings(NESTED, 14)
     assert [f.rule_id for f in found] == ["f14-gated-chunked-indexed"]
     assert found[0].span.start_line == line(NESTED, "return self.fc2(self.activation_func(")
+
+
+def test_a_local_holding_the_attribute_calls_the_function() -> None:
+    # Lumina's feed-forward as diffsynth writes it: `swiglu_fn = self.swiglu; swiglu_fn(h1, h2)`. Reported without
+    # a fix: the product lives in the function, which the fix of `f14-swiglu` does not rewrite.
+    found = findings(ALIASED, 14)
+    assert [(f.rule_id, f.span.start_line) for f in found] == [("f14-swiglu", line(ALIASED, "h1, h2 = self.linear_1("))]
 
 
 def test_another_activation_in_the_function_is_not_a_site() -> None:
