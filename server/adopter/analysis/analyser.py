@@ -40,6 +40,7 @@ from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.flow.resume import Walk
 from adopter.analysis.flow.state import parameter_attrs, positioned_items
 from adopter.analysis.idioms.entry_methods import entry_method_architecture, entry_methods
+from adopter.analysis.idioms.function_attributes import function_attributes
 from adopter.analysis.idioms.inherited_layers import inherited
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.idioms.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
@@ -637,8 +638,10 @@ class Analyser:
         flows = tuple(self._flows.get(name, ()))  # before this run: whether the flow below is one of them
         if found is not None:
             stateless = stateless_submodules(init, table, src)
+            init_node = table.find_method(name, "__init__")
+            functions = function_attributes(init_node[1] if init_node is not None else None, symbols, src)
             forward = self._forward(name, found, module_attrs, stateless, src, symbols, table, problems,
-                                    positioned_items(init), parameter_attrs(init))
+                                    positioned_items(init), parameter_attrs(init), functions)
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
         items = item_forwards(sequential_items(init), table, src)
         random = random_layers(init.bindings, table, src, self._imported_class(src.path), name) if init is not None else frozenset()
@@ -708,6 +711,7 @@ class Analyser:
         problems: list[Problem],
         positioned: frozenset[str] = frozenset(),
         parameters: frozenset[str] = frozenset(),
+        functions: dict[str, tuple[Node, bool]] | None = None,
     ) -> Forward:
         """The flow of class `name`'s forward (`found`: its defining class and node), reused from the last
         analysis of the class while its key and the fingerprints of what it consulted are unchanged.
@@ -719,7 +723,8 @@ class Analyser:
         so the class's own dependencies stay complete."""
         owner, node = found
         key = (owner, node.start_point, src.raw(node), module_attrs, positioned, parameters,
-               tuple(sorted((attr, cls, n.start_point, src.raw(n)) for attr, (cls, n) in stateless.items())))
+               tuple(sorted((attr, cls, n.start_point, src.raw(n)) for attr, (cls, n) in stateless.items())),
+               tuple(sorted((attr, n.start_point, src.raw(n)) for attr, (n, _) in (functions or {}).items())))
         outer = symbols.consulted
         flows = self._flows.setdefault(name, [])
         for i, kept in enumerate(flows):
@@ -734,7 +739,8 @@ class Analyser:
         resume = next((kept.walk for kept in flows if kept.walk is not None and kept.key[:2] == key[:2]
                        and kept.key[3:] == key[3:]), None)
         before = len(problems)
-        analysis = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless, positioned, parameters)
+        analysis = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless, positioned, parameters,
+                                functions)
         forward, consulted = _nested_reading(
             symbols, self.remember, lambda: analysis.function(node, owner, resume=resume, record=self.remember))
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted or ()))

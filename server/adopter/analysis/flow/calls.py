@@ -139,6 +139,12 @@ class CallFlow(Calls):
             if attr in state.stateless and frame.root:
                 owner, forward = state.stateless[attr]
                 return self._inline(owner, forward, f"self.{attr}", node, outs, bound=True)
+            if attr in state.function_attrs and attr not in state.module_attrs and frame.root:
+                # `self.activation_func = swiglu` in `__init__`: the call is the function's; one defined in
+                # `__init__` sees that `self` as the module (`idioms.function_attributes`).
+                function, nested = state.function_attrs[attr]
+                return self._inline(None, function, f"self.{attr}", node, outs, bound=False,
+                                    closure_self=frame.self_name if nested else None)
             args, kwargs, _ = self.args(node)
             return state.emit(OpKind.MODULE, f"self.{attr}", tuple(args), tuple(kwargs), node, outs)
         # self.sub.child(...): a submodule of a submodule

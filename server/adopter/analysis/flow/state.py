@@ -168,6 +168,9 @@ class FlowState:
         # Submodules of a same-file class with no state and a forward that never reads `self` (a
         # custom activation: `self.act = GEGLU()`): attr -> (class, forward node), inlined where called.
         self.stateless = stateless
+        # Attributes `__init__` binds to a same-file function (`self.activation_func = swiglu`,
+        # `idioms.function_attributes`): attr -> (function node, defined in `__init__`), inlined where called.
+        self.function_attrs: dict[str, tuple[Node, bool]] = {}
         self.problems = problems
         self.counter = 0
         self.ops = 0

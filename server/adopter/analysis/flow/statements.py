@@ -240,6 +240,16 @@ class StatementFlow(Statements):
         assert helper is not None
         return self.calls.inline(helper, name, function, outs, ([v], []))
 
+    def _held_function(self, text: str) -> str | None:
+        """The module-level function `self.<attr>` holds (`idioms.function_attributes`), else None."""
+        state = self.state
+        owner, _, attr = text.partition(".")
+        if not attr or owner != state.frame.self_name or attr not in state.function_attrs:
+            return None
+        function, nested = state.function_attrs[attr]
+        name = function.child_by_field_id(Field.NAME)
+        return self.src.text(name) if name is not None and not nested else None
+
     def _bind_target(self, target: Node, v: EnvVal, produced: bool) -> None:
         state = self.state
         if target.type == "identifier":
@@ -250,6 +260,8 @@ class StatementFlow(Statements):
             # whose name cannot be redefined later (temporaries, an inlined callee's locals) alias.
             if isinstance(v, Expr) and v.text.isidentifier() and self._helper(v.text) is not None:
                 v = ModuleFunction(v.text)  # `attention_interface = eager_attention_forward`: called below
+            elif isinstance(v, Expr) and (held := self._held_function(v.text)) is not None:
+                v = ModuleFunction(held)  # `swiglu_fn = self.swiglu` with `self.swiglu = swiglu` in `__init__`
             elif isinstance(v, Expr) and _DOTTED.fullmatch(v.text) and state.symbols.qualify(v.text) in PARTIAL_FUNCTIONS:
                 state.frame.env[name] = v  # `softmax = torch.softmax`: a call of the local is the function's
                 return
