@@ -15,6 +15,11 @@ bindings of their own; `passed_layers` marks the binding left to another file's 
 then chosen by code elsewhere, so the file does not say the product is a SiLU/GELU gated MLP (dev2 labels
 composer's and curated-transformers' gated layers, both `act(gate(x)) * up(x)` with a required activation,
 not sites, as held-out batch 5's selectable gate).
+
+A parameter defaulting to None and stored only on the path where it is given (`self.act = nn.Sigmoid() if
+activation is None else activation`, or the same as an `if`/`else`) is not read as a possible gate either: as built
+with its defaults the attribute holds the other path's layer, which decides (`optional_keys.stored_only_when_given`;
+torchmd-net's sigmoid `GLU`, prec12's census).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from adopter.analysis.chains.passed_layers import chosen_elsewhere
 from adopter.dsl.types import Binding, Ctor, Param
 from adopter.engine.bindings import InitIndex
 from adopter.engine.layer_facts import literal_keys
+from adopter.engine.optional_keys import stored_only_when_given
 
 # The torch layers that are a SiLU or a GELU (stateless ones reach the matcher as `F.silu` / `F.gelu`).
 _GATED_TORCH_LAYERS = frozenset({"torch.nn.SiLU", "torch.nn.GELU"})
@@ -43,8 +49,10 @@ def may_be_gate_activation(target: str, init: InitIndex, keys: Collection[str]) 
 def _may_be(binding: Binding, keys: Collection[str], params: Sequence[Param]) -> bool:
     value = binding.value
     if not isinstance(value, Ctor):
-        # a parameter, a lambda, `getattr(...)`: a callable not known here, unless a caller elsewhere chooses it
-        return not chosen_elsewhere(binding.condition, value.text.strip())
+        # a parameter, a lambda, `getattr(...)`: a callable not known here, unless a caller elsewhere chooses it,
+        # or a None-default parameter stored only on the path where it is given (the default's layer decides)
+        return not chosen_elsewhere(binding.condition, value.text.strip()) and not stored_only_when_given(
+            binding, params)
     if value.items:
         return False  # a container (an nn.Sequential, a ModuleList)
     if value.callee.startswith("torch."):

@@ -61,6 +61,24 @@ def built_only_when_given(binding: Binding, params: Sequence[Param]) -> bool:
         tree, name) is False
 
 
+def stored_only_when_given(binding: Binding, params: Sequence[Param]) -> bool:
+    """Whether `binding` stores a bare `__init__` parameter that defaults to None (`self.act = activation`) on a
+    path only taken when that parameter is not None: `self.act = nn.Sigmoid() if activation is None else
+    activation`. As built with its defaults the attribute holds the other path's layer, so this binding is not
+    what the module applies (family 14's `gate_activation`: the layer chosen at the default decides)."""
+    value = binding.value
+    if binding.condition is None or isinstance(value, Ctor):
+        return False
+    name = value.text.strip()
+    if not name.isidentifier():
+        return False
+    param = next((p for p in params if p.name == name and p.kind in _NAMED), None)
+    if param is None or param.default is None or param.default.strip() != "None":
+        return False
+    tree = _parsed(binding.condition)
+    return tree is not None and _truth_when_none(tree, name) is False
+
+
 # A default that is a function reached through a module (`F.relu`, `torch.tanh`, `nn.functional.silu`): lower
 # case, so not a class nor a constant of another module; one spelling a GELU stays a possible site.
 _FUNCTION = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\.[a-z_][a-z0-9_]*")
