@@ -38,6 +38,7 @@ from adopter.analysis.parse.source import check_input, is_broken, new_parser
 from adopter.analysis.parse.verdict import (
     breaks_indentation,
     certainly_broken,
+    left_of_block,
     method_text,
     parse_within,
     resume,
@@ -220,6 +221,8 @@ class DocumentAnalysis:
             _QUOTES.intersection(old[changed:old_end]) or _QUOTES.intersection(new[changed:new_end]))
         if not certify:
             return self._fresh_if_broken(self._parser.parse(new, old_tree), new, quotes)
+        if left_of_block(old, original, changed, old_end, new, new_end):  # code left of a body's column
+            return None
         if not seldom_breaks(old, changed, old_end, new, new_end) and self._method_broken(
                 original, old, new, changed, old_end, new_end):
             return None

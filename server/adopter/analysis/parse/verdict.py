@@ -292,3 +292,70 @@ def _next_statement(node: Node) -> Node | None:
     while following is not None and following.type == "comment":
         following = following.next_named_sibling
     return following
+
+
+# Where the indentation of a line between statements lies: in a module, a block, or a compound statement or
+# clause outside its header's brackets (not in an expression, a bracket, a string or a continuation).
+_BETWEEN_STATEMENTS = frozenset({
+    "module", "block", "class_definition", "function_definition", "decorated_definition", "if_statement",
+    "elif_clause", "else_clause", "for_statement", "while_statement", "try_statement", "except_clause",
+    "except_group_clause", "finally_clause", "with_statement", "match_statement", "case_clause",
+})
+_WHITE = frozenset(b" \t\r\n\f\v")
+
+
+def left_of_block(old: bytes, tree: Tree, start: int, old_end: int, new: bytes, new_end: int) -> bool:
+    """Whether `new` is known broken, without a parse, because the change types code into the indentation of
+    a line inside a top-level statement's body, left of that body's column but not at column 0 (`tree`:
+    `old`'s, which must parse clean; False means "not known").
+
+    Why that is sound. Let the change insert one line's worth of neutral code (`_neutral`: no line break,
+    quote, backslash, `#`, brace or `@`) at column `j > 0` of line `L`, after spaces only, its first byte not
+    a space and not starting `else`/`elif`/`except`/`finally`; let the indentation of `L` lie, in `old`'s
+    tree, directly in a block `B` (or a statement around it) of the top-level statement `T`, with no
+    expression, bracket or string around it and no backslash before `L`'s line break, and let `B` be the
+    outermost block of `T` holding it, whose first statement starts a line of its own (spaces before it) at
+    column `k > j`, on a line before `L`. Everything before `L` is unchanged, so a parse of `new` reaches the
+    line break before `L` as one of `old` did: between statements, outside brackets and strings, with
+    tree-sitter-python's indentation stack `[0, k, ...]` (`k` pushed by `B`'s INDENT, `B` still open, every
+    level above it greater). At that line break the scanner measures `L`'s column `j` (comment lines between
+    only put it off) and, while `j` is below the top of the stack, emits a DEDENT that pops it: where the
+    grammar allows none that is an error; the levels `k` and above all lie above `j`, so the pops end at
+    `[0]`, `T` complete (its next token would have to be a clause keyword). `L`'s first token then starts a
+    module-level statement at column `j`: the unexpected indent `is_broken` reads. Either way `new` is
+    broken. A line left of the body's column but right of the level below (columns `k..m-1` of a method
+    whose body is at `m`, in a class at `k`) is not covered: the pops stop at `k` and tree-sitter takes the
+    line as a statement of that block without an error (see `method_text`)."""
+    if old_end != start or new_end <= start or start == 0:
+        return False
+    line = old.rfind(b"\n", 0, start) + 1
+    column = start - line
+    if column == 0 or old[line:start].strip(b" ") or not new[start:start + 1].strip():
+        return False
+    if not _neutral(new, start, new_end) or _CLAUSE.match(new, start) is not None:
+        return False
+    before = line - 1  # the last byte before `L`'s line that is not white space must not be a backslash
+    while before >= 0 and old[before] in _WHITE:
+        before -= 1
+    if before >= 0 and old[before] == 0x5C:
+        return False
+    node: Node | None = tree.root_node.descendant_for_byte_range(start - 1, start)  # a space of `L`'s indentation
+    if node is None or node.type not in _BETWEEN_STATEMENTS:
+        return False
+    block: Node | None = None  # the outermost block of the top-level statement holding it
+    while node is not None and node.type != "module":
+        if node.type == "block":
+            block = node
+        node = node.parent
+    if block is None or node is None:
+        return False
+    first = block.named_children[0] if block.named_child_count else None
+    while first is not None and first.type == "comment":
+        first = first.next_named_sibling
+    if first is None or first.start_byte >= line:
+        return False  # (`B`'s first statement on `L` or below: no level pushed for it before `L`)
+    first_line = old.rfind(b"\n", 0, first.start_byte) + 1
+    if old[first_line : first.start_byte].strip(b" ") or first.start_byte - first_line <= column:
+        return False
+    return not is_broken(tree)
+
