@@ -180,7 +180,28 @@ FRESH4 = Slice("fresh4", {
     "research": ("glom-pytorch==0.0.14", "calm-pytorch==0.2.2", "gated-state-spaces-pytorch==0.1.0"),
 }, root=".cache/fresh4", released="released as dev census at its first run, 2026-12-06, stop 28")
 
-SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3, FRESH4)}
+FRESH5 = Slice("fresh5", {
+    "vision": ("pywick", "pix2tex", "unimernet"),
+    "detection_segmentation": ("yolov6detect", "rtmdet", "segmentation-models-pytorch-3d"),
+    "video": ("slowfast", "videoseal"),
+    "3d": ("nerfstudio", "pointnext"),
+    "audio_speech": ("qwen-tts", "speechmos", "seed-vc", "zipvoice"),
+    "nlp_llm": ("yoyodyne", "texar-pytorch", "span-marker"),
+    "llm_training": ("tinyllama", "petals"),
+    "generative": ("torchgan", "pytorch-pretrained-biggan", "rectified-flow"),
+    "time_series": ("tsfast", "tornado-gcm"),
+    "tabular": ("tabular-transformer", "realtabformer"),
+    "graph": ("prompt-graph", "openke"),
+    "chemistry_materials": ("t5chem", "torch-sim-atomistic"),
+    "physics_sciml": ("neuraloperator", "nvidia-modulus"),
+    "protein_bio": ("rna-fm", "transcriptformer", "scprint"),
+    "medical": ("unet", "yucca", "pycox"),
+    "rl": ("rl-replicas", "zerorl"),
+    "recommendation": ("rec-pangu", "torchrecsys"),
+    "research": ("slot-attention", "x-mlps-pytorch", "speculative-decoding"),
+}, root=".cache/fresh5", released="released as dev census at its first run, 2026-12-06, stop 29")
+
+SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3, FRESH4, FRESH5)}
 FRESH = FRESH1.domains  # the first slice's list, under the name it had before there were slices
 
 
