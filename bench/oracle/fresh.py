@@ -76,6 +76,30 @@ older than PyPI's newest: `carefree-learn` 0.2.1, `graphgallery` 0.7.2, `autonom
 `carefree-learn`, `clinicadl`, `escnn`, `ezflow`, `lama-cleaner`, `merlin-models`: pip ran past the installer's 240
 s on a loaded machine; `change-detection-pytorch`, `deberta`, `lightning-ir`: a dependency failed to build or pip
 raised).
+
+`fresh5` (helper `fresh5`, 2026-12-06, stop 29): the second larger dev slice, released as a dev census at its first
+run as `fresh4` was, 45 distributions whose first letter is n-z or a digit (a labeller picked a-m for the labelled
+held-out set this stop), chosen the way `fresh2`-`fresh4` were, before any code was opened: candidates whose PyPI
+summary (or name) names PyTorch, deep learning or a model (a named model or family: "ViT", "YOLOv6", "RTMDet",
+"NeRF", "Qwen-TTS", "BigGAN", "NeuralGCM", "U-Net", "GNNs"), from the workplace's list of PyPI packages, ordered per
+domain by their rank among PyPI's 15,000 most downloaded where they have one (`speechmos` 5886, `qwen-tts` 8771 are
+the only ranked n-z model-code distributions not in a set), then (unranked, nearly all) by how well known the author
+knew them to be; every candidate went through a script that printed only whether it is in one of the sets above.
+Of 937 names tried (hand-named, plus the n-z names of PyPI's ranked list and of a summary filter), 268 are in a set
+(nearly every well-known n-z model library and lucidrains repository: `pypots`, `rtdl`, `pytorch-widedeep`,
+`torch-rechub`, `rl-games`, `skrl`, `robomimic`, `torchxrayvision`, `tiatoolbox`, ...); many free names are not on
+PyPI. 18 domains, weighted as `fresh4`'s, with a physics-informed / neural-operator domain added. Passed over:
+binary wheels or CUDA builds (`pytorch3d`, `open3d`, `nerfacc`, `piper-tts`, `simple-romp`, `openpifpaf`, `torchrl`);
+wrappers, tools or data without model code of their own (`ultralyticsplus`, `sdkit`, `simpletransformers`,
+`video-transformers`, `totalsegmentator`, `segment-geospatial`, `textattack`, `theseus-ai`, `trackers`, `ocsort`,
+`strongsort`, `torch-pme`); copies of a distribution in a set (`segment-anything-py`, `pytorch-transformers`,
+`schneiderkamplab-tsai`, `pytorch-forecasting-unofficial-hotfix`, `torchrec-nightly`, `quanto`, `upet` (the
+PET family of a held-out slice's distribution), `normflows` (`antsnormflows`' origin)); placeholders
+(`yolov7`-`yolov10`); only pre-releases, which pip does not pick (`zonos`, `medsam`, `sparsegpt`, `retnet`,
+`omnigenome`, `unirec`, `voicecraft`); TensorFlow code (`tsgm`, `reclearn`, `openrec`, `tabnet`, `spleeter`); and
+candidates whose summary names none of the three (`omnisafe`, `popgym`, `wtpsplit`, `vec2text`, `model2vec`,
+`pathml`, `romatch`, `resemble-perth`, `noisereduce`, `openwakeword`). The 45 were committed (unpinned)
+before the first install; none was opened.
 """
 
 from __future__ import annotations
