@@ -95,8 +95,8 @@ wrappers, tools or data without model code of their own (`ultralyticsplus`, `sdk
 `strongsort`, `torch-pme`); copies of a distribution in a set (`segment-anything-py`, `pytorch-transformers`,
 `schneiderkamplab-tsai`, `pytorch-forecasting-unofficial-hotfix`, `torchrec-nightly`, `quanto`, `upet` (the
 PET family of a held-out slice's distribution), `normflows` (`antsnormflows`' origin)); placeholders
-(`yolov7`-`yolov10`); only pre-releases, which pip does not pick (`zonos`, `medsam`, `sparsegpt`, `retnet`,
-`omnigenome`, `unirec`, `voicecraft`); TensorFlow code (`tsgm`, `reclearn`, `openrec`, `tabnet`, `spleeter`); and
+(`yolov7`-`yolov10`); only pre-release or development versions on PyPI (`zonos`, `medsam`, `sparsegpt`,
+`retnet`, `omnigenome`, `unirec`, `voicecraft`); TensorFlow code (`tsgm`, `reclearn`, `openrec`, `tabnet`, `spleeter`); and
 candidates whose summary names none of the three (`omnisafe`, `popgym`, `wtpsplit`, `vec2text`, `model2vec`,
 `pathml`, `romatch`, `resemble-perth`, `noisereduce`, `openwakeword`). The 45 were committed (unpinned)
 before the first install; none was opened.
@@ -205,24 +205,24 @@ FRESH4 = Slice("fresh4", {
 }, root=".cache/fresh4", released="released as dev census at its first run, 2026-12-06, stop 28")
 
 FRESH5 = Slice("fresh5", {
-    "vision": ("pywick", "pix2tex", "unimernet"),
-    "detection_segmentation": ("yolov6detect", "rtmdet", "segmentation-models-pytorch-3d"),
-    "video": ("slowfast", "videoseal"),
-    "3d": ("nerfstudio", "pointnext"),
-    "audio_speech": ("qwen-tts", "speechmos", "seed-vc", "zipvoice"),
-    "nlp_llm": ("yoyodyne", "texar-pytorch", "span-marker"),
-    "llm_training": ("tinyllama", "petals"),
-    "generative": ("torchgan", "pytorch-pretrained-biggan", "rectified-flow"),
-    "time_series": ("tsfast", "tornado-gcm"),
-    "tabular": ("tabular-transformer", "realtabformer"),
-    "graph": ("prompt-graph", "openke"),
-    "chemistry_materials": ("t5chem", "torch-sim-atomistic"),
-    "physics_sciml": ("neuraloperator", "nvidia-modulus"),
-    "protein_bio": ("rna-fm", "transcriptformer", "scprint"),
-    "medical": ("unet", "yucca", "pycox"),
-    "rl": ("rl-replicas", "zerorl"),
-    "recommendation": ("rec-pangu", "torchrecsys"),
-    "research": ("slot-attention", "x-mlps-pytorch", "speculative-decoding"),
+    "vision": ("pywick==0.6.5", "pix2tex==0.1.4", "unimernet==0.1.2"),
+    "detection_segmentation": ("yolov6detect==0.4.1", "rtmdet==0.3.0", "segmentation-models-pytorch-3d==1.0.2"),
+    "video": ("slowfast==1.0", "videoseal==1.0.1"),
+    "3d": ("nerfstudio==1.1.5", "pointnext==0.0.1"),
+    "audio_speech": ("qwen-tts==0.1.1", "speechmos==0.0.1.1", "seed-vc==0.4.3", "zipvoice==0.1.0"),
+    "nlp_llm": ("yoyodyne==0.5.27", "texar-pytorch==0.1.4", "span-marker==1.8.1"),
+    "llm_training": ("tinyllama==0.0.2b0", "petals==2.2.0.post1"),
+    "generative": ("torchgan==0.1.0", "pytorch-pretrained-biggan==0.1.1", "rectified-flow==1.0.1"),
+    "time_series": ("tsfast==0.5.0", "tornado-gcm==0.1.2"),
+    "tabular": ("tabular-transformer==0.3.0", "realtabformer==0.2.4"),
+    "graph": ("prompt-graph==1.0", "openke==0.96"),
+    "chemistry_materials": ("t5chem==1.2.0", "torch-sim-atomistic==0.3.0"),
+    "physics_sciml": ("neuraloperator==2.0.0", "nvidia-modulus==0.2.1"),
+    "protein_bio": ("rna-fm==0.2.2", "transcriptformer==0.6.1", "scprint==2.3.8"),
+    "medical": ("unet==0.8.1", "yucca==2.3.7", "pycox==0.3.0"),
+    "rl": ("rl-replicas==0.0.6", "zerorl==0.2.0"),
+    "recommendation": ("rec-pangu==0.4.1", "torchrecsys==0.1.0"),
+    "research": ("slot-attention==1.5.2", "x-mlps-pytorch==0.6.9", "speculative-decoding==0.2.0"),
 }, root=".cache/fresh5", released="released as dev census at its first run, 2026-12-06, stop 29")
 
 SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3, FRESH4, FRESH5)}
