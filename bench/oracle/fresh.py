@@ -99,7 +99,17 @@ PET family of a held-out slice's distribution), `normflows` (`antsnormflows`' or
 `retnet`, `omnigenome`, `unirec`, `voicecraft`); TensorFlow code (`tsgm`, `reclearn`, `openrec`, `tabnet`, `spleeter`); and
 candidates whose summary names none of the three (`omnisafe`, `popgym`, `wtpsplit`, `vec2text`, `model2vec`,
 `pathml`, `romatch`, `resemble-perth`, `noisereduce`, `openwakeword`). The 45 were committed (unpinned)
-before the first install; none was opened.
+before the first install; none was opened. The versions are the ones pip resolved at the first run (2026-12-06,
+20:37-21:26 UTC; some older than PyPI's newest: `unimernet` 0.1.2, `pointnext` 0.0.1, `torch-sim-atomistic` 0.3.0,
+`nvidia-modulus` 0.2.1, `rl-replicas` 0.0.6; `tinyllama` 0.0.2b0 is its only release): 28 with their dependencies,
+14 `--no-deps` (`rtmdet`, `scprint`, `seed-vc`: `ResolutionImpossible` beside the project's torch and numpy;
+`slowfast`: "No matching distribution found for detectron2"; `rec-pangu`: pip ran past the installer's 240 s;
+`nerfstudio`, `pointnext`, `pycox`, `rectified-flow`, `segmentation-models-pytorch-3d`, `torchgan`,
+`transcriptformer`, `yucca`, `petals`: a dependency failed to build). Three failed to install and are kept, pinned
+to the version pip tried (a failed install is a result, not a reason to replace a choice): `yolov6detect` and
+`openke` (`setup.py egg_info` fails: the venv's `kernels` 0.19.1, inherited from `fresh4`'s venv, registers an
+`egg_info.writers` entry point whose import fails against the venv's `huggingface_hub`), `torchrecsys` (its build
+backend imports pip: "No module named 'pip'").
 """
 
 from __future__ import annotations
