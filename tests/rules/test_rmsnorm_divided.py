@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import findings_of, fixed, load, rules_of  # noqa: E402
+from attention_harness import findings_of, fixed, load, rules_of, skip_reasons  # noqa: E402
 
 from equivalence import compare_modules  # noqa: E402
 
@@ -61,6 +61,28 @@ class FunctionalRMSNorm(nn.Module):
 
     def forward(self, x):
         return rms_normalise(x) * self.scale
+
+
+class CastBackRMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.eps = eps
+        self.w = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        rms = (x.pow(2).mean(-1, keepdim=True) + self.eps).sqrt().to(x.dtype)
+        return self.w * (x / rms)
+'''
+
+# The RMS of an up-cast `x` cast back before it divides `x` (autogluon's toto2 `rms_norm`): the result is of `x`'s
+# dtype, `F.rms_norm(x.float(), ...)` of float32: a site, no fix.
+UPCAST_CAST_BACK = '''
+import torch
+
+
+def rms_norm(x, eps=1e-5):
+    rms = (x.float().pow(2).mean(-1, keepdim=True) + eps).sqrt().to(x.dtype)
+    return x / rms
 '''
 
 LOOK_ALIKES = '''
@@ -100,8 +122,14 @@ def _found(source: str) -> list[tuple[str, str]]:
 
 def test_rms_divided_by_its_sqrt_is_found_in_each_shape() -> None:
     # the helper's site is reported where its caller inlines it (the class), as for the other f12 rules
-    assert _found(DIVIDED) == [("f12-rmsnorm-sqrt", "BufferRMSNorm"), ("f12-rmsnorm-sqrt", "FunctionalRMSNorm"),
-                               ("f12-rmsnorm-sqrt", "UpcastRMSNorm")]
+    assert _found(DIVIDED) == [("f12-rmsnorm-sqrt", "BufferRMSNorm"), ("f12-rmsnorm-sqrt", "CastBackRMSNorm"),
+                               ("f12-rmsnorm-sqrt", "FunctionalRMSNorm"), ("f12-rmsnorm-sqrt", "UpcastRMSNorm")]
+
+
+def test_up_cast_rms_cast_back_is_a_site_without_a_fix() -> None:
+    assert [f.rule_id for f in findings_of(UPCAST_CAST_BACK, RMS_RULES)] == ["f12-rmsnorm-sqrt"]
+    (reason,) = skip_reasons(UPCAST_CAST_BACK, RMS_RULES)
+    assert "cast back" in reason
 
 
 def test_look_alikes_of_the_divided_rms_stay_silent() -> None:
@@ -110,10 +138,11 @@ def test_look_alikes_of_the_divided_rms_stay_silent() -> None:
 
 @pytest.mark.parametrize("cls, shape", [
     ("BufferRMSNorm", (2, 5, 16)), ("UpcastRMSNorm", (2, 5, 16)), ("FunctionalRMSNorm", (3, 16)),
+    ("CastBackRMSNorm", (4, 16)),
 ])
 def test_divided_rms_fix_is_equivalent(cls: str, shape: tuple[int, ...]) -> None:
-    new = fixed(DIVIDED, RMS_RULES, applied=3)
-    assert "sqrt" not in new and new.count("rms_norm(") == 3
+    new = fixed(DIVIDED, RMS_RULES, applied=4)
+    assert "sqrt" not in new and new.count("rms_norm(") == 4
     torch.manual_seed(0)
     original = load(DIVIDED, "rms_div_old")[cls](16)
     with torch.no_grad():
