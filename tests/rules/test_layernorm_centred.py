@@ -16,7 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attention_harness import findings_of, fixed, load, rules_of  # noqa: E402
+from attention_harness import findings_of, fixed, load, rules_of, skip_reasons  # noqa: E402
 
 from equivalence import compare_modules  # noqa: E402
 
@@ -136,3 +136,32 @@ def test_centred_layer_norm_fix_is_equivalent(cls: str, shape: tuple[int, ...]) 
         for p in original.parameters():
             p.add_(torch.randn(p.shape) * 0.3)
     compare_modules(original, load(new, "ln_centred_new")[cls](16), lambda: (torch.randn(*shape) * 3,))
+
+
+# A centred value normalised over a positive axis whose rank is unknown here (`axis=2`, the shape of an integer-only
+# BERT's float path): a LayerNorm site without a fix, never an RMSNorm of the centred value (family 12 would be the
+# wrong family).
+POSITIVE_AXIS = '''
+import torch
+from torch import nn
+
+
+class FloatPathNorm(nn.Module):
+    def __init__(self, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        mean = x.mean(axis=2, keepdim=True)
+        y = x - mean
+        var = torch.mean(y ** 2, axis=2, keepdim=True)
+        x = y / torch.sqrt(self.eps + var)
+        return x * self.weight
+'''
+
+
+def test_centred_norm_over_an_unknown_axis_is_a_layer_norm_without_a_fix() -> None:
+    assert _found(POSITIVE_AXIS) == [("f11-layernorm-centred-sqrt", "FloatPathNorm")]
+    (reason,) = skip_reasons(POSITIVE_AXIS, NORM_RULES)
+    assert "axis" in reason
