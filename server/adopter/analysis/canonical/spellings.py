@@ -44,7 +44,6 @@ RSQRT: Key = ("function", "torch.rsqrt")
 SQRT: Key = ("function", "torch.sqrt")
 MEAN: Key = ("method", "mean")
 VAR: Key = ("method", "var")
-STD: Key = ("method", "std")
 POW: Key = ("method", "pow")
 CAT: Key = ("function", "torch.cat")
 CHUNK: Key = ("method", "chunk")
@@ -91,7 +90,6 @@ CANONICAL: dict[Key, Key] = {
     ("method", "sqrt"): SQRT,
     ("function", "torch.mean"): MEAN,
     ("function", "torch.var"): VAR,
-    ("function", "torch.std"): STD,
     ("function", "torch.pow"): POW,
     ("operator", "**"): POW,
     ("function", "torch.concat"): CAT,
@@ -164,7 +162,6 @@ SIGNATURES: dict[Key, Signature] = {
     GELU: Signature(("input", "approximate"), 1),
     MEAN: Signature(("input", "dim", "keepdim", "dtype"), 2, ("dim",)),
     VAR: Signature(("input", "dim", "unbiased", "keepdim"), 2, ("dim",)),
-    STD: Signature(("input", "dim", "unbiased", "keepdim"), 2, ("dim",)),
     POW: Signature(("input", "exponent"), 2),
     CAT: Signature(("tensors", "dim"), 1, ("dim",)),
     CHUNK: Signature(("input", "chunks", "dim"), 2, ("dim",)),
