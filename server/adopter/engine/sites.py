@@ -559,6 +559,10 @@ def _item_targets(ops: Sequence[Op]) -> tuple[str, ...]:
     return tuple(sorted(t for op in ops if (t := _item_target(op)) is not None))
 
 
+# family -> the family whose larger matches may contain its matches (the group `_outside_larger_matches` reduces in)
+_CONTAINING = {12: 11}
+
+
 def _outside_larger_matches(findings: list[Finding]) -> list[Finding]:
     """Drop a finding whose ops all belong to a larger finding of the same family (the one-tensor RoPE
     inside the q/k pair): one site, reported by the rule that covers it whole.
@@ -566,11 +570,15 @@ def _outside_larger_matches(findings: list[Finding]) -> list[Finding]:
     Two findings of one family on the same source spans are one site too: a helper applied to q and k
     through one `map(lambda t: ..., (q, k))` writes the pair's ops once, so the q/k rule and the one-tensor
     rule match the same text. The finding of more ops (the pair) is kept; on a tie, the first rule id.
+
+    A LayerNorm contains an RMS normalisation (of the centred value): an RMSNorm match (family 12) inside a larger
+    LayerNorm match (11) is that LayerNorm, so the two families are one group here (`_CONTAINING`).
     """
     by_family: dict[int, list[tuple[frozenset[tuple[Span, str | None]], Finding]]] = {}
     for f in findings:
         # Items of one container called once share the call's span: which item each op is tells them apart.
-        by_family.setdefault(f.family, []).append((frozenset((op.span, _item_target(op)) for op in f.match.ops), f))
+        by_family.setdefault(_CONTAINING.get(f.family, f.family), []).append(
+            (frozenset((op.span, _item_target(op)) for op in f.match.ops), f))
     kept: list[Finding] = []
     for group in by_family.values():
         for spans, f in group:

@@ -163,6 +163,10 @@ def rms_norm_formula(ctx: SynthContext) -> None:
     eps = _eps_text(ctx)
     if not is_simple(x):
         ctx.decline(f"the normalised value `{x}` is an expression; bind it to a name first")
+    if ctx.binding("sc") != ctx.binding("s") and ctx.binding("xf") not in (None, ctx.binding("x")):
+        # `x / sqrt(mean(x.float()**2) + eps).to(x.dtype)` is of x's dtype; `F.rms_norm(x.float(), ...)` is float32
+        ctx.decline("the RMS of an up-cast `x` is cast back before it divides `x`; rewrite it by hand as "
+                    "`F.rms_norm(x.float(), ...).to(x.dtype)`")
     normed = f"{functional(ctx)}.rms_norm({xf}, {x}.shape[-1:], eps={eps})"
     dim = ctx.binding("dim")
     if dim is not None and dim != Expr("-1"):
