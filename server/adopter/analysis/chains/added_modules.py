@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 
 from tree_sitter import Node
 
-from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.parse.source import Field, SourceText, descendants
 
 # (statements, function body, name, items so far, src, defaults) -> the items after them, None if unread
 StepReader = Callable[[list[Node], Node, str, list[Node] | None, SourceText, Mapping[str, str | None]],
@@ -61,7 +61,7 @@ def added_children(call: Node, function: Node, src: SourceText, defaults: Mappin
 
 def _hands_over(stmt: Node, name: str, src: SourceText) -> bool:
     """`return name`, `x.append(name)`, `x = name`: the statement names the Sequential once, as a whole value."""
-    uses = [n for n in _walk(stmt) if n.type == "identifier" and src.text(n) == name]
+    uses = [n for n in descendants(stmt) if n.type == "identifier" and src.text(n) == name]
     if len(uses) != 1 or stmt.type not in ("return_statement", "expression_statement"):
         return False
     parent = uses[0].parent
@@ -72,14 +72,4 @@ def _hands_over(stmt: Node, name: str, src: SourceText) -> bool:
 
 def _mentions(stmt: Node, name: str, src: SourceText) -> bool:
     return name.encode() in src.raw(stmt) and any(
-        n.type == "identifier" and src.text(n) == name for n in _walk(stmt))
-
-
-def _walk(node: Node) -> list[Node]:
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(n.named_children)
-    return out
+        n.type == "identifier" and src.text(n) == name for n in descendants(stmt))

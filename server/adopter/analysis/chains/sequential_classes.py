@@ -28,7 +28,7 @@ from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.chains.functions import layer_chain
 from adopter.analysis.chains.list_items import splatted_children
 from adopter.analysis.names.symbols import dotted_text
-from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.parse.source import Field, SourceText, descendants
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Architecture, Span
@@ -120,7 +120,7 @@ def _inherited_forward(body: Node, src: SourceText) -> Span | None:
     raw = src.raw(body)
     if not _INHERITED_FORWARD.search(raw):
         return None
-    calls = [n for n in _descendants(body) if n.type == "call" and _runs_parent_forward(n, src)]
+    calls = [n for n in descendants(body) if n.type == "call" and _runs_parent_forward(n, src)]
     mentions = len(_INHERITED_FORWARD.findall(raw))
     if len(calls) != 1 or mentions != 1:
         return None
@@ -130,16 +130,6 @@ def _inherited_forward(body: Node, src: SourceText) -> Span | None:
             return None
         stmt = stmt.parent
     return src.span(stmt) if stmt is not None else None
-
-
-def _descendants(node: Node) -> list[Node]:
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(n.named_children)
-    return out
 
 
 def _runs_parent_forward(call: Node, src: SourceText) -> bool:

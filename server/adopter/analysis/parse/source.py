@@ -215,6 +215,17 @@ class SourceText:
         return self.index.span(node.start_point, node.end_point)
 
 
+def descendants(node: Node) -> list[Node]:
+    """`node` and every named node under it (depth first, last child first)."""
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(n.named_children)
+    return out
+
+
 def unexpected_indents(tree: Tree, indent: int = 0) -> list[Node]:
     """Module-level statements that do not start at column `indent` (0 for a file; a method's column
     for a method parsed on its own): Python's "unexpected indent", which tree-sitter accepts without an
