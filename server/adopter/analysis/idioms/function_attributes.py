@@ -18,13 +18,16 @@ or a `try`) assigns `self.<attr> = <name>`, no other statement of `__init__` ass
 `<name>` is a function defined in `__init__`'s body before that statement or a module-level function of the
 file that `__init__` does not rebind (a parameter or local of that name is something else). A binding on
 some paths only (`if config.gated: self.act = glu else: ...`) is left as it is: which function runs depends
-on the configuration, and the call stays opaque.
+on the configuration, and the call stays opaque. A function that computes the exact GELU as a formula is not
+inlined either: the rules already read an attribute holding it as `F.gelu` (`names.formula_functions`), a
+fusable activation rather than a formula.
 """
 
 from __future__ import annotations
 
 from tree_sitter import Node
 
+from adopter.analysis.names.formula_functions import exact_gelu
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import Field, SourceText
@@ -63,7 +66,8 @@ def function_attributes(init: Node | None, symbols: ModuleSymbols, src: SourceTe
             found[attr] = (nested[name], True)
         elif name not in locals_ and not symbols.has_class(name):
             function = symbols.function_node(name)
-            if function is not None and function.type == "function_definition":
+            if function is not None and function.type == "function_definition" and not exact_gelu(
+                    src.text(function)):
                 found[attr] = (function, False)
     return found
 
