@@ -621,8 +621,8 @@ class Analyser:
         # A module that overrides `__call__` and defines no `forward` (its own or a same-file base's) runs
         # `__call__` when called (`Conv2DBNActiv` of UVR's vr_network): that is its forward.
         found = table.find_method(name, "forward") or table.find_method(name, "__call__")
+        init_found = table.find_method(name, "__init__")
         if self.reach is not None and init is not None:  # the one hook of cross-file reach
-            init_found = table.find_method(name, "__init__")
             source = InitSource(init_found[1], src, symbols.qualify, found[1] if found else None, name,
                                 symbols.note_method, symbols.qualify_binding,
                                 symbols.note_class_head) if init_found else None
@@ -638,8 +638,7 @@ class Analyser:
         flows = tuple(self._flows.get(name, ()))  # before this run: whether the flow below is one of them
         if found is not None:
             stateless = stateless_submodules(init, table, src)
-            init_node = table.find_method(name, "__init__")
-            functions = function_attributes(init_node[1] if init_node is not None else None, symbols, src)
+            functions = function_attributes(init_found[1] if init_found is not None else None, symbols, src)
             forward = self._forward(name, found, module_attrs, stateless, src, symbols, table, problems,
                                     positioned_items(init), parameter_attrs(init), functions)
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
