@@ -368,6 +368,12 @@ def _rms_sq_rsqrt(x: torch.Tensor) -> torch.Tensor:
     return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6)
 
 
+def _rms_sq_sqrt(x: torch.Tensor) -> torch.Tensor:
+    # the square as a product under a division by the root (autogluon-timeseries' toto RMSNorm): `x * x`
+    # traces as mul, not pow, so neither rms_sqrt nor rms_square_rsqrt holds it
+    return x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6)
+
+
 def _rms_norm(x: torch.Tensor) -> torch.Tensor:
     # x / ||x|| times a gain. With the gain √d·w it is RMSNorm exactly; with a learned scalar g it is ScaleNorm
     # (Nguyen & Salazar 2019), which is RMSNorm with the weight g/√d: ||x|| = √d · rms(x). Either way one
@@ -611,6 +617,7 @@ def _specs() -> list[tuple[int, str, Callable[..., Any], list[Any], dict[str, fl
         (12, "rms_rsqrt", _rms_rsqrt, [X3()], {}, _of_activations),
         (12, "rms_sqrt", _rms_sqrt, [X3()], {}, _of_activations),
         (12, "rms_square_rsqrt", _rms_sq_rsqrt, [X3()], {}, _of_activations),
+        (12, "rms_square_sqrt", _rms_sq_sqrt, [X3()], {}, _of_activations),
         (12, "rms_normalize", _rms_norm, [X3()], {}, _of_activations),
         (12, "rms_float", _rms_float, [X3()], {}, _of_activations),
         (12, "rms_norm_scaled", _rms_norm_scaled, [X3()], {}, _of_activations),

@@ -387,3 +387,44 @@ def test_a_forward_finding_is_judged_only_where_the_op_it_reports_ran(tmp_path: 
         monkeypatch.setattr(report, "check", lambda files, finding=finding: [dict(finding)])
         fam = report.score({"pkg": dist})["families"][finding["family"]]
         assert (fam["judged"], fam["unjudged"]) == (judged, 1 - judged), finding
+
+
+# autogluon-timeseries' toto RMSNorm spells the square as a product under a division by the root (fresh2's
+# one checker finding the oracle had judged wrong); beside it, the same ops on a parameter (a weight
+# normalisation, not an RMSNorm of an activation).
+SQUARE = '''import torch
+from torch import nn
+
+
+class ProductRMSNorm(nn.Module):
+    def __init__(self, dim=16, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.scale = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        x_normed = x / torch.sqrt(torch.mean(x * x, dim=-1, keepdim=True) + self.eps)
+        return x_normed * self.scale
+
+
+class ProductWeightNorm(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(dim, dim))
+
+    def forward(self, x):
+        w = self.weight / torch.sqrt((self.weight * self.weight).mean(-1, keepdim=True) + 1e-5)
+        return x @ w
+'''
+
+
+def test_a_square_written_as_a_product_under_a_root_is_family_12(tmp_path: Path) -> None:
+    module, path = _module(tmp_path, "oracle_square", SQUARE)
+    x = torch.randn(2, 4, 16)
+
+    def family_12(model: Any) -> set[int]:
+        traced = trace_step(model, (x,), {})
+        return {s.anchor[1] for g in traced.graphs for s in find_sites(g, lambda f: f == path) if s.family == 12}
+
+    assert family_12(module.ProductRMSNorm()) == {_line(SQUARE, "x_normed = x / torch.sqrt(")}
+    assert family_12(module.ProductWeightNorm()) == set()
