@@ -457,6 +457,22 @@ MANIFEST: Manifest = (
     ("hyperpcr", "0.3.7", ("pcr/model/Transformer.py", "pcr/model/dgcnn_group.py")),
     ("ldct-benchmark", "0.0.15", (
         "ldctbench/methods/transct/network.py", "ldctbench/methods/dugan/network.py")),
+    # Batch 23 (refreshed 2026-12-06, stop 30): labelled by a twenty-third independent labeller; first letters n-z only,
+    # picked by name and known purpose, leaning to what the set had less of (time series, tabular, point clouds, graph
+    # nets, EEG, remote sensing, recommendation, RL, audio codecs, LLM training code), files from the archive listings
+    # by name and size before reading (see LABELLING.md "Batch 23").
+    ("nano-deepseek-v4", "0.2.0", ("nano_deepseek_v4/modeling.py", "nano_deepseek_v4/training.py")),
+    ("nanocodec-torch", "1.0.0", ("nanocodec_torch/models/decoder.py", "nanocodec_torch/models/encoder.py")),
+    ("NodeCoder", "1.0.0", ("NodeCoder/gcn/NodeCoder.py", "NodeCoder/gcn/NodeCoder_train.py")),
+    ("points2sbl", "0.3.1", ("points2sbl/models/point_transformer.py", "points2sbl/models/pointnext.py")),
+    ("satellighte", "0.2.5", (
+        "satellighte/archs/coatnet/blocks/layers.py", "satellighte/archs/efficientnet/blocks/layers.py")),
+    ("tisc", "0.1.2", ("tisc/modules/Transformer.py", "tisc/tisc.py")),
+    ("torchbringer", "0.5.7", ("torchbringer/components/builders.py", "torchbringer/learners/dqn.py")),
+    ("torcheeg", "1.1.3", ("torcheeg/models/transformer/labram.py", "torcheeg/models/cnn/tslanet.py")),
+    ("torecsys", "0.0.1.dev2", (
+        "torecsys/layers/ctr/mixture_of_experts.py", "torecsys/models/ltr/personalized_reranking.py")),
+    ("XBNet", "1.4.6", ("XBNet/models.py", "XBNet/main.py")),
 )
 
 
