@@ -198,6 +198,11 @@ class Scope:
         self._fallbacks: dict[str, str] | None = None
         self._stored: frozenset[str] | None = None
 
+    @property
+    def source(self) -> InitSource | None:
+        """`__init__` of the analysed class, where at hand."""
+        return self._source
+
     def annotations(self) -> dict[str, str]:
         if self._annotations is None:
             self._annotations = self._source.annotations() if self._source is not None else {}
@@ -459,3 +464,13 @@ def _enclosing_method(node: Any, src: Any) -> tuple[str, str] | None:
             return src.text(name), src.text(method)
         parent = parent.parent
     return None
+
+
+def init_parameters(function: Any, src: Any) -> tuple[list[str], set[str]]:
+    """`__init__`'s parameters after `self`: those a call may pass by position, in order, and all of them."""
+    return _positional_params(function, src), _all_params(function, src)
+
+
+# Public names for `passed_fields`, which reads constructions the way `PassedClasses` does.
+argument_passed = _argument
+enclosing_method = _enclosing_method

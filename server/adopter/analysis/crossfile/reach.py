@@ -80,6 +80,7 @@ from adopter.analysis.crossfile.init_source import InitSource, Scope
 from adopter.analysis.crossfile.jedi_lookup import JediLookup
 from adopter.analysis.crossfile.linear_forward import LINEAR, LINEAR_FORWARD, linear_forward
 from adopter.analysis.crossfile.norm_act import NORM_ACT, norm_then_act
+from adopter.analysis.crossfile.passed_fields import passed_fields
 from adopter.analysis.crossfile.resolver import ModuleResolver, is_torch_module_class
 from adopter.analysis.crossfile.summary import Definition, Summary
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg
@@ -438,6 +439,8 @@ class CrossFileReach:
             return value, None
         if text in scope.params and scope.params[text] is not None:
             return literal(scope.params[text] or ""), f"default of `{text}`"
+        if text in scope.params and hops == 0:
+            return self._passed_field(text, path, scope)
         local = scope.locals().get(text)
         if local is not None and hops < 2:
             found = getattr_parts(local)
@@ -462,6 +465,25 @@ class CrossFileReach:
             return UNKNOWN, None
         return value, (f"default of `{field_name}` in {config.definition.name} "
                        f"({self._where(config.definition)})")
+
+    def _passed_field(self, param: str, path: str, scope: Scope) -> tuple[object, str | None]:
+        """A required parameter's key where every construction in the file passes it a config field
+        (`passed_fields`): that field's default, when every construction's config agrees."""
+        fields = passed_fields(scope.source, param)
+        if fields is None:
+            return UNKNOWN, None
+        values = []
+        for cls, root, field_name in fields:
+            for member in cls.split(" | "):
+                config = self.summary_of(member, path)
+                if config is None or config.kind != "config" or scope.built_only_otherwise(root, config):
+                    return UNKNOWN, None
+                values.append((config.default(field_name), config, field_name))
+        value, config, field_name = values[0]
+        if value is UNKNOWN or any(v != value for v, _, _ in values[1:]):
+            return UNKNOWN, None
+        return value, (f"default of `{field_name}` in {config.definition.name} "
+                       f"({self._where(config.definition)}), passed as `{param}`")
 
     def _layer(self, qualified: str, from_path: str) -> Summary | None:
         """The layer summary of a class named in file `from_path` (a torch class or a summarised one)."""
