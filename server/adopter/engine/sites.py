@@ -48,6 +48,7 @@ from adopter.engine.passed_in import chain_statements, with_statements
 from adopter.engine.plans import canonical_rule, quick_keys, quick_possible
 from adopter.engine.rotary_sites import one_rotation_per_function
 from adopter.engine.types import Finding, Match
+from adopter.engine.unnamed_helpers import matches_unnamed_helpers
 
 log = logging.getLogger(__name__)
 _ITEM = re.compile(r"^self(\.\w+)+(\[(\d+|\*)\])*\[\d+\]$")
@@ -90,7 +91,8 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment,
     for scope_name, forward, owner, kind in scopes:
         init = InitIndex.of(owner if isinstance(owner, Architecture) else None)
         # A helper that nothing in the file names is not part of any forward here: only rules about
-        # functions themselves (an optimizer built in a training script's function) apply to it.
+        # functions themselves (an optimizer built in a training script's function) and rotary rules
+        # (`engine.unnamed_helpers`) apply to it.
         live = canonical if forward.referenced else about_functions
         kept = memo.scope(scope_name, kind, forward) if memo is not None else None
         start = len(findings)
@@ -115,7 +117,7 @@ def _canonical_rules(rules: Sequence[Rule]) -> tuple[list[Rule], list[Rule]]:
     if kept is not None and kept[0] is rules:
         return kept[1], kept[2]
     canonical = [canonical_rule(r) for r in rules]
-    about_functions = [r for r in canonical if r.scope == "function"]
+    about_functions = [r for r in canonical if matches_unnamed_helpers(r)]
     if isinstance(rules, tuple):
         if len(_CANONICAL_RULES) >= 8:  # a server reloading its rules: the older tuples go
             _CANONICAL_RULES.clear()
