@@ -277,6 +277,26 @@ MANIFEST: Manifest = (
     ("torchseg", "0.0.1a4", ("torchseg/encoders/mix_transformer.py", "torchseg/decoders/manet/decoder.py")),
     ("VN-transformer", "0.1.0", ("VN_transformer/VN_transformer.py", "VN_transformer/attend.py")),
     ("yolort", "0.6.3", ("yolort/v5/models/common.py", "yolort/models/transformer.py")),
+    # Batch 11 (stop 30): helper dev2b11, 2026-12-06; twelve distributions, none in the real-world, held-out, dev2 or
+    # oracle lists (packages.py, fresh.py: all slices), nor transformers, chosen by domain from the registry's name
+    # list before reading (vision, detection, segmentation, TTS, NLP, diffusion, time series, tabular, graph,
+    # medical, RL, a research package) and fetched with `pip download --no-deps`; 18 files picked from the archive
+    # listings by name and size before reading; nanospeech (labelled first) was found to be in the held-out MANIFEST and
+    # was replaced by neural-homomorphic-vocoder (TTS -> vocoder), its two files picked the same way; see "Batch 11" in
+    # bench/data/dev2/LABELLING.md.
+    ("flexivit-pytorch", "0.0.1", ("flexivit_pytorch/flexivit.py",)),
+    ("cjm-yolox-pytorch", "0.2.0", ("cjm_yolox_pytorch/model.py",)),
+    ("mit-semseg", "1.0.0", ("mit_semseg/models/models.py", "mit_semseg/models/hrnet.py")),
+    ("neural-homomorphic-vocoder", "0.0.13", ("nhv/layer/model.py", "nhv/layer/layer.py")),
+    ("ane-transformers", "0.1.3", (
+        "ane_transformers/reference/multihead_attention.py", "ane_transformers/huggingface/distilbert.py")),
+    ("diffusion-pytorch-lib", "1.0.2", ("diffusion_pytorch_lib/module.py",)),
+    ("pytorchtime", "0.1.2", ("torchtime/models/inception.py",)),
+    ("sevae", "1.0.2", ("sevae/models/sevae.py",)),
+    ("faenet", "0.1.3", ("faenet/model.py", "faenet/force_decoder.py")),
+    ("ctunet", "0.102", ("ctunet/pytorch/models.py", "ctunet/pytorch/train_test.py")),
+    ("Python-DRL", "1.0.1", ("DRL/ppo.py", "DRL/sac.py")),
+    ("aft-pytorch", "0.2.2", ("aft_pytorch/aft_pytorch.py",)),
 )
 
 
