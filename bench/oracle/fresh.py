@@ -235,7 +235,28 @@ FRESH5 = Slice("fresh5", {
     "research": ("slot-attention==1.5.2", "x-mlps-pytorch==0.6.9", "speculative-decoding==0.2.0"),
 }, root=".cache/fresh5", released="released as dev census at its first run, 2026-12-06, stop 29")
 
-SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3, FRESH4, FRESH5)}
+FRESH6 = Slice("fresh6", {
+    "vision": ("deepinv", "facetorch", "easyfsl"),
+    "detection_segmentation": ("micro-sam", "cjm-yolox-pytorch", "ellipse-rcnn"),
+    "video": ("deeplabcut", "deep-sort-realtime"),
+    "3d": ("lvsm-pytorch", "elektronn3"),
+    "audio_speech": ("fish-speech", "melotts", "audioldm2"),
+    "nlp_llm": ("eole", "edsnlp", "hezar"),
+    "llm_training": ("liger-kernel", "hqq", "autoawq"),
+    "generative": ("consistency", "big-sleep", "codeformer-pip"),
+    "time_series": ("earth2studio", "aurora-torch"),
+    "tabular": ("deeptab", "be-great"),
+    "graph": ("deepgnn-torch", "city2graph"),
+    "chemistry_materials": ("deepmd-kit", "faenet", "chytorch"),
+    "physics_sciml": ("continuiti", "deepymod"),
+    "protein_bio": ("chai-lab", "akita-torch", "libtcrlm"),
+    "medical": ("medclip", "medvision-segmentation"),
+    "rl": ("garage", "ai-traineree"),
+    "recommendation": ("funrec", "freerec"),
+    "research": ("coconut-pytorch", "lru-pytorch", "discrete-key-value-bottleneck-pytorch"),
+}, root=".cache/fresh6", released="released as dev census at its first run, 2026-12-06, stop 30")
+
+SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6)}
 FRESH = FRESH1.domains  # the first slice's list, under the name it had before there were slices
 
 
