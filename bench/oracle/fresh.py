@@ -130,12 +130,12 @@ engines and tools (`bertopic`, `easynmt`, `minicons`, `autodistill`, `cache-dit`
 none was opened. One, `ellipse-rcnn` (detection), has no version for this Python ("Ignored the following versions
 that require a different python version: ... Requires-Python ==3.12.*"; "No matching distribution found"): dropped,
 not replaced (as `fresh4` did with `chronocratic-models`), leaving 44. The versions are the ones pip resolved at the
-first run (2026-12-06, 22:53-23:38 UTC, into a new venv: no `kernels`; some older than PyPI's newest: `facetorch`
+first run (2026-12-06, 22:53-23:38 UTC, into a new venv; some older than PyPI's newest: `facetorch`
 0.5.0, `city2graph` 0.4.0, `ai-traineree` 0.5.2, `autoawq` 0.2.7.post3, `chytorch` 1.42): 31 with their
 dependencies, 12 `--no-deps` (`big-sleep`, `chai-lab`, `coconut-pytorch`, `fish-speech`, `micro-sam`,
 `audioldm2`: `ResolutionImpossible` beside the project's torch and numpy; `deepgnn-torch`, `deeplabcut`,
 `earth2studio`, `eole`, `garage`: pip ran past the installer's 240 s on a loaded machine; `ai-traineree`: a build
-of a dependency failed). One failed to install and is kept, pinned to the version pip tried: `melotts` (its sdist's
+step failed). One failed to install and is kept, pinned to the version pip tried: `melotts` (its sdist's
 `setup.py` reads a `requirements.txt` the sdist does not ship: `FileNotFoundError`).
 """
 
