@@ -110,6 +110,33 @@ to the version pip tried (a failed install is a result, not a reason to replace 
 `openke` (`setup.py egg_info` fails: the venv's `kernels` 0.19.1, inherited from `fresh4`'s venv, registers an
 `egg_info.writers` entry point whose import fails against the venv's `huggingface_hub`), `torchrecsys` (its build
 backend imports pip: "No module named 'pip'").
+
+`fresh6` (helper `fresh6`, 2026-12-06, stop 30): the third larger dev slice, released as a dev census at its first
+run as `fresh4` and `fresh5` were, 45 distributions whose first letter is a-m (`fresh5` took n-z), chosen the way
+`fresh2`-`fresh5` were, before any install and before any code was opened: candidates whose PyPI summary names
+PyTorch, deep learning or a model (a named model or family: "YOLOX", "CodeFormer", "Akita", "FAENet", "LVSM",
+"Consistency Model"), from the workplace's list of PyPI packages, ordered per domain by their rank among PyPI's
+15,000 most downloaded where they have one (`liger-kernel` 5221 is the only ranked free a-m distribution of model
+code), then (unranked, the rest) by how well known the author knew them to be; every candidate went through a
+script that printed only whether it is in one of the sets above. Of 344 names tried by hand (plus summary filters
+over the a-m names), 195 are in a set: nearly every well-known a-m model library (`fairseq`, `espnet`, `allennlp`,
+`chemprop`, `mace-torch`, `e3nn`, `d3rlpy`, `cleanrl`, `deepctr-torch`, `darts`, `gluonts`, `imagen-pytorch`,
+...). 18 domains, as `fresh5`'s. Passed over: optimizers and quantization formats
+without model code (`heavyball`, `lion-pytorch`, `adam-atan2-pytorch`, `compressed-tensors`, `diffq`); wrappers,
+engines and tools (`bertopic`, `easynmt`, `minicons`, `autodistill`, `cache-dit`, `coqui-tts-trainer`,
+`model-compression-toolkit`); copies or extensions of a set's distribution (`fla-core`, `allennlp-models`,
+`jj-pytorchvideo`, `fastmonai`); only pre-release or development versions (`fastsam`, `imagebind`,
+`chronocratic-models`); placeholders (`kaolin` 0.1). The 45 were committed (unpinned) before the first install;
+none was opened. One, `ellipse-rcnn` (detection), has no version for this Python ("Ignored the following versions
+that require a different python version: ... Requires-Python ==3.12.*"; "No matching distribution found"): dropped,
+not replaced (as `fresh4` did with `chronocratic-models`), leaving 44. The versions are the ones pip resolved at the
+first run (2026-12-06, 22:53-23:38 UTC, into a new venv; some older than PyPI's newest: `facetorch`
+0.5.0, `city2graph` 0.4.0, `ai-traineree` 0.5.2, `autoawq` 0.2.7.post3, `chytorch` 1.42): 31 with their
+dependencies, 12 `--no-deps` (`big-sleep`, `chai-lab`, `coconut-pytorch`, `fish-speech`, `micro-sam`,
+`audioldm2`: `ResolutionImpossible` beside the project's torch and numpy; `deepgnn-torch`, `deeplabcut`,
+`earth2studio`, `eole`, `garage`: pip ran past the installer's 240 s on a loaded machine; `ai-traineree`: a build
+step failed). One failed to install and is kept, pinned to the version pip tried: `melotts` (its sdist's
+`setup.py` reads a `requirements.txt` the sdist does not ship: `FileNotFoundError`).
 """
 
 from __future__ import annotations
@@ -235,7 +262,28 @@ FRESH5 = Slice("fresh5", {
     "research": ("slot-attention==1.5.2", "x-mlps-pytorch==0.6.9", "speculative-decoding==0.2.0"),
 }, root=".cache/fresh5", released="released as dev census at its first run, 2026-12-06, stop 29")
 
-SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3, FRESH4, FRESH5)}
+FRESH6 = Slice("fresh6", {
+    "vision": ("deepinv==0.5.0", "facetorch==0.5.0", "easyfsl==1.5.0"),
+    "detection_segmentation": ("micro-sam==1.8.14", "cjm-yolox-pytorch==0.2.0"),
+    "video": ("deeplabcut==3.0.2", "deep-sort-realtime==1.3.2"),
+    "3d": ("lvsm-pytorch==0.1.6", "elektronn3==0.1.1"),
+    "audio_speech": ("fish-speech==0.1.0", "melotts==0.1.1", "audioldm2==0.1.0"),
+    "nlp_llm": ("eole==0.6.4", "edsnlp==0.23.0", "hezar==1.0.0"),
+    "llm_training": ("liger-kernel==0.8.5", "hqq==0.2.8.post1", "autoawq==0.2.7.post3"),
+    "generative": ("consistency==0.3.2", "big-sleep==0.9.1", "codeformer-pip==0.0.4"),
+    "time_series": ("earth2studio==0.19.0", "aurora-torch==0.0.9"),
+    "tabular": ("deeptab==2.1.0", "be-great==0.0.14"),
+    "graph": ("deepgnn-torch==0.1.60", "city2graph==0.4.0"),
+    "chemistry_materials": ("deepmd-kit==3.2.0", "faenet==0.1.3", "chytorch==1.42"),
+    "physics_sciml": ("continuiti==0.2.0", "deepymod==2.2.0"),
+    "protein_bio": ("chai-lab==0.6.1", "akita-torch==0.1.0", "libtcrlm==1.1.3"),
+    "medical": ("medclip==0.0.3", "medvision-segmentation==0.3.10"),
+    "rl": ("garage==2021.3.0", "ai-traineree==0.5.2"),
+    "recommendation": ("funrec==1.0.10", "freerec==0.9.7"),
+    "research": ("coconut-pytorch==0.0.32", "lru-pytorch==0.1.3", "discrete-key-value-bottleneck-pytorch==0.1.1"),
+}, root=".cache/fresh6", released="released as dev census at its first run, 2026-12-06, stop 30")
+
+SLICES: dict[str, Slice] = {s.name: s for s in (FRESH1, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6)}
 FRESH = FRESH1.domains  # the first slice's list, under the name it had before there were slices
 
 

@@ -24,8 +24,8 @@ def _normal(spec: str) -> str:
 
 
 FIRST_LETTERS = {"fresh1": "nopqrstuvwxyz0123456789", "fresh2": "abcdefghijklm", "fresh3": "nopqrstuvwxyz0123456789",
-                 "fresh4": "abcdefghijklm", "fresh5": "nopqrstuvwxyz0123456789"}
-SIZES = {"fresh4": (40, 45), "fresh5": (40, 45)}  # the larger dev slices: 45 chosen each (fresh4: 44 left)
+                 "fresh4": "abcdefghijklm", "fresh5": "nopqrstuvwxyz0123456789", "fresh6": "abcdefghijklm"}
+SIZES = {"fresh4": (40, 45), "fresh5": (40, 45), "fresh6": (40, 45)}  # the larger dev slices: 45 chosen each
 
 
 @pytest.mark.parametrize("name", sorted(FIRST_LETTERS))
@@ -46,15 +46,17 @@ def test_each_slice_is_pinned_by_its_letters_and_clear_of_every_other_set(name: 
 
 
 def test_the_default_slice_is_the_newest_unreleased_and_the_earlier_are_released():
-    assert list(SLICES)[:5] == ["fresh1", "fresh2", "fresh3", "fresh4", "fresh5"]
+    assert list(SLICES)[:6] == ["fresh1", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6"]
     assert SLICES["fresh1"].released.startswith("released as dev census on 2026-12-05")
     assert SLICES["fresh2"].released.startswith("released as dev census on 2026-12-06")
     assert not SLICES["fresh3"].released
     assert SLICES["fresh4"].released.startswith("released as dev census at its first run, 2026-12-06")
     assert SLICES["fresh5"].released == "released as dev census at its first run, 2026-12-06, stop 29"
+    assert SLICES["fresh6"].released == "released as dev census at its first run, 2026-12-06, stop 30"
     assert get(None).name == "fresh3" and get("fresh1").name == "fresh1" and get("fresh2").name == "fresh2"
     assert get("fresh4").name == "fresh4", "a released slice newer than the held-out one is not the default"
-    assert get("fresh5").name == "fresh5" and [s.name for s in SLICES.values() if not s.released] == ["fresh3"]
+    assert get("fresh5").name == "fresh5" and get("fresh6").name == "fresh6"
+    assert [s.name for s in SLICES.values() if not s.released] == ["fresh3"]
     assert specs() == specs("fresh1") and specs(None) == specs("fresh3") and FRESH == SLICES["fresh1"].domains
     with pytest.raises(ValueError, match="fresh1"):
         get("fresh9")
@@ -69,6 +71,7 @@ def test_each_slice_has_its_own_root_and_the_first_keeps_its_folder(monkeypatch:
     assert oracle_root(None, "fresh3") == (REPO / ".cache" / "fresh3").resolve()
     assert oracle_root(None, "fresh4") == (REPO / ".cache" / "fresh4").resolve()
     assert oracle_root(None, "fresh5") == (REPO / ".cache" / "fresh5").resolve()
+    assert oracle_root(None, "fresh6") == (REPO / ".cache" / "fresh6").resolve()
     assert oracle_root(None, None) == oracle_root(None, "fresh3")
     assert oracle_root("/tmp/elsewhere", "fresh3") == Path("/tmp/elsewhere").resolve()
 
