@@ -37,7 +37,10 @@ def test_each_slice_is_pinned_by_its_letters_and_clear_of_every_other_set(name: 
     assert all(s.count("==") == 1 and s.split("==")[1] for s in chosen), "every spec pinned"
     assert all(s[0].lower() in FIRST_LETTERS[name] for s in chosen)
     others = {_normal(d) for d in distributions()} | {"transformers"}
-    for module in ("heldout_corpus", "realworld_corpus", "dev2_corpus"):
+    # A released slice is dev code, as dev2 is: the two may share a distribution (fresh6 and dev2 batch 11 were
+    # chosen in the same hour and share cjm-yolox-pytorch and faenet); an unreleased (held-out) slice may not.
+    sets = ("heldout_corpus", "realworld_corpus") + (() if get(name).released else ("dev2_corpus",))
+    for module in sets:
         names = heldout_names((REPO / "bench" / f"{module}.py").read_text(encoding="utf-8"))
         assert names, module
         others |= {_normal(n) for n in names}
