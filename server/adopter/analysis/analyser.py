@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
+from itertools import pairwise
 from typing import TypeVar
 
 from tree_sitter import Node, Tree
@@ -597,8 +598,10 @@ class Analyser:
                 consulted |= extra_deps() if callable(extra_deps) else extra_deps
         consulted = consulted or set()
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted))
-        if cached is not None and identical(result, cached.result):
-            result = cached.result  # the very same object: its findings and diagnostics are reused downstream
+        if cached is not None and identical_but_moved(result, cached.result):
+            # The very same object: its findings and diagnostics are reused downstream. Also when an edit before
+            # its `if`s only moved their start bytes (a comment or docstring typed above): see `identical_but_moved`.
+            result = cached.result
         entry = _Entry(text, node.start_point, deps, result, tuple(problems), frozenset(base_name(n) for n in consulted))
         fresh[key] = entry
         self.reanalysed.append(key)
@@ -824,6 +827,64 @@ def identical(new: object, old: object) -> bool:
     return new is old or (type(new) is type(old) and new == old and _same_extras(new, old))
 
 
+def identical_but_moved(new: object, old: object) -> bool:
+    """`identical`, but for the start bytes of the `if`s in `Forward.applications`, which may differ by a
+    one-to-one, order-preserving map (`IfBytes`): an edit before them that moved no span (a letter typed in a
+    comment or a docstring above them, on another line) re-analyses a unit that reads the edited method and
+    finds it unchanged but for those bytes. The cached object may then be handed back, exactly as a unit below
+    such an edit is taken from the cache unanalysed, its bytes those of the text it was analysed from:
+
+    - Every field compared by `==` and every other extra is equal, so every span is: matching the fresh result
+      gives the cached result's findings (`adopter.engine.moved`: with every span end mapped to itself and the
+      bytes mapped one-to-one and in order, the findings are the old ones, spans unchanged).
+    - The bytes are read only by `adopter.engine.applications`, to compare them with each other within one
+      forward (which calls lie on one path); no finding, problem or span holds one. A map that is one-to-one
+      and order-preserving keeps every such comparison, so any reading of the cached bytes answers as the
+      fresh bytes would."""
+    if new is old:
+        return True
+    if type(new) is not type(old) or new != old:
+        return False
+    moved = IfBytes()
+    return _same_extras(new, old, moved) and moved.monotone()
+
+
+class IfBytes:
+    """The start bytes of the `if`s of two results' `Forward.applications`, old to new, while they are
+    compared (`identical_but_moved`): kept one-to-one; `monotone` says whether the map keeps their order."""
+
+    __slots__ = ("_new", "_old")
+
+    def __init__(self) -> None:
+        self._new: dict[int, int] = {}  # old byte -> new byte
+        self._old: dict[int, int] = {}  # new byte -> old byte
+
+    def add(self, new: int, old: int) -> bool:
+        """Map `old` to `new`; False when either is already mapped to another byte."""
+        return self._new.setdefault(old, new) == new and self._old.setdefault(new, old) == old
+
+    def monotone(self) -> bool:
+        olds = sorted(self._new)
+        return all(self._new[a] < self._new[b] for a, b in pairwise(olds))
+
+
+def _same_applications(a: tuple[tuple[tuple[str, ...], tuple[str, ...], Span, tuple[tuple[int, int], ...]], ...],
+                       b: tuple[tuple[tuple[str, ...], tuple[str, ...], Span, tuple[tuple[int, int], ...]], ...],
+                       moved: IfBytes | None) -> bool:
+    """`a == b` (`moved` None), or equal but for the `if` start bytes of their paths, which go into `moved`."""
+    if moved is None or a == b:
+        return a == b
+    if len(a) != len(b):
+        return False
+    for (via, outs, span, path), (via2, outs2, span2, path2) in zip(a, b):
+        if via != via2 or outs != outs2 or span != span2 or len(path) != len(path2):
+            return False
+        for (at, alternative), (at2, alternative2) in zip(path, path2):
+            if alternative != alternative2 or not moved.add(at, at2):
+                return False
+    return True
+
+
 # The dataclass fields of `adopter.dsl.types` that `==` does not compare; `_same_extras` compares them
 # (a test checks that this list is complete).
 EXTRA_FIELDS = frozenset({("Op", "origin"), ("Forward", "referenced"), ("Forward", "calls"),
@@ -831,31 +892,32 @@ EXTRA_FIELDS = frozenset({("Op", "origin"), ("Forward", "referenced"), ("Forward
                           ("Binding", "item_spans"), ("Init", "sizes")})
 
 
-def _same_extras(a: object, b: object) -> bool:
-    """For `a == b`: whether their `EXTRA_FIELDS` are equal too, all the way down."""
+def _same_extras(a: object, b: object, moved: IfBytes | None = None) -> bool:
+    """For `a == b`: whether their `EXTRA_FIELDS` are equal too, all the way down; with `moved`, the `if` start
+    bytes of `Forward.applications` may differ, each pair going into `moved` (`identical_but_moved`)."""
     if a is b:
         return True
     if isinstance(a, tuple) and isinstance(b, tuple):
-        return all(_same_extras(x, y) for x, y in zip(a, b, strict=True))
+        return all(_same_extras(x, y, moved) for x, y in zip(a, b, strict=True))
     if isinstance(a, Architecture) and isinstance(b, Architecture):
-        return _same_extras(a.init, b.init) and _same_extras(a.forward, b.forward)
+        return _same_extras(a.init, b.init, moved) and _same_extras(a.forward, b.forward, moved)
     if isinstance(a, Init) and isinstance(b, Init):
-        return a.sizes == b.sizes and all(_same_extras(x, y) for x, y in zip(a.bindings, b.bindings, strict=True))
+        return a.sizes == b.sizes and all(_same_extras(x, y, moved) for x, y in zip(a.bindings, b.bindings, strict=True))
     if isinstance(a, Ctor) and isinstance(b, Ctor):
-        return a.origin == b.origin and _same_extras(a.items, b.items)
+        return a.origin == b.origin and _same_extras(a.items, b.items, moved)
     if isinstance(a, Forward) and isinstance(b, Forward):
-        return (a.referenced == b.referenced and a.calls == b.calls and a.applications == b.applications
-                and _same_extras(a.body, b.body))
+        return (a.referenced == b.referenced and a.calls == b.calls
+                and _same_applications(a.applications, b.applications, moved) and _same_extras(a.body, b.body, moved))
     if isinstance(a, Op) and isinstance(b, Op):
         if a.origin is None or b.origin is None:
             return a.origin is b.origin
-        return a.origin == b.origin and _same_extras(a.origin, b.origin)
+        return a.origin == b.origin and _same_extras(a.origin, b.origin, moved)
     if isinstance(a, Branch) and isinstance(b, Branch):
-        return _same_extras(a.paths, b.paths)
+        return _same_extras(a.paths, b.paths, moved)
     if isinstance(a, Loop) and isinstance(b, Loop):
-        return _same_extras(a.body, b.body)
+        return _same_extras(a.body, b.body, moved)
     if isinstance(a, Binding) and isinstance(b, Binding):
-        return a.item_spans == b.item_spans and _same_extras(a.value, b.value)
+        return a.item_spans == b.item_spans and _same_extras(a.value, b.value, moved)
     return True  # the other types (Return, Ref, Expr, Span, Param, Binding's other fields...) have no extras
 
 
