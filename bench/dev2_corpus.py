@@ -297,6 +297,27 @@ MANIFEST: Manifest = (
     ("ctunet", "0.102", ("ctunet/pytorch/models.py", "ctunet/pytorch/train_test.py")),
     ("Python-DRL", "1.0.1", ("DRL/ppo.py", "DRL/sac.py")),
     ("aft-pytorch", "0.2.2", ("aft_pytorch/aft_pytorch.py",)),
+    # Batch 12 (stop 30): helper dev2b12, 2026-12-07; twelve distributions, none in the real-world, held-out, dev2 or
+    # oracle lists (packages.py, fresh.py: all slices) nor any local branch's MANIFEST, nor transformers, chosen by
+    # domain from the registry's name list before reading (vision, detection, segmentation, speech, NLP research, diffusion,
+    # time series, tabular, graph / particles, medical landmarks, RL, a U-Net) and fetched with
+    # `pip download --no-deps`; 24 files picked from the archive listings by name and size before reading; see
+    # "Batch 12" in bench/data/dev2/LABELLING.md.
+    ("vit-hk", "0.1.3", ("ViT/core.py", "ViT/trainer.py")),
+    ("aquamarine", "0.0.1", (
+        "aquamarine/models/common/transformer/layers.py", "aquamarine/models/detectors/detr/layers.py")),
+    ("octopytorch", "0.3", ("models/modulebank.py", "models/model.py")),
+    ("mser", "0.0.11", ("mser/models/bi_lstm.py", "mser/optimizer/__init__.py")),
+    ("a-transformers-pytorch", "0.0.10", ("a_transformers_pytorch/transformers.py",)),
+    ("torchmanager-diffusion", "1.2.2", ("diffusion/nn/attention.py", "diffusion/networks/unet.py")),
+    ("tft-forecasting", "0.1.0", (
+        "tft_forecasting/model/components/glu.py", "tft_forecasting/model/components/gate_add_norm.py",
+        "tft_forecasting/model/components/grn.py", "tft_forecasting/model/components/variable_selection.py")),
+    ("ndsl-attn-fs-archs", "0.0.7", ("ndsl/architecture/attention.py",)),
+    ("basisconvolution", "0.2.1", ("BasisConvolution/detail/mlp.py", "BasisConvolution/util/network.py")),
+    ("landmarker", "0.4.1", ("landmarker/models/cholesky_hourglass.py", "landmarker/models/coord_conv.py")),
+    ("blobrl", "0.1.3", ("blobrl/networks/c51_network.py", "blobrl/agents/dqn.py")),
+    ("unet-pytorch", "0.4.3", ("unet_pytorch/model.py", "unet_pytorch/train.py")),
 )
 
 
