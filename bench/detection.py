@@ -67,8 +67,8 @@ def main() -> int:
                              "held-out set this way: it is never studied)")
     parser.add_argument("--json", metavar="OUT")
     parser.add_argument("--root", type=Path, metavar="DIR",
-                        help="realworld: analyse each file inside its whole unpacked package under DIR "
-                             "(`bench/realworld_corpus.py --packages`), so cross-file reach applies")
+                        help="realworld/heldout/dev2: analyse each file inside its whole unpacked package under DIR "
+                             "(`bench/<set>_corpus.py --packages`), so cross-file reach applies")
     parser.add_argument("--distributions", nargs="+", metavar="NAME",
                         help="realworld/heldout: score only these distributions (e.g. one batch of the held-out set)")
     args = parser.parse_args()

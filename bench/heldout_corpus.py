@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from realworld_corpus import Manifest, RealWorldFile
+from realworld_corpus import Manifest, RealWorldFile, extract_packages
 from realworld_corpus import fetch as _fetch
 from realworld_corpus import files as _files
 
@@ -610,9 +610,14 @@ def run(doc: str | None, fetch_: Any, files_: Any, verify_: Any, load_labels_: A
     optionally extract, verify, print the counts; 1 when a label does not hold."""
     parser = argparse.ArgumentParser(description=doc)
     parser.add_argument("--extract", metavar="DIR", help="also write the listed files under DIR/<distribution>/")
+    parser.add_argument("--packages", nargs="?", const=str(cache / "pkgs"), metavar="DIR",
+                        help="also unpack every .py file of each archive under DIR/<distribution>/ (default "
+                             "<cache>/pkgs), for `bench/detection.py --root DIR` (cross-file reach)")
     args = parser.parse_args()
     fetch_()
     listed = files_()
+    if args.packages:
+        print(f"unpacked {extract_packages(Path(args.packages), manifest, cache)} new .py files under {args.packages}")
     if args.extract:
         for f in listed:
             dest = Path(args.extract) / f.package / f.member
