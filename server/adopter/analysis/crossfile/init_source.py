@@ -325,32 +325,15 @@ class PassedClasses:
         return self._passed(name, param, order.index(param) if param in order else None, depth)
 
     def _passed(self, name: str, param: str, index: int | None, depth: int) -> str | None:
-        data, root = self.src.data, self.src.tree.root_node
-        needle = f"{name}(".encode()
         found: set[str] = set()
-        at = data.find(needle)
-        while at >= 0:
-            before = data[at - 1 : at]
-            if not (before.isalnum() or before in (b"_", b".")):
-                node = root.descendant_for_byte_range(at, at + len(name))
-                call = node.parent if node is not None and node.type == "identifier" else None
-                if call is None or call.type != "call" or call.child_by_field_name("function") != node:
-                    at = data.find(needle, at + 1)
-                    continue  # a string, a comment, the class's own header: no construction
-                passed = _argument(call, param, index, self.src)
-                caller = _enclosing_method(call, self.src)
-                if passed is None or passed.type != "identifier" or caller is None:
-                    return None
-                owner, method = caller
-                if self.note is not None:
-                    self.note(owner, method)
-                if method != "__init__":
-                    return None
-                cls = self.of(owner, self.src.text(passed), depth + 1)
-                if cls is None:
-                    return None
-                found.add(cls)
-            at = data.find(needle, at + 1)
+        for passed in init_arguments(name, param, index, "identifier", self.src, self.note):
+            if passed is None:
+                return None
+            argument, owner = passed
+            cls = self.of(owner, self.src.text(argument), depth + 1)
+            if cls is None:
+                return None
+            found.add(cls)
         return found.pop() if len(found) == 1 else None
 
     def _declared(self, name: str, depth: int = 0) -> str | None:
@@ -471,6 +454,32 @@ def init_parameters(function: Any, src: Any) -> tuple[list[str], set[str]]:
     return _positional_params(function, src), _all_params(function, src)
 
 
-# Public names for `passed_fields`, which reads constructions the way `PassedClasses` does.
-argument_passed = _argument
-enclosing_method = _enclosing_method
+def init_arguments(name: str, param: str, index: int | None, kind: str, src: Any,
+                   note: Any) -> Iterator[tuple[Any, str] | None]:
+    """For each construction `name(...)` in the file, in order (a call of the bare name: not a string, a comment,
+    an attribute or the class's own header), the argument it passes for `param` (by keyword, or at position
+    `index`), a node of type `kind`, with the class whose `__init__` makes it; then None, and no more, at the first
+    construction that passes none or another kind, or is made outside an `__init__`. `note(class, method)` hears
+    of each constructing method of a class (`PassedClasses`, `passed_fields`)."""
+    data, root = src.data, src.tree.root_node
+    needle = f"{name}(".encode()
+    at = data.find(needle)
+    while at >= 0:
+        before = data[at - 1 : at]
+        if not (before.isalnum() or before in (b"_", b".")):
+            node = root.descendant_for_byte_range(at, at + len(name))
+            call = node.parent if node is not None and node.type == "identifier" else None
+            if call is not None and call.type == "call" and call.child_by_field_name("function") == node:
+                passed = _argument(call, param, index, src)
+                caller = _enclosing_method(call, src)
+                if passed is None or passed.type != kind or caller is None:
+                    yield None
+                    return
+                owner, method = caller
+                if note is not None:
+                    note(owner, method)
+                if method != "__init__":
+                    yield None
+                    return
+                yield passed, owner
+        at = data.find(needle, at + 1)

@@ -24,15 +24,8 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from typing import Any
 
-from adopter.analysis.crossfile.init_source import (
-    InitSource,
-    PassedClasses,
-    argument_passed,
-    enclosing_method,
-    init_parameters,
-)
+from adopter.analysis.crossfile.init_source import InitSource, PassedClasses, init_arguments, init_parameters
 
 
 def passed_fields(source: InitSource | None, param: str) -> tuple[tuple[str, str, str], ...] | None:
@@ -46,41 +39,19 @@ def passed_fields(source: InitSource | None, param: str) -> tuple[tuple[str, str
         return None
     index = positional.index(param) if param in positional else None
     classes = PassedClasses(src, source.qualify, source.note)
-    data, root = src.data, src.tree.root_node
-    needle = f"{source.name}(".encode()
     out: list[tuple[str, str, str]] = []
-    at = data.find(needle)
-    while at >= 0:
-        before = data[at - 1 : at]
-        if not (before.isalnum() or before in (b"_", b".")):
-            node = root.descendant_for_byte_range(at, at + len(source.name))
-            call = node.parent if node is not None and node.type == "identifier" else None
-            if call is not None and call.type == "call" and call.child_by_field_name("function") == node:
-                found = _field(call, param, index, src, classes, source)
-                if found is None:
-                    return None
-                out.append(found)
-        at = data.find(needle, at + 1)
+    for passed in init_arguments(source.name, param, index, "attribute", src, source.note):
+        if passed is None:
+            return None
+        argument, owner = passed
+        obj, attr = argument.child_by_field_name("object"), argument.child_by_field_name("attribute")
+        if obj is None or obj.type != "identifier" or attr is None:
+            return None
+        cls = classes.of(owner, src.text(obj))
+        if cls is None:
+            return None
+        out.append((cls, src.text(obj), src.text(attr)))
     return tuple(out) or None
-
-
-def _field(call: Any, param: str, index: int | None, src: Any, classes: PassedClasses,
-           source: InitSource) -> tuple[str, str, str] | None:
-    """(config class, parameter, field) one construction passes as `<parameter>.<field>`, else None."""
-    passed = argument_passed(call, param, index, src)
-    caller = enclosing_method(call, src)
-    if passed is None or passed.type != "attribute" or caller is None:
-        return None
-    obj, attr = passed.child_by_field_name("object"), passed.child_by_field_name("attribute")
-    if obj is None or obj.type != "identifier" or attr is None:
-        return None
-    owner, method = caller
-    if source.note is not None:
-        source.note(owner, method)
-    if method != "__init__":
-        return None
-    cls = classes.of(owner, src.text(obj))
-    return (cls, src.text(obj), src.text(attr)) if cls is not None else None
 
 
 def _rebinds(source: InitSource, param: str) -> bool:
