@@ -473,6 +473,22 @@ MANIFEST: Manifest = (
     ("torecsys", "0.0.1.dev2", (
         "torecsys/layers/ctr/mixture_of_experts.py", "torecsys/models/ltr/personalized_reranking.py")),
     ("XBNet", "1.4.6", ("XBNet/models.py", "XBNet/main.py")),
+    # Batch 24 (stop 31): labelled by a twenty-fourth independent labeller; first letters a-m only, picked by name and
+    # known purpose, leaning to what the set had less of (time series, remote sensing, point clouds, recommendation, RL,
+    # speech fine-tuning, a researcher's model, graph nets, video, medical imaging), files from the archive listings by
+    # name and size before reading, plus clay's `src/model.py` after the first pass (see LABELLING.md "Batch 24").
+    ("cenn-forecasting", "1.0.0", ("cenn_forecasting/model_v1_baseline.py", "cenn_forecasting/ams.py")),
+    ("clay-foundation-model", "0.1.0", ("src/backbone.py", "src/factory.py", "src/model.py")),
+    ("cosmic-torch", "0.1.11", ("cosmic/cosmo.py", "cosmic/lift.py")),
+    ("deepmatch-torch", "0.0.6", ("deepmatch_torch/layers/core.py", "deepmatch_torch/models/mind.py")),
+    ("disco-rl-pytorch", "0.0.10", ("disco_rl_pytorch/disco_rl.py",)),
+    ("finetune-openai-whisper", "0.2.0", (
+        "finetune_openai_whisper/whisper_model_pl.py", "finetune_openai_whisper/utils.py")),
+    ("griffin-torch", "0.0.3", ("griffin_torch/main.py",)),
+    ("imgraph", "0.1.4", ("imgraph/models/gcn.py", "imgraph/models/gin.py")),
+    ("kagu-torch", "0.0.1", ("kagu/models/model.py", "kagu/trainers/trainer.py")),
+    ("medvision-classification", "0.2.9", (
+        "medvision_cls/models/resnet3d.py", "medvision_cls/models/medical_net.py")),
 )
 
 
