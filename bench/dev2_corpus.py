@@ -322,7 +322,7 @@ MANIFEST: Manifest = (
     # dev2 or oracle lists (packages.py, fresh.py: all slices), nor transformers, chosen by domain from the
     # registry's name list before reading (vision, detection, segmentation, speech, NLP, diffusion, time series,
     # tabular, graph, medical 3-D volumes, RL, a research package) and fetched with `pip download --no-deps`;
-    # 27 files picked from the archive listings by name and size before reading; see "Batch 13" in
+    # 26 files picked from the archive listings by name and size before reading; see "Batch 13" in
     # bench/data/dev2/LABELLING.md.
     ("vision-transformer-pytorch", "1.0.3", (
         "vision_transformer_pytorch/model.py", "vision_transformer_pytorch/resnet.py")),
