@@ -318,6 +318,30 @@ MANIFEST: Manifest = (
     ("landmarker", "0.4.1", ("landmarker/models/cholesky_hourglass.py", "landmarker/models/coord_conv.py")),
     ("blobrl", "0.1.3", ("blobrl/networks/c51_network.py", "blobrl/agents/dqn.py")),
     ("unet-pytorch", "0.4.3", ("unet_pytorch/model.py", "unet_pytorch/train.py")),
+    # Batch 13 (stop 31): helper dev2b13, 2026-12-07; twelve distributions n-z, none in the real-world, held-out,
+    # dev2 or oracle lists (packages.py, fresh.py: all slices), nor transformers, chosen by domain from the
+    # registry's name list before reading (vision, detection, segmentation, speech, NLP, diffusion, time series,
+    # tabular, graph, medical 3-D volumes, RL, a research package) and fetched with `pip download --no-deps`;
+    # 26 files picked from the archive listings by name and size before reading; see "Batch 13" in
+    # bench/data/dev2/LABELLING.md.
+    ("vision-transformer-pytorch", "1.0.3", (
+        "vision_transformer_pytorch/model.py", "vision_transformer_pytorch/resnet.py")),
+    ("pytorch-ssd", "1.8.0", (
+        "pytorch_ssd/modeling/backbones/vgg.py", "pytorch_ssd/modeling/box_predictors/ssd.py")),
+    ("pixseg", "0.8.2", ("pixseg/models/bisenet.py", "pixseg/models/sfnet.py")),
+    ("wavencoder", "0.1.3", ("wavencoder/models/sincnet.py", "wavencoder/layers/attention_layer.py")),
+    ("sagar-neuron-gpt2", "0.1.9", (
+        "sagar_neuron_gpt2/transfomer/masked_mutlihead_attention.py", "sagar_neuron_gpt2/transfomer/layer_norm.py",
+        "sagar_neuron_gpt2/transfomer/gelu.py", "sagar_neuron_gpt2/transfomer/feed_forward_NN.py",
+        "sagar_neuron_gpt2/transfomer/transformer_architecture.py",
+        "sagar_neuron_gpt2/model_configuration/gpt_model.py")),
+    ("torchdiff", "2.7.0", ("utils/diff_net.py",)),
+    ("torchdtcc", "0.0.7", ("torchdtcc/dtcc/dtcc.py", "torchdtcc/training/trainer.py")),
+    ("torch-supercluster", "0.1.0", ("supercluster/model.py",)),
+    ("torch-hyperbolic", "0.0.3", ("torch_hyperbolic/nn/hgat.py", "torch_hyperbolic/nn/hgcn.py")),
+    ("unet3d", "0.1.0", ("unet3d/unet3d.py", "unet3d/linknet3d.py")),
+    ("neroRL", "0.0.4", ("neroRL/nn/encoder.py", "neroRL/trainers/policy_gradient/ppo_shared.py")),
+    ("token-shift-gpt", "0.0.2", ("token_shift_gpt/token_shift_gpt.py", "token_shift_gpt/autoregressive_wrapper.py")),
 )
 
 
