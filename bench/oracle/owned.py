@@ -12,9 +12,9 @@ A site none of whose ops is written there (both layers of the pair constructed i
 *library-built*: counted per family and listed, never scored. One layer of the user's own is enough to keep it (the
 user's conv before a library block's BatchNorm, a library's GELU module after the user's Linear).
 
-Results traced before pass 14 (`worker.WRITTEN_PASS`) record no `written`: a site whose lines all lie in its own
-file is written there (its ops' places are among its lines), and one with lines in another file is *undecided*,
-kept as before and counted; the next run traces those classes again.
+Results traced before pass 14 (`worker.WRITTEN_PASS`) record no `written`: a site whose lines all lie in its
+distribution's files is written there (its ops' places are among its lines), and one with lines in another
+distribution's file is *undecided*, kept as before and counted; the next run traces those classes again.
 """
 
 from __future__ import annotations
@@ -23,25 +23,19 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 
-def written_files(site: Mapping[str, Any]) -> set[str] | None:
-    """The files one class's record of a site says its ops are written in; None when an earlier pass did not
-    record it and its lines reach another file (undecided)."""
-    if "written" in site:
-        return set(site["written"] or ()) or {str(site["file"])}
-    if not site.get("elsewhere"):
-        return {str(site["file"])}
-    return None
-
-
 def library_built(records: Iterable[Mapping[str, Any]], dist: str, owner: Mapping[str, str]) -> bool | None:
     """Whether the records of one site (one per class that ran it) say it is library-built for `dist`: True when
-    none of its ops is written in `dist`'s files, False when one is, None when a record cannot tell and none of
-    the others shows an op written in `dist` (undecided)."""
+    none of its ops is written in `dist`'s files (`owner`: file -> distribution), False when one is, None when a
+    record cannot tell and none of the others shows an op written in `dist` (undecided)."""
     undecided = False
     for record in records:
-        files = written_files(record)
-        if files is None:
+        if "written" in record:
+            files = set(record["written"] or ()) or {str(record["file"])}
+        elif all(owner.get(f) == dist for f in (str(record["file"]), *(record.get("elsewhere") or {}))):
+            return False  # an earlier pass's site all of whose lines are the distribution's: so are its ops' places
+        else:
             undecided = True
-        elif any(owner.get(f) == dist for f in files):
+            continue
+        if any(owner.get(f) == dist for f in files):
             return False
     return None if undecided else True
