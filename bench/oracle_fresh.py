@@ -6,7 +6,7 @@ their own (`--root`, else `ADOPTER_ORACLE_ROOT`, else the slice's: `.cache/fresh
 the newest unreleased one (the held-out figure); a released slice is a dev census, measured the same way.
 `report` scores `adopter check` against them with the oracle's own report machinery and prints aggregate figures
 only: classes attempted, constructed and traced, oracle sites, static recall and precision overall and by family,
-and per distribution only counts. No site, file, line, form or miss is printed; the full report (misses included)
+the pairs a library model builds (set apart, never scored: `oracle/owned.py`), and per distribution only counts. No site, file, line, form or miss is printed; the full report (misses included)
 is written inside the fresh root for a later release as a dev census, and nobody reads it before then.
 
     python bench/oracle_fresh.py run [--slice fresh3] [--max-classes 150] [--jobs 1] [--class-timeout 20]
@@ -125,7 +125,8 @@ def report(root: Path, json_out: Path | None, names: list[str] | None = None) ->
 DEV_ORACLE = {"name": "r9", "distributions with classes": 179, "classes attempted": 6174, "constructed": "57.2 %",
               "traced": "35.1 %", "oracle sites": 750, "static recall": "94.4 % (708/750)",
               "static precision": "98.0 % (547/558)"}
-DIST_COUNTS = ("classes", "constructed", "traced", "sites", "found", "judged", "right")
+DIST_COUNTS = ("classes", "constructed", "traced", "sites", "found", "judged", "right", "library_built")
+FAMILY_COUNTS = ("sites", "found", "judged", "right", "unjudged", "library_built", "undecided")
 
 
 def _pct(a: int, b: int) -> str:
@@ -177,9 +178,11 @@ def aggregate(table: dict[str, Any], names: list[str], *, stale: int = 0) -> dic
         "overall": {"oracle sites": sites, "found": found, "static recall": _pct(found, sites),
                     "recall 95 % interval": f"{100 * lo:.1f}-{100 * hi:.1f} %", "findings judged": judged,
                     "right": right, "static precision": _pct(right, judged),
-                    "not judged": sum(int(v["unjudged"]) for v in fams.values())},
-        "by family": {str(f): {k: int(v[k]) for k in ("sites", "found", "judged", "right", "unjudged")}
-                      for f, v in fams.items()},
+                    "not judged": sum(int(v["unjudged"]) for v in fams.values()),
+                    # pairs a library model builds that the model's code only runs (`oracle/owned.py`): not sites
+                    "library-built, set apart": sum(int(v.get("library_built", 0)) for v in fams.values()),
+                    "undecided, kept": sum(int(v.get("undecided", 0)) for v in fams.values())},
+        "by family": {str(f): {k: int(v.get(k, 0)) for k in FAMILY_COUNTS} for f, v in fams.items()},
         "not traced, by stage": {str(k): int(n) for k, n in sorted(table.get("failures", {}).items())},
         "per distribution": per_dist,
         "not finished": [n for n in names if n not in table["dists"]],
@@ -200,10 +203,11 @@ def print_aggregate(figures: dict[str, Any]) -> None:
     for key in ("distributions", "classes", "overall", "not traced, by stage", "module imports", "dev oracle"):
         if key in figures:
             print(f"{key}: " + ", ".join(f"{k} {v}" for k, v in figures[key].items()))
-    print(f"{'family':>6} {'sites':>6} {'found':>6} {'recall':>8} {'judged':>7} {'right':>6} {'precision':>9}")
+    print(f"{'family':>6} {'sites':>6} {'found':>6} {'recall':>8} {'judged':>7} {'right':>6} {'precision':>9} "
+          f"{'library-built':>13}")
     for fam, v in figures["by family"].items():
         print(f"{fam:>6} {v['sites']:>6} {v['found']:>6} {_pct(v['found'], v['sites']):>8} {v['judged']:>7} "
-              f"{v['right']:>6} {_pct(v['right'], v['judged']):>9}")
+              f"{v['right']:>6} {_pct(v['right'], v['judged']):>9} {v.get('library_built', 0):>13}")
     print(f"{'distribution':<26} {'install':<10} " + " ".join(f"{k:>11}" for k in DIST_COUNTS))
     for name, d in figures["per distribution"].items():
         print(f"{name:<26} {d['install']:<10} " + " ".join(f"{d[k]:>11}" for k in DIST_COUNTS))

@@ -29,15 +29,23 @@ class Site:
     pattern: str
     anchor: Line
     lines: tuple[Line, ...]
+    # where its ops are written (`written_at`): the construction line of each torch layer that computed one,
+    # the model line of each other op. The report reads it to tell a site the model's distribution writes
+    # from one a library model builds and the model's code only runs (`report.library_built`).
+    written: tuple[Line, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         elsewhere: dict[str, set[int]] = defaultdict(set)
         for f, ln in self.lines:
             if f != self.anchor[0]:
                 elsewhere[f].add(ln)
+        written: dict[str, set[int]] = defaultdict(set)
+        for f, ln in self.written:
+            written[f].add(ln)
         return {"family": self.family, "pattern": self.pattern, "file": self.anchor[0], "line": self.anchor[1],
                 "lines": sorted({ln for f, ln in self.lines if f == self.anchor[0]}),
-                "elsewhere": {f: sorted(v) for f, v in sorted(elsewhere.items())}}
+                "elsewhere": {f: sorted(v) for f, v in sorted(elsewhere.items())},
+                "written": {f: sorted(v) for f, v in sorted(written.items())}}
 
 
 def model_line(node: torch.fx.Node, is_model_file: Callable[[str], bool]) -> Line | None:
@@ -46,6 +54,15 @@ def model_line(node: torch.fx.Node, is_model_file: Callable[[str], bool]) -> Lin
         if is_model_file(file):
             return file, line
     return None
+
+
+def written_at(node: torch.fx.Node, is_model_file: Callable[[str], bool]) -> Line | None:
+    """Where the model's code writes `node`: the line that constructed the torch layer that computed it
+    (`built.py`'s `built_at`: an `nn.Conv2d` of a torchvision VGG was written in torchvision's `make_layers`,
+    whichever line runs the container that holds it), else the innermost model line that made it (an op
+    written in a forward or helper); None for a node no model line made (a view)."""
+    built: Line | None = node.meta.get("built_at")
+    return built if built is not None else model_line(node, is_model_file)
 
 
 def below_model(node: torch.fx.Node, is_model_file: Callable[[str], bool]) -> list[tuple[str, int, str]] | None:
@@ -313,6 +330,7 @@ def _add(found: dict[tuple[int, Line], Site], family: int, name: str, anchor_nod
     # where the torch layers that computed the ops were constructed (`built.py`): a conv and a BatchNorm in
     # an `nn.Sequential` are made where the model builds them, not at the line that calls the container
     lines += [n.meta["built_at"] for n in nodes if "built_at" in n.meta]
+    written = [w for n in nodes if n.op == "call_function" and (w := written_at(n, is_model_file)) is not None]
     anchor = model_line(anchor_node, is_model_file)
     placed = [n for n in nodes if model_line(n, is_model_file) is not None]
     order = {n: i for i, n in enumerate(placed[0].graph.nodes)} if placed else {}
@@ -330,4 +348,5 @@ def _add(found: dict[tuple[int, Line], Site], family: int, name: str, anchor_nod
     key = (family, anchor)
     if key in found:
         lines = [*found[key].lines, *lines]
-    found[key] = Site(family, name, anchor, tuple(sorted(set(lines))))
+        written = [*found[key].written, *written]
+    found[key] = Site(family, name, anchor, tuple(sorted(set(lines))), tuple(sorted(set(written))))

@@ -10,8 +10,11 @@ trace exercised, is right when it overlaps the lines of an oracle site of its fa
 for recall), wrong when it does not; findings at lines the trace never ran (another branch, a class that
 did not construct) are counted apart, not judged. Sites and exercised lines are the union over a class's
 default construction and its variant with boolean parameters flipped (`worker._variant`); the report
-says how many sites only a variant ran. The checker runs in the oracle's own environment (`checker_python`),
-where the distributions' dependencies are installed, as a user runs it beside their model.
+says how many sites only a variant ran. A pair a library model builds that the model's code only runs (none of
+its ops written in the site's distribution: `owned.py`) is no site: set apart, counted per family and listed,
+neither in recall nor in precision (a finding there is wrong, marked `library_built`). The checker runs in the
+oracle's own environment (`checker_python`), where the distributions' dependencies are installed, as a user runs
+it beside their model.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 
 from oracle import stale
 from oracle.install import CACHE, LEDGER, VENV
+from oracle.owned import library_built
 from oracle.packages import domain_of
 from oracle.patterns import NOT_IN_A_FORWARD_TRACE, NOT_VISIBLE_WITHOUT_LABELS, retired
 from oracle.run import RESULTS
@@ -228,12 +232,27 @@ def score(dists: dict[str, Dist]) -> dict[str, Any]:
                     continue
                 key = (s["family"], s["file"], s["line"])
                 entry = sites.setdefault(key, {**s, "lines": set(), "elsewhere": defaultdict(set),
-                                                "dist": owner[s["file"]], "variant": True})
+                                                "dist": owner[s["file"]], "variant": True, "records": [],
+                                                "written": defaultdict(set)})
+                entry["records"].append(s)
+                for other, other_lines in (s.get("written") or {}).items():
+                    entry["written"][other].update(other_lines)
                 entry["variant"] = entry["variant"] and bool(s.get("variant"))  # only a variant ran it
                 entry["lines"].update(s["lines"])
                 entry["lines"].add(s["line"])
                 for other, other_lines in (s.get("elsewhere") or {}).items():
                     entry["elsewhere"][other].update(other_lines)
+    # A pair a library model builds, which the model's code only runs, is not the model's site (`owned.py`): set
+    # apart, counted and listed, never scored; a site traced before its ops' places were recorded, with lines in
+    # another file, is kept and counted as undecided.
+    library: dict[tuple[int, str, int], dict[str, Any]] = {}
+    undecided: Counter[int] = Counter()
+    for key, s in list(sites.items()):
+        built = library_built(s.pop("records"), s["dist"], owner)
+        if built:
+            library[key] = sites.pop(key)
+        elif built is None:
+            undecided[key[0]] += 1
     files_by_dist: dict[str, set[str]] = defaultdict(set)
     for d in dists.values():
         for c in d.classes:
@@ -304,7 +323,11 @@ def score(dists: dict[str, Dist]) -> dict[str, Any]:
         per_dist[fd["dist"]]["right"] += right
         if not right:
             wrong.append({"family": fam, "rule": fd.get("rule"), "file": fd["path"], "line": fd["range"]["start"]["line"],
-                          "scope": scope, "dist": fd["dist"]})
+                          "scope": scope, "dist": fd["dist"],
+                          "library_built": any(s["lines"] & lines for (sf, sfile, _), s in library.items()
+                                               if sf == fam and sfile == fd["path"])})
+    for s in library.values():
+        per_dist[s["dist"]]["library_built"] += 1
     variant_keys = {k for k, s in sites.items() if s["variant"]}
     traced_list = [c for d in dists.values() for c in d.classes if c.get("traced")]
     variants = {
@@ -339,7 +362,12 @@ def score(dists: dict[str, Dist]) -> dict[str, Any]:
         "check_seconds": round(check_s, 1),
         "families": {fam: {"sites": recall[fam]["sites"], "found": recall[fam]["found"],
                            "judged": precision[fam]["judged"], "right": precision[fam]["right"],
-                           "unjudged": precision[fam]["unjudged"]} for fam in FAMILIES},
+                           "unjudged": precision[fam]["unjudged"],
+                           "library_built": sum(1 for k in library if k[0] == fam),
+                           "undecided": undecided[fam]} for fam in FAMILIES},
+        "library_built": [{"family": fam, "pattern": s.get("pattern"), "file": f, "line": line, "dist": s["dist"],
+                           "written": {w: sorted(v) for w, v in sorted(s["written"].items())}}
+                          for (fam, f, line), s in sorted(library.items())],
         "dists": {d.name: {"version": d.version, "install": d.install, "domain": domain_of(d.name),
                            "classes": len(d.classes),
                            "constructed": sum(bool(c.get("constructed")) for c in d.classes),
@@ -431,6 +459,16 @@ def _variants_line(v: dict[str, Any]) -> str:
             f"found by `adopter check`: {v['found']}; exercised lines added: {v['lines_added']}")
 
 
+def _library_line(fams: dict[Any, dict[str, Any]]) -> str:
+    """The sites set apart as a library model's (`owned.py`) and those an earlier pass cannot decide."""
+    built = {f: int(v.get("library_built", 0)) for f, v in fams.items() if v.get("library_built")}
+    undecided = sum(int(v.get("undecided", 0)) for v in fams.values())
+    return (f"- pairs a library model builds that the model's code only runs, set apart (not sites, not scored): "
+            f"{sum(built.values())} ({', '.join(f'family {f}: {n}' for f, n in built.items()) or 'none'}); "
+            f"undecided (traced before the places of their ops were recorded, lines in another file; kept): "
+            f"{undecided}")
+
+
 def _stale_line(changed: dict[str, list[str]]) -> str:
     if not changed:
         return "- stale results (a file they name changed since it was traced): none"
@@ -464,6 +502,7 @@ def markdown(t: dict[str, Any]) -> str:
         f"- findings judged (traced class, exercised lines): {judged}; matching ops: {right} — **static precision "
         f"{_pct(right, judged)}**; findings at lines no trace ran, not judged: "
         f"{sum(v['unjudged'] for v in fams.values())}",
+        _library_line(fams),
         "",
         "| family | oracle sites | found | recall | findings judged | right | precision | not judged |",
         "|---|---|---|---|---|---|---|---|",
@@ -488,6 +527,13 @@ def markdown(t: dict[str, Any]) -> str:
         for f in rows:
             cell = f["example"].replace("|", "\\|")
             out.append(f"| {f['form'].split(': ', 1)[1]} | {f['misses']} | {f['packages']} | {cell} |")
+        out.append("")
+    if t.get("library_built"):
+        out += ["### Pairs a library model builds, set apart (`owned.py`)", "",
+                "| family | distribution | site (the line that runs it) | written in |", "|---|---|---|---|"]
+        for s in t["library_built"]:
+            written = "; ".join(f"{Path(w).name}:{','.join(map(str, v))}" for w, v in s["written"].items())
+            out.append(f"| {s['family']} | {s['dist']} | {Path(s['file']).name}:{s['line']} | {written} |")
         out.append("")
     out += ["### Why classes were not traced", ""]
     out += [f"- {stage}: {n}" for stage, n in sorted(t["failures"].items(), key=lambda kv: -kv[1])]

@@ -55,9 +55,13 @@ HELPERS = ("einops", "einx", "jaxtyping", "beartype", "typeguard", "opt_einsum",
 # file hands tensors to torch's multi-head attention (`TORCH_ATTENTION_FILE`: the q/k/v Linears before it spell no
 # attention on the model's own lines), is traced again. Pass 13 takes pass 11's biased heads back: with no notion
 # of a vocabulary they matched classification heads into cross-entropy (ALBERT's `num_labels` logits), and found
-# none of the LM heads they were for; a class with a family-16 site is traced again. A run meeting an earlier
-# pass's results upgrades them (`_upgrade`).
-PASS = 13
+# none of the LM heads they were for; a class with a family-16 site is traced again. Pass 14 records where each
+# site's ops are written (`match.written_at`: the construction line of each torch layer that computed one, the
+# model line of each other op), so the report can set apart a pair a library model builds that the model's code
+# only runs (`report.library_built`); a site whose lines all lie in its own file is written there whatever it
+# records (no library file among its lines), so only a class with a site whose lines reach another file is traced
+# again. A run meeting an earlier pass's results upgrades them (`_upgrade`).
+PASS = 14
 PATTERNS_PASS = 5  # the last pass that changed a family pattern: a trace of this pass or later stays valid
 RETRY_PASS = 6  # the last pass that builds, traces or imports more: an earlier one's failures are tried again
 # (pass, families): a class traced before that pass with a site of one of these families is traced again
@@ -67,6 +71,7 @@ SITES_CHANGED = ((7, frozenset({4, 5, 6, 9, 10})), (8, frozenset({6, 7, 8})), (9
                  (10, frozenset({9})), (12, frozenset({9})), (13, frozenset({16})))
 ATTENTION_PASS = 10  # the last pass whose new sites need attention on an exercised line to be found
 TORCH_ATTENTION_PASS = 12  # ... and whose new sites need a file that calls torch's multi-head attention
+WRITTEN_PASS = 14  # the last pass that records more of a site (`written`): a site with lines elsewhere is redone
 TORCH_ATTENTION_FILE = re.compile(r"MultiheadAttention|multi_head_attention_forward", re.ASCII)
 SKIP_MODULE_PARTS = ("tests", "test", "testing", "conftest", "__main__", "setup", "benchmarks", "examples",
                      "scripts", "_version", "cli", "convert", "conversion")
@@ -396,6 +401,8 @@ def trace_outdated(record: dict[str, Any]) -> bool:
     if done_in < ATTENTION_PASS and may_match_a_changed_pattern(record, ATTENTION_LINE):
         return True
     if done_in < TORCH_ATTENTION_PASS and _file_spells(record, TORCH_ATTENTION_FILE):
+        return True
+    if done_in < WRITTEN_PASS and any(s.get("elsewhere") for s in record.get("sites") or []):
         return True
     families = {s.get("family") for s in record.get("sites") or []}
     return any(done_in < at and families & changed for at, changed in SITES_CHANGED)
