@@ -35,6 +35,7 @@ from adopter.dsl.types import (
 )
 from adopter.engine.attention_roles import computed_from, plays_attention_roles
 from adopter.engine.bindings import InitIndex, fit_binding, norm_text, target_attr
+from adopter.engine.constants import same_number
 from adopter.engine.default_choice import unchosen_by_default
 from adopter.engine.flow import FlatForward
 from adopter.engine.gate_activations import may_be_gate_activation
@@ -621,7 +622,10 @@ class RuleMatcher:
                 return True
             # `self.c` bound once in `__init__` to one of the constants (`self.c = math.sqrt(2 / math.pi)`)
             held = self.init.constant_text(str(first[1])) if first[0] == "expr" else None
-            return held is not None and norm_text(held) in texts
+            if held is not None and norm_text(held) in texts:
+                return True
+            text = held or (str(first[1]) if first[0] == "expr" else self._constant_text(first))
+            return text is not None and same_number(text, [t for t in texts if t is not None])
         if g.kind == GuardKind.NO_KWARG:
             return self._no_kwarg(g, state)
         if g.kind == GuardKind.INSIDE_SUBMODULE:
@@ -827,6 +831,34 @@ class RuleMatcher:
         op = self.flat.nodes[value[2]].op  # type: ignore[misc]
         banned = {self._text(self._value(a, state)) for a in g.args[1:]}
         return op is None or not any(k.name in banned for k in op.kwargs)
+
+    def _constant_text(self, value: Bound, depth: int = 0) -> str | None:
+        """The source of a value computed by torch calls on constants only (`torch.sqrt(torch.tensor(2 /
+        math.pi))` lowers to two ops), for `one_of`'s comparison by value; None when anything else feeds it."""
+        if value[0] != "ref" or value[2] < 0 or depth > 8:  # type: ignore[misc]
+            return None
+        op = self.flat.nodes[value[2]].op  # type: ignore[misc]
+        if op is None or op.kwargs or len(op.outputs) != 1:
+            return None
+        args: list[str] = []
+        for a in op.args:
+            if isinstance(a, Expr):
+                args.append(f"({a.text})")
+                continue
+            if not isinstance(a, Ref):
+                return None
+            d = self.flat.reaching_def(a.name, value[2])  # type: ignore[misc]
+            inner = self._constant_text(("ref", a.name, d), depth + 1)
+            if inner is None:
+                return None
+            args.append(f"({inner})")
+        if op.kind == OpKind.FUNCTION:
+            return f"{op.target}({', '.join(args)})"
+        if op.kind == OpKind.OPERATOR and len(args) == 2:
+            return f"{args[0]} {op.target} {args[1]}"
+        if op.kind == OpKind.METHOD and args:
+            return f"{args[0]}.{op.target}({', '.join(args[1:])})"
+        return None
 
     @staticmethod
     def _text(value: Bound | None) -> str | None:

@@ -54,6 +54,20 @@ def exact_gelu(source: str) -> bool:
         return False
 
 
+def constant_value(text: str) -> float | None:
+    """The number a constant expression's source text denotes (`torch.sqrt(torch.tensor(2.0 / torch.pi))`,
+    `(2 / math.pi) ** 0.5`, `0.7978845608`), by the same interpreter; None for anything else (a name, a call it
+    does not know). `torch.tensor(c)` / `torch.Tensor([c])` of one number stand for that number."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError):
+        return None
+    try:
+        return _value(tree.body, "", math.nan)
+    except (_NotArithmetic, ArithmeticError, ValueError, TypeError, RecursionError):
+        return None
+
+
 def _gelu(x: float) -> float:
     return 0.5 * x * (1.0 + math.erf(x / math.sqrt(2.0)))
 
@@ -70,6 +84,9 @@ def _value(node: ast.expr, name: str, x: float) -> float:
         return -v if isinstance(node.op, ast.USub) else v
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
         return _OPS[type(node.op)](_value(node.left, name, x), _value(node.right, name, x))
+    if isinstance(node, ast.Call) and _tensor_of_one_number(node):  # `torch.tensor(2.0 / math.pi)`
+        inner = node.args[0]
+        return _value(inner.elts[0] if isinstance(inner, ast.List) else inner, name, x)
     if isinstance(node, ast.Call) and not node.keywords and isinstance(node.func, ast.Attribute):
         f = _FUNCTIONS.get(node.func.attr)
         if f is not None and _dotted(node.func.value) in _MODULES:
@@ -77,6 +94,16 @@ def _value(node: ast.expr, name: str, x: float) -> float:
         if f is not None:  # `x.pow(3)`, `t.erf()`: the method of the value
             return f(_value(node.func.value, name, x), *(_value(arg, name, x) for arg in node.args))
     raise _NotArithmetic
+
+
+def _tensor_of_one_number(node: ast.Call) -> bool:
+    """`torch.tensor(c)`, `torch.Tensor([c])` (a dtype or device keyword aside): a tensor holding one number."""
+    if _dotted(node.func) not in ("torch.tensor", "torch.Tensor", "torch.as_tensor") or len(node.args) != 1:
+        return False
+    if any(k.arg not in ("dtype", "device") for k in node.keywords):
+        return False
+    inner = node.args[0]
+    return not isinstance(inner, ast.List | ast.Tuple) or (isinstance(inner, ast.List) and len(inner.elts) == 1)
 
 
 def _dotted(node: ast.expr) -> str | None:
