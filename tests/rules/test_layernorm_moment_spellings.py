@@ -15,7 +15,8 @@ over the last or the channel axis), found by the dev census in 3 packages each (
 
 The code is rewritten at fixture size. The look-alikes stay silent: the unbiased `var_mean` (torch's default, a
 standardisation: bert-pytorch's labelled not-site), `var_mean` over another axis, the variance of another tensor,
-a clamp from above, and `var_mean` not unpacked into two names.
+a clamp from above, `var_mean` not unpacked into two names, and a clamped normalisation whose statistics are kept
+to undo it (iTransformer's RevIN: an instance normalisation over time, not a LayerNorm).
 """
 
 from __future__ import annotations
@@ -136,6 +137,20 @@ class ClippedVariance(nn.Module):
         var = torch.var(x, dim=1, unbiased=False, keepdim=True)
         mean = torch.mean(x, dim=1, keepdim=True)
         return (x - mean) * var.clamp(max=1e3).rsqrt()
+
+
+class ReversibleNorm(nn.Module):
+    # iTransformer 0.8.1, iTransformer/revin.py:33-46 (RevIN): the statistics are kept to undo the normalisation
+    def __init__(self, num_variates, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gamma = nn.Parameter(torch.ones(num_variates, 1))
+
+    def forward(self, x):
+        var = torch.var(x, dim=-1, unbiased=False, keepdim=True)
+        mean = torch.mean(x, dim=-1, keepdim=True)
+        normed = (x - mean) * var.clamp(min=self.eps).rsqrt() * self.gamma
+        return normed, (mean, var)
 
 
 class UnbiasedClamped(nn.Module):
