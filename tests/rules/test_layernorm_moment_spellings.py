@@ -1,6 +1,6 @@
-"""Family 11: a LayerNorm's statistics from `torch.var_mean`, and eps given by a clamp of the variance (mech94).
+"""Family 11: a LayerNorm's statistics from `torch.var_mean`, eps by a clamp of the variance or added to the std (mech94).
 
-Both are detection-only forms of `f11-layernorm-var` / `-var-rsqrt` (the biased variance and the mean of `x`
+All are detection-only LayerNorms with the biased variance (beside `f11-layernorm-var` / `-var-rsqrt`, the mean of `x`
 over the last or the channel axis), found by the dev census in 3 packages each (docs/notes/mech94.md):
 
 - `var, mean = torch.var_mean(x, dim=d, unbiased=False, keepdim=True)`: the canonical pass reads it as
@@ -12,11 +12,15 @@ over the last or the channel axis), found by the dev census in 3 packages each (
   Shaped on muse-maskgit-pytorch 0.3.5 `muse_maskgit_pytorch/vqgan_vae.py:137-146` and soundstorm-pytorch 0.6.1
   `soundstorm_pytorch/soundstorm.py:261-270` (eps chosen by dtype); metnet3-pytorch's `ChanLayerNorm` is a
   labelled dev2 site of the same form.
+- `(x - mean) / (torch.var(x, d, unbiased=False, keepdim=True).sqrt() + eps)`: eps added to the biased standard
+  deviation, rule `f11-layernorm-std-eps` (segformer-pytorch, uformer-pytorch, axial-attention).
 
 The code is rewritten at fixture size. The look-alikes stay silent: the unbiased `var_mean` (torch's default, a
 standardisation: bert-pytorch's labelled not-site), `var_mean` over another axis, the variance of another tensor,
 a clamp from above, `var_mean` not unpacked into two names, and a clamped normalisation whose statistics are kept
-to undo it (iTransformer's RevIN: an instance normalisation over time, not a LayerNorm).
+to undo it (iTransformer's RevIN: an instance normalisation over time, not a LayerNorm); the unbiased standard
+deviation plus eps (the annotated transformer's LayerNorm, fresh6 G9: a dev2 not-site by the written convention),
+and the standard deviation of another tensor.
 """
 
 from __future__ import annotations
@@ -102,6 +106,38 @@ class ChanLayerNorm(nn.Module):
         return (x - mean) * var.clamp(min=eps).rsqrt() * self.gamma
 '''
 
+# segformer-pytorch 0.0.6 `segformer_pytorch/segformer_pytorch.py:30-40`, uformer-pytorch 0.0.8
+# `uformer_pytorch/uformer_pytorch.py:93-103`, axial-attention 0.6.1 `axial_attention/axial_attention.py:40-50`:
+# eps added to the biased standard deviation (one of them with the statistics from `var_mean`, as rewritten here).
+STD_EPS = '''
+import torch
+from torch import nn
+
+
+class ChanLayerNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.g = nn.Parameter(torch.ones(1, dim, 1, 1))
+        self.b = nn.Parameter(torch.zeros(1, dim, 1, 1))
+
+    def forward(self, x):
+        std = torch.var(x, dim=1, unbiased=False, keepdim=True).sqrt()
+        mean = torch.mean(x, dim=1, keepdim=True)
+        return (x - mean) / (std + self.eps) * self.g + self.b
+
+
+class LastAxisNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.g = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        var, mean = torch.var_mean(x, dim=-1, unbiased=False, keepdim=True)
+        return (x - mean) / (torch.sqrt(var) + self.eps) * self.g
+'''
+
 LOOK_ALIKES = '''
 import torch
 from torch import nn
@@ -153,6 +189,35 @@ class ReversibleNorm(nn.Module):
         return normed, (mean, var)
 
 
+class AnnotatedLayerNorm(nn.Module):
+    # the annotated transformer's LayerNorm (deeptab 2.1.0 `deeptab/nn/blocks/common.py:189-200`, bert-pytorch):
+    # the unbiased standard deviation plus eps, labelled not a site in dev2
+    def __init__(self, features, eps=1e-6):
+        super().__init__()
+        self.a_2 = nn.Parameter(torch.ones(features))
+        self.b_2 = nn.Parameter(torch.zeros(features))
+        self.eps = eps
+
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        std = x.std(-1, keepdim=True)
+        return self.a_2 * (x - mean) / (std + self.eps) + self.b_2
+
+
+class UnbiasedStdPlusEps(nn.Module):
+    def forward(self, x):
+        std = torch.var(x, dim=1, keepdim=True).sqrt()
+        mean = torch.mean(x, dim=1, keepdim=True)
+        return (x - mean) / (std + 1e-5)
+
+
+class StdOfOther(nn.Module):
+    def forward(self, x, ref):
+        std = torch.var(ref, dim=-1, unbiased=False, keepdim=True).sqrt()
+        mean = torch.mean(x, dim=-1, keepdim=True)
+        return (x - mean) / (std + 1e-5)
+
+
 class UnbiasedClamped(nn.Module):
     def forward(self, x):
         var = torch.var(x, dim=1, keepdim=True)
@@ -183,6 +248,11 @@ def test_variance_clamped_at_eps_is_a_layer_norm_without_a_fix() -> None:
     assert _found(CLAMPED) == [("f11-layernorm-var-clamp", "ChanLayerNorm"),
                                ("f11-layernorm-var-clamp", "LayerNormChan")]
     assert not any(f.fixable for f in findings_of(CLAMPED, RULES))
+
+
+def test_eps_added_to_the_biased_std_is_a_layer_norm_without_a_fix() -> None:
+    assert _found(STD_EPS) == [("f11-layernorm-std-eps", "ChanLayerNorm"), ("f11-layernorm-std-eps", "LastAxisNorm")]
+    assert not any(f.fixable for f in findings_of(STD_EPS, RULES))
 
 
 def test_look_alikes_of_the_moment_spellings_stay_silent() -> None:
