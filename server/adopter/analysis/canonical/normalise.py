@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from adopter.analysis.canonical.moments import split_var_mean
 from adopter.analysis.canonical.ranks import (
     CREATION_TARGETS,
     LISTED_TARGETS,
@@ -437,6 +438,8 @@ class _Pass:
     # -- one op --------------------------------------------------------------------------------------
 
     def op(self, op: Op, ranks: dict[str, int]) -> list[Op]:
+        if (moments := split_var_mean(op)) is not None:  # `var, mean = torch.var_mean(x, ...)`: the two reductions
+            return [o for m in moments for o in self.op(m, ranks)]
         if self.need:
             for a in op.args:
                 if isinstance(a, Ref) and a.name not in ranks and (rank := self.need.get((id(op), a.name))) is not None:
