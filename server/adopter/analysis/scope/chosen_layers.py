@@ -20,18 +20,12 @@ CHOSEN_BY = "class chosen by "  # the prefix of `Ctor.origin` of such a layer, t
 
 
 def chosen_layer_reason(bindings: Sequence[Binding]) -> str | None:
-    """Why a match over a layer whose class a caller chooses gets no automatic fix, else None."""
+    """Why a match over a layer whose class a caller chooses gets no automatic fix, else None. Only a binding's
+    own layer is read: an item of a Sequential chosen so may be one the match does not hold (an `nn.AvgPool2d
+    if downsample else nn.Identity()` beside the pair), and which items a match holds is not known here."""
     for b in bindings:
-        if isinstance(b.value, Ctor) and (test := _chosen(b.value)) is not None:
-            return (f"the class of a layer in `self.{b.attr}` is chosen by {test}, a parameter without a default; "
-                    "a caller may pick another kind of layer, so fold it by hand where the classes fit")
-    return None
-
-
-def _chosen(ctor: Ctor) -> str | None:
-    if ctor.origin is not None and ctor.origin.startswith(CHOSEN_BY):
-        return ctor.origin[len(CHOSEN_BY):]
-    for item in ctor.items:
-        if (found := _chosen(item)) is not None:
-            return found
+        if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.startswith(CHOSEN_BY):
+            return (f"the class of `self.{b.attr}` is chosen by {b.value.origin[len(CHOSEN_BY):]}, a parameter "
+                    "without a default; a caller may pick another kind of layer, so fold it by hand where the "
+                    "classes fit")
     return None
