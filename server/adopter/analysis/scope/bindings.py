@@ -190,10 +190,9 @@ class InitAnalysis:
         # parameter -> the layer class every construction in the file passes it (`chains.caller_layers`):
         # read as its default, the parameter having none of its own.
         self.pinned: dict[str, str] = {}
-        # `__init__` itself and its parameters' positions after `self` (-1: keyword-only), when it is the
-        # class's own: a test there of a parameter without a default is the caller's choice (`_undecided`).
-        self.init_node: Node | None = None
-        self.param_index: dict[str, int] = {}
+        # the parameters of `__init__` itself (after `self`), when it is the class's own: a test there of one
+        # without a default is the caller's choice (`_undecided`).
+        self.init_params: frozenset[str] = frozenset()
 
     def run(self) -> Init | None:
         found = self.table.find_method(self.class_name, "__init__")
@@ -202,9 +201,7 @@ class InitAnalysis:
         owner, node = found
         ps = params(node, self.src)
         if owner == self.class_name:
-            self.init_node = node
-            self.param_index = {p.name: (-1 if p.kind is ParamKind.KEYWORD_ONLY else i) for i, p in enumerate(ps[1:])
-                                if p.kind in (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)}
+            self.init_params = frozenset(p.name for p in ps[1:] if p.kind in (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY))
         self.read_defaults([replace(p, default=self.pinned[p.name]) if p.name in self.pinned else p for p in ps[1:]])
         self._function(owner, node, (), 0)
         bindings = [
@@ -743,7 +740,7 @@ class InitAnalysis:
                 test = self.src.norm(parts[1])
                 yes = [((test, *c), v) for c, v in self._alternatives(parts[0])]
                 no = [((_negate(test), *c), v) for c, v in self._alternatives(parts[2])]
-                return chosen_kinds(yes + no, test) if self._undecided(parts[1]) else yes + no
+                return _chosen_kinds(yes + no, test) if self._undecided(parts[1]) else yes + no
         if kind == "call":
             return self._call_alts(node)
         if kind == "subscript":
@@ -786,10 +783,10 @@ class InitAnalysis:
 
     def _undecided(self, test: Node) -> bool:
         """Whether a test in `__init__` reads a parameter of it that has no default (the caller decides)."""
-        if self.init_node is None or self.nested:
+        if self.nested:
             return False
-        names = {self.src.text(n) for n in _identifiers(test, self.src)}
-        return any(n in self.param_index and self.defaults.get(n) is None and n not in self.pinned for n in names)
+        names = {self.src.text(n) for n in _identifiers(test)}
+        return any(n in self.init_params and self.defaults.get(n) is None and n not in self.pinned for n in names)
 
     def _returned_classes(self, name: str) -> list[str]:
         """The classes (not instances) a same-file function returns: `return nn.Linear`,
@@ -1852,7 +1849,7 @@ def _union_containers(group: list[_B]) -> list[_B]:
     return out
 
 
-def chosen_kinds(alts: list[Alt], test: str) -> list[Alt]:
+def _chosen_kinds(alts: list[Alt], test: str) -> list[Alt]:
     """`alts` with each class (or layer) marked as chosen by `test` (`_Callee.chosen`, `CHOSEN_BY`) when they are
     layers of more than one class, not all BatchNorms (see `adopter.analysis.scope.chosen_layers`)."""
     classes = {v.qualified if isinstance(v, _Callee) else v.callee for _, v in alts if isinstance(v, (_Callee, Ctor))}
@@ -1868,7 +1865,7 @@ def chosen_kinds(alts: list[Alt], test: str) -> list[Alt]:
     return out
 
 
-def _identifiers(node: Node, src: SourceText) -> list[Node]:
+def _identifiers(node: Node) -> list[Node]:
     """The bare names a test reads (not attribute names: `cfg.dims` reads `cfg`)."""
     out: list[Node] = []
     stack = [node]
