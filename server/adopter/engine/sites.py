@@ -17,6 +17,7 @@ from adopter.analysis.idioms.layer_subclasses import subclass_reason
 from adopter.analysis.idioms.linear_like import linear_like_reason
 from adopter.analysis.idioms.optimizers import chosen_class_reason
 from adopter.analysis.scope.bindings import FACTORY_ORIGIN
+from adopter.analysis.scope.chosen_layers import chosen_layer_reason
 from adopter.dsl.types import (
     Architecture,
     Binding,
@@ -770,7 +771,7 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
                                       in WRAPPER_AWARE_STRATEGIES else None)) is not None:
         fixable, reason = False, spelled
     elif (resolved := subclass_reason(m.bindings) or inherited_reason(m.bindings) or chosen_class_reason(ops) or handed_reason(ops)
-                       or unrolled_reason(ops) or linear_like_reason(m.bindings)) is not None:
+                       or unrolled_reason(ops) or linear_like_reason(m.bindings) or chosen_layer_reason(m.bindings)) is not None:
         fixable, reason = False, resolved
     elif m.used_elsewhere is not None:
         fixable, reason = False, m.used_elsewhere

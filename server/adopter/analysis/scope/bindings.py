@@ -21,6 +21,7 @@ from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.names.table_factories import argument_text, table_lookup
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.child_names import COUNTED, Added, added_name, keeps_positions
+from adopter.analysis.scope.chosen_layers import CHOSEN_BY
 from adopter.analysis.scope.classes import ClassTable
 from adopter.analysis.scope.config_registry import builder_kind, built_layer
 from adopter.analysis.scope.list_counts import added_by_loop
@@ -33,9 +34,11 @@ Conds = tuple[str, ...]
 
 @dataclass(frozen=True)
 class _Callee:
-    """A local name that holds a class (not an instance): `attn_cls = BertSelfAttention`."""
+    """A local name that holds a class (not an instance): `attn_cls = BertSelfAttention`; `chosen`: the test
+    (`dims == 2`) that picks it among other kinds of layer, its value decided by no default."""
 
     qualified: str
+    chosen: str | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -187,6 +190,9 @@ class InitAnalysis:
         # parameter -> the layer class every construction in the file passes it (`chains.caller_layers`):
         # read as its default, the parameter having none of its own.
         self.pinned: dict[str, str] = {}
+        # the parameters of `__init__` itself (after `self`), when it is the class's own: a test there of one
+        # without a default is the caller's choice (`_undecided`).
+        self.init_params: frozenset[str] = frozenset()
 
     def run(self) -> Init | None:
         found = self.table.find_method(self.class_name, "__init__")
@@ -194,6 +200,8 @@ class InitAnalysis:
             return None
         owner, node = found
         ps = params(node, self.src)
+        if owner == self.class_name:
+            self.init_params = frozenset(p.name for p in ps[1:] if p.kind in (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY))
         self.read_defaults([replace(p, default=self.pinned[p.name]) if p.name in self.pinned else p for p in ps[1:]])
         self._function(owner, node, (), 0)
         bindings = [
@@ -732,7 +740,7 @@ class InitAnalysis:
                 test = self.src.norm(parts[1])
                 yes = [((test, *c), v) for c, v in self._alternatives(parts[0])]
                 no = [((_negate(test), *c), v) for c, v in self._alternatives(parts[2])]
-                return yes + no
+                return _chosen_kinds(yes + no, test) if self._undecided(parts[1]) else yes + no
         if kind == "call":
             return self._call_alts(node)
         if kind == "subscript":
@@ -772,6 +780,13 @@ class InitAnalysis:
                 ):
                     return [((), _Callee(self._qualify_callee(dotted)))]
         return [((), Expr(self.src.norm(node)))]
+
+    def _undecided(self, test: Node) -> bool:
+        """Whether a test in `__init__` reads a parameter of it that has no default (the caller decides)."""
+        if self.nested:
+            return False
+        names = {self.src.text(n) for n in _identifiers(test)}
+        return any(n in self.init_params and self.defaults.get(n) is None and n not in self.pinned for n in names)
 
     def _returned_classes(self, name: str) -> list[str]:
         """The classes (not instances) a same-file function returns: `return nn.Linear`,
@@ -1391,6 +1406,7 @@ class InitAnalysis:
             return self._call_alts(layer)
         args, kwargs = self._args(call)
         callees: list[tuple[Conds, str, str | None]] = []
+        chosen_by: dict[str, str] = {}  # a class a local holds -> the undecided test that picks it (`_Callee.chosen`)
         if func.type == "subscript":
             value = func.child_by_field_id(Field.VALUE)
             dotted = dotted_text(value, self.src)
@@ -1414,6 +1430,8 @@ class InitAnalysis:
                     for c, v in local:
                         if isinstance(v, _Callee):
                             callees.append((c, v.qualified, None))
+                            if v.chosen is not None:
+                                chosen_by[v.qualified] = v.chosen
                         elif isinstance(v, Ctor):  # calling an instance: keep the instance's ctor
                             callees.append((c, v.callee, v.lookup))
             elif dotted is not None and (configured := self._config_layer(dotted, args, kwargs)) is not None:
@@ -1466,7 +1484,8 @@ class InitAnalysis:
                         out.append((joined, Ctor(callee, p_args, p_kwargs, lookup=lookup)))
                 continue
             if callee not in CONTAINERS:
-                out.append((conds, Ctor(callee, args, kwargs, lookup=lookup)))
+                origin = f"{CHOSEN_BY}`{chosen_by[callee]}`" if callee in chosen_by else None
+                out.append((conds, Ctor(callee, args, kwargs, lookup=lookup, origin=origin)))
                 continue
             for extra, items, keys, repeat, once in self._container_variants(call):
                 joined = _join(conds, extra)
@@ -1827,6 +1846,39 @@ def _union_containers(group: list[_B]) -> list[_B]:
                 out.append(b)
         else:
             out.append(b)
+    return out
+
+
+def _chosen_kinds(alts: list[Alt], test: str) -> list[Alt]:
+    """`alts` with each class (or layer) marked as chosen by `test` (`_Callee.chosen`, `CHOSEN_BY`) when they are
+    layers of more than one class, not all BatchNorms (see `adopter.analysis.scope.chosen_layers`)."""
+    classes = {v.qualified if isinstance(v, _Callee) else v.callee for _, v in alts if isinstance(v, (_Callee, Ctor))}
+    if len(classes) < 2 or classes <= BATCH_NORMS:
+        return alts
+    out: list[Alt] = []
+    for c, v in alts:
+        if isinstance(v, _Callee):
+            v = _Callee(v.qualified, chosen=test)
+        elif isinstance(v, Ctor) and v.origin is None and v.callee not in CONTAINERS:
+            v = replace(v, origin=f"{CHOSEN_BY}`{test}`")
+        out.append((c, v))
+    return out
+
+
+def _identifiers(node: Node) -> list[Node]:
+    """The bare names a test reads (not attribute names: `cfg.dims` reads `cfg`)."""
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            out.append(n)
+        elif n.type == "attribute":
+            obj = n.child_by_field_id(Field.OBJECT)
+            if obj is not None:
+                stack.append(obj)
+        else:
+            stack.extend(n.named_children)
     return out
 
 
