@@ -66,11 +66,14 @@ def test_the_softmax_axis_is_left_as_written(body: str) -> None:
 
 
 def test_the_flow_marks_an_unpacking_into_a_starred_target() -> None:
-    forward = arch(_forward("b, *rest = x.shape\nc, d = x.shape")).forward
+    forward = arch(_forward("b, *rest = x.shape\n[b, *rest] = x.shape\n(b, *rest) = x.size()\nb, *rest, = x.shape\n"
+                            "c, d = x.shape")).forward
     assert forward is not None
-    starred, plain = [op for op in ops(forward.body) if op.target == "getattr"]
-    assert starred.origin is not None and starred.origin.target == ranks.STARRED_UNPACK
-    assert ranks.unpacked_rank(starred) is None
+    *starred, plain = [op for op in ops(forward.body) if op.target in ("getattr", "size")]
+    assert len(starred) == 4
+    for op in starred:
+        assert op.origin is not None and op.origin.target == ranks.STARRED_UNPACK
+        assert ranks.unpacked_rank(op) is None
     assert plain.origin is None and ranks.unpacked_rank(plain) == ("x", 2)
 
 

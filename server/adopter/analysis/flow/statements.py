@@ -33,6 +33,7 @@ from adopter.analysis.parse.source import Field, SourceText
 from adopter.dsl.types import Branch, Expr, Loop, Op, OpKind, Ref, Return, Stmt, Value
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_SPLATS = ("list_splat_pattern", "list_splat")  # `*rest` as a target, in any of its spellings
 
 
 class StatementFlow(Statements):
@@ -156,7 +157,7 @@ class StatementFlow(Statements):
         if names is not None:
             outs = tuple([state.define(name) for name in names])
             v = expressions.value(right, outs)
-            if len(flat) > 1 and any(t.parent is not None and t.parent.type == "list_splat_pattern" for t in flat):
+            if len(flat) > 1 and any(t.parent is not None and t.parent.type in _SPLATS for t in flat):
                 _mark_starred(state.block, outs)
             produced = isinstance(v, Ref) and v.name == outs[0]
             if len(flat) == 1:
