@@ -40,11 +40,14 @@ from adopter.analysis.canonical.moments import split_var_mean
 from adopter.analysis.canonical.ranks import (
     CREATION_TARGETS,
     LISTED_TARGETS,
+    REDUCED_TARGETS,
     SAME_RANK,
     Need,
     created_rank,
     listed_rank,
+    reduced_rank,
     required_ranks,
+    unpacked_rank,
 )
 from adopter.analysis.canonical.spellings import (
     CANONICAL,
@@ -514,11 +517,16 @@ class _Pass:
         ops = [_implicit_dim(o, ranks) for o in ops]
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
+            reduced = reduced_rank(o, ranks) if o.target in REDUCED_TARGETS else None  # the input's rank before
             _track_rank(o, ranks, self.by_attr, self.units, self.bounded)
             if o.target in CREATION_TARGETS and (made := created_rank(o, self.lists)) is not None:
                 ranks[o.outputs[0]] = made
             elif o.target in LISTED_TARGETS and (made := listed_rank(o, self.lists)) is not None:
                 ranks[o.outputs[0]] = made
+            elif reduced is not None:
+                ranks[o.outputs[0]] = reduced
+            elif len(o.outputs) > 1 and (unpacked := unpacked_rank(o)) is not None:
+                ranks.setdefault(*unpacked)
         return ops
 
     # -- attention's products in another operand order or layout --------------------------------------

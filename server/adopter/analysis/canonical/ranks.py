@@ -191,3 +191,89 @@ def _literal_length(text: str) -> int | None:
     if isinstance(node, ast.List | ast.Tuple) and not any(isinstance(e, ast.Starred) for e in node.elts):
         return len(node.elts)
     return None
+
+
+# The flow marks, as the `origin` of the op, an unpacking whose targets include a starred one (`b, *rest =
+# x.shape`): the number of names then says nothing of the rank.
+STARRED_UNPACK = "unpacked into targets of which one is starred"
+
+
+def unpacked_rank(op: Op) -> tuple[str, int] | None:
+    """`b, c, h, w = x.shape` (or `= x.size()`): unpacking a tensor's sizes into n names raises unless it has n
+    items, so `x` has n axes: (x, n). None for one name, a starred target (`b, *rest = x.shape`, marked by the
+    flow), `x.shape[-2:]` (a slice: not this op), or a size read with arguments (`x.size(1)`)."""
+    if len(op.outputs) < 2 or not op.args or not isinstance(first := op.args[0], Ref) or first.name.startswith("*"):
+        return None
+    if op.origin is not None:  # `STARRED_UNPACK`, or an op respelled: not a plain read of the sizes
+        return None
+    if op.kind == OpKind.OPERATOR and op.target == "getattr":
+        sizes = len(op.args) == 2 and isinstance(op.args[1], Expr) and op.args[1].text == "shape" and not op.kwargs
+    else:
+        sizes = op.kind == OpKind.METHOD and op.target == "size" and len(op.args) == 1 and not op.kwargs
+    return (first.name, len(op.outputs)) if sizes and first.name not in op.outputs else None
+
+
+# Reductions over the axes given as `dim` (one, or a list or tuple of them): without `keepdim` each axis is
+# dropped, with `keepdim=True` each is kept with length 1. The keys as the canonical pass leaves them (it
+# writes `torch.mean(x, d)` as the method). The positional `keepdim` is the third argument of these;
+# `std`/`var` take `unbiased` there, so theirs must be a keyword.
+_REDUCTIONS = frozenset({"mean", "sum", "amax", "amin", "nansum", "nanmean", "logsumexp", "std", "var"})
+_THIRD_IS_KEEPDIM = frozenset({"mean", "sum", "amax", "amin", "nansum", "nanmean", "logsumexp"})
+REDUCED_TARGETS = _REDUCTIONS | {f"torch.{name}" for name in _REDUCTIONS}  # a caller's cheap test first
+_REDUCTION_KEYWORDS = frozenset({"dim", "keepdim", "dtype", "correction", "unbiased"})
+
+
+def reduced_rank(op: Op, ranks: Mapping[str, int]) -> int | None:
+    """The rank of a reduction's result over axes written as integers (`x.mean(dim=(-2, -1))` of a 4-D `x`: 2-D;
+    `torch.sum(x, 1, keepdim=True)`: the rank of `x`), where the rank of `x` is known; None where it is not,
+    where an axis is held in a name (`x.mean(dim)`), out of range, or given twice (torch raises), where `keepdim`
+    is not a literal, or where no axis is given (numpy's and torch's reduce-all forms differ in their keywords)."""
+    name = op.target[6:] if op.kind == OpKind.FUNCTION and op.target.startswith("torch.") else (
+        op.target if op.kind == OpKind.METHOD else "")
+    if name not in _REDUCTIONS or len(op.outputs) != 1 or not op.args or not isinstance(op.args[0], Ref):
+        return None
+    rank = ranks.get(op.args[0].name)
+    if rank is None:
+        return None
+    given: dict[str, Value] = {}
+    for k in op.kwargs:
+        if k.name not in _REDUCTION_KEYWORDS:
+            return None
+        given[k.name] = k.value
+    positional = op.args[1:]
+    if len(positional) > (2 if name in _THIRD_IS_KEEPDIM else 1):
+        return None
+    if positional:
+        if "dim" in given:
+            return None
+        given["dim"] = positional[0]
+    if len(positional) == 2:
+        if "keepdim" in given:
+            return None
+        given["keepdim"] = positional[1]
+    dims, keep = given.get("dim"), given.get("keepdim")
+    keepdim = getattr(keep, "text", "").strip() if keep is not None else "False"
+    if not isinstance(dims, Expr) or keepdim not in ("True", "False"):
+        return None
+    axes = _literal_axes(dims.text)
+    if not axes or any(not -rank <= a < rank for a in axes) or len({a % rank for a in axes}) != len(axes):
+        return None
+    return rank if keepdim == "True" else rank - len(axes)
+
+
+def _literal_axes(text: str) -> tuple[int, ...] | None:
+    """The axes written as one integer or a list or tuple literal of integers (`1`, `(-2, -1)`); else None."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+    items = node.elts if isinstance(node, ast.List | ast.Tuple) else [node]
+    out: list[int] = []
+    for item in items:
+        sign = 1
+        if isinstance(item, ast.UnaryOp) and isinstance(item.op, ast.USub):
+            sign, item = -1, item.operand
+        if not isinstance(item, ast.Constant) or type(item.value) is not int:
+            return None
+        out.append(sign * item.value)
+    return tuple(out)

@@ -13,6 +13,7 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from adopter.analysis.canonical.axes import trailing_axes
+from adopter.analysis.canonical.ranks import STARRED_UNPACK
 from adopter.analysis.canonical.spellings import CHOOSE, PARTIAL_FUNCTIONS
 from adopter.analysis.flow.calls import argument_nodes, small_helper, written_by_adopter
 from adopter.analysis.flow.fstrings import bind_constant
@@ -32,6 +33,7 @@ from adopter.analysis.parse.source import Field, SourceText
 from adopter.dsl.types import Branch, Expr, Loop, Op, OpKind, Ref, Return, Stmt, Value
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_SPLATS = ("list_splat_pattern", "list_splat")  # `*rest` as a target, in any of its spellings
 
 
 class StatementFlow(Statements):
@@ -155,6 +157,8 @@ class StatementFlow(Statements):
         if names is not None:
             outs = tuple([state.define(name) for name in names])
             v = expressions.value(right, outs)
+            if len(flat) > 1 and any(t.parent is not None and t.parent.type in _SPLATS for t in flat):
+                _mark_starred(state.block, outs)
             produced = isinstance(v, Ref) and v.name == outs[0]
             if len(flat) == 1:
                 self._bind_target(flat[0], v, produced)
@@ -373,6 +377,14 @@ def _marked(stmts: list[Stmt], mark: Op) -> list[Stmt]:
         else:
             out.append(stmt)
     return out
+
+
+def _mark_starred(block: list[Stmt], outs: tuple[str, ...]) -> None:
+    """`b, *rest = x.shape`: the op just emitted for the value, when it binds `outs`, gets an origin saying a target
+    is starred, so the number of names is not read as the number of items (`ranks.unpacked_rank`)."""
+    if block and isinstance(op := block[-1], Op) and op.outputs == outs and op.origin is None:
+        block[-1] = replace(op, origin=Op(OpKind.OPERATOR, STARRED_UNPACK, op.args, op.kwargs, op.outputs, op.span,
+                                          op.stmt_span, op.via))
 
 
 def _names(leaves: list[Node], src: SourceText) -> list[str] | None:
