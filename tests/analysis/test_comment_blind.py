@@ -207,3 +207,15 @@ def test_code_key_is_equal_for_texts_that_differ_in_comments_only() -> None:
                   'x = f("#")  # one\n# two\nz = 1\n'):
         c = _src(other)
         assert code_key(c, 0, len(c.data)) != code_key(a, 0, len(a.data))
+
+
+def test_code_key_keeps_comments_that_an_expression_a_header_or_a_span_holds() -> None:
+    """Only comments between statements are reduced: a comment inside an expression (its text holds it), on a
+    definition's first line (`header_span` reads it) or ending a block (the block's span ends with it) stays."""
+    text = ("class A(B):  # header\n    # first\n    def f(self, a):\n        # lead\n        y = g(a,  # inside\n"
+            "              2)  # after\n        return y  # last\n")
+    src = _src(text)
+    key = code_key(src, 0, len(src.data)).decode()
+    assert "# header" in key and "# inside" in key and "# last" in key
+    assert "# first" not in key and "# lead" not in key and "# after" not in key
+    assert key.count("#") == text.count("#")

@@ -125,6 +125,11 @@ def test_refusals_code_a_string_and_a_comment_that_moves_or_appears_are_analysed
     text = _type(doc, "\n        return torch.softmax(scores", "  #")  # a comment where there was none
     assert doc.reanalysed == ("class Attention",)
     _same_as_fresh(doc, text)
+    text = _type(doc, "(x) @ self.k(x)", "  # q\n       ", 4)  # a comment inside an expression, then typed into
+    assert "class Attention" in doc.reanalysed
+    text = _type(doc, "# q\n", "x", 2)
+    assert doc.reanalysed == ("class Attention",)
+    _same_as_fresh(doc, text)
 
 
 def test_random_comment_keystrokes_give_the_fresh_analysis() -> None:

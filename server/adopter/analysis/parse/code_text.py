@@ -10,24 +10,43 @@ from tree_sitter import Node
 
 from adopter.analysis.parse.source import SourceText
 
+_STATEMENT_LISTS = frozenset(("block", "module"))
+_DEFINITIONS = frozenset(("function_definition", "class_definition"))
 
-def comments(src: SourceText, start: int, end: int, *, ending: bool = True) -> list[tuple[int, int]]:
+
+def comments(src: SourceText, start: int, end: int, *, between_statements: bool = False) -> list[tuple[int, int]]:
     """The (start, end) bytes of the comments that begin in `src.data[start:end]`, in order (a `#` inside a
-    string is not one: the tree says which node holds it). `ending=False` leaves out a comment that ends a node
-    (`return x  # done` as a method's last line: the method's, its block's and maybe its class's span end there)."""
+    string is not one: the tree says which node holds it). `between_statements`: only those a block or the
+    module holds that do not end it (a comment line between statements, or after a simple statement's code), and
+    the comment lines of a `def` or `class` before its body's first statement (tree-sitter hangs them on the
+    definition, after its `:`). Left out: a comment inside an expression (`f(a,  # why`: an expression's text
+    holds it), on a definition's first line (`class A(B):  # why`: `header_span` reads that line) or after a
+    compound statement's header, and one that ends a block (`return x  # done` as a method's last line: the
+    spans of the block and of what holds it end with it)."""
     data, root = src.data, src.tree.root_node
     out: list[tuple[int, int]] = []
     at = data.find(b"#", start, end)
     while at >= 0:
         node = root.descendant_for_byte_range(at, at + 1)
         if node is not None and node.type == "comment" and node.start_byte == at:
-            parent = node.parent
-            if ending or parent is None or parent.end_byte != node.end_byte:
+            if not between_statements or _between_statements(node):
                 out.append((at, node.end_byte))
             at = data.find(b"#", node.end_byte, end)
         else:
             at = data.find(b"#", at + 1, end)
     return out
+
+
+def _between_statements(comment: Node) -> bool:
+    parent = comment.parent
+    if parent is None:
+        return False
+    if parent.type in _STATEMENT_LISTS:
+        return parent.end_byte != comment.end_byte
+    if parent.type in _DEFINITIONS:
+        before = comment.prev_sibling
+        return before is not None and before.type in (":", "comment") and comment.start_point[0] > parent.start_point[0]
+    return False
 
 
 def code_bytes(src: SourceText, node: Node) -> bytes:
@@ -40,16 +59,18 @@ def code_bytes(src: SourceText, node: Node) -> bytes:
 
 
 def code_key(src: SourceText, start: int, end: int) -> bytes:
-    """`src.data[start:end]` with every comment's text reduced to its `#`: equal for two texts that differ
-    only inside comments. Every other byte kept, so equal keys mean the same code tokens at the same lines and
-    columns (a comment ends its line); a comment that ends a node is kept whole (that node's span ends with it,
-    and every node containing it ends at or after it): equal keys mean equal spans. The key of a cached analysis
-    whose readings are blind to what a comment says (`Analyser._unit`, `ModuleSymbols.fingerprint`). A comment's presence stays in the key (a few readings
-    see that a comment interrupts a text: a class header's pattern, a gap between tokens)."""
+    """`src.data[start:end]` with the text of every comment between statements (`comments(...,
+    between_statements=True)`) reduced to its `#`: equal for two texts that differ only inside such comments.
+    Every other byte kept, so equal keys mean the same code tokens at the same lines and columns (a comment ends
+    its line) and the same text for every expression and every node's span (no node but the comment itself ends
+    or starts inside such a comment, and none but a block or the module holds it). The key of a cached analysis
+    whose readings are blind to what a comment between statements says (`Analyser._unit`,
+    `ModuleSymbols.fingerprint`; the readings of a body's raw text use `code_bytes`). A comment's presence stays
+    in the key (a few readings see that a comment interrupts a text: a class header's pattern)."""
     raw = src.data[start:end]
     if b"#" not in raw:
         return raw
-    return _replaced(raw, start, comments(src, start, end, ending=False), blank=False)
+    return _replaced(raw, start, comments(src, start, end, between_statements=True), blank=False)
 
 
 def _replaced(raw: bytes, offset: int, found: list[tuple[int, int]], *, blank: bool) -> bytes:
