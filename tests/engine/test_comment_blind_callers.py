@@ -24,3 +24,13 @@ def test_refusal_a_stage_written_otherwise_than_as_such_a_call() -> None:
     chain's own statements only, as before."""
     code = NAMED.replace(LAST, LAST + "        self.maker = self._make_layer\n")
     assert statements(code) == expect(code)
+
+
+def test_a_comment_naming_the_parent_forward_is_no_second_call() -> None:
+    """`chains.sequential_classes._inherited_forward` counts the mentions of Sequential's forward in the body's
+    code: a comment naming the call (the form of the census's comments naming a call in a forward, 144 places in
+    42 dev packages, in `test_sequential_inherited_forward.py`'s DenseNet layer) is not a second call."""
+    from .test_sequential_inherited_forward import CALL, DENSE_LAYER, conv_bn
+
+    code = DENSE_LAYER.replace(CALL, CALL + "        # super().forward(x) ran the chain once\n")
+    assert len(conv_bn(code)) == len(conv_bn(DENSE_LAYER)) == 1
