@@ -585,8 +585,9 @@ class Analyser:
                 # A text that differs in what its comments say only (a comment keystroke, `code_key`): every
                 # reading of the unit and of what it consulted is blind to comments (`parse.code_text`), and its
                 # code tokens sit at the same lines and columns, so the analysis is the same, spans included.
-                if not kept.code or (code := code_key(symbols.src, node.start_byte, end) if code is None else code
-                                     ) != kept.code:
+                if code is None:
+                    code = code_key(symbols.src, node.start_byte, end)
+                if not kept.code or kept.code != code:
                     continue
             if all(symbols.fingerprint(n) == fp for n, fp in kept.deps):
                 if kept.text != text:
