@@ -107,7 +107,6 @@ def doc() -> DocumentAnalysis:
     ("probs = scores.softmax(dim=-1)", "probs = scores.softmax(dim=-2)"),
     ("out = probs @ v", "out = torch.matmul(probs, v)"),
     ("return self.norm(self.o(out) + x)", "return self.norm(self.o(out) + x) * 2"),
-    ("# merge the heads", "# merge all the heads"),
     ("k = torch.cat([cache, k], dim=2)", "k = torch.cat([cache, k], dim=-2)"),
     ("probs = probs * 1.0", "probs = probs * 2.0"),
 ])
@@ -116,6 +115,18 @@ def test_an_edit_resumes_the_walk_at_its_statement(doc: DocumentAnalysis, old: s
     _edited(doc, text)
     # No checkpoint is taken before a comment (it changes no state): one in a comment resumes at the statement before.
     assert _walk(doc).resumed == _statement(text, new) - (1 if new.startswith("#") else 0)
+
+
+def test_a_comment_line_added_resumes_at_the_statement_before(doc: DocumentAnalysis) -> None:
+    """A new comment line moves the lines below: the forward is walked again from the statement before it. (An
+    edit inside a comment re-analyses nothing: `test_comment_blind_cut.py`.)"""
+    text = SOURCE.replace("        # merge the heads\n", "        # the heads\n        # merge the heads\n")
+    assert text != SOURCE
+    _edited(doc, text)
+    assert _walk(doc).resumed == _statement(text, "# the heads") - 1
+    text = text.replace("# merge the heads", "# merge all the heads")
+    _edited(doc, text)
+    assert doc.reanalysed == ()
 
 
 def test_each_keystroke_of_a_line_resumes_from_the_walk_before(doc: DocumentAnalysis) -> None:

@@ -82,15 +82,15 @@ def test_a_comment_typed_in_an_inlined_method_hands_back_the_class() -> None:
     before = _classes(doc)
     applications = before["Generator"].forward.applications  # type: ignore[union-attr]
     assert applications and applications[0][3], "the inlined call lies under an `if`: a byte in its path"
-    text = _type(doc, "by the pad id", "y", 3)  # `by the pyad id`
+    text = _type(doc, "by the pad id", "y", 3)  # `by the pyad id`: a comment, not analysed again since lat26
+    assert _classes(doc)["Generator"] is before["Generator"] and doc.reanalysed == ()
+    _same_as_fresh(doc, text)
+    text = _type(doc, "Shift the labels", "z", 5)  # the docstring (a string: code)
     after = _classes(doc)
     assert "class Generator" in doc.reanalysed  # it reads `_shift_right`'s text: analysed again ...
     assert after["Generator"] is before["Generator"]  # ... and found the same but for the `if`'s byte
     fresh = {a.name: a for a in analyse(text, "m.py").architectures}
     assert fresh["Generator"] == after["Generator"] and not identical(fresh["Generator"], after["Generator"])
-    _same_as_fresh(doc, text)
-    text = _type(doc, "Shift the labels", "z", 5)  # the docstring
-    assert _classes(doc)["Generator"] is before["Generator"]
     _same_as_fresh(doc, text)
 
 
@@ -99,7 +99,7 @@ def test_a_unit_below_an_edit_kept_its_bytes_already() -> None:
     keeps the `if` bytes of the text it was analysed from (so did 2cdbe48)."""
     doc = DocumentAnalysis(SOURCE, "m.py")
     before = _classes(doc)
-    text = _type(doc, "nothing reads", "q")
+    text = _type(doc, "x\n\n\nclass Generator", "1 + ")  # `return 1 + x` (code: a comment is not analysed again)
     assert _classes(doc)["Generator"] is before["Generator"]
     assert doc.reanalysed == ("class Unrelated",)
     fresh = {a.name: a for a in analyse(text, "m.py").architectures}
@@ -170,7 +170,7 @@ def test_letters_typed_in_comments_and_docstrings_read_as_a_fresh_analysis(seed:
         col = at - (text.rfind("\n", 0, at) + 1)
         doc.edit((line, col), (line, col), rng.choice("abxyz_ "))
         _same_as_fresh(doc, doc.text)
-        handed += _classes(doc)["Generator"] is first and "class Generator" in doc.reanalysed
+        handed += _classes(doc)["Generator"] is first  # re-analysed (a docstring) or not (a comment, lat26)
         if rng.random() < 0.5:
             doc.edit((line, col), (line, col + 1), "")
             _same_as_fresh(doc, doc.text)

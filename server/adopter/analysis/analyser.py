@@ -63,6 +63,7 @@ from adopter.analysis.idioms.submodules import (
 )
 from adopter.analysis.names.carry import Layout, changed_names
 from adopter.analysis.names.symbols import ModuleSymbols, base_name
+from adopter.analysis.parse.code_text import code_key
 from adopter.analysis.parse.salvage import ParseMemo, salvage
 from adopter.analysis.parse.source import Field, SourceText, is_broken
 from adopter.analysis.parse.words import WordIndex, whole_word_at
@@ -123,6 +124,9 @@ class _Entry:
     result: Architecture | Forward | tuple[Forward, tuple[Architecture, ...]] | tuple[Architecture, ...] | None
     problems: tuple[Problem, ...]
     bases: frozenset[str] = frozenset()  # the module-level names `deps` read (`base_name`)
+    # `text` with what its comments say left out (`code_key`), set when a unit is built: a text that differs
+    # from `text` in comments only reads the same (`_unit`); empty: compared as `text` only.
+    code: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -560,11 +564,9 @@ class Analyser:
         an edit of a method the analysis never reads re-analyses nothing. `extra_deps`: dependency keys
         besides those the analysis consults, or a function giving them (called only when the unit is
         analysed: most runs take every unit from the cache)."""
-        if head:
-            body = node.child_by_field_id(Field.BODY)
-            text = symbols.src.data[node.start_byte : body.start_byte if body is not None else node.end_byte]
-        else:
-            text = symbols.src.raw(node)
+        body = node.child_by_field_id(Field.BODY) if head else None
+        end = body.start_byte if body is not None else node.end_byte
+        text = symbols.src.data[node.start_byte : end]
         cached = self.cache.get(key)
         if (
             cached is not None
@@ -575,15 +577,23 @@ class Analyser:
         ):  # its dependencies' fingerprints are those it was checked or built with: none changed
             fresh[key] = cached
             return cached
+        code: bytes | None = None
         for kept in (cached, self.older.get(key)):
-            if (
-                kept is not None
-                and kept.text == text
-                and kept.start == node.start_point
-                and all(symbols.fingerprint(n) == fp for n, fp in kept.deps)
-            ):
+            if kept is None or kept.start != node.start_point:
+                continue
+            if kept.text != text:
+                # A text that differs in what its comments say only (a comment keystroke, `code_key`): every
+                # reading of the unit and of what it consulted is blind to comments (`parse.code_text`), and its
+                # code tokens sit at the same lines and columns, so the analysis is the same, spans included.
+                if code is None:
+                    code = code_key(symbols.src, node.start_byte, end)
+                if not kept.code or kept.code != code:
+                    continue
+            if all(symbols.fingerprint(n) == fp for n, fp in kept.deps):
+                if kept.text != text:
+                    kept = replace(kept, text=text)  # the same result: its findings are reused by identity
                 fresh[key] = kept
-                if kept is not cached and isinstance(kept.result, Architecture):
+                if kept.result is not getattr(cached, "result", None) and isinstance(kept.result, Architecture):
                     self._restored(kept.result)
                 return kept
         symbols.consulted = set() if self.remember else None
@@ -602,7 +612,8 @@ class Analyser:
             # The very same object: its findings and diagnostics are reused downstream. Also when an edit before
             # its `if`s only moved their start bytes (a comment or docstring typed above): see `identical_but_moved`.
             result = cached.result
-        entry = _Entry(text, node.start_point, deps, result, tuple(problems), frozenset(base_name(n) for n in consulted))
+        entry = _Entry(text, node.start_point, deps, result, tuple(problems), frozenset(base_name(n) for n in consulted),
+                       code_key(symbols.src, node.start_byte, end) if self.remember else b"")
         fresh[key] = entry
         self.reanalysed.append(key)
         return entry

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 
 from tree_sitter import Node
 
+from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText, descendants
 
 # (statements, function body, name, items so far, src, defaults) -> the items after them, None if unread
@@ -71,5 +72,5 @@ def _hands_over(stmt: Node, name: str, src: SourceText) -> bool:
 
 
 def _mentions(stmt: Node, name: str, src: SourceText) -> bool:
-    return name.encode() in src.raw(stmt) and any(
+    return name.encode() in code_bytes(src, stmt) and any(
         n.type == "identifier" and src.text(n) == name for n in descendants(stmt))

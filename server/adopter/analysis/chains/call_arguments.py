@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
+from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText
 
 _NESTED = ("function_definition", "class_definition", "decorated_definition", "lambda")
@@ -46,7 +47,7 @@ def self_call_arguments(method: Node, param: str, methods: dict[str, Node], src:
                 return None
             elif text not in names:
                 names.append(text)
-    occurrences = len(re.findall(rf"\bself\.{name}\b".encode(), b"".join(src.raw(m) for m in methods.values())))
+    occurrences = len(re.findall(rf"\bself\.{name}\b".encode(), b"".join(code_bytes(src, m) for m in methods.values())))
     if calls == 0 or calls != occurrences or len(parameters) > 1:
         return None
     return tuple(names), next(iter(parameters), "")

@@ -50,6 +50,7 @@ from adopter.analysis.chains.call_arguments import (
     rebinds,
     walk,
 )
+from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassInfo, ClassTable
 from adopter.dsl.types import Ctor, Init, ParamKind
@@ -379,7 +380,7 @@ def _lambdas_read(function: Node, name: str, src: SourceText) -> bool:
     while stack:
         node = stack.pop()
         if node.type in ("function_definition", "lambda", "class_definition"):
-            if re.search(rb"\b" + re.escape(name.encode()) + rb"\b", src.raw(node)):
+            if re.search(rb"\b" + re.escape(name.encode()) + rb"\b", code_bytes(src, node)):
                 return True
             continue
         stack.extend(node.named_children)

@@ -34,6 +34,7 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from adopter.analysis.chains.call_arguments import argument_at, bound_names, positional_names, walk
+from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Architecture, PassedTo
@@ -129,7 +130,7 @@ def _subclass(node: Node, position: int, keyword: str, default: Node | None, met
     own, what its constructions pass. None when it calls the method itself."""
     name = node.child_by_field_id(Field.NAME)
     info = table.infos.get(src.text(name)) if name is not None else None
-    if info is None or f"self.{method}".encode() in src.raw(node):
+    if info is None or f"self.{method}".encode() in code_bytes(src, node):
         return None
     init = info.methods.get("__init__")
     if init is None:

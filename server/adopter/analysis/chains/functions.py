@@ -20,6 +20,7 @@ from adopter.analysis.chains.default_branches import taken_block
 from adopter.analysis.idioms.submodules import item_forwards
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
+from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
@@ -46,7 +47,7 @@ MAX_ALTERNATIVES = 4  # layers one item may be (`a if c else b`, a helper return
 def sequential_chains(function: Node, name: str, src: SourceText, table: ClassTable) -> tuple[Architecture, ...]:
     """The `nn.Sequential(a, b, ...)` constructions inside `function` (nested definitions excluded)."""
     body = function.child_by_field_id(Field.BODY)
-    if body is None or b"Sequential" not in src.raw(body):
+    if body is None or b"Sequential" not in code_bytes(src, body):
         return ()
     reader = InitAnalysis(name, table, src)
     reader.read_defaults(params(function, src))
@@ -118,7 +119,7 @@ def _steps(stmts: list[Node], body: Node, name: str, items: list[Node] | None, s
             if nodes is None or (kind != "set" and items is None):
                 return None
             items = list(nodes) if kind == "set" else [*(items or []), *nodes]
-        elif name.encode() in src.raw(stmt) and any(
+        elif name.encode() in code_bytes(src, stmt) and any(
                 n.type == "identifier" and src.text(n) == name for n in _identifiers(stmt)):
             block = taken_block(stmt, body, src, defaults) if items is not None else None
             if isinstance(block, str):

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from tree_sitter import Node
 
 from adopter.analysis.chains.default_branches import taken_block
+from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText
 
 BREAK = None  # an item whose place in the list is not certain: a chain read from the items is cut there
@@ -68,7 +69,7 @@ def splatted_children(body: Node, target: str, before: int, src: SourceText,
     for stmt in body.named_children:
         if stmt.start_byte >= before:
             break
-        if stmt.type == "comment" or target.encode() not in src.raw(stmt):
+        if stmt.type == "comment" or target.encode() not in code_bytes(src, stmt):
             continue
         made = _made(stmt, target, src)
         if made is not None:
@@ -90,7 +91,7 @@ def _grow(stmt: Node, target: str, items: list[Node | None], body: Node, src: So
         return True  # no branch runs with the parameters' defaults: nothing is added
     if isinstance(block, Node):
         for inner in block.named_children:
-            if inner.type != "comment" and target.encode() in src.raw(inner):
+            if inner.type != "comment" and target.encode() in code_bytes(src, inner):
                 if not _grow(inner, target, items, body, src, defaults):
                     return False
         return True

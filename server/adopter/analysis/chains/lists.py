@@ -36,6 +36,7 @@ from adopter.analysis.chains.default_branches import clauses, taken_block
 from adopter.analysis.chains.list_items import added_items
 from adopter.analysis.chains.sequential_classes import chain_of
 from adopter.analysis.names.symbols import ModuleSymbols, dotted_text
+from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.dsl.types import Architecture
@@ -55,7 +56,7 @@ def splatted_lists(function: Node, src: SourceText, symbols: ModuleSymbols, pare
     `parent_init` (`function` is the `__init__` of an `nn.Sequential` subclass) also those it hands to the
     Sequential as `super().__init__(*name)`."""
     body = function.child_by_field_id(Field.BODY)
-    raw = src.raw(body).replace(b" ", b"") if body is not None else b""
+    raw = code_bytes(src, body).replace(b" ", b"") if body is not None else b""
     if body is None or (b"Sequential(*" not in raw and not (parent_init and b".__init__(*" in raw)):
         return []
     names: list[str] = []
@@ -155,7 +156,7 @@ def _paths(block: Node, target: str, src: SourceText, body: Node | None,
             for path in paths:
                 path.extend(items)
             continue
-        if stmt.type == "expression_statement" or target.encode() not in src.raw(stmt):
+        if stmt.type == "expression_statement" or target.encode() not in code_bytes(src, stmt):
             continue
         taken = taken_block(stmt, body, src, defaults) if body is not None and defaults else None
         if isinstance(taken, str):

@@ -34,6 +34,7 @@ from adopter.analysis.chains.lists import list_chains, splatted_lists
 from adopter.analysis.chains.sequential_classes import chain_of, is_sequential_class, positional_children
 from adopter.analysis.names.naming import MODULE_SELF_METHODS
 from adopter.analysis.names.symbols import dotted_text
+from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
@@ -48,12 +49,12 @@ _NAME = re.compile(r"[A-Za-z_]\w*")
 def method_chains(class_name: str, src: SourceText, table: ClassTable) -> tuple[Architecture, ...]:
     """The unbound Sequential chains of the methods of module class `class_name` (see the module doc)."""
     info = table.infos.get(class_name)
-    if info is None or b"Sequential" not in src.raw(info.node):
+    if info is None or b"Sequential" not in code_bytes(src, info.node):
         return ()
     candidates: list[tuple[str, Node, list[Node]]] = []
     parent = is_sequential_class(class_name, table)  # its `__init__` may hand a list to the Sequential
     for method, node in info.methods.items():
-        if method == "forward" or (b"Sequential" not in src.raw(node) and not (parent and method == "__init__")):
+        if method == "forward" or (b"Sequential" not in code_bytes(src, node) and not (parent and method == "__init__")):
             continue
         calls = _unbound_sequentials(node, src, table)
         if calls or splatted_lists(node, src, table.symbols, parent and method == "__init__"):

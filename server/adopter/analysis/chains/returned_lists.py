@@ -26,6 +26,7 @@ import re
 from tree_sitter import Node
 
 from adopter.analysis.chains.sequential_classes import chain_of
+from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
@@ -42,7 +43,7 @@ def returned_list_chains(class_name: str, src: SourceText, table: ClassTable) ->
     info = table.infos.get(class_name)
     if info is None:
         return ()
-    splatted = {m.decode() for m in _splatted_methods(src.raw(info.node))}
+    splatted = {m.decode() for m in _splatted_methods(code_bytes(src, info.node))}
     chains: list[Architecture] = []
     for method in sorted(splatted):
         node = info.methods.get(method)

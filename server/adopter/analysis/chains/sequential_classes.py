@@ -28,6 +28,7 @@ from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.chains.functions import layer_chain
 from adopter.analysis.chains.list_items import splatted_children
 from adopter.analysis.names.symbols import dotted_text
+from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText, descendants
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
@@ -117,7 +118,7 @@ def _inherited_forward(body: Node, src: SourceText) -> Span | None:
     calls it more than once, with other than one positional argument (`*args`: the first child's inputs
     are not one tensor), inside a nested function or lambda, or names `super()` or `Sequential.forward`
     any other way (another method of the parent, the bound method as a value)."""
-    raw = src.raw(body)
+    raw = code_bytes(src, body)
     if not _INHERITED_FORWARD.search(raw):
         return None
     calls = [n for n in descendants(body) if n.type == "call" and _runs_parent_forward(n, src)]
@@ -216,7 +217,7 @@ def _children(body: Node, name: str, src: SourceText, reader: InitAnalysis) -> l
         if stmt.type == "comment":
             continue
         if stmt.type != "expression_statement":
-            if _mentions_children(stmt, src) or _SELF_ASSIGNED.search(src.raw(stmt)):
+            if _mentions_children(stmt, src) or _SELF_ASSIGNED.search(code_bytes(src, stmt)):
                 out.append(_BREAK)  # children added under a condition or in a loop
             continue
         for expr in stmt.named_children:
@@ -252,7 +253,7 @@ def _assigned_child(assignment: Node, src: SourceText, assigned: set[str]) -> li
 
 
 def _mentions_children(node: Node, src: SourceText) -> bool:
-    raw = src.raw(node)
+    raw = code_bytes(src, node)
     return b"add_module" in raw or b"__init__" in raw or b".append(" in raw
 
 

@@ -17,6 +17,7 @@ from typing import Any, Final
 from adopter.analysis.crossfile.ast_files import bound_names
 from adopter.analysis.crossfile.evaluator import truth
 from adopter.analysis.crossfile.summary import Summary
+from adopter.analysis.parse.code_text import code_bytes
 
 CALLED = re.compile(r"\bself\.(\w+)\s*\(")
 _SINGLE_BASE_CLASS = re.compile(rb"^class (\w+)\(\s*([\w.]+)\s*\)\s*:", re.M)
@@ -118,7 +119,7 @@ class InitSource:
         """The attributes `forward` calls (`self.<attr>(`), or None when there is no forward to read."""
         if self.owner is None:
             return None
-        text = self.src.raw(self.owner).decode("utf-8", errors="replace")
+        text = code_bytes(self.src, self.owner).decode("utf-8", errors="replace")  # a comment calls nothing
         return frozenset(CALLED.findall(text))
 
     def annotations(self) -> dict[str, str]:

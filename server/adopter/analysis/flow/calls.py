@@ -29,6 +29,7 @@ from adopter.analysis.flow.state import (
 from adopter.analysis.names.naming import is_opaque_function
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
+from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.dsl.types import Branch, Expr, Kwarg, OpKind, Param, ParamKind, Ref, Stmt, Value
 
@@ -467,8 +468,9 @@ class CallFlow(Calls):
         name = label.rsplit(".", 1)[-1].encode()
         if self.src.data.find(name, body.start_byte, body.end_byte) < 0:  # the common case: no text, no pattern
             return False
+        # The body's code only: a comment naming the call (`# unlike self._attn(q, k, 1)`) is no call of it.
         pattern = re.compile(rb"(?<![\w.])" + re.escape(label.encode()) + rb"\s*\(")
-        return pattern.search(self.src.data, body.start_byte, body.end_byte) is not None
+        return pattern.search(code_bytes(self.src, body)) is not None
 
 
 def _call_result(frame: Frame, outs: tuple[str, ...]) -> EnvVal:

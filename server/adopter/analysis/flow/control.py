@@ -20,6 +20,7 @@ from adopter.analysis.flow.parts import Control, Expressions, Statements
 from adopter.analysis.flow.state import MAX_NESTING, EnvVal, FlowState, ModuleFunction, Submodule
 from adopter.analysis.names.assignments import target_leaves
 from adopter.analysis.names.symbols import dotted_text
+from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field
 from adopter.dsl.types import Branch, Loop, Ref, Stmt
 
@@ -78,7 +79,7 @@ class ControlFlow(Control):
         test = stmt.child_by_field_id(Field.CONDITION)
         conditions.append(state.text(test) if test is not None else "?")
         bodies.append(stmt.child_by_field_id(Field.CONSEQUENCE))
-        if test is not None and b":=" in self.src.raw(test):
+        if test is not None and b":=" in code_bytes(self.src, test):
             # A walrus in the test binds a value the branches use. Other calls in tests (shape
             # checks before a `raise`) are left out: they would split op chains the rules match.
             state.stmt_node, state.stmt_span = test, None

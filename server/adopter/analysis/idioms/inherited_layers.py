@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from adopter.analysis.crossfile.init_source import InitSource
 from adopter.analysis.crossfile.resolver import is_torch_module_class
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
+from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.words import groups_at_word_starts
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
@@ -132,7 +133,7 @@ def inherit(reach: CrossFileReach, init: Init | None, name: str, table: ClassTab
     if depth == 0:
         # Only a forward that calls a `self.<attr>(...)` the class neither binds nor defines looks further.
         found = table.find_method(name, "forward")
-        called = set(groups_at_word_starts(_CALLED, src.raw(found[1]).decode("utf-8", errors="replace"))) if (
+        called = set(groups_at_word_starts(_CALLED, code_bytes(src, found[1]).decode("utf-8", errors="replace"))) if (
             found) else set()
         mro = table.mro(name)
         if note is not None:  # whether each called attribute is a method of the class or a same-file base

@@ -31,6 +31,7 @@ from tree_sitter import Node
 
 from adopter.analysis.idioms.method_forward import method_architecture
 from adopter.analysis.names.symbols import ModuleSymbols
+from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Architecture, Problem
@@ -75,11 +76,12 @@ def _caller(processor: str, table: ClassTable, src: SourceText) -> str | None:
         init, forward = info.methods.get("__init__"), info.methods.get("forward")
         if init is None or forward is None or not src.contains(init, processor.encode()):
             continue
-        bound = [m.group(1) for m in _BOUND.finditer(src.raw(init))]
-        attrs = {m.group(1) for m in _BOUND.finditer(src.raw(init)) if m.group(2) == processor.encode()}
+        code = code_bytes(src, init)  # what the methods' code says: a comment binds and calls nothing
+        bound = [m.group(1) for m in _BOUND.finditer(code)]
+        attrs = {m.group(1) for m in _BOUND.finditer(code) if m.group(2) == processor.encode()}
         if any(bound.count(a) != 1 for a in attrs):
             continue  # bound more than once: the class is not evident
-        calls = src.raw(forward)
+        calls = code_bytes(src, forward)
         if any(re.search(rb"self\." + a + rb"\s*\(\s*self\s*[,)]", calls) for a in attrs) and table.is_module(name):
             callers.append(name)
     return callers[0] if len(callers) == 1 else None

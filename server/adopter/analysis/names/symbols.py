@@ -10,6 +10,7 @@ from tree_sitter import Node
 from adopter.analysis.names.dropout_form import dropout_form
 from adopter.analysis.names.forward_shape import chain_shape
 from adopter.analysis.names.linear_shape import linear_shape
+from adopter.analysis.parse.code_text import code_key
 from adopter.analysis.parse.source import Field, SourceText
 
 BUILTIN_NAMES = frozenset(dir(builtins))
@@ -416,8 +417,7 @@ class ModuleSymbols:
             if node is None:
                 return self.fingerprint(name[len(CLASS_HEAD) :])
             body = node.child_by_field_id(Field.BODY)
-            head = self.src.data[node.start_byte : body.start_byte if body is not None else node.end_byte]
-            return ("class-head", head)
+            return ("class-head", code_key(self.src, node.start_byte, body.start_byte if body is not None else node.end_byte))
         if name.startswith(BINDING):
             root = name[len(BINDING) :]
             return ("binding", self.imports.get(root), self.aliases.get(root))
@@ -434,11 +434,11 @@ class ModuleSymbols:
             found = self.methods_of(class_name).get(method)
             if found is None:
                 return ("absent",)
-            return ("method", _without_trailing_blanks(self.src.raw(found)), found.start_point)
+            return ("method", _without_trailing_blanks(code_key(self.src, found.start_byte, found.end_byte)), found.start_point)
         for kind, table in (("class", self.classes), ("function", self.functions), ("value", self.values)):
             node = table.get(name)
             if node is not None:
-                return (kind, self.src.raw(node), node.start_point)
+                return (kind, code_key(self.src, node.start_byte, node.end_byte), node.start_point)
         if name in self.imports:
             return ("import", self.imports[name])
         if name in self.aliases:
