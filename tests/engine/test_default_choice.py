@@ -6,8 +6,7 @@ to a LayerNorm when it is `"layer_norm"`, the default; the Linear -> BatchNorm1d
 default LayerNorm module (the oracle's two wrong f08 findings, `torch_frame/nn/models/resnet.py:81/86`). Family
 6 reads an activation chosen by name the same way (`named_activation`, `key_may_be`: the literal default names
 the layer). A boolean switch (`if use_bn:`), a default equal to the literal up to case, and a choice whose
-default takes no other binding of the attribute stay as they were: reported. A `None` default decides like a
-string (mech92).
+default takes no other binding of the attribute stay as they were: reported.
 """
 
 from __future__ import annotations
@@ -128,18 +127,12 @@ def test_a_conv_norm_chosen_by_name_is_a_site_only_at_the_default_that_names_bn(
     ("False", 'self.norm = nn.BatchNorm2d(c) if norm_type else nn.Identity()'),  # a boolean switch
     ('"BN"', ELIF.replace('("bn", "batch")', '("bn",)')),  # equal up to case: __init__ may case-fold it first
     ('"none"', ONLY_BN),  # no other binding of the attribute: the default's path is not evident
-    ("None", ONLY_BN),  # the same with a `None` default
+    ("None", ELIF),  # not a string default
 ])
 def test_choices_the_default_does_not_decide_stay_reported(default: str, choice: str) -> None:
     assert _sites(CONV.format(default='"none"', choice=ELIF), 7) == []  # the decided twin (fails on the base)
     source = CONV.format(default=default, choice=choice)
     assert _sites(source, 7) == [_line(source, "return self.norm(self.conv(x))")]
-
-
-def test_a_none_default_decides_a_choice_by_name_like_a_string() -> None:
-    # `None` equals no string: `norm_type in ("bn", "batch")` is false, `norm_type != "none"` true (the
-    # InstanceNorm arm); this was "not a string default" and stayed reported before mech92 (akita-torch, fresh6 W6)
-    assert _sites(CONV.format(default="None", choice=ELIF), 7) == []
 
 
 def test_an_activation_chosen_by_name_is_read_at_its_default_like_named_activation() -> None:

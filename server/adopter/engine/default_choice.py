@@ -11,9 +11,8 @@ the name holds and whose other terms are not read (`elif norm == "rms": if hasat
 `not in` of a parameter against string literals are decided; a boolean flag (`if use_bn:`) is a switch for
 an optional layer, not a choice by name, and stays undecided, as does anything else (a config attribute, a
 call). A default equal to the literal up to case is undecided: `__init__` may case-fold the parameter first.
-A `None` default is a value like a string (akita-torch 0.1 `akita_torch/nn/block.py:231, 264–272`: `norm_type=None`,
-`if norm_type == "batch": self.norm = nn.BatchNorm2d(...)` ... `else: self.norm = None`: no norm at the
-defaults): it equals no string, so each `==` / `in` test of it is false and each `!=` / `not in` true.
+A `None` default is undecided too: `__init__` often rebinds it before the choice (`if norm_type is None:
+norm_type = "batch"`, `norm_type = norm_type or cfg.norm`), which the bindings do not show.
 """
 
 from __future__ import annotations
@@ -30,13 +29,13 @@ def unchosen_by_default(binding: Binding, params: Sequence[Param], siblings: Seq
     string defaults of `params` rule out while they take another sibling's path."""
     if binding.condition is None or len(siblings) < 2:
         return False
-    defaults = choice_defaults(params)
+    defaults = string_defaults(params)
     if not defaults or decide(binding.condition, defaults) is not False:
         return False
     return any(s is not binding and s.condition is not None and _taken(s.condition, defaults) for s in siblings)
 
 
-def _taken(condition: str, defaults: Mapping[str, str | None]) -> bool:
+def _taken(condition: str, defaults: Mapping[str, str]) -> bool:
     """Whether the defaults evidently take the path of `condition`: it is true there, or it is a conjunction
     none of whose terms is false and one of whose tests of a string parameter is true (`not (norm ==
     "layer_norm") and norm == "rms" and hasattr(nn, "RMSNorm")`: the name's branch, split further by a test
@@ -63,15 +62,7 @@ def string_defaults(params: Sequence[Param]) -> dict[str, str]:
     return out
 
 
-def choice_defaults(params: Sequence[Param]) -> dict[str, str | None]:
-    """The parameters whose default is a string literal or `None`, with that value."""
-    out: dict[str, str | None] = dict(string_defaults(params))
-    out.update((p.name, None) for p in params if p.default == "None" and p.kind in (ParamKind.POSITIONAL,
-                                                                                      ParamKind.KEYWORD_ONLY))
-    return out
-
-
-def decide(condition: str, defaults: Mapping[str, str | None]) -> bool | None:
+def decide(condition: str, defaults: Mapping[str, str]) -> bool | None:
     """The truth of a binding's condition at these defaults: True, False, or None when it is not evident."""
     tree = _parsed(condition)
     return _truth(tree, defaults) if tree is not None else None
@@ -92,7 +83,7 @@ def _literal(text: str) -> object:
         return None
 
 
-def _truth(node: ast.expr, defaults: Mapping[str, str | None]) -> bool | None:
+def _truth(node: ast.expr, defaults: Mapping[str, str]) -> bool | None:
     if isinstance(node, ast.BoolOp):
         parts = [_truth(v, defaults) for v in node.values]
         if isinstance(node.op, ast.And):
@@ -106,7 +97,7 @@ def _truth(node: ast.expr, defaults: Mapping[str, str | None]) -> bool | None:
     return None
 
 
-def _compare(left: ast.expr, op: ast.cmpop, right: ast.expr, defaults: Mapping[str, str | None]) -> bool | None:
+def _compare(left: ast.expr, op: ast.cmpop, right: ast.expr, defaults: Mapping[str, str]) -> bool | None:
     if isinstance(right, ast.Name) and isinstance(op, (ast.Eq, ast.NotEq)):
         left, right = right, left
     if not isinstance(left, ast.Name) or left.id not in defaults:
@@ -120,10 +111,8 @@ def _compare(left: ast.expr, op: ast.cmpop, right: ast.expr, defaults: Mapping[s
         return None
     if options is None:
         return None
-    if value is None:
-        found: bool | None = False  # `None` equals no string
-    elif value in options:
-        found = True
+    if value in options:
+        found: bool | None = True
     elif value.casefold() in {o.casefold() for o in options}:
         return None
     else:
