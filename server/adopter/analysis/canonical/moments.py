@@ -16,6 +16,7 @@ VAR_MEAN = "torch.var_mean"
 # is keyword-only.
 _POSITIONAL = ("input", "dim", "unbiased", "keepdim")
 _SHARED = ("dim", "keepdim")  # what the mean takes of the call's arguments
+_KEYWORDS = frozenset(_POSITIONAL[1:]) | {"correction"}  # a set, not `in (*a, b)`: mypyc cannot compile that test
 
 
 def split_var_mean(op: Op) -> tuple[Op, Op] | None:
@@ -29,7 +30,7 @@ def split_var_mean(op: Op) -> tuple[Op, Op] | None:
         return None
     named = [Kwarg(name, value) for name, value in zip(_POSITIONAL[1:], op.args[1:])]
     given = {k.name for k in named}
-    if any(k.name in given or k.name not in (*_POSITIONAL[1:], "correction") for k in op.kwargs):
+    if any(k.name in given or k.name not in _KEYWORDS for k in op.kwargs):
         return None
     x = op.args[0]
     every = (*named, *op.kwargs)
