@@ -6,18 +6,26 @@ import re
 
 from adopter.dsl.types import Op, Ref, Span
 from adopter.synth.registry import SynthContext, strategy
+from adopter.synth.strategies.nested_arguments import nested_argument_texts
 
 _VAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\s+(\w+)|import\s+([\w.]+))(?:\s+as\s+(\w+))?\s*$")
 
 
-def fill(ctx: SynthContext, template: str, renames: dict[str, str]) -> str:
-    """`template` with every `$var` replaced by the source text it bound and imports renamed."""
+def fill(ctx: SynthContext, template: str, renames: dict[str, str], nested: dict[str, str] | None = None) -> str:
+    """`template` with every `$var` replaced by the source text it bound and imports renamed; `nested`: the
+    written text of a nested argument a variable is bound to (`nested_argument_texts`)."""
 
     def sub(m: re.Match[str]) -> str:
         try:
             return ctx.env_text(m.group(1))
         except KeyError:
+            if nested and m.group(1) in nested:
+                return nested[m.group(1)]
+            if ctx.binding(m.group(1)) is not None:
+                ctx.decline(f"the rewrite template uses ${m.group(1)}, an expression written inside another call "
+                            "that the rewrite cannot move exactly (in an inlined helper, across statements, or "
+                            "beside another such argument)")
             ctx.decline(f"the rewrite template uses ${m.group(1)}, which this match did not bind")
 
     text = _VAR.sub(sub, template)
@@ -79,7 +87,7 @@ def template(ctx: SynthContext) -> None:
         return
     renames = add_imports(ctx, repl.imports)
     if repl.forward:
-        _rewrite_forward(ctx, repl.forward, renames)
+        _rewrite_forward(ctx, repl.forward, renames, nested_argument_texts(ctx))
     for var, code in repl.init:
         attr = ctx.env_text(var.lstrip("$")) if ctx.binding(var) is not None else None
         if attr is None or not attr.startswith("self."):
@@ -94,7 +102,7 @@ def template(ctx: SynthContext) -> None:
         ctx.replace_binding(binding.span, value if value.startswith("self.") else f"{attr} = {value}")
 
 
-def _rewrite_forward(ctx: SynthContext, template: str, renames: dict[str, str]) -> None:
+def _rewrite_forward(ctx: SynthContext, template: str, renames: dict[str, str], nested: dict[str, str]) -> None:
     ops = list(ctx.finding.match.ops)
     # The helper's callers (`Finding.call_spans`) run the site but are not its statements: not edited.
     stmts = sorted(set(ctx.finding.stmt_spans) - set(ctx.finding.call_spans), key=_start)
@@ -106,7 +114,7 @@ def _rewrite_forward(ctx: SynthContext, template: str, renames: dict[str, str]) 
         outer = next((o for o in ops if all(o.span.contains(p.span) for p in ops)), None)
         bound = ctx.binding(single.group(1))
         if outer is not None and isinstance(bound, Ref) and bound.name in outer.outputs:
-            ctx.replace_expression(outer.span, fill(ctx, single.group(2), renames))
+            ctx.replace_expression(outer.span, fill(ctx, single.group(2), renames, nested))
             return
     kinds = [_check_statement(ctx, s, [o for o in ops if o.stmt_span == s], i == len(stmts) - 1)
              for i, s in enumerate(stmts)]
@@ -117,9 +125,9 @@ def _rewrite_forward(ctx: SynthContext, template: str, renames: dict[str, str]) 
         if single is None or "\n" in single.group(2):
             ctx.decline("the matched value is returned directly and the template is not a single assignment")
             return
-        code = f"return {fill(ctx, single.group(2), renames)}"
+        code = f"return {fill(ctx, single.group(2), renames, nested)}"
     else:
-        code = fill(ctx, template, renames)
+        code = fill(ctx, template, renames, nested)
     # Keep every line of the region that is not a matched statement (unrelated code, comments) before
     # the new code; that is only right when nothing outside the match reads the chain's intermediates.
     lines = ctx.source.split("\n")
