@@ -264,3 +264,11 @@ def test_the_users_own_conv_and_batchnorm_beside_a_library_model_stay_sites(tmp_
     marker = {"own stem": "x = self.conv1(x)", "own initial": "self.initial(x)"}[form]
     site = next(i + 1 for i, line in enumerate(text.splitlines()) if marker in line)  # the forward line
     assert _family7(tmp_path, OWN_FORMS[form]) == [site]
+
+
+def test_the_reduced_library_is_readable_from_the_users_file(tmp_path: Path) -> None:
+    _session(tmp_path)
+    resolver = ModuleResolver(search_paths=[str(tmp_path)])
+    user = str(tmp_path / "user" / "model.py")
+    assert resolver.locate("torchvision.models.resnet", user) == str(tmp_path / "torchvision" / "models" / "resnet.py")
+    assert resolver.is_module_class("torchvision.models.resnet.ResNet", user) is True
