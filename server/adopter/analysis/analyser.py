@@ -40,7 +40,11 @@ from adopter.analysis.crossfile.stars import star_names, torch_reexports
 from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.flow.resume import Walk
 from adopter.analysis.flow.state import parameter_attrs, positioned_items
-from adopter.analysis.idioms.entry_methods import entry_method_architecture, entry_methods
+from adopter.analysis.idioms.entry_methods import (
+    entry_method_architecture,
+    entry_methods,
+    same_file_decorators,
+)
 from adopter.analysis.idioms.function_attributes import function_attributes
 from adopter.analysis.idioms.inherited_layers import inherited
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
@@ -362,9 +366,14 @@ class Analyser:
                 self._method_unit(run, problems, chains, f"loss {name}.{method}", f"method {name}.{method}", node,
                                   lambda n=name, m=method, fn=node: loss_method_architecture(n, m, fn, src, symbols, table),
                                   partial(table.module_deps, name))
+        # same-file functions some method may be decorated with (`transparent_decorators`): their text is part
+        # of what the entry reading reads, so of its key
+        decorators = {f: n for f, n in symbols.functions.items() if src.occurs(b"@" + f.encode())}
         for name, info in modules:  # public methods nothing in the class calls, as forwards
-            for method, node in readings("entry", info.node, info.methods,
-                                         partial(entry_methods, info.methods, info.node, src.raw)):
+            key = "entry" + same_file_decorators(src.raw(info.node), decorators, src.raw).decode(
+                "utf-8", "replace") if decorators else "entry"
+            for method, node in readings(key, info.node, info.methods,
+                                         partial(entry_methods, info.methods, info.node, src.raw, decorators)):
                 self._method_unit(run, problems, chains, f"entry {name}.{method}", f"method {name}.{method}", node,
                                   lambda n=name, m=method, fn=node: entry_method_architecture(n, m, fn, src, symbols, table),
                                   partial(table.module_deps, name))

@@ -9,7 +9,8 @@ Model code exposes parts of its computation as methods other code calls on the m
 
 Such a method (public, not `forward` or `__init__`, not decorated but by a gradient-mode or TorchScript marker
 that leaves what it computes alone — `@torch.no_grad()`, `@torch.inference_mode()`, `@torch.jit.export`, as
-`generate`, `sample` and visualisation methods are written —, taking an input besides `self`,
+`generate`, `sample` and visualisation methods are written — or by a decorator of the same file that runs it once
+with its own arguments (`transparent_decorators`: lucidrains' `@eval_decorator`), taking an input besides `self`,
 named nowhere in its class: methods the class calls are read where they are called) that calls a
 layer of the class (`self.<attr>(...)`) becomes an `Architecture` named `Class.method`, as loss methods
 do (`adopter.analysis.idioms.loss_methods`): the class's `__init__` bindings and the method's ops, so the
@@ -20,11 +21,12 @@ and read as one already.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from tree_sitter import Node
 
 from adopter.analysis.idioms.method_forward import method_architecture
+from adopter.analysis.idioms.transparent_decorators import runs_the_method_once
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
@@ -34,19 +36,25 @@ _SKIP = frozenset({"forward", "__init__"})
 _LAYER_CALL = re.compile(rb"\bself\.(\w+)\s*\(")
 # Decorators that change neither the method's computation nor how it is called: autograd's modes and
 # TorchScript's export markers (`torch.` optional: `from torch import no_grad`).
+_SAME_FILE = re.compile(rb"@\s*([A-Za-z_]\w*)\s*")
+_DECORATOR_LINE = re.compile(rb"^[ \t]*@\s*([A-Za-z_]\w*)[ \t]*$", re.MULTILINE)
 _TRANSPARENT = re.compile(
     rb"@\s*(?:torch\.)?(?:(?:no_grad|inference_mode|enable_grad)\s*(?:\(\s*\))?|jit\.(?:export|ignore|unused))\s*")
 
 
-def entry_methods(methods: dict[str, Node], class_node: Node, raw: Callable[[Node], bytes]) -> list[tuple[str, Node]]:
-    """The methods of a module class read as entry points (see the module doc); `raw(node)`: its source."""
+def entry_methods(methods: dict[str, Node], class_node: Node, raw: Callable[[Node], bytes],
+                  functions: Mapping[str, Node] | None = None) -> list[tuple[str, Node]]:
+    """The methods of a module class read as entry points (see the module doc); `raw(node)`: its source;
+    `functions`: the file's module-level functions, for decorators of the same file
+    (`transparent_decorators`)."""
     out: list[tuple[str, Node]] = []
     class_text: bytes | None = None
     for name, node in methods.items():
         if name.startswith("_") or name in _SKIP or node.parent is None:
             continue
         if node.parent.type == "decorated_definition" and not all(
-                _TRANSPARENT.fullmatch(raw(d)) for d in node.parent.named_children if d.type == "decorator"):
+                _transparent(raw(d), functions or {}, raw)
+                for d in node.parent.named_children if d.type == "decorator"):
             continue
         text = raw(node)
         if b"ross_entropy" in text or b"rossEntropy" in text:
@@ -61,6 +69,27 @@ def entry_methods(methods: dict[str, Node], class_node: Node, raw: Callable[[Nod
             continue  # the class calls it (or hands it on): read where it is called
         out.append((name, node))
     return out
+
+
+def _transparent(decorator: bytes, functions: Mapping[str, Node], raw: Callable[[Node], bytes]) -> bool:
+    """A gradient-mode or TorchScript marker, or `@name` of a same-file decorator that runs the method once with
+    its own arguments."""
+    if _TRANSPARENT.fullmatch(decorator):
+        return True
+    named = _SAME_FILE.fullmatch(decorator)
+    definition = functions.get(named.group(1).decode()) if named else None
+    if definition is None or (definition.parent is not None and definition.parent.type == "decorated_definition"):
+        return False  # not of this file, or itself decorated: what it returns is not evident
+    return runs_the_method_once(raw(definition).decode("utf-8", "replace"))
+
+
+def same_file_decorators(class_text: bytes, functions: Mapping[str, Node], raw: Callable[[Node], bytes]) -> bytes:
+    """The definitions of the same-file functions the class's methods are decorated with (`@name` alone on its
+    line), joined: what `entry_methods` reads beyond the class's text, for the readings' cache key."""
+    if b"@" not in class_text:
+        return b""
+    names = sorted({m.group(1).decode() for m in _DECORATOR_LINE.finditer(class_text)} & functions.keys())
+    return b"\0".join(raw(functions[n]) for n in names)
 
 
 def entry_method_architecture(
