@@ -125,3 +125,16 @@ def test_editing_the_decorator_is_seen_by_the_live_analysis() -> None:
         assert doc.result() == analyse(doc.text, "m.py")
         found = [f.span.start_line + 1 for f in check(doc.result(), RULES, CPU).findings]
         assert found == ([] if new.endswith("*args)") else [_line(doc.text, "probs = F.softmax(logits / temperature, dim=-1)")])
+
+
+def test_a_comment_after_the_decorator_does_not_hide_it_from_the_live_analysis() -> None:
+    source = WRAPPER.format(imports="", decorator=EVAL_DECORATOR).replace(
+        "    @eval_decorator\n", "    @eval_decorator  # eval mode while sampling\n")
+    doc = DocumentAnalysis(source, "m.py")
+    assert len([f for f in check(doc.result(), RULES, CPU).findings]) == 1
+    text = doc.text
+    i = text.index("out = fn(model, *args, **kwargs)")
+    line, col = text[:i].count("\n"), i - (text.rfind("\n", 0, i) + 1)
+    doc.edit((line, col), (line, col + len("out = fn(model, *args, **kwargs)")), "out = fn(model, *args)")
+    assert doc.result() == analyse(doc.text, "m.py")
+    assert not check(doc.result(), RULES, CPU).findings

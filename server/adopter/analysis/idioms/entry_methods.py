@@ -36,8 +36,7 @@ _SKIP = frozenset({"forward", "__init__"})
 _LAYER_CALL = re.compile(rb"\bself\.(\w+)\s*\(")
 # Decorators that change neither the method's computation nor how it is called: autograd's modes and
 # TorchScript's export markers (`torch.` optional: `from torch import no_grad`).
-_SAME_FILE = re.compile(rb"@\s*([A-Za-z_]\w*)\s*")
-_DECORATOR_LINE = re.compile(rb"^[ \t]*@\s*([A-Za-z_]\w*)[ \t]*$", re.MULTILINE)
+_SAME_FILE = re.compile(rb"@([A-Za-z_]\w*)\s*")  # `@name` as `same_file_decorators` finds it
 _TRANSPARENT = re.compile(
     rb"@\s*(?:torch\.)?(?:(?:no_grad|inference_mode|enable_grad)\s*(?:\(\s*\))?|jit\.(?:export|ignore|unused))\s*")
 
@@ -73,7 +72,9 @@ def entry_methods(methods: dict[str, Node], class_node: Node, raw: Callable[[Nod
 
 def _transparent(decorator: bytes, functions: Mapping[str, Node], raw: Callable[[Node], bytes]) -> bool:
     """A gradient-mode or TorchScript marker, or `@name` of a same-file decorator that runs the method once with
-    its own arguments."""
+    its own arguments. A comment after it on its line is no part of it (a decorator these patterns match holds no
+    string, so its first `#` starts the comment)."""
+    decorator = decorator.split(b"#", 1)[0]
     if _TRANSPARENT.fullmatch(decorator):
         return True
     named = _SAME_FILE.fullmatch(decorator)
@@ -84,12 +85,10 @@ def _transparent(decorator: bytes, functions: Mapping[str, Node], raw: Callable[
 
 
 def same_file_decorators(class_text: bytes, functions: Mapping[str, Node], raw: Callable[[Node], bytes]) -> bytes:
-    """The definitions of the same-file functions the class's methods are decorated with (`@name` alone on its
-    line), joined: what `entry_methods` reads beyond the class's text, for the readings' cache key."""
-    if b"@" not in class_text:
-        return b""
-    names = sorted({m.group(1).decode() for m in _DECORATOR_LINE.finditer(class_text)} & functions.keys())
-    return b"\0".join(raw(functions[n]) for n in names)
+    """The definitions of the same-file functions `functions` (those some `@name` of the file names) whose `@name`
+    the class's text holds, joined: what `entry_methods` reads beyond the class's text, for the readings' cache
+    key (a trailing comment on the decorator's line does not hide it)."""
+    return b"\0".join(raw(node) for name, node in sorted(functions.items()) if b"@" + name.encode() in class_text)
 
 
 def entry_method_architecture(

@@ -62,19 +62,15 @@ def _calls_once_with_its_arguments(inner: ast.FunctionDef, fn: str) -> bool:
     a = inner.args
     if a.kwonlyargs or a.posonlyargs or a.defaults:
         return False
-    expected = [ast.unparse(ast.Name(p.arg)) for p in a.args]
-    if a.vararg is not None:
-        expected.append(f"*{a.vararg.arg}")
-    keywords = [f"**{a.kwarg.arg}"] if a.kwarg is not None else []
     mentions = [n for stmt in inner.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == fn]
-    calls = [s for s in inner.body if _top_call(s, fn) is not None]
+    calls = [c for stmt in inner.body if (c := _top_call(stmt, fn)) is not None]
     if len(mentions) != 1 or len(calls) != 1:
         return False
-    call = _top_call(calls[0], fn)
-    assert call is not None
-    given = [ast.unparse(x) for x in call.args]
-    given_kw = [("**" + ast.unparse(k.value)) if k.arg is None else "" for k in call.keywords]
-    return given == expected and given_kw == keywords
+    expected = [p.arg for p in a.args] + ([f"*{a.vararg.arg}"] if a.vararg else []) + (
+        [f"**{a.kwarg.arg}"] if a.kwarg else [])
+    given = [ast.unparse(x) for x in calls[0].args] + [
+        f"**{ast.unparse(k.value)}" if k.arg is None else f"{k.arg}={ast.unparse(k.value)}" for k in calls[0].keywords]
+    return given == expected
 
 
 def _top_call(stmt: ast.stmt, fn: str) -> ast.Call | None:

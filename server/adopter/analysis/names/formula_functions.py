@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Callable
+from functools import lru_cache
 
 _POINTS = (-2.75, -1.0, -0.3, 0.4, 1.3, 3.1)
 _TOLERANCE = 1e-12  # the exact (erf) form only: the tanh approximation differs by ~1e-4
@@ -54,6 +55,7 @@ def exact_gelu(source: str) -> bool:
         return False
 
 
+@lru_cache(maxsize=1024)
 def constant_value(text: str) -> float | None:
     """The number a constant expression's source text denotes (`torch.sqrt(torch.tensor(2.0 / torch.pi))`,
     `(2 / math.pi) ** 0.5`, `0.7978845608`), by the same interpreter; None for anything else (a name, a call it
