@@ -489,6 +489,24 @@ MANIFEST: Manifest = (
     ("kagu-torch", "0.0.1", ("kagu/models/model.py", "kagu/trainers/trainer.py")),
     ("medvision-classification", "0.2.9", (
         "medvision_cls/models/resnet3d.py", "medvision_cls/models/medical_net.py")),
+    # Batch 25 (stop 32): labelled by a twenty-fifth independent labeller; first letters n-z only, picked by name and
+    # known purpose, leaning to what the set had less of (LLM training, RL, a researcher's ViT, graph nets, remote
+    # sensing, recommendation, spatio-temporal forecasting, speech, medical imaging, seismology), files from the archive
+    # listings by name and size before reading, plus optimus-dl's `layer_norms.py`, pymimir-rgnn's `messages.py` and
+    # xrayzoo's `predictor.py` after the first pass (see LABELLING.md "Batch 25").
+    ("optimus-dl", "0.2.6", (
+        "optimus_dl/modules/model/blocks/attention.py", "optimus_dl/modules/model/gpt2.py",
+        "optimus_dl/modules/model/blocks/layer_norms.py")),
+    ("pensieve-ppo", "3.9.0", (
+        "pensieve_ppo/quality_ladder/rl/ppo/model.py", "pensieve_ppo/quality_ladder/netllm/models/rl_policy.py")),
+    ("open-moonvit", "0.2.0", ("open_moonvit/main.py",)),
+    ("pymimir-rgnn", "0.2.10", ("pymimir_rgnn/modules.py", "pymimir_rgnn/updates.py", "pymimir_rgnn/messages.py")),
+    ("torch-rs", "0.0.4", ("torchrs/models/rams.py", "torchrs/models/fc_cd.py")),
+    ("vbpr-pytorch", "0.1.2", ("vbpr/vbpr.py", "vbpr/trainer.py")),
+    ("views-hydranet", "0.1.7", ("views_hydranet/architectures/HydraBNrecurrentUnet_06_LSTM4.py",)),
+    ("vistec-ser", "0.4.6a3", ("vistec_ser/models/network.py", "vistec_ser/models/layers/rnn.py")),
+    ("xrayzoo", "1.0.0", ("xrayzoo/model_loader.py", "xrayzoo/predictor.py")),
+    ("phasenet", "0.2.5", ("phasenet/models/unet2018.py", "phasenet/models/phasenet.py")),
 )
 
 
