@@ -342,6 +342,25 @@ MANIFEST: Manifest = (
     ("unet3d", "0.1.0", ("unet3d/unet3d.py", "unet3d/linknet3d.py")),
     ("neroRL", "0.0.4", ("neroRL/nn/encoder.py", "neroRL/trainers/policy_gradient/ppo_shared.py")),
     ("token-shift-gpt", "0.0.2", ("token_shift_gpt/token_shift_gpt.py", "token_shift_gpt/autoregressive_wrapper.py")),
+    # Batch 14 (stop 32): helper dev2b14, 2026-12-07; twelve distributions a-m, none in the real-world, held-out,
+    # dev2 or oracle lists (packages.py, fresh.py: all slices), nor transformers, chosen by domain from the
+    # registry's name list before reading (vision, detection, segmentation, speech, NLP, generative, spatio-temporal,
+    # tabular, graph, medical, RL, a research package) and fetched with `pip download --no-deps`; 22 files picked
+    # from the archive listings by name and size before reading; see "Batch 14" in bench/data/dev2/LABELLING.md.
+    ("distillable-vision-transformer", "1.0.1", ("distillable_vision_transformer/model.py",)),
+    ("fastface", "0.1.4", ("fastface/arch/lffd/blocks/conv.py", "fastface/arch/lffd/module.py")),
+    ("CSSegmentation", "0.0.1", (
+        "csseg/modules/models/encoders/resnet.py", "csseg/modules/models/decoders/aspphead.py")),
+    ("funcodec", "0.2.0", (
+        "funcodec/modules/normed_modules/transformer.py", "funcodec/models/audio_generation/laura_model.py")),
+    ("bert4pytorch", "0.1.2", ("bert4pytorch/modeling.py", "bert4pytorch/optimization.py")),
+    ("dgmr", "1.4.4", ("dgmr/layers/Attention.py", "dgmr/common.py")),
+    ("geotorchai", "0.2.0", ("geotorchai/models/grid/st_resnet.py", "geotorchai/models/grid/deep_stn_net.py")),
+    ("deeptlf", "0.3.1", ("deeptlf/deeptlf.py",)),
+    ("gnnwr", "0.1.17", ("gnnwr/networks.py", "gnnwr/models.py")),
+    ("mindglow", "0.2.11", ("mindglow/seg2d/models/blocks.py", "mindglow/seg2d/tools/trainer.py")),
+    ("fast-safe-rl", "0.1.0", ("fsrl/utils/net/continuous.py", "fsrl/agent/sac_lag_agent.py")),
+    ("givt-pytorch", "0.0.3", ("givt_pytorch/model.py", "givt_pytorch/trainer.py")),
 )
 
 
