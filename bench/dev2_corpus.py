@@ -361,6 +361,26 @@ MANIFEST: Manifest = (
     ("mindglow", "0.2.11", ("mindglow/seg2d/models/blocks.py", "mindglow/seg2d/tools/trainer.py")),
     ("fast-safe-rl", "0.1.0", ("fsrl/utils/net/continuous.py", "fsrl/agent/sac_lag_agent.py")),
     ("givt-pytorch", "0.0.3", ("givt_pytorch/model.py", "givt_pytorch/trainer.py")),
+    # Batch 15 (stop 32): helper dev2b15, 2026-12-07; twelve distributions n-z, none in the real-world, held-out,
+    # dev2 or oracle lists (packages.py, fresh.py: all slices), nor transformers, chosen by domain from the
+    # registry's name list before reading (LLM, vision, saliency detection, segmentation, speech / multimodal NLP,
+    # diffusion, time series, tabular, graph, medical imaging, RL, a research package) and fetched with
+    # `pip download --no-deps`; 21 files picked from the archive listings by name and size before reading; see
+    # "Batch 15" in bench/data/dev2/LABELLING.md.
+    ("openlanguagemodel", "2.2.1", ("olm/nn/attention/gqa.py", "olm/nn/feedforward/swiglu_ffn.py")),
+    ("pyrovision", "0.2.0", ("pyrovision/models/rexnet.py", "references/classification/train.py")),
+    ("saldet", "0.6.1", ("saldet/models/models/pgnet.py", "saldet/models/models/u2net.py")),
+    ("pytorch-rdc-net", "0.1.0", ("pytorch_rdc_net/stacked_dilated_conv.py", "pytorch_rdc_net/generic_model.py")),
+    ("slp", "1.2.1", ("slp/modules/attention.py", "slp/modules/feedforward.py")),
+    ("stable-diffusion-pytorch", "0.1.0", (
+        "stable_diffusion_pytorch/attention.py", "stable_diffusion_pytorch/diffusion.py")),
+    ("samovar-var", "0.1.0", ("samovar/layers.py", "samovar/model.py")),
+    ("neurotabular", "1.0.3", ("neurotabular/network.py",)),
+    ("sgl-dair", "0.1.5", (
+        "sgl/models/simple_models.py", "sgl/operators/message_op/learnable_weighted_messahe_op.py")),
+    ("neurite", "0.3.4", ("neurite/nn/models.py",)),
+    ("PyTorch-DRL", "0.0.2", ("pytorch_drl/net/discrete.py", "pytorch_drl/agent/model_free.py")),
+    ("stack-attention-pytorch", "0.0.12", ("stack_attention/stack_trans_layer.py",)),
 )
 
 
