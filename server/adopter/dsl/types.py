@@ -490,6 +490,10 @@ class GuardKind(str, Enum):
     # scale_factor($s): the value is a factor (a number, an attribute or parameter, arithmetic of those, a size
     # read from a shape), not an activation of the forward
     SCALE_FACTOR = "scale_factor"
+    # added_bias($b): the value an optional step adds to a head's output (`self.decoder(x) + self.bias`) is a
+    # parameter or attribute of the module (a factor by `scale_factor`'s reading), not an activation of the
+    # forward; with the step absent (nothing added) it passes
+    ADDED_BIAS = "added_bias"
     # trailing_axes($dim): the axis argument names the last k axes for every k it can take (`-1`, `(-2, -1)`, a
     # comprehension or range building -1..-k from a size: `[-(i + 1) for i in range(len(shape))]`), what
     # `F.layer_norm` normalises over (adopter.analysis.canonical.axes)

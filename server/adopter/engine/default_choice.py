@@ -13,6 +13,13 @@ an optional layer, not a choice by name, and stays undecided, as does anything e
 call). A default equal to the literal up to case is undecided: `__init__` may case-fold the parameter first.
 A `None` default is undecided too: `__init__` often rebinds it before the choice (`if norm_type is None:
 norm_type = "batch"`, `norm_type = norm_type or cfg.norm`), which the bindings do not show.
+
+One boolean choice is decided: between activations (`self.activation = nn.ReLU() if not gelu else nn.GELU()`,
+`gelu=False`; or the same written as `if`/`else`). Every binding of the attribute is a torch activation under a
+test of flags with literal `True`/`False` defaults, so the flag picks which activation the module computes, as
+a string picks one by name; the GELU it does not pick by default is not the module's (family 6 counts an
+activation chosen by a parameter when its default is GELU). A flag that switches a layer on or off (a norm
+or an `nn.Identity()` on the other path) stays undecided.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import ast
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
-from adopter.dsl.types import Binding, Param, ParamKind
+from adopter.dsl.types import Binding, Ctor, Expr, Param, ParamKind
 
 
 def unchosen_by_default(binding: Binding, params: Sequence[Param], siblings: Sequence[Binding]) -> bool:
@@ -30,9 +37,68 @@ def unchosen_by_default(binding: Binding, params: Sequence[Param], siblings: Seq
     if binding.condition is None or len(siblings) < 2:
         return False
     defaults = string_defaults(params)
-    if not defaults or decide(binding.condition, defaults) is not False:
+    if defaults and decide(binding.condition, defaults) is False and any(
+            s is not binding and s.condition is not None and _taken(s.condition, defaults) for s in siblings):
+        return True
+    return _unchosen_activation(binding, params, siblings)
+
+
+# torch's activation layers and functions (`torch.nn.<Name>` / `torch.nn.functional.<name>`): what a boolean
+# flag chooses between when it picks the activation
+_ACTIVATIONS = frozenset({"GELU", "ReLU", "ReLU6", "LeakyReLU", "SiLU", "Mish", "Tanh", "Sigmoid", "ELU", "SELU",
+                          "CELU", "Softplus", "Hardswish", "Hardsigmoid", "Hardtanh", "PReLU", "Tanhshrink"})
+_FUNCTIONS = frozenset({"gelu", "relu", "relu6", "leaky_relu", "silu", "mish", "tanh", "sigmoid", "elu", "selu",
+                        "celu", "softplus", "hardswish", "hardsigmoid", "hardtanh", "torch.tanh", "torch.sigmoid",
+                        "torch.relu"})
+
+
+def _activation(binding: Binding) -> bool:
+    """Whether the binding holds a torch activation (a layer built, or a function stored)."""
+    value = binding.value
+    if isinstance(value, Ctor):
+        return value.callee.startswith("torch.nn.") and value.callee[len("torch.nn."):] in _ACTIVATIONS
+    if isinstance(value, Expr):
+        text = value.text.strip()
+        short = text[len("torch.nn.functional."):] if text.startswith("torch.nn.functional.") else text
+        return short in _FUNCTIONS and (short != text or text.startswith("torch."))
+    return False
+
+
+def _unchosen_activation(binding: Binding, params: Sequence[Param], siblings: Sequence[Binding]) -> bool:
+    """Whether every binding of the attribute is an activation under a condition of boolean flags, and the
+    flags' defaults make `binding`'s false and another's true (see the module doc)."""
+    if not all(s.condition is not None and _activation(s) for s in siblings):
         return False
-    return any(s is not binding and s.condition is not None and _taken(s.condition, defaults) for s in siblings)
+    flags = flag_defaults(params)
+    if not flags or _decide_flags(binding.condition, flags) is not False:
+        return False
+    return any(s is not binding and _decide_flags(s.condition, flags) is True for s in siblings)
+
+
+def flag_defaults(params: Sequence[Param]) -> dict[str, bool]:
+    """The parameters whose default is the literal `True` or `False`, with that value."""
+    return {p.name: p.default.strip() == "True" for p in params
+            if p.kind not in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD)
+            and p.default is not None and p.default.strip() in ("True", "False")}
+
+
+def _decide_flags(condition: str | None, flags: Mapping[str, bool]) -> bool | None:
+    tree = _parsed(condition) if condition is not None else None
+    return _flag_truth(tree, flags) if tree is not None else None
+
+
+def _flag_truth(node: ast.expr, flags: Mapping[str, bool]) -> bool | None:
+    if isinstance(node, ast.Name):
+        return flags.get(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _flag_truth(node.operand, flags)
+        return None if inner is None else not inner
+    if isinstance(node, ast.BoolOp):
+        parts = [_flag_truth(v, flags) for v in node.values]
+        if isinstance(node.op, ast.And):
+            return False if False in parts else (True if all(p is True for p in parts) else None)
+        return True if True in parts else (False if all(p is False for p in parts) else None)
+    return None
 
 
 def _taken(condition: str, defaults: Mapping[str, str]) -> bool:

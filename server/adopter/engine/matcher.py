@@ -68,7 +68,8 @@ _USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKi
 # The search reaches the same values at many leaves (fused QKV: each assignment of the three projections
 # once per combination of the optional head splits present or skipped).
 _VALUE_GUARDS = frozenset({GuardKind.UNSPLIT, GuardKind.SAME_PATHS, GuardKind.ATTENTION_ROLES,
-                           GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR, GuardKind.TRAILING_AXES,
+                           GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR, GuardKind.ADDED_BIAS,
+                           GuardKind.TRAILING_AXES,
                            GuardKind.INDEPENDENT, GuardKind.OWN_CALL, GuardKind.PERMUTED_SCORES,
                            GuardKind.DISTINCT, GuardKind.SCALED_ALIKE})
 # Hard guards on the texts of bound values and literals (`_guard_ok`): like `_VALUE_GUARDS`, answered before
@@ -688,6 +689,8 @@ class RuleMatcher:
             return all(is_rotary_table(v, self.flat) for v in values)
         if kind == GuardKind.SCALE_FACTOR:
             return all(is_scale_factor(v, self.flat) for v in values)
+        if kind == GuardKind.ADDED_BIAS:
+            return all(v is None or is_scale_factor(v, self.flat) for v in values)
         if kind == GuardKind.INDEPENDENT:
             return not computed_from(values[0], values[1], self.flat)
         if kind == GuardKind.TRAILING_AXES:

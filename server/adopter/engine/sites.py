@@ -705,7 +705,14 @@ def _reach_allowed(rule: Rule, m: RawMatch, ops: tuple[Op | None, ...]) -> bool:
                 bound = env.get(arg.name) if isinstance(arg, PVar) else None
                 if bound is not None and bound[0] == "mod":
                     allowed.add(str(bound[1]))
-    return all(op.target in allowed for op in unrolled)
+    return all(op.target in allowed or _added_parameter(op) for op in unrolled)
+
+
+def _added_parameter(op: Op) -> bool:
+    """The view's `+ self.<path>` of a submodule whose forward adds its own parameter to its last layer's output
+    (`x = self.decoder(x) + self.bias`): part of that layer's reading, allowed beside it."""
+    return (op.kind is OpKind.OPERATOR and op.target == "+" and len(op.args) == 2
+            and isinstance(op.args[1], Expr) and op.args[1].text.startswith("self."))
 
 
 def _unrolled(op: Op) -> bool:

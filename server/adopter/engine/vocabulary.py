@@ -8,7 +8,10 @@ cross-entropy (`num_labels` outputs) gains nothing. Model code says which it is 
   `num_tokens`, `ntoken`, `len(self.vocab)` (a word of a name, split at `_`, `.` and case changes, starts
   with `vocab`, or the name ends in a count of tokens: `ntoken(s)`, `num_tokens`, `n_tokens`);
 - the output size is the number of embeddings of an `nn.Embedding` of the same module (`self.tok_emb =
-  nn.Embedding(n, d)` and `self.head = nn.Linear(d, n)`): the head scores every token of the input table.
+  nn.Embedding(n, d)` and `self.head = nn.Linear(d, n)`): the head scores every token of the input table;
+- the output size is the row count of an embedding table's weight (`nn.Linear(emb_weights.size(1),
+  emb_weights.size(0))`, BERT's original prediction head, which then ties `decoder.weight = emb_weights`;
+  `self.wte.weight.shape[0]`): a word of the table's name starts with `emb`, or it is a `wte`/`tok_emb` weight.
 """
 
 from __future__ import annotations
@@ -69,4 +72,21 @@ def projects_to_vocabulary(layer: Binding | Ctor | None, init: InitIndex) -> boo
     size = out_features(ctor)
     if not isinstance(size, Expr):
         return False
-    return names_vocabulary(size.text) or norm_text(size.text) in embedding_sizes(init)
+    return (names_vocabulary(size.text) or embedding_rows(size.text)
+            or norm_text(size.text) in embedding_sizes(init))
+
+
+_ROWS = re.compile(r"(?P<table>[A-Za-z_][\w.]*?)\s*(\.size\(\s*0\s*\)|\.size\(\s*\)\s*\[\s*0\s*\]|\.shape\s*\[\s*0\s*\])")
+_TABLES = frozenset({"wte", "tok_emb", "token_emb", "tok_embeddings", "word_emb"})
+
+
+def embedding_rows(text: str) -> bool:
+    """Whether a size expression is the row count of an embedding table's weight (see the module doc)."""
+    m = _ROWS.fullmatch(text.strip())
+    if m is None:
+        return False
+    parts = m.group("table").split(".")
+    if any(p in _TABLES for p in parts):
+        return True
+    words = [w.lower() for p in parts for w in _WORD.findall(p)]
+    return any(w.startswith("emb") for w in words)

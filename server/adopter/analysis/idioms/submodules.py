@@ -6,7 +6,9 @@ runs `transform` and then the `decoder` Linear. A site that spans the call and w
 decoder's logits fed to a cross-entropy) lives in the caller. `thin_submodules` gives the leaf layers
 (`cls.predictions.decoder`), each bound to the constructor of the submodule's own `__init__` (with that
 binding's span); they join the caller's bindings, and `canonical.submodule_view` unrolls the calls for
-the rules that ask for it. Reading never goes past a forward that does anything else.
+the rules that ask for it. A forward whose last layer's output gets a parameter of the module added
+(`x = self.decoder(x) + self.bias`: `forward_shape.head_shape`) gives that parameter as its last leaf, which the
+view adds. Reading never goes past a forward that does anything else.
 
 Stateless: `self.act = GEGLU()` of a same-file class with no `__init__` beyond `super().__init__()` and a
 forward that never reads `self`: calling it is calling its forward, which the flow analysis inlines.
@@ -27,7 +29,7 @@ from tree_sitter import Node
 from adopter.analysis.canonical.normalise import canonical_forward
 from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.flow.forward import FlowAnalysis
-from adopter.analysis.names.forward_shape import chain_shape
+from adopter.analysis.names.forward_shape import BIAS, head_shape
 from adopter.analysis.names.signature import params
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
@@ -35,6 +37,7 @@ from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Binding, Ctor, Expr, Forward, Init, Op, OpKind, Problem, Ref, Return
 
 MAX_DEPTH = 3  # submodules of submodules read through
+PARAMETER = "torch.nn.Parameter"  # a leaf holding one is added to the value, not called (`normalise.submodule_view`)
 MAX_ITEM_OPS = 16  # a Sequential item's forward spliced into the chain: a small activation, not a block
 
 
@@ -227,7 +230,7 @@ def _forward_shape(class_name: str, table: ClassTable) -> tuple[str, ...] | None
             symbols.note_method_exists(cls, "forward")  # absent here: depends on it staying absent
             continue
         symbols.note_method_shape(cls, "forward")
-        return chain_shape(node, symbols.src)
+        return head_shape(node, symbols.src)
     return None
 
 
@@ -240,9 +243,12 @@ def _leaves(class_name: str, table: ClassTable, src: SourceText, depth: int) -> 
         return None
     deeper = thin_submodules(inner, table, src, depth + 1)
     leaves: list[Binding] = []
-    for attr in steps:
+    for step in steps:
+        attr = step[len(BIAS):] if step.startswith(BIAS) else step
         bound = [b for b in inner.bindings if b.attr == attr]
         if len(bound) != 1 or bound[0].condition is not None or not isinstance(bound[0].value, Ctor):
             return None
+        if step.startswith(BIAS) != (bound[0].value.callee == PARAMETER):
+            return None  # only a parameter is added (`+ self.bias`); a parameter is never called
         leaves.extend(deeper.get(attr, (bound[0],)))
     return tuple(leaves)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from tree_sitter import Node
 
 from adopter.analysis.names.dropout_form import dropout_form
-from adopter.analysis.names.forward_shape import chain_shape
+from adopter.analysis.names.forward_shape import head_shape
 from adopter.analysis.names.linear_shape import linear_shape
 from adopter.analysis.parse.code_text import code_key
 from adopter.analysis.parse.source import Field, SourceText
@@ -42,7 +42,7 @@ BINDING = "binding:"  # what an import or a module-level alias binds a name to (
 _PER_CLASS = (METHOD_EXISTS, METHOD_SHAPE, METHOD_LINEAR, METHOD_DROPOUT, METHOD)  # `<prefix>Class.method`
 # The keys that depend on one answer read from a method, not its text: prefix -> (the fingerprint's tag, the reader)
 _METHOD_ANSWERS: dict[str, tuple[str, Callable[[Node, SourceText], object]]] = {
-    METHOD_SHAPE: ("shape", chain_shape),
+    METHOD_SHAPE: ("shape", head_shape),
     METHOD_LINEAR: ("linear", linear_shape),
     METHOD_DROPOUT: ("dropout", dropout_form),
 }
