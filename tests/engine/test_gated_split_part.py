@@ -6,10 +6,10 @@ Shaped on (the code rewritten at fixture size):
 - palm-pytorch 0.2.2 `palm_pytorch/palm_pytorch.py` 61-64 (`SwiGLU`: `x, gate = x.chunk(2, dim=-1)`,
   `F.silu(gate) * x`), 78-90 (`fused_dims`, `fused_attn_ff_proj`, `ff_out = nn.Sequential(SwiGLU(), nn.Linear)`),
   130 (`q, k, v, ff = self.fused_attn_ff_proj(x).split(self.fused_dims, dim=-1)`), 168 (`self.ff_out(ff)`); the
-  same block in palm-rlhf-pytorch 0.2.1 `palm_rlhf_pytorch/palm.py` 211, flamingo-pytorch 0.1.2
-  `flamingo_pytorch/flamingo_palm.py` 153, and zetascale (fresh6) `zeta/structs/simple_transformer.py` 190.
+  same block in palm-rlhf-pytorch 0.8.0 `palm_rlhf_pytorch/palm.py` 211, flamingo-pytorch 0.1.2
+  `flamingo_pytorch/flamingo_palm.py` 153, and zetascale 2.8.8 (fresh6) `zeta/structs/simple_transformer.py` 190.
 - refusals: toolformer-pytorch 0.0.30 `toolformer_pytorch/palm.py` 73-76 (the same block with `nn.GELU()` and no
-  gate); zetascale `zeta/structs/transformer_block.py` 106 (the `SwiGLU` imported from another file: not written in
+  gate); zetascale 2.8.8 `zeta/structs/transformer_block.py` 106 (the `SwiGLU` imported from another file: not written in
   the file, dev2 LABELLING batch-1 call 1).
 """
 
