@@ -49,6 +49,7 @@ from adopter.analysis.canonical.ranks import (
     required_ranks,
     unpacked_rank,
 )
+from adopter.analysis.canonical.sized_splits import SizeReads
 from adopter.analysis.canonical.spellings import (
     CANONICAL,
     CAST,
@@ -247,6 +248,7 @@ class _Pass:
         self.transposed: set[str] = set()  # names bound to a transpose (also through a scale or cast)
         self._scores: frozenset[str] | None = None
         self.halves: dict[str, str] = {}  # name -> the tensor whose last axis it holds split as (2, n)
+        self.sizes = SizeReads()  # sizes read off tensors (a reshape written with them: `sized_splits`)
         self.version: dict[str, int] = {}  # name -> how many times the pass has bound it
         self.current = 0  # `id` of the block the pass is in
         self.zeros: dict[str, int] = {}  # name -> the block (`current`) whose last op bound it to zeros
@@ -537,8 +539,10 @@ class _Pass:
         key = (op.kind._value_, op.target)
         first = op.args[0].name if op.args and isinstance(op.args[0], Ref) else None
         first_made = self.made_by.get(first) if first is not None else None
+        split = self.sizes.splits_last_in_two(op, self.version)  # read before the outputs are bound
         for name in op.outputs:
             self.version[name] = self.version.get(name, 0) + 1
+            self.sizes.forget(name)
             if key in _ZEROS:
                 self.zeros[name] = self.current
             else:
@@ -549,10 +553,11 @@ class _Pass:
             self.swapped.pop(name, None)
             self.transposed.discard(name)
             self.halves.pop(name, None)
+        self.sizes.note(op, self.version)
         if len(op.outputs) != 1:
             return
         out = op.outputs[0]
-        if first is not None and _splits_last_in_two(op):
+        if first is not None and (split or _splits_last_in_two(op)):
             self.halves[out] = first
         if (first is not None and first_made == MATMUL and out != first and op.kind == _OPERATOR
                 and op.target in ("*", "/") and len(op.args) == 2):
