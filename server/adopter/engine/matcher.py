@@ -811,7 +811,9 @@ class RuleMatcher:
         binding = state.bindings.get(state.var(first.name)) if isinstance(first, PVar) else None
         if binding is None or not isinstance(binding.value, Ctor):
             return True
-        keys = literal_keys(binding.value, self.init.parameters())
+        # an item of a container (`nn.Sequential(nn.Linear(d, h), get_activation("relu"), ...)`): the item's key
+        item = self._layer_ctor(first, state) if binding.value.items else None
+        keys = literal_keys(item if item is not None else binding.value, self.init.parameters())
         if keys is None:
             return not built_only_when_given(binding, self.init.parameters())
         allowed = {a.text.strip().strip("\"'") for a in g.args[1:] if isinstance(a, Expr)}
