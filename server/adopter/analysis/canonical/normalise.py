@@ -40,13 +40,17 @@ from adopter.analysis.canonical.moments import split_var_mean
 from adopter.analysis.canonical.ranks import (
     CREATION_TARGETS,
     LISTED_TARGETS,
+    NUMPY_SCALAR_MATH,
     REDUCED_TARGETS,
     SAME_RANK,
+    SIZED_TARGETS,
     Need,
     created_rank,
     listed_rank,
+    numpy_scalar_rank,
     reduced_rank,
     required_ranks,
+    size_names,
     unpacked_rank,
 )
 from adopter.analysis.canonical.sized_splits import SizeReads
@@ -521,7 +525,12 @@ class _Pass:
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
             reduced = reduced_rank(o, ranks) if o.target in REDUCED_TARGETS else None  # the input's rank before
+            if o.target in NUMPY_SCALAR_MATH:
+                reduced = numpy_scalar_rank(o, ranks)  # `np.sqrt(head_dim)` of a number: a number
             _track_rank(o, ranks, self.by_attr, self.units, self.bounded)
+            if o.target in SIZED_TARGETS:
+                for name in size_names(o):  # `k.reshape(m, n, -1)`: `n` is an integer, rank 0
+                    ranks.setdefault(name, 0)
             if o.target in CREATION_TARGETS and (made := created_rank(o, self.lists)) is not None:
                 ranks[o.outputs[0]] = made
             elif o.target in LISTED_TARGETS and (made := listed_rank(o, self.lists)) is not None:

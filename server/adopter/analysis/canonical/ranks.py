@@ -277,3 +277,53 @@ def _literal_axes(text: str) -> tuple[int, ...] | None:
             return None
         out.append(sign * item.value)
     return tuple(out)
+
+
+# Calls that take sizes one per argument (`x.view(b, h, n, d)`, `x.expand(b, -1, d)`, `torch.zeros(b, t)`): each
+# size is an integer by the call's contract (`*shape (int...)`), so a name passed as one holds a number, rank 0.
+_SIZE_METHODS = frozenset({"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty"})
+SIZED_TARGETS = _SIZE_METHODS | _CREATED  # a caller's cheap test first
+
+
+def size_names(op: Op) -> tuple[str, ...]:
+    """The names `op` passes as sizes written one per argument, at least two of them (`x.reshape(m, n, -1)`:
+    `m`, `n`; `torch.zeros(b, t)`): each is a number there. None from one argument (`x.view(shape)` may hold a
+    whole shape), a starred one (`x.view(*shape)`), a keyword, or a name the op binds."""
+    if op.kind == OpKind.METHOD and op.target in _SIZE_METHODS and not (op.target == "repeat" and op.kwargs):
+        sizes = op.args[1:]
+    elif op.kind == OpKind.FUNCTION and op.target in _CREATED:
+        sizes = op.args
+    else:
+        return ()
+    if len(sizes) < 2 or any((isinstance(a, Ref) and a.name.startswith("*")) or getattr(a, "text", "").startswith("*")
+                             for a in sizes):
+        return ()
+    return tuple(a.name for a in sizes if isinstance(a, Ref) and a.name not in op.outputs)
+
+
+# numpy's elementwise math of a number is a number (`np.sqrt(head_dim)`: a numpy scalar, rank 0).
+NUMPY_SCALAR_MATH = frozenset({"numpy.sqrt", "numpy.power", "numpy.log", "numpy.exp"})
+
+
+def numpy_scalar_rank(op: Op, ranks: Mapping[str, int]) -> int | None:
+    """0 where `op` is numpy's elementwise math (`NUMPY_SCALAR_MATH`) of numbers only: every argument a name of
+    rank 0 or a numeric literal; None otherwise (`np.sqrt(x)` of an array keeps its shape)."""
+    if op.kind != OpKind.FUNCTION or op.target not in NUMPY_SCALAR_MATH or op.kwargs or len(op.outputs) != 1:
+        return None
+    for a in op.args:
+        if isinstance(a, Ref):
+            if ranks.get(a.name) != 0:
+                return None
+        elif not _is_number(getattr(a, "text", "")):
+            return None
+    return 0 if op.args else None
+
+
+def _is_number(text: str) -> bool:
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return False
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
