@@ -86,8 +86,8 @@ class DotPooling(nn.Module):
         return F.softmax(scores, 1)
 '''
 
-# deepmd-kit 3.1 deepmd/pt/model/descriptor/repformer_layer.py:508 (one atom's query row over its neighbours;
-# the smooth switch and the zeroing of masked probabilities after the softmax left out)
+# deepmd-kit 3.1 deepmd/pt/model/descriptor/repformer_layer.py:508 (one atom's query row over its neighbours,
+# the masked probabilities zeroed after the softmax; the smooth switch, the other branch of an `if`, left out)
 DEEPMD = '''
 import torch
 from torch import nn
@@ -105,8 +105,10 @@ class NeighbourAttention(nn.Module):
         gg1k, gg1v = torch.split(self.mapkv(gg1), [self.hidden, self.hidden], dim=-1)
         attnw = torch.matmul(g1q.unsqueeze(-2), torch.transpose(gg1k, -1, -2)) / self.hidden**0.5
         attnw = attnw.squeeze(-2)
-        attnw = attnw.masked_fill(~nlist_mask, float("-inf"))
+        attnw_mask = ~nlist_mask.unsqueeze(-2)
+        attnw = attnw.masked_fill(attnw_mask, float("-inf"))
         attnw = torch.softmax(attnw, dim=-1)
+        attnw = attnw.masked_fill(attnw_mask, ZERO)
         return torch.matmul(attnw.unsqueeze(-2), VALUES).squeeze(-2)
 '''
 
@@ -153,7 +155,10 @@ def test_values_transposed_times_a_column_of_probabilities_across_a_helper_metho
 
 def test_a_query_row_times_the_transposed_keys_is_found() -> None:
     source = DEEPMD.replace("QUERY", "self.mapq(g1)").replace("VALUES", "gg1v")
-    assert _sites(source) == [("f10-single-query-row", 16, False)]
+    assert _sites(source.replace("ZERO", "0.0")) == [("f10-single-query-row", 16, False)]
+    # without the zeroing after the softmax
+    assert _sites(source.replace("        attnw = attnw.masked_fill(attnw_mask, ZERO)\n", "")) == [
+        ("f10-single-query-row", 16, False)]
 
 
 @pytest.mark.parametrize(("source", "why"), [
@@ -164,10 +169,12 @@ def test_a_query_row_times_the_transposed_keys_is_found() -> None:
     (_fastnlp(squeeze="squeeze(1)"), "the scores squeezed on another axis than the query's column"),
     (STANZA.replace("SOFTMAX_DIM", "1"), "a softmax over the heads"),
     (WAVENCODER.replace("UNSQUEEZE", "1"), "a row of probabilities right of the transposed values"),
-    (DEEPMD.replace("QUERY", "self.mapq.weight.sum(0).expand(g1.size(0), -1)").replace("VALUES", "gg1v"),
-     "the query a learned vector (a pooling with a learned query)"),
-    (DEEPMD.replace("QUERY", "self.mapq(g1)").replace("VALUES", "gg1v * attnw.sum(-1, keepdim=True)"),
-     "values computed from the probabilities"),
+    (DEEPMD.replace("QUERY", "self.mapq.weight.sum(0).expand(g1.size(0), -1)").replace("VALUES", "gg1v")
+     .replace("ZERO", "0.0"), "the query a learned vector (a pooling with a learned query)"),
+    (DEEPMD.replace("QUERY", "self.mapq(g1)").replace("VALUES", "gg1v * attnw.sum(-1, keepdim=True)")
+     .replace("ZERO", "0.0"), "values computed from the probabilities"),
+    (DEEPMD.replace("QUERY", "self.mapq(g1)").replace("VALUES", "gg1v").replace("ZERO", "1.0"),
+     "the probabilities filled with another value than zero after the softmax"),
 ])
 def test_look_alikes_are_not_single_query_attention(source: str, why: str) -> None:
     assert _sites(source) == [], why
