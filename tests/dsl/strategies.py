@@ -291,6 +291,11 @@ def rules(draw: st.DrawFn) -> Rule:
             args: tuple[PValue, ...] = (var, draw(pv))
         elif kind.value in ("one_of", "no_kwarg", "fix_requires", "key_may_be", "named_activation"):
             args = (var, *draw(st.lists(pattern_literals, min_size=1, max_size=3)))
+        elif kind.value in ("query_vector", "probability_vector"):  # variables, then the sides as literals
+            names = draw(st.lists(st.sampled_from(value_vars), min_size=2 if kind.value == "query_vector" else 3,
+                                  max_size=2 if kind.value == "query_vector" else 3))
+            sides = draw(st.lists(pattern_literals, min_size=len(names) - 1, max_size=len(names) - 1))
+            args = (*(PVar(v) for v in names), *sides)
         else:
             args = (var, *(PVar(v) for v in draw(st.lists(st.sampled_from(value_vars), max_size=2))))
         guards.append(Guard(kind, args))

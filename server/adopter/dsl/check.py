@@ -21,6 +21,8 @@ GUARD_ARITY: dict[str, tuple[int, int | None, int | None]] = {
     "key_may_be": (2, None, 1),
     "gate_activation": (1, None, 1),
     "named_activation": (2, None, 1),
+    "query_vector": (3, 3, 2),
+    "probability_vector": (5, 5, 3),
 }
 DEFAULT_ARITY: tuple[int, int | None, int | None] = (1, None, None)
 

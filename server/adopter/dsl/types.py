@@ -519,6 +519,15 @@ class GuardKind(str, Enum):
     # one, is a layer of the module a function is handed as `self` that nothing in this file binds (a method
     # written outside its class: `self.attn_drop(p)`), so what it is cannot be read; a layer the file binds fails
     HANDED_LAYER = "handed_layer"
+    # query_vector($qc, $q, -1): `$qc` is the activation `$q` (not a learned vector) with a unit axis inserted at the
+    # last axis (-1, a column) or the one before (-2, a row): single-query attention's matrix-vector scores
+    # (engine.single_query)
+    QUERY_VECTOR = "query_vector"
+    # probability_vector($b, $dim, $e, -1, -2): the scores' `squeeze($b)` drops the query's unit axis (a column: -1,
+    # a row: -2), the softmax runs over the keys (`$dim`), and the probabilities' `unsqueeze($e)` makes the vector
+    # the values' product contracts over the keys (a row times the values: -2, a column the transposed values
+    # multiply: -1) (engine.single_query)
+    PROBABILITY_VECTOR = "probability_vector"
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,7 @@ from adopter.engine.plans import (
 )
 from adopter.engine.rotary_tables import is_rotary_table
 from adopter.engine.scale_factors import is_scale_factor
+from adopter.engine.single_query import is_probability_vector, is_query_vector
 from adopter.engine.size_reads import reads_size_only, text_reads_size_only
 from adopter.engine.vocabulary import projects_to_vocabulary
 
@@ -71,7 +72,8 @@ _VALUE_GUARDS = frozenset({GuardKind.UNSPLIT, GuardKind.SAME_PATHS, GuardKind.AT
                            GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR, GuardKind.ADDED_BIAS,
                            GuardKind.TRAILING_AXES,
                            GuardKind.INDEPENDENT, GuardKind.OWN_CALL, GuardKind.PERMUTED_SCORES,
-                           GuardKind.DISTINCT, GuardKind.SCALED_ALIKE})
+                           GuardKind.DISTINCT, GuardKind.SCALED_ALIKE, GuardKind.QUERY_VECTOR,
+                           GuardKind.PROBABILITY_VECTOR})
 # Hard guards on the texts of bound values and literals (`_guard_ok`): like `_VALUE_GUARDS`, answered before
 # the leaves once their variables are bound (`RuleMatcher._feasible`). Transposes of the head split
 # (`x.transpose(1, 2)`) then end f10's search at its first step instead of at every leaf below it.
@@ -699,6 +701,10 @@ class RuleMatcher:
             return not any(self._container_item(v) for v in values)
         if kind == GuardKind.PERMUTED_SCORES:
             return len(values) == 3 and permuted_scores(values[0], values[1], values[2], self.flat)
+        if kind == GuardKind.QUERY_VECTOR:
+            return len(values) == 3 and is_query_vector(values[0], values[1], values[2], self.flat)
+        if kind == GuardKind.PROBABILITY_VECTOR:
+            return len(values) == 5 and is_probability_vector(*values)
         if kind == GuardKind.DISTINCT:
             return None not in values and len(set(values)) == len(values)
         if kind == GuardKind.SCALED_ALIKE:
