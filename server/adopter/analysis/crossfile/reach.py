@@ -83,7 +83,7 @@ from adopter.analysis.crossfile.norm_act import NORM_ACT, norm_then_act
 from adopter.analysis.crossfile.passed_fields import passed_fields
 from adopter.analysis.crossfile.resolver import ModuleResolver, is_torch_module_class
 from adopter.analysis.crossfile.summary import Definition, Summary
-from adopter.analysis.names.formula_functions import FORMULA_GELU, gelu_approximation
+from adopter.analysis.crossfile.written_layers import written_layer
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg
 
 MAX_DEPTH = 6
@@ -699,10 +699,10 @@ class CrossFileReach:
             found = elementwise_layer(forward, parsed.imports)
             if found is not None:
                 return Summary("layer", d, found[0], found[1], own_init=own_init)
-            approximate = gelu_approximation(forward) if _plain_module(node, parsed) else None
-            if approximate is not None and "__call__" not in methods:
-                kwargs = (("approximate", '"tanh"'),) if approximate == "tanh" else ()
-                return Summary("layer", d, "torch.nn.GELU", kwargs, own_init=True, formula=True)
+            formula = written_layer(forward, methods.get("__init__"), lambda n: qualify(n, parsed.imports)) if (
+                "__call__" not in methods and _plain_module(node, parsed)) else None
+            if formula is not None:
+                return Summary("layer", d, formula[0], formula[1], own_init=True, formula=formula[2])
         if "__call__" not in methods and linear_forward(node, parsed.toplevel, lambda n: qualify(n, parsed.imports)):
             return Summary("layer", d, LINEAR, own_init=True, linear_forward=True)
         defaults: dict[str, object] = {}
@@ -827,7 +827,7 @@ def _suffix(summary: Summary) -> str:
         return NORM_ACT
     if summary.linear_forward:
         return LINEAR_FORWARD
-    return FORMULA_GELU if summary.formula else ""
+    return summary.formula
 
 
 def _plain_module(node: ast.ClassDef, parsed: ParsedFile) -> bool:
