@@ -49,9 +49,7 @@ def scan(root: Path, out: Path) -> None:
             except (SyntaxError, ValueError):
                 continue
             imports = imports_of(tree)
-            for node in tree.body:
-                if not isinstance(node, ast.ClassDef):
-                    continue
+            for node in _module_classes(tree.body):
                 methods = {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
                 if "forward" not in methods or "__call__" in methods:
                     continue
@@ -73,6 +71,20 @@ def scan(root: Path, out: Path) -> None:
         n = sum(1 for c in classes if c["layer"] == layer)
         print(f"{layer}: {n} classes in {len(dists)} distributions: {', '.join(sorted(dists))}")
     print(f"{len(files)} user files -> {out / 'files.txt'}")
+
+
+def _module_classes(body: list[ast.stmt]) -> list[ast.ClassDef]:
+    """The classes a module defines at its top level, under `if` / `try` included (`try: from apex import
+    LayerNorm` / `except ImportError: class LayerNorm(nn.Module)`), not inside functions or classes."""
+    out: list[ast.ClassDef] = []
+    for stmt in body:
+        if isinstance(stmt, ast.ClassDef):
+            out.append(stmt)
+        elif isinstance(stmt, ast.If | ast.Try):
+            out.extend(_module_classes(stmt.body + stmt.orelse + getattr(stmt, "finalbody", [])))
+            for handler in getattr(stmt, "handlers", []):
+                out.extend(_module_classes(handler.body))
+    return out
 
 
 def _findings(path: Path) -> set[tuple[str, int, int, str, bool]]:

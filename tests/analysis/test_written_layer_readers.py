@@ -71,7 +71,12 @@ return self.weight * x + self.bias
     (SAGAR.replace(" + self.shift", ""), (("eps", "eps"), ("scale", "weight"))),
     (SAGAR.replace("norm_x = (x - mean)", "norm_x = (x.float() - mean)"), (("eps", "eps"), ("scale", "weight"),
                                                                           ("shift", "bias"))),
+    # transformers' DebertaLayerNorm (modeling_deberta.py:265): computed in float32, cast back to `x.dtype`
+    ("dtype = x.dtype\nx = x.float()\n" + BERT.replace("x = (x - u) / torch.sqrt(s + self.variance_epsilon)",
+                                                      "x = ((x - u) / torch.sqrt(s + self.variance_epsilon)).to(dtype)"),
+     (("bias", "bias"), ("variance_epsilon", "eps"), ("weight", "weight"))),
     # refused
+    ("dtype = x.dtype\nx = x.float()\n" + BERT.replace("self.bias", "self.bias * dtype"), None),
     (SAGAR.replace("dim=-1, keepdim=True, unbiased", "dim=1, keepdim=True, unbiased"), None),  # another axis
     (SAGAR.replace("x.mean(dim=-1, keepdim=True)", "x.mean(dim=(-2, -1), keepdim=True)"), None),
     (SAGAR.replace(", unbiased=False", ""), None),  # unbiased variance

@@ -23,7 +23,7 @@ that a forward placing it elsewhere (`/ (std + eps)`, an unbiased variance, a cl
 as the fused kernel would compute another value. A small literal constant (below 1e-3) of the forward is
 eps itself. What it evaluates: locals assigned in a straight line, `+ - * / **`, unary minus, `mean`, `var`, `std`
 (method or `torch.` function) over `dim=-1` (or `(-1,)`, `[-1]`) with `keepdim=True`, `sqrt`, `rsqrt`, `pow`,
-`torch.square`, and dtype casts (`.float()`, `.to(...)`, `.type_as(x)`), which change nothing here. Anything
+`torch.square`, and dtype casts (`.float()`, `.to(...)`, `.type_as(x)`, also to a local holding `x.dtype`), which change nothing here. Anything
 else (another axis, `keepdim=False`, a branch, a call of another function or module) is refused.
 """
 
@@ -52,6 +52,7 @@ _MAX_STATEMENTS = 12
 _ROLES = ("weight", "bias", "eps")
 _CASTS = frozenset({"float", "double", "half", "bfloat16", "to", "type", "type_as", "contiguous"})
 
+_DTYPE = ()  # what `x.dtype` stands for: arithmetic on it fails, a cast does not read it
 Value = float | tuple[float, ...]
 
 
@@ -192,6 +193,8 @@ class _Reader:
             return float(node.value)
         if isinstance(node, ast.Name) and node.id in self.env:
             return self.env[node.id]
+        if isinstance(node, ast.Attribute) and node.attr == "dtype":
+            return _DTYPE  # `input_dtype = x.dtype`, read back only by a cast
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self.self_name:
             if node.attr not in self.attrs:
                 raise _Refused
