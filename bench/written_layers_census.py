@@ -53,7 +53,7 @@ def scan(root: Path, out: Path) -> None:
                 methods = {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
                 if "forward" not in methods or "__call__" in methods:
                     continue
-                found = written_layer(methods["forward"], methods.get("__init__"), lambda n: qualify(n, imports))
+                found = written_layer(methods["forward"], methods.get("__init__"), lambda n, imports=imports: qualify(n, imports))
                 if found is None:
                     continue
                 calls = re.compile(rf"(?<!class )\b{re.escape(node.name)}\s*\(")  # built, not defined

@@ -32,8 +32,8 @@ from __future__ import annotations
 import ast
 import itertools
 import math
-from collections.abc import Callable
 import textwrap
+from collections.abc import Callable
 from functools import lru_cache
 
 from tree_sitter import Node
@@ -151,7 +151,7 @@ def layer_norm_text(text: str) -> tuple[tuple[str, str], ...] | None:
 
 
 def _agrees(body: list[ast.stmt], self_name: str, x: str, xs: tuple[float, ...], roles: dict[str, str]) -> bool:
-    values = {"weight": _WEIGHT, "bias": _BIAS, "eps": _EPS}
+    values: dict[str, Value] = {"weight": _WEIGHT, "bias": _BIAS, "eps": _EPS}
     attrs: dict[str, Value] = {attr: values[role] for attr, role in roles.items()}
     has_eps = "eps" in roles.values()
     env: dict[str, Value] = {x: xs}
