@@ -288,6 +288,10 @@ class CrossFileReach:
         source = f", {key_origin}" if key_origin else ""
         entry = registry.entry(key)
         layer = self._layer(entry, registry.definition.path) if entry is not None else None
+        if layer is not None and layer.formula:
+            # A registry's written-out GELU (transformers' `PytorchGELUTanh` under "gelu_pytorch_tanh") stays the
+            # lookup by its key: the fused helper knows the registry's classes and checks them at run time.
+            layer = None
         if layer is None:
             return _evident_key(ctor, key, key_origin, f"{call} ({where}){source}")
         then = _suffix(layer)

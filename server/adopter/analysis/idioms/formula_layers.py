@@ -17,11 +17,12 @@ An instance computes torch's `nn.GELU(approximate="tanh")` (or `nn.GELU()` for t
 dropout→add→LayerNorm. A binding to such a class (alone or a container's item) becomes that torch layer (no
 arguments of the class; `approximate="tanh"`, `bias=False` / `elementwise_affine=False` as the forward says),
 with `origin` ending in `FORMULA_GELU` or `FORMULA_NORM`. Their sites are reported without an automatic fix
-(`formula_reason`): the fused GELU helper recognises torch's GELU classes at run time and would run the user's
-module unfused, and a rewrite into torch's LayerNorm would change the module's parameter names. The canonical
+(`formula_reason`): the fused GELU helper is proven for torch's GELU and the classes of transformers' activation
+table only (it recognises them at run time), and a rewrite into torch's LayerNorm would change the module's parameter names. The canonical
 pass spells a call of an `nn.GELU` binding `F.gelu`, so the engine hands `formula_reason` the bindings of the
 module calls the match's ops were written as (`written_modules`) too. Another file's class is read the same way
-by cross-file reach (`crossfile.written_layers`, `Summary.formula`).
+by cross-file reach (`crossfile.written_layers`, `Summary.formula`), but for an entry of an activation
+registry (`ACT2FN["gelu_pytorch_tanh"]`), which stays the lookup by its key as before (f06's run-time check).
 
 The test, exactly: the class derives from `nn.Module` (through classes of this file only), and the forward its
 instances run is, by `names.formula_functions.gelu_approximation`, the exact GELU or the tanh approximation of
@@ -105,8 +106,8 @@ def formula_reason(bindings: Sequence[Binding]) -> str | None:
                         "rewrite would replace it by torch's kernel with other parameter names (its checkpoint keys "
                         "change), so change it by hand (to `nn.LayerNorm`) first")
             return (f"{held} a `{name}`, a module whose forward writes the GELU formula out, not `nn.GELU`; the "
-                    "fused helper recognises torch's GELU at run time and would run this module unfused, so change "
-                    "it by hand (to `nn.GELU`) first")
+                    "fused helper is proven only for torch's GELU and the activation classes of transformers' table, "
+                    "which it recognises at run time, so change it by hand (to `nn.GELU`) first")
     return None
 
 
