@@ -126,15 +126,20 @@ def _formula_gelu(text: str) -> str | None:
 
 
 def _substituted(expr: ast.expr, local: dict[str, ast.expr]) -> ast.expr:
-    """`expr` with each name of `local` replaced by the expression assigned to it."""
+    """`expr` with each name of `local` replaced by the expression assigned to it (a copy; no visitor class, so
+    the module compiles natively)."""
     if not local:
         return expr
-
-    class _Inline(ast.NodeTransformer):
-        def visit_Name(self, node: ast.Name) -> ast.expr:
-            return local.get(node.id, node)
-
-    return _Inline().visit(copy.deepcopy(expr))  # type: ignore[no-any-return]
+    copied = copy.deepcopy(expr)
+    if isinstance(copied, ast.Name):
+        return local.get(copied.id, copied)
+    for node in ast.walk(copied):
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, ast.Name) and value.id in local:
+                setattr(node, name, local[value.id])
+            elif isinstance(value, list):
+                value[:] = [local[v.id] if isinstance(v, ast.Name) and v.id in local else v for v in value]
+    return copied
 
 
 def _tanh_gelu(x: float) -> float:
