@@ -18,11 +18,12 @@ dropout→add→LayerNorm. A binding to such a class (alone or a container's ite
 arguments of the class; `approximate="tanh"`, `bias=False` / `elementwise_affine=False` as the forward says),
 with `origin` ending in `FORMULA_GELU` or `FORMULA_NORM`. Their sites are reported without an automatic fix
 (`formula_reason`): the fused GELU helper is proven for torch's GELU and the classes of transformers' activation
-table only (it recognises them at run time), and a rewrite into torch's LayerNorm would change the module's parameter names. The canonical
-pass spells a call of an `nn.GELU` binding `F.gelu`, so the engine hands `formula_reason` the bindings of the
-module calls the match's ops were written as (`written_modules`) too. Another file's class is read the same way
-by cross-file reach (`crossfile.written_layers`, `Summary.formula`), but for an entry of an activation
-registry (`ACT2FN["gelu_pytorch_tanh"]`), which stays the lookup by its key as before (f06's run-time check).
+table only (it recognises them at run time), and a rewrite into torch's LayerNorm would change the module's
+parameter names. The canonical pass spells a call of an `nn.GELU` binding `F.gelu`, so the engine hands
+`formula_reason` the bindings of the module calls the match's ops were written as (`written_modules`) too.
+Another file's class is read the same way by cross-file reach (`crossfile.written_layers`, `Summary.formula`),
+but for an entry of an activation registry (`ACT2FN["gelu_pytorch_tanh"]`), which stays the lookup by its key as
+before (f06's run-time check).
 
 The test, exactly: the class derives from `nn.Module` (through classes of this file only), and the forward its
 instances run is, by `names.formula_functions.gelu_approximation`, the exact GELU or the tanh approximation of
@@ -81,7 +82,8 @@ def written_class(name: str, table: ClassTable) -> Ctor | None:
 
 def _ctor(name: str, layer: Layer) -> Ctor:
     callee, kwargs, suffix = layer
-    return Ctor(callee, (), tuple(Kwarg(k, Expr(v)) for k, v in kwargs), origin=f"{name} (a module in this file{suffix})")
+    origin = f"{name} (a module in this file{suffix})"
+    return Ctor(callee, (), tuple(Kwarg(k, Expr(v)) for k, v in kwargs), origin=origin)
 
 
 def _parsed(method: Node, src: SourceText) -> ast.FunctionDef | None:

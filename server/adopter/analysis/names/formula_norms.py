@@ -23,8 +23,9 @@ that a forward placing it elsewhere (`/ (std + eps)`, an unbiased variance, a cl
 as the fused kernel would compute another value. A small literal constant (below 1e-3) of the forward is
 eps itself. What it evaluates: locals assigned in a straight line, `+ - * / **`, unary minus, `mean`, `var`, `std`
 (method or `torch.` function) over `dim=-1` (or `(-1,)`, `[-1]`) with `keepdim=True`, `sqrt`, `rsqrt`, `pow`,
-`torch.square`, and dtype casts (`.float()`, `.to(...)`, `.type_as(x)`, also to a local holding `x.dtype`), which change nothing here. Anything
-else (another axis, `keepdim=False`, a branch, a call of another function or module) is refused.
+`torch.square`, and dtype casts (`.float()`, `.to(...)`, `.type_as(x)`, also to a local holding `x.dtype`),
+which change nothing here. Anything else (another axis, `keepdim=False`, a branch, a call of another function
+or module) is refused.
 """
 
 from __future__ import annotations
