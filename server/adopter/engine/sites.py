@@ -12,6 +12,7 @@ from adopter.analysis.analyser import identical
 from adopter.analysis.canonical.normalise import submodule_view
 from adopter.analysis.canonical.spellings import MODULES, SEQUENTIAL
 from adopter.analysis.flow.state import handed_reason, unrolled_reason
+from adopter.analysis.idioms.formula_layers import formula_reason, written_modules
 from adopter.analysis.idioms.inherited_layers import inherited_reason
 from adopter.analysis.idioms.layer_subclasses import subclass_reason
 from adopter.analysis.idioms.linear_like import linear_like_reason
@@ -748,6 +749,12 @@ def _value(bound: Bound) -> Value | str:
     return bound[1]
 
 
+def _formula_reason(bindings: Sequence[Binding], ops: Sequence[Op], init: InitIndex | None) -> str | None:
+    """`formula_reason` over the match's bindings and those of the module calls its ops were written as."""
+    written = [b for a in written_modules(ops) for b in init.bindings_of(a)] if init is not None else []
+    return formula_reason((*bindings, *written))
+
+
 def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: str | None,
              env: Environment, init: InitIndex | None = None) -> Finding:
     ops = tuple(op for op in (flat.nodes[n].op for n in m.nodes) if op is not None)
@@ -778,7 +785,8 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
                                       in WRAPPER_AWARE_STRATEGIES else None)) is not None:
         fixable, reason = False, spelled
     elif (resolved := subclass_reason(m.bindings) or inherited_reason(m.bindings) or chosen_class_reason(ops) or handed_reason(ops)
-                       or unrolled_reason(ops) or linear_like_reason(m.bindings) or chosen_layer_reason(m.bindings)) is not None:
+                       or unrolled_reason(ops) or linear_like_reason(m.bindings) or chosen_layer_reason(m.bindings)
+                       or _formula_reason(m.bindings, ops, init)) is not None:
         fixable, reason = False, resolved
     elif m.used_elsewhere is not None:
         fixable, reason = False, m.used_elsewhere

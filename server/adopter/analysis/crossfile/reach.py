@@ -83,6 +83,7 @@ from adopter.analysis.crossfile.norm_act import NORM_ACT, norm_then_act
 from adopter.analysis.crossfile.passed_fields import passed_fields
 from adopter.analysis.crossfile.resolver import ModuleResolver, is_torch_module_class
 from adopter.analysis.crossfile.summary import Definition, Summary
+from adopter.analysis.crossfile.written_layers import written_layer
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg
 
 MAX_DEPTH = 6
@@ -244,7 +245,7 @@ class CrossFileReach:
         if summary.kind == "layer" and summary.layer is not None and ctor.lookup is None:
             args, kwargs = ((), ()) if summary.own_init else (ctor.args, ctor.kwargs)
             kwargs = (*kwargs, *(Kwarg(k, Expr(v)) for k, v in summary.layer_kwargs))
-            then = NORM_ACT if summary.norm_act else LINEAR_FORWARD if summary.linear_forward else ""
+            then = _suffix(summary)
             return Ctor(summary.layer, args, kwargs, origin=f"{summary.definition.name} ({where}{then})")
         if summary.kind == "other" and ctor.lookup is None:
             chosen: set[str] = set()
@@ -287,9 +288,13 @@ class CrossFileReach:
         source = f", {key_origin}" if key_origin else ""
         entry = registry.entry(key)
         layer = self._layer(entry, registry.definition.path) if entry is not None else None
+        if layer is not None and layer.formula:
+            # A registry's written-out GELU (transformers' `PytorchGELUTanh` under "gelu_pytorch_tanh") stays the
+            # lookup by its key: the fused helper knows the registry's classes and checks them at run time.
+            layer = None
         if layer is None:
             return _evident_key(ctor, key, key_origin, f"{call} ({where}){source}")
-        then = NORM_ACT if layer.norm_act else LINEAR_FORWARD if layer.linear_forward else ""
+        then = _suffix(layer)
         return Ctor(layer.layer or "", (), tuple(Kwarg(k, Expr(v)) for k, v in layer.layer_kwargs),
                     origin=f"{call} ({where}{then}){source}")
 
@@ -685,7 +690,8 @@ class CrossFileReach:
                     sub = self._base(qualified, d.path, parsed, depth, read)
                     if sub is not None and sub.kind == "layer":
                         return Summary("layer", d, sub.layer, sub.layer_kwargs, own_init or sub.own_init,
-                                       norm_act=sub.norm_act, linear_forward=sub.linear_forward)
+                                       norm_act=sub.norm_act, linear_forward=sub.linear_forward,
+                                       formula=sub.formula)
         forward = methods.get("forward")
         if isinstance(forward, ast.FunctionDef) and "__call__" not in methods:
             for base in node.bases:
@@ -697,6 +703,10 @@ class CrossFileReach:
             found = elementwise_layer(forward, parsed.imports)
             if found is not None:
                 return Summary("layer", d, found[0], found[1], own_init=own_init)
+            formula = written_layer(forward, methods.get("__init__"), lambda n: qualify(n, parsed.imports)) if (
+                "__call__" not in methods and _plain_module(node, parsed)) else None
+            if formula is not None:
+                return Summary("layer", d, formula[0], formula[1], own_init=True, formula=formula[2])
         if "__call__" not in methods and linear_forward(node, parsed.toplevel, lambda n: qualify(n, parsed.imports)):
             return Summary("layer", d, LINEAR, own_init=True, linear_forward=True)
         defaults: dict[str, object] = {}
@@ -813,6 +823,22 @@ def _assigned(stmt: ast.stmt) -> set[str]:
 def _assigned_anywhere(tree: ast.Module) -> set[str]:
     """The names the module's top-level statements bind other than by importing them."""
     return {n for s in tree.body if not isinstance(s, ast.Import | ast.ImportFrom) for n in _assigned(s)}
+
+
+def _suffix(summary: Summary) -> str:
+    """The `origin` suffix that says a layer read from another file's forward gets no automatic fix, or ""."""
+    if summary.norm_act:
+        return NORM_ACT
+    if summary.linear_forward:
+        return LINEAR_FORWARD
+    return summary.formula
+
+
+def _plain_module(node: ast.ClassDef, parsed: ParsedFile) -> bool:
+    """Whether class `node` derives from `nn.Module` directly and from nothing else."""
+    return bool(node.bases) and not node.keywords and all(
+        (dotted := dotted_name(b)) is not None and qualify(dotted, parsed.imports) == "torch.nn.Module"
+        for b in node.bases)
 
 
 def _and(condition: str | None, test: str) -> str:

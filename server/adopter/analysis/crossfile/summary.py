@@ -27,6 +27,7 @@ class Summary:
     own_init: bool = False  # layer: it has its own __init__ (its arguments are not the torch layer's)
     norm_act: bool = False  # layer: a BatchNorm whose forward activates after the norm (`norm_act`)
     linear_forward: bool = False  # layer: an nn.Linear by its forward's linear map of its own weight (`linear_forward`)
+    formula: str = ""  # layer: the `origin` suffix of a GELU or LayerNorm its forward writes out (`formula_layers`)
     entries: tuple[tuple[str, str], ...] = ()  # registry: key -> qualified class (in the registry's file)
     ignore_case: bool = False  # registry: its lookups compare keys without case
     registry: str | None = None  # factory: the registry it looks up, qualified in the factory's file

@@ -25,6 +25,10 @@ binding to such a class becomes the torch layer's constructor, with `origin` nam
 A module of the file that wraps one `nn.Linear` with elementwise work around it is bound as `nn.Linear` too
 (`adopter.analysis.idioms.linear_like`), its sites without an automatic fix.
 
+A module of the file whose forward writes the GELU formula or a LayerNorm out is bound as `nn.GELU` or
+`nn.LayerNorm`, its sites without an automatic fix (`adopter.analysis.idioms.formula_layers`), alone or as a
+container's item.
+
 A module of the file that derives from `nn.Module` alone and whose forward returns a dropout of its input or the
 input itself and nothing else (fairseq's `FairseqDropout`: `F.dropout(x, p=self.p, training=True)` while training
 or when asked to, else `x`; `adopter.analysis.names.dropout_form`) is bound as `nn.Dropout` too, with `origin`
@@ -47,6 +51,7 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from adopter.analysis.crossfile.norm_act import BATCH_NORMS, NORM_ACT, norm_then_act
+from adopter.analysis.idioms.formula_layers import written_class
 from adopter.analysis.idioms.linear_like import LINEAR, LINEAR_LIKE, linear_like, plain_module_order
 from adopter.analysis.names.dropout_form import dropout_form
 from adopter.analysis.names.symbols import dotted_text
@@ -100,7 +105,7 @@ def _bound(value: Ctor, table: ClassTable, src: SourceText, depth: int) -> Ctor:
         return value
     found = layer_of(value.callee, table, src)
     if found is None:
-        return _module_like(value, table, src) if depth == 0 else value
+        return _module_like(value, table, src) if depth == 0 else _written_like(value, table)
     layer, own_init, suffix = found
     if depth > 0 and suffix != NORM_ACT:
         return value  # an item: only the norm-then-activation form is read there (the rest is not measured)
@@ -115,7 +120,13 @@ def _module_like(value: Ctor, table: ClassTable, src: SourceText) -> Ctor:
         return Ctor(LINEAR, (), (), origin=f"{value.callee} (a module in this file{LINEAR_LIKE})")
     if dropout_like(value.callee, table):
         return Ctor(DROPOUT, (), (), origin=f"{value.callee} (a module in this file{DROPOUT_LIKE})")
-    return value
+    return _written_like(value, table)
+
+
+def _written_like(value: Ctor, table: ClassTable) -> Ctor:
+    """A binding (or a container's item) to a same-file module whose forward writes a GELU or a LayerNorm out as
+    that layer (`idioms.formula_layers`); else `value` itself."""
+    return written_class(value.callee, table) or value
 
 
 def subclass_reason(bindings: Sequence[Binding]) -> str | None:

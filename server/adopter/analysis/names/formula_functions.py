@@ -8,17 +8,34 @@ body computes, never by its name: a function of one parameter whose body (a docs
 of an arithmetic expression in that parameter; the expression is evaluated by a small interpreter of its
 syntax tree (numbers, the parameter, `+ - * / **`, and `erf`, `sqrt`, `tanh`, `exp`, `pow` of `math` or
 `torch`, `pi`), never by running the code, at a few points, and must agree with x·Φ(x) there.
+
+From-scratch model code (BERT and GPT-2 ports, "GPT from scratch" packages) writes the activation as a module
+instead: `class GELU(nn.Module)` whose `forward(self, x)` returns the exact formula or the tanh approximation
+`0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x ** 3)))`. `gelu_approximation` reads such a forward
+with the same interpreter (locals assigned once before the `return` are substituted into it) and says which
+GELU it is: `"none"` (agrees with x·Φ(x) to 1e-12) or `"tanh"` (agrees with torch's tanh approximation to
+1e-7: written constants such as `0.7978845608` are rounded; the exact and tanh forms differ by 1e-4 at the
+points); `formula_gelu` answers it for a method of the analysed file (a tree-sitter node).
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 import math
+import textwrap
 from collections.abc import Callable
 from functools import lru_cache
 
+from tree_sitter import Node
+
+from adopter.analysis.parse.source import SourceText
+
 _POINTS = (-2.75, -1.0, -0.3, 0.4, 1.3, 3.1)
 _TOLERANCE = 1e-12  # the exact (erf) form only: the tanh approximation differs by ~1e-4
+FORMULA_GELU = "; its forward writes the GELU formula out"  # `Ctor.origin` suffix of such a module: no fix
+_TANH_TOLERANCE = 1e-7  # the tanh approximation with its constants rounded as written (`0.7978845608`)
+_MAX_LOCALS = 8
 _FUNCTIONS: dict[str, Callable[..., float]] = {
     "erf": math.erf, "sqrt": math.sqrt, "tanh": math.tanh, "exp": math.exp, "pow": math.pow,
 }
@@ -53,6 +70,80 @@ def exact_gelu(source: str) -> bool:
         return all(abs(_value(expr, name, x) - _gelu(x)) <= _TOLERANCE * max(1.0, abs(x)) for x in _POINTS)
     except (_NotArithmetic, ArithmeticError, ValueError, TypeError, RecursionError):
         return False
+
+
+def gelu_approximation(function: ast.FunctionDef) -> str | None:
+    """`"none"` when `forward(self, x)` returns the exact GELU of `x`, `"tanh"` when it returns torch's tanh
+    approximation of it, else None: one input, no decorator, a body (a docstring aside) of locals each assigned
+    once from the arithmetic then one `return`, nothing else read (no `self.` attribute, no other name)."""
+    a = function.args
+    names = [p.arg for p in a.posonlyargs + a.args]
+    if len(names) != 2 or a.vararg or a.kwarg or a.kwonlyargs or a.defaults or function.decorator_list:
+        return None
+    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if not body or len(body) > _MAX_LOCALS or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+        return None
+    x = names[1]
+    local: dict[str, ast.expr] = {}
+    for stmt in body[:-1]:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            return None
+        target = stmt.targets[0].id
+        if target in local or target in names:
+            return None  # rebound: the value read depends on the order, not worth following
+        local[target] = _substituted(stmt.value, local)
+    expr = _substituted(body[-1].value, local)
+    try:
+        values = [(_value(expr, x, p), p) for p in _POINTS]
+    except (_NotArithmetic, ArithmeticError, ValueError, TypeError, RecursionError):
+        return None
+    if all(abs(v - _gelu(p)) <= _TOLERANCE * max(1.0, abs(p)) for v, p in values):
+        return "none"
+    if all(abs(v - _tanh_gelu(p)) <= _TANH_TOLERANCE * max(1.0, abs(p)) for v, p in values):
+        return "tanh"
+    return None
+
+
+def formula_gelu(function: Node, src: SourceText) -> str | None:
+    """`gelu_approximation` of a method of the analysed file, memoised per file (asked at every binding of its
+    class and for its fingerprint)."""
+    key = ("formula-gelu", function.start_byte)
+    if key not in src.memo:
+        src.memo[key] = _formula_gelu(" " * function.start_point[1] + src.text(function))
+    return src.memo[key]  # type: ignore[return-value]
+
+
+@lru_cache(maxsize=256)
+def _formula_gelu(text: str) -> str | None:
+    if "tanh" not in text and "erf" not in text:
+        return None  # the cheap test first: neither form can be written without one
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except (SyntaxError, ValueError):
+        return None
+    function = tree.body[0] if len(tree.body) == 1 else None
+    return gelu_approximation(function) if isinstance(function, ast.FunctionDef) else None
+
+
+def _substituted(expr: ast.expr, local: dict[str, ast.expr]) -> ast.expr:
+    """`expr` with each name of `local` replaced by the expression assigned to it (a copy; no visitor class, so
+    the module compiles natively)."""
+    if not local:
+        return expr
+    copied = copy.deepcopy(expr)
+    if isinstance(copied, ast.Name):
+        return local.get(copied.id, copied)
+    for node in ast.walk(copied):
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, ast.Name) and value.id in local:
+                setattr(node, name, local[value.id])
+            elif isinstance(value, list):
+                value[:] = [local[v.id] if isinstance(v, ast.Name) and v.id in local else v for v in value]
+    return copied
+
+
+def _tanh_gelu(x: float) -> float:
+    return 0.5 * x * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
 
 
 @lru_cache(maxsize=1024)

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from tree_sitter import Node
 
 from adopter.analysis.names.dropout_form import dropout_form
+from adopter.analysis.names.formula_functions import formula_gelu
+from adopter.analysis.names.formula_norms import formula_norm
 from adopter.analysis.names.forward_shape import head_shape
 from adopter.analysis.names.linear_shape import linear_shape
 from adopter.analysis.parse.code_text import code_key
@@ -37,14 +39,18 @@ METHOD_SHAPE = "method-shape:"
 METHOD_EXISTS = "method?:"
 METHOD_LINEAR = "method-linear:"  # the layer a Linear-like forward applies (`linear_shape`), not its text
 METHOD_DROPOUT = "method-dropout:"  # whether a forward is a dropout of its input (`dropout_form`), not its text
+METHOD_GELU = "method-gelu:"  # which GELU a forward writes out (`formula_gelu`), not its text
+METHOD_NORM = "method-norm:"  # whether a forward writes a LayerNorm out, reading which attributes (`formula_norm`)
 BINDING = "binding:"  # what an import or a module-level alias binds a name to (`qualify_binding`)
 
-_PER_CLASS = (METHOD_EXISTS, METHOD_SHAPE, METHOD_LINEAR, METHOD_DROPOUT, METHOD)  # `<prefix>Class.method`
+_PER_CLASS = (METHOD_EXISTS, METHOD_SHAPE, METHOD_LINEAR, METHOD_DROPOUT, METHOD_GELU, METHOD_NORM, METHOD)  # `<prefix>Class.method`
 # The keys that depend on one answer read from a method, not its text: prefix -> (the fingerprint's tag, the reader)
 _METHOD_ANSWERS: dict[str, tuple[str, Callable[[Node, SourceText], object]]] = {
     METHOD_SHAPE: ("shape", head_shape),
     METHOD_LINEAR: ("linear", linear_shape),
     METHOD_DROPOUT: ("dropout", dropout_form),
+    METHOD_GELU: ("gelu", formula_gelu),
+    METHOD_NORM: ("norm", formula_norm),
 }
 
 
@@ -361,6 +367,16 @@ class ModuleSymbols:
         answer changes."""
         self._note(f"{METHOD_DROPOUT}{class_name}.{method}")
 
+    def note_method_gelu(self, class_name: str, method: str) -> None:
+        """Record a dependency on which GELU method `method` of `class_name` writes out (`formula_gelu`), not on
+        its text."""
+        self._note(f"{METHOD_GELU}{class_name}.{method}")
+
+    def note_method_norm(self, class_name: str, method: str) -> None:
+        """Record a dependency on whether method `method` of `class_name` writes a LayerNorm out, and reading which
+        attributes (`formula_norm`), not on its text."""
+        self._note(f"{METHOD_NORM}{class_name}.{method}")
+
     def function_node(self, name: str) -> Node | None:
         self._note(name)
         return self.functions.get(name)
@@ -376,9 +392,9 @@ class ModuleSymbols:
         Besides plain module-level names, finer keys depend on part of a class only (so that editing one
         method of a base class does not re-analyse every subclass): `CLASS_EXISTS + X` (what kind of name
         X is), `CLASS_HEAD + X` (X's header: name and bases), `METHOD + "X.m"` (the text and position of
-        method m defined in X's body, or its absence), `METHOD_SHAPE` / `METHOD_LINEAR` / `METHOD_DROPOUT +
+        method m defined in X's body, or its absence), `METHOD_SHAPE` / `METHOD_LINEAR` / `METHOD_DROPOUT` / `METHOD_GELU` / `METHOD_NORM +
         "X.m"` (one answer read from that method: its chain shape, the layer it applies Linear-like, whether it
-        is a dropout of its input), and `BINDING + X` (what an import or alias binds X to, nothing of a
+        is a dropout of its input, the GELU or LayerNorm it writes out), and `BINDING + X` (what an import or alias binds X to, nothing of a
         definition). Memoised: the symbols of one run do not
         change, and every cached unit checks its dependencies.
         """
