@@ -20,7 +20,6 @@ from tree_sitter import Node
 from adopter.analysis.names.signature import params
 from adopter.analysis.parse.source import Field, SourceText
 
-
 BIAS = "+"  # marks an added attribute in a `head_shape`
 
 
