@@ -106,13 +106,21 @@ def fit_binding(b: Binding, target: str, pattern: BindingPattern) -> Ctor | None
             if i >= 0:
                 cs = [x for c in cs if (x := c.item(i)) is not None]
             elif n == len(indexes) - 1:
-                cs = [c.items[0] for c in cs if len(c.items) == 1]
+                cs = [c.items[0] for c in cs if len(c.items) == 1 or one_class(c.items)]
             else:
                 cs = [x for c in cs if len(c.items) == 1 or c.repeat is not None for x in c.items]
         return next((c for c in cs if ctor_matches(pattern.ctor, c)), None)
     if target.startswith("self."):
         return next((c for c in _module_ctors(b, target.endswith("[*]")) if ctor_matches(pattern.ctor, c)), None)
     return None
+
+
+def one_class(items: tuple[Ctor, ...]) -> bool:
+    """Whether a list's items, built by several statements (`self.fcs.append(nn.Linear(d_in, h))` before a
+    loop appending `nn.Linear(h, h)`, one more after it), are all layers of one class holding no modules of
+    their own: any item a loop index or an iteration reaches (`self.fcs[i]`, `for fc in self.fcs`) is then
+    that class, whichever of them it is (their arguments, the widths, differ)."""
+    return len(items) > 1 and len({c.callee for c in items}) == 1 and not any(c.items or c.keys for c in items)
 
 
 def _nested_ctors(binding: Binding) -> Iterator[Ctor]:
