@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from adopter.dsl.types import (
@@ -87,9 +87,10 @@ def target_attr(target: str) -> str | None:
     return None
 
 
-def fit_binding(b: Binding, target: str, pattern: BindingPattern) -> Ctor | None:
+def fit_binding(b: Binding, target: str, pattern: BindingPattern, siblings: Sequence[Binding] = ()) -> Ctor | None:
     """The constructor of binding `b` (of `target_attr(target)`) that module op `target` runs and that fits
-    `pattern`: the binding's own, a container item by index or literal key, or an item of `[*]`."""
+    `pattern`: the binding's own, a container item by index or literal key, or an item of `[*]`. `siblings`:
+    all the attribute's bindings (`b` among them), for a list of one class of several items (`one_class`)."""
     m = _CHILD.match(target)
     keyed = _KEYED.match(target) if m is None else None
     if keyed is not None:
@@ -106,7 +107,8 @@ def fit_binding(b: Binding, target: str, pattern: BindingPattern) -> Ctor | None
             if i >= 0:
                 cs = [x for c in cs if (x := c.item(i)) is not None]
             elif n == len(indexes) - 1:
-                cs = [c.items[0] for c in cs if len(c.items) == 1 or one_class(c.items)]
+                cs = [c.items[0] for c in cs if len(c.items) == 1 or (
+                    one_class(c.items) and n == 0 and _same_class_on_every_path(c, siblings))]
             else:
                 cs = [x for c in cs if len(c.items) == 1 or c.repeat is not None for x in c.items]
         return next((c for c in cs if ctor_matches(pattern.ctor, c)), None)
@@ -121,6 +123,15 @@ def one_class(items: tuple[Ctor, ...]) -> bool:
     their own: any item a loop index or an iteration reaches (`self.fcs[i]`, `for fc in self.fcs`) is then
     that class, whichever of them it is (their arguments, the widths, differ)."""
     return len(items) > 1 and len({c.callee for c in items}) == 1 and not any(c.items or c.keys for c in items)
+
+
+def _same_class_on_every_path(ctor: Ctor, siblings: Sequence[Binding]) -> bool:
+    """Whether every container the attribute is bound to on some path holds only `ctor`'s items' class: an
+    addition under an `if` of another class (`if last: self.fcs.append(nn.Identity())`) puts that class at
+    some index on its path, and the index forward reads is not known."""
+    kinds = {i.callee for b in siblings if isinstance(b.value, Ctor) for i in b.value.items}
+    return kinds <= {ctor.items[0].callee} and all(
+        not isinstance(b.value, Ctor) or not b.value.items or b.value.callee == ctor.callee for b in siblings)
 
 
 def _nested_ctors(binding: Binding) -> Iterator[Ctor]:
@@ -206,7 +217,7 @@ class InitIndex:
             if attr is not None:
                 # A layer chosen by a name the parameter's default does not give is not this module's as built.
                 bs = self.by_attr.get(attr, ())
-                found = next(((b, c) for b in bs if (c := fit_binding(b, target, pattern)) is not None
+                found = next(((b, c) for b in bs if (c := fit_binding(b, target, pattern, bs)) is not None
                               and not unchosen_by_default(b, self.params, bs)), None)
             self._fits[fit_key] = found
         self._resolved[key] = found

@@ -449,7 +449,7 @@ class RuleMatcher:
         bs = self.init.bindings_of(attr) if attr is not None else ()
         return next(((b, c) for b in bs
                      if b.condition is None or not contradicts(b.condition, facts)
-                     if (c := fit_binding(b, target, pattern)) is not None
+                     if (c := fit_binding(b, target, pattern, bs)) is not None
                      if not unchosen_by_default(b, self.init.parameters(), bs)), None)
 
     def _unify_ctor(self, pat: CtorPattern, ctor: Ctor, state: _State) -> bool:
