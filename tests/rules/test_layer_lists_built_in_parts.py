@@ -204,10 +204,9 @@ def test_the_fold_of_a_list_of_several_widths_keeps_outputs_and_gradients() -> N
     """float64, seed 0, atol 1e-9 / rtol 1e-6 on outputs and gradients, in eval and training mode; the
     widths 5 -> 7 -> 7 -> 3 make the first, hidden and last Linears differ."""
     torch = pytest.importorskip("torch")
-    from equivalence import compare_modules, trained_statistics
-
     from adopter.session import rewrite
     from adopter.synth import Rewritten
+    from equivalence import compare_modules, trained_statistics
 
     result = rewrite(MLP, find(analyse(MLP, "model.py"), RULES, ENV), rules=RULES, env=ENV, path="model.py")
     assert isinstance(result, Rewritten), result

@@ -87,10 +87,10 @@ def target_attr(target: str) -> str | None:
     return None
 
 
-def fit_binding(b: Binding, target: str, pattern: BindingPattern, siblings: Sequence[Binding] = ()) -> Ctor | None:
+def fit_binding(b: Binding, target: str, pattern: BindingPattern) -> Ctor | None:
     """The constructor of binding `b` (of `target_attr(target)`) that module op `target` runs and that fits
-    `pattern`: the binding's own, a container item by index or literal key, or an item of `[*]`. `siblings`:
-    all the attribute's bindings (`b` among them), for a list of one class of several items (`one_class`)."""
+    `pattern`: the binding's own, a container item by index or literal key, or an item of `[*]` (of a list
+    of one class, `one_class`, the caller checks `one_class_on_every_path`)."""
     m = _CHILD.match(target)
     keyed = _KEYED.match(target) if m is None else None
     if keyed is not None:
@@ -107,8 +107,7 @@ def fit_binding(b: Binding, target: str, pattern: BindingPattern, siblings: Sequ
             if i >= 0:
                 cs = [x for c in cs if (x := c.item(i)) is not None]
             elif n == len(indexes) - 1:
-                cs = [c.items[0] for c in cs if len(c.items) == 1 or (
-                    one_class(c.items) and n == 0 and _same_class_on_every_path(c, siblings))]
+                cs = [c.items[0] for c in cs if len(c.items) == 1 or one_class(c.items)]
             else:
                 cs = [x for c in cs if len(c.items) == 1 or c.repeat is not None for x in c.items]
         return next((c for c in cs if ctor_matches(pattern.ctor, c)), None)
@@ -125,13 +124,17 @@ def one_class(items: tuple[Ctor, ...]) -> bool:
     return len(items) > 1 and len({c.callee for c in items}) == 1 and not any(c.items or c.keys for c in items)
 
 
-def _same_class_on_every_path(ctor: Ctor, siblings: Sequence[Binding]) -> bool:
-    """Whether every container the attribute is bound to on some path holds only `ctor`'s items' class: an
-    addition under an `if` of another class (`if last: self.fcs.append(nn.Identity())`) puts that class at
-    some index on its path, and the index forward reads is not known."""
-    kinds = {i.callee for b in siblings if isinstance(b.value, Ctor) for i in b.value.items}
-    return kinds <= {ctor.items[0].callee} and all(
-        not isinstance(b.value, Ctor) or not b.value.items or b.value.callee == ctor.callee for b in siblings)
+def one_class_on_every_path(b: Binding, target: str, siblings: Sequence[Binding]) -> bool:
+    """Whether `target` (`self.fcs[*]`) reads binding `b` of several items of one class (`one_class`) only
+    where every container the attribute is bound to on some path (`siblings`, `b` among them) holds only
+    that class: an addition under an `if` of another class (`if last: self.fcs.append(nn.Identity())`) puts
+    it at some index on its path, and the index forward reads is not known. True for any other reading."""
+    m = _CHILD.match(target)
+    if m is None or m.group(2) != "[*]" or not isinstance(b.value, Ctor) or not one_class(b.value.items):
+        return True
+    kinds = {i.callee for s in siblings if isinstance(s.value, Ctor) for i in s.value.items}
+    return kinds == {b.value.items[0].callee} and all(
+        not isinstance(s.value, Ctor) or not s.value.items or s.value.callee == b.value.callee for s in siblings)
 
 
 def _nested_ctors(binding: Binding) -> Iterator[Ctor]:
@@ -217,7 +220,8 @@ class InitIndex:
             if attr is not None:
                 # A layer chosen by a name the parameter's default does not give is not this module's as built.
                 bs = self.by_attr.get(attr, ())
-                found = next(((b, c) for b in bs if (c := fit_binding(b, target, pattern, bs)) is not None
+                found = next(((b, c) for b in bs if (c := fit_binding(b, target, pattern)) is not None
+                              and one_class_on_every_path(b, target, bs)
                               and not unchosen_by_default(b, self.params, bs)), None)
             self._fits[fit_key] = found
         self._resolved[key] = found
