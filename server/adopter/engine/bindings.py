@@ -107,7 +107,7 @@ def fit_binding(b: Binding, target: str, pattern: BindingPattern) -> Ctor | None
             if i >= 0:
                 cs = [x for c in cs if (x := c.item(i)) is not None]
             elif n == len(indexes) - 1:
-                cs = [c.items[0] for c in cs if len(c.items) == 1 or one_class(c.items)]
+                cs = [c.items[0] for c in cs if len(c.items) == 1 or one_class(c)]
             else:
                 cs = [x for c in cs if len(c.items) == 1 or c.repeat is not None for x in c.items]
         return next((c for c in cs if ctor_matches(pattern.ctor, c)), None)
@@ -116,12 +116,15 @@ def fit_binding(b: Binding, target: str, pattern: BindingPattern) -> Ctor | None
     return None
 
 
-def one_class(items: tuple[Ctor, ...]) -> bool:
+def one_class(container: Ctor) -> bool:
     """Whether a list's items, built by several statements (`self.fcs.append(nn.Linear(d_in, h))` before a
     loop appending `nn.Linear(h, h)`, one more after it), are all layers of one class holding no modules of
     their own: any item a loop index or an iteration reaches (`self.fcs[i]`, `for fc in self.fcs`) is then
-    that class, whichever of them it is (their arguments, the widths, differ)."""
-    return len(items) > 1 and len({c.callee for c in items}) == 1 and not any(c.items or c.keys for c in items)
+    that class, whichever of them it is (their arguments, the widths, differ). Not a `ModuleDict`: its items
+    are read by key (`Ctor.by_key`), and a key not read there is no evidence of which one runs."""
+    items = container.items
+    return (len(items) > 1 and not container.keys and not container.callee.endswith("Dict")
+            and len({c.callee for c in items}) == 1 and not any(c.items or c.keys for c in items))
 
 
 def one_class_on_every_path(b: Binding, target: str, siblings: Sequence[Binding]) -> bool:
@@ -130,7 +133,7 @@ def one_class_on_every_path(b: Binding, target: str, siblings: Sequence[Binding]
     that class: an addition under an `if` of another class (`if last: self.fcs.append(nn.Identity())`) puts
     it at some index on its path, and the index forward reads is not known. True for any other reading."""
     m = _CHILD.match(target)
-    if m is None or m.group(2) != "[*]" or not isinstance(b.value, Ctor) or not one_class(b.value.items):
+    if m is None or m.group(2) != "[*]" or not isinstance(b.value, Ctor) or not one_class(b.value):
         return True
     kinds = {i.callee for s in siblings if isinstance(s.value, Ctor) for i in s.value.items}
     return kinds == {b.value.items[0].callee} and all(
