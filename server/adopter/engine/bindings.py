@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from adopter.dsl.types import (
@@ -89,7 +89,8 @@ def target_attr(target: str) -> str | None:
 
 def fit_binding(b: Binding, target: str, pattern: BindingPattern) -> Ctor | None:
     """The constructor of binding `b` (of `target_attr(target)`) that module op `target` runs and that fits
-    `pattern`: the binding's own, a container item by index or literal key, or an item of `[*]`."""
+    `pattern`: the binding's own, a container item by index or literal key, or an item of `[*]` (of a list
+    of one class, `one_class`, the caller checks `one_class_on_every_path`)."""
     m = _CHILD.match(target)
     keyed = _KEYED.match(target) if m is None else None
     if keyed is not None:
@@ -106,13 +107,37 @@ def fit_binding(b: Binding, target: str, pattern: BindingPattern) -> Ctor | None
             if i >= 0:
                 cs = [x for c in cs if (x := c.item(i)) is not None]
             elif n == len(indexes) - 1:
-                cs = [c.items[0] for c in cs if len(c.items) == 1]
+                cs = [c.items[0] for c in cs if len(c.items) == 1 or one_class(c)]
             else:
                 cs = [x for c in cs if len(c.items) == 1 or c.repeat is not None for x in c.items]
         return next((c for c in cs if ctor_matches(pattern.ctor, c)), None)
     if target.startswith("self."):
         return next((c for c in _module_ctors(b, target.endswith("[*]")) if ctor_matches(pattern.ctor, c)), None)
     return None
+
+
+def one_class(container: Ctor) -> bool:
+    """Whether a list's items, built by several statements (`self.fcs.append(nn.Linear(d_in, h))` before a
+    loop appending `nn.Linear(h, h)`, one more after it), are all layers of one class holding no modules of
+    their own: any item a loop index or an iteration reaches (`self.fcs[i]`, `for fc in self.fcs`) is then
+    that class, whichever of them it is (their arguments, the widths, differ). Not a `ModuleDict`: its items
+    are read by key (`Ctor.by_key`), and a key not read there is no evidence of which one runs."""
+    items = container.items
+    return (len(items) > 1 and not container.keys and not container.callee.endswith("Dict")
+            and len({c.callee for c in items}) == 1 and not any(c.items or c.keys for c in items))
+
+
+def one_class_on_every_path(b: Binding, target: str, siblings: Sequence[Binding]) -> bool:
+    """Whether `target` (`self.fcs[*]`) reads binding `b` of several items of one class (`one_class`) only
+    where every container the attribute is bound to on some path (`siblings`, `b` among them) holds only
+    that class: an addition under an `if` of another class (`if last: self.fcs.append(nn.Identity())`) puts
+    it at some index on its path, and the index forward reads is not known. True for any other reading."""
+    m = _CHILD.match(target)
+    if m is None or m.group(2) != "[*]" or not isinstance(b.value, Ctor) or not one_class(b.value):
+        return True
+    kinds = {i.callee for s in siblings if isinstance(s.value, Ctor) for i in s.value.items}
+    return kinds == {b.value.items[0].callee} and all(
+        not isinstance(s.value, Ctor) or not s.value.items or s.value.callee == b.value.callee for s in siblings)
 
 
 def _nested_ctors(binding: Binding) -> Iterator[Ctor]:
@@ -199,6 +224,7 @@ class InitIndex:
                 # A layer chosen by a name the parameter's default does not give is not this module's as built.
                 bs = self.by_attr.get(attr, ())
                 found = next(((b, c) for b in bs if (c := fit_binding(b, target, pattern)) is not None
+                              and one_class_on_every_path(b, target, bs)
                               and not unchosen_by_default(b, self.params, bs)), None)
             self._fits[fit_key] = found
         self._resolved[key] = found

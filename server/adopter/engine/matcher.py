@@ -34,7 +34,7 @@ from adopter.dsl.types import (
     Value,
 )
 from adopter.engine.attention_roles import computed_from, plays_attention_roles
-from adopter.engine.bindings import InitIndex, fit_binding, norm_text, target_attr
+from adopter.engine.bindings import InitIndex, fit_binding, norm_text, one_class_on_every_path, target_attr
 from adopter.engine.constants import same_number
 from adopter.engine.default_choice import unchosen_by_default
 from adopter.engine.flow import FlatForward
@@ -453,6 +453,7 @@ class RuleMatcher:
         return next(((b, c) for b in bs
                      if b.condition is None or not contradicts(b.condition, facts)
                      if (c := fit_binding(b, target, pattern)) is not None
+                     if one_class_on_every_path(b, target, bs)
                      if not unchosen_by_default(b, self.init.parameters(), bs)), None)
 
     def _unify_ctor(self, pat: CtorPattern, ctor: Ctor, state: _State) -> bool:

@@ -587,6 +587,13 @@ class InitAnalysis:
             updated.append(b)
         self.state[attr] = updated
 
+    def _emptied(self, attr: str) -> None:
+        """`self.<attr>.clear()`: the containers bound to `attr` hold nothing from here on."""
+        self.filled_in_order[attr] = False
+        self.state[attr] = [
+            replace(b, value=replace(b.value, items=(), keys=(), repeat=None, once=False, lead=()), item_spans=())
+            if isinstance(b.value, Ctor) and b.value.callee in CONTAINERS else b for b in self.state.get(attr, [])]
+
     def _kept_lead(self, attr: str, value: Ctor, name: Added | None) -> tuple[Ctor | None, ...]:
         """The first items at their positions (`Ctor.lead`) of the Sequential `value` once a child named `name`
         is added to it: its lead so far, or its items while they are in their order (as `nn.Sequential`'s own
@@ -670,6 +677,9 @@ class InitAnalysis:
                     self._grow(listed, method, arg_nodes[0], conds)
                 else:
                     listed.disturb()
+                return
+            if attr is not None and method == "clear" and not arg_nodes:
+                self._emptied(attr)  # what was added before no longer holds; later additions fill it anew
                 return
             if attr is not None and method in ("append", "extend", "add_module", "insert", "update"):
                 if not arg_nodes:
