@@ -71,10 +71,10 @@ def method_chains(class_name: str, src: SourceText, table: ClassTable) -> tuple[
             reader = init_reader
         else:
             reader = InitAnalysis(class_name, table, src)
-            passed = passed_defaults(node, info.methods, init_reader.defaults, src) if init is not None else ()
-            reader.read_defaults(passed)  # before its body's locals are read, and again after its own defaults
+            handed = passed_defaults(node, info.methods, init_reader.defaults, src) if init is not None else ()
+            reader.read_defaults(handed)  # before its body's locals are read, and again after its own defaults
             reader.read_locals(node, classes)
-            reader.read_defaults(passed)
+            reader.read_defaults(handed)
         for call in calls:
             args = call.child_by_field_id(Field.ARGUMENTS)
             given = [a for a in (args.named_children if args is not None else ()) if a.type != "comment"]
