@@ -1,12 +1,14 @@
 """A factory function's own local names for layer classes, read where its `nn.Sequential(...)` calls them.
 
 `def MBConv(dim_in, dim_out): batchnorm_klass = MaybeSyncBatchnorm2d(); return nn.Sequential(nn.Conv2d(...),
-batchnorm_klass(hidden), ...)` (lucidrains' metnet3-pytorch and q-transformer): the item `batchnorm_klass(hidden)`
+batchnorm_klass(hidden), ...)` (lucidrains' metnet3-pytorch): the item `batchnorm_klass(hidden)`
 builds the class the local names, as the same spelling does in an `__init__` or a method, whose locals
 `InitAnalysis` already reads (a same-file helper returning a class, `partial(...)`, an alias, a conditional
-of such). A name also bound at or after the Sequential (later in the function, or later in a loop that
-repeats it) is left to the parameters' defaults alone, as before: which binding the item sees would then
-depend on the pass.
+of such). Only names bound one way on every path: a choice under an `if`, a conditional expression or
+`a or b` is left to the callers, whose calls the helper reading decides (`InitAnalysis._helper_locals`:
+gigagan-pytorch's `proj = partial(nn.Conv2d, kernel_size=1) if channel_first else nn.Linear`). A name also
+bound at or after the Sequential (later in the function, or later in a loop that repeats it) is left to the
+parameters' defaults alone, as before: which binding the item sees would then depend on the pass.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class LocalClasses:
                    and f.type == "identifier"]
         bound = self._bindings()
         used = [c for c in callees if c is not None and c in bound]
-        if not used or not all(self._before(b, call) for c in used for b in bound[c]):
+        if not used or not all(self._before(b, call) and self._unchosen(b) for c in used for b in bound[c]):
             return None
         if self._reader is None:
             self._reader = InitAnalysis(self.name, self.table, self.src)
@@ -69,6 +71,24 @@ class LocalClasses:
         """Whether `binding` ends before `call` in the source: then, each time `call` runs, the binding it
         sees is one of those before it (a loop around both rebinds the name before each call again)."""
         return binding.end_byte <= call.start_byte
+
+
+    def _unchosen(self, binding: Node) -> bool:
+        """Whether `binding` binds one value on every path: not under an `if`, not a conditional expression or
+        `a or b`. A choice on the factory's parameters is its callers' to make (`InitAnalysis._helper_locals`
+        reads it with what each call passes); a helper that chooses at run time (`return nn.SyncBatchNorm if
+        distributed else nn.BatchNorm2d`) is read as the base reads `helper(...)(c)`."""
+        value = binding.child_by_field_id(Field.RIGHT) if binding.type == "assignment" else None
+        while value is not None and value.type == "parenthesized_expression" and value.named_child_count == 1:
+            value = value.named_children[0]
+        if value is None or value.type in ("conditional_expression", "boolean_operator"):
+            return False
+        node = binding.parent
+        while node is not None and node != self.function:
+            if node.type in ("if_statement", "elif_clause", "else_clause", "match_statement", "try_statement"):
+                return False
+            node = node.parent
+        return True
 
 
 def _names(target: Node) -> list[Node]:
