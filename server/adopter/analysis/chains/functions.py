@@ -17,6 +17,7 @@ from adopter.analysis.canonical.normalise import canonical_architecture
 from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.chains.added_modules import added_children
 from adopter.analysis.chains.default_branches import taken_block
+from adopter.analysis.chains.local_classes import LocalClasses
 from adopter.analysis.idioms.submodules import item_forwards
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
@@ -51,6 +52,7 @@ def sequential_chains(function: Node, name: str, src: SourceText, table: ClassTa
         return ()
     reader = InitAnalysis(name, table, src)
     reader.read_defaults(params(function, src))
+    local_classes = LocalClasses(function, name, src, table)
     chains: list[Architecture] = []
     stack = list(body.named_children)
     while stack and len(chains) < MAX_CHAINS:
@@ -58,7 +60,7 @@ def sequential_chains(function: Node, name: str, src: SourceText, table: ClassTa
         if node.type in ("function_definition", "class_definition", "decorated_definition", "lambda"):
             continue
         if node.type == "call":
-            chain = _chain(node, name, src, reader, body)
+            chain = _chain(node, name, src, local_classes.reader_for(node) or reader, body)
             if chain is not None:
                 chains.append(chain)
         stack.extend(node.named_children)

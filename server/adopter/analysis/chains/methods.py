@@ -31,6 +31,7 @@ from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.chains.call_arguments import self_call_arguments, walk
 from adopter.analysis.chains.functions import sequential_added
 from adopter.analysis.chains.lists import list_chains, splatted_lists
+from adopter.analysis.chains.passed_classes import passed_defaults
 from adopter.analysis.chains.sequential_classes import chain_of, is_sequential_class, positional_children
 from adopter.analysis.names.naming import MODULE_SELF_METHODS
 from adopter.analysis.names.symbols import dotted_text
@@ -70,7 +71,10 @@ def method_chains(class_name: str, src: SourceText, table: ClassTable) -> tuple[
             reader = init_reader
         else:
             reader = InitAnalysis(class_name, table, src)
+            handed = passed_defaults(node, info.methods, init_reader.defaults, src) if init is not None else ()
+            reader.read_defaults(handed)  # before its body's locals are read, and again after its own defaults
             reader.read_locals(node, classes)
+            reader.read_defaults(handed)
         for call in calls:
             args = call.child_by_field_id(Field.ARGUMENTS)
             given = [a for a in (args.named_children if args is not None else ()) if a.type != "comment"]
