@@ -461,6 +461,10 @@ class Session:
             except Exception as exc:  # a failing engine is a problem, never a dead caller
                 problems.append(problem(f"Adopter: rule matching failed ({type(exc).__name__}: {exc})"))
                 complete = False
+        if findings:
+            from adopter.engine.sites import with_callees_checked
+
+            findings = with_callees_checked(text, findings)
         return Analysed(text, path, module_file, _without_copies(text, module_file, findings), tuple(problems),
                         complete)
 

@@ -41,6 +41,7 @@ from adopter.dsl.types import (
 from adopter.engine.applications import ROTARY_FAMILY, application_group, group_count
 from adopter.engine.bindings import InitIndex
 from adopter.engine.bound_chains import into_bound_chains, item_spans
+from adopter.engine.called_elsewhere import IN_CALLEE, unmatched_call, with_unseen_calls
 from adopter.engine.environment import Environment
 from adopter.engine.flow import FlatForward, flatten, op_keys
 from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
@@ -392,6 +393,12 @@ def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, 
             kept[rule.id] = _RuleResult(tuple(asked.asked), tuple(findings[found:]), tuple(problems[failed:]))
 
 
+def with_callees_checked(text: str, findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
+    """A file's reduced findings, each written in a callee detection-only where the file calls or uses that callee
+    other than as this site (`engine.called_elsewhere.with_unseen_calls`)."""
+    return with_unseen_calls(text, findings, _unrolled)
+
+
 def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list[Finding]:
     """One finding per rule and source site: a forward inherited by a subclass is the same code.
 
@@ -425,6 +432,9 @@ def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list
         dropped = old if best[key] is f else f
         if dropped.call_spans:
             best[key] = _with_calls(best[key], dropped.call_spans)
+        if best[key].fixable and (dropped.no_fix_reason or "").startswith(IN_CALLEE):
+            # One callee's code: a call of it in the other scope that is not this site refuses the rewrite.
+            best[key] = replace(best[key], fixable=False, no_fix_reason=dropped.no_fix_reason)
     # A helper's own site (the function matched as a scope of its own) is reported at its applications.
     applied = {(rule, spans[:-1]) for (rule, spans), f in best.items() if _application(f)}
     return [f for key, f in best.items() if not applied or _application(f) or key not in applied]
@@ -605,6 +615,9 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
     taken: set[int] = set()
     seen_sites: set[tuple[tuple[Span, ...], tuple[str, ...], Span | None, tuple[Span, ...]]] = set()
     out: list[Finding] = []
+    # The nodes of each site's matches with the same constants (one per inlined call of a callee it is written in).
+    copies: dict[tuple[object, ...], set[int]] = {}
+    edits: list[tuple[object, ...]] = []
     for m in raw:
         if taken.intersection(m.nodes):
             continue
@@ -626,13 +639,25 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
                 group[0] if group is not None else None,
                 tuple(b.span for b in m.bindings) if items else ())
         taken.update(m.nodes)
+        edit = (site[0], items, site[3], tuple((k, v) for k, v in m.env if v[0] != "ref"))
+        copies.setdefault(edit, set()).update(m.nodes)
         if site in seen_sites:
             continue  # the same source statements reached again (a helper inlined twice)
         seen_sites.add(site)
         found = _finding(rule, flat, m, scope_name, path, env, init)
         out.append(_at_application(found, group, group_count(flat.forward, written[0].via[-1]) > 1)
                    if group is not None else found)
-    return out
+        edits.append(edit)
+    return [_every_call_a_site(f, flat, copies[e]) for f, e in zip(out, edits, strict=True)]
+
+
+def _every_call_a_site(f: Finding, flat: FlatForward, matched: set[int]) -> Finding:
+    """`f`, detection-only where it is written in a callee that another call in this scope runs without being this
+    site (`engine.called_elsewhere`)."""
+    if not f.fixable:
+        return f
+    reason = unmatched_call(flat, f.match.ops, matched, _unrolled)
+    return f if reason is None else replace(f, fixable=False, no_fix_reason=reason)
 
 
 def _at_application(f: Finding, group: tuple[Span, ...], several: bool) -> Finding:

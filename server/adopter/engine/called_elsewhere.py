@@ -1,0 +1,224 @@
+"""A site written inside a same-file function that the scope calls: fixable only where every call is that site.
+
+The flow analysis inlines a call of a same-file function or method (`probs = attend(a, -1)`), so a rule matches
+ops written in the callee's body, reached through the call (`Op.via`). A rewrite of such a site edits the callee's
+own statements (`scores.softmax(dim)` becomes `liger_softmax(scores)`), and every call of the callee runs the
+edited code. The edit is right only where each of those calls is a match of the same rule at the same source ops
+with the same constants bound (`attend(a, 1)` beside `attend(a, -1)` is not: the softmax is then over axis 1, and
+the rewrite would move it to the last axis).
+
+Two checks, both leaving the site reported (only its fixability changes):
+- in the scope the site is found in (`unmatched_call`): each inlined copy of each callee op belongs to a match of
+  the same site with the same constants;
+- in the file (`with_unseen_calls`): each use of the callee's name, and of each function on the way to it, is a
+  call at a statement of one of the rule's findings at these ops, so calls from other classes and scopes that
+  are not sites, and a callee used as a value (stored, passed as an argument, listed in `__all__`), refuse it.
+Callers in other files are not seen.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+
+from adopter.dsl.types import Op, Span
+from adopter.engine.flow import FlatForward, Node
+from adopter.engine.types import Finding
+
+# Every reason given here names the callee this way: the file-level check reads the scope's refusals by it.
+IN_CALLEE = "the site is written in the function `"
+
+
+def callee_ops(ops: Iterable[Op], unrolled: Callable[[Op], bool]) -> list[Op]:
+    """The ops of a match that are written in a same-file function or method the scope calls (not a layer of a
+    submodule read through at its call, `unrolled`, nor an item of a container)."""
+    return [op for op in ops if op.via and not unrolled(op) and "[" not in op.via[-1]]
+
+
+def unmatched_call(flat: FlatForward, ops: Sequence[Op], matched: set[int],
+                   unrolled: Callable[[Op], bool]) -> str | None:
+    """Why a site whose ops are partly or wholly in a callee cannot be rewritten there: some inlined copy of one
+    of those ops (another call of the callee) is not among the nodes `matched`, the nodes of this scope's
+    matches of the same site with the same constants. None when every copy is."""
+    for op in callee_ops(ops, unrolled):
+        copies = [n for n in flat.nodes if n.op is not None and n.op.span == op.span and n.op.target == op.target]
+        missing = next((n for n in copies if n.index not in matched), None)
+        if missing is not None:
+            line = _calling_line(flat, missing, copies)
+            at = f"its call at line {line}" if line is not None else "another of its calls"
+            return (f"{IN_CALLEE}{_name(op.via[-1])}`, and {at} in this scope is not the same site (another "
+                    "axis, argument or pattern there): rewriting the function would change that call")
+    return None
+
+
+def _calling_line(flat: FlatForward, node: Node, copies: list[Node]) -> int | None:
+    """The line of the statement whose call inlined `node`: the copies of one op reached through one `via` are
+    inlined in the order `Forward.applications` records those calls."""
+    assert node.op is not None
+    via = node.op.via
+    same = [n for n in copies if n.op is not None and n.op.via == via]
+    calls = [span for v, _, span, _ in flat.forward.applications if v == via]
+    if len(same) != len(calls):
+        return None
+    return calls[same.index(node)].start_line + 1
+
+
+def with_unseen_calls(text: str, findings: tuple[Finding, ...], unrolled: Callable[[Op], bool]) -> tuple[Finding, ...]:
+    """`findings` with each fixable site written in a callee made detection-only where the file uses that callee
+    (or a function on the way to it) other than by a call at a statement of the rule's findings at the same ops,
+    or where one of those findings was refused in its own scope (`unmatched_call`)."""
+    keyed = [(f, _site_key(f, unrolled)) for f in findings]
+    if not any(f.fixable and key for f, key in keyed):
+        return findings
+    try:
+        tree: ast.Module | None = ast.parse(text)
+    except (SyntaxError, ValueError):
+        tree = None
+    uses = _Uses(tree) if tree is not None else None
+    covered: dict[tuple[object, ...], set[int]] = {}
+    refused: dict[tuple[object, ...], str] = {}
+    for f, key in keyed:
+        if not key:
+            continue
+        lines = covered.setdefault(key, set())
+        for s in (*f.stmt_spans, *f.call_spans):
+            lines.update(range(s.start_line + 1, s.end_line + 2))
+        if not f.fixable and f.no_fix_reason is not None and f.no_fix_reason.startswith(IN_CALLEE):
+            refused.setdefault(key, f.no_fix_reason)
+    out: list[Finding] = []
+    for f, key in keyed:
+        if f.fixable and key:
+            reason = refused.get(key)
+            if reason is None:
+                reason = (f"{IN_CALLEE}…`: the file does not parse, so its other calls are not known"
+                          if uses is None else uses.unseen(callee_ops(f.match.ops, unrolled), covered[key]))
+            if reason is not None:
+                f = replace(f, fixable=False, no_fix_reason=reason)
+        out.append(f)
+    return tuple(out)
+
+
+def _site_key(f: Finding, unrolled: Callable[[Op], bool]) -> tuple[object, ...]:
+    inner = callee_ops(f.match.ops, unrolled)
+    if not inner:
+        return ()
+    return (f.rule_id, *sorted(((op.span.start_line, op.span.start_col, op.span.end_line, op.span.end_col),
+                                op.target) for op in inner))
+
+
+def _name(label: str) -> str:
+    return label.rsplit(".", 1)[-1]
+
+
+class _Uses(ast.NodeVisitor):
+    """Where the file names each function: `name` (a function), `self.name` in the class that defines it and its
+    same-file subclasses, `obj.name` on any other receiver (a method), and `__all__`'s strings."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.defs: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str | None]] = []  # (def, its class)
+        self.names: dict[str, list[tuple[int, bool]]] = {}  # bare name -> (line, called)
+        # attribute -> (line, called, the class around it when its receiver is `self` or `cls`, else None)
+        self.attrs: dict[str, list[tuple[int, bool, str | None]]] = {}
+        self.bases: dict[str, set[str]] = {}
+        self.exported: set[str] = set()
+        self._called: set[int] = set()
+        self._classes: list[tuple[str, bool]] = []  # (the class `self` is an instance of, "" if none; a class body)
+        self.visit(tree)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.bases.setdefault(node.name, set()).update(
+            _name(ast.unparse(b)) for b in node.bases if isinstance(b, ast.Name | ast.Attribute))
+        self._classes.append((node.name, True))
+        self.generic_visit(node)
+        self._classes.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        in_body = bool(self._classes) and self._classes[-1][1]
+        self.defs.append((node, self._classes[-1][0] if in_body else None))
+        # `self` in a method (and in the functions nested in it) is an instance of the class around
+        self._classes.append((self._classes[-1][0] if self._classes else "", False))
+        self.generic_visit(node)
+        self._classes.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._called.add(id(node.func))
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self.names.setdefault(node.id, []).append((node.lineno, id(node) in self._called))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if not isinstance(node.ctx, ast.Store):  # `self.attend = ...` names the instance's own attribute
+            own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+            around = self._classes[-1][0] if own and self._classes and self._classes[-1][0] else None
+            self.attrs.setdefault(node.attr, []).append((node.lineno, id(node) in self._called, around))
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self._exports(node.targets, node.value)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._exports([node.target], node.value)
+        self.generic_visit(node)
+
+    def _exports(self, targets: Sequence[ast.expr], value: ast.expr) -> None:
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and isinstance(
+                value, ast.List | ast.Tuple | ast.Set):
+            self.exported.update(e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+
+    def unseen(self, ops: Sequence[Op], covered: set[int]) -> str | None:
+        """Why rewriting the callee of `ops` would change code that is not this site, or None: a use of the
+        callee or of a function on the way to it that is not a call on the `covered` lines."""
+        wanted: dict[tuple[str, str | None], None] = {}
+        for op in ops:
+            written = self._def_of(op.span)
+            owner = written[1] if written is not None else None
+            for label in op.via:
+                wanted[(_name(label), (owner or "") if "." in label else None)] = None
+            if written is not None:
+                wanted[(written[0].name, owner)] = None
+        callee = _name(ops[0].via[-1])
+        for name, owner in wanted:
+            if name in self.exported:
+                return (f"{IN_CALLEE}{callee}`, and the file exports `{name}` (`__all__`): a caller elsewhere "
+                        "may not be this site, and rewriting the function would change that call")
+            for line, is_call in self._uses(name, owner):
+                if not is_call:
+                    return (f"{IN_CALLEE}{callee}`, and line {line} uses `{name}` as a value (stored or passed "
+                            "on), so its calls are not all known: rewriting the function could change one that "
+                            "is not this site")
+                if line not in covered:
+                    return (f"{IN_CALLEE}{callee}`, and the call of `{name}` at line {line} is not the same site "
+                            "(another axis, argument or pattern, or a scope Adopter does not match): rewriting "
+                            "the function would change that call")
+        return None
+
+    def _uses(self, name: str, owner: str | None) -> list[tuple[int, bool]]:
+        """A function's uses (`owner` None), or a method's: on `self` in its class `owner` (\"\" when not known:
+        every class) and the classes derived from it here, on any other receiver anywhere."""
+        if owner is None:
+            return self.names.get(name, [])
+        family = self._derived(owner) if owner else None
+        return [(line, called) for line, called, around in self.attrs.get(name, ())
+                if around is None or family is None or around in family]
+
+    def _derived(self, owner: str) -> set[str]:
+        family = {owner}
+        grown = True
+        while grown:
+            more = {c for c, bases in self.bases.items() if c not in family and bases & family}
+            family |= more
+            grown = bool(more)
+        return family
+
+    def _def_of(self, span: Span) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str | None] | None:
+        """The innermost function written around `span`, and the class it is a method of."""
+        line = span.start_line + 1
+        around = [(d, c) for d, c in self.defs if d.lineno <= line <= (d.end_lineno or d.lineno)]
+        return max(around, key=lambda dc: dc[0].lineno, default=None)
+
+
