@@ -64,47 +64,71 @@ def _calling_line(flat: FlatForward, node: Node, copies: list[Node]) -> int | No
     return calls[same.index(node)].start_line + 1
 
 
-def with_unseen_calls(text: str, findings: tuple[Finding, ...], unrolled: Callable[[Op], bool]) -> tuple[Finding, ...]:
-    """`findings` with each fixable site written in a callee made detection-only where the file uses that callee
-    (or a function on the way to it) other than by a call at a statement of the rule's findings at the same ops,
-    or where one of those findings was refused in its own scope (`unmatched_call`)."""
+def with_unseen_calls(text: str, findings: tuple[Finding, ...], unreduced: Sequence[Finding],
+                      unrolled: Callable[[Op], bool]) -> tuple[Finding, ...]:
+    """`findings` (a file's, one per site) with each site written in a callee decided over the whole file:
+    `unreduced` holds every scope's findings before they were made one per site.
+
+    A site is fixable where the callee's own scope matches the rule at the same ops, reached through no call (the
+    match then holds whatever a caller passes), even if a scope refused it (`unmatched_call`). Otherwise it is
+    detection-only where one scope refused it, or where the file uses the callee (or a function on the way to it)
+    other than by a call on a line of one of the rule's findings at these ops."""
     keyed = [(f, _site_key(f, unrolled)) for f in findings]
-    if not any(f.fixable and key for f, key in keyed):
+    if not any(key and (f.fixable or _refused_here(f)) for f, key in keyed):
         return findings
-    try:
-        tree: ast.Module | None = ast.parse(text)
-    except (SyntaxError, ValueError):
-        tree = None
-    uses = _Uses(tree) if tree is not None else None
+    alone: set[tuple[object, ...]] = set()  # sites the callee's own scope matches
     covered: dict[tuple[object, ...], set[int]] = {}
     refused: dict[tuple[object, ...], str] = {}
-    for f, key in keyed:
+    for f in (*unreduced, *findings):
+        key = _site_key(f, unrolled)
         if not key:
+            if f.fixable and f.match.ops:
+                alone.add(_site_key(f, lambda op: False, every=True))
             continue
         lines = covered.setdefault(key, set())
         for s in (*f.stmt_spans, *f.call_spans):
             lines.update(range(s.start_line + 1, s.end_line + 2))
-        if not f.fixable and f.no_fix_reason is not None and f.no_fix_reason.startswith(IN_CALLEE):
-            refused.setdefault(key, f.no_fix_reason)
+        if _refused_here(f):
+            refused.setdefault(key, f.no_fix_reason or "")
+    uses: _Uses | None = None
     out: list[Finding] = []
     for f, key in keyed:
-        if f.fixable and key:
+        if key and key in alone:
+            if _refused_here(f):
+                f = replace(f, fixable=True, no_fix_reason=None)
+        elif key and f.fixable:
             reason = refused.get(key)
             if reason is None:
-                reason = (f"{IN_CALLEE}…`: the file does not parse, so its other calls are not known"
-                          if uses is None else uses.unseen(callee_ops(f.match.ops, unrolled), covered[key]))
+                if uses is None:
+                    try:
+                        uses = _Uses(ast.parse(text))
+                    except (SyntaxError, ValueError, RecursionError):
+                        callee = _name(callee_ops(f.match.ops, unrolled)[0].via[-1])
+                        reason = f"{IN_CALLEE}{callee}`, and the file does not parse, so its other calls are not known"
+                if uses is not None:
+                    reason = uses.unseen(callee_ops(f.match.ops, unrolled), covered[key])
             if reason is not None:
                 f = replace(f, fixable=False, no_fix_reason=reason)
         out.append(f)
     return tuple(out)
 
 
-def _site_key(f: Finding, unrolled: Callable[[Op], bool]) -> tuple[object, ...]:
-    inner = callee_ops(f.match.ops, unrolled)
-    if not inner:
-        return ()
-    return (f.rule_id, *sorted(((op.span.start_line, op.span.start_col, op.span.end_line, op.span.end_col),
-                                op.target) for op in inner))
+def _refused_here(f: Finding) -> bool:
+    return not f.fixable and (f.no_fix_reason or "").startswith(IN_CALLEE)
+
+
+def _site_key(f: Finding, unrolled: Callable[[Op], bool], every: bool = False) -> tuple[object, ...]:
+    """The rule and the source ops of `f` written in a callee (`every`: all its ops, for a callee's own scope);
+    () when there are none."""
+    inner = list(f.match.ops) if every else callee_ops(f.match.ops, unrolled)
+    if not inner or (not every and len(inner) != len(f.match.ops)):
+        return () if not inner else (f.rule_id, "partly", *_spans(inner))
+    return (f.rule_id, *_spans(inner))
+
+
+def _spans(ops: Sequence[Op]) -> list[tuple[tuple[int, int, int, int], str]]:
+    return sorted(((op.span.start_line, op.span.start_col, op.span.end_line, op.span.end_col), op.target)
+                  for op in ops)
 
 
 def _name(label: str) -> str:

@@ -41,7 +41,7 @@ from adopter.dsl.types import (
 from adopter.engine.applications import ROTARY_FAMILY, application_group, group_count
 from adopter.engine.bindings import InitIndex
 from adopter.engine.bound_chains import into_bound_chains, item_spans
-from adopter.engine.called_elsewhere import IN_CALLEE, unmatched_call, with_unseen_calls
+from adopter.engine.called_elsewhere import unmatched_call, with_unseen_calls
 from adopter.engine.environment import Environment
 from adopter.engine.flow import FlatForward, flatten, op_keys
 from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
@@ -393,10 +393,11 @@ def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, 
             kept[rule.id] = _RuleResult(tuple(asked.asked), tuple(findings[found:]), tuple(problems[failed:]))
 
 
-def with_callees_checked(text: str, findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
+def with_callees_checked(text: str, findings: tuple[Finding, ...], unreduced: Sequence[Finding]) -> tuple[Finding, ...]:
     """A file's reduced findings, each written in a callee detection-only where the file calls or uses that callee
-    other than as this site (`engine.called_elsewhere.with_unseen_calls`)."""
-    return with_unseen_calls(text, findings, _unrolled)
+    other than as this site (`engine.called_elsewhere.with_unseen_calls`); `unreduced`: every scope's findings
+    before `reduce_sites`."""
+    return with_unseen_calls(text, findings, unreduced, _unrolled)
 
 
 def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list[Finding]:
@@ -432,9 +433,6 @@ def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list
         dropped = old if best[key] is f else f
         if dropped.call_spans:
             best[key] = _with_calls(best[key], dropped.call_spans)
-        if best[key].fixable and (dropped.no_fix_reason or "").startswith(IN_CALLEE):
-            # One callee's code: a call of it in the other scope that is not this site refuses the rewrite.
-            best[key] = replace(best[key], fixable=False, no_fix_reason=dropped.no_fix_reason)
     # A helper's own site (the function matched as a scope of its own) is reported at its applications.
     applied = {(rule, spans[:-1]) for (rule, spans), f in best.items() if _application(f)}
     return [f for key, f in best.items() if not applied or _application(f) or key not in applied]
