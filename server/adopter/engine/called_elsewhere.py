@@ -22,7 +22,7 @@ import ast
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
-from adopter.dsl.types import Op, Span
+from adopter.dsl.types import Op, Ref, Span
 from adopter.engine.flow import FlatForward, Node
 from adopter.engine.types import Finding
 
@@ -69,35 +69,38 @@ def with_unseen_calls(text: str, findings: tuple[Finding, ...], unreduced: Seque
     """`findings` (a file's, one per site) with each site written in a callee decided over the whole file:
     `unreduced` holds every scope's findings before they were made one per site.
 
-    A site is fixable where the callee's own scope matches the rule at the same ops, reached through no call (the
-    match then holds whatever a caller passes), even if a scope refused it (`unmatched_call`). Otherwise it is
-    detection-only where one scope refused it, or where the file uses the callee (or a function on the way to it)
-    other than by a call on a line of one of the rule's findings at these ops."""
+    A site is fixable where the callee's own scope matches the rule at the same ops with the same constants,
+    reached through no call (the match and its rewrite then hold whatever a caller passes), even if a scope refused
+    it (`unmatched_call`). Otherwise it is detection-only where one scope refused it, where another scope's finding
+    of it binds other constants (a rewrite writes the site's constants into the callee), or where the file uses the
+    callee (or a function on the way to it) other than by a call on a line of one of the rule's findings there."""
     keyed = [(f, _site_key(f, unrolled)) for f in findings]
     if not any(key and (f.fixable or _refused_here(f)) for f, key in keyed):
         return findings
-    alone: set[tuple[object, ...]] = set()  # sites the callee's own scope matches
+    alone: dict[tuple[object, ...], list[dict[str, str]]] = {}  # sites the callee's own scope matches: constants
     covered: dict[tuple[object, ...], set[int]] = {}
     refused: dict[tuple[object, ...], str] = {}
+    bound: dict[tuple[object, ...], list[Finding]] = {}  # the findings of each site, in every scope
     for f in (*unreduced, *findings):
         key = _site_key(f, unrolled)
         if not key:
             if f.fixable and f.match.ops:
-                alone.add(_site_key(f, lambda op: False, every=True))
+                alone.setdefault(_site_key(f, lambda op: False, every=True), []).append(_constants(f))
             continue
         lines = covered.setdefault(key, set())
         for s in (*f.stmt_spans, *f.call_spans):
             lines.update(range(s.start_line + 1, s.end_line + 2))
         if _refused_here(f):
             refused.setdefault(key, f.no_fix_reason or "")
+        bound.setdefault(key, []).append(f)
     uses: _Uses | None = None
     out: list[Finding] = []
     for f, key in keyed:
-        if key and key in alone:
+        if key and _constants(f) in alone.get(key, ()):
             if _refused_here(f):
                 f = replace(f, fixable=True, no_fix_reason=None)
         elif key and f.fixable:
-            reason = refused.get(key)
+            reason = refused.get(key) or _other_constants(f, bound[key], callee_ops(f.match.ops, unrolled))
             if reason is None:
                 if uses is None:
                     try:
@@ -111,6 +114,28 @@ def with_unseen_calls(text: str, findings: tuple[Finding, ...], unreduced: Seque
                 f = replace(f, fixable=False, no_fix_reason=reason)
         out.append(f)
     return tuple(out)
+
+
+def _other_constants(f: Finding, site: list[Finding], ops: Sequence[Op]) -> str | None:
+    """Why `f` cannot be rewritten in its callee when another scope's finding of the same site binds other
+    constants (`dim = 1` where `f` binds `dim = -1`): the rewrite writes one of them into the callee."""
+    mine = _constants(f)
+    for g in site:
+        theirs = _constants(g)
+        if theirs != mine:
+            names = sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
+            shown = ", ".join(f"{k} = {theirs.get(k, '?')}" for k in names)
+            at = f"the call at line {g.call_spans[0].start_line + 1} in `{g.scope_name}`" if g.call_spans \
+                else f"a call in `{g.scope_name}`"
+            return (f"{IN_CALLEE}{_name(ops[0].via[-1])}`, and {at} runs it with {shown} where this site has "
+                    f"{', '.join(f'{k} = {mine.get(k, chr(63))}' for k in names)}: rewriting the function would "
+                    "change that call")
+    return None
+
+
+def _constants(f: Finding) -> dict[str, str]:
+    """What a match binds other than names of values (the axis, eps, a layer)."""
+    return {k: getattr(v, "text", str(v)) for k, v in f.match.env if not isinstance(v, Ref)}
 
 
 def _refused_here(f: Finding) -> bool:
