@@ -466,7 +466,7 @@ class Session:
                 if findings:
                     from adopter.engine.sites import with_callees_checked
 
-                    findings = with_callees_checked(text, findings, units.unreduced())
+                    findings = with_callees_checked(text, module_file, findings, units.unreduced())
             except Exception as exc:  # a failing engine is a problem, never a dead caller
                 problems.append(problem(f"Adopter: rule matching failed ({type(exc).__name__}: {exc})"))
                 complete = False

@@ -19,10 +19,10 @@ Callers in other files are not seen.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from adopter.dsl.types import Op, Ref, Span
+from adopter.dsl.types import Forward, Op, Ref, Span
 from adopter.engine.flow import FlatForward, Node
 from adopter.engine.types import Finding
 
@@ -30,15 +30,18 @@ from adopter.engine.types import Finding
 IN_CALLEE = "the site is written in the function `"
 
 
-def callee_ops(ops: Iterable[Op], unrolled: Callable[[Op], bool]) -> list[Op]:
-    """The ops of a match that are written in a same-file function or method the scope calls (not a layer of a
-    submodule read through at its call, `unrolled`, nor an item of a container)."""
-    return [op for op in ops if op.via and not unrolled(op) and "[" not in op.via[-1]]
+def callee_ops(ops: Sequence[Op], unrolled: Callable[[Op], bool]) -> list[Op]:
+    """The ops of a match when every one is written in a same-file function or method the scope calls (not a layer
+    of a submodule read through at its call, `unrolled`, nor an item of a container), else none: a match partly
+    in the scope (the projections of a fused q/k/v in `forward`, their reshaping in `self._shape`) is rewritten
+    in the scope, where a rule's rewrite may not touch the callee at all."""
+    inner = [op for op in ops if op.via and not unrolled(op) and "[" not in op.via[-1]]
+    return inner if len(inner) == len(ops) else []
 
 
 def unmatched_call(flat: FlatForward, ops: Sequence[Op], matched: set[int],
                    unrolled: Callable[[Op], bool]) -> str | None:
-    """Why a site whose ops are partly or wholly in a callee cannot be rewritten there: some inlined copy of one
+    """Why a site whose ops are all in a callee cannot be rewritten there: some inlined copy of one
     of those ops (another call of the callee) is not among the nodes `matched`, the nodes of this scope's
     matches of the same site with the same constants. None when every copy is."""
     for op in callee_ops(ops, unrolled):
@@ -65,7 +68,7 @@ def _calling_line(flat: FlatForward, node: Node, copies: list[Node]) -> int | No
 
 
 def with_unseen_calls(text: str, findings: tuple[Finding, ...], unreduced: Sequence[Finding],
-                      unrolled: Callable[[Op], bool]) -> tuple[Finding, ...]:
+                      forwards: Mapping[str, Forward], unrolled: Callable[[Op], bool]) -> tuple[Finding, ...]:
     """`findings` (a file's, one per site) with each site written in a callee decided over the whole file:
     `unreduced` holds every scope's findings before they were made one per site.
 
@@ -73,7 +76,9 @@ def with_unseen_calls(text: str, findings: tuple[Finding, ...], unreduced: Seque
     reached through no call (the match and its rewrite then hold whatever a caller passes), even if a scope refused
     it (`unmatched_call`). Otherwise it is detection-only where one scope refused it, where another scope's finding
     of it binds other constants (a rewrite writes the site's constants into the callee), or where the file uses the
-    callee (or a function on the way to it) other than by a call on a line of one of the rule's findings there."""
+    callee (or a function on the way to it) other than by a call on a line of one of the rule's findings there, or
+    of a call on the way to its ops in the scope of one (`Forward.applications` of `forwards`, by scope name: the
+    call of the function in the `forward` of a submodule the scope runs)."""
     keyed = [(f, _site_key(f, unrolled)) for f in findings]
     if not any(key and (f.fixable or _refused_here(f)) for f, key in keyed):
         return findings
@@ -88,7 +93,7 @@ def with_unseen_calls(text: str, findings: tuple[Finding, ...], unreduced: Seque
                 alone.setdefault(_site_key(f, lambda op: False, every=True), []).append(_constants(f))
             continue
         lines = covered.setdefault(key, set())
-        for s in (*f.stmt_spans, *f.call_spans):
+        for s in (*f.stmt_spans, *f.call_spans, *_calls_on_the_way(f, forwards.get(f.scope_name), unrolled)):
             lines.update(range(s.start_line + 1, s.end_line + 2))
         if _refused_here(f):
             refused.setdefault(key, f.no_fix_reason or "")
@@ -138,17 +143,23 @@ def _constants(f: Finding) -> dict[str, str]:
     return {k: getattr(v, "text", str(v)) for k, v in f.match.env if not isinstance(v, Ref)}
 
 
+def _calls_on_the_way(f: Finding, forward: Forward | None, unrolled: Callable[[Op], bool]) -> list[Span]:
+    """The calling statements, at any depth, of the calls `f`'s callee ops were inlined through in its scope."""
+    if forward is None:
+        return []
+    vias = {op.via for op in callee_ops(f.match.ops, unrolled)}
+    return [span for v, _, span, _ in forward.applications if any(via[:len(v)] == v for via in vias)]
+
+
 def _refused_here(f: Finding) -> bool:
     return not f.fixable and (f.no_fix_reason or "").startswith(IN_CALLEE)
 
 
 def _site_key(f: Finding, unrolled: Callable[[Op], bool], every: bool = False) -> tuple[object, ...]:
-    """The rule and the source ops of `f` written in a callee (`every`: all its ops, for a callee's own scope);
-    () when there are none."""
+    """The rule and the source ops of `f` when all are written in a callee (`every`: all its ops, for a callee's
+    own scope); () otherwise."""
     inner = list(f.match.ops) if every else callee_ops(f.match.ops, unrolled)
-    if not inner or (not every and len(inner) != len(f.match.ops)):
-        return () if not inner else (f.rule_id, "partly", *_spans(inner))
-    return (f.rule_id, *_spans(inner))
+    return (f.rule_id, *_spans(inner)) if inner else ()
 
 
 def _spans(ops: Sequence[Op]) -> list[tuple[tuple[int, int, int, int], str]]:
@@ -171,6 +182,9 @@ class _Uses(ast.NodeVisitor):
         self.attrs: dict[str, list[tuple[int, bool, str | None]]] = {}
         self.bases: dict[str, set[str]] = {}
         self.exported: set[str] = set()
+        # the names imports bind: a use `F.gelu` on one is an imported module's function, not a method here
+        self.modules = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
+                        if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
         self._called: set[int] = set()
         self._classes: list[tuple[str, bool]] = []  # (the class `self` is an instance of, "" if none; a class body)
         self.visit(tree)
@@ -200,7 +214,12 @@ class _Uses(ast.NodeVisitor):
         self.names.setdefault(node.id, []).append((node.lineno, id(node) in self._called))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if not isinstance(node.ctx, ast.Store):  # `self.attend = ...` names the instance's own attribute
+        root = node.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in self.modules:
+            pass  # `F.gelu`, `torch.nn.functional.softmax`: an imported module's function, not a method here
+        elif not isinstance(node.ctx, ast.Store):  # `self.attend = ...` names the instance's own attribute
             own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
             around = self._classes[-1][0] if own and self._classes and self._classes[-1][0] else None
             self.attrs.setdefault(node.attr, []).append((node.lineno, id(node) in self._called, around))

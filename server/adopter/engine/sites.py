@@ -393,11 +393,15 @@ def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, 
             kept[rule.id] = _RuleResult(tuple(asked.asked), tuple(findings[found:]), tuple(problems[failed:]))
 
 
-def with_callees_checked(text: str, findings: tuple[Finding, ...], unreduced: Sequence[Finding]) -> tuple[Finding, ...]:
+def with_callees_checked(text: str, module_file: ModuleFile, findings: tuple[Finding, ...],
+                         unreduced: Sequence[Finding]) -> tuple[Finding, ...]:
     """A file's reduced findings, each written in a callee detection-only where the file calls or uses that callee
     other than as this site (`engine.called_elsewhere.with_unseen_calls`); `unreduced`: every scope's findings
     before `reduce_sites`."""
-    return with_unseen_calls(text, findings, unreduced, _unrolled)
+    forwards: dict[str, Forward] = {fn.name: fn for fn in module_file.functions}
+    forwards.update((a.name, a.forward) for a in (*module_file.chains, *module_file.architectures)
+                    if a.forward is not None)
+    return with_unseen_calls(text, findings, unreduced, forwards, _unrolled)
 
 
 def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list[Finding]:
