@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from adopter.dsl.types import Forward, Op, Ref, Span
-from adopter.engine.flow import FlatForward, Node
+from adopter.engine.flow import FlatForward
 from adopter.engine.types import Finding
 
 # Every reason given here names the callee this way: the file-level check reads the scope's refusals by it.
@@ -41,30 +41,24 @@ def callee_ops(ops: Sequence[Op], unrolled: Callable[[Op], bool]) -> list[Op]:
 
 def unmatched_call(flat: FlatForward, ops: Sequence[Op], matched: set[int],
                    unrolled: Callable[[Op], bool]) -> str | None:
-    """Why a site whose ops are all in a callee cannot be rewritten there: some inlined copy of one
-    of those ops (another call of the callee) is not among the nodes `matched`, the nodes of this scope's
-    matches of the same site with the same constants. None when every copy is."""
+    """Why a site whose ops are all in a callee cannot be rewritten there: the inlined copy of one of those ops at
+    another call of the callee is not among the nodes `matched`, the nodes of this scope's matches of the same
+    site with the same constants. None when every copy is, and where the copies of an op through one `via` are not
+    one per call (`Forward.applications`: paths through the callee's branches copy its ops too), which call a copy
+    came from is not known: no refusal is read from them."""
     for op in callee_ops(ops, unrolled):
         copies = [n for n in flat.nodes if n.op is not None and n.op.span == op.span and n.op.target == op.target]
-        missing = next((n for n in copies if n.index not in matched), None)
-        if missing is not None:
-            line = _calling_line(flat, missing, copies)
-            at = f"its call at line {line}" if line is not None else "another of its calls"
-            return (f"{IN_CALLEE}{_name(op.via[-1])}`, and {at} in this scope is not the same site (another "
-                    "axis, argument or pattern there): rewriting the function would change that call")
+        for via in dict.fromkeys(n.op.via for n in copies if n.op is not None):
+            same = [n for n in copies if n.op is not None and n.op.via == via]
+            calls = [span for v, _, span, _ in flat.forward.applications if v == via]
+            if len(same) != len(calls):
+                continue
+            missing = next((i for i, n in enumerate(same) if n.index not in matched), None)
+            if missing is not None:
+                return (f"{IN_CALLEE}{_name(op.via[-1])}`, and its call at line {calls[missing].start_line + 1} in "
+                        "this scope is not the same site (another axis, argument or pattern there): rewriting the "
+                        "function would change that call")
     return None
-
-
-def _calling_line(flat: FlatForward, node: Node, copies: list[Node]) -> int | None:
-    """The line of the statement whose call inlined `node`: the copies of one op reached through one `via` are
-    inlined in the order `Forward.applications` records those calls."""
-    assert node.op is not None
-    via = node.op.via
-    same = [n for n in copies if n.op is not None and n.op.via == via]
-    calls = [span for v, _, span, _ in flat.forward.applications if v == via]
-    if len(same) != len(calls):
-        return None
-    return calls[same.index(node)].start_line + 1
 
 
 def with_unseen_calls(text: str, findings: tuple[Finding, ...], unreduced: Sequence[Finding],
