@@ -243,6 +243,10 @@ class UnitMatcher:
         self._reduced = (findings, class_spans, reduced)
         return reduced, tuple(problems)
 
+    def unreduced(self) -> tuple[Finding, ...]:
+        """The last `match`'s findings of every scope, before `reduce_sites` made them one per site."""
+        return tuple(self._reduced[0]) if self._reduced is not None else ()
+
     @staticmethod
     def _carried(unit: Architecture | Forward,
                last_units: dict[tuple[type, str], list[tuple[object, tuple[Finding, ...], tuple[Problem, ...]]]],
@@ -456,8 +460,13 @@ class Session:
         complete = True
         if self.context.environment is not None:
             try:
-                findings, found = (matcher or UnitMatcher(remember=False)).match(module_file, self.context)
+                units = matcher or UnitMatcher(remember=False)
+                findings, found = units.match(module_file, self.context)
                 problems.extend(found)
+                if findings:
+                    from adopter.engine.sites import with_callees_checked
+
+                    findings = with_callees_checked(text, module_file, findings, units.unreduced())
             except Exception as exc:  # a failing engine is a problem, never a dead caller
                 problems.append(problem(f"Adopter: rule matching failed ({type(exc).__name__}: {exc})"))
                 complete = False

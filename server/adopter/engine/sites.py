@@ -42,6 +42,7 @@ from adopter.dsl.types import (
 from adopter.engine.applications import ROTARY_FAMILY, application_group, group_count
 from adopter.engine.bindings import InitIndex
 from adopter.engine.bound_chains import into_bound_chains, item_spans
+from adopter.engine.called_elsewhere import unmatched_call, with_unseen_calls
 from adopter.engine.environment import Environment
 from adopter.engine.flow import FlatForward, flatten, op_keys
 from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
@@ -393,6 +394,17 @@ def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, 
             kept[rule.id] = _RuleResult(tuple(asked.asked), tuple(findings[found:]), tuple(problems[failed:]))
 
 
+def with_callees_checked(text: str, module_file: ModuleFile, findings: tuple[Finding, ...],
+                         unreduced: Sequence[Finding]) -> tuple[Finding, ...]:
+    """A file's reduced findings, each written in a callee detection-only where the file calls or uses that callee
+    other than as this site (`engine.called_elsewhere.with_unseen_calls`); `unreduced`: every scope's findings
+    before `reduce_sites`."""
+    forwards: dict[str, Forward] = {fn.name: fn for fn in module_file.functions}
+    forwards.update((a.name, a.forward) for a in (*module_file.chains, *module_file.architectures)
+                    if a.forward is not None)
+    return with_unseen_calls(text, findings, unreduced, forwards, _unrolled)
+
+
 def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list[Finding]:
     """One finding per rule and source site: a forward inherited by a subclass is the same code.
 
@@ -606,6 +618,9 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
     taken: set[int] = set()
     seen_sites: set[tuple[tuple[Span, ...], tuple[str, ...], Span | None, tuple[Span, ...]]] = set()
     out: list[Finding] = []
+    # The nodes of each site's matches with the same constants (one per inlined call of a callee it is written in).
+    copies: dict[tuple[object, ...], set[int]] = {}
+    edits: list[tuple[object, ...]] = []
     for m in raw:
         if taken.intersection(m.nodes):
             continue
@@ -627,13 +642,25 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
                 group[0] if group is not None else None,
                 tuple(b.span for b in m.bindings) if items else ())
         taken.update(m.nodes)
+        edit = (site[0], items, site[3], tuple((k, v) for k, v in m.env if v[0] != "ref"))
+        copies.setdefault(edit, set()).update(m.nodes)
         if site in seen_sites:
             continue  # the same source statements reached again (a helper inlined twice)
         seen_sites.add(site)
         found = _finding(rule, flat, m, scope_name, path, env, init)
         out.append(_at_application(found, group, group_count(flat.forward, written[0].via[-1]) > 1)
                    if group is not None else found)
-    return out
+        edits.append(edit)
+    return [_every_call_a_site(f, flat, copies[e]) for f, e in zip(out, edits, strict=True)]
+
+
+def _every_call_a_site(f: Finding, flat: FlatForward, matched: set[int]) -> Finding:
+    """`f`, detection-only where it is written in a callee that another call in this scope runs without being this
+    site (`engine.called_elsewhere`)."""
+    if not f.fixable:
+        return f
+    reason = unmatched_call(flat, f.match.ops, matched, _unrolled)
+    return f if reason is None else replace(f, fixable=False, no_fix_reason=reason)
 
 
 def _at_application(f: Finding, group: tuple[Span, ...], several: bool) -> Finding:
