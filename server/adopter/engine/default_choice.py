@@ -25,7 +25,7 @@ or an `nn.Identity()` on the other path) stays undecided.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
 from adopter.dsl.types import Binding, Ctor, Expr, Param, ParamKind
@@ -88,17 +88,8 @@ def _decide_flags(condition: str | None, flags: Mapping[str, bool]) -> bool | No
 
 
 def _flag_truth(node: ast.expr, flags: Mapping[str, bool]) -> bool | None:
-    if isinstance(node, ast.Name):
-        return flags.get(node.id)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        inner = _flag_truth(node.operand, flags)
-        return None if inner is None else not inner
-    if isinstance(node, ast.BoolOp):
-        parts = [_flag_truth(v, flags) for v in node.values]
-        if isinstance(node.op, ast.And):
-            return False if False in parts else (True if all(p is True for p in parts) else None)
-        return True if True in parts else (False if all(p is False for p in parts) else None)
-    return None
+    """The truth of a test of flags (`gelu`, `not gelu and bias`) at their defaults, None when not evident."""
+    return truth(node, lambda leaf: flags.get(leaf.id) if isinstance(leaf, ast.Name) else None)
 
 
 def _taken(condition: str, defaults: Mapping[str, str]) -> bool:
@@ -194,3 +185,17 @@ def _strings(node: ast.expr, single: bool) -> tuple[str, ...] | None:
         return None
     items = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
     return tuple(items) if len(items) == len(node.elts) else None
+
+
+def truth(node: ast.expr, leaf: Callable[[ast.expr], bool | None]) -> bool | None:
+    """The truth of `node` from the truth `leaf` gives its operands, through `not`, `and` and `or`: True, False,
+    or None when it is not evident."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = truth(node.operand, leaf)
+        return None if inner is None else not inner
+    if isinstance(node, ast.BoolOp):
+        parts = [truth(v, leaf) for v in node.values]
+        if isinstance(node.op, ast.And):
+            return False if False in parts else (True if all(p is True for p in parts) else None)
+        return True if True in parts else (False if all(p is False for p in parts) else None)
+    return leaf(node)

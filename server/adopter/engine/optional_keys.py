@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 
 from adopter.dsl.types import Binding, Ctor, Param, ParamKind
+from adopter.engine.default_choice import truth
 from adopter.engine.layer_facts import key_text
 
 _NAMED = (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)
@@ -84,20 +85,6 @@ def stored_only_when_given(binding: Binding, params: Sequence[Param]) -> bool:
 _FUNCTION = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\.[a-z_][a-z0-9_]*")
 
 
-def _truth(node: ast.expr, leaf: Callable[[ast.expr], bool | None]) -> bool | None:
-    """The truth of `node` from the truth `leaf` gives its operands, through `not`, `and` and `or`: True, False,
-    or None when it is not evident."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        inner = _truth(node.operand, leaf)
-        return None if inner is None else not inner
-    if isinstance(node, ast.BoolOp):
-        parts = [_truth(v, leaf) for v in node.values]
-        if isinstance(node.op, ast.And):
-            return False if False in parts else (True if all(p is True for p in parts) else None)
-        return True if True in parts else (False if all(p is False for p in parts) else None)
-    return leaf(node)
-
-
 def _truth_when_function(node: ast.expr, name: str) -> bool | None:
     """The truth of `node` when the parameter `name` holds a function: `isinstance(name, str)` is false,
     `callable(name)` true, and `and`/`or`/`not` of them; None when it is not evident."""
@@ -112,7 +99,7 @@ def _truth_when_function(node: ast.expr, name: str) -> bool | None:
         if node.func.id == "isinstance" and len(args) == 2 and isinstance(args[1], ast.Name) and args[1].id == "str":
             return False
         return None
-    return _truth(node, leaf)
+    return truth(node, leaf)
 
 
 @lru_cache(maxsize=1024)
@@ -134,4 +121,4 @@ def _truth_when_none(node: ast.expr, name: str) -> bool | None:
                     isinstance(s, ast.Constant) and s.value is None for s in sides):
                 return isinstance(node.ops[0], ast.Is)
         return None
-    return _truth(node, leaf)
+    return truth(node, leaf)

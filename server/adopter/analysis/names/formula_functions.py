@@ -170,7 +170,7 @@ def _value(node: ast.expr, name: str, x: float) -> float:
         return float(node.value)
     if isinstance(node, ast.Name) and node.id == name:
         return x
-    if isinstance(node, ast.Attribute) and node.attr == "pi" and _dotted(node.value) in _MODULES:
+    if isinstance(node, ast.Attribute) and node.attr == "pi" and dotted(node.value) in _MODULES:
         return math.pi
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         v = _value(node.operand, name, x)
@@ -182,7 +182,7 @@ def _value(node: ast.expr, name: str, x: float) -> float:
         return _value(inner.elts[0] if isinstance(inner, ast.List) else inner, name, x)
     if isinstance(node, ast.Call) and not node.keywords and isinstance(node.func, ast.Attribute):
         f = _FUNCTIONS.get(node.func.attr)
-        if f is not None and _dotted(node.func.value) in _MODULES:
+        if f is not None and dotted(node.func.value) in _MODULES:
             return f(*(_value(arg, name, x) for arg in node.args))
         if f is not None:  # `x.pow(3)`, `t.erf()`: the method of the value
             return f(_value(node.func.value, name, x), *(_value(arg, name, x) for arg in node.args))
@@ -191,7 +191,7 @@ def _value(node: ast.expr, name: str, x: float) -> float:
 
 def _tensor_of_one_number(node: ast.Call) -> bool:
     """`torch.tensor(c)`, `torch.Tensor([c])` (a dtype or device keyword aside): a tensor holding one number."""
-    if _dotted(node.func) not in ("torch.tensor", "torch.Tensor", "torch.as_tensor") or len(node.args) != 1:
+    if dotted(node.func) not in ("torch.tensor", "torch.Tensor", "torch.as_tensor") or len(node.args) != 1:
         return False
     if any(k.arg not in ("dtype", "device") for k in node.keywords):
         return False
@@ -199,10 +199,10 @@ def _tensor_of_one_number(node: ast.Call) -> bool:
     return not isinstance(inner, ast.List | ast.Tuple) or (isinstance(inner, ast.List) and len(inner.elts) == 1)
 
 
-def _dotted(node: ast.expr) -> str | None:
+def dotted(node: ast.expr) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
+        inner = dotted(node.value)
         return f"{inner}.{node.attr}" if inner is not None else None
     return None

@@ -39,6 +39,7 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
+from adopter.analysis.names.formula_functions import dotted
 from adopter.analysis.parse.source import SourceText
 
 FORMULA_NORM = "; its forward writes a LayerNorm out"  # `Ctor.origin` suffix of such a module: no fix
@@ -123,19 +124,10 @@ def affine_parameters(init: ast.FunctionDef | None, roles: tuple[tuple[str, str]
         if len(values) != 1 or not isinstance(values[0], ast.Call):
             return False
         func = values[0].func
-        dotted = _dotted(func)
-        if dotted is None or qualify(dotted) not in _PARAMETERS:
+        name = dotted(func)
+        if name is None or qualify(name) not in _PARAMETERS:
             return False
     return True
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner is not None else None
-    return None
 
 
 @lru_cache(maxsize=256)
