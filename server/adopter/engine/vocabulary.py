@@ -77,7 +77,7 @@ def projects_to_vocabulary(layer: Binding | Ctor | None, init: InitIndex) -> boo
 
 
 _ROWS = re.compile(r"(?P<table>[A-Za-z_][\w.]*?)\s*(\.size\(\s*0\s*\)|\.size\(\s*\)\s*\[\s*0\s*\]|\.shape\s*\[\s*0\s*\])")
-_TABLES = frozenset({"wte", "tok_emb", "token_emb", "tok_embeddings", "word_emb"})
+_TABLES = frozenset({"wte"})  # GPT-2's token table; `tok_emb`, `word_embeddings` pass by their words
 
 
 def embedding_rows(text: str) -> bool:

@@ -67,6 +67,7 @@ from adopter.analysis.canonical.spellings import (
     MATMUL,
     MODULES,
     ONES_LIKE,
+    PARAMETERS,
     PARTIAL_FUNCTIONS,
     POW,
     SEQUENTIAL,
@@ -99,7 +100,6 @@ from adopter.dsl.types import (
 
 # The members, read once: `OpKind.MODULE` goes through EnumType's `__getattr__` hook on every read (several
 # times slower than a global), and the pass tests an op's kind several times per op.
-_PARAMETER = "torch.nn.Parameter"  # a submodule's leaf that its forward adds (`idioms.submodules.PARAMETER`)
 _MODULE, _METHOD, _FUNCTION, _OPERATOR, _CALL = OpKind.MODULE, OpKind.METHOD, OpKind.FUNCTION, OpKind.OPERATOR, OpKind.CALL
 _KINDS = {kind._value_: kind for kind in OpKind}
 
@@ -683,7 +683,7 @@ class _Pass:
             for i, leaf in enumerate(leaves):
                 outs = op.outputs if i == len(leaves) - 1 else (self.temp(),)
                 leaf_ctor = leaf.value if isinstance(leaf.value, Ctor) else None
-                if leaf_ctor is not None and leaf_ctor.callee == _PARAMETER:
+                if leaf_ctor is not None and leaf_ctor.callee in PARAMETERS:
                     # `x = self.decoder(x) + self.bias` in the submodule: the parameter is added, not called
                     unrolled.append(Op(_OPERATOR, "+", (current, Expr(f"self.{leaf.attr}")), (), outs, op.span,
                                        op.stmt_span, (*op.via, target), origin=op.origin or op))

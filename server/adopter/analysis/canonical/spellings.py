@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# `nn.Parameter`'s spellings once qualified: an attribute bound to one holds a tensor, not a layer
+PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
 Key = tuple[str, str]
 
 # Activation functions an attribute may hold (`self.act = F.gelu`, `getattr(F, "gelu")`, a helper that

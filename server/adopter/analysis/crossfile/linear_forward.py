@@ -49,6 +49,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Mapping
 
+from adopter.analysis.canonical.spellings import PARAMETERS
 from adopter.analysis.crossfile.ast_files import dotted_name
 
 LINEAR_FORWARD = "; its forward is a linear map of its input by its own weight"  # `Ctor.origin` suffix: no fix
@@ -66,7 +67,6 @@ _RESHAPES = frozenset({"view", "reshape", "flatten", "permute", "transpose", "t"
                        "expand", "repeat", "narrow", "chunk", "split", "view_as", "reshape_as", "unflatten"})
 _NO_OP_DECORATORS = frozenset({"typing.override", "typing_extensions.override", "typing.final",
                                "typing_extensions.final"})
-_PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _MAX_DEPTH = 6
 
 IN, OUT, VALUE = "input", "output", "value"  # computed from the input, from the projection, from neither
@@ -188,7 +188,7 @@ def _self_assignment(n: ast.AST, self_name: str) -> tuple[str | None, ast.expr |
 def _two_d_parameter(value: ast.expr, qualify: Callable[[str], str]) -> bool:
     """`Parameter(torch.empty(out, in))`, `nn.Parameter(torch.randn((out, in)), requires_grad=...)`."""
     if not (isinstance(value, ast.Call) and value.args and (dotted := dotted_name(value.func)) is not None
-            and qualify(dotted) in _PARAMETERS):
+            and qualify(dotted) in PARAMETERS):
         return False
     tensor = value.args[0]
     if not isinstance(tensor, ast.Call) or any(isinstance(a, ast.Starred) for a in tensor.args):

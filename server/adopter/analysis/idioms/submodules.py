@@ -27,7 +27,7 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from adopter.analysis.canonical.normalise import canonical_forward
-from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.canonical.spellings import PARAMETERS, SEQUENTIAL
 from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.names.forward_shape import BIAS, head_shape
 from adopter.analysis.names.signature import params
@@ -37,7 +37,6 @@ from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Binding, Ctor, Expr, Forward, Init, Op, OpKind, Problem, Ref, Return
 
 MAX_DEPTH = 3  # submodules of submodules read through
-PARAMETER = "torch.nn.Parameter"  # a leaf holding one is added to the value, not called (`normalise.submodule_view`)
 MAX_ITEM_OPS = 16  # a Sequential item's forward spliced into the chain: a small activation, not a block
 
 
@@ -248,7 +247,7 @@ def _leaves(class_name: str, table: ClassTable, src: SourceText, depth: int) -> 
         bound = [b for b in inner.bindings if b.attr == attr]
         if len(bound) != 1 or bound[0].condition is not None or not isinstance(bound[0].value, Ctor):
             return None
-        if step.startswith(BIAS) != (bound[0].value.callee == PARAMETER):
+        if step.startswith(BIAS) != (bound[0].value.callee in PARAMETERS):
             return None  # only a parameter is added (`+ self.bias`); a parameter is never called
         leaves.extend(deeper.get(attr, (bound[0],)))
     return tuple(leaves)

@@ -29,6 +29,7 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
+from adopter.analysis.crossfile.ast_files import dotted_name
 from adopter.analysis.parse.source import SourceText
 
 _POINTS = (-2.75, -1.0, -0.3, 0.4, 1.3, 3.1)
@@ -170,7 +171,7 @@ def _value(node: ast.expr, name: str, x: float) -> float:
         return float(node.value)
     if isinstance(node, ast.Name) and node.id == name:
         return x
-    if isinstance(node, ast.Attribute) and node.attr == "pi" and dotted(node.value) in _MODULES:
+    if isinstance(node, ast.Attribute) and node.attr == "pi" and dotted_name(node.value) in _MODULES:
         return math.pi
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         v = _value(node.operand, name, x)
@@ -182,7 +183,7 @@ def _value(node: ast.expr, name: str, x: float) -> float:
         return _value(inner.elts[0] if isinstance(inner, ast.List) else inner, name, x)
     if isinstance(node, ast.Call) and not node.keywords and isinstance(node.func, ast.Attribute):
         f = _FUNCTIONS.get(node.func.attr)
-        if f is not None and dotted(node.func.value) in _MODULES:
+        if f is not None and dotted_name(node.func.value) in _MODULES:
             return f(*(_value(arg, name, x) for arg in node.args))
         if f is not None:  # `x.pow(3)`, `t.erf()`: the method of the value
             return f(_value(node.func.value, name, x), *(_value(arg, name, x) for arg in node.args))
@@ -191,18 +192,9 @@ def _value(node: ast.expr, name: str, x: float) -> float:
 
 def _tensor_of_one_number(node: ast.Call) -> bool:
     """`torch.tensor(c)`, `torch.Tensor([c])` (a dtype or device keyword aside): a tensor holding one number."""
-    if dotted(node.func) not in ("torch.tensor", "torch.Tensor", "torch.as_tensor") or len(node.args) != 1:
+    if dotted_name(node.func) not in ("torch.tensor", "torch.Tensor", "torch.as_tensor") or len(node.args) != 1:
         return False
     if any(k.arg not in ("dtype", "device") for k in node.keywords):
         return False
     inner = node.args[0]
     return not isinstance(inner, ast.List | ast.Tuple) or (isinstance(inner, ast.List) and len(inner.elts) == 1)
-
-
-def dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = dotted(node.value)
-        return f"{inner}.{node.attr}" if inner is not None else None
-    return None

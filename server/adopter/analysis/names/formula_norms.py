@@ -39,11 +39,11 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
-from adopter.analysis.names.formula_functions import dotted
+from adopter.analysis.canonical.spellings import PARAMETERS
+from adopter.analysis.crossfile.ast_files import dotted_name
 from adopter.analysis.parse.source import SourceText
 
 FORMULA_NORM = "; its forward writes a LayerNorm out"  # `Ctor.origin` suffix of such a module: no fix
-_PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _X = ((0.3, -1.2, 2.5, 0.7, -0.4), (1.9, 0.2, -0.8, -2.2, 0.6))  # two inputs of five features
 _WEIGHT = (1.3, -0.7, 0.45, 2.1, 0.9)
 _BIAS = (0.25, -1.1, 0.6, 0.05, -0.35)
@@ -124,8 +124,8 @@ def affine_parameters(init: ast.FunctionDef | None, roles: tuple[tuple[str, str]
         if len(values) != 1 or not isinstance(values[0], ast.Call):
             return False
         func = values[0].func
-        name = dotted(func)
-        if name is None or qualify(name) not in _PARAMETERS:
+        name = dotted_name(func)
+        if name is None or qualify(name) not in PARAMETERS:
             return False
     return True
 
