@@ -25,6 +25,7 @@ from adopter.analysis.canonical.spellings import (
     TRANSPARENT_METHODS,
     Key,
 )
+from adopter.analysis.names.ast_dotted import dotted_name
 
 # The function each stateless torch activation computes, inverted: canonical op -> torch.nn class.
 LAYER_OF_OP: dict[Key, str] = {s.op: name for name, s in MODULES.items() if s.op in (GELU, SILU, RELU, SIGMOID, TANH)}
@@ -66,15 +67,6 @@ def bound_names(fn: ast.FunctionDef) -> frozenset[str]:
         elif isinstance(n, ast.Import | ast.ImportFrom):
             names.update((a.asname or a.name).split(".")[0] for a in n.names)
     return frozenset(names)
-
-
-def dotted_name(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = dotted_name(node.value)
-        return None if inner is None else f"{inner}.{node.attr}"
-    return None
 
 
 def qualify(dotted: str, imports: dict[str, str]) -> str:

@@ -24,10 +24,11 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from adopter.analysis.crossfile.ast_files import ParsedFile, bound_names, dotted_name, qualify
+from adopter.analysis.crossfile.ast_files import ParsedFile, bound_names, qualify
 from adopter.analysis.crossfile.evaluator import UNKNOWN, literal
 from adopter.analysis.crossfile.factories import is_function_test, returned_lambda
 from adopter.analysis.crossfile.norm_act import BATCH_NORMS, norm_then_act
+from adopter.analysis.names.ast_dotted import dotted_name
 
 MAX_DEPTH = 3  # builders followed through builders
 MAX_RETURNS = 8  # open returns read per builder

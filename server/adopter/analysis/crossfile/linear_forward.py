@@ -50,7 +50,7 @@ import ast
 from collections.abc import Callable, Mapping
 
 from adopter.analysis.canonical.spellings import PARAMETERS
-from adopter.analysis.crossfile.ast_files import dotted_name
+from adopter.analysis.names.ast_dotted import dotted_name
 
 LINEAR_FORWARD = "; its forward is a linear map of its input by its own weight"  # `Ctor.origin` suffix: no fix
 LINEAR = "torch.nn.Linear"

@@ -26,7 +26,7 @@ import ast
 from collections.abc import Callable
 
 from adopter.analysis.canonical.spellings import FUNCTION_VALUES
-from adopter.analysis.crossfile.ast_files import dotted_name
+from adopter.analysis.names.ast_dotted import dotted_name
 
 BATCH_NORMS = frozenset({"torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d", "torch.nn.BatchNorm3d",
                          "torch.nn.SyncBatchNorm"})

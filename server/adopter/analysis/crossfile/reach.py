@@ -49,7 +49,6 @@ from typing import Final
 from adopter.analysis.crossfile import reads
 from adopter.analysis.crossfile.ast_files import (
     ParsedFile,
-    dotted_name,
     elementwise_layer,
     entry_class,
     imports_of,
@@ -84,6 +83,7 @@ from adopter.analysis.crossfile.passed_fields import passed_fields
 from adopter.analysis.crossfile.resolver import ModuleResolver, is_torch_module_class
 from adopter.analysis.crossfile.summary import Definition, Summary
 from adopter.analysis.crossfile.written_layers import written_layer
+from adopter.analysis.names.ast_dotted import dotted_name
 from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg
 
 MAX_DEPTH = 6

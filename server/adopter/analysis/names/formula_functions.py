@@ -29,7 +29,7 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
-from adopter.analysis.crossfile.ast_files import dotted_name
+from adopter.analysis.names.ast_dotted import dotted_name
 from adopter.analysis.parse.source import SourceText
 
 _POINTS = (-2.75, -1.0, -0.3, 0.4, 1.3, 3.1)

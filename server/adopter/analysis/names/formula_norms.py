@@ -40,7 +40,7 @@ from functools import lru_cache
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import PARAMETERS
-from adopter.analysis.crossfile.ast_files import dotted_name
+from adopter.analysis.names.ast_dotted import dotted_name
 from adopter.analysis.parse.source import SourceText
 
 FORMULA_NORM = "; its forward writes a LayerNorm out"  # `Ctor.origin` suffix of such a module: no fix
