@@ -194,6 +194,35 @@ def test_a_helper_used_as_a_value_is_not_fixed(source: str, why: str) -> None:
     assert sites and all(not fixable and why in (reason or "") for _, fixable, reason in sites), sites
 
 
+
+@pytest.mark.pure_python  # patches a module function, which compiled callers bypass
+def test_a_failing_check_of_other_calls_leaves_the_helper_detection_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the file-wide check raises (a bug in it, as the compiled `_Uses` once did), the helper's site is still
+    reported but never called fixable: an unknown caller may be another site."""
+    from adopter.engine import sites as engine_sites
+
+    def broken(*args: object) -> None:
+        raise KeyError("visit_FunctionDef")
+
+    monkeypatch.setattr(engine_sites, "with_unseen_calls", broken)
+    new, sites = _contract(SAME_AXIS, SOFTMAX)
+    assert new == SAME_AXIS
+    assert [(line, fixable) for line, fixable, _ in sites] == [(_line(SAME_AXIS, "return F.softmax"), False)]
+    assert "the check of its other calls failed (KeyError" in (sites[0][2] or ""), sites
+
+
+def test_a_helper_called_from_an_async_def_at_another_axis_is_not_fixed() -> None:
+    """An `async def` is visited as a function too (its calls and the class around it are read)."""
+    source = TWO_CLASSES.replace("    def forward(self, x):\n        attn = self.proj(x)\n        return normalise(attn, -2)",
+                                 "    def forward(self, x):\n        attn = self.proj(x)\n        return normalise(attn, -1)"
+                                 "\n\n    async def later(self, x):\n        return normalise(x, -2)")
+    assert "async def later" in source
+    new, sites = _contract(source, SOFTMAX)
+    assert new == source
+    assert [fixable for _, fixable, _ in sites] == [False], sites
+    assert f"the call of `normalise` at line {_line(source, 'normalise(x, -2)')} is not" in (sites[0][2] or ""), sites
+
+
 # -- written-out LayerNorm (family 11) -------------------------------------------------------------------------
 
 # asteroid 0.7.0 masknn/norms.py:13-29 (`z_norm(x, dims, eps)`: mean and biased variance over `dims`), reached with

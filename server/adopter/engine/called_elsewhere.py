@@ -198,7 +198,9 @@ class _Uses(ast.NodeVisitor):
         self.generic_visit(node)
         self._classes.pop()
 
-    visit_AsyncFunctionDef = visit_FunctionDef
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        # a method, not `visit_AsyncFunctionDef = visit_FunctionDef`: the compiled class (mypyc) has no such alias
+        self.visit_FunctionDef(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         self._called.add(id(node.func))

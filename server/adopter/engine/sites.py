@@ -42,7 +42,7 @@ from adopter.dsl.types import (
 from adopter.engine.applications import ROTARY_FAMILY, application_group, group_count
 from adopter.engine.bindings import InitIndex
 from adopter.engine.bound_chains import into_bound_chains, item_spans
-from adopter.engine.called_elsewhere import unmatched_call, with_unseen_calls
+from adopter.engine.called_elsewhere import IN_CALLEE, callee_ops, unmatched_call, with_unseen_calls
 from adopter.engine.environment import Environment
 from adopter.engine.flow import FlatForward, flatten, op_keys
 from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
@@ -402,7 +402,18 @@ def with_callees_checked(text: str, module_file: ModuleFile, findings: tuple[Fin
     forwards: dict[str, Forward] = {fn.name: fn for fn in module_file.functions}
     forwards.update((a.name, a.forward) for a in (*module_file.chains, *module_file.architectures)
                     if a.forward is not None)
-    return with_unseen_calls(text, findings, unreduced, forwards, _unrolled)
+    try:
+        return with_unseen_calls(text, findings, unreduced, forwards, _unrolled)
+    except Exception as exc:  # the check failing never leaves a site in a callee called fixable
+        out: list[Finding] = []
+        for f in findings:
+            callee = callee_ops(f.match.ops, _unrolled) if f.fixable else []
+            if callee:
+                f = replace(f, fixable=False, no_fix_reason=(
+                    f"{IN_CALLEE}{callee[0].via[-1].rsplit('.', 1)[-1]}`, and the check of its other calls failed "
+                    f"({type(exc).__name__}: {exc}), so they are not known"))
+            out.append(f)
+        return tuple(out)
 
 
 def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list[Finding]:
