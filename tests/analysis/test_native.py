@@ -12,20 +12,27 @@ import pytest
 
 from adopter import _native
 
-# Prints one digest line per corpus file: the analysis and the findings of every bundled rule.
+# Prints one digest line per corpus file: the analysis and the findings of every bundled rule, and what a session
+# decides of them (fixable or why not, problems) where every kernel package is present: the session's file-wide
+# checks (`engine.called_elsewhere`) run only there, and a compiled one once failed where the pure one did not.
 _DIGEST = """
 import hashlib, sys
 from adopter import _native
 from adopter.analysis import analyse
 from adopter.corpus import modeling_files
-from adopter.engine import check, detect_environment, load_rules
+from adopter.engine import Environment, check, detect_environment, load_rules
+from adopter.session import RuleContext, Session
 rules = load_rules().rules
 env = detect_environment("cpu")
+every = Environment(device="cuda", torch_version="2.13.0",
+                    packages=frozenset({"liger_kernel", "apex", "flash_attn", "xformers", "transformer_engine"}))
 print("native" if _native.state["active"] else "pure")
 for f in modeling_files()[:: int(sys.argv[1])]:
     mf = analyse(f.text, f.member)
     found = check(mf, rules, env)
-    print(f.name, hashlib.sha256(repr((mf, found.findings, found.problems)).encode()).hexdigest())
+    decided = Session(RuleContext(tuple(rules), (), every)).analysed(f.text, f.member)
+    fixes = [(x.rule_id, x.span, x.fixable, x.no_fix_reason) for x in decided.findings]
+    print(f.name, hashlib.sha256(repr((mf, found.findings, found.problems, fixes, decided.problems)).encode()).hexdigest())
 """
 
 
