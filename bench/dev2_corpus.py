@@ -381,6 +381,26 @@ MANIFEST: Manifest = (
     ("neurite", "0.3.4", ("neurite/nn/models.py",)),
     ("PyTorch-DRL", "0.0.2", ("pytorch_drl/net/discrete.py", "pytorch_drl/agent/model_free.py")),
     ("stack-attention-pytorch", "0.0.12", ("stack_attention/stack_trans_layer.py",)),
+    # Batch 16 (stop 33): helper dev2b16, 2026-12-07; twelve distributions a-m, none in the real-world, held-out,
+    # dev2 or oracle lists (packages.py, fresh.py: all slices), nor transformers, chosen by domain from the
+    # registry's name list before reading (vision, detection, segmentation, speech, LLM, 3-D diffusion, time series,
+    # tabular, graph, biomedical imaging, RL, a research package) and fetched with `pip download --no-deps`; 19 files
+    # picked from the archive listings by name and size before reading; see "Batch 16" in
+    # bench/data/dev2/LABELLING.md.
+    ("deepvision-toolkit", "0.1.6", (
+        "deepvision/layers/efficient_attention.py", "deepvision/layers/transformer_encoder.py")),
+    ("lucid-yolo", "0.5.0.dev2", ("lucid_yolo/models/blocks.py", "lucid_yolo/models/heads/detect.py")),
+    ("findcrack", "0.1.8", ("findcrack/models/unet.py",)),
+    ("arthemis-tts", "0.1.2", ("arthemis_tts/tts.py",)),
+    ("kan-gpt", "1.2.0", ("kan_gpt/model.py", "kan_gpt/mingpt/model.py")),
+    ("fusion-threed", "0.0.1", ("fusion_threed/model.py",)),
+    ("genformer", "0.1.2", ("genformer/models.py",)),
+    ("catfishml", "0.4.0", ("catfishml/_soft_tree.py", "catfishml/_adaptive_mlp.py")),
+    ("catalyst-gnn", "2.2.0", (
+        "catalyst/ml/gnn/modules/equivariant/egnn.py", "catalyst/ml/gnn/modules/conv/gated_gcn.py")),
+    ("bism", "0.0.6", ("bism/models/unext.py", "bism/modules/convnext_block.py")),
+    ("dreamkit", "0.1.0", ("dreamkit/agents/models/dreamerv3/networks.py",)),
+    ("adn-torch", "0.0.2", ("adn/adn.py", "adn/attentions/full.py")),
 )
 
 
