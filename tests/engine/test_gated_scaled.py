@@ -11,7 +11,8 @@ Shaped on (the code rewritten at fixture size):
 - x-mlps-pytorch 0.6.9 `x_mlps_pytorch/nff.py` 96-177 (`NormLinear` with `return self.linear(x)`, `partial`, `Scale`).
 - refusals: x-mlps-pytorch 0.6.9 `x_mlps_pytorch/grouped_nff.py` 127-169 (the same `NormLinear` over an
   `nn.Conv1d` of kernel 1: not a Linear of the file's reading, and a GLU over channels is not family 14); a gate
-  multiplied by another projection (an activation, not a factor); ReLU and sigmoid gates; two inputs; a "scale"
+  multiplied by another projection (an activation, not a factor) or by a mask the forward is handed; an
+  `nn.Embedding` lookup as the gate; ReLU and sigmoid gates; two inputs; a "scale"
   module that reads the input; a wrapper with a LoRA branch (litgpt 0.5.4 `litgpt/lora.py` 165-172, not one Linear).
 """
 
@@ -190,6 +191,9 @@ LORA_WRAPPER = NORMALIZED_VIT.replace(
     NORMALIZED_VIT.replace("F.silu(gate)", "torch.sigmoid(gate)"),
     NORMALIZED_VIT.replace("def forward(self, x):\n        hidden, gate = self.to_hidden(x), self.to_gate(x)",
                            "def forward(self, x, y):\n        hidden, gate = self.to_hidden(x), self.to_gate(y)"),
+    NORMALIZED_VIT.replace("def forward(self, x):\n        hidden, gate", "def forward(self, x, mask):\n        hidden, gate").replace(
+        "gate * self.gate_scale", "gate * mask"),  # a mask handed to the forward: not a learned factor
+    NORMALIZED_VIT.replace("self.to_gate = NormLinear(dim, dim_inner)", "self.to_gate = nn.Embedding(dim, dim_inner)"),
     NGPT.replace("return self.scale * self.forward_scale", "return self.scale * t").replace(
         "def forward(self):", "def forward(self, t):").replace("self.gate_scale()", "self.gate_scale(x)"),
 ])
