@@ -13,7 +13,8 @@ Shaped on (the code rewritten at fixture size):
   `nn.Conv1d` of kernel 1: not a Linear of the file's reading, and a GLU over channels is not family 14); a gate
   multiplied by another projection (an activation, not a factor) or by a mask the forward is handed; an
   `nn.Embedding` lookup as the gate; ReLU and sigmoid gates; two inputs; a "scale"
-  module that reads the input; a wrapper with a LoRA branch (litgpt 0.5.4 `litgpt/lora.py` 165-172, not one Linear).
+  module that reads the input; a wrapper with a LoRA branch (litgpt 0.5.4 `litgpt/lora.py` 165-172: a linear map too,
+  but a form of one package, not read).
 """
 
 from __future__ import annotations
@@ -185,7 +186,8 @@ LORA_WRAPPER = NORMALIZED_VIT.replace(
 
 @pytest.mark.parametrize("code", [
     GROUPED_CONV,  # a kernel-1 Conv1d inside the wrapper: not read as a Linear
-    LORA_WRAPPER,  # a LoRA branch beside the Linear: the wrapper is not one Linear
+    LORA_WRAPPER,  # a LoRA branch beside the Linear: not read as one Linear (still a linear map of x, but a form
+    # of one dev package, litgpt; left, see docs/notes/mech102.md)
     NORMALIZED_VIT.replace("gate * self.gate_scale", "gate * self.to_hidden(x)"),  # an activation, not a factor
     NORMALIZED_VIT.replace("F.silu(gate)", "F.relu(gate)"),
     NORMALIZED_VIT.replace("F.silu(gate)", "torch.sigmoid(gate)"),
