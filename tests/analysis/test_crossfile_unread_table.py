@@ -53,6 +53,13 @@ class GatedConfig(PretrainedConfig):
         super().__init__(**kwargs)
 
 
+class SameConfig(PretrainedConfig):
+    def __init__(self, hidden_size=8, hidden_act="silu", **kwargs):
+        self.hidden_size = hidden_size
+        self.hidden_act = hidden_act
+        super().__init__(**kwargs)
+
+
 class TakenConfig(PretrainedConfig):
     # Refusal: the field is assigned from something that is not evident (a value popped from the kwargs).
     def __init__(self, hidden_size=8, **kwargs):
@@ -72,7 +79,7 @@ HEAD = '''
 import torch.nn as nn
 from transformers.activations import ACT2FN
 from transformers.modeling_utils import PreTrainedModel
-from .config import GatedConfig, OtherConfig, PoolerConfig, SplitConfig, TakenConfig
+from .config import GatedConfig, OtherConfig, PoolerConfig, SameConfig, SplitConfig, TakenConfig
 '''
 
 CASES = {
@@ -135,6 +142,53 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.mlp = DecoderMlp(config)
 ''', "DecoderMlp", "'silu'"),
+    # lerobot 0.4.4, lerobot/policies/wall_x/qwen_model/qwen2_5_vl_moe.py:54-65 (`Qwen2_5_VLMLP`, built at :352 by a
+    # vision block and at :2285 by a decoder layer, with two config classes whose `hidden_act` defaults are both
+    # "silu", configuration_qwen2_5_vl.py:13, :176): every config passed agrees, silu.
+    "two configs agree: silu": ('''
+class VisionMLP(nn.Module):
+    def __init__(self, config, bias: bool = False):
+        super().__init__()
+        self.gate_proj = nn.Linear(config.hidden_size, 4 * config.hidden_size, bias=bias)
+        self.up_proj = nn.Linear(config.hidden_size, 4 * config.hidden_size, bias=bias)
+        self.down_proj = nn.Linear(4 * config.hidden_size, config.hidden_size, bias=bias)
+        self.act = ACT2FN[config.hidden_act]
+
+    def forward(self, hidden_state):
+        return self.down_proj(self.act(self.gate_proj(hidden_state)) * self.up_proj(hidden_state))
+
+
+class VisionBlock(nn.Module):
+    def __init__(self, config: GatedConfig):
+        super().__init__()
+        self.mlp = VisionMLP(config, bias=True)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, config: SameConfig):
+        super().__init__()
+        self.mlp = VisionMLP(config)
+''', "VisionMLP", "'silu'"),
+    # qwen-tts 0.1.1, qwen_tts/core/models/modeling_qwen3_tts.py:808-816 (`Qwen3TTSTalkerResizeMLP`, `act: str`
+    # required, passed `config.hidden_act` by the model at :1575, whose config is annotated, :1571): silu.
+    "a required parameter passed a config field: silu": ('''
+class ResizeMLP(nn.Module):
+    def __init__(self, input_size, intermediate_size, output_size, act: str, bias=False):
+        super().__init__()
+        self.linear_fc1 = nn.Linear(input_size, intermediate_size, bias=bias)
+        self.linear_fc2 = nn.Linear(intermediate_size, output_size, bias=bias)
+        self.act = ACT2FN[act]
+
+    def forward(self, hidden_state):
+        return self.linear_fc2(self.act(self.linear_fc1(hidden_state)))
+
+
+class Talker(nn.Module):
+    def __init__(self, config: GatedConfig):
+        super().__init__()
+        self.text_projection = ResizeMLP(config.hidden_size, config.hidden_size, config.hidden_size,
+                                         config.hidden_act, bias=True)
+''', "ResizeMLP", "'silu'"),
     # Refusal: a GELU default stays the lookup as written (a site, with its run-time check).
     "annotated config: gelu": ('''
 class Intermediate(nn.Module):
@@ -231,3 +285,39 @@ def test_a_config_default_names_the_key_of_a_table_not_read(tmp_path: Path, case
     found = {(f.rule_id, f.scope_name) for f in check(mf, [r for r in load_rules().rules if r.family == 6],
                                                       detect_environment("cpu")).findings}
     assert (("f06-linear-gelu", name) in found) is (key is None)
+
+
+TABLE = '''
+import torch.nn as nn
+
+ACT2CLS = {"gelu": nn.GELU, "relu": nn.ReLU, "silu": nn.SiLU, "tanh": nn.Tanh}
+
+
+class Instantiator(dict):
+    def __getitem__(self, key):
+        return super().__getitem__(key)()
+
+
+ACT2FN = Instantiator(ACT2CLS)
+'''
+
+
+@pytest.mark.parametrize(("case", "layer"), [("two configs agree: silu", "torch.nn.SiLU"),
+                                             ("two configs disagree", None)])
+def test_configs_passed_agreeing_decide_a_table_read_too(tmp_path: Path, case: str, layer: str | None) -> None:
+    """The union of the config classes passed is read the same where the table is read (the package's own
+    `activations.py`): agreeing defaults give the table's entry, disagreeing ones the lookup as written."""
+    model, name, _ = _package(tmp_path, case)
+    (model.parent / "activations.py").write_text(TABLE, encoding="utf-8")
+    text = model.read_text(encoding="utf-8").replace("from transformers.activations import", "from .activations import")
+    model.write_text(text, encoding="utf-8")
+    reach = CrossFileReach(ModuleResolver(search_paths=[str(tmp_path)]), root=str(tmp_path))
+    mf = analyse(text, str(model), reach=reach)
+    arch = next(a for a in mf.architectures if a.name == name)
+    assert arch.init is not None
+    act = next(b.value for b in arch.init.bindings if b.attr == "act")
+    assert isinstance(act, Ctor)
+    if layer is None:
+        assert act.origin is None and act.lookup == "config.hidden_act"
+    else:
+        assert act.callee == layer and act.origin is not None and "default of `hidden_act`" in act.origin
