@@ -290,8 +290,8 @@ class PassedClasses:
       it, at its position or by keyword, a parameter of the constructing class's `__init__` whose class is known
       the same way (annotated, declared, or passed on again), and all agree.
 
-    Anything else (no construction, a construction outside an `__init__`, an expression passed, two classes)
-    is unknown. A few levels deep; read per analysed class, so that each records the methods it read."""
+    Constructions passing different classes give their union (`A | B`). Anything else (no construction, a
+    construction outside an `__init__`, an expression passed) is unknown. A few levels deep; read per analysed class, so that each records the methods it read."""
 
     _DEPTH: Final = 6
 
@@ -326,6 +326,8 @@ class PassedClasses:
         return self._passed(name, param, order.index(param) if param in order else None, depth)
 
     def _passed(self, name: str, param: str, index: int | None, depth: int) -> str | None:
+        """The classes the constructions pass, as a union (`A | B`) where they differ: a reader of one
+        field then needs every member to agree (`CrossFileReach._key`)."""
         found: set[str] = set()
         for passed in init_arguments(name, param, index, "identifier", self.src, self.note):
             if passed is None:
@@ -334,8 +336,8 @@ class PassedClasses:
             cls = self.of(owner, self.src.text(argument), depth + 1)
             if cls is None:
                 return None
-            found.add(cls)
-        return found.pop() if len(found) == 1 else None
+            found.update(cls.split(" | "))
+        return " | ".join(sorted(found)) if found else None
 
     def _declared(self, name: str, depth: int = 0) -> str | None:
         """`config_class = X` in the body of class `name` or of its same-file bases (the first found)."""

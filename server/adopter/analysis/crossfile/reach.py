@@ -235,7 +235,7 @@ class CrossFileReach:
             return None
         summary = self.summary_of(ctor.callee, path)
         if summary is None:
-            return None
+            return self._unread_lookup(ctor, path, scope)
         where = self._where(summary.definition)
         if summary.kind == "layer" and summary.layer == "torch.nn.Sequential" and ctor.lookup is None:
             items = self._sequential(ctor, summary.definition, path, scope)
@@ -470,6 +470,22 @@ class CrossFileReach:
             return UNKNOWN, None
         return value, (f"default of `{field_name}` in {config.definition.name} "
                        f"({self._where(config.definition)})")
+
+    def _unread_lookup(self, ctor: Ctor, path: str, scope: Scope) -> Ctor | None:
+        """A lookup in an imported table this reading cannot open (`ACT2FN` of a `transformers` not installed,
+        read from a model package alone), `ACT2FN[config.pooler_activation]`, whose key is a field of the
+        package's own config class with an evident default (`pooler_activation="tanh"`; every config class
+        this file passes agreeing). The key is that default whatever the table holds, so the lookup is by
+        that literal key (`_evident_key`), as for a table read whose entry is no torch layer. A GELU key, a
+        key not evident, disagreeing configs and calls (`get_activation(config.x)`: no dev package has it
+        with a config of its own) leave it as written."""
+        if ctor.lookup is None:
+            return None
+        key, key_origin = self._key(ctor.lookup, path, scope)
+        if not isinstance(key, str):
+            return None
+        name = ctor.callee.rsplit(".", 1)[-1]
+        return _evident_key(ctor, key, key_origin, f"{name}[{key!r}] (table not read), {key_origin}")
 
     def _passed_field(self, param: str, path: str, scope: Scope) -> tuple[object, str | None]:
         """A required parameter's key where every construction in the file passes it a config field
