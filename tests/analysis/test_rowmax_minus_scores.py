@@ -26,6 +26,9 @@ NEGATED = [
     ("unpacked values, keepdims", "s = x @ y\nmx, _ = s.max(dim=-1, keepdims=True)\nm = mx.expand_as(s) - s\n"
      "p = m.softmax(-1)", "m = operator neg(s)"),
     ("amax", "s = x @ y\nm = s.amax(-1, keepdim=True) - s\np = F.softmax(m, dim=-1)", "m = operator neg(s)"),
+    # the unpacked maximum and the keepdims alias reach the stable shift the other way round too: `s - rowmax(s)`
+    ("stable shift, unpacked values", "s = x @ y\nmx, _ = s.max(dim=-1, keepdims=True)\nm = s - mx\n"
+     "p = torch.softmax(m, dim=-1)", "m = operator cast(s)"),
 ]
 
 KEPT = [
