@@ -19,10 +19,10 @@ SOFTMAX = "function torch.nn.functional.softmax"
 
 # (id, forward body, the line that must be there)
 NEGATED = [
-    # boxmot reid/backbones/common/attention.py:245 (CAM_Module): the maximum's values broadcast by expand_as
+    # boxmot 25.0.0 reid/backbones/common/attention.py:245 (CAM_Module): the maximum's values broadcast by expand_as
     ("expand_as of the values", "s = x @ y\nm = torch.max(s, -1, keepdim=True)[0].expand_as(s) - s\n"
      "p = torch.softmax(m, dim=-1)", "m = operator neg(s)"),
-    # pytorchcv 0.0.67 pytorchcv/models/danet.py:106-107 (ChaAttBlock): unpacked, numpy's keepdims alias
+    # pytorchcv 0.0.74 pytorchcv/models/danet.py:106-107 (ChaAttBlock): unpacked, numpy's keepdims alias
     ("unpacked values, keepdims", "s = x @ y\nmx, _ = s.max(dim=-1, keepdims=True)\nm = mx.expand_as(s) - s\n"
      "p = m.softmax(-1)", "m = operator neg(s)"),
     ("amax", "s = x @ y\nm = s.amax(-1, keepdim=True) - s\np = F.softmax(m, dim=-1)", "m = operator neg(s)"),

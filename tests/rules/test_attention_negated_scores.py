@@ -20,8 +20,8 @@ from adopter.engine import load_rules
 F10: tuple[Rule, ...] = tuple(r for r in load_rules().rules if r.family == 10)
 F04: tuple[Rule, ...] = tuple(r for r in load_rules().rules if r.family == 4)
 
-# boxmot reid/backbones/common/attention.py:236-250 (CAM_Module.forward) and super-image 0.2
-# super_image/models/han/modeling_han.py:44-58 (LAM_Module), in other words
+# boxmot 25.0.0 reid/backbones/common/attention.py:232-253 (CAM_Module.forward) and super-image 0.2.0
+# super_image/models/han/modeling_han.py:42-63 (LAM_Module), in other words
 BOXMOT = '''
 import torch
 from torch import nn
@@ -45,7 +45,7 @@ class ChannelAttention(nn.Module):
         return self.gamma * out + x
 '''
 
-# pytorchcv 0.0.67 pytorchcv/models/danet.py:99-113 (ChaAttBlock.forward), in other words: the maximum unpacked
+# pytorchcv 0.0.74 pytorchcv/models/danet.py:99-113 (ChaAttBlock.forward), in other words: the maximum unpacked
 # into values and indices with numpy's `keepdims` spelling, the keys transposed by `transpose(1, 2)`
 PYTORCHCV = '''
 import torch
@@ -70,7 +70,7 @@ class ChannelBlock(nn.Module):
         return y.reshape((batch, -1, height, width)) + x
 '''
 
-# pywick 0.6.5 pywick/models/segmentation/danet.py:91-101 (_ChannelAttentionModule.forward), in other words
+# pywick 0.6.5 pywick/models/segmentation/danet.py:91-102 (_ChannelAttentionModule.forward), in other words
 PYWICK = '''
 import torch
 from torch import nn
