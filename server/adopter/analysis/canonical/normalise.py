@@ -925,16 +925,28 @@ class _Pass:
         if op.kind == _OPERATOR and op.target in ("list", "tuple") and len(op.outputs) == 1:
             self.lists[op.outputs[0]] = op.args
         self._rank_less_one(op)
+        if (len(op.outputs) == 2 and op.args and isinstance(op.args[0], Ref) and op.target in ("max", "torch.max")
+                and _last_keepdim(op)):
+            self.rowmax[op.outputs[0]] = op.args[0].name  # `m, _ = s.max(-1, keepdim=True)`: the values
+            return None
         if len(op.outputs) != 1 or not op.args or not isinstance(op.args[0], Ref):
             return None
         first = op.args[0].name
         if (op.kind == _OPERATOR and op.target == "-" and len(op.args) == 2 and isinstance(op.args[1], Ref)
                 and self.rowmax.get(op.args[1].name) == first and op.outputs[0] in self.softmaxed):
             return _respell(op, CAST, (op.args[0],), ())
+        if (op.kind == _OPERATOR and op.target == "-" and len(op.args) == 2 and isinstance(op.args[1], Ref)
+                and self.rowmax.get(first) == op.args[1].name and op.outputs[0] in self.softmaxed):
+            # `rowmax(s) - s` into a softmax: the row's constant drops out, so it softmaxes as `-s` (DANet's
+            # channel attention); `neg` is no step of the plain chain, so only a rule that asks for it matches.
+            return _respell(op, _NEG, (op.args[1],), ())
         if op.target in ("amax", "torch.amax", "max", "torch.max") and _last_keepdim(op):
             self.rowmax[op.outputs[0]] = first + ("" if "amax" in op.target else "[values]")
         elif op.kind == _METHOD and op.target == "detach" and len(op.args) == 1 and first in self.rowmax:
             self.rowmax[op.outputs[0]] = self.rowmax[first]
+        elif (op.kind == _METHOD and op.target == "expand_as" and len(op.args) == 2 and isinstance(op.args[1], Ref)
+              and self.rowmax.get(first) == op.args[1].name):
+            self.rowmax[op.outputs[0]] = op.args[1].name  # broadcast to the scores' own shape, as `-` would
         elif (self.rowmax.get(first, "").endswith("[values]") and len(op.args) == 2 and isinstance(op.args[1], Expr)
               and ((op.target == "getitem" and op.args[1].text == "0")
                    or (op.target == "getattr" and op.args[1].text == "values"))):
@@ -1520,6 +1532,7 @@ def _scalar(v: Value, by_attr: Mapping[str, list[Binding]]) -> bool:
 _RIGHT_OPERAND = frozenset({("operator", "@"), ("function", "torch.matmul"), ("method", "matmul"),
                             ("function", "torch.bmm"), ("method", "bmm")})
 _PASS_ON = frozenset({"*", "/", "cast"})
+_NEG = ("operator", "neg")
 
 
 def _prescan(block: Block, softmax_modules: frozenset[str] = frozenset()) -> tuple[frozenset[str], frozenset[str]]:
@@ -1605,9 +1618,9 @@ def _last_keepdim(op: Op) -> bool:
     """`amax`/`max` over the last axis keeping it (`x.amax(-1, keepdim=True)`, `torch.max(x, dim=-1, keepdim=True)`)."""
     kw = {k.name: k.value for k in op.kwargs}
     dim = op.args[1] if len(op.args) > 1 else kw.get("dim")
-    keep = op.args[2] if len(op.args) > 2 else kw.get("keepdim")
+    keep = op.args[2] if len(op.args) > 2 else kw.get("keepdim", kw.get("keepdims"))  # torch's numpy alias
     return (isinstance(dim, Expr) and dim.text == "-1" and isinstance(keep, Expr) and keep.text == "True"
-            and set(kw) <= {"dim", "keepdim"})
+            and set(kw) <= {"dim", "keepdim"} | ({"keepdims"} if "keepdim" not in kw else set()))
 
 
 def _swapped_pattern(pattern: Value) -> Expr | None:
