@@ -26,7 +26,7 @@ PARSE_ERRORS = (SyntaxError, ValueError, RecursionError)  # what `ast.parse` rai
 _CONTINUED = ("else", "elif", "except", "finally")
 _NOT_CODE = ("", " ", "\t", "\x0c", "#", ")", "]", "}")
 _JOINS = 4  # pieces joined one by one before the rest of the file is parsed as one
-_REMEMBERED = 4096  # statement tables kept (a few open files' worth)
+_REMEMBERED = 1024  # statement tables kept (the top-level statements of a few dozen files)
 
 
 class StatementUses(ast.NodeVisitor):
@@ -47,6 +47,7 @@ class StatementUses(ast.NodeVisitor):
         self._called: set[int] = set()
         self._classes: list[tuple[str, bool]] = []  # (the class `self` is an instance of, "" if none; a class body)
         self.visit(tree)
+        self._called = set()  # the ids of the walked tree's nodes: kept with the table, they would mean nothing
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.bases.setdefault(node.name, set()).update(
