@@ -18,11 +18,11 @@ Callers in other files are not seen.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from adopter.dsl.types import Forward, Op, Ref, Span
+from adopter.engine.file_uses import PARSE_ERRORS, FileUses, file_uses
 from adopter.engine.flow import FlatForward
 from adopter.engine.types import Finding
 
@@ -103,8 +103,8 @@ def with_unseen_calls(text: str, findings: tuple[Finding, ...], unreduced: Seque
             if reason is None:
                 if uses is None:
                     try:
-                        uses = _Uses(ast.parse(text))
-                    except (SyntaxError, ValueError, RecursionError):
+                        uses = _Uses(file_uses(text))
+                    except PARSE_ERRORS:
                         callee = _name(callee_ops(f.match.ops, unrolled)[0].via[-1])
                         reason = f"{IN_CALLEE}{callee}`, and the file does not parse, so its other calls are not known"
                 if uses is not None:
@@ -165,74 +165,15 @@ def _name(label: str) -> str:
     return label.rsplit(".", 1)[-1]
 
 
-class _Uses(ast.NodeVisitor):
-    """Where the file names each function: `name` (a function), `self.name` in the class that defines it and its
-    same-file subclasses, `obj.name` on any other receiver (a method), and `__all__`'s strings."""
+class _Uses:
+    """Where the file names each function (`engine.file_uses`): `name` (a function), `self.name` in the class that
+    defines it and its same-file subclasses, `obj.name` on any other receiver (a method), and `__all__`'s strings."""
 
-    def __init__(self, tree: ast.Module) -> None:
-        self.defs: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str | None]] = []  # (def, its class)
-        self.names: dict[str, list[tuple[int, bool]]] = {}  # bare name -> (line, called)
-        # attribute -> (line, called, the class around it when its receiver is `self` or `cls`, else None)
-        self.attrs: dict[str, list[tuple[int, bool, str | None]]] = {}
-        self.bases: dict[str, set[str]] = {}
-        self.exported: set[str] = set()
-        # the names imports bind: a use `F.gelu` on one is an imported module's function, not a method here
-        self.modules = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
-                        if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
-        self._called: set[int] = set()
-        self._classes: list[tuple[str, bool]] = []  # (the class `self` is an instance of, "" if none; a class body)
-        self.visit(tree)
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self.bases.setdefault(node.name, set()).update(
-            _name(ast.unparse(b)) for b in node.bases if isinstance(b, ast.Name | ast.Attribute))
-        self._classes.append((node.name, True))
-        self.generic_visit(node)
-        self._classes.pop()
-
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        in_body = bool(self._classes) and self._classes[-1][1]
-        self.defs.append((node, self._classes[-1][0] if in_body else None))
-        # `self` in a method (and in the functions nested in it) is an instance of the class around
-        self._classes.append((self._classes[-1][0] if self._classes else "", False))
-        self.generic_visit(node)
-        self._classes.pop()
-
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
-        # a method, not `visit_AsyncFunctionDef = visit_FunctionDef`: the compiled class (mypyc) has no such alias
-        self.visit_FunctionDef(node)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        self._called.add(id(node.func))
-        self.generic_visit(node)
-
-    def visit_Name(self, node: ast.Name) -> None:
-        self.names.setdefault(node.id, []).append((node.lineno, id(node) in self._called))
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        root = node.value
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        if isinstance(root, ast.Name) and root.id in self.modules:
-            pass  # `F.gelu`, `torch.nn.functional.softmax`: an imported module's function, not a method here
-        elif not isinstance(node.ctx, ast.Store):  # `self.attend = ...` names the instance's own attribute
-            own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
-            around = self._classes[-1][0] if own and self._classes and self._classes[-1][0] else None
-            self.attrs.setdefault(node.attr, []).append((node.lineno, id(node) in self._called, around))
-        self.generic_visit(node)
-
-    def visit_Assign(self, node: ast.Assign) -> None:
-        self._exports(node.targets, node.value)
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self._exports([node.target], node.value)
-        self.generic_visit(node)
-
-    def _exports(self, targets: Sequence[ast.expr], value: ast.expr) -> None:
-        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and isinstance(
-                value, ast.List | ast.Tuple | ast.Set):
-            self.exported.update(e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    def __init__(self, uses: FileUses) -> None:
+        self.file = uses
+        self.defs = uses.defs()
+        self.bases = uses.bases
+        self.exported = uses.exported
 
     def unseen(self, ops: Sequence[Op], covered: set[int]) -> str | None:
         """Why rewriting the callee of `ops` would change code that is not this site, or None: a use of the
@@ -244,7 +185,7 @@ class _Uses(ast.NodeVisitor):
             for label in op.via:
                 wanted[(_name(label), (owner or "") if "." in label else None)] = None
             if written is not None:
-                wanted[(written[0].name, owner)] = None
+                wanted[(written[0], owner)] = None
         callee = _name(ops[0].via[-1])
         for name, owner in wanted:
             if name in self.exported:
@@ -265,9 +206,9 @@ class _Uses(ast.NodeVisitor):
         """A function's uses (`owner` None), or a method's: on `self` in its class `owner` (\"\" when not known:
         every class) and the classes derived from it here, on any other receiver anywhere."""
         if owner is None:
-            return self.names.get(name, [])
+            return self.file.names_of(name)
         family = self._derived(owner) if owner else None
-        return [(line, called) for line, called, around in self.attrs.get(name, ())
+        return [(line, called) for line, called, around in self.file.attrs_of(name)
                 if around is None or family is None or around in family]
 
     def _derived(self, owner: str) -> set[str]:
@@ -279,10 +220,11 @@ class _Uses(ast.NodeVisitor):
             grown = bool(more)
         return family
 
-    def _def_of(self, span: Span) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str | None] | None:
-        """The innermost function written around `span`, and the class it is a method of."""
+    def _def_of(self, span: Span) -> tuple[str, str | None] | None:
+        """The innermost function written around `span` (its name), and the class it is a method of."""
         line = span.start_line + 1
-        around = [(d, c) for d, c in self.defs if d.lineno <= line <= (d.end_lineno or d.lineno)]
-        return max(around, key=lambda dc: dc[0].lineno, default=None)
+        around = [(name, first, cls) for name, first, last, cls in self.defs if first <= line <= last]
+        innermost = max(around, key=lambda d: d[1], default=None)
+        return (innermost[0], innermost[2]) if innermost is not None else None
 
 
