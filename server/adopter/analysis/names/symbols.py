@@ -11,6 +11,7 @@ from adopter.analysis.names.dropout_form import dropout_form
 from adopter.analysis.names.formula_functions import formula_gelu
 from adopter.analysis.names.formula_norms import formula_norm
 from adopter.analysis.names.forward_shape import head_shape
+from adopter.analysis.names.library_containers import torch_container
 from adopter.analysis.names.linear_shape import linear_shape
 from adopter.analysis.parse.code_text import code_key
 from adopter.analysis.parse.source import Field, SourceText
@@ -312,7 +313,7 @@ class ModuleSymbols:
         target = self.imports.get(root) or self.aliases.get(root)
         if target is None:
             return dotted
-        return f"{target}{dot}{rest}" if dot else target
+        return torch_container(f"{target}{dot}{rest}" if dot else target)
 
     def qualify_binding(self, dotted: str) -> str:
         """`qualify`, depending only on what the root name is imported or aliased as (all `qualify` reads),
@@ -324,7 +325,7 @@ class ModuleSymbols:
         target = self.imports.get(root) or self.aliases.get(root)
         if target is None:
             return dotted
-        return f"{target}{dot}{rest}" if dot else target
+        return torch_container(f"{target}{dot}{rest}" if dot else target)
 
     def is_imported(self, name: str) -> bool:
         self._note(name)

@@ -15,6 +15,7 @@ import ast
 import re
 
 from adopter.analysis.canonical.spellings import SEQUENTIAL
+from adopter.analysis.names.library_containers import spelled_by_library
 from adopter.analysis.scope.bindings import FACTORY_ORIGIN
 from adopter.dsl.types import Ctor, Op, OpKind, Span
 from adopter.synth.registry import SynthContext
@@ -72,6 +73,7 @@ def _callee_span(ctx: SynthContext, tree: ast.Module, span: Span) -> Span:
             bases = [b for b in node.bases if _is_sequential(b)]
             if len(bases) != 1:
                 ctx.decline(f"the matched layers are built by {node.name}, whose nn.Sequential base could not be read")
+            _decline_library(ctx, bases[0])
             return ctx.text_index.span(bases[0])
     if any(isinstance(n, ast.List) and ctx.text_index.span(n) == span for n in ast.walk(tree)):
         ctx.decline("the matched layers are items of a list a method returns for its callers to splat into "
@@ -82,7 +84,17 @@ def _callee_span(ctx: SynthContext, tree: ast.Module, span: Span) -> Span:
     outer = [n for n, at in inside if not any(other is not n and o_at.contains(at) for other, o_at in inside)]
     if len(outer) != 1 or outer[0].func.lineno != outer[0].func.end_lineno:
         ctx.decline("the matched layers are built inside an nn.Sequential(...) that could not be read")
+    _decline_library(ctx, outer[0].func)
     return ctx.text_index.span(outer[0].func)
+
+
+def _decline_library(ctx: SynthContext, callee: ast.expr) -> None:
+    """Decline a Sequential of OpenMMLab's (`from mmengine.model import Sequential`): the folding subclass
+    would drop its `BaseModule` base and the `init_weights` walk that base runs over the children."""
+    root = ast.unparse(callee).split(".", 1)[0]
+    if spelled_by_library(ctx.text_index.imports(), root):
+        ctx.decline(f"the matched layers are children of OpenMMLab's `{root}` (a BaseModule as well as an "
+                    "nn.Sequential); the folding nn.Sequential would drop its BaseModule base, so change it by hand")
 
 
 def _ensure_class(ctx: SynthContext, fold: str) -> str:
