@@ -1,13 +1,13 @@
 """Module-level names bound by an import helper (`nn = _safe_import("torch.nn")`) are aliases of the module the
 string names, as `import torch.nn as nn` would bind them (`adopter.analysis.names.import_helpers`).
 
-Shaped on: sktime 0.40 `sktime/libs/lag_llama/model/module.py` lines 18-24 and 395-416 (dev2: `torch`, `nn`, `F`
+Shaped on: sktime 1.2.0 (dev2) `sktime/libs/lag_llama/model/module.py` lines 18-24 and 395-416 (dev2: `torch`, `nn`, `F`
 bound by `_safe_import`, a SwiGLU `MLP`; also `libs/sundial`, `libs/timer`, `libs/timemoe`, `libs/mira`,
-`libs/timer_s1` with skbase's helper); deeptime 0.4 `deeptime/util/torch.py` lines 3-4 (`torch = try_import("torch")`,
-`nn = try_import("torch.nn")`); auto-round `auto_round/compressors/diffusion/eval.py` line 25 (`LazyImport(
+`libs/timer_s1` with skbase's helper); deeptime 0.5.0 `deeptime/util/torch.py` lines 3-4 (`torch = try_import("torch")`,
+`nn = try_import("torch.nn")`); auto-round 0.16.1 `auto_round/compressors/diffusion/eval.py` line 25 (`LazyImport(
 "torchmetrics.multimodal")`); sktime `networks/convtran/_attention.py` line 8 (`NNModule = _safe_import(
 "torch.nn.Module")`, a base class). Base f7d282c2 reads these names as unknown values, so no rule matches the
-modules built through them (census: 7 SwiGLU rows of sktime's vendored models missed, `docs/notes/mech106.md`).
+modules built through them (census: 10 gated rows of sktime's vendored models missed, `docs/notes/mech106.md`).
 
 The fix is f14-swiglu's own rewrite on its own form (two `nn.Linear` of one input): only the spelling of `nn`
 changed. The equivalence test runs the rewrite with the helper bound to `importlib.import_module` (so the
