@@ -11,6 +11,7 @@ from adopter.analysis.names.dropout_form import dropout_form
 from adopter.analysis.names.formula_functions import formula_gelu
 from adopter.analysis.names.formula_norms import formula_norm
 from adopter.analysis.names.forward_shape import head_shape
+from adopter.analysis.names.import_helpers import import_helper_target
 from adopter.analysis.names.library_containers import torch_container
 from adopter.analysis.names.linear_shape import linear_shape
 from adopter.analysis.parse.code_text import code_key
@@ -260,8 +261,12 @@ class ModuleSymbols:
             return
         name = self.src.text(left)
         dotted = dotted_text(_compat_choice(right, self.src), self.src)
+        helper = import_helper_target(right, self.src, lambda root: root in self.imports)
         if dotted is not None and dotted.split(".")[0] in self.imports:
             self.aliases[name] = self.qualify(dotted)
+            self.values.pop(name, None)
+        elif helper is not None:
+            self.aliases[name] = helper
             self.values.pop(name, None)
         else:
             self.values[name] = node
