@@ -108,3 +108,49 @@ def test_another_objects_call_is_not_the_module() -> None:
     assert _found(call="self.other.forward") == [FORWARD_HEAD]
     assert _found(call="model") == [FORWARD_HEAD]
 
+
+
+# A wrapper that calls the forward with one input as its three parameters: shaped on adn-torch 0.0.2
+# `adn/attentions/full.py:79` (`forward_single(x)` returns `self.forward(q=x, k=x, v=x)`); the dev2 labels refuse
+# the projections at 59 as a fused q/k/v (three different parameters in the forward). What lies wholly in the
+# forward is found or refused where the forward is read.
+ATTENTION = '''import torch.nn.functional as F
+from einops import rearrange
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.to_q = nn.Linear(dim, dim)
+        self.to_k = nn.Linear(dim, dim)
+        self.to_v = nn.Linear(dim, dim)
+        self.to_out = nn.Linear(dim, dim, bias=False)
+
+    def forward(self, q, k, v):
+        q, k, v = self.to_q(q), self.to_k(k), self.to_v(v)
+        q, k, v = map(lambda t: rearrange(t, "b n (h d) -> b h n d", h=self.heads), (q, k, v))
+        attention_map = q @ k.transpose(-1, -2) * self.scale
+        attention_map = F.softmax(attention_map, dim=-1)
+        x = rearrange(attention_map @ v, "b h n d -> b n (h d)")
+        return self.to_out(x)
+
+    def forward_single(self, x, **kwargs):
+        return CALL
+'''
+
+
+@pytest.mark.parametrize("call", ["self.forward(q=x, k=x, v=x)", "self(x, x, x)"])
+def test_the_forward_read_again_with_one_input_is_no_fused_qkv(call: str) -> None:
+    found = find(analyse(ATTENTION.replace("CALL", call), "m.py"), load_rules().rules, ENV)
+    assert sorted((f.family, f.scope_name) for f in found) == [(4, "MultiHeadAttention"), (10, "MultiHeadAttention")]
+
+
+def test_the_forward_read_again_then_normalised_is_a_site_of_the_method() -> None:
+    # what the method adds to the forward's output is matched: a softmax of the attention output's last axis
+    found = find(analyse(ATTENTION.replace("CALL", "F.softmax(self(x, x, x), dim=-1)"), "m.py"),
+                 load_rules().rules, ENV)
+    assert sorted((f.family, f.scope_name, f.span.start_line) for f in found) == [
+        (4, "MultiHeadAttention", 19), (4, "MultiHeadAttention.forward_single", 24), (10, "MultiHeadAttention", 18)]
