@@ -45,6 +45,7 @@ from adopter.engine.bound_chains import into_bound_chains, item_spans
 from adopter.engine.called_elsewhere import IN_CALLEE, callee_ops, unmatched_call, with_unseen_calls
 from adopter.engine.environment import Environment
 from adopter.engine.flow import FlatForward, flatten, op_keys
+from adopter.engine.forward_reread import only_the_forward_reread
 from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
 from adopter.engine.nested_chains import into_built_chains
 from adopter.engine.passed_in import chain_statements, with_statements
@@ -643,6 +644,8 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
             continue
         # Items of one container called once share the call's span: their targets tell two pairs apart.
         written = [op for op in ops if op is not None]
+        if only_the_forward_reread(written):
+            continue  # the forward's own site, found (or refused) where the forward is read
         # A rotary helper applied at several places is one site per application (`engine.applications`).
         group = application_group(written, flat.forward) if rule.family == ROTARY_FAMILY else None
         items = _item_targets(written)

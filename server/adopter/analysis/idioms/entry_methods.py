@@ -12,10 +12,19 @@ that leaves what it computes alone — `@torch.no_grad()`, `@torch.inference_mod
 `generate`, `sample` and visualisation methods are written — or by a decorator of the same file that runs it once
 with its own arguments (`transparent_decorators`: lucidrains' `@eval_decorator`), taking an input besides `self`,
 named nowhere in its class: methods the class calls are read where they are called) that calls a
-layer of the class (`self.<attr>(...)`) becomes an `Architecture` named `Class.method`, as loss methods
+layer of the class (`self.<attr>(...)`) or runs the module itself (`self(x)`, `self.forward(x)`: the forward is
+read in its place, so its layers are the method's) becomes an `Architecture` named `Class.method`, as loss methods
 do (`adopter.analysis.idioms.loss_methods`): the class's `__init__` bindings and the method's ops, so the
 rules that match layers in a forward match there. A method that names a cross-entropy is a loss method
 and read as one already.
+
+Sampling loops run the module on their input and post-process its output (minGPT's `generate`, as kan-gpt 1.2.0
+`kan_gpt/mingpt/model.py:380` writes it; a `predict` that returns `softmax(self.forward(x), dim=-1)`):
+
+    @torch.no_grad()
+    def generate(self, idx, steps):
+        logits, _ = self(idx)
+        probs = F.softmax(logits[:, -1, :], dim=-1)
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from adopter.dsl.types import Architecture, OpKind, Problem, block_ops
 
 _SKIP = frozenset({"forward", "__init__"})
 _LAYER_CALL = re.compile(rb"\bself\.(\w+)\s*\(")
+_RUNS_ITSELF = re.compile(rb"\bself(?:\.forward)?\s*\(")  # `self(x)`, `self.forward(x)`: the module's own forward
 # Decorators that change neither the method's computation nor how it is called: autograd's modes and
 # TorchScript's export markers (`torch.` optional: `from torch import no_grad`).
 _SAME_FILE = re.compile(rb"@([A-Za-z_]\w*)\s*")  # `@name` as `same_file_decorators` finds it
@@ -58,7 +68,8 @@ def entry_methods(methods: dict[str, Node], class_node: Node, raw: Callable[[Nod
         text = raw(node)
         if b"ross_entropy" in text or b"rossEntropy" in text:
             continue  # a loss method (`loss_methods`)
-        if not any(m.group(1).decode() not in methods for m in _LAYER_CALL.finditer(text)):
+        if not _RUNS_ITSELF.search(text) and not any(
+                m.group(1).decode() not in methods for m in _LAYER_CALL.finditer(text)):
             continue
         parameters = node.child_by_field_id(Field.PARAMETERS)
         if parameters is None or len([p for p in parameters.named_children if p.type != "comment"]) < 2:
