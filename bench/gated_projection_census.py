@@ -19,26 +19,11 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 import sys
 from pathlib import Path
 
-_ACT = re.compile(r"silu|gelu|swish|^act|activation|act_fn|ACT2FN|glu", re.IGNORECASE)
-_NOT_ACT = re.compile(r"sigmoid|relu|tanh|softmax|softplus", re.IGNORECASE)
-
-
-def _callee(func: ast.expr) -> str:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Subscript):
-        return ast.unparse(func.value)
-    return ""
-
-
-def _is_act(node: ast.expr) -> bool:
-    return isinstance(node, ast.Call) and bool(_ACT.search(n := _callee(node.func))) and not _NOT_ACT.search(n)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gated_rope_census import _ACT, _callee, _is_act  # one reading of an activation call for both censuses
 
 
 def _self_calls(e: ast.AST, names: dict[str, list[ast.expr]], self_name: str, depth: int = 0) -> set[tuple[str, str]]:
