@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from adopter.analysis.crossfile.reach import CrossFileReach
     from adopter.analysis.incremental import DocumentAnalysis
     from adopter.engine.environment import Environment
+    from adopter.engine.file_uses import StatementMemo
     from adopter.engine.sites import MatchMemo
     from adopter.parsed import ParsedText
     from adopter.synth.rewrite import Plan
@@ -401,6 +402,9 @@ class Session:
         # Fix verdicts by what they depend on: the site and the text of the class (or function) holding
         # it, positions relative to that unit. Typing elsewhere in the file keeps them (see `verdict`).
         self._verdicts: OrderedDict[tuple[object, ...], Decision] = OrderedDict()
+        # The use tables of the top-level statements of the texts this session analysed (the callee check,
+        # `engine.file_uses`): a keystroke re-reads only the statement it is in. Made at the first check.
+        self._statement_uses: StatementMemo | None = None
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -464,9 +468,13 @@ class Session:
                 findings, found = units.match(module_file, self.context)
                 problems.extend(found)
                 if findings:
+                    from adopter.engine.file_uses import StatementMemo
                     from adopter.engine.sites import with_callees_checked
 
-                    findings = with_callees_checked(text, module_file, findings, units.unreduced())
+                    if self._statement_uses is None:
+                        self._statement_uses = StatementMemo()
+                    findings = with_callees_checked(text, module_file, findings, units.unreduced(),
+                                                    self._statement_uses)
             except Exception as exc:  # a failing engine is a problem, never a dead caller
                 problems.append(problem(f"Adopter: rule matching failed ({type(exc).__name__}: {exc})"))
                 complete = False

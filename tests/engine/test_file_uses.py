@@ -237,13 +237,14 @@ def test_an_edit_re_parses_only_the_statement_it_is_in(monkeypatch: pytest.Monke
         parsed.append(source)
         return real(source)
 
-    file_uses.file_uses(LLAMA)
+    memo = file_uses.StatementMemo()
+    file_uses.file_uses(LLAMA, memo)
     monkeypatch.setattr(file_uses.ast, "parse", counting)
     edited = LLAMA.replace("return attention_interface(self,", "return attention_interface(self,  ")
     grown = edited.replace("def repeat_kv(", "# a new line\n\ndef repeat_kv(")  # later statements move down
     for text in (edited, grown):
         parsed.clear()
-        uses = file_uses.file_uses(text)
+        uses = file_uses.file_uses(text, memo)
         assert [p.split("\n", 1)[0] for p in parsed] == (
             ['@use_kernel_hub("attention")'] if text is edited else ["ALL_ATTENTION_FUNCTIONS = {}"]), parsed
         assert _tables(uses) == _tables(_WholeFile(real(text)))

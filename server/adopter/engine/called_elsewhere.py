@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from adopter.dsl.types import Forward, Op, Ref, Span
-from adopter.engine.file_uses import PARSE_ERRORS, FileUses, file_uses
+from adopter.engine.file_uses import PARSE_ERRORS, FileUses, StatementMemo, file_uses
 from adopter.engine.flow import FlatForward
 from adopter.engine.types import Finding
 
@@ -62,7 +62,8 @@ def unmatched_call(flat: FlatForward, ops: Sequence[Op], matched: set[int],
 
 
 def with_unseen_calls(text: str, findings: tuple[Finding, ...], unreduced: Sequence[Finding],
-                      forwards: Mapping[str, Forward], unrolled: Callable[[Op], bool]) -> tuple[Finding, ...]:
+                      forwards: Mapping[str, Forward], unrolled: Callable[[Op], bool],
+                      memo: StatementMemo | None = None) -> tuple[Finding, ...]:
     """`findings` (a file's, one per site) with each site written in a callee decided over the whole file:
     `unreduced` holds every scope's findings before they were made one per site.
 
@@ -103,7 +104,7 @@ def with_unseen_calls(text: str, findings: tuple[Finding, ...], unreduced: Seque
             if reason is None:
                 if uses is None:
                     try:
-                        uses = _Uses(file_uses(text))
+                        uses = _Uses(file_uses(text, memo))
                     except PARSE_ERRORS:
                         callee = _name(callee_ops(f.match.ops, unrolled)[0].via[-1])
                         reason = f"{IN_CALLEE}{callee}`, and the file does not parse, so its other calls are not known"

@@ -26,7 +26,7 @@ PARSE_ERRORS = (SyntaxError, ValueError, RecursionError)  # what `ast.parse` rai
 _CONTINUED = ("else", "elif", "except", "finally")
 _NOT_CODE = ("", " ", "\t", "\x0c", "#", ")", "]", "}")
 _JOINS = 4  # pieces joined one by one before the rest of the file is parsed as one
-_REMEMBERED = 1024  # statement tables kept (the top-level statements of a few dozen files)
+_REMEMBERED = 1024  # statement tables a memo keeps (the top-level statements of a few dozen files)
 
 
 class StatementUses(ast.NodeVisitor):
@@ -132,49 +132,57 @@ class FileUses:
                 for name, first, last, cls in t.defs]
 
 
-_tables: OrderedDict[str, StatementUses | None] = OrderedDict()  # None: the piece does not parse
-_lock = threading.Lock()
+class StatementMemo:
+    """The tables of the pieces a session has read, by their text (and that a piece does not parse), newest
+    kept: owned by the caller that reads one document's successive texts (`adopter.session.Session`), so that a
+    keystroke re-reads only its statement. Thread-safe."""
+
+    def __init__(self, size: int = _REMEMBERED) -> None:
+        self.size = size
+        self._tables: OrderedDict[str, StatementUses | None] = OrderedDict()  # None: the piece does not parse
+        self._lock = threading.Lock()
+
+    def table(self, piece: str, last: bool) -> StatementUses | None:
+        """The table of a piece; None where it does not parse, unless it is the file's last piece (then the error
+        is the file's, and is raised)."""
+        with self._lock:
+            known = piece in self._tables
+            hit = self._tables.get(piece)
+            if known:
+                self._tables.move_to_end(piece)
+        if known and (hit is not None or not last):
+            return hit
+        table: StatementUses | None = None
+        try:
+            table = StatementUses(ast.parse(piece))
+        except PARSE_ERRORS:
+            if last:
+                raise
+        with self._lock:
+            self._tables[piece] = table
+            while len(self._tables) > self.size:
+                self._tables.popitem(last=False)
+        return table
 
 
-def file_uses(text: str) -> FileUses:
-    """The uses of names in `text`; raises what `ast.parse(text)` raises where the text does not parse."""
+def file_uses(text: str, memo: StatementMemo | None = None) -> FileUses:
+    """The uses of names in `text`, each piece's table taken from `memo` where it has read the piece before (none:
+    every piece read now); raises what `ast.parse(text)` raises where the text does not parse."""
+    memo = memo if memo is not None else StatementMemo()
     pieces = _pieces(text)
     parts: list[tuple[int, StatementUses]] = []
     i = 0
     while i < len(pieces):
         before, piece = pieces[i]
         j = i + 1
-        table = _table(piece, last=j == len(pieces))
+        table = memo.table(piece, last=j == len(pieces))
         while table is None:  # a cut the file does not have: join the next piece, then the rest
             j = j + 1 if j - i <= _JOINS else len(pieces)
             piece = "".join(p for _, p in pieces[i:j])
-            table = _table(piece, last=j == len(pieces))
+            table = memo.table(piece, last=j == len(pieces))
         parts.append((before, table))
         i = j
     return FileUses(parts)
-
-
-def _table(piece: str, last: bool) -> StatementUses | None:
-    """The table of a piece, remembered by its text (and that it does not parse); None where it does not parse,
-    unless it is the file's last piece (then the error is the file's, and is raised)."""
-    with _lock:
-        known = piece in _tables
-        hit = _tables.get(piece)
-        if known:
-            _tables.move_to_end(piece)
-    if known and (hit is not None or not last):
-        return hit
-    table: StatementUses | None = None
-    try:
-        table = StatementUses(ast.parse(piece))
-    except PARSE_ERRORS:
-        if last:
-            raise
-    with _lock:
-        _tables[piece] = table
-        while len(_tables) > _REMEMBERED:
-            _tables.popitem(last=False)
-    return table
 
 
 def _pieces(text: str) -> list[tuple[int, str]]:

@@ -44,6 +44,7 @@ from adopter.engine.bindings import InitIndex
 from adopter.engine.bound_chains import into_bound_chains, item_spans
 from adopter.engine.called_elsewhere import IN_CALLEE, callee_ops, unmatched_call, with_unseen_calls
 from adopter.engine.environment import Environment
+from adopter.engine.file_uses import StatementMemo
 from adopter.engine.flow import FlatForward, flatten, op_keys
 from adopter.engine.forward_reread import only_the_forward_reread
 from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
@@ -396,15 +397,16 @@ def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, 
 
 
 def with_callees_checked(text: str, module_file: ModuleFile, findings: tuple[Finding, ...],
-                         unreduced: Sequence[Finding]) -> tuple[Finding, ...]:
+                         unreduced: Sequence[Finding], memo: StatementMemo | None = None) -> tuple[Finding, ...]:
     """A file's reduced findings, each written in a callee detection-only where the file calls or uses that callee
     other than as this site (`engine.called_elsewhere.with_unseen_calls`); `unreduced`: every scope's findings
-    before `reduce_sites`."""
+    before `reduce_sites`; `memo`: the tables of the statements the caller's earlier texts had
+    (`engine.file_uses`)."""
     forwards: dict[str, Forward] = {fn.name: fn for fn in module_file.functions}
     forwards.update((a.name, a.forward) for a in (*module_file.chains, *module_file.architectures)
                     if a.forward is not None)
     try:
-        return with_unseen_calls(text, findings, unreduced, forwards, _unrolled)
+        return with_unseen_calls(text, findings, unreduced, forwards, _unrolled, memo)
     except Exception as exc:  # the check failing never leaves a site in a callee called fixable
         out: list[Finding] = []
         for f in findings:
