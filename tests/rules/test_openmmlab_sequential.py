@@ -150,6 +150,9 @@ def test_the_table_maps_openmmlab_sequentials_only() -> None:
     assert torch_container("mypkg.layers.Sequential") == "mypkg.layers.Sequential"
     assert spelled_by_library({("mmengine.model", "Sequential"): "Sequential"}, "Sequential")
     assert not spelled_by_library({("torch.nn", "Sequential"): "Sequential"}, "Sequential")
+    assert spelled_by_library({("mmengine.model", None): "mm"}, "mm.Sequential")  # a module alias
+    assert spelled_by_library({("mmcv.runner", None): "mmcv.runner"}, "mmcv.runner.Sequential")
+    assert not spelled_by_library({("mmengine.model", None): "mm"}, "mmx.Sequential")
 
 
 def test_the_children_of_an_mmengine_sequential_pair_without_a_fix() -> None:
@@ -174,6 +177,16 @@ def test_mmcv_runner_spelling() -> None:
     assert _sites(MMCV_DOWNSAMPLE) == _lines(MMCV_DOWNSAMPLE, "return self.downsample(x)")
     assert all("OpenMMLab" in reason for reason in _declined(MMCV_DOWNSAMPLE))
 
+
+def test_a_module_alias_of_mmengine_is_declined_too() -> None:
+    """`import mmengine.model as mm` then `mm.Sequential(...)`: the analysis reads it as an `nn.Sequential`, and the
+    fix declines it as it does `from mmengine.model import Sequential`."""
+    source = DB_HEAD.replace("from mmengine.model import BaseModule, Sequential",
+                             "import mmengine.model as mm\nfrom mmengine.model import BaseModule").replace(
+        " Sequential(", " mm.Sequential(")
+    assert "mm.Sequential(" in source
+    assert _sites(source) == [*_lines(source, "nn.Conv2d(inner_channels"), *_lines(source, "self.binarize(img)")]
+    assert all("OpenMMLab" in reason for reason in _declined(source))
 
 def test_the_same_pair_in_torch_s_sequential_keeps_its_fix() -> None:
     source = MMCV_DOWNSAMPLE.replace("from mmcv.runner import BaseModule, Sequential",

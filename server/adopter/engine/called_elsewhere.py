@@ -116,6 +116,19 @@ def with_unseen_calls(text: str, findings: tuple[Finding, ...], unreduced: Seque
     return tuple(out)
 
 
+def with_calls_unknown(findings: tuple[Finding, ...], unrolled: Callable[[Op], bool], why: str) -> tuple[Finding, ...]:
+    """`findings` with each fixable site written in a callee made detection-only because its other calls are not
+    known (`why`: the file-wide check could not run)."""
+    out: list[Finding] = []
+    for f in findings:
+        ops = callee_ops(f.match.ops, unrolled) if f.fixable else []
+        if ops:
+            f = replace(f, fixable=False, no_fix_reason=f"{IN_CALLEE}{_name(ops[0].via[-1])}`, and {why}, so they are "
+                        "not known")
+        out.append(f)
+    return tuple(out)
+
+
 def _other_constants(f: Finding, site: list[Finding], ops: Sequence[Op]) -> str | None:
     """Why `f` cannot be rewritten in its callee when another scope's finding of the same site binds other
     constants (`dim = 1` where `f` binds `dim = -1`): the rewrite writes one of them into the callee."""

@@ -42,7 +42,7 @@ from adopter.dsl.types import (
 from adopter.engine.applications import ROTARY_FAMILY, application_group, group_count
 from adopter.engine.bindings import InitIndex
 from adopter.engine.bound_chains import into_bound_chains, item_spans
-from adopter.engine.called_elsewhere import IN_CALLEE, callee_ops, unmatched_call, with_unseen_calls
+from adopter.engine.called_elsewhere import unmatched_call, with_calls_unknown, with_unseen_calls
 from adopter.engine.environment import Environment
 from adopter.engine.file_uses import StatementMemo
 from adopter.engine.flow import FlatForward, flatten, op_keys
@@ -408,15 +408,8 @@ def with_callees_checked(text: str, module_file: ModuleFile, findings: tuple[Fin
     try:
         return with_unseen_calls(text, findings, unreduced, forwards, _unrolled, memo)
     except Exception as exc:  # the check failing never leaves a site in a callee called fixable
-        out: list[Finding] = []
-        for f in findings:
-            callee = callee_ops(f.match.ops, _unrolled) if f.fixable else []
-            if callee:
-                f = replace(f, fixable=False, no_fix_reason=(
-                    f"{IN_CALLEE}{callee[0].via[-1].rsplit('.', 1)[-1]}`, and the check of its other calls failed "
-                    f"({type(exc).__name__}: {exc}), so they are not known"))
-            out.append(f)
-        return tuple(out)
+        return with_calls_unknown(findings, _unrolled, f"the check of its other calls failed ({type(exc).__name__}: "
+                                  f"{exc})")
 
 
 def _one_per_site(findings: list[Finding], class_spans: dict[str, Span]) -> list[Finding]:

@@ -291,7 +291,8 @@ class PassedClasses:
       the same way (annotated, declared, or passed on again), and all agree.
 
     Constructions passing different classes give their union (`A | B`). Anything else (no construction, a
-    construction outside an `__init__`, an expression passed) is unknown. A few levels deep; read per analysed class, so that each records the methods it read."""
+    construction outside an `__init__`, an expression passed) is unknown. A few levels deep; read per analysed
+    class, so that each records the methods it read."""
 
     _DEPTH: Final = 6
 

@@ -25,7 +25,12 @@ def torch_container(qualified: str) -> str:
     return "torch.nn.Sequential" if qualified in SEQUENTIALS else qualified
 
 
-def spelled_by_library(imports: dict[tuple[str, str | None], str], name: str) -> bool:
-    """Whether `name` (a callee's root) is bound by `from <module> import Sequential` of this table."""
-    return any(name == local for (module, imported), local in imports.items()
-               if imported is not None and f"{module}.{imported}" in SEQUENTIALS)
+def spelled_by_library(imports: dict[tuple[str, str | None], str], callee: str) -> bool:
+    """Whether the dotted callee `callee` (`Sequential`, `mm.Sequential`, `mmengine.model.Sequential`) names a
+    Sequential of this table through the file's imports ((module, name or None) -> the local name bound)."""
+    for (module, imported), local in imports.items():
+        if callee == local or callee.startswith(f"{local}."):
+            target = f"{module}.{imported}" if imported is not None else module
+            if f"{target}{callee[len(local):]}" in SEQUENTIALS:
+                return True
+    return False

@@ -91,9 +91,9 @@ def _callee_span(ctx: SynthContext, tree: ast.Module, span: Span) -> Span:
 def _decline_library(ctx: SynthContext, callee: ast.expr) -> None:
     """Decline a Sequential of OpenMMLab's (`from mmengine.model import Sequential`): the folding subclass
     would drop its `BaseModule` base and the `init_weights` walk that base runs over the children."""
-    root = ast.unparse(callee).split(".", 1)[0]
-    if spelled_by_library(ctx.text_index.imports(), root):
-        ctx.decline(f"the matched layers are children of OpenMMLab's `{root}` (a BaseModule as well as an "
+    name = ast.unparse(callee)
+    if spelled_by_library(ctx.text_index.imports(), name):
+        ctx.decline(f"the matched layers are children of OpenMMLab's `{name}` (a BaseModule as well as an "
                     "nn.Sequential); the folding nn.Sequential would drop its BaseModule base, so change it by hand")
 
 
