@@ -525,6 +525,22 @@ MANIFEST: Manifest = (
     ("baby-llm", "0.2.0", (
         "baby_llm/modules/attention.py", "baby_llm/training.py", "baby_llm/recipes/minimal_sft.py",
         "baby_llm/losses.py")),
+    # Batch 27 (stop 34): labelled by a twenty-seventh independent labeller; first letters n-z only, picked by name and
+    # known purpose, leaning to what the set had less of (tabular, recommendation, time-series forecasting, weather /
+    # climate, graph clustering, an LLM architecture, diffusion, RL, a researcher's recurrent transformer, audio
+    # embeddings), files from the archive listings by name and size before reading, pyagc's two PyG-adapted encoders
+    # swapped for two of its own files before reading them, plus open-kimi's `kimi_linear.py` after the first pass (see
+    # LABELLING.md "Batch 27").
+    ("nam-pytorch", "0.0.1", ("nam_pytorch/nam_pytorch.py",)),
+    ("RecSys", "0.0.1a3", ("recsys/models/scoring/ncf.py", "recsys/models/scoring/nes.py")),
+    ("torchriver", "2.0.1", ("torchriver/models.py", "torchriver/training.py")),
+    ("neuralgcm-torch", "0.1.3", ("neuralgcm_torch/layers.py", "neuralgcm_torch/towers.py")),
+    ("pyagc", "1.1.2", ("pyagc/models/daegc.py", "pyagc/encoders/h2gcn.py")),
+    ("open-kimi", "0.1.2", ("open_kimi/mla.py", "open_kimi/moe.py", "open_kimi/model.py", "open_kimi/kimi_linear.py")),
+    ("v-diffusion-pytorch", "0.0.2", ("diffusion/models/cc12m_1.py", "diffusion/models/yfcc_2.py")),
+    ("sac-pytorch", "0.3.2", ("SAC_pytorch/world_model.py", "SAC_pytorch/SAC.py")),
+    ("torchopenl3", "1.0.1", ("torchopenl3/models.py",)),
+    ("recurrent-transformer-pytorch", "0.0.17", ("recurrent_transformer/recurrent_transformer.py",)),
 )
 
 
