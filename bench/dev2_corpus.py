@@ -401,6 +401,26 @@ MANIFEST: Manifest = (
     ("bism", "0.0.6", ("bism/models/unext.py", "bism/modules/convnext_block.py")),
     ("dreamkit", "0.1.0", ("dreamkit/agents/models/dreamerv3/networks.py",)),
     ("adn-torch", "0.0.2", ("adn/adn.py", "adn/attentions/full.py")),
+    # Batch 17 (stop 34): helper dev2b17, 2026-12-07; twelve distributions n-z, none in the real-world, held-out,
+    # dev2 or oracle lists (packages.py, fresh.py: all slices), nor transformers, chosen by domain from the
+    # registry's name list before reading (vision, segmentation, speech, LLM, diffusion, time series, tabular / CTR,
+    # graph, 3-D / NeRF, neuroscience, RL, a research package) and fetched with `pip download --no-deps`; 20 files
+    # picked from the archive listings by name and size before reading; see "Batch 17" in
+    # bench/data/dev2/LABELLING.md.
+    ("pictsure", "0.2.4", ("PictSure/Embeddings/ViT.py", "PictSure/model_embeddings.py")),
+    ("sssegmentation", "1.7.0", (
+        "ssseg/modules/models/backbones/mobilevit.py",
+        "ssseg/modules/models/segmentors/maskformer/transformers/transformer.py")),
+    ("nemoasr2pytorch", "0.1.6", ("nemoasr2pytorch/models/asr/conformer.py",)),
+    ("physis-lm", "0.2.4", ("physis_lm/torch_backend/layers.py", "physis_lm/torch_backend/blocks.py")),
+    ("purediffusion", "0.1.1", ("purediffusion/model.py", "purediffusion/optimization.py")),
+    ("spilsnet-torch", "1.1.0", ("spilsnet/models.py", "spilsnet/models_gnn.py")),
+    ("prediction-flow", "0.1.5", ("prediction_flow/pytorch/nn/interest.py", "prediction_flow/pytorch/nn/attention.py")),
+    ("sky-vgl", "0.2.1", ("vgl/nn/conv/hgt.py", "vgl/nn/conv/transformer.py")),
+    ("nerf-pytorch", "1.2", ("nerf/model.py",)),
+    ("torch-brain", "0.2.1", ("torch_brain/nn/rotary_attention.py",)),
+    ("raylab", "0.16.1", ("raylab/agents/acktr/policy.py",)),
+    ("opengdn", "0.1.0", ("opengdn/mixer.py", "opengdn/reference.py")),
 )
 
 
