@@ -14,6 +14,7 @@ from adopter.wham.evaluate import segments_flops
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 
+import wham_gpu_megatron as megatron  # noqa: E402
 import wham_gpu_published as bench  # noqa: E402
 
 # SC21 Table 1 as transcribed: size -> (layers, hidden, t, p, GPUs, batch, teraFLOP/s per GPU, % of peak,
@@ -40,6 +41,8 @@ def test_every_row_of_table_1_is_reported_with_its_run() -> None:
         assert r.batch * r.accumulation * (n // (t * p)) == gbs  # micro-batch × micro-batches × replicas
         assert "Table 1" in r.source and "run_table_1.sh" in r.source and f"{tflops} teraFLOP/s" in r.source
         assert r.factory.startswith("wham_gpu_megatron:gpt_") and r.precision == bench.HALF and r.fused
+        assert megatron.SIZES[size][:2] == (layers, hidden) and megatron.STAGES.get(size, 1) == p
+        assert r.p2p_bytes == r.batch * 2048 * hidden * 2  # a micro-batch's b·s·h FP16 activation
         # the transcription agrees with itself: per-GPU rate × GPUs = aggregate (the per-GPU rate is rounded to
         # a whole teraFLOP/s: ±0.5 in 135), and ÷ 312 = % of peak
         assert tflops * n / 1000 == pytest.approx(agg, rel=0.5 / 135 + 0.001)
