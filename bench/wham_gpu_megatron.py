@@ -1,7 +1,7 @@
 """Trace factories for the GPT models of Narayanan et al., SC21 Table 1 (bench/wham_gpu_published.py's GPT rows).
 
 The models as `examples/academic_paper_scripts/sc21/run_table_1.sh` and `CONFIG.sh` configure them
-(NVIDIA/Megatron-LM @d98e8a64; the scripts are unchanged since 6985e589, 2021-08-18): `pretrain_gpt.py` with
+(NVIDIA/Megatron-LM @d98e8a64; both identical to `examples/sc21/` at 6985e589, 2021-08-18): `pretrain_gpt.py` with
 --num-layers, --hidden-size, --num-attention-heads per row, --seq-length 2048, the GPT-2 BPE vocabulary
 (50257, padded by Megatron to a multiple of 128 × TP: the paper's V = 51,200), --fp16. Megatron's GPT is a
 pre-LayerNorm decoder with learned absolute position embeddings, a 4h GELU MLP with biases and a causal mask —
