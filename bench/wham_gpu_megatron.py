@@ -2,9 +2,11 @@
 
 The models as `examples/academic_paper_scripts/sc21/run_table_1.sh` and `CONFIG.sh` configure them
 (NVIDIA/Megatron-LM @d98e8a64; both identical to `examples/sc21/` at 6985e589, 2021-08-18): `pretrain_gpt.py` with
---num-layers, --hidden-size, --num-attention-heads per row, --seq-length 2048, the GPT-2 BPE vocabulary
-(50257, padded by Megatron to a multiple of 128 × TP: the paper's V = 51,200), --fp16. Megatron's GPT is a
-pre-LayerNorm decoder with learned absolute position embeddings, a 4h GELU MLP with biases and a causal mask —
+--num-layers, --hidden-size, --num-attention-heads per row, --seq-length 2048, the GPT-2 BPE vocabulary, --fp16.
+The vocabulary is the paper's V = 51,200 (§5.1, and its Eq. 3, which converts the measured figure); the runs pad
+GPT-2's 50,257 to a multiple of 128 × t (`megatron/tokenizer/tokenizer.py` `_vocab_size_with_padding` @6985e589):
+50,304 / 50,432 / 50,688 / 51,200 at t = 1 / 2 / 4 / 8, a head up to 1.8 % narrower than traced at t < 8.
+Megatron's GPT is a pre-LayerNorm decoder with learned absolute position embeddings, a 4h GELU MLP with biases and a causal mask —
 the zoo's `LanguageModel` with those settings (its layer: q, k, v and output projections, scaled and masked
 scores, softmax, dropout; no fused attention: the runs predate FlashAttention). Traced on the meta device as
 `wham_gpu_megatron:gpt_<size>` with the row's micro-batch and sequence length; tensor parallelism and activation
