@@ -41,6 +41,9 @@ from adopter.wham.gpu import GpuStep, TileModel, serial_step
 from adopter.wham.graph import Workload, build_workload
 from adopter.wham.hardware import Constraints, Design
 from adopter.wham.models import WorkloadSpec, load_workload, trace_raw
+from adopter.wham.parallel import shard_workload
+from adopter.wham.recompute import recompute_layers
+from adopter.wham.vocab_parallel import shard_vocab
 
 # The GPUs as templates, every figure from `constants` (whitepapers and datasheets, cited there): the Tensor
 # Cores as arrays (A100: 256 FMA a clock = 16×16; V100: a 4×4×4 FMA = 64 a clock, modelled as 8×8), the FP32
@@ -94,6 +97,7 @@ CUTLASS_ONLY = {name: replace(tm, tiles=(C.CUTLASS_SM80_TILE[:2] if tm is _A100_
 UNQUANTIZED = {name: replace(tm, l2_bytes_per_clock=math.inf, k_tile=1, tiles=((1, 1),)) for name, tm in TILES.items()}
 
 DLE = "NVIDIA/DeepLearningExamples @729963dd"
+BENCH = Path(__file__).resolve().parent
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,19 +109,33 @@ class Published:
     batch: int
     seq: int
     accumulation: int
-    measured: float  # samples/s on one GPU
+    measured: float  # samples/s on one GPU (of one model replica, `tp` GPUs, for a tensor-parallel row)
     source: str
     fused: bool  # whether the measured run fuses element-wise ops (a JIT/XLA/graph fuser), per its source
     gpus: int = 1  # a multi-GPU row: `measured` is the table's total / gpus
     grad_bytes: int = 2  # bytes per gradient element the data-parallel all-reduce sends
     unmodelled: str = ""  # what the measured run did that the trace does not represent, per its source ("": none)
     precision: str = ""  # how a PyTorch run computes in mixed precision (AUTOCAST, HALF); "": another framework
+    tp: int = 1  # tensor-parallel size (Megatron): the traced step is one GPU's shard; the rest is data-parallel
+    pp: int = 1  # pipeline-parallel size: the traced step is one stage's; the schedule's bubble is added
+    virtual: int = 1  # model chunks a pipeline stage holds (the interleaved schedule); 1: 1F1B
+    p2p_bytes: float = 0.0  # bytes of the activation a micro-batch sends from one pipeline stage to the next
+    recompute: bool = False  # every transformer layer's forward recomputed in backward (`recompute.recompute_layers`)
+    dp_link_gbs: float = 0.0  # each way per GPU on the data-parallel all-reduce's link; 0: the GPU's NVLink
+    factory: str = ""  # a bench trace factory (`module:function` under bench/) instead of a zoo model
 
     @property
     def traced(self) -> str:
         """The zoo workload the row's run executes: BERT pre-training as NVIDIA's scripts run it (the masked-LM
-        head on masked positions only, `zoo.PretrainingLM`), ResNet-50 as it is."""
+        head on masked positions only, `zoo.PretrainingLM`), ResNet-50 as it is; or the row's bench factory."""
+        if self.factory:
+            return self.factory
         return "bert-large-pretrain" if self.model == "bert-large" else self.model
+
+    @property
+    def spec(self) -> WorkloadSpec:
+        """What to trace: the zoo model, or the bench factory (importable from this directory)."""
+        return WorkloadSpec(self.traced, self.batch, self.seq, path=str(BENCH) if self.factory else None)
 
 
 # Fusion, from each source's settings at @729963dd: the PyTorch BERT scripts the model with TorchScript unless
@@ -152,6 +170,24 @@ FUSED_MHA = ("cuDNN fused multi-head attention (fuse_mha true, scripts/run_pretr
 AUTOCAST, HALF = "torch.cuda.amp autocast", "FP16 model (model.half / apex O2)"
 PADDLE_V1 = "NVIDIA/DeepLearningExamples @cfdbf4ed"  # PaddlePaddle BERT's initial release (Nov 2022)
 PYTORCH_2006 = "NVIDIA/DeepLearningExamples @78ec6802"  # the PyTorch BERT README before LDDL (Aug 2021)
+SC21 = ("Narayanan et al., 'Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM', SC21 "
+        "(arXiv 2104.04473)")
+MEGATRON_SC21 = "NVIDIA/Megatron-LM @d98e8a64 examples/academic_paper_scripts/sc21/run_table_1.sh"
+SC21_SEQ, SC21_VOCAB = 2048, 51200  # SC21 §5.1: all models use sequence length 2048 and a vocabulary of 51,200
+# Pipeline-parallel rows (p > 1): one stage is traced (`wham_gpu_megatron:gpt_stage_<size>`, NLS / p layers with
+# the embeddings and the head), and the step is the paper's schedule (§2.2): m micro-batches a step through p
+# stages, each stage busy m·(t_f + t_b) and idle for the bubble, (p − 1)/m of that under 1F1B and (p − 1)/(v·m)
+# under the interleaved schedule with v model chunks a stage (run_table_1.sh's --num-layers-per-virtual-pipeline-
+# stage: v = NLS / (p × that)); each micro-batch sends its activation forward and its gradient back, v times, a
+# b·s·h FP16 tensor split over the t GPUs of a stage (the paper's scatter/gather, §4.1) on their InfiniBand ports,
+# not overlapped. DDP local (p > 1): the gradient all-reduce after the last micro-batch, as the bench charges it.
+def sc21_samples_s(tflops: float, layers: int, hidden: int, gpus: int) -> float:
+    """Samples/s of one model replica (`gpus` = t·p GPUs) from SC21 Table 1's teraFLOP/s per GPU: the paper's Eq. 3
+    counts F = 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) FLOPs an iteration of B sequences (recomputation included),
+    so a GPU's X FLOP/s is X / (F / B) sequences/s per GPU, and t·p of them make one replica's."""
+    s, v, h = SC21_SEQ, SC21_VOCAB, hidden
+    per_sample = 96 * s * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
+    return tflops * 1e12 * gpus / per_sample
 
 
 ROWS = (
@@ -297,24 +333,67 @@ ROWS = (
                 "padded to the sequence length)", EAGER, gpus=gpus, precision=HALF)
       for gpus, b, seq, acc, total in ((1, 64, 128, 1024, 415.0), (1, 16, 512, 2048, 78.0),
                                        (8, 64, 128, 128, 3231.0), (8, 16, 512, 256, 620.0))),
+    # GPT training on DGX A100 80GB (Selene), Narayanan et al. SC21 Table 1 (round 10, wham12): every row of the table,
+    # chosen before any prediction. The runs' settings: NVIDIA/Megatron-LM @d98e8a64
+    # examples/academic_paper_scripts/sc21/run_table_1.sh (micro-batch MBS, --activations-checkpoint-method
+    # uniform, DDP torch for p = 1) and CONFIG.sh (--fp16, seq 2048); SRUN.sh: nvcr.io pytorch:20.12. Fused as
+    # Megatron runs (fused scale-mask-softmax, bias-GELU and bias-dropout-add kernels, apex fused LayerNorm);
+    # an FP16 model (Float16Module, FP32 master weights in the optimizer) with PyTorch's CUDA dropout kernel.
+    # Tensor parallelism `tp` within a node over NVLink (`parallel.shard_workload`); data parallel over the
+    # remaining n / t GPUs, whose FP16 gradient all-reduce crosses the nodes' HDR InfiniBand (one port per GPU),
+    # taken as not overlapped with the backward pass (the bench's convention: an upper bound on its cost).
+    *(Published(f"gpt-{size}", "A100 80GB", mbs, SC21_SEQ, gbs // (n // (t * p) * mbs),
+                sc21_samples_s(tflops, layers, hidden, t * p),
+                f"{SC21} Table 1, row {size.upper()} (t {t}, p {p}, {n} GPUs, batch {gbs}): {tflops} teraFLOP/s per "
+                f"GPU; {MEGATRON_SC21} (MBS {mbs}, uniform recomputation{f', {v} chunks a stage' if v > 1 else ''}); "
+                f"samples/s of one replica = {tflops}e12 × t·p / (96·s·l·h²·(1 + s/6h + V/16lh)), the paper's Eq. 3 "
+                "per sample", FUSER, gpus=n, precision=HALF, tp=t, pp=p, virtual=v, recompute=True,
+                p2p_bytes=mbs * SC21_SEQ * hidden * C.BYTES_PER_ELEMENT,
+                dp_link_gbs=C.DGX_A100_IB_PER_GPU_GBS,
+                factory=f"wham_gpu_megatron:gpt_{'stage_' if p > 1 else ''}{size.replace('.', '_')}")
+      for size, layers, hidden, t, p, n, gbs, mbs, v, tflops in (
+          ("1.7b", 24, 2304, 1, 1, 32, 512, 16, 1, 137), ("3.6b", 30, 3072, 2, 1, 64, 512, 16, 1, 138),
+          ("7.5b", 36, 4096, 4, 1, 128, 512, 16, 1, 142), ("18b", 40, 6144, 8, 1, 256, 1024, 8, 1, 135),
+          ("39b", 48, 8192, 8, 2, 512, 1536, 4, 1, 138), ("76b", 60, 10240, 8, 4, 1024, 1792, 2, 3, 140),
+          ("145b", 80, 12288, 8, 8, 1536, 2304, 2, 2, 148), ("310b", 96, 16384, 8, 16, 1920, 2160, 1, 2, 155),
+          ("530b", 105, 20480, 8, 35, 2520, 2520, 1, 3, 163), ("1t", 128, 25600, 8, 64, 3072, 3072, 1, 1, 163))),
 )
 
 
 def run_workload(row: Published) -> Workload:
     """The row's step as its run executes it: traced, then (a PyTorch run) with CUDA's dropout kernel and, under
-    autocast, FP32 parameters and ops with their casts (`adopter.wham.cuda_step`), fused as the run fuses."""
-    raw = trace_raw(WorkloadSpec(row.traced, row.batch, row.seq))
+    autocast, FP32 parameters and ops with their casts (`adopter.wham.cuda_step`), fused as the run fuses; then
+    one GPU's shard of a tensor-parallel run (`parallel.shard_workload`; the embedding and the head along the
+    vocabulary, `vocab_parallel.shard_vocab`) and every layer's forward recomputed in
+    the backward pass where the run checkpoints its layers (`recompute.recompute_layers`)."""
+    raw = trace_raw(row.spec)
     if row.precision:
         raw = fused_dropout(raw)
     if row.precision == AUTOCAST:
         raw = autocast(raw)
-    return build_workload(raw, model=row.traced, batch=row.batch, seq=row.seq, fuse=row.fused)
+    work = build_workload(raw, model=row.traced, batch=row.batch, seq=row.seq, fuse=row.fused)
+    work = shard_vocab(shard_workload(work, row.tp), row.tp)
+    return recompute_layers(work) if row.recompute else work
 
 
 def _allreduce_s(work_params: int, row: Published, d: Design) -> float:
-    """Ring all-reduce of the gradients over `gpus` devices: 2 (n−1)/n × gradient bytes each way on the link."""
-    return allreduce_cycles(work_params * row.grad_bytes, row.gpus, NVLINK_GBS[row.gpu], d.clock_mhz) / (
-        d.clock_mhz * 1e6)
+    """Ring all-reduce of the gradients over the `gpus / tp` data-parallel replicas: 2 (n−1)/n × one GPU's
+    gradient bytes (its 1/tp shard of the parameters) each way on the link (NVLink, or the row's `dp_link_gbs`)."""
+    link = row.dp_link_gbs or NVLINK_GBS[row.gpu]
+    return allreduce_cycles(work_params / row.tp * row.grad_bytes, row.gpus // (row.tp * row.pp), link,
+                            d.clock_mhz) / (d.clock_mhz * 1e6)
+
+
+def _pipelined(fb_s: float, row: Published) -> float:
+    """A micro-batch's share of a pipelined step (SC21 §2.2): the stage's forward + backward `fb_s`, plus the
+    schedule's bubble, (p − 1) / (v·m) of it for m = `accumulation` micro-batches and v chunks a stage, plus the
+    activation sent forward and its gradient sent back at each of the v chunk boundaries (`p2p_bytes`, split over
+    the stage's t GPUs, on the data-parallel link); `fb_s` itself without pipeline parallelism."""
+    if row.pp <= 1:
+        return fb_s
+    bubble = (row.pp - 1) / (row.virtual * row.accumulation)
+    p2p = 2 * row.virtual * row.p2p_bytes / row.tp / (row.dp_link_gbs * 1e9)
+    return fb_s * (1 + bubble) + p2p
 
 
 def _overlapped(model: str, row: Published, d: Design, fuse: bool) -> float:
@@ -348,25 +427,31 @@ def predict(row: Published, launch_s: float = 0.0) -> Prediction:
     earlier rounds' predictions. `launch_s`: a fixed start-up per kernel (a sensitivity, `--launch-ns`)."""
     d = GPUS[row.gpu]
     work = run_workload(row)
-    traced = load_workload(WorkloadSpec(row.traced, row.batch, row.seq), fuse=row.fused)  # rounds 3-6's step
-    gs = serial_step(work, d, TILES[row.gpu], launch_s)
+    link = NVLINK_GBS[row.gpu]  # a tensor-parallel all-reduce's link (within a node)
+    gs = serial_step(work, d, TILES[row.gpu], launch_s, link)
     tail = (gs.opt_s + _allreduce_s(work.params, row, d)) / row.accumulation
-    step = gs.fb_s + tail
+    step = _pipelined(gs.fb_s, row) + tail
 
     def rate(other: GpuStep) -> float:
-        return row.batch / (other.fb_s + (other.opt_s + _allreduce_s(work.params, row, d)) / row.accumulation)
+        return row.batch / (_pipelined(other.fb_s, row)
+                            + (other.opt_s + _allreduce_s(work.params, row, d)) / row.accumulation)
 
     total = sum(t for _, t in gs.by_bound) or 1.0
     why = ", ".join(f"{r} {t / total:.0%}" for r, t in gs.by_bound if t / total >= 0.01)
     why += f"; {gs.kernels} kernels; batch-norm re-reads {gs.batchnorm_extra_s / total:.0%}"
     flops = segments_flops(work, range(len(work.segments))) / row.batch
     peak = ROUND1_GPUS[row.gpu].peak_flops  # the datasheet's peak, whatever rate the template runs at
+    cutlass = rate(serial_step(work, d, CUTLASS_ONLY[row.gpu], link_gbs=link))
+    if row.factory:  # rows added after round 4 (the GPT rows): no earlier round predicted them
+        return Prediction(row.batch / step, why, row.measured * flops / peak, tail / step,
+                          math.nan, math.nan, math.nan, math.nan, cutlass)
+    traced = load_workload(row.spec, fuse=row.fused)  # rounds 3-6's step
     return Prediction(row.batch / step, why, row.measured * flops / peak, tail / step,
                       _overlapped(row.model, row, ROUND1_GPUS[row.gpu], True),
                       _overlapped(row.traced, row, ROUND2_GPUS[row.gpu], row.fused),
                       rate(serial_step(traced, ROUND4_GPUS[row.gpu])),
                       rate(serial_step(traced, ROUND4_GPUS[row.gpu], TILES[row.gpu])),
-                      rate(serial_step(work, d, CUTLASS_ONLY[row.gpu])))
+                      cutlass)
 
 
 def steps_table() -> list[str]:
@@ -381,6 +466,8 @@ def steps_table() -> list[str]:
            "+ PyTorch's CUDA dropout kernel and autocast (round 7, now) | CUTLASS default tile only |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in ROWS:
+        if row.factory or row.pp > 1:  # the GPT rows (round 10): no earlier round's model for them
+            continue
         work = load_workload(WorkloadSpec(row.traced, row.batch, row.seq), fuse=row.fused)
         d2, d3, d5 = ROUND2_GPUS[row.gpu], ROUND4_GPUS[row.gpu], GPUS[row.gpu]
 
@@ -416,16 +503,17 @@ def results(launch_s: float = 0.0) -> list[dict[str, object]]:
         rec: dict[str, object] = {"model": row.model, "traced": row.traced, "gpu": row.gpu, "gpus": row.gpus,
                                   "batch": row.batch, "seq": row.seq, "accumulation": row.accumulation,
                                   "fused": row.fused, "measured": row.measured, "source": row.source,
-                                  "unmodelled": row.unmodelled, "precision": row.precision}
+                                  "unmodelled": row.unmodelled, "precision": row.precision, "tp": row.tp,
+                                  "pp": row.pp, "recompute": row.recompute}
         try:
             p = predict(row, launch_s)
         except Exception as exc:  # a model that cannot be traced is reported; the rest go on
             rec["error"] = str(exc)
         else:
             ratio = p.samples_s / row.measured
+            old = [None if math.isnan(x) else x / row.measured for x in (p.round1, p.round2, p.round3, p.round4)]
             rec.update(predicted=p.samples_s, ratio=ratio, within=abs(ratio - 1) <= WITHIN,
-                       round1=p.round1 / row.measured, round2=p.round2 / row.measured,
-                       round3=p.round3 / row.measured, round4=p.round4 / row.measured,
+                       round1=old[0], round2=old[1], round3=old[2], round4=old[3],
                        cutlass=p.cutlass / row.measured, why=p.why,
                        opt_share=p.opt_share, sustained=p.sustained)
             print(f"{row.traced} {row.gpu} x{row.gpus} {row.batch}x{row.seq}: {ratio:.2f}", file=sys.stderr, flush=True)
@@ -471,16 +559,19 @@ def table(recs: list[dict[str, object]], summ: dict[str, object]) -> list[str]:
              "measurement sustains | measured run's conditions the trace does not represent | source |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
+        how = ["yes" if r["fused"] else "no (eager)", str(r.get("precision") or "")]
+        how += [f"tensor-parallel {r['tp']}" if r.get("tp", 1) != 1 else "",
+                f"pipeline-parallel {r['pp']}" if r.get("pp", 1) != 1 else "",
+                "every layer recomputed" if r.get("recompute") else ""]
         head = (f"| {r['traced']} | {r['gpu']} ×{r['gpus']} | {r['batch']} × {r['seq']} ({r['accumulation']}) | "
-                f"{'yes' if r['fused'] else 'no (eager)'}{'; ' + str(r['precision']) if r.get('precision') else ''} | "
-                f"{r['measured']:g} | ")
+                f"{'; '.join(h for h in how if h)} | {r['measured']:g} | ")
         if "error" in r:
             lines.append(head + f"failed: {r['error']} | — | no | — | — | — | — | — | — | — | — | "
                          f"{r.get('unmodelled') or 'none known'} | {r['source']} |")
             continue
         lines.append(head + f"{r['predicted']:.4g} | {r['ratio']:.2f} | {'yes' if r['within'] else 'no'} | "
-                     f"{r['round1']:.2f} | {r['round2']:.2f} | {r['round3']:.2f} | {r['round4']:.2f} | "
-                     f"{r['cutlass']:.2f} | {r['why']} | "
+                     + " | ".join("—" if r.get(k) is None else f"{r[k]:.2f}" for k in ("round1", "round2", "round3", "round4"))
+                     + f" | {r['cutlass']:.2f} | {r['why']} | "
                      f"{r['opt_share']:.1%} | {r['sustained']:.0%} | {r.get('unmodelled') or 'none known'} | "
                      f"{r['source']} |")
 

@@ -109,6 +109,9 @@ A100_NVLINK_GBS = 600.0
 V100_NVLINK_GBS = 300.0
 A100_NVLINK_PER_DIRECTION_GBS = A100_NVLINK_GBS / 2
 V100_NVLINK_PER_DIRECTION_GBS = V100_NVLINK_GBS / 2
+# Between DGX A100 nodes (Selene, the SC21 Megatron runs): one 200 Gb/s HDR InfiniBand port per GPU, each way.
+DGX_A100_IB_GBITS_PER_GPU = 200.0
+DGX_A100_IB_PER_GPU_GBS = DGX_A100_IB_GBITS_PER_GPU / 8
 
 # A GPU's training step as it runs (adopter.wham.gpu): one stream, kernels in issue order; batch norm in
 # training reads its input twice forward (statistics, then normalise) and dy and x twice backward.
@@ -254,6 +257,11 @@ SOURCES: dict[str, str] = {
     "V100_L2_MIB": "V100 whitepaper, comparison table: L2 cache 6144 KB",
     "V100_HBM_GBS": "V100 whitepaper, comparison table: memory bandwidth 900 GB/s (16 GB and 32 GB alike, V100 "
                     "datasheet)",
+    "DGX_A100_IB_GBITS_PER_GPU": "NVIDIA DGX A100 datasheet, row Networking: 8x single-port Mellanox ConnectX-6 "
+                                 "VPI 200 Gb/s HDR InfiniBand for 8 A100 GPUs (one port per GPU); Narayanan et al., "
+                                 "SC21 (arXiv 2104.04473), §5: Selene's nodes have eight 200 Gbps HDR InfiniBand HCAs "
+                                 "for application communication",
+    "DGX_A100_IB_PER_GPU_GBS": "derived: DGX_A100_IB_GBITS_PER_GPU / 8 bits a byte (HDR's 200 Gb/s is each way)",
     "A100_NVLINK_GBS": "NVIDIA A100 datasheet, column 'A100 80GB SXM', row Interconnect: NVLink 600 GB/s (12 "
                        "third-generation links, A100 whitepaper)",
     "V100_NVLINK_GBS": "NVIDIA V100 datasheet, column 'V100 SXM2', row Interconnect Bandwidth: 300 GB/s (6 NVLink 2 "

@@ -40,6 +40,7 @@ from adopter.wham.constants import (
     BATCHNORM_BACKWARD_EXTRA_READS,
     BATCHNORM_FORWARD_EXTRA_READS,
     BYTES_PER_ELEMENT,
+    LINK_GBS,
     SPLIT_K_PARTIAL_BYTES,
     TILES_PER_SM_WAVE,
 )
@@ -165,10 +166,11 @@ def gemm_kernel(op: Op, tm: TileModel, memory_cycles: float = 0.0, bytes_per_cyc
     return best[2]
 
 
-def kernel_cost(op: Op, d: Design, tm: TileModel | None = None) -> OpCost:
+def kernel_cost(op: Op, d: Design, tm: TileModel | None = None, link_gbs: float = LINK_GBS) -> OpCost:
     """Latency of `op` as one GPU kernel: `op_cost` with the batch-norm re-reads added to its traffic; with a
     `TileModel`, a GEMM's compute is its tiles' waves (`gemm_kernel`, split-K included) instead of the
-    systolic model, and a split-K reduction's traffic is added after it."""
+    systolic model, and a split-K reduction's traffic is added after it; a tensor-parallel all-reduce
+    (`kind == "comm"`) runs on a link of `link_gbs` GB/s each way (the GPUs' NVLink, given by the caller)."""
     if tm is not None and op.is_gemm and not is_grouped_conv(op):
         memory = gemm_traffic_bytes(op, d.sram_mib) / d.bytes_per_cycle
         g = gemm_kernel(op, tm, memory, d.bytes_per_cycle)
@@ -177,7 +179,7 @@ def kernel_cost(op: Op, d: Design, tm: TileModel | None = None) -> OpCost:
         if compute >= memory:
             return OpCost(compute + reduction, tm.sms, TENSOR, compute, memory + reduction)
         return OpCost(memory + reduction, tm.sms, BANDWIDTH, compute, memory + reduction)
-    base = op_cost(op, d)
+    base = op_cost(op, d, link_gbs)
     extra = batchnorm_extra_bytes(op, d.sram_mib)
     if not extra:
         return base
@@ -199,10 +201,12 @@ class GpuStep:
     batchnorm_extra_s: float
 
 
-def serial_step(work: Workload, d: Design, tm: TileModel | None = None, launch_s: float = 0.0) -> GpuStep:
+def serial_step(work: Workload, d: Design, tm: TileModel | None = None, launch_s: float = 0.0,
+                link_gbs: float = LINK_GBS) -> GpuStep:
     """The step's kernels one after another on `d` (seconds at d's clock); GEMMs tiled by `tm` if given; each
     kernel costing `launch_s` more (a fixed start-up per kernel on one stream; 0: not modelled, the default,
-    since no like-for-like figure exists for every GPU: docs/wham.md, "Validation")."""
+    since no like-for-like figure exists for every GPU: docs/wham.md, "Validation"); `link_gbs`: each way on
+    the link a tensor-parallel all-reduce crosses."""
     hz = d.clock_mhz * 1e6
     fb = opt = extra = 0.0
     kernels = 0
@@ -213,8 +217,8 @@ def serial_step(work: Workload, d: Design, tm: TileModel | None = None, launch_s
         if costs is None:
             costs = per_block[seg.block] = []
             for op in work.blocks[seg.block].ops:
-                c = kernel_cost(op, d, tm)
-                more = c.cycles - op_cost(op, d).cycles if batchnorm_extra_bytes(op, d.sram_mib) else 0.0
+                c = kernel_cost(op, d, tm, link_gbs)
+                more = c.cycles - op_cost(op, d, link_gbs).cycles if batchnorm_extra_bytes(op, d.sram_mib) else 0.0
                 costs.append((op.phase, c.bound, c.cycles, more))
         for phase, why, cycles, more in costs:
             if phase == "opt":
