@@ -6,14 +6,6 @@ analysis thread (one worker: the work is CPU-bound Python, so more threads would
 the GIL) takes the queued edits, re-parses incrementally and analyses. A run whose document moved on
 or closed is dropped.
 
-A keystroke's run (a document already analysed, not reset) while the analysis thread has nothing queued or
-running goes inline on the event loop instead (`Analyses.run`): the same `compute`, never concurrent with the
-thread (nothing else can queue work while the loop computes), without the hand-off to the thread and back,
-which under load costs a wake-up each (3-5 ms p50 at load 8, docs/notes/lat35.md). What differs: a change that
-arrives meanwhile is read after the run, so the run's version is published before the next run's (on the
-thread the loop would have read it and dropped the stale run), and other requests wait for the run (a
-keystroke's, 2-30 ms; an open or a reset still goes to the thread).
-
 Memory: a document's tree-sitter trees are most of what it holds (about 2 MB for a 100 KB modeling
 file, 20 times its text). Only the `TREES_KEPT` documents most recently opened or edited keep them, so
 their next edit re-parses incrementally; the others are released after their analysis
@@ -32,14 +24,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from adopter.lsp.analysis_executor import AnalysisExecutor
 from adopter.lsp.held_collections import HeldCollections
 from adopter.lsp.pipeline import (
     Configured,
@@ -117,8 +108,7 @@ class Analyses:
     def __init__(self, rule_context: Callable[[], Configured]) -> None:
         self._rule_context = rule_context
         self.documents: dict[str, OpenDocument] = {}
-        self.executor = AnalysisExecutor(max_workers=1, thread_name_prefix="adopter-analysis")
-        self.inline = True  # a keystroke's run goes inline on the event loop while the thread is idle (`run`)
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="adopter-analysis")
         self._reach: CrossFileReach | None = None
         self._reach_made = False
         self._reach_lock = threading.Lock()
@@ -246,11 +236,7 @@ class Analyses:
 
     async def run(self, doc: OpenDocument) -> Snapshot | None:
         """Analyse on the thread; None when the document closed meanwhile."""
-        if self.inline and self.executor.idle and doc.model is not None and not doc.reset and not doc.rule_file:
-            # A keystroke's run with the thread idle: inline, without the two hand-offs (see the module docstring).
-            snapshot = self.compute(doc)
-        else:
-            snapshot = await asyncio.get_running_loop().run_in_executor(self.executor, self.compute, doc)
+        snapshot = await asyncio.get_running_loop().run_in_executor(self.executor, self.compute, doc)
         return None if doc.closed else snapshot
 
     def shutdown(self) -> None:
