@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from adopter.analysis.canonical.held_ranks import builds_parameters, held_key, held_method_rank, held_ranks
 from adopter.analysis.canonical.moments import split_var_mean
 from adopter.analysis.canonical.ranks import (
     CREATION_TARGETS,
@@ -204,7 +205,7 @@ def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = (),
     try:
         need = required_ranks(forward.body, _same_rank_modules(by_attr))
         body = _Pass(forward, by_attr, {}, _batched_operands(forward.body), items, need, random).block(
-            forward.body, _number_params(forward))
+            forward.body, _held(forward, by_attr) | _number_params(forward))
     except (TypeError, AttributeError, ValueError):
         # A malformed forward (built by hand, not by the analysis) is left as it is: the rule engine
         # reports what it cannot match as a problem, and the pass must not take the file down.
@@ -539,6 +540,8 @@ class _Pass:
                 ranks[o.outputs[0]] = reduced
             elif len(o.outputs) > 1 and (unpacked := unpacked_rank(o)) is not None:
                 ranks.setdefault(*unpacked)
+            elif (method_rank := held_method_rank(o, ranks)) is not None:
+                ranks[o.outputs[0]] = method_rank  # `self.w.to(dtype)` of a parameter of known rank
         return ops
 
     # -- attention's products in another operand order or layout --------------------------------------
@@ -1018,7 +1021,7 @@ def normalise_values(key: Key, args: tuple[Any, ...], kwargs: tuple[tuple[str, A
             given[name] = value
         else:
             extra.append((name, value))
-    rank = ranks.get(args[0].name) if args and isinstance(args[0], Ref) else None
+    rank = ranks.get(key_) if args and (key_ := held_key(args[0])) is not None else None
     if rank is not None:
         for d in sig.dims:
             v = given.get(d)
@@ -1406,6 +1409,11 @@ def _argument_step(stmt: Stmt, temp: str) -> bool:
             and not any(isinstance(a, Ref) and a.name == temp for a in stmt.args))
 
 
+def _held(forward: Forward, by_attr: Mapping[str, list[Binding]]) -> dict[str, int]:
+    """The ranks of the parameters the module holds (`held_ranks`), unless the forward builds one."""
+    return {} if builds_parameters(forward.body) else held_ranks(by_attr)
+
+
 def _number_params(forward: Forward) -> dict[str, int]:
     """Parameters whose default is a plain number (`smooth=1`, `scale=0.5`): rank 0, as the signature says,
     so `x * smooth` keeps the rank of `x`."""
@@ -1417,7 +1425,8 @@ def _implicit_dim(op: Op, ranks: Mapping[str, int]) -> Op:
     `F.log_softmax(x)`: `torch.softmax` and `x.softmax()` require one) runs over torch's legacy implicit axis
     (`torch.nn.functional._get_softmax_dim`: 0 for a 0-, 1- or 3-D input, else 1). Where the input's rank is
     known, that axis is written out, counted from the end (`nn.Softmax()` of a 2-D tensor is `dim=-1`)."""
-    if (op.kind._value_, op.target) not in (SOFTMAX, LOG_SOFTMAX) or not op.args or not isinstance(op.args[0], Ref):
+    if (op.kind._value_, op.target) not in (SOFTMAX, LOG_SOFTMAX) or not op.args or (
+            first := held_key(op.args[0])) is None:
         return op
     written = op.origin or op
     if not (written.kind in (_MODULE, _CALL)
@@ -1426,7 +1435,7 @@ def _implicit_dim(op: Op, ranks: Mapping[str, int]) -> Op:
     dims = [k for k in op.kwargs if k.name == "dim"]
     if dims and not (isinstance(dims[0].value, Expr) and dims[0].value.text.strip() == "None"):
         return op
-    rank = ranks.get(op.args[0].name)
+    rank = ranks.get(first)
     if rank is None or rank < 1:
         return op
     axis = (0 if rank in (1, 3) else 1) - rank
@@ -1437,8 +1446,8 @@ def _implicit_dim(op: Op, ranks: Mapping[str, int]) -> Op:
 def _ranked_axes(op: Op, ranks: Mapping[str, int]) -> Op:
     """A function a module call became (`self.attend(x)` with `nn.Softmax(dim=1)`), its axes counted from the
     end where the input's rank is known, as for the function written out."""
-    if op.kind != _FUNCTION or not op.args or not isinstance(op.args[0], Ref) or (
-            op.args[0].name not in ranks and _BOUND + op.args[0].name not in ranks):
+    first = held_key(op.args[0]) if op.kind == _FUNCTION and op.args else None
+    if first is None or (first not in ranks and _BOUND + first not in ranks):
         return op
     args, kwargs = normalise((op.kind._value_, op.target), op.args, op.kwargs, ranks)
     return op if args == op.args and kwargs == op.kwargs else replace(op, args=args, kwargs=kwargs)
