@@ -37,6 +37,7 @@ from dataclasses import replace
 from typing import Any
 
 from adopter.analysis.canonical.moments import split_var_mean
+from adopter.analysis.canonical.paired_calls import paired_layers
 from adopter.analysis.canonical.ranks import (
     CREATION_TARGETS,
     LISTED_TARGETS,
@@ -53,7 +54,6 @@ from adopter.analysis.canonical.ranks import (
     size_names,
     unpacked_rank,
 )
-from adopter.analysis.canonical.paired_calls import paired_layers
 from adopter.analysis.canonical.sized_splits import SizeReads
 from adopter.analysis.canonical.spellings import (
     CANONICAL,
@@ -673,10 +673,10 @@ class _Pass:
             out.append(op)
 
     def module(self, op: Op, target: str, ctor: Ctor | None, depth: int,
-               chain: tuple[Binding, ...] | None = None) -> list[Op]:
-        """A module call: the function a stateless module computes, or the chain of a Sequential (`chain`:
+               layers: tuple[Binding, ...] | None = None) -> list[Op]:
+        """A module call: the function a stateless module computes, or the chain of a Sequential (`layers`:
         the leaf layers to read the call through, when not all of the submodule's)."""
-        leaves = chain or (self.thin.get(target[5:]) if target.startswith("self.") and depth == 0 else None)
+        leaves = layers or (self.thin.get(target[5:]) if target.startswith("self.") and depth == 0 else None)
         if leaves and len(op.args) >= 2 and not op.kwargs and len(op.outputs) == len(op.args):
             groups = paired_layers(leaves, len(op.args))
             if groups is not None:
