@@ -236,14 +236,14 @@ def _forward_shape(class_name: str, table: ClassTable) -> tuple[str, ...] | None
 
 def _pair_shape(class_name: str, table: ClassTable) -> tuple[str, ...] | None:
     """The layers a forward applies one to each of its inputs (`pair_shape`), read from the class in the MRO
-    that defines `forward`; the analysis then depends on that forward's text."""
+    that defines `forward`; the analysis depends on that answer (a part of the method's shape), not its text."""
     symbols = table.symbols
     for cls in table.mro(class_name):
         node = table.infos[cls].methods.get("forward")
         if node is None:
             symbols.note_method_exists(cls, "forward")
             continue
-        symbols.note_method(cls, "forward")
+        symbols.note_method_shape(cls, "forward")
         return pair_shape(node, symbols.src)
     return None
 
