@@ -11,10 +11,10 @@ from adopter.analysis.names.dropout_form import dropout_form
 from adopter.analysis.names.formula_functions import formula_gelu
 from adopter.analysis.names.formula_norms import formula_norm
 from adopter.analysis.names.forward_shape import head_shape
-from adopter.analysis.names.pair_shape import pair_shape
 from adopter.analysis.names.import_helpers import import_helper_target
 from adopter.analysis.names.library_containers import torch_container
 from adopter.analysis.names.linear_shape import linear_shape
+from adopter.analysis.names.pair_shape import pair_shape
 from adopter.analysis.parse.code_text import code_key
 from adopter.analysis.parse.source import Field, SourceText
 
