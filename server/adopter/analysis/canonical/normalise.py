@@ -38,6 +38,7 @@ from typing import Any
 
 from adopter.analysis.canonical.held_ranks import builds_parameters, held_key, held_method_rank, held_ranks
 from adopter.analysis.canonical.moments import split_var_mean
+from adopter.analysis.canonical.paired_calls import paired_layers
 from adopter.analysis.canonical.ranks import (
     CREATION_TARGETS,
     LISTED_TARGETS,
@@ -674,9 +675,19 @@ class _Pass:
         else:
             out.append(op)
 
-    def module(self, op: Op, target: str, ctor: Ctor | None, depth: int) -> list[Op]:
-        """A module call: the function a stateless module computes, or the chain of a Sequential."""
-        leaves = self.thin.get(target[5:]) if target.startswith("self.") and depth == 0 else None
+    def module(self, op: Op, target: str, ctor: Ctor | None, depth: int,
+               layers: tuple[Binding, ...] | None = None) -> list[Op]:
+        """A module call: the function a stateless module computes, or the chain of a Sequential (`layers`:
+        the leaf layers to read the call through, when not all of the submodule's)."""
+        leaves = layers or (self.thin.get(target[5:]) if target.startswith("self.") and depth == 0 else None)
+        if leaves and len(op.args) >= 2 and not op.kwargs and len(op.outputs) == len(op.args):
+            groups = paired_layers(leaves, len(op.args))
+            if groups is not None:
+                # A head whose forward applies its layer k to input k and returns the results in turn
+                # (`idioms.submodules`, `pair_shape`), unpacked by the caller: layer k from argument k to result k.
+                return [o for k, group in enumerate(groups)
+                        for o in self.module(replace(op, args=(op.args[k],), outputs=(op.outputs[k],)), target,
+                                             ctor, depth, group)]
         if leaves and len(op.args) == 1 and not op.kwargs and len(op.outputs) == 1:
             # A submodule whose forward only chains its own layers: its leaf layers, each op marked as
             # coming from the call (`via`), at the call's spans. An item of a Sequential (`self.body[1]`)

@@ -30,6 +30,7 @@ from adopter.analysis.canonical.normalise import canonical_forward
 from adopter.analysis.canonical.spellings import PARAMETERS, SEQUENTIAL
 from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.names.forward_shape import BIAS, head_shape
+from adopter.analysis.names.pair_shape import pair_shape
 from adopter.analysis.names.signature import params
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
@@ -86,7 +87,7 @@ def thin_submodules(init: Init | None, table: ClassTable, src: SourceText, depth
     if depth >= MAX_DEPTH:
         return found
     for attr, ctor in (*_same_file_submodules(init, table), *_same_file_items(init, table)):
-        leaves = _leaves(ctor.callee, table, src, depth)
+        leaves = _leaves(ctor.callee, table, src, depth) or (_pair_leaves(ctor.callee, table, src) if depth == 0 else None)
         if leaves:
             found[attr] = tuple(replace(leaf, attr=f"{attr}.{leaf.attr}") for leaf in leaves)
     return found
@@ -233,8 +234,35 @@ def _forward_shape(class_name: str, table: ClassTable) -> tuple[str, ...] | None
     return None
 
 
-def _leaves(class_name: str, table: ClassTable, src: SourceText, depth: int) -> tuple[Binding, ...] | None:
-    steps = _forward_shape(class_name, table)
+def _pair_shape(class_name: str, table: ClassTable) -> tuple[str, ...] | None:
+    """The layers a forward applies one to each of its inputs (`pair_shape`), read from the class in the MRO
+    that defines `forward`; the analysis depends on that answer (a part of the method's shape), not its text."""
+    symbols = table.symbols
+    for cls in table.mro(class_name):
+        node = table.infos[cls].methods.get("forward")
+        if node is None:
+            symbols.note_method_exists(cls, "forward")
+            continue
+        symbols.note_method_shape(cls, "forward")
+        return pair_shape(node, symbols.src)
+    return None
+
+
+def _pair_leaves(class_name: str, table: ClassTable, src: SourceText) -> tuple[Binding, ...] | None:
+    """The leaf layers of a head whose forward applies layer k to its input k and returns the results
+    (`pair_shape`: BERT's pre-training heads), layer by layer: the view tells them apart by the path's
+    second name (`cls.predictions.decoder`, `cls.seq_relationship`) and unrolls layer k from argument k to
+    result k of a call that unpacks as many results as it passes arguments. Read only for a submodule of the
+    analysed class itself: a chain that ran such a head would mix the layers of all its results."""
+    layers = _pair_shape(class_name, table)
+    if not layers:
+        return None
+    return _leaves(class_name, table, src, 0, layers)
+
+
+def _leaves(class_name: str, table: ClassTable, src: SourceText, depth: int,
+            layers: tuple[str, ...] | None = None) -> tuple[Binding, ...] | None:
+    steps = layers or _forward_shape(class_name, table)
     if not steps:
         return None
     inner = InitAnalysis(class_name, table, src).run()

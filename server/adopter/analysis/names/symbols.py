@@ -14,6 +14,7 @@ from adopter.analysis.names.forward_shape import head_shape
 from adopter.analysis.names.import_helpers import import_helper_target
 from adopter.analysis.names.library_containers import torch_container
 from adopter.analysis.names.linear_shape import linear_shape
+from adopter.analysis.names.pair_shape import pair_shape
 from adopter.analysis.parse.code_text import code_key
 from adopter.analysis.parse.source import Field, SourceText
 
@@ -45,10 +46,17 @@ METHOD_GELU = "method-gelu:"  # which GELU a forward writes out (`formula_gelu`)
 METHOD_NORM = "method-norm:"  # whether a forward writes a LayerNorm out, reading which attributes (`formula_norm`)
 BINDING = "binding:"  # what an import or a module-level alias binds a name to (`qualify_binding`)
 
+
+def method_shapes(function: Node, src: SourceText) -> tuple[object, ...]:
+    """What a user of a submodule reads of its forward: its chain shape (`forward_shape.head_shape`) and the
+    layers it applies one to each input (`pair_shape`)."""
+    return head_shape(function, src), pair_shape(function, src)
+
+
 _PER_CLASS = (METHOD_EXISTS, METHOD_SHAPE, METHOD_LINEAR, METHOD_DROPOUT, METHOD_GELU, METHOD_NORM, METHOD)  # `<prefix>Class.method`
 # The keys that depend on one answer read from a method, not its text: prefix -> (the fingerprint's tag, the reader)
 _METHOD_ANSWERS: dict[str, tuple[str, Callable[[Node, SourceText], object]]] = {
-    METHOD_SHAPE: ("shape", head_shape),
+    METHOD_SHAPE: ("shape", method_shapes),
     METHOD_LINEAR: ("linear", linear_shape),
     METHOD_DROPOUT: ("dropout", dropout_form),
     METHOD_GELU: ("gelu", formula_gelu),
@@ -358,8 +366,8 @@ class ModuleSymbols:
         self._note(f"{METHOD_EXISTS}{class_name}.{method}")
 
     def note_method_shape(self, class_name: str, method: str) -> None:
-        """Record a dependency on the chain shape of method `method` of `class_name` (`forward_shape`),
-        not on its text: editing it re-analyses the dependent only when the shape changes."""
+        """Record a dependency on the chain shape of method `method` of `class_name` (`forward_shape`, and
+        `pair_shape`'s layer per input), not on its text: editing it re-analyses the dependent only when the shape changes."""
         self._note(f"{METHOD_SHAPE}{class_name}.{method}")
 
     def note_method_linear(self, class_name: str, method: str) -> None:
