@@ -67,6 +67,7 @@ from adopter.analysis.crossfile.builders import (
     sequential_items,
 )
 from adopter.analysis.crossfile.direct import direct_definition
+from adopter.analysis.crossfile.eval_norm import EVAL_NORM, eval_norm
 from adopter.analysis.crossfile.evaluator import (
     UNKNOWN,
     class_defaults,
@@ -77,7 +78,6 @@ from adopter.analysis.crossfile.evaluator import (
 from adopter.analysis.crossfile.factories import apply_steps, dict_entries, handed_on, key_steps
 from adopter.analysis.crossfile.init_source import InitSource, Scope
 from adopter.analysis.crossfile.jedi_lookup import JediLookup
-from adopter.analysis.crossfile.eval_norm import EVAL_NORM, eval_norm
 from adopter.analysis.crossfile.linear_forward import LINEAR, LINEAR_FORWARD, linear_forward
 from adopter.analysis.crossfile.norm_act import NORM_ACT, norm_then_act
 from adopter.analysis.crossfile.passed_fields import passed_fields

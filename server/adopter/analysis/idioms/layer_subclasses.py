@@ -204,12 +204,12 @@ def layer_of(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, 
         return None if layer in RANK_FREE else (layer, own_init, "")
     if layer not in RANK_FREE and _ends_in_layer(found[1], layer, table, src):
         return layer, own_init, OWN_FORWARD
-    cls = _ast_class(found[0], found[1], table, src)
-    if cls is None:
+    read = _ast_class(found[0], found[1], table, src)
+    if read is None:
         return None
-    if layer in BATCH_NORMS and norm_then_act(cls, layer, table.symbols.qualify):
+    if layer in BATCH_NORMS and norm_then_act(read, layer, table.symbols.qualify):
         return layer, own_init, NORM_ACT
-    eval_layer = eval_norm(cls, layer, table.symbols.qualify)  # a sync BatchNorm (`crossfile.eval_norm`)
+    eval_layer = eval_norm(read, layer, table.symbols.qualify)  # a sync BatchNorm (`crossfile.eval_norm`)
     return (eval_layer, own_init, EVAL_NORM) if eval_layer is not None else None
 
 
