@@ -208,3 +208,51 @@ def test_a_conv_read_elsewhere_before_a_sync_batchnorm_is_no_site() -> None:
     text = SAME_FILE.format(forward=NAIVE).replace("        x = self.bn(x)\n        return x",
                                                    "        y = self.bn(x)\n        return x + y")
     assert _sites(text) == []
+
+
+TWO_USERS = '''
+from torch import nn
+
+from .sync import SyncBatchNorm2d
+
+BatchNorm2d = SyncBatchNorm2d
+
+
+def conv3x3_bn_relu(c_in, c_out):
+    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), BatchNorm2d(c_out), nn.ReLU())
+
+
+class C1(nn.Module):
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        self.cbr = conv3x3_bn_relu(c_in, c_out)
+        self.conv_last = nn.Conv2d(c_out, 3, 1)
+
+    def forward(self, x):
+        return self.conv_last(self.cbr(x))
+
+
+class C1Deepsup(nn.Module):
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        self.cbr_deepsup = conv3x3_bn_relu(c_in, c_out)
+
+    def forward(self, x):
+        return self.cbr_deepsup(x)
+'''
+
+
+def test_a_helpers_sequential_with_a_sync_batchnorm_is_one_site_for_all_its_callers(tmp_path: Path) -> None:
+    # mit-semseg 1.0.0 `mit_semseg/models/models.py:160` `conv3x3_bn_relu`, built by C1, C1DeepSup, PPM, ...:
+    # the helper's chain is read with the imported BatchNorm too, so its callers' sites are that one site
+    model = _package(tmp_path, "semseglike_helper", {"sync.py": SYNC_FILE.format(forward=VACANCY),
+                                                     "models.py": TWO_USERS}, "models.py")
+    text = model.read_text(encoding="utf-8")
+    reach = _reach(tmp_path)
+    session = Session(RuleContext(RULES, (), ENV), reach=reach)
+    findings = session.analysed(text, str(model)).findings
+    assert [(f.rule_id, f.span.start_line + 1) for f in findings] == [
+        ("f07-conv-bn", _line(text, "return self.conv_last(self.cbr(x))"))]
+    helper = _line(text, "return nn.Sequential(nn.Conv2d(")
+    assert any(s.start_line + 1 == helper for s in (*findings[0].stmt_spans, *findings[0].init_spans))
+    _unfixed(text, str(model), reach)
