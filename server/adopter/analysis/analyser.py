@@ -780,12 +780,23 @@ class Analyser:
         forward = resolve_optimizer_classes(canonical_forward(forward), symbols.qualify)
         if not with_chains:
             return (forward, ()), problems
-        chains = sequential_chains(node, name, src, table)
+        chains = self._reached_chains(sequential_chains(node, name, src, table), src)
         if splatted_lists(node, src, symbols):  # `layers.append(...)` in a loop, then `nn.Sequential(*layers)`
             reader = InitAnalysis(name, table, src)
             reader.read_locals(node, {}, method=False)
             chains += list_chains(node, name, src, symbols, reader)
         return (forward, chains), problems
+
+    def _reached_chains(self, chains: tuple[Architecture, ...], src: SourceText) -> tuple[Architecture, ...]:
+        """A function's Sequential chains with their imported items bound by cross-file reach, as a class's
+        `__init__` bindings are (a sync BatchNorm of another file: `crossfile.eval_norm`)."""
+        if self.reach is None or not src.path or not chains:
+            return chains
+        out = []
+        for chain in chains:
+            init = self.reach.bind(chain.init, src.path)
+            out.append(chain if init is chain.init else replace(chain, init=init))
+        return tuple(out)
 
     def _method(self, node: Node, name: str, src: SourceText, symbols: ModuleSymbols) -> tuple[Forward, list[Problem]]:
         """A method of a class read like a module-level function, named `Class.method`."""

@@ -140,6 +140,9 @@ def _norm_of(stmt: ast.stmt, x: str, self_name: str, layer: str, qualify: Callab
     if qualified in _NORM_FUNCTIONS:
         if len(args) < 5 or not _is_name(args[0], x):
             return None
+        training = args[5] if len(args) > 5 else next((k.value for k in call.keywords if k.arg == "training"), None)
+        if isinstance(training, ast.Constant) and training.value is True:
+            return None  # batch statistics in eval mode too (V-Net's `ContBatchNorm3d`): not BatchNorm's eval norm
         # running statistics, weight and bias are the module's own (an expression choosing them, as
         # BatchNorm's own forward does for `track_running_stats`, reads them)
         for arg, buffer in zip(args[1:5], _BUFFERS, strict=True):

@@ -67,6 +67,7 @@ from adopter.analysis.crossfile.builders import (
     sequential_items,
 )
 from adopter.analysis.crossfile.direct import direct_definition
+from adopter.analysis.crossfile.eval_norm import EVAL_NORM, eval_norm
 from adopter.analysis.crossfile.evaluator import (
     UNKNOWN,
     class_defaults,
@@ -706,8 +707,8 @@ class CrossFileReach:
                     sub = self._base(qualified, d.path, parsed, depth, read)
                     if sub is not None and sub.kind == "layer":
                         return Summary("layer", d, sub.layer, sub.layer_kwargs, own_init or sub.own_init,
-                                       norm_act=sub.norm_act, linear_forward=sub.linear_forward,
-                                       formula=sub.formula)
+                                       norm_act=sub.norm_act, eval_norm=sub.eval_norm,
+                                       linear_forward=sub.linear_forward, formula=sub.formula)
         forward = methods.get("forward")
         if isinstance(forward, ast.FunctionDef) and "__call__" not in methods:
             for base in node.bases:
@@ -715,6 +716,10 @@ class CrossFileReach:
                 layer = torch_layer(qualify(dotted, parsed.imports)) if dotted is not None else None
                 if layer is not None and norm_then_act(node, layer, lambda n: qualify(n, parsed.imports)):
                     return Summary("layer", d, layer, own_init=own_init, norm_act=True)
+                qualified = qualify(dotted, parsed.imports) if dotted is not None else ""
+                eval_layer = eval_norm(node, layer or qualified, lambda n: qualify(n, parsed.imports))
+                if eval_layer is not None:
+                    return Summary("layer", d, eval_layer, own_init=own_init, eval_norm=True)
         if isinstance(forward, ast.FunctionDef):
             found = elementwise_layer(forward, parsed.imports)
             if found is not None:
@@ -845,6 +850,8 @@ def _suffix(summary: Summary) -> str:
     """The `origin` suffix that says a layer read from another file's forward gets no automatic fix, or ""."""
     if summary.norm_act:
         return NORM_ACT
+    if summary.eval_norm:
+        return EVAL_NORM
     if summary.linear_forward:
         return LINEAR_FORWARD
     return summary.formula

@@ -26,6 +26,7 @@ class Summary:
     layer_kwargs: tuple[tuple[str, str], ...] = ()  # layer: constructor keywords that say which variant
     own_init: bool = False  # layer: it has its own __init__ (its arguments are not the torch layer's)
     norm_act: bool = False  # layer: a BatchNorm whose forward activates after the norm (`norm_act`)
+    eval_norm: bool = False  # layer: a BatchNorm subclass whose forward is that norm in eval mode only (`eval_norm`)
     linear_forward: bool = False  # layer: an nn.Linear by its forward's linear map of its own weight (`linear_forward`)
     formula: str = ""  # layer: the `origin` suffix of a GELU or LayerNorm its forward writes out (`formula_layers`)
     entries: tuple[tuple[str, str], ...] = ()  # registry: key -> qualified class (in the registry's file)

@@ -50,6 +50,7 @@ from dataclasses import replace
 
 from tree_sitter import Node
 
+from adopter.analysis.crossfile.eval_norm import EVAL_NORM, RANK_FREE, eval_norm
 from adopter.analysis.crossfile.norm_act import BATCH_NORMS, NORM_ACT, norm_then_act
 from adopter.analysis.idioms.formula_layers import written_class
 from adopter.analysis.idioms.linear_like import LINEAR, LINEAR_LIKE, linear_like, plain_module_order
@@ -107,7 +108,7 @@ def _bound(value: Ctor, table: ClassTable, src: SourceText, depth: int) -> Ctor:
     if found is None:
         return _module_like(value, table, src) if depth == 0 else _written_like(value, table)
     layer, own_init, suffix = found
-    if depth > 0 and suffix != NORM_ACT:
+    if depth > 0 and suffix not in (NORM_ACT, EVAL_NORM):
         return value  # an item: only the norm-then-activation form is read there (the rest is not measured)
     args, kwargs = ((), ()) if own_init else (value.args, value.kwargs)
     return Ctor(layer, args, kwargs, origin=f"{value.callee} (a subclass in this file{suffix})")
@@ -138,6 +139,13 @@ def subclass_reason(bindings: Sequence[Binding]) -> str | None:
             held = f"`self.{b.attr}` is" if norm_act is b.value else f"`self.{b.attr}` holds"
             return (f"{held} a `{name}`, a {norm_act.callee.rsplit('.', 1)[-1]} whose forward activates "
                     "after the norm; the fold folds a stock BatchNorm only, so change it by hand")
+        eval_only = _eval_norm(b.value) if isinstance(b.value, Ctor) else None
+        if eval_only is not None and eval_only.origin is not None:
+            name = eval_only.origin.split(" ", 1)[0]
+            held = f"`self.{b.attr}` is" if eval_only is b.value else f"`self.{b.attr}` holds"
+            return (f"{held} a `{name}`, a BatchNorm subclass whose forward is the BatchNorm only in eval mode "
+                    "(it gathers its statistics its own way while training); the fold folds a stock BatchNorm "
+                    "only, so change it by hand")
         if isinstance(b.value, Ctor) and b.value.origin is not None and b.value.origin.endswith(DROPOUT_LIKE + ")"):
             name = b.value.origin.split(" ", 1)[0]
             return (f"`self.{b.attr}` is a `{name}`, a module of this file whose forward is a dropout under a "
@@ -160,8 +168,17 @@ def _norm_act(ctor: Ctor, depth: int = 0) -> Ctor | None:
     return next((found for i in ctor.items if (found := _norm_act(i, depth + 1)) is not None), None)
 
 
+def _eval_norm(ctor: Ctor, depth: int = 0) -> Ctor | None:
+    """The eval-mode-only BatchNorm `ctor` is or holds among its items (`crossfile.eval_norm`), else None."""
+    if ctor.origin is not None and EVAL_NORM in ctor.origin:
+        return ctor
+    if depth >= MAX_DEPTH:
+        return None
+    return next((found for i in ctor.items if (found := _eval_norm(i, depth + 1)) is not None), None)
+
+
 def layer_of(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, str] | None:
-    """(the torch layer, own `__init__`, the origin's suffix: "", `OWN_FORWARD` or `NORM_ACT`) of a same-file
+    """(the torch layer, own `__init__`, the origin's suffix: "", `OWN_FORWARD`, `NORM_ACT` or `EVAL_NORM`) of a same-file
     subclass of one, else None."""
     order = table.mro(name)
     if not order or len(order) > MAX_DEPTH:
@@ -172,7 +189,8 @@ def layer_of(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, 
             if base in table.infos:
                 continue
             qualified = table.symbols.qualify_binding(base)
-            if qualified.startswith("torch.nn.") and qualified not in _NOT_LAYERS and qualified.count(".") == 2:
+            if qualified in RANK_FREE or (
+                    qualified.startswith("torch.nn.") and qualified not in _NOT_LAYERS and qualified.count(".") == 2):
                 if layer is not None and layer != qualified:
                     return None  # two torch layers among the bases: not one layer
                 layer = qualified
@@ -183,17 +201,20 @@ def layer_of(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, 
     own_init = table.find_method(name, "__init__") is not None
     found = table.find_method(name, "forward")
     if found is None:
-        return layer, own_init, ""
-    if _ends_in_layer(found[1], layer, table, src):
+        return None if layer in RANK_FREE else (layer, own_init, "")
+    if layer not in RANK_FREE and _ends_in_layer(found[1], layer, table, src):
         return layer, own_init, OWN_FORWARD
-    if layer in BATCH_NORMS and _norm_then_act(found[0], found[1], table, src, layer):
+    read = _ast_class(found[0], found[1], table, src)
+    if read is None:
+        return None
+    if layer in BATCH_NORMS and norm_then_act(read, layer, table.symbols.qualify):
         return layer, own_init, NORM_ACT
-    return None
+    eval_layer = eval_norm(read, layer, table.symbols.qualify)  # a sync BatchNorm (`crossfile.eval_norm`)
+    return (eval_layer, own_init, EVAL_NORM) if eval_layer is not None else None
 
 
-def _norm_then_act(owner: str, forward: Node, table: ClassTable, src: SourceText, layer: str) -> bool:
-    """Whether the `forward` of `owner` (and the `__init__` found for it) is the BatchNorm then activations
-    (`crossfile.norm_act`, read with Python's `ast`)."""
+def _ast_class(owner: str, forward: Node, table: ClassTable, src: SourceText) -> ast.ClassDef | None:
+    """The `forward` of `owner` and the `__init__` found for it, read with Python's `ast` as one class."""
     init = table.find_method(owner, "__init__")
     methods = [m for m in (forward, init[1] if init is not None else None) if m is not None]
     body: list[ast.stmt] = []
@@ -202,10 +223,9 @@ def _norm_then_act(owner: str, forward: Node, table: ClassTable, src: SourceText
         try:
             tree = ast.parse(textwrap.dedent(text))
         except (SyntaxError, ValueError):
-            return False
+            return None
         body.extend(s for s in tree.body if isinstance(s, ast.FunctionDef))
-    cls = ast.ClassDef(name=owner, bases=[], keywords=[], body=body, decorator_list=[])
-    return norm_then_act(cls, layer, table.symbols.qualify)
+    return ast.ClassDef(name=owner, bases=[], keywords=[], body=body, decorator_list=[])
 
 
 def dropout_like(name: str, table: ClassTable) -> bool:
