@@ -42,7 +42,8 @@ from adopter.wham.graph import Workload, build_workload
 from adopter.wham.hardware import Constraints, Design
 from adopter.wham.models import WorkloadSpec, load_workload, trace_raw
 from adopter.wham.parallel import shard_workload
-from adopter.wham.recompute import recompute_layers
+from adopter.wham.recompute import recompute_attention, recompute_layers
+from adopter.wham.sequence_parallel import sequence_parallel
 from adopter.wham.vocab_parallel import shard_vocab
 
 # The GPUs as templates, every figure from `constants` (whitepapers and datasheets, cited there): the Tensor
@@ -123,6 +124,8 @@ class Published:
     recompute: bool = False  # every transformer layer's forward recomputed in backward (`recompute.recompute_layers`)
     dp_link_gbs: float = 0.0  # each way per GPU on the data-parallel all-reduce's link; 0: the GPU's NVLink
     factory: str = ""  # a bench trace factory (`module:function` under bench/) instead of a zoo model
+    selective: bool = False  # each layer's attention core recomputed in backward (`recompute.recompute_attention`)
+    sequence_parallel: bool = False  # the residual stream's ops split along the sequence (`sequence_parallel`)
     ddp_tail_bytes: float = 0.0  # PyTorch DDP: the gradient all-reduce overlaps the last micro-batch's backward
     # in buckets (`_dp_exposed_s`) and this many bytes, the last bucket, go after it; 0: all after it (Megatron's
     # local DDP, or a run that all-reduces after accumulation)
@@ -389,19 +392,20 @@ ROWS = (
     # before any prediction. Configurations from its Table 3 and §6 (t = 8; no data parallelism, so no gradient
     # all-reduce; the interleaved schedule with 3 chunks a stage for 175B and 530B; s = 2048, V = 51,200; mixed
     # precision). Measured: the iteration's samples (the global batch) ÷ its seconds, of the one replica. The full-
-    # recomputation column is the model's case; the "present work" column (sequence parallelism and selective
-    # recomputation, §4.2.2 and §5) is not represented and is traced without recomputation, its all-reduces as
-    # tensor parallelism's: reported, marked.
+    # recomputation column runs without sequence parallelism; the "present work" column with sequence parallelism
+    # (§4.2.2: the residual stream's LayerNorms and dropout-adds split along the sequence; reduce-scatter +
+    # all-gather for each all-reduce, the same bytes) and selective recomputation (§5: Q·Kᵀ, softmax, its dropout
+    # and the attention over V recomputed in backward). Both columns overlap the backward's tensor-parallel
+    # all-reduce with the weight-gradient GEMM (§6.2), which the trace does not: marked.
     *(Published(f"gpt-{size}", "A100 80GB", mbs, SC21_SEQ, gbs // mbs, gbs / seconds,
                 f"{KORTHIKANTI} Table 5, row {size.upper()}, {column} {seconds} s an iteration; Table 3 row "
                 f"{size.upper()} (t {t}, p {p}, {t * p} GPUs, global batch {gbs}, micro-batch {mbs}"
                 f"{f', {v} interleaved chunks a stage (§6)' if v > 1 else ''}); samples/s = {gbs} / {seconds}",
-                FUSER, gpus=t * p, precision=HALF, tp=t, pp=p, virtual=v, recompute=full,
+                FUSER, gpus=t * p, precision=HALF, tp=t, pp=p, virtual=v, recompute=full, selective=not full,
+                sequence_parallel=not full,
                 p2p_bytes=mbs * SC21_SEQ * hidden * C.BYTES_PER_ELEMENT, dp_link_gbs=C.DGX_A100_IB_PER_GPU_GBS,
                 factory=f"wham_gpu_megatron:gpt_{'stage_' if p > 1 else ''}{size}",
-                unmodelled=("the backward's tensor-parallel all-reduce overlapped with the weight-gradient GEMM "
-                            "(§6.2)" if full else "sequence parallelism and selective recomputation (§4.2.2, §5): "
-                            "traced without recomputation, all-reduces as plain tensor parallelism's"))
+                unmodelled="the backward's tensor-parallel all-reduce overlapped with the weight-gradient GEMM (§6.2)")
       for size, hidden, p, gbs, mbs, v, full_s, present_s in KORTHIKANTI_ROWS
       for full, column, seconds in ((True, "full recompute", full_s), (False, "present work", present_s))
       for t in (8,)),
@@ -420,7 +424,11 @@ def run_workload(row: Published) -> Workload:
     if row.precision == AUTOCAST:
         raw = autocast(raw)
     work = build_workload(raw, model=row.traced, batch=row.batch, seq=row.seq, fuse=row.fused)
-    work = shard_vocab(shard_workload(work, row.tp), row.tp)
+    whole, work = work, shard_vocab(shard_workload(work, row.tp), row.tp)
+    if row.sequence_parallel:
+        work = sequence_parallel(work, row.tp, whole)
+    if row.selective:
+        work = recompute_attention(work)
     return recompute_layers(work) if row.recompute else work
 
 
@@ -567,7 +575,8 @@ def results(launch_s: float = 0.0) -> list[dict[str, object]]:
                                   "batch": row.batch, "seq": row.seq, "accumulation": row.accumulation,
                                   "fused": row.fused, "measured": row.measured, "source": row.source,
                                   "unmodelled": row.unmodelled, "precision": row.precision, "tp": row.tp,
-                                  "pp": row.pp, "recompute": row.recompute}
+                                  "pp": row.pp, "recompute": row.recompute, "selective": row.selective,
+                                  "sequence_parallel": row.sequence_parallel}
         try:
             p = predict(row, launch_s)
         except Exception as exc:  # a model that cannot be traced is reported; the rest go on
@@ -625,7 +634,9 @@ def table(recs: list[dict[str, object]], summ: dict[str, object]) -> list[str]:
         how = ["yes" if r["fused"] else "no (eager)", str(r.get("precision") or "")]
         how += [f"tensor-parallel {r['tp']}" if r.get("tp", 1) != 1 else "",
                 f"pipeline-parallel {r['pp']}" if r.get("pp", 1) != 1 else "",
-                "every layer recomputed" if r.get("recompute") else ""]
+                "every layer recomputed" if r.get("recompute") else "",
+                "sequence-parallel" if r.get("sequence_parallel") else "",
+                "attention core recomputed" if r.get("selective") else ""]
         head = (f"| {r['traced']} | {r['gpu']} ×{r['gpus']} | {r['batch']} × {r['seq']} ({r['accumulation']}) | "
                 f"{'; '.join(h for h in how if h)} | {r['measured']:g} | ")
         if "error" in r:

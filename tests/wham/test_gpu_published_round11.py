@@ -92,7 +92,9 @@ def test_every_row_of_korthikanti_table_5_is_reported_with_its_configuration() -
             assert r.gpus // (r.tp * r.pp) == 1  # no data parallelism (Table 3's note): no gradient all-reduce
             assert r.measured == pytest.approx(gbs / seconds)
             assert r.virtual == (3 if size in ("175b", "530b") else 1)  # §6: interleaving for 175B and 530B
-            assert r.unmodelled  # neither column is run as the trace runs it: both marked
+            # the present work: sequence parallelism and selective recomputation (§4.2.2, §5)
+            assert (r.selective, r.sequence_parallel) == (not r.recompute, not r.recompute)
+            assert "overlapped" in r.unmodelled  # both columns overlap the TP all-reduce with a GEMM (§6.2)
             assert f"{seconds} s" in r.source and "Table 5" in r.source
         # the transcription agrees with itself: the present work's model FLOPs (Appendix A,
         # 72·B·s·l·h²·(1 + s/6h + V/12lh)) over its seconds on n GPUs at 312 TFLOPS give Table 5's MFU, and × (1 +
