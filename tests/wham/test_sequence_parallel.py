@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from adopter.wham.graph import Block, Workload, build_workload
-from adopter.wham.parallel import on_residual_stream, residual_stream, shard_workload
+from adopter.wham.parallel import on_residual_stream, residual_stream, shard_workload, stream_ops
 from adopter.wham.recompute import attention_core, recompute_attention, recompute_layers
 from adopter.wham.sequence_parallel import sequence_parallel
 
@@ -53,6 +53,8 @@ def _layer() -> Workload:
         vec("_softmax_backward_data", SCORES, [18], "layers.0", "bwd"),           # 19
         gemm("mm", t, h, 3 * h, [19], "layers.0", "bwd"),                         # 20
         vec("_foreach_addcdiv", 12 * h * h, [20], "layers.0", "opt"),             # 21
+        gemm("bmm", SEQ, d, SEQ, [19], "layers.0", "bwd", batch=bh),              # 22 dQ over heads
+        vec("sum", t * h, [22], "layers.0", "bwd"),                               # 23 Q's bias gradient
     ]
     return build_workload({"ops": ops, "params": 12 * h * h}, model="toy-gpt", batch=T // SEQ, seq=SEQ, fuse=False)
 
@@ -77,8 +79,11 @@ def test_the_residual_stream_stays_whole_under_tensor_parallelism() -> None:
 
 def test_attention_and_mlp_element_wise_ops_are_split() -> None:
     """Refusal: the scores' mask, softmax and dropout, GELU and its backward, the softmax backward and the
-    optimizer are split by t, as are the GEMMs."""
+    optimizer are split by t, as are the GEMMs; so is a Q/K/V bias gradient (the column-parallel QKV's)."""
     before, after = _ops(_layer()), _ops(shard_workload(_layer(), 4))
+    # the Q bias gradient has the stream's element count but reads the attention's batched GEMM: split
+    assert on_residual_stream(before[23], residual_stream(_block(_layer()))) and 23 not in stream_ops(_block(_layer()))
+    assert after[23].flops == before[23].flops / 4
     for i in (3, 4, 5, 12, 16, 19, 21):
         assert after[i].flops == before[i].flops / 4, before[i].name
         assert not on_residual_stream(before[i], residual_stream(_block(_layer())))

@@ -151,6 +151,16 @@ def on_residual_stream(op: Op, residual: set[int]) -> bool:
         w.elements in residual or w.name.removesuffix("_backward") in NORMALISATIONS for w in op.vector)
 
 
+def stream_ops(block: Block) -> set[int]:
+    """Indices of a transformer block's ops on the residual stream (`on_residual_stream`), less those that read
+    only the attention's batched GEMMs over heads: the Q, K and V bias gradients have the stream's element count
+    but belong to the column-parallel QKV projection, split like it."""
+    residual = residual_stream(block)
+    ops = block.ops
+    return {i for i, op in enumerate(ops) if on_residual_stream(op, residual)
+            and not (op.deps and all(ops[d].is_gemm and ops[d].batch > 1 for d in op.deps))}
+
+
 def shard_block(block: Block, t: int) -> Block:
     """A transformer block split over `t` devices, with its all-reduces; other blocks are unchanged.
 
@@ -164,12 +174,13 @@ def shard_block(block: Block, t: int) -> Block:
     if t <= 1 or "_softmax" not in names:
         return block
     residual = residual_stream(block)
+    stream = stream_ops(block)
     norms = sum(1 for op in block.ops for w in op.vector if w.name in NORMALISATIONS and op.phase == "fwd")
     ops: list[Op] = []
-    for op in block.ops:
+    for i, op in enumerate(block.ops):
         if op.is_gemm:
             ops.append(_shard_gemm(op, t))
-        elif op.phase == "opt" or not on_residual_stream(op, residual):
+        elif op.phase == "opt" or i not in stream:
             ops.append(replace(op, flops=op.flops / t, bytes_in=op.bytes_in / t, bytes_out=op.bytes_out / t,
                                vector=tuple(replace(w, elements=math.ceil(w.elements / t), rows=math.ceil(
                                    w.rows / t)) for w in op.vector)))

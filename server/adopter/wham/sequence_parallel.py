@@ -8,7 +8,7 @@ which together move the bytes of the all-reduce they replace (the paper: "the sa
 a ring all-reduce is a reduce-scatter followed by an all-gather), so the comm ops are left as they are.
 
 `sequence_parallel(work, t, unsharded)` divides by `t`, in each tensor-parallel transformer layer of `work` (a
-block with an attention softmax), the ops `parallel.on_residual_stream` finds in the same block of `unsharded`,
+block with an attention softmax), the ops `parallel.stream_ops` finds in the same block of `unsharded`,
 the workload before `parallel.shard_workload` (which keeps a block's ops in place and appends its all-reduces):
 after the split an MLP op can have the stream's element count (4h / t = h at t = 4), so the test is made before
 it. The other blocks, the optimizer and the comm ops are unchanged.
@@ -20,7 +20,7 @@ import math
 from dataclasses import replace
 
 from adopter.wham.graph import Block, Op, Workload
-from adopter.wham.parallel import on_residual_stream, residual_stream
+from adopter.wham.parallel import stream_ops
 from adopter.wham.recompute import is_layer_block
 
 
@@ -35,8 +35,7 @@ def sequence_parallel_block(block: Block, t: int, unsharded: Block) -> Block:
     along the sequence over `t` GPUs."""
     if t <= 1 or not is_layer_block(unsharded):
         return block
-    residual = residual_stream(unsharded)
-    stream = {i for i, op in enumerate(unsharded.ops) if on_residual_stream(op, residual)}
+    stream = stream_ops(unsharded)
     return Block(tuple(_split(op, t) if i in stream else op for i, op in enumerate(block.ops)))
 
 
