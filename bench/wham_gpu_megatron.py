@@ -28,8 +28,10 @@ VOCAB = 51200  # Narayanan et al., SC21, §5.1: "All models use a vocabulary siz
 # pipeline size p > 1 the layers of one stage (NLS / p): `gpt_stage_<size>` traces one stage.
 SIZES = {"1.7b": (24, 2304, 24), "3.6b": (30, 3072, 32), "7.5b": (36, 4096, 32), "18b": (40, 6144, 48),
          "39b": (48, 8192, 64), "76b": (60, 10240, 80), "145b": (80, 12288, 96), "310b": (96, 16384, 128),
-         "530b": (105, 20480, 128), "1t": (128, 25600, 160)}
-STAGES = {"39b": 2, "76b": 4, "145b": 8, "310b": 16, "530b": 35, "1t": 64}
+         "530b": (105, 20480, 128), "1t": (128, 25600, 160),
+         # Korthikanti et al. 2022 (arXiv 2205.05198) Table 3's two sizes SC21 lacks (its 530B and 1T are SC21's)
+         "22b": (48, 6144, 64), "175b": (96, 12288, 96)}
+STAGES = {"39b": 2, "76b": 4, "145b": 8, "310b": 16, "530b": 35, "1t": 64, "175b": 8}
 
 
 def _gpt(size: str, batch: int, seq: int, stages: int = 1) -> tuple[Any, tuple[Any, ...], Any]:
@@ -70,13 +72,19 @@ def gpt_18b(batch: int, seq: int) -> tuple[Any, tuple[Any, ...], Any]:
     return _gpt("18b", batch, seq)
 
 
+def gpt_22b(batch: int, seq: int) -> tuple[Any, tuple[Any, ...], Any]:
+    """Korthikanti et al. 2022 Table 3's 22B GPT: 48 layers, hidden 6144, 64 heads."""
+    return _gpt("22b", batch, seq)
+
+
 def _stage(size: str) -> Any:
     def build(batch: int, seq: int) -> tuple[Any, tuple[Any, ...], Any]:
         return _gpt(size, batch, seq, STAGES[size])
 
-    build.__doc__ = f"One pipeline stage of SC21 Table 1's {size} GPT ({SIZES[size][0]} / {STAGES[size]} layers)."
+    build.__doc__ = f"One pipeline stage of the {size} GPT ({SIZES[size][0]} / {STAGES[size]} layers)."
     return build
 
 
 gpt_stage_39b, gpt_stage_76b, gpt_stage_145b = _stage("39b"), _stage("76b"), _stage("145b")
 gpt_stage_310b, gpt_stage_530b, gpt_stage_1t = _stage("310b"), _stage("530b"), _stage("1t")
+gpt_stage_175b = _stage("175b")

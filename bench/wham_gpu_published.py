@@ -42,7 +42,8 @@ from adopter.wham.graph import Workload, build_workload
 from adopter.wham.hardware import Constraints, Design
 from adopter.wham.models import WorkloadSpec, load_workload, trace_raw
 from adopter.wham.parallel import shard_workload
-from adopter.wham.recompute import recompute_layers
+from adopter.wham.recompute import recompute_attention, recompute_layers
+from adopter.wham.sequence_parallel import sequence_parallel
 from adopter.wham.vocab_parallel import shard_vocab
 
 # The GPUs as templates, every figure from `constants` (whitepapers and datasheets, cited there): the Tensor
@@ -123,6 +124,11 @@ class Published:
     recompute: bool = False  # every transformer layer's forward recomputed in backward (`recompute.recompute_layers`)
     dp_link_gbs: float = 0.0  # each way per GPU on the data-parallel all-reduce's link; 0: the GPU's NVLink
     factory: str = ""  # a bench trace factory (`module:function` under bench/) instead of a zoo model
+    selective: bool = False  # each layer's attention core recomputed in backward (`recompute.recompute_attention`)
+    sequence_parallel: bool = False  # the residual stream's ops split along the sequence (`sequence_parallel`)
+    ddp_tail_bytes: float = 0.0  # PyTorch DDP: the gradient all-reduce overlaps the last micro-batch's backward
+    # in buckets (`_dp_exposed_s`) and this many bytes, the last bucket, go after it; 0: all after it (Megatron's
+    # local DDP, or a run that all-reduces after accumulation)
 
     @property
     def traced(self) -> str:
@@ -181,6 +187,19 @@ SC21_SEQ, SC21_VOCAB = 2048, 51200  # SC21 §5.1: all models use sequence length
 # stage: v = NLS / (p × that)); each micro-batch sends its activation forward and its gradient back, v times, a
 # b·s·h FP16 tensor split over the t GPUs of a stage (the paper's scatter/gather, §4.1) on their InfiniBand ports,
 # not overlapped. DDP local (p > 1): the gradient all-reduce after the last micro-batch, as the bench charges it.
+# PyTorch DDP (`--DDP-impl torch`, SC21's p = 1 rows): gradient buckets of at most 25 MiB (torch.nn.parallel.
+# DistributedDataParallel's `bucket_cap_mb` default), a parameter larger than that in a bucket of its own, buckets
+# in reverse parameter order (Li et al., VLDB 2020, §3.2.3). The last ready is the word embedding's: Megatron ties
+# the head to it, so its gradient is complete only when the lookup's backward ends. Its shard is V/t × h FP16.
+DDP_BUCKET_BYTES = 25 * 2**20
+
+
+def torch_ddp_tail_bytes(hidden: int, tp: int) -> float:
+    """Bytes of the last gradient bucket PyTorch DDP all-reduces after the backward pass ends: the word
+    embedding's shard (V/t × h at 2 bytes), or one full bucket if that is larger."""
+    return max(DDP_BUCKET_BYTES, SC21_VOCAB / tp * hidden * C.BYTES_PER_ELEMENT)
+
+
 def sc21_samples_s(tflops: float, layers: int, hidden: int, gpus: int) -> float:
     """Samples/s of one model replica (`gpus` = t·p GPUs) from SC21 Table 1's teraFLOP/s per GPU: the paper's Eq. 3
     counts F = 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) FLOPs an iteration of B sequences (recomputation included),
@@ -188,6 +207,14 @@ def sc21_samples_s(tflops: float, layers: int, hidden: int, gpus: int) -> float:
     s, v, h = SC21_SEQ, SC21_VOCAB, hidden
     per_sample = 96 * s * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
     return tflops * 1e12 * gpus / per_sample
+
+
+KORTHIKANTI = ("Korthikanti et al., 'Reducing Activation Recomputation in Large Transformer Models', MLSys 2023 "
+               "(arXiv 2205.05198)")
+# size, hidden, p, global batch, micro-batch, chunks a stage, seconds an iteration (full recompute, present work):
+# Table 3 (heads, layers: `wham_gpu_megatron.SIZES`) and Table 5.
+KORTHIKANTI_ROWS = (("22b", 6144, 1, 4, 4, 1, 1.42, 1.10), ("175b", 12288, 8, 64, 1, 3, 18.13, 13.75),
+                    ("530b", 20480, 35, 280, 1, 3, 49.05, 37.83), ("1t", 25600, 64, 512, 1, 1, 94.42, 71.49))
 
 
 ROWS = (
@@ -340,8 +367,11 @@ ROWS = (
     # Megatron runs (fused scale-mask-softmax, bias-GELU and bias-dropout-add kernels, apex fused LayerNorm);
     # an FP16 model (Float16Module, FP32 master weights in the optimizer) with PyTorch's CUDA dropout kernel.
     # Tensor parallelism `tp` within a node over NVLink (`parallel.shard_workload`); data parallel over the
-    # remaining n / t GPUs, whose FP16 gradient all-reduce crosses the nodes' HDR InfiniBand (one port per GPU),
-    # taken as not overlapped with the backward pass (the bench's convention: an upper bound on its cost).
+    # remaining n / t GPUs, whose FP16 gradient all-reduce crosses the nodes' HDR InfiniBand (one port per GPU):
+    # with PyTorch DDP (p = 1) overlapped with the last micro-batch's backward but for its last bucket
+    # (`_dp_exposed_s`, round 11); with Megatron's local DDP (p > 1) after the schedule (Megatron-LM @de7dc40f,
+    # the scripts' commit, megatron/training.py lines 369-373; its hooks only accumulate, model/distributed.py
+    # lines 168-177).
     *(Published(f"gpt-{size}", "A100 80GB", mbs, SC21_SEQ, gbs // (n // (t * p) * mbs),
                 sc21_samples_s(tflops, layers, hidden, t * p),
                 f"{SC21} Table 1, row {size.upper()} (t {t}, p {p}, {n} GPUs, batch {gbs}): {tflops} teraFLOP/s per "
@@ -350,13 +380,35 @@ ROWS = (
                 "per sample", FUSER, gpus=n, precision=HALF, tp=t, pp=p, virtual=v, recompute=True,
                 p2p_bytes=mbs * SC21_SEQ * hidden * C.BYTES_PER_ELEMENT,
                 dp_link_gbs=C.DGX_A100_IB_PER_GPU_GBS,
-                factory=f"wham_gpu_megatron:gpt_{'stage_' if p > 1 else ''}{size.replace('.', '_')}")
+                factory=f"wham_gpu_megatron:gpt_{'stage_' if p > 1 else ''}{size.replace('.', '_')}",
+                ddp_tail_bytes=torch_ddp_tail_bytes(hidden, t) if p == 1 else 0.0)
       for size, layers, hidden, t, p, n, gbs, mbs, v, tflops in (
           ("1.7b", 24, 2304, 1, 1, 32, 512, 16, 1, 137), ("3.6b", 30, 3072, 2, 1, 64, 512, 16, 1, 138),
           ("7.5b", 36, 4096, 4, 1, 128, 512, 16, 1, 142), ("18b", 40, 6144, 8, 1, 256, 1024, 8, 1, 135),
           ("39b", 48, 8192, 8, 2, 512, 1536, 4, 1, 138), ("76b", 60, 10240, 8, 4, 1024, 1792, 2, 3, 140),
           ("145b", 80, 12288, 8, 8, 1536, 2304, 2, 2, 148), ("310b", 96, 16384, 8, 16, 1920, 2160, 1, 2, 155),
           ("530b", 105, 20480, 8, 35, 2520, 2520, 1, 3, 163), ("1t", 128, 25600, 8, 64, 3072, 3072, 1, 1, 163))),
+    # GPT on Selene (A100 80GB), Korthikanti et al. 2022 Table 5 (round 11, wham13): every row, both columns, chosen
+    # before any prediction. Configurations from its Table 3 and §6 (t = 8; no data parallelism, so no gradient
+    # all-reduce; the interleaved schedule with 3 chunks a stage for 175B and 530B; s = 2048, V = 51,200; mixed
+    # precision). Measured: the iteration's samples (the global batch) ÷ its seconds, of the one replica. The full-
+    # recomputation column runs without sequence parallelism; the "present work" column with sequence parallelism
+    # (§4.2.2: the residual stream's LayerNorms and dropout-adds split along the sequence; reduce-scatter +
+    # all-gather for each all-reduce, the same bytes) and selective recomputation (§5: Q·Kᵀ, softmax, its dropout
+    # and the attention over V recomputed in backward). Both columns overlap the backward's tensor-parallel
+    # all-reduce with the weight-gradient GEMM (§6.2), which the trace does not: marked.
+    *(Published(f"gpt-{size}", "A100 80GB", mbs, SC21_SEQ, gbs // mbs, gbs / seconds,
+                f"{KORTHIKANTI} Table 5, row {size.upper()}, {column} {seconds} s an iteration; Table 3 row "
+                f"{size.upper()} (t {t}, p {p}, {t * p} GPUs, global batch {gbs}, micro-batch {mbs}"
+                f"{f', {v} interleaved chunks a stage (§6)' if v > 1 else ''}); samples/s = {gbs} / {seconds}",
+                FUSER, gpus=t * p, precision=HALF, tp=t, pp=p, virtual=v, recompute=full, selective=not full,
+                sequence_parallel=not full,
+                p2p_bytes=mbs * SC21_SEQ * hidden * C.BYTES_PER_ELEMENT, dp_link_gbs=C.DGX_A100_IB_PER_GPU_GBS,
+                factory=f"wham_gpu_megatron:gpt_{'stage_' if p > 1 else ''}{size}",
+                unmodelled="the backward's tensor-parallel all-reduce overlapped with the weight-gradient GEMM (§6.2)")
+      for size, hidden, p, gbs, mbs, v, full_s, present_s in KORTHIKANTI_ROWS
+      for full, column, seconds in ((True, "full recompute", full_s), (False, "present work", present_s))
+      for t in (8,)),
 )
 
 
@@ -372,7 +424,11 @@ def run_workload(row: Published) -> Workload:
     if row.precision == AUTOCAST:
         raw = autocast(raw)
     work = build_workload(raw, model=row.traced, batch=row.batch, seq=row.seq, fuse=row.fused)
-    work = shard_vocab(shard_workload(work, row.tp), row.tp)
+    whole, work = work, shard_vocab(shard_workload(work, row.tp), row.tp)
+    if row.sequence_parallel:
+        work = sequence_parallel(work, row.tp, whole)
+    if row.selective:
+        work = recompute_attention(work)
     return recompute_layers(work) if row.recompute else work
 
 
@@ -382,6 +438,21 @@ def _allreduce_s(work_params: int, row: Published, d: Design) -> float:
     link = row.dp_link_gbs or NVLINK_GBS[row.gpu]
     return allreduce_cycles(work_params / row.tp * row.grad_bytes, row.gpus // (row.tp * row.pp), link,
                             d.clock_mhz) / (d.clock_mhz * 1e6)
+
+
+def _dp_exposed_s(allreduce_s: float, bwd_s: float, row: Published, d: Design) -> float:
+    """The data-parallel all-reduce's seconds the step waits for. PyTorch DDP (a row with `ddp_tail_bytes`)
+    all-reduces gradient buckets from autograd hooks while the backward pass runs (Li et al., 'PyTorch
+    Distributed', VLDB 2020, §3.2.3), and Megatron runs only the last micro-batch outside `no_sync`
+    (Megatron-LM @de7dc40f megatron/schedules.py lines 117-137), so the ring overlaps that micro-batch's backward
+    `bwd_s`: the step waits for what does not fit under it, and at least for the last bucket, which is ready only
+    when the backward ends. Otherwise (Megatron's local DDP: training.py lines 369-373 after the schedule) the
+    whole all-reduce."""
+    if not row.ddp_tail_bytes:
+        return allreduce_s
+    link = row.dp_link_gbs or NVLINK_GBS[row.gpu]
+    tail = allreduce_cycles(row.ddp_tail_bytes, row.gpus // (row.tp * row.pp), link, d.clock_mhz) / (d.clock_mhz * 1e6)
+    return min(allreduce_s, max(allreduce_s - bwd_s, tail))
 
 
 def _pipelined(fb_s: float, row: Published) -> float:
@@ -429,12 +500,12 @@ def predict(row: Published, launch_s: float = 0.0) -> Prediction:
     work = run_workload(row)
     link = NVLINK_GBS[row.gpu]  # a tensor-parallel all-reduce's link (within a node)
     gs = serial_step(work, d, TILES[row.gpu], launch_s, link)
-    tail = (gs.opt_s + _allreduce_s(work.params, row, d)) / row.accumulation
+    tail = (gs.opt_s + _dp_exposed_s(_allreduce_s(work.params, row, d), gs.bwd_s, row, d)) / row.accumulation
     step = _pipelined(gs.fb_s, row) + tail
 
     def rate(other: GpuStep) -> float:
-        return row.batch / (_pipelined(other.fb_s, row)
-                            + (other.opt_s + _allreduce_s(work.params, row, d)) / row.accumulation)
+        exposed = _dp_exposed_s(_allreduce_s(work.params, row, d), other.bwd_s, row, d)
+        return row.batch / (_pipelined(other.fb_s, row) + (other.opt_s + exposed) / row.accumulation)
 
     total = sum(t for _, t in gs.by_bound) or 1.0
     why = ", ".join(f"{r} {t / total:.0%}" for r, t in gs.by_bound if t / total >= 0.01)
@@ -504,7 +575,8 @@ def results(launch_s: float = 0.0) -> list[dict[str, object]]:
                                   "batch": row.batch, "seq": row.seq, "accumulation": row.accumulation,
                                   "fused": row.fused, "measured": row.measured, "source": row.source,
                                   "unmodelled": row.unmodelled, "precision": row.precision, "tp": row.tp,
-                                  "pp": row.pp, "recompute": row.recompute}
+                                  "pp": row.pp, "recompute": row.recompute, "selective": row.selective,
+                                  "sequence_parallel": row.sequence_parallel}
         try:
             p = predict(row, launch_s)
         except Exception as exc:  # a model that cannot be traced is reported; the rest go on
@@ -562,7 +634,9 @@ def table(recs: list[dict[str, object]], summ: dict[str, object]) -> list[str]:
         how = ["yes" if r["fused"] else "no (eager)", str(r.get("precision") or "")]
         how += [f"tensor-parallel {r['tp']}" if r.get("tp", 1) != 1 else "",
                 f"pipeline-parallel {r['pp']}" if r.get("pp", 1) != 1 else "",
-                "every layer recomputed" if r.get("recompute") else ""]
+                "every layer recomputed" if r.get("recompute") else "",
+                "sequence-parallel" if r.get("sequence_parallel") else "",
+                "attention core recomputed" if r.get("selective") else ""]
         head = (f"| {r['traced']} | {r['gpu']} ×{r['gpus']} | {r['batch']} × {r['seq']} ({r['accumulation']}) | "
                 f"{'; '.join(h for h in how if h)} | {r['measured']:g} | ")
         if "error" in r:

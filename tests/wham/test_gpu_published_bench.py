@@ -121,7 +121,9 @@ def test_each_pytorch_row_says_how_its_run_computes_in_mixed_precision() -> None
     for row in bench.ROWS:
         if "PyTorch/Classification/ConvNets" in row.source:
             assert row.precision == bench.AUTOCAST, row.source
-        elif "PyTorch/LanguageModeling/BERT" in row.source or bench.MEGATRON_SC21 in row.source:
+        elif "PyTorch/LanguageModeling/BERT" in row.source or bench.MEGATRON_SC21 in row.source \
+                or row.source.startswith(bench.KORTHIKANTI):  # round 11: Megatron, "mixed precision" (§6):
+            # Float16Module for --fp16 and --bf16 alike (Megatron-LM @de7dc40f training.py lines 242-244)
             assert row.precision == bench.HALF, row.source
         else:
             assert row.precision == "", row.source

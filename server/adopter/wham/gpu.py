@@ -192,13 +192,15 @@ def kernel_cost(op: Op, d: Design, tm: TileModel | None = None, link_gbs: float 
 @dataclass(frozen=True, slots=True)
 class GpuStep:
     """One training step on one GPU stream: seconds of forward+backward and of the optimizer, the number of
-    kernels, seconds per bounding resource, and the seconds the batch-norm re-reads add."""
+    kernels, seconds per bounding resource, the seconds the batch-norm re-reads add, and the seconds of the
+    backward phase alone (a part of `fb_s`: what a bucketed gradient all-reduce can overlap)."""
 
     fb_s: float
     opt_s: float
     kernels: int
     by_bound: tuple[tuple[str, float], ...]
     batchnorm_extra_s: float
+    bwd_s: float = 0.0
 
 
 def serial_step(work: Workload, d: Design, tm: TileModel | None = None, launch_s: float = 0.0,
@@ -208,7 +210,7 @@ def serial_step(work: Workload, d: Design, tm: TileModel | None = None, launch_s
     since no like-for-like figure exists for every GPU: docs/wham.md, "Validation"); `link_gbs`: each way on
     the link a tensor-parallel all-reduce crosses."""
     hz = d.clock_mhz * 1e6
-    fb = opt = extra = 0.0
+    fb = opt = extra = bwd = 0.0
     kernels = 0
     bound: dict[str, float] = defaultdict(float)
     per_block: dict[int, list[tuple[str, str, float, float]]] = {}  # (phase, bound, cycles, extra cycles)
@@ -225,9 +227,11 @@ def serial_step(work: Workload, d: Design, tm: TileModel | None = None, launch_s
                 opt += cycles / hz + launch_s
             else:
                 fb += cycles / hz + launch_s
+                if phase == "bwd":
+                    bwd += cycles / hz + launch_s
             bound[why] += cycles / hz
             if launch_s:
                 bound["launch"] += launch_s
             extra += more / hz
             kernels += 1
-    return GpuStep(fb, opt, kernels, tuple(sorted(bound.items(), key=lambda kv: -kv[1])), extra)
+    return GpuStep(fb, opt, kernels, tuple(sorted(bound.items(), key=lambda kv: -kv[1])), extra, bwd)

@@ -133,23 +133,54 @@ def _shard_gemm(op: Op, t: int) -> Op:
                    vector=tuple(replace(w, elements=math.ceil(w.elements / t)) for w in op.vector))
 
 
+def residual_stream(block: Block) -> set[int]:
+    """Element counts of a transformer block's residual stream: its normalisations' (a traced LayerNorm counts
+    its per-row mean and rstd outputs too) and its output's, the last forward op's (the stream a pre-norm
+    layer's final residual add writes; the activation `boundary_bytes` sends on)."""
+    out = [op for op in block.ops if op.phase == "fwd" and op.kind != "comm"]
+    sizes = {w.elements for op in block.ops for w in op.vector if w.name in NORMALISATIONS}
+    if out:
+        sizes.add(int(out[-1].bytes_out / BYTES_PER_ELEMENT))
+    return sizes
+
+
+def on_residual_stream(op: Op, residual: set[int]) -> bool:
+    """Whether a vector op works on the residual stream: a normalisation or its backward, or an op over the
+    stream's element count (the residual add and its dropout, their gradients, the replicated bias's)."""
+    return op.kind == "vector" and op.phase != "opt" and any(
+        w.elements in residual or w.name.removesuffix("_backward") in NORMALISATIONS for w in op.vector)
+
+
+def stream_ops(block: Block) -> set[int]:
+    """Indices of a transformer block's ops on the residual stream (`on_residual_stream`), less those that read
+    only the attention's batched GEMMs over heads: the Q, K and V bias gradients have the stream's element count
+    but belong to the column-parallel QKV projection, split like it."""
+    residual = residual_stream(block)
+    ops = block.ops
+    return {i for i, op in enumerate(ops) if on_residual_stream(op, residual)
+            and not (op.deps and all(ops[d].is_gemm and ops[d].batch > 1 for d in op.deps))}
+
+
 def shard_block(block: Block, t: int) -> Block:
     """A transformer block split over `t` devices, with its all-reduces; other blocks are unchanged.
 
-    Only blocks with a softmax (attention) are split. Vector ops on the residual stream (the element count
-    of a normalisation's input) stay replicated, as in Megatron; one all-reduce of the residual follows
-    each sub-layer in forward and one in backward (one per normalisation in the block).
+    Only blocks with a softmax (attention) are split. Vector ops on the residual stream (`on_residual_stream`:
+    the LayerNorms, the bias-dropout-add after each sub-layer, their backward) stay replicated, as in Megatron
+    without sequence parallelism (Megatron-LM @de7dc40f megatron/model/transformer.py lines 445-520: each
+    runs on the all-reduced [s, b, h] tensor on every tensor-parallel rank); one all-reduce of the residual
+    follows each sub-layer in forward and one in backward (one per normalisation in the block).
     """
     names = {w.name for op in block.ops for w in op.vector}
     if t <= 1 or "_softmax" not in names:
         return block
-    residual = {w.elements for op in block.ops for w in op.vector if w.name in NORMALISATIONS}
+    residual = residual_stream(block)
+    stream = stream_ops(block)
     norms = sum(1 for op in block.ops for w in op.vector if w.name in NORMALISATIONS and op.phase == "fwd")
     ops: list[Op] = []
-    for op in block.ops:
+    for i, op in enumerate(block.ops):
         if op.is_gemm:
             ops.append(_shard_gemm(op, t))
-        elif op.phase == "opt" or not any(w.elements in residual for w in op.vector):
+        elif op.phase == "opt" or i not in stream:
             ops.append(replace(op, flops=op.flops / t, bytes_in=op.bytes_in / t, bytes_out=op.bytes_out / t,
                                vector=tuple(replace(w, elements=math.ceil(w.elements / t), rows=math.ceil(
                                    w.rows / t)) for w in op.vector)))

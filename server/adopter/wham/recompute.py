@@ -41,3 +41,32 @@ def recompute_block(block: Block) -> Block:
 def recompute_layers(work: Workload) -> Workload:
     """The workload of a run that recomputes every transformer layer's forward in its backward pass."""
     return replace(work, blocks=tuple(recompute_block(b) for b in work.blocks))
+
+
+def attention_core(block: Block) -> list[int]:
+    """Indices of a transformer layer's attention core in its forward pass: the batched GEMMs over the heads
+    (Q·Kᵀ and the scores times V) and the element-wise ops on the scores (their size: the softmax's)."""
+    if not is_layer_block(block):
+        return []
+    scores = {w.elements for op in block.ops for w in op.vector if w.name == "_softmax" and op.phase == "fwd"}
+    return [i for i, op in enumerate(block.ops) if op.phase == "fwd" and (
+        (op.is_gemm and op.batch > 1) or (not op.is_gemm and any(w.elements in scores for w in op.vector)))]
+
+
+def recompute_attention_block(block: Block) -> Block:
+    """The block with only its attention core's forward run once more in the backward phase: Korthikanti et
+    al. 2022 §5's selective activation recomputation (Q·Kᵀ, softmax, softmax dropout, attention over V: large
+    activations, few FLOPs); the rest of the layer keeps its activations."""
+    core = attention_core(block)
+    if not core:
+        return block
+    base = len(block.ops)
+    at = {i: base + j for j, i in enumerate(core)}
+    copies = tuple(replace(block.ops[i], phase="bwd", name=f"{block.ops[i].name} (recomputed)",
+                           deps=tuple(at[d] for d in block.ops[i].deps if d in at)) for i in core)
+    return Block(block.ops + copies)
+
+
+def recompute_attention(work: Workload) -> Workload:
+    """The workload of a run that recomputes every layer's attention core (selective recomputation)."""
+    return replace(work, blocks=tuple(recompute_attention_block(b) for b in work.blocks))
