@@ -284,6 +284,11 @@ class StatementFlow(Statements):
                     # Locals (`if cross: residual = h`) stay silent: a later plain `residual = h` emits no
                     # op, so a `choose` here would still reach past it.
                     state.emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), target, (unique,))
+                elif _input_alias(v, name, state.frame.params, state.frame.root):
+                    # `values = keys`: a second name for the forward's argument (slp's attention, the
+                    # conformers' `value_states = hidden_states`); a `choose` passes it on, so a projection
+                    # of either name projects the one input.
+                    state.emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), target, (unique,))
                 state.frame.env[name] = Ref(unique)
         elif target.type == "subscript":
             container = target.child_by_field_id(Field.VALUE)
@@ -396,3 +401,9 @@ def _names(leaves: list[Node], src: SourceText) -> list[str] | None:
             return None
         names.append(src.text(t))
     return names
+
+
+def _input_alias(v: EnvVal, name: str, params: frozenset[str], root: bool) -> bool:
+    """Whether `name = <v>` in the forward itself names one of its arguments again (`values = keys`), the
+    target a local of its own: Python binds the same object to both names."""
+    return root and isinstance(v, Ref) and v.name in params and name not in params
