@@ -15,6 +15,7 @@ from tree_sitter import Node
 from adopter.analysis.canonical.axes import trailing_axes
 from adopter.analysis.canonical.ranks import STARRED_UNPACK
 from adopter.analysis.canonical.spellings import CHOOSE, PARTIAL_FUNCTIONS
+from adopter.analysis.flow.aliases import input_alias
 from adopter.analysis.flow.calls import argument_nodes, small_helper, written_by_adopter
 from adopter.analysis.flow.fstrings import bind_constant
 from adopter.analysis.flow.parts import Calls, Control, Expressions, Statements
@@ -284,10 +285,10 @@ class StatementFlow(Statements):
                     # Locals (`if cross: residual = h`) stay silent: a later plain `residual = h` emits no
                     # op, so a `choose` here would still reach past it.
                     state.emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), target, (unique,))
-                elif _input_alias(v, name, state.frame.params, state.frame.root):
-                    # `values = keys`: a second name for the forward's argument (slp's attention, the
-                    # conformers' `value_states = hidden_states`); a `choose` passes it on, so a projection
-                    # of either name projects the one input.
+                elif input_alias(v, name, target, state.frame.params, state.frame.root, self.src):
+                    # `values = keys`: a second name for the forward's argument, bound nowhere else (slp's
+                    # attention; `flow.aliases`); a `choose` passes the argument on, so a projection of
+                    # either name projects the one input.
                     state.emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), target, (unique,))
                 state.frame.env[name] = Ref(unique)
         elif target.type == "subscript":
@@ -401,9 +402,3 @@ def _names(leaves: list[Node], src: SourceText) -> list[str] | None:
             return None
         names.append(src.text(t))
     return names
-
-
-def _input_alias(v: EnvVal, name: str, params: frozenset[str], root: bool) -> bool:
-    """Whether `name = <v>` in the forward itself names one of its arguments again (`values = keys`), the
-    target a local of its own: Python binds the same object to both names."""
-    return root and isinstance(v, Ref) and v.name in params and name not in params
