@@ -72,7 +72,7 @@ def rows(path: Path) -> list[list[str]]:
             by_arg: dict[str, dict[str, tuple[str, str, int]]] = {}
             for attr, arg, form, line in _calls(m):
                 by_arg.setdefault(arg, {}).setdefault(attr, (attr, form, line))
-            for arg, attrs in by_arg.items():
+            for attrs in by_arg.values():
                 pick = []
                 for rx in (_Q, _K, _V):
                     hit = [a for a in attrs if rx.search(a)]

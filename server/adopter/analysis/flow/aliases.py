@@ -32,10 +32,10 @@ _SCOPES = frozenset({"function_definition", "class_definition", "lambda"})
 _LOOP_TARGETS = frozenset({"for_statement", "for_in_clause"})
 
 
-def input_alias(v: object, name: str, target: Node, params: frozenset[str], root: bool, src: SourceText) -> bool:
-    """Whether `name = <v>` (at `target`) in the analysed forward names one of its arguments again, the name
-    bound nowhere else in the function."""
-    if not (root and isinstance(v, Ref) and v.name in params and name not in params):
+def input_alias(v: Ref, name: str, target: Node, params: frozenset[str], root: bool, src: SourceText) -> bool:
+    """Whether `name = <v>` (at `target`) in the analysed forward names one of its arguments again, on the
+    module doc's terms."""
+    if not (root and v.name in params and name not in params):
         return False
     function = target.parent
     while function is not None and function.type not in _SCOPES:

@@ -285,7 +285,7 @@ class StatementFlow(Statements):
                     # Locals (`if cross: residual = h`) stay silent: a later plain `residual = h` emits no
                     # op, so a `choose` here would still reach past it.
                     state.emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), target, (unique,))
-                elif input_alias(v, name, target, state.frame.params, state.frame.root, self.src):
+                elif isinstance(v, Ref) and input_alias(v, name, target, state.frame.params, state.frame.root, self.src):
                     # `values = keys`: a second name for the forward's argument, bound nowhere else (slp's
                     # attention; `flow.aliases`); a `choose` passes the argument on, so a projection of
                     # either name projects the one input.
