@@ -35,7 +35,7 @@ _LOOP_TARGETS = frozenset({"for_statement", "for_in_clause"})
 def input_alias(v: Ref, name: str, target: Node, params: frozenset[str], root: bool, src: SourceText) -> bool:
     """Whether `name = <v>` (at `target`) in the analysed forward names one of its arguments again, on the
     module doc's terms."""
-    if not (root and v.name in params and name not in params):
+    if not (root and v.name in params and name not in params and _plain(target, v.name, src)):
         return False
     function = target.parent
     while function is not None and function.type not in _SCOPES:
@@ -49,6 +49,16 @@ def input_alias(v: Ref, name: str, target: Node, params: frozenset[str], root: b
         return False
     # the argument is not bound again after the alias: both names hold one tensor to the end
     return all(b.start_byte < target.start_byte for b in _bindings(body, v.name, src))
+
+
+def _plain(target: Node, value: str, src: SourceText) -> bool:
+    """Whether `target` is the one target of `target = <value>`, the value written as the bare name (not
+    `x if flag else None`, which the flow also reads as `x`)."""
+    node = target.parent
+    if node is None or node.type != "assignment" or node.child_by_field_id(Field.LEFT) != target:
+        return False
+    right = node.child_by_field_id(Field.RIGHT)
+    return right is not None and right.type == "identifier" and src.text(right) == value
 
 
 def _computed(leaf: Node) -> bool:
