@@ -32,9 +32,10 @@ _SCOPES = frozenset({"function_definition", "class_definition", "lambda"})
 _LOOP_TARGETS = frozenset({"for_statement", "for_in_clause"})
 
 
-def input_alias(v: Ref, name: str, target: Node, params: frozenset[str], root: bool, src: SourceText) -> bool:
+def input_alias(v: Ref, name: str, target: Node, params: frozenset[str], root: bool, src: SourceText,
+                ahead: bool = True) -> bool:
     """Whether `name = <v>` (at `target`) in the analysed forward names one of its arguments again, on the
-    module doc's terms."""
+    module doc's terms; `ahead=False`: as if the function ended with the top-level statement holding `target`."""
     if not (root and v.name in params and name not in params and _plain(target, v.name, src)):
         return False
     function = target.parent
@@ -45,10 +46,26 @@ def input_alias(v: Ref, name: str, target: Node, params: frozenset[str], root: b
     body = function.child_by_field_id(Field.BODY)
     if body is None or _in_loop(target, function):
         return False
-    if any(b != target and not _computed(b) for b in _bindings(body, name, src)):
+    until = None if ahead else _top_statement(target, body).end_byte
+    if any(b != target and not _computed(b) for b in _bindings(body, name, src, until)):
         return False
     # the argument is not bound again after the alias: both names hold one tensor to the end
-    return all(b.start_byte < target.start_byte for b in _bindings(body, v.name, src))
+    return all(b.start_byte < target.start_byte for b in _bindings(body, v.name, src, until))
+
+
+def reads_ahead(v: Ref, name: str, target: Node, params: frozenset[str], root: bool, src: SourceText,
+                decided: bool) -> bool:
+    """Whether `input_alias`'s answer `decided` could change with an edit after the top-level statement holding
+    `target`: a yes always can (a binding written below undoes it), a no only where that statement alone says
+    yes (`flow.resume` restores no checkpoint past such a statement)."""
+    return decided or input_alias(v, name, target, params, root, src, ahead=False)
+
+
+def _top_statement(node: Node, body: Node) -> Node:
+    """The statement of `body` (a function's block) that holds `node`."""
+    while node.parent is not None and node.parent != body:
+        node = node.parent
+    return node
 
 
 def _plain(target: Node, value: str, src: SourceText) -> bool:
@@ -81,8 +98,9 @@ def _in_loop(node: Node, function: Node) -> bool:
     return False
 
 
-def _bindings(block: Node, name: str, src: SourceText) -> list[Node]:
-    """The targets in `block` (nested functions and classes left out) that bind the local `name`."""
+def _bindings(block: Node, name: str, src: SourceText, until: int | None = None) -> list[Node]:
+    """The targets in `block` (nested functions and classes left out, and those from byte `until` on) that
+    bind the local `name`."""
     found: list[Node] = []
     stack = list(block.named_children)
     while stack:
@@ -102,7 +120,8 @@ def _bindings(block: Node, name: str, src: SourceText) -> list[Node]:
             targets = [left] if left is not None else []
         elif node.type in ("as_pattern_target", "delete_statement", "global_statement", "nonlocal_statement"):
             targets = [node]
-        found.extend(leaf for t in targets for leaf in _leaves(t) if src.text(leaf) == name)
+        found.extend(leaf for t in targets for leaf in _leaves(t)
+                     if src.text(leaf) == name and (until is None or leaf.start_byte < until))
     return found
 
 
