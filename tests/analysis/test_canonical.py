@@ -103,7 +103,8 @@ CASES = [
     # ... not one bound on another path too (it may hold something else there) ...
     ("baddbmm over zeros on one path: the add stays", "",
      "z = mask\nif y is None:\n    z = torch.zeros(2, 3, 3)\ns = torch.baddbmm(z, x, y, beta=1.0)",
-     ["z = function torch.zeros(2, 3, 3)", "%1 = function torch.matmul(x, y)", "%2 = operator *(z, 1.0)",
+     # (`z = mask` names the argument again: passed on by a choose, `flow.aliases`)
+     ["z = operator choose(mask)", "z = function torch.zeros(2, 3, 3)", "%1 = function torch.matmul(x, y)", "%2 = operator *(z, 1.0)",
       "s = operator +(%1, %2)"]),
     # ... and ones (or any other input) are added.
     ("baddbmm over ones: the add stays", "", "z = torch.ones(2, 3, 3)\ns = torch.baddbmm(z, x, y, beta=1.0)",

@@ -196,3 +196,46 @@ def test_a_released_document_keeps_no_walk_and_its_next_edit_walks_from_the_star
     text = doc.text.replace("out = probs @ v", "out = torch.matmul(probs, v)")
     _edited(doc, text)
     assert _walk(doc).resumed == _statement(text, "out = torch.matmul(probs, v)")
+
+
+ALIASED = '''import torch
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim)
+        self.v = nn.Linear(dim, dim)
+
+    def forward(self, keys, queries=None):
+        if queries is None:
+            queries = keys
+        values = keys
+        k, q, v = self.k(keys), self.q(queries), self.v(values)
+        scores = torch.matmul(q, k.transpose(-1, -2))
+        probs = scores.softmax(dim=-1)
+        out = probs @ v
+        return out
+'''
+
+
+def test_a_second_name_for_an_argument_is_decided_again_when_the_argument_is_bound_below_it() -> None:
+    """`values = keys` reads as one tensor under two names only while `keys` is bound nowhere after it
+    (`flow.aliases`): that statement's walk reads the statements below it, so an edit below binding `keys`
+    again must not resume past it (the alias's decision changes), and removing the binding flips it back."""
+    doc = DocumentAnalysis(ALIASED, "m.py")
+    assert strictly_equal(doc.result(), analyse(ALIASED, "m.py"))
+    alias = ALIASED.index("        values = keys\n")
+    rebound = ALIASED.replace("        out = probs @ v\n", "        out = probs @ v\n        keys = out\n")
+    doc.update(rebound)
+    got, fresh = doc.result(), analyse(rebound, "m.py")
+    assert got == fresh and strictly_equal(got, fresh)
+    walk = doc._analyser._flows["Attention"][0].walk
+    assert walk is not None and walk.looked_ahead is not None
+    assert walk.resumed <= walk.looked_ahead  # resumed no later than the aliasing statement
+    doc.update(ALIASED)
+    got, fresh = doc.result(), analyse(ALIASED, "m.py")
+    assert got == fresh and strictly_equal(got, fresh)
+    assert alias > 0

@@ -173,6 +173,7 @@ class FlowAnalysis:
         state.block = []
         state.live = [state.block]
         before = len(state.problems)
+        state.looked_ahead = None
         record = record and state.symbols.consulted is not None
         start = self._restore(resume, frame, node, body, stmts) if resume is not None else None
         checkpoints: list[Checkpoint] | None = None
@@ -198,6 +199,7 @@ class FlowAnalysis:
                 tuple(state.problems[before:]),
                 {n: fingerprint(n) for n in state.symbols.consulted or ()},
                 start.statement if start is not None else 0,
+                state.looked_ahead,
             )
 
     def _walk(self, stmts: list[Node], start: int, checkpoints: list[Checkpoint] | None, before: int) -> None:
@@ -210,6 +212,7 @@ class FlowAnalysis:
             if state.terminated:
                 return
             stmt = stmts[i]
+            state.top_statement = i
             if checkpoints is not None and stmt.type != "comment":  # a comment changes nothing: none before it
                 taken = self._checkpoint(i, before, checkpoints[-1] if checkpoints else None)
                 if taken is not None:
@@ -264,6 +267,8 @@ class FlowAnalysis:
         for checkpoint in reversed(walk.checkpoints):
             if checkpoint.statement > same or checkpoint.statement == 0:
                 continue
+            if walk.looked_ahead is not None and checkpoint.statement > walk.looked_ahead:
+                continue  # a statement before it read the statements after it (`flow.aliases`)
             if any(fingerprint(n) != walk.fingerprints.get(n) for n in checkpoint.consulted):
                 continue
             # `if` alternatives are named by byte: those of a callee inlined before the checkpoint may have

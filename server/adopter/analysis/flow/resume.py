@@ -3,8 +3,10 @@
 The flow of a function is a walk with state (`state.FlowState`): the state before top-level statement `i` is a
 function of the function's header, statements `0..i-1` (their text and position), the inputs a `FlowAnalysis`
 is built with, and the module-level names it consulted through `symbols` (`ModuleSymbols.consulted`) while it
-walked them. At the top level nothing looks ahead (`ControlFlow.branch` walks the statements after an `if` only
-inside an inlined callee), so a keystroke in statement `k` leaves that state as it was at every `i <= k`.
+walked them. At the top level almost nothing looks ahead (`ControlFlow.branch` walks the statements after an `if`
+only inside an inlined callee), so a keystroke in statement `k` leaves that state as it was at every `i <= k`. The
+one exception, a second name for an argument (`flow.aliases`: `values = keys` holds while `keys` is bound nowhere
+after it), records the statement that read ahead (`Walk.looked_ahead`), and no checkpoint past it is restored.
 `Checkpoint` is that state, taken before each top-level statement where the walk is between statements of the
 analysed function itself (no inlined callee, no open block); `Walk` is one whole walk with its checkpoints.
 The next walk of the same function (`FlowAnalysis.function(resume=...)`) restores the last checkpoint whose
@@ -78,6 +80,9 @@ class Walk:
     problems: tuple[Problem, ...]
     fingerprints: dict[str, tuple[object, ...]]
     resumed: int = 0  # the statement this walk began at (restored from the walk before it), 0 when from the first
+    # The first top-level statement whose walk read the statements after it (`flow.aliases`), or None: a
+    # checkpoint after it holds a decision an edit below it can change, so none past it is restored.
+    looked_ahead: int | None = None
 
 
 def node_at(node: Node) -> NodeAt:

@@ -197,6 +197,10 @@ class FlowState:
         self.stmt_span: Span | None = Span(0, 0, 0, 0)
         self.stmt_node: Node | None = None
         self.callee_locals: dict[str, None] = {}  # unique names of inlined callees' locals, in order
+        # The analysed function's own top-level statement being walked, and the first of them whose walk read the
+        # statements after it (`flow.aliases`): a walk resumed later restores no checkpoint past that one.
+        self.top_statement = 0
+        self.looked_ahead: int | None = None
         self.local_functions: dict[int, Node] = {}
         # the frame each closure was defined in (by start byte): its `self` and locals, wherever it is called
         self.closure_frames: dict[int, Frame] = {}

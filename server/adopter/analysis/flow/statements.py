@@ -15,6 +15,7 @@ from tree_sitter import Node
 from adopter.analysis.canonical.axes import trailing_axes
 from adopter.analysis.canonical.ranks import STARRED_UNPACK
 from adopter.analysis.canonical.spellings import CHOOSE, PARTIAL_FUNCTIONS
+from adopter.analysis.flow.aliases import input_alias, reads_ahead
 from adopter.analysis.flow.calls import argument_nodes, small_helper, written_by_adopter
 from adopter.analysis.flow.fstrings import bind_constant
 from adopter.analysis.flow.parts import Calls, Control, Expressions, Statements
@@ -284,6 +285,11 @@ class StatementFlow(Statements):
                     # Locals (`if cross: residual = h`) stay silent: a later plain `residual = h` emits no
                     # op, so a `choose` here would still reach past it.
                     state.emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), target, (unique,))
+                elif isinstance(v, Ref) and self._input_alias(v, name, target, state):
+                    # `values = keys`: a second name for the forward's argument, bound nowhere else (slp's
+                    # attention; `flow.aliases`); a `choose` passes the argument on, so a projection of
+                    # either name projects the one input.
+                    state.emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), target, (unique,))
                 state.frame.env[name] = Ref(unique)
         elif target.type == "subscript":
             container = target.child_by_field_id(Field.VALUE)
@@ -293,6 +299,18 @@ class StatementFlow(Statements):
             if isinstance(holder, Ref):
                 index = self.expressions.index(target)
                 state.emit(OpKind.OPERATOR, "setitem", (holder, index, as_value(v)), (), target, (holder.name,))
+
+    def _input_alias(self, v: Ref, name: str, target: Node, state: FlowState) -> bool:
+        """`input_alias` in the analysed forward, noting the top-level statement as one whose walk reads the
+        statements after it (`FlowState.looked_ahead`: a resumed walk restores no checkpoint past it)."""
+        frame = state.frame
+        if not frame.root or v.name not in frame.params or name in frame.params:
+            return False
+        decided = input_alias(v, name, target, frame.params, frame.root, self.src)
+        if reads_ahead(v, name, target, frame.params, frame.root, self.src, decided) and (
+                state.looked_ahead is None or state.top_statement < state.looked_ahead):
+            state.looked_ahead = state.top_statement
+        return decided
 
     def _augmented(self, node: Node) -> None:
         state = self.state

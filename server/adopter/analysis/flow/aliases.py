@@ -1,0 +1,142 @@
+"""A second name for the forward's argument: `values = keys` binds the same tensor to both names.
+
+    if queries is None:                # slp's attention (1.2.1, `modules/attention.py`)
+        queries = keys
+    values = keys
+    k, q, v = self.k(keys), self.q(queries), self.v(values)
+
+A plain name on the right of an assignment emits no op (locals keep their own names), so the flow loses the
+link and `self.v(values)` projects "another" tensor. `input_alias` says when the statement walker passes the
+argument on by a transparent `choose` instead (as it does for `if context is None: context = x`):
+
+- the target is a local of the forward itself (not a parameter, not an inlined callee's local), the statement
+  outside loops;
+- any other binding of the target is a call of a method or a module's function (the conformers'
+  `query_key_states = self._apply_rotary_embedding(query_key_states, ...)` under an `if`): an op of its own,
+  which ends the link on its path. Other bindings emit no op (`residual = None`, a later `residual = h`), so the
+  `choose` would reach past them: such a name keeps the old reading;
+- the argument is bound nowhere after the statement: both names hold one tensor to the end. An argument bound
+  again later (`residual = hidden_states` ... `hidden_states = residual + h`) would have the matcher read one
+  name at two definitions, turning the residual add of a dropout-add-LayerNorm path-dependent (unfixable).
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from adopter.analysis.names.assignments import read_assignment, target_leaves
+from adopter.analysis.parse.source import Field, SourceText
+from adopter.dsl.types import Ref
+
+_SCOPES = frozenset({"function_definition", "class_definition", "lambda"})
+_LOOP_TARGETS = frozenset({"for_statement", "for_in_clause"})
+
+
+def input_alias(v: Ref, name: str, target: Node, params: frozenset[str], root: bool, src: SourceText,
+                ahead: bool = True) -> bool:
+    """Whether `name = <v>` (at `target`) in the analysed forward names one of its arguments again, on the
+    module doc's terms; `ahead=False`: as if the function ended with the top-level statement holding `target`."""
+    if not (root and v.name in params and name not in params and _plain(target, v.name, src)):
+        return False
+    function = target.parent
+    while function is not None and function.type not in _SCOPES:
+        function = function.parent
+    if function is None or function.type != "function_definition":
+        return False
+    body = function.child_by_field_id(Field.BODY)
+    if body is None or _in_loop(target, function):
+        return False
+    until = None if ahead else _top_statement(target, body).end_byte
+    if any(b != target and not _computed(b) for b in _bindings(body, name, src, until)):
+        return False
+    # the argument is not bound again after the alias: both names hold one tensor to the end
+    return all(b.start_byte < target.start_byte for b in _bindings(body, v.name, src, until))
+
+
+def reads_ahead(v: Ref, name: str, target: Node, params: frozenset[str], root: bool, src: SourceText,
+                decided: bool) -> bool:
+    """Whether `input_alias`'s answer `decided` could change with an edit after the top-level statement holding
+    `target`: a yes always can (a binding written below undoes it), a no only where that statement alone says
+    yes (`flow.resume` restores no checkpoint past such a statement)."""
+    return decided or input_alias(v, name, target, params, root, src, ahead=False)
+
+
+def _top_statement(node: Node, body: Node) -> Node:
+    """The statement of `body` (a function's block) that holds `node`."""
+    while node.parent is not None and node.parent != body:
+        node = node.parent
+    return node
+
+
+def _plain(target: Node, value: str, src: SourceText) -> bool:
+    """Whether `target` is the one target of `target = <value>`, the value written as the bare name (not
+    `x if flag else None`, which the flow also reads as `x`)."""
+    node = target.parent
+    if node is None or node.type != "assignment" or node.child_by_field_id(Field.LEFT) != target:
+        return False
+    right = node.child_by_field_id(Field.RIGHT)
+    return right is not None and right.type == "identifier" and src.text(right) == value
+
+
+def _computed(leaf: Node) -> bool:
+    """Whether binding `leaf` is the one target of `leaf = <obj>.<method>(...)` (`torch.cat(...)`,
+    `self._apply_rotary_embedding(...)`): a call the flow writes as an op of its own, which ends the alias."""
+    node = leaf.parent
+    if node is None or node.type != "assignment" or node.child_by_field_id(Field.LEFT) != leaf:
+        return False
+    right = node.child_by_field_id(Field.RIGHT)
+    function = right.child_by_field_id(Field.FUNCTION) if right is not None and right.type == "call" else None
+    return function is not None and function.type == "attribute"
+
+
+def _in_loop(node: Node, function: Node) -> bool:
+    parent = node.parent
+    while parent is not None and parent != function:
+        if parent.type in ("for_statement", "while_statement"):
+            return True
+        parent = parent.parent
+    return False
+
+
+def _bindings(block: Node, name: str, src: SourceText, until: int | None = None) -> list[Node]:
+    """The targets in `block` (nested functions and classes left out, and those from byte `until` on) that
+    bind the local `name`."""
+    found: list[Node] = []
+    stack = list(block.named_children)
+    while stack:
+        node = stack.pop()
+        if node.type in _SCOPES:
+            continue
+        stack.extend(node.named_children)
+        targets: list[Node] = []
+        if node.type == "assignment" and node.parent is not None and node.parent.type != "assignment":
+            read = read_assignment(node)
+            targets = read[0] if read is not None else []
+        elif node.type == "augmented_assignment" or node.type in _LOOP_TARGETS:
+            left = node.child_by_field_id(Field.LEFT)
+            targets = [left] if left is not None else []
+        elif node.type == "named_expression":
+            left = node.child_by_field_id(Field.NAME)
+            targets = [left] if left is not None else []
+        elif node.type in ("as_pattern_target", "delete_statement", "global_statement", "nonlocal_statement"):
+            targets = [node]
+        found.extend(leaf for t in targets for leaf in _leaves(t)
+                     if src.text(leaf) == name and (until is None or leaf.start_byte < until))
+    return found
+
+
+def _leaves(target: Node) -> list[Node]:
+    if target.type in ("as_pattern_target", "delete_statement", "global_statement", "nonlocal_statement"):
+        return [n for n in _identifiers(target)]
+    return [leaf for leaf in target_leaves(target) if leaf.type == "identifier"]
+
+
+def _identifiers(node: Node) -> list[Node]:
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            out.append(n)
+        stack.extend(n.named_children)
+    return out
