@@ -306,3 +306,12 @@ def test_the_fix_computes_what_the_original_computes(cls: str, hidden_act: str, 
     original.load_state_dict(rewritten.state_dict(), strict=True)
     compare_modules(original, rewritten, lambda: (torch.randn(2, 5, 8, dtype=torch.float64),),
                     atol=1e-9, rtol=1e-6)
+
+
+def test_a_key_of_forward_own_is_not_the_init_parameter_of_that_name() -> None:
+    # `act` in forward is forward's parameter ("relu" by default), not `__init__`'s ("gelu"): not read.
+    source = KEYED.replace("KEY", "gelu").replace(
+        "    def forward(self, x):\n        return ACT2FN[self.act_name](self.dense(x))",
+        '    def forward(self, x, act="relu"):\n        return ACT2FN[act](self.dense(x))')
+    assert {f.scope_name for f in findings_of(KEYED.replace("KEY", "gelu"), RULES)} == {"Bound", "Inline", "Factory"}
+    assert {f.scope_name for f in findings_of(source, RULES)} == {"Bound", "Factory"}

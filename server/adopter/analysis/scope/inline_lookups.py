@@ -31,6 +31,7 @@ from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Value
 
 # `](` or `)(`: a call of a subscript or of a call; a forward without one holds no inline lookup.
 _CALLED_RESULT = re.compile(rb"[\])]\s*\(")
+_LITERAL = re.compile(r"""(?:'[^'\\]*'|"[^"\\]*")""")
 
 
 def with_inline_lookups(init: Init | None, forward: Node | None, name: str, table: ClassTable,
@@ -80,8 +81,16 @@ def _called_lookups(forward: Node, src: SourceText) -> Iterator[Node]:
 
 
 def _one_key(ctor: Ctor) -> bool:
-    """A table lookup, or a factory given its one key (what `_called_lookups` admitted, read as a layer)."""
-    return ctor.lookup is not None or (len(ctor.args) == 1 and not ctor.kwargs)
+    """A table lookup, or a factory given its one key (what `_called_lookups` admitted, read as a layer), the key
+    a literal or read off `self`: a name of forward's own (`ACT2FN[act](x)` with `act` a forward parameter) is not
+    `__init__`'s parameter of the same name, which is how the binding would read it."""
+    if ctor.lookup is not None:
+        key = ctor.lookup
+    elif len(ctor.args) == 1 and not ctor.kwargs and isinstance(ctor.args[0], Expr):
+        key = ctor.args[0].text
+    else:
+        return False
+    return key.startswith("self.") or _LITERAL.fullmatch(key) is not None
 
 
 def _held_parameters(init: Init) -> dict[str, str]:
