@@ -73,6 +73,7 @@ from adopter.analysis.parse.source import Field, SourceText, is_broken
 from adopter.analysis.parse.words import WordIndex, whole_word_at
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
+from adopter.analysis.scope.inline_lookups import with_inline_lookups
 from adopter.dsl.types import (
     Architecture,
     Binding,
@@ -645,6 +646,8 @@ class Analyser:
         # `__call__` when called (`Conv2DBNActiv` of UVR's vr_network): that is its forward.
         found = table.find_method(name, "forward") or table.find_method(name, "__call__")
         init_found = table.find_method(name, "__init__")
+        # `ACT2FN[self.config.hidden_act](x)` in forward: the binding `__init__` would hold for it (`inline_lookups`)
+        init = with_inline_lookups(init, found[1] if found else None, name, table, src)
         if self.reach is not None and init is not None:  # the one hook of cross-file reach
             source = InitSource(init_found[1], src, symbols.qualify, found[1] if found else None, name,
                                 symbols.note_method, symbols.qualify_binding,

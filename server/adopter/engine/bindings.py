@@ -113,6 +113,8 @@ def fit_binding(b: Binding, target: str, pattern: BindingPattern) -> Ctor | None
         return next((c for c in cs if ctor_matches(pattern.ctor, c)), None)
     if target.startswith("self."):
         return next((c for c in _module_ctors(b, target.endswith("[*]")) if ctor_matches(pattern.ctor, c)), None)
+    if b.attr == target and isinstance(b.value, Ctor) and ctor_matches(pattern.ctor, b.value):
+        return b.value  # an inline lookup's binding (`adopter.analysis.scope.inline_lookups`)
     return None
 
 
@@ -218,7 +220,8 @@ class InitIndex:
         if fit_key in self._fits:
             found = self._fits[fit_key]
         else:
-            attr = target_attr(target)
+            # `ACT2FN[self.config.hidden_act]`: a lookup forward builds and calls inline, bound under its text
+            attr = target_attr(target) or (target if target[-1:] in ")]" and target in self.by_attr else None)
             found = None
             if attr is not None:
                 # A layer chosen by a name the parameter's default does not give is not this module's as built.

@@ -306,6 +306,9 @@ class _Pass:
         out: list[Stmt] = []
         deferred: dict[int, Op] = {}  # index of a call of a module built inline -> the function it computes
         for i, stmt in enumerate(block):
+            if isinstance(stmt, Op) and stmt.kind == _CALL and stmt.target[-1:] in ")]" and stmt.target in self.by_attr:
+                # `ACT2FN[self.config.hidden_act](x)`: the module `__init__` would have bound (`scope.inline_lookups`)
+                stmt = replace(stmt, kind=_MODULE)
             if i in deferred:
                 out.extend(self.op(deferred.pop(i), ranks))  # `nn.Softmax(dim=-1)(x)`: the function it computes
             elif isinstance(stmt, Op) and (found := self.instance_call(stmt, block, i)):

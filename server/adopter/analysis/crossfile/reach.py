@@ -135,7 +135,7 @@ class CrossFileReach:
         changed = False
         for b in init.bindings:
             value = b.value
-            if isinstance(value, Ctor) and (called is None or b.attr in called):
+            if isinstance(value, Ctor) and (called is None or b.attr in called or b.attr[-1:] in ")]"):  # `inline_lookups`
                 try:
                     found = self._local_sequential(value, path, scope) if value.callee in local else (
                         self._ctor(value, path, scope, b.condition) if not value.items else (
