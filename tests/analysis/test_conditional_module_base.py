@@ -86,6 +86,22 @@ class Mid(Base):
 
 class Block(Mid):''' + BODY
 
+DEFAULT_THEN_TORCH = '''
+Base = object
+try:
+    import torch
+    import torch.nn as nn
+    Base = nn.Module
+except ImportError:
+    pass
+
+
+class Mid(Base):
+    pass
+
+
+class Block(Mid):''' + BODY
+
 IMPORTED = '''
 try:
     import torch
@@ -101,9 +117,10 @@ class Block(Module):''' + BODY
 
 @pytest.mark.parametrize(
     "code, name",
-    [(SKTIME, "Layer._Layer"), (RWKV, "Block"), (TRY_EXCEPT, "Block"), (CHOICE, "Block"), (IMPORTED, "Block")],
+    [(SKTIME, "Layer._Layer"), (RWKV, "Block"), (TRY_EXCEPT, "Block"), (CHOICE, "Block"), (IMPORTED, "Block"),
+     (DEFAULT_THEN_TORCH, "Block")],
     ids=["sktime-if-dummy-class", "rwkv-scriptmodule-or-module", "try-except-object", "conditional-expression",
-         "conditional-import"],
+         "conditional-import", "placeholder-first"],
 )
 # (TRY_EXCEPT and CHOICE leave the name a plain value: the base checker read their classes as models already,
 # through the `forward` fallback of an unknown base; they fix the answer for classes without that fallback.)
@@ -162,18 +179,35 @@ else:
 class Block(Base):''' + BODY
 
 
+# The torch binding is on a branch, but a dummy class is bound after it on every run.
+DUMMY_AFTER = '''
+import os
+import torch
+import torch.nn as nn
+
+if os.environ.get("TORCH") == "1":
+    Base = nn.Module
+
+
+class Base:
+    """Always the dummy."""
+
+
+class Block(Base):''' + BODY
+
+
 @pytest.mark.parametrize(
-    "code", [TYPE_CHECKING_ONLY, NO_MODULE_PATH, OTHER_CLASS_BRANCH],
-    ids=["type-checking-only", "no-module-path", "other-class-branch"],
+    "code", [TYPE_CHECKING_ONLY, NO_MODULE_PATH, OTHER_CLASS_BRANCH, DUMMY_AFTER],
+    ids=["type-checking-only", "no-module-path", "other-class-branch", "unconditional-dummy"],
 )
 def test_look_alikes_are_not_models(code: str) -> None:
     assert "Block" not in _models(code)
 
 
 def test_a_base_that_is_a_call_result_is_not_read_as_conditional() -> None:
+    from adopter.analysis.crossfile.resolver import is_torch_module_class
     from adopter.analysis.names.conditional_bases import conditional_module_bases
     from adopter.analysis.names.symbols import ModuleSymbols
-    from adopter.analysis.crossfile.resolver import is_torch_module_class
     from adopter.analysis.parse.source import SourceText, new_parser
 
     code = b'''
@@ -190,3 +224,14 @@ Other = nn.Module if os.environ.get("B") else object
     symbols = ModuleSymbols(src, None)
     found = conditional_module_bases(src.tree.root_node, src, symbols.qualify, is_torch_module_class)
     assert found == {"Other": "torch.nn.Module"}
+
+
+def test_editing_the_branch_binding_is_seen_incrementally() -> None:
+    """An incremental analysis after an edit of the branch binding equals a fresh one (the answer reads every
+    binding of the base name, not only the last one, the dummy), and the class is no model any more."""
+    from .helpers import reanalysed_after
+
+    for new in ("    nn_module = object", "    nn_module = make_base()"):
+        _, fresh = reanalysed_after(SKTIME, "    nn_module = nn.Module", new)
+        assert fresh, new
+        assert "Layer._Layer" not in _models(SKTIME.replace("    nn_module = nn.Module", new))

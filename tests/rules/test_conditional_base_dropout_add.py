@@ -17,8 +17,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from attention_harness import findings_of, fix, load, rules_of  # noqa: E402
-from adopter.synth import Rewritten  # noqa: E402
 
+from adopter.synth import Rewritten  # noqa: E402
 from equivalence import compare_modules  # noqa: E402
 
 pytestmark = pytest.mark.torch

@@ -19,7 +19,9 @@ an `nn.Module` subclass whose `forward` runs as written. So a name all of whose 
 module classes or placeholders, at least one a module class and at least one under a test (`if`, `try`, a
 conditional expression), is read as a module base.
 
-Not read so: a name whose only module binding is under `if TYPE_CHECKING:` (it never runs), a name with any
+A placeholder bound first on every run and replaced under a test (`Base = object`, then `try: ... Base =
+nn.Module`) is the same form. Not read so: a placeholder bound on every run after the last module binding (it
+is what every run ends with), a name whose only module binding is under `if TYPE_CHECKING:` (it never runs), a name with any
 other run-time binding (a call's result, a class with bases, another name), a binding inside a function.
 """
 
@@ -51,10 +53,18 @@ def conditional_module_bases(root: Node, src: SourceText, qualify, is_module_cla
         if (
             modules
             and all(kind != _OTHER for kind, _, _ in bindings)
+            and not any(  # a placeholder bound on every run after the last module binding
+                kind == _PLACEHOLDER and not conditional
+                for kind, _, conditional in bindings[_last_module(bindings) + 1 :]
+            )
             and any(conditional for _, _, conditional in bindings)
         ):
             out[name] = modules[-1]
     return out
+
+
+def _last_module(bindings: list[tuple[str, str, bool]]) -> int:
+    return max(i for i, (kind, _, _) in enumerate(bindings) if kind == _MODULE)
 
 
 def binding_key(root: Node, src: SourceText, name: str) -> tuple[object, ...]:
