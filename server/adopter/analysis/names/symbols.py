@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 from tree_sitter import Node
 
+from adopter.analysis.names.conditional_bases import binding_key
 from adopter.analysis.names.dropout_form import dropout_form
 from adopter.analysis.names.formula_functions import formula_gelu
 from adopter.analysis.names.formula_norms import formula_norm
@@ -45,6 +46,7 @@ METHOD_DROPOUT = "method-dropout:"  # whether a forward is a dropout of its inpu
 METHOD_GELU = "method-gelu:"  # which GELU a forward writes out (`formula_gelu`), not its text
 METHOD_NORM = "method-norm:"  # whether a forward writes a LayerNorm out, reading which attributes (`formula_norm`)
 BINDING = "binding:"  # what an import or a module-level alias binds a name to (`qualify_binding`)
+CONDITIONAL = "conditional:"  # the module class a name is bound to on some branches (`conditional_bases`), or None
 
 
 def method_shapes(function: Node, src: SourceText) -> tuple[object, ...]:
@@ -448,6 +450,8 @@ class ModuleSymbols:
                 return self.fingerprint(name[len(CLASS_HEAD) :])
             body = node.child_by_field_id(Field.BODY)
             return ("class-head", code_key(self.src, node.start_byte, body.start_byte if body is not None else node.end_byte))
+        if name.startswith(CONDITIONAL):
+            return ("conditional", binding_key(self.src.tree.root_node, self.src, name[len(CONDITIONAL) :]))
         if name.startswith(BINDING):
             root = name[len(BINDING) :]
             return ("binding", self.imports.get(root), self.aliases.get(root))

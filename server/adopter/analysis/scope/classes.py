@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from adopter.analysis.crossfile.resolver import ModuleResolver, class_base_names, is_torch_module_class
-from adopter.analysis.names.symbols import CLASS_HEAD, METHOD_EXISTS, ModuleSymbols
+from adopter.analysis.names.conditional_bases import conditional_module_bases
+from adopter.analysis.names.symbols import CLASS_HEAD, CONDITIONAL, METHOD_EXISTS, ModuleSymbols
 
 
 @dataclass
@@ -38,6 +39,15 @@ class ClassTable:
         # of every class several times a run; a repeated question notes the same dependencies again.
         self._orders: dict[str, list[str]] = {}
         self._modules: dict[str, tuple[bool, list[str] | None]] = {}
+        self._conditional: dict[str, str] | None = None  # `conditional_bases`, read on the first class asked
+
+    def conditional_bases(self) -> dict[str, str]:
+        """Names bound to a torch module class on some branches, a placeholder on the others (`conditional_bases`)."""
+        if self._conditional is None:
+            self._conditional = conditional_module_bases(
+                self.symbols.src.tree.root_node, self.symbols.src, self.symbols.qualify, is_torch_module_class
+            )
+        return self._conditional
 
     def is_module(self, name: str) -> bool:
         """Whether class `name` of this file is an nn.Module (cycle-safe, memoised).
@@ -81,7 +91,10 @@ class ClassTable:
         for base in info.bases:
             root = base.split(".")[0]
             result: bool | None
-            if base in self.infos and base != name:
+            if base in self.conditional_bases():  # before the same-file dummy class of the torch-less branch
+                deps.add(CONDITIONAL + base)
+                result = True
+            elif base in self.infos and base != name:
                 result, sub = self._module_test(base, active)
                 deps |= sub  # the base's header, not its body
             else:
