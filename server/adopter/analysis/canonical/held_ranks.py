@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping, Sequence
 
-from adopter.dsl.types import Binding, Block, Branch, Ctor, Expr, Loop, Op, OpKind, Ref, Value
+from adopter.dsl.types import Binding, Block, Branch, Ctor, Expr, Loop, Op, OpKind, Ref
 
 # torch's creation functions taking sizes one per argument (or one sequence of them).
 _BY_SIZES = frozenset({"torch.zeros", "torch.ones", "torch.rand", "torch.randn", "torch.empty"})
@@ -97,8 +97,10 @@ _SAME_RANK_METHODS = frozenset({"to", "float", "double", "half", "bfloat16", "ty
                                 "contiguous", "cpu", "cuda", "sigmoid", "tanh", "relu", "exp", "abs", "neg"})
 
 
-def held_key(value: Value) -> str | None:
-    """The key `ranks` holds a value's rank under: a name, or the text of a held attribute (`self.w`)."""
+def held_key(value: object) -> str | None:
+    """The key `ranks` holds a value's rank under: a name, or the text of a held attribute (`self.w`). `object`,
+    not `Value`: a rule's pattern reaches `normalise_values` too, with pattern variables among its arguments
+    (compiled by mypyc, a `Value` parameter would raise on those)."""
     if isinstance(value, Ref):
         return value.name
     text = value.text.strip() if isinstance(value, Expr) else ""
