@@ -93,24 +93,25 @@ class SoftmaxGuards:
         if not op.via or len(op.outputs) != 1:
             return None
         args = op.args
+        names = [_name(a) for a in args]
         if op.kind is OpKind.OPERATOR and op.target == "*" and len(args) == 2 and not op.kwargs:
-            for p, m in ((args[0], args[1]), (args[1], args[0])):
-                if _name(p) in probs and (_name(m) in self.keep or _name(m) in self.rows):
-                    return Ref(_name(p) or "")
-        elif op.target in ("masked_fill", "masked_fill_") and len(args) == 3 and _name(args[0]) in probs:
-            p, m = _name(args[0]) or "", _name(args[1])
-            if _is_zero(args[2], self.zeros) and (m in self.drop or self.nan.get(m or "") == p
-                                                   or self.complement.get(m or "") in self.keep | self.rows):
-                return Ref(p)
-        elif op.target in _NAN_TO_NUM and args and _name(args[0]) in probs:
-            if all(k.name == "nan" and _is_zero(k.value, self.zeros) for k in op.kwargs) and len(args) <= 2:
-                if len(args) == 1 or _is_zero(args[1], self.zeros):
-                    return Ref(_name(args[0]) or "")
+            for prob, factor in ((names[0], names[1]), (names[1], names[0])):
+                if prob in probs and factor is not None and (factor in self.keep or factor in self.rows):
+                    return Ref(prob)
+        elif op.target in ("masked_fill", "masked_fill_") and len(args) == 3 and names[0] in probs:
+            prob, fill = names[0] or "", names[1] or ""
+            if _is_zero(args[2], self.zeros) and (fill in self.drop or self.nan.get(fill) == prob
+                                                  or self.complement.get(fill, "") in self.keep | self.rows):
+                return Ref(prob)
+        elif op.target in _NAN_TO_NUM and args and names[0] in probs and len(args) <= 2:
+            if all(k.name == "nan" and _is_zero(k.value, self.zeros) for k in op.kwargs) and (
+                    len(args) == 1 or _is_zero(args[1], self.zeros)):
+                return Ref(names[0] or "")
         elif op.target == "torch.where" and len(args) == 3:
-            m = _name(args[0])
-            if _name(args[1]) in probs and _is_zero(args[2], self.zeros) and (m in self.keep or m in self.rows):
-                return Ref(_name(args[1]) or "")
-            if _name(args[2]) in probs and _is_zero(args[1], self.zeros) and (
-                    m in self.drop or self.nan.get(m or "") == _name(args[2])):
-                return Ref(_name(args[2]) or "")
+            cond = names[0] or ""
+            if names[1] in probs and _is_zero(args[2], self.zeros) and (cond in self.keep or cond in self.rows):
+                return Ref(names[1] or "")
+            if names[2] in probs and _is_zero(args[1], self.zeros) and (
+                    cond in self.drop or self.nan.get(cond) == names[2]):
+                return Ref(names[2] or "")
         return None
