@@ -158,3 +158,42 @@ class Attention(nn.Module):
 def test_the_guard_written_in_the_forward_keeps_its_op() -> None:
     # A fix there would replace the chain and drop the guard's zero rows: not read (left to a rule that can keep it).
     assert f10(INLINE) == []
+
+
+# rec-pangu 0.4.1 `rec_pangu/models/layers/sequence.py` 182-198: the whole chain in a static helper the forward
+# calls, its NaN guard after the softmax (the package's own `scores - scores.max()` shift, a global maximum, left
+# out: no shift the chain reads). Found; the fix is declined, so the guard's zero rows are never dropped.
+WHOLE = '''
+import torch
+import torch.nn as nn
+
+
+class MultiHead(nn.Module):
+    def __init__(self, c, d_k):
+        super().__init__()
+        self.q = nn.Linear(c, c)
+        self.k = nn.Linear(c, c)
+        self.v = nn.Linear(c, c)
+        self.d_k = d_k
+
+    def forward(self, x, mask):
+        q, k, v = self.q(x), self.k(x), self.v(x)
+        return self.attention(q, k, v, self.d_k, mask)
+
+    @staticmethod
+    def attention(q, k, v, d_k, mask):
+        scores = torch.matmul(q, k.transpose(-2, -1)) / d_k ** 0.5
+        scores = scores.masked_fill(mask == 0, float("-inf"))
+        scores = scores.softmax(dim=-1)
+        scores = scores.masked_fill(torch.isnan(scores), 0)
+        return torch.matmul(scores, v)
+'''
+
+
+def test_a_whole_chain_in_a_helper_with_its_guard_is_found_and_not_fixed() -> None:
+    assert f10(WHOLE) == [line(WHOLE, "scores = torch.matmul")]
+    reasons = skip_reasons(WHOLE, rules_of("f10-manual-attention-sdpa"))
+    assert len(reasons) == 1 and "torch.isnan(scores)" in reasons[0]
+    # the same helper without its guard is the plain chain
+    assert f10(WHOLE.replace("        scores = scores.masked_fill(torch.isnan(scores), 0)\n", "")) == [
+        line(WHOLE, "scores = torch.matmul")]
