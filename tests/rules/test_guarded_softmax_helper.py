@@ -197,3 +197,39 @@ def test_a_whole_chain_in_a_helper_with_its_guard_is_found_and_not_fixed() -> No
     # the same helper without its guard is the plain chain
     assert f10(WHOLE.replace("        scores = scores.masked_fill(torch.isnan(scores), 0)\n", "")) == [
         line(WHOLE, "scores = torch.matmul")]
+
+
+PAD_FILL = '''
+import math
+
+import torch
+import torch.nn as nn
+
+
+def _zero_pads(scores, pad):
+    attn = torch.softmax(scores, dim=-1)
+    return attn.masked_fill(pad, 0.0)
+
+
+class Attention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.wq = nn.Linear(c, c)
+        self.wk = nn.Linear(c, c)
+        self.wv = nn.Linear(c, c)
+
+    def forward(self, x, pad):
+        x = x.masked_fill(pad[..., None], 0.0)
+        q, k, v = self.wq(x), self.wk(x), self.wv(x)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        attn = _zero_pads(scores, pad)
+        return attn @ v
+'''
+
+
+def test_a_mask_that_filled_no_scores_makes_no_guard() -> None:
+    # `pad` zeroes the inputs, never the scores: zeroing the probabilities there changes rows that keep scores.
+    assert f10(PAD_FILL) == []
+    assert f10(PAD_FILL.replace("        x = x.masked_fill(pad[..., None], 0.0)\n", "").replace(
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])",
+        "scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(pad, float('-inf'))")) != []

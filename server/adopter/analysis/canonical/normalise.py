@@ -533,7 +533,7 @@ class _Pass:
         ops = [_implicit_dim(o, ranks) for o in ops]
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
-            self.guards.note(o)
+            self.guards.note(o, self.scores)
             reduced = reduced_rank(o, ranks) if o.target in REDUCED_TARGETS else None  # the input's rank before
             if o.target in NUMPY_SCALAR_MATH:
                 reduced = numpy_scalar_rank(o, ranks)  # `np.sqrt(head_dim)` of a number: a number

@@ -56,8 +56,9 @@ class SoftmaxGuards:
     zeros: set[str] = field(default_factory=set)
     complement: dict[str, str] = field(default_factory=dict)  # `~m` -> `m`
 
-    def note(self, op: Op) -> None:
-        """Record the masks `op` makes or uses to fill scores (after the pass's respelling)."""
+    def note(self, op: Op, scores: frozenset[str]) -> None:
+        """Record the masks `op` makes, or uses to fill `scores` (the names that reach a softmax), after the
+        pass's respelling."""
         for out in op.outputs:
             for known in (self.keep, self.drop, self.rows, self.zeros):
                 known.discard(out)
@@ -78,6 +79,8 @@ class SoftmaxGuards:
             for known in (self.keep, self.drop, self.rows):
                 if first in known:
                     known.add(out)
+        elif out not in scores:
+            return
         elif op.target == "masked_fill" and len(op.args) >= 2 and (m := _name(op.args[1])) is not None:
             self.drop.add(m)  # `s.masked_fill(m, fill)`: `m` marks the filled scores
             if m in self.complement:
