@@ -67,7 +67,8 @@ class RelPositionAttention(nn.Module):
 
 # The same chain split as chatterbox (wenet) writes it: forward scores, the inherited `forward_attention` masks
 # (fill -inf, softmax, fill 0.0: a fully masked row gives zeros, not SDPA's NaN) and multiplies by v. The chain
-# is found on the path without a mask (the fill after the softmax is no step of the rule).
+# is found on both paths (mech115: the helper's fill after the softmax is read as its guard of fully masked
+# rows, `canonical/softmax_guards.py`); the fix is declined for that guard, a step SDPA does not take.
 RELPOS_HELPER = """
 import math
 
@@ -142,7 +143,7 @@ def test_relative_position_scores_through_the_inherited_helper_are_found_without
     found = [f for f in findings_of(RELPOS_HELPER, RULES) if f.scope_name.startswith("RelPosition")]
     assert [f.span.start_line + 1 for f in found] == [_line(RELPOS_HELPER, "matrix_ac = torch.matmul")]
     assert skip_reasons(RELPOS_HELPER, RULES) == [
-        "an additive term is added before the scale (relative-position scores); rewrite it by hand"]
+        "the chain has a step SDPA's one call does not take (`masked_fill`); rewrite it by hand"]
 
 
 # A single-head attention over 2-D tensors (one sequence) whose softmax is an `nn.Softmax()` built inline with

@@ -56,6 +56,7 @@ from adopter.analysis.canonical.ranks import (
     unpacked_rank,
 )
 from adopter.analysis.canonical.sized_splits import SizeReads
+from adopter.analysis.canonical.softmax_guards import SoftmaxGuards
 from adopter.analysis.canonical.spellings import (
     CANONICAL,
     CAST,
@@ -250,6 +251,7 @@ class _Pass:
         self.ranked: dict[str, tuple[str, str]] = {}
         self.made_by: dict[str, Key] = {}  # name -> the canonical op that last bound it in this pass
         self.probs: set[str] = set()  # names bound to a softmax's output (also through casts)
+        self.guards = SoftmaxGuards()  # a helper's guard of fully masked rows after its softmax (`softmax_guards`)
         self.swapped: dict[str, str] = {}  # name -> the name it is `transpose(-2, -1)` of
         self.transposed: set[str] = set()  # names bound to a transpose (also through a scale or cast)
         self._scores: frozenset[str] | None = None
@@ -478,6 +480,8 @@ class _Pass:
             ops = [_ranked_axes(o, ranks) for o in self.module(op, op.target, ctor, 0)]
         elif shifted is not None:
             ops = [shifted]
+        elif (guarded := self.guards.guard(op, self.probs)) is not None:
+            ops = [_respell(op, CAST, (guarded,), ())]  # the guarded softmax: the softmax, for the chain
         elif (op.kind == _OPERATOR and op.target == "getattr" and len(op.args) == 2
               and isinstance(op.args[1], Expr) and op.args[1].text == "mT"):
             ops = [_respell(op, TRANSPOSE, (op.args[0], Expr("-2"), Expr("-1")), ())]  # `k.mT`
@@ -529,6 +533,7 @@ class _Pass:
         ops = [_implicit_dim(o, ranks) for o in ops]
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
+            self.guards.note(o, self.scores)
             reduced = reduced_rank(o, ranks) if o.target in REDUCED_TARGETS else None  # the input's rank before
             if o.target in NUMPY_SCALAR_MATH:
                 reduced = numpy_scalar_rank(o, ranks)  # `np.sqrt(head_dim)` of a number: a number
