@@ -1740,6 +1740,12 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     `units` (the class binds a layer or parameter one feature wide), also which values have a last
     axis of length 1; with `bounded` (it binds a layer of `_RANK_BOUND_MODULES`), the most axes a value can have
     where its rank is unknown."""
+    if _writes_into_ranked(op, ranks):
+        # `x[~mask] = -inf` writes into x in place: a tensor never changes shape by an index assignment, so its
+        # rank (and bound, and a last axis of length 1) stay; only what is known of it as a sequence goes.
+        ranks.pop(_ITEMS + op.outputs[0], None)
+        ranks.pop(_SHAPE + op.outputs[0], None)
+        return
     # The arguments' ranks as they were before this op (`x = x.masked_fill(...)` redefines its input).
     known = {a.name: ranks[a.name] for a in op.args if isinstance(a, Ref) and a.name in ranks}
     bounds = {a.name: ranks[_BOUND + a.name] for a in op.args
@@ -1830,6 +1836,18 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
         ranks[_SHAPE + op.outputs[0]] = 1  # `x.shape`, `x.size()`: its integer items are numbers
     elif bounded and (bound := _rank_bound(op, key, first, known, bounds, by_attr)) is not None:
         ranks[_BOUND + op.outputs[0]] = bound
+
+
+def _writes_into_ranked(op: Op, ranks: Mapping[str, int]) -> bool:
+    """Whether `op` is an index assignment (`x[i] = v`, `operator setitem(x, i, v)` with output x) into a value
+    whose rank (or bound) is known, hence a tensor: prediction-flow 0.1.5's DIN attention masks its `[B, T]`
+    scores with `outputs[~mask] = -np.inf` before `F.softmax(outputs, dim=1)`."""
+    if op.kind != _OPERATOR or op.target != "setitem" or len(op.outputs) != 1 or not op.args:
+        return False
+    first = op.args[0]
+    if not isinstance(first, Ref) or first.name != op.outputs[0]:
+        return False
+    return (first.name in ranks and ranks[first.name] >= 1) or _BOUND + first.name in ranks
 
 
 def _rank_bound(op: Op, key: Key, first: Value | None, known: Mapping[str, int], bounds: Mapping[str, int],

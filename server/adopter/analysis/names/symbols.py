@@ -16,6 +16,7 @@ from adopter.analysis.names.import_helpers import import_helper_target
 from adopter.analysis.names.library_containers import torch_container
 from adopter.analysis.names.linear_shape import linear_shape
 from adopter.analysis.names.pair_shape import pair_shape
+from adopter.analysis.names.torch_reexports import torch_reexport
 from adopter.analysis.parse.code_text import code_key
 from adopter.analysis.parse.source import Field, SourceText
 
@@ -170,10 +171,10 @@ def import_from_names(node: Node, src: SourceText, package: str | None) -> dict[
             name_node = child.child_by_field_id(Field.NAME)
             alias = child.child_by_field_id(Field.ALIAS)
             if name_node is not None and alias is not None:
-                out[src.text(alias)] = f"{base}{sep}{src.text(name_node)}"
+                out[src.text(alias)] = torch_reexport(f"{base}{sep}{src.text(name_node)}")
         elif child.type == "dotted_name":
             name = src.text(child)
-            out[name.split(".")[0]] = f"{base}{sep}{name}"
+            out[name.split(".")[0]] = torch_reexport(f"{base}{sep}{name}")
     return out
 
 
