@@ -173,7 +173,6 @@ class FlowAnalysis:
         state.block = []
         state.live = [state.block]
         before = len(state.problems)
-        state.looked_ahead = None
         record = record and state.symbols.consulted is not None
         start = self._restore(resume, frame, node, body, stmts) if resume is not None else None
         checkpoints: list[Checkpoint] | None = None
@@ -207,6 +206,9 @@ class FlowAnalysis:
         before each statement (`checkpoints`, when kept) that the state allows."""
         state = self.state
         statements = self._statements
+        # Reset here, not in `_resumed_root`: mypy narrows an attribute assigned None there to None for the rest of
+        # that function, and the mypyc build then rejects the int the walk stored when `Walk` reads it.
+        state.looked_ahead = None
         i = start
         while i < len(stmts):
             if state.terminated:
