@@ -32,33 +32,39 @@ _SCOPES = frozenset({"function_definition", "class_definition", "lambda"})
 _LOOP_TARGETS = frozenset({"for_statement", "for_in_clause"})
 
 
-def input_alias(v: Ref, name: str, target: Node, params: frozenset[str], root: bool, src: SourceText,
-                ahead: bool = True) -> bool:
+def input_alias(v: Ref, name: str, target: Node, params: frozenset[str], root: bool, src: SourceText) -> bool:
     """Whether `name = <v>` (at `target`) in the analysed forward names one of its arguments again, on the
-    module doc's terms; `ahead=False`: as if the function ended with the top-level statement holding `target`."""
+    module doc's terms."""
+    return alias_reading(v, name, target, params, root, src)[0]
+
+
+def alias_reading(v: Ref, name: str, target: Node, params: frozenset[str], root: bool,
+                  src: SourceText) -> tuple[bool, bool]:
+    """`input_alias`'s answer, and whether an edit after the top-level statement holding `target` could change it
+    (`flow.resume` restores no checkpoint past such a statement): a yes always can (a binding written below undoes
+    it), a no only where that statement alone says yes. The function's body is walked once for both."""
     if not (root and v.name in params and name not in params and _plain(target, v.name, src)):
-        return False
+        return False, False
     function = target.parent
     while function is not None and function.type not in _SCOPES:
         function = function.parent
     if function is None or function.type != "function_definition":
-        return False
+        return False, False
     body = function.child_by_field_id(Field.BODY)
     if body is None or _in_loop(target, function):
-        return False
-    until = None if ahead else _top_statement(target, body).end_byte
-    if any(b != target and not _computed(b) for b in _bindings(body, name, src, until)):
-        return False
-    # the argument is not bound again after the alias: both names hold one tensor to the end
-    return all(b.start_byte < target.start_byte for b in _bindings(body, v.name, src, until))
+        return False, False
+    table = _bindings(body, frozenset((name, v.name)), src)
+    decided = _holds(table.get(name, []), table.get(v.name, []), target, None)
+    return decided, decided or _holds(table.get(name, []), table.get(v.name, []), target,
+                                      _top_statement(target, body).end_byte)
 
 
-def reads_ahead(v: Ref, name: str, target: Node, params: frozenset[str], root: bool, src: SourceText,
-                decided: bool) -> bool:
-    """Whether `input_alias`'s answer `decided` could change with an edit after the top-level statement holding
-    `target`: a yes always can (a binding written below undoes it), a no only where that statement alone says
-    yes (`flow.resume` restores no checkpoint past such a statement)."""
-    return decided or input_alias(v, name, target, params, root, src, ahead=False)
+def _holds(own: list[Node], argument: list[Node], target: Node, until: int | None) -> bool:
+    """The alias's terms over the bindings of its name (`own`) and of the argument, those from byte `until` on
+    left out (None: all): the name bound nowhere else but by calls, the argument not bound after it."""
+    if any(b != target and not _computed(b) for b in own if until is None or b.start_byte < until):
+        return False
+    return all(b.start_byte < target.start_byte for b in argument if until is None or b.start_byte < until)
 
 
 def _top_statement(node: Node, body: Node) -> Node:
@@ -98,10 +104,9 @@ def _in_loop(node: Node, function: Node) -> bool:
     return False
 
 
-def _bindings(block: Node, name: str, src: SourceText, until: int | None = None) -> list[Node]:
-    """The targets in `block` (nested functions and classes left out, and those from byte `until` on) that
-    bind the local `name`."""
-    found: list[Node] = []
+def _bindings(block: Node, names: frozenset[str], src: SourceText) -> dict[str, list[Node]]:
+    """The targets in `block` (nested functions and classes left out) that bind each of the locals `names`."""
+    found: dict[str, list[Node]] = {}
     stack = list(block.named_children)
     while stack:
         node = stack.pop()
@@ -120,8 +125,11 @@ def _bindings(block: Node, name: str, src: SourceText, until: int | None = None)
             targets = [left] if left is not None else []
         elif node.type in ("as_pattern_target", "delete_statement", "global_statement", "nonlocal_statement"):
             targets = [node]
-        found.extend(leaf for t in targets for leaf in _leaves(t)
-                     if src.text(leaf) == name and (until is None or leaf.start_byte < until))
+        for t in targets:
+            for leaf in _leaves(t):
+                text = src.text(leaf)
+                if text in names:
+                    found.setdefault(text, []).append(leaf)
     return found
 
 

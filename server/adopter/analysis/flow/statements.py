@@ -15,7 +15,7 @@ from tree_sitter import Node
 from adopter.analysis.canonical.axes import trailing_axes
 from adopter.analysis.canonical.ranks import STARRED_UNPACK
 from adopter.analysis.canonical.spellings import CHOOSE, PARTIAL_FUNCTIONS
-from adopter.analysis.flow.aliases import input_alias, reads_ahead
+from adopter.analysis.flow.aliases import alias_reading
 from adopter.analysis.flow.calls import argument_nodes, small_helper, written_by_adopter
 from adopter.analysis.flow.fstrings import bind_constant
 from adopter.analysis.flow.parts import Calls, Control, Expressions, Statements
@@ -306,9 +306,8 @@ class StatementFlow(Statements):
         frame = state.frame
         if not frame.root or v.name not in frame.params or name in frame.params:
             return False
-        decided = input_alias(v, name, target, frame.params, frame.root, self.src)
-        if reads_ahead(v, name, target, frame.params, frame.root, self.src, decided) and (
-                state.looked_ahead is None or state.top_statement < state.looked_ahead):
+        decided, ahead = alias_reading(v, name, target, frame.params, frame.root, self.src)
+        if ahead and (state.looked_ahead is None or state.top_statement < state.looked_ahead):
             state.looked_ahead = state.top_statement
         return decided
 
