@@ -4,8 +4,7 @@ Libraries with torch as an optional dependency give their model classes a base c
 imported (sktime 0.x `networks/ltsf/layers/enc_dec.py`):
 
     if _check_soft_dependencies("torch", severity="none"):
-        import torch.nn as nn
-        nn_module = nn.Module
+        nn_module = nn.Module    # `nn` imported from torch inside this branch
     else:
         class nn_module:
             '''Dummy class if torch is unavailable.'''
@@ -28,6 +27,7 @@ other run-time binding (a call's result, a class with bases, another name), a bi
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable, Sequence
 
 from tree_sitter import Node
 
@@ -37,15 +37,20 @@ from adopter.analysis.parse.source import Field, SourceText
 _EXTRA_MODULE_CLASSES = frozenset({"torch.jit.ScriptModule"})
 _PLACEHOLDER_TYPES = frozenset(n for n in dir(builtins) if isinstance(getattr(builtins, n), type)) - {"BaseException"}
 _MODULE, _PLACEHOLDER, _OTHER = "module", "placeholder", "other"
+# name -> its module-level bindings: (kind, qualified target, under a test)
+Seen = dict[str, list[tuple[str, str, bool]]]
+Qualify = Callable[[str], str]
+IsModuleClass = Callable[[str], bool]
 
 
-def conditional_module_bases(root: Node, src: SourceText, qualify, is_module_class) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def conditional_module_bases(root: Node, src: SourceText, qualify: Qualify,
+                             is_module_class: IsModuleClass) -> dict[str, str]:
     """Name -> the module class (qualified) it is bound to, for each name of the form above.
 
     `qualify(dotted)` qualifies a dotted name by the file's imports; `is_module_class(qualified)` says
     whether a qualified name is a torch module class.
     """
-    seen: dict[str, list[tuple[str, str, bool]]] = {}
+    seen: Seen = {}
     _walk(root.children, src, False, seen, qualify, is_module_class)
     out: dict[str, str] = {}
     for name, bindings in seen.items():
@@ -70,12 +75,13 @@ def _last_module(bindings: list[tuple[str, str, bool]]) -> int:
 def binding_key(root: Node, src: SourceText, name: str) -> tuple[object, ...]:
     """What the answer for `name` reads: each module-level binding of it (kind, text, whether under a test),
     with a test that takes every dotted value for a module class (a cache key, not an answer)."""
-    seen: dict[str, list[tuple[str, str, bool]]] = {}
+    seen: Seen = {}
     _walk(root.children, src, False, seen, lambda dotted: dotted, lambda _: True)
     return tuple(seen.get(name, ()))
 
 
-def _walk(nodes, src: SourceText, conditional: bool, seen, qualify, is_module_class) -> None:  # type: ignore[no-untyped-def]
+def _walk(nodes: Sequence[Node], src: SourceText, conditional: bool, seen: Seen, qualify: Qualify,
+          is_module_class: IsModuleClass) -> None:
     for node in nodes:
         kind = node.type
         if kind == "if_statement":
@@ -115,7 +121,7 @@ def _walk(nodes, src: SourceText, conditional: bool, seen, qualify, is_module_cl
             _imports(node, src, conditional, seen, qualify, is_module_class)
 
 
-def _bind(seen, name_node: Node | None, src: SourceText, found: tuple[str, str], conditional: bool) -> None:  # type: ignore[no-untyped-def]
+def _bind(seen: Seen, name_node: Node | None, src: SourceText, found: tuple[str, str], conditional: bool) -> None:
     if name_node is not None:
         seen.setdefault(src.text(name_node), []).append((found[0], found[1], conditional))
 
@@ -126,7 +132,8 @@ def _class_kind(node: Node, src: SourceText) -> tuple[str, str]:
     return (_PLACEHOLDER, "") if all(n == "object" for n in names) else (_OTHER, "")
 
 
-def _value_kind(node: Node | None, src: SourceText, qualify, is_module_class) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+def _value_kind(node: Node | None, src: SourceText, qualify: Qualify,
+                is_module_class: IsModuleClass) -> list[tuple[str, str]]:
     if node is None:
         return [(_OTHER, "")]
     if node.type == "conditional_expression":
@@ -146,7 +153,8 @@ def _value_kind(node: Node | None, src: SourceText, qualify, is_module_class) ->
     return [(_OTHER, "")]
 
 
-def _assignment(node: Node, src: SourceText, conditional: bool, seen, qualify, is_module_class) -> None:  # type: ignore[no-untyped-def]
+def _assignment(node: Node, src: SourceText, conditional: bool, seen: Seen, qualify: Qualify,
+                is_module_class: IsModuleClass) -> None:
     if node.type != "assignment":
         return
     left = node.child_by_field_id(Field.LEFT)
@@ -159,7 +167,8 @@ def _assignment(node: Node, src: SourceText, conditional: bool, seen, qualify, i
         _bind(seen, left, src, found, conditional or choice)
 
 
-def _imports(node: Node, src: SourceText, conditional: bool, seen, qualify, is_module_class) -> None:  # type: ignore[no-untyped-def]
+def _imports(node: Node, src: SourceText, conditional: bool, seen: Seen, qualify: Qualify,
+             is_module_class: IsModuleClass) -> None:
     """`from torch.nn import Module` on one branch: a module binding of `Module` (any other name: other)."""
     if node.type != "import_from_statement":
         return
