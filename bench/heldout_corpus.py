@@ -541,6 +541,23 @@ MANIFEST: Manifest = (
     ("sac-pytorch", "0.3.2", ("SAC_pytorch/world_model.py", "SAC_pytorch/SAC.py")),
     ("torchopenl3", "1.0.1", ("torchopenl3/models.py",)),
     ("recurrent-transformer-pytorch", "0.0.17", ("recurrent_transformer/recurrent_transformer.py",)),
+    # Batch 28 (stop 35): labelled by a twenty-eighth independent labeller; first letters a-m only, picked by name and
+    # known purpose, leaning to what the set had less of (time-series forecasting, remote sensing, speech
+    # self-supervision, recommendation, genomics, diffusion transformers, a hybrid LLM trainer, spatial-transcriptomics
+    # segmentation, graph nets), files from the archive listings by name and size before reading, plus best-rq-pytorch's
+    # `attend.py` after the first pass (see LABELLING.md "Batch 28"). `itransformer` is spelled in lower case so that
+    # the archive lookup matches the wheel's file name.
+    ("itransformer", "0.8.1", ("iTransformer/attend.py", "iTransformer/iTransformer.py")),
+    ("geoml-presto", "0.0.3", ("presto/presto.py", "presto/model.py")),
+    ("best-rq-pytorch", "0.0.2", ("best_rq_pytorch/conformer.py", "best_rq_pytorch/best_rq.py",
+                                  "best_rq_pytorch/attend.py")),
+    ("deep-rec", "0.0.5", ("deeprec/models/layers.py", "deeprec/models/deepfm.py", "deeprec/training/trainer.py")),
+    ("basenji2-pytorch", "0.1.2", ("basenji2_pytorch/blocks.py", "basenji2_pytorch/model.py")),
+    ("bpnet-lite", "1.1.0", ("bpnetlite/bpnet.py", "bpnetlite/chrombpnet.py")),
+    ("dit-ml", "0.2.10", ("dit_ml/dit.py", "dit_ml/rope.py")),
+    ("brsx", "1.0.2", ("brsx/hybrid/brsx_blocks.py", "brsx/train_transformer/brsx_train.py")),
+    ("bidcell", "1.0.3", ("bidcell/model/model/model.py", "bidcell/model/model/layers.py")),
+    ("cool-graph", "0.0.3", ("cool_graph/models/graphconv_gnn.py", "cool_graph/models/nnconv_gnn.py")),
 )
 
 
