@@ -425,7 +425,7 @@ MANIFEST: Manifest = (
     # dev2 or oracle lists (packages.py, fresh.py: all slices), nor transformers, chosen by domain from the
     # registry's name list before reading (vision, segmentation, speech, LLM, diffusion, time series, tabular / CTR,
     # graph / atomistic, 3-D scenes, genomics, RL, a research package) and fetched with `pip download --no-deps`;
-    # 19 files picked from the archive listings by name and size before reading; see "Batch 18" in
+    # 18 files picked from the archive listings by name and size before reading; see "Batch 18" in
     # bench/data/dev2/LABELLING.md.
     ("light-cnns", "0.4.2", ("light_cnns/Transformer/mobile_vit.py", "light_cnns/MobileNet/mobilenetv3.py")),
     ("attr-eomt", "2.0.0", ("eomt/model.py",)),
