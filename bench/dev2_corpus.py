@@ -421,6 +421,24 @@ MANIFEST: Manifest = (
     ("torch-brain", "0.2.1", ("torch_brain/nn/rotary_attention.py",)),
     ("raylab", "0.16.1", ("raylab/agents/acktr/policy.py",)),
     ("opengdn", "0.1.0", ("opengdn/mixer.py", "opengdn/reference.py")),
+    # Batch 18 (stop 35): helper dev2b18, 2026-12-07; twelve distributions a-m (eleven kept: best-rq-pytorch, also picked
+    # by held-out batch 28 the same hour, was removed from dev2 by the lead so the held-out copy stays unopened), none in the real-world, held-out,
+    # dev2 or oracle lists (packages.py, fresh.py: all slices), nor transformers, chosen by domain from the
+    # registry's name list before reading (vision, segmentation, speech, LLM, diffusion, time series, tabular / CTR,
+    # graph / atomistic, 3-D scenes, genomics, RL, a research package) and fetched with `pip download --no-deps`;
+    # 18 files picked from the archive listings by name and size before reading; see "Batch 18" in
+    # bench/data/dev2/LABELLING.md.
+    ("light-cnns", "0.4.2", ("light_cnns/Transformer/mobile_vit.py", "light_cnns/MobileNet/mobilenetv3.py")),
+    ("attr-eomt", "2.0.0", ("eomt/model.py",)),
+    ("feedback-transformer-pytorch", "0.0.11", ("feedback_transformer_pytorch/feedback_transformer_pytorch.py",)),
+    ("ddpm-proteins", "0.0.11", ("ddpm_proteins/ddpm_proteins.py",)),
+    ("lsts", "0.2.1", ("lsts/layers/SelfAttention_Family.py", "lsts/layers/Transformer_EncDec.py")),
+    ("mlgb", "0.0.7", ("mlgb/torch/components/trms.py",)),
+    ("curator-torch", "1.1.1", ("curator/layer/_mace_interaction.py", "curator/layer/_painn_message.py")),
+    ("d4rt", "0.1.0", ("d4rt/d4rt.py",)),
+    ("chromoformer", "1.1.3", ("chromoformer/modules.py", "chromoformer/net.py")),
+    ("bravorl", "0.2.0", ("bravorl/networks/cnn.py", "bravorl/algorithms/ppo.py")),
+    ("htm-pytorch", "0.0.4", ("htm_pytorch/htm_pytorch.py",)),
 )
 
 
