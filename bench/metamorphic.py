@@ -281,6 +281,24 @@ def render(outcomes: Sequence[Outcome], examples: int = 3) -> str:
     return "\n".join(lines)
 
 
+def _order(files: list[tuple[str, str]], seed: int) -> list[tuple[str, str]]:
+    """The realworld files first, then dev2's in a seeded order (a cut-short run is a fair sample)."""
+    head = [f for f in files if f[0].startswith("realworld:")]
+    tail = sorted((f for f in files if not f[0].startswith("realworld:")),
+                  key=lambda f: zlib.crc32(f"{seed}:{f[0]}".encode()))
+    return head + tail
+
+
+def _read_lines(path: Path) -> list[Outcome]:
+    return [Outcome(**json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _write_json(out: str | None, outcomes: Sequence[Outcome]) -> None:
+    if out:
+        Path(out).write_text(json.dumps({"table": table(outcomes), "by_family": by_family(outcomes),
+                                         "outcomes": [asdict(o) for o in outcomes]}, indent=1), encoding="utf-8")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", nargs="+", default=["realworld", "dev2"])
@@ -291,29 +309,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=36)
     parser.add_argument("--limit", type=int, default=0, help="only the first N files of each run (0: all)")
     parser.add_argument("--examples", type=int, default=3)
+    parser.add_argument("--jsonl", metavar="OUT", help="append each file's outcomes as it finishes (a partial run reads)")
+    parser.add_argument("--report", metavar="JSONL", help="render the table from a --jsonl file instead of running")
     args = parser.parse_args(argv)
+    if args.report:
+        outcomes = _read_lines(Path(args.report))
+        print(render(outcomes, args.examples))
+        _write_json(args.json, outcomes)
+        return 0
     os.environ.setdefault("ADOPTER_NATIVE", "0")
     os.environ.setdefault("ADOPTER_RESULT_CACHE", "0")
-    files = corpus(args.sets)
+    files = _order(corpus(args.sets), args.seed)
     if args.limit:
         files = files[:args.limit]
     jobs = [(key, text, tuple(args.rewrites), args.seed, args.timeout) for key, text in files]
     start = time.monotonic()
     outcomes: list[Outcome] = []
-    if args.jobs > 1:
-        with ProcessPoolExecutor(args.jobs) as pool:
+    sink = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None
+    try:
+        with ProcessPoolExecutor(max(1, args.jobs)) as pool:
             for result in pool.map(_job, jobs, chunksize=1):
                 outcomes += result
-    else:
-        for job in jobs:
-            outcomes += _job(job)
+                if sink is not None:
+                    sink.writelines(json.dumps(asdict(o)) + "\n" for o in result)
+                    sink.flush()
+    finally:
+        if sink is not None:
+            sink.close()
     print(render(outcomes, args.examples))
     checked = len({o.file for o in outcomes})
     print(f"\n{checked} files with findings of {len(files)}; {time.monotonic() - start:.0f}s")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"table": table(outcomes), "by_family": by_family(outcomes),
-                                               "outcomes": [asdict(o) for o in outcomes]}, indent=1),
-                                   encoding="utf-8")
+    _write_json(args.json, outcomes)
     return 0
 
 
