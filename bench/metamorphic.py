@@ -78,10 +78,10 @@ def _check(text: str, path: str) -> list[Found]:
     rules, env = _RULES
     result = check(analyse(text, path), rules, env)
     methods = _method_lines(text)
-    seen: set[tuple[str, int, int, int]] = set()
+    seen: set[tuple[str, int, int, int, int, int]] = set()
     out = []
     for f in result.findings:
-        lines = (f.span.start_line, f.span.end_line)
+        lines = (f.span.start_line, f.span.start_col, f.span.end_line, f.span.end_col)
         if (f.scope_name, f.family, *lines) in seen:
             continue
         seen.add((f.scope_name, f.family, *lines))
@@ -106,6 +106,7 @@ def _method_lines(text: str) -> dict[int, str]:
 
 
 def _check_variant(v: Variant, member: str) -> list[Found]:
+    """Findings of the variant's checked files together (a multi-file variant is written to a package on disk)."""
     if len(v.files) == 1:
         return _check(v.files[MAIN], member)
     with tempfile.TemporaryDirectory(prefix="metamorphic_") as tmp:
@@ -113,7 +114,7 @@ def _check_variant(v: Variant, member: str) -> list[Found]:
         pkg.mkdir()
         for rel, body in v.files.items():
             (pkg / rel).write_text(body, encoding="utf-8")
-        return _check(v.files[MAIN], str(pkg / MAIN))
+        return [f for rel in v.checked for f in _check(v.files[rel], str(pkg / rel))]
 
 
 # --- comparing ---------------------------------------------------------------------------------------------
@@ -127,8 +128,8 @@ def compare(base: Sequence[Found], new: Sequence[Found], classes: dict[str, str]
     """
     classes = classes or {}
     methods = methods or {}
-    mapped = [Found(classes.get(f.scope, f.scope), methods.get(f.method, f.method), f.family, f.rule, f.line)
-              for f in new]
+    mapped = [Found(_scope_back(f.scope, classes, methods), methods.get(f.method, f.method), f.family, f.rule,
+                    f.line) for f in new]
     a = Counter((f.scope, f.family) for f in base)
     b = Counter((f.scope, f.family) for f in mapped)
     lost: list[Found] = []
@@ -140,6 +141,26 @@ def compare(base: Sequence[Found], new: Sequence[Found], classes: dict[str, str]
             gained += sorted((f for f in mapped if (f.scope, f.family) == key), key=lambda f: f.line)[a[key]:]
     kept = sum(min(a[k], b[k]) for k in a)
     return kept, lost, gained
+
+
+def _scope_back(scope: str, classes: dict[str, str], methods: dict[str, str]) -> str:
+    """`ResNetR._make_layer_r` -> `ResNet._make_layer`: a scope's class and method parts through the rename maps."""
+    head, *rest = scope.split(".")
+    return ".".join([classes.get(head, head), *(methods.get(m, m) for m in rest)])
+
+
+def net(o: Outcome) -> tuple[list[dict], list[dict], int]:
+    """(lost, gained, moved) of an outcome once a loss and a gain of the same family pair up as *moved*.
+
+    A site still found but credited to another scope (a shared helper credited to the first class that calls
+    it, which a reordering changes; a site now in an extracted function) is moved, not lost.
+    """
+    lost_f = Counter(f["family"] for f in o.lost)
+    gained_f = Counter(f["family"] for f in o.gained)
+    moved = {fam: min(lost_f[fam], gained_f[fam]) for fam in lost_f}
+    lost = [f for fam in sorted(lost_f) for f in [x for x in o.lost if x["family"] == fam][moved[fam]:]]
+    gained = [f for fam in sorted(gained_f) for f in [x for x in o.gained if x["family"] == fam][moved.get(fam, 0):]]
+    return lost, gained, sum(moved.values())
 
 
 def _snippet(text: str, scope: str, method: str, limit: int = 24) -> str:
@@ -231,18 +252,21 @@ def corpus(sets: Iterable[str]) -> list[tuple[str, str]]:
 
 
 def table(outcomes: Sequence[Outcome]) -> dict[str, dict[str, float]]:
-    """Per rewrite: variants, files invariant, baseline findings, kept, lost, gained, invariance rates."""
+    """Per rewrite: variants, files invariant, baseline findings, kept (moved included), lost, gained, moved, rates."""
     rows: dict[str, dict[str, float]] = {}
     for o in outcomes:
         if o.error:
             continue
-        r = rows.setdefault(o.rewrite, {"variants": 0, "invariant": 0, "base": 0, "kept": 0, "lost": 0, "gained": 0})
+        r = rows.setdefault(o.rewrite, {"variants": 0, "invariant": 0, "base": 0, "kept": 0, "lost": 0, "gained": 0,
+                                        "moved": 0})
+        lost, gained, moved = net(o)
         r["variants"] += 1
-        r["invariant"] += not o.lost and not o.gained
+        r["invariant"] += not lost and not gained
         r["base"] += o.base
-        r["kept"] += o.kept
-        r["lost"] += len(o.lost)
-        r["gained"] += len(o.gained)
+        r["kept"] += o.kept + moved
+        r["lost"] += len(lost)
+        r["gained"] += len(gained)
+        r["moved"] += moved
     for r in rows.values():
         r["file_rate"] = r["invariant"] / r["variants"] if r["variants"] else 1.0
         r["kept_rate"] = r["kept"] / r["base"] if r["base"] else 1.0
@@ -253,17 +277,17 @@ def by_family(outcomes: Sequence[Outcome]) -> dict[str, dict[int, int]]:
     """Per rewrite: findings lost per family."""
     out: dict[str, Counter[int]] = {}
     for o in outcomes:
-        out.setdefault(o.rewrite, Counter()).update(f["family"] for f in o.lost)
+        out.setdefault(o.rewrite, Counter()).update(f["family"] for f in net(o)[0])
     return {k: dict(sorted(v.items())) for k, v in out.items()}
 
 
 def render(outcomes: Sequence[Outcome], examples: int = 3) -> str:
     rows = table(outcomes)
     lines = [f"{'rewrite':26} {'grp':>3} {'variants':>8} {'invar.':>6} {'base':>6} {'kept':>6} {'lost':>5} "
-             f"{'gained':>6} {'file%':>6} {'kept%':>6}"]
+             f"{'gained':>6} {'moved':>5} {'file%':>6} {'kept%':>6}"]
     for name, r in sorted(rows.items(), key=lambda kv: (-kv[1]["lost"], kv[0])):
         lines.append(f"{name:26} {GROUPS.get(name, 0):>3} {r['variants']:>8.0f} {r['invariant']:>6.0f} "
-                     f"{r['base']:>6.0f} {r['kept']:>6.0f} {r['lost']:>5.0f} {r['gained']:>6.0f} "
+                     f"{r['base']:>6.0f} {r['kept']:>6.0f} {r['lost']:>5.0f} {r['gained']:>6.0f} {r['moved']:>5.0f} "
                      f"{100 * r['file_rate']:>5.1f}% {100 * r['kept_rate']:>5.1f}%")
     fams = by_family(outcomes)
     lines.append("\nlost per family: " + "; ".join(f"{k}: {v}" for k, v in sorted(fams.items()) if v))
@@ -271,7 +295,7 @@ def render(outcomes: Sequence[Outcome], examples: int = 3) -> str:
     if errors:
         lines.append(f"\n{len(errors)} errors: " + "; ".join(f"{o.file} {o.rewrite}: {o.error}" for o in errors[:10]))
     for name in sorted(rows, key=lambda n: -rows[n]["lost"]):
-        losses = [(o.file, f) for o in outcomes if o.rewrite == name for f in o.lost]
+        losses = [(o.file, f) for o in outcomes if o.rewrite == name for f in net(o)[0]]
         if not losses:
             continue
         lines.append(f"\n== {name}: {len(losses)} lost")

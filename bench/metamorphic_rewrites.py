@@ -42,6 +42,7 @@ class Variant:
     files: dict[str, str]
     classes: dict[str, str] = field(default_factory=dict)
     methods: dict[str, str] = field(default_factory=dict)
+    checked: tuple[str, ...] = (MAIN,)  # the files whose findings together stand for the original's
 
 
 Rewrite = Callable[[ast.Module, random.Random], list[Variant]]
@@ -731,7 +732,18 @@ def builder_function(tree: ast.Module, rng: random.Random) -> list[Variant]:
 def _sequential_calls(tree: ast.Module) -> list[ast.Call]:
     imports = module_imports(tree)
     return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and resolved(n.func, imports) == "torch.nn.Sequential"
-            and n.args and not n.keywords and not any(isinstance(a, ast.Starred) for a in n.args)]
+            and n.args and not n.keywords and all(_layer_like(a) for a in n.args)
+            and not (len(n.args) == 1 and not isinstance(n.args[0], ast.Call))]  # a lone name may hold a dict
+
+
+def _layer_like(arg: ast.expr) -> bool:
+    """An argument that is a module, not the one mapping a `Sequential(OrderedDict(...))` takes."""
+    if isinstance(arg, (ast.Starred, ast.Dict, ast.DictComp, ast.List, ast.Tuple, ast.Constant)):
+        return False
+    if isinstance(arg, ast.Call):
+        name = dotted(arg.func) or ""
+        return name.rpartition(".")[2] not in ("OrderedDict", "dict")
+    return True
 
 
 def sequential_ordereddict(tree: ast.Module, rng: random.Random) -> list[Variant]:
@@ -849,7 +861,8 @@ def helpers_to_sibling(tree: ast.Module, rng: random.Random) -> list[Variant]:
     _import_at(tree, [ast.ImportFrom("helpers", [ast.alias(n) for n in sorted(moved)], 1)])
     ast.fix_missing_locations(helpers)
     ast.fix_missing_locations(tree)
-    return [Variant({MAIN: ast.unparse(tree), "helpers.py": ast.unparse(helpers), "__init__.py": ""})]
+    return [Variant({MAIN: ast.unparse(tree), "helpers.py": ast.unparse(helpers), "__init__.py": ""},
+                    checked=(MAIN, "helpers.py"))]
 
 
 # --- 8. neutral noise ------------------------------------------------------------------------------------

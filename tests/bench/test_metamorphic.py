@@ -183,3 +183,21 @@ def test_run_file_reports_a_planted_loss(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "attn = attn" in lost[0]["snippet"]
     rows = metamorphic.table(outcomes)
     assert rows["drop_softmax"]["lost"] == len(lost) and rows["normalise"]["file_rate"] == 1.0
+
+
+def test_compare_maps_dotted_scopes_and_net_pairs_a_moved_site() -> None:
+    base = [Found("ResNet._make_layer", "_make_layer", 7, "f07", 134), Found("Bert", "helper", 4, "f04", 60)]
+    new = [Found("ResNetR._make_layer_r", "_make_layer_r", 7, "f07", 134), Found("Other", "helper", 4, "f04", 90)]
+    kept, lost, gained = metamorphic.compare(base, new, {"ResNetR": "ResNet"}, {"_make_layer_r": "_make_layer"})
+    assert kept == 1 and [f.scope for f in lost] == ["Bert"] and [f.scope for f in gained] == ["Other"]
+    # the softmax of a shared helper now credited to another class: moved, not lost
+    o = metamorphic.Outcome("f", "reorder_classes", 0, 2, kept, [metamorphic.asdict(f) for f in lost],
+                            [metamorphic.asdict(f) for f in gained])
+    assert metamorphic.net(o) == ([], [], 1)
+    assert metamorphic.table([o])["reorder_classes"]["invariant"] == 1
+
+
+def test_helpers_to_sibling_checks_both_files() -> None:
+    (v,) = rw.apply("helpers_to_sibling", ast.unparse(ast.parse(FIXTURE)), random.Random(0))
+    assert v.checked == (rw.MAIN, "helpers.py") and "def scaled" in v.files["helpers.py"]
+    assert "from .helpers import scaled" in v.files[rw.MAIN]
