@@ -206,12 +206,18 @@ def run_file(key: str, text: str, rewrites: Sequence[str], seed: int, timeout: f
             rng = random.Random(zlib.crc32(f"{seed}:{key}:{name}".encode()))
             try:
                 variants = apply(name, normal, rng) if name != "normalise" else [Variant({MAIN: normal})]
-            except (SyntaxError, RecursionError, ValueError, AssertionError, TypeError, AttributeError) as e:
+            except Exception as e:
                 out.append(Outcome(key, name, 0, len(base), 0, error=f"rewrite: {type(e).__name__}: {e}"))
                 continue
             against = original if name == "normalise" else base
             for i, v in enumerate(variants):
-                new = _check_variant(v, member)
+                try:
+                    new = _check_variant(v, member)
+                except _Timeout:
+                    raise
+                except Exception as e:
+                    out.append(Outcome(key, name, i, len(base), 0, error=f"check: {type(e).__name__}: {e}"))
+                    continue
                 kept, lost, gained = compare(against, new, v.classes, v.methods)
                 main = v.files[MAIN]
                 out.append(Outcome(key, name, i, len(against), kept,
@@ -317,6 +323,15 @@ def _read_lines(path: Path) -> list[Outcome]:
     return [Outcome(**json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def _merged(runs: Sequence[list[Outcome]]) -> list[Outcome]:
+    """Outcomes of several runs; where two hold the same (file, rewrite), the later run's stand."""
+    latest: dict[tuple[str, str], int] = {}
+    for i, run in enumerate(runs):
+        for o in run:
+            latest[(o.file, o.rewrite)] = i
+    return [o for i, run in enumerate(runs) for o in run if latest[(o.file, o.rewrite)] == i]
+
+
 def _write_json(out: str | None, outcomes: Sequence[Outcome]) -> None:
     if out:
         Path(out).write_text(json.dumps({"table": table(outcomes), "by_family": by_family(outcomes),
@@ -334,10 +349,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="only the first N files of each run (0: all)")
     parser.add_argument("--examples", type=int, default=3)
     parser.add_argument("--jsonl", metavar="OUT", help="append each file's outcomes as it finishes (a partial run reads)")
-    parser.add_argument("--report", metavar="JSONL", help="render the table from a --jsonl file instead of running")
+    parser.add_argument("--report", metavar="JSONL", nargs="+",
+                        help="render the table from --jsonl files instead of running (a later file's (file, rewrite) wins)")
+    parser.add_argument("--resume", action="store_true", help="skip the files the --jsonl file already holds")
+    parser.add_argument("--files-from", metavar="JSONL", help="only the files this --jsonl file holds")
     args = parser.parse_args(argv)
     if args.report:
-        outcomes = _read_lines(Path(args.report))
+        outcomes = _merged([_read_lines(Path(p)) for p in args.report])
         print(render(outcomes, args.examples))
         _write_json(args.json, outcomes)
         return 0
@@ -346,6 +364,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     files = _order(corpus(args.sets), args.seed)
     if args.limit:
         files = files[:args.limit]
+    if args.files_from:
+        keep = {o.file for o in _read_lines(Path(args.files_from))}
+        files = [f for f in files if f[0] in keep]
+    if args.resume and args.jsonl and Path(args.jsonl).exists():
+        done = {o.file for o in _read_lines(Path(args.jsonl))}
+        files = [f for f in files if f[0] not in done]
     jobs = [(key, text, tuple(args.rewrites), args.seed, args.timeout) for key, text in files]
     start = time.monotonic()
     outcomes: list[Outcome] = []

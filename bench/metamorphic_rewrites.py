@@ -724,7 +724,8 @@ def builder_function(tree: ast.Module, rng: random.Random) -> list[Variant]:
             s.value.func = ast.Name(builders[layer], ast.Load())
     if not funcs:
         return []
-    first_class = next(i for i, n in enumerate(tree.body) if isinstance(n, (ast.ClassDef, ast.FunctionDef)))
+    first_class = next((i for i, n in enumerate(tree.body) if isinstance(n, (ast.ClassDef, ast.FunctionDef))),
+                       len(tree.body))
     tree.body[first_class:first_class] = funcs
     return _one(tree)
 

@@ -201,3 +201,19 @@ def test_helpers_to_sibling_checks_both_files() -> None:
     (v,) = rw.apply("helpers_to_sibling", ast.unparse(ast.parse(FIXTURE)), random.Random(0))
     assert v.checked == (rw.MAIN, "helpers.py") and "def scaled" in v.files["helpers.py"]
     assert "from .helpers import scaled" in v.files[rw.MAIN]
+
+
+def test_a_later_run_replaces_the_outcomes_of_the_same_file_and_rewrite() -> None:
+    first = [metamorphic.Outcome("a", "x", 0, 1, 0, [{"family": 4}]), metamorphic.Outcome("a", "y", 0, 1, 1)]
+    later = [metamorphic.Outcome("a", "x", 0, 1, 1)]
+    merged = metamorphic._merged([first, later])
+    assert sorted((o.rewrite, o.kept) for o in merged) == [("x", 1), ("y", 1)]
+
+
+def test_a_rewrite_that_raises_is_an_error_of_its_file_not_of_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(tree: ast.Module, rng: random.Random) -> list[rw.Variant]:
+        raise StopIteration
+
+    monkeypatch.setitem(rw.REWRITES, "broken", broken)
+    outcomes = metamorphic.run_file("fixture/model.py", FIXTURE, ("broken",), 0, 120.0)
+    assert [o.error for o in outcomes] == ["rewrite: StopIteration: "]
