@@ -324,12 +324,14 @@ def _read_lines(path: Path) -> list[Outcome]:
 
 
 def _merged(runs: Sequence[list[Outcome]]) -> list[Outcome]:
-    """Outcomes of several runs; where two hold the same (file, rewrite), the later run's stand."""
-    latest: dict[tuple[str, str], int] = {}
-    for i, run in enumerate(runs):
-        for o in run:
-            latest[(o.file, o.rewrite)] = i
-    return [o for i, run in enumerate(runs) for o in run if latest[(o.file, o.rewrite)] == i]
+    """Outcomes of several runs: a later run that read a file replaces the earlier runs' outcomes of that file
+    under every rewrite it ran (also where the rewrite no longer applies there)."""
+    out: list[Outcome] = []
+    for run in runs:
+        files = {o.file for o in run}
+        rewrites = {o.rewrite for o in run}
+        out = [o for o in out if not (o.file in files and o.rewrite in rewrites)] + list(run)
+    return out
 
 
 def _write_json(out: str | None, outcomes: Sequence[Outcome]) -> None:

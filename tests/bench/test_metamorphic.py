@@ -217,3 +217,10 @@ def test_a_rewrite_that_raises_is_an_error_of_its_file_not_of_the_run(monkeypatc
     monkeypatch.setitem(rw.REWRITES, "broken", broken)
     outcomes = metamorphic.run_file("fixture/model.py", FIXTURE, ("broken",), 0, 120.0)
     assert [o.error for o in outcomes] == ["rewrite: StopIteration: "]
+
+
+def test_a_later_run_drops_a_rewrite_that_no_longer_applies_to_a_file_it_read() -> None:
+    first = [metamorphic.Outcome("a", "normalise", 0, 1, 1), metamorphic.Outcome("a", "x", 0, 1, 0, [{"family": 4}])]
+    later = [metamorphic.Outcome("a", "normalise", 0, 1, 1), metamorphic.Outcome("b", "x", 0, 1, 1)]
+    merged = metamorphic._merged([first, later])
+    assert sorted((o.file, o.rewrite) for o in merged) == [("a", "normalise"), ("b", "x")]
