@@ -13,11 +13,9 @@ import sys
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from tree_sitter import Node
-
 from adopter.analysis.crossfile import reads
 from adopter.analysis.names.symbols import ModuleSymbols, class_base_names, import_from_names
-from adopter.analysis.parse.source import Field, SourceText, check_input, new_parser
+from adopter.analysis.parse.source import SourceText, check_input, new_parser
 
 Reader = Callable[[str], "str | None"]
 MAX_HOPS = 8

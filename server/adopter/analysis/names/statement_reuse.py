@@ -7,8 +7,8 @@ text gives. A keystroke changes one statement: the next analysis of the document
 statement's reading from the last one and reads the changed statements alone.
 
 The fact it rests on: in two texts that both parse without error, a statement whose bytes lie wholly in the
-texts' common prefix (or wholly in their common suffix, on a line that starts there too, so at the same
-column) at the same extent (moved by the length change) is the same subtree, so it reads the same. Which
+texts' common prefix (or wholly in their common suffix, at the same column) at the same extent (moved by the
+length change) is the same subtree, so it reads the same. Which
 statement is found again is decided by its extent and node kind alone: nothing is compared byte by byte.
 """
 
@@ -55,7 +55,8 @@ class Finder:
         self.old_end = len(old) - suffix  # old[old_end:] == data[new_end:]
         self.new_end = len(data) - suffix
         self.delta = len(data) - len(old)
-        # The first line that starts inside the common suffix: a statement there has the same column as before.
+        # The first line that starts inside the common suffix: a statement there has the same column as before (one
+        # before it, on a line the edit touched, is compared).
         newline = data.find(b"\n", self.new_end)
         line_start = newline + 1 if newline >= 0 else len(data) + 1
         moved: Readings = {}
@@ -63,18 +64,20 @@ class Finder:
         for (start, end), found in last.readings.items():
             if end <= prefix:
                 moved[(start, end)] = found
-            elif start >= self.old_end and start + self.delta >= line_start:
+            elif start >= self.old_end and (start + self.delta >= line_start
+                                            or _column(data, start + self.delta) == _column(old, start)):
                 moved[(start + self.delta, end + self.delta)] = found
             else:
                 self.unmatched.append((start, end, found[0], found[1]))
         self.moved = moved  # (new start, new end) -> (node kind id, reading)
         self.read: list[tuple[int, int, int, object]] = []  # the new statements read afresh (`collect`)
+        self.found = 0  # how many new statements `collect` found in `moved`
 
     def body_edit(self) -> bool:
         """Whether the edit lies inside the body of one class or function definition, the same statement before
         and after it (same start, kind, name and header): everything else of the text is as it was."""
-        if len(self.unmatched) != 1 or len(self.read) != 1:
-            return False
+        if len(self.unmatched) != 1 or len(self.read) != 1 or self.found != len(self.moved):
+            return False  # not one statement for one, or a statement of the last text not found again
         old_start, old_end, old_kind, old = self.unmatched[0]
         start, end, kind, new = self.read[0]
         if not (isinstance(old, tuple) and isinstance(new, tuple) and len(old) > 2 and len(new) > 2):
@@ -84,6 +87,10 @@ class Finder:
         head = old[2]
         return (isinstance(head, int) and start + head <= self.prefix and self.old_end <= old_end
                 and self.new_end <= end and end - old_end == self.delta)
+
+
+def _column(data: bytes, offset: int) -> int:
+    return offset - (data.rfind(b"\n", 0, offset) + 1)
 
 
 def collect(statements: list[Node], finder: Finder | None, read: Callable[[Node], object],
@@ -99,6 +106,8 @@ def collect(statements: list[Node], finder: Finder | None, read: Callable[[Node]
         found = moved.get(extent)
         if found is not None and found[0] == kind:
             reading = found[1]
+            if finder is not None:
+                finder.found += 1
         else:
             reading = read(node)
             if finder is not None:
