@@ -262,6 +262,7 @@ class Analyser:
         None: `data` is known broken and was not parsed (`adopter.analysis.parse.verdict`).
         """
         problems: list[Problem] = []
+        last_conditional, self._conditional = self._conditional, None  # set again when this run completes
         if tree is None or is_broken(tree):
             data, tree, found = salvage(data, path, self.memo, parse)
             problems.extend(found)
@@ -310,7 +311,7 @@ class Analyser:
             self._changed = changed_names(previous, layout)
             symbols.carry(self._fingerprints, self._changed)
         table = ClassTable(symbols, self.resolver, path)
-        last = self._conditional
+        last = last_conditional
         if last is not None and symbols.body_edit and last[1] == symbols.imports and last[2] == symbols.aliases:
             table.carry_conditional(last[0])  # what it reads is unchanged: class headers, assignments, imports
         self.reanalysed = []
