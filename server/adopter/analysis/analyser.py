@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import pairwise
 from typing import TypeVar
@@ -66,6 +66,7 @@ from adopter.analysis.idioms.submodules import (
     thin_submodules,
 )
 from adopter.analysis.names.carry import Layout, changed_names
+from adopter.analysis.names.statement_reuse import StatementReadings
 from adopter.analysis.names.symbols import ModuleSymbols, base_name
 from adopter.analysis.parse.code_text import code_key
 from adopter.analysis.parse.salvage import ParseMemo, salvage
@@ -132,6 +133,8 @@ class _Entry:
     # `text` with what its comments say left out (`code_key`), set when a unit is built: a text that differs
     # from `text` in comments only reads the same (`_unit`); empty: compared as `text` only.
     code: bytes = b""
+    # `deps` by the module-level name each reads (`base_name`): the next run checks those of the names it changed only
+    by_base: Mapping[str, tuple[tuple[str, tuple[object, ...]], ...]] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,12 @@ class Analyser:
         self._flags: dict[int, tuple[Init, bool, bool]] = {}
         # Per class name, the bytes of its text the last run's method readings were keyed by (`_method_readings`).
         self._class_texts: dict[str, bytes] = {}
+        # The last run's readings of the top-level statements (`names.statement_reuse`): the next run reads the
+        # statements the edit changed only. With the imports and aliases that run qualified names by, and its
+        # `ClassTable.conditional_bases` (None: not asked), which the next run takes while the edit lies in one
+        # definition's body and those tables are equal.
+        self._statements: StatementReadings | None = None
+        self._conditional: tuple[dict[str, str], dict[str, str], dict[str, str]] | None = None
 
     def clear(self) -> None:
         self.cache.clear()
@@ -214,6 +223,7 @@ class Analyser:
         self._layout, self._fingerprints, self._changed = None, {}, None
         self._layout_released = None
         self._words = None
+        self._statements = self._conditional = None
 
     def release_text(self, text: bytes | None = None) -> None:
         """Drop what holds the last text's bytes (a released document: `DocumentAnalysis.release`), keeping
@@ -226,6 +236,7 @@ class Analyser:
         self._layout = None
         self.read = None
         self._words = None
+        self._statements = self._conditional = None
         self.memo.last_chunks = self.memo.last_lines = None
         self._readings.clear()
         self._class_texts = {}
@@ -251,6 +262,7 @@ class Analyser:
         None: `data` is known broken and was not parsed (`adopter.analysis.parse.verdict`).
         """
         problems: list[Problem] = []
+        last_conditional, self._conditional = self._conditional, None  # set again when this run completes
         if tree is None or is_broken(tree):
             data, tree, found = salvage(data, path, self.memo, parse)
             problems.extend(found)
@@ -262,7 +274,8 @@ class Analyser:
         else:
             self._words = self._words.moved(data)
         src = SourceText(data, tree, path, self._words)
-        symbols = ModuleSymbols(src, self.resolver.package_of(path))
+        symbols = ModuleSymbols(src, self.resolver.package_of(path), self._statements, keep=self.remember)
+        self._statements = symbols.readings
         stars_bound = False
         if self.reach is not None and path and src.occurs(b"import *"):
             stars = symbols.star_imports()
@@ -298,6 +311,9 @@ class Analyser:
             self._changed = changed_names(previous, layout)
             symbols.carry(self._fingerprints, self._changed)
         table = ClassTable(symbols, self.resolver, path)
+        last = last_conditional
+        if last is not None and symbols.body_edit and last[1] == symbols.imports and last[2] == symbols.aliases:
+            table.carry_conditional(last[0])  # what it reads is unchanged: class headers, assignments, imports
         self.reanalysed = []
         fresh: dict[str, _Entry] = {}
         architectures: list[Architecture] = []
@@ -457,6 +473,8 @@ class Analyser:
         self.older = {k: v for k, v in self.cache.items() if fresh.get(k) is not v}
         self.cache = fresh
         self._layout, self._fingerprints = layout, symbols.fingerprints
+        known = table.conditional_known
+        self._conditional = (known, dict(symbols.imports), dict(symbols.aliases)) if known is not None and self.remember else None
         return ModuleFile(path, tuple(architectures), tuple(problems), tuple(functions), tuple(chains))
 
     def _init_flags(self, init: Init | None, last_run: dict[int, tuple[Init, bool, bool]]) -> tuple[bool, bool]:
@@ -587,6 +605,18 @@ class Analyser:
         ):  # its dependencies' fingerprints are those it was checked or built with: none changed
             fresh[key] = cached
             return cached
+        if (
+            cached is not None
+            and self._changed is not None
+            and cached.by_base
+            and cached.start == node.start_point
+            and cached.text == text
+            and all(symbols.fingerprint(n) == fp for changed in self._changed.intersection(cached.by_base)
+                    for n, fp in cached.by_base[changed])
+        ):  # the last run's entry, valid then: the fingerprints of the names the edit left alone are the same (those
+            # `changed_names` leaves out, as above), so only those of the names it changed are compared
+            fresh[key] = cached
+            return cached
         code: bytes | None = None
         for kept in (cached, self.older.get(key)):
             if kept is None or kept.start != node.start_point:
@@ -623,7 +653,7 @@ class Analyser:
             # its `if`s only moved their start bytes (a comment or docstring typed above): see `identical_but_moved`.
             result = cached.result
         entry = _Entry(text, node.start_point, deps, result, tuple(problems), frozenset(base_name(n) for n in consulted),
-                       code_key(symbols.src, node.start_byte, end) if self.remember else b"")
+                       code_key(symbols.src, node.start_byte, end) if self.remember else b"", _by_base(deps))
         fresh[key] = entry
         self.reanalysed.append(key)
         return entry
@@ -838,6 +868,14 @@ class Analyser:
         fresh[key] = entry
         self.reanalysed.append(key)
         return entry
+
+
+def _by_base(deps: tuple[tuple[str, tuple[object, ...]], ...]) -> dict[str, tuple[tuple[str, tuple[object, ...]], ...]]:
+    """`deps` grouped by the module-level name each reads (`base_name`), in their order."""
+    grouped: dict[str, list[tuple[str, tuple[object, ...]]]] = {}
+    for dep in deps:
+        grouped.setdefault(base_name(dep[0]), []).append(dep)
+    return {name: tuple(group) for name, group in grouped.items()}
 
 
 def _optimizer_methods(name: str, node: Node, methods: dict[str, Node], module: bool, src: SourceText,

@@ -13,11 +13,9 @@ import sys
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from tree_sitter import Node
-
 from adopter.analysis.crossfile import reads
-from adopter.analysis.names.symbols import ModuleSymbols, dotted_text, import_from_names
-from adopter.analysis.parse.source import Field, SourceText, check_input, new_parser
+from adopter.analysis.names.symbols import ModuleSymbols, class_base_names, import_from_names
+from adopter.analysis.parse.source import SourceText, check_input, new_parser
 
 Reader = Callable[[str], "str | None"]
 MAX_HOPS = 8
@@ -254,21 +252,6 @@ class ModuleResolver:
                 return True
             unknown = unknown or found is None
         return None if unknown else False
-
-
-def class_base_names(node: Node, src: SourceText) -> list[str]:
-    """The dotted base-class names of a class_definition (keywords like `metaclass=` skipped)."""
-    bases = node.child_by_field_id(Field.SUPERCLASSES)
-    if bases is None:
-        return []
-    out: list[str] = []
-    for child in bases.named_children:
-        if child.type == "subscript":  # Generic[T]
-            child = child.child_by_field_id(Field.VALUE) or child
-        name = dotted_text(child, src)
-        if name is not None:
-            out.append(name)
-    return out
 
 
 def _nested_import(symbols: ModuleSymbols, name: str) -> str | None:

@@ -16,6 +16,7 @@ from adopter.analysis.names.import_helpers import import_helper_target
 from adopter.analysis.names.library_containers import torch_container
 from adopter.analysis.names.linear_shape import linear_shape
 from adopter.analysis.names.pair_shape import pair_shape
+from adopter.analysis.names.statement_reuse import StatementReadings, collect
 from adopter.analysis.names.torch_reexports import torch_reexport
 from adopter.analysis.parse.code_text import code_key
 from adopter.analysis.parse.source import Field, SourceText
@@ -118,7 +119,21 @@ def resolve_relative(package: str | None, level: int, module: str) -> str:
 
 def top_level_statements(root: Node) -> Iterator[Node]:
     """Statements executed at module level, looking inside top-level if/try/with blocks."""
-    stack = list(reversed(root.children))
+    for node in root.children:  # most are plain statements: no stack for them (this runs on every keystroke)
+        kind = node.type
+        if kind in _CONTAINER_STATEMENTS or kind in _CONTAINER_CLAUSES:
+            yield from _contained_statements(node)
+        elif kind == "decorated_definition":
+            inner = node.child_by_field_id(Field.DEFINITION)
+            if inner is not None:
+                yield inner
+        else:
+            yield node
+
+
+def _contained_statements(container: Node) -> Iterator[Node]:
+    """`top_level_statements` of the blocks of one top-level if/try/with statement, in order."""
+    stack = [container]
     while stack:
         node = stack.pop()
         if node.type in _CONTAINER_STATEMENTS or node.type in _CONTAINER_CLAUSES:
@@ -146,6 +161,59 @@ def class_methods(node: Node, src: SourceText) -> dict[str, Node]:
             if name is not None:
                 out[src.text(name)] = child  # not `name.text`: None in a tree moved by `Tree.edit`
     return out
+
+
+def class_base_names(node: Node, src: SourceText) -> list[str]:
+    """The dotted base-class names of a class_definition (keywords like `metaclass=` skipped)."""
+    bases = node.child_by_field_id(Field.SUPERCLASSES)
+    if bases is None:
+        return []
+    out: list[str] = []
+    for child in bases.named_children:
+        if child.type == "subscript":  # Generic[T]
+            child = child.child_by_field_id(Field.VALUE) or child
+        name = dotted_text(child, src)
+        if name is not None:
+            out.append(name)
+    return out
+
+
+# What `ModuleSymbols` reads of a class and of each class nested in it, the class first, then its nested classes
+# as `_collect_nested` visits them: (the suffix of its qualified name, the path to it: indices in the named
+# children of the bodies it lies in, its methods as (name, index in its body, decorated), its bases).
+_Shape = tuple[str, tuple[int, ...], tuple[tuple[str, int, bool], ...], tuple[str, ...]]
+
+
+def _class_shapes(node: Node, src: SourceText, suffix: str, path: tuple[int, ...], out: list[_Shape]) -> None:
+    methods: dict[str, tuple[int, bool]] = {}
+    nested: list[tuple[str, tuple[int, ...], Node]] = []
+    body = node.child_by_field_id(Field.BODY)
+    for i, child in enumerate(body.named_children if body is not None else ()):
+        decorated = child.type == "decorated_definition"
+        if decorated:
+            child = child.child_by_field_id(Field.DEFINITION) or child
+        kind = child.type
+        if kind == "function_definition" or kind == "class_definition":
+            name = child.child_by_field_id(Field.NAME)
+            if name is None:
+                continue
+            if kind == "function_definition":
+                methods[src.text(name)] = (i, decorated)  # as `class_methods`: the last one wins
+            else:
+                nested.append((f"{suffix}.{src.text(name)}", (*path, i), child))
+    out.append((suffix, path, tuple((m, i, d) for m, (i, d) in methods.items()), tuple(class_base_names(node, src))))
+    for qualified, at, child in nested:
+        _class_shapes(child, src, qualified, at, out)
+
+
+def _follow(node: Node, path: tuple[int, ...]) -> Node:
+    """The class `path` (`_Shape`) leads to from class `node`."""
+    for i in path:
+        body = node.child_by_field_id(Field.BODY)
+        assert body is not None
+        child = body.named_children[i]
+        node = (child.child_by_field_id(Field.DEFINITION) or child) if child.type == "decorated_definition" else child
+    return node
 
 
 def import_from_names(node: Node, src: SourceText, package: str | None) -> dict[str, str]:
@@ -185,7 +253,11 @@ class ModuleSymbols:
     its result on exactly the module-level names the class's analysis depended on.
     """
 
-    def __init__(self, src: SourceText, package: str | None) -> None:
+    def __init__(self, src: SourceText, package: str | None, last: StatementReadings | None = None,
+                 keep: bool = False) -> None:
+        """`last`: the readings of the statements of the last analysis of the same document
+        (`statement_reuse`), taken for the statements this text has unchanged; with `keep`, `readings` are this
+        one's for the next (None for a tree with errors)."""
         self.src = src
         self.package = package
         self.imports: dict[str, str] = {}
@@ -201,66 +273,90 @@ class ModuleSymbols:
         self._fingerprints: dict[str, tuple[object, ...]] = {}  # memo of `fingerprint`
         self._carried: dict[str, tuple[object, ...]] = {}  # an earlier analysis's (`carry`)
         self._changed: set[str] = set()  # the names whose carried fingerprints are not valid here
-        self._collect(src.tree.root_node)
+        self._shapes: dict[str, _Shape] = {}  # per class (nested ones by qualified name): its methods and bases
+        self.readings: StatementReadings | None = None
+        self.body_edit = False  # `Finder.body_edit`: the edit since `last` lies in one definition's body
+        self._collect(src.tree.root_node, last, keep)
 
     # -- building ------------------------------------------------------------------------------------
 
-    def _collect(self, root: Node) -> None:
-        for node in top_level_statements(root):
-            kind = node.type
-            if kind == "class_definition":
-                self._define(self.classes, node)
-            elif kind == "function_definition":
-                self._define(self.functions, node)
-            elif kind == "import_statement":
-                self._import(node)
-            elif kind == "import_from_statement":
-                self._import_from(node)
-            elif kind == "future_import_statement":
+    def _collect(self, root: Node, last: StatementReadings | None, keep: bool) -> None:
+        clean = not root.has_error
+        finder = last.finder(self.src.data, self.package) if last is not None and clean else None
+        statements = list(top_level_statements(root))
+        readings, kept = collect(statements, finder, self._read, keep and clean)
+        if kept is not None:
+            self.readings = StatementReadings(self.src.data, self.package, kept)
+        self.body_edit = finder is not None and finder.body_edit()
+        shapes: dict[str, tuple[_Shape, ...]] = {}
+        for node, reading in zip(statements, readings, strict=True):
+            assert isinstance(reading, tuple)
+            kind = reading[0]
+            if kind == "class":
+                if reading[1] is not None:
+                    self._define(self.classes, reading[1], node)
+                    shapes[reading[1]] = reading[3]
+            elif kind == "function":
+                if reading[1] is not None:
+                    self._define(self.functions, reading[1], node)
+            elif kind == "import":
+                self.imports.update(reading[1])
+            elif kind == "future":
                 continue
             else:
-                if kind == "expression_statement":
+                if kind == "expression":
                     self._assignment(node)
                 self.toplevel.append(node)
         for name, node in self.classes.items():
-            self._collect_nested(name, node)
+            for suffix, path, methods, bases in shapes[name]:
+                qualified = name + suffix
+                self._shapes[qualified] = (suffix, path, methods, bases)
+                if path:
+                    self.nested_classes[qualified] = _follow(node, path)
 
-    def _collect_nested(self, outer: str, node: Node) -> None:
-        body = node.child_by_field_id(Field.BODY)
-        for child in body.named_children if body is not None else ():
-            if child.type == "decorated_definition":
-                child = child.child_by_field_id(Field.DEFINITION) or child
-            name = child.child_by_field_id(Field.NAME) if child.type == "class_definition" else None
-            if name is not None:
-                qualified = f"{outer}.{self.src.text(name)}"
-                self.nested_classes[qualified] = child
-                self._collect_nested(qualified, child)
+    def _read(self, node: Node) -> tuple[object, ...]:
+        """What the tables take from top-level statement `node` (`statement_reuse`): a function of its text."""
+        kind = node.type
+        if kind == "class_definition" or kind == "function_definition":
+            name = node.child_by_field_id(Field.NAME)
+            body = node.child_by_field_id(Field.BODY)
+            head = (body.start_byte if body is not None else node.end_byte) - node.start_byte
+            text = self.src.text(name) if name is not None else None
+            if kind == "function_definition":
+                return ("function", text, head)
+            shapes: list[_Shape] = []
+            _class_shapes(node, self.src, "", (), shapes)
+            return ("class", text, head, tuple(shapes))
+        if kind == "import_statement":
+            return ("import", tuple(self._import(node).items()))
+        if kind == "import_from_statement":
+            return ("import", tuple(import_from_names(node, self.src, self.package).items()))
+        if kind == "future_import_statement":
+            return ("future",)
+        return ("expression",) if kind == "expression_statement" else ("other",)
 
-    def _define(self, table: dict[str, Node], node: Node) -> None:
-        name = node.child_by_field_id(Field.NAME)
-        if name is not None:
-            key = self.src.text(name)
-            # A later definition shadows an earlier one (and a class shadows nothing of another kind).
-            table[key] = node
-            for other in (self.classes, self.functions, self.values, self.aliases, self.imports):
-                if other is not table:
-                    other.pop(key, None)
+    def _define(self, table: dict[str, Node], key: str, node: Node) -> None:
+        # A later definition shadows an earlier one (and a class shadows nothing of another kind).
+        table[key] = node
+        for other in (self.classes, self.functions, self.values, self.aliases, self.imports):
+            if other is not table:
+                other.pop(key, None)
 
-    def _import(self, node: Node) -> None:
+    def _import(self, node: Node) -> dict[str, str]:
+        """The local names an `import` statement binds, each with the module it names."""
+        out: dict[str, str] = {}
         for child in node.children_by_field_name("name"):
             if child.type == "aliased_import":
                 name_node = child.child_by_field_id(Field.NAME)
                 alias = child.child_by_field_id(Field.ALIAS)
                 if name_node is not None and alias is not None:
-                    self.imports[self.src.text(alias)] = self.src.text(name_node)
+                    out[self.src.text(alias)] = self.src.text(name_node)
             else:
                 name = self.src.text(child)
                 if name:
                     root = name.split(".")[0]
-                    self.imports[root] = root
-
-    def _import_from(self, node: Node) -> None:
-        self.imports.update(import_from_names(node, self.src, self.package))
+                    out[root] = root
+        return out
 
     def _assignment(self, stmt: Node) -> None:
         node = stmt.named_children[0] if stmt.named_child_count else None
@@ -439,8 +535,28 @@ class ModuleSymbols:
         methods = self._methods.get(class_name)
         if methods is None:
             node = self.classes.get(class_name) or self.nested_classes.get(class_name)
-            methods = self._methods[class_name] = class_methods(node, self.src) if node is not None else {}
+            shape = self._shapes.get(class_name)
+            if node is None:
+                methods = {}
+            elif shape is None:
+                methods = class_methods(node, self.src)
+            else:  # the nodes at the places its reading found them (`_class_shapes`), as `class_methods` finds them
+                body = node.child_by_field_id(Field.BODY)
+                children = body.named_children if body is not None else []
+                methods = {}
+                for name, i, decorated in shape[2]:
+                    child = children[i]
+                    methods[name] = (child.child_by_field_id(Field.DEFINITION) or child) if decorated else child
+            self._methods[class_name] = methods
         return methods
+
+    def bases_of(self, class_name: str) -> list[str]:
+        """The dotted base names class `class_name` (of this file) is written with (`class_base_names`)."""
+        shape = self._shapes.get(class_name)
+        if shape is not None:
+            return list(shape[3])
+        node = self.classes.get(class_name) or self.nested_classes.get(class_name)
+        return class_base_names(node, self.src) if node is not None else []
 
     def _fingerprint(self, name: str) -> tuple[object, ...]:
         if name.startswith(CLASS_EXISTS):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from adopter.analysis.crossfile.resolver import ModuleResolver, class_base_names, is_torch_module_class
+from adopter.analysis.crossfile.resolver import ModuleResolver, is_torch_module_class
 from adopter.analysis.names.conditional_bases import conditional_module_bases
 from adopter.analysis.names.symbols import CLASS_HEAD, CONDITIONAL, METHOD_EXISTS, ModuleSymbols
 
@@ -30,7 +30,7 @@ class ClassTable:
         self.path = path
         self.infos: dict[str, ClassInfo] = {}
         for name, node in symbols.classes.items():
-            self.infos[name] = ClassInfo(name, node, class_base_names(node, symbols.src), symbols.methods_of(name))
+            self.infos[name] = ClassInfo(name, node, symbols.bases_of(name), symbols.methods_of(name))
         for name, node in symbols.nested_classes.items():  # `Outer.Inner`, after the top-level classes
             self.infos[name] = ClassInfo(name, node, _nested_bases(name, node, symbols), symbols.methods_of(name))
         self._module: dict[str, tuple[bool | None, frozenset[str]]] = {}
@@ -40,6 +40,16 @@ class ClassTable:
         self._orders: dict[str, list[str]] = {}
         self._modules: dict[str, tuple[bool, list[str] | None]] = {}
         self._conditional: dict[str, str] | None = None  # `conditional_bases`, read on the first class asked
+
+    def carry_conditional(self, known: dict[str, str]) -> None:
+        """Take `known` as `conditional_bases`: the last analysis's of the same document, when the edit since left
+        what it reads unchanged (`ModuleSymbols.body_edit`, the same imports and aliases)."""
+        self._conditional = known
+
+    @property
+    def conditional_known(self) -> dict[str, str] | None:
+        """`conditional_bases` if it was asked (or carried), else None."""
+        return self._conditional
 
     def conditional_bases(self) -> dict[str, str]:
         """Names bound to a torch module class on some branches, a placeholder on the others (`conditional_bases`)."""
@@ -170,6 +180,6 @@ def _nested_bases(name: str, node: Node, symbols: ModuleSymbols) -> list[str]:
     """The bases of nested class `name` (`Outer.Inner`): a class its outer body defined before names it
     by its short name (`class B(A)` under `class Outer: class A(nn.Module): ...`), read as `Outer.A`."""
     outer = name.rpartition(".")[0]
-    bases = class_base_names(node, symbols.src)
+    bases = symbols.bases_of(name)
     return [f"{outer}.{b}" if f"{outer}.{b}" in symbols.nested_classes and b != name.rpartition(".")[2] else b
             for b in bases]
