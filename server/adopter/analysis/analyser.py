@@ -40,12 +40,12 @@ from adopter.analysis.crossfile.stars import star_names, torch_reexports
 from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.flow.resume import Walk
 from adopter.analysis.flow.state import parameter_attrs, positioned_items
+from adopter.analysis.idioms.bias_submodules import bias_submodules
 from adopter.analysis.idioms.entry_methods import (
     entry_method_architecture,
     entry_methods,
     same_file_decorators,
 )
-from adopter.analysis.idioms.bias_submodules import bias_submodules
 from adopter.analysis.idioms.function_attributes import function_attributes
 from adopter.analysis.idioms.inherited_layers import inherited
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses

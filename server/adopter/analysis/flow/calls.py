@@ -15,7 +15,6 @@ from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import CHOOSE
 from adopter.analysis.flow.parts import Calls, Expressions, Statements
-from adopter.analysis.names.bias_forward import bias_term
 from adopter.analysis.flow.state import (
     MAX_INLINE_DEPTH,
     MAX_NESTING,
@@ -27,6 +26,7 @@ from adopter.analysis.flow.state import (
     Submodule,
     as_value,
 )
+from adopter.analysis.names.bias_forward import bias_term
 from adopter.analysis.names.naming import is_opaque_function
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
