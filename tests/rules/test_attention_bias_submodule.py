@@ -270,7 +270,9 @@ def test_a_module_of_another_file_that_scales_stays_opaque(tmp_path: Path) -> No
 ], ids=["param", "table", "add-method", "torch-add", "shaped", "minus", "alpha", "softmax", "loop", "decorated",
         "generator", "no-input"])
 def test_adds_term(forward: str, adds: bool) -> None:
-    from adopter.analysis.names.bias_forward import adds_term  # here: the module is new (the file runs on older trees)
+    from adopter.analysis.names.bias_forward import (
+        adds_term,  # here: the module is new (the file runs on older trees)
+    )
 
     fn = ast.parse(forward).body[0]
     assert isinstance(fn, ast.FunctionDef)

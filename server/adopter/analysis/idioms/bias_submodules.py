@@ -54,9 +54,12 @@ def _adds_term(callee: str, table: ClassTable, src: SourceText, imported: Import
         node = found[1]
         if node.parent is not None and node.parent.type == "decorated_definition":
             return False
+        raw = src.raw(node)
+        if b"+" not in raw and b"add(" not in raw:
+            return False  # no sum to read (most submodules): no parse
         indent = b" " * node.start_point[1]  # the method's text as written, for `ast` (its lines keep their indent)
-        return forward_text_adds_term((indent + src.raw(node)).decode("utf-8", errors="replace"))
+        return forward_text_adds_term((indent + raw).decode("utf-8", errors="replace"))
     if imported is None or "." not in callee or callee.split(".")[0] in ("torch", "torchvision"):
         return False
-    found = imported(callee)
-    return found is not None and forward_adds_term(found[0])
+    definition = imported(callee)
+    return definition is not None and forward_adds_term(definition[0])
