@@ -277,3 +277,36 @@ def test_adds_term(forward: str, adds: bool) -> None:
     fn = ast.parse(forward).body[0]
     assert isinstance(fn, ast.FunctionDef)
     assert adds_term(fn) is adds
+
+
+SHIFT_HELPER = '''
+import torch
+from torch import nn
+
+
+def stable_softmax(t, dim=-1):
+    t = t - torch.amax(t, dim=dim, keepdim=True).detach()
+    return t.softmax(dim=dim)
+
+
+class Attend(nn.Module):
+    def forward(self, sim):
+        return stable_softmax(sim, dim=-1)
+'''
+
+
+@pytest.mark.parametrize("source", [SHIFT_HELPER, MODULE[:MODULE.index("\n\nclass PositionBias")] + '''
+
+
+class Attend(nn.Module):
+    def forward(self, sim):
+        return stable_softmax(sim, dim=-1)
+'''], ids=["shift", "rescaled-shift"])
+def test_a_softmax_read_through_a_helper_shift_is_not_rewritten_with_the_callers_name(source: str) -> None:
+    # The helper's softmax reads the caller's `sim` through the shift (a cast for the match): base 371a4661 wrote
+    # `liger_softmax(sim)` into the helper, where `sim` is no name. Now declined; the site stays reported.
+    liger = Environment("cuda", frozenset({"liger_kernel"}), "2.13.0")
+    f04 = rules_of("f04-softmax")
+    assert [f.rule_id for f in findings_of(source, f04, env=liger)] == ["f04-softmax"]
+    reasons = skip_reasons(source, f04, env=liger)
+    assert len(reasons) == 1 and "cannot move exactly" in reasons[0]
