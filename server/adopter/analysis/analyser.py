@@ -666,7 +666,7 @@ class Analyser:
         if found is not None:
             stateless = stateless_submodules(init, table, src)
             functions = function_attributes(init_found[1] if init_found is not None else None, symbols, src)
-            biases = bias_submodules(init, table, src, self._imported_class(src.path))
+            biases = bias_submodules(init, table, src, self._imported_class(src.path), src.raw(found[1]))
             forward = self._forward(name, found, module_attrs, stateless, src, symbols, table, problems,
                                     positioned_items(init), parameter_attrs(init), functions, biases)
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))

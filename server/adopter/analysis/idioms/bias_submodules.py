@@ -11,6 +11,7 @@ makes that file a dependency of the analysis (`reads`).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,15 +20,21 @@ from adopter.analysis.parse.source import SourceText
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Ctor, Init
 
+_UPDATE = re.compile(rb"\b([A-Za-z_]\w*)\s*=\s*self\.([A-Za-z_]\w*)\(\s*([A-Za-z_]\w*)\s*[,)]")
 # a qualified class name -> its definition (and its file's functions: `idioms.random_layers.reading_of`), or None
 ImportedClass = Callable[[str], tuple[ast.ClassDef, Any] | None]
 
 
 def bias_submodules(init: Init | None, table: ClassTable, src: SourceText,
-                    imported: ImportedClass | None = None) -> frozenset[str]:
+                    imported: ImportedClass | None = None, forward: bytes = b"") -> frozenset[str]:
     """The attributes `__init__` binds once, unconditionally, to a module whose forward returns its input plus
-    a term not computed from it (`imported`: the definition of a class of another file, when reachable)."""
-    if init is None:
+    a term not computed from it (`imported`: the definition of a class of another file, when reachable), among
+    those the text `forward` calls as `x = self.attr(x, ...)` (only such a call is read; the others' classes
+    are never looked up, nor their files read)."""
+    if init is None or b"self." not in forward:
+        return frozenset()
+    updated = {m.group(2).decode() for m in _UPDATE.finditer(forward) if m.group(1) == m.group(3)}
+    if not updated:
         return frozenset()
     counts: dict[str, int] = {}
     for b in init.bindings:
@@ -37,7 +44,7 @@ def bias_submodules(init: Init | None, table: ClassTable, src: SourceText,
         ctor = b.value
         if not isinstance(ctor, Ctor) or ctor.items or ctor.repeat is not None or b.condition is not None:
             continue
-        if counts[b.attr] != 1:
+        if counts[b.attr] != 1 or b.attr not in updated:
             continue
         if _adds_term(ctor.callee, table, src, imported):
             found.add(b.attr)
