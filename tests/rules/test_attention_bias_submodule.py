@@ -310,3 +310,17 @@ def test_a_softmax_read_through_a_helper_shift_is_not_rewritten_with_the_callers
     assert [f.rule_id for f in findings_of(source, f04, env=liger)] == ["f04-softmax"]
     reasons = skip_reasons(source, f04, env=liger)
     assert len(reasons) == 1 and "cannot move exactly" in reasons[0]
+
+
+@pytest.mark.torch
+def test_the_rescaled_shift_is_the_softmax_numerically() -> None:
+    # The fact the reading rests on (no fix is claimed): float64, seed 0, scores up to ±1e3; `32 ** 2` is a power
+    # of two, so `/c` then `*c` is exact and only the shift's rounding remains (atol 1e-12).
+    torch = pytest.importorskip("torch")
+    namespace: dict[str, object] = {}
+    exec(compile(MODULE[:MODULE.index("\n\nclass PositionBias")], "stable_softmax", "exec"), namespace)
+    stable = namespace["stable_softmax"]
+    assert callable(stable)
+    torch.manual_seed(0)
+    t = torch.randn(2, 3, 5, 7, dtype=torch.float64) * 1e3
+    torch.testing.assert_close(stable(t, dim=-1), t.softmax(dim=-1), atol=1e-12, rtol=0)
