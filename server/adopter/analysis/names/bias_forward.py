@@ -6,15 +6,15 @@ scores, `sim = self.cpb(sim)`, between the product and the softmax. timm's `RelP
 (`timm/layers/pos_embed_rel.py`, forward `return attn + self.get_bias()`) is called so in `gcvit.py` 200 through
 an import of `timm.layers`. A module call is opaque to the flow, so the chain stopped there. For such a
 submodule, `s = self.m(s, ...)` is `s + t` with `t` a value the caller cannot name (the flow emits the add with
-an opaque term named by the call, `bias_term`).
+an opaque term named by the call, `bias_term`, which no rewrite can hand on: the fix is declined).
 
-The forward is read with `ast` (its own text for a same-file class, the file `locate` finds for one imported
-by name) and accepted only when, its docstring aside:
+The forward is read with `ast` (its own text for a same-file class, the definition cross-file reach finds for
+one imported by name) and accepted only when, its docstring aside:
 - its first parameter after `self` (`x`) is never rebound, and is read elsewhere only for its shape, device or
-  dtype (`x.shape`, `x.size(-1)`, `x.device`: the term may be shaped like it),
-- its one `return` is its last statement, and returns `x + t`, `t + x`, `x.add(t)` or `torch.add(x, t)`;
-  so no value of the body, `t` included, is computed from its values;
-- the body has no `yield`, `global`, `nonlocal`, lambda or nested definition;
+  dtype (`x.shape`, `x.size(-1)`, `x.device`: the term may be shaped like it), so no value of the body, the
+  term included, is computed from its values;
+- its one `return` is its last statement, of `x + t`, `t + x`, `x.add(t)` or `torch.add(x, t)`;
+- the body has no `yield`, `global`, `nonlocal`, lambda or nested definition, and the method no decorator;
 - the class defines no `__call__`.
 
 Recognised by what the forward computes, never by a class or attribute name.
