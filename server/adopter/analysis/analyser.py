@@ -40,6 +40,7 @@ from adopter.analysis.crossfile.stars import star_names, torch_reexports
 from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.flow.resume import Walk
 from adopter.analysis.flow.state import parameter_attrs, positioned_items
+from adopter.analysis.idioms.bias_submodules import bias_submodules
 from adopter.analysis.idioms.entry_methods import (
     entry_method_architecture,
     entry_methods,
@@ -695,8 +696,9 @@ class Analyser:
         if found is not None:
             stateless = stateless_submodules(init, table, src)
             functions = function_attributes(init_found[1] if init_found is not None else None, symbols, src)
+            biases = bias_submodules(init, table, src, self._imported_class(src.path), src.raw(found[1]))
             forward = self._forward(name, found, module_attrs, stateless, src, symbols, table, problems,
-                                    positioned_items(init), parameter_attrs(init), functions)
+                                    positioned_items(init), parameter_attrs(init), functions, biases)
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
         items = item_forwards(sequential_items(init), table, src)
         random = random_layers(init.bindings, table, src, self._imported_class(src.path), name) if init is not None else frozenset()
@@ -767,6 +769,7 @@ class Analyser:
         positioned: frozenset[str] = frozenset(),
         parameters: frozenset[str] = frozenset(),
         functions: dict[str, tuple[Node, bool]] | None = None,
+        biases: frozenset[str] = frozenset(),
     ) -> Forward:
         """The flow of class `name`'s forward (`found`: its defining class and node), reused from the last
         analysis of the class while its key and the fingerprints of what it consulted are unchanged.
@@ -779,7 +782,8 @@ class Analyser:
         owner, node = found
         key = (owner, node.start_point, src.raw(node), module_attrs, positioned, parameters,
                tuple(sorted((attr, cls, n.start_point, src.raw(n)) for attr, (cls, n) in stateless.items())),
-               tuple(sorted((attr, n.start_point, src.raw(n)) for attr, (n, _) in (functions or {}).items())))
+               tuple(sorted((attr, n.start_point, src.raw(n)) for attr, (n, _) in (functions or {}).items())),
+               biases)
         outer = symbols.consulted
         flows = self._flows.setdefault(name, [])
         for i, kept in enumerate(flows):
@@ -795,7 +799,7 @@ class Analyser:
                        and kept.key[3:] == key[3:]), None)
         before = len(problems)
         analysis = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless, positioned, parameters,
-                                functions)
+                                functions, biases)
         forward, consulted = _nested_reading(
             symbols, self.remember, lambda: analysis.function(node, owner, resume=resume, record=self.remember))
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted or ()))

@@ -250,6 +250,10 @@ class SynthContext:
                 target = re.match(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]", self.text(op.stmt_span))
                 if target is not None:
                     return target.group(1)
+        if any(op.via for op in self.finding.match.ops):
+            # In an inlined helper a name written nowhere in the match is the caller's (the helper's parameter
+            # bound to it, read through a shift or cast): not a name the helper's text can say.
+            raise KeyError(f"`{value.name}` bound by ${var.lstrip('$')} is not written where the match is")
         return value.name
 
     def argument_text(self, op: Op, value: Ref | Expr) -> str | None:

@@ -55,6 +55,7 @@ from adopter.analysis.canonical.ranks import (
     size_names,
     unpacked_rank,
 )
+from adopter.analysis.canonical.rescaled_shift import RescaledShift, rescaled_into
 from adopter.analysis.canonical.sized_splits import SizeReads
 from adopter.analysis.canonical.softmax_guards import SoftmaxGuards
 from adopter.analysis.canonical.spellings import (
@@ -252,6 +253,8 @@ class _Pass:
         self.made_by: dict[str, Key] = {}  # name -> the canonical op that last bound it in this pass
         self.probs: set[str] = set()  # names bound to a softmax's output (also through casts)
         self.guards = SoftmaxGuards()  # a helper's guard of fully masked rows after its softmax (`softmax_guards`)
+        self.rescale = RescaledShift()  # a helper's `/c`, shift, `*c` into a softmax (`rescaled_shift`)
+        self._rescaled: frozenset[str] | None = None
         self.swapped: dict[str, str] = {}  # name -> the name it is `transpose(-2, -1)` of
         self.transposed: set[str] = set()  # names bound to a transpose (also through a scale or cast)
         self._scores: frozenset[str] | None = None
@@ -287,6 +290,13 @@ class _Pass:
         return frozenset(f"self.{attr}" for attr in self.by_attr
                          if (ctor := _ctor_of(self.by_attr, f"self.{attr}")) is not None
                          and (spelled := MODULES.get(ctor.callee)) is not None and spelled.op == SOFTMAX)
+
+    @property
+    def rescaled(self) -> frozenset[str]:
+        """Names an inlined helper multiplies by a number straight into a softmax (`rescaled_shift`)."""
+        if self._rescaled is None:
+            self._rescaled = rescaled_into(block_ops(self.body), self.softmaxed)
+        return self._rescaled
 
     @property
     def scores(self) -> frozenset[str]:
@@ -480,6 +490,8 @@ class _Pass:
             ops = [_ranked_axes(o, ranks) for o in self.module(op, op.target, ctor, 0)]
         elif shifted is not None:
             ops = [shifted]
+        elif (undone := self.rescale.undone(op, self.softmaxed)) is not None:
+            ops = [_respell(op, CAST, (undone,), ())]  # `(t / c) * c` into a softmax: `t`
         elif (guarded := self.guards.guard(op, self.probs)) is not None:
             ops = [_respell(op, CAST, (guarded,), ())]  # the guarded softmax: the softmax, for the chain
         elif (op.kind == _OPERATOR and op.target == "getattr" and len(op.args) == 2
@@ -938,8 +950,9 @@ class _Pass:
             self.ranked[out] = ("last", self.ranked[first][1])
 
     def stable_shift(self, op: Op) -> Op | None:
-        """`s - rowmax(s)` going into a softmax as `cast(s)`; records row maxima (and list literals) as a
-        side effect."""
+        """`s - rowmax(s)` going into a softmax (or into its helper's product by a number: `rescaled_shift`) as
+        `cast(s)`; records row maxima (and list literals) as a side effect."""
+        held = self.rescale.note(op)
         for name in op.outputs:
             self.rowmax.pop(name, None)
             self.lists.pop(name, None)
@@ -955,7 +968,9 @@ class _Pass:
             return None
         first = op.args[0].name
         if (op.kind == _OPERATOR and op.target == "-" and len(op.args) == 2 and isinstance(op.args[1], Ref)
-                and self.rowmax.get(op.args[1].name) == first and op.outputs[0] in self.softmaxed):
+                and self.rowmax.get(op.args[1].name) == first
+                and (op.outputs[0] in self.softmaxed or (op.via and op.outputs[0] in self.rescaled))):
+            self.rescale.shifted(op.outputs[0], held)
             return _respell(op, CAST, (op.args[0],), ())
         if (op.kind == _OPERATOR and op.target == "-" and len(op.args) == 2 and isinstance(op.args[1], Ref)
                 and self.rowmax.get(first) == op.args[1].name and op.outputs[0] in self.softmaxed):

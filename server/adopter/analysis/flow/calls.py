@@ -26,6 +26,7 @@ from adopter.analysis.flow.state import (
     Submodule,
     as_value,
 )
+from adopter.analysis.names.bias_forward import bias_term
 from adopter.analysis.names.naming import is_opaque_function
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
@@ -147,6 +148,9 @@ class CallFlow(Calls):
                 return self._inline(None, function, f"self.{attr}", node, outs, bound=False,
                                     closure_self=frame.self_name if nested else None)
             args, kwargs, _ = self.args(node)
+            if attr in state.bias_attrs and args and isinstance(args[0], Ref):
+                # its forward returns its input plus a term not computed from it (`names.bias_forward`)
+                return state.emit(OpKind.OPERATOR, "+", (args[0], Expr(bias_term(attr))), (), node, outs)
             return state.emit(OpKind.MODULE, f"self.{attr}", tuple(args), tuple(kwargs), node, outs)
         # self.sub.child(...): a submodule of a submodule
         if obj.type == "attribute":

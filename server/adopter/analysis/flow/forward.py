@@ -59,11 +59,13 @@ class FlowAnalysis:
         positioned: frozenset[str] = frozenset(),
         parameters: frozenset[str] = frozenset(),
         function_attrs: dict[str, tuple[Node, bool]] | None = None,
+        bias_attrs: frozenset[str] = frozenset(),
     ) -> None:
         self.state = FlowState(src, symbols, table, class_name, module_attrs, problems, stateless or {})
         self.state.positioned = positioned
         self.state.parameters = parameters
         self.state.function_attrs = function_attrs or {}
+        self.state.bias_attrs = bias_attrs
         self._expressions = ExpressionFlow(self.state)
         self._calls = CallFlow(self.state, self._expressions)
         self._statements = StatementFlow(self.state, self._expressions)

@@ -171,6 +171,9 @@ class FlowState:
         # Attributes `__init__` binds to a same-file function (`self.activation_func = swiglu`,
         # `idioms.function_attributes`): attr -> (function node, defined in `__init__`), inlined where called.
         self.function_attrs: dict[str, tuple[Node, bool]] = {}
+        # Submodules whose forward returns its input plus a term not computed from it
+        # (`names.bias_forward`): `s = self.cpb(s)` is `s + term`.
+        self.bias_attrs: frozenset[str] = frozenset()
         self.problems = problems
         self.counter = 0
         self.ops = 0

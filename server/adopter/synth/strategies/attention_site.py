@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from adopter.analysis.names.bias_forward import is_bias_term
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Span
 from adopter.parsed import block_with, walk
 from adopter.synth.registry import SynthContext
@@ -163,6 +164,9 @@ class SiteSource:
 
     def operand(self, op: Op, index: int) -> str:
         """The source text of the `index`-th value argument of `op` (the receiver is 0 for methods)."""
+        if any(isinstance(a, Expr) and is_bias_term(a.text) for a in op.args):
+            self.ctx.decline(f"`{self.ctx.text(op.span)}` adds a bias its submodule's forward computes; it is no "
+                             "value of this function to pass as SDPA's `attn_mask`: rewrite by hand")
         node, wrapped = expr_parts(self.ctx.text(op.span))
         parts: list[ast.expr]
         if isinstance(node, ast.BinOp):

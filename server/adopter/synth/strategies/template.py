@@ -89,7 +89,10 @@ def template(ctx: SynthContext) -> None:
     if repl.forward:
         _rewrite_forward(ctx, repl.forward, renames, nested_argument_texts(ctx))
     for var, code in repl.init:
-        attr = ctx.env_text(var.lstrip("$")) if ctx.binding(var) is not None else None
+        try:
+            attr = ctx.env_text(var.lstrip("$")) if ctx.binding(var) is not None else None
+        except KeyError:  # bound to no text the match writes (`env_text`)
+            attr = None
         if attr is None or not attr.startswith("self."):
             ctx.decline(f"the init template for ${var.lstrip('$')} has no submodule to rebind")
             return
