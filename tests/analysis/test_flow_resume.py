@@ -129,6 +129,19 @@ def test_a_comment_line_added_resumes_at_the_statement_before(doc: DocumentAnaly
     assert doc.reanalysed == ()
 
 
+def test_a_newline_typed_and_a_character_deleted_keeps_every_byte_but_moves_the_lines(doc: DocumentAnalysis) -> None:
+    """Shaped on the differential fuzz's `examples/bert_encoder.py` case (`tests/session/test_broken_text.py`): the
+    first five characters of the comment line above the scores replaced by `if x` and a newline. Every statement
+    of the forward keeps its bytes, but the ones below move one line down (and the `if x` at column 0 is broken:
+    salvage blanks it). The walk's spans are lines: no checkpoint after the moved line is restored (base
+    restored the last one, and the findings came a line early)."""
+    at = SOURCE.index("        # project the inputs")
+    text = SOURCE[:at] + "if x\n" + SOURCE[at + 5:]
+    assert len(text) == len(SOURCE)
+    _edited(doc, text)
+    assert _walk(doc).resumed <= _statement(SOURCE, "# project the inputs")
+
+
 def test_each_keystroke_of_a_line_resumes_from_the_walk_before(doc: DocumentAnalysis) -> None:
     """Typing a new statement letter by letter, broken states included (salvage masks them)."""
     anchor = "        out = probs @ v\n"

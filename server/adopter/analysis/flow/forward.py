@@ -194,7 +194,8 @@ class FlowAnalysis:
             fingerprint = state.symbols.fingerprint
             self.walk = Walk(
                 node.start_byte, data[node.start_byte : body.start_byte],
-                tuple([(s.type, s.start_byte, s.end_byte, data[s.start_byte : s.end_byte]) for s in stmts]),
+                tuple([(s.type, s.start_byte, s.end_byte, data[s.start_byte : s.end_byte], s.start_point[0])
+                       for s in stmts]),
                 tuple(checkpoints), tuple(state.names), tuple(state.callee_locals), tuple(state.block),
                 tuple(state.calls), tuple(state.applications),
                 tuple(state.problems[before:]),
@@ -264,7 +265,7 @@ class FlowAnalysis:
         same = 0
         for old, new in zip(walk.statements, stmts, strict=False):
             if old[0] != new.type or old[1] + delta != new.start_byte or old[2] + delta != new.end_byte or old[
-                    3] != data[new.start_byte : new.end_byte]:
+                    4] != new.start_point[0] or old[3] != data[new.start_byte : new.end_byte]:
                 break
             same += 1
         fingerprint = state.symbols.fingerprint

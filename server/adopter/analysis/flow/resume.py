@@ -10,7 +10,7 @@ after it), records the statement that read ahead (`Walk.looked_ahead`), and no c
 `Checkpoint` is that state, taken before each top-level statement where the walk is between statements of the
 analysed function itself (no inlined callee, no open block); `Walk` is one whole walk with its checkpoints.
 The next walk of the same function (`FlowAnalysis.function(resume=...)`) restores the last checkpoint whose
-statements before it are byte for byte the same, at the same bytes, and whose consulted names have the same
+statements before it are byte for byte the same, at the same bytes and lines, and whose consulted names have the same
 fingerprints, and walks on from there: the Forward is the one a walk from the start computes (tested, and
 `bench/differential_fuzz.py`).
 
@@ -65,12 +65,14 @@ class Walk:
     """One walk of a function from its first statement, kept to resume the next walk of the same function.
 
     `start` and `head` (the function's start byte and its text up to the body) and `statements` (type, start
-    and end byte, text of each top-level statement) say which function and statements it walked;
+    and end byte, text and start line of each top-level statement) say which function and statements it walked
+    (the line too: an edit can keep every byte offset and move lines, a newline typed and a character deleted
+    between two statements, and the walk's spans are lines);
     `fingerprints` are those of every name it consulted, as they were; `resumed`, where it began."""
 
     start: int
     head: bytes
-    statements: tuple[tuple[str, int, int, bytes], ...]
+    statements: tuple[tuple[str, int, int, bytes, int], ...]
     checkpoints: tuple[Checkpoint, ...]
     names: tuple[str, ...]  # `FlowState.names` and `callee_locals`, in the order they were made
     callee_locals: tuple[str, ...]
