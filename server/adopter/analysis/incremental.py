@@ -34,7 +34,7 @@ from adopter.analysis.analyser import Analyser
 from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.parse.reparse import common_prefix, common_suffix, reparse_start, whitespace_only
-from adopter.analysis.parse.blank_lines import blank_lines_only
+from adopter.analysis.parse.blank_lines import blanks_only
 from adopter.analysis.parse.salvage import ParseMemo, salvage, seed_memo
 from adopter.analysis.parse.source import check_input, is_broken, new_parser
 from adopter.analysis.parse.verdict import (
@@ -397,8 +397,8 @@ class DocumentAnalysis:
 
     def _run(self, data: bytes, tree: Tree | None) -> ModuleFile:
         """The analysis of `data` (parsed as `tree`; None or broken: masked through `salvage` first). A masked
-        text that differs from the last text analysed only in its blank lines' blanks (typing inside a
-        statement that stays broken: `adopter.analysis.parse.blank_lines`) is not analysed again: the last
+        text that differs from the last text analysed only in the blanks that end its blank lines and `pass`
+        lines (typing inside a statement that stays broken: `adopter.analysis.parse.blank_lines`) is not analysed again: the last
         result is handed back with this text's syntax errors, which is what its analysis gives."""
         salvaged = None
         if tree is None or is_broken(tree):
@@ -406,7 +406,7 @@ class DocumentAnalysis:
             self._prepared = False  # a broken text was masked: the memo is the document's own, as without `prepare`
             kept, analysed = self._reading, self._analysed
             if (kept is not None and analysed is not None and analysed[0] is kept[0]
-                    and blank_lines_only(kept[0], salvaged[0])):
+                    and blanks_only(kept[0], salvaged[0], salvaged[1])):
                 found = salvaged[2]
                 result = replace(kept[1], problems=found + kept[1].problems[kept[2]:])
                 self._analysed = (salvaged[0], salvaged[1])
