@@ -33,8 +33,8 @@ from tree_sitter import Parser, Tree
 from adopter.analysis.analyser import Analyser
 from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
-from adopter.analysis.parse.reparse import common_prefix, common_suffix, reparse_start, whitespace_only
 from adopter.analysis.parse.blank_lines import blanks_only
+from adopter.analysis.parse.reparse import common_prefix, common_suffix, reparse_start, whitespace_only
 from adopter.analysis.parse.salvage import ParseMemo, salvage, seed_memo
 from adopter.analysis.parse.source import check_input, is_broken, new_parser
 from adopter.analysis.parse.verdict import (
