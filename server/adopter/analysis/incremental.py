@@ -398,9 +398,10 @@ class DocumentAnalysis:
     def _run(self, data: bytes, tree: Tree | None) -> ModuleFile:
         """The analysis of `data` (parsed as `tree`; None or broken: masked through `salvage` first). A masked
         text that differs from the last text analysed only in the blanks that end its blank lines and `pass`
-        lines (typing inside a statement that stays broken: `adopter.analysis.parse.blank_lines`) is not analysed again: the last
-        result is handed back with this text's syntax errors, which is what its analysis gives."""
-        salvaged = None
+        lines (typing inside a statement that stays broken: `adopter.analysis.parse.blank_lines`) is not
+        analysed again: the last result is handed back with this text's syntax errors, which is what its
+        analysis gives."""
+        salvaged: tuple[bytes, Tree, tuple[Problem, ...]] | None = None
         if tree is None or is_broken(tree):
             salvaged = salvage(data, self.path, self._analyser.memo, self._parse_analysed)
             self._prepared = False  # a broken text was masked: the memo is the document's own, as without `prepare`
@@ -413,9 +414,9 @@ class DocumentAnalysis:
                 self._reading = (salvaged[0], result, len(found))
                 self._analyser.reanalysed = []
                 return result
-        self._reading = None
+        # (a run that raises leaves `_reading` to `result`'s handler, which drops it)
         result = self._analyser.run(data, tree, self.path, parse=self._parse_analysed, salvaged=salvaged)
-        self._analysed = self._analyser.read
-        if self._analysed is not None:
-            self._reading = (self._analysed[0], result, len(salvaged[2]) if salvaged is not None else 0)
+        read = self._analysed = self._analyser.read
+        errors = len(salvaged[2]) if salvaged is not None else 0
+        self._reading = (read[0], result, errors) if read is not None else None
         return result
