@@ -255,16 +255,21 @@ class Analyser:
             self._layout_released = None
 
     def run(self, data: bytes, tree: Tree | None, path: str | None, *,
-            parse: Callable[[bytes], Tree] | None = None) -> ModuleFile:
+            parse: Callable[[bytes], Tree] | None = None,
+            salvaged: tuple[bytes, Tree, tuple[Problem, ...]] | None = None) -> ModuleFile:
         """The ModuleFile of `tree` (parsed from `data`); never raises for one unit's failure.
 
         A text Python rejects is read as `adopter.analysis.parse.salvage` masks it; `parse` parses the masked
         text (the incremental document re-parses it from its last tree), a fresh parse by default. `tree`
-        None: `data` is known broken and was not parsed (`adopter.analysis.parse.verdict`).
+        None: `data` is known broken and was not parsed (`adopter.analysis.parse.verdict`). `salvaged`: what
+        `salvage` gave for this broken `data` already (the incremental document asks it first).
         """
         problems: list[Problem] = []
         last_conditional, self._conditional = self._conditional, None  # set again when this run completes
-        if tree is None or is_broken(tree):
+        if salvaged is not None:
+            data, tree, found = salvaged
+            problems.extend(found)
+        elif tree is None or is_broken(tree):
             data, tree, found = salvage(data, path, self.memo, parse)
             problems.extend(found)
         self.read = (data, tree)

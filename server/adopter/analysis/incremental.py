@@ -25,6 +25,7 @@ is what the next change re-parses from, or `tree` when asked: the last tree pars
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal, overload
 
 from tree_sitter import Parser, Tree
@@ -32,8 +33,9 @@ from tree_sitter import Parser, Tree
 from adopter.analysis.analyser import Analyser
 from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
+from adopter.analysis.parse.blank_lines import blanks_only
 from adopter.analysis.parse.reparse import common_prefix, common_suffix, reparse_start, whitespace_only
-from adopter.analysis.parse.salvage import ParseMemo, seed_memo
+from adopter.analysis.parse.salvage import ParseMemo, salvage, seed_memo
 from adopter.analysis.parse.source import check_input, is_broken, new_parser
 from adopter.analysis.parse.verdict import (
     breaks_indentation,
@@ -88,6 +90,9 @@ class DocumentAnalysis:
         self._result: ModuleFile | None = None
         self._released = False  # trees and bytes dropped (`release`); parsed again when next needed
         self._prepared = False  # salvage's memo holds only what `prepare` put there (no broken text since)
+        # The text the last result read (masked when broken), the result, and how many of its problems are that
+        # text's syntax errors (`_run`).
+        self._reading: tuple[bytes, ModuleFile, int] | None = None
         self._set_text(text, None)
 
     @property
@@ -121,6 +126,7 @@ class DocumentAnalysis:
         self._analyser.release_text(self._data)
         self._data = self._tree = None
         self._analysed = self._previous = self._base = self._starts = None
+        self._reading = None
 
     def _restore(self) -> None:
         if self._released:
@@ -364,6 +370,7 @@ class DocumentAnalysis:
 
     def invalidate(self) -> None:
         """Forget cached analyses and resolved imports (other files changed)."""
+        self._reading = None
         self._analyser.clear()
         self._analyser.resolver.clear()
         self._result = None
@@ -378,15 +385,38 @@ class DocumentAnalysis:
             self._result = ModuleFile(self.path, (), problems)
             return self._result
         try:
-            result = self._analyser.run(self._data, self._tree, self.path, parse=self._parse_analysed)
-            self._analysed = self._analyser.read
-            if self._analysed is not None and self._analysed[0] is not self._data:
-                self._prepared = False  # a broken text was masked: the memo is the document's own, as without `prepare`
-            self._result = result
+            self._result = self._run(self._data, self._tree)
         except Exception as exc:  # the contract: never raise
+            self._reading = None
             self._result = ModuleFile(
                 self.path,
                 (),
                 (Problem(f"internal error: {type(exc).__name__}: {exc}", None, self.path, Severity.ERROR, "internal-error"),),
             )
         return self._result
+
+    def _run(self, data: bytes, tree: Tree | None) -> ModuleFile:
+        """The analysis of `data` (parsed as `tree`; None or broken: masked through `salvage` first). A masked
+        text that differs from the last text analysed only in the blanks that end its blank lines and `pass`
+        lines (typing inside a statement that stays broken: `adopter.analysis.parse.blank_lines`) is not
+        analysed again: the last result is handed back with this text's syntax errors, which is what its
+        analysis gives."""
+        salvaged: tuple[bytes, Tree, tuple[Problem, ...]] | None = None
+        if tree is None or is_broken(tree):
+            salvaged = salvage(data, self.path, self._analyser.memo, self._parse_analysed)
+            self._prepared = False  # a broken text was masked: the memo is the document's own, as without `prepare`
+            kept, analysed = self._reading, self._analysed
+            if (kept is not None and analysed is not None and analysed[0] is kept[0]
+                    and blanks_only(kept[0], salvaged[0], salvaged[1])):
+                found = salvaged[2]
+                result = replace(kept[1], problems=found + kept[1].problems[kept[2]:])
+                self._analysed = (salvaged[0], salvaged[1])
+                self._reading = (salvaged[0], result, len(found))
+                self._analyser.reanalysed = []
+                return result
+        # (a run that raises leaves `_reading` to `result`'s handler, which drops it)
+        result = self._analyser.run(data, tree, self.path, parse=self._parse_analysed, salvaged=salvaged)
+        read = self._analysed = self._analyser.read
+        errors = len(salvaged[2]) if salvaged is not None else 0
+        self._reading = (read[0], result, errors) if read is not None else None
+        return result
