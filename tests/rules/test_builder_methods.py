@@ -224,3 +224,21 @@ def test_the_conv_bn_fix_over_method_built_layers_computes_the_same() -> None:
         a.bn.bias.uniform_(-1, 1)
     b = fixed.Stem(8).double()
     compare_modules(a, b, lambda: (torch.randn(2, 3, 6, 6, dtype=torch.float64),), atol=1e-9, rtol=1e-6)
+
+
+DECONV = '''
+class Head(nn.Module):
+    def __init__(self, in_channels, cfg):
+        super().__init__()
+        self.convt = self._make_layer_same_padding(in_channels=in_channels, out_channels=cfg["channels"][-1])
+
+    def _make_layer_same_padding(self, in_channels: int, out_channels: int) -> nn.ConvTranspose2d:
+        return nn.ConvTranspose2d(in_channels=in_channels, out_channels=out_channels, kernel_size=3, stride=2)
+'''
+
+
+def test_keyword_arguments_fill_the_builders_parameters() -> None:
+    # shaped on deeplabcut 3.0 `pose_estimation_pytorch/models/heads/dlcrnet.py:71` (`_make_layer_same_padding`)
+    assert _bindings(DECONV, "Head")["convt"] == Ctor("torch.nn.ConvTranspose2d", (), (
+        Kwarg("in_channels", Expr("in_channels")), Kwarg("out_channels", Expr('cfg["channels"][-1]')),
+        Kwarg("kernel_size", Expr("3")), Kwarg("stride", Expr("2"))))

@@ -996,8 +996,8 @@ class InitAnalysis:
         if built is None or not (self.symbols.has_class(built.callee) or self.symbols.is_imported(built.callee.split(".")[0])):
             return None
         callee = self._qualify_callee(built.callee)
-        if callee in CONTAINERS:
-            return None
+        if callee in CONTAINERS or not is_constructor(callee, self.symbols.has_class(built.callee)):
+            return None  # as written inline, a call that is not a constructor stays an expression
         args = tuple(Expr(a) for a in built.args)
         kwargs = tuple(Kwarg(k, Expr(v)) for k, v in built.kwargs)
         return [((), Ctor(callee, args, kwargs))]

@@ -217,6 +217,7 @@ def _substituted(node: Node, passed: dict[str, str | None], local: set[str], src
         return src.norm(node)
     data = src.data[node.start_byte : node.end_byte]
     for start, end, value in sorted(edits, reverse=True):
-        wrapped = value if value.replace(".", "").replace("_", "").isalnum() else f"({value})"
+        whole = start == node.start_byte and end == node.end_byte
+        wrapped = value if whole or value.replace(".", "").replace("_", "").isalnum() else f"({value})"
         data = data[: start - node.start_byte] + wrapped.encode() + data[end - node.start_byte :]
     return normalise(data.decode("utf-8", "replace"))
