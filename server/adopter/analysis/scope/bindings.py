@@ -20,6 +20,7 @@ from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.names.table_factories import argument_text, table_lookup
 from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.scope.builder_methods import built_by_method
 from adopter.analysis.scope.child_names import COUNTED, Added, added_name, keeps_positions
 from adopter.analysis.scope.chosen_layers import CHOSEN_BY
 from adopter.analysis.scope.classes import ClassTable
@@ -985,6 +986,22 @@ class InitAnalysis:
             return None
         return self._qualify_callee(dotted)
 
+    def _method_built(self, dotted: str, call: Node) -> list[Alt] | None:
+        """The layer a builder method of the class returns (`scope.builder_methods`), its arguments as the
+        method writes them with its parameters replaced by what `call` passes; a container is left to the
+        chains' reading of methods, a class neither imported nor of this file to the caller."""
+        if not dotted.startswith("self."):
+            return None
+        built = built_by_method(self.table, self.class_name, call, dotted, self.src)
+        if built is None or not (self.symbols.has_class(built.callee) or self.symbols.is_imported(built.callee.split(".")[0])):
+            return None
+        callee = self._qualify_callee(built.callee)
+        if callee in CONTAINERS or not is_constructor(callee, self.symbols.has_class(built.callee)):
+            return None  # as written inline, a call that is not a constructor stays an expression
+        args = tuple(Expr(a) for a in built.args)
+        kwargs = tuple(Kwarg(k, Expr(v)) for k, v in built.kwargs)
+        return [((), Ctor(callee, args, kwargs))]
+
     def _factory_container(self, name: str, caller: Node | None = None) -> list[Alt] | None:
         """The container a same-file helper returns (`def FeedForward(dim, mult=4): return nn.Sequential(
         nn.LayerNorm(dim), nn.Linear(dim, inner), nn.GELU(), nn.Linear(inner, dim))`: lucidrains' packages,
@@ -1472,6 +1489,8 @@ class InitAnalysis:
                 own = {k.name for k in kwargs}
                 kwargs = (*(k for k in bound[1] if k.name not in own), *kwargs)
                 callees.append(((), bound[0], None))
+            elif dotted is not None and (method_built := self._method_built(dotted, call)) is not None:
+                return method_built  # `self.gate = self._build_gate()` returning `nn.Linear(...)`
             elif dotted is not None and (built := self._factory_class(dotted)) is not None:
                 # A same-file helper that returns one layer (`conv3x3(...)` returning `nn.Conv2d(...)`):
                 # the binding is that layer (its arguments are the helper's, as written here).
