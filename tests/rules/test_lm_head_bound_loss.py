@@ -77,6 +77,17 @@ else:
     assert _sites(body) == [SITE]
 
 
+def test_a_binding_reaches_past_an_if_whose_paths_do_not_rebind_it() -> None:
+    # transformers 4.46.3 `models/nllb_moe/modeling_nllb_moe.py` lines 1702-1716 (gptsan_japanese 1229-1238 too):
+    # `loss_fct = CrossEntropyLoss(ignore_index=-100)`, then `if output_router_logits:` computing router losses,
+    # then the call
+    body = """loss_fct = CrossEntropyLoss(ignore_index=-100)
+if self.config.output_router_logits:
+    aux = self.body(hidden_states)
+loss = loss_fct(logits.view(-1, logits.size(-1)), labels.view(-1))"""
+    assert _sites(body) == [SITE]
+
+
 # ---- refusals: the nearest look-alikes that are not a site
 
 

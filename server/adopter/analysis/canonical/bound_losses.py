@@ -42,9 +42,11 @@ def _walk(block: Block, held: dict[str, Ctor], found: dict[int, Ctor]) -> set[st
                     and stmt.outputs[0].isidentifier()):
                 held[stmt.outputs[0]] = Ctor(stmt.target, stmt.args, stmt.kwargs)
         elif isinstance(stmt, Branch):
+            rebound: set[str] = set()  # the names any path binds: a binding before the `if` reaches past it otherwise
             for path in stmt.paths:
-                bound |= _walk(path, dict(held), found)
-            for name in bound:
+                rebound |= _walk(path, dict(held), found)
+            bound |= rebound
+            for name in rebound:
                 held.pop(name, None)
         elif isinstance(stmt, Loop):
             # a name the body binds may hold, at a call before that binding, the value of the last iteration
