@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from adopter.analysis.canonical.bound_losses import bound_loss_calls
 from adopter.analysis.canonical.held_ranks import builds_parameters, held_key, held_method_rank, held_ranks
 from adopter.analysis.canonical.moments import split_var_mean
 from adopter.analysis.canonical.paired_calls import paired_layers
@@ -245,6 +246,7 @@ class _Pass:
         self.split_identity = not thin  # the submodule view reads an already canonical forward
         self.counter = _max_temp(forward.body)
         self.body = forward.body
+        self.loss_calls = bound_loss_calls(forward.body)  # calls of a local holding a loss module (`bound_losses`)
         self._scanned: tuple[frozenset[str], frozenset[str]] | None = None  # `_prescan`, when first needed
         self.rowmax: dict[str, str] = {}  # name -> the value whose row maximum (keepdim) it holds
         self.lists: dict[str, tuple[Value, ...]] = {}  # name -> the items of the list literal it holds
@@ -321,6 +323,8 @@ class _Pass:
             if isinstance(stmt, Op) and stmt.kind == _CALL and stmt.target[-1:] in ")]" and stmt.target in self.by_attr:
                 # `ACT2FN[self.config.hidden_act](x)`: the module `__init__` would have bound (`scope.inline_lookups`)
                 stmt = replace(stmt, kind=_MODULE)
+            if isinstance(stmt, Op) and id(stmt) in self.loss_calls:
+                stmt = self.bound_loss_call(stmt)  # `criterion(logits, y)`, `criterion = nn.CrossEntropyLoss()`
             if i in deferred:
                 out.extend(self.op(deferred.pop(i), ranks))  # `nn.Softmax(dim=-1)(x)`: the function it computes
             elif isinstance(stmt, Op) and (found := self.instance_call(stmt, block, i)):
@@ -365,6 +369,13 @@ class _Pass:
         spelled = self.module(replace(following, kind=_MODULE, origin=following.origin or following),
                               op.target, ctor, 0)
         return (j, spelled[0]) if len(spelled) == 1 and spelled[0].kind != _MODULE else None
+
+    def bound_loss_call(self, op: Op) -> Op:
+        """A call of a local holding a loss module (`bound_losses`): the function the module computes, with
+        the constructor's arguments; the call as it is where they are not all known."""
+        ctor = self.loss_calls[id(op)]
+        spelled = self.module(replace(op, kind=_MODULE, origin=op.origin or op), ctor.callee, ctor, 0)
+        return spelled[0] if len(spelled) == 1 and spelled[0].kind != _MODULE else op
 
     def identity_or_layer(self, op: Op) -> Branch | None:
         """`self.ls(x)` with `self.ls = LayerScale(...)` under one condition and `nn.Identity()` under the
