@@ -240,3 +240,38 @@ def test_the_fixed_conditional_member_computes_what_the_original_computes(flag: 
     trained_statistics(original, weight=(0.5, 2))
     compare_modules(original, fixed, lambda: (torch.randn(2, 4, 6, 6, dtype=torch.float64),),
                     atol=1e-9, rtol=1e-6, grad_atol=1e-9, same_parameters=True, buffer_atol=1e-9, buffer_rtol=1e-6)
+
+
+# A Sequential a method of the class builds and returns, its BatchNorm a conditional item: lightning-bolts 0.7.0
+# `pl_bolts/models/gans/srgan/components.py:120-130` (`_make_conv_block`, `batch_norm=True`) and
+# `dcgan/components.py:79`, deepinv `deepinv/models/multispectral.py:34-54` (`nn.BatchNorm2d(c) if self.batch_norm
+# else nn.Identity()`, fresh6 G3), rewritten. The method's chain read the conditional item as no layer at all, so
+# the pair was not found (a function's chain already read it as each of its layers on its path).
+METHOD_BUILT = '''import torch
+from torch import nn
+
+
+class Discriminator(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.blocks = nn.Sequential(self._block(c, c, batch_norm=False), self._block(c, c))
+
+    def _block(self, cin, cout, batch_norm=True):
+        return nn.Sequential(
+            nn.Conv2d(cin, cout, 3, padding=1),
+            nn.BatchNorm2d(cout) if batch_norm else nn.Identity(),
+            nn.LeakyReLU(0.2, inplace=True),
+        )
+
+    def forward(self, x):
+        return self.blocks(x)
+'''
+METHOD_NOT_A_PAIR = METHOD_BUILT.replace("nn.BatchNorm2d(cout) if batch_norm else nn.Identity()",
+                                         "nn.GroupNorm(2, cout) if batch_norm else nn.Identity()")
+
+
+def test_a_method_s_sequential_with_a_conditional_batchnorm_is_a_site() -> None:
+    conv = _line(METHOD_BUILT, "nn.Conv2d(cin, cout, 3, padding=1),")
+    found = find(analyse(METHOD_BUILT, "model.py"), RULES, ENV)
+    assert [sorted(s.start_line + 1 for s in f.init_spans) for f in found] == [[conv, conv + 1]]
+    assert find(analyse(METHOD_NOT_A_PAIR, "model.py"), RULES, ENV) == ()
