@@ -26,6 +26,14 @@ def path_facts(conditions: Sequence[tuple[tuple[str, ...], int]]) -> Facts:
     for tests, alt in conditions:
         if alt < len(tests) and tests[alt] != "else":
             true.add(_norm(tests[alt]))
+            # A test taken true makes each of its `and` operands true, and the operand of a `not (...)` false
+            # (the flow's branch over the bindings of a Sequential whose items are conditional expressions
+            # inside an `if` tests `not (inp == hidden_dim) and use_hs and use_se`).
+            for part in _conjuncts(tests[alt]):
+                m = _NOT.match(part)
+                if m is not None and _balanced(m.group(1)):
+                    false.add(_norm(m.group(1)))
+                true.add(_norm(part))
         false.update(_norm(t) for t in tests[:alt])
     return frozenset(true), frozenset(false)
 

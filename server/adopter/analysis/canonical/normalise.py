@@ -147,7 +147,10 @@ _RANK_BOUND_MODULES: Mapping[str, int] = {
         "AdaptiveMaxPool", "LazyConv", "LazyConvTranspose", "LazyBatchNorm", "LazyInstanceNorm")},
 }
 _MAX_SEQUENTIAL_DEPTH = 3
-_MAX_ALTERNATIVES = 4
+# Bindings of one attribute read as an `if` over their chains: two `if`/`else` constructions of a Sequential each
+# holding two conditional-expression items (`h_swish() if use_hs else nn.ReLU()`, `SELayer(c) if use_se else
+# nn.Identity()`: light-cnns' MobileNetV3 block) are 2 x 4 = 8.
+_MAX_ALTERNATIVES = 8
 _MAX_CALLABLES = 10  # x-transformers' `Attend.attn_fn`: a custom function, sigmoid, hard, top-k, gumbel, two softmaxes over -1 or -2
 IDENTITY = "torch.nn.Identity"
 

@@ -336,7 +336,9 @@ def chain_of(children: list[Node], name: str, src: SourceText, reader: InitAnaly
     `runs_at` the statement of the class's own forward that runs them (`layer_chain`)."""
     last = src.span(children[-1])
     span = src.span(where if where is not None else init)
-    layers = [(reader.constructors(c) if c.type in ("call", "identifier") else [],
+    # A conditional item (`nn.BatchNorm2d(c) if batch_norm else nn.Identity()`) is each of its layers on its path,
+    # as in a function's chain (`chains.functions._chain_of`).
+    layers = [(reader.constructors(c) if c.type in ("call", "identifier", "conditional_expression") else [],
                src.span(_definition(c, init, src) if c.type == "identifier" else c)) for c in children]
     return layer_chain(name, layers, span, last, reader.table, src, runs_at)
 

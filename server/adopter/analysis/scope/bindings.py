@@ -502,12 +502,14 @@ class InitAnalysis:
     def _literal_item_spans(self, value: Node, alts: list[Alt]) -> tuple[Span, ...]:
         """`self.block = nn.Sequential(nn.Conv2d(...), nn.BatchNorm2d(...), ...)`: where each item is written,
         at its position (a site made of a few of its items is theirs, not the whole statement's), when every
-        positional argument is one constructor call and every alternative holds exactly those items; else ()."""
+        positional argument is one constructor call, or a conditional expression choosing between two
+        (`h_swish() if use_hs else nn.ReLU()`: one of them at run time, each alternative of the binding
+        holding one), and every alternative holds exactly that many items; else ()."""
         args_node = value.child_by_field_id(Field.ARGUMENTS) if value.type == "call" else None
         if args_node is None or args_node.type != "argument_list":
             return ()
         arg_nodes = [a for a in args_node.named_children if a.type not in ("comment", "keyword_argument")]
-        if not arg_nodes or any(a.type != "call" for a in arg_nodes):
+        if not arg_nodes or not all(_one_layer_written(a) for a in arg_nodes):
             return ()
         if not alts or any(not isinstance(v, Ctor) or v.callee != SEQUENTIAL or len(v.items) != len(arg_nodes)
                            for _, v in alts):
@@ -1844,6 +1846,19 @@ class InitAnalysis:
             if isinstance(local, list):
                 return tuple(v for _, v in local if isinstance(v, Ctor)), (), None
         return (), (), None
+
+
+def _one_layer_written(node: Node) -> bool:
+    """Whether a container argument is one constructor call, or a conditional expression whose two branches
+    each are (`SELayer(c) if use_se else nn.Identity()`, parenthesised or not): one item at its position,
+    whichever way the test goes."""
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    if node.type == "call":
+        return True
+    parts = [c for c in node.named_children if c.type != "comment"]
+    return node.type == "conditional_expression" and len(parts) == 3 and all(
+        _one_layer_written(p) for p in (parts[0], parts[2]))
 
 
 def _union_containers(group: list[_B]) -> list[_B]:
