@@ -18,6 +18,7 @@ from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.chains.added_modules import added_children
 from adopter.analysis.chains.default_branches import taken_block
 from adopter.analysis.chains.local_classes import LocalClasses
+from adopter.analysis.chains.ordered_items import positional_children
 from adopter.analysis.idioms.submodules import item_forwards
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
@@ -86,6 +87,13 @@ def _chain(call: Node, name: str, src: SourceText, reader: InitAnalysis, body: N
         if listed is None:
             return None
         children = listed
+    if len(children) == 1 and children[0].type == "call":
+        # `nn.Sequential(OrderedDict([("conv", ...), ("bn", ...)]))`: the dict's values, in order
+        keyed = positional_children(children, src)
+        if keyed != children:
+            if any(k is None for k in keyed):
+                return None
+            children = [k for k in keyed if k is not None]
     return _chain_of(children, call, name, src, reader)
 
 
@@ -180,7 +188,7 @@ def _identifiers(node: Node) -> list[Node]:
 def _chain_of(children: list[Node], call: Node, name: str, src: SourceText, reader: InitAnalysis) -> Architecture | None:
     """The chain of the layers `children` (argument nodes, or the calls that built them) of `call`."""
     if len(children) < MIN_CHILDREN or any(a.type in ("keyword_argument", "list_splat") for a in children):
-        return None  # `Sequential(*layers)` / `Sequential(OrderedDict(...))`: no positional chain to read
+        return None  # `Sequential(*layers)` unread, or keywords: no positional chain to read
     span = src.span(call)
     layers = [(reader.constructors(c) if c.type in ("call", "conditional_expression") else [], src.span(c))
               for c in children]

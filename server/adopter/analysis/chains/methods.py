@@ -31,8 +31,9 @@ from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.chains.call_arguments import self_call_arguments, walk
 from adopter.analysis.chains.functions import sequential_added
 from adopter.analysis.chains.lists import list_chains, splatted_lists
+from adopter.analysis.chains.ordered_items import positional_children
 from adopter.analysis.chains.passed_classes import passed_defaults
-from adopter.analysis.chains.sequential_classes import chain_of, is_sequential_class, positional_children
+from adopter.analysis.chains.sequential_classes import chain_of, is_sequential_class
 from adopter.analysis.names.naming import MODULE_SELF_METHODS
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.code_text import code_bytes

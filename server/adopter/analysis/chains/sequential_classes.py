@@ -27,7 +27,7 @@ from tree_sitter import Node
 from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.chains.functions import layer_chain
 from adopter.analysis.chains.list_items import splatted_children
-from adopter.analysis.names.symbols import dotted_text
+from adopter.analysis.chains.ordered_items import positional_children
 from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText, descendants
 from adopter.analysis.scope.bindings import InitAnalysis
@@ -305,28 +305,6 @@ def _is_sequential_name(text: str, reader: InitAnalysis) -> bool:
     return text.endswith("Sequential") and reader.qualified_callee(text) == SEQUENTIAL
 
 
-def positional_children(args: list[Node], src: SourceText) -> list[Node | None]:
-    """`(a, b, c)` -> a, b, c; `(OrderedDict([("conv", a), ...]))` -> a, ...; anything else -> `_BREAK`."""
-    if len(args) == 1 and args[0].type == "call":
-        func = args[0].child_by_field_id(Field.FUNCTION)
-        dotted = dotted_text(func, src) if func is not None else None
-        if dotted is not None and dotted.endswith("OrderedDict"):
-            inner = args[0].child_by_field_id(Field.ARGUMENTS)
-            pairs = [a for a in (inner.named_children if inner is not None else ()) if a.type != "comment"]
-            if len(pairs) == 1 and pairs[0].type in ("list", "tuple"):
-                items: list[Node | None] = []
-                for pair in pairs[0].named_children:
-                    parts = [p for p in pair.named_children if p.type != "comment"]
-                    items.append(parts[1] if pair.type == "tuple" and len(parts) == 2 else _BREAK)
-                return items
-            return [_BREAK]
-    out: list[Node | None] = []
-    for a in args:
-        if a.type in ("keyword_argument", "list_splat", "dictionary_splat"):
-            out.append(_BREAK)  # `*layers`: the list's order is not read here
-        else:
-            out.append(a)
-    return out
 
 
 def chain_of(children: list[Node], name: str, src: SourceText, reader: InitAnalysis, init: Node,
