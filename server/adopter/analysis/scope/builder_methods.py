@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from adopter.analysis.names.assignments import target_leaves
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText, normalise
@@ -21,8 +22,6 @@ _NESTED_SCOPES = frozenset({"function_definition", "lambda", "class_definition"}
 _TARGETS = frozenset({"assignment", "augmented_assignment", "for_statement", "named_expression"})
 _OTHER_BINDERS = frozenset({"as_pattern", "global_statement", "nonlocal_statement", "import_statement",
                             "import_from_statement", "except_clause"})
-_PATTERNS = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "tuple", "list", "parenthesized_expression",
-                       "list_splat_pattern", "list_splat"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,22 +154,12 @@ def _bound_names(body: Node, src: SourceText) -> set[str]:
             continue
         if n.type in _TARGETS:
             left = n.child_by_field_id(Field.LEFT) or n.child_by_field_id(Field.NAME)
-            out.update(src.text(leaf) for leaf in _target_names(left))
+            if left is not None:  # the names it binds, not an attribute's or a subscript's
+                out.update(src.text(leaf) for leaf in target_leaves(left) if leaf.type == "identifier")
         elif n.type in _OTHER_BINDERS:  # read widely: a name there may be bound
             out.update(src.text(leaf) for leaf in _names_in(n))
         stack.extend(n.named_children)
     return out
-
-
-def _target_names(node: Node | None) -> list[Node]:
-    """The names an assignment target binds (`a`, `a, (b, *c)`), not an attribute's or a subscript's."""
-    if node is None:
-        return []
-    if node.type == "identifier":
-        return [node]
-    if node.type in _PATTERNS:
-        return [leaf for c in node.named_children for leaf in _target_names(c)]
-    return []
 
 
 def _names_in(node: Node) -> list[Node]:
