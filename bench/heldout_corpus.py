@@ -558,6 +558,23 @@ MANIFEST: Manifest = (
     ("brsx", "1.0.2", ("brsx/hybrid/brsx_blocks.py", "brsx/train_transformer/brsx_train.py")),
     ("bidcell", "1.0.3", ("bidcell/model/model/model.py", "bidcell/model/model/layers.py")),
     ("cool-graph", "0.0.3", ("cool_graph/models/graphconv_gnn.py", "cool_graph/models/nnconv_gnn.py")),
+    # Batch 29 (stop 36): labelled by a twenty-ninth independent labeller; first letters n-z only, picked by name and
+    # known purpose, leaning to what the set had less of (speech recognition, medical imaging, reinforcement learning,
+    # a diffusion LM trainer, graph transformers, windowed diffusion transformers, time-series forecasting, tabular
+    # pretraining, tabular remote sensing, recommendation), files from the archive listings by name and size before
+    # reading (see LABELLING.md "Batch 29"). `nppy` is served as an sdist.
+    ("squeezeformer", "1.0.0", ("squeezeformer/attention.py", "squeezeformer/encoder.py")),
+    ("nppy", "0.2.1", ("nppy/models/model.py", "nppy/models/utils.py")),
+    ("pdarl", "0.1.2", ("pdarl/models/nets.py", "pdarl/agent_pda/base.py")),
+    ("slm388-torchdiff", "0.1.74", ("torchdiff/model.py", "torchdiff/optim.py")),
+    ("tgraphx", "1.5.1", ("tgraphx/layers/graph_transformer.py", "tgraphx/temporal/tgat.py")),
+    ("widit", "0.1.15", ("widit/blocks.py", "widit/window.py")),
+    ("time-series-transformer", "1.0.2", ("time_series_transformer/multi_head_attention.py",
+                                          "time_series_transformer/transformer.py",
+                                          "time_series_transformer/encoder.py")),
+    ("tarte-ai", "0.0.6", ("tarte_ai/tarte_model.py", "tarte_ai/tarte_pretrain.py")),
+    ("zayan", "0.1.0", ("zayan/zayan.py",)),
+    ("neuralrecommender", "0.1.0", ("neuralrecommender/model.py", "neuralrecommender/glocalk.py")),
 )
 
 
