@@ -20,6 +20,7 @@ from adopter.analysis.chains.default_branches import taken_block
 from adopter.analysis.chains.local_classes import LocalClasses
 from adopter.analysis.chains.ordered_items import positional_children
 from adopter.analysis.idioms.submodules import item_forwards
+from adopter.analysis.names.identifiers import identifier_nodes
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.code_text import code_bytes
@@ -130,7 +131,7 @@ def _steps(stmts: list[Node], body: Node, name: str, items: list[Node] | None, s
                 return None
             items = list(nodes) if kind == "set" else [*(items or []), *nodes]
         elif name.encode() in code_bytes(src, stmt) and any(
-                n.type == "identifier" and src.text(n) == name for n in _identifiers(stmt)):
+                n.type == "identifier" and src.text(n) == name for n in identifier_nodes(stmt)):
             block = taken_block(stmt, body, src, defaults) if items is not None else None
             if isinstance(block, str):
                 continue  # no branch runs with the defaults
@@ -173,16 +174,6 @@ def _elements(node: Node) -> list[Node] | None:
     out = [c for c in node.named_children if c.type != "comment"]
     return None if any(c.type == "list_splat" for c in out) else out
 
-
-def _identifiers(node: Node) -> list[Node]:
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type == "identifier":
-            out.append(n)
-        stack.extend(n.named_children)
-    return out
 
 
 def _chain_of(children: list[Node], call: Node, name: str, src: SourceText, reader: InitAnalysis) -> Architecture | None:

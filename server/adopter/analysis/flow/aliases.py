@@ -25,6 +25,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from adopter.analysis.names.assignments import read_assignment, target_leaves
+from adopter.analysis.names.identifiers import identifier_nodes
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.dsl.types import Ref
 
@@ -135,16 +136,5 @@ def _bindings(block: Node, names: frozenset[str], src: SourceText) -> dict[str, 
 
 def _leaves(target: Node) -> list[Node]:
     if target.type in ("as_pattern_target", "delete_statement", "global_statement", "nonlocal_statement"):
-        return [n for n in _identifiers(target)]
+        return [n for n in identifier_nodes(target)]
     return [leaf for leaf in target_leaves(target) if leaf.type == "identifier"]
-
-
-def _identifiers(node: Node) -> list[Node]:
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type == "identifier":
-            out.append(n)
-        stack.extend(n.named_children)
-    return out

@@ -28,6 +28,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from adopter.analysis.names.formula_functions import exact_gelu
+from adopter.analysis.names.identifiers import bound_identifiers, identifier_nodes
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import Field, SourceText
@@ -120,17 +121,8 @@ def _assigned_names(body: Node, src: SourceText) -> set[str]:
         if node.type in ("assignment", "augmented_assignment", "for_statement"):
             left = node.child_by_field_id(Field.LEFT)
             if left is not None:
-                names.update(src.text(n) for n in _identifiers(left))
+                names.update(src.text(n) for n in bound_identifiers(left))
         elif node.type in ("import_statement", "import_from_statement", "aliased_import"):
-            names.update(src.text(n) for n in _identifiers(node))
+            names.update(src.text(n) for n in identifier_nodes(node))
         stack.extend(node.named_children)
     return names
-
-
-def _identifiers(node: Node) -> list[Node]:
-    if node.type == "identifier":
-        return [node]
-    if node.type in ("pattern_list", "tuple_pattern", "list_pattern", "tuple", "list", "dotted_name",
-                     "aliased_import", "import_statement", "import_from_statement"):
-        return [i for c in node.named_children for i in _identifiers(c)]
-    return []

@@ -15,6 +15,7 @@ from adopter.analysis.names.branch_choice import chosen_classes
 from adopter.analysis.names.class_attributes import assigns_instance_attribute, class_attribute
 from adopter.analysis.names.default_helpers import fallback_argument
 from adopter.analysis.names.formula_functions import exact_gelu
+from adopter.analysis.names.identifiers import read_names
 from adopter.analysis.names.naming import CONTAINERS, MODULE_SELF_METHODS, is_constructor
 from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
@@ -798,7 +799,7 @@ class InitAnalysis:
         """Whether a test in `__init__` reads a parameter of it that has no default (the caller decides)."""
         if self.nested:
             return False
-        names = {self.src.text(n) for n in _identifiers(test)}
+        names = {self.src.text(n) for n in read_names(test)}
         return any(n in self.init_params and self.defaults.get(n) is None and n not in self.pinned for n in names)
 
     def _returned_classes(self, name: str) -> list[str]:
@@ -1908,22 +1909,6 @@ def _chosen_kinds(alts: list[Alt], test: str) -> list[Alt]:
         out.append((c, v))
     return out
 
-
-def _identifiers(node: Node) -> list[Node]:
-    """The bare names a test reads (not attribute names: `cfg.dims` reads `cfg`)."""
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type == "identifier":
-            out.append(n)
-        elif n.type == "attribute":
-            obj = n.child_by_field_id(Field.OBJECT)
-            if obj is not None:
-                stack.append(obj)
-        else:
-            stack.extend(n.named_children)
-    return out
 
 
 def _self_attr(node: Node | None, self_name: str, src: SourceText) -> str | None:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
+from adopter.analysis.names.identifiers import bound_identifiers
 from adopter.analysis.parse.source import Field, SourceText
 
 MAX_ITERATIONS = 4096
@@ -100,7 +101,7 @@ class _Counter:
         left, right = loop.child_by_field_id(Field.LEFT), loop.child_by_field_id(Field.RIGHT)
         if left is None or right is None:
             return None
-        names = [self.src.text(n) for n in _identifiers(left)]
+        names = [self.src.text(n) for n in bound_identifiers(left)]
         if right.type == "call" and self.src.text(right.child_by_field_id(Field.FUNCTION) or right) == "range":
             args = right.child_by_field_id(Field.ARGUMENTS)
             values = [_integer(a, env, self.src, loop) for a in args.named_children] if args is not None else []
@@ -131,14 +132,6 @@ class _Counter:
             out.append(inner)
         return out
 
-
-def _identifiers(target: Node) -> Iterator[Node]:
-    """The names a `for` target binds (`t, c, n, s`; `(i, layer)`)."""
-    if target.type == "identifier":
-        yield target
-    elif target.type in ("pattern_list", "tuple_pattern", "list_pattern", "tuple", "list"):
-        for child in target.named_children:
-            yield from _identifiers(child)
 
 
 def _integer(node: Node, env: Env, src: SourceText, loop: Node | None) -> int | None:
