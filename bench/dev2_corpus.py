@@ -439,6 +439,26 @@ MANIFEST: Manifest = (
     ("chromoformer", "1.1.3", ("chromoformer/modules.py", "chromoformer/net.py")),
     ("bravorl", "0.2.0", ("bravorl/networks/cnn.py", "bravorl/algorithms/ppo.py")),
     ("htm-pytorch", "0.0.4", ("htm_pytorch/htm_pytorch.py",)),
+    # Batch 19 (stop 36): helper dev2b19, 2026-12-07; twelve distributions a-m, none in the real-world, held-out,
+    # dev2 or oracle lists (packages.py, fresh.py: all slices), nor transformers, nor a copy of one (efficientsam's
+    # vendored segment_anything and depth-anything-3's vendored dinov2 folders were not picked), chosen by domain
+    # from the registry's name list before reading (vision, detection, speech, LLM, generative, time series,
+    # tabular, graph, 3-D, medical, RL, a research package) and fetched with `pip download --no-deps`; 19 files
+    # picked from the archive listings by name and size before reading; see "Batch 19" in
+    # bench/data/dev2/LABELLING.md.
+    ("efficientsam", "1.0.0", ("efficientsam/models/efficientvit/backbone.py", "efficientsam/models/nn/ops.py")),
+    ("d-fine-project", "1.0.0", ("zoo/dfine/hybrid_encoder.py", "zoo/dfine/dfine_decoder.py")),
+    ("cmvc", "0.0.2", ("cmvc/scripts/enc.py", "cmvc/scripts/layer.py")),
+    ("fast-transformer-pytorch", "0.0.4", ("fast_transformer_pytorch/fast_transformer_pytorch.py",)),
+    ("DALL-E", "0.1", ("dall_e/encoder.py", "dall_e/decoder.py")),
+    ("foresight-ts", "0.3.1", ("foresight/models/torch_xformer.py",)),
+    ("isynctab", "0.1.1", ("isynctab/iSyncTab.py",)),
+    ("gatv2", "0.0.2", ("gatv2/GraphAttentionLayer.py", "gatv2/GraphAttention.py")),
+    ("awesome-depth-anything-3", "1.0.0", (
+        "depth_anything_3/model/dpt.py", "depth_anything_3/model/utils/attention.py")),
+    ("biom3d", "0.1.2", ("biom3d/models/encoder_vgg.py", "biom3d/models/decoder_vgg_deep.py")),
+    ("gtrxl-torch", "0.1.7", ("gtrxl_torch/gtrxl_torch.py",)),
+    ("coco-lm-pytorch", "0.0.2", ("coco_lm_pytorch/coco_lm_pytorch.py",)),
 )
 
 
