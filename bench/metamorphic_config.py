@@ -34,11 +34,13 @@ def _inits(tree: ast.Module) -> list[ast.FunctionDef]:
     return out
 
 
-def _layer_calls(tree: ast.Module, init: ast.FunctionDef, names: frozenset[str]) -> list[tuple[ast.Call, str]]:
-    """`nn.X(...)` calls inside `init` with X among `names`: (call, X)."""
+def _layer_calls(tree: ast.Module, init: ast.FunctionDef, names: frozenset[str],
+                 body_only: bool = False) -> list[tuple[ast.Call, str]]:
+    """`nn.X(...)` calls inside `init` with X among `names`: (call, X). With `body_only`, not those of the parameters'
+    defaults (`act=nn.GELU()`), which run at definition time and cannot read a parameter of the same `__init__`."""
     imports = module_imports(tree)
     out = []
-    for n in ast.walk(init):
+    for n in (x for s in init.body for x in ast.walk(s)) if body_only else ast.walk(init):
         if isinstance(n, ast.Call):
             target = resolved(n.func, imports) or ""
             mod, _, layer = target.rpartition(".")
@@ -96,7 +98,7 @@ def _as_parameters(tree: ast.Module, names: frozenset[str], base: str, partial_o
     for init in _inits(tree):
         taken_here = set(params(init)) | taken
         chosen: dict[str, str] = {}
-        for call, layer in _layer_calls(tree, init, names):
+        for call, layer in _layer_calls(tree, init, names, body_only=True):
             if partial_of and not all(isinstance(k.value, ast.Constant) and k.arg for k in call.keywords):
                 continue
             key = layer if not partial_of else ast.unparse(call.func) + repr([(k.arg, k.value.value) for k in call.keywords])  # type: ignore[attr-defined]
@@ -205,7 +207,7 @@ def literal_dims_to_parameters(tree: ast.Module, rng: random.Random) -> list[Var
     changed = 0
     for init in _inits(tree):
         names: dict[int, str] = {}
-        for call, layer in _layer_calls(tree, init, frozenset(SIZED)):
+        for call, layer in _layer_calls(tree, init, frozenset(SIZED), body_only=True):
             for i, arg in enumerate(call.args[:SIZED[layer]]):
                 if isinstance(arg, ast.Constant) and type(arg.value) is int and arg.value >= 2:
                     if arg.value not in names:

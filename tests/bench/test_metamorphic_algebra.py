@@ -217,3 +217,17 @@ def test_softmax_module_rewrites_refuse_a_softmax_used_otherwise() -> None:
     dyn = ("import torch.nn as nn\n\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
            "    def forward(self, x, d):\n        return x.softmax(d)\n")
     assert _apply("softmax_to_module", dyn) is None
+
+
+def test_a_layer_built_in_a_parameter_default_is_not_made_a_parameter_of_the_same_init() -> None:
+    # ultralytics 8.3 ultralytics/nn/modules/transformer.py:24 `def __init__(self, c1, ..., act=nn.GELU(), ...)`: a
+    # default runs at definition time, where `act_layer` of the same signature does not exist
+    text = ("import torch.nn as nn\n\n\nclass M(nn.Module):\n    def __init__(self, dim, act=nn.GELU()):\n"
+            "        super().__init__()\n        self.act = act\n        self.fc = nn.Linear(dim, 64)\n")
+    assert _apply("act_layer_param", text) is None
+    out = _apply("act_getattr", text)
+    assert out is not None and "act=getattr(nn, 'GELU')()" in out
+    namespace: dict = {}
+    pytest.importorskip("torch")
+    exec(compile(_apply("literal_dims_to_parameters", text) or "", "m", "exec"), namespace)
+    assert namespace["M"](8).fc.out_features == 64
