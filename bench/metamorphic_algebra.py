@@ -792,6 +792,12 @@ def rsqrt_to_power(tree: ast.Module, rng: random.Random) -> list[Variant]:
     return _rsqrt(tree, lambda t, v: ast.BinOp(v, ast.Pow(), ast.UnaryOp(ast.USub(), ast.Constant(0.5))))
 
 
+def rsqrt_to_pow_method(tree: ast.Module, rng: random.Random) -> list[Variant]:
+    """`torch.rsqrt(v + eps)` -> `(v + eps).pow(-0.5)` (the spelling of fairchem's and e3nn's norms)."""
+    return _rsqrt(tree, lambda t, v: ast.Call(ast.Attribute(v, "pow", ast.Load()),
+                                              [ast.UnaryOp(ast.USub(), ast.Constant(0.5))], []))
+
+
 def sqrt_to_rsqrt(tree: ast.Module, rng: random.Random) -> list[Variant]:
     """`x / torch.sqrt(v)` -> `x * torch.rsqrt(v)` (torch.sqrt takes a tensor)."""
     imports = module_imports(tree)
@@ -820,5 +826,5 @@ ALGEBRA = {f.__name__: f for f in (
     matmul_to_einsum, einsum_to_matmul, transpose_to_permute, permute_to_transpose,
     scale_to_query, scale_to_scores, scale_spelling, softmax_to_module, softmax_to_call,
     chunk_to_split, chunk_to_slices, operand_order, residual_order,
-    square_spelling, rsqrt_to_sqrt, rsqrt_to_power, sqrt_to_rsqrt,
+    square_spelling, rsqrt_to_sqrt, rsqrt_to_power, rsqrt_to_pow_method, sqrt_to_rsqrt,
 )}
