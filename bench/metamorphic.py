@@ -2,7 +2,9 @@
 
 Each dev file the checker finds something in (realworld, dev2) is rewritten by every meaning-keeping rewrite
 of `metamorphic_rewrites` (import spellings, call spellings, renaming, temporaries, extraction, builders,
-a class split over two files, neutral noise); the checker's findings on the rewrite are compared with those
+a class split over two files, neutral noise), `metamorphic_algebra` (einsum, head splits, the attention scale,
+softmax modules, gated halves, operand order, written-out norms) and `metamorphic_config` (activations and
+norms chosen through dicts, `getattr`, parameters and partials; dimensions from a config object or constants); the checker's findings on the rewrite are compared with those
 on the original printed back the same way (`normalise`, itself compared with the original text). Findings
 match by (class, through the rewrite's renaming, family) counts. A rewrite under which findings are not
 invariant names a weakness of the analysis found without a new label.
@@ -31,7 +33,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from metamorphic_algebra import ALGEBRA
+from metamorphic_config import CONFIG
 from metamorphic_rewrites import GROUPS, MAIN, REWRITES, Variant, apply
+
+# the second round's rewrites (tensor algebra: group 9; configuration: group 10) join the registry `apply` reads
+REWRITES.update(ALGEBRA)
+REWRITES.update(CONFIG)
+GROUPS.update({**dict.fromkeys(ALGEBRA, 9), **dict.fromkeys(CONFIG, 10)})
 
 FAMILIES = range(4, 18)
 Key = tuple[str, int]  # (class or function name of the original, family)

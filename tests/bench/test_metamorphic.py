@@ -16,6 +16,12 @@ sys.path.insert(0, str(REPO / "bench"))
 import metamorphic  # noqa: E402
 import metamorphic_rewrites as rw  # noqa: E402
 from metamorphic import Found  # noqa: E402
+from metamorphic_algebra import ALGEBRA  # noqa: E402
+from metamorphic_config import CONFIG  # noqa: E402
+
+# the first round's rewrites (the second round's, registered by `metamorphic`, are tested on two fixtures in
+# test_metamorphic_algebra.py: not every one finds its form in this fixture)
+FIRST_ROUND = sorted(set(rw.REWRITES) - set(ALGEBRA) - set(CONFIG))
 
 # Shaped on timm 1.0.12 timm/models/vision_transformer.py:59-170 (Attention, Block) and timm/layers/mlp.py:13-50
 # (Mlp), with an RMSNorm written out as torchtune 0.4.0 torchtune/modules/rms_norm.py:40-50 does; rewritten at
@@ -112,7 +118,7 @@ def _run(module, cls: str):
     return out.detach(), x.grad, [p.grad for p in block.parameters()]
 
 
-@pytest.mark.parametrize("name", sorted(rw.REWRITES))
+@pytest.mark.parametrize("name", FIRST_ROUND)
 def test_rewrite_applies_to_the_fixture_and_keeps_outputs_and_gradients(name: str, tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     variants = rw.apply(name, ast.unparse(ast.parse(FIXTURE)), random.Random(0))
