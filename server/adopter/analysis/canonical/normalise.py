@@ -330,13 +330,17 @@ class _Pass:
                 stmt = self.bound_loss_call(stmt)  # `criterion(logits, y)`, `criterion = nn.CrossEntropyLoss()`
             if i in deferred:
                 out.extend(self.op(deferred.pop(i), ranks))  # `nn.Softmax(dim=-1)(x)`: the function it computes
-            elif isinstance(stmt, Op) and (found := self.instance_call(stmt, block, i)):
+            elif isinstance(stmt, Op) and stmt.kind == _FUNCTION and (found := self.instance_call(stmt, block, i)):
                 deferred[found[0]] = found[1]  # the argument's ops (`nn.Softmax()(a * s)`) come first
-            elif isinstance(stmt, Op) and self.split_identity and (split := self.identity_or_layer(stmt)) is not None:
+            # The three readings of a module call below answer None for any other op (asked of module calls only).
+            elif (isinstance(stmt, Op) and self.split_identity and stmt.kind == _MODULE
+                  and (split := self.identity_or_layer(stmt)) is not None):
                 out.append(split)
-            elif isinstance(stmt, Op) and self.split_identity and (split := self.sequential_alternatives(stmt)):
+            elif (isinstance(stmt, Op) and self.split_identity and stmt.kind == _MODULE
+                  and (split := self.sequential_alternatives(stmt))):
                 out.append(split)
-            elif isinstance(stmt, Op) and self.split_identity and (split := self.callable_alternatives(stmt)):
+            elif (isinstance(stmt, Op) and self.split_identity and stmt.kind == _MODULE
+                  and (split := self.callable_alternatives(stmt))):
                 out.append(split)
             elif isinstance(stmt, Op):
                 out.extend(self.op(stmt, ranks))
@@ -479,7 +483,7 @@ class _Pass:
     # -- one op --------------------------------------------------------------------------------------
 
     def op(self, op: Op, ranks: dict[str, int]) -> list[Op]:
-        if (moments := split_var_mean(op)) is not None:  # `var, mean = torch.var_mean(x, ...)`: the two reductions
+        if op.kind == _FUNCTION and (moments := split_var_mean(op)) is not None:  # `var, mean = torch.var_mean(x, ...)`
             return [o for m in moments for o in self.op(m, ranks)]
         if self.need:
             for a in op.args:
@@ -490,7 +494,7 @@ class _Pass:
             op = Op(_FUNCTION, function, op.args, op.kwargs, op.outputs, op.span, op.stmt_span, op.via,
                     origin=op.origin or op)
         shifted = self.stable_shift(op)
-        if (halves := self.unbound_halves(op)) is not None:
+        if op.kind == _METHOD and (halves := self.unbound_halves(op)) is not None:
             for o in halves:
                 _track_rank(o, ranks, self.by_attr, self.units, self.bounded)
                 self.track(o)
@@ -504,9 +508,9 @@ class _Pass:
             ops = [_ranked_axes(o, ranks) for o in self.module(op, op.target, ctor, 0)]
         elif shifted is not None:
             ops = [shifted]
-        elif (undone := self.rescale.undone(op, self.softmaxed)) is not None:
+        elif op.via and op.kind == _OPERATOR and (undone := self.rescale.undone(op, self.softmaxed)) is not None:
             ops = [_respell(op, CAST, (undone,), ())]  # `(t / c) * c` into a softmax: `t`
-        elif (guarded := self.guards.guard(op, self.probs)) is not None:
+        elif op.via and (guarded := self.guards.guard(op, self.probs)) is not None:
             ops = [_respell(op, CAST, (guarded,), ())]  # the guarded softmax: the softmax, for the chain
         elif (op.kind == _OPERATOR and op.target == "getattr" and len(op.args) == 2
               and isinstance(op.args[1], Expr) and op.args[1].text == "mT"):
