@@ -590,7 +590,8 @@ class _Pass:
         key = (op.kind._value_, op.target)
         first = op.args[0].name if op.args and isinstance(op.args[0], Ref) else None
         first_made = self.made_by.get(first) if first is not None else None
-        split = self.sizes.splits_last_in_two(op, self.version)  # read before the outputs are bound
+        # read before the outputs are bound (a `view` / `reshape` only)
+        split = op.kind == _METHOD and self.sizes.splits_last_in_two(op, self.version)
         for name in op.outputs:
             self.version[name] = self.version.get(name, 0) + 1
             self.sizes.forget(name)
@@ -971,13 +972,15 @@ class _Pass:
         """`s - rowmax(s)` going into a softmax (or into its helper's product by a number: `rescaled_shift`) as
         `cast(s)`; records row maxima (and list literals) as a side effect."""
         held = self.rescale.note(op)
-        for name in op.outputs:
-            self.rowmax.pop(name, None)
-            self.lists.pop(name, None)
-            self.ranked.pop(name, None)
+        if self.rowmax or self.lists or self.ranked:  # (while none is held, nothing to forget)
+            for name in op.outputs:
+                self.rowmax.pop(name, None)
+                self.lists.pop(name, None)
+                self.ranked.pop(name, None)
         if op.kind == _OPERATOR and op.target in ("list", "tuple") and len(op.outputs) == 1:
             self.lists[op.outputs[0]] = op.args
-        self._rank_less_one(op)
+        if op.kind == _OPERATOR or op.kind == _METHOD:  # what `_rank_less_one` reads is one of those
+            self._rank_less_one(op)
         if (len(op.outputs) == 2 and op.args and isinstance(op.args[0], Ref) and op.target in ("max", "torch.max")
                 and _last_keepdim(op)):
             self.rowmax[op.outputs[0]] = op.args[0].name  # `m, _ = s.max(-1, keepdim=True)`: the values
