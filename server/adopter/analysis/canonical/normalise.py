@@ -532,7 +532,7 @@ class _Pass:
             ops.append(_respell(op, TRANSPOSE, (source, Expr("-2"), Expr("-1")), ()))
         elif op.kind == _METHOD and op.target in TRANSPARENT_METHODS and op.args:
             ops = [_respell(op, CAST, op.args, op.kwargs)]
-        elif _identity_permute(op):
+        elif op.kind == _METHOD and op.target == "permute" and _identity_permute(op):
             ops = [_respell(op, CAST, op.args[:1], ())]  # `permute(0, 1, 2, 3)`: the same tensor
         elif op.kind == _FUNCTION and op.target in ("torch.einsum", "einops.einsum"):
             ops = self.einsum(op, ranks) or [op]
@@ -551,8 +551,8 @@ class _Pass:
                     and isinstance(op.args[0], Ref) and op.args[0].name not in ranks):
                 # `k.transpose(1, 2)` fed to `bmm`: bmm takes 3-D tensors, so its dims are the last two.
                 ranks[op.args[0].name] = 3
-            args, kwargs = normalise(canonical, op.args, _items_last_axis(canonical, op, self.lists, self.ranked),
-                                     ranks)
+            args, kwargs = normalise(canonical, op.args, op.kwargs if canonical != CAT else _items_last_axis(
+                canonical, op, self.lists, self.ranked), ranks)
             if canonical == SOFTMAX and args and _unit_last(args[0], ranks) and _last_axis(kwargs):
                 # A softmax over an axis of length 1 is all ones (SwiftFormer's `(q @ w_g).softmax(-1)`
                 # with `w_g` of shape (dim, 1)): no softmax runs, whatever the spelling.
@@ -560,7 +560,7 @@ class _Pass:
             else:
                 ops = [op] if canonical == key and args == op.args and kwargs == op.kwargs else [
                     _respell(op, canonical, args, kwargs)]
-        ops = [_implicit_dim(o, ranks) for o in ops]
+        ops = [_implicit_dim(o, ranks) if (o.kind._value_, o.target) in (SOFTMAX, LOG_SOFTMAX) else o for o in ops]
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
             self.guards.note(o, self.scores)
