@@ -330,13 +330,17 @@ class _Pass:
                 stmt = self.bound_loss_call(stmt)  # `criterion(logits, y)`, `criterion = nn.CrossEntropyLoss()`
             if i in deferred:
                 out.extend(self.op(deferred.pop(i), ranks))  # `nn.Softmax(dim=-1)(x)`: the function it computes
-            elif isinstance(stmt, Op) and (found := self.instance_call(stmt, block, i)):
+            elif isinstance(stmt, Op) and stmt.kind == _FUNCTION and (found := self.instance_call(stmt, block, i)):
                 deferred[found[0]] = found[1]  # the argument's ops (`nn.Softmax()(a * s)`) come first
-            elif isinstance(stmt, Op) and self.split_identity and (split := self.identity_or_layer(stmt)) is not None:
+            # The three readings of a module call below answer None for any other op (asked of module calls only).
+            elif (isinstance(stmt, Op) and self.split_identity and stmt.kind == _MODULE
+                  and (split := self.identity_or_layer(stmt)) is not None):
                 out.append(split)
-            elif isinstance(stmt, Op) and self.split_identity and (split := self.sequential_alternatives(stmt)):
+            elif (isinstance(stmt, Op) and self.split_identity and stmt.kind == _MODULE
+                  and (split := self.sequential_alternatives(stmt))):
                 out.append(split)
-            elif isinstance(stmt, Op) and self.split_identity and (split := self.callable_alternatives(stmt)):
+            elif (isinstance(stmt, Op) and self.split_identity and stmt.kind == _MODULE
+                  and (split := self.callable_alternatives(stmt))):
                 out.append(split)
             elif isinstance(stmt, Op):
                 out.extend(self.op(stmt, ranks))
@@ -479,7 +483,7 @@ class _Pass:
     # -- one op --------------------------------------------------------------------------------------
 
     def op(self, op: Op, ranks: dict[str, int]) -> list[Op]:
-        if (moments := split_var_mean(op)) is not None:  # `var, mean = torch.var_mean(x, ...)`: the two reductions
+        if op.kind == _FUNCTION and (moments := split_var_mean(op)) is not None:  # `var, mean = torch.var_mean(x, ...)`
             return [o for m in moments for o in self.op(m, ranks)]
         if self.need:
             for a in op.args:
@@ -490,7 +494,7 @@ class _Pass:
             op = Op(_FUNCTION, function, op.args, op.kwargs, op.outputs, op.span, op.stmt_span, op.via,
                     origin=op.origin or op)
         shifted = self.stable_shift(op)
-        if (halves := self.unbound_halves(op)) is not None:
+        if op.kind == _METHOD and (halves := self.unbound_halves(op)) is not None:
             for o in halves:
                 _track_rank(o, ranks, self.by_attr, self.units, self.bounded)
                 self.track(o)
@@ -504,9 +508,9 @@ class _Pass:
             ops = [_ranked_axes(o, ranks) for o in self.module(op, op.target, ctor, 0)]
         elif shifted is not None:
             ops = [shifted]
-        elif (undone := self.rescale.undone(op, self.softmaxed)) is not None:
+        elif op.via and op.kind == _OPERATOR and (undone := self.rescale.undone(op, self.softmaxed)) is not None:
             ops = [_respell(op, CAST, (undone,), ())]  # `(t / c) * c` into a softmax: `t`
-        elif (guarded := self.guards.guard(op, self.probs)) is not None:
+        elif op.via and (guarded := self.guards.guard(op, self.probs)) is not None:
             ops = [_respell(op, CAST, (guarded,), ())]  # the guarded softmax: the softmax, for the chain
         elif (op.kind == _OPERATOR and op.target == "getattr" and len(op.args) == 2
               and isinstance(op.args[1], Expr) and op.args[1].text == "mT"):
@@ -528,7 +532,7 @@ class _Pass:
             ops.append(_respell(op, TRANSPOSE, (source, Expr("-2"), Expr("-1")), ()))
         elif op.kind == _METHOD and op.target in TRANSPARENT_METHODS and op.args:
             ops = [_respell(op, CAST, op.args, op.kwargs)]
-        elif _identity_permute(op):
+        elif op.kind == _METHOD and op.target == "permute" and _identity_permute(op):
             ops = [_respell(op, CAST, op.args[:1], ())]  # `permute(0, 1, 2, 3)`: the same tensor
         elif op.kind == _FUNCTION and op.target in ("torch.einsum", "einops.einsum"):
             ops = self.einsum(op, ranks) or [op]
@@ -547,8 +551,8 @@ class _Pass:
                     and isinstance(op.args[0], Ref) and op.args[0].name not in ranks):
                 # `k.transpose(1, 2)` fed to `bmm`: bmm takes 3-D tensors, so its dims are the last two.
                 ranks[op.args[0].name] = 3
-            args, kwargs = normalise(canonical, op.args, _items_last_axis(canonical, op, self.lists, self.ranked),
-                                     ranks)
+            args, kwargs = normalise(canonical, op.args, op.kwargs if canonical != CAT else _items_last_axis(
+                canonical, op, self.lists, self.ranked), ranks)
             if canonical == SOFTMAX and args and _unit_last(args[0], ranks) and _last_axis(kwargs):
                 # A softmax over an axis of length 1 is all ones (SwiftFormer's `(q @ w_g).softmax(-1)`
                 # with `w_g` of shape (dim, 1)): no softmax runs, whatever the spelling.
@@ -556,7 +560,7 @@ class _Pass:
             else:
                 ops = [op] if canonical == key and args == op.args and kwargs == op.kwargs else [
                     _respell(op, canonical, args, kwargs)]
-        ops = [_implicit_dim(o, ranks) for o in ops]
+        ops = [_implicit_dim(o, ranks) if (o.kind._value_, o.target) in (SOFTMAX, LOG_SOFTMAX) else o for o in ops]
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
             self.guards.note(o, self.scores)
@@ -586,7 +590,8 @@ class _Pass:
         key = (op.kind._value_, op.target)
         first = op.args[0].name if op.args and isinstance(op.args[0], Ref) else None
         first_made = self.made_by.get(first) if first is not None else None
-        split = self.sizes.splits_last_in_two(op, self.version)  # read before the outputs are bound
+        # read before the outputs are bound (a `view` / `reshape` only)
+        split = op.kind == _METHOD and self.sizes.splits_last_in_two(op, self.version)
         for name in op.outputs:
             self.version[name] = self.version.get(name, 0) + 1
             self.sizes.forget(name)
@@ -967,13 +972,15 @@ class _Pass:
         """`s - rowmax(s)` going into a softmax (or into its helper's product by a number: `rescaled_shift`) as
         `cast(s)`; records row maxima (and list literals) as a side effect."""
         held = self.rescale.note(op)
-        for name in op.outputs:
-            self.rowmax.pop(name, None)
-            self.lists.pop(name, None)
-            self.ranked.pop(name, None)
+        if self.rowmax or self.lists or self.ranked:  # (while none is held, nothing to forget)
+            for name in op.outputs:
+                self.rowmax.pop(name, None)
+                self.lists.pop(name, None)
+                self.ranked.pop(name, None)
         if op.kind == _OPERATOR and op.target in ("list", "tuple") and len(op.outputs) == 1:
             self.lists[op.outputs[0]] = op.args
-        self._rank_less_one(op)
+        if op.kind == _OPERATOR or op.kind == _METHOD:  # what `_rank_less_one` reads is one of those
+            self._rank_less_one(op)
         if (len(op.outputs) == 2 and op.args and isinstance(op.args[0], Ref) and op.target in ("max", "torch.max")
                 and _last_keepdim(op)):
             self.rowmax[op.outputs[0]] = op.args[0].name  # `m, _ = s.max(-1, keepdim=True)`: the values

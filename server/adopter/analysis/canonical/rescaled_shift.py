@@ -65,10 +65,11 @@ class RescaledShift:
         """Before `op` is respelled: forget what its outputs held, and what was divided from them; what its first
         argument held (for `shifted`)."""
         first = op.args[0] if op.args else None
-        held = self.divided.get(first.name) if isinstance(first, Ref) else None
-        for name in op.outputs:
-            self.divided.pop(name, None)
-        if op.outputs:
+        divided = self.divided
+        held = divided.get(first.name) if divided and isinstance(first, Ref) else None
+        if divided and op.outputs:  # (nothing to forget while nothing is held: most forwards)
+            for name in op.outputs:
+                divided.pop(name, None)
             rebound = set(op.outputs)
             for name in [n for n, (source, _) in self.divided.items() if source in rebound]:
                 del self.divided[name]

@@ -42,12 +42,15 @@ class SizeReads:
 
     def forget(self, name: str) -> None:
         """`name` is bound again: whatever size it held, it holds no longer."""
-        self.shapes.pop(name, None)
-        self.leading.pop(name, None)
-        self.items.pop(name, None)
+        if self.shapes or self.leading or self.items:  # (while none is held, nothing to forget)
+            self.shapes.pop(name, None)
+            self.leading.pop(name, None)
+            self.items.pop(name, None)
 
     def note(self, op: Op, version: Mapping[str, int]) -> None:
         """Record the sizes `op` reads (after `forget` of its outputs)."""
+        if op.kind != OpKind.OPERATOR and op.kind != OpKind.METHOD:
+            return  # a size is read by `getattr(x, "shape")`, `x.size()` or an index of those only
         tensor = _size_read(op)
         if tensor is not None:
             seen = (tensor, version.get(tensor, 0))

@@ -59,11 +59,12 @@ class SoftmaxGuards:
     def note(self, op: Op, scores: frozenset[str]) -> None:
         """Record the masks `op` makes, or uses to fill `scores` (the names that reach a softmax), after the
         pass's respelling."""
-        for out in op.outputs:
-            for known in (self.keep, self.drop, self.rows, self.zeros):
-                known.discard(out)
-            self.nan.pop(out, None)
-            self.complement.pop(out, None)
+        if self.keep or self.drop or self.rows or self.zeros or self.nan or self.complement:  # (most forwards: none)
+            for out in op.outputs:
+                for known in (self.keep, self.drop, self.rows, self.zeros):
+                    known.discard(out)
+                self.nan.pop(out, None)
+                self.complement.pop(out, None)
         if len(op.outputs) != 1 or not op.args:
             return
         out, first = op.outputs[0], _name(op.args[0])

@@ -106,7 +106,19 @@ def _in_loop(node: Node, function: Node) -> bool:
 
 
 def _bindings(block: Node, names: frozenset[str], src: SourceText) -> dict[str, list[Node]]:
-    """The targets in `block` (nested functions and classes left out) that bind each of the locals `names`."""
+    """The targets in `block` (nested functions and classes left out) that bind each of the locals `names`: from
+    the table of every local `block` binds, walked once per block and file (`SourceText.memo`; a forward asks
+    once per aliasing statement, 474 asks of 306 blocks over check_speed's files)."""
+    key = ("alias-bindings", block.start_byte)
+    table = src.memo.get(key)
+    if table is None:
+        table = src.memo[key] = _all_bindings(block, src)
+    assert isinstance(table, dict)
+    return {name: table[name] for name in names if name in table}
+
+
+def _all_bindings(block: Node, src: SourceText) -> dict[str, list[Node]]:
+    """The targets in `block` (nested functions and classes left out) that bind each local, in walk order."""
     found: dict[str, list[Node]] = {}
     stack = list(block.named_children)
     while stack:
@@ -128,9 +140,7 @@ def _bindings(block: Node, names: frozenset[str], src: SourceText) -> dict[str, 
             targets = [node]
         for t in targets:
             for leaf in _leaves(t):
-                text = src.text(leaf)
-                if text in names:
-                    found.setdefault(text, []).append(leaf)
+                found.setdefault(src.text(leaf), []).append(leaf)
     return found
 
 

@@ -20,7 +20,12 @@ from adopter.analysis.parse.source import SourceText
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Ctor, Init
 
-_UPDATE = re.compile(rb"\b([A-Za-z_]\w*)\s*=\s*self\.([A-Za-z_]\w*)\(\s*([A-Za-z_]\w*)\s*[,)]")
+# `x = self.attr(x, ...)`, searched from its `=` (a literal start the regex engine jumps to; a leading `\b` before
+# the target's name made it try every offset of the forward's text): the name before is read by `_target_before`.
+_UPDATE = re.compile(rb"=\s*self\.([A-Za-z_]\w*)\(\s*([A-Za-z_]\w*)\s*[,)]")
+_SPACE = frozenset(b" \t\n\r\x0b\x0c")  # what `\s` matches in a bytes pattern
+_LEAD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")  # `[A-Za-z_]`
+_WORD = _LEAD | frozenset(b"0123456789")  # `\w` in a bytes pattern
 # a qualified class name -> its definition (and its file's functions: `idioms.random_layers.reading_of`), or None
 ImportedClass = Callable[[str], tuple[ast.ClassDef, Any] | None]
 
@@ -33,7 +38,7 @@ def bias_submodules(init: Init | None, table: ClassTable, src: SourceText,
     are never looked up, nor their files read)."""
     if init is None or b"self." not in forward:
         return frozenset()
-    updated = {m.group(2).decode() for m in _UPDATE.finditer(forward) if m.group(1) == m.group(3)}
+    updated = updated_attributes(forward)
     if not updated:
         return frozenset()
     counts: dict[str, int] = {}
@@ -49,6 +54,27 @@ def bias_submodules(init: Init | None, table: ClassTable, src: SourceText,
         if _adds_term(ctor.callee, table, src, imported):
             found.add(b.attr)
     return frozenset(found)
+
+
+def updated_attributes(forward: bytes) -> set[str]:
+    r"""The attributes `forward` calls as `x = self.attr(x, ...)`: the decoded `m.group(2)` of each match `m` of
+    `rb"\b([A-Za-z_]\w*)\s*=\s*self\.([A-Za-z_]\w*)\(\s*([A-Za-z_]\w*)\s*[,)]"` in `forward` whose groups 1 and 3
+    are equal, found without trying the pattern at every offset (issue 22)."""
+    return {m.group(1).decode() for m in _UPDATE.finditer(forward) if _target_before(forward, m.start()) == m.group(2)}
+
+
+def _target_before(data: bytes, at: int) -> bytes | None:
+    r"""The name `\b([A-Za-z_]\w*)\s*` matches ending at `data[at]` (an `=`), else None. Such a match never overlaps
+    the one before it (a match holds one `=`, its own), so reading each match back from its `=` finds them all."""
+    end = at
+    while end and data[end - 1] in _SPACE:
+        end -= 1
+    start = end
+    while start and data[start - 1] in _WORD:
+        start -= 1
+    if start == end or data[start] not in _LEAD:
+        return None
+    return data[start:end]
 
 
 def _adds_term(callee: str, table: ClassTable, src: SourceText, imported: ImportedClass | None) -> bool:
