@@ -132,6 +132,28 @@ class Stem(nn.Module):
             x = layer(x)
         return x
 ''',
+    # diffusers' OutValueFunctionBlock: the activation is chosen by the class's parameter, whose default is Mish
+    "activation_by_parameter": '''
+import torch
+import torch.nn as nn
+from diffusers.models.activations import get_activation
+
+
+class OutValueFunctionBlock(nn.Module):
+    def __init__(self, fc_dim, embed_dim, act_fn="mish"):
+        super().__init__()
+        self.final_block = nn.ModuleList([
+            nn.Linear(fc_dim + embed_dim, fc_dim // 2),
+            get_activation(act_fn),
+            nn.Linear(fc_dim // 2, 1),
+        ])
+
+    def forward(self, hidden_states, temb):
+        hidden_states = torch.cat((hidden_states, temb), dim=-1)
+        for layer in self.final_block:
+            hidden_states = layer(hidden_states)
+        return hidden_states
+''',
     "sequential_not_in_order": '''
 import torch.nn as nn
 

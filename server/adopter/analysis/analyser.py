@@ -369,7 +369,8 @@ class Analyser:
                 if not src.contains(info.node, b"ModuleList") or not table.is_module(name):
                     continue
                 entry = self._unit(f"looped lists {name}", info.node, symbols, fresh,
-                                   lambda n=name: (looped_list_chains(n, src, table), []), frozenset())
+                                   lambda n=name: (looped_list_chains(n, src, table), []),
+                                   partial(table.module_deps, name))
             except Exception as exc:
                 problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
                 continue

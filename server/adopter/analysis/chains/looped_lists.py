@@ -20,6 +20,7 @@ without an automatic fix (a fix building the list as another class would not rea
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from tree_sitter import Node
 
@@ -29,7 +30,7 @@ from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Architecture, Span
+from adopter.dsl.types import Architecture, Param, Span
 
 MIN_ITEMS = 2
 MAX_ITEMS = 64  # a bound on generated code
@@ -48,6 +49,7 @@ def looped_list_chains(class_name: str, src: SourceText, table: ClassTable) -> t
         return ()
     class_text = code_bytes(src, info.node)
     reader: InitAnalysis | None = None
+    params: tuple[Param, ...] = ()
     chains: list[Architecture] = []
     for attr, runs_at in loops:
         if len(re.findall(rb"\bself\s*\.\s*" + re.escape(attr.encode()) + rb"\b", class_text)) != 2:
@@ -58,8 +60,12 @@ def looped_list_chains(class_name: str, src: SourceText, table: ClassTable) -> t
         call, items = found
         if reader is None:
             reader = InitAnalysis(class_name, table, src)
-            reader.run()  # `__init__`'s locals, for items given as names
-        chains.append(chain_of(items, f"{class_name}.forward", src, reader, init, call, runs_at))
+            read = reader.run()  # `__init__`'s locals, for items given as names
+            params = read.params if read is not None else ()
+        chain = chain_of(items, f"{class_name}.forward", src, reader, init, call, runs_at)
+        # the class's parameters and their defaults: an item's choice by a parameter (`get_activation(act_fn)`,
+        # `act_fn="mish"`) is decided as in the class itself
+        chains.append(replace(chain, init=replace(chain.init, params=params)))
     return tuple(chains)
 
 
