@@ -188,3 +188,27 @@ def test_a_conv_bn_list_of_a_local_and_constructors_run_in_turn_is_a_site() -> N
 @pytest.mark.parametrize("case", sorted(REFUSED))
 def test_lists_not_run_as_a_chain_are_not_read(case: str) -> None:
     assert _found(REFUSED[case]) == []
+
+
+NESTED = '''
+import torch.nn as nn
+
+
+class FeedForward(nn.Module):
+    def __init__(self, dim, dim_out, mult=4, glu=False, dropout=0.0):
+        super().__init__()
+        inner_dim = int(dim * mult)
+        project_in = nn.Sequential(nn.Linear(dim, inner_dim), nn.GELU()) if not glu else nn.Linear(dim, inner_dim)
+        self.net = nn.ModuleList([project_in, nn.Dropout(dropout), nn.Linear(inner_dim, dim_out)])
+
+    def forward(self, x):
+        for m in self.net:
+            x = m(x)
+        return x
+'''
+
+
+def test_a_container_item_is_its_own_chain_reported_once() -> None:
+    # audioldm / f5-tts `FeedForward` written with a ModuleList: the inner Sequential's Linear -> GELU is read
+    # where it is built (0-based line 7), not a second time through the loop
+    assert _found(NESTED) == [("f06-linear-gelu", 7, False)]

@@ -25,6 +25,7 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from adopter.analysis.chains.sequential_classes import chain_of, runs_in_turn
+from adopter.analysis.names.naming import CONTAINERS
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText
@@ -62,11 +63,25 @@ def looped_list_chains(class_name: str, src: SourceText, table: ClassTable) -> t
             reader = InitAnalysis(class_name, table, src)
             read = reader.run()  # `__init__`'s locals, for items given as names
             params = read.params if read is not None else ()
-        chain = chain_of(items, f"{class_name}.forward", src, reader, init, call, runs_at)
-        # the class's parameters and their defaults: an item's choice by a parameter (`get_activation(act_fn)`,
-        # `act_fn="mish"`) is decided as in the class itself
-        chains.append(replace(chain, init=replace(chain.init, params=params)))
+        for run in _runs(items, reader):
+            chain = chain_of(run, f"{class_name}.forward", src, reader, init, call, runs_at)
+            # the class's parameters and their defaults: an item chosen by a parameter (`get_activation(act_fn)`,
+            # `act_fn="mish"`) is decided as in the class itself
+            chains.append(replace(chain, init=replace(chain.init, params=params)))
     return tuple(chains)
+
+
+def _runs(items: list[Node], reader: InitAnalysis) -> list[list[Node]]:
+    """`items` cut at each container (`project_in = nn.Sequential(nn.Linear(...), nn.GELU())` as an item): a
+    container's own chain is read where it is built (`chains.methods`), and read again through the loop it would
+    be the same site twice."""
+    runs: list[list[Node]] = [[]]
+    for item in items:
+        if any(c.callee in CONTAINERS for c in reader.constructors(item)):
+            runs.append([])
+        else:
+            runs[-1].append(item)
+    return [run for run in runs if len(run) >= MIN_ITEMS]
 
 
 def _loops(forward: Node, src: SourceText) -> list[tuple[str, Span]]:
