@@ -210,5 +210,5 @@ class FeedForward(nn.Module):
 
 def test_a_container_item_is_its_own_chain_reported_once() -> None:
     # audioldm / f5-tts `FeedForward` written with a ModuleList: the inner Sequential's Linear -> GELU is read
-    # where it is built (0-based line 7), not a second time through the loop
-    assert _found(NESTED) == [("f06-linear-gelu", 7, False)]
+    # where it is built (0-based line 8), not a second time through the loop
+    assert _found(NESTED) == [("f06-linear-gelu", 8, False)]

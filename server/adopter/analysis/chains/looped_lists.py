@@ -67,7 +67,7 @@ def looped_list_chains(class_name: str, src: SourceText, table: ClassTable) -> t
             chain = chain_of(run, f"{class_name}.forward", src, reader, init, call, runs_at)
             # the class's parameters and their defaults: an item chosen by a parameter (`get_activation(act_fn)`,
             # `act_fn="mish"`) is decided as in the class itself
-            chains.append(replace(chain, init=replace(chain.init, params=params)))
+            chains.append(replace(chain, init=replace(chain.init, params=params)) if chain.init is not None else chain)
     return tuple(chains)
 
 
