@@ -22,6 +22,7 @@ from adopter.analysis.chains.caller_layers import calls_open_parameter, pinned_l
 from adopter.analysis.chains.class_callers import with_callers
 from adopter.analysis.chains.functions import sequential_chains
 from adopter.analysis.chains.lists import list_chains, splatted_lists
+from adopter.analysis.chains.looped_lists import looped_list_chains
 from adopter.analysis.chains.methods import method_chains
 from adopter.analysis.chains.passed_layers import (
     PassedActivation,
@@ -358,6 +359,18 @@ class Analyser:
                     continue
                 entry = self._unit(f"sequential {name}", info.node, symbols, fresh,
                                    lambda n=name: (sequential_class_chains(n, src, table), []), frozenset())
+            except Exception as exc:
+                problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
+                continue
+            if isinstance(entry.result, tuple):
+                chains.extend(a for a in entry.result if isinstance(a, Architecture))
+        for name, info in table.infos.items():  # literal ModuleLists `forward` runs in turn (`chains.looped_lists`)
+            try:
+                if not src.contains(info.node, b"ModuleList") or not table.is_module(name):
+                    continue
+                entry = self._unit(f"looped lists {name}", info.node, symbols, fresh,
+                                   lambda n=name: (looped_list_chains(n, src, table), []),
+                                   partial(table.module_deps, name))
             except Exception as exc:
                 problems.append(_internal(f"class {name}", exc, src.span(info.node), path))
                 continue

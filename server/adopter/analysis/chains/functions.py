@@ -18,6 +18,7 @@ from adopter.analysis.canonical.spellings import SEQUENTIAL
 from adopter.analysis.chains.added_modules import added_children
 from adopter.analysis.chains.default_branches import taken_block
 from adopter.analysis.chains.local_classes import LocalClasses
+from adopter.analysis.chains.local_items import local_item_value
 from adopter.analysis.chains.ordered_items import positional_children
 from adopter.analysis.idioms.submodules import item_forwards
 from adopter.analysis.names.identifiers import identifier_nodes
@@ -62,14 +63,15 @@ def sequential_chains(function: Node, name: str, src: SourceText, table: ClassTa
         if node.type in ("function_definition", "class_definition", "decorated_definition", "lambda"):
             continue
         if node.type == "call":
-            chain = _chain(node, name, src, local_classes.reader_for(node) or reader, body)
+            chain = _chain(node, name, src, local_classes.reader_for(node) or reader, body, function)
             if chain is not None:
                 chains.append(chain)
         stack.extend(node.named_children)
     return tuple(chains)
 
 
-def _chain(call: Node, name: str, src: SourceText, reader: InitAnalysis, body: Node | None = None) -> Architecture | None:
+def _chain(call: Node, name: str, src: SourceText, reader: InitAnalysis, body: Node | None = None,
+           function: Node | None = None) -> Architecture | None:
     func = call.child_by_field_id(Field.FUNCTION)
     dotted = dotted_text(func, src) if func is not None else None
     if dotted is None or not dotted.endswith("Sequential") or reader.qualified_callee(dotted) != SEQUENTIAL:
@@ -95,6 +97,9 @@ def _chain(call: Node, name: str, src: SourceText, reader: InitAnalysis, body: N
             if any(k is None for k in keyed):
                 return None
             children = [k for k in keyed if k is not None]
+    if function is not None:
+        # `conv = nn.Conv2d(...)` then `nn.Sequential(conv, ...)`: the item is what the local was built by
+        children = [local_item_value(c, call, function, src) or c for c in children]
     return _chain_of(children, call, name, src, reader)
 
 

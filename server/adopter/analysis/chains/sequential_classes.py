@@ -102,7 +102,7 @@ def runs_children_in_turn(forward: Node, src: SourceText) -> tuple[Span, str | N
         skipped = _skipped_class(inner, src.text(left), src)
         if skipped is not None:
             inner = skipped[1]
-        if (runs := _runs_in_turn(inner, left, src)) is not None:
+        if (runs := runs_in_turn(inner, left, src)) is not None:
             return runs, skipped[0] if skipped is not None else None
     return None
 
@@ -165,7 +165,7 @@ def _skipped_class(inner: list[Node], name: str, src: SourceText) -> tuple[str, 
     return src.text(given[1]), [c for c in then.named_children if c.type != "comment"]
 
 
-def _runs_in_turn(inner: list[Node], left: Node, src: SourceText) -> Span | None:
+def runs_in_turn(inner: list[Node], left: Node, src: SourceText) -> Span | None:
     """The span of `x = mod(x)` when it is the only statement of `inner`, `mod` being the loop's `left`."""
     if len(inner) != 1 or inner[0].type != "expression_statement" or inner[0].named_child_count != 1:
         return None
