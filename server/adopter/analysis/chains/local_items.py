@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from adopter.analysis.names.identifiers import identifier_nodes
 from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText
 
@@ -43,7 +44,7 @@ def local_item_value(item: Node, call: Node, function: Node, src: SourceText) ->
     if value is None or value.type not in _VALUES:
         return None
     # every other occurrence of the name (a parameter, a rebinding, a use, a nested definition's capture) refuses
-    uses = [n for n in _identifiers(function, name.encode(), src) if n != item]
+    uses = [n for n in _named(function, name.encode(), src) if n != item]
     target = value.parent.child_by_field_id(Field.LEFT) if value.parent is not None else None
     return value if [n for n in uses if n != target] == [] else None
 
@@ -61,17 +62,8 @@ def _assigned(stmt: Node, name: str, src: SourceText) -> Node | None:
     return right if expr.child_by_field_name("type") is None else None
 
 
-def _identifiers(node: Node, name: bytes, src: SourceText) -> list[Node]:
+def _named(node: Node, name: bytes, src: SourceText) -> list[Node]:
     """The identifiers spelled `name` under `node` (the function itself: its parameters and nested scopes too)."""
     if name not in code_bytes(src, node):
         return []
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type == "identifier":
-            if src.text(n).encode() == name:
-                out.append(n)
-            continue
-        stack.extend(n.named_children)
-    return out
+    return [n for n in identifier_nodes(node) if src.text(n).encode() == name]
