@@ -122,3 +122,92 @@ def test_a_head_returned_in_a_tuple_then_cross_entropy() -> None:
 def test_the_loss_on_another_item_is_no_head_site() -> None:
     # the RNN's output (second item), not the decoder's logits
     assert _perplexity("_, prediction, hidden") == []
+
+
+# --- sites across the call are detection-only -------------------------------------------------------------------
+# Shaped on diffusers 0.31 `models/activations.py` `SwiGLU.forward` (`hidden_states = self.proj(hidden_states);
+# hidden_states, gate = hidden_states.chunk(2, dim=-1); return hidden_states * self.activation(gate)`) and
+# stable-diffusion-pytorch 0.0.2 `attention.py` `SelfAttention.forward` (q·kᵀ, scale, softmax, ·v), each with its
+# first statements moved into a helper method (the metamorphic `extract_method` rewrite): the rewrite strategies
+# edit statements of one function (the split and the product; the products and the softmax), so the finding is
+# reported and not called fixable, with the strategy's own reason.
+
+GATED = rules_of("f14-swiglu")
+ATTENTION = rules_of("f10-manual-attention-sdpa")
+
+SWIGLU = '''import torch
+from torch import nn
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, dim_in, dim_out):
+        super().__init__()
+        self.proj = nn.Linear(dim_in, dim_out * 2)
+        self.activation = nn.SiLU()
+
+    def forward(self, hidden_states):
+        hidden_states, gate = self._project(hidden_states)
+        return hidden_states * self.activation(gate)
+
+    def _project(self, hidden_states):
+        hidden_states = self.proj(hidden_states)
+        hidden_states, gate = hidden_states.chunk(2, dim=-1)
+        return RETURN
+'''
+
+
+def _fixability(source: str, rules: tuple) -> list[tuple[str, bool, str]]:
+    return [(f.rule_id, f.fixable, f.no_fix_reason or "") for f in findings_of(source, rules)]
+
+
+def test_a_gated_split_in_a_helper_is_found_and_detection_only() -> None:
+    for ret in ("(hidden_states, gate)", "hidden_states, gate"):
+        found = _fixability(SWIGLU.replace("RETURN", ret), GATED)
+        assert [(rule, fixable) for rule, fixable, _ in found] == [("f14-gated-chunked", False)], ret
+        assert "different functions" in found[0][2]
+
+
+def test_the_gated_site_in_one_function_stays_fixable() -> None:
+    one = SWIGLU.replace("hidden_states, gate = self._project(hidden_states)",
+                         "hidden_states = self.proj(hidden_states)\n"
+                         "        hidden_states, gate = hidden_states.chunk(2, dim=-1)")
+    assert [(rule, fixable) for rule, fixable, _ in _fixability(one, GATED)] == [("f14-gated-chunked", True)]
+
+
+SELF_ATTENTION = '''import math
+
+import torch
+from torch import nn
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, n_heads, d_embed):
+        super().__init__()
+        self.in_proj = nn.Linear(d_embed, 3 * d_embed)
+        self.out_proj = nn.Linear(d_embed, d_embed)
+        self.n_heads = n_heads
+        self.d_head = d_embed // n_heads
+
+    def forward(self, x):
+        b, n, d = x.shape
+        q, k, v = self.in_proj(x).chunk(3, dim=-1)
+        q = q.view(b, n, self.n_heads, self.d_head).transpose(1, 2)
+        k = k.view(b, n, self.n_heads, self.d_head).transpose(1, 2)
+        v = v.view(b, n, self.n_heads, self.d_head).transpose(1, 2)
+        weight, v = self._scores(q, k, v)
+        weight = torch.softmax(weight, dim=-1)
+        output = weight @ v
+        output = output.transpose(1, 2).reshape(b, n, d)
+        return self.out_proj(output)
+
+    def _scores(self, q, k, v):
+        weight = q @ k.transpose(-1, -2)
+        weight = weight / math.sqrt(self.d_head)
+        return (weight, v)
+'''
+
+
+def test_attention_scores_in_a_helper_are_found_and_detection_only() -> None:
+    found = [f for f in _fixability(SELF_ATTENTION, ATTENTION) if f[0] == "f10-manual-attention-sdpa"]
+    assert [(rule, fixable) for rule, fixable, _ in found] == [("f10-manual-attention-sdpa", False)]
+    assert "another function than its softmax" in found[0][2]
