@@ -52,6 +52,7 @@ from adopter.engine.nested_chains import into_built_chains
 from adopter.engine.passed_in import chain_statements, with_statements
 from adopter.engine.plans import canonical_rule, quick_keys, quick_possible
 from adopter.engine.rotary_sites import one_rotation_per_function
+from adopter.engine.split_sites import split_call_reason
 from adopter.engine.types import Finding, Match
 from adopter.engine.unnamed_helpers import matches_unnamed_helpers
 
@@ -834,7 +835,8 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
         fixable, reason = False, PATH_DEPENDENT
     else:
         reason = _straddle_reason(flat, m, aware=rule.replacement.strategy in STRUCTURE_AWARE_STRATEGIES,
-                                  branches=rule.replacement.strategy in BRANCH_AWARE_STRATEGIES)
+                                  branches=rule.replacement.strategy in BRANCH_AWARE_STRATEGIES) or split_call_reason(
+            rule.replacement.strategy, ops)
         fixable = reason is None
     match = Match(ops, m.bindings, tuple((k, _value(v)) for k, v in m.env))
     calls = _helper_calls(ops, flat.forward, stmt_spans)

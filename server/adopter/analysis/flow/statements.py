@@ -20,6 +20,7 @@ from adopter.analysis.flow.calls import argument_nodes, small_helper, written_by
 from adopter.analysis.flow.fstrings import bind_constant
 from adopter.analysis.flow.parts import Calls, Control, Expressions, Statements
 from adopter.analysis.flow.renaming import rename_in_callee
+from adopter.analysis.flow.returns import tuple_items
 from adopter.analysis.flow.state import (
     IDENTIFIER,
     EnvVal,
@@ -352,6 +353,8 @@ class StatementFlow(Statements):
                 return
             frame.outs = (state.temp(),)
         outs = frame.outs
+        if len(outs) > 1 and len(nodes) == 1:
+            nodes = tuple_items(nodes[0], len(outs)) or nodes
         if len(outs) == 1 and len(nodes) > 1:
             values_ = [as_value(expressions.value(n)) for n in nodes]
             state.emit(OpKind.OPERATOR, "tuple", tuple(values_), (), expr or stmt, outs)

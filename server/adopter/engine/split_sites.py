@@ -1,0 +1,41 @@
+"""Sites that a rewrite reading one function's statements cannot edit: steps on both sides of a call.
+
+The flow analysis inlines a same-file helper's body into its caller (`Op.via`), so a site can span the call: the
+projection and the split in `h, gate = self._project(x)`, the product in the caller; the scores and their product
+in a helper, the softmax after its call. Two rewrites read the statements around a match themselves and decline
+such a split when the fix is asked for (`synth.strategies.fusions_gate_chunked`: the split and the product must be
+statements of one function; `synth.strategies.attention_sdpa`: the chain's matrix products must run in the
+softmax's function). The same facts, read from the match's ops, make the finding detection-only when it is
+reported, so a finding called fixable is one the fix applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from adopter.dsl.types import Op, OpKind
+
+_PRODUCTS = frozenset({(OpKind.OPERATOR, "@"), (OpKind.FUNCTION, "torch.matmul"), (OpKind.METHOD, "matmul"),
+                       (OpKind.FUNCTION, "torch.bmm"), (OpKind.METHOD, "bmm"), (OpKind.FUNCTION, "torch.einsum"),
+                       (OpKind.FUNCTION, "einops.einsum"), (OpKind.FUNCTION, "torch.baddbmm"),
+                       (OpKind.METHOD, "baddbmm")})
+_SOFTMAX = frozenset({"softmax", "torch.softmax", "torch.nn.functional.softmax"})
+
+
+def split_call_reason(strategy: str, ops: Sequence[Op]) -> str | None:
+    """Why `strategy` cannot rewrite the match `ops` because its steps sit on both sides of a call, or None."""
+    if strategy == "gated_chunked":
+        chunk = next((op for op in ops if (op.kind is OpKind.METHOD and op.target in ("chunk", "torch.chunk"))
+                      or (op.kind is OpKind.FUNCTION and op.target == "torch.chunk")), None)
+        product = ops[-1] if ops else None
+        if chunk is not None and product is not None and chunk.via != product.via:
+            return "the split and the product are in different functions; rewrite it by hand"
+    elif strategy == "sdpa_chain":
+        softmax = next((op for op in ops if op.target in _SOFTMAX), None)
+        if softmax is None:
+            return None
+        inside = [op for op in ops if (op.kind, op.target) in _PRODUCTS and op.via and op.via != softmax.via]
+        if inside:
+            return (f"the chain's matrix product runs inside `{inside[0].via[-1]}`, another function than its "
+                    "softmax; rewrite it by hand")
+    return None
