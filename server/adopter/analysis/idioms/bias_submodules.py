@@ -20,7 +20,13 @@ from adopter.analysis.parse.source import SourceText
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Ctor, Init
 
-_UPDATE = re.compile(rb"\b([A-Za-z_]\w*)\s*=\s*self\.([A-Za-z_]\w*)\(\s*([A-Za-z_]\w*)\s*[,)]")
+# `x = self.attr(x, ...)` from its `=` on: the name before it is read backwards (`updated_attributes`). Searched
+# from each identifier instead (`\b(\w+)\s*=...`), the pattern is tried at every word of the forward: 8.8 ms over
+# T5's 106 KB, against 1.4 ms from the `=`s.
+_UPDATE = re.compile(rb"=\s*self\.([A-Za-z_]\w*)\(\s*([A-Za-z_]\w*)\s*[,)]")
+_SPACE = frozenset(b" \t\n\r\f\v")  # what `\s` matches in a bytes pattern
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")  # `\w`, bytes pattern
+_DIGITS = frozenset(b"0123456789")
 # a qualified class name -> its definition (and its file's functions: `idioms.random_layers.reading_of`), or None
 ImportedClass = Callable[[str], tuple[ast.ClassDef, Any] | None]
 
@@ -33,7 +39,7 @@ def bias_submodules(init: Init | None, table: ClassTable, src: SourceText,
     are never looked up, nor their files read)."""
     if init is None or b"self." not in forward:
         return frozenset()
-    updated = {m.group(2).decode() for m in _UPDATE.finditer(forward) if m.group(1) == m.group(3)}
+    updated = updated_attributes(forward)
     if not updated:
         return frozenset()
     counts: dict[str, int] = {}
@@ -49,6 +55,25 @@ def bias_submodules(init: Init | None, table: ClassTable, src: SourceText,
         if _adds_term(ctor.callee, table, src, imported):
             found.add(b.attr)
     return frozenset(found)
+
+
+def updated_attributes(text: bytes) -> set[str]:
+    """The attributes `text` calls as `x = self.attr(x, ...)`, the assigned name being the first argument: the
+    matches of `\\b([A-Za-z_]\\w*)\\s*=\\s*self\\.([A-Za-z_]\\w*)\\(\\s*([A-Za-z_]\\w*)\\s*[,)]` whose first and
+    third groups are equal. In each such match only blanks lie between the name and the `=`, and no `=` lies
+    after it, so the matches from each `=` on, with the name read backwards from it (the whole run of word
+    bytes before the blanks, not starting with a digit), are the same matches."""
+    found: set[str] = set()
+    for m in _UPDATE.finditer(text):
+        end = m.start()
+        while end > 0 and text[end - 1] in _SPACE:
+            end -= 1
+        start = end
+        while start > 0 and text[start - 1] in _WORD:
+            start -= 1
+        if start < end and text[start] not in _DIGITS and text[start:end] == m.group(2):
+            found.add(m.group(1).decode())
+    return found
 
 
 def _adds_term(callee: str, table: ClassTable, src: SourceText, imported: ImportedClass | None) -> bool:
