@@ -50,8 +50,16 @@ from adopter.analysis.parse.verdict import (
 from adopter.dsl.types import ModuleFile, Problem, Severity
 
 
-def _point(data: bytes, offset: int) -> tuple[int, int]:
-    """The tree-sitter (row, byte column) of byte `offset` in `data`."""
+def _point(data: bytes, offset: int, tree: Tree | None = None) -> tuple[int, int]:
+    """The tree-sitter (row, byte column) of byte `offset` in `data`. With `tree` (parsed from `data`, or
+    moved onto it by an edit: its points are `data`'s), the row of the smallest node that spans `offset`
+    plus the line breaks between that node's start and `offset`: a keystroke in a 100 KB file counted
+    every line break before it (~80 us on average over T5's text, against ~3 us)."""
+    if tree is not None:
+        node = tree.root_node.descendant_for_byte_range(offset, offset)
+        if node is not None and node.start_byte <= offset:
+            row = node.start_point[0] + data.count(b"\n", node.start_byte, offset)
+            return (row, offset - (data.rfind(b"\n", 0, offset) + 1))
     row = data.count(b"\n", 0, offset)
     return (row, offset - (data.rfind(b"\n", 0, offset) + 1))
 
@@ -211,7 +219,7 @@ class DocumentAnalysis:
         if not tokens_same:
             start = reparse_start(old, start)
         # One count of the line breaks before the change; the ends' rows add those inside it.
-        start_point = _point(old, start)
+        start_point = _point(old, start, original)
         old_tree.edit(
             start_byte=start,
             old_end_byte=old_end,
