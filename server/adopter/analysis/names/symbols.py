@@ -12,6 +12,7 @@ from adopter.analysis.names.dropout_form import dropout_form
 from adopter.analysis.names.formula_functions import formula_gelu
 from adopter.analysis.names.formula_norms import formula_norm
 from adopter.analysis.names.forward_shape import head_shape
+from adopter.analysis.names.function_classes import FunctionReading, follow, function_reading, local_bindings
 from adopter.analysis.names.import_helpers import import_helper_target
 from adopter.analysis.names.library_containers import torch_container
 from adopter.analysis.names.linear_shape import linear_shape
@@ -263,7 +264,8 @@ class ModuleSymbols:
         self.imports: dict[str, str] = {}
         self.aliases: dict[str, str] = {}
         self.classes: dict[str, Node] = {}
-        # Classes defined in a class body, by qualified name (`Outer.Inner`, as `__qualname__` spells it).
+        # Classes defined in a class body, by qualified name (`Outer.Inner`, as `__qualname__` spells it), and those
+        # defined in a module-level function's body (`build.<locals>.Block`: `function_classes`).
         self.nested_classes: dict[str, Node] = {}
         self.functions: dict[str, Node] = {}
         self.values: dict[str, Node] = {}
@@ -289,6 +291,7 @@ class ModuleSymbols:
             self.readings = StatementReadings(self.src.data, self.package, kept)
         self.body_edit = finder is not None and finder.body_edit()
         shapes: dict[str, tuple[_Shape, ...]] = {}
+        local: dict[str, FunctionReading] = {}  # per function defining classes, what `function_classes` read of it
         for node, reading in zip(statements, readings, strict=True):
             assert isinstance(reading, tuple)
             kind = reading[0]
@@ -299,6 +302,10 @@ class ModuleSymbols:
             elif kind == "function":
                 if reading[1] is not None:
                     self._define(self.functions, reading[1], node)
+                    if reading[3] is None:
+                        local.pop(reading[1], None)
+                    else:
+                        local[reading[1]] = reading[3]
             elif kind == "import":
                 self.imports.update(reading[1])
             elif kind == "future":
@@ -313,6 +320,28 @@ class ModuleSymbols:
                 self._shapes[qualified] = (suffix, path, methods, bases)
                 if path:
                     self.nested_classes[qualified] = _follow(node, path)
+        if local:
+            self._function_classes(local)
+
+    def _function_classes(self, local: dict[str, FunctionReading]) -> None:
+        """The classes of module-level functions, as nested classes, and the names those functions bind one way
+        (`function_classes.local_bindings`) as aliases where the module binds them nowhere and no two such
+        functions bind them differently."""
+        qualified = {**self.aliases, **self.imports}
+        imported = frozenset(self.imports)
+        bound: dict[str, str | None] = {}  # None: bound differently by two functions
+        for function, (classes, names) in local.items():
+            node = self.functions.get(function)
+            if node is None:
+                continue
+            for suffix, path in classes:
+                self.nested_classes[function + suffix] = follow(node, path)
+            for name, target in local_bindings(names, qualified, imported).items():
+                bound[name] = target if bound.get(name, target) == target else None
+        for name, one in bound.items():
+            if one is not None and name not in qualified and not any(
+                    name in t for t in (self.classes, self.functions, self.values)):
+                self.aliases[name] = one
 
     def _read(self, node: Node) -> tuple[object, ...]:
         """What the tables take from top-level statement `node` (`statement_reuse`): a function of its text."""
@@ -323,7 +352,8 @@ class ModuleSymbols:
             head = (body.start_byte if body is not None else node.end_byte) - node.start_byte
             text = self.src.text(name) if name is not None else None
             if kind == "function_definition":
-                return ("function", text, head)
+                return ("function", text, head, function_reading(
+                    node, self.src, lambda n: import_from_names(n, self.src, self.package)))
             shapes: list[_Shape] = []
             _class_shapes(node, self.src, "", (), shapes)
             return ("class", text, head, tuple(shapes))
