@@ -289,13 +289,31 @@ def second():
     assert not [s for s in _sites(clash) if s[1] == "f06-linear-gelu"]
 
 
-def test_a_class_in_a_function_nested_in_a_method_is_not_read() -> None:
-    # Only the functions of the module's own statements are read: a method's local classes are another form.
-    assert _names('''\
+# Shaped on compressai 1.2 `compressai/layers/layers.py:300` (`ResidualUnit` defined in `AttentionBlock.__init__` over
+# its parameter `N`), deepchem `models/fcnet.py:109` (`PytorchImpl` in `MultitaskClassifier.__init__`, its forward
+# ending in `F.softmax(logits, dim=2)`) and autogluon-timeseries' `make_weighted_average_module` (linear_stacker.py:81):
+# a method of a top-level class defines the module class it builds, named `Class.method.<locals>.Name`.
+IN_METHOD = '''\
+import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 
-class Builder:
+class Classifier:
+    def __init__(self, n_features, n_tasks, n_classes):
+        class PytorchImpl(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.hidden = nn.Linear(n_features, 64)
+                self.output_layer = nn.Linear(64, n_tasks * n_classes)
+
+            def forward(self, x):
+                y = self.output_layer(F.gelu(self.hidden(x)))
+                logits = torch.reshape(y, (-1, n_tasks, n_classes))
+                return F.softmax(logits, dim=-1), logits
+
+        self.model = PytorchImpl()
+
     def build(self, d):
         def make():
             class Block(nn.Module):
@@ -305,6 +323,31 @@ class Builder:
             return Block()
 
         return make()
+'''
+
+
+def test_a_class_in_a_method_is_analysed_by_its_qualified_name() -> None:
+    # A class in a function nested in a method is read too (`Class.method.<locals>.inner.<locals>.Name`).
+    assert _names(IN_METHOD) == ["Classifier.__init__.<locals>.PytorchImpl", "Classifier.build.<locals>.make.<locals>.Block"]
+    sites = _sites(IN_METHOD)
+    assert ("Classifier.__init__.<locals>.PytorchImpl", "f06-linear-gelu", 15) in sites
+    assert ("Classifier.__init__.<locals>.PytorchImpl", "f04-softmax", 17) in sites
+
+
+def test_a_class_in_a_nested_class_method_is_not_read() -> None:
+    # Only the methods of a top-level class are read: an inner class's methods are another form, found in no package.
+    assert _names('''\
+import torch.nn as nn
+
+
+class Outer:
+    class Inner:
+        def build(self):
+            class Block(nn.Module):
+                def forward(self, x):
+                    return x
+
+            return Block()
 ''') == []
 
 
@@ -332,4 +375,19 @@ def test_editing_inside_the_function_updates_the_nested_classs_findings() -> Non
     doc.edit((row, 0), (row + 1, 0), "")
     doc.edit((line, col), (line, col + len("torch.sigmoid(self.fc1(x))")), old)
     assert doc.text == MODULE_IMPORTS
+    assert doc.result() == first
+
+
+def test_editing_a_method_updates_its_local_classs_findings() -> None:
+    doc = DocumentAnalysis(IN_METHOD, "m.py")
+    first = doc.result()
+    old = "F.gelu(self.hidden(x))"
+    i = IN_METHOD.index(old)
+    line = IN_METHOD[:i].count("\n")
+    col = i - (IN_METHOD.rfind("\n", 0, i) + 1)
+    doc.edit((line, col), (line, col + len(old)), "F.relu(self.hidden(x))")
+    assert doc.result() == analyse(doc.text, "m.py")
+    assert "class Classifier.__init__.<locals>.PytorchImpl" in doc.reanalysed
+    assert not [s for s in _sites(doc.text) if s[1] == "f06-linear-gelu"]
+    doc.edit((line, col), (line, col + len("F.relu(self.hidden(x))")), old)
     assert doc.result() == first

@@ -68,6 +68,37 @@ def function_reading(node: Node, src: SourceText, from_names: FromNames) -> Func
     return tuple(classes), tuple(bound.items())
 
 
+# (the method's name, the path to it from its class, what `function_reading` read of it)
+MethodReading = tuple[str, tuple[int, ...], FunctionReading]
+
+
+def method_readings(node: Node, src: SourceText, from_names: FromNames) -> tuple[MethodReading, ...]:
+    """`function_reading` of each method of top-level class `node` that defines a class in its body (a method's
+    local classes are named `Class.method.<locals>.Name`); nested classes' methods are not read."""
+    body_index = next((i for i, c in enumerate(node.named_children) if c.type == "block"), None)
+    if body_index is None:
+        return ()
+    body = node.named_children[body_index]
+    if not src.contains(body, b"class"):
+        return ()
+    out: list[MethodReading] = []
+    for i, child in enumerate(body.named_children):
+        path: tuple[int, ...] = (body_index, i)
+        if child.type == "decorated_definition":
+            inner = child.child_by_field_id(Field.DEFINITION)
+            if inner is None:
+                continue
+            path = (*path, child.named_children.index(inner))
+            child = inner
+        if child.type != "function_definition":
+            continue
+        name = child.child_by_field_id(Field.NAME)
+        reading = function_reading(child, src, from_names) if name is not None else None
+        if name is not None and reading is not None:
+            out.append((src.text(name), path, reading))
+    return tuple(out)
+
+
 def follow(node: Node, path: tuple[int, ...]) -> Node:
     """The node `path` (`Located`) leads to from function `node`."""
     for i in path:
