@@ -3,6 +3,10 @@ without a fix, so `fix` leaves the file as it was and keeps the fix contract."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from adopter.commands.arch import _split
+
 from .test_fix_contract import assert_fix_contract, session
 
 # The lead's probe of issue 20 (softmax attention, Linear -> GELU and Conv -> BN in a class inside `def build(d):`),
@@ -40,3 +44,8 @@ def test_sites_in_a_function_class_are_reported_and_not_fixed() -> None:
     assert not s.fixable(analysed)
     assert_fix_contract(NESTED, "nested.py")
     assert s.fix(NESTED, "nested.py").new_source == NESTED
+
+
+def test_arch_selects_a_function_class_by_its_qualified_name() -> None:
+    assert _split("/no/such/m.py:build.<locals>.Block") == (Path("/no/such/m.py"), "build.<locals>.Block")
+    assert _split("/no/such/m.py:C.m.<locals>.f.<locals>.B") == (Path("/no/such/m.py"), "C.m.<locals>.f.<locals>.B")
