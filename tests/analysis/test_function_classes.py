@@ -9,6 +9,8 @@ import textwrap
 
 from adopter.analysis import analyse
 from adopter.analysis.incremental import DocumentAnalysis
+from adopter.analysis.names.symbols import ModuleSymbols
+from adopter.analysis.parse.source import SourceText, new_parser
 from adopter.engine import Environment, find, load_rules
 
 CPU = Environment("cpu", frozenset(), "2.13.0")
@@ -349,6 +351,38 @@ class Outer:
 
             return Block()
 ''') == []
+
+
+def _aliases(text: str) -> dict[str, str]:
+    data = text.encode()
+    return ModuleSymbols(SourceText(data, new_parser().parse(data), None), None).aliases
+
+
+def test_which_local_bindings_become_the_files() -> None:
+    text = '''\
+import torch
+import numpy as np
+
+
+def build(d):
+    import torch.nn as nn
+    max = torch.max
+    np = torch
+    F = torch.nn.functional
+
+    class Block(nn.Module):
+        def forward(self, x):
+            return F.gelu(max(x, dim=-1).values)
+
+    return Block()
+
+
+def plain():
+    import torch.nn.init as init
+    return init
+'''
+    # `max` shadows a builtin other code of the file calls; `np` is the module's; `plain` defines no class.
+    assert _aliases(text) == {"nn": "torch.nn", "F": "torch.nn.functional"}
 
 
 # -- incremental analysis -------------------------------------------------------------------------------------------

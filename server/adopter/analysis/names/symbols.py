@@ -351,8 +351,8 @@ class ModuleSymbols:
             for name, target in local_bindings(names, qualified, imported).items():
                 bound[name] = target if bound.get(name, target) == target else None
         for name, one in bound.items():
-            if one is not None and name not in qualified and not any(
-                    name in t for t in (self.classes, self.functions, self.values)):
+            if one is not None and name not in qualified and name not in BUILTIN_NAMES and not any(
+                    name in t for t in (self.classes, self.functions, self.values)):  # a builtin is used elsewhere
                 self.aliases[name] = one
 
     def _read(self, node: Node) -> tuple[object, ...]:
