@@ -1,4 +1,4 @@
-"""Classes defined in the body of a module-level function, and the names that function binds for them.
+"""Classes defined in a module-level function's or a top-level method's body, and the names that function binds.
 
 A package that keeps torch optional defines its modules inside the function that builds them, after binding torch
 in the function (`torch = _require_torch(); nn = torch.nn`, `import torch.nn as nn`): the classes exist only when

@@ -271,7 +271,8 @@ class ModuleSymbols:
         self.aliases: dict[str, str] = {}
         self.classes: dict[str, Node] = {}
         # Classes defined in a class body, by qualified name (`Outer.Inner`, as `__qualname__` spells it), and those
-        # defined in a module-level function's body (`build.<locals>.Block`: `function_classes`).
+        # defined in a module-level function's or a top-level class's method's body (`build.<locals>.Block`,
+        # `Model.__init__.<locals>.Block`: `function_classes`).
         self.nested_classes: dict[str, Node] = {}
         self.functions: dict[str, Node] = {}
         self.values: dict[str, Node] = {}
