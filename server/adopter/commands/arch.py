@@ -26,10 +26,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _split(arg: str) -> tuple[Path, str | None]:
-    """`file.py:Class` → (file.py, Class) (`file.py:Outer.Inner` for a nested class); a bare path (even with a
-    drive colon) → (path, None)."""
+    """`file.py:Class` → (file.py, Class) (`file.py:Outer.Inner` for a nested class, `file.py:build.<locals>.Block`
+    for one defined in a function); a bare path (even with a drive colon) → (path, None)."""
     head, sep, tail = arg.rpartition(":")
-    if sep and all(part.isidentifier() for part in tail.split(".")) and not Path(arg).exists():  # `Outer.Inner`
+    if sep and all(part.isidentifier() or part == "<locals>" for part in tail.split(".")) and not Path(arg).exists():
         return Path(head), tail
     return Path(arg), None
 

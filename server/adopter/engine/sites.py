@@ -17,6 +17,7 @@ from adopter.analysis.idioms.inherited_layers import inherited_reason
 from adopter.analysis.idioms.layer_subclasses import subclass_reason
 from adopter.analysis.idioms.linear_like import linear_like_reason
 from adopter.analysis.idioms.optimizers import chosen_class_reason
+from adopter.analysis.names.function_classes import LOCALS
 from adopter.analysis.scope.bindings import FACTORY_ORIGIN
 from adopter.analysis.scope.chosen_layers import chosen_layer_reason
 from adopter.dsl.types import (
@@ -108,7 +109,10 @@ def check(module_file: ModuleFile, rules: Sequence[Rule], env: Environment,
             findings[start:] = [with_statements(f, extra) for f in findings[start:]]
         if isinstance(owner, Architecture) and owner.processor_of is not None:
             findings[start:] = [_in_processor(f, owner.processor_of) for f in findings[start:]]
-    return EngineResult(reduce_sites(findings, {a.name: a.span for a in module_file.architectures}), tuple(problems))
+    reduced = reduce_sites(findings, {a.name: a.span for a in module_file.architectures})
+    if any(LOCALS in f.scope_name for f in reduced):
+        reduced = tuple(_in_function_class(f) if LOCALS in f.scope_name else f for f in reduced)
+    return EngineResult(reduced, tuple(problems))
 
 
 # The last few rule tuples `check` was handed -> (the tuple, its rules in canonical form, those about
@@ -169,6 +173,17 @@ def _in_processor(f: Finding, module_class: str) -> Finding:
     reason = (f"the matched ops run in the attention processor `{scope}`, on the `{module_class}` module it is "
               f"handed; Adopter does not rewrite a processor together with that module's `__init__`")
     return f if f.no_fix_reason == reason else replace(f, fixable=False, no_fix_reason=reason)
+
+
+def _in_function_class(f: Finding) -> Finding:
+    """A site in a class defined in a function's body (`build.<locals>.Block`: `names.function_classes`): reported
+    without a fix. The class exists only while the function runs, so no rewrite of it can be run and compared
+    (`verify` builds the module classes of the file), and a file that defines its modules in a function keeps torch
+    an optional import, which a rewrite's module-level import or helper would make required."""
+    function = f.scope_name.partition(LOCALS)[0]
+    reason = (f"the class is defined inside function `{function}`: Adopter reports it but does not rewrite a class "
+              f"that exists only while a function runs")
+    return f if f.no_fix_reason == reason and not f.fixable else replace(f, fixable=False, no_fix_reason=reason)
 
 
 @dataclass

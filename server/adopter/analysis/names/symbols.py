@@ -12,6 +12,13 @@ from adopter.analysis.names.dropout_form import dropout_form
 from adopter.analysis.names.formula_functions import formula_gelu
 from adopter.analysis.names.formula_norms import formula_norm
 from adopter.analysis.names.forward_shape import head_shape
+from adopter.analysis.names.function_classes import (
+    FunctionReading,
+    follow,
+    function_reading,
+    local_bindings,
+    method_readings,
+)
 from adopter.analysis.names.import_helpers import import_helper_target
 from adopter.analysis.names.library_containers import torch_container
 from adopter.analysis.names.linear_shape import linear_shape
@@ -263,7 +270,9 @@ class ModuleSymbols:
         self.imports: dict[str, str] = {}
         self.aliases: dict[str, str] = {}
         self.classes: dict[str, Node] = {}
-        # Classes defined in a class body, by qualified name (`Outer.Inner`, as `__qualname__` spells it).
+        # Classes defined in a class body, by qualified name (`Outer.Inner`, as `__qualname__` spells it), and those
+        # defined in a module-level function's or a top-level class's method's body (`build.<locals>.Block`,
+        # `Model.__init__.<locals>.Block`: `function_classes`).
         self.nested_classes: dict[str, Node] = {}
         self.functions: dict[str, Node] = {}
         self.values: dict[str, Node] = {}
@@ -289,6 +298,8 @@ class ModuleSymbols:
             self.readings = StatementReadings(self.src.data, self.package, kept)
         self.body_edit = finder is not None and finder.body_edit()
         shapes: dict[str, tuple[_Shape, ...]] = {}
+        # per function defining classes (a method by `Class.method`), where it is and what `function_classes` read of it
+        local: dict[str, tuple[Node, tuple[int, ...], FunctionReading]] = {}
         for node, reading in zip(statements, readings, strict=True):
             assert isinstance(reading, tuple)
             kind = reading[0]
@@ -296,9 +307,17 @@ class ModuleSymbols:
                 if reading[1] is not None:
                     self._define(self.classes, reading[1], node)
                     shapes[reading[1]] = reading[3]
+                    for key in [k for k in local if k.partition(".")[0] == reading[1]]:
+                        del local[key]
+                    for method, path, found in reading[4]:
+                        local[f"{reading[1]}.{method}"] = (node, path, found)
             elif kind == "function":
                 if reading[1] is not None:
                     self._define(self.functions, reading[1], node)
+                    if reading[3] is None:
+                        local.pop(reading[1], None)
+                    else:
+                        local[reading[1]] = (node, (), reading[3])
             elif kind == "import":
                 self.imports.update(reading[1])
             elif kind == "future":
@@ -313,6 +332,29 @@ class ModuleSymbols:
                 self._shapes[qualified] = (suffix, path, methods, bases)
                 if path:
                     self.nested_classes[qualified] = _follow(node, path)
+        if local:
+            self._function_classes(local)
+
+    def _function_classes(self, local: dict[str, tuple[Node, tuple[int, ...], FunctionReading]]) -> None:
+        """The classes of module-level functions and of top-level classes' methods, as nested classes, and the names
+        those functions bind one way (`function_classes.local_bindings`) as aliases where the module binds them
+        nowhere and no two such functions bind them differently."""
+        qualified = {**self.aliases, **self.imports}
+        imported = frozenset(self.imports)
+        bound: dict[str, str | None] = {}  # None: bound differently by two functions
+        for function, (statement, at, (classes, names)) in local.items():
+            owner = function.partition(".")[0]
+            if (self.classes if at else self.functions).get(owner) is not statement:
+                continue  # shadowed by a later definition
+            node = follow(statement, at)
+            for suffix, path in classes:
+                self.nested_classes[function + suffix] = follow(node, path)
+            for name, target in local_bindings(names, qualified, imported).items():
+                bound[name] = target if bound.get(name, target) == target else None
+        for name, one in bound.items():
+            if one is not None and name not in qualified and name not in BUILTIN_NAMES and not any(
+                    name in t for t in (self.classes, self.functions, self.values)):  # a builtin is used elsewhere
+                self.aliases[name] = one
 
     def _read(self, node: Node) -> tuple[object, ...]:
         """What the tables take from top-level statement `node` (`statement_reuse`): a function of its text."""
@@ -323,10 +365,12 @@ class ModuleSymbols:
             head = (body.start_byte if body is not None else node.end_byte) - node.start_byte
             text = self.src.text(name) if name is not None else None
             if kind == "function_definition":
-                return ("function", text, head)
+                return ("function", text, head, function_reading(
+                    node, self.src, lambda n: import_from_names(n, self.src, self.package)))
             shapes: list[_Shape] = []
             _class_shapes(node, self.src, "", (), shapes)
-            return ("class", text, head, tuple(shapes))
+            return ("class", text, head, tuple(shapes), method_readings(
+                node, self.src, lambda n: import_from_names(n, self.src, self.package)))
         if kind == "import_statement":
             return ("import", tuple(self._import(node).items()))
         if kind == "import_from_statement":
