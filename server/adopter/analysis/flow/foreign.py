@@ -14,16 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from tree_sitter import Node
+
+# imported at run time, not only for type checking: the native build (mypyc) resolves a dataclass's field types
+from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import SourceText
+from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Op, Span
-
-if TYPE_CHECKING:
-    from tree_sitter import Node
-
-    from adopter.analysis.names.symbols import ModuleSymbols
-    from adopter.analysis.scope.classes import ClassTable
 
 FOREIGN = "@"  # `self._forward_impl@NetBase`: the via label of a method inlined from a base of another file
 
