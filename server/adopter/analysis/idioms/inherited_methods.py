@@ -14,15 +14,24 @@ model's organisation, and its methods are not the author's code). The flow inlin
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from adopter.analysis.flow.foreign import ForeignMethod
-from adopter.analysis.idioms.inherited_layers import MAX_DEPTH, CrossFileReach, imported_bases
+from adopter.analysis.idioms.inherited_layers import MAX_DEPTH, imported_bases
 from adopter.analysis.scope.classes import ClassTable
 
 if TYPE_CHECKING:
     from adopter.analysis.crossfile.resolver import ModuleResolver
+    from adopter.analysis.crossfile.summary import Definition
     from adopter.analysis.parse.source import SourceText
+
+
+class CrossFileReach(Protocol):
+    """What of `reach.CrossFileReach` the look-up reads: where an imported name is defined, and the files' reader."""
+
+    resolver: ModuleResolver
+
+    def definition(self, qualified: str, from_path: str) -> Definition | None: ...
 
 
 class MethodsOfBases:
@@ -46,13 +55,10 @@ class MethodsOfBases:
     def _find(self, path: str, bases: list[str], attr: str, depth: int, seen: set[tuple[str, str]],
               ) -> ForeignMethod | None:
         resolver = self.reach.resolver
-        definition = getattr(self.reach, "definition", None)
-        if definition is None:
-            return None
         for qualified in bases:
             if qualified.startswith("torch."):
                 continue
-            d = definition(qualified, path)
+            d = self.reach.definition(qualified, path)
             if d is None or (d.path, d.name) in seen or not same_package(resolver, self.path, d.path):
                 continue
             seen.add((d.path, d.name))
