@@ -183,6 +183,24 @@ def test_the_subclass_overriding_a_helper_the_base_method_calls_wins(tmp_path: P
     assert _findings(_module(pkg / "model.py", _reach(tmp_path)), 7) == []
 
 
+def test_the_subclass_override_a_base_method_calls_is_read_at_its_own_lines(tmp_path: Path) -> None:
+    pkg = _write(tmp_path, "pkg", {"base.py": RESNET_BASE, "model.py": '''
+        from .base import ResNetBase
+
+
+        class OwnStem(ResNetBase):
+            def stem(self, x):
+                return self.relu(self.bn1(self.conv1(x)))
+
+            def forward(self, x):
+                return self._forward_impl(x)
+        '''})
+    found = _findings(_module(pkg / "model.py", _reach(tmp_path)), 7)
+    # the conv -> BN is written in model.py's `stem` (line 7), reached through the base's `_forward_impl`
+    assert [(f.rule_id, f.scope_name, f.span.start_line) for f in found] == [("f07-conv-bn", "OwnStem", 6)]
+    assert not found[0].fixable
+
+
 def test_a_helper_rebound_to_a_layer_by_the_subclass_is_a_layer(tmp_path: Path) -> None:
     pkg = _write(tmp_path, "pkg", {"base.py": RESNET_BASE, "model.py": '''
         from torch import nn

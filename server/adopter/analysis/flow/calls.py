@@ -400,6 +400,8 @@ class CallFlow(Calls):
             call_args = (args, kwargs)
         saved = (Reading(state.src, state.symbols, state.table, state.class_name), state.home)
         if reading is state.home:  # back in the analysed file (its override of a method a base's method calls)
+            if state.stmt_span is None and state.stmt_node is not None:
+                state.stmt_span = self.src.span(state.stmt_node)  # the base's statement: the pinned span
             self._read(reading)
             state.home = None
         else:
