@@ -38,6 +38,7 @@ from adopter.analysis.crossfile.init_source import InitSource
 from adopter.analysis.crossfile.reach import CrossFileReach
 from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.crossfile.stars import star_names, torch_reexports
+from adopter.analysis.flow.foreign import BaseMethods
 from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.flow.resume import Walk
 from adopter.analysis.flow.state import parameter_attrs, positioned_items
@@ -49,6 +50,7 @@ from adopter.analysis.idioms.entry_methods import (
 )
 from adopter.analysis.idioms.function_attributes import function_attributes
 from adopter.analysis.idioms.inherited_layers import inherited
+from adopter.analysis.idioms.inherited_methods import base_methods
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
 from adopter.analysis.idioms.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
 from adopter.analysis.idioms.method_forward import method_architecture
@@ -716,7 +718,8 @@ class Analyser:
             functions = function_attributes(init_found[1] if init_found is not None else None, symbols, src)
             biases = bias_submodules(init, table, src, self._imported_class(src.path), src.raw(found[1]))
             forward = self._forward(name, found, module_attrs, stateless, src, symbols, table, problems,
-                                    positioned_items(init), parameter_attrs(init), functions, biases)
+                                    positioned_items(init), parameter_attrs(init), functions, biases,
+                                    base_methods(self.reach, name, table, src))
         arch = Architecture(name, table.qualified_bases(name), init, forward, src.span(info.node))
         items = item_forwards(sequential_items(init), table, src)
         random = random_layers(init.bindings, table, src, self._imported_class(src.path), name) if init is not None else frozenset()
@@ -788,6 +791,7 @@ class Analyser:
         parameters: frozenset[str] = frozenset(),
         functions: dict[str, tuple[Node, bool]] | None = None,
         biases: frozenset[str] = frozenset(),
+        foreign: BaseMethods | None = None,
     ) -> Forward:
         """The flow of class `name`'s forward (`found`: its defining class and node), reused from the last
         analysis of the class while its key and the fingerprints of what it consulted are unchanged.
@@ -817,7 +821,7 @@ class Analyser:
                        and kept.key[3:] == key[3:]), None)
         before = len(problems)
         analysis = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless, positioned, parameters,
-                                functions, biases)
+                                functions, biases, foreign)
         forward, consulted = _nested_reading(
             symbols, self.remember, lambda: analysis.function(node, owner, resume=resume, record=self.remember))
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted or ()))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from adopter.analysis.analyser import identical
 from adopter.analysis.canonical.normalise import submodule_view
 from adopter.analysis.canonical.spellings import MODULES, SEQUENTIAL
+from adopter.analysis.flow.foreign import foreign_reason
 from adopter.analysis.flow.state import handed_reason, unrolled_reason
 from adopter.analysis.idioms.formula_layers import formula_reason, written_modules
 from adopter.analysis.idioms.inherited_layers import inherited_reason
@@ -836,7 +837,8 @@ def _finding(rule: Rule, flat: FlatForward, m: RawMatch, scope_name: str, path: 
                                       alone=_called_alone(flat) if rule.replacement.strategy
                                       in WRAPPER_AWARE_STRATEGIES else None)) is not None:
         fixable, reason = False, spelled
-    elif (resolved := subclass_reason(m.bindings) or inherited_reason(m.bindings) or chosen_class_reason(ops) or handed_reason(ops)
+    elif (resolved := subclass_reason(m.bindings) or inherited_reason(m.bindings) or foreign_reason(ops)
+                       or chosen_class_reason(ops) or handed_reason(ops)
                        or unrolled_reason(ops) or linear_like_reason(m.bindings) or chosen_layer_reason(m.bindings)
                        or _formula_reason(m.bindings, ops, init)) is not None:
         fixable, reason = False, resolved

@@ -14,6 +14,7 @@ import re
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import CHOOSE
+from adopter.analysis.flow.foreign import FOREIGN, PinnedText, Reading
 from adopter.analysis.flow.parts import Calls, Expressions, Statements
 from adopter.analysis.flow.state import (
     MAX_INLINE_DEPTH,
@@ -134,10 +135,22 @@ class CallFlow(Calls):
             return state.emit(OpKind.CALL, f"super().{attr}", tuple(args), tuple(kwargs), node, outs)
         # self.method(...) / self.submodule(...)
         if state.is_self(obj):
+            if attr not in state.module_attrs and state.home is not None and state.home.table is not None and (
+                    state.home.class_name is not None):
+                # in a base's method (`flow.foreign`): the analysed class's own definition wins
+                found = state.home.table.find_method(state.home.class_name, attr)
+                if found is not None:
+                    return self._inline(found[0], found[1], f"self.{attr}", node, outs, bound=True,
+                                        reading=state.home)
             if attr not in state.module_attrs and state.table is not None and state.class_name is not None:
                 found = state.table.find_method(state.class_name, attr)
                 if found is not None:
                     return self._inline(found[0], found[1], f"self.{attr}", node, outs, bound=True)
+                foreign = state.base_methods(attr) if state.base_methods is not None else None
+                if foreign is not None:
+                    return self._inline(foreign.owner, foreign.node, f"self.{attr}{FOREIGN}{foreign.cls}", node, outs,
+                                        bound=True, reading=Reading(foreign.symbols.src, foreign.symbols, foreign.table,
+                                                                    foreign.cls))
             if attr in state.stateless and frame.root:
                 owner, forward = state.stateless[attr]
                 return self._inline(owner, forward, f"self.{attr}", node, outs, bound=True)
@@ -371,11 +384,61 @@ class CallFlow(Calls):
         closure: Frame | None = None,
         call_args: tuple[list[Value], list[Kwarg]] | None = None,
         handed: str | None = None,
+        reading: Reading | None = None,
     ) -> EnvVal:
         """Inline a call of a same-file method or function: its ops appear here, `via` naming it.
 
         `call_args` replaces the arguments written at `node` (a callback called by another function).
+        `reading`: the file the callee is defined in, when it is not the one being walked (`flow.foreign`).
         """
+        if reading is None:
+            return self._inline_here(owner, function, label, node, outs, bound, closure_self, closure, call_args,
+                                     handed)
+        state = self.state
+        if call_args is None:
+            args, kwargs, _ = self.args(node)  # written in the caller's file
+            call_args = (args, kwargs)
+        saved = (Reading(state.src, state.symbols, state.table, state.class_name), state.home)
+        if reading is state.home:  # back in the analysed file (its override of a method a base's method calls)
+            if state.stmt_span is None and state.stmt_node is not None:
+                state.stmt_span = self.src.span(state.stmt_node)  # the base's statement: the pinned span
+            self._read(reading)
+            state.home = None
+        else:
+            pin = state.src.pinned if isinstance(state.src, PinnedText) else (
+                state.stmt_span or self.src.span(state.stmt_node) if state.stmt_node is not None else None)
+            if pin is None:
+                return state.emit(OpKind.CALL, label, tuple(call_args[0]), tuple(call_args[1]), node, outs)
+            if state.home is None:
+                state.home = saved[0]
+            self._read(Reading(PinnedText(reading.src, pin), reading.symbols, reading.table, reading.class_name))
+        try:
+            return self._inline_here(owner, function, label, node, outs, bound, closure_self, closure, call_args,
+                                     handed)
+        finally:
+            self._read(saved[0])
+            state.home = saved[1]
+
+    def _read(self, reading: Reading) -> None:
+        """Walk on in `reading`'s file: every part reads text through its source, names through its symbols."""
+        state = self.state
+        state.src = self.src = self.expressions.src = self.statements.src = reading.src
+        self.statements.control.src = reading.src
+        state.symbols, state.table, state.class_name = reading.symbols, reading.table, reading.class_name
+
+    def _inline_here(
+        self,
+        owner: str | None,
+        function: Node,
+        label: str,
+        node: Node,
+        outs: tuple[str, ...] | None,
+        bound: bool,
+        closure_self: str | None = None,
+        closure: Frame | None = None,
+        call_args: tuple[list[Value], list[Kwarg]] | None = None,
+        handed: str | None = None,
+    ) -> EnvVal:
         state = self.state
         key = function.start_byte
         recursive = any(f.key == key for f in state.frames)

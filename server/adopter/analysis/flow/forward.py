@@ -27,6 +27,7 @@ from tree_sitter import Node
 
 from adopter.analysis.flow.calls import CallFlow
 from adopter.analysis.flow.control import ControlFlow
+from adopter.analysis.flow.foreign import BaseMethods
 from adopter.analysis.flow.parts import Calls, Control, Statements
 from adopter.analysis.flow.resume import Checkpoint, NodeAt, Walk, find_node, node_at
 from adopter.analysis.flow.state import MAX_OPS, EnvVal, FlowState, Frame, LocalFunction, Truncated
@@ -60,8 +61,10 @@ class FlowAnalysis:
         parameters: frozenset[str] = frozenset(),
         function_attrs: dict[str, tuple[Node, bool]] | None = None,
         bias_attrs: frozenset[str] = frozenset(),
+        base_methods: BaseMethods | None = None,
     ) -> None:
         self.state = FlowState(src, symbols, table, class_name, module_attrs, problems, stateless or {})
+        self.state.base_methods = base_methods
         self.state.positioned = positioned
         self.state.parameters = parameters
         self.state.function_attrs = function_attrs or {}

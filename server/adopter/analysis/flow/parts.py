@@ -18,11 +18,14 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from adopter.analysis.flow.state import EnvVal
+from adopter.analysis.parse.source import SourceText
 from adopter.dsl.types import Kwarg, Value
 
 
 class Expressions:
     """Evaluates an expression of the current frame: emits the ops it performs, returns its value."""
+
+    src: SourceText  # the file being read (a base's, while its method is inlined: `flow.foreign`)
 
     def value(self, node: Node, outs: tuple[str, ...] | None = None) -> EnvVal:
         """The value `node` yields; `outs` are the names the caller binds it to, when it binds any."""
@@ -48,6 +51,9 @@ class Calls:
 class Statements:
     """Walks a body of the current frame, binding names and emitting ops."""
 
+    src: SourceText
+    control: Control
+
     def run(self, stmts: list[Node]) -> None:
         """Walk `stmts` until they end or the current path stops (a `return` or `raise`)."""
         raise NotImplementedError
@@ -55,6 +61,8 @@ class Statements:
 
 class Control:
     """Walks `if` statements and loops of the current frame into `Branch` and `Loop` statements."""
+
+    src: SourceText
 
     def branch(self, stmt: Node, rest: list[Node]) -> bool:
         """The `if` at `stmt` as a `Branch`; `rest` are the statements after it in the same body. True

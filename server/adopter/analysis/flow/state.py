@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from adopter.analysis.flow.foreign import BaseMethods, Reading
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import SourceText
 from adopter.analysis.scope.classes import ClassTable
@@ -174,6 +175,10 @@ class FlowState:
         # Submodules whose forward returns its input plus a term not computed from it
         # (`names.bias_forward`): `s = self.cpb(s)` is `s + term`.
         self.bias_attrs: frozenset[str] = frozenset()
+        # Methods of the analysed class's bases of other files (`flow.foreign`), and the analysed file's reading
+        # while one of them is walked (None while the walk reads the analysed file)
+        self.base_methods: BaseMethods | None = None
+        self.home: Reading | None = None
         self.problems = problems
         self.counter = 0
         self.ops = 0
