@@ -57,6 +57,7 @@ from adopter.analysis.canonical.ranks import (
     unpacked_rank,
 )
 from adopter.analysis.canonical.rescaled_shift import RescaledShift, rescaled_into
+from adopter.analysis.canonical.root_powers import root_of
 from adopter.analysis.canonical.sized_splits import SizeReads
 from adopter.analysis.canonical.softmax_guards import SoftmaxGuards
 from adopter.analysis.canonical.spellings import (
@@ -116,6 +117,7 @@ def _kind(value: str) -> OpKind:
 
 
 _SQUARE_TARGETS = frozenset(target for _, target in SQUARES)  # asked before the (kind, target) key is built
+_POWER_TARGETS = frozenset({"**", "pow", "torch.pow"})  # `canonical.root_powers`' spellings, asked first
 # Keys are built from `op.kind._value_`, the member's value as stored: Enum's `value` property is a Python call
 # per read, and the pass builds several keys per op.
 _INT = re.compile(r"^-?\d+$")
@@ -544,6 +546,8 @@ class _Pass:
         elif (op.target in _SQUARE_TARGETS and (op.kind._value_, op.target) in SQUARES
               and len(op.args) == 1 and not op.kwargs):
             ops = [_respell(op, POW, (op.args[0], Expr("2")), ())]  # `x.square()`, `torch.square(x)`: `x.pow(2)`
+        elif (op.target in _POWER_TARGETS and (root := root_of(op, self.made_by, ranks)) is not None):
+            ops = [_respell(op, root, op.args[:1], ())]  # `(v + eps) ** -0.5`: `torch.rsqrt(v + eps)`
         else:
             key = (op.kind._value_, op.target)
             canonical = CANONICAL.get(key, key)

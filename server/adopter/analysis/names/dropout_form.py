@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from adopter.analysis.names.dotted import dotted_text
 from adopter.analysis.names.signature import params
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.dsl.types import ParamKind
@@ -69,25 +70,9 @@ def _dropout_of(value: Node, x: str, src: SourceText) -> str | None:
     if value.type != "call":
         return None
     func = value.child_by_field_id(Field.FUNCTION)
-    dotted = _dotted(func, src)
+    dotted = dotted_text(func, src)
     if dotted is None or dotted.rsplit(".", 1)[-1] != "dropout":
         return None
     arguments = value.child_by_field_id(Field.ARGUMENTS)
     first = next((c for c in arguments.named_children if c.type != "comment"), None) if arguments is not None else None
     return dotted if first is not None and first.type == "identifier" and src.text(first) == x else None
-
-
-def _dotted(node: Node | None, src: SourceText) -> str | None:
-    """The dotted name `a.b.c` an identifier/attribute chain spells, else None: `symbols.dotted_text`, which this
-    module cannot import (`symbols` imports it for its fingerprints)."""
-    parts: list[str] = []
-    while node is not None and node.type == "attribute":
-        attr = node.child_by_field_id(Field.ATTRIBUTE)
-        if attr is None:
-            return None
-        parts.append(src.text(attr))
-        node = node.child_by_field_id(Field.OBJECT)
-    if node is None or node.type != "identifier":
-        return None
-    parts.append(src.text(node))
-    return ".".join(reversed(parts))

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 
 from tree_sitter import Node
 
+from adopter.analysis.names.dotted import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
 
 LOCALS = ".<locals>."  # between a function's name and a name of its scope in `__qualname__`
@@ -233,33 +234,18 @@ def _assigned(statement: Node, src: SourceText) -> Iterator[tuple[str, Binding]]
     if right.type == "assignment":  # `a = b = torch.nn`: not read
         yield name, ("other",)
         return
-    dotted = _dotted(right, src)
+    dotted = dotted_text(right, src)
     if dotted is not None:
         yield name, ("alias", dotted)
         return
     if right.type == "call":
         func = right.child_by_field_id(Field.FUNCTION)
         args = right.child_by_field_id(Field.ARGUMENTS)
-        callee = _dotted(func, src) if func is not None else None
+        callee = dotted_text(func, src) if func is not None else None
         if callee is not None and args is not None and not any(a.type != "comment" for a in args.named_children):
             yield name, ("call", callee)
             return
     yield name, ("other",)
-
-
-def _dotted(node: Node | None, src: SourceText) -> str | None:
-    """The dotted name `a.b.c` an identifier/attribute chain spells, or None."""
-    parts: list[str] = []
-    while node is not None and node.type == "attribute":
-        attr = node.child_by_field_id(Field.ATTRIBUTE)
-        if attr is None:
-            return None
-        parts.append(src.text(attr))
-        node = node.child_by_field_id(Field.OBJECT)
-    if node is None or node.type != "identifier":
-        return None
-    parts.append(src.text(node))
-    return ".".join(reversed(parts))
 
 
 def local_bindings(bound: tuple[tuple[str, Binding], ...], qualify: dict[str, str], imported: frozenset[str]

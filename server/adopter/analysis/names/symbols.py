@@ -8,6 +8,9 @@ from collections.abc import Callable, Iterator
 from tree_sitter import Node
 
 from adopter.analysis.names.conditional_bases import binding_key
+from adopter.analysis.names.dotted import (
+    dotted_text as dotted_text,  # re-exported: its readers import it from here
+)
 from adopter.analysis.names.dropout_form import dropout_form
 from adopter.analysis.names.formula_functions import formula_gelu
 from adopter.analysis.names.formula_norms import formula_norm
@@ -92,22 +95,6 @@ def base_name(key: str) -> str:
 _CONTAINER_STATEMENTS = frozenset({"if_statement", "try_statement", "with_statement"})
 _CONTAINER_CLAUSES = frozenset({"elif_clause", "else_clause", "except_clause", "finally_clause", "block"})
 
-
-def dotted_text(node: Node | None, src: SourceText) -> str | None:
-    """The dotted name `a.b.c` an identifier/attribute chain spells, or None for anything else."""
-    parts: list[str] = []
-    while node is not None:
-        if node.type == "identifier":
-            parts.append(src.text(node))
-            return ".".join(reversed(parts))
-        if node.type != "attribute":
-            return None
-        attr = node.child_by_field_id(Field.ATTRIBUTE)
-        if attr is None:
-            return None
-        parts.append(src.text(attr))
-        node = node.child_by_field_id(Field.OBJECT)
-    return None
 
 
 def resolve_relative(package: str | None, level: int, module: str) -> str:
