@@ -22,6 +22,22 @@ _PRODUCTS = frozenset({(OpKind.OPERATOR, "@"), (OpKind.FUNCTION, "torch.matmul")
 _SOFTMAX = frozenset({"softmax", "torch.softmax", "torch.nn.functional.softmax"})
 
 
+# The reason a gated split and its product in two functions are not rewritten (`synth.strategies.fusions_gate_chunked`
+# declines with it too).
+GATE_SPLIT_REASON = "the split and the product are in different functions; rewrite it by hand"
+
+
+def product_outside(products: Sequence[Op], softmax: Op) -> Op | None:
+    """The first of an attention chain's matrix `products` that runs in another function than its `softmax` (each
+    op's `via` names the inlined calls it runs in), or None."""
+    return next((op for op in products if op.via and op.via != softmax.via), None)
+
+
+def product_outside_reason(product: Op) -> str:
+    """Why an attention chain whose `product` runs in another function than its softmax is not rewritten."""
+    return f"the chain's matrix product runs inside `{product.via[-1]}`, another function than its softmax; rewrite it by hand"
+
+
 def split_call_reason(strategy: str, ops: Sequence[Op]) -> str | None:
     """Why `strategy` cannot rewrite the match `ops` because its steps sit on both sides of a call, or None."""
     if strategy == "gated_chunked":
@@ -29,13 +45,12 @@ def split_call_reason(strategy: str, ops: Sequence[Op]) -> str | None:
                       or (op.kind is OpKind.FUNCTION and op.target == "torch.chunk")), None)
         product = ops[-1] if ops else None
         if chunk is not None and product is not None and chunk.via != product.via:
-            return "the split and the product are in different functions; rewrite it by hand"
+            return GATE_SPLIT_REASON
     elif strategy == "sdpa_chain":
         softmax = next((op for op in ops if op.target in _SOFTMAX), None)
         if softmax is None:
             return None
-        inside = [op for op in ops if (op.kind, op.target) in _PRODUCTS and op.via and op.via != softmax.via]
-        if inside:
-            return (f"the chain's matrix product runs inside `{inside[0].via[-1]}`, another function than its "
-                    "softmax; rewrite it by hand")
+        outside = product_outside([op for op in ops if (op.kind, op.target) in _PRODUCTS], softmax)
+        if outside is not None:
+            return product_outside_reason(outside)
     return None

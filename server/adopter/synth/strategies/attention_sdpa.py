@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 from adopter.analysis.canonical.normalise import layouts_by_path, matmul_plan, summed_axes
 from adopter.dsl.types import Expr, Op, OpKind, Ref
+from adopter.engine.split_sites import product_outside, product_outside_reason
 from adopter.parsed import walk
 from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.attention_layouts import einsum_equation, einsum_layout
@@ -156,12 +157,11 @@ def _classify(ops: Sequence[Op]) -> Chain | str:
             # was read on one path; one SDPA call would need the tensors permuted differently on each.
             return (f"the einsum's equation is chosen at run time (`{equation}`), a different axis order on "
                     "each path; rewrite it by hand")
-    inside = [op for op in (chain.scores, chain.out) if op.via and op.via != chain.softmax.via]
-    if inside:
+    outside = product_outside((chain.scores, chain.out), chain.softmax)
+    if outside is not None:
         # squeezebert's `self.matmul_qk(q, k)`, a module whose forward is `return torch.matmul(a, b)`: the
         # product's statement is the callee's, shared by every call of it; one call cannot stand in there.
-        return (f"the chain's matrix product runs inside `{inside[0].via[-1]}`, another function than its "
-                "softmax; rewrite it by hand")
+        return product_outside_reason(outside)
     for plan, equation in (((False, True), scores_eq), ((False, False), out_eq)):
         if equation is not None and (matmul_plan(equation) or (None, None))[:2] != plan:
             # q·kᵀ must read q and k as (..., n, d), and probs·v read v as (..., n, d), as SDPA takes them;

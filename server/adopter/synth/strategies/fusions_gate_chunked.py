@@ -13,6 +13,7 @@ import ast
 import re
 
 from adopter.dsl.types import Op, OpKind, Ref, Span
+from adopter.engine.split_sites import GATE_SPLIT_REASON
 from adopter.synth.registry import SynthContext, strategy
 from adopter.synth.strategies.fusions_chain import is_simple
 
@@ -259,7 +260,7 @@ def gated_chunked(ctx: SynthContext) -> None:
     """`x, gate = h.chunk(2, dim=-1)` + `x * act(gate)` → `fused_gated_activation(h, act)`."""
     chunk, act, product = _ops(ctx)
     if chunk.via != product.via:
-        ctx.decline("the split and the product are in different functions")
+        ctx.decline(GATE_SPLIT_REASON)
     # Inside an `nn.Sequential` only a split and a product spliced from a stateless item's forward are edited
     # (in the item class, whose lines they keep); the Sequential's own children stay as built.
     if any(op.origin is not None and op.origin.kind is OpKind.MODULE and (not op.via or op.kind is OpKind.MODULE)
