@@ -61,7 +61,7 @@ def main() -> int:
     """Score the engine against the labels and print misses and false positives with file:line."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--labels", type=Path, default=DEFAULT_LABELS)
-    parser.add_argument("--set", choices=("transformers435", "realworld", "heldout", "dev2"), default="transformers435")
+    parser.add_argument("--set", choices=("transformers435", "realworld", "heldout", "retired", "heldout-all", "dev2"), default="transformers435")
     parser.add_argument("--figures-only", action="store_true",
                         help="realworld/heldout: the table only, no misses or false positives (score the "
                              "held-out set this way: it is never studied)")
@@ -72,7 +72,7 @@ def main() -> int:
     parser.add_argument("--distributions", nargs="+", metavar="NAME",
                         help="realworld/heldout: score only these distributions (e.g. one batch of the held-out set)")
     args = parser.parse_args()
-    if args.set in ("realworld", "heldout", "dev2"):
+    if args.set in ("realworld", "heldout", "retired", "heldout-all", "dev2"):
         from detection_realworld import main as realworld
 
         return realworld(args.json, args.root, args.set, args.figures_only, args.distributions)

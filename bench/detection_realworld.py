@@ -4,8 +4,10 @@ Labels: `bench/data/<set>/labels/<distribution>.json` (method: `bench/data/<set>
 files: `bench/realworld_corpus.py`, `bench/heldout_corpus.py` and `bench/dev2_corpus.py` (a second dev set). A finding covers a label when they name the same file and family and
 the label's line is one of the finding's lines (any line of its statements or `__init__` bindings). Each
 label and each finding is used once; findings at the same lines are one prediction.
-Run: `.venv/bin/python bench/detection.py --set realworld|heldout|dev2 [--json OUT] [--figures-only]`
-(`--figures-only` prints the table without the misses: the held-out set is scored, never studied.)
+Run: `.venv/bin/python bench/detection.py --set realworld|heldout|retired|heldout-all|dev2 [--json OUT] [--figures-only]`
+(`--figures-only` prints the table without the misses: the held-out set is scored, never studied. Since stop 37
+`heldout` is the kept half of the labelled held-out set and `retired` its retired half, now dev data whose misses
+may be read; `heldout-all` scores both, as `heldout` did up to stop 36.)
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ FAMILIES = range(4, 18)
 DATA = Path(__file__).parent / "data"
 
 
+HELDOUT_SETS = ("heldout", "retired", "heldout-all")  # the labelled held-out set: kept half, retired half, both
+
+
 def _files(labelled_set: str):
-    if labelled_set == "heldout":
+    if labelled_set in HELDOUT_SETS:
         from heldout_corpus import files
 
         return files()
@@ -33,12 +38,27 @@ def _files(labelled_set: str):
     return corpus_files()
 
 
+def _distributions(labelled_set: str) -> frozenset[str] | None:
+    """Which held-out distributions a set scores: `heldout` the kept batches, `retired` the retired ones
+    (`heldout_corpus.RETIRED_BATCHES`), `heldout-all` both; None (every labelled one) for the other sets."""
+    if labelled_set not in ("heldout", "retired"):
+        return None
+    from heldout_corpus import batches, retired
+
+    gone = retired()
+    return gone if labelled_set == "retired" else frozenset(batches()) - gone
+
+
 def load_labels(labelled_set: str = "realworld") -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
     """Sites and not-sites per file key (`<distribution>/<member>`), of the files marked reviewed."""
     sites: dict[str, list[dict]] = {}
     not_sites: dict[str, list[dict]] = {}
-    for path in sorted((DATA / labelled_set / "labels").glob("*.json")):
+    keep = _distributions(labelled_set)
+    folder = "heldout" if labelled_set in HELDOUT_SETS else labelled_set
+    for path in sorted((DATA / folder / "labels").glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
+        if keep is not None and data["distribution"] not in keep:
+            continue
         for member, entry in data["files"].items():
             if not entry.get("reviewed"):
                 continue

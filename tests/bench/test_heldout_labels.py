@@ -145,3 +145,13 @@ def test_a_label_with_a_count_is_that_many_sites_on_its_line() -> None:
     third = (6, 7, frozenset({7, 9}), "f06-linear-gelu")
     tp, misses, extra = dr.score({"pkg/m.py": [dict(label, count=1)]}, {"pkg/m.py": [*pair, third]})
     assert (tp[6], len(extra)) == (1, 2)
+
+
+def test_every_distribution_has_one_batch_and_the_retired_half_is_the_odd_batches():
+    batches = hc.batches()
+    assert set(batches) == {dist for dist, _version, _members in hc.MANIFEST}
+    assert batches["openai-whisper"] == 1 and batches["clip-anytorch"] == 2
+    assert set(batches.values()) == set(range(1, max(batches.values()) + 1))  # no batch comment skipped
+    gone = hc.retired()
+    assert gone == {d for d, b in batches.items() if b % 2 == 1 and b < 30}
+    assert "openai-whisper" in gone and "clip-anytorch" not in gone
