@@ -576,6 +576,24 @@ MANIFEST: Manifest = (
     ("tarte-ai", "0.0.6", ("tarte_ai/tarte_model.py", "tarte_ai/tarte_pretrain.py")),
     ("zayan", "0.1.0", ("zayan/zayan.py",)),
     ("neuralrecommender", "0.1.0", ("neuralrecommender/model.py", "neuralrecommender/glocalk.py")),
+    # Batch 30 (stop 37): labelled by a thirtieth independent labeller; first letters a-m only, picked by name and
+    # known purpose across domains (protein diffusion, LLM attention variants, bat-call audio detection, multi-omics
+    # graph nets, brain-decoding diffusion transformers, tabular transformers, deepfake-detection vision transformers,
+    # microscopy vision transformers, point clouds, generative reinforcement learning), files from the archive
+    # listings by name and size before reading (see LABELLING.md "Batch 30"). `Angular-Deviation-Diffuser` and
+    # `GenerativeRL` keep the capitals of their wheels' file names so that the archive lookup matches.
+    ("Angular-Deviation-Diffuser", "1.0.9", ("Angular_Deviation_Diffuser/model.py",
+                                             "Angular_Deviation_Diffuser/training.py")),
+    ("attnhut", "0.5.0", ("attnhut/differential.py", "attnhut/mla.py", "attnhut/rope.py")),
+    ("batdetect2", "1.3.1", ("batdetect2/detector/models.py", "batdetect2/detector/model_helpers.py")),
+    ("bioneuralnet", "1.3.1", ("bioneuralnet/network_embedding/gnn_models.py",
+                               "bioneuralnet/downstream_task/subject_representation.py")),
+    ("cortexflowx", "0.4.0", ("cortexflow/dit.py", "cortexflow/brain2text.py")),
+    ("dnn-for-kaggle", "0.0.1", ("dnn_for_kaggle/models/attention_factory.py", "dnn_for_kaggle/models/fttransformer.py")),
+    ("deepguard", "1.1.1", ("deepguard/layers/attention.py", "deepguard/layers/transformer.py")),
+    ("muvit", "0.1.0", ("muvit/bblocks.py", "muvit/decoders.py")),
+    ("g3ms-pcp", "0.1.1", ("pcp/nn/PointNet/PointNet.py", "pcp/nn/PointNet/TNet.py", "pcp/nn/PointNet2/PointNet2Seg.py")),
+    ("GenerativeRL", "0.0.1", ("grl/neural_network/__init__.py", "grl/neural_network/transformers/uvit.py")),
 )
 
 
