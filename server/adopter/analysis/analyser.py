@@ -32,6 +32,7 @@ from adopter.analysis.chains.passed_layers import (
 )
 from adopter.analysis.chains.returned_lists import returned_list_chains
 from adopter.analysis.chains.sequential_classes import is_sequential_class, sequential_class_chains
+from adopter.analysis.chains.unrun_bindings import unrun_sequential_chains
 from adopter.analysis.crossfile.additive import additive_helpers
 from adopter.analysis.crossfile.importers import imported_elsewhere
 from adopter.analysis.crossfile.init_source import InitSource
@@ -491,6 +492,11 @@ class Analyser:
                 functions.append(toplevel.result)
         except Exception as exc:
             problems.append(_internal("top-level code", exc, None, path))
+        try:  # Sequentials `__init__` binds that no forward runs (`chains.unrun_bindings`)
+            chains.extend(unrun_sequential_chains(
+                architectures, [*(c.forward for c in chains if c.forward is not None), *functions], table, src))
+        except Exception as exc:
+            problems.append(_internal("unrun Sequential bindings", exc, None, path))
         self.older = {k: v for k, v in self.cache.items() if fresh.get(k) is not v}
         self.cache = fresh
         self._layout, self._fingerprints = layout, symbols.fingerprints

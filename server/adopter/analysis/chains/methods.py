@@ -140,8 +140,28 @@ def _bound_to_self(call: Node, src: SourceText) -> bool:
         if left is not None and left.type == "attribute":
             obj = left.child_by_field_id(Field.OBJECT)
             if obj is not None and src.text(obj) == "self":
-                return True
+                return not _wrapped_later(parent, src.text(left), src)
         parent = parent.parent
+    return False
+
+
+def _wrapped_later(assignment: Node, target: str, src: SourceText) -> bool:
+    """Whether a later statement of the method's own body rebinds `target` (`self.conv`) to a call given its
+    value (`self.conv = PreNorm(inp, self.conv, nn.BatchNorm2d)`, CoAtNet's MBConv): the Sequential is then an
+    argument of the wrapper, not the attribute's binding, and no forward shows its layers."""
+    stmt = assignment
+    while stmt.parent is not None and not (stmt.parent.type == "block" and stmt.parent.parent is not None
+                                           and stmt.parent.parent.type == "function_definition"):
+        stmt = stmt.parent
+    later = stmt.next_named_sibling
+    while later is not None:
+        expr = later.named_children[0] if later.type == "expression_statement" and later.named_children else None
+        left = expr.child_by_field_id(Field.LEFT) if expr is not None and expr.type == "assignment" else None
+        if expr is not None and left is not None and src.text(left) == target:
+            right = expr.child_by_field_id(Field.RIGHT)
+            args = right.child_by_field_id(Field.ARGUMENTS) if right is not None and right.type == "call" else None
+            return args is not None and any(a.type == "attribute" and src.text(a) == target for a in args.named_children)
+        later = later.next_named_sibling
     return False
 
 
