@@ -32,19 +32,34 @@ Call = tuple[Span, Path]
 
 def application_group(ops: Sequence[Op], forward: Forward) -> tuple[Span, ...] | None:
     """The calling statements of the applications on the path of the one `ops` (a match wholly inside one
-    inlined helper) came from, in source order; None when the ops are not all from one inlining or its call is
-    not known for sure."""
+    inlined helper, `written_in`) came from, in source order; None when the ops are not all from one inlining
+    or its call is not known for sure."""
     if not ops or not forward.applications:
         return None
-    via = ops[0].via
-    if not via or any(op.via != via for op in ops):
+    via = written_in(ops)  # ops of a helper the rotation calls in turn (`_multiply_by_i`) are still inside it
+    if not via:
         return None
     names = {name for op in ops for name in op.outputs}
     calls = {(span, path) for v, outs, span, path in forward.applications if v == via and names.intersection(outs)}
-    if len(calls) != 1:
-        return None
-    at = next(iter(calls))
-    return next((spans for spans, members in _groups(forward.applications, via) if at in members), None)
+    groups = _groups(forward.applications, via)
+    if not calls:
+        # The match ends before the value the call binds (`return torch.stack((r1, r2), -1).flatten(-2)` after
+        # the rotation it matched): it came from the helper's only group of applications here, if it has one.
+        return groups[0][0] if len(groups) == 1 and group_count(forward, via[-1]) == 1 else None
+    # One call (`q = rope(q)`), or the calls of one group whose results the match rotates together (a q/k pair
+    # matched through both applications of a helper that rotates one tensor).
+    return next((spans for spans, members in groups if calls <= members), None)
+
+
+def written_in(ops: Sequence[Op]) -> tuple[str, ...]:
+    """The inlined callee every op of a match comes from (the longest common prefix of their `via`)."""
+    common = ops[0].via
+    for op in ops[1:]:
+        n = 0
+        while n < len(common) and n < len(op.via) and common[n] == op.via[n]:
+            n += 1
+        common = common[:n]
+    return common
 
 
 def group_count(forward: Forward, helper: str) -> int:

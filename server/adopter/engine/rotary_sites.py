@@ -28,9 +28,10 @@ that none of its later ops reads are what it rotated (one tensor: one, a q/k pai
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
-from adopter.dsl.types import Op, Ref
-from adopter.engine.applications import ROTARY_FAMILY
+from adopter.dsl.types import Op, Ref, Span
+from adopter.engine.applications import ROTARY_FAMILY, written_in
 from adopter.engine.types import Finding
 
 
@@ -39,7 +40,7 @@ def one_rotation_per_function(findings: Sequence[Finding]) -> list[Finding]:
     groups: dict[tuple[object, ...], list[Finding]] = {}
     for f in findings:
         if f.family == ROTARY_FAMILY and f.span not in f.call_spans and f.match.ops:
-            groups.setdefault((f.path, f.scope_name, _written_in(f.match.ops)), []).append(f)
+            groups.setdefault((f.path, f.scope_name, written_in(f.match.ops)), []).append(f)
     dropped: set[int] = set()
     for group in groups.values():
         if len(group) < 2:
@@ -51,17 +52,6 @@ def one_rotation_per_function(findings: Sequence[Finding]) -> list[Finding]:
     return [f for f in findings if id(f) not in dropped]
 
 
-def _written_in(ops: Sequence[Op]) -> tuple[str, ...]:
-    """The inlined callee every op of a match comes from (the longest common prefix of their `via`)."""
-    common = ops[0].via
-    for op in ops[1:]:
-        n = 0
-        while n < len(common) and n < len(op.via) and common[n] == op.via[n]:
-            n += 1
-        common = common[:n]
-    return common
-
-
 def _one_tensor(ops: Sequence[Op]) -> bool:
     """Whether a match rotates one tensor: exactly one of the values it produces is read by none of its
     later ops (a q/k pair leaves two: the rotated q and the rotated k)."""
@@ -71,3 +61,75 @@ def _one_tensor(ops: Sequence[Op]) -> bool:
         if any(name not in later for name in op.outputs):
             results += 1
     return results == 1
+
+
+def one_site_per_application(findings: Sequence[Finding]) -> list[Finding]:
+    """`findings` with each application, in its own function, of a helper that rotates one tensor reported as a
+    site of its own, at that function's first call (the module doc of `engine.applications`, across functions).
+
+    Every function that applies such a helper (a class's `forward`, a public entry method, a module-level
+    function) has its findings written in the helper, with its own calls (`Finding.call_spans`); the sites of a
+    file are one per source site (`engine.sites._one_per_site`), which would join them into one site at the
+    helper's lines (nano-deepseek-v4: `apply_partial_rope` applied in four classes, each a site; yet-another-retnet:
+    `_theta_shift` in `forward_parallel`, `forward_recurrent` and `forward_chunkwise`). They stay one site:
+
+    - where one function's calls run another's (open-moonvit's `MoonViTAttention` calls `apply_rotary_2d`, whose
+      own applications of `_rot` are the site) or two share calls (a forward a subclass inherits);
+    - where the helper rotates a q/k pair written out in it (transformers' `apply_rotary_pos_emb` applied in
+      `LlamaAttention` and `LlamaFlashAttention2`): one site, in the helper, which the one-tensor matches of its
+      q and k statements lie inside.
+    """
+    groups: dict[tuple[Span, ...], list[Finding]] = {}
+    spans_of: dict[int, frozenset[Span]] = {}
+    for f in findings:
+        if f.family == ROTARY_FAMILY and f.match.ops:
+            spans = frozenset(op.span for op in f.match.ops)
+            spans_of[id(f)] = spans
+            if f.call_spans:
+                groups.setdefault(tuple(sorted(spans, key=_span_key)), []).append(f)
+    moved: dict[int, Finding] = {}
+    for key, group in groups.items():
+        inside = frozenset(key)
+        if any(inside < other for other in spans_of.values()) or not _separate_applications(group):
+            continue
+        moved.update((id(f), replace(f, span=f.call_spans[0])) for f in group if f.span not in f.call_spans)
+    if not moved:
+        return list(findings)
+    return [moved.get(id(f), f) for f in findings]
+
+
+def _separate_applications(group: Sequence[Finding]) -> bool:
+    """Whether findings at one helper's lines, with their functions' calls, are applications of a one-tensor
+    helper in two functions or more, none of which runs another's (`one_site_per_application`)."""
+    calls: dict[str, set[Span]] = {}
+    for f in group:
+        calls.setdefault(f.scope_name, set()).update(f.call_spans)
+    # Functions with the same calls run one code (a forward a subclass inherits): one application.
+    applied = list({frozenset(c) for c in calls.values()})
+    if len(applied) < 2 or not all(_applies_one_tensor_helper(f.match.ops) for f in group):
+        return False
+    if any(a & b for i, a in enumerate(applied) for b in applied[i + 1:]):
+        return False  # calls shared in part: not told apart here
+    functions = {name.rsplit(".", 1)[-1] for name in calls}
+    return not any(label.removeprefix("self.") in functions for f in group for label in written_in(f.match.ops))
+
+
+def _applies_one_tensor_helper(ops: Sequence[Op]) -> bool:
+    """Whether a match's rotation is written once in its helper: the values computed in the helper itself (not in
+    a helper it calls, such as `rotate_half`) that no later op of the match reads all come from one statement.
+    One application rotates one tensor there; a q/k pair matched through two applications of such a helper runs
+    that statement twice (one span), where a pair written out in the helper (`q_embed = ...`, `k_embed = ...`)
+    has a statement for each."""
+    via = written_in(ops)
+    results: set[Span] = set()
+    for i, op in enumerate(ops):
+        if op.via != via:
+            continue
+        later = {v.name for o in ops[i + 1:] for v in (*o.args, *(k.value for k in o.kwargs)) if isinstance(v, Ref)}
+        if any(name not in later for name in op.outputs):
+            results.add(op.span)
+    return len(results) == 1
+
+
+def _span_key(s: Span) -> tuple[int, int, int, int]:
+    return (s.start_line, s.start_col, s.end_line, s.end_col)

@@ -41,7 +41,7 @@ from adopter.dsl.types import (
     Span,
     Value,
 )
-from adopter.engine.applications import ROTARY_FAMILY, application_group, group_count
+from adopter.engine.applications import ROTARY_FAMILY, application_group, group_count, written_in
 from adopter.engine.bindings import InitIndex
 from adopter.engine.bound_chains import into_bound_chains, item_spans
 from adopter.engine.called_elsewhere import unmatched_call, with_calls_unknown, with_unseen_calls
@@ -53,7 +53,7 @@ from adopter.engine.matcher import Bound, BudgetExceeded, RawMatch, RuleMatcher
 from adopter.engine.nested_chains import into_built_chains
 from adopter.engine.passed_in import chain_statements, with_statements
 from adopter.engine.plans import canonical_rule, quick_keys, quick_possible
-from adopter.engine.rotary_sites import one_rotation_per_function
+from adopter.engine.rotary_sites import one_rotation_per_function, one_site_per_application
 from adopter.engine.split_sites import split_call_reason
 from adopter.engine.types import Finding, Match
 from adopter.engine.unnamed_helpers import matches_unnamed_helpers
@@ -360,8 +360,8 @@ def reduce_sites(findings: Sequence[Finding], class_spans: dict[str, Span]) -> t
     `check` applies it to a whole file; the language server to the findings it matched class by class
     (`adopter.session.UnitMatcher`), so both report the same sites. `class_spans`: class name -> span.
     """
-    reduced = one_rotation_per_function(_outside_larger_matches(_one_per_site(into_bound_chains(
-        into_built_chains(_through_factories(list(findings)))), class_spans)))
+    reduced = one_rotation_per_function(_outside_larger_matches(_one_per_site(one_site_per_application(
+        into_bound_chains(into_built_chains(_through_factories(list(findings))))), class_spans)))
     reduced.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.rule_id))
     return tuple(reduced)
 
@@ -612,7 +612,8 @@ def _outside_larger_matches(findings: list[Finding]) -> list[Finding]:
     rule match the same text. The finding of more ops (the pair) is kept; on a tie, the first rule id.
 
     A LayerNorm contains an RMS normalisation (of the centred value): an RMSNorm match (family 12) inside a larger
-    LayerNorm match (11) is that LayerNorm, so the two families are one group here (`_CONTAINING`).
+    LayerNorm match (11) is that LayerNorm, so the two families are one group here (`_CONTAINING`). Findings
+    reported at different applications of one helper are different sites (`_comparable`).
     """
     by_family: dict[int, list[tuple[frozenset[tuple[Span, str | None]], Finding]]] = {}
     for f in findings:
@@ -622,9 +623,17 @@ def _outside_larger_matches(findings: list[Finding]) -> list[Finding]:
     kept: list[Finding] = []
     for group in by_family.values():
         for spans, f in group:
-            if not any(spans < other or (spans == other and g is not f and _covers_more(g, f)) for other, g in group):
+            if not any((spans < other or (spans == other and g is not f and _covers_more(g, f))) and _comparable(f, g)
+                       for other, g in group):
                 kept.append(f)
     return kept
+
+
+def _comparable(f: Finding, g: Finding) -> bool:
+    """Whether two findings may be one site: not when both are reported at applications of a helper, and at
+    different ones (`engine.applications`: each application is a site of its own)."""
+    a, b = _application(f), _application(g)
+    return not a or not b or a == b
 
 
 def _covers_more(g: Finding, f: Finding) -> bool:
@@ -640,7 +649,8 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
     # Largest matches first (optional steps present), then source order; a node belongs to one site.
     raw.sort(key=lambda m: (-len(m.nodes), m.nodes))
     taken: set[int] = set()
-    seen_sites: set[tuple[tuple[Span, ...], tuple[str, ...], Span | None, tuple[Span, ...]]] = set()
+    # Each site seen, with the index in `out` of its finding when it is not reported at an application.
+    seen_sites: dict[tuple[tuple[Span, ...], tuple[str, ...], Span | None, tuple[Span, ...]], int | None] = {}
     out: list[Finding] = []
     # The nodes of each site's matches with the same constants (one per inlined call of a callee it is written in).
     copies: dict[tuple[object, ...], set[int]] = {}
@@ -671,10 +681,15 @@ def _rule_findings(rule: Rule, flat: FlatForward, init: InitIndex, scope_name: s
         edit = (site[0], items, site[3], tuple((k, v) for k, v in m.env if v[0] != "ref"))
         copies.setdefault(edit, set()).update(m.nodes)
         if site in seen_sites:
-            continue  # the same source statements reached again (a helper inlined twice)
-        seen_sites.add(site)
+            # The same source statements reached again (a helper inlined twice). A rotary helper reached through
+            # another call (`self._compress(...)` rotating the keys, `q = rope(q)` the query) runs at both.
+            if group is None and rule.family == ROTARY_FAMILY and (calls := _helper_calls(
+                    tuple(written), flat.forward, [])) and (at := seen_sites[site]) is not None:
+                out[at] = _with_calls(out[at], calls)
+            continue
+        seen_sites[site] = len(out) if group is None else None
         found = _finding(rule, flat, m, scope_name, path, env, init)
-        out.append(_at_application(found, group, group_count(flat.forward, written[0].via[-1]) > 1)
+        out.append(_at_application(found, group, group_count(flat.forward, written_in(written)[-1]) > 1)
                    if group is not None else found)
         edits.append(edit)
     return [_every_call_a_site(f, flat, copies[e]) for f, e in zip(out, edits, strict=True)]
