@@ -204,7 +204,7 @@ class CallFlow(Calls):
                     return Expr(state.text(node))
                 return state.emit(FUNCTION_OP, qualified, tuple(args), tuple(kwargs), node, outs)
         receiver = self.expressions.value(obj)
-        if isinstance(receiver, LocalFunction | ModuleFunction):
+        if isinstance(receiver, (LocalFunction, ModuleFunction)):
             receiver = Expr(receiver.name)
         if isinstance(receiver, Submodule):
             args, kwargs, _ = self.args(node)
@@ -486,7 +486,7 @@ class CallFlow(Calls):
         # A closure sees the locals of the function it was defined in (it is called from there).
         env: dict[str, EnvVal] = dict(closure.env) if closure is not None else {}
         positional = [p for p in ps if p.kind == POSITIONAL]
-        starred = any(isinstance(a, Ref | Expr) and _name_of(a).startswith("*") for a in args)
+        starred = any(isinstance(a, (Ref, Expr)) and _name_of(a).startswith("*") for a in args)
         by_name = {k.name: k.value for k in kwargs if k.name != "**"}
         unbound: list[Param] = []
         handed_closures = self._handed_closures(node) if call_args is None and not starred else {}

@@ -151,7 +151,8 @@ def as_value(v: EnvVal) -> Value:
     """The value an op argument or a return holds: a submodule or closure by its text."""
     if isinstance(v, Submodule):
         return Expr(v.path)
-    if isinstance(v, LocalFunction | ModuleFunction):
+    # a tuple, not `LocalFunction | ModuleFunction`: that builds a `types.UnionType` at every call
+    if isinstance(v, (LocalFunction, ModuleFunction)):
         return Expr(v.name)
     return v
 

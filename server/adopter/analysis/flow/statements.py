@@ -276,7 +276,7 @@ class StatementFlow(Statements):
             elif isinstance(v, Expr) and "range(" in v.text and trailing_axes(v.text):
                 state.frame.env[name] = v  # `dims = [-(i + 1) for i in range(n)]`: the axes, read where used
                 return
-            if produced or isinstance(v, Submodule | ModuleFunction) or (
+            if produced or isinstance(v, (Submodule, ModuleFunction)) or (
                 isinstance(v, Ref) and (v.name == unique or v.name in state.callee_locals or v.name.startswith("%"))
             ):
                 state.frame.env[name] = v

@@ -113,7 +113,7 @@ class ExpressionFlow(Expressions):
             path = f"self.{attr}"
             return Submodule(path) if attr in state.module_attrs and attr not in state.parameters else Expr(path)
         receiver = self.value(obj)
-        if isinstance(receiver, LocalFunction | ModuleFunction):
+        if isinstance(receiver, (LocalFunction, ModuleFunction)):
             receiver = Expr(receiver.name)
         if isinstance(receiver, Ref):
             if attr in _META_ATTRS:
