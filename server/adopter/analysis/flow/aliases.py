@@ -31,6 +31,7 @@ from adopter.dsl.types import Ref
 
 _SCOPES = frozenset({"function_definition", "class_definition", "lambda"})
 _LOOP_TARGETS = frozenset({"for_statement", "for_in_clause"})
+_NAMED_TARGETS = frozenset({"as_pattern_target", "delete_statement", "global_statement", "nonlocal_statement"})
 
 
 def input_alias(v: Ref, name: str, target: Node, params: frozenset[str], root: bool, src: SourceText) -> bool:
@@ -121,22 +122,29 @@ def _all_bindings(block: Node, src: SourceText) -> dict[str, list[Node]]:
     """The targets in `block` (nested functions and classes left out) that bind each local, in walk order."""
     found: dict[str, list[Node]] = {}
     stack = list(block.named_children)
+    # The ranges of the assignments that are another assignment's value (`a = b = c`): read with the outer one.
+    # Noted when the outer one is popped, before its children are: `Node.parent` descends from the tree's root.
+    chained: set[tuple[int, int]] = set()
     while stack:
         node = stack.pop()
-        if node.type in _SCOPES:
+        kind = node.type
+        if kind in _SCOPES:
             continue
-        stack.extend(node.named_children)
+        children = node.named_children
+        stack.extend(children)
         targets: list[Node] = []
-        if node.type == "assignment" and node.parent is not None and node.parent.type != "assignment":
-            read = read_assignment(node)
-            targets = read[0] if read is not None else []
-        elif node.type == "augmented_assignment" or node.type in _LOOP_TARGETS:
+        if kind == "assignment":
+            chained.update([(c.start_byte, c.end_byte) for c in children if c.type == "assignment"])
+            if (node.start_byte, node.end_byte) not in chained:
+                read = read_assignment(node)
+                targets = read[0] if read is not None else []
+        elif kind == "augmented_assignment" or kind in _LOOP_TARGETS:
             left = node.child_by_field_id(Field.LEFT)
             targets = [left] if left is not None else []
-        elif node.type == "named_expression":
+        elif kind == "named_expression":
             left = node.child_by_field_id(Field.NAME)
             targets = [left] if left is not None else []
-        elif node.type in ("as_pattern_target", "delete_statement", "global_statement", "nonlocal_statement"):
+        elif kind in _NAMED_TARGETS:
             targets = [node]
         for t in targets:
             for leaf in _leaves(t):
@@ -145,6 +153,6 @@ def _all_bindings(block: Node, src: SourceText) -> dict[str, list[Node]]:
 
 
 def _leaves(target: Node) -> list[Node]:
-    if target.type in ("as_pattern_target", "delete_statement", "global_statement", "nonlocal_statement"):
+    if target.type in _NAMED_TARGETS:
         return [n for n in identifier_nodes(target)]
     return [leaf for leaf in target_leaves(target) if leaf.type == "identifier"]

@@ -17,8 +17,17 @@ from adopter.analysis.canonical.spellings import CHOOSE
 from adopter.analysis.flow.foreign import FOREIGN, PinnedText, Reading
 from adopter.analysis.flow.parts import Calls, Expressions, Statements
 from adopter.analysis.flow.state import (
+    CALL_OP,
+    FUNCTION_OP,
+    KEYWORD_ONLY,
     MAX_INLINE_DEPTH,
     MAX_NESTING,
+    METHOD_OP,
+    MODULE_OP,
+    OPERATOR_OP,
+    POSITIONAL,
+    VAR_KEYWORD,
+    VAR_POSITIONAL,
     EnvVal,
     FlowState,
     Frame,
@@ -33,7 +42,7 @@ from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.code_text import code_bytes
 from adopter.analysis.parse.source import Field, SourceText
-from adopter.dsl.types import Branch, Expr, Kwarg, OpKind, Param, ParamKind, Ref, Stmt, Value
+from adopter.dsl.types import Branch, Expr, Kwarg, Param, Ref, Stmt, Value
 
 
 def argument_nodes(call: Node) -> list[Node]:
@@ -116,11 +125,11 @@ class CallFlow(Calls):
         callee = self.expressions.value(func)
         args, kwargs, opaque = self.args(node)
         if isinstance(callee, Submodule):
-            return state.emit(OpKind.MODULE, callee.path, tuple(args), tuple(kwargs), node, outs)
+            return state.emit(MODULE_OP, callee.path, tuple(args), tuple(kwargs), node, outs)
         if isinstance(callee, Expr) and opaque:
             return Expr(state.text(node))
         target = callee.name if isinstance(callee, Ref) else self.src.norm(func)
-        return state.emit(OpKind.CALL, target, tuple(args), tuple(kwargs), node, outs)
+        return state.emit(CALL_OP, target, tuple(args), tuple(kwargs), node, outs)
 
     def _attribute_call(self, node: Node, obj: Node, attr: str, outs: tuple[str, ...] | None) -> EnvVal:
         state = self.state
@@ -132,7 +141,7 @@ class CallFlow(Calls):
                 if found is not None:
                     return self._inline(found[0], found[1], f"super().{attr}", node, outs, bound=True)
             args, kwargs, _ = self.args(node)
-            return state.emit(OpKind.CALL, f"super().{attr}", tuple(args), tuple(kwargs), node, outs)
+            return state.emit(CALL_OP, f"super().{attr}", tuple(args), tuple(kwargs), node, outs)
         # self.method(...) / self.submodule(...)
         if state.is_self(obj):
             if attr not in state.module_attrs and state.home is not None and state.home.table is not None and (
@@ -163,8 +172,8 @@ class CallFlow(Calls):
             args, kwargs, _ = self.args(node)
             if attr in state.bias_attrs and args and isinstance(args[0], Ref):
                 # its forward returns its input plus a term not computed from it (`names.bias_forward`)
-                return state.emit(OpKind.OPERATOR, "+", (args[0], Expr(bias_term(attr))), (), node, outs)
-            return state.emit(OpKind.MODULE, f"self.{attr}", tuple(args), tuple(kwargs), node, outs)
+                return state.emit(OPERATOR_OP, "+", (args[0], Expr(bias_term(attr))), (), node, outs)
+            return state.emit(MODULE_OP, f"self.{attr}", tuple(args), tuple(kwargs), node, outs)
         # self.sub.child(...): a submodule of a submodule
         if obj.type == "attribute":
             inner_obj = obj.child_by_field_id(Field.OBJECT)
@@ -174,9 +183,12 @@ class CallFlow(Calls):
                 if sub in state.module_attrs and sub not in state.parameters:
                     args, kwargs, _ = self.args(node)
                     path = f"self.{sub}" if attr == "forward" else f"self.{sub}.{attr}"
-                    return state.emit(OpKind.MODULE, path, tuple(args), tuple(kwargs), node, outs)
+                    return state.emit(MODULE_OP, path, tuple(args), tuple(kwargs), node, outs)
         # a qualified function: torch.matmul, F.softmax, nn.functional.softmax, math.sqrt
-        dotted = dotted_text(obj, self.src)
+        # `dotted_text`'s answer, without a call for the receivers it reads at its first test (most are a name)
+        kind = obj.type
+        dotted = self.src.text(obj) if kind == "identifier" else (
+            dotted_text(obj, self.src) if kind == "attribute" else None)
         if dotted is not None:
             root = dotted.split(".")[0]
             if root not in frame.env and root != frame.self_name:
@@ -190,18 +202,18 @@ class CallFlow(Calls):
                 args, kwargs, opaque = self.args(node)
                 if opaque and is_opaque_function(qualified):
                     return Expr(state.text(node))
-                return state.emit(OpKind.FUNCTION, qualified, tuple(args), tuple(kwargs), node, outs)
+                return state.emit(FUNCTION_OP, qualified, tuple(args), tuple(kwargs), node, outs)
         receiver = self.expressions.value(obj)
-        if isinstance(receiver, LocalFunction | ModuleFunction):
+        if isinstance(receiver, (LocalFunction, ModuleFunction)):
             receiver = Expr(receiver.name)
         if isinstance(receiver, Submodule):
             args, kwargs, _ = self.args(node)
             path = receiver.path if attr == "forward" else f"{receiver.path}.{attr}"
-            return state.emit(OpKind.MODULE, path, tuple(args), tuple(kwargs), node, outs)
+            return state.emit(MODULE_OP, path, tuple(args), tuple(kwargs), node, outs)
         args, kwargs, opaque = self.args(node)
         if isinstance(receiver, Expr) and opaque and not self._is_parameter(receiver):
             return Expr(state.text(node))
-        return state.emit(OpKind.METHOD, attr, (receiver, *args), tuple(kwargs), node, outs)
+        return state.emit(METHOD_OP, attr, (receiver, *args), tuple(kwargs), node, outs)
 
     def _class_function(self, name: str, attr: str) -> tuple[str, Node] | None:
         """The same-file class `name`'s staticmethod or classmethod `attr` (`CosSinRoPE._rotate_half(x)`,
@@ -241,10 +253,10 @@ class CallFlow(Calls):
             v = Submodule(v.text)  # a submodule passed in as an argument (`proj_layer(hidden_states)`)
         if isinstance(v, Submodule):
             args, kwargs, _ = self.args(node)
-            return state.emit(OpKind.MODULE, v.path, tuple(args), tuple(kwargs), node, outs)
+            return state.emit(MODULE_OP, v.path, tuple(args), tuple(kwargs), node, outs)
         if isinstance(v, Ref):
             args, kwargs, _ = self.args(node)
-            return state.emit(OpKind.CALL, v.name, tuple(args), tuple(kwargs), node, outs)
+            return state.emit(CALL_OP, v.name, tuple(args), tuple(kwargs), node, outs)
         if isinstance(v, Expr):
             name = v.text
         if v is None or name.replace(".", "").replace("_", "").isalnum():
@@ -268,9 +280,9 @@ class CallFlow(Calls):
             args, kwargs, opaque = self.args(node)
             if opaque and not same_file_class and is_opaque_function(qualified):
                 return Expr(state.text(node))
-            return state.emit(OpKind.FUNCTION, qualified, tuple(args), tuple(kwargs), node, outs)
+            return state.emit(FUNCTION_OP, qualified, tuple(args), tuple(kwargs), node, outs)
         args, kwargs, _ = self.args(node)
-        return state.emit(OpKind.CALL, name, tuple(args), tuple(kwargs), node, outs)
+        return state.emit(CALL_OP, name, tuple(args), tuple(kwargs), node, outs)
 
     def _module_function_call(self, node: Node, name: str, v: ModuleFunction, outs: tuple[str, ...] | None
                               ) -> EnvVal:
@@ -282,7 +294,7 @@ class CallFlow(Calls):
         function = state.symbols.function_node(v.name)
         if function is None:
             args, kwargs, _ = self.args(node)
-            return state.emit(OpKind.CALL, name, tuple(args), tuple(kwargs), node, outs)
+            return state.emit(CALL_OP, name, tuple(args), tuple(kwargs), node, outs)
         if not v.conditions:
             return self._function(function, v.name, node, outs)
         out = outs or (state.temp(),)
@@ -299,10 +311,10 @@ class CallFlow(Calls):
                 if alt in v.on:
                     result = self._function(function, v.name, node, out)
                     if isinstance(result, Ref) and result.name != out[0]:
-                        state.emit(OpKind.OPERATOR, CHOOSE[1], (result,), (), node, out[:1])
+                        state.emit(OPERATOR_OP, CHOOSE[1], (result,), (), node, out[:1])
                 else:
                     args, kwargs, _ = self.args(node)
-                    state.emit(OpKind.CALL, name, tuple(args), tuple(kwargs), node, out)
+                    state.emit(CALL_OP, name, tuple(args), tuple(kwargs), node, out)
         finally:
             state.nesting -= 1
             del state.live[first_live:]
@@ -316,7 +328,7 @@ class CallFlow(Calls):
         `module.attn_dropout(w)` is the submodule's call."""
         nodes = argument_nodes(node)
         ps = params(function, self.src)
-        if nodes and self.state.is_self(nodes[0]) and ps and ps[0].kind == ParamKind.POSITIONAL:
+        if nodes and self.state.is_self(nodes[0]) and ps and ps[0].kind == POSITIONAL:
             args, kwargs, _ = self.args(node)
             return self._inline(None, function, label, node, outs, bound=True, call_args=(args[1:], kwargs),
                                 handed=ps[0].name)
@@ -408,7 +420,7 @@ class CallFlow(Calls):
             pin = state.src.pinned if isinstance(state.src, PinnedText) else (
                 state.stmt_span or self.src.span(state.stmt_node) if state.stmt_node is not None else None)
             if pin is None:
-                return state.emit(OpKind.CALL, label, tuple(call_args[0]), tuple(call_args[1]), node, outs)
+                return state.emit(CALL_OP, label, tuple(call_args[0]), tuple(call_args[1]), node, outs)
             if state.home is None:
                 state.home = saved[0]
             self._read(Reading(PinnedText(reading.src, pin), reading.symbols, reading.table, reading.class_name))
@@ -447,7 +459,7 @@ class CallFlow(Calls):
         else:
             args, kwargs, _ = self.args(node)
         if recursive or len(state.frames) > MAX_INLINE_DEPTH or state.nesting >= MAX_NESTING:
-            kind = OpKind.CALL if bound else OpKind.FUNCTION
+            kind = CALL_OP if bound else FUNCTION_OP
             return state.emit(kind, label, tuple(args), tuple(kwargs), node, outs)
         if len(state.frames) == 1 and state.stmt_node is not None:
             # A call the analysed function itself makes: the site of the callee's ops runs at this statement.
@@ -473,8 +485,8 @@ class CallFlow(Calls):
         state.names.update(dict.fromkeys(call_outs))
         # A closure sees the locals of the function it was defined in (it is called from there).
         env: dict[str, EnvVal] = dict(closure.env) if closure is not None else {}
-        positional = [p for p in ps if p.kind == ParamKind.POSITIONAL]
-        starred = any(isinstance(a, Ref | Expr) and _name_of(a).startswith("*") for a in args)
+        positional = [p for p in ps if p.kind == POSITIONAL]
+        starred = any(isinstance(a, (Ref, Expr)) and _name_of(a).startswith("*") for a in args)
         by_name = {k.name: k.value for k in kwargs if k.name != "**"}
         unbound: list[Param] = []
         handed_closures = self._handed_closures(node) if call_args is None and not starred else {}
@@ -490,7 +502,7 @@ class CallFlow(Calls):
             else:
                 unbound.append(p)
         for p in ps:
-            if p.kind == ParamKind.KEYWORD_ONLY:
+            if p.kind == KEYWORD_ONLY:
                 if p.name in by_name and not fresh:
                     env[p.name] = by_name[p.name]
                 else:
@@ -513,7 +525,7 @@ class CallFlow(Calls):
         state.terminated = state.returned = False
         try:
             for p in ps:
-                if p.kind in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD):
+                if p.kind in (VAR_POSITIONAL, VAR_KEYWORD):
                     env[p.name] = Ref(state.define(p.name))
             for p in unbound:
                 env[p.name] = Expr(p.default) if p.default is not None and not fresh else Ref(state.define(p.name))

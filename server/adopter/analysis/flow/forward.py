@@ -30,14 +30,22 @@ from adopter.analysis.flow.control import ControlFlow
 from adopter.analysis.flow.foreign import BaseMethods
 from adopter.analysis.flow.parts import Calls, Control, Statements
 from adopter.analysis.flow.resume import Checkpoint, NodeAt, Walk, find_node, node_at
-from adopter.analysis.flow.state import MAX_OPS, EnvVal, FlowState, Frame, LocalFunction, Truncated
+from adopter.analysis.flow.state import (
+    MAX_OPS,
+    POSITIONAL,
+    EnvVal,
+    FlowState,
+    Frame,
+    LocalFunction,
+    Truncated,
+)
 from adopter.analysis.flow.statements import StatementFlow
 from adopter.analysis.flow.values import ExpressionFlow
 from adopter.analysis.names.signature import function_name, params
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Forward, ParamKind, Problem, Ref, Span
+from adopter.dsl.types import Forward, Problem, Ref, Span
 
 # What a part links to between walks (`FlowAnalysis._unlink`): the interfaces themselves, which do nothing.
 _UNLINKED_CALLS = Calls()
@@ -91,7 +99,7 @@ class FlowAnalysis:
         ps = params(node, src)
         self_name = ps[self_at].name if owner is not None and len(ps) > self_at else None
         handed: str | None = None
-        if owner is None and ps and ps[0].name == "self" and ps[0].kind == ParamKind.POSITIONAL:
+        if owner is None and ps and ps[0].name == "self" and ps[0].kind == POSITIONAL:
             # A method written outside its class (put on instances with `types.MethodType`, or on the class by
             # a patching registry): its `self` is the module it runs on, read as a module handed to a function
             # (`Frame.handed`), so `self.attn_drop(p)` is a call of one of its layers, which no `__init__` here

@@ -63,7 +63,7 @@ def bind_constant(constants: dict[str, str | None], name: str, value: object) ->
     """Record what local `name` is bound to: a string constant's text (or a conditional of two); a name
     bound twice to different texts, or once to anything else, names no constant (None)."""
     text = value.text if isinstance(value, Expr) and constant_choices(value.text) is not None else None
-    if text is None and isinstance(value, Expr | Ref):
+    if text is None and isinstance(value, (Expr, Ref)):
         text = constants.get(value.text if isinstance(value, Expr) else value.name)  # `query_layout = layout`
     if name in constants and constants[name] != text:
         text = None

@@ -25,6 +25,7 @@ from adopter.dsl.types import (
     Kwarg,
     Op,
     OpKind,
+    ParamKind,
     Problem,
     Ref,
     Severity,
@@ -36,6 +37,19 @@ from adopter.dsl.types import (
 MAX_INLINE_DEPTH = 4
 MAX_OPS = 4000
 MAX_NESTING = 12
+
+# The members of `OpKind` and `ParamKind`, read off their classes once: CPython 3.11 reads every attribute of an
+# Enum class through `EnumType.__getattr__`'s Python-level hook (~0.3 us, ten times a module global), and the flow
+# names a kind at every op it emits and every parameter it binds.
+MODULE_OP = OpKind.MODULE
+FUNCTION_OP = OpKind.FUNCTION
+METHOD_OP = OpKind.METHOD
+OPERATOR_OP = OpKind.OPERATOR
+CALL_OP = OpKind.CALL
+POSITIONAL = ParamKind.POSITIONAL
+KEYWORD_ONLY = ParamKind.KEYWORD_ONLY
+VAR_POSITIONAL = ParamKind.VAR_POSITIONAL
+VAR_KEYWORD = ParamKind.VAR_KEYWORD
 
 IDENTIFIER = re.compile(r"(?<![\w.%\"'])[A-Za-z_]\w*")
 
@@ -137,7 +151,8 @@ def as_value(v: EnvVal) -> Value:
     """The value an op argument or a return holds: a submodule or closure by its text."""
     if isinstance(v, Submodule):
         return Expr(v.path)
-    if isinstance(v, LocalFunction | ModuleFunction):
+    # a tuple, not `LocalFunction | ModuleFunction`: that builds a `types.UnionType` at every call
+    if isinstance(v, (LocalFunction, ModuleFunction)):
         return Expr(v.name)
     return v
 
@@ -262,13 +277,15 @@ class FlowState:
             stmt_span = self.stmt_span = self.src.span(self.stmt_node)
         span = self.src.span(node)
         origin: Op | None = None
-        if kind is OpKind.MODULE:
-            handed = next((f.handed for f in self.frames if f.handed is not None), None)
+        if kind is MODULE_OP:
+            frames = self.frames
+            handed = frames[0].handed if len(frames) == 1 else next(
+                (f.handed for f in frames if f.handed is not None), None)
             if handed is not None:
-                origin = Op(OpKind.FUNCTION, f"{HANDED}: {handed}", args, kwargs, outputs, span, stmt_span,
+                origin = Op(FUNCTION_OP, f"{HANDED}: {handed}", args, kwargs, outputs, span, stmt_span,
                             self.frame.via)
             elif target in self.unrolled:
-                origin = Op(OpKind.FUNCTION, f"{UNROLLED}: {self.unrolled[target]}", args, kwargs, outputs, span,
+                origin = Op(FUNCTION_OP, f"{UNROLLED}: {self.unrolled[target]}", args, kwargs, outputs, span,
                             stmt_span, self.frame.via)
         self.block.append(Op(kind, target, args, kwargs, outputs, span, stmt_span, self.frame.via, origin=origin))
         return Ref(outputs[0])

@@ -22,7 +22,9 @@ from adopter.analysis.flow.parts import Calls, Control, Expressions, Statements
 from adopter.analysis.flow.renaming import rename_in_callee
 from adopter.analysis.flow.returns import tuple_items
 from adopter.analysis.flow.state import (
+    FUNCTION_OP,
     IDENTIFIER,
+    OPERATOR_OP,
     EnvVal,
     FlowState,
     LocalFunction,
@@ -32,7 +34,7 @@ from adopter.analysis.flow.state import (
 )
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
 from adopter.analysis.parse.source import Field, SourceText
-from adopter.dsl.types import Branch, Expr, Loop, Op, OpKind, Ref, Return, Stmt, Value
+from adopter.dsl.types import Branch, Expr, Loop, Op, Ref, Return, Stmt, Value
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _SPLATS = ("list_splat_pattern", "list_splat")  # `*rest` as a target, in any of its spellings
@@ -175,7 +177,7 @@ class StatementFlow(Statements):
                     # rebinds the first before the second is read). A plain name on the right stays unlinked.
                     name = self.src.text(leaves[0])
                     out = state.define(name)
-                    state.emit(OpKind.OPERATOR, CHOOSE[1], (as_value(v),), (), leaves[0], (out,))
+                    state.emit(OPERATOR_OP, CHOOSE[1], (as_value(v),), (), leaves[0], (out,))
                     self._bind_target(leaves[0], Ref(out), produced=True)
                     continue
                 for t in leaves:
@@ -238,7 +240,7 @@ class StatementFlow(Statements):
                     env[param] = saved
                 # The lambda's ops share the `map` statement with the other elements' ops: marked, so a
                 # rewrite never edits that statement for one of them (`adopter.engine.sites`).
-                mark = Op(OpKind.FUNCTION, "map", (), (), (), self.src.span(function), state.stmt_span
+                mark = Op(FUNCTION_OP, "map", (), (), (), self.src.span(function), state.stmt_span
                           or self.src.span(function), ())
                 block[start:] = _marked(block[start:], mark)
         name = self.src.text(function)
@@ -274,7 +276,7 @@ class StatementFlow(Statements):
             elif isinstance(v, Expr) and "range(" in v.text and trailing_axes(v.text):
                 state.frame.env[name] = v  # `dims = [-(i + 1) for i in range(n)]`: the axes, read where used
                 return
-            if produced or isinstance(v, Submodule | ModuleFunction) or (
+            if produced or isinstance(v, (Submodule, ModuleFunction)) or (
                 isinstance(v, Ref) and (v.name == unique or v.name in state.callee_locals or v.name.startswith("%"))
             ):
                 state.frame.env[name] = v
@@ -285,12 +287,12 @@ class StatementFlow(Statements):
                     # so data flow after the join sees `x` on this path and the argument on the others.
                     # Locals (`if cross: residual = h`) stay silent: a later plain `residual = h` emits no
                     # op, so a `choose` here would still reach past it.
-                    state.emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), target, (unique,))
+                    state.emit(OPERATOR_OP, CHOOSE[1], (v,), (), target, (unique,))
                 elif isinstance(v, Ref) and self._input_alias(v, name, target, state):
                     # `values = keys`: a second name for the forward's argument, bound nowhere else (slp's
                     # attention; `flow.aliases`); a `choose` passes the argument on, so a projection of
                     # either name projects the one input.
-                    state.emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), target, (unique,))
+                    state.emit(OPERATOR_OP, CHOOSE[1], (v,), (), target, (unique,))
                 state.frame.env[name] = Ref(unique)
         elif target.type == "subscript":
             container = target.child_by_field_id(Field.VALUE)
@@ -299,7 +301,7 @@ class StatementFlow(Statements):
             holder = self.expressions.value(container)
             if isinstance(holder, Ref):
                 index = self.expressions.index(target)
-                state.emit(OpKind.OPERATOR, "setitem", (holder, index, as_value(v)), (), target, (holder.name,))
+                state.emit(OPERATOR_OP, "setitem", (holder, index, as_value(v)), (), target, (holder.name,))
 
     def _input_alias(self, v: Ref, name: str, target: Node, state: FlowState) -> bool:
         """`input_alias` in the analysed forward, noting the top-level statement as one whose walk reads the
@@ -325,7 +327,7 @@ class StatementFlow(Statements):
         if left.type == "identifier" and (isinstance(current, Ref) or isinstance(value, Ref)):
             name = self.src.text(left)
             out = state.define(name)
-            state.emit(OpKind.OPERATOR, symbol, (current, value), (), node, (out,))
+            state.emit(OPERATOR_OP, symbol, (current, value), (), node, (out,))
             state.frame.env[name] = Ref(out)
 
     def _return(self, stmt: Node) -> None:
@@ -357,7 +359,7 @@ class StatementFlow(Statements):
             nodes = tuple_items(nodes[0], len(outs)) or nodes
         if len(outs) == 1 and len(nodes) > 1:
             values_ = [as_value(expressions.value(n)) for n in nodes]
-            state.emit(OpKind.OPERATOR, "tuple", tuple(values_), (), expr or stmt, outs)
+            state.emit(OPERATOR_OP, "tuple", tuple(values_), (), expr or stmt, outs)
             frame.returns.append({outs[0]: Ref(outs[0])})
         elif len(outs) == 1 and len(nodes) == 1:
             frame.returns.append({outs[0]: self._bind_return(outs[0], expressions.value(nodes[0], outs))})
@@ -403,7 +405,7 @@ def _mark_starred(block: list[Stmt], outs: tuple[str, ...]) -> None:
     """`b, *rest = x.shape`: the op just emitted for the value, when it binds `outs`, gets an origin saying a target
     is starred, so the number of names is not read as the number of items (`ranks.unpacked_rank`)."""
     if block and isinstance(op := block[-1], Op) and op.outputs == outs and op.origin is None:
-        block[-1] = replace(op, origin=Op(OpKind.OPERATOR, STARRED_UNPACK, op.args, op.kwargs, op.outputs, op.span,
+        block[-1] = replace(op, origin=Op(OPERATOR_OP, STARRED_UNPACK, op.args, op.kwargs, op.outputs, op.span,
                                           op.stmt_span, op.via))
 
 

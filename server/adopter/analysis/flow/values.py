@@ -14,6 +14,7 @@ from adopter.analysis.flow.fstrings import METHOD_WORD, constant_method, substit
 from adopter.analysis.flow.parts import Calls, Expressions
 from adopter.analysis.flow.state import (
     MAX_NESTING,
+    OPERATOR_OP,
     EnvVal,
     FlowState,
     LocalFunction,
@@ -22,7 +23,7 @@ from adopter.analysis.flow.state import (
     as_value,
 )
 from adopter.analysis.parse.source import Field
-from adopter.dsl.types import Branch, Expr, OpKind, Ref, Stmt, Value
+from adopter.dsl.types import Branch, Expr, Ref, Stmt, Value
 
 # Attributes of a tensor that are metadata, not data: reading them is not an op worth a node.
 _META_ATTRS = frozenset({"dtype", "device", "is_cuda", "requires_grad", "layout", "is_sparse", "grad_fn"})
@@ -54,10 +55,10 @@ class ExpressionFlow(Expressions):
         if kind == "call":
             # `layout.replace('t', 'k')` of a local string constant: the constant it makes, no op
             constants = self.state.frame.constants
-            # only where a local names a constant (most forwards: none; a name bound to anything else holds
-            # None), and the call's source holds the method's name (`fstrings.METHOD_WORD`)
+            # only where the call's source holds the method's name (`fstrings.METHOD_WORD`: one bisect of the
+            # file's offsets of it) and a local names a constant (a name bound to anything else holds None)
             made = (constant_method(node, self.state.text, constants.get)
-                    if any(constants.values()) and self.src.contains(node, METHOD_WORD) else None)
+                    if self.src.contains(node, METHOD_WORD) and any(constants.values()) else None)
             return made if made is not None else self.calls.call(node, outs)
         if kind == "attribute":
             return self._attribute(node, outs)
@@ -112,12 +113,12 @@ class ExpressionFlow(Expressions):
             path = f"self.{attr}"
             return Submodule(path) if attr in state.module_attrs and attr not in state.parameters else Expr(path)
         receiver = self.value(obj)
-        if isinstance(receiver, LocalFunction | ModuleFunction):
+        if isinstance(receiver, (LocalFunction, ModuleFunction)):
             receiver = Expr(receiver.name)
         if isinstance(receiver, Ref):
             if attr in _META_ATTRS:
                 return Expr(f"{receiver.name}.{attr}")
-            return state.emit(OpKind.OPERATOR, "getattr", (receiver, Expr(attr)), (), node, outs)
+            return state.emit(OPERATOR_OP, "getattr", (receiver, Expr(attr)), (), node, outs)
         if isinstance(receiver, Submodule):
             return Expr(f"{receiver.path}.{attr}")
         return Expr(f"{receiver.text}.{attr}") if receiver.text.isidentifier() else Expr(state.text(node))
@@ -136,10 +137,10 @@ class ExpressionFlow(Expressions):
             return Submodule(container.path if container.path.endswith("[*]") else f"{container.path}[*]")
         if isinstance(container, Ref):
             index = self.index(node)
-            return state.emit(OpKind.OPERATOR, "getitem", (container, index), (), node, outs)
+            return state.emit(OPERATOR_OP, "getitem", (container, index), (), node, outs)
         index = self.index(node)
         if isinstance(index, Ref):
-            return state.emit(OpKind.OPERATOR, "getitem", (as_value(container), index), (), node, outs)
+            return state.emit(OPERATOR_OP, "getitem", (as_value(container), index), (), node, outs)
         return Expr(state.text(node))
 
     def _binary(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
@@ -152,7 +153,7 @@ class ExpressionFlow(Expressions):
         rv = as_value(self.value(right))
         symbol = self.src.text(op)
         if symbol in _BINARY and (isinstance(lv, Ref) or isinstance(rv, Ref)):
-            return self.state.emit(OpKind.OPERATOR, symbol, (lv, rv), (), node, outs)
+            return self.state.emit(OPERATOR_OP, symbol, (lv, rv), (), node, outs)
         return Expr(self.state.text(node))
 
     def _unary(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
@@ -163,7 +164,7 @@ class ExpressionFlow(Expressions):
         v = as_value(self.value(arg))
         symbol = self.src.text(op)
         if isinstance(v, Ref) and symbol != "+":
-            return self.state.emit(OpKind.OPERATOR, "neg" if symbol == "-" else symbol, (v,), (), node, outs)
+            return self.state.emit(OPERATOR_OP, "neg" if symbol == "-" else symbol, (v,), (), node, outs)
         return v if symbol == "+" else Expr(self.state.text(node))
 
     def _comparison(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
@@ -172,7 +173,7 @@ class ExpressionFlow(Expressions):
         values = [as_value(self.value(o)) for o in operands]
         if len(values) == 2 and len(operators) == 1 and operators[0] in _COMPARE:
             if any(isinstance(v, Ref) for v in values):
-                return self.state.emit(OpKind.OPERATOR, operators[0], (values[0], values[1]), (), node, outs)
+                return self.state.emit(OPERATOR_OP, operators[0], (values[0], values[1]), (), node, outs)
         return Expr(self.state.text(node))
 
     def _display(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
@@ -183,7 +184,7 @@ class ExpressionFlow(Expressions):
             values = [as_value(self.value(e)) for e in elements]
         if any(isinstance(v, Ref) for v in values):
             kind = "list" if node.type == "list" else "tuple"
-            return self.state.emit(OpKind.OPERATOR, kind, tuple(values), (), node, outs)
+            return self.state.emit(OPERATOR_OP, kind, tuple(values), (), node, outs)
         return Expr(self.state.text(node))
 
     def _conditional(self, node: Node, outs: tuple[str, ...] | None) -> EnvVal:
@@ -218,7 +219,7 @@ class ExpressionFlow(Expressions):
                 # (a transparent `choose`), so data flow sees both, not just the first.
                 for lst, v, branch in zip(blocks, refs, (yes, no)):
                     state.block = lst
-                    state.emit(OpKind.OPERATOR, CHOOSE[1], (v,), (), branch, out)
+                    state.emit(OPERATOR_OP, CHOOSE[1], (v,), (), branch, out)
                 state.block = parent
             else:
                 return refs[0] if refs else Expr(state.text(node))
@@ -228,7 +229,7 @@ class ExpressionFlow(Expressions):
                     # `h + pos if pos is not None else h`: one path computes, the other passes a name on
                     # (a transparent `choose`), so data flow sees `h` on that path too.
                     state.block = lst
-                    state.emit(OpKind.OPERATOR, CHOOSE[1], (value,), (), branch, out)
+                    state.emit(OPERATOR_OP, CHOOSE[1], (value,), (), branch, out)
             state.block = parent
         state.block.append(
             Branch((state.text(test), "else"), (tuple(blocks[0]), tuple(blocks[1])), self.src.span(node))
