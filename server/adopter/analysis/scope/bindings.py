@@ -159,6 +159,14 @@ _PARTIAL = re.compile(r"^(?:functools\.)?partial\(\s*([A-Za-z_][\w.]*)\s*[,)]")
 _MUTATORS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"})
 
 
+def read_init(name: str, table: ClassTable, src: SourceText) -> Init | None:
+    """`InitAnalysis(name, table, src).run()`, read once per table (`ClassTable.init_reading`) when `src` is the
+    table's own file."""
+    if src is not table.symbols.src:
+        return InitAnalysis(name, table, src).run()
+    return table.init_reading(name, "read", lambda: InitAnalysis(name, table, src).run())
+
+
 class InitAnalysis:
     """Walks `__init__` (and the same-file `__init__`s it reaches through `super()`) into bindings."""
 
