@@ -52,7 +52,7 @@ from adopter.analysis.idioms.entry_methods import (
 from adopter.analysis.idioms.function_attributes import function_attributes
 from adopter.analysis.idioms.inherited_layers import inherited
 from adopter.analysis.idioms.inherited_methods import base_methods
-from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
+from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses, bound_init
 from adopter.analysis.idioms.loss_methods import file_mentions_loss, loss_method_architecture, loss_methods
 from adopter.analysis.idioms.method_forward import method_architecture
 from adopter.analysis.idioms.optimizers import (
@@ -760,7 +760,7 @@ class Analyser:
             outer.update(n for n, _ in kept[0])
             return kept[1]
         init, consulted = _nested_reading(
-            symbols, outer is not None, lambda: bind_layer_subclasses(InitAnalysis(name, table, src).run(), table, src))
+            symbols, outer is not None, lambda: bound_init(name, table, src))
         if consulted is not None:
             self._inits[name] = (tuple(sorted((n, symbols.fingerprint(n)) for n in consulted | table.module_deps(name))),
                                  init)

@@ -42,7 +42,6 @@ from dataclasses import dataclass, replace
 
 from adopter.analysis.chains.call_arguments import argument_at, positional_names, rebinds, walk
 from adopter.analysis.parse.source import Field, SourceText
-from adopter.analysis.parse.words import groups_at_word_starts
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Binding, Ctor, Init, ParamKind, Span
 
@@ -54,6 +53,9 @@ _STORED = re.compile(r"^self\.([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*(\(\s*\))?$"
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 # `self.act(...)`: the attributes a class calls, where `self` starts a word (`groups_at_word_starts`)
 _SELF_CALLS = re.compile(r"self\.([A-Za-z_]\w*)\s*\(")
+_WORD_CHAR = re.compile(r"\w")  # what `\b` reads as a word character (`parse.words`)
+_CALL_OPENS = re.compile(r"\s*\(")
+_NAME = re.compile(r"[A-Za-z_]\w*")
 _NAMED = (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)
 # the value a required parameter holds when no construction in the file passes it anything else than a torch
 # activation (a name no code binds: conditions that hold it are never decided true or false)
@@ -73,6 +75,23 @@ class PassedActivation:
     callee: str
 
 
+def calls_attribute(text: str, attr: str) -> bool:
+    """Whether `attr` is among `groups_at_word_starts(_SELF_CALLS, text)` (`self.<attr>(`, `self` starting a
+    word), found from the occurrences of `self.<attr>` alone: the class's whole text was scanned for every call
+    of an attribute to ask about one or two (`self.config = config`, stored in most classes, never called).
+    A match of `_SELF_CALLS` holds the whole name after `self.` (what follows it is `(` or whitespace) and no
+    other `self.`, so the scan's matches are the occurrences that pass these two tests."""
+    if _NAME.fullmatch(attr) is None:
+        return False  # the scan's group is such a name (an item's `layers[0]` is never one)
+    needle = f"self.{attr}"
+    at = text.find(needle)
+    while at >= 0:
+        if (not at or _WORD_CHAR.match(text, at - 1) is None) and _CALL_OPENS.match(text, at + len(needle)):
+            return True
+        at = text.find(needle, at + 1)
+    return False
+
+
 def stores_activation(init: Init | None) -> bool:
     """Whether `init` binds a torch activation without arguments, or stores a required parameter as it is
     (the only bindings read here)."""
@@ -90,7 +109,8 @@ def passed_activations(name: str, init: Init, src: SourceText, table: ClassTable
     # config or a size
     called_attrs = {b.attr for b in init.bindings if _required_parameter(b, init)}
     if called_attrs:
-        called_attrs &= set(groups_at_word_starts(_SELF_CALLS, src.text(info.node)))
+        text = src.text(info.node)
+        called_attrs = {attr for attr in called_attrs if calls_attribute(text, attr)}
     required_here = [b for b in init.bindings if b.attr in called_attrs and _required_parameter(b, init)]
     readable = [b for b in init.bindings if _plain_activation(b)] + required_here
     if not readable:

@@ -11,11 +11,16 @@ the tests around a construction (`if config.is_gated_act:`) under those defaults
 from __future__ import annotations
 
 import ast
+import re
 
 UNKNOWN = object()
+# Two or more names joined by dots, ASCII: Python parses it as an attribute (or fails to parse it), not a literal.
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
 def literal(text: str) -> object:
+    if _DOTTED.fullmatch(text) is not None:
+        return UNKNOWN  # `config.hidden_act` (most keys read): an attribute, never a literal
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, TypeError, RecursionError):

@@ -447,7 +447,9 @@ class CrossFileReach:
             return literal(scope.params[text] or ""), f"default of `{text}`"
         if text in scope.params and hops == 0:
             return self._passed_field(text, path, scope)
-        local = scope.locals().get(text)
+        # `Scope.locals` parses `__init__` (`ast`) and is keyed by names: a dotted key (`config.hidden_act`, most
+        # keys) is never one of them.
+        local = scope.locals().get(text) if text.isidentifier() else None
         if local is not None and hops < 2:
             found = getattr_parts(local)
             if found is not None:

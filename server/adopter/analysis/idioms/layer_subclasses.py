@@ -57,6 +57,7 @@ from adopter.analysis.idioms.linear_like import LINEAR, LINEAR_LIKE, linear_like
 from adopter.analysis.names.dropout_form import dropout_form
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.scope.bindings import InitAnalysis, read_init
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Binding, Ctor, Init
 
@@ -70,6 +71,14 @@ _NOT_LAYERS = frozenset({
     "torch.nn.Module", "torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict",
     "torch.nn.ParameterList", "torch.nn.ParameterDict",
 })
+
+
+def bound_init(name: str, table: ClassTable, src: SourceText) -> Init | None:
+    """Class `name`'s `__init__` bindings with its layer subclasses bound (`bind_layer_subclasses` of
+    `read_init`), read once per table (`ClassTable.init_reading`) when `src` is the table's own file."""
+    if src is not table.symbols.src:
+        return bind_layer_subclasses(InitAnalysis(name, table, src).run(), table, src)
+    return table.init_reading(name, "bound", lambda: bind_layer_subclasses(read_init(name, table, src), table, src))
 
 
 def bind_layer_subclasses(init: Init | None, table: ClassTable, src: SourceText) -> Init | None:

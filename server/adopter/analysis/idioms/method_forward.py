@@ -10,11 +10,10 @@ from tree_sitter import Node
 from adopter.analysis.canonical.normalise import canonical_architecture
 from adopter.analysis.flow.forward import FlowAnalysis
 from adopter.analysis.flow.state import parameter_attrs
-from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses
+from adopter.analysis.idioms.layer_subclasses import bound_init
 from adopter.analysis.idioms.submodules import stateless_submodules, thin_submodules
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import SourceText
-from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Architecture, Ctor, Problem
 
@@ -25,7 +24,7 @@ def method_architecture(owner: str, name: str, method: str, node: Node, src: Sou
     """`owner`'s `__init__` with the `def` at `node` read as its forward, named `name`; the forward is called
     `method`. `self_at`: the parameter in the role of `owner`'s `self` (`FlowAnalysis.function`)."""
     problems: list[Problem] = []
-    init = bind_layer_subclasses(InitAnalysis(owner, table, src).run(), table, src)
+    init = bound_init(owner, table, src)
     module_attrs = frozenset(b.attr for b in (init.bindings if init is not None else ()) if isinstance(b.value, Ctor))
     flow = FlowAnalysis(src, symbols, table, owner, module_attrs, problems, stateless_submodules(init, table, src),
                         parameters=parameter_attrs(init))

@@ -33,7 +33,7 @@ from adopter.analysis.names.forward_shape import BIAS, head_shape
 from adopter.analysis.names.pair_shape import pair_shape
 from adopter.analysis.names.signature import params
 from adopter.analysis.parse.source import Field, SourceText
-from adopter.analysis.scope.bindings import InitAnalysis
+from adopter.analysis.scope.bindings import read_init
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import Binding, Ctor, Expr, Forward, Init, Op, OpKind, Problem, Ref, Return
 
@@ -265,7 +265,7 @@ def _leaves(class_name: str, table: ClassTable, src: SourceText, depth: int,
     steps = layers or _forward_shape(class_name, table)
     if not steps:
         return None
-    inner = InitAnalysis(class_name, table, src).run()
+    inner = read_init(class_name, table, src)
     if inner is None:
         return None
     deeper = thin_submodules(inner, table, src, depth + 1)

@@ -159,6 +159,14 @@ _PARTIAL = re.compile(r"^(?:functools\.)?partial\(\s*([A-Za-z_][\w.]*)\s*[,)]")
 _MUTATORS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"})
 
 
+def read_init(name: str, table: ClassTable, src: SourceText) -> Init | None:
+    """`InitAnalysis(name, table, src).run()`, read once per table (`ClassTable.init_reading`) when `src` is the
+    table's own file."""
+    if src is not table.symbols.src:
+        return InitAnalysis(name, table, src).run()
+    return table.init_reading(name, "read", lambda: InitAnalysis(name, table, src).run())
+
+
 class InitAnalysis:
     """Walks `__init__` (and the same-file `__init__`s it reaches through `super()`) into bindings."""
 
@@ -506,6 +514,10 @@ class InitAnalysis:
         positional argument is one constructor call, or a conditional expression choosing between two
         (`h_swish() if use_hs else nn.ReLU()`: one of them at run time, each alternative of the binding
         holding one), and every alternative holds exactly that many items; else ()."""
+        # Asked of every binding, nearly all of them no Sequential: the test of the alternatives alone first
+        # (it reads no node; the tests of the arguments below are pure).
+        if not alts or any(not isinstance(v, Ctor) or v.callee != SEQUENTIAL for _, v in alts):
+            return ()
         args_node = value.child_by_field_id(Field.ARGUMENTS) if value.type == "call" else None
         if args_node is None or args_node.type != "argument_list":
             return ()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -9,6 +10,7 @@ from tree_sitter import Node
 from adopter.analysis.crossfile.resolver import ModuleResolver, is_torch_module_class
 from adopter.analysis.names.conditional_bases import conditional_module_bases
 from adopter.analysis.names.symbols import CLASS_HEAD, CONDITIONAL, METHOD_EXISTS, ModuleSymbols
+from adopter.dsl.types import Init
 
 
 @dataclass
@@ -40,6 +42,8 @@ class ClassTable:
         self._orders: dict[str, list[str]] = {}
         self._modules: dict[str, tuple[bool, list[str] | None]] = {}
         self._conditional: dict[str, str] | None = None  # `conditional_bases`, read on the first class asked
+        # (class, kind) -> a reading of its `__init__` (`init_reading`) and the names it noted (None: not recorded)
+        self._inits: dict[tuple[str, str], tuple[Init | None, frozenset[str] | None]] = {}
 
     def carry_conditional(self, known: dict[str, str]) -> None:
         """Take `known` as `conditional_bases`: the last analysis's of the same document, when the edit since left
@@ -58,6 +62,32 @@ class ClassTable:
                 self.symbols.src.tree.root_node, self.symbols.src, self.symbols.qualify, is_torch_module_class
             )
         return self._conditional
+
+    def init_reading(self, name: str, kind: str, read: Callable[[], Init | None]) -> Init | None:
+        """`read()`, the reading `kind` of class `name`'s `__init__` (`scope.bindings.read_init`,
+        `idioms.layer_subclasses.bound_init`), done once per table: the analysed class, its thin submodules
+        (`idioms.submodules`) and a method read as a forward (`idioms.method_forward`) ask it of the same
+        class. The reading depends on this table and its symbols alone, fixed for the table's life (re-exports
+        are added before the table is made). The names it noted (`ModuleSymbols.consulted`) are kept and noted
+        again on reuse, so a reusing reading's dependencies stay complete; a reading first done while nothing
+        was recorded is done again when something is."""
+        symbols = self.symbols
+        outer = symbols.consulted
+        kept = self._inits.get((name, kind))
+        if kept is not None and (outer is None or kept[1] is not None):
+            if outer is not None and kept[1] is not None:
+                outer.update(kept[1])
+            return kept[0]
+        symbols.consulted = set() if outer is not None else None
+        try:
+            result = read()
+        finally:
+            noted = symbols.consulted
+            symbols.consulted = outer
+            if outer is not None and noted is not None:
+                outer |= noted
+        self._inits[(name, kind)] = (result, frozenset(noted) if noted is not None else None)
+        return result
 
     def is_module(self, name: str) -> bool:
         """Whether class `name` of this file is an nn.Module (cycle-safe, memoised).

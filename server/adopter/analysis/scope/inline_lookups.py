@@ -18,7 +18,6 @@ parameters (`self.config.hidden_act` with `self.config = config`) is read as tha
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import replace
 
 from tree_sitter import Node
@@ -31,6 +30,10 @@ from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Value
 
 # `](` or `)(`: a call of a subscript or of a call; a forward without one holds no inline lookup.
 _CALLED_RESULT = re.compile(rb"[\])]\s*\(")
+# A `]` or `)` and the next `(` with only what tree-sitter's Python grammar skips between two tokens in between:
+# whitespace (with the form feed and three zero-width characters it takes as such), a comment to its line's end, a
+# line continuation. Possessive: each byte says which of them it starts, so nothing is tried twice.
+_BRACKET_THEN_PAREN = re.compile(rb"[\])](?:\s|\\|#[^\n]*+|\xef\xbb\xbf|\xe2\x81\xa0|\xe2\x80\x8b)*+\(")
 _LITERAL = re.compile(r"""(?:'[^'\\]*'|"[^"\\]*")""")
 
 
@@ -56,28 +59,59 @@ def with_inline_lookups(init: Init | None, forward: Node | None, name: str, tabl
     return replace(init, bindings=(*init.bindings, *added)) if added else init
 
 
-def _called_lookups(forward: Node, src: SourceText) -> Iterator[Node]:
+def _called_lookups(forward: Node, src: SourceText) -> list[Node]:
     """The callee of each call in `forward` that is a subscript of an imported name or a call of one with a
-    single positional argument (`ACT2FN[k](x)`, `get_activation(k)(x)`)."""
-    for node in descendants(forward):
-        if node.type != "call":
+    single positional argument (`ACT2FN[k](x)`, `get_activation(k)(x)`), in the order `descendants` visits the
+    calls.
+
+    Found from the text, not by a walk of every node (the forward of a class with `self.layers[i](x)` in it was
+    walked whole): such a call's callee ends with `]` or `)` and its arguments start with `(`, with only what
+    tree-sitter skips between tokens in between (`_BETWEEN`). Each `(` after a `]` or `)` is looked up in the
+    tree; those that open a call's arguments give the calls to test (a `(` in a string or a comment opens none).
+    Without an error in the forward every call's callee ends with its bracket (no MISSING token), so every call
+    is found; with one, the forward is walked."""
+    if forward.has_error:
+        return [f for node in descendants(forward) if (f := _lookup_callee(node, src)) is not None]
+    start = forward.start_byte
+    calls: list[tuple[int, int, Node]] = []
+    for m in _BRACKET_THEN_PAREN.finditer(src.raw(forward)):
+        at = start + m.end() - 1
+        paren = forward.descendant_for_byte_range(at, at + 1)
+        arguments = paren.parent if paren is not None and paren.type == "(" else None
+        call = arguments.parent if arguments is not None else None
+        if (call is None or call.type != "call" or arguments is None
+                or arguments.type not in ("argument_list", "generator_expression")
+                or arguments.start_byte != at):
             continue
-        function = node.child_by_field_id(Field.FUNCTION)
-        if function is None:
-            continue
-        if function.type == "subscript":
-            value = function.child_by_field_id(Field.VALUE)
-        elif function.type == "call":
-            value = function.child_by_field_id(Field.FUNCTION)
-            arguments = function.child_by_field_id(Field.ARGUMENTS)
-            named = [a for a in arguments.named_children if a.type != "comment"] if arguments is not None else []
-            if len(named) != 1 or named[0].type in ("keyword_argument", "list_splat", "dictionary_splat"):
-                continue
-        else:
-            continue
-        dotted = dotted_text(value, src) if value is not None else None
-        if dotted is not None and dotted.split(".")[0] != "self":
-            yield function
+        function = _lookup_callee(call, src)
+        if function is not None:
+            calls.append((-call.end_byte, call.start_byte, function))
+    # `descendants` visits a node before the nodes under it and, of two apart, the later first: two calls
+    # nested end apart (the inner one ends before the outer one's arguments close), so the order is by end,
+    # the later first.
+    calls.sort(key=lambda c: (c[0], c[1]))
+    return [f for _, _, f in calls]
+
+
+def _lookup_callee(node: Node, src: SourceText) -> Node | None:
+    """`node`'s callee when `node` is a call `_called_lookups` gives, else None."""
+    if node.type != "call":
+        return None
+    function = node.child_by_field_id(Field.FUNCTION)
+    if function is None:
+        return None
+    if function.type == "subscript":
+        value = function.child_by_field_id(Field.VALUE)
+    elif function.type == "call":
+        value = function.child_by_field_id(Field.FUNCTION)
+        arguments = function.child_by_field_id(Field.ARGUMENTS)
+        named = [a for a in arguments.named_children if a.type != "comment"] if arguments is not None else []
+        if len(named) != 1 or named[0].type in ("keyword_argument", "list_splat", "dictionary_splat"):
+            return None
+    else:
+        return None
+    dotted = dotted_text(value, src) if value is not None else None
+    return function if dotted is not None and dotted.split(".")[0] != "self" else None
 
 
 def _one_key(ctor: Ctor) -> bool:
