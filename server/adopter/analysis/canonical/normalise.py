@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from adopter.analysis.canonical.bound_losses import bound_loss_calls
+from adopter.analysis.canonical.bound_losses import LOSS_MODULES, bound_loss_calls
 from adopter.analysis.canonical.held_ranks import builds_parameters, held_key, held_method_rank, held_ranks
 from adopter.analysis.canonical.moments import split_var_mean
 from adopter.analysis.canonical.paired_calls import paired_layers
@@ -213,8 +213,9 @@ def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = (),
         by_attr.setdefault(b.attr, []).append(b)
     try:
         need = required_ranks(forward.body, _same_rank_modules(by_attr))
-        body = _Pass(forward, by_attr, {}, _batched_operands(forward.body), items, need, random).block(
-            forward.body, _held(forward, by_attr) | _number_params(forward))
+        flat = tuple(block_ops(forward.body))  # every op, nested ones included: the set-up's scans read it once
+        body = _Pass(forward, by_attr, {}, _batched_operands(flat), items, need, random, flat).block(
+            forward.body, _held(flat, by_attr) | _number_params(forward))
     except (TypeError, AttributeError, ValueError):
         # A malformed forward (built by hand, not by the analysis) is left as it is: the rule engine
         # reports what it cannot match as a problem, and the pass must not take the file down.
@@ -237,8 +238,10 @@ class _Pass:
     def __init__(self, forward: Forward, by_attr: Mapping[str, list[Binding]],
                  thin: Mapping[str, tuple[Binding, ...]], batched: frozenset[str] = frozenset(),
                  items: Mapping[str, Forward] | None = None, need: Need | None = None,
-                 random: frozenset[str] = frozenset()) -> None:
+                 random: frozenset[str] = frozenset(), flat: tuple[Op, ...] | None = None) -> None:
         self.by_attr = by_attr
+        # every op of the body in order (`block_ops`), nested ones included: what the set-up's scans read
+        self.flat = tuple(block_ops(forward.body)) if flat is None else flat
         self.random = random  # layer-or-identity attributes whose layer draws random numbers
         self.need = need or {}  # ranks later uses prove at the ops that read a value (`ranks.required_ranks`)
         self.items = items or {}  # class -> canonical forward of a stateless Sequential item
@@ -249,9 +252,11 @@ class _Pass:
                            for bs in by_attr.values() for b in bs)
         self.thin = thin
         self.split_identity = not thin  # the submodule view reads an already canonical forward
-        self.counter = _max_temp(forward.body)
+        self.counter = _max_temp(self.flat)
         self.body = forward.body
-        self.loss_calls = bound_loss_calls(forward.body)  # calls of a local holding a loss module (`bound_losses`)
+        # calls of a local holding a loss module (`bound_losses`); none where no op builds a loss module
+        self.loss_calls = bound_loss_calls(forward.body) if any(
+            o.target in LOSS_MODULES and o.kind == _FUNCTION for o in self.flat) else {}
         self._scanned: tuple[frozenset[str], frozenset[str]] | None = None  # `_prescan`, when first needed
         self.rowmax: dict[str, str] = {}  # name -> the value whose row maximum (keepdim) it holds
         self.lists: dict[str, tuple[Value, ...]] = {}  # name -> the items of the list literal it holds
@@ -281,14 +286,14 @@ class _Pass:
     def keys(self) -> frozenset[str]:
         """Names read as the right operand of a matrix product (see `_prescan`)."""
         if self._scanned is None:
-            self._scanned = _prescan(self.body, self._softmax_modules())
+            self._scanned = _prescan(self.flat, self._softmax_modules())
         return self._scanned[0]
 
     @property
     def softmaxed(self) -> frozenset[str]:
         """Names read by a softmax (see `_prescan`)."""
         if self._scanned is None:
-            self._scanned = _prescan(self.body, self._softmax_modules())
+            self._scanned = _prescan(self.flat, self._softmax_modules())
         return self._scanned[1]
 
     def _softmax_modules(self) -> frozenset[str]:
@@ -302,15 +307,19 @@ class _Pass:
     def rescaled(self) -> frozenset[str]:
         """Names an inlined helper multiplies by a number straight into a softmax (`rescaled_shift`)."""
         if self._rescaled is None:
-            self._rescaled = rescaled_into(block_ops(self.body), self.softmaxed)
+            self._rescaled = rescaled_into(self.flat, self.softmaxed)
         return self._rescaled
 
     @property
     def scores(self) -> frozenset[str]:
         """Names whose value reaches a softmax through scales, additive terms, masks and casts."""
         if self._scores is None:
-            self._scores = _scores_of(self.body, self.softmaxed)
+            self._scores = _scores_of(self.flat, self.softmaxed)
         return self._scores
+
+    def scores_now(self) -> frozenset[str]:
+        """`scores`, as a function (asked lazily: most forwards never need them)."""
+        return self.scores
 
     # -- control flow --------------------------------------------------------------------------------
 
@@ -567,7 +576,7 @@ class _Pass:
         ops = [_implicit_dim(o, ranks) if (o.kind._value_, o.target) in (SOFTMAX, LOG_SOFTMAX) else o for o in ops]
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
-            self.guards.note(o, self.scores)
+            self.guards.note(o, self.scores_now)
             reduced = reduced_rank(o, ranks) if o.target in REDUCED_TARGETS else None  # the input's rank before
             if o.target in NUMPY_SCALAR_MATH:
                 reduced = numpy_scalar_rank(o, ranks)  # `np.sqrt(head_dim)` of a number: a number
@@ -1426,18 +1435,13 @@ def _ctor_kwargs(ctor: Ctor, params: tuple[str, ...]) -> tuple[Kwarg, ...] | Non
     return tuple(out)
 
 
-def _max_temp(block: Block) -> int:
+def _max_temp(ops: tuple[Op, ...]) -> int:
+    """The highest temporary (`%n`) any of `ops` binds (0 for none)."""
     top = 0
-    for stmt in block:
-        if isinstance(stmt, Op):
-            for name in stmt.outputs:
-                m = _TEMP.match(name)
-                if m:
-                    top = max(top, int(m.group(1)))
-        elif isinstance(stmt, Branch):
-            top = max([top, *(_max_temp(p) for p in stmt.paths)])
-        elif isinstance(stmt, Loop):
-            top = max(top, _max_temp(stmt.body))
+    for op in ops:
+        for name in op.outputs:
+            if name[:1] == "%" and (m := _TEMP.match(name)):
+                top = max(top, int(m.group(1)))
     return top
 
 
@@ -1468,9 +1472,10 @@ def _argument_step(stmt: Stmt, temp: str) -> bool:
             and not any(isinstance(a, Ref) and a.name == temp for a in stmt.args))
 
 
-def _held(forward: Forward, by_attr: Mapping[str, list[Binding]]) -> dict[str, int]:
-    """The ranks of the parameters the module holds (`held_ranks`), unless the forward builds one."""
-    return {} if builds_parameters(forward.body) else held_ranks(by_attr)
+def _held(ops: tuple[Op, ...], by_attr: Mapping[str, list[Binding]]) -> dict[str, int]:
+    """The ranks of the parameters the module holds (`held_ranks`), unless the forward (`ops`: all of its ops)
+    builds one."""
+    return {} if builds_parameters(ops) else held_ranks(by_attr)
 
 
 def _number_params(forward: Forward) -> dict[str, int]:
@@ -1603,11 +1608,10 @@ _PASS_ON = frozenset({"*", "/", "cast"})
 _NEG = ("operator", "neg")
 
 
-def _prescan(block: Block, softmax_modules: frozenset[str] = frozenset()) -> tuple[frozenset[str], frozenset[str]]:
-    """The names read as the right operand of a matrix product (also through a scale or a cast), and the
-    names read by a softmax, a call of one of `softmax_modules` included (the rank-free facts the pass needs
-    before it reaches the reads)."""
-    ops = list(block_ops(block))
+def _prescan(ops: tuple[Op, ...], softmax_modules: frozenset[str] = frozenset()) -> tuple[frozenset[str], frozenset[str]]:
+    """The names `ops` (a body's, `block_ops`) read as the right operand of a matrix product (also through a
+    scale or a cast), and the names read by a softmax, a call of one of `softmax_modules` included (the
+    rank-free facts the pass needs before it reaches the reads)."""
     keys = {op.args[1].name for op in ops
             if (op.kind._value_, op.target) in _RIGHT_OPERAND and len(op.args) == 2 and isinstance(op.args[1], Ref)}
     softmaxed = {op.args[0].name for op in ops
@@ -1632,9 +1636,9 @@ _TO_SOFTMAX = frozenset({("operator", "*"), ("operator", "/"), ("operator", "+")
                          ("method", "masked_fill"), ("function", "torch.where")})
 
 
-def _scores_of(block: Block, softmaxed: frozenset[str]) -> frozenset[str]:
-    """The names whose value goes into a softmax through scales, additive terms, masks and casts."""
-    ops = list(block_ops(block))
+def _scores_of(ops: tuple[Op, ...], softmaxed: frozenset[str]) -> frozenset[str]:
+    """The names whose value goes into a softmax through scales, additive terms, masks and casts (`ops`: a
+    body's, `block_ops`)."""
     reads: dict[str, list[str]] = {}  # output name -> the names the passing ops binding it read
     for op in ops:
         if len(op.outputs) == 1 and (
@@ -1727,18 +1731,10 @@ def swaps_last_two(pattern: str) -> bool:
     return rhs == [*lhs[:-2], lhs[-1], lhs[-2]]
 
 
-def _batched_operands(block: Block, out: set[str] | None = None) -> frozenset[str]:
-    """The names `torch.bmm` / `.bmm` reads (its operands are 3-D by contract)."""
-    found: set[str] = set() if out is None else out
-    for stmt in block:
-        if isinstance(stmt, Op) and stmt.target in ("torch.bmm", "bmm") and stmt.kind in (_FUNCTION, _METHOD):
-            found.update(a.name for a in stmt.args[:2] if isinstance(a, Ref))
-        elif isinstance(stmt, Branch):
-            for path in stmt.paths:
-                _batched_operands(path, found)
-        elif isinstance(stmt, Loop):
-            _batched_operands(stmt.body, found)
-    return frozenset(found)
+def _batched_operands(ops: tuple[Op, ...]) -> frozenset[str]:
+    """The names `torch.bmm` / `.bmm` reads among `ops` (a body's, `block_ops`): its operands are 3-D by contract."""
+    return frozenset(a.name for op in ops if op.target in ("torch.bmm", "bmm") and op.kind in (_FUNCTION, _METHOD)
+                     for a in op.args[:2] if isinstance(a, Ref))
 
 
 def _meet(ranks: dict[str, int], alternatives: list[dict[str, int]]) -> None:
