@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Mapping, Sequence
 
-from adopter.dsl.types import Binding, Block, Branch, Ctor, Expr, Loop, Op, OpKind, Ref
+from adopter.dsl.types import Binding, Ctor, Expr, Op, OpKind, Ref
 
 # torch's creation functions taking sizes one per argument (or one sequence of them).
 _BY_SIZES = frozenset({"torch.zeros", "torch.ones", "torch.rand", "torch.randn", "torch.empty"})
