@@ -58,8 +58,9 @@ from adopter.analysis.canonical.ranks import (
 )
 from adopter.analysis.canonical.rescaled_shift import RescaledShift, rescaled_into
 from adopter.analysis.canonical.root_powers import root_of
+from adopter.analysis.canonical.sized_splits import RESHAPES as _RESHAPES
 from adopter.analysis.canonical.sized_splits import SizeReads
-from adopter.analysis.canonical.softmax_guards import SoftmaxGuards
+from adopter.analysis.canonical.softmax_guards import GUARD_TARGETS, SoftmaxGuards
 from adopter.analysis.canonical.spellings import (
     CANONICAL,
     CAST,
@@ -234,6 +235,26 @@ def _same_rank_modules(by_attr: Mapping[str, list[Binding]]) -> frozenset[str]:
     return frozenset(found)
 
 
+def _triggers(flat: tuple[Op, ...], items: bool) -> tuple[bool, bool, bool]:
+    """Whether each of three mechanisms can act in a forward whose ops are `flat` (`block_ops` of its body):
+    most forwards hold none of their triggers, and a mechanism that cannot act need not follow every op.
+
+    - `SoftmaxGuards.guard` answers only for an op of an inlined helper (`via`) with a target of
+      `GUARD_TARGETS`; the ops the pass asks it of are the body's, with the same `via` (those `_Pass.op`
+      respells first keep it and become no such target: `tests/analysis/test_canonical_triggers.py`);
+    - `RescaledShift` holds a value only after a helper's `/` (`note`), and `undone` answers only then;
+    - `SizeReads` is read only by `splits_last_in_two`, of a `view` / `reshape` with a `2` among its
+      arguments (the pass makes no such op of another: the body holds it, or a spliced item's forward)."""
+    guarded = rescaling = sized = False
+    for o in flat:
+        if o.via:
+            guarded = guarded or o.target in GUARD_TARGETS
+            rescaling = rescaling or o.target == "/"
+        if o.target in _RESHAPES and not sized:
+            sized = any(isinstance(v, Expr) and v.text == "2" for v in (*o.args, *(k.value for k in o.kwargs)))
+    return guarded, rescaling, sized or items
+
+
 class _Pass:
     def __init__(self, forward: Forward, by_attr: Mapping[str, list[Binding]],
                  thin: Mapping[str, tuple[Binding, ...]], batched: frozenset[str] = frozenset(),
@@ -266,6 +287,8 @@ class _Pass:
         self.probs: set[str] = set()  # names bound to a softmax's output (also through casts)
         self.guards = SoftmaxGuards()  # a helper's guard of fully masked rows after its softmax (`softmax_guards`)
         self.rescale = RescaledShift()  # a helper's `/c`, shift, `*c` into a softmax (`rescaled_shift`)
+        # Which of those three mechanisms can act in this forward at all (`_Triggers`): the others are not fed.
+        self.guarded, self.rescaling, self.sized = _triggers(self.flat, bool(self.items))
         self._rescaled: frozenset[str] | None = None
         self.swapped: dict[str, str] = {}  # name -> the name it is `transpose(-2, -1)` of
         self.transposed: set[str] = set()  # names bound to a transpose (also through a scale or cast)
@@ -519,9 +542,10 @@ class _Pass:
             ops = [_ranked_axes(o, ranks) for o in self.module(op, op.target, ctor, 0)]
         elif shifted is not None:
             ops = [shifted]
-        elif op.via and op.kind == _OPERATOR and (undone := self.rescale.undone(op, self.softmaxed)) is not None:
+        elif (op.via and self.rescaling and op.kind == _OPERATOR
+              and (undone := self.rescale.undone(op, self.softmaxed)) is not None):
             ops = [_respell(op, CAST, (undone,), ())]  # `(t / c) * c` into a softmax: `t`
-        elif op.via and (guarded := self.guards.guard(op, self.probs)) is not None:
+        elif op.via and self.guarded and (guarded := self.guards.guard(op, self.probs)) is not None:
             ops = [_respell(op, CAST, (guarded,), ())]  # the guarded softmax: the softmax, for the chain
         elif (op.kind == _OPERATOR and op.target == "getattr" and len(op.args) == 2
               and isinstance(op.args[1], Expr) and op.args[1].text == "mT"):
@@ -576,7 +600,8 @@ class _Pass:
         ops = [_implicit_dim(o, ranks) if (o.kind._value_, o.target) in (SOFTMAX, LOG_SOFTMAX) else o for o in ops]
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
-            self.guards.note(o, self.scores_now)
+            if self.guarded:
+                self.guards.note(o, self.scores_now)
             reduced = reduced_rank(o, ranks) if o.target in REDUCED_TARGETS else None  # the input's rank before
             if o.target in NUMPY_SCALAR_MATH:
                 reduced = numpy_scalar_rank(o, ranks)  # `np.sqrt(head_dim)` of a number: a number
@@ -604,10 +629,11 @@ class _Pass:
         first = op.args[0].name if op.args and isinstance(op.args[0], Ref) else None
         first_made = self.made_by.get(first) if first is not None else None
         # read before the outputs are bound (a `view` / `reshape` only)
-        split = op.kind == _METHOD and self.sizes.splits_last_in_two(op, self.version)
+        split = self.sized and op.kind == _METHOD and self.sizes.splits_last_in_two(op, self.version)
         for name in op.outputs:
             self.version[name] = self.version.get(name, 0) + 1
-            self.sizes.forget(name)
+            if self.sized:
+                self.sizes.forget(name)
             if key in _ZEROS:
                 self.zeros[name] = self.current
             else:
@@ -618,7 +644,8 @@ class _Pass:
             self.swapped.pop(name, None)
             self.transposed.discard(name)
             self.halves.pop(name, None)
-        self.sizes.note(op, self.version)
+        if self.sized:
+            self.sizes.note(op, self.version)
         if len(op.outputs) != 1:
             return
         out = op.outputs[0]
@@ -984,7 +1011,7 @@ class _Pass:
     def stable_shift(self, op: Op) -> Op | None:
         """`s - rowmax(s)` going into a softmax (or into its helper's product by a number: `rescaled_shift`) as
         `cast(s)`; records row maxima (and list literals) as a side effect."""
-        held = self.rescale.note(op)
+        held = self.rescale.note(op) if self.rescaling else None
         if self.rowmax or self.lists or self.ranked:  # (while none is held, nothing to forget)
             for name in op.outputs:
                 self.rowmax.pop(name, None)
@@ -1061,6 +1088,8 @@ class _Pass:
 def normalise(key: Key, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...],
               ranks: Mapping[str, int]) -> tuple[tuple[Value, ...], tuple[Kwarg, ...]]:
     """The arguments of canonical op `key` in its signature's form (unchanged when it has none)."""
+    if key not in SIGNATURES and key not in DEFAULT_KEYWORDS:
+        return args, kwargs  # (most ops: `normalise_values` would answer None)
     done = normalise_values(key, args, tuple((k.name, k.value) for k in kwargs), ranks)
     if done is None:
         return args, kwargs
@@ -1440,7 +1469,11 @@ def _max_temp(ops: tuple[Op, ...]) -> int:
     top = 0
     for op in ops:
         for name in op.outputs:
-            if name[:1] == "%" and (m := _TEMP.match(name)):
+            if name[:1] != "%":
+                continue
+            if name[1:].isdecimal():  # (`_TEMP`'s digits, without the regex: nearly every temporary)
+                top = max(top, int(name[1:]))
+            elif m := _TEMP.match(name):
                 top = max(top, int(m.group(1)))
     return top
 

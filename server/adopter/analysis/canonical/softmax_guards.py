@@ -24,10 +24,13 @@ _COMPARISONS = frozenset({"==", "!=", ">", "<", ">=", "<="})
 _ROW_REDUCTIONS = frozenset({"any", "all", "torch.any", "torch.all"})
 _NAN_TESTS = frozenset({"isnan", "torch.isnan"})
 _NAN_TO_NUM = frozenset({"nan_to_num", "torch.nan_to_num"})
+_MASKED_FILLS = frozenset({"masked_fill", "masked_fill_"})
 _ZERO_MAKERS = frozenset({"torch.zeros_like", "zeros_like", "new_zeros", "torch.zeros"})
 _ZERO_TEXTS = frozenset({"0", "0.0", "0.", "False"})
 # The fills of scores `note` reads a mask from (`s.masked_fill(m, fill)`, `torch.where(m, s, fill)`).
 FILLS = frozenset({"masked_fill", "torch.where"})
+# The targets `guard` answers for (any other op is no guard).
+GUARD_TARGETS = frozenset({"*", "torch.where"}) | _MASKED_FILLS | _NAN_TO_NUM
 
 
 def _name(v: Value | None) -> str | None:
@@ -105,7 +108,7 @@ class SoftmaxGuards:
             for prob, factor in ((names[0], names[1]), (names[1], names[0])):
                 if prob in probs and factor is not None and (factor in self.keep or factor in self.rows):
                     return Ref(prob)
-        elif op.target in ("masked_fill", "masked_fill_") and len(args) == 3 and names[0] in probs:
+        elif op.target in _MASKED_FILLS and len(args) == 3 and names[0] in probs:
             prob, fill = names[0] or "", names[1] or ""
             if _is_zero(args[2], self.zeros) and (fill in self.drop or self.nan.get(fill) == prob
                                                   or self.complement.get(fill, "") in self.keep | self.rows):
