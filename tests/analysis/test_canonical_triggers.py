@@ -191,3 +191,73 @@ def test_the_triggers_read_nested_ops_and_keywords() -> None:
     assert _triggers((_op(OpKind.OPERATOR, "/", (Ref("t"), Expr("4"))),), False) == (False, True, False)
     assert _triggers((_op(OpKind.OPERATOR, "/", (Ref("t"), Expr("4")), via=()),), False) == (False, False, False)
     assert _triggers((), True) == (False, False, True)  # a spliced item's forward may hold a reshape
+
+
+# -- the per-op gates: each table lists every target its reading can act on ---------------------------------
+
+# Targets to try: every spelling the pass knows, the tables' own, and a few others.
+_TARGETS = sorted({*(key[1] for key in CANONICAL), *(key[1] for key in CANONICAL.values()),
+                   *(spelled.op[1] for spelled in MODULES.values()), *normalise._SOFTMAX_TARGETS,
+                   *normalise._LAST_SPLITTERS, *normalise._ITEMS_TARGETS, *normalise._LAYOUT_TARGETS,
+                   *normalise._RANK_READS, *normalise._ROW_MAXIMA, "setitem", "getitem", "unbind", "view", "+", "//",
+                   "detach", "expand_as", "ndim", "amin", "min", "split_with_sizes", "unflatten_", "self.w.to",
+                   # written out: a table that lost one of these would drop it from the sets above
+                   "-", "*", "/", "torch.matmul", "dim", "max", "torch.max", "amax", "torch.amax", "list", "tuple",
+                   "split", "torch.split", "chunk", "torch.chunk", "tensor_split", "torch.tensor_split",
+                   "einops.rearrange", "unflatten", "torch.nn.functional.softmax",
+                   "torch.nn.functional.log_softmax"})
+
+
+def _shapes(target: str) -> list[Op]:
+    """Ops of `target` of every kind, with arguments that satisfy the readings' other conditions."""
+    args: list[tuple[Expr | Ref, ...]] = [
+        (Ref("x"), Ref("y")), (Ref("x"), Expr("'... (j d) -> ... j d'")), (Ref("x"), Expr("-1"), Expr("(2, -1)")),
+        (Ref("x"), Expr("0"), Ref("v")), (Ref("x"), Expr("ndim")), (Ref("r"), Expr("1")), (Ref("x"), Ref("m")),
+        (Ref("x"), Expr("-1"), Expr("True")), (Ref("x"),), (Ref("m"), Expr("0")), (Ref("x"), Expr("'values'"))]
+    return [Op(kind, target, a, kw, outs, _SPAN, _SPAN, via)
+            for kind in OpKind for a in args for outs in (("x",), ("o",), ("o", "i"))
+            for kw in ((), (Kwarg("j", Expr("2")),), (Kwarg("dim", Expr("-1")), Kwarg("keepdim", Expr("True"))))
+            for via in ((), ("helper",))]
+
+
+def _pass() -> normalise._Pass:
+    from adopter.dsl.types import Forward
+    return normalise._Pass(Forward("forward", (), (), _SPAN), {}, {})
+
+
+@pytest.mark.parametrize("target", _TARGETS)
+def test_each_per_op_reading_acts_only_on_its_targets(target: str) -> None:
+    ranks = {"x": 3, "y": 3}
+    for op in _shapes(target):
+        if target not in normalise._ITEMS_TARGETS:
+            assert normalise._items_rank(op, ranks) is None
+        if target not in normalise._LAST_SPLITTERS:
+            assert not normalise._splits_last_in_two(op)
+        if target != "setitem":
+            assert not normalise._writes_into_ranked(op, ranks)
+        if target not in normalise._SOFTMAX_TARGETS:
+            assert normalise._implicit_dim(op, ranks) is op
+        if op.kind != OpKind.MODULE:
+            from adopter.analysis.canonical.held_ranks import held_method_rank
+            assert held_method_rank(op, {"self.w": 2}) is None
+        one = _pass()
+        one.ranked = {"r": ("rank", "x")}
+        one._rank_less_one(op)
+        if target not in normalise._RANK_READS:
+            assert one.ranked == {"r": ("rank", "x")}
+        shift = _pass()
+        shift._scanned = (frozenset(), frozenset({"o", "x"}))
+        if target not in normalise._ROW_MAXIMA:
+            assert shift.row_maxima(op, None) is None and not shift.rowmax
+        if target != "unbind":
+            halves = _pass()
+            halves.halves = {"x": "t"}
+            assert halves.unbound_halves(op) is None
+        if target not in normalise._LAYOUT_TARGETS:
+            layout = _pass()
+            layout.made_by = {"x": normalise.MATMUL, "y": normalise.MATMUL}
+            layout.scaled = {"x": ("p", Expr("2"), "*", (0, 0))}
+            layout._scores = frozenset({"o", "x"})
+            out: list[Op] = []
+            layout._product_layout(op, out)
+            assert out == [op]

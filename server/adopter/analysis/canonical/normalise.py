@@ -357,27 +357,28 @@ class _Pass:
         out: list[Stmt] = []
         deferred: dict[int, Op] = {}  # index of a call of a module built inline -> the function it computes
         for i, stmt in enumerate(block):
-            if isinstance(stmt, Op) and stmt.kind == _CALL and stmt.target[-1:] in ")]" and stmt.target in self.by_attr:
-                # `ACT2FN[self.config.hidden_act](x)`: the module `__init__` would have bound (`scope.inline_lookups`)
-                stmt = replace(stmt, kind=_MODULE)
-            if isinstance(stmt, Op) and id(stmt) in self.loss_calls:
-                stmt = self.bound_loss_call(stmt)  # `criterion(logits, y)`, `criterion = nn.CrossEntropyLoss()`
-            if i in deferred:
-                out.extend(self.op(deferred.pop(i), ranks))  # `nn.Softmax(dim=-1)(x)`: the function it computes
-            elif isinstance(stmt, Op) and stmt.kind == _FUNCTION and (found := self.instance_call(stmt, block, i)):
-                deferred[found[0]] = found[1]  # the argument's ops (`nn.Softmax()(a * s)`) come first
-            # The three readings of a module call below answer None for any other op (asked of module calls only).
-            elif (isinstance(stmt, Op) and self.split_identity and stmt.kind == _MODULE
-                  and (split := self.identity_or_layer(stmt)) is not None):
-                out.append(split)
-            elif (isinstance(stmt, Op) and self.split_identity and stmt.kind == _MODULE
-                  and (split := self.sequential_alternatives(stmt))):
-                out.append(split)
-            elif (isinstance(stmt, Op) and self.split_identity and stmt.kind == _MODULE
-                  and (split := self.callable_alternatives(stmt))):
-                out.append(split)
-            elif isinstance(stmt, Op):
-                out.extend(self.op(stmt, ranks))
+            if isinstance(stmt, Op):
+                if stmt.kind == _CALL and stmt.target[-1:] in ")]" and stmt.target in self.by_attr:
+                    # `ACT2FN[self.config.hidden_act](x)`: the module `__init__` would have bound (`scope.inline_lookups`)
+                    stmt = replace(stmt, kind=_MODULE)
+                if self.loss_calls and id(stmt) in self.loss_calls:
+                    stmt = self.bound_loss_call(stmt)  # `criterion(logits, y)`, `criterion = nn.CrossEntropyLoss()`
+                kind = stmt.kind
+                if i in deferred:
+                    out.extend(self.op(deferred.pop(i), ranks))  # `nn.Softmax(dim=-1)(x)`: the function it computes
+                elif kind == _FUNCTION and (found := self.instance_call(stmt, block, i)):
+                    deferred[found[0]] = found[1]  # the argument's ops (`nn.Softmax()(a * s)`) come first
+                # The three readings of a module call answer None for any other op (asked of module calls only).
+                elif kind == _MODULE and self.split_identity and (split := self.identity_or_layer(stmt)) is not None:
+                    out.append(split)
+                elif kind == _MODULE and self.split_identity and (split := self.sequential_alternatives(stmt)):
+                    out.append(split)
+                elif kind == _MODULE and self.split_identity and (split := self.callable_alternatives(stmt)):
+                    out.append(split)
+                else:
+                    out.extend(self.op(stmt, ranks))
+            elif i in deferred:
+                out.extend(self.op(deferred.pop(i), ranks))
             elif isinstance(stmt, Branch):
                 path_ranks = [dict(ranks) for _ in stmt.paths]
                 paths = tuple(self.block(p, r) for p, r in zip(stmt.paths, path_ranks))
@@ -528,7 +529,7 @@ class _Pass:
             op = Op(_FUNCTION, function, op.args, op.kwargs, op.outputs, op.span, op.stmt_span, op.via,
                     origin=op.origin or op)
         shifted = self.stable_shift(op)
-        if op.kind == _METHOD and (halves := self.unbound_halves(op)) is not None:
+        if op.target == "unbind" and op.kind == _METHOD and (halves := self.unbound_halves(op)) is not None:
             for o in halves:
                 _track_rank(o, ranks, self.by_attr, self.units, self.bounded)
                 self.track(o)
@@ -597,7 +598,8 @@ class _Pass:
             else:
                 ops = [op] if canonical == key and args == op.args and kwargs == op.kwargs else [
                     _respell(op, canonical, args, kwargs)]
-        ops = [_implicit_dim(o, ranks) if (o.kind._value_, o.target) in (SOFTMAX, LOG_SOFTMAX) else o for o in ops]
+        ops = [_implicit_dim(o, ranks) if o.target in _SOFTMAX_TARGETS and (o.kind._value_, o.target) in (
+            SOFTMAX, LOG_SOFTMAX) else o for o in ops]
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
             if self.guarded:
@@ -617,7 +619,7 @@ class _Pass:
                 ranks[o.outputs[0]] = reduced
             elif len(o.outputs) > 1 and (unpacked := unpacked_rank(o)) is not None:
                 ranks.setdefault(*unpacked)
-            elif (method_rank := held_method_rank(o, ranks)) is not None:
+            elif o.kind == _MODULE and (method_rank := held_method_rank(o, ranks)) is not None:
                 ranks[o.outputs[0]] = method_rank  # `self.w.to(dtype)` of a parameter of known rank
         return ops
 
@@ -636,20 +638,25 @@ class _Pass:
                 self.sizes.forget(name)
             if key in _ZEROS:
                 self.zeros[name] = self.current
-            else:
+            elif self.zeros:  # (each table: nothing to forget while it is empty, as in most forwards)
                 self.zeros.pop(name, None)
-            self.scaled.pop(name, None)
+            if self.scaled:
+                self.scaled.pop(name, None)
             self.made_by[name] = key
-            self.probs.discard(name)
-            self.swapped.pop(name, None)
-            self.transposed.discard(name)
-            self.halves.pop(name, None)
+            if self.probs:
+                self.probs.discard(name)
+            if self.swapped:
+                self.swapped.pop(name, None)
+            if self.transposed:
+                self.transposed.discard(name)
+            if self.halves:
+                self.halves.pop(name, None)
         if self.sized:
             self.sizes.note(op, self.version)
         if len(op.outputs) != 1:
             return
         out = op.outputs[0]
-        if first is not None and (split or _splits_last_in_two(op)):
+        if first is not None and (split or (op.target in _LAST_SPLITTERS and _splits_last_in_two(op))):
             self.halves[out] = first
         if (first is not None and first_made == MATMUL and out != first and op.kind == _OPERATOR
                 and op.target in ("*", "/") and len(op.args) == 2):
@@ -699,6 +706,10 @@ class _Pass:
         or whose right operand is a softmax's output transposed (values)."""
         out: list[Op] = []
         for op in ops:
+            if op.target not in _LAYOUT_TARGETS:  # (`_product_layout` keeps any other op as it is)
+                out.append(op)
+                self.track(op)
+                continue
             first = len(out)
             self._product_layout(op, out)
             for o in out[first:]:
@@ -1019,8 +1030,15 @@ class _Pass:
                 self.ranked.pop(name, None)
         if op.kind == _OPERATOR and op.target in ("list", "tuple") and len(op.outputs) == 1:
             self.lists[op.outputs[0]] = op.args
-        if op.kind == _OPERATOR or op.kind == _METHOD:  # what `_rank_less_one` reads is one of those
+        if op.target in _RANK_READS and (op.kind == _OPERATOR or op.kind == _METHOD):  # what `_rank_less_one` reads
             self._rank_less_one(op)
+        if not self.rowmax and op.target not in _ROW_MAXIMA:
+            return None  # (every reading of `row_maxima` needs a row maximum held, or makes one)
+        return self.row_maxima(op, held)
+
+    def row_maxima(self, op: Op, held: tuple[str, str] | None) -> Op | None:
+        """`stable_shift`'s reading of row maxima: the shift respelled, or None; records the row maxima `op`
+        makes (`held`: what `RescaledShift.note` said its first argument held)."""
         if (len(op.outputs) == 2 and op.args and isinstance(op.args[0], Ref) and op.target in ("max", "torch.max")
                 and _last_keepdim(op)):
             self.rowmax[op.outputs[0]] = op.args[0].name  # `m, _ = s.max(-1, keepdim=True)`: the values
@@ -1492,6 +1510,13 @@ _STACK: Key = ("function", "torch.stack")
 _SLICES = frozenset({SPLIT, CHUNK, ("method", "tensor_split"), ("function", "torch.tensor_split")})
 _FLATTEN = frozenset({("method", "flatten"), ("function", "torch.flatten")})
 _ONE_WIDE = re.compile(r"^torch\.(randn|rand|zeros|ones|empty|full)\(.*,\s*1\s*\)$", re.S)
+# The targets each per-op reading acts on (a cheap test before the call; `tests/analysis/test_canonical_triggers.py`).
+_SOFTMAX_TARGETS = frozenset({SOFTMAX[1], LOG_SOFTMAX[1]})
+_LAST_SPLITTERS = frozenset({"einops.rearrange", "unflatten"})  # `_splits_last_in_two`
+_ITEMS_TARGETS = frozenset({*(key[1] for key in _SLICES), "list", "tuple"})  # `_items_rank`
+_LAYOUT_TARGETS = frozenset({"*", "/", MATMUL[1]})  # `_scale_chain`, `_product_layout`
+_RANK_READS = frozenset({"getattr", "dim", "-"})  # `_rank_less_one`
+_ROW_MAXIMA = frozenset({"amax", "torch.amax", "max", "torch.max"})  # `stable_shift` makes a row maximum
 
 
 def _unit_last(v: Value, ranks: Mapping[str, int]) -> bool:
@@ -1809,7 +1834,7 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     `units` (the class binds a layer or parameter one feature wide), also which values have a last
     axis of length 1; with `bounded` (it binds a layer of `_RANK_BOUND_MODULES`), the most axes a value can have
     where its rank is unknown."""
-    if _writes_into_ranked(op, ranks):
+    if op.target == "setitem" and _writes_into_ranked(op, ranks):
         # `x[~mask] = -inf` writes into x in place: a tensor never changes shape by an index assignment, so its
         # rank (and bound, and a last axis of length 1) stay; only what is known of it as a sequence goes.
         ranks.pop(_ITEMS + op.outputs[0], None)
@@ -1819,7 +1844,7 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     known = {a.name: ranks[a.name] for a in op.args if isinstance(a, Ref) and a.name in ranks}
     bounds = {a.name: ranks[_BOUND + a.name] for a in op.args
               if isinstance(a, Ref) and _BOUND + a.name in ranks} if bounded else {}
-    items = _items_rank(op, ranks)
+    items = _items_rank(op, ranks) if op.target in _ITEMS_TARGETS else None
     parts = ranks.get(_ITEMS + op.args[0].name) if op.args and isinstance(op.args[0], Ref) else None
     for name in op.outputs:
         ranks.pop(name, None)
