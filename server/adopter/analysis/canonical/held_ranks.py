@@ -19,13 +19,15 @@ build) is not seen.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from adopter.dsl.types import Binding, Block, Branch, Ctor, Expr, Loop, Op, OpKind, Ref
+from adopter.dsl.types import Binding, Ctor, Expr, Op, OpKind, Ref
 
 # torch's creation functions taking sizes one per argument (or one sequence of them).
 _BY_SIZES = frozenset({"torch.zeros", "torch.ones", "torch.rand", "torch.randn", "torch.empty"})
 _PARAMETER = "torch.nn.Parameter"
+_PARAMETER_TARGETS = frozenset({_PARAMETER, "torch.nn.parameter.Parameter"})  # its spellings as a call
+_NONE = Expr("None")
 
 
 def held_ranks(by_attr: Mapping[str, Sequence[Binding]]) -> dict[str, int]:
@@ -33,7 +35,7 @@ def held_ranks(by_attr: Mapping[str, Sequence[Binding]]) -> dict[str, int]:
     module docstring)."""
     out: dict[str, int] = {}
     for attr, bindings in by_attr.items():
-        ranks = {_parameter_rank(b.value) for b in bindings if b.value != Expr("None")}
+        ranks = {_parameter_rank(b.value) for b in bindings if b.value != _NONE}
         if len(ranks) == 1 and (rank := ranks.pop()) is not None:
             out[f"self.{attr}"] = rank
     return out
@@ -116,16 +118,8 @@ def held_method_rank(op: Op, ranks: Mapping[str, int]) -> int | None:
     return ranks.get(holder) if method in _SAME_RANK_METHODS else None
 
 
-def builds_parameters(block: Block) -> bool:
-    """Whether a forward builds a parameter (`self.w = nn.Parameter(x.new_zeros(...))`, a lazy build): the flow
-    keeps no op for the store, so which attribute it replaces, and with what rank, is not known there."""
-    for stmt in block:
-        if isinstance(stmt, Op):
-            if stmt.kind == OpKind.FUNCTION and stmt.target in (_PARAMETER, "torch.nn.parameter.Parameter"):
-                return True
-        elif isinstance(stmt, Branch):
-            if any(builds_parameters(p) for p in stmt.paths):
-                return True
-        elif isinstance(stmt, Loop) and builds_parameters(stmt.body):
-            return True
-    return False
+def builds_parameters(ops: Iterable[Op]) -> bool:
+    """Whether a forward (`ops`: all of its ops, nested ones included, `block_ops`) builds a parameter
+    (`self.w = nn.Parameter(x.new_zeros(...))`, a lazy build): the flow keeps no op for the store, so which
+    attribute it replaces, and with what rank, is not known there."""
+    return any(op.target in _PARAMETER_TARGETS and op.kind == OpKind.FUNCTION for op in ops)

@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from adopter.analysis.canonical.bound_losses import bound_loss_calls
+from adopter.analysis.canonical.bound_losses import LOSS_MODULES, bound_loss_calls
 from adopter.analysis.canonical.held_ranks import builds_parameters, held_key, held_method_rank, held_ranks
 from adopter.analysis.canonical.moments import split_var_mean
 from adopter.analysis.canonical.paired_calls import paired_layers
@@ -58,8 +58,9 @@ from adopter.analysis.canonical.ranks import (
 )
 from adopter.analysis.canonical.rescaled_shift import RescaledShift, rescaled_into
 from adopter.analysis.canonical.root_powers import root_of
+from adopter.analysis.canonical.sized_splits import RESHAPES as _RESHAPES
 from adopter.analysis.canonical.sized_splits import SizeReads
-from adopter.analysis.canonical.softmax_guards import SoftmaxGuards
+from adopter.analysis.canonical.softmax_guards import GUARD_TARGETS, SoftmaxGuards
 from adopter.analysis.canonical.spellings import (
     CANONICAL,
     CAST,
@@ -213,8 +214,9 @@ def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = (),
         by_attr.setdefault(b.attr, []).append(b)
     try:
         need = required_ranks(forward.body, _same_rank_modules(by_attr))
-        body = _Pass(forward, by_attr, {}, _batched_operands(forward.body), items, need, random).block(
-            forward.body, _held(forward, by_attr) | _number_params(forward))
+        flat = tuple(block_ops(forward.body))  # every op, nested ones included: the set-up's scans read it once
+        body = _Pass(forward, by_attr, {}, _batched_operands(flat), items, need, random, flat).block(
+            forward.body, _held(flat, by_attr) | _number_params(forward))
     except (TypeError, AttributeError, ValueError):
         # A malformed forward (built by hand, not by the analysis) is left as it is: the rule engine
         # reports what it cannot match as a problem, and the pass must not take the file down.
@@ -233,12 +235,34 @@ def _same_rank_modules(by_attr: Mapping[str, list[Binding]]) -> frozenset[str]:
     return frozenset(found)
 
 
+def _triggers(flat: tuple[Op, ...], items: bool) -> tuple[bool, bool, bool]:
+    """Whether each of three mechanisms can act in a forward whose ops are `flat` (`block_ops` of its body):
+    most forwards hold none of their triggers, and a mechanism that cannot act need not follow every op.
+
+    - `SoftmaxGuards.guard` answers only for an op of an inlined helper (`via`) with a target of
+      `GUARD_TARGETS`; the ops the pass asks it of are the body's, with the same `via` (those `_Pass.op`
+      respells first keep it and become no such target: `tests/analysis/test_canonical_triggers.py`);
+    - `RescaledShift` holds a value only after a helper's `/` (`note`), and `undone` answers only then;
+    - `SizeReads` is read only by `splits_last_in_two`, of a `view` / `reshape` with a `2` among its
+      arguments (the pass makes no such op of another: the body holds it, or a spliced item's forward)."""
+    guarded = rescaling = sized = False
+    for o in flat:
+        if o.via:
+            guarded = guarded or o.target in GUARD_TARGETS
+            rescaling = rescaling or o.target == "/"
+        if o.target in _RESHAPES and not sized:
+            sized = any(isinstance(v, Expr) and v.text == "2" for v in (*o.args, *(k.value for k in o.kwargs)))
+    return guarded, rescaling, sized or items
+
+
 class _Pass:
     def __init__(self, forward: Forward, by_attr: Mapping[str, list[Binding]],
                  thin: Mapping[str, tuple[Binding, ...]], batched: frozenset[str] = frozenset(),
                  items: Mapping[str, Forward] | None = None, need: Need | None = None,
-                 random: frozenset[str] = frozenset()) -> None:
+                 random: frozenset[str] = frozenset(), flat: tuple[Op, ...] | None = None) -> None:
         self.by_attr = by_attr
+        # every op of the body in order (`block_ops`), nested ones included: what the set-up's scans read
+        self.flat = tuple(block_ops(forward.body)) if flat is None else flat
         self.random = random  # layer-or-identity attributes whose layer draws random numbers
         self.need = need or {}  # ranks later uses prove at the ops that read a value (`ranks.required_ranks`)
         self.items = items or {}  # class -> canonical forward of a stateless Sequential item
@@ -249,9 +273,11 @@ class _Pass:
                            for bs in by_attr.values() for b in bs)
         self.thin = thin
         self.split_identity = not thin  # the submodule view reads an already canonical forward
-        self.counter = _max_temp(forward.body)
+        self.counter = _max_temp(self.flat)
         self.body = forward.body
-        self.loss_calls = bound_loss_calls(forward.body)  # calls of a local holding a loss module (`bound_losses`)
+        # calls of a local holding a loss module (`bound_losses`); none where no op builds a loss module
+        self.loss_calls = bound_loss_calls(forward.body) if any(
+            o.target in LOSS_MODULES and o.kind == _FUNCTION for o in self.flat) else {}
         self._scanned: tuple[frozenset[str], frozenset[str]] | None = None  # `_prescan`, when first needed
         self.rowmax: dict[str, str] = {}  # name -> the value whose row maximum (keepdim) it holds
         self.lists: dict[str, tuple[Value, ...]] = {}  # name -> the items of the list literal it holds
@@ -261,6 +287,8 @@ class _Pass:
         self.probs: set[str] = set()  # names bound to a softmax's output (also through casts)
         self.guards = SoftmaxGuards()  # a helper's guard of fully masked rows after its softmax (`softmax_guards`)
         self.rescale = RescaledShift()  # a helper's `/c`, shift, `*c` into a softmax (`rescaled_shift`)
+        # Which of those three mechanisms can act in this forward at all (`_Triggers`): the others are not fed.
+        self.guarded, self.rescaling, self.sized = _triggers(self.flat, bool(self.items))
         self._rescaled: frozenset[str] | None = None
         self.swapped: dict[str, str] = {}  # name -> the name it is `transpose(-2, -1)` of
         self.transposed: set[str] = set()  # names bound to a transpose (also through a scale or cast)
@@ -281,14 +309,14 @@ class _Pass:
     def keys(self) -> frozenset[str]:
         """Names read as the right operand of a matrix product (see `_prescan`)."""
         if self._scanned is None:
-            self._scanned = _prescan(self.body, self._softmax_modules())
+            self._scanned = _prescan(self.flat, self._softmax_modules())
         return self._scanned[0]
 
     @property
     def softmaxed(self) -> frozenset[str]:
         """Names read by a softmax (see `_prescan`)."""
         if self._scanned is None:
-            self._scanned = _prescan(self.body, self._softmax_modules())
+            self._scanned = _prescan(self.flat, self._softmax_modules())
         return self._scanned[1]
 
     def _softmax_modules(self) -> frozenset[str]:
@@ -302,15 +330,19 @@ class _Pass:
     def rescaled(self) -> frozenset[str]:
         """Names an inlined helper multiplies by a number straight into a softmax (`rescaled_shift`)."""
         if self._rescaled is None:
-            self._rescaled = rescaled_into(block_ops(self.body), self.softmaxed)
+            self._rescaled = rescaled_into(self.flat, self.softmaxed)
         return self._rescaled
 
     @property
     def scores(self) -> frozenset[str]:
         """Names whose value reaches a softmax through scales, additive terms, masks and casts."""
         if self._scores is None:
-            self._scores = _scores_of(self.body, self.softmaxed)
+            self._scores = _scores_of(self.flat, self.softmaxed)
         return self._scores
+
+    def scores_now(self) -> frozenset[str]:
+        """`scores`, as a function (asked lazily: most forwards never need them)."""
+        return self.scores
 
     # -- control flow --------------------------------------------------------------------------------
 
@@ -325,27 +357,28 @@ class _Pass:
         out: list[Stmt] = []
         deferred: dict[int, Op] = {}  # index of a call of a module built inline -> the function it computes
         for i, stmt in enumerate(block):
-            if isinstance(stmt, Op) and stmt.kind == _CALL and stmt.target[-1:] in ")]" and stmt.target in self.by_attr:
-                # `ACT2FN[self.config.hidden_act](x)`: the module `__init__` would have bound (`scope.inline_lookups`)
-                stmt = replace(stmt, kind=_MODULE)
-            if isinstance(stmt, Op) and id(stmt) in self.loss_calls:
-                stmt = self.bound_loss_call(stmt)  # `criterion(logits, y)`, `criterion = nn.CrossEntropyLoss()`
-            if i in deferred:
-                out.extend(self.op(deferred.pop(i), ranks))  # `nn.Softmax(dim=-1)(x)`: the function it computes
-            elif isinstance(stmt, Op) and stmt.kind == _FUNCTION and (found := self.instance_call(stmt, block, i)):
-                deferred[found[0]] = found[1]  # the argument's ops (`nn.Softmax()(a * s)`) come first
-            # The three readings of a module call below answer None for any other op (asked of module calls only).
-            elif (isinstance(stmt, Op) and self.split_identity and stmt.kind == _MODULE
-                  and (split := self.identity_or_layer(stmt)) is not None):
-                out.append(split)
-            elif (isinstance(stmt, Op) and self.split_identity and stmt.kind == _MODULE
-                  and (split := self.sequential_alternatives(stmt))):
-                out.append(split)
-            elif (isinstance(stmt, Op) and self.split_identity and stmt.kind == _MODULE
-                  and (split := self.callable_alternatives(stmt))):
-                out.append(split)
-            elif isinstance(stmt, Op):
-                out.extend(self.op(stmt, ranks))
+            if isinstance(stmt, Op):
+                if stmt.kind == _CALL and stmt.target[-1:] in ")]" and stmt.target in self.by_attr:
+                    # `ACT2FN[self.config.hidden_act](x)`: the module `__init__` would have bound (`scope.inline_lookups`)
+                    stmt = replace(stmt, kind=_MODULE)
+                if self.loss_calls and id(stmt) in self.loss_calls:
+                    stmt = self.bound_loss_call(stmt)  # `criterion(logits, y)`, `criterion = nn.CrossEntropyLoss()`
+                kind = stmt.kind
+                if i in deferred:
+                    out.extend(self.op(deferred.pop(i), ranks))  # `nn.Softmax(dim=-1)(x)`: the function it computes
+                elif kind == _FUNCTION and (found := self.instance_call(stmt, block, i)):
+                    deferred[found[0]] = found[1]  # the argument's ops (`nn.Softmax()(a * s)`) come first
+                # The three readings of a module call answer None for any other op (asked of module calls only).
+                elif kind == _MODULE and self.split_identity and (split := self.identity_or_layer(stmt)) is not None:
+                    out.append(split)
+                elif kind == _MODULE and self.split_identity and (split := self.sequential_alternatives(stmt)):
+                    out.append(split)
+                elif kind == _MODULE and self.split_identity and (split := self.callable_alternatives(stmt)):
+                    out.append(split)
+                else:
+                    out.extend(self.op(stmt, ranks))
+            elif i in deferred:
+                out.extend(self.op(deferred.pop(i), ranks))
             elif isinstance(stmt, Branch):
                 path_ranks = [dict(ranks) for _ in stmt.paths]
                 paths = tuple(self.block(p, r) for p, r in zip(stmt.paths, path_ranks))
@@ -496,7 +529,7 @@ class _Pass:
             op = Op(_FUNCTION, function, op.args, op.kwargs, op.outputs, op.span, op.stmt_span, op.via,
                     origin=op.origin or op)
         shifted = self.stable_shift(op)
-        if op.kind == _METHOD and (halves := self.unbound_halves(op)) is not None:
+        if op.target == "unbind" and op.kind == _METHOD and (halves := self.unbound_halves(op)) is not None:
             for o in halves:
                 _track_rank(o, ranks, self.by_attr, self.units, self.bounded)
                 self.track(o)
@@ -510,9 +543,10 @@ class _Pass:
             ops = [_ranked_axes(o, ranks) for o in self.module(op, op.target, ctor, 0)]
         elif shifted is not None:
             ops = [shifted]
-        elif op.via and op.kind == _OPERATOR and (undone := self.rescale.undone(op, self.softmaxed)) is not None:
+        elif (op.via and self.rescaling and op.kind == _OPERATOR
+              and (undone := self.rescale.undone(op, self.softmaxed)) is not None):
             ops = [_respell(op, CAST, (undone,), ())]  # `(t / c) * c` into a softmax: `t`
-        elif op.via and (guarded := self.guards.guard(op, self.probs)) is not None:
+        elif op.via and self.guarded and (guarded := self.guards.guard(op, self.probs)) is not None:
             ops = [_respell(op, CAST, (guarded,), ())]  # the guarded softmax: the softmax, for the chain
         elif (op.kind == _OPERATOR and op.target == "getattr" and len(op.args) == 2
               and isinstance(op.args[1], Expr) and op.args[1].text == "mT"):
@@ -564,10 +598,12 @@ class _Pass:
             else:
                 ops = [op] if canonical == key and args == op.args and kwargs == op.kwargs else [
                     _respell(op, canonical, args, kwargs)]
-        ops = [_implicit_dim(o, ranks) if (o.kind._value_, o.target) in (SOFTMAX, LOG_SOFTMAX) else o for o in ops]
+        ops = [_implicit_dim(o, ranks) if o.target in _SOFTMAX_TARGETS and (o.kind._value_, o.target) in (
+            SOFTMAX, LOG_SOFTMAX) else o for o in ops]
         ops = self.product_layouts(ops)  # also `track`s each op
         for o in ops:
-            self.guards.note(o, self.scores)
+            if self.guarded:
+                self.guards.note(o, self.scores_now)
             reduced = reduced_rank(o, ranks) if o.target in REDUCED_TARGETS else None  # the input's rank before
             if o.target in NUMPY_SCALAR_MATH:
                 reduced = numpy_scalar_rank(o, ranks)  # `np.sqrt(head_dim)` of a number: a number
@@ -583,7 +619,7 @@ class _Pass:
                 ranks[o.outputs[0]] = reduced
             elif len(o.outputs) > 1 and (unpacked := unpacked_rank(o)) is not None:
                 ranks.setdefault(*unpacked)
-            elif (method_rank := held_method_rank(o, ranks)) is not None:
+            elif o.kind == _MODULE and (method_rank := held_method_rank(o, ranks)) is not None:
                 ranks[o.outputs[0]] = method_rank  # `self.w.to(dtype)` of a parameter of known rank
         return ops
 
@@ -595,25 +631,32 @@ class _Pass:
         first = op.args[0].name if op.args and isinstance(op.args[0], Ref) else None
         first_made = self.made_by.get(first) if first is not None else None
         # read before the outputs are bound (a `view` / `reshape` only)
-        split = op.kind == _METHOD and self.sizes.splits_last_in_two(op, self.version)
+        split = self.sized and op.kind == _METHOD and self.sizes.splits_last_in_two(op, self.version)
         for name in op.outputs:
             self.version[name] = self.version.get(name, 0) + 1
-            self.sizes.forget(name)
+            if self.sized:
+                self.sizes.forget(name)
             if key in _ZEROS:
                 self.zeros[name] = self.current
-            else:
+            elif self.zeros:  # (each table: nothing to forget while it is empty, as in most forwards)
                 self.zeros.pop(name, None)
-            self.scaled.pop(name, None)
+            if self.scaled:
+                self.scaled.pop(name, None)
             self.made_by[name] = key
-            self.probs.discard(name)
-            self.swapped.pop(name, None)
-            self.transposed.discard(name)
-            self.halves.pop(name, None)
-        self.sizes.note(op, self.version)
+            if self.probs:
+                self.probs.discard(name)
+            if self.swapped:
+                self.swapped.pop(name, None)
+            if self.transposed:
+                self.transposed.discard(name)
+            if self.halves:
+                self.halves.pop(name, None)
+        if self.sized:
+            self.sizes.note(op, self.version)
         if len(op.outputs) != 1:
             return
         out = op.outputs[0]
-        if first is not None and (split or _splits_last_in_two(op)):
+        if first is not None and (split or (op.target in _LAST_SPLITTERS and _splits_last_in_two(op))):
             self.halves[out] = first
         if (first is not None and first_made == MATMUL and out != first and op.kind == _OPERATOR
                 and op.target in ("*", "/") and len(op.args) == 2):
@@ -663,6 +706,10 @@ class _Pass:
         or whose right operand is a softmax's output transposed (values)."""
         out: list[Op] = []
         for op in ops:
+            if op.target not in _LAYOUT_TARGETS:  # (`_product_layout` keeps any other op as it is)
+                out.append(op)
+                self.track(op)
+                continue
             first = len(out)
             self._product_layout(op, out)
             for o in out[first:]:
@@ -975,7 +1022,7 @@ class _Pass:
     def stable_shift(self, op: Op) -> Op | None:
         """`s - rowmax(s)` going into a softmax (or into its helper's product by a number: `rescaled_shift`) as
         `cast(s)`; records row maxima (and list literals) as a side effect."""
-        held = self.rescale.note(op)
+        held = self.rescale.note(op) if self.rescaling else None
         if self.rowmax or self.lists or self.ranked:  # (while none is held, nothing to forget)
             for name in op.outputs:
                 self.rowmax.pop(name, None)
@@ -983,8 +1030,15 @@ class _Pass:
                 self.ranked.pop(name, None)
         if op.kind == _OPERATOR and op.target in ("list", "tuple") and len(op.outputs) == 1:
             self.lists[op.outputs[0]] = op.args
-        if op.kind == _OPERATOR or op.kind == _METHOD:  # what `_rank_less_one` reads is one of those
+        if op.target in _RANK_READS and (op.kind == _OPERATOR or op.kind == _METHOD):  # what `_rank_less_one` reads
             self._rank_less_one(op)
+        if not self.rowmax and op.target not in _ROW_MAXIMA:
+            return None  # (every reading of `row_maxima` needs a row maximum held, or makes one)
+        return self.row_maxima(op, held)
+
+    def row_maxima(self, op: Op, held: tuple[str, str] | None) -> Op | None:
+        """`stable_shift`'s reading of row maxima: the shift respelled, or None; records the row maxima `op`
+        makes (`held`: what `RescaledShift.note` said its first argument held)."""
         if (len(op.outputs) == 2 and op.args and isinstance(op.args[0], Ref) and op.target in ("max", "torch.max")
                 and _last_keepdim(op)):
             self.rowmax[op.outputs[0]] = op.args[0].name  # `m, _ = s.max(-1, keepdim=True)`: the values
@@ -1052,6 +1106,8 @@ class _Pass:
 def normalise(key: Key, args: tuple[Value, ...], kwargs: tuple[Kwarg, ...],
               ranks: Mapping[str, int]) -> tuple[tuple[Value, ...], tuple[Kwarg, ...]]:
     """The arguments of canonical op `key` in its signature's form (unchanged when it has none)."""
+    if key not in SIGNATURES and key not in DEFAULT_KEYWORDS:
+        return args, kwargs  # (most ops: `normalise_values` would answer None)
     done = normalise_values(key, args, tuple((k.name, k.value) for k in kwargs), ranks)
     if done is None:
         return args, kwargs
@@ -1426,18 +1482,17 @@ def _ctor_kwargs(ctor: Ctor, params: tuple[str, ...]) -> tuple[Kwarg, ...] | Non
     return tuple(out)
 
 
-def _max_temp(block: Block) -> int:
+def _max_temp(ops: tuple[Op, ...]) -> int:
+    """The highest temporary (`%n`) any of `ops` binds (0 for none)."""
     top = 0
-    for stmt in block:
-        if isinstance(stmt, Op):
-            for name in stmt.outputs:
-                m = _TEMP.match(name)
-                if m:
-                    top = max(top, int(m.group(1)))
-        elif isinstance(stmt, Branch):
-            top = max([top, *(_max_temp(p) for p in stmt.paths)])
-        elif isinstance(stmt, Loop):
-            top = max(top, _max_temp(stmt.body))
+    for op in ops:
+        for name in op.outputs:
+            if name[:1] != "%":
+                continue
+            if name[1:].isdecimal():  # (`_TEMP`'s digits, without the regex: nearly every temporary)
+                top = max(top, int(name[1:]))
+            elif m := _TEMP.match(name):
+                top = max(top, int(m.group(1)))
     return top
 
 
@@ -1455,6 +1510,13 @@ _STACK: Key = ("function", "torch.stack")
 _SLICES = frozenset({SPLIT, CHUNK, ("method", "tensor_split"), ("function", "torch.tensor_split")})
 _FLATTEN = frozenset({("method", "flatten"), ("function", "torch.flatten")})
 _ONE_WIDE = re.compile(r"^torch\.(randn|rand|zeros|ones|empty|full)\(.*,\s*1\s*\)$", re.S)
+# The targets each per-op reading acts on (a cheap test before the call; `tests/analysis/test_canonical_triggers.py`).
+_SOFTMAX_TARGETS = frozenset({SOFTMAX[1], LOG_SOFTMAX[1]})
+_LAST_SPLITTERS = frozenset({"einops.rearrange", "unflatten"})  # `_splits_last_in_two`
+_ITEMS_TARGETS = frozenset({*(key[1] for key in _SLICES), "list", "tuple"})  # `_items_rank`
+_LAYOUT_TARGETS = frozenset({"*", "/", MATMUL[1]})  # `_scale_chain`, `_product_layout`
+_RANK_READS = frozenset({"getattr", "dim", "-"})  # `_rank_less_one`
+_ROW_MAXIMA = frozenset({"amax", "torch.amax", "max", "torch.max"})  # `stable_shift` makes a row maximum
 
 
 def _unit_last(v: Value, ranks: Mapping[str, int]) -> bool:
@@ -1468,9 +1530,10 @@ def _argument_step(stmt: Stmt, temp: str) -> bool:
             and not any(isinstance(a, Ref) and a.name == temp for a in stmt.args))
 
 
-def _held(forward: Forward, by_attr: Mapping[str, list[Binding]]) -> dict[str, int]:
-    """The ranks of the parameters the module holds (`held_ranks`), unless the forward builds one."""
-    return {} if builds_parameters(forward.body) else held_ranks(by_attr)
+def _held(ops: tuple[Op, ...], by_attr: Mapping[str, list[Binding]]) -> dict[str, int]:
+    """The ranks of the parameters the module holds (`held_ranks`), unless the forward (`ops`: all of its ops)
+    builds one."""
+    return {} if builds_parameters(ops) else held_ranks(by_attr)
 
 
 def _number_params(forward: Forward) -> dict[str, int]:
@@ -1603,11 +1666,10 @@ _PASS_ON = frozenset({"*", "/", "cast"})
 _NEG = ("operator", "neg")
 
 
-def _prescan(block: Block, softmax_modules: frozenset[str] = frozenset()) -> tuple[frozenset[str], frozenset[str]]:
-    """The names read as the right operand of a matrix product (also through a scale or a cast), and the
-    names read by a softmax, a call of one of `softmax_modules` included (the rank-free facts the pass needs
-    before it reaches the reads)."""
-    ops = list(block_ops(block))
+def _prescan(ops: tuple[Op, ...], softmax_modules: frozenset[str] = frozenset()) -> tuple[frozenset[str], frozenset[str]]:
+    """The names `ops` (a body's, `block_ops`) read as the right operand of a matrix product (also through a
+    scale or a cast), and the names read by a softmax, a call of one of `softmax_modules` included (the
+    rank-free facts the pass needs before it reaches the reads)."""
     keys = {op.args[1].name for op in ops
             if (op.kind._value_, op.target) in _RIGHT_OPERAND and len(op.args) == 2 and isinstance(op.args[1], Ref)}
     softmaxed = {op.args[0].name for op in ops
@@ -1632,9 +1694,9 @@ _TO_SOFTMAX = frozenset({("operator", "*"), ("operator", "/"), ("operator", "+")
                          ("method", "masked_fill"), ("function", "torch.where")})
 
 
-def _scores_of(block: Block, softmaxed: frozenset[str]) -> frozenset[str]:
-    """The names whose value goes into a softmax through scales, additive terms, masks and casts."""
-    ops = list(block_ops(block))
+def _scores_of(ops: tuple[Op, ...], softmaxed: frozenset[str]) -> frozenset[str]:
+    """The names whose value goes into a softmax through scales, additive terms, masks and casts (`ops`: a
+    body's, `block_ops`)."""
     reads: dict[str, list[str]] = {}  # output name -> the names the passing ops binding it read
     for op in ops:
         if len(op.outputs) == 1 and (
@@ -1727,18 +1789,10 @@ def swaps_last_two(pattern: str) -> bool:
     return rhs == [*lhs[:-2], lhs[-1], lhs[-2]]
 
 
-def _batched_operands(block: Block, out: set[str] | None = None) -> frozenset[str]:
-    """The names `torch.bmm` / `.bmm` reads (its operands are 3-D by contract)."""
-    found: set[str] = set() if out is None else out
-    for stmt in block:
-        if isinstance(stmt, Op) and stmt.target in ("torch.bmm", "bmm") and stmt.kind in (_FUNCTION, _METHOD):
-            found.update(a.name for a in stmt.args[:2] if isinstance(a, Ref))
-        elif isinstance(stmt, Branch):
-            for path in stmt.paths:
-                _batched_operands(path, found)
-        elif isinstance(stmt, Loop):
-            _batched_operands(stmt.body, found)
-    return frozenset(found)
+def _batched_operands(ops: tuple[Op, ...]) -> frozenset[str]:
+    """The names `torch.bmm` / `.bmm` reads among `ops` (a body's, `block_ops`): its operands are 3-D by contract."""
+    return frozenset(a.name for op in ops if op.target in ("torch.bmm", "bmm") and op.kind in (_FUNCTION, _METHOD)
+                     for a in op.args[:2] if isinstance(a, Ref))
 
 
 def _meet(ranks: dict[str, int], alternatives: list[dict[str, int]]) -> None:
@@ -1780,7 +1834,7 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     `units` (the class binds a layer or parameter one feature wide), also which values have a last
     axis of length 1; with `bounded` (it binds a layer of `_RANK_BOUND_MODULES`), the most axes a value can have
     where its rank is unknown."""
-    if _writes_into_ranked(op, ranks):
+    if op.target == "setitem" and _writes_into_ranked(op, ranks):
         # `x[~mask] = -inf` writes into x in place: a tensor never changes shape by an index assignment, so its
         # rank (and bound, and a last axis of length 1) stay; only what is known of it as a sequence goes.
         ranks.pop(_ITEMS + op.outputs[0], None)
@@ -1790,7 +1844,7 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     known = {a.name: ranks[a.name] for a in op.args if isinstance(a, Ref) and a.name in ranks}
     bounds = {a.name: ranks[_BOUND + a.name] for a in op.args
               if isinstance(a, Ref) and _BOUND + a.name in ranks} if bounded else {}
-    items = _items_rank(op, ranks)
+    items = _items_rank(op, ranks) if op.target in _ITEMS_TARGETS else None
     parts = ranks.get(_ITEMS + op.args[0].name) if op.args and isinstance(op.args[0], Ref) else None
     for name in op.outputs:
         ranks.pop(name, None)

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from adopter.dsl.types import Expr, Op, OpKind, Ref
 
-_RESHAPES = frozenset({"view", "reshape"})
+RESHAPES = frozenset({"view", "reshape"})  # the methods `splits_last_in_two` reads
 
 
 def _size_read(op: Op) -> str | None:
@@ -68,7 +68,7 @@ class SizeReads:
     def splits_last_in_two(self, op: Op, version: Mapping[str, int]) -> bool:
         """`op` is `x.view(...)` / `x.reshape(...)` keeping `x`'s leading sizes (as read off `x` itself, with
         `x` not bound again since) and splitting its last axis as (2, n). Call before `op` binds its outputs."""
-        if (op.kind != OpKind.METHOD or op.target not in _RESHAPES or op.kwargs or len(op.outputs) != 1
+        if (op.kind != OpKind.METHOD or op.target not in RESHAPES or op.kwargs or len(op.outputs) != 1
                 or len(op.args) < 4 or not isinstance(first := op.args[0], Ref)):
             return False
         *lead, two, _last = op.args[1:]

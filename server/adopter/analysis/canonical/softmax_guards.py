@@ -15,6 +15,7 @@ forward itself (where a fix would drop it) keep their op. A chain read through a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from adopter.dsl.types import Expr, Op, OpKind, Ref, Value
@@ -23,8 +24,13 @@ _COMPARISONS = frozenset({"==", "!=", ">", "<", ">=", "<="})
 _ROW_REDUCTIONS = frozenset({"any", "all", "torch.any", "torch.all"})
 _NAN_TESTS = frozenset({"isnan", "torch.isnan"})
 _NAN_TO_NUM = frozenset({"nan_to_num", "torch.nan_to_num"})
+_MASKED_FILLS = frozenset({"masked_fill", "masked_fill_"})
 _ZERO_MAKERS = frozenset({"torch.zeros_like", "zeros_like", "new_zeros", "torch.zeros"})
 _ZERO_TEXTS = frozenset({"0", "0.0", "0.", "False"})
+# The fills of scores `note` reads a mask from (`s.masked_fill(m, fill)`, `torch.where(m, s, fill)`).
+FILLS = frozenset({"masked_fill", "torch.where"})
+# The targets `guard` answers for (any other op is no guard).
+GUARD_TARGETS = frozenset({"*", "torch.where"}) | _MASKED_FILLS | _NAN_TO_NUM
 
 
 def _name(v: Value | None) -> str | None:
@@ -56,9 +62,9 @@ class SoftmaxGuards:
     zeros: set[str] = field(default_factory=set)
     complement: dict[str, str] = field(default_factory=dict)  # `~m` -> `m`
 
-    def note(self, op: Op, scores: frozenset[str]) -> None:
-        """Record the masks `op` makes, or uses to fill `scores` (the names that reach a softmax), after the
-        pass's respelling."""
+    def note(self, op: Op, scores: Callable[[], frozenset[str]]) -> None:
+        """Record the masks `op` makes, or uses to fill `scores()` (the names that reach a softmax: asked only of
+        a fill, `FILLS`, as computing them reads the whole body), after the pass's respelling."""
         if self.keep or self.drop or self.rows or self.zeros or self.nan or self.complement:  # (most forwards: none)
             for out in op.outputs:
                 for known in (self.keep, self.drop, self.rows, self.zeros):
@@ -80,7 +86,7 @@ class SoftmaxGuards:
             for known in (self.keep, self.drop, self.rows):
                 if first in known:
                     known.add(out)
-        elif out not in scores:
+        elif op.target not in FILLS or out not in scores():
             return
         elif op.target == "masked_fill" and len(op.args) >= 2 and (m := _name(op.args[1])) is not None:
             self.drop.add(m)  # `s.masked_fill(m, fill)`: `m` marks the filled scores
@@ -102,7 +108,7 @@ class SoftmaxGuards:
             for prob, factor in ((names[0], names[1]), (names[1], names[0])):
                 if prob in probs and factor is not None and (factor in self.keep or factor in self.rows):
                     return Ref(prob)
-        elif op.target in ("masked_fill", "masked_fill_") and len(args) == 3 and names[0] in probs:
+        elif op.target in _MASKED_FILLS and len(args) == 3 and names[0] in probs:
             prob, fill = names[0] or "", names[1] or ""
             if _is_zero(args[2], self.zeros) and (fill in self.drop or self.nan.get(fill) == prob
                                                   or self.complement.get(fill, "") in self.keep | self.rows):
