@@ -90,16 +90,17 @@ def session_of(work: Work) -> Session:
 # The analysis of one file allocates hundreds of thousands of short-lived containers (tree nodes, flow
 # states, matches); at CPython's default young-generation threshold (700) the cyclic collector ran ~1,000
 # times over 70 modeling files, each young collection promoting survivors that the older generations then
-# scan again: 20 % of `check`'s CPU. 10,000 cuts that to ~70 collections for +3 MB of peak memory; the
-# older generations' thresholds are left as they are, so cycles are still freed as often. The process
-# keeps it (the command's process or a pool or Ray worker: all they do is analyse files): setting 700
-# back after each chunk made the next allocation collect, often the whole heap.
-YOUNG_THRESHOLD = 10_000
-# The middle generation is then collected every 50 young collections instead of 10: over the 210
-# modeling files its collections took 0.7 s of ~9.5 s of CPU and triggered three full collections of
-# the grown heap (0.3 s); at 50, 0.3 s and two cheap full collections, for +10 MB of peak memory
-# (measured with `gc.callbacks`, issue 22; 25 and 100 did no better).
-MIDDLE_THRESHOLD = 50
+# scan again: 20 % of `check`'s CPU. A young collection costs about its survivors, most of them the file
+# being analysed: 10,000 still made 95 young collections over the 210 modeling files (0.9 s of ~19 s of CPU);
+# 100,000 makes 4 (0.44 s), at the same peak memory (188 MB; a young collection still frees the cycles made
+# since the last one, at most this many objects). The process keeps it (the command's process or a pool or
+# Ray worker: all they do is analyse files): setting 700 back after each chunk made the next allocation
+# collect, often the whole heap.
+YOUNG_THRESHOLD = 100_000
+# The middle generation is then collected every 5 young collections: every 500,000 net allocations, as the
+# earlier 10,000 / 50 did, so the garbage that was alive when it left the young generation is freed as often
+# (and the full collections follow every 10 middle ones, as before). Measured with `gc.callbacks`, issue 22.
+MIDDLE_THRESHOLD = 5
 
 
 # The interpreter's end collects the whole heap several times while it tears modules down: with jedi's trees
@@ -112,9 +113,9 @@ _exit_frozen: list[bool] = []
 def fewer_collections() -> None:
     """Run the young and middle generations' collections less often in this process (it analyses files), and stop
     parso's sweep of its parse-tree cache (see `_PARSO_SWEEP`)."""
-    young, middle, old = gc.get_threshold()
-    if young < YOUNG_THRESHOLD or middle < MIDDLE_THRESHOLD:
-        gc.set_threshold(max(young, YOUNG_THRESHOLD), max(middle, MIDDLE_THRESHOLD), old)
+    young, _, old = gc.get_threshold()
+    if young < YOUNG_THRESHOLD:  # not yet set here (a later chunk of the same process finds it set)
+        gc.set_threshold(YOUNG_THRESHOLD, MIDDLE_THRESHOLD, old)
     if not _exit_frozen:
         _exit_frozen.append(True)
         atexit.register(gc.freeze)  # see `_exit_frozen`
