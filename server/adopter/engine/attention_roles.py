@@ -47,6 +47,17 @@ def plays_attention_roles(values: Sequence[Bound], splits: Sequence[Bound], flat
     """Whether the three projection values are q, k and v (see the module doc)."""
     if any(_head_split(flat, s) for s in splits):
         return True
+    # The rest reads the three values alone: kept per forward, as the fused-QKV search asks it for every
+    # combination of its optional head splits present or skipped (8 per assignment of the projections).
+    key = tuple(values)
+    known = flat.roles.get(key)
+    if known is None:
+        known = flat.roles[key] = _play_roles(values, flat)
+    return known
+
+
+def _play_roles(values: Sequence[Bound], flat: FlatForward) -> bool:
+    """`plays_attention_roles` when no split is a head split: the uses of the three values."""
     refs = [v for v in values if v is not None and v[0] == "ref" and len(v) >= 3]
     if len(refs) < 3:
         return True  # an input or an expression: nothing to follow, keep the match
