@@ -164,9 +164,15 @@ def _walk(flat: FlatForward, name: str, d: int, passing: bool) -> set[int]:
     return seen
 
 
-def _reach_from(flat: FlatForward, n: int, *, passing: bool) -> set[int]:
-    op = flat.nodes[n].op
-    out: set[int] = set()
-    for name in op.outputs if op is not None else ():
-        out |= _reach(flat, name, n, passing=passing)
-    return out
+def _reach_from(flat: FlatForward, n: int, *, passing: bool) -> frozenset[int]:
+    """The nodes the values node `n` defines reach (`_reach` of each); kept per forward: the guard asks it of
+    the same scores in every order of the three projections and for every triple."""
+    key = (n, passing)
+    known = flat.reached_from.get(key)
+    if known is None:
+        op = flat.nodes[n].op
+        out: set[int] = set()
+        for name in op.outputs if op is not None else ():
+            out |= _reach(flat, name, n, passing=passing)
+        known = flat.reached_from[key] = frozenset(out)
+    return known

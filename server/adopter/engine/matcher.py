@@ -537,6 +537,8 @@ class RuleMatcher:
 
     def _kwargs_ok(self, pats: tuple[PKwarg, ...], vals: tuple[Kwarg, ...], extra: bool, n: int,
                    state: _State) -> bool:
+        if not pats:  # most steps: no keyword to unify, no table to build
+            return extra or not vals
         by_name = {k.name: k.value for k in vals}
         for pk in pats:
             if pk.name not in by_name:
@@ -595,7 +597,10 @@ class RuleMatcher:
 
     def _guards_ok(self, chosen: list[int], state: _State, hard: bool) -> bool:
         """The rule's guards on what the variables bound (`hard`), or on how the values are used."""
-        return all(self._guard_ok(g, chosen, state) for g in self.rule.guards if (g.kind in _USE_GUARDS) != hard)
+        for g in self.plan.hard_guards if hard else self.plan.use_guards:  # a loop: asked at every leaf
+            if not self._guard_ok(g, chosen, state):
+                return False
+        return True
 
     def _used_elsewhere(self, chosen: list[int], state: _State) -> str:
         """Why the fix is withheld when a use guard fails: which value is read outside the match."""
@@ -624,7 +629,7 @@ class RuleMatcher:
 
     def _guard_ok(self, g: Guard, chosen: list[int], state: _State) -> bool:
         if g.kind in _VALUE_GUARDS:
-            return self._verdict(g, tuple(self._value(a, state) for a in g.args))
+            return self._verdict(g, tuple([self._value(a, state) for a in g.args]))
         if g.kind in (GuardKind.EQUALS, GuardKind.ONE_OF, GuardKind.FIX_REQUIRES):
             if not g.args:
                 return True
@@ -979,6 +984,10 @@ class _RulePlan:
     required_init: tuple[BindingPattern, ...]
     required_steps: tuple[tuple[tuple[OpKind, tuple[str, ...], str | None], ...], ...]
     named_activations: tuple[frozenset[str], ...]
+    # The guards `_guards_ok` asks at the leaves, in the rule's order: on what the variables bound (`hard`), and
+    # on how the values are used.
+    hard_guards: tuple[Guard, ...]
+    use_guards: tuple[Guard, ...]
 
 
 _PLANS: dict[int, tuple[Rule, _RulePlan]] = {}
@@ -1005,6 +1014,8 @@ def _plan(rule: Rule) -> _RulePlan:
                   for kind, t in step.targets)
             for step in rule.forward if not step.optional),
         named_activations=tuple(frozenset(_activation_keys(g)) for g in rule.guards if g.kind == GuardKind.NAMED_ACTIVATION),
+        hard_guards=tuple(g for g in rule.guards if g.kind not in _USE_GUARDS),
+        use_guards=tuple(g for g in rule.guards if g.kind in _USE_GUARDS),
     )
     if len(_PLANS) > 4096:  # rules reloaded many times: the older plans go
         _PLANS.clear()
