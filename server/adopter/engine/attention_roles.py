@@ -47,6 +47,17 @@ def plays_attention_roles(values: Sequence[Bound], splits: Sequence[Bound], flat
     """Whether the three projection values are q, k and v (see the module doc)."""
     if any(_head_split(flat, s) for s in splits):
         return True
+    # The rest reads the three values alone: kept per forward, as the fused-QKV search asks it for every
+    # combination of its optional head splits present or skipped (8 per assignment of the projections).
+    key = tuple(values)
+    known = flat.roles.get(key)
+    if known is None:
+        known = flat.roles[key] = _play_roles(values, flat)
+    return known
+
+
+def _play_roles(values: Sequence[Bound], flat: FlatForward) -> bool:
+    """`plays_attention_roles` when no split is a head split: the uses of the three values."""
     refs = [v for v in values if v is not None and v[0] == "ref" and len(v) >= 3]
     if len(refs) < 3:
         return True  # an input or an expression: nothing to follow, keep the match
@@ -153,9 +164,15 @@ def _walk(flat: FlatForward, name: str, d: int, passing: bool) -> set[int]:
     return seen
 
 
-def _reach_from(flat: FlatForward, n: int, *, passing: bool) -> set[int]:
-    op = flat.nodes[n].op
-    out: set[int] = set()
-    for name in op.outputs if op is not None else ():
-        out |= _reach(flat, name, n, passing=passing)
-    return out
+def _reach_from(flat: FlatForward, n: int, *, passing: bool) -> frozenset[int]:
+    """The nodes the values node `n` defines reach (`_reach` of each); kept per forward: the guard asks it of
+    the same scores in every order of the three projections and for every triple."""
+    key = (n, passing)
+    known = flat.reached_from.get(key)
+    if known is None:
+        op = flat.nodes[n].op
+        out: set[int] = set()
+        for name in op.outputs if op is not None else ():
+            out |= _reach(flat, name, n, passing=passing)
+        known = flat.reached_from[key] = frozenset(out)
+    return known

@@ -158,6 +158,24 @@ def _nested_ctors(binding: Binding) -> Iterator[Ctor]:
 _MAX_DEPTH = 4
 
 
+# id of a constructor pattern -> (the pattern, a number shared by every equal pattern): rule patterns live as
+# long as their rules, and hashing one (a frozen dataclass of tuples of dataclasses) is a Python call per field.
+_CTOR_KEYS: dict[int, tuple[CtorPattern, int]] = {}
+_CTOR_NUMBERS: dict[CtorPattern, int] = {}
+
+
+def ctor_key(pattern: CtorPattern) -> int:
+    """A number for `pattern`, the same for equal patterns."""
+    kept = _CTOR_KEYS.get(id(pattern))
+    if kept is not None and kept[0] is pattern:
+        return kept[1]
+    if len(_CTOR_KEYS) > 4096:  # rules reloaded many times: the older patterns go
+        _CTOR_KEYS.clear()
+    number = _CTOR_NUMBERS.setdefault(pattern, len(_CTOR_NUMBERS))
+    _CTOR_KEYS[id(pattern)] = (pattern, number)
+    return number
+
+
 @dataclass
 class InitIndex:
     """`__init__` bindings by attribute, for joining module op targets with binding patterns."""
@@ -174,6 +192,11 @@ class InitIndex:
     # patterns of different rules (`torch.nn.Linear` in most of them) share the answer, which depends on the
     # bindings alone. Shared with the rule-scoped indexes of the same bindings.
     _any_fit: dict[CtorPattern, bool] = field(default_factory=dict)
+
+    # (id of a list of module op targets, `ctor_key` of a pattern's constructor) -> (the list, those of its
+    # targets that resolve): `fitting`'s memo. Every rule with a `torch.nn.Linear` variable asks it of the same
+    # forward's targets (f09's three, f06, f14, f16, ...). A rule-scoped index has its own (it records each question).
+    _fitting: dict[tuple[int, int], tuple[Sequence[str], tuple[str, ...]]] = field(default_factory=dict)
 
     callees: frozenset[str] = frozenset()  # every constructor callee, qualified and by last name
     params: tuple[Param, ...] = ()  # `__init__`'s parameters (what a caller passes in), with their defaults
@@ -231,6 +254,17 @@ class InitIndex:
                               and not unchosen_by_default(b, self.params, bs)), None)
             self._fits[fit_key] = found
         self._resolved[key] = found
+        return found
+
+    def fitting(self, targets: Sequence[str], pattern: BindingPattern) -> tuple[str, ...]:
+        """The module op `targets` that resolve for `pattern` (`resolve_ctor`), in order; kept per list of
+        targets and constructor pattern (equal constructor patterns share the answer, as `_fits` says)."""
+        key = (id(targets), ctor_key(pattern.ctor))
+        kept = self._fitting.get(key)
+        if kept is not None and kept[0] is targets:
+            return kept[1]
+        found = tuple(t for t in targets if self.resolve_ctor(t, pattern) is not None)
+        self._fitting[key] = (targets, found)
         return found
 
     def constant_text(self, text: str) -> str | None:

@@ -62,6 +62,10 @@ class FlatForward:
     cast_reads: dict[str, bool] = field(default_factory=dict)  # name -> a cast reads it (the matcher's memo)
     # (name, defining node, through passing steps only) -> the nodes its value reaches (`attention_roles`'s memo)
     reached: dict[tuple[str, int, bool], frozenset[int]] = field(default_factory=dict)
+    # (node, through passing steps only) -> the nodes the values it defines reach (`attention_roles`'s memo)
+    reached_from: dict[tuple[int, bool], frozenset[int]] = field(default_factory=dict)
+    # (the three projection values) -> whether their uses make them q, k and v (`attention_roles`'s memo)
+    roles: dict[tuple[object, ...], bool] = field(default_factory=dict)
     # Answers of `compatible` and `may_reach`, pure functions of the nodes: the matcher asks the same pairs
     # again for every partial match (84 % of `compatible` calls over 40 modeling files were repeats).
     _compatible: dict[tuple[int, int], bool] = field(default_factory=dict)

@@ -166,27 +166,20 @@ class RuleMatcher:
         self.rule = rule
         self.flat = flat
         self.init = init
+        plan = self.plan = _plan(rule)
         self.init_patterns = init_patterns(rule)
         self.steps = rule.forward
-        self.look_through = not names_casts(rule)
+        self.look_through = plan.look_through
         self.crossed_branch = False  # set by _bound_of: it looked through a cast on one path only
         self.swapped = False  # set by _args_ok: it unified a `+`/`*` step with the operands in the other order
         self.budget = STEP_BUDGET
         self._cand_sets: dict[int, set[int]] = {}
         self._targets: dict[tuple[str, str], tuple[str, ...]] = {}  # `_targets_of`
         self._handed_targets: frozenset[str] | None = None  # `_handed_layer`'s module ops, read once
-        self._handed_vars = frozenset(a.name for g in rule.guards if g.kind is GuardKind.HANDED_LAYER
-                                      for a in g.args if isinstance(a, PVar))
+        self._handed_vars = plan.handed_vars
         self._verdicts: dict[tuple[int, tuple[Bound | None, ...]], bool] = {}  # `_VALUE_GUARDS` answered
-        # The value guards asked before the leaves (`_feasible`): those on variables only (a PAny or a
-        # literal argument is left to the leaf).
-        # Each with its variables' names (`_value` of a PVar, read inline: `_feasible` runs at every step).
-        self._early = tuple((g, tuple(a.name for a in g.args if isinstance(a, PVar))) for g in rule.guards
-                            if g.kind in _VALUE_GUARDS and g.args and all(isinstance(a, PVar) for a in g.args))
-        # The text guards (`one_of($d1, -1, -2)`), asked there too once their variables are bound: their answer
-        # is a function of the bound values, the literals and `__init__`'s constants (`_guard_ok`).
-        self._early_texts = tuple((g, tuple(a for a in g.args if isinstance(a, PVar))) for g in rule.guards
-                                  if g.kind in _TEXT_GUARDS and any(isinstance(a, PVar) for a in g.args))
+        self._early = plan.early
+        self._early_texts = plan.early_texts
 
     # -- pre-filter ------------------------------------------------------------------------------
 
@@ -206,8 +199,8 @@ class RuleMatcher:
             if var in self._handed_vars:
                 # only the layers `handed_layer` admits: none in a forward no function is handed its module
                 targets = [t for t in targets if self._handed_layer(("mod", t))]
-            known = self._targets[key] = tuple(targets) if pattern is None else tuple(
-                t for t in targets if self.init.resolve_ctor(t, pattern) is not None)
+            known = self._targets[key] = (tuple(targets) if pattern is None else
+                                          self.init.fitting(targets, pattern))
         return known
 
     def candidates(self, step: OpPattern) -> list[int]:
@@ -226,27 +219,35 @@ class RuleMatcher:
         """False when some required step or binding cannot occur at all in this forward."""
         if not self.steps:
             return False
+        plan = self.plan
         by_target = self.flat.by_target
-        for keys in literal_requirements(self.rule):
-            if not any(k in by_target for k in keys):
+        # Loops, not `any`/`all` over generators: asked of every rule in every forward (9,232 times over the
+        # 202 files of check_speed), in the order the questions were always asked (`_AskedInit` records them).
+        for keys in plan.literals:
+            for k in keys:
+                if k in by_target:
+                    break
+            else:
                 return False
-        required = required_init_vars(self.rule)
-        if not all(self.init.could_match(b) for b in self.rule.init if b.var.lstrip("$") in required):
-            return False
-        for step in self.steps:
-            if not step.optional and not any(
-                (kind._value_, t) in by_target if not t.startswith("$")
-                else bool(self._targets_of(kind, t.lstrip("$")))
-                for kind, t in step.targets
-            ):
+        init = self.init
+        for b in plan.required_init:
+            if not init.could_match(b):
                 return False
-        return all(self._some_named_activation(g) for g in self.rule.guards if g.kind == GuardKind.NAMED_ACTIVATION)
+        for alternatives in plan.required_steps:
+            for kind, key, var in alternatives:
+                if key in by_target if var is None else self._targets_of(kind, var):
+                    break
+            else:
+                return False
+        for accepted in plan.named_activations:
+            if not self._some_named_activation(accepted):
+                return False
+        return True
 
-    def _some_named_activation(self, g: Guard) -> bool:
-        """Whether an op target of this forward passes the hard guard `named_activation` `g`: it holds of a
-        module value only, and the search binds module values to op targets (`_target_ok`), so where no
-        target passes, no leaf does (f06-linear-gelu-named: a Linear and any submodule after it, else)."""
-        keys = _activation_keys(g)
+    def _some_named_activation(self, keys: frozenset[str]) -> bool:
+        """Whether an op target of this forward passes a hard guard `named_activation` accepting `keys`: it
+        holds of a module value only, and the search binds module values to op targets (`_target_ok`), so where
+        no target passes, no leaf does (f06-linear-gelu-named: a Linear and any submodule after it, else)."""
         return any(is_named_activation(t, self.init, keys) for targets in self.flat.targets_of_kind.values()
                    for t in targets)
 
@@ -279,7 +280,7 @@ class RuleMatcher:
             return
         step = self.steps[i]
         for n in self._narrow(step, cands[i], state):
-            if n in chosen or not all(self.flat.compatible(min(c, n), max(c, n)) for c in chosen):
+            if n in chosen or (chosen and not self._on_one_path(chosen, n)):
                 continue
             self.budget -= 1
             if self.budget < 0:
@@ -311,6 +312,15 @@ class RuleMatcher:
             if self._skip(step, state) and self._feasible(state):
                 yield from self._search(i + 1, chosen, cands, state)
             state.undo(mark)
+
+    def _on_one_path(self, chosen: list[int], n: int) -> bool:
+        """Whether node `n` runs on one path with every chosen node (a loop, not `all(...)` over a generator:
+        asked of every candidate at every step)."""
+        compatible = self.flat.compatible
+        for c in chosen:
+            if not (compatible(c, n) if c < n else compatible(n, c)):
+                return False
+        return True
 
     def _feasible(self, state: _State) -> bool:
         """False when a value guard whose arguments are all bound already fails: every leaf below would
@@ -484,7 +494,10 @@ class RuleMatcher:
         return self._unify_values(pa, va[: len(pa)], n, state)
 
     def _unify_values(self, pats: tuple[PValue, ...], vals: tuple[Value, ...], n: int, state: _State) -> bool:
-        return all(self._unify_at(p, v, n, state) for p, v in zip(pats, vals))
+        for p, v in zip(pats, vals):
+            if not self._unify_at(p, v, n, state):
+                return False
+        return True
 
     def _unify_at(self, p: PValue, v: Value, n: int, state: _State) -> bool:
         """Unify `p` with the value `v` read at node `n`; a value passed on by one alternative of a
@@ -524,6 +537,8 @@ class RuleMatcher:
 
     def _kwargs_ok(self, pats: tuple[PKwarg, ...], vals: tuple[Kwarg, ...], extra: bool, n: int,
                    state: _State) -> bool:
+        if not pats:  # most steps: no keyword to unify, no table to build
+            return extra or not vals
         by_name = {k.name: k.value for k in vals}
         for pk in pats:
             if pk.name not in by_name:
@@ -582,7 +597,10 @@ class RuleMatcher:
 
     def _guards_ok(self, chosen: list[int], state: _State, hard: bool) -> bool:
         """The rule's guards on what the variables bound (`hard`), or on how the values are used."""
-        return all(self._guard_ok(g, chosen, state) for g in self.rule.guards if (g.kind in _USE_GUARDS) != hard)
+        for g in self.plan.hard_guards if hard else self.plan.use_guards:  # a loop: asked at every leaf
+            if not self._guard_ok(g, chosen, state):
+                return False
+        return True
 
     def _used_elsewhere(self, chosen: list[int], state: _State) -> str:
         """Why the fix is withheld when a use guard fails: which value is read outside the match."""
@@ -611,7 +629,7 @@ class RuleMatcher:
 
     def _guard_ok(self, g: Guard, chosen: list[int], state: _State) -> bool:
         if g.kind in _VALUE_GUARDS:
-            return self._verdict(g, tuple(self._value(a, state) for a in g.args))
+            return self._verdict(g, tuple([self._value(a, state) for a in g.args]))
         if g.kind in (GuardKind.EQUALS, GuardKind.ONE_OF, GuardKind.FIX_REQUIRES):
             if not g.args:
                 return True
@@ -944,6 +962,65 @@ class RuleMatcher:
             first < d < last and d not in mine and self.flat.compatible(first, d) and self.flat.compatible(d, last)
             for d in self.flat.defs_of.get(name, ())
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _RulePlan:
+    """What every `RuleMatcher` of one rule reads of it before and during the search, read once per rule."""
+
+    look_through: bool
+    handed_vars: frozenset[str]
+    # The value guards asked before the leaves (`_feasible`): those on variables only (a PAny or a literal
+    # argument is left to the leaf). Each with its variables' names (`_value` of a PVar, read inline:
+    # `_feasible` runs at every step).
+    early: tuple[tuple[Guard, tuple[str, ...]], ...]
+    # The text guards (`one_of($d1, -1, -2)`), asked there too once their variables are bound: their answer
+    # is a function of the bound values, the literals and `__init__`'s constants (`_guard_ok`).
+    early_texts: tuple[tuple[Guard, tuple[PVar, ...]], ...]
+    # `possible`'s questions, in its order: the literal requirements, the init patterns of the required
+    # module variables, per required step its alternatives ((kind, key, None) for a literal target,
+    # (kind, (), variable) for a module variable), the keys of each `named_activation` guard.
+    literals: tuple[tuple[tuple[str, str], ...], ...]
+    required_init: tuple[BindingPattern, ...]
+    required_steps: tuple[tuple[tuple[OpKind, tuple[str, ...], str | None], ...], ...]
+    named_activations: tuple[frozenset[str], ...]
+    # The guards `_guards_ok` asks at the leaves, in the rule's order: on what the variables bound (`hard`), and
+    # on how the values are used.
+    hard_guards: tuple[Guard, ...]
+    use_guards: tuple[Guard, ...]
+
+
+_PLANS: dict[int, tuple[Rule, _RulePlan]] = {}
+
+
+def _plan(rule: Rule) -> _RulePlan:
+    """`rule`'s `_RulePlan` (cached per rule object: rules are immutable and live as long as the rule set)."""
+    kept = _PLANS.get(id(rule))
+    if kept is not None and kept[0] is rule:
+        return kept[1]
+    required = required_init_vars(rule)
+    plan = _RulePlan(
+        look_through=not names_casts(rule),
+        handed_vars=frozenset(a.name for g in rule.guards if g.kind is GuardKind.HANDED_LAYER
+                              for a in g.args if isinstance(a, PVar)),
+        early=tuple((g, tuple(a.name for a in g.args if isinstance(a, PVar))) for g in rule.guards
+                    if g.kind in _VALUE_GUARDS and g.args and all(isinstance(a, PVar) for a in g.args)),
+        early_texts=tuple((g, tuple(a for a in g.args if isinstance(a, PVar))) for g in rule.guards
+                          if g.kind in _TEXT_GUARDS and any(isinstance(a, PVar) for a in g.args)),
+        literals=literal_requirements(rule),
+        required_init=tuple(b for b in rule.init if b.var.lstrip("$") in required),
+        required_steps=tuple(
+            tuple((kind, (kind._value_, t), None) if not t.startswith("$") else (kind, (), t.lstrip("$"))
+                  for kind, t in step.targets)
+            for step in rule.forward if not step.optional),
+        named_activations=tuple(frozenset(_activation_keys(g)) for g in rule.guards if g.kind == GuardKind.NAMED_ACTIVATION),
+        hard_guards=tuple(g for g in rule.guards if g.kind not in _USE_GUARDS),
+        use_guards=tuple(g for g in rule.guards if g.kind in _USE_GUARDS),
+    )
+    if len(_PLANS) > 4096:  # rules reloaded many times: the older plans go
+        _PLANS.clear()
+    _PLANS[id(rule)] = (rule, plan)
+    return plan
 
 
 def _enough_nodes(steps: Sequence[OpPattern], cands: Sequence[list[int]]) -> bool:
