@@ -15,6 +15,7 @@ import copyreg
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from enum import Enum
+from typing import Final
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +76,16 @@ class OpKind(str, Enum):
     METHOD = "method"  # a method on a value: target "transpose"; args[0] is the receiver
     OPERATOR = "operator"  # "+", "-", "*", "/", "@", "**", "//", "neg", "getitem", "getattr"
     CALL = "call"  # a call of something unresolved (a local callable, a parameter): target is its text
+
+
+# The members, read off the class once. CPython 3.11 reads every attribute of an Enum class through
+# `EnumType.__getattr__`'s Python-level hook (~0.3 us, ten times a module global read), and the analysis and the
+# engine name a kind at every op they build or test: the hot paths use these constants instead.
+MODULE_OP: Final = OpKind.MODULE
+FUNCTION_OP: Final = OpKind.FUNCTION
+METHOD_OP: Final = OpKind.METHOD
+OPERATOR_OP: Final = OpKind.OPERATOR
+CALL_OP: Final = OpKind.CALL
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +169,13 @@ class ParamKind(str, Enum):
     VAR_POSITIONAL = "var_positional"  # *args
     KEYWORD_ONLY = "keyword_only"
     VAR_KEYWORD = "var_keyword"  # **kwargs
+
+
+# The members, read once (see `MODULE_OP`): parameters are bound and tested per call inlined.
+POSITIONAL: Final = ParamKind.POSITIONAL
+VAR_POSITIONAL: Final = ParamKind.VAR_POSITIONAL
+KEYWORD_ONLY: Final = ParamKind.KEYWORD_ONLY
+VAR_KEYWORD: Final = ParamKind.VAR_KEYWORD
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from adopter.analysis.canonical.axes import trailing_axes
 from adopter.analysis.flow.state import HANDED
 from adopter.dsl.types import (
+    FUNCTION_OP,
+    METHOD_OP,
+    MODULE_OP,
+    OPERATOR_OP,
     Binding,
     BindingPattern,
     Ctor,
@@ -395,7 +399,7 @@ class RuleMatcher:
         """Whether node `n`'s operands may be read in the other order for `step`: a `+` or `*` of two
         different values, against a step with two argument patterns."""
         op = self.flat.nodes[n].op
-        return (op is not None and op.kind == OpKind.OPERATOR and op.target in COMMUTATIVE and len(step.args) == 2
+        return (op is not None and op.kind == OPERATOR_OP and op.target in COMMUTATIVE and len(step.args) == 2
                 and len(op.args) == 2 and op.args[0] != op.args[1])
 
     def _unify_op(self, step: OpPattern, n: int, state: _State, swap: bool = False) -> bool:
@@ -484,7 +488,7 @@ class RuleMatcher:
         pa, va = step.args, op.args
         if len(va) < len(pa) or (not step.extra_args and len(va) != len(pa)):
             return False
-        if op.kind == OpKind.OPERATOR and op.target in COMMUTATIVE and len(pa) == 2 and len(va) == 2:
+        if op.kind == OPERATOR_OP and op.target in COMMUTATIVE and len(pa) == 2 and len(va) == 2:
             mark = state.mark()
             if self._unify_values(pa, va, n, state):
                 return True
@@ -746,7 +750,7 @@ class RuleMatcher:
         if self._handed_targets is None:
             self._handed_targets = frozenset(
                 n.op.target for n in self.flat.nodes
-                if n.op is not None and n.op.kind is OpKind.MODULE and n.op.origin is not None
+                if n.op is not None and n.op.kind is MODULE_OP and n.op.origin is not None
                 and n.op.origin.target.startswith(HANDED + ": "))
         return target in self._handed_targets
 
@@ -758,7 +762,7 @@ class RuleMatcher:
             return False
         op = self.flat.nodes[value[2]].op
         origin = op.origin if op is not None else None
-        return (op is not None and origin is not None and origin.kind is OpKind.MODULE
+        return (op is not None and origin is not None and origin.kind is MODULE_OP
                 and op.target.startswith(origin.target + "["))
 
     def _unsplit(self, value: Bound | None) -> bool:
@@ -767,7 +771,7 @@ class RuleMatcher:
             return True
         for u in self._uses(value):
             op = self.flat.nodes[u].op
-            if op is not None and op.target.rsplit(".", 1)[-1] in _SPLITS and op.kind in (OpKind.METHOD, OpKind.FUNCTION):
+            if op is not None and op.target.rsplit(".", 1)[-1] in _SPLITS and op.kind in (METHOD_OP, FUNCTION_OP):
                 return False
         return True
 
@@ -882,11 +886,11 @@ class RuleMatcher:
             if inner is None:
                 return None
             args.append(f"({inner})")
-        if op.kind == OpKind.FUNCTION:
+        if op.kind == FUNCTION_OP:
             return f"{op.target}({', '.join(args)})"
-        if op.kind == OpKind.OPERATOR and len(args) == 2:
+        if op.kind == OPERATOR_OP and len(args) == 2:
             return f"{args[0]} {op.target} {args[1]}"
-        if op.kind == OpKind.METHOD and args:
+        if op.kind == METHOD_OP and args:
             return f"{args[0]}.{op.target}({', '.join(args[1:])})"
         return None
 
