@@ -23,15 +23,17 @@ from adopter.analysis.scope.bindings import FACTORY_ORIGIN
 from adopter.analysis.scope.chosen_layers import chosen_layer_reason
 from adopter.dsl.types import (
     FUNCTION_OP,
+    GATE_ACTIVATION_GUARD,
+    INSIDE_SUBMODULE_GUARD,
     MODULE_OP,
     OPERATOR_OP,
+    VOCABULARY_GUARD,
     Architecture,
     Binding,
     BindingPattern,
     Ctor,
     Expr,
     Forward,
-    GuardKind,
     ModuleFile,
     Op,
     Param,
@@ -243,7 +245,7 @@ def _reads_every_binding(rule: Rule) -> bool:
     questions: the vocabulary guard (the Embeddings' sizes), the gate-activation guard (the activation's
     bindings) and the submodule view (every layer). The gate-projections and named-activation guards ask
     questions instead (`bindings_of`, `parameters`)."""
-    return any(g.kind in (GuardKind.VOCABULARY, GuardKind.GATE_ACTIVATION, GuardKind.INSIDE_SUBMODULE)
+    return any(g.kind in (VOCABULARY_GUARD, GATE_ACTIVATION_GUARD, INSIDE_SUBMODULE_GUARD)
                for g in rule.guards)
 
 
@@ -397,7 +399,7 @@ def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, 
         asked = _AskedInit.for_rule(init, rule) if kept is not None else init
         found, failed = len(findings), len(problems)
         try:
-            if any(g.kind is GuardKind.INSIDE_SUBMODULE for g in rule.guards):
+            if any(g.kind is INSIDE_SUBMODULE_GUARD for g in rule.guards):
                 # This rule may read through submodule calls: match it in the view where they are unrolled.
                 if view is None:
                     unrolled = submodule_view(forward, [b for bs in init.by_attr.values() for b in bs])
@@ -771,7 +773,7 @@ def _reach_allowed(rule: Rule, m: RawMatch, ops: tuple[Op | None, ...]) -> bool:
     allowed: set[str] = set()
     env = dict(m.env)
     for g in rule.guards:
-        if g.kind is GuardKind.INSIDE_SUBMODULE:
+        if g.kind is INSIDE_SUBMODULE_GUARD:
             for arg in g.args:
                 bound = env.get(arg.name) if isinstance(arg, PVar) else None
                 if bound is not None and bound[0] == "mod":
