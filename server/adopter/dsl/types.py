@@ -15,6 +15,7 @@ import copyreg
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from enum import Enum
+from typing import Final
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +76,16 @@ class OpKind(str, Enum):
     METHOD = "method"  # a method on a value: target "transpose"; args[0] is the receiver
     OPERATOR = "operator"  # "+", "-", "*", "/", "@", "**", "//", "neg", "getitem", "getattr"
     CALL = "call"  # a call of something unresolved (a local callable, a parameter): target is its text
+
+
+# The members, read off the class once. CPython 3.11 reads every attribute of an Enum class through
+# `EnumType.__getattr__`'s Python-level hook (~0.3 us, ten times a module global read), and the analysis and the
+# engine name a kind at every op they build or test: the hot paths use these constants instead.
+MODULE_OP: Final = OpKind.MODULE
+FUNCTION_OP: Final = OpKind.FUNCTION
+METHOD_OP: Final = OpKind.METHOD
+OPERATOR_OP: Final = OpKind.OPERATOR
+CALL_OP: Final = OpKind.CALL
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +169,13 @@ class ParamKind(str, Enum):
     VAR_POSITIONAL = "var_positional"  # *args
     KEYWORD_ONLY = "keyword_only"
     VAR_KEYWORD = "var_keyword"  # **kwargs
+
+
+# The members, read once (see `MODULE_OP`): parameters are bound and tested per call inlined.
+POSITIONAL: Final = ParamKind.POSITIONAL
+VAR_POSITIONAL: Final = ParamKind.VAR_POSITIONAL
+KEYWORD_ONLY: Final = ParamKind.KEYWORD_ONLY
+VAR_KEYWORD: Final = ParamKind.VAR_KEYWORD
 
 
 @dataclass(frozen=True, slots=True)
@@ -528,6 +546,39 @@ class GuardKind(str, Enum):
     # the values' product contracts over the keys (a row times the values: -2, a column the transposed values
     # multiply: -1) (engine.single_query)
     PROBABILITY_VECTOR = "probability_vector"
+
+
+# The members, read once (see `MODULE_OP`): the matcher asks a guard's kind at every leaf of its search.
+SINGLE_USE_GUARD: Final = GuardKind.SINGLE_USE
+ONLY_USE_GUARD: Final = GuardKind.ONLY_USE
+NOT_REASSIGNED_GUARD: Final = GuardKind.NOT_REASSIGNED
+EQUALS_GUARD: Final = GuardKind.EQUALS
+ONE_OF_GUARD: Final = GuardKind.ONE_OF
+NOT_USED_AFTER_GUARD: Final = GuardKind.NOT_USED_AFTER
+NO_KWARG_GUARD: Final = GuardKind.NO_KWARG
+FIX_REQUIRES_GUARD: Final = GuardKind.FIX_REQUIRES
+INSIDE_SUBMODULE_GUARD: Final = GuardKind.INSIDE_SUBMODULE
+UNSPLIT_GUARD: Final = GuardKind.UNSPLIT
+SAME_WIDTH_GUARD: Final = GuardKind.SAME_WIDTH
+SAME_PATHS_GUARD: Final = GuardKind.SAME_PATHS
+ATTENTION_ROLES_GUARD: Final = GuardKind.ATTENTION_ROLES
+KEY_MAY_BE_GUARD: Final = GuardKind.KEY_MAY_BE
+GATE_ACTIVATION_GUARD: Final = GuardKind.GATE_ACTIVATION
+GATE_PROJECTIONS_GUARD: Final = GuardKind.GATE_PROJECTIONS
+NAMED_ACTIVATION_GUARD: Final = GuardKind.NAMED_ACTIVATION
+VOCABULARY_GUARD: Final = GuardKind.VOCABULARY
+ROTARY_TABLES_GUARD: Final = GuardKind.ROTARY_TABLES
+SCALE_FACTOR_GUARD: Final = GuardKind.SCALE_FACTOR
+ADDED_BIAS_GUARD: Final = GuardKind.ADDED_BIAS
+TRAILING_AXES_GUARD: Final = GuardKind.TRAILING_AXES
+INDEPENDENT_GUARD: Final = GuardKind.INDEPENDENT
+OWN_CALL_GUARD: Final = GuardKind.OWN_CALL
+PERMUTED_SCORES_GUARD: Final = GuardKind.PERMUTED_SCORES
+DISTINCT_GUARD: Final = GuardKind.DISTINCT
+SCALED_ALIKE_GUARD: Final = GuardKind.SCALED_ALIKE
+HANDED_LAYER_GUARD: Final = GuardKind.HANDED_LAYER
+QUERY_VECTOR_GUARD: Final = GuardKind.QUERY_VECTOR
+PROBABILITY_VECTOR_GUARD: Final = GuardKind.PROBABILITY_VECTOR
 
 
 @dataclass(frozen=True, slots=True)

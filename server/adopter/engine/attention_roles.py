@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import permutations
 
-from adopter.dsl.types import Expr, OpKind
+from adopter.dsl.types import MODULE_OP, Expr
 from adopter.engine.flow import FlatForward
 
 MAX_NODES = 200  # how far forward from a projection the uses are followed
@@ -122,7 +122,7 @@ def _head_split(flat: FlatForward, bound: Bound) -> bool:
 
 def _contraction(flat: FlatForward, n: int) -> bool:
     op = flat.nodes[n].op
-    return op is not None and op.kind != OpKind.MODULE and op.target in _CONTRACTIONS
+    return op is not None and op.kind != MODULE_OP and op.target in _CONTRACTIONS
 
 
 def _read_together(flat: FlatForward, reached: list[frozenset[int]]) -> bool:
@@ -156,7 +156,7 @@ def _walk(flat: FlatForward, name: str, d: int, passing: bool) -> set[int]:
                 continue
             seen.add(u)
             op = flat.nodes[u].op
-            if op is None or (op.target in _SPLITS and op.kind != OpKind.MODULE):
+            if op is None or (op.target in _SPLITS and op.kind != MODULE_OP):
                 continue
             if passing and op.target not in _PASS:
                 continue

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from adopter.dsl.types import Op, OpKind, Span
+from adopter.dsl.types import MODULE_OP, Op, Span
 from adopter.engine.types import Finding
 
 _ONE_ITEM = re.compile(r"^self\.(\w+)\[(\d+)\]$")
@@ -47,9 +47,9 @@ def into_bound_chains(findings: list[Finding]) -> list[Finding]:
     of that Sequential's construction (see the module doc); unchanged when there is none."""
     chains: dict[tuple[str, frozenset[Span], tuple[str, ...]], Finding] = {}
     for g in findings:
-        if all(op.origin is not None and op.origin.kind is OpKind.MODULE and not op.origin.args
+        if all(op.origin is not None and op.origin.kind is MODULE_OP and not op.origin.args
                and op.origin.target.endswith("Sequential") for op in g.match.ops):
-            layers = frozenset(op.span for op in g.match.ops if op.kind is OpKind.MODULE)
+            layers = frozenset(op.span for op in g.match.ops if op.kind is MODULE_OP)
             chains.setdefault((g.rule_id, layers, _spelled(g.match.ops)), g)
     if not chains:
         return findings
@@ -58,10 +58,10 @@ def into_bound_chains(findings: list[Finding]) -> list[Finding]:
     for f in findings:
         # The layers by where they are written; an item spelled as a function (an `nn.GELU()` item read as
         # `F.gelu`, its origin the container's call) by that function, spelled from a layer of `self`.
-        written = [_written_at(f, op) for op in f.match.ops if op.kind is OpKind.MODULE]
+        written = [_written_at(f, op) for op in f.match.ops if op.kind is MODULE_OP]
         if not written or any(s is None for s in written) or any(
-                op.origin is None or op.origin.kind is not OpKind.MODULE or not op.origin.target.startswith("self.")
-                for op in f.match.ops if op.kind is not OpKind.MODULE):
+                op.origin is None or op.origin.kind is not MODULE_OP or not op.origin.target.startswith("self.")
+                for op in f.match.ops if op.kind is not MODULE_OP):
             continue
         chain = chains.get((f.rule_id, frozenset(s for s in written if s is not None), _spelled(f.match.ops)))
         if chain is None or chain is f:
@@ -81,14 +81,14 @@ def into_bound_chains(findings: list[Finding]) -> list[Finding]:
 
 def _spelled(ops: tuple[Op, ...]) -> tuple[str, ...]:
     """The targets of the ops that are not layer calls, sorted."""
-    return tuple(sorted(op.target for op in ops if op.kind is not OpKind.MODULE))
+    return tuple(sorted(op.target for op in ops if op.kind is not MODULE_OP))
 
 
 def _written_at(f: Finding, op: Op) -> Span | None:
     """Where the item `op` calls (itself, or as the module it was spelled from) is written, when its
     binding knows; else None."""
     target = op.target
-    if not _ONE_ITEM.match(target) and op.origin is not None and op.origin.kind is OpKind.MODULE:
+    if not _ONE_ITEM.match(target) and op.origin is not None and op.origin.kind is MODULE_OP:
         target = op.origin.target
     m = _ONE_ITEM.match(target)
     if m is None:

@@ -28,7 +28,7 @@ import ast
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
-from adopter.dsl.types import Binding, Ctor, Expr, Param, ParamKind
+from adopter.dsl.types import VAR_KEYWORD, VAR_POSITIONAL, Binding, Ctor, Expr, Param
 
 
 def unchosen_by_default(binding: Binding, params: Sequence[Param], siblings: Sequence[Binding]) -> bool:
@@ -78,7 +78,7 @@ def _unchosen_activation(binding: Binding, params: Sequence[Param], siblings: Se
 def flag_defaults(params: Sequence[Param]) -> dict[str, bool]:
     """The parameters whose default is the literal `True` or `False`, with that value."""
     return {p.name: p.default.strip() == "True" for p in params
-            if p.kind not in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD)
+            if p.kind not in (VAR_POSITIONAL, VAR_KEYWORD)
             and p.default is not None and p.default.strip() in ("True", "False")}
 
 
@@ -111,7 +111,7 @@ def string_defaults(params: Sequence[Param]) -> dict[str, str]:
     """The parameters whose default is a string literal, with that string."""
     out: dict[str, str] = {}
     for p in params:
-        if p.kind in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD) or p.default is None:
+        if p.kind in (VAR_POSITIONAL, VAR_KEYWORD) or p.default is None:
             continue
         value = _literal(p.default)
         if isinstance(value, str):

@@ -14,6 +14,40 @@ from dataclasses import dataclass
 from adopter.analysis.canonical.axes import trailing_axes
 from adopter.analysis.flow.state import HANDED
 from adopter.dsl.types import (
+    ADDED_BIAS_GUARD,
+    ATTENTION_ROLES_GUARD,
+    DISTINCT_GUARD,
+    EQUALS_GUARD,
+    FIX_REQUIRES_GUARD,
+    FUNCTION_OP,
+    GATE_ACTIVATION_GUARD,
+    GATE_PROJECTIONS_GUARD,
+    HANDED_LAYER_GUARD,
+    INDEPENDENT_GUARD,
+    INSIDE_SUBMODULE_GUARD,
+    KEY_MAY_BE_GUARD,
+    METHOD_OP,
+    MODULE_OP,
+    NAMED_ACTIVATION_GUARD,
+    NO_KWARG_GUARD,
+    NOT_REASSIGNED_GUARD,
+    NOT_USED_AFTER_GUARD,
+    ONE_OF_GUARD,
+    ONLY_USE_GUARD,
+    OPERATOR_OP,
+    OWN_CALL_GUARD,
+    PERMUTED_SCORES_GUARD,
+    PROBABILITY_VECTOR_GUARD,
+    QUERY_VECTOR_GUARD,
+    ROTARY_TABLES_GUARD,
+    SAME_PATHS_GUARD,
+    SAME_WIDTH_GUARD,
+    SCALE_FACTOR_GUARD,
+    SCALED_ALIKE_GUARD,
+    SINGLE_USE_GUARD,
+    TRAILING_AXES_GUARD,
+    UNSPLIT_GUARD,
+    VOCABULARY_GUARD,
     Binding,
     BindingPattern,
     Ctor,
@@ -63,21 +97,21 @@ from adopter.engine.vocabulary import projects_to_vocabulary
 COMMUTATIVE = frozenset({"+", "*"})
 # Guards on how matched values are used elsewhere: failing one still reports the site, without a fix.
 _SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split"})
-_USE_GUARDS = frozenset({GuardKind.SINGLE_USE, GuardKind.NOT_USED_AFTER, GuardKind.FIX_REQUIRES})
+_USE_GUARDS = frozenset({SINGLE_USE_GUARD, NOT_USED_AFTER_GUARD, FIX_REQUIRES_GUARD})
 # Guards whose answer is a function of the values bound to their arguments and of the forward alone (no
 # bindings, no chosen nodes, no search state): `RuleMatcher` answers each once per distinct tuple of values.
 # The search reaches the same values at many leaves (fused QKV: each assignment of the three projections
 # once per combination of the optional head splits present or skipped).
-_VALUE_GUARDS = frozenset({GuardKind.UNSPLIT, GuardKind.SAME_PATHS, GuardKind.ATTENTION_ROLES,
-                           GuardKind.ROTARY_TABLES, GuardKind.SCALE_FACTOR, GuardKind.ADDED_BIAS,
-                           GuardKind.TRAILING_AXES,
-                           GuardKind.INDEPENDENT, GuardKind.OWN_CALL, GuardKind.PERMUTED_SCORES,
-                           GuardKind.DISTINCT, GuardKind.SCALED_ALIKE, GuardKind.QUERY_VECTOR,
-                           GuardKind.PROBABILITY_VECTOR})
+_VALUE_GUARDS = frozenset({UNSPLIT_GUARD, SAME_PATHS_GUARD, ATTENTION_ROLES_GUARD,
+                           ROTARY_TABLES_GUARD, SCALE_FACTOR_GUARD, ADDED_BIAS_GUARD,
+                           TRAILING_AXES_GUARD,
+                           INDEPENDENT_GUARD, OWN_CALL_GUARD, PERMUTED_SCORES_GUARD,
+                           DISTINCT_GUARD, SCALED_ALIKE_GUARD, QUERY_VECTOR_GUARD,
+                           PROBABILITY_VECTOR_GUARD})
 # Hard guards on the texts of bound values and literals (`_guard_ok`): like `_VALUE_GUARDS`, answered before
 # the leaves once their variables are bound (`RuleMatcher._feasible`). Transposes of the head split
 # (`x.transpose(1, 2)`) then end f10's search at its first step instead of at every leaf below it.
-_TEXT_GUARDS = frozenset({GuardKind.EQUALS, GuardKind.ONE_OF})
+_TEXT_GUARDS = frozenset({EQUALS_GUARD, ONE_OF_GUARD})
 # How many unification attempts one rule may spend on one forward: a pathological pattern must not
 # stall the server; hitting it is reported as a problem.
 STEP_BUDGET = 50_000
@@ -395,7 +429,7 @@ class RuleMatcher:
         """Whether node `n`'s operands may be read in the other order for `step`: a `+` or `*` of two
         different values, against a step with two argument patterns."""
         op = self.flat.nodes[n].op
-        return (op is not None and op.kind == OpKind.OPERATOR and op.target in COMMUTATIVE and len(step.args) == 2
+        return (op is not None and op.kind == OPERATOR_OP and op.target in COMMUTATIVE and len(step.args) == 2
                 and len(op.args) == 2 and op.args[0] != op.args[1])
 
     def _unify_op(self, step: OpPattern, n: int, state: _State, swap: bool = False) -> bool:
@@ -484,7 +518,7 @@ class RuleMatcher:
         pa, va = step.args, op.args
         if len(va) < len(pa) or (not step.extra_args and len(va) != len(pa)):
             return False
-        if op.kind == OpKind.OPERATOR and op.target in COMMUTATIVE and len(pa) == 2 and len(va) == 2:
+        if op.kind == OPERATOR_OP and op.target in COMMUTATIVE and len(pa) == 2 and len(va) == 2:
             mark = state.mark()
             if self._unify_values(pa, va, n, state):
                 return True
@@ -605,7 +639,7 @@ class RuleMatcher:
     def _used_elsewhere(self, chosen: list[int], state: _State) -> str:
         """Why the fix is withheld when a use guard fails: which value is read outside the match."""
         for g in self.rule.guards:
-            if g.kind == GuardKind.FIX_REQUIRES and not self._guard_ok(g, chosen, state):
+            if g.kind == FIX_REQUIRES_GUARD and not self._guard_ok(g, chosen, state):
                 have = self._text(self._value(g.args[0], state))
                 wanted = ", ".join(self._text(self._value(a, state)) or "?" for a in g.args[1:])
                 return f"the automatic fix covers {wanted} only, and this one is {have}; rewrite it by hand"
@@ -630,7 +664,7 @@ class RuleMatcher:
     def _guard_ok(self, g: Guard, chosen: list[int], state: _State) -> bool:
         if g.kind in _VALUE_GUARDS:
             return self._verdict(g, tuple([self._value(a, state) for a in g.args]))
-        if g.kind in (GuardKind.EQUALS, GuardKind.ONE_OF, GuardKind.FIX_REQUIRES):
+        if g.kind in (EQUALS_GUARD, ONE_OF_GUARD, FIX_REQUIRES_GUARD):
             if not g.args:
                 return True
             first = self._value(g.args[0], state)
@@ -638,8 +672,8 @@ class RuleMatcher:
                 return False
             texts = [self._text(self._value(a, state)) for a in g.args[1:]]
             mine = self._text(first)
-            if g.kind != GuardKind.ONE_OF:
-                return mine in texts if g.kind != GuardKind.EQUALS else all(t == mine for t in texts)
+            if g.kind != ONE_OF_GUARD:
+                return mine in texts if g.kind != EQUALS_GUARD else all(t == mine for t in texts)
             if mine in texts:
                 return True
             # `self.c` bound once in `__init__` to one of the constants (`self.c = math.sqrt(2 / math.pi)`)
@@ -648,32 +682,32 @@ class RuleMatcher:
                 return True
             text = held or (str(first[1]) if first[0] == "expr" else self._constant_text(first))
             return text is not None and same_number(text, [t for t in texts if t is not None])
-        if g.kind == GuardKind.NO_KWARG:
+        if g.kind == NO_KWARG_GUARD:
             return self._no_kwarg(g, state)
-        if g.kind == GuardKind.INSIDE_SUBMODULE:
+        if g.kind == INSIDE_SUBMODULE_GUARD:
             return True  # a permission, applied when the match becomes a finding (engine.sites)
-        if g.kind == GuardKind.SAME_WIDTH:
+        if g.kind == SAME_WIDTH_GUARD:
             widths = [self._width(arg, state) for arg in g.args]
             if widths_agree(widths) or widths_agree(sized(widths, self.init.size)):
                 return True
             if agree_by_head_split(widths, self.init):
                 return True
             return agree_on_a_path(widths, self.init)  # a site of that path: no fix (`_width_reason`)
-        if g.kind == GuardKind.KEY_MAY_BE:
+        if g.kind == KEY_MAY_BE_GUARD:
             return self._key_may_be(g, state)
-        if g.kind == GuardKind.GATE_ACTIVATION:
+        if g.kind == GATE_ACTIVATION_GUARD:
             return self._gate_activation(g, state)
-        if g.kind == GuardKind.NAMED_ACTIVATION:
+        if g.kind == NAMED_ACTIVATION_GUARD:
             first = self._value(g.args[0], state)
             keys = _activation_keys(g)
             return first is not None and first[0] == "mod" and is_named_activation(str(first[1]), self.init, keys)
-        if g.kind == GuardKind.GATE_PROJECTIONS:
+        if g.kind == GATE_PROJECTIONS_GUARD:
             values = [self._value(a, state) for a in g.args]
             return all(v is not None and v[0] == "mod" for v in values) and may_be_passed_projections(
                 [str(v[1]) for v in values if v is not None], self.init)
-        if g.kind == GuardKind.HANDED_LAYER:
+        if g.kind == HANDED_LAYER_GUARD:
             return all(self._handed_layer(self._value(a, state)) for a in g.args)
-        if g.kind == GuardKind.VOCABULARY:
+        if g.kind == VOCABULARY_GUARD:
             return all(projects_to_vocabulary(self._layer_ctor(a, state), self.init)
                        for a in g.args if isinstance(a, PVar))
         for arg in g.args:
@@ -681,10 +715,10 @@ class RuleMatcher:
             if value is None or value[0] != "ref":
                 continue  # an Expr or an absent optional value has no uses to check
             ok = {
-                GuardKind.SINGLE_USE: self._single_use,
-                GuardKind.ONLY_USE: self._only_use,
-                GuardKind.NOT_USED_AFTER: self._not_used_after,
-                GuardKind.NOT_REASSIGNED: self._not_reassigned,
+                SINGLE_USE_GUARD: self._single_use,
+                ONLY_USE_GUARD: self._only_use,
+                NOT_USED_AFTER_GUARD: self._not_used_after,
+                NOT_REASSIGNED_GUARD: self._not_reassigned,
             }[g.kind](value, chosen)
             if not ok:
                 return False
@@ -700,33 +734,33 @@ class RuleMatcher:
 
     def _value_guard_ok(self, kind: GuardKind, values: tuple[Bound | None, ...]) -> bool:
         """A guard of `_VALUE_GUARDS` on the values bound to its arguments."""
-        if kind == GuardKind.UNSPLIT:
+        if kind == UNSPLIT_GUARD:
             return all(self._unsplit(v) for v in values)
-        if kind == GuardKind.SAME_PATHS:
+        if kind == SAME_PATHS_GUARD:
             return self._same_paths(list(values))
-        if kind == GuardKind.ATTENTION_ROLES:
+        if kind == ATTENTION_ROLES_GUARD:
             return plays_attention_roles(values[:3], values[3:], self.flat)
-        if kind == GuardKind.ROTARY_TABLES:
+        if kind == ROTARY_TABLES_GUARD:
             return all(is_rotary_table(v, self.flat) for v in values)
-        if kind == GuardKind.SCALE_FACTOR:
+        if kind == SCALE_FACTOR_GUARD:
             return all(is_scale_factor(v, self.flat) for v in values)
-        if kind == GuardKind.ADDED_BIAS:
+        if kind == ADDED_BIAS_GUARD:
             return all(v is None or is_scale_factor(v, self.flat) for v in values)
-        if kind == GuardKind.INDEPENDENT:
+        if kind == INDEPENDENT_GUARD:
             return not computed_from(values[0], values[1], self.flat)
-        if kind == GuardKind.TRAILING_AXES:
+        if kind == TRAILING_AXES_GUARD:
             return all(v is not None and v[0] == "expr" and trailing_axes(str(v[1])) for v in values)
-        if kind == GuardKind.OWN_CALL:
+        if kind == OWN_CALL_GUARD:
             return not any(self._container_item(v) for v in values)
-        if kind == GuardKind.PERMUTED_SCORES:
+        if kind == PERMUTED_SCORES_GUARD:
             return len(values) == 3 and permuted_scores(values[0], values[1], values[2], self.flat)
-        if kind == GuardKind.QUERY_VECTOR:
+        if kind == QUERY_VECTOR_GUARD:
             return len(values) == 3 and is_query_vector(values[0], values[1], values[2], self.flat)
-        if kind == GuardKind.PROBABILITY_VECTOR:
+        if kind == PROBABILITY_VECTOR_GUARD:
             return len(values) == 5 and is_probability_vector(*values)
-        if kind == GuardKind.DISTINCT:
+        if kind == DISTINCT_GUARD:
             return None not in values and len(set(values)) == len(values)
-        if kind == GuardKind.SCALED_ALIKE:
+        if kind == SCALED_ALIKE_GUARD:
             return len(values) == 4 and (values[0] == values[1]) == (values[2] == values[3])
         raise ValueError(f"not a value guard: {kind}")
 
@@ -746,7 +780,7 @@ class RuleMatcher:
         if self._handed_targets is None:
             self._handed_targets = frozenset(
                 n.op.target for n in self.flat.nodes
-                if n.op is not None and n.op.kind is OpKind.MODULE and n.op.origin is not None
+                if n.op is not None and n.op.kind is MODULE_OP and n.op.origin is not None
                 and n.op.origin.target.startswith(HANDED + ": "))
         return target in self._handed_targets
 
@@ -758,7 +792,7 @@ class RuleMatcher:
             return False
         op = self.flat.nodes[value[2]].op
         origin = op.origin if op is not None else None
-        return (op is not None and origin is not None and origin.kind is OpKind.MODULE
+        return (op is not None and origin is not None and origin.kind is MODULE_OP
                 and op.target.startswith(origin.target + "["))
 
     def _unsplit(self, value: Bound | None) -> bool:
@@ -767,14 +801,14 @@ class RuleMatcher:
             return True
         for u in self._uses(value):
             op = self.flat.nodes[u].op
-            if op is not None and op.target.rsplit(".", 1)[-1] in _SPLITS and op.kind in (OpKind.METHOD, OpKind.FUNCTION):
+            if op is not None and op.target.rsplit(".", 1)[-1] in _SPLITS and op.kind in (METHOD_OP, FUNCTION_OP):
                 return False
         return True
 
     def _width_reason(self, state: _State) -> str | None:
         """Why no fix is offered when `same_width` held only on some path (widths bound under conditions)."""
         for g in self.rule.guards:
-            if g.kind == GuardKind.SAME_WIDTH:
+            if g.kind == SAME_WIDTH_GUARD:
                 widths = [self._width(arg, state) for arg in g.args]
                 if not (widths_agree(widths) or widths_agree(sized(widths, self.init.size))
                         or agree_by_head_split(widths, self.init)):
@@ -882,11 +916,11 @@ class RuleMatcher:
             if inner is None:
                 return None
             args.append(f"({inner})")
-        if op.kind == OpKind.FUNCTION:
+        if op.kind == FUNCTION_OP:
             return f"{op.target}({', '.join(args)})"
-        if op.kind == OpKind.OPERATOR and len(args) == 2:
+        if op.kind == OPERATOR_OP and len(args) == 2:
             return f"{args[0]} {op.target} {args[1]}"
-        if op.kind == OpKind.METHOD and args:
+        if op.kind == METHOD_OP and args:
             return f"{args[0]}.{op.target}({', '.join(args[1:])})"
         return None
 
@@ -1001,7 +1035,7 @@ def _plan(rule: Rule) -> _RulePlan:
     required = required_init_vars(rule)
     plan = _RulePlan(
         look_through=not names_casts(rule),
-        handed_vars=frozenset(a.name for g in rule.guards if g.kind is GuardKind.HANDED_LAYER
+        handed_vars=frozenset(a.name for g in rule.guards if g.kind is HANDED_LAYER_GUARD
                               for a in g.args if isinstance(a, PVar)),
         early=tuple((g, tuple(a.name for a in g.args if isinstance(a, PVar))) for g in rule.guards
                     if g.kind in _VALUE_GUARDS and g.args and all(isinstance(a, PVar) for a in g.args)),
@@ -1013,7 +1047,7 @@ def _plan(rule: Rule) -> _RulePlan:
             tuple((kind, (kind._value_, t), None) if not t.startswith("$") else (kind, (), t.lstrip("$"))
                   for kind, t in step.targets)
             for step in rule.forward if not step.optional),
-        named_activations=tuple(frozenset(_activation_keys(g)) for g in rule.guards if g.kind == GuardKind.NAMED_ACTIVATION),
+        named_activations=tuple(frozenset(_activation_keys(g)) for g in rule.guards if g.kind == NAMED_ACTIVATION_GUARD),
         hard_guards=tuple(g for g in rule.guards if g.kind not in _USE_GUARDS),
         use_guards=tuple(g for g in rule.guards if g.kind in _USE_GUARDS),
     )

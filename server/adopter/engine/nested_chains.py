@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from adopter.dsl.types import Ctor, OpKind, Span
+from adopter.dsl.types import MODULE_OP, Ctor, Span
 from adopter.engine.types import Finding
 
 _NESTED_ITEM = re.compile(r"^self\.(\w+)((?:\[\d+\])+)\[(\d+)\]$")
@@ -78,20 +78,20 @@ def _nested_container(f: Finding) -> tuple[Ctor, Shape, tuple[Span, ...]] | None
     path: tuple[str, str] | None = None
     shape: list[tuple[str, str]] = []
     for op in f.match.ops:
-        if op.kind is OpKind.MODULE:
+        if op.kind is MODULE_OP:
             m = _NESTED_ITEM.match(op.target)
             if m is None or path not in (None, (m.group(1), m.group(2))):
                 return None
             path = (m.group(1), m.group(2))
             shape.append(("item", m.group(3)))
-        elif op.origin is not None and op.origin.kind is OpKind.MODULE and op.origin.target.startswith("self."):
+        elif op.origin is not None and op.origin.kind is MODULE_OP and op.origin.target.startswith("self."):
             shape.append((op.kind.value, op.target))
         else:
             return None
     if path is None:
         return None
     attr, indices = path
-    origins = {op.origin.target for op in f.match.ops if op.origin is not None and op.kind is not OpKind.MODULE}
+    origins = {op.origin.target for op in f.match.ops if op.origin is not None and op.kind is not MODULE_OP}
     if origins - {f"self.{attr}"}:
         return None  # an op spelled from another container's item
     found: list[Ctor] = []
@@ -113,7 +113,7 @@ def _chain_shape(g: Finding, container: Ctor) -> Shape | None:
     layers = {b.attr: b.value for b in g.match.bindings}
     shape: list[tuple[str, str]] = []
     for op in g.match.ops:
-        if op.kind is OpKind.MODULE:
+        if op.kind is MODULE_OP:
             m = _LAYER.match(op.target)
             i = int(m.group(1)) if m is not None else -1
             if not 0 <= i < len(container.items) or layers.get(f"layer{i}") != container.items[i]:

@@ -17,11 +17,13 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from adopter.dsl.types import (
+    CALL_OP,
+    KEYWORD_ONLY,
+    MODULE_OP,
+    POSITIONAL,
     Ctor,
     Expr,
     ModuleFile,
-    OpKind,
-    ParamKind,
     Span,
     block_ops,
 )
@@ -49,7 +51,7 @@ def chain_statements(module_file: ModuleFile) -> dict[int, tuple[Span, ...]]:
             for cls in passed.classes:
                 for (position, name), stmts in held.get(cls, {}).items():
                     by_position = passed.position == position and all(
-                        p.kind is ParamKind.POSITIONAL for p in params[cls][:position + 1])
+                        p.kind is POSITIONAL for p in params[cls][:position + 1])
                     if by_position or name == passed.keyword:
                         spans.extend(s for s in stmts if s not in spans)
         if spans:
@@ -88,7 +90,7 @@ def _held_parameters(module_file: ModuleFile) -> dict[str, dict[tuple[int, str],
         if arch.init is None or arch.forward is None:
             continue
         positions = {p.name: i for i, p in enumerate(arch.init.params)
-                     if p.kind in (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)}
+                     if p.kind in (POSITIONAL, KEYWORD_ONLY)}
         counts: dict[str, int] = {}
         for b in arch.init.bindings:
             counts[b.attr] = counts.get(b.attr, 0) + 1
@@ -100,7 +102,7 @@ def _held_parameters(module_file: ModuleFile) -> dict[str, dict[tuple[int, str],
         calls: dict[str, list[Span]] = {}
         for op in block_ops(arch.forward.body):
             attr = op.target[5:] if op.target.startswith("self.") else None
-            if attr in bound and op.kind in (OpKind.MODULE, OpKind.CALL) and op.stmt_span not in calls.get(attr, []):
+            if attr in bound and op.kind in (MODULE_OP, CALL_OP) and op.stmt_span not in calls.get(attr, []):
                 calls.setdefault(attr, []).append(op.stmt_span)
         if calls:
             held[arch.name] = {(positions[bound[a]], bound[a]): tuple(s) for a, s in calls.items()}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from adopter.dsl.types import Expr, OpKind
+from adopter.dsl.types import METHOD_OP, Expr
 from adopter.engine.flow import FlatForward
 
 _INT = re.compile(r"^\s*-?\d+\s*$")
@@ -47,7 +47,7 @@ def _permutation(bound: Bound, flat: FlatForward) -> tuple[int, ...] | None:
     if node < 0:
         return None
     op = flat.nodes[node].op
-    if op is None or op.kind != OpKind.METHOD or op.target != "permute" or op.kwargs or len(op.args) < 3:
+    if op is None or op.kind != METHOD_OP or op.target != "permute" or op.kwargs or len(op.args) < 3:
         return None
     dims = op.args[1:]
     if not all(isinstance(d, Expr) and _INT.match(d.text) for d in dims):

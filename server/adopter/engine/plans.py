@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from adopter.analysis.canonical.normalise import normalise_values
 from adopter.analysis.canonical.spellings import CANONICAL, CAST, CHOOSE, TRANSPARENT_METHODS
-from adopter.dsl.types import BindingPattern, Op, OpKind, OpPattern, PKwarg, Rule
+from adopter.dsl.types import METHOD_OP, OPERATOR_OP, BindingPattern, Op, OpKind, OpPattern, PKwarg, Rule
 from adopter.engine.bindings import InitIndex
 
 _PATTERNS: dict[int, tuple[Rule, dict[str, BindingPattern]]] = {}
@@ -100,16 +100,16 @@ _CANONICAL: dict[int, tuple[Rule, Rule]] = {}
 def is_cast(op: Op) -> bool:
     """Whether `op` is a transparent op of the canonical form (the matcher looks through it): a cast,
     or one path's value of a conditional expression."""
-    return op.kind is OpKind.OPERATOR and (op.target == CAST[1] or op.target == CHOOSE[1])
+    return op.kind is OPERATOR_OP and (op.target == CAST[1] or op.target == CHOOSE[1])
 
 
 def is_choice(op: Op) -> bool:
     """Whether `op` passes on one alternative of a conditional expression (transparent on its path only)."""
-    return op.kind is OpKind.OPERATOR and op.target == CHOOSE[1]
+    return op.kind is OPERATOR_OP and op.target == CHOOSE[1]
 
 
 def _canonical_key(kind: OpKind, target: str) -> tuple[OpKind, str]:
-    if kind is OpKind.METHOD and target in TRANSPARENT_METHODS:
+    if kind is METHOD_OP and target in TRANSPARENT_METHODS:
         return OpKind(CAST[0]), CAST[1]
     key = CANONICAL.get((kind.value, target), (kind.value, target))
     return OpKind(key[0]), key[1]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from adopter.dsl.types import Expr, OpKind, Ref
+from adopter.dsl.types import FUNCTION_OP, METHOD_OP, Expr, Ref
 from adopter.engine.flow import FlatForward
 
 MAX_STEPS = 6
@@ -40,7 +40,7 @@ def is_rotary_table(bound: tuple[str, ...] | tuple[str, str, int] | None, flat: 
         op = flat.nodes[node].op
         if op is None:
             return False
-        if op.target in _TRIG_OPS and op.kind in (OpKind.FUNCTION, OpKind.METHOD):
+        if op.target in _TRIG_OPS and op.kind in (FUNCTION_OP, METHOD_OP):
             return True
         if op.target not in _LAYOUT or not op.args:
             return False

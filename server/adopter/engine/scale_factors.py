@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from adopter.dsl.types import Expr, OpKind, Ref
+from adopter.dsl.types import CALL_OP, METHOD_OP, MODULE_OP, OPERATOR_OP, Expr, Ref
 from adopter.engine.flow import FlatForward
 
 MAX_STEPS = 8
@@ -43,21 +43,21 @@ def _factor(name: str, node: int, flat: FlatForward, budget: int) -> bool:
     op = flat.nodes[node].op
     if op is None:
         return False
-    if op.kind == OpKind.MODULE and op.target.count(".") == 2 and op.target.rsplit(".", 1)[1] in _LAYOUT:
+    if op.kind == MODULE_OP and op.target.count(".") == 2 and op.target.rsplit(".", 1)[1] in _LAYOUT:
         return True  # `self.gamma.reshape(*shape, 1, 1)`: an attribute's layout method, read as a call of it
-    if op.kind in (OpKind.MODULE, OpKind.CALL):
+    if op.kind in (MODULE_OP, CALL_OP):
         # A layer applied to a value is an activation; a call reading no value of the forward
         # (`self.scale.exp()`, read as a call of `self.scale.exp`) is not.
         return not any(isinstance(a, Ref) for a in (*op.args, *(k.value for k in op.kwargs)))
-    if (op.kind == OpKind.OPERATOR and op.target == "getattr" and len(op.args) == 2
+    if (op.kind == OPERATOR_OP and op.target == "getattr" and len(op.args) == 2
             and isinstance(op.args[1], Expr) and op.args[1].text.strip("`") in ("shape", "ndim")):
         return True  # a size, not the tensor
-    if op.kind == OpKind.METHOD and op.target in _SIZES:
+    if op.kind == METHOD_OP and op.target in _SIZES:
         return True
     # `x.shape[dim]`, `g.reshape(*shape, 1, 1)`: an index or a size (an int parameter is a Ref like any input)
     # does not make the value an activation; only the indexed or reshaped value does
-    sized = (op.kind == OpKind.OPERATOR and op.target == "getitem") or (
-        op.kind == OpKind.METHOD and op.target in _LAYOUT)
+    sized = (op.kind == OPERATOR_OP and op.target == "getitem") or (
+        op.kind == METHOD_OP and op.target in _LAYOUT)
     args = op.args[:1] if sized else op.args
     for arg in args:
         if isinstance(arg, Ref) and not _factor(arg.name, flat.reaching_def(arg.name, node), flat, budget - 1):

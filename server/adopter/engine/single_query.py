@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from adopter.dsl.types import Expr, Op, OpKind, Ref
+from adopter.dsl.types import METHOD_OP, OPERATOR_OP, Expr, Op, Ref
 from adopter.engine.flow import FlatForward
 from adopter.engine.scale_factors import is_scale_factor
 
@@ -43,7 +43,7 @@ def is_query_vector(column: Bound, query: Bound, side: Bound, flat: FlatForward)
         return False
     node = int(column[2])
     op = flat.nodes[node].op if node >= 0 else None
-    if op is None or op.kind != OpKind.METHOD or not op.args or not isinstance(op.args[0], Ref):
+    if op is None or op.kind != METHOD_OP or not op.args or not isinstance(op.args[0], Ref):
         return False
     if query is None or query[0] != "ref" or query[1] != op.args[0].name or is_scale_factor(query, flat):
         return False
@@ -88,7 +88,7 @@ def _sizes(op: Op, node: int, flat: FlatForward) -> list[str] | None:
     if len(args) == 1 and isinstance(args[0], Ref):
         made = flat.reaching_def(args[0].name, node)
         built = flat.nodes[made].op if made >= 0 else None
-        if built is None or built.kind != OpKind.OPERATOR or built.target not in ("tuple", "list"):
+        if built is None or built.kind != OPERATOR_OP or built.target not in ("tuple", "list"):
             return None
         args = built.args
     texts = [a.text.strip() if isinstance(a, Expr) else "?" for a in args]

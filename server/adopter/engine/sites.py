@@ -22,16 +22,20 @@ from adopter.analysis.names.function_classes import LOCALS
 from adopter.analysis.scope.bindings import FACTORY_ORIGIN
 from adopter.analysis.scope.chosen_layers import chosen_layer_reason
 from adopter.dsl.types import (
+    FUNCTION_OP,
+    GATE_ACTIVATION_GUARD,
+    INSIDE_SUBMODULE_GUARD,
+    MODULE_OP,
+    OPERATOR_OP,
+    VOCABULARY_GUARD,
     Architecture,
     Binding,
     BindingPattern,
     Ctor,
     Expr,
     Forward,
-    GuardKind,
     ModuleFile,
     Op,
-    OpKind,
     Param,
     Problem,
     PVar,
@@ -241,7 +245,7 @@ def _reads_every_binding(rule: Rule) -> bool:
     questions: the vocabulary guard (the Embeddings' sizes), the gate-activation guard (the activation's
     bindings) and the submodule view (every layer). The gate-projections and named-activation guards ask
     questions instead (`bindings_of`, `parameters`)."""
-    return any(g.kind in (GuardKind.VOCABULARY, GuardKind.GATE_ACTIVATION, GuardKind.INSIDE_SUBMODULE)
+    return any(g.kind in (VOCABULARY_GUARD, GATE_ACTIVATION_GUARD, INSIDE_SUBMODULE_GUARD)
                for g in rule.guards)
 
 
@@ -395,7 +399,7 @@ def _match_scope(scope_name: str, forward: Forward, init: InitIndex, kind: str, 
         asked = _AskedInit.for_rule(init, rule) if kept is not None else init
         found, failed = len(findings), len(problems)
         try:
-            if any(g.kind is GuardKind.INSIDE_SUBMODULE for g in rule.guards):
+            if any(g.kind is INSIDE_SUBMODULE_GUARD for g in rule.guards):
                 # This rule may read through submodule calls: match it in the view where they are unrolled.
                 if view is None:
                     unrolled = submodule_view(forward, [b for bs in init.by_attr.values() for b in bs])
@@ -528,7 +532,7 @@ def _through_factories(findings: list[Finding]) -> list[Finding]:
 def _positions(ops: Sequence[Op]) -> tuple[str, ...]:
     """Each layer's position inside the container it is an item of (`self.layers[*][2][1]` -> `[1]`), each
     other op's target (an `nn.GELU()` item read as `F.gelu`)."""
-    return tuple(("[" + op.target.rsplit("[", 1)[1]) if op.kind is OpKind.MODULE and _ITEM.match(op.target)
+    return tuple(("[" + op.target.rsplit("[", 1)[1]) if op.kind is MODULE_OP and _ITEM.match(op.target)
                  else op.target for op in ops)
 
 
@@ -536,9 +540,9 @@ def _factory_of(f: Finding) -> str | None:
     """The same-file helper whose returned container a finding's layers are items of, else None."""
     # Layers called as items of a container; an `nn.GELU()` item is read as an `F.gelu` call whose origin is
     # the module call it was spelled from.
-    modules = [op for op in f.match.ops if op.kind is OpKind.MODULE]
+    modules = [op for op in f.match.ops if op.kind is MODULE_OP]
     if not modules or not _container_items(modules) or any(
-            op.kind is not OpKind.MODULE and (op.origin is None or op.origin.kind is not OpKind.MODULE)
+            op.kind is not MODULE_OP and (op.origin is None or op.origin.kind is not MODULE_OP)
             for op in f.match.ops):
         return None
     names: set[str] = set()
@@ -558,7 +562,7 @@ def _factory_of(f: Finding) -> str | None:
 def _container_items(ops: Sequence[Op]) -> tuple[str, ...]:
     """The targets of a match whose ops are all calls of numbered container items, else ()."""
     targets = tuple(op.target for op in ops)
-    if all(op.kind is OpKind.MODULE and _ITEM.match(op.target) for op in ops):
+    if all(op.kind is MODULE_OP and _ITEM.match(op.target) for op in ops):
         return targets
     return ()
 
@@ -575,7 +579,7 @@ def _called_items(ops: Sequence[Op]) -> tuple[str, ...]:
         origin = op.origin
         if item is not None:
             out.append(item)
-        elif origin is not None and origin.kind is OpKind.MODULE and origin.target in containers:
+        elif origin is not None and origin.kind is MODULE_OP and origin.target in containers:
             out.append(f"{origin.target}:{op.target}")
         else:
             return ()
@@ -588,7 +592,7 @@ def _item_target(op: Op) -> str | None:
     if _ITEM.match(op.target):
         return op.target
     origin = op.origin
-    if origin is not None and origin.kind is OpKind.MODULE and _ITEM.match(origin.target):
+    if origin is not None and origin.kind is MODULE_OP and _ITEM.match(origin.target):
         return origin.target
     return None
 
@@ -769,7 +773,7 @@ def _reach_allowed(rule: Rule, m: RawMatch, ops: tuple[Op | None, ...]) -> bool:
     allowed: set[str] = set()
     env = dict(m.env)
     for g in rule.guards:
-        if g.kind is GuardKind.INSIDE_SUBMODULE:
+        if g.kind is INSIDE_SUBMODULE_GUARD:
             for arg in g.args:
                 bound = env.get(arg.name) if isinstance(arg, PVar) else None
                 if bound is not None and bound[0] == "mod":
@@ -780,7 +784,7 @@ def _reach_allowed(rule: Rule, m: RawMatch, ops: tuple[Op | None, ...]) -> bool:
 def _added_parameter(op: Op) -> bool:
     """The view's `+ self.<path>` of a submodule whose forward adds its own parameter to its last layer's output
     (`x = self.decoder(x) + self.bias`): part of that layer's reading, allowed beside it."""
-    return (op.kind is OpKind.OPERATOR and op.target == "+" and len(op.args) == 2
+    return (op.kind is OPERATOR_OP and op.target == "+" and len(op.args) == 2
             and isinstance(op.args[1], Expr) and op.args[1].text.startswith("self."))
 
 
@@ -789,7 +793,7 @@ def _unrolled(op: Op) -> bool:
     origin = op.origin
     # An item of a Sequential the forward runs (`self.body[1]`) has the Sequential's call as its origin; its
     # leaves sit at that call (a stateless item's spliced forward keeps the item class's spans: `_spliced`).
-    return origin is not None and origin.kind is OpKind.MODULE and bool(op.via) and (
+    return origin is not None and origin.kind is MODULE_OP and bool(op.via) and (
         op.via[-1] == origin.target or (op.via[-1].startswith(origin.target + "[") and op.span == origin.span))
 
 
@@ -913,7 +917,7 @@ def _spelled_item_spans(bindings: Sequence[Binding], ops: Sequence[Op], init: In
     spans: list[Span] = []
     for op in ops:
         origin = op.origin
-        if op.kind is OpKind.MODULE or origin is None or origin.kind is not OpKind.MODULE:
+        if op.kind is MODULE_OP or origin is None or origin.kind is not MODULE_OP:
             continue
         m = _CONTAINER_CALL.match(origin.target)
         if m is None or m.group(1) in bound:
@@ -953,28 +957,28 @@ def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool
         if _unrolled(op):
             return (f"the matched layer `{op.target}` sits inside the submodule `{op.via[-1]}`; Adopter does "
                     "not rewrite across a submodule's boundary, so change it by hand")
-        if (origin.kind is OpKind.MODULE and origin.target == SEQUENTIAL and not origin.args
+        if (origin.kind is MODULE_OP and origin.target == SEQUENTIAL and not origin.args
                 and origin.stmt_span != origin.span):
             return ("the layers are children of an nn.Sequential subclass whose own forward runs them (`for mod "
                     "in self`, `super().forward(x)`); building it as another Sequential would not change that forward, so change it "
                     "by hand")
-        if items and origin.kind is OpKind.MODULE and (
+        if items and origin.kind is MODULE_OP and (
                 (origin.target == SEQUENTIAL and not origin.args) or op.target.startswith(origin.target + "[")
                 or _spliced(op)):
             continue
-        if sequential and origin.kind is OpKind.MODULE and (
+        if sequential and origin.kind is MODULE_OP and (
                 (origin.target == SEQUENTIAL and not origin.args) or op.target.startswith(origin.target + "[")):
             continue
-        if origin.kind is OpKind.MODULE and origin.target == SEQUENTIAL and not origin.args:
+        if origin.kind is MODULE_OP and origin.target == SEQUENTIAL and not origin.args:
             return ("the matched layers are built inside an nn.Sequential(...) outside any forward; Adopter "
                     "does not rewrite inside a Sequential, so change it by hand")
-        if origin.kind is OpKind.MODULE and op.target.startswith(origin.target + "["):
+        if origin.kind is MODULE_OP and op.target.startswith(origin.target + "["):
             return (f"the matched layers are children of the nn.Sequential `{origin.target}`; Adopter does not "
                     "rewrite inside a Sequential, so change it by hand")
-        if origin.kind is OpKind.FUNCTION and origin.target == "map" and not origin.args:
+        if origin.kind is FUNCTION_OP and origin.target == "map" and not origin.args:
             return ("the match is computed by a lambda inside `map(...)`, for several values in one statement; "
                     "Adopter does not rewrite that statement for one of them, so change it by hand")
-        if (op.kind is OpKind.OPERATOR and op.target in ("*", "/") and origin.kind is OpKind.OPERATOR
+        if (op.kind is OPERATOR_OP and op.target in ("*", "/") and origin.kind is OPERATOR_OP
                 and origin.target in ("*", "/")):
             return ("the scores are scaled by several factors one after another; Adopter does not fold them "
                     "into scaled_dot_product_attention's `scale`, so change it by hand")
@@ -985,9 +989,9 @@ def _spelling_reason(ops: tuple[Op, ...], einsum: bool = False, sequential: bool
             return ("the matrix product is written in another layout (keys already laid out (..., d, n), or the "
                     "values multiplied by the transposed probabilities); SDPA takes q, k and v as (..., n, d), "
                     "and Adopter does not rewrite that layout")
-        if einsum and origin.kind is OpKind.FUNCTION and origin.target in _EINSUM:
+        if einsum and origin.kind is FUNCTION_OP and origin.target in _EINSUM:
             continue
-        if origin.kind is OpKind.FUNCTION and origin.target in ("torch.einsum", "torch.baddbmm", "einops.einsum"):
+        if origin.kind is FUNCTION_OP and origin.target in ("torch.einsum", "torch.baddbmm", "einops.einsum"):
             return (f"the match is written with `{origin.target.rsplit('.', 1)[-1]}`; Adopter has no automatic "
                     "rewrite of that spelling yet")
         if op.target == "transpose" and (origin.target == "permute" or origin.target == "einops.rearrange"):
@@ -1000,7 +1004,7 @@ def _spliced(op: Op) -> bool:
     """Whether `op` is an op of a stateless item's forward that the canonical pass spliced where its
     `nn.Sequential` runs it (`idioms.submodules.item_forwards`): it keeps the item class's span."""
     origin = op.origin
-    return (origin is not None and origin.kind is OpKind.MODULE and bool(op.via) and op.kind is not OpKind.MODULE
+    return (origin is not None and origin.kind is MODULE_OP and bool(op.via) and op.kind is not MODULE_OP
             and (origin.target == SEQUENTIAL or op.via[-1].startswith(origin.target + "[")))
 
 

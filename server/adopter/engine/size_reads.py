@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from adopter.dsl.types import Expr, Op, OpKind, Ref
+from adopter.dsl.types import FUNCTION_OP, METHOD_OP, OPERATOR_OP, Expr, Op, Ref
 
 _SIZE_METHODS = frozenset({"size", "dim", "ndimension", "numel", "nelement", "element_size"})
 _SIZE_ATTRS = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "layout"})
@@ -16,11 +16,11 @@ def reads_size_only(op: Op | None) -> bool:
     next one leaves these unchanged, so such a reader does not see the value a rewrite replaces."""
     if op is None or not op.args or not isinstance(op.args[0], Ref):
         return False
-    if op.kind == OpKind.METHOD:
+    if op.kind == METHOD_OP:
         return op.target in _SIZE_METHODS
-    if op.kind == OpKind.FUNCTION:
+    if op.kind == FUNCTION_OP:
         return op.target in _SIZE_FUNCTIONS and len(op.args) == 1
-    return (op.kind == OpKind.OPERATOR and op.target == "getattr" and len(op.args) == 2
+    return (op.kind == OPERATOR_OP and op.target == "getattr" and len(op.args) == 2
             and isinstance(op.args[1], Expr) and op.args[1].text.strip("`") in _SIZE_ATTRS)
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from adopter.dsl.types import Op, OpKind
+from adopter.dsl.types import FUNCTION_OP, METHOD_OP, OPERATOR_OP, Op
 
-_PRODUCTS = frozenset({(OpKind.OPERATOR, "@"), (OpKind.FUNCTION, "torch.matmul"), (OpKind.METHOD, "matmul"),
-                       (OpKind.FUNCTION, "torch.bmm"), (OpKind.METHOD, "bmm"), (OpKind.FUNCTION, "torch.einsum"),
-                       (OpKind.FUNCTION, "einops.einsum"), (OpKind.FUNCTION, "torch.baddbmm"),
-                       (OpKind.METHOD, "baddbmm")})
+_PRODUCTS = frozenset({(OPERATOR_OP, "@"), (FUNCTION_OP, "torch.matmul"), (METHOD_OP, "matmul"),
+                       (FUNCTION_OP, "torch.bmm"), (METHOD_OP, "bmm"), (FUNCTION_OP, "torch.einsum"),
+                       (FUNCTION_OP, "einops.einsum"), (FUNCTION_OP, "torch.baddbmm"),
+                       (METHOD_OP, "baddbmm")})
 _SOFTMAX = frozenset({"softmax", "torch.softmax", "torch.nn.functional.softmax"})
 
 
@@ -41,8 +41,8 @@ def product_outside_reason(product: Op) -> str:
 def split_call_reason(strategy: str, ops: Sequence[Op]) -> str | None:
     """Why `strategy` cannot rewrite the match `ops` because its steps sit on both sides of a call, or None."""
     if strategy == "gated_chunked":
-        chunk = next((op for op in ops if (op.kind is OpKind.METHOD and op.target in ("chunk", "torch.chunk"))
-                      or (op.kind is OpKind.FUNCTION and op.target == "torch.chunk")), None)
+        chunk = next((op for op in ops if (op.kind is METHOD_OP and op.target in ("chunk", "torch.chunk"))
+                      or (op.kind is FUNCTION_OP and op.target == "torch.chunk")), None)
         product = ops[-1] if ops else None
         if chunk is not None and product is not None and chunk.via != product.via:
             return GATE_SPLIT_REASON

@@ -15,7 +15,7 @@ result written to the same name) holds that op's value, not the loss module.
 from __future__ import annotations
 
 from adopter.analysis.canonical.spellings import CROSS_ENTROPY, MODULES
-from adopter.dsl.types import Block, Branch, Ctor, Loop, Op, OpKind
+from adopter.dsl.types import CALL_OP, FUNCTION_OP, Block, Branch, Ctor, Loop, Op
 
 # The loss modules read this way: the module spellings of cross-entropy (`torch.nn.CrossEntropyLoss`).
 LOSS_MODULES = frozenset(name for name, spelled in MODULES.items() if spelled.op == CROSS_ENTROPY)
@@ -33,12 +33,12 @@ def _walk(block: Block, held: dict[str, Ctor], found: dict[int, Ctor]) -> set[st
     bound: set[str] = set()
     for stmt in block:
         if isinstance(stmt, Op):
-            if stmt.kind == OpKind.CALL and (ctor := held.get(stmt.target)) is not None:
+            if stmt.kind == CALL_OP and (ctor := held.get(stmt.target)) is not None:
                 found[id(stmt)] = ctor
             for out in stmt.outputs:
                 held.pop(out, None)
                 bound.add(out)
-            if (stmt.kind == OpKind.FUNCTION and stmt.target in LOSS_MODULES and len(stmt.outputs) == 1
+            if (stmt.kind == FUNCTION_OP and stmt.target in LOSS_MODULES and len(stmt.outputs) == 1
                     and stmt.outputs[0].isidentifier()):
                 held[stmt.outputs[0]] = Ctor(stmt.target, stmt.args, stmt.kwargs)
         elif isinstance(stmt, Branch):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Mapping, Sequence
 
-from adopter.dsl.types import Binding, Ctor, Expr, Op, OpKind, Ref
+from adopter.dsl.types import FUNCTION_OP, MODULE_OP, Binding, Ctor, Expr, Op, Ref
 
 # torch's creation functions taking sizes one per argument (or one sequence of them).
 _BY_SIZES = frozenset({"torch.zeros", "torch.ones", "torch.rand", "torch.randn", "torch.empty"})
@@ -112,7 +112,7 @@ def held_key(value: object) -> str | None:
 def held_method_rank(op: Op, ranks: Mapping[str, int]) -> int | None:
     """The rank of `self.w.to(dtype)` (the flow's call of a method of an attribute) for a held `self.w` of
     known rank; None otherwise."""
-    if op.kind != OpKind.MODULE or len(op.outputs) != 1 or op.target.count(".") != 2:
+    if op.kind != MODULE_OP or len(op.outputs) != 1 or op.target.count(".") != 2:
         return None
     holder, method = op.target.rsplit(".", 1)
     return ranks.get(holder) if method in _SAME_RANK_METHODS else None
@@ -122,4 +122,4 @@ def builds_parameters(ops: Iterable[Op]) -> bool:
     """Whether a forward (`ops`: all of its ops, nested ones included, `block_ops`) builds a parameter
     (`self.w = nn.Parameter(x.new_zeros(...))`, a lazy build): the flow keeps no op for the store, so which
     attribute it replaces, and with what rank, is not known there."""
-    return any(op.target in _PARAMETER_TARGETS and op.kind == OpKind.FUNCTION for op in ops)
+    return any(op.target in _PARAMETER_TARGETS and op.kind == FUNCTION_OP for op in ops)

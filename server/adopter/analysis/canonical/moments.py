@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from adopter.dsl.types import Expr, Kwarg, Op, OpKind, Ref
+from adopter.dsl.types import FUNCTION_OP, METHOD_OP, Expr, Kwarg, Op, Ref
 
 VAR_MEAN = "torch.var_mean"
 # torch's `var_mean(input, dim, unbiased, keepdim)` (the positional form torch still accepts); `correction`
@@ -23,7 +23,7 @@ def split_var_mean(op: Op) -> tuple[Op, Op] | None:
     """`var, mean = torch.var_mean(x, ...)` as `var = x.var(...)` and `mean = x.mean(...)` (methods, as written
     by hand, for the canonical pass to respell); None for any other op, or one this reading does not cover
     (the pair not unpacked into two names, starred arguments, an argument torch does not take)."""
-    if op.kind != OpKind.FUNCTION or op.target != VAR_MEAN or len(op.outputs) != 2 or not op.args:
+    if op.kind != FUNCTION_OP or op.target != VAR_MEAN or len(op.outputs) != 2 or not op.args:
         return None
     if len(op.args) > len(_POSITIONAL) or any(_starred(a) for a in op.args) or any(
             k.name.startswith("*") for k in op.kwargs):
@@ -35,8 +35,8 @@ def split_var_mean(op: Op) -> tuple[Op, Op] | None:
     x = op.args[0]
     every = (*named, *op.kwargs)
     var_out, mean_out = op.outputs
-    var = Op(OpKind.METHOD, "var", (x,), every, (var_out,), op.span, op.stmt_span, op.via, origin=op.origin or op)
-    mean = Op(OpKind.METHOD, "mean", (x,), tuple(k for k in every if k.name in _SHARED), (mean_out,), op.span,
+    var = Op(METHOD_OP, "var", (x,), every, (var_out,), op.span, op.stmt_span, op.via, origin=op.origin or op)
+    mean = Op(METHOD_OP, "mean", (x,), tuple(k for k in every if k.name in _SHARED), (mean_out,), op.span,
               op.stmt_span, op.via, origin=op.origin or op)
     return var, mean
 

@@ -24,7 +24,19 @@ import ast
 from collections.abc import Mapping
 
 from adopter.analysis.canonical.spellings import CANONICAL, TRANSPARENT_METHODS
-from adopter.dsl.types import Block, Branch, Expr, Loop, Op, OpKind, Ref, Value
+from adopter.dsl.types import (
+    FUNCTION_OP,
+    METHOD_OP,
+    MODULE_OP,
+    OPERATOR_OP,
+    Block,
+    Branch,
+    Expr,
+    Loop,
+    Op,
+    Ref,
+    Value,
+)
 
 # Ops whose result has the rank of their first argument.
 SAME_RANK = frozenset({
@@ -91,7 +103,7 @@ def _changed(stmt: Branch | Loop) -> set[str]:
 
 
 def _reshapes_in_place(op: Op) -> bool:
-    return op.kind == OpKind.METHOD and op.target in _RESHAPING_IN_PLACE and bool(op.args)
+    return op.kind == METHOD_OP and op.target in _RESHAPING_IN_PLACE and bool(op.args)
 
 
 def _step(op: Op, want: dict[str, int], need: Need, modules: frozenset[str]) -> None:
@@ -108,8 +120,8 @@ def _step(op: Op, want: dict[str, int], need: Need, modules: frozenset[str]) -> 
                 _want(want, a.name, 3)
     elif out_rank is not None and first is not None:
         canonical = CANONICAL.get(key, key)
-        if (canonical in SAME_RANK or (op.kind == OpKind.METHOD and op.target in TRANSPARENT_METHODS)
-                or (op.kind == OpKind.MODULE and op.target in modules)):
+        if (canonical in SAME_RANK or (op.kind == METHOD_OP and op.target in TRANSPARENT_METHODS)
+                or (op.kind == MODULE_OP and op.target in modules)):
             _want(want, first, out_rank)
         elif key in (("method", "unsqueeze"), ("function", "torch.unsqueeze")) and out_rank >= 1:
             _want(want, first, out_rank - 1)
@@ -134,7 +146,7 @@ def created_rank(op: Op, lists: Mapping[str, tuple[Value, ...]]) -> int | None:
     """The rank of a tensor a creation function makes from sizes written at the call (`torch.randn(b, t)`,
     `torch.zeros((n, e))` with the tuple a literal, `torch.full((n, e), v)`); None when the sizes are held
     elsewhere (`torch.zeros(shape)`, `torch.ones(*shape)`)."""
-    if op.kind != OpKind.FUNCTION or len(op.outputs) != 1 or not op.args:
+    if op.kind != FUNCTION_OP or len(op.outputs) != 1 or not op.args:
         return None
     if op.target == "torch.full":
         sizes: tuple[Value, ...] = op.args[:1]
@@ -160,11 +172,11 @@ def listed_rank(op: Op, lists: Mapping[str, tuple[Value, ...]]) -> int | None:
     elsewhere (`x.view(shape)`), starred, or the sizes are written one by one (`_track_rank` counts those)."""
     if len(op.outputs) != 1 or len(op.args) < 1:
         return None
-    if op.kind == OpKind.METHOD and op.target in _SHAPED_METHODS:
+    if op.kind == METHOD_OP and op.target in _SHAPED_METHODS:
         size: Value | None = op.args[1] if len(op.args) >= 2 else None
         if not op.target.startswith("new_") and len(op.args) != 2:
             return None
-    elif op.kind == OpKind.FUNCTION and op.target == "torch.reshape":
+    elif op.kind == FUNCTION_OP and op.target == "torch.reshape":
         given = [k.value for k in op.kwargs if k.name == "shape"]
         size = op.args[1] if len(op.args) == 2 else (given[0] if len(op.args) == 1 and given else None)
     else:
@@ -206,10 +218,10 @@ def unpacked_rank(op: Op) -> tuple[str, int] | None:
         return None
     if op.origin is not None:  # `STARRED_UNPACK`, or an op respelled: not a plain read of the sizes
         return None
-    if op.kind == OpKind.OPERATOR and op.target == "getattr":
+    if op.kind == OPERATOR_OP and op.target == "getattr":
         sizes = len(op.args) == 2 and isinstance(op.args[1], Expr) and op.args[1].text == "shape" and not op.kwargs
     else:
-        sizes = op.kind == OpKind.METHOD and op.target == "size" and len(op.args) == 1 and not op.kwargs
+        sizes = op.kind == METHOD_OP and op.target == "size" and len(op.args) == 1 and not op.kwargs
     return (first.name, len(op.outputs)) if sizes and first.name not in op.outputs else None
 
 
@@ -228,8 +240,8 @@ def reduced_rank(op: Op, ranks: Mapping[str, int]) -> int | None:
     `torch.sum(x, 1, keepdim=True)`: the rank of `x`), where the rank of `x` is known; None where it is not,
     where an axis is held in a name (`x.mean(dim)`), out of range, or given twice (torch raises), where `keepdim`
     is not a literal, or where no axis is given (numpy's and torch's reduce-all forms differ in their keywords)."""
-    name = op.target[6:] if op.kind == OpKind.FUNCTION and op.target.startswith("torch.") else (
-        op.target if op.kind == OpKind.METHOD else "")
+    name = op.target[6:] if op.kind == FUNCTION_OP and op.target.startswith("torch.") else (
+        op.target if op.kind == METHOD_OP else "")
     if name not in _REDUCTIONS or len(op.outputs) != 1 or not op.args or not isinstance(op.args[0], Ref):
         return None
     rank = ranks.get(op.args[0].name)
@@ -289,9 +301,9 @@ def size_names(op: Op) -> tuple[str, ...]:
     """The names `op` passes as sizes written one per argument, at least two of them (`x.reshape(m, n, -1)`:
     `m`, `n`; `torch.zeros(b, t)`): each is a number there. None from one argument (`x.view(shape)` may hold a
     whole shape), a starred one (`x.view(*shape)`), a keyword, or a name the op binds."""
-    if op.kind == OpKind.METHOD and op.target in _SIZE_METHODS and not (op.target == "repeat" and op.kwargs):
+    if op.kind == METHOD_OP and op.target in _SIZE_METHODS and not (op.target == "repeat" and op.kwargs):
         sizes = op.args[1:]
-    elif op.kind == OpKind.FUNCTION and op.target in _CREATED:
+    elif op.kind == FUNCTION_OP and op.target in _CREATED:
         sizes = op.args
     else:
         return ()
@@ -308,7 +320,7 @@ NUMPY_SCALAR_MATH = frozenset({"numpy.sqrt", "numpy.power", "numpy.log", "numpy.
 def numpy_scalar_rank(op: Op, ranks: Mapping[str, int]) -> int | None:
     """0 where `op` is numpy's elementwise math (`NUMPY_SCALAR_MATH`) of numbers only: every argument a name of
     rank 0 or a numeric literal; None otherwise (`np.sqrt(x)` of an array keeps its shape)."""
-    if op.kind != OpKind.FUNCTION or op.target not in NUMPY_SCALAR_MATH or op.kwargs or len(op.outputs) != 1:
+    if op.kind != FUNCTION_OP or op.target not in NUMPY_SCALAR_MATH or op.kwargs or len(op.outputs) != 1:
         return None
     for a in op.args:
         if isinstance(a, Ref):

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from adopter.dsl.types import Expr, Op, OpKind, Ref, Value
+from adopter.dsl.types import OPERATOR_OP, Expr, Op, Ref, Value
 
 _NUMBER = re.compile(r"^[\d\s.*+/()eE_-]*\d[\d\s.*+/()eE_-]*$")
 _ZERO = re.compile(r"^[\s(]*[0._]+[\s)]*$")
@@ -40,7 +40,7 @@ def _number(v: Value) -> str | None:
 
 def _scaled(op: Op) -> tuple[str, str] | None:
     """(value, number) of `value * number` or `number * value`."""
-    if op.kind != OpKind.OPERATOR or op.target != "*" or len(op.args) != 2 or len(op.outputs) != 1:
+    if op.kind != OPERATOR_OP or op.target != "*" or len(op.args) != 2 or len(op.outputs) != 1:
         return None
     a, b = op.args
     if isinstance(a, Ref) and (c := _number(b)) is not None:
@@ -73,7 +73,7 @@ class RescaledShift:
             rebound = set(op.outputs)
             for name in [n for n, (source, _) in self.divided.items() if source in rebound]:
                 del self.divided[name]
-        if (op.via and op.kind == OpKind.OPERATOR and op.target == "/" and len(op.args) == 2
+        if (op.via and op.kind == OPERATOR_OP and op.target == "/" and len(op.args) == 2
                 and len(op.outputs) == 1 and isinstance(op.args[0], Ref) and (c := _number(op.args[1])) is not None
                 and op.args[0].name != op.outputs[0]):
             self.divided[op.outputs[0]] = (op.args[0].name, c)

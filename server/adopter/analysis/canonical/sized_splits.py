@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from adopter.dsl.types import Expr, Op, OpKind, Ref
+from adopter.dsl.types import METHOD_OP, OPERATOR_OP, Expr, Op, Ref
 
 RESHAPES = frozenset({"view", "reshape"})  # the methods `splits_last_in_two` reads
 
@@ -24,10 +24,10 @@ def _size_read(op: Op) -> str | None:
     """The tensor `op` reads the sizes of (`x.shape`, `x.size()`), or None."""
     if not op.args or not isinstance(first := op.args[0], Ref) or first.name.startswith("*") or op.kwargs:
         return None
-    if op.kind == OpKind.OPERATOR and op.target == "getattr":
+    if op.kind == OPERATOR_OP and op.target == "getattr":
         ok = len(op.args) == 2 and isinstance(op.args[1], Expr) and op.args[1].text == "shape"
     else:
-        ok = op.kind == OpKind.METHOD and op.target == "size" and len(op.args) == 1
+        ok = op.kind == METHOD_OP and op.target == "size" and len(op.args) == 1
     return first.name if ok and first.name not in op.outputs else None
 
 
@@ -49,7 +49,7 @@ class SizeReads:
 
     def note(self, op: Op, version: Mapping[str, int]) -> None:
         """Record the sizes `op` reads (after `forget` of its outputs)."""
-        if op.kind != OpKind.OPERATOR and op.kind != OpKind.METHOD:
+        if op.kind != OPERATOR_OP and op.kind != METHOD_OP:
             return  # a size is read by `getattr(x, "shape")`, `x.size()` or an index of those only
         tensor = _size_read(op)
         if tensor is not None:
@@ -60,7 +60,7 @@ class SizeReads:
                 for axis, name in enumerate(op.outputs):
                     self.items[name] = (*seen, axis, len(op.outputs))
             return
-        if (op.kind == OpKind.OPERATOR and op.target == "getitem" and len(op.args) == 2 and len(op.outputs) == 1
+        if (op.kind == OPERATOR_OP and op.target == "getitem" and len(op.args) == 2 and len(op.outputs) == 1
                 and isinstance(op.args[0], Ref) and op.args[0].name in self.shapes
                 and isinstance(op.args[1], Expr) and op.args[1].text.replace(" ", "") == ":-1"):
             self.leading[op.outputs[0]] = self.shapes[op.args[0].name]
@@ -68,7 +68,7 @@ class SizeReads:
     def splits_last_in_two(self, op: Op, version: Mapping[str, int]) -> bool:
         """`op` is `x.view(...)` / `x.reshape(...)` keeping `x`'s leading sizes (as read off `x` itself, with
         `x` not bound again since) and splitting its last axis as (2, n). Call before `op` binds its outputs."""
-        if (op.kind != OpKind.METHOD or op.target not in RESHAPES or op.kwargs or len(op.outputs) != 1
+        if (op.kind != METHOD_OP or op.target not in RESHAPES or op.kwargs or len(op.outputs) != 1
                 or len(op.args) < 4 or not isinstance(first := op.args[0], Ref)):
             return False
         *lead, two, _last = op.args[1:]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from adopter.dsl.types import Expr, Op, OpKind, Ref, Value
+from adopter.dsl.types import OPERATOR_OP, Expr, Op, Ref, Value
 
 _COMPARISONS = frozenset({"==", "!=", ">", "<", ">=", "<="})
 _ROW_REDUCTIONS = frozenset({"any", "all", "torch.any", "torch.all"})
@@ -74,7 +74,7 @@ class SoftmaxGuards:
         if len(op.outputs) != 1 or not op.args:
             return
         out, first = op.outputs[0], _name(op.args[0])
-        if op.kind is OpKind.OPERATOR and op.target == "~" and first is not None:
+        if op.kind is OPERATOR_OP and op.target == "~" and first is not None:
             self.complement[out] = first
         elif op.target in _ZERO_MAKERS:
             self.zeros.add(out)
@@ -82,7 +82,7 @@ class SoftmaxGuards:
             self.nan[out] = first
         elif op.target in _ROW_REDUCTIONS and first in self.keep and _last_keepdim(op):
             self.rows.add(out)
-        elif op.kind is OpKind.OPERATOR and op.target == "cast" and first is not None:
+        elif op.kind is OPERATOR_OP and op.target == "cast" and first is not None:
             for known in (self.keep, self.drop, self.rows):
                 if first in known:
                     known.add(out)
@@ -104,7 +104,7 @@ class SoftmaxGuards:
             return None
         args = op.args
         names = [_name(a) for a in args]
-        if op.kind is OpKind.OPERATOR and op.target == "*" and len(args) == 2 and not op.kwargs:
+        if op.kind is OPERATOR_OP and op.target == "*" and len(args) == 2 and not op.kwargs:
             for prob, factor in ((names[0], names[1]), (names[1], names[0])):
                 if prob in probs and factor is not None and (factor in self.keep or factor in self.rows):
                     return Ref(prob)

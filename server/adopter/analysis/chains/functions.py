@@ -29,13 +29,13 @@ from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import InitAnalysis
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import (
+    MODULE_OP,
     Architecture,
     Binding,
     Ctor,
     Forward,
     Init,
     Op,
-    OpKind,
     Param,
     Ref,
     Return,
@@ -201,7 +201,7 @@ def layer_chain(name: str, layers: list[tuple[list[Ctor], Span]], span: Span, en
     self`), else each layer's own span."""
     # A class's own forward that runs the layers is the origin's statement (`runs_at`): the fix that builds
     # the Sequential as another class would not reach that forward (`engine.sites._spelling_reason`).
-    origin = Op(OpKind.MODULE, SEQUENTIAL, (), (), (), span, runs_at or span)
+    origin = Op(MODULE_OP, SEQUENTIAL, (), (), (), span, runs_at or span)
     bindings: list[Binding] = []
     body: list[Stmt] = []
     value = Ref("x")
@@ -214,7 +214,7 @@ def layer_chain(name: str, layers: list[tuple[list[Ctor], Span]], span: Span, en
             # several, chosen where the Sequential is built; each is the item on its own path.
             bindings.extend(Binding(attr, c, child_span, f"{attr} is {c.callee}") for c in ctors)
         out = f"%{i + 1}"
-        body.append(Op(OpKind.MODULE, f"self.{attr}", (value,), (), (out,), child_span, runs_at or child_span, (),
+        body.append(Op(MODULE_OP, f"self.{attr}", (value,), (), (out,), child_span, runs_at or child_span, (),
                        origin))
         value = Ref(out)
     body.append(Return((value,), end))

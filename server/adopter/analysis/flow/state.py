@@ -17,6 +17,18 @@ from adopter.analysis.flow.foreign import BaseMethods, Reading
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import SourceText
 from adopter.analysis.scope.classes import ClassTable
+
+# The members of `OpKind` and `ParamKind`, read once in `dsl.types` (the flow names a kind at every op it emits
+# and every parameter it binds); re-exported for the flow's other modules.
+from adopter.dsl.types import CALL_OP as CALL_OP
+from adopter.dsl.types import FUNCTION_OP as FUNCTION_OP
+from adopter.dsl.types import KEYWORD_ONLY as KEYWORD_ONLY
+from adopter.dsl.types import METHOD_OP as METHOD_OP
+from adopter.dsl.types import MODULE_OP as MODULE_OP
+from adopter.dsl.types import OPERATOR_OP as OPERATOR_OP
+from adopter.dsl.types import POSITIONAL as POSITIONAL
+from adopter.dsl.types import VAR_KEYWORD as VAR_KEYWORD
+from adopter.dsl.types import VAR_POSITIONAL as VAR_POSITIONAL
 from adopter.dsl.types import (
     Binding,
     Ctor,
@@ -25,7 +37,6 @@ from adopter.dsl.types import (
     Kwarg,
     Op,
     OpKind,
-    ParamKind,
     Problem,
     Ref,
     Severity,
@@ -38,18 +49,6 @@ MAX_INLINE_DEPTH = 4
 MAX_OPS = 4000
 MAX_NESTING = 12
 
-# The members of `OpKind` and `ParamKind`, read off their classes once: CPython 3.11 reads every attribute of an
-# Enum class through `EnumType.__getattr__`'s Python-level hook (~0.3 us, ten times a module global), and the flow
-# names a kind at every op it emits and every parameter it binds.
-MODULE_OP = OpKind.MODULE
-FUNCTION_OP = OpKind.FUNCTION
-METHOD_OP = OpKind.METHOD
-OPERATOR_OP = OpKind.OPERATOR
-CALL_OP = OpKind.CALL
-POSITIONAL = ParamKind.POSITIONAL
-KEYWORD_ONLY = ParamKind.KEYWORD_ONLY
-VAR_POSITIONAL = ParamKind.VAR_POSITIONAL
-VAR_KEYWORD = ParamKind.VAR_KEYWORD
 
 IDENTIFIER = re.compile(r"(?<![\w.%\"'])[A-Za-z_]\w*")
 

@@ -39,7 +39,7 @@ from adopter.analysis.idioms.transparent_decorators import runs_the_method_once
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Architecture, OpKind, Problem, block_ops
+from adopter.dsl.types import MODULE_OP, Architecture, Problem, block_ops
 
 _SKIP = frozenset({"forward", "__init__"})
 _LAYER_CALL = re.compile(rb"\bself\.(\w+)\s*\(")
@@ -108,7 +108,7 @@ def entry_method_architecture(
     """The class's `__init__` with `method` read as its forward, named `Class.method`; None when the method
     applies none of the class's layers."""
     arch, problems = method_architecture(class_name, f"{class_name}.{method}", method, node, src, symbols, table)
-    if arch.forward is None or not any(op.kind is OpKind.MODULE for op in block_ops(arch.forward.body)):
+    if arch.forward is None or not any(op.kind is MODULE_OP for op in block_ops(arch.forward.body)):
         return None, problems
     return arch, problems
 

@@ -47,7 +47,7 @@ from adopter.analysis.names.formula_functions import FORMULA_GELU, formula_gelu
 from adopter.analysis.names.formula_norms import FORMULA_NORM, affine_parameters, formula_norm
 from adopter.analysis.parse.source import SourceText
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Binding, Ctor, Expr, Kwarg, Op, OpKind
+from adopter.dsl.types import MODULE_OP, Binding, Ctor, Expr, Kwarg, Op
 
 _MAX_DEPTH = 6
 
@@ -120,7 +120,7 @@ def written_modules(ops: Sequence[Op]) -> tuple[str, ...]:
     out: list[str] = []
     for op in ops:
         written = op.origin
-        if written is None or written.kind != OpKind.MODULE or not written.target.startswith("self."):
+        if written is None or written.kind != MODULE_OP or not written.target.startswith("self."):
             continue
         attr = written.target[5:].split("[", 1)[0].split(".", 1)[0]
         if attr and attr not in out:

@@ -25,7 +25,7 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from adopter.analysis.canonical.normalise import normalise
-from adopter.dsl.types import Block, Branch, Expr, Forward, Loop, Op, OpKind, Ref, Stmt
+from adopter.dsl.types import CALL_OP, FUNCTION_OP, Block, Branch, Expr, Forward, Loop, Op, Ref, Stmt
 
 # Whole words of a method's text that say it may build an optimizer (a cheap filter before reading it):
 # `torch.optim` / `optim.`, the class names, a class held in a name (`optimizer_class`, `opt_cls`). Not
@@ -97,13 +97,13 @@ def _block(block: Block, classes: dict[str, tuple[str, str]], defaults: dict[str
                 classes.pop(name, None)
             if chosen is not None and len(stmt.outputs) == 1:
                 classes[stmt.outputs[0]] = chosen
-            found = classes.get(stmt.target) if stmt.kind is OpKind.CALL else None
+            found = classes.get(stmt.target) if stmt.kind is CALL_OP else None
             if found is not None:
                 origin = replace(stmt, target=f"{CHOSEN}: {found[1]}")
                 # The class's own signature now applies (`params=` is its first argument), as the canonical
                 # pass applies it where the class is written out.
-                args, kwargs = normalise((OpKind.FUNCTION.value, found[0]), stmt.args, stmt.kwargs, {})
-                stmt = replace(stmt, kind=OpKind.FUNCTION, target=found[0], origin=origin, args=args, kwargs=kwargs)
+                args, kwargs = normalise((FUNCTION_OP.value, found[0]), stmt.args, stmt.kwargs, {})
+                stmt = replace(stmt, kind=FUNCTION_OP, target=found[0], origin=origin, args=args, kwargs=kwargs)
             out.append(stmt)
         else:
             out.append(stmt)
@@ -112,7 +112,7 @@ def _block(block: Block, classes: dict[str, tuple[str, str]], defaults: dict[str
 
 def _getattr_class(op: Op, defaults: dict[str, str], qualify: Callable[[str], str]) -> tuple[str, str] | None:
     """`getattr(torch.optim, name)` with a known string name -> (the class, how it was chosen)."""
-    if op.kind is not OpKind.FUNCTION or op.target != "getattr" or len(op.args) != 2 or op.kwargs:
+    if op.kind is not FUNCTION_OP or op.target != "getattr" or len(op.args) != 2 or op.kwargs:
         return None
     module, name = op.args
     if not isinstance(module, Expr) or qualify(module.text) != OPTIMIZER_MODULE:

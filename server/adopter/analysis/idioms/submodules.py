@@ -35,7 +35,7 @@ from adopter.analysis.names.signature import params
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.analysis.scope.bindings import read_init
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Binding, Ctor, Expr, Forward, Init, Op, OpKind, Problem, Ref, Return
+from adopter.dsl.types import MODULE_OP, Binding, Ctor, Expr, Forward, Init, Op, Problem, Ref, Return
 
 MAX_DEPTH = 3  # submodules of submodules read through
 MAX_ITEM_OPS = 16  # a Sequential item's forward spliced into the chain: a small activation, not a block
@@ -186,7 +186,7 @@ _SELF_VALUE = re.compile(r"\bself\.[A-Za-z_]\w*(?!\w|\s*\()")
 def _reads_attributes_only(op: Op) -> bool:
     """Whether `op` reads the item's `self` only as attribute values: not a submodule call (`self.proj(x)`,
     whose layer the splice could not name), not `self` itself handed on."""
-    if op.kind == OpKind.MODULE or op.target.startswith("self.") or op.target == "self":
+    if op.kind == MODULE_OP or op.target.startswith("self.") or op.target == "self":
         return False
     for v in (*op.args, *(k.value for k in op.kwargs)):
         if isinstance(v, Ref) and (v.name == "self" or v.name.startswith("self.")):

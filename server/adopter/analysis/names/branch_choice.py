@@ -35,7 +35,7 @@ from tree_sitter import Node
 
 from adopter.analysis.names.signature import params
 from adopter.analysis.parse.source import Field, SourceText
-from adopter.dsl.types import ParamKind
+from adopter.dsl.types import KEYWORD_ONLY, POSITIONAL
 
 __all__ = ["Choice", "chosen_classes"]
 
@@ -73,8 +73,8 @@ def chosen_classes(function: Node, src: SourceText, class_values: ClassValues, p
         return None
     local = names.pop() if names else None
     ps = params(function, src)
-    index = {p.name: (-1 if p.kind is ParamKind.KEYWORD_ONLY else i) for i, p in enumerate(ps)
-             if p.kind in (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)}
+    index = {p.name: (-1 if p.kind is KEYWORD_ONLY else i) for i, p in enumerate(ps)
+             if p.kind in (POSITIONAL, KEYWORD_ONLY)}
     if local is not None and local in index:
         return None  # a parameter returned (`return norm_layer` of the argument itself): not a choice
     reader = _Reader(src, class_values, passed, local, index)

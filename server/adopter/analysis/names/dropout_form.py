@@ -22,7 +22,7 @@ from tree_sitter import Node
 from adopter.analysis.names.dotted import dotted_text
 from adopter.analysis.names.signature import params
 from adopter.analysis.parse.source import Field, SourceText
-from adopter.dsl.types import ParamKind
+from adopter.dsl.types import POSITIONAL
 
 _BRANCHES = frozenset({"if_statement", "elif_clause", "else_clause"})
 
@@ -33,7 +33,7 @@ def dropout_form(function: Node, src: SourceText) -> tuple[str, ...] | None:
     holds nothing but those returns, `if`/`elif`/`else` around them, comments, `pass` and a docstring; else None."""
     ps = params(function, src)
     body = function.child_by_field_id(Field.BODY)
-    if len(ps) < 2 or ps[0].kind != ParamKind.POSITIONAL or ps[1].kind != ParamKind.POSITIONAL or body is None:
+    if len(ps) < 2 or ps[0].kind != POSITIONAL or ps[1].kind != POSITIONAL or body is None:
         return None
     x = ps[1].name
     callees: set[str] = set()

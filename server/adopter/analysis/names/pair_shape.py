@@ -21,7 +21,7 @@ from tree_sitter import Node
 
 from adopter.analysis.names.signature import params
 from adopter.analysis.parse.source import Field, SourceText
-from adopter.dsl.types import ParamKind
+from adopter.dsl.types import POSITIONAL
 
 MAX_OUTPUTS = 4
 
@@ -33,7 +33,7 @@ def pair_shape(function: Node, src: SourceText) -> tuple[str, ...] | None:
     body = function.child_by_field_id(Field.BODY)
     inputs = [p.name for p in ps[1:]]
     if (body is None or not 2 <= len(inputs) <= MAX_OUTPUTS
-            or any(p.default is not None or p.kind is not ParamKind.POSITIONAL for p in ps)):
+            or any(p.default is not None or p.kind is not POSITIONAL for p in ps)):
         return None
     me = ps[0].name
     stmts = [s for s in body.named_children if s.type not in ("comment", "pass_statement")]

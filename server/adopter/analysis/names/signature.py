@@ -5,7 +5,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from adopter.analysis.parse.source import Field, SourceText
-from adopter.dsl.types import Param, ParamKind
+from adopter.dsl.types import KEYWORD_ONLY, POSITIONAL, VAR_KEYWORD, VAR_POSITIONAL, Param
 
 
 def params(function: Node, src: SourceText) -> tuple[Param, ...]:
@@ -44,11 +44,11 @@ def _params(function: Node, src: SourceText) -> tuple[Param, ...]:
             continue
         if name_node.type == "list_splat_pattern":
             keyword_only = True
-            out.append(Param(_inner_name(name_node, src), ParamKind.VAR_POSITIONAL))
+            out.append(Param(_inner_name(name_node, src), VAR_POSITIONAL))
         elif name_node.type == "dictionary_splat_pattern":
-            out.append(Param(_inner_name(name_node, src), ParamKind.VAR_KEYWORD))
+            out.append(Param(_inner_name(name_node, src), VAR_KEYWORD))
         elif name_node.type == "identifier":
-            kind_ = ParamKind.KEYWORD_ONLY if keyword_only else ParamKind.POSITIONAL
+            kind_ = KEYWORD_ONLY if keyword_only else POSITIONAL
             out.append(Param(src.text(name_node), kind_, default))
     return tuple(out)
 

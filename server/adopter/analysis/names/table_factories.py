@@ -17,7 +17,7 @@ from tree_sitter import Node
 
 from adopter.analysis.names.signature import params
 from adopter.analysis.parse.source import Field, SourceText
-from adopter.dsl.types import ParamKind
+from adopter.dsl.types import KEYWORD_ONLY, POSITIONAL, VAR_POSITIONAL
 
 __all__ = ["TableLookup", "argument_text", "table_lookup"]
 
@@ -75,11 +75,11 @@ def table_lookup(function: Node, src: SourceText) -> TableLookup | None:
     name = src.text(key)
     ps = params(function, src)
     index = next((i for i, p in enumerate(ps) if p.name == name and p.kind in (
-        ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)), None)
+        POSITIONAL, KEYWORD_ONLY)), None)
     if index is None or any(_rebinds(stmt, name, src) for stmt in stmts[:-1]):
         return None
     default = ps[index].default
-    if ps[index].kind is ParamKind.KEYWORD_ONLY or any(p.kind is ParamKind.VAR_POSITIONAL for p in ps[:index]):
+    if ps[index].kind is KEYWORD_ONLY or any(p.kind is VAR_POSITIONAL for p in ps[:index]):
         index = -1  # given by keyword only
     return TableLookup(src.text(table), name, index, default, case, instance)
 

@@ -28,7 +28,20 @@ from adopter.analysis.scope.classes import ClassTable
 from adopter.analysis.scope.config_registry import builder_kind, built_layer
 from adopter.analysis.scope.list_counts import added_by_loop
 from adopter.analysis.scope.literal_truth import literal_truth
-from adopter.dsl.types import Binding, Ctor, Expr, Init, Kwarg, Param, ParamKind, Span, Value
+from adopter.dsl.types import (
+    KEYWORD_ONLY,
+    POSITIONAL,
+    VAR_KEYWORD,
+    VAR_POSITIONAL,
+    Binding,
+    Ctor,
+    Expr,
+    Init,
+    Kwarg,
+    Param,
+    Span,
+    Value,
+)
 
 MAX_INLINE_DEPTH = 3
 Conds = tuple[str, ...]
@@ -211,7 +224,7 @@ class InitAnalysis:
         owner, node = found
         ps = params(node, self.src)
         if owner == self.class_name:
-            self.init_params = frozenset(p.name for p in ps[1:] if p.kind in (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY))
+            self.init_params = frozenset(p.name for p in ps[1:] if p.kind in (POSITIONAL, KEYWORD_ONLY))
         self.read_defaults([replace(p, default=self.pinned[p.name]) if p.name in self.pinned else p for p in ps[1:]])
         self._function(owner, node, (), 0)
         bindings = [
@@ -1108,11 +1121,11 @@ class InitAnalysis:
                     keywords[self.src.text(key)] = self.src.norm(value)
         out: dict[str, bool] = {}
         for i, p in enumerate(ps):
-            if p.kind in (ParamKind.VAR_POSITIONAL, ParamKind.VAR_KEYWORD):
+            if p.kind in (VAR_POSITIONAL, VAR_KEYWORD):
                 continue
             if p.name in keywords:
                 text: str | None = keywords[p.name]
-            elif i < len(positional) and p.kind is ParamKind.POSITIONAL:
+            elif i < len(positional) and p.kind is POSITIONAL:
                 text = self.src.norm(positional[i])
             else:
                 text = p.default

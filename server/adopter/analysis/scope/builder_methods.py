@@ -14,7 +14,7 @@ from adopter.analysis.names.signature import params
 from adopter.analysis.names.symbols import dotted_text
 from adopter.analysis.parse.source import Field, SourceText, normalise
 from adopter.analysis.scope.classes import ClassTable
-from adopter.dsl.types import Param, ParamKind
+from adopter.dsl.types import KEYWORD_ONLY, POSITIONAL, Param
 
 # Decorators under which `self.m(...)` runs the body with the call's arguments after the receiver.
 _PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod"})
@@ -132,9 +132,9 @@ def _passed(ps: Sequence[Param], call: Node, src: SourceText) -> dict[str, str |
             keywords[src.text(name)] = src.norm(value)
     out: dict[str, str | None] = {}
     for i, p in enumerate(ps):
-        if p.kind == ParamKind.POSITIONAL and i < len(positional):
+        if p.kind == POSITIONAL and i < len(positional):
             out[p.name] = positional[i]
-        elif p.kind in (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY):
+        elif p.kind in (POSITIONAL, KEYWORD_ONLY):
             out[p.name] = keywords.get(p.name, p.default)
         else:
             out[p.name] = None
