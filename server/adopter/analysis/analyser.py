@@ -72,7 +72,7 @@ from adopter.analysis.idioms.submodules import (
 )
 from adopter.analysis.names.carry import Layout, changed_names
 from adopter.analysis.names.statement_reuse import StatementReadings
-from adopter.analysis.names.symbols import ModuleSymbols, base_name
+from adopter.analysis.names.symbols import ModuleSymbols, base_name, nested_reading
 from adopter.analysis.parse.code_text import code_key
 from adopter.analysis.parse.salvage import ParseMemo, salvage
 from adopter.analysis.parse.source import Field, SourceText, is_broken
@@ -759,7 +759,7 @@ class Analyser:
         if outer is not None and kept is not None and all(symbols.fingerprint(n) == fp for n, fp in kept[0]):
             outer.update(n for n, _ in kept[0])
             return kept[1]
-        init, consulted = _nested_reading(
+        init, consulted = nested_reading(
             symbols, outer is not None, lambda: bound_init(name, table, src))
         if consulted is not None:
             self._inits[name] = (tuple(sorted((n, symbols.fingerprint(n)) for n in consulted | table.module_deps(name))),
@@ -828,7 +828,7 @@ class Analyser:
         before = len(problems)
         analysis = FlowAnalysis(src, symbols, table, name, module_attrs, problems, stateless, positioned, parameters,
                                 functions, biases, foreign)
-        forward, consulted = _nested_reading(
+        forward, consulted = nested_reading(
             symbols, self.remember, lambda: analysis.function(node, owner, resume=resume, record=self.remember))
         deps = tuple(sorted((n, symbols.fingerprint(n)) for n in consulted or ()))
         flows.insert(0, _Flow(key, deps, forward, tuple(problems[before:]), walk=analysis.walk))
@@ -1089,25 +1089,6 @@ def _whole_words(data: bytes, word: bytes, positions: Callable[[bytes], list[int
         if whole_word_at(data, at, end):
             found += 1
     return found
-
-
-_T = TypeVar("_T")
-
-
-def _nested_reading(symbols: ModuleSymbols, record: bool, read: Callable[[], _T]) -> tuple[_T, set[str] | None]:
-    """`read()` with `symbols` noting the names it looks up in a set of its own (None unless `record`); then the
-    noting before it is restored, and those names are added to it (the enclosing reading depends on them too).
-    Returns the result and the names noted."""
-    outer = symbols.consulted
-    symbols.consulted = set() if record else None
-    try:
-        result = read()
-    finally:
-        consulted = symbols.consulted
-        symbols.consulted = outer
-        if outer is not None and consulted is not None:
-            outer |= consulted
-    return result, consulted
 
 
 _Values = TypeVar("_Values", bound=tuple[object, ...])

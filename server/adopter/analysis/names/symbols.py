@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from tree_sitter import Node
 
@@ -644,3 +645,23 @@ def _compat_choice(node: Node | None, src: SourceText) -> Node | None:
     owner = dotted_text(items[0], src)
     attr = src.text(items[1]).strip("\"'")
     return parts[0] if owner is not None and dotted_text(parts[0], src) == f"{owner}.{attr}" else node
+
+
+_T = TypeVar("_T")
+
+
+def nested_reading(symbols: ModuleSymbols, record: bool, read: Callable[[], _T]) -> tuple[_T, set[str] | None]:
+    """`read()` with `symbols` noting the names it looks up in a set of its own (None unless `record`); then the
+    noting before it is restored, and those names are added to it (the enclosing reading depends on them too).
+    Returns the result and the names noted. The one home of this bracket: the analyser's per-class readings and
+    `scope.classes.ClassTable.init_reading` both use it."""
+    outer = symbols.consulted
+    symbols.consulted = set() if record else None
+    try:
+        result = read()
+    finally:
+        consulted = symbols.consulted
+        symbols.consulted = outer
+        if outer is not None and consulted is not None:
+            outer |= consulted
+    return result, consulted

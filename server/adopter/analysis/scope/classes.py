@@ -9,7 +9,13 @@ from tree_sitter import Node
 
 from adopter.analysis.crossfile.resolver import ModuleResolver, is_torch_module_class
 from adopter.analysis.names.conditional_bases import conditional_module_bases
-from adopter.analysis.names.symbols import CLASS_HEAD, CONDITIONAL, METHOD_EXISTS, ModuleSymbols
+from adopter.analysis.names.symbols import (
+    CLASS_HEAD,
+    CONDITIONAL,
+    METHOD_EXISTS,
+    ModuleSymbols,
+    nested_reading,
+)
 from adopter.dsl.types import Init
 
 
@@ -78,14 +84,7 @@ class ClassTable:
             if outer is not None and kept[1] is not None:
                 outer.update(kept[1])
             return kept[0]
-        symbols.consulted = set() if outer is not None else None
-        try:
-            result = read()
-        finally:
-            noted = symbols.consulted
-            symbols.consulted = outer
-            if outer is not None and noted is not None:
-                outer |= noted
+        result, noted = nested_reading(symbols, outer is not None, read)
         self._inits[(name, kind)] = (result, frozenset(noted) if noted is not None else None)
         return result
 
