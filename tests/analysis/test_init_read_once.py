@@ -13,6 +13,7 @@ from collections import Counter
 import pytest
 
 from adopter.analysis import analyse
+from adopter.analysis.crossfile.resolver import ModuleResolver
 from adopter.analysis.idioms.layer_subclasses import bind_layer_subclasses, bound_init
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import SourceText, new_parser
@@ -55,17 +56,15 @@ class Model(nn.Module):
 '''
 
 
-class _Unresolved:
-    """A resolver that reads no other file."""
-
-    def is_module_class(self, qualified: str, path: str | None) -> bool | None:
-        return None
+def _no_file(path: str) -> str | None:
+    """A reader that reads no other file."""
+    return None
 
 
 def _table() -> tuple[ClassTable, SourceText]:
     data = SOURCE.encode()
     src = SourceText(data, new_parser().parse(data), "m.py")
-    return ClassTable(ModuleSymbols(src, None), _Unresolved(), "m.py"), src  # type: ignore[arg-type]
+    return ClassTable(ModuleSymbols(src, None), ModuleResolver(_no_file, search_paths=[]), "m.py"), src
 
 
 @pytest.mark.pure_python  # patches a method: the compiled InitAnalysis calls it natively
