@@ -594,6 +594,21 @@ MANIFEST: Manifest = (
     ("muvit", "0.1.0", ("muvit/bblocks.py", "muvit/decoders.py")),
     ("g3ms-pcp", "0.1.1", ("pcp/nn/PointNet/PointNet.py", "pcp/nn/PointNet/TNet.py", "pcp/nn/PointNet2/PointNet2Seg.py")),
     ("GenerativeRL", "0.0.1", ("grl/neural_network/__init__.py", "grl/neural_network/transformers/uvit.py")),
+    # Batch 31 (stop 38): labelled by a thirty-first independent labeller; first letters n-z only, picked by name and
+    # known purpose across domains (an N-dimensional VQ-VAE for images and video, customer-base forecasting, world-model
+    # reinforcement learning, spatial-shift vision transformers, animal pose estimation, audio-visual sync and face
+    # detection, protein message passing, text graph convolution, JEPA world-model transformers, a small GPT library),
+    # files from the archive listings by name and size before reading (see LABELLING.md "Batch 31").
+    ("nd-vq-vae", "1.0.3", ("nd_vq_vae/attention_ndim.py", "nd_vq_vae/vqvae_ndim.py")),
+    ("panelclv", "0.1.0", ("panelclv/models/multinomial_transformer.py", "panelclv/models/multinomial_lstm.py")),
+    ("rssmlite", "0.1.0", ("rssmlite/rssm.py", "rssmlite/agent.py")),
+    ("s2vit", "0.5.1", ("s2vit/transformer.py", "s2vit/ops.py")),
+    ("sleap-nn", "0.3.5", ("sleap_nn/architectures/convnext.py", "sleap_nn/architectures/swint.py")),
+    ("syncnet-python", "0.2.3", ("syncnet_python/SyncNetModel.py", "syncnet_python/detectors/s3fd/nets.py")),
+    ("teddympnn", "0.1.0", ("teddympnn/models/layers/message_passing.py", "teddympnn/models/layers/feed_forward.py")),
+    ("text4gcn", "2.0.0", ("text4gcn/models/model.py", "text4gcn/models/train_eval.py")),
+    ("torch-world", "0.2.0", ("torch_world/nn/transformer.py", "torch_world/nn/attention.py")),
+    ("zahidgpt", "0.1.4", ("zahidgpt/gpt.py", "zahidgpt/attention/mha.py", "zahidgpt/feedforward/swiglu.py")),
 )
 
 
