@@ -72,9 +72,6 @@ def _point_after(data: bytes, start: int, start_row: int, offset: int) -> tuple[
 
 _QUOTES = frozenset(b"\"'")  # the bytes of a string delimiter
 
-# A text whose result is known: its bytes, the result, and `DocumentAnalysis._analysed` and `_reading` after it
-_Known = tuple[bytes, ModuleFile, tuple[bytes, Tree] | None, tuple[bytes, ModuleFile, int]]
-
 
 class DocumentAnalysis:
     """The parse tree and analysis of one document, kept up to date edit by edit.
@@ -104,9 +101,6 @@ class DocumentAnalysis:
         # The text the last result read (masked when broken), the result, and how many of its problems are that
         # text's syntax errors (`_run`).
         self._reading: tuple[bytes, ModuleFile, int] | None = None
-        # The text before the last change, with its result and what `_run` kept of it (`_analysed`, `_reading`):
-        # a change back to that text (a typed character deleted, an undo) hands that result back (`_set_text`).
-        self._before: _Known | None = None
         self._set_text(text, None)
 
     @property
@@ -140,7 +134,7 @@ class DocumentAnalysis:
         self._analyser.release_text(self._data)
         self._data = self._tree = None
         self._analysed = self._previous = self._base = self._starts = None
-        self._reading = self._before = None
+        self._reading = None
 
     def _restore(self) -> None:
         if self._released:
@@ -174,9 +168,6 @@ class DocumentAnalysis:
     def _set_text(self, text: str, edit: tuple[int, int, int] | None) -> None:
         """Adopt `text`; `edit` = (start byte, old end byte, new end byte) of the change, when known."""
         data, problem = check_input(text, self.path)
-        before, self._before = self._before, None
-        if self._result is not None and self._reading is not None and self._data is not None:
-            self._before = (self._data, self._result, self._analysed, self._reading)
         if self._released:  # the text released was `self._text`'s bytes (`release`): the analysis gets them back
             old = self._text
             self._analyser.restore_text(lambda: data if old == text and data is not None else old.encode("utf-8"))
@@ -200,12 +191,6 @@ class DocumentAnalysis:
                 self._base = (old_data, old_tree)
         else:
             self._tree, self._previous = self._parser.parse(data), None
-        if before is not None and edit is not None and before[0] == data:
-            # The text the change before this one left: its result, as its analysis gave it. The analysis is a
-            # function of the text and of what `invalidate` and `release` drop (they drop this too). The
-            # analyser's caches stay those of the last run, as after any edit: the next run reads from them.
-            self._result, self._analysed, self._reading = before[1], before[2], before[3]
-            self._analyser.reanalysed = []
 
     @overload
     def _reparse(self, old_tree: Tree, old: bytes, new: bytes, *, certify: Literal[False] = False) -> Tree: ...
@@ -393,7 +378,7 @@ class DocumentAnalysis:
 
     def invalidate(self) -> None:
         """Forget cached analyses and resolved imports (other files changed)."""
-        self._reading = self._before = None
+        self._reading = None
         self._analyser.clear()
         self._analyser.resolver.clear()
         self._result = None
