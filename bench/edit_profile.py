@@ -70,7 +70,11 @@ def instrument() -> None:
     incremental.DocumentAnalysis._set_text = _timed("reparse", incremental.DocumentAnalysis._set_text)  # type: ignore[method-assign]
     incremental.DocumentAnalysis._parse_analysed = _timed(  # type: ignore[method-assign]
         "masked parse", incremental.DocumentAnalysis._parse_analysed)
-    analyser_module.salvage = _timed("mask", salvage_module.salvage)  # type: ignore[attr-defined]
+    # The incremental document masks a broken text itself and hands the result to the run (`salvaged`): its own
+    # name for `salvage` is the one called on the edit path; the analyser's is called by one-off analyses only.
+    masking = _timed("mask", salvage_module.salvage)
+    analyser_module.salvage = masking  # type: ignore[attr-defined]
+    incremental.salvage = masking  # type: ignore[attr-defined]
     analyser_module.Analyser.run = _timed("analysis", analyser_module.Analyser.run)  # type: ignore[method-assign]
     UnitMatcher.match = _timed("match", UnitMatcher.match)  # type: ignore[method-assign]
     # Inside the analysis: the per-run tables, the cache checks, the units analysed afresh.
