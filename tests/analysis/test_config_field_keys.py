@@ -98,3 +98,34 @@ def _get_activation(name):
 ])
 def test_refusals_leave_the_call_as_written(config: str, ladder: str, extra: str, annotation: str) -> None:
     assert _act(config, ladder=ladder, extra=extra, annotation=annotation) == "_get_activation()"
+
+
+ONLY_GELU = '''
+def _act(name: str):
+    """Resolve an activation by config name (only 'gelu' is used by the presets)."""
+    if name == "gelu":
+        return nn.GELU()
+    raise NotImplementedError(f"hidden_act={name!r} not supported")
+'''
+
+
+def _unannotated(ladder: str) -> str:
+    code = ladder + MLP.format(extra="").replace("config: MoonViTConfig", "config").replace(
+        "_get_activation(", "_act(")
+    value = next(b for b in bindings(code, "MoonViTMLP") if b.attr == "act").value
+    return value.callee if isinstance(value, Ctor) else value.text
+
+
+def test_a_ladder_whose_only_return_is_a_layer_is_that_layer_whatever_the_key() -> None:
+    # attr-eomt's `_act(config.hidden_act)`: the key is not evident, but a call that returns builds a GELU
+    assert _unannotated(ONLY_GELU) == "torch.nn.GELU"
+
+
+@pytest.mark.parametrize("ladder", [
+    ONLY_GELU.replace('    raise NotImplementedError(f"hidden_act={name!r} not supported")\n', ""),  # falls through
+    ONLY_GELU.replace("    raise NotImplementedError", '    if name == "relu":\n        return nn.ReLU()\n'
+                      "    raise NotImplementedError"),  # two layers
+    ONLY_GELU.replace("nn.GELU()", "MyGELU()"),  # no torch layer
+])
+def test_a_ladder_with_another_way_out_is_not_read_without_a_key(ladder: str) -> None:
+    assert _unannotated(ladder) == "_act"

@@ -77,3 +77,26 @@ def test_the_fixed_module_computes_the_same_whatever_the_config(act: str) -> Non
     torch.testing.assert_close(new(x), old(x), rtol=0, atol=0)
     with torch.no_grad():
         torch.testing.assert_close(new(x), old(x), rtol=0, atol=0)
+
+
+def test_an_only_gelu_ladder_with_an_unannotated_config_is_fixed_and_computes_the_same() -> None:
+    # attr-eomt's `_act(config.hidden_act)`: only "gelu" returns (a GELU), anything else raises
+    torch = pytest.importorskip("torch")
+    eomt = MOONVIT.replace("config: MoonViTConfig", "config").replace(
+        '    if name == "gelu_pytorch_tanh":\n        return nn.GELU(approximate="tanh")\n', "").replace(
+        '    if name == "relu":\n        return nn.ReLU()\n', "").replace('"gelu_pytorch_tanh"', '"gelu"')
+    at = next(i for i, ln in enumerate(eomt.splitlines()) if "return self.fc2(self.act(self.fc1(x)))" in ln)
+    assert _family6(eomt) == [at]
+    source = HEADER + eomt
+    out = Session(RuleContext(tuple(load_rules().rules), (), CUDA)).fix(source, "m.py")
+    assert [f.rule_id for f in out.applied] == ["f06-linear-gelu"]
+    before_ns: dict[str, object] = {}
+    after_ns: dict[str, object] = {}
+    exec(compile(source, "before.py", "exec"), before_ns)  # the test's own snippet
+    exec(compile(out.new_source, "after.py", "exec"), after_ns)
+    torch.manual_seed(0)
+    old = before_ns["MoonViTMLP"](before_ns["MoonViTConfig"]())  # type: ignore[operator]
+    new = after_ns["MoonViTMLP"](after_ns["MoonViTConfig"]())  # type: ignore[operator]
+    new.load_state_dict(old.state_dict(), strict=True)
+    x = torch.randn(3, 5, 16)
+    torch.testing.assert_close(new(x), old(x), rtol=0, atol=0)  # CPU, seed 0: the same ops

@@ -12,7 +12,7 @@ from adopter.analysis.canonical.spellings import FUNCTION_VALUES, PARTIAL_FUNCTI
 from adopter.analysis.crossfile.init_source import init_annotations
 from adopter.analysis.crossfile.norm_act import BATCH_NORMS
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
-from adopter.analysis.names.branch_choice import chosen_classes
+from adopter.analysis.names.branch_choice import chosen_classes, own_nodes
 from adopter.analysis.names.class_attributes import assigns_instance_attribute, class_attribute
 from adopter.analysis.names.default_helpers import fallback_argument
 from adopter.analysis.names.formula_functions import exact_gelu
@@ -1452,7 +1452,7 @@ class InitAnalysis:
             return None
         key = self._key_text(self.src.text(passed))
         if key is None:
-            return None
+            return self._only_return(body)
         for stmt in body.named_children:
             clauses = [stmt, *(c for c in stmt.named_children if c.type == "elif_clause")] if (
                 stmt.type == "if_statement") else []
@@ -1467,6 +1467,21 @@ class InitAnalysis:
                     continue
                 return returns[0].named_children[0]
         return None
+
+    def _only_return(self, body: Node) -> Node | None:
+        """The value of a helper whose every `return` gives the same torch layer, its other paths raising
+        (attr-eomt's `_act(name)`: `if name == "gelu": return nn.GELU()`, then `raise NotImplementedError`):
+        whatever the key, a call that returns builds that layer. None when the last statement may fall
+        through (an implicit `None`), or a return differs or builds no torch layer with literal arguments."""
+        stmts = [c for c in body.named_children if c.type != "comment"]
+        if not stmts or stmts[-1].type not in ("raise_statement", "return_statement"):
+            return None
+        returns = [r for r in own_nodes(body) if r.type == "return_statement"]
+        values = {self.src.norm(r.named_children[0]) for r in returns if r.named_child_count == 1}
+        if not returns or len(values) != 1 or any(r.named_child_count != 1 for r in returns):
+            return None
+        value = returns[0].named_children[0]
+        return value if self._torch_layer(value) is not None else None
 
     def _call_alts(self, call: Node) -> list[Alt]:
         func = call.child_by_field_id(Field.FUNCTION)
