@@ -110,6 +110,14 @@ CANONICAL: dict[Key, Key] = {
     ("method", "neg"): ("operator", "neg"),
 }
 
+# Functions a local may hold by name (`ce = F.cross_entropy`, `softmax = torch.softmax`; `flow.statements`): a
+# call of the local is a call of the function. Those the activation and partial tables name, and every function
+# this table reads, under any of its spellings.
+LOCAL_FUNCTIONS = PARTIAL_FUNCTIONS | frozenset(
+    key[1] for pair in CANONICAL.items() for key in pair if key[0] == "function") | frozenset(
+    key[1] for key in (LOG_SOFTMAX, MATMUL, DROPOUT, ERF, RSQRT, SQRT, CAT, CROSS_ENTROPY, EINSUM, BADDBMM,
+                       NORMALIZE) if key[0] == "function")
+
 # `x.square()` and `torch.square(x)`: the canonical form writes them `x.pow(2)`, as it does `x * x`.
 SQUARES = frozenset({("method", "square"), ("function", "torch.square")})
 

@@ -14,7 +14,7 @@ from tree_sitter import Node
 
 from adopter.analysis.canonical.axes import trailing_axes
 from adopter.analysis.canonical.ranks import STARRED_UNPACK
-from adopter.analysis.canonical.spellings import CHOOSE, PARTIAL_FUNCTIONS
+from adopter.analysis.canonical.spellings import CHOOSE, LOCAL_FUNCTIONS
 from adopter.analysis.flow.aliases import alias_reading
 from adopter.analysis.flow.calls import argument_nodes, small_helper, written_by_adopter
 from adopter.analysis.flow.fstrings import bind_constant
@@ -270,8 +270,9 @@ class StatementFlow(Statements):
                 v = ModuleFunction(v.text)  # `attention_interface = eager_attention_forward`: called below
             elif isinstance(v, Expr) and (held := self._held_function(v.text)) is not None:
                 v = ModuleFunction(held)  # `swiglu_fn = self.swiglu` with `self.swiglu = swiglu` in `__init__`
-            elif isinstance(v, Expr) and _DOTTED.fullmatch(v.text) and state.symbols.qualify(v.text) in PARTIAL_FUNCTIONS:
-                state.frame.env[name] = v  # `softmax = torch.softmax`: a call of the local is the function's
+            elif isinstance(v, Expr) and _DOTTED.fullmatch(v.text) and state.symbols.qualify(v.text) in LOCAL_FUNCTIONS:
+                # `softmax = torch.softmax`, `ce = F.cross_entropy`: a call of the local is the function's
+                state.frame.env[name] = v
                 return
             elif isinstance(v, Expr) and "range(" in v.text and trailing_axes(v.text):
                 state.frame.env[name] = v  # `dims = [-(i + 1) for i in range(n)]`: the axes, read where used

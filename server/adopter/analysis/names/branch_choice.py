@@ -37,7 +37,7 @@ from adopter.analysis.names.signature import params
 from adopter.analysis.parse.source import Field, SourceText
 from adopter.dsl.types import KEYWORD_ONLY, POSITIONAL
 
-__all__ = ["Choice", "chosen_classes"]
+__all__ = ["Choice", "chosen_classes", "own_nodes"]
 
 # (parameter, its position or -1 when keyword-only, "str" | "class") -> what the call passes for it:
 # the string (without quotes) or the qualified class; None when not evident.
@@ -66,7 +66,7 @@ def chosen_classes(function: Node, src: SourceText, class_values: ClassValues, p
     if body is None:
         return None
     stmts = [c for c in body.named_children if c.type != "comment"]
-    returns = [r for r in _own(body) if r.type == "return_statement"]
+    returns = [r for r in own_nodes(body) if r.type == "return_statement"]
     names = {src.text(r.named_children[0]) for r in returns
              if r.named_child_count == 1 and r.named_children[0].type == "identifier"}
     if not returns or len(names) > 1:
@@ -79,7 +79,7 @@ def chosen_classes(function: Node, src: SourceText, class_values: ClassValues, p
         return None  # a parameter returned (`return norm_layer` of the argument itself): not a choice
     reader = _Reader(src, class_values, passed, local, index)
     # a parameter the function rebinds (`norm_type = norm_type.lower()`) is not the call's value in its tests
-    reader.rebound = {p for p in index if any(_stores(n, p, src) for n in _own(body))}
+    reader.rebound = {p for p in index if any(_stores(n, p, src) for n in own_nodes(body))}
     try:
         found = reader.block(stmts)
     except _Unknown:
@@ -90,7 +90,7 @@ def chosen_classes(function: Node, src: SourceText, class_values: ClassValues, p
     return Choice(tuple(every), False) if every else None
 
 
-def _own(node: Node) -> list[Node]:
+def own_nodes(node: Node) -> list[Node]:
     """The nodes of a function body outside nested definitions."""
     out: list[Node] = []
     stack = list(node.named_children)
@@ -198,7 +198,7 @@ class _Reader:
 
     def _binds(self, stmt: Node) -> bool:
         """Whether a statement binds the returned local anywhere inside it (other than as read above)."""
-        return self.local is not None and any(_stores(n, self.local, self.src) for n in [stmt, *_own(stmt)])
+        return self.local is not None and any(_stores(n, self.local, self.src) for n in [stmt, *own_nodes(stmt)])
 
     def every(self, body: Node, returns: list[Node]) -> list[str] | None:
         """Every class a return can yield when the key is not evident: each return a class or the local,
@@ -216,7 +216,7 @@ class _Reader:
             out.extend(c for c in classes if c not in out)
         if self.local is not None:
             bound = 0
-            for n in [body, *_own(body)]:
+            for n in [body, *own_nodes(body)]:
                 if n.type == "assignment" and (left := n.child_by_field_id(Field.LEFT)) is not None \
                         and left.type == "identifier" and self.src.text(left) == self.local:
                     right = n.child_by_field_id(Field.RIGHT)

@@ -28,6 +28,7 @@ from adopter.analysis.names.library_containers import torch_container
 from adopter.analysis.names.linear_shape import linear_shape
 from adopter.analysis.names.pair_shape import pair_shape
 from adopter.analysis.names.statement_reuse import StatementReadings, collect
+from adopter.analysis.names.torch_nn_public import torch_nn_public
 from adopter.analysis.names.torch_reexports import torch_reexport
 from adopter.analysis.parse.code_text import code_key
 from adopter.analysis.parse.source import Field, SourceText
@@ -457,7 +458,7 @@ class ModuleSymbols:
         target = self.imports.get(root) or self.aliases.get(root)
         if target is None:
             return dotted
-        return torch_container(f"{target}{dot}{rest}" if dot else target)
+        return torch_container(torch_nn_public(f"{target}{dot}{rest}" if dot else target))
 
     def qualify_binding(self, dotted: str) -> str:
         """`qualify`, depending only on what the root name is imported or aliased as (all `qualify` reads),
@@ -469,7 +470,7 @@ class ModuleSymbols:
         target = self.imports.get(root) or self.aliases.get(root)
         if target is None:
             return dotted
-        return torch_container(f"{target}{dot}{rest}" if dot else target)
+        return torch_container(torch_nn_public(f"{target}{dot}{rest}" if dot else target))
 
     def is_imported(self, name: str) -> bool:
         self._note(name)

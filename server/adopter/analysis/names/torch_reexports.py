@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from typing import Final
 
+from adopter.analysis.names.torch_nn_public import torch_nn_public
+
 MODULE_REEXPORTS: Final = {
     "torch.functional.F": "torch.nn.functional",
 }
 
 
 def torch_reexport(qualified: str) -> str:
-    """`torch.functional.F` -> `torch.nn.functional`; any other qualified name as given."""
-    return MODULE_REEXPORTS.get(qualified, qualified)
+    """`torch.functional.F` -> `torch.nn.functional`, `torch.nn.modules.conv.Conv2d` -> `torch.nn.Conv2d`
+    (`names.torch_nn_public`); any other qualified name as given."""
+    return MODULE_REEXPORTS.get(qualified) or torch_nn_public(qualified)

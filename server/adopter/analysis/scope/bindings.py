@@ -9,9 +9,10 @@ from dataclasses import dataclass, field, replace
 from tree_sitter import Node
 
 from adopter.analysis.canonical.spellings import FUNCTION_VALUES, PARTIAL_FUNCTIONS
+from adopter.analysis.crossfile.init_source import init_annotations
 from adopter.analysis.crossfile.norm_act import BATCH_NORMS
 from adopter.analysis.names.assignments import element_pairs, read_assignment, target_leaves
-from adopter.analysis.names.branch_choice import chosen_classes
+from adopter.analysis.names.branch_choice import chosen_classes, own_nodes
 from adopter.analysis.names.class_attributes import assigns_instance_attribute, class_attribute
 from adopter.analysis.names.default_helpers import fallback_argument
 from adopter.analysis.names.formula_functions import exact_gelu
@@ -25,6 +26,7 @@ from adopter.analysis.scope.builder_methods import built_by_method
 from adopter.analysis.scope.child_names import COUNTED, Added, added_name, keeps_positions
 from adopter.analysis.scope.chosen_layers import CHOSEN_BY
 from adopter.analysis.scope.classes import ClassTable
+from adopter.analysis.scope.config_fields import field_default
 from adopter.analysis.scope.config_registry import builder_kind, built_layer
 from adopter.analysis.scope.list_counts import added_by_loop
 from adopter.analysis.scope.literal_truth import literal_truth
@@ -216,6 +218,9 @@ class InitAnalysis:
         # the parameters of `__init__` itself (after `self`), when it is the class's own: a test there of one
         # without a default is the caller's choice (`_undecided`).
         self.init_params: frozenset[str] = frozenset()
+        self.init_node: Node | None = None  # the class's own `__init__`
+        # `config.<field>` -> the literal default of the field in the parameter's same-file config class
+        self.config_keys: dict[str, str | None] = {}
 
     def run(self) -> Init | None:
         found = self.table.find_method(self.class_name, "__init__")
@@ -225,6 +230,7 @@ class InitAnalysis:
         ps = params(node, self.src)
         if owner == self.class_name:
             self.init_params = frozenset(p.name for p in ps[1:] if p.kind in (POSITIONAL, KEYWORD_ONLY))
+            self.init_node = node
         self.read_defaults([replace(p, default=self.pinned[p.name]) if p.name in self.pinned else p for p in ps[1:]])
         self._function(owner, node, (), 0)
         bindings = [
@@ -1149,9 +1155,30 @@ class InitAnalysis:
         text = text.strip()
         if text in self.defaults and text not in self.locals:
             text = (self.defaults[text] or "").strip()
+        elif "." in text and not self.nested:
+            held = self._config_field(text)
+            return held if held is not None and held.isidentifier() else None
         if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" and text[1:-1].isidentifier():
             return text[1:-1]
         return None
+
+    def _config_field(self, text: str) -> str | None:
+        """`config.hidden_act` with `config` a parameter of the class's own `__init__`, without a default,
+        annotated with a config class of this file, and `config.hidden_act` assigned nowhere in `__init__`: the
+        field's string default there (`scope.config_fields`), else None."""
+        if text in self.config_keys:
+            return self.config_keys[text]
+        root, _, name = text.partition(".")
+        found: str | None = None
+        init = self.init_node
+        if (init is not None and root in self.init_params and name.isidentifier() and root not in self.locals
+                and root not in self.mutated and self.defaults.get(root) is None
+                and not re.search(rf"\b{re.escape(text)}\s*(?:[-+*/%&|^]|//|\*\*|<<|>>)?=(?!=)", self.src.text(init))):
+            annotation = init_annotations(init, self.src, lambda written: written).get(root, "")
+            definition = self.symbols.class_node(annotation) if annotation.isidentifier() else None
+            found = field_default(definition, name, self.src) if definition is not None else None
+        self.config_keys[text] = found
+        return found
 
     def _table_values(self, dotted: str, key_text: str) -> Iterator[Node]:
         """The values at an evident key of `TABLE[key]`, for a same-file dict literal, in order."""
@@ -1425,7 +1452,7 @@ class InitAnalysis:
             return None
         key = self._key_text(self.src.text(passed))
         if key is None:
-            return None
+            return self._only_return(body)
         for stmt in body.named_children:
             clauses = [stmt, *(c for c in stmt.named_children if c.type == "elif_clause")] if (
                 stmt.type == "if_statement") else []
@@ -1440,6 +1467,21 @@ class InitAnalysis:
                     continue
                 return returns[0].named_children[0]
         return None
+
+    def _only_return(self, body: Node) -> Node | None:
+        """The value of a helper whose every `return` gives the same torch layer, its other paths raising
+        (attr-eomt's `_act(name)`: `if name == "gelu": return nn.GELU()`, then `raise NotImplementedError`):
+        whatever the key, a call that returns builds that layer. None when the last statement may fall
+        through (an implicit `None`), or a return differs or builds no torch layer with literal arguments."""
+        stmts = [c for c in body.named_children if c.type != "comment"]
+        if not stmts or stmts[-1].type not in ("raise_statement", "return_statement"):
+            return None
+        returns = [r for r in own_nodes(body) if r.type == "return_statement"]
+        values = {self.src.norm(r.named_children[0]) for r in returns if r.named_child_count == 1}
+        if not returns or len(values) != 1 or any(r.named_child_count != 1 for r in returns):
+            return None
+        value = returns[0].named_children[0]
+        return value if self._torch_layer(value) is not None else None
 
     def _call_alts(self, call: Node) -> list[Alt]:
         func = call.child_by_field_id(Field.FUNCTION)
