@@ -301,13 +301,13 @@ class _Pass:
         self.need = need or {}  # ranks later uses prove at the ops that read a value (`ranks.required_ranks`)
         self.items = items or {}  # class -> canonical forward of a stateless Sequential item
         self.batched = batched  # names read by `bmm`: 3-D wherever they are defined
-        self.units = any(_one_wide(b.value) for bs in by_attr.values() for b in bs)
-        # The class binds a layer whose output's rank is bounded (`_RANK_BOUND_MODULES`): only then are bounds kept.
-        self.bounded = any(isinstance(b.value, Ctor) and b.value.callee in _RANK_BOUND_MODULES
-                           for bs in by_attr.values() for b in bs)
+        # `units`, `bounded` and the temporaries' `counter` when first asked (-1 until then): read by the rank
+        # tracking, which most passes do not do (`canonical_forward`), and where the pass makes a temporary
+        self._units = -1
+        self._bounded = -1
         self.thin = thin
         self.split_identity = not thin  # the submodule view reads an already canonical forward
-        self.counter = _max_temp(self.flat)
+        self.counter = -1
         self.body = forward.body
         # calls of a local holding a loss module (`bound_losses`); none where no op builds a loss module
         self.loss_calls = bound_loss_calls(forward.body) if any(
@@ -336,8 +336,27 @@ class _Pass:
         self.scaled: dict[str, tuple[str, Value, str, tuple[int, int]]] = {}
 
     def temp(self) -> str:
+        if self.counter < 0:
+            self.counter = _max_temp(self.flat)
         self.counter += 1
         return f"%{self.counter}"
+
+    @property
+    def units(self) -> bool:
+        """The class binds a layer or parameter one feature wide (`_one_wide`): only then are last axes of length 1
+        tracked."""
+        if self._units < 0:
+            self._units = int(any(_one_wide(b.value) for bs in self.by_attr.values() for b in bs))
+        return self._units == 1
+
+    @property
+    def bounded(self) -> bool:
+        """The class binds a layer whose output's rank is bounded (`_RANK_BOUND_MODULES`): only then are bounds
+        kept."""
+        if self._bounded < 0:
+            self._bounded = int(any(isinstance(b.value, Ctor) and b.value.callee in _RANK_BOUND_MODULES
+                                    for bs in self.by_attr.values() for b in bs))
+        return self._bounded == 1
 
     @property
     def keys(self) -> frozenset[str]:
