@@ -57,12 +57,14 @@ def _taking_ranks() -> dict[str, Callable[..., Any]]:
     return found
 
 
+@pytest.mark.pure_python  # reads the functions' signatures and sources (compiled ones have neither)
 def test_every_function_taking_the_ranks_is_a_reading_a_writer_or_a_carrier() -> None:
     found = _taking_ranks()
     assert set(found) == _READINGS | _WRITERS | _CARRIERS, (
         "a function taking the ranks is not listed: a reading must consult them through `ranks.consulted`")
 
 
+@pytest.mark.pure_python
 def test_each_reading_consults_the_ranks() -> None:
     found = _taking_ranks()
     for name in _READINGS:
