@@ -47,7 +47,10 @@ from adopter.analysis.canonical.ranks import (
     REDUCED_TARGETS,
     SAME_RANK,
     SIZED_TARGETS,
+    UNTRACKED,
     Need,
+    RanksAsked,
+    consulted,
     created_rank,
     listed_rank,
     numpy_scalar_rank,
@@ -206,22 +209,54 @@ def submodule_view(forward: Forward, bindings: Sequence[Binding]) -> Forward | N
 
 
 def canonical_forward(forward: Forward, bindings: tuple[Binding, ...] = (),
-                      items: Mapping[str, Forward] | None = None, random: frozenset[str] = frozenset()) -> Forward:
+                      items: Mapping[str, Forward] | None = None, random: frozenset[str] = frozenset(), *,
+                      untracked_first: bool = True) -> Forward:
     """`forward` with every op in canonical form; `bindings` are its class's `__init__` bindings, `items`
-    the stateless Sequential items read through (see `canonical_architecture`)."""
+    the stateless Sequential items read through (see `canonical_architecture`). `untracked_first=False`: the pass
+    tracking ranks from the start (the same result: `tests/analysis/test_untracked_ranks.py` compares them)."""
     by_attr: dict[str, list[Binding]] = {}
     for b in bindings:
         by_attr.setdefault(b.attr, []).append(b)
     try:
-        need = required_ranks(forward.body, _same_rank_modules(by_attr))
         flat = tuple(block_ops(forward.body))  # every op, nested ones included: the set-up's scans read it once
-        body = _Pass(forward, by_attr, {}, _batched_operands(flat), items, need, random, flat).block(
-            forward.body, _held(flat, by_attr) | _number_params(forward))
+        batched = _batched_operands(flat)
+        try:
+            if not untracked_first or _may_ask_ranks(flat):
+                raise RanksAsked
+            # First without tracking ranks, where no op is likely to ask one (`_may_ask_ranks`: 83 % of the
+            # passes over transformers' models, 57 % of their ops; the tracking is about a third of a pass). A
+            # reading that would consult the ranks stops this pass (`ranks.consulted`), and the forward is read
+            # again, tracking them; a pass that ends without asking is the one that tracks them (only the
+            # writers, which change nothing else, read them otherwise: `tests/analysis/test_untracked_ranks.py`).
+            body = _Pass(forward, by_attr, {}, batched, items, None, random, flat).block(forward.body, UNTRACKED)
+        except RanksAsked:
+            need = required_ranks(forward.body, _same_rank_modules(by_attr))
+            body = _Pass(forward, by_attr, {}, batched, items, need, random, flat).block(
+                forward.body, _held(flat, by_attr) | _number_params(forward))
     except (TypeError, AttributeError, ValueError):
         # A malformed forward (built by hand, not by the analysis) is left as it is: the rule engine
         # reports what it cannot match as a problem, and the pass must not take the file down.
         return forward
     return forward if body == forward.body else replace(forward, body=body)
+
+
+def _may_ask_ranks(flat: tuple[Op, ...]) -> bool:
+    """Whether a reading of the pass is likely to consult the ranks of a forward whose ops are `flat`: an axis
+    written as an integer from 0 where the op's signature has axes, a softmax without `dim`, a power of -0.5 or 0.5.
+    Only a guess of where to start: an untracked pass that asks after all is run again, tracking ranks."""
+    for o in flat:
+        key = (o.kind._value_, o.target)
+        sig = SIGNATURES.get(CANONICAL.get(key, key))
+        if sig is not None and sig.dims:
+            if any(isinstance(v, Expr) and _INT.match(v.text) and v.text[0] != "-"
+                   for v in (*o.args[1:], *(k.value for k in o.kwargs))):
+                return True
+            if o.target in _SOFTMAX_TARGETS and not any(k.name == "dim" for k in o.kwargs) and len(o.args) < 2:
+                return True
+        elif o.target in _POWER_TARGETS and len(o.args) == 2 and isinstance(o.args[1], Expr) and o.args[1].text in (
+                "-0.5", "0.5", "-.5", ".5"):
+            return True
+    return False
 
 
 def _same_rank_modules(by_attr: Mapping[str, list[Binding]]) -> frozenset[str]:
@@ -267,13 +302,13 @@ class _Pass:
         self.need = need or {}  # ranks later uses prove at the ops that read a value (`ranks.required_ranks`)
         self.items = items or {}  # class -> canonical forward of a stateless Sequential item
         self.batched = batched  # names read by `bmm`: 3-D wherever they are defined
-        self.units = any(_one_wide(b.value) for bs in by_attr.values() for b in bs)
-        # The class binds a layer whose output's rank is bounded (`_RANK_BOUND_MODULES`): only then are bounds kept.
-        self.bounded = any(isinstance(b.value, Ctor) and b.value.callee in _RANK_BOUND_MODULES
-                           for bs in by_attr.values() for b in bs)
+        # `units`, `bounded` and the temporaries' `counter` when first asked (-1 until then): read by the rank
+        # tracking, which most passes do not do (`canonical_forward`), and where the pass makes a temporary
+        self._units = -1
+        self._bounded = -1
         self.thin = thin
         self.split_identity = not thin  # the submodule view reads an already canonical forward
-        self.counter = _max_temp(self.flat)
+        self.counter = -1
         self.body = forward.body
         # calls of a local holding a loss module (`bound_losses`); none where no op builds a loss module
         self.loss_calls = bound_loss_calls(forward.body) if any(
@@ -302,8 +337,27 @@ class _Pass:
         self.scaled: dict[str, tuple[str, Value, str, tuple[int, int]]] = {}
 
     def temp(self) -> str:
+        if self.counter < 0:
+            self.counter = _max_temp(self.flat)
         self.counter += 1
         return f"%{self.counter}"
+
+    @property
+    def units(self) -> bool:
+        """The class binds a layer or parameter one feature wide (`_one_wide`): only then are last axes of length 1
+        tracked."""
+        if self._units < 0:
+            self._units = int(any(_one_wide(b.value) for bs in self.by_attr.values() for b in bs))
+        return self._units == 1
+
+    @property
+    def bounded(self) -> bool:
+        """The class binds a layer whose output's rank is bounded (`_RANK_BOUND_MODULES`): only then are bounds
+        kept."""
+        if self._bounded < 0:
+            self._bounded = int(any(isinstance(b.value, Ctor) and b.value.callee in _RANK_BOUND_MODULES
+                                    for bs in self.by_attr.values() for b in bs))
+        return self._bounded == 1
 
     @property
     def keys(self) -> frozenset[str]:
@@ -380,14 +434,18 @@ class _Pass:
             elif i in deferred:
                 out.extend(self.op(deferred.pop(i), ranks))
             elif isinstance(stmt, Branch):
-                path_ranks = [dict(ranks) for _ in stmt.paths]
-                paths = tuple(self.block(p, r) for p, r in zip(stmt.paths, path_ranks))
-                _meet(ranks, path_ranks)
+                if ranks is UNTRACKED:  # every path reads the same untracked ranks
+                    paths = tuple(self.block(p, ranks) for p in stmt.paths)
+                else:
+                    path_ranks = [dict(ranks) for _ in stmt.paths]
+                    paths = tuple(self.block(p, r) for p, r in zip(stmt.paths, path_ranks))
+                    _meet(ranks, path_ranks)
                 out.append(stmt if paths == stmt.paths else replace(stmt, paths=paths))
             elif isinstance(stmt, Loop):
-                inner = dict(ranks)
+                inner = dict(ranks) if ranks is not UNTRACKED else ranks
                 body = self.block(stmt.body, inner)
-                _meet(ranks, [inner])
+                if ranks is not UNTRACKED:
+                    _meet(ranks, [inner])
                 out.append(stmt if body == stmt.body else replace(stmt, body=body))
             else:
                 out.append(stmt)
@@ -520,7 +578,8 @@ class _Pass:
     def op(self, op: Op, ranks: dict[str, int]) -> list[Op]:
         if op.kind == _FUNCTION and (moments := split_var_mean(op)) is not None:  # `var, mean = torch.var_mean(x, ...)`
             return [o for m in moments for o in self.op(m, ranks)]
-        if self.need:
+        tracking = ranks is not UNTRACKED
+        if self.need and tracking:
             for a in op.args:
                 if isinstance(a, Ref) and a.name not in ranks and (rank := self.need.get((id(op), a.name))) is not None:
                     ranks[a.name] = rank
@@ -585,13 +644,14 @@ class _Pass:
         else:
             key = (op.kind._value_, op.target)
             canonical = CANONICAL.get(key, key)
-            if (canonical == TRANSPOSE and len(op.outputs) == 1 and op.outputs[0] in self.batched and op.args
-                    and isinstance(op.args[0], Ref) and op.args[0].name not in ranks):
+            if (tracking and canonical == TRANSPOSE and len(op.outputs) == 1 and op.outputs[0] in self.batched
+                    and op.args and isinstance(op.args[0], Ref) and op.args[0].name not in ranks):
                 # `k.transpose(1, 2)` fed to `bmm`: bmm takes 3-D tensors, so its dims are the last two.
                 ranks[op.args[0].name] = 3
             args, kwargs = normalise(canonical, op.args, op.kwargs if canonical != CAT else _items_last_axis(
                 canonical, op, self.lists, self.ranked), ranks)
-            if canonical == SOFTMAX and args and _unit_last(args[0], ranks) and _last_axis(kwargs):
+            # (a last axis of length 1 is tracked only with `units`)
+            if canonical == SOFTMAX and args and self.units and _last_axis(kwargs) and _unit_last(args[0], ranks):
                 # A softmax over an axis of length 1 is all ones (SwiftFormer's `(q @ w_g).softmax(-1)`
                 # with `w_g` of shape (dim, 1)): no softmax runs, whatever the spelling.
                 ops = [_respell(op, ONES_LIKE, args[:1], ())]
@@ -604,6 +664,8 @@ class _Pass:
         for o in ops:
             if self.guarded:
                 self.guards.note(o, self.scores_now)
+            if not tracking:
+                continue
             reduced = reduced_rank(o, ranks) if o.target in REDUCED_TARGETS else None  # the input's rank before
             if o.target in NUMPY_SCALAR_MATH:
                 reduced = numpy_scalar_rank(o, ranks)  # `np.sqrt(head_dim)` of a number: a number
@@ -916,7 +978,8 @@ class _Pass:
             permuted = self.permuted_product(op, text, a, b, ranks)
             return [*out, *permuted] if permuted is not None else None
         t_a, t_b, rank = plan
-        if "..." not in text:
+        tracking = ranks is not UNTRACKED
+        if "..." not in text and tracking:
             # Without `...` the equation names every axis: the operands have the product's rank.
             for value in (a, b):
                 if isinstance(value, Ref) and value.name not in ranks:
@@ -924,12 +987,14 @@ class _Pass:
         if t_a:
             name = self.temp()
             out.append(_new(op, TRANSPOSE, (a, Expr("-2"), Expr("-1")), (name,)))
-            ranks[name] = rank
+            if tracking:
+                ranks[name] = rank
             a = Ref(name)
         if t_b:
             name = self.temp()
             out.append(_new(op, TRANSPOSE, (b, Expr("-2"), Expr("-1")), (name,)))
-            ranks[name] = rank
+            if tracking:
+                ranks[name] = rank
             b = Ref(name)
         out.append(_new(op, MATMUL, (a, b), op.outputs))
         return out
@@ -960,24 +1025,28 @@ class _Pass:
             return None
         perm_a, perm_b, t_b, perm_out, rank = layout
         out: list[Op] = []
+        tracking = ranks is not UNTRACKED
 
         def permuted(value: Value, perm: tuple[int, ...] | None) -> Value:
             if perm is None:
                 return value
             name = self.temp()
             out.append(_new(op, ("method", "permute"), (value, *(Expr(str(d)) for d in perm)), (name,)))
-            ranks[name] = rank
+            if tracking:
+                ranks[name] = rank
             return Ref(name)
 
         a, b = permuted(a, perm_a), permuted(b, perm_b)
         if t_b:
             name = self.temp()
             out.append(_new(op, TRANSPOSE, (b, Expr("-2"), Expr("-1")), (name,)))
-            ranks[name] = rank
+            if tracking:
+                ranks[name] = rank
             b = Ref(name)
         product = op.outputs if perm_out is None else (self.temp(),)
         out.append(_new(op, MATMUL, (a, b), product))
-        ranks[product[0]] = rank
+        if tracking:
+            ranks[product[0]] = rank
         if perm_out is not None:
             out.append(_new(op, ("method", "permute"), (Ref(product[0]), *(Expr(str(d)) for d in perm_out)),
                             op.outputs))
@@ -1136,13 +1205,16 @@ def normalise_values(key: Key, args: tuple[Any, ...], kwargs: tuple[tuple[str, A
             given[name] = value
         else:
             extra.append((name, value))
-    rank = ranks.get(key_) if args and (key_ := held_key(args[0])) is not None else None
+    # Ranks change only an axis written as an integer from 0 (a bound is at least 3): only then are they asked.
+    counted = any(isinstance(v := given.get(d), Expr) and _INT.match(v.text) and int(v.text) >= 0 for d in sig.dims)
+    rank = consulted(ranks).get(key_) if counted and args and (key_ := held_key(args[0])) is not None else None
     if rank is not None:
         for d in sig.dims:
             v = given.get(d)
             if isinstance(v, Expr) and _INT.match(v.text) and 0 <= int(v.text) < rank:
                 given[d] = Expr(str(int(v.text) - rank))
-    elif args and isinstance(args[0], Ref) and (bound := ranks.get(_BOUND + args[0].name)) is not None:
+    elif counted and args and isinstance(args[0], Ref) and (bound := consulted(ranks).get(
+            _BOUND + args[0].name)) is not None:
         # At most `bound` axes (a `Conv1d` output: 3): an axis `bound - 1` can only be the last.
         for d in sig.dims:
             v = given.get(d)
@@ -1520,7 +1592,7 @@ _ROW_MAXIMA = frozenset({"amax", "torch.amax", "max", "torch.max"})  # `stable_s
 
 
 def _unit_last(v: Value, ranks: Mapping[str, int]) -> bool:
-    return isinstance(v, Ref) and _UNIT + v.name in ranks
+    return isinstance(v, Ref) and _UNIT + v.name in consulted(ranks)
 
 
 def _argument_step(stmt: Stmt, temp: str) -> bool:
@@ -1557,7 +1629,7 @@ def _implicit_dim(op: Op, ranks: Mapping[str, int]) -> Op:
     dims = [k for k in op.kwargs if k.name == "dim"]
     if dims and not (isinstance(dims[0].value, Expr) and dims[0].value.text.strip() == "None"):
         return op
-    rank = ranks.get(first)
+    rank = consulted(ranks).get(first)
     if rank is None or rank < 1:
         return op
     axis = (0 if rank in (1, 3) else 1) - rank
@@ -1569,7 +1641,16 @@ def _ranked_axes(op: Op, ranks: Mapping[str, int]) -> Op:
     """A function a module call became (`self.attend(x)` with `nn.Softmax(dim=1)`), its axes counted from the
     end where the input's rank is known, as for the function written out."""
     first = held_key(op.args[0]) if op.kind == _FUNCTION and op.args else None
-    if first is None or (first not in ranks and _BOUND + first not in ranks):
+    if first is None:
+        return op
+    if ranks is UNTRACKED:
+        # Tracked, the answer is `op` or `op` normalised with the ranks; both are `op` where no axis is counted
+        # from 0 (`normalise` asks the ranks then) and normalising changes nothing.
+        args, kwargs = normalise((op.kind._value_, op.target), op.args, op.kwargs, ranks)
+        if args == op.args and kwargs == op.kwargs:
+            return op
+        raise RanksAsked
+    if first not in ranks and _BOUND + first not in ranks:
         return op
     args, kwargs = normalise((op.kind._value_, op.target), op.args, op.kwargs, ranks)
     return op if args == op.args and kwargs == op.kwargs else replace(op, args=args, kwargs=kwargs)
@@ -1834,6 +1915,8 @@ def _track_rank(op: Op, ranks: dict[str, int], by_attr: Mapping[str, list[Bindin
     `units` (the class binds a layer or parameter one feature wide), also which values have a last
     axis of length 1; with `bounded` (it binds a layer of `_RANK_BOUND_MODULES`), the most axes a value can have
     where its rank is unknown."""
+    if ranks is UNTRACKED:
+        return
     if op.target == "setitem" and _writes_into_ranked(op, ranks):
         # `x[~mask] = -inf` writes into x in place: a tensor never changes shape by an index assignment, so its
         # rank (and bound, and a last axis of length 1) stay; only what is known of it as a sequence goes.

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
+from typing import Final
 
 from adopter.analysis.canonical.spellings import CANONICAL, TRANSPARENT_METHODS
 from adopter.dsl.types import (
@@ -62,6 +63,24 @@ _SHAPED_METHODS = frozenset({"view", "reshape", "permute", "expand", "repeat", "
 LISTED_TARGETS = _SHAPED_METHODS | {"torch.reshape"}
 
 Need = dict[tuple[int, str], int]  # (id of the op reading a name, the name) -> the rank it has there
+
+
+class RanksAsked(Exception):
+    """A reading of the canonical pass consulted the ranks of a pass that does not track them (`UNTRACKED`)."""
+
+
+# The ranks of a canonical pass that does not track them. Most forwards hold no op whose canonical form depends on
+# a rank (`normalise.canonical_forward` runs them so, and the rest again with ranks tracked): no writer of ranks
+# runs with it, and every reading that consults ranks goes through `consulted`, which raises `RanksAsked` instead
+# of answering from it. It is never written (`tests/analysis/test_untracked_ranks.py`).
+UNTRACKED: Final[dict[str, int]] = {}
+
+
+def consulted(ranks: Mapping[str, int]) -> Mapping[str, int]:
+    """`ranks`, asked by a reading whose answer depends on them; `RanksAsked` where they are not tracked."""
+    if ranks is UNTRACKED:
+        raise RanksAsked
+    return ranks
 
 
 def required_ranks(block: Block, same_rank_modules: frozenset[str] = frozenset()) -> Need:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from adopter.analysis.canonical.ranks import consulted
 from adopter.analysis.canonical.spellings import MEAN, RSQRT, SQRT, Key
 from adopter.dsl.types import Expr, Op, Ref
 
@@ -28,10 +29,12 @@ def root_of(op: Op, made_by: Mapping[str, Key], ranks: Mapping[str, int]) -> Key
     if (op.kind._value_, op.target) not in _POWERS or len(op.args) != 2 or op.kwargs or len(op.outputs) != 1:
         return None
     base, exponent = op.args
-    if not isinstance(base, Ref) or not isinstance(exponent, Expr) or ranks.get(base.name) == 0:
+    if not isinstance(base, Ref) or not isinstance(exponent, Expr):
         return None
     root = _ROOTS.get(exponent.text.replace(" ", ""))
-    return root if root is not None and made_by.get(base.name) in _SUMS else None
+    # the ranks last: asked only of a root of a sum or mean (`ranks.consulted`)
+    return root if (root is not None and made_by.get(base.name) in _SUMS
+                    and consulted(ranks).get(base.name) != 0) else None
 
 
 
