@@ -67,7 +67,7 @@ def _bound_in_else(node: ast.Try, name: str) -> list[ast.stmt]:
     import GenerationMixin` under `if TYPE_CHECKING:`); [] where one of them does. jedi reads every arm of a
     `try` as maybe run (no branch of it is ruled out), so the one binding is the name's only definition, and
     `CrossFileReach._follow` meets the same import (`imports_of` keeps the first a file has)."""
-    if any(_binds(part, name) for part in (*node.body, *node.handlers, *node.finalbody)):
+    if any(_binds(s, name) for s in (*node.body, *node.finalbody)) or any(_binds(h, name) for h in node.handlers):
         return []
     return [s for s in node.orelse if _binds(s, name)]
 
