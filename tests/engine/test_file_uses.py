@@ -327,3 +327,23 @@ def test_uses_are_read_only_in_the_statements_that_hold_the_name(monkeypatch: py
     assert [p.split("\n", 1)[0] for p in parsed] == ["def eager_attention_forward(module, query, key, value, "
                                                     "scaling, dropout=0.0, **kwargs):", '@use_kernel_hub("attention")',
                                                     "__all__ = [\"Attention\", \"eager_attention_forward\"]"], parsed
+
+
+@pytest.mark.pure_python  # counts the parses through the module's `ast`, which a compiled module binds itself
+def test_a_name_inside_a_longer_identifier_is_no_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = ("class A:\n    def _attn(self, x):\n        return x\n\n\nclass B:\n    def forward(self, x):\n"
+            "        return self._attn_implementation(x) + self.my_attn + _attn2\n\n\n"
+            "class C:\n    def forward(self, x):\n        return self._attn(x)\n")
+    whole = _WholeFile(ast.parse(text))
+    parsed: list[str] = []
+    real = ast.parse
+
+    def counting(source: str, *args: Any, **kwargs: Any) -> ast.Module:
+        parsed.append(source)
+        return real(source, *args, **kwargs)
+
+    uses = file_uses.file_uses(text)
+    monkeypatch.setattr(file_uses.ast, "parse", counting)
+    assert uses.attrs_of("_attn") == whole.attrs["_attn"] == [(13, True, "C")]
+    assert [p.split("\n", 1)[0] for p in parsed] == ["class A:", "class C:"]  # `class B` is not read
+    assert uses.names_of("_attn") == [] and "_attn" not in whole.names

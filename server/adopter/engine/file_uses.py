@@ -36,8 +36,9 @@ class StatementUses:
 
     The functions, bases, exports and imports are read from the statements alone, when the table is made. The
     uses of names (every expression) are read the first time a name the text holds is asked (`uses`): the check
-    asks only for its callees' names, which few statements of a file hold; a name that is not in the text
-    (ASCII: a non-ASCII identifier can stand for an ASCII name, `ａttend` for `attend`) has no use in it."""
+    asks only for its callees' names, which few statements of a file hold; a name that is not a whole word of
+    the text (ASCII: a non-ASCII identifier can stand for an ASCII name, `ａttend` for `attend`) has no use in
+    it (`_holds_word`)."""
 
     def __init__(self, tree: ast.Module, text: str | None = None) -> None:
         self.defs: list[tuple[str, int, int, str | None]] = []  # (name, first line, last line, its class)
@@ -66,13 +67,13 @@ class StatementUses:
 
     def names_of(self, name: str) -> list[tuple[int, bool]]:
         """The uses of the bare name `name`."""
-        if self._uses is None and self._skip and name not in (self._text or ""):
+        if self._uses is None and self._skip and not _holds_word(self._text or "", name):
             return []
         return self._read()[0].get(name, [])
 
     def attrs_of(self, name: str) -> list[tuple[int, bool, str | None, str | None]]:
         """The uses of the attribute `name`."""
-        if self._uses is None and self._skip and name not in (self._text or ""):
+        if self._uses is None and self._skip and not _holds_word(self._text or "", name):
             return []
         return self._read()[1].get(name, [])
 
@@ -117,6 +118,26 @@ class StatementUses:
         if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and isinstance(
                 value, ast.List | ast.Tuple | ast.Set):
             self.exported.update(e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+
+
+def _holds_word(text: str, name: str) -> bool:
+    """Whether the identifier `name` occurs in the ASCII `text` with no letter, digit or `_` on either side.
+
+    Every use of a name (an `ast.Name`, the attribute of an `ast.Attribute`) in ASCII text that parses is such
+    an occurrence: the tokenizer reads an identifier as the longest run of those characters, so one beside it
+    would be part of the token; and a number written against a name (`1if`) parses only where the name is a
+    keyword, never a `Name` or an attribute. `_attn` inside `self._attn_implementation` is no use of `_attn`."""
+    at = text.find(name)
+    while at >= 0:
+        end = at + len(name)
+        if (at == 0 or not _word_char(text[at - 1])) and (end == len(text) or not _word_char(text[end])):
+            return True
+        at = text.find(name, at + 1)
+    return False
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 # The fields of a statement (and of an `except` arm, a `case`) that hold statements, in `ast`'s field order.
