@@ -48,11 +48,10 @@ class StatementUses:
         self._statements(tree.body, [])
         # the text the tree was parsed from, parsed again when a use is first asked (None: read them now)
         self._text = text
-        self._skip = text is not None and text.isascii()  # a name not in the text has no use in it
+        self._skip = text is not None and text.isascii()  # a name not a whole word of the text has no use in it
         self._uses: tuple[dict[str, list[tuple[int, bool]]],
-                          dict[str, list[tuple[int, bool, str | None, str | None]]]] | None = None
-        if text is None:
-            self._uses = _read_uses(tree)
+                          dict[str, list[tuple[int, bool, str | None, str | None]]]] | None = (
+            _read_uses(tree) if text is None else None)
 
     @property
     def names(self) -> dict[str, list[tuple[int, bool]]]:

@@ -4,10 +4,10 @@
 system (which jedi follows) certainly finds at the file the resolver located, and that file binds the
 name exactly once at module level, with a `class`, a `def` or a plain `NAME = ...`, then that binding is
 the definition jedi's `goto` reports (a plain `from .hub import NAME`, alone or under `if TYPE_CHECKING:`,
-there also alone in the `else:` of a `try`, is followed the same way), and the one `CrossFileReach._follow` reads when jedi gives up: the
-look-up costs one `ast` read of a file the summary reads anyway, instead of jedi's inference (10 % of
-`check` over the transformers modeling files). Anything else (a name bound twice or under a
-condition, a star import, `from . import NAME`, a module that a stub, an extension module, a
+there also alone in the `else:` of a `try`, is followed the same way), and the one `CrossFileReach._follow`
+reads when jedi gives up: the look-up costs one `ast` read of a file the summary reads anyway, instead of
+jedi's inference (10 % of `check` over the transformers modeling files). Anything else (a name bound twice
+or under a condition, a star import, `from . import NAME`, a module that a stub, an extension module, a
 same-named folder or a namespace package could shadow) is left to jedi.
 """
 
@@ -30,8 +30,9 @@ def sole_definition(tree: ast.Module, name: str, *, has_global: bool = True,
                     ) -> ast.ClassDef | ast.FunctionDef | ast.Assign | ast.ImportFrom | None:
     """The one module-level statement of `tree` binding `name`, when it is a class, a function, a plain
     assignment to the bare name, or a plain `from m import name` (at the top, or alone under
-    `if TYPE_CHECKING:`, there directly or in the `else:` of a `try` binding it nowhere else); None when the name is bound anywhere else at module level too (in another
-    `if`, a `try`, a loop, a star import) or in another way. `has_global=False`: the text holds no
+    `if TYPE_CHECKING:`, there directly or in the `else:` of a `try` binding it nowhere else); None when the
+    name is bound anywhere else at module level too (in another `if`, a `try`, a loop, a star import) or in
+    another way. `has_global=False`: the text holds no
     `global` statement (the bodies of classes and functions need not be walked for one)."""
     found: list[ast.stmt] = []
     for stmt in tree.body:
