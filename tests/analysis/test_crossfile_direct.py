@@ -122,3 +122,91 @@ def test_the_statements_of_a_tree_are_its_walk_without_expressions() -> None:
     holders = (ast.stmt, ast.excepthandler, ast.match_case)
     assert statements_in(tree) == [tree, *(n for n in ast.walk(tree) if isinstance(n, holders))]
     assert imports_of(tree) == {"x": "c", "y": "e.y", "z": "e.z"}  # `as` rebinds; `from` keeps the first
+
+
+_TRY_ELSE = '''from typing import TYPE_CHECKING
+
+
+class OptionalDependencyNotAvailable(Exception):
+    pass
+
+
+def is_torch_available():
+    return True
+
+
+_import_structure = {"utils": ["Mixin"]}
+
+if TYPE_CHECKING:
+    from .config import Config
+
+    try:
+        if not is_torch_available():
+            raise OptionalDependencyNotAvailable()
+    except OptionalDependencyNotAvailable:
+        pass
+    else:
+        from .utils import Helper, Mixin
+    try:
+        if not is_torch_available():
+            raise OptionalDependencyNotAvailable()
+    except OptionalDependencyNotAvailable:
+        pass
+    else:
+        from .tf_utils import TFMixin
+else:
+    import sys
+
+    sys.modules[__name__] = object()
+'''
+
+
+def _try_else_package(tmp_path: Path, init: str) -> tuple[str, str, str, str]:
+    """transformers 4.35.0's `generation/__init__.py` in small: `GenerationMixin` is imported under
+    `if TYPE_CHECKING:` in the `else:` of a `try` (what `modeling_utils.py`'s `from .generation import
+    GenerationMixin` reaches)."""
+    pkg = tmp_path / "pkg"
+    (pkg / "gen").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "gen" / "__init__.py").write_text(init)
+    (pkg / "gen" / "config.py").write_text("class Config:\n    pass\n")
+    (pkg / "gen" / "tf_utils.py").write_text("class TFMixin:\n    pass\n")
+    (pkg / "gen" / "utils.py").write_text("import os\n\n\nclass Helper:\n    pass\n\n\nclass Mixin:\n    pass\n")
+    (pkg / "model.py").write_text("from .gen import Mixin\n")
+    return str(pkg / "model.py"), str(pkg / "gen" / "__init__.py"), str(pkg / "gen" / "utils.py"), str(tmp_path)
+
+
+def test_an_import_in_the_else_of_a_try_under_type_checking_is_what_jedi_finds(tmp_path: Path) -> None:
+    from adopter.analysis.crossfile.jedi_lookup import JediLookup
+
+    model, init, utils, root = _try_else_package(tmp_path, _TRY_ELSE)
+    resolver = ModuleResolver(search_paths=[root])
+    direct = direct_definition(".gen", "Mixin", model, init, root, resolver.locate, _read)
+    assert direct == Definition(utils, 8, "Mixin")
+    jedi = JediLookup()
+    try:
+        assert jedi.goto(".gen", "Mixin", model, root) == direct
+    finally:
+        jedi.release()
+
+
+def test_a_try_that_binds_the_name_in_another_arm_is_left_to_jedi() -> None:
+    assert isinstance(sole_definition(_tree(_TRY_ELSE), "Mixin"), ast.ImportFrom)
+    assert isinstance(sole_definition(_tree(_TRY_ELSE), "TFMixin"), ast.ImportFrom)
+    for old, new in (("        pass\n    else:\n        from .utils", "        Mixin = None\n    else:\n        from .utils"),
+                     ("except OptionalDependencyNotAvailable:\n        pass\n    else:\n        from .utils",
+                      "except OptionalDependencyNotAvailable as Mixin:\n        pass\n    else:\n        from .utils"),
+                     ("            raise OptionalDependencyNotAvailable()\n    except OptionalDependencyNotAvailable:\n"
+                      "        pass\n    else:\n        from .utils",
+                      "            from .other import Mixin\n    except OptionalDependencyNotAvailable:\n"
+                      "        pass\n    else:\n        from .utils"),
+                     ("from .utils import Helper, Mixin\n", "from .utils import Helper, Mixin\n    finally:\n"
+                      "        Mixin = None\n"),
+                     ("from .utils import Helper, Mixin\n", "from .utils import Helper, Mixin\n        Mixin = 1\n"),
+                     ("from .tf_utils import TFMixin", "from .tf_utils import TFMixin as Mixin"),
+                     ("    import sys\n", "    import sys\n    Mixin = None\n")):
+        assert old in _TRY_ELSE, old
+        assert sole_definition(_tree(_TRY_ELSE.replace(old, new)), "Mixin") is None, new
+    assert sole_definition(_tree(_TRY_ELSE.replace("if TYPE_CHECKING:", "if FLAG:")), "Mixin") is None
+    top = "try:\n    import torch\nexcept ImportError:\n    pass\nelse:\n    from .utils import Mixin\n"
+    assert sole_definition(_tree(top), "Mixin") is None  # not under the test: not taken

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -190,9 +191,46 @@ class Block:
 '''
 
 
+# Functions, classes, imports and `__all__` in every statement that holds statements (the statement-only walk).
+NESTED = """try:
+    import a.b as ab
+    def in_try(): pass
+except ImportError as err:
+    from c import d
+    def in_except(): pass
+else:
+    def in_else(): pass
+finally:
+    class InFinally(ab.Base):
+        async def method(self):
+            def inner(): return self.method()
+            return inner
+match v:
+    case 1:
+        def in_case(): pass
+    case _:
+        import e
+with open(f) as h:
+    for i in range(3):
+        def in_for(): pass
+    else:
+        while i:
+            def in_while(): pass
+        else:
+            __all__ = ["in_while"]
+            __all__ += ("in_for",)
+if x:
+    class K(InFinally, object):
+        class Inner(K):
+            def m(self): return in_case()
+elif y:
+    def in_elif(): pass
+"""
+
+
 @pytest.mark.parametrize("text", [LLAMA, RESNET, NOT_CUTS, LLAMA.replace("\n", "\r\n"), RESNET + LLAMA,
-                                  "", "\n\n# only comments\n", LLAMA.rstrip("\n")],
-                         ids=["llama", "resnet", "not-cuts", "crlf", "two-files", "empty", "comments", "no-end"])
+                                  "", "\n\n# only comments\n", LLAMA.rstrip("\n"), NESTED],
+                         ids=["llama", "resnet", "not-cuts", "crlf", "two-files", "empty", "comments", "no-end", "nested"])
 def test_the_table_read_per_statement_is_the_whole_file_walk(text: str) -> None:
     assert _tables(file_uses.file_uses(text)) == _tables(_WholeFile(ast.parse(text)))
 
@@ -248,3 +286,64 @@ def test_an_edit_re_parses_only_the_statement_it_is_in(monkeypatch: pytest.Monke
         assert [p.split("\n", 1)[0] for p in parsed] == (
             ['@use_kernel_hub("attention")'] if text is edited else ["ALL_ATTENTION_FUNCTIONS = {}"]), parsed
         assert _tables(uses) == _tables(_WholeFile(real(text)))
+
+
+@pytest.mark.parametrize("text", [LLAMA, RESNET, NOT_CUTS, LLAMA.replace("\n", "\r\n"), RESNET + LLAMA,
+                                  "", "\n\n# only comments\n", LLAMA.rstrip("\n"), "# é\n" + LLAMA, NESTED],
+                         ids=["llama", "resnet", "not-cuts", "crlf", "two-files", "empty", "comments", "no-end",
+                              "non-ascii", "nested"])
+def test_a_name_asked_first_is_read_as_the_whole_file_walk_reads_it(text: str) -> None:
+    """Each name asked of a fresh table (nothing read before it: the uses are read only in the statements
+    whose text holds the name), present or not, gives the whole-file walk's uses."""
+    whole = _WholeFile(ast.parse(text))
+    for name in sorted({*whole.names, *whole.attrs, "Attention", "absent", "repeat"}):
+        assert file_uses.file_uses(text).names_of(name) == whole.names.get(name, []), name
+        assert file_uses.file_uses(text).attrs_of(name) == whole.attrs.get(name, []), name
+
+
+def test_a_non_ascii_identifier_that_stands_for_the_name_is_a_use() -> None:
+    """Python reads identifiers in NFKC: `ａttend` (a full-width a) is `attend`, which the text does not hold."""
+    text = ("def attend(x):\n    return x\n\n\nclass A:\n    def forward(self, x):\n"
+            "        return \uff41ttend(x) + self.\uff41ttn(x)\n")
+    whole = _WholeFile(ast.parse(text))
+    assert whole.names["attend"] == [(7, True)] and whole.attrs["attn"] == [(7, True, "A")]
+    assert file_uses.file_uses(text).names_of("attend") == [(7, True)]
+    assert file_uses.file_uses(text).attrs_of("attn") == [(7, True, "A")]
+
+
+@pytest.mark.pure_python  # counts the parses through the module's `ast`, which a compiled module binds itself
+def test_uses_are_read_only_in_the_statements_that_hold_the_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[str] = []
+    real = ast.parse
+
+    def counting(source: str, *args: Any, **kwargs: Any) -> ast.Module:
+        parsed.append(source)
+        return real(source, *args, **kwargs)
+
+    uses = file_uses.file_uses(LLAMA)
+    monkeypatch.setattr(file_uses.ast, "parse", counting)
+    assert uses.names_of("absent") == [] and uses.attrs_of("absent") == [] and parsed == []
+    assert uses.names_of("eager_attention_forward") == [(24, False)]  # stored as a value in `forward`
+    assert [p.split("\n", 1)[0] for p in parsed] == ["def eager_attention_forward(module, query, key, value, "
+                                                    "scaling, dropout=0.0, **kwargs):", '@use_kernel_hub("attention")',
+                                                    "__all__ = [\"Attention\", \"eager_attention_forward\"]"], parsed
+
+
+@pytest.mark.pure_python  # counts the parses through the module's `ast`, which a compiled module binds itself
+def test_a_name_inside_a_longer_identifier_is_no_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = ("class A:\n    def _attn(self, x):\n        return x\n\n\nclass B:\n    def forward(self, x):\n"
+            "        return self._attn_implementation(x) + self.my_attn + _attn2\n\n\n"
+            "class C:\n    def forward(self, x):\n        return self._attn(x)\n")
+    whole = _WholeFile(ast.parse(text))
+    parsed: list[str] = []
+    real = ast.parse
+
+    def counting(source: str, *args: Any, **kwargs: Any) -> ast.Module:
+        parsed.append(source)
+        return real(source, *args, **kwargs)
+
+    uses = file_uses.file_uses(text)
+    monkeypatch.setattr(file_uses.ast, "parse", counting)
+    assert uses.attrs_of("_attn") == whole.attrs["_attn"] == [(13, True, "C")]
+    assert [p.split("\n", 1)[0] for p in parsed] == ["class A:", "class C:"]  # `class B` is not read
+    assert uses.names_of("_attn") == [] and "_attn" not in whole.names

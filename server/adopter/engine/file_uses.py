@@ -29,37 +29,142 @@ _JOINS = 4  # pieces joined one by one before the rest of the file is parsed as 
 _REMEMBERED = 1024  # statement tables a memo keeps (the top-level statements of a few dozen files)
 
 
-class StatementUses(ast.NodeVisitor):
+class StatementUses:
     """The uses of names in one parsed text, lines as `ast` counts them in it: `name` (a function), `obj.name`
     (with the class around it when `obj` is `self` or `cls`, and the name the receiver's chain starts at),
-    the functions defined and their classes, class bases, `__all__`'s strings and the names imports bind."""
+    the functions defined and their classes, class bases, `__all__`'s strings and the names imports bind.
 
-    def __init__(self, tree: ast.Module) -> None:
+    The functions, bases, exports and imports are read from the statements alone, when the table is made. The
+    uses of names (every expression) are read the first time a name the text holds is asked (`uses`): the check
+    asks only for its callees' names, which few statements of a file hold; a name that is not a whole word of
+    the text (ASCII: a non-ASCII identifier can stand for an ASCII name, `ａttend` for `attend`) has no use in
+    it (`_holds_word`)."""
+
+    def __init__(self, tree: ast.Module, text: str | None = None) -> None:
         self.defs: list[tuple[str, int, int, str | None]] = []  # (name, first line, last line, its class)
-        self.names: dict[str, list[tuple[int, bool]]] = {}  # bare name -> (line, called)
-        # attribute -> (line, called, the class around it when its receiver is `self` or `cls`, the name the
-        # receiver's chain starts at): a use on an imported module (`F.gelu`) is dropped by the file's imports
-        self.attrs: dict[str, list[tuple[int, bool, str | None, str | None]]] = {}
         self.bases: dict[str, set[str]] = {}
         self.exported: set[str] = set()
-        self.modules = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
-                        if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
+        self.modules: set[str] = set()
+        self._statements(tree.body, [])
+        # the text the tree was parsed from, parsed again when a use is first asked (None: read them now)
+        self._text = text
+        self._skip = text is not None and text.isascii()  # a name not a whole word of the text has no use in it
+        self._uses: tuple[dict[str, list[tuple[int, bool]]],
+                          dict[str, list[tuple[int, bool, str | None, str | None]]]] | None = (
+            _read_uses(tree) if text is None else None)
+
+    @property
+    def names(self) -> dict[str, list[tuple[int, bool]]]:
+        """Bare name -> (line, called)."""
+        return self._read()[0]
+
+    @property
+    def attrs(self) -> dict[str, list[tuple[int, bool, str | None, str | None]]]:
+        """Attribute -> (line, called, the class around it when its receiver is `self` or `cls`, the name the
+        receiver's chain starts at): a use on an imported module (`F.gelu`) is dropped by the file's imports."""
+        return self._read()[1]
+
+    def names_of(self, name: str) -> list[tuple[int, bool]]:
+        """The uses of the bare name `name`."""
+        if self._uses is None and self._skip and not _holds_word(self._text or "", name):
+            return []
+        return self._read()[0].get(name, [])
+
+    def attrs_of(self, name: str) -> list[tuple[int, bool, str | None, str | None]]:
+        """The uses of the attribute `name`."""
+        if self._uses is None and self._skip and not _holds_word(self._text or "", name):
+            return []
+        return self._read()[1].get(name, [])
+
+    def _read(self) -> tuple[dict[str, list[tuple[int, bool]]],
+                             dict[str, list[tuple[int, bool, str | None, str | None]]]]:
+        uses = self._uses
+        if uses is None:  # two threads may both read it: the same tables, either kept
+            uses = self._uses = _read_uses(ast.parse(self._text or ""))
+        return uses
+
+    def _statements(self, body: Sequence[ast.AST], classes: list[tuple[str, bool]]) -> None:
+        """Functions, bases, exports and imports of `body` and the statements in it, in `ast`'s order (the
+        walk's: a function's definition before the ones in its body); `classes` as `_UseWalk` keeps it."""
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                in_body = bool(classes) and classes[-1][1]
+                self.defs.append((node.name, node.lineno, node.end_lineno or node.lineno,
+                                  classes[-1][0] if in_body else None))
+                classes.append((classes[-1][0] if classes else "", False))
+                self._statements(node.body, classes)
+                classes.pop()
+                continue
+            if isinstance(node, ast.ClassDef):
+                self.bases.setdefault(node.name, set()).update(
+                    _last(ast.unparse(b)) for b in node.bases if isinstance(b, ast.Name | ast.Attribute))
+                classes.append((node.name, True))
+                self._statements(node.body, classes)
+                classes.pop()
+                continue
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                self.modules.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, ast.Assign):
+                self._exports(node.targets, node.value)
+            elif isinstance(node, ast.AugAssign):
+                self._exports([node.target], node.value)
+            for field in _HOLDERS:  # `try`: body, handlers, else, finally, as `ast` orders its fields
+                inner = getattr(node, field, None)
+                if inner:
+                    self._statements(inner, classes)
+
+    def _exports(self, targets: Sequence[ast.expr], value: ast.expr) -> None:
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and isinstance(
+                value, ast.List | ast.Tuple | ast.Set):
+            self.exported.update(e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+
+
+def _holds_word(text: str, name: str) -> bool:
+    """Whether the identifier `name` occurs in the ASCII `text` with no letter, digit or `_` on either side.
+
+    Every use of a name (an `ast.Name`, the attribute of an `ast.Attribute`) in ASCII text that parses is such
+    an occurrence: the tokenizer reads an identifier as the longest run of those characters, so one beside it
+    would be part of the token; and a number written against a name (`1if`) parses only where the name is a
+    keyword, never a `Name` or an attribute. `_attn` inside `self._attn_implementation` is no use of `_attn`."""
+    at = text.find(name)
+    while at >= 0:
+        end = at + len(name)
+        if (at == 0 or not _word_char(text[at - 1])) and (end == len(text) or not _word_char(text[end])):
+            return True
+        at = text.find(name, at + 1)
+    return False
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+# The fields of a statement (and of an `except` arm, a `case`) that hold statements, in `ast`'s field order.
+_HOLDERS = ("body", "handlers", "orelse", "finalbody", "cases")
+
+
+def _read_uses(tree: ast.Module) -> tuple[dict[str, list[tuple[int, bool]]],
+                                          dict[str, list[tuple[int, bool, str | None, str | None]]]]:
+    walk = _UseWalk(tree)
+    return walk.names, walk.attrs
+
+
+class _UseWalk(ast.NodeVisitor):
+    """The uses of bare names and attributes in a tree (`StatementUses.names`, `.attrs`)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.names: dict[str, list[tuple[int, bool]]] = {}
+        self.attrs: dict[str, list[tuple[int, bool, str | None, str | None]]] = {}
         self._called: set[int] = set()
         self._classes: list[tuple[str, bool]] = []  # (the class `self` is an instance of, "" if none; a class body)
         self.visit(tree)
-        self._called = set()  # the ids of the walked tree's nodes: kept with the table, they would mean nothing
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self.bases.setdefault(node.name, set()).update(
-            _last(ast.unparse(b)) for b in node.bases if isinstance(b, ast.Name | ast.Attribute))
         self._classes.append((node.name, True))
         self.generic_visit(node)
         self._classes.pop()
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        in_body = bool(self._classes) and self._classes[-1][1]
-        self.defs.append((node.name, node.lineno, node.end_lineno or node.lineno,
-                          self._classes[-1][0] if in_body else None))
         # `self` in a method (and in the functions nested in it) is an instance of the class around
         self._classes.append((self._classes[-1][0] if self._classes else "", False))
         self.generic_visit(node)
@@ -87,19 +192,6 @@ class StatementUses(ast.NodeVisitor):
                 (node.lineno, id(node) in self._called, around, root.id if isinstance(root, ast.Name) else None))
         self.generic_visit(node)
 
-    def visit_Assign(self, node: ast.Assign) -> None:
-        self._exports(node.targets, node.value)
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self._exports([node.target], node.value)
-        self.generic_visit(node)
-
-    def _exports(self, targets: Sequence[ast.expr], value: ast.expr) -> None:
-        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and isinstance(
-                value, ast.List | ast.Tuple | ast.Set):
-            self.exported.update(e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
-
 
 class FileUses:
     """A file's uses of names (`StatementUses` of each piece, lines counted from the file's first as `ast` does),
@@ -118,13 +210,13 @@ class FileUses:
 
     def names_of(self, name: str) -> list[tuple[int, bool]]:
         """Each use of the bare name: (line, called)."""
-        return [(line + before, called) for before, t in self.parts for line, called in t.names.get(name, ())]
+        return [(line + before, called) for before, t in self.parts for line, called in t.names_of(name)]
 
     def attrs_of(self, name: str) -> list[tuple[int, bool, str | None]]:
         """Each use of the attribute on a receiver that is not an imported module: (line, called, the class
         around it when the receiver is `self` or `cls`)."""
         return [(line + before, called, around) for before, t in self.parts
-                for line, called, around, root in t.attrs.get(name, ()) if root is None or root not in self.modules]
+                for line, called, around, root in t.attrs_of(name) if root is None or root not in self.modules]
 
     def defs(self) -> list[tuple[str, int, int, str | None]]:
         """Every function defined, in the order written: (name, first line, last line, its class)."""
@@ -154,7 +246,7 @@ class StatementMemo:
             return hit
         table: StatementUses | None = None
         try:
-            table = StatementUses(ast.parse(piece))
+            table = StatementUses(ast.parse(piece), piece)
         except PARSE_ERRORS:
             if last:
                 raise

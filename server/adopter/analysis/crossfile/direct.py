@@ -4,10 +4,10 @@
 system (which jedi follows) certainly finds at the file the resolver located, and that file binds the
 name exactly once at module level, with a `class`, a `def` or a plain `NAME = ...`, then that binding is
 the definition jedi's `goto` reports (a plain `from .hub import NAME`, alone or under `if TYPE_CHECKING:`,
-is followed the same way), and the one `CrossFileReach._follow` reads when jedi gives up: the
-look-up costs one `ast` read of a file the summary reads anyway, instead of jedi's inference (10 % of
-`check` over the transformers modeling files). Anything else (a name bound twice or under a
-condition, a star import, `from . import NAME`, a module that a stub, an extension module, a
+there also alone in the `else:` of a `try`, is followed the same way), and the one `CrossFileReach._follow`
+reads when jedi gives up: the look-up costs one `ast` read of a file the summary reads anyway, instead of
+jedi's inference (10 % of `check` over the transformers modeling files). Anything else (a name bound twice
+or under a condition, a star import, `from . import NAME`, a module that a stub, an extension module, a
 same-named folder or a namespace package could shadow) is left to jedi.
 """
 
@@ -30,8 +30,9 @@ def sole_definition(tree: ast.Module, name: str, *, has_global: bool = True,
                     ) -> ast.ClassDef | ast.FunctionDef | ast.Assign | ast.ImportFrom | None:
     """The one module-level statement of `tree` binding `name`, when it is a class, a function, a plain
     assignment to the bare name, or a plain `from m import name` (at the top, or alone under
-    `if TYPE_CHECKING:`); None when the name is bound anywhere else at module level too (in another
-    `if`, a `try`, a loop, a star import) or in another way. `has_global=False`: the text holds no
+    `if TYPE_CHECKING:`, there directly or in the `else:` of a `try` binding it nowhere else); None when the
+    name is bound anywhere else at module level too (in another `if`, a `try`, a loop, a star import) or in
+    another way. `has_global=False`: the text holds no
     `global` statement (the bodies of classes and functions need not be walked for one)."""
     found: list[ast.stmt] = []
     for stmt in tree.body:
@@ -47,6 +48,8 @@ def sole_definition(tree: ast.Module, name: str, *, has_global: bool = True,
     node = found[0]
     if isinstance(node, ast.If) and _type_checking(node.test) and not any(_binds(s, name) for s in node.orelse):
         inner = [s for s in node.body if _binds(s, name)]
+        if len(inner) == 1 and isinstance(inner[0], ast.Try):
+            inner = _bound_in_else(inner[0], name)
         if len(inner) != 1 or not isinstance(inner[0], ast.ImportFrom):
             return None  # a class or assignment under the test: `_follow` would not find it if jedi gave up
         node = inner[0]
@@ -57,6 +60,17 @@ def sole_definition(tree: ast.Module, name: str, *, has_global: bool = True,
     if isinstance(node, ast.ImportFrom) and _imported_name(node, name) is not None:
         return node
     return None
+
+
+def _bound_in_else(node: ast.Try, name: str) -> list[ast.stmt]:
+    """The statements of a `try`'s `else:` that bind `name`, when neither its body, its handlers nor its
+    `finally:` binds it (transformers' `try: ... except OptionalDependencyNotAvailable: pass else: from .utils
+    import GenerationMixin` under `if TYPE_CHECKING:`); [] where one of them does. jedi reads every arm of a
+    `try` as maybe run (no branch of it is ruled out), so the one binding is the name's only definition, and
+    `CrossFileReach._follow` meets the same import (`imports_of` keeps the first a file has)."""
+    if any(_binds(s, name) for s in (*node.body, *node.finalbody)) or any(_binds(h, name) for h in node.handlers):
+        return []
+    return [s for s in node.orelse if _binds(s, name)]
 
 
 def _type_checking(test: ast.expr) -> bool:
@@ -82,7 +96,7 @@ def _declares_global(stmt: ast.stmt, name: str) -> bool:
     return any(isinstance(node, ast.Global) and name in node.names for node in statements_in(stmt))
 
 
-def _binds(stmt: ast.stmt, name: str) -> bool:
+def _binds(stmt: ast.stmt | ast.excepthandler, name: str) -> bool:
     """Whether `stmt` may bind `name` in the module's namespace (over-approximated: any store of the name
     anywhere inside it, nested scopes included, counts)."""
     for node in ast.walk(stmt):

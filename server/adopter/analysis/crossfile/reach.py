@@ -561,14 +561,17 @@ class CrossFileReach:
         if not module.strip(".") and not module.startswith("."):
             return None
         located = self.resolver.locate(module, from_path)
-        if located is None or in_stdlib(located):  # the standard library defines no torch layers
+        if located is None:
             return None
         key = _definition_key(qualified, from_path, located)
         with self._lock:
             cached = self._defs.get(key)
-            if cached is not None:
-                reads.note(cached[1])
-                return cached[0]
+        if cached is not None:  # only a file outside the standard library is ever looked up, so kept
+            reads.note(cached[1])
+            return cached[0]
+        if in_stdlib(located):  # the standard library defines no torch layers (a `realpath`: after the cache)
+            return None
+        with self._lock:
             if self.deferred:
                 self._pending.add((qualified, from_path))
                 self._queued += 1
