@@ -10,7 +10,7 @@ from typing import Final
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Tree
 
-from adopter.analysis.parse.words import WordIndex
+from adopter.analysis.parse.words import WordIndex, whole_word_at
 from adopter.dsl.types import Problem, Severity, Span
 from adopter.positions import LineIndex
 
@@ -176,6 +176,22 @@ class SourceText:
         k = bisect_left(found, node.start_byte)
         return k < len(found) and found[k] + len(word) <= node.end_byte
 
+    def contains_word(self, node: Node, word: bytes) -> bool:
+        """Whether `word` occurs in `node`'s text as a whole word (`words.whole_word_at`: no ASCII letter, digit or
+        `_` touches it), from the file's occurrences of `word` (`positions`); a keyword of the node's, `class` of a
+        class definition, is one."""
+        found = self.positions(word)
+        end = node.end_byte
+        size = len(word)
+        data = self.data
+        for k in range(bisect_left(found, node.start_byte), len(found)):
+            at = found[k]
+            if at + size > end:
+                return False
+            if whole_word_at(data, at, at + size):
+                return True
+        return False
+
     def occurs(self, word: bytes) -> bool:
         """`word in self.data` (from the document's carried word index when there is one)."""
         return self.words.occurs(word) if self.words is not None else word in self.data
@@ -195,8 +211,11 @@ class SourceText:
         """The normalised source text of `node`, comments removed."""
         # Not memoised: only ~9 % of the calls over the corpus repeat a range, less than a key costs.
         text = self.text(node)
-        if "\n" in text and "#" in text:
-            text = " ".join(self._tokens(node))
+        if "\n" in text:
+            if "#" in text:
+                text = " ".join(self._tokens(node))
+        elif "\t" not in text and "  " not in text:
+            return text  # `normalise`'s own first test, without the call: most node texts are one short line
         return normalise(text)
 
     def _tokens(self, node: Node) -> list[str]:
