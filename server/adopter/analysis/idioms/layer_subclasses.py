@@ -113,9 +113,9 @@ def _bound(value: Ctor, table: ClassTable, src: SourceText, depth: int) -> Ctor:
         return replace(value, items=items) if changed else value
     if value.callee not in table.infos:
         return value
-    found = _layer_of_class(value.callee, table, src)
+    found = layer_of(value.callee, table, src)
     if found is None:
-        return _module_like(value, table, src) if depth == 0 else _written_like(value, table, src)
+        return _module_like(value, table, src) if depth == 0 else _written_like(value, table)
     layer, own_init, suffix = found
     if depth > 0 and suffix not in (NORM_ACT, EVAL_NORM):
         return value  # an item: only the norm-then-activation form is read there (the rest is not measured)
@@ -123,47 +123,20 @@ def _bound(value: Ctor, table: ClassTable, src: SourceText, depth: int) -> Ctor:
     return Ctor(layer, args, kwargs, origin=f"{value.callee} (a subclass in this file{suffix})")
 
 
-def _layer_of_class(name: str, table: ClassTable, src: SourceText) -> tuple[str, bool, str] | None:
-    """`layer_of(name, ...)`, read once per table (`ClassTable.class_reading`) when `src` is the table's own file:
-    every class that binds `name`, or holds it in a container, asks it of the same class."""
-    if src is not table.symbols.src:
-        return layer_of(name, table, src)
-    return table.class_reading(name, "layer of", lambda: layer_of(name, table, src))
-
-
 def _module_like(value: Ctor, table: ClassTable, src: SourceText) -> Ctor:
     """A binding to a same-file `nn.Module` that computes a torch layer as the layer (Linear-like, dropout-like),
     without its arguments (they are not the layer's); else `value` itself."""
-    if src is not table.symbols.src:
-        like = _like_layer(value.callee, table, src)
-    else:
-        like = table.class_reading(value.callee, "module like", lambda: _like_layer(value.callee, table, src))
-    # a fresh object per binding, as each reading made one: the value is shared by no two bindings
-    return replace(like) if like is not None else value
+    if linear_like(value.callee, table, src):
+        return Ctor(LINEAR, (), (), origin=f"{value.callee} (a module in this file{LINEAR_LIKE})")
+    if dropout_like(value.callee, table):
+        return Ctor(DROPOUT, (), (), origin=f"{value.callee} (a module in this file{DROPOUT_LIKE})")
+    return _written_like(value, table)
 
 
-def _like_layer(name: str, table: ClassTable, src: SourceText) -> Ctor | None:
-    """The torch layer same-file module `name` computes (Linear-like, dropout-like, a GELU or a LayerNorm written
-    out: `_module_like`), else None."""
-    if linear_like(name, table, src):
-        return Ctor(LINEAR, (), (), origin=f"{name} (a module in this file{LINEAR_LIKE})")
-    if dropout_like(name, table):
-        return Ctor(DROPOUT, (), (), origin=f"{name} (a module in this file{DROPOUT_LIKE})")
-    return _written_class(name, table, src)
-
-
-def _written_like(value: Ctor, table: ClassTable, src: SourceText) -> Ctor:
+def _written_like(value: Ctor, table: ClassTable) -> Ctor:
     """A binding (or a container's item) to a same-file module whose forward writes a GELU or a LayerNorm out as
     that layer (`idioms.formula_layers`); else `value` itself."""
-    written = _written_class(value.callee, table, src)
-    return replace(written) if written is not None else value
-
-
-def _written_class(name: str, table: ClassTable, src: SourceText) -> Ctor | None:
-    """`written_class(name, table)`, read once per table (`ClassTable.class_reading`) when `src` is its own file."""
-    if src is not table.symbols.src:
-        return written_class(name, table)
-    return table.class_reading(name, "written class", lambda: written_class(name, table))
+    return written_class(value.callee, table) or value
 
 
 def subclass_reason(bindings: Sequence[Binding]) -> str | None:

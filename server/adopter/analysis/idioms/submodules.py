@@ -222,12 +222,7 @@ def _reads_name(node: Node, name: str, src: SourceText) -> bool:
 def _forward_shape(class_name: str, table: ClassTable) -> tuple[str, ...] | None:
     """The chain shape of the forward instances of `class_name` run. The analysis depends on that shape,
     not on the forward's text (a user of the class is re-analysed only when the shape changes), and on
-    the absence of `forward` in the classes before it in the MRO. Read once per table (every class holding
-    `class_name` asks it: `ClassTable.class_reading`)."""
-    return table.class_reading(class_name, "forward shape", lambda: _read_forward_shape(class_name, table))
-
-
-def _read_forward_shape(class_name: str, table: ClassTable) -> tuple[str, ...] | None:
+    the absence of `forward` in the classes before it in the MRO."""
     symbols = table.symbols
     for cls in table.mro(class_name):
         node = table.infos[cls].methods.get("forward")
@@ -241,12 +236,7 @@ def _read_forward_shape(class_name: str, table: ClassTable) -> tuple[str, ...] |
 
 def _pair_shape(class_name: str, table: ClassTable) -> tuple[str, ...] | None:
     """The layers a forward applies one to each of its inputs (`pair_shape`), read from the class in the MRO
-    that defines `forward`; the analysis depends on that answer (a part of the method's shape), not its text.
-    Read once per table (`ClassTable.class_reading`)."""
-    return table.class_reading(class_name, "pair shape", lambda: _read_pair_shape(class_name, table))
-
-
-def _read_pair_shape(class_name: str, table: ClassTable) -> tuple[str, ...] | None:
+    that defines `forward`; the analysis depends on that answer (a part of the method's shape), not its text."""
     symbols = table.symbols
     for cls in table.mro(class_name):
         node = table.infos[cls].methods.get("forward")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
 
 from tree_sitter import Node
 
@@ -18,8 +17,6 @@ from adopter.analysis.names.symbols import (
     nested_reading,
 )
 from adopter.dsl.types import Init
-
-_T = TypeVar("_T")
 
 
 @dataclass
@@ -51,9 +48,8 @@ class ClassTable:
         self._orders: dict[str, list[str]] = {}
         self._modules: dict[str, tuple[bool, list[str] | None]] = {}
         self._conditional: dict[str, str] | None = None  # `conditional_bases`, read on the first class asked
-        # (class, kind) -> a reading of the class (`class_reading`: of its `__init__`, `init_reading`) and the names
-        # it noted (None: not recorded)
-        self._readings: dict[tuple[str, str], tuple[object, frozenset[str] | None]] = {}
+        # (class, kind) -> a reading of its `__init__` (`init_reading`) and the names it noted (None: not recorded)
+        self._inits: dict[tuple[str, str], tuple[Init | None, frozenset[str] | None]] = {}
 
     def carry_conditional(self, known: dict[str, str]) -> None:
         """Take `known` as `conditional_bases`: the last analysis's of the same document, when the edit since left
@@ -75,27 +71,21 @@ class ClassTable:
 
     def init_reading(self, name: str, kind: str, read: Callable[[], Init | None]) -> Init | None:
         """`read()`, the reading `kind` of class `name`'s `__init__` (`scope.bindings.read_init`,
-        `idioms.layer_subclasses.bound_init`), done once per table (`class_reading`): the analysed class, its thin
-        submodules (`idioms.submodules`) and a method read as a forward (`idioms.method_forward`) ask it of the same
-        class."""
-        return self.class_reading(name, kind, read)
-
-    def class_reading(self, name: str, kind: str, read: Callable[[], _T]) -> _T:
-        """`read()`, the reading `kind` of same-file class `name`, done once per table: every class that binds,
-        holds or calls `name` asks it of the same class (`init_reading`; `idioms.layer_subclasses`,
-        `idioms.submodules`). The reading must depend on this table and its symbols alone, fixed for the table's
-        life (re-exports are added before the table is made). The names it noted (`ModuleSymbols.consulted`) are
-        kept and noted again on reuse, so a reusing reading's dependencies stay complete; a reading first done
-        while nothing was recorded is done again when something is."""
+        `idioms.layer_subclasses.bound_init`), done once per table: the analysed class, its thin submodules
+        (`idioms.submodules`) and a method read as a forward (`idioms.method_forward`) ask it of the same
+        class. The reading depends on this table and its symbols alone, fixed for the table's life (re-exports
+        are added before the table is made). The names it noted (`ModuleSymbols.consulted`) are kept and noted
+        again on reuse, so a reusing reading's dependencies stay complete; a reading first done while nothing
+        was recorded is done again when something is."""
         symbols = self.symbols
         outer = symbols.consulted
-        kept = self._readings.get((name, kind))
+        kept = self._inits.get((name, kind))
         if kept is not None and (outer is None or kept[1] is not None):
             if outer is not None and kept[1] is not None:
                 outer.update(kept[1])
-            return cast(_T, kept[0])
+            return kept[0]
         result, noted = nested_reading(symbols, outer is not None, read)
-        self._readings[(name, kind)] = (result, frozenset(noted) if noted is not None else None)
+        self._inits[(name, kind)] = (result, frozenset(noted) if noted is not None else None)
         return result
 
     def is_module(self, name: str) -> bool:
