@@ -38,12 +38,15 @@ from adopter.analysis.idioms.method_forward import method_architecture
 from adopter.analysis.idioms.transparent_decorators import runs_the_method_once
 from adopter.analysis.names.symbols import ModuleSymbols
 from adopter.analysis.parse.source import Field, SourceText
+from adopter.analysis.parse.words import matches_at_word_starts
 from adopter.analysis.scope.classes import ClassTable
 from adopter.dsl.types import MODULE_OP, Architecture, Problem, block_ops
 
 _SKIP = frozenset({"forward", "__init__"})
-_LAYER_CALL = re.compile(rb"\bself\.(\w+)\s*\(")
-_RUNS_ITSELF = re.compile(rb"\bself(?:\.forward)?\s*\(")  # `self(x)`, `self.forward(x)`: the module's own forward
+# `\bself\.(\w+)\s*\(` and `\bself(?:\.forward)?\s*\(` (`self(x)`, `self.forward(x)`: the module's own forward),
+# searched without their leading `\b` (`matches_at_word_starts`: a leading `\b` made the engine try every offset).
+_LAYER_CALL = re.compile(rb"self\.(\w+)\s*\(")
+_RUNS_ITSELF = re.compile(rb"self(?:\.forward)?\s*\(")
 # Decorators that change neither the method's computation nor how it is called: autograd's modes and
 # TorchScript's export markers (`torch.` optional: `from torch import no_grad`).
 _SAME_FILE = re.compile(rb"@([A-Za-z_]\w*)\s*")  # `@name` as `same_file_decorators` finds it
@@ -68,8 +71,8 @@ def entry_methods(methods: dict[str, Node], class_node: Node, raw: Callable[[Nod
         text = raw(node)
         if b"ross_entropy" in text or b"rossEntropy" in text:
             continue  # a loss method (`loss_methods`)
-        if not _RUNS_ITSELF.search(text) and not any(
-                m.group(1).decode() not in methods for m in _LAYER_CALL.finditer(text)):
+        if next(matches_at_word_starts(_RUNS_ITSELF, text), None) is None and not any(
+                m.group(1).decode() not in methods for m in matches_at_word_starts(_LAYER_CALL, text)):
             continue
         parameters = node.child_by_field_id(Field.PARAMETERS)
         if parameters is None or len([p for p in parameters.named_children if p.type != "comment"]) < 2:

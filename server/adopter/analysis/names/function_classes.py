@@ -51,7 +51,7 @@ FromNames = Callable[[Node], dict[str, str]]  # the names a `from ... import` st
 
 def function_reading(node: Node, src: SourceText, from_names: FromNames) -> FunctionReading | None:
     """The classes function `node` defines and the names its body binds, or None when it defines no class."""
-    if not src.contains(node, b"class"):
+    if not src.contains_word(node, b"class"):  # the keyword of a class definition (not `classifier`, `config_class`)
         return None
     classes: list[Located] = []
     _find_classes(node, (), "", src, classes)

@@ -10,7 +10,7 @@ from typing import Final
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Tree
 
-from adopter.analysis.parse.words import WordIndex
+from adopter.analysis.parse.words import WordIndex, whole_word_at
 from adopter.dsl.types import Problem, Severity, Span
 from adopter.positions import LineIndex
 
@@ -18,9 +18,6 @@ MAX_BYTES = 5 * 1024 * 1024
 MAX_SYNTAX_PROBLEMS = 20
 
 _LANGUAGE: Language | None = None
-_OPEN_SPACE = re.compile(r"([(\[{]) ")
-_SPACE_CLOSE = re.compile(r" ([)\]}])")
-_TRAILING_COMMA = re.compile(r", ([)\]}])")
 
 
 def language() -> Language:
@@ -111,9 +108,16 @@ def normalise(text: str) -> str:
     # As `re.sub(r"\s+", " ", text).strip()`: `str.split` cuts at the characters `\s` matches (`str.isspace`),
     # 4x faster (issue 22; `tests/analysis/test_word_start_search.py`).
     text = " ".join(text.split())
-    text = _TRAILING_COMMA.sub(r"\1", text)
-    text = _OPEN_SPACE.sub(r"\1", text)
-    return _SPACE_CLOSE.sub(r"\1", text)
+    # As `re.sub(r", ([)\]}])", r"\1", text)`, then `([(\[{]) ` and ` ([)\]}])` the same way: a `sub` with a group
+    # template runs Python code per call and per match (issue 20). Exact: the text holds no two spaces in a row,
+    # so no removal makes a new match of these patterns (`tests/analysis/test_normalise_replace.py`).
+    if ", " in text:
+        text = text.replace(", )", ")").replace(", ]", "]").replace(", }", "}")
+    if "( " in text or "[ " in text or "{ " in text:
+        text = text.replace("( ", "(").replace("[ ", "[").replace("{ ", "{")
+    if " )" in text or " ]" in text or " }" in text:
+        text = text.replace(" )", ")").replace(" ]", "]").replace(" }", "}")
+    return text
 
 
 _SHARE = False
@@ -172,6 +176,22 @@ class SourceText:
         k = bisect_left(found, node.start_byte)
         return k < len(found) and found[k] + len(word) <= node.end_byte
 
+    def contains_word(self, node: Node, word: bytes) -> bool:
+        """Whether `word` occurs in `node`'s text as a whole word (`words.whole_word_at`: no ASCII letter, digit or
+        `_` touches it), from the file's occurrences of `word` (`positions`); a keyword of the node's, `class` of a
+        class definition, is one."""
+        found = self.positions(word)
+        end = node.end_byte
+        size = len(word)
+        data = self.data
+        for k in range(bisect_left(found, node.start_byte), len(found)):
+            at = found[k]
+            if at + size > end:
+                return False
+            if whole_word_at(data, at, at + size):
+                return True
+        return False
+
     def occurs(self, word: bytes) -> bool:
         """`word in self.data` (from the document's carried word index when there is one)."""
         return self.words.occurs(word) if self.words is not None else word in self.data
@@ -191,8 +211,11 @@ class SourceText:
         """The normalised source text of `node`, comments removed."""
         # Not memoised: only ~9 % of the calls over the corpus repeat a range, less than a key costs.
         text = self.text(node)
-        if "\n" in text and "#" in text:
-            text = " ".join(self._tokens(node))
+        if "\n" in text:
+            if "#" in text:
+                text = " ".join(self._tokens(node))
+        elif "\t" not in text and "  " not in text:
+            return text  # `normalise`'s own first test, without the call: most node texts are one short line
         return normalise(text)
 
     def _tokens(self, node: Node) -> list[str]:

@@ -74,6 +74,25 @@ def groups_at_word_starts(pattern: re.Pattern[str], text: str) -> list[str]:
     return found
 
 
+def matches_at_word_starts(pattern: re.Pattern[bytes], data: bytes) -> Iterator[re.Match[bytes]]:
+    r"""What `re.compile(rb"\b" + pattern.pattern).finditer(data)` gives, in order, for a bytes `pattern` that starts
+    with a literal word character (`self\.(\w+)\s*\(`): the pattern searched as written (its literal start lets the
+    engine jump), a match with a word character (ASCII `\w`, as a bytes `\b` reads it) before it dropped and the
+    search going on from the next offset (`groups_at_word_starts`, for bytes)."""
+    search = pattern.search
+    at = 0
+    while (m := search(data, at)) is not None:
+        start = m.start()
+        if start and (data[start - 1] in _WORD_BYTES):
+            at = start + 1
+            continue
+        yield m
+        at = m.end()
+
+
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
 class WordIndex:
     """The offsets of the words asked about in one text; immutable once handed out (`moved` builds the
     next text's index, so a `SourceText` of an older text keeps answering for that text)."""

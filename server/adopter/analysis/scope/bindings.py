@@ -133,6 +133,8 @@ def _choices(positions: list[list[tuple[Conds, Ctor]]]) -> list[tuple[Conds, tup
 
 def _join(a: Conds, b: Conds) -> Conds | None:
     """The conjunction of two condition lists, or None when it contradicts itself (`c` and `not (c)`)."""
+    if not a and not b:  # the usual case, an unconditional binding: nothing to join or contradict
+        return ()
     out = list(a)
     for c in b:
         if c not in out:
@@ -236,7 +238,7 @@ class InitAnalysis:
         bindings = [
             Binding(b.attr, b.value, b.span, _cond_text(b.conds), b.item_spans)
             for group in self.state.values()
-            for b in sorted(group, key=lambda b: (b.span.start_line, b.span.start_col))
+            for b in (group if len(group) == 1 else sorted(group, key=lambda b: (b.span.start_line, b.span.start_col)))
         ]
         sizes = tuple((k, v) for k, v in self.sizes.items() if v is not None)
         return Init(ps[1:], tuple(bindings), self.src.span(node), sizes)
