@@ -22,6 +22,7 @@ from adopter.analysis.flow.state import (
     Submodule,
     as_value,
 )
+from adopter.analysis.names.function_constants import enclosing_function, function_constant
 from adopter.analysis.parse.source import Field
 from adopter.dsl.types import Branch, Expr, Ref, Stmt, Value
 
@@ -113,6 +114,11 @@ class ExpressionFlow(Expressions):
             path = f"self.{attr}"
             return Submodule(path) if attr in state.module_attrs and attr not in state.parameters else Expr(path)
         receiver = self.value(obj)
+        if obj.type == "identifier" and isinstance(receiver, (Expr, ModuleFunction, LocalFunction)):
+            # `gelu_accurate._a`: a number the function memoises on itself (`function_constants`)
+            held = self._memoised(obj, receiver, attr)
+            if held is not None:
+                return Expr(held)
         if isinstance(receiver, (LocalFunction, ModuleFunction)):
             receiver = Expr(receiver.name)
         if isinstance(receiver, Ref):
@@ -122,6 +128,24 @@ class ExpressionFlow(Expressions):
         if isinstance(receiver, Submodule):
             return Expr(f"{receiver.path}.{attr}")
         return Expr(f"{receiver.text}.{attr}") if receiver.text.isidentifier() else Expr(state.text(node))
+
+    def _memoised(self, obj: Node, receiver: Expr | ModuleFunction | LocalFunction, attr: str) -> str | None:
+        """The constant that the function `obj` names (holding `receiver`) keeps as its attribute `attr`: inside
+        a function of that name, that function; else the closure or module-level function it holds."""
+        name = self.src.text(obj)
+        if not self.src.positions(f"def {name}(".encode()):
+            return None  # no function of that name in the file (`torch.float32`, `config.dim`): the usual case
+        state = self.state
+        function: Node | None = None
+        if isinstance(receiver, Expr):
+            if receiver.text == name:
+                function = enclosing_function(obj, name, self.src)
+                if function is None and name in state.symbols.functions:
+                    function = state.symbols.function_node(name)
+        elif receiver.name == name:
+            function = (state.local_functions.get(receiver.key) if isinstance(receiver, LocalFunction)
+                        else state.symbols.function_node(name))
+        return function_constant(function, attr, self.src) if function is not None else None
 
     def _subscript(self, node: Node, outs: tuple[str, ...] | None = None) -> EnvVal:
         state = self.state
