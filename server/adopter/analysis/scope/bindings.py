@@ -531,7 +531,10 @@ class InitAnalysis:
         # (it reads no node; the tests of the arguments below are pure). `nn.Sequential(...) if flag else None`
         # holds the literal Sequential on one path and no module on the other: its items are still where they
         # are written (the None alternative gets no item spans: `_bind` gives them to constructors only).
-        built = [v for _, v in alts if not (isinstance(v, Expr) and v.text == "None")]
+        if not alts:
+            return ()
+        # one alternative (nearly every binding): no `None` to set aside, no list built
+        built = [alts[0][1]] if len(alts) == 1 else [v for _, v in alts if not (isinstance(v, Expr) and v.text == "None")]
         if not built or any(not isinstance(v, Ctor) or v.callee != SEQUENTIAL for v in built):
             return ()
         if len(built) < len(alts):
