@@ -536,17 +536,24 @@ class InitAnalysis:
         (`h_swish() if use_hs else nn.ReLU()`: one of them at run time, each alternative of the binding
         holding one), and every alternative holds exactly that many items; else ()."""
         # Asked of every binding, nearly all of them no Sequential: the test of the alternatives alone first
-        # (it reads no node; the tests of the arguments below are pure).
-        if not alts or any(not isinstance(v, Ctor) or v.callee != SEQUENTIAL for _, v in alts):
+        # (it reads no node; the tests of the arguments below are pure). `nn.Sequential(...) if flag else None`
+        # holds the literal Sequential on one path and no module on the other: its items are still where they
+        # are written (the None alternative gets no item spans: `_bind` gives them to constructors only).
+        if not alts:
             return ()
+        # one alternative (nearly every binding): no `None` to set aside, no list built
+        built = [alts[0][1]] if len(alts) == 1 else [v for _, v in alts if not (isinstance(v, Expr) and v.text == "None")]
+        if not built or any(not isinstance(v, Ctor) or v.callee != SEQUENTIAL for v in built):
+            return ()
+        if len(built) < len(alts):
+            value = _sequential_or_none(value)
         args_node = value.child_by_field_id(Field.ARGUMENTS) if value.type == "call" else None
         if args_node is None or args_node.type != "argument_list":
             return ()
         arg_nodes = [a for a in args_node.named_children if a.type not in ("comment", "keyword_argument")]
         if not arg_nodes or not all(_one_layer_written(a) for a in arg_nodes):
             return ()
-        if not alts or any(not isinstance(v, Ctor) or v.callee != SEQUENTIAL or len(v.items) != len(arg_nodes)
-                           for _, v in alts):
+        if any(not isinstance(v, Ctor) or v.callee != SEQUENTIAL or len(v.items) != len(arg_nodes) for v in built):
             return ()
         return tuple(self.src.span(a) for a in arg_nodes)
 
@@ -1916,6 +1923,24 @@ class InitAnalysis:
             if isinstance(local, list):
                 return tuple(v for _, v in local if isinstance(v, Ctor)), (), None
         return (), (), None
+
+
+def _sequential_or_none(node: Node) -> Node:
+    """The call of `nn.Sequential(...) if flag else None` (or `None if flag else nn.Sequential(...)`, in
+    parentheses or not); any other node as it is."""
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    if node.type != "conditional_expression":
+        return node
+    parts = [c for c in node.named_children if c.type != "comment"]
+    if len(parts) != 3:
+        return node
+    yes, no = parts[0], parts[2]
+    if no.type == "none" and yes.type == "call":
+        return yes
+    if yes.type == "none" and no.type == "call":
+        return no
+    return node
 
 
 def _one_layer_written(node: Node) -> bool:
