@@ -45,6 +45,7 @@ _READERS = {
     "baddbmm": {"zeros"},  # `torch.baddbmm`
     "op": {"made_by", "probs"},  # `root_of` (a power), the guard (`guarded`), `einops.rearrange` of probabilities
 }
+# Where no reading but the guard can act (`guarded`, no trigger), `track` keeps `probs` alone (`_track_probs`).
 # `_Pass` methods that make a matrix product: each is asked only of a trigger (`einsum` of `torch.einsum` /
 # `einops.einsum`, `baddbmm` of `torch.baddbmm`, `_product_layout` of a matrix product).
 _MAKERS = frozenset({"_product_layout", "einsum", "permuted_product", "baddbmm"})
@@ -59,7 +60,7 @@ def _methods() -> dict[str, ast.FunctionDef]:
 def test_every_reader_of_the_tables_is_listed() -> None:
     found: dict[str, set[str]] = {}
     for name, method in _methods().items():
-        if name in ("track", "__init__"):
+        if name in ("track", "_track_probs", "__init__"):
             continue
         read = {n.attr for n in ast.walk(method) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
                 and n.value.id == "self" and n.attr in _TABLES}
@@ -116,6 +117,26 @@ def _reading(body: str) -> str:
 
 
 LAYOUTS = _reading(_READINGS["values"])
+# A helper's guard of fully masked rows after its softmax (`softmax_guards`), without a matrix product.
+GUARDED = HEADER + '''
+
+def _guarded(scores, allow):
+    neg = torch.finfo(scores.dtype).min
+    scores = scores.masked_fill(~allow, neg)
+    has_any = allow.any(dim=-1, keepdim=True)
+    attn = torch.softmax(scores, dim=-1)
+    return attn * has_any.to(attn.dtype)
+
+
+class Gate(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.wq = nn.Linear(c, c)
+
+    def forward(self, x, allow):
+        attn = _guarded(self.wq(x), allow)
+        return attn.sum(-1)
+'''
 PLAIN = '''
 class Block(nn.Module):
     def __init__(self, c):
@@ -149,7 +170,7 @@ def _all(text: str) -> object:
 
 
 @pytest.mark.pure_python
-@pytest.mark.parametrize("text", [*(_reading(body) for body in _READINGS.values()), HEADER + PLAIN,
+@pytest.mark.parametrize("text", [*(_reading(body) for body in _READINGS.values()), HEADER + PLAIN, GUARDED,
                                   *(p.read_text() for p in _EXAMPLES)])
 def test_the_gate_forced_open_gives_the_same_architectures(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
     gated = _all(text)
@@ -194,3 +215,15 @@ def test_a_forward_without_a_trigger_asks_no_layout(monkeypatch: pytest.MonkeyPa
     assert not asked
     analyse(LAYOUTS, None)
     assert asked
+
+
+@pytest.mark.pure_python
+def test_a_guarded_forward_without_a_trigger_keeps_its_probabilities(monkeypatch: pytest.MonkeyPatch) -> None:
+    forward = analyse(GUARDED, None).architectures[-1].forward
+    assert forward is not None
+    guarded = _Pass(forward, {}, {})
+    guarded.block(forward.body, UNTRACKED)
+    assert guarded.guarded and not guarded.layouts and guarded.probs and not guarded.made_by
+    kept = _all(GUARDED)
+    monkeypatch.setattr(_Pass, "_track_probs", lambda self, op: None)
+    assert _all(GUARDED) != kept  # the guard reads them

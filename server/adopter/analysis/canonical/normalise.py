@@ -325,10 +325,10 @@ class _Pass:
         # Which of those three mechanisms can act in this forward at all (`_Triggers`): the others are not fed.
         self.guarded, self.rescaling, self.sized = _triggers(self.flat, bool(self.items))
         # Whether a reading of what `track` keeps can act in this forward (`_LAYOUT_READS`): where none can,
-        # nothing is tracked and `product_layouts` is not asked (it keeps every op of a forward without a
-        # matrix product as it is; `tests/analysis/test_layout_gate.py`).
-        self.layouts = (self.guarded or self.sized or bool(self.items)
-                        or any(o.target in _LAYOUT_READS for o in self.flat))
+        # `product_layouts` is not asked (it keeps every op of a forward without a matrix product as it is), and
+        # `track` keeps only the probabilities the guard reads where it can act (`guarded`), else nothing
+        # (`tests/analysis/test_layout_gate.py`).
+        self.layouts = self.sized or bool(self.items) or any(o.target in _LAYOUT_READS for o in self.flat)
         self._rescaled: frozenset[str] | None = None
         self.swapped: dict[str, str] = {}  # name -> the name it is `transpose(-2, -1)` of
         self.transposed: set[str] = set()  # names bound to a transpose (also through a scale or cast)
@@ -667,6 +667,9 @@ class _Pass:
             SOFTMAX, LOG_SOFTMAX) else o for o in ops]
         if self.layouts:
             ops = self.product_layouts(ops)  # also `track`s each op
+        elif self.guarded:
+            for o in ops:
+                self.track(o)  # (the probabilities only)
         for o in ops:
             if self.guarded:
                 self.guards.note(o, self.scores_now)
@@ -695,8 +698,10 @@ class _Pass:
 
     def track(self, op: Op) -> None:
         """What `product_layouts` needs to know of each name as the pass binds it (only where a reading of it can
-        act: `layouts`)."""
+        act: `layouts`; else only the probabilities, where the guard can act)."""
         if not self.layouts:
+            if self.guarded:
+                self._track_probs(op)
             return
         key = (op.kind._value_, op.target)
         first = op.args[0].name if op.args and isinstance(op.args[0], Ref) else None
@@ -747,6 +752,20 @@ class _Pass:
         elif (key == TRANSPOSE and first is not None and len(op.args) == 3
               and {a.text for a in op.args[1:] if isinstance(a, Expr)} == {"-2", "-1"}):
             self.swapped[out] = first
+
+    def _track_probs(self, op: Op) -> None:
+        """`track`'s part that keeps `probs` (the same steps in the same order), for a forward where nothing else
+        of it is read."""
+        for name in op.outputs:
+            if self.probs:
+                self.probs.discard(name)
+        if len(op.outputs) != 1:
+            return
+        key = (op.kind._value_, op.target)
+        if key == SOFTMAX and _last_axis(op.kwargs):
+            self.probs.add(op.outputs[0])
+        elif key == CAST and op.args and isinstance(op.args[0], Ref) and op.args[0].name in self.probs:
+            self.probs.add(op.outputs[0])
 
     def unbound_halves(self, op: Op) -> list[Op] | None:
         """`x.unbind(dim=-2)` of `x`'s last axis split as (2, n) (`rearrange(x, "... (j d) -> ... j d", j=2)`,
