@@ -324,6 +324,11 @@ class _Pass:
         self.rescale = RescaledShift()  # a helper's `/c`, shift, `*c` into a softmax (`rescaled_shift`)
         # Which of those three mechanisms can act in this forward at all (`_Triggers`): the others are not fed.
         self.guarded, self.rescaling, self.sized = _triggers(self.flat, bool(self.items))
+        # Whether a reading of what `track` keeps can act in this forward (`_LAYOUT_READS`): where none can,
+        # `product_layouts` is not asked (it keeps every op of a forward without a matrix product as it is), and
+        # `track` keeps only the probabilities the guard reads where it can act (`guarded`), else nothing
+        # (`tests/analysis/test_layout_gate.py`).
+        self.layouts = self.sized or bool(self.items) or any(o.target in _LAYOUT_READS for o in self.flat)
         self._rescaled: frozenset[str] | None = None
         self.swapped: dict[str, str] = {}  # name -> the name it is `transpose(-2, -1)` of
         self.transposed: set[str] = set()  # names bound to a transpose (also through a scale or cast)
@@ -660,7 +665,11 @@ class _Pass:
                     _respell(op, canonical, args, kwargs)]
         ops = [_implicit_dim(o, ranks) if o.target in _SOFTMAX_TARGETS and (o.kind._value_, o.target) in (
             SOFTMAX, LOG_SOFTMAX) else o for o in ops]
-        ops = self.product_layouts(ops)  # also `track`s each op
+        if self.layouts:
+            ops = self.product_layouts(ops)  # also `track`s each op
+        elif self.guarded:
+            for o in ops:
+                self.track(o)  # (the probabilities only)
         for o in ops:
             if self.guarded:
                 self.guards.note(o, self.scores_now)
@@ -688,7 +697,12 @@ class _Pass:
     # -- attention's products in another operand order or layout --------------------------------------
 
     def track(self, op: Op) -> None:
-        """What `product_layouts` needs to know of each name as the pass binds it."""
+        """What `product_layouts` needs to know of each name as the pass binds it (only where a reading of it can
+        act: `layouts`; else only the probabilities, where the guard can act)."""
+        if not self.layouts:
+            if self.guarded:
+                self._track_probs(op)
+            return
         key = (op.kind._value_, op.target)
         first = op.args[0].name if op.args and isinstance(op.args[0], Ref) else None
         first_made = self.made_by.get(first) if first is not None else None
@@ -738,6 +752,20 @@ class _Pass:
         elif (key == TRANSPOSE and first is not None and len(op.args) == 3
               and {a.text for a in op.args[1:] if isinstance(a, Expr)} == {"-2", "-1"}):
             self.swapped[out] = first
+
+    def _track_probs(self, op: Op) -> None:
+        """`track`'s part that keeps `probs` (the same steps in the same order), for a forward where nothing else
+        of it is read."""
+        for name in op.outputs:
+            if self.probs:
+                self.probs.discard(name)
+        if len(op.outputs) != 1:
+            return
+        key = (op.kind._value_, op.target)
+        if key == SOFTMAX and _last_axis(op.kwargs):
+            self.probs.add(op.outputs[0])
+        elif key == CAST and op.args and isinstance(op.args[0], Ref) and op.args[0].name in self.probs:
+            self.probs.add(op.outputs[0])
 
     def unbound_halves(self, op: Op) -> list[Op] | None:
         """`x.unbind(dim=-2)` of `x`'s last axis split as (2, n) (`rearrange(x, "... (j d) -> ... j d", j=2)`,
@@ -1587,6 +1615,14 @@ _SOFTMAX_TARGETS = frozenset({SOFTMAX[1], LOG_SOFTMAX[1]})
 _LAST_SPLITTERS = frozenset({"einops.rearrange", "unflatten"})  # `_splits_last_in_two`
 _ITEMS_TARGETS = frozenset({*(key[1] for key in _SLICES), "list", "tuple"})  # `_items_rank`
 _LAYOUT_TARGETS = frozenset({"*", "/", MATMUL[1]})  # `_scale_chain`, `_product_layout`
+# The targets of a forward's ops that let a reading of `_Pass.track`'s tables act (with `guarded`, `sized` and
+# spliced `items`): every spelling of a matrix product and the ops the pass makes one of (`_product_layout`,
+# `_scale_chain`), powers (`root_of` reads `made_by`), `unbind` (`unbound_halves`), `einops.rearrange` and the
+# modules that compute it (the probabilities' transpose), `baddbmm` (`zeros`).
+_LAYOUT_READS = frozenset({
+    MATMUL[1], *(key[1] for key, canonical in CANONICAL.items() if canonical == MATMUL),
+    "torch.einsum", "einops.einsum", "torch.baddbmm", *_POWER_TARGETS, "unbind", "einops.rearrange",
+    *(callee for callee, spelled in MODULES.items() if spelled.op == ("function", "einops.rearrange"))})
 _RANK_READS = frozenset({"getattr", "dim", "-"})  # `_rank_less_one`
 _ROW_MAXIMA = frozenset({"amax", "torch.amax", "max", "torch.max"})  # `stable_shift` makes a row maximum
 
