@@ -109,6 +109,68 @@ class QKVAttentionLegacy(nn.Module):
         return a.reshape(bs, -1, length)
 '''
 
+# The keys handed in already laid out (bs, heads, d_k, n) by the caller (PatchTST's
+# `_ScaledDotProductAttention`, copied into tsai, neuralforecast, nnts: `k_s = W_K(K).view(...).permute(0, 2, 3, 1)`
+# in another class): the product's right operand is a forward input, not a local.
+KEYS_HANDED_IN = '''
+class ScaledDotProductAttention(nn.Module):
+    def __init__(self, d_model, n_heads, attn_dropout=0.0):
+        super().__init__()
+        self.attn_dropout = nn.Dropout(attn_dropout)
+        self.scale = (d_model // n_heads) ** -0.5
+
+    def forward(self, q, k, v, prev=None):
+        attn_scores = torch.matmul(q, k) * self.scale
+        if prev is not None:
+            attn_scores = attn_scores + prev
+        attn_weights = torch.nn.functional.softmax(attn_scores, dim=-1)
+        attn_weights = self.attn_dropout(attn_weights)
+        return torch.matmul(attn_weights, v)
+'''
+
+
+def test_keys_handed_in_laid_out_are_reported() -> None:
+    assert [rule for rule, _, _ in attention(KEYS_HANDED_IN)] == ["f10-manual-attention-sdpa"]
+    # counter-examples: the softmax over the queries; the keys a learned table, not an input
+    assert attention(KEYS_HANDED_IN.replace("dim=-1", "dim=-2")) == []
+    assert attention(KEYS_HANDED_IN.replace("torch.matmul(q, k)", "torch.matmul(q, self.table)").replace(
+        "self.scale = ", "self.table = nn.Parameter(torch.zeros(8, 8))\n        self.scale = ")) == []
+
+
+def test_keys_handed_in_laid_out_are_rewritten_and_equivalent() -> None:
+    # SDPA gets the handed-in keys as `k.transpose(-2, -1)`; compared as `adopter verify` compares, on the
+    # layout PatchTST's caller hands in: q (bs, h, n, d), k (bs, h, d, n), v (bs, h, n, d)
+    torch = pytest.importorskip("torch")
+    import sys
+    import types
+
+    from adopter.session import rewrite
+    from adopter.synth import Rewritten
+    from adopter.verify.compare import compare
+
+    assert [(rule, fixable) for rule, fixable, _ in attention(KEYS_HANDED_IN)] == [("f10-manual-attention-sdpa", True)]
+    env = Environment("cpu", frozenset(), "2.13.0")
+    rules = [r for r in load_rules().rules if r.family == 10]
+    source = HEADER + KEYS_HANDED_IN
+    findings = [f for f in check(analyse(source, "m.py"), rules, env).findings if f.family == 10]
+    out = rewrite(source, findings, rules=rules, env=env, path="m.py")
+    assert isinstance(out, Rewritten) and len(out.applied) == 1 and "scaled_dot_product_attention(" in out.new_source
+    assert "k.transpose(-2, -1)" in out.new_source, out.new_source
+    modules = []
+    for name, text in (("orig", source), ("new", out.new_source)):
+        module = types.ModuleType(f"handed_{name}")
+        sys.modules[module.__name__] = module
+        exec(compile(text, f"<{name}>", "exec"), module.__dict__)
+        modules.append(module.ScaledDotProductAttention(16, 4))
+    original, rewritten = modules
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 4, 5, 4), torch.randn(2, 4, 4, 7), torch.randn(2, 4, 7, 3)
+    for train in (False, True):
+        original.train(train)
+        rewritten.train(train)
+        result = compare(original, rewritten, ((q, k, v), {}), seed=0, dtype=torch.float32)
+        assert result.equivalent, result
+
 
 def test_channels_first_einsum_attention_is_reported() -> None:
     assert [rule for rule, _, _ in attention(QKV_LEGACY)] == ["f10-manual-attention-sdpa"]

@@ -319,6 +319,8 @@ class _Pass:
         # name -> ("rank", t) for `t.ndim` / `t.dim()`, ("last", t) for that less one: the last axis of `t`
         self.ranked: dict[str, tuple[str, str]] = {}
         self.made_by: dict[str, Key] = {}  # name -> the canonical op that last bound it in this pass
+        # the forward's own inputs (`self` aside): tensors a caller lays out, read as operands like the locals
+        self.inputs = frozenset(p.name for p in forward.params if p.name != "self")
         self.probs: set[str] = set()  # names bound to a softmax's output (also through casts)
         self.guards = SoftmaxGuards()  # a helper's guard of fully masked rows after its softmax (`softmax_guards`)
         self.rescale = RescaledShift()  # a helper's `/c`, shift, `*c` into a softmax (`rescaled_shift`)
@@ -792,8 +794,10 @@ class _Pass:
         - values multiplied from the left by the transposed probabilities (`bmm(v, p.permute(0, 2, 1))`,
           channels-first outputs): `v @ pᵀ` is `transpose(p @ transpose(v))`.
 
-        Only for a product of two locals bound in this forward whose result reaches a softmax (scores),
-        or whose right operand is a softmax's output transposed (values)."""
+        Only for a product of two locals bound in this forward or inputs of it (keys a caller hands in laid
+        out `(..., d, n)`: PatchTST's `torch.matmul(q, k)`, `k` permuted `(0, 2, 3, 1)` by the calling class)
+        whose result reaches a softmax (scores), or whose right operand is a softmax's output transposed
+        (values); never an attribute (a learned table)."""
         out: list[Op] = []
         for op in ops:
             if op.target not in _LAYOUT_TARGETS:  # (`_product_layout` keeps any other op as it is)
@@ -836,7 +840,7 @@ class _Pass:
             out += chain
             return
         if ((op.kind._value_, op.target) != MATMUL or len(op.args) != 2 or op.kwargs or len(op.outputs) != 1
-                or not all(isinstance(a, Ref) and a.name in self.made_by for a in op.args)):
+                or not all(isinstance(a, Ref) and (a.name in self.made_by or a.name in self.inputs) for a in op.args)):
             out.append(op)
             return
         left, right = (a.name for a in op.args if isinstance(a, Ref))
