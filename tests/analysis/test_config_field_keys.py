@@ -7,9 +7,10 @@ written."""
 from __future__ import annotations
 
 import pytest
-from tests.analysis.helpers import bindings
 
 from adopter.dsl.types import Ctor
+
+from .helpers import bindings
 
 LADDER = '''
 def _get_activation(name):

@@ -6,7 +6,8 @@ before it, or holding the function on one path of an `if` only, is not the funct
 from __future__ import annotations
 
 import pytest
-from tests.analysis.helpers import forward_lines
+
+from .helpers import forward_lines
 
 HEAD = '''
 class Head(nn.Module):

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pkgutil
 
 import pytest
-from tests.analysis.helpers import bindings
 
 from adopter.analysis.names.torch_nn_public import REEXPORTED, torch_nn_public
+
+from .helpers import bindings
 
 GRAPH_TRANSFORMER = '''from torch.nn.modules.normalization import LayerNorm
 from torch.nn.modules.dropout import Dropout
