@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import inspect
 import pathlib
 
 import pytest
@@ -52,7 +51,9 @@ _MAKERS = frozenset({"_product_layout", "einsum", "permuted_product", "baddbmm"}
 
 
 def _methods() -> dict[str, ast.FunctionDef]:
-    tree = ast.parse(pathlib.Path(inspect.getfile(normalise)).read_text())
+    # the module's source file (under the native build `normalise` is compiled: its `__file__` is the extension)
+    source = pathlib.Path(__file__).resolve().parents[2] / "server" / "adopter" / "analysis" / "canonical" / "normalise.py"
+    tree = ast.parse(source.read_text(encoding="utf-8"))
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "_Pass")
     return {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
 
