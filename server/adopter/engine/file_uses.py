@@ -22,6 +22,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from adopter.analysis.parse.words import whole_words
+
 PARSE_ERRORS = (SyntaxError, ValueError, RecursionError)  # what `ast.parse` raises on text that is not Python
 _CONTINUED = ("else", "elif", "except", "finally")
 _NOT_CODE = ("", " ", "\t", "\x0c", "#", ")", "]", "}")
@@ -38,7 +40,7 @@ class StatementUses:
     uses of names (every expression) are read the first time a name the text holds is asked (`uses`): the check
     asks only for its callees' names, which few statements of a file hold; a name that is not a whole word of
     the text (ASCII: a non-ASCII identifier can stand for an ASCII name, `ａttend` for `attend`) has no use in
-    it (`_holds_word`)."""
+    it (`_lacks`)."""
 
     def __init__(self, tree: ast.Module, text: str | None = None) -> None:
         self.defs: list[tuple[str, int, int, str | None]] = []  # (name, first line, last line, its class)
@@ -48,7 +50,8 @@ class StatementUses:
         self._statements(tree.body, [])
         # the text the tree was parsed from, parsed again when a use is first asked (None: read them now)
         self._text = text
-        self._skip = text is not None and text.isascii()  # a name not a whole word of the text has no use in it
+        # ASCII text, where a name that is not a whole word of it has no use in it (`_lacks`)
+        self._data = text.encode() if text is not None and text.isascii() else None
         self._uses: tuple[dict[str, list[tuple[int, bool]]],
                           dict[str, list[tuple[int, bool, str | None, str | None]]]] | None = (
             _read_uses(tree) if text is None else None)
@@ -66,15 +69,25 @@ class StatementUses:
 
     def names_of(self, name: str) -> list[tuple[int, bool]]:
         """The uses of the bare name `name`."""
-        if self._uses is None and self._skip and not _holds_word(self._text or "", name):
+        if self._lacks(name):
             return []
         return self._read()[0].get(name, [])
 
     def attrs_of(self, name: str) -> list[tuple[int, bool, str | None, str | None]]:
         """The uses of the attribute `name`."""
-        if self._uses is None and self._skip and not _holds_word(self._text or "", name):
+        if self._lacks(name):
             return []
         return self._read()[1].get(name, [])
+
+    def _lacks(self, name: str) -> bool:
+        """Whether the uses are not read yet and the identifier `name` is no whole word of the ASCII text
+        (`parse.words.whole_words`). Every use of a name (an `ast.Name`, the attribute of an `ast.Attribute`) in
+        ASCII text that parses is one: the tokenizer reads an identifier as the longest run of letters, digits
+        and `_`, so one beside it would be part of the token; and a number written against a name (`1if`) parses
+        only where the name is a keyword, never a `Name` or an attribute. `_attn` inside
+        `self._attn_implementation` is no use of `_attn`."""
+        data = self._data
+        return self._uses is None and data is not None and next(whole_words(data, name.encode()), -1) < 0
 
     def _read(self) -> tuple[dict[str, list[tuple[int, bool]]],
                              dict[str, list[tuple[int, bool, str | None, str | None]]]]:
@@ -117,26 +130,6 @@ class StatementUses:
         if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and isinstance(
                 value, ast.List | ast.Tuple | ast.Set):
             self.exported.update(e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
-
-
-def _holds_word(text: str, name: str) -> bool:
-    """Whether the identifier `name` occurs in the ASCII `text` with no letter, digit or `_` on either side.
-
-    Every use of a name (an `ast.Name`, the attribute of an `ast.Attribute`) in ASCII text that parses is such
-    an occurrence: the tokenizer reads an identifier as the longest run of those characters, so one beside it
-    would be part of the token; and a number written against a name (`1if`) parses only where the name is a
-    keyword, never a `Name` or an attribute. `_attn` inside `self._attn_implementation` is no use of `_attn`."""
-    at = text.find(name)
-    while at >= 0:
-        end = at + len(name)
-        if (at == 0 or not _word_char(text[at - 1])) and (end == len(text) or not _word_char(text[end])):
-            return True
-        at = text.find(name, at + 1)
-    return False
-
-
-def _word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
 
 
 # The fields of a statement (and of an `except` arm, a `case`) that hold statements, in `ast`'s field order.
